@@ -1,0 +1,26 @@
+"""ainet-gym: learn to route traffic in AI data-centre fabrics.
+
+The public surface (see DESIGN.md "Contracts"):
+
+- :func:`max_min_fair`, :func:`max_min_fair_batched`: the bandwidth allocator;
+- :func:`load_scenario`, :class:`ScenarioError`, :func:`list_scenarios`: scenario files;
+- :func:`simulate`: a scenario under a routing policy, without RL;
+- the Gymnasium environments registered under the ``ainet_gym/`` namespace (importing this package
+  registers them).
+"""
+
+from ainet_gym.allocator import max_min_fair, max_min_fair_batched
+from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
+from ainet_gym.simulate import simulate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ScenarioError",
+    "__version__",
+    "list_scenarios",
+    "load_scenario",
+    "max_min_fair",
+    "max_min_fair_batched",
+    "simulate",
+]

@@ -1,0 +1,511 @@
+"""The fluid simulation: jobs that compute and communicate on their own clocks, batched over instances.
+
+Data flow of one decision interval (see DESIGN.md):
+
+    split (connections, paths) -> incidence entries (flow, link, coef)
+    -> loop: active flows -> max-min fair rates -> time to the next event
+             -> advance bytes, timers, link bytes -> process events (phase / iteration ends)
+    -> per-job and per-link metrics of the interval
+
+A *unit* is a compiled job or a background source. Units of all instances of a batch are stacked
+into flat arrays with per-instance offsets on link ids, so one call of the allocator serves every
+instance at each event (iterations = max over instances, not the sum).
+
+Job timeline of one iteration (``c`` = compute time, ``o`` = overlap):
+compute runs for ``c``; communication starts at ``(1 - o) c`` and runs its phases in order, each phase
+paying ``steps * path latency`` before its bytes flow; the iteration ends when both compute and
+communication are done. So step time = c + max(0, comm - o c) (exposed communication).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ainet_gym.allocator import solve_coo
+from ainet_gym.spec import BackgroundSpec, JobSpec
+from ainet_gym.topology import Fabric
+from ainet_gym.workload import decompose
+
+__all__ = ["BatchSim", "CompiledUnit", "IntervalMetrics", "compile_background", "compile_job"]
+
+# job phase cursor values
+WAITING = -2  # before start_ms
+PRE_COMM = -1  # computing, communication not started yet
+_EPS_T = 1e-12  # seconds: timers at or below this are done
+_EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
+
+
+@dataclass
+class CompiledUnit:
+    """One job (or background source) compiled on a fabric: arrays ready for stacking."""
+
+    name: str
+    is_background: bool
+    gpus: np.ndarray  # (gpus,) GPU ids of the ranks, rank order
+    compute_s: float
+    overlap: float
+    start_s: float
+    phase_latency_s: np.ndarray  # (phases,) alpha terms of each phase
+    flow_phase: np.ndarray  # (flows,) phase index within the unit
+    flow_bytes: np.ndarray  # (flows,) bytes each member moves (inf for background)
+    flow_demand_bps: np.ndarray  # (flows,) per-flow rate cap (inf for job flows)
+    member_flow: np.ndarray  # (members,) flow index, sorted
+    member_conn: np.ndarray  # (members,) connection index
+    conn_src: np.ndarray  # (conns,) source endpoint
+    conn_dst: np.ndarray  # (conns,) destination endpoint
+    conn_key: np.ndarray  # (conns,) int64 stable id for ECMP hashing
+    conn_paths: np.ndarray  # (conns, max_paths, max_hops) link ids, -1 padded
+    conn_npaths: np.ndarray  # (conns,) number of candidate paths
+    bg_spec: BackgroundSpec | None = None
+
+    @property
+    def n_phases(self) -> int:
+        return int(self.phase_latency_s.shape[0])
+
+
+def _conn_tables(
+    fabric: Fabric, src: list[int], dst: list[int], max_hops: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    P = fabric.max_paths
+    paths = np.full((len(src), P, max_hops), -1, dtype=np.int64)
+    npaths = np.zeros(len(src), dtype=np.int64)
+    hops = np.zeros(len(src), dtype=np.int64)
+    for c, (s, d) in enumerate(zip(src, dst)):
+        ps = fabric.paths(s, d)
+        npaths[c] = len(ps)
+        hops[c] = len(ps[0])
+        for i, pth in enumerate(ps):
+            paths[c, i, : len(pth)] = pth
+    return paths, npaths, hops
+
+
+def max_hops(fabric: Fabric) -> int:
+    """Longest candidate path (in links) of the fabric's topology."""
+    return {"single_switch": 2, "spine_leaf": 4, "rail_optimized": 4, "fat_tree": 6}[fabric.spec.topology]
+
+
+def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0) -> CompiledUnit:
+    """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths."""
+    gpus = np.asarray(gpus, dtype=np.int64)
+    p = len(gpus)
+    host_of_rank = fabric.gpu_host[gpus].tolist()
+    phase_steps: list[int] = []
+    flow_phase: list[int] = []
+    flow_bytes: list[float] = []
+    member_flow: list[int] = []
+    member_conn: list[int] = []
+    conn_index: dict[tuple[int, int], int] = {}
+    for coll in job.collectives:
+        for ph in decompose(coll, p, host_of_rank, rotation):
+            k = len(phase_steps)
+            phase_steps.append(ph.steps)
+            for fl in ph.flows:
+                f = len(flow_bytes)
+                flow_phase.append(k)
+                flow_bytes.append(fl.bytes)
+                for sr, dr in fl.members:
+                    key = (int(gpus[sr]), int(gpus[dr]))
+                    c = conn_index.setdefault(key, len(conn_index))
+                    member_flow.append(f)
+                    member_conn.append(c)
+    src = [s for s, _ in conn_index]
+    dst = [d for _, d in conn_index]
+    H = max_hops(fabric)
+    paths, npaths, hops = _conn_tables(fabric, src, dst, H)
+    jk = zlib.crc32(job.name.encode())
+    conn_key = (
+        (np.int64(jk) << np.int64(32))
+        ^ (np.asarray(src, dtype=np.int64) << np.int64(16))
+        ^ np.asarray(dst, dtype=np.int64)
+    )
+    # alpha: steps * the longest path latency among the phase's members
+    lat = np.zeros(len(phase_steps))
+    mf = np.asarray(member_flow, dtype=np.int64)
+    mc = np.asarray(member_conn, dtype=np.int64)
+    fp = np.asarray(flow_phase, dtype=np.int64)
+    if mf.size:
+        member_hops = hops[mc]
+        ph_hops = np.zeros(len(phase_steps))
+        np.maximum.at(ph_hops, fp[mf], member_hops)
+        lat = np.asarray(phase_steps) * ph_hops * fabric.hop_latency_s
+    return CompiledUnit(
+        name=job.name,
+        is_background=False,
+        gpus=gpus,
+        compute_s=job.compute_ms * 1e-3,
+        overlap=job.overlap,
+        start_s=job.start_ms * 1e-3,
+        phase_latency_s=lat,
+        flow_phase=fp,
+        flow_bytes=np.asarray(flow_bytes, dtype=np.float64),
+        flow_demand_bps=np.full(len(flow_bytes), np.inf),
+        member_flow=mf,
+        member_conn=mc,
+        conn_src=np.asarray(src, dtype=np.int64),
+        conn_dst=np.asarray(dst, dtype=np.int64),
+        conn_key=conn_key,
+        conn_paths=paths,
+        conn_npaths=npaths,
+    )
+
+
+def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, index: int) -> CompiledUnit:
+    """Background traffic between the storage hosts and ``gpus`` as demand-capped endless flows."""
+    storage = fabric.n_gpus + np.arange(fabric.n_storage)
+    n = len(storage) * bg.flows_per_host
+    targets = np.asarray(gpus, dtype=np.int64)[np.arange(n) % len(gpus)]
+    hosts = np.repeat(storage, bg.flows_per_host)
+    src, dst = (hosts, targets) if bg.kind == "storage" else (targets, hosts)
+    paths, npaths, _ = _conn_tables(fabric, src.tolist(), dst.tolist(), max_hops(fabric))
+    key = (np.int64(0x5BD1E995 + index) << np.int64(32)) ^ (src << np.int64(16)) ^ dst
+    return CompiledUnit(
+        name=f"background{index}:{bg.kind}",
+        is_background=True,
+        gpus=np.asarray(gpus, dtype=np.int64),
+        compute_s=0.0,
+        overlap=0.0,
+        start_s=0.0,
+        phase_latency_s=np.zeros(0),
+        flow_phase=np.zeros(n, dtype=np.int64),
+        flow_bytes=np.full(n, np.inf),
+        flow_demand_bps=np.full(n, bg.gbps * 1e9 / 8.0 / n),
+        member_flow=np.arange(n, dtype=np.int64),
+        member_conn=np.arange(n, dtype=np.int64),
+        conn_src=src.astype(np.int64),
+        conn_dst=dst.astype(np.int64),
+        conn_key=key.astype(np.int64),
+        conn_paths=paths,
+        conn_npaths=npaths,
+        bg_spec=bg,
+    )
+
+
+@dataclass
+class IntervalMetrics:
+    """What one decision interval produced, per instance. Arrays over the batch's flat job slots."""
+
+    duration_s: np.ndarray  # (batch,)
+    iterations: np.ndarray  # (units,) iterations completed in the interval
+    step_time_sum_s: np.ndarray  # (units,)
+    comm_time_sum_s: np.ndarray  # (units,)
+    compute_time_s: np.ndarray  # (units,) time spent computing in the interval
+    active_time_s: np.ndarray  # (units,) time the job existed (started) in the interval
+    link_bytes: np.ndarray  # (batch, links)
+    stalled_flows: np.ndarray  # (batch,) active flows with zero rate at some event
+    events: int  # global event-loop iterations
+    solver_iterations: int
+
+
+class BatchSim:
+    """Stacked state of ``batch`` instances of one fabric, each with its own units and capacities.
+
+    Build with the list of units of each instance; call :meth:`run_interval` with the split of every
+    connection. Structure changes (a job arrives or leaves) go through :meth:`set_units`.
+    """
+
+    def __init__(self, fabric: Fabric, units: list[list[CompiledUnit]]) -> None:
+        self.fabric = fabric
+        self.batch = len(units)
+        self.n_links = fabric.n_links
+        self.capacity = np.tile(fabric.capacity_bps, (self.batch, 1))  # (batch, links) bytes/s
+        self.time_s = np.zeros(self.batch)  # (batch,) simulated clock
+        self.set_units(units)
+
+    # ------------------------------------------------------------------ structure
+    def set_units(self, units: list[list[CompiledUnit]], keep: np.ndarray | None = None) -> None:
+        """(Re)stack units. State of units is reset unless ``keep`` maps new unit -> old unit index."""
+        old = getattr(self, "_state_snapshot", None)
+        self.units = units
+        flat = [u for inst in units for u in inst]
+        self.flat_units = flat
+        U = len(flat)
+        self.unit_inst = np.asarray([b for b, inst in enumerate(units) for _ in inst], dtype=np.int64)
+        L = self.n_links
+        n_ph = np.asarray([u.n_phases for u in flat], dtype=np.int64)
+        n_fl = np.asarray([u.flow_bytes.shape[0] for u in flat], dtype=np.int64)
+        n_cn = np.asarray([u.conn_src.shape[0] for u in flat], dtype=np.int64)
+        self.phase_off = np.concatenate([[0], np.cumsum(n_ph)])[:-1]
+        self.flow_off = np.concatenate([[0], np.cumsum(n_fl)])[:-1]
+        self.conn_off = np.concatenate([[0], np.cumsum(n_cn)])[:-1]
+        self.unit_nphases = n_ph
+        self.unit_bg = np.asarray([u.is_background for u in flat], dtype=bool)
+        self.unit_compute = np.asarray([u.compute_s for u in flat])
+        self.unit_overlap = np.asarray([u.overlap for u in flat])
+        self.unit_start = np.asarray([u.start_s for u in flat])
+        self.unit_ngpus = np.asarray([0 if u.is_background else len(u.gpus) for u in flat], dtype=np.int64)
+
+        def cat(attr: str, dtype: type = np.float64) -> np.ndarray:
+            arrs = [getattr(u, attr) for u in flat]
+            return np.concatenate(arrs).astype(dtype) if arrs else np.zeros(0, dtype=dtype)
+
+        self.phase_latency = cat("phase_latency_s")
+        self.flow_unit = np.repeat(np.arange(U), n_fl)
+        self.flow_phase = cat("flow_phase", np.int64)
+        self.flow_bytes = cat("flow_bytes")
+        self.flow_demand = cat("flow_demand_bps")
+        self.flow_inst = self.unit_inst[self.flow_unit] if U else np.zeros(0, dtype=np.int64)
+        self.flow_bg = self.unit_bg[self.flow_unit] if U else np.zeros(0, dtype=bool)
+        n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
+        mem_unit = np.repeat(np.arange(U), n_mem)
+        self.member_flow = cat("member_flow", np.int64) + (self.flow_off[mem_unit] if U else 0)
+        self.member_conn = cat("member_conn", np.int64) + (self.conn_off[mem_unit] if U else 0)
+        self.conn_unit = np.repeat(np.arange(U), n_cn)
+        self.conn_key = cat("conn_key", np.int64)
+        self.conn_npaths = cat("conn_npaths", np.int64)
+        P, H = self.fabric.max_paths, max_hops(self.fabric)
+        paths = [u.conn_paths for u in flat]
+        self.conn_paths = np.concatenate(paths) if paths else np.zeros((0, P, H), dtype=np.int64)
+        inst_of_conn = self.unit_inst[self.conn_unit] if U else np.zeros(0, dtype=np.int64)
+        self.conn_paths_global = np.where(
+            self.conn_paths >= 0, self.conn_paths + (inst_of_conn * L)[:, None, None], -1
+        )
+        self.n_units, self.n_flows, self.n_conns = U, int(n_fl.sum()), int(n_cn.sum())
+        # ---- state
+        self.bg_on = np.zeros(U, dtype=bool)  # background units switched on
+        self.unit_alive = np.ones(U, dtype=bool)
+        self.rem = self.flow_bytes.copy()  # (flows,) bytes left in the current iteration
+        self.phase_cur = np.where(self.unit_start > 0, WAITING, PRE_COMM).astype(np.int64)
+        self.t_start_left = self.unit_start.copy()
+        self.t_compute_left = np.where(self.unit_start > 0, 0.0, self.unit_compute)
+        self.t_comm_start_left = np.where(
+            self.unit_start > 0, 0.0, (1.0 - self.unit_overlap) * self.unit_compute
+        )
+        self.t_latency_left = np.zeros(U)
+        self.iter_start = np.repeat(self.time_s[:, None], 1, axis=1)[self.unit_inst, 0] + self.unit_start
+        self.comm_start = np.zeros(U)
+        self.comm_end = np.zeros(U)
+        self.iterations_total = np.zeros(U, dtype=np.int64)
+        self.last_step_s = np.full(U, np.nan)
+        if old is not None and keep is not None:
+            self._restore(old, keep)
+        self.set_split(None)
+
+    def snapshot_units(self) -> None:
+        """Remember per-unit state so :meth:`set_units` can carry it to surviving units."""
+        fields = (
+            "phase_cur", "t_start_left", "t_compute_left", "t_comm_start_left", "t_latency_left",
+            "iter_start", "comm_start", "comm_end", "iterations_total", "last_step_s", "bg_on",
+        )  # fmt: skip
+        self._state_snapshot = {
+            "units": {k: getattr(self, k).copy() for k in fields},
+            "rem": [
+                self.rem[o : o + len(u.flow_bytes)].copy() for o, u in zip(self.flow_off, self.flat_units)
+            ],
+        }
+
+    def _restore(self, old: dict, keep: np.ndarray) -> None:
+        for new_i, old_i in enumerate(keep):
+            if old_i < 0:
+                continue
+            for k, arr in old["units"].items():
+                getattr(self, k)[new_i] = arr[old_i]
+            r = old["rem"][old_i]
+            o = self.flow_off[new_i]
+            if r.shape[0] == self.flat_units[new_i].flow_bytes.shape[0]:
+                self.rem[o : o + r.shape[0]] = r
+        self._state_snapshot = None
+
+    # ------------------------------------------------------------------ routing
+    def set_split(self, split: np.ndarray | None) -> None:
+        """Set the split (connections, max_paths) of every connection; None = first path only."""
+        if split is None:
+            split = np.zeros((self.n_conns, self.fabric.max_paths))
+            split[:, 0] = 1.0
+        self.split = split
+        m_split = split[self.member_conn]  # (members, paths)
+        m_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
+        mask = (m_split[:, :, None] > 0) & (m_paths >= 0)
+        mi, pi, _ = np.nonzero(mask)
+        self.e_flow = self.member_flow[mi]
+        self.e_link = m_paths[mask]
+        self.e_coef = m_split[mi, pi]
+
+    # ------------------------------------------------------------------ dynamics
+    def _active_flows(self, running: np.ndarray) -> np.ndarray:
+        u = self.flow_unit
+        job_active = (
+            (~self.flow_bg)
+            & (self.phase_cur[u] == self.flow_phase)
+            & (self.t_latency_left[u] <= _EPS_T)
+            & (self.rem > 0)
+        )
+        bg_active = self.flow_bg & self.bg_on[u]
+        return (job_active | bg_active) & running[self.flow_inst] & self.unit_alive[u]
+
+    def run_interval(self, duration_s: np.ndarray | float, max_events: int = 1_000_000) -> IntervalMetrics:
+        """Advance every instance by ``duration_s`` of simulated time, event to event."""
+        B, U, L = self.batch, self.n_units, self.n_links
+        t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
+        dur = t_left.copy()
+        iters = np.zeros(U, dtype=np.int64)
+        step_sum = np.zeros(U)
+        comm_sum = np.zeros(U)
+        compute_t = np.zeros(U)
+        active_t = np.zeros(U)
+        link_bytes = np.zeros(B * L)
+        stalled = np.zeros(B, dtype=np.int64)
+        cap = self.capacity.reshape(-1)
+        events = 0
+        solver_iters = 0
+        self._process_events(iters, step_sum, comm_sum)
+        while True:
+            running = t_left > _EPS_T
+            if not running.any():
+                break
+            events += 1
+            if events > max_events:
+                raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
+            active = self._active_flows(running)
+            act_idx = np.flatnonzero(active)
+            rates = np.zeros(act_idx.shape[0])
+            e_sel = active[self.e_flow]
+            ef, el, ec = self.e_flow[e_sel], self.e_link[e_sel], self.e_coef[e_sel]
+            if act_idx.size:
+                compact = np.cumsum(active) - 1
+                rates, it = solve_coo(
+                    compact[ef], el, ec, cap, act_idx.shape[0],
+                    demand=self.flow_demand[act_idx], return_iterations=True,
+                )  # fmt: skip
+                solver_iters += it
+            # time to next event, per instance
+            dt = t_left.copy()
+            job_flow = ~self.flow_bg[act_idx]
+            with np.errstate(divide="ignore"):
+                t_fin = np.where(rates > 0, self.rem[act_idx] / np.where(rates > 0, rates, 1.0), np.inf)
+            t_fin = np.where(job_flow, t_fin, np.inf)
+            np.minimum.at(dt, self.flow_inst[act_idx], t_fin)
+            stalled_now = np.bincount(
+                self.flow_inst[act_idx], weights=(rates <= 0) & job_flow, minlength=B
+            ).astype(np.int64)
+            stalled = np.maximum(stalled, stalled_now)
+            alive = self.unit_alive & ~self.unit_bg & running[self.unit_inst]
+            timers = np.full(U, np.inf)
+            pc = self.phase_cur
+            timers = np.where(pc == WAITING, self.t_start_left, timers)
+            timers = np.minimum(timers, np.where(self.t_compute_left > _EPS_T, self.t_compute_left, np.inf))
+            timers = np.minimum(timers, np.where(pc == PRE_COMM, self.t_comm_start_left, np.inf))
+            in_comm = (pc >= 0) & (pc < self.unit_nphases)
+            timers = np.minimum(
+                timers, np.where(in_comm & (self.t_latency_left > _EPS_T), self.t_latency_left, np.inf)
+            )
+            timers = np.where(alive, timers, np.inf)
+            np.minimum.at(dt, self.unit_inst, timers)
+            dt = np.where(running, np.maximum(dt, 0.0), 0.0)
+            # advance
+            dtf = dt[self.flow_inst[act_idx]]
+            self.rem[act_idx] = np.where(job_flow, self.rem[act_idx] - rates * dtf, self.rem[act_idx])
+            if ef.size:
+                rate_full = np.zeros(self.n_flows)
+                rate_full[act_idx] = rates * dtf
+                link_bytes += np.bincount(el, weights=ec * rate_full[ef], minlength=B * L)
+            dtu = dt[self.unit_inst]
+            started = alive & (pc != WAITING)
+            active_t += np.where(started, dtu, 0.0)
+            compute_t += np.where(started, np.minimum(self.t_compute_left, dtu), 0.0)
+            self.t_compute_left = np.where(
+                alive, np.maximum(self.t_compute_left - dtu, 0.0), self.t_compute_left
+            )
+            self.t_start_left = np.where(alive & (pc == WAITING), self.t_start_left - dtu, self.t_start_left)
+            self.t_comm_start_left = np.where(
+                alive & (pc == PRE_COMM), self.t_comm_start_left - dtu, self.t_comm_start_left
+            )
+            self.t_latency_left = np.where(
+                alive & in_comm, np.maximum(self.t_latency_left - dtu, 0.0), self.t_latency_left
+            )
+            self.time_s += dt
+            t_left -= dt
+            self._process_events(iters, step_sum, comm_sum)
+        return IntervalMetrics(
+            duration_s=dur,
+            iterations=iters,
+            step_time_sum_s=step_sum,
+            comm_time_sum_s=comm_sum,
+            compute_time_s=compute_t,
+            active_time_s=active_t,
+            link_bytes=link_bytes.reshape(B, L),
+            stalled_flows=stalled,
+            events=events,
+            solver_iterations=solver_iters,
+        )
+
+    def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
+        """Apply every transition that is due now, until none is (vectorised over units)."""
+        U = self.n_units
+        now = self.time_s[self.unit_inst] if U else np.zeros(0)
+        done_flow = (~self.flow_bg) & (self.rem <= _EPS_B * self.flow_bytes)
+        self.rem = np.where(done_flow, 0.0, self.rem)
+        alive = self.unit_alive & ~self.unit_bg
+        for _ in range(4 * int(self.unit_nphases.max(initial=0)) + 8):
+            changed = np.zeros(U, dtype=bool)
+            pc = self.phase_cur
+            # start of the job
+            go = alive & (pc == WAITING) & (self.t_start_left <= _EPS_T)
+            if go.any():
+                self.phase_cur = np.where(go, PRE_COMM, self.phase_cur)
+                self.t_compute_left = np.where(go, self.unit_compute, self.t_compute_left)
+                self.t_comm_start_left = np.where(
+                    go, (1 - self.unit_overlap) * self.unit_compute, self.t_comm_start_left
+                )
+                self.iter_start = np.where(go, now, self.iter_start)
+                changed |= go
+            pc = self.phase_cur
+            # communication starts
+            go = alive & (pc == PRE_COMM) & (self.t_comm_start_left <= _EPS_T)
+            if go.any():
+                self.phase_cur = np.where(go, 0, self.phase_cur)
+                self.comm_start = np.where(go, now, self.comm_start)
+                self._enter_phase(go)
+                changed |= go
+            pc = self.phase_cur
+            # phase ends when its latency is paid and none of its flows has bytes left
+            in_comm = alive & (pc >= 0) & (pc < self.unit_nphases)
+            pending = np.bincount(
+                self.flow_unit,
+                weights=(self.flow_phase == pc[self.flow_unit]) & (self.rem > 0) & ~self.flow_bg,
+                minlength=U,
+            )
+            go = in_comm & (self.t_latency_left <= _EPS_T) & (pending == 0)
+            if go.any():
+                self.phase_cur = np.where(go, pc + 1, pc)
+                fin = go & (self.phase_cur == self.unit_nphases)
+                self.comm_end = np.where(fin, now, self.comm_end)
+                self._enter_phase(go & ~fin)
+                changed |= go
+            pc = self.phase_cur
+            # iteration ends when compute and communication are both done
+            go = alive & (pc == self.unit_nphases) & (self.t_compute_left <= _EPS_T)
+            if go.any():
+                st = now - self.iter_start
+                iters += go
+                step_sum += np.where(go, st, 0.0)
+                comm_sum += np.where(go, self.comm_end - self.comm_start, 0.0)
+                self.iterations_total += go
+                self.last_step_s = np.where(go, st, self.last_step_s)
+                if (go & (st <= 0)).any():
+                    u = int(np.flatnonzero(go & (st <= 0))[0])
+                    raise RuntimeError(f"job {self.flat_units[u].name!r}: an iteration takes no time")
+                self.iter_start = np.where(go, now, self.iter_start)
+                self.phase_cur = np.where(go, PRE_COMM, self.phase_cur)
+                self.t_compute_left = np.where(go, self.unit_compute, self.t_compute_left)
+                self.t_comm_start_left = np.where(
+                    go, (1 - self.unit_overlap) * self.unit_compute, self.t_comm_start_left
+                )
+                reset = go[self.flow_unit] & ~self.flow_bg
+                self.rem = np.where(reset, self.flow_bytes, self.rem)
+                changed |= go
+            if not changed.any():
+                return
+        raise RuntimeError("event processing did not settle")
+
+    def _enter_phase(self, mask: np.ndarray) -> None:
+        ph = np.minimum(self.phase_cur, np.maximum(self.unit_nphases - 1, 0))
+        idx = self.phase_off + ph
+        lat = (
+            self.phase_latency[np.minimum(idx, max(self.phase_latency.shape[0] - 1, 0))]
+            if self.phase_latency.size
+            else 0.0
+        )
+        self.t_latency_left = np.where(mask, lat, self.t_latency_left)

@@ -1,0 +1,462 @@
+"""A scenario brought to life: placement, background, failures, churn and metrics, batched.
+
+:class:`FabricWorld` owns ``batch`` independent copies (instances) of one scenario, each with its own
+seeded generator, and steps them together through :class:`~ainet_gym.engine.BatchSim`. It is the
+engine under both :func:`ainet_gym.simulate` and the Gymnasium environments.
+
+Action slots: every job slot ``j`` owns ``slot_width[j]`` consecutive slots, one per connection of
+the job (a connection is a (source GPU, destination GPU) pair its collectives use). A slot is
+*controllable* when its connection has more than one candidate path; other slots are masked.
+Background traffic always follows static ECMP (it belongs to other tenants).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ainet_gym.engine import BatchSim, CompiledUnit, compile_background, compile_job
+from ainet_gym.routing import ecmp_split
+from ainet_gym.spec import JobSpec, Scenario
+from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_spec
+
+__all__ = ["FabricWorld", "StepResult"]
+
+
+@dataclass
+class StepResult:
+    """Per-instance results of one decision interval. Arrays have a leading batch axis."""
+
+    duration_s: np.ndarray  # (batch,)
+    job_alive: np.ndarray  # (batch, jobs) bool
+    job_gpus: np.ndarray  # (batch, jobs) int
+    iterations: np.ndarray  # (batch, jobs)
+    step_time_s: np.ndarray  # (batch, jobs) mean over completed iterations, nan where none
+    comm_time_s: np.ndarray  # (batch, jobs)
+    ideal_step_s: np.ndarray  # (batch, jobs)
+    gpu_utilization: np.ndarray  # (batch, jobs) compute time / elapsed time, nan where not running
+    efficiency: np.ndarray  # (batch, jobs) ideal / actual step time in (0, 1], nan where not running
+    link_bytes: np.ndarray  # (batch, links)
+    link_utilization: np.ndarray  # (batch, links) bytes / (current capacity * duration), 0 where failed
+    max_link_utilization: np.ndarray  # (batch,) over network (non-NVLink) links
+    tier_bytes: np.ndarray  # (batch, tiers)
+    stalled_transfers: np.ndarray  # (batch,)
+    events: int
+
+
+class FabricWorld:
+    """``batch`` seeded instances of ``scenario`` on one shared fabric."""
+
+    def __init__(self, scenario: Scenario, batch: int = 1) -> None:
+        self.scenario = scenario
+        self.batch = batch
+        self.fabric: Fabric = build_fabric(scenario.fabric, max_paths=scenario.routing.max_paths)
+        self._nb_fabric: Fabric | None = None
+        self._ideal_cache: dict[tuple, float] = {}
+        churn = scenario.dynamics.job_churn
+        self.churn = churn.arrival_rate > 0
+        self.templates: tuple[JobSpec, ...] = churn.templates or scenario.jobs
+        self.n_job_slots = max(len(scenario.jobs), churn.max_jobs if self.churn else 0)
+        # slot width per job slot: connections of the widest job that may occupy it
+        widths = [self._n_conns(j) for j in scenario.jobs]
+        tmpl_w = max((self._n_conns(t) for t in self.templates), default=0) if self.churn else 0
+        self.slot_width = np.array(
+            [max(widths[j] if j < len(widths) else 0, tmpl_w) for j in range(self.n_job_slots)],
+            dtype=np.int64,
+        )
+        self.slot_offset = np.concatenate([[0], np.cumsum(self.slot_width)])[:-1]
+        self.n_slots = int(self.slot_width.sum())
+        self.max_paths = scenario.routing.max_paths
+        self.network_links = np.flatnonzero(self.fabric.network_links)
+        self.decision_interval_s = self._decision_interval()
+        self.rngs = [np.random.default_rng(scenario.seed) for _ in range(batch)]
+        self.sim: BatchSim | None = None
+        self.step_count = np.zeros(batch, dtype=np.int64)
+
+    # ------------------------------------------------------------------ helpers
+    def _n_conns(self, job: JobSpec) -> int:
+        gpus = np.arange(job.gpus) % self.fabric.n_gpus
+        u = compile_job(self.fabric, job, gpus) if job.collectives else None
+        return 0 if u is None else int(u.conn_src.shape[0])
+
+    def ideal_step_s(self, job: JobSpec, gpus: np.ndarray) -> float:
+        """Step time of ``job`` alone on a non-blocking fabric with the same hosts (cached)."""
+        hosts = tuple(self.fabric.gpu_host[gpus].tolist())
+        key = (job.compute_ms, job.overlap, job.collectives, tuple(gpus.tolist()), hosts)
+        if key not in self._ideal_cache:
+            if self._nb_fabric is None:
+                self._nb_fabric = build_fabric(nonblocking_spec(self.scenario.fabric), self.max_paths)
+            solo = replace(job, start_ms=0.0)
+            unit = compile_job(self._nb_fabric, solo, gpus)
+            sim = BatchSim(self._nb_fabric, [[unit]])
+            horizon = max(solo.compute_ms * 1e-3, 1e-3)
+            for _ in range(60):
+                m = sim.run_interval(horizon)
+                if sim.iterations_total[0] >= 1:
+                    break
+                horizon *= 2
+            else:
+                raise RuntimeError(f"job {job.name!r}: no iteration completes on a non-blocking fabric")
+            del m
+            self._ideal_cache[key] = float(sim.last_step_s[0])
+        return self._ideal_cache[key]
+
+    def _decision_interval(self) -> float:
+        d = self.scenario.dynamics.decision_interval_ms
+        if d is not None:
+            return d * 1e-3
+        jobs = list(self.scenario.jobs) + (list(self.templates) if self.churn else [])
+        rng = np.random.default_rng(0)
+        ideal = [self.ideal_step_s(j, self._place(j, np.ones(self.fabric.n_gpus, bool), rng)) for j in jobs]
+        return max(ideal, default=0.1)
+
+    def _place(self, job: JobSpec, free: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """GPU ids for ``job`` among ``free`` GPUs, in rank order."""
+        n = job.gpus
+        ids = np.flatnonzero(free)
+        if ids.shape[0] < n:
+            raise ValueError(f"job {job.name!r}: needs {n} GPUs, {ids.shape[0]} free")
+        pl = job.placement
+        if not isinstance(pl, str):
+            g = np.asarray(pl, dtype=np.int64)
+            if not free[g].all():
+                raise ValueError(f"job {job.name!r}: explicit GPUs {g[~free[g]].tolist()} are taken")
+            return g
+        if pl == "contiguous":
+            # first fit of a contiguous free block; else the lowest free ids (fragmented)
+            run = np.convolve(free.astype(np.int64), np.ones(n, dtype=np.int64), mode="valid")
+            starts = np.flatnonzero(run == n)
+            return np.arange(starts[0], starts[0] + n) if starts.size else ids[:n]
+        if pl == "spread":
+            leaf = self.fabric.endpoint_leaf[ids]
+            order = np.lexsort((ids, np.argsort(np.argsort(ids)) - 0, leaf))
+            # round-robin over leaves: rank within leaf, then leaf
+            rank_in_leaf = np.zeros_like(ids)
+            for lf in np.unique(leaf):
+                sel = np.flatnonzero(leaf == lf)
+                rank_in_leaf[sel] = np.arange(sel.shape[0])
+            order = np.lexsort((leaf, rank_in_leaf))
+            return np.sort(ids[order[:n]])
+        if pl == "random":
+            return np.sort(rng.choice(ids, size=n, replace=False))
+        raise ValueError(f"job {job.name!r}: unknown placement {pl!r}")
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, seeds: list[int | None] | None = None, mask: np.ndarray | None = None) -> None:
+        """Start a new episode in the instances selected by ``mask`` (all by default)."""
+        mask = np.ones(self.batch, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        seeds = seeds if seeds is not None else [None] * self.batch
+        if self.sim is None:
+            self.jobs: list[list[JobSpec | None]] = [[None] * self.n_job_slots for _ in range(self.batch)]
+            self.gpus: list[list[np.ndarray | None]] = [[None] * self.n_job_slots for _ in range(self.batch)]
+            self.lifetime = np.full((self.batch, self.n_job_slots), -1, dtype=np.int64)
+            self.fail_until = np.full((self.batch, self.fabric.n_links), -1, dtype=np.int64)
+            self.cap_factor = np.ones((self.batch, self.fabric.n_links))
+            self.dropped_arrivals = np.zeros(self.batch, dtype=np.int64)
+        for b in np.flatnonzero(mask):
+            if seeds[b] is not None:
+                self.rngs[b] = np.random.default_rng(seeds[b])
+            rng = self.rngs[b]
+            free = np.ones(self.fabric.n_gpus, dtype=bool)
+            self.jobs[b] = [None] * self.n_job_slots
+            self.gpus[b] = [None] * self.n_job_slots
+            self.lifetime[b] = -1
+            for j, job in enumerate(self.scenario.jobs):
+                g = self._place(job, free, rng)
+                free[g] = False
+                self.jobs[b][j] = job
+                self.gpus[b][j] = g
+            self.fail_until[b] = -1
+            self.cap_factor[b] = 1.0
+            self.step_count[b] = 0
+            self.dropped_arrivals[b] = 0
+        if self.sim is not None:
+            self.sim.time_s[mask] = 0.0
+        self._rebuild(reset_mask=mask)
+        self._apply_step_dynamics(mask, first=True)
+
+    def _units_of(self, b: int) -> tuple[list[CompiledUnit], list[int]]:
+        units: list[CompiledUnit] = []
+        slot_unit: list[int] = []
+        step = int(self.step_count[b])
+        for j in range(self.n_job_slots):
+            job = self.jobs[b][j]
+            if job is None:
+                slot_unit.append(-1)
+                continue
+            rot = 0
+            for c in job.collectives:
+                if c.op == "alltoall" and c.skew > 0 and c.skew_period_steps:
+                    rot = step // c.skew_period_steps
+            slot_unit.append(len(units))
+            units.append(self._compile_cached(job, self.gpus[b][j], rot))
+        for i, bg in enumerate(self.scenario.background):
+            if bg.job is not None:
+                idx = next(j for j, jb in enumerate(self.scenario.jobs) if jb.name == bg.job)
+                g = self.gpus[b][idx] if self.gpus[b][idx] is not None else np.arange(self.fabric.n_gpus)
+            else:
+                g = np.concatenate([x for x in self.gpus[b][: len(self.scenario.jobs)] if x is not None])
+            units.append(self._compile_bg_cached(i, g))
+        return units, slot_unit
+
+    def _compile_cached(self, job: JobSpec, gpus: np.ndarray, rot: int) -> CompiledUnit:
+        cache = self.__dict__.setdefault("_unit_cache", {})
+        key = (id(job), job.name, tuple(gpus.tolist()), rot)
+        if key not in cache:
+            if len(cache) > 512:
+                cache.clear()
+            cache[key] = compile_job(self.fabric, job, gpus, rot)
+        return cache[key]
+
+    def _compile_bg_cached(self, i: int, gpus: np.ndarray) -> CompiledUnit:
+        cache = self.__dict__.setdefault("_bg_cache", {})
+        key = (i, tuple(gpus.tolist()))
+        if key not in cache:
+            if len(cache) > 512:
+                cache.clear()
+            cache[key] = compile_background(self.fabric, self.scenario.background[i], gpus, i)
+        return cache[key]
+
+    def _rebuild(self, reset_mask: np.ndarray | None = None, keep_names: bool = True) -> None:
+        """Restack all instances' units; surviving units keep their state."""
+        per_inst, slot_units = [], []
+        for b in range(self.batch):
+            u, s = self._units_of(b)
+            per_inst.append(u)
+            slot_units.append(s)
+        keep = None
+        if self.sim is not None:
+            old_map: dict[tuple, int] = {}
+            for b in range(self.batch):
+                if reset_mask is not None and reset_mask[b]:
+                    continue
+                for j, ui in enumerate(self.slot_units[b]):
+                    if ui >= 0:
+                        old_map[(b, j, *self._job_key(b, j, old=True))] = self._flat_index(b, ui)
+                n_jobs_old = sum(1 for x in self.slot_units[b] if x >= 0)
+                for i in range(len(self.scenario.background)):
+                    old_map[(b, "bg", i)] = self._flat_index(b, n_jobs_old + i)
+            keep_list = []
+            for b in range(self.batch):
+                for j, ui in enumerate(slot_units[b]):
+                    if ui >= 0:
+                        keep_list.append(old_map.get((b, j, *self._job_key(b, j, old=False)), -1))
+                for i in range(len(self.scenario.background)):
+                    keep_list.append(old_map.get((b, "bg", i), -1))
+            keep = np.asarray(keep_list, dtype=np.int64)
+            self.sim.snapshot_units()
+            cap = self.sim.capacity
+            time_s = self.sim.time_s
+            self.sim.set_units(per_inst, keep=keep)
+            self.sim.capacity = cap
+            self.sim.time_s = time_s
+        else:
+            self.sim = BatchSim(self.fabric, per_inst)
+        self.slot_units = slot_units
+        self._slot_keys = [
+            [self._job_key(b, j, old=False) for j in range(self.n_job_slots)] for b in range(self.batch)
+        ]
+        self._unit_offset = np.concatenate([[0], np.cumsum([len(u) for u in per_inst])])[:-1]
+        self._build_slot_maps()
+        self._ideal = np.full((self.batch, self.n_job_slots), np.nan)
+        for b in range(self.batch):
+            for j in range(self.n_job_slots):
+                if self.jobs[b][j] is not None:
+                    self._ideal[b, j] = self.ideal_step_s(self.jobs[b][j], self.gpus[b][j])
+
+    def _job_key(self, b: int, j: int, old: bool) -> tuple:
+        if old:
+            return self._slot_keys[b][j]
+        job, g = self.jobs[b][j], self.gpus[b][j]
+        return ("none",) if job is None else (job.name, tuple(g.tolist()))
+
+    def _flat_index(self, b: int, ui: int) -> int:
+        return int(self._unit_offset[b] + ui)
+
+    def _build_slot_maps(self) -> None:
+        """slot_conn (batch, slots): global connection id of each action slot (-1 if none)."""
+        sim = self.sim
+        assert sim is not None
+        slot_conn = np.full((self.batch, self.n_slots), -1, dtype=np.int64)
+        for b in range(self.batch):
+            for j, ui in enumerate(self.slot_units[b]):
+                if ui < 0:
+                    continue
+                fu = self._flat_index(b, ui)
+                n = sim.flat_units[fu].conn_src.shape[0]
+                o = self.slot_offset[j]
+                slot_conn[b, o : o + n] = sim.conn_off[fu] + np.arange(n)
+        self.slot_conn = slot_conn
+        has = slot_conn >= 0
+        npaths = np.where(has, sim.conn_npaths[np.maximum(slot_conn, 0)], 0)
+        self.slot_npaths = npaths  # (batch, slots)
+        self.slot_mask = npaths > 1  # controllable slots
+        self._default_split_cache = None
+
+    # ------------------------------------------------------------------ dynamics
+    def _apply_step_dynamics(self, mask: np.ndarray, first: bool = False) -> None:
+        """Failures, repairs, churn and background on/off at the start of an interval."""
+        dyn = self.scenario.dynamics
+        lf = dyn.link_failures
+        rebuild = False
+        net = self.fabric.network_links
+        tier_names = np.asarray(TIERS)[self.fabric.link_tier]
+        eligible = np.flatnonzero(
+            net & np.isin(tier_names, lf.tiers) & (self.fabric.link_src < self.fabric.link_dst)
+        )
+        for b in np.flatnonzero(mask):
+            step = int(self.step_count[b])
+            rng = self.rngs[b]
+            # repairs
+            repaired = (self.fail_until[b] >= 0) & (self.fail_until[b] <= step)
+            self.cap_factor[b, repaired] = 1.0
+            self.fail_until[b, repaired] = -1
+            # random failures (both directions of a duplex link)
+            if lf.rate_per_step > 0 and eligible.size and rng.random() < lf.rate_per_step:
+                lk = int(rng.choice(eligible))
+                pair = self._duplex_of(lk)
+                self.cap_factor[b, pair] = 0.0
+                self.fail_until[b, pair] = step + lf.repair_steps
+            # scheduled failures / degradations
+            for sf in lf.scheduled:
+                ids = self.fabric.link_ids(sf.link)
+                if step == sf.at_step:
+                    self.cap_factor[b, ids] = sf.factor
+                    self.fail_until[b, ids] = sf.until_step if sf.until_step is not None else 2**62
+            # churn: departures then arrivals
+            if self.churn and not first:
+                ch = dyn.job_churn
+                for j in range(len(self.scenario.jobs), self.n_job_slots):
+                    if self.jobs[b][j] is not None and rng.random() < 1.0 / ch.mean_steps:
+                        self.jobs[b][j] = None
+                        self.gpus[b][j] = None
+                        rebuild = True
+                for _ in range(rng.poisson(ch.arrival_rate)):
+                    tmpl = self.templates[int(rng.integers(len(self.templates)))]
+                    free = np.ones(self.fabric.n_gpus, dtype=bool)
+                    for g in self.gpus[b]:
+                        if g is not None:
+                            free[g] = False
+                    slots = [
+                        j
+                        for j in range(len(self.scenario.jobs), self.n_job_slots)
+                        if self.jobs[b][j] is None and self.slot_width[j] >= self._n_conns_cached(tmpl)
+                    ]
+                    if free.sum() < tmpl.gpus or not slots:
+                        self.dropped_arrivals[b] += 1
+                        continue
+                    place = tmpl if isinstance(tmpl.placement, str) else replace(tmpl, placement="contiguous")
+                    g = self._place(place, free, rng)
+                    self.jobs[b][slots[0]] = replace(place, name=f"{tmpl.name}@{step}", start_ms=0.0)
+                    self.gpus[b][slots[0]] = g
+                    rebuild = True
+            for c in (c for jb in self.scenario.jobs for c in jb.collectives):
+                periodic = c.op == "alltoall" and c.skew > 0 and c.skew_period_steps
+                if periodic and step > 0 and step % c.skew_period_steps == 0:
+                    rebuild = True
+        if rebuild:
+            self._rebuild()
+        assert self.sim is not None
+        self.sim.capacity = self.fabric.capacity_bps[None, :] * self.cap_factor
+        # background on/off this interval
+        on = np.zeros(self.sim.n_units, dtype=bool)
+        for b in range(self.batch):
+            n_jobs = sum(1 for x in self.slot_units[b] if x >= 0)
+            for i, bg in enumerate(self.scenario.background):
+                step = int(self.step_count[b])
+                if bg.pattern == "constant":
+                    active = True
+                else:
+                    active = (
+                        step - bg.offset_steps
+                    ) % bg.period_steps < bg.duration_steps and step >= bg.offset_steps
+                on[self._flat_index(b, n_jobs + i)] = active
+        self.sim.bg_on = on
+
+    def _n_conns_cached(self, job: JobSpec) -> int:
+        cache = self.__dict__.setdefault("_nconn_cache", {})
+        if job.name not in cache:
+            cache[job.name] = self._n_conns(job)
+        return cache[job.name]
+
+    def _duplex_of(self, link: int) -> np.ndarray:
+        f = self.fabric
+        rev = np.flatnonzero((f.link_src == f.link_dst[link]) & (f.link_dst == f.link_src[link]))
+        return np.array([link, int(rev[0])]) if rev.size else np.array([link])
+
+    # ------------------------------------------------------------------ routing
+    def default_split(self, seed: int | None = None) -> np.ndarray:
+        """Static ECMP split of every connection (connections, max_paths)."""
+        sim = self.sim
+        assert sim is not None
+        s = self.scenario.seed if seed is None else seed
+        return ecmp_split(
+            sim.conn_npaths, sim.conn_key, self.max_paths, self.scenario.routing.qps_per_connection, s
+        )
+
+    def step(self, split: np.ndarray) -> StepResult:
+        """Run one decision interval in every instance with ``split`` (connections, max_paths)."""
+        sim = self.sim
+        assert sim is not None
+        sim.set_split(split)
+        m = sim.run_interval(self.decision_interval_s)
+        res = self._result(m)
+        self.step_count += 1
+        self._apply_step_dynamics(np.ones(self.batch, dtype=bool))
+        return res
+
+    def _result(self, m) -> StepResult:
+        sim = self.sim
+        assert sim is not None
+        B, J = self.batch, self.n_job_slots
+        alive = np.zeros((B, J), dtype=bool)
+        ngpu = np.zeros((B, J), dtype=np.int64)
+        fu = np.full((B, J), -1, dtype=np.int64)
+        for b in range(B):
+            for j, ui in enumerate(self.slot_units[b]):
+                if ui >= 0:
+                    alive[b, j] = True
+                    fu[b, j] = self._flat_index(b, ui)
+                    ngpu[b, j] = len(self.gpus[b][j])
+        idx = np.maximum(fu, 0)
+        iters = np.where(alive, m.iterations[idx], 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            step_t = np.where(alive & (iters > 0), m.step_time_sum_s[idx] / np.maximum(iters, 1), np.nan)
+            comm_t = np.where(alive & (iters > 0), m.comm_time_sum_s[idx] / np.maximum(iters, 1), np.nan)
+            act = np.where(alive, m.active_time_s[idx], 0.0)
+            util = np.where(act > 0, m.compute_time_s[idx] / np.where(act > 0, act, 1.0), np.nan)
+            # efficiency: ideal / actual; with no completed iteration the actual step is at least the
+            # time spent in the current one
+            since = np.where(alive, sim.time_s[:, None] - sim.iter_start[idx], np.nan)
+            actual = np.where(iters > 0, step_t, np.maximum(since, m.duration_s[:, None]))
+            eff = np.where(act > 0, np.minimum(self._ideal / actual, 1.0), np.nan)
+        cap = sim.capacity
+        dur = m.duration_s[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lu = np.where(cap > 0, m.link_bytes / (cap * dur), 0.0)
+        maxu = lu[:, self.network_links].max(axis=1) if self.network_links.size else np.zeros(B)
+        tier_bytes = np.zeros((B, len(TIERS)))
+        for t in range(len(TIERS)):
+            sel = self.fabric.link_tier == t
+            tier_bytes[:, t] = m.link_bytes[:, sel].sum(axis=1)
+        return StepResult(
+            duration_s=m.duration_s,
+            job_alive=alive,
+            job_gpus=ngpu,
+            iterations=iters,
+            step_time_s=step_t,
+            comm_time_s=comm_t,
+            ideal_step_s=np.where(alive, self._ideal, np.nan),
+            gpu_utilization=util,
+            efficiency=eff,
+            link_bytes=m.link_bytes,
+            link_utilization=lu,
+            max_link_utilization=maxu,
+            tier_bytes=tier_bytes,
+            stalled_transfers=m.stalled_flows,
+            events=m.events,
+        )
+
+    def job_names(self, b: int) -> list[str | None]:
+        return [None if j is None else j.name for j in self.jobs[b]]
