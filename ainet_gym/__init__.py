@@ -10,12 +10,16 @@ The public surface (see DESIGN.md "Contracts"):
 """
 
 from ainet_gym.allocator import max_min_fair, max_min_fair_batched
+from ainet_gym.registration import ENV_IDS, register_envs
 from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
 from ainet_gym.simulate import simulate
 
 __version__ = "0.1.0"
 
+register_envs()
+
 __all__ = [
+    "ENV_IDS",
     "ScenarioError",
     "__version__",
     "list_scenarios",

@@ -100,6 +100,8 @@ def solve_coo(
         If the entry arrays have different lengths or `weights` / `demand` do not have `n_flows`
         values (cheap shape checks only, and only when assertions are enabled). Values are not
         validated: use :func:`max_min_fair` for checked input.
+    ValueError
+        If an iteration freezes no flow, which only NaN input can cause (instead of looping forever).
 
     Examples
     --------
@@ -171,11 +173,11 @@ def solve_coo(
             # 3. ready links: the smallest path minimum among their flows equals their share
             link_min = np.minimum.reduceat(entry_m[lperm], lstart)
             ready_link = np.zeros(n_links, dtype=bool)
-            ready_link[links] = link_min >= share[links] * 0.9  # never >: equality, exact
+            ready_link[links] = link_min >= share[links]  # never >: equality, exact
             at_demand = m >= flow_dem  # never >: equality, exact
             ready = np.logical_or.reduceat(ready_link[el], fstart) | at_demand
-            if not ready.any():  # cannot happen without NaN input; guard against an endless loop
-                ready = m == m.min()
+            if not ready.any():  # impossible for valid input (see the module docstring)
+                raise ValueError("solve_coo made no progress: NaN in the capacities, weights or demands?")
 
             # 4. freeze the ready flows and take their traffic off their links
             frozen = flows[ready]

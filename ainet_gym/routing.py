@@ -34,17 +34,21 @@ def hash_u64(*keys: np.ndarray | int) -> np.ndarray:
     return h
 
 
-def ecmp_split(n_paths: np.ndarray, conn_key: np.ndarray, max_paths: int, qps: int, seed: int) -> np.ndarray:
+def ecmp_split(
+    n_paths: np.ndarray, conn_key: np.ndarray, max_paths: int, qps: int, seed: int | np.ndarray
+) -> np.ndarray:
     """Static ECMP hashing: each of ``qps`` queue pairs of a connection picks one path.
 
     The path of QP ``q`` is ``hash(conn_key, q, seed) mod n_paths``: deterministic for a connection
     (it keeps its path from iteration to iteration) and uniform over the ECMP set across seeds.
-    ``conn_key`` identifies the connection (job, source, destination).
+    ``conn_key`` identifies the connection (job, source, destination); ``seed`` is a scalar or one
+    seed per connection.
     """
     n = np.asarray(n_paths, dtype=np.int64)
     c = n.shape[0]
     q = np.arange(qps, dtype=np.int64)
-    h = hash_u64(np.asarray(conn_key, dtype=np.int64)[:, None], q[None, :], np.int64(seed))
+    sd = np.broadcast_to(np.asarray(seed, dtype=np.int64), (c,))[:, None]
+    h = hash_u64(np.asarray(conn_key, dtype=np.int64)[:, None], q[None, :], sd)
     pick = (h % n[:, None].astype(np.uint64)).astype(np.int64)  # (conn, qps)
     split = np.zeros((c, max_paths))
     rows = np.repeat(np.arange(c), qps)

@@ -93,7 +93,6 @@ def simulate(
     pol = get_policy(policy) if isinstance(policy, str) else policy
     world = FabricWorld(sc, batch=1)
     world.reset(seeds=[seed])
-    world.hash_seed = seed
     out = []
     last: StepResult | None = None
     for _ in range(steps):

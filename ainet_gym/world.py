@@ -73,6 +73,7 @@ class FabricWorld:
         self.rngs = [np.random.default_rng(scenario.seed) for _ in range(batch)]
         self.sim: BatchSim | None = None
         self.step_count = np.zeros(batch, dtype=np.int64)
+        self.hash_seed = np.full(batch, scenario.seed, dtype=np.int64)  # (batch,) ECMP hash seeds
 
     # ------------------------------------------------------------------ helpers
     def _n_conns(self, job: JobSpec) -> int:
@@ -158,6 +159,7 @@ class FabricWorld:
             if seeds[b] is not None:
                 self.rngs[b] = np.random.default_rng(seeds[b])
             rng = self.rngs[b]
+            self.hash_seed[b] = int(rng.integers(2**31))
             free = np.ones(self.fabric.n_gpus, dtype=bool)
             self.jobs[b] = [None] * self.n_job_slots
             self.gpus[b] = [None] * self.n_job_slots
@@ -258,6 +260,16 @@ class FabricWorld:
             [self._job_key(b, j, old=False) for j in range(self.n_job_slots)] for b in range(self.batch)
         ]
         self._unit_offset = np.concatenate([[0], np.cumsum([len(u) for u in per_inst])])[:-1]
+        self.job_unit = np.full((self.batch, self.n_job_slots), -1, dtype=np.int64)  # (batch, jobs) flat unit
+        self.bg_unit = np.zeros((self.batch, len(self.scenario.background)), dtype=np.int64)  # (batch, bg)
+        for b in range(self.batch):
+            n_jobs = 0
+            for j, ui in enumerate(slot_units[b]):
+                if ui >= 0:
+                    self.job_unit[b, j] = self._flat_index(b, ui)
+                    n_jobs += 1
+            for i in range(len(self.scenario.background)):
+                self.bg_unit[b, i] = self._flat_index(b, n_jobs + i)
         self._build_slot_maps()
         self._ideal = np.full((self.batch, self.n_job_slots), np.nan)
         for b in range(self.batch):
@@ -386,24 +398,29 @@ class FabricWorld:
         return np.array([link, int(rev[0])]) if rev.size else np.array([link])
 
     # ------------------------------------------------------------------ routing
-    def default_split(self, seed: int | None = None) -> np.ndarray:
-        """Static ECMP split of every connection (connections, max_paths)."""
-        sim = self.sim
-        assert sim is not None
-        s = self.scenario.seed if seed is None else seed
-        return ecmp_split(
-            sim.conn_npaths, sim.conn_key, self.max_paths, self.scenario.routing.qps_per_connection, s
-        )
+    def default_split(self) -> np.ndarray:
+        """Static ECMP split of every connection (connections, max_paths).
 
-    def step(self, split: np.ndarray) -> StepResult:
-        """Run one decision interval in every instance with ``split`` (connections, max_paths)."""
+        The hash seed of an instance is drawn from its generator at reset: the same episode seed gives
+        the same hashing, different seeds sample the ECMP lottery.
+        """
         sim = self.sim
         assert sim is not None
+        seed = self.hash_seed[sim.unit_inst[sim.conn_unit]] if sim.n_conns else 0
+        qps = self.scenario.routing.qps_per_connection
+        return ecmp_split(sim.conn_npaths, sim.conn_key, self.max_paths, qps, seed)
+
+    def step(self, split: np.ndarray, active: np.ndarray | None = None) -> StepResult:
+        """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
+        (all by default); inactive ones stand still (zero duration)."""
+        sim = self.sim
+        assert sim is not None
+        active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         sim.set_split(split)
-        m = sim.run_interval(self.decision_interval_s)
+        m = sim.run_interval(np.where(active, self.decision_interval_s, 0.0))
         res = self._result(m)
-        self.step_count += 1
-        self._apply_step_dynamics(np.ones(self.batch, dtype=bool))
+        self.step_count += active
+        self._apply_step_dynamics(active)
         return res
 
     def _result(self, m) -> StepResult:
@@ -434,7 +451,7 @@ class FabricWorld:
         cap = sim.capacity
         dur = m.duration_s[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
-            lu = np.where(cap > 0, m.link_bytes / (cap * dur), 0.0)
+            lu = np.where((cap > 0) & (dur > 0), m.link_bytes / (cap * np.where(dur > 0, dur, 1.0)), 0.0)
         maxu = lu[:, self.network_links].max(axis=1) if self.network_links.size else np.zeros(B)
         tier_bytes = np.zeros((B, len(TIERS)))
         for t in range(len(TIERS)):

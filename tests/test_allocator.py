@@ -340,10 +340,9 @@ def test_batched_iterations_are_the_max_not_the_sum():
         its.append(solve_coo(ef, el, ec, cap, 300, return_iterations=True)[1])
     ef = np.concatenate([p[0] + 300 * i for i, p in enumerate(parts)])
     el = np.concatenate([p[1] + 60 * i for i, p in enumerate(parts)])
-    rates, its_all = solve_coo(
-        ef, el, np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts]), 1200, None,
-        None, True,
-    )  # fmt: skip
+    ec = np.concatenate([p[2] for p in parts])
+    cap = np.concatenate([p[3] for p in parts])
+    rates, its_all = solve_coo(ef, el, ec, cap, 1200, return_iterations=True)
     assert its_all == max(its)
     for i, (ef_i, el_i, ec_i, cap_i) in enumerate(parts):
         np.testing.assert_array_equal(rates[300 * i : 300 * (i + 1)], solve_coo(ef_i, el_i, ec_i, cap_i, 300))

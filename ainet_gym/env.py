@@ -1,0 +1,531 @@
+"""The Gymnasium environment: route the transfers of AI training jobs over a fabric.
+
+:class:`EnvCore` holds everything batched (observation, action decoding, reward, info) over ``batch``
+instances of one scenario; :class:`FabricRoutingEnv` is the single env (``batch = 1``) and
+:class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` the native vector env over the same core, so the
+two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ainet_gym.rewards import RewardFn, make_reward
+from ainet_gym.routing import wcmp_split
+from ainet_gym.scenario import load_scenario
+from ainet_gym.spec import Scenario
+from ainet_gym.topology import TIERS
+from ainet_gym.world import FabricWorld, StepResult
+
+__all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
+
+ACTION_MODES = ("path", "split", "ecmp_weights")
+OBSERVATION_MODES = ("flat", "graph")
+JOB_FEATURES = ("alive", "efficiency", "gpu_utilization", "communicating", "iteration_progress")
+SLOT_FEATURES = ("controllable", "demand", "n_paths")
+BG_FEATURES = ("active_last", "scheduled_next")
+
+
+def _squash(x: np.ndarray) -> np.ndarray:
+    """x / (1 + x): maps [0, inf) onto [0, 1) monotonically."""
+    return x / (1.0 + x)
+
+
+class EnvCore:
+    """Batched observation / action / reward logic over a :class:`FabricWorld`."""
+
+    def __init__(
+        self,
+        scenario: str | os.PathLike | dict | Scenario,
+        batch: int = 1,
+        action_mode: str = "split",
+        history: int = 4,
+        observation: str = "flat",
+        reward: str | RewardFn | None = None,
+        episode_steps: int | None = None,
+    ) -> None:
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
+        if observation not in OBSERVATION_MODES:
+            raise ValueError(
+                f"observation = {observation!r}: unknown; allowed: {', '.join(OBSERVATION_MODES)}"
+            )
+        if not isinstance(history, int | np.integer) or history < 1:
+            raise ValueError(f"history = {history!r}: must be an integer >= 1 (intervals of link history)")
+        if episode_steps is not None and (
+            not isinstance(episode_steps, int | np.integer) or episode_steps < 1
+        ):
+            raise ValueError(f"episode_steps = {episode_steps!r}: must be an integer >= 1 or None")
+        if not isinstance(batch, int | np.integer) or batch < 1:
+            raise ValueError(f"num_envs = {batch!r}: must be an integer >= 1")
+        self.scenario = load_scenario(scenario)
+        self.batch = int(batch)
+        self.action_mode = action_mode
+        self.history = int(history)
+        self.observation_mode = observation
+        self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
+        self.episode_steps = int(episode_steps or self.scenario.dynamics.episode_steps)
+        self.world = FabricWorld(self.scenario, batch=self.batch)
+        w = self.world
+        self.net_links = w.network_links  # (net_links,) link ids the observation shows
+        self.n_net = int(self.net_links.shape[0])
+        self.wcmp_links = np.flatnonzero(w.fabric.link_group >= 0)  # (wlinks,) links with a WCMP knob
+        self.n_bg = len(self.scenario.background)
+        self.P = w.max_paths
+        self._build_spaces()
+        self.util_hist = np.zeros((self.batch, self.history, self.n_net))
+        self._last: StepResult | None = None
+        self._needs_reset = True
+
+    # ------------------------------------------------------------------ spaces
+    def _build_spaces(self) -> None:
+        w = self.world
+        S, P = w.n_slots, self.P
+        if self.action_mode == "path":
+            self.action_space = spaces.MultiDiscrete(np.full(S, P, dtype=np.int64))
+        elif self.action_mode == "split":
+            self.action_space = spaces.Box(-1.0, 1.0, shape=(S * P,), dtype=np.float32)
+        else:
+            self.action_space = spaces.Box(-1.0, 1.0, shape=(self.wcmp_links.shape[0],), dtype=np.float32)
+        sizes = {
+            "link_utilization": self.history * self.n_net,
+            "link_capacity": self.n_net,
+            "jobs": w.n_job_slots * len(JOB_FEATURES),
+            "slots": S * len(SLOT_FEATURES),
+            "background": self.n_bg * len(BG_FEATURES),
+            "episode_progress": 1,
+        }
+        self.obs_layout: dict[str, slice] = {}
+        o = 0
+        for k, n in sizes.items():
+            self.obs_layout[k] = slice(o, o + n)
+            o += n
+        self.obs_dim = o
+        flat = spaces.Box(0.0, 1.0, shape=(o,), dtype=np.float32)
+        if self.observation_mode == "flat":
+            self.observation_space = flat
+        else:
+            f = w.fabric
+            n_nodes = len(f.node_names)
+            self.observation_space = spaces.Dict(
+                {
+                    "flat": flat,
+                    "node_features": spaces.Box(0.0, 1.0, shape=(n_nodes, 4), dtype=np.float32),
+                    "edge_index": spaces.Box(0, n_nodes - 1, shape=(2, f.n_links), dtype=np.int64),
+                    "edge_features": spaces.Box(
+                        0.0, 1.0, shape=(f.n_links, self.history + 1), dtype=np.float32
+                    ),
+                }
+            )
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seeds: list[int | None], mask: np.ndarray | None = None) -> tuple[Any, dict[str, Any]]:
+        mask = np.ones(self.batch, dtype=bool) if mask is None else mask
+        self.world.reset(seeds=seeds, mask=mask)
+        self.util_hist[mask] = 0.0
+        self._last = None if mask.all() else self._last
+        self._reset_mask = mask
+        self._needs_reset = False
+        self._default = self.world.default_split()
+        return self.observe(None), self.info(None)
+
+    # ------------------------------------------------------------------ actions
+    def validate(self, actions: np.ndarray) -> np.ndarray:
+        """Check a batch of actions against the action space; never mutates state.
+
+        Raises
+        ------
+        ValueError
+            Naming the bad element, its value and what is allowed.
+        """
+        sp = self.action_space
+        a = np.asarray(actions)
+        want = (self.batch, *sp.shape)
+        if a.shape != want and a.shape == sp.shape and self.batch == 1:
+            a = a[None]
+        if a.shape != want:
+            raise ValueError(f"action shape {a.shape}: expected {sp.shape} per env ({want} for the batch)")
+        if isinstance(sp, spaces.MultiDiscrete):
+            if not np.issubdtype(a.dtype, np.integer):
+                if (
+                    not np.issubdtype(a.dtype, np.floating)
+                    or not np.all(np.isfinite(a))
+                    or np.any(a != np.round(a))
+                ):
+                    bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
+                    i = tuple(bad[0]) if bad.size else (0,)
+                    raise ValueError(
+                        f"action{list(i)} = {a[i]!r}: path indices must be integers in 0..{self.P - 1}"
+                    )
+                a = a.astype(np.int64)
+            bad = (a < 0) | (a >= self.P)
+            if bad.any():
+                i = tuple(np.argwhere(bad)[0])
+                raise ValueError(
+                    f"action{list(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
+                )
+            return a.astype(np.int64)
+        a = a.astype(np.float64)
+        bad = ~np.isfinite(a)
+        if bad.any():
+            i = tuple(np.argwhere(bad)[0])
+            raise ValueError(f"action{list(i)} = {a[i]}: must be finite, in [-1, 1]")
+        bad = (a < -1.0 - 1e-6) | (a > 1.0 + 1e-6)
+        if bad.any():
+            i = tuple(np.argwhere(bad)[0])
+            raise ValueError(f"action{list(i)} = {a[i]:.6g}: out of the action space; allowed [-1, 1]")
+        return np.clip(a, -1.0, 1.0)  # only float32 round-off of at most 1e-6 is clipped here
+
+    def decode(self, a: np.ndarray) -> np.ndarray:
+        """Split (connections, max_paths) of every connection of the batch from validated actions."""
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        split = self._default.copy()
+        if self.action_mode == "ecmp_weights":
+            weights = np.ones((self.batch, w.fabric.n_links))
+            weights[:, self.wcmp_links] = (a + 1.0) / 2.0
+            inst = sim.unit_inst[sim.conn_unit]
+            for b in range(self.batch):
+                sel = inst == b
+                split[sel] = wcmp_split(
+                    sim.conn_paths[sel], sim.conn_npaths[sel], weights[b], w.fabric.link_group
+                )
+            return split
+        ctrl = w.slot_mask  # (batch, slots)
+        conns = w.slot_conn[ctrl]
+        npaths = w.slot_npaths[ctrl]
+        if self.action_mode == "path":
+            idx = a[ctrl] % npaths  # indices past a connection's paths wrap (documented)
+            one = np.zeros((conns.shape[0], self.P))
+            one[np.arange(conns.shape[0]), idx] = 1.0
+            split[conns] = one
+        else:
+            r = ((a.reshape(self.batch, w.n_slots, self.P) + 1.0) / 2.0)[ctrl]
+            valid = np.arange(self.P)[None, :] < npaths[:, None]
+            r = np.where(valid, r, 0.0)
+            tot = r.sum(axis=1, keepdims=True)
+            even = valid / npaths[:, None]
+            split[conns] = np.where(tot > 0, r / np.where(tot > 0, tot, 1.0), even)
+        return split
+
+    def action_masks(self) -> np.ndarray:
+        """(batch, slots * max_paths) bool: valid path indices per slot (for MaskablePPO).
+
+        A slot that is not controllable (no connection, or one candidate path) allows only index 0.
+        """
+        w = self.world
+        n = np.where(w.slot_mask, w.slot_npaths, 1)  # (batch, slots)
+        return (np.arange(self.P)[None, None, :] < n[:, :, None]).reshape(self.batch, -1)
+
+    # ------------------------------------------------------------------ step
+    def step(
+        self, actions: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Validate, decode and run one interval in the ``active`` instances (all by default)."""
+        if self._needs_reset:
+            raise RuntimeError("step() called before reset()")
+        a = self.validate(actions)  # raises before any state changes
+        active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+        split = self.decode(a)
+        res = self.world.step(split, active)
+        self._default = self.world.default_split()
+        self._last = res
+        rolled = np.roll(self.util_hist, 1, axis=1)
+        rolled[:, 0] = res.link_utilization[:, self.net_links]
+        self.util_hist = np.where(active[:, None, None], rolled, self.util_hist)
+        rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
+        truncated = (self.world.step_count >= self.episode_steps) & active
+        terminated = np.zeros(self.batch, dtype=bool)
+        return self.observe(res), rewards, terminated, truncated, self.info(res)
+
+    # ------------------------------------------------------------------ observation
+    def observe(self, res: StepResult | None) -> Any:
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        B = self.batch
+        obs = np.zeros((B, self.obs_dim))
+        L = self.obs_layout
+        u = self.util_hist
+        if u.size and u.max() > 1.0 + 1e-6:
+            raise AssertionError(f"link utilisation {u.max()} > 1: capacity constraint violated")
+        obs[:, L["link_utilization"]] = np.minimum(u, 1.0).reshape(B, -1)
+        cap_frac = sim.capacity[:, self.net_links] / w.fabric.capacity_bps[self.net_links]
+        obs[:, L["link_capacity"]] = cap_frac
+        # jobs
+        J = w.n_job_slots
+        ju = w.job_unit
+        alive = ju >= 0
+        idx = np.maximum(ju, 0)
+        jf = np.zeros((B, J, len(JOB_FEATURES)))
+        jf[..., 0] = alive
+        if res is not None:
+            jf[..., 1] = np.nan_to_num(res.efficiency, nan=0.0)
+            jf[..., 2] = np.nan_to_num(res.gpu_utilization, nan=0.0)
+        pc = sim.phase_cur[idx]
+        jf[..., 3] = alive & (pc >= 0) & (pc < sim.unit_nphases[idx])
+        since = np.maximum(sim.time_s[:, None] - sim.iter_start[idx], 0.0)
+        ideal = np.where(alive, w._ideal, 1.0)
+        jf[..., 4] = np.where(alive, _squash(since / ideal), 0.0)
+        jf[~alive] = 0.0
+        obs[:, L["jobs"]] = jf.reshape(B, -1)
+        # slots
+        sf = np.zeros((B, w.n_slots, len(SLOT_FEATURES)))
+        sf[..., 0] = w.slot_mask
+        if w.n_slots:
+            d = self._slot_demand()
+            sf[..., 1] = _squash(d)
+            sf[..., 2] = w.slot_npaths / self.P
+        obs[:, L["slots"]] = sf.reshape(B, -1)
+        # background
+        if self.n_bg:
+            bf = np.zeros((B, self.n_bg, 2))
+            bf[..., 0] = sim.bg_on[w.bg_unit] if res is not None else 0.0
+            bf[..., 1] = sim.bg_on[w.bg_unit]
+            obs[:, L["background"]] = bf.reshape(B, -1)
+        obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
+        obs32 = obs.astype(np.float32)
+        if self.observation_mode == "flat":
+            return obs32
+        return self._graph_obs(obs32)
+
+    def _slot_demand(self) -> np.ndarray:
+        """(batch, slots): offered bytes of each slot's connection in one interval over its NIC's capacity."""
+        from ainet_gym.policies import connection_demand
+
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        key = id(sim.flow_bytes)
+        if getattr(self, "_demand_key", None) != key:
+            self._demand_key = key
+            self._conn_demand = connection_demand(w)
+        d = self._conn_demand
+        has = w.slot_conn >= 0
+        c = np.maximum(w.slot_conn, 0)
+        nic = w.fabric.capacity_bps[
+            w.fabric.endpoint_up[np.minimum(sim_conn_src(sim, c), w.fabric.n_endpoints - 1)]
+        ]
+        return np.where(has, d[c] / (nic * w.decision_interval_s), 0.0)
+
+    def _graph_obs(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        w = self.world
+        f = w.fabric
+        sim = w.sim
+        assert sim is not None
+        B = self.batch
+        n_nodes = len(f.node_names)
+        kinds = ("gpu", "storage", "nvswitch", "switch")
+        nf = np.zeros((B, n_nodes, 4), dtype=np.float32)
+        for i, k in enumerate(f.node_kind):
+            nf[:, i, kinds.index(k) if k in kinds else 3] = 1.0
+        ef = np.zeros((B, f.n_links, self.history + 1), dtype=np.float32)
+        ef[:, self.net_links, : self.history] = np.minimum(self.util_hist, 1.0).transpose(0, 2, 1)
+        ef[:, :, self.history] = sim.capacity / f.capacity_bps
+        ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.int64)
+        return {"flat": flat, "node_features": nf, "edge_index": ei.copy(), "edge_features": ef}
+
+    # ------------------------------------------------------------------ info
+    def info(self, res: StepResult | None) -> dict[str, Any]:
+        """Batched info: arrays with a leading batch axis; per-job arrays have one entry per job slot
+        and hold 0 where there is no value (empty slot, or no iteration completed in the interval),
+        so that infos compare equal across same-seed rollouts."""
+        out = self._info(res)
+        for k, v in out.items():
+            if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+                out[k] = np.nan_to_num(v, nan=0.0)
+        return out
+
+    def _info(self, res: StepResult | None) -> dict[str, Any]:
+        w = self.world
+        B, J = self.batch, w.n_job_slots
+        nan = np.full((B, J), np.nan)
+        out: dict[str, Any] = {
+            "action_mask": w.slot_mask.copy(),
+            "step": w.step_count.copy(),
+            "job_alive": w.job_unit >= 0,
+            "step_time_ms": nan.copy() if res is None else res.step_time_s * 1e3,
+            "ideal_step_time_ms": np.where(w.job_unit >= 0, w._ideal * 1e3, np.nan),
+            "gpu_utilization": nan.copy() if res is None else res.gpu_utilization,
+            "efficiency": nan.copy() if res is None else res.efficiency,
+            "iterations": np.zeros((B, J), dtype=np.int64) if res is None else res.iterations,
+            "max_link_utilization": np.zeros(B) if res is None else res.max_link_utilization,
+            "stalled_transfers": np.zeros(B, dtype=np.int64) if res is None else res.stalled_transfers,
+            "failed_links": ((w.sim.capacity <= 0) & w.fabric.network_links[None, :]).sum(axis=1),
+        }
+        present = [i for i, t in enumerate(TIERS) if (w.fabric.link_tier == i).any()]
+        for i in present:
+            out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
+        if res is not None:
+            from ainet_gym.rewards import GpuUtilizationReward, StepTimeReward
+
+            out["reward_gpu_utilization"] = GpuUtilizationReward()(res)
+            out["reward_step_time"] = StepTimeReward()(res)
+            out["collisions"] = self._collisions(res)
+        else:
+            out["reward_gpu_utilization"] = np.zeros(B)
+            out["reward_step_time"] = np.zeros(B)
+            out["collisions"] = np.zeros(B, dtype=np.int64)
+        return out
+
+    def _collisions(self, res: StepResult) -> np.ndarray:
+        """Network links that carried more than one controllable connection's traffic in the interval
+        while at least 95% utilised: the ECMP collisions an agent should avoid."""
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        ctrl = np.zeros(sim.n_conns, dtype=bool)
+        ctrl[w.slot_conn[w.slot_mask]] = True
+        paths = sim.conn_paths_global
+        used = (sim.split[:, :, None] > 0) & (paths >= 0) & ctrl[:, None, None]
+        links = paths[used]
+        conn = np.broadcast_to(np.arange(sim.n_conns)[:, None, None], paths.shape)[used]
+        pairs = np.unique(np.stack([links, conn]), axis=1) if links.size else np.zeros((2, 0), dtype=np.int64)
+        count = np.bincount(pairs[0], minlength=self.batch * w.fabric.n_links).reshape(self.batch, -1)
+        hot = res.link_utilization >= 0.95
+        net = w.fabric.network_links & (w.fabric.link_tier != TIERS.index("nic"))
+        return ((count > 1) & hot & net[None, :]).sum(axis=1)
+
+
+def sim_conn_src(sim: Any, conns: np.ndarray) -> np.ndarray:
+    """Source endpoint of global connections ``conns``."""
+    if not hasattr(sim, "_conn_src_cache") or sim._conn_src_cache[0] is not sim.conn_key:
+        src = (
+            np.concatenate([u.conn_src for u in sim.flat_units]) if sim.flat_units else np.zeros(0, np.int64)
+        )
+        sim._conn_src_cache = (sim.conn_key, src)
+    src = sim._conn_src_cache[1]
+    return src[conns] if src.size else np.zeros_like(conns)
+
+
+class FabricRoutingEnv(gym.Env):
+    """Route the collectives of AI training jobs over a data-centre fabric.
+
+    ## Description
+    A flow-level, max-min fair fluid model of a fabric (spine-leaf, fat-tree or rail-optimised) runs
+    data-parallel jobs that compute and communicate on their own clocks. Each step is one decision
+    interval of simulated time (``dynamics.decision_interval_ms``, by default the ideal step time of
+    the slowest job). The agent routes each job's connections over their equal-cost candidate paths.
+    Background storage traffic follows static ECMP.
+
+    ## Action Space
+    Fixed size, one *slot* per connection of every job slot (``S`` slots, ``P = routing.max_paths``):
+
+    - ``"path"``: ``MultiDiscrete([P] * S)``, a candidate-path index per slot. An index at or past the
+      slot's number of candidate paths ``n`` wraps to ``index mod n`` (use :meth:`action_masks` with
+      MaskablePPO to avoid them).
+    - ``"split"`` (default): ``Box(-1, 1, (S * P,))``; slot ``s`` gets weights ``(a + 1) / 2`` over its
+      paths, normalised to split ratios (all zero: even split).
+    - ``"ecmp_weights"``: ``Box(-1, 1, (W,))``, one WCMP weight ``(a + 1) / 2`` per switch next-hop
+      link that is an equal-cost choice; a path's share is the product of its hops' normalised weights.
+      Applies to all traffic, background included.
+
+    Slots whose connection does not exist or has one path are masked: ``info["action_mask"]`` (S,)
+    and :meth:`action_masks` (S * P,) for sb3-contrib's MaskablePPO. Their actions are ignored.
+
+    ## Observation Space
+    ``Box(0, 1, (D,), float32)`` (``observation="flat"``), concatenated in this order:
+
+    | index block                        | name               | min | max | meaning                                 |
+    |------------------------------------|--------------------|-----|-----|-----------------------------------------|
+    | ``H * N``                          | link_utilization   | 0   | 1   | bytes / (capacity * interval) of the N network links over the last H intervals, newest first |
+    | ``N``                              | link_capacity      | 0   | 1   | current / nominal capacity (0 = failed) |
+    | ``J * 5``                          | jobs               | 0   | 1   | per job slot: alive, efficiency (ideal/actual step), GPU utilisation, communicating now, iteration progress t/(t+ideal) |
+    | ``S * 3``                          | slots              | 0   | 1   | per slot: controllable, offered demand next interval d/(1+d) in NIC-intervals, paths / P |
+    | ``G * 2``                          | background         | 0   | 1   | per background source: active last interval, scheduled next interval |
+    | ``1``                              | episode_progress   | 0   | 1   | step / episode_steps                    |
+
+    ``env.unwrapped.core.obs_layout`` gives the slices. ``observation="graph"`` returns a Dict with
+    this ``flat`` vector plus ``node_features`` (one-hot kind), ``edge_index`` (2, links) and
+    ``edge_features`` (utilisation history, capacity fraction) for GNN policies.
+
+    ## Rewards
+    ``reward="gpu_utilization"`` (GPU-weighted mean of compute time / elapsed time in the interval) or
+    ``"step_time"`` (mean over jobs of ideal / actual step time), or any :class:`RewardFn` object. Both
+    lie in [0, 1]. Both components are in ``info`` every step.
+
+    ## Starting State
+    Jobs placed by the scenario's placement (random placement and failures drawn from the seed); all
+    jobs at the start of an iteration (or waiting ``start_ms``); ECMP hash seed drawn from the seed.
+
+    ## Episode End
+    Never terminated (a continuing task); truncated after ``episode_steps`` intervals.
+
+    ## Arguments
+    ``scenario`` (name, path, dict or Scenario), ``action_mode``, ``history`` (H, default 4),
+    ``observation`` (``"flat"`` | ``"graph"``), ``reward``, ``episode_steps`` (overrides the scenario),
+    ``render_mode`` (``"ansi"`` | ``"rgb_array"``).
+
+    ## Vectorized environment
+    :class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
+    (``gymnasium.make_vec(id, num_envs=B, vectorization_mode="vector_entry_point")``).
+
+    ## Version History
+    - v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(
+        self,
+        scenario: str | os.PathLike | dict | Scenario = "spine-leaf-2to1",
+        action_mode: str = "split",
+        history: int = 4,
+        observation: str = "flat",
+        reward: str | RewardFn | None = None,
+        episode_steps: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
+            )
+        self.core = EnvCore(scenario, 1, action_mode, history, observation, reward, episode_steps)
+        self.action_space = self.core.action_space
+        self.observation_space = self.core.observation_space
+        self.render_mode = render_mode
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        if seed is None and not hasattr(self, "_seeded"):
+            seed = int(self.np_random.integers(2**31))
+        self._seeded = True
+        obs, info = self.core.reset([seed])
+        return self._one(obs), self._one_info(info)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, r, term, trunc, info = self.core.step(np.asarray(action)[None])
+        return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
+
+    def action_masks(self) -> np.ndarray:
+        """Valid path indices per slot, flat (S * P,) bool, for MaskablePPO."""
+        return self.core.action_masks()[0]
+
+    @staticmethod
+    def _one(obs: Any) -> Any:
+        if isinstance(obs, dict):
+            return {k: v[0] for k, v in obs.items()}
+        return obs[0]
+
+    @staticmethod
+    def _one_info(info: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for k, v in info.items():
+            x = v[0]
+            out[k] = x.item() if isinstance(x, np.generic) else x
+        return out
+
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode is None:
+            return None
+        from ainet_gym.render import render_ansi, render_rgb
+
+        if self.render_mode == "ansi":
+            return render_ansi(self.core, 0)
+        return render_rgb(self.core, 0)

@@ -1,0 +1,108 @@
+"""The native vector env: B copies of one scenario stepped by one batched engine call."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ainet_gym.env import EnvCore
+from ainet_gym.rewards import RewardFn
+from ainet_gym.spec import Scenario
+
+__all__ = ["FabricRoutingVectorEnv"]
+
+
+class FabricRoutingVectorEnv(VectorEnv):
+    """``num_envs`` copies of :class:`~ainet_gym.env.FabricRoutingEnv` in one batched engine.
+
+    Same arguments and spaces as the single env. Autoreset is Gymnasium's next-step mode: the step
+    after an episode ends resets that copy (its action is ignored, reward 0, not done). ``info`` is a
+    dict of arrays with a leading ``num_envs`` axis (and a ``_key`` mask per key, as Gymnasium's
+    vector envs do). ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, so copy ``i`` matches a single
+    env reset with ``seed = s + i`` step for step.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 8,
+        scenario: str | os.PathLike | dict | Scenario = "spine-leaf-2to1",
+        action_mode: str = "split",
+        history: int = 4,
+        observation: str = "flat",
+        reward: str | RewardFn | None = None,
+        episode_steps: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        self.core = EnvCore(scenario, num_envs, action_mode, history, observation, reward, episode_steps)
+        self.num_envs = int(num_envs)
+        self.single_action_space = self.core.action_space
+        self.single_observation_space = self.core.observation_space
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.render_mode = render_mode
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._rng = np.random.default_rng()
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        if seed is None:
+            seeds: list[int | None] = [int(self._rng.integers(2**31)) for _ in range(self.num_envs)]
+        elif isinstance(seed, int | np.integer):
+            self._rng = np.random.default_rng(int(seed))
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            if len(seed) != self.num_envs:
+                raise ValueError(f"seed: {len(seed)} seeds for {self.num_envs} envs")
+            seeds = list(seed)
+        obs, info = self.core.reset(seeds)
+        self._autoreset[:] = False
+        return obs, self._with_masks(info)
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        a = np.asarray(actions)
+        reset_now = self._autoreset.copy()
+        if reset_now.any():
+            self.core.validate(a)  # a bad action leaves every copy untouched
+            seeds: list[int | None] = [int(self._rng.integers(2**31)) for _ in range(self.num_envs)]
+            self.core.reset(seeds, mask=reset_now)
+        # copies reset this step stand still (zero duration): they report their reset observation,
+        # reward 0, not done
+        obs, rew, term, trunc, info = self.core.step(a, active=~reset_now)
+        if reset_now.any():
+            fresh = self.core.info(None)
+            for k, v in fresh.items():
+                if k in info and np.ndim(v) >= 1:
+                    m = reset_now.reshape((-1,) + (1,) * (np.ndim(v) - 1))
+                    info[k] = np.where(m, v, info[k])
+        self._autoreset = term | trunc
+        return obs, rew, term, trunc, self._with_masks(info)
+
+    @staticmethod
+    def _merge(a: Any, b: Any, mask: np.ndarray) -> Any:
+        if isinstance(a, dict):
+            return {k: FabricRoutingVectorEnv._merge(a[k], b[k], mask) for k in a}
+        m = mask.reshape((-1,) + (1,) * (a.ndim - 1))
+        return np.where(m, b, a)
+
+    def _with_masks(self, info: dict) -> dict:
+        out = dict(info)
+        for k in list(info):
+            out[f"_{k}"] = np.ones(self.num_envs, dtype=bool)
+        return out
+
+    def action_masks(self) -> np.ndarray:
+        """(num_envs, S * P) bool valid path indices (MaskablePPO)."""
+        return self.core.action_masks()
+
+    def render(self) -> Any:
+        if self.render_mode is None:
+            return None
+        from ainet_gym.render import render_ansi, render_rgb
+
+        fn = render_ansi if self.render_mode == "ansi" else render_rgb
+        return tuple(fn(self.core, b) for b in range(self.num_envs))
