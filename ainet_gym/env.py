@@ -160,26 +160,31 @@ class EnvCore:
                     bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
                     i = tuple(bad[0]) if bad.size else (0,)
                     raise ValueError(
-                        f"action{list(i)} = {a[i]!r}: path indices must be integers in 0..{self.P - 1}"
+                        f"action{self._where(i)} = {a[i]!r}: path indices must be integers in 0..{self.P - 1}"
                     )
                 a = a.astype(np.int64)
             bad = (a < 0) | (a >= self.P)
             if bad.any():
                 i = tuple(np.argwhere(bad)[0])
                 raise ValueError(
-                    f"action{list(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
+                    f"action{self._where(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
                 )
             return a.astype(np.int64)
         a = a.astype(np.float64)
         bad = ~np.isfinite(a)
         if bad.any():
             i = tuple(np.argwhere(bad)[0])
-            raise ValueError(f"action{list(i)} = {a[i]}: must be finite, in [-1, 1]")
+            raise ValueError(f"action{self._where(i)} = {a[i]}: must be finite, in [-1, 1]")
         bad = (a < -1.0 - 1e-6) | (a > 1.0 + 1e-6)
         if bad.any():
             i = tuple(np.argwhere(bad)[0])
-            raise ValueError(f"action{list(i)} = {a[i]:.6g}: out of the action space; allowed [-1, 1]")
+            raise ValueError(f"action{self._where(i)} = {a[i]:.6g}: out of the action space; allowed [-1, 1]")
         return np.clip(a, -1.0, 1.0)  # only float32 round-off of at most 1e-6 is clipped here
+
+    def _where(self, i: tuple) -> str:
+        """Index text of an action element: ``[3]`` for a single env, ``[env, 3]`` for a batch."""
+        idx = [int(x) for x in i]
+        return str(idx[1:] if self.batch == 1 else idx)
 
     def decode(self, a: np.ndarray) -> np.ndarray:
         """Split (connections, max_paths) of every connection of the batch from validated actions."""
@@ -231,8 +236,29 @@ class EnvCore:
         if self._needs_reset:
             raise RuntimeError("step() called before reset()")
         a = self.validate(actions)  # raises before any state changes
+        return self.step_split(self.decode(a), active)
+
+    def step_split(
+        self, split: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Run one interval with an explicit split (connections, max_paths) of every connection.
+
+        The entry point of engine-level policies (:mod:`ainet_gym.policies`): baselines that a
+        fixed-size action cannot express exactly (ECMP hashing in ``split`` mode is exact, spraying in
+        ``path`` mode is not) are evaluated through it.
+        """
+        if self._needs_reset:
+            raise RuntimeError("step() called before reset()")
+        sim = self.world.sim
+        assert sim is not None
+        split = np.asarray(split, dtype=np.float64)
+        if split.shape != (sim.n_conns, self.P):
+            raise ValueError(
+                f"split shape {split.shape}: expected {(sim.n_conns, self.P)} (connections, max_paths)"
+            )
+        if not np.all(np.isfinite(split)) or (split < 0).any():
+            raise ValueError("split: every ratio must be finite and >= 0")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
-        split = self.decode(a)
         res = self.world.step(split, active)
         self._default = self.world.default_split()
         self._last = res
@@ -500,7 +526,7 @@ class FabricRoutingEnv(gym.Env):
         return self._one(obs), self._one_info(info)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        obs, r, term, trunc, info = self.core.step(np.asarray(action)[None])
+        obs, r, term, trunc, info = self.core.step(np.asarray(action))
         return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
 
     def action_masks(self) -> np.ndarray:

@@ -90,8 +90,8 @@ def connection_demand(world: FabricWorld) -> np.ndarray:
     times the iterations an ideal job completes in the interval; background at its demand rate."""
     sim = world.sim
     assert sim is not None
-    per_member = sim.flow_bytes[sim.member_flow]
     bg = sim.flow_bg[sim.member_flow]
+    per_member = np.where(bg, 0.0, sim.flow_bytes[sim.member_flow])
     dur = world.decision_interval_s
     unit = sim.flow_unit[sim.member_flow]
     ideal = np.full(sim.n_units, np.inf)

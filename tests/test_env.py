@@ -1,0 +1,315 @@
+"""The Gymnasium environments: API checkers, determinism, vector == singles, bounds, bad input, reward."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import ainet_gym
+from ainet_gym.env import ACTION_MODES, FabricRoutingEnv
+from ainet_gym.vector_env import FabricRoutingVectorEnv
+
+
+def small_scenario(**dyn) -> dict:
+    """16 GPUs on 4 leaves x 2 spines (2:1), two ring jobs spread over the leaves."""
+    return {
+        "name": "small",
+        "description": "test fabric",
+        "fabric": {
+            "topology": "spine_leaf",
+            "leaves": 4,
+            "spines": 2,
+            "hosts_per_leaf": 2,
+            "gpus_per_host": 2,
+            "nic_gbps": 400,
+            "uplink_gbps": 400,
+            "storage": {"hosts": 1, "gbps": 400},
+        },
+        "workload": {
+            "jobs": [
+                {
+                    "name": "a",
+                    "gpus": 8,
+                    "placement": "spread",
+                    "compute_ms": 20,
+                    "collectives": [{"op": "allreduce", "bytes": 2.0e8}],
+                },
+                {
+                    "name": "b",
+                    "gpus": 4,
+                    "placement": "random",
+                    "compute_ms": 30,
+                    "collectives": [{"op": "allreduce", "bytes": 1.0e8}],
+                },
+            ],
+            "background": [{"kind": "storage", "gbps": 200, "pattern": "periodic", "period_steps": 3}],
+        },
+        "dynamics": {"episode_steps": 12, **dyn},
+        "routing": {"max_paths": 4},
+    }
+
+
+CHURN = small_scenario(
+    link_failures={"rate_per_step": 0.3, "repair_steps": 3},
+    job_churn={
+        "arrival_rate": 0.5,
+        "mean_steps": 4,
+        "max_jobs": 4,
+        "templates": [
+            {"name": "t1", "gpus": 4, "compute_ms": 10, "collectives": [{"op": "allreduce", "bytes": 5e7}]},
+            {"name": "t2", "gpus": 2, "compute_ms": 15, "collectives": [{"op": "allgather", "bytes": 5e7}]},
+        ],
+    },
+)
+
+
+def rollout(env: gym.Env, seed: int, steps: int, action_seed: int = 0) -> list:
+    obs, info = env.reset(seed=seed)
+    env.action_space.seed(action_seed)
+    out = [(obs, info)]
+    for _ in range(steps):
+        a = env.action_space.sample()
+        out.append(env.step(a))
+    return out
+
+
+def assert_same(x, y) -> None:
+    if isinstance(x, dict):
+        assert x.keys() == y.keys()
+        for k in x:
+            assert_same(x[k], y[k])
+    elif isinstance(x, list | tuple):
+        assert len(x) == len(y)
+        for a, b in zip(x, y):
+            assert_same(a, b)
+    else:
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("env_id", sorted(ainet_gym.ENV_IDS))
+@pytest.mark.parametrize("mode", ACTION_MODES)
+def test_gymnasium_and_sb3_checkers_pass_without_warnings(env_id: str, mode: str) -> None:
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = gym.make(env_id, action_mode=mode, episode_steps=6)
+        check_env(env.unwrapped, skip_render_check=True)
+        sb3_check_env(env.unwrapped, warn=True)
+    ours = [w for w in caught if "ainet_gym" in str(w.filename) or "gymnasium" in str(w.filename)]
+    assert not ours, [str(w.message) for w in ours]
+
+
+@pytest.mark.parametrize("mode", ACTION_MODES)
+def test_same_seed_same_rollout_exactly(mode: str) -> None:
+    a = FabricRoutingEnv(CHURN, action_mode=mode)
+    b = FabricRoutingEnv(CHURN, action_mode=mode)
+    assert_same(rollout(a, 7, 10), rollout(b, 7, 10))
+    # and a different seed gives a different episode (placement, failures, churn, ECMP hash)
+    c = FabricRoutingEnv(CHURN, action_mode=mode)
+    r1, r2 = rollout(a, 7, 10), rollout(c, 8, 10)
+    assert any(not np.array_equal(x[0], y[0]) for x, y in zip(r1, r2))
+
+
+@pytest.mark.parametrize("mode", ACTION_MODES)
+def test_vector_env_equals_single_envs(mode: str) -> None:
+    B = 3
+    venv = FabricRoutingVectorEnv(num_envs=B, scenario=CHURN, action_mode=mode, episode_steps=5)
+    singles = [FabricRoutingEnv(CHURN, action_mode=mode, episode_steps=5) for _ in range(B)]
+    vobs, _ = venv.reset(seed=11)
+    for i, e in enumerate(singles):
+        obs, _ = e.reset(seed=11 + i)
+        np.testing.assert_array_equal(vobs[i], obs)
+    venv.action_space.seed(3)
+    for _ in range(5):
+        acts = venv.action_space.sample()
+        vobs, vr, vterm, vtrunc, vinfo = venv.step(acts)
+        for i, e in enumerate(singles):
+            obs, r, term, trunc, info = e.step(acts[i])
+            np.testing.assert_array_equal(vobs[i], obs)
+            assert vr[i] == r and vterm[i] == term and vtrunc[i] == trunc
+            np.testing.assert_array_equal(vinfo["step_time_ms"][i], info["step_time_ms"])
+    assert vtrunc.all()
+    # next-step autoreset: the following step returns reset observations, reward 0, not done
+    vobs, vr, vterm, vtrunc, _ = venv.step(venv.action_space.sample())
+    assert (vr == 0).all() and not vterm.any() and not vtrunc.any()
+    assert (venv.core.world.step_count == 0).all()
+
+
+def test_make_vec_uses_the_native_vector_env() -> None:
+    venv = gym.make_vec("ainet_gym/SpineLeaf-v0", num_envs=2, vectorization_mode="vector_entry_point")
+    assert isinstance(venv.unwrapped, FabricRoutingVectorEnv)
+    obs, _ = venv.reset(seed=0)
+    assert obs.shape == (2, *venv.single_observation_space.shape)
+    venv.close()
+
+
+@pytest.mark.parametrize("mode", ACTION_MODES)
+def test_observations_stay_in_bounds_with_failures_and_churn(mode: str) -> None:
+    env = FabricRoutingEnv(CHURN, action_mode=mode, episode_steps=60)
+    obs, _ = env.reset(seed=3)
+    env.action_space.seed(1)
+    saw_failure = saw_arrival = False
+    for _ in range(60):
+        obs, r, term, trunc, info = env.step(env.action_space.sample())
+        assert env.observation_space.contains(obs), (obs.min(), obs.max())
+        assert 0.0 <= r <= 1.0
+        saw_failure |= info["failed_links"] > 0
+        saw_arrival |= info["job_alive"][2:].any()
+    assert saw_failure and saw_arrival
+    assert trunc
+
+
+def test_bad_actions_raise_and_leave_state_untouched() -> None:
+    env = FabricRoutingEnv(small_scenario(), action_mode="split")
+    ref = FabricRoutingEnv(small_scenario(), action_mode="split")
+    env.reset(seed=5)
+    ref.reset(seed=5)
+    good = np.zeros(env.action_space.shape, dtype=np.float32)
+    env.step(good)
+    ref.step(good)
+    bad_nan = good.copy()
+    bad_nan[3] = np.nan
+    with pytest.raises(ValueError, match=r"action\[3\] = nan: must be finite"):
+        env.step(bad_nan)
+    with pytest.raises(ValueError, match=r"action shape \(5,\)"):
+        env.step(np.zeros(5, dtype=np.float32))
+    big = good.copy()
+    big[0] = 1.5
+    with pytest.raises(ValueError, match=r"action\[0\] = 1.5: out of the action space; allowed \[-1, 1\]"):
+        env.step(big)
+    # the env keeps working and is exactly where the reference is
+    assert_same(env.step(good), ref.step(good))
+
+    penv = FabricRoutingEnv(small_scenario(), action_mode="path")
+    penv.reset(seed=0)
+    a = np.zeros(penv.action_space.shape, dtype=np.int64)
+    a[1] = 4
+    with pytest.raises(ValueError, match=r"action\[1\] = 4: out of MultiDiscrete\(4\); allowed 0..3"):
+        penv.step(a)
+    a[1] = -1
+    with pytest.raises(ValueError, match="out of MultiDiscrete"):
+        penv.step(a)
+    penv.step(np.zeros(penv.action_space.shape, dtype=np.int64))
+
+
+def test_bad_constructor_arguments_name_the_argument() -> None:
+    with pytest.raises(
+        ValueError, match="action_mode = 'paths': unknown; allowed: path, split, ecmp_weights"
+    ):
+        FabricRoutingEnv(small_scenario(), action_mode="paths")
+    with pytest.raises(ValueError, match="history = 0"):
+        FabricRoutingEnv(small_scenario(), history=0)
+    with pytest.raises(ValueError, match="reward = 'speed': unknown"):
+        FabricRoutingEnv(small_scenario(), reward="speed")
+    with pytest.raises(ValueError, match="render_mode = 'human'"):
+        FabricRoutingEnv(small_scenario(), render_mode="human")
+    with pytest.raises(ainet_gym.ScenarioError, match=r"fabric\.topology"):
+        bad = small_scenario()
+        bad["fabric"]["topology"] = "spine-leaf"
+        FabricRoutingEnv(bad)
+    with pytest.raises(RuntimeError, match="before reset"):
+        FabricRoutingEnv(small_scenario()).step(np.zeros(1))
+
+
+def collision_scenario() -> dict:
+    """Two leaves joined by two spines (one uplink each, 400G) and two 2-GPU jobs whose rings each
+    send one 400G connection from leaf 0 to leaf 1 and back: on one spine they collide (half rate)."""
+    job = {
+        "gpus": 2,
+        "compute_ms": 10,
+        "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": 4e8}],
+    }
+    return {
+        "name": "collision",
+        "fabric": {
+            "topology": "spine_leaf",
+            "leaves": 2,
+            "spines": 2,
+            "hosts_per_leaf": 2,
+            "gpus_per_host": 1,
+            "hop_latency_us": 0.0,
+        },
+        "workload": {
+            "jobs": [
+                {**job, "name": "a", "placement": [0, 2]},
+                {**job, "name": "b", "placement": [1, 3]},
+            ]
+        },
+        "dynamics": {"episode_steps": 4, "decision_interval_ms": 30},
+        "routing": {"max_paths": 2},
+    }
+
+
+@pytest.mark.parametrize("reward", ["gpu_utilization", "step_time"])
+def test_routing_that_avoids_a_collision_earns_more_reward(reward: str) -> None:
+    env = FabricRoutingEnv(collision_scenario(), action_mode="path", reward=reward)
+    env.reset(seed=0)
+    mask = env.unwrapped.core.world.slot_mask[0]
+    assert mask.sum() == 4  # each job: a->b and b->a, each with 2 candidate paths
+    collide = np.zeros(env.action_space.shape, dtype=np.int64)  # everything on spine 0
+    apart = np.zeros_like(collide)
+    apart[2:] = 1  # job b on spine 1
+    r_collide = [env.step(collide)[1] for _ in range(3)]
+    env.reset(seed=0)
+    r_apart = [env.step(apart)[1] for _ in range(3)]
+    assert min(r_apart) > max(r_collide)
+    # and the numbers are the closed form: 400 MB at 50 GB/s = 8 ms alone, 16 ms when colliding
+    env.reset(seed=0)
+    info = env.step(apart)[4]
+    steps = info["step_time_ms"][:2]
+    np.testing.assert_allclose(steps, 10 + 8, rtol=1e-9)
+    env.reset(seed=0)
+    info = env.step(collide)[4]
+    np.testing.assert_allclose(info["step_time_ms"][:2], 10 + 16, rtol=1e-9)
+
+
+def test_action_masks_match_candidate_paths() -> None:
+    env = FabricRoutingEnv(collision_scenario(), action_mode="path")
+    env.reset(seed=0)
+    m = env.action_masks().reshape(-1, 2)
+    assert m.all()  # every slot is a cross-leaf connection with two paths
+    env2 = FabricRoutingEnv(small_scenario(), action_mode="path")
+    _, info = env2.reset(seed=0)
+    m2 = env2.action_masks().reshape(len(info["action_mask"]), -1)
+    assert (m2[~info["action_mask"]].sum(axis=1) == 1).all()  # masked slots allow only index 0
+    assert (m2[info["action_mask"]].sum(axis=1) > 1).all()
+
+
+def test_graph_observation_and_render() -> None:
+    env = FabricRoutingEnv(small_scenario(), observation="graph", render_mode="ansi")
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    obs, *_ = env.step(env.action_space.sample())
+    assert env.observation_space.contains(obs)
+    f = env.core.world.fabric
+    np.testing.assert_array_equal(obs["edge_index"][0], f.link_src)
+    text = env.render()
+    assert "link" in text and "a" in text
+    env2 = FabricRoutingEnv(small_scenario(), render_mode="rgb_array")
+    env2.reset(seed=0)
+    env2.step(env2.action_space.sample())
+    img = env2.render()
+    assert img.ndim == 3 and img.shape[2] == 3 and img.dtype == np.uint8 and img.std() > 0
+
+
+def test_sb3_adapter_trains_ppo_and_reports_terminal_observation() -> None:
+    from stable_baselines3 import PPO
+
+    from ainet_gym.sb3_vec_env import SB3VecEnv
+
+    venv = SB3VecEnv(num_envs=2, seed=0, scenario=small_scenario(), episode_steps=4)
+    obs = venv.reset()
+    assert obs.shape == (2, *venv.observation_space.shape)
+    for _ in range(4):
+        obs, _rew, dones, infos = venv.step(np.stack([venv.action_space.sample() for _ in range(2)]))
+    assert dones.all()
+    assert all("terminal_observation" in i and i["TimeLimit.truncated"] for i in infos)
+    assert (venv.core.world.step_count == 0).all()  # same-step reset
+    model = PPO("MlpPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=32)
+    assert model.num_timesteps >= 32
