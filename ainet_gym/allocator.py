@@ -64,6 +64,7 @@ def solve_coo(
     weights: npt.ArrayLike | None = None,
     demand: npt.ArrayLike | None = None,
     return_iterations: bool = False,
+    link_order: npt.ArrayLike | None = None,
 ) -> FloatArray | tuple[FloatArray, int]:
     """Max-min fair rates of an incidence matrix given as COO entries (the unvalidated hot path).
 
@@ -86,6 +87,9 @@ def solve_coo(
         Per-flow rate caps, ``>= 0`` (``np.inf`` = no cap). Default: no caps.
     return_iterations : bool, default False
         Also return the number of water-filling iterations used.
+    link_order : array_like of int, shape (entries,), optional
+        A permutation listing the entries by link (as ``np.argsort(entry_link, kind="stable")``), when
+        the caller already has it; only valid for flow-sorted entries without zero coefficients.
 
     Returns
     -------
@@ -149,7 +153,7 @@ def solve_coo(
         # flow segments of the flow-sorted entries, and a permutation listing the entries in link order
         fstart = np.flatnonzero(np.concatenate(([True], ef[1:] != ef[:-1]))) if ef.size else ef
         flows, fcount = ef[fstart], np.diff(np.append(fstart, ef.size))
-        lperm = np.argsort(el, kind="stable")
+        lperm = np.argsort(el, kind="stable") if link_order is None else np.asarray(link_order, dtype=np.intp)
         lcount = np.bincount(el, minlength=n_links)  # active entries per link
         while el.size:
             iterations += 1

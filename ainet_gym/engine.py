@@ -322,6 +322,7 @@ class BatchSim:
         self.e_flow = self.member_flow[mi]
         self.e_link = m_paths[mask]
         self.e_coef = m_split[mi, pi]
+        self.e_lperm = np.argsort(self.e_link, kind="stable")  # entries in link order
 
     # ------------------------------------------------------------------ dynamics
     def _active_flows(self, running: np.ndarray) -> np.ndarray:
@@ -365,9 +366,11 @@ class BatchSim:
             ef, el, ec = self.e_flow[e_sel], self.e_link[e_sel], self.e_coef[e_sel]
             if act_idx.size:
                 compact = np.cumsum(active) - 1
+                new_entry = np.cumsum(e_sel) - 1
+                lperm = new_entry[self.e_lperm[e_sel[self.e_lperm]]]  # link order of the selection
                 rates, it = solve_coo(
                     compact[ef], el, ec, cap, act_idx.shape[0],
-                    demand=self.flow_demand[act_idx], return_iterations=True,
+                    demand=self.flow_demand[act_idx], return_iterations=True, link_order=lperm,
                 )  # fmt: skip
                 solver_iters += it
             # time to next event, per instance

@@ -406,17 +406,20 @@ class EnvCore:
         w = self.world
         sim = w.sim
         assert sim is not None
+        net = w.fabric.network_links & (w.fabric.link_tier != TIERS.index("nic"))
+        hot = ((res.link_utilization >= 0.95) & net[None, :]).reshape(-1)
+        if not hot.any():
+            return np.zeros(self.batch, dtype=np.int64)
         ctrl = np.zeros(sim.n_conns, dtype=bool)
         ctrl[w.slot_conn[w.slot_mask]] = True
         paths = sim.conn_paths_global
         used = (sim.split[:, :, None] > 0) & (paths >= 0) & ctrl[:, None, None]
+        used &= hot[np.maximum(paths, 0)]  # only entries on hot links: a small set to deduplicate
         links = paths[used]
         conn = np.broadcast_to(np.arange(sim.n_conns)[:, None, None], paths.shape)[used]
         pairs = np.unique(np.stack([links, conn]), axis=1) if links.size else np.zeros((2, 0), dtype=np.int64)
         count = np.bincount(pairs[0], minlength=self.batch * w.fabric.n_links).reshape(self.batch, -1)
-        hot = res.link_utilization >= 0.95
-        net = w.fabric.network_links & (w.fabric.link_tier != TIERS.index("nic"))
-        return ((count > 1) & hot & net[None, :]).sum(axis=1)
+        return (count > 1).sum(axis=1)
 
 
 def sim_conn_src(sim: Any, conns: np.ndarray) -> np.ndarray:
