@@ -21,7 +21,7 @@ demo: install
 check: install-dev lint test
 
 test:
-	$(PYTHON) -m pytest -n 2 tests
+	$(PYTHON) -m pytest -q -n 2 tests
 
 bench:
 	$(PYTHON) -m ainet_gym.cli bench

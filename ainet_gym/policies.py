@@ -6,9 +6,10 @@ interval (None on the first) and ``split`` a ``(connections, max_paths)`` array.
 :func:`ainet_gym.simulate` and, through the env's action space, the baseline agents.
 
 - ``ecmp``: static hashing of each connection (per QP) onto one candidate path.
-- ``spray``: even split over all candidate paths (packet spraying).
+- ``spray``: even split over all live candidate paths (packet spraying; paths through a failed link
+  are dropped, as a switch drops a dead next hop).
 - ``wcmp``: weights at each switch's equal-cost next hops proportional to the link's current capacity
-  (a failed link gets weight 0, a half-rate link half the traffic).
+  (a half-rate link gets half the traffic); paths through a failed link are dropped.
 - ``greedy``: reactive: each controllable connection on the candidate path whose most loaded link
   had the lowest utilisation in the *last* interval.
 - ``lp``: minimise the maximum offered link utilisation of the interval's known demand over the
@@ -36,10 +37,18 @@ def ecmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     return world.default_split()
 
 
+def _avoid_dead(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+    """Zero the share of paths through a failed link and renormalise (unchanged if all are dead)."""
+    live = world.live_paths()
+    kept = np.where(live, split, 0.0)
+    tot = kept.sum(axis=1, keepdims=True)
+    return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
+
+
 def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     sim = world.sim
     assert sim is not None
-    return spray_split(sim.conn_npaths, world.max_paths)
+    return _avoid_dead(world, spray_split(sim.conn_npaths, world.max_paths))
 
 
 def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
@@ -50,7 +59,7 @@ def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     for b in range(world.batch):
         sel = world.sim.unit_inst[sim.conn_unit] == b
         out[sel] = wcmp_split(sim.conn_paths[sel], sim.conn_npaths[sel], sim.capacity[b], f.link_group)
-    return out
+    return _avoid_dead(world, out)
 
 
 def _controlled(world: FabricWorld) -> np.ndarray:

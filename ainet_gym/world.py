@@ -130,15 +130,15 @@ class FabricWorld:
             starts = np.flatnonzero(run == n)
             return np.arange(starts[0], starts[0] + n) if starts.size else ids[:n]
         if pl == "spread":
+            # round-robin over leaves: rank r on the (r mod leaves)-th leaf with free GPUs, so that
+            # consecutive ranks (ring neighbours) sit on different leaves
             leaf = self.fabric.endpoint_leaf[ids]
-            order = np.lexsort((ids, np.argsort(np.argsort(ids)) - 0, leaf))
-            # round-robin over leaves: rank within leaf, then leaf
             rank_in_leaf = np.zeros_like(ids)
             for lf in np.unique(leaf):
                 sel = np.flatnonzero(leaf == lf)
                 rank_in_leaf[sel] = np.arange(sel.shape[0])
             order = np.lexsort((leaf, rank_in_leaf))
-            return np.sort(ids[order[:n]])
+            return ids[order[:n]]
         if pl == "random":
             return np.sort(rng.choice(ids, size=n, replace=False))
         raise ValueError(f"job {job.name!r}: unknown placement {pl!r}")
@@ -402,13 +402,37 @@ class FabricWorld:
         """Static ECMP split of every connection (connections, max_paths).
 
         The hash seed of an instance is drawn from its generator at reset: the same episode seed gives
-        the same hashing, different seeds sample the ECMP lottery.
+        the same hashing, different seeds sample the ECMP lottery. Like a switch that drops a dead next
+        hop from its ECMP group, a connection with a failed link on some candidate paths hashes over its
+        live paths only (all dead: unchanged, it stalls).
         """
         sim = self.sim
         assert sim is not None
         seed = self.hash_seed[sim.unit_inst[sim.conn_unit]] if sim.n_conns else 0
         qps = self.scenario.routing.qps_per_connection
-        return ecmp_split(sim.conn_npaths, sim.conn_key, self.max_paths, qps, seed)
+        live = self.live_paths()
+        n_live = live.sum(axis=1)
+        split = ecmp_split(sim.conn_npaths, sim.conn_key, self.max_paths, qps, seed)
+        hit = (n_live < sim.conn_npaths) & (n_live > 0)
+        if hit.any():
+            # hash onto the k-th live path: pick index among live ones, then map back
+            pick = ecmp_split(
+                n_live[hit], sim.conn_key[hit], self.max_paths, qps, seed if np.ndim(seed) == 0 else seed[hit]
+            )
+            rank = np.cumsum(live[hit], axis=1) - 1  # rank of each live path among live ones
+            remap = np.zeros_like(pick)
+            for k in range(self.max_paths):  # loop over path slots (max_paths), not over flows
+                remap += np.where(live[hit] & (rank == k), pick[:, k : k + 1], 0.0)
+            split[hit] = remap
+        return split
+
+    def live_paths(self) -> np.ndarray:
+        """(connections, max_paths) bool: candidate paths whose links all have capacity > 0."""
+        sim = self.sim
+        assert sim is not None
+        dead = np.concatenate([sim.capacity.reshape(-1) <= 0, [False]])
+        valid = np.arange(self.max_paths)[None, :] < sim.conn_npaths[:, None]
+        return valid & ~dead[sim.conn_paths_global].any(axis=2)
 
     def step(self, split: np.ndarray, active: np.ndarray | None = None) -> StepResult:
         """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
