@@ -319,9 +319,22 @@ class BatchSim:
         m_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
         mask = (m_split[:, :, None] > 0) & (m_paths >= 0)
         mi, pi, _ = np.nonzero(mask)
-        self.e_flow = self.member_flow[mi]
-        self.e_link = m_paths[mask]
-        self.e_coef = m_split[mi, pi]
+        e_flow = self.member_flow[mi]
+        e_link = m_paths[mask]
+        e_coef = m_split[mi, pi]
+        # merge duplicate (flow, link) entries (a NIC link shared by every path of a connection, the
+        # hops of a ring on one link): coefficients add; the event loop then touches fewer entries
+        n_l = self.batch * self.n_links
+        key = e_flow * n_l + e_link
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.concatenate(([True], key[1:] != key[:-1])) if key.size else np.zeros(0, dtype=bool)
+        seg = np.cumsum(first) - 1
+        self.e_flow = e_flow[order][first]
+        self.e_link = e_link[order][first]
+        self.e_coef = (
+            np.bincount(seg, weights=e_coef[order], minlength=int(first.sum())) if key.size else e_coef
+        )
         self.e_lperm = np.argsort(self.e_link, kind="stable")  # entries in link order
 
     # ------------------------------------------------------------------ dynamics

@@ -417,8 +417,10 @@ class EnvCore:
         used &= hot[np.maximum(paths, 0)]  # only entries on hot links: a small set to deduplicate
         links = paths[used]
         conn = np.broadcast_to(np.arange(sim.n_conns)[:, None, None], paths.shape)[used]
-        pairs = np.unique(np.stack([links, conn]), axis=1) if links.size else np.zeros((2, 0), dtype=np.int64)
-        count = np.bincount(pairs[0], minlength=self.batch * w.fabric.n_links).reshape(self.batch, -1)
+        key = np.unique(links * sim.n_conns + conn)  # distinct (link, connection) pairs
+        count = np.bincount(key // sim.n_conns, minlength=self.batch * w.fabric.n_links).reshape(
+            self.batch, -1
+        )
         return (count > 1).sum(axis=1)
 
 
