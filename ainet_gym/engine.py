@@ -278,7 +278,8 @@ class BatchSim:
         self.comm_start = np.zeros(U)
         self.comm_end = np.zeros(U)
         self.iterations_total = np.zeros(U, dtype=np.int64)
-        self.last_step_s = np.full(U, np.nan)
+        self.last_step_s = np.full(U, np.nan)  # (units,) s, of the last completed iteration
+        self.last_comm_s = np.full(U, np.nan)  # (units,) s, its communication time
         if old is not None and keep is not None:
             self._restore(old, keep)
         self.set_split(None)
@@ -287,7 +288,7 @@ class BatchSim:
         """Remember per-unit state so :meth:`set_units` can carry it to surviving units."""
         fields = (
             "phase_cur", "t_start_left", "t_compute_left", "t_comm_start_left", "t_latency_left",
-            "iter_start", "comm_start", "comm_end", "iterations_total", "last_step_s", "bg_on",
+            "iter_start", "comm_start", "comm_end", "iterations_total", "last_step_s", "last_comm_s", "bg_on",
         )  # fmt: skip
         self._state_snapshot = {
             "units": {k: getattr(self, k).copy() for k in fields},
@@ -500,6 +501,7 @@ class BatchSim:
                 comm_sum += np.where(go, self.comm_end - self.comm_start, 0.0)
                 self.iterations_total += go
                 self.last_step_s = np.where(go, st, self.last_step_s)
+                self.last_comm_s = np.where(go, self.comm_end - self.comm_start, self.last_comm_s)
                 if (go & (st <= 0)).any():
                     u = int(np.flatnonzero(go & (st <= 0))[0])
                     raise RuntimeError(f"job {self.flat_units[u].name!r}: an iteration takes no time")

@@ -383,7 +383,12 @@ class EnvCore:
             "iterations": np.zeros((B, J), dtype=np.int64) if res is None else res.iterations,
             "max_link_utilization": np.zeros(B) if res is None else res.max_link_utilization,
             "stalled_transfers": np.zeros(B, dtype=np.int64) if res is None else res.stalled_transfers,
-            "failed_links": ((w.sim.capacity <= 0) & w.fabric.network_links[None, :]).sum(axis=1),
+            # during the interval just run (the observation shows the capacities of the next one)
+            "failed_links": (
+                ((w.sim.capacity <= 0) & w.fabric.network_links[None, :]).sum(axis=1)
+                if res is None
+                else res.failed_links
+            ),
         }
         present = [i for i, t in enumerate(TIERS) if (w.fabric.link_tier == i).any()]
         for i in present:

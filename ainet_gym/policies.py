@@ -10,8 +10,8 @@ interval (None on the first) and ``split`` a ``(connections, max_paths)`` array.
   are dropped, as a switch drops a dead next hop).
 - ``wcmp``: weights at each switch's equal-cost next hops proportional to the link's current capacity
   (a half-rate link gets half the traffic); paths through a failed link are dropped.
-- ``greedy``: reactive: each controllable connection on the candidate path whose most loaded link
-  had the lowest utilisation in the *last* interval.
+- ``greedy``: reactive: connections placed one by one (largest first) on the candidate path with the
+  lowest peak utilisation, given the load measured in the *last* interval that they did not cause.
 - ``lp``: minimise the maximum offered link utilisation of the interval's known demand over the
   candidate paths (a linear program solved by HiGHS through :func:`scipy.optimize.linprog`).
 """
@@ -73,25 +73,56 @@ def _controlled(world: FabricWorld) -> np.ndarray:
 
 
 def greedy(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Reactive congestion-aware placement from the last interval's measured link loads.
+
+    The load the controlled connections did not cause (background, uncontrolled traffic) is the last
+    interval's measured bytes minus their own offered load under the last split. Connections are then
+    placed one by one, largest demand first, each on the candidate path whose most loaded link (the
+    base load plus what was placed so far, over capacity) is lowest. Runs over the batch at once; the
+    loop is over placement rounds, not over flows. First interval: static ECMP.
+    """
     split = world.default_split()
     if last is None:
         return split
     sim = world.sim
     assert sim is not None
-    inst = sim.unit_inst[sim.conn_unit]
-    util = np.concatenate([last.link_utilization.reshape(-1), [0.0]])
-    # fail-aware: a link with zero capacity counts as infinitely loaded
-    dead = np.concatenate([(sim.capacity.reshape(-1) <= 0).astype(float) * 1e9, [0.0]])
+    B, L, P = world.batch, world.fabric.n_links, world.max_paths
+    d = connection_demand(world)
+    ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
     paths = sim.conn_paths_global  # (conn, paths, hops)
-    load = (util + dead)[paths].max(axis=2)  # padding -1 -> 0
-    valid = np.arange(world.max_paths)[None, :] < sim.conn_npaths[:, None]
-    load = np.where(valid, load, np.inf)
-    best = np.argmin(load, axis=1)
-    ctrl = _controlled(world) & (sim.conn_npaths > 1)
-    one = np.zeros_like(split)
-    one[np.arange(split.shape[0]), best] = 1.0
-    del inst
-    return np.where(ctrl[:, None], one, split)
+    mask = paths >= 0
+    own_w = (sim.split * np.where(ctrl, d, 0.0)[:, None])[:, :, None] * mask
+    own = np.bincount(paths[mask], weights=own_w[mask], minlength=B * L)
+    load = np.maximum(last.link_bytes.reshape(-1) - own, 0.0)
+    cap = (sim.capacity * world.decision_interval_s).reshape(-1)
+    inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf)
+    inst = sim.unit_inst[sim.conn_unit]
+    cs = np.flatnonzero(ctrl)
+    if cs.size == 0:
+        return split
+    # placement order: per instance, by demand, largest first -> a (batch, rounds) table of connections
+    order = cs[np.lexsort((-d[cs], inst[cs]))]
+    oi = inst[order]
+    rank = np.arange(order.size) - np.searchsorted(oi, oi)
+    table = np.full((B, int(rank.max()) + 1), -1, dtype=np.int64)
+    table[oi, rank] = order
+    valid_p = np.arange(P)[None, :] < sim.conn_npaths[:, None]
+    load_ext = np.concatenate([load, [0.0]])
+    inv_ext = np.concatenate([inv, [0.0]])
+    for k in range(table.shape[1]):  # placement rounds (connections per instance), batched
+        c = table[:, k]
+        c = c[c >= 0]
+        pl = paths[c]  # (n, paths, hops)
+        util = ((load_ext[pl] + d[c][:, None, None]) * inv_ext[pl]).max(axis=2)
+        util = np.where(valid_p[c], util, np.inf)
+        best = np.argmin(util, axis=1)
+        chosen = pl[np.arange(c.size), best]  # (n, hops)
+        ok = chosen >= 0
+        np.add.at(load_ext, chosen[ok], np.broadcast_to(d[c][:, None], chosen.shape)[ok])
+        one = np.zeros((c.size, P))
+        one[np.arange(c.size), best] = 1.0
+        split[c] = one
+    return split
 
 
 def connection_demand(world: FabricWorld) -> np.ndarray:
@@ -103,100 +134,140 @@ def connection_demand(world: FabricWorld) -> np.ndarray:
     per_member = np.where(bg, 0.0, sim.flow_bytes[sim.member_flow])
     dur = world.decision_interval_s
     unit = sim.flow_unit[sim.member_flow]
-    ideal = np.full(sim.n_units, np.inf)
-    for b in range(world.batch):
-        for j, ui in enumerate(world.slot_units[b]):
-            if ui >= 0:
-                ideal[world._flat_index(b, ui)] = world._ideal[b, j]
+    ideal = _per_unit(world, world._ideal)
     iters = np.where(np.isfinite(ideal), dur / ideal, 0.0)[unit]
     on = sim.bg_on[unit]
     d = np.where(bg, np.where(on, sim.flow_demand[sim.member_flow] * dur, 0.0), per_member * iters)
     return np.bincount(sim.member_conn, weights=d, minlength=sim.n_conns)
 
 
-def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
-    """Offered-load utilisation (batch, links) of the interval's demand under ``split``."""
+def _per_unit(world: FabricWorld, per_job: np.ndarray) -> np.ndarray:
+    """Spread a (batch, job slots) array onto the flat units (inf where a unit is not a job)."""
     sim = world.sim
     assert sim is not None
-    d = connection_demand(world)
+    out = np.full(sim.n_units, np.inf)
+    ok = world.job_unit >= 0
+    out[world.job_unit[ok]] = per_job[ok]
+    return out
+
+
+def connection_peak_rate(world: FabricWorld) -> np.ndarray:
+    """Rate each connection needs (bytes/s, (connections,)) while its job communicates, to finish the
+    job's communication in its ideal (non-blocking) time; background at its demand rate if it is on.
+
+    With these demands, a maximum link utilisation <= 1 means every job could run at its ideal step
+    time even if all jobs communicated at the same moment: the worst-case-concurrency load.
+    """
+    sim = world.sim
+    assert sim is not None
+    bg = sim.flow_bg[sim.member_flow]
+    unit = sim.flow_unit[sim.member_flow]
+    comm = _per_unit(world, world._ideal_comm)[unit]
+    job_rate = np.where(
+        bg | ~(comm > 0),
+        0.0,
+        np.where(bg, 0.0, sim.flow_bytes[sim.member_flow]) / np.where(comm > 0, comm, 1.0),
+    )
+    bg_rate = np.where(bg & sim.bg_on[unit], sim.flow_demand[sim.member_flow], 0.0)
+    # a connection is used by one member per phase; take its largest rate over the job's phases
+    r = np.zeros(sim.n_conns)
+    np.maximum.at(r, sim.member_conn, np.where(bg, bg_rate, job_rate))
+    return r
+
+
+def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+    """Offered-load utilisation (batch, links) under ``split`` of the interval's peak demand
+    (:func:`connection_peak_rate`: every job communicating at its ideal rate, background as scheduled)."""
+    sim = world.sim
+    assert sim is not None
+    d = connection_peak_rate(world)
     B, L = world.batch, world.fabric.n_links
     paths = sim.conn_paths_global
     mask = paths >= 0
     w = (split * d[:, None])[:, :, None] * mask
     load = np.bincount(paths[mask], weights=w[mask], minlength=B * L).reshape(B, L)
-    cap = sim.capacity * world.decision_interval_s
+    cap = sim.capacity
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(cap > 0, load / np.where(cap > 0, cap, 1), np.where(load > 0, np.inf, 0.0))
 
 
 def lp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
-    """Min-max offered utilisation over candidate paths (per instance, HiGHS)."""
+    """Min-max offered utilisation over candidate paths (per instance, HiGHS), of the peak demand of
+    :func:`connection_peak_rate`: the routing under which the worst moment (every job communicating
+    at once) loads the fabric least.
+
+    The min-max optimum is degenerate (many routings reach it, some badly unbalanced for a job that
+    communicates alone), so a second LP keeps the optimal peak (to 1e-6 relative) and minimises the
+    sum over jobs of each job's own peak link utilisation (lexicographic). Connections whose every path
+    is dead keep ECMP; an instance whose LP fails keeps ECMP.
+    """
     from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix, hstack
+    from scipy.sparse import coo_matrix, vstack
 
     sim = world.sim
     assert sim is not None
     split = world.default_split()
-    d = connection_demand(world)
-    ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
-    base = split.copy()
-    base[ctrl] = 0.0
+    d = connection_peak_rate(world)
+    live = world.live_paths()
+    ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0) & live.any(axis=1)
     inst_of_conn = sim.unit_inst[sim.conn_unit]
     L = world.fabric.n_links
-    dur = world.decision_interval_s
     for b in range(world.batch):
         cs = np.flatnonzero(ctrl & (inst_of_conn == b))
         if cs.size == 0:
             continue
-        # fixed load from uncontrolled connections of this instance
-        fixed_sel = inst_of_conn == b
+        # fixed load of this instance's other connections (background, single-path), bytes/s per link
+        fixed_sel = np.flatnonzero((inst_of_conn == b) & ~ctrl)
         pths = sim.conn_paths[fixed_sel]
         m = pths >= 0
-        fw = (base[fixed_sel] * d[fixed_sel][:, None])[:, :, None] * m
+        fw = (split[fixed_sel] * d[fixed_sel][:, None])[:, :, None] * m
         fixed = np.bincount(pths[m], weights=fw[m], minlength=L)
-        cap = sim.capacity[b] * dur
-        # variables: x[c, p] for valid paths, then t
-        cc, pp = np.nonzero(np.arange(world.max_paths)[None, :] < sim.conn_npaths[cs][:, None])
+        cap = sim.capacity[b]
+        usable = cap > 0
+        scale = np.where(usable, 1.0 / np.where(usable, cap, 1.0), 0.0)
+        # variables: x[c, p] for live candidate paths, then t, then one t_j per job
+        cc, pp = np.nonzero(live[cs])
         nv = cc.shape[0]
+        job = np.unique(sim.conn_unit[cs], return_inverse=True)[1].reshape(-1)  # dense job id per conn
+        nj = int(job.max()) + 1
         hops = sim.conn_paths[cs[cc], pp]  # (vars, hops)
         hm = hops >= 0
-        rows = hops[hm]
-        cols = np.repeat(np.arange(nv), hm.sum(axis=1))
-        vals = d[cs[cc]][cols]
-        use = cap > 0
-        # links with zero capacity: forbid any controlled traffic on them
-        dead_rows = ~use[rows]
-        A_load = coo_matrix((vals[~dead_rows], (rows[~dead_rows], cols[~dead_rows])), shape=(L, nv)).tocsr()
-        scale = np.where(use, 1.0 / np.where(use, cap, 1.0), 0.0)
-        A = coo_matrix(A_load.multiply(scale[:, None]))
-        A_ub = hstack([A, coo_matrix(-np.ones((L, 1)))]).tocsr()[use]
-        b_ub = -(fixed * scale)[use]
-        A_eq = coo_matrix((np.ones(nv), (cc, np.arange(nv))), shape=(cs.shape[0], nv + 1))
-        b_eq = np.ones(cs.shape[0])
-        ub = np.ones(nv + 1)
-        ub[-1] = np.inf
-        forbidden = np.zeros(nv, dtype=bool)
-        np.logical_or.at(forbidden, cols[dead_rows], True)
-        ub[:nv][forbidden] = 0.0
-        c = np.zeros(nv + 1)
-        c[-1] = 1.0
-        res = linprog(
-            c,
-            A_ub=A_ub,
-            b_ub=b_ub,
-            A_eq=A_eq,
-            b_eq=b_eq,
-            bounds=list(zip(np.zeros(nv + 1), ub)),
-            method="highs",
+        link = hops[hm]
+        col = np.repeat(np.arange(nv), hm.sum(axis=1))
+        val = d[cs[cc]][col] * scale[link]
+        n_all = nv + 1 + nj
+        # aggregate rows: load(l) / cap(l) - t <= -fixed(l) / cap(l), one per usable link
+        agg = coo_matrix((val, (link, col)), shape=(L, n_all)).tocsr()[usable]
+        n_agg = agg.shape[0]
+        agg = agg + coo_matrix(
+            (-np.ones(n_agg), (np.arange(n_agg), np.full(n_agg, nv))), shape=(n_agg, n_all)
         )
-        if res.status != 0:
-            # infeasible (every path of a connection is dead): fall back to ECMP for this instance
+        # per-job rows: the job's own load(l) / cap(l) - t_j <= 0, one per (job, link) it can use
+        jl = job[cc][col] * L + link
+        rows_u, row = np.unique(jl, return_inverse=True)
+        nr = rows_u.shape[0]
+        per_job = coo_matrix((val, (row, col)), shape=(nr, n_all)) + coo_matrix(
+            (-np.ones(nr), (np.arange(nr), nv + 1 + rows_u // L)), shape=(nr, n_all)
+        )
+        A_ub = vstack([agg, per_job]).tocsr()
+        b_ub = np.concatenate([-(fixed * scale)[usable], np.zeros(nr)])
+        A_eq = coo_matrix((np.ones(nv), (cc, np.arange(nv))), shape=(cs.shape[0], n_all))
+        b_eq = np.ones(cs.shape[0])
+        bounds = [(0.0, 1.0)] * nv + [(0.0, None)] * (1 + nj)
+        c1 = np.zeros(n_all)
+        c1[nv] = 1.0
+        r1 = linprog(c1, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+        if r1.status != 0:
             continue
-        x = np.clip(res.x[:nv], 0.0, None)
+        t_star = r1.x[nv]
+        c2 = np.zeros(n_all)
+        c2[nv + 1 :] = 1.0
+        bounds[nv] = (0.0, t_star * (1 + 1e-6) + 1e-12)
+        r2 = linprog(c2, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+        x = (r2 if r2.status == 0 else r1).x[:nv]
         out = np.zeros((cs.shape[0], world.max_paths))
-        out[cc, pp] = x
+        out[cc, pp] = np.maximum(x, 0.0)  # HiGHS round-off below zero
         out /= np.maximum(out.sum(axis=1, keepdims=True), 1e-300)
-        base[cs] = out
         split[cs] = out
     return split
 

@@ -9,6 +9,10 @@ __all__ = ["ENV_IDS", "register_envs"]
 #: env id -> default scenario (overridable with ``gymnasium.make(id, scenario=...)``).
 ENV_IDS: dict[str, str] = {
     "ainet_gym/SpineLeaf-v0": "spine-leaf-2to1",
+    "ainet_gym/PeriodicInterference-v0": "periodic-interference",
+    "ainet_gym/FatTree-v0": "fat-tree-k8-data-parallel",
+    "ainet_gym/RailOptimized-v0": "rail-optimized-flat-ring",
+    "ainet_gym/MultiTenant-v0": "multi-tenant-churn",
 }
 
 

@@ -50,7 +50,7 @@ def step_record(world: FabricWorld, res: StepResult, b: int = 0) -> dict[str, An
         },
         "hottest_links": [{"link": f.link_names[i], "utilization": float(lu[i])} for i in hot],
         "stalled_transfers": int(res.stalled_transfers[b]),
-        "failed_links": int(((world.sim.capacity[b] <= 0) & f.network_links).sum()),
+        "failed_links": int(res.failed_links[b]),
     }
 
 

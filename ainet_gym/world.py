@@ -42,6 +42,7 @@ class StepResult:
     max_link_utilization: np.ndarray  # (batch,) over network (non-NVLink) links
     tier_bytes: np.ndarray  # (batch, tiers)
     stalled_transfers: np.ndarray  # (batch,)
+    failed_links: np.ndarray  # (batch,) network links at capacity 0 during the interval
     events: int
 
 
@@ -54,6 +55,7 @@ class FabricWorld:
         self.fabric: Fabric = build_fabric(scenario.fabric, max_paths=scenario.routing.max_paths)
         self._nb_fabric: Fabric | None = None
         self._ideal_cache: dict[tuple, float] = {}
+        self._ideal_comm_cache: dict[tuple, float] = {}
         churn = scenario.dynamics.job_churn
         self.churn = churn.arrival_rate > 0
         self.templates: tuple[JobSpec, ...] = churn.templates or scenario.jobs
@@ -93,15 +95,23 @@ class FabricWorld:
             sim = BatchSim(self._nb_fabric, [[unit]])
             horizon = max(solo.compute_ms * 1e-3, 1e-3)
             for _ in range(60):
-                m = sim.run_interval(horizon)
+                sim.run_interval(horizon)
                 if sim.iterations_total[0] >= 1:
                     break
                 horizon *= 2
             else:
                 raise RuntimeError(f"job {job.name!r}: no iteration completes on a non-blocking fabric")
-            del m
             self._ideal_cache[key] = float(sim.last_step_s[0])
+            self._ideal_comm_cache[key] = float(sim.last_comm_s[0])
         return self._ideal_cache[key]
+
+    def ideal_comm_s(self, job: JobSpec, gpus: np.ndarray) -> float:
+        """Communication time of one iteration of ``job`` alone on the non-blocking fabric (cached)."""
+        self.ideal_step_s(job, gpus)
+        hosts = tuple(self.fabric.gpu_host[gpus].tolist())
+        return self._ideal_comm_cache[
+            (job.compute_ms, job.overlap, job.collectives, tuple(gpus.tolist()), hosts)
+        ]
 
     def _decision_interval(self) -> float:
         d = self.scenario.dynamics.decision_interval_ms
@@ -271,11 +281,13 @@ class FabricWorld:
             for i in range(len(self.scenario.background)):
                 self.bg_unit[b, i] = self._flat_index(b, n_jobs + i)
         self._build_slot_maps()
-        self._ideal = np.full((self.batch, self.n_job_slots), np.nan)
+        self._ideal = np.full((self.batch, self.n_job_slots), np.nan)  # (batch, jobs) s
+        self._ideal_comm = np.full((self.batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         for b in range(self.batch):
             for j in range(self.n_job_slots):
                 if self.jobs[b][j] is not None:
                     self._ideal[b, j] = self.ideal_step_s(self.jobs[b][j], self.gpus[b][j])
+                    self._ideal_comm[b, j] = self.ideal_comm_s(self.jobs[b][j], self.gpus[b][j])
 
     def _job_key(self, b: int, j: int, old: bool) -> tuple:
         if old:
@@ -496,6 +508,7 @@ class FabricWorld:
             max_link_utilization=maxu,
             tier_bytes=tier_bytes,
             stalled_transfers=m.stalled_flows,
+            failed_links=((cap <= 0) & self.fabric.network_links[None, :]).sum(axis=1),
             events=m.events,
         )
 
