@@ -206,7 +206,10 @@ class BatchSim:
     connection. Structure changes (a job arrives or leaves) go through :meth:`set_units`.
     """
 
-    def __init__(self, fabric: Fabric, units: list[list[CompiledUnit]]) -> None:
+    def __init__(self, fabric: Fabric, units: list[list[CompiledUnit]], rate_updates: str = "event") -> None:
+        if rate_updates not in ("event", "phase"):
+            raise ValueError(f"rate_updates = {rate_updates!r}: allowed: event, phase")
+        self.rate_updates = rate_updates
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
@@ -393,6 +396,11 @@ class BatchSim:
             with np.errstate(divide="ignore"):
                 t_fin = np.where(rates > 0, self.rem[act_idx] / np.where(rates > 0, rates, 1.0), np.inf)
             t_fin = np.where(job_flow, t_fin, np.inf)
+            if self.rate_updates == "phase":
+                # only the last flow of a unit's phase is an event: earlier finishers keep their rate
+                t_unit = np.zeros(U)
+                np.maximum.at(t_unit, self.flow_unit[act_idx], np.where(job_flow, t_fin, 0.0))
+                t_fin = np.where(job_flow, t_unit[self.flow_unit[act_idx]], np.inf)
             np.minimum.at(dt, self.flow_inst[act_idx], t_fin)
             stalled_now = np.bincount(
                 self.flow_inst[act_idx], weights=(rates <= 0) & job_flow, minlength=B
@@ -413,10 +421,11 @@ class BatchSim:
             dt = np.where(running, np.maximum(dt, 0.0), 0.0)
             # advance
             dtf = dt[self.flow_inst[act_idx]]
-            self.rem[act_idx] = np.where(job_flow, self.rem[act_idx] - rates * dtf, self.rem[act_idx])
+            moved = np.minimum(rates * dtf, self.rem[act_idx])  # phase mode: early finishers stop at 0
+            self.rem[act_idx] = np.where(job_flow, self.rem[act_idx] - moved, self.rem[act_idx])
             if ef.size:
                 rate_full = np.zeros(self.n_flows)
-                rate_full[act_idx] = rates * dtf
+                rate_full[act_idx] = np.where(job_flow, moved, rates * dtf)
                 link_bytes += np.bincount(el, weights=ec * rate_full[ef], minlength=B * L)
             dtu = dt[self.unit_inst]
             started = alive & (pc != WAITING)

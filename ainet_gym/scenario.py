@@ -65,6 +65,7 @@ from ainet_gym.spec import (
     PLACEMENTS,
     PROFILE_DEFAULTS,
     PROFILES,
+    RATE_UPDATES,
     REWARD_KINDS,
     TOPOLOGIES,
     BackgroundSpec,
@@ -734,6 +735,7 @@ def _parse_background(ctx: _Ctx, v: Any, path: str, fabric: FabricSpec, jobs: tu
 _DYNAMICS_RULES: dict[str, _Rule | None] = {
     "episode_steps": _STEPS,
     "decision_interval_ms": _num("a time in ms", gt=0, null=True),
+    "rate_updates": _enum(RATE_UPDATES, "rate update mode"),
     "link_failures": None,
     "job_churn": None,
 }

@@ -20,6 +20,7 @@ ALGORITHMS = ("ring", "halving_doubling", "tree", "hierarchical")
 BACKGROUND_KINDS = ("storage", "checkpoint")
 BACKGROUND_PATTERNS = ("constant", "periodic")
 REWARD_KINDS = ("gpu_utilization", "step_time")
+RATE_UPDATES = ("event", "phase")
 
 # Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
 #  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
@@ -141,6 +142,10 @@ class DynamicsSpec:
     decision_interval_ms: float | None = None  # None: the ideal step time of the slowest job
     link_failures: LinkFailureSpec = field(default_factory=LinkFailureSpec)
     job_churn: JobChurnSpec = field(default_factory=JobChurnSpec)
+    # "event": rates re-solved at every event, flow completions included (exact max-min fluid model);
+    # "phase": a flow that finishes early keeps its bandwidth until the next non-flow event (a phase
+    # ends, compute ends, latency is paid): fewer solves, an upper bound on communication time.
+    rate_updates: str = "event"
 
 
 @dataclass(frozen=True)

@@ -264,7 +264,7 @@ class FabricWorld:
             self.sim.capacity = cap
             self.sim.time_s = time_s
         else:
-            self.sim = BatchSim(self.fabric, per_inst)
+            self.sim = BatchSim(self.fabric, per_inst, self.scenario.dynamics.rate_updates)
         self.slot_units = slot_units
         self._slot_keys = [
             [self._job_key(b, j, old=False) for j in range(self.n_job_slots)] for b in range(self.batch)
