@@ -285,6 +285,7 @@ class BatchSim:
         self.last_comm_s = np.full(U, np.nan)  # (units,) s, its communication time
         if old is not None and keep is not None:
             self._restore(old, keep)
+        self._build_entry_table()
         self.set_split(None)
 
     def snapshot_units(self) -> None:
@@ -313,33 +314,50 @@ class BatchSim:
         self._state_snapshot = None
 
     # ------------------------------------------------------------------ routing
+    def _build_entry_table(self) -> None:
+        """Candidate incidence entries of every (member, path, hop), merged by (flow, link) once per
+        structure, so that a new split costs one gather and one bincount (no sort per step)."""
+        P = self.fabric.max_paths
+        m_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
+        mask = m_paths >= 0
+        mi, pi, _ = np.nonzero(mask)
+        flow = self.member_flow[mi]
+        link = m_paths[mask]
+        gather = self.member_conn[mi] * P + pi  # index into split.ravel()
+        key = flow * (self.batch * self.n_links) + link
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.concatenate(([True], key[1:] != key[:-1])) if key.size else np.zeros(0, dtype=bool)
+        self._cand_gather = gather[order]  # (candidates,) split index of each candidate entry
+        self._cand_seg = np.cumsum(first) - 1  # (candidates,) merged entry it adds to
+        self._n_seg = int(first.sum())
+        self._seg_flow = flow[order][first]  # (merged,) flow of each merged entry, sorted
+        self._seg_link = link[order][first]  # (merged,) link
+        self._seg_lperm = np.argsort(self._seg_link, kind="stable")  # merged entries in link order
+
     def set_split(self, split: np.ndarray | None) -> None:
-        """Set the split (connections, max_paths) of every connection; None = first path only."""
+        """Set the split (connections, max_paths) of every connection; None = first path only.
+
+        Duplicate (flow, link) entries (a NIC link shared by every path of a connection, the hops of a
+        ring on one link) are merged: their coefficients add.
+        """
         if split is None:
             split = np.zeros((self.n_conns, self.fabric.max_paths))
             split[:, 0] = 1.0
         self.split = split
-        m_split = split[self.member_conn]  # (members, paths)
-        m_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
-        mask = (m_split[:, :, None] > 0) & (m_paths >= 0)
-        mi, pi, _ = np.nonzero(mask)
-        e_flow = self.member_flow[mi]
-        e_link = m_paths[mask]
-        e_coef = m_split[mi, pi]
-        # merge duplicate (flow, link) entries (a NIC link shared by every path of a connection, the
-        # hops of a ring on one link): coefficients add; the event loop then touches fewer entries
-        n_l = self.batch * self.n_links
-        key = e_flow * n_l + e_link
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        first = np.concatenate(([True], key[1:] != key[:-1])) if key.size else np.zeros(0, dtype=bool)
-        seg = np.cumsum(first) - 1
-        self.e_flow = e_flow[order][first]
-        self.e_link = e_link[order][first]
-        self.e_coef = (
-            np.bincount(seg, weights=e_coef[order], minlength=int(first.sum())) if key.size else e_coef
+        if self._n_seg == 0:
+            self.e_flow = self.e_link = self.e_lperm = np.zeros(0, dtype=np.int64)
+            self.e_coef = np.zeros(0)
+            return
+        coef = np.bincount(
+            self._cand_seg, weights=split.reshape(-1)[self._cand_gather], minlength=self._n_seg
         )
-        self.e_lperm = np.argsort(self.e_link, kind="stable")  # entries in link order
+        keep = coef > 0
+        self.e_flow = self._seg_flow[keep]
+        self.e_link = self._seg_link[keep]
+        self.e_coef = coef[keep]
+        new_index = np.cumsum(keep) - 1
+        self.e_lperm = new_index[self._seg_lperm[keep[self._seg_lperm]]]  # entries in link order
 
     # ------------------------------------------------------------------ dynamics
     def _active_flows(self, running: np.ndarray) -> np.ndarray:
@@ -369,6 +387,8 @@ class BatchSim:
         events = 0
         solver_iters = 0
         self._process_events(iters, step_sum, comm_sum)
+        prev_active: np.ndarray | None = None
+        prev_rates = np.zeros(0)
         while True:
             running = t_left > _EPS_T
             if not running.any():
@@ -381,7 +401,9 @@ class BatchSim:
             rates = np.zeros(act_idx.shape[0])
             e_sel = active[self.e_flow]
             ef, el, ec = self.e_flow[e_sel], self.e_link[e_sel], self.e_coef[e_sel]
-            if act_idx.size:
+            if prev_active is not None and np.array_equal(active, prev_active):
+                rates = prev_rates  # same flows, same capacities: the same max-min rates
+            elif act_idx.size:
                 compact = np.cumsum(active) - 1
                 new_entry = np.cumsum(e_sel) - 1
                 lperm = new_entry[self.e_lperm[e_sel[self.e_lperm]]]  # link order of the selection
@@ -390,6 +412,7 @@ class BatchSim:
                     demand=self.flow_demand[act_idx], return_iterations=True, link_order=lperm,
                 )  # fmt: skip
                 solver_iters += it
+            prev_active, prev_rates = active, rates
             # time to next event, per instance
             dt = t_left.copy()
             job_flow = ~self.flow_bg[act_idx]

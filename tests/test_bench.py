@@ -1,0 +1,151 @@
+"""Smoke tests of the benchmark suite (ainet_gym.bench): it runs on tiny sizes, writes the documented
+files and keys, and every mode that claims max-min fairness agrees with the reference. Speed is never
+asserted here."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from ainet_gym._reference import max_min_fair_reference
+from ainet_gym.bench import (
+    EXACT_RTOL,
+    BenchConfig,
+    cluster_scenario,
+    fabric_instance,
+    format_report,
+    progressive_filling_py,
+    run_bench,
+    spine_leaf_shape,
+    tiered_instance,
+)
+from ainet_gym.scenario import load_scenario
+
+ALLOCATOR_KEYS = {
+    "instance", "family", "flows", "links", "entries", "solve_ms", "flows_per_s", "iterations",
+    "gmin_ms", "gmin_iterations", "reference_ms", "reference_rounds", "speedup_vs_reference",
+    "speedup_vs_gmin", "max_rel_err", "checked_against",
+}  # fmt: skip
+BATCHING_KEYS = {
+    "batch", "instance", "loop_ms_per_instance", "batched_ms_per_instance", "speedup",
+    "public_loop_ms_per_instance", "public_batched_ms_per_instance", "public_speedup",
+}  # fmt: skip
+
+
+def tiny_config(**kw) -> BenchConfig:
+    base = replace(
+        BenchConfig.quick_preset(),
+        spine_leaf_gpus=(64,),
+        fat_tree_k=(),
+        tiered_flows=(300,),
+        batch_sizes=(1, 3),
+        sections=("allocator", "batching"),
+        min_time_s=0.0,
+        max_repeats=1,
+    )
+    return replace(base, **kw)
+
+
+def test_quick_allocator_bench_writes_json_and_is_exact(tmp_path):
+    res = run_bench(tiny_config(), out=tmp_path, progress=False, command="pytest")
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data == json.loads(json.dumps(res))  # the file is what run_bench returned
+    assert {"meta", "allocator", "batching", "exactness", "targets"} <= set(data)
+    assert {"command", "quick", "date", "machine", "config", "wall_s"} <= set(data["meta"])
+    assert {"cpu", "cores", "python", "numpy"} <= set(data["meta"]["machine"])
+    assert [r["instance"] for r in data["allocator"]] == ["spine-leaf 64 GPUs", "random tiered 300 flows"]
+    for row in data["allocator"]:
+        assert set(row) >= ALLOCATOR_KEYS, ALLOCATOR_KEYS - set(row)
+        assert row["checked_against"] == "reference"  # tiny: the pure-Python reference always runs
+        assert row["max_rel_err"] <= EXACT_RTOL
+        assert row["iterations"] >= 1 and row["reference_rounds"] >= 1 and row["gmin_iterations"] >= 1
+    assert [r["batch"] for r in data["batching"]] == [1, 3]
+    for row in data["batching"]:
+        assert set(row) >= BATCHING_KEYS, BATCHING_KEYS - set(row)
+    modes = {e["mode"] for e in data["exactness"]}
+    assert {
+        "solve_coo",
+        "max_min_fair (sparse)",
+        "global-min (numpy)",
+        "solve_coo stacked (engine batch)",
+        "max_min_fair_batched (list)",
+        "max_min_fair_batched (stacked dense)",
+    } <= modes
+    for e in data["exactness"]:
+        assert e["max_rel_err"] <= EXACT_RTOL, e
+    exact = next(t for t in data["targets"] if t["target"].startswith("exact"))
+    assert exact["status"] == "PASS"
+    # sections not run are reported as such, not as failures
+    assert {t["status"] for t in data["targets"] if "env" in t["target"]} == {"n/a"}
+    report = format_report(data)
+    assert "1. Allocator" in report and "2. Batching" in report and "PASS" in report
+    assert (tmp_path / "bench.md").read_text().count("```") == 2
+    assert not (tmp_path / "scaling.png").exists()  # no scaling section, no plot
+
+
+def test_scaling_section_writes_plot(tmp_path):
+    cfg = tiny_config(
+        sections=("scaling",),
+        scaling_gpus=(128, 256),
+        transfers_fabric_gpus=128,
+        transfers_job_gpus=(8, 16),
+        scaling_jobs=(4, 8),
+    )
+    res = run_bench(cfg, out=tmp_path, progress=False)
+    sc = res["scaling"]
+    assert [r["gpus"] for r in sc["fabric_size"]] == [128, 256]
+    assert [r["transfers"] for r in sc["transfers"]] == [8 * 8 * 7, 8 * 16 * 15]  # 8 AllToAll jobs
+    assert [r["jobs"] for r in sc["jobs"]] == [4, 8]
+    for key in ("exponent_vs_gpus", "exponent_vs_transfers", "exponent_vs_jobs"):
+        assert isinstance(sc[key], float)
+    png = (tmp_path / "scaling.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_progressive_filling_py_matches_the_dense_reference(seed):
+    rng = np.random.default_rng(seed)
+    n_flows, n_links = 12, 7
+    inc = rng.choice([0.0, 0.0, 1.0, 2.0, 0.5], size=(n_flows, n_links))
+    cap = rng.uniform(1.0, 10.0, n_links)
+    cap[rng.integers(n_links)] = 0.0 if seed % 3 == 0 else cap[0]  # a failed link sometimes
+    demand = np.where(rng.random(n_flows) < 0.3, rng.uniform(0.1, 3.0, n_flows), np.inf)
+    weights = rng.choice([1.0, 2.0, 3.0], n_flows)
+    f, lk = np.nonzero(inc)
+    rates, rounds = progressive_filling_py(f, lk, inc[f, lk], cap, n_flows, weights=weights, demand=demand)
+    expected = max_min_fair_reference(inc, cap, demand=demand, weights=weights)
+    np.testing.assert_array_equal(np.isinf(rates), np.isinf(expected))
+    fin = np.isfinite(expected)
+    np.testing.assert_allclose(rates[fin], expected[fin], rtol=1e-12, atol=1e-12)
+    assert rounds >= 1
+
+
+def test_fabric_instance_is_the_engines_incidence():
+    inst, sim = fabric_instance("spine_leaf", 64)
+    # 8 hosts: 8 TP rings, one spread group x 8 local ranks x (1 DP ring + 56 AllToAll flows), 64 PP flows
+    assert inst.n_flows == 8 + 8 * (1 + 56) + 64 == sim.n_flows
+    assert inst.n_links == sim.n_links
+    np.testing.assert_array_equal(inst.entry_flow, sim.e_flow)
+    assert (inst.entry_coef > 0).all() and inst.entry_link.max() < inst.n_links
+
+
+def test_tiered_instance_has_weights_and_demands():
+    inst = tiered_instance(400, seed=1)
+    assert inst.n_flows == 400 and inst.weights is not None and inst.demand is not None
+    assert np.isfinite(inst.demand).any() and np.isinf(inst.demand).any()
+    assert set(np.unique(inst.weights)) <= {1.0, 2.0, 4.0}
+
+
+@pytest.mark.parametrize("n", [128, 1024, 16384])
+def test_cluster_scenarios_load(n):
+    sc = load_scenario(cluster_scenario(n))
+    assert sum(j.gpus for j in sc.jobs) == n
+    assert len(sc.jobs) == 8
+
+
+def test_spine_leaf_shape_rejects_partial_leaves():
+    with pytest.raises(ValueError, match="multiple of 16"):
+        spine_leaf_shape(100)
