@@ -1,1 +1,17 @@
-"""Agents for ainet-gym: heuristic baselines, stable-baselines3 training and evaluation."""
+"""Agents for ainet-gym: heuristic baselines, stable-baselines3 learners, training and evaluation.
+
+- :mod:`agents.registry`: the :class:`~agents.registry.Agent` protocol and the registry behind
+  ``--policies`` (``register_agent`` adds one);
+- :mod:`agents.baselines`: ECMP, spray, WCMP, greedy and the LP optimum, at the engine level and
+  through every action mode;
+- :mod:`agents.sb3_agents`: PPO, A2C, SAC and MaskablePPO; saving and loading models with metadata;
+- :mod:`agents.train`, :mod:`agents.evaluate`, :mod:`agents.demo`: the ``ainet-gym train``,
+  ``evaluate`` and ``demo`` commands.
+
+stable-baselines3 is imported lazily: the baselines and the evaluation of baselines work without the
+``rl`` extra.
+"""
+
+from agents.registry import AGENTS, Agent, available_policies, make_agent, register_agent
+
+__all__ = ["AGENTS", "Agent", "available_policies", "make_agent", "register_agent"]

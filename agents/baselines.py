@@ -1,0 +1,255 @@
+"""Heuristic routing baselines, at the engine level and through every action mode of the env.
+
+The five baselines are the engine-level policies of :mod:`ainet_gym.policies`:
+
+- ``ecmp``: static hashing of each connection onto one candidate path (the default routing);
+- ``spray``: an even split over every candidate path (packet spraying);
+- ``wcmp``: weights at each switch's equal-cost next hops proportional to the link's current capacity;
+- ``greedy``: the reactive router: connections placed one by one on the candidate path that was least
+  loaded in the *last* interval (a step late when the congestion moves);
+- ``lp``: the optimum: minimise the maximum offered link utilisation of the interval's known demand over
+  the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``.
+
+The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.policies`.
+
+:func:`engine_split` gives the split ``(connections, max_paths)`` that ``core.step_split`` takes: the
+evaluator runs the baselines this way, exactly. :func:`baseline_actions` expresses the same policy
+through the env's action space (what an agent could do); where a mode cannot express a policy the
+action is an approximation:
+
+=========  =============================  ===============================  ============================
+baseline   ``split``                      ``path``                         ``ecmp_weights``
+=========  =============================  ===============================  ============================
+ecmp       exact                          exact (approx. if qps > 1)       approx.: induced shares
+spray      exact for job traffic [1]_     approx.: balanced rounding       exact [2]_
+wcmp       exact for job traffic [1]_     approx.: balanced rounding       exact
+greedy     exact                          exact                            approx.: induced shares
+lp         exact                          approx.: balanced rounding       approx.: induced shares
+=========  =============================  ===============================  ============================
+
+.. [1] In the ``split`` and ``path`` modes background traffic (storage, checkpoints, other tenants)
+   always follows static ECMP; the engine-level spray and WCMP move it too. The LP never moves it.
+.. [2] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
+   spreads evenly over the live *paths*, per-hop weights cannot always express that).
+
+- *exact*: the env decodes the actions into the engine-level split (up to float32 round-off);
+  ``tests/test_agents.py`` checks every cell marked exact.
+- *balanced rounding* (path mode, one path per connection): connections in decreasing order of demand,
+  each on the path, among those the policy gives a positive share, whose most loaded link has the
+  lowest offered utilisation so far (background and fixed traffic included). For an even split this is
+  a balanced static assignment; for a one-hot split it is the split itself.
+- *induced shares* (``ecmp_weights`` mode, one weight per switch next-hop link): each link's weight is
+  the offered load the policy's split puts on it, relative to the most loaded link of its ECMP group (a
+  group without load gets equal weights). Per-connection choices are lost; per-switch ratios are kept.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agents.registry import register_agent
+from ainet_gym.env import ACTION_MODES
+from ainet_gym.policies import POLICIES, connection_demand, get_policy
+
+if TYPE_CHECKING:
+    from ainet_gym.env import EnvCore
+
+__all__ = [
+    "BASELINES",
+    "EXACT",
+    "BaselineAgent",
+    "baseline_actions",
+    "engine_split",
+    "path_rounding",
+    "split_to_actions",
+]
+
+BASELINES: tuple[str, ...] = ("ecmp", "spray", "wcmp", "greedy", "lp")
+
+#: (baseline, action mode) pairs whose actions decode to the engine-level split exactly (for job
+#: traffic; background follows ECMP in the split and path modes).
+EXACT: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("ecmp", "split"),
+        ("spray", "split"),
+        ("wcmp", "split"),
+        ("greedy", "split"),
+        ("lp", "split"),
+        ("ecmp", "path"),
+        ("greedy", "path"),
+        ("spray", "ecmp_weights"),
+        ("wcmp", "ecmp_weights"),
+    }
+)
+
+
+def engine_split(name: str, core: EnvCore) -> np.ndarray:
+    """The engine-level split ``(connections, max_paths)`` of baseline ``name`` in the core's state."""
+    return get_policy(name)(core.world, core._last)
+
+
+def _offered_load(core: EnvCore, split: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Offered bytes (batch, links) of ``demand`` routed by ``split``."""
+    w = core.world
+    sim = w.sim
+    assert sim is not None
+    paths = sim.conn_paths_global  # (conns, P, hops) batch-global link ids, -1 padding
+    mask = paths >= 0
+    per = (split * demand[:, None])[:, :, None] * mask
+    B, L = w.batch, w.fabric.n_links
+    return np.bincount(paths[mask], weights=per[mask], minlength=B * L).reshape(B, L)
+
+
+def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
+    """One candidate-path index per slot ``(batch, slots)`` that follows ``split`` (balanced rounding).
+
+    Controllable slots in decreasing order of demand, each on the path, among those with a positive
+    share in ``split``, whose most loaded link has the lowest offered utilisation after adding the
+    connection (ties: the lowest index). Rows with one positive share map to that path exactly.
+    Uncontrollable slots get 0.
+    """
+    w = core.world
+    sim = w.sim
+    assert sim is not None
+    B, S, P = w.batch, w.n_slots, core.P
+    L = w.fabric.n_links
+    idx = np.zeros((B, S), dtype=np.int64)
+    if S == 0 or not w.slot_mask.any():
+        return idx
+    d = connection_demand(w)
+    ctrl_conns = w.slot_conn[w.slot_mask]
+    fixed = split.copy()
+    fixed[ctrl_conns] = 0.0
+    load = np.concatenate([_offered_load(core, fixed, d), np.zeros((B, 1))], axis=1)  # (B, L+1) pad col
+    cap = sim.capacity * w.decision_interval_s
+    inv_cap = np.concatenate(
+        [np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf), np.zeros((B, 1))], 1
+    )
+    sc = np.maximum(w.slot_conn, 0)
+    dem = np.where(w.slot_mask, d[sc], -1.0)
+    order = np.argsort(-dem, axis=1, kind="stable")  # (B, S)
+    rows = np.arange(B)
+    for i in range(S):
+        s = order[:, i]
+        m = w.slot_mask[rows, s]
+        if not m.any():
+            break  # masked slots sort last
+        c = sc[rows, s]  # (B,)
+        hops = np.where(sim.conn_paths[c] >= 0, sim.conn_paths[c], L)  # (B, P, H) local ids, pad -> L
+        dc = d[c][:, None, None]
+        util = (load[rows[:, None, None], hops] + dc * (hops < L)) * inv_cap[rows[:, None, None], hops]
+        util = np.where(hops < L, util, 0.0)
+        util = np.nan_to_num(util, nan=np.inf)  # 0 * inf on a dead link with no demand
+        score = util.max(axis=2)  # (B, P)
+        allowed = (split[c] > 1e-12) & (np.arange(P)[None, :] < sim.conn_npaths[c][:, None])
+        score = np.where(allowed, score, np.inf)
+        p = np.argmin(score, axis=1)
+        p = np.where(allowed.any(axis=1), p, 0)
+        idx[rows, s] = np.where(m, p, 0)
+        chosen = hops[rows, p]  # (B, H)
+        add = np.where(m[:, None] & (chosen < L), d[c][:, None], 0.0)
+        np.add.at(load, (np.repeat(rows, chosen.shape[1]), chosen.reshape(-1)), add.reshape(-1))
+    return idx
+
+
+def _induced_weights(core: EnvCore, split: np.ndarray) -> np.ndarray:
+    """(batch, W) WCMP weights in [0, 1]: each next-hop link's offered load under ``split`` over the
+    largest in its ECMP group (equal weights in a group without load)."""
+    w = core.world
+    g = w.fabric.link_group[core.wcmp_links]  # (W,)
+    load = _offered_load(core, split, connection_demand(w))[:, core.wcmp_links]  # (B, W)
+    n_groups = int(g.max()) + 1 if g.size else 0
+    gmax = np.zeros((w.batch, n_groups))
+    np.maximum.at(gmax, (slice(None), g), load)
+    top = gmax[:, g]
+    return np.where(top > 0, load / np.where(top > 0, top, 1.0), 1.0)
+
+
+def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None) -> np.ndarray:
+    """Actions ``(batch, *action_space.shape)`` (float32 or int64) that express ``split`` in the
+    core's action mode (see the module docstring for what is exact).
+
+    ``policy`` selects the exact encodings of the ``ecmp_weights`` mode (``spray``: equal weights;
+    ``wcmp``: capacity weights); other policies use induced shares.
+    """
+    w = core.world
+    sim = w.sim
+    assert sim is not None
+    B, S, P = w.batch, w.n_slots, core.P
+    mode = core.action_mode
+    if mode == "split":
+        a = np.zeros((B, S, P))
+        ctrl = w.slot_mask
+        a[ctrl] = 2.0 * split[w.slot_conn[ctrl]] - 1.0
+        return np.clip(a.reshape(B, S * P), -1.0, 1.0).astype(np.float32)
+    if mode == "path":
+        return path_rounding(core, split)
+    if policy == "spray":
+        wts = (sim.capacity[:, core.wcmp_links] > 0).astype(np.float64)  # equal weights on live links
+    elif policy == "wcmp":
+        cap = sim.capacity[:, core.wcmp_links]
+        top = cap.max(axis=1, keepdims=True)
+        wts = np.where(top > 0, cap / np.where(top > 0, top, 1.0), 1.0)
+    else:
+        wts = _induced_weights(core, split)
+    return np.clip(2.0 * wts - 1.0, -1.0, 1.0).astype(np.float32)
+
+
+def baseline_actions(name: str, core: EnvCore) -> np.ndarray:
+    """Actions ``(batch, *action_space.shape)`` of baseline ``name`` in the core's action mode.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a baseline.
+    """
+    if name not in POLICIES:
+        raise ValueError(f"baseline {name!r} is not known; allowed: {', '.join(POLICIES)}")
+    return split_to_actions(core, engine_split(name, core), policy=name)
+
+
+class BaselineAgent:
+    """A heuristic baseline, at the engine level (``action_mode=None``) or through an action mode."""
+
+    def __init__(self, policy: str, action_mode: str | None = None) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"baseline {policy!r} is not known; allowed: {', '.join(POLICIES)}")
+        if action_mode is not None and action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode = {action_mode!r}: allowed: {', '.join(ACTION_MODES)}")
+        self.policy = policy
+        self.action_mode = action_mode
+        self.name = policy if action_mode is None else f"{policy}@{action_mode}"
+        self.level = "engine" if action_mode is None else "action"
+        self.env_kwargs: dict[str, Any] = {} if action_mode is None else {"action_mode": action_mode}
+
+    def check(self, core: EnvCore) -> None:
+        if self.action_mode is not None and core.action_mode != self.action_mode:
+            raise ValueError(f"{self.name}: needs action_mode {self.action_mode!r}, got {core.action_mode!r}")
+
+    def reset(self, core: EnvCore) -> None:
+        return None
+
+    def act(self, core: EnvCore, obs: Any) -> np.ndarray:
+        if self.level == "engine":
+            return engine_split(self.policy, core)
+        return baseline_actions(self.policy, core)
+
+
+_DESCRIPTIONS = {
+    "ecmp": "static ECMP hashing (the default routing)",
+    "spray": "even split over the candidate paths (packet spraying)",
+    "wcmp": "capacity-weighted ECMP",
+    "greedy": "reactive: least loaded candidate path in the last interval",
+    "lp": "LP optimum: min max offered link utilisation (HiGHS)",
+}
+
+for _name in BASELINES:
+    register_agent(
+        _name,
+        (lambda n: lambda mode: BaselineAgent(n, mode))(_name),
+        description=_DESCRIPTIONS[_name],
+        variants=ACTION_MODES,
+        overwrite=True,
+    )

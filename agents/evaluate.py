@@ -1,0 +1,441 @@
+"""``ainet-gym evaluate``: every policy on the same seeds, one table, one CSV/JSON, one figure.
+
+Baselines act at the engine level (``core.step_split(get_policy(name)(core.world, core._last))``),
+learned agents through their action space (``core.step(model.predict(obs))``); both on
+:class:`~ainet_gym.env.EnvCore` with the same scenario, episode seeds and episode length. All episodes of
+a policy run as one batch (one instance per (seed, episode)).
+
+Metrics (per episode, then mean and 95% confidence interval over episodes, Student t):
+
+- ``gpu_utilization``: GPU-weighted compute time / elapsed time, the mean over the episode's intervals
+  (``info["reward_gpu_utilization"]``);
+- ``step_time_ratio``: actual / ideal step time (``step_time_ms / ideal_step_time_ms``), the mean over the
+  episode's job-iterations (an interval's mean step time counts once per iteration it completed);
+- ``p99_step_time_ratio``: the 99th percentile over all job-iterations of all episodes (pooled);
+- ``max_link_utilization``: the most utilised network link of each interval, mean over the episode;
+- ``gap_to_lp``: ``(lp - policy) / lp`` of the mean GPU utilisation; negative when a policy beats the
+  LP, which minimises the *offered* maximum link utilisation of the interval's average demand, not the
+  GPU utilisation of the bursty, coupled transfers;
+- ``gpu_utilization_vs_ecmp``: the paired difference ``policy - ecmp`` of GPU utilisation over the same
+  episodes, mean and 95% CI (the margin over the default routing).
+
+``ecmp`` and ``lp`` are always evaluated (added at the end of the list if missing): they are the
+references of the last two metrics. Episode ``e`` of seed ``s`` uses env seed ``s + 100_003 * e`` (the
+first episode of seed ``s`` is seed ``s`` itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.registry import Agent, make_agent, parse_policies
+from ainet_gym.env import EnvCore
+from ainet_gym.scenario import load_scenario
+from ainet_gym.spec import Scenario
+
+__all__ = [
+    "EPISODE_SEED_STRIDE",
+    "EvalConfig",
+    "PolicyRun",
+    "episode_seeds",
+    "evaluate",
+    "evaluate_main",
+    "mean_ci95",
+    "parse_seeds",
+    "run_policy",
+]
+
+EPISODE_SEED_STRIDE = 100_003
+REFERENCES = ("ecmp", "lp")
+
+
+@dataclass
+class EvalConfig:
+    """What to evaluate."""
+
+    scenario: Any = "spine-leaf-2to1"
+    """Shipped scenario name, YAML path, dict or Scenario."""
+    policies: list[str] = field(default_factory=lambda: ["ecmp", "spray", "wcmp", "greedy", "lp"])
+    """Policy strings (``ecmp``, ``ppo:PATH``, ``spray@path``, ...)."""
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
+    """Episode seeds, the same for every policy."""
+    episodes: int = 1
+    """Episodes per seed."""
+    steps: int | None = None
+    """Intervals per episode (default: the scenario's ``episode_steps``)."""
+    out: str | Path | None = "out/eval"
+    """Directory for results.md, results.csv, results.json, episodes.csv and figure.png (None: none)."""
+
+
+@dataclass
+class PolicyRun:
+    """Raw per-episode records of one policy (E episodes, T intervals, J job slots)."""
+
+    name: str
+    gpu: np.ndarray  # (E, T) GPU utilisation per interval
+    max_link: np.ndarray  # (E, T) max network link utilisation per interval
+    collisions: np.ndarray  # (E, T)
+    ratio: np.ndarray  # (E, T, J) actual / ideal step time, 0 where no iteration completed
+    iterations: np.ndarray  # (E, T, J) iterations completed
+    seconds: float
+
+
+def parse_seeds(text: str | list[int]) -> list[int]:
+    """``"1,2,3"`` or ``"1-5"`` (inclusive) or a list -> list of ints.
+
+    Raises
+    ------
+    ValueError
+        If a seed is not an integer or the list is empty.
+    """
+    if isinstance(text, list):
+        seeds = [int(s) for s in text]
+    else:
+        seeds = []
+        for part in (p.strip() for p in str(text).split(",")):
+            if not part:
+                continue
+            lo, dash, hi = part.partition("-")
+            try:
+                seeds.extend(range(int(lo), int(hi) + 1) if dash and lo else [int(part)])
+            except ValueError:
+                raise ValueError(
+                    f"seeds {text!r}: {part!r} is not an integer (write e.g. 1,2,3 or 1-5)"
+                ) from None
+    if not seeds:
+        raise ValueError(f"seeds {text!r}: empty; write e.g. 1,2,3")
+    return seeds
+
+
+def episode_seeds(seeds: list[int], episodes: int) -> list[int]:
+    """Env seeds of every (seed, episode), seed-major."""
+    return [s + EPISODE_SEED_STRIDE * e for s in seeds for e in range(episodes)]
+
+
+def mean_ci95(x: np.ndarray) -> dict[str, Any]:
+    """Mean and Student-t 95% confidence interval of the mean (``ci95`` None with one sample)."""
+    from scipy.stats import t
+
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return {"mean": None, "ci95": None}
+    m = float(x.mean())
+    if x.size < 2:
+        return {"mean": m, "ci95": None}
+    h = float(t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return {"mean": m, "ci95": [m - h, m + h]}
+
+
+def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
+    """Run one episode per seed (all at once, ``core.batch == len(seeds)``) and record the metrics."""
+    import time
+
+    t0 = time.time()
+    obs, _ = core.reset(list(seeds))
+    agent.reset(core)
+    T, B, J = core.episode_steps, core.batch, core.world.n_job_slots
+    gpu = np.zeros((B, T))
+    mlu = np.zeros((B, T))
+    col = np.zeros((B, T))
+    ratio = np.zeros((B, T, J))
+    iters = np.zeros((B, T, J), dtype=np.int64)
+    for t in range(T):
+        a = agent.act(core, obs)
+        if agent.level == "engine":
+            obs, _, _, _, info = core.step_split(a)
+        else:
+            obs, _, _, _, info = core.step(a)
+        gpu[:, t] = info["reward_gpu_utilization"]
+        mlu[:, t] = info["max_link_utilization"]
+        col[:, t] = info["collisions"]
+        it = np.asarray(info["iterations"])
+        st, ideal = np.asarray(info["step_time_ms"]), np.asarray(info["ideal_step_time_ms"])
+        ok = (it > 0) & (ideal > 0)
+        iters[:, t] = np.where(ok, it, 0)
+        ratio[:, t] = np.where(ok, st / np.where(ideal > 0, ideal, 1.0), 0.0)
+    return PolicyRun(agent.name, gpu, mlu, col, ratio, iters, time.time() - t0)
+
+
+def _episode_ratio(run: PolicyRun) -> np.ndarray:
+    """(E,) iteration-weighted mean step-time ratio of each episode (nan without iterations)."""
+    w = run.iterations.reshape(run.iterations.shape[0], -1).astype(np.float64)
+    r = run.ratio.reshape(w.shape)
+    n = w.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (r * w).sum(axis=1) / np.where(n > 0, n, 1.0), np.nan)
+
+
+def _ratio_samples(run: PolicyRun) -> np.ndarray:
+    """Every job-iteration's step-time ratio (its interval's mean), pooled over episodes."""
+    w = run.iterations.reshape(-1)
+    return np.repeat(run.ratio.reshape(-1), w)
+
+
+def summarize(runs: dict[str, PolicyRun]) -> dict[str, dict[str, Any]]:
+    """The per-policy summary of the JSON (see the module docstring)."""
+    out: dict[str, dict[str, Any]] = {}
+    lp = runs["lp"].gpu.mean(axis=1) if "lp" in runs else None
+    ecmp = runs["ecmp"].gpu.mean(axis=1) if "ecmp" in runs else None
+    for name, run in runs.items():
+        g = run.gpu.mean(axis=1)
+        samples = _ratio_samples(run)
+        d: dict[str, Any] = {
+            "gpu_utilization": mean_ci95(g),
+            "step_time_ratio": mean_ci95(_episode_ratio(run)),
+            "p99_step_time_ratio": float(np.percentile(samples, 99)) if samples.size else None,
+            "max_link_utilization": mean_ci95(run.max_link.mean(axis=1)),
+            "gap_to_lp": None,
+            "gpu_utilization_vs_ecmp": None,
+            "collisions": float(run.collisions.mean()),
+            "episodes": int(g.shape[0]),
+            "seconds": run.seconds,
+        }
+        if lp is not None and lp.mean() > 0:
+            d["gap_to_lp"] = float((lp.mean() - g.mean()) / lp.mean())
+        if ecmp is not None:
+            d["gpu_utilization_vs_ecmp"] = mean_ci95(g - ecmp)
+        out[name] = d
+    return out
+
+
+def _label(agent: Agent, spec: str, taken: set[str]) -> str:
+    name = agent.name
+    if name in taken:
+        tail = spec.partition(":")[2]
+        name = f"{agent.name}:{Path(tail).stem}" if tail else spec
+    base, i = name, 2
+    while name in taken:
+        name, i = f"{base}#{i}", i + 1
+    return name
+
+
+def prepare(cfg: EvalConfig) -> tuple[Scenario, list[tuple[str, Agent, EnvCore]]]:
+    """Load the scenario and every agent, build their envs and check that each agent fits; fails
+    before anything runs.
+
+    Raises
+    ------
+    ValueError
+        Unknown policy, bad seeds or episodes, or a model that does not fit the scenario.
+    FileNotFoundError
+        A model file that does not exist.
+    """
+    if not isinstance(cfg.episodes, int) or cfg.episodes < 1:
+        raise ValueError(f"episodes = {cfg.episodes!r}: must be an integer >= 1")
+    if cfg.steps is not None and (not isinstance(cfg.steps, int) or cfg.steps < 1):
+        raise ValueError(f"steps = {cfg.steps!r}: must be an integer >= 1 or None")
+    seeds = parse_seeds(cfg.seeds)
+    specs = parse_policies(cfg.policies)
+    for ref in REFERENCES:
+        if ref not in specs:
+            specs.append(ref)
+    scenario = load_scenario(cfg.scenario)
+    batch = len(seeds) * cfg.episodes
+    prepared: list[tuple[str, Agent, EnvCore]] = []
+    taken: set[str] = set()
+    for spec in specs:
+        agent = make_agent(spec)
+        label = _label(agent, spec, taken)
+        taken.add(label)
+        agent.name = label
+        core = EnvCore(scenario, batch=batch, episode_steps=cfg.steps, **agent.env_kwargs)
+        core.reset(episode_seeds(seeds, cfg.episodes))  # builds the world so that check() sees shapes
+        agent.check(core)
+        prepared.append((label, agent, core))
+    return scenario, prepared
+
+
+def evaluate(cfg: EvalConfig) -> dict[str, Any]:
+    """Run every policy on the same episodes; write the files (unless ``out`` is None); return the
+    JSON object (``files`` lists what was written)."""
+    scenario, prepared = prepare(cfg)
+    seeds = parse_seeds(cfg.seeds)
+    eseeds = episode_seeds(seeds, cfg.episodes)
+    runs = {label: run_policy(agent, core, eseeds) for label, agent, core in prepared}
+    result: dict[str, Any] = {
+        "scenario": scenario.name,
+        "seeds": seeds,
+        "episodes": cfg.episodes,
+        "steps": prepared[0][2].episode_steps,
+        "episode_seeds": eseeds,
+        "policies": summarize(runs),
+        "files": {},
+    }
+    if cfg.out is not None:
+        result["files"] = write_outputs(result, runs, Path(cfg.out))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------- output
+def _fmt(x: float | None, nd: int = 3) -> str:
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def _fmt_ci(d: dict[str, Any] | None, nd: int = 3, signed: bool = False) -> str:
+    if d is None or d.get("mean") is None:
+        return "-"
+    f = f"{{:+.{nd}f}}" if signed else f"{{:.{nd}f}}"
+    s = f.format(d["mean"])
+    if d.get("ci95") is not None:
+        s += " [" + ", ".join(f.format(v) for v in d["ci95"]) + "]"
+    return s
+
+
+TABLE_COLUMNS = (
+    "policy",
+    "GPU util",
+    "step time / ideal",
+    "p99 step / ideal",
+    "max link util",
+    "gap to LP",
+    "GPU util vs ECMP",
+)
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The results as a markdown table (means with [95% CI])."""
+    lines = [
+        "| " + " | ".join(TABLE_COLUMNS) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(TABLE_COLUMNS) - 1)) + "|",
+    ]
+    for name, d in result["policies"].items():
+        gap = "-" if d["gap_to_lp"] is None else f"{100 * d['gap_to_lp']:+.1f}%"
+        cells = [
+            name,
+            _fmt_ci(d["gpu_utilization"]),
+            _fmt_ci(d["step_time_ratio"]),
+            _fmt(d["p99_step_time_ratio"]),
+            _fmt_ci(d["max_link_utilization"]),
+            gap,
+            _fmt_ci(d["gpu_utilization_vs_ecmp"], signed=True),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _header(result: dict[str, Any]) -> str:
+    n = len(result["episode_seeds"])
+    return (
+        f"scenario {result['scenario']}: {n} episodes (seeds {','.join(map(str, result['seeds']))} x "
+        f"{result['episodes']}) of {result['steps']} intervals; mean [95% CI] over episodes"
+    )
+
+
+def write_outputs(result: dict[str, Any], runs: dict[str, PolicyRun], out: Path) -> dict[str, str]:
+    """results.md, results.csv, episodes.csv, results.json and figure.png in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "table": str(out / "results.md"),
+        "csv": str(out / "results.csv"),
+        "episodes_csv": str(out / "episodes.csv"),
+        "json": str(out / "results.json"),
+        "figure": str(out / "figure.png"),
+    }
+    result["files"] = files
+    Path(files["table"]).write_text(f"{_header(result)}\n\n{markdown_table(result)}\n")
+    with open(files["csv"], "w", newline="") as fh:
+        wr = csv.writer(fh)
+        keys = ("gpu_utilization", "step_time_ratio", "max_link_utilization", "gpu_utilization_vs_ecmp")
+        head = ["policy"]
+        for k in keys:
+            head += [f"{k}_mean", f"{k}_ci95_lo", f"{k}_ci95_hi"]
+        head += ["p99_step_time_ratio", "gap_to_lp", "collisions", "episodes"]
+        wr.writerow(head)
+        for name, d in result["policies"].items():
+            row: list[Any] = [name]
+            for k in keys:
+                v = d[k] or {}
+                ci = v.get("ci95") or [None, None]
+                row += [v.get("mean"), *ci]
+            row += [d["p99_step_time_ratio"], d["gap_to_lp"], d["collisions"], d["episodes"]]
+            wr.writerow(["" if x is None else x for x in row])
+    with open(files["episodes_csv"], "w", newline="") as fh:
+        wr = csv.writer(fh)
+        wr.writerow(["policy", "seed", "gpu_utilization", "step_time_ratio", "max_link_utilization"])
+        for name, run in runs.items():
+            er = _episode_ratio(run)
+            for i, s in enumerate(result["episode_seeds"]):
+                wr.writerow([name, s, run.gpu[i].mean(), er[i], run.max_link[i].mean()])
+    Path(files["json"]).write_text(json.dumps(result, indent=1) + "\n")
+    plot(result, runs, Path(files["figure"]))
+    return files
+
+
+def plot(result: dict[str, Any], runs: dict[str, PolicyRun], path: Path) -> None:
+    """Three panels: GPU utilisation per policy (mean, 95% CI), CDF of step time / ideal over
+    job-iterations, and GPU utilisation per interval (mean over episodes)."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(15, 4.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax1, ax2, ax3 = fig.subplots(1, 3)
+    names = list(result["policies"])
+    cmap = "tab10" if len(names) <= 10 else "tab20"
+    palette = [matplotlib.colormaps[cmap](i % 20) for i in range(len(names))]
+    colors = dict(zip(names, palette))
+    means, errs = [], [[], []]
+    for n in names:
+        g = result["policies"][n]["gpu_utilization"]
+        means.append(g["mean"])
+        lo, hi = g["ci95"] or [g["mean"], g["mean"]]
+        errs[0].append(g["mean"] - lo)
+        errs[1].append(hi - g["mean"])
+    ax1.bar(names, means, yerr=errs, capsize=4, color=[colors[n] for n in names])
+    if "lp" in result["policies"]:
+        ax1.axhline(result["policies"]["lp"]["gpu_utilization"]["mean"], color="k", ls="--", lw=1, label="LP")
+        ax1.legend(loc="lower right")
+    ax1.set_ylabel("GPU utilisation (mean, 95% CI)")
+    ax1.set_ylim(0, 1)
+    ax1.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax1.set_title("GPU utilisation per policy")
+    for n in names:
+        s = np.sort(_ratio_samples(runs[n]))
+        if s.size:
+            ax2.step(s, np.arange(1, s.size + 1) / s.size, where="post", label=n, color=colors[n])
+    ax2.set_xlabel("step time / ideal (per job-iteration)")
+    ax2.set_ylabel("CDF")
+    ax2.set_title("Step times")
+    ax2.legend(fontsize=8)
+    for n in names:
+        ax3.plot(runs[n].gpu.mean(axis=0), label=n, color=colors[n], lw=1.2)
+    ax3.set_xlabel("interval")
+    ax3.set_ylabel("GPU utilisation (mean over episodes)")
+    ax3.set_ylim(0, 1)
+    ax3.set_title("GPU utilisation per interval")
+    fig.suptitle(_header(result), fontsize=9)
+    fig.savefig(path, dpi=110)
+
+
+def evaluate_main(args: argparse.Namespace) -> int:
+    """Entry point of ``ainet-gym evaluate`` (arguments: see ``ainet_gym.cli``)."""
+    cfg = EvalConfig(
+        scenario=args.scenario,
+        policies=parse_policies(args.policies),
+        seeds=parse_seeds(args.seeds),
+        episodes=args.episodes,
+        steps=args.steps,
+        out=args.out,
+    )
+    result = evaluate(cfg)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(_header(result))
+    print()
+    print(markdown_table(result))
+    print()
+    f = result["files"]
+    print(f"wrote {f['table']}, {f['csv']}, {f['json']}, {f['episodes_csv']}")
+    print(f"figure: {f['figure']}")
+    return 0

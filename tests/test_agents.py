@@ -1,0 +1,574 @@
+"""The agents package: baselines in every action mode, the LP as a lower bound, training with
+TensorBoard curves, saving and reloading, evaluation outputs, and clear errors on bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ainet_gym
+from agents.baselines import BASELINES, EXACT, BaselineAgent, baseline_actions, engine_split
+from agents.evaluate import EvalConfig, evaluate
+from agents.registry import AGENTS, make_agent, register_agent
+from agents.train import TrainConfig, train
+from ainet_gym.cli import main as cli_main
+from ainet_gym.env import ACTION_MODES, EnvCore
+from ainet_gym.policies import offered_utilization
+
+# ------------------------------------------------------------------------------------------ scenarios
+
+
+def small_spine_leaf() -> dict:
+    """16 GPUs on 4 leaves x 2 spines (2:1), two ring jobs, periodic storage background."""
+    return {
+        "name": "small-spine-leaf",
+        "fabric": {
+            "topology": "spine_leaf",
+            "leaves": 4,
+            "spines": 2,
+            "hosts_per_leaf": 2,
+            "gpus_per_host": 2,
+            "nic_gbps": 400,
+            "uplink_gbps": 400,
+            "storage": {"hosts": 1, "gbps": 400},
+        },
+        "workload": {
+            "jobs": [
+                {
+                    "name": "a",
+                    "gpus": 8,
+                    "placement": "spread",
+                    "compute_ms": 20,
+                    "collectives": [{"op": "allreduce", "bytes": 2.0e8}],
+                },
+                {
+                    "name": "b",
+                    "gpus": 4,
+                    "placement": "random",
+                    "compute_ms": 30,
+                    "collectives": [{"op": "allreduce", "bytes": 1.0e8}],
+                },
+            ],
+            "background": [{"kind": "storage", "gbps": 200, "pattern": "periodic", "period_steps": 3}],
+        },
+        "dynamics": {"episode_steps": 6},
+        "routing": {"max_paths": 4},
+    }
+
+
+def small_fat_tree() -> dict:
+    """k = 4 fat-tree, 16 NICs in hosts of 2 GPUs, two 8-GPU ring jobs."""
+    return {
+        "name": "small-fat-tree",
+        "fabric": {"topology": "fat_tree", "k": 4, "gpus_per_host": 2, "link_gbps": 400},
+        "workload": {
+            "jobs": [
+                {
+                    "name": "a",
+                    "gpus": 8,
+                    "placement": "spread",
+                    "compute_ms": 20,
+                    "collectives": [{"op": "allreduce", "bytes": 2.0e8}],
+                },
+                {
+                    "name": "b",
+                    "gpus": 8,
+                    "placement": "random",
+                    "compute_ms": 30,
+                    "collectives": [{"op": "allreduce", "bytes": 1.0e8}],
+                },
+            ]
+        },
+        "dynamics": {
+            "episode_steps": 6,
+            "link_failures": {"scheduled": [{"link": "edge0-agg0", "at_step": 1, "factor": 0.5}]},
+        },
+        "routing": {"max_paths": 4},
+    }
+
+
+def small_rail() -> dict:
+    """Rail-optimised: 4 hosts x 4 GPUs, 2 spines at half the NIC rate, a ring and a permutation."""
+    return {
+        "name": "small-rail",
+        "fabric": {
+            "topology": "rail_optimized",
+            "hosts": 4,
+            "gpus_per_host": 4,
+            "spines": 2,
+            "links_per_spine": 1,
+            "nic_gbps": 400,
+            "uplink_gbps": 200,
+            "nvlink_gbps": 3600,
+        },
+        "workload": {
+            "jobs": [
+                {
+                    "name": "a",
+                    "gpus": 8,
+                    "placement": "random",
+                    "compute_ms": 20,
+                    "collectives": [{"op": "allreduce", "bytes": 2.0e8}],
+                },
+                {
+                    "name": "b",
+                    "gpus": 8,
+                    "placement": "random",
+                    "compute_ms": 30,
+                    "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": 1.0e8}],
+                },
+            ]
+        },
+        "dynamics": {"episode_steps": 6},
+        "routing": {"max_paths": 4},
+    }
+
+
+def collision_scenario() -> dict:
+    """Two leaves joined by two spines (one 400G uplink each) and two 2-GPU jobs that each send one
+    400G connection from leaf 0 to leaf 1 and back: symmetric, and ECMP collides for some seeds."""
+    job = {
+        "gpus": 2,
+        "compute_ms": 10,
+        "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": 4e8}],
+    }
+    return {
+        "name": "collision",
+        "fabric": {
+            "topology": "spine_leaf",
+            "leaves": 2,
+            "spines": 2,
+            "hosts_per_leaf": 2,
+            "gpus_per_host": 1,
+            "hop_latency_us": 0.0,
+        },
+        "workload": {
+            "jobs": [{**job, "name": "a", "placement": [0, 2]}, {**job, "name": "b", "placement": [1, 3]}]
+        },
+        "dynamics": {"episode_steps": 4, "decision_interval_ms": 30},
+        "routing": {"max_paths": 2},
+    }
+
+
+FAMILIES = {
+    "spine-leaf-2to1": "spine-leaf-2to1",
+    "spine-leaf": small_spine_leaf(),
+    "fat-tree": small_fat_tree(),
+    "rail": small_rail(),
+}
+
+
+def core_for(scenario, mode: str = "split", batch: int = 2) -> EnvCore:
+    core = EnvCore(ainet_gym.load_scenario(scenario), batch=batch, action_mode=mode)
+    core.reset(list(range(batch)))
+    return core
+
+
+def advance(core: EnvCore, steps: int) -> None:
+    """Step with ECMP so that later intervals (failures, background, greedy's history) are covered."""
+    for _ in range(steps):
+        core.step_split(engine_split("ecmp", core))
+
+
+# ------------------------------------------------------------------------------------------ baselines
+
+
+@pytest.mark.parametrize("mode", ACTION_MODES)
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_baseline_returns_valid_actions(family: str, mode: str) -> None:
+    core = core_for(FAMILIES[family], mode)
+    for step in range(2):
+        for name in BASELINES:
+            a = baseline_actions(name, core)
+            assert a.shape == (core.batch, *core.action_space.shape), name
+            for b in range(core.batch):
+                assert core.action_space.contains(a[b]), f"{name} in {mode}: invalid action {a[b]}"
+            core.validate(a)  # the env accepts the whole batch
+        core.step(baseline_actions(BASELINES[step % len(BASELINES)], core))
+
+
+@pytest.mark.parametrize("family", ["spine-leaf", "fat-tree", "rail"])
+def test_exact_encodings_decode_to_the_engine_split(family: str) -> None:
+    for mode in ACTION_MODES:
+        core = core_for(FAMILIES[family], mode)
+        advance(core, 2)  # past the fat-tree's degraded link, with a last result for greedy
+        sim = core.world.sim
+        ctrl = np.zeros(sim.n_conns, dtype=bool)
+        ctrl[core.world.slot_conn[core.world.slot_mask]] = True
+        for name in BASELINES:
+            if (name, mode) not in EXACT:
+                continue
+            want = engine_split(name, core)
+            got = core.decode(core.validate(baseline_actions(name, core)))
+            # ecmp_weights routes every connection; the split and path modes only the jobs'
+            sel = np.ones_like(ctrl) if mode == "ecmp_weights" else ctrl
+            np.testing.assert_allclose(got[sel], want[sel], atol=2e-6, err_msg=f"{name} in {mode}")
+
+
+@pytest.mark.parametrize("family", ["spine-leaf-2to1", "spine-leaf", "fat-tree", "rail"])
+def test_lp_offered_max_utilization_is_never_above_another_baseline(family: str) -> None:
+    # engine level where no background exists (the LP leaves background on ECMP; spray and WCMP
+    # move it), and through the split and path action modes everywhere (background on ECMP in both)
+    scenario = FAMILIES[family]
+    has_bg = bool(ainet_gym.load_scenario(scenario).background)
+    for mode in ("split", "path"):
+        core = core_for(scenario, mode)
+        for _ in range(3):
+            lp = engine_split("lp", core)
+            lp_max = offered_utilization(core.world, lp).max(axis=1)
+            for name in BASELINES:
+                splits = [core.decode(core.validate(baseline_actions(name, core)))]
+                if not has_bg:
+                    splits.append(engine_split(name, core))
+                for s in splits:
+                    other = offered_utilization(core.world, s).max(axis=1)
+                    assert np.all(lp_max <= other * (1 + 1e-6) + 1e-9), (name, mode, lp_max, other)
+            core.step_split(engine_split("greedy", core))
+
+
+def test_spray_is_never_worse_than_ecmp_on_a_symmetric_collision() -> None:
+    seeds = list(range(16))
+    rewards = {}
+    for name in ("ecmp", "spray"):
+        core = core_for(collision_scenario(), batch=len(seeds))
+        total = np.zeros(len(seeds))
+        for _ in range(core.episode_steps):
+            _, r, *_ = core.step_split(engine_split(name, core))
+            total += r
+        rewards[name] = total
+    assert np.all(rewards["spray"] >= rewards["ecmp"] - 1e-9)
+    assert np.any(rewards["spray"] > rewards["ecmp"] + 1e-3)  # some seeds hash both jobs onto one spine
+
+
+def test_baseline_agent_levels_and_registry() -> None:
+    assert {"ecmp", "spray", "wcmp", "greedy", "lp", "ppo", "a2c", "sac", "maskable_ppo"} <= set(AGENTS)
+    a = make_agent("spray")
+    assert (a.level, a.name) == ("engine", "spray")
+    b = make_agent("spray@path")
+    assert (b.level, b.env_kwargs) == ("action", {"action_mode": "path"})
+    with pytest.raises(ValueError, match=r"unknown variant 'graph'; allowed: spray@path, spray@split"):
+        make_agent("spray@graph")
+    with pytest.raises(ValueError, match="takes no argument"):
+        make_agent("ecmp:x.zip")
+    with pytest.raises(ValueError, match=r"needs an argument, ppo:PATH"):
+        make_agent("ppo")
+
+
+# ------------------------------------------------------------------------------------------ training
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory):
+    logdir = tmp_path_factory.mktemp("runs")
+    cfg = TrainConfig(
+        scenario=small_spine_leaf(),
+        timesteps=64,
+        n_envs=2,
+        logdir=logdir,
+        out=logdir / "model.zip",
+        progress=False,
+        hyperparameters={"n_steps": 16, "batch_size": 16, "n_epochs": 2},
+    )
+    return cfg, train(cfg)
+
+
+def test_training_writes_tensorboard_curves_with_fabric_scalars(trained) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    cfg, res = trained
+    assert res.total_timesteps >= 64 and not res.interrupted
+    assert re.fullmatch(r"small-spine-leaf__ppo__0__\d+", res.run_name)
+    events = list(res.run_dir.glob("events.out.tfevents.*"))
+    assert events, f"no event file in {res.run_dir}"
+    acc = EventAccumulator(str(res.run_dir))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    for tag in (
+        "fabric/gpu_utilization",
+        "fabric/step_time_ratio",
+        "fabric/max_link_utilization",
+        "fabric/collisions",
+        "rollout/ep_rew_mean",
+        "train/loss",
+    ):
+        assert tag in tags, f"{tag} missing from {sorted(tags)}"
+    gpu = [e.value for e in acc.Scalars("fabric/gpu_utilization")]
+    ratio = [e.value for e in acc.Scalars("fabric/step_time_ratio")]
+    assert all(0.0 < v <= 1.0 for v in gpu)
+    assert all(v >= 0.99 for v in ratio)
+    assert set(res.final) >= {"gpu_utilization", "step_time_ratio", "max_link_utilization", "collisions"}
+
+
+def test_saved_model_reloads_and_acts_identically(trained) -> None:
+    _, res = trained
+    agent = make_agent(f"ppo:{res.model_path}")
+    assert agent.env_kwargs == {"action_mode": "split", "history": 4, "observation": "flat"}
+    core = core_for(small_spine_leaf(), batch=3)
+    agent.check(core)
+    obs = core.observe(None)
+    for _ in range(3):
+        want, _ = res.model.predict(obs, deterministic=True)
+        got = agent.act(core, obs)
+        np.testing.assert_array_equal(got, want)
+        obs, *_ = core.step(got)
+
+
+def test_training_resumes_from_a_saved_model(trained, tmp_path: Path) -> None:
+    cfg, res = trained
+    cfg2 = TrainConfig(
+        scenario=small_spine_leaf(),
+        timesteps=32,
+        n_envs=2,
+        logdir=tmp_path,
+        out=tmp_path / "resumed.zip",
+        resume=res.model_path,
+        progress=False,
+    )
+    res2 = train(cfg2)
+    assert res2.total_timesteps >= res.total_timesteps + 32
+    meta = make_agent(f"ppo:{res2.model_path}").meta
+    assert meta["resumed_from"] == str(res.model_path)
+
+
+@pytest.mark.parametrize(
+    ("algo", "hp"),
+    [
+        ("a2c", {}),
+        ("sac", {"learning_starts": 16, "buffer_size": 1000}),
+        ("maskable_ppo", {"n_steps": 16, "batch_size": 16, "n_epochs": 1}),
+    ],
+)
+def test_other_algorithms_train_and_evaluate(algo: str, hp: dict, tmp_path: Path) -> None:
+    res = train(
+        TrainConfig(
+            scenario=small_spine_leaf(),
+            algo=algo,
+            timesteps=48,
+            n_envs=2,
+            logdir=tmp_path,
+            out=tmp_path / f"{algo}.zip",
+            progress=False,
+            hyperparameters=hp,
+        )
+    )
+    agent = make_agent(f"{algo}:{res.model_path}")
+    assert agent.env_kwargs["action_mode"] == ("path" if algo == "maskable_ppo" else "split")
+    out = evaluate(
+        EvalConfig(scenario=small_spine_leaf(), policies=[f"{algo}:{res.model_path}"], seeds=[1, 2], out=None)
+    )
+    assert 0.0 < out["policies"][algo]["gpu_utilization"]["mean"] <= 1.0
+
+
+def test_cleanrl_example_trains_without_sb3(tmp_path: Path) -> None:
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "cleanrl_reinforce.py"
+    spec = importlib.util.spec_from_file_location("cleanrl_reinforce", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    args = mod.parse_args(["--scenario", "periodic-interference", "--num-envs", "2", "--iterations", "2"])
+    args.logdir = str(tmp_path)
+    stats = mod.main(args)
+    assert 0.0 < stats["gpu_utilization"] <= 1.0
+    assert list(tmp_path.glob("*/events.out.tfevents.*"))
+
+
+# ------------------------------------------------------------------------------------------ evaluation
+
+
+def _cell_number(cell: str) -> float:
+    m = re.match(r"\s*([+-]?\d+\.\d+)(%?)", cell)
+    assert m, f"no number in cell {cell!r}"
+    v = float(m.group(1))
+    return v / 100 if m.group(2) else v
+
+
+def test_evaluate_writes_table_csv_json_and_figure_that_agree(trained, tmp_path: Path) -> None:
+    _, res = trained
+    out = tmp_path / "eval"
+    result = evaluate(
+        EvalConfig(
+            scenario=small_spine_leaf(),
+            policies=["ecmp", "spray", "wcmp", "greedy", "lp", f"ppo:{res.model_path}"],
+            seeds=[1, 2, 3],
+            out=out,
+        )
+    )
+    for name in ("results.md", "results.csv", "results.json", "episodes.csv", "figure.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads((out / "results.json").read_text())["policies"] == json.loads(
+        json.dumps(result["policies"])
+    )
+    pol = result["policies"]
+    assert list(pol) == ["ecmp", "spray", "wcmp", "greedy", "lp", "ppo"]
+    assert pol["lp"]["gap_to_lp"] == 0.0
+    # the markdown table: one row per policy, numbers equal to the JSON's at the printed precision
+    rows = [r for r in (out / "results.md").read_text().splitlines() if r.startswith("| ") and "---" not in r]
+    header, body = rows[0], rows[1:]
+    assert "GPU util" in header
+    assert [r.split("|")[1].strip() for r in body] == list(pol)
+    for r in body:
+        cells = [c.strip() for c in r.strip("|").split("|")]
+        d = pol[cells[0]]
+        assert _cell_number(cells[1]) == pytest.approx(d["gpu_utilization"]["mean"], abs=5e-4)
+        lo, hi = (float(x) for x in re.findall(r"\[(.*?), (.*?)\]", cells[1])[0])
+        assert (lo, hi) == pytest.approx(tuple(d["gpu_utilization"]["ci95"]), abs=5e-4)
+        assert _cell_number(cells[2]) == pytest.approx(d["step_time_ratio"]["mean"], abs=5e-4)
+        assert _cell_number(cells[3]) == pytest.approx(d["p99_step_time_ratio"], abs=5e-4)
+        assert _cell_number(cells[4]) == pytest.approx(d["max_link_utilization"]["mean"], abs=5e-4)
+        assert _cell_number(cells[5]) == pytest.approx(d["gap_to_lp"], abs=5e-4)
+        assert _cell_number(cells[6]) == pytest.approx(d["gpu_utilization_vs_ecmp"]["mean"], abs=5e-4)
+    # the CSV has the same means
+    import csv
+
+    with open(out / "results.csv") as fh:
+        csv_rows = {row["policy"]: row for row in csv.DictReader(fh)}
+    for name, d in pol.items():
+        assert float(csv_rows[name]["gpu_utilization_mean"]) == pytest.approx(d["gpu_utilization"]["mean"])
+        assert float(csv_rows[name]["p99_step_time_ratio"]) == pytest.approx(d["p99_step_time_ratio"])
+    # sanity of the numbers themselves
+    for d in pol.values():
+        lo, hi = d["gpu_utilization"]["ci95"]
+        assert 0.0 <= lo <= d["gpu_utilization"]["mean"] <= hi <= 1.0
+        assert (
+            d["step_time_ratio"]["mean"] >= 0.99
+            and d["p99_step_time_ratio"] >= d["step_time_ratio"]["mean"] - 1e-9
+        )
+
+
+def test_evaluate_cli_json_has_the_documented_shape(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code = cli_main(
+        ["evaluate", "spine-leaf-2to1", "--policies", "ecmp,spray", "--seeds", "1,2", "--steps", "4",
+         "--out", str(tmp_path), "--json"]
+    )  # fmt: skip
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scenario"] == "spine-leaf-2to1" and out["seeds"] == [1, 2]
+    assert set(out["policies"]) == {"ecmp", "spray", "lp"}  # lp: the reference of gap_to_lp
+    for d in out["policies"].values():
+        for k in ("gpu_utilization", "step_time_ratio", "max_link_utilization"):
+            assert set(d[k]) == {"mean", "ci95"} and len(d[k]["ci95"]) == 2
+        assert isinstance(d["p99_step_time_ratio"], float) and isinstance(d["gap_to_lp"], float)
+
+
+def test_a_registered_agent_is_evaluated(tmp_path: Path) -> None:
+    class FirstPath:
+        name = "first"
+        level = "engine"
+        env_kwargs: dict = {}
+
+        def check(self, core):
+            return None
+
+        def reset(self, core):
+            return None
+
+        def act(self, core, obs):
+            split = np.zeros((core.world.sim.n_conns, core.P))
+            split[:, 0] = 1.0
+            return split
+
+    register_agent("first", lambda arg: FirstPath(), description="every connection on path 0", overwrite=True)
+    try:
+        res = evaluate(
+            EvalConfig(scenario=collision_scenario(), policies=["first", "spray"], seeds=[1, 2], out=None)
+        )
+    finally:
+        AGENTS.pop("first")
+    pol = res["policies"]
+    # both jobs on spine 0 collide: spraying beats it
+    assert pol["first"]["gpu_utilization"]["mean"] < pol["spray"]["gpu_utilization"]["mean"]
+
+
+def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    import agents.registry as reg
+
+    class FakeEntryPoint:
+        name, value = "myspray", "mypkg.agents:register"
+
+        def load(self):
+            return lambda: register_agent("myspray", lambda arg: BaselineAgent("spray"), overwrite=True)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [FakeEntryPoint()])
+    monkeypatch.setattr(reg, "_plugins_loaded", False)
+    try:
+        assert make_agent("myspray").policy == "spray"
+    finally:
+        AGENTS.pop("myspray", None)
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+def test_unknown_policy_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(
+        ValueError, match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, ppo:PATH"
+    ):
+        evaluate(EvalConfig(scenario=collision_scenario(), policies=["ecmp", "foo"], out=None))
+    assert cli_main(["evaluate", "spine-leaf-2to1", "--policies", "ecmp,foo"]) == 2
+    assert "policy 'foo' is not known" in capsys.readouterr().err
+
+
+def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.zip"
+    with pytest.raises(FileNotFoundError, match=r"ppo:.*nope\.zip: model file '.*nope\.zip' not found"):
+        evaluate(EvalConfig(scenario=collision_scenario(), policies=[f"ppo:{missing}"], out=None))
+    with pytest.raises(FileNotFoundError, match=r"model file .* not found"):
+        train(
+            TrainConfig(
+                scenario=collision_scenario(), timesteps=8, resume=missing, logdir=tmp_path, progress=False
+            )
+        )
+
+
+def test_model_on_a_scenario_that_does_not_fit_is_a_clear_error(trained, tmp_path: Path) -> None:
+    _, res = trained
+    msg = (
+        r"does not fit scenario 'collision': it was trained on 'small-spine-leaf' with observations "
+        r"\{'kind': 'Box', 'shape': \[\d+\]\}"
+    )
+    with pytest.raises(ValueError, match=msg):
+        evaluate(EvalConfig(scenario=collision_scenario(), policies=[f"ppo:{res.model_path}"], out=None))
+    with pytest.raises(ValueError, match="does not fit scenario 'collision'"):
+        train(
+            TrainConfig(
+                scenario=collision_scenario(),
+                timesteps=8,
+                resume=res.model_path,
+                logdir=tmp_path,
+                progress=False,
+            )
+        )
+    with pytest.raises(ValueError, match=r"was trained with ppo, not a2c; use ppo:"):
+        make_agent(f"a2c:{res.model_path}")
+
+
+def test_bad_arguments_name_the_value() -> None:
+    with pytest.raises(ValueError, match=r"algo = 'dqn': unknown; allowed: ppo, a2c, sac, maskable_ppo"):
+        train(TrainConfig(scenario=collision_scenario(), algo="dqn", timesteps=8, progress=False))
+    with pytest.raises(ValueError, match=r"action_mode = 'path': sac supports split, ecmp_weights"):
+        train(
+            TrainConfig(
+                scenario=collision_scenario(), algo="sac", action_mode="path", timesteps=8, progress=False
+            )
+        )
+    with pytest.raises(ValueError, match=r"seeds '1,x': 'x' is not an integer"):
+        evaluate(EvalConfig(scenario=collision_scenario(), seeds="1,x", out=None))
+    with pytest.raises(ValueError, match=r"episodes = 0: must be an integer >= 1"):
+        evaluate(EvalConfig(scenario=collision_scenario(), episodes=0, out=None))
+
+
+def test_baseline_agent_rejects_unknown_names() -> None:
+    with pytest.raises(ValueError, match=r"baseline 'hash' is not known; allowed: ecmp, spray"):
+        BaselineAgent("hash")
+    with pytest.raises(ValueError, match=r"baseline 'hash' is not known"):
+        baseline_actions("hash", core_for(collision_scenario()))
