@@ -48,7 +48,7 @@ def demo_main(args: argparse.Namespace) -> int:
             scenario=args.scenario,
             algo="ppo",
             timesteps=timesteps,
-            seed=0,
+            seed=int(getattr(args, "seed", 0)),
             n_envs=DEMO_N_ENVS,
             logdir=logdir,
             out=out / "ppo.zip",

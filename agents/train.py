@@ -1,6 +1,7 @@
 """``ainet-gym train``: train a stable-baselines3 agent on the native vector env.
 
-The run is named CleanRL-style ``{scenario}__{algo}__{seed}__{unix time}`` and logs to
+The run is named CleanRL-style ``{scenario}__{algo}__{seed}__{unix time}`` (``{algo}-{action mode}``
+when the mode is not the algorithm's default) and logs to
 ``{logdir}/{run name}/``: TensorBoard event files (SB3's curves plus the fabric's own under
 ``fabric/``, see :mod:`agents.callbacks`) and ``progress.csv``. The model is saved with its metadata
 (:func:`agents.sb3_agents.save_model`) to ``--out`` or ``{logdir}/{run name}/model.zip``; ``--resume
@@ -164,7 +165,9 @@ def train(cfg: TrainConfig) -> TrainResult:
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out
 
-    name = run_name(scenario.name, algo, cfg.seed)
+    # the action mode joins the algorithm in the run name when it is not the algorithm's default
+    tag = algo if action_mode == resolve_action_mode(algo, None) else f"{algo}-{action_mode}"
+    name = run_name(scenario.name, tag, cfg.seed)
     run_dir = Path(cfg.logdir) / name
     formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
     model.set_logger(configure(str(run_dir), formats))

@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--action-mode", default=None, help="path | split | ecmp_weights (default: per algo)")
     s.add_argument("--timesteps", type=int, default=20_000)
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--n-envs", type=int, default=8, help="copies in the native vector env")
+    s.add_argument("--n-envs", type=int, default=16, help="copies in the native vector env")
     s.add_argument("--logdir", default="runs", help="TensorBoard log directory")
     s.add_argument("--out", default=None, help="where to save the model (.zip)")
     s.add_argument("--resume", default=None, help="a saved model to continue training")
@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scenario", default="spine-leaf-2to1")
     s.add_argument("--timesteps", type=int, default=None)
     s.add_argument("--out", default="out/demo")
+    s.add_argument("--seed", type=int, default=0, help="training seed")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_cmd_demo)
     return p
 

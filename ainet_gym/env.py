@@ -123,6 +123,11 @@ class EnvCore:
                 }
             )
 
+    @property
+    def last_result(self) -> StepResult | None:
+        """The :class:`StepResult` of the last interval (None right after a full reset); read-only."""
+        return self._last
+
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: list[int | None], mask: np.ndarray | None = None) -> tuple[Any, dict[str, Any]]:
         mask = np.ones(self.batch, dtype=bool) if mask is None else mask

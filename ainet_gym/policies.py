@@ -200,6 +200,10 @@ def lp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     communicates alone), so a second LP keeps the optimal peak (to 1e-6 relative) and minimises the
     sum over jobs of each job's own peak link utilisation (lexicographic). Connections whose every path
     is dead keep ECMP; an instance whose LP fails keeps ECMP.
+
+    "Optimal" is meant for this objective (offered peak load of the jobs' traffic, background fixed on
+    ECMP), not for GPU utilisation: a policy can beat it on GPU utilisation (a negative gap to the LP),
+    e.g. by steering background traffic through switch weights, or by exploiting the timing of phases.
     """
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack

@@ -33,6 +33,8 @@ _INFO_KEYS = (
     "reward_gpu_utilization",
     "reward_step_time",
     "failed_links",
+    "iterations",
+    "ideal_step_time_ms",
 )
 
 

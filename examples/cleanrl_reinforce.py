@@ -5,7 +5,7 @@ Trains a Gaussian policy over the ``split`` action space of the native vector en
 call). Every iteration plays one whole episode in each copy, computes discounted returns-to-go, and
 takes one gradient step on ``-log pi(a|s) * advantage`` plus a value-regression loss.
 
-    python examples/cleanrl_reinforce.py --scenario periodic-interference --iterations 100
+    python examples/cleanrl_reinforce.py --scenario periodic-interference --iterations 200
     tensorboard --logdir runs
 
 Swap in your own algorithm here: everything environment-specific is in ``make_env`` and the rollout
@@ -40,9 +40,9 @@ class Args:
     """seed of torch, numpy and the episodes"""
     num_envs: int = 8
     """copies in the native vector env"""
-    iterations: int = 100
+    iterations: int = 200
     """policy updates (one episode per copy each)"""
-    learning_rate: float = 3e-4
+    learning_rate: float = 1e-3
     """Adam learning rate"""
     gamma: float = 0.9
     """discount of the returns-to-go"""
