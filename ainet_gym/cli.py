@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("bench", help="measure the allocator and the environments")
     s.add_argument("--quick", action="store_true", help="small sizes only")
     s.add_argument("--out", default="bench-results", help="directory for the JSON and the plot")
+    s.add_argument("--sections", default=None, help="comma list of sections to run (default: all)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_cmd_bench)
 
     s = sub.add_parser("demo", help="the main job: train PPO on the default scenario and compare")
