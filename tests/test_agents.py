@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import _scenarios
 import numpy as np
 import pytest
 
@@ -24,40 +25,7 @@ from ainet_gym.policies import offered_utilization
 
 def small_spine_leaf() -> dict:
     """16 GPUs on 4 leaves x 2 spines (2:1), two ring jobs, periodic storage background."""
-    return {
-        "name": "small-spine-leaf",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 4,
-            "spines": 2,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 2,
-            "nic_gbps": 400,
-            "uplink_gbps": 400,
-            "storage": {"hosts": 1, "gbps": 400},
-        },
-        "workload": {
-            "jobs": [
-                {
-                    "name": "a",
-                    "gpus": 8,
-                    "placement": "spread",
-                    "compute_ms": 20,
-                    "collectives": [{"op": "allreduce", "bytes": 2.0e8}],
-                },
-                {
-                    "name": "b",
-                    "gpus": 4,
-                    "placement": "random",
-                    "compute_ms": 30,
-                    "collectives": [{"op": "allreduce", "bytes": 1.0e8}],
-                },
-            ],
-            "background": [{"kind": "storage", "gbps": 200, "pattern": "periodic", "period_steps": 3}],
-        },
-        "dynamics": {"episode_steps": 6},
-        "routing": {"max_paths": 4},
-    }
+    return _scenarios.small_spine_leaf(6, name="small-spine-leaf")
 
 
 def small_fat_tree() -> dict:
@@ -65,24 +33,7 @@ def small_fat_tree() -> dict:
     return {
         "name": "small-fat-tree",
         "fabric": {"topology": "fat_tree", "k": 4, "gpus_per_host": 2, "link_gbps": 400},
-        "workload": {
-            "jobs": [
-                {
-                    "name": "a",
-                    "gpus": 8,
-                    "placement": "spread",
-                    "compute_ms": 20,
-                    "collectives": [{"op": "allreduce", "bytes": 2.0e8}],
-                },
-                {
-                    "name": "b",
-                    "gpus": 8,
-                    "placement": "random",
-                    "compute_ms": 30,
-                    "collectives": [{"op": "allreduce", "bytes": 1.0e8}],
-                },
-            ]
-        },
+        "workload": {"jobs": _scenarios.two_ring_jobs(8)},
         "dynamics": {
             "episode_steps": 6,
             "link_failures": {"scheduled": [{"link": "edge0-agg0", "at_step": 1, "factor": 0.5}]},

@@ -7,6 +7,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from _scenarios import small_spine_leaf
 from gymnasium.utils.env_checker import check_env
 
 import ainet_gym
@@ -16,41 +17,7 @@ from ainet_gym.vector_env import FabricRoutingVectorEnv
 
 def small_scenario(**dyn) -> dict:
     """16 GPUs on 4 leaves x 2 spines (2:1), two ring jobs spread over the leaves."""
-    return {
-        "name": "small",
-        "description": "test fabric",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 4,
-            "spines": 2,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 2,
-            "nic_gbps": 400,
-            "uplink_gbps": 400,
-            "storage": {"hosts": 1, "gbps": 400},
-        },
-        "workload": {
-            "jobs": [
-                {
-                    "name": "a",
-                    "gpus": 8,
-                    "placement": "spread",
-                    "compute_ms": 20,
-                    "collectives": [{"op": "allreduce", "bytes": 2.0e8}],
-                },
-                {
-                    "name": "b",
-                    "gpus": 4,
-                    "placement": "random",
-                    "compute_ms": 30,
-                    "collectives": [{"op": "allreduce", "bytes": 1.0e8}],
-                },
-            ],
-            "background": [{"kind": "storage", "gbps": 200, "pattern": "periodic", "period_steps": 3}],
-        },
-        "dynamics": {"episode_steps": 12, **dyn},
-        "routing": {"max_paths": 4},
-    }
+    return small_spine_leaf(12, **dyn)
 
 
 CHURN = small_scenario(
