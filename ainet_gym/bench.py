@@ -57,6 +57,7 @@ MISS and the ratio to the target.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import gc
 import json
@@ -165,21 +166,17 @@ class BenchConfig:
 def machine_info() -> dict[str, Any]:
     """CPU model, core count, memory, Python and library versions of this machine."""
     cpu = platform.processor() or platform.machine()
-    try:
+    with contextlib.suppress(OSError):  # not Linux: keep platform's answer
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    except OSError:
-        pass
     mem_gib = None
-    try:
+    with contextlib.suppress(OSError):
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal"):
                 mem_gib = round(int(line.split()[1]) / 2**20, 1)
                 break
-    except OSError:
-        pass
     import scipy
 
     return {
@@ -869,13 +866,10 @@ import json, resource, sys, time
 def peak_mib():
     # VmHWM: this process's peak resident set (ru_maxrss survives execve on Linux, so it would report
     # the parent's peak when the parent is larger)
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

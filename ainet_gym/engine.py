@@ -257,6 +257,7 @@ class BatchSim:
         self.member_conn = cat("member_conn", np.int64) + (self.conn_off[mem_unit] if U else 0)
         self.conn_unit = np.repeat(np.arange(U), n_cn)
         self.conn_key = cat("conn_key", np.int64)
+        self.conn_src = cat("conn_src", np.int64)  # (conns,) source endpoint
         self.conn_npaths = cat("conn_npaths", np.int64)
         P, H = self.fabric.max_paths, max_hops(self.fabric)
         paths = [u.conn_paths for u in flat]

@@ -339,10 +339,10 @@ class EnvCore:
             self._conn_demand = connection_demand(w)
         d = self._conn_demand
         has = w.slot_conn >= 0
+        if not has.any():
+            return np.zeros(w.slot_conn.shape)
         c = np.maximum(w.slot_conn, 0)
-        nic = w.fabric.capacity_bps[
-            w.fabric.endpoint_up[np.minimum(sim_conn_src(sim, c), w.fabric.n_endpoints - 1)]
-        ]
+        nic = w.fabric.capacity_bps[w.fabric.endpoint_up[sim.conn_src[c]]]
         return np.where(has, d[c] / (nic * w.decision_interval_s), 0.0)
 
     def _graph_obs(self, flat: np.ndarray) -> dict[str, np.ndarray]:
@@ -432,17 +432,6 @@ class EnvCore:
             self.batch, -1
         )
         return (count > 1).sum(axis=1)
-
-
-def sim_conn_src(sim: Any, conns: np.ndarray) -> np.ndarray:
-    """Source endpoint of global connections ``conns``."""
-    if not hasattr(sim, "_conn_src_cache") or sim._conn_src_cache[0] is not sim.conn_key:
-        src = (
-            np.concatenate([u.conn_src for u in sim.flat_units]) if sim.flat_units else np.zeros(0, np.int64)
-        )
-        sim._conn_src_cache = (sim.conn_key, src)
-    src = sim._conn_src_cache[1]
-    return src[conns] if src.size else np.zeros_like(conns)
 
 
 class FabricRoutingEnv(gym.Env):

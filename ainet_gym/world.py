@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ainet_gym.engine import BatchSim, CompiledUnit, compile_background, compile_job
+from ainet_gym.engine import BatchSim, CompiledUnit, IntervalMetrics, compile_background, compile_job
 from ainet_gym.routing import ecmp_split
 from ainet_gym.spec import JobSpec, Scenario
 from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_spec
@@ -383,19 +383,16 @@ class FabricWorld:
             self._rebuild()
         assert self.sim is not None
         self.sim.capacity = self.fabric.capacity_bps[None, :] * self.cap_factor
-        # background on/off this interval
+        # background on/off this interval, from each instance's step count
         on = np.zeros(self.sim.n_units, dtype=bool)
-        for b in range(self.batch):
-            n_jobs = sum(1 for x in self.slot_units[b] if x >= 0)
-            for i, bg in enumerate(self.scenario.background):
-                step = int(self.step_count[b])
-                if bg.pattern == "constant":
-                    active = True
-                else:
-                    active = (
-                        step - bg.offset_steps
-                    ) % bg.period_steps < bg.duration_steps and step >= bg.offset_steps
-                on[self._flat_index(b, n_jobs + i)] = active
+        step = self.step_count[:, None]  # (batch, 1)
+        for i, bg in enumerate(self.scenario.background):  # loop over background sources, not flows
+            if bg.pattern == "constant":
+                active = np.ones((self.batch, 1), dtype=bool)
+            else:
+                phase = step - bg.offset_steps
+                active = (phase >= 0) & (phase % bg.period_steps < bg.duration_steps)
+            on[self.bg_unit[:, i]] = active[:, 0]
         self.sim.bg_on = on
 
     def _n_conns_cached(self, job: JobSpec) -> int:
@@ -468,19 +465,13 @@ class FabricWorld:
         self._apply_step_dynamics(active)
         return res
 
-    def _result(self, m) -> StepResult:
+    def _result(self, m: IntervalMetrics) -> StepResult:
         sim = self.sim
         assert sim is not None
-        B, J = self.batch, self.n_job_slots
-        alive = np.zeros((B, J), dtype=bool)
-        ngpu = np.zeros((B, J), dtype=np.int64)
-        fu = np.full((B, J), -1, dtype=np.int64)
-        for b in range(B):
-            for j, ui in enumerate(self.slot_units[b]):
-                if ui >= 0:
-                    alive[b, j] = True
-                    fu[b, j] = self._flat_index(b, ui)
-                    ngpu[b, j] = len(self.gpus[b][j])
+        B = self.batch
+        fu = self.job_unit  # (batch, jobs) flat unit of each job slot, -1 if empty
+        alive = fu >= 0
+        ngpu = np.where(alive, sim.unit_ngpus[np.maximum(fu, 0)], 0)
         idx = np.maximum(fu, 0)
         iters = np.where(alive, m.iterations[idx], 0)
         with np.errstate(invalid="ignore", divide="ignore"):
