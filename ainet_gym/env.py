@@ -134,7 +134,6 @@ class EnvCore:
         self.world.reset(seeds=seeds, mask=mask)
         self.util_hist[mask] = 0.0
         self._last = None if mask.all() else self._last
-        self._reset_mask = mask
         self._needs_reset = False
         self._default = self.world.default_split()
         return self.observe(None), self.info(None)

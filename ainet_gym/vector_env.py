@@ -82,13 +82,6 @@ class FabricRoutingVectorEnv(VectorEnv):
         self._autoreset = term | trunc
         return obs, rew, term, trunc, self._with_masks(info)
 
-    @staticmethod
-    def _merge(a: Any, b: Any, mask: np.ndarray) -> Any:
-        if isinstance(a, dict):
-            return {k: FabricRoutingVectorEnv._merge(a[k], b[k], mask) for k in a}
-        m = mask.reshape((-1,) + (1,) * (a.ndim - 1))
-        return np.where(m, b, a)
-
     def _with_masks(self, info: dict) -> dict:
         out = dict(info)
         for k in list(info):

@@ -143,10 +143,9 @@ class FabricWorld:
             # round-robin over leaves: rank r on the (r mod leaves)-th leaf with free GPUs, so that
             # consecutive ranks (ring neighbours) sit on different leaves
             leaf = self.fabric.endpoint_leaf[ids]
-            rank_in_leaf = np.zeros_like(ids)
-            for lf in np.unique(leaf):
-                sel = np.flatnonzero(leaf == lf)
-                rank_in_leaf[sel] = np.arange(sel.shape[0])
+            by_leaf = np.argsort(leaf, kind="stable")
+            rank_in_leaf = np.empty_like(ids)
+            rank_in_leaf[by_leaf] = np.arange(ids.shape[0]) - np.searchsorted(leaf[by_leaf], leaf[by_leaf])
             order = np.lexsort((leaf, rank_in_leaf))
             return ids[order[:n]]
         if pl == "random":
@@ -230,7 +229,7 @@ class FabricWorld:
             cache[key] = compile_background(self.fabric, self.scenario.background[i], gpus, i)
         return cache[key]
 
-    def _rebuild(self, reset_mask: np.ndarray | None = None, keep_names: bool = True) -> None:
+    def _rebuild(self, reset_mask: np.ndarray | None = None) -> None:
         """Restack all instances' units; surviving units keep their state."""
         per_inst, slot_units = [], []
         for b in range(self.batch):
