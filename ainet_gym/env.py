@@ -16,7 +16,6 @@ import numpy as np
 from gymnasium import spaces
 
 from ainet_gym.rewards import RewardFn, make_reward
-from ainet_gym.routing import wcmp_split
 from ainet_gym.scenario import load_scenario
 from ainet_gym.spec import Scenario
 from ainet_gym.topology import TIERS
@@ -195,17 +194,11 @@ class EnvCore:
         w = self.world
         sim = w.sim
         assert sim is not None
-        split = self._default.copy()
         if self.action_mode == "ecmp_weights":
             weights = np.ones((self.batch, w.fabric.n_links))
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
-            inst = sim.unit_inst[sim.conn_unit]
-            for b in range(self.batch):
-                sel = inst == b
-                split[sel] = wcmp_split(
-                    sim.conn_paths[sel], sim.conn_npaths[sel], weights[b], w.fabric.link_group
-                )
-            return split
+            return w.wcmp(weights)
+        split = self._default.copy()
         ctrl = w.slot_mask  # (batch, slots)
         conns = w.slot_conn[ctrl]
         npaths = w.slot_npaths[ctrl]

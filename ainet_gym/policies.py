@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ainet_gym.routing import spray_split, wcmp_split
+from ainet_gym.routing import spray_split
 
 if TYPE_CHECKING:
     from ainet_gym.world import FabricWorld, StepResult
@@ -54,12 +54,7 @@ def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
 def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     sim = world.sim
     assert sim is not None
-    out = np.zeros((sim.n_conns, world.max_paths))
-    f = world.fabric
-    for b in range(world.batch):
-        sel = world.sim.unit_inst[sim.conn_unit] == b
-        out[sel] = wcmp_split(sim.conn_paths[sel], sim.conn_npaths[sel], sim.capacity[b], f.link_group)
-    return _avoid_dead(world, out)
+    return _avoid_dead(world, world.wcmp(sim.capacity))
 
 
 def _controlled(world: FabricWorld) -> np.ndarray:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ainet_gym.engine import BatchSim, CompiledUnit, IntervalMetrics, compile_background, compile_job
-from ainet_gym.routing import ecmp_split
+from ainet_gym.routing import ecmp_split, wcmp_split
 from ainet_gym.spec import JobSpec, Scenario
 from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_spec
 
@@ -439,6 +439,17 @@ class FabricWorld:
             split[hit] = remap
         self._default_cache = (key, split)
         return split.copy()
+
+    def wcmp(self, link_weight: np.ndarray) -> np.ndarray:
+        """WCMP split of every connection (connections, max_paths) from per-instance link weights
+        (batch, links): one call over the batch, with ECMP groups and link ids offset per instance."""
+        sim = self.sim
+        assert sim is not None
+        g = self.fabric.link_group
+        n_groups = int(g.max()) + 1 if g.size else 0
+        offset = (np.arange(self.batch) * n_groups)[:, None]
+        groups = np.where(g[None, :] >= 0, g[None, :] + offset, -1).reshape(-1)
+        return wcmp_split(sim.conn_paths_global, sim.conn_npaths, np.asarray(link_weight).reshape(-1), groups)
 
     def live_paths(self) -> np.ndarray:
         """(connections, max_paths) bool: candidate paths whose links all have capacity > 0."""
