@@ -45,3 +45,29 @@ def small_spine_leaf(episode_steps: int = 12, name: str = "small", **dynamics: o
         "dynamics": {"episode_steps": episode_steps, **dynamics},
         "routing": {"max_paths": 4},
     }
+
+
+def collision_scenario() -> dict:
+    """Two leaves joined by two spines (one 400G uplink each) and two 2-GPU jobs whose rings each send
+    one 400G connection from leaf 0 to leaf 1 and back: on one spine they collide (half rate)."""
+    job = {
+        "gpus": 2,
+        "compute_ms": 10,
+        "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": 4e8}],
+    }
+    return {
+        "name": "collision",
+        "fabric": {
+            "topology": "spine_leaf",
+            "leaves": 2,
+            "spines": 2,
+            "hosts_per_leaf": 2,
+            "gpus_per_host": 1,
+            "hop_latency_us": 0.0,
+        },
+        "workload": {
+            "jobs": [{**job, "name": "a", "placement": [0, 2]}, {**job, "name": "b", "placement": [1, 3]}]
+        },
+        "dynamics": {"episode_steps": 4, "decision_interval_ms": 30},
+        "routing": {"max_paths": 2},
+    }

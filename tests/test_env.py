@@ -7,6 +7,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from _scenarios import collision_scenario as _collision_scenario
 from _scenarios import small_spine_leaf
 from gymnasium.utils.env_checker import check_env
 
@@ -184,32 +185,8 @@ def test_bad_constructor_arguments_name_the_argument() -> None:
 
 
 def collision_scenario() -> dict:
-    """Two leaves joined by two spines (one uplink each, 400G) and two 2-GPU jobs whose rings each
-    send one 400G connection from leaf 0 to leaf 1 and back: on one spine they collide (half rate)."""
-    job = {
-        "gpus": 2,
-        "compute_ms": 10,
-        "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": 4e8}],
-    }
-    return {
-        "name": "collision",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 2,
-            "spines": 2,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 1,
-            "hop_latency_us": 0.0,
-        },
-        "workload": {
-            "jobs": [
-                {**job, "name": "a", "placement": [0, 2]},
-                {**job, "name": "b", "placement": [1, 3]},
-            ]
-        },
-        "dynamics": {"episode_steps": 4, "decision_interval_ms": 30},
-        "routing": {"max_paths": 2},
-    }
+    """The two-job collision case of tests/_scenarios.py: on one spine the jobs collide (half rate)."""
+    return _collision_scenario()
 
 
 @pytest.mark.parametrize("reward", ["gpu_utilization", "step_time"])
