@@ -19,17 +19,69 @@ communication are done. So step time = c + max(0, comm - o c) (exposed communica
 
 from __future__ import annotations
 
+import os
+import warnings
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
+from ainet_gym import _kernels
 from ainet_gym.allocator import solve_coo
 from ainet_gym.spec import BackgroundSpec, JobSpec
 from ainet_gym.topology import Fabric
 from ainet_gym.workload import decompose
 
-__all__ = ["BatchSim", "CompiledUnit", "IntervalMetrics", "compile_background", "compile_job"]
+__all__ = [
+    "BACKENDS",
+    "BatchSim",
+    "CompiledUnit",
+    "IntervalMetrics",
+    "compile_background",
+    "compile_job",
+    "resolve_backend",
+]
+
+#: simulation backends: ``numba`` (compiled interval, the default when numba imports) and ``numpy`` (the
+#: reference implementation in this module)
+BACKENDS = ("numba", "numpy")
+BACKEND_ENV = "AINET_GYM_BACKEND"
+_fallback_warned = False
+
+
+def resolve_backend(backend: str | None = None) -> str:
+    """The backend to use: the keyword if given, else ``$AINET_GYM_BACKEND``, else ``numba`` when it imports.
+
+    Raises
+    ------
+    ValueError
+        If the keyword or the variable names no backend.
+    ImportError
+        If ``numba`` is asked for explicitly and cannot be imported.
+    """
+    global _fallback_warned
+    source = "backend"
+    if backend is None:
+        backend = os.environ.get(BACKEND_ENV) or None
+        source = BACKEND_ENV
+    if backend is None:
+        if _kernels.HAVE_NUMBA:
+            return "numba"
+        if not _fallback_warned:
+            _fallback_warned = True
+            warnings.warn(
+                "numba is not importable: ainet_gym falls back to the numpy backend, about 10x slower "
+                "(pip install numba, or set AINET_GYM_BACKEND=numpy to silence this)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return "numpy"
+    if backend not in BACKENDS:
+        raise ValueError(f"{source} = {backend!r}: unknown backend; allowed: {', '.join(BACKENDS)}")
+    if backend == "numba" and not _kernels.HAVE_NUMBA:
+        raise ImportError(f"{source} = 'numba', but numba cannot be imported (pip install numba)")
+    return backend
+
 
 # job phase cursor values
 WAITING = -2  # before start_ms
@@ -206,10 +258,17 @@ class BatchSim:
     connection. Structure changes (a job arrives or leaves) go through :meth:`set_units`.
     """
 
-    def __init__(self, fabric: Fabric, units: list[list[CompiledUnit]], rate_updates: str = "event") -> None:
+    def __init__(
+        self,
+        fabric: Fabric,
+        units: list[list[CompiledUnit]],
+        rate_updates: str = "event",
+        backend: str | None = None,
+    ) -> None:
         if rate_updates not in ("event", "phase"):
             raise ValueError(f"rate_updates = {rate_updates!r}: allowed: event, phase")
         self.rate_updates = rate_updates
+        self.backend = resolve_backend(backend)
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
@@ -267,6 +326,18 @@ class BatchSim:
             self.conn_paths >= 0, self.conn_paths + (inst_of_conn * L)[:, None, None], -1
         )
         self.n_units, self.n_flows, self.n_conns = U, int(n_fl.sum()), int(n_cn.sum())
+        # contiguous ranges for the compiled backend: units and flows of each instance, flows of each phase
+        B = self.batch
+        self.inst_unit = np.searchsorted(self.unit_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
+        self.inst_flow = np.searchsorted(self.flow_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
+        job = np.flatnonzero(~self.flow_bg)
+        gphase = self.phase_off[self.flow_unit[job]] + self.flow_phase[job]  # nondecreasing along job
+        n_gph = int(n_ph.sum())
+        self.phase_flow_n = np.bincount(gphase, minlength=n_gph).astype(np.int64)  # (phases,) flows
+        first = np.searchsorted(gphase, np.arange(n_gph))
+        self.phase_flow_lo = np.where(  # (phases,) first flow of each phase
+            self.phase_flow_n > 0, job[np.minimum(first, max(job.size - 1, 0))] if job.size else 0, 0
+        ).astype(np.int64)
         # ---- state
         self.bg_on = np.zeros(U, dtype=bool)  # background units switched on
         self.unit_alive = np.ones(U, dtype=bool)
@@ -349,6 +420,7 @@ class BatchSim:
         if self._n_seg == 0:
             self.e_flow = self.e_link = self.e_lperm = np.zeros(0, dtype=np.int64)
             self.e_coef = np.zeros(0)
+            self.inst_entry = np.zeros(self.batch + 1, dtype=np.int64)
             return
         coef = np.bincount(
             self._cand_seg, weights=split.reshape(-1)[self._cand_gather], minlength=self._n_seg
@@ -359,6 +431,8 @@ class BatchSim:
         self.e_coef = coef[keep]
         new_index = np.cumsum(keep) - 1
         self.e_lperm = new_index[self._seg_lperm[keep[self._seg_lperm]]]  # entries in link order
+        # (batch+1,) entries of each instance (entries are sorted by flow, flows by instance)
+        self.inst_entry = np.searchsorted(self.e_flow, self.inst_flow).astype(np.int64)
 
     # ------------------------------------------------------------------ dynamics
     def _active_flows(self, running: np.ndarray) -> np.ndarray:
@@ -374,6 +448,8 @@ class BatchSim:
 
     def run_interval(self, duration_s: np.ndarray | float, max_events: int = 1_000_000) -> IntervalMetrics:
         """Advance every instance by ``duration_s`` of simulated time, event to event."""
+        if self.backend == "numba":
+            return self._run_interval_numba(duration_s, max_events)
         B, U, L = self.batch, self.n_units, self.n_links
         t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
         dur = t_left.copy()
@@ -479,6 +555,61 @@ class BatchSim:
             stalled_flows=stalled,
             events=events,
             solver_iterations=solver_iters,
+        )
+
+    def _run_interval_numba(self, duration_s: np.ndarray | float, max_events: int) -> IntervalMetrics:
+        """:meth:`run_interval` in one compiled call (:func:`ainet_gym._kernels.run_interval_numba`)."""
+        B, U, L = self.batch, self.n_units, self.n_links
+        dur = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
+        iters = np.zeros(U, dtype=np.int64)
+        step_sum, comm_sum, compute_t, active_t = (np.zeros(U) for _ in range(4))
+        link_bytes = np.zeros(B * L)
+        stalled = np.zeros(B, dtype=np.int64)
+        stats = np.zeros(4, dtype=np.int64)
+        f64, i64 = np.float64, np.int64
+        state = {  # mutated in place by the kernel: contiguous arrays of the right dtype
+            "rem": f64, "phase_cur": i64, "t_start_left": f64, "t_compute_left": f64,
+            "t_comm_start_left": f64, "t_latency_left": f64, "iter_start": f64, "comm_start": f64,
+            "comm_end": f64, "iterations_total": i64, "last_step_s": f64, "last_comm_s": f64, "time_s": f64,
+        }  # fmt: skip
+        for name, dtype in state.items():
+            arr = getattr(self, name)
+            if arr.dtype != dtype or not arr.flags.c_contiguous or not arr.flags.writeable:
+                setattr(self, name, np.ascontiguousarray(arr, dtype=dtype).copy())
+        cap = np.ascontiguousarray(self.capacity, dtype=f64).reshape(-1)
+        _kernels.run_interval_numba(
+            dur, self.rate_updates == "phase", max_events, L, 4 * int(self.unit_nphases.max(initial=0)) + 8,
+            _EPS_T, _EPS_B,
+            self.inst_unit, self.inst_flow, self.inst_entry,
+            self.unit_alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
+            self.phase_off.astype(i64), self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
+            self.flow_unit.astype(i64), self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand,
+            self.e_flow, self.e_link, self.e_coef, cap,
+            self.rem, self.phase_cur, self.t_start_left, self.t_compute_left, self.t_comm_start_left,
+            self.t_latency_left, self.iter_start, self.comm_start, self.comm_end, self.iterations_total,
+            self.last_step_s, self.last_comm_s, np.ascontiguousarray(self.bg_on, dtype=bool), self.time_s,
+            iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats,
+        )  # fmt: skip
+        err, unit = int(stats[2]), int(stats[3])
+        if err == _kernels.ERR_ZERO_STEP:
+            raise RuntimeError(f"job {self.flat_units[unit].name!r}: an iteration takes no time")
+        if err == _kernels.ERR_SETTLE:
+            raise RuntimeError("event processing did not settle")
+        if err == _kernels.ERR_EVENTS:
+            raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
+        if err == _kernels.ERR_SOLVER:
+            raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
+        return IntervalMetrics(
+            duration_s=dur,
+            iterations=iters,
+            step_time_sum_s=step_sum,
+            comm_time_sum_s=comm_sum,
+            compute_time_s=compute_t,
+            active_time_s=active_t,
+            link_bytes=link_bytes.reshape(B, L),
+            stalled_flows=stalled,
+            events=int(stats[0]),
+            solver_iterations=int(stats[1]),
         )
 
     def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:

@@ -47,6 +47,7 @@ class EnvCore:
         observation: str = "flat",
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
+        backend: str | None = None,
     ) -> None:
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
@@ -69,7 +70,7 @@ class EnvCore:
         self.observation_mode = observation
         self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
         self.episode_steps = int(episode_steps or self.scenario.dynamics.episode_steps)
-        self.world = FabricWorld(self.scenario, batch=self.batch)
+        self.world = FabricWorld(self.scenario, batch=self.batch, backend=backend)
         w = self.world
         self.net_links = w.network_links  # (net_links,) link ids the observation shows
         self.n_net = int(self.net_links.shape[0])
@@ -482,7 +483,8 @@ class FabricRoutingEnv(gym.Env):
     ## Arguments
     ``scenario`` (name, path, dict or Scenario), ``action_mode``, ``history`` (H, default 4),
     ``observation`` (``"flat"`` | ``"graph"``), ``reward``, ``episode_steps`` (overrides the scenario),
-    ``render_mode`` (``"ansi"`` | ``"rgb_array"``).
+    ``render_mode`` (``"ansi"`` | ``"rgb_array"``), ``backend`` (``"numba"`` | ``"numpy"``; None: the
+    ``AINET_GYM_BACKEND`` variable, else numba when it imports; both give the same results to round-off).
 
     ## Vectorized environment
     :class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
@@ -503,12 +505,13 @@ class FabricRoutingEnv(gym.Env):
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
         render_mode: str | None = None,
+        backend: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
             )
-        self.core = EnvCore(scenario, 1, action_mode, history, observation, reward, episode_steps)
+        self.core = EnvCore(scenario, 1, action_mode, history, observation, reward, episode_steps, backend)
         self.action_space = self.core.action_space
         self.observation_space = self.core.observation_space
         self.render_mode = render_mode

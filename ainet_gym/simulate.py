@@ -59,6 +59,7 @@ def simulate(
     policy: str | Policy = "ecmp",
     steps: int = 1,
     seed: int = 0,
+    backend: str | None = None,
 ) -> dict[str, Any]:
     """Run ``scenario`` for ``steps`` decision intervals under a routing ``policy``.
 
@@ -72,6 +73,9 @@ def simulate(
         Number of decision intervals.
     seed : int
         Seeds placement, failures, churn and the ECMP hash.
+    backend : {"numba", "numpy"} or None
+        Simulation backend (None: ``$AINET_GYM_BACKEND``, else numba when it imports); the results agree
+        to round-off.
 
     Returns
     -------
@@ -85,13 +89,13 @@ def simulate(
     ScenarioError
         If the scenario is invalid.
     ValueError
-        If the policy is unknown or ``steps`` < 1.
+        If the policy is unknown, ``steps`` < 1 or the backend is unknown.
     """
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps = {steps!r}: must be an integer >= 1")
     sc = load_scenario(scenario)
     pol = get_policy(policy) if isinstance(policy, str) else policy
-    world = FabricWorld(sc, batch=1)
+    world = FabricWorld(sc, batch=1, backend=backend)
     world.reset(seeds=[seed])
     out = []
     last: StepResult | None = None

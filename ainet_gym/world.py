@@ -16,7 +16,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ainet_gym.engine import BatchSim, CompiledUnit, IntervalMetrics, compile_background, compile_job
+from ainet_gym.engine import (
+    BatchSim,
+    CompiledUnit,
+    IntervalMetrics,
+    compile_background,
+    compile_job,
+    resolve_backend,
+)
 from ainet_gym.routing import ecmp_split, wcmp_split
 from ainet_gym.spec import JobSpec, Scenario
 from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_spec
@@ -47,11 +54,16 @@ class StepResult:
 
 
 class FabricWorld:
-    """``batch`` seeded instances of ``scenario`` on one shared fabric."""
+    """``batch`` seeded instances of ``scenario`` on one shared fabric.
 
-    def __init__(self, scenario: Scenario, batch: int = 1) -> None:
+    ``backend`` selects the simulation backend (``"numba"`` or ``"numpy"``; None: ``$AINET_GYM_BACKEND``,
+    else numba when it imports), see :func:`ainet_gym.engine.resolve_backend`.
+    """
+
+    def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:
         self.scenario = scenario
         self.batch = batch
+        self.backend = resolve_backend(backend)
         self.fabric: Fabric = build_fabric(scenario.fabric, max_paths=scenario.routing.max_paths)
         self._nb_fabric: Fabric | None = None
         self._ideal_cache: dict[tuple, float] = {}
@@ -92,7 +104,7 @@ class FabricWorld:
                 self._nb_fabric = build_fabric(nonblocking_spec(self.scenario.fabric), self.max_paths)
             solo = replace(job, start_ms=0.0)
             unit = compile_job(self._nb_fabric, solo, gpus)
-            sim = BatchSim(self._nb_fabric, [[unit]])
+            sim = BatchSim(self._nb_fabric, [[unit]], backend=self.backend)
             horizon = max(solo.compute_ms * 1e-3, 1e-3)
             for _ in range(60):
                 sim.run_interval(horizon)
@@ -263,7 +275,7 @@ class FabricWorld:
             self.sim.capacity = cap
             self.sim.time_s = time_s
         else:
-            self.sim = BatchSim(self.fabric, per_inst, self.scenario.dynamics.rate_updates)
+            self.sim = BatchSim(self.fabric, per_inst, self.scenario.dynamics.rate_updates, self.backend)
         self.slot_units = slot_units
         self._slot_keys = [
             [self._job_key(b, j, old=False) for j in range(self.n_job_slots)] for b in range(self.batch)

@@ -1,0 +1,426 @@
+"""Compiled (numba) decision interval: the event loop and the exact max-min allocator in one call.
+
+This is the ``"numba"`` backend of :class:`ainet_gym.engine.BatchSim`; the numpy code in
+:mod:`ainet_gym.engine` and :func:`ainet_gym.allocator.solve_coo` is the reference backend, and the two
+agree to round-off (``tests/test_backends.py`` checks every observation, reward and info value to 1e-9
+relative). The kernel walks each instance of the batch on its own (instances are independent): Python is
+entered once per interval, and an instance's allocation is re-solved only when its set of active flows
+changed since its last solve (capacities and the split are fixed within an interval).
+
+Layout (flat arrays, as :class:`~ainet_gym.engine.BatchSim` stacks them): units, flows and incidence
+entries of instance ``b`` are contiguous (``inst_unit``, ``inst_flow``, ``inst_entry`` hold the
+boundaries); entries are sorted by flow; link ids are global (``b * links + l``); the flows of phase
+``p`` of a unit are the contiguous range ``phase_flow_lo[p] .. phase_flow_lo[p] + phase_flow_n[p]``.
+
+The allocator is the parallel local-bottleneck rule of :mod:`ainet_gym.allocator` (weights 1, demand
+caps), with the same order of floating-point sums, so rates agree bit for bit with ``solve_coo``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
+    from numba import njit
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    HAVE_NUMBA = False
+
+    def njit(*args, **kwargs):  # type: ignore[no-redef]
+        def wrap(fn):
+            return fn
+
+        return wrap
+
+
+__all__ = ["HAVE_NUMBA", "run_interval_numba"]
+
+WAITING = -2  # engine.WAITING
+PRE_COMM = -1  # engine.PRE_COMM
+ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
+
+
+@njit(cache=True, nogil=True)
+def _solve_instance(
+    n_act, ent_f, ent_l, ent_c, f_lo, f_hi, dem, cap, rates,
+    remaining, denom, share, linkmin, sub, stamp, act_list, frozen, m,
+):  # fmt: skip
+    """Max-min rates of ``n_act`` local flows (entries ``ent_*`` sorted by flow, flow ``k`` owning
+    ``f_lo[k]:f_hi[k]``; links local to the instance). Returns iterations, or -1 on no progress."""
+    inf = np.inf
+    n_links = cap.shape[0]
+    for lk in range(n_links):
+        remaining[lk] = cap[lk]
+        stamp[lk] = -1
+    n_live = 0
+    for k in range(n_act):
+        if f_hi[k] > f_lo[k]:
+            act_list[n_live] = k
+            n_live += 1
+        else:
+            rates[k] = dem[k]  # crosses no link: limited by its demand only
+    it = 0
+    while n_live > 0:
+        # 1. fair share level of every link touched by an active flow (sums in entry order)
+        for i in range(n_live):
+            k = act_list[i]
+            for e in range(f_lo[k], f_hi[k]):
+                lk = ent_l[e]
+                if stamp[lk] != it:
+                    stamp[lk] = it
+                    denom[lk] = 0.0
+                    linkmin[lk] = inf
+                    sub[lk] = 0.0
+                denom[lk] += ent_c[e]
+        for i in range(n_live):
+            k = act_list[i]
+            for e in range(f_lo[k], f_hi[k]):
+                lk = ent_l[e]
+                share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
+        # 2. path minimum of every active flow, and the smallest one at each link
+        for i in range(n_live):
+            k = act_list[i]
+            mk = inf
+            for e in range(f_lo[k], f_hi[k]):
+                s = share[ent_l[e]]
+                if s < mk:
+                    mk = s
+            if dem[k] < mk:
+                mk = dem[k]
+            m[k] = mk
+            for e in range(f_lo[k], f_hi[k]):
+                lk = ent_l[e]
+                if mk < linkmin[lk]:
+                    linkmin[lk] = mk
+        # 3. ready flows (a ready link, or at demand); 4. freeze them and take their traffic off
+        n_keep = 0
+        n_frozen = 0
+        for i in range(n_live):
+            k = act_list[i]
+            mk = m[k]
+            at_demand = mk >= dem[k]  # never >: equality, exact
+            ready = at_demand
+            if not ready:
+                for e in range(f_lo[k], f_hi[k]):
+                    lk = ent_l[e]
+                    if linkmin[lk] >= share[lk]:  # never >: equality, exact
+                        ready = True
+                        break
+            if ready:
+                rates[k] = dem[k] if at_demand else mk
+                for e in range(f_lo[k], f_hi[k]):
+                    use = ent_c[e] * mk
+                    if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+                        sub[ent_l[e]] += use
+                frozen[n_frozen] = k
+                n_frozen += 1
+            else:
+                act_list[n_keep] = k
+                n_keep += 1
+        if n_frozen == 0:
+            return -1
+        # take the summed traffic off each link once (as remaining - bincount(...) does)
+        for i in range(n_frozen):
+            k = frozen[i]
+            for e in range(f_lo[k], f_hi[k]):
+                lk = ent_l[e]
+                if stamp[lk] == it:
+                    r = remaining[lk] - sub[lk]
+                    remaining[lk] = r if r > 0.0 else 0.0
+                    stamp[lk] = -2
+        it += 1
+        n_live = n_keep
+    return it
+
+
+@njit(cache=True, nogil=True)
+def _process_events(
+    b, now, u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off,
+    phase_latency, phase_flow_lo, phase_flow_n, flow_bg, flow_bytes, rem, phase_cur, t_start_left,
+    t_compute_left, t_comm_start_left, t_latency_left, iter_start, comm_start, comm_end,
+    iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum, max_rounds, eps_t, eps_b,
+):  # fmt: skip
+    """Every transition of instance ``b``'s units that is due now; returns (error code, unit)."""
+    for f in range(f0, f1):
+        if not flow_bg[f] and rem[f] <= eps_b * flow_bytes[f]:
+            rem[f] = 0.0
+    n_lat = phase_latency.shape[0]
+    for u in range(u0, u1):
+        if not unit_alive[u] or unit_bg[u]:
+            continue
+        nph = unit_nphases[u]
+        settled = False
+        for _ in range(max_rounds):
+            changed = False
+            if phase_cur[u] == WAITING and t_start_left[u] <= eps_t:  # the job starts
+                phase_cur[u] = PRE_COMM
+                t_compute_left[u] = unit_compute[u]
+                t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
+                iter_start[u] = now
+                changed = True
+            if phase_cur[u] == PRE_COMM and t_comm_start_left[u] <= eps_t:  # communication starts
+                phase_cur[u] = 0
+                comm_start[u] = now
+                ph = min(0, max(nph - 1, 0))
+                if n_lat:
+                    t_latency_left[u] = phase_latency[min(phase_off[u] + ph, n_lat - 1)]
+                else:
+                    t_latency_left[u] = 0.0
+                changed = True
+            pc = phase_cur[u]
+            if pc >= 0 and pc < nph and t_latency_left[u] <= eps_t:  # phase ends when no bytes are left
+                p = phase_off[u] + pc
+                pending = False
+                for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                    if rem[f] > 0:
+                        pending = True
+                        break
+                if not pending:
+                    phase_cur[u] = pc + 1
+                    if pc + 1 == nph:
+                        comm_end[u] = now
+                    else:
+                        t_latency_left[u] = phase_latency[min(phase_off[u] + pc + 1, n_lat - 1)]
+                    changed = True
+            if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
+                st = now - iter_start[u]
+                iters[u] += 1
+                step_sum[u] += st
+                comm_sum[u] += comm_end[u] - comm_start[u]
+                iterations_total[u] += 1
+                last_step_s[u] = st
+                last_comm_s[u] = comm_end[u] - comm_start[u]
+                if st <= 0:
+                    return ERR_ZERO_STEP, u
+                iter_start[u] = now
+                phase_cur[u] = PRE_COMM
+                t_compute_left[u] = unit_compute[u]
+                t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
+                for p in range(phase_off[u], phase_off[u] + nph):
+                    for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                        rem[f] = flow_bytes[f]
+                changed = True
+            if not changed:
+                settled = True
+                break
+        if not settled:
+            return ERR_SETTLE, u
+    return ERR_NONE, -1
+
+
+@njit(cache=True, nogil=True)
+def run_interval_numba(
+    duration, phase_mode, max_events, n_links, max_rounds, eps_t, eps_b,
+    inst_unit, inst_flow, inst_entry,
+    unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
+    phase_flow_lo, phase_flow_n,
+    flow_unit, flow_phase, flow_bg, flow_bytes, flow_demand,
+    e_flow, e_link, e_coef, capacity,
+    rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, t_latency_left,
+    iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
+    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats,
+):  # fmt: skip
+    """Advance every instance by ``duration[b]`` seconds, event to event (see the module docstring).
+
+    State arrays are updated in place; per-interval outputs (``iters`` .. ``stalled``) are accumulated
+    into zeroed arrays. ``stats`` receives (events, solver iterations, error code, error unit).
+    """
+    inf = np.inf
+    n_batch = duration.shape[0]
+    n_flows = flow_unit.shape[0]
+    n_units = unit_alive.shape[0]
+    max_ent = 0
+    for b in range(n_batch):
+        max_ent = max(max_ent, inst_entry[b + 1] - inst_entry[b])
+    # scratch
+    act = np.zeros(n_flows, dtype=np.bool_)
+    rate = np.zeros(n_flows)
+    moved = np.zeros(n_flows)
+    loc = np.full(n_flows, -1, dtype=np.int64)
+    t_unit = np.zeros(n_units)
+    ent_f = np.empty(max_ent, dtype=np.int64)
+    ent_l = np.empty(max_ent, dtype=np.int64)
+    ent_c = np.empty(max_ent)
+    f_lo = np.empty(n_flows, dtype=np.int64)
+    f_hi = np.empty(n_flows, dtype=np.int64)
+    dem = np.empty(n_flows)
+    rates_loc = np.empty(n_flows)
+    act_flows = np.empty(n_flows, dtype=np.int64)
+    remaining = np.empty(n_links)
+    denom = np.empty(n_links)
+    share = np.empty(n_links)
+    linkmin = np.empty(n_links)
+    sub = np.empty(n_links)
+    stamp = np.empty(n_links, dtype=np.int64)
+    act_list = np.empty(n_flows, dtype=np.int64)
+    frozen = np.empty(n_flows, dtype=np.int64)
+    m = np.empty(n_flows)
+    events = 0
+    solver_iters = 0
+    for b in range(n_batch):
+        u0, u1 = inst_unit[b], inst_unit[b + 1]
+        f0, f1 = inst_flow[b], inst_flow[b + 1]
+        e0, e1 = inst_entry[b], inst_entry[b + 1]
+        lo = b * n_links
+        cap = capacity[lo : lo + n_links]
+        t_left = duration[b]
+        err, eu = _process_events(
+            b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap,
+            phase_off, phase_latency, phase_flow_lo, phase_flow_n, flow_bg, flow_bytes, rem, phase_cur,
+            t_start_left, t_compute_left, t_comm_start_left, t_latency_left, iter_start, comm_start,
+            comm_end, iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum, max_rounds,
+            eps_t, eps_b,
+        )  # fmt: skip
+        if err != ERR_NONE:
+            stats[2], stats[3] = err, eu
+            return
+        solved = False
+        ev = 0
+        while t_left > eps_t:
+            ev += 1
+            if ev > max_events:
+                stats[2], stats[3] = ERR_EVENTS, -1
+                return
+            # active flows; re-solve only when the set changed
+            changed = not solved
+            n_act = 0
+            for f in range(f0, f1):
+                u = flow_unit[f]
+                if not unit_alive[u]:
+                    a = False
+                elif flow_bg[f]:
+                    a = bg_on[u]
+                else:
+                    a = phase_cur[u] == flow_phase[f] and t_latency_left[u] <= eps_t and rem[f] > 0
+                if a != act[f]:
+                    changed = True
+                    act[f] = a
+                if a:
+                    act_flows[n_act] = f
+                    n_act += 1
+            if changed:
+                for i in range(n_act):
+                    f = act_flows[i]
+                    loc[f] = i
+                    dem[i] = flow_demand[f]
+                    f_lo[i] = 0
+                    f_hi[i] = 0
+                n_ent = 0
+                prev = -1
+                for e in range(e0, e1):
+                    f = e_flow[e]
+                    if not act[f]:
+                        continue
+                    k = loc[f]
+                    if k != prev:
+                        f_lo[k] = n_ent
+                        prev = k
+                    ent_f[n_ent] = k
+                    ent_l[n_ent] = e_link[e] - lo
+                    ent_c[n_ent] = e_coef[e]
+                    n_ent += 1
+                    f_hi[k] = n_ent
+                it = _solve_instance(
+                    n_act, ent_f, ent_l, ent_c, f_lo, f_hi, dem, cap, rates_loc,
+                    remaining, denom, share, linkmin, sub, stamp, act_list, frozen, m,
+                )  # fmt: skip
+                if it < 0:
+                    stats[2], stats[3] = ERR_SOLVER, -1
+                    return
+                solver_iters += it
+                for i in range(n_act):
+                    rate[act_flows[i]] = rates_loc[i]
+                solved = True
+            # time to the next event
+            dt = t_left
+            n_stalled = 0
+            if phase_mode:
+                for u in range(u0, u1):
+                    t_unit[u] = 0.0
+            for i in range(n_act):
+                f = act_flows[i]
+                if flow_bg[f]:
+                    continue
+                r = rate[f]
+                if r <= 0:
+                    n_stalled += 1
+                tf = rem[f] / r if r > 0 else inf
+                if phase_mode:
+                    u = flow_unit[f]
+                    if tf > t_unit[u]:
+                        t_unit[u] = tf
+                elif tf < dt:
+                    dt = tf
+            if phase_mode:
+                for i in range(n_act):
+                    f = act_flows[i]
+                    if not flow_bg[f]:
+                        tf = t_unit[flow_unit[f]]
+                        if tf < dt:
+                            dt = tf
+            if n_stalled > stalled[b]:
+                stalled[b] = n_stalled
+            for u in range(u0, u1):
+                if not unit_alive[u] or unit_bg[u]:
+                    continue
+                pc = phase_cur[u]
+                tm = t_start_left[u] if pc == WAITING else inf
+                if t_compute_left[u] > eps_t and t_compute_left[u] < tm:
+                    tm = t_compute_left[u]
+                if pc == PRE_COMM and t_comm_start_left[u] < tm:
+                    tm = t_comm_start_left[u]
+                if pc >= 0 and pc < unit_nphases[u] and t_latency_left[u] > eps_t and t_latency_left[u] < tm:
+                    tm = t_latency_left[u]
+                if tm < dt:
+                    dt = tm
+            if dt < 0.0:
+                dt = 0.0
+            # advance bytes and link bytes
+            for i in range(n_act):
+                f = act_flows[i]
+                x = rate[f] * dt
+                if flow_bg[f]:
+                    moved[f] = x
+                else:
+                    if rem[f] < x:
+                        x = rem[f]
+                    rem[f] = rem[f] - x
+                    moved[f] = x
+            for e in range(e0, e1):
+                f = e_flow[e]
+                if act[f]:
+                    link_bytes[e_link[e]] += e_coef[e] * moved[f]
+            # advance timers
+            for u in range(u0, u1):
+                if not unit_alive[u] or unit_bg[u]:
+                    continue
+                pc = phase_cur[u]
+                if pc != WAITING:
+                    active_t[u] += dt
+                    compute_t[u] += min(t_compute_left[u], dt)
+                t_compute_left[u] = max(t_compute_left[u] - dt, 0.0)
+                if pc == WAITING:
+                    t_start_left[u] = t_start_left[u] - dt
+                elif pc == PRE_COMM:
+                    t_comm_start_left[u] = t_comm_start_left[u] - dt
+                elif pc < unit_nphases[u]:
+                    t_latency_left[u] = max(t_latency_left[u] - dt, 0.0)
+            time_s[b] += dt
+            t_left -= dt
+            err, eu = _process_events(
+                b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute,
+                unit_overlap, phase_off, phase_latency, phase_flow_lo, phase_flow_n, flow_bg, flow_bytes,
+                rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, t_latency_left,
+                iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, iters,
+                step_sum, comm_sum, max_rounds, eps_t, eps_b,
+            )  # fmt: skip
+            if err != ERR_NONE:
+                stats[2], stats[3] = err, eu
+                return
+        for f in range(f0, f1):
+            act[f] = False
+        if ev > events:
+            events = ev
+    stats[0] = events
+    stats[1] = solver_iters
