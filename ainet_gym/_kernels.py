@@ -256,6 +256,10 @@ def run_interval_numba(
     act_list = np.empty(n_flows, dtype=np.int64)
     frozen = np.empty(n_flows, dtype=np.int64)
     m = np.empty(n_flows)
+    lb_tmp = np.empty(n_links)
+    lb_stamp = np.full(n_links, -1, dtype=np.int64)
+    touched = np.empty(n_links, dtype=np.int64)
+    n_ev = 0  # events over all instances: stamps lb_stamp
     events = 0
     solver_iters = 0
     for b in range(n_batch):
@@ -387,10 +391,22 @@ def run_interval_numba(
                         x = rem[f]
                     rem[f] = rem[f] - x
                     moved[f] = x
+            # per-event sum per link in entry order, then added (as link_bytes += bincount(...) does), so
+            # that link bytes agree bit for bit with the numpy backend
+            n_touch = 0
             for e in range(e0, e1):
                 f = e_flow[e]
                 if act[f]:
-                    link_bytes[e_link[e]] += e_coef[e] * moved[f]
+                    lk = e_link[e] - lo
+                    if lb_stamp[lk] != n_ev:
+                        lb_stamp[lk] = n_ev
+                        lb_tmp[lk] = 0.0
+                        touched[n_touch] = lk
+                        n_touch += 1
+                    lb_tmp[lk] += e_coef[e] * moved[f]
+            for i in range(n_touch):
+                link_bytes[lo + touched[i]] += lb_tmp[touched[i]]
+            n_ev += 1
             # advance timers
             for u in range(u0, u1):
                 if not unit_alive[u] or unit_bg[u]:
