@@ -9,6 +9,7 @@ two cannot drift apart.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -28,6 +29,9 @@ OBSERVATION_MODES = ("flat", "graph")
 JOB_FEATURES = ("alive", "efficiency", "gpu_utilization", "communicating", "iteration_progress")
 SLOT_FEATURES = ("controllable", "demand", "n_paths")
 BG_FEATURES = ("active_last", "scheduled_next")
+#: diagnostics that cost real work per step: in ``info`` only when asked for (``info_keys`` at
+#: construction, or :meth:`EnvCore.request_info`, as the TensorBoard callback of ``agents`` does)
+OPTIONAL_INFO = ("collisions",)
 
 
 def _squash(x: np.ndarray) -> np.ndarray:
@@ -48,6 +52,7 @@ class EnvCore:
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
         backend: str | None = None,
+        info_keys: Sequence[str] = (),
     ) -> None:
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
@@ -63,6 +68,8 @@ class EnvCore:
             raise ValueError(f"episode_steps = {episode_steps!r}: must be an integer >= 1 or None")
         if not isinstance(batch, int | np.integer) or batch < 1:
             raise ValueError(f"num_envs = {batch!r}: must be an integer >= 1")
+        self.info_keys: set[str] = set()
+        self.request_info(*info_keys)
         self.scenario = load_scenario(scenario)
         self.batch = int(batch)
         self.action_mode = action_mode
@@ -122,6 +129,21 @@ class EnvCore:
                     ),
                 }
             )
+
+    def request_info(self, *keys: str) -> None:
+        """Add optional diagnostics (:data:`OPTIONAL_INFO`) to ``info`` from the next step on.
+
+        Raises
+        ------
+        ValueError
+            Naming a key that is not an optional diagnostic.
+        """
+        for k in keys:
+            if k not in OPTIONAL_INFO:
+                raise ValueError(
+                    f"info_keys: {k!r} is not an optional info key; allowed: {', '.join(OPTIONAL_INFO)}"
+                )
+            self.info_keys.add(k)
 
     @property
     def last_result(self) -> StepResult | None:
@@ -396,11 +418,13 @@ class EnvCore:
 
             out["reward_gpu_utilization"] = GpuUtilizationReward()(res)
             out["reward_step_time"] = StepTimeReward()(res)
-            out["collisions"] = self._collisions(res)
+            if "collisions" in self.info_keys:
+                out["collisions"] = self._collisions(res)
         else:
             out["reward_gpu_utilization"] = np.zeros(B)
             out["reward_step_time"] = np.zeros(B)
-            out["collisions"] = np.zeros(B, dtype=np.int64)
+            if "collisions" in self.info_keys:
+                out["collisions"] = np.zeros(B, dtype=np.int64)
         return out
 
     def _collisions(self, res: StepResult) -> np.ndarray:
@@ -484,7 +508,9 @@ class FabricRoutingEnv(gym.Env):
     ``scenario`` (name, path, dict or Scenario), ``action_mode``, ``history`` (H, default 4),
     ``observation`` (``"flat"`` | ``"graph"``), ``reward``, ``episode_steps`` (overrides the scenario),
     ``render_mode`` (``"ansi"`` | ``"rgb_array"``), ``backend`` (``"numba"`` | ``"numpy"``; None: the
-    ``AINET_GYM_BACKEND`` variable, else numba when it imports; both give the same results to round-off).
+    ``AINET_GYM_BACKEND`` variable, else numba when it imports; both give the same results to round-off),
+    ``info_keys`` (optional diagnostics computed only when asked: ``("collisions",)``, hot links shared
+    by two or more routed connections).
 
     ## Vectorized environment
     :class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
@@ -506,12 +532,15 @@ class FabricRoutingEnv(gym.Env):
         episode_steps: int | None = None,
         render_mode: str | None = None,
         backend: str | None = None,
+        info_keys: Sequence[str] = (),
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
             )
-        self.core = EnvCore(scenario, 1, action_mode, history, observation, reward, episode_steps, backend)
+        self.core = EnvCore(
+            scenario, 1, action_mode, history, observation, reward, episode_steps, backend, info_keys
+        )
         self.action_space = self.core.action_space
         self.observation_space = self.core.observation_space
         self.render_mode = render_mode

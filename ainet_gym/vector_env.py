@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,9 +40,10 @@ class FabricRoutingVectorEnv(VectorEnv):
         episode_steps: int | None = None,
         render_mode: str | None = None,
         backend: str | None = None,
+        info_keys: Sequence[str] = (),
     ) -> None:
         self.core = EnvCore(
-            scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend
+            scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend, info_keys
         )
         self.num_envs = int(num_envs)
         self.single_action_space = self.core.action_space

@@ -103,3 +103,21 @@ def test_envs_and_simulate_take_the_backend_keyword() -> None:
     a = simulate("spine-leaf-2to1", "ecmp", steps=2, backend="numpy")
     b = simulate("spine-leaf-2to1", "ecmp", steps=2, backend="numba")
     assert a == b
+
+
+def test_collisions_are_computed_only_when_asked() -> None:
+    from ainet_gym.env import EnvCore
+
+    plain = EnvCore("spine-leaf-2to1", 2, backend="numba")
+    asked = EnvCore("spine-leaf-2to1", 2, backend="numba", info_keys=("collisions",))
+    later = EnvCore("spine-leaf-2to1", 2, backend="numba")
+    later.request_info("collisions")
+    infos = []
+    for core in (plain, asked, later):
+        core.reset([0, 1])
+        infos.append(core.step_split(core.world.default_split())[4])
+    assert "collisions" not in infos[0]
+    assert np.array_equal(infos[1]["collisions"], infos[2]["collisions"])
+    assert {k for k in infos[1] if k != "collisions"} == set(infos[0])
+    with pytest.raises(ValueError, match=r"info_keys: 'colisions' is not an optional info key"):
+        EnvCore("spine-leaf-2to1", 1, info_keys=("colisions",))
