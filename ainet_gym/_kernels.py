@@ -34,11 +34,38 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
         return wrap
 
 
-__all__ = ["HAVE_NUMBA", "run_interval_numba"]
+__all__ = ["HAVE_NUMBA", "merge_entries", "run_interval_numba"]
 
 WAITING = -2  # engine.WAITING
 PRE_COMM = -1  # engine.PRE_COMM
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
+
+
+@njit(cache=True, nogil=True)
+def merge_entries(cand_seg, cand_gather, split_flat, seg_flow, seg_link, n_seg):  # pragma: no cover
+    """Incidence entries of a split: the candidate (member, path, hop) coefficients summed per merged
+    (flow, link) segment in candidate order (as ``np.bincount`` does), zero ones dropped.
+
+    Returns ``(e_flow, e_link, e_coef)``, sorted by flow as the segments are.
+    """
+    coef = np.zeros(n_seg)
+    for i in range(cand_seg.shape[0]):
+        coef[cand_seg[i]] += split_flat[cand_gather[i]]
+    n = 0
+    for j in range(n_seg):
+        if coef[j] > 0:
+            n += 1
+    e_flow = np.empty(n, dtype=np.int64)
+    e_link = np.empty(n, dtype=np.int64)
+    e_coef = np.empty(n)
+    k = 0
+    for j in range(n_seg):
+        if coef[j] > 0:
+            e_flow[k] = seg_flow[j]
+            e_link[k] = seg_link[j]
+            e_coef[k] = coef[j]
+            k += 1
+    return e_flow, e_link, e_coef
 
 
 @njit(cache=True, nogil=True)
@@ -236,7 +263,7 @@ def run_interval_numba(
     # scratch
     act = np.zeros(n_flows, dtype=np.bool_)
     rate = np.zeros(n_flows)
-    moved = np.zeros(n_flows)
+    moved = np.zeros(n_flows)  # (flows,) bytes moved in the interval
     loc = np.full(n_flows, -1, dtype=np.int64)
     t_unit = np.zeros(n_units)
     ent_f = np.empty(max_ent, dtype=np.int64)
@@ -256,10 +283,6 @@ def run_interval_numba(
     act_list = np.empty(n_flows, dtype=np.int64)
     frozen = np.empty(n_flows, dtype=np.int64)
     m = np.empty(n_flows)
-    lb_tmp = np.empty(n_links)
-    lb_stamp = np.full(n_links, -1, dtype=np.int64)
-    touched = np.empty(n_links, dtype=np.int64)
-    n_ev = 0  # events over all instances: stamps lb_stamp
     events = 0
     solver_iters = 0
     for b in range(n_batch):
@@ -384,29 +407,11 @@ def run_interval_numba(
             for i in range(n_act):
                 f = act_flows[i]
                 x = rate[f] * dt
-                if flow_bg[f]:
-                    moved[f] = x
-                else:
+                if not flow_bg[f]:
                     if rem[f] < x:
                         x = rem[f]
                     rem[f] = rem[f] - x
-                    moved[f] = x
-            # per-event sum per link in entry order, then added (as link_bytes += bincount(...) does), so
-            # that link bytes agree bit for bit with the numpy backend
-            n_touch = 0
-            for e in range(e0, e1):
-                f = e_flow[e]
-                if act[f]:
-                    lk = e_link[e] - lo
-                    if lb_stamp[lk] != n_ev:
-                        lb_stamp[lk] = n_ev
-                        lb_tmp[lk] = 0.0
-                        touched[n_touch] = lk
-                        n_touch += 1
-                    lb_tmp[lk] += e_coef[e] * moved[f]
-            for i in range(n_touch):
-                link_bytes[lo + touched[i]] += lb_tmp[touched[i]]
-            n_ev += 1
+                moved[f] += x
             # advance timers
             for u in range(u0, u1):
                 if not unit_alive[u] or unit_bg[u]:
@@ -434,6 +439,10 @@ def run_interval_numba(
             if err != ERR_NONE:
                 stats[2], stats[3] = err, eu
                 return
+        # link bytes: the split is fixed within the interval, so bytes per flow first, then per entry
+        # (in entry order from zero, as np.bincount sums)
+        for e in range(e0, e1):
+            link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
         for f in range(f0, f1):
             act[f] = False
         if ev > events:

@@ -417,22 +417,45 @@ class BatchSim:
             split = np.zeros((self.n_conns, self.fabric.max_paths))
             split[:, 0] = 1.0
         self.split = split
+        self._e_lperm: np.ndarray | None = None
         if self._n_seg == 0:
-            self.e_flow = self.e_link = self.e_lperm = np.zeros(0, dtype=np.int64)
+            self.e_flow = self.e_link = np.zeros(0, dtype=np.int64)
             self.e_coef = np.zeros(0)
+            self._e_keep = np.zeros(0, dtype=bool)
             self.inst_entry = np.zeros(self.batch + 1, dtype=np.int64)
             return
-        coef = np.bincount(
-            self._cand_seg, weights=split.reshape(-1)[self._cand_gather], minlength=self._n_seg
-        )
-        keep = coef > 0
-        self.e_flow = self._seg_flow[keep]
-        self.e_link = self._seg_link[keep]
-        self.e_coef = coef[keep]
-        new_index = np.cumsum(keep) - 1
-        self.e_lperm = new_index[self._seg_lperm[keep[self._seg_lperm]]]  # entries in link order
+        if self.backend == "numba":
+            self.e_flow, self.e_link, self.e_coef = _kernels.merge_entries(
+                self._cand_seg, self._cand_gather, np.ascontiguousarray(split, dtype=np.float64).reshape(-1),
+                self._seg_flow, self._seg_link, self._n_seg,
+            )  # fmt: skip
+            self._e_keep = None  # e_lperm (numpy backend only) is derived on demand
+        else:
+            coef = np.bincount(
+                self._cand_seg, weights=split.reshape(-1)[self._cand_gather], minlength=self._n_seg
+            )
+            keep = coef > 0
+            self.e_flow = self._seg_flow[keep]
+            self.e_link = self._seg_link[keep]
+            self.e_coef = coef[keep]
+            self._e_keep = keep
         # (batch+1,) entries of each instance (entries are sorted by flow, flows by instance)
         self.inst_entry = np.searchsorted(self.e_flow, self.inst_flow).astype(np.int64)
+
+    @property
+    def e_lperm(self) -> np.ndarray:
+        """(entries,) the incidence entries in link order (for the numpy allocator)."""
+        if self._e_lperm is not None:
+            return self._e_lperm
+        keep = self._e_keep
+        if keep is None:
+            keep = np.zeros(self._n_seg, dtype=bool)
+            keep[np.searchsorted(self._seg_flow * (self.batch * self.n_links) + self._seg_link,
+                                 self.e_flow * (self.batch * self.n_links) + self.e_link)] = True  # fmt: skip
+            self._e_keep = keep
+        new_index = np.cumsum(keep) - 1
+        self._e_lperm = new_index[self._seg_lperm[keep[self._seg_lperm]]]
+        return self._e_lperm
 
     # ------------------------------------------------------------------ dynamics
     def _active_flows(self, running: np.ndarray) -> np.ndarray:
@@ -458,7 +481,7 @@ class BatchSim:
         comm_sum = np.zeros(U)
         compute_t = np.zeros(U)
         active_t = np.zeros(U)
-        link_bytes = np.zeros(B * L)
+        flow_moved = np.zeros(self.n_flows)  # (flows,) bytes each flow moved in the interval
         stalled = np.zeros(B, dtype=np.int64)
         cap = self.capacity.reshape(-1)
         events = 0
@@ -523,10 +546,7 @@ class BatchSim:
             dtf = dt[self.flow_inst[act_idx]]
             moved = np.minimum(rates * dtf, self.rem[act_idx])  # phase mode: early finishers stop at 0
             self.rem[act_idx] = np.where(job_flow, self.rem[act_idx] - moved, self.rem[act_idx])
-            if ef.size:
-                rate_full = np.zeros(self.n_flows)
-                rate_full[act_idx] = np.where(job_flow, moved, rates * dtf)
-                link_bytes += np.bincount(el, weights=ec * rate_full[ef], minlength=B * L)
+            flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
             dtu = dt[self.unit_inst]
             started = alive & (pc != WAITING)
             active_t += np.where(started, dtu, 0.0)
@@ -544,6 +564,8 @@ class BatchSim:
             self.time_s += dt
             t_left -= dt
             self._process_events(iters, step_sum, comm_sum)
+        # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
+        link_bytes = np.bincount(self.e_link, weights=self.e_coef * flow_moved[self.e_flow], minlength=B * L)
         return IntervalMetrics(
             duration_s=dur,
             iterations=iters,

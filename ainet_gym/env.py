@@ -282,9 +282,11 @@ class EnvCore:
         res = self.world.step(split, active)
         self._default = self.world.default_split()
         self._last = res
-        rolled = np.roll(self.util_hist, 1, axis=1)
-        rolled[:, 0] = res.link_utilization[:, self.net_links]
-        self.util_hist = np.where(active[:, None, None], rolled, self.util_hist)
+        # newest first: shift the history of the active copies by one interval
+        act = np.flatnonzero(active)
+        hist = self.util_hist
+        hist[act, 1:] = hist[act, :-1]
+        hist[act, 0] = res.link_utilization[np.ix_(act, self.net_links)]
         rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
         truncated = (self.world.step_count >= self.episode_steps) & active
         terminated = np.zeros(self.batch, dtype=bool)

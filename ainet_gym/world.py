@@ -83,6 +83,8 @@ class FabricWorld:
         self.n_slots = int(self.slot_width.sum())
         self.max_paths = scenario.routing.max_paths
         self.network_links = np.flatnonzero(self.fabric.network_links)
+        # (links, tiers) 1 where a link belongs to a tier: tier bytes in one matrix product
+        self._tier_onehot = (self.fabric.link_tier[:, None] == np.arange(len(TIERS))[None, :]).astype(float)
         self.decision_interval_s = self._decision_interval()
         self.rngs = [np.random.default_rng(scenario.seed) for _ in range(batch)]
         self.sim: BatchSim | None = None
@@ -340,25 +342,22 @@ class FabricWorld:
         eligible = np.flatnonzero(
             net & np.isin(tier_names, lf.tiers) & (self.fabric.link_src < self.fabric.link_dst)
         )
-        for b in np.flatnonzero(mask):
+        # repairs, over the batch
+        repaired = (self.fail_until >= 0) & (self.fail_until <= self.step_count[:, None]) & mask[:, None]
+        self.cap_factor[repaired] = 1.0
+        self.fail_until[repaired] = -1
+        # per-instance draws (each instance has its own generator) only where something is random
+        random_failures = lf.rate_per_step > 0 and eligible.size > 0
+        drawn = np.flatnonzero(mask) if random_failures or (self.churn and not first) else ()
+        for b in drawn:
             step = int(self.step_count[b])
             rng = self.rngs[b]
-            # repairs
-            repaired = (self.fail_until[b] >= 0) & (self.fail_until[b] <= step)
-            self.cap_factor[b, repaired] = 1.0
-            self.fail_until[b, repaired] = -1
             # random failures (both directions of a duplex link)
-            if lf.rate_per_step > 0 and eligible.size and rng.random() < lf.rate_per_step:
+            if random_failures and rng.random() < lf.rate_per_step:
                 lk = int(rng.choice(eligible))
                 pair = self._duplex_of(lk)
                 self.cap_factor[b, pair] = 0.0
                 self.fail_until[b, pair] = step + lf.repair_steps
-            # scheduled failures / degradations
-            for sf in lf.scheduled:
-                ids = self.fabric.link_ids(sf.link)
-                if step == sf.at_step:
-                    self.cap_factor[b, ids] = sf.factor
-                    self.fail_until[b, ids] = sf.until_step if sf.until_step is not None else 2**62
             # churn: departures then arrivals
             if self.churn and not first:
                 ch = dyn.job_churn
@@ -386,10 +385,19 @@ class FabricWorld:
                     self.jobs[b][slots[0]] = replace(place, name=f"{tmpl.name}@{step}", start_ms=0.0)
                     self.gpus[b][slots[0]] = g
                     rebuild = True
-            for c in (c for jb in self.scenario.jobs for c in jb.collectives):
-                periodic = c.op == "alltoall" and c.skew > 0 and c.skew_period_steps
-                if periodic and step > 0 and step % c.skew_period_steps == 0:
-                    rebuild = True
+        # scheduled failures / degradations (after the random ones, which they override)
+        for sf in lf.scheduled:
+            hit = mask & (self.step_count == sf.at_step)
+            if hit.any():
+                ids = self.fabric.link_ids(sf.link)
+                self.cap_factor[np.ix_(hit, ids)] = sf.factor
+                self.fail_until[np.ix_(hit, ids)] = sf.until_step if sf.until_step is not None else 2**62
+        # AllToAll rotation: recompile the rotated jobs
+        steps = self.step_count[mask]
+        for c in (c for jb in self.scenario.jobs for c in jb.collectives):
+            periodic = c.op == "alltoall" and c.skew > 0 and c.skew_period_steps
+            if periodic and ((steps > 0) & (steps % max(c.skew_period_steps, 1) == 0)).any():
+                rebuild = True
         if rebuild:
             self._rebuild()
         assert self.sim is not None
@@ -511,10 +519,7 @@ class FabricWorld:
         with np.errstate(invalid="ignore", divide="ignore"):
             lu = np.where((cap > 0) & (dur > 0), m.link_bytes / (cap * np.where(dur > 0, dur, 1.0)), 0.0)
         maxu = lu[:, self.network_links].max(axis=1) if self.network_links.size else np.zeros(B)
-        tier_bytes = np.zeros((B, len(TIERS)))
-        for t in range(len(TIERS)):
-            sel = self.fabric.link_tier == t
-            tier_bytes[:, t] = m.link_bytes[:, sel].sum(axis=1)
+        tier_bytes = m.link_bytes @ self._tier_onehot  # (batch, tiers)
         return StepResult(
             duration_s=m.duration_s,
             job_alive=alive,
