@@ -70,54 +70,61 @@ def merge_entries(cand_seg, cand_gather, split_flat, seg_flow, seg_link, n_seg):
 
 @njit(cache=True, nogil=True)
 def _solve_instance(
-    n_act, ent_f, ent_l, ent_c, f_lo, f_hi, dem, cap, rates,
-    remaining, denom, share, linkmin, sub, stamp, act_list, frozen, m,
+    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, flow_demand, cap, rate,
+    remaining, rstamp, denom, share, linkmin, sub, stamp, sstamp, act_list, frozen, m, tick,
 ):  # fmt: skip
-    """Max-min rates of ``n_act`` local flows (entries ``ent_*`` sorted by flow, flow ``k`` owning
-    ``f_lo[k]:f_hi[k]``; links local to the instance). Returns iterations, or -1 on no progress."""
+    """Max-min rates of the active flows ``act_flows[:n_act]`` (increasing) of one instance, written to
+    ``rate``. Flow ``f`` owns the entries ``fe_lo[f]:fe_hi[f]`` of ``e_link`` / ``e_coef``; ``lo`` is the
+    instance's first link id. Link scratch is initialised lazily by stamps (``tick`` is a counter unique
+    over the kernel call), so a solve costs O(active entries x iterations), not O(links).
+
+    Returns ``(iterations, tick)``; iterations is -1 when an iteration freezes no flow (NaN input)."""
     inf = np.inf
-    n_links = cap.shape[0]
-    for lk in range(n_links):
-        remaining[lk] = cap[lk]
-        stamp[lk] = -1
+    solve_id = tick
+    tick += 1
     n_live = 0
     for k in range(n_act):
-        if f_hi[k] > f_lo[k]:
+        f = act_flows[k]
+        if fe_hi[f] > fe_lo[f]:
             act_list[n_live] = k
             n_live += 1
         else:
-            rates[k] = dem[k]  # crosses no link: limited by its demand only
+            rate[f] = flow_demand[f]  # crosses no link: limited by its demand only
     it = 0
     while n_live > 0:
+        cur = tick
+        tick += 1
         # 1. fair share level of every link touched by an active flow (sums in entry order)
         for i in range(n_live):
-            k = act_list[i]
-            for e in range(f_lo[k], f_hi[k]):
-                lk = ent_l[e]
-                if stamp[lk] != it:
-                    stamp[lk] = it
+            f = act_flows[act_list[i]]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                if rstamp[lk] != solve_id:
+                    rstamp[lk] = solve_id
+                    remaining[lk] = cap[lk]
+                if stamp[lk] != cur:
+                    stamp[lk] = cur
                     denom[lk] = 0.0
                     linkmin[lk] = inf
                     sub[lk] = 0.0
-                denom[lk] += ent_c[e]
-        for i in range(n_live):
-            k = act_list[i]
-            for e in range(f_lo[k], f_hi[k]):
-                lk = ent_l[e]
-                share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
+                denom[lk] += e_coef[e]
         # 2. path minimum of every active flow, and the smallest one at each link
         for i in range(n_live):
             k = act_list[i]
+            f = act_flows[k]
             mk = inf
-            for e in range(f_lo[k], f_hi[k]):
-                s = share[ent_l[e]]
-                if s < mk:
-                    mk = s
-            if dem[k] < mk:
-                mk = dem[k]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                sh = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
+                share[lk] = sh
+                if sh < mk:
+                    mk = sh
+            d = flow_demand[f]
+            if d < mk:
+                mk = d
             m[k] = mk
-            for e in range(f_lo[k], f_hi[k]):
-                lk = ent_l[e]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
                 if mk < linkmin[lk]:
                     linkmin[lk] = mk
         # 3. ready flows (a ready link, or at demand); 4. freeze them and take their traffic off
@@ -125,40 +132,42 @@ def _solve_instance(
         n_frozen = 0
         for i in range(n_live):
             k = act_list[i]
+            f = act_flows[k]
             mk = m[k]
-            at_demand = mk >= dem[k]  # never >: equality, exact
+            d = flow_demand[f]
+            at_demand = mk >= d  # never >: equality, exact
             ready = at_demand
             if not ready:
-                for e in range(f_lo[k], f_hi[k]):
-                    lk = ent_l[e]
+                for e in range(fe_lo[f], fe_hi[f]):
+                    lk = e_link[e] - lo
                     if linkmin[lk] >= share[lk]:  # never >: equality, exact
                         ready = True
                         break
             if ready:
-                rates[k] = dem[k] if at_demand else mk
-                for e in range(f_lo[k], f_hi[k]):
-                    use = ent_c[e] * mk
+                rate[f] = d if at_demand else mk
+                for e in range(fe_lo[f], fe_hi[f]):
+                    use = e_coef[e] * mk
                     if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
-                        sub[ent_l[e]] += use
+                        sub[e_link[e] - lo] += use
                 frozen[n_frozen] = k
                 n_frozen += 1
             else:
                 act_list[n_keep] = k
                 n_keep += 1
         if n_frozen == 0:
-            return -1
+            return -1, tick
         # take the summed traffic off each link once (as remaining - bincount(...) does)
         for i in range(n_frozen):
-            k = frozen[i]
-            for e in range(f_lo[k], f_hi[k]):
-                lk = ent_l[e]
-                if stamp[lk] == it:
+            f = act_flows[frozen[i]]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                if sstamp[lk] != cur:
+                    sstamp[lk] = cur
                     r = remaining[lk] - sub[lk]
                     remaining[lk] = r if r > 0.0 else 0.0
-                    stamp[lk] = -2
         it += 1
         n_live = n_keep
-    return it
+    return it, tick
 
 
 @njit(cache=True, nogil=True)
@@ -257,32 +266,26 @@ def run_interval_numba(
     n_batch = duration.shape[0]
     n_flows = flow_unit.shape[0]
     n_units = unit_alive.shape[0]
-    max_ent = 0
-    for b in range(n_batch):
-        max_ent = max(max_ent, inst_entry[b + 1] - inst_entry[b])
-    # scratch
+    # scratch; link arrays are per instance and initialised lazily by stamps
     act = np.zeros(n_flows, dtype=np.bool_)
     rate = np.zeros(n_flows)
     moved = np.zeros(n_flows)  # (flows,) bytes moved in the interval
-    loc = np.full(n_flows, -1, dtype=np.int64)
     t_unit = np.zeros(n_units)
-    ent_f = np.empty(max_ent, dtype=np.int64)
-    ent_l = np.empty(max_ent, dtype=np.int64)
-    ent_c = np.empty(max_ent)
-    f_lo = np.empty(n_flows, dtype=np.int64)
-    f_hi = np.empty(n_flows, dtype=np.int64)
-    dem = np.empty(n_flows)
-    rates_loc = np.empty(n_flows)
+    fe_lo = np.zeros(n_flows, dtype=np.int64)  # (flows,) first entry of each flow
+    fe_hi = np.zeros(n_flows, dtype=np.int64)  # (flows,) one past its last entry
     act_flows = np.empty(n_flows, dtype=np.int64)
+    act_list = np.empty(n_flows, dtype=np.int64)
+    frozen = np.empty(n_flows, dtype=np.int64)
+    m = np.empty(n_flows)
     remaining = np.empty(n_links)
     denom = np.empty(n_links)
     share = np.empty(n_links)
     linkmin = np.empty(n_links)
     sub = np.empty(n_links)
-    stamp = np.empty(n_links, dtype=np.int64)
-    act_list = np.empty(n_flows, dtype=np.int64)
-    frozen = np.empty(n_flows, dtype=np.int64)
-    m = np.empty(n_flows)
+    rstamp = np.full(n_links, -1, dtype=np.int64)
+    stamp = np.full(n_links, -1, dtype=np.int64)
+    sstamp = np.full(n_links, -1, dtype=np.int64)
+    tick = 0
     events = 0
     solver_iters = 0
     for b in range(n_batch):
@@ -292,6 +295,11 @@ def run_interval_numba(
         lo = b * n_links
         cap = capacity[lo : lo + n_links]
         t_left = duration[b]
+        for e in range(e0, e1):  # entries are sorted by flow
+            f = e_flow[e]
+            if fe_hi[f] == 0 or fe_hi[f] <= e0:
+                fe_lo[f] = e
+            fe_hi[f] = e + 1
         err, eu = _process_events(
             b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap,
             phase_off, phase_latency, phase_flow_lo, phase_flow_n, flow_bg, flow_bytes, rem, phase_cur,
@@ -327,37 +335,14 @@ def run_interval_numba(
                     act_flows[n_act] = f
                     n_act += 1
             if changed:
-                for i in range(n_act):
-                    f = act_flows[i]
-                    loc[f] = i
-                    dem[i] = flow_demand[f]
-                    f_lo[i] = 0
-                    f_hi[i] = 0
-                n_ent = 0
-                prev = -1
-                for e in range(e0, e1):
-                    f = e_flow[e]
-                    if not act[f]:
-                        continue
-                    k = loc[f]
-                    if k != prev:
-                        f_lo[k] = n_ent
-                        prev = k
-                    ent_f[n_ent] = k
-                    ent_l[n_ent] = e_link[e] - lo
-                    ent_c[n_ent] = e_coef[e]
-                    n_ent += 1
-                    f_hi[k] = n_ent
-                it = _solve_instance(
-                    n_act, ent_f, ent_l, ent_c, f_lo, f_hi, dem, cap, rates_loc,
-                    remaining, denom, share, linkmin, sub, stamp, act_list, frozen, m,
+                it, tick = _solve_instance(
+                    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, flow_demand, cap, rate,
+                    remaining, rstamp, denom, share, linkmin, sub, stamp, sstamp, act_list, frozen, m, tick,
                 )  # fmt: skip
                 if it < 0:
                     stats[2], stats[3] = ERR_SOLVER, -1
                     return
                 solver_iters += it
-                for i in range(n_act):
-                    rate[act_flows[i]] = rates_loc[i]
                 solved = True
             # time to the next event
             dt = t_left

@@ -88,6 +88,7 @@ class EnvCore:
         self.util_hist = np.zeros((self.batch, self.history, self.n_net))
         self._last: StepResult | None = None
         self._needs_reset = True
+        self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
 
     # ------------------------------------------------------------------ spaces
     def _build_spaces(self) -> None:
@@ -157,7 +158,7 @@ class EnvCore:
         self.util_hist[mask] = 0.0
         self._last = None if mask.all() else self._last
         self._needs_reset = False
-        self._default = self.world.default_split()
+        self._default = self.world.default_split(copy=False)
         return self.observe(None), self.info(None)
 
     # ------------------------------------------------------------------ actions
@@ -222,22 +223,32 @@ class EnvCore:
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
             return w.wcmp(weights)
         split = self._default.copy()
-        ctrl = w.slot_mask  # (batch, slots)
-        conns = w.slot_conn[ctrl]
-        npaths = w.slot_npaths[ctrl]
+        ctrl, conns, npaths, valid, even = self._controllable()
         if self.action_mode == "path":
-            idx = a[ctrl] % npaths  # indices past a connection's paths wrap (documented)
+            idx = a.reshape(-1)[ctrl] % npaths  # indices past a connection's paths wrap (documented)
             one = np.zeros((conns.shape[0], self.P))
             one[np.arange(conns.shape[0]), idx] = 1.0
             split[conns] = one
         else:
-            r = ((a.reshape(self.batch, w.n_slots, self.P) + 1.0) / 2.0)[ctrl]
-            valid = np.arange(self.P)[None, :] < npaths[:, None]
+            r = (a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0
             r = np.where(valid, r, 0.0)
             tot = r.sum(axis=1, keepdims=True)
-            even = valid / npaths[:, None]
             split[conns] = np.where(tot > 0, r / np.where(tot > 0, tot, 1.0), even)
         return split
+
+    def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Flat indices of the controllable slots of the batch and, per such slot, its connection, its
+        number of paths, its valid-path mask (slots, P) and its even split; rebuilt when the world's slot
+        layout is (a churn event or a rebuild replaces ``slot_mask``)."""
+        w = self.world
+        cache = self._ctrl_cache
+        if cache is None or cache[0] is not w.slot_mask:
+            ctrl = np.flatnonzero(w.slot_mask.reshape(-1))
+            npaths = w.slot_npaths.reshape(-1)[ctrl]
+            valid = np.arange(self.P)[None, :] < npaths[:, None]
+            cache = (w.slot_mask, ctrl, w.slot_conn.reshape(-1)[ctrl], npaths, valid, valid / npaths[:, None])
+            self._ctrl_cache = cache
+        return cache[1:]
 
     def action_masks(self) -> np.ndarray:
         """(batch, slots * max_paths) bool: valid path indices per slot (for MaskablePPO).
@@ -280,7 +291,7 @@ class EnvCore:
             raise ValueError("split: every ratio must be finite and >= 0")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         res = self.world.step(split, active)
-        self._default = self.world.default_split()
+        self._default = self.world.default_split(copy=False)
         self._last = res
         # newest first: shift the history of the active copies by one interval
         act = np.flatnonzero(active)

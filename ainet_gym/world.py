@@ -329,7 +329,6 @@ class FabricWorld:
         npaths = np.where(has, sim.conn_npaths[np.maximum(slot_conn, 0)], 0)
         self.slot_npaths = npaths  # (batch, slots)
         self.slot_mask = npaths > 1  # controllable slots
-        self._default_split_cache = None
 
     # ------------------------------------------------------------------ dynamics
     def _apply_step_dynamics(self, mask: np.ndarray, first: bool = False) -> None:
@@ -426,8 +425,9 @@ class FabricWorld:
         return np.array([link, int(rev[0])]) if rev.size else np.array([link])
 
     # ------------------------------------------------------------------ routing
-    def default_split(self) -> np.ndarray:
-        """Static ECMP split of every connection (connections, max_paths).
+    def default_split(self, copy: bool = True) -> np.ndarray:
+        """Static ECMP split of every connection (connections, max_paths); ``copy=False`` returns the
+        cached array itself, read-only.
 
         The hash seed of an instance is drawn from its generator at reset: the same episode seed gives
         the same hashing, different seeds sample the ECMP lottery. Like a switch that drops a dead next
@@ -437,10 +437,11 @@ class FabricWorld:
         sim = self.sim
         assert sim is not None
         dead = sim.capacity <= 0
-        key = (id(sim.conn_key), self.hash_seed.tobytes(), dead.tobytes() if dead.any() else b"")
+        # valid while the connections (the same conn_key array), the hash seeds and the dead links are
+        key = (self.hash_seed.tobytes(), dead.tobytes() if dead.any() else b"")
         cached = getattr(self, "_default_cache", None)
-        if cached is not None and cached[0] == key:
-            return cached[1].copy()
+        if cached is not None and cached[0] is sim.conn_key and cached[1] == key:
+            return cached[2].copy() if copy else cached[2]
         seed = self.hash_seed[sim.unit_inst[sim.conn_unit]] if sim.n_conns else 0
         qps = self.scenario.routing.qps_per_connection
         live = self.live_paths()
@@ -457,8 +458,9 @@ class FabricWorld:
             for k in range(self.max_paths):  # loop over path slots (max_paths), not over flows
                 remap += np.where(live[hit] & (rank == k), pick[:, k : k + 1], 0.0)
             split[hit] = remap
-        self._default_cache = (key, split)
-        return split.copy()
+        split.flags.writeable = False
+        self._default_cache = (sim.conn_key, key, split)
+        return split.copy() if copy else split
 
     def wcmp(self, link_weight: np.ndarray) -> np.ndarray:
         """WCMP split of every connection (connections, max_paths) from per-instance link weights
