@@ -7,6 +7,12 @@ Data flow of one decision interval (see DESIGN.md):
              -> advance bytes, timers, link bytes -> process events (phase / iteration ends)
     -> per-job and per-link metrics of the interval
 
+Two backends run the interval (``BatchSim(..., backend=)``, see :func:`resolve_backend`): ``numba`` walks
+the whole interval of every instance in one compiled call (:mod:`ainet_gym._kernels`), re-solving an
+instance only when its set of active flows changed; ``numpy`` (the reference, :meth:`BatchSim.run_interval`
+below) vectorises each event over the batch. They agree bit for bit on the shipped scenarios
+(``python -m ainet_gym.parity``).
+
 A *unit* is a compiled job or a background source. Units of all instances of a batch are stacked
 into flat arrays with per-instance offsets on link ids, so one call of the allocator serves every
 instance at each event (iterations = max over instances, not the sum).
