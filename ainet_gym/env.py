@@ -372,9 +372,13 @@ class EnvCore:
         out: dict[str, Any] = {
             "action_mask": w.slot_mask.copy(),
             "step": w.step_count.copy(),
-            "job_alive": w.job_unit >= 0,
+            # per-job figures describe the interval just run (jobs that arrive at its end appear in the
+            # next step's info); after a reset, the jobs of the first interval
+            "job_alive": w.job_unit >= 0 if res is None else res.job_alive.copy(),
             "step_time_ms": nan.copy() if res is None else res.step_time_s * 1e3,
-            "ideal_step_time_ms": np.where(w.job_unit >= 0, w._ideal * 1e3, np.nan),
+            "ideal_step_time_ms": (
+                np.where(w.job_unit >= 0, w._ideal * 1e3, np.nan) if res is None else res.ideal_step_s * 1e3
+            ),
             "gpu_utilization": nan.copy() if res is None else res.gpu_utilization,
             "efficiency": nan.copy() if res is None else res.efficiency,
             "iterations": np.zeros((B, J), dtype=np.int64) if res is None else res.iterations,
