@@ -304,7 +304,7 @@ _KEYS = st.sampled_from(
         "max_paths",
         "qps_per_connection",
         "bogus",
-    ]  # fmt: skip
+    ]
 )
 
 
