@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import tracemalloc
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -377,3 +379,78 @@ def test_a_scenario_dict_is_refused_or_runs(d: dict) -> None:
     finally:
         scenario_mod.LIMITS.clear()
         scenario_mod.LIMITS.update(limits)
+
+
+# --------------------------------------------------------------------------- actions and seeds
+
+
+@pytest.mark.parametrize("mode", ["split", "path", "ecmp_weights"])
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda shape: np.full(shape, "0.5"), "strings"),
+        (lambda shape: np.zeros(shape, dtype=complex), "complex numbers"),
+        (lambda shape: np.zeros(shape, dtype=bool), "booleans"),
+        (lambda shape: np.array([None] * shape[0]), "Python objects"),
+    ],
+)
+def test_actions_of_a_non_number_dtype_are_refused(mode: str, make, words: str) -> None:
+    from _scenarios import small_spine_leaf
+
+    from ainet_gym.env import FabricRoutingEnv
+
+    env = FabricRoutingEnv(small_spine_leaf(), action_mode=mode)
+    ref = FabricRoutingEnv(small_spine_leaf(), action_mode=mode)
+    env.reset(seed=1)
+    ref.reset(seed=1)
+    allowed = "integers in 0..3" if mode == "path" else "real numbers in [-1, 1]"
+    with pytest.raises(
+        ValueError, match=rf"action dtype .*\({words}\): not a number type; expected {re.escape(allowed)}"
+    ):
+        env.step(make(env.action_space.shape))
+    good = np.zeros(env.action_space.shape, dtype=env.action_space.dtype)
+    a, b = env.step(good), ref.step(good)
+    assert np.array_equal(a[0], b[0]) and a[1] == b[1]  # the refused action left no trace
+
+
+def test_path_index_message_names_the_index_and_range() -> None:
+    from _scenarios import small_spine_leaf
+
+    from ainet_gym.env import FabricRoutingEnv
+
+    env = FabricRoutingEnv(small_spine_leaf(), action_mode="path")
+    env.reset(seed=1)
+    a = np.zeros(env.action_space.shape, dtype=float)
+    a[3] = 0.5
+    with pytest.raises(ValueError, match=r"^action\[3\] = 0.5: path indices must be integers in 0..3$"):
+        env.step(a)
+    with pytest.raises(ValueError, match=r"cannot be read as an array"):
+        env.step([[1], [1, 2]])
+
+
+def test_vector_env_messages_say_what_was_passed_and_what_is_expected() -> None:
+    from _scenarios import small_spine_leaf
+
+    from ainet_gym.vector_env import FabricRoutingVectorEnv
+
+    venv = FabricRoutingVectorEnv(4, small_spine_leaf(), "split")
+    n = venv.single_action_space.shape[0]
+    for seed, words in [
+        (1.5, r"seed = 1.5 \(float\): not a seed"),
+        (-1, r"seed = -1: out of range"),
+        (True, r"seed = True \(bool\): not a seed"),
+        ([1, 2], r"a list of 2 seeds for 4 envs"),
+        ([1, 2, 3, 1.5], r"seed\[3\] = 1.5: not a seed"),
+        (2**63, r"out of range; allowed: an integer in \[0, 9223372036854775804\]"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            venv.reset(seed=seed)
+    venv.reset(seed=0)
+    with pytest.raises(
+        ValueError, match=rf"action shape \({n},\) is one env's action; .* expects \(4, {n}\)"
+    ):
+        venv.step(np.zeros(n))
+    with pytest.raises(
+        ValueError, match=rf"action shape \(3, 5\): expected \({n},\) for one env, \(4, {n}\)"
+    ):
+        venv.step(np.zeros((3, 5)))
