@@ -65,6 +65,7 @@ from ainet_gym.spec import (
     PLACEMENTS,
     PROFILE_DEFAULTS,
     PROFILES,
+    RANK_ORDERS,
     RATE_UPDATES,
     REWARD_KINDS,
     TOPOLOGIES,
@@ -94,7 +95,15 @@ __all__ = [
 
 #: Link tiers that random link failures may hit (``dynamics.link_failures.tiers``): the network tiers
 #: of :data:`ainet_gym.topology.TIERS` (NVLink excluded).
-FAILURE_TIERS: tuple[str, ...] = ("nic", "leaf_spine", "edge_agg", "agg_core", "rail_spine", "storage")
+FAILURE_TIERS: tuple[str, ...] = (
+    "nic",
+    "leaf_spine",
+    "edge_agg",
+    "agg_core",
+    "rail_spine",
+    "storage",
+    "pcie",
+)
 
 #: Names of links in ``dynamics.link_failures.scheduled[].link``, e.g. ``leaf0-spine1``, ``edge3-agg2``.
 LINK_NAME_RE = re.compile(r"^(leaf|spine|edge|agg|core)\d+-(leaf|spine|edge|agg|core)\d+$")
@@ -355,8 +364,8 @@ def fabric_gpu_count(f: FabricSpec) -> int:
     if f.topology == "spine_leaf":
         return f.leaves * f.hosts_per_leaf * f.gpus_per_host
     if f.topology == "fat_tree":
-        return f.k**3 // 4  # one GPU NIC per edge-switch down port
-    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized
+        return f.k**3 // 4 * f.gpus_per_nic  # one NIC per edge-switch down port
+    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized, graph (counted from the graph)
 
 
 def fabric_leaf_count(f: FabricSpec) -> int:
@@ -367,7 +376,7 @@ def fabric_leaf_count(f: FabricSpec) -> int:
     if f.topology == "fat_tree":
         return f.k * f.k // 2
     if f.topology == "rail_optimized":
-        return f.gpus_per_host
+        return f.gpus_per_host // f.gpus_per_nic  # one rail per NIC of a host
     return 1
 
 
@@ -388,7 +397,13 @@ _FABRIC_RULES: dict[str, _Rule | None] = {
     "hop_latency_us": _num("a latency in microseconds", ge=0),
     "link_efficiency": _num("an efficiency factor", gt=0, le=1),
     "storage": None,  # nested, below
+    "gpus_per_nic": _COUNT,
+    "pcie_gbps": _SPEED,
+    "graph": None,  # topology graph: a networkx graph (from Python), below
+    "file": None,  # topology graph: GraphML or edge list, relative to the scenario's folder, below
 }
+#: Fabric keys of a graph fabric (the graph itself gives hosts, GPUs, NICs, switches and link speeds).
+_GRAPH_KEYS = ("topology", "graph", "file", "profile", "hop_latency_us", "link_efficiency", "nvlink_gbps")
 
 _STORAGE_RULES: dict[str, _Rule | None] = {
     "hosts": _int("a number of storage hosts", ge=0),
@@ -397,12 +412,67 @@ _STORAGE_RULES: dict[str, _Rule | None] = {
 }
 
 
+def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) -> FabricSpec:
+    """A ``topology: graph`` fabric: read ``file`` (relative to the scenario's folder) or take ``graph``,
+    and build it once so that a bad graph fails here, naming the field."""
+    import networkx as nx
+
+    from ainet_gym.topology import build_fabric, graph_spec, read_fabric_graph
+
+    for k in d:
+        if k not in _GRAPH_KEYS:
+            ctx.fail(
+                _join(path, k),
+                f"{k!r} does not apply to a graph fabric (the graph gives hosts, GPUs, NICs and link speeds)",
+                ", ".join(_GRAPH_KEYS),
+                value=str(k),
+            )
+    if ("file" in d) == ("graph" in d):
+        ctx.fail(
+            path,
+            "a graph fabric needs exactly one of 'file' and 'graph'",
+            "file: a GraphML file or an edge list (relative to the scenario's folder), "
+            "or graph: a networkx graph (from Python)",
+        )
+    if "file" in d:
+        fpath = _join(path, "file")
+        name = _text("a file name", nonempty=True)(ctx, d["file"], fpath)
+        base = Path(ctx.source).parent if ctx.source != "<dict>" else Path.cwd()
+        file = (base / Path(name).expanduser()).resolve()
+        if not file.is_file():
+            ctx.fail(fpath, f"no such file: {file}", "a GraphML (.graphml) or edge-list file", name)
+        try:
+            graph = read_fabric_graph(file)
+        except (ValueError, OSError, UnicodeDecodeError) as e:
+            ctx.fail(fpath, f"cannot read the graph: {e}", "a GraphML (.graphml) or edge-list file", name)
+        kw["file"] = str(file)
+    else:
+        fpath = _join(path, "graph")
+        graph = d["graph"]
+        if not isinstance(graph, nx.Graph):
+            ctx.fail(fpath, f"expected a networkx graph, got {_desc(graph)}", "a networkx graph", graph)
+    kw.pop("graph", None)
+    try:
+        spec = graph_spec(graph, **kw)
+        build_fabric(spec)
+    except ValueError as e:
+        ctx.fail(
+            fpath,
+            f"the graph is not a valid fabric: {e}",
+            "nodes with role gpu|switch|storage|nic|nvswitch (GPUs with a host), links with gbps > 0, "
+            "every GPU reaching every other",
+        )
+    return spec
+
+
 def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
     path = "fabric"
     if v is None:
         ctx.fail(
             path, "required section 'fabric' is missing", f"a mapping with keys {', '.join(_FABRIC_RULES)}"
         )
+    if not isinstance(v, Mapping) and type(v).__module__.startswith("networkx"):
+        v = {"topology": "graph", "graph": v}  # scenario["fabric"] = G
     d = _mapping(ctx, v, path, _FABRIC_RULES, "the fabric")
     kw = _apply(ctx, d, path, _FABRIC_RULES)
 
@@ -410,6 +480,16 @@ def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
     for key, value in PROFILE_DEFAULTS[profile].items():
         if key not in kw:
             kw[key] = value
+    if kw.get("topology") == "graph":
+        return _parse_graph_fabric(ctx, d, kw, path)
+    for key in ("graph", "file"):
+        if key in d:
+            ctx.fail(
+                _join(path, key),
+                f"{key!r} applies only to topology graph, not to {kw.get('topology', 'spine_leaf')}",
+                "topology: graph with file or graph; or omit it",
+                value=key,
+            )
 
     sd = _optional_mapping(ctx, d, "storage", path, _STORAGE_RULES, "storage hosts")
     spath = _join(path, "storage")
@@ -430,13 +510,33 @@ def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
                 "an even integer >= 2",
                 fabric.k,
             )
+    if fabric.gpus_per_host % fabric.gpus_per_nic:
+        ctx.fail(
+            _join(path, "gpus_per_nic"),
+            f"gpus_per_nic={fabric.gpus_per_nic} does not divide gpus_per_host={fabric.gpus_per_host} "
+            "(the GPUs of a host share its NICs evenly)",
+            f"a divisor of {fabric.gpus_per_host} (gpus_per_host: one NIC per host)",
+            fabric.gpus_per_nic,
+        )
+    if "pcie_gbps" in d and fabric.gpus_per_nic == 1:
+        ctx.fail(
+            _join(path, "pcie_gbps"),
+            "pcie_gbps applies only to GPUs that share a NIC (gpus_per_nic > 1); with gpus_per_nic: 1 "
+            "a GPU has no PCIe link in the model",
+            "gpus_per_nic > 1 with pcie_gbps, or omit pcie_gbps",
+            kw["pcie_gbps"],
+        )
+    if fabric.topology == "fat_tree":
         ports = fabric.k**3 // 4
-        if ports % fabric.gpus_per_host:
+        nics = fabric.gpus_per_host // fabric.gpus_per_nic
+        if ports % nics:
             ctx.fail(
                 _join(path, "gpus_per_host"),
-                f"a fat_tree with k={fabric.k} has {ports} edge ports (one per GPU), "
-                f"not a multiple of gpus_per_host={fabric.gpus_per_host}",
-                f"a divisor of {ports}",
+                f"a fat_tree with k={fabric.k} has {ports} edge ports (one per NIC), "
+                f"not a multiple of the {nics} NICs of a host (gpus_per_host={fabric.gpus_per_host} / "
+                f"gpus_per_nic={fabric.gpus_per_nic})",
+                f"a divisor of {ports}"
+                + ("" if fabric.gpus_per_nic == 1 else " for gpus_per_host / gpus_per_nic"),
                 fabric.gpus_per_host,
             )
     n_leaves = fabric_leaf_count(fabric)
@@ -465,6 +565,7 @@ _JOB_RULES: dict[str, _Rule | None] = {
     "name": _text("a job name", nonempty=True),
     "gpus": _int("a number of GPUs", ge=1),
     "placement": None,  # below
+    "rank_order": _enum(RANK_ORDERS, "rank order"),
     "compute_ms": _num("a compute time in ms", ge=0),
     "overlap": _FRACTION,
     "start_ms": _num("a start time in ms", ge=0),

@@ -19,7 +19,7 @@ import numpy as np
 from ainet_gym.engine import BatchSim, CompiledUnit, IntervalMetrics, compile_background, compile_job
 from ainet_gym.routing import ecmp_split, wcmp_split
 from ainet_gym.spec import JobSpec, Scenario
-from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_spec
+from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_fabric
 
 __all__ = ["FabricWorld", "StepResult"]
 
@@ -89,7 +89,7 @@ class FabricWorld:
         key = (job.compute_ms, job.overlap, job.collectives, tuple(gpus.tolist()), hosts)
         if key not in self._ideal_cache:
             if self._nb_fabric is None:
-                self._nb_fabric = build_fabric(nonblocking_spec(self.scenario.fabric), self.max_paths)
+                self._nb_fabric = nonblocking_fabric(self.fabric)
             solo = replace(job, start_ms=0.0)
             unit = compile_job(self._nb_fabric, solo, gpus)
             sim = BatchSim(self._nb_fabric, [[unit]])
@@ -123,7 +123,32 @@ class FabricWorld:
         return max(ideal, default=0.1)
 
     def _place(self, job: JobSpec, free: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """GPU ids for ``job`` among ``free`` GPUs, in rank order."""
+        """GPU ids for ``job`` among ``free`` GPUs, in rank order (``job.rank_order``).
+
+        ``placement`` keeps the order the placement gives (ascending ids for contiguous and random,
+        leaf round-robin for spread, the listed order for explicit ids); ``sorted`` ascending ids;
+        ``shuffled`` a permutation drawn from the instance's generator (after the placement's own draws,
+        so the GPUs are those of ``placement``); ``by_host`` host by host, hosts in the order the placement
+        first uses them, each host's GPUs in ascending id (consecutive local ranks).
+        """
+        g = self._place_gpus(job, free, rng)
+        order = job.rank_order
+        if order == "placement":
+            return g
+        if order == "sorted":
+            return np.sort(g)
+        if order == "shuffled":
+            return g[rng.permutation(g.shape[0])]
+        if order == "by_host":
+            host = self.fabric.gpu_host[g]
+            _, first = np.unique(host, return_index=True)
+            host_rank = np.empty(int(host.max()) + 1, dtype=np.int64)
+            host_rank[host[np.sort(first)]] = np.arange(first.shape[0])
+            return g[np.lexsort((g, host_rank[host]))]
+        raise ValueError(f"job {job.name!r}: unknown rank_order {order!r}")
+
+    def _place_gpus(self, job: JobSpec, free: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """GPU ids for ``job`` among ``free`` GPUs, in the placement's order."""
         n = job.gpus
         ids = np.flatnonzero(free)
         if ids.shape[0] < n:
