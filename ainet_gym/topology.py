@@ -32,7 +32,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ainet_gym.spec import FabricSpec
+from ainet_gym.spec import FabricSpec, StorageSpec
 
 __all__ = [
     "ROLES",
@@ -664,12 +664,10 @@ def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
     b.gpu_host = [host_index[host[g]] for g in gpus]
     b.storage = [node_id[n] for n in G.nodes if role[n] == "storage"]
 
-    edges = (
-        G.edges(data=True, keys=True)
-        if G.is_multigraph()
-        else ((u, v, None, d) for u, v, d in G.edges(data=True))
-    )
-    for u, v, _key, d in edges:
+    edges = list(G.edges(data=True))
+    if edges and all("link" in d for _, _, d in edges):  # the link ids of fabric_to_graph: keep them
+        edges.sort(key=lambda e: _number(e[2]["link"], f"link {e[0]}-{e[1]}: link"))
+    for u, v, d in edges:
         name = f"link {u}-{v}"
         if u == v:
             _fail(f"{name} joins a node to itself")
@@ -717,7 +715,8 @@ def fabric_from_graph(G: Any, max_paths: int = 8, **fabric_keys: Any) -> Fabric:
 
     Edges: ``gbps`` (Gbit/s per direction, > 0), optional ``tier`` (one of :data:`TIERS`; default from the
     roles it joins: gpu-switch and nic-switch ``nic``, gpu-nic ``pcie``, storage-switch ``storage``,
-    switch-switch ``leaf_spine``) and ``latency_us`` (default ``hop_latency_us``). An undirected graph's
+    switch-switch ``leaf_spine``), ``latency_us`` (default ``hop_latency_us``) and ``link`` (an integer: links
+    are numbered in this order when every edge has one, else in the graph's edge order). An undirected graph's
     edge is a link in each direction; in a directed graph each edge is one direction and needs its reverse.
 
     ``fabric_keys`` are the scenario's fabric keys that apply to a graph (``profile``, ``hop_latency_us``,
@@ -753,17 +752,24 @@ def graph_spec(G: Any, **fabric_keys: Any) -> FabricSpec:
     """The :class:`FabricSpec` of a graph fabric: ``hosts`` and ``gpus_per_host`` counted from ``G``."""
     if not isinstance(G, nx.Graph):
         _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
+    fabric_keys = {k: v for k, v in fabric_keys.items() if k != "topology"}
     hosts = {d.get("host") for _, d in G.nodes(data=True) if d.get("role") == "gpu"}
     n_gpus = sum(1 for _, d in G.nodes(data=True) if d.get("role") == "gpu")
     n_hosts = max(len(hosts), 1)
+    n_storage = sum(1 for _, d in G.nodes(data=True) if d.get("role") == "storage")
     return FabricSpec(
-        topology="graph", graph=G, hosts=n_hosts, gpus_per_host=max(n_gpus // n_hosts, 1), **fabric_keys
+        topology="graph",
+        graph=G,
+        hosts=n_hosts,
+        gpus_per_host=max(n_gpus // n_hosts, 1),
+        storage=StorageSpec(hosts=n_storage),
+        **fabric_keys,
     )
 
 
 def fabric_to_graph(fabric: Fabric) -> nx.MultiDiGraph:
     """The fabric as a directed multigraph that :func:`fabric_from_graph` reads back into the same fabric:
-    one edge per directed link, in link-id order (``gbps``, ``tier``, ``latency_us``), nodes in node-id
+    one edge per directed link (``link`` id, ``gbps``, ``tier``, ``latency_us``), nodes in node-id
     order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches)."""
     G = nx.MultiDiGraph()
     role = {"gpu": "gpu", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
@@ -785,6 +791,7 @@ def fabric_to_graph(fabric: Fabric) -> nx.MultiDiGraph:
             fabric.node_names[int(fabric.link_src[i])],
             fabric.node_names[int(fabric.link_dst[i])],
             key=i,
+            link=i,
             gbps=float(fabric.link_gbps[i]),
             tier=TIERS[int(fabric.link_tier[i])],
             latency_us=(fabric.hop_latency_s if lat is None else float(lat[i])) * 1e6,

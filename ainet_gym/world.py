@@ -44,6 +44,10 @@ class StepResult:
     stalled_transfers: np.ndarray  # (batch,)
     failed_links: np.ndarray  # (batch,) network links at capacity 0 during the interval
     events: int
+    capacity_bps: np.ndarray | None = None  # (batch, links) bytes/s during the interval
+    throughput_gbps: np.ndarray | None = None  # (batch,) Gbit/s the GPUs' NICs sent into the network
+    link_peak_utilization: np.ndarray | None = None  # (batch, links) max over windows of the window mean
+    conn_bytes: np.ndarray | None = None  # (connections,) bytes each job connection moved; nan: background
 
 
 class FabricWorld:
@@ -487,15 +491,43 @@ class FabricWorld:
         dead = np.concatenate([dead, [False]])
         return valid & ~dead[sim.conn_paths_global].any(axis=2)
 
-    def step(self, split: np.ndarray, active: np.ndarray | None = None) -> StepResult:
+    def step(self, split: np.ndarray, active: np.ndarray | None = None, windows: int = 1) -> StepResult:
         """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
-        (all by default); inactive ones stand still (zero duration)."""
+        (all by default); inactive ones stand still (zero duration).
+
+        ``windows > 1`` runs the interval as that many equal windows (the same fluid model, with window
+        boundaries as extra events) and reports ``link_peak_utilization``, the largest window mean of each
+        link, as a counter polled ``windows`` times per interval would see it.
+        """
         sim = self.sim
         assert sim is not None
+        if not isinstance(windows, int | np.integer) or windows < 1:
+            raise ValueError(f"windows = {windows!r}: must be an integer >= 1")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         sim.set_split(split)
-        m = sim.run_interval(np.where(active, self.decision_interval_s, 0.0))
+        rem0 = sim.rem.copy()
+        duration = np.where(active, self.decision_interval_s, 0.0)
+        parts = [sim.run_interval(duration / windows) for _ in range(windows)]
+        m = parts[0] if windows == 1 else _merge_metrics(parts)
         res = self._result(m)
+        res.capacity_bps = sim.capacity.copy()
+        f = self.fabric
+        gpu_nics = np.unique(f.endpoint_up[: f.n_gpus])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res.throughput_gbps = np.where(
+                m.duration_s > 0, m.link_bytes[:, gpu_nics].sum(axis=1) / m.duration_s * 8e-9, 0.0
+            )
+            if windows > 1:
+                cap = np.where(sim.capacity > 0, sim.capacity, np.inf)
+                window_s = (duration / windows)[:, None]
+                peak = np.max([p.link_bytes for p in parts], axis=0) / (
+                    cap * np.where(window_s > 0, window_s, 1)
+                )
+                res.link_peak_utilization = np.where(window_s > 0, peak, 0.0)
+            # a job flow moves its bytes once per completed iteration; rem is reset when one completes
+            moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_bytes - sim.rem
+        moved = np.where(sim.flow_bg, np.nan, moved)
+        res.conn_bytes = np.bincount(sim.member_conn, weights=moved[sim.member_flow], minlength=sim.n_conns)
         self.step_count += active
         self._apply_step_dynamics(active)
         return res
@@ -549,3 +581,10 @@ class FabricWorld:
 
     def job_names(self, b: int) -> list[str | None]:
         return [None if j is None else j.name for j in self.jobs[b]]
+
+
+def _merge_metrics(parts: list[IntervalMetrics]) -> IntervalMetrics:
+    """One interval's metrics from the metrics of its consecutive windows."""
+    total = {k: sum(getattr(p, k) for p in parts) for k in ("duration_s", "iterations", "step_time_sum_s",
+             "comm_time_sum_s", "compute_time_s", "active_time_s", "link_bytes", "events", "solver_iterations")}  # fmt: skip
+    return IntervalMetrics(stalled_flows=np.max([p.stalled_flows for p in parts], axis=0), **total)
