@@ -456,10 +456,12 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
         spec = graph_spec(graph, **kw)
         build_fabric(spec)
     except ValueError as e:
+        problem, _, allowed = str(e).partition("; allowed: ")
         ctx.fail(
             fpath,
-            f"the graph is not a valid fabric: {e}",
-            "nodes with role gpu|switch|storage|nic|nvswitch (GPUs with a host), links with gbps > 0, "
+            f"the graph is not a valid fabric: {problem}",
+            allowed
+            or "nodes with role gpu|switch|storage|nic|nvswitch (GPUs with a host), links with gbps > 0, "
             "every GPU reaching every other",
         )
     return spec
@@ -502,14 +504,13 @@ def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
     fabric = FabricSpec(**kw, storage=StorageSpec(**skw))
 
     # topology-specific structure
-    if fabric.topology == "fat_tree":
-        if fabric.k % 2:
-            ctx.fail(
-                _join(path, "k"),
-                f"fat_tree needs an even k, got {fabric.k}",
-                "an even integer >= 2",
-                fabric.k,
-            )
+    if fabric.topology == "fat_tree" and fabric.k % 2:
+        ctx.fail(
+            _join(path, "k"),
+            f"fat_tree needs an even k, got {fabric.k}",
+            "an even integer >= 2",
+            fabric.k,
+        )
     if fabric.gpus_per_host % fabric.gpus_per_nic:
         ctx.fail(
             _join(path, "gpus_per_nic"),
