@@ -526,3 +526,22 @@ def test_write_and_read_graphml_round_trip(tmp_path):
     write_fabric_graph(f, tmp_path / "g.graphml")
     g = fabric_from_graph(nx.read_graphml(tmp_path / "g.graphml"))
     assert np.array_equal(f.link_src, g.link_src) and np.array_equal(f.capacity_bps, g.capacity_bps)
+
+
+def test_env_info_links_and_flows():
+    import gymnasium as gym
+
+    env = gym.make("ainet_gym/SpineLeaf-v0", info_keys=["links", "flows"])
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(env.action_space.sample())
+    core = env.unwrapped.core
+    f = core.world.fabric
+    assert info["link_bytes"].shape == (f.n_links,)
+    nic_tier = f.link_tier == TIERS.index("nic")
+    assert info["link_bytes"][nic_tier].sum() == pytest.approx(info["tier_bytes_nic"], rel=1e-12)
+    dur = core.world.decision_interval_s
+    assert info["throughput_gbps"] == pytest.approx(info["tier_bytes_nic"] / 2 / dur * 8e-9, rel=1e-12)
+    assert info["flow_bytes"].shape == (core.world.n_slots,)
+    assert info["flow_rate_gbps"] == pytest.approx(info["flow_bytes"] * 8e-9 / dur)
+    with pytest.raises(ValueError, match=r"info_keys = \['link'\]: allowed: a list of links, flows"):
+        gym.make("ainet_gym/SpineLeaf-v0", info_keys=["link"])
