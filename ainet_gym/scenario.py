@@ -3,7 +3,7 @@
 The schema is the one of DESIGN.md ("Scenario schema")::
 
     name, description, seed,
-    fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}
+    fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}; or {topology: graph, file | graph}
     workload: {jobs: [JobSpec fields, collectives: [CollectiveSpec fields]], background: [BackgroundSpec fields]}
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
@@ -24,12 +24,19 @@ Decisions worth knowing:
   required; NaN and infinities are rejected. YAML files are read with a loader that also parses
   ``1e9`` (no dot) as a float, which plain YAML 1.1 would read as a string. Duplicate keys in a YAML
   mapping are an error (plain PyYAML silently keeps the last one).
-- GPU count of a fabric (:func:`fabric_gpu_count`): single_switch and rail_optimized ``hosts *
-  gpus_per_host``; spine_leaf ``leaves * hosts_per_leaf * gpus_per_host``; fat_tree ``k**3 / 4`` (one
-  GPU NIC per edge-switch port, as :func:`ainet_gym.topology.build_fabric` builds it), which must be a
-  multiple of ``gpus_per_host``.
+- GPU count of a fabric (:func:`fabric_gpu_count`): single_switch, rail_optimized and graph ``hosts *
+  gpus_per_host`` (a graph's counted from it); spine_leaf ``leaves * hosts_per_leaf * gpus_per_host``;
+  fat_tree ``k**3 / 4 * gpus_per_nic`` (one NIC per edge-switch port, as
+  :func:`ainet_gym.topology.build_fabric` builds it), which must be a multiple of ``gpus_per_host``.
 - Keys that the chosen topology does not use (e.g. ``k`` on a spine_leaf fabric) are accepted and
-  ignored, so one fabric block can be switched between topologies.
+  ignored, so one fabric block can be switched between topologies. A ``graph`` fabric is the exception:
+  it takes only ``file`` or ``graph`` (exactly one), ``profile``, ``hop_latency_us``, ``link_efficiency``
+  and ``nvlink_gbps``; ``file`` is relative to the scenario file's folder (the working directory for a
+  dict) and is stored resolved in ``Scenario.raw``. The graph is built once at load time, so a bad graph
+  fails here (``fabric.file`` / ``fabric.graph``) with the problem :func:`ainet_gym.fabric_from_graph`
+  names. ``fabric: <networkx graph>`` is short for ``{topology: graph, graph: <it>}``.
+- ``gpus_per_nic`` must divide ``gpus_per_host``; ``pcie_gbps`` is only accepted with ``gpus_per_nic > 1``.
+  On a fat_tree, ``k**3 / 4`` edge ports hold one NIC each: the fabric has ``k**3 / 4 * gpus_per_nic`` GPUs.
 - ``alltoall`` and ``sendrecv`` take no ``algorithm``; ``reducescatter``/``allgather`` take only ``ring``;
   ``skew``/``skew_period_steps`` apply to ``alltoall`` only; ``pattern`` to ``sendrecv`` only (required
   there, ``shift:k``; stored normalised as ``"shift:<k>"``).
@@ -446,6 +453,8 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
         except (ValueError, OSError, UnicodeDecodeError) as e:
             ctx.fail(fpath, f"cannot read the graph: {e}", "a GraphML (.graphml) or edge-list file", name)
         kw["file"] = str(file)
+        if isinstance(d, dict):  # the scenario's raw mapping loads again from anywhere
+            d["file"] = str(file)
     else:
         fpath = _join(path, "graph")
         graph = d["graph"]
