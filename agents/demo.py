@@ -22,7 +22,7 @@ from pathlib import Path
 from agents.evaluate import EvalConfig, _header, evaluate, markdown_table
 from agents.train import TrainConfig, format_final, train
 
-__all__ = ["DEMO_N_ENVS", "DEMO_SEEDS", "DEMO_TIMESTEPS", "demo_main"]
+__all__ = ["DEMO_N_ENVS", "DEMO_SEEDS", "DEMO_TIMESTEPS", "QUICK_SEEDS", "QUICK_TIMESTEPS", "demo_main"]
 
 #: PPO steps of the demo (see the module docstring for the time it takes).
 DEMO_TIMESTEPS = 65_536
@@ -30,18 +30,23 @@ DEMO_TIMESTEPS = 65_536
 DEMO_N_ENVS = 16
 #: held-out evaluation seeds (training episodes use seeds >= 1_000_000).
 DEMO_SEEDS = [1, 2, 3, 4, 5]
+#: ``--quick`` (what CI runs): a smoke run of the whole pipeline, not a result.
+QUICK_TIMESTEPS = 4_096
+QUICK_SEEDS = [1, 2]
 BASELINE_POLICIES = ["ecmp", "spray", "wcmp", "greedy", "lp"]
 
 
 def demo_main(args: argparse.Namespace) -> int:
-    """Entry point of ``ainet-gym demo`` (``--scenario``, ``--timesteps``, ``--out``)."""
+    """Entry point of ``ainet-gym demo`` (``--scenario``, ``--timesteps``, ``--out``, ``--quick``)."""
     t0 = time.time()
     out = Path(args.out)
-    timesteps = args.timesteps or DEMO_TIMESTEPS
+    quick = bool(getattr(args, "quick", False))
+    timesteps = args.timesteps or (QUICK_TIMESTEPS if quick else DEMO_TIMESTEPS)
+    seeds = QUICK_SEEDS if quick else DEMO_SEEDS
     logdir = out / "runs"
     print(
         f"ainet-gym demo: PPO on {args.scenario} for {timesteps} steps, then every baseline on seeds "
-        f"{','.join(map(str, DEMO_SEEDS))}"
+        f"{','.join(map(str, seeds))}" + (" (--quick: a smoke run, not a result)" if quick else "")
     )
     res = train(
         TrainConfig(
@@ -64,7 +69,7 @@ def demo_main(args: argparse.Namespace) -> int:
         EvalConfig(
             scenario=args.scenario,
             policies=[*BASELINE_POLICIES, f"ppo:{res.model_path}"],
-            seeds=DEMO_SEEDS,
+            seeds=seeds,
             episodes=1,
             out=out,
         )

@@ -167,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="out/demo")
     s.add_argument("--seed", type=int, default=0, help="training seed")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument(
+        "--quick", action="store_true", help="a smoke run (4,096 steps, 2 seeds): what CI runs, not a result"
+    )
     s.set_defaults(func=_cmd_demo)
     return p
 

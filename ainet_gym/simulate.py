@@ -24,7 +24,7 @@ def _num(x: float) -> float | None:
 def step_record(
     world: FabricWorld, res: StepResult, b: int = 0, links: bool = False, flows: bool = False
 ) -> dict[str, Any]:
-    """The JSON record of one interval of instance ``b`` (the `steps[i]` object of DESIGN.md).
+    """The JSON record of one interval of instance ``b`` (the `steps[i]` object of docs/model.md, contract 3).
 
     ``links`` adds ``"links"`` (every directed link: id, src, dst node names, tier, capacity_gbps during
     the interval, bytes, mean_utilization, peak_utilization), ``flows`` adds ``"flows"`` (every job
