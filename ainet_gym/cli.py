@@ -272,6 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--num-envs", type=_int_arg(1, 4096), default=32, help="copies in the vector env")
     s.add_argument("--modes", default="split,path,ecmp_weights", help="comma list of action modes")
     s.add_argument("--seed", type=_int_arg(0, 2**62), default=0)
+    s.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="stop each scenario and mode after this wall time (the steps checked are printed)",
+    )
     s.set_defaults(func=_cmd_soak)
     for s in sub.choices.values():  # --debug also after the command (default: the top-level value)
         s.add_argument(
@@ -288,7 +294,9 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     total = violations = 0
     for sc in scenarios:
         for mode in modes:
-            r = soak(sc, mode, args.steps, num_envs=args.num_envs, seed=args.seed)
+            r = soak(
+                sc, mode, args.steps, num_envs=args.num_envs, seed=args.seed, max_seconds=args.max_seconds
+            )
             total += r.steps
             violations += r.violations
             print(
