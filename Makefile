@@ -11,7 +11,7 @@ install:
 	$(PIP) install --quiet -e ".[rl]"
 
 install-dev: install
-	$(PIP) install --quiet -e ".[rl,dev]"
+	$(PIP) install --quiet -e ".[rl,dev,pettingzoo]"
 
 # Main job: short PPO training on the default scenario, then evaluation against every baseline.
 demo: install
