@@ -492,7 +492,9 @@ class FabricParallelEnv:  # the ParallelEnv base is attached lazily by parallel_
         bad = ~np.isfinite(x) | (x < -1.0 - 1e-6) | (x > 1.0 + 1e-6)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"actions[{name!r}][{k}] = {float(x[k])!r}: out of the action space; allowed [-1, 1]")
+            raise ValueError(
+                f"actions[{name!r}][{k}] = {float(x[k])!r}: out of the action space; allowed [-1, 1]"
+            )
         return np.clip(x, -1.0, 1.0)  # only float32 round-off of at most 1e-6 is clipped here
 
     def _infos(self, names: list[str], info: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

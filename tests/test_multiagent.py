@@ -211,3 +211,44 @@ def test_bad_arguments_name_the_field() -> None:
         env.step({"leaf_0": np.array([0, 0, 1.5, 0, 0, 0, 0, 0])})
     with pytest.raises(ValueError, match=r"actions\['leaf_9'\]: no such agent"):
         env.step({"leaf_9": np.zeros(8)})
+
+
+def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
+    """The example trains and saves a shared policy; ``marl:PATH`` in the evaluator (all episodes in one
+    batch) plays exactly what the same policy gets from the PettingZoo env, episode by episode."""
+    pytest.importorskip("supersuit")
+    pytest.importorskip("stable_baselines3")
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from agents.evaluate import EvalConfig, prepare, run_policy
+
+    spec = importlib.util.spec_from_file_location(
+        "marl_ppo", Path(__file__).parents[1] / "examples" / "marl_ppo.py"
+    )
+    ex = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = ex  # dataclasses resolve the module of their annotations
+    spec.loader.exec_module(ex)
+    sc = small_spine_leaf(episode_steps=8)
+    path = ex.main(ex.Args(scenario=sc, timesteps=256, copies=2, out=str(tmp_path / "m.zip"), logdir=""))
+    _, prepared = prepare(EvalConfig(scenario=sc, policies=[f"marl:{path}"], seeds=[1, 2], out=None))
+    label, agent, core = prepared[0]
+    assert label == "marl" and agent.level == "engine"
+    run = run_policy(agent, core, [1, 2])
+    for e, seed in enumerate([1, 2]):
+        env = ainet_gym.parallel_env(scenario=sc)
+        obs, _ = env.reset(seed=seed)
+        for t in range(8):
+            acts = {a: agent.model.predict(obs[a], deterministic=True)[0] for a in env.agents}
+            obs, _, _, _, info = env.step({a: np.clip(x, -1, 1) for a, x in acts.items()})
+            # float32 matmuls of a batch of 8 rows (evaluator) and of 1 row (here) differ in the last bits
+            got = info[env.possible_agents[0]]["reward_gpu_utilization"]
+            assert got == pytest.approx(run.gpu[e, t], rel=1e-6)
+
+
+def test_marl_policy_rejects_other_models(tmp_path) -> None:
+    from agents.registry import make_agent
+
+    with pytest.raises(FileNotFoundError, match="not found"):
+        make_agent(f"marl:{tmp_path / 'missing.zip'}")
