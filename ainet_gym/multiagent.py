@@ -329,6 +329,7 @@ class FabricParallelEnv:  # the ParallelEnv base is attached lazily by parallel_
     are an equal-cost choice, in link-id order), ``K`` = the most next hops of any agent; entries past the
     switch's own are padding and ignored (``info[agent]["next_hop_mask"]`` marks the live next hops). At each hop the traffic of a
     group splits in proportion to the weights (all zero: even); a path's share is the product over its hops.
+    A live agent left out of the actions dict keeps equal weights for that interval.
 
     ## Observation Space (per agent)
     ``Box(0, 1, (D,), float32)``, never the global state (``SwitchAgents.obs_layout`` gives the slices):

@@ -252,3 +252,13 @@ def test_marl_policy_rejects_other_models(tmp_path) -> None:
 
     with pytest.raises(FileNotFoundError, match="not found"):
         make_agent(f"marl:{tmp_path / 'missing.zip'}")
+
+
+def test_missing_pettingzoo_names_the_extra(monkeypatch) -> None:
+    import sys
+
+    from ainet_gym import multiagent
+
+    monkeypatch.setitem(sys.modules, "pettingzoo", None)  # import pettingzoo -> ImportError
+    with pytest.raises(ImportError, match=r"ainet-gym\[pettingzoo\]"):
+        multiagent._require_pettingzoo()
