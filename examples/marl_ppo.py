@@ -110,15 +110,15 @@ def main(args: Args) -> Path:
         env,
         env.core.scenario.name,
         reward=args.reward,
-        timesteps=args.timesteps,
-        intervals=args.timesteps // max(len(env.possible_agents), 1),
+        timesteps=int(model.num_timesteps),
+        intervals=int(model.num_timesteps) // max(len(env.possible_agents), 1),
         seed=args.seed,
         copies=args.copies,
         wall_s=round(wall, 1),
     )
     path = save_model(model, args.out, meta)
     print(
-        f"trained {args.timesteps} agent steps ({meta['intervals']} intervals, {len(env.possible_agents)} "
+        f"trained {meta['timesteps']} agent steps ({meta['intervals']} intervals, {len(env.possible_agents)} "
         f"switches x {args.copies} copies) in {wall:.0f} s; saved {path}"
     )
     return path
