@@ -51,7 +51,9 @@ class Args:
     history: int = 4
     """intervals of link-utilisation history in each switch's observation"""
     out: str = "out/marl_ppo.zip"
-    """where to save the model"""
+    """where to save the model: X.zip, or a directory that receives model.zip (agents.outputs' rule)"""
+    overwrite: bool = False
+    """allow --out to replace an existing model"""
     logdir: str = "runs"
     """TensorBoard directory (empty: no logging)"""
     threads: int = 1
@@ -87,8 +89,11 @@ def main(args: Args) -> Path:
     from stable_baselines3 import PPO
 
     from agents.marl_agents import marl_metadata
+    from agents.outputs import check_model_out, model_path
     from agents.sb3_agents import default_hyperparameters, save_model
 
+    out = model_path(args.out)
+    check_model_out(out, args.overwrite)  # refuse before training, not after
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     venv, env = make_vec_env(args)
@@ -116,7 +121,7 @@ def main(args: Args) -> Path:
         copies=args.copies,
         wall_s=round(wall, 1),
     )
-    path = save_model(model, args.out, meta)
+    path = save_model(model, out, meta)
     print(
         f"trained {meta['timesteps']} agent steps ({meta['intervals']} intervals, {len(env.possible_agents)} "
         f"switches x {args.copies} copies) in {wall:.0f} s; saved {path}"
@@ -127,7 +132,11 @@ def main(args: Args) -> Path:
 def parse_args(argv: list[str] | None = None) -> Args:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for f in dataclasses.fields(Args):
-        p.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+        flag = f"--{f.name.replace('_', '-')}"
+        if isinstance(f.default, bool):
+            p.add_argument(flag, action="store_true", default=f.default)
+        else:
+            p.add_argument(flag, type=type(f.default), default=f.default)
     return Args(**vars(p.parse_args(argv)))
 
 
