@@ -165,7 +165,8 @@ class SwitchAgents:
         self.obs_dim = o
         self.observation_space = spaces.Box(0.0, 1.0, shape=(o,), dtype=np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(self.K,), dtype=np.float32)
-        self._share_key: int | None = None
+        self._share_key: np.ndarray | None = None
+        self._share_cache = np.zeros((0, A))
 
     # ------------------------------------------------------------------ liveness
     def hop_live(self) -> np.ndarray:
@@ -214,7 +215,7 @@ class SwitchAgents:
         w = self.core.world
         sim = w.sim
         assert sim is not None
-        if self._share_key == id(sim.conn_paths):
+        if self._share_key is sim.conn_paths:  # the array itself: an id could be reused after a rebuild
             return self._share_cache
         f = w.fabric
         A = self.n_agents
@@ -226,7 +227,7 @@ class SwitchAgents:
         c = np.broadcast_to(np.arange(paths.shape[0])[:, None, None], who.shape)[who >= 0]
         cnt = np.bincount(c * A + who[who >= 0], minlength=paths.shape[0] * A).reshape(-1, A)
         self._share_cache = cnt / np.maximum(sim.conn_npaths, 1)[:, None]
-        self._share_key = id(sim.conn_paths)
+        self._share_key = sim.conn_paths
         return self._share_cache
 
     def _entering(self) -> tuple[np.ndarray, np.ndarray]:
@@ -311,12 +312,11 @@ def _parse_reward(reward: str | float) -> float:
     return float(reward)
 
 
-def _parallel_base() -> type:
-    return _require_pettingzoo().ParallelEnv
-
-
-class FabricParallelEnv:  # the ParallelEnv base is attached lazily by parallel_env()
+class FabricParallelEnv:
     """Per-switch routing agents over one fabric (PettingZoo ``ParallelEnv``).
+
+    :func:`parallel_env` returns an instance of a subclass that also derives from PettingZoo's
+    ``ParallelEnv`` (built on first use, so that importing this module does not need PettingZoo).
 
     ## Description
     The fabric, jobs and dynamics of the single-agent :class:`~ainet_gym.env.FabricRoutingEnv`; one step is
@@ -523,7 +523,7 @@ class FabricParallelEnv:  # the ParallelEnv base is attached lazily by parallel_
 def _env_class() -> type:
     """:class:`FabricParallelEnv` with PettingZoo's ``ParallelEnv`` as a base (built on first use, so that
     importing this module does not need PettingZoo)."""
-    base = _parallel_base()
+    base = _require_pettingzoo().ParallelEnv
     return type("FabricParallelEnv", (FabricParallelEnv, base), {"__doc__": FabricParallelEnv.__doc__})
 
 
