@@ -545,3 +545,14 @@ def test_env_info_links_and_flows():
     assert info["flow_rate_gbps"] == pytest.approx(info["flow_bytes"] * 8e-9 / dur)
     with pytest.raises(ValueError, match=r"info_keys = \['link'\]: allowed: a list of links, flows"):
         gym.make("ainet_gym/SpineLeaf-v0", info_keys=["link"])
+
+
+def test_scheduled_failure_on_a_graph_link():
+    d = copy.deepcopy(load_scenario("clos3-2pods").raw)
+    d["dynamics"]["link_failures"] = {"scheduled": [{"link": "p0agg0-core1", "at_step": 0}]}
+    w, res = run(d, policy="spray")
+    ids = w.fabric.link_ids("p0agg0-core1")
+    assert np.all(res.capacity_bps[0, ids] == 0) and res.failed_links[0] == 2
+    d["dynamics"]["link_failures"] = {"scheduled": [{"link": "p0agg0-p1agg0", "at_step": 0}]}
+    with pytest.raises(ScenarioError, match=r"link: string 'p0agg0-p1agg0' is not a link of the graph"):
+        load_scenario(d)
