@@ -543,6 +543,13 @@ def test_env_info_links_and_flows():
     assert info["throughput_gbps"] == pytest.approx(info["tier_bytes_nic"] / 2 / dur * 8e-9, rel=1e-12)
     assert info["flow_bytes"].shape == (core.world.n_slots,)
     assert info["flow_rate_gbps"] == pytest.approx(info["flow_bytes"] * 8e-9 / dur)
+    for _ in range(3):
+        _, _, _, _, info = env.step(env.action_space.sample())
+    jobs = core.world.scenario.jobs
+    done = info["iterations"][: len(jobs)] > 0
+    assert done.any()
+    expected = np.array([j.compute_ms for j in jobs]) / info["step_time_ms"][: len(jobs)]
+    assert info["iteration_gpu_utilization"][: len(jobs)][done] == pytest.approx(expected[done], rel=1e-12)
     with pytest.raises(ValueError, match=r"info_keys = \['link'\]: allowed: a list of links, flows"):
         gym.make("ainet_gym/SpineLeaf-v0", info_keys=["link"])
 
