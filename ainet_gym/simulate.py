@@ -31,11 +31,10 @@ def step_record(
     connection: job, src_gpu, dst_gpu, paths as lists of link ids, split, bytes, mean_rate_gbps).
     """
     jobs = []
-    for j, name in enumerate(world.job_names(b)):
+    for j, name in enumerate(res.job_names[b] if res.job_names else world.job_names(b)):
         if name is None:
             continue
         step_ms = _num(res.step_time_s[b, j] * 1e3)
-        job = world.jobs[b][j]
         jobs.append(
             {
                 "name": name,
@@ -45,7 +44,9 @@ def step_record(
                 "comm_time_ms": _num(res.comm_time_s[b, j] * 1e3),
                 "ideal_step_time_ms": _num(res.ideal_step_s[b, j] * 1e3),
                 "gpu_utilization": _num(res.gpu_utilization[b, j]),
-                "iteration_gpu_utilization": None if step_ms is None else job.compute_ms / step_ms,
+                "iteration_gpu_utilization": (
+                    None if step_ms is None else _num(res.compute_s[b, j] * 1e3 / step_ms)
+                ),
             }
         )
     f = world.fabric

@@ -12,7 +12,7 @@ Background traffic always follows static ECMP (it belongs to other tenants).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -44,6 +44,11 @@ class StepResult:
     stalled_transfers: np.ndarray  # (batch,)
     failed_links: np.ndarray  # (batch,) network links at capacity 0 during the interval
     events: int
+    # (batch, jobs) name of the job that ran in each slot during this interval (None: empty); arrivals
+    # and departures at the interval's end show up in the next result, never in this one
+    job_names: list[list[str | None]] = field(default_factory=list)
+    # (batch, jobs) s, compute time of one iteration of the job that ran in the slot (nan: empty)
+    compute_s: np.ndarray | None = None
     capacity_bps: np.ndarray | None = None  # (batch, links) bytes/s during the interval
     throughput_gbps: np.ndarray | None = None  # (batch,) Gbit/s the GPUs' NICs sent into the network
     link_peak_utilization: np.ndarray | None = None  # (batch, links) max over windows of the window mean
@@ -580,6 +585,8 @@ class FabricWorld:
             stalled_transfers=m.stalled_flows,
             failed_links=((cap <= 0) & self.fabric.network_links[None, :]).sum(axis=1),
             events=m.events,
+            job_names=[self.job_names(b) for b in range(B)],
+            compute_s=np.where(alive, sim.unit_compute[idx], np.nan),
         )
 
     def job_names(self, b: int) -> list[str | None]:

@@ -360,14 +360,20 @@ def _base(**fabric) -> dict:
 @pytest.mark.parametrize(
     ("fabric", "match"),
     [
-        ({"gpus_per_nic": 0}, r"fabric\.gpus_per_nic: 0 is out of range; allowed: an integer >= 1"),
+        ({"gpus_per_nic": 0}, r"fabric\.gpus_per_nic: 0 is out of range; allowed: an integer in \[1, "),
         (
             {"gpus_per_nic": 3},
             r"fabric\.gpus_per_nic: gpus_per_nic=3 does not divide gpus_per_host=4.*a divisor of 4",
         ),
-        ({"gpus_per_nic": 2, "pcie_gbps": 0}, r"fabric\.pcie_gbps: 0 is out of range; allowed: a number > 0"),
+        (
+            {"gpus_per_nic": 2, "pcie_gbps": 0},
+            r"fabric\.pcie_gbps: 0 is out of range; allowed: a number in \[0\.001, ",
+        ),
         ({"pcie_gbps": 100}, r"fabric\.pcie_gbps: pcie_gbps applies only to GPUs that share a NIC"),
-        ({"file": "x.graphml"}, r"fabric\.file: 'file' applies only to topology graph, not to single_switch"),
+        (
+            {"file": "x.graphml"},
+            r"fabric\.file: key 'file' is not used by the single_switch topology \(it applies to graph\)",
+        ),
     ],
 )
 def test_new_fabric_keys_are_validated(fabric, match):
