@@ -28,6 +28,7 @@ FAMILIES = {
     "multi-tenant-churn": {},
     "fat-tree-k8-stride": {"agents": "all"},
     "rail-optimized-flat-ring": {},
+    "clos3-2pods": {"agents": "all"},  # a user-defined graph fabric
 }
 RESULT_FIELDS = ("iterations", "step_time_s", "comm_time_s", "gpu_utilization", "efficiency", "link_bytes")
 
@@ -54,7 +55,9 @@ def test_aec_form() -> None:
     api_test(env, num_cycles=10)
 
 
-@pytest.mark.parametrize("scenario", ["periodic-interference", "link-failure", "fat-tree-k8-stride"])
+@pytest.mark.parametrize(
+    "scenario", ["periodic-interference", "link-failure", "fat-tree-k8-stride", "clos3-2pods"]
+)
 def test_equal_weights_are_spray(scenario: str) -> None:
     """Every agent playing equal weights routes exactly as the spray baseline (even split over live
     candidate paths), interval by interval, failures included (two-tier) or without them (fat-tree)."""
