@@ -32,6 +32,8 @@ FAMILIES = {
     "storage background": "storage-checkpoint",
     "periodic interference": "periodic-interference",
     "transport profile": "profile-roce",
+    "graph fabric (3-tier Clos)": "clos3-2pods",
+    "multi-port NICs": "dual-plane",
 }
 
 
