@@ -56,6 +56,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    if args.framework == "rllib":
+        from agents.rllib_train import train_rllib_main
+
+        return train_rllib_main(args)
     from agents.train import train_main
 
     return train_main(args)
@@ -102,9 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--n-envs", type=int, default=16, help="copies in the native vector env")
     s.add_argument("--logdir", default="runs", help="TensorBoard log directory")
-    s.add_argument("--out", default=None, help="where to save the model (.zip)")
-    s.add_argument("--resume", default=None, help="a saved model to continue training")
+    s.add_argument(
+        "--out", default=None, help="where to save the model (.zip; a directory with --framework rllib)"
+    )
+    s.add_argument("--resume", default=None, help="a saved model (or rllib checkpoint directory) to continue")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--framework", default="sb3", choices=("sb3", "rllib"), help="sb3 (one machine) | rllib")
+    s.add_argument("--num-env-runners", type=int, default=2, help="rllib: env runner actors")
+    s.add_argument("--envs-per-runner", type=int, default=16, help="rllib: vector env copies per runner")
+    s.add_argument("--address", default=None, help="rllib: join a Ray cluster (auto or HOST:PORT)")
     s.set_defaults(func=_cmd_train)
 
     s = sub.add_parser("evaluate", help="compare policies on the same seeds")
