@@ -80,7 +80,10 @@ class RLlibTrainConfig:
     resume: str | Path | None = None
     """A checkpoint directory to continue from."""
     lr: float = 3e-4
-    """Learning rate (constant)."""
+    """Initial learning rate."""
+    lr_final: float | None = 3e-5
+    """Learning rate at the end of this run (linear decay over ``timesteps``, as the SB3 PPO default);
+    None: constant ``lr``."""
     history: int = 4
     """Intervals of link-utilisation history in the observation."""
     episode_steps: int | None = None
@@ -251,6 +254,8 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
         history=history,
         episode_steps=cfg.episode_steps,
         lr=cfg.lr,
+        lr_final=cfg.lr_final,
+        decay_steps=cfg.timesteps + (int(meta_in.get("timesteps", 0)) if cfg.resume is not None else 0),
         callbacks=make_fabric_callback(),
         hyperparameters=cfg.hyperparameters,
     )
@@ -328,6 +333,7 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
         "num_env_runners": cfg.num_env_runners,
         "envs_per_runner": cfg.envs_per_runner,
         "lr": cfg.lr,
+        "lr_final": cfg.lr_final,
         "run_name": name,
         "resumed_from": None if cfg.resume is None else str(cfg.resume),
         "ray_version": ray.__version__,

@@ -164,6 +164,8 @@ def ppo_config(
     history: int = 4,
     episode_steps: int | None = None,
     lr: float = 3e-4,
+    lr_final: float | None = None,
+    decay_steps: int | None = None,
     env_name: str = ENV_NAME,
     callbacks: type | None = None,
     hyperparameters: Mapping[str, Any] | None = None,
@@ -175,7 +177,9 @@ def ppo_config(
     episode_steps``), 10 epochs of minibatches of at most 256, ``gamma`` 0.9, ``lambda`` 0.9, clip 0.2,
     two hidden layers of 128 for policy and value (not shared). ``seed`` seeds RLlib (torch, the env
     runners); training episodes use seeds ``TRAIN_SEED_OFFSET + seed + ...`` so the small evaluation
-    seeds stay held out. ``hyperparameters`` are extra ``config.training(...)`` keywords.
+    seeds stay held out. With ``lr_final`` and ``decay_steps`` the learning rate falls linearly from ``lr``
+    to ``lr_final`` over ``decay_steps`` sampled env steps (SB3's default is 3e-4 to 3e-5 over the run).
+    ``hyperparameters`` are extra ``config.training(...)`` keywords.
 
     Raises
     ------
@@ -204,6 +208,11 @@ def ppo_config(
     fragment = max(steps, 16)  # as SB3's n_steps
     batch = runners * envs_per_runner * fragment
     minibatch = max(d for d in range(1, min(256, batch) + 1) if batch % d == 0)
+    rate: float | list[list[float]] = lr
+    if lr_final is not None and decay_steps is not None:
+        if decay_steps < 1 or not lr_final > 0:
+            raise ValueError(f"lr_final = {lr_final!r}, decay_steps = {decay_steps!r}: must be > 0 and >= 1")
+        rate = [[0, lr], [int(decay_steps), lr_final]]
     register(env_name)
     net = [128, 128]
     cfg = (
@@ -218,7 +227,7 @@ def ppo_config(
         )
         .learners(num_learners=0)
         .training(
-            lr=lr,
+            lr=rate,
             gamma=0.9,
             lambda_=0.9,
             clip_param=0.2,
