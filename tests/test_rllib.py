@@ -85,6 +85,8 @@ def test_env_runner_builds_the_native_vector_env() -> None:
     runner = SingleAgentEnvRunner(config=cfg)
     assert isinstance(runner.env.unwrapped, RLlibVectorEnv)
     assert runner.env.num_envs == 4
+    # SB3's log_std_init: the policy starts at std exp(-1), not RLlib's default 1
+    np.testing.assert_array_equal(runner.module.pi.log_std.detach().numpy(), -1.0)
     eps = runner.sample(num_timesteps=8, random_actions=True)
     assert sum(len(e) for e in eps) == 8  # 2 batched steps of 4 copies
     runner.stop()
