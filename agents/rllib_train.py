@@ -40,9 +40,11 @@ __all__ = [
     "META_FILE",
     "RLlibTrainConfig",
     "RLlibTrainResult",
+    "checkpoint_metadata",
     "iteration_scalars",
     "make_fabric_callback",
     "read_checkpoint_metadata",
+    "save_checkpoint",
     "train_rllib",
     "train_rllib_main",
 ]
@@ -167,6 +169,29 @@ def read_checkpoint_metadata(path: str | os.PathLike) -> dict[str, Any]:
     return json.loads(meta.read_text())
 
 
+def save_checkpoint(algo: Any, out: str | os.PathLike, meta: dict[str, Any]) -> Path:
+    """``algo.save_to_path(out)`` plus ``out/ainet_gym.json`` (``meta``); returns ``out``."""
+    p = Path(out)
+    p.mkdir(parents=True, exist_ok=True)
+    algo.save_to_path(str(p.resolve()))
+    (p / META_FILE).write_text(json.dumps(meta, indent=1))
+    return p
+
+
+def checkpoint_metadata(algorithm: Any, /, **fields: Any) -> dict[str, Any]:
+    """``ainet_gym.json`` of a checkpoint: ``fields`` plus the module's observation and action spaces."""
+    import ray
+
+    module = algorithm.get_module()
+    return {
+        "framework": "rllib",
+        **fields,
+        "ray_version": ray.__version__,
+        "observation_space": space_signature(module.observation_space),
+        "action_space": space_signature(module.action_space),
+    }
+
+
 def _check(cfg: RLlibTrainConfig) -> str:
     if cfg.algo not in RLLIB_ALGOS:
         raise ValueError(f"algo = {cfg.algo!r}: --framework rllib supports {', '.join(RLLIB_ALGOS)}")
@@ -262,7 +287,6 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     algo = conf.build_algo()
     module = algo.get_module()
     obs_sig, act_sig = space_signature(module.observation_space), space_signature(module.action_space)
-    spaces = {"observation_space": obs_sig, "action_space": act_sig}
     if cfg.resume is not None:
         want = (meta_in.get("observation_space"), meta_in.get("action_space"))
         if want != (obs_sig, act_sig):
@@ -318,28 +342,24 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
             w.writeheader()
             w.writerows(rows)
     out = Path(cfg.out) if cfg.out is not None else run_dir / "checkpoint"
-    out.mkdir(parents=True, exist_ok=True)
-    algo.save_to_path(str(out.resolve()))
-    meta = {
-        "framework": "rllib",
-        "algo": cfg.algo,
-        "action_mode": action_mode,
-        "history": history,
-        "observation": "flat",
-        "episode_steps": conf.env_config["episode_steps"],
-        "scenario": scenario.name,
-        "seed": cfg.seed,
-        "timesteps": steps,
-        "num_env_runners": cfg.num_env_runners,
-        "envs_per_runner": cfg.envs_per_runner,
-        "lr": cfg.lr,
-        "lr_final": cfg.lr_final,
-        "run_name": name,
-        "resumed_from": None if cfg.resume is None else str(cfg.resume),
-        "ray_version": ray.__version__,
-        **spaces,
-    }
-    (out / META_FILE).write_text(json.dumps(meta, indent=1))
+    meta = checkpoint_metadata(
+        algo,
+        algo=cfg.algo,
+        action_mode=action_mode,
+        history=history,
+        observation="flat",
+        episode_steps=conf.env_config["episode_steps"],
+        scenario=scenario.name,
+        seed=cfg.seed,
+        timesteps=steps,
+        num_env_runners=cfg.num_env_runners,
+        envs_per_runner=cfg.envs_per_runner,
+        lr=cfg.lr,
+        lr_final=cfg.lr_final,
+        run_name=name,
+        resumed_from=None if cfg.resume is None else str(cfg.resume),
+    )
+    save_checkpoint(algo, out, meta)
     algo.stop()
     if started_ray:
         ray.shutdown()

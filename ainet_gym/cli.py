@@ -71,6 +71,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return evaluate_main(args)
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from agents.rllib_sweep import sweep_main
+
+    return sweep_main(args)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from ainet_gym.bench import bench_main
 
@@ -126,6 +132,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="out/eval", help="directory for the table, CSV, JSON and figure")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_evaluate)
+
+    s = sub.add_parser("sweep", help="Ray Tune grid of RLlib PPO runs, one results table (rllib extra)")
+    s.add_argument("--scenarios", default="periodic-interference", help="comma list of scenarios")
+    s.add_argument("--seeds", default="0,1", help="comma list of training seeds")
+    s.add_argument("--lrs", default="3e-4", help="comma list of learning rates")
+    s.add_argument("--timesteps", type=int, default=10_000, help="env steps per trial")
+    s.add_argument("--num-env-runners", type=int, default=0, help="env runners per trial (0: in-process)")
+    s.add_argument("--envs-per-runner", type=int, default=16)
+    s.add_argument("--max-concurrent", type=int, default=2, help="trials at once (1 + runners CPUs each)")
+    s.add_argument("--eval-seeds", default="1,2,3", help="held-out evaluation seeds")
+    s.add_argument("--address", default=None, help="join a Ray cluster (auto or HOST:PORT)")
+    s.add_argument("--out", default="out/sweep")
+    s.set_defaults(func=_cmd_sweep)
 
     s = sub.add_parser("bench", help="measure the allocator and the environments")
     s.add_argument("--quick", action="store_true", help="small sizes only")
