@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: install install-dev demo check test bench lint
+.PHONY: install install-dev demo check test bench lint check-rllib
 
 # torch first, pinned to a release with a CPU wheel (SB3 needs torch; an unpinned install may pull a
 # newer multi-GB CUDA build). Any torch >= 2.3 works: install your own first to skip this.
@@ -28,3 +28,10 @@ bench:
 
 lint:
 	ruff check . && ruff format --check .
+
+# RLlib: install the rllib extra (ray[rllib] pins its own gymnasium, so use a fresh venv's interpreter:
+# make check-rllib PYTHON=/path/to/venv/bin/python) and run only the RLlib tests.
+check-rllib:
+	$(PYTHON) -c "import torch" 2>/dev/null || $(PIP) install --quiet "torch==2.13.0" || $(PIP) install --quiet "torch>=2.3"
+	$(PIP) install --quiet -e ".[rl,dev,rllib]"
+	$(PYTHON) -m pytest -q tests/test_rllib.py
