@@ -24,6 +24,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,7 +81,9 @@ class RLlibTrainConfig:
     out: str | Path | None = None
     """Checkpoint directory; default ``{logdir}/{run name}/checkpoint``."""
     resume: str | Path | None = None
-    """A checkpoint directory to continue from."""
+    """A checkpoint directory to continue from (never overwritten)."""
+    overwrite: bool = False
+    """Allow ``out`` to replace an existing checkpoint directory."""
     lr: float = 3e-4
     """Initial learning rate."""
     lr_final: float | None = 3e-5
@@ -199,6 +202,20 @@ def _check(cfg: RLlibTrainConfig) -> str:
         raise ValueError(f"timesteps = {cfg.timesteps!r}: must be an integer >= 1")
     if not (isinstance(cfg.lr, int | float) and math.isfinite(cfg.lr) and cfg.lr > 0):
         raise ValueError(f"lr = {cfg.lr!r}: must be a finite number > 0")
+    if cfg.out is not None:
+        o = Path(cfg.out)
+        if cfg.resume is not None and o.resolve() == Path(cfg.resume).resolve():
+            raise ValueError(
+                f"out = {str(o)!r}: is the checkpoint being resumed, never overwritten; pass a new --out"
+            )
+        if o.exists() and (not o.is_dir() or any(o.iterdir())):
+            if not cfg.overwrite:
+                raise ValueError(
+                    f"out = {str(o)!r}: exists and is not empty; pass --overwrite to replace a checkpoint, "
+                    "or choose a new directory"
+                )
+            if not (o / "rllib_checkpoint.json").is_file():
+                raise ValueError(f"out = {str(o)!r}: is not an RLlib checkpoint directory; not replacing it")
     return cfg.action_mode or "split"
 
 
@@ -342,6 +359,8 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
             w.writeheader()
             w.writerows(rows)
     out = Path(cfg.out) if cfg.out is not None else run_dir / "checkpoint"
+    if out.exists() and cfg.overwrite:
+        shutil.rmtree(out)  # checked in _check: an RLlib checkpoint the user asked to replace
     meta = checkpoint_metadata(
         algo,
         algo=cfg.algo,
@@ -391,6 +410,7 @@ def train_rllib_main(args: argparse.Namespace) -> int:
         logdir=args.logdir,
         out=args.out,
         resume=args.resume,
+        overwrite=bool(getattr(args, "overwrite", False)),
         progress=not args.no_progress,
     )
     res = train_rllib(cfg)

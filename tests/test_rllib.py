@@ -158,6 +158,16 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
     assert res2.total_timesteps == 2 * per_iter + 4 * steps
     assert read_checkpoint_metadata(res2.checkpoint)["resumed_from"] == str(res.checkpoint)
 
+    # an existing checkpoint is replaced only with overwrite; the resumed one never
+    with pytest.raises(ValueError, match="--overwrite"):
+        train_rllib(RLlibTrainConfig(scenario=SCENARIO, timesteps=1, out=res.checkpoint, progress=False))
+    with pytest.raises(ValueError, match="never overwritten"):
+        train_rllib(
+            RLlibTrainConfig(
+                scenario=SCENARIO, timesteps=1, out=res.checkpoint, resume=res.checkpoint, overwrite=True
+            )
+        )
+
     # the checkpoint is a policy of evaluate, deterministic, on the held-out seeds
     from agents.registry import make_agent
 
