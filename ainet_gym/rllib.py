@@ -172,7 +172,9 @@ def init_ray(address: str | None = None, num_env_runners: int = 0, object_store_
     kw: dict[str, Any] = {}
     if object_store_mb is not None:
         kw["object_store_memory"] = int(object_store_mb) * 1024 * 1024
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, **kw)
+    # address="local": a new local instance even if this host ran `ray start` before (Ray would otherwise
+    # try to join the cluster recorded in /tmp/ray, live or not)
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False, **kw)
 
 
 def ppo_config(
