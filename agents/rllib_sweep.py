@@ -16,6 +16,7 @@ utilisation with its 95% CI and the paired margin over ECMP.
 from __future__ import annotations
 
 import csv
+import importlib
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -128,11 +129,10 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
 
     for s in cfg.scenarios:
         load_scenario(s)  # a bad name fails here, before Ray starts
-    import ray
-    from ray import tune
+    from ainet_gym import rllib as arl  # first: without Ray, an ImportError naming the extra
 
+    ray, tune = arl.ray, importlib.import_module("ray.tune")
     from agents.evaluate import EvalConfig, evaluate
-    from ainet_gym import rllib as arl
 
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)

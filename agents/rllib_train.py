@@ -308,6 +308,8 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
         want = (meta_in.get("observation_space"), meta_in.get("action_space"))
         if want != (obs_sig, act_sig):
             algo.stop()
+            if started_ray:
+                ray.shutdown()
             raise ValueError(
                 f"resume: checkpoint {str(cfg.resume)!r} does not fit scenario {scenario.name!r}: it was "
                 f"trained on {meta_in.get('scenario', '?')!r} with observations {want[0]} and actions "
