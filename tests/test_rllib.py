@@ -191,3 +191,40 @@ def test_checkpoint_errors(tmp_path) -> None:
         make_agent(f"rllib:{tmp_path / 'missing'}")
     with pytest.raises(FileNotFoundError, match=r"ainet_gym\.json"):
         make_agent(f"rllib:{tmp_path}")
+
+
+def test_sweep_rejects_bad_grids() -> None:
+    from agents.rllib_sweep import SweepConfig, sweep
+
+    with pytest.raises(ValueError, match="lrs: empty"):
+        sweep(SweepConfig(lrs=[]))
+    with pytest.raises(ValueError, match=r"lrs \[-0\.1\]: learning rates must be > 0"):
+        sweep(SweepConfig(lrs=[-0.1]))
+    with pytest.raises(ValueError, match="timesteps = 0"):
+        sweep(SweepConfig(timesteps=0))
+
+
+@needs_ray
+def test_sweep_one_trial_table(local_ray, tmp_path) -> None:
+    """A Tune grid of one trial (one CPU) trains, checkpoints, and its row is evaluated against ECMP."""
+    from agents.rllib_sweep import SweepConfig, sweep
+
+    rows = sweep(
+        SweepConfig(
+            scenarios=[SCENARIO],
+            seeds=[3],
+            lrs=[1e-3],
+            timesteps=1,
+            envs_per_runner=2,
+            eval_seeds=[1, 2],
+            out=tmp_path,
+        )
+    )
+    assert len(rows) == 1 and rows[0]["error"] is None
+    r = rows[0]
+    assert r["timesteps"] == 2 * 48  # one iteration: 2 copies x one episode
+    assert 0.0 < r["eval_gpu_utilization"] <= 1.0
+    assert r["vs_ecmp"]["mean"] == pytest.approx(
+        r["eval_gpu_utilization"] - r["ecmp_gpu_utilization"], abs=1e-12
+    )
+    assert "| periodic-interference | 3 | 0.001 | 96 |" in (tmp_path / "results.md").read_text()
