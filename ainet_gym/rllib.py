@@ -65,7 +65,7 @@ __all__ = [
 #: the name the env is registered under with ``ray.tune.registry.register_env``.
 ENV_NAME = "ainet_gym-FabricRouting"
 #: action modes RLlib's default PPO module can act in (Box: diagonal Gaussian; MultiDiscrete: one
-#: categorical per slot, without masks).
+#: categorical per slot, without masks: indices past a connection's paths wrap, as the env defines).
 RLLIB_ACTION_MODES = ("split", "ecmp_weights", "path")
 
 
