@@ -26,7 +26,7 @@ install: venv
 	$(PIP) install --quiet -e ".[rl]"
 
 install-dev: install
-	$(PIP) install --quiet -e ".[rl,dev]"
+	$(PIP) install --quiet -e ".[rl,dev,pettingzoo]"
 
 # Main job: PPO training on the default scenario, then evaluation against every baseline.
 demo: install
