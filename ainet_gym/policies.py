@@ -6,10 +6,14 @@ interval (None on the first) and ``split`` a ``(connections, max_paths)`` array.
 :func:`ainet_gym.simulate` and, through the env's action space, the baseline agents.
 
 - ``ecmp``: static hashing of each connection (per QP) onto one candidate path.
-- ``spray``: even split over all live candidate paths (packet spraying; paths through a failed link
-  are dropped, as a switch drops a dead next hop).
+- ``spray``: even split of every *job* connection over its live candidate paths (packet spraying;
+  paths through a failed link are dropped, as a switch drops a dead next hop); background stays on
+  static ECMP, like every other policy that routes the jobs' connections.
 - ``wcmp``: weights at each switch's equal-cost next hops proportional to the link's current capacity
-  (a half-rate link gets half the traffic); paths through a failed link are dropped.
+  (a half-rate link gets half the traffic), applied to the jobs' connections; background on ECMP.
+- ``spray+bg``, ``wcmp+bg``: the same applied to *all* traffic, background included (what a switch
+  that sprays or weights every packet does). They control more traffic than ``greedy``, ``lp`` or an
+  agent in the ``split``/``path`` modes can, so compare them with agents in the ``ecmp_weights`` mode.
 - ``greedy``: reactive: connections placed one by one (largest first) on the candidate path with the
   lowest peak utilisation, given the load measured in the *last* interval that they did not cause.
 - ``lp``: minimise the maximum offered link utilisation of the interval's known demand over the
@@ -28,7 +32,7 @@ from ainet_gym.routing import spray_split
 if TYPE_CHECKING:
     from ainet_gym.world import FabricWorld, StepResult
 
-__all__ = ["POLICIES", "connection_demand", "get_policy", "offered_utilization"]
+__all__ = ["CONTROLS", "POLICIES", "connection_demand", "get_policy", "offered_utilization"]
 
 Policy = Callable[["FabricWorld", "StepResult | None"], np.ndarray]
 
@@ -45,16 +49,36 @@ def _avoid_dead(world: FabricWorld, split: np.ndarray) -> np.ndarray:
     return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
 
 
-def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+    """``split`` on the jobs' connections (action slots), static ECMP on every other connection."""
+    out = world.default_split()
+    ctrl = _controlled(world)
+    out[ctrl] = split[ctrl]
+    return out
+
+
+def spray_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Even split of every connection, background included, over its live candidate paths."""
     sim = world.sim
     assert sim is not None
     return _avoid_dead(world, spray_split(sim.conn_npaths, world.max_paths))
 
 
-def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def wcmp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Capacity-weighted ECMP of every connection, background included."""
     sim = world.sim
     assert sim is not None
     return _avoid_dead(world, world.wcmp(sim.capacity))
+
+
+def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Even split of the jobs' connections over their live paths; background on static ECMP."""
+    return _jobs_only(world, spray_all(world, last))
+
+
+def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Capacity-weighted ECMP of the jobs' connections; background on static ECMP."""
+    return _jobs_only(world, wcmp_all(world, last))
 
 
 def _controlled(world: FabricWorld) -> np.ndarray:
@@ -271,7 +295,28 @@ def lp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     return split
 
 
-POLICIES: dict[str, Policy] = {"ecmp": ecmp, "spray": spray, "wcmp": wcmp, "greedy": greedy, "lp": lp}
+POLICIES: dict[str, Policy] = {
+    "ecmp": ecmp,
+    "spray": spray,
+    "wcmp": wcmp,
+    "greedy": greedy,
+    "lp": lp,
+    "spray+bg": spray_all,
+    "wcmp+bg": wcmp_all,
+}
+
+#: The traffic each policy routes: ``"none"`` (static hashing of everything), ``"jobs"`` (the jobs'
+#: connections, background on static ECMP: what ``greedy``, ``lp`` and agents in the ``split`` and
+#: ``path`` action modes can control) or ``"jobs+bg"`` (background too: the ``ecmp_weights`` mode).
+CONTROLS: dict[str, str] = {
+    "ecmp": "none",
+    "spray": "jobs",
+    "wcmp": "jobs",
+    "greedy": "jobs",
+    "lp": "jobs",
+    "spray+bg": "jobs+bg",
+    "wcmp+bg": "jobs+bg",
+}
 
 
 def get_policy(name: str) -> Policy:
