@@ -205,7 +205,9 @@ def solve_per_tier(x: np.ndarray, y: np.ndarray, tiers: np.ndarray, ridge: float
     return np.linalg.solve(A, b[..., None])[..., 0]
 
 
-def forecast_error(model: LinkForecaster, scenario: Any, seeds: list[int], data_policy: str = "spray") -> dict:
+def forecast_error(
+    model: LinkForecaster, scenario: Any, seeds: list[int], data_policy: str = "spray"
+) -> dict:
     """Root-mean-square error of the model and of the last-value forecast of the base utilisation of
     the network links, over every interval of one episode per held-out seed (run under
     ``data_policy``); also the error during intervals where the scheduled background changes."""

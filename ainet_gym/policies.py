@@ -121,7 +121,7 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
         return split
     sim = world.sim
     assert sim is not None
-    B, L, P = world.batch, world.fabric.n_links, world.max_paths
+    B, P = world.batch, world.max_paths
     d = connection_demand(world)
     ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
     paths = sim.conn_paths_global  # (conn, paths, hops)

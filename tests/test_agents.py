@@ -185,8 +185,13 @@ def test_job_only_baselines_leave_background_on_ecmp_and_bg_variants_move_it() -
     live = w.live_paths()[ctrl]
     np.testing.assert_allclose(s[live], np.repeat(1.0 / live.sum(axis=1), live.sum(axis=1)))
     assert {k: BaselineAgent(k).controls for k in BASELINES} == {
-        "ecmp": "none", "spray": "jobs", "wcmp": "jobs", "greedy": "jobs", "lp": "jobs",
-        "spray+bg": "jobs+bg", "wcmp+bg": "jobs+bg",
+        "ecmp": "none",
+        "spray": "jobs",
+        "wcmp": "jobs",
+        "greedy": "jobs",
+        "lp": "jobs",
+        "spray+bg": "jobs+bg",
+        "wcmp+bg": "jobs+bg",
     }
     assert BaselineAgent("spray", "ecmp_weights").controls == "jobs+bg"
     assert BaselineAgent("spray+bg", "split").controls == "jobs"
@@ -474,7 +479,8 @@ def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatc
 
 def test_unknown_policy_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(
-        ValueError, match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, ppo:PATH"
+        ValueError,
+        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, ppo:PATH",
     ):
         evaluate(EvalConfig(scenario=collision_scenario(), policies=["ecmp", "foo"], out=None))
     assert cli_main(["evaluate", "spine-leaf-2to1", "--policies", "ecmp,foo"]) == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.evaluate import EvalConfig, evaluate
-from agents.predictive import FitConfig, PredictiveAgent, fit, forecast_error
+from agents.predictive import FitConfig, fit, forecast_error
 from agents.registry import make_agent
 from tests._scenarios import small_spine_leaf
 
