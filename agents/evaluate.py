@@ -260,6 +260,9 @@ def prepare(cfg: EvalConfig) -> tuple[Scenario, list[tuple[str, Agent, EnvCore]]
     taken: set[str] = set()
     for spec in specs:
         agent = make_agent(spec)
+        bind = getattr(agent, "bind", None)
+        if bind is not None:  # agents that depend on the scenario (e.g. "pretrained") load it here
+            bind(scenario)
         label = _label(agent, spec, taken)
         taken.add(label)
         agent.name = label

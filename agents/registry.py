@@ -155,6 +155,7 @@ def _ensure_builtins() -> None:
     global _plugins_loaded
     import agents.baselines
     import agents.predictive
+    import agents.pretrained
     import agents.sb3_agents  # noqa: F401
 
     if _plugins_loaded:
