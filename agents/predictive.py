@@ -239,13 +239,14 @@ _CACHE: dict[tuple, LinkForecaster] = {}
 
 
 def fitted(core: EnvCore, cfg: FitConfig | None = None) -> LinkForecaster:
-    """The forecaster of ``core``'s scenario under the default :class:`FitConfig` (fitted once per
-    process and scenario)."""
+    """The forecaster of ``core``'s scenario under ``cfg`` (fitted once per process and scenario, on
+    training episodes as long as ``core``'s unless ``cfg.steps`` says otherwise)."""
     cfg = cfg or FitConfig()
     sc = core.scenario
-    key = (repr(sc), cfg.train_seeds, cfg.history, cfg.ridge, cfg.data_policy, core.episode_steps)
+    steps = cfg.steps or core.episode_steps  # training episodes as long as the evaluated ones
+    key = (repr(sc), cfg.train_seeds, cfg.history, cfg.ridge, cfg.data_policy, steps)
     if key not in _CACHE:
-        _CACHE[key] = fit(sc, FitConfig(cfg.train_seeds, cfg.history, cfg.ridge, cfg.data_policy, cfg.steps))
+        _CACHE[key] = fit(sc, FitConfig(cfg.train_seeds, cfg.history, cfg.ridge, cfg.data_policy, steps))
     return _CACHE[key]
 
 

@@ -1,4 +1,4 @@
-"""The ``ainet-gym`` command line: scenarios, simulate, train, evaluate, bench, demo."""
+"""The ``ainet-gym`` command line: scenarios, simulate, train, evaluate, bench, demo, leaderboard."""
 
 from __future__ import annotations
 
@@ -79,6 +79,23 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo_main(args)
 
 
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    from agents.leaderboard import leaderboard_main
+
+    return leaderboard_main(args)
+
+
+def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("leaderboard", help="every env id x every baseline and shipped policy, one table")
+    s.add_argument("--quick", action="store_true", help="2 seeds x 3 intervals (a smoke test)")
+    s.add_argument("--seeds", default=None, help="held-out seeds (default 1-10)")
+    s.add_argument("--steps", type=int, default=None, help="intervals per episode (default: the scenario's)")
+    s.add_argument("--env-ids", default=None, help="comma list of env ids (default: all registered)")
+    s.add_argument("--out", default="out/leaderboard", help="directory for the table, CSV, JSON and figure")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=_cmd_leaderboard)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ainet-gym", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -131,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0, help="training seed")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_cmd_demo)
+    _add_leaderboard(sub)
     return p
 
 
