@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.registry import register_agent
-from agents.sb3_agents import META_MEMBER, SB3Agent, algo_class, read_metadata
+from agents.sb3_agents import META_MEMBER, SB3Agent, _safe_objects, algo_class, read_metadata
 from ainet_gym.pretrained import PRETRAINED_DIR, list_pretrained, pretrained_path
 
 if TYPE_CHECKING:
@@ -78,7 +78,14 @@ def load_policy_only(path: str | Path) -> tuple[BaseAlgorithm, dict[str, Any]]:
     """Load a policy-only checkpoint (or a full model) for inference: ``(model, metadata)``.
 
     SB3's ``load`` insists on the optimiser state; this rebuilds the model from ``data`` as SB3 does
-    and loads only the policy weights.
+    and loads only the policy weights. The pickled entries of ``data`` go through the same checks and
+    allowlist as :func:`agents.sb3_agents.load_model` (tensors: ``torch.load(weights_only=True)``).
+
+    Raises
+    ------
+    ValueError
+        If the file has no metadata, no policy weights, or (:class:`UntrustedModelError`) holds
+        objects outside the allowlist.
     """
     from stable_baselines3.common.save_util import load_from_zip_file
 
@@ -87,7 +94,8 @@ def load_policy_only(path: str | Path) -> tuple[BaseAlgorithm, dict[str, Any]]:
     if algo is None:
         raise ValueError(f"checkpoint {str(path)!r}: no ainet_gym.json metadata")
     cls = algo_class(algo)
-    data, params, _ = load_from_zip_file(path, device="cpu", load_data=True)
+    objects = _safe_objects(Path(path), algo)
+    data, params, _ = load_from_zip_file(path, device="cpu", load_data=True, custom_objects=objects)
     if data is None or "policy" not in params:
         raise ValueError(f"checkpoint {str(path)!r}: no SB3 data or policy weights")
     model = cls(policy=data["policy_class"], env=None, device="cpu", _init_setup_model=False)

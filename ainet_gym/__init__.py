@@ -1,6 +1,6 @@
 """ainet-gym: learn to route traffic in AI data-centre fabrics.
 
-The public surface (see DESIGN.md "Contracts"):
+The public surface (see docs/model.md, "Contracts"):
 
 - :func:`max_min_fair`, :func:`max_min_fair_batched`: the bandwidth allocator;
 - :func:`load_scenario`, :class:`ScenarioError`, :func:`list_scenarios`: scenario files;

@@ -1,6 +1,6 @@
 """The fluid simulation: jobs that compute and communicate on their own clocks, batched over instances.
 
-Data flow of one decision interval (see DESIGN.md):
+Data flow of one decision interval (see docs/model.md):
 
     split (connections, paths) -> incidence entries (flow, link, coef)
     -> loop: active flows -> max-min fair rates -> time to the next event

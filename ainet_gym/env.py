@@ -147,13 +147,38 @@ class EnvCore:
             Naming the bad element, its value and what is allowed.
         """
         sp = self.action_space
-        a = np.asarray(actions)
+        discrete = isinstance(sp, spaces.MultiDiscrete)
+        allowed = f"integers in 0..{self.P - 1}" if discrete else "real numbers in [-1, 1]"
+        try:
+            a = np.asarray(actions)
+        except (ValueError, TypeError) as e:  # ragged nested lists
+            raise ValueError(f"action: cannot be read as an array ({e}); expected {allowed}") from None
         want = (self.batch, *sp.shape)
         if a.shape != want and a.shape == sp.shape and self.batch == 1:
             a = a[None]
         if a.shape != want:
-            raise ValueError(f"action shape {a.shape}: expected {sp.shape} per env ({want} for the batch)")
-        if isinstance(sp, spaces.MultiDiscrete):
+            if self.batch > 1 and a.shape == sp.shape:
+                raise ValueError(
+                    f"action shape {a.shape} is one env's action; the vector env of {self.batch} envs "
+                    f"expects {want}, one row per env"
+                )
+            per_env = f"{sp.shape} for one env" + (
+                f", {want} for the {self.batch} envs" if self.batch > 1 else ""
+            )
+            raise ValueError(f"action shape {a.shape}: expected {per_env}")
+        if a.dtype.kind not in "iuf":
+            kind = {
+                "b": "booleans",
+                "c": "complex numbers",
+                "U": "strings",
+                "S": "bytes",
+                "O": "Python objects",
+            }
+            raise ValueError(
+                f"action dtype {a.dtype} ({kind.get(a.dtype.kind, a.dtype.kind)}): not a number type; "
+                f"expected {allowed} (an integer or float array)"
+            )
+        if discrete:
             if not np.issubdtype(a.dtype, np.integer):
                 if (
                     not np.issubdtype(a.dtype, np.floating)
@@ -161,9 +186,9 @@ class EnvCore:
                     or np.any(a != np.round(a))
                 ):
                     bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
-                    i = tuple(bad[0]) if bad.size else (0,)
+                    i = tuple(bad[0])
                     raise ValueError(
-                        f"action{self._where(i)} = {a[i]!r}: path indices must be integers in 0..{self.P - 1}"
+                        f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
                     )
                 a = a.astype(np.int64)
             bad = (a < 0) | (a >= self.P)
@@ -372,9 +397,13 @@ class EnvCore:
         out: dict[str, Any] = {
             "action_mask": w.slot_mask.copy(),
             "step": w.step_count.copy(),
-            "job_alive": w.job_unit >= 0,
+            # per-job figures describe the interval just run (jobs that arrive at its end appear in the
+            # next step's info); after a reset, the jobs of the first interval
+            "job_alive": w.job_unit >= 0 if res is None else res.job_alive.copy(),
             "step_time_ms": nan.copy() if res is None else res.step_time_s * 1e3,
-            "ideal_step_time_ms": np.where(w.job_unit >= 0, w._ideal * 1e3, np.nan),
+            "ideal_step_time_ms": (
+                np.where(w.job_unit >= 0, w._ideal * 1e3, np.nan) if res is None else res.ideal_step_s * 1e3
+            ),
             "gpu_utilization": nan.copy() if res is None else res.gpu_utilization,
             "efficiency": nan.copy() if res is None else res.efficiency,
             "iterations": np.zeros((B, J), dtype=np.int64) if res is None else res.iterations,
@@ -522,7 +551,7 @@ class FabricRoutingEnv(gym.Env):
         return self._one(obs), self._one_info(info)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        obs, r, term, trunc, info = self.core.step(np.asarray(action))
+        obs, r, term, trunc, info = self.core.step(action)  # validated (and converted) by the core
         return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
 
     def action_masks(self) -> np.ndarray:

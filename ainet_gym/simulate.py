@@ -22,9 +22,9 @@ def _num(x: float) -> float | None:
 
 
 def step_record(world: FabricWorld, res: StepResult, b: int = 0) -> dict[str, Any]:
-    """The JSON record of one interval of instance ``b`` (the `steps[i]` object of DESIGN.md)."""
+    """The JSON record of one interval of instance ``b`` (the `steps[i]` object of docs/model.md, contract 3)."""
     jobs = []
-    for j, name in enumerate(world.job_names(b)):
+    for j, name in enumerate(res.job_names[b] if res.job_names else world.job_names(b)):
         if name is None:
             continue
         jobs.append(

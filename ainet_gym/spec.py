@@ -1,6 +1,6 @@
 """Typed, frozen scenario specification.
 
-`ainet_gym.load_scenario` validates a YAML file or dict against the schema of DESIGN.md and returns a
+`ainet_gym.load_scenario` validates a YAML file or dict against the schema of docs/model.md and returns a
 :class:`Scenario`. Every field here is a documented, overridable parameter; derived values (such as the
 default decision interval) are computed by the engine, never typed in here.
 

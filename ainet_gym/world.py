@@ -12,7 +12,7 @@ Background traffic always follows static ECMP (it belongs to other tenants).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -44,6 +44,9 @@ class StepResult:
     stalled_transfers: np.ndarray  # (batch,)
     failed_links: np.ndarray  # (batch,) network links at capacity 0 during the interval
     events: int
+    # (batch, jobs) name of the job that ran in each slot during this interval (None: empty); arrivals
+    # and departures at the interval's end show up in the next result, never in this one
+    job_names: list[list[str | None]] = field(default_factory=list)
 
 
 class FabricWorld:
@@ -520,6 +523,7 @@ class FabricWorld:
             stalled_transfers=m.stalled_flows,
             failed_links=((cap <= 0) & self.fabric.network_links[None, :]).sum(axis=1),
             events=m.events,
+            job_names=[self.job_names(b) for b in range(B)],
         )
 
     def job_names(self, b: int) -> list[str | None]:
