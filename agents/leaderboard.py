@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.evaluate import EvalConfig, evaluate, parse_seeds
+from agents.registry import parse_policies
 
 __all__ = ["LEADERBOARD_SEEDS", "leaderboard", "leaderboard_main", "leaderboard_policies", "markdown"]
 
@@ -37,15 +38,16 @@ PREDICTIVE = ("predictive-greedy", "predictive-lp")
 MIN_GAP = 0.005
 
 
-def leaderboard_policies(scenario: str) -> list[str]:
-    """Baselines, predictive baselines and ``pretrained`` if a checkpoint is shipped for ``scenario``."""
+def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[str]:
+    """Baselines, predictive baselines, ``pretrained`` if a checkpoint is shipped for ``scenario``,
+    then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
     from agents.baselines import BASELINES
     from ainet_gym.pretrained import pretrained_path
 
     pols = [*BASELINES, *PREDICTIVE]
     if pretrained_path(scenario) is not None:
         pols.append("pretrained")
-    return pols
+    return pols + [e for e in (extra or []) if e not in pols]
 
 
 def _score(d: dict[str, Any], ecmp: float, lp: float) -> dict[str, Any]:
@@ -63,8 +65,10 @@ def leaderboard(
     seeds: list[int] | None = None,
     steps: int | None = None,
     progress: bool = True,
+    extra: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate every env id (default: all registered) and return the leaderboard JSON.
+    """Evaluate every env id (default: all registered) and return the leaderboard JSON; ``extra``
+    policy strings are evaluated beside the baselines on every env id.
 
     Raises
     ------
@@ -84,7 +88,9 @@ def leaderboard(
         scenario = ENV_IDS[env_id]
         t0 = time.time()
         res = evaluate(
-            EvalConfig(scenario, policies=leaderboard_policies(scenario), seeds=seeds, steps=steps, out=None)
+            EvalConfig(
+                scenario, policies=leaderboard_policies(scenario, extra), seeds=seeds, steps=steps, out=None
+            )
         )
         pol = res["policies"]
         ecmp, lp = pol["ecmp"]["gpu_utilization"]["mean"], pol["lp"]["gpu_utilization"]["mean"]
@@ -201,7 +207,8 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds) if args.seeds else ([1, 2] if args.quick else None)
     steps = args.steps if args.steps is not None else (3 if args.quick else None)
     ids = [s.strip() for s in args.env_ids.split(",") if s.strip()] if args.env_ids else None
-    board = leaderboard(ids, seeds, steps, progress=not args.json)
+    extra = parse_policies(args.policies) if args.policies else None
+    board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra)
     write(board, Path(args.out))
     if args.json:
         print(json.dumps(board))

@@ -150,6 +150,7 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
         "--steps", type=_int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
     )
     s.add_argument("--env-ids", default=None, help="comma list of env ids (default: all registered)")
+    s.add_argument("--policies", default=None, help="extra registered agents to rank (comma list)")
     s.add_argument("--out", default="out/leaderboard", help="directory for the table, CSV, JSON and figure")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_leaderboard)
@@ -225,9 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_bench)
 
     s = sub.add_parser(
-        "demo", help="the main job: train PPO on the default scenario and compare", epilog=TRUST
+        "demo", help="the main job: train PPO on periodic-interference and compare", epilog=TRUST
     )
-    s.add_argument("--scenario", type=_SCENARIO, default="spine-leaf-2to1")
+    s.add_argument("--scenario", type=_SCENARIO, default="periodic-interference")
     s.add_argument("--timesteps", type=_int_arg(1), default=None)
     s.add_argument(
         "--out",
