@@ -102,3 +102,25 @@ def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, caps
     assert (tmp_path / "leaderboard.png").read_bytes()[:4] == b"\x89PNG"
     md = (tmp_path / "leaderboard.md").read_text()
     assert md.count("\n") == len(board["rows"]) + 2
+
+
+def test_demo_comparison_says_beats_only_when_the_intervals_separate() -> None:
+    from agents.demo import comparison
+
+    def pol(m: float, lo: float, hi: float, controls: str = "jobs") -> dict:
+        return {"gpu_utilization": {"mean": m, "ci95": [lo, hi]}, "controls": controls}
+
+    result = {
+        "policies": {
+            "ppo": pol(0.70, 0.69, 0.71, "jobs+bg"),
+            "spray": pol(0.55, 0.54, 0.56),
+            "greedy": pol(0.695, 0.68, 0.70),  # touches the CI: not "beats"
+            "lp": pol(0.75, 0.74, 0.76),
+        }
+    }
+    lines = comparison(result).splitlines()
+    assert lines[0].startswith("ppo (controls jobs+bg): GPU utilisation 0.700 [0.690, 0.710]")
+    assert lines[1].split()[0] == "beats" and "spray" in lines[1] and "+0.150" in lines[1]
+    assert lines[2].split()[0] == "overlaps" and "greedy" in lines[2]
+    assert lines[3].startswith("  loses to") and "lp" in lines[3]
+    assert len(lines) == 4  # only the baselines present
