@@ -70,8 +70,10 @@ def soak(
     num_envs: int = 32,
     seed: int = 0,
     bad_every: int = 50,
+    max_seconds: float | None = None,
 ) -> SoakResult:
-    """Run ``steps`` env steps (rounded up to whole vector steps) of ``scenario`` in ``action_mode``."""
+    """Run ``steps`` env steps (rounded up to whole vector steps) of ``scenario`` in ``action_mode``,
+    or fewer if ``max_seconds`` of wall time run out first (``steps`` of the result says how many)."""
     if action_mode not in ACTION_MODES:
         raise ValueError(
             f"--modes: {action_mode!r} is not an action mode; allowed: {', '.join(ACTION_MODES)}"
@@ -92,6 +94,8 @@ def soak(
     t0 = time.perf_counter()
     n_vec = -(-steps // num_envs)
     for t in range(n_vec):
+        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+            break
         if bad_every and t % bad_every == bad_every - 1:
             try:
                 venv.step(_bad_action(out.bad_actions % 3, venv))

@@ -57,3 +57,21 @@ def test_simulate_names_the_job_whose_figures_it_prints() -> None:
             if "@" in n:
                 assert int(n.rsplit("@", 1)[1]) <= t, (t, n)
     assert any(np.any(["@" in n for n in ns]) for ns in names)
+
+
+def test_soak_checks_steps_and_finds_a_planted_violation(monkeypatch) -> None:
+    from ainet_gym.env import EnvCore
+    from ainet_gym.soak import soak
+
+    r = soak("multi-tenant-churn", "path", 64, num_envs=8, seed=1, bad_every=3)
+    assert r.steps == 64 and r.violations == 0 and r.bad_actions == 2 and r.job_checks > 0
+    info = EnvCore.info
+
+    def doubled_ideal(self, res):  # a wrong ideal: twice the job's, so step time falls below it
+        out = info(self, res)
+        out["ideal_step_time_ms"] = out["ideal_step_time_ms"] * 2
+        return out
+
+    monkeypatch.setattr(EnvCore, "info", doubled_ideal)
+    r = soak("multi-tenant-churn", "split", 16, num_envs=8, seed=1)
+    assert r.violations > 0 and "< ideal" in r.examples[0]
