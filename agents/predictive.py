@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -72,8 +72,7 @@ class FitConfig:
     """Routing of the jobs while the training data is collected (a job-only baseline, so that the
     background stays on ECMP, as under the predictive routers)."""
     steps: int | None = None
-    """Intervals per training episode (default: the scenario's)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    """Intervals per training episode (default: those of the evaluated episodes)."""
 
 
 def _nominal_bytes(world: FabricWorld) -> np.ndarray:
