@@ -10,10 +10,11 @@
    utilisation, and whether the 95% confidence intervals separate), then the table, the figure and
    the logs.
 
-The budget (:data:`DEMO_TIMESTEPS`, 80 PPO updates of 16 x 48 steps) trained in 6.3 minutes on a
-2-core machine shared with other jobs (163 steps/s); the evaluation takes under a minute. Measured
-(training seed 0, seeds 1-10): PPO 0.700 GPU utilisation, LP 0.672 [0.666, 0.677], greedy 0.581,
-wcmp+bg 0.590, spray+bg 0.574, spray 0.548; p99 step/ideal 1.37 against 1.71 for the best baseline.
+The budget (:data:`DEMO_TIMESTEPS`, 80 PPO updates of 16 x 48 steps): ``ainet-gym demo`` trained in
+104 s (593 steps/s) and finished in 128 s on a 2-core machine shared with other jobs (6.3 minutes at
+163 steps/s under a heavier load). Measured (training seed 0): PPO 0.700 GPU utilisation on every seed;
+seeds 1-10: LP 0.672 [0.666, 0.677], wcmp+bg 0.590, greedy 0.581, spray+bg 0.574, spray 0.548; p99
+step/ideal 1.37 against 1.71 for the best baseline.
 On ``spine-leaf-2to1`` (``--scenario spine-leaf-2to1``) the even split is optimal and PPO only ties spray.
 """
 
