@@ -93,6 +93,8 @@ class CollectiveSpec:
     skew: float = 0.0
     # the hot experts rotate by one rank every `skew_period_steps` decision intervals (None = fixed)
     skew_period_steps: int | None = None
+    # hierarchical / tree allreduce: the buffer is split into `chunks` pipelined through the stages
+    chunks: int = 1
 
 
 @dataclass(frozen=True)
