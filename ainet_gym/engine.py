@@ -185,7 +185,7 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
     conn_index: dict[tuple[int, int], int] = {}
     for coll in job.collectives:
         base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
-        for i, ph in enumerate(decompose(coll, p, host_of_rank, rotation)):
+        for ph in decompose(coll, p, host_of_rank, rotation):
             k = len(phase_steps)
             phase_steps.append(ph.steps)
             if ph.after is None:
