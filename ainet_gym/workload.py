@@ -39,12 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ainet_gym.spec import CollectiveSpec
+from ainet_gym.spec import CHUNKED_ALGORITHMS, CollectiveSpec
 
 __all__ = ["CHUNKED_ALGORITHMS", "CollectivePhase", "Flow", "bus_bandwidth_factor", "decompose", "pipeline"]
-
-#: (op, algorithm) pairs whose phases are stages that ``chunks`` pipelines (a ring is pipelined already)
-CHUNKED_ALGORITHMS = (("allreduce", "hierarchical"), ("allreduce", "tree"))
 
 
 @dataclass(frozen=True)
