@@ -5,6 +5,7 @@ The public surface (see docs/model.md, "Contracts"):
 - :func:`max_min_fair`, :func:`max_min_fair_batched`: the bandwidth allocator;
 - :func:`load_scenario`, :class:`ScenarioError`, :func:`list_scenarios`: scenario files;
 - :func:`simulate`: a scenario under a routing policy, without RL;
+- :func:`fabric_from_graph`, :func:`fabric_to_graph`: your own topology as a networkx graph, and back;
 - the Gymnasium environments registered under the ``ainet_gym/`` namespace (importing this package
   registers them).
 """
@@ -13,6 +14,7 @@ from ainet_gym.allocator import max_min_fair, max_min_fair_batched
 from ainet_gym.registration import ENV_IDS, register_envs
 from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
 from ainet_gym.simulate import simulate
+from ainet_gym.topology import fabric_from_graph, fabric_to_graph
 
 __version__ = "0.1.0"
 
@@ -22,6 +24,8 @@ __all__ = [
     "ENV_IDS",
     "ScenarioError",
     "__version__",
+    "fabric_from_graph",
+    "fabric_to_graph",
     "list_scenarios",
     "load_scenario",
     "max_min_fair",

@@ -27,7 +27,17 @@ def _fmt(x: float | None, nd: int = 2) -> str:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from ainet_gym.simulate import simulate
 
-    out = simulate(args.scenario, policy=args.policy, steps=args.steps, seed=args.seed)
+    if (args.links or args.flows) and not args.json:
+        raise ValueError("--links and --flows add records to the JSON output: use them with --json")
+    out = simulate(
+        args.scenario,
+        policy=args.policy,
+        steps=args.steps,
+        seed=args.seed,
+        links=args.links,
+        flows=args.flows,
+        link_windows=args.link_windows,
+    )
     if args.json:
         print(json.dumps(out))
         return 0
@@ -52,6 +62,20 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(f"  hottest links: {hot}")
         tb = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in st["tier_bytes"].items())
         print(f"  bytes per tier: {tb}")
+    return 0
+
+
+def _cmd_export_fabric(args: argparse.Namespace) -> int:
+    from ainet_gym.scenario import load_scenario
+    from ainet_gym.topology import build_fabric, write_fabric_graph
+
+    sc = load_scenario(args.scenario)
+    fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
+    write_fabric_graph(fabric, args.graphml)
+    print(
+        f"{args.graphml}: {len(fabric.node_names)} nodes, {fabric.n_links} directed links, {fabric.n_gpus} GPUs; "
+        f"use it with fabric: {{topology: graph, file: {args.graphml}}}"
+    )
     return 0
 
 
@@ -150,7 +174,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--steps", type=_int_arg(1, 10_000_000), default=1, help="decision intervals to run")
     s.add_argument("--seed", type=_int_arg(0, _SEED_MAX), default=0)
     s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--links", action="store_true", help="with --json: per-link records in every step")
+    s.add_argument("--flows", action="store_true", help="with --json: per-connection records in every step")
+    s.add_argument(
+        "--link-windows",
+        type=int,
+        default=10,
+        help="windows per interval for peak link utilisation (--links)",
+    )
     s.set_defaults(func=_cmd_simulate)
+
+    s = sub.add_parser("export-fabric", help="write a scenario's fabric as GraphML, to edit and load back")
+    s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
+    s.add_argument("--graphml", required=True, help="output file (.graphml)")
+    s.set_defaults(func=_cmd_export_fabric)
 
     s = sub.add_parser("train", help="train an RL routing policy (stable-baselines3)", epilog=TRUST)
     s.add_argument("scenario", type=_SCENARIO)

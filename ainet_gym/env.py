@@ -25,6 +25,8 @@ __all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
 
 ACTION_MODES = ("path", "split", "ecmp_weights")
 OBSERVATION_MODES = ("flat", "graph")
+#: Optional groups of ``info`` keys (``info_keys=``): per-link and per-connection figures of the interval.
+INFO_KEYS = ("links", "flows")
 JOB_FEATURES = ("alive", "efficiency", "gpu_utilization", "communicating", "iteration_progress")
 SLOT_FEATURES = ("controllable", "demand", "n_paths")
 BG_FEATURES = ("active_last", "scheduled_next")
@@ -47,7 +49,12 @@ class EnvCore:
         observation: str = "flat",
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
+        info_keys: tuple[str, ...] | list[str] = (),
     ) -> None:
+        bad = [k for k in info_keys if k not in INFO_KEYS]
+        if isinstance(info_keys, str) or bad:
+            raise ValueError(f"info_keys = {info_keys!r}: allowed: a list of {', '.join(INFO_KEYS)}")
+        self.info_keys = tuple(info_keys)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
         if observation not in OBSERVATION_MODES:
@@ -416,6 +423,23 @@ class EnvCore:
                 else res.failed_links
             ),
         }
+        out["throughput_gbps"] = np.zeros(B) if res is None else res.throughput_gbps
+        if "links" in self.info_keys:
+            cap = w.sim.capacity if res is None or res.capacity_bps is None else res.capacity_bps
+            out["link_capacity_gbps"] = cap * 8e-9
+            out["link_bytes"] = np.zeros(cap.shape) if res is None else res.link_bytes
+            out["link_utilization"] = np.zeros(cap.shape) if res is None else res.link_utilization
+        if "flows" in self.info_keys:
+            has = w.slot_conn >= 0
+            moved = np.zeros(w.slot_conn.shape)
+            if res is not None and res.conn_bytes is not None:
+                moved = np.where(has, res.conn_bytes[np.maximum(w.slot_conn, 0)], 0.0)
+            out["flow_bytes"] = moved
+            with np.errstate(invalid="ignore", divide="ignore"):
+                dur = np.zeros(B) if res is None else res.duration_s
+                out["flow_rate_gbps"] = np.where(
+                    dur[:, None] > 0, moved * 8e-9 / np.where(dur > 0, dur, 1)[:, None], 0.0
+                )
         present = [i for i, t in enumerate(TIERS) if (w.fabric.link_tier == i).any()]
         for i in present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
@@ -437,7 +461,7 @@ class EnvCore:
         w = self.world
         sim = w.sim
         assert sim is not None
-        net = w.fabric.network_links & (w.fabric.link_tier != TIERS.index("nic"))
+        net = w.fabric.network_links & ~np.isin(w.fabric.link_tier, [TIERS.index("nic"), TIERS.index("pcie")])
         hot = ((res.link_utilization >= 0.95) & net[None, :]).reshape(-1)
         if not hot.any():
             return np.zeros(self.batch, dtype=np.int64)
@@ -511,7 +535,9 @@ class FabricRoutingEnv(gym.Env):
     ## Arguments
     ``scenario`` (name, path, dict or Scenario), ``action_mode``, ``history`` (H, default 4),
     ``observation`` (``"flat"`` | ``"graph"``), ``reward``, ``episode_steps`` (overrides the scenario),
-    ``render_mode`` (``"ansi"`` | ``"rgb_array"``).
+    ``render_mode`` (``"ansi"`` | ``"rgb_array"``), ``info_keys`` (optional extra ``info``: ``"links"``
+    adds ``link_capacity_gbps``, ``link_bytes``, ``link_utilization`` per link id; ``"flows"`` adds
+    ``flow_bytes`` and ``flow_rate_gbps`` per action slot, i.e. per job connection).
 
     ## Vectorized environment
     :class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
@@ -532,12 +558,15 @@ class FabricRoutingEnv(gym.Env):
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
         render_mode: str | None = None,
+        info_keys: tuple[str, ...] | list[str] = (),
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
             )
-        self.core = EnvCore(scenario, 1, action_mode, history, observation, reward, episode_steps)
+        self.core = EnvCore(
+            scenario, 1, action_mode, history, observation, reward, episode_steps, info_keys=info_keys
+        )
         self.action_space = self.core.action_space
         self.observation_space = self.core.observation_space
         self.render_mode = render_mode

@@ -3,7 +3,7 @@
 The schema is the one of docs/model.md ("Scenario schema")::
 
     name, description, seed,
-    fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}
+    fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}; or {topology: graph, file | graph}
     workload: {jobs: [JobSpec fields, collectives: [CollectiveSpec fields]], background: [BackgroundSpec fields]}
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
@@ -24,13 +24,20 @@ Decisions worth knowing:
   required; NaN and infinities are rejected. YAML files are read with a loader that also parses
   ``1e9`` (no dot) as a float, which plain YAML 1.1 would read as a string. Duplicate keys in a YAML
   mapping are an error (plain PyYAML silently keeps the last one).
-- GPU count of a fabric (:func:`fabric_gpu_count`): single_switch and rail_optimized ``hosts *
-  gpus_per_host``; spine_leaf ``leaves * hosts_per_leaf * gpus_per_host``; fat_tree ``k**3 / 4`` (one
-  GPU NIC per edge-switch port, as :func:`ainet_gym.topology.build_fabric` builds it), which must be a
-  multiple of ``gpus_per_host``.
+- GPU count of a fabric (:func:`fabric_gpu_count`): single_switch, rail_optimized and graph ``hosts *
+  gpus_per_host`` (a graph's counted from it); spine_leaf ``leaves * hosts_per_leaf * gpus_per_host``;
+  fat_tree ``k**3 / 4 * gpus_per_nic`` (one NIC per edge-switch port, as
+  :func:`ainet_gym.topology.build_fabric` builds it), which must be a multiple of ``gpus_per_host``.
 - Keys that the chosen topology does not use (e.g. ``k`` on a spine_leaf fabric, ``nic_gbps`` on a
   fat_tree, whose NICs run at ``link_gbps``) are an error naming the key and the topology
-  (:data:`TOPOLOGY_KEYS`).
+  (:data:`TOPOLOGY_KEYS`). A ``graph`` fabric takes only ``file`` or ``graph`` (exactly one),
+  ``profile``, ``hop_latency_us``, ``link_efficiency`` and ``nvlink_gbps``; ``file`` is relative to the
+  scenario file's folder (the working directory for a dict) and is stored resolved in ``Scenario.raw``.
+  The graph is built once at load time, so a bad graph fails here (``fabric.file`` / ``fabric.graph``)
+  with the problem :func:`ainet_gym.fabric_from_graph` names. ``fabric: <networkx graph>`` is short for
+  ``{topology: graph, graph: <it>}``.
+- ``gpus_per_nic`` must divide ``gpus_per_host``; ``pcie_gbps`` is only accepted with ``gpus_per_nic > 1``.
+  On a fat_tree, ``k**3 / 4`` edge ports hold one NIC each: the fabric has ``k**3 / 4 * gpus_per_nic`` GPUs.
 - Sizes are finite and below the documented ceilings of :data:`LIMITS`; a size estimate (GPUs, links,
   equal-cost paths, iterations per decision interval, memory) refuses a scenario that would hang or
   exhaust memory, with the estimate and the key to change.
@@ -71,6 +78,7 @@ from ainet_gym.spec import (
     PLACEMENTS,
     PROFILE_DEFAULTS,
     PROFILES,
+    RANK_ORDERS,
     RATE_UPDATES,
     REWARD_KINDS,
     TOPOLOGIES,
@@ -106,7 +114,15 @@ __all__ = [
 
 #: Link tiers that random link failures may hit (``dynamics.link_failures.tiers``): the network tiers
 #: of :data:`ainet_gym.topology.TIERS` (NVLink excluded).
-FAILURE_TIERS: tuple[str, ...] = ("nic", "leaf_spine", "edge_agg", "agg_core", "rail_spine", "storage")
+FAILURE_TIERS: tuple[str, ...] = (
+    "nic",
+    "leaf_spine",
+    "edge_agg",
+    "agg_core",
+    "rail_spine",
+    "storage",
+    "pcie",
+)
 
 #: Names of links in ``dynamics.link_failures.scheduled[].link``, e.g. ``leaf0-spine1``, ``edge3-agg2``.
 LINK_NAME_RE = re.compile(r"^(leaf|spine|edge|agg|core)\d+-(leaf|spine|edge|agg|core)\d+$")
@@ -408,8 +424,8 @@ def fabric_gpu_count(f: FabricSpec) -> int:
     if f.topology == "spine_leaf":
         return f.leaves * f.hosts_per_leaf * f.gpus_per_host
     if f.topology == "fat_tree":
-        return f.k**3 // 4  # one GPU NIC per edge-switch down port
-    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized
+        return f.k**3 // 4 * f.gpus_per_nic  # one NIC per edge-switch down port
+    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized, graph (counted from the graph)
 
 
 def fabric_leaf_count(f: FabricSpec) -> int:
@@ -420,7 +436,7 @@ def fabric_leaf_count(f: FabricSpec) -> int:
     if f.topology == "fat_tree":
         return f.k * f.k // 2
     if f.topology == "rail_optimized":
-        return f.gpus_per_host
+        return f.gpus_per_host // f.gpus_per_nic  # one rail per NIC of a host
     return 1
 
 
@@ -441,7 +457,13 @@ _FABRIC_RULES: dict[str, _Rule | None] = {
     "hop_latency_us": _num("a latency in microseconds", ge=0, le=_L["latency_us_max"]),
     "link_efficiency": _num("an efficiency factor", ge=_L["efficiency_min"], le=1),
     "storage": None,  # nested, below
+    "gpus_per_nic": _COUNT,
+    "pcie_gbps": _SPEED,
+    "graph": None,  # topology graph: a networkx graph (from Python), below
+    "file": None,  # topology graph: GraphML or edge list, relative to the scenario's folder, below
 }
+#: Fabric keys of a graph fabric (the graph itself gives hosts, GPUs, NICs, switches and link speeds).
+_GRAPH_KEYS = ("topology", "graph", "file", "profile", "hop_latency_us", "link_efficiency", "nvlink_gbps")
 
 #: Fabric keys every topology uses.
 FABRIC_COMMON_KEYS: tuple[str, ...] = (
@@ -456,11 +478,21 @@ FABRIC_COMMON_KEYS: tuple[str, ...] = (
 #: The fabric keys each topology uses besides :data:`FABRIC_COMMON_KEYS` (one table: a new topology or a
 #: new key is one entry here). Any other key of ``fabric`` is an error naming the key and the topology,
 #: so that e.g. ``nic_gbps: 400`` on a fat-tree (whose NICs run at ``link_gbps``) is not silently ignored.
+_NIC_SHARING = ("gpus_per_nic", "pcie_gbps")
 TOPOLOGY_KEYS: dict[str, tuple[str, ...]] = {
-    "single_switch": ("hosts", "nic_gbps"),
-    "spine_leaf": ("leaves", "spines", "hosts_per_leaf", "links_per_spine", "uplink_gbps", "nic_gbps"),
-    "fat_tree": ("k", "link_gbps"),
-    "rail_optimized": ("hosts", "spines", "links_per_spine", "uplink_gbps", "nic_gbps"),
+    "single_switch": ("hosts", "nic_gbps", *_NIC_SHARING),
+    "spine_leaf": (
+        "leaves",
+        "spines",
+        "hosts_per_leaf",
+        "links_per_spine",
+        "uplink_gbps",
+        "nic_gbps",
+        *_NIC_SHARING,
+    ),
+    "fat_tree": ("k", "link_gbps", *_NIC_SHARING),
+    "rail_optimized": ("hosts", "spines", "links_per_spine", "uplink_gbps", "nic_gbps", *_NIC_SHARING),
+    "graph": ("file", "graph"),  # checked against _GRAPH_KEYS instead
 }
 
 
@@ -484,20 +516,83 @@ _STORAGE_RULES: dict[str, _Rule | None] = {
 }
 
 
+def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) -> FabricSpec:
+    """A ``topology: graph`` fabric: read ``file`` (relative to the scenario's folder) or take ``graph``,
+    and build it once so that a bad graph fails here, naming the field."""
+    import networkx as nx
+
+    from ainet_gym.topology import build_fabric, graph_spec, read_fabric_graph
+
+    for k in d:
+        if k not in _GRAPH_KEYS:
+            ctx.fail(
+                _join(path, k),
+                f"{k!r} does not apply to a graph fabric (the graph gives hosts, GPUs, NICs and link speeds)",
+                ", ".join(_GRAPH_KEYS),
+                value=str(k),
+            )
+    if ("file" in d) == ("graph" in d):
+        ctx.fail(
+            path,
+            "a graph fabric needs exactly one of 'file' and 'graph'",
+            "file: a GraphML file or an edge list (relative to the scenario's folder), "
+            "or graph: a networkx graph (from Python)",
+        )
+    if "file" in d:
+        fpath = _join(path, "file")
+        name = _text("a file name", nonempty=True)(ctx, d["file"], fpath)
+        base = Path(ctx.source).parent if ctx.source != "<dict>" else Path.cwd()
+        file = (base / Path(name).expanduser()).resolve()
+        if not file.is_file():
+            ctx.fail(fpath, f"no such file: {file}", "a GraphML (.graphml) or edge-list file", name)
+        try:
+            graph = read_fabric_graph(file)
+        except (ValueError, OSError, UnicodeDecodeError) as e:
+            ctx.fail(fpath, f"cannot read the graph: {e}", "a GraphML (.graphml) or edge-list file", name)
+        kw["file"] = str(file)
+        if isinstance(d, dict):  # the scenario's raw mapping loads again from anywhere
+            d["file"] = str(file)
+    else:
+        fpath = _join(path, "graph")
+        graph = d["graph"]
+        if not isinstance(graph, nx.Graph):
+            ctx.fail(fpath, f"expected a networkx graph, got {_desc(graph)}", "a networkx graph", graph)
+    kw.pop("graph", None)
+    try:
+        spec = graph_spec(graph, **kw)
+        build_fabric(spec)
+    except ValueError as e:
+        problem, _, allowed = str(e).partition("; allowed: ")
+        ctx.fail(
+            fpath,
+            f"the graph is not a valid fabric: {problem}",
+            allowed
+            or "nodes with role gpu|switch|storage|nic|nvswitch (GPUs with a host), links with gbps > 0, "
+            "every GPU reaching every other",
+        )
+    return spec
+
+
 def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
     path = "fabric"
     if v is None:
         ctx.fail(
             path, "required section 'fabric' is missing", f"a mapping with keys {', '.join(_FABRIC_RULES)}"
         )
+    if not isinstance(v, Mapping) and type(v).__module__.startswith("networkx"):
+        v = {"topology": "graph", "graph": v}  # scenario["fabric"] = G
     d = _mapping(ctx, v, path, _FABRIC_RULES, "the fabric")
     kw = _apply(ctx, d, path, _FABRIC_RULES)
-    _check_topology_keys(ctx, d, path, kw.get("topology", _default(FabricSpec, "topology")))
+    topology = kw.get("topology", _default(FabricSpec, "topology"))
+    if topology != "graph":  # a graph fabric checks its own, shorter list of keys (_GRAPH_KEYS)
+        _check_topology_keys(ctx, d, path, topology)
 
     profile = kw.get("profile", _default(FabricSpec, "profile"))
     for key, value in PROFILE_DEFAULTS[profile].items():
         if key not in kw:
             kw[key] = value
+    if kw.get("topology") == "graph":
+        return _parse_graph_fabric(ctx, d, kw, path)
 
     sd = _optional_mapping(ctx, d, "storage", path, _STORAGE_RULES, "storage hosts")
     spath = _join(path, "storage")
@@ -510,21 +605,40 @@ def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
     fabric = FabricSpec(**kw, storage=StorageSpec(**skw))
 
     # topology-specific structure
+    if fabric.topology == "fat_tree" and fabric.k % 2:
+        ctx.fail(
+            _join(path, "k"),
+            f"fat_tree needs an even k, got {fabric.k}",
+            "an even integer >= 2",
+            fabric.k,
+        )
+    if fabric.gpus_per_host % fabric.gpus_per_nic:
+        ctx.fail(
+            _join(path, "gpus_per_nic"),
+            f"gpus_per_nic={fabric.gpus_per_nic} does not divide gpus_per_host={fabric.gpus_per_host} "
+            "(the GPUs of a host share its NICs evenly)",
+            f"a divisor of {fabric.gpus_per_host} (gpus_per_host: one NIC per host)",
+            fabric.gpus_per_nic,
+        )
+    if "pcie_gbps" in d and fabric.gpus_per_nic == 1:
+        ctx.fail(
+            _join(path, "pcie_gbps"),
+            "pcie_gbps applies only to GPUs that share a NIC (gpus_per_nic > 1); with gpus_per_nic: 1 "
+            "a GPU has no PCIe link in the model",
+            "gpus_per_nic > 1 with pcie_gbps, or omit pcie_gbps",
+            kw["pcie_gbps"],
+        )
     if fabric.topology == "fat_tree":
-        if fabric.k % 2:
-            ctx.fail(
-                _join(path, "k"),
-                f"fat_tree needs an even k, got {fabric.k}",
-                "an even integer >= 2",
-                fabric.k,
-            )
         ports = fabric.k**3 // 4
-        if ports % fabric.gpus_per_host:
+        nics = fabric.gpus_per_host // fabric.gpus_per_nic
+        if ports % nics:
             ctx.fail(
                 _join(path, "gpus_per_host"),
-                f"a fat_tree with k={fabric.k} has {ports} edge ports (one per GPU), "
-                f"not a multiple of gpus_per_host={fabric.gpus_per_host}",
-                f"a divisor of {ports}",
+                f"a fat_tree with k={fabric.k} has {ports} edge ports (one per NIC), "
+                f"not a multiple of the {nics} NICs of a host (gpus_per_host={fabric.gpus_per_host} / "
+                f"gpus_per_nic={fabric.gpus_per_nic})",
+                f"a divisor of {ports}"
+                + ("" if fabric.gpus_per_nic == 1 else " for gpus_per_host / gpus_per_nic"),
                 fabric.gpus_per_host,
             )
     n_leaves = fabric_leaf_count(fabric)
@@ -553,6 +667,7 @@ _JOB_RULES: dict[str, _Rule | None] = {
     "name": _text("a job name", nonempty=True),
     "gpus": _int("a number of GPUs", ge=1, le=_L["gpus"]),
     "placement": None,  # below
+    "rank_order": _enum(RANK_ORDERS, "rank order"),
     "compute_ms": _num("a compute time in ms", ge=0, le=_L["time_ms_max"]),
     "overlap": _FRACTION,
     "start_ms": _num("a start time in ms", ge=0, le=_L["time_ms_max"]),
@@ -931,6 +1046,18 @@ TOPOLOGY_TIERS: dict[str, tuple[str, ...]] = {
 }
 #: Longest candidate path in links (NIC, up to four switch hops, NIC).
 _MAX_HOPS = {"single_switch": 2, "spine_leaf": 4, "fat_tree": 6, "rail_optimized": 4}
+
+
+def _max_hops(f: FabricSpec) -> int:
+    """Links on the longest candidate path: a table for the builders (two PCIe hops more when GPUs share
+    a NIC), the built fabric's own figure for a graph."""
+    if f.topology == "graph":
+        from ainet_gym.topology import build_fabric
+
+        return build_fabric(f).max_hops
+    return _MAX_HOPS[f.topology] + (2 if f.gpus_per_nic > 1 else 0)
+
+
 # memory model of the size estimate (bytes), measured with tracemalloc on the shipped large scenarios
 # (large-scale-4k, fat-tree-k16-data-parallel): about 1.1 kB per link of a built fabric (graph and
 # tables), 5-25 kB per connection of a compiled job (paths, members, caches), 150 B per enumerated path
@@ -1009,6 +1136,14 @@ def _switch_node(f: FabricSpec, name: str) -> tuple[str, int, int]:
 
 def _check_link_exists(ctx: _Ctx, path: str, f: FabricSpec, link: str) -> None:
     """A scheduled failure's link must join two adjacent switches of this fabric."""
+    if f.topology == "graph":  # names are the graph's own: ask the built fabric
+        from ainet_gym.topology import build_fabric
+
+        try:
+            build_fabric(f).link_ids(link)
+        except KeyError as e:
+            ctx.fail(path, str(e).strip("\"'"), "two adjacent switches of the graph, e.g. leaf0-spine0", link)
+        return
     nodes = [_switch_node(f, n) for n in link.split("-")]
     for (kind, i, n), name in zip(nodes, link.split("-")):
         if i >= n:
@@ -1042,7 +1177,7 @@ def _iteration_bounds(f: FabricSpec, job: JobSpec) -> tuple[float, float]:
     fast = (f.nvlink_gbps + nic) * 1e9 / 8
     slow = min(f.nvlink_gbps, nic) * 1e9 / 8
     lo = hi = 0.0
-    lat = _MAX_HOPS[f.topology] * f.hop_latency_us * 1e-6
+    lat = _max_hops(f) * f.hop_latency_us * 1e-6
     for c in job.collectives:
         if p < 2:
             continue
@@ -1142,7 +1277,7 @@ def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
             )
 
     # memory: the fabric and its non-blocking twin, enumerated ECMP sets, compiled jobs
-    hops = _MAX_HOPS[f.topology]
+    hops = _max_hops(f)
     paths = min(sc.routing.max_paths, size["ecmp_set"])
     jobs = list(sc.jobs)
     if churn_on:

@@ -38,8 +38,11 @@ class FabricRoutingVectorEnv(VectorEnv):
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
         render_mode: str | None = None,
+        info_keys: tuple[str, ...] | list[str] = (),
     ) -> None:
-        self.core = EnvCore(scenario, num_envs, action_mode, history, observation, reward, episode_steps)
+        self.core = EnvCore(
+            scenario, num_envs, action_mode, history, observation, reward, episode_steps, info_keys=info_keys
+        )
         self.num_envs = int(num_envs)
         self.single_action_space = self.core.action_space
         self.single_observation_space = self.core.observation_space

@@ -359,7 +359,7 @@ def test_error_carries_attributes_and_pickles():
     assert (e.source, e.field, e.value) == ("<dict>", "fabric.topology", "spine-leaf")
     assert str(e) == (
         "<dict>: fabric.topology: 'spine-leaf' is not a known topology; "
-        "allowed: single_switch, spine_leaf, fat_tree, rail_optimized (did you mean 'spine_leaf'?)"
+        "allowed: single_switch, spine_leaf, fat_tree, rail_optimized, graph (did you mean 'spine_leaf'?)"
     )
     e2 = pickle.loads(pickle.dumps(e))
     assert str(e2) == str(e) and e2.field == e.field and isinstance(e2, ValueError)
