@@ -35,7 +35,6 @@ def step_record(
         if name is None:
             continue
         step_ms = _num(res.step_time_s[b, j] * 1e3)
-        job = world.jobs[b][j]
         jobs.append(
             {
                 "name": name,
