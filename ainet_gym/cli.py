@@ -1,4 +1,4 @@
-"""The ``ainet-gym`` command line: scenarios, simulate, train, evaluate, bench, demo."""
+"""The ``ainet-gym`` command line: scenarios, simulate, train, evaluate, bench, demo, leaderboard."""
 
 from __future__ import annotations
 
@@ -80,6 +80,10 @@ def _cmd_export_fabric(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    if args.framework == "rllib":
+        from agents.rllib_train import train_rllib_main
+
+        return train_rllib_main(args)
     from agents.train import train_main
 
     return train_main(args)
@@ -89,6 +93,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from agents.evaluate import evaluate_main
 
     return evaluate_main(args)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from agents.rllib_sweep import sweep_main
+
+    return sweep_main(args)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -160,6 +170,26 @@ def _seeds_arg(text: str) -> str:
 _SCENARIO = _text_arg("a shipped scenario name or a YAML path")
 
 
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    from agents.leaderboard import leaderboard_main
+
+    return leaderboard_main(args)
+
+
+def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("leaderboard", help="every env id x every baseline and shipped policy, one table")
+    s.add_argument("--quick", action="store_true", help="2 seeds x 3 intervals (a smoke test)")
+    s.add_argument("--seeds", type=_seeds_arg, default=None, help="held-out seeds (default 1-10)")
+    s.add_argument(
+        "--steps", type=_int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
+    )
+    s.add_argument("--env-ids", default=None, help="comma list of env ids (default: all registered)")
+    s.add_argument("--policies", default=None, help="extra registered agents to rank (comma list)")
+    s.add_argument("--out", default="out/leaderboard", help="directory for the table, CSV, JSON and figure")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=_cmd_leaderboard)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ainet-gym", description=__doc__)
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -170,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("simulate", help="run a scenario under a routing policy, without RL")
     s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
-    s.add_argument("--policy", default="ecmp", help="ecmp | spray | wcmp | greedy | lp")
+    s.add_argument("--policy", default="ecmp", help="ecmp | spray | wcmp | greedy | lp | spray+bg | wcmp+bg")
     s.add_argument("--steps", type=_int_arg(1, 10_000_000), default=1, help="decision intervals to run")
     s.add_argument("--seed", type=_int_arg(0, _SEED_MAX), default=0)
     s.add_argument("--json", action="store_true", help="print one JSON object")
@@ -202,16 +232,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=_text_arg("a directory or a .zip model path"),
         default=None,
         help="X.zip: the model file; any other path: a directory that receives model.zip "
-        "(default: LOGDIR/RUN_NAME/model.zip, a fresh run folder)",
+        "(default: LOGDIR/RUN_NAME/model.zip, a fresh run folder); --framework rllib: the checkpoint directory",
     )
     s.add_argument("--overwrite", action="store_true", help="allow --out to replace an existing model")
     s.add_argument(
         "--resume",
         type=_text_arg("a model path"),
         default=None,
-        help="a saved model to continue training (never overwritten)",
+        help="a saved model (rllib: a checkpoint directory) to continue training (never overwritten)",
     )
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--framework", default="sb3", choices=("sb3", "rllib"), help="sb3 (one machine) | rllib")
+    s.add_argument("--num-env-runners", type=_int_arg(0, 100_000), default=2, help="rllib: env runner actors")
+    s.add_argument(
+        "--envs-per-runner", type=_int_arg(1, 100_000), default=16, help="rllib: vector env copies per runner"
+    )
+    s.add_argument("--address", default=None, help="rllib: join a Ray cluster (auto or HOST:PORT)")
     s.set_defaults(func=_cmd_train)
 
     s = sub.add_parser("evaluate", help="compare policies on the same seeds", epilog=TRUST)
@@ -235,6 +271,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_evaluate)
 
+    s = sub.add_parser("sweep", help="Ray Tune grid of RLlib PPO runs, one results table (rllib extra)")
+    s.add_argument("--scenarios", default="periodic-interference", help="comma list of scenarios")
+    s.add_argument("--seeds", default="0,1", help="comma list of training seeds")
+    s.add_argument("--lrs", default="3e-4", help="comma list of learning rates")
+    s.add_argument("--timesteps", type=int, default=10_000, help="env steps per trial")
+    s.add_argument("--num-env-runners", type=int, default=0, help="env runners per trial (0: in-process)")
+    s.add_argument("--envs-per-runner", type=int, default=16)
+    s.add_argument("--max-concurrent", type=int, default=2, help="trials at once (1 + runners CPUs each)")
+    s.add_argument("--eval-seeds", default="1,2,3", help="held-out evaluation seeds")
+    s.add_argument("--address", default=None, help="join a Ray cluster (auto or HOST:PORT)")
+    s.add_argument("--out", default="out/sweep")
+    s.set_defaults(func=_cmd_sweep)
+
     s = sub.add_parser("bench", help="measure the allocator and the environments")
     s.add_argument("--quick", action="store_true", help="small sizes only")
     s.add_argument("--out", default="bench-results", help="directory for the JSON and the plot")
@@ -243,9 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_bench)
 
     s = sub.add_parser(
-        "demo", help="the main job: train PPO on the default scenario and compare", epilog=TRUST
+        "demo", help="the main job: train PPO on periodic-interference and compare", epilog=TRUST
     )
-    s.add_argument("--scenario", type=_SCENARIO, default="spine-leaf-2to1")
+    s.add_argument("--scenario", type=_SCENARIO, default="periodic-interference")
     s.add_argument("--timesteps", type=_int_arg(1), default=None)
     s.add_argument(
         "--out",
@@ -279,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop each scenario and mode after this wall time (the steps checked are printed)",
     )
     s.set_defaults(func=_cmd_soak)
+    _add_leaderboard(sub)
     for s in sub.choices.values():  # --debug also after the command (default: the top-level value)
         s.add_argument(
             "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error"
