@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -408,7 +409,20 @@ def load_model(
         raise ValueError(f"model {str(p)!r}: unknown algorithm {algo!r}; allowed: {', '.join(ALGO_MODES)}")
     cls = algo_class(algo)
     objects = None if trusted else _safe_objects(p, algo)
-    model = cls.load(p, env=env, device="cpu", custom_objects=objects)
+    try:
+        model = cls.load(p, env=env, device="cpu", custom_objects=objects)
+    except (
+        AssertionError,
+        KeyError,
+        RuntimeError,
+        EOFError,
+        zipfile.BadZipFile,
+        pickle.UnpicklingError,
+    ) as e:
+        first = str(e).split(". ")[0]  # torch's weights-only message is a paragraph
+        raise ValueError(
+            f"{algo}:{p}: cannot be loaded as a {algo} model ({type(e).__name__}: {first})"
+        ) from None
     meta = {"algo": algo, **meta}
     return model, meta
 
