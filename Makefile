@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: install install-dev demo check test bench lint
+.PHONY: install install-dev demo check test bench lint install-ns3 test-ns3 crosscheck
 
 # torch first, pinned to a release with a CPU wheel (SB3 needs torch; an unpinned install may pull a
 # newer multi-GB CUDA build). Any torch >= 2.3 works: install your own first to skip this.
@@ -28,3 +28,16 @@ bench:
 
 lint:
 	ruff check . && ruff format --check .
+
+# Optional ns-3 cross-check (README "Fidelity"): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
+# cppyy compiles parts at install, so a C++ compiler must be present). Use a venv of its own.
+install-ns3: install-dev
+	$(PIP) install --quiet -e ".[rl,dev,ns3]"
+
+# The cross-check's tests with ns-3 (the smallest case runs in ns-3; skipped where the extra is missing).
+test-ns3:
+	$(PYTHON) -m pytest -q tests/test_crosscheck.py
+
+# The calibration table of README "Fidelity": every case under ecmp, spray and lp, fluid vs ns-3.
+crosscheck:
+	$(PYTHON) -m ainet_gym.crosscheck --out crosscheck-results.json

@@ -5,11 +5,13 @@ The public surface (see DESIGN.md "Contracts"):
 - :func:`max_min_fair`, :func:`max_min_fair_batched`: the bandwidth allocator;
 - :func:`load_scenario`, :class:`ScenarioError`, :func:`list_scenarios`: scenario files;
 - :func:`simulate`: a scenario under a routing policy, without RL;
+- :func:`crosscheck`: the same scenario and policy in the fluid model and in ns-3 (optional extra ``ns3``);
 - the Gymnasium environments registered under the ``ainet_gym/`` namespace (importing this package
   registers them).
 """
 
 from ainet_gym.allocator import max_min_fair, max_min_fair_batched
+from ainet_gym.crosscheck import crosscheck
 from ainet_gym.registration import ENV_IDS, register_envs
 from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
 from ainet_gym.simulate import simulate
@@ -22,6 +24,7 @@ __all__ = [
     "ENV_IDS",
     "ScenarioError",
     "__version__",
+    "crosscheck",
     "list_scenarios",
     "load_scenario",
     "max_min_fair",
