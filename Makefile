@@ -40,4 +40,4 @@ test-ns3:
 
 # The calibration table of README "Fidelity": every case under ecmp, spray and lp, fluid vs ns-3.
 crosscheck:
-	$(PYTHON) -m ainet_gym.crosscheck --out crosscheck-results.json
+	$(PYTHON) -c "import sys; from ainet_gym.crosscheck import main; sys.exit(main())" --out crosscheck-results.json
