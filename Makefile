@@ -1,21 +1,36 @@
-# The two commands of the README. PYTHON may point at a venv's interpreter.
-PYTHON ?= python3
+# The README's two commands: `make demo` (install, run the main job) and `make check` (install, lint, test).
+# Both create a virtual environment in .venv/ on first use (python3 -m venv), so nothing is installed into
+# the system Python. PYTHON=/path/to/python uses another interpreter (a venv of yours) instead; every tool
+# is called as `$(PYTHON) -m ...`, so that venv need not be activated.
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
 PIP := $(PYTHON) -m pip
+# Optional: a PyTorch wheel index (e.g. PyTorch's CPU-only index) to take torch from; see the README.
+TORCH_INDEX_URL ?=
+# Extra flags for `ainet-gym demo` (CI runs `make demo DEMO_ARGS=--quick`).
+DEMO_ARGS ?=
 
-.PHONY: install install-dev demo check test bench lint install-ns3 test-ns3 crosscheck
+.PHONY: venv install install-dev demo check test bench lint install-ns3 test-ns3 crosscheck
 
-# torch first, pinned to a release with a CPU wheel (SB3 needs torch; an unpinned install may pull a
-# newer multi-GB CUDA build). Any torch >= 2.3 works: install your own first to skip this.
-install:
-	$(PYTHON) -c "import torch" 2>/dev/null || $(PIP) install --quiet "torch==2.13.0" || $(PIP) install --quiet "torch>=2.3"
+venv:
+	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ ! -x "$(PYTHON)" ]; then \
+		echo "creating the virtual environment $(VENV)/"; python3 -m venv $(VENV); fi
+
+# torch first: with no torch installed, `pip install torch` from PyPI on Linux x86_64 takes the CUDA build
+# (several GB with its nvidia-* packages). A torch you installed first (e.g. the CPU build from PyTorch's
+# CPU wheel index, TORCH_INDEX_URL=...) is kept. Any torch >= 2.3 works.
+install: venv
+	@$(PYTHON) -c "import torch" 2>/dev/null || \
+		if [ -n "$(TORCH_INDEX_URL)" ]; then $(PIP) install --quiet torch --index-url "$(TORCH_INDEX_URL)"; \
+		else $(PIP) install --quiet "torch==2.13.0" || $(PIP) install --quiet "torch>=2.3"; fi
 	$(PIP) install --quiet -e ".[rl]"
 
 install-dev: install
 	$(PIP) install --quiet -e ".[rl,dev]"
 
-# Main job: short PPO training on the default scenario, then evaluation against every baseline.
+# Main job: PPO training on the default scenario, then evaluation against every baseline.
 demo: install
-	$(PYTHON) -m ainet_gym.cli demo
+	$(PYTHON) -m ainet_gym.cli demo $(DEMO_ARGS)
 
 # Install with the dev extras, lint, run the tests (what CI runs).
 check: install-dev lint test
@@ -27,7 +42,7 @@ bench:
 	$(PYTHON) -m ainet_gym.cli bench
 
 lint:
-	ruff check . && ruff format --check .
+	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
 
 # Optional ns-3 cross-check (README "Fidelity"): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
 # cppyy compiles parts at install, so a C++ compiler must be present). Use a venv of its own.

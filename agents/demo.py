@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 
 from agents.evaluate import EvalConfig, _header, evaluate, markdown_table
-from agents.train import TrainConfig, format_final, train
+from agents.outputs import MODEL_FILE, check_model_out, check_out_dir, fresh_dir, model_path
+from agents.train import TrainConfig, format_final, run_name, train
 
-__all__ = ["DEMO_N_ENVS", "DEMO_SEEDS", "DEMO_TIMESTEPS", "demo_main"]
+__all__ = ["DEMO_N_ENVS", "DEMO_SEEDS", "DEMO_TIMESTEPS", "QUICK_SEEDS", "QUICK_TIMESTEPS", "demo_main"]
 
 #: PPO steps of the demo (see the module docstring for the time it takes).
 DEMO_TIMESTEPS = 65_536
@@ -30,28 +31,47 @@ DEMO_TIMESTEPS = 65_536
 DEMO_N_ENVS = 16
 #: held-out evaluation seeds (training episodes use seeds >= 1_000_000).
 DEMO_SEEDS = [1, 2, 3, 4, 5]
+#: ``--quick`` (what CI runs): a smoke run of the whole pipeline, not a result.
+QUICK_TIMESTEPS = 4_096
+QUICK_SEEDS = [1, 2]
 BASELINE_POLICIES = ["ecmp", "spray", "wcmp", "greedy", "lp"]
+#: ``ainet-gym demo`` without ``--out`` writes to a fresh ``{DEFAULT_OUT}/{run name}``.
+DEFAULT_OUT = "out/demo"
 
 
 def demo_main(args: argparse.Namespace) -> int:
-    """Entry point of ``ainet-gym demo`` (``--scenario``, ``--timesteps``, ``--out``)."""
+    """Entry point of ``ainet-gym demo`` (``--scenario``, ``--timesteps``, ``--out``, ``--quick``)."""
     t0 = time.time()
-    out = Path(args.out)
-    timesteps = args.timesteps or DEMO_TIMESTEPS
+    overwrite = bool(getattr(args, "overwrite", False))
+    seed = int(getattr(args, "seed", 0))
+    if getattr(args, "out", None) is None:  # the default: a fresh run folder per run
+        stem = Path(str(args.scenario)).name.removesuffix(".yaml").removesuffix(".yml")
+        out = fresh_dir(DEFAULT_OUT, run_name(stem, "ppo", seed), create=False)
+        model = out / MODEL_FILE
+    else:
+        given = Path(args.out)
+        # --out X.zip: the model file, with the results and logs in X/ beside it; else a directory
+        out, model = (given.with_suffix(""), given) if given.suffix == ".zip" else (given, model_path(given))
+        check_out_dir(out, overwrite)
+        check_model_out(model, overwrite)
+    quick = bool(getattr(args, "quick", False))
+    timesteps = args.timesteps or (QUICK_TIMESTEPS if quick else DEMO_TIMESTEPS)
+    seeds = QUICK_SEEDS if quick else DEMO_SEEDS
     logdir = out / "runs"
     print(
         f"ainet-gym demo: PPO on {args.scenario} for {timesteps} steps, then every baseline on seeds "
-        f"{','.join(map(str, DEMO_SEEDS))}"
+        f"{','.join(map(str, seeds))}" + (" (--quick: a smoke run, not a result)" if quick else "")
     )
     res = train(
         TrainConfig(
             scenario=args.scenario,
             algo="ppo",
             timesteps=timesteps,
-            seed=int(getattr(args, "seed", 0)),
+            seed=seed,
             n_envs=DEMO_N_ENVS,
             logdir=logdir,
-            out=out / "ppo.zip",
+            out=model,
+            overwrite=overwrite,
             progress=not getattr(args, "no_progress", False),
         )
     )
@@ -64,9 +84,10 @@ def demo_main(args: argparse.Namespace) -> int:
         EvalConfig(
             scenario=args.scenario,
             policies=[*BASELINE_POLICIES, f"ppo:{res.model_path}"],
-            seeds=DEMO_SEEDS,
+            seeds=seeds,
             episodes=1,
             out=out,
+            overwrite=True,  # out was checked above; it now holds the model just trained
         )
     )
     print()

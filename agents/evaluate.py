@@ -30,12 +30,15 @@ import argparse
 import csv
 import json
 import math
+import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from agents.outputs import check_out_dir, fresh_dir
 from agents.registry import Agent, make_agent, parse_policies
 from ainet_gym.env import EnvCore
 from ainet_gym.scenario import load_scenario
@@ -54,6 +57,10 @@ __all__ = [
 ]
 
 EPISODE_SEED_STRIDE = 100_003
+#: ``ainet-gym evaluate`` without ``--out`` writes to a fresh ``{DEFAULT_OUT}/{scenario}__{unix time}``.
+DEFAULT_OUT = "out/eval"
+#: Largest evaluation seed: episode seeds ``seed + EPISODE_SEED_STRIDE * episode`` stay below 2**63.
+MAX_SEED = 2**62
 REFERENCES = ("ecmp", "lp")
 
 
@@ -72,7 +79,10 @@ class EvalConfig:
     steps: int | None = None
     """Intervals per episode (default: the scenario's ``episode_steps``)."""
     out: str | Path | None = "out/eval"
-    """Directory for results.md, results.csv, results.json, episodes.csv and figure.png (None: none)."""
+    """Directory for results.md, results.csv, results.json, episodes.csv and figure.png (None: none).
+    A directory that holds earlier results or an input model is refused unless ``overwrite``."""
+    overwrite: bool = False
+    """Allow ``out`` to hold earlier results (they are replaced)."""
 
 
 @dataclass
@@ -96,22 +106,37 @@ def parse_seeds(text: str | list[int]) -> list[int]:
     ValueError
         If a seed is not an integer or the list is empty.
     """
-    if isinstance(text, list):
+    if isinstance(text, list | tuple):
+        for s in text:
+            if isinstance(s, bool) or not isinstance(s, int | np.integer):
+                raise ValueError(f"seeds: {s!r} is not an integer seed; allowed: integers in [0, {MAX_SEED}]")
         seeds = [int(s) for s in text]
     else:
         seeds = []
         for part in (p.strip() for p in str(text).split(",")):
             if not part:
                 continue
-            lo, dash, hi = part.partition("-")
-            try:
-                seeds.extend(range(int(lo), int(hi) + 1) if dash and lo else [int(part)])
-            except ValueError:
+            m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+            if m is None:
                 raise ValueError(
-                    f"seeds {text!r}: {part!r} is not an integer (write e.g. 1,2,3 or 1-5)"
-                ) from None
+                    f"seeds {text!r}: {part!r} is not a seed or a range of seeds; allowed: integers >= 0 and "
+                    "ranges LO-HI with LO <= HI, comma-separated, e.g. 1,2,3 or 1-5"
+                )
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if hi < lo:
+                raise ValueError(
+                    f"seeds {text!r}: the range {part!r} is empty (LO > HI); write e.g. {hi}-{lo}"
+                )
+            if hi - lo >= 100_000:
+                raise ValueError(
+                    f"seeds {text!r}: the range {part!r} has {hi - lo + 1} seeds; allowed: <= 100000"
+                )
+            seeds.extend(range(lo, hi + 1))
     if not seeds:
-        raise ValueError(f"seeds {text!r}: empty; write e.g. 1,2,3")
+        raise ValueError(f"seeds {text!r}: no seed given; write e.g. 1,2,3 or 1-5")
+    for s in seeds:
+        if isinstance(s, bool) or not 0 <= s <= MAX_SEED:
+            raise ValueError(f"seeds: {s!r} is out of range; allowed: integers in [0, {MAX_SEED}]")
     return seeds
 
 
@@ -257,6 +282,9 @@ def prepare(cfg: EvalConfig) -> tuple[Scenario, list[tuple[str, Agent, EnvCore]]
 def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     """Run every policy on the same episodes; write the files (unless ``out`` is None); return the
     JSON object (``files`` lists what was written)."""
+    if cfg.out is not None:  # refuse a bad destination before running anything
+        inputs = [spec.split(":", 1)[1] for spec in parse_policies(cfg.policies) if ":" in spec]
+        check_out_dir(cfg.out, cfg.overwrite, inputs)
     scenario, prepared = prepare(cfg)
     seeds = parse_seeds(cfg.seeds)
     eseeds = episode_seeds(seeds, cfg.episodes)
@@ -419,13 +447,18 @@ def plot(result: dict[str, Any], runs: dict[str, PolicyRun], path: Path) -> None
 
 def evaluate_main(args: argparse.Namespace) -> int:
     """Entry point of ``ainet-gym evaluate`` (arguments: see ``ainet_gym.cli``)."""
+    out = args.out
+    if out is None:  # the default: a fresh run folder per run, so that runs never collide
+        stem = Path(str(args.scenario)).name.removesuffix(".yaml").removesuffix(".yml")
+        out = fresh_dir(DEFAULT_OUT, f"{stem}__{int(time.time())}", create=False)
     cfg = EvalConfig(
         scenario=args.scenario,
         policies=parse_policies(args.policies),
         seeds=parse_seeds(args.seeds),
         episodes=args.episodes,
         steps=args.steps,
-        out=args.out,
+        out=out,
+        overwrite=bool(getattr(args, "overwrite", False)),
     )
     result = evaluate(cfg)
     if args.json:

@@ -13,6 +13,10 @@ A saved model is SB3's ``.zip`` with one extra member, ``ainet_gym.json``: the a
 arguments it was trained with (action mode, history, observation, reward), the scenario and the
 observation and action shapes. SB3 ignores the member; :func:`load_model` reads it to rebuild the env
 the model acts in and to reject a scenario that does not fit the model.
+
+Trust: a model file holds pickled Python objects, and unpickling a crafted file can run code.
+:func:`load_model` checks that the file is an SB3 model of the expected algorithm and unpickles its
+entries with an allowlist of classes before SB3 sees it, but load only model files you trust.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ __all__ = [
     "ALGO_MODES",
     "META_MEMBER",
     "SB3Agent",
+    "UntrustedModelError",
     "algo_class",
     "default_hyperparameters",
     "load_model",
@@ -190,22 +195,205 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
     with zipfile.ZipFile(p) as z:
         if META_MEMBER not in z.namelist():
             return {}
-        return json.loads(z.read(META_MEMBER).decode())
+        try:
+            meta = json.loads(z.read(META_MEMBER).decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ValueError(f"model {str(p)!r}: {META_MEMBER} is not JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"model {str(p)!r}: {META_MEMBER} is not a JSON object")
+    return meta
+
+
+#: Members every SB3 model zip has.
+_SB3_MEMBERS = ("data", "policy.pth", "_stable_baselines3_version")
+#: Plain (not pickled) keys of the ``data`` member that tell the algorithms apart.
+_ALGO_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {  # (required, absent)
+    "ppo": (("n_steps", "n_epochs", "clip_range"), ("buffer_size",)),
+    "maskable_ppo": (("n_steps", "n_epochs", "clip_range"), ("buffer_size",)),
+    "a2c": (("n_steps",), ("n_epochs", "clip_range", "buffer_size")),
+    "sac": (("buffer_size", "tau"), ("n_steps_", "clip_range")),
+}
+#: Policy base class per algorithm (module, class name); the model's policy_class must subclass it.
+_ALGO_POLICY = {
+    "ppo": ("stable_baselines3.common.policies", "ActorCriticPolicy"),
+    "a2c": ("stable_baselines3.common.policies", "ActorCriticPolicy"),
+    "sac": ("stable_baselines3.sac.policies", "SACPolicy"),
+    "maskable_ppo": ("sb3_contrib.common.maskable.policies", "MaskableActorCriticPolicy"),
+}
+
+
+class UntrustedModelError(ValueError):
+    """A model file that is not a model of the expected algorithm, or holds pickled objects outside the
+    allowlist of :class:`_RestrictedUnpickler` (loading it could run code)."""
+
+
+def _allowed_global(module: str, name: str) -> Any:
+    """The object ``module.name`` if a saved SB3 model may reference it, else None."""
+    import importlib
+    import inspect
+
+    plain = {
+        ("builtins", n)
+        for n in ("set", "frozenset", "slice", "complex", "range", "bytearray", "dict", "list", "tuple")
+    }
+    plain |= {("builtins", n) for n in ("float", "int", "bool", "str", "bytes")}
+    plain |= {("collections", "deque"), ("collections", "OrderedDict")}
+    numpy = {  # arrays, dtypes, scalars and the random generators of gymnasium spaces
+        "_reconstruct",
+        "_frombuffer",
+        "scalar",
+        "ndarray",
+        "dtype",
+        "__generator_ctor",
+        "__bit_generator_ctor",
+        "__randomstate_ctor",
+        "__pyx_unpickle_SeedSequence",
+        "SeedSequence",
+        "PCG64",
+        "PCG64DXSM",
+        "MT19937",
+        "Philox",
+        "SFC64",
+    }
+    roots = module.split(".")[0]
+    ok = (module, name) in plain
+    if roots == "numpy":
+        ok = name in numpy or module.startswith("numpy.dtypes")
+    try:
+        obj = getattr(importlib.import_module(module), name) if (ok or roots in _ALLOWED_ROOTS) else None
+    except (ImportError, AttributeError):
+        return None
+    if ok:
+        return obj
+    if not inspect.isclass(obj) or getattr(obj, "__module__", "").split(".")[0] != roots:
+        return None  # only classes defined in the allowed packages (no functions: os.system, eval, ...)
+    if roots == "gymnasium":
+        from gymnasium.spaces import Space
+
+        return obj if issubclass(obj, Space) else None
+    if roots == "torch":
+        import torch
+
+        return obj if issubclass(obj, torch.optim.Optimizer | torch.nn.Module) else None
+    # stable_baselines3 / sb3_contrib: policies, buffers, schedules, train frequencies, noise
+    from enum import Enum
+
+    from stable_baselines3.common.buffers import BaseBuffer
+    from stable_baselines3.common.policies import BasePolicy
+
+    safe = (BasePolicy, BaseBuffer, Enum, tuple)
+    if issubclass(obj, safe) or name in ("LinearSchedule", "ConstantSchedule", "FloatSchedule"):
+        return obj
+    return None
+
+
+_ALLOWED_ROOTS = ("gymnasium", "torch", "stable_baselines3", "sb3_contrib")
+
+
+def _restricted_loads(blob: bytes, key: str, path: Path) -> Any:
+    import io
+    import pickle
+
+    class _RestrictedUnpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            obj = _allowed_global(module, name)
+            if obj is None:
+                raise UntrustedModelError(
+                    f"model {str(path)!r}: its {key!r} entry references {module}.{name}, which a model saved "
+                    "by ainet-gym train never holds; refusing to unpickle it (loading could run code). "
+                    "Load only model files you trust; to load a trusted one anyway, use "
+                    "agents.sb3_agents.load_model(path, trusted=True)"
+                )
+            return obj
+
+    return _RestrictedUnpickler(io.BytesIO(blob)).load()
+
+
+def _safe_objects(p: Path, algo: str) -> dict[str, Any]:
+    """Check that ``p`` is an SB3 model of ``algo`` and unpickle its ``data`` entries with an allowlist.
+
+    Returns the entries as SB3 ``custom_objects``, so that ``cls.load`` unpickles nothing itself (its
+    tensors are read with ``torch.load(weights_only=True)``).
+    """
+    import base64
+    import binascii
+
+    def bad(problem: str) -> UntrustedModelError:
+        return UntrustedModelError(
+            f"{algo}:{p}: not a {algo} model saved by ainet-gym train or stable-baselines3 ({problem})"
+        )
+
+    with zipfile.ZipFile(p) as z:
+        names = z.namelist()
+        missing = [m for m in _SB3_MEMBERS if m not in names]
+        if missing:
+            raise bad(f"missing {', '.join(missing)}")
+        if any(n.startswith("/") or ".." in Path(n).parts for n in names):
+            raise bad("a member path leaves the archive")
+        if z.getinfo("data").file_size > 64 * 2**20:
+            raise bad("its data member is larger than 64 MiB")
+        try:
+            data = json.loads(z.read("data").decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise bad(f"its data member is not JSON: {e}") from None
+    if not isinstance(data, dict) or not {"policy_class", "observation_space", "action_space"} <= set(data):
+        raise bad("its data member lacks policy_class, observation_space or action_space")
+    need, absent = _ALGO_KEYS[algo]
+    if any(k not in data for k in need) or any(k in data for k in absent):
+        guess = [
+            a
+            for a, (n, ab) in _ALGO_KEYS.items()
+            if all(k in data for k in n) and not any(k in data for k in ab)
+        ]
+        raise bad(f"its settings are those of {' or '.join(guess) or 'another algorithm'}")
+    objects: dict[str, Any] = {}
+    for key, item in data.items():
+        if isinstance(item, dict) and ":serialized:" in item:
+            try:
+                blob = base64.b64decode(str(item[":serialized:"]).encode(), validate=True)
+            except (binascii.Error, ValueError):
+                raise bad(f"entry {key!r} is not base64") from None
+            try:
+                objects[key] = _restricted_loads(blob, key, p)
+            except UntrustedModelError:
+                raise
+            except Exception as e:  # a truncated or malformed pickle
+                raise bad(f"entry {key!r} cannot be read: {type(e).__name__}: {e}") from None
+    import importlib
+
+    mod, cls_name = _ALGO_POLICY[algo]
+    base = getattr(importlib.import_module(mod), cls_name)
+    pc = objects.get("policy_class")
+    if not (isinstance(pc, type) and issubclass(pc, base)):
+        raise bad(f"its policy class is {getattr(pc, '__qualname__', pc)!r}, not a {cls_name}")
+    if algo != "maskable_ppo":
+        from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+        if issubclass(pc, MaskableActorCriticPolicy):
+            raise bad("its policy class is a MaskableActorCriticPolicy (a maskable_ppo model)")
+    return objects
 
 
 def load_model(
-    path: str | os.PathLike, algo: str | None = None, env: Any = None
+    path: str | os.PathLike, algo: str | None = None, env: Any = None, trusted: bool = False
 ) -> tuple[BaseAlgorithm, dict[str, Any]]:
     """Load a model saved by :func:`save_model`; returns ``(model, metadata)``.
 
     ``algo`` defaults to the metadata's; if both are given they must agree.
+
+    Safety: SB3 models hold pickled Python objects, and unpickling can run code. Unless ``trusted``,
+    the file must be an SB3 model of ``algo`` (its members and settings are checked first) and its
+    pickled entries are unpickled with an allowlist (SB3 policy, buffer and schedule classes, gymnasium
+    spaces, numpy arrays, torch optimisers and layers: classes only, no functions); the tensors are read
+    with ``torch.load(weights_only=True)``. Still, load only model files you trust.
 
     Raises
     ------
     FileNotFoundError
         If the file does not exist.
     ValueError
-        If the algorithm is unknown or differs from the one the model was trained with.
+        If the algorithm is unknown or differs from the one the model was trained with;
+        :class:`UntrustedModelError` if the file is not a model of ``algo`` or holds other objects.
     """
     p = _check_file(path, f"{algo or 'model'}:{path}")
     meta = read_metadata(p)
@@ -216,8 +404,11 @@ def load_model(
         algo = trained
     if trained is not None and trained != algo:
         raise ValueError(f"model {str(p)!r} was trained with {trained}, not {algo}; use {trained}:{path}")
+    if algo not in ALGO_MODES:
+        raise ValueError(f"model {str(p)!r}: unknown algorithm {algo!r}; allowed: {', '.join(ALGO_MODES)}")
     cls = algo_class(algo)
-    model = cls.load(p, env=env, device="cpu")
+    objects = None if trusted else _safe_objects(p, algo)
+    model = cls.load(p, env=env, device="cpu", custom_objects=objects)
     meta = {"algo": algo, **meta}
     return model, meta
 

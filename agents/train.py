@@ -4,8 +4,9 @@ The run is named CleanRL-style ``{scenario}__{algo}__{seed}__{unix time}`` (``{a
 when the mode is not the algorithm's default) and logs to
 ``{logdir}/{run name}/``: TensorBoard event files (SB3's curves plus the fabric's own under
 ``fabric/``, see :mod:`agents.callbacks`) and ``progress.csv``. The model is saved with its metadata
-(:func:`agents.sb3_agents.save_model`) to ``--out`` or ``{logdir}/{run name}/model.zip``; ``--resume
-MODEL.zip`` continues training it (the step counter and the optimiser state carry on, the curves go
+(:func:`agents.sb3_agents.save_model`) to ``--out`` (a ``.zip`` path is the model file, any other path a
+directory that receives ``model.zip``; an existing model is replaced only with ``--overwrite``, and never
+the one being resumed) or ``{logdir}/{run name}/model.zip``; ``--resume MODEL.zip`` continues training it (the step counter and the optimiser state carry on, the curves go
 to a new run directory).
 
 Seeds: model ``seed``; the training envs start from episode seeds ``1_000_000 + seed + i`` and draw
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents.outputs import MODEL_FILE, check_model_out, fresh_dir, model_path
 from agents.sb3_agents import (
     algo_class,
     default_hyperparameters,
@@ -58,7 +60,10 @@ class TrainConfig:
     logdir: str | Path = "runs"
     """TensorBoard log directory; the run gets its own sub-directory."""
     out: str | Path | None = None
-    """Where to save the model (.zip); default ``{logdir}/{run name}/model.zip``."""
+    """Where to save the model: a path ending in ``.zip`` is the model file, any other path a directory
+    that receives ``model.zip``; default ``{logdir}/{run name}/model.zip`` (a fresh run folder)."""
+    overwrite: bool = False
+    """Allow ``out`` to replace an existing model (never the one ``resume`` reads)."""
     resume: str | Path | None = None
     """A saved model to continue training."""
     progress: bool = True
@@ -121,13 +126,20 @@ def train(cfg: TrainConfig) -> TrainResult:
     from ainet_gym.sb3_vec_env import SB3VecEnv
 
     _check_config(cfg)
+    model_out = None
+    if cfg.out is not None:  # refuse a bad destination before spending the training time
+        model_out = model_path(cfg.out)
+        check_model_out(model_out, cfg.overwrite, cfg.resume)
     if cfg.torch_threads is not None:
         torch.set_num_threads(cfg.torch_threads)
     scenario = load_scenario(cfg.scenario)
     algo, action_mode, history, observation = cfg.algo, cfg.action_mode, cfg.history, "flat"
     meta_in: dict[str, Any] = {}
     if cfg.resume is not None:
-        meta_in = read_metadata(cfg.resume)
+        try:
+            meta_in = read_metadata(cfg.resume)
+        except (ValueError, FileNotFoundError) as e:
+            raise type(e)(f"--resume {str(cfg.resume)!r}: {e}") from None
         trained = meta_in.get("algo", algo)
         if trained != algo:
             raise ValueError(f"resume: {str(cfg.resume)!r} was trained with {trained}; pass --algo {trained}")
@@ -148,7 +160,10 @@ def train(cfg: TrainConfig) -> TrainResult:
     env = VecMonitor(venv)
     core = venv.core
     if cfg.resume is not None:
-        model, _ = load_model(cfg.resume, algo)
+        try:
+            model, _ = load_model(cfg.resume, algo)
+        except ValueError as e:
+            raise ValueError(f"--resume {str(cfg.resume)!r}: {e}") from None
         want = (space_signature(model.observation_space), space_signature(model.action_space))
         got = (space_signature(env.observation_space), space_signature(env.action_space))
         if want != got:
@@ -168,7 +183,8 @@ def train(cfg: TrainConfig) -> TrainResult:
     # the action mode joins the algorithm in the run name when it is not the algorithm's default
     tag = algo if action_mode == resolve_action_mode(algo, None) else f"{algo}-{action_mode}"
     name = run_name(scenario.name, tag, cfg.seed)
-    run_dir = Path(cfg.logdir) / name
+    run_dir = fresh_dir(cfg.logdir, name)  # name-2, name-3, ... when a run of the same second exists
+    name = run_dir.name
     formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
     model.set_logger(configure(str(run_dir), formats))
     cb = FabricMetricsCallback()
@@ -186,7 +202,7 @@ def train(cfg: TrainConfig) -> TrainResult:
         interrupted = True
     seconds = time.time() - t0
     model.logger.dump(model.num_timesteps)
-    out = Path(cfg.out) if cfg.out is not None else run_dir / "model.zip"
+    out = model_out if model_out is not None else run_dir / MODEL_FILE
     meta = {
         "algo": algo,
         "action_mode": action_mode,
@@ -245,6 +261,7 @@ def train_main(args: argparse.Namespace) -> int:
         out=args.out,
         resume=args.resume,
         progress=not args.no_progress,
+        overwrite=bool(getattr(args, "overwrite", False)),
     )
     res = train(cfg)
     state = "interrupted after" if res.interrupted else "trained"

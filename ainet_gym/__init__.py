@@ -1,11 +1,12 @@
 """ainet-gym: learn to route traffic in AI data-centre fabrics.
 
-The public surface (see DESIGN.md "Contracts"):
+The public surface (see docs/model.md, "Contracts"):
 
 - :func:`max_min_fair`, :func:`max_min_fair_batched`: the bandwidth allocator;
 - :func:`load_scenario`, :class:`ScenarioError`, :func:`list_scenarios`: scenario files;
 - :func:`simulate`: a scenario under a routing policy, without RL;
 - :func:`crosscheck`: the same scenario and policy in the fluid model and in ns-3 (optional extra ``ns3``);
+- :func:`fabric_from_graph`, :func:`fabric_to_graph`: your own topology as a networkx graph, and back;
 - the Gymnasium environments registered under the ``ainet_gym/`` namespace (importing this package
   registers them).
 """
@@ -15,6 +16,7 @@ from ainet_gym.crosscheck import crosscheck
 from ainet_gym.registration import ENV_IDS, register_envs
 from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
 from ainet_gym.simulate import simulate
+from ainet_gym.topology import fabric_from_graph, fabric_to_graph
 
 __version__ = "0.1.0"
 
@@ -25,6 +27,8 @@ __all__ = [
     "ScenarioError",
     "__version__",
     "crosscheck",
+    "fabric_from_graph",
+    "fabric_to_graph",
     "list_scenarios",
     "load_scenario",
     "max_min_fair",

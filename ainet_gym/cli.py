@@ -27,7 +27,17 @@ def _fmt(x: float | None, nd: int = 2) -> str:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from ainet_gym.simulate import simulate
 
-    out = simulate(args.scenario, policy=args.policy, steps=args.steps, seed=args.seed)
+    if (args.links or args.flows) and not args.json:
+        raise ValueError("--links and --flows add records to the JSON output: use them with --json")
+    out = simulate(
+        args.scenario,
+        policy=args.policy,
+        steps=args.steps,
+        seed=args.seed,
+        links=args.links,
+        flows=args.flows,
+        link_windows=args.link_windows,
+    )
     if args.json:
         print(json.dumps(out))
         return 0
@@ -52,6 +62,20 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(f"  hottest links: {hot}")
         tb = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in st["tier_bytes"].items())
         print(f"  bytes per tier: {tb}")
+    return 0
+
+
+def _cmd_export_fabric(args: argparse.Namespace) -> int:
+    from ainet_gym.scenario import load_scenario
+    from ainet_gym.topology import build_fabric, write_fabric_graph
+
+    sc = load_scenario(args.scenario)
+    fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
+    write_fabric_graph(fabric, args.graphml)
+    print(
+        f"{args.graphml}: {len(fabric.node_names)} nodes, {fabric.n_links} directed links, {fabric.n_gpus} GPUs; "
+        f"use it with fabric: {{topology: graph, file: {args.graphml}}}"
+    )
     return 0
 
 
@@ -100,41 +124,135 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo_main(args)
 
 
+#: Shown in the ``--help`` of every command that loads a model file.
+TRUST = (
+    "Model files hold pickled Python objects and unpickling a crafted file can run code: the loader checks "
+    "that a file is a model of the expected algorithm and unpickles it with an allowlist of classes, but "
+    "load only model files you trust."
+)
+_SEED_MAX = 2**63 - 1
+_TRAIN_SEED_MAX = 2**31 - 1  # torch and numpy's legacy seeding take 32-bit seeds (plus the episode offset)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``ainet-gym CMD: error: ...``, exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int_arg(lo: int, hi: int | None = None) -> type:
+    """An argparse type: an integer in [lo, hi]; argparse names the flag in the message."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < lo or (hi is not None and v > hi):
+            rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+            raise argparse.ArgumentTypeError(f"{text} is out of range; allowed: {rng}")
+        return v
+
+    parse.__name__ = "integer"
+    return parse  # type: ignore[return-value]
+
+
+def _text_arg(what: str) -> type:
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"empty; expected {what}")
+        return text
+
+    parse.__name__ = what
+    return parse  # type: ignore[return-value]
+
+
+def _seeds_arg(text: str) -> str:
+    from agents.evaluate import parse_seeds
+
+    try:
+        parse_seeds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+_SCENARIO = _text_arg("a shipped scenario name or a YAML path")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ainet-gym", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="ainet-gym", description=__doc__)
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     s = sub.add_parser("scenarios", help="list the shipped scenarios")
     s.set_defaults(func=_cmd_scenarios)
 
     s = sub.add_parser("simulate", help="run a scenario under a routing policy, without RL")
-    s.add_argument("scenario", help="shipped scenario name or YAML path")
+    s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
     s.add_argument("--policy", default="ecmp", help="ecmp | spray | wcmp | greedy | lp")
-    s.add_argument("--steps", type=int, default=1, help="decision intervals to run")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--steps", type=_int_arg(1, 10_000_000), default=1, help="decision intervals to run")
+    s.add_argument("--seed", type=_int_arg(0, _SEED_MAX), default=0)
     s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument("--links", action="store_true", help="with --json: per-link records in every step")
+    s.add_argument("--flows", action="store_true", help="with --json: per-connection records in every step")
+    s.add_argument(
+        "--link-windows",
+        type=int,
+        default=10,
+        help="windows per interval for peak link utilisation (--links)",
+    )
     s.set_defaults(func=_cmd_simulate)
 
-    s = sub.add_parser("train", help="train an RL routing policy (stable-baselines3)")
-    s.add_argument("scenario")
+    s = sub.add_parser("export-fabric", help="write a scenario's fabric as GraphML, to edit and load back")
+    s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
+    s.add_argument("--graphml", required=True, help="output file (.graphml)")
+    s.set_defaults(func=_cmd_export_fabric)
+
+    s = sub.add_parser("train", help="train an RL routing policy (stable-baselines3)", epilog=TRUST)
+    s.add_argument("scenario", type=_SCENARIO)
     s.add_argument("--algo", default="ppo", help="ppo | a2c | sac | maskable_ppo")
     s.add_argument("--action-mode", default=None, help="path | split | ecmp_weights (default: per algo)")
-    s.add_argument("--timesteps", type=int, default=20_000)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--n-envs", type=int, default=16, help="copies in the native vector env")
+    s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
+    s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
+    s.add_argument("--n-envs", type=_int_arg(1, 100_000), default=16, help="copies in the native vector env")
     s.add_argument("--logdir", default="runs", help="TensorBoard log directory")
-    s.add_argument("--out", default=None, help="where to save the model (.zip)")
-    s.add_argument("--resume", default=None, help="a saved model to continue training")
+    s.add_argument(
+        "--out",
+        type=_text_arg("a directory or a .zip model path"),
+        default=None,
+        help="X.zip: the model file; any other path: a directory that receives model.zip "
+        "(default: LOGDIR/RUN_NAME/model.zip, a fresh run folder)",
+    )
+    s.add_argument("--overwrite", action="store_true", help="allow --out to replace an existing model")
+    s.add_argument(
+        "--resume",
+        type=_text_arg("a model path"),
+        default=None,
+        help="a saved model to continue training (never overwritten)",
+    )
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_cmd_train)
 
-    s = sub.add_parser("evaluate", help="compare policies on the same seeds")
-    s.add_argument("scenario")
+    s = sub.add_parser("evaluate", help="compare policies on the same seeds", epilog=TRUST)
+    s.add_argument("scenario", type=_SCENARIO)
     s.add_argument("--policies", default="ecmp,spray,wcmp,greedy,lp", help="comma list; ppo:PATH for a model")
-    s.add_argument("--episodes", type=int, default=1, help="episodes per seed")
-    s.add_argument("--seeds", default="1,2,3")
-    s.add_argument("--steps", type=int, default=None, help="steps per episode (default: the scenario's)")
-    s.add_argument("--out", default="out/eval", help="directory for the table, CSV, JSON and figure")
+    s.add_argument("--episodes", type=_int_arg(1, 10_000), default=1, help="episodes per seed")
+    s.add_argument("--seeds", type=_seeds_arg, default="1,2,3", help="e.g. 1,2,3 or 1-10")
+    s.add_argument(
+        "--steps",
+        type=_int_arg(1, 10_000_000),
+        default=None,
+        help="steps per episode (default: the scenario's)",
+    )
+    s.add_argument(
+        "--out",
+        type=_text_arg("a directory"),
+        default=None,
+        help="directory for the table, CSV, JSON and figure (default: a fresh out/eval/SCENARIO__TIME)",
+    )
+    s.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_evaluate)
 
@@ -153,25 +271,93 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_crosscheck)
 
-    s = sub.add_parser("demo", help="the main job: train PPO on the default scenario and compare")
-    s.add_argument("--scenario", default="spine-leaf-2to1")
-    s.add_argument("--timesteps", type=int, default=None)
-    s.add_argument("--out", default="out/demo")
-    s.add_argument("--seed", type=int, default=0, help="training seed")
+    s = sub.add_parser(
+        "demo", help="the main job: train PPO on the default scenario and compare", epilog=TRUST
+    )
+    s.add_argument("--scenario", type=_SCENARIO, default="spine-leaf-2to1")
+    s.add_argument("--timesteps", type=_int_arg(1), default=None)
+    s.add_argument(
+        "--out",
+        type=_text_arg("a directory or a .zip model path"),
+        default=None,
+        help="a directory (model.zip, results, logs), or X.zip (the model; results and logs in X/); "
+        "default: a fresh out/demo/RUN_NAME",
+    )
+    s.add_argument("--overwrite", action="store_true", help="allow --out to hold an earlier model or results")
+    s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0, help="training seed")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument(
+        "--quick", action="store_true", help="a smoke run (4,096 steps, 2 seeds): what CI runs, not a result"
+    )
     s.set_defaults(func=_cmd_demo)
+
+    s = sub.add_parser(
+        "soak", help="random actions in every mode on the vector env, every invariant checked every step"
+    )
+    s.add_argument(
+        "scenarios", nargs="*", type=_SCENARIO, help="scenarios (default: the shipped dynamic scenarios)"
+    )
+    s.add_argument("--steps", type=_int_arg(1), default=10_000, help="env steps per scenario and action mode")
+    s.add_argument("--num-envs", type=_int_arg(1, 4096), default=32, help="copies in the vector env")
+    s.add_argument("--modes", default="split,path,ecmp_weights", help="comma list of action modes")
+    s.add_argument("--seed", type=_int_arg(0, 2**62), default=0)
+    s.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="stop each scenario and mode after this wall time (the steps checked are printed)",
+    )
+    s.set_defaults(func=_cmd_soak)
+    for s in sub.choices.values():  # --debug also after the command (default: the top-level value)
+        s.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error"
+        )
     return p
 
 
+def _cmd_soak(args: argparse.Namespace) -> int:
+    from ainet_gym.soak import DYNAMIC_SCENARIOS, soak
+
+    scenarios = args.scenarios or list(DYNAMIC_SCENARIOS)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    total = violations = 0
+    for sc in scenarios:
+        for mode in modes:
+            r = soak(
+                sc, mode, args.steps, num_envs=args.num_envs, seed=args.seed, max_seconds=args.max_seconds
+            )
+            total += r.steps
+            violations += r.violations
+            print(
+                f"{r.scenario:<24} {r.action_mode:<13} {r.steps:>9,} steps  {r.job_checks:>10,} job checks  "
+                f"{r.bad_actions:>5} bad actions refused  {r.violations} violations  {r.seconds:7.1f} s",
+                flush=True,
+            )
+            for ex in r.examples:
+                print(f"  {ex}")
+    print(f"soak: {total:,} env steps checked, {violations} violations")
+    return 0 if violations == 0 else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``ainet-gym`` console script."""
+    """Entry point of the ``ainet-gym`` console script.
+
+    The project's own errors (a bad scenario, argument, action, model or output path) print one line,
+    ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead.
+    """
     from ainet_gym.scenario import ScenarioError
 
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ScenarioError, ValueError, FileNotFoundError) as e:
-        print(f"ainet-gym {args.command}: error: {e}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"ainet-gym {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (ScenarioError, ValueError, OSError, ImportError) as e:
+        if args.debug:
+            raise
+        text = " ".join(str(e).split()) or type(e).__name__
+        print(f"ainet-gym {args.command}: error: {text}", file=sys.stderr)
         return 2
 
 

@@ -1,6 +1,6 @@
 """The fluid simulation: jobs that compute and communicate on their own clocks, batched over instances.
 
-Data flow of one decision interval (see DESIGN.md):
+Data flow of one decision interval (see docs/model.md):
 
     split (connections, paths) -> incidence entries (flow, link, coef)
     -> loop: active flows -> max-min fair rates -> time to the next event
@@ -68,23 +68,27 @@ class CompiledUnit:
 
 def _conn_tables(
     fabric: Fabric, src: list[int], dst: list[int], max_hops: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Candidate paths (conns, max_paths, max_hops), their counts, the hops and the latency (s) of the
+    first path of each connection."""
     P = fabric.max_paths
     paths = np.full((len(src), P, max_hops), -1, dtype=np.int64)
     npaths = np.zeros(len(src), dtype=np.int64)
     hops = np.zeros(len(src), dtype=np.int64)
+    latency = np.zeros(len(src))
     for c, (s, d) in enumerate(zip(src, dst)):
         ps = fabric.paths(s, d)
         npaths[c] = len(ps)
         hops[c] = len(ps[0])
+        latency[c] = fabric.path_latency_s(ps[0])
         for i, pth in enumerate(ps):
             paths[c, i, : len(pth)] = pth
-    return paths, npaths, hops
+    return paths, npaths, hops, latency
 
 
 def max_hops(fabric: Fabric) -> int:
-    """Longest candidate path (in links) of the fabric's topology."""
-    return {"single_switch": 2, "spine_leaf": 4, "rail_optimized": 4, "fat_tree": 6}[fabric.spec.topology]
+    """Longest candidate path (in links) of the fabric, from its links (:attr:`Fabric.max_hops`)."""
+    return fabric.max_hops
 
 
 def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0) -> CompiledUnit:
@@ -114,7 +118,7 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
     src = [s for s, _ in conn_index]
     dst = [d for _, d in conn_index]
     H = max_hops(fabric)
-    paths, npaths, hops = _conn_tables(fabric, src, dst, H)
+    paths, npaths, hops, path_lat = _conn_tables(fabric, src, dst, H)
     jk = zlib.crc32(job.name.encode())
     conn_key = (
         (np.int64(jk) << np.int64(32))
@@ -131,6 +135,10 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
         ph_hops = np.zeros(len(phase_steps))
         np.maximum.at(ph_hops, fp[mf], member_hops)
         lat = np.asarray(phase_steps) * ph_hops * fabric.hop_latency_s
+        if fabric.link_latency_s is not None:  # per-link latencies (a graph fabric): the slowest path
+            ph_lat = np.zeros(len(phase_steps))
+            np.maximum.at(ph_lat, fp[mf], path_lat[mc])
+            lat = np.asarray(phase_steps) * ph_lat
     return CompiledUnit(
         name=job.name,
         is_background=False,
@@ -159,7 +167,7 @@ def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, ind
     targets = np.asarray(gpus, dtype=np.int64)[np.arange(n) % len(gpus)]
     hosts = np.repeat(storage, bg.flows_per_host)
     src, dst = (hosts, targets) if bg.kind == "storage" else (targets, hosts)
-    paths, npaths, _ = _conn_tables(fabric, src.tolist(), dst.tolist(), max_hops(fabric))
+    paths, npaths, _, _ = _conn_tables(fabric, src.tolist(), dst.tolist(), max_hops(fabric))
     key = (np.int64(0x5BD1E995 + index) << np.int64(32)) ^ (src << np.int64(16)) ^ dst
     return CompiledUnit(
         name=f"background{index}:{bg.kind}",

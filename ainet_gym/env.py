@@ -25,6 +25,8 @@ __all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
 
 ACTION_MODES = ("path", "split", "ecmp_weights")
 OBSERVATION_MODES = ("flat", "graph")
+#: Optional groups of ``info`` keys (``info_keys=``): per-link and per-connection figures of the interval.
+INFO_KEYS = ("links", "flows")
 JOB_FEATURES = ("alive", "efficiency", "gpu_utilization", "communicating", "iteration_progress")
 SLOT_FEATURES = ("controllable", "demand", "n_paths")
 BG_FEATURES = ("active_last", "scheduled_next")
@@ -47,7 +49,12 @@ class EnvCore:
         observation: str = "flat",
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
+        info_keys: tuple[str, ...] | list[str] = (),
     ) -> None:
+        bad = [k for k in info_keys if k not in INFO_KEYS]
+        if isinstance(info_keys, str) or bad:
+            raise ValueError(f"info_keys = {info_keys!r}: allowed: a list of {', '.join(INFO_KEYS)}")
+        self.info_keys = tuple(info_keys)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
         if observation not in OBSERVATION_MODES:
@@ -147,13 +154,38 @@ class EnvCore:
             Naming the bad element, its value and what is allowed.
         """
         sp = self.action_space
-        a = np.asarray(actions)
+        discrete = isinstance(sp, spaces.MultiDiscrete)
+        allowed = f"integers in 0..{self.P - 1}" if discrete else "real numbers in [-1, 1]"
+        try:
+            a = np.asarray(actions)
+        except (ValueError, TypeError) as e:  # ragged nested lists
+            raise ValueError(f"action: cannot be read as an array ({e}); expected {allowed}") from None
         want = (self.batch, *sp.shape)
         if a.shape != want and a.shape == sp.shape and self.batch == 1:
             a = a[None]
         if a.shape != want:
-            raise ValueError(f"action shape {a.shape}: expected {sp.shape} per env ({want} for the batch)")
-        if isinstance(sp, spaces.MultiDiscrete):
+            if self.batch > 1 and a.shape == sp.shape:
+                raise ValueError(
+                    f"action shape {a.shape} is one env's action; the vector env of {self.batch} envs "
+                    f"expects {want}, one row per env"
+                )
+            per_env = f"{sp.shape} for one env" + (
+                f", {want} for the {self.batch} envs" if self.batch > 1 else ""
+            )
+            raise ValueError(f"action shape {a.shape}: expected {per_env}")
+        if a.dtype.kind not in "iuf":
+            kind = {
+                "b": "booleans",
+                "c": "complex numbers",
+                "U": "strings",
+                "S": "bytes",
+                "O": "Python objects",
+            }
+            raise ValueError(
+                f"action dtype {a.dtype} ({kind.get(a.dtype.kind, a.dtype.kind)}): not a number type; "
+                f"expected {allowed} (an integer or float array)"
+            )
+        if discrete:
             if not np.issubdtype(a.dtype, np.integer):
                 if (
                     not np.issubdtype(a.dtype, np.floating)
@@ -161,9 +193,9 @@ class EnvCore:
                     or np.any(a != np.round(a))
                 ):
                     bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
-                    i = tuple(bad[0]) if bad.size else (0,)
+                    i = tuple(bad[0])
                     raise ValueError(
-                        f"action{self._where(i)} = {a[i]!r}: path indices must be integers in 0..{self.P - 1}"
+                        f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
                     )
                 a = a.astype(np.int64)
             bad = (a < 0) | (a >= self.P)
@@ -372,9 +404,13 @@ class EnvCore:
         out: dict[str, Any] = {
             "action_mask": w.slot_mask.copy(),
             "step": w.step_count.copy(),
-            "job_alive": w.job_unit >= 0,
+            # per-job figures describe the interval just run (jobs that arrive at its end appear in the
+            # next step's info); after a reset, the jobs of the first interval
+            "job_alive": w.job_unit >= 0 if res is None else res.job_alive.copy(),
             "step_time_ms": nan.copy() if res is None else res.step_time_s * 1e3,
-            "ideal_step_time_ms": np.where(w.job_unit >= 0, w._ideal * 1e3, np.nan),
+            "ideal_step_time_ms": (
+                np.where(w.job_unit >= 0, w._ideal * 1e3, np.nan) if res is None else res.ideal_step_s * 1e3
+            ),
             "gpu_utilization": nan.copy() if res is None else res.gpu_utilization,
             "efficiency": nan.copy() if res is None else res.efficiency,
             "iterations": np.zeros((B, J), dtype=np.int64) if res is None else res.iterations,
@@ -387,6 +423,23 @@ class EnvCore:
                 else res.failed_links
             ),
         }
+        out["throughput_gbps"] = np.zeros(B) if res is None else res.throughput_gbps
+        if "links" in self.info_keys:
+            cap = w.sim.capacity if res is None or res.capacity_bps is None else res.capacity_bps
+            out["link_capacity_gbps"] = cap * 8e-9
+            out["link_bytes"] = np.zeros(cap.shape) if res is None else res.link_bytes
+            out["link_utilization"] = np.zeros(cap.shape) if res is None else res.link_utilization
+        if "flows" in self.info_keys:
+            has = w.slot_conn >= 0
+            moved = np.zeros(w.slot_conn.shape)
+            if res is not None and res.conn_bytes is not None:
+                moved = np.where(has, res.conn_bytes[np.maximum(w.slot_conn, 0)], 0.0)
+            out["flow_bytes"] = moved
+            with np.errstate(invalid="ignore", divide="ignore"):
+                dur = np.zeros(B) if res is None else res.duration_s
+                out["flow_rate_gbps"] = np.where(
+                    dur[:, None] > 0, moved * 8e-9 / np.where(dur > 0, dur, 1)[:, None], 0.0
+                )
         present = [i for i, t in enumerate(TIERS) if (w.fabric.link_tier == i).any()]
         for i in present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
@@ -408,7 +461,7 @@ class EnvCore:
         w = self.world
         sim = w.sim
         assert sim is not None
-        net = w.fabric.network_links & (w.fabric.link_tier != TIERS.index("nic"))
+        net = w.fabric.network_links & ~np.isin(w.fabric.link_tier, [TIERS.index("nic"), TIERS.index("pcie")])
         hot = ((res.link_utilization >= 0.95) & net[None, :]).reshape(-1)
         if not hot.any():
             return np.zeros(self.batch, dtype=np.int64)
@@ -482,7 +535,9 @@ class FabricRoutingEnv(gym.Env):
     ## Arguments
     ``scenario`` (name, path, dict or Scenario), ``action_mode``, ``history`` (H, default 4),
     ``observation`` (``"flat"`` | ``"graph"``), ``reward``, ``episode_steps`` (overrides the scenario),
-    ``render_mode`` (``"ansi"`` | ``"rgb_array"``).
+    ``render_mode`` (``"ansi"`` | ``"rgb_array"``), ``info_keys`` (optional extra ``info``: ``"links"``
+    adds ``link_capacity_gbps``, ``link_bytes``, ``link_utilization`` per link id; ``"flows"`` adds
+    ``flow_bytes`` and ``flow_rate_gbps`` per action slot, i.e. per job connection).
 
     ## Vectorized environment
     :class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
@@ -503,12 +558,15 @@ class FabricRoutingEnv(gym.Env):
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
         render_mode: str | None = None,
+        info_keys: tuple[str, ...] | list[str] = (),
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
             )
-        self.core = EnvCore(scenario, 1, action_mode, history, observation, reward, episode_steps)
+        self.core = EnvCore(
+            scenario, 1, action_mode, history, observation, reward, episode_steps, info_keys=info_keys
+        )
         self.action_space = self.core.action_space
         self.observation_space = self.core.observation_space
         self.render_mode = render_mode
@@ -522,7 +580,7 @@ class FabricRoutingEnv(gym.Env):
         return self._one(obs), self._one_info(info)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        obs, r, term, trunc, info = self.core.step(np.asarray(action))
+        obs, r, term, trunc, info = self.core.step(action)  # validated (and converted) by the core
         return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
 
     def action_masks(self) -> np.ndarray:

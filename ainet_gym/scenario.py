@@ -1,9 +1,9 @@
 """Load and validate scenarios (YAML files, shipped scenario names, or dicts) into :mod:`ainet_gym.spec`.
 
-The schema is the one of DESIGN.md ("Scenario schema")::
+The schema is the one of docs/model.md ("Scenario schema")::
 
     name, description, seed,
-    fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}
+    fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}; or {topology: graph, file | graph}
     workload: {jobs: [JobSpec fields, collectives: [CollectiveSpec fields]], background: [BackgroundSpec fields]}
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
@@ -24,12 +24,25 @@ Decisions worth knowing:
   required; NaN and infinities are rejected. YAML files are read with a loader that also parses
   ``1e9`` (no dot) as a float, which plain YAML 1.1 would read as a string. Duplicate keys in a YAML
   mapping are an error (plain PyYAML silently keeps the last one).
-- GPU count of a fabric (:func:`fabric_gpu_count`): single_switch and rail_optimized ``hosts *
-  gpus_per_host``; spine_leaf ``leaves * hosts_per_leaf * gpus_per_host``; fat_tree ``k**3 / 4`` (one
-  GPU NIC per edge-switch port, as :func:`ainet_gym.topology.build_fabric` builds it), which must be a
-  multiple of ``gpus_per_host``.
-- Keys that the chosen topology does not use (e.g. ``k`` on a spine_leaf fabric) are accepted and
-  ignored, so one fabric block can be switched between topologies.
+- GPU count of a fabric (:func:`fabric_gpu_count`): single_switch, rail_optimized and graph ``hosts *
+  gpus_per_host`` (a graph's counted from it); spine_leaf ``leaves * hosts_per_leaf * gpus_per_host``;
+  fat_tree ``k**3 / 4 * gpus_per_nic`` (one NIC per edge-switch port, as
+  :func:`ainet_gym.topology.build_fabric` builds it), which must be a multiple of ``gpus_per_host``.
+- Keys that the chosen topology does not use (e.g. ``k`` on a spine_leaf fabric, ``nic_gbps`` on a
+  fat_tree, whose NICs run at ``link_gbps``) are an error naming the key and the topology
+  (:data:`TOPOLOGY_KEYS`). A ``graph`` fabric takes only ``file`` or ``graph`` (exactly one),
+  ``profile``, ``hop_latency_us``, ``link_efficiency`` and ``nvlink_gbps``; ``file`` is relative to the
+  scenario file's folder (the working directory for a dict) and is stored resolved in ``Scenario.raw``.
+  The graph is built once at load time, so a bad graph fails here (``fabric.file`` / ``fabric.graph``)
+  with the problem :func:`ainet_gym.fabric_from_graph` names. ``fabric: <networkx graph>`` is short for
+  ``{topology: graph, graph: <it>}``.
+- ``gpus_per_nic`` must divide ``gpus_per_host``; ``pcie_gbps`` is only accepted with ``gpus_per_nic > 1``.
+  On a fat_tree, ``k**3 / 4`` edge ports hold one NIC each: the fabric has ``k**3 / 4 * gpus_per_nic`` GPUs.
+- Sizes are finite and below the documented ceilings of :data:`LIMITS`; a size estimate (GPUs, links,
+  equal-cost paths, iterations per decision interval, memory) refuses a scenario that would hang or
+  exhaust memory, with the estimate and the key to change.
+- Cross-field: a scheduled failure names two adjacent switches of this fabric; random failures hit
+  tiers the fabric has; every job's iteration takes time (``compute_ms > 0`` or bytes to move).
 - ``alltoall`` and ``sendrecv`` take no ``algorithm``; ``reducescatter``/``allgather`` take only ``ring``;
   ``skew``/``skew_period_steps`` apply to ``alltoall`` only; ``pattern`` to ``sendrecv`` only (required
   there, ``shift:k``; stored normalised as ``"shift:<k>"``).
@@ -65,6 +78,7 @@ from ainet_gym.spec import (
     PLACEMENTS,
     PROFILE_DEFAULTS,
     PROFILES,
+    RANK_ORDERS,
     RATE_UPDATES,
     REWARD_KINDS,
     TOPOLOGIES,
@@ -83,10 +97,16 @@ from ainet_gym.spec import (
 )
 
 __all__ = [
+    "FABRIC_COMMON_KEYS",
     "FAILURE_TIERS",
+    "LIMITS",
+    "TOPOLOGY_KEYS",
+    "TOPOLOGY_TIERS",
     "ScenarioError",
     "fabric_gpu_count",
     "fabric_leaf_count",
+    "fabric_size",
+    "fabric_tiers",
     "list_scenarios",
     "load_scenario",
     "scenarios_dir",
@@ -94,7 +114,15 @@ __all__ = [
 
 #: Link tiers that random link failures may hit (``dynamics.link_failures.tiers``): the network tiers
 #: of :data:`ainet_gym.topology.TIERS` (NVLink excluded).
-FAILURE_TIERS: tuple[str, ...] = ("nic", "leaf_spine", "edge_agg", "agg_core", "rail_spine", "storage")
+FAILURE_TIERS: tuple[str, ...] = (
+    "nic",
+    "leaf_spine",
+    "edge_agg",
+    "agg_core",
+    "rail_spine",
+    "storage",
+    "pcie",
+)
 
 #: Names of links in ``dynamics.link_failures.scheduled[].link``, e.g. ``leaf0-spine1``, ``edge3-agg2``.
 LINK_NAME_RE = re.compile(r"^(leaf|spine|edge|agg|core)\d+-(leaf|spine|edge|agg|core)\d+$")
@@ -186,7 +214,12 @@ def _desc(v: Any) -> str:
 
 
 def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool) and abs(x) < 10**30:
+        return str(int(x))
+    x = float(x)
+    if abs(x) >= 1e16 or (x != 0 and abs(x) < 1e-4):
+        return f"{x:.6g}"
+    return str(int(x)) if x.is_integer() else repr(x)
 
 
 # --------------------------------------------------------------------------- scalar rules
@@ -284,9 +317,45 @@ def _text(what: str = "a string", *, nonempty: bool = False, null: bool = False)
     return rule
 
 
-_SPEED = _num("a link speed in Gbit/s", gt=0, note=" (Gbit/s per direction)")
-_COUNT = _int("a count", ge=1)
-_STEPS = _int("a number of decision steps", ge=1)
+#: Ceilings of single values and of the size of a scenario, checked by :func:`load_scenario` so that a
+#: scenario that would hang or exhaust memory is refused with the key to change instead of being built.
+#: Documented and overridable (``ainet_gym.scenario.LIMITS["memory_gib"] = 64``, before loading):
+#:
+#: - ``gbps_min``/``gbps_max``: any link speed or offered rate, Gbit/s (1 Mbit/s .. 1 Pbit/s);
+#: - ``bytes_max``: a collective's buffer size (1 PB); ``time_ms_max``: compute, start and decision times
+#:   (1e7 ms, about 2.8 hours); ``latency_us_max``: per-hop latency (1 s); ``efficiency_min``;
+#: - ``count_max``: any count of switches, hosts, links per spine, GPUs per host, flows, QPs or job slots;
+#: - ``steps_max``: episode length and step counts; ``arrival_rate_max``: mean job arrivals per step;
+#: - ``skew_max``: Zipf exponent of a skewed AllToAll; ``max_paths_max``: ``routing.max_paths``;
+#: - ``gpus``, ``links``: GPUs and directed links of the fabric (estimated from the spec);
+#: - ``ecmp_set``: equal-cost paths between two leaves, enumerated before the ``max_paths`` cap;
+#: - ``iterations_per_interval``: iterations of the fastest job in one decision interval (an estimate
+#:   from lower and upper bounds of the step times; each iteration costs a few engine events);
+#: - ``memory_gib``: the estimated memory of building and running one copy of the scenario, further
+#:   capped at 80% of the machine's physical memory.
+LIMITS: dict[str, float] = {
+    "gbps_min": 1e-3,
+    "gbps_max": 1e6,
+    "bytes_max": 1e15,
+    "time_ms_max": 1e7,
+    "latency_us_max": 1e6,
+    "efficiency_min": 1e-3,
+    "count_max": 100_000,
+    "steps_max": 10_000_000,
+    "arrival_rate_max": 1_000,
+    "skew_max": 16,
+    "max_paths_max": 256,
+    "gpus": 65_536,
+    "links": 1_000_000,
+    "ecmp_set": 65_536,
+    "iterations_per_interval": 10_000,
+    "memory_gib": 16,
+}
+_L = LIMITS
+
+_SPEED = _num("a link speed in Gbit/s", ge=_L["gbps_min"], le=_L["gbps_max"], note=" (Gbit/s per direction)")
+_COUNT = _int("a count", ge=1, le=_L["count_max"])
+_STEPS = _int("a number of decision steps", ge=1, le=_L["steps_max"])
 _PROB = _num("a probability", ge=0, le=1)
 _FRACTION = _num("a fraction", ge=0, le=1)
 
@@ -355,8 +424,8 @@ def fabric_gpu_count(f: FabricSpec) -> int:
     if f.topology == "spine_leaf":
         return f.leaves * f.hosts_per_leaf * f.gpus_per_host
     if f.topology == "fat_tree":
-        return f.k**3 // 4  # one GPU NIC per edge-switch down port
-    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized
+        return f.k**3 // 4 * f.gpus_per_nic  # one NIC per edge-switch down port
+    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized, graph (counted from the graph)
 
 
 def fabric_leaf_count(f: FabricSpec) -> int:
@@ -367,7 +436,7 @@ def fabric_leaf_count(f: FabricSpec) -> int:
     if f.topology == "fat_tree":
         return f.k * f.k // 2
     if f.topology == "rail_optimized":
-        return f.gpus_per_host
+        return f.gpus_per_host // f.gpus_per_nic  # one rail per NIC of a host
     return 1
 
 
@@ -379,22 +448,129 @@ _FABRIC_RULES: dict[str, _Rule | None] = {
     "links_per_spine": _COUNT,
     "uplink_gbps": _SPEED,
     "hosts": _COUNT,
-    "k": _int("an even integer", ge=2),
+    "k": _int("an even integer", ge=2, le=_L["count_max"]),
     "link_gbps": _SPEED,
     "gpus_per_host": _COUNT,
     "nic_gbps": _SPEED,
     "nvlink_gbps": _SPEED,
     "profile": _enum(PROFILES, "fabric profile"),
-    "hop_latency_us": _num("a latency in microseconds", ge=0),
-    "link_efficiency": _num("an efficiency factor", gt=0, le=1),
+    "hop_latency_us": _num("a latency in microseconds", ge=0, le=_L["latency_us_max"]),
+    "link_efficiency": _num("an efficiency factor", ge=_L["efficiency_min"], le=1),
     "storage": None,  # nested, below
+    "gpus_per_nic": _COUNT,
+    "pcie_gbps": _SPEED,
+    "graph": None,  # topology graph: a networkx graph (from Python), below
+    "file": None,  # topology graph: GraphML or edge list, relative to the scenario's folder, below
+}
+#: Fabric keys of a graph fabric (the graph itself gives hosts, GPUs, NICs, switches and link speeds).
+_GRAPH_KEYS = ("topology", "graph", "file", "profile", "hop_latency_us", "link_efficiency", "nvlink_gbps")
+
+#: Fabric keys every topology uses.
+FABRIC_COMMON_KEYS: tuple[str, ...] = (
+    "topology",
+    "gpus_per_host",
+    "nvlink_gbps",
+    "profile",
+    "hop_latency_us",
+    "link_efficiency",
+    "storage",
+)
+#: The fabric keys each topology uses besides :data:`FABRIC_COMMON_KEYS` (one table: a new topology or a
+#: new key is one entry here). Any other key of ``fabric`` is an error naming the key and the topology,
+#: so that e.g. ``nic_gbps: 400`` on a fat-tree (whose NICs run at ``link_gbps``) is not silently ignored.
+_NIC_SHARING = ("gpus_per_nic", "pcie_gbps")
+TOPOLOGY_KEYS: dict[str, tuple[str, ...]] = {
+    "single_switch": ("hosts", "nic_gbps", *_NIC_SHARING),
+    "spine_leaf": (
+        "leaves",
+        "spines",
+        "hosts_per_leaf",
+        "links_per_spine",
+        "uplink_gbps",
+        "nic_gbps",
+        *_NIC_SHARING,
+    ),
+    "fat_tree": ("k", "link_gbps", *_NIC_SHARING),
+    "rail_optimized": ("hosts", "spines", "links_per_spine", "uplink_gbps", "nic_gbps", *_NIC_SHARING),
+    "graph": ("file", "graph"),  # checked against _GRAPH_KEYS instead
 }
 
+
+def _check_topology_keys(ctx: _Ctx, d: Mapping, path: str, topology: str) -> None:
+    used = FABRIC_COMMON_KEYS + TOPOLOGY_KEYS.get(topology, ())
+    for k in d:
+        if k not in used:
+            users = [t for t, keys in TOPOLOGY_KEYS.items() if k in keys]
+            ctx.fail(
+                _join(path, k),
+                f"key {k!r} is not used by the {topology} topology (it applies to {', '.join(users)})",
+                f"for {topology}: {', '.join(used)}",
+                value=str(k),
+            )
+
+
 _STORAGE_RULES: dict[str, _Rule | None] = {
-    "hosts": _int("a number of storage hosts", ge=0),
+    "hosts": _int("a number of storage hosts", ge=0, le=_L["count_max"]),
     "gbps": _SPEED,
     "leaves": None,  # list of leaf ids, checked against the fabric
 }
+
+
+def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) -> FabricSpec:
+    """A ``topology: graph`` fabric: read ``file`` (relative to the scenario's folder) or take ``graph``,
+    and build it once so that a bad graph fails here, naming the field."""
+    import networkx as nx
+
+    from ainet_gym.topology import build_fabric, graph_spec, read_fabric_graph
+
+    for k in d:
+        if k not in _GRAPH_KEYS:
+            ctx.fail(
+                _join(path, k),
+                f"{k!r} does not apply to a graph fabric (the graph gives hosts, GPUs, NICs and link speeds)",
+                ", ".join(_GRAPH_KEYS),
+                value=str(k),
+            )
+    if ("file" in d) == ("graph" in d):
+        ctx.fail(
+            path,
+            "a graph fabric needs exactly one of 'file' and 'graph'",
+            "file: a GraphML file or an edge list (relative to the scenario's folder), "
+            "or graph: a networkx graph (from Python)",
+        )
+    if "file" in d:
+        fpath = _join(path, "file")
+        name = _text("a file name", nonempty=True)(ctx, d["file"], fpath)
+        base = Path(ctx.source).parent if ctx.source != "<dict>" else Path.cwd()
+        file = (base / Path(name).expanduser()).resolve()
+        if not file.is_file():
+            ctx.fail(fpath, f"no such file: {file}", "a GraphML (.graphml) or edge-list file", name)
+        try:
+            graph = read_fabric_graph(file)
+        except (ValueError, OSError, UnicodeDecodeError) as e:
+            ctx.fail(fpath, f"cannot read the graph: {e}", "a GraphML (.graphml) or edge-list file", name)
+        kw["file"] = str(file)
+        if isinstance(d, dict):  # the scenario's raw mapping loads again from anywhere
+            d["file"] = str(file)
+    else:
+        fpath = _join(path, "graph")
+        graph = d["graph"]
+        if not isinstance(graph, nx.Graph):
+            ctx.fail(fpath, f"expected a networkx graph, got {_desc(graph)}", "a networkx graph", graph)
+    kw.pop("graph", None)
+    try:
+        spec = graph_spec(graph, **kw)
+        build_fabric(spec)
+    except ValueError as e:
+        problem, _, allowed = str(e).partition("; allowed: ")
+        ctx.fail(
+            fpath,
+            f"the graph is not a valid fabric: {problem}",
+            allowed
+            or "nodes with role gpu|switch|storage|nic|nvswitch (GPUs with a host), links with gbps > 0, "
+            "every GPU reaching every other",
+        )
+    return spec
 
 
 def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
@@ -403,13 +579,20 @@ def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
         ctx.fail(
             path, "required section 'fabric' is missing", f"a mapping with keys {', '.join(_FABRIC_RULES)}"
         )
+    if not isinstance(v, Mapping) and type(v).__module__.startswith("networkx"):
+        v = {"topology": "graph", "graph": v}  # scenario["fabric"] = G
     d = _mapping(ctx, v, path, _FABRIC_RULES, "the fabric")
     kw = _apply(ctx, d, path, _FABRIC_RULES)
+    topology = kw.get("topology", _default(FabricSpec, "topology"))
+    if topology != "graph":  # a graph fabric checks its own, shorter list of keys (_GRAPH_KEYS)
+        _check_topology_keys(ctx, d, path, topology)
 
     profile = kw.get("profile", _default(FabricSpec, "profile"))
     for key, value in PROFILE_DEFAULTS[profile].items():
         if key not in kw:
             kw[key] = value
+    if kw.get("topology") == "graph":
+        return _parse_graph_fabric(ctx, d, kw, path)
 
     sd = _optional_mapping(ctx, d, "storage", path, _STORAGE_RULES, "storage hosts")
     spath = _join(path, "storage")
@@ -422,21 +605,40 @@ def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
     fabric = FabricSpec(**kw, storage=StorageSpec(**skw))
 
     # topology-specific structure
+    if fabric.topology == "fat_tree" and fabric.k % 2:
+        ctx.fail(
+            _join(path, "k"),
+            f"fat_tree needs an even k, got {fabric.k}",
+            "an even integer >= 2",
+            fabric.k,
+        )
+    if fabric.gpus_per_host % fabric.gpus_per_nic:
+        ctx.fail(
+            _join(path, "gpus_per_nic"),
+            f"gpus_per_nic={fabric.gpus_per_nic} does not divide gpus_per_host={fabric.gpus_per_host} "
+            "(the GPUs of a host share its NICs evenly)",
+            f"a divisor of {fabric.gpus_per_host} (gpus_per_host: one NIC per host)",
+            fabric.gpus_per_nic,
+        )
+    if "pcie_gbps" in d and fabric.gpus_per_nic == 1:
+        ctx.fail(
+            _join(path, "pcie_gbps"),
+            "pcie_gbps applies only to GPUs that share a NIC (gpus_per_nic > 1); with gpus_per_nic: 1 "
+            "a GPU has no PCIe link in the model",
+            "gpus_per_nic > 1 with pcie_gbps, or omit pcie_gbps",
+            kw["pcie_gbps"],
+        )
     if fabric.topology == "fat_tree":
-        if fabric.k % 2:
-            ctx.fail(
-                _join(path, "k"),
-                f"fat_tree needs an even k, got {fabric.k}",
-                "an even integer >= 2",
-                fabric.k,
-            )
         ports = fabric.k**3 // 4
-        if ports % fabric.gpus_per_host:
+        nics = fabric.gpus_per_host // fabric.gpus_per_nic
+        if ports % nics:
             ctx.fail(
                 _join(path, "gpus_per_host"),
-                f"a fat_tree with k={fabric.k} has {ports} edge ports (one per GPU), "
-                f"not a multiple of gpus_per_host={fabric.gpus_per_host}",
-                f"a divisor of {ports}",
+                f"a fat_tree with k={fabric.k} has {ports} edge ports (one per NIC), "
+                f"not a multiple of the {nics} NICs of a host (gpus_per_host={fabric.gpus_per_host} / "
+                f"gpus_per_nic={fabric.gpus_per_nic})",
+                f"a divisor of {ports}"
+                + ("" if fabric.gpus_per_nic == 1 else " for gpus_per_host / gpus_per_nic"),
                 fabric.gpus_per_host,
             )
     n_leaves = fabric_leaf_count(fabric)
@@ -463,22 +665,25 @@ def _parse_fabric(ctx: _Ctx, v: Any) -> FabricSpec:
 
 _JOB_RULES: dict[str, _Rule | None] = {
     "name": _text("a job name", nonempty=True),
-    "gpus": _int("a number of GPUs", ge=1),
+    "gpus": _int("a number of GPUs", ge=1, le=_L["gpus"]),
     "placement": None,  # below
-    "compute_ms": _num("a compute time in ms", ge=0),
+    "rank_order": _enum(RANK_ORDERS, "rank order"),
+    "compute_ms": _num("a compute time in ms", ge=0, le=_L["time_ms_max"]),
     "overlap": _FRACTION,
-    "start_ms": _num("a start time in ms", ge=0),
+    "start_ms": _num("a start time in ms", ge=0, le=_L["time_ms_max"]),
     "collectives": None,  # below
 }
 _JOB_REQUIRED = {"name": "a non-empty string, unique among jobs", "gpus": "an integer >= 1"}
 
 _COLLECTIVE_RULES: dict[str, _Rule | None] = {
     "op": _enum(OPS, "collective op"),
-    "bytes": _num("a number of bytes", gt=0, note=" (buffer size in bytes, e.g. 1.0e9 for 1 GB)"),
+    "bytes": _num(
+        "a number of bytes", gt=0, le=_L["bytes_max"], note=" (buffer size in bytes, e.g. 1.0e9 for 1 GB)"
+    ),
     "algorithm": _enum(ALGORITHMS, "algorithm"),
     "pattern": None,  # sendrecv only, below
-    "skew": _num("a Zipf skew exponent", ge=0),
-    "skew_period_steps": _int("a number of decision steps", ge=1, null=True),
+    "skew": _num("a Zipf skew exponent", ge=0, le=_L["skew_max"]),
+    "skew_period_steps": _int("a number of decision steps", ge=1, le=_L["steps_max"], null=True),
 }
 _COLLECTIVE_REQUIRED = {"op": ", ".join(OPS), "bytes": "a number > 0 (buffer size in bytes, e.g. 1.0e9)"}
 
@@ -690,7 +895,7 @@ _BACKGROUND_RULES: dict[str, _Rule | None] = {
     "pattern": _enum(BACKGROUND_PATTERNS, "background pattern"),
     "period_steps": _STEPS,
     "duration_steps": _STEPS,
-    "offset_steps": _int("a number of decision steps", ge=0),
+    "offset_steps": _int("a number of decision steps", ge=0, le=_L["steps_max"]),
     "job": _text("a job name", null=True),
     "flows_per_host": _COUNT,
 }
@@ -734,7 +939,7 @@ def _parse_background(ctx: _Ctx, v: Any, path: str, fabric: FabricSpec, jobs: tu
 
 _DYNAMICS_RULES: dict[str, _Rule | None] = {
     "episode_steps": _STEPS,
-    "decision_interval_ms": _num("a time in ms", gt=0, null=True),
+    "decision_interval_ms": _num("a time in ms", gt=0, le=_L["time_ms_max"], null=True),
     "rate_updates": _enum(RATE_UPDATES, "rate update mode"),
     "link_failures": None,
     "job_churn": None,
@@ -747,8 +952,8 @@ _LINK_FAILURE_RULES: dict[str, _Rule | None] = {
 }
 _SCHEDULED_RULES: dict[str, _Rule | None] = {
     "link": None,
-    "at_step": _int("a decision step", ge=0),
-    "until_step": _int("a decision step", ge=1, null=True),
+    "at_step": _int("a decision step", ge=0, le=_L["steps_max"]),
+    "until_step": _int("a decision step", ge=1, le=_L["steps_max"], null=True),
     "factor": _FRACTION,
 }
 _SCHEDULED_REQUIRED = {
@@ -756,14 +961,14 @@ _SCHEDULED_REQUIRED = {
     "at_step": "an integer >= 0",
 }
 _JOB_CHURN_RULES: dict[str, _Rule | None] = {
-    "arrival_rate": _num("a mean number of arrivals per step", ge=0),
-    "mean_steps": _num("a mean lifetime in steps", ge=1),
-    "max_jobs": _int("a number of job slots", ge=1),
+    "arrival_rate": _num("a mean number of arrivals per step", ge=0, le=_L["arrival_rate_max"]),
+    "mean_steps": _num("a mean lifetime in steps", ge=1, le=_L["steps_max"]),
+    "max_jobs": _int("a number of job slots", ge=1, le=_L["count_max"]),
     "templates": None,
 }
 _ROUTING_RULES: dict[str, _Rule | None] = {
-    "max_paths": _int("a number of paths", ge=1),
-    "qps_per_connection": _int("a number of QPs", ge=1),
+    "max_paths": _int("a number of paths", ge=1, le=_L["max_paths_max"]),
+    "qps_per_connection": _int("a number of QPs", ge=1, le=_L["count_max"]),
 }
 _REWARD_RULES: dict[str, _Rule | None] = {"kind": _enum(REWARD_KINDS, "reward kind")}
 
@@ -830,6 +1035,294 @@ def _parse_dynamics(ctx: _Ctx, top: Mapping, fabric: FabricSpec, n_gpus: int) ->
     return DynamicsSpec(**kw), cd
 
 
+# --------------------------------------------------------------------------- cross-field checks and size
+
+#: Link tiers each topology builds (storage links only with ``fabric.storage.hosts > 0``).
+TOPOLOGY_TIERS: dict[str, tuple[str, ...]] = {
+    "single_switch": ("nic",),
+    "spine_leaf": ("nic", "leaf_spine"),
+    "fat_tree": ("nic", "edge_agg", "agg_core"),
+    "rail_optimized": ("nic", "rail_spine"),
+}
+#: Longest candidate path in links (NIC, up to four switch hops, NIC).
+_MAX_HOPS = {"single_switch": 2, "spine_leaf": 4, "fat_tree": 6, "rail_optimized": 4}
+
+
+def _max_hops(f: FabricSpec) -> int:
+    """Links on the longest candidate path: a table for the builders (two PCIe hops more when GPUs share
+    a NIC), the built fabric's own figure for a graph."""
+    if f.topology == "graph":
+        from ainet_gym.topology import build_fabric
+
+        return build_fabric(f).max_hops
+    return _MAX_HOPS[f.topology] + (2 if f.gpus_per_nic > 1 else 0)
+
+
+# memory model of the size estimate (bytes), measured with tracemalloc on the shipped large scenarios
+# (large-scale-4k, fat-tree-k16-data-parallel): about 1.1 kB per link of a built fabric (graph and
+# tables), 5-25 kB per connection of a compiled job (paths, members, caches), 150 B per enumerated path
+_BYTES_PER_LINK = 1_500
+_BYTES_PER_CONN = 2_000
+_BYTES_PER_PATH_HOP = 200
+_BYTES_PER_ENUMERATED_PATH = 150
+
+
+def fabric_tiers(f: FabricSpec) -> tuple[str, ...]:
+    """Link tiers present in the fabric of ``f`` (those random failures can hit)."""
+    return TOPOLOGY_TIERS.get(f.topology, ()) + (("storage",) if f.storage.hosts > 0 else ())
+
+
+def fabric_size(f: FabricSpec) -> dict[str, int]:
+    """Estimate of a fabric's size from its spec, without building it: ``gpus``, ``links`` (directed),
+    ``switch_links``, ``leaves`` and ``ecmp_set`` (equal-cost paths between two leaves before the
+    ``max_paths`` cap, parallel links expanded)."""
+    g = fabric_gpu_count(f)
+    if f.topology == "spine_leaf":
+        sw, ecmp = 2 * f.leaves * f.spines * f.links_per_spine, f.spines * f.links_per_spine**2
+    elif f.topology == "fat_tree":
+        sw, ecmp = f.k**3, (f.k // 2) ** 2
+    elif f.topology == "rail_optimized":
+        sw, ecmp = 2 * f.gpus_per_host * f.spines * f.links_per_spine, f.spines * f.links_per_spine**2
+    else:
+        sw, ecmp = 0, 1
+    links = 4 * g + sw + 2 * f.storage.hosts  # NVLink and NIC pairs per GPU, switch links, storage
+    return {"gpus": g, "links": links, "switch_links": sw, "leaves": fabric_leaf_count(f), "ecmp_set": ecmp}
+
+
+def _fabric_keys(f: FabricSpec, what: str) -> str:
+    """The keys to change to make a fabric smaller ("gpus", "links" or "ecmp")."""
+    t = f.topology
+    if t == "fat_tree":
+        return "fabric.k"
+    if what == "gpus" or (what == "links" and t == "single_switch"):
+        return {
+            "spine_leaf": "fabric.leaves, fabric.hosts_per_leaf or fabric.gpus_per_host",
+        }.get(t, "fabric.hosts or fabric.gpus_per_host")
+    if what == "links" and t == "spine_leaf":
+        return "fabric.links_per_spine, fabric.spines or fabric.leaves"
+    return "fabric.links_per_spine or fabric.spines"
+
+
+def _check_fabric_size(ctx: _Ctx, f: FabricSpec) -> dict[str, int]:
+    size = fabric_size(f)
+    for key, noun in (("gpus", "GPUs"), ("links", "directed links"), ("ecmp_set", "equal-cost paths")):
+        if size[key] > _L[key]:
+            where = " between two leaves" if key == "ecmp_set" else ""
+            ctx.fail(
+                "fabric",
+                f"the {f.topology} fabric would have {size[key]:,} {noun}{where}, above the limit of "
+                f"{int(_L[key]):,} (ainet_gym.scenario.LIMITS[{key!r}]); lower "
+                f"{_fabric_keys(f, 'ecmp' if key == 'ecmp_set' else key)}",
+                f"at most {int(_L[key]):,} {noun}{where}",
+                size[key],
+            )
+    return size
+
+
+def _switch_node(f: FabricSpec, name: str) -> tuple[str, int, int]:
+    """(kind, index, count of that kind) of a switch name in the fabric of ``f``."""
+    m = re.match(r"^([a-z]+)(\d+)$", name)
+    assert m is not None  # the name matched LINK_NAME_RE
+    kind, i = m.group(1), int(m.group(2))
+    half = f.k // 2
+    counts = {
+        "single_switch": {"leaf": 1},
+        "spine_leaf": {"leaf": f.leaves, "spine": f.spines},
+        "fat_tree": {"edge": f.k * half, "agg": f.k * half, "core": half * half},
+        "rail_optimized": {"leaf": f.gpus_per_host, "spine": f.spines},
+    }[f.topology]
+    return kind, i, counts.get(kind, 0)
+
+
+def _check_link_exists(ctx: _Ctx, path: str, f: FabricSpec, link: str) -> None:
+    """A scheduled failure's link must join two adjacent switches of this fabric."""
+    if f.topology == "graph":  # names are the graph's own: ask the built fabric
+        from ainet_gym.topology import build_fabric
+
+        try:
+            build_fabric(f).link_ids(link)
+        except KeyError as e:
+            ctx.fail(path, str(e).strip("\"'"), "two adjacent switches of the graph, e.g. leaf0-spine0", link)
+        return
+    nodes = [_switch_node(f, n) for n in link.split("-")]
+    for (kind, i, n), name in zip(nodes, link.split("-")):
+        if i >= n:
+            have = f"{kind}0..{kind}{n - 1}" if n else f"no {kind} switches"
+            ctx.fail(path, f"{link!r}: the {f.topology} fabric has no switch {name!r} ({have})", "", link)
+    (ka, ia, _), (kb, ib, _) = sorted(nodes)
+    half = max(f.k // 2, 1)
+    adjacent = {
+        ("leaf", "spine"): f.topology in ("spine_leaf", "rail_optimized"),
+        ("agg", "edge"): f.topology == "fat_tree" and ia // half == ib // half,  # same pod
+        ("agg", "core"): f.topology == "fat_tree"
+        and ib // half == ia % half,  # agg a of a pod: cores a*half..
+    }.get((ka, kb), False)
+    if not adjacent:
+        ex = {
+            "spine_leaf": "leaf0-spine0",
+            "rail_optimized": "leaf0-spine0",
+            "fat_tree": f"edge0-agg0, agg0-core0 (edge i and agg j in one pod: i // {half} == j // {half}; "
+            f"agg j and core c: c // {half} == j % {half})",
+            "single_switch": "none: a single_switch fabric has no switch-to-switch links",
+        }[f.topology]
+        ctx.fail(path, f"{link!r}: these switches are not linked in the {f.topology} fabric", ex, link)
+
+
+def _iteration_bounds(f: FabricSpec, job: JobSpec) -> tuple[float, float]:
+    """Lower and upper bounds (s) of a job's ideal iteration time, from its compute time and the bytes
+    each rank must move (lower: the least bytes any algorithm of the op sends, at NVLink + NIC speed;
+    upper: twice the most, at the slower of the two, plus every alpha term over the longest path)."""
+    p = job.gpus
+    nic = (f.link_gbps if f.topology == "fat_tree" else f.nic_gbps) * f.link_efficiency
+    fast = (f.nvlink_gbps + nic) * 1e9 / 8
+    slow = min(f.nvlink_gbps, nic) * 1e9 / 8
+    lo = hi = 0.0
+    lat = _max_hops(f) * f.hop_latency_us * 1e-6
+    for c in job.collectives:
+        if p < 2:
+            continue
+        share = {"allreduce": 2 * (p - 1) / p, "sendrecv": 1.0}.get(c.op, (p - 1) / p)
+        most = {
+            "allreduce": 2 * max(1, math.ceil(math.log2(p))) if c.algorithm == "tree" else 4.0,
+            "alltoall": float(p) if c.skew > 0 else 1.0,
+        }.get(c.op, 1.0)
+        lo += c.bytes * share / fast
+        hi += 2 * c.bytes * most / slow + 4 * p * lat
+    compute = job.compute_ms * 1e-3
+    return max(compute, lo), compute + hi
+
+
+def _job_conns(job: JobSpec) -> int:
+    """Upper estimate of a job's connections (distinct source-destination pairs of its collectives)."""
+    p = job.gpus
+    n = 0
+    for c in job.collectives:
+        if c.op == "alltoall":
+            n += p * (p - 1)
+        elif c.algorithm == "halving_doubling":
+            n += p * max(1, math.ceil(math.log2(p)))
+        else:
+            n += 3 * p
+    return n
+
+
+def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
+    """Cross-field checks that need the whole scenario: failures name real links and tiers, every job's
+    iteration takes time, a decision interval holds a bounded number of iterations, and the memory
+    estimate fits."""
+    f, dyn = sc.fabric, sc.dynamics
+    lf = dyn.link_failures
+    lpath = "dynamics.link_failures"
+    for i, sf in enumerate(lf.scheduled):
+        _check_link_exists(ctx, f"{lpath}.scheduled[{i}].link", f, sf.link)
+    if lf.rate_per_step > 0:
+        have = fabric_tiers(f)
+        tiers_given = (
+            isinstance(sc.raw.get("dynamics"), Mapping)
+            and isinstance(sc.raw["dynamics"].get("link_failures"), Mapping)
+            and "tiers" in sc.raw["dynamics"]["link_failures"]
+        )
+        if tiers_given:
+            for i, t in enumerate(lf.tiers):
+                if t not in have:
+                    ctx.fail(
+                        f"{lpath}.tiers[{i}]",
+                        f"the {f.topology} fabric has no {t!r} links, so no failure would ever hit this tier",
+                        f"tiers of this fabric: {', '.join(have)}",
+                        t,
+                    )
+        elif not set(lf.tiers) & set(have):
+            ctx.fail(
+                f"{lpath}.rate_per_step",
+                f"random failures hit the tiers {', '.join(lf.tiers)} (the default), none of which the "
+                f"{f.topology} fabric has, so nothing would ever fail",
+                f"set {lpath}.tiers to some of: {', '.join(have)}; or rate_per_step: 0",
+                lf.rate_per_step,
+            )
+
+    churn_on = dyn.job_churn.arrival_rate > 0
+    groups = [("workload.jobs", sc.jobs)]
+    if churn_on:
+        groups.append(("dynamics.job_churn.templates", dyn.job_churn.templates or sc.jobs))
+    bounds = []
+    for path, jobs in groups:
+        for i, job in enumerate(jobs):
+            lo, hi = _iteration_bounds(f, job)
+            if lo <= 0:
+                ctx.fail(
+                    f"{path}[{i}].compute_ms",
+                    f"an iteration of job {job.name!r} takes no time: compute_ms is 0 and "
+                    + ("it has no collectives" if not job.collectives else "a 1-GPU job moves no bytes"),
+                    "compute_ms > 0, or collectives on 2 or more GPUs",
+                    job.compute_ms,
+                )
+            bounds.append((lo, hi, f"{path}[{i}]", job))
+    if bounds:
+        lo, _, jpath, job = min(bounds, key=lambda b: b[0])
+        if dyn.decision_interval_ms is not None:
+            interval, what = dyn.decision_interval_ms * 1e-3, "dynamics.decision_interval_ms"
+        else:
+            interval = max(b[1] for b in bounds)
+            what = "the default decision interval (an upper bound of the slowest job's ideal step)"
+        n = interval / lo
+        if n > _L["iterations_per_interval"]:
+            field = "dynamics.decision_interval_ms" if dyn.decision_interval_ms is not None else jpath
+            ctx.fail(
+                field,
+                f"{what} of {interval * 1e3:.4g} ms holds about {n:.3g} iterations of job {job.name!r} "
+                f"(at least {lo * 1e3:.4g} ms each), above the limit of {int(_L['iterations_per_interval']):,} "
+                "(ainet_gym.scenario.LIMITS['iterations_per_interval']); every iteration costs engine events",
+                "a shorter dynamics.decision_interval_ms, or longer job iterations (compute_ms, bytes)",
+                dyn.decision_interval_ms if dyn.decision_interval_ms is not None else job.compute_ms,
+            )
+
+    # memory: the fabric and its non-blocking twin, enumerated ECMP sets, compiled jobs
+    hops = _max_hops(f)
+    paths = min(sc.routing.max_paths, size["ecmp_set"])
+    jobs = list(sc.jobs)
+    if churn_on:
+        widest = max(dyn.job_churn.templates or sc.jobs, key=_job_conns)
+        jobs += [widest] * max(dyn.job_churn.max_jobs - len(sc.jobs), 0)
+    conns = sum(_job_conns(j) for j in jobs)
+    pairs = min(size["leaves"] ** 2, conns)
+    parts = {
+        "fabric": _BYTES_PER_LINK * (size["links"] + 4 * size["gpus"]),
+        "paths": _BYTES_PER_ENUMERATED_PATH * pairs * size["ecmp_set"] * (1 if size["leaves"] > 1 else 0),
+        "jobs": conns * (_BYTES_PER_CONN + paths * hops * _BYTES_PER_PATH_HOP),
+    }
+    need = sum(parts.values())
+    limit = _L["memory_gib"] * 2**30
+    machine = _physical_memory()
+    cap, whose = (limit, "ainet_gym.scenario.LIMITS['memory_gib']")
+    if machine is not None and 0.8 * machine < cap:
+        cap, whose = 0.8 * machine, "80% of this machine's memory"
+    if need > cap:
+        big = max(parts, key=parts.get)
+        key = {
+            "fabric": _fabric_keys(f, "links"),
+            "paths": _fabric_keys(f, "ecmp") + " (fewer equal-cost paths per leaf pair)",
+            "jobs": "workload.jobs[].gpus (alltoall is quadratic in GPUs), routing.max_paths"
+            + (" or dynamics.job_churn.max_jobs" if churn_on else ""),
+        }[big]
+        ctx.fail(
+            "routing.max_paths"
+            if big == "jobs" and paths > 8
+            else ("fabric" if big != "jobs" else "workload"),
+            f"the scenario needs about {need / 2**30:.3g} GiB (fabric {parts['fabric'] / 2**30:.3g}, "
+            f"path enumeration {parts['paths'] / 2**30:.3g}, {conns:,} connections x {paths} paths "
+            f"{parts['jobs'] / 2**30:.3g}), above {cap / 2**30:.3g} GiB ({whose}); lower {key}",
+            f"a scenario below {cap / 2**30:.3g} GiB",
+            round(need / 2**30, 3),
+        )
+
+
+def _physical_memory() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 # --------------------------------------------------------------------------- scenario
 
 
@@ -844,10 +1337,11 @@ def _build(ctx: _Ctx, top: Any) -> Scenario:
     if "description" in top:
         kw["description"] = _text("a description")(ctx, top["description"], "description")
     if "seed" in top:
-        kw["seed"] = _int("an integer seed", ge=0)(ctx, top["seed"], "seed")
+        kw["seed"] = _int("an integer seed", ge=0, le=2**63 - 1)(ctx, top["seed"], "seed")
 
     fabric = _parse_fabric(ctx, top.get("fabric"))
-    n_gpus = fabric_gpu_count(fabric)
+    size = _check_fabric_size(ctx, fabric)
+    n_gpus = size["gpus"]
     kw["fabric"] = fabric
 
     wd = _optional_mapping(ctx, top, "workload", "", _WORKLOAD_KEYS, "jobs and background traffic")
@@ -887,7 +1381,9 @@ def _build(ctx: _Ctx, top: Any) -> Scenario:
     kw["routing"] = RoutingSpec(**_apply(ctx, rd, "routing", _ROUTING_RULES))
     wd2 = _optional_mapping(ctx, top, "reward", "", _REWARD_RULES, "the reward")
     kw["reward"] = RewardSpec(**_apply(ctx, wd2, "reward", _REWARD_RULES))
-    return Scenario(**kw, source=ctx.source, raw=dict(top))
+    sc = Scenario(**kw, source=ctx.source, raw=dict(top))
+    _check_runnable(ctx, sc, size)
+    return sc
 
 
 # --------------------------------------------------------------------------- YAML and files

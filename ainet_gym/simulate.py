@@ -14,19 +14,27 @@ from ainet_gym.spec import Scenario
 from ainet_gym.topology import TIERS
 from ainet_gym.world import FabricWorld, StepResult
 
-__all__ = ["simulate", "step_record"]
+__all__ = ["flow_records", "link_records", "simulate", "step_record"]
 
 
 def _num(x: float) -> float | None:
     return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
-def step_record(world: FabricWorld, res: StepResult, b: int = 0) -> dict[str, Any]:
-    """The JSON record of one interval of instance ``b`` (the `steps[i]` object of DESIGN.md)."""
+def step_record(
+    world: FabricWorld, res: StepResult, b: int = 0, links: bool = False, flows: bool = False
+) -> dict[str, Any]:
+    """The JSON record of one interval of instance ``b`` (the `steps[i]` object of docs/model.md, contract 3).
+
+    ``links`` adds ``"links"`` (every directed link: id, src, dst node names, tier, capacity_gbps during
+    the interval, bytes, mean_utilization, peak_utilization), ``flows`` adds ``"flows"`` (every job
+    connection: job, src_gpu, dst_gpu, paths as lists of link ids, split, bytes, mean_rate_gbps).
+    """
     jobs = []
-    for j, name in enumerate(world.job_names(b)):
+    for j, name in enumerate(res.job_names[b] if res.job_names else world.job_names(b)):
         if name is None:
             continue
+        step_ms = _num(res.step_time_s[b, j] * 1e3)
         jobs.append(
             {
                 "name": name,
@@ -36,14 +44,18 @@ def step_record(world: FabricWorld, res: StepResult, b: int = 0) -> dict[str, An
                 "comm_time_ms": _num(res.comm_time_s[b, j] * 1e3),
                 "ideal_step_time_ms": _num(res.ideal_step_s[b, j] * 1e3),
                 "gpu_utilization": _num(res.gpu_utilization[b, j]),
+                "iteration_gpu_utilization": (
+                    None if step_ms is None else _num(res.compute_s[b, j] * 1e3 / step_ms)
+                ),
             }
         )
     f = world.fabric
     lu = res.link_utilization[b]
     net = world.network_links
     hot = net[np.argsort(-lu[net], kind="stable")[:5]]
-    return {
+    out: dict[str, Any] = {
         "jobs": jobs,
+        "throughput_gbps": None if res.throughput_gbps is None else float(res.throughput_gbps[b]),
         "max_link_utilization": float(res.max_link_utilization[b]),
         "tier_bytes": {
             t: float(res.tier_bytes[b, i]) for i, t in enumerate(TIERS) if (f.link_tier == i).any()
@@ -52,6 +64,75 @@ def step_record(world: FabricWorld, res: StepResult, b: int = 0) -> dict[str, An
         "stalled_transfers": int(res.stalled_transfers[b]),
         "failed_links": int(res.failed_links[b]),
     }
+    if links:
+        out["links"] = link_records(world, res, b)
+    if flows:
+        out["flows"] = flow_records(world, res, b)
+    return out
+
+
+def link_records(world: FabricWorld, res: StepResult, b: int = 0) -> list[dict[str, Any]]:
+    """Per-link figures of one interval of instance ``b`` (see :func:`step_record`)."""
+    f = world.fabric
+    cap = f.capacity_bps if res.capacity_bps is None else res.capacity_bps[b]
+    peak = res.link_utilization[b] if res.link_peak_utilization is None else res.link_peak_utilization[b]
+    names, tier = f.node_names, np.asarray(TIERS)[f.link_tier]
+    return [
+        {
+            "id": i,
+            "src": names[s],
+            "dst": names[d],
+            "tier": str(t),
+            "capacity_gbps": float(c) * 8e-9,
+            "bytes": float(by),
+            "mean_utilization": float(mu),
+            "peak_utilization": float(pu),
+        }
+        for i, (s, d, t, c, by, mu, pu) in enumerate(
+            zip(
+                f.link_src.tolist(),
+                f.link_dst.tolist(),
+                tier,
+                cap,
+                res.link_bytes[b],
+                res.link_utilization[b],
+                peak,
+            )
+        )
+    ]
+
+
+def flow_records(world: FabricWorld, res: StepResult, b: int = 0) -> list[dict[str, Any]]:
+    """Per-connection figures of the jobs of instance ``b`` in one interval (see :func:`step_record`).
+
+    A connection is a (source GPU, destination GPU) pair of a job; ``bytes`` is what it moved in the
+    interval (every collective of the job that uses the pair), ``split`` its share on each path.
+    Background traffic is not listed (it shows in the links).
+    """
+    sim = world.sim
+    assert sim is not None and res.conn_bytes is not None
+    dur = float(res.duration_s[b])
+    out = []
+    for j, name in enumerate(world.job_names(b)):
+        fu = int(world.job_unit[b, j])
+        if name is None or fu < 0:
+            continue
+        c0 = int(sim.conn_off[fu])
+        for c in range(c0, c0 + int(sim.flat_units[fu].conn_src.shape[0])):
+            n = int(sim.conn_npaths[c])
+            by = float(res.conn_bytes[c])
+            out.append(
+                {
+                    "job": name,
+                    "src_gpu": int(sim.conn_src[c]),
+                    "dst_gpu": int(sim.flat_units[fu].conn_dst[c - c0]),
+                    "paths": [[int(x) for x in p[p >= 0]] for p in sim.conn_paths[c, :n]],
+                    "split": [float(x) for x in sim.split[c, :n]],
+                    "bytes": by,
+                    "mean_rate_gbps": by * 8e-9 / dur if dur > 0 else 0.0,
+                }
+            )
+    return out
 
 
 def simulate(
@@ -59,6 +140,9 @@ def simulate(
     policy: str | Policy = "ecmp",
     steps: int = 1,
     seed: int = 0,
+    links: bool = False,
+    flows: bool = False,
+    link_windows: int = 10,
 ) -> dict[str, Any]:
     """Run ``scenario`` for ``steps`` decision intervals under a routing ``policy``.
 
@@ -72,6 +156,11 @@ def simulate(
         Number of decision intervals.
     seed : int
         Seeds placement, failures, churn and the ECMP hash.
+    links, flows : bool
+        Add per-link and per-connection records to every step (see :func:`step_record`).
+    link_windows : int
+        With ``links``: the interval runs as this many equal windows, and ``peak_utilization`` is the
+        largest window mean of a link (a counter polled ``link_windows`` times per interval).
 
     Returns
     -------
@@ -97,8 +186,8 @@ def simulate(
     last: StepResult | None = None
     for _ in range(steps):
         split = pol(world, last)
-        last = world.step(split)
-        out.append(step_record(world, last))
+        last = world.step(split, windows=link_windows if links else 1)
+        out.append(step_record(world, last, links=links, flows=flows))
     return {
         "scenario": sc.name,
         "policy": policy if isinstance(policy, str) else getattr(policy, "__name__", "custom"),

@@ -1,6 +1,6 @@
 """Typed, frozen scenario specification.
 
-`ainet_gym.load_scenario` validates a YAML file or dict against the schema of DESIGN.md and returns a
+`ainet_gym.load_scenario` validates a YAML file or dict against the schema of docs/model.md and returns a
 :class:`Scenario`. Every field here is a documented, overridable parameter; derived values (such as the
 default decision interval) are computed by the engine, never typed in here.
 
@@ -12,9 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-TOPOLOGIES = ("single_switch", "spine_leaf", "fat_tree", "rail_optimized")
+#: PCIe link of a GPU to a NIC it shares with other GPUs (``fabric.pcie_gbps``): PCIe 4.0 x16, 16 GT/s
+#: x 16 lanes = 256 Gbit/s per direction (nominal, before 128b/130b encoding). It exists only when
+#: ``gpus_per_nic > 1``; a GPU with a NIC of its own reaches its leaf over the NIC link alone.
+PCIE_GBPS_DEFAULT = 256.0
+
+TOPOLOGIES = ("single_switch", "spine_leaf", "fat_tree", "rail_optimized", "graph")
 PROFILES = ("infiniband", "roce")
 PLACEMENTS = ("contiguous", "spread", "random")
+#: Rank order of a job's GPUs: the placement's own order, ascending GPU ids, a seeded random permutation,
+#: or host by host (hosts in the order the placement first uses them, local ranks consecutive).
+RANK_ORDERS = ("placement", "sorted", "shuffled", "by_host")
 OPS = ("allreduce", "reducescatter", "allgather", "alltoall", "sendrecv")
 ALGORITHMS = ("ring", "halving_doubling", "tree", "hierarchical")
 BACKGROUND_KINDS = ("storage", "checkpoint")
@@ -65,6 +73,14 @@ class FabricSpec:
     hop_latency_us: float = 0.25  # resolved: the profile's value unless the scenario overrides it
     link_efficiency: float = 1.0  # resolved: multiplies the capacity of every non-NVLink link
     storage: StorageSpec = field(default_factory=StorageSpec)
+    # k GPUs of a host share one NIC (of nic_gbps; of link_gbps on fat_tree), each over a PCIe link of
+    # pcie_gbps; 1 = a NIC per GPU (no PCIe link), gpus_per_host = one NIC per host
+    gpus_per_nic: int = 1
+    pcie_gbps: float = PCIE_GBPS_DEFAULT
+    # topology "graph": the user's fabric as a networkx graph (see ainet_gym.topology.fabric_from_graph)
+    # and the file it was read from, if any; `hosts` and `gpus_per_host` are then those of the graph
+    graph: Any = field(default=None, compare=False, hash=False, repr=False)
+    file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +100,7 @@ class JobSpec:
     name: str
     gpus: int
     placement: str | tuple[int, ...] = "contiguous"  # one of PLACEMENTS or explicit GPU ids
+    rank_order: str = "placement"  # one of RANK_ORDERS: how the placed GPUs are ordered into ranks
     compute_ms: float = 100.0
     overlap: float = 0.0  # fraction of compute that communication can hide behind, in [0, 1]
     start_ms: float = 0.0

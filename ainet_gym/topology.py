@@ -4,6 +4,15 @@ Every link is directed, with a capacity per direction and a tier label. Endpoint
 ``0..gpus-1``, host-major: leaf by leaf, host by host, local rank last) followed by storage hosts
 (ids ``gpus..gpus+storage-1``). Each GPU has a NIC link to its leaf (edge / rail leaf) and a pair of
 NVLink links to its host's NVLink switch, so an intra-host transfer crosses two NVLink links.
+With ``gpus_per_nic: k > 1`` the k GPUs of a NIC reach it over PCIe links (tier ``pcie``) and the NIC
+has the link to the leaf (tier ``nic``), shared by the k GPUs.
+
+Besides the four built-in topologies, a fabric can be any graph (:func:`fabric_from_graph`, or
+``fabric: {topology: graph, file: ...}`` in a scenario): nodes with a ``role`` (``gpu``, ``switch``,
+``storage``, and optionally ``nic`` and ``nvswitch``) and GPUs with a ``host``; edges with ``gbps`` and
+optional ``tier`` and ``latency_us``. :func:`fabric_to_graph` gives the way back. Every fabric, built-in
+or not, is flattened by the same code (:func:`_finish`), so paths, hop counts and the non-blocking
+reference of ideal step times (:func:`nonblocking_fabric`) come from the links, not from the topology name.
 
 networkx is touched at construction only: the hot path reads the numpy arrays of :class:`Fabric`.
 """
@@ -11,22 +20,45 @@ networkx is touched at construction only: the hot path reads the numpy arrays of
 from __future__ import annotations
 
 import itertools
+import os
+import shlex
 import zlib
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from ainet_gym.spec import FabricSpec
+from ainet_gym.spec import FabricSpec, StorageSpec
 
-__all__ = ["TIERS", "Fabric", "build_fabric", "nonblocking_spec"]
+__all__ = [
+    "ROLES",
+    "TIERS",
+    "Fabric",
+    "build_fabric",
+    "fabric_from_graph",
+    "fabric_to_graph",
+    "nonblocking_fabric",
+    "nonblocking_spec",
+    "read_fabric_graph",
+    "write_fabric_graph",
+]
 
-#: Tier labels of links, indexed by ``Fabric.link_tier``.
-TIERS: tuple[str, ...] = ("nvlink", "nic", "leaf_spine", "edge_agg", "agg_core", "rail_spine", "storage")
+#: Tier labels of links, indexed by ``Fabric.link_tier`` (new tiers are appended, so indices stay).
+TIERS: tuple[str, ...] = (
+    "nvlink", "nic", "leaf_spine", "edge_agg", "agg_core", "rail_spine", "storage", "pcie",
+)  # fmt: skip
 _TIER = {name: i for i, name in enumerate(TIERS)}
-#: Level of a node kind in the Clos hierarchy (up-links go to a higher level).
-_LEVEL = {"gpu": 0, "storage": 0, "nvswitch": 1, "leaf": 1, "edge": 1, "agg": 2, "spine": 2, "core": 3}
+#: Node roles of a graph fabric. ``nic`` (a NIC shared by GPUs over PCIe) and ``nvswitch`` (a host's NVLink
+#: switch, made with ``nvlink_gbps`` when the graph has none) are optional.
+ROLES: tuple[str, ...] = ("gpu", "switch", "storage", "nic", "nvswitch")
+#: Node kinds that are not switches of the network (never transit nodes between hosts).
+_HOST_KINDS = ("gpu", "storage", "nvswitch", "nic")
+#: Switch-to-switch hops between the furthest leaves of each built-in topology.
+_LEAF_DIAMETER = {"single_switch": 0, "spine_leaf": 2, "rail_optimized": 2, "fat_tree": 4}
 GBPS_TO_BYTES_PER_S = 1e9 / 8.0
 
 
@@ -60,6 +92,10 @@ class Fabric:
     n_storage: int
     hop_latency_s: float
     max_paths: int = 8
+    max_hops: int = 4  # links on the longest candidate path (pads the path tables)
+    link_latency_s: np.ndarray | None = None  # (links,) s; None: every link hop_latency_s
+    endpoint_pcie_up: np.ndarray | None = None  # (endpoints,) link id GPU -> shared NIC, -1: none
+    endpoint_pcie_down: np.ndarray | None = None  # (endpoints,) link id shared NIC -> GPU, -1: none
     _switch_paths: dict[tuple[int, int], list[list[int]]] = field(default_factory=dict, repr=False)
     _parallel: dict[tuple[int, int], list[int]] = field(default_factory=dict, repr=False)
     _switch_graph: nx.DiGraph | None = field(default=None, repr=False)
@@ -107,13 +143,8 @@ class Fabric:
         if self._switch_graph is None:
             sw = nx.DiGraph()
             for (u, v), _ids in self._parallel.items():
-                if self.node_kind[u] in ("gpu", "storage", "nvswitch") or self.node_kind[v] in (
-                    "gpu",
-                    "storage",
-                    "nvswitch",
-                ):
-                    continue
-                sw.add_edge(u, v)
+                if self.node_kind[u] not in _HOST_KINDS and self.node_kind[v] not in _HOST_KINDS:
+                    sw.add_edge(u, v)
             self._switch_graph = sw
         src, dst = int(self.leaf_node[a]), int(self.leaf_node[b])
         out: list[list[int]] = []
@@ -140,16 +171,31 @@ class Fabric:
         if src < self.n_gpus and dst < self.n_gpus and self.gpu_host[src] == self.gpu_host[dst]:
             return [[int(self.gpu_nvl_up[src]), int(self.gpu_nvl_down[dst])]]
         a, b = int(self.endpoint_leaf[src]), int(self.endpoint_leaf[dst])
-        first, last = int(self.endpoint_up[src]), int(self.endpoint_down[dst])
+        first, last = [int(self.endpoint_up[src])], [int(self.endpoint_down[dst])]
+        if self.endpoint_pcie_up is not None and self.endpoint_pcie_up[src] >= 0:
+            first.insert(0, int(self.endpoint_pcie_up[src]))
+        if self.endpoint_pcie_down is not None and self.endpoint_pcie_down[dst] >= 0:
+            last.append(int(self.endpoint_pcie_down[dst]))
         if a == b:
-            return [[first, last]]
+            return [first + last]
         mids = self._leaf_paths(a, b)
         n = len(mids)
         if n > self.max_paths:
             offset = zlib.crc32(f"{a}-{b}".encode()) % n
             idx = (offset + (np.arange(self.max_paths) * n) // self.max_paths) % n
             mids = [mids[i] for i in sorted(idx.tolist())]
-        return [[first, *m, last] for m in mids]
+        return [first + m + last for m in mids]
+
+    def path_latency_s(self, path: list[int]) -> float:
+        """Latency of a path (list of link ids): links x ``hop_latency_s``, or the sum of per-link latencies
+        of a graph fabric that gives them."""
+        if self.link_latency_s is None:
+            return len(path) * self.hop_latency_s
+        return float(self.link_latency_s[path].sum())
+
+    @property
+    def n_hosts(self) -> int:
+        return int(self.gpu_host.max()) + 1 if self.n_gpus else 0
 
     def oversubscription(self) -> float:
         """Leaf down-capacity over up-capacity (1.0 = non-blocking), from the link table."""
@@ -160,9 +206,9 @@ class Fabric:
 
 
 def nonblocking_spec(spec: FabricSpec) -> FabricSpec:
-    """The same hosts on one non-blocking switch: the reference fabric of ideal step times."""
-    from dataclasses import replace
-
+    """The same hosts on one non-blocking switch (a built-in spec; see :func:`nonblocking_fabric`)."""
+    if spec.topology == "graph":
+        raise ValueError("a graph fabric has no single_switch spec: use nonblocking_fabric(fabric)")
     nic = spec.link_gbps if spec.topology == "fat_tree" else spec.nic_gbps
     storage = replace(spec.storage, leaves=())
     return replace(spec, topology="single_switch", hosts=n_hosts(spec), nic_gbps=nic, storage=storage)
@@ -173,41 +219,129 @@ def n_hosts(spec: FabricSpec) -> int:
     if spec.topology == "spine_leaf":
         return spec.leaves * spec.hosts_per_leaf
     if spec.topology == "fat_tree":
-        return spec.k**3 // 4 // spec.gpus_per_host
+        return spec.k**3 // 4 * spec.gpus_per_nic // spec.gpus_per_host
     return spec.hosts
 
 
 class _Builder:
+    """Nodes and directed links of a fabric under construction (the input of :func:`_finish`)."""
+
     def __init__(self, spec: FabricSpec) -> None:
         self.spec = spec
-        self.g = nx.MultiDiGraph()
         self.names: list[str] = []
         self.kinds: list[str] = []
         self.src: list[int] = []
         self.dst: list[int] = []
         self.gbps: list[float] = []
         self.tier: list[int] = []
+        self.latency_s: list[float] = []
         self.parallel: dict[tuple[int, int], list[int]] = {}
+        self.gpus: list[int] = []  # node id of each GPU, GPU id order (host-major)
+        self.gpu_host: list[int] = []
+        self.storage: list[int] = []  # node id of each storage host
+        self.leaves: list[int] | None = None  # leaf switches in leaf-id order (None: derived)
 
     def node(self, name: str, kind: str) -> int:
         i = len(self.names)
         self.names.append(name)
         self.kinds.append(kind)
-        self.g.add_node(i, name=name, kind=kind)
         return i
 
-    def link(self, u: int, v: int, gbps: float, tier: str) -> int:
+    def link(self, u: int, v: int, gbps: float, tier: str, latency_s: float | None = None) -> int:
         i = len(self.src)
         self.src.append(u)
         self.dst.append(v)
         self.gbps.append(float(gbps))
         self.tier.append(_TIER[tier])
+        self.latency_s.append(self.spec.hop_latency_us * 1e-6 if latency_s is None else float(latency_s))
         self.parallel.setdefault((u, v), []).append(i)
-        self.g.add_edge(u, v, key=i, gbps=gbps, tier=tier)
         return i
 
     def duplex(self, u: int, v: int, gbps: float, tier: str) -> tuple[int, int]:
         return self.link(u, v, gbps, tier), self.link(v, u, gbps, tier)
+
+    def host(self, h: int, gpus: int, attach: list[int], nic_gbps: float) -> None:
+        """Host ``h``: an NVLink switch, ``gpus`` GPUs, and one NIC per ``gpus_per_nic`` GPUs, NIC i on
+        leaf node ``attach[i]`` (with ``gpus_per_nic: 1`` the GPU is its NIC: one link to the leaf)."""
+        spec = self.spec
+        k = spec.gpus_per_nic
+        nvs = self.node(f"nvswitch{h}", "nvswitch")
+        nic = -1
+        for r in range(gpus):
+            g = len(self.gpus)
+            gn = self.node(f"gpu{g}", "gpu")
+            self.gpus.append(gn)
+            self.gpu_host.append(h)
+            self.duplex(gn, nvs, spec.nvlink_gbps, "nvlink")
+            if k == 1:
+                self.duplex(gn, attach[r], nic_gbps, "nic")
+                continue
+            if r % k == 0:
+                nic = self.node(f"nic{h}.{r // k}", "nic")
+                self.duplex(nic, attach[r // k], nic_gbps, "nic")
+            self.duplex(gn, nic, spec.pcie_gbps, "pcie")
+
+
+def _build_builtin(spec: FabricSpec) -> _Builder:
+    b = _Builder(spec)
+    gph, k = spec.gpus_per_host, spec.gpus_per_nic
+    if gph % k:
+        raise ValueError(f"gpus_per_nic={k} does not divide gpus_per_host={gph}")
+    nics = gph // k  # NICs per host
+    nic_gbps = spec.link_gbps if spec.topology == "fat_tree" else spec.nic_gbps
+    attach: list[list[int]]  # per host: leaf node of each NIC
+    if spec.topology == "single_switch":
+        leaves = [b.node("leaf0", "leaf")]
+        attach = [[leaves[0]] * nics for _ in range(spec.hosts)]
+    elif spec.topology == "spine_leaf":
+        leaves = [b.node(f"leaf{i}", "leaf") for i in range(spec.leaves)]
+        spines = [b.node(f"spine{j}", "spine") for j in range(spec.spines)]
+        for lf in leaves:
+            for sp in spines:
+                for _ in range(spec.links_per_spine):
+                    b.duplex(lf, sp, spec.uplink_gbps, "leaf_spine")
+        attach = [[lf] * nics for lf in leaves for _ in range(spec.hosts_per_leaf)]
+    elif spec.topology == "fat_tree":
+        kk = spec.k
+        half = kk // 2
+        leaves = [b.node(f"edge{p * half + e}", "edge") for p in range(kk) for e in range(half)]
+        aggs = [b.node(f"agg{p * half + a}", "agg") for p in range(kk) for a in range(half)]
+        cores = [b.node(f"core{c}", "core") for c in range(half * half)]
+        for p in range(kk):
+            for e in range(half):
+                for a in range(half):
+                    b.duplex(leaves[p * half + e], aggs[p * half + a], spec.link_gbps, "edge_agg")
+            for a in range(half):
+                for c in range(half):
+                    b.duplex(aggs[p * half + a], cores[a * half + c], spec.link_gbps, "agg_core")
+        n_ports = kk**3 // 4  # one NIC per edge-switch down port
+        if n_ports % nics:
+            raise ValueError(f"fat_tree k={kk}: {n_ports} edge ports not a multiple of {nics} NICs per host")
+        attach = [
+            [leaves[port // half] for port in range(h * nics, (h + 1) * nics)] for h in range(n_ports // nics)
+        ]
+    elif spec.topology == "rail_optimized":
+        leaves = [b.node(f"leaf{r}", "leaf") for r in range(nics)]  # one rail per NIC of a host
+        spines = [b.node(f"spine{j}", "spine") for j in range(spec.spines)]
+        for lf in leaves:
+            for sp in spines:
+                for _ in range(spec.links_per_spine):
+                    b.duplex(lf, sp, spec.uplink_gbps, "rail_spine")
+        attach = [list(leaves) for _ in range(spec.hosts)]
+    else:
+        raise ValueError(f"fabric.topology: {spec.topology!r} is not a known topology")
+    if not attach or gph <= 0:
+        raise ValueError("fabric has no GPUs")
+    for h, nic_leaf in enumerate(attach):
+        b.host(h, gph, nic_leaf, nic_gbps)
+    st = spec.storage
+    for s in range(st.hosts):
+        leaf_idx = st.leaves[s % len(st.leaves)] if st.leaves else len(leaves) - 1
+        node = b.node(f"storage{s}", "storage")
+        b.storage.append(node)
+        b.duplex(node, leaves[leaf_idx], st.gbps, "storage")
+    b.leaves = leaves
+    return b
 
 
 def build_fabric(spec: FabricSpec, max_paths: int = 8) -> Fabric:
@@ -216,140 +350,198 @@ def build_fabric(spec: FabricSpec, max_paths: int = 8) -> Fabric:
     Raises
     ------
     ValueError
-        If the spec describes a fabric that cannot be built (e.g. zero GPUs).
+        If the spec describes a fabric that cannot be built (e.g. zero GPUs, a graph with a GPU
+        that reaches no other).
     """
-    b = _Builder(spec)
-    gph = spec.gpus_per_host
-    leaves: list[int] = []
-    gpu_attach: list[int] = []  # leaf index per GPU, host-major order
+    if spec.topology == "graph":
+        if spec.graph is None:
+            raise ValueError("fabric.topology graph needs a graph (fabric.file, or a networkx graph)")
+        return _finish(_builder_from_graph(spec.graph, spec), max_paths)
+    b = _build_builtin(spec)
+    diameter = _LEAF_DIAMETER[spec.topology]
+    fabric = _finish(b, max_paths, leaf_diameter=diameter)
+    _check(fabric)
+    return fabric
 
-    if spec.topology == "single_switch":
-        leaves.append(b.node("leaf0", "leaf"))
-        n_hosts = spec.hosts
-        gpu_attach = [0] * (n_hosts * gph)
-    elif spec.topology == "spine_leaf":
-        leaves = [b.node(f"leaf{i}", "leaf") for i in range(spec.leaves)]
-        spines = [b.node(f"spine{j}", "spine") for j in range(spec.spines)]
-        for lf in leaves:
-            for sp in spines:
-                for _ in range(spec.links_per_spine):
-                    b.duplex(lf, sp, spec.uplink_gbps, "leaf_spine")
-        n_hosts = spec.leaves * spec.hosts_per_leaf
-        gpu_attach = [i for i in range(spec.leaves) for _ in range(spec.hosts_per_leaf * gph)]
-    elif spec.topology == "fat_tree":
-        k = spec.k
-        half = k // 2
-        edges = [b.node(f"edge{p * half + e}", "edge") for p in range(k) for e in range(half)]
-        aggs = [b.node(f"agg{p * half + a}", "agg") for p in range(k) for a in range(half)]
-        cores = [b.node(f"core{c}", "core") for c in range(half * half)]
-        for p in range(k):
-            for e in range(half):
-                for a in range(half):
-                    b.duplex(edges[p * half + e], aggs[p * half + a], spec.link_gbps, "edge_agg")
-            for a in range(half):
-                for c in range(half):
-                    b.duplex(aggs[p * half + a], cores[a * half + c], spec.link_gbps, "agg_core")
-        leaves = edges
-        n_ports = k**3 // 4
-        if n_ports % gph:
-            raise ValueError(f"fat_tree k={k}: {n_ports} edge ports not a multiple of gpus_per_host={gph}")
-        n_hosts = n_ports // gph
-        gpu_attach = [port // half for port in range(n_ports)]
-    elif spec.topology == "rail_optimized":
-        leaves = [b.node(f"leaf{r}", "leaf") for r in range(gph)]
-        spines = [b.node(f"spine{j}", "spine") for j in range(spec.spines)]
-        for lf in leaves:
-            for sp in spines:
-                for _ in range(spec.links_per_spine):
-                    b.duplex(lf, sp, spec.uplink_gbps, "rail_spine")
-        n_hosts = spec.hosts
-        gpu_attach = [r for _ in range(n_hosts) for r in range(gph)]
-    else:
-        raise ValueError(f"fabric.topology: {spec.topology!r} is not a known topology")
 
-    n_gpus = n_hosts * gph
-    if n_gpus <= 0:
+def _fail(msg: str) -> None:
+    raise ValueError(msg)
+
+
+def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fabric:
+    """Flatten a builder into a :class:`Fabric`: endpoint attachments, ECMP groups, hop bounds.
+
+    ``leaf_diameter`` (switch hops between the furthest leaves) is known for the built-in topologies;
+    for a graph it is measured, and a pair of leaves with no path between them is an error.
+    """
+    spec = b.spec
+    n_gpus = len(b.gpus)
+    if n_gpus == 0:
         raise ValueError("fabric has no GPUs")
-    gpu_node = np.empty(n_gpus, dtype=np.int64)
-    nvl_up = np.empty(n_gpus, dtype=np.int64)
-    nvl_down = np.empty(n_gpus, dtype=np.int64)
-    ep_up: list[int] = []
-    ep_down: list[int] = []
-    nic_gbps = spec.link_gbps if spec.topology == "fat_tree" else spec.nic_gbps
-    for h in range(n_hosts):
-        nvs = b.node(f"nvswitch{h}", "nvswitch")
-        for r in range(gph):
-            g = h * gph + r
-            gpu_node[g] = b.node(f"gpu{g}", "gpu")
-            nvl_up[g], nvl_down[g] = b.duplex(int(gpu_node[g]), nvs, spec.nvlink_gbps, "nvlink")
-            up, down = b.duplex(int(gpu_node[g]), leaves[gpu_attach[g]], nic_gbps, "nic")
-            ep_up.append(up)
-            ep_down.append(down)
-    storage_leaf: list[int] = []
-    st = spec.storage
-    for s in range(st.hosts):
-        leaf_idx = st.leaves[s % len(st.leaves)] if st.leaves else len(leaves) - 1
-        node = b.node(f"storage{s}", "storage")
-        up, down = b.duplex(node, leaves[leaf_idx], st.gbps, "storage")
-        ep_up.append(up)
-        ep_down.append(down)
-        storage_leaf.append(leaf_idx)
-
+    names, kinds = b.names, b.kinds
     link_src = np.asarray(b.src, dtype=np.int64)
     link_dst = np.asarray(b.dst, dtype=np.int64)
     link_gbps = np.asarray(b.gbps, dtype=np.float64)
     link_tier = np.asarray(b.tier, dtype=np.int64)
+    is_switch = np.array([k not in _HOST_KINDS for k in kinds], dtype=bool)
+
+    out_links: dict[int, list[int]] = {}
+    for i, (u, t) in enumerate(zip(b.src, b.tier)):
+        if t != _TIER["nvlink"]:
+            out_links.setdefault(u, []).append(i)
+
+    def rev(link: int) -> int:
+        back = b.parallel.get((b.dst[link], b.src[link]))
+        if not back:
+            _fail(f"link {names[b.src[link]]}->{names[b.dst[link]]} has no link in the other direction")
+        return back[0]
+
+    endpoints = list(b.gpus) + list(b.storage)
+    ep_up = np.empty(len(endpoints), dtype=np.int64)
+    ep_pcie = np.full(len(endpoints), -1, dtype=np.int64)
+    ep_switch = np.empty(len(endpoints), dtype=np.int64)
+    for e, node in enumerate(endpoints):
+        ups = out_links.get(node, [])
+        what = "GPU" if e < n_gpus else "storage host"
+        if len(ups) != 1:
+            _fail(
+                f"{what} {names[node]} has {len(ups)} network links "
+                f"({', '.join(names[b.dst[i]] for i in ups) or 'none'}); it needs exactly one, to a switch "
+                "or to a NIC (multi-homed endpoints are not modelled)"
+            )
+        up = ups[0]
+        nxt = b.dst[up]
+        if kinds[nxt] == "nic":
+            nic_ups = [i for i in out_links.get(nxt, []) if is_switch[b.dst[i]]]
+            if len(nic_ups) != 1:
+                _fail(f"NIC {names[nxt]} has {len(nic_ups)} links to switches; it needs exactly one")
+            ep_pcie[e] = up
+            up = nic_ups[0]
+        if not is_switch[b.dst[up]]:
+            _fail(f"{what} {names[node]} attaches to {names[b.dst[up]]}, which is not a switch")
+        ep_up[e] = up
+        ep_switch[e] = b.dst[up]
+    ep_down = np.asarray([rev(int(x)) for x in ep_up], dtype=np.int64)
+    ep_pcie_down = np.asarray([rev(int(x)) if x >= 0 else -1 for x in ep_pcie], dtype=np.int64)
+
+    leaves = b.leaves if b.leaves is not None else sorted(set(ep_switch.tolist()))
+    leaf_index = {n: i for i, n in enumerate(leaves)}
+    endpoint_leaf = np.asarray([leaf_index[int(n)] for n in ep_switch], dtype=np.int64)
+
+    # switch levels: leaves 1, then hops away from the nearest leaf (up-links go to a higher level)
+    sw_adj: dict[int, list[int]] = {}
+    for u, v in zip(b.src, b.dst):
+        if is_switch[u] and is_switch[v]:
+            sw_adj.setdefault(u, []).append(v)
+    level = np.zeros(len(names), dtype=np.int64)
+    seen = dict.fromkeys(leaves, 1)
+    queue = deque(leaves)
+    while queue:
+        u = queue.popleft()
+        for v in sw_adj.get(u, []):
+            if v not in seen:
+                seen[v] = seen[u] + 1
+                queue.append(v)
+    for n, lv in seen.items():
+        level[n] = lv
+    level[np.asarray([k == "nvswitch" for k in kinds], dtype=bool)] = 1
+
+    if leaf_diameter is None:  # a graph: measure it, and check that every leaf reaches every other
+        leaf_diameter = 0
+        leaf_set = set(leaves)
+        for a in leaves:
+            dist = {a: 0}
+            q = deque([a])
+            while q:
+                u = q.popleft()
+                for v in sw_adj.get(u, []):
+                    if v not in dist:
+                        dist[v] = dist[u] + 1
+                        q.append(v)
+            missing = leaf_set.difference(dist)
+            if missing:
+                other = min(missing)
+                e_a = int(np.flatnonzero(ep_switch == a)[0])
+                e_b = int(np.flatnonzero(ep_switch == other)[0])
+                _fail(
+                    f"{names[endpoints[e_a]]} has no path to {names[endpoints[e_b]]}: switch {names[a]} "
+                    f"does not reach switch {names[other]}"
+                )
+            leaf_diameter = max(leaf_diameter, max(dist[x] for x in leaves))
+    chain = 2 if (ep_pcie >= 0).any() else 1
+    max_hops = max(2, 2 * chain + leaf_diameter)
+
+    latency = np.asarray(b.latency_s, dtype=np.float64)
+    uniform = bool(np.all(latency == spec.hop_latency_us * 1e-6))
     efficiency = np.where(link_tier == _TIER["nvlink"], 1.0, spec.link_efficiency)
     capacity = link_gbps * GBPS_TO_BYTES_PER_S * efficiency
 
     # ECMP next-hop groups: up-links of a switch form one group; parallel down-links to one
     # neighbour form another. Singleton groups are not a choice (-1).
-    level = np.array([_LEVEL[b.kinds[n]] for n in range(len(b.names))])
     up = level[link_dst] > level[link_src]
-    is_switch_src = np.array([b.kinds[n] not in ("gpu", "storage", "nvswitch") for n in b.src])
-    keys = np.where(up, link_src * 0 - 1, link_dst)  # up: group by source only
+    keys = np.where(up, -1, link_dst)  # up: group by source only
     group_key = np.stack([link_src, keys], axis=1)
     _, group = np.unique(group_key, axis=0, return_inverse=True)
     group = group.reshape(-1)
     sizes = np.bincount(group)
-    link_group = np.where(is_switch_src & (sizes[group] > 1), group, -1)
-    # renumber groups densely
+    link_group = np.where(is_switch[link_src] & (sizes[group] > 1), group, -1)
     valid = link_group >= 0
     if valid.any():
         _, dense = np.unique(link_group[valid], return_inverse=True)
         link_group[valid] = dense
 
-    gpu_host = np.repeat(np.arange(n_hosts), gph)
-    gpu_local = np.tile(np.arange(gph), n_hosts)
-    endpoint_leaf = np.asarray(gpu_attach + storage_leaf, dtype=np.int64)
-    fabric = Fabric(
+    gpu_host = np.asarray(b.gpu_host, dtype=np.int64)
+    order = np.argsort(gpu_host, kind="stable")
+    first_of_host = np.searchsorted(gpu_host[order], gpu_host[order])
+    gpu_local = np.empty(n_gpus, dtype=np.int64)
+    gpu_local[order] = np.arange(n_gpus) - first_of_host
+    nvl_up = np.empty(n_gpus, dtype=np.int64)
+    nvl_down = np.empty(n_gpus, dtype=np.int64)
+    nvl_out: dict[int, int] = {}
+    for i, (u, t) in enumerate(zip(b.src, b.tier)):
+        if t == _TIER["nvlink"] and kinds[u] == "gpu":
+            nvl_out.setdefault(u, i)
+    for g, node in enumerate(b.gpus):
+        if node not in nvl_out:
+            _fail(f"GPU {names[node]} has no NVLink link to its host's NVLink switch")
+        nvl_up[g] = nvl_out[node]
+        nvl_down[g] = rev(nvl_out[node])
+
+    graph = nx.MultiDiGraph()
+    for i, (n, k) in enumerate(zip(names, kinds)):
+        graph.add_node(i, name=n, kind=k)
+    for i in range(len(b.src)):
+        graph.add_edge(b.src[i], b.dst[i], key=i, gbps=b.gbps[i], tier=TIERS[b.tier[i]])
+    return Fabric(
         spec=spec,
-        graph=b.g,
-        node_names=b.names,
-        node_kind=b.kinds,
+        graph=graph,
+        node_names=names,
+        node_kind=kinds,
         link_src=link_src,
         link_dst=link_dst,
         link_gbps=link_gbps,
         capacity_bps=capacity,
         link_tier=link_tier,
         link_group=link_group,
-        gpu_node=gpu_node,
+        gpu_node=np.asarray(b.gpus, dtype=np.int64),
         gpu_host=gpu_host,
         gpu_local_rank=gpu_local,
         endpoint_leaf=endpoint_leaf,
-        endpoint_up=np.asarray(ep_up, dtype=np.int64),
-        endpoint_down=np.asarray(ep_down, dtype=np.int64),
+        endpoint_up=ep_up,
+        endpoint_down=ep_down,
         gpu_nvl_up=nvl_up,
         gpu_nvl_down=nvl_down,
         leaf_node=np.asarray(leaves, dtype=np.int64),
         n_gpus=n_gpus,
-        n_storage=st.hosts,
+        n_storage=len(b.storage),
         hop_latency_s=spec.hop_latency_us * 1e-6,
         max_paths=max_paths,
+        max_hops=max_hops,
+        link_latency_s=None if uniform else latency,
+        endpoint_pcie_up=ep_pcie if (ep_pcie >= 0).any() else None,
+        endpoint_pcie_down=ep_pcie_down if (ep_pcie >= 0).any() else None,
         _parallel=b.parallel,
     )
-    _check(fabric)
-    return fabric
 
 
 def _check(f: Fabric) -> None:
@@ -358,3 +550,297 @@ def _check(f: Fabric) -> None:
     und.add_edges_from(zip(f.link_src.tolist(), f.link_dst.tolist()))
     if not nx.is_connected(und):
         raise ValueError(f"fabric {f.spec.topology}: the built graph is not connected")
+
+
+# --------------------------------------------------------------------------- the non-blocking reference
+
+
+def nonblocking_fabric(fabric: Fabric) -> Fabric:
+    """The same hosts, NVLink domains, NICs and PCIe links as ``fabric``, every NIC on one non-blocking
+    switch, no storage: the reference fabric of ideal step times (for any fabric, built-in or graph)."""
+    spec = replace(
+        fabric.spec,
+        topology="single_switch",
+        graph=None,
+        storage=replace(fabric.spec.storage, hosts=0, leaves=()),
+    )
+    b = _Builder(spec)
+    leaf = b.node("leaf0", "leaf")
+    lat = fabric.link_latency_s
+
+    def copy(link: int, u: int, v: int) -> None:
+        t = TIERS[int(fabric.link_tier[link])]
+        la = None if lat is None else float(lat[link])
+        b.link(u, v, float(fabric.link_gbps[link]), t, la)
+
+    nic_node: dict[int, int] = {}
+    nvs_node: dict[int, int] = {}
+    for g in range(fabric.n_gpus):
+        h = int(fabric.gpu_host[g])
+        if h not in nvs_node:
+            nvs_node[h] = b.node(fabric.node_names[int(fabric.link_dst[fabric.gpu_nvl_up[g]])], "nvswitch")
+        gn = b.node(fabric.node_names[int(fabric.gpu_node[g])], "gpu")
+        b.gpus.append(gn)
+        b.gpu_host.append(h)
+        copy(int(fabric.gpu_nvl_up[g]), gn, nvs_node[h])
+        copy(int(fabric.gpu_nvl_down[g]), nvs_node[h], gn)
+        up, down = int(fabric.endpoint_up[g]), int(fabric.endpoint_down[g])
+        pcie = -1 if fabric.endpoint_pcie_up is None else int(fabric.endpoint_pcie_up[g])
+        if pcie < 0:
+            copy(up, gn, leaf)
+            copy(down, leaf, gn)
+            continue
+        nic = int(fabric.link_src[up])
+        if nic not in nic_node:
+            nic_node[nic] = b.node(fabric.node_names[nic], "nic")
+            copy(up, nic_node[nic], leaf)
+            copy(down, leaf, nic_node[nic])
+        copy(pcie, gn, nic_node[nic])
+        copy(int(fabric.endpoint_pcie_down[g]), nic_node[nic], gn)
+    b.leaves = [leaf]
+    return _finish(b, fabric.max_paths, leaf_diameter=0)
+
+
+# --------------------------------------------------------------------------- graph fabrics
+
+_DEFAULT_TIER = {
+    frozenset(("gpu", "nvswitch")): "nvlink",
+    frozenset(("gpu", "nic")): "pcie",
+    frozenset(("gpu", "switch")): "nic",
+    frozenset(("nic", "switch")): "nic",
+    frozenset(("storage", "switch")): "storage",
+    frozenset(("switch",)): "leaf_spine",
+}
+
+
+def _number(x: Any, what: str) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        _fail(f"{what}: expected a number, got {x!r}")
+    if not np.isfinite(v):
+        _fail(f"{what}: expected a finite number, got {x!r}")
+    return v
+
+
+def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
+    """Read nodes and links of a networkx graph (see :func:`fabric_from_graph` for the attributes)."""
+    if not isinstance(G, nx.Graph):
+        _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
+    b = _Builder(spec)
+    role: dict[Any, str] = {}
+    host: dict[Any, int] = {}
+    for n, d in G.nodes(data=True):
+        r = d.get("role")
+        if r is None:
+            _fail(f"node {n!r} has no role; allowed: {', '.join(ROLES)}")
+        if r not in ROLES:
+            _fail(f"node {n!r}: role {r!r} is not a known role; allowed: {', '.join(ROLES)}")
+        role[n] = r
+        if r == "gpu":
+            if "host" not in d:
+                _fail(f"GPU node {n!r} has no host; allowed: an integer host id >= 0")
+            hv = d["host"]
+            if isinstance(hv, bool) or not float(_number(hv, f"GPU node {n!r}: host")).is_integer() or hv < 0:
+                _fail(f"GPU node {n!r}: host {hv!r} is not an integer >= 0")
+            host[n] = int(hv)
+    gpus = [n for n in G.nodes if role[n] == "gpu"]
+    if not gpus:
+        _fail("the graph has no node with role gpu")
+    gpus.sort(key=lambda n: host[n])  # host-major GPU ids; stable: the graph's order within a host
+    hosts = sorted(set(host.values()))
+    sizes = {h: sum(1 for g in gpus if host[g] == h) for h in hosts}
+    if len(set(sizes.values())) > 1:
+        _fail(
+            f"hosts have different numbers of GPUs ({dict(sorted(sizes.items()))}); every host needs the same"
+        )
+    host_index = {h: i for i, h in enumerate(hosts)}
+
+    node_id: dict[Any, int] = {}
+    kind_of = {"gpu": "gpu", "switch": "switch", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
+    for n in G.nodes:
+        node_id[n] = b.node(str(n), kind_of[role[n]])
+    b.gpus = [node_id[g] for g in gpus]
+    b.gpu_host = [host_index[host[g]] for g in gpus]
+    b.storage = [node_id[n] for n in G.nodes if role[n] == "storage"]
+
+    edges = list(G.edges(data=True))
+    if edges and all("link" in d for _, _, d in edges):  # the link ids of fabric_to_graph: keep them
+        edges.sort(key=lambda e: _number(e[2]["link"], f"link {e[0]}-{e[1]}: link"))
+    for u, v, d in edges:
+        name = f"link {u}-{v}"
+        if u == v:
+            _fail(f"{name} joins a node to itself")
+        if "gbps" not in d:
+            _fail(f"{name} has no capacity: the gbps attribute is missing; allowed: a number > 0 (Gbit/s)")
+        gbps = _number(d["gbps"], f"{name}: gbps")
+        if gbps <= 0:
+            _fail(f"{name} has no capacity: gbps = {d['gbps']!r}; allowed: a number > 0 (Gbit/s)")
+        pair = frozenset((role[u], role[v]))
+        tier = d.get("tier", _DEFAULT_TIER.get(pair))
+        if tier is None:
+            _fail(f"{name} joins a {role[u]} and a {role[v]}, which no link may join")
+        if tier not in _TIER:
+            _fail(f"{name}: tier {tier!r} is not a known tier; allowed: {', '.join(TIERS)}")
+        lat = None
+        if "latency_us" in d:
+            lat = _number(d["latency_us"], f"{name}: latency_us")
+            if lat < 0:
+                _fail(f"{name}: latency_us = {lat!r}; allowed: a number >= 0 (microseconds)")
+            lat *= 1e-6
+        b.link(node_id[u], node_id[v], gbps, tier, lat)
+        if not G.is_directed():
+            b.link(node_id[v], node_id[u], gbps, tier, lat)
+
+    # a host without an NVLink switch in the graph gets one (nvlink_gbps per GPU)
+    has_nvl = {b.src[i] for i, t in enumerate(b.tier) if t == _TIER["nvlink"]}
+    for h in range(len(hosts)):
+        members = [g for g, hh in zip(b.gpus, b.gpu_host) if hh == h]
+        if any(g in has_nvl for g in members):
+            continue
+        nvs = b.node(f"nvswitch{h}", "nvswitch")
+        for g in members:
+            b.duplex(g, nvs, spec.nvlink_gbps, "nvlink")
+    return b
+
+
+def fabric_from_graph(G: Any, max_paths: int = 8, **fabric_keys: Any) -> Fabric:
+    """Build a fabric from a networkx graph.
+
+    Nodes: ``role`` in :data:`ROLES`; GPU nodes a ``host`` (integer id). GPU ids are host-major (hosts in
+    ascending id, GPUs of a host in the graph's order); every host needs the same number of GPUs. A GPU
+    (or a storage host) attaches to exactly one switch, directly or through a ``nic`` node shared with the
+    other GPUs of that NIC. GPUs of one host share an NVLink domain: ``nvswitch`` nodes with
+    ``nvlink`` links if the graph has them, else one made per host with ``nvlink_gbps``.
+
+    Edges: ``gbps`` (Gbit/s per direction, > 0), optional ``tier`` (one of :data:`TIERS`; default from the
+    roles it joins: gpu-switch and nic-switch ``nic``, gpu-nic ``pcie``, storage-switch ``storage``,
+    switch-switch ``leaf_spine``), ``latency_us`` (default ``hop_latency_us``) and ``link`` (an integer: links
+    are numbered in this order when every edge has one, else in the graph's edge order). An undirected graph's
+    edge is a link in each direction; in a directed graph each edge is one direction and needs its reverse.
+
+    ``fabric_keys`` are the scenario's fabric keys that apply to a graph (``profile``, ``hop_latency_us``,
+    ``link_efficiency``, ``nvlink_gbps``).
+
+    Raises
+    ------
+    ValueError
+        A node without a role, a GPU without a host, a link without capacity, an endpoint attached to
+        more than one switch, or a GPU with no path to another.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> G = nx.Graph()
+    >>> G.add_node("sw", role="switch")
+    >>> for g in range(4):
+    ...     G.add_node(f"g{g}", role="gpu", host=g // 2)
+    ...     G.add_edge(f"g{g}", "sw", gbps=400)
+    >>> fabric_from_graph(G).n_gpus
+    4
+    """
+    from ainet_gym.spec import PROFILE_DEFAULTS
+
+    kw = dict(fabric_keys)
+    for key, value in PROFILE_DEFAULTS[kw.get("profile", "infiniband")].items():
+        kw.setdefault(key, value)
+    spec = graph_spec(G, **kw)
+    return build_fabric(spec, max_paths=max_paths)
+
+
+def graph_spec(G: Any, **fabric_keys: Any) -> FabricSpec:
+    """The :class:`FabricSpec` of a graph fabric: ``hosts`` and ``gpus_per_host`` counted from ``G``."""
+    if not isinstance(G, nx.Graph):
+        _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
+    fabric_keys = {k: v for k, v in fabric_keys.items() if k != "topology"}
+    hosts = {d.get("host") for _, d in G.nodes(data=True) if d.get("role") == "gpu"}
+    n_gpus = sum(1 for _, d in G.nodes(data=True) if d.get("role") == "gpu")
+    n_hosts = max(len(hosts), 1)
+    n_storage = sum(1 for _, d in G.nodes(data=True) if d.get("role") == "storage")
+    return FabricSpec(
+        topology="graph",
+        graph=G,
+        hosts=n_hosts,
+        gpus_per_host=max(n_gpus // n_hosts, 1),
+        storage=StorageSpec(hosts=n_storage),
+        **fabric_keys,
+    )
+
+
+def fabric_to_graph(fabric: Fabric) -> nx.MultiDiGraph:
+    """The fabric as a directed multigraph that :func:`fabric_from_graph` reads back into the same fabric:
+    one edge per directed link (``link`` id, ``gbps``, ``tier``, ``latency_us``), nodes in node-id
+    order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches)."""
+    G = nx.MultiDiGraph()
+    role = {"gpu": "gpu", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
+    node_host: dict[int, int] = {}
+    for g in range(fabric.n_gpus):
+        h = int(fabric.gpu_host[g])
+        node_host[int(fabric.gpu_node[g])] = h
+        node_host[int(fabric.link_dst[fabric.gpu_nvl_up[g]])] = h
+        if fabric.endpoint_pcie_up is not None and fabric.endpoint_pcie_up[g] >= 0:
+            node_host[int(fabric.link_src[fabric.endpoint_up[g]])] = h
+    for i, (name, kind) in enumerate(zip(fabric.node_names, fabric.node_kind)):
+        attrs: dict[str, Any] = {"role": role.get(kind, "switch")}
+        if i in node_host:
+            attrs["host"] = node_host[i]
+        G.add_node(name, **attrs)
+    lat = fabric.link_latency_s
+    for i in range(fabric.n_links):
+        G.add_edge(
+            fabric.node_names[int(fabric.link_src[i])],
+            fabric.node_names[int(fabric.link_dst[i])],
+            key=i,
+            link=i,
+            gbps=float(fabric.link_gbps[i]),
+            tier=TIERS[int(fabric.link_tier[i])],
+            latency_us=(fabric.hop_latency_s if lat is None else float(lat[i])) * 1e6,
+        )
+    return G
+
+
+def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
+    """Read a graph fabric file: GraphML (``.graphml``), or an edge list (any other suffix).
+
+    Edge list: one item per line, ``#`` starts a comment, ``key=value`` attributes::
+
+        node gpu0 role=gpu host=0        # a node (nodes not declared are switches)
+        gpu0 leaf0 gbps=400 tier=nic     # a link in each direction (latency_us=... optional)
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".graphml":
+        try:
+            return nx.read_graphml(path)
+        except Exception as e:  # networkx raises several XML error types
+            raise ValueError(f"{path}: not a readable GraphML file: {e}") from e
+    G = nx.MultiGraph()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        where = f"{path}:{lineno}"
+        head, attrs = words[:2], words[2:]  # "node NAME ..." or "NAME NAME ..."
+        kv: dict[str, Any] = {}
+        for w in attrs:
+            if "=" not in w:
+                _fail(f"{where}: {w!r} is not key=value")
+            k, v = w.split("=", 1)
+            kv[k] = v if k in ("role", "tier") else _number(v, f"{where}: {k}")
+        if words[0] == "node":
+            if len(words) < 2:
+                _fail(f"{where}: 'node' needs a name")
+            G.add_node(words[1], **kv)
+        else:
+            if len(head) < 2:
+                _fail(f"{where}: a link needs two node names")
+            for n in head:
+                if n not in G:
+                    G.add_node(n, role="switch")
+            G.add_edge(head[0], head[1], **kv)
+    return G
+
+
+def write_fabric_graph(fabric: Fabric, path: str | os.PathLike) -> None:
+    """Write ``fabric`` as GraphML (:func:`fabric_to_graph`), to edit and load back with
+    ``fabric: {topology: graph, file: ...}``."""
+    nx.write_graphml(fabric_to_graph(fabric), Path(path))

@@ -38,8 +38,11 @@ class FabricRoutingVectorEnv(VectorEnv):
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
         render_mode: str | None = None,
+        info_keys: tuple[str, ...] | list[str] = (),
     ) -> None:
-        self.core = EnvCore(scenario, num_envs, action_mode, history, observation, reward, episode_steps)
+        self.core = EnvCore(
+            scenario, num_envs, action_mode, history, observation, reward, episode_steps, info_keys=info_keys
+        )
         self.num_envs = int(num_envs)
         self.single_action_space = self.core.action_space
         self.single_observation_space = self.core.observation_space
@@ -50,21 +53,42 @@ class FabricRoutingVectorEnv(VectorEnv):
         self._rng = np.random.default_rng()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        top = 2**63 - 1
         if seed is None:
             seeds: list[int | None] = [int(self._rng.integers(2**31)) for _ in range(self.num_envs)]
-        elif isinstance(seed, int | np.integer):
+        elif isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+            if not 0 <= int(seed) <= top - (self.num_envs - 1):
+                raise ValueError(
+                    f"seed = {seed!r}: out of range; allowed: an integer in [0, {top - (self.num_envs - 1)}] "
+                    f"(copy i gets seed + i), a list of {self.num_envs} such integers, or None"
+                )
             self._rng = np.random.default_rng(int(seed))
             seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
+        elif isinstance(seed, list | tuple | np.ndarray):
             if len(seed) != self.num_envs:
-                raise ValueError(f"seed: {len(seed)} seeds for {self.num_envs} envs")
-            seeds = list(seed)
+                raise ValueError(
+                    f"seed: a list of {len(seed)} seeds for {self.num_envs} envs; allowed: one per env"
+                )
+            for i, s in enumerate(seed):
+                ok = s is None or (
+                    isinstance(s, int | np.integer) and not isinstance(s, bool) and 0 <= s <= top
+                )
+                if not ok:
+                    raise ValueError(
+                        f"seed[{i}] = {s!r}: not a seed; allowed: an integer in [0, {top}] or None"
+                    )
+            seeds = [None if s is None else int(s) for s in seed]
+        else:
+            raise ValueError(
+                f"seed = {seed!r} ({type(seed).__name__}): not a seed; allowed: an integer in [0, {top}], "
+                f"a list of {self.num_envs} integers (one per env), or None"
+            )
         obs, info = self.core.reset(seeds)
         self._autoreset[:] = False
         return obs, self._with_masks(info)
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        a = np.asarray(actions)
+        a = actions  # validated (and converted) by the core
         reset_now = self._autoreset.copy()
         if reset_now.any():
             self.core.validate(a)  # a bad action leaves every copy untouched

@@ -12,14 +12,14 @@ Background traffic always follows static ECMP (it belongs to other tenants).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ainet_gym.engine import BatchSim, CompiledUnit, IntervalMetrics, compile_background, compile_job
 from ainet_gym.routing import ecmp_split, wcmp_split
 from ainet_gym.spec import JobSpec, Scenario
-from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_spec
+from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_fabric
 
 __all__ = ["FabricWorld", "StepResult"]
 
@@ -44,6 +44,15 @@ class StepResult:
     stalled_transfers: np.ndarray  # (batch,)
     failed_links: np.ndarray  # (batch,) network links at capacity 0 during the interval
     events: int
+    # (batch, jobs) name of the job that ran in each slot during this interval (None: empty); arrivals
+    # and departures at the interval's end show up in the next result, never in this one
+    job_names: list[list[str | None]] = field(default_factory=list)
+    # (batch, jobs) s, compute time of one iteration of the job that ran in the slot (nan: empty)
+    compute_s: np.ndarray | None = None
+    capacity_bps: np.ndarray | None = None  # (batch, links) bytes/s during the interval
+    throughput_gbps: np.ndarray | None = None  # (batch,) Gbit/s the GPUs' NICs sent into the network
+    link_peak_utilization: np.ndarray | None = None  # (batch, links) max over windows of the window mean
+    conn_bytes: np.ndarray | None = None  # (connections,) bytes each job connection moved; nan: background
 
 
 class FabricWorld:
@@ -89,7 +98,7 @@ class FabricWorld:
         key = (job.compute_ms, job.overlap, job.collectives, tuple(gpus.tolist()), hosts)
         if key not in self._ideal_cache:
             if self._nb_fabric is None:
-                self._nb_fabric = build_fabric(nonblocking_spec(self.scenario.fabric), self.max_paths)
+                self._nb_fabric = nonblocking_fabric(self.fabric)
             solo = replace(job, start_ms=0.0)
             unit = compile_job(self._nb_fabric, solo, gpus)
             sim = BatchSim(self._nb_fabric, [[unit]])
@@ -123,7 +132,32 @@ class FabricWorld:
         return max(ideal, default=0.1)
 
     def _place(self, job: JobSpec, free: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """GPU ids for ``job`` among ``free`` GPUs, in rank order."""
+        """GPU ids for ``job`` among ``free`` GPUs, in rank order (``job.rank_order``).
+
+        ``placement`` keeps the order the placement gives (ascending ids for contiguous and random,
+        leaf round-robin for spread, the listed order for explicit ids); ``sorted`` ascending ids;
+        ``shuffled`` a permutation drawn from the instance's generator (after the placement's own draws,
+        so the GPUs are those of ``placement``); ``by_host`` host by host, hosts in the order the placement
+        first uses them, each host's GPUs in ascending id (consecutive local ranks).
+        """
+        g = self._place_gpus(job, free, rng)
+        order = job.rank_order
+        if order == "placement":
+            return g
+        if order == "sorted":
+            return np.sort(g)
+        if order == "shuffled":
+            return g[rng.permutation(g.shape[0])]
+        if order == "by_host":
+            host = self.fabric.gpu_host[g]
+            _, first = np.unique(host, return_index=True)
+            host_rank = np.empty(int(host.max()) + 1, dtype=np.int64)
+            host_rank[host[np.sort(first)]] = np.arange(first.shape[0])
+            return g[np.lexsort((g, host_rank[host]))]
+        raise ValueError(f"job {job.name!r}: unknown rank_order {order!r}")
+
+    def _place_gpus(self, job: JobSpec, free: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """GPU ids for ``job`` among ``free`` GPUs, in the placement's order."""
         n = job.gpus
         ids = np.flatnonzero(free)
         if ids.shape[0] < n:
@@ -462,15 +496,43 @@ class FabricWorld:
         dead = np.concatenate([dead, [False]])
         return valid & ~dead[sim.conn_paths_global].any(axis=2)
 
-    def step(self, split: np.ndarray, active: np.ndarray | None = None) -> StepResult:
+    def step(self, split: np.ndarray, active: np.ndarray | None = None, windows: int = 1) -> StepResult:
         """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
-        (all by default); inactive ones stand still (zero duration)."""
+        (all by default); inactive ones stand still (zero duration).
+
+        ``windows > 1`` runs the interval as that many equal windows (the same fluid model, with window
+        boundaries as extra events) and reports ``link_peak_utilization``, the largest window mean of each
+        link, as a counter polled ``windows`` times per interval would see it.
+        """
         sim = self.sim
         assert sim is not None
+        if not isinstance(windows, int | np.integer) or windows < 1:
+            raise ValueError(f"windows = {windows!r}: must be an integer >= 1")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         sim.set_split(split)
-        m = sim.run_interval(np.where(active, self.decision_interval_s, 0.0))
+        rem0 = sim.rem.copy()
+        duration = np.where(active, self.decision_interval_s, 0.0)
+        parts = [sim.run_interval(duration / windows) for _ in range(windows)]
+        m = parts[0] if windows == 1 else _merge_metrics(parts)
         res = self._result(m)
+        res.capacity_bps = sim.capacity.copy()
+        f = self.fabric
+        gpu_nics = np.unique(f.endpoint_up[: f.n_gpus])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res.throughput_gbps = np.where(
+                m.duration_s > 0, m.link_bytes[:, gpu_nics].sum(axis=1) / m.duration_s * 8e-9, 0.0
+            )
+            if windows > 1:
+                cap = np.where(sim.capacity > 0, sim.capacity, np.inf)
+                window_s = (duration / windows)[:, None]
+                peak = np.max([p.link_bytes for p in parts], axis=0) / (
+                    cap * np.where(window_s > 0, window_s, 1)
+                )
+                res.link_peak_utilization = np.where(window_s > 0, peak, 0.0)
+            # a job flow moves its bytes once per completed iteration; rem is reset when one completes
+            moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_bytes - sim.rem
+        moved = np.where(sim.flow_bg, np.nan, moved)
+        res.conn_bytes = np.bincount(sim.member_conn, weights=moved[sim.member_flow], minlength=sim.n_conns)
         self.step_count += active
         self._apply_step_dynamics(active)
         return res
@@ -520,7 +582,16 @@ class FabricWorld:
             stalled_transfers=m.stalled_flows,
             failed_links=((cap <= 0) & self.fabric.network_links[None, :]).sum(axis=1),
             events=m.events,
+            job_names=[self.job_names(b) for b in range(B)],
+            compute_s=np.where(alive, sim.unit_compute[idx], np.nan),
         )
 
     def job_names(self, b: int) -> list[str | None]:
         return [None if j is None else j.name for j in self.jobs[b]]
+
+
+def _merge_metrics(parts: list[IntervalMetrics]) -> IntervalMetrics:
+    """One interval's metrics from the metrics of its consecutive windows."""
+    total = {k: sum(getattr(p, k) for p in parts) for k in ("duration_s", "iterations", "step_time_sum_s",
+             "comm_time_sum_s", "compute_time_s", "active_time_s", "link_bytes", "events", "solver_iterations")}  # fmt: skip
+    return IntervalMetrics(stalled_flows=np.max([p.stalled_flows for p in parts], axis=0), **total)

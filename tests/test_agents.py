@@ -491,7 +491,7 @@ def test_bad_arguments_name_the_value() -> None:
                 scenario=collision_scenario(), algo="sac", action_mode="path", timesteps=8, progress=False
             )
         )
-    with pytest.raises(ValueError, match=r"seeds '1,x': 'x' is not an integer"):
+    with pytest.raises(ValueError, match=r"seeds '1,x': 'x' is not a seed or a range of seeds"):
         evaluate(EvalConfig(scenario=collision_scenario(), seeds="1,x", out=None))
     with pytest.raises(ValueError, match=r"episodes = 0: must be an integer >= 1"):
         evaluate(EvalConfig(scenario=collision_scenario(), episodes=0, out=None))

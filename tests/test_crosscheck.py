@@ -71,7 +71,7 @@ def test_refuses_fabrics_over_64_gpus() -> None:
 
 def test_refuses_link_failures_and_bad_steps() -> None:
     sc = _switch()
-    sc["dynamics"]["link_failures"] = {"rate_per_step": 0.1}
+    sc["dynamics"]["link_failures"] = {"rate_per_step": 0.1, "tiers": ["nic"]}
     with pytest.raises(CrosscheckError, match=r"dynamics\.link_failures"):
         crosscheck(sc)
     with pytest.raises(CrosscheckError, match=r"steps = 9: must be an integer in \[1, 8\]"):

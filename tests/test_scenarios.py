@@ -496,7 +496,7 @@ def _too_big(d):
 
 def _negative(d):
     d["workload"]["jobs"][0]["collectives"][0]["bytes"] = -1.0e9
-    return "workload.jobs[0].collectives[0].bytes", "a number > 0"
+    return "workload.jobs[0].collectives[0].bytes", "a number in (0, 1000000000000000]"
 
 
 def _explicit_off_fabric(d):

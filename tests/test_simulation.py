@@ -1,12 +1,12 @@
 """The simulation end to end: max-min sharing between jobs, link failures, and the simulate() JSON
-contract (DESIGN.md contract 3).
+contract (docs/model.md, contract 3).
 
 - Max-min fairness (Bertsekas & Gallager, "Data Networks", 6.5): flows that share one bottleneck link
   and are limited nowhere else split it equally; a flow limited elsewhere keeps its bottleneck rate and
   the others share the rest. A pipelined ring is one flow (it moves at the pace of its slowest hop).
 - A transfer whose every path crosses a failed link cannot move: it is reported as stalled, and no
   metric becomes NaN or infinite. A failed link carries no bytes; capacity-aware routing (WCMP weights
-  = current link capacity, DESIGN.md) moves the traffic to the surviving paths.
+  = current link capacity, docs/model.md) moves the traffic to the surviving paths.
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ def test_seed_drives_the_ecmp_lottery_and_nothing_else_here():
 
 
 def test_overlap_hides_communication_behind_compute():
-    # step = compute + max(0, comm - overlap * compute) (DESIGN.md), comm = S / C for a 2-rank ring
+    # step = compute + max(0, comm - overlap * compute) (docs/model.md), comm = S / C for a 2-rank ring
     S = 1.0e9
     comm = S / C  # 20 ms
     for compute_ms, overlap in ((10.0, 0.5), (10.0, 1.0), (40.0, 1.0), (30.0, 0.0)):

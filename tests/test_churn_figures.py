@@ -1,0 +1,77 @@
+"""A job slot's figures describe one job: step time, ideal, comm time and utilisation of the job that
+ran in the slot during the interval, never of a job that arrived in the slot at the interval's end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ainet_gym.env import FabricRoutingEnv
+from ainet_gym.simulate import simulate
+
+RTOL = 1e-9
+
+
+@pytest.mark.parametrize("seed", [2])
+def test_churn_step_time_at_least_ideal_of_the_same_job(seed: int) -> None:
+    # multi-tenant-churn, split mode, reset(seed=2), random actions seeded 2: at step 45 a job departs
+    # from slot 2 and another arrives in it; the info used to pair the old job's step time with the new
+    # job's ideal (30.98 ms against 68.77 ms)
+    env = FabricRoutingEnv("multi-tenant-churn", action_mode="split", episode_steps=60)
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    w = env.core.world
+    checked = replaced = 0
+    for _ in range(60):
+        before = [(job, None if g is None else g.copy()) for job, g in zip(w.jobs[0], w.gpus[0])]
+        _, _, _, _, info = env.step(env.action_space.sample())
+        after = w.job_names(0)
+        replaced += sum(
+            1 for (job, _), name in zip(before, after) if job is not None and name and name != job.name
+        )
+        assert env.core.last_result.job_names[0] == [None if j is None else j.name for j, _ in before]
+        for j, (job, gpus) in enumerate(before):
+            assert bool(info["job_alive"][j]) == (job is not None)
+            if job is None or info["iterations"][j] == 0:
+                continue
+            # the ideal of the job that ran in the slot, computed from that job and its GPUs alone
+            ideal_ms = w.ideal_step_s(job, gpus) * 1e3
+            assert info["ideal_step_time_ms"][j] == pytest.approx(ideal_ms, rel=RTOL)
+            assert info["step_time_ms"][j] >= ideal_ms * (1 - RTOL), (j, job.name)
+            checked += 1
+    assert checked > 100
+    assert replaced >= 1  # the rollout does contain a slot whose job changed at an interval's end
+
+
+def test_simulate_names_the_job_whose_figures_it_prints() -> None:
+    out = simulate("multi-tenant-churn", policy="ecmp", steps=60, seed=2)
+    for st in out["steps"]:
+        for j in st["jobs"]:
+            if j["iterations_completed"]:
+                assert j["step_time_ms"] >= j["ideal_step_time_ms"] * (1 - RTOL), j
+    names = [{j["name"] for j in st["jobs"]} for st in out["steps"]]
+    # a job that arrives at the end of interval t - 1 is named "<template>@t" (the step count then) and is
+    # first reported in interval t, never in interval t - 1
+    for t, ns in enumerate(names):
+        for n in ns:
+            if "@" in n:
+                assert int(n.rsplit("@", 1)[1]) <= t, (t, n)
+    assert any(np.any(["@" in n for n in ns]) for ns in names)
+
+
+def test_soak_checks_steps_and_finds_a_planted_violation(monkeypatch) -> None:
+    from ainet_gym.env import EnvCore
+    from ainet_gym.soak import soak
+
+    r = soak("multi-tenant-churn", "path", 64, num_envs=8, seed=1, bad_every=3)
+    assert r.steps == 64 and r.violations == 0 and r.bad_actions == 2 and r.job_checks > 0
+    info = EnvCore.info
+
+    def doubled_ideal(self, res):  # a wrong ideal: twice the job's, so step time falls below it
+        out = info(self, res)
+        out["ideal_step_time_ms"] = out["ideal_step_time_ms"] * 2
+        return out
+
+    monkeypatch.setattr(EnvCore, "info", doubled_ideal)
+    r = soak("multi-tenant-churn", "split", 16, num_envs=8, seed=1)
+    assert r.violations > 0 and "< ideal" in r.examples[0]

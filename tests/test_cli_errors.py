@@ -1,0 +1,179 @@
+"""Every CLI case of issue 10: exit status 2 and one line naming the flag or field, never a traceback;
+``--debug`` shows the traceback. And the output rule of train / evaluate / demo."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from _scenarios import small_spine_leaf
+
+from ainet_gym.cli import main
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as e:  # argparse errors
+        code = int(e.code)
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def one_line_error(capsys, *argv: str) -> str:
+    code, err = run(capsys, *argv)
+    assert code == 2, (code, err)
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> str:
+    p = tmp_path / "small.yaml"
+    p.write_text(yaml.safe_dump(small_spine_leaf(episode_steps=4)))
+    return str(p)
+
+
+@pytest.fixture
+def not_a_model(tmp_path: Path) -> str:
+    p = tmp_path / "notes.zip"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("readme.txt", "hello")
+    return str(p)
+
+
+def test_empty_scenario_names_the_argument(capsys) -> None:
+    line = one_line_error(capsys, "simulate", "")
+    assert "argument scenario: empty" in line
+
+
+def test_negative_seed_names_the_flag(capsys) -> None:
+    assert "argument --seed: -1 is out of range" in one_line_error(
+        capsys, "simulate", "spine-leaf-2to1", "--seed", "-1"
+    )
+    assert "argument --seed: -1 is out of range" in one_line_error(
+        capsys, "train", "spine-leaf-2to1", "--seed", "-1"
+    )
+
+
+def test_bad_seed_range_names_the_flag(capsys) -> None:
+    line = one_line_error(capsys, "evaluate", "spine-leaf-2to1", "--seeds", "1--3")
+    assert "argument --seeds" in line and "'1--3' is not a seed or a range of seeds" in line
+    line = one_line_error(capsys, "evaluate", "spine-leaf-2to1", "--seeds", "5-1")
+    assert "argument --seeds" in line and "is empty (LO > HI)" in line
+
+
+def test_a_zip_that_is_not_a_model(capsys, not_a_model: str, tmp_path: Path) -> None:
+    line = one_line_error(
+        capsys,
+        "evaluate",
+        "spine-leaf-2to1",
+        "--policies",
+        f"ppo:{not_a_model}",
+        "--out",
+        str(tmp_path / "e"),
+    )
+    assert f"ppo:{not_a_model}: not a ppo model" in line
+    line = one_line_error(capsys, "train", "spine-leaf-2to1", "--resume", not_a_model, "--timesteps", "64")
+    assert line.startswith(f"ainet-gym train: error: --resume {not_a_model!r}:") and "not a ppo model" in line
+
+
+def test_out_that_is_an_existing_file(capsys, small: str, tmp_path: Path) -> None:
+    f = tmp_path / "existing"
+    f.write_text("x")
+    line = one_line_error(capsys, "evaluate", small, "--policies", "ecmp", "--seeds", "1", "--out", str(f))
+    assert f"--out {str(f)!r}: is a file" in line
+
+
+def test_a_broken_scenario_names_the_field(capsys, tmp_path: Path) -> None:
+    d = small_spine_leaf()
+    d["dynamics"]["link_failures"] = {"scheduled": [{"link": "leaf99-spine1", "at_step": 1}]}
+    p = tmp_path / "broken.yaml"
+    p.write_text(yaml.safe_dump(d))
+    line = one_line_error(capsys, "simulate", str(p))
+    assert "dynamics.link_failures.scheduled[0].link" in line and "leaf99" in line
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    d = small_spine_leaf()
+    d["seed"] = 2**70
+    p = tmp_path / "big-seed.yaml"
+    p.write_text(yaml.safe_dump(d))
+    from ainet_gym.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match="seed"):
+        main(["--debug", "simulate", str(p)])
+    with pytest.raises(ScenarioError, match="seed"):
+        main(["simulate", str(p), "--debug"])
+
+
+def test_evaluate_refuses_to_overwrite_earlier_results(capsys, small: str, tmp_path: Path) -> None:
+    out = tmp_path / "eval"
+    args = ["evaluate", small, "--policies", "ecmp", "--seeds", "1", "--steps", "1", "--out", str(out)]
+    assert run(capsys, *args)[0] == 0
+    first = (out / "results.json").read_text()
+    line = one_line_error(capsys, *args)
+    assert f"--out {str(out)!r}: holds earlier output (results.md" in line and "--overwrite" in line
+    assert (out / "results.json").read_text() == first
+    assert run(capsys, *args, "--overwrite")[0] == 0
+
+
+def test_evaluate_default_out_is_a_fresh_folder_per_run(
+    capsys, small: str, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["evaluate", small, "--policies", "ecmp", "--seeds", "1", "--steps", "1"]
+    assert run(capsys, *args)[0] == 0
+    assert run(capsys, *args)[0] == 0
+    runs = sorted(p.name for p in (tmp_path / "out" / "eval").iterdir())
+    assert len(runs) == 2 and all(r.startswith("small__") for r in runs), runs
+    assert all((tmp_path / "out" / "eval" / r / "results.json").exists() for r in runs)
+
+
+def test_train_out_rule_and_resume_never_overwrites_its_source(capsys, small: str, tmp_path: Path) -> None:
+    pytest.importorskip("stable_baselines3")
+    base = [
+        "train",
+        small,
+        "--timesteps",
+        "32",
+        "--n-envs",
+        "2",
+        "--no-progress",
+        "--logdir",
+        str(tmp_path / "runs"),
+    ]
+    d = tmp_path / "models"
+    d.mkdir()
+    assert run(capsys, *base, "--out", str(d))[0] == 0
+    assert (d / "model.zip").is_file() and not (
+        tmp_path / "models.zip"
+    ).exists()  # a directory gets model.zip
+    line = one_line_error(capsys, *base, "--out", str(d))
+    assert "a model is already there; pass --overwrite" in line
+    m = d / "model.zip"
+    before = m.read_bytes()
+    line = one_line_error(capsys, *base, "--resume", str(m), "--out", str(m), "--overwrite")
+    assert "is the model --resume continues from" in line
+    assert m.read_bytes() == before
+    assert run(capsys, *base, "--resume", str(m), "--out", str(tmp_path / "next.zip"))[0] == 0
+    assert (tmp_path / "next.zip").is_file() and m.read_bytes() == before
+    # two runs without --out in the same second get two run folders
+    assert run(capsys, *base)[0] == 0
+    assert run(capsys, *base)[0] == 0
+    assert len(list((tmp_path / "runs").glob("*/model.zip"))) == 2
+
+
+def test_demo_refuses_an_out_with_earlier_results(capsys, tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "results.md").write_text("earlier")
+    line = one_line_error(capsys, "demo", "--quick", "--out", str(out))
+    assert f"--out {str(out)!r}: holds earlier output (results.md)" in line
+    (tmp_path / "m.zip").write_text("not a model")
+    line = one_line_error(capsys, "demo", "--quick", "--out", str(tmp_path / "m.zip"))
+    assert "a model is already there; pass --overwrite" in line
