@@ -11,7 +11,8 @@ How the scenario becomes an ns-3 experiment:
 
 - **Fabric.** One ns-3 node per GPU and per switch of :class:`~ainet_gym.topology.Fabric`, one
   point-to-point link per duplex pair of fabric links (parallel links stay parallel), at the links'
-  nominal rates (``link_gbps``, per direction) and a propagation delay of ``fabric.hop_latency_us``.
+  nominal rates (``link_gbps``, per direction) and a propagation delay of the link's latency
+  (``fabric.hop_latency_us``).
   NVLink is not built: a transfer between GPUs of one host is refused.
 - **Transport.** Every transfer is bulk TCP (ns-3's ``BulkSendApplication`` to a ``PacketSink``):
   TCP Cubic, MSS ``mss`` (1448: a 1500-byte MTU less 20 IP, 20 TCP and 12 timestamp-option bytes),
@@ -401,7 +402,7 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
 
     # links: one point-to-point channel per duplex pair of fabric links
     p2p = ns.PointToPointHelper()
-    p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(round(f.hop_latency_s * 1e9))))
+    latency = getattr(f, "link_latency_s", None)  # per-link latencies where the fabric has them
     addr = ns.Ipv4AddressHelper()
     addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
     end: dict[int, tuple[int, str, int, str]] = {}  # link id -> (src ifindex, src ip, dst ifindex, dst ip)
@@ -414,6 +415,8 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         if lk in end or u not in node_of or v not in node_of:
             continue
         rk = next(r for r in rev_pool[(v, u)] if r not in end)
+        delay = f.hop_latency_s if latency is None else float(latency[lk])
+        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(round(delay * 1e9))))
         devs = p2p.Install(node_of[u], node_of[v])
         devs.Get(0).SetAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(f.link_gbps[lk] * 1e9))))
         devs.Get(1).SetAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(f.link_gbps[rk] * 1e9))))
