@@ -10,7 +10,7 @@ TORCH_INDEX_URL ?=
 # Extra flags for `ainet-gym demo` (CI runs `make demo DEMO_ARGS=--quick`).
 DEMO_ARGS ?=
 
-.PHONY: venv install install-dev demo check test bench lint install-ns3 test-ns3 crosscheck
+.PHONY: venv install install-dev demo check test bench lint check-rllib install-ns3 test-ns3 crosscheck
 
 venv:
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ ! -x "$(PYTHON)" ]; then \
@@ -26,7 +26,7 @@ install: venv
 	$(PIP) install --quiet -e ".[rl]"
 
 install-dev: install
-	$(PIP) install --quiet -e ".[rl,dev]"
+	$(PIP) install --quiet -e ".[rl,dev,pettingzoo]"
 
 # Main job: PPO training on the default scenario, then evaluation against every baseline.
 demo: install
@@ -43,6 +43,20 @@ bench:
 
 lint:
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
+
+# RLlib: ray[rllib] pins its own gymnasium, so its tests run in a second virtual environment, .venv-rllib/
+# (RLLIB_VENV=DIR for another one; RLLIB_PYTHON=/path/to/python for a venv of yours): installs
+# .[rl,dev,rllib] there (torch first, as `install`) and runs only tests/test_rllib.py.
+RLLIB_VENV ?= .venv-rllib
+RLLIB_PYTHON ?= $(RLLIB_VENV)/bin/python
+check-rllib:
+	@if [ "$(RLLIB_PYTHON)" = "$(RLLIB_VENV)/bin/python" ] && [ ! -x "$(RLLIB_PYTHON)" ]; then \
+		echo "creating the virtual environment $(RLLIB_VENV)/"; python3 -m venv $(RLLIB_VENV); fi
+	@$(RLLIB_PYTHON) -c "import torch" 2>/dev/null || \
+		if [ -n "$(TORCH_INDEX_URL)" ]; then $(RLLIB_PYTHON) -m pip install --quiet torch --index-url "$(TORCH_INDEX_URL)"; \
+		else $(RLLIB_PYTHON) -m pip install --quiet "torch==2.13.0" || $(RLLIB_PYTHON) -m pip install --quiet "torch>=2.3"; fi
+	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
+	$(RLLIB_PYTHON) -m pytest -q tests/test_rllib.py
 
 # Optional ns-3 cross-check (README "Fidelity"): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
 # cppyy compiles parts at install, so a C++ compiler must be present). Use a venv of its own.

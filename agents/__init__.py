@@ -5,6 +5,8 @@
 - :mod:`agents.baselines`: ECMP, spray, WCMP, greedy and the LP optimum, at the engine level and
   through every action mode;
 - :mod:`agents.sb3_agents`: PPO, A2C, SAC and MaskablePPO; saving and loading models with metadata;
+- :mod:`agents.marl_agents`: ``marl:PATH``, a per-switch policy (one shared model acting at every switch
+  from its local view, :func:`ainet_gym.parallel_env`);
 - :mod:`agents.train`, :mod:`agents.evaluate`, :mod:`agents.demo`: the ``ainet-gym train``,
   ``evaluate`` and ``demo`` commands.
 

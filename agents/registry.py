@@ -154,6 +154,8 @@ def _ensure_builtins() -> None:
     point of the group ``ainet_gym.agents`` (a function that calls :func:`register_agent`)."""
     global _plugins_loaded
     import agents.baselines
+    import agents.marl_agents
+    import agents.rllib_agent
     import agents.sb3_agents  # noqa: F401
 
     if _plugins_loaded:

@@ -8,8 +8,12 @@ The public surface (see docs/model.md, "Contracts"):
 - :func:`crosscheck`: the same scenario and policy in the fluid model and in ns-3 (optional extra ``ns3``);
 - :func:`fabric_from_graph`, :func:`fabric_to_graph`: your own topology as a networkx graph, and back;
 - the Gymnasium environments registered under the ``ainet_gym/`` namespace (importing this package
-  registers them).
+  registers them);
+- :func:`parallel_env`, :func:`aec_env`: per-switch agents as a PettingZoo env (the ``pettingzoo`` extra;
+  imported on first use).
 """
+
+from typing import Any
 
 from ainet_gym.allocator import max_min_fair, max_min_fair_batched
 from ainet_gym.crosscheck import crosscheck
@@ -22,10 +26,22 @@ __version__ = "0.1.0"
 
 register_envs()
 
+_LAZY = {"parallel_env": "ainet_gym.multiagent", "aec_env": "ainet_gym.multiagent"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'ainet_gym' has no attribute {name!r}")
+
+
 __all__ = [
     "ENV_IDS",
     "ScenarioError",
     "__version__",
+    "aec_env",
     "crosscheck",
     "fabric_from_graph",
     "fabric_to_graph",
@@ -33,5 +49,6 @@ __all__ = [
     "load_scenario",
     "max_min_fair",
     "max_min_fair_batched",
+    "parallel_env",
     "simulate",
 ]

@@ -80,6 +80,10 @@ def _cmd_export_fabric(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    if args.framework == "rllib":
+        from agents.rllib_train import train_rllib_main
+
+        return train_rllib_main(args)
     from agents.train import train_main
 
     return train_main(args)
@@ -89,6 +93,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from agents.evaluate import evaluate_main
 
     return evaluate_main(args)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from agents.rllib_sweep import sweep_main
+
+    return sweep_main(args)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -223,16 +233,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=_text_arg("a directory or a .zip model path"),
         default=None,
         help="X.zip: the model file; any other path: a directory that receives model.zip "
-        "(default: LOGDIR/RUN_NAME/model.zip, a fresh run folder)",
+        "(default: LOGDIR/RUN_NAME/model.zip, a fresh run folder); --framework rllib: the checkpoint directory",
     )
     s.add_argument("--overwrite", action="store_true", help="allow --out to replace an existing model")
     s.add_argument(
         "--resume",
         type=_text_arg("a model path"),
         default=None,
-        help="a saved model to continue training (never overwritten)",
+        help="a saved model (rllib: a checkpoint directory) to continue training (never overwritten)",
     )
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--framework", default="sb3", choices=("sb3", "rllib"), help="sb3 (one machine) | rllib")
+    s.add_argument("--num-env-runners", type=_int_arg(0, 100_000), default=2, help="rllib: env runner actors")
+    s.add_argument(
+        "--envs-per-runner", type=_int_arg(1, 100_000), default=16, help="rllib: vector env copies per runner"
+    )
+    s.add_argument("--address", default=None, help="rllib: join a Ray cluster (auto or HOST:PORT)")
     s.set_defaults(func=_cmd_train)
 
     s = sub.add_parser("evaluate", help="compare policies on the same seeds", epilog=TRUST)
@@ -255,6 +271,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_evaluate)
+
+    s = sub.add_parser("sweep", help="Ray Tune grid of RLlib PPO runs, one results table (rllib extra)")
+    s.add_argument("--scenarios", default="periodic-interference", help="comma list of scenarios")
+    s.add_argument("--seeds", default="0,1", help="comma list of training seeds")
+    s.add_argument("--lrs", default="3e-4", help="comma list of learning rates")
+    s.add_argument("--timesteps", type=int, default=10_000, help="env steps per trial")
+    s.add_argument("--num-env-runners", type=int, default=0, help="env runners per trial (0: in-process)")
+    s.add_argument("--envs-per-runner", type=int, default=16)
+    s.add_argument("--max-concurrent", type=int, default=2, help="trials at once (1 + runners CPUs each)")
+    s.add_argument("--eval-seeds", default="1,2,3", help="held-out evaluation seeds")
+    s.add_argument("--address", default=None, help="join a Ray cluster (auto or HOST:PORT)")
+    s.add_argument("--out", default="out/sweep")
+    s.set_defaults(func=_cmd_sweep)
 
     s = sub.add_parser("bench", help="measure the allocator and the environments")
     s.add_argument("--quick", action="store_true", help="small sizes only")

@@ -424,6 +424,9 @@ class EnvCore:
             ),
         }
         out["throughput_gbps"] = np.zeros(B) if res is None else res.throughput_gbps
+        # per-iteration GPU utilisation: compute / mean step time of the iterations completed in the interval
+        # (of the jobs that ran in it: res.compute_s is taken before churn replaces any)
+        out["iteration_gpu_utilization"] = nan.copy() if res is None else res.compute_s / res.step_time_s
         if "links" in self.info_keys:
             cap = w.sim.capacity if res is None or res.capacity_bps is None else res.capacity_bps
             out["link_capacity_gbps"] = cap * 8e-9

@@ -973,17 +973,33 @@ _ROUTING_RULES: dict[str, _Rule | None] = {
 _REWARD_RULES: dict[str, _Rule | None] = {"kind": _enum(REWARD_KINDS, "reward kind")}
 
 
-def _parse_scheduled(ctx: _Ctx, v: Any, path: str) -> tuple:
+def _graph_link_ok(graph: Any, link: str) -> bool:
+    """``A-B`` names two adjacent nodes of a graph fabric."""
+    names = {str(n): n for n in graph.nodes}
+    a, _, b = link.partition("-")
+    return (
+        a in names
+        and b in names
+        and (graph.has_edge(names[a], names[b]) or graph.has_edge(names[b], names[a]))
+    )
+
+
+def _parse_scheduled(ctx: _Ctx, v: Any, path: str, fabric: FabricSpec | None = None) -> tuple:
     out = []
+    graph = fabric.graph if fabric is not None and fabric.topology == "graph" else None
     for i, item in enumerate(_list(ctx, v, path, "scheduled failures ({link, at_step, until_step, factor})")):
         spath = f"{path}[{i}]"
         d = _mapping(ctx, item, spath, _SCHEDULED_RULES, "a scheduled failure")
         _require(ctx, d, spath, ("link", "at_step"), _SCHEDULED_REQUIRED)
         link = d["link"]
         allowed = "<node>-<node> with nodes leafN, spineN, edgeN, aggN or coreN, e.g. leaf0-spine1"
-        if not isinstance(link, str) or not LINK_NAME_RE.match(link):
+        if graph is not None:
+            allowed = "<node>-<node> naming two adjacent switches of the graph fabric"
+            if not isinstance(link, str) or not _graph_link_ok(graph, link):
+                ctx.fail(_join(spath, "link"), f"{_desc(link)} is not a link of the graph", allowed, link)
+        elif not isinstance(link, str) or not LINK_NAME_RE.match(link):
             ctx.fail(_join(spath, "link"), f"{_desc(link)} is not a link name", allowed, link)
-        a, b = link.split("-")
+        a, _, b = link.partition("-")
         if a == b:
             ctx.fail(_join(spath, "link"), f"{link!r} joins a node to itself", allowed, link)
         kw = _apply(ctx, d, spath, _SCHEDULED_RULES)
@@ -1021,7 +1037,7 @@ def _parse_dynamics(ctx: _Ctx, top: Mapping, fabric: FabricSpec, n_gpus: int) ->
                 ctx.fail(f"{tpath}[{i}]", f"tier {t!r} is listed twice", "distinct tier names", t)
         lkw["tiers"] = tiers
     if "scheduled" in ld:
-        lkw["scheduled"] = _parse_scheduled(ctx, ld["scheduled"], _join(lpath, "scheduled"))
+        lkw["scheduled"] = _parse_scheduled(ctx, ld["scheduled"], _join(lpath, "scheduled"), fabric)
     kw["link_failures"] = LinkFailureSpec(**lkw)
 
     cpath = _join(path, "job_churn")

@@ -96,6 +96,9 @@ class Fabric:
     link_latency_s: np.ndarray | None = None  # (links,) s; None: every link hop_latency_s
     endpoint_pcie_up: np.ndarray | None = None  # (endpoints,) link id GPU -> shared NIC, -1: none
     endpoint_pcie_down: np.ndarray | None = None  # (endpoints,) link id shared NIC -> GPU, -1: none
+    # multi-homed endpoints (a NIC with a port on each plane): per endpoint its ports (up link, down link,
+    # leaf index), the first being endpoint_up/down/leaf; None when every endpoint has one port
+    endpoint_ports: list[tuple[tuple[int, int, int], ...]] | None = None
     _switch_paths: dict[tuple[int, int], list[list[int]]] = field(default_factory=dict, repr=False)
     _parallel: dict[tuple[int, int], list[int]] = field(default_factory=dict, repr=False)
     _switch_graph: nx.DiGraph | None = field(default=None, repr=False)
@@ -148,7 +151,11 @@ class Fabric:
             self._switch_graph = sw
         src, dst = int(self.leaf_node[a]), int(self.leaf_node[b])
         out: list[list[int]] = []
-        for nodes in nx.all_shortest_paths(self._switch_graph, src, dst):
+        sw = self._switch_graph
+        if src not in sw or dst not in sw or not nx.has_path(sw, src, dst):  # another plane
+            self._switch_paths[key] = out
+            return out
+        for nodes in nx.all_shortest_paths(sw, src, dst):
             hops = [self._parallel[(u, v)] for u, v in itertools.pairwise(nodes)]
             # expand parallel links: every combination is an equal-cost path
             combos: list[list[int]] = [[]]
@@ -164,27 +171,58 @@ class Fabric:
 
         The ECMP set: all equal-cost shortest paths, capped at ``max_paths``. When the set is larger
         than the cap, an evenly spaced subset is taken from a rotation that depends on the leaf pair,
-        so that capped sets of different pairs still cover every spine or core.
+        so that capped sets of different pairs still cover every spine or core. A multi-homed endpoint
+        (:attr:`endpoint_ports`) contributes every port: the set is the shortest paths over all pairs of
+        source and destination ports (the rotation then depends on the endpoint pair).
         """
         if src == dst:
             raise ValueError(f"transfer from endpoint {src} to itself")
         if src < self.n_gpus and dst < self.n_gpus and self.gpu_host[src] == self.gpu_host[dst]:
             return [[int(self.gpu_nvl_up[src]), int(self.gpu_nvl_down[dst])]]
-        a, b = int(self.endpoint_leaf[src]), int(self.endpoint_leaf[dst])
-        first, last = [int(self.endpoint_up[src])], [int(self.endpoint_down[dst])]
-        if self.endpoint_pcie_up is not None and self.endpoint_pcie_up[src] >= 0:
-            first.insert(0, int(self.endpoint_pcie_up[src]))
-        if self.endpoint_pcie_down is not None and self.endpoint_pcie_down[dst] >= 0:
-            last.append(int(self.endpoint_pcie_down[dst]))
-        if a == b:
-            return [first + last]
-        mids = self._leaf_paths(a, b)
-        n = len(mids)
+        head = [int(self.endpoint_pcie_up[src])] if self._pcie(self.endpoint_pcie_up, src) else []
+        tail = [int(self.endpoint_pcie_down[dst])] if self._pcie(self.endpoint_pcie_down, dst) else []
+        if self.endpoint_ports is None:
+            a, b = int(self.endpoint_leaf[src]), int(self.endpoint_leaf[dst])
+            first, last = [*head, int(self.endpoint_up[src])], [int(self.endpoint_down[dst]), *tail]
+            if a == b:
+                return [first + last]
+            mids = self._leaf_paths(a, b)
+            n = len(mids)
+            if n > self.max_paths:
+                offset = zlib.crc32(f"{a}-{b}".encode()) % n
+                idx = (offset + (np.arange(self.max_paths) * n) // self.max_paths) % n
+                mids = [mids[i] for i in sorted(idx.tolist())]
+            return [first + m + last for m in mids]
+        # multi-homed: every pair of ports (source up, destination down) whose switch path is shortest
+        combos: list[list[int]] = []
+        best = None
+        for up, _, a in self.endpoint_ports[src]:
+            for _, down, b in self.endpoint_ports[dst]:
+                mids = [[]] if a == b else self._leaf_paths(a, b)
+                if not mids:
+                    continue
+                if best is None or len(mids[0]) < best:
+                    best, combos = len(mids[0]), []
+                if len(mids[0]) == best:
+                    combos.extend([*head, up, *m, down, *tail] for m in mids)
+        combos.sort()
+        n = len(combos)
         if n > self.max_paths:
-            offset = zlib.crc32(f"{a}-{b}".encode()) % n
+            offset = zlib.crc32(f"{src}-{dst}".encode()) % n
             idx = (offset + (np.arange(self.max_paths) * n) // self.max_paths) % n
-            mids = [mids[i] for i in sorted(idx.tolist())]
-        return [first + m + last for m in mids]
+            combos = [combos[i] for i in sorted(idx.tolist())]
+        return combos
+
+    @staticmethod
+    def _pcie(arr: np.ndarray | None, e: int) -> bool:
+        return arr is not None and arr[e] >= 0
+
+    @cached_property
+    def gpu_uplinks(self) -> np.ndarray:
+        """Link ids (sorted, unique) from the GPUs' NICs into the network: every port of every GPU NIC."""
+        if self.endpoint_ports is None:
+            return np.unique(self.endpoint_up[: self.n_gpus])
+        return np.unique([up for ports in self.endpoint_ports[: self.n_gpus] for up, _, _ in ports])
 
     def path_latency_s(self, path: list[int]) -> float:
         """Latency of a path (list of link ids): links x ``hop_latency_s``, or the sum of per-link latencies
@@ -394,39 +432,44 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         back = b.parallel.get((b.dst[link], b.src[link]))
         if not back:
             _fail(f"link {names[b.src[link]]}->{names[b.dst[link]]} has no link in the other direction")
-        return back[0]
+        k = b.parallel[(b.src[link], b.dst[link])].index(link)  # the k-th parallel link pairs with the k-th
+        return back[min(k, len(back) - 1)]
 
     endpoints = list(b.gpus) + list(b.storage)
-    ep_up = np.empty(len(endpoints), dtype=np.int64)
     ep_pcie = np.full(len(endpoints), -1, dtype=np.int64)
-    ep_switch = np.empty(len(endpoints), dtype=np.int64)
+    ep_uplinks: list[list[int]] = []  # per endpoint: its up links into switches (its NIC's ports)
     for e, node in enumerate(endpoints):
         ups = out_links.get(node, [])
         what = "GPU" if e < n_gpus else "storage host"
-        if len(ups) != 1:
-            _fail(
-                f"{what} {names[node]} has {len(ups)} network links "
-                f"({', '.join(names[b.dst[i]] for i in ups) or 'none'}); it needs exactly one, to a switch "
-                "or to a NIC (multi-homed endpoints are not modelled)"
-            )
-        up = ups[0]
-        nxt = b.dst[up]
-        if kinds[nxt] == "nic":
-            nic_ups = [i for i in out_links.get(nxt, []) if is_switch[b.dst[i]]]
-            if len(nic_ups) != 1:
-                _fail(f"NIC {names[nxt]} has {len(nic_ups)} links to switches; it needs exactly one")
-            ep_pcie[e] = up
-            up = nic_ups[0]
-        if not is_switch[b.dst[up]]:
-            _fail(f"{what} {names[node]} attaches to {names[b.dst[up]]}, which is not a switch")
-        ep_up[e] = up
-        ep_switch[e] = b.dst[up]
+        if not ups:
+            _fail(f"{what} {names[node]} has no network link; it needs one to a switch or to a NIC")
+        to_nic = [i for i in ups if kinds[b.dst[i]] == "nic"]
+        if to_nic:
+            if len(ups) != 1 or e >= n_gpus:
+                _fail(
+                    f"{what} {names[node]} has links to {', '.join(names[b.dst[i]] for i in ups)}; a GPU behind "
+                    "a NIC has exactly one link into the network, the PCIe link to that NIC"
+                )
+            nic = b.dst[ups[0]]
+            ep_pcie[e] = ups[0]
+            ups = [i for i in out_links.get(nic, []) if is_switch[b.dst[i]]]
+            if not ups:
+                _fail(f"NIC {names[nic]} has no link to a switch")
+        for i in ups:
+            if not is_switch[b.dst[i]]:
+                _fail(f"{what} {names[node]} attaches to {names[b.dst[i]]}, which is not a switch")
+        ep_uplinks.append(sorted(ups))
+    ep_up = np.asarray([u[0] for u in ep_uplinks], dtype=np.int64)
+    ep_switch = np.asarray([b.dst[u] for u in ep_up], dtype=np.int64)
     ep_down = np.asarray([rev(int(x)) for x in ep_up], dtype=np.int64)
     ep_pcie_down = np.asarray([rev(int(x)) if x >= 0 else -1 for x in ep_pcie], dtype=np.int64)
 
-    leaves = b.leaves if b.leaves is not None else sorted(set(ep_switch.tolist()))
+    attach = sorted({b.dst[i] for ups in ep_uplinks for i in ups})
+    leaves = b.leaves if b.leaves is not None else attach
     leaf_index = {n: i for i, n in enumerate(leaves)}
     endpoint_leaf = np.asarray([leaf_index[int(n)] for n in ep_switch], dtype=np.int64)
+    multi = any(len(u) > 1 for u in ep_uplinks)
+    ports = [tuple((i, rev(i), leaf_index[b.dst[i]]) for i in ups) for ups in ep_uplinks] if multi else None
 
     # switch levels: leaves 1, then hops away from the nearest leaf (up-links go to a higher level)
     sw_adj: dict[int, list[int]] = {}
@@ -446,28 +489,30 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         level[n] = lv
     level[np.asarray([k == "nvswitch" for k in kinds], dtype=bool)] = 1
 
-    if leaf_diameter is None:  # a graph: measure it, and check that every leaf reaches every other
+    if leaf_diameter is None:  # a graph: measure it, and check that every endpoint reaches every other
         leaf_diameter = 0
-        leaf_set = set(leaves)
+        dist: dict[int, dict[int, int]] = {}
         for a in leaves:
-            dist = {a: 0}
+            da = {a: 0}
             q = deque([a])
             while q:
                 u = q.popleft()
                 for v in sw_adj.get(u, []):
-                    if v not in dist:
-                        dist[v] = dist[u] + 1
+                    if v not in da:
+                        da[v] = da[u] + 1
                         q.append(v)
-            missing = leaf_set.difference(dist)
-            if missing:
-                other = min(missing)
-                e_a = int(np.flatnonzero(ep_switch == a)[0])
-                e_b = int(np.flatnonzero(ep_switch == other)[0])
-                _fail(
-                    f"{names[endpoints[e_a]]} has no path to {names[endpoints[e_b]]}: switch {names[a]} "
-                    f"does not reach switch {names[other]}"
-                )
-            leaf_diameter = max(leaf_diameter, max(dist[x] for x in leaves))
+            dist[a] = da
+            leaf_diameter = max(leaf_diameter, max(da.get(x, 0) for x in leaves))
+        groups: dict[tuple[int, ...], int] = {}  # attachment switches -> first endpoint with them
+        for e, ups in enumerate(ep_uplinks):
+            groups.setdefault(tuple(b.dst[i] for i in ups), e)
+        for ga, ea in groups.items():
+            for gb, eb in groups.items():
+                if not any(y in dist[x] for x in ga for y in gb):
+                    _fail(
+                        f"{names[endpoints[ea]]} has no path to {names[endpoints[eb]]}: switch "
+                        f"{names[ga[0]]} does not reach switch {names[gb[0]]}"
+                    )
     chain = 2 if (ep_pcie >= 0).any() else 1
     max_hops = max(2, 2 * chain + leaf_diameter)
 
@@ -540,6 +585,7 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         link_latency_s=None if uniform else latency,
         endpoint_pcie_up=ep_pcie if (ep_pcie >= 0).any() else None,
         endpoint_pcie_down=ep_pcie_down if (ep_pcie >= 0).any() else None,
+        endpoint_ports=ports,
         _parallel=b.parallel,
     )
 
@@ -584,17 +630,23 @@ def nonblocking_fabric(fabric: Fabric) -> Fabric:
         b.gpu_host.append(h)
         copy(int(fabric.gpu_nvl_up[g]), gn, nvs_node[h])
         copy(int(fabric.gpu_nvl_down[g]), nvs_node[h], gn)
-        up, down = int(fabric.endpoint_up[g]), int(fabric.endpoint_down[g])
+        ports = (
+            [(int(fabric.endpoint_up[g]), int(fabric.endpoint_down[g]))]
+            if fabric.endpoint_ports is None
+            else [(up, down) for up, down, _ in fabric.endpoint_ports[g]]
+        )
         pcie = -1 if fabric.endpoint_pcie_up is None else int(fabric.endpoint_pcie_up[g])
         if pcie < 0:
-            copy(up, gn, leaf)
-            copy(down, leaf, gn)
+            for up, down in ports:
+                copy(up, gn, leaf)
+                copy(down, leaf, gn)
             continue
-        nic = int(fabric.link_src[up])
+        nic = int(fabric.link_src[ports[0][0]])
         if nic not in nic_node:
             nic_node[nic] = b.node(fabric.node_names[nic], "nic")
-            copy(up, nic_node[nic], leaf)
-            copy(down, leaf, nic_node[nic])
+            for up, down in ports:
+                copy(up, nic_node[nic], leaf)
+                copy(down, leaf, nic_node[nic])
         copy(pcie, gn, nic_node[nic])
         copy(int(fabric.endpoint_pcie_down[g]), nic_node[nic], gn)
     b.leaves = [leaf]
@@ -709,8 +761,9 @@ def fabric_from_graph(G: Any, max_paths: int = 8, **fabric_keys: Any) -> Fabric:
 
     Nodes: ``role`` in :data:`ROLES`; GPU nodes a ``host`` (integer id). GPU ids are host-major (hosts in
     ascending id, GPUs of a host in the graph's order); every host needs the same number of GPUs. A GPU
-    (or a storage host) attaches to exactly one switch, directly or through a ``nic`` node shared with the
-    other GPUs of that NIC. GPUs of one host share an NVLink domain: ``nvswitch`` nodes with
+    (or a storage host) attaches to switches directly, or a GPU through one ``nic`` node shared with the
+    other GPUs of that NIC; an endpoint or NIC linked to several switches is multi-homed (one port per
+    link, e.g. one per plane of a dual-plane fabric), and its paths are the shortest over all port pairs. GPUs of one host share an NVLink domain: ``nvswitch`` nodes with
     ``nvlink`` links if the graph has them, else one made per host with ``nvlink_gbps``.
 
     Edges: ``gbps`` (Gbit/s per direction, > 0), optional ``tier`` (one of :data:`TIERS`; default from the
@@ -725,8 +778,8 @@ def fabric_from_graph(G: Any, max_paths: int = 8, **fabric_keys: Any) -> Fabric:
     Raises
     ------
     ValueError
-        A node without a role, a GPU without a host, a link without capacity, an endpoint attached to
-        more than one switch, or a GPU with no path to another.
+        A node without a role, a GPU without a host, a link without capacity, a GPU behind a NIC with
+        other network links, or a GPU with no path to another.
 
     Examples
     --------

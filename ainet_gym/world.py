@@ -102,6 +102,9 @@ class FabricWorld:
             solo = replace(job, start_ms=0.0)
             unit = compile_job(self._nb_fabric, solo, gpus)
             sim = BatchSim(self._nb_fabric, [[unit]])
+            if self._nb_fabric.endpoint_ports is not None:  # multi-port NICs: every port, evenly
+                n = sim.conn_npaths[:, None]
+                sim.set_split((np.arange(self.max_paths)[None, :] < n) / np.maximum(n, 1))
             horizon = max(solo.compute_ms * 1e-3, 1e-3)
             for _ in range(60):
                 sim.run_interval(horizon)
@@ -517,7 +520,7 @@ class FabricWorld:
         res = self._result(m)
         res.capacity_bps = sim.capacity.copy()
         f = self.fabric
-        gpu_nics = np.unique(f.endpoint_up[: f.n_gpus])
+        gpu_nics = f.gpu_uplinks
         with np.errstate(invalid="ignore", divide="ignore"):
             res.throughput_gbps = np.where(
                 m.duration_s > 0, m.link_bytes[:, gpu_nics].sum(axis=1) / m.duration_s * 8e-9, 0.0

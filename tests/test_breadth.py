@@ -415,7 +415,8 @@ def _edit(fn):
         (_edit(lambda G: G.edges["g1", "l0"].pop("gbps")), r"link (g1-l0|l0-g1) has no capacity: the gbps attribute is missing"),
         (_edit(lambda G: G.edges["l0", "s1"].update(gbps=0)), r"link (l0-s1|s1-l0) has no capacity: gbps = 0"),
         (_edit(lambda G: G.edges["l0", "s1"].update(tier="wan")), r"tier 'wan' is not a known tier"),
-        (_edit(lambda G: G.add_edge("g0", "l1", gbps=400)), r"GPU g0 has 2 network links .*multi-homed"),
+        (_edit(lambda G: G.add_node("n0", role="nic") or G.add_edge("g0", "n0", gbps=400)),
+         r"GPU g0 has links to .*a GPU behind a NIC has exactly one link into the network"),
         (_edit(lambda G: G.remove_edges_from([("l1", "s0"), ("l1", "s1")])), r"g0 has no path to g4"),
         (_edit(lambda G: G.add_node("g9", role="gpu", host=7) or G.add_edge("g9", "l1", gbps=1)),
          r"hosts have different numbers of GPUs"),
@@ -549,5 +550,66 @@ def test_env_info_links_and_flows():
     assert info["throughput_gbps"] == pytest.approx(info["tier_bytes_nic"] / 2 / dur * 8e-9, rel=1e-12)
     assert info["flow_bytes"].shape == (core.world.n_slots,)
     assert info["flow_rate_gbps"] == pytest.approx(info["flow_bytes"] * 8e-9 / dur)
+    for _ in range(3):
+        _, _, _, _, info = env.step(env.action_space.sample())
+    jobs = core.world.scenario.jobs
+    done = info["iterations"][: len(jobs)] > 0
+    assert done.any()
+    expected = np.array([j.compute_ms for j in jobs]) / info["step_time_ms"][: len(jobs)]
+    assert info["iteration_gpu_utilization"][: len(jobs)][done] == pytest.approx(expected[done], rel=1e-12)
     with pytest.raises(ValueError, match=r"info_keys = \['link'\]: allowed: a list of links, flows"):
         gym.make("ainet_gym/SpineLeaf-v0", info_keys=["link"])
+
+
+def test_scheduled_failure_on_a_graph_link():
+    d = copy.deepcopy(load_scenario("clos3-2pods").raw)
+    d["dynamics"]["link_failures"] = {"scheduled": [{"link": "p0agg0-core1", "at_step": 0}]}
+    w, res = run(d, policy="spray")
+    ids = w.fabric.link_ids("p0agg0-core1")
+    assert np.all(res.capacity_bps[0, ids] == 0) and res.failed_links[0] == 2
+    d["dynamics"]["link_failures"] = {"scheduled": [{"link": "p0agg0-p1agg0", "at_step": 0}]}
+    with pytest.raises(ScenarioError, match=r"link: string 'p0agg0-p1agg0' is not a link of the graph"):
+        load_scenario(d)
+
+
+def test_dual_plane_example_claim():
+    """scenarios/dual-plane.yaml: spraying uses both 200G ports of every NIC (the ideal 400 Gb/s); static
+    ECMP puts a connection on one port, so at most 200 Gb/s."""
+    alpha = 4 * 0.25e-6  # one step over gpu -> tor -> spine -> tor -> gpu
+    spray = simulate("dual-plane", policy="spray", steps=3, seed=0)["steps"]
+    comm = [j["comm_time_ms"] for st in spray for j in st["jobs"] if j["comm_time_ms"] is not None]
+    assert comm and all(c == pytest.approx((alpha + S / bps(400.0)) * 1e3, rel=1e-9) for c in comm)
+    assert spray[0]["jobs"][0]["ideal_step_time_ms"] == pytest.approx(
+        20.0 + (2 * 0.25e-6 + S / bps(400.0)) * 1e3
+    )
+    for seed in range(3):
+        ecmp = simulate("dual-plane", policy="ecmp", steps=6, seed=seed)["steps"]
+        c = [j["comm_time_ms"] for st in ecmp for j in st["jobs"] if j["comm_time_ms"] is not None]
+        assert c and all(x >= S / bps(200.0) * 1e3 for x in c)
+    f = build_fabric(load_scenario("dual-plane").fabric, max_paths=16)
+    assert f.endpoint_ports is not None and len(f.paths(0, 16)) == 16
+    planes = {f.node_names[int(f.link_dst[p[0]])][:4] for p in f.paths(0, 16)}
+    assert planes == {"tora", "torb"}  # both planes, never across
+
+
+def test_losing_a_plane_halves_the_rate_and_stalls_nothing(tmp_path):
+    sc = load_scenario("dual-plane")
+    d = copy.deepcopy(sc.raw)
+    d["dynamics"] = {"decision_interval_ms": 200.0, "link_failures": {"scheduled": [{"link": f"tora{s}-spinea{k}", "at_step": 0}
+                                                    for s in range(2) for k in range(8)]}}  # fmt: skip
+    for policy in ("spray", "ecmp"):
+        w, res = run(d, policy=policy, steps=3)
+        assert res.stalled_transfers[0] == 0 and res.failed_links[0] == 32
+        if policy == "spray":  # every live path is in plane b: one 200G port per GPU, evenly spread
+            assert res.comm_time_s[0, 0] == pytest.approx(4 * 0.25e-6 + S / bps(200.0), rel=1e-9)
+
+
+def test_dual_plane_export_round_trip(tmp_path):
+    out = tmp_path / "dp.graphml"
+    assert cli_main(["export-fabric", "dual-plane", "--graphml", str(out)]) == 0
+    raw = _as_graph_scenario("dual-plane", {"file": str(out)})
+    for policy in ("ecmp", "spray"):
+        a = simulate("dual-plane", policy=policy, steps=2, seed=1)
+        b = simulate(raw, policy=policy, steps=2, seed=1)
+        a.pop("scenario"), b.pop("scenario")
+        _close(a, b)

@@ -1,0 +1,114 @@
+"""Per-switch policies in ``ainet-gym evaluate``: ``marl:PATH``, a parameter-shared model of
+``examples/marl_ppo.py`` acting at every switch from the switch's local observation.
+
+The evaluator runs ``B`` episodes at once on an :class:`~ainet_gym.env.EnvCore` in ``ecmp_weights`` mode.
+Each step this agent builds every switch's local observation with
+:class:`~ainet_gym.multiagent.SwitchAgents` (the same code as :func:`ainet_gym.parallel_env`), asks the one
+shared policy for each switch's next-hop weights (one batched ``predict`` over episodes x switches), and
+returns the resulting split of every connection (engine level), so the per-switch policy is scored on
+the same seeds, episode length and metrics as the baselines and the centralised PPO.
+
+One difference from the PettingZoo env, on purpose: there a switch that loses its last next-hop choice
+leaves for the rest of the episode (PettingZoo does not revive agents); here every switch with a choice
+acts at every step, a repaired one included.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agents.registry import register_agent
+
+if TYPE_CHECKING:
+    from ainet_gym.env import EnvCore
+
+__all__ = ["MARL_KIND", "MarlAgent", "marl_metadata"]
+
+MARL_KIND = "per_switch"
+
+
+def marl_metadata(env: Any, scenario_name: str, **extra: Any) -> dict[str, Any]:
+    """The ``ainet_gym.json`` metadata of a per-switch model trained on ``env`` (a
+    :class:`~ainet_gym.multiagent.FabricParallelEnv`): what :class:`MarlAgent` needs to rebuild the
+    switches' view and to reject a scenario whose spaces do not fit."""
+    sw = env.switches
+    return {
+        "algo": "ppo",
+        "kind": MARL_KIND,
+        "scenario": scenario_name,
+        "agents": sw.tier,
+        "history": env.core.history,
+        "withdraw_dead": sw.withdraw_dead,
+        "observation_shape": list(sw.observation_space.shape),
+        "action_shape": list(sw.action_space.shape),
+        "agent_names": list(sw.names),
+        **extra,
+    }
+
+
+class MarlAgent:
+    """A parameter-shared per-switch policy (SB3 PPO over one switch's observation and next hops)."""
+
+    level = "engine"
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        from agents.sb3_agents import load_model
+
+        self.path = Path(path)
+        self.model, self.meta = load_model(path, "ppo")
+        if self.meta.get("kind") != MARL_KIND:
+            raise ValueError(
+                f"marl:{path}: not a per-switch model (no kind={MARL_KIND!r} in its metadata); "
+                "train one with examples/marl_ppo.py, or evaluate a centralised model as ppo:PATH"
+            )
+        self.name = "marl"
+        self.env_kwargs: dict[str, Any] = {
+            "action_mode": "ecmp_weights",
+            "history": int(self.meta["history"]),
+        }
+        self.switches: Any = None
+
+    def _view(self, core: EnvCore) -> Any:
+        from ainet_gym.multiagent import SwitchAgents
+
+        if self.switches is None or self.switches.core is not core:
+            self.switches = SwitchAgents(
+                core, self.meta["agents"], bool(self.meta.get("withdraw_dead", True))
+            )
+        return self.switches
+
+    def check(self, core: EnvCore) -> None:
+        sw = self._view(core)
+        got = (list(sw.observation_space.shape), list(sw.action_space.shape))
+        want = (self.meta["observation_shape"], self.meta["action_shape"])
+        if got != want:
+            raise ValueError(
+                f"model {str(self.path)!r} does not fit scenario {core.scenario.name!r}: it was trained on "
+                f"{self.meta.get('scenario')!r} with per-switch observations {want[0]} and actions {want[1]}; "
+                f"this scenario gives {got[0]} and {got[1]}"
+            )
+
+    def reset(self, core: EnvCore) -> None:
+        self._view(core)
+
+    def act(self, core: EnvCore, obs: Any) -> np.ndarray:
+        sw = self._view(core)
+        local = sw.observe(obs)  # (batch, agents, D)
+        B, A, D = local.shape
+        actions, _ = self.model.predict(local.reshape(B * A, D), deterministic=True)
+        actions = np.clip(np.asarray(actions, dtype=np.float64).reshape(B, A, sw.K), -1.0, 1.0)
+        return sw.split(actions, sw.has_choice())
+
+
+register_agent(
+    "marl",
+    MarlAgent,
+    needs_arg=True,
+    arg_help="PATH",
+    description="a per-switch policy (parameter-shared PPO, examples/marl_ppo.py)",
+    overwrite=True,
+)

@@ -1,0 +1,426 @@
+"""``ainet-gym train --framework rllib``: PPO on Ray RLlib's new API stack, from one machine to a cluster.
+
+Each of ``num_env_runners`` env runners holds one native
+:class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` of ``envs_per_runner`` copies (see
+:mod:`ainet_gym.rllib`); the learner runs in the driver process (``num_learners = 0``). One training
+iteration samples one episode per copy, then runs the PPO update. ``address=None`` starts a local Ray;
+``"auto"`` or ``"HOST:PORT"`` joins a cluster started with ``ray start --head`` (env runners are then
+placed on every node that has a free CPU).
+
+Logged like the SB3 path (:mod:`agents.train`): the run directory ``{logdir}/{run name}/`` gets
+TensorBoard event files with the fabric's scalars (``fabric/gpu_utilization``, ``fabric/step_time_ratio``,
+``fabric/max_link_utilization``, ``fabric/collisions``, ``fabric/efficiency``, ``fabric/episodes``:
+means over the last 100 finished episodes, computed per episode exactly as
+:class:`agents.callbacks.FabricMetricsCallback` does) beside ``rollout/ep_rew_mean``, ``train/...``
+and ``time/fps``; ``progress.csv`` holds one row per iteration. The checkpoint
+(``Algorithm.save_to_path``) goes to ``--out DIR`` with ``ainet_gym.json`` (what the policy was trained
+on); ``--resume DIR`` restores weights, optimiser and step counter into a new run (any runner count)
+and writes to a new ``--out``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.sb3_agents import space_signature
+from agents.train import format_final, run_name
+from ainet_gym.scenario import load_scenario
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = [
+    "META_FILE",
+    "RLlibTrainConfig",
+    "RLlibTrainResult",
+    "checkpoint_metadata",
+    "iteration_scalars",
+    "make_fabric_callback",
+    "read_checkpoint_metadata",
+    "save_checkpoint",
+    "train_rllib",
+    "train_rllib_main",
+]
+
+META_FILE = "ainet_gym.json"
+RLLIB_ALGOS = ("ppo",)
+#: finished episodes the fabric/ scalars are averaged over (as RLlib's episode_return_mean).
+METRICS_WINDOW = 100
+
+
+@dataclass
+class RLlibTrainConfig:
+    """What to train on RLlib, where, and for how long."""
+
+    scenario: Any = "spine-leaf-2to1"
+    """Shipped scenario name, YAML path, dict or Scenario."""
+    algo: str = "ppo"
+    """Only ppo."""
+    action_mode: str | None = None
+    """split (default) | ecmp_weights | path."""
+    timesteps: int = 20_000
+    """Environment steps to sample in this run (whole iterations: rounded up)."""
+    seed: int = 0
+    """Seed of RLlib (torch, env runners) and of the training episodes (>= 1,000,000)."""
+    num_env_runners: int = 2
+    """Env runner actors (0: sample in the driver)."""
+    envs_per_runner: int = 16
+    """Copies of the native vector env in each runner (the RLlib form of ``--n-envs``)."""
+    address: str | None = None
+    """None: local Ray; "auto" or "HOST:PORT": join a running cluster."""
+    logdir: str | Path = "runs"
+    """TensorBoard log directory; the run gets its own sub-directory."""
+    out: str | Path | None = None
+    """Checkpoint directory; default ``{logdir}/{run name}/checkpoint``."""
+    resume: str | Path | None = None
+    """A checkpoint directory to continue from (never overwritten)."""
+    overwrite: bool = False
+    """Allow ``out`` to replace an existing checkpoint directory."""
+    lr: float = 3e-4
+    """Initial learning rate."""
+    lr_final: float | None = 3e-5
+    """Learning rate at the end of this run (linear decay over ``timesteps``, as the SB3 PPO default);
+    None: constant ``lr``."""
+    history: int = 4
+    """Intervals of link-utilisation history in the observation."""
+    episode_steps: int | None = None
+    """Override the scenario's episode length."""
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    """Extra ``PPOConfig.training`` keywords."""
+    progress: bool = True
+    """Print one line per iteration."""
+    torch_threads: int | None = 1
+    """torch intra-op threads in the driver (learner); None: torch's default."""
+
+
+@dataclass
+class RLlibTrainResult:
+    """What a training run produced."""
+
+    checkpoint: Path
+    run_dir: Path
+    run_name: str
+    total_timesteps: int  # env steps sampled, resumed steps included
+    seconds: float
+    steps_per_second: float
+    final: dict[str, float]
+    interrupted: bool
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def make_fabric_callback() -> type:
+    """The ``RLlibCallback`` class logging the fabric metrics per finished episode (built lazily so
+    that importing this module does not import Ray)."""
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    from agents.callbacks import FABRIC_SCALARS, step_metrics
+
+    class FabricMetricsRLlibCallback(RLlibCallback):
+        """Per-episode means of :func:`agents.callbacks.step_metrics`, logged as ``fabric/<name>``."""
+
+        def on_episode_step(self, *, episode: Any, **kwargs: Any) -> None:
+            info = episode.get_infos(-1)
+            m = step_metrics([info])
+            acc = episode.custom_data.setdefault("fabric", {"steps": 0.0})
+            for k, v in m.items():
+                acc[k] = acc.get(k, 0.0) + float(v[0])
+            acc["steps"] += 1.0
+
+        def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+            acc = episode.custom_data.get("fabric")
+            if not acc or metrics_logger is None:
+                return
+            n = max(acc["steps"], 1.0)
+            ep = {
+                "gpu_utilization": acc["gpu_utilization"] / n,
+                "max_link_utilization": acc["max_link_utilization"] / n,
+                "collisions": acc["collisions"] / n,
+                "efficiency": acc["efficiency"] / n,
+                "step_time_ratio": acc["step_time_ratio_sum"] / max(acc["step_time_ratio_n"], 1.0),
+            }
+            for k in FABRIC_SCALARS:
+                metrics_logger.log_value(f"fabric/{k}", float(ep[k]), reduce="mean", window=METRICS_WINDOW)
+            metrics_logger.log_value("fabric/episodes", 1, reduce="lifetime_sum")
+
+    return FabricMetricsRLlibCallback
+
+
+def read_checkpoint_metadata(path: str | os.PathLike) -> dict[str, Any]:
+    """The ``ainet_gym.json`` of a checkpoint directory written by :func:`train_rllib`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the directory or its metadata does not exist.
+    """
+    p = Path(path)
+    if not p.is_dir():
+        raise FileNotFoundError(f"RLlib checkpoint directory {str(path)!r} not found")
+    meta = p / META_FILE
+    if not meta.is_file():
+        raise FileNotFoundError(
+            f"{str(path)!r} has no {META_FILE}: not a checkpoint of 'ainet-gym train --framework rllib'"
+        )
+    return json.loads(meta.read_text())
+
+
+def save_checkpoint(algo: Any, out: str | os.PathLike, meta: dict[str, Any]) -> Path:
+    """``algo.save_to_path(out)`` plus ``out/ainet_gym.json`` (``meta``); returns ``out``."""
+    p = Path(out)
+    p.mkdir(parents=True, exist_ok=True)
+    algo.save_to_path(str(p.resolve()))
+    (p / META_FILE).write_text(json.dumps(meta, indent=1))
+    return p
+
+
+def checkpoint_metadata(algorithm: Any, /, **fields: Any) -> dict[str, Any]:
+    """``ainet_gym.json`` of a checkpoint: ``fields`` plus the module's observation and action spaces."""
+    import ray
+
+    module = algorithm.get_module()
+    return {
+        "framework": "rllib",
+        **fields,
+        "ray_version": ray.__version__,
+        "observation_space": space_signature(module.observation_space),
+        "action_space": space_signature(module.action_space),
+    }
+
+
+def _check(cfg: RLlibTrainConfig) -> str:
+    if cfg.algo not in RLLIB_ALGOS:
+        raise ValueError(f"algo = {cfg.algo!r}: --framework rllib supports {', '.join(RLLIB_ALGOS)}")
+    if isinstance(cfg.timesteps, bool) or not isinstance(cfg.timesteps, int) or cfg.timesteps < 1:
+        raise ValueError(f"timesteps = {cfg.timesteps!r}: must be an integer >= 1")
+    if not (isinstance(cfg.lr, int | float) and math.isfinite(cfg.lr) and cfg.lr > 0):
+        raise ValueError(f"lr = {cfg.lr!r}: must be a finite number > 0")
+    if cfg.out is not None:
+        o = Path(cfg.out)
+        if cfg.resume is not None and o.resolve() == Path(cfg.resume).resolve():
+            raise ValueError(
+                f"out = {str(o)!r}: is the checkpoint being resumed, never overwritten; pass a new --out"
+            )
+        if o.exists() and (not o.is_dir() or any(o.iterdir())):
+            if not cfg.overwrite:
+                raise ValueError(
+                    f"out = {str(o)!r}: exists and is not empty; pass --overwrite to replace a checkpoint, "
+                    "or choose a new directory"
+                )
+            if not (o / "rllib_checkpoint.json").is_file():
+                raise ValueError(f"out = {str(o)!r}: is not an RLlib checkpoint directory; not replacing it")
+    return cfg.action_mode or "split"
+
+
+def _scalar(d: dict[str, Any], *keys: str) -> float | None:
+    x: Any = d
+    for k in keys:
+        if not isinstance(x, dict) or k not in x:
+            return None
+        x = x[k]
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def iteration_scalars(result: dict[str, Any]) -> dict[str, float]:
+    """TensorBoard scalars of one ``Algorithm.train()`` result, named as SB3 names its curves."""
+    from agents.callbacks import FABRIC_SCALARS
+
+    er = result.get("env_runners", {})
+    out: dict[str, float | None] = {
+        "rollout/ep_rew_mean": _scalar(er, "episode_return_mean"),
+        "rollout/ep_len_mean": _scalar(er, "episode_len_mean"),
+        "time/iterations": _scalar(result, "training_iteration"),
+        "time/time_this_iter_s": _scalar(result, "time_this_iter_s"),
+    }
+    for k in (*FABRIC_SCALARS, "episodes"):
+        out[f"fabric/{k}"] = _scalar(er, f"fabric/{k}")
+    pol = result.get("learners", {}).get("default_policy", {})
+    for src, dst in (
+        ("policy_loss", "train/policy_gradient_loss"),
+        ("vf_loss", "train/value_loss"),
+        ("entropy", "train/entropy"),
+        ("mean_kl_loss", "train/approx_kl"),
+        ("vf_explained_var", "train/explained_variance"),
+    ):
+        out[dst] = _scalar(pol, src)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
+    """Train (or resume) RLlib PPO; returns where the checkpoint and the logs went.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments, or a resumed checkpoint that does not fit the scenario.
+    FileNotFoundError
+        If ``resume`` is not a checkpoint directory.
+    ImportError
+        If Ray RLlib (the extra ``rllib``) is not installed.
+    """
+    action_mode = _check(cfg)
+    from ainet_gym import rllib as arl  # raises ImportError naming the extra
+
+    scenario = load_scenario(cfg.scenario)
+    history = cfg.history
+    meta_in: dict[str, Any] = {}
+    if cfg.resume is not None:
+        meta_in = read_checkpoint_metadata(cfg.resume)
+        action_mode = meta_in.get("action_mode", action_mode)
+        history = int(meta_in.get("history", history))
+    import ray
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    if cfg.torch_threads is not None:
+        torch.set_num_threads(cfg.torch_threads)
+    started_ray = not ray.is_initialized()
+    arl.init_ray(cfg.address, cfg.num_env_runners)
+    conf = arl.ppo_config(
+        scenario,
+        num_env_runners=cfg.num_env_runners,
+        envs_per_runner=cfg.envs_per_runner,
+        seed=cfg.seed,
+        action_mode=action_mode,
+        history=history,
+        episode_steps=cfg.episode_steps,
+        lr=cfg.lr,
+        lr_final=cfg.lr_final,
+        decay_steps=cfg.timesteps + (int(meta_in.get("timesteps", 0)) if cfg.resume is not None else 0),
+        callbacks=make_fabric_callback(),
+        hyperparameters=cfg.hyperparameters,
+    )
+    algo = conf.build_algo()
+    module = algo.get_module()
+    obs_sig, act_sig = space_signature(module.observation_space), space_signature(module.action_space)
+    if cfg.resume is not None:
+        want = (meta_in.get("observation_space"), meta_in.get("action_space"))
+        if want != (obs_sig, act_sig):
+            algo.stop()
+            if started_ray:
+                ray.shutdown()
+            raise ValueError(
+                f"resume: checkpoint {str(cfg.resume)!r} does not fit scenario {scenario.name!r}: it was "
+                f"trained on {meta_in.get('scenario', '?')!r} with observations {want[0]} and actions "
+                f"{want[1]}; this scenario gives observations {obs_sig} and actions {act_sig}"
+            )
+        algo.restore_from_path(str(Path(cfg.resume).resolve()))
+
+    tag = "rllib-ppo" if action_mode == "split" else f"rllib-ppo-{action_mode}"
+    name = run_name(scenario.name, tag, cfg.seed)
+    run_dir = Path(cfg.logdir) / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    writer = SummaryWriter(str(run_dir))
+    rows: list[dict[str, float]] = []
+    start = int(meta_in.get("timesteps", 0)) if cfg.resume is not None else 0
+    steps = start
+    target = start + cfg.timesteps
+    t0 = time.time()
+    interrupted = False
+    final: dict[str, float] = {}
+    try:
+        while steps < target:
+            result = algo.train()
+            # the per-iteration count (the lifetime counter may or may not survive a restore)
+            steps += int(_scalar(result, "env_runners", "num_env_steps_sampled") or 0)
+            sc = iteration_scalars(result)
+            elapsed = time.time() - t0
+            sc["time/fps"] = (steps - start) / max(elapsed, 1e-9)
+            for k, v in sc.items():
+                writer.add_scalar(k, v, steps)
+            writer.flush()
+            rows.append({"timesteps": steps, "seconds": elapsed, **sc})
+            final = {k.removeprefix("fabric/"): v for k, v in sc.items() if k.startswith("fabric/")}
+            if cfg.progress:
+                it = int(sc.get("time/iterations", len(rows)))
+                ret = sc.get("rollout/ep_rew_mean")
+                print(
+                    f"iter {it:4d}  steps {steps:>8d}/{target}  {sc['time/fps']:6.0f} steps/s  "
+                    f"return {ret if ret is None else f'{ret:.3f}'}  {format_final(final)}",
+                    flush=True,
+                )
+    except KeyboardInterrupt:
+        interrupted = True
+    seconds = time.time() - t0
+    writer.close()
+    if rows:
+        with open(run_dir / "progress.csv", "w", newline="") as f:
+            keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "timesteps", k))
+            w = csv.DictWriter(f, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+    out = Path(cfg.out) if cfg.out is not None else run_dir / "checkpoint"
+    if out.exists() and cfg.overwrite:
+        shutil.rmtree(out)  # checked in _check: an RLlib checkpoint the user asked to replace
+    meta = checkpoint_metadata(
+        algo,
+        algo=cfg.algo,
+        action_mode=action_mode,
+        history=history,
+        observation="flat",
+        episode_steps=conf.env_config["episode_steps"],
+        scenario=scenario.name,
+        seed=cfg.seed,
+        timesteps=steps,
+        num_env_runners=cfg.num_env_runners,
+        envs_per_runner=cfg.envs_per_runner,
+        lr=cfg.lr,
+        lr_final=cfg.lr_final,
+        run_name=name,
+        resumed_from=None if cfg.resume is None else str(cfg.resume),
+    )
+    save_checkpoint(algo, out, meta)
+    algo.stop()
+    if started_ray:
+        ray.shutdown()
+    done = steps - start
+    return RLlibTrainResult(
+        checkpoint=out,
+        run_dir=run_dir,
+        run_name=name,
+        total_timesteps=steps,
+        seconds=seconds,
+        steps_per_second=done / max(seconds, 1e-9),
+        final=final,
+        interrupted=interrupted,
+        history=rows,
+    )
+
+
+def train_rllib_main(args: argparse.Namespace) -> int:
+    """``ainet-gym train --framework rllib`` (arguments: see ``ainet_gym.cli``)."""
+    cfg = RLlibTrainConfig(
+        scenario=args.scenario,
+        algo=args.algo,
+        action_mode=args.action_mode,
+        timesteps=args.timesteps,
+        seed=args.seed,
+        num_env_runners=args.num_env_runners,
+        envs_per_runner=args.envs_per_runner,
+        address=args.address,
+        logdir=args.logdir,
+        out=args.out,
+        resume=args.resume,
+        overwrite=bool(getattr(args, "overwrite", False)),
+        progress=not args.no_progress,
+    )
+    res = train_rllib(cfg)
+    state = "interrupted after" if res.interrupted else "trained"
+    print(
+        f"{state} {res.total_timesteps} steps in {res.seconds:.1f} s ({res.steps_per_second:.0f} steps/s); "
+        f"last episodes: {format_final(res.final)}"
+    )
+    print(f"checkpoint: {res.checkpoint}   (evaluate with --policies ecmp,rllib:{res.checkpoint})")
+    print(f"logs:  tensorboard --logdir {Path(cfg.logdir)}  (run {res.run_name})")
+    return 130 if res.interrupted else 0

@@ -1,0 +1,230 @@
+"""Ray RLlib integration (extra ``rllib``): the env on RLlib's vector entry point, PPO, checkpoints.
+
+Skipped without Ray (the main suite runs without the extra; CI runs these in a second environment
+with it: ``make check-rllib``). ``test_import_error_names_the_extra`` runs only without Ray.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+HAS_RAY = importlib.util.find_spec("ray") is not None and importlib.util.find_spec("ray.rllib") is not None
+needs_ray = pytest.mark.skipif(
+    not HAS_RAY, reason="needs Ray RLlib, the extra 'rllib': pip install -e '.[rllib]'"
+)
+
+SCENARIO = "periodic-interference"
+
+
+@pytest.mark.skipif(HAS_RAY, reason="checks the message shown when Ray is not installed")
+def test_import_error_names_the_extra() -> None:
+    with pytest.raises(ImportError, match=r"ainet-gym\[rllib\]"):
+        import ainet_gym.rllib  # noqa: F401
+
+
+@needs_ray
+def test_env_config_keys_checked() -> None:
+    from ainet_gym.rllib import make_env
+
+    with pytest.raises(ValueError, match=r"\['speed'\].*allowed: .*scenario"):
+        make_env({"scenario": SCENARIO, "speed": 2})
+    with pytest.raises(ValueError, match="num_envs = 0"):
+        make_env({"scenario": SCENARIO, "num_envs": 0})
+
+
+@needs_ray
+def test_vector_infos_pass_dict_info_to_list() -> None:
+    """RLlib wraps the vector env in DictInfoToList: each copy's info must be exactly what a single env
+    with that copy's seed reports (the independent reference), step for step, across an autoreset."""
+    from gymnasium.wrappers.vector import DictInfoToList
+    from ray.rllib.env.env_context import EnvContext
+
+    from ainet_gym.env import FabricRoutingEnv
+    from ainet_gym.rllib import RLlibVectorEnv, make_env
+
+    B, seed = 3, 7
+    ctx = EnvContext({"scenario": SCENARIO, "episode_steps": 2}, worker_index=1, num_workers=2)
+    venv = make_env(ctx | {"num_envs": B})  # what RLlib's vector entry point passes
+    assert isinstance(venv, RLlibVectorEnv) and venv.num_envs == B
+    env = DictInfoToList(venv)
+    singles = [FabricRoutingEnv(scenario=SCENARIO, episode_steps=2) for _ in range(B)]
+    obs, infos = env.reset(seed=seed)
+    assert isinstance(infos, list) and len(infos) == B
+    for i, s in enumerate(singles):  # copy i is seeded seed * B + i
+        o1, i1 = s.reset(seed=seed * B + i)
+        np.testing.assert_array_equal(obs[i], o1)
+        assert set(infos[i]) == set(i1)
+    rng = np.random.default_rng(0)
+    for _ in range(2):  # the episode ends at step 2
+        a = rng.uniform(-1, 1, size=(B, *venv.single_action_space.shape)).astype(np.float32)
+        obs, rew, term, trunc, infos = env.step(a)
+        for i, s in enumerate(singles):
+            o1, r1, t1, tr1, i1 = s.step(a[i])
+            np.testing.assert_allclose(obs[i], o1, rtol=1e-12)
+            assert rew[i] == pytest.approx(r1, rel=1e-12)
+            assert (bool(term[i]), bool(trunc[i])) == (t1, tr1)
+            for k, v in i1.items():
+                np.testing.assert_allclose(np.asarray(infos[i][k], dtype=float), np.asarray(v, dtype=float))
+    assert trunc.all()
+    # next-step autoreset: the following step resets every copy (reward 0, not done), as RLlib expects
+    obs, rew, term, trunc, infos = env.step(np.zeros((B, *venv.single_action_space.shape), np.float32))
+    assert not (term | trunc).any() and np.all(rew == 0.0) and len(infos) == B
+
+
+@needs_ray
+def test_env_runner_builds_the_native_vector_env() -> None:
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    from ainet_gym.rllib import RLlibVectorEnv, ppo_config
+
+    cfg = ppo_config(SCENARIO, num_env_runners=0, envs_per_runner=4, seed=0)
+    runner = SingleAgentEnvRunner(config=cfg)
+    assert isinstance(runner.env.unwrapped, RLlibVectorEnv)
+    assert runner.env.num_envs == 4
+    # SB3's log_std_init: the policy starts at std exp(-1), not RLlib's default 1
+    np.testing.assert_array_equal(runner.module.pi.log_std.detach().numpy(), -1.0)
+    eps = runner.sample(num_timesteps=8, random_actions=True)
+    assert sum(len(e) for e in eps) == 8  # 2 batched steps of 4 copies
+    runner.stop()
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    from ainet_gym.rllib import init_ray
+
+    init_ray(None, num_env_runners=2)
+    yield
+    ray.shutdown()
+
+
+@needs_ray
+def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> None:
+    from agents.evaluate import EvalConfig, evaluate
+    from agents.rllib_train import RLlibTrainConfig, read_checkpoint_metadata, train_rllib
+    from agents.sb3_agents import space_signature
+    from ainet_gym.env import EnvCore
+
+    steps = 48  # periodic-interference episode length
+    per_iter = 2 * 8 * steps  # 2 env runners x 8 copies x one episode each
+    cfg = RLlibTrainConfig(
+        scenario=SCENARIO,
+        timesteps=2 * per_iter,
+        seed=0,
+        num_env_runners=2,
+        envs_per_runner=8,
+        logdir=tmp_path / "runs",
+        out=tmp_path / "ckpt",
+        progress=False,
+    )
+    res = train_rllib(cfg)
+    assert not res.interrupted
+    assert [r["timesteps"] for r in res.history] == [per_iter, 2 * per_iter]
+    assert res.total_timesteps == 2 * per_iter
+    first = res.history[0]
+    # iteration 1 finished exactly 16 episodes; the reward is the GPU utilisation of the interval,
+    # so RLlib's own mean return / length must equal the fabric callback's per-episode mean
+    assert first["rollout/ep_len_mean"] == steps
+    assert first["fabric/gpu_utilization"] == pytest.approx(first["rollout/ep_rew_mean"] / steps, rel=1e-9)
+    assert first["fabric/episodes"] == 16
+    for k in ("gpu_utilization", "max_link_utilization", "efficiency"):
+        assert 0.0 < res.final[k] <= 1.0
+    assert res.final["step_time_ratio"] >= 1.0
+    assert (res.run_dir / "progress.csv").is_file()
+    assert list(res.run_dir.glob("events.out.tfevents.*"))
+    meta = read_checkpoint_metadata(res.checkpoint)
+    core = EnvCore(SCENARIO, batch=1)
+    assert meta["observation_space"] == space_signature(core.observation_space)
+    assert meta["timesteps"] == 2 * per_iter
+
+    # resume into a new directory, with a different runner layout: the counter carries on
+    res2 = train_rllib(
+        RLlibTrainConfig(
+            scenario=SCENARIO,
+            timesteps=1,
+            num_env_runners=1,
+            envs_per_runner=4,
+            logdir=tmp_path / "runs",
+            out=tmp_path / "ckpt2",
+            resume=res.checkpoint,
+            progress=False,
+        )
+    )
+    assert res2.total_timesteps == 2 * per_iter + 4 * steps
+    assert read_checkpoint_metadata(res2.checkpoint)["resumed_from"] == str(res.checkpoint)
+
+    # an existing checkpoint is replaced only with overwrite; the resumed one never
+    with pytest.raises(ValueError, match="--overwrite"):
+        train_rllib(RLlibTrainConfig(scenario=SCENARIO, timesteps=1, out=res.checkpoint, progress=False))
+    with pytest.raises(ValueError, match="never overwritten"):
+        train_rllib(
+            RLlibTrainConfig(
+                scenario=SCENARIO, timesteps=1, out=res.checkpoint, resume=res.checkpoint, overwrite=True
+            )
+        )
+
+    # the checkpoint is a policy of evaluate, deterministic, on the held-out seeds
+    from agents.registry import make_agent
+
+    agent = make_agent(f"rllib:{res.checkpoint}")
+    core = EnvCore(SCENARIO, batch=2, **agent.env_kwargs)
+    agent.check(core)
+    obs, _ = core.reset([1, 2])
+    a1, a2 = agent.act(core, obs), agent.act(core, obs)
+    np.testing.assert_array_equal(a1, a2)
+    assert a1.shape == (2, *core.action_space.shape) and np.all(np.abs(a1) <= 1.0)
+    out = evaluate(EvalConfig(SCENARIO, policies=["ecmp", f"rllib:{res.checkpoint}"], seeds=[1, 2], out=None))
+    gpu = out["policies"]["rllib-ppo"]["gpu_utilization"]["mean"]
+    assert math.isfinite(gpu) and 0.0 < gpu <= 1.0
+
+
+@needs_ray
+def test_checkpoint_errors(tmp_path) -> None:
+    from agents.registry import make_agent
+
+    with pytest.raises(FileNotFoundError, match="not found"):
+        make_agent(f"rllib:{tmp_path / 'missing'}")
+    with pytest.raises(FileNotFoundError, match=r"ainet_gym\.json"):
+        make_agent(f"rllib:{tmp_path}")
+
+
+def test_sweep_rejects_bad_grids() -> None:
+    from agents.rllib_sweep import SweepConfig, sweep
+
+    with pytest.raises(ValueError, match="lrs: empty"):
+        sweep(SweepConfig(lrs=[]))
+    with pytest.raises(ValueError, match=r"lrs \[-0\.1\]: learning rates must be > 0"):
+        sweep(SweepConfig(lrs=[-0.1]))
+    with pytest.raises(ValueError, match="timesteps = 0"):
+        sweep(SweepConfig(timesteps=0))
+
+
+@needs_ray
+def test_sweep_one_trial_table(local_ray, tmp_path) -> None:
+    """A Tune grid of one trial (one CPU) trains, checkpoints, and its row is evaluated against ECMP."""
+    from agents.rllib_sweep import SweepConfig, sweep
+
+    rows = sweep(
+        SweepConfig(
+            scenarios=[SCENARIO],
+            seeds=[3],
+            lrs=[1e-3],
+            timesteps=1,
+            envs_per_runner=2,
+            eval_seeds=[1, 2],
+            out=tmp_path,
+        )
+    )
+    assert len(rows) == 1 and rows[0]["error"] is None
+    r = rows[0]
+    assert r["timesteps"] == 2 * 48  # one iteration: 2 copies x one episode
+    assert 0.0 < r["eval_gpu_utilization"] <= 1.0
+    assert r["vs_ecmp"]["mean"] == pytest.approx(
+        r["eval_gpu_utilization"] - r["ecmp_gpu_utilization"], abs=1e-12
+    )
+    assert "| periodic-interference | 3 | 0.001 | 96 |" in (tmp_path / "results.md").read_text()
