@@ -560,6 +560,12 @@ def crosscheck(
         simulated span; ``rel_error = (fluid - ns3) / ns3``; wall times are the simulation of that span only
         (no construction, no ns-3 import).
 
+    Notes
+    -----
+    One call per process is the tested use: ns-3 keeps global state between runs in one process, and in one
+    batch a run that followed another gave a different result (README "Fidelity");
+    :func:`calibration` runs each case in a process of its own.
+
     Raises
     ------
     CrosscheckError
@@ -668,6 +674,45 @@ def _inversions(fluid: dict[str, float], ns3: dict[str, float], tol: float) -> l
     return out
 
 
+def _crosscheck_in_subprocess(
+    name: str, policy: str, seed: int, steps: int, config: CrosscheckConfig | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`crosscheck` in a fresh interpreter. ns-3 keeps global state across runs in one process
+    (simulator singletons, random-stream counters): in one batch, ``xc-hd-8`` under ``lp`` completed no
+    iteration in a run that followed another, and 30.4 ms in a process of its own."""
+    import dataclasses
+    import json
+    import subprocess
+    import sys
+
+    cfg = dataclasses.asdict(config or CrosscheckConfig())
+    code = (
+        "import json, sys\n"
+        "from ainet_gym.crosscheck import CrosscheckConfig, CrosscheckError, crosscheck\n"
+        "a = json.loads(sys.argv[1])\n"
+        "det = {}\n"
+        "try:\n"
+        "    r = crosscheck(a['name'], a['policy'], a['seed'], a['steps'], CrosscheckConfig(**a['cfg']), det)\n"
+        "except CrosscheckError as e:\n"
+        "    print('XC-RESULT ' + json.dumps({'error': str(e)}))\n"
+        "else:\n"
+        "    print('XC-RESULT ' + json.dumps({'result': r, 'details': det}))\n"
+    )
+    arg = json.dumps({"name": name, "policy": policy, "seed": seed, "steps": steps, "cfg": cfg})
+    proc = subprocess.run(
+        [sys.executable, "-c", code, arg], capture_output=True, text=True, check=False, cwd=os.getcwd()
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("XC-RESULT ")), None)
+    if line is None:
+        raise CrosscheckError(
+            f"{name} under {policy}: the ns-3 process failed (exit {proc.returncode}): {proc.stderr[-400:]}"
+        )
+    out = json.loads(line.removeprefix("XC-RESULT "))
+    if "error" in out:
+        raise CrosscheckError(out["error"])
+    return out["result"], out["details"]
+
+
 def calibration(
     cases: tuple[tuple[str, int], ...] = CALIBRATION_CASES,
     policies: tuple[str, ...] = CALIBRATION_POLICIES,
@@ -676,7 +721,8 @@ def calibration(
     tie_tolerance: float = 0.02,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Run every case under every policy; return the rows and the per-case ranking comparison.
+    """Run every case under every policy, each in a process of its own; return the rows and the per-case
+    ranking comparison.
 
     A case's policies are ranked by their mean job communication time. Two policies whose fluid times are
     within ``tie_tolerance`` of each other are a tie in the fluid model, and either order in ns-3 agrees.
@@ -684,9 +730,8 @@ def calibration(
     rows: list[dict[str, Any]] = []
     for name, steps in cases:
         for pol in policies:
-            det: dict[str, Any] = {}
             try:
-                r = crosscheck(name, pol, seed, steps, config=config, details=det)
+                r, det = _crosscheck_in_subprocess(name, pol, seed, steps, config)
             except CrosscheckError as e:  # e.g. no iteration completed in ns-3 within the span
                 rows.append({"case": name, "policy": pol, "error": str(e)})
                 if progress:
