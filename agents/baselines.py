@@ -1,16 +1,24 @@
 """Heuristic routing baselines, at the engine level and through every action mode of the env.
 
-The five baselines are the engine-level policies of :mod:`ainet_gym.policies`:
+The baselines are the engine-level policies of :mod:`ainet_gym.policies`:
 
 - ``ecmp``: static hashing of each connection onto one candidate path (the default routing);
-- ``spray``: an even split over every candidate path (packet spraying);
+- ``spray``: an even split of the jobs' connections over every candidate path (packet spraying);
 - ``wcmp``: weights at each switch's equal-cost next hops proportional to the link's current capacity;
+- ``spray+bg``, ``wcmp+bg``: the same over all traffic, background (storage, checkpoints, other
+  tenants) included;
 - ``greedy``: the reactive router: connections placed one by one on the candidate path that was least
   loaded in the *last* interval (a step late when the congestion moves);
 - ``lp``: the optimum: minimise the maximum offered link utilisation of the interval's known demand over
   the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``.
 
 The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.policies`.
+
+**Which traffic a policy controls** (``agent.controls``, a column of every evaluation table):
+``none`` (ECMP), ``jobs`` (the jobs' connections; background stays on static ECMP: ``spray``, ``wcmp``,
+``greedy``, ``lp`` and agents in the ``split`` and ``path`` modes) or ``jobs+bg`` (background too:
+``spray+bg``, ``wcmp+bg`` and agents in the ``ecmp_weights`` mode, whose switch weights apply to every
+packet). A fair comparison sets policies of the same class side by side.
 
 :func:`engine_split` gives the split ``(connections, max_paths)`` that ``core.step_split`` takes: the
 evaluator runs the baselines this way, exactly. :func:`baseline_actions` expresses the same policy
@@ -21,16 +29,17 @@ action is an approximation:
 baseline   ``split``                      ``path``                         ``ecmp_weights``
 =========  =============================  ===============================  ============================
 ecmp       exact                          exact (approx. if qps > 1)       approx.: induced shares
-spray      exact for job traffic [1]_     approx.: balanced rounding       exact [2]_
-wcmp       exact for job traffic [1]_     approx.: balanced rounding       exact
+spray      exact                          approx.: balanced rounding       jobs exact, moves bg [1]_
+wcmp       exact                          approx.: balanced rounding       jobs exact, moves bg
 greedy     exact                          exact                            approx.: induced shares
 lp         exact                          approx.: balanced rounding       approx.: induced shares
+spray+bg   exact for job traffic [2]_     approx.: balanced rounding       exact [1]_
+wcmp+bg    exact for job traffic [2]_     approx.: balanced rounding       exact
 =========  =============================  ===============================  ============================
 
-.. [1] In the ``split`` and ``path`` modes background traffic (storage, checkpoints, other tenants)
-   always follows static ECMP; the engine-level spray and WCMP move it too. The LP never moves it.
-.. [2] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
+.. [1] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
    spreads evenly over the live *paths*, per-hop weights cannot always express that).
+.. [2] In the ``split`` and ``path`` modes background traffic always follows static ECMP.
 
 - *exact*: the env decodes the actions into the engine-level split (up to float32 round-off);
   ``tests/test_agents.py`` checks every cell marked exact.
@@ -61,15 +70,17 @@ __all__ = [
     "EXACT",
     "BaselineAgent",
     "baseline_actions",
+    "controls",
     "engine_split",
     "path_rounding",
     "split_to_actions",
 ]
 
-BASELINES: tuple[str, ...] = ("ecmp", "spray", "wcmp", "greedy", "lp")
+BASELINES: tuple[str, ...] = ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg")
 
 #: (baseline, action mode) pairs whose actions decode to the engine-level split exactly (for job
-#: traffic; background follows ECMP in the split and path modes).
+#: traffic in the split and path modes, where background follows ECMP; for all traffic in
+#: ``ecmp_weights``).
 EXACT: frozenset[tuple[str, str]] = frozenset(
     {
         ("ecmp", "split"),
@@ -77,12 +88,27 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
         ("wcmp", "split"),
         ("greedy", "split"),
         ("lp", "split"),
+        ("spray+bg", "split"),
+        ("wcmp+bg", "split"),
         ("ecmp", "path"),
         ("greedy", "path"),
-        ("spray", "ecmp_weights"),
-        ("wcmp", "ecmp_weights"),
+        ("spray+bg", "ecmp_weights"),
+        ("wcmp+bg", "ecmp_weights"),
     }
 )
+
+
+def controls(policy: str, action_mode: str | None = None) -> str:
+    """The traffic ``policy`` routes (``none``, ``jobs`` or ``jobs+bg``; see the module docstring);
+    through ``action_mode`` ``ecmp_weights`` every baseline but ECMP moves background too."""
+    from ainet_gym.policies import CONTROLS
+
+    c = CONTROLS[policy]
+    if action_mode == "ecmp_weights" and c != "none":
+        return "jobs+bg"
+    if action_mode in ("split", "path") and c == "jobs+bg":
+        return "jobs"
+    return c
 
 
 def engine_split(name: str, core: EnvCore) -> np.ndarray:
@@ -171,8 +197,8 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     """Actions ``(batch, *action_space.shape)`` (float32 or int64) that express ``split`` in the
     core's action mode (see the module docstring for what is exact).
 
-    ``policy`` selects the exact encodings of the ``ecmp_weights`` mode (``spray``: equal weights;
-    ``wcmp``: capacity weights); other policies use induced shares.
+    ``policy`` selects the exact encodings of the ``ecmp_weights`` mode (``spray``, ``spray+bg``: equal
+    weights; ``wcmp``, ``wcmp+bg``: capacity weights); other policies use induced shares.
     """
     w = core.world
     sim = w.sim
@@ -186,9 +212,9 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
         return np.clip(a.reshape(B, S * P), -1.0, 1.0).astype(np.float32)
     if mode == "path":
         return path_rounding(core, split)
-    if policy == "spray":
+    if policy in ("spray", "spray+bg"):
         wts = (sim.capacity[:, core.wcmp_links] > 0).astype(np.float64)  # equal weights on live links
-    elif policy == "wcmp":
+    elif policy in ("wcmp", "wcmp+bg"):
         cap = sim.capacity[:, core.wcmp_links]
         top = cap.max(axis=1, keepdims=True)
         wts = np.where(top > 0, cap / np.where(top > 0, top, 1.0), 1.0)
@@ -223,6 +249,7 @@ class BaselineAgent:
         self.name = policy if action_mode is None else f"{policy}@{action_mode}"
         self.level = "engine" if action_mode is None else "action"
         self.env_kwargs: dict[str, Any] = {} if action_mode is None else {"action_mode": action_mode}
+        self.controls = controls(policy, action_mode)
 
     def check(self, core: EnvCore) -> None:
         if self.action_mode is not None and core.action_mode != self.action_mode:
@@ -239,8 +266,10 @@ class BaselineAgent:
 
 _DESCRIPTIONS = {
     "ecmp": "static ECMP hashing (the default routing)",
-    "spray": "even split over the candidate paths (packet spraying)",
-    "wcmp": "capacity-weighted ECMP",
+    "spray": "even split of the jobs' connections over their paths (packet spraying); background on ECMP",
+    "wcmp": "capacity-weighted ECMP of the jobs' connections; background on ECMP",
+    "spray+bg": "packet spraying of all traffic, background included",
+    "wcmp+bg": "capacity-weighted ECMP of all traffic, background included",
     "greedy": "reactive: least loaded candidate path in the last interval",
     "lp": "LP optimum: min max offered link utilisation (HiGHS)",
 }

@@ -5,6 +5,11 @@ learned agents through their action space (``core.step(model.predict(obs))``); b
 :class:`~ainet_gym.env.EnvCore` with the same scenario, episode seeds and episode length. All episodes of
 a policy run as one batch (one instance per (seed, episode)).
 
+Every row says which traffic the policy routes (``controls``: ``none`` for ECMP, ``jobs`` for policies
+that route the jobs' connections with background on static ECMP, ``jobs+bg`` for those that move
+background too, e.g. ``spray+bg`` or an agent in the ``ecmp_weights`` mode); the header warns when a
+table mixes ``jobs`` and ``jobs+bg`` policies, which do not control the same traffic.
+
 Metrics (per episode, then mean and 95% confidence interval over episodes, Student t):
 
 - ``gpu_utilization``: GPU-weighted compute time / elapsed time, the mean over the episode's intervals
@@ -90,6 +95,7 @@ class PolicyRun:
     """Raw per-episode records of one policy (E episodes, T intervals, J job slots)."""
 
     name: str
+    controls: str  # none | jobs | jobs+bg: the traffic the policy routes
     gpu: np.ndarray  # (E, T) GPU utilisation per interval
     max_link: np.ndarray  # (E, T) max network link utilisation per interval
     collisions: np.ndarray  # (E, T)
@@ -187,7 +193,16 @@ def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
         ok = (it > 0) & (ideal > 0)
         iters[:, t] = np.where(ok, it, 0)
         ratio[:, t] = np.where(ok, st / np.where(ideal > 0, ideal, 1.0), 0.0)
-    return PolicyRun(agent.name, gpu, mlu, col, ratio, iters, time.time() - t0)
+    return PolicyRun(agent.name, agent_controls(agent), gpu, mlu, col, ratio, iters, time.time() - t0)
+
+
+def agent_controls(agent: Agent) -> str:
+    """The traffic ``agent`` routes: its ``controls`` attribute, else from its action mode
+    (``ecmp_weights``: ``jobs+bg``; ``split``, ``path``: ``jobs``)."""
+    c = getattr(agent, "controls", None)
+    if c is not None:
+        return str(c)
+    return "jobs+bg" if agent.env_kwargs.get("action_mode") == "ecmp_weights" else "jobs"
 
 
 def _episode_ratio(run: PolicyRun) -> np.ndarray:
@@ -214,6 +229,7 @@ def summarize(runs: dict[str, PolicyRun]) -> dict[str, dict[str, Any]]:
         g = run.gpu.mean(axis=1)
         samples = _ratio_samples(run)
         d: dict[str, Any] = {
+            "controls": run.controls,
             "gpu_utilization": mean_ci95(g),
             "step_time_ratio": mean_ci95(_episode_ratio(run)),
             "p99_step_time_ratio": float(np.percentile(samples, 99)) if samples.size else None,
@@ -269,6 +285,9 @@ def prepare(cfg: EvalConfig) -> tuple[Scenario, list[tuple[str, Agent, EnvCore]]
     taken: set[str] = set()
     for spec in specs:
         agent = make_agent(spec)
+        bind = getattr(agent, "bind", None)
+        if bind is not None:  # agents that depend on the scenario (e.g. "pretrained") load it here
+            bind(scenario)
         label = _label(agent, spec, taken)
         taken.add(label)
         agent.name = label
@@ -326,6 +345,7 @@ TABLE_COLUMNS = (
     "max link util",
     "gap to LP",
     "GPU util vs ECMP",
+    "controls",
 )
 
 
@@ -345,6 +365,7 @@ def markdown_table(result: dict[str, Any]) -> str:
             _fmt_ci(d["max_link_utilization"]),
             gap,
             _fmt_ci(d["gpu_utilization_vs_ecmp"], signed=True),
+            d.get("controls", "jobs"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -352,10 +373,26 @@ def markdown_table(result: dict[str, Any]) -> str:
 
 def _header(result: dict[str, Any]) -> str:
     n = len(result["episode_seeds"])
-    return (
+    head = (
         f"scenario {result['scenario']}: {n} episodes (seeds {','.join(map(str, result['seeds']))} x "
         f"{result['episodes']}) of {result['steps']} intervals; mean [95% CI] over episodes"
     )
+    warn = controls_note(result)
+    return head if warn is None else f"{head}\n{warn}"
+
+
+def controls_note(result: dict[str, Any]) -> str | None:
+    """A warning line when the table mixes policies that route only the jobs' traffic with policies
+    that also move background (None when every policy controls the same traffic)."""
+    by: dict[str, list[str]] = {}
+    for name, d in result["policies"].items():
+        by.setdefault(d.get("controls", "jobs"), []).append(name)
+    if "jobs" in by and "jobs+bg" in by:
+        return (
+            f"note: {', '.join(by['jobs+bg'])} also route background traffic, which "
+            f"{', '.join(by['jobs'])} leave on static ECMP: compare within each 'controls' class"
+        )
+    return None
 
 
 def write_outputs(result: dict[str, Any], runs: dict[str, PolicyRun], out: Path) -> dict[str, str]:
@@ -373,13 +410,13 @@ def write_outputs(result: dict[str, Any], runs: dict[str, PolicyRun], out: Path)
     with open(files["csv"], "w", newline="") as fh:
         wr = csv.writer(fh)
         keys = ("gpu_utilization", "step_time_ratio", "max_link_utilization", "gpu_utilization_vs_ecmp")
-        head = ["policy"]
+        head = ["policy", "controls"]
         for k in keys:
             head += [f"{k}_mean", f"{k}_ci95_lo", f"{k}_ci95_hi"]
         head += ["p99_step_time_ratio", "gap_to_lp", "collisions", "episodes"]
         wr.writerow(head)
         for name, d in result["policies"].items():
-            row: list[Any] = [name]
+            row: list[Any] = [name, d.get("controls", "jobs")]
             for k in keys:
                 v = d[k] or {}
                 ci = v.get("ci95") or [None, None]

@@ -155,6 +155,8 @@ def _ensure_builtins() -> None:
     global _plugins_loaded
     import agents.baselines
     import agents.marl_agents
+    import agents.predictive
+    import agents.pretrained
     import agents.rllib_agent
     import agents.sb3_agents  # noqa: F401
 

@@ -1,4 +1,4 @@
-"""The ``ainet-gym`` command line: scenarios, simulate, train, evaluate, bench, demo."""
+"""The ``ainet-gym`` command line: scenarios, simulate, train, evaluate, bench, demo, leaderboard."""
 
 from __future__ import annotations
 
@@ -191,6 +191,26 @@ def _seeds_arg(text: str) -> str:
 _SCENARIO = _text_arg("a shipped scenario name or a YAML path")
 
 
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    from agents.leaderboard import leaderboard_main
+
+    return leaderboard_main(args)
+
+
+def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("leaderboard", help="every env id x every baseline and shipped policy, one table")
+    s.add_argument("--quick", action="store_true", help="2 seeds x 3 intervals (a smoke test)")
+    s.add_argument("--seeds", type=_seeds_arg, default=None, help="held-out seeds (default 1-10)")
+    s.add_argument(
+        "--steps", type=_int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
+    )
+    s.add_argument("--env-ids", default=None, help="comma list of env ids (default: all registered)")
+    s.add_argument("--policies", default=None, help="extra registered agents to rank (comma list)")
+    s.add_argument("--out", default="out/leaderboard", help="directory for the table, CSV, JSON and figure")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=_cmd_leaderboard)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ainet-gym", description=__doc__)
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -201,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("simulate", help="run a scenario under a routing policy, without RL")
     s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
-    s.add_argument("--policy", default="ecmp", help="ecmp | spray | wcmp | greedy | lp")
+    s.add_argument("--policy", default="ecmp", help="ecmp | spray | wcmp | greedy | lp | spray+bg | wcmp+bg")
     s.add_argument("--steps", type=_int_arg(1, 10_000_000), default=1, help="decision intervals to run")
     s.add_argument("--seed", type=_int_arg(0, _SEED_MAX), default=0)
     s.add_argument("--json", action="store_true", help="print one JSON object")
@@ -301,9 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_cmd_crosscheck)
 
     s = sub.add_parser(
-        "demo", help="the main job: train PPO on the default scenario and compare", epilog=TRUST
+        "demo", help="the main job: train PPO on periodic-interference and compare", epilog=TRUST
     )
-    s.add_argument("--scenario", type=_SCENARIO, default="spine-leaf-2to1")
+    s.add_argument("--scenario", type=_SCENARIO, default="periodic-interference")
     s.add_argument("--timesteps", type=_int_arg(1), default=None)
     s.add_argument(
         "--out",
@@ -337,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop each scenario and mode after this wall time (the steps checked are printed)",
     )
     s.set_defaults(func=_cmd_soak)
+    _add_leaderboard(sub)
     for s in sub.choices.values():  # --debug also after the command (default: the top-level value)
         s.add_argument(
             "--debug", action="store_true", default=argparse.SUPPRESS, help="show the traceback of an error"

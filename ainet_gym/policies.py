@@ -6,10 +6,14 @@ interval (None on the first) and ``split`` a ``(connections, max_paths)`` array.
 :func:`ainet_gym.simulate` and, through the env's action space, the baseline agents.
 
 - ``ecmp``: static hashing of each connection (per QP) onto one candidate path.
-- ``spray``: even split over all live candidate paths (packet spraying; paths through a failed link
-  are dropped, as a switch drops a dead next hop).
+- ``spray``: even split of every *job* connection over its live candidate paths (packet spraying;
+  paths through a failed link are dropped, as a switch drops a dead next hop); background stays on
+  static ECMP, like every other policy that routes the jobs' connections.
 - ``wcmp``: weights at each switch's equal-cost next hops proportional to the link's current capacity
-  (a half-rate link gets half the traffic); paths through a failed link are dropped.
+  (a half-rate link gets half the traffic), applied to the jobs' connections; background on ECMP.
+- ``spray+bg``, ``wcmp+bg``: the same applied to *all* traffic, background included (what a switch
+  that sprays or weights every packet does). They control more traffic than ``greedy``, ``lp`` or an
+  agent in the ``split``/``path`` modes can, so compare them with agents in the ``ecmp_weights`` mode.
 - ``greedy``: reactive: connections placed one by one (largest first) on the candidate path with the
   lowest peak utilisation, given the load measured in the *last* interval that they did not cause.
 - ``lp``: minimise the maximum offered link utilisation of the interval's known demand over the
@@ -28,7 +32,7 @@ from ainet_gym.routing import spray_split
 if TYPE_CHECKING:
     from ainet_gym.world import FabricWorld, StepResult
 
-__all__ = ["POLICIES", "connection_demand", "get_policy", "offered_utilization"]
+__all__ = ["CONTROLS", "POLICIES", "base_load", "connection_demand", "get_policy", "offered_utilization"]
 
 Policy = Callable[["FabricWorld", "StepResult | None"], np.ndarray]
 
@@ -45,16 +49,36 @@ def _avoid_dead(world: FabricWorld, split: np.ndarray) -> np.ndarray:
     return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
 
 
-def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+    """``split`` on the jobs' connections (action slots), static ECMP on every other connection."""
+    out = world.default_split()
+    ctrl = _controlled(world)
+    out[ctrl] = split[ctrl]
+    return out
+
+
+def spray_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Even split of every connection, background included, over its live candidate paths."""
     sim = world.sim
     assert sim is not None
     return _avoid_dead(world, spray_split(sim.conn_npaths, world.max_paths))
 
 
-def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def wcmp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Capacity-weighted ECMP of every connection, background included."""
     sim = world.sim
     assert sim is not None
     return _avoid_dead(world, world.wcmp(sim.capacity))
+
+
+def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Even split of the jobs' connections over their live paths; background on static ECMP."""
+    return _jobs_only(world, spray_all(world, last))
+
+
+def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Capacity-weighted ECMP of the jobs' connections; background on static ECMP."""
+    return _jobs_only(world, wcmp_all(world, last))
 
 
 def _controlled(world: FabricWorld) -> np.ndarray:
@@ -67,28 +91,44 @@ def _controlled(world: FabricWorld) -> np.ndarray:
     return m
 
 
-def greedy(world: FabricWorld, last: StepResult | None) -> np.ndarray:
-    """Reactive congestion-aware placement from the last interval's measured link loads.
-
-    The load the controlled connections did not cause (background, uncontrolled traffic) is the last
-    interval's measured bytes minus their own offered load under the last split. Connections are then
-    placed one by one, largest demand first, each on the candidate path whose most loaded link (the
-    base load plus what was placed so far, over capacity) is lowest. Runs over the batch at once; the
-    loop is over placement rounds, not over flows. First interval: static ECMP.
-    """
-    split = world.default_split()
-    if last is None:
-        return split
+def base_load(world: FabricWorld, last: StepResult) -> np.ndarray:
+    """Bytes (batch, links) of the last interval that the jobs' multi-path connections did not
+    cause: the measured bytes minus their offered load under the split that ran (clipped at 0)."""
     sim = world.sim
     assert sim is not None
-    B, L, P = world.batch, world.fabric.n_links, world.max_paths
+    B, L = world.batch, world.fabric.n_links
     d = connection_demand(world)
     ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
     paths = sim.conn_paths_global  # (conn, paths, hops)
     mask = paths >= 0
     own_w = (sim.split * np.where(ctrl, d, 0.0)[:, None])[:, :, None] * mask
     own = np.bincount(paths[mask], weights=own_w[mask], minlength=B * L)
-    load = np.maximum(last.link_bytes.reshape(-1) - own, 0.0)
+    return np.maximum(last.link_bytes.reshape(-1) - own, 0.0).reshape(B, L)
+
+
+def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None = None) -> np.ndarray:
+    """Reactive congestion-aware placement from the last interval's measured link loads.
+
+    The load the controlled connections did not cause (background, uncontrolled traffic) is the last
+    interval's measured bytes minus their own offered load under the last split (:func:`base_load`),
+    or ``base`` (batch, links) bytes when given (a forecast, see ``agents.predictive``). Connections are
+    then placed one by one, largest demand first, each on the candidate path whose most loaded link (the
+    base load plus what was placed so far, over capacity) is lowest. Runs over the batch at once; the
+    loop is over placement rounds, not over flows. First interval without ``base``: static ECMP.
+    """
+    split = world.default_split()
+    if last is None and base is None:
+        return split
+    sim = world.sim
+    assert sim is not None
+    B, P = world.batch, world.max_paths
+    d = connection_demand(world)
+    ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
+    paths = sim.conn_paths_global  # (conn, paths, hops)
+    if base is None:
+        assert last is not None
+        base = base_load(world, last)
+    load = np.asarray(base, dtype=np.float64).reshape(-1)
     cap = (sim.capacity * world.decision_interval_s).reshape(-1)
     inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf)
     inst = sim.unit_inst[sim.conn_unit]
@@ -186,7 +226,7 @@ def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
         return np.where(cap > 0, load / np.where(cap > 0, cap, 1), np.where(load > 0, np.inf, 0.0))
 
 
-def lp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | None = None) -> np.ndarray:
     """Min-max offered utilisation over candidate paths (per instance, HiGHS), of the peak demand of
     :func:`connection_peak_rate`: the routing under which the worst moment (every job communicating
     at once) loads the fabric least.
@@ -199,6 +239,9 @@ def lp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     "Optimal" is meant for this objective (offered peak load of the jobs' traffic, background fixed on
     ECMP), not for GPU utilisation: a policy can beat it on GPU utilisation (a negative gap to the LP),
     e.g. by steering background traffic through switch weights, or by exploiting the timing of phases.
+
+    ``fixed_rate`` (batch, links), bytes/s, replaces the load of the connections the LP does not route
+    (background at its scheduled rate on its ECMP paths) by a forecast (see ``agents.predictive``).
     """
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack
@@ -221,6 +264,8 @@ def lp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
         m = pths >= 0
         fw = (split[fixed_sel] * d[fixed_sel][:, None])[:, :, None] * m
         fixed = np.bincount(pths[m], weights=fw[m], minlength=L)
+        if fixed_rate is not None:
+            fixed = np.asarray(fixed_rate[b], dtype=np.float64)
         cap = sim.capacity[b]
         usable = cap > 0
         scale = np.where(usable, 1.0 / np.where(usable, cap, 1.0), 0.0)
@@ -271,7 +316,28 @@ def lp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     return split
 
 
-POLICIES: dict[str, Policy] = {"ecmp": ecmp, "spray": spray, "wcmp": wcmp, "greedy": greedy, "lp": lp}
+POLICIES: dict[str, Policy] = {
+    "ecmp": ecmp,
+    "spray": spray,
+    "wcmp": wcmp,
+    "greedy": greedy,
+    "lp": lp,
+    "spray+bg": spray_all,
+    "wcmp+bg": wcmp_all,
+}
+
+#: The traffic each policy routes: ``"none"`` (static hashing of everything), ``"jobs"`` (the jobs'
+#: connections, background on static ECMP: what ``greedy``, ``lp`` and agents in the ``split`` and
+#: ``path`` action modes can control) or ``"jobs+bg"`` (background too: the ``ecmp_weights`` mode).
+CONTROLS: dict[str, str] = {
+    "ecmp": "none",
+    "spray": "jobs",
+    "wcmp": "jobs",
+    "greedy": "jobs",
+    "lp": "jobs",
+    "spray+bg": "jobs+bg",
+    "wcmp+bg": "jobs+bg",
+}
 
 
 def get_policy(name: str) -> Policy:

@@ -160,6 +160,43 @@ def test_lp_offered_max_utilization_is_never_above_another_baseline(family: str)
             core.step_split(engine_split("greedy", core))
 
 
+def test_job_only_baselines_leave_background_on_ecmp_and_bg_variants_move_it() -> None:
+    # periodic-interference: a checkpoint background of 16 connections and a half-rate link
+    core = core_for("periodic-interference", "split", batch=2)
+    advance(core, 4)  # into the checkpoint burst (steps 3-4)
+    w, sim = core.world, core.world.sim
+    ctrl = np.zeros(sim.n_conns, dtype=bool)
+    ctrl[w.slot_conn[w.slot_mask]] = True
+    bg = ~ctrl
+    assert bg.sum() == 2 * 16 and (sim.conn_npaths[bg] > 1).sum() == 2 * 12  # 4 stay on their leaf
+    ecmp = w.default_split()
+    for name in ("spray", "wcmp", "spray+bg", "wcmp+bg"):
+        split = engine_split(name, core)
+        np.testing.assert_allclose(split.sum(axis=1), 1.0)
+        moved = np.abs(split[bg] - ecmp[bg]).max(axis=1) > 1e-12
+        if name.endswith("+bg"):
+            assert moved.any(), name
+            # on the job connections both variants agree
+            np.testing.assert_allclose(split[ctrl], engine_split(name[:-3], core)[ctrl])
+        else:
+            assert not moved.any(), name
+    # spray on the jobs: even over the live paths, one per path (1 / n)
+    s = engine_split("spray", core)[ctrl]
+    live = w.live_paths()[ctrl]
+    np.testing.assert_allclose(s[live], np.repeat(1.0 / live.sum(axis=1), live.sum(axis=1)))
+    assert {k: BaselineAgent(k).controls for k in BASELINES} == {
+        "ecmp": "none",
+        "spray": "jobs",
+        "wcmp": "jobs",
+        "greedy": "jobs",
+        "lp": "jobs",
+        "spray+bg": "jobs+bg",
+        "wcmp+bg": "jobs+bg",
+    }
+    assert BaselineAgent("spray", "ecmp_weights").controls == "jobs+bg"
+    assert BaselineAgent("spray+bg", "split").controls == "jobs"
+
+
 def test_spray_is_never_worse_than_ecmp_on_a_symmetric_collision() -> None:
     seeds = list(range(16))
     rewards = {}
@@ -355,6 +392,7 @@ def test_evaluate_writes_table_csv_json_and_figure_that_agree(trained, tmp_path:
         assert _cell_number(cells[4]) == pytest.approx(d["max_link_utilization"]["mean"], abs=5e-4)
         assert _cell_number(cells[5]) == pytest.approx(d["gap_to_lp"], abs=5e-4)
         assert _cell_number(cells[6]) == pytest.approx(d["gpu_utilization_vs_ecmp"]["mean"], abs=5e-4)
+        assert cells[7] == d["controls"] == {"ecmp": "none"}.get(cells[0], "jobs")
     # the CSV has the same means
     import csv
 
@@ -441,7 +479,8 @@ def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatc
 
 def test_unknown_policy_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(
-        ValueError, match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, ppo:PATH"
+        ValueError,
+        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, ppo:PATH",
     ):
         evaluate(EvalConfig(scenario=collision_scenario(), policies=["ecmp", "foo"], out=None))
     assert cli_main(["evaluate", "spine-leaf-2to1", "--policies", "ecmp,foo"]) == 2

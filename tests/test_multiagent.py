@@ -63,7 +63,7 @@ def test_equal_weights_are_spray(scenario: str) -> None:
     candidate paths), interval by interval, failures included (two-tier) or without them (fat-tree)."""
     env = ainet_gym.parallel_env(scenario=scenario, agents="all", episode_steps=12)
     ref = EnvCore(scenario, episode_steps=12)
-    spray = get_policy("spray")
+    spray = get_policy("spray+bg")  # switch weights move all traffic, background included
     for seed in (0, 5):
         env.reset(seed=seed)
         ref.reset([seed])

@@ -1,0 +1,221 @@
+"""``ainet-gym leaderboard``: every registered env id x every baseline x the shipped checkpoints.
+
+For each env id of :data:`ainet_gym.registration.ENV_IDS` (its default scenario) it evaluates every
+baseline (:data:`agents.baselines.BASELINES`), the predict-then-route baselines and, where one is
+shipped, the ``pretrained`` checkpoint, on the same held-out seeds (:data:`LEADERBOARD_SEEDS`, 1-10;
+training uses seeds >= 1,000,000), through :func:`agents.evaluate.evaluate`. It prints and writes a
+table of mean GPU utilisation with its 95% confidence interval, the traffic each policy controls, and
+the LP-normalised score
+
+    score = (policy - ECMP) / (LP - ECMP)
+
+of the mean GPU utilisations: 0 is static ECMP, 1 the LP reference (which routes only the jobs'
+traffic), above 1 beats it. Its interval is the paired CI of ``policy - ECMP`` over the episodes
+divided by ``LP - ECMP`` (the uncertainty of the denominator is left out; ``-`` when ``LP - ECMP``
+is below 0.005, where the score means nothing). Files: ``leaderboard.md``, ``leaderboard.csv``,
+``leaderboard.json`` and ``leaderboard.png`` (score per env id and policy).
+
+``--quick`` (for tests): 2 seeds and 3 intervals per episode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from agents.evaluate import EvalConfig, evaluate, parse_seeds
+from agents.registry import parse_policies
+
+__all__ = ["LEADERBOARD_SEEDS", "leaderboard", "leaderboard_main", "leaderboard_policies", "markdown"]
+
+LEADERBOARD_SEEDS: list[int] = list(range(1, 11))
+PREDICTIVE = ("predictive-greedy", "predictive-lp")
+#: below this LP - ECMP gap in GPU utilisation the normalised score is not reported
+MIN_GAP = 0.005
+
+
+def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[str]:
+    """Baselines, predictive baselines, ``pretrained`` if a checkpoint is shipped for ``scenario``,
+    then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
+    from agents.baselines import BASELINES
+    from ainet_gym.pretrained import pretrained_path
+
+    pols = [*BASELINES, *PREDICTIVE]
+    if pretrained_path(scenario) is not None:
+        pols.append("pretrained")
+    return pols + [e for e in (extra or []) if e not in pols]
+
+
+def _score(d: dict[str, Any], ecmp: float, lp: float) -> dict[str, Any]:
+    gap = lp - ecmp
+    if gap < MIN_GAP:
+        return {"mean": None, "ci95": None}
+    m = d["gpu_utilization"]["mean"]
+    v = d["gpu_utilization_vs_ecmp"] or {}
+    ci = v.get("ci95")
+    return {"mean": (m - ecmp) / gap, "ci95": None if ci is None else [ci[0] / gap, ci[1] / gap]}
+
+
+def leaderboard(
+    env_ids: list[str] | None = None,
+    seeds: list[int] | None = None,
+    steps: int | None = None,
+    progress: bool = True,
+    extra: list[str] | None = None,
+) -> dict[str, Any]:
+    """Evaluate every env id (default: all registered) and return the leaderboard JSON; ``extra``
+    policy strings are evaluated beside the baselines on every env id.
+
+    Raises
+    ------
+    ValueError
+        If an env id is not registered.
+    """
+    from ainet_gym.registration import ENV_IDS
+
+    ids = list(ENV_IDS) if env_ids is None else list(env_ids)
+    for i in ids:
+        if i not in ENV_IDS:
+            raise ValueError(f"env id {i!r}: not registered; allowed: {', '.join(ENV_IDS)}")
+    seeds = list(LEADERBOARD_SEEDS if seeds is None else seeds)
+    rows: list[dict[str, Any]] = []
+    runs: dict[str, Any] = {}
+    for env_id in ids:
+        scenario = ENV_IDS[env_id]
+        t0 = time.time()
+        res = evaluate(
+            EvalConfig(
+                scenario, policies=leaderboard_policies(scenario, extra), seeds=seeds, steps=steps, out=None
+            )
+        )
+        pol = res["policies"]
+        ecmp, lp = pol["ecmp"]["gpu_utilization"]["mean"], pol["lp"]["gpu_utilization"]["mean"]
+        for name, d in pol.items():
+            rows.append(
+                {
+                    "env_id": env_id,
+                    "scenario": scenario,
+                    "policy": name,
+                    "controls": d["controls"],
+                    "gpu_utilization": d["gpu_utilization"],
+                    "p99_step_time_ratio": d["p99_step_time_ratio"],
+                    "lp_normalized_score": _score(d, ecmp, lp),
+                }
+            )
+        runs[env_id] = {"steps": res["steps"], "seconds": time.time() - t0}
+        if progress:
+            print(f"{env_id} ({scenario}): {len(pol)} policies, {time.time() - t0:.0f} s", flush=True)
+    return {"seeds": seeds, "steps": steps, "env_ids": runs, "rows": rows, "files": {}}
+
+
+def _ci(d: dict[str, Any], nd: int = 3) -> str:
+    if d.get("mean") is None:
+        return "-"
+    s = f"{d['mean']:.{nd}f}"
+    if d.get("ci95"):
+        s += " [" + ", ".join(f"{x:.{nd}f}" for x in d["ci95"]) + "]"
+    return s
+
+
+def markdown(board: dict[str, Any]) -> str:
+    """The leaderboard as a markdown table (rows grouped by env id, best score first)."""
+    head = [
+        "env id",
+        "policy",
+        "controls",
+        "GPU util [95% CI]",
+        "LP-normalised score [95% CI]",
+        "p99 step / ideal",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---:|"]
+    by_env: dict[str, list[dict[str, Any]]] = {}
+    for r in board["rows"]:
+        by_env.setdefault(r["env_id"], []).append(r)
+    for env_id, rows in by_env.items():
+        rows = sorted(rows, key=lambda r: -(r["gpu_utilization"]["mean"] or 0.0))
+        for r in rows:
+            p99 = "-" if r["p99_step_time_ratio"] is None else f"{r['p99_step_time_ratio']:.2f}"
+            lines.append(
+                f"| {env_id} | {r['policy']} | {r['controls']} | {_ci(r['gpu_utilization'])} | "
+                f"{_ci(r['lp_normalized_score'], 2)} | {p99} |"
+            )
+    return "\n".join(lines)
+
+
+def plot(board: dict[str, Any], path: Path) -> None:
+    """Grouped bars: GPU utilisation (mean, 95% CI) per env id and policy."""
+    import matplotlib
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    envs = list(dict.fromkeys(r["env_id"] for r in board["rows"]))
+    pols = list(dict.fromkeys(r["policy"] for r in board["rows"]))
+    fig = Figure(figsize=(max(8, 1.6 * len(envs) * max(1, len(pols) / 6)), 4.8), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    width = 0.8 / len(pols)
+    cmap = matplotlib.colormaps["tab20"]
+    for j, p in enumerate(pols):
+        xs, ys, lo, hi = [], [], [], []
+        for i, e in enumerate(envs):
+            r = next((r for r in board["rows"] if r["env_id"] == e and r["policy"] == p), None)
+            if r is None or r["gpu_utilization"]["mean"] is None:
+                continue
+            g = r["gpu_utilization"]
+            xs.append(i + (j - (len(pols) - 1) / 2) * width)
+            ys.append(g["mean"])
+            c = g["ci95"] or [g["mean"], g["mean"]]
+            lo.append(g["mean"] - c[0])
+            hi.append(c[1] - g["mean"])
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=p, color=cmap(j % 20))
+    ax.set_xticks(np.arange(len(envs)), [e.split("/")[-1] for e in envs])
+    ax.set_ylabel("GPU utilisation (mean, 95% CI)")
+    ax.set_ylim(0, 1)
+    ax.legend(ncol=min(6, len(pols)), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    ax.set_title(f"ainet-gym leaderboard: held-out seeds {','.join(map(str, board['seeds']))}", fontsize=9)
+    fig.savefig(path, dpi=110)
+
+
+def write(board: dict[str, Any], out: Path) -> dict[str, str]:
+    """leaderboard.md, .csv, .json and .png in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {k: str(out / f"leaderboard.{k}") for k in ("md", "csv", "json", "png")}
+    board["files"] = files
+    Path(files["md"]).write_text(markdown(board) + "\n")
+    with open(files["csv"], "w", newline="") as fh:
+        wr = csv.writer(fh)
+        wr.writerow(["env_id", "scenario", "policy", "controls", "gpu_utilization_mean", "gpu_ci95_lo",
+                     "gpu_ci95_hi", "lp_normalized_score", "p99_step_time_ratio"])  # fmt: skip
+        for r in board["rows"]:
+            g = r["gpu_utilization"]
+            ci = g["ci95"] or [None, None]
+            row = [r["env_id"], r["scenario"], r["policy"], r["controls"], g["mean"], *ci,
+                   r["lp_normalized_score"]["mean"], r["p99_step_time_ratio"]]  # fmt: skip
+            wr.writerow(["" if x is None else x for x in row])
+    Path(files["json"]).write_text(json.dumps(board, indent=1) + "\n")
+    plot(board, Path(files["png"]))
+    return files
+
+
+def leaderboard_main(args: argparse.Namespace) -> int:
+    """Entry point of ``ainet-gym leaderboard``."""
+    seeds = parse_seeds(args.seeds) if args.seeds else ([1, 2] if args.quick else None)
+    steps = args.steps if args.steps is not None else (3 if args.quick else None)
+    ids = [s.strip() for s in args.env_ids.split(",") if s.strip()] if args.env_ids else None
+    extra = parse_policies(args.policies) if args.policies else None
+    board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra)
+    write(board, Path(args.out))
+    if args.json:
+        print(json.dumps(board))
+        return 0
+    print()
+    print(f"held-out seeds {','.join(map(str, board['seeds']))}; score = (policy - ECMP) / (LP - ECMP)")
+    print(markdown(board))
+    f = board["files"]
+    print(f"wrote {f['md']}, {f['csv']}, {f['json']}; figure: {f['png']}")
+    return 0

@@ -1,0 +1,343 @@
+"""Predict-then-route baselines (DOTE-style, not RL): ``predictive-greedy`` and ``predictive-lp``.
+
+The reactive router (``greedy``) routes on the *last* interval's measured load and the LP on the
+background scheduled for the next interval at its nominal rate; neither learns how the load of the
+traffic they do not route evolves. These baselines fit a small linear model on training episodes
+(seeds >= 1,000,000, never the evaluation seeds) that forecasts, for every link, the next interval's
+*base load* (utilisation of the link by the traffic the router does not place: background and
+single-path transfers; the jobs' multi-path connections are what the router places), then run the
+greedy placement or the min-max LP on the forecast instead.
+
+Model (:class:`LinkForecaster`), one least-squares fit per link tier (``nic``, ``leaf_spine``,
+``storage``, ...), coefficients shared by every link of the tier (so a fit transfers across ECMP
+hash seeds and placements), features of link ``l`` at decision ``t``:
+
+- ``H`` lags of its base utilisation (intervals ``t-1 ... t-H``; measured bytes minus the offered load
+  of the placed connections, over nominal capacity x interval);
+- the offered utilisation of the background scheduled for interval ``t`` on its current (ECMP) paths,
+  and the same for interval ``t-1`` (the schedule is part of the observation: ``scheduled_next``);
+- a constant.
+
+Target: the base utilisation of interval ``t``. Ridge-regularised normal equations (``ridge``),
+solved once per tier. :func:`forecast_error` compares it with the last-value forecast (``base(t) =
+base(t-1)``) on held-out seeds; ``tests/test_predictive.py`` checks that it is lower.
+
+Training command (prints the fit and the held-out error; the agents refit the same model, with the
+same defaults, when they first see a scenario, a few seconds)::
+
+    python -m agents.predictive periodic-interference --train-seeds 8 --eval-seeds 1-10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agents.registry import register_agent
+from ainet_gym.policies import _controlled, base_load, connection_demand, get_policy, greedy, lp
+
+if TYPE_CHECKING:
+    from ainet_gym.env import EnvCore
+    from ainet_gym.world import FabricWorld
+
+__all__ = [
+    "TRAIN_SEED_BASE",
+    "FitConfig",
+    "LinkForecaster",
+    "PredictiveAgent",
+    "collect",
+    "fit",
+    "forecast_error",
+]
+
+#: training episodes use seeds TRAIN_SEED_BASE + i (the evaluation seeds are small integers).
+TRAIN_SEED_BASE = 1_000_000
+
+
+@dataclass
+class FitConfig:
+    """How the forecaster is fitted (every field a documented, overridable parameter)."""
+
+    train_seeds: int = 8
+    """Training episodes (seeds ``TRAIN_SEED_BASE + i``)."""
+    history: int = 4
+    """Lags of base utilisation per link (H)."""
+    ridge: float = 1e-6
+    """Ridge penalty on the normal equations (relative to the mean diagonal)."""
+    data_policy: str = "spray"
+    """Routing of the jobs while the training data is collected (a job-only baseline, so that the
+    background stays on ECMP, as under the predictive routers)."""
+    steps: int | None = None
+    """Intervals per training episode (default: those of the evaluated episodes)."""
+
+
+def _nominal_bytes(world: FabricWorld) -> np.ndarray:
+    """(links,) nominal capacity x interval, bytes (1 where the capacity is 0)."""
+    c = world.fabric.capacity_bps * world.decision_interval_s
+    return np.where(c > 0, c, 1.0)
+
+
+def background_offered(world: FabricWorld) -> np.ndarray:
+    """(batch, links) offered utilisation of the traffic not placed by the router (background at its
+    scheduled rate for the next interval, single-path transfers) on the current split's paths."""
+    sim = world.sim
+    assert sim is not None
+    B, L = world.batch, world.fabric.n_links
+    d = connection_demand(world)
+    placed = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
+    d = np.where(placed, 0.0, d)
+    paths = sim.conn_paths_global
+    mask = paths >= 0
+    w = (world.default_split() * d[:, None])[:, :, None] * mask
+    load = np.bincount(paths[mask], weights=w[mask], minlength=B * L).reshape(B, L)
+    return load / _nominal_bytes(world)
+
+
+class LinkForecaster:
+    """Per-tier linear forecast of each link's next-interval base utilisation (see the module doc)."""
+
+    def __init__(self, tiers: np.ndarray, coef: np.ndarray, history: int) -> None:
+        self.tiers = np.asarray(tiers, dtype=np.int64)  # (links,) tier index of each link
+        self.coef = np.asarray(coef, dtype=np.float64)  # (n_tiers, F)
+        self.history = int(history)
+
+    @property
+    def n_features(self) -> int:
+        return self.history + 3
+
+    @staticmethod
+    def features(hist: np.ndarray, bg_next: np.ndarray, bg_prev: np.ndarray) -> np.ndarray:
+        """(batch, links, H + 3) from the lags ``hist`` (batch, H, links), newest first, and the
+        scheduled background utilisation of the next and the last interval (batch, links)."""
+        B, H, L = hist.shape
+        return np.concatenate(
+            [hist.transpose(0, 2, 1), bg_next[..., None], bg_prev[..., None], np.ones((B, L, 1))], axis=2
+        )
+
+    def predict(self, hist: np.ndarray, bg_next: np.ndarray, bg_prev: np.ndarray) -> np.ndarray:
+        """(batch, links) forecast base utilisation (>= 0)."""
+        x = self.features(hist, bg_next, bg_prev)
+        return np.maximum(np.einsum("blf,lf->bl", x, self.coef[self.tiers]), 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"history": self.history, "coef": self.coef.tolist(), "tiers": self.tiers.tolist()}
+
+
+def collect(
+    scenario: Any, seeds: list[int], data_policy: str = "spray", steps: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Run one episode per seed (batched) under ``data_policy``; returns the base utilisation
+    (batch, T, links) of each interval, the background offered for it (batch, T, links) and the
+    link tiers (links,)."""
+    from ainet_gym.env import EnvCore
+
+    core = EnvCore(scenario, batch=len(seeds), episode_steps=steps)
+    core.reset(list(seeds))
+    w = core.world
+    pol = get_policy(data_policy)
+    T, B, L = core.episode_steps, core.batch, w.fabric.n_links
+    base = np.zeros((B, T, L))
+    bg = np.zeros((B, T, L))
+    for t in range(T):
+        bg[:, t] = background_offered(w)
+        core.step_split(pol(w, core.last_result))
+        last = core.last_result
+        assert last is not None
+        base[:, t] = base_load(w, last) / _nominal_bytes(w)
+    return base, bg, w.fabric.link_tier.copy()
+
+
+def _design(base: np.ndarray, bg: np.ndarray, H: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features (batch, T, links, F), targets (batch, T, links) and last-value forecasts of every
+    interval, lags before the first interval zero."""
+    B, T, L = base.shape
+    pad = np.concatenate([np.zeros((B, H, L)), base], axis=1)  # pad[:, H + t] = base[:, t]
+    lags = np.stack([pad[:, H - k : H - k + T] for k in range(1, H + 1)], axis=2)  # (B, T, H, L)
+    bg_prev = np.concatenate([np.zeros((B, 1, L)), bg[:, :-1]], axis=1)
+    x = np.concatenate(
+        [lags.transpose(0, 1, 3, 2), bg[..., None], bg_prev[..., None], np.ones((B, T, L, 1))], axis=3
+    )
+    return x, base, lags[:, :, 0]
+
+
+def fit(scenario: Any, cfg: FitConfig | None = None) -> LinkForecaster:
+    """Fit the forecaster on ``cfg.train_seeds`` training episodes of ``scenario``.
+
+    Raises
+    ------
+    ValueError
+        On a bad configuration (seeds, history, ridge, data policy).
+    """
+    cfg = cfg or FitConfig()
+    if not isinstance(cfg.train_seeds, int) or cfg.train_seeds < 1:
+        raise ValueError(f"train_seeds = {cfg.train_seeds!r}: must be an integer >= 1")
+    if not isinstance(cfg.history, int) or cfg.history < 1:
+        raise ValueError(f"history = {cfg.history!r}: must be an integer >= 1")
+    if not cfg.ridge >= 0:
+        raise ValueError(f"ridge = {cfg.ridge!r}: must be >= 0")
+    seeds = [TRAIN_SEED_BASE + i for i in range(cfg.train_seeds)]
+    base, bg, tiers = collect(scenario, seeds, cfg.data_policy, cfg.steps)
+    x, y, _ = _design(base, bg, cfg.history)
+    return LinkForecaster(tiers, solve_per_tier(x, y, tiers, cfg.ridge), cfg.history)
+
+
+def solve_per_tier(x: np.ndarray, y: np.ndarray, tiers: np.ndarray, ridge: float = 0.0) -> np.ndarray:
+    """Least-squares coefficients (n_tiers, F) pooled over the links of each tier, from features
+    ``x`` (batch, T, links, F) and targets ``y`` (batch, T, links); ``ridge`` times the mean diagonal
+    of each tier's normal matrix is added to it (0: ordinary least squares)."""
+    F = x.shape[-1]
+    n_tiers = int(tiers.max()) + 1
+    xt = x.transpose(2, 0, 1, 3).reshape(tiers.size, -1, F)  # (links, samples, F)
+    yt = y.transpose(2, 0, 1).reshape(tiers.size, -1)
+    xtx = np.einsum("lsf,lsg->lfg", xt, xt)
+    xty = np.einsum("lsf,ls->lf", xt, yt)
+    A = np.zeros((n_tiers, F, F))
+    b = np.zeros((n_tiers, F))
+    np.add.at(A, tiers, xtx)
+    np.add.at(b, tiers, xty)
+    lam = ridge * np.maximum(np.trace(A, axis1=1, axis2=2) / F, 1e-12)
+    A += (lam[:, None, None] + 1e-12) * np.eye(F)[None]  # tiers without samples: 0 coefficients
+    return np.linalg.solve(A, b[..., None])[..., 0]
+
+
+def forecast_error(
+    model: LinkForecaster, scenario: Any, seeds: list[int], data_policy: str = "spray"
+) -> dict:
+    """Root-mean-square error of the model and of the last-value forecast of the base utilisation of
+    the network links, over every interval of one episode per held-out seed (run under
+    ``data_policy``); also the error during intervals where the scheduled background changes."""
+    from ainet_gym.scenario import load_scenario
+    from ainet_gym.world import FabricWorld
+
+    sc = load_scenario(scenario)
+    base, bg, _ = collect(sc, seeds, data_policy)
+    x, y, last = _design(base, bg, model.history)
+    pred = np.maximum(np.einsum("btlf,lf->btl", x, model.coef[model.tiers]), 0.0)
+    net = FabricWorld(sc, batch=1).fabric.network_links
+    bg_prev = np.concatenate([np.zeros_like(bg[:, :1]), bg[:, :-1]], axis=1)
+    change = (np.abs(bg - bg_prev) > 1e-9)[..., net]
+    e_m, e_l = (pred - y)[..., net], (last - y)[..., net]
+
+    def rmse(e: np.ndarray) -> float:
+        return float(np.sqrt(np.mean(e**2))) if e.size else float("nan")
+
+    return {
+        "model_rmse": rmse(e_m),
+        "last_value_rmse": rmse(e_l),
+        "model_rmse_when_schedule_changes": rmse(e_m[change]),
+        "last_value_rmse_when_schedule_changes": rmse(e_l[change]),
+        "samples": int(e_m.size),
+    }
+
+
+_CACHE: dict[tuple, LinkForecaster] = {}
+
+
+def fitted(core: EnvCore, cfg: FitConfig | None = None) -> LinkForecaster:
+    """The forecaster of ``core``'s scenario under ``cfg`` (fitted once per process and scenario, on
+    training episodes as long as ``core``'s unless ``cfg.steps`` says otherwise)."""
+    cfg = cfg or FitConfig()
+    sc = core.scenario
+    steps = cfg.steps or core.episode_steps  # training episodes as long as the evaluated ones
+    key = (repr(sc), cfg.train_seeds, cfg.history, cfg.ridge, cfg.data_policy, steps)
+    if key not in _CACHE:
+        _CACHE[key] = fit(sc, FitConfig(cfg.train_seeds, cfg.history, cfg.ridge, cfg.data_policy, steps))
+    return _CACHE[key]
+
+
+class PredictiveAgent:
+    """Greedy placement or the min-max LP on the forecast base load (engine level, job traffic)."""
+
+    level = "engine"
+    controls = "jobs"
+
+    def __init__(self, router: str, cfg: FitConfig | None = None) -> None:
+        if router not in ("greedy", "lp"):
+            raise ValueError(f"router = {router!r}: allowed: greedy, lp")
+        self.router = router
+        self.name = f"predictive-{router}"
+        self.env_kwargs: dict[str, Any] = {}
+        self.cfg = cfg or FitConfig()
+        self.model: LinkForecaster | None = None
+
+    def check(self, core: EnvCore) -> None:
+        self.model = fitted(core, self.cfg)
+        if self.model.tiers.shape[0] != core.world.fabric.n_links:
+            raise ValueError(f"{self.name}: the forecaster was fitted on another fabric")
+
+    def reset(self, core: EnvCore) -> None:
+        if self.model is None:
+            self.check(core)
+        assert self.model is not None
+        L = core.world.fabric.n_links
+        self.hist = np.zeros((core.batch, self.model.history, L))
+        self.bg_prev = np.zeros((core.batch, L))
+
+    def forecast(self, core: EnvCore) -> np.ndarray:
+        """(batch, links) forecast base utilisation of the next interval; updates the lags."""
+        assert self.model is not None
+        w = core.world
+        last = core.last_result
+        if last is not None:
+            self.hist = np.roll(self.hist, 1, axis=1)
+            self.hist[:, 0] = base_load(w, last) / _nominal_bytes(w)
+        bg_next = background_offered(w)
+        out = self.model.predict(self.hist, bg_next, self.bg_prev)
+        self.bg_prev = bg_next
+        return out
+
+    def act(self, core: EnvCore, obs: Any) -> np.ndarray:
+        w = core.world
+        u = self.forecast(core)
+        nominal = _nominal_bytes(w)
+        if self.router == "greedy":
+            return greedy(w, core.last_result, base=u * nominal)
+        return lp(w, core.last_result, fixed_rate=u * nominal / w.decision_interval_s)
+
+
+register_agent(
+    "predictive-greedy",
+    lambda arg: PredictiveAgent("greedy"),
+    description="greedy placement on a least-squares forecast of each link's next-interval load",
+    overwrite=True,
+)
+register_agent(
+    "predictive-lp",
+    lambda arg: PredictiveAgent("lp"),
+    description="min-max LP on a least-squares forecast of each link's next-interval load",
+    overwrite=True,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
+    from agents.evaluate import parse_seeds
+    from ainet_gym.topology import TIERS
+
+    p = argparse.ArgumentParser(prog="python -m agents.predictive", description=__doc__.split("\n")[0])
+    p.add_argument("scenario")
+    p.add_argument("--train-seeds", type=int, default=FitConfig.train_seeds)
+    p.add_argument("--history", type=int, default=FitConfig.history)
+    p.add_argument("--eval-seeds", default="1-10", help="held-out seeds for the forecast error")
+    p.add_argument("--out", default=None, help="write the coefficients and errors as JSON")
+    a = p.parse_args(argv)
+    model = fit(a.scenario, FitConfig(train_seeds=a.train_seeds, history=a.history))
+    err = forecast_error(model, a.scenario, parse_seeds(a.eval_seeds))
+    present = sorted(set(model.tiers.tolist()))
+    names = [f"lag{k}" for k in range(1, model.history + 1)] + ["bg_next", "bg_prev", "const"]
+    print(f"{'tier':<12}" + "".join(f"{n:>9}" for n in names))
+    for t in present:
+        print(f"{TIERS[t]:<12}" + "".join(f"{c:>9.3f}" for c in model.coef[t]))
+    print(json.dumps(err))
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump({"scenario": a.scenario, "model": model.to_json(), "error": err}, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

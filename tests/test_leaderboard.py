@@ -1,0 +1,126 @@
+"""Shipped checkpoints (policy weights only) and ``ainet-gym leaderboard --quick``."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.baselines import BASELINES
+from agents.evaluate import EvalConfig, evaluate
+from agents.pretrained import DROPPED_MEMBERS, export_checkpoint, load_policy_only
+from agents.sb3_agents import SB3Agent
+from agents.train import TrainConfig, train
+from ainet_gym.env import EnvCore
+from ainet_gym.pretrained import list_pretrained
+from ainet_gym.registration import ENV_IDS
+from tests._scenarios import small_spine_leaf
+
+
+def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(tmp_path: Path) -> None:
+    cfg = TrainConfig(
+        scenario=small_spine_leaf(),
+        timesteps=64,
+        n_envs=2,
+        logdir=tmp_path,
+        out=tmp_path / "model.zip",
+        progress=False,
+        hyperparameters={"n_steps": 16, "batch_size": 16, "n_epochs": 2},
+    )
+    res = train(cfg)
+    dst = export_checkpoint(
+        res.model_path, "small", "ainet-gym train small --timesteps 64", tmp_path / "s.zip"
+    )
+    with zipfile.ZipFile(res.model_path) as z:
+        full = set(z.namelist())
+    with zipfile.ZipFile(dst) as z:
+        kept = set(z.namelist())
+        meta = json.loads(z.read("ainet_gym.json"))
+    assert set(DROPPED_MEMBERS) <= full and not (set(DROPPED_MEMBERS) & kept)
+    assert {"data", "policy.pth", "ainet_gym.json"} <= kept
+    assert meta["command"] == "ainet-gym train small --timesteps 64" and meta["algo"] == "ppo"
+    assert dst.stat().st_size < 0.6 * Path(res.model_path).stat().st_size  # Adam state is 2x the weights
+    # the policy-only model acts exactly like the full one
+    full_agent = SB3Agent(res.model_path)
+    model, _ = load_policy_only(dst)
+    core = EnvCore(small_spine_leaf(), batch=4)
+    obs, _ = core.reset([1, 2, 3, 4])
+    for _ in range(3):
+        a_full = full_agent.act(core, obs)
+        a_ship, _ = model.predict(obs, deterministic=True)
+        np.testing.assert_array_equal(a_full, a_ship)
+        obs, *_ = core.step(a_full)
+
+
+def test_shipped_checkpoints_are_small_record_their_command_and_evaluate() -> None:
+    shipped = list_pretrained()
+    assert "periodic-interference" in shipped
+    for name, meta in shipped.items():
+        assert meta["size_bytes"] < 3e6, name
+        assert meta["command"].startswith(f"ainet-gym train {name} "), meta["command"]
+        assert meta["scenario"] == name and meta["algo"]
+    res = evaluate(EvalConfig("periodic-interference", policies=["pretrained"], seeds=[1], steps=2, out=None))
+    p = res["policies"]["pretrained"]
+    assert 0.0 < p["gpu_utilization"]["mean"] <= 1.0
+    assert p["controls"] == (
+        "jobs+bg" if shipped["periodic-interference"]["action_mode"] == "ecmp_weights" else "jobs"
+    )
+
+
+def test_pretrained_without_a_shipped_checkpoint_is_a_clear_error() -> None:
+    with pytest.raises(
+        ValueError, match=r"no checkpoint is shipped for scenario 'small'; shipped: .*periodic"
+    ):
+        evaluate(EvalConfig(small_spine_leaf(), policies=["pretrained"], seeds=[1], steps=1, out=None))
+
+
+def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, capsys) -> None:
+    from ainet_gym.cli import main
+
+    assert main(["leaderboard", "--quick", "--out", str(tmp_path), "--json"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    shipped = list_pretrained()
+    for env_id, scenario in ENV_IDS.items():
+        rows = {r["policy"]: r for r in board["rows"] if r["env_id"] == env_id}
+        want = {*BASELINES, "predictive-greedy", "predictive-lp"} | (
+            {"pretrained"} if scenario in shipped else set()
+        )
+        assert set(rows) == want, env_id
+        e, lp = rows["ecmp"]["gpu_utilization"]["mean"], rows["lp"]["gpu_utilization"]["mean"]
+        for r in rows.values():
+            s = r["lp_normalized_score"]["mean"]
+            if lp - e < 0.005:
+                assert s is None
+            else:
+                assert s == pytest.approx((r["gpu_utilization"]["mean"] - e) / (lp - e))
+        assert rows["ecmp"]["controls"] == "none" and rows["spray+bg"]["controls"] == "jobs+bg"
+    for k in ("md", "csv", "json", "png"):
+        assert (tmp_path / f"leaderboard.{k}").stat().st_size > 0
+    assert (tmp_path / "leaderboard.png").read_bytes()[:4] == b"\x89PNG"
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert md.count("\n") == len(board["rows"]) + 2
+
+
+def test_demo_comparison_says_beats_only_when_the_intervals_separate() -> None:
+    from agents.demo import comparison
+
+    def pol(m: float, lo: float, hi: float, controls: str = "jobs") -> dict:
+        return {"gpu_utilization": {"mean": m, "ci95": [lo, hi]}, "controls": controls}
+
+    result = {
+        "policies": {
+            "ppo": pol(0.70, 0.69, 0.71, "jobs+bg"),
+            "spray": pol(0.55, 0.54, 0.56),
+            "greedy": pol(0.695, 0.68, 0.70),  # touches the CI: not "beats"
+            "lp": pol(0.75, 0.74, 0.76),
+        }
+    }
+    lines = comparison(result).splitlines()
+    assert lines[0].startswith("ppo (controls jobs+bg): GPU utilisation 0.700 [0.690, 0.710]")
+    assert lines[1].split()[0] == "beats" and "spray" in lines[1] and "+0.150" in lines[1]
+    assert lines[2].split()[0] == "overlaps" and "greedy" in lines[2]
+    assert lines[3].startswith("  loses to") and "lp" in lines[3]
+    assert len(lines) == 4  # only the baselines present
