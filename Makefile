@@ -10,7 +10,7 @@ TORCH_INDEX_URL ?=
 # Extra flags for `ainet-gym demo` (CI runs `make demo DEMO_ARGS=--quick`).
 DEMO_ARGS ?=
 
-.PHONY: venv install install-dev demo check test bench lint check-rllib
+.PHONY: venv install install-dev demo check test bench lint check-rllib install-ns3 test-ns3 crosscheck
 
 venv:
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ ! -x "$(PYTHON)" ]; then \
@@ -57,3 +57,16 @@ check-rllib:
 		else $(RLLIB_PYTHON) -m pip install --quiet "torch==2.13.0" || $(RLLIB_PYTHON) -m pip install --quiet "torch>=2.3"; fi
 	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
 	$(RLLIB_PYTHON) -m pytest -q tests/test_rllib.py
+
+# Optional ns-3 cross-check (README "Fidelity"): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
+# cppyy compiles parts at install, so a C++ compiler must be present). Use a venv of its own.
+install-ns3: install-dev
+	$(PIP) install --quiet -e ".[rl,dev,ns3]"
+
+# The cross-check's tests with ns-3 (the smallest case runs in ns-3; skipped where the extra is missing).
+test-ns3:
+	$(PYTHON) -m pytest -q tests/test_crosscheck.py
+
+# The calibration table of README "Fidelity": every case under ecmp, spray and lp, fluid vs ns-3.
+crosscheck:
+	$(PYTHON) -c "import sys; from ainet_gym.crosscheck import main; sys.exit(main())" --out crosscheck-results.json
