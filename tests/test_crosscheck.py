@@ -1,5 +1,5 @@
 """The ns-3 cross-check: refusals and routing decisions (always), the smallest case against ns-3 (with the
-optional extra ``ns3``; skipped without it). ``make test-ns3`` runs this file in a venv with the extra."""
+optional extra ``ns3``; skipped without it). ``make check-ns3`` runs this file in a venv with the extra."""
 
 from __future__ import annotations
 
