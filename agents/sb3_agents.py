@@ -161,6 +161,25 @@ def space_signature(space: Any) -> dict[str, Any]:
     return {"kind": type(space).__name__, "shape": list(space.shape)}
 
 
+def check_fit(
+    what: str,
+    path: str | os.PathLike,
+    meta: dict[str, Any],
+    scenario: str,
+    want: tuple,
+    got: tuple,
+    noun: str = "",
+) -> None:
+    """Raise ``ValueError`` if a saved policy's (observation, action) signature ``want`` differs from the
+    env's ``got``, naming the file, the scenario it was trained on and both signatures."""
+    if want != got:
+        raise ValueError(
+            f"{what} {str(path)!r} does not fit scenario {scenario!r}: it was trained on "
+            f"{meta.get('scenario', '?')!r} with {noun}observations {want[0]} and actions {want[1]}; "
+            f"this scenario gives {noun}observations {got[0]} and actions {got[1]}"
+        )
+
+
 def save_model(model: BaseAlgorithm, path: str | os.PathLike, meta: dict[str, Any]) -> Path:
     """Save ``model`` to ``path`` (.zip appended if missing) with ``meta`` as ``ainet_gym.json``."""
     p = Path(path)
@@ -457,15 +476,8 @@ class SB3Agent:
         }
 
     def check(self, core: EnvCore) -> None:
-        want_obs, want_act = _signature_of_model(self.model)
-        got_obs, got_act = space_signature(core.observation_space), space_signature(core.action_space)
-        if (want_obs, want_act) != (got_obs, got_act):
-            trained = self.meta.get("scenario", "?")
-            raise ValueError(
-                f"model {str(self.path)!r} does not fit scenario {core.scenario.name!r}: it was trained on "
-                f"{trained!r} with observations {want_obs} and actions {want_act}; this scenario gives "
-                f"observations {got_obs} and actions {got_act}"
-            )
+        got = (space_signature(core.observation_space), space_signature(core.action_space))
+        check_fit("model", self.path, self.meta, core.scenario.name, _signature_of_model(self.model), got)
 
     def reset(self, core: EnvCore) -> None:
         return None
