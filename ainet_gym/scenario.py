@@ -1534,6 +1534,14 @@ def list_scenarios() -> list[tuple[str, str]]:
 
 
 def _resolve(arg: str | os.PathLike) -> Path:
+    if not os.fspath(arg).strip():
+        raise ScenarioError(
+            "<empty>",
+            "",
+            "the scenario name is empty",
+            "a path to a YAML file, or a shipped scenario name",
+            arg,
+        )
     path = Path(arg).expanduser()
     if path.is_file():
         return path
