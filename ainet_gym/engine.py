@@ -386,6 +386,8 @@ class BatchSim:
         self.conn_unit = np.repeat(np.arange(U), n_cn)
         self.conn_key = cat("conn_key", np.int64)
         self.conn_src = cat("conn_src", np.int64)  # (conns,) source endpoint
+        self.conn_dst = cat("conn_dst", np.int64)  # (conns,) destination endpoint
+        self.unit_nconns = n_cn  # (units,) connections of each unit
         self.conn_npaths = cat("conn_npaths", np.int64)
         P, H = self.fabric.max_paths, max_hops(self.fabric)
         paths = [u.conn_paths for u in flat]
