@@ -30,9 +30,9 @@ How the scenario becomes an ns-3 experiment:
   ECMP hashing is therefore exactly the fluid's hash.
 - **Jobs.** The fluid engine's timeline: compute, communication from ``(1 - overlap)`` of it, phases in
   order (a phase's transfers start together when the previous phase's have all been received), the next
-  iteration when compute and communication are both done. A pipelined ring is its hops as concurrent
-  transfers (no chunk-level coupling; the same time when the ring's slowest hops are the ones that share
-  links, see README "Fidelity"). Latency is the packets' own, not an alpha term.
+  iteration when compute and communication are both done. A pipelined ring is one TCP connection per hop,
+  coupled chunk by chunk as NCCL's ring is (a hop forwards a chunk of ``ring_chunk_bytes`` once it has
+  received it, one ring step ahead), so it moves at its slowest hop's pace. Latency is the packets' own, not an alpha term.
 - **Fluid side.** The same scenario with ``fabric.link_efficiency`` set to ``header_efficiency`` (TCP/IP
   headers and framing, :data:`TCP_HEADER_EFFICIENCY`), so that both simulators carry the same payload
   per wire bit. The shipped scenarios are not changed: the factor applies to the cross-check only.
@@ -114,6 +114,12 @@ class CrosscheckConfig:
         reordering triggers spurious retransmits (README "Fidelity").
     send_size
         Bytes handed to the socket per write by the bulk sender.
+    ring_chunk_bytes
+        Chunk size of a pipelined ring (NCCL's Simple protocol: a 4 MiB buffer of 8 steps, 512 KiB per
+        step). A ring's hops are coupled as NCCL couples them: one TCP connection per hop, which may send
+        a chunk only once it has received it from the previous hop, one ring step (the bytes of one of the
+        ring's ``steps``) ahead: its first step is its own data. The ring then moves at its slowest hop's
+        pace, as in the fluid model. ``None`` or 0: a ring's hops are independent bulk transfers.
     max_gpus
         Largest fabric (GPUs) accepted.
     max_steps
@@ -132,6 +138,7 @@ class CrosscheckConfig:
     spray_mode: str = "subflows"
     reorder_threshold: int = 64
     send_size: int = 14480
+    ring_chunk_bytes: int | None = 1 << 19
     max_gpus: int = 64
     max_steps: int = 8
     max_ns3_bytes: float = 4e9
@@ -166,6 +173,11 @@ def _check_supported(sc: Scenario, fabric: Fabric, steps: int, cfg: CrosscheckCo
         )
     for job in sc.jobs:
         for i, c in enumerate(job.collectives):
+            if getattr(c, "chunks", 1) != 1:
+                raise CrosscheckError(
+                    f"{where}: workload.jobs[{job.name}].collectives[{i}].chunks = {c.chunks}: chunked "
+                    "stage pipelines are not supported by the cross-check; allowed: 1"
+                )
             if c.op == "alltoall" and c.skew > 0 and c.skew_period_steps:
                 raise CrosscheckError(
                     f"{where}: workload.jobs[{job.name}].collectives[{i}].skew_period_steps = "
@@ -190,7 +202,8 @@ class _JobPlan:
     compute_s: float
     overlap: float
     start_s: float
-    phases: list[list[tuple[int, float]]]  # per phase: (global connection id, bytes)
+    # per phase, per flow: (global connection id, bytes, index of the feeding hop in the flow or -1, lag bytes)
+    phases: list[list[list[tuple[int, float, int, float]]]]
 
 
 @dataclass
@@ -276,11 +289,17 @@ def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: Crosscheck
         hosts = fabric.gpu_host[gpus].tolist()
         slots = world.slot_conn[0, world.slot_offset[j] : world.slot_offset[j] + world.slot_width[j]]
         local: dict[tuple[int, int], int] = {}
-        phases: list[list[tuple[int, float]]] = []
+        phases: list[list[list[tuple[int, float, int, float]]]] = []
         for coll in job.collectives:
             for ph in decompose(coll, len(gpus), hosts):
-                transfers = []
+                flows = []
                 for fl in ph.flows:
+                    transfers = []
+                    # a pipelined ring: hop i forwards what hop pred(i) (the one into its source) delivered,
+                    # one ring step (bytes / steps) ahead of it
+                    dst_of = {dr: i for i, (_, dr) in enumerate(fl.members)}
+                    ring = len(fl.members) > 1 and all(sr in dst_of for sr, _ in fl.members)
+                    lag = float(fl.bytes) / max(ph.steps, 1)
                     for sr, dr in fl.members:
                         key = (int(gpus[sr]), int(gpus[dr]))
                         c = int(slots[local.setdefault(key, len(local))])
@@ -293,8 +312,10 @@ def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: Crosscheck
                                 )
                             paths = fabric.paths(*key)
                             conns[c] = _Conn(key[0], key[1], paths, _ecmp_set_size(fabric, *key))
-                        transfers.append((c, float(fl.bytes)))
-                phases.append(transfers)
+                        pred = dst_of[sr] if ring else -1
+                        transfers.append((c, float(fl.bytes), pred, lag))
+                    flows.append(transfers)
+                phases.append(flows)
         if int((slots >= 0).sum()) != len(local):
             raise RuntimeError(
                 f"job {job.name!r}: {len(local)} connections rebuilt, the world has {(slots >= 0).sum()}"
@@ -465,7 +486,9 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
 
     orch = cpp.ainet_xc.Orchestrator()
     n_conn_ids = max(run.conns) + 1 if run.conns else 0
-    orch.Configure(run.interval_s, steps, n_conn_ids, cfg.send_size, cfg.wall_limit_s)
+    orch.Configure(
+        run.interval_s, steps, n_conn_ids, cfg.send_size, cfg.wall_limit_s, float(cfg.ring_chunk_bytes or 0)
+    )
     for (c, k), (kind, parts) in sorted(routing.items()):
         conn = run.conns[c]
         sn, dn = int(f.gpu_node[conn.src]), int(f.gpu_node[conn.dst])
@@ -482,8 +505,10 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         j = orch.AddJob(jp.compute_s, jp.overlap, jp.start_s)
         for ph in jp.phases:
             orch.AddPhase(j)
-            for c, b in ph:
-                orch.AddTransfer(j, c, b)
+            for fl in ph:
+                orch.AddFlow(j)
+                for c, b, pred, lag in fl:
+                    orch.AddTransfer(j, c, b, pred, lag)
     orch.Start()
     ns.Simulator.Stop(ns.Seconds(run.interval_s * steps))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -507,7 +532,7 @@ def _estimated_bytes(run: _FluidRun) -> float:
     fluid model completed, plus one."""
     total = 0.0
     for jp, it in zip(run.jobs, run.iterations):
-        per_iter = sum(b for ph in jp.phases for _, b in ph)
+        per_iter = sum(t[1] for ph in jp.phases for fl in ph for t in fl)
         total += per_iter * (int(it) + 1)
     return total
 
@@ -577,6 +602,9 @@ def crosscheck(
     cfg = config or CrosscheckConfig()
     if cfg.spray_mode not in ("packet", "subflows"):
         raise CrosscheckError(f"spray_mode = {cfg.spray_mode!r}: allowed: packet, subflows")
+    rc = cfg.ring_chunk_bytes
+    if rc is not None and (isinstance(rc, bool) or not isinstance(rc, (int, float)) or not rc >= 0):
+        raise CrosscheckError(f"ring_chunk_bytes = {rc!r}: allowed: None, 0 (no coupling) or a size > 0")
     sc = load_scenario(_resolve(scenario))
     if cfg.header_efficiency is not None:
         if not 0 < cfg.header_efficiency <= 1:
