@@ -78,6 +78,33 @@ def test_refuses_link_failures_and_bad_steps() -> None:
         crosscheck(_switch(), steps=9)
 
 
+def test_refuses_chunked_pipelines_and_bad_ring_chunk() -> None:
+    sc = _switch()
+    sc["workload"]["jobs"][0]["collectives"] = [
+        {"op": "allreduce", "algorithm": "tree", "bytes": 2e6, "chunks": 4}
+    ]
+    with pytest.raises(CrosscheckError, match=r"collectives\[0\]\.chunks = 4.*allowed: 1"):
+        crosscheck(sc)
+    for bad in (-1, "1M", True):
+        with pytest.raises(CrosscheckError, match=r"ring_chunk_bytes = .*allowed"):
+            crosscheck(_switch(), config=CrosscheckConfig(ring_chunk_bytes=bad))  # type: ignore[arg-type]
+
+
+def test_ring_plan_couples_each_hop_to_the_previous_one_step_ahead() -> None:
+    """A p-GPU ring AllReduce of S bytes (Patarasuk & Yuan 2009; NCCL): p hops, each moving 2 (p-1)/p S
+    in 2 (p-1) steps of S/p; hop r -> r+1 forwards what hop r-1 -> r delivered, S/p (one step) ahead."""
+    from ainet_gym.crosscheck import _run_fluid
+
+    p, S = 4, 2e6
+    run = _run_fluid(load_scenario(_switch(gpus=p, nbytes=S)), "ecmp", 0, 1, CrosscheckConfig())
+    ((flow,),) = run.jobs[0].phases  # one phase, one flow: the ring
+    assert len(flow) == p
+    for c, nbytes, pred, lag in flow:
+        assert nbytes == pytest.approx(2 * (p - 1) / p * S)
+        assert lag == pytest.approx(S / p)
+        assert run.conns[flow[pred][0]].dst == run.conns[c].src  # fed by the hop into its source
+
+
 def test_refuses_rail_topology() -> None:
     sc = _switch()
     sc["fabric"] = {"topology": "rail_optimized", "hosts": 2, "gpus_per_host": 2, "spines": 1}
