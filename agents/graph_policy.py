@@ -72,6 +72,7 @@ __all__ = [
     "graph_inputs",
     "knob_positions",
     "load_graph_policy",
+    "path_features",
     "save_graph_policy",
     "train",
 ]
@@ -132,7 +133,7 @@ def _build_module(cfg: GraphPolicyConfig) -> torch.nn.Module:
             d, g = cfg.hidden, N_GLOBAL
             self.cfg = cfg
             self.enc_node = _mlp(4 + g, d, d)
-            self.enc_edge = _mlp(cfg.history + 2 + g, d, d)
+            self.enc_edge = _mlp(cfg.history + 2 + N_PATH_FEATURES + g, d, d)
             self.edge_upd = nn.ModuleList([_mlp(3 * d, d, d) for _ in range(cfg.rounds)])
             self.node_upd = nn.ModuleList([_mlp(3 * d, d, d) for _ in range(cfg.rounds)])
             self.actor = _mlp(3 * d, d, 1)
@@ -143,7 +144,7 @@ def _build_module(cfg: GraphPolicyConfig) -> torch.nn.Module:
             self,
             node_x: torch.Tensor,  # (B, N, 4)
             edge_index: torch.Tensor,  # (2, E) int64, shared by the batch
-            edge_x: torch.Tensor,  # (B, E, history + 2)
+            edge_x: torch.Tensor,  # (B, E, history + 2 + N_PATH_FEATURES)
             glob: torch.Tensor,  # (B, N_GLOBAL)
         ) -> tuple[torch.Tensor, torch.Tensor]:
             """``(mu, value)``: per-link action means (B, E) in [-1, 1] and state values (B,)."""
@@ -195,6 +196,58 @@ def global_features(core: EnvCore, flat: np.ndarray) -> np.ndarray:
     return out
 
 
+#: per-link features :func:`path_features` adds to the observation's edge features.
+N_PATH_FEATURES = 3
+
+
+def path_features(core: EnvCore) -> np.ndarray:
+    """(batch, links, 3) features of every link from the connections whose candidate paths cross it: one
+    fixed round of link -> connection -> link message passing (as RouteNet's path-link updates, without
+    learned weights), all from quantities the flat observation also holds (demands, capacities).
+
+    With every connection's offered bytes of the next interval ``d`` (jobs at their ideal rate, scheduled
+    background) spread evenly over its ``n`` live candidate paths, for link ``l``:
+
+    - ``offered``: ``x / (1 + x)`` of the offered utilisation ``x = sum d / n / (capacity x interval)``;
+    - ``path_capacity``: the offered-weighted mean, over the (connection, path) pairs through ``l``, of the
+      path's bottleneck capacity fraction (a knob link whose paths lead through a degraded or failed link
+      further on sees it here; 1 where nothing crosses ``l``);
+    - ``path_load``: the same mean of the path's largest ``offered`` (squashed like ``offered``).
+    """
+    from ainet_gym.policies import connection_demand
+
+    w = core.world
+    sim = w.sim
+    assert sim is not None
+    B, L = core.batch, w.fabric.n_links
+    paths = sim.conn_paths_global  # (conns, P, hops), global link ids, -1 padding
+    valid_path = np.arange(paths.shape[1])[None, :] < sim.conn_npaths[:, None]
+    cap_frac = (sim.capacity / w.fabric.capacity_bps).reshape(-1)
+    share = connection_demand(w) / np.maximum(sim.conn_npaths, 1)  # bytes per path
+    per_path = np.where(valid_path, share[:, None], 0.0)  # (conns, P)
+    hop = (paths >= 0) & valid_path[:, :, None]
+    ids = paths[hop]
+    wts = np.broadcast_to(per_path[:, :, None], paths.shape)[hop]
+    nominal = np.tile(w.fabric.capacity_bps, B) * w.decision_interval_s
+    x = np.bincount(ids, weights=wts, minlength=B * L) / nominal
+    offered = x / (1.0 + x)
+    pad_cap = np.concatenate([cap_frac, [np.inf]])  # index -1 (padding) -> neutral for min
+    pad_load = np.concatenate([offered, [0.0]])  # -> neutral for max
+    p_cap = np.where(valid_path, pad_cap[paths].min(axis=2), 1.0)  # (conns, P)
+    p_load = np.where(valid_path, pad_load[paths].max(axis=2), 0.0)
+    wsum = np.bincount(ids, weights=wts, minlength=B * L)
+    cap_num = np.bincount(
+        ids, weights=wts * np.broadcast_to(p_cap[:, :, None], paths.shape)[hop], minlength=B * L
+    )
+    load_num = np.bincount(
+        ids, weights=wts * np.broadcast_to(p_load[:, :, None], paths.shape)[hop], minlength=B * L
+    )
+    has = wsum > 0
+    path_cap = np.where(has, cap_num / np.where(has, wsum, 1.0), 1.0)
+    path_load = np.where(has, load_num / np.where(has, wsum, 1.0), 0.0)
+    return np.stack([offered, path_cap, path_load], axis=-1).reshape(B, L, 3).astype(np.float32)
+
+
 def graph_inputs(core: EnvCore, obs: dict[str, np.ndarray]) -> tuple[torch.Tensor, ...]:
     """``(node_x, edge_index, edge_x, glob)`` tensors of a batched graph observation of ``core``.
 
@@ -202,8 +255,9 @@ def graph_inputs(core: EnvCore, obs: dict[str, np.ndarray]) -> tuple[torch.Tenso
     links the flat observation shows) and every node; the NVLink links inside a host carry no routing
     choice and are left out (they are 40% of the links of a DGX-style fabric, and the cost of a
     message-passing round is linear in the links). ``edge_x`` is the observation's ``edge_features`` of
-    those links (utilisation history, capacity fraction) plus a 0/1 column marking the WCMP knob links
-    (``core.wcmp_links``). :func:`knob_positions` maps the outputs back to the action.
+    those links (utilisation history, capacity fraction), the :func:`path_features` of the connections
+    crossing them and a 0/1 column marking the WCMP knob links (``core.wcmp_links``).
+    :func:`knob_positions` maps the outputs back to the action.
     """
     import torch
 
@@ -212,10 +266,11 @@ def graph_inputs(core: EnvCore, obs: dict[str, np.ndarray]) -> tuple[torch.Tenso
     B, E, _ = ef.shape
     knob = np.zeros((B, E, 1), dtype=np.float32)
     knob[:, knob_positions(core), 0] = 1.0
+    pf = path_features(core)[:, net]
     return (
         torch.as_tensor(np.asarray(obs["node_features"], dtype=np.float32)),
         torch.as_tensor(np.asarray(obs["edge_index"])[0][:, net], dtype=torch.int64),
-        torch.as_tensor(np.concatenate([ef, knob], axis=-1)),
+        torch.as_tensor(np.concatenate([ef, pf, knob], axis=-1)),
         torch.as_tensor(global_features(core, np.asarray(obs["flat"]))),
     )
 

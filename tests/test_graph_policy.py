@@ -77,7 +77,7 @@ def _random_inputs(seed: int, B: int = 3, N: int = 12, E: int = 40, history: int
     g = torch.Generator().manual_seed(seed)
     node_x = torch.rand(B, N, 4, generator=g)
     edge_index = torch.randint(0, N, (2, E), generator=g)
-    edge_x = torch.rand(B, E, history + 2, generator=g)
+    edge_x = torch.rand(B, E, history + 5, generator=g)
     glob = torch.rand(B, 8, generator=g)
     return node_x, edge_index, edge_x, glob
 
