@@ -353,17 +353,24 @@ def load_graph_policy(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[st
 
 # ---------------------------------------------------------------------- agent
 class GraphPolicyAgent:
-    """A trained graph policy acting in the ``ecmp_weights`` mode on any fabric (deterministic: the mean).
+    """A trained graph policy on any fabric (deterministic: the mean), registered as ``graph:PATH``.
 
-    Registered as ``graph:PATH``; controls all traffic (its switch weights apply to background too).
+    It sets one WCMP weight per switch next-hop link (the ``ecmp_weights`` action, so it controls all
+    traffic, background included) and, like every baseline that sprays or weights traffic
+    (``_avoid_dead`` in :mod:`ainet_gym.policies`) and like a switch that drops a dead next hop from its
+    group, gives no share to candidate paths through a failed link (capacity 0). That is why it acts at
+    the engine level (:meth:`act` returns the split; :meth:`weights` the action): the ``ecmp_weights``
+    action alone cannot express a zero share (a weight is 0 only at exactly -1), and a ring AllReduce with
+    any share on a dead link stalls. Without failed links the split equals ``core.decode(weights)``.
     """
 
-    level = "action"
+    level = "engine"
     controls = "jobs+bg"
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, avoid_dead: bool = True) -> None:
         self.path = Path(path)
         self.module, self.info = load_graph_policy(path)
+        self.avoid_dead = bool(avoid_dead)
         self.name = "graph"
         self.env_kwargs: dict[str, Any] = {
             "action_mode": "ecmp_weights",
@@ -387,12 +394,20 @@ class GraphPolicyAgent:
     def reset(self, core: EnvCore) -> None:
         return None
 
-    def act(self, core: EnvCore, obs: Any) -> np.ndarray:
+    def weights(self, core: EnvCore, obs: Any) -> np.ndarray:
+        """The ``ecmp_weights`` action (batch, knob links) in [-1, 1]: the policy's mean."""
         import torch
 
         with torch.no_grad():
             mu, _ = self.module(*graph_inputs(core, obs))
         return mu.numpy()[:, knob_positions(core)].astype(np.float32)
+
+    def act(self, core: EnvCore, obs: Any) -> np.ndarray:
+        """The split (connections, max_paths) of the weights, without shares on dead paths."""
+        from ainet_gym.policies import _avoid_dead
+
+        split = core.decode(core.validate(self.weights(core, obs)))
+        return _avoid_dead(core.world, split) if self.avoid_dead else split
 
 
 register_agent(

@@ -53,9 +53,11 @@ def test_output_shape_follows_fabric_size(checkpoint: str) -> None:
         core = EnvCore(name, batch=2, **agent.env_kwargs)
         obs, _ = core.reset([1, 2])
         agent.check(core)
-        a = agent.act(core, obs)
+        a = agent.weights(core, obs)
         assert a.shape == (2, *core.action_space.shape)
         assert np.all(np.abs(a) <= 1.0)
+        split = agent.act(core, obs)  # no failed link here: exactly the env's decoding of the weights
+        np.testing.assert_allclose(split, core.decode(core.validate(a)))
         core.step(a)  # a valid action of this fabric
         knobs[name] = a.shape[1]
     # the knob links of a 2:1 spine-leaf are the leaves' uplinks: leaves x spines
@@ -117,13 +119,28 @@ def test_permuting_fabric_links_permutes_the_agent_action(checkpoint: str) -> No
     core = EnvCore("periodic-interference", batch=1, **agent.env_kwargs)
     obs, _ = core.reset([1])
     for _ in range(2):
-        obs, *_ = core.step(agent.act(core, obs))
+        obs, *_ = core.step_split(agent.act(core, obs))
     node_x, ei, ex, gl = graph_inputs(core, obs)
     with torch.no_grad():
         mu, _ = agent.module(node_x, ei, ex, gl)
         perm = torch.randperm(ei.shape[1], generator=torch.Generator().manual_seed(6))
         mu_p, _ = agent.module(node_x, ei[:, perm], ex[:, perm], gl)
     torch.testing.assert_close(mu_p, mu[:, perm], rtol=1e-5, atol=1e-6)
+
+
+def test_no_share_on_paths_through_a_failed_link(checkpoint: str) -> None:
+    # periodic-interference-256-failures: leaf1-spine5 is down from interval 12; every path through it
+    # must get a zero share (checked against the fabric's own live-path table), the others sum to 1
+    agent = make_agent(f"graph:{checkpoint}")
+    core = EnvCore("periodic-interference-256-failures", batch=1, episode_steps=14, **agent.env_kwargs)
+    obs, _ = core.reset([1])
+    for _ in range(13):
+        obs, *_ = core.step_split(agent.act(core, obs))
+    dead = ~core.world.live_paths()
+    assert dead.any()
+    split = agent.act(core, obs)
+    assert np.all(split[dead] == 0.0)
+    np.testing.assert_allclose(split.sum(axis=1), 1.0)
 
 
 def test_short_training_run_reports_memory_and_saves(tmp_path) -> None:
