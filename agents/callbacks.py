@@ -67,6 +67,12 @@ class FabricMetricsCallback(BaseCallback):
 
     def _on_training_start(self) -> None:
         n = self.training_env.num_envs
+        # the collision count is an on-demand diagnostic of the env: ask for it (through VecEnv wrappers)
+        env: Any = self.training_env
+        while env is not None and not hasattr(env, "core"):
+            env = getattr(env, "venv", None)
+        if env is not None:
+            env.core.request_info("collisions")
         self._sum: dict[str, np.ndarray] = {}
         self._steps = np.zeros(n)
         self._n = n

@@ -291,7 +291,9 @@ def prepare(cfg: EvalConfig) -> tuple[Scenario, list[tuple[str, Agent, EnvCore]]
         label = _label(agent, spec, taken)
         taken.add(label)
         agent.name = label
-        core = EnvCore(scenario, batch=batch, episode_steps=cfg.steps, **agent.env_kwargs)
+        core = EnvCore(
+            scenario, batch=batch, episode_steps=cfg.steps, info_keys=("collisions",), **agent.env_kwargs
+        )
         core.reset(episode_seeds(seeds, cfg.episodes))  # builds the world so that check() sees shapes
         agent.check(core)
         prepared.append((label, agent, core))

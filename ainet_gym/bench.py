@@ -88,7 +88,7 @@ __all__ = [
 ]
 
 EXACT_RTOL = 1e-9
-SECTIONS = ("allocator", "batching", "env", "construction", "scaling")
+SECTIONS = ("allocator", "batching", "env", "construction", "startup", "scaling")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -121,8 +121,17 @@ class BenchConfig:
         (4096, (1, 16, 64)),
         (16384, (1, 16)),
     )
+    #: simulation backends of the environment section, side by side (the first is the headline one).
+    env_backends: tuple[str, ...] = ("numba", "numpy")
+    #: the numpy backend is measured only up to this many GPUs (it is the slow reference).
+    numpy_env_max_gpus: int = 128
     #: sizes whose construction time and peak memory are probed in a subprocess (0 = default scenario).
     construction_gpus: tuple[int, ...] = (0, 1024, 4096, 16384)
+    #: scenario size (0 = default) of the start-up probe: cold start (empty kernel cache) and cached start.
+    startup_gpus: int = 0
+    #: include the cold start (kernels compiled into an empty cache: ~10 s of CPU); else only the start
+    #: with the machine's own kernel cache.
+    startup_cold: bool = True
     #: fabric sizes of the scaling curve (8 ring AllReduce jobs of N/8 GPUs) ...
     scaling_gpus: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
     #: ... the fixed fabric and the AllToAll job sizes of the transfers curve (8 jobs) ...
@@ -163,6 +172,14 @@ class BenchConfig:
 # ----------------------------------------------------------------------------------------------------------
 
 
+def _numba_version() -> str | None:
+    try:
+        import numba
+    except ImportError:
+        return None
+    return str(numba.__version__)
+
+
 def machine_info() -> dict[str, Any]:
     """CPU model, core count, memory, Python and library versions of this machine."""
     cpu = platform.processor() or platform.machine()
@@ -187,6 +204,7 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "scipy": scipy.__version__,
+        "numba": _numba_version(),
         "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
     }
 
@@ -817,7 +835,11 @@ def _steps_per_second(env: Any, batch: int, vector: bool, min_time: float) -> tu
 
 
 def bench_env(cfg: BenchConfig, progress: _Progress) -> list[dict]:
-    """Section 3: steps per second of the single env and of the native vector env."""
+    """Section 3: steps per second of the single env and of the native vector env, per backend.
+
+    Rows of the same scenario, env and batch on the two backends are measured one after the other in
+    this process; ``x_numpy`` is the ratio of the compiled backend to the numpy one.
+    """
     from ainet_gym.env import FabricRoutingEnv
     from ainet_gym.vector_env import FabricRoutingVectorEnv
 
@@ -825,73 +847,63 @@ def bench_env(cfg: BenchConfig, progress: _Progress) -> list[dict]:
     for size, batches in cfg.env_sizes:
         label, scenario = _env_scenario(size)
         gpus = _scenario_gpus(scenario)
-        progress.start(f"env: {label} single")
-        t0 = time.perf_counter()
-        env = FabricRoutingEnv(scenario)
-        make_s = time.perf_counter() - t0
-        sps, n = _steps_per_second(env, 1, False, cfg.min_time_s * 2)
-        single = sps
-        last = env.unwrapped.core._last
-        rows.append(
-            {"scenario": label, "gpus": gpus, "env": "single", "batch": 1, "env_steps_per_s": sps,
-             "steps_timed": n, "construct_s": make_s, "speedup_vs_single": 1.0,
-             "action_dim": int(np.prod(env.action_space.shape)),
-             "events_per_step": int(last.events) if last is not None else None}
-        )  # fmt: skip
-        del env
-        gc.collect()
-        progress.done()
-        for b in batches:
-            progress.start(f"env: {label} vector B={b}")
+        for backend in cfg.env_backends:
+            if backend == "numpy" and gpus > cfg.numpy_env_max_gpus:
+                continue
+            progress.start(f"env: {label} single {backend}")
             t0 = time.perf_counter()
-            venv = FabricRoutingVectorEnv(b, scenario)
+            env = FabricRoutingEnv(scenario, backend=backend)
             make_s = time.perf_counter() - t0
-            sps, n = _steps_per_second(venv, b, True, cfg.min_time_s * 2)
-            last = venv.core._last
+            sps, n = _steps_per_second(env, 1, False, cfg.min_time_s * 2)
+            single = sps
+            last = env.unwrapped.core.last_result
             rows.append(
-                {"scenario": label, "gpus": gpus, "env": "vector", "batch": b, "env_steps_per_s": sps,
-                 "steps_timed": n, "construct_s": make_s, "speedup_vs_single": sps / single,
+                {"scenario": label, "gpus": gpus, "backend": backend, "env": "single", "batch": 1,
+                 "env_steps_per_s": sps, "steps_timed": n, "construct_s": make_s, "speedup_vs_single": 1.0,
+                 "action_dim": int(np.prod(env.action_space.shape)),
                  "events_per_step": int(last.events) if last is not None else None}
             )  # fmt: skip
-            del venv
+            del env
             gc.collect()
             progress.done()
+            for b in batches:
+                progress.start(f"env: {label} vector B={b} {backend}")
+                t0 = time.perf_counter()
+                venv = FabricRoutingVectorEnv(b, scenario, backend=backend)
+                make_s = time.perf_counter() - t0
+                sps, n = _steps_per_second(venv, b, True, cfg.min_time_s * 2)
+                last = venv.core.last_result
+                rows.append(
+                    {"scenario": label, "gpus": gpus, "backend": backend, "env": "vector", "batch": b,
+                     "env_steps_per_s": sps, "steps_timed": n, "construct_s": make_s,
+                     "speedup_vs_single": sps / single,
+                     "events_per_step": int(last.events) if last is not None else None}
+                )  # fmt: skip
+                del venv
+                gc.collect()
+                progress.done()
+    for r in rows:  # compiled vs numpy on the same scenario, env and batch
+        ref = next((q for q in rows if q["backend"] == "numpy" and q["scenario"] == r["scenario"]
+                    and q["env"] == r["env"] and q["batch"] == r["batch"]), None)  # fmt: skip
+        r["x_numpy"] = r["env_steps_per_s"] / ref["env_steps_per_s"] if ref is not None else None
     return rows
 
 
-_PROBE = r"""
-import json, resource, sys, time
-
-
-def peak_mib():
-    # VmHWM: this process's peak resident set (ru_maxrss survives execve on Linux, so it would report
-    # the parent's peak when the parent is larger)
-    with contextlib.suppress(OSError), open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-spec = json.loads(sys.stdin.read())
-from ainet_gym.env import FabricRoutingEnv
-from ainet_gym.scenario import load_scenario
-from ainet_gym.topology import build_fabric
-base = peak_mib()
-t0 = time.perf_counter()
-sc = load_scenario(spec)
-fab = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
-t_topo = time.perf_counter() - t0
-n_links = fab.n_links
-del fab
-t0 = time.perf_counter()
-env = FabricRoutingEnv(sc)
-env.reset(seed=0)
-t_env = time.perf_counter() - t0
-w = env.unwrapped.core.world
-print(json.dumps({"topology_s": t_topo, "env_s": t_env, "links": n_links,
-                  "connections": int(w.sim.n_conns), "peak_rss_mib": peak_mib(), "import_rss_mib": base}))
-"""
+def _probe(spec: dict[str, Any], env: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
+    """Run :mod:`ainet_gym._bench_probe` in a fresh process; (its JSON result or an error row, wall s)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "ainet_gym._bench_probe"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        check=False,
+        env=None if env is None else {**os.environ, **env},
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]}, wall
+    return json.loads(proc.stdout.strip().splitlines()[-1]), wall
 
 
 def bench_construction(cfg: BenchConfig, progress: _Progress) -> list[dict]:
@@ -901,19 +913,67 @@ def bench_construction(cfg: BenchConfig, progress: _Progress) -> list[dict]:
         label, scenario = _env_scenario(size)
         progress.start(f"construction: {label}")
         gpus = _scenario_gpus(scenario)
-        payload = json.dumps(scenario)
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-c", _PROBE], input=payload, capture_output=True, text=True, check=False
-        )
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            rows.append({"scenario": label, "gpus": gpus, "error": proc.stderr.strip().splitlines()[-1:]})
-        else:
-            res = json.loads(proc.stdout.strip().splitlines()[-1])
-            rows.append({"scenario": label, "gpus": gpus, **res, "subprocess_wall_s": wall})
+        res, wall = _probe({"probe": "construction", "scenario": scenario})
+        rows.append({"scenario": label, "gpus": gpus, **res, "subprocess_wall_s": wall})
         progress.done()
     return rows
+
+
+def bench_startup(cfg: BenchConfig, progress: _Progress) -> list[dict]:
+    """Section 3c: a fresh process up to its first env step: cold (the compiled kernels are built into an
+    empty cache directory) and again with that on-disk cache; the numpy backend for comparison."""
+    import tempfile
+
+    label, scenario = _env_scenario(cfg.startup_gpus)
+    gpus = _scenario_gpus(scenario)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="ainet-gym-numba-cache-") as cache:
+        runs: list[tuple[str, str, dict[str, str] | None]] = [
+            ("numba", "cold (empty kernel cache)", {"NUMBA_CACHE_DIR": cache}),
+            ("numba", "cached (second process)", {"NUMBA_CACHE_DIR": cache}),
+            ("numpy", "numpy backend", None),
+        ]
+        if not cfg.startup_cold:
+            runs = [("numba", "cached (this machine's cache)", None), runs[2]]
+        for backend, what, env in runs:
+            progress.start(f"startup: {what}")
+            res, wall = _probe({"probe": "startup", "scenario": scenario, "backend": backend}, env=env)
+            row = {"scenario": label, "gpus": gpus, "run": what, **res, "process_wall_s": wall}
+            if "error" not in row:  # interpreter start and imports: the rest of the process's wall time
+                row["start_imports_s"] = wall - res["construct_s"] - res["first_step_s"]
+            rows.append(row)
+            progress.done()
+    if cfg.startup_cold and "error" not in rows[0] and "error" not in rows[1]:
+        rows[0]["compile_s"] = rows[0]["process_wall_s"] - rows[1]["process_wall_s"]
+    return rows
+
+
+def calibrate(repeats: int = 5) -> dict[str, float]:
+    """Machine calibration printed beside the figures, so runs on different machines can be compared:
+    best-of-``repeats`` ms of a fixed pure-Python loop (1e6 integer multiply-adds) and of a fixed numpy
+    kernel (sort of 1e6 seeded float64 plus a bincount of 1e6 entries into 1e4 bins)."""
+
+    def py_loop() -> int:
+        acc = 0
+        for i in range(1_000_000):
+            acc += i * i
+        return acc
+
+    x = np.random.default_rng(0).random(1_000_000)
+    idx = (x * 10_000).astype(np.int64)
+
+    def np_kernel() -> float:
+        return float(np.sort(x)[500_000] + np.bincount(idx, weights=x, minlength=10_000).max())
+
+    out = {}
+    for name, fn in (("python_loop_ms", py_loop), ("numpy_kernel_ms", np_kernel)):
+        best = math.inf
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        out[name] = best * 1e3
+    return out
 
 
 def _interval_cost(scenario: dict[str, Any], min_time: float, max_repeats: int) -> dict[str, Any]:
@@ -964,8 +1024,9 @@ def bench_scaling(cfg: BenchConfig, progress: _Progress) -> dict[str, Any]:
     for jg in cfg.transfers_job_gpus:
         progress.start(f"scaling: {nf} GPUs, 8 AllToAll x {jg}")
         tr_rows.append(
-            _interval_cost(cluster_scenario(nf, 8, jg, op="alltoall"), cfg.min_time_s, cfg.max_repeats)
-        )
+            {**_interval_cost(cluster_scenario(nf, 8, jg, op="alltoall"), cfg.min_time_s, cfg.max_repeats),
+             "job_gpus": jg}
+        )  # fmt: skip
         gc.collect()
         progress.done()
     job_rows = []
@@ -1030,20 +1091,33 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
     def env_rows(gpus: int) -> list[dict]:
         return [e for e in env if e["gpus"] == gpus]
 
-    small = [e for e in env if 64 <= e["gpus"] <= 128]
-    v64 = next((e for e in small if e["env"] == "vector" and e["batch"] == 64), None)
+    def pick(backend: str, env_kind: str, batch: int) -> dict | None:
+        small = [e for e in env if 64 <= e["gpus"] <= 128 and e.get("backend", "numpy") == backend]
+        return next((e for e in small if e["env"] == env_kind and e["batch"] == batch), None)
+
+    head = env[0].get("backend", "numpy") if env else "numba"
+    v64 = pick(head, "vector", 64)
+    note = f"{v64['scenario']}, {head}" if v64 else "not run"
     out.append(_target("vector env B=64, 64-128 GPUs (env steps/s)", v64 and v64["env_steps_per_s"],
-                       10_000, ">=", "steps/s", v64["scenario"] if v64 else "not run"))  # fmt: skip
-    out.append(_target("vector env B=64 vs single env", v64 and v64["speedup_vs_single"], 10, ">=", "x",
-                       v64["scenario"] if v64 else "not run"))  # fmt: skip
-    for gpus, goal in ((1024, 200), (16384, 10)):
-        rows = env_rows(gpus)
+                       10_000, ">=", "steps/s", note))  # fmt: skip
+    out.append(_target("vector env B=64 vs single env (same backend)", v64 and v64["speedup_vs_single"], 10,
+                       ">=", "x", note))  # fmt: skip
+    out.append(_target("compiled vs numpy backend, vector B=64 (one run)", v64 and v64.get("x_numpy"), 5,
+                       ">=", "x", note if v64 and v64.get("x_numpy") else "numpy backend not run"))  # fmt: skip
+    for gpus, goal in ((1024, 200), (16384, 30)):
+        rows = [e for e in env_rows(gpus) if e.get("backend", "numpy") == head]
         best = max(rows, key=lambda e: e["env_steps_per_s"]) if rows else None
         single = next((e for e in rows if e["env"] == "single"), None)
-        note = (f"{best['scenario']}, best at {best['env']} B={best['batch']}; single env "
+        note = (f"{best['scenario']}, {head}, best at {best['env']} B={best['batch']}; single env "
                 f"{single['env_steps_per_s']:.1f}/s") if best and single else "not run"  # fmt: skip
         out.append(_target(f"env steps/s at {gpus:,} GPUs (best B)", best and best["env_steps_per_s"],
                            goal, ">=", "steps/s", note))  # fmt: skip
+    st = results.get("startup") or []
+    warm = next((r for r in st if r.get("run", "").startswith("cached (second") and "error" not in r), None)
+    cold = next((r for r in st if r.get("run", "").startswith("cold") and "error" not in r), None)
+    out.append(_target("second process start to first step, on-disk kernel cache", warm and
+                       warm["process_wall_s"], 2, "<=", "s", (f"cold start {cold['process_wall_s']:.1f} s, of which "
+                       f"compiling ~{cold.get('compile_s', 0):.1f} s") if cold else "not run"))  # fmt: skip
     con = next((c for c in results.get("construction", []) if c.get("gpus") == 16384 and "env_s" in c), None)
     out.append(_target("construction at 16,384 GPUs (time)", con and con["env_s"], 60, "<=", "s",
                        "env: topology, paths, jobs, ideal steps, first reset" if con else "not run"))  # fmt: skip
@@ -1064,6 +1138,11 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
     out.append(_target("slowest interval measured (any scaling scenario)", worst and worst["interval_ms"] / 1e3,
                        1, "<=", "s", f"{worst['scenario']}: {worst['transfers']:,} transfers, "
                        f"{worst['events_per_interval']:.0f} events" if worst else "not run"))  # fmt: skip
+    a2a = next((r for r in sc.get("transfers") or [] if r.get("job_gpus") == 128), None)
+    out.append(_target("slowest interval: 8 AllToAll x 128 GPUs (exact event mode)",
+                       a2a and a2a["interval_ms"] / 1e3, 1, "<=", "s",
+                       f"{a2a['transfers']:,} transfers, {a2a['events_per_interval']:.0f} events"
+                       if a2a else "not run (full bench only)"))  # fmt: skip
     out.append(_target("cost vs transfers, marginal exponent (last two points)",
                        sc.get("exponent_vs_transfers_last_two"), 1.1, "<=", "",
                        "same sweep; shows whether the curve bends up" if sc else "not run"))  # fmt: skip
@@ -1105,9 +1184,17 @@ def format_report(results: dict[str, Any]) -> str:
     parts.append(
         f"ainet-gym bench{' --quick' if m['quick'] else ''}  ({m['date']})\n"
         f"machine: {mc['cpu']}, {mc['cores']} cores, {mc['memory_gib']} GiB; Python {mc['python']}, "
-        f"numpy {mc['numpy']}, scipy {mc['scipy']}; load average at start {_fmt(mc.get('load_avg_1min'), '.2f')}"
+        f"numpy {mc['numpy']}, scipy {mc['scipy']}, numba {mc.get('numba') or 'not installed'}; load average "
+        f"at start {_fmt(mc.get('load_avg_1min'), '.2f')}"
         + (f", at end {m['load_avg_1min_end']:.2f}" if m.get("load_avg_1min_end") is not None else "")
     )
+    cal = m.get("calibration")
+    if cal:
+        parts.append(
+            f"calibration: pure-Python loop (1e6 multiply-adds) {cal['python_loop_ms']:.1f} ms, numpy kernel "
+            f"(sort + bincount of 1e6) {cal['numpy_kernel_ms']:.1f} ms (best of 5; compare runs across "
+            "machines by these)"
+        )
     if results.get("allocator"):
         parts.append("\n1. Allocator: solve_coo vs pure-Python progressive filling (ref) and numpy global-min "
                      "filling (gmin)")  # fmt: skip
@@ -1164,9 +1251,12 @@ def format_report(results: dict[str, Any]) -> str:
     if results.get("env"):
         parts.append("\n3. Environments: env steps/s (split actions, random, autoreset included)")
         parts.append(_table(
-            ["scenario", "GPUs", "env", "B", "env steps/s", "x single", "events/step", "construct s"],
-            [[r["scenario"], r["gpus"], r["env"], r["batch"], _fmt(r["env_steps_per_s"], ".4g"),
-              _fmt(r["speedup_vs_single"], ".1f"), _fmt(r.get("events_per_step")), _fmt(r["construct_s"], ".2f")]
+            ["scenario", "GPUs", "backend", "env", "B", "env steps/s", "x single", "x numpy", "events/step",
+             "construct s"],
+            [[r["scenario"], r["gpus"], r.get("backend", "-"), r["env"], r["batch"],
+              _fmt(r["env_steps_per_s"], ".4g"), _fmt(r["speedup_vs_single"], ".1f"),
+              _fmt(r.get("x_numpy") if r.get("backend") != "numpy" else None, ".1f"),
+              _fmt(r.get("events_per_step")), _fmt(r["construct_s"], ".2f")]
              for r in results["env"]]))  # fmt: skip
     if results.get("construction"):
         parts.append(
@@ -1177,6 +1267,23 @@ def format_report(results: dict[str, Any]) -> str:
             [[r["scenario"], r["gpus"], _fmt(r.get("links")), _fmt(r.get("connections")),
               _fmt(r.get("topology_s"), ".2f"), _fmt(r.get("env_s"), ".2f"),
               _fmt(r.get("peak_rss_mib"), ".0f")] for r in results["construction"]]))  # fmt: skip
+    if results.get("startup"):
+        parts.append("\n   Start-up (fresh process to its first env step; kernels compiled into an empty cache, "
+                     "then loaded from it)")  # fmt: skip
+        parts.append(_table(
+            ["scenario", "run", "backend", "process s", "start+imports s", "construct s", "first step s",
+             "compile s"],
+            [[r["scenario"], r["run"], r.get("backend", "-"), _fmt(r.get("process_wall_s"), ".2f"),
+              _fmt(r.get("start_imports_s"), ".2f"), _fmt(r.get("construct_s"), ".2f"),
+              _fmt(r.get("first_step_s"), ".3f"), _fmt(r.get("compile_s"), ".1f")]
+             for r in results["startup"]]))  # fmt: skip
+        for r in results["startup"]:
+            if "error" in r:
+                parts.append(f"  {r['run']}: ERROR {r['error']}")
+    if results.get("construction"):
+        for r in results["construction"]:
+            if "error" in r:
+                parts.append(f"  construction {r['scenario']}: ERROR {r['error']}")
     sc = results.get("scaling")
     if sc:
         parts.append("\n4. Scaling: wall time of one decision interval (FabricWorld.step, static ECMP)")
@@ -1285,9 +1392,11 @@ def _n_tasks(cfg: BenchConfig) -> int:
     if "batching" in s:
         n += len(cfg.batch_sizes) + 2
     if "env" in s:
-        n += sum(1 + len(b) for _, b in cfg.env_sizes)
+        n += sum(1 + len(b) for _, b in cfg.env_sizes) * len(cfg.env_backends)
     if "construction" in s:
         n += len(cfg.construction_gpus)
+    if "startup" in s:
+        n += 3 if cfg.startup_cold else 2
     if "scaling" in s:
         n += len(cfg.scaling_gpus) + len(cfg.transfers_job_gpus) + len(cfg.scaling_jobs)
     return n
@@ -1315,6 +1424,7 @@ def run_bench(
             "quick": cfg.quick,
             "date": _dt.datetime.now().isoformat(timespec="seconds"),
             "machine": machine_info(),
+            "calibration": calibrate(),
             "config": asdict(cfg),
         }
     }
@@ -1333,6 +1443,8 @@ def run_bench(
             results["env"] = bench_env(cfg, bar)
         if "construction" in cfg.sections:
             results["construction"] = bench_construction(cfg, bar)
+        if "startup" in cfg.sections:
+            results["startup"] = bench_startup(cfg, bar)
         if "scaling" in cfg.sections:
             results["scaling"] = bench_scaling(cfg, bar)
     finally:

@@ -9,6 +9,7 @@ two cannot drift apart.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -25,8 +26,10 @@ __all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
 
 ACTION_MODES = ("path", "split", "ecmp_weights")
 OBSERVATION_MODES = ("flat", "graph")
-#: Optional groups of ``info`` keys (``info_keys=``): per-link and per-connection figures of the interval.
-INFO_KEYS = ("links", "flows")
+#: Optional ``info`` keys (``info_keys=`` at construction, or :meth:`EnvCore.request_info`, as the
+#: TensorBoard callback of ``agents`` does), computed only when asked: per-link and per-connection figures
+#: of the interval, and the ECMP collision count.
+INFO_KEYS = ("links", "flows", "collisions")
 JOB_FEATURES = ("alive", "efficiency", "gpu_utilization", "communicating", "iteration_progress")
 SLOT_FEATURES = ("controllable", "demand", "n_paths")
 BG_FEATURES = ("active_last", "scheduled_next")
@@ -49,7 +52,8 @@ class EnvCore:
         observation: str = "flat",
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
-        info_keys: tuple[str, ...] | list[str] = (),
+        backend: str | None = None,
+        info_keys: Sequence[str] = (),
     ) -> None:
         bad = [k for k in info_keys if k not in INFO_KEYS]
         if isinstance(info_keys, str) or bad:
@@ -76,7 +80,7 @@ class EnvCore:
         self.observation_mode = observation
         self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
         self.episode_steps = int(episode_steps or self.scenario.dynamics.episode_steps)
-        self.world = FabricWorld(self.scenario, batch=self.batch)
+        self.world = FabricWorld(self.scenario, batch=self.batch, backend=backend)
         w = self.world
         self.net_links = w.network_links  # (net_links,) link ids the observation shows
         self.n_net = int(self.net_links.shape[0])
@@ -87,6 +91,8 @@ class EnvCore:
         self.util_hist = np.zeros((self.batch, self.history, self.n_net))
         self._last: StepResult | None = None
         self._needs_reset = True
+        self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
+        self._demand_cache: tuple | None = None  # (flow_bytes, slot_conn it was built from, demand)
 
     # ------------------------------------------------------------------ spaces
     def _build_spaces(self) -> None:
@@ -129,6 +135,21 @@ class EnvCore:
                 }
             )
 
+    def request_info(self, *keys: str) -> None:
+        """Add optional keys (:data:`INFO_KEYS`) to ``info`` from the next step on.
+
+        Raises
+        ------
+        ValueError
+            Naming a key that is not an optional info key.
+        """
+        bad = [k for k in keys if k not in INFO_KEYS]
+        if bad:
+            raise ValueError(
+                f"info_keys: {bad[0]!r} is not an optional info key; allowed: {', '.join(INFO_KEYS)}"
+            )
+        self.info_keys = tuple(dict.fromkeys((*self.info_keys, *keys)))
+
     @property
     def last_result(self) -> StepResult | None:
         """The :class:`StepResult` of the last interval (None right after a full reset); read-only."""
@@ -141,7 +162,7 @@ class EnvCore:
         self.util_hist[mask] = 0.0
         self._last = None if mask.all() else self._last
         self._needs_reset = False
-        self._default = self.world.default_split()
+        self._default = self.world.default_split(copy=False)
         return self.observe(None), self.info(None)
 
     # ------------------------------------------------------------------ actions
@@ -206,6 +227,8 @@ class EnvCore:
                 )
             return a.astype(np.int64)
         a = a.astype(np.float64)
+        if np.abs(a).max(initial=0.0) <= 1.0:  # the common case in one pass (NaN fails the test)
+            return a
         bad = ~np.isfinite(a)
         if bad.any():
             i = tuple(np.argwhere(bad)[0])
@@ -231,22 +254,32 @@ class EnvCore:
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
             return w.wcmp(weights)
         split = self._default.copy()
-        ctrl = w.slot_mask  # (batch, slots)
-        conns = w.slot_conn[ctrl]
-        npaths = w.slot_npaths[ctrl]
+        ctrl, conns, npaths, valid, even = self._controllable()
         if self.action_mode == "path":
-            idx = a[ctrl] % npaths  # indices past a connection's paths wrap (documented)
+            idx = a.reshape(-1)[ctrl] % npaths  # indices past a connection's paths wrap (documented)
             one = np.zeros((conns.shape[0], self.P))
             one[np.arange(conns.shape[0]), idx] = 1.0
             split[conns] = one
         else:
-            r = ((a.reshape(self.batch, w.n_slots, self.P) + 1.0) / 2.0)[ctrl]
-            valid = np.arange(self.P)[None, :] < npaths[:, None]
+            r = (a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0
             r = np.where(valid, r, 0.0)
             tot = r.sum(axis=1, keepdims=True)
-            even = valid / npaths[:, None]
             split[conns] = np.where(tot > 0, r / np.where(tot > 0, tot, 1.0), even)
         return split
+
+    def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Flat indices of the controllable slots of the batch and, per such slot, its connection, its
+        number of paths, its valid-path mask (slots, P) and its even split; rebuilt when the world's slot
+        layout is (a churn event or a rebuild replaces ``slot_mask``)."""
+        w = self.world
+        cache = self._ctrl_cache
+        if cache is None or cache[0] is not w.slot_mask:
+            ctrl = np.flatnonzero(w.slot_mask.reshape(-1))
+            npaths = w.slot_npaths.reshape(-1)[ctrl]
+            valid = np.arange(self.P)[None, :] < npaths[:, None]
+            cache = (w.slot_mask, ctrl, w.slot_conn.reshape(-1)[ctrl], npaths, valid, valid / npaths[:, None])
+            self._ctrl_cache = cache
+        return cache[1:]
 
     def action_masks(self) -> np.ndarray:
         """(batch, slots * max_paths) bool: valid path indices per slot (for MaskablePPO).
@@ -289,11 +322,13 @@ class EnvCore:
             raise ValueError("split: every ratio must be finite and >= 0")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         res = self.world.step(split, active)
-        self._default = self.world.default_split()
+        self._default = self.world.default_split(copy=False)
         self._last = res
-        rolled = np.roll(self.util_hist, 1, axis=1)
-        rolled[:, 0] = res.link_utilization[:, self.net_links]
-        self.util_hist = np.where(active[:, None, None], rolled, self.util_hist)
+        # newest first: shift the history of the active copies by one interval
+        act = np.flatnonzero(active)
+        hist = self.util_hist
+        hist[act, 1:] = hist[act, :-1]
+        hist[act, 0] = res.link_utilization[np.ix_(act, self.net_links)]
         rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
         truncated = (self.world.step_count >= self.episode_steps) & active
         terminated = np.zeros(self.batch, dtype=bool)
@@ -357,17 +392,21 @@ class EnvCore:
         w = self.world
         sim = w.sim
         assert sim is not None
-        key = id(sim.flow_bytes)
-        if getattr(self, "_demand_key", None) != key:
-            self._demand_key = key
-            self._conn_demand = connection_demand(w)
-        d = self._conn_demand
+        # valid while the flows (the same flow_bytes array) and the slot layout are: holding the arrays
+        # themselves, not their id(), so a new array at a recycled address cannot match
+        cache = self._demand_cache
+        if cache is not None and cache[0] is sim.flow_bytes and cache[1] is w.slot_conn:
+            return cache[2]
+        d = connection_demand(w)
         has = w.slot_conn >= 0
         if not has.any():
-            return np.zeros(w.slot_conn.shape)
-        c = np.maximum(w.slot_conn, 0)
-        nic = w.fabric.capacity_bps[w.fabric.endpoint_up[sim.conn_src[c]]]
-        return np.where(has, d[c] / (nic * w.decision_interval_s), 0.0)
+            out = np.zeros(w.slot_conn.shape)
+        else:
+            c = np.maximum(w.slot_conn, 0)
+            nic = w.fabric.capacity_bps[w.fabric.endpoint_up[sim.conn_src[c]]]
+            out = np.where(has, d[c] / (nic * w.decision_interval_s), 0.0)
+        self._demand_cache = (sim.flow_bytes, w.slot_conn, out)
+        return out
 
     def _graph_obs(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         w = self.world
@@ -433,10 +472,9 @@ class EnvCore:
             out["link_bytes"] = np.zeros(cap.shape) if res is None else res.link_bytes
             out["link_utilization"] = np.zeros(cap.shape) if res is None else res.link_utilization
         if "flows" in self.info_keys:
-            has = w.slot_conn >= 0
             moved = np.zeros(w.slot_conn.shape)
-            if res is not None and res.conn_bytes is not None:
-                moved = np.where(has, res.conn_bytes[np.maximum(w.slot_conn, 0)], 0.0)
+            if res is not None and res.slot_bytes is not None:
+                moved = res.slot_bytes  # the slots' connections during the interval (before churn)
             out["flow_bytes"] = moved
             with np.errstate(invalid="ignore", divide="ignore"):
                 dur = np.zeros(B) if res is None else res.duration_s
@@ -451,11 +489,13 @@ class EnvCore:
 
             out["reward_gpu_utilization"] = GpuUtilizationReward()(res)
             out["reward_step_time"] = StepTimeReward()(res)
-            out["collisions"] = self._collisions(res)
+            if "collisions" in self.info_keys:
+                out["collisions"] = self._collisions(res)
         else:
             out["reward_gpu_utilization"] = np.zeros(B)
             out["reward_step_time"] = np.zeros(B)
-            out["collisions"] = np.zeros(B, dtype=np.int64)
+            if "collisions" in self.info_keys:
+                out["collisions"] = np.zeros(B, dtype=np.int64)
         return out
 
     def _collisions(self, res: StepResult) -> np.ndarray:
@@ -538,9 +578,12 @@ class FabricRoutingEnv(gym.Env):
     ## Arguments
     ``scenario`` (name, path, dict or Scenario), ``action_mode``, ``history`` (H, default 4),
     ``observation`` (``"flat"`` | ``"graph"``), ``reward``, ``episode_steps`` (overrides the scenario),
-    ``render_mode`` (``"ansi"`` | ``"rgb_array"``), ``info_keys`` (optional extra ``info``: ``"links"``
-    adds ``link_capacity_gbps``, ``link_bytes``, ``link_utilization`` per link id; ``"flows"`` adds
-    ``flow_bytes`` and ``flow_rate_gbps`` per action slot, i.e. per job connection).
+    ``render_mode`` (``"ansi"`` | ``"rgb_array"``), ``backend`` (``"numba"`` | ``"numpy"``; None: the
+    ``AINET_GYM_BACKEND`` variable, else numba when it imports; both give the same results to round-off),
+    ``info_keys`` (optional extra ``info``, computed only when asked: ``"links"`` adds
+    ``link_capacity_gbps``, ``link_bytes``, ``link_utilization`` per link id; ``"flows"`` adds
+    ``flow_bytes`` and ``flow_rate_gbps`` per action slot, i.e. per job connection; ``"collisions"`` the
+    hot links shared by two or more routed connections).
 
     ## Vectorized environment
     :class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
@@ -561,14 +604,15 @@ class FabricRoutingEnv(gym.Env):
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
         render_mode: str | None = None,
-        info_keys: tuple[str, ...] | list[str] = (),
+        backend: str | None = None,
+        info_keys: Sequence[str] = (),
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
             )
         self.core = EnvCore(
-            scenario, 1, action_mode, history, observation, reward, episode_steps, info_keys=info_keys
+            scenario, 1, action_mode, history, observation, reward, episode_steps, backend, info_keys
         )
         self.action_space = self.core.action_space
         self.observation_space = self.core.observation_space

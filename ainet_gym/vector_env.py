@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -38,10 +39,11 @@ class FabricRoutingVectorEnv(VectorEnv):
         reward: str | RewardFn | None = None,
         episode_steps: int | None = None,
         render_mode: str | None = None,
-        info_keys: tuple[str, ...] | list[str] = (),
+        backend: str | None = None,
+        info_keys: Sequence[str] = (),
     ) -> None:
         self.core = EnvCore(
-            scenario, num_envs, action_mode, history, observation, reward, episode_steps, info_keys=info_keys
+            scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend, info_keys
         )
         self.num_envs = int(num_envs)
         self.single_action_space = self.core.action_space

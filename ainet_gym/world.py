@@ -16,12 +16,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ainet_gym.engine import BatchSim, CompiledUnit, IntervalMetrics, compile_background, compile_job
+from ainet_gym.engine import (
+    BatchSim,
+    CompiledUnit,
+    IntervalMetrics,
+    compile_background,
+    compile_job,
+    resolve_backend,
+)
 from ainet_gym.routing import ecmp_split, wcmp_split
 from ainet_gym.spec import JobSpec, Scenario
 from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_fabric
 
-__all__ = ["FabricWorld", "StepResult"]
+__all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
 
 
 @dataclass
@@ -53,14 +60,38 @@ class StepResult:
     throughput_gbps: np.ndarray | None = None  # (batch,) Gbit/s the GPUs' NICs sent into the network
     link_peak_utilization: np.ndarray | None = None  # (batch, links) max over windows of the window mean
     conn_bytes: np.ndarray | None = None  # (connections,) bytes each job connection moved; nan: background
+    # the job connections as they were during the interval (churn may restack them after it)
+    connections: ConnectionTable | None = None
+    slot_bytes: np.ndarray | None = None  # (batch, slots) bytes moved by each action slot's connection
+
+
+@dataclass(frozen=True)
+class ConnectionTable:
+    """The job connections of one decision interval, read from the simulation before the interval's
+    arrivals and departures restack it, so that per-connection figures describe the jobs that ran."""
+
+    job_unit: np.ndarray  # (batch, jobs) flat unit of each job slot, -1 if empty
+    conn_off: np.ndarray  # (units,) first connection of each unit
+    n_conns: np.ndarray  # (units,) connections of each unit
+    src: np.ndarray  # (conns,) source GPU
+    dst: np.ndarray  # (conns,) destination GPU
+    paths: np.ndarray  # (conns, max_paths, max_hops) link ids, -1 padded
+    npaths: np.ndarray  # (conns,) candidate paths
+    split: np.ndarray  # (conns, max_paths) share of each path
+    bytes: np.ndarray  # (conns,) bytes moved in the interval; nan for background
 
 
 class FabricWorld:
-    """``batch`` seeded instances of ``scenario`` on one shared fabric."""
+    """``batch`` seeded instances of ``scenario`` on one shared fabric.
 
-    def __init__(self, scenario: Scenario, batch: int = 1) -> None:
+    ``backend`` selects the simulation backend (``"numba"`` or ``"numpy"``; None: ``$AINET_GYM_BACKEND``,
+    else numba when it imports), see :func:`ainet_gym.engine.resolve_backend`.
+    """
+
+    def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:
         self.scenario = scenario
         self.batch = batch
+        self.backend = resolve_backend(backend)
         self.fabric: Fabric = build_fabric(scenario.fabric, max_paths=scenario.routing.max_paths)
         self._nb_fabric: Fabric | None = None
         self._ideal_cache: dict[tuple, float] = {}
@@ -80,6 +111,8 @@ class FabricWorld:
         self.n_slots = int(self.slot_width.sum())
         self.max_paths = scenario.routing.max_paths
         self.network_links = np.flatnonzero(self.fabric.network_links)
+        # (links, tiers) 1 where a link belongs to a tier: tier bytes in one matrix product
+        self._tier_onehot = (self.fabric.link_tier[:, None] == np.arange(len(TIERS))[None, :]).astype(float)
         self.decision_interval_s = self._decision_interval()
         self.rngs = [np.random.default_rng(scenario.seed) for _ in range(batch)]
         self.sim: BatchSim | None = None
@@ -101,7 +134,7 @@ class FabricWorld:
                 self._nb_fabric = nonblocking_fabric(self.fabric)
             solo = replace(job, start_ms=0.0)
             unit = compile_job(self._nb_fabric, solo, gpus)
-            sim = BatchSim(self._nb_fabric, [[unit]])
+            sim = BatchSim(self._nb_fabric, [[unit]], backend=self.backend)
             if self._nb_fabric.endpoint_ports is not None:  # multi-port NICs: every port, evenly
                 n = sim.conn_npaths[:, None]
                 sim.set_split((np.arange(self.max_paths)[None, :] < n) / np.maximum(n, 1))
@@ -300,7 +333,7 @@ class FabricWorld:
             self.sim.capacity = cap
             self.sim.time_s = time_s
         else:
-            self.sim = BatchSim(self.fabric, per_inst, self.scenario.dynamics.rate_updates)
+            self.sim = BatchSim(self.fabric, per_inst, self.scenario.dynamics.rate_updates, self.backend)
         self.slot_units = slot_units
         self._slot_keys = [
             [self._job_key(b, j, old=False) for j in range(self.n_job_slots)] for b in range(self.batch)
@@ -352,7 +385,6 @@ class FabricWorld:
         npaths = np.where(has, sim.conn_npaths[np.maximum(slot_conn, 0)], 0)
         self.slot_npaths = npaths  # (batch, slots)
         self.slot_mask = npaths > 1  # controllable slots
-        self._default_split_cache = None
 
     # ------------------------------------------------------------------ dynamics
     def _apply_step_dynamics(self, mask: np.ndarray, first: bool = False) -> None:
@@ -365,25 +397,22 @@ class FabricWorld:
         eligible = np.flatnonzero(
             net & np.isin(tier_names, lf.tiers) & (self.fabric.link_src < self.fabric.link_dst)
         )
-        for b in np.flatnonzero(mask):
+        # repairs, over the batch
+        repaired = (self.fail_until >= 0) & (self.fail_until <= self.step_count[:, None]) & mask[:, None]
+        self.cap_factor[repaired] = 1.0
+        self.fail_until[repaired] = -1
+        # per-instance draws (each instance has its own generator) only where something is random
+        random_failures = lf.rate_per_step > 0 and eligible.size > 0
+        drawn = np.flatnonzero(mask) if random_failures or (self.churn and not first) else ()
+        for b in drawn:
             step = int(self.step_count[b])
             rng = self.rngs[b]
-            # repairs
-            repaired = (self.fail_until[b] >= 0) & (self.fail_until[b] <= step)
-            self.cap_factor[b, repaired] = 1.0
-            self.fail_until[b, repaired] = -1
             # random failures (both directions of a duplex link)
-            if lf.rate_per_step > 0 and eligible.size and rng.random() < lf.rate_per_step:
+            if random_failures and rng.random() < lf.rate_per_step:
                 lk = int(rng.choice(eligible))
                 pair = self._duplex_of(lk)
                 self.cap_factor[b, pair] = 0.0
                 self.fail_until[b, pair] = step + lf.repair_steps
-            # scheduled failures / degradations
-            for sf in lf.scheduled:
-                ids = self.fabric.link_ids(sf.link)
-                if step == sf.at_step:
-                    self.cap_factor[b, ids] = sf.factor
-                    self.fail_until[b, ids] = sf.until_step if sf.until_step is not None else 2**62
             # churn: departures then arrivals
             if self.churn and not first:
                 ch = dyn.job_churn
@@ -411,10 +440,19 @@ class FabricWorld:
                     self.jobs[b][slots[0]] = replace(place, name=f"{tmpl.name}@{step}", start_ms=0.0)
                     self.gpus[b][slots[0]] = g
                     rebuild = True
-            for c in (c for jb in self.scenario.jobs for c in jb.collectives):
-                periodic = c.op == "alltoall" and c.skew > 0 and c.skew_period_steps
-                if periodic and step > 0 and step % c.skew_period_steps == 0:
-                    rebuild = True
+        # scheduled failures / degradations (after the random ones, which they override)
+        for sf in lf.scheduled:
+            hit = mask & (self.step_count == sf.at_step)
+            if hit.any():
+                ids = self.fabric.link_ids(sf.link)
+                self.cap_factor[np.ix_(hit, ids)] = sf.factor
+                self.fail_until[np.ix_(hit, ids)] = sf.until_step if sf.until_step is not None else 2**62
+        # AllToAll rotation: recompile the rotated jobs
+        steps = self.step_count[mask]
+        for c in (c for jb in self.scenario.jobs for c in jb.collectives):
+            periodic = c.op == "alltoall" and c.skew > 0 and c.skew_period_steps
+            if periodic and ((steps > 0) & (steps % max(c.skew_period_steps, 1) == 0)).any():
+                rebuild = True
         if rebuild:
             self._rebuild()
         assert self.sim is not None
@@ -443,8 +481,9 @@ class FabricWorld:
         return np.array([link, int(rev[0])]) if rev.size else np.array([link])
 
     # ------------------------------------------------------------------ routing
-    def default_split(self) -> np.ndarray:
-        """Static ECMP split of every connection (connections, max_paths).
+    def default_split(self, copy: bool = True) -> np.ndarray:
+        """Static ECMP split of every connection (connections, max_paths); ``copy=False`` returns the
+        cached array itself, read-only.
 
         The hash seed of an instance is drawn from its generator at reset: the same episode seed gives
         the same hashing, different seeds sample the ECMP lottery. Like a switch that drops a dead next
@@ -454,10 +493,11 @@ class FabricWorld:
         sim = self.sim
         assert sim is not None
         dead = sim.capacity <= 0
-        key = (id(sim.conn_key), self.hash_seed.tobytes(), dead.tobytes() if dead.any() else b"")
+        # valid while the connections (the same conn_key array), the hash seeds and the dead links are
+        key = (self.hash_seed.tobytes(), dead.tobytes() if dead.any() else b"")
         cached = getattr(self, "_default_cache", None)
-        if cached is not None and cached[0] == key:
-            return cached[1].copy()
+        if cached is not None and cached[0] is sim.conn_key and cached[1] == key:
+            return cached[2].copy() if copy else cached[2]
         seed = self.hash_seed[sim.unit_inst[sim.conn_unit]] if sim.n_conns else 0
         qps = self.scenario.routing.qps_per_connection
         live = self.live_paths()
@@ -474,8 +514,9 @@ class FabricWorld:
             for k in range(self.max_paths):  # loop over path slots (max_paths), not over flows
                 remap += np.where(live[hit] & (rank == k), pick[:, k : k + 1], 0.0)
             split[hit] = remap
-        self._default_cache = (key, split)
-        return split.copy()
+        split.flags.writeable = False
+        self._default_cache = (sim.conn_key, key, split)
+        return split.copy() if copy else split
 
     def wcmp(self, link_weight: np.ndarray) -> np.ndarray:
         """WCMP split of every connection (connections, max_paths) from per-instance link weights
@@ -536,6 +577,19 @@ class FabricWorld:
             moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_bytes - sim.rem
         moved = np.where(sim.flow_bg, np.nan, moved)
         res.conn_bytes = np.bincount(sim.member_conn, weights=moved[sim.member_flow], minlength=sim.n_conns)
+        has = self.slot_conn >= 0
+        res.slot_bytes = np.where(has, res.conn_bytes[np.maximum(self.slot_conn, 0)], 0.0)
+        res.connections = ConnectionTable(
+            job_unit=self.job_unit.copy(),
+            conn_off=sim.conn_off,
+            n_conns=sim.unit_nconns,
+            src=sim.conn_src,
+            dst=sim.conn_dst,
+            paths=sim.conn_paths,
+            npaths=sim.conn_npaths,
+            split=np.array(sim.split, copy=True),
+            bytes=res.conn_bytes,
+        )
         self.step_count += active
         self._apply_step_dynamics(active)
         return res
@@ -564,10 +618,7 @@ class FabricWorld:
         with np.errstate(invalid="ignore", divide="ignore"):
             lu = np.where((cap > 0) & (dur > 0), m.link_bytes / (cap * np.where(dur > 0, dur, 1.0)), 0.0)
         maxu = lu[:, self.network_links].max(axis=1) if self.network_links.size else np.zeros(B)
-        tier_bytes = np.zeros((B, len(TIERS)))
-        for t in range(len(TIERS)):
-            sel = self.fabric.link_tier == t
-            tier_bytes[:, t] = m.link_bytes[:, sel].sum(axis=1)
+        tier_bytes = m.link_bytes @ self._tier_onehot  # (batch, tiers)
         return StepResult(
             duration_s=m.duration_s,
             job_alive=alive,

@@ -149,3 +149,48 @@ def test_cluster_scenarios_load(n):
 def test_spine_leaf_shape_rejects_partial_leaves():
     with pytest.raises(ValueError, match="multiple of 16"):
         spine_leaf_shape(100)
+
+
+def _error_rows(x, path="results"):
+    """Every row of a results dict that carries an ``error`` (a section that crashed)."""
+    if isinstance(x, dict):
+        found = [(path, x["error"])] if "error" in x else []
+        for k, v in x.items():
+            found += _error_rows(v, f"{path}.{k}")
+        return found
+    if isinstance(x, list):
+        return [e for i, v in enumerate(x) for e in _error_rows(v, f"{path}[{i}]")]
+    return []
+
+
+def test_every_bench_section_runs_without_error_rows(tmp_path):
+    """Each section once on its smallest instance: a section that only crashes in the bench (as the
+    construction probe did, with a NameError inside a code string) fails here."""
+    from ainet_gym.bench import SECTIONS
+
+    cfg = tiny_config(
+        sections=SECTIONS,
+        env_sizes=((0, (2,)),),
+        env_backends=("numba", "numpy"),
+        construction_gpus=(0,),
+        startup_cold=False,
+        scaling_gpus=(128,),
+        transfers_fabric_gpus=128,
+        transfers_job_gpus=(8,),
+        scaling_jobs=(8,),
+    )
+    res = run_bench(cfg, out=tmp_path, progress=False, command="pytest")
+    assert not _error_rows(res), _error_rows(res)
+    assert {"allocator", "batching", "env", "construction", "startup", "scaling"} <= set(res)
+    assert {(r["backend"], r["env"], r["batch"]) for r in res["env"]} == {
+        ("numba", "single", 1), ("numba", "vector", 2), ("numpy", "single", 1), ("numpy", "vector", 2)
+    }  # fmt: skip
+    assert all(r["x_numpy"] is not None for r in res["env"])
+    con = res["construction"][0]
+    assert con["env_s"] > 0 and con["peak_rss_mib"] > 0 and con["connections"] > 0
+    assert {r["backend"] for r in res["startup"]} == {"numba", "numpy"}
+    assert all(r["first_step_s"] > 0 for r in res["startup"])
+    cal = res["meta"]["calibration"]
+    assert cal["python_loop_ms"] > 0 and cal["numpy_kernel_ms"] > 0
+    report = format_report(res)
+    assert "calibration:" in report and "Start-up" in report and "ERROR" not in report

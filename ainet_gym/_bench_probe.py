@@ -1,0 +1,99 @@
+"""Fresh-process probes of the benchmark (``python -m ainet_gym._bench_probe``).
+
+Reads a JSON object from stdin, prints one JSON line on stdout. Two probes:
+
+* ``{"probe": "construction", "scenario": ...}``: construction time (topology; env with every
+  candidate path, compiled job and ideal step time, and the first reset) and peak resident memory;
+* ``{"probe": "startup", "scenario": ..., "backend": ...}``: wall time from process start to the first
+  env step done (imports, construction, compilation or loading of the compiled kernels, first step). Run
+  with an empty ``NUMBA_CACHE_DIR`` it measures a cold start (the kernels compile); run again with the same
+  directory, a start with the on-disk cache.
+
+Each probe runs in its own process so that its memory peak and its start-up costs are its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import resource
+import sys
+import time
+from typing import Any
+
+
+def peak_mib() -> float:
+    """This process's peak resident set in MiB (``VmHWM``; ``ru_maxrss`` survives ``execve`` on Linux, so
+    it would report the parent's peak when the parent is larger)."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def construction(scenario: Any) -> dict[str, Any]:
+    """Construction time and peak memory of ``scenario`` (a name, path or dict)."""
+    from ainet_gym.env import FabricRoutingEnv
+    from ainet_gym.scenario import load_scenario
+    from ainet_gym.topology import build_fabric
+
+    base = peak_mib()
+    t0 = time.perf_counter()
+    sc = load_scenario(scenario)
+    fab = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
+    t_topo = time.perf_counter() - t0
+    n_links = fab.n_links
+    del fab
+    t0 = time.perf_counter()
+    env = FabricRoutingEnv(sc)
+    env.reset(seed=0)
+    t_env = time.perf_counter() - t0
+    sim = env.unwrapped.core.world.sim
+    assert sim is not None
+    return {
+        "topology_s": t_topo,
+        "env_s": t_env,
+        "links": n_links,
+        "connections": int(sim.n_conns),
+        "peak_rss_mib": peak_mib(),
+        "import_rss_mib": base,
+    }
+
+
+def startup(scenario: Any, backend: str | None) -> dict[str, Any]:
+    """Seconds to construct the env (kernels compiled or loaded from the cache on first use) and to run its
+    first step; the parent measures the whole process (interpreter start and imports included)."""
+    import numpy as np
+
+    from ainet_gym.env import FabricRoutingEnv  # imported with the package already
+
+    t0 = time.perf_counter()
+    env = FabricRoutingEnv(scenario, backend=backend)
+    env.reset(seed=0)
+    t_construct = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    env.step(np.zeros(env.action_space.shape, dtype=np.float32))
+    t_step = time.perf_counter() - t0
+    return {
+        "backend": env.unwrapped.core.world.backend,
+        "construct_s": t_construct,
+        "first_step_s": t_step,
+    }
+
+
+def main() -> int:
+    spec = json.loads(sys.stdin.read())
+    probe = spec.get("probe", "construction")
+    if probe == "construction":
+        out = construction(spec["scenario"])
+    elif probe == "startup":
+        out = startup(spec["scenario"], spec.get("backend"))
+    else:
+        raise SystemExit(f"probe = {probe!r}: unknown; allowed: construction, startup")
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

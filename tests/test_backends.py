@@ -1,0 +1,127 @@
+"""The compiled (numba) backend against the numpy reference backend, and backend selection.
+
+Parity: one shipped scenario of every family, one seed (two copies in one batch, so that the
+per-instance re-solve of the compiled kernel is exercised), 5 intervals, under ECMP, spraying, the
+greedy baseline and random split actions, in both rate update modes: every observation, reward, done
+flag and info value agrees to 1e-9 relative. The full sweep is ``python -m ainet_gym.parity``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from ainet_gym import _kernels, engine
+from ainet_gym.engine import resolve_backend
+from ainet_gym.parity import PARITY_POLICIES, RTOL, compare_backends, max_rel_diff
+
+pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+
+FAMILIES = {
+    "spine-leaf": "spine-leaf-2to1",
+    "oversubscription": "oversub-7to1",
+    "fat-tree": "fat-tree-k8-stride",
+    "rail-optimized": "rail-optimized-hierarchical",
+    "ecmp collisions": "ecmp-collisions-qp1",
+    "link failures": "link-failure",
+    "degraded link": "degraded-link",
+    "job churn": "multi-tenant-churn",
+    "MoE AllToAll": "moe-alltoall-skewed",
+    "storage background": "storage-checkpoint",
+    "periodic interference": "periodic-interference",
+    "transport profile": "profile-roce",
+    "graph fabric (3-tier Clos)": "clos3-2pods",
+    "multi-port NICs": "dual-plane",
+}
+
+
+@pytest.mark.parametrize("mode", ["event", "phase"])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_numba_backend_matches_numpy_reference(family: str, mode: str) -> None:
+    for policy in PARITY_POLICIES:
+        worst = compare_backends(FAMILIES[family], policy, seed=0, intervals=5, batch=2, rate_updates=mode)
+        bad = {k: v for k, v in worst.items() if v > RTOL}
+        assert not bad, f"{family} / {policy} / {mode}: {bad}"
+        assert any(k.startswith("step4.obs") for k in worst)  # every interval was compared
+
+
+def test_max_rel_diff_detects_what_parity_must_catch() -> None:
+    a = np.array([1.0, 2.0, np.nan])
+    assert max_rel_diff(a, a.copy()) == 0.0
+    assert max_rel_diff(a, np.array([1.0, 2.0 * (1 + 1e-6), np.nan])) == pytest.approx(1e-6 / (1 + 1e-6))
+    assert max_rel_diff(a, np.array([1.0, 2.0, 0.0])) == np.inf  # NaN pattern differs
+    assert max_rel_diff(np.array([1, 2]), np.array([1, 3])) == np.inf  # integers must be equal
+    assert max_rel_diff(np.zeros(2), np.zeros(3)) == np.inf
+
+
+def test_backend_keyword_overrides_variable_which_overrides_default(monkeypatch) -> None:
+    monkeypatch.delenv(engine.BACKEND_ENV, raising=False)
+    assert resolve_backend(None) == "numba"
+    monkeypatch.setenv(engine.BACKEND_ENV, "numpy")
+    assert resolve_backend(None) == "numpy"
+    assert resolve_backend("numba") == "numba"
+    monkeypatch.setenv(engine.BACKEND_ENV, "")
+    assert resolve_backend(None) == "numba"
+
+
+def test_unknown_backend_is_an_error_naming_the_source(monkeypatch) -> None:
+    with pytest.raises(ValueError, match=r"backend = 'cuda': unknown backend; allowed: numba, numpy"):
+        resolve_backend("cuda")
+    monkeypatch.setenv(engine.BACKEND_ENV, "jax")
+    with pytest.raises(ValueError, match=r"AINET_GYM_BACKEND = 'jax'"):
+        resolve_backend(None)
+
+
+def test_missing_numba_falls_back_with_one_warning(monkeypatch) -> None:
+    monkeypatch.delenv(engine.BACKEND_ENV, raising=False)
+    monkeypatch.setattr(_kernels, "HAVE_NUMBA", False)
+    monkeypatch.setattr(engine, "_fallback_warned", False)
+    with pytest.warns(RuntimeWarning, match="falls back to the numpy backend"):
+        assert resolve_backend(None) == "numpy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_backend(None) == "numpy"  # warned once only
+    with pytest.raises(ImportError, match="numba cannot be imported"):
+        resolve_backend("numba")
+
+
+def test_envs_and_simulate_take_the_backend_keyword() -> None:
+    from ainet_gym import simulate
+    from ainet_gym.env import FabricRoutingEnv
+    from ainet_gym.sb3_vec_env import SB3VecEnv
+    from ainet_gym.vector_env import FabricRoutingVectorEnv
+
+    assert FabricRoutingEnv("spine-leaf-2to1", backend="numpy").core.world.sim is None  # built at reset
+    env = FabricRoutingEnv("spine-leaf-2to1", backend="numpy")
+    env.reset(seed=0)
+    assert env.core.world.sim.backend == "numpy"
+    venv = FabricRoutingVectorEnv(2, "spine-leaf-2to1", backend="numba")
+    venv.reset(seed=0)
+    assert venv.core.world.sim.backend == "numba"
+    sb3 = SB3VecEnv(num_envs=2, scenario="spine-leaf-2to1", backend="numpy")
+    assert sb3.venv.core.world.backend == "numpy"
+    a = simulate("spine-leaf-2to1", "ecmp", steps=2, backend="numpy")
+    b = simulate("spine-leaf-2to1", "ecmp", steps=2, backend="numba")
+    assert a == b
+
+
+def test_collisions_are_computed_only_when_asked() -> None:
+    from ainet_gym.env import EnvCore
+
+    plain = EnvCore("spine-leaf-2to1", 2, backend="numba")
+    asked = EnvCore("spine-leaf-2to1", 2, backend="numba", info_keys=("collisions",))
+    later = EnvCore("spine-leaf-2to1", 2, backend="numba")
+    later.request_info("collisions")
+    infos = []
+    for core in (plain, asked, later):
+        core.reset([0, 1])
+        infos.append(core.step_split(core.world.default_split())[4])
+    assert "collisions" not in infos[0]
+    assert np.array_equal(infos[1]["collisions"], infos[2]["collisions"])
+    assert {k for k in infos[1] if k != "collisions"} == set(infos[0])
+    with pytest.raises(ValueError, match=r"info_keys = \('colisions',\): allowed: a list of links"):
+        EnvCore("spine-leaf-2to1", 1, info_keys=("colisions",))
+    with pytest.raises(ValueError, match=r"info_keys: 'colisions' is not an optional info key"):
+        plain.request_info("colisions")
