@@ -357,7 +357,7 @@ class GraphPolicyAgent:
 
     It sets one WCMP weight per switch next-hop link (the ``ecmp_weights`` action, so it controls all
     traffic, background included) and, like every baseline that sprays or weights traffic
-    (``_avoid_dead`` in :mod:`ainet_gym.policies`) and like a switch that drops a dead next hop from its
+    (:func:`ainet_gym.policies.avoid_dead_paths`) and like a switch that drops a dead next hop from its
     group, gives no share to candidate paths through a failed link (capacity 0). That is why it acts at
     the engine level (:meth:`act` returns the split; :meth:`weights` the action): the ``ecmp_weights``
     action alone cannot express a zero share (a weight is 0 only at exactly -1), and a ring AllReduce with
@@ -404,10 +404,10 @@ class GraphPolicyAgent:
 
     def act(self, core: EnvCore, obs: Any) -> np.ndarray:
         """The split (connections, max_paths) of the weights, without shares on dead paths."""
-        from ainet_gym.policies import _avoid_dead
+        from ainet_gym.policies import avoid_dead_paths
 
         split = core.decode(core.validate(self.weights(core, obs)))
-        return _avoid_dead(core.world, split) if self.avoid_dead else split
+        return avoid_dead_paths(core.world, split) if self.avoid_dead else split
 
 
 register_agent(
