@@ -50,11 +50,8 @@ def ecmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
 
 
 def avoid_dead_paths(world: FabricWorld, split: np.ndarray) -> np.ndarray:
-    """Zero the share of paths through a failed link and renormalise (unchanged if all are dead)."""
-    live = world.live_paths()
-    kept = np.where(live, split, 0.0)
-    tot = kept.sum(axis=1, keepdims=True)
-    return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
+    """Zero the share of paths through a failed link and renormalise (:meth:`FabricWorld.withdraw_dead`)."""
+    return world.withdraw_dead(split)
 
 
 def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
@@ -76,7 +73,7 @@ def wcmp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     """Capacity-weighted ECMP of every connection, background included."""
     sim = world.sim
     assert sim is not None
-    return avoid_dead_paths(world, world.wcmp(sim.capacity))
+    return world.wcmp(sim.capacity)  # withdraws paths through failed links itself
 
 
 def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:

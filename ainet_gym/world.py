@@ -527,7 +527,22 @@ class FabricWorld:
         n_groups = int(g.max()) + 1 if g.size else 0
         offset = (np.arange(self.batch) * n_groups)[:, None]
         groups = np.where(g[None, :] >= 0, g[None, :] + offset, -1).reshape(-1)
-        return wcmp_split(sim.conn_paths_global, sim.conn_npaths, np.asarray(link_weight).reshape(-1), groups)
+        split = wcmp_split(
+            sim.conn_paths_global, sim.conn_npaths, np.asarray(link_weight).reshape(-1), groups
+        )
+        return self.withdraw_dead(split)
+
+    def withdraw_dead(self, split: np.ndarray) -> np.ndarray:
+        """``split`` with the share of paths through a failed link (capacity 0) moved, pro rata, to the
+        connection's live paths, as switches drop a failed port from their ECMP/WCMP groups (unchanged for
+        a connection whose every path is dead, and when no link is down)."""
+        sim = self.sim
+        assert sim is not None
+        if not (sim.capacity <= 0).any():
+            return split
+        kept = np.where(self.live_paths(), split, 0.0)
+        tot = kept.sum(axis=1, keepdims=True)
+        return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
 
     def live_paths(self) -> np.ndarray:
         """(connections, max_paths) bool: candidate paths whose links all have capacity > 0."""
