@@ -1,0 +1,63 @@
+"""The env-side fast paths: the same results as the straightforward code they replace.
+
+References are independent: networkx for shortest paths and connectivity (the library the topology code
+used before), and the plain numpy formulas of the decode / info code for the compiled decode.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import networkx as nx
+import pytest
+
+from ainet_gym.scenario import load_scenario
+from ainet_gym.topology import _all_shortest_paths, build_fabric
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["spine-leaf-2to1", "fat-tree-k8-data-parallel", "rail-optimized-flat-ring", "dual-plane", "clos3-2pods"],
+)
+def test_switch_paths_match_networkx(name: str) -> None:
+    """Every leaf pair: the equal-cost switch paths equal networkx's all_shortest_paths (a wrong BFS that
+    stops a layer early or keeps one predecessor per node gives fewer paths)."""
+    sc = load_scenario(name)
+    f = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
+    f._leaf_paths(0, f.n_leaves - 1)  # builds the adjacency
+    adj = f._switch_adj
+    assert adj is not None
+    g = nx.DiGraph()
+    g.add_nodes_from(adj)
+    g.add_edges_from((u, v) for u, vs in adj.items() for v in vs)
+    for a in range(f.n_leaves):
+        for b in range(f.n_leaves):
+            src, dst = int(f.leaf_node[a]), int(f.leaf_node[b])
+            ref = sorted(nx.all_shortest_paths(g, src, dst)) if nx.has_path(g, src, dst) else []
+            assert sorted(_all_shortest_paths(adj, src, dst)) == ref
+
+
+def test_fabric_graph_is_built_on_demand() -> None:
+    """``Fabric.graph`` is the same multigraph as before (one edge per link, with gbps and tier)."""
+    sc = load_scenario("spine-leaf-2to1")
+    f = build_fabric(sc.fabric)
+    g = f.graph
+    assert g is f.graph
+    assert g.number_of_nodes() == len(f.node_names) and g.number_of_edges() == f.n_links
+    assert nx.is_weakly_connected(g)
+    for i in (0, f.n_links // 2, f.n_links - 1):
+        d = g.get_edge_data(int(f.link_src[i]), int(f.link_dst[i]))[i]
+        assert d["gbps"] == f.link_gbps[i]
+
+
+def test_env_import_and_step_load_neither_networkx_nor_scipy_sparse() -> None:
+    """The cached start pays only for what a step needs: no networkx, no scipy.sparse."""
+    code = (
+        "import sys, numpy as np, gymnasium as gym, ainet_gym\n"
+        "e = gym.make('ainet_gym/SpineLeaf-v0'); e.reset(seed=0)\n"
+        "e.step(np.zeros(e.action_space.shape, dtype=np.float32))\n"
+        "print(sorted(m for m in ('networkx', 'scipy.sparse', 'matplotlib') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
