@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from ainet_gym.scenario import load_scenario
@@ -61,3 +62,59 @@ def test_env_import_and_step_load_neither_networkx_nor_scipy_sparse() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _scenario_with_paths(name: str, max_paths: int) -> dict:
+    from ainet_gym.scenario import _read_yaml, scenarios_dir
+
+    path = scenarios_dir() / f"{name}.yaml"
+    d = _read_yaml(path, str(path))
+    d.setdefault("routing", {})["max_paths"] = max_paths
+    if "file" in d.get("fabric", {}):  # relative to the scenario file
+        d["fabric"]["file"] = str(scenarios_dir() / d["fabric"]["file"])
+    return d
+
+
+@pytest.mark.parametrize(
+    ("scenario", "max_paths"),
+    [("fat-tree-k8-stride", 3), ("spine-leaf-2to1", 8), ("fat-tree-k8-stride", 12), ("dual-plane", 16),
+     ("clos3-2pods", 64)],
+)  # fmt: skip
+def test_compiled_decode_equals_numpy_decode_bit_for_bit(scenario: str, max_paths: int) -> None:
+    """The compiled split decode against the numpy one, bit for bit, at path counts below, at and above
+    numpy's 8-way pairwise-summation threshold (a left-to-right sum differs there in the last bits), with
+    rows of all -1 (the even split) and rows at the bounds."""
+    from ainet_gym import _kernels
+    from ainet_gym.env import EnvCore
+
+    if not _kernels.HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    core = EnvCore(_scenario_with_paths(scenario, max_paths), batch=3, backend="numba")
+    core.reset([0, 1, 2])
+    assert core.world.slot_mask.any()
+    rng = np.random.default_rng(0)
+    for trial in range(4):
+        a = rng.uniform(-1.0, 1.0, size=(3, *core.action_space.shape)).astype(np.float32)
+        if trial == 1:
+            a[:, : core.P * 3] = -1.0  # three slots with all-zero weights
+            a[0, core.P * 3 : core.P * 4] = 1.0
+        v = core.validate(a)
+        got = core.decode(v)
+        core.world.backend = "numpy"
+        try:
+            ref = core.decode(v)
+        finally:
+            core.world.backend = "numba"
+        assert got.dtype == ref.dtype and got.shape == ref.shape
+        assert np.array_equal(got.view(np.int64), ref.view(np.int64))  # bit for bit
+        ctrl = core.world.slot_conn[core.world.slot_mask]
+        assert np.allclose(got[ctrl].sum(axis=1), 1.0)  # normalised
+
+
+def test_nan_to_zero_is_nan_to_num() -> None:
+    from ainet_gym.env import _nan_to_zero
+
+    for v in (np.array([1.0, np.nan, -2.0]), np.array([np.inf, np.nan, -np.inf, 0.5]), np.arange(3.0),
+              np.array([np.nan], dtype=np.float32)):  # fmt: skip
+        got, ref = _nan_to_zero(v), np.nan_to_num(v, nan=0.0)
+        assert got is not v and got.dtype == ref.dtype and np.array_equal(got, ref)
