@@ -105,6 +105,9 @@ class EnvCore:
         self._needs_reset = True
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
         self._demand_cache: tuple | None = None  # (flow_bytes, slot_conn it was built from, demand)
+        self._slot_obs_cache: tuple | None = None  # (demand, slot_mask it was built from, float32 block)
+        self._net_capacity = w.fabric.capacity_bps[self.net_links]  # (net_links,) nominal bytes/s
+        self._tiers_present = [i for i in range(len(TIERS)) if (w.fabric.link_tier == i).any()]
 
     # ------------------------------------------------------------------ spaces
     def _build_spaces(self) -> None:
@@ -364,15 +367,16 @@ class EnvCore:
         sim = w.sim
         assert sim is not None
         B = self.batch
-        obs = np.zeros((B, self.obs_dim))
+        # float32 blocks written in place: each float64 value is rounded to float32 once, as the cast of a
+        # float64 vector would
+        obs = np.empty((B, self.obs_dim), dtype=np.float32)
         L = self.obs_layout
         u = self.util_hist
         # each row was checked when it was the newest one: checking that one suffices
         if u.size and u[:, 0].max() > 1.0 + 1e-6:
             raise AssertionError(f"link utilisation {u[:, 0].max()} > 1: capacity constraint violated")
-        obs[:, L["link_utilization"]] = np.minimum(u, 1.0).reshape(B, -1)
-        cap_frac = sim.capacity[:, self.net_links] / w.fabric.capacity_bps[self.net_links]
-        obs[:, L["link_capacity"]] = cap_frac
+        np.minimum(u.reshape(B, -1), 1.0, out=obs[:, L["link_utilization"]])
+        obs[:, L["link_capacity"]] = sim.capacity[:, self.net_links] / self._net_capacity
         # jobs
         J = w.n_job_slots
         ju = w.job_unit
@@ -390,14 +394,7 @@ class EnvCore:
         jf[..., 4] = np.where(alive, _squash(since / ideal), 0.0)
         jf[~alive] = 0.0
         obs[:, L["jobs"]] = jf.reshape(B, -1)
-        # slots
-        sf = np.zeros((B, w.n_slots, len(SLOT_FEATURES)))
-        sf[..., 0] = w.slot_mask
-        if w.n_slots:
-            d = self._slot_demand()
-            sf[..., 1] = _squash(d)
-            sf[..., 2] = w.slot_npaths / self.P
-        obs[:, L["slots"]] = sf.reshape(B, -1)
+        obs[:, L["slots"]] = self._slot_features()
         # background
         if self.n_bg:
             bf = np.zeros((B, self.n_bg, 2))
@@ -405,10 +402,26 @@ class EnvCore:
             bf[..., 1] = sim.bg_on[w.bg_unit]
             obs[:, L["background"]] = bf.reshape(B, -1)
         obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
-        obs32 = obs.astype(np.float32)
         if self.observation_mode == "flat":
-            return obs32
-        return self._graph_obs(obs32)
+            return obs
+        return self._graph_obs(obs)
+
+    def _slot_features(self) -> np.ndarray:
+        """(batch, slots * 3) float32 slot block of the observation; valid while the slot demand is (the same
+        flows and slot layout), so rebuilt only when a reset or churn changes them."""
+        w = self.world
+        demand = self._slot_demand() if w.n_slots else None
+        cache = self._slot_obs_cache
+        if cache is not None and cache[0] is demand and cache[1] is w.slot_mask:
+            return cache[2]
+        sf = np.zeros((self.batch, w.n_slots, len(SLOT_FEATURES)))
+        sf[..., 0] = w.slot_mask
+        if demand is not None:
+            sf[..., 1] = _squash(demand)
+            sf[..., 2] = w.slot_npaths / self.P
+        out = sf.reshape(self.batch, -1).astype(np.float32)
+        self._slot_obs_cache = (demand, w.slot_mask, out)
+        return out
 
     def _slot_demand(self) -> np.ndarray:
         """(batch, slots): offered bytes of each slot's connection in one interval over its NIC's capacity."""
@@ -507,8 +520,7 @@ class EnvCore:
                 out["flow_rate_gbps"] = np.where(
                     dur[:, None] > 0, moved * 8e-9 / np.where(dur > 0, dur, 1)[:, None], 0.0
                 )
-        present = [i for i, t in enumerate(TIERS) if (w.fabric.link_tier == i).any()]
-        for i in present:
+        for i in self._tiers_present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
         if res is not None:
             from ainet_gym.rewards import GpuUtilizationReward, StepTimeReward

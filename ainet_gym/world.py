@@ -287,6 +287,8 @@ class FabricWorld:
             u, s = self._units_of(b)
             per_inst.append(u)
             slot_units.append(s)
+        if reset_mask is not None and self._restart_in_place(per_inst, slot_units, reset_mask):
+            return
         keep = None
         if self.sim is not None:
             old_map: dict[tuple, int] = {}
@@ -338,6 +340,41 @@ class FabricWorld:
                 if self.jobs[b][j] is not None:
                     self._ideal[b, j] = self.ideal_step_s(self.jobs[b][j], self.gpus[b][j])
                     self._ideal_comm[b, j] = self.ideal_comm_s(self.jobs[b][j], self.gpus[b][j])
+
+    def _restart_in_place(
+        self, per_inst: list[list[CompiledUnit]], slot_units: list[list[int]], reset_mask: np.ndarray
+    ) -> bool:
+        """A reset that leaves every instance's units as they are (the same compiled units in the same job
+        slots, as a deterministic placement gives): restart the units of the reset instances in place
+        instead of restacking the whole batch. Returns False (nothing done) when the structure changes.
+
+        The restarted state is that of a fresh :class:`BatchSim` of those instances (the engine's own
+        initial state, per-unit fields as :meth:`BatchSim.snapshot_units` lists them, and the flows' bytes),
+        so the result equals a full rebuild (``tests/test_envspeed.py`` checks it).
+        """
+        sim = self.sim
+        if sim is None or reset_mask.all() or slot_units != self.slot_units:  # all: one restack is as cheap
+            return False
+        for b in range(self.batch):
+            old = sim.units[b]
+            if len(old) != len(per_inst[b]) or any(x is not y for x, y in zip(old, per_inst[b])):
+                return False
+        idx = np.flatnonzero(reset_mask)
+        if idx.size:
+            fresh = BatchSim(self.fabric, [per_inst[b] for b in idx], sim.rate_updates, self.backend)
+            if sim.time_s[idx].any():  # (a reset zeroes the clocks first) iter_start from the clocks
+                fresh.time_s[:] = sim.time_s[idx]
+                fresh.set_units(fresh.units)
+            fresh.snapshot_units()
+            snap = fresh._state_snapshot
+            units = np.concatenate([np.arange(sim.inst_unit[b], sim.inst_unit[b + 1]) for b in idx])
+            flows = np.concatenate([np.arange(sim.inst_flow[b], sim.inst_flow[b + 1]) for b in idx])
+            for k, arr in snap["units"].items():
+                getattr(sim, k)[units] = arr
+            sim.rem[flows] = fresh.rem
+            sim.unit_alive[units] = fresh.unit_alive
+            sim.set_split(None)  # as a restack leaves it
+        return True
 
     def _job_key(self, b: int, j: int, old: bool) -> tuple:
         if old:
