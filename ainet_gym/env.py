@@ -352,10 +352,14 @@ class EnvCore:
         self._default = self.world.default_split(copy=False)
         self._last = res
         # newest first: shift the history of the active copies by one interval
-        act = np.flatnonzero(active)
         hist = self.util_hist
-        hist[act, 1:] = hist[act, :-1]
-        hist[act, 0] = res.link_utilization[np.ix_(act, self.net_links)]
+        if active.all():  # slices, no gather
+            hist[:, 1:] = hist[:, :-1]
+            hist[:, 0] = res.link_utilization[:, self.net_links]
+        else:
+            act = np.flatnonzero(active)
+            hist[act, 1:] = hist[act, :-1]
+            hist[act, 0] = res.link_utilization[np.ix_(act, self.net_links)]
         rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
         truncated = (self.world.step_count >= self.episode_steps) & active
         terminated = np.zeros(self.batch, dtype=bool)

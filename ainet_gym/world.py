@@ -99,6 +99,14 @@ class FabricWorld:
         self.sim: BatchSim | None = None
         self.step_count = np.zeros(batch, dtype=np.int64)
         self.hash_seed = np.full(batch, scenario.seed, dtype=np.int64)  # (batch,) ECMP hash seeds
+        # (eligible,) link ids a random failure may hit: network links of the listed tiers, one per duplex pair
+        f = self.fabric
+        self._failure_eligible = np.flatnonzero(
+            f.network_links
+            & np.isin(np.asarray(TIERS)[f.link_tier], scenario.dynamics.link_failures.tiers)
+            & (f.link_src < f.link_dst)
+        )
+        self._names: list[list[str | None]] = []  # (batch, jobs) job names as of the last restack
 
     # ------------------------------------------------------------------ helpers
     def _n_conns(self, job: JobSpec) -> int:
@@ -333,6 +341,7 @@ class FabricWorld:
             for i in range(len(self.scenario.background)):
                 self.bg_unit[b, i] = self._flat_index(b, n_jobs + i)
         self._build_slot_maps()
+        self._names = [self.job_names(b) for b in range(self.batch)]
         self._ideal = np.full((self.batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         self._ideal_comm = np.full((self.batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         for b in range(self.batch):
@@ -410,11 +419,7 @@ class FabricWorld:
         dyn = self.scenario.dynamics
         lf = dyn.link_failures
         rebuild = False
-        net = self.fabric.network_links
-        tier_names = np.asarray(TIERS)[self.fabric.link_tier]
-        eligible = np.flatnonzero(
-            net & np.isin(tier_names, lf.tiers) & (self.fabric.link_src < self.fabric.link_dst)
-        )
+        eligible = self._failure_eligible
         # repairs, over the batch
         repaired = (self.fail_until >= 0) & (self.fail_until <= self.step_count[:, None]) & mask[:, None]
         self.cap_factor[repaired] = 1.0
@@ -641,7 +646,7 @@ class FabricWorld:
             stalled_transfers=m.stalled_flows,
             failed_links=((cap <= 0) & self.fabric.network_links[None, :]).sum(axis=1),
             events=m.events,
-            job_names=[self.job_names(b) for b in range(B)],
+            job_names=[n.copy() for n in self._names],  # the jobs change only with a restack
             compute_s=np.where(alive, sim.unit_compute[idx], np.nan),
         )
 
