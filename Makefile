@@ -10,7 +10,7 @@ TORCH_INDEX_URL ?=
 # Extra flags for `ainet-gym demo` (CI runs `make demo DEMO_ARGS=--quick`).
 DEMO_ARGS ?=
 
-.PHONY: venv install install-dev demo check test bench lint check-rllib
+.PHONY: venv install install-dev demo check test bench lint check-rllib install-ns3 check-ns3 crosscheck check-rllib install-ns3 test-ns3 crosscheck
 
 venv:
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ ! -x "$(PYTHON)" ]; then \
@@ -50,10 +50,23 @@ lint:
 RLLIB_VENV ?= .venv-rllib
 RLLIB_PYTHON ?= $(RLLIB_VENV)/bin/python
 check-rllib:
-	@if [ "$(RLLIB_PYTHON)" = "$(RLLIB_VENV)/bin/python" ] && [ ! -x "$(RLLIB_PYTHON)" ]; then \
-		echo "creating the virtual environment $(RLLIB_VENV)/"; python3 -m venv $(RLLIB_VENV); fi
-	@$(RLLIB_PYTHON) -c "import torch" 2>/dev/null || \
-		if [ -n "$(TORCH_INDEX_URL)" ]; then $(RLLIB_PYTHON) -m pip install --quiet torch --index-url "$(TORCH_INDEX_URL)"; \
-		else $(RLLIB_PYTHON) -m pip install --quiet "torch==2.13.0" || $(RLLIB_PYTHON) -m pip install --quiet "torch>=2.3"; fi
+	$(MAKE) install VENV=$(RLLIB_VENV) PYTHON=$(RLLIB_PYTHON)
 	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
 	$(RLLIB_PYTHON) -m pytest -q tests/test_rllib.py
+
+# Optional ns-3 cross-check (README "Fidelity"): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
+# cppyy compiles parts at install, so a C++ compiler must be present), in a venv of its own, .venv-ns3/
+# (NS3_VENV=DIR or NS3_PYTHON=/path/to/python for another). Not part of `make check`: run it by hand.
+NS3_VENV ?= .venv-ns3
+NS3_PYTHON ?= $(NS3_VENV)/bin/python
+install-ns3:
+	$(MAKE) install VENV=$(NS3_VENV) PYTHON=$(NS3_PYTHON)
+	$(NS3_PYTHON) -m pip install --quiet -e ".[rl,dev,ns3]"
+
+# The cross-check's tests with ns-3 (the smallest case runs in ns-3).
+check-ns3: install-ns3
+	$(NS3_PYTHON) -m pytest -q tests/test_crosscheck.py
+
+# The calibration table of README "Fidelity": every case under ecmp, spray and lp, fluid vs ns-3.
+crosscheck: install-ns3
+	$(NS3_PYTHON) -c "import sys; from ainet_gym.crosscheck import main; sys.exit(main())" --out crosscheck-results.json

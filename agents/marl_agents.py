@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.registry import register_agent
+from agents.sb3_agents import check_fit
 
 if TYPE_CHECKING:
     from ainet_gym.env import EnvCore
@@ -85,12 +86,7 @@ class MarlAgent:
         sw = self._view(core)
         got = (list(sw.observation_space.shape), list(sw.action_space.shape))
         want = (self.meta["observation_shape"], self.meta["action_shape"])
-        if got != want:
-            raise ValueError(
-                f"model {str(self.path)!r} does not fit scenario {core.scenario.name!r}: it was trained on "
-                f"{self.meta.get('scenario')!r} with per-switch observations {want[0]} and actions {want[1]}; "
-                f"this scenario gives {got[0]} and {got[1]}"
-            )
+        check_fit("model", self.path, self.meta, core.scenario.name, want, got, noun="per-switch ")
 
     def reset(self, core: EnvCore) -> None:
         self._view(core)

@@ -19,7 +19,7 @@ import numpy as np
 
 from agents.registry import register_agent
 from agents.rllib_train import read_checkpoint_metadata
-from agents.sb3_agents import space_signature
+from agents.sb3_agents import check_fit, space_signature
 
 if TYPE_CHECKING:
     from ainet_gym.env import EnvCore
@@ -66,12 +66,7 @@ class RLlibAgent:
     def check(self, core: EnvCore) -> None:
         want = (space_signature(self.module.observation_space), space_signature(self.module.action_space))
         got = (space_signature(core.observation_space), space_signature(core.action_space))
-        if want != got:
-            raise ValueError(
-                f"checkpoint {str(self.path)!r} does not fit scenario {core.scenario.name!r}: it was trained on "
-                f"{self.meta.get('scenario', '?')!r} with observations {want[0]} and actions {want[1]}; "
-                f"this scenario gives observations {got[0]} and actions {got[1]}"
-            )
+        check_fit("checkpoint", self.path, self.meta, core.scenario.name, want, got)
 
     def reset(self, core: EnvCore) -> None:
         return None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,6 +159,25 @@ def space_signature(space: Any) -> dict[str, Any]:
     if isinstance(space, spaces.Dict):
         return {"kind": "Dict", "keys": {k: space_signature(v) for k, v in space.spaces.items()}}
     return {"kind": type(space).__name__, "shape": list(space.shape)}
+
+
+def check_fit(
+    what: str,
+    path: str | os.PathLike,
+    meta: dict[str, Any],
+    scenario: str,
+    want: tuple,
+    got: tuple,
+    noun: str = "",
+) -> None:
+    """Raise ``ValueError`` if a saved policy's (observation, action) signature ``want`` differs from the
+    env's ``got``, naming the file, the scenario it was trained on and both signatures."""
+    if want != got:
+        raise ValueError(
+            f"{what} {str(path)!r} does not fit scenario {scenario!r}: it was trained on "
+            f"{meta.get('scenario', '?')!r} with {noun}observations {want[0]} and actions {want[1]}; "
+            f"this scenario gives {noun}observations {got[0]} and actions {got[1]}"
+        )
 
 
 def save_model(model: BaseAlgorithm, path: str | os.PathLike, meta: dict[str, Any]) -> Path:
@@ -408,7 +428,20 @@ def load_model(
         raise ValueError(f"model {str(p)!r}: unknown algorithm {algo!r}; allowed: {', '.join(ALGO_MODES)}")
     cls = algo_class(algo)
     objects = None if trusted else _safe_objects(p, algo)
-    model = cls.load(p, env=env, device="cpu", custom_objects=objects)
+    try:
+        model = cls.load(p, env=env, device="cpu", custom_objects=objects)
+    except (
+        AssertionError,
+        KeyError,
+        RuntimeError,
+        EOFError,
+        zipfile.BadZipFile,
+        pickle.UnpicklingError,
+    ) as e:
+        first = str(e).split(". ")[0]  # torch's weights-only message is a paragraph
+        raise ValueError(
+            f"{algo}:{p}: cannot be loaded as a {algo} model ({type(e).__name__}: {first})"
+        ) from None
     meta = {"algo": algo, **meta}
     return model, meta
 
@@ -443,15 +476,8 @@ class SB3Agent:
         }
 
     def check(self, core: EnvCore) -> None:
-        want_obs, want_act = _signature_of_model(self.model)
-        got_obs, got_act = space_signature(core.observation_space), space_signature(core.action_space)
-        if (want_obs, want_act) != (got_obs, got_act):
-            trained = self.meta.get("scenario", "?")
-            raise ValueError(
-                f"model {str(self.path)!r} does not fit scenario {core.scenario.name!r}: it was trained on "
-                f"{trained!r} with observations {want_obs} and actions {want_act}; this scenario gives "
-                f"observations {got_obs} and actions {got_act}"
-            )
+        got = (space_signature(core.observation_space), space_signature(core.action_space))
+        check_fit("model", self.path, self.meta, core.scenario.name, _signature_of_model(self.model), got)
 
     def reset(self, core: EnvCore) -> None:
         return None

@@ -5,6 +5,7 @@ The public surface (see docs/model.md, "Contracts"):
 - :func:`max_min_fair`, :func:`max_min_fair_batched`: the bandwidth allocator;
 - :func:`load_scenario`, :class:`ScenarioError`, :func:`list_scenarios`: scenario files;
 - :func:`simulate`: a scenario under a routing policy, without RL;
+- :func:`crosscheck`: the same scenario and policy in the fluid model and in ns-3 (optional extra ``ns3``);
 - :func:`fabric_from_graph`, :func:`fabric_to_graph`: your own topology as a networkx graph, and back;
 - the Gymnasium environments registered under the ``ainet_gym/`` namespace (importing this package
   registers them);
@@ -15,6 +16,7 @@ The public surface (see docs/model.md, "Contracts"):
 from typing import Any
 
 from ainet_gym.allocator import max_min_fair, max_min_fair_batched
+from ainet_gym.crosscheck import crosscheck
 from ainet_gym.registration import ENV_IDS, register_envs
 from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
 from ainet_gym.simulate import simulate
@@ -40,6 +42,7 @@ __all__ = [
     "ScenarioError",
     "__version__",
     "aec_env",
+    "crosscheck",
     "fabric_from_graph",
     "fabric_to_graph",
     "list_scenarios",

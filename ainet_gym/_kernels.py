@@ -11,6 +11,9 @@ Layout (flat arrays, as :class:`~ainet_gym.engine.BatchSim` stacks them): units,
 entries of instance ``b`` are contiguous (``inst_unit``, ``inst_flow``, ``inst_entry`` hold the
 boundaries); entries are sorted by flow; link ids are global (``b * links + l``); the flows of phase
 ``p`` of a unit are the contiguous range ``phase_flow_lo[p] .. phase_flow_lo[p] + phase_flow_n[p]``.
+Phases form a graph per unit (``phase_npred`` predecessors; successors ``phase_succ[phase_succ_off[p]:
+phase_succ_off[p + 1]]``, global ids): a phase runs once all its predecessors are done (a chain for
+unchunked collectives; a pipeline grid of chunks x stages for chunked ones).
 
 The allocator is the parallel local-bottleneck rule of :mod:`ainet_gym.allocator` (weights 1, demand
 caps), with the same order of floating-point sums, so rates agree bit for bit with ``solve_coo``.
@@ -38,6 +41,7 @@ __all__ = ["HAVE_NUMBA", "merge_entries", "run_interval_numba"]
 
 WAITING = -2  # engine.WAITING
 PRE_COMM = -1  # engine.PRE_COMM
+IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
 
 
@@ -173,19 +177,20 @@ def _solve_instance(
 @njit(cache=True, nogil=True)
 def _process_events(
     b, now, u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off,
-    phase_latency, phase_flow_lo, phase_flow_n, flow_bg, flow_bytes, rem, phase_cur, t_start_left,
-    t_compute_left, t_comm_start_left, t_latency_left, iter_start, comm_start, comm_end,
-    iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum, max_rounds, eps_t, eps_b,
+    phase_latency, phase_flow_lo, phase_flow_n, phase_npred, phase_succ_off, phase_succ, flow_bg,
+    flow_bytes, rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait,
+    phase_lat_left, iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, iters,
+    step_sum, comm_sum, max_rounds, eps_t, eps_b,
 ):  # fmt: skip
     """Every transition of instance ``b``'s units that is due now; returns (error code, unit)."""
     for f in range(f0, f1):
         if not flow_bg[f] and rem[f] <= eps_b * flow_bytes[f]:
             rem[f] = 0.0
-    n_lat = phase_latency.shape[0]
     for u in range(u0, u1):
         if not unit_alive[u] or unit_bg[u]:
             continue
         nph = unit_nphases[u]
+        p0 = phase_off[u]
         settled = False
         for _ in range(max_rounds):
             changed = False
@@ -198,26 +203,39 @@ def _process_events(
             if phase_cur[u] == PRE_COMM and t_comm_start_left[u] <= eps_t:  # communication starts
                 phase_cur[u] = 0
                 comm_start[u] = now
-                ph = min(0, max(nph - 1, 0))
-                if n_lat:
-                    t_latency_left[u] = phase_latency[min(phase_off[u] + ph, n_lat - 1)]
-                else:
-                    t_latency_left[u] = 0.0
+                for p in range(p0, p0 + nph):  # phases that wait for none run, paying their latency
+                    phase_wait[p] = phase_npred[p]
+                    if phase_npred[p] == 0:
+                        phase_state[p] = RUNNING
+                        phase_lat_left[p] = phase_latency[p]
+                    else:
+                        phase_state[p] = IDLE
                 changed = True
             pc = phase_cur[u]
-            if pc >= 0 and pc < nph and t_latency_left[u] <= eps_t:  # phase ends when no bytes are left
-                p = phase_off[u] + pc
-                pending = False
-                for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                    if rem[f] > 0:
-                        pending = True
-                        break
-                if not pending:
-                    phase_cur[u] = pc + 1
-                    if pc + 1 == nph:
+            if pc >= 0 and pc < nph:  # a phase ends when its latency is paid and no bytes are left
+                ended = False
+                for p in range(p0, p0 + nph):
+                    if phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
+                        continue
+                    pending = False
+                    for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                        if rem[f] > 0:
+                            pending = True
+                            break
+                    if pending:
+                        continue
+                    phase_state[p] = DONE
+                    phase_cur[u] += 1
+                    for e in range(phase_succ_off[p], phase_succ_off[p + 1]):  # its successors may start
+                        q = phase_succ[e]
+                        phase_wait[q] -= 1
+                        if phase_wait[q] == 0:
+                            phase_state[q] = RUNNING
+                            phase_lat_left[q] = phase_latency[q]
+                    ended = True
+                if ended:
+                    if phase_cur[u] == nph:
                         comm_end[u] = now
-                    else:
-                        t_latency_left[u] = phase_latency[min(phase_off[u] + pc + 1, n_lat - 1)]
                     changed = True
             if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
                 st = now - iter_start[u]
@@ -250,10 +268,10 @@ def run_interval_numba(
     duration, phase_mode, max_events, n_links, max_rounds, eps_t, eps_b,
     inst_unit, inst_flow, inst_entry,
     unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
-    phase_flow_lo, phase_flow_n,
+    phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
     flow_unit, flow_phase, flow_bg, flow_bytes, flow_demand,
     e_flow, e_link, e_coef, capacity,
-    rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, t_latency_left,
+    rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats,
 ):  # fmt: skip
@@ -265,12 +283,12 @@ def run_interval_numba(
     inf = np.inf
     n_batch = duration.shape[0]
     n_flows = flow_unit.shape[0]
-    n_units = unit_alive.shape[0]
+    n_phases = phase_state.shape[0]
     # scratch; link arrays are per instance and initialised lazily by stamps
     act = np.zeros(n_flows, dtype=np.bool_)
     rate = np.zeros(n_flows)
     moved = np.zeros(n_flows)  # (flows,) bytes moved in the interval
-    t_unit = np.zeros(n_units)
+    t_phase = np.zeros(n_phases)
     fe_lo = np.zeros(n_flows, dtype=np.int64)  # (flows,) first entry of each flow
     fe_hi = np.zeros(n_flows, dtype=np.int64)  # (flows,) one past its last entry
     act_flows = np.empty(n_flows, dtype=np.int64)
@@ -302,10 +320,10 @@ def run_interval_numba(
             fe_hi[f] = e + 1
         err, eu = _process_events(
             b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap,
-            phase_off, phase_latency, phase_flow_lo, phase_flow_n, flow_bg, flow_bytes, rem, phase_cur,
-            t_start_left, t_compute_left, t_comm_start_left, t_latency_left, iter_start, comm_start,
-            comm_end, iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum, max_rounds,
-            eps_t, eps_b,
+            phase_off, phase_latency, phase_flow_lo, phase_flow_n, phase_npred, phase_succ_off, phase_succ,
+            flow_bg, flow_bytes, rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left,
+            phase_state, phase_wait, phase_lat_left, iter_start, comm_start, comm_end, iterations_total,
+            last_step_s, last_comm_s, iters, step_sum, comm_sum, max_rounds, eps_t, eps_b,
         )  # fmt: skip
         if err != ERR_NONE:
             stats[2], stats[3] = err, eu
@@ -327,7 +345,8 @@ def run_interval_numba(
                 elif flow_bg[f]:
                     a = bg_on[u]
                 else:
-                    a = phase_cur[u] == flow_phase[f] and t_latency_left[u] <= eps_t and rem[f] > 0
+                    p = phase_off[u] + flow_phase[f]
+                    a = phase_state[p] == RUNNING and phase_lat_left[p] <= eps_t and rem[f] > 0
                 if a != act[f]:
                     changed = True
                     act[f] = a
@@ -347,9 +366,9 @@ def run_interval_numba(
             # time to the next event
             dt = t_left
             n_stalled = 0
-            if phase_mode:
-                for u in range(u0, u1):
-                    t_unit[u] = 0.0
+            if phase_mode:  # only the last flow of a phase is an event: earlier finishers keep their rate
+                for p in range(inst_phase[b], inst_phase[b + 1]):
+                    t_phase[p] = 0.0
             for i in range(n_act):
                 f = act_flows[i]
                 if flow_bg[f]:
@@ -359,16 +378,16 @@ def run_interval_numba(
                     n_stalled += 1
                 tf = rem[f] / r if r > 0 else inf
                 if phase_mode:
-                    u = flow_unit[f]
-                    if tf > t_unit[u]:
-                        t_unit[u] = tf
+                    p = phase_off[flow_unit[f]] + flow_phase[f]
+                    if tf > t_phase[p]:
+                        t_phase[p] = tf
                 elif tf < dt:
                     dt = tf
             if phase_mode:
                 for i in range(n_act):
                     f = act_flows[i]
                     if not flow_bg[f]:
-                        tf = t_unit[flow_unit[f]]
+                        tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
                         if tf < dt:
                             dt = tf
             if n_stalled > stalled[b]:
@@ -382,8 +401,11 @@ def run_interval_numba(
                     tm = t_compute_left[u]
                 if pc == PRE_COMM and t_comm_start_left[u] < tm:
                     tm = t_comm_start_left[u]
-                if pc >= 0 and pc < unit_nphases[u] and t_latency_left[u] > eps_t and t_latency_left[u] < tm:
-                    tm = t_latency_left[u]
+                if pc >= 0 and pc < unit_nphases[u]:
+                    for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
+                        lt = phase_lat_left[p]
+                        if phase_state[p] == RUNNING and lt > eps_t and lt < tm:
+                            tm = lt
                 if tm < dt:
                     dt = tm
             if dt < 0.0:
@@ -411,15 +433,18 @@ def run_interval_numba(
                 elif pc == PRE_COMM:
                     t_comm_start_left[u] = t_comm_start_left[u] - dt
                 elif pc < unit_nphases[u]:
-                    t_latency_left[u] = max(t_latency_left[u] - dt, 0.0)
+                    for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
+                        if phase_state[p] == RUNNING:
+                            phase_lat_left[p] = max(phase_lat_left[p] - dt, 0.0)
             time_s[b] += dt
             t_left -= dt
             err, eu = _process_events(
                 b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute,
-                unit_overlap, phase_off, phase_latency, phase_flow_lo, phase_flow_n, flow_bg, flow_bytes,
-                rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, t_latency_left,
-                iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, iters,
-                step_sum, comm_sum, max_rounds, eps_t, eps_b,
+                unit_overlap, phase_off, phase_latency, phase_flow_lo, phase_flow_n, phase_npred,
+                phase_succ_off, phase_succ, flow_bg, flow_bytes, rem, phase_cur, t_start_left,
+                t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left, iter_start,
+                comm_start, comm_end, iterations_total, last_step_s, last_comm_s, iters, step_sum,
+                comm_sum, max_rounds, eps_t, eps_b,
             )  # fmt: skip
             if err != ERR_NONE:
                 stats[2], stats[3] = err, eu

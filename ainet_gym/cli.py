@@ -107,6 +107,27 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+def _cmd_crosscheck(args: argparse.Namespace) -> int:
+    from ainet_gym.crosscheck import Ns3NotInstalledError, crosscheck
+
+    try:
+        out = crosscheck(args.scenario, policy=args.policy, seed=args.seed, steps=args.steps)
+    except Ns3NotInstalledError as e:
+        print(f"ainet-gym crosscheck: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}")
+    print(f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}")
+    for j in out["jobs"]:
+        print(
+            f"  {j['name']:<16}{j['fluid_comm_ms']:>10.3f}{j['ns3_comm_ms']:>10.3f}{100 * j['rel_error']:>+8.2f}%"
+        )
+    print(f"  wall: fluid {out['fluid_wall_s'] * 1e3:.2f} ms, ns-3 {out['ns3_wall_s']:.2f} s")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from agents.demo import demo_main
 
@@ -290,6 +311,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sections", default=None, help="comma list of sections to run (default: all)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_cmd_bench)
+
+    s = sub.add_parser("crosscheck", help="compare the fluid model with ns-3 packets (extra: ns3)")
+    s.add_argument("scenario", help="scenario name or YAML path (cross-check cases: xc-ring-8, ...)")
+    s.add_argument("--policy", default="ecmp", help="any policy of evaluate: ecmp, spray, lp, ppo:PATH, ...")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--steps", type=int, default=1, help="decision intervals to simulate in both")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=_cmd_crosscheck)
 
     s = sub.add_parser(
         "demo", help="the main job: train PPO on periodic-interference and compare", epilog=TRUST

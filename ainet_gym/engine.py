@@ -89,11 +89,18 @@ def resolve_backend(backend: str | None = None) -> str:
     return backend
 
 
-# job phase cursor values
+# job phase cursor values (in communication, the cursor counts the phases done)
 WAITING = -2  # before start_ms
 PRE_COMM = -1  # computing, communication not started yet
+# phase states
+IDLE = 0  # waiting for its predecessors (or its unit is not communicating)
+RUNNING = 1  # paying its latency, then moving its bytes
+DONE = 2
 _EPS_T = 1e-12  # seconds: timers at or below this are done
 _EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
+
+
+_PHASE_STATE = ("phase_state", "phase_wait", "phase_lat_left")  # per-phase state carried by set_units
 
 
 @dataclass
@@ -107,6 +114,9 @@ class CompiledUnit:
     overlap: float
     start_s: float
     phase_latency_s: np.ndarray  # (phases,) alpha terms of each phase
+    phase_npred: np.ndarray  # (phases,) phases each phase waits for (0: it starts with the communication)
+    phase_succ_off: np.ndarray  # (phases+1,) CSR offsets into phase_succ
+    phase_succ: np.ndarray  # (edges,) phases that wait for each phase (unit-local ids)
     flow_phase: np.ndarray  # (flows,) phase index within the unit
     flow_bytes: np.ndarray  # (flows,) bytes each member moves (inf for background)
     flow_demand_bps: np.ndarray  # (flows,) per-flow rate cap (inf for job flows)
@@ -144,6 +154,18 @@ def _conn_tables(
     return paths, npaths, hops, latency
 
 
+def _phase_graph(pred: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Predecessor counts and successor lists (CSR: ``succ[succ_off[k]:succ_off[k + 1]]``) of phases
+    whose predecessors are ``pred``."""
+    n = len(pred)
+    npred = np.asarray([len(x) for x in pred], dtype=np.int64)
+    src = np.asarray([j for x in pred for j in x], dtype=np.int64)
+    dst = np.repeat(np.arange(n, dtype=np.int64), npred)
+    order = np.argsort(src, kind="stable")
+    succ_off = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).astype(np.int64)
+    return npred, succ_off, dst[order]
+
+
 def max_hops(fabric: Fabric) -> int:
     """Longest candidate path (in links) of the fabric, from its links (:attr:`Fabric.max_hops`)."""
     return fabric.max_hops
@@ -155,15 +177,23 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
     p = len(gpus)
     host_of_rank = fabric.gpu_host[gpus].tolist()
     phase_steps: list[int] = []
+    phase_pred: list[tuple[int, ...]] = []  # (phases,) the phases each one waits for
     flow_phase: list[int] = []
     flow_bytes: list[float] = []
     member_flow: list[int] = []
     member_conn: list[int] = []
     conn_index: dict[tuple[int, int], int] = {}
     for coll in job.collectives:
+        base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
         for ph in decompose(coll, p, host_of_rank, rotation):
             k = len(phase_steps)
             phase_steps.append(ph.steps)
+            if ph.after is None:
+                phase_pred.append((k - 1,) if k > 0 else ())
+            elif not ph.after:
+                phase_pred.append((base - 1,) if base > 0 else ())
+            else:
+                phase_pred.append(tuple(base + j for j in ph.after))
             for fl in ph.flows:
                 f = len(flow_bytes)
                 flow_phase.append(k)
@@ -197,6 +227,7 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
             ph_lat = np.zeros(len(phase_steps))
             np.maximum.at(ph_lat, fp[mf], path_lat[mc])
             lat = np.asarray(phase_steps) * ph_lat
+    npred, succ_off, succ = _phase_graph(phase_pred)
     return CompiledUnit(
         name=job.name,
         is_background=False,
@@ -205,6 +236,9 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
         overlap=job.overlap,
         start_s=job.start_ms * 1e-3,
         phase_latency_s=lat,
+        phase_npred=npred,
+        phase_succ_off=succ_off,
+        phase_succ=succ,
         flow_phase=fp,
         flow_bytes=np.asarray(flow_bytes, dtype=np.float64),
         flow_demand_bps=np.full(len(flow_bytes), np.inf),
@@ -235,6 +269,9 @@ def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, ind
         overlap=0.0,
         start_s=0.0,
         phase_latency_s=np.zeros(0),
+        phase_npred=np.zeros(0, dtype=np.int64),
+        phase_succ_off=np.zeros(1, dtype=np.int64),
+        phase_succ=np.zeros(0, dtype=np.int64),
         flow_phase=np.zeros(n, dtype=np.int64),
         flow_bytes=np.full(n, np.inf),
         flow_demand_bps=np.full(n, bg.gbps * 1e9 / 8.0 / n),
@@ -318,12 +355,30 @@ class BatchSim:
             return np.concatenate(arrs).astype(dtype) if arrs else np.zeros(0, dtype=dtype)
 
         self.phase_latency = cat("phase_latency_s")
+        # phase graph (global phase ids): predecessor counts, successor lists (CSR), unit and instance
+        n_gph = int(n_ph.sum())
+        self.phase_unit = np.repeat(np.arange(U), n_ph)
+        self.phase_inst = self.unit_inst[self.phase_unit] if U else np.zeros(0, dtype=np.int64)
+        self.inst_phase = np.searchsorted(self.phase_inst, np.arange(self.batch + 1)).astype(np.int64)
+        self.phase_npred = cat("phase_npred", np.int64)
+        n_edge = np.asarray([u.phase_succ.shape[0] for u in flat], dtype=np.int64)
+        edge_off = np.concatenate([[0], np.cumsum(n_edge)])
+        self.phase_succ = cat("phase_succ", np.int64) + np.repeat(self.phase_off, n_edge).astype(np.int64)
+        self.phase_succ_off = np.concatenate(
+            [u.phase_succ_off[:-1] + edge_off[i] for i, u in enumerate(flat)] + [edge_off[-1:]]
+        ).astype(np.int64)
+        self.phase_edge_src = np.repeat(np.arange(n_gph), np.diff(self.phase_succ_off))
         self.flow_unit = np.repeat(np.arange(U), n_fl)
         self.flow_phase = cat("flow_phase", np.int64)
         self.flow_bytes = cat("flow_bytes")
         self.flow_demand = cat("flow_demand_bps")
         self.flow_inst = self.unit_inst[self.flow_unit] if U else np.zeros(0, dtype=np.int64)
         self.flow_bg = self.unit_bg[self.flow_unit] if U else np.zeros(0, dtype=bool)
+        # (flows,) global phase of each job flow, -1 for background flows
+        self.flow_gphase = np.where(self.flow_bg, -1, self.phase_off[self.flow_unit] + self.flow_phase).astype(
+            np.int64
+        ) if U else np.zeros(0, dtype=np.int64)  # fmt: skip
+        self._job_flows = np.flatnonzero(~self.flow_bg)
         n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
         mem_unit = np.repeat(np.arange(U), n_mem)
         self.member_flow = cat("member_flow", np.int64) + (self.flow_off[mem_unit] if U else 0)
@@ -331,6 +386,8 @@ class BatchSim:
         self.conn_unit = np.repeat(np.arange(U), n_cn)
         self.conn_key = cat("conn_key", np.int64)
         self.conn_src = cat("conn_src", np.int64)  # (conns,) source endpoint
+        self.conn_dst = cat("conn_dst", np.int64)  # (conns,) destination endpoint
+        self.unit_nconns = n_cn  # (units,) connections of each unit
         self.conn_npaths = cat("conn_npaths", np.int64)
         P, H = self.fabric.max_paths, max_hops(self.fabric)
         paths = [u.conn_paths for u in flat]
@@ -344,9 +401,8 @@ class BatchSim:
         B = self.batch
         self.inst_unit = np.searchsorted(self.unit_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
         self.inst_flow = np.searchsorted(self.flow_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
-        job = np.flatnonzero(~self.flow_bg)
-        gphase = self.phase_off[self.flow_unit[job]] + self.flow_phase[job]  # nondecreasing along job
-        n_gph = int(n_ph.sum())
+        job = self._job_flows
+        gphase = self.flow_gphase[job]  # nondecreasing along job
         self.phase_flow_n = np.bincount(gphase, minlength=n_gph).astype(np.int64)  # (phases,) flows
         first = np.searchsorted(gphase, np.arange(n_gph))
         self.phase_flow_lo = np.where(  # (phases,) first flow of each phase
@@ -362,7 +418,9 @@ class BatchSim:
         self.t_comm_start_left = np.where(
             self.unit_start > 0, 0.0, (1.0 - self.unit_overlap) * self.unit_compute
         )
-        self.t_latency_left = np.zeros(U)
+        self.phase_state = np.full(n_gph, IDLE, dtype=np.int64)  # (phases,) IDLE, RUNNING or DONE
+        self.phase_wait = self.phase_npred.copy()  # (phases,) predecessors not done yet
+        self.phase_lat_left = np.zeros(n_gph)  # (phases,) s of latency left to pay (RUNNING phases)
         self.iter_start = np.repeat(self.time_s[:, None], 1, axis=1)[self.unit_inst, 0] + self.unit_start
         self.comm_start = np.zeros(U)
         self.comm_end = np.zeros(U)
@@ -377,13 +435,17 @@ class BatchSim:
     def snapshot_units(self) -> None:
         """Remember per-unit state so :meth:`set_units` can carry it to surviving units."""
         fields = (
-            "phase_cur", "t_start_left", "t_compute_left", "t_comm_start_left", "t_latency_left",
+            "phase_cur", "t_start_left", "t_compute_left", "t_comm_start_left",
             "iter_start", "comm_start", "comm_end", "iterations_total", "last_step_s", "last_comm_s", "bg_on",
         )  # fmt: skip
         self._state_snapshot = {
             "units": {k: getattr(self, k).copy() for k in fields},
             "rem": [
                 self.rem[o : o + len(u.flow_bytes)].copy() for o, u in zip(self.flow_off, self.flat_units)
+            ],
+            "phases": [
+                tuple(getattr(self, k)[o : o + u.n_phases].copy() for k in _PHASE_STATE)
+                for o, u in zip(self.phase_off, self.flat_units)
             ],
         }
 
@@ -397,6 +459,15 @@ class BatchSim:
             o = self.flow_off[new_i]
             if r.shape[0] == self.flat_units[new_i].flow_bytes.shape[0]:
                 self.rem[o : o + r.shape[0]] = r
+            ph = old["phases"][old_i]
+            o = self.phase_off[new_i]
+            n = self.flat_units[new_i].n_phases
+            if ph[0].shape[0] == n:
+                for k, arr in zip(_PHASE_STATE, ph):
+                    getattr(self, k)[o : o + n] = arr
+            elif 0 <= self.phase_cur[new_i] < n:  # another phase structure: its communication restarts
+                self.phase_cur[new_i] = PRE_COMM
+                self.t_comm_start_left[new_i] = 0.0
         self._state_snapshot = None
 
     # ------------------------------------------------------------------ routing
@@ -474,12 +545,9 @@ class BatchSim:
     # ------------------------------------------------------------------ dynamics
     def _active_flows(self, running: np.ndarray) -> np.ndarray:
         u = self.flow_unit
-        job_active = (
-            (~self.flow_bg)
-            & (self.phase_cur[u] == self.flow_phase)
-            & (self.t_latency_left[u] <= _EPS_T)
-            & (self.rem > 0)
-        )
+        # a flow moves when its phase runs and has paid its latency; index -1 (background) is False
+        ready = np.append((self.phase_state == RUNNING) & (self.phase_lat_left <= _EPS_T), False)
+        job_active = ready[self.flow_gphase] & (self.rem > 0)
         bg_active = self.flow_bg & self.bg_on[u]
         return (job_active | bg_active) & running[self.flow_inst] & self.unit_alive[u]
 
@@ -534,10 +602,11 @@ class BatchSim:
                 t_fin = np.where(rates > 0, self.rem[act_idx] / np.where(rates > 0, rates, 1.0), np.inf)
             t_fin = np.where(job_flow, t_fin, np.inf)
             if self.rate_updates == "phase":
-                # only the last flow of a unit's phase is an event: earlier finishers keep their rate
-                t_unit = np.zeros(U)
-                np.maximum.at(t_unit, self.flow_unit[act_idx], np.where(job_flow, t_fin, 0.0))
-                t_fin = np.where(job_flow, t_unit[self.flow_unit[act_idx]], np.inf)
+                # only the last flow of a phase is an event: earlier finishers keep their rate
+                t_phase = np.zeros(self.phase_state.shape[0] + 1)  # the last slot takes background flows
+                gp = self.flow_gphase[act_idx]
+                np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
+                t_fin = np.where(job_flow, t_phase[gp], np.inf)
             np.minimum.at(dt, self.flow_inst[act_idx], t_fin)
             stalled_now = np.bincount(
                 self.flow_inst[act_idx], weights=(rates <= 0) & job_flow, minlength=B
@@ -549,12 +618,11 @@ class BatchSim:
             timers = np.where(pc == WAITING, self.t_start_left, timers)
             timers = np.minimum(timers, np.where(self.t_compute_left > _EPS_T, self.t_compute_left, np.inf))
             timers = np.minimum(timers, np.where(pc == PRE_COMM, self.t_comm_start_left, np.inf))
-            in_comm = (pc >= 0) & (pc < self.unit_nphases)
-            timers = np.minimum(
-                timers, np.where(in_comm & (self.t_latency_left > _EPS_T), self.t_latency_left, np.inf)
-            )
             timers = np.where(alive, timers, np.inf)
             np.minimum.at(dt, self.unit_inst, timers)
+            ph_live = alive[self.phase_unit] & (self.phase_state == RUNNING)  # phases paying their latency
+            lat = self.phase_lat_left
+            np.minimum.at(dt, self.phase_inst, np.where(ph_live & (lat > _EPS_T), lat, np.inf))
             dt = np.where(running, np.maximum(dt, 0.0), 0.0)
             # advance
             dtf = dt[self.flow_inst[act_idx]]
@@ -572,9 +640,7 @@ class BatchSim:
             self.t_comm_start_left = np.where(
                 alive & (pc == PRE_COMM), self.t_comm_start_left - dtu, self.t_comm_start_left
             )
-            self.t_latency_left = np.where(
-                alive & in_comm, np.maximum(self.t_latency_left - dtu, 0.0), self.t_latency_left
-            )
+            self.phase_lat_left = np.where(ph_live, np.maximum(lat - dt[self.phase_inst], 0.0), lat)
             self.time_s += dt
             t_left -= dt
             self._process_events(iters, step_sum, comm_sum)
@@ -605,8 +671,9 @@ class BatchSim:
         f64, i64 = np.float64, np.int64
         state = {  # mutated in place by the kernel: contiguous arrays of the right dtype
             "rem": f64, "phase_cur": i64, "t_start_left": f64, "t_compute_left": f64,
-            "t_comm_start_left": f64, "t_latency_left": f64, "iter_start": f64, "comm_start": f64,
-            "comm_end": f64, "iterations_total": i64, "last_step_s": f64, "last_comm_s": f64, "time_s": f64,
+            "t_comm_start_left": f64, "iter_start": f64, "comm_start": f64, "comm_end": f64,
+            "iterations_total": i64, "last_step_s": f64, "last_comm_s": f64, "time_s": f64,
+            "phase_state": i64, "phase_wait": i64, "phase_lat_left": f64,
         }  # fmt: skip
         for name, dtype in state.items():
             arr = getattr(self, name)
@@ -619,10 +686,12 @@ class BatchSim:
             self.inst_unit, self.inst_flow, self.inst_entry,
             self.unit_alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
             self.phase_off.astype(i64), self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
+            self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
             self.flow_unit.astype(i64), self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand,
             self.e_flow, self.e_link, self.e_coef, cap,
             self.rem, self.phase_cur, self.t_start_left, self.t_compute_left, self.t_comm_start_left,
-            self.t_latency_left, self.iter_start, self.comm_start, self.comm_end, self.iterations_total,
+            self.phase_state, self.phase_wait, self.phase_lat_left,
+            self.iter_start, self.comm_start, self.comm_end, self.iterations_total,
             self.last_step_s, self.last_comm_s, np.ascontiguousarray(self.bg_on, dtype=bool), self.time_s,
             iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats,
         )  # fmt: skip
@@ -674,22 +743,32 @@ class BatchSim:
             if go.any():
                 self.phase_cur = np.where(go, 0, self.phase_cur)
                 self.comm_start = np.where(go, now, self.comm_start)
-                self._enter_phase(go)
+                self._start_phases(go)
                 changed |= go
             pc = self.phase_cur
-            # phase ends when its latency is paid and none of its flows has bytes left
-            in_comm = alive & (pc >= 0) & (pc < self.unit_nphases)
-            pending = np.bincount(
-                self.flow_unit,
-                weights=(self.flow_phase == pc[self.flow_unit]) & (self.rem > 0) & ~self.flow_bg,
-                minlength=U,
+            # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
+            # wait for it start when it was the last they waited for; the cursor counts the phases done
+            n_ph = self.phase_state.shape[0]
+            jf = self._job_flows
+            pending = np.bincount(self.flow_gphase[jf], weights=self.rem[jf] > 0, minlength=n_ph)
+            done = (
+                alive[self.phase_unit]
+                & (self.phase_state == RUNNING)
+                & (self.phase_lat_left <= _EPS_T)
+                & (pending == 0)
             )
-            go = in_comm & (self.t_latency_left <= _EPS_T) & (pending == 0)
-            if go.any():
-                self.phase_cur = np.where(go, pc + 1, pc)
+            if done.any():
+                self.phase_state = np.where(done, DONE, self.phase_state)
+                n_done = np.bincount(self.phase_unit[done], minlength=U)
+                go = n_done > 0
+                self.phase_cur = pc + n_done
+                dec = np.bincount(self.phase_succ, weights=done[self.phase_edge_src], minlength=n_ph)
+                self.phase_wait = self.phase_wait - dec.astype(np.int64)
+                enter = (dec > 0) & (self.phase_wait == 0)
+                self.phase_state = np.where(enter, RUNNING, self.phase_state)
+                self.phase_lat_left = np.where(enter, self.phase_latency, self.phase_lat_left)
                 fin = go & (self.phase_cur == self.unit_nphases)
                 self.comm_end = np.where(fin, now, self.comm_end)
-                self._enter_phase(go & ~fin)
                 changed |= go
             pc = self.phase_cur
             # iteration ends when compute and communication are both done
@@ -718,12 +797,11 @@ class BatchSim:
                 return
         raise RuntimeError("event processing did not settle")
 
-    def _enter_phase(self, mask: np.ndarray) -> None:
-        ph = np.minimum(self.phase_cur, np.maximum(self.unit_nphases - 1, 0))
-        idx = self.phase_off + ph
-        lat = (
-            self.phase_latency[np.minimum(idx, max(self.phase_latency.shape[0] - 1, 0))]
-            if self.phase_latency.size
-            else 0.0
-        )
-        self.t_latency_left = np.where(mask, lat, self.t_latency_left)
+    def _start_phases(self, mask: np.ndarray) -> None:
+        """The communication of the units in ``mask`` starts: phases that wait for none run, paying their
+        latency first; the others wait for all their predecessors."""
+        m = mask[self.phase_unit]
+        root = m & (self.phase_npred == 0)
+        self.phase_wait = np.where(m, self.phase_npred, self.phase_wait)
+        self.phase_state = np.where(m, np.where(root, RUNNING, IDLE), self.phase_state)
+        self.phase_lat_left = np.where(root, self.phase_latency, self.phase_lat_left)

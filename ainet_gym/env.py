@@ -514,10 +514,9 @@ class EnvCore:
             out["link_bytes"] = np.zeros(cap.shape) if res is None else res.link_bytes
             out["link_utilization"] = np.zeros(cap.shape) if res is None else res.link_utilization
         if "flows" in self.info_keys:
-            has = w.slot_conn >= 0
             moved = np.zeros(w.slot_conn.shape)
-            if res is not None and res.conn_bytes is not None:
-                moved = np.where(has, res.conn_bytes[np.maximum(w.slot_conn, 0)], 0.0)
+            if res is not None and res.slot_bytes is not None:
+                moved = res.slot_bytes  # the slots' connections during the interval (before churn)
             out["flow_bytes"] = moved
             with np.errstate(invalid="ignore", divide="ignore"):
                 dur = np.zeros(B) if res is None else res.duration_s

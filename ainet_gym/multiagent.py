@@ -203,9 +203,9 @@ class SwitchAgents:
         sim = core.world.sim
         assert sim is not None
         if self.withdraw_dead and (sim.capacity <= 0).any():
-            from ainet_gym.policies import _avoid_dead
+            from ainet_gym.policies import avoid_dead_paths
 
-            split = _avoid_dead(core.world, split)  # drop paths through a failed link, renormalise
+            split = avoid_dead_paths(core.world, split)  # drop paths through a failed link, renormalise
         return split
 
     # ------------------------------------------------------------------ observation

@@ -46,6 +46,9 @@ Decisions worth knowing:
 - ``alltoall`` and ``sendrecv`` take no ``algorithm``; ``reducescatter``/``allgather`` take only ``ring``;
   ``skew``/``skew_period_steps`` apply to ``alltoall`` only; ``pattern`` to ``sendrecv`` only (required
   there, ``shift:k``; stored normalised as ``"shift:<k>"``).
+- ``chunks`` (pipelined stages) applies to ``allreduce`` with algorithm ``hierarchical`` or ``tree`` only
+  (a ring is pipelined already); at most ``LIMITS["chunks_max"]``, and ``chunks x 2 x gpus`` (about the
+  flows the engine tracks) at most ``LIMITS["chunk_flows"]``.
 - ``hierarchical`` needs whole hosts: with contiguous placement ``gpus`` must be a multiple of
   ``gpus_per_host``; with an explicit placement every host used must hold the same number of the job's
   GPUs. spread/random placements are resolved by the engine.
@@ -74,6 +77,7 @@ from ainet_gym.spec import (
     ALGORITHMS,
     BACKGROUND_KINDS,
     BACKGROUND_PATTERNS,
+    CHUNKED_ALGORITHMS,
     OPS,
     PLACEMENTS,
     PROFILE_DEFAULTS,
@@ -327,6 +331,8 @@ def _text(what: str = "a string", *, nonempty: bool = False, null: bool = False)
 #: - ``count_max``: any count of switches, hosts, links per spine, GPUs per host, flows, QPs or job slots;
 #: - ``steps_max``: episode length and step counts; ``arrival_rate_max``: mean job arrivals per step;
 #: - ``skew_max``: Zipf exponent of a skewed AllToAll; ``max_paths_max``: ``routing.max_paths``;
+#: - ``chunks_max``: ``chunks`` of a pipelined collective; ``chunk_flows``: its ``chunks x 2 x gpus``, about
+#:   the flows the engine tracks for it (every chunk of every stage is a phase of its own flows);
 #: - ``gpus``, ``links``: GPUs and directed links of the fabric (estimated from the spec);
 #: - ``ecmp_set``: equal-cost paths between two leaves, enumerated before the ``max_paths`` cap;
 #: - ``iterations_per_interval``: iterations of the fastest job in one decision interval (an estimate
@@ -345,6 +351,8 @@ LIMITS: dict[str, float] = {
     "arrival_rate_max": 1_000,
     "skew_max": 16,
     "max_paths_max": 256,
+    "chunks_max": 1024,
+    "chunk_flows": 1_000_000,
     "gpus": 65_536,
     "links": 1_000_000,
     "ecmp_set": 65_536,
@@ -684,6 +692,7 @@ _COLLECTIVE_RULES: dict[str, _Rule | None] = {
     "pattern": None,  # sendrecv only, below
     "skew": _num("a Zipf skew exponent", ge=0, le=_L["skew_max"]),
     "skew_period_steps": _int("a number of decision steps", ge=1, le=_L["steps_max"], null=True),
+    "chunks": _int("a number of chunks", ge=1, le=_L["chunks_max"]),
 }
 _COLLECTIVE_REQUIRED = {"op": ", ".join(OPS), "bytes": "a number > 0 (buffer size in bytes, e.g. 1.0e9)"}
 
@@ -754,7 +763,30 @@ def _parse_collective(
                 ctx.fail(
                     _join(path, key), f"{key} applies only to alltoall, not to {op}", f"omit {key!r}", kw[key]
                 )
+    if "chunks" in kw:
+        _check_chunks(ctx, _join(path, "chunks"), op, kw.get("algorithm", "ring"), kw["chunks"], job, gpus)
     return CollectiveSpec(**kw)
+
+
+def _check_chunks(ctx: _Ctx, path: str, op: str, alg: str, chunks: int, job: str, gpus: int) -> None:
+    if (op, alg) not in CHUNKED_ALGORITHMS:
+        what = op if op in ("alltoall", "sendrecv") else f"{op} with algorithm {alg}"
+        why = " (a ring is pipelined already)" if alg == "ring" and op not in ("alltoall", "sendrecv") else ""
+        ctx.fail(
+            path,
+            f"chunks = {chunks}: chunks pipeline the stages of allreduce hierarchical or tree, not {what}{why}",
+            "omit 'chunks' for this collective; or op allreduce with algorithm hierarchical or tree",
+            chunks,
+        )
+    if chunks * 2 * gpus > _L["chunk_flows"]:
+        ctx.fail(
+            path,
+            f"{chunks} chunks on job {job!r} of {gpus} GPUs make about {chunks * 2 * gpus:,} flows "
+            f"(chunks x 2 x gpus), above the limit of {int(_L['chunk_flows']):,} "
+            "(ainet_gym.scenario.LIMITS['chunk_flows'])",
+            f"chunks at most {max(1, int(_L['chunk_flows'] // (2 * gpus)))}",
+            chunks,
+        )
 
 
 def _check_hierarchical(ctx: _Ctx, path: str, job: str, gpus: int, placement, gph: int) -> None:
@@ -1203,7 +1235,7 @@ def _iteration_bounds(f: FabricSpec, job: JobSpec) -> tuple[float, float]:
             "alltoall": float(p) if c.skew > 0 else 1.0,
         }.get(c.op, 1.0)
         lo += c.bytes * share / fast
-        hi += 2 * c.bytes * most / slow + 4 * p * lat
+        hi += 2 * c.bytes * most / slow + 4 * p * lat * c.chunks  # every chunk of a stage pays its alpha
     compute = job.compute_ms * 1e-3
     return max(compute, lo), compute + hi
 
@@ -1502,6 +1534,14 @@ def list_scenarios() -> list[tuple[str, str]]:
 
 
 def _resolve(arg: str | os.PathLike) -> Path:
+    if not os.fspath(arg).strip():
+        raise ScenarioError(
+            "<empty>",
+            "",
+            "the scenario name is empty",
+            "a path to a YAML file, or a shipped scenario name",
+            arg,
+        )
     path = Path(arg).expanduser()
     if path.is_file():
         return path

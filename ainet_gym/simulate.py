@@ -109,25 +109,26 @@ def flow_records(world: FabricWorld, res: StepResult, b: int = 0) -> list[dict[s
     interval (every collective of the job that uses the pair), ``split`` its share on each path.
     Background traffic is not listed (it shows in the links).
     """
-    sim = world.sim
-    assert sim is not None and res.conn_bytes is not None
+    t = res.connections
+    assert t is not None
     dur = float(res.duration_s[b])
+    names = res.job_names[b] if res.job_names else world.job_names(b)
     out = []
-    for j, name in enumerate(world.job_names(b)):
-        fu = int(world.job_unit[b, j])
+    for j, name in enumerate(names):
+        fu = int(t.job_unit[b, j])
         if name is None or fu < 0:
             continue
-        c0 = int(sim.conn_off[fu])
-        for c in range(c0, c0 + int(sim.flat_units[fu].conn_src.shape[0])):
-            n = int(sim.conn_npaths[c])
-            by = float(res.conn_bytes[c])
+        c0 = int(t.conn_off[fu])
+        for c in range(c0, c0 + int(t.n_conns[fu])):
+            n = int(t.npaths[c])
+            by = float(t.bytes[c])
             out.append(
                 {
                     "job": name,
-                    "src_gpu": int(sim.conn_src[c]),
-                    "dst_gpu": int(sim.flat_units[fu].conn_dst[c - c0]),
-                    "paths": [[int(x) for x in p[p >= 0]] for p in sim.conn_paths[c, :n]],
-                    "split": [float(x) for x in sim.split[c, :n]],
+                    "src_gpu": int(t.src[c]),
+                    "dst_gpu": int(t.dst[c]),
+                    "paths": [[int(x) for x in p[p >= 0]] for p in t.paths[c, :n]],
+                    "split": [float(x) for x in t.split[c, :n]],
                     "bytes": by,
                     "mean_rate_gbps": by * 8e-9 / dur if dur > 0 else 0.0,
                 }

@@ -25,6 +25,8 @@ PLACEMENTS = ("contiguous", "spread", "random")
 RANK_ORDERS = ("placement", "sorted", "shuffled", "by_host")
 OPS = ("allreduce", "reducescatter", "allgather", "alltoall", "sendrecv")
 ALGORITHMS = ("ring", "halving_doubling", "tree", "hierarchical")
+#: (op, algorithm) pairs made of stages that ``chunks`` pipelines (a ring is pipelined already)
+CHUNKED_ALGORITHMS = (("allreduce", "hierarchical"), ("allreduce", "tree"))
 BACKGROUND_KINDS = ("storage", "checkpoint")
 BACKGROUND_PATTERNS = ("constant", "periodic")
 REWARD_KINDS = ("gpu_utilization", "step_time")
@@ -93,6 +95,8 @@ class CollectiveSpec:
     skew: float = 0.0
     # the hot experts rotate by one rank every `skew_period_steps` decision intervals (None = fixed)
     skew_period_steps: int | None = None
+    # hierarchical / tree allreduce: the buffer is split into `chunks` pipelined through the stages
+    chunks: int = 1
 
 
 @dataclass(frozen=True)

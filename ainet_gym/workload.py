@@ -6,6 +6,13 @@ transfers (source rank, destination rank) that all move ``flow.bytes`` each at t
 A pipelined ring is one flow whose members are its hops: it moves at the pace of its slowest hop.
 Each phase also carries its algorithm's step count, the number of latency (alpha) terms it pays.
 
+Chunked (pipelined) stages: ``chunks: N`` on a collective made of stages (hierarchical and tree
+AllReduce) splits the buffer into N chunks of S/N and runs the N x stages phases as a pipeline, as NCCL
+does: chunk c enters stage s once chunk c-1 has left stage s and chunk c has left stage s-1
+(:attr:`CollectivePhase.after`). Every (chunk, stage) phase pays its stage's alpha. With stage times t_i
+that do not interfere and no latency the collective takes ``(sum_i t_i + (N - 1) max_i t_i) / N``; with
+zero-size buffers it takes ``sum_i a_i + (N - 1) max_i a_i`` (a_i the alpha of stage i).
+
 Sizes follow the nccl-tests convention: ``S`` is the buffer size. Per-rank bytes on the wire:
 
 =================  ===================  =============================  ================
@@ -32,9 +39,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ainet_gym.spec import CollectiveSpec
+from ainet_gym.spec import CHUNKED_ALGORITHMS, CollectiveSpec
 
-__all__ = ["CollectivePhase", "Flow", "bus_bandwidth_factor", "decompose"]
+__all__ = ["CHUNKED_ALGORITHMS", "CollectivePhase", "Flow", "bus_bandwidth_factor", "decompose", "pipeline"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +52,32 @@ class Flow:
 
 @dataclass(frozen=True)
 class CollectivePhase:
+    """A set of flows that start together after ``steps`` alpha terms.
+
+    ``after`` holds the indices (in the collective's phase list) of the phases this one waits for:
+    ``None`` (the default) is the previous phase, so phases run one after the other; ``()`` is the start of
+    the collective (the end of the job's previous collective). The last phase of the list must end last.
+    """
+
     steps: int  # algorithm steps: latency terms paid by this phase
     flows: tuple[Flow, ...]
+    after: tuple[int, ...] | None = None
+
+
+def pipeline(stages: list[CollectivePhase], chunks: int) -> list[CollectivePhase]:
+    """The stages run as a pipeline of ``chunks`` chunks (phase ``c * len(stages) + s`` is chunk ``c``
+    in stage ``s``): each moves 1/chunks of its stage's bytes, pays its stage's steps, and waits for
+    chunk c-1 in stage s and chunk c in stage s-1. ``chunks = 1`` returns the stages unchanged."""
+    if chunks == 1:
+        return list(stages)
+    n = len(stages)
+    out = []
+    for c in range(chunks):
+        for s, st in enumerate(stages):
+            after = tuple(i for i, ok in (((c - 1) * n + s, c > 0), (c * n + s - 1, s > 0)) if ok)
+            flows = tuple(Flow(f.bytes / chunks, f.members) for f in st.flows)
+            out.append(CollectivePhase(st.steps, flows, after))
+    return out
 
 
 def bus_bandwidth_factor(op: str, p: int) -> float:
@@ -91,8 +122,28 @@ def decompose(
     Raises
     ------
     ValueError
-        If the algorithm does not apply (e.g. ``halving_doubling`` on a non-power-of-two ``p``).
+        If the algorithm does not apply (e.g. ``halving_doubling`` on a non-power-of-two ``p``), or
+        ``spec.chunks`` is not 1 on a collective that is not in :data:`CHUNKED_ALGORITHMS`.
     """
+    chunks = spec.chunks
+    if not isinstance(chunks, (int, np.integer)) or isinstance(chunks, bool) or chunks < 1:
+        raise ValueError(f"chunks = {chunks!r}: allowed: an integer >= 1 (1 = no pipelining)")
+    if chunks != 1:
+        if (spec.op, spec.algorithm) not in CHUNKED_ALGORITHMS:
+            allowed = " or ".join(f"{op} {alg}" for op, alg in CHUNKED_ALGORITHMS)
+            what = spec.op if spec.op in ("alltoall", "sendrecv") else f"{spec.op} {spec.algorithm}"
+            raise ValueError(
+                f"chunks = {chunks!r} on {what}: chunks > 1 applies only to {allowed}"
+                " (a ring is pipelined already); use chunks = 1"
+            )
+        return pipeline(_stages(spec, p, host_of_rank, rotation), int(chunks))
+    return _stages(spec, p, host_of_rank, rotation)
+
+
+def _stages(
+    spec: CollectiveSpec, p: int, host_of_rank: list[int] | None, rotation: int
+) -> list[CollectivePhase]:
+    """The phases of :func:`decompose`, one after the other (no chunking)."""
     S = float(spec.bytes)
     if p <= 1:
         return []

@@ -28,7 +28,7 @@ from ainet_gym.routing import ecmp_split, wcmp_split
 from ainet_gym.spec import JobSpec, Scenario
 from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_fabric
 
-__all__ = ["FabricWorld", "StepResult"]
+__all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
 
 
 @dataclass
@@ -60,6 +60,25 @@ class StepResult:
     throughput_gbps: np.ndarray | None = None  # (batch,) Gbit/s the GPUs' NICs sent into the network
     link_peak_utilization: np.ndarray | None = None  # (batch, links) max over windows of the window mean
     conn_bytes: np.ndarray | None = None  # (connections,) bytes each job connection moved; nan: background
+    # the job connections as they were during the interval (churn may restack them after it)
+    connections: ConnectionTable | None = None
+    slot_bytes: np.ndarray | None = None  # (batch, slots) bytes moved by each action slot's connection
+
+
+@dataclass(frozen=True)
+class ConnectionTable:
+    """The job connections of one decision interval, read from the simulation before the interval's
+    arrivals and departures restack it, so that per-connection figures describe the jobs that ran."""
+
+    job_unit: np.ndarray  # (batch, jobs) flat unit of each job slot, -1 if empty
+    conn_off: np.ndarray  # (units,) first connection of each unit
+    n_conns: np.ndarray  # (units,) connections of each unit
+    src: np.ndarray  # (conns,) source GPU
+    dst: np.ndarray  # (conns,) destination GPU
+    paths: np.ndarray  # (conns, max_paths, max_hops) link ids, -1 padded
+    npaths: np.ndarray  # (conns,) candidate paths
+    split: np.ndarray  # (conns, max_paths) share of each path
+    bytes: np.ndarray  # (conns,) bytes moved in the interval; nan for background
 
 
 class FabricWorld:
@@ -600,6 +619,19 @@ class FabricWorld:
             moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_bytes - sim.rem
         moved = np.where(sim.flow_bg, np.nan, moved)
         res.conn_bytes = np.bincount(sim.member_conn, weights=moved[sim.member_flow], minlength=sim.n_conns)
+        has = self.slot_conn >= 0
+        res.slot_bytes = np.where(has, res.conn_bytes[np.maximum(self.slot_conn, 0)], 0.0)
+        res.connections = ConnectionTable(
+            job_unit=self.job_unit.copy(),
+            conn_off=sim.conn_off,
+            n_conns=sim.unit_nconns,
+            src=sim.conn_src,
+            dst=sim.conn_dst,
+            paths=sim.conn_paths,
+            npaths=sim.conn_npaths,
+            split=np.array(sim.split, copy=True),
+            bytes=res.conn_bytes,
+        )
         self.step_count += active
         self._apply_step_dynamics(active)
         return res

@@ -613,3 +613,26 @@ def test_dual_plane_export_round_trip(tmp_path):
         b = simulate(raw, policy=policy, steps=2, seed=1)
         a.pop("scenario"), b.pop("scenario")
         _close(a, b)
+
+
+def test_flow_records_under_churn_describe_the_jobs_that_ran():
+    # jobs arrive and leave at interval ends; the flow records of an interval must be those of the jobs
+    # that ran in it (they add up to the tier bytes and name only that interval's jobs), not of the
+    # jobs restacked after it (a regression: IndexError at step 4 of this rollout)
+    out = simulate("multi-tenant-churn", policy="ecmp", steps=30, seed=0, links=True, flows=True)
+    changed = 0
+    prev: set[str] = set()
+    for st in out["steps"]:
+        names = {j["name"] for j in st["jobs"]}
+        changed += names != prev
+        prev = names
+        tier_of = {lk["id"]: lk["tier"] for lk in st["links"]}
+        by_flows: dict[str, float] = dict.fromkeys(st["tier_bytes"], 0.0)
+        for fl in st["flows"]:
+            assert fl["job"] in names
+            for path, share in zip(fl["paths"], fl["split"]):
+                for lk in path:
+                    by_flows[tier_of[lk]] += fl["bytes"] * share
+        for tier, total in st["tier_bytes"].items():
+            assert by_flows[tier] == pytest.approx(total, rel=1e-7, abs=1.0)
+    assert changed > 3  # the rollout really had arrivals and departures

@@ -113,3 +113,13 @@ def test_the_cli_refuses_the_crafted_model_with_one_line(tmp_path: Path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "refusing to unpickle" in err[0], err
     assert not marker.exists()
+
+
+def test_a_model_with_broken_tensors_is_refused_with_a_message(tmp_path: Path) -> None:
+    src = _model(tmp_path)
+    dst = tmp_path / "broken.zip"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for name in zin.namelist():
+            zout.writestr(name, b"garbage" if name == "policy.pth" else zin.read(name))
+    with pytest.raises(ValueError, match=r"cannot be loaded as a ppo model"):
+        load_model(dst, "ppo")

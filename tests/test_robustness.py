@@ -454,3 +454,8 @@ def test_vector_env_messages_say_what_was_passed_and_what_is_expected() -> None:
         ValueError, match=rf"action shape \(3, 5\): expected \({n},\) for one env, \(4, {n}\)"
     ):
         venv.step(np.zeros((3, 5)))
+
+
+def test_an_empty_scenario_name_is_named() -> None:
+    with pytest.raises(ScenarioError, match="the scenario name is empty"):
+        load_scenario("")
