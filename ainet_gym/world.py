@@ -377,8 +377,8 @@ class FabricWorld:
         instead of restacking the whole batch. Returns False (nothing done) when the structure changes.
 
         The restarted state is that of a fresh :class:`BatchSim` of those instances (the engine's own
-        initial state, per-unit fields as :meth:`BatchSim.snapshot_units` lists them, and the flows' bytes),
-        so the result equals a full rebuild (``tests/test_envspeed.py`` checks it).
+        initial state), carried over by the engine's own :meth:`BatchSim.snapshot_units` / ``_restore`` (every
+        per-unit, per-phase and per-flow field it keeps), so the result equals a full rebuild (``tests/test_envspeed.py`` checks it).
         """
         sim = self.sim
         if sim is None or reset_mask.all() or slot_units != self.slot_units:  # all: one restack is as cheap
@@ -394,12 +394,10 @@ class FabricWorld:
                 fresh.time_s[:] = sim.time_s[idx]
                 fresh.set_units(fresh.units)
             fresh.snapshot_units()
-            snap = fresh._state_snapshot
             units = np.concatenate([np.arange(sim.inst_unit[b], sim.inst_unit[b + 1]) for b in idx])
-            flows = np.concatenate([np.arange(sim.inst_flow[b], sim.inst_flow[b + 1]) for b in idx])
-            for k, arr in snap["units"].items():
-                getattr(sim, k)[units] = arr
-            sim.rem[flows] = fresh.rem
+            keep = np.full(sim.n_units, -1, dtype=np.int64)  # unit of the batch <- unit of the fresh sim
+            keep[units] = np.arange(units.shape[0])
+            sim._restore(fresh._state_snapshot, keep)  # the engine's own carry-over of unit state
             sim.unit_alive[units] = fresh.unit_alive
             sim.set_split(None)  # as a restack leaves it
         return True
