@@ -241,9 +241,11 @@ class EnvCore:
                     f"action{self._where(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
                 )
             return a.astype(np.int64)
+        # the common case: two reductions over the given array (float32 from a policy), no temporary;
+        # a NaN fails both tests, and every number type converts to float64 exactly
+        if a.min(initial=0.0) >= -1.0 and a.max(initial=0.0) <= 1.0:
+            return a.astype(np.float64)
         a = a.astype(np.float64)
-        if np.abs(a).max(initial=0.0) <= 1.0:  # the common case in one pass (NaN fails the test)
-            return a
         bad = ~np.isfinite(a)
         if bad.any():
             i = tuple(np.argwhere(bad)[0])
