@@ -381,7 +381,7 @@ class FabricWorld:
         per-unit, per-phase and per-flow field it keeps), so the result equals a full rebuild (``tests/test_envspeed.py`` checks it).
         """
         sim = self.sim
-        if sim is None or reset_mask.all() or slot_units != self.slot_units:  # all: one restack is as cheap
+        if sim is None or slot_units != self.slot_units:
             return False
         for b in range(self.batch):
             old = sim.units[b]
@@ -389,16 +389,32 @@ class FabricWorld:
                 return False
         idx = np.flatnonzero(reset_mask)
         if idx.size:
-            fresh = BatchSim(self.fabric, [per_inst[b] for b in idx], sim.rate_updates, self.backend)
-            if sim.time_s[idx].any():  # (a reset zeroes the clocks first) iter_start from the clocks
+            # one fresh single-instance sim per distinct unit list (a deterministic placement gives every
+            # copy the same one): its initial state is that of every reset copy with those units, whose
+            # clocks a reset has zeroed
+            keep = np.full(sim.n_units, -1, dtype=np.int64)  # unit of the batch <- unit of the fresh sims
+            groups: dict[tuple[int, ...], list[int]] = {}
+            for b in idx:
+                groups.setdefault(tuple(id(u) for u in per_inst[b]), []).append(int(b))
+            fresh_units: list[list[CompiledUnit]] = []
+            base = 0
+            for members in groups.values():
+                n = len(per_inst[members[0]])
+                fresh_units.append(per_inst[members[0]])
+                for b in members:
+                    keep[sim.inst_unit[b] : sim.inst_unit[b + 1]] = base + np.arange(n)
+                base += n
+            if sim.time_s[idx].any():  # not after a reset: one fresh instance per copy, on its clock
+                fresh_units = [per_inst[b] for b in idx]
+                keep[keep >= 0] = np.arange(int((keep >= 0).sum()))
+            fresh = BatchSim(self.fabric, fresh_units, sim.rate_updates, self.backend)
+            if sim.time_s[idx].any():
                 fresh.time_s[:] = sim.time_s[idx]
-                fresh.set_units(fresh.units)
+                fresh.set_units(fresh.units)  # iter_start from the clocks
             fresh.snapshot_units()
-            units = np.concatenate([np.arange(sim.inst_unit[b], sim.inst_unit[b + 1]) for b in idx])
-            keep = np.full(sim.n_units, -1, dtype=np.int64)  # unit of the batch <- unit of the fresh sim
-            keep[units] = np.arange(units.shape[0])
             sim._restore(fresh._state_snapshot, keep)  # the engine's own carry-over of unit state
-            sim.unit_alive[units] = fresh.unit_alive
+            units = np.flatnonzero(keep >= 0)
+            sim.unit_alive[units] = fresh.unit_alive[keep[units]]
             sim.set_split(None)  # as a restack leaves it
         return True
 

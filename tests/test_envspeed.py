@@ -120,9 +120,10 @@ def test_nan_to_zero_is_nan_to_num() -> None:
         assert got is not v and got.dtype == ref.dtype and np.array_equal(got, ref)
 
 
+@pytest.mark.parametrize("mask", [(False, True, False), (True, False, True), (True, True, True)])
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
-def test_partial_reset_in_place_equals_full_restack(backend: str, monkeypatch) -> None:
-    """Resetting one copy of three restarts its units in place (the placement is deterministic, so the
+def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...], monkeypatch) -> None:
+    """Resetting copies of three (one, two, all) restarts their units in place (the placement is deterministic, so the
     units are the same); every engine state array and the next intervals' results equal those of the full
     restack it replaces (a restart that forgot a timer, a flow's bytes or the split would differ)."""
     from ainet_gym import _kernels
@@ -149,7 +150,7 @@ def test_partial_reset_in_place_equals_full_restack(backend: str, monkeypatch) -
         rng = np.random.default_rng(0)
         for _ in range(3):
             w.step(w.default_split() * rng.uniform(0.5, 1.0, size=(w.sim.n_conns, 1)))
-        w.reset(seeds=[None, 9, None], mask=np.array([False, True, False]))
+        w.reset(seeds=[None, 9, None], mask=np.array(mask))
         worlds.append(w)
     assert taken[-1] is True  # the in-place path ran
     a, b = worlds
@@ -163,4 +164,6 @@ def test_partial_reset_in_place_equals_full_restack(backend: str, monkeypatch) -
         ra, rb = (w.step(w.default_split()) for w in (a, b))
         for k in ("iterations", "step_time_s", "efficiency", "gpu_utilization", "link_bytes", "conn_bytes"):
             np.testing.assert_array_equal(getattr(ra, k), getattr(rb, k), err_msg=k)
-    assert a.sim.iterations_total[a.sim.inst_unit[1]] < a.sim.iterations_total[a.sim.inst_unit[0]]
+    if not all(mask):  # a kept copy is further on than a restarted one
+        r, k = mask.index(True), mask.index(False)
+        assert a.sim.iterations_total[a.sim.inst_unit[k]] > a.sim.iterations_total[a.sim.inst_unit[r]]
