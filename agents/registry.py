@@ -154,6 +154,7 @@ def _ensure_builtins() -> None:
     point of the group ``ainet_gym.agents`` (a function that calls :func:`register_agent`)."""
     global _plugins_loaded
     import agents.baselines
+    import agents.graph_policy
     import agents.marl_agents
     import agents.predictive
     import agents.pretrained

@@ -38,12 +38,15 @@ simulator).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["max_min_fair", "max_min_fair_batched", "solve_coo"]
 
@@ -251,11 +254,18 @@ def _as_float_array(x: Any, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be an array of numbers: {exc}") from None
 
 
+def _issparse(x: Any) -> bool:
+    """``scipy.sparse.issparse(x)`` without importing scipy: a sparse matrix exists only once its
+    module is loaded (this keeps scipy off the import path of the envs and the engine)."""
+    mod = sys.modules.get("scipy.sparse")
+    return mod is not None and bool(mod.issparse(x))
+
+
 def _incidence_to_coo(
     incidence: Any, name: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
     """Validated (flow, link, coef) entries (coef > 0) and the shape of a dense or sparse incidence."""
-    if sp.issparse(incidence):
+    if _issparse(incidence):
         if len(incidence.shape) != 2:
             raise ValueError(f"{name} must be 2-D (flows, links); got shape {incidence.shape}")
         coo = incidence.tocoo(copy=True)
@@ -428,7 +438,7 @@ def max_min_fair_batched(
     """
     if isinstance(incidence, (list, tuple)):
         return _batched_list(incidence, capacity, demand, weights)
-    if sp.issparse(incidence):
+    if _issparse(incidence):
         raise ValueError(
             "incidence: a single sparse matrix is one instance; pass a list of matrices, or call "
             "max_min_fair on a block-diagonal matrix"

@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ainet_gym import _envkernels
 from ainet_gym.rewards import RewardFn, make_reward
 from ainet_gym.scenario import load_scenario
 from ainet_gym.spec import Scenario
@@ -38,6 +39,17 @@ BG_FEATURES = ("active_last", "scheduled_next")
 def _squash(x: np.ndarray) -> np.ndarray:
     """x / (1 + x): maps [0, inf) onto [0, 1) monotonically."""
     return x / (1.0 + x)
+
+
+def _nan_to_zero(v: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(v, nan=0.0)`` (a new array; NaN to 0, +-inf to the largest finite numbers) in one
+    or two array passes where ``v`` holds no infinity, the case of every info value."""
+    finite = np.isfinite(v)
+    if finite.all():
+        return v.copy()
+    if np.isinf(v).any():
+        return np.nan_to_num(v, nan=0.0)
+    return np.where(finite, v, 0.0)
 
 
 class EnvCore:
@@ -93,6 +105,9 @@ class EnvCore:
         self._needs_reset = True
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
         self._demand_cache: tuple | None = None  # (flow_bytes, slot_conn it was built from, demand)
+        self._slot_obs_cache: tuple | None = None  # (demand, slot_mask it was built from, float32 block)
+        self._net_capacity = w.fabric.capacity_bps[self.net_links]  # (net_links,) nominal bytes/s
+        self._tiers_present = [i for i in range(len(TIERS)) if (w.fabric.link_tier == i).any()]
 
     # ------------------------------------------------------------------ spaces
     def _build_spaces(self) -> None:
@@ -226,9 +241,11 @@ class EnvCore:
                     f"action{self._where(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
                 )
             return a.astype(np.int64)
+        # the common case: two reductions over the given array (float32 from a policy), no temporary;
+        # a NaN fails both tests, and every number type converts to float64 exactly
+        if a.min(initial=0.0) >= -1.0 and a.max(initial=0.0) <= 1.0:
+            return a.astype(np.float64)
         a = a.astype(np.float64)
-        if np.abs(a).max(initial=0.0) <= 1.0:  # the common case in one pass (NaN fails the test)
-            return a
         bad = ~np.isfinite(a)
         if bad.any():
             i = tuple(np.argwhere(bad)[0])
@@ -253,8 +270,14 @@ class EnvCore:
             weights = np.ones((self.batch, w.fabric.n_links))
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
             return w.wcmp(weights)
-        split = self._default.copy()
         ctrl, conns, npaths, valid, even = self._controllable()
+        if self.action_mode == "split" and w.backend == "numba" and self.P <= _envkernels.PW_BLOCKSIZE:
+            # one compiled pass, the same floating-point operations as the numpy code below
+            rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
+            return _envkernels.decode_split(
+                rows, ctrl, conns, npaths, self._default, np.empty_like(self._default)
+            )
+        split = self._default.copy()
         if self.action_mode == "path":
             idx = a.reshape(-1)[ctrl] % npaths  # indices past a connection's paths wrap (documented)
             one = np.zeros((conns.shape[0], self.P))
@@ -298,7 +321,7 @@ class EnvCore:
         if self._needs_reset:
             raise RuntimeError("step() called before reset()")
         a = self.validate(actions)  # raises before any state changes
-        return self.step_split(self.decode(a), active)
+        return self._run(self.decode(a), active)  # a decoded split is valid by construction
 
     def step_split(
         self, split: np.ndarray, active: np.ndarray | None = None
@@ -320,15 +343,25 @@ class EnvCore:
             )
         if not np.all(np.isfinite(split)) or (split < 0).any():
             raise ValueError("split: every ratio must be finite and >= 0")
+        return self._run(split, active)
+
+    def _run(
+        self, split: np.ndarray, active: np.ndarray | None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One interval with a checked split (connections, max_paths)."""
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         res = self.world.step(split, active)
         self._default = self.world.default_split(copy=False)
         self._last = res
         # newest first: shift the history of the active copies by one interval
-        act = np.flatnonzero(active)
         hist = self.util_hist
-        hist[act, 1:] = hist[act, :-1]
-        hist[act, 0] = res.link_utilization[np.ix_(act, self.net_links)]
+        if active.all():  # slices, no gather
+            hist[:, 1:] = hist[:, :-1]
+            hist[:, 0] = res.link_utilization[:, self.net_links]
+        else:
+            act = np.flatnonzero(active)
+            hist[act, 1:] = hist[act, :-1]
+            hist[act, 0] = res.link_utilization[np.ix_(act, self.net_links)]
         rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
         truncated = (self.world.step_count >= self.episode_steps) & active
         terminated = np.zeros(self.batch, dtype=bool)
@@ -340,14 +373,16 @@ class EnvCore:
         sim = w.sim
         assert sim is not None
         B = self.batch
-        obs = np.zeros((B, self.obs_dim))
+        # float32 blocks written in place: each float64 value is rounded to float32 once, as the cast of a
+        # float64 vector would
+        obs = np.empty((B, self.obs_dim), dtype=np.float32)
         L = self.obs_layout
         u = self.util_hist
-        if u.size and u.max() > 1.0 + 1e-6:
-            raise AssertionError(f"link utilisation {u.max()} > 1: capacity constraint violated")
-        obs[:, L["link_utilization"]] = np.minimum(u, 1.0).reshape(B, -1)
-        cap_frac = sim.capacity[:, self.net_links] / w.fabric.capacity_bps[self.net_links]
-        obs[:, L["link_capacity"]] = cap_frac
+        # each row was checked when it was the newest one: checking that one suffices
+        if u.size and u[:, 0].max() > 1.0 + 1e-6:
+            raise AssertionError(f"link utilisation {u[:, 0].max()} > 1: capacity constraint violated")
+        np.minimum(u.reshape(B, -1), 1.0, out=obs[:, L["link_utilization"]])
+        obs[:, L["link_capacity"]] = sim.capacity[:, self.net_links] / self._net_capacity
         # jobs
         J = w.n_job_slots
         ju = w.job_unit
@@ -365,14 +400,7 @@ class EnvCore:
         jf[..., 4] = np.where(alive, _squash(since / ideal), 0.0)
         jf[~alive] = 0.0
         obs[:, L["jobs"]] = jf.reshape(B, -1)
-        # slots
-        sf = np.zeros((B, w.n_slots, len(SLOT_FEATURES)))
-        sf[..., 0] = w.slot_mask
-        if w.n_slots:
-            d = self._slot_demand()
-            sf[..., 1] = _squash(d)
-            sf[..., 2] = w.slot_npaths / self.P
-        obs[:, L["slots"]] = sf.reshape(B, -1)
+        obs[:, L["slots"]] = self._slot_features()
         # background
         if self.n_bg:
             bf = np.zeros((B, self.n_bg, 2))
@@ -380,10 +408,26 @@ class EnvCore:
             bf[..., 1] = sim.bg_on[w.bg_unit]
             obs[:, L["background"]] = bf.reshape(B, -1)
         obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
-        obs32 = obs.astype(np.float32)
         if self.observation_mode == "flat":
-            return obs32
-        return self._graph_obs(obs32)
+            return obs
+        return self._graph_obs(obs)
+
+    def _slot_features(self) -> np.ndarray:
+        """(batch, slots * 3) float32 slot block of the observation; valid while the slot demand is (the same
+        flows and slot layout), so rebuilt only when a reset or churn changes them."""
+        w = self.world
+        demand = self._slot_demand() if w.n_slots else None
+        cache = self._slot_obs_cache
+        if cache is not None and cache[0] is demand and cache[1] is w.slot_mask:
+            return cache[2]
+        sf = np.zeros((self.batch, w.n_slots, len(SLOT_FEATURES)))
+        sf[..., 0] = w.slot_mask
+        if demand is not None:
+            sf[..., 1] = _squash(demand)
+            sf[..., 2] = w.slot_npaths / self.P
+        out = sf.reshape(self.batch, -1).astype(np.float32)
+        self._slot_obs_cache = (demand, w.slot_mask, out)
+        return out
 
     def _slot_demand(self) -> np.ndarray:
         """(batch, slots): offered bytes of each slot's connection in one interval over its NIC's capacity."""
@@ -433,7 +477,7 @@ class EnvCore:
         out = self._info(res)
         for k, v in out.items():
             if isinstance(v, np.ndarray) and v.dtype.kind == "f":
-                out[k] = np.nan_to_num(v, nan=0.0)
+                out[k] = _nan_to_zero(v)
         return out
 
     def _info(self, res: StepResult | None) -> dict[str, Any]:
@@ -481,8 +525,7 @@ class EnvCore:
                 out["flow_rate_gbps"] = np.where(
                     dur[:, None] > 0, moved * 8e-9 / np.where(dur > 0, dur, 1)[:, None], 0.0
                 )
-        present = [i for i, t in enumerate(TIERS) if (w.fabric.link_tier == i).any()]
-        for i in present:
+        for i in self._tiers_present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
         if res is not None:
             from ainet_gym.rewards import GpuUtilizationReward, StepTimeReward

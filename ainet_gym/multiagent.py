@@ -81,7 +81,8 @@ class SwitchAgents:
         True (default): a switch drops a failed next hop from its group (weight 0) and traffic avoids
         paths through a failed link further on (as a routing protocol withdraws the route), like the
         ``spray`` and ``wcmp`` baselines; False: the weights apply as given, exactly as the single-agent
-        ``ecmp_weights`` mode (traffic on a dead path stalls).
+        ``ecmp_weights`` mode (whose WCMP, :meth:`FabricWorld.wcmp`, still moves the share of a path
+        through a failed link to the connection's live paths).
 
     Raises
     ------
@@ -203,9 +204,9 @@ class SwitchAgents:
         sim = core.world.sim
         assert sim is not None
         if self.withdraw_dead and (sim.capacity <= 0).any():
-            from ainet_gym.policies import _avoid_dead
+            from ainet_gym.policies import avoid_dead_paths
 
-            split = _avoid_dead(core.world, split)  # drop paths through a failed link, renormalise
+            split = avoid_dead_paths(core.world, split)  # drop paths through a failed link, renormalise
         return split
 
     # ------------------------------------------------------------------ observation

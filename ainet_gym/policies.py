@@ -32,7 +32,15 @@ from ainet_gym.routing import spray_split
 if TYPE_CHECKING:
     from ainet_gym.world import FabricWorld, StepResult
 
-__all__ = ["CONTROLS", "POLICIES", "base_load", "connection_demand", "get_policy", "offered_utilization"]
+__all__ = [
+    "CONTROLS",
+    "POLICIES",
+    "avoid_dead_paths",
+    "base_load",
+    "connection_demand",
+    "get_policy",
+    "offered_utilization",
+]
 
 Policy = Callable[["FabricWorld", "StepResult | None"], np.ndarray]
 
@@ -41,12 +49,9 @@ def ecmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     return world.default_split()
 
 
-def _avoid_dead(world: FabricWorld, split: np.ndarray) -> np.ndarray:
-    """Zero the share of paths through a failed link and renormalise (unchanged if all are dead)."""
-    live = world.live_paths()
-    kept = np.where(live, split, 0.0)
-    tot = kept.sum(axis=1, keepdims=True)
-    return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
+def avoid_dead_paths(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+    """Zero the share of paths through a failed link and renormalise (:meth:`FabricWorld.withdraw_dead`)."""
+    return world.withdraw_dead(split)
 
 
 def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
@@ -61,14 +66,14 @@ def spray_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     """Even split of every connection, background included, over its live candidate paths."""
     sim = world.sim
     assert sim is not None
-    return _avoid_dead(world, spray_split(sim.conn_npaths, world.max_paths))
+    return avoid_dead_paths(world, spray_split(sim.conn_npaths, world.max_paths))
 
 
 def wcmp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     """Capacity-weighted ECMP of every connection, background included."""
     sim = world.sim
     assert sim is not None
-    return _avoid_dead(world, world.wcmp(sim.capacity))
+    return world.wcmp(sim.capacity)  # withdraws paths through failed links itself
 
 
 def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:

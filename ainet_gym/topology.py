@@ -27,12 +27,14 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from ainet_gym.spec import FabricSpec, StorageSpec
+
+if TYPE_CHECKING:  # networkx is imported where a graph is read or written, not on the env's import path
+    import networkx as nx
 
 __all__ = [
     "ROLES",
@@ -70,7 +72,6 @@ class Fabric:
     """
 
     spec: FabricSpec
-    graph: nx.MultiDiGraph
     node_names: list[str]  # (nodes,)
     node_kind: list[str]  # (nodes,)
     link_src: np.ndarray  # (links,) int node id
@@ -101,7 +102,24 @@ class Fabric:
     endpoint_ports: list[tuple[tuple[int, int, int], ...]] | None = None
     _switch_paths: dict[tuple[int, int], list[list[int]]] = field(default_factory=dict, repr=False)
     _parallel: dict[tuple[int, int], list[int]] = field(default_factory=dict, repr=False)
-    _switch_graph: nx.DiGraph | None = field(default=None, repr=False)
+    _switch_adj: dict[int, list[int]] | None = field(default=None, repr=False)  # switch -> next switches
+    _graph: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The fabric as a networkx multigraph (node ids, ``name`` and ``kind``; one edge per link with its
+        ``gbps`` and ``tier``), built on first use so that importing and stepping never load networkx."""
+        if self._graph is None:
+            import networkx as nx
+
+            g = nx.MultiDiGraph()
+            for i, (n, k) in enumerate(zip(self.node_names, self.node_kind)):
+                g.add_node(i, name=n, kind=k)
+            for i in range(self.n_links):
+                g.add_edge(int(self.link_src[i]), int(self.link_dst[i]), key=i,
+                           gbps=self.link_gbps[i], tier=TIERS[int(self.link_tier[i])])  # fmt: skip
+            self._graph = g
+        return self._graph
 
     @property
     def n_links(self) -> int:
@@ -143,19 +161,16 @@ class Fabric:
         key = (a, b)
         if key in self._switch_paths:
             return self._switch_paths[key]
-        if self._switch_graph is None:
-            sw = nx.DiGraph()
+        if self._switch_adj is None:
+            adj: dict[int, list[int]] = {}
             for (u, v), _ids in self._parallel.items():
                 if self.node_kind[u] not in _HOST_KINDS and self.node_kind[v] not in _HOST_KINDS:
-                    sw.add_edge(u, v)
-            self._switch_graph = sw
+                    adj.setdefault(u, []).append(v)
+                    adj.setdefault(v, [])
+            self._switch_adj = adj
         src, dst = int(self.leaf_node[a]), int(self.leaf_node[b])
         out: list[list[int]] = []
-        sw = self._switch_graph
-        if src not in sw or dst not in sw or not nx.has_path(sw, src, dst):  # another plane
-            self._switch_paths[key] = out
-            return out
-        for nodes in nx.all_shortest_paths(sw, src, dst):
+        for nodes in _all_shortest_paths(self._switch_adj, src, dst):  # none: another plane
             hops = [self._parallel[(u, v)] for u, v in itertools.pairwise(nodes)]
             # expand parallel links: every combination is an equal-cost path
             combos: list[list[int]] = [[]]
@@ -552,14 +567,8 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         nvl_up[g] = nvl_out[node]
         nvl_down[g] = rev(nvl_out[node])
 
-    graph = nx.MultiDiGraph()
-    for i, (n, k) in enumerate(zip(names, kinds)):
-        graph.add_node(i, name=n, kind=k)
-    for i in range(len(b.src)):
-        graph.add_edge(b.src[i], b.dst[i], key=i, gbps=b.gbps[i], tier=TIERS[b.tier[i]])
     return Fabric(
         spec=spec,
-        graph=graph,
         node_names=names,
         node_kind=kinds,
         link_src=link_src,
@@ -591,11 +600,58 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
 
 
 def _check(f: Fabric) -> None:
-    """Construction-time sanity checks with networkx (connectivity of the switch fabric)."""
-    und = nx.Graph()
-    und.add_edges_from(zip(f.link_src.tolist(), f.link_dst.tolist()))
-    if not nx.is_connected(und):
+    """Construction-time sanity check: the built graph is connected (links taken as undirected)."""
+    n = len(f.node_names)
+    adj: list[list[int]] = [[] for _ in range(n)]
+    for u, v in zip(f.link_src.tolist(), f.link_dst.tolist()):
+        adj[u].append(v)
+        adj[v].append(u)
+    seen = np.zeros(n, dtype=bool)
+    if n:
+        seen[0] = True
+        stack = [0]
+        while stack:
+            for v in adj[stack.pop()]:
+                if not seen[v]:
+                    seen[v] = True
+                    stack.append(v)
+    if n == 0 or not seen.all():
         raise ValueError(f"fabric {f.spec.topology}: the built graph is not connected")
+
+
+def _all_shortest_paths(adj: dict[int, list[int]], src: int, dst: int) -> list[list[int]]:
+    """Every shortest node path from ``src`` to ``dst`` in the directed graph ``adj`` (BFS layers, then
+    the predecessor DAG walked back from ``dst``); empty when ``dst`` is unreachable. The same set as
+    ``networkx.all_shortest_paths`` (callers sort it), without importing networkx."""
+    if src not in adj or dst not in adj:
+        return []
+    if src == dst:
+        return [[src]]
+    dist = {src: 0}
+    preds: dict[int, list[int]] = {}
+    frontier = [src]
+    while frontier and dst not in dist:
+        nxt: list[int] = []
+        for u in frontier:
+            for v in adj.get(u, ()):
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    nxt.append(v)
+                if dist[v] == dist[u] + 1:
+                    preds.setdefault(v, []).append(u)
+        frontier = nxt
+    if dst not in dist:
+        return []
+    out: list[list[int]] = []
+    stack: list[tuple[int, list[int]]] = [(dst, [dst])]
+    while stack:
+        node, tail = stack.pop()
+        if node == src:
+            out.append(tail[::-1])
+            continue
+        for p in preds.get(node, ()):
+            stack.append((p, [*tail, p]))
+    return out
 
 
 # --------------------------------------------------------------------------- the non-blocking reference
@@ -677,6 +733,8 @@ def _number(x: Any, what: str) -> float:
 
 def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
     """Read nodes and links of a networkx graph (see :func:`fabric_from_graph` for the attributes)."""
+    import networkx as nx
+
     if not isinstance(G, nx.Graph):
         _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
     b = _Builder(spec)
@@ -803,6 +861,8 @@ def fabric_from_graph(G: Any, max_paths: int = 8, **fabric_keys: Any) -> Fabric:
 
 def graph_spec(G: Any, **fabric_keys: Any) -> FabricSpec:
     """The :class:`FabricSpec` of a graph fabric: ``hosts`` and ``gpus_per_host`` counted from ``G``."""
+    import networkx as nx
+
     if not isinstance(G, nx.Graph):
         _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
     fabric_keys = {k: v for k, v in fabric_keys.items() if k != "topology"}
@@ -824,6 +884,8 @@ def fabric_to_graph(fabric: Fabric) -> nx.MultiDiGraph:
     """The fabric as a directed multigraph that :func:`fabric_from_graph` reads back into the same fabric:
     one edge per directed link (``link`` id, ``gbps``, ``tier``, ``latency_us``), nodes in node-id
     order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches)."""
+    import networkx as nx
+
     G = nx.MultiDiGraph()
     role = {"gpu": "gpu", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
     node_host: dict[int, int] = {}
@@ -860,6 +922,8 @@ def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
         node gpu0 role=gpu host=0        # a node (nodes not declared are switches)
         gpu0 leaf0 gbps=400 tier=nic     # a link in each direction (latency_us=... optional)
     """
+    import networkx as nx
+
     path = Path(path)
     if path.suffix.lower() == ".graphml":
         try:
@@ -896,4 +960,6 @@ def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
 def write_fabric_graph(fabric: Fabric, path: str | os.PathLike) -> None:
     """Write ``fabric`` as GraphML (:func:`fabric_to_graph`), to edit and load back with
     ``fabric: {topology: graph, file: ...}``."""
+    import networkx as nx
+
     nx.write_graphml(fabric_to_graph(fabric), Path(path))

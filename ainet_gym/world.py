@@ -118,6 +118,14 @@ class FabricWorld:
         self.sim: BatchSim | None = None
         self.step_count = np.zeros(batch, dtype=np.int64)
         self.hash_seed = np.full(batch, scenario.seed, dtype=np.int64)  # (batch,) ECMP hash seeds
+        # (eligible,) link ids a random failure may hit: network links of the listed tiers, one per duplex pair
+        f = self.fabric
+        self._failure_eligible = np.flatnonzero(
+            f.network_links
+            & np.isin(np.asarray(TIERS)[f.link_tier], scenario.dynamics.link_failures.tiers)
+            & (f.link_src < f.link_dst)
+        )
+        self._names: list[list[str | None]] = []  # (batch, jobs) job names as of the last restack
 
     # ------------------------------------------------------------------ helpers
     def _n_conns(self, job: JobSpec) -> int:
@@ -306,6 +314,8 @@ class FabricWorld:
             u, s = self._units_of(b)
             per_inst.append(u)
             slot_units.append(s)
+        if reset_mask is not None and self._restart_in_place(per_inst, slot_units, reset_mask):
+            return
         keep = None
         if self.sim is not None:
             old_map: dict[tuple, int] = {}
@@ -350,6 +360,7 @@ class FabricWorld:
             for i in range(len(self.scenario.background)):
                 self.bg_unit[b, i] = self._flat_index(b, n_jobs + i)
         self._build_slot_maps()
+        self._names = [self.job_names(b) for b in range(self.batch)]
         self._ideal = np.full((self.batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         self._ideal_comm = np.full((self.batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         for b in range(self.batch):
@@ -357,6 +368,55 @@ class FabricWorld:
                 if self.jobs[b][j] is not None:
                     self._ideal[b, j] = self.ideal_step_s(self.jobs[b][j], self.gpus[b][j])
                     self._ideal_comm[b, j] = self.ideal_comm_s(self.jobs[b][j], self.gpus[b][j])
+
+    def _restart_in_place(
+        self, per_inst: list[list[CompiledUnit]], slot_units: list[list[int]], reset_mask: np.ndarray
+    ) -> bool:
+        """A reset that leaves every instance's units as they are (the same compiled units in the same job
+        slots, as a deterministic placement gives): restart the units of the reset instances in place
+        instead of restacking the whole batch. Returns False (nothing done) when the structure changes.
+
+        The restarted state is that of a fresh :class:`BatchSim` of those instances (the engine's own
+        initial state), carried over by the engine's own :meth:`BatchSim.snapshot_units` / ``_restore`` (every
+        per-unit, per-phase and per-flow field it keeps), so the result equals a full rebuild (``tests/test_envspeed.py`` checks it).
+        """
+        sim = self.sim
+        if sim is None or slot_units != self.slot_units:
+            return False
+        for b in range(self.batch):
+            old = sim.units[b]
+            if len(old) != len(per_inst[b]) or any(x is not y for x, y in zip(old, per_inst[b])):
+                return False
+        idx = np.flatnonzero(reset_mask)
+        if idx.size:
+            # one fresh single-instance sim per distinct unit list (a deterministic placement gives every
+            # copy the same one): its initial state is that of every reset copy with those units, whose
+            # clocks a reset has zeroed
+            keep = np.full(sim.n_units, -1, dtype=np.int64)  # unit of the batch <- unit of the fresh sims
+            groups: dict[tuple[int, ...], list[int]] = {}
+            for b in idx:
+                groups.setdefault(tuple(id(u) for u in per_inst[b]), []).append(int(b))
+            fresh_units: list[list[CompiledUnit]] = []
+            base = 0
+            for members in groups.values():
+                n = len(per_inst[members[0]])
+                fresh_units.append(per_inst[members[0]])
+                for b in members:
+                    keep[sim.inst_unit[b] : sim.inst_unit[b + 1]] = base + np.arange(n)
+                base += n
+            if sim.time_s[idx].any():  # not after a reset: one fresh instance per copy, on its clock
+                fresh_units = [per_inst[b] for b in idx]
+                keep[keep >= 0] = np.arange(int((keep >= 0).sum()))
+            fresh = BatchSim(self.fabric, fresh_units, sim.rate_updates, self.backend)
+            if sim.time_s[idx].any():
+                fresh.time_s[:] = sim.time_s[idx]
+                fresh.set_units(fresh.units)  # iter_start from the clocks
+            fresh.snapshot_units()
+            sim._restore(fresh._state_snapshot, keep)  # the engine's own carry-over of unit state
+            units = np.flatnonzero(keep >= 0)
+            sim.unit_alive[units] = fresh.unit_alive[keep[units]]
+            sim.set_split(None)  # as a restack leaves it
+        return True
 
     def _job_key(self, b: int, j: int, old: bool) -> tuple:
         if old:
@@ -392,11 +452,7 @@ class FabricWorld:
         dyn = self.scenario.dynamics
         lf = dyn.link_failures
         rebuild = False
-        net = self.fabric.network_links
-        tier_names = np.asarray(TIERS)[self.fabric.link_tier]
-        eligible = np.flatnonzero(
-            net & np.isin(tier_names, lf.tiers) & (self.fabric.link_src < self.fabric.link_dst)
-        )
+        eligible = self._failure_eligible
         # repairs, over the batch
         repaired = (self.fail_until >= 0) & (self.fail_until <= self.step_count[:, None]) & mask[:, None]
         self.cap_factor[repaired] = 1.0
@@ -527,7 +583,22 @@ class FabricWorld:
         n_groups = int(g.max()) + 1 if g.size else 0
         offset = (np.arange(self.batch) * n_groups)[:, None]
         groups = np.where(g[None, :] >= 0, g[None, :] + offset, -1).reshape(-1)
-        return wcmp_split(sim.conn_paths_global, sim.conn_npaths, np.asarray(link_weight).reshape(-1), groups)
+        split = wcmp_split(
+            sim.conn_paths_global, sim.conn_npaths, np.asarray(link_weight).reshape(-1), groups
+        )
+        return self.withdraw_dead(split)
+
+    def withdraw_dead(self, split: np.ndarray) -> np.ndarray:
+        """``split`` with the share of paths through a failed link (capacity 0) moved, pro rata, to the
+        connection's live paths, as switches drop a failed port from their ECMP/WCMP groups (unchanged for
+        a connection whose every path is dead, and when no link is down)."""
+        sim = self.sim
+        assert sim is not None
+        if not (sim.capacity <= 0).any():
+            return split
+        kept = np.where(self.live_paths(), split, 0.0)
+        tot = kept.sum(axis=1, keepdims=True)
+        return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
 
     def live_paths(self) -> np.ndarray:
         """(connections, max_paths) bool: candidate paths whose links all have capacity > 0."""
@@ -636,7 +707,7 @@ class FabricWorld:
             stalled_transfers=m.stalled_flows,
             failed_links=((cap <= 0) & self.fabric.network_links[None, :]).sum(axis=1),
             events=m.events,
-            job_names=[self.job_names(b) for b in range(B)],
+            job_names=[n.copy() for n in self._names],  # the jobs change only with a restack
             compute_s=np.where(alive, sim.unit_compute[idx], np.nan),
         )
 

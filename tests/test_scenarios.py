@@ -530,3 +530,21 @@ def test_broken_copy_fails_naming_the_field(name, breaker, tmp_path):
     assert err.field == field
     assert err.source == str(broken)
     assert field in str(err) and str(broken) in str(err) and allowed in str(err)
+
+
+def test_agent_wcmp_weights_never_send_on_a_failed_link():
+    # a switch drops a failed port from its WCMP group whatever weight it was given: random ecmp_weights
+    # actions (weight > 0 on the dead uplink too) move no byte over it and stall no transfer
+    from ainet_gym.env import EnvCore
+
+    core = EnvCore("link-failure", action_mode="ecmp_weights")
+    core.reset([0])
+    rng = np.random.default_rng(0)
+    ids = core.world.fabric.link_ids("leaf0-spine1")
+    for i in range(24):
+        a = rng.uniform(-0.5, 1.0, size=(1, *core.action_space.shape)).astype(np.float32)
+        core.step(a)
+        res = core.last_result
+        if 8 <= i < 23:
+            assert (res.link_bytes[0, ids] == 0).all(), i
+            assert res.stalled_transfers[0] == 0, i
