@@ -10,7 +10,7 @@ TORCH_INDEX_URL ?=
 # Extra flags for `ainet-gym demo` (CI runs `make demo DEMO_ARGS=--quick`).
 DEMO_ARGS ?=
 
-.PHONY: venv install install-dev demo check test bench lint check-rllib install-ns3 check-ns3 crosscheck check-rllib install-ns3 test-ns3 crosscheck
+.PHONY: venv install install-dev demo check test bench lint check-rllib install-ns3 check-ns3 crosscheck
 
 venv:
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ ! -x "$(PYTHON)" ]; then \
