@@ -473,7 +473,10 @@ def plot(result: dict[str, Any], runs: dict[str, PolicyRun], path: Path) -> None
     ax2.set_xlabel("step time / ideal (per job-iteration)")
     ax2.set_ylabel("CDF")
     ax2.set_title("Step times")
-    ax2.legend(fontsize=8)
+    if ax2.get_legend_handles_labels()[0]:  # no completed iteration in a very short run: nothing to label
+        ax2.legend(fontsize=8)
+    else:
+        ax2.text(0.5, 0.5, "no completed iteration", ha="center", va="center", transform=ax2.transAxes)
     for n in names:
         ax3.plot(runs[n].gpu.mean(axis=0), label=n, color=colors[n], lw=1.2)
     ax3.set_xlabel("interval")
