@@ -37,6 +37,7 @@ check: install-dev lint test
 
 test:
 	$(PYTHON) -m pytest -q -n 2 tests
+	$(PYTHON) -m pytest -q --doctest-modules ainet_gym agents
 
 bench:
 	$(PYTHON) -m ainet_gym.cli bench
