@@ -52,6 +52,16 @@ def _nan_to_zero(v: np.ndarray) -> np.ndarray:
     return np.where(finite, v, 0.0)
 
 
+def obs_layout(sizes: dict[str, int]) -> tuple[dict[str, slice], int]:
+    """Consecutive slices of a flat observation for blocks of the given sizes, and the total size."""
+    layout: dict[str, slice] = {}
+    o = 0
+    for k, n in sizes.items():
+        layout[k] = slice(o, o + n)
+        o += n
+    return layout, o
+
+
 class EnvCore:
     """Batched observation / action / reward logic over a :class:`FabricWorld`."""
 
@@ -127,11 +137,7 @@ class EnvCore:
             "background": self.n_bg * len(BG_FEATURES),
             "episode_progress": 1,
         }
-        self.obs_layout: dict[str, slice] = {}
-        o = 0
-        for k, n in sizes.items():
-            self.obs_layout[k] = slice(o, o + n)
-            o += n
+        self.obs_layout, o = obs_layout(sizes)
         self.obs_dim = o
         flat = spaces.Box(0.0, 1.0, shape=(o,), dtype=np.float32)
         if self.observation_mode == "flat":

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ainet_gym.env import EnvCore, _squash
+from ainet_gym.env import EnvCore, _squash, obs_layout
 from ainet_gym.rewards import RewardFn
 from ainet_gym.spec import Scenario
 from ainet_gym.world import StepResult
@@ -158,11 +158,7 @@ class SwitchAgents:
             "agent_id": A,
             "episode_progress": 1,
         }
-        self.obs_layout: dict[str, slice] = {}
-        o = 0
-        for k, n in sizes.items():
-            self.obs_layout[k] = slice(o, o + n)
-            o += n
+        self.obs_layout, o = obs_layout(sizes)
         self.obs_dim = o
         self.observation_space = spaces.Box(0.0, 1.0, shape=(o,), dtype=np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(self.K,), dtype=np.float32)

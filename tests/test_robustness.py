@@ -339,9 +339,9 @@ def scenario_dicts(draw: st.DrawFn) -> dict:
             if action == "delete" and c:
                 del c[draw(st.sampled_from(sorted(c)))]
             elif action == "add":
-                c[draw(_KEYS)] = draw(_VALUES)
+                c[draw(_KEYS)] = copy.deepcopy(draw(_VALUES))
             elif c:
-                c[draw(st.sampled_from(sorted(c)))] = draw(_VALUES)
+                c[draw(st.sampled_from(sorted(c)))] = copy.deepcopy(draw(_VALUES))
         elif c:
             i = draw(st.integers(0, len(c) - 1))
             if action == "delete":
