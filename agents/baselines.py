@@ -149,7 +149,7 @@ def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
     fixed = split.copy()
     fixed[ctrl_conns] = 0.0
     load = np.concatenate([_offered_load(core, fixed, d), np.zeros((B, 1))], axis=1)  # (B, L+1) pad col
-    cap = sim.capacity * w.decision_interval_s
+    cap = sim.capacity_bytes_per_s * w.decision_interval_s
     inv_cap = np.concatenate(
         [np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf), np.zeros((B, 1))], 1
     )
@@ -213,9 +213,11 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     if mode == "path":
         return path_rounding(core, split)
     if policy in ("spray", "spray+bg"):
-        wts = (sim.capacity[:, core.wcmp_links] > 0).astype(np.float64)  # equal weights on live links
+        wts = (sim.capacity_bytes_per_s[:, core.wcmp_links] > 0).astype(
+            np.float64
+        )  # equal weights on live links
     elif policy in ("wcmp", "wcmp+bg"):
-        cap = sim.capacity[:, core.wcmp_links]
+        cap = sim.capacity_bytes_per_s[:, core.wcmp_links]
         top = cap.max(axis=1, keepdims=True)
         wts = np.where(top > 0, cap / np.where(top > 0, top, 1.0), 1.0)
     else:

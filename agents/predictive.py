@@ -77,7 +77,7 @@ class FitConfig:
 
 def _nominal_bytes(world: FabricWorld) -> np.ndarray:
     """(links,) nominal capacity x interval, bytes (1 where the capacity is 0)."""
-    c = world.fabric.capacity_bps * world.decision_interval_s
+    c = world.fabric.capacity_bytes_per_s * world.decision_interval_s
     return np.where(c > 0, c, 1.0)
 
 

@@ -36,6 +36,7 @@ from ainet_gym import _kernels
 from ainet_gym.allocator import solve_coo
 from ainet_gym.spec import BackgroundSpec, JobSpec
 from ainet_gym.topology import Fabric
+from ainet_gym.units import GBPS_TO_BYTES_PER_S
 from ainet_gym.workload import decompose
 
 __all__ = [
@@ -119,7 +120,7 @@ class CompiledUnit:
     phase_succ: np.ndarray  # (edges,) phases that wait for each phase (unit-local ids)
     flow_phase: np.ndarray  # (flows,) phase index within the unit
     flow_bytes: np.ndarray  # (flows,) bytes each member moves (inf for background)
-    flow_demand_bps: np.ndarray  # (flows,) per-flow rate cap (inf for job flows)
+    flow_demand_bytes_per_s: np.ndarray  # (flows,) per-flow rate cap (inf for job flows)
     member_flow: np.ndarray  # (members,) flow index, sorted
     member_conn: np.ndarray  # (members,) connection index
     conn_src: np.ndarray  # (conns,) source endpoint
@@ -241,7 +242,7 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
         phase_succ=succ,
         flow_phase=fp,
         flow_bytes=np.asarray(flow_bytes, dtype=np.float64),
-        flow_demand_bps=np.full(len(flow_bytes), np.inf),
+        flow_demand_bytes_per_s=np.full(len(flow_bytes), np.inf),
         member_flow=mf,
         member_conn=mc,
         conn_src=np.asarray(src, dtype=np.int64),
@@ -274,7 +275,7 @@ def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, ind
         phase_succ=np.zeros(0, dtype=np.int64),
         flow_phase=np.zeros(n, dtype=np.int64),
         flow_bytes=np.full(n, np.inf),
-        flow_demand_bps=np.full(n, bg.gbps * 1e9 / 8.0 / n),
+        flow_demand_bytes_per_s=np.full(n, bg.gbps * GBPS_TO_BYTES_PER_S / n),
         member_flow=np.arange(n, dtype=np.int64),
         member_conn=np.arange(n, dtype=np.int64),
         conn_src=src.astype(np.int64),
@@ -323,7 +324,9 @@ class BatchSim:
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
-        self.capacity = np.tile(fabric.capacity_bps, (self.batch, 1))  # (batch, links) bytes/s
+        self.capacity_bytes_per_s = np.tile(
+            fabric.capacity_bytes_per_s, (self.batch, 1)
+        )  # (batch, links) bytes/s
         self.time_s = np.zeros(self.batch)  # (batch,) simulated clock
         self.set_units(units)
 
@@ -371,7 +374,7 @@ class BatchSim:
         self.flow_unit = np.repeat(np.arange(U), n_fl)
         self.flow_phase = cat("flow_phase", np.int64)
         self.flow_bytes = cat("flow_bytes")
-        self.flow_demand = cat("flow_demand_bps")
+        self.flow_demand = cat("flow_demand_bytes_per_s")
         self.flow_inst = self.unit_inst[self.flow_unit] if U else np.zeros(0, dtype=np.int64)
         self.flow_bg = self.unit_bg[self.flow_unit] if U else np.zeros(0, dtype=bool)
         # (flows,) global phase of each job flow, -1 for background flows
@@ -565,7 +568,7 @@ class BatchSim:
         active_t = np.zeros(U)
         flow_moved = np.zeros(self.n_flows)  # (flows,) bytes each flow moved in the interval
         stalled = np.zeros(B, dtype=np.int64)
-        cap = self.capacity.reshape(-1)
+        cap = self.capacity_bytes_per_s.reshape(-1)
         events = 0
         solver_iters = 0
         self._process_events(iters, step_sum, comm_sum)
@@ -679,7 +682,7 @@ class BatchSim:
             arr = getattr(self, name)
             if arr.dtype != dtype or not arr.flags.c_contiguous or not arr.flags.writeable:
                 setattr(self, name, np.ascontiguousarray(arr, dtype=dtype).copy())
-        cap = np.ascontiguousarray(self.capacity, dtype=f64).reshape(-1)
+        cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=f64).reshape(-1)
         _kernels.run_interval_numba(
             dur, self.rate_updates == "phase", max_events, L, 4 * int(self.unit_nphases.max(initial=0)) + 8,
             _EPS_T, _EPS_B,

@@ -21,6 +21,7 @@ from ainet_gym.rewards import RewardFn, make_reward
 from ainet_gym.scenario import load_scenario
 from ainet_gym.spec import Scenario
 from ainet_gym.topology import TIERS
+from ainet_gym.units import BYTES_PER_S_TO_GBPS
 from ainet_gym.world import FabricWorld, StepResult
 
 __all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
@@ -116,7 +117,7 @@ class EnvCore:
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
         self._demand_cache: tuple | None = None  # (flow_bytes, slot_conn it was built from, demand)
         self._slot_obs_cache: tuple | None = None  # (demand, slot_mask it was built from, float32 block)
-        self._net_capacity = w.fabric.capacity_bps[self.net_links]  # (net_links,) nominal bytes/s
+        self._net_capacity = w.fabric.capacity_bytes_per_s[self.net_links]  # (net_links,) nominal bytes/s
         self._tiers_present = [i for i in range(len(TIERS)) if (w.fabric.link_tier == i).any()]
 
     # ------------------------------------------------------------------ spaces
@@ -388,7 +389,7 @@ class EnvCore:
         if u.size and u[:, 0].max() > 1.0 + 1e-6:
             raise AssertionError(f"link utilisation {u[:, 0].max()} > 1: capacity constraint violated")
         np.minimum(u.reshape(B, -1), 1.0, out=obs[:, L["link_utilization"]])
-        obs[:, L["link_capacity"]] = sim.capacity[:, self.net_links] / self._net_capacity
+        obs[:, L["link_capacity"]] = sim.capacity_bytes_per_s[:, self.net_links] / self._net_capacity
         # jobs
         J = w.n_job_slots
         ju = w.job_unit
@@ -453,7 +454,7 @@ class EnvCore:
             out = np.zeros(w.slot_conn.shape)
         else:
             c = np.maximum(w.slot_conn, 0)
-            nic = w.fabric.capacity_bps[w.fabric.endpoint_up[sim.conn_src[c]]]
+            nic = w.fabric.capacity_bytes_per_s[w.fabric.endpoint_up[sim.conn_src[c]]]
             out = np.where(has, d[c] / (nic * w.decision_interval_s), 0.0)
         self._demand_cache = (sim.flow_bytes, w.slot_conn, out)
         return out
@@ -471,7 +472,7 @@ class EnvCore:
             nf[:, i, kinds.index(k) if k in kinds else 3] = 1.0
         ef = np.zeros((B, f.n_links, self.history + 1), dtype=np.float32)
         ef[:, self.net_links, : self.history] = np.minimum(self.util_hist, 1.0).transpose(0, 2, 1)
-        ef[:, :, self.history] = sim.capacity / f.capacity_bps
+        ef[:, :, self.history] = sim.capacity_bytes_per_s / f.capacity_bytes_per_s
         ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.int64)
         return {"flat": flat, "node_features": nf, "edge_index": ei.copy(), "edge_features": ef}
 
@@ -507,7 +508,7 @@ class EnvCore:
             "stalled_transfers": np.zeros(B, dtype=np.int64) if res is None else res.stalled_transfers,
             # during the interval just run (the observation shows the capacities of the next one)
             "failed_links": (
-                ((w.sim.capacity <= 0) & w.fabric.network_links[None, :]).sum(axis=1)
+                ((w.sim.capacity_bytes_per_s <= 0) & w.fabric.network_links[None, :]).sum(axis=1)
                 if res is None
                 else res.failed_links
             ),
@@ -517,8 +518,12 @@ class EnvCore:
         # (of the jobs that ran in it: res.compute_s is taken before churn replaces any)
         out["iteration_gpu_utilization"] = nan.copy() if res is None else res.compute_s / res.step_time_s
         if "links" in self.info_keys:
-            cap = w.sim.capacity if res is None or res.capacity_bps is None else res.capacity_bps
-            out["link_capacity_gbps"] = cap * 8e-9
+            cap = (
+                w.sim.capacity_bytes_per_s
+                if res is None or res.capacity_bytes_per_s is None
+                else res.capacity_bytes_per_s
+            )
+            out["link_capacity_gbps"] = cap * BYTES_PER_S_TO_GBPS
             out["link_bytes"] = np.zeros(cap.shape) if res is None else res.link_bytes
             out["link_utilization"] = np.zeros(cap.shape) if res is None else res.link_utilization
         if "flows" in self.info_keys:
@@ -529,7 +534,7 @@ class EnvCore:
             with np.errstate(invalid="ignore", divide="ignore"):
                 dur = np.zeros(B) if res is None else res.duration_s
                 out["flow_rate_gbps"] = np.where(
-                    dur[:, None] > 0, moved * 8e-9 / np.where(dur > 0, dur, 1)[:, None], 0.0
+                    dur[:, None] > 0, moved * BYTES_PER_S_TO_GBPS / np.where(dur > 0, dur, 1)[:, None], 0.0
                 )
         for i in self._tiers_present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]

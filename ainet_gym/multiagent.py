@@ -144,8 +144,8 @@ class SwitchAgents:
         # ECMP groups of each agent (for "has a choice")
         grp = f.link_group[self.hop_link.clip(0)]
         self.hop_group = np.where(self.hop_valid, grp, -1)  # (agents, K)
-        cap = np.where(self.hop_valid, f.capacity_bps[self.hop_link.clip(0)], 0.0)
-        self.hop_capacity_bps = cap  # (agents, K) nominal bytes/s
+        cap = np.where(self.hop_valid, f.capacity_bytes_per_s[self.hop_link.clip(0)], 0.0)
+        self.hop_capacity_bytes_per_s = cap  # (agents, K) nominal bytes/s
         self.J = core.world.n_job_slots
         self.G = core.n_bg
         H = core.history
@@ -170,7 +170,7 @@ class SwitchAgents:
         """(batch, agents, K) bool: next hops that exist and have capacity > 0 in the coming interval."""
         sim = self.core.world.sim
         assert sim is not None
-        return self.hop_valid[None] & (sim.capacity[:, self.hop_link.clip(0)] > 0)
+        return self.hop_valid[None] & (sim.capacity_bytes_per_s[:, self.hop_link.clip(0)] > 0)
 
     def has_choice(self) -> np.ndarray:
         """(batch, agents) bool: the switch has at least two live next hops in one ECMP group, so its
@@ -199,7 +199,7 @@ class SwitchAgents:
         split = core.decode(full)
         sim = core.world.sim
         assert sim is not None
-        if self.withdraw_dead and (sim.capacity <= 0).any():
+        if self.withdraw_dead and (sim.capacity_bytes_per_s <= 0).any():
             from ainet_gym.policies import avoid_dead_paths
 
             split = avoid_dead_paths(core.world, split)  # drop paths through a failed link, renormalise
@@ -269,11 +269,16 @@ class SwitchAgents:
         u = np.minimum(core.util_hist, 1.0)[:, :, np.maximum(self.own_pos, 0)]  # (B, H, A, L)
         u = np.where(self.own_valid[None, None], u, 0.0)
         out[:, :, lay["link_utilization"]] = u.transpose(0, 2, 1, 3).reshape(B, A, H * L)
-        capf = sim.capacity[:, self.own_link.clip(0)] / w.fabric.capacity_bps[self.own_link.clip(0)]
+        capf = (
+            sim.capacity_bytes_per_s[:, self.own_link.clip(0)]
+            / w.fabric.capacity_bytes_per_s[self.own_link.clip(0)]
+        )
         out[:, :, lay["link_capacity"]] = np.where(self.own_valid[None], capf, 0.0)
         out[:, :, lay["next_hop_mask"]] = self.hop_live()
         job_load, bg_load, carried = self._entering()
-        scale = self.hop_capacity_bps.sum(axis=1) * w.decision_interval_s  # (agents,) bytes per interval
+        scale = (
+            self.hop_capacity_bytes_per_s.sum(axis=1) * w.decision_interval_s
+        )  # (agents,) bytes per interval
         jf = np.asarray(flat_obs)[:, core.obs_layout["jobs"]].reshape(B, 1, self.J, -1)
         jobs = np.concatenate([carried[..., None], np.where(carried[..., None], jf, 0.0)], axis=3)
         out[:, :, lay["jobs"]] = jobs.reshape(B, A, -1)
@@ -288,7 +293,7 @@ class SwitchAgents:
         (1 with none live): the maximum-link-utilisation objective of traffic engineering, seen from
         one switch."""
         u = res.link_utilization[:, self.hop_link.clip(0)]  # (B, A, K)
-        live = self.hop_valid[None] & (self.core.world.sim.capacity[:, self.hop_link.clip(0)] > 0)
+        live = self.hop_valid[None] & (self.core.world.sim.capacity_bytes_per_s[:, self.hop_link.clip(0)] > 0)
         peak = np.where(live, u, 0.0).max(axis=2)
         return 1.0 - np.minimum(peak, 1.0)
 

@@ -73,7 +73,7 @@ def wcmp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     """Capacity-weighted ECMP of every connection, background included."""
     sim = world.sim
     assert sim is not None
-    return world.wcmp(sim.capacity)  # withdraws paths through failed links itself
+    return world.wcmp(sim.capacity_bytes_per_s)  # withdraws paths through failed links itself
 
 
 def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
@@ -134,7 +134,7 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
         assert last is not None
         base = base_load(world, last)
     load = np.asarray(base, dtype=np.float64).reshape(-1)
-    cap = (sim.capacity * world.decision_interval_s).reshape(-1)
+    cap = (sim.capacity_bytes_per_s * world.decision_interval_s).reshape(-1)
     inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf)
     inst = sim.unit_inst[sim.conn_unit]
     cs = np.flatnonzero(ctrl)
@@ -226,7 +226,7 @@ def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
     mask = paths >= 0
     w = (split * d[:, None])[:, :, None] * mask
     load = np.bincount(paths[mask], weights=w[mask], minlength=B * L).reshape(B, L)
-    cap = sim.capacity
+    cap = sim.capacity_bytes_per_s
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(cap > 0, load / np.where(cap > 0, cap, 1), np.where(load > 0, np.inf, 0.0))
 
@@ -271,7 +271,7 @@ def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | Non
         fixed = np.bincount(pths[m], weights=fw[m], minlength=L)
         if fixed_rate is not None:
             fixed = np.asarray(fixed_rate[b], dtype=np.float64)
-        cap = sim.capacity[b]
+        cap = sim.capacity_bytes_per_s[b]
         usable = cap > 0
         scale = np.where(usable, 1.0 / np.where(usable, cap, 1.0), 0.0)
         # variables: x[c, p] for live candidate paths, then t, then one t_j per job

@@ -24,7 +24,7 @@ def render_ansi(core: EnvCore, b: int = 0, top: int = 8) -> str:
         f"step {int(w.step_count[b])}/{core.episode_steps}  interval {w.decision_interval_s * 1e3:.2f} ms"
     ]
     lines.append(f"{'link':<28}{'tier':<12}{'util':>6}{'cap':>6}")
-    cap = w.sim.capacity[b] / f.capacity_bps
+    cap = w.sim.capacity_bytes_per_s[b] / f.capacity_bytes_per_s
     for i in order:
         lk = int(core.net_links[i])
         lines.append(f"{f.link_names[lk]:<28}{TIERS[f.link_tier[lk]]:<12}{util[i]:>6.2f}{cap[lk]:>6.2f}")

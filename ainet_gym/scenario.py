@@ -99,6 +99,7 @@ from ainet_gym.spec import (
     ScheduledFailure,
     StorageSpec,
 )
+from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 __all__ = [
     "FABRIC_COMMON_KEYS",
@@ -1222,8 +1223,8 @@ def _iteration_bounds(f: FabricSpec, job: JobSpec) -> tuple[float, float]:
     upper: twice the most, at the slower of the two, plus every alpha term over the longest path)."""
     p = job.gpus
     nic = (f.link_gbps if f.topology == "fat_tree" else f.nic_gbps) * f.link_efficiency
-    fast = (f.nvlink_gbps + nic) * 1e9 / 8
-    slow = min(f.nvlink_gbps, nic) * 1e9 / 8
+    fast = (f.nvlink_gbps + nic) * GBPS_TO_BYTES_PER_S
+    slow = min(f.nvlink_gbps, nic) * GBPS_TO_BYTES_PER_S
     lo = hi = 0.0
     lat = _max_hops(f) * f.hop_latency_us * 1e-6
     for c in job.collectives:

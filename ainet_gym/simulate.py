@@ -12,6 +12,7 @@ from ainet_gym.policies import Policy, get_policy
 from ainet_gym.scenario import load_scenario
 from ainet_gym.spec import Scenario
 from ainet_gym.topology import TIERS
+from ainet_gym.units import BYTES_PER_S_TO_GBPS
 from ainet_gym.world import FabricWorld, StepResult
 
 __all__ = ["flow_records", "link_records", "simulate", "step_record"]
@@ -74,7 +75,7 @@ def step_record(
 def link_records(world: FabricWorld, res: StepResult, b: int = 0) -> list[dict[str, Any]]:
     """Per-link figures of one interval of instance ``b`` (see :func:`step_record`)."""
     f = world.fabric
-    cap = f.capacity_bps if res.capacity_bps is None else res.capacity_bps[b]
+    cap = f.capacity_bytes_per_s if res.capacity_bytes_per_s is None else res.capacity_bytes_per_s[b]
     peak = res.link_utilization[b] if res.link_peak_utilization is None else res.link_peak_utilization[b]
     names, tier = f.node_names, np.asarray(TIERS)[f.link_tier]
     return [
@@ -83,7 +84,7 @@ def link_records(world: FabricWorld, res: StepResult, b: int = 0) -> list[dict[s
             "src": names[s],
             "dst": names[d],
             "tier": str(t),
-            "capacity_gbps": float(c) * 8e-9,
+            "capacity_gbps": float(c) * BYTES_PER_S_TO_GBPS,
             "bytes": float(by),
             "mean_utilization": float(mu),
             "peak_utilization": float(pu),
@@ -130,7 +131,7 @@ def flow_records(world: FabricWorld, res: StepResult, b: int = 0) -> list[dict[s
                     "paths": [[int(x) for x in p[p >= 0]] for p in t.paths[c, :n]],
                     "split": [float(x) for x in t.split[c, :n]],
                     "bytes": by,
-                    "mean_rate_gbps": by * 8e-9 / dur if dur > 0 else 0.0,
+                    "mean_rate_gbps": by * BYTES_PER_S_TO_GBPS / dur if dur > 0 else 0.0,
                 }
             )
     return out

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.spec import FabricSpec, StorageSpec
+from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 if TYPE_CHECKING:  # networkx is imported where a graph is read or written, not on the env's import path
     import networkx as nx
@@ -61,7 +62,6 @@ ROLES: tuple[str, ...] = ("gpu", "switch", "storage", "nic", "nvswitch")
 _HOST_KINDS = ("gpu", "storage", "nvswitch", "nic")
 #: Switch-to-switch hops between the furthest leaves of each built-in topology.
 _LEAF_DIAMETER = {"single_switch": 0, "spine_leaf": 2, "rail_optimized": 2, "fat_tree": 4}
-GBPS_TO_BYTES_PER_S = 1e9 / 8.0
 
 
 @dataclass
@@ -77,7 +77,7 @@ class Fabric:
     link_src: np.ndarray  # (links,) int node id
     link_dst: np.ndarray  # (links,) int node id
     link_gbps: np.ndarray  # (links,) float nominal speed per direction
-    capacity_bps: np.ndarray  # (links,) float bytes/s (nominal * efficiency for network links)
+    capacity_bytes_per_s: np.ndarray  # (links,) float bytes/s (nominal * efficiency for network links)
     link_tier: np.ndarray  # (links,) int index into TIERS
     link_group: np.ndarray  # (links,) int ECMP next-hop group (-1: not an equal-cost choice)
     gpu_node: np.ndarray  # (gpus,) node id
@@ -574,7 +574,7 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         link_src=link_src,
         link_dst=link_dst,
         link_gbps=link_gbps,
-        capacity_bps=capacity,
+        capacity_bytes_per_s=capacity,
         link_tier=link_tier,
         link_group=link_group,
         gpu_node=np.asarray(b.gpus, dtype=np.int64),

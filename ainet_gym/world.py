@@ -27,6 +27,7 @@ from ainet_gym.engine import (
 from ainet_gym.routing import ecmp_split, wcmp_split
 from ainet_gym.spec import JobSpec, Scenario
 from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_fabric
+from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
 
@@ -56,7 +57,7 @@ class StepResult:
     job_names: list[list[str | None]] = field(default_factory=list)
     # (batch, jobs) s, compute time of one iteration of the job that ran in the slot (nan: empty)
     compute_s: np.ndarray | None = None
-    capacity_bps: np.ndarray | None = None  # (batch, links) bytes/s during the interval
+    capacity_bytes_per_s: np.ndarray | None = None  # (batch, links) bytes/s during the interval
     throughput_gbps: np.ndarray | None = None  # (batch,) Gbit/s the GPUs' NICs sent into the network
     link_peak_utilization: np.ndarray | None = None  # (batch, links) max over windows of the window mean
     conn_bytes: np.ndarray | None = None  # (connections,) bytes each job connection moved; nan: background
@@ -337,10 +338,10 @@ class FabricWorld:
                     keep_list.append(old_map.get((b, "bg", i), -1))
             keep = np.asarray(keep_list, dtype=np.int64)
             self.sim.snapshot_units()
-            cap = self.sim.capacity
+            cap = self.sim.capacity_bytes_per_s
             time_s = self.sim.time_s
             self.sim.set_units(per_inst, keep=keep)
-            self.sim.capacity = cap
+            self.sim.capacity_bytes_per_s = cap
             self.sim.time_s = time_s
         else:
             self.sim = BatchSim(self.fabric, per_inst, self.scenario.dynamics.rate_updates, self.backend)
@@ -512,7 +513,7 @@ class FabricWorld:
         if rebuild:
             self._rebuild()
         assert self.sim is not None
-        self.sim.capacity = self.fabric.capacity_bps[None, :] * self.cap_factor
+        self.sim.capacity_bytes_per_s = self.fabric.capacity_bytes_per_s[None, :] * self.cap_factor
         # background on/off this interval, from each instance's step count
         on = np.zeros(self.sim.n_units, dtype=bool)
         step = self.step_count[:, None]  # (batch, 1)
@@ -548,7 +549,7 @@ class FabricWorld:
         """
         sim = self.sim
         assert sim is not None
-        dead = sim.capacity <= 0
+        dead = sim.capacity_bytes_per_s <= 0
         # valid while the connections (the same conn_key array), the hash seeds and the dead links are
         key = (self.hash_seed.tobytes(), dead.tobytes() if dead.any() else b"")
         cached = getattr(self, "_default_cache", None)
@@ -594,7 +595,7 @@ class FabricWorld:
         a connection whose every path is dead, and when no link is down)."""
         sim = self.sim
         assert sim is not None
-        if not (sim.capacity <= 0).any():
+        if not (sim.capacity_bytes_per_s <= 0).any():
             return split
         kept = np.where(self.live_paths(), split, 0.0)
         tot = kept.sum(axis=1, keepdims=True)
@@ -605,7 +606,7 @@ class FabricWorld:
         sim = self.sim
         assert sim is not None
         valid = np.arange(self.max_paths)[None, :] < sim.conn_npaths[:, None]
-        dead = sim.capacity.reshape(-1) <= 0
+        dead = sim.capacity_bytes_per_s.reshape(-1) <= 0
         if not dead.any():
             return valid
         dead = np.concatenate([dead, [False]])
@@ -630,15 +631,17 @@ class FabricWorld:
         parts = [sim.run_interval(duration / windows) for _ in range(windows)]
         m = parts[0] if windows == 1 else _merge_metrics(parts)
         res = self._result(m)
-        res.capacity_bps = sim.capacity.copy()
+        res.capacity_bytes_per_s = sim.capacity_bytes_per_s.copy()
         f = self.fabric
         gpu_nics = f.gpu_uplinks
         with np.errstate(invalid="ignore", divide="ignore"):
             res.throughput_gbps = np.where(
-                m.duration_s > 0, m.link_bytes[:, gpu_nics].sum(axis=1) / m.duration_s * 8e-9, 0.0
+                m.duration_s > 0,
+                m.link_bytes[:, gpu_nics].sum(axis=1) / m.duration_s * BYTES_PER_S_TO_GBPS,
+                0.0,
             )
             if windows > 1:
-                cap = np.where(sim.capacity > 0, sim.capacity, np.inf)
+                cap = np.where(sim.capacity_bytes_per_s > 0, sim.capacity_bytes_per_s, np.inf)
                 window_s = (duration / windows)[:, None]
                 peak = np.max([p.link_bytes for p in parts], axis=0) / (
                     cap * np.where(window_s > 0, window_s, 1)
@@ -684,7 +687,7 @@ class FabricWorld:
             since = np.where(alive, sim.time_s[:, None] - sim.iter_start[idx], np.nan)
             actual = np.where(iters > 0, step_t, np.maximum(since, m.duration_s[:, None]))
             eff = np.where(act > 0, np.minimum(self._ideal / actual, 1.0), np.nan)
-        cap = sim.capacity
+        cap = sim.capacity_bytes_per_s
         dur = m.duration_s[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             lu = np.where((cap > 0) & (dur > 0), m.link_bytes / (cap * np.where(dur > 0, dur, 1.0)), 0.0)

@@ -261,7 +261,7 @@ def test_exported_graphml_reproduces_the_builtin_fabric(name, tmp_path):
     for attr in (
         "link_src",
         "link_dst",
-        "capacity_bps",
+        "capacity_bytes_per_s",
         "link_tier",
         "link_group",
         "endpoint_up",
@@ -532,7 +532,9 @@ def test_write_and_read_graphml_round_trip(tmp_path):
     f = fabric_from_graph(two_leaf_graph())
     write_fabric_graph(f, tmp_path / "g.graphml")
     g = fabric_from_graph(nx.read_graphml(tmp_path / "g.graphml"))
-    assert np.array_equal(f.link_src, g.link_src) and np.array_equal(f.capacity_bps, g.capacity_bps)
+    assert np.array_equal(f.link_src, g.link_src) and np.array_equal(
+        f.capacity_bytes_per_s, g.capacity_bytes_per_s
+    )
 
 
 def test_env_info_links_and_flows():
@@ -566,7 +568,7 @@ def test_scheduled_failure_on_a_graph_link():
     d["dynamics"]["link_failures"] = {"scheduled": [{"link": "p0agg0-core1", "at_step": 0}]}
     w, res = run(d, policy="spray")
     ids = w.fabric.link_ids("p0agg0-core1")
-    assert np.all(res.capacity_bps[0, ids] == 0) and res.failed_links[0] == 2
+    assert np.all(res.capacity_bytes_per_s[0, ids] == 0) and res.failed_links[0] == 2
     d["dynamics"]["link_failures"] = {"scheduled": [{"link": "p0agg0-p1agg0", "at_step": 0}]}
     with pytest.raises(ScenarioError, match=r"link: string 'p0agg0-p1agg0' is not a link of the graph"):
         load_scenario(d)
