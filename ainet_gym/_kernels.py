@@ -7,9 +7,19 @@ relative). The kernel walks each instance of the batch on its own (instances are
 entered once per interval, and an instance's allocation is re-solved only when its set of active flows
 changed since its last solve (capacities and the split are fixed within an interval).
 
+Threads: the instances of a batch are cut into contiguous ranges (:func:`batch_ranges`, about equal
+work each) that the calling thread and :func:`kernel_threads` - 1 worker threads take in turn
+(:func:`run_ranges`); the kernels release the GIL. Every instance is walked by one thread with the same
+operations in the same order, so results are bit for bit the same for any thread count. Set the count
+with ``NUMBA_NUM_THREADS`` (numba's own variable; default: the CPUs the process may use); ``1`` keeps
+everything on the calling thread. Python threads rather than ``parallel=True``: they need no threading
+layer (numba's OpenMP layer kills a process forked after it ran, as SB3's ``SubprocVecEnv`` may fork),
+compose with callers' own threads, and keep ``cache=True`` simple.
+
 Layout (flat arrays, as :class:`~ainet_gym.engine.BatchSim` stacks them): units, flows and incidence
-entries of instance ``b`` are contiguous (``inst_unit``, ``inst_flow``, ``inst_entry`` hold the
-boundaries); entries are sorted by flow; link ids are global (``b * links + l``); the flows of phase
+segments of instance ``b`` are contiguous (``inst_unit``, ``inst_flow``, ``inst_seg`` hold the
+boundaries); instance ``b``'s merged entries under the current split are ``inst_seg[b]:ent_hi[b]``
+(:func:`merge_range`), sorted by flow; link ids are global (``b * links + l``); the flows of phase
 ``p`` of a unit are the contiguous range ``phase_flow_lo[p] .. phase_flow_lo[p] + phase_flow_n[p]``.
 Phases form a graph per unit (``phase_npred`` predecessors; successors ``phase_succ[phase_succ_off[p]:
 phase_succ_off[p + 1]]``, global ids): a phase runs once all its predecessors are done (a chain for
@@ -20,6 +30,12 @@ caps), with the same order of floating-point sums, so rates agree bit for bit wi
 """
 
 from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -37,50 +53,150 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
         return wrap
 
 
-__all__ = ["HAVE_NUMBA", "merge_entries", "run_interval_numba"]
+__all__ = [
+    "HAVE_NUMBA",
+    "MIN_SEGMENTS_PER_RANGE",
+    "batch_ranges",
+    "kernel_threads",
+    "merge_range",
+    "run_interval_numba",
+    "run_ranges",
+]
 
 WAITING = -2  # engine.WAITING
 PRE_COMM = -1  # engine.PRE_COMM
 IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
 
+#: ranges per thread a batch is cut into (threads take them in turn, so a slow or busy thread holds up
+#: at most one small range)
+RANGES_PER_THREAD = 2
+#: a batch is spread over threads only when each range gets at least this many incidence segments
+#: (candidate (flow, link) pairs of the split, a proxy for the work of an interval): below it, handing
+#: a range to another thread (tens of microseconds) costs more than it saves.
+MIN_SEGMENTS_PER_RANGE = 2048
+
+_pool: ThreadPoolExecutor | None = None
+_pool_key: tuple[int, int] | None = None  # (process id, workers) the pool was made for
+_pool_lock = threading.Lock()
+
+
+def kernel_threads() -> int:
+    """Threads the compiled backend spreads the instances of a batch over: numba's own setting,
+    ``$NUMBA_NUM_THREADS`` (default: the CPUs this process may run on), read when numba is imported.
+
+    The kernels release the GIL (``nogil``), so the threads run in parallel; each instance is walked by
+    one thread, with the same floating-point operations in the same order, so results do not depend on
+    the thread count. ``NUMBA_NUM_THREADS=1`` keeps everything on the calling thread.
+    """
+    if not HAVE_NUMBA:  # pragma: no cover
+        return 1
+    from numba import config
+
+    return max(1, int(config.NUMBA_NUM_THREADS))
+
+
+def batch_ranges(cost: np.ndarray, n_threads: int, min_cost: float | None = None) -> list[tuple[int, int]]:
+    """Contiguous instance ranges ``(lo, hi)`` covering ``0:len(cost)``, :data:`RANGES_PER_THREAD` per
+    thread, of about equal summed ``cost`` (per instance); fewer ranges when a range would cost less than ``min_cost`` (default
+    :data:`MIN_SEGMENTS_PER_RANGE`)."""
+    min_cost = MIN_SEGMENTS_PER_RANGE if min_cost is None else min_cost
+    n = cost.shape[0]
+    total = float(cost.sum())
+    per_thread = RANGES_PER_THREAD if n_threads > 1 else 1
+    k = int(min(n_threads * per_thread, n, max(1, total // max(min_cost, 1e-300))))
+    if k <= 1:
+        return [(0, n)]
+    cum = np.cumsum(cost)
+    cuts = np.searchsorted(cum, total * np.arange(1, k) / k, side="left") + 1
+    bounds = np.unique(np.concatenate(([0], np.clip(cuts, 1, n - 1), [n])))
+    return [(int(lo), int(hi)) for lo, hi in itertools.pairwise(bounds)]
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    """The process's worker threads (made again after a fork: a child inherits no threads)."""
+    global _pool, _pool_key
+    key = (os.getpid(), workers)
+    with _pool_lock:
+        if _pool is None or _pool_key != key:
+            if _pool is not None and _pool_key is not None and _pool_key[0] == key[0]:
+                _pool.shutdown(wait=False)
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ainet-gym-kernel")
+            _pool_key = key
+        return _pool
+
+
+def run_ranges(fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
+               args_of: Callable[[int, int], tuple]) -> None:  # fmt: skip
+    """Call the compiled ``fn(*args_of(lo, hi))`` once for every range, shared out between this thread and
+    the worker threads (``fn`` must release the GIL and touch only its range's data).
+
+    The ranges are taken in turn by whichever thread is free, this one included: on a machine whose
+    cores are busy with other work, a worker that is not scheduled in time simply takes none, and the
+    call costs about what one thread would."""
+    if len(ranges) == 1:
+        fn(*args_of(*ranges[0]))
+        return
+    todo = iter(range(len(ranges)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            fn(*args_of(*ranges[i]))
+
+    workers = min(kernel_threads(), len(ranges)) - 1
+    futures = [_get_pool(workers).submit(work) for _ in range(workers)] if workers > 0 else []
+    try:
+        work()
+    finally:
+        for f in futures:
+            if not f.cancel():  # started: wait for the range it took (a queued one took none)
+                f.result()
+
 
 @njit(cache=True, nogil=True)
-def merge_entries(cand_seg, cand_gather, split_flat, seg_flow, seg_link, n_seg):  # pragma: no cover
-    """Incidence entries of a split: the candidate (member, path, hop) coefficients summed per merged
-    (flow, link) segment in candidate order (as ``np.bincount`` does), zero ones dropped.
+def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
+                seg_coef, e_flow, e_link, e_coef, ent_hi):  # fmt: skip  # pragma: no cover
+    """Incidence entries of a split for the instances ``b_lo:b_hi``.
 
-    Returns ``(e_flow, e_link, e_coef)``, sorted by flow as the segments are.
-    """
-    coef = np.zeros(n_seg)
-    for i in range(cand_seg.shape[0]):
-        coef[cand_seg[i]] += split_flat[cand_gather[i]]
-    n = 0
-    for j in range(n_seg):
-        if coef[j] > 0:
-            n += 1
-    e_flow = np.empty(n, dtype=np.int64)
-    e_link = np.empty(n, dtype=np.int64)
-    e_coef = np.empty(n)
-    k = 0
-    for j in range(n_seg):
-        if coef[j] > 0:
-            e_flow[k] = seg_flow[j]
-            e_link[k] = seg_link[j]
-            e_coef[k] = coef[j]
-            k += 1
-    return e_flow, e_link, e_coef
+    The candidate (member, path, hop) coefficients ``split_flat[cand_gather[i]]`` of segment ``j`` (a
+    merged (flow, link) pair) are ``i`` in ``seg_cand[j]:seg_cand[j + 1]``; their sum, from 0 in candidate
+    order (as ``np.bincount`` adds), goes to ``seg_coef[j]``. Instance ``b``'s segments are
+    ``inst_seg[b]:inst_seg[b + 1]``; its nonzero ones are written compacted from ``inst_seg[b]`` on in
+    ``e_flow`` / ``e_link`` / ``e_coef`` (sorted by flow, as the segments are), and ``ent_hi[b]`` is one
+    past the last. Instances own disjoint ranges of every output, so threads may merge different
+    instances at the same time."""
+    for b in range(b_lo, b_hi):
+        n = inst_seg[b]
+        for j in range(inst_seg[b], inst_seg[b + 1]):
+            c = 0.0
+            for i in range(seg_cand[j], seg_cand[j + 1]):
+                c += split_flat[cand_gather[i]]
+            seg_coef[j] = c
+            if c > 0:
+                e_flow[n] = seg_flow[j]
+                e_link[n] = seg_link[j]
+                e_coef[n] = c
+                n += 1
+        ent_hi[b] = n
 
 
 @njit(cache=True, nogil=True)
 def _solve_instance(
     n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, flow_demand, cap, rate,
-    remaining, rstamp, denom, share, linkmin, sub, stamp, sstamp, act_list, frozen, m, tick,
+    remaining, rstamp, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i, froz_x, tick,
+    touched,
 ):  # fmt: skip
     """Max-min rates of the active flows ``act_flows[:n_act]`` (increasing) of one instance, written to
     ``rate``. Flow ``f`` owns the entries ``fe_lo[f]:fe_hi[f]`` of ``e_link`` / ``e_coef``; ``lo`` is the
     instance's first link id. Link scratch is initialised lazily by stamps (``tick`` is a counter unique
-    over the kernel call), so a solve costs O(active entries x iterations), not O(links).
+    over the kernel call), so a solve costs O(active entries x iterations), not O(links). The flows still
+    unfrozen are kept compacted, one row each: ``live_i`` (flow, first entry, end entry), ``live_x``
+    (demand, path minimum); ``froz_i`` / ``froz_x`` hold the same for the flows frozen in a round.
 
     Returns ``(iterations, tick)``; iterations is -1 when an iteration freezes no flow (NaN input)."""
     inf = np.inf
@@ -90,7 +206,10 @@ def _solve_instance(
     for k in range(n_act):
         f = act_flows[k]
         if fe_hi[f] > fe_lo[f]:
-            act_list[n_live] = k
+            live_i[n_live, 0] = f
+            live_i[n_live, 1] = fe_lo[f]
+            live_i[n_live, 2] = fe_hi[f]
+            live_x[n_live, 0] = flow_demand[f]
             n_live += 1
         else:
             rate[f] = flow_demand[f]  # crosses no link: limited by its demand only
@@ -98,10 +217,10 @@ def _solve_instance(
     while n_live > 0:
         cur = tick
         tick += 1
+        n_touched = 0
         # 1. fair share level of every link touched by an active flow (sums in entry order)
         for i in range(n_live):
-            f = act_flows[act_list[i]]
-            for e in range(fe_lo[f], fe_hi[f]):
+            for e in range(live_i[i, 1], live_i[i, 2]):
                 lk = e_link[e] - lo
                 if rstamp[lk] != solve_id:
                     rstamp[lk] = solve_id
@@ -111,64 +230,72 @@ def _solve_instance(
                     denom[lk] = 0.0
                     linkmin[lk] = inf
                     sub[lk] = 0.0
+                    touched[n_touched] = lk
+                    n_touched += 1
                 denom[lk] += e_coef[e]
+        for t in range(n_touched):  # each touched link's level: one division per link
+            lk = touched[t]
+            share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
         # 2. path minimum of every active flow, and the smallest one at each link
         for i in range(n_live):
-            k = act_list[i]
-            f = act_flows[k]
+            e0, e1 = live_i[i, 1], live_i[i, 2]
             mk = inf
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                sh = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
-                share[lk] = sh
+            for e in range(e0, e1):
+                sh = share[e_link[e] - lo]
                 if sh < mk:
                     mk = sh
-            d = flow_demand[f]
+            d = live_x[i, 0]
             if d < mk:
                 mk = d
-            m[k] = mk
-            for e in range(fe_lo[f], fe_hi[f]):
+            live_x[i, 1] = mk
+            for e in range(e0, e1):
                 lk = e_link[e] - lo
                 if mk < linkmin[lk]:
                     linkmin[lk] = mk
-        # 3. ready flows (a ready link, or at demand); 4. freeze them and take their traffic off
+        # 3. ready flows (a ready link, or at demand) freeze at their level
         n_keep = 0
         n_frozen = 0
         for i in range(n_live):
-            k = act_list[i]
-            f = act_flows[k]
-            mk = m[k]
-            d = flow_demand[f]
+            mk = live_x[i, 1]
+            d = live_x[i, 0]
+            e0, e1 = live_i[i, 1], live_i[i, 2]
             at_demand = mk >= d  # never >: equality, exact
             ready = at_demand
             if not ready:
-                for e in range(fe_lo[f], fe_hi[f]):
+                for e in range(e0, e1):
                     lk = e_link[e] - lo
                     if linkmin[lk] >= share[lk]:  # never >: equality, exact
                         ready = True
                         break
             if ready:
-                rate[f] = d if at_demand else mk
-                for e in range(fe_lo[f], fe_hi[f]):
-                    use = e_coef[e] * mk
-                    if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
-                        sub[e_link[e] - lo] += use
-                frozen[n_frozen] = k
+                rate[live_i[i, 0]] = d if at_demand else mk
+                froz_i[n_frozen, 0] = e0
+                froz_i[n_frozen, 1] = e1
+                froz_x[n_frozen] = mk
                 n_frozen += 1
             else:
-                act_list[n_keep] = k
+                if n_keep != i:
+                    live_i[n_keep, 0] = live_i[i, 0]
+                    live_i[n_keep, 1] = e0
+                    live_i[n_keep, 2] = e1
+                    live_x[n_keep, 0] = d
                 n_keep += 1
         if n_frozen == 0:
             return -1, tick
-        # take the summed traffic off each link once (as remaining - bincount(...) does)
-        for i in range(n_frozen):
-            f = act_flows[frozen[i]]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                if sstamp[lk] != cur:
-                    sstamp[lk] = cur
-                    r = remaining[lk] - sub[lk]
-                    remaining[lk] = r if r > 0.0 else 0.0
+        if n_keep > 0:  # 4. take the frozen flows' traffic off their links (not needed after the last round)
+            for i in range(n_frozen):  # summed per link in entry order, as bincount does
+                mk = froz_x[i]
+                for e in range(froz_i[i, 0], froz_i[i, 1]):
+                    use = e_coef[e] * mk
+                    if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+                        sub[e_link[e] - lo] += use
+            for i in range(n_frozen):  # then off each link once (as remaining - bincount(...) does)
+                for e in range(froz_i[i, 0], froz_i[i, 1]):
+                    lk = e_link[e] - lo
+                    if sstamp[lk] != cur:
+                        sstamp[lk] = cur
+                        r = remaining[lk] - sub[lk]
+                        remaining[lk] = r if r > 0.0 else 0.0
         it += 1
         n_live = n_keep
     return it, tick
@@ -265,36 +392,47 @@ def _process_events(
 
 @njit(cache=True, nogil=True)
 def run_interval_numba(
-    duration, phase_mode, max_events, n_links, max_rounds, eps_t, eps_b,
-    inst_unit, inst_flow, inst_entry,
+    b_lo, b_hi, duration, phase_mode, max_events, n_links, max_rounds, eps_t, eps_b,
+    inst_seg, ent_hi, e_flow, e_link, e_coef,
+    inst_unit, inst_flow,
     unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
     phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
-    flow_unit, flow_phase, flow_bg, flow_bytes, flow_demand,
-    e_flow, e_link, e_coef, capacity,
+    flow_unit, flow_phase, flow_bg, flow_bytes, flow_demand, capacity,
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats,
 ):  # fmt: skip
-    """Advance every instance by ``duration[b]`` seconds, event to event (see the module docstring).
+    """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event (see the module
+    docstring).
 
-    State arrays are updated in place; per-interval outputs (``iters`` .. ``stalled``) are accumulated
-    into zeroed arrays. ``stats`` receives (events, solver iterations, error code, error unit).
+    Instance ``b``'s incidence entries are ``inst_seg[b]:ent_hi[b]`` of ``e_flow`` / ``e_link`` /
+    ``e_coef``, as :func:`merge_range` writes them. State arrays are updated in place;
+    per-interval outputs (``iters`` .. ``stalled``) are accumulated into zeroed arrays. ``stats``
+    receives (events, solver iterations, error code, error unit). Every array an instance writes is its
+    own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
+    different threads at once, each with its own ``stats``, and give the same result as one call.
     """
     inf = np.inf
-    n_batch = duration.shape[0]
     n_flows = flow_unit.shape[0]
     n_phases = phase_state.shape[0]
-    # scratch; link arrays are per instance and initialised lazily by stamps
-    act = np.zeros(n_flows, dtype=np.bool_)
-    rate = np.zeros(n_flows)
-    moved = np.zeros(n_flows)  # (flows,) bytes moved in the interval
-    t_phase = np.zeros(n_phases)
-    fe_lo = np.zeros(n_flows, dtype=np.int64)  # (flows,) first entry of each flow
-    fe_hi = np.zeros(n_flows, dtype=np.int64)  # (flows,) one past its last entry
+    f_max = 0  # most flows of one instance in the range
+    for b in range(b_lo, b_hi):
+        if inst_flow[b + 1] - inst_flow[b] > f_max:
+            f_max = inst_flow[b + 1] - inst_flow[b]
+    # scratch indexed by global flow / phase id: only this range's flows are initialised and touched
+    act = np.empty(n_flows, dtype=np.bool_)
+    rate = np.empty(n_flows)
+    moved = np.empty(n_flows)  # (flows,) bytes moved in the interval
+    t_phase = np.empty(n_phases)
+    fe_lo = np.empty(n_flows, dtype=np.int64)  # (flows,) first entry of each flow
+    fe_hi = np.empty(n_flows, dtype=np.int64)  # (flows,) one past its last entry (0: none)
     act_flows = np.empty(n_flows, dtype=np.int64)
-    act_list = np.empty(n_flows, dtype=np.int64)
-    frozen = np.empty(n_flows, dtype=np.int64)
-    m = np.empty(n_flows)
+    # solver scratch, one row per active flow of an instance
+    live_i = np.empty((f_max, 3), dtype=np.int64)
+    live_x = np.empty((f_max, 2))
+    froz_i = np.empty((f_max, 2), dtype=np.int64)
+    froz_x = np.empty(f_max)
+    # link scratch, reused by the instances in turn, initialised lazily by stamps
     remaining = np.empty(n_links)
     denom = np.empty(n_links)
     share = np.empty(n_links)
@@ -303,19 +441,25 @@ def run_interval_numba(
     rstamp = np.full(n_links, -1, dtype=np.int64)
     stamp = np.full(n_links, -1, dtype=np.int64)
     sstamp = np.full(n_links, -1, dtype=np.int64)
+    touched = np.empty(n_links, dtype=np.int64)  # links touched in a solver round
     tick = 0
     events = 0
     solver_iters = 0
-    for b in range(n_batch):
+    for b in range(b_lo, b_hi):
         u0, u1 = inst_unit[b], inst_unit[b + 1]
         f0, f1 = inst_flow[b], inst_flow[b + 1]
-        e0, e1 = inst_entry[b], inst_entry[b + 1]
+        e0, e1 = inst_seg[b], ent_hi[b]
         lo = b * n_links
         cap = capacity[lo : lo + n_links]
         t_left = duration[b]
+        for f in range(f0, f1):
+            act[f] = False
+            moved[f] = 0.0
+            fe_lo[f] = 0
+            fe_hi[f] = 0
         for e in range(e0, e1):  # entries are sorted by flow
             f = e_flow[e]
-            if fe_hi[f] == 0 or fe_hi[f] <= e0:
+            if fe_hi[f] == 0:
                 fe_lo[f] = e
             fe_hi[f] = e + 1
         err, eu = _process_events(
@@ -356,7 +500,8 @@ def run_interval_numba(
             if changed:
                 it, tick = _solve_instance(
                     n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, flow_demand, cap, rate,
-                    remaining, rstamp, denom, share, linkmin, sub, stamp, sstamp, act_list, frozen, m, tick,
+                    remaining, rstamp, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i,
+                    froz_x, tick, touched,
                 )  # fmt: skip
                 if it < 0:
                     stats[2], stats[3] = ERR_SOLVER, -1
@@ -453,8 +598,6 @@ def run_interval_numba(
         # (in entry order from zero, as np.bincount sums)
         for e in range(e0, e1):
             link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
-        for f in range(f0, f1):
-            act[f] = False
         if ev > events:
             events = ev
     stats[0] = events

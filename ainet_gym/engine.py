@@ -494,6 +494,17 @@ class BatchSim:
         self._seg_flow = flow[order][first]  # (merged,) flow of each merged entry, sorted
         self._seg_link = link[order][first]  # (merged,) link
         self._seg_lperm = np.argsort(self._seg_link, kind="stable")  # merged entries in link order
+        # compiled backend: segments and candidates of each instance are contiguous (sorted by flow);
+        # instance b merges its split into entries inst_seg[b]:ent_hi[b] of the e_* buffers
+        self._inst_seg = np.searchsorted(self._seg_flow, self.inst_flow).astype(np.int64)  # (batch+1,)
+        # (merged+1,) candidates of each segment (candidates are sorted by segment)
+        self._seg_cand = np.searchsorted(self._cand_seg, np.arange(self._n_seg + 1)).astype(np.int64)
+        self._seg_coef = np.zeros(self._n_seg)  # (merged,) coefficient of each segment under the split
+        self._e_buf = (np.zeros(self._n_seg, dtype=np.int64), np.zeros(self._n_seg, dtype=np.int64),
+                       np.zeros(self._n_seg))  # fmt: skip
+        self._ent_hi = self._inst_seg[:-1].copy()  # (batch,) one past each instance's last entry
+        # instance ranges of the batch, one per kernel thread (segments: a proxy for an instance's work)
+        self._ranges = _kernels.batch_ranges(np.diff(self._inst_seg) + 1, _kernels.kernel_threads())
 
     def set_split(self, split: np.ndarray | None) -> None:
         """Set the split (connections, max_paths) of every connection; None = first path only.
@@ -506,41 +517,56 @@ class BatchSim:
             split[:, 0] = 1.0
         self.split = split
         self._e_lperm: np.ndarray | None = None
-        if self._n_seg == 0:
-            self.e_flow = self.e_link = np.zeros(0, dtype=np.int64)
-            self.e_coef = np.zeros(0)
-            self._e_keep = np.zeros(0, dtype=bool)
-            self.inst_entry = np.zeros(self.batch + 1, dtype=np.int64)
-            return
-        if self.backend == "numba":
-            self.e_flow, self.e_link, self.e_coef = _kernels.merge_entries(
-                self._cand_seg, self._cand_gather, np.ascontiguousarray(split, dtype=np.float64).reshape(-1),
-                self._seg_flow, self._seg_link, self._n_seg,
+        self._entries: tuple[np.ndarray, ...] | None = None
+        if self.backend == "numba":  # each instance merged on its kernel thread; e_* compacted on demand
+            flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
+            ef, el, ec = self._e_buf
+            _kernels.run_ranges(
+                _kernels.merge_range, self._ranges,
+                lambda lo, hi: (lo, hi, self._seg_cand, self._cand_gather, flat, self._seg_flow,
+                                self._seg_link, self._inst_seg, self._seg_coef, ef, el, ec, self._ent_hi),
             )  # fmt: skip
-            self._e_keep = None  # e_lperm (numpy backend only) is derived on demand
-        else:
-            coef = np.bincount(
-                self._cand_seg, weights=split.reshape(-1)[self._cand_gather], minlength=self._n_seg
-            )
-            keep = coef > 0
-            self.e_flow = self._seg_flow[keep]
-            self.e_link = self._seg_link[keep]
-            self.e_coef = coef[keep]
-            self._e_keep = keep
-        # (batch+1,) entries of each instance (entries are sorted by flow, flows by instance)
-        self.inst_entry = np.searchsorted(self.e_flow, self.inst_flow).astype(np.int64)
+            return
+        coef = np.bincount(
+            self._cand_seg, weights=split.reshape(-1)[self._cand_gather], minlength=self._n_seg
+        )
+        keep = coef > 0
+        self._entries = (self._seg_flow[keep], self._seg_link[keep], coef[keep], keep)
+
+    def _entry_table(self) -> tuple[np.ndarray, ...]:
+        """(e_flow, e_link, e_coef, keep): the nonzero merged entries of the split, sorted by flow, and the
+        mask of the segments they come from."""
+        if self._entries is None:
+            keep = self._seg_coef > 0
+            self._entries = (self._seg_flow[keep], self._seg_link[keep], self._seg_coef[keep], keep)
+        return self._entries
+
+    @property
+    def e_flow(self) -> np.ndarray:
+        """(entries,) flow of each incidence entry of the split (sorted by flow, so by instance)."""
+        return self._entry_table()[0]
+
+    @property
+    def e_link(self) -> np.ndarray:
+        """(entries,) global link id (``instance * links + link``) of each incidence entry."""
+        return self._entry_table()[1]
+
+    @property
+    def e_coef(self) -> np.ndarray:
+        """(entries,) > 0, bytes on the link per byte of the flow (split ratios summed over paths)."""
+        return self._entry_table()[2]
+
+    @property
+    def inst_entry(self) -> np.ndarray:
+        """(batch+1,) the entries of each instance (entries are sorted by flow, flows by instance)."""
+        return np.searchsorted(self.e_flow, self.inst_flow).astype(np.int64)
 
     @property
     def e_lperm(self) -> np.ndarray:
         """(entries,) the incidence entries in link order (for the numpy allocator)."""
         if self._e_lperm is not None:
             return self._e_lperm
-        keep = self._e_keep
-        if keep is None:
-            keep = np.zeros(self._n_seg, dtype=bool)
-            keep[np.searchsorted(self._seg_flow * (self.batch * self.n_links) + self._seg_link,
-                                 self.e_flow * (self.batch * self.n_links) + self.e_link)] = True  # fmt: skip
-            self._e_keep = keep
+        keep = self._entry_table()[3]
         new_index = np.cumsum(keep) - 1
         self._e_lperm = new_index[self._seg_lperm[keep[self._seg_lperm]]]
         return self._e_lperm
@@ -683,21 +709,32 @@ class BatchSim:
             if arr.dtype != dtype or not arr.flags.c_contiguous or not arr.flags.writeable:
                 setattr(self, name, np.ascontiguousarray(arr, dtype=dtype).copy())
         cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=f64).reshape(-1)
-        _kernels.run_interval_numba(
-            dur, self.rate_updates == "phase", max_events, L, 4 * int(self.unit_nphases.max(initial=0)) + 8,
-            _EPS_T, _EPS_B,
-            self.inst_unit, self.inst_flow, self.inst_entry,
-            self.unit_alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
-            self.phase_off.astype(i64), self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
-            self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
-            self.flow_unit.astype(i64), self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand,
-            self.e_flow, self.e_link, self.e_coef, cap,
-            self.rem, self.phase_cur, self.t_start_left, self.t_compute_left, self.t_comm_start_left,
-            self.phase_state, self.phase_wait, self.phase_lat_left,
-            self.iter_start, self.comm_start, self.comm_end, self.iterations_total,
-            self.last_step_s, self.last_comm_s, np.ascontiguousarray(self.bg_on, dtype=bool), self.time_s,
-            iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats,
+        ef, el, ec = self._e_buf
+        bg_on = np.ascontiguousarray(self.bg_on, dtype=bool)
+        phase_off, flow_unit = self.phase_off.astype(i64), self.flow_unit.astype(i64)
+        max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
+        ranges = self._ranges
+        stats_of = np.zeros((len(ranges), 4), dtype=np.int64)  # one row per thread's range
+        _kernels.run_ranges(
+            _kernels.run_interval_numba, ranges,
+            lambda lo, hi: (
+                lo, hi, dur, self.rate_updates == "phase", max_events, L, max_rounds, _EPS_T, _EPS_B,
+                self._inst_seg, self._ent_hi, ef, el, ec, self.inst_unit, self.inst_flow,
+                self.unit_alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
+                phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
+                self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
+                flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand, cap,
+                self.rem, self.phase_cur, self.t_start_left, self.t_compute_left, self.t_comm_start_left,
+                self.phase_state, self.phase_wait, self.phase_lat_left,
+                self.iter_start, self.comm_start, self.comm_end, self.iterations_total,
+                self.last_step_s, self.last_comm_s, bg_on, self.time_s,
+                iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled,
+                stats_of[ranges.index((lo, hi))],
+            ),
         )  # fmt: skip
+        failed = np.flatnonzero(stats_of[:, 2] != _kernels.ERR_NONE)  # the first range that failed
+        stats = stats_of[failed[0]] if failed.size else stats_of[0]
+        stats[0], stats[1] = stats_of[:, 0].max(), stats_of[:, 1].sum()
         err, unit = int(stats[2]), int(stats[3])
         if err == _kernels.ERR_ZERO_STEP:
             raise RuntimeError(f"job {self.flat_units[unit].name!r}: an iteration takes no time")

@@ -8,6 +8,7 @@ flag and info value agrees to 1e-9 relative. The full sweep is ``python -m ainet
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -125,3 +126,101 @@ def test_collisions_are_computed_only_when_asked() -> None:
         EnvCore("spine-leaf-2to1", 1, info_keys=("colisions",))
     with pytest.raises(ValueError, match=r"info_keys: 'colisions' is not an optional info key"):
         plain.request_info("colisions")
+
+
+# ---------------------------------------------------------------------------------------------- threads
+def _force_threads(monkeypatch, threads: int = 2) -> None:
+    """Spread even small batches over ``threads`` threads, in one range per instance if need be."""
+    monkeypatch.setattr(_kernels, "MIN_SEGMENTS_PER_RANGE", 1)
+    monkeypatch.setattr(_kernels, "kernel_threads", lambda: threads)
+
+
+@pytest.mark.parametrize("family", ["spine-leaf", "job churn", "MoE AllToAll", "link failures"])
+def test_instances_on_several_threads_match_the_numpy_reference(family: str, monkeypatch) -> None:
+    _force_threads(monkeypatch)
+    from ainet_gym.env import EnvCore
+
+    core = EnvCore(FAMILIES[family], 5, backend="numba")
+    core.reset(list(range(5)))
+    assert len(core.world.sim._ranges) > 1  # the batch is really cut into ranges
+    for policy in ("random", "ecmp"):
+        worst = compare_backends(FAMILIES[family], policy, seed=3, intervals=4, batch=5)
+        bad = {k: v for k, v in worst.items() if v > RTOL}
+        assert not bad, f"{family} / {policy}: {bad}"
+
+
+def test_compiled_merge_gives_the_numpy_incidence_entries(monkeypatch) -> None:
+    """The per-instance merge (on threads, compacted on demand) gives exactly the entries of the numpy
+    backend's bincount merge, for a random split and for the first-path split."""
+    _force_threads(monkeypatch)
+    from ainet_gym.env import EnvCore
+
+    sims = []
+    for be in ("numpy", "numba"):
+        core = EnvCore("fat-tree-k8-stride", 3, backend=be)
+        core.reset([0, 1, 2])
+        sims.append(core.world.sim)
+    rng = np.random.default_rng(0)
+    split = rng.random((sims[0].n_conns, sims[0].fabric.max_paths))
+    split[rng.random(split.shape) < 0.3] = 0.0  # some candidate paths unused: their entries drop out
+    for s in (split, None):
+        for sim in sims:
+            sim.set_split(s)
+        for name in ("e_flow", "e_link", "e_coef", "inst_entry", "e_lperm"):
+            a, b = getattr(sims[0], name), getattr(sims[1], name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
+    assert sims[1].e_coef.min() > 0
+
+
+def test_batch_ranges_cover_the_batch_in_balanced_contiguous_ranges() -> None:
+    ranges = _kernels.batch_ranges(np.ones(10), 2, min_cost=1)
+    assert len(ranges) == 2 * _kernels.RANGES_PER_THREAD
+    assert ranges[0][0] == 0 and ranges[-1][1] == 10
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+    assert max(hi - lo for lo, hi in ranges) - min(hi - lo for lo, hi in ranges) <= 1
+    heavy = _kernels.batch_ranges(np.array([9.0, 1, 1, 1, 1, 1, 1, 1, 1, 1]), 2, min_cost=1)
+    assert heavy[0] == (0, 1)  # the expensive instance alone in the first range
+    assert _kernels.batch_ranges(np.ones(10), 2, min_cost=100) == [(0, 10)]  # too little work to share
+    assert _kernels.batch_ranges(np.ones(10), 1, min_cost=1) == [(0, 10)]
+    assert _kernels.batch_ranges(np.ones(1), 8, min_cost=1) == [(0, 1)]
+
+
+def test_run_ranges_runs_every_range_once_and_reraises(monkeypatch) -> None:
+    monkeypatch.setattr(_kernels, "kernel_threads", lambda: 2)
+    seen: list[tuple[int, int]] = []
+    ranges = [(0, 2), (2, 3), (3, 7), (7, 8)]
+    _kernels.run_ranges(lambda lo, hi: seen.append((lo, hi)), ranges, lambda lo, hi: (lo, hi))
+    assert sorted(seen) == ranges
+
+    def fail(lo: int, hi: int) -> None:
+        if lo == 3:
+            raise ValueError("range 3")
+
+    with pytest.raises(ValueError, match="range 3"):
+        _kernels.run_ranges(fail, ranges, lambda lo, hi: (lo, hi))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_threaded_kernel_works_in_a_forked_child(monkeypatch) -> None:
+    """A child forked after the parent used the worker threads (SB3's SubprocVecEnv can fork) makes its
+    own and gets the parent's results."""
+    import multiprocessing as mp
+
+    _force_threads(monkeypatch)
+    from ainet_gym.vector_env import FabricRoutingVectorEnv
+
+    def run() -> np.ndarray:
+        env = FabricRoutingVectorEnv(4, "spine-leaf-2to1", backend="numba")
+        env.reset(seed=0)
+        a = np.random.default_rng(0).uniform(-1, 1, (4, *env.single_action_space.shape))
+        return np.stack([env.step(a)[0] for _ in range(3)])
+
+    here = run()
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=lambda: q.put(run()))
+    p.start()
+    there = q.get(timeout=120)
+    p.join(timeout=60)
+    assert p.exitcode == 0
+    assert np.array_equal(here, there)
