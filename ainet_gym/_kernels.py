@@ -188,7 +188,7 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
 @njit(cache=True, nogil=True)
 def _solve_instance(
     n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, flow_demand, cap, rate,
-    remaining, rstamp, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i, froz_x, tick,
+    remaining, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i, froz_x, tick,
     touched,
 ):  # fmt: skip
     """Max-min rates of the active flows ``act_flows[:n_act]`` (increasing) of one instance, written to
@@ -200,8 +200,6 @@ def _solve_instance(
 
     Returns ``(iterations, tick)``; iterations is -1 when an iteration freezes no flow (NaN input)."""
     inf = np.inf
-    solve_id = tick
-    tick += 1
     n_live = 0
     for k in range(n_act):
         f = act_flows[k]
@@ -222,11 +220,10 @@ def _solve_instance(
         for i in range(n_live):
             for e in range(live_i[i, 1], live_i[i, 2]):
                 lk = e_link[e] - lo
-                if rstamp[lk] != solve_id:
-                    rstamp[lk] = solve_id
-                    remaining[lk] = cap[lk]
                 if stamp[lk] != cur:
                     stamp[lk] = cur
+                    if it == 0:  # a later round's links were all touched in the first
+                        remaining[lk] = cap[lk]
                     denom[lk] = 0.0
                     linkmin[lk] = inf
                     sub[lk] = 0.0
@@ -248,6 +245,8 @@ def _solve_instance(
             if d < mk:
                 mk = d
             live_x[i, 1] = mk
+            if n_live == 1:  # a flow alone is ready: at its demand, or at the level of its min link
+                break
             for e in range(e0, e1):
                 lk = e_link[e] - lo
                 if mk < linkmin[lk]:
@@ -260,7 +259,7 @@ def _solve_instance(
             d = live_x[i, 0]
             e0, e1 = live_i[i, 1], live_i[i, 2]
             at_demand = mk >= d  # never >: equality, exact
-            ready = at_demand
+            ready = at_demand or n_live == 1
             if not ready:
                 for e in range(e0, e1):
                     lk = e_link[e] - lo
@@ -438,7 +437,6 @@ def run_interval_numba(
     share = np.empty(n_links)
     linkmin = np.empty(n_links)
     sub = np.empty(n_links)
-    rstamp = np.full(n_links, -1, dtype=np.int64)
     stamp = np.full(n_links, -1, dtype=np.int64)
     sstamp = np.full(n_links, -1, dtype=np.int64)
     touched = np.empty(n_links, dtype=np.int64)  # links touched in a solver round
@@ -500,7 +498,7 @@ def run_interval_numba(
             if changed:
                 it, tick = _solve_instance(
                     n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, flow_demand, cap, rate,
-                    remaining, rstamp, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i,
+                    remaining, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i,
                     froz_x, tick, touched,
                 )  # fmt: skip
                 if it < 0:
