@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ainet_gym.spec import FabricSpec, StorageSpec
+from ainet_gym.scenario.spec import FabricSpec, StorageSpec
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 if TYPE_CHECKING:  # networkx is imported where a graph is read or written, not on the env's import path
@@ -850,7 +850,7 @@ def fabric_from_graph(G: Any, max_paths: int = 8, **fabric_keys: Any) -> Fabric:
     >>> fabric_from_graph(G).n_gpus
     4
     """
-    from ainet_gym.spec import PROFILE_DEFAULTS
+    from ainet_gym.scenario.spec import PROFILE_DEFAULTS
 
     kw = dict(fabric_keys)
     for key, value in PROFILE_DEFAULTS[kw.get("profile", "infiniband")].items():

@@ -79,7 +79,7 @@ class FabricSpec:
     # pcie_gbps; 1 = a NIC per GPU (no PCIe link), gpus_per_host = one NIC per host
     gpus_per_nic: int = 1
     pcie_gbps: float = PCIE_GBPS_DEFAULT
-    # topology "graph": the user's fabric as a networkx graph (see ainet_gym.topology.fabric_from_graph)
+    # topology "graph": the user's fabric as a networkx graph (see ainet_gym.fabric.topology.fabric_from_graph)
     # and the file it was read from, if any; `hosts` and `gpus_per_host` are then those of the graph
     graph: Any = field(default=None, compare=False, hash=False, repr=False)
     file: str | None = None
