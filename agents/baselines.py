@@ -57,8 +57,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from ainet_gym.agents.registry import register_agent
 
+from ainet_gym.agents.registry import register_agent
 from ainet_gym.envs.env import ACTION_MODES
 from ainet_gym.routing.policies import POLICIES, connection_demand, get_policy
 

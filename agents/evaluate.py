@@ -42,9 +42,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from ainet_gym.agents.outputs import check_out_dir, fresh_dir
 from ainet_gym.agents.registry import Agent, make_agent, parse_policies
-
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.scenario.spec import Scenario

@@ -42,7 +42,6 @@ def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[
     """Baselines, predictive baselines, ``pretrained`` if a checkpoint is shipped for ``scenario``,
     then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
     from ainet_gym.agents.baselines import BASELINES
-
     from ainet_gym.pretrained import pretrained_path
 
     pols = [*BASELINES, *PREDICTIVE]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.agents.sb3_agents import check_fit
 

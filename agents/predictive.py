@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from ainet_gym.agents.registry import register_agent
 
+from ainet_gym.agents.registry import register_agent
 from ainet_gym.routing.policies import (
     base_load,
     connection_demand,
@@ -323,7 +323,6 @@ register_agent(
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
     from ainet_gym.agents.evaluate import parse_seeds
-
     from ainet_gym.fabric.topology import TIERS
 
     p = argparse.ArgumentParser(

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.agents.sb3_agents import META_MEMBER, SB3Agent, algo_class, read_metadata, safe_objects
-
 from ainet_gym.pretrained import PRETRAINED_DIR, list_pretrained, pretrained_path
 
 if TYPE_CHECKING:

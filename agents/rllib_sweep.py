@@ -51,14 +51,14 @@ class SweepConfig:
 def _trial(config: dict[str, Any]) -> None:
     """One Tune trial: PPO on one scenario, seed and learning rate."""
     import torch
+    from ray import tune
+
     from ainet_gym.agents.rllib_train import (
         checkpoint_metadata,
         iteration_scalars,
         make_fabric_callback,
         save_checkpoint,
     )
-    from ray import tune
-
     from ainet_gym.envs import rllib as arl
 
     config = config["trial"]

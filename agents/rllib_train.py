@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from ainet_gym.agents.sb3_agents import space_signature
 from ainet_gym.agents.train import format_final, run_name
-
 from ainet_gym.scenario.loader import load_scenario
 
 if TYPE_CHECKING:
@@ -120,8 +119,9 @@ class RLlibTrainResult:
 def make_fabric_callback() -> type:
     """The ``RLlibCallback`` class logging the fabric metrics per finished episode (built lazily so
     that importing this module does not import Ray)."""
-    from ainet_gym.agents.callbacks import FABRIC_SCALARS, step_metrics
     from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    from ainet_gym.agents.callbacks import FABRIC_SCALARS, step_metrics
 
     class FabricMetricsRLlibCallback(RLlibCallback):
         """Per-episode means of :func:`ainet_gym.agents.callbacks.step_metrics`, logged as ``fabric/<name>``."""

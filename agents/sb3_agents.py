@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
 from ainet_gym.agents.registry import register_agent
 
 if TYPE_CHECKING:

@@ -32,7 +32,6 @@ from ainet_gym.agents.sb3_agents import (
     save_model,
     space_signature,
 )
-
 from ainet_gym.scenario.loader import load_scenario
 
 __all__ = ["TRAIN_SEED_OFFSET", "TrainConfig", "TrainResult", "run_name", "train", "train_main"]
@@ -120,10 +119,10 @@ def train(cfg: TrainConfig) -> TrainResult:
         If ``resume`` does not exist.
     """
     import torch
-    from ainet_gym.agents.callbacks import FabricMetricsCallback
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import VecMonitor
 
+    from ainet_gym.agents.callbacks import FabricMetricsCallback
     from ainet_gym.envs.sb3_vec_env import SB3VecEnv
 
     _check_config(cfg)

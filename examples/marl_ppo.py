@@ -70,9 +70,8 @@ def make_vec_env(args: Args) -> tuple[Any, Any]:
     # SuperSuit's SB3 wrapper does not forward render_mode; SB3 warns about it once (harmless)
     warnings.filterwarnings("ignore", message="The `render_mode` attribute is not defined")
 
-    from ainet_gym.agents.train import TRAIN_SEED_OFFSET
-
     import ainet_gym
+    from ainet_gym.agents.train import TRAIN_SEED_OFFSET
 
     reward: str | float = args.reward if args.reward in ("shared", "local") else float(args.reward)
     env = ainet_gym.parallel_env(
@@ -87,10 +86,11 @@ def make_vec_env(args: Args) -> tuple[Any, Any]:
 
 def main(args: Args) -> Path:
     import torch
+    from stable_baselines3 import PPO
+
     from ainet_gym.agents.marl_agents import marl_metadata
     from ainet_gym.agents.outputs import check_model_out, model_path
     from ainet_gym.agents.sb3_agents import default_hyperparameters, save_model
-    from stable_baselines3 import PPO
 
     out = model_path(args.out)
     check_model_out(out, args.overwrite)  # refuse before training, not after

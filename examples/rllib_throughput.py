@@ -31,9 +31,9 @@ import numpy as np
 def sb3_steps_per_second(scenario: str, envs: int, steps: int, rounds: int) -> float:
     """Median env steps/s of SB3 PPO rollouts (predict + step) on the SB3 adapter."""
     import torch
-    from ainet_gym.agents.sb3_agents import default_hyperparameters
     from stable_baselines3 import PPO
 
+    from ainet_gym.agents.sb3_agents import default_hyperparameters
     from ainet_gym.envs.sb3_vec_env import SB3VecEnv
 
     torch.set_num_threads(1)

@@ -10,12 +10,12 @@ from pathlib import Path
 import _scenarios
 import numpy as np
 import pytest
+
+import ainet_gym
 from ainet_gym.agents.baselines import BASELINES, EXACT, BaselineAgent, baseline_actions, engine_split
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.agents.registry import AGENTS, make_agent, register_agent
 from ainet_gym.agents.train import TrainConfig, train
-
-import ainet_gym
 from ainet_gym.cli import main as cli_main
 from ainet_gym.envs.env import ACTION_MODES, EnvCore
 from ainet_gym.routing.policies import offered_utilization

@@ -11,10 +11,10 @@ import doctest
 import importlib
 import pkgutil
 
-import ainet_gym.agents
 import pytest
 
 import ainet_gym
+import ainet_gym.agents
 
 
 def _modules() -> list[str]:

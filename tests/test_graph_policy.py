@@ -20,7 +20,6 @@ from ainet_gym.agents.graph_policy import (  # noqa: E402
     train,
 )
 from ainet_gym.agents.registry import make_agent  # noqa: E402
-
 from ainet_gym.envs.env import EnvCore  # noqa: E402
 
 

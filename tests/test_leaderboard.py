@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from ainet_gym.agents.baselines import BASELINES
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.agents.pretrained import DROPPED_MEMBERS, export_checkpoint, load_policy_only
 from ainet_gym.agents.sb3_agents import SB3Agent
 from ainet_gym.agents.train import TrainConfig, train
-
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.envs.registration import ENV_IDS
 from ainet_gym.pretrained import list_pretrained

@@ -4,10 +4,10 @@ both agents run through ``evaluate``."""
 from __future__ import annotations
 
 import numpy as np
+
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.agents.predictive import FitConfig, fit, forecast_error
 from ainet_gym.agents.registry import make_agent
-
 from tests._scenarios import small_spine_leaf
 
 

@@ -108,7 +108,6 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.rllib_train import RLlibTrainConfig, read_checkpoint_metadata, train_rllib
     from ainet_gym.agents.sb3_agents import space_signature
-
     from ainet_gym.envs.env import EnvCore
 
     steps = 48  # periodic-interference episode length

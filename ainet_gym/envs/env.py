@@ -19,6 +19,7 @@ from gymnasium import spaces
 from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.split import path_index_split, ratio_split
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.scenario.spec import Scenario
 from ainet_gym.sim.world import FabricWorld, StepResult
@@ -285,16 +286,10 @@ class EnvCore:
                 rows, ctrl, conns, npaths, self._default, np.empty_like(self._default)
             )
         split = self._default.copy()
-        if self.action_mode == "path":
-            idx = a.reshape(-1)[ctrl] % npaths  # indices past a connection's paths wrap (documented)
-            one = np.zeros((conns.shape[0], self.P))
-            one[np.arange(conns.shape[0]), idx] = 1.0
-            split[conns] = one
+        if self.action_mode == "path":  # indices past a connection's paths wrap (documented)
+            split[conns] = path_index_split(a.reshape(-1)[ctrl], npaths, self.P, wrap=True)
         else:
-            r = (a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0
-            r = np.where(valid, r, 0.0)
-            tot = r.sum(axis=1, keepdims=True)
-            split[conns] = np.where(tot > 0, r / np.where(tot > 0, tot, 1.0), even)
+            split[conns] = ratio_split((a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0, npaths)
         return split
 
     def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

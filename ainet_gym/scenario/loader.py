@@ -98,6 +98,7 @@ from ainet_gym.scenario.spec import (
     Scenario,
     ScheduledFailure,
     StorageSpec,
+    fabric_gpu_count,
 )
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
@@ -426,15 +427,6 @@ def _apply(ctx: _Ctx, d: Mapping, path: str, rules: dict[str, _Rule | None]) -> 
 
 
 # --------------------------------------------------------------------------- fabric
-
-
-def fabric_gpu_count(f: FabricSpec) -> int:
-    """Number of GPUs of a fabric spec (ids ``0..n-1``, host-major)."""
-    if f.topology == "spine_leaf":
-        return f.leaves * f.hosts_per_leaf * f.gpus_per_host
-    if f.topology == "fat_tree":
-        return f.k**3 // 4 * f.gpus_per_nic  # one NIC per edge-switch down port
-    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized, graph (counted from the graph)
 
 
 def fabric_leaf_count(f: FabricSpec) -> int:

@@ -85,6 +85,20 @@ class FabricSpec:
     file: str | None = None
 
 
+def fabric_gpu_count(f: FabricSpec) -> int:
+    """Number of GPUs of a fabric spec (ids ``0..n-1``, host-major)."""
+    if f.topology == "spine_leaf":
+        return f.leaves * f.hosts_per_leaf * f.gpus_per_host
+    if f.topology == "fat_tree":
+        return f.k**3 // 4 * f.gpus_per_nic  # one NIC per edge-switch down port
+    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized, graph (counted from the graph)
+
+
+def fabric_host_count(f: FabricSpec) -> int:
+    """Number of GPU hosts of a fabric spec."""
+    return fabric_gpu_count(f) // f.gpus_per_host
+
+
 @dataclass(frozen=True)
 class CollectiveSpec:
     op: str  # one of OPS
