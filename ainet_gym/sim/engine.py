@@ -503,7 +503,7 @@ class BatchSim:
         self._e_buf = (np.zeros(self._n_seg, dtype=np.int64), np.zeros(self._n_seg, dtype=np.int64),
                        np.zeros(self._n_seg))  # fmt: skip
         self._ent_hi = self._inst_seg[:-1].copy()  # (batch,) one past each instance's last entry
-        # instance ranges of the batch, one per kernel thread (segments: a proxy for an instance's work)
+        # instance ranges of the batch that the kernel threads take in turn (segments: a proxy for work)
         self._ranges = _kernels.batch_ranges(np.diff(self._inst_seg) + 1, _kernels.kernel_threads())
 
     def set_split(self, split: np.ndarray | None) -> None:
