@@ -76,7 +76,9 @@ def test_start_jitter_delays_a_compute_only_job_by_the_drawn_start() -> None:
     sc = {
         "name": "start-jitter",
         "fabric": {"topology": "single_switch", "hosts": 1, "gpus_per_host": 1},
-        "workload": {"jobs": [{"name": "solo", "gpus": 1, "compute_ms": 22.0 / 3.0, "start_jitter_ms": 40.0}]},
+        "workload": {
+            "jobs": [{"name": "solo", "gpus": 1, "compute_ms": 22.0 / 3.0, "start_jitter_ms": 40.0}]
+        },
         "dynamics": {"episode_steps": 2, "decision_interval_ms": 100.0},
     }
     seeds = list(range(1, 11))
