@@ -97,6 +97,13 @@ def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, caps
             else:
                 assert s == pytest.approx((r["gpu_utilization"]["mean"] - e) / (lp - e))
         assert rows["ecmp"]["controls"] == "none" and rows["spray+bg"]["controls"] == "jobs+bg"
+    # every shipped checkpoint has its row: those of scenarios no env id covers are ranked by name
+    covered = set(ENV_IDS.values())
+    for scenario in shipped:
+        label = next((i for i, s in ENV_IDS.items() if s == scenario), scenario)
+        rows = {r["policy"]: r for r in board["rows"] if r["env_id"] == label}
+        assert "pretrained" in rows and {*BASELINES} <= set(rows), scenario
+        assert (label == scenario) == (scenario not in covered)
     for k in ("md", "csv", "json", "png"):
         assert (tmp_path / f"leaderboard.{k}").stat().st_size > 0
     assert (tmp_path / "leaderboard.png").read_bytes()[:4] == b"\x89PNG"
