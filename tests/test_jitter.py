@@ -133,3 +133,27 @@ def test_shipped_jitter_scenario_varies_the_episode_of_a_policy_that_routes_ever
         util[name] = total
     assert np.ptp(util["periodic-interference"]) < 1e-9
     assert np.ptp(util["periodic-interference-jitter"]) > 1e-3
+
+
+def test_crosscheck_refuses_a_jittered_start_naming_the_field() -> None:
+    # ns-3 replays one fixed schedule: a start drawn per episode would be silently dropped there
+    from ainet_gym.crosscheck import CrosscheckError, crosscheck
+
+    sc = {
+        "name": "xc-jitter",
+        "fabric": {"topology": "single_switch", "hosts": 2, "gpus_per_host": 1},
+        "workload": {
+            "jobs": [
+                {
+                    "name": "pair",
+                    "gpus": 2,
+                    "compute_ms": 1.0,
+                    "start_jitter_ms": 2.0,
+                    "collectives": [{"op": "allreduce", "algorithm": "ring", "bytes": 1e6}],
+                }
+            ]
+        },
+        "dynamics": {"episode_steps": 2},
+    }
+    with pytest.raises(CrosscheckError, match=r"start_jitter_ms = 2.*allowed: 0"):
+        crosscheck(sc)
