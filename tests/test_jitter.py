@@ -9,8 +9,8 @@ import copy
 import numpy as np
 import pytest
 
-from ainet_gym.env import EnvCore
-from ainet_gym.policies import get_policy
+from ainet_gym.envs.env import EnvCore
+from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario import ScenarioError, load_scenario
 from tests._scenarios import small_spine_leaf
 
@@ -137,7 +137,7 @@ def test_shipped_jitter_scenario_varies_the_episode_of_a_policy_that_routes_ever
 
 def test_crosscheck_refuses_a_jittered_start_naming_the_field() -> None:
     # ns-3 replays one fixed schedule: a start drawn per episode would be silently dropped there
-    from ainet_gym.crosscheck import CrosscheckError, crosscheck
+    from ainet_gym.checks.crosscheck import CrosscheckError, crosscheck
 
     sc = {
         "name": "xc-jitter",
