@@ -17,8 +17,10 @@ How the scenario becomes an ns-3 experiment:
 - **Transport.** Every transfer is bulk TCP (ns-3's ``BulkSendApplication`` to a ``PacketSink``):
   TCP Cubic, MSS ``mss`` (1448: a 1500-byte MTU less 20 IP, 20 TCP and 12 timestamp-option bytes),
   send/receive buffers ``tcp_buffer_bytes``, ``min_rto_ms``, FqCoDel queues (ns-3's default root queue
-  disc, which shares a link max-min fairly between flows; DropTail splits unfairly by about 6%). There is
-  no RDMA-like UDP sender: the transport is TCP only.
+  disc, which shares a link max-min fairly between flows; DropTail splits unfairly by about 6%) over a
+  device FIFO of ``device_queue_packets`` (a NIC ring kept short, as Linux's byte queue limits do, so that
+  a flow's ACKs do not wait behind another flow's data). There is no RDMA-like UDP sender: the transport
+  is TCP only.
 - **Routing.** The split the fluid policy chose for a connection in the interval in which a transfer
   starts decides how ns-3 carries it: a connection on one path is *pinned* (static /32 host routes on
   every switch of the path, for the data and, on the reverse path, for the ACKs; each (connection, path)
@@ -105,9 +107,13 @@ class CrosscheckConfig:
         How a connection the policy splits evenly over its whole ECMP set is carried: ``"subflows"``
         (default): one pinned TCP sub-flow per path with an equal share of the bytes (what the fluid
         split means: a multipath transport, or one QP per path); ``"packet"``: per-packet random ECMP
-        (``Ipv4GlobalRouting::RandomEcmpRouting``) with TCP's ``reorder_threshold`` and SACK off
-        (ns-3.44 segfaulted in ``TcpTxBuffer::Update`` on the SACK blocks of sprayed flows here, twice).
+        (``Ipv4GlobalRouting::RandomEcmpRouting``) with TCP's ``reorder_threshold`` and ``spray_sack``.
         Per-packet spraying over TCP measures how much reordering costs (README "Fidelity").
+    spray_sack
+        SACK (``TcpSocketBase::Sack``) on sprayed connections (it is always on otherwise). An earlier
+        version of the driver saw ns-3.44 segfault in ``TcpTxBuffer::Update`` on the SACK blocks of sprayed
+        flows and ran them with SACK off; :func:`calibration` runs every case in a process of its own, so
+        such a crash is reported as the row's error.
     reorder_threshold
         Duplicate ACKs before fast retransmit (``ReTxThreshold``) when a connection is sprayed per packet;
         3 (TCP's default) otherwise. Per-packet spraying reorders segments; with the default threshold
@@ -944,7 +950,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--spray-mode", default="subflows", help="subflows | packet")
     ap.add_argument("--out", default=None, help="write the JSON result here")
+    ap.add_argument(
+        "--from-json",
+        default=None,
+        help="comma list of --out files: print their rows together (rankings over all of them), run nothing",
+    )
     a = ap.parse_args(argv)
+    if a.from_json:
+        rows = [
+            r for f in a.from_json.split(",") for r in json.loads(Path(f).read_text(encoding="utf-8"))["rows"]
+        ]
+        order = {n: i for i, (n, _) in enumerate(CALIBRATION_CASES)}
+        pols = {p: i for i, p in enumerate(CALIBRATION_POLICIES)}
+        rows.sort(key=lambda r: (order.get(r["case"], len(order)), pols.get(r["policy"], len(pols))))
+        print(markdown({"rows": rows, "rankings": rankings(rows)}))
+        return 0
     steps = dict(CALIBRATION_CASES)
     cases = tuple((c, steps.get(c, 1)) for c in a.cases.split(",") if c)
     pols = tuple(p for p in a.policies.split(",") if p)
