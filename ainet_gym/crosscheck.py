@@ -746,18 +746,24 @@ CALIBRATION_CASES: tuple[tuple[str, int], ...] = (
 CALIBRATION_POLICIES: tuple[str, ...] = ("ecmp", "spray", "lp", "ppo")
 
 
-def case_policy(case: str, policy: str) -> str:
-    """The policy string of a calibration row: ``"ppo"`` names the case's own trained PPO checkpoint,
-    ``scenarios/crosscheck/ppo/<case>.zip`` (trained on that case by the command in
-    ``scenarios/crosscheck/ppo/README.md``); any other string is passed through."""
+#: Where :func:`calibration` looks for the ``ppo`` rows' checkpoints, ``<dir>/<case>.zip`` (``make
+#: crosscheck`` trains the missing ones there, see the Makefile).
+PPO_DIR: str = "crosscheck-ppo"
+
+
+def case_policy(case: str, policy: str, ppo_dir: str | os.PathLike = PPO_DIR) -> str:
+    """The policy string of a calibration row: ``"ppo"`` names the case's own trained PPO model,
+    ``<ppo_dir>/<case>.zip`` (``ainet-gym train scenarios/crosscheck/<case>.yaml --algo ppo --timesteps 8192
+    --n-envs 8 --seed 0``, what ``make crosscheck`` runs); any other string is passed through."""
     if policy != "ppo":
         return policy
-    from ainet_gym.scenario import scenarios_dir
-
-    path = scenarios_dir() / "crosscheck" / "ppo" / f"{case}.zip"
+    path = Path(ppo_dir) / f"{case}.zip"
     if not path.is_file():
-        raise CrosscheckError(f"policy 'ppo' of case {case!r}: no checkpoint {path}; allowed: ppo:PATH")
-    return f"ppo:{path}"
+        raise CrosscheckError(
+            f"policy 'ppo' of case {case!r}: no model {str(path)!r}; allowed: train it (make crosscheck) or "
+            "give ppo:PATH"
+        )
+    return f"ppo:{path.resolve()}"
 
 
 def _ranking(times: dict[str, float], tol: float) -> list[list[str]]:
@@ -831,6 +837,7 @@ def calibration(
     config: CrosscheckConfig | None = None,
     tie_tolerance: float = 0.02,
     progress: bool = True,
+    ppo_dir: str | os.PathLike = PPO_DIR,
 ) -> dict[str, Any]:
     """Run every case under every policy, each in a process of its own; return the rows and the per-case
     ranking comparison.
@@ -846,7 +853,9 @@ def calibration(
             try:
                 while True:  # a slow policy may need more intervals for one iteration: double them
                     try:
-                        r, det = _crosscheck_in_subprocess(name, case_policy(name, pol), seed, steps, config)
+                        r, det = _crosscheck_in_subprocess(
+                            name, case_policy(name, pol, ppo_dir), seed, steps, config
+                        )
                         break
                     except CrosscheckError as e:
                         if "completed no iteration" not in str(e) or 2 * steps > max_steps:
@@ -950,6 +959,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--spray-mode", default="subflows", help="subflows | packet")
     ap.add_argument("--out", default=None, help="write the JSON result here")
+    ap.add_argument("--ppo-dir", default=PPO_DIR, help="the ppo rows' models, <dir>/<case>.zip")
     ap.add_argument(
         "--from-json",
         default=None,
@@ -968,7 +978,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = dict(CALIBRATION_CASES)
     cases = tuple((c, steps.get(c, 1)) for c in a.cases.split(",") if c)
     pols = tuple(p for p in a.policies.split(",") if p)
-    res = calibration(cases, pols, a.seed, CrosscheckConfig(spray_mode=a.spray_mode))
+    res = calibration(cases, pols, a.seed, CrosscheckConfig(spray_mode=a.spray_mode), ppo_dir=a.ppo_dir)
     if a.out:
         Path(a.out).write_text(json.dumps(res, indent=1), encoding="utf-8")
     print(markdown(res))

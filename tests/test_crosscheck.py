@@ -115,7 +115,7 @@ def test_ppo_rows_name_the_missing_checkpoint() -> None:
     from ainet_gym.crosscheck import case_policy
 
     assert case_policy("xc-ring-8", "lp") == "lp"
-    with pytest.raises(CrosscheckError, match=r"policy 'ppo' of case 'no-such-case': no checkpoint"):
+    with pytest.raises(CrosscheckError, match=r"policy 'ppo' of case 'no-such-case': no model"):
         case_policy("no-such-case", "ppo")
 
 
