@@ -958,6 +958,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(n for n, _ in CALIBRATION_CASES), help="comma list")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--spray-mode", default="subflows", help="subflows | packet")
+    ap.add_argument("--reorder-threshold", type=int, default=CrosscheckConfig.reorder_threshold)
+    ap.add_argument("--no-spray-sack", action="store_true", help="SACK off on sprayed connections")
     ap.add_argument("--out", default=None, help="write the JSON result here")
     ap.add_argument("--ppo-dir", default=PPO_DIR, help="the ppo rows' models, <dir>/<case>.zip")
     ap.add_argument(
@@ -978,7 +980,10 @@ def main(argv: list[str] | None = None) -> int:
     steps = dict(CALIBRATION_CASES)
     cases = tuple((c, steps.get(c, 1)) for c in a.cases.split(",") if c)
     pols = tuple(p for p in a.policies.split(",") if p)
-    res = calibration(cases, pols, a.seed, CrosscheckConfig(spray_mode=a.spray_mode), ppo_dir=a.ppo_dir)
+    cfg = CrosscheckConfig(
+        spray_mode=a.spray_mode, reorder_threshold=a.reorder_threshold, spray_sack=not a.no_spray_sack
+    )
+    res = calibration(cases, pols, a.seed, cfg, ppo_dir=a.ppo_dir)
     if a.out:
         Path(a.out).write_text(json.dumps(res, indent=1), encoding="utf-8")
     print(markdown(res))
