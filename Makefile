@@ -37,7 +37,6 @@ check: install-dev lint test
 
 test:
 	$(PYTHON) -m pytest -q -n 2 tests
-	$(PYTHON) -m pytest -q --doctest-modules ainet_gym agents
 
 bench:
 	$(PYTHON) -m ainet_gym.cli bench
@@ -75,4 +74,4 @@ crosscheck: install-ns3
 	@for c in $(XC_CASES); do test -f crosscheck-ppo/$$c.zip || $(NS3_PYTHON) -m ainet_gym.cli train \
 		scenarios/crosscheck/$$c.yaml --algo ppo --timesteps 8192 --n-envs 8 --seed 0 \
 		--out crosscheck-ppo/$$c.zip --logdir crosscheck-ppo/runs --no-progress || exit 1; done
-	$(NS3_PYTHON) -c "import sys; from ainet_gym.crosscheck import main; sys.exit(main())" --out crosscheck-results.json
+	$(NS3_PYTHON) -c "import sys; from ainet_gym.checks.crosscheck import main; sys.exit(main())" --out crosscheck-results.json

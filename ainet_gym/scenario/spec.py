@@ -79,10 +79,24 @@ class FabricSpec:
     # pcie_gbps; 1 = a NIC per GPU (no PCIe link), gpus_per_host = one NIC per host
     gpus_per_nic: int = 1
     pcie_gbps: float = PCIE_GBPS_DEFAULT
-    # topology "graph": the user's fabric as a networkx graph (see ainet_gym.topology.fabric_from_graph)
+    # topology "graph": the user's fabric as a networkx graph (see ainet_gym.fabric.topology.fabric_from_graph)
     # and the file it was read from, if any; `hosts` and `gpus_per_host` are then those of the graph
     graph: Any = field(default=None, compare=False, hash=False, repr=False)
     file: str | None = None
+
+
+def fabric_gpu_count(f: FabricSpec) -> int:
+    """Number of GPUs of a fabric spec (ids ``0..n-1``, host-major)."""
+    if f.topology == "spine_leaf":
+        return f.leaves * f.hosts_per_leaf * f.gpus_per_host
+    if f.topology == "fat_tree":
+        return f.k**3 // 4 * f.gpus_per_nic  # one NIC per edge-switch down port
+    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized, graph (counted from the graph)
+
+
+def fabric_host_count(f: FabricSpec) -> int:
+    """Number of GPU hosts of a fabric spec."""
+    return fabric_gpu_count(f) // f.gpus_per_host
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ainet_gym.spec import FabricSpec, StorageSpec
+from ainet_gym.scenario.spec import FabricSpec, StorageSpec, fabric_host_count
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 if TYPE_CHECKING:  # networkx is imported where a graph is read or written, not on the env's import path
@@ -264,16 +264,9 @@ def nonblocking_spec(spec: FabricSpec) -> FabricSpec:
         raise ValueError("a graph fabric has no single_switch spec: use nonblocking_fabric(fabric)")
     nic = spec.link_gbps if spec.topology == "fat_tree" else spec.nic_gbps
     storage = replace(spec.storage, leaves=())
-    return replace(spec, topology="single_switch", hosts=n_hosts(spec), nic_gbps=nic, storage=storage)
-
-
-def n_hosts(spec: FabricSpec) -> int:
-    """Number of GPU hosts of a fabric spec."""
-    if spec.topology == "spine_leaf":
-        return spec.leaves * spec.hosts_per_leaf
-    if spec.topology == "fat_tree":
-        return spec.k**3 // 4 * spec.gpus_per_nic // spec.gpus_per_host
-    return spec.hosts
+    return replace(
+        spec, topology="single_switch", hosts=fabric_host_count(spec), nic_gbps=nic, storage=storage
+    )
 
 
 class _Builder:
@@ -850,7 +843,7 @@ def fabric_from_graph(G: Any, max_paths: int = 8, **fabric_keys: Any) -> Fabric:
     >>> fabric_from_graph(G).n_gpus
     4
     """
-    from ainet_gym.spec import PROFILE_DEFAULTS
+    from ainet_gym.scenario.spec import PROFILE_DEFAULTS
 
     kw = dict(fabric_keys)
     for key, value in PROFILE_DEFAULTS[kw.get("profile", "infiniband")].items():

@@ -23,8 +23,8 @@ def register_envs() -> None:
             continue
         gym.register(
             id=env_id,
-            entry_point="ainet_gym.env:FabricRoutingEnv",
-            vector_entry_point="ainet_gym.vector_env:FabricRoutingVectorEnv",
+            entry_point="ainet_gym.envs.env:FabricRoutingEnv",
+            vector_entry_point="ainet_gym.envs.vector_env:FabricRoutingVectorEnv",
             kwargs={"scenario": scenario},
             disable_env_checker=False,
         )

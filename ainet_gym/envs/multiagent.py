@@ -3,7 +3,7 @@
 Real fabrics route hop by hop: a switch splits traffic over its equal-cost next hops from what it sees
 locally. Here one agent per switch of the chosen tier sets the weights of its own next hops (WCMP at that
 switch); every other switch keeps equal weights. The engine is the one of the single-agent env: the agents'
-weights fill the action vector of :class:`~ainet_gym.env.EnvCore` in its ``ecmp_weights`` mode and
+weights fill the action vector of :class:`~ainet_gym.envs.env.EnvCore` in its ``ecmp_weights`` mode and
 :meth:`EnvCore.decode` turns them into a split of every connection (a path's share is the product of its
 hops' normalised weights), so both envs route identically given the same weights.
 
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ainet_gym.env import EnvCore, _squash, obs_layout
-from ainet_gym.rewards import RewardFn
-from ainet_gym.spec import Scenario
-from ainet_gym.world import StepResult
+from ainet_gym.envs.env import EnvCore, obs_layout, squash
+from ainet_gym.envs.rewards import RewardFn
+from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.world import StepResult
 
 __all__ = [
     "AGENT_TIERS",
@@ -200,7 +200,7 @@ class SwitchAgents:
         sim = core.world.sim
         assert sim is not None
         if self.withdraw_dead and (sim.capacity_bytes_per_s <= 0).any():
-            from ainet_gym.policies import avoid_dead_paths
+            from ainet_gym.routing.policies import avoid_dead_paths
 
             split = avoid_dead_paths(core.world, split)  # drop paths through a failed link, renormalise
         return split
@@ -230,9 +230,9 @@ class SwitchAgents:
     def _entering(self) -> tuple[np.ndarray, np.ndarray]:
         """Offered bytes in the coming interval entering each switch to be routed over its next hops,
         per job slot (batch, agents, J) and per background source (batch, agents, G): each connection's
-        demand (:func:`~ainet_gym.policies.connection_demand`) times its share of candidate paths through
+        demand (:func:`~ainet_gym.routing.policies.connection_demand`) times its share of candidate paths through
         the switch; and a (batch, agents, J) flag of the jobs whose connections can enter it."""
-        from ainet_gym.policies import connection_demand
+        from ainet_gym.routing.policies import connection_demand
 
         w = self.core.world
         sim = w.sim
@@ -282,7 +282,7 @@ class SwitchAgents:
         jf = np.asarray(flat_obs)[:, core.obs_layout["jobs"]].reshape(B, 1, self.J, -1)
         jobs = np.concatenate([carried[..., None], np.where(carried[..., None], jf, 0.0)], axis=3)
         out[:, :, lay["jobs"]] = jobs.reshape(B, A, -1)
-        out[:, :, lay["demand"]] = _squash(np.concatenate([job_load, bg_load], axis=2) / scale[None, :, None])
+        out[:, :, lay["demand"]] = squash(np.concatenate([job_load, bg_load], axis=2) / scale[None, :, None])
         out[:, :, lay["agent_id"]] = np.eye(A)[None]
         out[:, :, lay["episode_progress"]] = np.minimum(w.step_count / core.episode_steps, 1.0)[:, None, None]
         return out.astype(np.float32)
@@ -321,7 +321,7 @@ class FabricParallelEnv:
     ``ParallelEnv`` (built on first use, so that importing this module does not need PettingZoo).
 
     ## Description
-    The fabric, jobs and dynamics of the single-agent :class:`~ainet_gym.env.FabricRoutingEnv`; one step is
+    The fabric, jobs and dynamics of the single-agent :class:`~ainet_gym.envs.env.FabricRoutingEnv`; one step is
     one decision interval. One agent per switch of the tier (``agents="leaf"``: every leaf or edge switch;
     ``"all"``: every switch with a next-hop choice) sets the WCMP weights of its own next hops; switches
     without an agent keep equal weights. Agents are named after their switches (``leaf_0`` is ``leaf0``).
@@ -364,7 +364,7 @@ class FabricParallelEnv:
 
     ## Arguments
     ``scenario``, ``agents`` (``"leaf"`` | ``"all"``), ``reward`` (``"shared"`` | ``"local"`` | weight),
-    ``shared_reward`` (a name or :class:`~ainet_gym.rewards.RewardFn`), ``history`` (H, default 4),
+    ``shared_reward`` (a name or :class:`~ainet_gym.envs.rewards.RewardFn`), ``history`` (H, default 4),
     ``episode_steps``, ``withdraw_dead`` (True: traffic avoids paths through failed links, as the spray and
     wcmp baselines do; False: exactly the single-agent ``ecmp_weights`` routing).
     """

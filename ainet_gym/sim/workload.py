@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ainet_gym.spec import CHUNKED_ALGORITHMS, CollectiveSpec
+from ainet_gym.scenario.spec import CHUNKED_ALGORITHMS, CollectiveSpec
 
 __all__ = ["CHUNKED_ALGORITHMS", "CollectivePhase", "Flow", "bus_bandwidth_factor", "decompose", "pipeline"]
 

@@ -2,7 +2,7 @@
 
 :class:`EnvCore` holds everything batched (observation, action decoding, reward, info) over ``batch``
 instances of one scenario; :class:`FabricRoutingEnv` is the single env (``batch = 1``) and
-:class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` the native vector env over the same core, so the
+:class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` the native vector env over the same core, so the
 two cannot drift apart.
 """
 
@@ -16,13 +16,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ainet_gym import _envkernels
-from ainet_gym.rewards import RewardFn, make_reward
-from ainet_gym.scenario import load_scenario
-from ainet_gym.spec import Scenario
-from ainet_gym.topology import TIERS
+from ainet_gym.envs import kernels as _envkernels
+from ainet_gym.envs.rewards import RewardFn, make_reward
+from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.split import path_index_split, ratio_split
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.world import FabricWorld, StepResult
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
-from ainet_gym.world import FabricWorld, StepResult
 
 __all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
 
@@ -37,7 +38,7 @@ SLOT_FEATURES = ("controllable", "demand", "n_paths")
 BG_FEATURES = ("active_last", "scheduled_next")
 
 
-def _squash(x: np.ndarray) -> np.ndarray:
+def squash(x: np.ndarray) -> np.ndarray:
     """x / (1 + x): maps [0, inf) onto [0, 1) monotonically."""
     return x / (1.0 + x)
 
@@ -285,16 +286,10 @@ class EnvCore:
                 rows, ctrl, conns, npaths, self._default, np.empty_like(self._default)
             )
         split = self._default.copy()
-        if self.action_mode == "path":
-            idx = a.reshape(-1)[ctrl] % npaths  # indices past a connection's paths wrap (documented)
-            one = np.zeros((conns.shape[0], self.P))
-            one[np.arange(conns.shape[0]), idx] = 1.0
-            split[conns] = one
+        if self.action_mode == "path":  # indices past a connection's paths wrap (documented)
+            split[conns] = path_index_split(a.reshape(-1)[ctrl], npaths, self.P, wrap=True)
         else:
-            r = (a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0
-            r = np.where(valid, r, 0.0)
-            tot = r.sum(axis=1, keepdims=True)
-            split[conns] = np.where(tot > 0, r / np.where(tot > 0, tot, 1.0), even)
+            split[conns] = ratio_split((a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0, npaths)
         return split
 
     def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -335,7 +330,7 @@ class EnvCore:
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Run one interval with an explicit split (connections, max_paths) of every connection.
 
-        The entry point of engine-level policies (:mod:`ainet_gym.policies`): baselines that a
+        The entry point of engine-level policies (:mod:`ainet_gym.routing.policies`): baselines that a
         fixed-size action cannot express exactly (ECMP hashing in ``split`` mode is exact, spraying in
         ``path`` mode is not) are evaluated through it.
         """
@@ -404,7 +399,7 @@ class EnvCore:
         jf[..., 3] = alive & (pc >= 0) & (pc < sim.unit_nphases[idx])
         since = np.maximum(sim.time_s[:, None] - sim.iter_start[idx], 0.0)
         ideal = np.where(alive, w._ideal, 1.0)
-        jf[..., 4] = np.where(alive, _squash(since / ideal), 0.0)
+        jf[..., 4] = np.where(alive, squash(since / ideal), 0.0)
         jf[~alive] = 0.0
         obs[:, L["jobs"]] = jf.reshape(B, -1)
         obs[:, L["slots"]] = self._slot_features()
@@ -430,7 +425,7 @@ class EnvCore:
         sf = np.zeros((self.batch, w.n_slots, len(SLOT_FEATURES)))
         sf[..., 0] = w.slot_mask
         if demand is not None:
-            sf[..., 1] = _squash(demand)
+            sf[..., 1] = squash(demand)
             sf[..., 2] = w.slot_npaths / self.P
         out = sf.reshape(self.batch, -1).astype(np.float32)
         self._slot_obs_cache = (demand, w.slot_mask, out)
@@ -438,7 +433,7 @@ class EnvCore:
 
     def _slot_demand(self) -> np.ndarray:
         """(batch, slots): offered bytes of each slot's connection in one interval over its NIC's capacity."""
-        from ainet_gym.policies import connection_demand
+        from ainet_gym.routing.policies import connection_demand
 
         w = self.world
         sim = w.sim
@@ -539,7 +534,7 @@ class EnvCore:
         for i in self._tiers_present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
         if res is not None:
-            from ainet_gym.rewards import GpuUtilizationReward, StepTimeReward
+            from ainet_gym.envs.rewards import GpuUtilizationReward, StepTimeReward
 
             out["reward_gpu_utilization"] = GpuUtilizationReward()(res)
             out["reward_step_time"] = StepTimeReward()(res)
@@ -640,7 +635,7 @@ class FabricRoutingEnv(gym.Env):
     hot links shared by two or more routed connections).
 
     ## Vectorized environment
-    :class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
+    :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
     (``gymnasium.make_vec(id, num_envs=B, vectorization_mode="vector_entry_point")``).
 
     ## Version History
@@ -705,7 +700,7 @@ class FabricRoutingEnv(gym.Env):
     def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:
             return None
-        from ainet_gym.render import render_ansi, render_rgb
+        from ainet_gym.envs.render import render_ansi, render_rgb
 
         if self.render_mode == "ansi":
             return render_ansi(self.core, 0)

@@ -8,10 +8,10 @@ Data flow of one decision interval (see docs/model.md):
     -> per-job and per-link metrics of the interval
 
 Two backends run the interval (``BatchSim(..., backend=)``, see :func:`resolve_backend`): ``numba`` walks
-the whole interval of every instance in one compiled call (:mod:`ainet_gym._kernels`), re-solving an
+the whole interval of every instance in one compiled call (:mod:`ainet_gym.sim.kernels`), re-solving an
 instance only when its set of active flows changed; ``numpy`` (the reference, :meth:`BatchSim.run_interval`
 below) vectorises each event over the batch. They agree bit for bit on the shipped scenarios
-(``python -m ainet_gym.parity``).
+(``python -m ainet_gym.checks.parity``).
 
 A *unit* is a compiled job or a background source. Units of all instances of a batch are stacked
 into flat arrays with per-instance offsets on link ids, so one call of the allocator serves every
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ainet_gym import _kernels
-from ainet_gym.allocator import solve_coo
-from ainet_gym.spec import BackgroundSpec, JobSpec
-from ainet_gym.topology import Fabric
+from ainet_gym.fabric.topology import Fabric
+from ainet_gym.scenario.spec import BackgroundSpec, JobSpec
+from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.allocator import solve_coo
+from ainet_gym.sim.workload import decompose
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
-from ainet_gym.workload import decompose
 
 __all__ = [
     "BACKENDS",
@@ -663,7 +663,7 @@ class BatchSim:
         )
 
     def _run_interval_numba(self, duration_s: np.ndarray | float, max_events: int) -> IntervalMetrics:
-        """:meth:`run_interval` in one compiled call (:func:`ainet_gym._kernels.run_interval_numba`)."""
+        """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
         iters = np.zeros(U, dtype=np.int64)

@@ -7,10 +7,10 @@ Ray raises an :class:`ImportError` that names the extra.
 RLlib's ``SingleAgentEnvRunner`` then builds it through Gymnasium's vector entry point
 (``gym_env_vectorize_mode="vector_entry_point"``): the creator gets the ``env_config`` plus
 ``num_envs = num_envs_per_env_runner`` and returns one native
-:class:`~ainet_gym.vector_env.FabricRoutingVectorEnv`, so every env runner steps its copies in one
+:class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv`, so every env runner steps its copies in one
 batched engine call. Its infos are Gymnasium's vector form (a dict of arrays with ``_key`` masks),
 which RLlib's ``DictInfoToList`` wrapper splits per copy. Without ``num_envs`` (the ``sync`` and
-``async`` modes) the creator returns a single :class:`~ainet_gym.env.FabricRoutingEnv`.
+``async`` modes) the creator returns a single :class:`~ainet_gym.envs.env.FabricRoutingEnv`.
 
 ``env_config`` keys are the env constructor's arguments (``scenario``, ``action_mode``, ``history``,
 ``observation``, ``reward``, ``episode_steps``, ...) plus ``num_envs``; an unknown key is an error
@@ -19,7 +19,7 @@ other nodes need no scenario file.
 
 :func:`ppo_config` is the ``PPOConfig`` used by ``ainet-gym train --framework rllib``: the same
 network, discount, GAE, clipping and rollout length (one episode per env per update) as the SB3 PPO
-defaults in :func:`agents.sb3_agents.default_hyperparameters`.
+defaults in :func:`ainet_gym.agents.sb3_agents.default_hyperparameters`.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ainet_gym.env import FabricRoutingEnv
-from ainet_gym.scenario import load_scenario
-from ainet_gym.spec import Scenario
-from ainet_gym.vector_env import FabricRoutingVectorEnv
+from ainet_gym.envs.env import FabricRoutingEnv
+from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import Scenario
 
 try:
     import ray
@@ -43,7 +43,7 @@ try:
     from ray.tune.registry import register_env
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        f"ainet_gym.rllib needs Ray RLlib, the optional extra 'rllib': pip install 'ainet-gym[rllib]' ({e})"
+        f"ainet_gym.envs.rllib needs Ray RLlib, the optional extra 'rllib': pip install 'ainet-gym[rllib]' ({e})"
     ) from e
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def ppo_config(
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from agents.train import TRAIN_SEED_OFFSET
+    from ainet_gym.agents.train import TRAIN_SEED_OFFSET
 
     for name, v, lo in (("num_env_runners", num_env_runners, 0), ("envs_per_runner", envs_per_runner, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:

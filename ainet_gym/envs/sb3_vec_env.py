@@ -14,12 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ainet_gym.vector_env import FabricRoutingVectorEnv
+from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 
 try:
     from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 except ImportError as e:  # pragma: no cover - exercised only without the rl extra
-    raise ImportError("ainet_gym.sb3_vec_env needs stable-baselines3: pip install 'ainet-gym[rl]'") from e
+    raise ImportError(
+        "ainet_gym.envs.sb3_vec_env needs stable-baselines3: pip install 'ainet-gym[rl]'"
+    ) from e
 
 __all__ = ["SB3VecEnv"]
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ainet_gym.env import ACTION_MODES
-from ainet_gym.vector_env import FabricRoutingVectorEnv
+from ainet_gym.envs.env import ACTION_MODES
+from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 
 __all__ = ["DYNAMIC_SCENARIOS", "SoakResult", "soak"]
 

@@ -1,6 +1,6 @@
 """Reward functions: objects the environment takes as an argument, so users swap them freely.
 
-A reward function maps the :class:`~ainet_gym.world.StepResult` of an interval to one reward per
+A reward function maps the :class:`~ainet_gym.sim.world.StepResult` of an interval to one reward per
 instance, shape ``(batch,)``. Both built-ins lie in [0, 1].
 """
 
@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ainet_gym.world import StepResult
+from ainet_gym.sim.world import StepResult
 
 __all__ = ["REWARDS", "GpuUtilizationReward", "RewardFn", "StepTimeReward", "make_reward"]
 

@@ -1,7 +1,7 @@
 """A scenario brought to life: placement, background, failures, churn and metrics, batched.
 
 :class:`FabricWorld` owns ``batch`` independent copies (instances) of one scenario, each with its own
-seeded generator, and steps them together through :class:`~ainet_gym.engine.BatchSim`. It is the
+seeded generator, and steps them together through :class:`~ainet_gym.sim.engine.BatchSim`. It is the
 engine under both :func:`ainet_gym.simulate` and the Gymnasium environments.
 
 Action slots: every job slot ``j`` owns ``slot_width[j]`` consecutive slots, one per connection of
@@ -16,7 +16,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ainet_gym.engine import (
+from ainet_gym.fabric.topology import TIERS, Fabric, build_fabric, nonblocking_fabric
+from ainet_gym.routing.split import ecmp_split, wcmp_split
+from ainet_gym.scenario.spec import JobSpec, Scenario
+from ainet_gym.sim.engine import (
     BatchSim,
     CompiledUnit,
     IntervalMetrics,
@@ -24,9 +27,6 @@ from ainet_gym.engine import (
     compile_job,
     resolve_backend,
 )
-from ainet_gym.routing import ecmp_split, wcmp_split
-from ainet_gym.spec import JobSpec, Scenario
-from ainet_gym.topology import TIERS, Fabric, build_fabric, nonblocking_fabric
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
@@ -86,7 +86,7 @@ class FabricWorld:
     """``batch`` seeded instances of ``scenario`` on one shared fabric.
 
     ``backend`` selects the simulation backend (``"numba"`` or ``"numpy"``; None: ``$AINET_GYM_BACKEND``,
-    else numba when it imports), see :func:`ainet_gym.engine.resolve_backend`.
+    else numba when it imports), see :func:`ainet_gym.sim.engine.resolve_backend`.
     """
 
     def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:

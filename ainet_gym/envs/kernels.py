@@ -1,6 +1,6 @@
 """Compiled (numba) pieces of the env side of a step, for the ``"numba"`` backend.
 
-:meth:`ainet_gym.env.EnvCore.decode` with the numpy backend is the reference; the kernel here does the
+:meth:`ainet_gym.envs.env.EnvCore.decode` with the numpy backend is the reference; the kernel here does the
 same floating-point operations in the same order, so the two agree bit for bit
 (``tests/test_envspeed.py`` checks it). In particular the sum of a slot's path weights follows numpy's
 pairwise summation of a contiguous row (:func:`_row_sum`), which is not a left-to-right sum from 8
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ainet_gym._kernels import njit
+from ainet_gym.sim.kernels import njit
 
 __all__ = ["PW_BLOCKSIZE", "decode_split"]
 

@@ -1,4 +1,5 @@
-"""Routing: how a connection's traffic is split over its candidate paths.
+"""How a connection's traffic is split over its candidate paths: static ECMP hashing, spraying, WCMP
+weights, and the decoding of an agent's explicit choice (a path index or split ratios) into a split.
 
 Every function returns a split matrix ``(connections, max_paths)`` whose rows are nonnegative and sum
 to 1 over the connection's valid paths (columns ``>= n_paths`` are 0). All are vectorised over
@@ -63,8 +64,13 @@ def spray_split(n_paths: np.ndarray, max_paths: int) -> np.ndarray:
     return valid / n[:, None]
 
 
-def path_index_split(index: np.ndarray, n_paths: np.ndarray, max_paths: int) -> np.ndarray:
+def path_index_split(
+    index: np.ndarray, n_paths: np.ndarray, max_paths: int, wrap: bool = False
+) -> np.ndarray:
     """One explicit path per connection (index into its candidate paths).
+
+    ``wrap=True`` maps an index past a connection's paths to ``index mod n_paths`` (the env's discrete
+    ``path`` action, whose space is the largest path count); otherwise such an index is an error.
 
     Raises
     ------
@@ -73,6 +79,8 @@ def path_index_split(index: np.ndarray, n_paths: np.ndarray, max_paths: int) -> 
     """
     idx = np.asarray(index, dtype=np.int64)
     n = np.asarray(n_paths, dtype=np.int64)
+    if wrap:
+        idx = idx % n
     bad = (idx < 0) | (idx >= n)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -1,4 +1,4 @@
-"""Load and validate scenarios (YAML files, shipped scenario names, or dicts) into :mod:`ainet_gym.spec`.
+"""Load and validate scenarios (YAML files, shipped scenario names, or dicts) into :mod:`ainet_gym.scenario.spec`.
 
 The schema is the one of docs/model.md ("Scenario schema")::
 
@@ -17,9 +17,9 @@ close match exists). Validation stops at the first problem.
 
 Decisions worth knowing:
 
-- Defaults are the dataclass defaults of :mod:`ainet_gym.spec`; a key absent from the scenario is not
+- Defaults are the dataclass defaults of :mod:`ainet_gym.scenario.spec`; a key absent from the scenario is not
   passed to the dataclass. ``fabric.hop_latency_us`` and ``fabric.link_efficiency`` default to the values
-  of the fabric ``profile`` (:data:`ainet_gym.spec.PROFILE_DEFAULTS`); explicit values win.
+  of the fabric ``profile`` (:data:`ainet_gym.scenario.spec.PROFILE_DEFAULTS`); explicit values win.
 - Numbers: ``bool`` is not a number; an integral float (``8.0``) is accepted where an integer is
   required; NaN and infinities are rejected. YAML files are read with a loader that also parses
   ``1e9`` (no dot) as a float, which plain YAML 1.1 would read as a string. Duplicate keys in a YAML
@@ -27,7 +27,7 @@ Decisions worth knowing:
 - GPU count of a fabric (:func:`fabric_gpu_count`): single_switch, rail_optimized and graph ``hosts *
   gpus_per_host`` (a graph's counted from it); spine_leaf ``leaves * hosts_per_leaf * gpus_per_host``;
   fat_tree ``k**3 / 4 * gpus_per_nic`` (one NIC per edge-switch port, as
-  :func:`ainet_gym.topology.build_fabric` builds it), which must be a multiple of ``gpus_per_host``.
+  :func:`ainet_gym.fabric.topology.build_fabric` builds it), which must be a multiple of ``gpus_per_host``.
 - Keys that the chosen topology does not use (e.g. ``k`` on a spine_leaf fabric, ``nic_gbps`` on a
   fat_tree, whose NICs run at ``link_gbps``) are an error naming the key and the topology
   (:data:`TOPOLOGY_KEYS`). A ``graph`` fabric takes only ``file`` or ``graph`` (exactly one),
@@ -73,7 +73,7 @@ from typing import Any
 
 import yaml
 
-from ainet_gym.spec import (
+from ainet_gym.scenario.spec import (
     ALGORITHMS,
     BACKGROUND_KINDS,
     BACKGROUND_PATTERNS,
@@ -98,6 +98,7 @@ from ainet_gym.spec import (
     Scenario,
     ScheduledFailure,
     StorageSpec,
+    fabric_gpu_count,
 )
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
@@ -118,7 +119,7 @@ __all__ = [
 ]
 
 #: Link tiers that random link failures may hit (``dynamics.link_failures.tiers``): the network tiers
-#: of :data:`ainet_gym.topology.TIERS` (NVLink excluded).
+#: of :data:`ainet_gym.fabric.topology.TIERS` (NVLink excluded).
 FAILURE_TIERS: tuple[str, ...] = (
     "nic",
     "leaf_spine",
@@ -324,7 +325,7 @@ def _text(what: str = "a string", *, nonempty: bool = False, null: bool = False)
 
 #: Ceilings of single values and of the size of a scenario, checked by :func:`load_scenario` so that a
 #: scenario that would hang or exhaust memory is refused with the key to change instead of being built.
-#: Documented and overridable (``ainet_gym.scenario.LIMITS["memory_gib"] = 64``, before loading):
+#: Documented and overridable (``ainet_gym.scenario.loader.LIMITS["memory_gib"] = 64``, before loading):
 #:
 #: - ``gbps_min``/``gbps_max``: any link speed or offered rate, Gbit/s (1 Mbit/s .. 1 Pbit/s);
 #: - ``bytes_max``: a collective's buffer size (1 PB); ``time_ms_max``: compute, start and decision times
@@ -428,15 +429,6 @@ def _apply(ctx: _Ctx, d: Mapping, path: str, rules: dict[str, _Rule | None]) -> 
 # --------------------------------------------------------------------------- fabric
 
 
-def fabric_gpu_count(f: FabricSpec) -> int:
-    """Number of GPUs of a fabric spec (ids ``0..n-1``, host-major)."""
-    if f.topology == "spine_leaf":
-        return f.leaves * f.hosts_per_leaf * f.gpus_per_host
-    if f.topology == "fat_tree":
-        return f.k**3 // 4 * f.gpus_per_nic  # one NIC per edge-switch down port
-    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized, graph (counted from the graph)
-
-
 def fabric_leaf_count(f: FabricSpec) -> int:
     """Number of leaf switches (ids for ``fabric.storage.leaves``): edge switches of a fat-tree, rail leaves
     of a rail-optimized fabric (one per local rank), the single switch of ``single_switch``."""
@@ -530,7 +522,7 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
     and build it once so that a bad graph fails here, naming the field."""
     import networkx as nx
 
-    from ainet_gym.topology import build_fabric, graph_spec, read_fabric_graph
+    from ainet_gym.fabric.topology import build_fabric, graph_spec, read_fabric_graph
 
     for k in d:
         if k not in _GRAPH_KEYS:
@@ -784,7 +776,7 @@ def _check_chunks(ctx: _Ctx, path: str, op: str, alg: str, chunks: int, job: str
             path,
             f"{chunks} chunks on job {job!r} of {gpus} GPUs make about {chunks * 2 * gpus:,} flows "
             f"(chunks x 2 x gpus), above the limit of {int(_L['chunk_flows']):,} "
-            "(ainet_gym.scenario.LIMITS['chunk_flows'])",
+            "(ainet_gym.scenario.loader.LIMITS['chunk_flows'])",
             f"chunks at most {max(1, int(_L['chunk_flows'] // (2 * gpus)))}",
             chunks,
         )
@@ -1101,7 +1093,7 @@ def _max_hops(f: FabricSpec) -> int:
     """Links on the longest candidate path: a table for the builders (two PCIe hops more when GPUs share
     a NIC), the built fabric's own figure for a graph."""
     if f.topology == "graph":
-        from ainet_gym.topology import build_fabric
+        from ainet_gym.fabric.topology import build_fabric
 
         return build_fabric(f).max_hops
     return _MAX_HOPS[f.topology] + (2 if f.gpus_per_nic > 1 else 0)
@@ -1160,7 +1152,7 @@ def _check_fabric_size(ctx: _Ctx, f: FabricSpec) -> dict[str, int]:
             ctx.fail(
                 "fabric",
                 f"the {f.topology} fabric would have {size[key]:,} {noun}{where}, above the limit of "
-                f"{int(_L[key]):,} (ainet_gym.scenario.LIMITS[{key!r}]); lower "
+                f"{int(_L[key]):,} (ainet_gym.scenario.loader.LIMITS[{key!r}]); lower "
                 f"{_fabric_keys(f, 'ecmp' if key == 'ecmp_set' else key)}",
                 f"at most {int(_L[key]):,} {noun}{where}",
                 size[key],
@@ -1186,7 +1178,7 @@ def _switch_node(f: FabricSpec, name: str) -> tuple[str, int, int]:
 def _check_link_exists(ctx: _Ctx, path: str, f: FabricSpec, link: str) -> None:
     """A scheduled failure's link must join two adjacent switches of this fabric."""
     if f.topology == "graph":  # names are the graph's own: ask the built fabric
-        from ainet_gym.topology import build_fabric
+        from ainet_gym.fabric.topology import build_fabric
 
         try:
             build_fabric(f).link_ids(link)
@@ -1320,7 +1312,7 @@ def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
                 field,
                 f"{what} of {interval * 1e3:.4g} ms holds about {n:.3g} iterations of job {job.name!r} "
                 f"(at least {lo * 1e3:.4g} ms each), above the limit of {int(_L['iterations_per_interval']):,} "
-                "(ainet_gym.scenario.LIMITS['iterations_per_interval']); every iteration costs engine events",
+                "(ainet_gym.scenario.loader.LIMITS['iterations_per_interval']); every iteration costs engine events",
                 "a shorter dynamics.decision_interval_ms, or longer job iterations (compute_ms, bytes)",
                 dyn.decision_interval_ms if dyn.decision_interval_ms is not None else job.compute_ms,
             )
@@ -1342,7 +1334,7 @@ def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
     need = sum(parts.values())
     limit = _L["memory_gib"] * 2**30
     machine = _physical_memory()
-    cap, whose = (limit, "ainet_gym.scenario.LIMITS['memory_gib']")
+    cap, whose = (limit, "ainet_gym.scenario.loader.LIMITS['memory_gib']")
     if machine is not None and 0.8 * machine < cap:
         cap, whose = 0.8 * machine, "80% of this machine's memory"
     if need > cap:
@@ -1509,9 +1501,9 @@ def scenarios_dir() -> Path:
     env = os.environ.get("AINET_GYM_SCENARIOS")
     if env:
         return Path(env).expanduser()
-    here = Path(__file__).resolve().parent
-    repo = here.parent / "scenarios"
-    return repo if repo.is_dir() else here / "scenarios"
+    package = Path(__file__).resolve().parents[1]  # ainet_gym/
+    repo = package.parent / "scenarios"
+    return repo if repo.is_dir() else package / "scenarios"
 
 
 def _shipped() -> list[Path]:

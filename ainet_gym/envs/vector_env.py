@@ -10,15 +10,15 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ainet_gym.env import EnvCore
-from ainet_gym.rewards import RewardFn
-from ainet_gym.spec import Scenario
+from ainet_gym.envs.env import EnvCore
+from ainet_gym.envs.rewards import RewardFn
+from ainet_gym.scenario.spec import Scenario
 
 __all__ = ["FabricRoutingVectorEnv"]
 
 
 class FabricRoutingVectorEnv(VectorEnv):
-    """``num_envs`` copies of :class:`~ainet_gym.env.FabricRoutingEnv` in one batched engine.
+    """``num_envs`` copies of :class:`~ainet_gym.envs.env.FabricRoutingEnv` in one batched engine.
 
     Same arguments and spaces as the single env. Autoreset is Gymnasium's next-step mode: the step
     after an episode ends resets that copy (its action is ignored, reward 0, not done). ``info`` is a
@@ -121,7 +121,7 @@ class FabricRoutingVectorEnv(VectorEnv):
     def render(self) -> Any:
         if self.render_mode is None:
             return None
-        from ainet_gym.render import render_ansi, render_rgb
+        from ainet_gym.envs.render import render_ansi, render_rgb
 
         fn = render_ansi if self.render_mode == "ansi" else render_rgb
         return tuple(fn(self.core, b) for b in range(self.num_envs))

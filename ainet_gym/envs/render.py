@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ainet_gym.topology import TIERS
+from ainet_gym.fabric.topology import TIERS
 
 if TYPE_CHECKING:
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
 __all__ = ["render_ansi", "render_rgb"]
 

@@ -1,7 +1,7 @@
 """Routing policies at the engine level: each maps the world's state to a split of every connection.
 
 A policy is a callable ``policy(world, last) -> split`` where ``world`` is a
-:class:`~ainet_gym.world.FabricWorld`, ``last`` the :class:`~ainet_gym.world.StepResult` of the previous
+:class:`~ainet_gym.sim.world.FabricWorld`, ``last`` the :class:`~ainet_gym.sim.world.StepResult` of the previous
 interval (None on the first) and ``split`` a ``(connections, max_paths)`` array. They serve
 :func:`ainet_gym.simulate` and, through the env's action space, the baseline agents.
 
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ainet_gym.routing import spray_split
+from ainet_gym.routing.split import spray_split
 
 if TYPE_CHECKING:
-    from ainet_gym.world import FabricWorld, StepResult
+    from ainet_gym.sim.world import FabricWorld, StepResult
 
 __all__ = [
     "CONTROLS",
@@ -57,7 +57,7 @@ def avoid_dead_paths(world: FabricWorld, split: np.ndarray) -> np.ndarray:
 def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
     """``split`` on the jobs' connections (action slots), static ECMP on every other connection."""
     out = world.default_split()
-    ctrl = _controlled(world)
+    ctrl = controlled_connections(world)
     out[ctrl] = split[ctrl]
     return out
 
@@ -86,7 +86,7 @@ def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     return _jobs_only(world, wcmp_all(world, last))
 
 
-def _controlled(world: FabricWorld) -> np.ndarray:
+def controlled_connections(world: FabricWorld) -> np.ndarray:
     """Mask (connections,) of connections that sit in action slots (jobs' connections)."""
     sim = world.sim
     assert sim is not None
@@ -103,7 +103,7 @@ def base_load(world: FabricWorld, last: StepResult) -> np.ndarray:
     assert sim is not None
     B, L = world.batch, world.fabric.n_links
     d = connection_demand(world)
-    ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
+    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
     paths = sim.conn_paths_global  # (conn, paths, hops)
     mask = paths >= 0
     own_w = (sim.split * np.where(ctrl, d, 0.0)[:, None])[:, :, None] * mask
@@ -116,7 +116,7 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
 
     The load the controlled connections did not cause (background, uncontrolled traffic) is the last
     interval's measured bytes minus their own offered load under the last split (:func:`base_load`),
-    or ``base`` (batch, links) bytes when given (a forecast, see ``agents.predictive``). Connections are
+    or ``base`` (batch, links) bytes when given (a forecast, see ``ainet_gym.agents.predictive``). Connections are
     then placed one by one, largest demand first, each on the candidate path whose most loaded link (the
     base load plus what was placed so far, over capacity) is lowest. Runs over the batch at once; the
     loop is over placement rounds, not over flows. First interval without ``base``: static ECMP.
@@ -128,7 +128,7 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
     assert sim is not None
     B, P = world.batch, world.max_paths
     d = connection_demand(world)
-    ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
+    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
     paths = sim.conn_paths_global  # (conn, paths, hops)
     if base is None:
         assert last is not None
@@ -246,7 +246,7 @@ def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | Non
     e.g. by steering background traffic through switch weights, or by exploiting the timing of phases.
 
     ``fixed_rate`` (batch, links), bytes/s, replaces the load of the connections the LP does not route
-    (background at its scheduled rate on its ECMP paths) by a forecast (see ``agents.predictive``).
+    (background at its scheduled rate on its ECMP paths) by a forecast (see ``ainet_gym.agents.predictive``).
     """
     from scipy.optimize import linprog
     from scipy.sparse import coo_matrix, vstack
@@ -256,7 +256,7 @@ def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | Non
     split = world.default_split()
     d = connection_peak_rate(world)
     live = world.live_paths()
-    ctrl = _controlled(world) & (sim.conn_npaths > 1) & (d > 0) & live.any(axis=1)
+    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0) & live.any(axis=1)
     inst_of_conn = sim.unit_inst[sim.conn_unit]
     L = world.fabric.n_links
     for b in range(world.batch):

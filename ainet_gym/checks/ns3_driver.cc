@@ -2,7 +2,7 @@
 //
 // The Python side builds the fabric (nodes, point-to-point links, pinned host routes) and hands this
 // orchestrator the jobs: compute time, overlap, start time, and phases of transfers. The orchestrator runs
-// the same job timeline as the fluid engine (ainet_gym/engine.py): an iteration computes for `compute`,
+// the same job timeline as the fluid engine (ainet_gym/sim/engine.py): an iteration computes for `compute`,
 // its communication starts after (1 - overlap) * compute and runs the phases in order, each phase's
 // transfers as bulk TCP connections (one per routed sub-flow of the transfer's connection); the iteration
 // ends when both compute and communication are done and the next one starts at once. Latency is not an

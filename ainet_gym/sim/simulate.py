@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ainet_gym.policies import Policy, get_policy
-from ainet_gym.scenario import load_scenario
-from ainet_gym.spec import Scenario
-from ainet_gym.topology import TIERS
+from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.policies import Policy, get_policy
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.world import FabricWorld, StepResult
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
-from ainet_gym.world import FabricWorld, StepResult
 
 __all__ = ["flow_records", "link_records", "simulate", "step_record"]
 

@@ -6,8 +6,8 @@ backends sum link bytes in a different order, so a float64 value may differ in i
 to the neighbouring float32). The CI test (``tests/test_backends.py``) runs one scenario of every family;
 the full sweep is a command::
 
-    python -m ainet_gym.parity                     # every shipped scenario, seeds 0-2, 20 intervals
-    python -m ainet_gym.parity --seeds 1 --intervals 5 --modes event,phase spine-leaf-2to1
+    python -m ainet_gym.checks.parity                     # every shipped scenario, seeds 0-2, 20 intervals
+    python -m ainet_gym.checks.parity --seeds 1 --intervals 5 --modes event,phase spine-leaf-2to1
 
 It prints one line per (scenario, policy, rate update mode) with the largest relative difference, and
 exits with status 1 if any exceeds the tolerance.
@@ -83,9 +83,9 @@ def compare_backends(
 
     ``policy`` is one of :data:`PARITY_POLICIES`; ``rate_updates`` overrides the scenario's mode.
     """
-    from ainet_gym.env import EnvCore
-    from ainet_gym.policies import get_policy
-    from ainet_gym.scenario import load_scenario
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.routing.policies import get_policy
+    from ainet_gym.scenario.loader import load_scenario
 
     sc = load_scenario(scenario)
     if rate_updates is not None:
@@ -109,14 +109,16 @@ def compare_backends(
 
 
 def _shipped() -> list[str]:
-    from ainet_gym.scenario import list_scenarios
+    from ainet_gym.scenario.loader import list_scenarios
 
     return [name for name, _ in list_scenarios()]
 
 
 def parity_main(argv: Sequence[str] | None = None) -> int:
     """Command line of the full parity sweep (see the module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m ainet_gym.parity", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m ainet_gym.checks.parity", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("scenarios", nargs="*", help="scenario names or paths (default: every shipped one)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--intervals", type=int, default=20, help="decision intervals per run (default 20)")

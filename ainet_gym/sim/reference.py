@@ -1,6 +1,6 @@
 """Deliberately simple reference max-min fair allocators, for tests and benchmarks.
 
-Neither is used by the simulator; :mod:`ainet_gym.allocator` is the production solver.
+Neither is used by the simulator; :mod:`ainet_gym.sim.allocator` is the production solver.
 
 * :func:`max_min_fair_reference`: textbook progressive filling in pure Python (lists and loops). All
   active flows rise together to the next link saturation or demand; the flows that hit it are frozen.
@@ -8,7 +8,7 @@ Neither is used by the simulator; :mod:`ainet_gym.allocator` is the production s
 * :func:`max_min_fair_global_min`: the same progressive filling in numpy, freezing each iteration only
   the flows at the global minimum fair level, so it needs one iteration per distinct bottleneck level
   (about F/5 on ECMP fabrics). The baseline that the parallel rule of
-  :func:`ainet_gym.allocator.solve_coo` is measured against.
+  :func:`ainet_gym.sim.allocator.solve_coo` is measured against.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def max_min_fair_global_min(
 ) -> npt.NDArray[np.float64] | tuple[npt.NDArray[np.float64], int]:
     """Weighted max-min fair rates by global-minimum progressive filling, in numpy.
 
-    Same arguments and result as :func:`ainet_gym.allocator.solve_coo`, but each iteration freezes
+    Same arguments and result as :func:`ainet_gym.sim.allocator.solve_coo`, but each iteration freezes
     only the flows whose path minimum equals the global minimum level, so the iteration count is the
     number of distinct bottleneck levels.
 

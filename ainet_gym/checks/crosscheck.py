@@ -9,7 +9,7 @@ time each simulator took for the same simulated span.
 
 How the scenario becomes an ns-3 experiment:
 
-- **Fabric.** One ns-3 node per GPU and per switch of :class:`~ainet_gym.topology.Fabric`, one
+- **Fabric.** One ns-3 node per GPU and per switch of :class:`~ainet_gym.fabric.topology.Fabric`, one
   point-to-point link per duplex pair of fabric links (parallel links stay parallel), at the links'
   nominal rates (``link_gbps``, per direction) and a propagation delay of the link's latency
   (``fabric.hop_latency_us``).
@@ -55,10 +55,10 @@ from typing import Any
 
 import numpy as np
 
-from ainet_gym.scenario import load_scenario
-from ainet_gym.spec import Scenario
-from ainet_gym.topology import Fabric
-from ainet_gym.workload import decompose
+from ainet_gym.fabric.topology import Fabric
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.workload import decompose
 
 __all__ = [
     "TCP_HEADER_EFFICIENCY",
@@ -271,8 +271,8 @@ def _ecmp_set_size(fabric: Fabric, src: int, dst: int) -> int:
 
 
 def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: CrosscheckConfig) -> _FluidRun:
-    from agents.registry import make_agent
-    from ainet_gym.env import EnvCore
+    from ainet_gym.agents.registry import make_agent
+    from ainet_gym.envs.env import EnvCore
 
     agent = make_agent(policy)
     core = EnvCore(sc, batch=1, episode_steps=steps, **agent.env_kwargs)
@@ -413,7 +413,7 @@ def _import_ns() -> Any:
                 ) from e
     finally:
         os.chdir(cwd)
-    src = (Path(__file__).with_name("_ns3_driver.cc")).read_text(encoding="utf-8")
+    src = (Path(__file__).with_name("ns3_driver.cc")).read_text(encoding="utf-8")
     ns.cppyy.cppdef(src)
     _NS = ns
     return ns
@@ -599,7 +599,7 @@ def _estimated_bytes(run: _FluidRun) -> float:
 def _resolve(scenario: str | os.PathLike | dict | Scenario) -> str | os.PathLike | dict | Scenario:
     """A bare name that is not a shipped scenario may name a cross-check case (scenarios/crosscheck/)."""
     if isinstance(scenario, str) and "/" not in scenario and not Path(scenario).is_file():
-        from ainet_gym.scenario import scenarios_dir
+        from ainet_gym.scenario.loader import scenarios_dir
 
         d = scenarios_dir()
         own = d / "crosscheck" / f"{scenario.removesuffix('.yaml')}.yaml"
@@ -672,7 +672,7 @@ def crosscheck(
         if not 0 < cfg.header_efficiency <= 1:
             raise CrosscheckError(f"header_efficiency = {cfg.header_efficiency!r}: must be in (0, 1]")
         sc = replace(sc, fabric=replace(sc.fabric, link_efficiency=cfg.header_efficiency))
-    from ainet_gym.topology import build_fabric
+    from ainet_gym.fabric.topology import build_fabric
 
     _check_supported(sc, build_fabric(sc.fabric, sc.routing.max_paths), steps, cfg)
     _import_ns()  # fail early (before the fluid run) when the extra is missing
@@ -805,7 +805,7 @@ def _crosscheck_in_subprocess(
     cfg = dataclasses.asdict(config or CrosscheckConfig())
     code = (
         "import json, sys\n"
-        "from ainet_gym.crosscheck import CrosscheckConfig, CrosscheckError, crosscheck\n"
+        "from ainet_gym.checks.crosscheck import CrosscheckConfig, CrosscheckError, crosscheck\n"
         "a = json.loads(sys.argv[1])\n"
         "det = {}\n"
         "try:\n"
@@ -949,11 +949,11 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ainet_gym.crosscheck``: the calibration table (what ``make crosscheck`` runs)."""
+    """``python -m ainet_gym.checks.crosscheck``: the calibration table (what ``make crosscheck`` runs)."""
     import argparse
     import json
 
-    ap = argparse.ArgumentParser(prog="python -m ainet_gym.crosscheck", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m ainet_gym.checks.crosscheck", description=main.__doc__)
     ap.add_argument("--policies", default=",".join(CALIBRATION_POLICIES), help="comma list (ppo:PATH too)")
     ap.add_argument("--cases", default=",".join(n for n, _ in CALIBRATION_CASES), help="comma list")
     ap.add_argument("--seed", type=int, default=0)

@@ -1,13 +1,13 @@
 """Compiled (numba) decision interval: the event loop and the exact max-min allocator in one call.
 
-This is the ``"numba"`` backend of :class:`ainet_gym.engine.BatchSim`; the numpy code in
-:mod:`ainet_gym.engine` and :func:`ainet_gym.allocator.solve_coo` is the reference backend, and the two
+This is the ``"numba"`` backend of :class:`ainet_gym.sim.engine.BatchSim`; the numpy code in
+:mod:`ainet_gym.sim.engine` and :func:`ainet_gym.sim.allocator.solve_coo` is the reference backend, and the two
 agree to round-off (``tests/test_backends.py`` checks every observation, reward and info value to 1e-9
 relative). The kernel walks each instance of the batch on its own (instances are independent): Python is
 entered once per interval, and an instance's allocation is re-solved only when its set of active flows
 changed since its last solve (capacities and the split are fixed within an interval).
 
-Layout (flat arrays, as :class:`~ainet_gym.engine.BatchSim` stacks them): units, flows and incidence
+Layout (flat arrays, as :class:`~ainet_gym.sim.engine.BatchSim` stacks them): units, flows and incidence
 entries of instance ``b`` are contiguous (``inst_unit``, ``inst_flow``, ``inst_entry`` hold the
 boundaries); entries are sorted by flow; link ids are global (``b * links + l``); the flows of phase
 ``p`` of a unit are the contiguous range ``phase_flow_lo[p] .. phase_flow_lo[p] + phase_flow_n[p]``.
@@ -15,7 +15,7 @@ Phases form a graph per unit (``phase_npred`` predecessors; successors ``phase_s
 phase_succ_off[p + 1]]``, global ids): a phase runs once all its predecessors are done (a chain for
 unchunked collectives; a pipeline grid of chunks x stages for chunked ones).
 
-The allocator is the parallel local-bottleneck rule of :mod:`ainet_gym.allocator` (weights 1, demand
+The allocator is the parallel local-bottleneck rule of :mod:`ainet_gym.sim.allocator` (weights 1, demand
 caps), with the same order of floating-point sums, so rates agree bit for bit with ``solve_coo``.
 """
 
