@@ -633,7 +633,11 @@ def crosscheck(
         The ns-3 experiment's constants.
     details : dict, optional
         Filled, if given, with what the contract object leaves out: CPU times of both simulations,
-        iterations per job in each, ns-3 transfers (TCP connections) and how connections were routed.
+        the fluid's first (recorded, untimed-median) wall time, iterations per job in each, ns-3 transfers
+        (TCP connections), how connections were routed (``routing``, and per connection its candidate
+        ``paths``, ``conn_ends`` and each interval's ``splits``), ``transfer_log`` (per ns-3 transfer:
+        job, bytes, launch and completion time in s, -1 if it did not complete, connection id) and
+        ``transfer_mb``, the smallest transfer of the jobs in MB.
 
     Returns
     -------
