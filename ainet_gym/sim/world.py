@@ -127,6 +127,12 @@ class FabricWorld:
             & (f.link_src < f.link_dst)
         )
         self._names: list[list[str | None]] = []  # (batch, jobs) job names as of the last restack
+        # (batch, backgrounds) step offset of each periodic background in this episode (offset_steps plus
+        # its per-episode jitter) and the start-jittered copies of the initial jobs, see _draw_jitter
+        self.bg_offset = np.array(
+            [[bg.offset_steps for bg in scenario.background] for _ in range(batch)], dtype=np.int64
+        ).reshape(batch, len(scenario.background))
+        self._jittered: dict[tuple[int, float], JobSpec] = {}
 
     # ------------------------------------------------------------------ helpers
     def _n_conns(self, job: JobSpec) -> int:
@@ -257,6 +263,7 @@ class FabricWorld:
                 free[g] = False
                 self.jobs[b][j] = job
                 self.gpus[b][j] = g
+            self._draw_jitter(b, rng)
             self.fail_until[b] = -1
             self.cap_factor[b] = 1.0
             self.step_count[b] = 0
@@ -265,6 +272,20 @@ class FabricWorld:
             self.sim.time_s[mask] = 0.0
         self._rebuild(reset_mask=mask)
         self._apply_step_dynamics(mask, first=True)
+
+    def _draw_jitter(self, b: int, rng: np.random.Generator) -> None:
+        """Per-episode variation of instance ``b``: each initial job's start (``start_jitter_ms``, on a
+        0.1 ms grid) and each periodic background's offset (``offset_jitter_steps``), drawn after the
+        placements and only for fields > 0, so a scenario without jitter draws nothing and its episodes
+        are the same as before the fields existed."""
+        for j, job in enumerate(self.scenario.jobs):
+            if job.start_jitter_ms > 0:
+                start = round(job.start_ms + rng.integers(int(job.start_jitter_ms * 10) + 1) / 10, 1)
+                # one JobSpec object per (job, start): the unit cache is keyed by the object's id
+                self.jobs[b][j] = self._jittered.setdefault((j, start), replace(job, start_ms=start))
+        for i, bg in enumerate(self.scenario.background):
+            jitter = bg.offset_jitter_steps
+            self.bg_offset[b, i] = bg.offset_steps + (int(rng.integers(jitter + 1)) if jitter > 0 else 0)
 
     def _units_of(self, b: int) -> tuple[list[CompiledUnit], list[int]]:
         units: list[CompiledUnit] = []
@@ -521,7 +542,7 @@ class FabricWorld:
             if bg.pattern == "constant":
                 active = np.ones((self.batch, 1), dtype=bool)
             else:
-                phase = step - bg.offset_steps
+                phase = step - self.bg_offset[:, i : i + 1]
                 active = (phase >= 0) & (phase % bg.period_steps < bg.duration_steps)
             on[self.bg_unit[:, i]] = active[:, 0]
         self.sim.bg_on = on
