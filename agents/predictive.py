@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.registry import register_agent
-from ainet_gym.policies import _controlled, base_load, connection_demand, get_policy, greedy, lp
+from ainet_gym.policies import base_load, connection_demand, controlled_connections, get_policy, greedy, lp
 
 if TYPE_CHECKING:
     from ainet_gym.env import EnvCore
@@ -88,7 +88,7 @@ def background_offered(world: FabricWorld) -> np.ndarray:
     assert sim is not None
     B, L = world.batch, world.fabric.n_links
     d = connection_demand(world)
-    placed = _controlled(world) & (sim.conn_npaths > 1) & (d > 0)
+    placed = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
     d = np.where(placed, 0.0, d)
     paths = sim.conn_paths_global
     mask = paths >= 0
