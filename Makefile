@@ -37,7 +37,6 @@ check: install-dev lint test
 
 test:
 	$(PYTHON) -m pytest -q -n 2 tests
-	$(PYTHON) -m pytest -q --doctest-modules ainet_gym agents
 
 bench:
 	$(PYTHON) -m ainet_gym.cli bench
@@ -70,4 +69,4 @@ check-ns3: install-ns3
 
 # The calibration table of README "Fidelity": every case under ecmp, spray and lp, fluid vs ns-3.
 crosscheck: install-ns3
-	$(NS3_PYTHON) -c "import sys; from ainet_gym.crosscheck import main; sys.exit(main())" --out crosscheck-results.json
+	$(NS3_PYTHON) -c "import sys; from ainet_gym.checks.crosscheck import main; sys.exit(main())" --out crosscheck-results.json

@@ -1,19 +1,26 @@
 """Agents for ainet-gym: heuristic baselines, stable-baselines3 learners, training and evaluation.
 
-- :mod:`agents.registry`: the :class:`~agents.registry.Agent` protocol and the registry behind
+- :mod:`ainet_gym.agents.registry`: the :class:`~ainet_gym.agents.registry.Agent` protocol and the registry behind
   ``--policies`` (``register_agent`` adds one);
-- :mod:`agents.baselines`: ECMP, spray, WCMP, greedy and the LP optimum, at the engine level and
+- :mod:`ainet_gym.agents.baselines`: ECMP, spray, WCMP, greedy and the LP optimum, at the engine level and
   through every action mode;
-- :mod:`agents.sb3_agents`: PPO, A2C, SAC and MaskablePPO; saving and loading models with metadata;
-- :mod:`agents.marl_agents`: ``marl:PATH``, a per-switch policy (one shared model acting at every switch
+- :mod:`ainet_gym.agents.sb3_agents`: PPO, A2C, SAC and MaskablePPO; saving and loading models with metadata;
+- :mod:`ainet_gym.agents.marl_agents`: ``marl:PATH``, a per-switch policy (one shared model acting at every switch
   from its local view, :func:`ainet_gym.parallel_env`);
-- :mod:`agents.train`, :mod:`agents.evaluate`, :mod:`agents.demo`: the ``ainet-gym train``,
+- :mod:`ainet_gym.agents.train`, :mod:`ainet_gym.agents.evaluate`, :mod:`ainet_gym.agents.demo`: the ``ainet-gym train``,
   ``evaluate`` and ``demo`` commands.
 
 stable-baselines3 is imported lazily: the baselines and the evaluation of baselines work without the
 ``rl`` extra.
 """
 
-from agents.registry import AGENTS, Agent, available_policies, make_agent, register_agent
+if __name__ == "agents":  # the repository folder imported as a top-level package (0.1's import path)
+    raise ImportError(
+        "the agents package is ainet_gym.agents since ainet-gym 0.2: use `from ainet_gym.agents.registry import ...`"
+        " and `python -m ainet_gym.agents.<module>` (see CHANGELOG.md)"
+    )
+
+
+from ainet_gym.agents.registry import AGENTS, Agent, available_policies, make_agent, register_agent
 
 __all__ = ["AGENTS", "Agent", "available_policies", "make_agent", "register_agent"]

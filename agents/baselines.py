@@ -1,6 +1,6 @@
 """Heuristic routing baselines, at the engine level and through every action mode of the env.
 
-The baselines are the engine-level policies of :mod:`ainet_gym.policies`:
+The baselines are the engine-level policies of :mod:`ainet_gym.routing.policies`:
 
 - ``ecmp``: static hashing of each connection onto one candidate path (the default routing);
 - ``spray``: an even split of the jobs' connections over every candidate path (packet spraying);
@@ -12,7 +12,7 @@ The baselines are the engine-level policies of :mod:`ainet_gym.policies`:
 - ``lp``: the optimum: minimise the maximum offered link utilisation of the interval's known demand over
   the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``.
 
-The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.policies`.
+The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.routing.policies`.
 
 **Which traffic a policy controls** (``agent.controls``, a column of every evaluation table):
 ``none`` (ECMP), ``jobs`` (the jobs' connections; background stays on static ECMP: ``spray``, ``wcmp``,
@@ -58,12 +58,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.registry import register_agent
-from ainet_gym.env import ACTION_MODES
-from ainet_gym.policies import POLICIES, get_policy, place_least_loaded
+from ainet_gym.agents.registry import register_agent
+from ainet_gym.envs.env import ACTION_MODES
+from ainet_gym.routing.policies import POLICIES, get_policy, place_least_loaded
 
 if TYPE_CHECKING:
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
 __all__ = [
     "BASELINES",
@@ -101,7 +101,7 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
 def controls(policy: str, action_mode: str | None = None) -> str:
     """The traffic ``policy`` routes (``none``, ``jobs`` or ``jobs+bg``; see the module docstring);
     through ``action_mode`` ``ecmp_weights`` every baseline but ECMP moves background too."""
-    from ainet_gym.policies import CONTROLS
+    from ainet_gym.routing.policies import CONTROLS
 
     c = CONTROLS[policy]
     if action_mode == "ecmp_weights" and c != "none":

@@ -1,6 +1,6 @@
 """SB3 callbacks: the fabric's own training curves in TensorBoard.
 
-:class:`FabricMetricsCallback` reads the ``infos`` of :class:`~ainet_gym.sb3_vec_env.SB3VecEnv` every
+:class:`FabricMetricsCallback` reads the ``infos`` of :class:`~ainet_gym.envs.sb3_vec_env.SB3VecEnv` every
 step and, when an episode ends, records its means under ``fabric/``:
 
 ===============================  ======================================================================

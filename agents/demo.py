@@ -24,9 +24,9 @@ import argparse
 import time
 from pathlib import Path
 
-from agents.evaluate import EvalConfig, _header, evaluate, markdown_table
-from agents.outputs import MODEL_FILE, check_model_out, check_out_dir, fresh_dir, model_path
-from agents.train import TrainConfig, format_final, run_name, train
+from ainet_gym.agents.evaluate import EvalConfig, evaluate, markdown_table, report_header
+from ainet_gym.agents.outputs import MODEL_FILE, check_model_out, check_out_dir, fresh_dir, model_path
+from ainet_gym.agents.train import TrainConfig, format_final, run_name, train
 
 __all__ = [
     "DEMO_ACTION_MODE",
@@ -133,7 +133,7 @@ def demo_main(args: argparse.Namespace) -> int:
     print()
     print(comparison(result))
     print()
-    print(_header(result))
+    print(report_header(result))
     print()
     print(markdown_table(result))
     print()

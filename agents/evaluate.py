@@ -2,7 +2,7 @@
 
 Baselines act at the engine level (``core.step_split(get_policy(name)(core.world, core.last_result))``),
 learned agents through their action space (``core.step(model.predict(obs))``); both on
-:class:`~ainet_gym.env.EnvCore` with the same scenario, episode seeds and episode length. All episodes of
+:class:`~ainet_gym.envs.env.EnvCore` with the same scenario, episode seeds and episode length. All episodes of
 a policy run as one batch (one instance per (seed, episode)).
 
 Every row says which traffic the policy routes (``controls``: ``none`` for ECMP, ``jobs`` for policies
@@ -43,11 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from agents.outputs import check_out_dir, fresh_dir
-from agents.registry import Agent, make_agent, parse_policies
-from ainet_gym.env import EnvCore
-from ainet_gym.scenario import load_scenario
-from ainet_gym.spec import Scenario
+from ainet_gym.agents.outputs import check_out_dir, fresh_dir
+from ainet_gym.agents.registry import Agent, make_agent, parse_policies
+from ainet_gym.envs.env import EnvCore
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import Scenario
 
 __all__ = [
     "EPISODE_SEED_STRIDE",
@@ -373,7 +373,8 @@ def markdown_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _header(result: dict[str, Any]) -> str:
+def report_header(result: dict[str, Any]) -> str:
+    """The first line of an evaluation report: scenario, seeds, episode length and what each policy controls."""
     n = len(result["episode_seeds"])
     head = (
         f"scenario {result['scenario']}: {n} episodes (seeds {','.join(map(str, result['seeds']))} x "
@@ -408,7 +409,7 @@ def write_outputs(result: dict[str, Any], runs: dict[str, PolicyRun], out: Path)
         "figure": str(out / "figure.png"),
     }
     result["files"] = files
-    Path(files["table"]).write_text(f"{_header(result)}\n\n{markdown_table(result)}\n")
+    Path(files["table"]).write_text(f"{report_header(result)}\n\n{markdown_table(result)}\n")
     with open(files["csv"], "w", newline="") as fh:
         wr = csv.writer(fh)
         keys = ("gpu_utilization", "step_time_ratio", "max_link_utilization", "gpu_utilization_vs_ecmp")
@@ -483,7 +484,7 @@ def plot(result: dict[str, Any], runs: dict[str, PolicyRun], path: Path) -> None
     ax3.set_ylabel("GPU utilisation (mean over episodes)")
     ax3.set_ylim(0, 1)
     ax3.set_title("GPU utilisation per interval")
-    fig.suptitle(_header(result), fontsize=9)
+    fig.suptitle(report_header(result), fontsize=9)
     fig.savefig(path, dpi=110)
 
 
@@ -506,7 +507,7 @@ def evaluate_main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result))
         return 0
-    print(_header(result))
+    print(report_header(result))
     print()
     print(markdown_table(result))
     print()

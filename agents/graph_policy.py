@@ -1,6 +1,6 @@
 """A graph policy that transfers across fabric sizes: message passing over the ``graph`` observation.
 
-The MLP policies of :mod:`agents.sb3_agents` map a fixed-size vector to a fixed-size action, so a model
+The MLP policies of :mod:`ainet_gym.agents.sb3_agents` map a fixed-size vector to a fixed-size action, so a model
 trained on a 64-GPU fabric cannot act on a 256-GPU one. :class:`GraphActorCritic` instead runs the same
 small networks on every node and every link of the fabric (the env's ``observation="graph"``: node kinds,
 the directed link list ``edge_index`` and per-link utilisation history and capacity fraction), and emits one
@@ -25,11 +25,11 @@ Every operation is per node, per link or a mean/max over them, so permuting the 
 permutes the outputs the same way (``tests/test_graph_policy.py`` checks it) and nothing depends on
 the number of links.
 
-Training: PPO (clipped objective, GAE) written here over the batched :class:`~ainet_gym.env.EnvCore`
+Training: PPO (clipped objective, GAE) written here over the batched :class:`~ainet_gym.envs.env.EnvCore`
 (``n_envs`` copies stepped in one engine call), one whole episode per copy per update, seeds >=
 1,000,000 (evaluation seeds are small integers)::
 
-    python -m agents.graph_policy train periodic-interference --timesteps 30720 --n-envs 8 --out graph.pt
+    python -m ainet_gym.agents.graph_policy train periodic-interference --timesteps 30720 --n-envs 8 --out graph.pt
 
 It prints the mean episode GPU utilisation per update, the wall time and the peak resident memory of the
 process (``resource.getrusage``), and stores them in the checkpoint. Evaluate on any fabric::
@@ -54,12 +54,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.registry import register_agent
+from ainet_gym.agents.registry import register_agent
 
 if TYPE_CHECKING:
     import torch
 
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
 __all__ = [
     "FORMAT",
@@ -181,7 +181,7 @@ def global_features(core: EnvCore, flat: np.ndarray) -> np.ndarray:
     """(batch, N_GLOBAL) size-free globals from the flat observation: the mean over job slots of the 5 job
     features, the mean over background sources of *active last* and *scheduled next* (0 without
     background) and the episode progress."""
-    from ainet_gym.env import BG_FEATURES, JOB_FEATURES
+    from ainet_gym.envs.env import BG_FEATURES, JOB_FEATURES
 
     B = flat.shape[0]
     L = core.obs_layout
@@ -214,7 +214,7 @@ def path_features(core: EnvCore) -> np.ndarray:
       further on sees it here; 1 where nothing crosses ``l``);
     - ``path_load``: the same mean of the path's largest ``offered`` (squashed like ``offered``).
     """
-    from ainet_gym.policies import connection_demand
+    from ainet_gym.routing.policies import connection_demand
 
     w = core.world
     sim = w.sim
@@ -333,12 +333,12 @@ def load_graph_policy(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[st
         blob = torch.load(p, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, ValueError) as e:
         raise ValueError(
-            f"graph:{path}: not a graph-policy checkpoint (python -m agents.graph_policy train): {e}"
+            f"graph:{path}: not a graph-policy checkpoint (python -m ainet_gym.agents.graph_policy train): {e}"
         ) from None
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise ValueError(
             f"graph:{path}: not a graph-policy checkpoint (format {FORMAT!r} expected; "
-            "train one with python -m agents.graph_policy train)"
+            "train one with python -m ainet_gym.agents.graph_policy train)"
         )
     try:
         cfg = GraphPolicyConfig(**blob["config"])
@@ -357,7 +357,7 @@ class GraphPolicyAgent:
 
     It sets one WCMP weight per switch next-hop link (the ``ecmp_weights`` action, so it controls all
     traffic, background included) and, like every baseline that sprays or weights traffic
-    (:func:`ainet_gym.policies.avoid_dead_paths`) and like a switch that drops a dead next hop from its
+    (:func:`ainet_gym.routing.policies.avoid_dead_paths`) and like a switch that drops a dead next hop from its
     group, gives no share to candidate paths through a failed link (capacity 0). That is why it acts at
     the engine level (:meth:`act` returns the split; :meth:`weights` the action): the ``ecmp_weights``
     action alone cannot express a zero share (a weight is 0 only at exactly -1), and a ring AllReduce with
@@ -404,7 +404,7 @@ class GraphPolicyAgent:
 
     def act(self, core: EnvCore, obs: Any) -> np.ndarray:
         """The split (connections, max_paths) of the weights, without shares on dead paths."""
-        from ainet_gym.policies import avoid_dead_paths
+        from ainet_gym.routing.policies import avoid_dead_paths
 
         split = core.decode(core.validate(self.weights(core, obs)))
         return avoid_dead_paths(core.world, split) if self.avoid_dead else split
@@ -415,7 +415,7 @@ register_agent(
     lambda path: GraphPolicyAgent(path),
     needs_arg=True,
     arg_help="PATH",
-    description="a graph policy that acts on any fabric size (python -m agents.graph_policy train)",
+    description="a graph policy that acts on any fabric size (python -m ainet_gym.agents.graph_policy train)",
     overwrite=True,
 )
 
@@ -423,7 +423,7 @@ register_agent(
 # ---------------------------------------------------------------------- training
 @dataclass(frozen=True)
 class TrainConfig:
-    """PPO settings of :func:`train` (defaults as :func:`agents.sb3_agents.default_hyperparameters`).
+    """PPO settings of :func:`train` (defaults as :func:`ainet_gym.agents.sb3_agents.default_hyperparameters`).
 
     Attributes
     ----------
@@ -488,7 +488,7 @@ def train(
     wall time, peak RSS, settings)."""
     import torch
 
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
     cfg.check()
     policy = policy or GraphPolicyConfig()
@@ -590,14 +590,16 @@ def train(
         "parameters": int(sum(p.numel() for p in net.parameters())),
         "curve": [round(x, 4) for x in curve],
         "train": {k: v for k, v in asdict(cfg).items()},
-        "command": " ".join(["python -m agents.graph_policy", *sys.argv[1:]]),
+        "command": " ".join(["python -m ainet_gym.agents.graph_policy", *sys.argv[1:]]),
     }
     return net, info
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agents.graph_policy train SCENARIO --timesteps N --out graph.pt``."""
-    p = argparse.ArgumentParser(prog="python -m agents.graph_policy", description=__doc__.split("\n")[0])
+    """``python -m ainet_gym.agents.graph_policy train SCENARIO --timesteps N --out graph.pt``."""
+    p = argparse.ArgumentParser(
+        prog="python -m ainet_gym.agents.graph_policy", description=__doc__.split("\n")[0]
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train a graph policy with PPO")
     t.add_argument("scenario")

@@ -1,9 +1,9 @@
 """``ainet-gym leaderboard``: every registered env id x every baseline x the shipped checkpoints.
 
-For each env id of :data:`ainet_gym.registration.ENV_IDS` (its default scenario) it evaluates every
-baseline (:data:`agents.baselines.BASELINES`), the predict-then-route baselines and, where one is
+For each env id of :data:`ainet_gym.envs.registration.ENV_IDS` (its default scenario) it evaluates every
+baseline (:data:`ainet_gym.agents.baselines.BASELINES`), the predict-then-route baselines and, where one is
 shipped, the ``pretrained`` checkpoint, on the same held-out seeds (:data:`LEADERBOARD_SEEDS`, 1-10;
-training uses seeds >= 1,000,000), through :func:`agents.evaluate.evaluate`. It prints and writes a
+training uses seeds >= 1,000,000), through :func:`ainet_gym.agents.evaluate.evaluate`. It prints and writes a
 table of mean GPU utilisation with its 95% confidence interval, the traffic each policy controls, and
 the LP-normalised score
 
@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.evaluate import EvalConfig, evaluate, parse_seeds
-from agents.registry import parse_policies
+from ainet_gym.agents.evaluate import EvalConfig, evaluate, parse_seeds
+from ainet_gym.agents.registry import parse_policies
 
 __all__ = ["LEADERBOARD_SEEDS", "leaderboard", "leaderboard_main", "leaderboard_policies", "markdown"]
 
@@ -41,7 +41,7 @@ MIN_GAP = 0.005
 def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[str]:
     """Baselines, predictive baselines, ``pretrained`` if a checkpoint is shipped for ``scenario``,
     then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
-    from agents.baselines import BASELINES
+    from ainet_gym.agents.baselines import BASELINES
     from ainet_gym.pretrained import pretrained_path
 
     pols = [*BASELINES, *PREDICTIVE]
@@ -75,7 +75,7 @@ def leaderboard(
     ValueError
         If an env id is not registered.
     """
-    from ainet_gym.registration import ENV_IDS
+    from ainet_gym.envs.registration import ENV_IDS
 
     ids = list(ENV_IDS) if env_ids is None else list(env_ids)
     for i in ids:

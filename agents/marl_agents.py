@@ -1,9 +1,9 @@
 """Per-switch policies in ``ainet-gym evaluate``: ``marl:PATH``, a parameter-shared model of
 ``examples/marl_ppo.py`` acting at every switch from the switch's local observation.
 
-The evaluator runs ``B`` episodes at once on an :class:`~ainet_gym.env.EnvCore` in ``ecmp_weights`` mode.
+The evaluator runs ``B`` episodes at once on an :class:`~ainet_gym.envs.env.EnvCore` in ``ecmp_weights`` mode.
 Each step this agent builds every switch's local observation with
-:class:`~ainet_gym.multiagent.SwitchAgents` (the same code as :func:`ainet_gym.parallel_env`), asks the one
+:class:`~ainet_gym.envs.multiagent.SwitchAgents` (the same code as :func:`ainet_gym.parallel_env`), asks the one
 shared policy for each switch's next-hop weights (one batched ``predict`` over episodes x switches), and
 returns the resulting split of every connection (engine level), so the per-switch policy is scored on
 the same seeds, episode length and metrics as the baselines and the centralised PPO.
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.registry import register_agent
-from agents.sb3_agents import check_fit
+from ainet_gym.agents.registry import register_agent
+from ainet_gym.agents.sb3_agents import check_fit
 
 if TYPE_CHECKING:
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
 __all__ = ["MARL_KIND", "MarlAgent", "marl_metadata"]
 
@@ -34,7 +34,7 @@ MARL_KIND = "per_switch"
 
 def marl_metadata(env: Any, scenario_name: str, **extra: Any) -> dict[str, Any]:
     """The ``ainet_gym.json`` metadata of a per-switch model trained on ``env`` (a
-    :class:`~ainet_gym.multiagent.FabricParallelEnv`): what :class:`MarlAgent` needs to rebuild the
+    :class:`~ainet_gym.envs.multiagent.FabricParallelEnv`): what :class:`MarlAgent` needs to rebuild the
     switches' view and to reject a scenario whose spaces do not fit."""
     sw = env.switches
     return {
@@ -57,7 +57,7 @@ class MarlAgent:
     level = "engine"
 
     def __init__(self, path: str | os.PathLike) -> None:
-        from agents.sb3_agents import load_model
+        from ainet_gym.agents.sb3_agents import load_model
 
         self.path = Path(path)
         self.model, self.meta = load_model(path, "ppo")
@@ -74,7 +74,7 @@ class MarlAgent:
         self.switches: Any = None
 
     def _view(self, core: EnvCore) -> Any:
-        from ainet_gym.multiagent import SwitchAgents
+        from ainet_gym.envs.multiagent import SwitchAgents
 
         if self.switches is None or self.switches.core is not core:
             self.switches = SwitchAgents(

@@ -25,7 +25,7 @@ base(t-1)``) on held-out seeds; ``tests/test_predictive.py`` checks that it is l
 Training command (prints the fit and the held-out error; the agents refit the same model, with the
 same defaults, when they first see a scenario, a few seconds)::
 
-    python -m agents.predictive periodic-interference --train-seeds 8 --eval-seeds 1-10
+    python -m ainet_gym.agents.predictive periodic-interference --train-seeds 8 --eval-seeds 1-10
 """
 
 from __future__ import annotations
@@ -37,12 +37,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.registry import register_agent
-from ainet_gym.policies import base_load, connection_demand, controlled_connections, get_policy, greedy, lp
+from ainet_gym.agents.registry import register_agent
+from ainet_gym.routing.policies import (
+    base_load,
+    connection_demand,
+    controlled_connections,
+    get_policy,
+    greedy,
+    lp,
+)
 
 if TYPE_CHECKING:
-    from ainet_gym.env import EnvCore
-    from ainet_gym.world import FabricWorld
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.sim.world import FabricWorld
 
 __all__ = [
     "TRAIN_SEED_BASE",
@@ -133,7 +140,7 @@ def collect(
     """Run one episode per seed (batched) under ``data_policy``; returns the base utilisation
     (batch, T, links) of each interval, the background offered for it (batch, T, links) and the
     link tiers (links,)."""
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
     core = EnvCore(scenario, batch=len(seeds), episode_steps=steps)
     core.reset(list(seeds))
@@ -210,8 +217,8 @@ def forecast_error(
     """Root-mean-square error of the model and of the last-value forecast of the base utilisation of
     the network links, over every interval of one episode per held-out seed (run under
     ``data_policy``); also the error during intervals where the scheduled background changes."""
-    from ainet_gym.scenario import load_scenario
-    from ainet_gym.world import FabricWorld
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
 
     sc = load_scenario(scenario)
     base, bg, _ = collect(sc, seeds, data_policy)
@@ -314,11 +321,13 @@ register_agent(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
-    from agents.evaluate import parse_seeds
-    from ainet_gym.topology import TIERS
+    """``python -m ainet_gym.agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
+    from ainet_gym.agents.evaluate import parse_seeds
+    from ainet_gym.fabric.topology import TIERS
 
-    p = argparse.ArgumentParser(prog="python -m agents.predictive", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m ainet_gym.agents.predictive", description=__doc__.split("\n")[0]
+    )
     p.add_argument("scenario")
     p.add_argument("--train-seeds", type=int, default=FitConfig.train_seeds)
     p.add_argument("--history", type=int, default=FitConfig.history)

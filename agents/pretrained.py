@@ -4,12 +4,12 @@
 the checkpoint shipped for that scenario (``ainet_gym/pretrained/<scenario>.zip``; a clear error names
 the shipped ones when there is none). A checkpoint is made from a model that ``ainet-gym train`` saved::
 
-    python -m agents.pretrained export runs/model.zip --scenario periodic-interference \\
+    python -m ainet_gym.agents.pretrained export runs/model.zip --scenario periodic-interference \\
         --command "ainet-gym train periodic-interference --algo ppo --action-mode ecmp_weights ..."
 
 which keeps SB3's ``data`` (spaces, hyperparameters) and ``policy.pth`` (the weights), drops
 ``policy.optimizer.pth`` (Adam moments, twice the weights) and ``pytorch_variables.pth``, and records
-the command in ``ainet_gym.json``. ``python -m agents.pretrained list`` prints what is shipped.
+the command in ``ainet_gym.json``. ``python -m ainet_gym.agents.pretrained list`` prints what is shipped.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.registry import register_agent
-from agents.sb3_agents import META_MEMBER, SB3Agent, _safe_objects, algo_class, read_metadata
+from ainet_gym.agents.registry import register_agent
+from ainet_gym.agents.sb3_agents import META_MEMBER, SB3Agent, algo_class, read_metadata, safe_objects
 from ainet_gym.pretrained import PRETRAINED_DIR, list_pretrained, pretrained_path
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-    from ainet_gym.spec import Scenario
+    from ainet_gym.scenario.spec import Scenario
 
 __all__ = ["DROPPED_MEMBERS", "PretrainedAgent", "export_checkpoint", "load_policy_only"]
 
@@ -61,7 +61,8 @@ def export_checkpoint(src: str | Path, scenario: str, command: str, dst: str | P
         **meta,
         "scenario": scenario,
         "command": command,
-        "export_command": "python -m agents.pretrained " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "export_command": "python -m ainet_gym.agents.pretrained "
+        + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "dropped": list(DROPPED_MEMBERS),
     }
     dst.parent.mkdir(parents=True, exist_ok=True)
@@ -79,7 +80,7 @@ def load_policy_only(path: str | Path) -> tuple[BaseAlgorithm, dict[str, Any]]:
 
     SB3's ``load`` insists on the optimiser state; this rebuilds the model from ``data`` as SB3 does
     and loads only the policy weights. The pickled entries of ``data`` go through the same checks and
-    allowlist as :func:`agents.sb3_agents.load_model` (tensors: ``torch.load(weights_only=True)``).
+    allowlist as :func:`ainet_gym.agents.sb3_agents.load_model` (tensors: ``torch.load(weights_only=True)``).
 
     Raises
     ------
@@ -94,7 +95,7 @@ def load_policy_only(path: str | Path) -> tuple[BaseAlgorithm, dict[str, Any]]:
     if algo is None:
         raise ValueError(f"checkpoint {str(path)!r}: no ainet_gym.json metadata")
     cls = algo_class(algo)
-    objects = _safe_objects(Path(path), algo)
+    objects = safe_objects(Path(path), algo)
     data, params, _ = load_from_zip_file(path, device="cpu", load_data=True, custom_objects=objects)
     if data is None or "policy" not in params:
         raise ValueError(f"checkpoint {str(path)!r}: no SB3 data or policy weights")
@@ -157,8 +158,10 @@ register_agent(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agents.pretrained export|list``."""
-    p = argparse.ArgumentParser(prog="python -m agents.pretrained", description=__doc__.split("\n")[0])
+    """``python -m ainet_gym.agents.pretrained export|list``."""
+    p = argparse.ArgumentParser(
+        prog="python -m ainet_gym.agents.pretrained", description=__doc__.split("\n")[0]
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("export", help="write a policy-only checkpoint into the package")
     e.add_argument("model", help="a model saved by ainet-gym train")

@@ -1,6 +1,6 @@
 """The agent registry: every policy that ``ainet-gym evaluate`` and ``ainet-gym demo`` can run.
 
-An *agent* maps the state of an :class:`~ainet_gym.env.EnvCore` (``batch`` instances of one scenario)
+An *agent* maps the state of an :class:`~ainet_gym.envs.env.EnvCore` (``batch`` instances of one scenario)
 to what the core steps with. It acts at one of two levels:
 
 - ``"engine"``: :meth:`Agent.act` returns a split ``(connections, max_paths)`` of every connection and
@@ -18,7 +18,7 @@ selects the entry ``NAME`` and passes ``ARG`` (``None`` without a colon). Entrie
 
 Adding an agent: write a class with the attributes and methods of :class:`Agent` and register a factory::
 
-    from agents.registry import register_agent
+    from ainet_gym.agents.registry import register_agent
 
     class AlwaysFirstPath:
         name = "first"
@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
 __all__ = [
     "AGENTS",
@@ -81,7 +81,7 @@ class Agent(Protocol):
         ``"engine"`` (:meth:`act` returns a split for ``core.step_split``) or ``"action"`` (:meth:`act`
         returns actions for ``core.step``).
     env_kwargs
-        Keyword arguments of :class:`~ainet_gym.env.EnvCore` the agent needs (``action_mode``,
+        Keyword arguments of :class:`~ainet_gym.envs.env.EnvCore` the agent needs (``action_mode``,
         ``history``, ``observation``); empty for engine-level agents.
     """
 
@@ -153,13 +153,13 @@ def _ensure_builtins() -> None:
     """Import the built-in agents (they register on import) and, once, the plug-ins: every entry
     point of the group ``ainet_gym.agents`` (a function that calls :func:`register_agent`)."""
     global _plugins_loaded
-    import agents.baselines
-    import agents.graph_policy
-    import agents.marl_agents
-    import agents.predictive
-    import agents.pretrained
-    import agents.rllib_agent
-    import agents.sb3_agents  # noqa: F401
+    import ainet_gym.agents.baselines
+    import ainet_gym.agents.graph_policy
+    import ainet_gym.agents.marl_agents
+    import ainet_gym.agents.predictive
+    import ainet_gym.agents.pretrained
+    import ainet_gym.agents.rllib_agent
+    import ainet_gym.agents.sb3_agents  # noqa: F401
 
     if _plugins_loaded:
         return

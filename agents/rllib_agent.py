@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.registry import register_agent
-from agents.rllib_train import read_checkpoint_metadata
-from agents.sb3_agents import check_fit, space_signature
+from ainet_gym.agents.registry import register_agent
+from ainet_gym.agents.rllib_train import read_checkpoint_metadata
+from ainet_gym.agents.sb3_agents import check_fit, space_signature
 
 if TYPE_CHECKING:
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
 __all__ = ["MODULE_SUBDIR", "RLlibAgent"]
 

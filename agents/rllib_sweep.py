@@ -1,13 +1,13 @@
 """``ainet-gym sweep``: a Ray Tune grid of RLlib PPO runs (scenarios x seeds x learning rates), one table.
 
-Every trial is a Tune function trainable that builds :func:`ainet_gym.rllib.ppo_config` and trains for
+Every trial is a Tune function trainable that builds :func:`ainet_gym.envs.rllib.ppo_config` and trains for
 ``timesteps`` env steps, then saves its checkpoint (with ``ainet_gym.json``, so it is an ``rllib:DIR``
 policy). By default a trial samples in its own process (``num_env_runners = 0``) and reserves one CPU,
 so ``max_concurrent`` trials run at once: 2 on a 2-core machine. On a cluster (``--address auto``) give
 each trial env runners (``--num-env-runners``) and Tune spreads trials over the nodes.
 
 When every trial is done, the driver evaluates each checkpoint and static ECMP deterministically on the
-same held-out seeds (:func:`agents.evaluate.evaluate`; training episodes use seeds >= 1,000,000) and
+same held-out seeds (:func:`ainet_gym.agents.evaluate.evaluate`; training episodes use seeds >= 1,000,000) and
 writes one table, ``results.md`` and ``results.csv`` in ``--out``: per trial the scenario, seed,
 learning rate, env steps, wall time, the last training GPU utilisation and the held-out GPU
 utilisation with its 95% CI and the paired margin over ECMP.
@@ -53,13 +53,13 @@ def _trial(config: dict[str, Any]) -> None:
     import torch
     from ray import tune
 
-    from agents.rllib_train import (
+    from ainet_gym.agents.rllib_train import (
         checkpoint_metadata,
         iteration_scalars,
         make_fabric_callback,
         save_checkpoint,
     )
-    from ainet_gym import rllib as arl
+    from ainet_gym.envs import rllib as arl
 
     config = config["trial"]
     torch.set_num_threads(1)
@@ -125,14 +125,14 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} = {v!r}: must be an integer >= 1")
-    from ainet_gym.scenario import load_scenario
+    from ainet_gym.scenario.loader import load_scenario
 
     for s in cfg.scenarios:
         load_scenario(s)  # a bad name fails here, before Ray starts
     from ainet_gym import rllib as arl  # first: without Ray, an ImportError naming the extra
 
     ray, tune = arl.ray, importlib.import_module("ray.tune")
-    from agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
 
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -240,7 +240,7 @@ def _split(text: str, kind: type) -> list:
 
 def sweep_main(args: argparse.Namespace) -> int:
     """``ainet-gym sweep`` (arguments: see ``ainet_gym.cli``)."""
-    from agents.evaluate import parse_seeds
+    from ainet_gym.agents.evaluate import parse_seeds
 
     cfg = SweepConfig(
         scenarios=_split(args.scenarios, str),

@@ -1,17 +1,17 @@
 """``ainet-gym train --framework rllib``: PPO on Ray RLlib's new API stack, from one machine to a cluster.
 
 Each of ``num_env_runners`` env runners holds one native
-:class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` of ``envs_per_runner`` copies (see
-:mod:`ainet_gym.rllib`); the learner runs in the driver process (``num_learners = 0``). One training
+:class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` of ``envs_per_runner`` copies (see
+:mod:`ainet_gym.envs.rllib`); the learner runs in the driver process (``num_learners = 0``). One training
 iteration samples one episode per copy, then runs the PPO update. ``address=None`` starts a local Ray;
 ``"auto"`` or ``"HOST:PORT"`` joins a cluster started with ``ray start --head`` (env runners are then
 placed on every node that has a free CPU).
 
-Logged like the SB3 path (:mod:`agents.train`): the run directory ``{logdir}/{run name}/`` gets
+Logged like the SB3 path (:mod:`ainet_gym.agents.train`): the run directory ``{logdir}/{run name}/`` gets
 TensorBoard event files with the fabric's scalars (``fabric/gpu_utilization``, ``fabric/step_time_ratio``,
 ``fabric/max_link_utilization``, ``fabric/collisions``, ``fabric/efficiency``, ``fabric/episodes``:
 means over the last 100 finished episodes, computed per episode exactly as
-:class:`agents.callbacks.FabricMetricsCallback` does) beside ``rollout/ep_rew_mean``, ``train/...``
+:class:`ainet_gym.agents.callbacks.FabricMetricsCallback` does) beside ``rollout/ep_rew_mean``, ``train/...``
 and ``time/fps``; ``progress.csv`` holds one row per iteration. The checkpoint
 (``Algorithm.save_to_path``) goes to ``--out DIR`` with ``ainet_gym.json`` (what the policy was trained
 on); ``--resume DIR`` restores weights, optimiser and step counter into a new run (any runner count)
@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.sb3_agents import space_signature
-from agents.train import format_final, run_name
-from ainet_gym.scenario import load_scenario
+from ainet_gym.agents.sb3_agents import space_signature
+from ainet_gym.agents.train import format_final, run_name
+from ainet_gym.scenario.loader import load_scenario
 
 if TYPE_CHECKING:
     import argparse
@@ -121,10 +121,10 @@ def make_fabric_callback() -> type:
     that importing this module does not import Ray)."""
     from ray.rllib.callbacks.callbacks import RLlibCallback
 
-    from agents.callbacks import FABRIC_SCALARS, step_metrics
+    from ainet_gym.agents.callbacks import FABRIC_SCALARS, step_metrics
 
     class FabricMetricsRLlibCallback(RLlibCallback):
-        """Per-episode means of :func:`agents.callbacks.step_metrics`, logged as ``fabric/<name>``."""
+        """Per-episode means of :func:`ainet_gym.agents.callbacks.step_metrics`, logged as ``fabric/<name>``."""
 
         def on_episode_step(self, *, episode: Any, **kwargs: Any) -> None:
             info = episode.get_infos(-1)
@@ -234,7 +234,7 @@ def _scalar(d: dict[str, Any], *keys: str) -> float | None:
 
 def iteration_scalars(result: dict[str, Any]) -> dict[str, float]:
     """TensorBoard scalars of one ``Algorithm.train()`` result, named as SB3 names its curves."""
-    from agents.callbacks import FABRIC_SCALARS
+    from ainet_gym.agents.callbacks import FABRIC_SCALARS
 
     er = result.get("env_runners", {})
     out: dict[str, float | None] = {

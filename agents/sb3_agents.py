@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.registry import register_agent
+from ainet_gym.agents.registry import register_agent
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
 
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
 __all__ = [
     "ALGO_MODES",
@@ -322,14 +322,14 @@ def _restricted_loads(blob: bytes, key: str, path: Path) -> Any:
                     f"model {str(path)!r}: its {key!r} entry references {module}.{name}, which a model saved "
                     "by ainet-gym train never holds; refusing to unpickle it (loading could run code). "
                     "Load only model files you trust; to load a trusted one anyway, use "
-                    "agents.sb3_agents.load_model(path, trusted=True)"
+                    "ainet_gym.agents.sb3_agents.load_model(path, trusted=True)"
                 )
             return obj
 
     return _RestrictedUnpickler(io.BytesIO(blob)).load()
 
 
-def _safe_objects(p: Path, algo: str) -> dict[str, Any]:
+def safe_objects(p: Path, algo: str) -> dict[str, Any]:
     """Check that ``p`` is an SB3 model of ``algo`` and unpickle its ``data`` entries with an allowlist.
 
     Returns the entries as SB3 ``custom_objects``, so that ``cls.load`` unpickles nothing itself (its
@@ -427,7 +427,7 @@ def load_model(
     if algo not in ALGO_MODES:
         raise ValueError(f"model {str(p)!r}: unknown algorithm {algo!r}; allowed: {', '.join(ALGO_MODES)}")
     cls = algo_class(algo)
-    objects = None if trusted else _safe_objects(p, algo)
+    objects = None if trusted else safe_objects(p, algo)
     try:
         model = cls.load(p, env=env, device="cpu", custom_objects=objects)
     except (

@@ -3,8 +3,8 @@
 The run is named CleanRL-style ``{scenario}__{algo}__{seed}__{unix time}`` (``{algo}-{action mode}``
 when the mode is not the algorithm's default) and logs to
 ``{logdir}/{run name}/``: TensorBoard event files (SB3's curves plus the fabric's own under
-``fabric/``, see :mod:`agents.callbacks`) and ``progress.csv``. The model is saved with its metadata
-(:func:`agents.sb3_agents.save_model`) to ``--out`` (a ``.zip`` path is the model file, any other path a
+``fabric/``, see :mod:`ainet_gym.agents.callbacks`) and ``progress.csv``. The model is saved with its metadata
+(:func:`ainet_gym.agents.sb3_agents.save_model`) to ``--out`` (a ``.zip`` path is the model file, any other path a
 directory that receives ``model.zip``; an existing model is replaced only with ``--overwrite``, and never
 the one being resumed) or ``{logdir}/{run name}/model.zip``; ``--resume MODEL.zip`` continues training it (the step counter and the optimiser state carry on, the curves go
 to a new run directory).
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.outputs import MODEL_FILE, check_model_out, fresh_dir, model_path
-from agents.sb3_agents import (
+from ainet_gym.agents.outputs import MODEL_FILE, check_model_out, fresh_dir, model_path
+from ainet_gym.agents.sb3_agents import (
     algo_class,
     default_hyperparameters,
     load_model,
@@ -32,7 +32,7 @@ from agents.sb3_agents import (
     save_model,
     space_signature,
 )
-from ainet_gym.scenario import load_scenario
+from ainet_gym.scenario.loader import load_scenario
 
 __all__ = ["TRAIN_SEED_OFFSET", "TrainConfig", "TrainResult", "run_name", "train", "train_main"]
 
@@ -73,7 +73,7 @@ class TrainConfig:
     episode_steps: int | None = None
     """Override the scenario's episode length."""
     hyperparameters: dict[str, Any] = field(default_factory=dict)
-    """Overrides of :func:`agents.sb3_agents.default_hyperparameters`."""
+    """Overrides of :func:`ainet_gym.agents.sb3_agents.default_hyperparameters`."""
     verbose: int = 0
     """SB3 verbosity (1 also prints the SB3 log table)."""
     torch_threads: int | None = 1
@@ -122,8 +122,8 @@ def train(cfg: TrainConfig) -> TrainResult:
     from stable_baselines3.common.logger import configure
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from agents.callbacks import FabricMetricsCallback
-    from ainet_gym.sb3_vec_env import SB3VecEnv
+    from ainet_gym.agents.callbacks import FabricMetricsCallback
+    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
 
     _check_config(cfg)
     model_out = None

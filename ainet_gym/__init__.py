@@ -13,20 +13,35 @@ The public surface (see docs/model.md, "Contracts"):
   imported on first use).
 """
 
+import sys
+from pathlib import Path
 from typing import Any
 
-from ainet_gym.allocator import max_min_fair, max_min_fair_batched
-from ainet_gym.crosscheck import crosscheck
-from ainet_gym.registration import ENV_IDS, register_envs
+from ainet_gym import _moved
+from ainet_gym.checks import crosscheck as _crosscheck_module
+from ainet_gym.checks.crosscheck import crosscheck
+from ainet_gym.envs.registration import ENV_IDS, register_envs
+from ainet_gym.fabric.topology import fabric_from_graph, fabric_to_graph
 from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
-from ainet_gym.simulate import simulate
-from ainet_gym.topology import fabric_from_graph, fabric_to_graph
+from ainet_gym.sim import simulate as _simulate_module
+from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched
+from ainet_gym.sim.simulate import simulate
 
-__version__ = "0.1.0"
+# A source checkout (editable install, or the repository on sys.path): the repository's ``agents/`` folder
+# is the subpackage ``ainet_gym.agents`` (an installed wheel carries it inside the package).
+_moved.map_source_agents(Path(__file__).resolve().parent)
+
+# Old module paths (0.1) keep working for one release, with a DeprecationWarning (see ainet_gym._moved);
+# ``ainet_gym.simulate`` and ``ainet_gym.crosscheck`` are the functions, their old modules aliased quietly.
+_moved.install()
+sys.modules.setdefault("ainet_gym.simulate", _simulate_module)
+sys.modules.setdefault("ainet_gym.crosscheck", _crosscheck_module)
+
+__version__ = "0.2.0"
 
 register_envs()
 
-_LAZY = {"parallel_env": "ainet_gym.multiagent", "aec_env": "ainet_gym.multiagent"}
+_LAZY = {"parallel_env": "ainet_gym.envs.multiagent", "aec_env": "ainet_gym.envs.multiagent"}
 
 
 def __getattr__(name: str) -> Any:

@@ -34,9 +34,9 @@ def peak_mib() -> float:
 
 def construction(scenario: Any) -> dict[str, Any]:
     """Construction time and peak memory of ``scenario`` (a name, path or dict)."""
-    from ainet_gym.env import FabricRoutingEnv
-    from ainet_gym.scenario import load_scenario
-    from ainet_gym.topology import build_fabric
+    from ainet_gym.envs.env import FabricRoutingEnv
+    from ainet_gym.fabric.topology import build_fabric
+    from ainet_gym.scenario.loader import load_scenario
 
     base = peak_mib()
     t0 = time.perf_counter()
@@ -66,7 +66,7 @@ def startup(scenario: Any, backend: str | None) -> dict[str, Any]:
     first step; the parent measures the whole process (interpreter start and imports included)."""
     import numpy as np
 
-    from ainet_gym.env import FabricRoutingEnv  # imported with the package already
+    from ainet_gym.envs.env import FabricRoutingEnv  # imported with the package already
 
     t0 = time.perf_counter()
     env = FabricRoutingEnv(scenario, backend=backend)

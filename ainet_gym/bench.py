@@ -8,12 +8,12 @@ only (under a minute on a 2-core CPU); the full run takes a few minutes.
 
 What is measured
 ----------------
-1. **Allocator.** :func:`ainet_gym.allocator.solve_coo` (the engine's hot path) against two baselines run in
+1. **Allocator.** :func:`ainet_gym.sim.allocator.solve_coo` (the engine's hot path) against two baselines run in
    the same process on the same instances: :func:`progressive_filling_py`, a deliberately simple pure-Python
    progressive filling (all active flows rise together to the next saturation, the flows that hit it
-   freeze; the algorithm of :func:`ainet_gym._reference.max_min_fair_reference` on adjacency lists, because
+   freeze; the algorithm of :func:`ainet_gym.sim.reference.max_min_fair_reference` on adjacency lists, because
    the dense list-of-lists version costs O(rounds x flows x links) and already takes seconds at 1,000
-   flows), and :func:`ainet_gym._reference.max_min_fair_global_min`, numpy progressive filling that freezes
+   flows), and :func:`ainet_gym.sim.reference.max_min_fair_global_min`, numpy progressive filling that freezes
    only the flows at the global minimum level each iteration. Instances:
 
    * *fabric-shaped* (:func:`fabric_instance`): the real incidence the engine builds (``compile_job`` ->
@@ -35,8 +35,8 @@ What is measured
    with the global-min filling) to 1e-9 relative.
 3. **Batching.** One ``solve_coo`` over B stacked independent instances (the engine's batched form) and the
    public ``max_min_fair_batched`` against a Python loop over the single call.
-4. **Environments.** Env steps per second of :class:`~ainet_gym.env.FabricRoutingEnv` and of the native
-   :class:`~ainet_gym.vector_env.FabricRoutingVectorEnv` (default ``split`` action mode, random actions,
+4. **Environments.** Env steps per second of :class:`~ainet_gym.envs.env.FabricRoutingEnv` and of the native
+   :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` (default ``split`` action mode, random actions,
    autoreset included) on the default scenario and on 1,024 / 4,096 / 16,384-GPU scenarios; construction
    time (topology; env with every candidate path, compiled job and ideal step time, and the first reset)
    and peak resident memory, each size in a fresh subprocess.
@@ -269,7 +269,7 @@ def progressive_filling_py(
     All active flows share one level ``t`` (rate ``w_f * t``). Each round recomputes every link's load
     from the active flows, finds the smallest level at which a link saturates or an active flow reaches
     its demand, and freezes the flows that reach it. The algorithm of
-    :func:`ainet_gym._reference.max_min_fair_reference`, on adjacency lists instead of a dense matrix.
+    :func:`ainet_gym.sim.reference.max_min_fair_reference`, on adjacency lists instead of a dense matrix.
 
     Returns
     -------
@@ -421,12 +421,12 @@ def fabric_instance(topology: str, size: int, seed: int = 0) -> tuple[Instance, 
     local rank a data-parallel ring AllReduce and an expert-parallel AllToAll over its 8 GPUs; a
     pipeline-parallel ``sendrecv shift:gpus_per_host`` over all GPUs in that spread host order (each GPU
     sends to the same local rank of the next host, on another leaf). Split: static ECMP hashing (seed
-    ``seed``). Returns the instance and the :class:`~ainet_gym.engine.BatchSim` it came from.
+    ``seed``). Returns the instance and the :class:`~ainet_gym.sim.engine.BatchSim` it came from.
     """
-    from ainet_gym.engine import BatchSim, compile_job
-    from ainet_gym.routing import ecmp_split
-    from ainet_gym.spec import CollectiveSpec, FabricSpec, JobSpec
-    from ainet_gym.topology import build_fabric
+    from ainet_gym.fabric.topology import build_fabric
+    from ainet_gym.routing.split import ecmp_split
+    from ainet_gym.scenario.spec import CollectiveSpec, FabricSpec, JobSpec
+    from ainet_gym.sim.engine import BatchSim, compile_job
 
     if topology == "spine_leaf":
         fdict = spine_leaf_shape(size)
@@ -574,8 +574,8 @@ def cluster_scenario(
 def _env_scenario(n_gpus: int) -> tuple[str, str | dict[str, Any]]:
     """(label, scenario) of an environment size: 0 = the default scenario; else a shipped scenario with
     that many GPUs (spine-leaf first, then by name) or :func:`cluster_scenario`."""
-    from ainet_gym.registration import ENV_IDS
-    from ainet_gym.scenario import fabric_gpu_count, list_scenarios, load_scenario
+    from ainet_gym.envs.registration import ENV_IDS
+    from ainet_gym.scenario.loader import fabric_gpu_count, list_scenarios, load_scenario
 
     if n_gpus == 0:
         name = next(iter(ENV_IDS.values()))
@@ -596,7 +596,7 @@ def _env_scenario(n_gpus: int) -> tuple[str, str | dict[str, Any]]:
 
 
 def _scenario_gpus(scenario: str | dict[str, Any]) -> int:
-    from ainet_gym.scenario import fabric_gpu_count, load_scenario
+    from ainet_gym.scenario.loader import fabric_gpu_count, load_scenario
 
     return fabric_gpu_count(load_scenario(scenario).fabric)
 
@@ -642,8 +642,8 @@ def _allocator_instances(cfg: BenchConfig) -> list[tuple[str, Callable[[], Insta
 
 def bench_allocator(cfg: BenchConfig, progress: _Progress) -> tuple[list[dict], list[dict]]:
     """Section 1 (allocator against the baselines) and the exactness rows of its instances."""
-    from ainet_gym._reference import max_min_fair_global_min
-    from ainet_gym.allocator import max_min_fair, solve_coo
+    from ainet_gym.sim.allocator import max_min_fair, solve_coo
+    from ainet_gym.sim.reference import max_min_fair_global_min
 
     rows: list[dict] = []
     exact: list[dict] = []
@@ -725,8 +725,8 @@ def _stack(insts: Sequence[Instance]) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 def bench_batching(cfg: BenchConfig, progress: _Progress) -> tuple[list[dict], list[dict]]:
     """Section 2: B independent instances in one call against a loop of single calls."""
-    from ainet_gym._reference import max_min_fair_global_min
-    from ainet_gym.allocator import max_min_fair, max_min_fair_batched, solve_coo
+    from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched, solve_coo
+    from ainet_gym.sim.reference import max_min_fair_global_min
 
     rows: list[dict] = []
     exact: list[dict] = []
@@ -840,8 +840,8 @@ def bench_env(cfg: BenchConfig, progress: _Progress) -> list[dict]:
     Rows of the same scenario, env and batch on the two backends are measured one after the other in
     this process; ``x_numpy`` is the ratio of the compiled backend to the numpy one.
     """
-    from ainet_gym.env import FabricRoutingEnv
-    from ainet_gym.vector_env import FabricRoutingVectorEnv
+    from ainet_gym.envs.env import FabricRoutingEnv
+    from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 
     rows: list[dict] = []
     for size, batches in cfg.env_sizes:
@@ -978,8 +978,8 @@ def calibrate(repeats: int = 5) -> dict[str, float]:
 
 def _interval_cost(scenario: dict[str, Any], min_time: float, max_repeats: int) -> dict[str, Any]:
     """Median wall time of one decision interval (``FabricWorld.step`` with the static ECMP split)."""
-    from ainet_gym.scenario import load_scenario
-    from ainet_gym.world import FabricWorld
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
 
     sc = load_scenario(scenario)
     t0 = time.perf_counter()

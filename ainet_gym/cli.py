@@ -11,7 +11,7 @@ __all__ = ["main"]
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
-    from ainet_gym.scenario import list_scenarios
+    from ainet_gym.scenario.loader import list_scenarios
 
     rows = list_scenarios()
     width = max((len(n) for n, _ in rows), default=0)
@@ -25,7 +25,7 @@ def _fmt(x: float | None, nd: int = 2) -> str:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from ainet_gym.simulate import simulate
+    from ainet_gym.sim.simulate import simulate
 
     if (args.links or args.flows) and not args.json:
         raise ValueError("--links and --flows add records to the JSON output: use them with --json")
@@ -66,8 +66,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_export_fabric(args: argparse.Namespace) -> int:
-    from ainet_gym.scenario import load_scenario
-    from ainet_gym.topology import build_fabric, write_fabric_graph
+    from ainet_gym.fabric.topology import build_fabric, write_fabric_graph
+    from ainet_gym.scenario.loader import load_scenario
 
     sc = load_scenario(args.scenario)
     fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
@@ -81,22 +81,22 @@ def _cmd_export_fabric(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     if args.framework == "rllib":
-        from agents.rllib_train import train_rllib_main
+        from ainet_gym.agents.rllib_train import train_rllib_main
 
         return train_rllib_main(args)
-    from agents.train import train_main
+    from ainet_gym.agents.train import train_main
 
     return train_main(args)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from agents.evaluate import evaluate_main
+    from ainet_gym.agents.evaluate import evaluate_main
 
     return evaluate_main(args)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from agents.rllib_sweep import sweep_main
+    from ainet_gym.agents.rllib_sweep import sweep_main
 
     return sweep_main(args)
 
@@ -108,7 +108,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:
-    from ainet_gym.crosscheck import Ns3NotInstalledError, crosscheck
+    from ainet_gym.checks.crosscheck import Ns3NotInstalledError, crosscheck
 
     try:
         out = crosscheck(args.scenario, policy=args.policy, seed=args.seed, steps=args.steps)
@@ -129,7 +129,7 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from agents.demo import demo_main
+    from ainet_gym.agents.demo import demo_main
 
     return demo_main(args)
 
@@ -179,7 +179,7 @@ def _text_arg(what: str) -> type:
 
 
 def _seeds_arg(text: str) -> str:
-    from agents.evaluate import parse_seeds
+    from ainet_gym.agents.evaluate import parse_seeds
 
     try:
         parse_seeds(text)
@@ -192,7 +192,7 @@ _SCENARIO = _text_arg("a shipped scenario name or a YAML path")
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:
-    from agents.leaderboard import leaderboard_main
+    from ainet_gym.agents.leaderboard import leaderboard_main
 
     return leaderboard_main(args)
 
@@ -366,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_soak(args: argparse.Namespace) -> int:
-    from ainet_gym.soak import DYNAMIC_SCENARIOS, soak
+    from ainet_gym.checks.soak import DYNAMIC_SCENARIOS, soak
 
     scenarios = args.scenarios or list(DYNAMIC_SCENARIOS)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -395,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     The project's own errors (a bad scenario, argument, action, model or output path) print one line,
     ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead.
     """
-    from ainet_gym.scenario import ScenarioError
+    from ainet_gym.scenario.loader import ScenarioError
 
     args = build_parser().parse_args(argv)
     try:

@@ -10,7 +10,7 @@ takes one gradient step on ``-log pi(a|s) * advantage`` plus a value-regression 
 
 Swap in your own algorithm here: everything environment-specific is in ``make_env`` and the rollout
 loop; the info keys (``reward_gpu_utilization``, ``max_link_utilization``, ...) are documented in
-``ainet_gym.env.FabricRoutingEnv``.
+``ainet_gym.envs.env.FabricRoutingEnv``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Install and run (the ``pettingzoo`` extra brings PettingZoo and SuperSuit; ``rl`
 
 ``--timesteps`` counts agent steps (switch-intervals): with 4 leaf switches, 160k agent steps are 40k
 simulated intervals, the budget of ``ainet-gym train --timesteps 40000`` for the centralised PPO. The
-hyper-parameters are those of the centralised PPO (:func:`agents.sb3_agents.default_hyperparameters`:
+hyper-parameters are those of the centralised PPO (:func:`ainet_gym.agents.sb3_agents.default_hyperparameters`:
 one episode per copy per update, gamma 0.9, a linearly decaying learning rate). Training episodes start
 from seeds ``1_000_000 + seed + i`` (copy i) and draw later ones from a seeded generator, so the small
 seeds of ``ainet-gym evaluate`` stay held out. The saved ``.zip`` carries the switches' view in its
@@ -51,7 +51,7 @@ class Args:
     history: int = 4
     """intervals of link-utilisation history in each switch's observation"""
     out: str = "out/marl_ppo.zip"
-    """where to save the model: X.zip, or a directory that receives model.zip (agents.outputs' rule)"""
+    """where to save the model: X.zip, or a directory that receives model.zip (ainet_gym.agents.outputs' rule)"""
     overwrite: bool = False
     """allow --out to replace an existing model"""
     logdir: str = "runs"
@@ -71,7 +71,7 @@ def make_vec_env(args: Args) -> tuple[Any, Any]:
     warnings.filterwarnings("ignore", message="The `render_mode` attribute is not defined")
 
     import ainet_gym
-    from agents.train import TRAIN_SEED_OFFSET
+    from ainet_gym.agents.train import TRAIN_SEED_OFFSET
 
     reward: str | float = args.reward if args.reward in ("shared", "local") else float(args.reward)
     env = ainet_gym.parallel_env(
@@ -88,9 +88,9 @@ def main(args: Args) -> Path:
     import torch
     from stable_baselines3 import PPO
 
-    from agents.marl_agents import marl_metadata
-    from agents.outputs import check_model_out, model_path
-    from agents.sb3_agents import default_hyperparameters, save_model
+    from ainet_gym.agents.marl_agents import marl_metadata
+    from ainet_gym.agents.outputs import check_model_out, model_path
+    from ainet_gym.agents.sb3_agents import default_hyperparameters, save_model
 
     out = model_path(args.out)
     check_model_out(out, args.overwrite)  # refuse before training, not after

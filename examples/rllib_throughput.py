@@ -3,7 +3,7 @@
 Both sample with a freshly initialised policy of the same size (two hidden layers of 128) acting
 stochastically, as during training, on the same scenario and number of copies per process:
 
-- ``sb3``: :class:`~ainet_gym.sb3_vec_env.SB3VecEnv` (B copies, one batched engine call per step) and
+- ``sb3``: :class:`~ainet_gym.envs.sb3_vec_env.SB3VecEnv` (B copies, one batched engine call per step) and
   SB3 PPO's ``predict`` in one process (what ``ainet-gym train`` does between updates);
 - ``rllib N x B``: N ``SingleAgentEnvRunner`` actors, each with one native vector env of B copies
   (``gym_env_vectorize_mode="vector_entry_point"``), sampling in parallel; the episodes are returned
@@ -33,8 +33,8 @@ def sb3_steps_per_second(scenario: str, envs: int, steps: int, rounds: int) -> f
     import torch
     from stable_baselines3 import PPO
 
-    from agents.sb3_agents import default_hyperparameters
-    from ainet_gym.sb3_vec_env import SB3VecEnv
+    from ainet_gym.agents.sb3_agents import default_hyperparameters
+    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
 
     torch.set_num_threads(1)
     venv = SB3VecEnv(num_envs=envs, scenario=scenario)
@@ -65,7 +65,7 @@ def rllib_steps_per_second(
 ) -> tuple[float, float]:
     """Median env steps/s sampled by ``runners`` remote env runners of ``envs`` copies each, and the
     largest peak RSS (MiB) of one env runner process."""
-    from ainet_gym.rllib import ppo_config
+    from ainet_gym.envs.rllib import ppo_config
 
     algo = ppo_config(scenario, num_env_runners=runners, envs_per_runner=envs, seed=0).build_algo()
     group = algo.env_runner_group
@@ -93,7 +93,7 @@ def main() -> None:
 
     import ray
 
-    from ainet_gym.rllib import init_ray
+    from ainet_gym.envs.rllib import init_ray
 
     counts = [int(x) for x in args.runners.split(",")]
     res: dict[str, float] = {"sb3": sb3_steps_per_second(args.scenario, args.envs, args.steps, args.rounds)}

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import ainet_gym
-from agents.baselines import BASELINES, EXACT, BaselineAgent, baseline_actions, engine_split
-from agents.evaluate import EvalConfig, evaluate
-from agents.registry import AGENTS, make_agent, register_agent
-from agents.train import TrainConfig, train
+from ainet_gym.agents.baselines import BASELINES, EXACT, BaselineAgent, baseline_actions, engine_split
+from ainet_gym.agents.evaluate import EvalConfig, evaluate
+from ainet_gym.agents.registry import AGENTS, make_agent, register_agent
+from ainet_gym.agents.train import TrainConfig, train
 from ainet_gym.cli import main as cli_main
-from ainet_gym.env import ACTION_MODES, EnvCore
-from ainet_gym.policies import offered_utilization
+from ainet_gym.envs.env import ACTION_MODES, EnvCore
+from ainet_gym.routing.policies import offered_utilization
 
 # ------------------------------------------------------------------------------------------ scenarios
 
@@ -458,7 +458,7 @@ def test_a_registered_agent_is_evaluated(tmp_path: Path) -> None:
 def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.metadata
 
-    import agents.registry as reg
+    import ainet_gym.agents.registry as reg
 
     class FakeEntryPoint:
         name, value = "myspray", "mypkg.agents:register"

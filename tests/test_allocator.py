@@ -1,4 +1,4 @@
-"""Tests of the max-min fair allocator (ainet_gym.allocator) against hand-computed textbook answers,
+"""Tests of the max-min fair allocator (ainet_gym.sim.allocator) against hand-computed textbook answers,
 a pure-Python progressive-filling reference, and the defining invariants of max-min fairness."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ainet_gym._reference import max_min_fair_global_min, max_min_fair_reference
-from ainet_gym.allocator import max_min_fair, max_min_fair_batched, solve_coo
+from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched, solve_coo
+from ainet_gym.sim.reference import max_min_fair_global_min, max_min_fair_reference
 
 INF = np.inf
 RTOL = 1e-9

@@ -3,7 +3,7 @@
 Parity: one shipped scenario of every family, one seed (two copies in one batch, so that the
 per-instance re-solve of the compiled kernel is exercised), 5 intervals, under ECMP, spraying, the
 greedy baseline and random split actions, in both rate update modes: every observation, reward, done
-flag and info value agrees to 1e-9 relative. The full sweep is ``python -m ainet_gym.parity``.
+flag and info value agrees to 1e-9 relative. The full sweep is ``python -m ainet_gym.checks.parity``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import warnings
 import numpy as np
 import pytest
 
-from ainet_gym import _kernels, engine
-from ainet_gym.engine import resolve_backend
-from ainet_gym.parity import PARITY_POLICIES, RTOL, compare_backends, max_rel_diff
+from ainet_gym.checks.parity import PARITY_POLICIES, RTOL, compare_backends, max_rel_diff
+from ainet_gym.sim import engine
+from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.engine import resolve_backend
 
 pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
 
@@ -89,9 +90,9 @@ def test_missing_numba_falls_back_with_one_warning(monkeypatch) -> None:
 
 def test_envs_and_simulate_take_the_backend_keyword() -> None:
     from ainet_gym import simulate
-    from ainet_gym.env import FabricRoutingEnv
-    from ainet_gym.sb3_vec_env import SB3VecEnv
-    from ainet_gym.vector_env import FabricRoutingVectorEnv
+    from ainet_gym.envs.env import FabricRoutingEnv
+    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
+    from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 
     assert FabricRoutingEnv("spine-leaf-2to1", backend="numpy").core.world.sim is None  # built at reset
     env = FabricRoutingEnv("spine-leaf-2to1", backend="numpy")
@@ -108,7 +109,7 @@ def test_envs_and_simulate_take_the_backend_keyword() -> None:
 
 
 def test_collisions_are_computed_only_when_asked() -> None:
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
     plain = EnvCore("spine-leaf-2to1", 2, backend="numba")
     asked = EnvCore("spine-leaf-2to1", 2, backend="numba", info_keys=("collisions",))

@@ -10,7 +10,6 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from ainet_gym._reference import max_min_fair_reference
 from ainet_gym.bench import (
     EXACT_RTOL,
     BenchConfig,
@@ -22,7 +21,8 @@ from ainet_gym.bench import (
     spine_leaf_shape,
     tiered_instance,
 )
-from ainet_gym.scenario import load_scenario
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.sim.reference import max_min_fair_reference
 
 ALLOCATOR_KEYS = {
     "instance", "family", "flows", "links", "entries", "solve_ms", "flows_per_s", "iterations",

@@ -27,11 +27,17 @@ import pytest
 
 import ainet_gym
 from ainet_gym.cli import main as cli_main
-from ainet_gym.policies import get_policy
-from ainet_gym.scenario import ScenarioError, load_scenario
-from ainet_gym.simulate import simulate
-from ainet_gym.topology import TIERS, build_fabric, fabric_from_graph, fabric_to_graph, write_fabric_graph
-from ainet_gym.world import FabricWorld
+from ainet_gym.fabric.topology import (
+    TIERS,
+    build_fabric,
+    fabric_from_graph,
+    fabric_to_graph,
+    write_fabric_graph,
+)
+from ainet_gym.routing.policies import get_policy
+from ainet_gym.scenario.loader import ScenarioError, load_scenario
+from ainet_gym.sim.simulate import simulate
+from ainet_gym.sim.world import FabricWorld
 
 S = 1.0e9  # bytes
 
@@ -141,7 +147,7 @@ def test_fat_tree_with_shared_nics_puts_one_nic_per_edge_port():
     d = one_job({"topology": "fat_tree", "k": 4, "gpus_per_host": 4, "gpus_per_nic": 2}, {"gpus": 2}, 10.0)
     sc = load_scenario(d)
     f = build_fabric(sc.fabric)
-    assert f.n_gpus == ainet_gym.scenario.fabric_gpu_count(sc.fabric) == 16 * 2
+    assert f.n_gpus == ainet_gym.scenario.loader.fabric_gpu_count(sc.fabric) == 16 * 2
     nic_up = f.endpoint_up[: f.n_gpus]
     assert np.unique(nic_up).size == 16  # k^3/4 edge ports, one NIC each
     assert np.all(np.bincount(f.endpoint_leaf[: f.n_gpus]) == 4)  # k/2 NICs x 2 GPUs per edge switch

@@ -25,15 +25,15 @@ import itertools
 import numpy as np
 import pytest
 
-from ainet_gym import _kernels
-from ainet_gym.engine import compile_job
-from ainet_gym.parity import PARITY_POLICIES, RTOL, compare_backends
-from ainet_gym.policies import get_policy
-from ainet_gym.scenario import ScenarioError, load_scenario
-from ainet_gym.spec import CollectiveSpec, JobSpec
-from ainet_gym.topology import build_fabric
-from ainet_gym.workload import decompose, pipeline
-from ainet_gym.world import FabricWorld
+from ainet_gym.checks.parity import PARITY_POLICIES, RTOL, compare_backends
+from ainet_gym.fabric.topology import build_fabric
+from ainet_gym.routing.policies import get_policy
+from ainet_gym.scenario.loader import ScenarioError, load_scenario
+from ainet_gym.scenario.spec import CollectiveSpec, JobSpec
+from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.engine import compile_job
+from ainet_gym.sim.workload import decompose, pipeline
+from ainet_gym.sim.world import FabricWorld
 
 S = 1.0e9  # bytes
 BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]

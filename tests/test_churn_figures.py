@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ainet_gym.env import FabricRoutingEnv
-from ainet_gym.simulate import simulate
+from ainet_gym.envs.env import FabricRoutingEnv
+from ainet_gym.sim.simulate import simulate
 
 RTOL = 1e-9
 
@@ -60,8 +60,8 @@ def test_simulate_names_the_job_whose_figures_it_prints() -> None:
 
 
 def test_soak_checks_steps_and_finds_a_planted_violation(monkeypatch) -> None:
-    from ainet_gym.env import EnvCore
-    from ainet_gym.soak import soak
+    from ainet_gym.checks.soak import soak
+    from ainet_gym.envs.env import EnvCore
 
     r = soak("multi-tenant-churn", "path", 64, num_envs=8, seed=1, bad_every=3)
     assert r.steps == 64 and r.violations == 0 and r.bad_actions == 2 and r.job_checks > 0

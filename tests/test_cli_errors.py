@@ -103,7 +103,7 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     d["seed"] = 2**70
     p = tmp_path / "big-seed.yaml"
     p.write_text(yaml.safe_dump(d))
-    from ainet_gym.scenario import ScenarioError
+    from ainet_gym.scenario.loader import ScenarioError
 
     with pytest.raises(ScenarioError, match="seed"):
         main(["--debug", "simulate", str(p)])

@@ -28,9 +28,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ainet_gym
-from ainet_gym.topology import TIERS
-from ainet_gym.workload import bus_bandwidth_factor
-from ainet_gym.world import FabricWorld
+from ainet_gym.fabric.topology import TIERS
+from ainet_gym.sim.workload import bus_bandwidth_factor
+from ainet_gym.sim.world import FabricWorld
 
 RTOL = 1e-6
 COMPUTE_MS = 1.0
@@ -56,7 +56,7 @@ def job(p: int, coll: dict, compute_ms: float = COMPUTE_MS, **kw) -> dict:
 
 def run_one(d: dict, policy: str = "ecmp"):
     """One interval of a one-instance world; returns (world, StepResult)."""
-    from ainet_gym.policies import get_policy
+    from ainet_gym.routing.policies import get_policy
 
     w = FabricWorld(ainet_gym.load_scenario(d), batch=1)
     w.reset(seeds=[0])

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from ainet_gym.crosscheck import (
+from ainet_gym.checks.crosscheck import (
     TCP_HEADER_EFFICIENCY,
     CrosscheckConfig,
     CrosscheckError,
@@ -20,8 +20,8 @@ from ainet_gym.crosscheck import (
     _routing_of,
     crosscheck,
 )
-from ainet_gym.scenario import load_scenario
-from ainet_gym.topology import build_fabric
+from ainet_gym.fabric.topology import build_fabric
+from ainet_gym.scenario.loader import load_scenario
 
 HAS_NS3 = importlib.util.find_spec("ns") is not None
 needs_ns3 = pytest.mark.skipif(
@@ -93,7 +93,7 @@ def test_refuses_chunked_pipelines_and_bad_ring_chunk() -> None:
 def test_ring_plan_couples_each_hop_to_the_previous_one_step_ahead() -> None:
     """A p-GPU ring AllReduce of S bytes (Patarasuk & Yuan 2009; NCCL): p hops, each moving 2 (p-1)/p S
     in 2 (p-1) steps of S/p; hop r -> r+1 forwards what hop r-1 -> r delivered, S/p (one step) ahead."""
-    from ainet_gym.crosscheck import _run_fluid
+    from ainet_gym.checks.crosscheck import _run_fluid
 
     p, S = 4, 2e6
     run = _run_fluid(load_scenario(_switch(gpus=p, nbytes=S)), "ecmp", 0, 1, CrosscheckConfig())
@@ -115,7 +115,7 @@ def test_refuses_rail_topology() -> None:
 def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    xc = sys.modules["ainet_gym.crosscheck"]  # the package attribute of that name is the function
+    xc = sys.modules["ainet_gym.checks.crosscheck"]  # the package attribute of that name is the function
     monkeypatch.setattr(xc, "_NS", None)
     monkeypatch.setitem(sys.modules, "ns", None)  # `from ns import ns` raises ImportError
     with pytest.raises(Ns3NotInstalledError, match=r"ainet-gym\[ns3\]"):

@@ -17,10 +17,10 @@ import pytest
 from scipy import stats
 
 import ainet_gym
-from ainet_gym.engine import BatchSim, compile_job
-from ainet_gym.routing import ecmp_split
-from ainet_gym.topology import build_fabric
-from ainet_gym.world import FabricWorld
+from ainet_gym.fabric.topology import build_fabric
+from ainet_gym.routing.split import ecmp_split
+from ainet_gym.sim.engine import BatchSim, compile_job
+from ainet_gym.sim.world import FabricWorld
 
 C = 400.0e9 / 8.0  # bytes/s of every NIC and uplink
 P_FALSE_ALARM = 1e-6  # per chi-square test

@@ -12,8 +12,8 @@ from _scenarios import small_spine_leaf
 from gymnasium.utils.env_checker import check_env
 
 import ainet_gym
-from ainet_gym.env import ACTION_MODES, FabricRoutingEnv
-from ainet_gym.vector_env import FabricRoutingVectorEnv
+from ainet_gym.envs.env import ACTION_MODES, FabricRoutingEnv
+from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 
 
 def small_scenario(**dyn) -> dict:
@@ -244,7 +244,7 @@ def test_graph_observation_and_render() -> None:
 def test_sb3_adapter_trains_ppo_and_reports_terminal_observation() -> None:
     from stable_baselines3 import PPO
 
-    from ainet_gym.sb3_vec_env import SB3VecEnv
+    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
 
     venv = SB3VecEnv(num_envs=2, seed=0, scenario=small_scenario(), episode_steps=4)
     obs = venv.reset()

@@ -13,8 +13,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ainet_gym.scenario import load_scenario
-from ainet_gym.topology import _all_shortest_paths, build_fabric
+from ainet_gym.fabric.topology import _all_shortest_paths, build_fabric
+from ainet_gym.scenario.loader import load_scenario
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_env_import_and_step_load_neither_networkx_nor_scipy_sparse() -> None:
 
 
 def _scenario_with_paths(name: str, max_paths: int) -> dict:
-    from ainet_gym.scenario import _read_yaml, scenarios_dir
+    from ainet_gym.scenario.loader import _read_yaml, scenarios_dir
 
     path = scenarios_dir() / f"{name}.yaml"
     d = _read_yaml(path, str(path))
@@ -84,8 +84,8 @@ def test_compiled_decode_equals_numpy_decode_bit_for_bit(scenario: str, max_path
     """The compiled split decode against the numpy one, bit for bit, at path counts below, at and above
     numpy's 8-way pairwise-summation threshold (a left-to-right sum differs there in the last bits), with
     rows of all -1 (the even split) and rows at the bounds."""
-    from ainet_gym import _kernels
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.sim import kernels as _kernels
 
     if not _kernels.HAVE_NUMBA:
         pytest.skip("numba is not installed")
@@ -112,7 +112,7 @@ def test_compiled_decode_equals_numpy_decode_bit_for_bit(scenario: str, max_path
 
 
 def test_nan_to_zero_is_nan_to_num() -> None:
-    from ainet_gym.env import _nan_to_zero
+    from ainet_gym.envs.env import _nan_to_zero
 
     for v in (np.array([1.0, np.nan, -2.0]), np.array([np.inf, np.nan, -np.inf, 0.5]), np.arange(3.0),
               np.array([np.nan], dtype=np.float32)):  # fmt: skip
@@ -126,8 +126,8 @@ def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...]
     """Resetting copies of three (one, two, all) restarts their units in place (the placement is deterministic, so the
     units are the same); every engine state array and the next intervals' results equal those of the full
     restack it replaces (a restart that forgot a timer, a flow's bytes or the split would differ)."""
-    from ainet_gym import _kernels
-    from ainet_gym.world import FabricWorld
+    from ainet_gym.sim import kernels as _kernels
+    from ainet_gym.sim.world import FabricWorld
 
     if backend == "numba" and not _kernels.HAVE_NUMBA:
         pytest.skip("numba is not installed")

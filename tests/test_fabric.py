@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 import ainet_gym
-from ainet_gym.engine import BatchSim, compile_job
-from ainet_gym.policies import get_policy
-from ainet_gym.routing import ecmp_split, spray_split
-from ainet_gym.topology import build_fabric
-from ainet_gym.world import FabricWorld
+from ainet_gym.fabric.topology import build_fabric
+from ainet_gym.routing.policies import get_policy
+from ainet_gym.routing.split import ecmp_split, spray_split
+from ainet_gym.sim.engine import BatchSim, compile_job
+from ainet_gym.sim.world import FabricWorld
 
 RTOL = 1e-6
 

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from agents.evaluate import EvalConfig, evaluate  # noqa: E402
-from agents.graph_policy import (  # noqa: E402
+from ainet_gym.agents.evaluate import EvalConfig, evaluate  # noqa: E402
+from ainet_gym.agents.graph_policy import (  # noqa: E402
     GraphActorCritic,
     GraphPolicyConfig,
     TrainConfig,
@@ -19,8 +19,8 @@ from agents.graph_policy import (  # noqa: E402
     save_graph_policy,
     train,
 )
-from agents.registry import make_agent  # noqa: E402
-from ainet_gym.env import EnvCore  # noqa: E402
+from ainet_gym.agents.registry import make_agent  # noqa: E402
+from ainet_gym.envs.env import EnvCore  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.baselines import BASELINES
-from agents.evaluate import EvalConfig, evaluate
-from agents.pretrained import DROPPED_MEMBERS, export_checkpoint, load_policy_only
-from agents.sb3_agents import SB3Agent
-from agents.train import TrainConfig, train
-from ainet_gym.env import EnvCore
+from ainet_gym.agents.baselines import BASELINES
+from ainet_gym.agents.evaluate import EvalConfig, evaluate
+from ainet_gym.agents.pretrained import DROPPED_MEMBERS, export_checkpoint, load_policy_only
+from ainet_gym.agents.sb3_agents import SB3Agent
+from ainet_gym.agents.train import TrainConfig, train
+from ainet_gym.envs.env import EnvCore
+from ainet_gym.envs.registration import ENV_IDS
 from ainet_gym.pretrained import list_pretrained
-from ainet_gym.registration import ENV_IDS
 from tests._scenarios import small_spine_leaf
 
 
@@ -105,7 +105,7 @@ def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, caps
 
 
 def test_demo_comparison_says_beats_only_when_the_intervals_separate() -> None:
-    from agents.demo import comparison
+    from ainet_gym.agents.demo import comparison
 
     def pol(m: float, lo: float, hi: float, controls: str = "jobs") -> dict:
         return {"gpu_utilization": {"mean": m, "ci95": [lo, hi]}, "controls": controls}

@@ -16,12 +16,12 @@ pytest.importorskip("stable_baselines3")
 
 from _scenarios import small_spine_leaf
 
-from agents.sb3_agents import META_MEMBER, UntrustedModelError, load_model, save_model
+from ainet_gym.agents.sb3_agents import META_MEMBER, UntrustedModelError, load_model, save_model
 
 
 def _model(tmp_path: Path, algo: str = "ppo") -> Path:
-    from agents.sb3_agents import algo_class, resolve_action_mode, space_signature
-    from ainet_gym.sb3_vec_env import SB3VecEnv
+    from ainet_gym.agents.sb3_agents import algo_class, resolve_action_mode, space_signature
+    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
 
     mode = resolve_action_mode(algo, None)
     venv = SB3VecEnv(num_envs=2, scenario=small_spine_leaf(), action_mode=mode)

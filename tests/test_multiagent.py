@@ -17,8 +17,8 @@ pytest.importorskip("pettingzoo")
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import ainet_gym
-from ainet_gym.env import EnvCore
-from ainet_gym.policies import get_policy
+from ainet_gym.envs.env import EnvCore
+from ainet_gym.routing.policies import get_policy
 from tests._scenarios import small_spine_leaf
 
 # one scenario of every fabric family, plus failures and churn (short episodes keep the tests quick)
@@ -225,7 +225,7 @@ def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
     import sys
     from pathlib import Path
 
-    from agents.evaluate import EvalConfig, prepare, run_policy
+    from ainet_gym.agents.evaluate import EvalConfig, prepare, run_policy
 
     spec = importlib.util.spec_from_file_location(
         "marl_ppo", Path(__file__).parents[1] / "examples" / "marl_ppo.py"
@@ -251,7 +251,7 @@ def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
 
 
 def test_marl_policy_rejects_other_models(tmp_path) -> None:
-    from agents.registry import make_agent
+    from ainet_gym.agents.registry import make_agent
 
     with pytest.raises(FileNotFoundError, match="not found"):
         make_agent(f"marl:{tmp_path / 'missing.zip'}")
@@ -260,7 +260,7 @@ def test_marl_policy_rejects_other_models(tmp_path) -> None:
 def test_missing_pettingzoo_names_the_extra(monkeypatch) -> None:
     import sys
 
-    from ainet_gym import multiagent
+    from ainet_gym.envs import multiagent
 
     monkeypatch.setitem(sys.modules, "pettingzoo", None)  # import pettingzoo -> ImportError
     with pytest.raises(ImportError, match=r"ainet-gym\[pettingzoo\]"):

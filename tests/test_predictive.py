@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.evaluate import EvalConfig, evaluate
-from agents.predictive import FitConfig, fit, forecast_error
-from agents.registry import make_agent
+from ainet_gym.agents.evaluate import EvalConfig, evaluate
+from ainet_gym.agents.predictive import FitConfig, fit, forecast_error
+from ainet_gym.agents.registry import make_agent
 from tests._scenarios import small_spine_leaf
 
 
@@ -20,7 +20,7 @@ def test_forecast_error_is_lower_than_last_value_on_held_out_seeds() -> None:
     assert err["model_rmse"] < 0.5 * err["last_value_rmse"], err
     assert err["model_rmse_when_schedule_changes"] < 0.5 * err["last_value_rmse_when_schedule_changes"], err
     # persistence and the schedule carry the weight: coefficients of the storage tier are positive
-    from ainet_gym.topology import TIERS
+    from ainet_gym.fabric.topology import TIERS
 
     st = model.coef[TIERS.index("storage")]
     assert st[0] > 0 and st[model.history] > 0
@@ -28,7 +28,7 @@ def test_forecast_error_is_lower_than_last_value_on_held_out_seeds() -> None:
 
 def test_least_squares_recovers_known_ar_coefficients() -> None:
     # synthetic base loads from a known AR(2) + schedule process per tier; noiseless -> exact recovery
-    from agents.predictive import _design, solve_per_tier
+    from ainet_gym.agents.predictive import _design, solve_per_tier
 
     rng = np.random.default_rng(0)
     B, T, L, H = 3, 40, 6, 2

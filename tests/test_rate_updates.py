@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ainet_gym import ScenarioError, load_scenario
-from ainet_gym.policies import get_policy
-from ainet_gym.world import FabricWorld
+from ainet_gym.routing.policies import get_policy
+from ainet_gym.sim.world import FabricWorld
 
 
 def run(name: str, mode: str, steps: int = 4, policy: str = "ecmp") -> tuple[np.ndarray, int]:

@@ -23,12 +23,12 @@ SCENARIO = "periodic-interference"
 @pytest.mark.skipif(HAS_RAY, reason="checks the message shown when Ray is not installed")
 def test_import_error_names_the_extra() -> None:
     with pytest.raises(ImportError, match=r"ainet-gym\[rllib\]"):
-        import ainet_gym.rllib  # noqa: F401
+        import ainet_gym.envs.rllib  # noqa: F401
 
 
 @needs_ray
 def test_env_config_keys_checked() -> None:
-    from ainet_gym.rllib import make_env
+    from ainet_gym.envs.rllib import make_env
 
     with pytest.raises(ValueError, match=r"\['speed'\].*allowed: .*scenario"):
         make_env({"scenario": SCENARIO, "speed": 2})
@@ -43,8 +43,8 @@ def test_vector_infos_pass_dict_info_to_list() -> None:
     from gymnasium.wrappers.vector import DictInfoToList
     from ray.rllib.env.env_context import EnvContext
 
-    from ainet_gym.env import FabricRoutingEnv
-    from ainet_gym.rllib import RLlibVectorEnv, make_env
+    from ainet_gym.envs.env import FabricRoutingEnv
+    from ainet_gym.envs.rllib import RLlibVectorEnv, make_env
 
     B, seed = 3, 7
     ctx = EnvContext({"scenario": SCENARIO, "episode_steps": 2}, worker_index=1, num_workers=2)
@@ -79,7 +79,7 @@ def test_vector_infos_pass_dict_info_to_list() -> None:
 def test_env_runner_builds_the_native_vector_env() -> None:
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
-    from ainet_gym.rllib import RLlibVectorEnv, ppo_config
+    from ainet_gym.envs.rllib import RLlibVectorEnv, ppo_config
 
     cfg = ppo_config(SCENARIO, num_env_runners=0, envs_per_runner=4, seed=0)
     runner = SingleAgentEnvRunner(config=cfg)
@@ -96,7 +96,7 @@ def test_env_runner_builds_the_native_vector_env() -> None:
 def local_ray():
     import ray
 
-    from ainet_gym.rllib import init_ray
+    from ainet_gym.envs.rllib import init_ray
 
     init_ray(None, num_env_runners=2)
     yield
@@ -105,10 +105,10 @@ def local_ray():
 
 @needs_ray
 def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> None:
-    from agents.evaluate import EvalConfig, evaluate
-    from agents.rllib_train import RLlibTrainConfig, read_checkpoint_metadata, train_rllib
-    from agents.sb3_agents import space_signature
-    from ainet_gym.env import EnvCore
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.rllib_train import RLlibTrainConfig, read_checkpoint_metadata, train_rllib
+    from ainet_gym.agents.sb3_agents import space_signature
+    from ainet_gym.envs.env import EnvCore
 
     steps = 48  # periodic-interference episode length
     per_iter = 2 * 8 * steps  # 2 env runners x 8 copies x one episode each
@@ -169,7 +169,7 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
         )
 
     # the checkpoint is a policy of evaluate, deterministic, on the held-out seeds
-    from agents.registry import make_agent
+    from ainet_gym.agents.registry import make_agent
 
     agent = make_agent(f"rllib:{res.checkpoint}")
     core = EnvCore(SCENARIO, batch=2, **agent.env_kwargs)
@@ -185,7 +185,7 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
 
 @needs_ray
 def test_checkpoint_errors(tmp_path) -> None:
-    from agents.registry import make_agent
+    from ainet_gym.agents.registry import make_agent
 
     with pytest.raises(FileNotFoundError, match="not found"):
         make_agent(f"rllib:{tmp_path / 'missing'}")
@@ -194,7 +194,7 @@ def test_checkpoint_errors(tmp_path) -> None:
 
 
 def test_sweep_rejects_bad_grids() -> None:
-    from agents.rllib_sweep import SweepConfig, sweep
+    from ainet_gym.agents.rllib_sweep import SweepConfig, sweep
 
     with pytest.raises(ValueError, match="lrs: empty"):
         sweep(SweepConfig(lrs=[]))
@@ -207,7 +207,7 @@ def test_sweep_rejects_bad_grids() -> None:
 @needs_ray
 def test_sweep_one_trial_table(local_ray, tmp_path) -> None:
     """A Tune grid of one trial (one CPU) trains, checkpoints, and its row is evaluated against ECMP."""
-    from agents.rllib_sweep import SweepConfig, sweep
+    from ainet_gym.agents.rllib_sweep import SweepConfig, sweep
 
     rows = sweep(
         SweepConfig(

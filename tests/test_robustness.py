@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ainet_gym import scenario as scenario_mod
-from ainet_gym.scenario import ScenarioError, fabric_size, load_scenario
-from ainet_gym.simulate import simulate
+from ainet_gym.scenario import loader as scenario_mod
+from ainet_gym.scenario.loader import ScenarioError, fabric_size, load_scenario
+from ainet_gym.sim.simulate import simulate
 
 
 def base() -> dict[str, Any]:
@@ -188,7 +188,7 @@ def test_keys_the_topology_does_not_use_are_an_error(topology: str, key: str, va
 
 
 def test_fabric_size_estimate_matches_the_built_fabric() -> None:
-    from ainet_gym.topology import build_fabric
+    from ainet_gym.fabric.topology import build_fabric
 
     for name in (
         "spine-leaf-2to1",
@@ -206,7 +206,7 @@ def test_fabric_size_estimate_matches_the_built_fabric() -> None:
 
 
 def test_every_shipped_scheduled_failure_link_exists() -> None:
-    from ainet_gym.topology import build_fabric
+    from ainet_gym.fabric.topology import build_fabric
 
     for name in ("link-failure", "degraded-link", "periodic-interference"):
         sc = load_scenario(name)
@@ -217,7 +217,7 @@ def test_every_shipped_scheduled_failure_link_exists() -> None:
 
 def test_scheduled_links_accepted_iff_the_fabric_has_them() -> None:
     """Against the built fat-tree: every switch pair is accepted exactly when build_fabric links it."""
-    from ainet_gym.topology import build_fabric
+    from ainet_gym.fabric.topology import build_fabric
 
     fab = {"topology": "fat_tree", "k": 4, "gpus_per_host": 2}
     f = build_fabric(load_scenario(edit(fabric=fab)).fabric)
@@ -397,7 +397,7 @@ def test_a_scenario_dict_is_refused_or_runs(d: dict) -> None:
 def test_actions_of_a_non_number_dtype_are_refused(mode: str, make, words: str) -> None:
     from _scenarios import small_spine_leaf
 
-    from ainet_gym.env import FabricRoutingEnv
+    from ainet_gym.envs.env import FabricRoutingEnv
 
     env = FabricRoutingEnv(small_spine_leaf(), action_mode=mode)
     ref = FabricRoutingEnv(small_spine_leaf(), action_mode=mode)
@@ -416,7 +416,7 @@ def test_actions_of_a_non_number_dtype_are_refused(mode: str, make, words: str) 
 def test_path_index_message_names_the_index_and_range() -> None:
     from _scenarios import small_spine_leaf
 
-    from ainet_gym.env import FabricRoutingEnv
+    from ainet_gym.envs.env import FabricRoutingEnv
 
     env = FabricRoutingEnv(small_spine_leaf(), action_mode="path")
     env.reset(seed=1)
@@ -431,7 +431,7 @@ def test_path_index_message_names_the_index_and_range() -> None:
 def test_vector_env_messages_say_what_was_passed_and_what_is_expected() -> None:
     from _scenarios import small_spine_leaf
 
-    from ainet_gym.vector_env import FabricRoutingVectorEnv
+    from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 
     venv = FabricRoutingVectorEnv(4, small_spine_leaf(), "split")
     n = venv.single_action_space.shape[0]

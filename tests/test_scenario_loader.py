@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from ainet_gym import spec
-from ainet_gym.scenario import (
+from ainet_gym.scenario import spec
+from ainet_gym.scenario.loader import (
     _BACKGROUND_RULES,
     _COLLECTIVE_RULES,
     _DYNAMICS_RULES,
@@ -278,7 +278,7 @@ def test_rules_cover_every_dataclass_field():
 
 
 def test_failure_tiers_match_topology():
-    topology = pytest.importorskip("ainet_gym.topology")
+    topology = pytest.importorskip("ainet_gym.fabric.topology")
     assert set(FAILURE_TIERS) == set(topology.TIERS) - {"nvlink"}
 
 

@@ -22,11 +22,11 @@ import pytest
 import yaml
 
 from ainet_gym import ScenarioError, load_scenario, simulate
-from ainet_gym.policies import get_policy
-from ainet_gym.scenario import fabric_gpu_count
-from ainet_gym.spec import PROFILE_DEFAULTS
-from ainet_gym.topology import TIERS, build_fabric
-from ainet_gym.world import FabricWorld
+from ainet_gym.fabric.topology import TIERS, build_fabric
+from ainet_gym.routing.policies import get_policy
+from ainet_gym.scenario.loader import fabric_gpu_count
+from ainet_gym.scenario.spec import PROFILE_DEFAULTS
+from ainet_gym.sim.world import FabricWorld
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 ALL = sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
@@ -535,7 +535,7 @@ def test_broken_copy_fails_naming_the_field(name, breaker, tmp_path):
 def test_agent_wcmp_weights_never_send_on_a_failed_link():
     # a switch drops a failed port from its WCMP group whatever weight it was given: random ecmp_weights
     # actions (weight > 0 on the dead uplink too) move no byte over it and stall no transfer
-    from ainet_gym.env import EnvCore
+    from ainet_gym.envs.env import EnvCore
 
     core = EnvCore("link-failure", action_mode="ecmp_weights")
     core.reset([0])

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import ainet_gym
-from ainet_gym.policies import get_policy
-from ainet_gym.topology import TIERS
-from ainet_gym.world import FabricWorld
+from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.policies import get_policy
+from ainet_gym.sim.world import FabricWorld
 
 RTOL = 1e-6
 C = 400.0e9 / 8.0  # bytes/s

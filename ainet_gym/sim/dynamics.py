@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from ainet_gym.fabric.topology import TIERS, Fabric
+from ainet_gym.scenario.spec import BackgroundSpec, JobChurnSpec, JobSpec, LinkFailureSpec
 from ainet_gym.sim.placement import place_job
-from ainet_gym.spec import BackgroundSpec, JobChurnSpec, JobSpec, LinkFailureSpec
-from ainet_gym.topology import TIERS, Fabric
 
 __all__ = ["LinkState", "alltoall_rotation", "background_on", "churn", "rotation_due"]
 

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ainet_gym.engine import BatchSim, compile_job
-from ainet_gym.spec import JobSpec
-from ainet_gym.topology import Fabric, nonblocking_fabric
+from ainet_gym.fabric.topology import Fabric, nonblocking_fabric
+from ainet_gym.scenario.spec import JobSpec
+from ainet_gym.sim.engine import BatchSim, compile_job
 
 __all__ = ["IdealTimes"]
 

@@ -1,5 +1,5 @@
 """What an interval measured: per-job and per-link figures of a :class:`StepResult`, from the engine's
-:class:`~ainet_gym.engine.IntervalMetrics` and the simulation state the interval ran in."""
+:class:`~ainet_gym.sim.engine.IntervalMetrics` and the simulation state the interval ran in."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ainet_gym.engine import BatchSim, IntervalMetrics
-from ainet_gym.topology import TIERS, Fabric
+from ainet_gym.fabric.topology import TIERS, Fabric
+from ainet_gym.sim.engine import BatchSim, IntervalMetrics
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
 __all__ = ["ConnectionTable", "IntervalMeter", "StepResult", "merge_metrics"]

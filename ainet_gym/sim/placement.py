@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ainet_gym.spec import JobSpec
-from ainet_gym.topology import Fabric
+from ainet_gym.fabric.topology import Fabric
+from ainet_gym.scenario.spec import JobSpec
 
 __all__ = ["place_job"]
 

@@ -3,7 +3,7 @@
 :class:`SimState` holds everything a decision interval changes: per flow the bytes left, per unit the
 phase cursor, timers and iteration bookkeeping, per phase its state, per instance the clock. The
 structure it runs on (units, phases, flows, connections, candidate paths) is static between restacks
-and lives on :class:`~ainet_gym.engine.BatchSim`. Both backends mutate these arrays in place: the
+and lives on :class:`~ainet_gym.sim.engine.BatchSim`. Both backends mutate these arrays in place: the
 compiled kernel takes them in the order of the fields (:meth:`SimState.arrays`), the numpy backend
 writes them through ``sim.state``.
 """
@@ -29,7 +29,7 @@ DONE = 2
 class SimState:
     """Mutable per-flow, per-unit, per-phase and per-instance state of a :class:`BatchSim`.
 
-    The field order is the order in which :func:`ainet_gym._kernels.run_interval_numba` takes them.
+    The field order is the order in which :func:`ainet_gym.sim.kernels.run_interval_numba` takes them.
     Every array is C-contiguous and of the dtype given below (the kernel mutates them in place).
     """
 

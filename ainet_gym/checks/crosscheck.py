@@ -1,0 +1,865 @@
+"""Fidelity cross-check: the same scenario, policy and seed in the fluid model and in ns-3 (packets).
+
+:func:`crosscheck` runs a scenario for a few decision intervals in the fluid engine under a policy (any
+policy string that ``ainet-gym evaluate`` takes: ``ecmp``, ``spray``, ``lp``, ``ppo:PATH`` ...), records
+the routing split the policy chose for every connection in every interval, then replays the same jobs in
+ns-3 (the optional extra ``ns3``: ``pip install "ainet-gym[ns3]"``) on the same fabric with the same
+routing, and reports each job's mean communication time per completed iteration in both, with the wall
+time each simulator took for the same simulated span.
+
+How the scenario becomes an ns-3 experiment:
+
+- **Fabric.** One ns-3 node per GPU and per switch of :class:`~ainet_gym.fabric.topology.Fabric`, one
+  point-to-point link per duplex pair of fabric links (parallel links stay parallel), at the links'
+  nominal rates (``link_gbps``, per direction) and a propagation delay of the link's latency
+  (``fabric.hop_latency_us``).
+  NVLink is not built: a transfer between GPUs of one host is refused.
+- **Transport.** Every transfer is bulk TCP (ns-3's ``BulkSendApplication`` to a ``PacketSink``):
+  TCP Cubic, MSS ``mss`` (1448: a 1500-byte MTU less 20 IP, 20 TCP and 12 timestamp-option bytes),
+  send/receive buffers ``tcp_buffer_bytes``, ``min_rto_ms``, FqCoDel queues (ns-3's default root queue
+  disc, which shares a link max-min fairly between flows; DropTail splits unfairly by about 6%). There is
+  no RDMA-like UDP sender: the transport is TCP only.
+- **Routing.** The split the fluid policy chose for a connection in the interval in which a transfer
+  starts decides how ns-3 carries it: a connection on one path is *pinned* (static /32 host routes on
+  every switch of the path, for the data and, on the reverse path, for the ACKs; each (connection, path)
+  has its own address pair on the two GPUs, so routes are per connection, not per destination); any
+  other split is carried as one pinned TCP sub-flow per path, each with its share of the bytes (a static
+  multipath transport). A connection split evenly over its whole ECMP set (spray) is carried so too by
+  default; with ``spray_mode="packet"`` it is sprayed per packet instead (ns-3's random ECMP,
+  ``Ipv4GlobalRouting::RandomEcmpRouting``, with a duplicate-ACK threshold of ``reorder_threshold``).
+  ECMP hashing is therefore exactly the fluid's hash.
+- **Jobs.** The fluid engine's timeline: compute, communication from ``(1 - overlap)`` of it, phases in
+  order (a phase's transfers start together when the previous phase's have all been received), the next
+  iteration when compute and communication are both done. A pipelined ring is one TCP connection per hop,
+  coupled chunk by chunk as NCCL's ring is (a hop forwards a chunk of ``ring_chunk_bytes`` once it has
+  received it, one ring step ahead), so it moves at its slowest hop's pace. Latency is the packets' own, not an alpha term.
+- **Fluid side.** The same scenario with ``fabric.link_efficiency`` set to ``header_efficiency`` (TCP/IP
+  headers and framing, :data:`TCP_HEADER_EFFICIENCY`), so that both simulators carry the same payload
+  per wire bit. The shipped scenarios are not changed: the factor applies to the cross-check only.
+
+Supported subset (anything else raises :class:`CrosscheckError` naming the field): topologies
+``single_switch``, ``spine_leaf`` and ``fat_tree`` of at most ``max_gpus`` GPUs; no background traffic,
+link failures or job churn; no periodic AllToAll skew; no transfer between GPUs of one host; at most
+``max_steps`` intervals; an estimated ns-3 cost within ``max_ns3_bytes`` bytes of transfers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ainet_gym.fabric.topology import Fabric
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.workload import decompose
+
+__all__ = [
+    "TCP_HEADER_EFFICIENCY",
+    "CrosscheckConfig",
+    "CrosscheckError",
+    "Ns3NotInstalledError",
+    "crosscheck",
+]
+
+#: Payload bytes per wire byte of bulk TCP in ns-3 when every link also carries the ACKs of the traffic
+#: flowing the other way (collectives are permutations: every GPU sends and receives). A 1448-byte segment
+#: (1500 MTU - 20 IP - 20 TCP - 12 timestamp option) costs 1448 + 52 + 2 (PPP framing of ns-3's
+#: point-to-point device) wire bytes, and the receiver's delayed ACK (one 54-byte ACK per 2 segments) adds
+#: 27 bytes per segment on the reverse direction: 1448 / 1529 = 0.9470. Measured here (README "Fidelity"):
+#: the slope of ns-3 transfer time over size (4-16 MB, 2 GPUs exchanging on a 10 Gb/s switch) gives 0.9468.
+#: Real Ethernet frames add 38 bytes (header, FCS, preamble, gap) instead of PPP's 2: 1448 / (1538 + 45) = 0.915.
+TCP_HEADER_EFFICIENCY: float = 1448.0 / (1448.0 + 54.0 + 54.0 / 2.0)
+
+_SUPPORTED_TOPOLOGIES = ("single_switch", "spine_leaf", "fat_tree")
+
+
+class CrosscheckError(ValueError):
+    """The scenario or the request is outside the cross-check's supported subset."""
+
+
+class Ns3NotInstalledError(ImportError):
+    """ns-3's Python bindings (the optional extra ``ns3``) are not installed."""
+
+
+@dataclass(frozen=True)
+class CrosscheckConfig:
+    """Every constant of the ns-3 experiment, documented and overridable.
+
+    Attributes
+    ----------
+    mss
+        TCP segment size in bytes (``ns3::TcpSocket::SegmentSize``; ns-3's default is 536).
+    header_efficiency
+        Capacity factor applied to the fluid model's network links for the cross-check (payload per
+        wire byte of TCP/IP over ns-3's PPP framing); ``None`` keeps the scenario's ``link_efficiency``.
+    tcp_buffer_bytes
+        TCP send and receive buffer per socket.
+    min_rto_ms
+        TCP minimum retransmission timeout (ns-3's default is 1 s, a wide-area value).
+    spray_mode
+        How a connection the policy splits evenly over its whole ECMP set is carried: ``"subflows"``
+        (default): one pinned TCP sub-flow per path with an equal share of the bytes (what the fluid
+        split means: a multipath transport, or one QP per path); ``"packet"``: per-packet random ECMP
+        (``Ipv4GlobalRouting::RandomEcmpRouting``) with TCP's ``reorder_threshold`` and SACK off
+        (ns-3.44 segfaulted in ``TcpTxBuffer::Update`` on the SACK blocks of sprayed flows here, twice).
+        Per-packet spraying over TCP measures how much reordering costs (README "Fidelity").
+    reorder_threshold
+        Duplicate ACKs before fast retransmit (``ReTxThreshold``) when a connection is sprayed per packet;
+        3 (TCP's default) otherwise. Per-packet spraying reorders segments; with the default threshold
+        reordering triggers spurious retransmits (README "Fidelity").
+    send_size
+        Bytes handed to the socket per write by the bulk sender.
+    ring_chunk_bytes
+        Chunk size of a pipelined ring (NCCL's Simple protocol: a 4 MiB buffer of 8 steps, 512 KiB per
+        step). A ring's hops are coupled as NCCL couples them: one TCP connection per hop, which may send
+        a chunk only once it has received it from the previous hop, one ring step (the bytes of one of the
+        ring's ``steps``) ahead: its first step is its own data. The ring then moves at its slowest hop's
+        pace, as in the fluid model. ``None`` or 0: a ring's hops are independent bulk transfers.
+    max_gpus
+        Largest fabric (GPUs) accepted.
+    max_steps
+        Most decision intervals accepted.
+    max_ns3_bytes
+        Largest estimated number of transfer bytes the ns-3 run may carry (its cost grows with bytes:
+        about 40 ms of wall time per MB over 4 hops on one core).
+    wall_limit_s
+        ns-3 stops and the cross-check fails past this much wall time.
+    """
+
+    mss: int = 1448
+    header_efficiency: float | None = TCP_HEADER_EFFICIENCY
+    tcp_buffer_bytes: int = 1 << 20
+    min_rto_ms: float = 5.0
+    spray_mode: str = "subflows"
+    reorder_threshold: int = 64
+    send_size: int = 14480
+    ring_chunk_bytes: int | None = 1 << 19
+    max_gpus: int = 64
+    max_steps: int = 8
+    max_ns3_bytes: float = 4e9
+    wall_limit_s: float = 900.0
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def _check_supported(sc: Scenario, fabric: Fabric, steps: int, cfg: CrosscheckConfig) -> None:
+    where = f"scenario {sc.name!r}"
+    f = sc.fabric
+    if f.topology not in _SUPPORTED_TOPOLOGIES:
+        raise CrosscheckError(
+            f"{where}: fabric.topology = {f.topology!r} is not supported by the cross-check; "
+            f"allowed: {', '.join(_SUPPORTED_TOPOLOGIES)}"
+        )
+    if fabric.n_gpus > cfg.max_gpus:
+        raise CrosscheckError(
+            f"{where}: the fabric has {fabric.n_gpus} GPUs; the cross-check supports at most {cfg.max_gpus}"
+        )
+    if sc.background:
+        raise CrosscheckError(
+            f"{where}: workload.background is not supported by the cross-check; allowed: none"
+        )
+    lf = sc.dynamics.link_failures
+    if lf.rate_per_step > 0 or lf.scheduled:
+        raise CrosscheckError(
+            f"{where}: dynamics.link_failures is not supported by the cross-check; allowed: none"
+        )
+    if sc.dynamics.job_churn.arrival_rate > 0:
+        raise CrosscheckError(
+            f"{where}: dynamics.job_churn is not supported by the cross-check; allowed: none"
+        )
+    for job in sc.jobs:
+        for i, c in enumerate(job.collectives):
+            if getattr(c, "chunks", 1) != 1:
+                raise CrosscheckError(
+                    f"{where}: workload.jobs[{job.name}].collectives[{i}].chunks = {c.chunks}: chunked "
+                    "stage pipelines are not supported by the cross-check; allowed: 1"
+                )
+            if c.op == "alltoall" and c.skew > 0 and c.skew_period_steps:
+                raise CrosscheckError(
+                    f"{where}: workload.jobs[{job.name}].collectives[{i}].skew_period_steps = "
+                    f"{c.skew_period_steps}: a moving AllToAll skew is not supported; allowed: none"
+                )
+    if not isinstance(steps, int) or isinstance(steps, bool) or not 1 <= steps <= cfg.max_steps:
+        raise CrosscheckError(f"steps = {steps!r}: must be an integer in [1, {cfg.max_steps}]")
+
+
+# ---------------------------------------------------------------------------------------------- fluid
+@dataclass
+class _Conn:
+    src: int  # GPU id
+    dst: int
+    paths: list[list[int]]  # candidate paths (link ids), the columns of the split
+    full_ecmp: int  # size of the uncapped ECMP set
+
+
+@dataclass
+class _JobPlan:
+    name: str
+    compute_s: float
+    overlap: float
+    start_s: float
+    # per phase, per flow: (global connection id, bytes, index of the feeding hop in the flow or -1, lag bytes)
+    phases: list[list[list[tuple[int, float, int, float]]]]
+
+
+@dataclass
+class _FluidRun:
+    fabric: Fabric
+    interval_s: float
+    splits: list[np.ndarray]  # per step: (connections, max_paths)
+    conns: dict[int, _Conn]
+    jobs: list[_JobPlan]
+    iterations: np.ndarray  # (jobs,)
+    comm_sum_s: np.ndarray  # (jobs,)
+    wall_s: float
+    cpu_s: float
+
+
+def _ecmp_set_size(fabric: Fabric, src: int, dst: int) -> int:
+    """Number of equal-cost shortest paths from endpoint ``src`` to ``dst``, parallel links counted
+    (the set ns-3's global routing sprays over; the fluid's candidate set may be capped)."""
+    if fabric.n_gpus > max(src, dst) and fabric.gpu_host[src] == fabric.gpu_host[dst]:
+        return 1
+    a, b = int(fabric.leaf_node[fabric.endpoint_leaf[src]]), int(fabric.leaf_node[fabric.endpoint_leaf[dst]])
+    if a == b:
+        return 1
+    switch = np.asarray([k not in ("gpu", "storage", "nvswitch") for k in fabric.node_kind])
+    m = switch[fabric.link_src] & switch[fabric.link_dst]
+    s, d = fabric.link_src[m], fabric.link_dst[m]
+    n = len(fabric.node_names)
+    dist = np.full(n, -1)
+    count = np.zeros(n)
+    dist[a], count[a] = 0, 1.0
+    frontier = [a]
+    while frontier and dist[b] < 0:  # BFS by levels over switches (construction-time graph walk)
+        nxt: set[int] = set()
+        for u in frontier:
+            for v in d[s == u]:
+                if dist[v] < 0 or dist[v] == dist[u] + 1:
+                    if dist[v] < 0:
+                        dist[v] = dist[u] + 1
+                        nxt.add(int(v))
+                    count[v] += count[u]
+        frontier = sorted(nxt)
+    return int(count[b])
+
+
+def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: CrosscheckConfig) -> _FluidRun:
+    from ainet_gym.agents.registry import make_agent
+    from ainet_gym.envs.env import EnvCore
+
+    agent = make_agent(policy)
+    core = EnvCore(sc, batch=1, episode_steps=steps, **agent.env_kwargs)
+    obs, _ = core.reset([seed])
+    agent.check(core)
+    agent.reset(core)
+    world = core.world
+    fabric = world.fabric
+    J = world.n_job_slots
+    iters = np.zeros(J, dtype=np.int64)
+    comm = np.zeros(J)
+    splits: list[np.ndarray] = []
+    wall = cpu = 0.0
+    for _ in range(steps):
+        a = agent.act(core, obs)
+        split = np.asarray(a if agent.level == "engine" else core.decode(core.validate(a)), dtype=np.float64)
+        splits.append(split.copy())
+        t0, c0 = time.perf_counter(), time.process_time()
+        obs, *_ = core.step_split(split)
+        wall += time.perf_counter() - t0
+        cpu += time.process_time() - c0
+        res = core.last_result
+        assert res is not None
+        it = res.iterations[0]
+        iters += it
+        comm += np.where(it > 0, np.nan_to_num(res.comm_time_s[0]) * it, 0.0)
+    # the jobs' transfers, in the connection order of the engine's compiled units
+    # (collectives -> phases -> flows -> members, first appearance of each (src, dst) pair)
+    conns: dict[int, _Conn] = {}
+    jobs: list[_JobPlan] = []
+    for j in range(J):
+        job = world.jobs[0][j]
+        if job is None:
+            continue
+        gpus = np.asarray(world.gpus[0][j], dtype=np.int64)
+        hosts = fabric.gpu_host[gpus].tolist()
+        slots = world.slot_conn[0, world.slot_offset[j] : world.slot_offset[j] + world.slot_width[j]]
+        local: dict[tuple[int, int], int] = {}
+        phases: list[list[list[tuple[int, float, int, float]]]] = []
+        for coll in job.collectives:
+            for ph in decompose(coll, len(gpus), hosts):
+                flows = []
+                for fl in ph.flows:
+                    transfers = []
+                    # a pipelined ring: hop i forwards what hop pred(i) (the one into its source) delivered,
+                    # one ring step (bytes / steps) ahead of it
+                    dst_of = {dr: i for i, (_, dr) in enumerate(fl.members)}
+                    ring = len(fl.members) > 1 and all(sr in dst_of for sr, _ in fl.members)
+                    lag = float(fl.bytes) / max(ph.steps, 1)
+                    for sr, dr in fl.members:
+                        key = (int(gpus[sr]), int(gpus[dr]))
+                        c = int(slots[local.setdefault(key, len(local))])
+                        if c not in conns:
+                            if fabric.gpu_host[key[0]] == fabric.gpu_host[key[1]]:
+                                raise CrosscheckError(
+                                    f"scenario {sc.name!r}: job {job.name!r} sends from GPU {key[0]} to GPU "
+                                    f"{key[1]} of the same host (NVLink), which the cross-check does not "
+                                    "build; allowed: one GPU per host in the job, or fabric.gpus_per_host: 1"
+                                )
+                            paths = fabric.paths(*key)
+                            conns[c] = _Conn(key[0], key[1], paths, _ecmp_set_size(fabric, *key))
+                        pred = dst_of[sr] if ring else -1
+                        transfers.append((c, float(fl.bytes), pred, lag))
+                    flows.append(transfers)
+                phases.append(flows)
+        if int((slots >= 0).sum()) != len(local):
+            raise RuntimeError(
+                f"job {job.name!r}: {len(local)} connections rebuilt, the world has {(slots >= 0).sum()}"
+            )
+        jobs.append(_JobPlan(job.name, job.compute_ms * 1e-3, job.overlap, job.start_ms * 1e-3, phases))
+    alive = [j for j in range(J) if world.jobs[0][j] is not None]
+    return _FluidRun(
+        fabric, world.decision_interval_s, splits, conns, jobs, iters[alive], comm[alive], wall, cpu
+    )
+
+
+# ---------------------------------------------------------------------------------------------- routing
+def _routing_of(split_row: np.ndarray, conn: _Conn, spray_mode: str) -> tuple[str, list[tuple[int, float]]]:
+    """``("spray", [])`` or ``("paths", [(path index, fraction), ...])`` for one connection's split."""
+    n = len(conn.paths)
+    row = np.asarray(split_row[:n], dtype=np.float64)
+    tot = row.sum()
+    row = row / tot if tot > 0 else np.full(n, 1.0 / n)
+    even = n > 1 and n == conn.full_ecmp and np.allclose(row, 1.0 / n, rtol=0, atol=1e-9)
+    if even and spray_mode == "packet":
+        return "spray", []
+    keep = np.flatnonzero(row > 1e-9)
+    return "paths", [(int(k), float(row[k])) for k in keep]
+
+
+# ---------------------------------------------------------------------------------------------- ns-3
+_NS = None
+
+
+def _import_ns() -> Any:
+    """``ns`` of the ns-3 bindings, imported once from a small working directory (the bindings scan the
+    current directory at import), with the cross-check's C++ driver compiled into it."""
+    global _NS
+    if _NS is not None:
+        return _NS
+    import tempfile
+
+    cwd = os.getcwd()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chdir(tmp)
+            try:
+                from ns import ns
+            except ImportError as e:
+                raise Ns3NotInstalledError(
+                    "the cross-check needs ns-3's Python bindings: pip install 'ainet-gym[ns3]' "
+                    f"(the optional extra ns3, package ns3==3.44.post0; a C++ compiler must be present): {e}"
+                ) from e
+    finally:
+        os.chdir(cwd)
+    src = (Path(__file__).with_name("ns3_driver.cc")).read_text(encoding="utf-8")
+    ns.cppyy.cppdef(src)
+    _NS = ns
+    return ns
+
+
+def _ip_pair(n: int) -> tuple[str, str]:
+    """The n-th connection address pair: the two hosts of the /30 subnet 11.0.0.0 + 4n. Being in one
+    subnet makes ns-3's source-address selection pick the pair's own address on the sending GPU."""
+    out = []
+    for host in (1, 2):
+        i = 4 * n + host
+        out.append(f"{11 + (i >> 24)}.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}")
+    return out[0], out[1]
+
+
+def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
+    """Replay the jobs in ns-3: iterations and comm time sums (s) per job, wall and CPU time of the run,
+    whether it timed out, the number of transfers (TCP connections) and how connections were routed."""
+    ns = _import_ns()
+    cpp = ns.cppyy.gbl
+    f = run.fabric
+    steps = len(run.splits)
+    routing = {
+        (c, k): _routing_of(run.splits[k][c], conn, cfg.spray_mode)
+        for c, conn in run.conns.items()
+        for k in range(steps)
+    }
+    spray = any(kind == "spray" for kind, _ in routing.values())
+
+    ns.RngSeedManager.SetSeed(1)
+    ns.RngSeedManager.SetRun(1)
+    ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(spray))
+    ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TcpCubic.GetTypeId()))
+    ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(cfg.mss))
+    ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
+    ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
+    ns.Config.SetDefault(
+        "ns3::TcpSocketBase::ReTxThreshold", ns.UintegerValue(cfg.reorder_threshold if spray else 3)
+    )
+    # SACK off when spraying: ns-3.44 crashes in TcpTxBuffer::Update on SACK blocks of heavily reordered
+    # flows after close (seen here); reordering is then absorbed by the duplicate-ACK threshold alone
+    ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(not spray))
+    ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MicroSeconds(cfg.min_rto_ms * 1e3)))
+
+    # nodes: every GPU and switch of the fabric (no NVLink switches, no storage)
+    built = [i for i, k in enumerate(f.node_kind) if k not in ("nvswitch", "storage")]
+    is_switch = np.asarray([k not in ("gpu", "storage", "nvswitch") for k in f.node_kind])
+    nodes = ns.NodeContainer()
+    nodes.Create(len(built))
+    node_of = {fid: nodes.Get(i) for i, fid in enumerate(built)}
+    stack = ns.InternetStackHelper()
+    stack.SetIpv6StackInstall(False)
+    stack.Install(nodes)
+
+    # links: one point-to-point channel per duplex pair of fabric links
+    p2p = ns.PointToPointHelper()
+    latency = getattr(f, "link_latency_s", None)  # per-link latencies where the fabric has them
+    addr = ns.Ipv4AddressHelper()
+    addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
+    end: dict[int, tuple[int, str, int, str]] = {}  # link id -> (src ifindex, src ip, dst ifindex, dst ip)
+    host_if: dict[int, tuple[int, str]] = {}  # GPU node -> (NIC ifindex, leaf-side ip)
+    rev_pool: dict[tuple[int, int], list[int]] = {}
+    for lk in range(f.n_links):
+        rev_pool.setdefault((int(f.link_src[lk]), int(f.link_dst[lk])), []).append(lk)
+    for lk in range(f.n_links):
+        u, v = int(f.link_src[lk]), int(f.link_dst[lk])
+        if lk in end or u not in node_of or v not in node_of:
+            continue
+        rk = next(r for r in rev_pool[(v, u)] if r not in end)
+        delay = f.hop_latency_s if latency is None else float(latency[lk])
+        p2p.SetChannelAttribute("Delay", ns.TimeValue(ns.NanoSeconds(round(delay * 1e9))))
+        devs = p2p.Install(node_of[u], node_of[v])
+        devs.Get(0).SetAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(f.link_gbps[lk] * 1e9))))
+        devs.Get(1).SetAttribute("DataRate", ns.DataRateValue(ns.DataRate(int(f.link_gbps[rk] * 1e9))))
+        ifc = addr.Assign(devs)
+        addr.NewNetwork()
+        iu = node_of[u].GetObject[ns.Ipv4]().GetInterfaceForDevice(devs.Get(0))
+        iv = node_of[v].GetObject[ns.Ipv4]().GetInterfaceForDevice(devs.Get(1))
+        a_u, a_v = str(ifc.GetAddress(0)), str(ifc.GetAddress(1))
+        end[lk] = (iu, a_u, iv, a_v)
+        end[rk] = (iv, a_v, iu, a_u)
+        if f.node_kind[u] == "gpu" and is_switch[v]:
+            host_if[u] = (iu, a_v)
+    if spray:
+        ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
+    srh = ns.Ipv4StaticRoutingHelper()
+    static = {fid: srh.GetStaticRouting(node.GetObject[ns.Ipv4]()) for fid, node in node_of.items()}
+    for fid, (ifidx, leaf_ip) in host_if.items():
+        static[fid].SetDefaultRoute(ns.Ipv4Address(leaf_ip), ifidx)
+
+    # one address pair per routed (connection, path), /32 host routes along the path and back
+    pair_addr: dict[tuple[int, int], tuple[str, str]] = {}
+    n_addr = 0
+    mask30 = ns.Ipv4Mask("255.255.255.252")
+
+    def address_pair(c: int, k: int) -> tuple[str, str]:
+        nonlocal n_addr
+        if (c, k) in pair_addr:
+            return pair_addr[(c, k)]
+        conn = run.conns[c]
+        s_ip, d_ip = _ip_pair(n_addr)
+        n_addr += 1
+        for gpu, ip in ((conn.src, s_ip), (conn.dst, d_ip)):
+            gnode = int(f.gpu_node[gpu])
+            ipv4 = node_of[gnode].GetObject[ns.Ipv4]()
+            ipv4.AddAddress(host_if[gnode][0], ns.Ipv4InterfaceAddress(ns.Ipv4Address(ip), mask30))
+        for lk in conn.paths[k]:
+            u, v = int(f.link_src[lk]), int(f.link_dst[lk])
+            iu, _, iv, a_v = end[lk]
+            a_u = end[lk][1]
+            if is_switch[u]:  # data towards the destination address
+                static[u].AddHostRouteTo(ns.Ipv4Address(d_ip), ns.Ipv4Address(a_v), iu)
+            if is_switch[v]:  # ACKs back towards the source address, on the same links
+                static[v].AddHostRouteTo(ns.Ipv4Address(s_ip), ns.Ipv4Address(a_u), iv)
+        pair_addr[(c, k)] = (s_ip, d_ip)
+        return s_ip, d_ip
+
+    orch = cpp.ainet_xc.Orchestrator()
+    n_conn_ids = max(run.conns) + 1 if run.conns else 0
+    orch.Configure(
+        run.interval_s, steps, n_conn_ids, cfg.send_size, cfg.wall_limit_s, float(cfg.ring_chunk_bytes or 0)
+    )
+    for (c, k), (kind, parts) in sorted(routing.items()):
+        conn = run.conns[c]
+        sn, dn = int(f.gpu_node[conn.src]), int(f.gpu_node[conn.dst])
+        sid, did = node_of[sn].GetId(), node_of[dn].GetId()
+        if kind == "spray":
+            s_ip = str(node_of[sn].GetObject[ns.Ipv4]().GetAddress(host_if[sn][0], 0).GetLocal())
+            d_ip = str(node_of[dn].GetObject[ns.Ipv4]().GetAddress(host_if[dn][0], 0).GetLocal())
+            orch.AddSub(c, k, sid, s_ip, did, d_ip, 1.0)
+            continue
+        for p, frac in parts:
+            s_ip, d_ip = address_pair(c, p)
+            orch.AddSub(c, k, sid, s_ip, did, d_ip, frac)
+    for jp in run.jobs:
+        j = orch.AddJob(jp.compute_s, jp.overlap, jp.start_s)
+        for ph in jp.phases:
+            orch.AddPhase(j)
+            for fl in ph:
+                orch.AddFlow(j)
+                for c, b, pred, lag in fl:
+                    orch.AddTransfer(j, c, b, pred, lag)
+    orch.Start()
+    ns.Simulator.Stop(ns.Seconds(run.interval_s * steps))
+    t0, c0 = time.perf_counter(), time.process_time()
+    ns.Simulator.Run()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out = {
+        "iterations": np.asarray([orch.Iterations(j) for j in range(len(run.jobs))], dtype=np.int64),
+        "comm_sum_s": np.asarray([orch.CommSum(j) for j in range(len(run.jobs))]),
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "timed_out": bool(orch.timedOut),
+        "transfers": int(orch.transfers),
+        "routing": {kind: sum(1 for k, _ in routing.values() if k == kind) for kind in ("spray", "paths")},
+    }
+    ns.Simulator.Destroy()
+    return out
+
+
+def _estimated_bytes(run: _FluidRun) -> float:
+    """Transfer bytes the ns-3 run will carry: each job's bytes per iteration times the iterations the
+    fluid model completed, plus one."""
+    total = 0.0
+    for jp, it in zip(run.jobs, run.iterations):
+        per_iter = sum(t[1] for ph in jp.phases for fl in ph for t in fl)
+        total += per_iter * (int(it) + 1)
+    return total
+
+
+# ---------------------------------------------------------------------------------------------- API
+def _resolve(scenario: str | os.PathLike | dict | Scenario) -> str | os.PathLike | dict | Scenario:
+    """A bare name that is not a shipped scenario may name a cross-check case (scenarios/crosscheck/)."""
+    if isinstance(scenario, str) and "/" not in scenario and not Path(scenario).is_file():
+        from ainet_gym.scenario.loader import scenarios_dir
+
+        d = scenarios_dir()
+        own = d / "crosscheck" / f"{scenario.removesuffix('.yaml')}.yaml"
+        if not (d / f"{scenario.removesuffix('.yaml')}.yaml").is_file() and own.is_file():
+            return own
+    return scenario
+
+
+def crosscheck(
+    scenario: str | os.PathLike | dict | Scenario,
+    policy: str = "ecmp",
+    seed: int = 0,
+    steps: int = 1,
+    config: CrosscheckConfig | None = None,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run ``scenario`` under ``policy`` in the fluid model and in ns-3; compare job communication times.
+
+    Parameters
+    ----------
+    scenario : str, path, dict or Scenario
+        A shipped scenario name, a cross-check case name (``xc-ring-8``: ``scenarios/crosscheck/``), a YAML
+        path or a dict.
+    policy : str
+        Any policy string of ``ainet-gym evaluate`` (``ecmp``, ``spray``, ``lp``, ``ppo:PATH``, ...).
+    seed : int
+        Episode seed (placement, ECMP hash), as in ``simulate`` and ``evaluate``.
+    steps : int
+        Decision intervals simulated in both (at most ``config.max_steps``).
+    config : CrosscheckConfig, optional
+        The ns-3 experiment's constants.
+    details : dict, optional
+        Filled, if given, with what the contract object leaves out: CPU times of both simulations,
+        iterations per job in each, ns-3 transfers (TCP connections) and how connections were routed.
+
+    Returns
+    -------
+    dict
+        ``{"scenario", "policy", "seed", "jobs": [{"name", "fluid_comm_ms", "ns3_comm_ms", "rel_error"}],
+        "fluid_wall_s", "ns3_wall_s"}``: communication time is the mean per iteration completed within the
+        simulated span; ``rel_error = (fluid - ns3) / ns3``; wall times are the simulation of that span only
+        (no construction, no ns-3 import).
+
+    Notes
+    -----
+    One call per process is the tested use: ns-3 keeps global state between runs in one process, and in one
+    batch a run that followed another gave a different result (README "Fidelity");
+    :func:`calibration` runs each case in a process of its own.
+
+    Raises
+    ------
+    CrosscheckError
+        The scenario or request is outside the supported subset, a job completed no iteration in one of
+        the simulators, or ns-3 ran past ``config.wall_limit_s``.
+    Ns3NotInstalledError
+        The optional extra ``ns3`` is not installed.
+    """
+    cfg = config or CrosscheckConfig()
+    if cfg.spray_mode not in ("packet", "subflows"):
+        raise CrosscheckError(f"spray_mode = {cfg.spray_mode!r}: allowed: packet, subflows")
+    rc = cfg.ring_chunk_bytes
+    if rc is not None and (isinstance(rc, bool) or not isinstance(rc, (int, float)) or not rc >= 0):
+        raise CrosscheckError(f"ring_chunk_bytes = {rc!r}: allowed: None, 0 (no coupling) or a size > 0")
+    sc = load_scenario(_resolve(scenario))
+    if cfg.header_efficiency is not None:
+        if not 0 < cfg.header_efficiency <= 1:
+            raise CrosscheckError(f"header_efficiency = {cfg.header_efficiency!r}: must be in (0, 1]")
+        sc = replace(sc, fabric=replace(sc.fabric, link_efficiency=cfg.header_efficiency))
+    from ainet_gym.fabric.topology import build_fabric
+
+    _check_supported(sc, build_fabric(sc.fabric, sc.routing.max_paths), steps, cfg)
+    _import_ns()  # fail early (before the fluid run) when the extra is missing
+    run = _run_fluid(sc, policy, seed, steps, cfg)
+    names = [jp.name for jp in run.jobs]
+    idle = [n for n, it in zip(names, run.iterations) if it == 0]
+    if idle:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: job(s) {', '.join(idle)} completed no iteration in {steps} interval(s) "
+            "of the fluid model; allowed: more steps (--steps)"
+        )
+    est = _estimated_bytes(run)
+    if est > cfg.max_ns3_bytes:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: the ns-3 run would carry about {est / 1e9:.1f} GB of transfers; allowed: "
+            f"at most {cfg.max_ns3_bytes / 1e9:.1f} GB (CrosscheckConfig.max_ns3_bytes), fewer steps or bytes"
+        )
+    pk = _run_ns3(run, cfg)
+    if pk["timed_out"]:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: ns-3 ran past wall_limit_s = {cfg.wall_limit_s} s; allowed: a smaller case"
+        )
+    idle = [n for n, it in zip(names, pk["iterations"]) if it == 0]
+    if idle:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: job(s) {', '.join(idle)} completed no iteration in {steps} interval(s) "
+            "in ns-3; allowed: more steps (--steps)"
+        )
+    jobs = []
+    for j, name in enumerate(names):
+        fl = float(run.comm_sum_s[j] / run.iterations[j] * 1e3)
+        pm = float(pk["comm_sum_s"][j] / pk["iterations"][j] * 1e3)
+        jobs.append({"name": name, "fluid_comm_ms": fl, "ns3_comm_ms": pm, "rel_error": (fl - pm) / pm})
+    if details is not None:
+        details.update(
+            fluid_cpu_s=run.cpu_s,
+            ns3_cpu_s=pk["cpu_s"],
+            fluid_iterations=run.iterations.tolist(),
+            ns3_iterations=pk["iterations"].tolist(),
+            ns3_transfers=pk["transfers"],
+            routing=pk["routing"],
+            header_efficiency=sc.fabric.link_efficiency,
+        )
+    return {
+        "scenario": sc.name,
+        "policy": policy,
+        "seed": seed,
+        "jobs": jobs,
+        "fluid_wall_s": run.wall_s,
+        "ns3_wall_s": pk["wall_s"],
+    }
+
+
+# ---------------------------------------------------------------------------------------------- calibration
+#: The calibration table's cases: (cross-check scenario, intervals). See scenarios/crosscheck/.
+CALIBRATION_CASES: tuple[tuple[str, int], ...] = (
+    ("xc-switch-4", 1),
+    ("xc-ring-8", 1),
+    ("xc-hd-8", 1),
+    ("xc-perm-8", 1),
+    ("xc-perm-64", 1),
+    ("xc-two-jobs", 2),
+)
+CALIBRATION_POLICIES: tuple[str, ...] = ("ecmp", "spray", "lp")
+
+
+def _ranking(times: dict[str, float], tol: float) -> list[list[str]]:
+    """Policies ordered by time, grouped into ties (within ``tol`` relative of the group's first)."""
+    order = sorted(times, key=lambda p: times[p])
+    groups: list[list[str]] = []
+    for p in order:
+        if groups and times[p] <= times[groups[-1][0]] * (1 + tol):
+            groups[-1].append(p)
+        else:
+            groups.append([p])
+    return groups
+
+
+def _inversions(fluid: dict[str, float], ns3: dict[str, float], tol: float) -> list[str]:
+    """Pairs that the fluid model orders strictly (beyond ``tol``) and ns-3 orders the other way."""
+    out = []
+    pols = list(fluid)
+    for i, a in enumerate(pols):
+        for b in pols[i + 1 :]:
+            if fluid[a] < fluid[b] * (1 - tol) and ns3[a] > ns3[b]:
+                out.append(f"{a}<{b}")
+            elif fluid[b] < fluid[a] * (1 - tol) and ns3[b] > ns3[a]:
+                out.append(f"{b}<{a}")
+    return out
+
+
+def _crosscheck_in_subprocess(
+    name: str, policy: str, seed: int, steps: int, config: CrosscheckConfig | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`crosscheck` in a fresh interpreter. ns-3 keeps global state across runs in one process
+    (simulator singletons, random-stream counters): in one batch, ``xc-hd-8`` under ``lp`` completed no
+    iteration in a run that followed another, and 30.4 ms in a process of its own."""
+    import dataclasses
+    import json
+    import subprocess
+    import sys
+
+    cfg = dataclasses.asdict(config or CrosscheckConfig())
+    code = (
+        "import json, sys\n"
+        "from ainet_gym.checks.crosscheck import CrosscheckConfig, CrosscheckError, crosscheck\n"
+        "a = json.loads(sys.argv[1])\n"
+        "det = {}\n"
+        "try:\n"
+        "    r = crosscheck(a['name'], a['policy'], a['seed'], a['steps'], CrosscheckConfig(**a['cfg']), det)\n"
+        "except CrosscheckError as e:\n"
+        "    print('XC-RESULT ' + json.dumps({'error': str(e)}))\n"
+        "else:\n"
+        "    print('XC-RESULT ' + json.dumps({'result': r, 'details': det}))\n"
+    )
+    arg = json.dumps({"name": name, "policy": policy, "seed": seed, "steps": steps, "cfg": cfg})
+    proc = subprocess.run(
+        [sys.executable, "-c", code, arg], capture_output=True, text=True, check=False, cwd=os.getcwd()
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("XC-RESULT ")), None)
+    if line is None:
+        raise CrosscheckError(
+            f"{name} under {policy}: the ns-3 process failed (exit {proc.returncode}): {proc.stderr[-400:]}"
+        )
+    out = json.loads(line.removeprefix("XC-RESULT "))
+    if "error" in out:
+        raise CrosscheckError(out["error"])
+    return out["result"], out["details"]
+
+
+def calibration(
+    cases: tuple[tuple[str, int], ...] = CALIBRATION_CASES,
+    policies: tuple[str, ...] = CALIBRATION_POLICIES,
+    seed: int = 0,
+    config: CrosscheckConfig | None = None,
+    tie_tolerance: float = 0.02,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run every case under every policy, each in a process of its own; return the rows and the per-case
+    ranking comparison.
+
+    A case's policies are ranked by their mean job communication time. Two policies whose fluid times are
+    within ``tie_tolerance`` of each other are a tie in the fluid model, and either order in ns-3 agrees.
+    """
+    rows: list[dict[str, Any]] = []
+    for name, steps in cases:
+        for pol in policies:
+            try:
+                r, det = _crosscheck_in_subprocess(name, pol, seed, steps, config)
+            except CrosscheckError as e:  # e.g. no iteration completed in ns-3 within the span
+                rows.append({"case": name, "policy": pol, "error": str(e)})
+                if progress:
+                    print(f"{name:<12} {pol:<8} error: {e}", flush=True)
+                continue
+            for j in r["jobs"]:
+                rows.append(
+                    {
+                        "case": name,
+                        "policy": pol,
+                        **j,
+                        "fluid_wall_s": r["fluid_wall_s"],
+                        "ns3_wall_s": r["ns3_wall_s"],
+                        "fluid_cpu_s": det["fluid_cpu_s"],
+                        "ns3_cpu_s": det["ns3_cpu_s"],
+                        "iterations": det["ns3_iterations"],
+                    }
+                )
+                if progress:
+                    print(
+                        f"{name:<12} {pol:<8} {j['name']:<8} fluid {j['fluid_comm_ms']:8.3f} ms  ns-3 "
+                        f"{j['ns3_comm_ms']:8.3f} ms  {100 * j['rel_error']:+6.2f}%  ns-3 {r['ns3_wall_s']:.1f} s",
+                        flush=True,
+                    )
+    return {"seed": seed, "rows": rows, "rankings": rankings(rows, tie_tolerance)}
+
+
+def rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> list[dict[str, Any]]:
+    """Per case: the policies ranked by mean job communication time in each simulator (ties within
+    ``tie_tolerance`` of the fluid time grouped) and the pairs that ns-3 orders against the fluid model."""
+    out = []
+    for case in dict.fromkeys(r["case"] for r in rows):
+        fl: dict[str, list[float]] = {}
+        pk: dict[str, list[float]] = {}
+        for r in rows:
+            if r["case"] == case and "error" not in r:
+                fl.setdefault(r["policy"], []).append(r["fluid_comm_ms"])
+                pk.setdefault(r["policy"], []).append(r["ns3_comm_ms"])
+        f = {p: float(np.mean(v)) for p, v in fl.items()}
+        n = {p: float(np.mean(v)) for p, v in pk.items()}
+        out.append(
+            {
+                "case": case,
+                "fluid": _ranking(f, tie_tolerance),
+                "ns3": _ranking(n, tie_tolerance),
+                "inversions": _inversions(f, n, tie_tolerance),
+            }
+        )
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The calibration table (README "Fidelity") of :func:`calibration`'s result."""
+
+    def rank(groups: list[list[str]]) -> str:
+        return " < ".join("=".join(g) for g in groups)
+
+    lines = [
+        "| case | policy | job | fluid ms | ns-3 ms | error | ns-3 wall s | fluid wall ms | speed ratio (wall) |"
+        " speed ratio (CPU) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['case']} | {r['policy']} | - | | | {r['error']} | | | | |")
+            continue
+        lines.append(
+            f"| {r['case']} | {r['policy']} | {r['name']} | {r['fluid_comm_ms']:.3f} | {r['ns3_comm_ms']:.3f} | "
+            f"{100 * r['rel_error']:+.2f}% | {r['ns3_wall_s']:.2f} | {1e3 * r['fluid_wall_s']:.2f} | "
+            f"{r['ns3_wall_s'] / max(r['fluid_wall_s'], 1e-9):.2g} | "
+            f"{r['ns3_cpu_s'] / max(r['fluid_cpu_s'], 1e-9):.2g} |"
+        )
+    lines += ["", "| case | fluid ranking | ns-3 ranking | inversions |", "|---|---|---|---|"]
+    for k in result["rankings"]:
+        inv = ", ".join(k["inversions"]) or "none"
+        lines.append(f"| {k['case']} | {rank(k['fluid'])} | {rank(k['ns3'])} | {inv} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ainet_gym.checks.crosscheck``: the calibration table (what ``make crosscheck`` runs)."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(prog="python -m ainet_gym.checks.crosscheck", description=main.__doc__)
+    ap.add_argument("--policies", default=",".join(CALIBRATION_POLICIES), help="comma list (ppo:PATH too)")
+    ap.add_argument("--cases", default=",".join(n for n, _ in CALIBRATION_CASES), help="comma list")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--spray-mode", default="subflows", help="subflows | packet")
+    ap.add_argument("--out", default=None, help="write the JSON result here")
+    a = ap.parse_args(argv)
+    steps = dict(CALIBRATION_CASES)
+    cases = tuple((c, steps.get(c, 1)) for c in a.cases.split(",") if c)
+    pols = tuple(p for p in a.policies.split(",") if p)
+    res = calibration(cases, pols, a.seed, CrosscheckConfig(spray_mode=a.spray_mode))
+    if a.out:
+        Path(a.out).write_text(json.dumps(res, indent=1), encoding="utf-8")
+    print(markdown(res))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

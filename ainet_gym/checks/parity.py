@@ -1,0 +1,160 @@
+"""Backend parity: the compiled (numba) and reference (numpy) backends step the same env in lockstep.
+
+Every observation, reward, done flag and info value of the two must agree to ``RTOL`` (1e-9) relative;
+float32 observations to one float32 rounding step of the float64 value they were cast from (the two
+backends sum link bytes in a different order, so a float64 value may differ in its last bits and round
+to the neighbouring float32). The CI test (``tests/test_backends.py``) runs one scenario of every family;
+the full sweep is a command::
+
+    python -m ainet_gym.checks.parity                     # every shipped scenario, seeds 0-2, 20 intervals
+    python -m ainet_gym.checks.parity --seeds 1 --intervals 5 --modes event,phase spine-leaf-2to1
+
+It prints one line per (scenario, policy, rate update mode) with the largest relative difference, and
+exits with status 1 if any exceeds the tolerance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PARITY_POLICIES", "RTOL", "compare_backends", "max_rel_diff", "parity_main"]
+
+RTOL = 1e-9
+#: policies of the parity check: engine-level baselines (through ``step_split``) and seeded random
+#: actions in ``split`` mode (through ``step``)
+PARITY_POLICIES = ("ecmp", "spray", "greedy", "random")
+_F32_RTOL = float(np.finfo(np.float32).eps)
+
+
+def max_rel_diff(a: Any, b: Any) -> float:
+    """Largest ``|a - b| / max(|a|, |b|)`` over two arrays (0 where both are equal, inf on a shape,
+    dtype-kind or NaN-pattern mismatch)."""
+    x, y = np.asarray(a), np.asarray(b)
+    if x.shape != y.shape or x.dtype.kind != y.dtype.kind:
+        return float("inf")
+    if x.dtype.kind not in "fc":
+        return 0.0 if np.array_equal(x, y) else float("inf")
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    if not np.array_equal(np.isnan(x), np.isnan(y)):
+        return float("inf")
+    ok = ~np.isnan(x) & (x != y)
+    if not ok.any():
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        d = np.abs(x[ok] - y[ok]) / np.maximum(np.abs(x[ok]), np.abs(y[ok]))
+    return float(np.nan_to_num(d, nan=np.inf).max())
+
+
+def _compare(tag: str, a: Any, b: Any, worst: dict[str, float]) -> None:
+    if isinstance(a, dict):
+        if set(a) != set(b):
+            worst[f"{tag} keys"] = float("inf")
+            return
+        for k in a:
+            _compare(f"{tag}[{k}]", a[k], b[k], worst)
+        return
+    if isinstance(a, tuple | list):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _compare(f"{tag}[{i}]", x, y, worst)
+        return
+    d = max_rel_diff(a, b)
+    tol = _F32_RTOL if np.asarray(a).dtype == np.float32 else RTOL
+    worst[tag] = max(worst.get(tag, 0.0), d / tol * RTOL)  # scaled so that RTOL is the bar for every key
+
+
+def compare_backends(
+    scenario: Any,
+    policy: str,
+    seed: int = 0,
+    intervals: int = 5,
+    batch: int = 1,
+    rate_updates: str | None = None,
+) -> dict[str, float]:
+    """Step ``batch`` copies of ``scenario`` on both backends in lockstep; the largest relative
+    difference of every output (float32 observations scaled so that ``RTOL`` is the bar throughout).
+
+    ``policy`` is one of :data:`PARITY_POLICIES`; ``rate_updates`` overrides the scenario's mode.
+    """
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.routing.policies import get_policy
+    from ainet_gym.scenario.loader import load_scenario
+
+    sc = load_scenario(scenario)
+    if rate_updates is not None:
+        sc = dataclasses.replace(sc, dynamics=dataclasses.replace(sc.dynamics, rate_updates=rate_updates))
+    cores = [EnvCore(sc, batch, action_mode="split", backend=be) for be in ("numpy", "numba")]
+    seeds = [seed + i for i in range(batch)]
+    worst: dict[str, float] = {}
+    outs = [c.reset(list(seeds)) for c in cores]
+    _compare("reset", outs[0], outs[1], worst)
+    rng = np.random.default_rng(seed)
+    pol = None if policy == "random" else get_policy(policy)
+    for t in range(intervals):
+        if pol is None:
+            a = rng.uniform(-1.0, 1.0, size=(batch, *cores[0].action_space.shape)).astype(np.float32)
+            outs = [c.step(a) for c in cores]
+        else:
+            outs = [c.step_split(pol(c.world, c.last_result)) for c in cores]
+        for name, x, y in zip(("obs", "reward", "terminated", "truncated", "info"), outs[0], outs[1]):
+            _compare(f"step{t}.{name}", x, y, worst)
+    return worst
+
+
+def _shipped() -> list[str]:
+    from ainet_gym.scenario.loader import list_scenarios
+
+    return [name for name, _ in list_scenarios()]
+
+
+def parity_main(argv: Sequence[str] | None = None) -> int:
+    """Command line of the full parity sweep (see the module docstring)."""
+    ap = argparse.ArgumentParser(
+        prog="python -m ainet_gym.checks.parity", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument("scenarios", nargs="*", help="scenario names or paths (default: every shipped one)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
+    ap.add_argument("--intervals", type=int, default=20, help="decision intervals per run (default 20)")
+    ap.add_argument("--policies", default=",".join(PARITY_POLICIES), help="comma-separated")
+    ap.add_argument(
+        "--modes",
+        default="scenario",
+        help="comma-separated rate update modes: scenario (its own), event, phase",
+    )
+    args = ap.parse_args(argv)
+    names = args.scenarios or _shipped()
+    modes = [None if m == "scenario" else m for m in args.modes.split(",")]
+    bad = 0
+    t_all = time.perf_counter()
+    for name in names:
+        for mode in dict.fromkeys(modes):
+            for policy in args.policies.split(","):
+                t0 = time.perf_counter()
+                worst = 0.0
+                where = ""
+                for seed in range(args.seeds):
+                    w = compare_backends(name, policy, seed, args.intervals, rate_updates=mode)
+                    k, v = max(w.items(), key=lambda kv: kv[1])
+                    if v > worst:
+                        worst, where = v, f"seed {seed} {k}"
+                status = "ok" if worst <= RTOL else "FAIL"
+                bad += status != "ok"
+                print(
+                    f"{Path(str(name)).stem:32s} {mode or 'scenario':8s} {policy:7s} max rel diff "
+                    f"{worst:.3g} {status} {where if worst else ''} ({time.perf_counter() - t0:.1f} s)",
+                    flush=True,
+                )
+    print(f"{'all equal' if not bad else f'{bad} FAILED'} to {RTOL:g} relative "
+          f"({time.perf_counter() - t_all:.0f} s)")  # fmt: skip
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(parity_main())

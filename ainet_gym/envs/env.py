@@ -1,0 +1,787 @@
+"""The Gymnasium environment: route the transfers of AI training jobs over a fabric.
+
+:class:`EnvCore` holds everything batched (observation, action decoding, reward, info) over ``batch``
+instances of one scenario; :class:`FabricRoutingEnv` is the single env (``batch = 1``) and
+:class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` the native vector env over the same core, so the
+two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ainet_gym.envs import kernels as _envkernels
+from ainet_gym.envs.rewards import RewardFn, make_reward
+from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.split import path_index_split, ratio_split
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.world import FabricWorld, StepResult
+from ainet_gym.units import BYTES_PER_S_TO_GBPS
+
+__all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
+
+ACTION_MODES = ("path", "split", "ecmp_weights")
+OBSERVATION_MODES = ("flat", "graph")
+#: Optional ``info`` keys (``info_keys=`` at construction, or :meth:`EnvCore.request_info`, as the
+#: TensorBoard callback of ``agents`` does), computed only when asked: per-link and per-connection figures
+#: of the interval, and the ECMP collision count.
+INFO_KEYS = ("links", "flows", "collisions")
+JOB_FEATURES = ("alive", "efficiency", "gpu_utilization", "communicating", "iteration_progress")
+SLOT_FEATURES = ("controllable", "demand", "n_paths")
+BG_FEATURES = ("active_last", "scheduled_next")
+
+
+def squash(x: np.ndarray) -> np.ndarray:
+    """x / (1 + x): maps [0, inf) onto [0, 1) monotonically."""
+    return x / (1.0 + x)
+
+
+def _nan_to_zero(v: np.ndarray) -> np.ndarray:
+    """``np.nan_to_num(v, nan=0.0)`` (a new array; NaN to 0, +-inf to the largest finite numbers) in one
+    or two array passes where ``v`` holds no infinity, the case of every info value."""
+    finite = np.isfinite(v)
+    if finite.all():
+        return v.copy()
+    if np.isinf(v).any():
+        return np.nan_to_num(v, nan=0.0)
+    return np.where(finite, v, 0.0)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (the array itself stays writable for its owner)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+def obs_layout(sizes: dict[str, int]) -> tuple[dict[str, slice], int]:
+    """Consecutive slices of a flat observation for blocks of the given sizes, and the total size."""
+    layout: dict[str, slice] = {}
+    o = 0
+    for k, n in sizes.items():
+        layout[k] = slice(o, o + n)
+        o += n
+    return layout, o
+
+
+class EnvCore:
+    """Batched observation / action / reward logic over a :class:`FabricWorld`."""
+
+    def __init__(
+        self,
+        scenario: str | os.PathLike | dict | Scenario,
+        batch: int = 1,
+        action_mode: str = "split",
+        history: int = 4,
+        observation: str = "flat",
+        reward: str | RewardFn | None = None,
+        episode_steps: int | None = None,
+        backend: str | None = None,
+        info_keys: Sequence[str] = (),
+    ) -> None:
+        bad = [k for k in info_keys if k not in INFO_KEYS]
+        if isinstance(info_keys, str) or bad:
+            raise ValueError(f"info_keys = {info_keys!r}: allowed: a list of {', '.join(INFO_KEYS)}")
+        self.info_keys = tuple(info_keys)
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
+        if observation not in OBSERVATION_MODES:
+            raise ValueError(
+                f"observation = {observation!r}: unknown; allowed: {', '.join(OBSERVATION_MODES)}"
+            )
+        if not isinstance(history, int | np.integer) or history < 1:
+            raise ValueError(f"history = {history!r}: must be an integer >= 1 (intervals of link history)")
+        if episode_steps is not None and (
+            not isinstance(episode_steps, int | np.integer) or episode_steps < 1
+        ):
+            raise ValueError(f"episode_steps = {episode_steps!r}: must be an integer >= 1 or None")
+        if not isinstance(batch, int | np.integer) or batch < 1:
+            raise ValueError(f"num_envs = {batch!r}: must be an integer >= 1")
+        self.scenario = load_scenario(scenario)
+        self.batch = int(batch)
+        self.action_mode = action_mode
+        self.history = int(history)
+        self.observation_mode = observation
+        self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
+        self.episode_steps = int(episode_steps or self.scenario.dynamics.episode_steps)
+        self.world = FabricWorld(self.scenario, batch=self.batch, backend=backend)
+        w = self.world
+        self.net_links = w.network_links  # (net_links,) link ids the observation shows
+        self.n_net = int(self.net_links.shape[0])
+        self.wcmp_links = np.flatnonzero(w.fabric.link_group >= 0)  # (wlinks,) links with a WCMP knob
+        self.n_bg = len(self.scenario.background)
+        self.P = w.max_paths
+        self._build_spaces()
+        self.util_hist = np.zeros((self.batch, self.history, self.n_net))
+        self._last: StepResult | None = None
+        self._needs_reset = True
+        self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
+        self._demand_cache: tuple | None = None  # (flow_bytes, slot_conn it was built from, demand)
+        self._slot_obs_cache: tuple | None = None  # (demand, slot_mask it was built from, float32 block)
+        self._net_capacity = w.fabric.capacity_bytes_per_s[self.net_links]  # (net_links,) nominal bytes/s
+        self._tiers_present = [i for i in range(len(TIERS)) if (w.fabric.link_tier == i).any()]
+
+    # ------------------------------------------------------------------ spaces
+    def _build_spaces(self) -> None:
+        w = self.world
+        S, P = w.n_slots, self.P
+        if self.action_mode == "path":
+            self.action_space = spaces.MultiDiscrete(np.full(S, P, dtype=np.int64))
+        elif self.action_mode == "split":
+            self.action_space = spaces.Box(-1.0, 1.0, shape=(S * P,), dtype=np.float32)
+        else:
+            self.action_space = spaces.Box(-1.0, 1.0, shape=(self.wcmp_links.shape[0],), dtype=np.float32)
+        sizes = {
+            "link_utilization": self.history * self.n_net,
+            "link_capacity": self.n_net,
+            "jobs": w.n_job_slots * len(JOB_FEATURES),
+            "slots": S * len(SLOT_FEATURES),
+            "background": self.n_bg * len(BG_FEATURES),
+            "episode_progress": 1,
+        }
+        self.obs_layout, o = obs_layout(sizes)
+        self.obs_dim = o
+        flat = spaces.Box(0.0, 1.0, shape=(o,), dtype=np.float32)
+        if self.observation_mode == "flat":
+            self.observation_space = flat
+        else:
+            f = w.fabric
+            n_nodes = len(f.node_names)
+            self.observation_space = spaces.Dict(
+                {
+                    "flat": flat,
+                    "node_features": spaces.Box(0.0, 1.0, shape=(n_nodes, 4), dtype=np.float32),
+                    "edge_index": spaces.Box(0, n_nodes - 1, shape=(2, f.n_links), dtype=np.int64),
+                    "edge_features": spaces.Box(
+                        0.0, 1.0, shape=(f.n_links, self.history + 1), dtype=np.float32
+                    ),
+                }
+            )
+
+    def request_info(self, *keys: str) -> None:
+        """Add optional keys (:data:`INFO_KEYS`) to ``info`` from the next step on.
+
+        Raises
+        ------
+        ValueError
+            Naming a key that is not an optional info key.
+        """
+        bad = [k for k in keys if k not in INFO_KEYS]
+        if bad:
+            raise ValueError(
+                f"info_keys: {bad[0]!r} is not an optional info key; allowed: {', '.join(INFO_KEYS)}"
+            )
+        self.info_keys = tuple(dict.fromkeys((*self.info_keys, *keys)))
+
+    # ------------------------------------------------------------------ read-only API for agents
+    # What agents, baselines and render read of the simulation, as read-only array views (writing one
+    # raises ValueError); shapes use B = batch, J = job slots, S = action slots, C = connections of the
+    # batch, P = max_paths, H = max hops, L = links of the fabric.
+
+    @property
+    def last_result(self) -> StepResult | None:
+        """The :class:`StepResult` of the last interval (None right after a full reset); read-only."""
+        return self._last
+
+    @property
+    def decision_interval_s(self) -> float:
+        """Simulated seconds of one step."""
+        return self.world.decision_interval_s
+
+    @property
+    def n_slots(self) -> int:
+        """S, action slots per instance (one per connection of every job slot)."""
+        return self.world.n_slots
+
+    @property
+    def ideal_step_s(self) -> np.ndarray:
+        """(B, J) s: step time of each job slot's job alone on a non-blocking fabric (nan: empty slot)."""
+        return _readonly(self.world.job_ideal_step_s)
+
+    @property
+    def ideal_comm_s(self) -> np.ndarray:
+        """(B, J) s: communication time of one iteration of each job slot's job alone on a non-blocking
+        fabric (nan: empty slot)."""
+        return _readonly(self.world.job_ideal_comm_s)
+
+    @property
+    def controllable(self) -> np.ndarray:
+        """(B, S) bool: slots whose connection has more than one candidate path (``info["action_mask"]``)."""
+        return _readonly(self.world.slot_mask)
+
+    @property
+    def slot_connection(self) -> np.ndarray:
+        """(B, S) int: the connection (row of :attr:`candidate_paths`) each slot routes, -1 for none."""
+        return _readonly(self.world.slot_conn)
+
+    @property
+    def n_paths(self) -> np.ndarray:
+        """(C,) int: candidate paths of each connection of the batch."""
+        return _readonly(self._sim().conn_npaths)
+
+    @property
+    def candidate_paths(self) -> np.ndarray:
+        """(C, P, H) int: link ids of each candidate path, -1 padded; batch-global ids ``b * L + link``
+        (``% L`` gives the fabric's link id)."""
+        return _readonly(self._sim().conn_paths_global)
+
+    @property
+    def link_capacity_bytes_per_s(self) -> np.ndarray:
+        """(B, L) bytes/s: each link's capacity in the next interval (0: failed)."""
+        return _readonly(self._sim().capacity_bytes_per_s)
+
+    def connection_demand(self) -> np.ndarray:
+        """(C,) bytes each connection offers in one interval (:func:`ainet_gym.routing.policies.connection_demand`)."""
+        from ainet_gym.routing.policies import connection_demand
+
+        return connection_demand(self.world)
+
+    def offered_load(self, split: np.ndarray, demand: np.ndarray | None = None) -> np.ndarray:
+        """(B, L) bytes that ``demand`` (C,) bytes (default: :meth:`connection_demand`) puts on each link
+        when routed by ``split`` (C, P) (:func:`ainet_gym.routing.policies.offered_load`)."""
+        from ainet_gym.routing.policies import offered_load
+
+        return offered_load(self.world, split, self.connection_demand() if demand is None else demand)
+
+    def _sim(self) -> Any:
+        sim = self.world.sim
+        if sim is None:
+            raise RuntimeError("the simulation exists after the first reset()")
+        return sim
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, seeds: list[int | None], mask: np.ndarray | None = None) -> tuple[Any, dict[str, Any]]:
+        mask = np.ones(self.batch, dtype=bool) if mask is None else mask
+        self.world.reset(seeds=seeds, mask=mask)
+        self.util_hist[mask] = 0.0
+        self._last = None if mask.all() else self._last
+        self._needs_reset = False
+        self._default = self.world.default_split(copy=False)
+        return self.observe(None), self.info(None)
+
+    # ------------------------------------------------------------------ actions
+    def validate(self, actions: np.ndarray) -> np.ndarray:
+        """Check a batch of actions against the action space; never mutates state.
+
+        Raises
+        ------
+        ValueError
+            Naming the bad element, its value and what is allowed.
+        """
+        sp = self.action_space
+        discrete = isinstance(sp, spaces.MultiDiscrete)
+        allowed = f"integers in 0..{self.P - 1}" if discrete else "real numbers in [-1, 1]"
+        try:
+            a = np.asarray(actions)
+        except (ValueError, TypeError) as e:  # ragged nested lists
+            raise ValueError(f"action: cannot be read as an array ({e}); expected {allowed}") from None
+        want = (self.batch, *sp.shape)
+        if a.shape != want and a.shape == sp.shape and self.batch == 1:
+            a = a[None]
+        if a.shape != want:
+            if self.batch > 1 and a.shape == sp.shape:
+                raise ValueError(
+                    f"action shape {a.shape} is one env's action; the vector env of {self.batch} envs "
+                    f"expects {want}, one row per env"
+                )
+            per_env = f"{sp.shape} for one env" + (
+                f", {want} for the {self.batch} envs" if self.batch > 1 else ""
+            )
+            raise ValueError(f"action shape {a.shape}: expected {per_env}")
+        if a.dtype.kind not in "iuf":
+            kind = {
+                "b": "booleans",
+                "c": "complex numbers",
+                "U": "strings",
+                "S": "bytes",
+                "O": "Python objects",
+            }
+            raise ValueError(
+                f"action dtype {a.dtype} ({kind.get(a.dtype.kind, a.dtype.kind)}): not a number type; "
+                f"expected {allowed} (an integer or float array)"
+            )
+        if discrete:
+            if not np.issubdtype(a.dtype, np.integer):
+                if (
+                    not np.issubdtype(a.dtype, np.floating)
+                    or not np.all(np.isfinite(a))
+                    or np.any(a != np.round(a))
+                ):
+                    bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
+                    i = tuple(bad[0])
+                    raise ValueError(
+                        f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
+                    )
+                a = a.astype(np.int64)
+            bad = (a < 0) | (a >= self.P)
+            if bad.any():
+                i = tuple(np.argwhere(bad)[0])
+                raise ValueError(
+                    f"action{self._where(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
+                )
+            return a.astype(np.int64)
+        # the common case: two reductions over the given array (float32 from a policy), no temporary;
+        # a NaN fails both tests, and every number type converts to float64 exactly
+        if a.min(initial=0.0) >= -1.0 and a.max(initial=0.0) <= 1.0:
+            return a.astype(np.float64)
+        a = a.astype(np.float64)
+        bad = ~np.isfinite(a)
+        if bad.any():
+            i = tuple(np.argwhere(bad)[0])
+            raise ValueError(f"action{self._where(i)} = {a[i]}: must be finite, in [-1, 1]")
+        bad = (a < -1.0 - 1e-6) | (a > 1.0 + 1e-6)
+        if bad.any():
+            i = tuple(np.argwhere(bad)[0])
+            raise ValueError(f"action{self._where(i)} = {a[i]:.6g}: out of the action space; allowed [-1, 1]")
+        return np.clip(a, -1.0, 1.0)  # only float32 round-off of at most 1e-6 is clipped here
+
+    def _where(self, i: tuple) -> str:
+        """Index text of an action element: ``[3]`` for a single env, ``[env, 3]`` for a batch."""
+        idx = [int(x) for x in i]
+        return str(idx[1:] if self.batch == 1 else idx)
+
+    def decode(self, a: np.ndarray) -> np.ndarray:
+        """Split (connections, max_paths) of every connection of the batch from validated actions."""
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        if self.action_mode == "ecmp_weights":
+            weights = np.ones((self.batch, w.fabric.n_links))
+            weights[:, self.wcmp_links] = (a + 1.0) / 2.0
+            return w.wcmp(weights)
+        ctrl, conns, npaths, valid, even = self._controllable()
+        if self.action_mode == "split" and w.backend == "numba" and self.P <= _envkernels.PW_BLOCKSIZE:
+            # one compiled pass, the same floating-point operations as the numpy code below
+            rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
+            return _envkernels.decode_split(
+                rows, ctrl, conns, npaths, self._default, np.empty_like(self._default)
+            )
+        split = self._default.copy()
+        if self.action_mode == "path":  # indices past a connection's paths wrap (documented)
+            split[conns] = path_index_split(a.reshape(-1)[ctrl], npaths, self.P, wrap=True)
+        else:
+            split[conns] = ratio_split((a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0, npaths)
+        return split
+
+    def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Flat indices of the controllable slots of the batch and, per such slot, its connection, its
+        number of paths, its valid-path mask (slots, P) and its even split; rebuilt when the world's slot
+        layout is (a churn event or a rebuild replaces ``slot_mask``)."""
+        w = self.world
+        cache = self._ctrl_cache
+        if cache is None or cache[0] is not w.slot_mask:
+            ctrl = np.flatnonzero(w.slot_mask.reshape(-1))
+            npaths = w.slot_npaths.reshape(-1)[ctrl]
+            valid = np.arange(self.P)[None, :] < npaths[:, None]
+            cache = (w.slot_mask, ctrl, w.slot_conn.reshape(-1)[ctrl], npaths, valid, valid / npaths[:, None])
+            self._ctrl_cache = cache
+        return cache[1:]
+
+    def action_masks(self) -> np.ndarray:
+        """(batch, slots * max_paths) bool: valid path indices per slot (for MaskablePPO).
+
+        A slot that is not controllable (no connection, or one candidate path) allows only index 0.
+        """
+        w = self.world
+        n = np.where(w.slot_mask, w.slot_npaths, 1)  # (batch, slots)
+        return (np.arange(self.P)[None, None, :] < n[:, :, None]).reshape(self.batch, -1)
+
+    # ------------------------------------------------------------------ step
+    def step(
+        self, actions: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Validate, decode and run one interval in the ``active`` instances (all by default)."""
+        if self._needs_reset:
+            raise RuntimeError("step() called before reset()")
+        a = self.validate(actions)  # raises before any state changes
+        return self._run(self.decode(a), active)  # a decoded split is valid by construction
+
+    def step_split(
+        self, split: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Run one interval with an explicit split (connections, max_paths) of every connection.
+
+        The entry point of engine-level policies (:mod:`ainet_gym.routing.policies`): baselines that a
+        fixed-size action cannot express exactly (ECMP hashing in ``split`` mode is exact, spraying in
+        ``path`` mode is not) are evaluated through it.
+        """
+        if self._needs_reset:
+            raise RuntimeError("step() called before reset()")
+        sim = self.world.sim
+        assert sim is not None
+        split = np.asarray(split, dtype=np.float64)
+        if split.shape != (sim.n_conns, self.P):
+            raise ValueError(
+                f"split shape {split.shape}: expected {(sim.n_conns, self.P)} (connections, max_paths)"
+            )
+        if not np.all(np.isfinite(split)) or (split < 0).any():
+            raise ValueError("split: every ratio must be finite and >= 0")
+        return self._run(split, active)
+
+    def _run(
+        self, split: np.ndarray, active: np.ndarray | None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One interval with a checked split (connections, max_paths)."""
+        active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+        res = self.world.step(split, active)
+        self._default = self.world.default_split(copy=False)
+        self._last = res
+        # newest first: shift the history of the active copies by one interval
+        hist = self.util_hist
+        if active.all():  # slices, no gather
+            hist[:, 1:] = hist[:, :-1]
+            hist[:, 0] = res.link_utilization[:, self.net_links]
+        else:
+            act = np.flatnonzero(active)
+            hist[act, 1:] = hist[act, :-1]
+            hist[act, 0] = res.link_utilization[np.ix_(act, self.net_links)]
+        rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
+        truncated = (self.world.step_count >= self.episode_steps) & active
+        terminated = np.zeros(self.batch, dtype=bool)
+        return self.observe(res), rewards, terminated, truncated, self.info(res)
+
+    # ------------------------------------------------------------------ observation
+    def observe(self, res: StepResult | None) -> Any:
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        B = self.batch
+        # float32 blocks written in place: each float64 value is rounded to float32 once, as the cast of a
+        # float64 vector would
+        obs = np.empty((B, self.obs_dim), dtype=np.float32)
+        L = self.obs_layout
+        u = self.util_hist
+        # each row was checked when it was the newest one: checking that one suffices
+        if u.size and u[:, 0].max() > 1.0 + 1e-6:
+            raise AssertionError(f"link utilisation {u[:, 0].max()} > 1: capacity constraint violated")
+        np.minimum(u.reshape(B, -1), 1.0, out=obs[:, L["link_utilization"]])
+        obs[:, L["link_capacity"]] = sim.capacity_bytes_per_s[:, self.net_links] / self._net_capacity
+        # jobs
+        J = w.n_job_slots
+        ju = w.job_unit
+        alive = ju >= 0
+        idx = np.maximum(ju, 0)
+        jf = np.zeros((B, J, len(JOB_FEATURES)))
+        jf[..., 0] = alive
+        if res is not None:
+            jf[..., 1] = np.nan_to_num(res.efficiency, nan=0.0)
+            jf[..., 2] = np.nan_to_num(res.gpu_utilization, nan=0.0)
+        pc = sim.phase_cur[idx]
+        jf[..., 3] = alive & (pc >= 0) & (pc < sim.unit_nphases[idx])
+        since = np.maximum(sim.time_s[:, None] - sim.iter_start[idx], 0.0)
+        ideal = np.where(alive, w.job_ideal_step_s, 1.0)
+        jf[..., 4] = np.where(alive, squash(since / ideal), 0.0)
+        jf[~alive] = 0.0
+        obs[:, L["jobs"]] = jf.reshape(B, -1)
+        obs[:, L["slots"]] = self._slot_features()
+        # background
+        if self.n_bg:
+            bf = np.zeros((B, self.n_bg, 2))
+            bf[..., 0] = sim.bg_on[w.bg_unit] if res is not None else 0.0
+            bf[..., 1] = sim.bg_on[w.bg_unit]
+            obs[:, L["background"]] = bf.reshape(B, -1)
+        obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
+        if self.observation_mode == "flat":
+            return obs
+        return self._graph_obs(obs)
+
+    def _slot_features(self) -> np.ndarray:
+        """(batch, slots * 3) float32 slot block of the observation; valid while the slot demand is (the same
+        flows and slot layout), so rebuilt only when a reset or churn changes them."""
+        w = self.world
+        demand = self._slot_demand() if w.n_slots else None
+        cache = self._slot_obs_cache
+        if cache is not None and cache[0] is demand and cache[1] is w.slot_mask:
+            return cache[2]
+        sf = np.zeros((self.batch, w.n_slots, len(SLOT_FEATURES)))
+        sf[..., 0] = w.slot_mask
+        if demand is not None:
+            sf[..., 1] = squash(demand)
+            sf[..., 2] = w.slot_npaths / self.P
+        out = sf.reshape(self.batch, -1).astype(np.float32)
+        self._slot_obs_cache = (demand, w.slot_mask, out)
+        return out
+
+    def _slot_demand(self) -> np.ndarray:
+        """(batch, slots): offered bytes of each slot's connection in one interval over its NIC's capacity."""
+        from ainet_gym.routing.policies import connection_demand
+
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        # valid while the flows (the same flow_bytes array) and the slot layout are: holding the arrays
+        # themselves, not their id(), so a new array at a recycled address cannot match
+        cache = self._demand_cache
+        if cache is not None and cache[0] is sim.flow_bytes and cache[1] is w.slot_conn:
+            return cache[2]
+        d = connection_demand(w)
+        has = w.slot_conn >= 0
+        if not has.any():
+            out = np.zeros(w.slot_conn.shape)
+        else:
+            c = np.maximum(w.slot_conn, 0)
+            nic = w.fabric.capacity_bytes_per_s[w.fabric.endpoint_up[sim.conn_src[c]]]
+            out = np.where(has, d[c] / (nic * w.decision_interval_s), 0.0)
+        self._demand_cache = (sim.flow_bytes, w.slot_conn, out)
+        return out
+
+    def _graph_obs(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        w = self.world
+        f = w.fabric
+        sim = w.sim
+        assert sim is not None
+        B = self.batch
+        n_nodes = len(f.node_names)
+        kinds = ("gpu", "storage", "nvswitch", "switch")
+        nf = np.zeros((B, n_nodes, 4), dtype=np.float32)
+        for i, k in enumerate(f.node_kind):
+            nf[:, i, kinds.index(k) if k in kinds else 3] = 1.0
+        ef = np.zeros((B, f.n_links, self.history + 1), dtype=np.float32)
+        ef[:, self.net_links, : self.history] = np.minimum(self.util_hist, 1.0).transpose(0, 2, 1)
+        ef[:, :, self.history] = sim.capacity_bytes_per_s / f.capacity_bytes_per_s
+        ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.int64)
+        return {"flat": flat, "node_features": nf, "edge_index": ei.copy(), "edge_features": ef}
+
+    # ------------------------------------------------------------------ info
+    def info(self, res: StepResult | None) -> dict[str, Any]:
+        """Batched info: arrays with a leading batch axis; per-job arrays have one entry per job slot
+        and hold 0 where there is no value (empty slot, or no iteration completed in the interval),
+        so that infos compare equal across same-seed rollouts."""
+        out = self._info(res)
+        for k, v in out.items():
+            if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+                out[k] = _nan_to_zero(v)
+        return out
+
+    def _info(self, res: StepResult | None) -> dict[str, Any]:
+        w = self.world
+        B, J = self.batch, w.n_job_slots
+        nan = np.full((B, J), np.nan)
+        out: dict[str, Any] = {
+            "action_mask": w.slot_mask.copy(),
+            "step": w.step_count.copy(),
+            # per-job figures describe the interval just run (jobs that arrive at its end appear in the
+            # next step's info); after a reset, the jobs of the first interval
+            "job_alive": w.job_unit >= 0 if res is None else res.job_alive.copy(),
+            "step_time_ms": nan.copy() if res is None else res.step_time_s * 1e3,
+            "ideal_step_time_ms": (
+                np.where(w.job_unit >= 0, w.job_ideal_step_s * 1e3, np.nan)
+                if res is None
+                else res.ideal_step_s * 1e3
+            ),
+            "gpu_utilization": nan.copy() if res is None else res.gpu_utilization,
+            "efficiency": nan.copy() if res is None else res.efficiency,
+            "iterations": np.zeros((B, J), dtype=np.int64) if res is None else res.iterations,
+            "max_link_utilization": np.zeros(B) if res is None else res.max_link_utilization,
+            "stalled_transfers": np.zeros(B, dtype=np.int64) if res is None else res.stalled_transfers,
+            # during the interval just run (the observation shows the capacities of the next one)
+            "failed_links": (
+                ((w.sim.capacity_bytes_per_s <= 0) & w.fabric.network_links[None, :]).sum(axis=1)
+                if res is None
+                else res.failed_links
+            ),
+        }
+        out["throughput_gbps"] = np.zeros(B) if res is None else res.throughput_gbps
+        # per-iteration GPU utilisation: compute / mean step time of the iterations completed in the interval
+        # (of the jobs that ran in it: res.compute_s is taken before churn replaces any)
+        out["iteration_gpu_utilization"] = nan.copy() if res is None else res.compute_s / res.step_time_s
+        if "links" in self.info_keys:
+            cap = (
+                w.sim.capacity_bytes_per_s
+                if res is None or res.capacity_bytes_per_s is None
+                else res.capacity_bytes_per_s
+            )
+            out["link_capacity_gbps"] = cap * BYTES_PER_S_TO_GBPS
+            out["link_bytes"] = np.zeros(cap.shape) if res is None else res.link_bytes
+            out["link_utilization"] = np.zeros(cap.shape) if res is None else res.link_utilization
+        if "flows" in self.info_keys:
+            moved = np.zeros(w.slot_conn.shape)
+            if res is not None and res.slot_bytes is not None:
+                moved = res.slot_bytes  # the slots' connections during the interval (before churn)
+            out["flow_bytes"] = moved
+            with np.errstate(invalid="ignore", divide="ignore"):
+                dur = np.zeros(B) if res is None else res.duration_s
+                out["flow_rate_gbps"] = np.where(
+                    dur[:, None] > 0, moved * BYTES_PER_S_TO_GBPS / np.where(dur > 0, dur, 1)[:, None], 0.0
+                )
+        for i in self._tiers_present:
+            out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
+        if res is not None:
+            from ainet_gym.envs.rewards import GpuUtilizationReward, StepTimeReward
+
+            out["reward_gpu_utilization"] = GpuUtilizationReward()(res)
+            out["reward_step_time"] = StepTimeReward()(res)
+            if "collisions" in self.info_keys:
+                out["collisions"] = self._collisions(res)
+        else:
+            out["reward_gpu_utilization"] = np.zeros(B)
+            out["reward_step_time"] = np.zeros(B)
+            if "collisions" in self.info_keys:
+                out["collisions"] = np.zeros(B, dtype=np.int64)
+        return out
+
+    def _collisions(self, res: StepResult) -> np.ndarray:
+        """Network links that carried more than one controllable connection's traffic in the interval
+        while at least 95% utilised: the ECMP collisions an agent should avoid."""
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        net = w.fabric.network_links & ~np.isin(w.fabric.link_tier, [TIERS.index("nic"), TIERS.index("pcie")])
+        hot = ((res.link_utilization >= 0.95) & net[None, :]).reshape(-1)
+        if not hot.any():
+            return np.zeros(self.batch, dtype=np.int64)
+        ctrl = np.zeros(sim.n_conns, dtype=bool)
+        ctrl[w.slot_conn[w.slot_mask]] = True
+        paths = sim.conn_paths_global
+        used = (sim.split[:, :, None] > 0) & (paths >= 0) & ctrl[:, None, None]
+        used &= hot[np.maximum(paths, 0)]  # only entries on hot links: a small set to deduplicate
+        links = paths[used]
+        conn = np.broadcast_to(np.arange(sim.n_conns)[:, None, None], paths.shape)[used]
+        key = np.unique(links * sim.n_conns + conn)  # distinct (link, connection) pairs
+        count = np.bincount(key // sim.n_conns, minlength=self.batch * w.fabric.n_links).reshape(
+            self.batch, -1
+        )
+        return (count > 1).sum(axis=1)
+
+
+class FabricRoutingEnv(gym.Env):
+    """Route the collectives of AI training jobs over a data-centre fabric.
+
+    ## Description
+    A flow-level, max-min fair fluid model of a fabric (spine-leaf, fat-tree or rail-optimised) runs
+    data-parallel jobs that compute and communicate on their own clocks. Each step is one decision
+    interval of simulated time (``dynamics.decision_interval_ms``, by default the ideal step time of
+    the slowest job). The agent routes each job's connections over their equal-cost candidate paths.
+    Background storage traffic follows static ECMP.
+
+    ## Action Space
+    Fixed size, one *slot* per connection of every job slot (``S`` slots, ``P = routing.max_paths``):
+
+    - ``"path"``: ``MultiDiscrete([P] * S)``, a candidate-path index per slot. An index at or past the
+      slot's number of candidate paths ``n`` wraps to ``index mod n`` (use :meth:`action_masks` with
+      MaskablePPO to avoid them).
+    - ``"split"`` (default): ``Box(-1, 1, (S * P,))``; slot ``s`` gets weights ``(a + 1) / 2`` over its
+      paths, normalised to split ratios (all zero: even split).
+    - ``"ecmp_weights"``: ``Box(-1, 1, (W,))``, one WCMP weight ``(a + 1) / 2`` per switch next-hop
+      link that is an equal-cost choice; a path's share is the product of its hops' normalised weights.
+      Applies to all traffic, background included.
+
+    Slots whose connection does not exist or has one path are masked: ``info["action_mask"]`` (S,)
+    and :meth:`action_masks` (S * P,) for sb3-contrib's MaskablePPO. Their actions are ignored.
+
+    ## Observation Space
+    ``Box(0, 1, (D,), float32)`` (``observation="flat"``), concatenated in this order:
+
+    | index block                        | name               | min | max | meaning                                 |
+    |------------------------------------|--------------------|-----|-----|-----------------------------------------|
+    | ``H * N``                          | link_utilization   | 0   | 1   | bytes / (capacity * interval) of the N network links over the last H intervals, newest first |
+    | ``N``                              | link_capacity      | 0   | 1   | current / nominal capacity (0 = failed) |
+    | ``J * 5``                          | jobs               | 0   | 1   | per job slot: alive, efficiency (ideal/actual step), GPU utilisation, communicating now, iteration progress t/(t+ideal) |
+    | ``S * 3``                          | slots              | 0   | 1   | per slot: controllable, offered demand next interval d/(1+d) in NIC-intervals, paths / P |
+    | ``G * 2``                          | background         | 0   | 1   | per background source: active last interval, scheduled next interval |
+    | ``1``                              | episode_progress   | 0   | 1   | step / episode_steps                    |
+
+    ``env.unwrapped.core.obs_layout`` gives the slices. ``observation="graph"`` returns a Dict with
+    this ``flat`` vector plus ``node_features`` (one-hot kind), ``edge_index`` (2, links) and
+    ``edge_features`` (utilisation history, capacity fraction) for GNN policies.
+
+    ## Rewards
+    ``reward="gpu_utilization"`` (GPU-weighted mean of compute time / elapsed time in the interval) or
+    ``"step_time"`` (mean over jobs of ideal / actual step time), or any :class:`RewardFn` object. Both
+    lie in [0, 1]. Both components are in ``info`` every step.
+
+    ## Starting State
+    Jobs placed by the scenario's placement (random placement and failures drawn from the seed); all
+    jobs at the start of an iteration (or waiting ``start_ms``); ECMP hash seed drawn from the seed.
+
+    ## Episode End
+    Never terminated (a continuing task); truncated after ``episode_steps`` intervals.
+
+    ## Arguments
+    ``scenario`` (name, path, dict or Scenario), ``action_mode``, ``history`` (H, default 4),
+    ``observation`` (``"flat"`` | ``"graph"``), ``reward``, ``episode_steps`` (overrides the scenario),
+    ``render_mode`` (``"ansi"`` | ``"rgb_array"``), ``backend`` (``"numba"`` | ``"numpy"``; None: the
+    ``AINET_GYM_BACKEND`` variable, else numba when it imports; both give the same results to round-off),
+    ``info_keys`` (optional extra ``info``, computed only when asked: ``"links"`` adds
+    ``link_capacity_gbps``, ``link_bytes``, ``link_utilization`` per link id; ``"flows"`` adds
+    ``flow_bytes`` and ``flow_rate_gbps`` per action slot, i.e. per job connection; ``"collisions"`` the
+    hot links shared by two or more routed connections).
+
+    ## Vectorized environment
+    :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
+    (``gymnasium.make_vec(id, num_envs=B, vectorization_mode="vector_entry_point")``).
+
+    ## Version History
+    - v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(
+        self,
+        scenario: str | os.PathLike | dict | Scenario = "spine-leaf-2to1",
+        action_mode: str = "split",
+        history: int = 4,
+        observation: str = "flat",
+        reward: str | RewardFn | None = None,
+        episode_steps: int | None = None,
+        render_mode: str | None = None,
+        backend: str | None = None,
+        info_keys: Sequence[str] = (),
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
+            )
+        self.core = EnvCore(
+            scenario, 1, action_mode, history, observation, reward, episode_steps, backend, info_keys
+        )
+        self.action_space = self.core.action_space
+        self.observation_space = self.core.observation_space
+        self.render_mode = render_mode
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
+        super().reset(seed=seed)
+        if seed is None and not hasattr(self, "_seeded"):
+            seed = int(self.np_random.integers(2**31))
+        self._seeded = True
+        obs, info = self.core.reset([seed])
+        return self._one(obs), self._one_info(info)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, r, term, trunc, info = self.core.step(action)  # validated (and converted) by the core
+        return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
+
+    def action_masks(self) -> np.ndarray:
+        """Valid path indices per slot, flat (S * P,) bool, for MaskablePPO."""
+        return self.core.action_masks()[0]
+
+    @staticmethod
+    def _one(obs: Any) -> Any:
+        if isinstance(obs, dict):
+            return {k: v[0] for k, v in obs.items()}
+        return obs[0]
+
+    @staticmethod
+    def _one_info(info: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for k, v in info.items():
+            x = v[0]
+            out[k] = x.item() if isinstance(x, np.generic) else x
+        return out
+
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode is None:
+            return None
+        from ainet_gym.envs.render import render_ansi, render_rgb
+
+        if self.render_mode == "ansi":
+            return render_ansi(self.core, 0)
+        return render_rgb(self.core, 0)

@@ -1,0 +1,2 @@
+"""The fabric: topologies built with networkx (spine-leaf, fat-tree, rail-optimised, your own graph) into
+a link table, and the candidate (ECMP) paths of every host pair (:mod:`.topology`)."""

@@ -1,0 +1,958 @@
+"""Fabric topologies: built and checked with networkx, then flattened into a dense link table.
+
+Every link is directed, with a capacity per direction and a tier label. Endpoints are GPUs (ids
+``0..gpus-1``, host-major: leaf by leaf, host by host, local rank last) followed by storage hosts
+(ids ``gpus..gpus+storage-1``). Each GPU has a NIC link to its leaf (edge / rail leaf) and a pair of
+NVLink links to its host's NVLink switch, so an intra-host transfer crosses two NVLink links.
+With ``gpus_per_nic: k > 1`` the k GPUs of a NIC reach it over PCIe links (tier ``pcie``) and the NIC
+has the link to the leaf (tier ``nic``), shared by the k GPUs.
+
+Besides the four built-in topologies, a fabric can be any graph (:func:`fabric_from_graph`, or
+``fabric: {topology: graph, file: ...}`` in a scenario): nodes with a ``role`` (``gpu``, ``switch``,
+``storage``, and optionally ``nic`` and ``nvswitch``) and GPUs with a ``host``; edges with ``gbps`` and
+optional ``tier`` and ``latency_us``. :func:`fabric_to_graph` gives the way back. Every fabric, built-in
+or not, is flattened by the same code (:func:`_finish`), so paths, hop counts and the non-blocking
+reference of ideal step times (:func:`nonblocking_fabric`) come from the links, not from the topology name.
+
+networkx is touched at construction only: the hot path reads the numpy arrays of :class:`Fabric`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shlex
+import zlib
+from collections import deque
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ainet_gym.scenario.spec import FabricSpec, StorageSpec, fabric_host_count
+from ainet_gym.units import GBPS_TO_BYTES_PER_S
+
+if TYPE_CHECKING:  # networkx is imported where a graph is read or written, not on the env's import path
+    import networkx as nx
+
+__all__ = [
+    "ROLES",
+    "TIERS",
+    "Fabric",
+    "build_fabric",
+    "fabric_from_graph",
+    "fabric_to_graph",
+    "nonblocking_fabric",
+    "nonblocking_spec",
+    "read_fabric_graph",
+    "write_fabric_graph",
+]
+
+#: Tier labels of links, indexed by ``Fabric.link_tier`` (new tiers are appended, so indices stay).
+TIERS: tuple[str, ...] = (
+    "nvlink", "nic", "leaf_spine", "edge_agg", "agg_core", "rail_spine", "storage", "pcie",
+)  # fmt: skip
+_TIER = {name: i for i, name in enumerate(TIERS)}
+#: Node roles of a graph fabric. ``nic`` (a NIC shared by GPUs over PCIe) and ``nvswitch`` (a host's NVLink
+#: switch, made with ``nvlink_gbps`` when the graph has none) are optional.
+ROLES: tuple[str, ...] = ("gpu", "switch", "storage", "nic", "nvswitch")
+#: Node kinds that are not switches of the network (never transit nodes between hosts).
+_HOST_KINDS = ("gpu", "storage", "nvswitch", "nic")
+#: Switch-to-switch hops between the furthest leaves of each built-in topology.
+_LEAF_DIAMETER = {"single_switch": 0, "spine_leaf": 2, "rail_optimized": 2, "fat_tree": 4}
+
+
+@dataclass
+class Fabric:
+    """A built fabric: the graph (construction time) and the link table (hot path).
+
+    Attributes are arrays with the named axes in their comments.
+    """
+
+    spec: FabricSpec
+    node_names: list[str]  # (nodes,)
+    node_kind: list[str]  # (nodes,)
+    link_src: np.ndarray  # (links,) int node id
+    link_dst: np.ndarray  # (links,) int node id
+    link_gbps: np.ndarray  # (links,) float nominal speed per direction
+    capacity_bytes_per_s: np.ndarray  # (links,) float bytes/s (nominal * efficiency for network links)
+    link_tier: np.ndarray  # (links,) int index into TIERS
+    link_group: np.ndarray  # (links,) int ECMP next-hop group (-1: not an equal-cost choice)
+    gpu_node: np.ndarray  # (gpus,) node id
+    gpu_host: np.ndarray  # (gpus,) host id
+    gpu_local_rank: np.ndarray  # (gpus,) rank within the host
+    endpoint_leaf: np.ndarray  # (endpoints,) leaf index the NIC attaches to
+    endpoint_up: np.ndarray  # (endpoints,) link id endpoint -> leaf
+    endpoint_down: np.ndarray  # (endpoints,) link id leaf -> endpoint
+    gpu_nvl_up: np.ndarray  # (gpus,) link id gpu -> nvswitch
+    gpu_nvl_down: np.ndarray  # (gpus,) link id nvswitch -> gpu
+    leaf_node: np.ndarray  # (leaves,) node id
+    n_gpus: int
+    n_storage: int
+    hop_latency_s: float
+    max_paths: int = 8
+    max_hops: int = 4  # links on the longest candidate path (pads the path tables)
+    link_latency_s: np.ndarray | None = None  # (links,) s; None: every link hop_latency_s
+    endpoint_pcie_up: np.ndarray | None = None  # (endpoints,) link id GPU -> shared NIC, -1: none
+    endpoint_pcie_down: np.ndarray | None = None  # (endpoints,) link id shared NIC -> GPU, -1: none
+    # multi-homed endpoints (a NIC with a port on each plane): per endpoint its ports (up link, down link,
+    # leaf index), the first being endpoint_up/down/leaf; None when every endpoint has one port
+    endpoint_ports: list[tuple[tuple[int, int, int], ...]] | None = None
+    _switch_paths: dict[tuple[int, int], list[list[int]]] = field(default_factory=dict, repr=False)
+    _parallel: dict[tuple[int, int], list[int]] = field(default_factory=dict, repr=False)
+    _switch_adj: dict[int, list[int]] | None = field(default=None, repr=False)  # switch -> next switches
+    _graph: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The fabric as a networkx multigraph (node ids, ``name`` and ``kind``; one edge per link with its
+        ``gbps`` and ``tier``), built on first use so that importing and stepping never load networkx."""
+        if self._graph is None:
+            import networkx as nx
+
+            g = nx.MultiDiGraph()
+            for i, (n, k) in enumerate(zip(self.node_names, self.node_kind)):
+                g.add_node(i, name=n, kind=k)
+            for i in range(self.n_links):
+                g.add_edge(int(self.link_src[i]), int(self.link_dst[i]), key=i,
+                           gbps=self.link_gbps[i], tier=TIERS[int(self.link_tier[i])])  # fmt: skip
+            self._graph = g
+        return self._graph
+
+    @property
+    def n_links(self) -> int:
+        return int(self.link_src.shape[0])
+
+    @property
+    def n_endpoints(self) -> int:
+        return self.n_gpus + self.n_storage
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.leaf_node.shape[0])
+
+    @cached_property
+    def network_links(self) -> np.ndarray:
+        """Mask (links,) of links that are not NVLink (the fabric an agent routes over)."""
+        return self.link_tier != _TIER["nvlink"]
+
+    @cached_property
+    def link_names(self) -> list[str]:
+        return [f"{self.node_names[s]}->{self.node_names[d]}" for s, d in zip(self.link_src, self.link_dst)]
+
+    def link_ids(self, name: str) -> np.ndarray:
+        """Link ids named ``"leaf0-spine1"``: both directions of the first parallel link between them."""
+        try:
+            a, b = name.split("-")
+            u, v = self.node_names.index(a), self.node_names.index(b)
+        except ValueError:
+            raise KeyError(f"link {name!r}: no such pair of nodes in this fabric") from None
+        fwd = self._parallel.get((u, v))
+        rev = self._parallel.get((v, u))
+        if not fwd or not rev:
+            raise KeyError(f"link {name!r}: {a} and {b} are not adjacent")
+        return np.array([fwd[0], rev[0]], dtype=np.int64)
+
+    # ------------------------------------------------------------------ paths
+    def _leaf_paths(self, a: int, b: int) -> list[list[int]]:
+        """Equal-cost shortest link-id paths from leaf index a to leaf index b (all of them)."""
+        key = (a, b)
+        if key in self._switch_paths:
+            return self._switch_paths[key]
+        if self._switch_adj is None:
+            adj: dict[int, list[int]] = {}
+            for (u, v), _ids in self._parallel.items():
+                if self.node_kind[u] not in _HOST_KINDS and self.node_kind[v] not in _HOST_KINDS:
+                    adj.setdefault(u, []).append(v)
+                    adj.setdefault(v, [])
+            self._switch_adj = adj
+        src, dst = int(self.leaf_node[a]), int(self.leaf_node[b])
+        out: list[list[int]] = []
+        for nodes in _all_shortest_paths(self._switch_adj, src, dst):  # none: another plane
+            hops = [self._parallel[(u, v)] for u, v in itertools.pairwise(nodes)]
+            # expand parallel links: every combination is an equal-cost path
+            combos: list[list[int]] = [[]]
+            for choices in hops:
+                combos = [[*c, link] for c in combos for link in choices]
+            out.extend(combos)
+        out.sort()
+        self._switch_paths[key] = out
+        return out
+
+    def paths(self, src: int, dst: int) -> list[list[int]]:
+        """Candidate paths (lists of link ids) from endpoint ``src`` to endpoint ``dst``.
+
+        The ECMP set: all equal-cost shortest paths, capped at ``max_paths``. When the set is larger
+        than the cap, an evenly spaced subset is taken from a rotation that depends on the leaf pair,
+        so that capped sets of different pairs still cover every spine or core. A multi-homed endpoint
+        (:attr:`endpoint_ports`) contributes every port: the set is the shortest paths over all pairs of
+        source and destination ports (the rotation then depends on the endpoint pair).
+        """
+        if src == dst:
+            raise ValueError(f"transfer from endpoint {src} to itself")
+        if src < self.n_gpus and dst < self.n_gpus and self.gpu_host[src] == self.gpu_host[dst]:
+            return [[int(self.gpu_nvl_up[src]), int(self.gpu_nvl_down[dst])]]
+        head = [int(self.endpoint_pcie_up[src])] if self._pcie(self.endpoint_pcie_up, src) else []
+        tail = [int(self.endpoint_pcie_down[dst])] if self._pcie(self.endpoint_pcie_down, dst) else []
+        if self.endpoint_ports is None:
+            a, b = int(self.endpoint_leaf[src]), int(self.endpoint_leaf[dst])
+            first, last = [*head, int(self.endpoint_up[src])], [int(self.endpoint_down[dst]), *tail]
+            if a == b:
+                return [first + last]
+            mids = self._leaf_paths(a, b)
+            n = len(mids)
+            if n > self.max_paths:
+                offset = zlib.crc32(f"{a}-{b}".encode()) % n
+                idx = (offset + (np.arange(self.max_paths) * n) // self.max_paths) % n
+                mids = [mids[i] for i in sorted(idx.tolist())]
+            return [first + m + last for m in mids]
+        # multi-homed: every pair of ports (source up, destination down) whose switch path is shortest
+        combos: list[list[int]] = []
+        best = None
+        for up, _, a in self.endpoint_ports[src]:
+            for _, down, b in self.endpoint_ports[dst]:
+                mids = [[]] if a == b else self._leaf_paths(a, b)
+                if not mids:
+                    continue
+                if best is None or len(mids[0]) < best:
+                    best, combos = len(mids[0]), []
+                if len(mids[0]) == best:
+                    combos.extend([*head, up, *m, down, *tail] for m in mids)
+        combos.sort()
+        n = len(combos)
+        if n > self.max_paths:
+            offset = zlib.crc32(f"{src}-{dst}".encode()) % n
+            idx = (offset + (np.arange(self.max_paths) * n) // self.max_paths) % n
+            combos = [combos[i] for i in sorted(idx.tolist())]
+        return combos
+
+    @staticmethod
+    def _pcie(arr: np.ndarray | None, e: int) -> bool:
+        return arr is not None and arr[e] >= 0
+
+    @cached_property
+    def gpu_uplinks(self) -> np.ndarray:
+        """Link ids (sorted, unique) from the GPUs' NICs into the network: every port of every GPU NIC."""
+        if self.endpoint_ports is None:
+            return np.unique(self.endpoint_up[: self.n_gpus])
+        return np.unique([up for ports in self.endpoint_ports[: self.n_gpus] for up, _, _ in ports])
+
+    def path_latency_s(self, path: list[int]) -> float:
+        """Latency of a path (list of link ids): links x ``hop_latency_s``, or the sum of per-link latencies
+        of a graph fabric that gives them."""
+        if self.link_latency_s is None:
+            return len(path) * self.hop_latency_s
+        return float(self.link_latency_s[path].sum())
+
+    @property
+    def n_hosts(self) -> int:
+        return int(self.gpu_host.max()) + 1 if self.n_gpus else 0
+
+    def oversubscription(self) -> float:
+        """Leaf down-capacity over up-capacity (1.0 = non-blocking), from the link table."""
+        nic = self.link_gbps[(self.link_tier == _TIER["nic"]) & (self.link_dst == self.leaf_node[0])].sum()
+        up_mask = (self.link_src == self.leaf_node[0]) & (self.link_group >= 0)
+        up = self.link_gbps[up_mask].sum()
+        return float(nic / up) if up > 0 else float("inf")
+
+
+def nonblocking_spec(spec: FabricSpec) -> FabricSpec:
+    """The same hosts on one non-blocking switch (a built-in spec; see :func:`nonblocking_fabric`)."""
+    if spec.topology == "graph":
+        raise ValueError("a graph fabric has no single_switch spec: use nonblocking_fabric(fabric)")
+    nic = spec.link_gbps if spec.topology == "fat_tree" else spec.nic_gbps
+    storage = replace(spec.storage, leaves=())
+    return replace(
+        spec, topology="single_switch", hosts=fabric_host_count(spec), nic_gbps=nic, storage=storage
+    )
+
+
+class _Builder:
+    """Nodes and directed links of a fabric under construction (the input of :func:`_finish`)."""
+
+    def __init__(self, spec: FabricSpec) -> None:
+        self.spec = spec
+        self.names: list[str] = []
+        self.kinds: list[str] = []
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.gbps: list[float] = []
+        self.tier: list[int] = []
+        self.latency_s: list[float] = []
+        self.parallel: dict[tuple[int, int], list[int]] = {}
+        self.gpus: list[int] = []  # node id of each GPU, GPU id order (host-major)
+        self.gpu_host: list[int] = []
+        self.storage: list[int] = []  # node id of each storage host
+        self.leaves: list[int] | None = None  # leaf switches in leaf-id order (None: derived)
+
+    def node(self, name: str, kind: str) -> int:
+        i = len(self.names)
+        self.names.append(name)
+        self.kinds.append(kind)
+        return i
+
+    def link(self, u: int, v: int, gbps: float, tier: str, latency_s: float | None = None) -> int:
+        i = len(self.src)
+        self.src.append(u)
+        self.dst.append(v)
+        self.gbps.append(float(gbps))
+        self.tier.append(_TIER[tier])
+        self.latency_s.append(self.spec.hop_latency_us * 1e-6 if latency_s is None else float(latency_s))
+        self.parallel.setdefault((u, v), []).append(i)
+        return i
+
+    def duplex(self, u: int, v: int, gbps: float, tier: str) -> tuple[int, int]:
+        return self.link(u, v, gbps, tier), self.link(v, u, gbps, tier)
+
+    def host(self, h: int, gpus: int, attach: list[int], nic_gbps: float) -> None:
+        """Host ``h``: an NVLink switch, ``gpus`` GPUs, and one NIC per ``gpus_per_nic`` GPUs, NIC i on
+        leaf node ``attach[i]`` (with ``gpus_per_nic: 1`` the GPU is its NIC: one link to the leaf)."""
+        spec = self.spec
+        k = spec.gpus_per_nic
+        nvs = self.node(f"nvswitch{h}", "nvswitch")
+        nic = -1
+        for r in range(gpus):
+            g = len(self.gpus)
+            gn = self.node(f"gpu{g}", "gpu")
+            self.gpus.append(gn)
+            self.gpu_host.append(h)
+            self.duplex(gn, nvs, spec.nvlink_gbps, "nvlink")
+            if k == 1:
+                self.duplex(gn, attach[r], nic_gbps, "nic")
+                continue
+            if r % k == 0:
+                nic = self.node(f"nic{h}.{r // k}", "nic")
+                self.duplex(nic, attach[r // k], nic_gbps, "nic")
+            self.duplex(gn, nic, spec.pcie_gbps, "pcie")
+
+
+def _build_builtin(spec: FabricSpec) -> _Builder:
+    b = _Builder(spec)
+    gph, k = spec.gpus_per_host, spec.gpus_per_nic
+    if gph % k:
+        raise ValueError(f"gpus_per_nic={k} does not divide gpus_per_host={gph}")
+    nics = gph // k  # NICs per host
+    nic_gbps = spec.link_gbps if spec.topology == "fat_tree" else spec.nic_gbps
+    attach: list[list[int]]  # per host: leaf node of each NIC
+    if spec.topology == "single_switch":
+        leaves = [b.node("leaf0", "leaf")]
+        attach = [[leaves[0]] * nics for _ in range(spec.hosts)]
+    elif spec.topology == "spine_leaf":
+        leaves = [b.node(f"leaf{i}", "leaf") for i in range(spec.leaves)]
+        spines = [b.node(f"spine{j}", "spine") for j in range(spec.spines)]
+        for lf in leaves:
+            for sp in spines:
+                for _ in range(spec.links_per_spine):
+                    b.duplex(lf, sp, spec.uplink_gbps, "leaf_spine")
+        attach = [[lf] * nics for lf in leaves for _ in range(spec.hosts_per_leaf)]
+    elif spec.topology == "fat_tree":
+        kk = spec.k
+        half = kk // 2
+        leaves = [b.node(f"edge{p * half + e}", "edge") for p in range(kk) for e in range(half)]
+        aggs = [b.node(f"agg{p * half + a}", "agg") for p in range(kk) for a in range(half)]
+        cores = [b.node(f"core{c}", "core") for c in range(half * half)]
+        for p in range(kk):
+            for e in range(half):
+                for a in range(half):
+                    b.duplex(leaves[p * half + e], aggs[p * half + a], spec.link_gbps, "edge_agg")
+            for a in range(half):
+                for c in range(half):
+                    b.duplex(aggs[p * half + a], cores[a * half + c], spec.link_gbps, "agg_core")
+        n_ports = kk**3 // 4  # one NIC per edge-switch down port
+        if n_ports % nics:
+            raise ValueError(f"fat_tree k={kk}: {n_ports} edge ports not a multiple of {nics} NICs per host")
+        attach = [
+            [leaves[port // half] for port in range(h * nics, (h + 1) * nics)] for h in range(n_ports // nics)
+        ]
+    elif spec.topology == "rail_optimized":
+        leaves = [b.node(f"leaf{r}", "leaf") for r in range(nics)]  # one rail per NIC of a host
+        spines = [b.node(f"spine{j}", "spine") for j in range(spec.spines)]
+        for lf in leaves:
+            for sp in spines:
+                for _ in range(spec.links_per_spine):
+                    b.duplex(lf, sp, spec.uplink_gbps, "rail_spine")
+        attach = [list(leaves) for _ in range(spec.hosts)]
+    else:
+        raise ValueError(f"fabric.topology: {spec.topology!r} is not a known topology")
+    if not attach or gph <= 0:
+        raise ValueError("fabric has no GPUs")
+    for h, nic_leaf in enumerate(attach):
+        b.host(h, gph, nic_leaf, nic_gbps)
+    st = spec.storage
+    for s in range(st.hosts):
+        leaf_idx = st.leaves[s % len(st.leaves)] if st.leaves else len(leaves) - 1
+        node = b.node(f"storage{s}", "storage")
+        b.storage.append(node)
+        b.duplex(node, leaves[leaf_idx], st.gbps, "storage")
+    b.leaves = leaves
+    return b
+
+
+def build_fabric(spec: FabricSpec, max_paths: int = 8) -> Fabric:
+    """Build the fabric of ``spec``: graph, link table, endpoint attachments.
+
+    Raises
+    ------
+    ValueError
+        If the spec describes a fabric that cannot be built (e.g. zero GPUs, a graph with a GPU
+        that reaches no other).
+    """
+    if spec.topology == "graph":
+        if spec.graph is None:
+            raise ValueError("fabric.topology graph needs a graph (fabric.file, or a networkx graph)")
+        return _finish(_builder_from_graph(spec.graph, spec), max_paths)
+    b = _build_builtin(spec)
+    diameter = _LEAF_DIAMETER[spec.topology]
+    fabric = _finish(b, max_paths, leaf_diameter=diameter)
+    _check(fabric)
+    return fabric
+
+
+def _fail(msg: str) -> None:
+    raise ValueError(msg)
+
+
+def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fabric:
+    """Flatten a builder into a :class:`Fabric`: endpoint attachments, ECMP groups, hop bounds.
+
+    ``leaf_diameter`` (switch hops between the furthest leaves) is known for the built-in topologies;
+    for a graph it is measured, and a pair of leaves with no path between them is an error.
+    """
+    spec = b.spec
+    n_gpus = len(b.gpus)
+    if n_gpus == 0:
+        raise ValueError("fabric has no GPUs")
+    names, kinds = b.names, b.kinds
+    link_src = np.asarray(b.src, dtype=np.int64)
+    link_dst = np.asarray(b.dst, dtype=np.int64)
+    link_gbps = np.asarray(b.gbps, dtype=np.float64)
+    link_tier = np.asarray(b.tier, dtype=np.int64)
+    is_switch = np.array([k not in _HOST_KINDS for k in kinds], dtype=bool)
+
+    out_links: dict[int, list[int]] = {}
+    for i, (u, t) in enumerate(zip(b.src, b.tier)):
+        if t != _TIER["nvlink"]:
+            out_links.setdefault(u, []).append(i)
+
+    def rev(link: int) -> int:
+        back = b.parallel.get((b.dst[link], b.src[link]))
+        if not back:
+            _fail(f"link {names[b.src[link]]}->{names[b.dst[link]]} has no link in the other direction")
+        k = b.parallel[(b.src[link], b.dst[link])].index(link)  # the k-th parallel link pairs with the k-th
+        return back[min(k, len(back) - 1)]
+
+    endpoints = list(b.gpus) + list(b.storage)
+    ep_pcie = np.full(len(endpoints), -1, dtype=np.int64)
+    ep_uplinks: list[list[int]] = []  # per endpoint: its up links into switches (its NIC's ports)
+    for e, node in enumerate(endpoints):
+        ups = out_links.get(node, [])
+        what = "GPU" if e < n_gpus else "storage host"
+        if not ups:
+            _fail(f"{what} {names[node]} has no network link; it needs one to a switch or to a NIC")
+        to_nic = [i for i in ups if kinds[b.dst[i]] == "nic"]
+        if to_nic:
+            if len(ups) != 1 or e >= n_gpus:
+                _fail(
+                    f"{what} {names[node]} has links to {', '.join(names[b.dst[i]] for i in ups)}; a GPU behind "
+                    "a NIC has exactly one link into the network, the PCIe link to that NIC"
+                )
+            nic = b.dst[ups[0]]
+            ep_pcie[e] = ups[0]
+            ups = [i for i in out_links.get(nic, []) if is_switch[b.dst[i]]]
+            if not ups:
+                _fail(f"NIC {names[nic]} has no link to a switch")
+        for i in ups:
+            if not is_switch[b.dst[i]]:
+                _fail(f"{what} {names[node]} attaches to {names[b.dst[i]]}, which is not a switch")
+        ep_uplinks.append(sorted(ups))
+    ep_up = np.asarray([u[0] for u in ep_uplinks], dtype=np.int64)
+    ep_switch = np.asarray([b.dst[u] for u in ep_up], dtype=np.int64)
+    ep_down = np.asarray([rev(int(x)) for x in ep_up], dtype=np.int64)
+    ep_pcie_down = np.asarray([rev(int(x)) if x >= 0 else -1 for x in ep_pcie], dtype=np.int64)
+
+    attach = sorted({b.dst[i] for ups in ep_uplinks for i in ups})
+    leaves = b.leaves if b.leaves is not None else attach
+    leaf_index = {n: i for i, n in enumerate(leaves)}
+    endpoint_leaf = np.asarray([leaf_index[int(n)] for n in ep_switch], dtype=np.int64)
+    multi = any(len(u) > 1 for u in ep_uplinks)
+    ports = [tuple((i, rev(i), leaf_index[b.dst[i]]) for i in ups) for ups in ep_uplinks] if multi else None
+
+    # switch levels: leaves 1, then hops away from the nearest leaf (up-links go to a higher level)
+    sw_adj: dict[int, list[int]] = {}
+    for u, v in zip(b.src, b.dst):
+        if is_switch[u] and is_switch[v]:
+            sw_adj.setdefault(u, []).append(v)
+    level = np.zeros(len(names), dtype=np.int64)
+    seen = dict.fromkeys(leaves, 1)
+    queue = deque(leaves)
+    while queue:
+        u = queue.popleft()
+        for v in sw_adj.get(u, []):
+            if v not in seen:
+                seen[v] = seen[u] + 1
+                queue.append(v)
+    for n, lv in seen.items():
+        level[n] = lv
+    level[np.asarray([k == "nvswitch" for k in kinds], dtype=bool)] = 1
+
+    if leaf_diameter is None:  # a graph: measure it, and check that every endpoint reaches every other
+        leaf_diameter = 0
+        dist: dict[int, dict[int, int]] = {}
+        for a in leaves:
+            da = {a: 0}
+            q = deque([a])
+            while q:
+                u = q.popleft()
+                for v in sw_adj.get(u, []):
+                    if v not in da:
+                        da[v] = da[u] + 1
+                        q.append(v)
+            dist[a] = da
+            leaf_diameter = max(leaf_diameter, max(da.get(x, 0) for x in leaves))
+        groups: dict[tuple[int, ...], int] = {}  # attachment switches -> first endpoint with them
+        for e, ups in enumerate(ep_uplinks):
+            groups.setdefault(tuple(b.dst[i] for i in ups), e)
+        for ga, ea in groups.items():
+            for gb, eb in groups.items():
+                if not any(y in dist[x] for x in ga for y in gb):
+                    _fail(
+                        f"{names[endpoints[ea]]} has no path to {names[endpoints[eb]]}: switch "
+                        f"{names[ga[0]]} does not reach switch {names[gb[0]]}"
+                    )
+    chain = 2 if (ep_pcie >= 0).any() else 1
+    max_hops = max(2, 2 * chain + leaf_diameter)
+
+    latency = np.asarray(b.latency_s, dtype=np.float64)
+    uniform = bool(np.all(latency == spec.hop_latency_us * 1e-6))
+    efficiency = np.where(link_tier == _TIER["nvlink"], 1.0, spec.link_efficiency)
+    capacity = link_gbps * GBPS_TO_BYTES_PER_S * efficiency
+
+    # ECMP next-hop groups: up-links of a switch form one group; parallel down-links to one
+    # neighbour form another. Singleton groups are not a choice (-1).
+    up = level[link_dst] > level[link_src]
+    keys = np.where(up, -1, link_dst)  # up: group by source only
+    group_key = np.stack([link_src, keys], axis=1)
+    _, group = np.unique(group_key, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    sizes = np.bincount(group)
+    link_group = np.where(is_switch[link_src] & (sizes[group] > 1), group, -1)
+    valid = link_group >= 0
+    if valid.any():
+        _, dense = np.unique(link_group[valid], return_inverse=True)
+        link_group[valid] = dense
+
+    gpu_host = np.asarray(b.gpu_host, dtype=np.int64)
+    order = np.argsort(gpu_host, kind="stable")
+    first_of_host = np.searchsorted(gpu_host[order], gpu_host[order])
+    gpu_local = np.empty(n_gpus, dtype=np.int64)
+    gpu_local[order] = np.arange(n_gpus) - first_of_host
+    nvl_up = np.empty(n_gpus, dtype=np.int64)
+    nvl_down = np.empty(n_gpus, dtype=np.int64)
+    nvl_out: dict[int, int] = {}
+    for i, (u, t) in enumerate(zip(b.src, b.tier)):
+        if t == _TIER["nvlink"] and kinds[u] == "gpu":
+            nvl_out.setdefault(u, i)
+    for g, node in enumerate(b.gpus):
+        if node not in nvl_out:
+            _fail(f"GPU {names[node]} has no NVLink link to its host's NVLink switch")
+        nvl_up[g] = nvl_out[node]
+        nvl_down[g] = rev(nvl_out[node])
+
+    return Fabric(
+        spec=spec,
+        node_names=names,
+        node_kind=kinds,
+        link_src=link_src,
+        link_dst=link_dst,
+        link_gbps=link_gbps,
+        capacity_bytes_per_s=capacity,
+        link_tier=link_tier,
+        link_group=link_group,
+        gpu_node=np.asarray(b.gpus, dtype=np.int64),
+        gpu_host=gpu_host,
+        gpu_local_rank=gpu_local,
+        endpoint_leaf=endpoint_leaf,
+        endpoint_up=ep_up,
+        endpoint_down=ep_down,
+        gpu_nvl_up=nvl_up,
+        gpu_nvl_down=nvl_down,
+        leaf_node=np.asarray(leaves, dtype=np.int64),
+        n_gpus=n_gpus,
+        n_storage=len(b.storage),
+        hop_latency_s=spec.hop_latency_us * 1e-6,
+        max_paths=max_paths,
+        max_hops=max_hops,
+        link_latency_s=None if uniform else latency,
+        endpoint_pcie_up=ep_pcie if (ep_pcie >= 0).any() else None,
+        endpoint_pcie_down=ep_pcie_down if (ep_pcie >= 0).any() else None,
+        endpoint_ports=ports,
+        _parallel=b.parallel,
+    )
+
+
+def _check(f: Fabric) -> None:
+    """Construction-time sanity check: the built graph is connected (links taken as undirected)."""
+    n = len(f.node_names)
+    adj: list[list[int]] = [[] for _ in range(n)]
+    for u, v in zip(f.link_src.tolist(), f.link_dst.tolist()):
+        adj[u].append(v)
+        adj[v].append(u)
+    seen = np.zeros(n, dtype=bool)
+    if n:
+        seen[0] = True
+        stack = [0]
+        while stack:
+            for v in adj[stack.pop()]:
+                if not seen[v]:
+                    seen[v] = True
+                    stack.append(v)
+    if n == 0 or not seen.all():
+        raise ValueError(f"fabric {f.spec.topology}: the built graph is not connected")
+
+
+def _all_shortest_paths(adj: dict[int, list[int]], src: int, dst: int) -> list[list[int]]:
+    """Every shortest node path from ``src`` to ``dst`` in the directed graph ``adj`` (BFS layers, then
+    the predecessor DAG walked back from ``dst``); empty when ``dst`` is unreachable. The same set as
+    ``networkx.all_shortest_paths`` (callers sort it), without importing networkx."""
+    if src not in adj or dst not in adj:
+        return []
+    if src == dst:
+        return [[src]]
+    dist = {src: 0}
+    preds: dict[int, list[int]] = {}
+    frontier = [src]
+    while frontier and dst not in dist:
+        nxt: list[int] = []
+        for u in frontier:
+            for v in adj.get(u, ()):
+                if v not in dist:
+                    dist[v] = dist[u] + 1
+                    nxt.append(v)
+                if dist[v] == dist[u] + 1:
+                    preds.setdefault(v, []).append(u)
+        frontier = nxt
+    if dst not in dist:
+        return []
+    out: list[list[int]] = []
+    stack: list[tuple[int, list[int]]] = [(dst, [dst])]
+    while stack:
+        node, tail = stack.pop()
+        if node == src:
+            out.append(tail[::-1])
+            continue
+        for p in preds.get(node, ()):
+            stack.append((p, [*tail, p]))
+    return out
+
+
+# --------------------------------------------------------------------------- the non-blocking reference
+
+
+def nonblocking_fabric(fabric: Fabric) -> Fabric:
+    """The same hosts, NVLink domains, NICs and PCIe links as ``fabric``, every NIC on one non-blocking
+    switch, no storage: the reference fabric of ideal step times (for any fabric, built-in or graph)."""
+    spec = replace(
+        fabric.spec,
+        topology="single_switch",
+        graph=None,
+        storage=replace(fabric.spec.storage, hosts=0, leaves=()),
+    )
+    b = _Builder(spec)
+    leaf = b.node("leaf0", "leaf")
+    lat = fabric.link_latency_s
+
+    def copy(link: int, u: int, v: int) -> None:
+        t = TIERS[int(fabric.link_tier[link])]
+        la = None if lat is None else float(lat[link])
+        b.link(u, v, float(fabric.link_gbps[link]), t, la)
+
+    nic_node: dict[int, int] = {}
+    nvs_node: dict[int, int] = {}
+    for g in range(fabric.n_gpus):
+        h = int(fabric.gpu_host[g])
+        if h not in nvs_node:
+            nvs_node[h] = b.node(fabric.node_names[int(fabric.link_dst[fabric.gpu_nvl_up[g]])], "nvswitch")
+        gn = b.node(fabric.node_names[int(fabric.gpu_node[g])], "gpu")
+        b.gpus.append(gn)
+        b.gpu_host.append(h)
+        copy(int(fabric.gpu_nvl_up[g]), gn, nvs_node[h])
+        copy(int(fabric.gpu_nvl_down[g]), nvs_node[h], gn)
+        ports = (
+            [(int(fabric.endpoint_up[g]), int(fabric.endpoint_down[g]))]
+            if fabric.endpoint_ports is None
+            else [(up, down) for up, down, _ in fabric.endpoint_ports[g]]
+        )
+        pcie = -1 if fabric.endpoint_pcie_up is None else int(fabric.endpoint_pcie_up[g])
+        if pcie < 0:
+            for up, down in ports:
+                copy(up, gn, leaf)
+                copy(down, leaf, gn)
+            continue
+        nic = int(fabric.link_src[ports[0][0]])
+        if nic not in nic_node:
+            nic_node[nic] = b.node(fabric.node_names[nic], "nic")
+            for up, down in ports:
+                copy(up, nic_node[nic], leaf)
+                copy(down, leaf, nic_node[nic])
+        copy(pcie, gn, nic_node[nic])
+        copy(int(fabric.endpoint_pcie_down[g]), nic_node[nic], gn)
+    b.leaves = [leaf]
+    return _finish(b, fabric.max_paths, leaf_diameter=0)
+
+
+# --------------------------------------------------------------------------- graph fabrics
+
+_DEFAULT_TIER = {
+    frozenset(("gpu", "nvswitch")): "nvlink",
+    frozenset(("gpu", "nic")): "pcie",
+    frozenset(("gpu", "switch")): "nic",
+    frozenset(("nic", "switch")): "nic",
+    frozenset(("storage", "switch")): "storage",
+    frozenset(("switch",)): "leaf_spine",
+}
+
+
+def _number(x: Any, what: str) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        _fail(f"{what}: expected a number, got {x!r}")
+    if not np.isfinite(v):
+        _fail(f"{what}: expected a finite number, got {x!r}")
+    return v
+
+
+def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
+    """Read nodes and links of a networkx graph (see :func:`fabric_from_graph` for the attributes)."""
+    import networkx as nx
+
+    if not isinstance(G, nx.Graph):
+        _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
+    b = _Builder(spec)
+    role: dict[Any, str] = {}
+    host: dict[Any, int] = {}
+    for n, d in G.nodes(data=True):
+        r = d.get("role")
+        if r is None:
+            _fail(f"node {n!r} has no role; allowed: {', '.join(ROLES)}")
+        if r not in ROLES:
+            _fail(f"node {n!r}: role {r!r} is not a known role; allowed: {', '.join(ROLES)}")
+        role[n] = r
+        if r == "gpu":
+            if "host" not in d:
+                _fail(f"GPU node {n!r} has no host; allowed: an integer host id >= 0")
+            hv = d["host"]
+            if isinstance(hv, bool) or not float(_number(hv, f"GPU node {n!r}: host")).is_integer() or hv < 0:
+                _fail(f"GPU node {n!r}: host {hv!r} is not an integer >= 0")
+            host[n] = int(hv)
+    gpus = [n for n in G.nodes if role[n] == "gpu"]
+    if not gpus:
+        _fail("the graph has no node with role gpu")
+    gpus.sort(key=lambda n: host[n])  # host-major GPU ids; stable: the graph's order within a host
+    hosts = sorted(set(host.values()))
+    sizes = {h: sum(1 for g in gpus if host[g] == h) for h in hosts}
+    if len(set(sizes.values())) > 1:
+        _fail(
+            f"hosts have different numbers of GPUs ({dict(sorted(sizes.items()))}); every host needs the same"
+        )
+    host_index = {h: i for i, h in enumerate(hosts)}
+
+    node_id: dict[Any, int] = {}
+    kind_of = {"gpu": "gpu", "switch": "switch", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
+    for n in G.nodes:
+        node_id[n] = b.node(str(n), kind_of[role[n]])
+    b.gpus = [node_id[g] for g in gpus]
+    b.gpu_host = [host_index[host[g]] for g in gpus]
+    b.storage = [node_id[n] for n in G.nodes if role[n] == "storage"]
+
+    edges = list(G.edges(data=True))
+    if edges and all("link" in d for _, _, d in edges):  # the link ids of fabric_to_graph: keep them
+        edges.sort(key=lambda e: _number(e[2]["link"], f"link {e[0]}-{e[1]}: link"))
+    for u, v, d in edges:
+        name = f"link {u}-{v}"
+        if u == v:
+            _fail(f"{name} joins a node to itself")
+        if "gbps" not in d:
+            _fail(f"{name} has no capacity: the gbps attribute is missing; allowed: a number > 0 (Gbit/s)")
+        gbps = _number(d["gbps"], f"{name}: gbps")
+        if gbps <= 0:
+            _fail(f"{name} has no capacity: gbps = {d['gbps']!r}; allowed: a number > 0 (Gbit/s)")
+        pair = frozenset((role[u], role[v]))
+        tier = d.get("tier", _DEFAULT_TIER.get(pair))
+        if tier is None:
+            _fail(f"{name} joins a {role[u]} and a {role[v]}, which no link may join")
+        if tier not in _TIER:
+            _fail(f"{name}: tier {tier!r} is not a known tier; allowed: {', '.join(TIERS)}")
+        lat = None
+        if "latency_us" in d:
+            lat = _number(d["latency_us"], f"{name}: latency_us")
+            if lat < 0:
+                _fail(f"{name}: latency_us = {lat!r}; allowed: a number >= 0 (microseconds)")
+            lat *= 1e-6
+        b.link(node_id[u], node_id[v], gbps, tier, lat)
+        if not G.is_directed():
+            b.link(node_id[v], node_id[u], gbps, tier, lat)
+
+    # a host without an NVLink switch in the graph gets one (nvlink_gbps per GPU)
+    has_nvl = {b.src[i] for i, t in enumerate(b.tier) if t == _TIER["nvlink"]}
+    for h in range(len(hosts)):
+        members = [g for g, hh in zip(b.gpus, b.gpu_host) if hh == h]
+        if any(g in has_nvl for g in members):
+            continue
+        nvs = b.node(f"nvswitch{h}", "nvswitch")
+        for g in members:
+            b.duplex(g, nvs, spec.nvlink_gbps, "nvlink")
+    return b
+
+
+def fabric_from_graph(G: Any, max_paths: int = 8, **fabric_keys: Any) -> Fabric:
+    """Build a fabric from a networkx graph.
+
+    Nodes: ``role`` in :data:`ROLES`; GPU nodes a ``host`` (integer id). GPU ids are host-major (hosts in
+    ascending id, GPUs of a host in the graph's order); every host needs the same number of GPUs. A GPU
+    (or a storage host) attaches to switches directly, or a GPU through one ``nic`` node shared with the
+    other GPUs of that NIC; an endpoint or NIC linked to several switches is multi-homed (one port per
+    link, e.g. one per plane of a dual-plane fabric), and its paths are the shortest over all port pairs. GPUs of one host share an NVLink domain: ``nvswitch`` nodes with
+    ``nvlink`` links if the graph has them, else one made per host with ``nvlink_gbps``.
+
+    Edges: ``gbps`` (Gbit/s per direction, > 0), optional ``tier`` (one of :data:`TIERS`; default from the
+    roles it joins: gpu-switch and nic-switch ``nic``, gpu-nic ``pcie``, storage-switch ``storage``,
+    switch-switch ``leaf_spine``), ``latency_us`` (default ``hop_latency_us``) and ``link`` (an integer: links
+    are numbered in this order when every edge has one, else in the graph's edge order). An undirected graph's
+    edge is a link in each direction; in a directed graph each edge is one direction and needs its reverse.
+
+    ``fabric_keys`` are the scenario's fabric keys that apply to a graph (``profile``, ``hop_latency_us``,
+    ``link_efficiency``, ``nvlink_gbps``).
+
+    Raises
+    ------
+    ValueError
+        A node without a role, a GPU without a host, a link without capacity, a GPU behind a NIC with
+        other network links, or a GPU with no path to another.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> G = nx.Graph()
+    >>> G.add_node("sw", role="switch")
+    >>> for g in range(4):
+    ...     G.add_node(f"g{g}", role="gpu", host=g // 2)
+    ...     G.add_edge(f"g{g}", "sw", gbps=400)
+    >>> fabric_from_graph(G).n_gpus
+    4
+    """
+    from ainet_gym.scenario.spec import PROFILE_DEFAULTS
+
+    kw = dict(fabric_keys)
+    for key, value in PROFILE_DEFAULTS[kw.get("profile", "infiniband")].items():
+        kw.setdefault(key, value)
+    spec = graph_spec(G, **kw)
+    return build_fabric(spec, max_paths=max_paths)
+
+
+def graph_spec(G: Any, **fabric_keys: Any) -> FabricSpec:
+    """The :class:`FabricSpec` of a graph fabric: ``hosts`` and ``gpus_per_host`` counted from ``G``."""
+    import networkx as nx
+
+    if not isinstance(G, nx.Graph):
+        _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
+    fabric_keys = {k: v for k, v in fabric_keys.items() if k != "topology"}
+    hosts = {d.get("host") for _, d in G.nodes(data=True) if d.get("role") == "gpu"}
+    n_gpus = sum(1 for _, d in G.nodes(data=True) if d.get("role") == "gpu")
+    n_hosts = max(len(hosts), 1)
+    n_storage = sum(1 for _, d in G.nodes(data=True) if d.get("role") == "storage")
+    return FabricSpec(
+        topology="graph",
+        graph=G,
+        hosts=n_hosts,
+        gpus_per_host=max(n_gpus // n_hosts, 1),
+        storage=StorageSpec(hosts=n_storage),
+        **fabric_keys,
+    )
+
+
+def fabric_to_graph(fabric: Fabric) -> nx.MultiDiGraph:
+    """The fabric as a directed multigraph that :func:`fabric_from_graph` reads back into the same fabric:
+    one edge per directed link (``link`` id, ``gbps``, ``tier``, ``latency_us``), nodes in node-id
+    order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches)."""
+    import networkx as nx
+
+    G = nx.MultiDiGraph()
+    role = {"gpu": "gpu", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
+    node_host: dict[int, int] = {}
+    for g in range(fabric.n_gpus):
+        h = int(fabric.gpu_host[g])
+        node_host[int(fabric.gpu_node[g])] = h
+        node_host[int(fabric.link_dst[fabric.gpu_nvl_up[g]])] = h
+        if fabric.endpoint_pcie_up is not None and fabric.endpoint_pcie_up[g] >= 0:
+            node_host[int(fabric.link_src[fabric.endpoint_up[g]])] = h
+    for i, (name, kind) in enumerate(zip(fabric.node_names, fabric.node_kind)):
+        attrs: dict[str, Any] = {"role": role.get(kind, "switch")}
+        if i in node_host:
+            attrs["host"] = node_host[i]
+        G.add_node(name, **attrs)
+    lat = fabric.link_latency_s
+    for i in range(fabric.n_links):
+        G.add_edge(
+            fabric.node_names[int(fabric.link_src[i])],
+            fabric.node_names[int(fabric.link_dst[i])],
+            key=i,
+            link=i,
+            gbps=float(fabric.link_gbps[i]),
+            tier=TIERS[int(fabric.link_tier[i])],
+            latency_us=(fabric.hop_latency_s if lat is None else float(lat[i])) * 1e6,
+        )
+    return G
+
+
+def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
+    """Read a graph fabric file: GraphML (``.graphml``), or an edge list (any other suffix).
+
+    Edge list: one item per line, ``#`` starts a comment, ``key=value`` attributes::
+
+        node gpu0 role=gpu host=0        # a node (nodes not declared are switches)
+        gpu0 leaf0 gbps=400 tier=nic     # a link in each direction (latency_us=... optional)
+    """
+    import networkx as nx
+
+    path = Path(path)
+    if path.suffix.lower() == ".graphml":
+        try:
+            return nx.read_graphml(path)
+        except Exception as e:  # networkx raises several XML error types
+            raise ValueError(f"{path}: not a readable GraphML file: {e}") from e
+    G = nx.MultiGraph()
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        where = f"{path}:{lineno}"
+        head, attrs = words[:2], words[2:]  # "node NAME ..." or "NAME NAME ..."
+        kv: dict[str, Any] = {}
+        for w in attrs:
+            if "=" not in w:
+                _fail(f"{where}: {w!r} is not key=value")
+            k, v = w.split("=", 1)
+            kv[k] = v if k in ("role", "tier") else _number(v, f"{where}: {k}")
+        if words[0] == "node":
+            if len(words) < 2:
+                _fail(f"{where}: 'node' needs a name")
+            G.add_node(words[1], **kv)
+        else:
+            if len(head) < 2:
+                _fail(f"{where}: a link needs two node names")
+            for n in head:
+                if n not in G:
+                    G.add_node(n, role="switch")
+            G.add_edge(head[0], head[1], **kv)
+    return G
+
+
+def write_fabric_graph(fabric: Fabric, path: str | os.PathLike) -> None:
+    """Write ``fabric`` as GraphML (:func:`fabric_to_graph`), to edit and load back with
+    ``fabric: {topology: graph, file: ...}``."""
+    import networkx as nx
+
+    nx.write_graphml(fabric_to_graph(fabric), Path(path))

@@ -1,0 +1,389 @@
+"""Routing policies at the engine level: each maps the world's state to a split of every connection.
+
+A policy is a callable ``policy(world, last) -> split`` where ``world`` is a
+:class:`~ainet_gym.sim.world.FabricWorld`, ``last`` the :class:`~ainet_gym.sim.world.StepResult` of the previous
+interval (None on the first) and ``split`` a ``(connections, max_paths)`` array. They serve
+:func:`ainet_gym.simulate` and, through the env's action space, the baseline agents.
+
+- ``ecmp``: static hashing of each connection (per QP) onto one candidate path.
+- ``spray``: even split of every *job* connection over its live candidate paths (packet spraying;
+  paths through a failed link are dropped, as a switch drops a dead next hop); background stays on
+  static ECMP, like every other policy that routes the jobs' connections.
+- ``wcmp``: weights at each switch's equal-cost next hops proportional to the link's current capacity
+  (a half-rate link gets half the traffic), applied to the jobs' connections; background on ECMP.
+- ``spray+bg``, ``wcmp+bg``: the same applied to *all* traffic, background included (what a switch
+  that sprays or weights every packet does). They control more traffic than ``greedy``, ``lp`` or an
+  agent in the ``split``/``path`` modes can, so compare them with agents in the ``ecmp_weights`` mode.
+- ``greedy``: reactive: connections placed one by one (largest first) on the candidate path with the
+  lowest peak utilisation, given the load measured in the *last* interval that they did not cause.
+- ``lp``: minimise the maximum offered link utilisation of the interval's known demand over the
+  candidate paths (a linear program solved by HiGHS through :func:`scipy.optimize.linprog`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ainet_gym.routing.split import spray_split
+
+if TYPE_CHECKING:
+    from ainet_gym.sim.world import FabricWorld, StepResult
+
+__all__ = [
+    "CONTROLS",
+    "POLICIES",
+    "avoid_dead_paths",
+    "base_load",
+    "connection_demand",
+    "controlled_connections",
+    "get_policy",
+    "offered_load",
+    "offered_utilization",
+    "place_least_loaded",
+]
+
+Policy = Callable[["FabricWorld", "StepResult | None"], np.ndarray]
+
+
+def ecmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    return world.default_split()
+
+
+def avoid_dead_paths(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+    """Zero the share of paths through a failed link and renormalise (:meth:`FabricWorld.withdraw_dead`)."""
+    return world.withdraw_dead(split)
+
+
+def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+    """``split`` on the jobs' connections (action slots), static ECMP on every other connection."""
+    out = world.default_split()
+    ctrl = controlled_connections(world)
+    out[ctrl] = split[ctrl]
+    return out
+
+
+def spray_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Even split of every connection, background included, over its live candidate paths."""
+    sim = world.sim
+    assert sim is not None
+    return avoid_dead_paths(world, spray_split(sim.conn_npaths, world.max_paths))
+
+
+def wcmp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Capacity-weighted ECMP of every connection, background included."""
+    sim = world.sim
+    assert sim is not None
+    return world.wcmp(sim.capacity_bytes_per_s)  # withdraws paths through failed links itself
+
+
+def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Even split of the jobs' connections over their live paths; background on static ECMP."""
+    return _jobs_only(world, spray_all(world, last))
+
+
+def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """Capacity-weighted ECMP of the jobs' connections; background on static ECMP."""
+    return _jobs_only(world, wcmp_all(world, last))
+
+
+def controlled_connections(world: FabricWorld) -> np.ndarray:
+    """Mask (connections,) of connections that sit in action slots (jobs' connections)."""
+    sim = world.sim
+    assert sim is not None
+    m = np.zeros(sim.n_conns, dtype=bool)
+    sc = world.slot_conn[world.slot_conn >= 0]
+    m[sc] = True
+    return m
+
+
+def base_load(world: FabricWorld, last: StepResult) -> np.ndarray:
+    """Bytes (batch, links) of the last interval that the jobs' multi-path connections did not
+    cause: the measured bytes minus their offered load under the split that ran (clipped at 0)."""
+    sim = world.sim
+    assert sim is not None
+    B, L = world.batch, world.fabric.n_links
+    d = connection_demand(world)
+    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
+    own = offered_load(world, sim.split, np.where(ctrl, d, 0.0)).reshape(-1)
+    return np.maximum(last.link_bytes.reshape(-1) - own, 0.0).reshape(B, L)
+
+
+def offered_load(world: FabricWorld, split: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Bytes (batch, links) that ``demand`` (connections,) bytes puts on each link when routed by
+    ``split`` (connections, max_paths): every path of a connection carries its share on each of its
+    links (a fluid offered load: no capacity limit, no queueing)."""
+    sim = world.sim
+    assert sim is not None
+    paths = sim.conn_paths_global  # (conns, P, hops) batch-global link ids, -1 padding
+    mask = paths >= 0
+    per = (split * demand[:, None])[:, :, None] * mask
+    B, L = world.batch, world.fabric.n_links
+    return np.bincount(paths[mask], weights=per[mask], minlength=B * L).reshape(B, L)
+
+
+def place_least_loaded(
+    world: FabricWorld,
+    table: np.ndarray,
+    demand: np.ndarray,
+    allowed: np.ndarray,
+    load: np.ndarray,
+    inv_capacity: np.ndarray,
+) -> np.ndarray:
+    """Place connections one by one, each on the allowed candidate path whose most loaded link (load
+    plus the connection's demand, times the link's inverse capacity) is lowest (ties: the lowest index).
+
+    ``table`` (batch, rounds) holds the connections in placement order (-1: none): round ``k`` places
+    ``table[:, k]``, one connection per instance, batched (the loop is over rounds, not over flows).
+    ``demand`` (connections,) bytes; ``allowed`` (connections, max_paths) bool; ``load`` and
+    ``inv_capacity`` (batch * links,) bytes and 1 / bytes (inf for a failed link) over batch-global link
+    ids; ``load`` is not modified. Returns (connections,) the chosen path index of each placed
+    connection (0 where no path is allowed; -1 for connections not in ``table``).
+    """
+    sim = world.sim
+    assert sim is not None
+    paths = sim.conn_paths_global  # (conns, P, hops), -1 padding: index -1 of the extended arrays
+    load_ext = np.concatenate([load, [0.0]])
+    inv_ext = np.concatenate([inv_capacity, [0.0]])
+    best = np.full(demand.shape[0], -1, dtype=np.int64)
+    for k in range(table.shape[1]):  # placement rounds (connections per instance), batched
+        c = table[:, k]
+        c = c[c >= 0]
+        pl = paths[c]  # (n, paths, hops)
+        util = (load_ext[pl] + demand[c][:, None, None]) * inv_ext[pl]
+        util = np.nan_to_num(util, nan=np.inf)  # 0 * inf: a failed link the connection adds nothing to
+        score = np.where(allowed[c], util.max(axis=2), np.inf)
+        p = np.argmin(score, axis=1)
+        best[c] = p
+        chosen = pl[np.arange(c.size), p]  # (n, hops)
+        ok = chosen >= 0
+        np.add.at(load_ext, chosen[ok], np.broadcast_to(demand[c][:, None], chosen.shape)[ok])
+    return best
+
+
+def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None = None) -> np.ndarray:
+    """Reactive congestion-aware placement from the last interval's measured link loads.
+
+    The load the controlled connections did not cause (background, uncontrolled traffic) is the last
+    interval's measured bytes minus their own offered load under the last split (:func:`base_load`),
+    or ``base`` (batch, links) bytes when given (a forecast, see ``ainet_gym.agents.predictive``). Connections are
+    then placed one by one, largest demand first, each on the candidate path whose most loaded link (the
+    base load plus what was placed so far, over capacity) is lowest. Runs over the batch at once; the
+    loop is over placement rounds, not over flows. First interval without ``base``: static ECMP.
+    """
+    split = world.default_split()
+    if last is None and base is None:
+        return split
+    sim = world.sim
+    assert sim is not None
+    B, P = world.batch, world.max_paths
+    d = connection_demand(world)
+    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
+    if base is None:
+        assert last is not None
+        base = base_load(world, last)
+    load = np.asarray(base, dtype=np.float64).reshape(-1)
+    cap = (sim.capacity_bytes_per_s * world.decision_interval_s).reshape(-1)
+    inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf)
+    inst = sim.unit_inst[sim.conn_unit]
+    cs = np.flatnonzero(ctrl)
+    if cs.size == 0:
+        return split
+    # placement order: per instance, by demand, largest first -> a (batch, rounds) table of connections
+    order = cs[np.lexsort((-d[cs], inst[cs]))]
+    oi = inst[order]
+    rank = np.arange(order.size) - np.searchsorted(oi, oi)
+    table = np.full((B, int(rank.max()) + 1), -1, dtype=np.int64)
+    table[oi, rank] = order
+    valid_p = np.arange(P)[None, :] < sim.conn_npaths[:, None]
+    best = place_least_loaded(world, table, d, valid_p, load, inv)
+    split[cs] = np.arange(P)[None, :] == best[cs][:, None]
+    return split
+
+
+def connection_demand(world: FabricWorld) -> np.ndarray:
+    """Bytes each connection offers in one interval (connections,): per-iteration bytes of its flows
+    times the iterations an ideal job completes in the interval; background at its demand rate."""
+    sim = world.sim
+    assert sim is not None
+    bg = sim.flow_bg[sim.member_flow]
+    per_member = np.where(bg, 0.0, sim.flow_bytes[sim.member_flow])
+    dur = world.decision_interval_s
+    unit = sim.flow_unit[sim.member_flow]
+    ideal = _per_unit(world, world.job_ideal_step_s)
+    iters = np.where(np.isfinite(ideal), dur / ideal, 0.0)[unit]
+    on = sim.bg_on[unit]
+    d = np.where(bg, np.where(on, sim.flow_demand[sim.member_flow] * dur, 0.0), per_member * iters)
+    return np.bincount(sim.member_conn, weights=d, minlength=sim.n_conns)
+
+
+def _per_unit(world: FabricWorld, per_job: np.ndarray) -> np.ndarray:
+    """Spread a (batch, job slots) array onto the flat units (inf where a unit is not a job)."""
+    sim = world.sim
+    assert sim is not None
+    out = np.full(sim.n_units, np.inf)
+    ok = world.job_unit >= 0
+    out[world.job_unit[ok]] = per_job[ok]
+    return out
+
+
+def connection_peak_rate(world: FabricWorld) -> np.ndarray:
+    """Rate each connection needs (bytes/s, (connections,)) while its job communicates, to finish the
+    job's communication in its ideal (non-blocking) time; background at its demand rate if it is on.
+
+    With these demands, a maximum link utilisation <= 1 means every job could run at its ideal step
+    time even if all jobs communicated at the same moment: the worst-case-concurrency load.
+    """
+    sim = world.sim
+    assert sim is not None
+    bg = sim.flow_bg[sim.member_flow]
+    unit = sim.flow_unit[sim.member_flow]
+    comm = _per_unit(world, world.job_ideal_comm_s)[unit]
+    job_rate = np.where(
+        bg | ~(comm > 0),
+        0.0,
+        np.where(bg, 0.0, sim.flow_bytes[sim.member_flow]) / np.where(comm > 0, comm, 1.0),
+    )
+    bg_rate = np.where(bg & sim.bg_on[unit], sim.flow_demand[sim.member_flow], 0.0)
+    # a connection is used by one member per phase; take its largest rate over the job's phases
+    r = np.zeros(sim.n_conns)
+    np.maximum.at(r, sim.member_conn, np.where(bg, bg_rate, job_rate))
+    return r
+
+
+def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+    """Offered-load utilisation (batch, links) under ``split`` of the interval's peak demand
+    (:func:`connection_peak_rate`: every job communicating at its ideal rate, background as scheduled)."""
+    sim = world.sim
+    assert sim is not None
+    load = offered_load(world, split, connection_peak_rate(world))
+    cap = sim.capacity_bytes_per_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(cap > 0, load / np.where(cap > 0, cap, 1), np.where(load > 0, np.inf, 0.0))
+
+
+def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | None = None) -> np.ndarray:
+    """Min-max offered utilisation over candidate paths (per instance, HiGHS), of the peak demand of
+    :func:`connection_peak_rate`: the routing under which the worst moment (every job communicating
+    at once) loads the fabric least.
+
+    The min-max optimum is degenerate (many routings reach it, some badly unbalanced for a job that
+    communicates alone), so a second LP keeps the optimal peak (to 1e-6 relative) and minimises the
+    sum over jobs of each job's own peak link utilisation (lexicographic). Connections whose every path
+    is dead keep ECMP; an instance whose LP fails keeps ECMP.
+
+    "Optimal" is meant for this objective (offered peak load of the jobs' traffic, background fixed on
+    ECMP), not for GPU utilisation: a policy can beat it on GPU utilisation (a negative gap to the LP),
+    e.g. by steering background traffic through switch weights, or by exploiting the timing of phases.
+
+    ``fixed_rate`` (batch, links), bytes/s, replaces the load of the connections the LP does not route
+    (background at its scheduled rate on its ECMP paths) by a forecast (see ``ainet_gym.agents.predictive``).
+    """
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, vstack
+
+    sim = world.sim
+    assert sim is not None
+    split = world.default_split()
+    d = connection_peak_rate(world)
+    live = world.live_paths()
+    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0) & live.any(axis=1)
+    inst_of_conn = sim.unit_inst[sim.conn_unit]
+    L = world.fabric.n_links
+    # fixed load of the connections the LP does not route (background, single-path), bytes/s per link
+    fixed_all = offered_load(world, np.where(ctrl[:, None], 0.0, split), d)
+    for b in range(world.batch):
+        cs = np.flatnonzero(ctrl & (inst_of_conn == b))
+        if cs.size == 0:
+            continue
+        fixed = fixed_all[b]
+        if fixed_rate is not None:
+            fixed = np.asarray(fixed_rate[b], dtype=np.float64)
+        cap = sim.capacity_bytes_per_s[b]
+        usable = cap > 0
+        scale = np.where(usable, 1.0 / np.where(usable, cap, 1.0), 0.0)
+        # variables: x[c, p] for live candidate paths, then t, then one t_j per job
+        cc, pp = np.nonzero(live[cs])
+        nv = cc.shape[0]
+        job = np.unique(sim.conn_unit[cs], return_inverse=True)[1].reshape(-1)  # dense job id per conn
+        nj = int(job.max()) + 1
+        hops = sim.conn_paths[cs[cc], pp]  # (vars, hops)
+        hm = hops >= 0
+        link = hops[hm]
+        col = np.repeat(np.arange(nv), hm.sum(axis=1))
+        val = d[cs[cc]][col] * scale[link]
+        n_all = nv + 1 + nj
+        # aggregate rows: load(l) / cap(l) - t <= -fixed(l) / cap(l), one per usable link
+        agg = coo_matrix((val, (link, col)), shape=(L, n_all)).tocsr()[usable]
+        n_agg = agg.shape[0]
+        agg = agg + coo_matrix(
+            (-np.ones(n_agg), (np.arange(n_agg), np.full(n_agg, nv))), shape=(n_agg, n_all)
+        )
+        # per-job rows: the job's own load(l) / cap(l) - t_j <= 0, one per (job, link) it can use
+        jl = job[cc][col] * L + link
+        rows_u, row = np.unique(jl, return_inverse=True)
+        nr = rows_u.shape[0]
+        per_job = coo_matrix((val, (row, col)), shape=(nr, n_all)) + coo_matrix(
+            (-np.ones(nr), (np.arange(nr), nv + 1 + rows_u // L)), shape=(nr, n_all)
+        )
+        A_ub = vstack([agg, per_job]).tocsr()
+        b_ub = np.concatenate([-(fixed * scale)[usable], np.zeros(nr)])
+        A_eq = coo_matrix((np.ones(nv), (cc, np.arange(nv))), shape=(cs.shape[0], n_all))
+        b_eq = np.ones(cs.shape[0])
+        bounds = [(0.0, 1.0)] * nv + [(0.0, None)] * (1 + nj)
+        c1 = np.zeros(n_all)
+        c1[nv] = 1.0
+        r1 = linprog(c1, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+        if r1.status != 0:
+            continue
+        t_star = r1.x[nv]
+        c2 = np.zeros(n_all)
+        c2[nv + 1 :] = 1.0
+        bounds[nv] = (0.0, t_star * (1 + 1e-6) + 1e-12)
+        r2 = linprog(c2, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+        x = (r2 if r2.status == 0 else r1).x[:nv]
+        out = np.zeros((cs.shape[0], world.max_paths))
+        out[cc, pp] = np.maximum(x, 0.0)  # HiGHS round-off below zero
+        out /= np.maximum(out.sum(axis=1, keepdims=True), 1e-300)
+        split[cs] = out
+    return split
+
+
+POLICIES: dict[str, Policy] = {
+    "ecmp": ecmp,
+    "spray": spray,
+    "wcmp": wcmp,
+    "greedy": greedy,
+    "lp": lp,
+    "spray+bg": spray_all,
+    "wcmp+bg": wcmp_all,
+}
+
+#: The traffic each policy routes: ``"none"`` (static hashing of everything), ``"jobs"`` (the jobs'
+#: connections, background on static ECMP: what ``greedy``, ``lp`` and agents in the ``split`` and
+#: ``path`` action modes can control) or ``"jobs+bg"`` (background too: the ``ecmp_weights`` mode).
+CONTROLS: dict[str, str] = {
+    "ecmp": "none",
+    "spray": "jobs",
+    "wcmp": "jobs",
+    "greedy": "jobs",
+    "lp": "jobs",
+    "spray+bg": "jobs+bg",
+    "wcmp+bg": "jobs+bg",
+}
+
+
+def get_policy(name: str) -> Policy:
+    """The engine-level policy ``name``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of :data:`POLICIES`.
+    """
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(f"policy {name!r} is not known; allowed: {', '.join(POLICIES)}") from None

@@ -1,0 +1,209 @@
+"""Typed, frozen scenario specification.
+
+`ainet_gym.load_scenario` validates a YAML file or dict against the schema of docs/model.md and returns a
+:class:`Scenario`. Every field here is a documented, overridable parameter; derived values (such as the
+default decision interval) are computed by the engine, never typed in here.
+
+Units: Gbit/s for link speeds, bytes for sizes, milliseconds for time, microseconds for latency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: PCIe link of a GPU to a NIC it shares with other GPUs (``fabric.pcie_gbps``): PCIe 4.0 x16, 16 GT/s
+#: x 16 lanes = 256 Gbit/s per direction (nominal, before 128b/130b encoding). It exists only when
+#: ``gpus_per_nic > 1``; a GPU with a NIC of its own reaches its leaf over the NIC link alone.
+PCIE_GBPS_DEFAULT = 256.0
+
+TOPOLOGIES = ("single_switch", "spine_leaf", "fat_tree", "rail_optimized", "graph")
+PROFILES = ("infiniband", "roce")
+PLACEMENTS = ("contiguous", "spread", "random")
+#: Rank order of a job's GPUs: the placement's own order, ascending GPU ids, a seeded random permutation,
+#: or host by host (hosts in the order the placement first uses them, local ranks consecutive).
+RANK_ORDERS = ("placement", "sorted", "shuffled", "by_host")
+OPS = ("allreduce", "reducescatter", "allgather", "alltoall", "sendrecv")
+ALGORITHMS = ("ring", "halving_doubling", "tree", "hierarchical")
+#: (op, algorithm) pairs made of stages that ``chunks`` pipelines (a ring is pipelined already)
+CHUNKED_ALGORITHMS = (("allreduce", "hierarchical"), ("allreduce", "tree"))
+BACKGROUND_KINDS = ("storage", "checkpoint")
+BACKGROUND_PATTERNS = ("constant", "periodic")
+REWARD_KINDS = ("gpu_utilization", "step_time")
+RATE_UPDATES = ("event", "phase")
+
+# Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
+#  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
+#    credit-based lossless flow control sustains line rate under contention (efficiency 1.0).
+#  - roce: ~600-800 ns per Ethernet switch hop: 0.8 us per link hop; DCQCN-style congestion control is
+#    modelled only as a throughput efficiency of 0.95 on network links (an assumption, not a measurement).
+# Both are overridable per scenario (`fabric.hop_latency_us`, `fabric.link_efficiency`).
+PROFILE_DEFAULTS: dict[str, dict[str, float]] = {
+    "infiniband": {"hop_latency_us": 0.25, "link_efficiency": 1.0},
+    "roce": {"hop_latency_us": 0.8, "link_efficiency": 0.95},
+}
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """Storage hosts attached to leaf (edge) switches, each with one link of `gbps` per direction."""
+
+    hosts: int = 0
+    gbps: float = 400.0
+    leaves: tuple[int, ...] = ()  # leaf ids the storage hosts attach to, round-robin; () = last leaf
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    topology: str = "spine_leaf"
+    # spine_leaf
+    leaves: int = 8
+    spines: int = 4
+    hosts_per_leaf: int = 2
+    links_per_spine: int = 1
+    uplink_gbps: float = 400.0
+    # single_switch / rail_optimized
+    hosts: int = 16
+    # fat_tree
+    k: int = 8
+    link_gbps: float = 400.0
+    # common
+    gpus_per_host: int = 8
+    nic_gbps: float = 400.0
+    nvlink_gbps: float = 3600.0
+    profile: str = "infiniband"
+    hop_latency_us: float = 0.25  # resolved: the profile's value unless the scenario overrides it
+    link_efficiency: float = 1.0  # resolved: multiplies the capacity of every non-NVLink link
+    storage: StorageSpec = field(default_factory=StorageSpec)
+    # k GPUs of a host share one NIC (of nic_gbps; of link_gbps on fat_tree), each over a PCIe link of
+    # pcie_gbps; 1 = a NIC per GPU (no PCIe link), gpus_per_host = one NIC per host
+    gpus_per_nic: int = 1
+    pcie_gbps: float = PCIE_GBPS_DEFAULT
+    # topology "graph": the user's fabric as a networkx graph (see ainet_gym.fabric.topology.fabric_from_graph)
+    # and the file it was read from, if any; `hosts` and `gpus_per_host` are then those of the graph
+    graph: Any = field(default=None, compare=False, hash=False, repr=False)
+    file: str | None = None
+
+
+def fabric_gpu_count(f: FabricSpec) -> int:
+    """Number of GPUs of a fabric spec (ids ``0..n-1``, host-major)."""
+    if f.topology == "spine_leaf":
+        return f.leaves * f.hosts_per_leaf * f.gpus_per_host
+    if f.topology == "fat_tree":
+        return f.k**3 // 4 * f.gpus_per_nic  # one NIC per edge-switch down port
+    return f.hosts * f.gpus_per_host  # single_switch, rail_optimized, graph (counted from the graph)
+
+
+def fabric_host_count(f: FabricSpec) -> int:
+    """Number of GPU hosts of a fabric spec."""
+    return fabric_gpu_count(f) // f.gpus_per_host
+
+
+@dataclass(frozen=True)
+class CollectiveSpec:
+    op: str  # one of OPS
+    bytes: float  # buffer size S (nccl-tests convention)
+    algorithm: str = "ring"  # one of ALGORITHMS (allreduce); ring for reducescatter/allgather
+    pattern: str | None = None  # sendrecv: "shift:k"
+    # alltoall (mixture of experts): per-destination load follows rank^-skew (Zipf); 0 = uniform.
+    skew: float = 0.0
+    # the hot experts rotate by one rank every `skew_period_steps` decision intervals (None = fixed)
+    skew_period_steps: int | None = None
+    # hierarchical / tree allreduce: the buffer is split into `chunks` pipelined through the stages
+    chunks: int = 1
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    gpus: int
+    placement: str | tuple[int, ...] = "contiguous"  # one of PLACEMENTS or explicit GPU ids
+    rank_order: str = "placement"  # one of RANK_ORDERS: how the placed GPUs are ordered into ranks
+    compute_ms: float = 100.0
+    overlap: float = 0.0  # fraction of compute that communication can hide behind, in [0, 1]
+    start_ms: float = 0.0
+    collectives: tuple[CollectiveSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class BackgroundSpec:
+    """Background traffic between storage hosts and GPUs, as demand-capped flows.
+
+    kind `storage` reads (storage -> GPUs, data ingest), `checkpoint` writes (GPUs -> storage).
+    Active in decision intervals where `pattern` is constant, or periodic with
+    (step - offset_steps) mod period_steps < duration_steps.
+    """
+
+    kind: str = "storage"
+    gbps: float = 100.0  # total offered rate, split evenly over its flows
+    pattern: str = "constant"
+    period_steps: int = 10
+    duration_steps: int = 1
+    offset_steps: int = 0
+    job: str | None = None  # the GPUs of this job (None: every GPU of every initial job)
+    flows_per_host: int = 1  # flows per storage host (one per target GPU, round-robin)
+
+
+@dataclass(frozen=True)
+class ScheduledFailure:
+    """`link: "leaf0-spine1"` (both directions of the first parallel link) degraded to `factor` of
+    its capacity (0 = failed) from `at_step` until `until_step` (None = never repaired)."""
+
+    link: str
+    at_step: int
+    until_step: int | None = None
+    factor: float = 0.0
+
+
+@dataclass(frozen=True)
+class LinkFailureSpec:
+    rate_per_step: float = 0.0  # probability per step that one random network link fails
+    repair_steps: int = 10
+    tiers: tuple[str, ...] = ("leaf_spine", "agg_core", "edge_agg", "rail_spine")
+    scheduled: tuple[ScheduledFailure, ...] = ()
+
+
+@dataclass(frozen=True)
+class JobChurnSpec:
+    arrival_rate: float = 0.0  # mean arrivals per step (Poisson)
+    mean_steps: float = 50.0  # mean lifetime of an arriving job (geometric)
+    max_jobs: int = 8  # job slots (bounds the action space)
+    templates: tuple[JobSpec, ...] = ()  # jobs that may arrive; () = the initial jobs
+
+
+@dataclass(frozen=True)
+class DynamicsSpec:
+    episode_steps: int = 200
+    decision_interval_ms: float | None = None  # None: the ideal step time of the slowest job
+    link_failures: LinkFailureSpec = field(default_factory=LinkFailureSpec)
+    job_churn: JobChurnSpec = field(default_factory=JobChurnSpec)
+    # "event": rates re-solved at every event, flow completions included (exact max-min fluid model);
+    # "phase": a flow that finishes early keeps its bandwidth until the next non-flow event (a phase
+    # ends, compute ends, latency is paid): fewer solves, an upper bound on communication time.
+    rate_updates: str = "event"
+
+
+@dataclass(frozen=True)
+class RoutingSpec:
+    max_paths: int = 8
+    qps_per_connection: int = 1
+
+
+@dataclass(frozen=True)
+class RewardSpec:
+    kind: str = "gpu_utilization"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    fabric: FabricSpec
+    jobs: tuple[JobSpec, ...]
+    description: str = ""
+    seed: int = 0
+    background: tuple[BackgroundSpec, ...] = ()
+    dynamics: DynamicsSpec = field(default_factory=DynamicsSpec)
+    routing: RoutingSpec = field(default_factory=RoutingSpec)
+    reward: RewardSpec = field(default_factory=RewardSpec)
+    source: str = "<dict>"  # file the scenario was loaded from
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

@@ -1,0 +1,813 @@
+"""The fluid simulation: jobs that compute and communicate on their own clocks, batched over instances.
+
+Data flow of one decision interval (see docs/model.md):
+
+    split (connections, paths) -> incidence entries (flow, link, coef)
+    -> loop: active flows -> max-min fair rates -> time to the next event
+             -> advance bytes, timers, link bytes -> process events (phase / iteration ends)
+    -> per-job and per-link metrics of the interval
+
+Two backends run the interval (``BatchSim(..., backend=)``, see :func:`resolve_backend`): ``numba`` walks
+the whole interval of every instance in one compiled call (:mod:`ainet_gym.sim.kernels`), re-solving an
+instance only when its set of active flows changed; ``numpy`` (the reference, :meth:`BatchSim.run_interval`
+below) vectorises each event over the batch. They agree bit for bit on the shipped scenarios
+(``python -m ainet_gym.checks.parity``).
+
+A *unit* is a compiled job or a background source. Units of all instances of a batch are stacked
+into flat arrays with per-instance offsets on link ids, so one call of the allocator serves every
+instance at each event (iterations = max over instances, not the sum).
+
+Job timeline of one iteration (``c`` = compute time, ``o`` = overlap):
+compute runs for ``c``; communication starts at ``(1 - o) c`` and runs its phases in order, each phase
+paying ``steps * path latency`` before its bytes flow; the iteration ends when both compute and
+communication are done. So step time = c + max(0, comm - o c) (exposed communication).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+import zlib
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from ainet_gym.fabric.topology import Fabric
+from ainet_gym.scenario.spec import BackgroundSpec, JobSpec
+from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.allocator import solve_coo
+from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING, SimState
+from ainet_gym.sim.workload import decompose
+from ainet_gym.units import GBPS_TO_BYTES_PER_S
+
+__all__ = [
+    "BACKENDS",
+    "BatchSim",
+    "CompiledUnit",
+    "IntervalMetrics",
+    "SimState",
+    "UnitSnapshot",
+    "compile_background",
+    "compile_job",
+    "resolve_backend",
+]
+
+#: simulation backends: ``numba`` (compiled interval, the default when numba imports) and ``numpy`` (the
+#: reference implementation in this module)
+BACKENDS = ("numba", "numpy")
+BACKEND_ENV = "AINET_GYM_BACKEND"
+_fallback_warned = False
+
+
+def resolve_backend(backend: str | None = None) -> str:
+    """The backend to use: the keyword if given, else ``$AINET_GYM_BACKEND``, else ``numba`` when it imports.
+
+    Raises
+    ------
+    ValueError
+        If the keyword or the variable names no backend.
+    ImportError
+        If ``numba`` is asked for explicitly and cannot be imported.
+    """
+    global _fallback_warned
+    source = "backend"
+    if backend is None:
+        backend = os.environ.get(BACKEND_ENV) or None
+        source = BACKEND_ENV
+    if backend is None:
+        if _kernels.HAVE_NUMBA:
+            return "numba"
+        if not _fallback_warned:
+            _fallback_warned = True
+            warnings.warn(
+                "numba is not importable: ainet_gym falls back to the numpy backend, about 10x slower "
+                "(pip install numba, or set AINET_GYM_BACKEND=numpy to silence this)",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        return "numpy"
+    if backend not in BACKENDS:
+        raise ValueError(f"{source} = {backend!r}: unknown backend; allowed: {', '.join(BACKENDS)}")
+    if backend == "numba" and not _kernels.HAVE_NUMBA:
+        raise ImportError(f"{source} = 'numba', but numba cannot be imported (pip install numba)")
+    return backend
+
+
+_STATE_FIELDS = tuple(f.name for f in fields(SimState))  # BatchSim attributes that view the state
+_EPS_T = 1e-12  # seconds: timers at or below this are done
+_EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
+
+
+@dataclass
+class CompiledUnit:
+    """One job (or background source) compiled on a fabric: arrays ready for stacking."""
+
+    name: str
+    is_background: bool
+    gpus: np.ndarray  # (gpus,) GPU ids of the ranks, rank order
+    compute_s: float
+    overlap: float
+    start_s: float
+    phase_latency_s: np.ndarray  # (phases,) alpha terms of each phase
+    phase_npred: np.ndarray  # (phases,) phases each phase waits for (0: it starts with the communication)
+    phase_succ_off: np.ndarray  # (phases+1,) CSR offsets into phase_succ
+    phase_succ: np.ndarray  # (edges,) phases that wait for each phase (unit-local ids)
+    flow_phase: np.ndarray  # (flows,) phase index within the unit
+    flow_bytes: np.ndarray  # (flows,) bytes each member moves (inf for background)
+    flow_demand_bytes_per_s: np.ndarray  # (flows,) per-flow rate cap (inf for job flows)
+    member_flow: np.ndarray  # (members,) flow index, sorted
+    member_conn: np.ndarray  # (members,) connection index
+    conn_src: np.ndarray  # (conns,) source endpoint
+    conn_dst: np.ndarray  # (conns,) destination endpoint
+    conn_key: np.ndarray  # (conns,) int64 stable id for ECMP hashing
+    conn_paths: np.ndarray  # (conns, max_paths, max_hops) link ids, -1 padded
+    conn_npaths: np.ndarray  # (conns,) number of candidate paths
+    bg_spec: BackgroundSpec | None = None
+
+    @property
+    def n_phases(self) -> int:
+        return int(self.phase_latency_s.shape[0])
+
+
+def _conn_tables(
+    fabric: Fabric, src: list[int], dst: list[int], max_hops: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Candidate paths (conns, max_paths, max_hops), their counts, the hops and the latency (s) of the
+    first path of each connection."""
+    P = fabric.max_paths
+    paths = np.full((len(src), P, max_hops), -1, dtype=np.int64)
+    npaths = np.zeros(len(src), dtype=np.int64)
+    hops = np.zeros(len(src), dtype=np.int64)
+    latency = np.zeros(len(src))
+    for c, (s, d) in enumerate(zip(src, dst)):
+        ps = fabric.paths(s, d)
+        npaths[c] = len(ps)
+        hops[c] = len(ps[0])
+        latency[c] = fabric.path_latency_s(ps[0])
+        for i, pth in enumerate(ps):
+            paths[c, i, : len(pth)] = pth
+    return paths, npaths, hops, latency
+
+
+def _phase_graph(pred: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Predecessor counts and successor lists (CSR: ``succ[succ_off[k]:succ_off[k + 1]]``) of phases
+    whose predecessors are ``pred``."""
+    n = len(pred)
+    npred = np.asarray([len(x) for x in pred], dtype=np.int64)
+    src = np.asarray([j for x in pred for j in x], dtype=np.int64)
+    dst = np.repeat(np.arange(n, dtype=np.int64), npred)
+    order = np.argsort(src, kind="stable")
+    succ_off = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).astype(np.int64)
+    return npred, succ_off, dst[order]
+
+
+def max_hops(fabric: Fabric) -> int:
+    """Longest candidate path (in links) of the fabric, from its links (:attr:`Fabric.max_hops`)."""
+    return fabric.max_hops
+
+
+def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0) -> CompiledUnit:
+    """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths."""
+    gpus = np.asarray(gpus, dtype=np.int64)
+    p = len(gpus)
+    host_of_rank = fabric.gpu_host[gpus].tolist()
+    phase_steps: list[int] = []
+    phase_pred: list[tuple[int, ...]] = []  # (phases,) the phases each one waits for
+    flow_phase: list[int] = []
+    flow_bytes: list[float] = []
+    member_flow: list[int] = []
+    member_conn: list[int] = []
+    conn_index: dict[tuple[int, int], int] = {}
+    for coll in job.collectives:
+        base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
+        for ph in decompose(coll, p, host_of_rank, rotation):
+            k = len(phase_steps)
+            phase_steps.append(ph.steps)
+            if ph.after is None:
+                phase_pred.append((k - 1,) if k > 0 else ())
+            elif not ph.after:
+                phase_pred.append((base - 1,) if base > 0 else ())
+            else:
+                phase_pred.append(tuple(base + j for j in ph.after))
+            for fl in ph.flows:
+                f = len(flow_bytes)
+                flow_phase.append(k)
+                flow_bytes.append(fl.bytes)
+                for sr, dr in fl.members:
+                    key = (int(gpus[sr]), int(gpus[dr]))
+                    c = conn_index.setdefault(key, len(conn_index))
+                    member_flow.append(f)
+                    member_conn.append(c)
+    src = [s for s, _ in conn_index]
+    dst = [d for _, d in conn_index]
+    H = max_hops(fabric)
+    paths, npaths, hops, path_lat = _conn_tables(fabric, src, dst, H)
+    jk = zlib.crc32(job.name.encode())
+    conn_key = (
+        (np.int64(jk) << np.int64(32))
+        ^ (np.asarray(src, dtype=np.int64) << np.int64(16))
+        ^ np.asarray(dst, dtype=np.int64)
+    )
+    # alpha: steps * the longest path latency among the phase's members
+    lat = np.zeros(len(phase_steps))
+    mf = np.asarray(member_flow, dtype=np.int64)
+    mc = np.asarray(member_conn, dtype=np.int64)
+    fp = np.asarray(flow_phase, dtype=np.int64)
+    if mf.size:
+        member_hops = hops[mc]
+        ph_hops = np.zeros(len(phase_steps))
+        np.maximum.at(ph_hops, fp[mf], member_hops)
+        lat = np.asarray(phase_steps) * ph_hops * fabric.hop_latency_s
+        if fabric.link_latency_s is not None:  # per-link latencies (a graph fabric): the slowest path
+            ph_lat = np.zeros(len(phase_steps))
+            np.maximum.at(ph_lat, fp[mf], path_lat[mc])
+            lat = np.asarray(phase_steps) * ph_lat
+    npred, succ_off, succ = _phase_graph(phase_pred)
+    return CompiledUnit(
+        name=job.name,
+        is_background=False,
+        gpus=gpus,
+        compute_s=job.compute_ms * 1e-3,
+        overlap=job.overlap,
+        start_s=job.start_ms * 1e-3,
+        phase_latency_s=lat,
+        phase_npred=npred,
+        phase_succ_off=succ_off,
+        phase_succ=succ,
+        flow_phase=fp,
+        flow_bytes=np.asarray(flow_bytes, dtype=np.float64),
+        flow_demand_bytes_per_s=np.full(len(flow_bytes), np.inf),
+        member_flow=mf,
+        member_conn=mc,
+        conn_src=np.asarray(src, dtype=np.int64),
+        conn_dst=np.asarray(dst, dtype=np.int64),
+        conn_key=conn_key,
+        conn_paths=paths,
+        conn_npaths=npaths,
+    )
+
+
+def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, index: int) -> CompiledUnit:
+    """Background traffic between the storage hosts and ``gpus`` as demand-capped endless flows."""
+    storage = fabric.n_gpus + np.arange(fabric.n_storage)
+    n = len(storage) * bg.flows_per_host
+    targets = np.asarray(gpus, dtype=np.int64)[np.arange(n) % len(gpus)]
+    hosts = np.repeat(storage, bg.flows_per_host)
+    src, dst = (hosts, targets) if bg.kind == "storage" else (targets, hosts)
+    paths, npaths, _, _ = _conn_tables(fabric, src.tolist(), dst.tolist(), max_hops(fabric))
+    key = (np.int64(0x5BD1E995 + index) << np.int64(32)) ^ (src << np.int64(16)) ^ dst
+    return CompiledUnit(
+        name=f"background{index}:{bg.kind}",
+        is_background=True,
+        gpus=np.asarray(gpus, dtype=np.int64),
+        compute_s=0.0,
+        overlap=0.0,
+        start_s=0.0,
+        phase_latency_s=np.zeros(0),
+        phase_npred=np.zeros(0, dtype=np.int64),
+        phase_succ_off=np.zeros(1, dtype=np.int64),
+        phase_succ=np.zeros(0, dtype=np.int64),
+        flow_phase=np.zeros(n, dtype=np.int64),
+        flow_bytes=np.full(n, np.inf),
+        flow_demand_bytes_per_s=np.full(n, bg.gbps * GBPS_TO_BYTES_PER_S / n),
+        member_flow=np.arange(n, dtype=np.int64),
+        member_conn=np.arange(n, dtype=np.int64),
+        conn_src=src.astype(np.int64),
+        conn_dst=dst.astype(np.int64),
+        conn_key=key.astype(np.int64),
+        conn_paths=paths,
+        conn_npaths=npaths,
+        bg_spec=bg,
+    )
+
+
+@dataclass
+class IntervalMetrics:
+    """What one decision interval produced, per instance. Arrays over the batch's flat job slots."""
+
+    duration_s: np.ndarray  # (batch,)
+    iterations: np.ndarray  # (units,) iterations completed in the interval
+    step_time_sum_s: np.ndarray  # (units,)
+    comm_time_sum_s: np.ndarray  # (units,)
+    compute_time_s: np.ndarray  # (units,) time spent computing in the interval
+    active_time_s: np.ndarray  # (units,) time the job existed (started) in the interval
+    link_bytes: np.ndarray  # (batch, links)
+    stalled_flows: np.ndarray  # (batch,) active flows with zero rate at some event
+    events: int  # global event-loop iterations
+    solver_iterations: int
+
+
+@dataclass(frozen=True)
+class UnitSnapshot:
+    """The state of stacked units, taken by :meth:`BatchSim.snapshot_units`, with the layout to find each
+    unit's flows and phases in it."""
+
+    state: SimState  # a copy of the state
+    flow_off: np.ndarray  # (units,) first flow of each unit
+    n_flows: np.ndarray  # (units,) flows of each unit
+    phase_off: np.ndarray  # (units,) first phase of each unit
+    n_phases: np.ndarray  # (units,) phases of each unit
+
+
+class BatchSim:
+    """Stacked state of ``batch`` instances of one fabric, each with its own units and capacities.
+
+    Build with the list of units of each instance; call :meth:`run_interval` with the split of every
+    connection. Structure changes (a job arrives or leaves) go through :meth:`set_units`.
+
+    Three kinds of data: the *structure* (``unit_*``, ``phase_*``, ``flow_*``, ``member_*``, ``conn_*``,
+    ``inst_*`` tables, written by :meth:`set_units` only), the *inputs* of an interval (the split and its
+    incidence entries ``e_*``, written by :meth:`set_split`; ``capacity_bytes_per_s``, written by the
+    world) and the *state* (:attr:`state`, a :class:`SimState`, mutated by :meth:`run_interval`). Each
+    field of the state is also readable as an attribute of the same name (``sim.rem`` is
+    ``sim.state.rem``, the same array); writes go through ``sim.state``, in place.
+    """
+
+    state: SimState
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        units: list[list[CompiledUnit]],
+        rate_updates: str = "event",
+        backend: str | None = None,
+    ) -> None:
+        if rate_updates not in ("event", "phase"):
+            raise ValueError(f"rate_updates = {rate_updates!r}: allowed: event, phase")
+        self.rate_updates = rate_updates
+        self.backend = resolve_backend(backend)
+        self.fabric = fabric
+        self.batch = len(units)
+        self.n_links = fabric.n_links
+        self.capacity_bytes_per_s = np.tile(
+            fabric.capacity_bytes_per_s, (self.batch, 1)
+        )  # (batch, links) bytes/s during the next interval
+        self.set_units(units, time_s=np.zeros(self.batch))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _STATE_FIELDS:
+            raise AttributeError(f"BatchSim.{name} is a view of BatchSim.state.{name}: write that in place")
+        object.__setattr__(self, name, value)
+
+    def _bind_state(self, state: SimState) -> None:
+        """Make ``state`` the simulation's state (and its fields readable as attributes)."""
+        object.__setattr__(self, "state", state)
+        for name, arr in zip(_STATE_FIELDS, state.arrays()):
+            object.__setattr__(self, name, arr)
+
+    # ------------------------------------------------------------------ structure
+    def set_units(
+        self,
+        units: list[list[CompiledUnit]],
+        keep: np.ndarray | None = None,
+        old: UnitSnapshot | None = None,
+        time_s: np.ndarray | None = None,
+    ) -> None:
+        """(Re)stack units in the initial state; where ``keep`` maps a new unit to an old unit index of
+        the snapshot ``old`` (:meth:`snapshot_units`, -1: none), the unit continues from its old state.
+        The clocks stay (``time_s``, (batch,) s, sets them)."""
+        time_s = self.state.time_s if time_s is None else time_s
+        self.units = units
+        flat = [u for inst in units for u in inst]
+        self.flat_units = flat
+        U = len(flat)
+        self.unit_inst = np.asarray([b for b, inst in enumerate(units) for _ in inst], dtype=np.int64)
+        L = self.n_links
+        n_ph = np.asarray([u.n_phases for u in flat], dtype=np.int64)
+        n_fl = np.asarray([u.flow_bytes.shape[0] for u in flat], dtype=np.int64)
+        n_cn = np.asarray([u.conn_src.shape[0] for u in flat], dtype=np.int64)
+        self.phase_off = np.concatenate([[0], np.cumsum(n_ph)])[:-1]
+        self.flow_off = np.concatenate([[0], np.cumsum(n_fl)])[:-1]
+        self.conn_off = np.concatenate([[0], np.cumsum(n_cn)])[:-1]
+        self.unit_nphases = n_ph
+        self.unit_bg = np.asarray([u.is_background for u in flat], dtype=bool)
+        self.unit_compute = np.asarray([u.compute_s for u in flat])
+        self.unit_overlap = np.asarray([u.overlap for u in flat])
+        self.unit_start = np.asarray([u.start_s for u in flat])
+        self.unit_ngpus = np.asarray([0 if u.is_background else len(u.gpus) for u in flat], dtype=np.int64)
+
+        def cat(attr: str, dtype: type = np.float64) -> np.ndarray:
+            arrs = [getattr(u, attr) for u in flat]
+            return np.concatenate(arrs).astype(dtype) if arrs else np.zeros(0, dtype=dtype)
+
+        self.phase_latency = cat("phase_latency_s")
+        # phase graph (global phase ids): predecessor counts, successor lists (CSR), unit and instance
+        n_gph = int(n_ph.sum())
+        self.phase_unit = np.repeat(np.arange(U), n_ph)
+        self.phase_inst = self.unit_inst[self.phase_unit] if U else np.zeros(0, dtype=np.int64)
+        self.inst_phase = np.searchsorted(self.phase_inst, np.arange(self.batch + 1)).astype(np.int64)
+        self.phase_npred = cat("phase_npred", np.int64)
+        n_edge = np.asarray([u.phase_succ.shape[0] for u in flat], dtype=np.int64)
+        edge_off = np.concatenate([[0], np.cumsum(n_edge)])
+        self.phase_succ = cat("phase_succ", np.int64) + np.repeat(self.phase_off, n_edge).astype(np.int64)
+        self.phase_succ_off = np.concatenate(
+            [u.phase_succ_off[:-1] + edge_off[i] for i, u in enumerate(flat)] + [edge_off[-1:]]
+        ).astype(np.int64)
+        self.phase_edge_src = np.repeat(np.arange(n_gph), np.diff(self.phase_succ_off))
+        self.flow_unit = np.repeat(np.arange(U), n_fl)
+        self.flow_phase = cat("flow_phase", np.int64)
+        self.flow_bytes = cat("flow_bytes")
+        self.flow_demand = cat("flow_demand_bytes_per_s")
+        self.flow_inst = self.unit_inst[self.flow_unit] if U else np.zeros(0, dtype=np.int64)
+        self.flow_bg = self.unit_bg[self.flow_unit] if U else np.zeros(0, dtype=bool)
+        # (flows,) global phase of each job flow, -1 for background flows
+        self.flow_gphase = np.where(self.flow_bg, -1, self.phase_off[self.flow_unit] + self.flow_phase).astype(
+            np.int64
+        ) if U else np.zeros(0, dtype=np.int64)  # fmt: skip
+        self._job_flows = np.flatnonzero(~self.flow_bg)
+        n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
+        mem_unit = np.repeat(np.arange(U), n_mem)
+        self.member_flow = cat("member_flow", np.int64) + (self.flow_off[mem_unit] if U else 0)
+        self.member_conn = cat("member_conn", np.int64) + (self.conn_off[mem_unit] if U else 0)
+        self.conn_unit = np.repeat(np.arange(U), n_cn)
+        self.conn_key = cat("conn_key", np.int64)
+        self.conn_src = cat("conn_src", np.int64)  # (conns,) source endpoint
+        self.conn_dst = cat("conn_dst", np.int64)  # (conns,) destination endpoint
+        self.unit_nconns = n_cn  # (units,) connections of each unit
+        self.conn_npaths = cat("conn_npaths", np.int64)
+        P, H = self.fabric.max_paths, max_hops(self.fabric)
+        paths = [u.conn_paths for u in flat]
+        self.conn_paths = np.concatenate(paths) if paths else np.zeros((0, P, H), dtype=np.int64)
+        inst_of_conn = self.unit_inst[self.conn_unit] if U else np.zeros(0, dtype=np.int64)
+        self.conn_paths_global = np.where(
+            self.conn_paths >= 0, self.conn_paths + (inst_of_conn * L)[:, None, None], -1
+        )
+        self.n_units, self.n_flows, self.n_conns = U, int(n_fl.sum()), int(n_cn.sum())
+        # contiguous ranges for the compiled backend: units and flows of each instance, flows of each phase
+        B = self.batch
+        self.inst_unit = np.searchsorted(self.unit_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
+        self.inst_flow = np.searchsorted(self.flow_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
+        job = self._job_flows
+        gphase = self.flow_gphase[job]  # nondecreasing along job
+        self.phase_flow_n = np.bincount(gphase, minlength=n_gph).astype(np.int64)  # (phases,) flows
+        first = np.searchsorted(gphase, np.arange(n_gph))
+        self.phase_flow_lo = np.where(  # (phases,) first flow of each phase
+            self.phase_flow_n > 0, job[np.minimum(first, max(job.size - 1, 0))] if job.size else 0, 0
+        ).astype(np.int64)
+        self.unit_nflows = n_fl  # (units,) flows of each unit
+        self._bind_state(
+            SimState.initial(
+                self.flow_bytes, self.unit_start, self.unit_compute, self.unit_overlap, self.unit_inst,
+                self.phase_npred, np.array(time_s, dtype=np.float64),
+            )
+        )  # fmt: skip
+        if old is not None and keep is not None:
+            self.restore_units(old, keep)
+        self._build_entry_table()
+        self.set_split(None)
+
+    def snapshot_units(self) -> UnitSnapshot:
+        """A copy of the state with its layout, for :meth:`set_units` / :meth:`restore_units` to carry
+        to surviving units."""
+        return UnitSnapshot(
+            self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases
+        )
+
+    def restore_units(self, old: UnitSnapshot, keep: np.ndarray) -> None:
+        """Give each unit ``i`` with ``keep[i] >= 0`` the state of unit ``keep[i]`` of the snapshot ``old``
+        (its flows' bytes when it has as many flows, its phases when it has as many phases; with another
+        phase structure a communicating unit restarts its communication)."""
+        st, src = self.state, old.state
+        for new_i, old_i in enumerate(keep):
+            if old_i < 0:
+                continue
+            for k in SimState.UNIT_FIELDS:
+                getattr(st, k)[new_i] = getattr(src, k)[old_i]
+            n, o, o_old = self.unit_nflows[new_i], self.flow_off[new_i], old.flow_off[old_i]
+            if old.n_flows[old_i] == n:
+                st.rem[o : o + n] = src.rem[o_old : o_old + n]
+            n, o, o_old = self.unit_nphases[new_i], self.phase_off[new_i], old.phase_off[old_i]
+            if old.n_phases[old_i] == n:
+                for k in SimState.PHASE_FIELDS:
+                    getattr(st, k)[o : o + n] = getattr(src, k)[o_old : o_old + n]
+            elif 0 <= st.phase_cur[new_i] < n:  # another phase structure: its communication restarts
+                st.phase_cur[new_i] = PRE_COMM
+                st.t_comm_start_left[new_i] = 0.0
+
+    # ------------------------------------------------------------------ routing
+    def _build_entry_table(self) -> None:
+        """Candidate incidence entries of every (member, path, hop), merged by (flow, link) once per
+        structure, so that a new split costs one gather and one bincount (no sort per step)."""
+        P = self.fabric.max_paths
+        m_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
+        mask = m_paths >= 0
+        mi, pi, _ = np.nonzero(mask)
+        flow = self.member_flow[mi]
+        link = m_paths[mask]
+        gather = self.member_conn[mi] * P + pi  # index into split.ravel()
+        key = flow * (self.batch * self.n_links) + link
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.concatenate(([True], key[1:] != key[:-1])) if key.size else np.zeros(0, dtype=bool)
+        self._cand_gather = gather[order]  # (candidates,) split index of each candidate entry
+        self._cand_seg = np.cumsum(first) - 1  # (candidates,) merged entry it adds to
+        self._n_seg = int(first.sum())
+        self._seg_flow = flow[order][first]  # (merged,) flow of each merged entry, sorted
+        self._seg_link = link[order][first]  # (merged,) link
+        self._seg_lperm = np.argsort(self._seg_link, kind="stable")  # merged entries in link order
+
+    def set_split(self, split: np.ndarray | None) -> None:
+        """Set the split (connections, max_paths) of every connection; None = first path only.
+
+        Duplicate (flow, link) entries (a NIC link shared by every path of a connection, the hops of a
+        ring on one link) are merged: their coefficients add.
+        """
+        if split is None:
+            split = np.zeros((self.n_conns, self.fabric.max_paths))
+            split[:, 0] = 1.0
+        self.split = split
+        self._e_lperm: np.ndarray | None = None
+        if self._n_seg == 0:
+            self.e_flow = self.e_link = np.zeros(0, dtype=np.int64)
+            self.e_coef = np.zeros(0)
+            self._e_keep = np.zeros(0, dtype=bool)
+            self.inst_entry = np.zeros(self.batch + 1, dtype=np.int64)
+            return
+        if self.backend == "numba":
+            self.e_flow, self.e_link, self.e_coef = _kernels.merge_entries(
+                self._cand_seg, self._cand_gather, np.ascontiguousarray(split, dtype=np.float64).reshape(-1),
+                self._seg_flow, self._seg_link, self._n_seg,
+            )  # fmt: skip
+            self._e_keep = None  # e_lperm (numpy backend only) is derived on demand
+        else:
+            coef = np.bincount(
+                self._cand_seg, weights=split.reshape(-1)[self._cand_gather], minlength=self._n_seg
+            )
+            keep = coef > 0
+            self.e_flow = self._seg_flow[keep]
+            self.e_link = self._seg_link[keep]
+            self.e_coef = coef[keep]
+            self._e_keep = keep
+        # (batch+1,) entries of each instance (entries are sorted by flow, flows by instance)
+        self.inst_entry = np.searchsorted(self.e_flow, self.inst_flow).astype(np.int64)
+
+    @property
+    def e_lperm(self) -> np.ndarray:
+        """(entries,) the incidence entries in link order (for the numpy allocator)."""
+        if self._e_lperm is not None:
+            return self._e_lperm
+        keep = self._e_keep
+        if keep is None:
+            keep = np.zeros(self._n_seg, dtype=bool)
+            keep[np.searchsorted(self._seg_flow * (self.batch * self.n_links) + self._seg_link,
+                                 self.e_flow * (self.batch * self.n_links) + self.e_link)] = True  # fmt: skip
+            self._e_keep = keep
+        new_index = np.cumsum(keep) - 1
+        self._e_lperm = new_index[self._seg_lperm[keep[self._seg_lperm]]]
+        return self._e_lperm
+
+    # ------------------------------------------------------------------ dynamics
+    def _active_flows(self, running: np.ndarray) -> np.ndarray:
+        u = self.flow_unit
+        # a flow moves when its phase runs and has paid its latency; index -1 (background) is False
+        ready = np.append((self.phase_state == RUNNING) & (self.phase_lat_left <= _EPS_T), False)
+        job_active = ready[self.flow_gphase] & (self.rem > 0)
+        bg_active = self.flow_bg & self.bg_on[u]
+        return (job_active | bg_active) & running[self.flow_inst]
+
+    def run_interval(self, duration_s: np.ndarray | float, max_events: int = 1_000_000) -> IntervalMetrics:
+        """Advance every instance by ``duration_s`` of simulated time, event to event."""
+        if self.backend == "numba":
+            return self._run_interval_numba(duration_s, max_events)
+        B, U, L = self.batch, self.n_units, self.n_links
+        st = self.state
+        t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
+        dur = t_left.copy()
+        iters = np.zeros(U, dtype=np.int64)
+        step_sum = np.zeros(U)
+        comm_sum = np.zeros(U)
+        compute_t = np.zeros(U)
+        active_t = np.zeros(U)
+        flow_moved = np.zeros(self.n_flows)  # (flows,) bytes each flow moved in the interval
+        stalled = np.zeros(B, dtype=np.int64)
+        cap = self.capacity_bytes_per_s.reshape(-1)
+        events = 0
+        solver_iters = 0
+        self._process_events(iters, step_sum, comm_sum)
+        prev_active: np.ndarray | None = None
+        prev_rates = np.zeros(0)
+        while True:
+            running = t_left > _EPS_T
+            if not running.any():
+                break
+            events += 1
+            if events > max_events:
+                raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
+            active = self._active_flows(running)
+            act_idx = np.flatnonzero(active)
+            rates = np.zeros(act_idx.shape[0])
+            e_sel = active[self.e_flow]
+            ef, el, ec = self.e_flow[e_sel], self.e_link[e_sel], self.e_coef[e_sel]
+            if prev_active is not None and np.array_equal(active, prev_active):
+                rates = prev_rates  # same flows, same capacities: the same max-min rates
+            elif act_idx.size:
+                compact = np.cumsum(active) - 1
+                new_entry = np.cumsum(e_sel) - 1
+                lperm = new_entry[self.e_lperm[e_sel[self.e_lperm]]]  # link order of the selection
+                rates, it = solve_coo(
+                    compact[ef], el, ec, cap, act_idx.shape[0],
+                    demand=self.flow_demand[act_idx], return_iterations=True, link_order=lperm,
+                )  # fmt: skip
+                solver_iters += it
+            prev_active, prev_rates = active, rates
+            # time to next event, per instance
+            dt = t_left.copy()
+            job_flow = ~self.flow_bg[act_idx]
+            with np.errstate(divide="ignore"):
+                t_fin = np.where(rates > 0, self.rem[act_idx] / np.where(rates > 0, rates, 1.0), np.inf)
+            t_fin = np.where(job_flow, t_fin, np.inf)
+            if self.rate_updates == "phase":
+                # only the last flow of a phase is an event: earlier finishers keep their rate
+                t_phase = np.zeros(self.phase_state.shape[0] + 1)  # the last slot takes background flows
+                gp = self.flow_gphase[act_idx]
+                np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
+                t_fin = np.where(job_flow, t_phase[gp], np.inf)
+            np.minimum.at(dt, self.flow_inst[act_idx], t_fin)
+            stalled_now = np.bincount(
+                self.flow_inst[act_idx], weights=(rates <= 0) & job_flow, minlength=B
+            ).astype(np.int64)
+            stalled = np.maximum(stalled, stalled_now)
+            alive = ~self.unit_bg & running[self.unit_inst]
+            timers = np.full(U, np.inf)
+            pc = self.phase_cur
+            timers = np.where(pc == WAITING, self.t_start_left, timers)
+            timers = np.minimum(timers, np.where(self.t_compute_left > _EPS_T, self.t_compute_left, np.inf))
+            timers = np.minimum(timers, np.where(pc == PRE_COMM, self.t_comm_start_left, np.inf))
+            timers = np.where(alive, timers, np.inf)
+            np.minimum.at(dt, self.unit_inst, timers)
+            ph_live = alive[self.phase_unit] & (self.phase_state == RUNNING)  # phases paying their latency
+            lat = self.phase_lat_left
+            np.minimum.at(dt, self.phase_inst, np.where(ph_live & (lat > _EPS_T), lat, np.inf))
+            dt = np.where(running, np.maximum(dt, 0.0), 0.0)
+            # advance
+            dtf = dt[self.flow_inst[act_idx]]
+            moved = np.minimum(rates * dtf, self.rem[act_idx])  # phase mode: early finishers stop at 0
+            self.rem[act_idx] = np.where(job_flow, self.rem[act_idx] - moved, self.rem[act_idx])
+            flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
+            dtu = dt[self.unit_inst]
+            started = alive & (pc != WAITING)
+            active_t += np.where(started, dtu, 0.0)
+            compute_t += np.where(started, np.minimum(self.t_compute_left, dtu), 0.0)
+            st.t_compute_left[...] = np.where(
+                alive, np.maximum(self.t_compute_left - dtu, 0.0), self.t_compute_left
+            )
+            st.t_start_left[...] = np.where(
+                alive & (pc == WAITING), self.t_start_left - dtu, self.t_start_left
+            )
+            st.t_comm_start_left[...] = np.where(
+                alive & (pc == PRE_COMM), self.t_comm_start_left - dtu, self.t_comm_start_left
+            )
+            st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[self.phase_inst], 0.0), lat)
+            st.time_s += dt
+            t_left -= dt
+            self._process_events(iters, step_sum, comm_sum)
+        # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
+        link_bytes = np.bincount(self.e_link, weights=self.e_coef * flow_moved[self.e_flow], minlength=B * L)
+        return IntervalMetrics(
+            duration_s=dur,
+            iterations=iters,
+            step_time_sum_s=step_sum,
+            comm_time_sum_s=comm_sum,
+            compute_time_s=compute_t,
+            active_time_s=active_t,
+            link_bytes=link_bytes.reshape(B, L),
+            stalled_flows=stalled,
+            events=events,
+            solver_iterations=solver_iters,
+        )
+
+    def _run_interval_numba(self, duration_s: np.ndarray | float, max_events: int) -> IntervalMetrics:
+        """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
+        B, U, L = self.batch, self.n_units, self.n_links
+        dur = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
+        iters = np.zeros(U, dtype=np.int64)
+        step_sum, comm_sum, compute_t, active_t = (np.zeros(U) for _ in range(4))
+        link_bytes = np.zeros(B * L)
+        stalled = np.zeros(B, dtype=np.int64)
+        stats = np.zeros(4, dtype=np.int64)
+        i64 = np.int64
+        cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
+        _kernels.run_interval_numba(
+            dur, self.rate_updates == "phase", max_events, L, 4 * int(self.unit_nphases.max(initial=0)) + 8,
+            _EPS_T, _EPS_B,
+            self.inst_unit, self.inst_flow, self.inst_entry,
+            np.ones(U, dtype=np.bool_), self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
+            self.phase_off.astype(i64), self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
+            self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
+            self.flow_unit.astype(i64), self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand,
+            self.e_flow, self.e_link, self.e_coef, cap,
+            *self.state.arrays(),  # SimState, mutated in place: rem, phase_cur, ..., bg_on, time_s
+            iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats,
+        )  # fmt: skip
+        err, unit = int(stats[2]), int(stats[3])
+        if err == _kernels.ERR_ZERO_STEP:
+            raise RuntimeError(f"job {self.flat_units[unit].name!r}: an iteration takes no time")
+        if err == _kernels.ERR_SETTLE:
+            raise RuntimeError("event processing did not settle")
+        if err == _kernels.ERR_EVENTS:
+            raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
+        if err == _kernels.ERR_SOLVER:
+            raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
+        return IntervalMetrics(
+            duration_s=dur,
+            iterations=iters,
+            step_time_sum_s=step_sum,
+            comm_time_sum_s=comm_sum,
+            compute_time_s=compute_t,
+            active_time_s=active_t,
+            link_bytes=link_bytes.reshape(B, L),
+            stalled_flows=stalled,
+            events=int(stats[0]),
+            solver_iterations=int(stats[1]),
+        )
+
+    def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
+        """Apply every transition that is due now, until none is (vectorised over units)."""
+        U = self.n_units
+        st = self.state
+        now = self.time_s[self.unit_inst] if U else np.zeros(0)
+        done_flow = (~self.flow_bg) & (self.rem <= _EPS_B * self.flow_bytes)
+        st.rem[...] = np.where(done_flow, 0.0, self.rem)
+        alive = ~self.unit_bg
+        for _ in range(4 * int(self.unit_nphases.max(initial=0)) + 8):
+            changed = np.zeros(U, dtype=bool)
+            pc = self.phase_cur
+            # start of the job
+            go = alive & (pc == WAITING) & (self.t_start_left <= _EPS_T)
+            if go.any():
+                st.phase_cur[...] = np.where(go, PRE_COMM, self.phase_cur)
+                st.t_compute_left[...] = np.where(go, self.unit_compute, self.t_compute_left)
+                st.t_comm_start_left[...] = np.where(
+                    go, (1 - self.unit_overlap) * self.unit_compute, self.t_comm_start_left
+                )
+                st.iter_start[...] = np.where(go, now, self.iter_start)
+                changed |= go
+            pc = self.phase_cur
+            # communication starts
+            go = alive & (pc == PRE_COMM) & (self.t_comm_start_left <= _EPS_T)
+            if go.any():
+                st.phase_cur[...] = np.where(go, 0, self.phase_cur)
+                st.comm_start[...] = np.where(go, now, self.comm_start)
+                self._start_phases(go)
+                changed |= go
+            pc = self.phase_cur
+            # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
+            # wait for it start when it was the last they waited for; the cursor counts the phases done
+            n_ph = self.phase_state.shape[0]
+            jf = self._job_flows
+            pending = np.bincount(self.flow_gphase[jf], weights=self.rem[jf] > 0, minlength=n_ph)
+            done = (
+                alive[self.phase_unit]
+                & (self.phase_state == RUNNING)
+                & (self.phase_lat_left <= _EPS_T)
+                & (pending == 0)
+            )
+            if done.any():
+                st.phase_state[...] = np.where(done, DONE, self.phase_state)
+                n_done = np.bincount(self.phase_unit[done], minlength=U)
+                go = n_done > 0
+                st.phase_cur[...] = pc + n_done
+                dec = np.bincount(self.phase_succ, weights=done[self.phase_edge_src], minlength=n_ph)
+                st.phase_wait[...] = self.phase_wait - dec.astype(np.int64)
+                enter = (dec > 0) & (self.phase_wait == 0)
+                st.phase_state[...] = np.where(enter, RUNNING, self.phase_state)
+                st.phase_lat_left[...] = np.where(enter, self.phase_latency, self.phase_lat_left)
+                fin = go & (self.phase_cur == self.unit_nphases)
+                st.comm_end[...] = np.where(fin, now, self.comm_end)
+                changed |= go
+            pc = self.phase_cur
+            # iteration ends when compute and communication are both done
+            go = alive & (pc == self.unit_nphases) & (self.t_compute_left <= _EPS_T)
+            if go.any():
+                step_t = now - self.iter_start
+                iters += go
+                step_sum += np.where(go, step_t, 0.0)
+                comm_sum += np.where(go, self.comm_end - self.comm_start, 0.0)
+                st.iterations_total += go
+                st.last_step_s[...] = np.where(go, step_t, self.last_step_s)
+                st.last_comm_s[...] = np.where(go, self.comm_end - self.comm_start, self.last_comm_s)
+                if (go & (step_t <= 0)).any():
+                    u = int(np.flatnonzero(go & (step_t <= 0))[0])
+                    raise RuntimeError(f"job {self.flat_units[u].name!r}: an iteration takes no time")
+                st.iter_start[...] = np.where(go, now, self.iter_start)
+                st.phase_cur[...] = np.where(go, PRE_COMM, self.phase_cur)
+                st.t_compute_left[...] = np.where(go, self.unit_compute, self.t_compute_left)
+                st.t_comm_start_left[...] = np.where(
+                    go, (1 - self.unit_overlap) * self.unit_compute, self.t_comm_start_left
+                )
+                reset = go[self.flow_unit] & ~self.flow_bg
+                st.rem[...] = np.where(reset, self.flow_bytes, self.rem)
+                changed |= go
+            if not changed.any():
+                return
+        raise RuntimeError("event processing did not settle")
+
+    def _start_phases(self, mask: np.ndarray) -> None:
+        """The communication of the units in ``mask`` starts: phases that wait for none run, paying their
+        latency first; the others wait for all their predecessors."""
+        st = self.state
+        m = mask[self.phase_unit]
+        root = m & (self.phase_npred == 0)
+        st.phase_wait[...] = np.where(m, self.phase_npred, self.phase_wait)
+        st.phase_state[...] = np.where(m, np.where(root, RUNNING, IDLE), self.phase_state)
+        st.phase_lat_left[...] = np.where(root, self.phase_latency, self.phase_lat_left)

@@ -1,0 +1,422 @@
+"""A scenario brought to life: ``batch`` seeded instances of one scenario, stepped together.
+
+:class:`FabricWorld` owns ``batch`` independent copies (instances) of one scenario, each with its own
+seeded generator, and steps them together through :class:`~ainet_gym.sim.engine.BatchSim`. It is the
+engine under both :func:`ainet_gym.simulate` and the Gymnasium environments. One step is
+
+    apply the split -> run the interval -> measure it -> advance the dynamics
+
+and the parts live in their own modules: GPU placement (:mod:`ainet_gym.sim.placement`), ideal step
+times (:mod:`ainet_gym.sim.ideal`), the metrics of an interval (:mod:`ainet_gym.sim.metrics`), what
+changes between intervals (:mod:`ainet_gym.sim.dynamics`) and the RL action-slot layout
+(:mod:`ainet_gym.envs.slots`). Background traffic always follows static ECMP (it belongs to other tenants).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ainet_gym.envs.slots import SlotLayout
+from ainet_gym.fabric.topology import Fabric, build_fabric
+from ainet_gym.routing.split import ecmp_split, wcmp_split
+from ainet_gym.scenario.spec import JobSpec, Scenario
+from ainet_gym.sim.dynamics import LinkState, alltoall_rotation, background_on, churn, rotation_due
+from ainet_gym.sim.engine import BatchSim, CompiledUnit, compile_background, compile_job, resolve_backend
+from ainet_gym.sim.ideal import IdealTimes
+from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, StepResult
+from ainet_gym.sim.placement import place_job
+
+__all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
+
+_UNIT_CACHE_SIZE = 512  # compiled units kept per world (placements x rotations seen recently)
+
+
+class FabricWorld:
+    """``batch`` seeded instances of ``scenario`` on one shared fabric.
+
+    ``backend`` selects the simulation backend (``"numba"`` or ``"numpy"``; None: ``$AINET_GYM_BACKEND``,
+    else numba when it imports), see :func:`ainet_gym.sim.engine.resolve_backend`.
+
+    Per job slot ``j`` of instance ``b``: ``jobs[b][j]`` (a :class:`JobSpec` or None), ``gpus[b][j]``
+    (its GPU ids in rank order), ``job_unit[b, j]`` (its flat unit in :attr:`sim`, -1: empty) and
+    ``job_ideal_step_s[b, j]`` / ``job_ideal_comm_s[b, j]`` (s, nan: empty).
+    """
+
+    def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:
+        self.scenario = scenario
+        self.batch = batch
+        self.backend = resolve_backend(backend)
+        self.fabric: Fabric = build_fabric(scenario.fabric, max_paths=scenario.routing.max_paths)
+        self.max_paths = scenario.routing.max_paths
+        self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
+        churn_spec = scenario.dynamics.job_churn
+        self.churn = churn_spec.arrival_rate > 0
+        self.templates: tuple[JobSpec, ...] = churn_spec.templates or scenario.jobs
+        self.n_job_slots = max(len(scenario.jobs), churn_spec.max_jobs if self.churn else 0)
+        self.slots = SlotLayout(
+            self.fabric, scenario.jobs, self.templates if self.churn else (), self.n_job_slots
+        )
+        self.slot_width = self.slots.width  # (job slots,) action slots of each job slot
+        self.slot_offset = self.slots.offset  # (job slots,) first action slot of each job slot
+        self.n_slots = self.slots.n_slots
+        self.meter = IntervalMeter(self.fabric)
+        self.network_links = self.meter.network_links  # (net_links,) link ids of the network links
+        self.decision_interval_s = self._decision_interval()
+        self.rngs = [np.random.default_rng(scenario.seed) for _ in range(batch)]
+        self.step_count = np.zeros(batch, dtype=np.int64)
+        self.hash_seed = np.full(batch, scenario.seed, dtype=np.int64)  # (batch,) ECMP hash seeds
+        self.links = LinkState(self.fabric, scenario.dynamics.link_failures, batch)
+        n_bg = len(scenario.background)
+        # per job slot, filled by reset: the job, its GPUs, its flat unit and its ideal times
+        self.jobs: list[list[JobSpec | None]] = [[None] * self.n_job_slots for _ in range(batch)]
+        self.gpus: list[list[np.ndarray | None]] = [[None] * self.n_job_slots for _ in range(batch)]
+        self.job_unit = np.full((batch, self.n_job_slots), -1, dtype=np.int64)  # (batch, jobs) flat unit
+        self.bg_unit = np.zeros((batch, n_bg), dtype=np.int64)  # (batch, background) flat unit
+        self.job_ideal_step_s = np.full((batch, self.n_job_slots), np.nan)  # (batch, jobs) s
+        self.job_ideal_comm_s = np.full((batch, self.n_job_slots), np.nan)  # (batch, jobs) s
+        self.names: list[list[str | None]] = []  # (batch, jobs) job names as of the last restack
+        self.slot_conn = np.zeros((batch, self.n_slots), dtype=np.int64)  # (batch, slots) connection, -1
+        self.slot_npaths = np.zeros((batch, self.n_slots), dtype=np.int64)  # (batch, slots) its paths
+        self.slot_mask = np.zeros((batch, self.n_slots), dtype=bool)  # (batch, slots) controllable
+        self.sim: BatchSim | None = None  # built by the first reset
+        self._slot_units: list[list[int]] = []  # (batch, jobs) unit index within its instance, -1: empty
+        self._slot_keys: list[list[tuple]] = []  # (batch, jobs) (name, gpus) of each slot's job
+        self._unit_offset = np.zeros(batch, dtype=np.int64)  # (batch,) first flat unit of each instance
+        self._unit_cache: dict[tuple, CompiledUnit] = {}  # (job, gpus, rotation) -> compiled job
+        self._bg_cache: dict[tuple, CompiledUnit] = {}  # (source, gpus) -> compiled background
+        self._default_cache: tuple | None = None  # (conn_key, (hash seeds, dead links), ECMP split)
+
+    @property
+    def _ideal(self) -> np.ndarray:
+        """(batch, jobs) s: :attr:`job_ideal_step_s` (the name tests and older code used)."""
+        return self.job_ideal_step_s
+
+    # ------------------------------------------------------------------ ideal times
+    def ideal_step_s(self, job: JobSpec, gpus: np.ndarray) -> float:
+        """Step time of ``job`` alone on a non-blocking fabric with the same hosts (cached)."""
+        return self.ideal.times(job, gpus)[0]
+
+    def ideal_comm_s(self, job: JobSpec, gpus: np.ndarray) -> float:
+        """Communication time of one iteration of ``job`` alone on the non-blocking fabric (cached)."""
+        return self.ideal.times(job, gpus)[1]
+
+    def _decision_interval(self) -> float:
+        d = self.scenario.dynamics.decision_interval_ms
+        if d is not None:
+            return d * 1e-3
+        jobs = list(self.scenario.jobs) + (list(self.templates) if self.churn else [])
+        rng = np.random.default_rng(0)
+        free = np.ones(self.fabric.n_gpus, bool)
+        ideal = [self.ideal_step_s(j, place_job(self.fabric, j, free, rng)) for j in jobs]
+        return max(ideal, default=0.1)
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, seeds: list[int | None] | None = None, mask: np.ndarray | None = None) -> None:
+        """Start a new episode in the instances selected by ``mask`` (all by default)."""
+        mask = np.ones(self.batch, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        seeds = seeds if seeds is not None else [None] * self.batch
+        for b in np.flatnonzero(mask):
+            if seeds[b] is not None:
+                self.rngs[b] = np.random.default_rng(seeds[b])
+            rng = self.rngs[b]
+            self.hash_seed[b] = int(rng.integers(2**31))
+            free = np.ones(self.fabric.n_gpus, dtype=bool)
+            self.jobs[b] = [None] * self.n_job_slots
+            self.gpus[b] = [None] * self.n_job_slots
+            for j, job in enumerate(self.scenario.jobs):
+                g = place_job(self.fabric, job, free, rng)
+                free[g] = False
+                self.jobs[b][j] = job
+                self.gpus[b][j] = g
+            self.links.reset(b)
+            self.step_count[b] = 0
+        if self.sim is not None:
+            self.sim.time_s[mask] = 0.0
+        self._rebuild(reset_mask=mask)
+        self._advance_dynamics(mask, first=True)
+
+    def step(self, split: np.ndarray, active: np.ndarray | None = None, windows: int = 1) -> StepResult:
+        """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
+        (all by default); inactive ones stand still (zero duration).
+
+        ``windows > 1`` runs the interval as that many equal windows (the same fluid model, with window
+        boundaries as extra events) and reports ``link_peak_utilization``, the largest window mean of each
+        link, as a counter polled ``windows`` times per interval would see it.
+        """
+        sim = self.sim
+        assert sim is not None
+        if not isinstance(windows, int | np.integer) or windows < 1:
+            raise ValueError(f"windows = {windows!r}: must be an integer >= 1")
+        active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+        sim.set_split(split)  # apply the split
+        rem0 = sim.rem.copy()
+        duration = np.where(active, self.decision_interval_s, 0.0)
+        parts = [sim.run_interval(duration / windows) for _ in range(windows)]  # run the interval
+        res = self.meter.measure(
+            sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names
+        )  # measure
+        has = self.slot_conn >= 0
+        res.slot_bytes = np.where(has, res.conn_bytes[np.maximum(self.slot_conn, 0)], 0.0)
+        self.step_count += active
+        self._advance_dynamics(active)  # advance the dynamics to the next interval
+        return res
+
+    def job_names(self, b: int) -> list[str | None]:
+        """Names of the jobs in the job slots of instance ``b`` (None: empty)."""
+        return [None if j is None else j.name for j in self.jobs[b]]
+
+    # ------------------------------------------------------------------ dynamics
+    def _advance_dynamics(self, mask: np.ndarray, first: bool = False) -> None:
+        """Failures, repairs, churn, AllToAll rotation and background on/off at the start of an interval
+        of the ``mask`` instances (``first``: the first interval of an episode, no churn yet)."""
+        dyn = self.scenario.dynamics
+        step = self.step_count
+        self.links.repair(step, mask)
+        # per-instance draws (each instance has its own generator) only where something is random
+        do_churn = self.churn and not first
+        rebuild = False
+        for b in np.flatnonzero(mask) if self.links.random or do_churn else ():
+            rng = self.rngs[b]
+            if self.links.random:
+                self.links.draw_failure(b, int(step[b]), rng)
+            if do_churn:
+                rebuild |= churn(
+                    self.jobs[b], self.gpus[b], len(self.scenario.jobs), self.slot_width, self.templates,
+                    self.slots.template_width, dyn.job_churn, self.fabric, int(step[b]), rng,
+                )  # fmt: skip
+        self.links.apply_scheduled(step, mask)
+        if rebuild or rotation_due(self.scenario.jobs, step[mask]):
+            self._rebuild()
+        sim = self.sim
+        assert sim is not None
+        sim.capacity_bytes_per_s = self.links.capacity_bytes_per_s()
+        on = np.zeros(sim.n_units, dtype=bool)
+        on[self.bg_unit] = background_on(self.scenario.background, step)
+        sim.state.bg_on[...] = on
+
+    # ------------------------------------------------------------------ structure
+    def _units_of(self, b: int) -> tuple[list[CompiledUnit], list[int]]:
+        """Compiled units of instance ``b`` (its jobs in slot order, then its background sources) and the
+        unit index of each job slot (-1: empty)."""
+        units: list[CompiledUnit] = []
+        slot_unit: list[int] = []
+        step = int(self.step_count[b])
+        for j in range(self.n_job_slots):
+            job = self.jobs[b][j]
+            if job is None:
+                slot_unit.append(-1)
+                continue
+            slot_unit.append(len(units))
+            units.append(self._compiled_job(job, self.gpus[b][j], alltoall_rotation(job, step)))
+        for i, bg in enumerate(self.scenario.background):
+            if bg.job is not None:
+                idx = next(j for j, jb in enumerate(self.scenario.jobs) if jb.name == bg.job)
+                g = self.gpus[b][idx] if self.gpus[b][idx] is not None else np.arange(self.fabric.n_gpus)
+            else:
+                g = np.concatenate([x for x in self.gpus[b][: len(self.scenario.jobs)] if x is not None])
+            units.append(self._compiled_background(i, g))
+        return units, slot_unit
+
+    def _compiled_job(self, job: JobSpec, gpus: np.ndarray, rot: int) -> CompiledUnit:
+        key = (job, tuple(gpus.tolist()), rot)  # the job's content, not its identity
+        if key not in self._unit_cache:
+            if len(self._unit_cache) > _UNIT_CACHE_SIZE:
+                self._unit_cache.clear()
+            self._unit_cache[key] = compile_job(self.fabric, job, gpus, rot)
+        return self._unit_cache[key]
+
+    def _compiled_background(self, i: int, gpus: np.ndarray) -> CompiledUnit:
+        key = (i, tuple(gpus.tolist()))
+        if key not in self._bg_cache:
+            if len(self._bg_cache) > _UNIT_CACHE_SIZE:
+                self._bg_cache.clear()
+            self._bg_cache[key] = compile_background(self.fabric, self.scenario.background[i], gpus, i)
+        return self._bg_cache[key]
+
+    def _rebuild(self, reset_mask: np.ndarray | None = None) -> None:
+        """Restack all instances' units; surviving units keep their state."""
+        per_inst, slot_units = [], []
+        for b in range(self.batch):
+            u, s = self._units_of(b)
+            per_inst.append(u)
+            slot_units.append(s)
+        if reset_mask is not None and self._restart_in_place(per_inst, slot_units, reset_mask):
+            return
+        if self.sim is not None:
+            self.sim.set_units(
+                per_inst, keep=self._kept_units(slot_units, reset_mask), old=self.sim.snapshot_units()
+            )
+        else:
+            self.sim = BatchSim(self.fabric, per_inst, self.scenario.dynamics.rate_updates, self.backend)
+        self._slot_units = slot_units
+        self._slot_keys = [[self._job_key(b, j) for j in range(self.n_job_slots)] for b in range(self.batch)]
+        self._unit_offset = np.concatenate([[0], np.cumsum([len(u) for u in per_inst])])[:-1]
+        self.job_unit = np.full((self.batch, self.n_job_slots), -1, dtype=np.int64)
+        self.bg_unit = np.zeros((self.batch, len(self.scenario.background)), dtype=np.int64)
+        for b in range(self.batch):
+            n_jobs = 0
+            for j, ui in enumerate(slot_units[b]):
+                if ui >= 0:
+                    self.job_unit[b, j] = self._unit_offset[b] + ui
+                    n_jobs += 1
+            for i in range(len(self.scenario.background)):
+                self.bg_unit[b, i] = self._unit_offset[b] + n_jobs + i
+        maps = self.slots.maps(self.sim, self.job_unit)
+        self.slot_conn, self.slot_npaths, self.slot_mask = maps.conn, maps.npaths, maps.mask
+        self.names = [self.job_names(b) for b in range(self.batch)]
+        self.job_ideal_step_s, self.job_ideal_comm_s = self.ideal.tables(self.jobs, self.gpus)
+
+    def _kept_units(self, slot_units: list[list[int]], reset_mask: np.ndarray | None) -> np.ndarray:
+        """(new units,) the old flat unit each new unit continues (-1: a new one): the same job on the
+        same GPUs in the same slot of an instance not being reset, and every background source."""
+        old_map: dict[tuple, int] = {}
+        for b in range(self.batch):
+            if reset_mask is not None and reset_mask[b]:
+                continue
+            for j, ui in enumerate(self._slot_units[b]):
+                if ui >= 0:
+                    old_map[(b, j, *self._slot_keys[b][j])] = int(self._unit_offset[b] + ui)
+            n_jobs_old = sum(1 for x in self._slot_units[b] if x >= 0)
+            for i in range(len(self.scenario.background)):
+                old_map[(b, "bg", i)] = int(self._unit_offset[b] + n_jobs_old + i)
+        keep = []
+        for b in range(self.batch):
+            for j, ui in enumerate(slot_units[b]):
+                if ui >= 0:
+                    keep.append(old_map.get((b, j, *self._job_key(b, j)), -1))
+            for i in range(len(self.scenario.background)):
+                keep.append(old_map.get((b, "bg", i), -1))
+        return np.asarray(keep, dtype=np.int64)
+
+    def _restart_in_place(
+        self, per_inst: list[list[CompiledUnit]], slot_units: list[list[int]], reset_mask: np.ndarray
+    ) -> bool:
+        """A reset that leaves every instance's units as they are (the same compiled units in the same job
+        slots, as a deterministic placement gives): restart the units of the reset instances in place
+        instead of restacking the whole batch. Returns False (nothing done) when the structure changes.
+
+        The restarted state is that of a fresh :class:`BatchSim` of those instances (the engine's own
+        initial state), carried over by the engine's own :meth:`BatchSim.snapshot_units` / :meth:`BatchSim.restore_units` (every
+        per-unit, per-phase and per-flow field it keeps), so the result equals a full rebuild (``tests/test_envspeed.py`` checks it).
+        """
+        sim = self.sim
+        if sim is None or slot_units != self._slot_units:
+            return False
+        for b in range(self.batch):
+            old = sim.units[b]
+            if len(old) != len(per_inst[b]) or any(x is not y for x, y in zip(old, per_inst[b])):
+                return False
+        idx = np.flatnonzero(reset_mask)
+        if idx.size:
+            # one fresh single-instance sim per distinct unit list (a deterministic placement gives every
+            # copy the same one): its initial state is that of every reset copy with those units, whose
+            # clocks a reset has zeroed
+            keep = np.full(sim.n_units, -1, dtype=np.int64)  # unit of the batch <- unit of the fresh sims
+            groups: list[list[int]] = []  # instances whose unit lists are the same objects
+            for b in idx:
+                first = per_inst[b]
+                same = (
+                    g for g in groups
+                    if len(per_inst[g[0]]) == len(first) and all(x is y for x, y in zip(per_inst[g[0]], first))
+                )  # fmt: skip
+                group = next(same, None)
+                if group is None:
+                    groups.append([int(b)])
+                else:
+                    group.append(int(b))
+            fresh_units: list[list[CompiledUnit]] = []
+            base = 0
+            for members in groups:
+                n = len(per_inst[members[0]])
+                fresh_units.append(per_inst[members[0]])
+                for b in members:
+                    keep[sim.inst_unit[b] : sim.inst_unit[b + 1]] = base + np.arange(n)
+                base += n
+            if sim.time_s[idx].any():  # not after a reset: one fresh instance per copy, on its clock
+                fresh_units = [per_inst[b] for b in idx]
+                keep[keep >= 0] = np.arange(int((keep >= 0).sum()))
+            fresh = BatchSim(self.fabric, fresh_units, sim.rate_updates, self.backend)
+            if sim.time_s[idx].any():
+                fresh.set_units(fresh.units, time_s=sim.time_s[idx])  # iter_start from the clocks
+            sim.restore_units(fresh.snapshot_units(), keep)  # the engine's own carry-over of unit state
+            sim.set_split(None)  # as a restack leaves it
+        return True
+
+    def _job_key(self, b: int, j: int) -> tuple:
+        job, g = self.jobs[b][j], self.gpus[b][j]
+        return ("none",) if job is None else (job.name, tuple(g.tolist()))
+
+    # ------------------------------------------------------------------ routing
+    def default_split(self, copy: bool = True) -> np.ndarray:
+        """Static ECMP split of every connection (connections, max_paths); ``copy=False`` returns the
+        cached array itself, read-only.
+
+        The hash seed of an instance is drawn from its generator at reset: the same episode seed gives
+        the same hashing, different seeds sample the ECMP lottery. Like a switch that drops a dead next
+        hop from its ECMP group, a connection with a failed link on some candidate paths hashes over its
+        live paths only (all dead: unchanged, it stalls).
+        """
+        sim = self.sim
+        assert sim is not None
+        dead = sim.capacity_bytes_per_s <= 0
+        # valid while the connections (the same conn_key array), the hash seeds and the dead links are
+        key = (self.hash_seed.tobytes(), dead.tobytes() if dead.any() else b"")
+        cached = self._default_cache
+        if cached is not None and cached[0] is sim.conn_key and cached[1] == key:
+            return cached[2].copy() if copy else cached[2]
+        seed = self.hash_seed[sim.unit_inst[sim.conn_unit]] if sim.n_conns else 0
+        qps = self.scenario.routing.qps_per_connection
+        live = self.live_paths()
+        n_live = live.sum(axis=1)
+        split = ecmp_split(sim.conn_npaths, sim.conn_key, self.max_paths, qps, seed)
+        hit = (n_live < sim.conn_npaths) & (n_live > 0)
+        if hit.any():
+            # hash onto the k-th live path: pick index among live ones, then map back
+            pick = ecmp_split(
+                n_live[hit], sim.conn_key[hit], self.max_paths, qps, seed if np.ndim(seed) == 0 else seed[hit]
+            )
+            rank = np.cumsum(live[hit], axis=1) - 1  # rank of each live path among live ones
+            remap = np.zeros_like(pick)
+            for k in range(self.max_paths):  # loop over path slots (max_paths), not over flows
+                remap += np.where(live[hit] & (rank == k), pick[:, k : k + 1], 0.0)
+            split[hit] = remap
+        split.flags.writeable = False
+        self._default_cache = (sim.conn_key, key, split)
+        return split.copy() if copy else split
+
+    def wcmp(self, link_weight: np.ndarray) -> np.ndarray:
+        """WCMP split of every connection (connections, max_paths) from per-instance link weights
+        (batch, links): one call over the batch, with ECMP groups and link ids offset per instance."""
+        sim = self.sim
+        assert sim is not None
+        g = self.fabric.link_group
+        n_groups = int(g.max()) + 1 if g.size else 0
+        offset = (np.arange(self.batch) * n_groups)[:, None]
+        groups = np.where(g[None, :] >= 0, g[None, :] + offset, -1).reshape(-1)
+        split = wcmp_split(
+            sim.conn_paths_global, sim.conn_npaths, np.asarray(link_weight).reshape(-1), groups
+        )
+        return self.withdraw_dead(split)
+
+    def withdraw_dead(self, split: np.ndarray) -> np.ndarray:
+        """``split`` with the share of paths through a failed link (capacity 0) moved, pro rata, to the
+        connection's live paths, as switches drop a failed port from their ECMP/WCMP groups (unchanged for
+        a connection whose every path is dead, and when no link is down)."""
+        sim = self.sim
+        assert sim is not None
+        if not (sim.capacity_bytes_per_s <= 0).any():
+            return split
+        kept = np.where(self.live_paths(), split, 0.0)
+        tot = kept.sum(axis=1, keepdims=True)
+        return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
+
+    def live_paths(self) -> np.ndarray:
+        """(connections, max_paths) bool: candidate paths whose links all have capacity > 0."""
+        sim = self.sim
+        assert sim is not None
+        valid = np.arange(self.max_paths)[None, :] < sim.conn_npaths[:, None]
+        dead = sim.capacity_bytes_per_s.reshape(-1) <= 0
+        if not dead.any():
+            return valid
+        dead = np.concatenate([dead, [False]])
+        return valid & ~dead[sim.conn_paths_global].any(axis=2)

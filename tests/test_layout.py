@@ -1,0 +1,117 @@
+"""The package layout (issue 16): rooms that follow the pipeline, old import paths for one release, the
+agents under the project's namespace, and engine modules that need no RL library."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+import warnings
+from pathlib import Path
+
+import pytest
+
+import ainet_gym
+from ainet_gym import _moved
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "ainet_gym"
+
+
+@pytest.mark.parametrize("old", sorted(_moved.MOVED))
+def test_old_module_path_is_the_moved_module_with_a_warning(old: str) -> None:
+    new = _moved.MOVED[old]
+    if new.endswith(".rllib"):
+        pytest.importorskip("ray")
+    if new.endswith(".multiagent"):
+        pytest.importorskip("pettingzoo")
+    import importlib
+
+    sys.modules.pop(old, None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mod = importlib.import_module(old)
+    assert mod is importlib.import_module(new)
+    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
+
+
+def test_contract_names_stay_at_the_top_level() -> None:
+    for name in (
+        "max_min_fair",
+        "max_min_fair_batched",
+        "load_scenario",
+        "ScenarioError",
+        "simulate",
+        "crosscheck",
+    ):
+        assert callable(getattr(ainet_gym, name))
+    from ainet_gym.scenario import ScenarioError, load_scenario  # 0.1's module path, now the scenario room
+
+    assert load_scenario is ainet_gym.load_scenario and ScenarioError is ainet_gym.ScenarioError
+
+
+def test_agents_live_under_the_project_namespace() -> None:
+    import ainet_gym.agents.registry as registry
+
+    assert Path(registry.__file__).resolve().parent == ROOT / "agents"
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "agents" not in cfg["packages"] and "ainet_gym.agents" in cfg["packages"]
+    assert cfg["package-dir"]["ainet_gym.agents"] == "agents"
+
+
+def test_the_old_top_level_agents_package_refuses_with_the_new_path() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import agents.registry"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "ainet_gym.agents" in proc.stderr
+
+
+_NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
+
+
+@pytest.mark.parametrize("room", ["sim", "fabric", "routing", "scenario"])
+def test_engine_rooms_import_no_rl_library(room: str) -> None:
+    for path in (PKG / room).glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for n in names:
+                assert n.split(".")[0] not in _NO_RL, f"{path.relative_to(ROOT)} imports {n}"
+
+
+def test_optional_extras_load_only_when_used() -> None:
+    code = (
+        "import sys, ainet_gym, ainet_gym.agents.registry\n"
+        "print(sorted(m for m in ('ray', 'pettingzoo', 'ns', 'cppyy', 'stable_baselines3', 'torch') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+_OWN_PRIVATE_MODULES = ("_moved",)  # the package's own private module, imported by its __init__
+
+
+def test_no_module_reads_private_names_of_another_module() -> None:
+    # `from ainet_gym.x import _name` across modules is what a narrow API avoids (tests may; package code not)
+    for path in list(PKG.rglob("*.py")) + list((ROOT / "agents").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ainet_gym"):
+                private = [
+                    a.name
+                    for a in node.names
+                    if a.name.startswith("_")
+                    and not a.name.startswith("__")
+                    and a.name not in _OWN_PRIVATE_MODULES
+                ]
+                assert not private, f"{path.relative_to(ROOT)} imports private {private} from {node.module}"
