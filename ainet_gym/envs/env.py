@@ -430,7 +430,8 @@ class EnvCore:
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One interval with a checked split (connections, max_paths)."""
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
-        res = self.world.step(split, active)
+        # per-connection figures only for the "flows" info key (nothing else of the env reads them)
+        res = self.world.step(split, active, connections="flows" in self.info_keys)
         self._default = self.world.default_split(copy=False)
         self._last = res
         # newest first: shift the history of the active copies by one interval

@@ -43,7 +43,9 @@ class StepResult:
     throughput_gbps: np.ndarray | None = None  # (batch,) Gbit/s the GPUs' NICs sent into the network
     link_peak_utilization: np.ndarray | None = None  # (batch, links) max over windows of the window mean
     conn_bytes: np.ndarray | None = None  # (connections,) bytes each job connection moved; nan: background
-    # the job connections as they were during the interval (churn may restack them after it)
+    # the job connections as they were during the interval (churn may restack them after it); this,
+    # conn_bytes and slot_bytes are None when the step skipped them (FabricWorld.step(connections=False),
+    # what EnvCore does unless its "flows" info key is asked for)
     connections: ConnectionTable | None = None
     slot_bytes: np.ndarray | None = None  # (batch, slots) bytes moved by each action slot's connection
 
@@ -82,10 +84,14 @@ class IntervalMeter:
         job_unit: np.ndarray,
         ideal_step_s: np.ndarray,
         job_names: list[list[str | None]],
+        connections: bool = True,
     ) -> StepResult:
         """The :class:`StepResult` of an interval run as the consecutive windows ``parts`` (one or more),
         from ``rem0`` (flows,), the bytes left before it, the flat unit of each job slot ``job_unit``
-        (batch, jobs; -1: empty), the jobs' ideal step times (batch, jobs) s and their names."""
+        (batch, jobs; -1: empty), the jobs' ideal step times (batch, jobs) s and their names.
+
+        ``connections=False`` skips the per-connection figures (``conn_bytes`` and ``connections`` stay
+        None)."""
         windows = len(parts)
         m = parts[0] if windows == 1 else merge_metrics(parts)
         res = self.result(sim, m, job_unit, ideal_step_s, job_names)
@@ -103,6 +109,9 @@ class IntervalMeter:
                     cap * np.where(window_s > 0, window_s, 1)
                 )
                 res.link_peak_utilization = np.where(window_s > 0, peak, 0.0)
+        if not connections:
+            return res
+        with np.errstate(invalid="ignore", divide="ignore"):
             # a job flow moves its bytes once per completed iteration; rem is reset when one completes
             moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_bytes - sim.rem
         moved = np.where(sim.flow_bg, np.nan, moved)

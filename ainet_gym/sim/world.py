@@ -135,13 +135,18 @@ class FabricWorld:
         self._rebuild(reset_mask=mask)
         self._advance_dynamics(mask, first=True)
 
-    def step(self, split: np.ndarray, active: np.ndarray | None = None, windows: int = 1) -> StepResult:
+    def step(
+        self, split: np.ndarray, active: np.ndarray | None = None, windows: int = 1, connections: bool = True
+    ) -> StepResult:
         """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
         (all by default); inactive ones stand still (zero duration).
 
         ``windows > 1`` runs the interval as that many equal windows (the same fluid model, with window
         boundaries as extra events) and reports ``link_peak_utilization``, the largest window mean of each
         link, as a counter polled ``windows`` times per interval would see it.
+
+        ``connections=False`` skips the per-connection figures of the result (``conn_bytes``,
+        ``connections`` and ``slot_bytes`` stay None), which the env computes only for its ``"flows"`` info.
         """
         sim = self.sim
         assert sim is not None
@@ -149,14 +154,15 @@ class FabricWorld:
             raise ValueError(f"windows = {windows!r}: must be an integer >= 1")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         sim.set_split(split)  # apply the split
-        rem0 = sim.rem.copy()
+        rem0 = sim.rem.copy() if connections else sim.rem
         duration = np.where(active, self.decision_interval_s, 0.0)
         parts = [sim.run_interval(duration / windows) for _ in range(windows)]  # run the interval
         res = self.meter.measure(
-            sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names
+            sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names, connections
         )  # measure
-        has = self.slot_conn >= 0
-        res.slot_bytes = np.where(has, res.conn_bytes[np.maximum(self.slot_conn, 0)], 0.0)
+        if connections:
+            has = self.slot_conn >= 0
+            res.slot_bytes = np.where(has, res.conn_bytes[np.maximum(self.slot_conn, 0)], 0.0)
         self.step_count += active
         self._advance_dynamics(active)  # advance the dynamics to the next interval
         return res
