@@ -67,6 +67,11 @@ install-ns3:
 check-ns3: install-ns3
 	$(NS3_PYTHON) -m pytest -q tests/test_crosscheck.py
 
-# The calibration table of README "Fidelity": every case under ecmp, spray and lp, fluid vs ns-3.
+# The calibration table of README "Fidelity": every case under ecmp, spray, lp and a PPO policy trained on the
+# case (8192 steps, 25-120 s each; trained once into crosscheck-ppo/), fluid vs ns-3.
+XC_CASES ?= xc-switch-4 xc-ring-8 xc-hd-8 xc-perm-8 xc-perm-64 xc-two-jobs
 crosscheck: install-ns3
+	@for c in $(XC_CASES); do test -f crosscheck-ppo/$$c.zip || $(NS3_PYTHON) -m ainet_gym.cli train \
+		scenarios/crosscheck/$$c.yaml --algo ppo --timesteps 8192 --n-envs 8 --seed 0 \
+		--out crosscheck-ppo/$$c.zip --logdir crosscheck-ppo/runs --no-progress || exit 1; done
 	$(NS3_PYTHON) -c "import sys; from ainet_gym.checks.crosscheck import main; sys.exit(main())" --out crosscheck-results.json

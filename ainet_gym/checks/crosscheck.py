@@ -17,8 +17,10 @@ How the scenario becomes an ns-3 experiment:
 - **Transport.** Every transfer is bulk TCP (ns-3's ``BulkSendApplication`` to a ``PacketSink``):
   TCP Cubic, MSS ``mss`` (1448: a 1500-byte MTU less 20 IP, 20 TCP and 12 timestamp-option bytes),
   send/receive buffers ``tcp_buffer_bytes``, ``min_rto_ms``, FqCoDel queues (ns-3's default root queue
-  disc, which shares a link max-min fairly between flows; DropTail splits unfairly by about 6%). There is
-  no RDMA-like UDP sender: the transport is TCP only.
+  disc, which shares a link max-min fairly between flows; DropTail splits unfairly by about 6%) over a
+  device FIFO of ``device_queue_packets`` (a NIC ring kept short, as Linux's byte queue limits do, so that
+  a flow's ACKs do not wait behind another flow's data). There is no RDMA-like UDP sender: the transport
+  is TCP only.
 - **Routing.** The split the fluid policy chose for a connection in the interval in which a transfer
   starts decides how ns-3 carries it: a connection on one path is *pinned* (static /32 host routes on
   every switch of the path, for the data and, on the reverse path, for the ACKs; each (connection, path)
@@ -105,9 +107,13 @@ class CrosscheckConfig:
         How a connection the policy splits evenly over its whole ECMP set is carried: ``"subflows"``
         (default): one pinned TCP sub-flow per path with an equal share of the bytes (what the fluid
         split means: a multipath transport, or one QP per path); ``"packet"``: per-packet random ECMP
-        (``Ipv4GlobalRouting::RandomEcmpRouting``) with TCP's ``reorder_threshold`` and SACK off
-        (ns-3.44 segfaulted in ``TcpTxBuffer::Update`` on the SACK blocks of sprayed flows here, twice).
+        (``Ipv4GlobalRouting::RandomEcmpRouting``) with TCP's ``reorder_threshold`` and ``spray_sack``.
         Per-packet spraying over TCP measures how much reordering costs (README "Fidelity").
+    spray_sack
+        SACK (``TcpSocketBase::Sack``) on sprayed connections (it is always on otherwise). An earlier
+        version of the driver saw ns-3.44 segfault in ``TcpTxBuffer::Update`` on the SACK blocks of sprayed
+        flows and ran them with SACK off; :func:`calibration` runs every case in a process of its own, so
+        such a crash is reported as the row's error.
     reorder_threshold
         Duplicate ACKs before fast retransmit (``ReTxThreshold``) when a connection is sprayed per packet;
         3 (TCP's default) otherwise. Per-packet spraying reorders segments; with the default threshold
@@ -129,20 +135,35 @@ class CrosscheckConfig:
         about 40 ms of wall time per MB over 4 hops on one core).
     wall_limit_s
         ns-3 stops and the cross-check fails past this much wall time.
+    fluid_repeats
+        Timed replays of the fluid span (the same seed and the recorded splits, in the same process) whose
+        median is the fluid wall and CPU time; 0: the recorded run's own time (which includes the
+        policy's first calls). A span takes about a millisecond, which one measurement on a shared
+        machine does not resolve (1-9 ms seen for the same span).
+    device_queue_packets
+        Packets of the FIFO of every ns-3 point-to-point device, below the FqCoDel queue disc (ns-3's
+        default is 100). The queue disc schedules flows fairly only if this FIFO is short (Linux's byte
+        queue limits keep a NIC ring to a few packets): with 100 packets, 150 KB of one flow's data sat in
+        front of the other flows' ACKs on every link that carries both (120 us at 10 Gb/s), and a 2 MB
+        transfer whose ACKs shared links with another flow's data took 1.914 ms instead of 1.711 ms
+        (README "Fidelity").
     """
 
     mss: int = 1448
     header_efficiency: float | None = TCP_HEADER_EFFICIENCY
     tcp_buffer_bytes: int = 1 << 20
     min_rto_ms: float = 5.0
+    device_queue_packets: int = 4
     spray_mode: str = "subflows"
     reorder_threshold: int = 64
+    spray_sack: bool = True
     send_size: int = 14480
     ring_chunk_bytes: int | None = 1 << 19
     max_gpus: int = 64
     max_steps: int = 8
     max_ns3_bytes: float = 4e9
     wall_limit_s: float = 900.0
+    fluid_repeats: int = 5
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -215,8 +236,9 @@ class _FluidRun:
     jobs: list[_JobPlan]
     iterations: np.ndarray  # (jobs,)
     comm_sum_s: np.ndarray  # (jobs,)
-    wall_s: float
+    wall_s: float  # median of the timed replays (the recorded run if there are none)
     cpu_s: float
+    first_wall_s: float  # the recorded run (the policy acting), first call of the kernels included
 
 
 def _ecmp_set_size(fabric: Fabric, src: int, dst: int) -> int:
@@ -322,8 +344,33 @@ def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: Crosscheck
             )
         jobs.append(_JobPlan(job.name, job.compute_ms * 1e-3, job.overlap, job.start_ms * 1e-3, phases))
     alive = [j for j in range(J) if world.jobs[0][j] is not None]
+    # the fluid span takes about a millisecond, so one measurement is at the mercy of the scheduler on a
+    # shared machine: time `fluid_repeats` replays of the same span (same seed, the recorded splits) and
+    # keep the median; every replay must reproduce the recorded iterations
+    walls, cpus = [wall], [cpu]
+    for _ in range(cfg.fluid_repeats):
+        core.reset([seed])
+        again = np.zeros(J, dtype=np.int64)
+        t0, c0 = time.perf_counter(), time.process_time()
+        for split in splits:
+            core.step_split(split)
+            again += core.last_result.iterations[0]
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        if not np.array_equal(again, iters):
+            raise RuntimeError(f"a replay of the fluid span completed {again} iterations, the run {iters}")
+    timed = slice(1, None) if cfg.fluid_repeats > 0 else slice(None)
     return _FluidRun(
-        fabric, world.decision_interval_s, splits, conns, jobs, iters[alive], comm[alive], wall, cpu
+        fabric,
+        world.decision_interval_s,
+        splits,
+        conns,
+        jobs,
+        iters[alive],
+        comm[alive],
+        float(np.median(walls[timed])),
+        float(np.median(cpus[timed])),
+        wall,
     )
 
 
@@ -406,9 +453,7 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     ns.Config.SetDefault(
         "ns3::TcpSocketBase::ReTxThreshold", ns.UintegerValue(cfg.reorder_threshold if spray else 3)
     )
-    # SACK off when spraying: ns-3.44 crashes in TcpTxBuffer::Update on SACK blocks of heavily reordered
-    # flows after close (seen here); reordering is then absorbed by the duplicate-ACK threshold alone
-    ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(not spray))
+    ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(cfg.spray_sack or not spray))
     ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MicroSeconds(cfg.min_rto_ms * 1e3)))
 
     # nodes: every GPU and switch of the fabric (no NVLink switches, no storage)
@@ -423,6 +468,7 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
 
     # links: one point-to-point channel per duplex pair of fabric links
     p2p = ns.PointToPointHelper()
+    p2p.SetQueue("ns3::DropTailQueue", "MaxSize", ns.StringValue(f"{cfg.device_queue_packets}p"))
     latency = getattr(f, "link_latency_s", None)  # per-link latencies where the fabric has them
     addr = ns.Ipv4AddressHelper()
     addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
@@ -522,6 +568,18 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         "timed_out": bool(orch.timedOut),
         "transfers": int(orch.transfers),
         "routing": {kind: sum(1 for k, _ in routing.values() if k == kind) for kind in ("spray", "paths")},
+        # per transfer (TCP connection, launch order): job, bytes, launch and completion time (s; -1: open),
+        # fluid connection id
+        "transfer_log": [
+            (
+                int(orch.TransferJob(i)),
+                float(orch.TransferBytes(i)),
+                float(orch.TransferStart(i)),
+                float(orch.TransferEnd(i)),
+                int(orch.TransferConn(i)),
+            )
+            for i in range(int(orch.TransferCount()))
+        ],
     }
     ns.Simulator.Destroy()
     return out
@@ -575,7 +633,11 @@ def crosscheck(
         The ns-3 experiment's constants.
     details : dict, optional
         Filled, if given, with what the contract object leaves out: CPU times of both simulations,
-        iterations per job in each, ns-3 transfers (TCP connections) and how connections were routed.
+        the fluid's first (recorded, untimed-median) wall time, iterations per job in each, ns-3 transfers
+        (TCP connections), how connections were routed (``routing``, and per connection its candidate
+        ``paths``, ``conn_ends`` and each interval's ``splits``), ``transfer_log`` (per ns-3 transfer:
+        job, bytes, launch and completion time in s, -1 if it did not complete, connection id) and
+        ``transfer_mb``, the smallest transfer of the jobs in MB.
 
     Returns
     -------
@@ -605,6 +667,10 @@ def crosscheck(
     rc = cfg.ring_chunk_bytes
     if rc is not None and (isinstance(rc, bool) or not isinstance(rc, (int, float)) or not rc >= 0):
         raise CrosscheckError(f"ring_chunk_bytes = {rc!r}: allowed: None, 0 (no coupling) or a size > 0")
+    for name, low in (("fluid_repeats", 0), ("device_queue_packets", 1)):
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise CrosscheckError(f"{name} = {v!r}: allowed: an integer >= {low}")
     sc = load_scenario(_resolve(scenario))
     if cfg.header_efficiency is not None:
         if not 0 < cfg.header_efficiency <= 1:
@@ -647,11 +713,18 @@ def crosscheck(
     if details is not None:
         details.update(
             fluid_cpu_s=run.cpu_s,
+            fluid_first_wall_s=run.first_wall_s,
+            # the smallest transfer of the jobs (MB, before a split into sub-flows): what makes a case bulk
+            transfer_mb=min(t[1] for jp in run.jobs for ph in jp.phases for fl in ph for t in fl) / 1e6,
             ns3_cpu_s=pk["cpu_s"],
             fluid_iterations=run.iterations.tolist(),
             ns3_iterations=pk["iterations"].tolist(),
             ns3_transfers=pk["transfers"],
             routing=pk["routing"],
+            paths={c: [[int(x) for x in p] for p in conn.paths] for c, conn in run.conns.items()},
+            conn_ends={c: (conn.src, conn.dst) for c, conn in run.conns.items()},
+            splits=[s.tolist() for s in run.splits],
+            transfer_log=pk["transfer_log"],
             header_efficiency=sc.fabric.link_efficiency,
         )
     return {
@@ -674,7 +747,27 @@ CALIBRATION_CASES: tuple[tuple[str, int], ...] = (
     ("xc-perm-64", 1),
     ("xc-two-jobs", 2),
 )
-CALIBRATION_POLICIES: tuple[str, ...] = ("ecmp", "spray", "lp")
+CALIBRATION_POLICIES: tuple[str, ...] = ("ecmp", "spray", "lp", "ppo")
+
+
+#: Where :func:`calibration` looks for the ``ppo`` rows' checkpoints, ``<dir>/<case>.zip`` (``make
+#: crosscheck`` trains the missing ones there, see the Makefile).
+PPO_DIR: str = "crosscheck-ppo"
+
+
+def case_policy(case: str, policy: str, ppo_dir: str | os.PathLike = PPO_DIR) -> str:
+    """The policy string of a calibration row: ``"ppo"`` names the case's own trained PPO model,
+    ``<ppo_dir>/<case>.zip`` (``ainet-gym train scenarios/crosscheck/<case>.yaml --algo ppo --timesteps 8192
+    --n-envs 8 --seed 0``, what ``make crosscheck`` runs); any other string is passed through."""
+    if policy != "ppo":
+        return policy
+    path = Path(ppo_dir) / f"{case}.zip"
+    if not path.is_file():
+        raise CrosscheckError(
+            f"policy 'ppo' of case {case!r}: no model {str(path)!r}; allowed: train it (make crosscheck) or "
+            "give ppo:PATH"
+        )
+    return f"ppo:{path.resolve()}"
 
 
 def _ranking(times: dict[str, float], tol: float) -> list[list[str]]:
@@ -703,7 +796,7 @@ def _inversions(fluid: dict[str, float], ns3: dict[str, float], tol: float) -> l
 
 
 def _crosscheck_in_subprocess(
-    name: str, policy: str, seed: int, steps: int, config: CrosscheckConfig | None
+    name: str | dict, policy: str, seed: int, steps: int, config: CrosscheckConfig | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """:func:`crosscheck` in a fresh interpreter. ns-3 keeps global state across runs in one process
     (simulator singletons, random-stream counters): in one batch, ``xc-hd-8`` under ``lp`` completed no
@@ -748,6 +841,7 @@ def calibration(
     config: CrosscheckConfig | None = None,
     tie_tolerance: float = 0.02,
     progress: bool = True,
+    ppo_dir: str | os.PathLike = PPO_DIR,
 ) -> dict[str, Any]:
     """Run every case under every policy, each in a process of its own; return the rows and the per-case
     ranking comparison.
@@ -756,10 +850,21 @@ def calibration(
     within ``tie_tolerance`` of each other are a tie in the fluid model, and either order in ns-3 agrees.
     """
     rows: list[dict[str, Any]] = []
-    for name, steps in cases:
+    max_steps = (config or CrosscheckConfig()).max_steps
+    for name, steps0 in cases:
         for pol in policies:
+            steps = steps0
             try:
-                r, det = _crosscheck_in_subprocess(name, pol, seed, steps, config)
+                while True:  # a slow policy may need more intervals for one iteration: double them
+                    try:
+                        r, det = _crosscheck_in_subprocess(
+                            name, case_policy(name, pol, ppo_dir), seed, steps, config
+                        )
+                        break
+                    except CrosscheckError as e:
+                        if "completed no iteration" not in str(e) or 2 * steps > max_steps:
+                            raise
+                        steps *= 2
             except CrosscheckError as e:  # e.g. no iteration completed in ns-3 within the span
                 rows.append({"case": name, "policy": pol, "error": str(e)})
                 if progress:
@@ -776,6 +881,8 @@ def calibration(
                         "fluid_cpu_s": det["fluid_cpu_s"],
                         "ns3_cpu_s": det["ns3_cpu_s"],
                         "iterations": det["ns3_iterations"],
+                        "steps": steps,
+                        "transfer_mb": det["transfer_mb"],
                     }
                 )
                 if progress:
@@ -818,16 +925,22 @@ def markdown(result: dict[str, Any]) -> str:
         return " < ".join("=".join(g) for g in groups)
 
     lines = [
-        "| case | policy | job | fluid ms | ns-3 ms | error | ns-3 wall s | fluid wall ms | speed ratio (wall) |"
-        " speed ratio (CPU) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| case | MB per transfer | policy | job | fluid ms | ns-3 ms | error | ns-3 wall s | fluid wall ms |"
+        " speed ratio (wall) | speed ratio (CPU) |",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
         if "error" in r:
-            lines.append(f"| {r['case']} | {r['policy']} | - | | | {r['error']} | | | | |")
+            lines.append(f"| {r['case']} | | {r['policy']} | - | | | {r['error']} | | | | |")
             continue
+        pol = (
+            r["policy"]
+            if r.get("steps", 1) == dict(CALIBRATION_CASES).get(r["case"], 1)
+            else (f"{r['policy']} ({r['steps']} intervals)")
+        )
         lines.append(
-            f"| {r['case']} | {r['policy']} | {r['name']} | {r['fluid_comm_ms']:.3f} | {r['ns3_comm_ms']:.3f} | "
+            f"| {r['case']} | {r['transfer_mb']:.3g} | {pol} | {r['name']} | {r['fluid_comm_ms']:.3f} | "
+            f"{r['ns3_comm_ms']:.3f} | "
             f"{100 * r['rel_error']:+.2f}% | {r['ns3_wall_s']:.2f} | {1e3 * r['fluid_wall_s']:.2f} | "
             f"{r['ns3_wall_s'] / max(r['fluid_wall_s'], 1e-9):.2g} | "
             f"{r['ns3_cpu_s'] / max(r['fluid_cpu_s'], 1e-9):.2g} |"
@@ -849,12 +962,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(n for n, _ in CALIBRATION_CASES), help="comma list")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--spray-mode", default="subflows", help="subflows | packet")
+    ap.add_argument("--reorder-threshold", type=int, default=CrosscheckConfig.reorder_threshold)
+    ap.add_argument("--no-spray-sack", action="store_true", help="SACK off on sprayed connections")
     ap.add_argument("--out", default=None, help="write the JSON result here")
+    ap.add_argument("--ppo-dir", default=PPO_DIR, help="the ppo rows' models, <dir>/<case>.zip")
+    ap.add_argument(
+        "--from-json",
+        default=None,
+        help="comma list of --out files: print their rows together (rankings over all of them), run nothing",
+    )
     a = ap.parse_args(argv)
+    if a.from_json:
+        rows = [
+            r for f in a.from_json.split(",") for r in json.loads(Path(f).read_text(encoding="utf-8"))["rows"]
+        ]
+        order = {n: i for i, (n, _) in enumerate(CALIBRATION_CASES)}
+        pols = {p: i for i, p in enumerate(CALIBRATION_POLICIES)}
+        rows.sort(key=lambda r: (order.get(r["case"], len(order)), pols.get(r["policy"], len(pols))))
+        print(markdown({"rows": rows, "rankings": rankings(rows)}))
+        return 0
     steps = dict(CALIBRATION_CASES)
     cases = tuple((c, steps.get(c, 1)) for c in a.cases.split(",") if c)
     pols = tuple(p for p in a.policies.split(",") if p)
-    res = calibration(cases, pols, a.seed, CrosscheckConfig(spray_mode=a.spray_mode))
+    cfg = CrosscheckConfig(
+        spray_mode=a.spray_mode, reorder_threshold=a.reorder_threshold, spray_sack=not a.no_spray_sack
+    )
+    res = calibration(cases, pols, a.seed, cfg, ppo_dir=a.ppo_dir)
     if a.out:
         Path(a.out).write_text(json.dumps(res, indent=1), encoding="utf-8")
     print(markdown(res))

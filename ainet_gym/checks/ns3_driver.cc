@@ -137,6 +137,9 @@ struct XcRx
     uint64_t got;
     bool done;
     XcHop* hop;
+    double start; // simulated s at launch
+    double end;   // simulated s at the last byte (-1 while in flight)
+    uint32_t conn; // connection id (the fluid's)
     void OnRx(ns3::Ptr<const ns3::Packet> p, const ns3::Address& from);
 };
 
@@ -273,7 +276,7 @@ class Orchestrator
                             continue;
                         }
                         job.pending++;
-                        Launch(j, s, b, h);
+                        Launch(j, t.conn, s, b, h);
                     }
                 }
                 if (ring)
@@ -330,7 +333,7 @@ class Orchestrator
         }
     }
 
-    void Launch(uint32_t j, const XcSub& s, uint64_t bytes, XcHop* hop)
+    void Launch(uint32_t j, uint32_t conn, const XcSub& s, uint64_t bytes, XcHop* hop)
     {
         uint16_t port = nextPort++;
         if (nextPort > 64000)
@@ -342,7 +345,7 @@ class Orchestrator
         ns3::Ptr<ns3::Node> sn = ns3::NodeList::GetNode(s.srcNode);
         ns3::PacketSinkHelper sink("ns3::TcpSocketFactory", ns3::InetSocketAddress(s.dst, port));
         ns3::ApplicationContainer sa = sink.Install(dn);
-        rx.push_back(std::unique_ptr<XcRx>(new XcRx{this, j, bytes, 0, false, hop}));
+        rx.push_back(std::unique_ptr<XcRx>(new XcRx{this, j, bytes, 0, false, hop, ns3::Simulator::Now().GetSeconds(), -1.0, conn}));
         sa.Get(0)->TraceConnectWithoutContext("Rx", ns3::MakeCallback(&XcRx::OnRx, rx.back().get()));
         sa.Start(ns3::Seconds(0.0));
         if (hop != nullptr)
@@ -404,6 +407,19 @@ class Orchestrator
         return s;
     }
 
+    // Transfer i (launch order): job, bytes, launch and completion times (s; -1: not completed).
+    uint32_t TransferCount() const { return rx.size(); }
+
+    uint32_t TransferJob(uint32_t i) const { return rx[i]->job; }
+
+    uint32_t TransferConn(uint32_t i) const { return rx[i]->conn; }
+
+    double TransferBytes(uint32_t i) const { return (double)rx[i]->need; }
+
+    double TransferStart(uint32_t i) const { return rx[i]->start; }
+
+    double TransferEnd(uint32_t i) const { return rx[i]->end; }
+
     double CommSum(uint32_t j) const { return jobs[j].commSum; }
 
     double StepSum(uint32_t j) const { return jobs[j].stepSum; }
@@ -420,6 +436,7 @@ XcRx::OnRx(ns3::Ptr<const ns3::Packet> p, const ns3::Address& from)
     if (!done && got >= need)
     {
         done = true;
+        end = ns3::Simulator::Now().GetSeconds();
         orch->TransferDone(job);
     }
 }
