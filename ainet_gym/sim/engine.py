@@ -36,6 +36,7 @@ from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import BackgroundSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim.allocator import solve_coo
+from ainet_gym.sim.stack import UnitStack, stack_units
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING, SimState
 from ainet_gym.sim.workload import decompose
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
@@ -94,6 +95,7 @@ def resolve_backend(backend: str | None = None) -> str:
 
 
 _STATE_FIELDS = tuple(f.name for f in fields(SimState))  # BatchSim attributes that view the state
+_STACK_FIELDS = tuple(f.name for f in fields(UnitStack))  # BatchSim attributes that view the structure
 _EPS_T = 1e-12  # seconds: timers at or below this are done
 _EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
 
@@ -315,14 +317,17 @@ class BatchSim:
     Build with the list of units of each instance; call :meth:`run_interval` with the split of every
     connection. Structure changes (a job arrives or leaves) go through :meth:`set_units`.
 
-    Three kinds of data: the *structure* (``unit_*``, ``phase_*``, ``flow_*``, ``member_*``, ``conn_*``,
-    ``inst_*`` tables, written by :meth:`set_units` only), the *inputs* of an interval (the split and its
-    incidence entries ``e_*``, written by :meth:`set_split`; ``capacity_bytes_per_s``, written by the
-    world) and the *state* (:attr:`state`, a :class:`SimState`, mutated by :meth:`run_interval`). Each
-    field of the state is also readable as an attribute of the same name (``sim.rem`` is
-    ``sim.state.rem``, the same array); writes go through ``sim.state``, in place.
+    Three kinds of data: the *structure* (:attr:`stack`, a :class:`~ainet_gym.sim.stack.UnitStack` of
+    ``unit_*``, ``phase_*``, ``flow_*``, ``member_*``, ``conn_*``, ``inst_*`` tables, replaced by
+    :meth:`set_units` only), the *inputs* of an interval (the split and its incidence entries ``e_*``,
+    written by :meth:`set_split`; ``capacity_bytes_per_s``, written by the world) and the *state*
+    (:attr:`state`, a :class:`SimState`, mutated by :meth:`run_interval`). Each field of the structure
+    and of the state is also readable as an attribute of the same name (``sim.conn_npaths`` is
+    ``sim.stack.conn_npaths``, ``sim.rem`` is ``sim.state.rem``, the same arrays); state writes go through
+    ``sim.state``, in place.
     """
 
+    stack: UnitStack
     state: SimState
 
     def __init__(
@@ -347,7 +352,15 @@ class BatchSim:
     def __setattr__(self, name: str, value: object) -> None:
         if name in _STATE_FIELDS:
             raise AttributeError(f"BatchSim.{name} is a view of BatchSim.state.{name}: write that in place")
+        if name in _STACK_FIELDS:
+            raise AttributeError(f"BatchSim.{name} is BatchSim.stack.{name}, set by set_units only")
         object.__setattr__(self, name, value)
+
+    def _bind(self, stack: UnitStack) -> None:
+        """Make ``stack`` the simulation's structure (and its fields readable as attributes)."""
+        object.__setattr__(self, "stack", stack)
+        for name in _STACK_FIELDS:
+            object.__setattr__(self, name, getattr(stack, name))
 
     def _bind_state(self, state: SimState) -> None:
         """Make ``state`` the simulation's state (and its fields readable as attributes)."""
@@ -367,84 +380,7 @@ class BatchSim:
         the snapshot ``old`` (:meth:`snapshot_units`, -1: none), the unit continues from its old state.
         The clocks stay (``time_s``, (batch,) s, sets them)."""
         time_s = self.state.time_s if time_s is None else time_s
-        self.units = units
-        flat = [u for inst in units for u in inst]
-        self.flat_units = flat
-        U = len(flat)
-        self.unit_inst = np.asarray([b for b, inst in enumerate(units) for _ in inst], dtype=np.int64)
-        L = self.n_links
-        n_ph = np.asarray([u.n_phases for u in flat], dtype=np.int64)
-        n_fl = np.asarray([u.flow_bytes.shape[0] for u in flat], dtype=np.int64)
-        n_cn = np.asarray([u.conn_src.shape[0] for u in flat], dtype=np.int64)
-        self.phase_off = np.concatenate([[0], np.cumsum(n_ph)])[:-1]
-        self.flow_off = np.concatenate([[0], np.cumsum(n_fl)])[:-1]
-        self.conn_off = np.concatenate([[0], np.cumsum(n_cn)])[:-1]
-        self.unit_nphases = n_ph
-        self.unit_bg = np.asarray([u.is_background for u in flat], dtype=bool)
-        self.unit_compute = np.asarray([u.compute_s for u in flat])
-        self.unit_overlap = np.asarray([u.overlap for u in flat])
-        self.unit_start = np.asarray([u.start_s for u in flat])
-        self.unit_ngpus = np.asarray([0 if u.is_background else len(u.gpus) for u in flat], dtype=np.int64)
-
-        def cat(attr: str, dtype: type = np.float64) -> np.ndarray:
-            arrs = [getattr(u, attr) for u in flat]
-            return np.concatenate(arrs).astype(dtype) if arrs else np.zeros(0, dtype=dtype)
-
-        self.phase_latency = cat("phase_latency_s")
-        # phase graph (global phase ids): predecessor counts, successor lists (CSR), unit and instance
-        n_gph = int(n_ph.sum())
-        self.phase_unit = np.repeat(np.arange(U), n_ph)
-        self.phase_inst = self.unit_inst[self.phase_unit] if U else np.zeros(0, dtype=np.int64)
-        self.inst_phase = np.searchsorted(self.phase_inst, np.arange(self.batch + 1)).astype(np.int64)
-        self.phase_npred = cat("phase_npred", np.int64)
-        n_edge = np.asarray([u.phase_succ.shape[0] for u in flat], dtype=np.int64)
-        edge_off = np.concatenate([[0], np.cumsum(n_edge)])
-        self.phase_succ = cat("phase_succ", np.int64) + np.repeat(self.phase_off, n_edge).astype(np.int64)
-        self.phase_succ_off = np.concatenate(
-            [u.phase_succ_off[:-1] + edge_off[i] for i, u in enumerate(flat)] + [edge_off[-1:]]
-        ).astype(np.int64)
-        self.phase_edge_src = np.repeat(np.arange(n_gph), np.diff(self.phase_succ_off))
-        self.flow_unit = np.repeat(np.arange(U), n_fl)
-        self.flow_phase = cat("flow_phase", np.int64)
-        self.flow_bytes = cat("flow_bytes")
-        self.flow_demand = cat("flow_demand_bytes_per_s")
-        self.flow_inst = self.unit_inst[self.flow_unit] if U else np.zeros(0, dtype=np.int64)
-        self.flow_bg = self.unit_bg[self.flow_unit] if U else np.zeros(0, dtype=bool)
-        # (flows,) global phase of each job flow, -1 for background flows
-        self.flow_gphase = np.where(self.flow_bg, -1, self.phase_off[self.flow_unit] + self.flow_phase).astype(
-            np.int64
-        ) if U else np.zeros(0, dtype=np.int64)  # fmt: skip
-        self._job_flows = np.flatnonzero(~self.flow_bg)
-        n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
-        mem_unit = np.repeat(np.arange(U), n_mem)
-        self.member_flow = cat("member_flow", np.int64) + (self.flow_off[mem_unit] if U else 0)
-        self.member_conn = cat("member_conn", np.int64) + (self.conn_off[mem_unit] if U else 0)
-        self.conn_unit = np.repeat(np.arange(U), n_cn)
-        self.conn_key = cat("conn_key", np.int64)
-        self.conn_src = cat("conn_src", np.int64)  # (conns,) source endpoint
-        self.conn_dst = cat("conn_dst", np.int64)  # (conns,) destination endpoint
-        self.unit_nconns = n_cn  # (units,) connections of each unit
-        self.conn_npaths = cat("conn_npaths", np.int64)
-        P, H = self.fabric.max_paths, max_hops(self.fabric)
-        paths = [u.conn_paths for u in flat]
-        self.conn_paths = np.concatenate(paths) if paths else np.zeros((0, P, H), dtype=np.int64)
-        inst_of_conn = self.unit_inst[self.conn_unit] if U else np.zeros(0, dtype=np.int64)
-        self.conn_paths_global = np.where(
-            self.conn_paths >= 0, self.conn_paths + (inst_of_conn * L)[:, None, None], -1
-        )
-        self.n_units, self.n_flows, self.n_conns = U, int(n_fl.sum()), int(n_cn.sum())
-        # contiguous ranges for the compiled backend: units and flows of each instance, flows of each phase
-        B = self.batch
-        self.inst_unit = np.searchsorted(self.unit_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
-        self.inst_flow = np.searchsorted(self.flow_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
-        job = self._job_flows
-        gphase = self.flow_gphase[job]  # nondecreasing along job
-        self.phase_flow_n = np.bincount(gphase, minlength=n_gph).astype(np.int64)  # (phases,) flows
-        first = np.searchsorted(gphase, np.arange(n_gph))
-        self.phase_flow_lo = np.where(  # (phases,) first flow of each phase
-            self.phase_flow_n > 0, job[np.minimum(first, max(job.size - 1, 0))] if job.size else 0, 0
-        ).astype(np.int64)
-        self.unit_nflows = n_fl  # (units,) flows of each unit
+        self._bind(stack_units(self.fabric, units))
         self._bind_state(
             SimState.initial(
                 self.flow_bytes, self.unit_start, self.unit_compute, self.unit_overlap, self.unit_inst,
@@ -754,7 +690,7 @@ class BatchSim:
             # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
             # wait for it start when it was the last they waited for; the cursor counts the phases done
             n_ph = self.phase_state.shape[0]
-            jf = self._job_flows
+            jf = self.job_flows
             pending = np.bincount(self.flow_gphase[jf], weights=self.rem[jf] > 0, minlength=n_ph)
             done = (
                 alive[self.phase_unit]
