@@ -3,4 +3,5 @@ allocator (:mod:`.allocator`, pure-Python reference in :mod:`.reference`), the b
 (:mod:`.engine`, compiled in :mod:`.kernels`) on its structure (:mod:`.stack`) and mutable state
 (:mod:`.state`), a scenario's world of jobs, background and dynamics (:mod:`.world`: GPU placement in
 :mod:`.placement`, ideal step times in :mod:`.ideal`, what changes between intervals in :mod:`.dynamics`,
-the metrics of an interval in :mod:`.metrics`) and :func:`ainet_gym.simulate` (:mod:`.simulate`). Nothing here imports gymnasium."""
+the metrics of an interval in :mod:`.metrics`) and :func:`ainet_gym.simulate` (:mod:`.simulate`).
+Nothing here imports gymnasium."""
