@@ -15,6 +15,12 @@ divided by ``LP - ECMP`` (the uncertainty of the denominator is left out; ``-`` 
 is below 0.005, where the score means nothing). Files: ``leaderboard.md``, ``leaderboard.csv``,
 ``leaderboard.json`` and ``leaderboard.png`` (score per env id and policy).
 
+Beside the env ids it ranks the same policies on every scenario a checkpoint is shipped for that no env
+id has as its default (``periodic-interference-jitter``, ``ingest-bursts``, ``storage-checkpoint``: the
+scenarios where learning is measured against the LP), so every shipped checkpoint has its row; their
+rows carry the scenario name in the ``env_id`` column. ``--scenarios`` chooses them (names or files;
+``none`` for the env ids only).
+
 ``--quick`` (for tests): 2 seeds and 3 intervals per episode.
 """
 
@@ -30,7 +36,14 @@ from typing import Any
 from ainet_gym.agents.evaluate import EvalConfig, evaluate, parse_seeds
 from ainet_gym.agents.registry import parse_policies
 
-__all__ = ["LEADERBOARD_SEEDS", "leaderboard", "leaderboard_main", "leaderboard_policies", "markdown"]
+__all__ = [
+    "LEADERBOARD_SEEDS",
+    "checkpoint_scenarios",
+    "leaderboard",
+    "leaderboard_main",
+    "leaderboard_policies",
+    "markdown",
+]
 
 LEADERBOARD_SEEDS: list[int] = list(range(1, 11))
 PREDICTIVE = ("predictive-greedy", "predictive-lp")
@@ -50,6 +63,14 @@ def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[
     return pols + [e for e in (extra or []) if e not in pols]
 
 
+def checkpoint_scenarios() -> list[str]:
+    """Scenarios with a shipped checkpoint that no registered env id has as its default scenario."""
+    from ainet_gym.envs.registration import ENV_IDS
+    from ainet_gym.pretrained import list_pretrained
+
+    return [name for name in list_pretrained() if name not in set(ENV_IDS.values())]
+
+
 def _score(d: dict[str, Any], ecmp: float, lp: float) -> dict[str, Any]:
     gap = lp - ecmp
     if gap < MIN_GAP:
@@ -66,9 +87,11 @@ def leaderboard(
     steps: int | None = None,
     progress: bool = True,
     extra: list[str] | None = None,
+    scenarios: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate every env id (default: all registered) and return the leaderboard JSON; ``extra``
-    policy strings are evaluated beside the baselines on every env id.
+    """Evaluate every env id (default: all registered) and the ``scenarios`` (names or files; default
+    :func:`checkpoint_scenarios`) and return the leaderboard JSON; ``extra`` policy strings are
+    evaluated beside the baselines everywhere.
 
     Raises
     ------
@@ -76,20 +99,27 @@ def leaderboard(
         If an env id is not registered.
     """
     from ainet_gym.envs.registration import ENV_IDS
+    from ainet_gym.scenario import load_scenario
 
     ids = list(ENV_IDS) if env_ids is None else list(env_ids)
     for i in ids:
         if i not in ENV_IDS:
             raise ValueError(f"env id {i!r}: not registered; allowed: {', '.join(ENV_IDS)}")
+    extra_sc = checkpoint_scenarios() if scenarios is None else list(scenarios)
+    # (row label, scenario): an env id with its default scenario, or a scenario under its own name
+    jobs = [(i, ENV_IDS[i]) for i in ids] + [(load_scenario(sc).name, sc) for sc in extra_sc]
     seeds = list(LEADERBOARD_SEEDS if seeds is None else seeds)
     rows: list[dict[str, Any]] = []
     runs: dict[str, Any] = {}
-    for env_id in ids:
-        scenario = ENV_IDS[env_id]
+    for env_id, scenario in jobs:
         t0 = time.time()
         res = evaluate(
             EvalConfig(
-                scenario, policies=leaderboard_policies(scenario, extra), seeds=seeds, steps=steps, out=None
+                scenario,
+                policies=leaderboard_policies(load_scenario(scenario).name, extra),
+                seeds=seeds,
+                steps=steps,
+                out=None,
             )
         )
         pol = res["policies"]
@@ -98,7 +128,7 @@ def leaderboard(
             rows.append(
                 {
                     "env_id": env_id,
-                    "scenario": scenario,
+                    "scenario": load_scenario(scenario).name,
                     "policy": name,
                     "controls": d["controls"],
                     "gpu_utilization": d["gpu_utilization"],
@@ -122,9 +152,9 @@ def _ci(d: dict[str, Any], nd: int = 3) -> str:
 
 
 def markdown(board: dict[str, Any]) -> str:
-    """The leaderboard as a markdown table (rows grouped by env id, best score first)."""
+    """The leaderboard as a markdown table (rows grouped by env id or scenario, best score first)."""
     head = [
-        "env id",
+        "env id / scenario",
         "policy",
         "controls",
         "GPU util [95% CI]",
@@ -206,9 +236,17 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     """Entry point of ``ainet-gym leaderboard``."""
     seeds = parse_seeds(args.seeds) if args.seeds else ([1, 2] if args.quick else None)
     steps = args.steps if args.steps is not None else (3 if args.quick else None)
-    ids = [s.strip() for s in args.env_ids.split(",") if s.strip()] if args.env_ids else None
+    ids = (
+        [s.strip() for s in args.env_ids.split(",") if s.strip() not in ("", "none")]
+        if args.env_ids
+        else None
+    )
     extra = parse_policies(args.policies) if args.policies else None
-    board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra)
+    scen = getattr(args, "scenarios", None)
+    scenarios = (
+        None if scen is None else [s.strip() for s in scen.split(",") if s.strip() not in ("", "none")]
+    )
+    board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra, scenarios=scenarios)
     write(board, Path(args.out))
     if args.json:
         print(json.dumps(board))

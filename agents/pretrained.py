@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ainet_gym.agents.registry import register_agent
-from ainet_gym.agents.sb3_agents import META_MEMBER, SB3Agent, algo_class, read_metadata, safe_objects
+from ainet_gym.agents.sb3_agents import META_MEMBER, OPTIMIZER_MEMBER, SB3Agent, load_model, read_metadata
 from ainet_gym.pretrained import PRETRAINED_DIR, list_pretrained, pretrained_path
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["DROPPED_MEMBERS", "PretrainedAgent", "export_checkpoint", "load_policy_only"]
 
 #: members of an SB3 zip that a shipped checkpoint leaves out (optimiser state, extra tensors).
-DROPPED_MEMBERS = ("policy.optimizer.pth", "pytorch_variables.pth")
+DROPPED_MEMBERS = (OPTIMIZER_MEMBER, "pytorch_variables.pth")
 
 
 def export_checkpoint(src: str | Path, scenario: str, command: str, dst: str | Path | None = None) -> Path:
@@ -78,9 +78,9 @@ def export_checkpoint(src: str | Path, scenario: str, command: str, dst: str | P
 def load_policy_only(path: str | Path) -> tuple[BaseAlgorithm, dict[str, Any]]:
     """Load a policy-only checkpoint (or a full model) for inference: ``(model, metadata)``.
 
-    SB3's ``load`` insists on the optimiser state; this rebuilds the model from ``data`` as SB3 does
-    and loads only the policy weights. The pickled entries of ``data`` go through the same checks and
-    allowlist as :func:`ainet_gym.agents.sb3_agents.load_model` (tensors: ``torch.load(weights_only=True)``).
+    :func:`ainet_gym.agents.sb3_agents.load_model` with the metadata required: a policy-only file is
+    rebuilt from its ``data`` with the policy weights (the optimiser state is not shipped), through the
+    same checks and allowlist (tensors: ``torch.load(weights_only=True)``), so ``ppo:PATH`` loads it too.
 
     Raises
     ------
@@ -88,23 +88,10 @@ def load_policy_only(path: str | Path) -> tuple[BaseAlgorithm, dict[str, Any]]:
         If the file has no metadata, no policy weights, or (:class:`UntrustedModelError`) holds
         objects outside the allowlist.
     """
-    from stable_baselines3.common.save_util import load_from_zip_file
-
     meta = read_metadata(path)
-    algo = meta.get("algo")
-    if algo is None:
+    if meta.get("algo") is None:
         raise ValueError(f"checkpoint {str(path)!r}: no ainet_gym.json metadata")
-    cls = algo_class(algo)
-    objects = safe_objects(Path(path), algo)
-    data, params, _ = load_from_zip_file(path, device="cpu", load_data=True, custom_objects=objects)
-    if data is None or "policy" not in params:
-        raise ValueError(f"checkpoint {str(path)!r}: no SB3 data or policy weights")
-    model = cls(policy=data["policy_class"], env=None, device="cpu", _init_setup_model=False)
-    model.__dict__.update(data)
-    model._setup_model()
-    model.policy.load_state_dict(params["policy"])
-    model.policy.set_training_mode(False)
-    return model, {"algo": algo, **meta}
+    return load_model(path)
 
 
 class PretrainedAgent(SB3Agent):

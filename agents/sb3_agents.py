@@ -429,7 +429,12 @@ def load_model(
     cls = algo_class(algo)
     objects = None if trusted else safe_objects(p, algo)
     try:
-        model = cls.load(p, env=env, device="cpu", custom_objects=objects)
+        with zipfile.ZipFile(p) as z:
+            has_optimizer = OPTIMIZER_MEMBER in z.namelist()
+        if has_optimizer:
+            model = cls.load(p, env=env, device="cpu", custom_objects=objects)
+        else:  # policy weights only (a shipped checkpoint): inference, not further training
+            model = _load_policy_weights(p, cls, objects, env)
     except (
         AssertionError,
         KeyError,
@@ -444,6 +449,28 @@ def load_model(
         ) from None
     meta = {"algo": algo, **meta}
     return model, meta
+
+
+#: The zip member of a full SB3 model that a policy-only checkpoint drops (the optimiser state).
+OPTIMIZER_MEMBER = "policy.optimizer.pth"
+
+
+def _load_policy_weights(p: Path, cls: type, objects: dict[str, Any] | None, env: Any) -> BaseAlgorithm:
+    """Rebuild a model from ``data`` as SB3's ``load`` does and load only the policy weights (SB3's
+    ``load`` insists on the optimiser state, which a policy-only checkpoint leaves out)."""
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    data, params, _ = load_from_zip_file(p, device="cpu", load_data=True, custom_objects=objects)
+    if data is None or "policy" not in params:
+        raise KeyError("no SB3 data or policy weights")
+    model = cls(policy=data["policy_class"], env=None, device="cpu", _init_setup_model=False)
+    model.__dict__.update(data)
+    model._setup_model()
+    model.policy.load_state_dict(params["policy"])
+    model.policy.set_training_mode(False)
+    if env is not None:
+        model.set_env(env)
+    return model
 
 
 def _signature_of_model(model: BaseAlgorithm) -> tuple[dict, dict]:

@@ -204,8 +204,14 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     s.add_argument(
         "--steps", type=_int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
     )
-    s.add_argument("--env-ids", default=None, help="comma list of env ids (default: all registered)")
+    s.add_argument("--env-ids", default=None, help="comma list of env ids ('none'; default: all registered)")
     s.add_argument("--policies", default=None, help="extra registered agents to rank (comma list)")
+    s.add_argument(
+        "--scenarios",
+        default=None,
+        help="scenarios ranked beside the env ids (comma list of names or files; 'none'; default: those "
+        "of the shipped checkpoints that no env id covers)",
+    )
     s.add_argument("--out", default="out/leaderboard", help="directory for the table, CSV, JSON and figure")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_leaderboard)

@@ -97,6 +97,13 @@ def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, caps
             else:
                 assert s == pytest.approx((r["gpu_utilization"]["mean"] - e) / (lp - e))
         assert rows["ecmp"]["controls"] == "none" and rows["spray+bg"]["controls"] == "jobs+bg"
+    # every shipped checkpoint has its row: those of scenarios no env id covers are ranked by name
+    covered = set(ENV_IDS.values())
+    for scenario in shipped:
+        label = next((i for i, s in ENV_IDS.items() if s == scenario), scenario)
+        rows = {r["policy"]: r for r in board["rows"] if r["env_id"] == label}
+        assert "pretrained" in rows and {*BASELINES} <= set(rows), scenario
+        assert (label == scenario) == (scenario not in covered)
     for k in ("md", "csv", "json", "png"):
         assert (tmp_path / f"leaderboard.{k}").stat().st_size > 0
     assert (tmp_path / "leaderboard.png").read_bytes()[:4] == b"\x89PNG"
@@ -124,3 +131,20 @@ def test_demo_comparison_says_beats_only_when_the_intervals_separate() -> None:
     assert lines[2].split()[0] == "overlaps" and "greedy" in lines[2]
     assert lines[3].startswith("  loses to") and "lp" in lines[3]
     assert len(lines) == 4  # only the baselines present
+
+
+def test_a_shipped_policy_only_checkpoint_loads_as_ppo_path() -> None:
+    # the optimiser state is not shipped; `ppo:PATH` must still load the weights (was a KeyError)
+    import zipfile
+
+    from ainet_gym.agents.sb3_agents import OPTIMIZER_MEMBER, load_model
+    from ainet_gym.pretrained import pretrained_path
+
+    p = pretrained_path("periodic-interference")
+    assert p is not None and OPTIMIZER_MEMBER not in zipfile.ZipFile(p).namelist()
+    model, meta = load_model(p, algo="ppo")
+    ref, _ = load_policy_only(p)
+    obs = np.zeros(model.observation_space.shape, dtype=np.float32)
+    a, _ = model.predict(obs, deterministic=True)
+    b, _ = ref.predict(obs, deterministic=True)
+    assert meta["scenario"] == "periodic-interference" and np.array_equal(a, b)

@@ -193,6 +193,11 @@ def _check_supported(sc: Scenario, fabric: Fabric, steps: int, cfg: CrosscheckCo
             f"{where}: dynamics.job_churn is not supported by the cross-check; allowed: none"
         )
     for job in sc.jobs:
+        if job.start_jitter_ms > 0:
+            raise CrosscheckError(
+                f"{where}: workload.jobs[{job.name}].start_jitter_ms = {job.start_jitter_ms:g}: a start "
+                "drawn per episode is not supported by the cross-check; allowed: 0"
+            )
         for i, c in enumerate(job.collectives):
             if getattr(c, "chunks", 1) != 1:
                 raise CrosscheckError(

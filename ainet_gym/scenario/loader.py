@@ -54,6 +54,9 @@ Decisions worth knowing:
   GPUs. spread/random placements are resolved by the engine.
 - Initial jobs may not share GPUs: their GPU counts must sum to at most the fabric's GPUs and explicit
   placements may not overlap. Churn templates are checked one by one against the fabric.
+- Per-seed variation: ``start_jitter_ms`` (initial jobs only; a churn template with it is an error) and
+  ``offset_jitter_steps`` (``pattern: periodic`` only) are drawn from the episode seed at each reset;
+  0, the default, keeps every episode of a seed identical to one without the field.
 - ``dynamics.job_churn.max_jobs`` must be at least the number of initial jobs when churn is on
   (``arrival_rate > 0``) or when ``max_jobs`` is given explicitly.
 """
@@ -672,6 +675,7 @@ _JOB_RULES: dict[str, _Rule | None] = {
     "compute_ms": _num("a compute time in ms", ge=0, le=_L["time_ms_max"]),
     "overlap": _FRACTION,
     "start_ms": _num("a start time in ms", ge=0, le=_L["time_ms_max"]),
+    "start_jitter_ms": _num("a start-time jitter in ms", ge=0, le=_L["time_ms_max"]),
     "collectives": None,  # below
 }
 _JOB_REQUIRED = {"name": "a non-empty string, unique among jobs", "gpus": "an integer >= 1"}
@@ -887,6 +891,14 @@ def _parse_jobs(ctx: _Ctx, v: Any, path: str, fabric: FabricSpec, n_gpus: int, i
                 job.name,
             )
         names[job.name] = i
+        if not initial and job.start_jitter_ms > 0:
+            ctx.fail(
+                _join(jpath, "start_jitter_ms"),
+                f"a churn template starts when it arrives; start_jitter_ms {job.start_jitter_ms:g} applies "
+                "to initial jobs only",
+                "0 or no start_jitter_ms in templates",
+                job.start_jitter_ms,
+            )
         if initial:
             total += job.gpus
             if total > n_gpus:
@@ -921,6 +933,7 @@ _BACKGROUND_RULES: dict[str, _Rule | None] = {
     "period_steps": _STEPS,
     "duration_steps": _STEPS,
     "offset_steps": _int("a number of decision steps", ge=0, le=_L["steps_max"]),
+    "offset_jitter_steps": _int("a number of decision steps", ge=0, le=_L["steps_max"]),
     "job": _text("a job name", null=True),
     "flows_per_host": _COUNT,
 }
@@ -946,6 +959,14 @@ def _parse_background(ctx: _Ctx, v: Any, path: str, fabric: FabricSpec, jobs: tu
                 f"duration_steps {bg.duration_steps} is longer than period_steps {bg.period_steps}",
                 f"an integer in [1, {bg.period_steps}] (or pattern: constant)",
                 bg.duration_steps,
+            )
+        if bg.offset_jitter_steps > 0 and bg.pattern != "periodic":
+            ctx.fail(
+                _join(bpath, "offset_jitter_steps"),
+                f"offset_jitter_steps {bg.offset_jitter_steps} needs pattern: periodic (the pattern is "
+                f"{bg.pattern!r})",
+                "0, or pattern: periodic",
+                bg.offset_jitter_steps,
             )
         names = [j.name for j in jobs]
         if bg.job is not None and bg.job not in names:

@@ -122,6 +122,10 @@ class JobSpec:
     compute_ms: float = 100.0
     overlap: float = 0.0  # fraction of compute that communication can hide behind, in [0, 1]
     start_ms: float = 0.0
+    # each episode (reset) of an initial job starts at start_ms + u, u drawn from the episode seed uniformly
+    # in [0, start_jitter_ms] on a 0.1 ms grid: the jobs' relative phases vary from seed to seed (0: every
+    # episode starts at start_ms, as without the field); initial jobs only, not churn templates
+    start_jitter_ms: float = 0.0
     collectives: tuple[CollectiveSpec, ...] = ()
 
 
@@ -131,7 +135,9 @@ class BackgroundSpec:
 
     kind `storage` reads (storage -> GPUs, data ingest), `checkpoint` writes (GPUs -> storage).
     Active in decision intervals where `pattern` is constant, or periodic with
-    (step - offset_steps) mod period_steps < duration_steps.
+    (step - offset) mod period_steps < duration_steps, where offset = offset_steps + k and k is drawn
+    from the episode seed at each reset uniformly in 0..offset_jitter_steps (0: offset_steps exactly, as
+    without the field; periodic only): the burst phase then varies from seed to seed.
     """
 
     kind: str = "storage"
@@ -140,6 +146,7 @@ class BackgroundSpec:
     period_steps: int = 10
     duration_steps: int = 1
     offset_steps: int = 0
+    offset_jitter_steps: int = 0
     job: str | None = None  # the GPUs of this job (None: every GPU of every initial job)
     flows_per_host: int = 1  # flows per storage host (one per target GPU, round-robin)
 

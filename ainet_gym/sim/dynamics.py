@@ -11,7 +11,7 @@ from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.scenario.spec import BackgroundSpec, JobChurnSpec, JobSpec, LinkFailureSpec
 from ainet_gym.sim.placement import place_job
 
-__all__ = ["LinkState", "alltoall_rotation", "background_on", "churn", "rotation_due"]
+__all__ = ["LinkState", "alltoall_rotation", "background_on", "churn", "episode_jitter", "rotation_due"]
 
 
 class LinkState:
@@ -138,11 +138,36 @@ def rotation_due(jobs: tuple[JobSpec, ...], steps: np.ndarray) -> bool:
     return False
 
 
-def background_on(background: tuple[BackgroundSpec, ...], step: np.ndarray) -> np.ndarray:
-    """(batch, sources) bool: background sources active in the interval of ``step`` (batch,)."""
+def background_on(background: tuple[BackgroundSpec, ...], step: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """(batch, sources) bool: background sources active in the interval of ``step`` (batch,), periodic
+    ones from their episode's ``offset`` (batch, sources) steps on."""
     on = np.ones((step.shape[0], len(background)), dtype=bool)
     for i, bg in enumerate(background):  # loop over background sources, not flows
         if bg.pattern != "constant":
-            phase = step - bg.offset_steps
+            phase = step - offset[:, i]
             on[:, i] = (phase >= 0) & (phase % bg.period_steps < bg.duration_steps)
     return on
+
+
+def episode_jitter(
+    jobs: tuple[JobSpec, ...], background: tuple[BackgroundSpec, ...], rng: np.random.Generator
+) -> tuple[list[JobSpec], np.ndarray]:
+    """Per-episode variation drawn at a reset: the initial ``jobs``, each with its start moved by
+    ``start_jitter_ms`` (uniform on a 0.1 ms grid), and the step offsets (sources,) of the ``background``
+    sources (``offset_steps`` plus uniform 0..``offset_jitter_steps``). Only fields > 0 draw, jobs before
+    sources, so a scenario without jitter draws nothing and its episodes are those without the fields."""
+    out = []
+    for job in jobs:
+        if job.start_jitter_ms > 0:
+            start = round(job.start_ms + rng.integers(int(job.start_jitter_ms * 10) + 1) / 10, 1)
+            job = replace(job, start_ms=start)
+        out.append(job)
+    offset = np.array(
+        [
+            bg.offset_steps
+            + (int(rng.integers(bg.offset_jitter_steps + 1)) if bg.offset_jitter_steps > 0 else 0)
+            for bg in background
+        ],
+        dtype=np.int64,
+    )
+    return out, offset

@@ -20,7 +20,14 @@ from ainet_gym.envs.slots import SlotLayout
 from ainet_gym.fabric.topology import Fabric, build_fabric
 from ainet_gym.routing.split import ecmp_split, wcmp_split
 from ainet_gym.scenario.spec import JobSpec, Scenario
-from ainet_gym.sim.dynamics import LinkState, alltoall_rotation, background_on, churn, rotation_due
+from ainet_gym.sim.dynamics import (
+    LinkState,
+    alltoall_rotation,
+    background_on,
+    churn,
+    episode_jitter,
+    rotation_due,
+)
 from ainet_gym.sim.engine import BatchSim, CompiledUnit, compile_background, compile_job, resolve_backend
 from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, StepResult
@@ -66,6 +73,11 @@ class FabricWorld:
         self.step_count = np.zeros(batch, dtype=np.int64)
         self.hash_seed = np.full(batch, scenario.seed, dtype=np.int64)  # (batch,) ECMP hash seeds
         self.links = LinkState(self.fabric, scenario.dynamics.link_failures, batch)
+        # (batch, backgrounds) step offset of each periodic background in this episode (offset_steps plus
+        # its per-episode jitter, see episode_jitter)
+        self.bg_offset = np.array(
+            [[bg.offset_steps for bg in scenario.background] for _ in range(batch)], dtype=np.int64
+        ).reshape(batch, len(scenario.background))
         n_bg = len(scenario.background)
         # per job slot, filled by reset: the job, its GPUs, its flat unit and its ideal times
         self.jobs: list[list[JobSpec | None]] = [[None] * self.n_job_slots for _ in range(batch)]
@@ -128,6 +140,8 @@ class FabricWorld:
                 free[g] = False
                 self.jobs[b][j] = job
                 self.gpus[b][j] = g
+            jobs, self.bg_offset[b] = episode_jitter(self.scenario.jobs, self.scenario.background, rng)
+            self.jobs[b][: len(jobs)] = jobs
             self.links.reset(b)
             self.step_count[b] = 0
         if self.sim is not None:
@@ -197,7 +211,7 @@ class FabricWorld:
         assert sim is not None
         sim.capacity_bytes_per_s = self.links.capacity_bytes_per_s()
         on = np.zeros(sim.n_units, dtype=bool)
-        on[self.bg_unit] = background_on(self.scenario.background, step)
+        on[self.bg_unit] = background_on(self.scenario.background, step, self.bg_offset)
         sim.state.bg_on[...] = on
 
     # ------------------------------------------------------------------ structure
