@@ -60,7 +60,7 @@ import numpy as np
 
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.envs.env import ACTION_MODES
-from ainet_gym.routing.policies import POLICIES, connection_demand, get_policy
+from ainet_gym.routing.policies import POLICIES, get_policy, place_least_loaded
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -113,19 +113,7 @@ def controls(policy: str, action_mode: str | None = None) -> str:
 
 def engine_split(name: str, core: EnvCore) -> np.ndarray:
     """The engine-level split ``(connections, max_paths)`` of baseline ``name`` in the core's state."""
-    return get_policy(name)(core.world, core._last)
-
-
-def _offered_load(core: EnvCore, split: np.ndarray, demand: np.ndarray) -> np.ndarray:
-    """Offered bytes (batch, links) of ``demand`` routed by ``split``."""
-    w = core.world
-    sim = w.sim
-    assert sim is not None
-    paths = sim.conn_paths_global  # (conns, P, hops) batch-global link ids, -1 padding
-    mask = paths >= 0
-    per = (split * demand[:, None])[:, :, None] * mask
-    B, L = w.batch, w.fabric.n_links
-    return np.bincount(paths[mask], weights=per[mask], minlength=B * L).reshape(B, L)
+    return get_policy(name)(core.world, core.last_result)
 
 
 def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
@@ -136,48 +124,26 @@ def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
     connection (ties: the lowest index). Rows with one positive share map to that path exactly.
     Uncontrollable slots get 0.
     """
-    w = core.world
-    sim = w.sim
-    assert sim is not None
-    B, S, P = w.batch, w.n_slots, core.P
-    L = w.fabric.n_links
+    B, S, P = core.batch, core.n_slots, core.P
     idx = np.zeros((B, S), dtype=np.int64)
-    if S == 0 or not w.slot_mask.any():
+    ctrl = core.controllable  # (B, S)
+    if S == 0 or not ctrl.any():
         return idx
-    d = connection_demand(w)
-    ctrl_conns = w.slot_conn[w.slot_mask]
+    d = core.connection_demand()
+    slot_conn = core.slot_connection  # (B, S)
     fixed = split.copy()
-    fixed[ctrl_conns] = 0.0
-    load = np.concatenate([_offered_load(core, fixed, d), np.zeros((B, 1))], axis=1)  # (B, L+1) pad col
-    cap = sim.capacity_bytes_per_s * w.decision_interval_s
-    inv_cap = np.concatenate(
-        [np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf), np.zeros((B, 1))], 1
-    )
-    sc = np.maximum(w.slot_conn, 0)
-    dem = np.where(w.slot_mask, d[sc], -1.0)
-    order = np.argsort(-dem, axis=1, kind="stable")  # (B, S)
-    rows = np.arange(B)
-    for i in range(S):
-        s = order[:, i]
-        m = w.slot_mask[rows, s]
-        if not m.any():
-            break  # masked slots sort last
-        c = sc[rows, s]  # (B,)
-        hops = np.where(sim.conn_paths[c] >= 0, sim.conn_paths[c], L)  # (B, P, H) local ids, pad -> L
-        dc = d[c][:, None, None]
-        util = (load[rows[:, None, None], hops] + dc * (hops < L)) * inv_cap[rows[:, None, None], hops]
-        util = np.where(hops < L, util, 0.0)
-        util = np.nan_to_num(util, nan=np.inf)  # 0 * inf on a dead link with no demand
-        score = util.max(axis=2)  # (B, P)
-        allowed = (split[c] > 1e-12) & (np.arange(P)[None, :] < sim.conn_npaths[c][:, None])
-        score = np.where(allowed, score, np.inf)
-        p = np.argmin(score, axis=1)
-        p = np.where(allowed.any(axis=1), p, 0)
-        idx[rows, s] = np.where(m, p, 0)
-        chosen = hops[rows, p]  # (B, H)
-        add = np.where(m[:, None] & (chosen < L), d[c][:, None], 0.0)
-        np.add.at(load, (np.repeat(rows, chosen.shape[1]), chosen.reshape(-1)), add.reshape(-1))
-    return idx
+    fixed[slot_conn[ctrl]] = 0.0
+    load = core.offered_load(fixed, d).reshape(-1)
+    cap = (core.link_capacity_bytes_per_s * core.decision_interval_s).reshape(-1)
+    inv_cap = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf)
+    sc = np.maximum(slot_conn, 0)
+    dem = np.where(ctrl, d[sc], -1.0)
+    order = np.argsort(-dem, axis=1, kind="stable")  # (B, S): masked slots sort last
+    rows = np.arange(B)[:, None]
+    table = np.where(ctrl[rows, order], sc[rows, order], -1)  # (B, S) connections in placement order
+    allowed = (split > 1e-12) & (np.arange(P)[None, :] < core.n_paths[:, None])
+    best = place_least_loaded(core.world, table, d, allowed, load, inv_cap)
+    return np.where(ctrl, best[sc], 0)
 
 
 def _induced_weights(core: EnvCore, split: np.ndarray) -> np.ndarray:
@@ -185,7 +151,7 @@ def _induced_weights(core: EnvCore, split: np.ndarray) -> np.ndarray:
     largest in its ECMP group (equal weights in a group without load)."""
     w = core.world
     g = w.fabric.link_group[core.wcmp_links]  # (W,)
-    load = _offered_load(core, split, connection_demand(w))[:, core.wcmp_links]  # (B, W)
+    load = core.offered_load(split)[:, core.wcmp_links]  # (B, W)
     n_groups = int(g.max()) + 1 if g.size else 0
     gmax = np.zeros((w.batch, n_groups))
     np.maximum.at(gmax, (slice(None), g), load)
@@ -200,24 +166,21 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     ``policy`` selects the exact encodings of the ``ecmp_weights`` mode (``spray``, ``spray+bg``: equal
     weights; ``wcmp``, ``wcmp+bg``: capacity weights); other policies use induced shares.
     """
-    w = core.world
-    sim = w.sim
-    assert sim is not None
-    B, S, P = w.batch, w.n_slots, core.P
+    B, S, P = core.batch, core.n_slots, core.P
     mode = core.action_mode
     if mode == "split":
         a = np.zeros((B, S, P))
-        ctrl = w.slot_mask
-        a[ctrl] = 2.0 * split[w.slot_conn[ctrl]] - 1.0
+        ctrl = core.controllable
+        a[ctrl] = 2.0 * split[core.slot_connection[ctrl]] - 1.0
         return np.clip(a.reshape(B, S * P), -1.0, 1.0).astype(np.float32)
     if mode == "path":
         return path_rounding(core, split)
     if policy in ("spray", "spray+bg"):
-        wts = (sim.capacity_bytes_per_s[:, core.wcmp_links] > 0).astype(
+        wts = (core.link_capacity_bytes_per_s[:, core.wcmp_links] > 0).astype(
             np.float64
-        )  # equal weights on live links
+        )  # equal on live links
     elif policy in ("wcmp", "wcmp+bg"):
-        cap = sim.capacity_bytes_per_s[:, core.wcmp_links]
+        cap = core.link_capacity_bytes_per_s[:, core.wcmp_links]
         top = cap.max(axis=1, keepdims=True)
         wts = np.where(top > 0, cap / np.where(top > 0, top, 1.0), 1.0)
     else:

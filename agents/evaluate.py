@@ -1,6 +1,6 @@
 """``ainet-gym evaluate``: every policy on the same seeds, one table, one CSV/JSON, one figure.
 
-Baselines act at the engine level (``core.step_split(get_policy(name)(core.world, core._last))``),
+Baselines act at the engine level (``core.step_split(get_policy(name)(core.world, core.last_result))``),
 learned agents through their action space (``core.step(model.predict(obs))``); both on
 :class:`~ainet_gym.envs.env.EnvCore` with the same scenario, episode seeds and episode length. All episodes of
 a policy run as one batch (one instance per (seed, episode)).

@@ -106,7 +106,7 @@ def soak(
                 fail(f"a malformed action raised {type(e).__name__}: {e}")
             out.bad_actions += 1
         before = [w.job_names(b) for b in range(num_envs)]
-        autoreset = venv._autoreset.copy()
+        autoreset = venv.autoreset_pending
         obs, rew, term, trunc, info = venv.step(venv.action_space.sample())
         res = core.last_result
         out.steps += num_envs

@@ -54,6 +54,13 @@ def _nan_to_zero(v: np.ndarray) -> np.ndarray:
     return np.where(finite, v, 0.0)
 
 
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (the array itself stays writable for its owner)."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 def obs_layout(sizes: dict[str, int]) -> tuple[dict[str, slice], int]:
     """Consecutive slices of a flat observation for blocks of the given sizes, and the total size."""
     layout: dict[str, slice] = {}
@@ -173,10 +180,81 @@ class EnvCore:
             )
         self.info_keys = tuple(dict.fromkeys((*self.info_keys, *keys)))
 
+    # ------------------------------------------------------------------ read-only API for agents
+    # What agents, baselines and render read of the simulation, as read-only array views (writing one
+    # raises ValueError); shapes use B = batch, J = job slots, S = action slots, C = connections of the
+    # batch, P = max_paths, H = max hops, L = links of the fabric.
+
     @property
     def last_result(self) -> StepResult | None:
         """The :class:`StepResult` of the last interval (None right after a full reset); read-only."""
         return self._last
+
+    @property
+    def decision_interval_s(self) -> float:
+        """Simulated seconds of one step."""
+        return self.world.decision_interval_s
+
+    @property
+    def n_slots(self) -> int:
+        """S, action slots per instance (one per connection of every job slot)."""
+        return self.world.n_slots
+
+    @property
+    def ideal_step_s(self) -> np.ndarray:
+        """(B, J) s: step time of each job slot's job alone on a non-blocking fabric (nan: empty slot)."""
+        return _readonly(self.world.job_ideal_step_s)
+
+    @property
+    def ideal_comm_s(self) -> np.ndarray:
+        """(B, J) s: communication time of one iteration of each job slot's job alone on a non-blocking
+        fabric (nan: empty slot)."""
+        return _readonly(self.world.job_ideal_comm_s)
+
+    @property
+    def controllable(self) -> np.ndarray:
+        """(B, S) bool: slots whose connection has more than one candidate path (``info["action_mask"]``)."""
+        return _readonly(self.world.slot_mask)
+
+    @property
+    def slot_connection(self) -> np.ndarray:
+        """(B, S) int: the connection (row of :attr:`candidate_paths`) each slot routes, -1 for none."""
+        return _readonly(self.world.slot_conn)
+
+    @property
+    def n_paths(self) -> np.ndarray:
+        """(C,) int: candidate paths of each connection of the batch."""
+        return _readonly(self._sim().conn_npaths)
+
+    @property
+    def candidate_paths(self) -> np.ndarray:
+        """(C, P, H) int: link ids of each candidate path, -1 padded; batch-global ids ``b * L + link``
+        (``% L`` gives the fabric's link id)."""
+        return _readonly(self._sim().conn_paths_global)
+
+    @property
+    def link_capacity_bytes_per_s(self) -> np.ndarray:
+        """(B, L) bytes/s: each link's capacity in the next interval (0: failed)."""
+        return _readonly(self._sim().capacity_bytes_per_s)
+
+    def connection_demand(self) -> np.ndarray:
+        """(C,) bytes each connection offers in one interval (:func:`ainet_gym.routing.policies.connection_demand`)."""
+        from ainet_gym.routing.policies import connection_demand
+
+        return connection_demand(self.world)
+
+    def offered_load(self, split: np.ndarray, demand: np.ndarray | None = None) -> np.ndarray:
+        """(B, L) bytes that ``demand`` (C,) bytes (default: :meth:`connection_demand`) puts on each link
+        when routed by ``split`` (C, P) (:func:`ainet_gym.routing.policies.offered_load`)."""
+        from ainet_gym.routing.policies import offered_load
+
+        return offered_load(self.world, split, self.connection_demand() if demand is None else demand)
+
+    def _sim(self) -> Any:
+        sim = self.world.sim
+        if sim is None:
+            raise RuntimeError("the simulation exists after the first reset()")
+        return sim
 
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: list[int | None], mask: np.ndarray | None = None) -> tuple[Any, dict[str, Any]]:
@@ -352,7 +430,8 @@ class EnvCore:
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One interval with a checked split (connections, max_paths)."""
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
-        res = self.world.step(split, active)
+        # per-connection figures only for the "flows" info key (nothing else of the env reads them)
+        res = self.world.step(split, active, connections="flows" in self.info_keys)
         self._default = self.world.default_split(copy=False)
         self._last = res
         # newest first: shift the history of the active copies by one interval
@@ -398,7 +477,7 @@ class EnvCore:
         pc = sim.phase_cur[idx]
         jf[..., 3] = alive & (pc >= 0) & (pc < sim.unit_nphases[idx])
         since = np.maximum(sim.time_s[:, None] - sim.iter_start[idx], 0.0)
-        ideal = np.where(alive, w._ideal, 1.0)
+        ideal = np.where(alive, w.job_ideal_step_s, 1.0)
         jf[..., 4] = np.where(alive, squash(since / ideal), 0.0)
         jf[~alive] = 0.0
         obs[:, L["jobs"]] = jf.reshape(B, -1)
@@ -494,7 +573,9 @@ class EnvCore:
             "job_alive": w.job_unit >= 0 if res is None else res.job_alive.copy(),
             "step_time_ms": nan.copy() if res is None else res.step_time_s * 1e3,
             "ideal_step_time_ms": (
-                np.where(w.job_unit >= 0, w._ideal * 1e3, np.nan) if res is None else res.ideal_step_s * 1e3
+                np.where(w.job_unit >= 0, w.job_ideal_step_s * 1e3, np.nan)
+                if res is None
+                else res.ideal_step_s * 1e3
             ),
             "gpu_utilization": nan.copy() if res is None else res.gpu_utilization,
             "efficiency": nan.copy() if res is None else res.efficiency,

@@ -24,11 +24,12 @@ def render_ansi(core: EnvCore, b: int = 0, top: int = 8) -> str:
         f"step {int(w.step_count[b])}/{core.episode_steps}  interval {w.decision_interval_s * 1e3:.2f} ms"
     ]
     lines.append(f"{'link':<28}{'tier':<12}{'util':>6}{'cap':>6}")
-    cap = w.sim.capacity_bytes_per_s[b] / f.capacity_bytes_per_s
+    cap = core.link_capacity_bytes_per_s[b] / f.capacity_bytes_per_s
     for i in order:
         lk = int(core.net_links[i])
         lines.append(f"{f.link_names[lk]:<28}{TIERS[f.link_tier[lk]]:<12}{util[i]:>6.2f}{cap[lk]:>6.2f}")
-    last = core._last
+    last = core.last_result
+    ideal = core.ideal_step_s
     lines.append(f"{'job':<20}{'gpus':>5}{'step ms':>10}{'ideal ms':>10}{'util':>7}")
     for j, name in enumerate(w.job_names(b)):
         if name is None:
@@ -36,7 +37,7 @@ def render_ansi(core: EnvCore, b: int = 0, top: int = 8) -> str:
         st = np.nan if last is None else last.step_time_s[b, j] * 1e3
         gu = np.nan if last is None else last.gpu_utilization[b, j]
         n = len(w.gpus[b][j])
-        lines.append(f"{name:<20}{n:>5}{st:>10.2f}{w._ideal[b, j] * 1e3:>10.2f}{gu:>7.3f}")
+        lines.append(f"{name:<20}{n:>5}{st:>10.2f}{ideal[b, j] * 1e3:>10.2f}{gu:>7.3f}")
     return "\n".join(lines) + "\n"
 
 

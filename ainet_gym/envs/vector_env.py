@@ -54,6 +54,12 @@ class FabricRoutingVectorEnv(VectorEnv):
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._rng = np.random.default_rng()
 
+    @property
+    def autoreset_pending(self) -> np.ndarray:
+        """(num_envs,) bool: envs whose episode ended at the last step, so the next step resets them
+        (Gymnasium's next-step autoreset); a copy."""
+        return self._autoreset.copy()
+
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None) -> tuple[Any, dict]:
         top = 2**63 - 1
         if seed is None:

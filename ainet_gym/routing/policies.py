@@ -38,8 +38,11 @@ __all__ = [
     "avoid_dead_paths",
     "base_load",
     "connection_demand",
+    "controlled_connections",
     "get_policy",
+    "offered_load",
     "offered_utilization",
+    "place_least_loaded",
 ]
 
 Policy = Callable[["FabricWorld", "StepResult | None"], np.ndarray]
@@ -104,11 +107,60 @@ def base_load(world: FabricWorld, last: StepResult) -> np.ndarray:
     B, L = world.batch, world.fabric.n_links
     d = connection_demand(world)
     ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
-    paths = sim.conn_paths_global  # (conn, paths, hops)
-    mask = paths >= 0
-    own_w = (sim.split * np.where(ctrl, d, 0.0)[:, None])[:, :, None] * mask
-    own = np.bincount(paths[mask], weights=own_w[mask], minlength=B * L)
+    own = offered_load(world, sim.split, np.where(ctrl, d, 0.0)).reshape(-1)
     return np.maximum(last.link_bytes.reshape(-1) - own, 0.0).reshape(B, L)
+
+
+def offered_load(world: FabricWorld, split: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Bytes (batch, links) that ``demand`` (connections,) bytes puts on each link when routed by
+    ``split`` (connections, max_paths): every path of a connection carries its share on each of its
+    links (a fluid offered load: no capacity limit, no queueing)."""
+    sim = world.sim
+    assert sim is not None
+    paths = sim.conn_paths_global  # (conns, P, hops) batch-global link ids, -1 padding
+    mask = paths >= 0
+    per = (split * demand[:, None])[:, :, None] * mask
+    B, L = world.batch, world.fabric.n_links
+    return np.bincount(paths[mask], weights=per[mask], minlength=B * L).reshape(B, L)
+
+
+def place_least_loaded(
+    world: FabricWorld,
+    table: np.ndarray,
+    demand: np.ndarray,
+    allowed: np.ndarray,
+    load: np.ndarray,
+    inv_capacity: np.ndarray,
+) -> np.ndarray:
+    """Place connections one by one, each on the allowed candidate path whose most loaded link (load
+    plus the connection's demand, times the link's inverse capacity) is lowest (ties: the lowest index).
+
+    ``table`` (batch, rounds) holds the connections in placement order (-1: none): round ``k`` places
+    ``table[:, k]``, one connection per instance, batched (the loop is over rounds, not over flows).
+    ``demand`` (connections,) bytes; ``allowed`` (connections, max_paths) bool; ``load`` and
+    ``inv_capacity`` (batch * links,) bytes and 1 / bytes (inf for a failed link) over batch-global link
+    ids; ``load`` is not modified. Returns (connections,) the chosen path index of each placed
+    connection (0 where no path is allowed; -1 for connections not in ``table``).
+    """
+    sim = world.sim
+    assert sim is not None
+    paths = sim.conn_paths_global  # (conns, P, hops), -1 padding: index -1 of the extended arrays
+    load_ext = np.concatenate([load, [0.0]])
+    inv_ext = np.concatenate([inv_capacity, [0.0]])
+    best = np.full(demand.shape[0], -1, dtype=np.int64)
+    for k in range(table.shape[1]):  # placement rounds (connections per instance), batched
+        c = table[:, k]
+        c = c[c >= 0]
+        pl = paths[c]  # (n, paths, hops)
+        util = (load_ext[pl] + demand[c][:, None, None]) * inv_ext[pl]
+        util = np.nan_to_num(util, nan=np.inf)  # 0 * inf: a failed link the connection adds nothing to
+        score = np.where(allowed[c], util.max(axis=2), np.inf)
+        p = np.argmin(score, axis=1)
+        best[c] = p
+        chosen = pl[np.arange(c.size), p]  # (n, hops)
+        ok = chosen >= 0
+        np.add.at(load_ext, chosen[ok], np.broadcast_to(demand[c][:, None], chosen.shape)[ok])
+    return best
 
 
 def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None = None) -> np.ndarray:
@@ -129,7 +181,6 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
     B, P = world.batch, world.max_paths
     d = connection_demand(world)
     ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
-    paths = sim.conn_paths_global  # (conn, paths, hops)
     if base is None:
         assert last is not None
         base = base_load(world, last)
@@ -147,21 +198,8 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
     table = np.full((B, int(rank.max()) + 1), -1, dtype=np.int64)
     table[oi, rank] = order
     valid_p = np.arange(P)[None, :] < sim.conn_npaths[:, None]
-    load_ext = np.concatenate([load, [0.0]])
-    inv_ext = np.concatenate([inv, [0.0]])
-    for k in range(table.shape[1]):  # placement rounds (connections per instance), batched
-        c = table[:, k]
-        c = c[c >= 0]
-        pl = paths[c]  # (n, paths, hops)
-        util = ((load_ext[pl] + d[c][:, None, None]) * inv_ext[pl]).max(axis=2)
-        util = np.where(valid_p[c], util, np.inf)
-        best = np.argmin(util, axis=1)
-        chosen = pl[np.arange(c.size), best]  # (n, hops)
-        ok = chosen >= 0
-        np.add.at(load_ext, chosen[ok], np.broadcast_to(d[c][:, None], chosen.shape)[ok])
-        one = np.zeros((c.size, P))
-        one[np.arange(c.size), best] = 1.0
-        split[c] = one
+    best = place_least_loaded(world, table, d, valid_p, load, inv)
+    split[cs] = np.arange(P)[None, :] == best[cs][:, None]
     return split
 
 
@@ -174,7 +212,7 @@ def connection_demand(world: FabricWorld) -> np.ndarray:
     per_member = np.where(bg, 0.0, sim.flow_bytes[sim.member_flow])
     dur = world.decision_interval_s
     unit = sim.flow_unit[sim.member_flow]
-    ideal = _per_unit(world, world._ideal)
+    ideal = _per_unit(world, world.job_ideal_step_s)
     iters = np.where(np.isfinite(ideal), dur / ideal, 0.0)[unit]
     on = sim.bg_on[unit]
     d = np.where(bg, np.where(on, sim.flow_demand[sim.member_flow] * dur, 0.0), per_member * iters)
@@ -202,7 +240,7 @@ def connection_peak_rate(world: FabricWorld) -> np.ndarray:
     assert sim is not None
     bg = sim.flow_bg[sim.member_flow]
     unit = sim.flow_unit[sim.member_flow]
-    comm = _per_unit(world, world._ideal_comm)[unit]
+    comm = _per_unit(world, world.job_ideal_comm_s)[unit]
     job_rate = np.where(
         bg | ~(comm > 0),
         0.0,
@@ -220,12 +258,7 @@ def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
     (:func:`connection_peak_rate`: every job communicating at its ideal rate, background as scheduled)."""
     sim = world.sim
     assert sim is not None
-    d = connection_peak_rate(world)
-    B, L = world.batch, world.fabric.n_links
-    paths = sim.conn_paths_global
-    mask = paths >= 0
-    w = (split * d[:, None])[:, :, None] * mask
-    load = np.bincount(paths[mask], weights=w[mask], minlength=B * L).reshape(B, L)
+    load = offered_load(world, split, connection_peak_rate(world))
     cap = sim.capacity_bytes_per_s
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(cap > 0, load / np.where(cap > 0, cap, 1), np.where(load > 0, np.inf, 0.0))
@@ -259,16 +292,13 @@ def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | Non
     ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0) & live.any(axis=1)
     inst_of_conn = sim.unit_inst[sim.conn_unit]
     L = world.fabric.n_links
+    # fixed load of the connections the LP does not route (background, single-path), bytes/s per link
+    fixed_all = offered_load(world, np.where(ctrl[:, None], 0.0, split), d)
     for b in range(world.batch):
         cs = np.flatnonzero(ctrl & (inst_of_conn == b))
         if cs.size == 0:
             continue
-        # fixed load of this instance's other connections (background, single-path), bytes/s per link
-        fixed_sel = np.flatnonzero((inst_of_conn == b) & ~ctrl)
-        pths = sim.conn_paths[fixed_sel]
-        m = pths >= 0
-        fw = (split[fixed_sel] * d[fixed_sel][:, None])[:, :, None] * m
-        fixed = np.bincount(pths[m], weights=fw[m], minlength=L)
+        fixed = fixed_all[b]
         if fixed_rate is not None:
             fixed = np.asarray(fixed_rate[b], dtype=np.float64)
         cap = sim.capacity_bytes_per_s[b]

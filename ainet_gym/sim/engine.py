@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import warnings
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -36,6 +36,8 @@ from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import BackgroundSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim.allocator import solve_coo
+from ainet_gym.sim.stack import UnitStack, stack_units
+from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING, SimState
 from ainet_gym.sim.workload import decompose
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
@@ -44,6 +46,8 @@ __all__ = [
     "BatchSim",
     "CompiledUnit",
     "IntervalMetrics",
+    "SimState",
+    "UnitSnapshot",
     "compile_background",
     "compile_job",
     "resolve_backend",
@@ -90,18 +94,10 @@ def resolve_backend(backend: str | None = None) -> str:
     return backend
 
 
-# job phase cursor values (in communication, the cursor counts the phases done)
-WAITING = -2  # before start_ms
-PRE_COMM = -1  # computing, communication not started yet
-# phase states
-IDLE = 0  # waiting for its predecessors (or its unit is not communicating)
-RUNNING = 1  # paying its latency, then moving its bytes
-DONE = 2
+_STATE_FIELDS = tuple(f.name for f in fields(SimState))  # BatchSim attributes that view the state
+_STACK_FIELDS = tuple(f.name for f in fields(UnitStack))  # BatchSim attributes that view the structure
 _EPS_T = 1e-12  # seconds: timers at or below this are done
 _EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
-
-
-_PHASE_STATE = ("phase_state", "phase_wait", "phase_lat_left")  # per-phase state carried by set_units
 
 
 @dataclass
@@ -303,12 +299,36 @@ class IntervalMetrics:
     solver_iterations: int
 
 
+@dataclass(frozen=True)
+class UnitSnapshot:
+    """The state of stacked units, taken by :meth:`BatchSim.snapshot_units`, with the layout to find each
+    unit's flows and phases in it."""
+
+    state: SimState  # a copy of the state
+    flow_off: np.ndarray  # (units,) first flow of each unit
+    n_flows: np.ndarray  # (units,) flows of each unit
+    phase_off: np.ndarray  # (units,) first phase of each unit
+    n_phases: np.ndarray  # (units,) phases of each unit
+
+
 class BatchSim:
     """Stacked state of ``batch`` instances of one fabric, each with its own units and capacities.
 
     Build with the list of units of each instance; call :meth:`run_interval` with the split of every
     connection. Structure changes (a job arrives or leaves) go through :meth:`set_units`.
+
+    Three kinds of data: the *structure* (:attr:`stack`, a :class:`~ainet_gym.sim.stack.UnitStack` of
+    ``unit_*``, ``phase_*``, ``flow_*``, ``member_*``, ``conn_*``, ``inst_*`` tables, replaced by
+    :meth:`set_units` only), the *inputs* of an interval (the split and its incidence entries ``e_*``,
+    written by :meth:`set_split`; ``capacity_bytes_per_s``, written by the world) and the *state*
+    (:attr:`state`, a :class:`SimState`, mutated by :meth:`run_interval`). Each field of the structure
+    and of the state is also readable as an attribute of the same name (``sim.conn_npaths`` is
+    ``sim.stack.conn_npaths``, ``sim.rem`` is ``sim.state.rem``, the same arrays); state writes go through
+    ``sim.state``, in place.
     """
+
+    stack: UnitStack
+    state: SimState
 
     def __init__(
         self,
@@ -326,152 +346,79 @@ class BatchSim:
         self.n_links = fabric.n_links
         self.capacity_bytes_per_s = np.tile(
             fabric.capacity_bytes_per_s, (self.batch, 1)
-        )  # (batch, links) bytes/s
-        self.time_s = np.zeros(self.batch)  # (batch,) simulated clock
-        self.set_units(units)
+        )  # (batch, links) bytes/s during the next interval
+        self.set_units(units, time_s=np.zeros(self.batch))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _STATE_FIELDS:
+            raise AttributeError(f"BatchSim.{name} is a view of BatchSim.state.{name}: write that in place")
+        if name in _STACK_FIELDS:
+            raise AttributeError(f"BatchSim.{name} is BatchSim.stack.{name}, set by set_units only")
+        object.__setattr__(self, name, value)
+
+    def _bind(self, stack: UnitStack) -> None:
+        """Make ``stack`` the simulation's structure (and its fields readable as attributes)."""
+        object.__setattr__(self, "stack", stack)
+        for name in _STACK_FIELDS:
+            object.__setattr__(self, name, getattr(stack, name))
+
+    def _bind_state(self, state: SimState) -> None:
+        """Make ``state`` the simulation's state (and its fields readable as attributes)."""
+        object.__setattr__(self, "state", state)
+        for name, arr in zip(_STATE_FIELDS, state.arrays()):
+            object.__setattr__(self, name, arr)
 
     # ------------------------------------------------------------------ structure
-    def set_units(self, units: list[list[CompiledUnit]], keep: np.ndarray | None = None) -> None:
-        """(Re)stack units. State of units is reset unless ``keep`` maps new unit -> old unit index."""
-        old = getattr(self, "_state_snapshot", None)
-        self.units = units
-        flat = [u for inst in units for u in inst]
-        self.flat_units = flat
-        U = len(flat)
-        self.unit_inst = np.asarray([b for b, inst in enumerate(units) for _ in inst], dtype=np.int64)
-        L = self.n_links
-        n_ph = np.asarray([u.n_phases for u in flat], dtype=np.int64)
-        n_fl = np.asarray([u.flow_bytes.shape[0] for u in flat], dtype=np.int64)
-        n_cn = np.asarray([u.conn_src.shape[0] for u in flat], dtype=np.int64)
-        self.phase_off = np.concatenate([[0], np.cumsum(n_ph)])[:-1]
-        self.flow_off = np.concatenate([[0], np.cumsum(n_fl)])[:-1]
-        self.conn_off = np.concatenate([[0], np.cumsum(n_cn)])[:-1]
-        self.unit_nphases = n_ph
-        self.unit_bg = np.asarray([u.is_background for u in flat], dtype=bool)
-        self.unit_compute = np.asarray([u.compute_s for u in flat])
-        self.unit_overlap = np.asarray([u.overlap for u in flat])
-        self.unit_start = np.asarray([u.start_s for u in flat])
-        self.unit_ngpus = np.asarray([0 if u.is_background else len(u.gpus) for u in flat], dtype=np.int64)
-
-        def cat(attr: str, dtype: type = np.float64) -> np.ndarray:
-            arrs = [getattr(u, attr) for u in flat]
-            return np.concatenate(arrs).astype(dtype) if arrs else np.zeros(0, dtype=dtype)
-
-        self.phase_latency = cat("phase_latency_s")
-        # phase graph (global phase ids): predecessor counts, successor lists (CSR), unit and instance
-        n_gph = int(n_ph.sum())
-        self.phase_unit = np.repeat(np.arange(U), n_ph)
-        self.phase_inst = self.unit_inst[self.phase_unit] if U else np.zeros(0, dtype=np.int64)
-        self.inst_phase = np.searchsorted(self.phase_inst, np.arange(self.batch + 1)).astype(np.int64)
-        self.phase_npred = cat("phase_npred", np.int64)
-        n_edge = np.asarray([u.phase_succ.shape[0] for u in flat], dtype=np.int64)
-        edge_off = np.concatenate([[0], np.cumsum(n_edge)])
-        self.phase_succ = cat("phase_succ", np.int64) + np.repeat(self.phase_off, n_edge).astype(np.int64)
-        self.phase_succ_off = np.concatenate(
-            [u.phase_succ_off[:-1] + edge_off[i] for i, u in enumerate(flat)] + [edge_off[-1:]]
-        ).astype(np.int64)
-        self.phase_edge_src = np.repeat(np.arange(n_gph), np.diff(self.phase_succ_off))
-        self.flow_unit = np.repeat(np.arange(U), n_fl)
-        self.flow_phase = cat("flow_phase", np.int64)
-        self.flow_bytes = cat("flow_bytes")
-        self.flow_demand = cat("flow_demand_bytes_per_s")
-        self.flow_inst = self.unit_inst[self.flow_unit] if U else np.zeros(0, dtype=np.int64)
-        self.flow_bg = self.unit_bg[self.flow_unit] if U else np.zeros(0, dtype=bool)
-        # (flows,) global phase of each job flow, -1 for background flows
-        self.flow_gphase = np.where(self.flow_bg, -1, self.phase_off[self.flow_unit] + self.flow_phase).astype(
-            np.int64
-        ) if U else np.zeros(0, dtype=np.int64)  # fmt: skip
-        self._job_flows = np.flatnonzero(~self.flow_bg)
-        n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
-        mem_unit = np.repeat(np.arange(U), n_mem)
-        self.member_flow = cat("member_flow", np.int64) + (self.flow_off[mem_unit] if U else 0)
-        self.member_conn = cat("member_conn", np.int64) + (self.conn_off[mem_unit] if U else 0)
-        self.conn_unit = np.repeat(np.arange(U), n_cn)
-        self.conn_key = cat("conn_key", np.int64)
-        self.conn_src = cat("conn_src", np.int64)  # (conns,) source endpoint
-        self.conn_dst = cat("conn_dst", np.int64)  # (conns,) destination endpoint
-        self.unit_nconns = n_cn  # (units,) connections of each unit
-        self.conn_npaths = cat("conn_npaths", np.int64)
-        P, H = self.fabric.max_paths, max_hops(self.fabric)
-        paths = [u.conn_paths for u in flat]
-        self.conn_paths = np.concatenate(paths) if paths else np.zeros((0, P, H), dtype=np.int64)
-        inst_of_conn = self.unit_inst[self.conn_unit] if U else np.zeros(0, dtype=np.int64)
-        self.conn_paths_global = np.where(
-            self.conn_paths >= 0, self.conn_paths + (inst_of_conn * L)[:, None, None], -1
-        )
-        self.n_units, self.n_flows, self.n_conns = U, int(n_fl.sum()), int(n_cn.sum())
-        # contiguous ranges for the compiled backend: units and flows of each instance, flows of each phase
-        B = self.batch
-        self.inst_unit = np.searchsorted(self.unit_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
-        self.inst_flow = np.searchsorted(self.flow_inst, np.arange(B + 1)).astype(np.int64)  # (batch+1,)
-        job = self._job_flows
-        gphase = self.flow_gphase[job]  # nondecreasing along job
-        self.phase_flow_n = np.bincount(gphase, minlength=n_gph).astype(np.int64)  # (phases,) flows
-        first = np.searchsorted(gphase, np.arange(n_gph))
-        self.phase_flow_lo = np.where(  # (phases,) first flow of each phase
-            self.phase_flow_n > 0, job[np.minimum(first, max(job.size - 1, 0))] if job.size else 0, 0
-        ).astype(np.int64)
-        # ---- state
-        self.bg_on = np.zeros(U, dtype=bool)  # background units switched on
-        self.unit_alive = np.ones(U, dtype=bool)
-        self.rem = self.flow_bytes.copy()  # (flows,) bytes left in the current iteration
-        self.phase_cur = np.where(self.unit_start > 0, WAITING, PRE_COMM).astype(np.int64)
-        self.t_start_left = self.unit_start.copy()
-        self.t_compute_left = np.where(self.unit_start > 0, 0.0, self.unit_compute)
-        self.t_comm_start_left = np.where(
-            self.unit_start > 0, 0.0, (1.0 - self.unit_overlap) * self.unit_compute
-        )
-        self.phase_state = np.full(n_gph, IDLE, dtype=np.int64)  # (phases,) IDLE, RUNNING or DONE
-        self.phase_wait = self.phase_npred.copy()  # (phases,) predecessors not done yet
-        self.phase_lat_left = np.zeros(n_gph)  # (phases,) s of latency left to pay (RUNNING phases)
-        self.iter_start = np.repeat(self.time_s[:, None], 1, axis=1)[self.unit_inst, 0] + self.unit_start
-        self.comm_start = np.zeros(U)
-        self.comm_end = np.zeros(U)
-        self.iterations_total = np.zeros(U, dtype=np.int64)
-        self.last_step_s = np.full(U, np.nan)  # (units,) s, of the last completed iteration
-        self.last_comm_s = np.full(U, np.nan)  # (units,) s, its communication time
+    def set_units(
+        self,
+        units: list[list[CompiledUnit]],
+        keep: np.ndarray | None = None,
+        old: UnitSnapshot | None = None,
+        time_s: np.ndarray | None = None,
+    ) -> None:
+        """(Re)stack units in the initial state; where ``keep`` maps a new unit to an old unit index of
+        the snapshot ``old`` (:meth:`snapshot_units`, -1: none), the unit continues from its old state.
+        The clocks stay (``time_s``, (batch,) s, sets them)."""
+        time_s = self.state.time_s if time_s is None else time_s
+        self._bind(stack_units(self.fabric, units))
+        self._bind_state(
+            SimState.initial(
+                self.flow_bytes, self.unit_start, self.unit_compute, self.unit_overlap, self.unit_inst,
+                self.phase_npred, np.array(time_s, dtype=np.float64),
+            )
+        )  # fmt: skip
         if old is not None and keep is not None:
-            self._restore(old, keep)
+            self.restore_units(old, keep)
         self._build_entry_table()
         self.set_split(None)
 
-    def snapshot_units(self) -> None:
-        """Remember per-unit state so :meth:`set_units` can carry it to surviving units."""
-        fields = (
-            "phase_cur", "t_start_left", "t_compute_left", "t_comm_start_left",
-            "iter_start", "comm_start", "comm_end", "iterations_total", "last_step_s", "last_comm_s", "bg_on",
-        )  # fmt: skip
-        self._state_snapshot = {
-            "units": {k: getattr(self, k).copy() for k in fields},
-            "rem": [
-                self.rem[o : o + len(u.flow_bytes)].copy() for o, u in zip(self.flow_off, self.flat_units)
-            ],
-            "phases": [
-                tuple(getattr(self, k)[o : o + u.n_phases].copy() for k in _PHASE_STATE)
-                for o, u in zip(self.phase_off, self.flat_units)
-            ],
-        }
+    def snapshot_units(self) -> UnitSnapshot:
+        """A copy of the state with its layout, for :meth:`set_units` / :meth:`restore_units` to carry
+        to surviving units."""
+        return UnitSnapshot(
+            self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases
+        )
 
-    def _restore(self, old: dict, keep: np.ndarray) -> None:
+    def restore_units(self, old: UnitSnapshot, keep: np.ndarray) -> None:
+        """Give each unit ``i`` with ``keep[i] >= 0`` the state of unit ``keep[i]`` of the snapshot ``old``
+        (its flows' bytes when it has as many flows, its phases when it has as many phases; with another
+        phase structure a communicating unit restarts its communication)."""
+        st, src = self.state, old.state
         for new_i, old_i in enumerate(keep):
             if old_i < 0:
                 continue
-            for k, arr in old["units"].items():
-                getattr(self, k)[new_i] = arr[old_i]
-            r = old["rem"][old_i]
-            o = self.flow_off[new_i]
-            if r.shape[0] == self.flat_units[new_i].flow_bytes.shape[0]:
-                self.rem[o : o + r.shape[0]] = r
-            ph = old["phases"][old_i]
-            o = self.phase_off[new_i]
-            n = self.flat_units[new_i].n_phases
-            if ph[0].shape[0] == n:
-                for k, arr in zip(_PHASE_STATE, ph):
-                    getattr(self, k)[o : o + n] = arr
-            elif 0 <= self.phase_cur[new_i] < n:  # another phase structure: its communication restarts
-                self.phase_cur[new_i] = PRE_COMM
-                self.t_comm_start_left[new_i] = 0.0
-        self._state_snapshot = None
+            for k in SimState.UNIT_FIELDS:
+                getattr(st, k)[new_i] = getattr(src, k)[old_i]
+            n, o, o_old = self.unit_nflows[new_i], self.flow_off[new_i], old.flow_off[old_i]
+            if old.n_flows[old_i] == n:
+                st.rem[o : o + n] = src.rem[o_old : o_old + n]
+            n, o, o_old = self.unit_nphases[new_i], self.phase_off[new_i], old.phase_off[old_i]
+            if old.n_phases[old_i] == n:
+                for k in SimState.PHASE_FIELDS:
+                    getattr(st, k)[o : o + n] = getattr(src, k)[o_old : o_old + n]
+            elif 0 <= st.phase_cur[new_i] < n:  # another phase structure: its communication restarts
+                st.phase_cur[new_i] = PRE_COMM
+                st.t_comm_start_left[new_i] = 0.0
 
     # ------------------------------------------------------------------ routing
     def _build_entry_table(self) -> None:
@@ -578,13 +525,14 @@ class BatchSim:
         ready = np.append((self.phase_state == RUNNING) & (self.phase_lat_left <= _EPS_T), False)
         job_active = ready[self.flow_gphase] & (self.rem > 0)
         bg_active = self.flow_bg & self.bg_on[u]
-        return (job_active | bg_active) & running[self.flow_inst] & self.unit_alive[u]
+        return (job_active | bg_active) & running[self.flow_inst]
 
     def run_interval(self, duration_s: np.ndarray | float, max_events: int = 1_000_000) -> IntervalMetrics:
         """Advance every instance by ``duration_s`` of simulated time, event to event."""
         if self.backend == "numba":
             return self._run_interval_numba(duration_s, max_events)
         B, U, L = self.batch, self.n_units, self.n_links
+        st = self.state
         t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
         dur = t_left.copy()
         iters = np.zeros(U, dtype=np.int64)
@@ -641,7 +589,7 @@ class BatchSim:
                 self.flow_inst[act_idx], weights=(rates <= 0) & job_flow, minlength=B
             ).astype(np.int64)
             stalled = np.maximum(stalled, stalled_now)
-            alive = self.unit_alive & ~self.unit_bg & running[self.unit_inst]
+            alive = ~self.unit_bg & running[self.unit_inst]
             timers = np.full(U, np.inf)
             pc = self.phase_cur
             timers = np.where(pc == WAITING, self.t_start_left, timers)
@@ -662,15 +610,17 @@ class BatchSim:
             started = alive & (pc != WAITING)
             active_t += np.where(started, dtu, 0.0)
             compute_t += np.where(started, np.minimum(self.t_compute_left, dtu), 0.0)
-            self.t_compute_left = np.where(
+            st.t_compute_left[...] = np.where(
                 alive, np.maximum(self.t_compute_left - dtu, 0.0), self.t_compute_left
             )
-            self.t_start_left = np.where(alive & (pc == WAITING), self.t_start_left - dtu, self.t_start_left)
-            self.t_comm_start_left = np.where(
+            st.t_start_left[...] = np.where(
+                alive & (pc == WAITING), self.t_start_left - dtu, self.t_start_left
+            )
+            st.t_comm_start_left[...] = np.where(
                 alive & (pc == PRE_COMM), self.t_comm_start_left - dtu, self.t_comm_start_left
             )
-            self.phase_lat_left = np.where(ph_live, np.maximum(lat - dt[self.phase_inst], 0.0), lat)
-            self.time_s += dt
+            st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[self.phase_inst], 0.0), lat)
+            st.time_s += dt
             t_left -= dt
             self._process_events(iters, step_sum, comm_sum)
         # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
@@ -698,19 +648,10 @@ class BatchSim:
         stalled = np.zeros(B, dtype=np.int64)
         stats = np.zeros(4, dtype=np.int64)
         f64, i64 = np.float64, np.int64
-        state = {  # mutated in place by the kernel: contiguous arrays of the right dtype
-            "rem": f64, "phase_cur": i64, "t_start_left": f64, "t_compute_left": f64,
-            "t_comm_start_left": f64, "iter_start": f64, "comm_start": f64, "comm_end": f64,
-            "iterations_total": i64, "last_step_s": f64, "last_comm_s": f64, "time_s": f64,
-            "phase_state": i64, "phase_wait": i64, "phase_lat_left": f64,
-        }  # fmt: skip
-        for name, dtype in state.items():
-            arr = getattr(self, name)
-            if arr.dtype != dtype or not arr.flags.c_contiguous or not arr.flags.writeable:
-                setattr(self, name, np.ascontiguousarray(arr, dtype=dtype).copy())
         cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=f64).reshape(-1)
         ef, el, ec = self._e_buf
-        bg_on = np.ascontiguousarray(self.bg_on, dtype=bool)
+        alive = np.ones(U, dtype=np.bool_)  # every stacked unit is alive (a departed job is unstacked)
+        state = self.state.arrays()  # SimState, mutated in place: rem, phase_cur, ..., bg_on, time_s
         phase_off, flow_unit = self.phase_off.astype(i64), self.flow_unit.astype(i64)
         max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
         ranges = self._ranges
@@ -720,14 +661,11 @@ class BatchSim:
             lambda lo, hi: (
                 lo, hi, dur, self.rate_updates == "phase", max_events, L, max_rounds, _EPS_T, _EPS_B,
                 self._inst_seg, self._ent_hi, ef, el, ec, self.inst_unit, self.inst_flow,
-                self.unit_alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
+                alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
                 phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
                 self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
                 flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand, cap,
-                self.rem, self.phase_cur, self.t_start_left, self.t_compute_left, self.t_comm_start_left,
-                self.phase_state, self.phase_wait, self.phase_lat_left,
-                self.iter_start, self.comm_start, self.comm_end, self.iterations_total,
-                self.last_step_s, self.last_comm_s, bg_on, self.time_s,
+                *state,
                 iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled,
                 stats_of[ranges.index((lo, hi))],
             ),
@@ -760,36 +698,37 @@ class BatchSim:
     def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
         """Apply every transition that is due now, until none is (vectorised over units)."""
         U = self.n_units
+        st = self.state
         now = self.time_s[self.unit_inst] if U else np.zeros(0)
         done_flow = (~self.flow_bg) & (self.rem <= _EPS_B * self.flow_bytes)
-        self.rem = np.where(done_flow, 0.0, self.rem)
-        alive = self.unit_alive & ~self.unit_bg
+        st.rem[...] = np.where(done_flow, 0.0, self.rem)
+        alive = ~self.unit_bg
         for _ in range(4 * int(self.unit_nphases.max(initial=0)) + 8):
             changed = np.zeros(U, dtype=bool)
             pc = self.phase_cur
             # start of the job
             go = alive & (pc == WAITING) & (self.t_start_left <= _EPS_T)
             if go.any():
-                self.phase_cur = np.where(go, PRE_COMM, self.phase_cur)
-                self.t_compute_left = np.where(go, self.unit_compute, self.t_compute_left)
-                self.t_comm_start_left = np.where(
+                st.phase_cur[...] = np.where(go, PRE_COMM, self.phase_cur)
+                st.t_compute_left[...] = np.where(go, self.unit_compute, self.t_compute_left)
+                st.t_comm_start_left[...] = np.where(
                     go, (1 - self.unit_overlap) * self.unit_compute, self.t_comm_start_left
                 )
-                self.iter_start = np.where(go, now, self.iter_start)
+                st.iter_start[...] = np.where(go, now, self.iter_start)
                 changed |= go
             pc = self.phase_cur
             # communication starts
             go = alive & (pc == PRE_COMM) & (self.t_comm_start_left <= _EPS_T)
             if go.any():
-                self.phase_cur = np.where(go, 0, self.phase_cur)
-                self.comm_start = np.where(go, now, self.comm_start)
+                st.phase_cur[...] = np.where(go, 0, self.phase_cur)
+                st.comm_start[...] = np.where(go, now, self.comm_start)
                 self._start_phases(go)
                 changed |= go
             pc = self.phase_cur
             # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
             # wait for it start when it was the last they waited for; the cursor counts the phases done
             n_ph = self.phase_state.shape[0]
-            jf = self._job_flows
+            jf = self.job_flows
             pending = np.bincount(self.flow_gphase[jf], weights=self.rem[jf] > 0, minlength=n_ph)
             done = (
                 alive[self.phase_unit]
@@ -798,40 +737,40 @@ class BatchSim:
                 & (pending == 0)
             )
             if done.any():
-                self.phase_state = np.where(done, DONE, self.phase_state)
+                st.phase_state[...] = np.where(done, DONE, self.phase_state)
                 n_done = np.bincount(self.phase_unit[done], minlength=U)
                 go = n_done > 0
-                self.phase_cur = pc + n_done
+                st.phase_cur[...] = pc + n_done
                 dec = np.bincount(self.phase_succ, weights=done[self.phase_edge_src], minlength=n_ph)
-                self.phase_wait = self.phase_wait - dec.astype(np.int64)
+                st.phase_wait[...] = self.phase_wait - dec.astype(np.int64)
                 enter = (dec > 0) & (self.phase_wait == 0)
-                self.phase_state = np.where(enter, RUNNING, self.phase_state)
-                self.phase_lat_left = np.where(enter, self.phase_latency, self.phase_lat_left)
+                st.phase_state[...] = np.where(enter, RUNNING, self.phase_state)
+                st.phase_lat_left[...] = np.where(enter, self.phase_latency, self.phase_lat_left)
                 fin = go & (self.phase_cur == self.unit_nphases)
-                self.comm_end = np.where(fin, now, self.comm_end)
+                st.comm_end[...] = np.where(fin, now, self.comm_end)
                 changed |= go
             pc = self.phase_cur
             # iteration ends when compute and communication are both done
             go = alive & (pc == self.unit_nphases) & (self.t_compute_left <= _EPS_T)
             if go.any():
-                st = now - self.iter_start
+                step_t = now - self.iter_start
                 iters += go
-                step_sum += np.where(go, st, 0.0)
+                step_sum += np.where(go, step_t, 0.0)
                 comm_sum += np.where(go, self.comm_end - self.comm_start, 0.0)
-                self.iterations_total += go
-                self.last_step_s = np.where(go, st, self.last_step_s)
-                self.last_comm_s = np.where(go, self.comm_end - self.comm_start, self.last_comm_s)
-                if (go & (st <= 0)).any():
-                    u = int(np.flatnonzero(go & (st <= 0))[0])
+                st.iterations_total += go
+                st.last_step_s[...] = np.where(go, step_t, self.last_step_s)
+                st.last_comm_s[...] = np.where(go, self.comm_end - self.comm_start, self.last_comm_s)
+                if (go & (step_t <= 0)).any():
+                    u = int(np.flatnonzero(go & (step_t <= 0))[0])
                     raise RuntimeError(f"job {self.flat_units[u].name!r}: an iteration takes no time")
-                self.iter_start = np.where(go, now, self.iter_start)
-                self.phase_cur = np.where(go, PRE_COMM, self.phase_cur)
-                self.t_compute_left = np.where(go, self.unit_compute, self.t_compute_left)
-                self.t_comm_start_left = np.where(
+                st.iter_start[...] = np.where(go, now, self.iter_start)
+                st.phase_cur[...] = np.where(go, PRE_COMM, self.phase_cur)
+                st.t_compute_left[...] = np.where(go, self.unit_compute, self.t_compute_left)
+                st.t_comm_start_left[...] = np.where(
                     go, (1 - self.unit_overlap) * self.unit_compute, self.t_comm_start_left
                 )
                 reset = go[self.flow_unit] & ~self.flow_bg
-                self.rem = np.where(reset, self.flow_bytes, self.rem)
+                st.rem[...] = np.where(reset, self.flow_bytes, self.rem)
                 changed |= go
             if not changed.any():
                 return
@@ -840,8 +779,9 @@ class BatchSim:
     def _start_phases(self, mask: np.ndarray) -> None:
         """The communication of the units in ``mask`` starts: phases that wait for none run, paying their
         latency first; the others wait for all their predecessors."""
+        st = self.state
         m = mask[self.phase_unit]
         root = m & (self.phase_npred == 0)
-        self.phase_wait = np.where(m, self.phase_npred, self.phase_wait)
-        self.phase_state = np.where(m, np.where(root, RUNNING, IDLE), self.phase_state)
-        self.phase_lat_left = np.where(root, self.phase_latency, self.phase_lat_left)
+        st.phase_wait[...] = np.where(m, self.phase_npred, self.phase_wait)
+        st.phase_state[...] = np.where(m, np.where(root, RUNNING, IDLE), self.phase_state)
+        st.phase_lat_left[...] = np.where(root, self.phase_latency, self.phase_lat_left)

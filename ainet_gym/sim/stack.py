@@ -1,0 +1,175 @@
+"""The structure of a batched simulation: the compiled units of every instance stacked into flat tables.
+
+:func:`stack_units` builds a :class:`UnitStack` once per restack (a job arrives or leaves, an AllToAll
+rotates); the decision intervals only read it. Global ids: units, phases, flows and connections of all
+instances are numbered consecutively, instance by instance; link ids in ``conn_paths_global`` are
+``instance * links + link``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ainet_gym.fabric.topology import Fabric
+
+__all__ = ["UnitStack", "stack_units"]
+
+
+@dataclass(frozen=True, eq=False)
+class UnitStack:
+    """The compiled units of ``batch`` instances as flat tables (read-only between restacks)."""
+
+    units: list  # (batch,) lists of CompiledUnit, each instance's units (jobs in slot order, then background)
+    flat_units: list  # (units,) CompiledUnit, the same units in global order
+    n_units: int
+    n_flows: int
+    n_conns: int
+    # per unit
+    unit_inst: np.ndarray  # (units,) int64 instance of each unit
+    unit_bg: np.ndarray  # (units,) bool, a background source (not a job)
+    unit_compute: np.ndarray  # (units,) s, compute time of one iteration
+    unit_overlap: np.ndarray  # (units,) fraction of compute communication may hide behind
+    unit_start: np.ndarray  # (units,) s, start time after a (re)stack's clock
+    unit_ngpus: np.ndarray  # (units,) int64 GPUs of the job (0: background)
+    unit_nphases: np.ndarray  # (units,) int64 phases
+    unit_nflows: np.ndarray  # (units,) int64 flows
+    unit_nconns: np.ndarray  # (units,) int64 connections
+    phase_off: np.ndarray  # (units,) int64 first phase of each unit
+    flow_off: np.ndarray  # (units,) int64 first flow of each unit
+    conn_off: np.ndarray  # (units,) int64 first connection of each unit
+    # per phase (global ids)
+    phase_latency: np.ndarray  # (phases,) s of latency paid before its bytes flow
+    phase_unit: np.ndarray  # (phases,) int64 unit
+    phase_inst: np.ndarray  # (phases,) int64 instance
+    phase_npred: np.ndarray  # (phases,) int64 phases it waits for
+    phase_succ_off: np.ndarray  # (phases+1,) int64 CSR offsets into phase_succ
+    phase_succ: np.ndarray  # (edges,) int64 phases waiting for each phase
+    phase_edge_src: np.ndarray  # (edges,) int64 phase each edge leaves
+    phase_flow_lo: np.ndarray  # (phases,) int64 first flow of the phase (its flows are contiguous)
+    phase_flow_n: np.ndarray  # (phases,) int64 flows of the phase
+    # per flow
+    flow_unit: np.ndarray  # (flows,) int64 unit
+    flow_inst: np.ndarray  # (flows,) int64 instance
+    flow_phase: np.ndarray  # (flows,) int64 phase within its unit
+    flow_gphase: np.ndarray  # (flows,) int64 global phase, -1 for background flows
+    flow_bg: np.ndarray  # (flows,) bool, a background flow
+    flow_bytes: np.ndarray  # (flows,) bytes each member moves per iteration (inf: background)
+    flow_demand: np.ndarray  # (flows,) bytes/s rate cap (inf: job flows)
+    job_flows: np.ndarray  # (job flows,) int64 ids of the job (non-background) flows
+    # per member (a flow's transfer on one connection) and per connection
+    member_flow: np.ndarray  # (members,) int64 flow
+    member_conn: np.ndarray  # (members,) int64 connection
+    conn_unit: np.ndarray  # (conns,) int64 unit
+    conn_key: np.ndarray  # (conns,) int64 stable id for ECMP hashing
+    conn_src: np.ndarray  # (conns,) int64 source endpoint
+    conn_dst: np.ndarray  # (conns,) int64 destination endpoint
+    conn_npaths: np.ndarray  # (conns,) int64 candidate paths
+    conn_paths: np.ndarray  # (conns, max_paths, max_hops) int64 link ids, -1 padded
+    conn_paths_global: np.ndarray  # (conns, max_paths, max_hops) int64 instance * links + link, -1 padded
+    # per instance: contiguous ranges (for the compiled backend)
+    inst_unit: np.ndarray  # (batch+1,) int64 units of instance b: inst_unit[b]:inst_unit[b+1]
+    inst_flow: np.ndarray  # (batch+1,) int64 flows of each instance
+    inst_phase: np.ndarray  # (batch+1,) int64 phases of each instance
+
+
+def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
+    """Stack the compiled units of each instance (``units[b]``, a list of CompiledUnit) on ``fabric``."""
+    B, L = len(units), fabric.n_links
+    flat = [u for inst in units for u in inst]
+    U = len(flat)
+    unit_inst = np.asarray([b for b, inst in enumerate(units) for _ in inst], dtype=np.int64)
+    n_ph = np.asarray([u.n_phases for u in flat], dtype=np.int64)
+    n_fl = np.asarray([u.flow_bytes.shape[0] for u in flat], dtype=np.int64)
+    n_cn = np.asarray([u.conn_src.shape[0] for u in flat], dtype=np.int64)
+    phase_off = np.concatenate([[0], np.cumsum(n_ph)])[:-1]
+    flow_off = np.concatenate([[0], np.cumsum(n_fl)])[:-1]
+    conn_off = np.concatenate([[0], np.cumsum(n_cn)])[:-1]
+    unit_bg = np.asarray([u.is_background for u in flat], dtype=bool)
+
+    def cat(attr: str, dtype: type = np.float64) -> np.ndarray:
+        arrs = [getattr(u, attr) for u in flat]
+        return np.concatenate(arrs).astype(dtype) if arrs else np.zeros(0, dtype=dtype)
+
+    # phase graph (global phase ids): predecessor counts, successor lists (CSR), unit and instance
+    n_gph = int(n_ph.sum())
+    phase_unit = np.repeat(np.arange(U), n_ph)
+    phase_inst = unit_inst[phase_unit] if U else np.zeros(0, dtype=np.int64)
+    n_edge = np.asarray([u.phase_succ.shape[0] for u in flat], dtype=np.int64)
+    edge_off = np.concatenate([[0], np.cumsum(n_edge)])
+    phase_succ_off = np.concatenate(
+        [u.phase_succ_off[:-1] + edge_off[i] for i, u in enumerate(flat)] + [edge_off[-1:]]
+    ).astype(np.int64)
+    flow_unit = np.repeat(np.arange(U), n_fl)
+    flow_phase = cat("flow_phase", np.int64)
+    flow_inst = unit_inst[flow_unit] if U else np.zeros(0, dtype=np.int64)
+    flow_bg = unit_bg[flow_unit] if U else np.zeros(0, dtype=bool)
+    flow_gphase = (
+        np.where(flow_bg, -1, phase_off[flow_unit] + flow_phase).astype(np.int64)
+        if U
+        else np.zeros(0, dtype=np.int64)
+    )
+    job = np.flatnonzero(~flow_bg)
+    n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
+    mem_unit = np.repeat(np.arange(U), n_mem)
+    conn_unit = np.repeat(np.arange(U), n_cn)
+    P, H = fabric.max_paths, fabric.max_hops
+    paths = [u.conn_paths for u in flat]
+    conn_paths = np.concatenate(paths) if paths else np.zeros((0, P, H), dtype=np.int64)
+    inst_of_conn = unit_inst[conn_unit] if U else np.zeros(0, dtype=np.int64)
+    # contiguous ranges for the compiled backend: flows of each phase
+    gphase = flow_gphase[job]  # nondecreasing along job
+    phase_flow_n = np.bincount(gphase, minlength=n_gph).astype(np.int64)
+    first = np.searchsorted(gphase, np.arange(n_gph))
+    phase_flow_lo = np.where(
+        phase_flow_n > 0, job[np.minimum(first, max(job.size - 1, 0))] if job.size else 0, 0
+    ).astype(np.int64)
+    return UnitStack(
+        units=units,
+        flat_units=flat,
+        n_units=U,
+        n_flows=int(n_fl.sum()),
+        n_conns=int(n_cn.sum()),
+        unit_inst=unit_inst,
+        unit_bg=unit_bg,
+        unit_compute=np.asarray([u.compute_s for u in flat]),
+        unit_overlap=np.asarray([u.overlap for u in flat]),
+        unit_start=np.asarray([u.start_s for u in flat]),
+        unit_ngpus=np.asarray([0 if u.is_background else len(u.gpus) for u in flat], dtype=np.int64),
+        unit_nphases=n_ph,
+        unit_nflows=n_fl,
+        unit_nconns=n_cn,
+        phase_off=phase_off,
+        flow_off=flow_off,
+        conn_off=conn_off,
+        phase_latency=cat("phase_latency_s"),
+        phase_unit=phase_unit,
+        phase_inst=phase_inst,
+        phase_npred=cat("phase_npred", np.int64),
+        phase_succ_off=phase_succ_off,
+        phase_succ=cat("phase_succ", np.int64) + np.repeat(phase_off, n_edge).astype(np.int64),
+        phase_edge_src=np.repeat(np.arange(n_gph), np.diff(phase_succ_off)),
+        phase_flow_lo=phase_flow_lo,
+        phase_flow_n=phase_flow_n,
+        flow_unit=flow_unit,
+        flow_inst=flow_inst,
+        flow_phase=flow_phase,
+        flow_gphase=flow_gphase,
+        flow_bg=flow_bg,
+        flow_bytes=cat("flow_bytes"),
+        flow_demand=cat("flow_demand_bytes_per_s"),
+        job_flows=job,
+        member_flow=cat("member_flow", np.int64) + (flow_off[mem_unit] if U else 0),
+        member_conn=cat("member_conn", np.int64) + (conn_off[mem_unit] if U else 0),
+        conn_unit=conn_unit,
+        conn_key=cat("conn_key", np.int64),
+        conn_src=cat("conn_src", np.int64),
+        conn_dst=cat("conn_dst", np.int64),
+        conn_npaths=cat("conn_npaths", np.int64),
+        conn_paths=conn_paths,
+        conn_paths_global=np.where(conn_paths >= 0, conn_paths + (inst_of_conn * L)[:, None, None], -1),
+        inst_unit=np.searchsorted(unit_inst, np.arange(B + 1)).astype(np.int64),
+        inst_flow=np.searchsorted(flow_inst, np.arange(B + 1)).astype(np.int64),
+        inst_phase=np.searchsorted(phase_inst, np.arange(B + 1)).astype(np.int64),
+    )

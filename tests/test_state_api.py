@@ -1,0 +1,135 @@
+"""The simulation state container and the agents' read-only API of EnvCore.
+
+References are independent of the code under test: the kernel's own parameter names for the state order,
+plain Python loops over connections and paths for the offered load and the least-loaded placement.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+from ainet_gym.envs.env import EnvCore
+from ainet_gym.routing.policies import offered_load, place_least_loaded
+from ainet_gym.sim import kernels
+from ainet_gym.sim.state import SimState
+
+
+def test_state_fields_are_the_kernels_state_parameters_in_order() -> None:
+    """``*state.arrays()`` fills the kernel's state parameters: the fields are those names, in that order
+    (a field added, dropped or moved on one side only would pass the wrong arrays)."""
+    params = list(
+        inspect.signature(
+            getattr(kernels.run_interval_numba, "py_func", kernels.run_interval_numba)
+        ).parameters
+    )
+    names = [f.name for f in fields(SimState)]
+    i = params.index(names[0])
+    assert params[i : i + len(names)] == names
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_state_is_one_set_of_arrays(backend: str) -> None:
+    """``sim.rem`` etc. are the state's own arrays through a run (both backends write in place), and
+    rebinding one raises instead of silently detaching it from what the kernel mutates."""
+    if backend == "numba" and not kernels.HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    core = EnvCore("spine-leaf-2to1", batch=2, backend=backend)
+    core.reset([0, 1])
+    sim = core.world.sim
+    before = sim.state.iterations_total.copy()
+    for _ in range(3):
+        core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
+    assert (sim.state.iterations_total > before).any()  # the state moved
+    for f in fields(SimState):
+        assert getattr(sim, f.name) is getattr(sim.state, f.name), f.name
+        arr = getattr(sim.state, f.name)
+        assert arr.flags.c_contiguous and arr.flags.writeable, f.name
+    with pytest.raises(AttributeError, match=r"BatchSim\.state\.rem"):
+        sim.rem = sim.rem.copy()
+
+
+def _core(batch: int = 2) -> EnvCore:
+    core = EnvCore("link-failure", batch=batch)
+    core.reset(list(range(batch)))
+    core.step(np.zeros((batch, *core.action_space.shape), dtype=np.float32))
+    return core
+
+
+def test_views_are_read_only_and_current() -> None:
+    core = _core()
+    for name in ("ideal_step_s", "ideal_comm_s", "controllable", "slot_connection", "n_paths", "candidate_paths",
+                 "link_capacity_bytes_per_s"):  # fmt: skip
+        v = getattr(core, name)
+        assert not v.flags.writeable, name
+        with pytest.raises(ValueError):
+            v.reshape(-1)[:1] = 0
+    w = core.world
+    np.testing.assert_array_equal(core.link_capacity_bytes_per_s, w.sim.capacity_bytes_per_s)
+    np.testing.assert_array_equal(core.controllable, core.n_paths[np.maximum(core.slot_connection, 0)] > 1)
+    assert core.ideal_step_s.shape == (2, w.n_job_slots)
+    assert np.all(core.ideal_step_s[w.job_unit >= 0] > 0)
+    assert core.last_result is not None
+
+
+def test_offered_load_matches_a_loop_over_paths() -> None:
+    """Every connection puts ``demand * share`` on each link of each of its paths, once per hop listed."""
+    core = _core()
+    rng = np.random.default_rng(0)
+    n = core.n_paths
+    split = rng.uniform(size=(n.shape[0], core.P)) * (np.arange(core.P)[None, :] < n[:, None])
+    demand = rng.uniform(1e3, 1e6, size=n.shape[0])
+    L = core.world.fabric.n_links
+    ref = np.zeros(core.batch * L)
+    paths = core.candidate_paths
+    for c in range(n.shape[0]):
+        for p in range(n[c]):
+            for link in paths[c, p]:
+                if link >= 0:
+                    ref[link] += demand[c] * split[c, p]
+    np.testing.assert_allclose(core.offered_load(split, demand), ref.reshape(core.batch, L), rtol=1e-12)
+    np.testing.assert_array_equal(core.offered_load(split, demand), offered_load(core.world, split, demand))
+
+
+def test_place_least_loaded_matches_a_sequential_reference() -> None:
+    """Batched rounds place like one connection at a time: each on the allowed path whose most loaded
+    link after adding it, over capacity, is lowest (first on ties; a failed link ranks after every live
+    one), then its demand is added."""
+    core = _core(batch=3)
+    rng = np.random.default_rng(1)
+    C, P = core.n_paths.shape[0], core.P
+    L = core.world.fabric.n_links
+    demand = rng.uniform(1e5, 1e7, size=C)
+    allowed = (np.arange(P)[None, :] < core.n_paths[:, None]) & (rng.uniform(size=(C, P)) < 0.8)
+    load = rng.uniform(0, 1e7, size=core.batch * L)
+    cap = rng.uniform(1e8, 1e9, size=core.batch * L)
+    cap[rng.choice(cap.size, 3, replace=False)] = 0.0
+    inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf)
+    inst = np.asarray(core.candidate_paths.max(axis=(1, 2)) // L)  # instance of each connection
+    conns = [np.flatnonzero(inst == b) for b in range(core.batch)]
+    rounds = max(len(c) for c in conns)
+    table = np.full((core.batch, rounds), -1, dtype=np.int64)
+    for b, cs in enumerate(conns):
+        table[b, : len(cs)] = rng.permutation(cs)
+    got = place_least_loaded(core.world, table, demand, allowed, load, inv)
+    ref_load = load.copy()
+    paths = core.candidate_paths
+    for b in range(core.batch):  # instances are independent: one at a time, in table order
+        for c in table[b][table[b] >= 0]:
+            best, best_score = 0, np.inf
+            for p in range(P):
+                if not allowed[c, p]:
+                    continue
+                links = [int(x) for x in paths[c, p] if x >= 0]
+                dead = np.finfo(np.float64).max
+                score = max(dead if inv[x] == np.inf else (ref_load[x] + demand[c]) * inv[x] for x in links)
+                if score < best_score:
+                    best, best_score = p, score
+            assert got[c] == best, (b, c)
+            for x in paths[c, best]:
+                if x >= 0:
+                    ref_load[x] += demand[c]
+    assert np.all(got[np.setdiff1d(np.arange(C), table[table >= 0])] == -1)
