@@ -127,6 +127,8 @@ class EnvCore:
         self._slot_obs_cache: tuple | None = None  # (demand, slot_mask it was built from, float32 block)
         self._net_capacity = w.fabric.capacity_bytes_per_s[self.net_links]  # (net_links,) nominal bytes/s
         self._tiers_present = [i for i in range(len(TIERS)) if (w.fabric.link_tier == i).any()]
+        self._no_lu = np.zeros((self.batch, w.fabric.n_links))  # compiled observation: no interval yet
+        self._no_job = np.zeros((self.batch, w.n_job_slots))
 
     # ------------------------------------------------------------------ spaces
     def _build_spaces(self) -> None:
@@ -434,7 +436,17 @@ class EnvCore:
         res = self.world.step(split, active, connections="flows" in self.info_keys)
         self._default = self.world.default_split(copy=False)
         self._last = res
-        # newest first: shift the history of the active copies by one interval
+        compiled = self.world.backend == "numba"
+        if not compiled:  # the compiled observation pushes the history itself, in the same pass
+            self._push_history(res, active)
+        rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
+        truncated = (self.world.step_count >= self.episode_steps) & active
+        terminated = np.zeros(self.batch, dtype=bool)
+        obs = self._observe(res, active if compiled else None)
+        return obs, rewards, terminated, truncated, self.info(res)
+
+    def _push_history(self, res: StepResult, active: np.ndarray) -> None:
+        """Newest first: shift the link-utilisation history of the ``active`` copies by one interval."""
         hist = self.util_hist
         if active.all():  # slices, no gather
             hist[:, 1:] = hist[:, :-1]
@@ -443,17 +455,21 @@ class EnvCore:
             act = np.flatnonzero(active)
             hist[act, 1:] = hist[act, :-1]
             hist[act, 0] = res.link_utilization[np.ix_(act, self.net_links)]
-        rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
-        truncated = (self.world.step_count >= self.episode_steps) & active
-        terminated = np.zeros(self.batch, dtype=bool)
-        return self.observe(res), rewards, terminated, truncated, self.info(res)
 
     # ------------------------------------------------------------------ observation
     def observe(self, res: StepResult | None) -> Any:
+        """The observation (batch, ...) after the interval ``res`` (None: right after a reset)."""
+        return self._observe(res, None)
+
+    def _observe(self, res: StepResult | None, push: np.ndarray | None) -> Any:
+        """:meth:`observe`, after pushing ``res``'s link utilisation into the history of the ``push``
+        copies (compiled backend only; the numpy path pushes in :meth:`_push_history`)."""
         w = self.world
         sim = w.sim
         assert sim is not None
         B = self.batch
+        if w.backend == "numba":
+            return self._observe_numba(res, push)
         # float32 blocks written in place: each float64 value is rounded to float32 once, as the cast of a
         # float64 vector would
         obs = np.empty((B, self.obs_dim), dtype=np.float32)
@@ -489,6 +505,42 @@ class EnvCore:
             bf[..., 1] = sim.bg_on[w.bg_unit]
             obs[:, L["background"]] = bf.reshape(B, -1)
         obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
+        if self.observation_mode == "flat":
+            return obs
+        return self._graph_obs(obs)
+
+    def _observe_numba(self, res: StepResult | None, push: np.ndarray | None) -> Any:
+        """:meth:`observe` by one compiled pass (:func:`ainet_gym.envs.kernels.observe_flat`), the same
+        floating-point operations as the numpy code (bit for bit)."""
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        B = self.batch
+        obs = np.empty((B, self.obs_dim), dtype=np.float32)
+        L = self.obs_layout
+        slots = self._slot_features()
+        if res is None or push is None:
+            push = np.zeros(B, dtype=np.bool_)
+        lu = self._no_lu if res is None else res.link_utilization
+        eff = self._no_job if res is None else res.efficiency
+        util = self._no_job if res is None else res.gpu_utilization
+        top = np.empty(1)
+        _envkernels.observe_flat(
+            0, B,
+            self.util_hist, np.ascontiguousarray(push, dtype=np.bool_), np.ascontiguousarray(lu, dtype=np.float64),
+            self.net_links, np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=np.float64), self._net_capacity,
+            np.ascontiguousarray(w.job_unit, dtype=np.int64), res is not None, eff, util, sim.phase_cur,
+            sim.unit_nphases, sim.time_s, sim.iter_start, w.job_ideal_step_s, slots, w.step_count,
+            self.episode_steps, L["link_utilization"].start, L["link_capacity"].start, L["jobs"].start,
+            L["slots"].start, L["episode_progress"].start, obs, top,
+        )  # fmt: skip
+        if self.n_net and top[0] > 1.0 + 1e-6:
+            raise AssertionError(f"link utilisation {top[0]} > 1: capacity constraint violated")
+        if self.n_bg:
+            bf = np.zeros((B, self.n_bg, 2))
+            bf[..., 0] = sim.bg_on[w.bg_unit] if res is not None else 0.0
+            bf[..., 1] = sim.bg_on[w.bg_unit]
+            obs[:, L["background"]] = bf.reshape(B, -1)
         if self.observation_mode == "flat":
             return obs
         return self._graph_obs(obs)

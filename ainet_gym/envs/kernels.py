@@ -13,12 +13,12 @@ import numpy as np
 
 from ainet_gym.sim.kernels import njit
 
-__all__ = ["PW_BLOCKSIZE", "decode_split"]
+__all__ = ["PW_BLOCKSIZE", "decode_split", "observe_flat"]
 
 PW_BLOCKSIZE = 128  # rows up to this long only; numpy's pairwise-summation block (numpy/_core/src/umath/loops_utils.h.src)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _row_sum(x, lo, n):  # pragma: no cover - compiled
     """``x[lo:lo + n].sum()`` as numpy computes it for a contiguous float64 row of at most
     :data:`PW_BLOCKSIZE` elements: a left-to-right sum below 8 elements, else eight interleaved partial
@@ -49,7 +49,7 @@ def _row_sum(x, lo, n):  # pragma: no cover - compiled
     return res
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def decode_split(actions, ctrl, conns, npaths, default, out):  # pragma: no cover - compiled
     """Split ratios of ``split``-mode actions, written into ``out`` (connections, P).
 
@@ -75,3 +75,96 @@ def decode_split(actions, ctrl, conns, npaths, default, out):  # pragma: no cove
             for p in range(P):
                 out[c, p] = (1.0 if p < n else 0.0) / n
     return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _nan_min1(x):  # pragma: no cover - compiled
+    """``np.minimum(x, 1.0)``: NaN stays NaN."""
+    return 1.0 if x > 1.0 else x
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _nan_to_zero(x):  # pragma: no cover - compiled
+    """``np.nan_to_num(x, nan=0.0)``: NaN to 0, +-inf to the largest finite float64."""
+    if x != x:
+        return 0.0
+    if x == np.inf:
+        return 1.7976931348623157e308
+    if x == -np.inf:
+        return -1.7976931348623157e308
+    return x
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def observe_flat(
+    lo, hi, hist, push, lu, net_links, cap, net_capacity, job_unit, has_res, eff, util, phase_cur, unit_nphases,
+    time_s, iter_start, job_ideal, slots, step_count, episode_steps, o_util, o_cap, o_jobs, o_slots, o_prog,
+    obs, top_out,
+):  # pragma: no cover - compiled  # fmt: skip
+    """The flat observation of :meth:`ainet_gym.envs.env.EnvCore.observe` (all blocks but the background
+    one) in one pass, with the same floating-point operations as the numpy code (bit for bit), after
+    pushing the network links' utilisation of the interval into the history of the ``push`` instances.
+
+    ``hist`` (B, H, N) link-utilisation history, newest first, updated in place where ``push`` (B,) is
+    set, from ``lu`` (B, L) at ``net_links`` (N,); ``cap`` (B, L) bytes/s and ``net_capacity`` (N,) the
+    nominal ones; ``job_unit`` (B, J) flat unit of each job slot (-1: empty); ``eff`` and ``util`` (B, J)
+    read only when ``has_res``; the unit tables ``phase_cur``, ``unit_nphases``, ``iter_start`` (U,) and
+    ``time_s`` (B,); ``job_ideal`` (B, J) s; ``slots`` (B, S * 3) float32, the slot block;
+    ``step_count`` (B,); ``o_*`` the offsets of the blocks in ``obs`` (B, D) float32, written; ``top``
+    (1,) gets the largest newest utilisation (NaN if any is NaN; -inf for none), for the capacity check.
+    Only the instances ``lo:hi`` are read and written."""
+    H, N = hist.shape[1], hist.shape[2]
+    J = job_unit.shape[1]
+    top = -np.inf
+    for b in range(lo, hi):
+        hb, ob, cb = hist[b], obs[b], cap[b]  # row views; branch-free loop bodies the compiler vectorises
+        if push[b]:
+            for h in range(H - 1, 0, -1):
+                src, dst = hb[h - 1], hb[h]
+                for k in range(N):
+                    dst[k] = src[k]
+            lb, h0 = lu[b], hb[0]
+            for k in range(N):
+                h0[k] = lb[net_links[k]]
+        h0 = hb[0]
+        for k in range(N):
+            v = h0[k]
+            if v != v or top != top:
+                top = np.nan
+            elif v > top:
+                top = v
+        for h in range(H):
+            src = hb[h]
+            o = o_util + h * N
+            for k in range(N):
+                v = src[k]
+                ob[o + k] = 1.0 if v > 1.0 else v  # np.minimum(v, 1.0): NaN stays NaN
+        for k in range(N):
+            ob[o_cap + k] = cb[net_links[k]] / net_capacity[k]
+        t = time_s[b]
+        for j in range(J):
+            o = o_jobs + 5 * j
+            u = job_unit[b, j]
+            if u < 0:
+                for f in range(5):
+                    obs[b, o + f] = 0.0
+                continue
+            obs[b, o] = 1.0
+            if has_res:
+                obs[b, o + 1] = _nan_to_zero(eff[b, j])
+                obs[b, o + 2] = _nan_to_zero(util[b, j])
+            else:
+                obs[b, o + 1] = 0.0
+                obs[b, o + 2] = 0.0
+            pc = phase_cur[u]
+            obs[b, o + 3] = 1.0 if pc >= 0 and pc < unit_nphases[u] else 0.0
+            since = t - iter_start[u]
+            if not (since >= 0.0) and since == since:  # np.maximum(since, 0.0): NaN stays NaN
+                since = 0.0
+            x = since / job_ideal[b, j]
+            obs[b, o + 4] = x / (1.0 + x)
+        for k in range(slots.shape[1]):
+            obs[b, o_slots + k] = slots[b, k]
+        p = step_count[b] / episode_steps
+        obs[b, o_prog] = 1.0 if p > 1.0 else p
+    top_out[0] = top

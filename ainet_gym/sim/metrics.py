@@ -9,9 +9,21 @@ import numpy as np
 
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.sim.engine import BatchSim, IntervalMetrics
+from ainet_gym.sim.kernels import njit
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
-__all__ = ["ConnectionTable", "IntervalMeter", "StepResult", "merge_metrics"]
+__all__ = [
+    "ConnectionTable",
+    "IntervalMeter",
+    "StepResult",
+    "gathered_row_sum",
+    "interval_figures",
+    "merge_metrics",
+    "pairwise_sum",
+]
+
+#: numpy's pairwise-summation block (numpy/_core/src/umath/loops_utils.h.src, ``PW_BLOCKSIZE``)
+_PW_BLOCK = 128
 
 
 @dataclass
@@ -77,6 +89,13 @@ class IntervalMeter:
         # BLAS gemm leaves threads spinning on the cores the compiled kernel's threads need (B = 256: env
         # steps 2.3x slower)
         self.tier_links = [np.flatnonzero(fabric.link_tier == i) for i in range(len(TIERS))]
+        # the compiled backend's tables: the tiers' links as one CSR, the network links as a mask
+        self._tier_off = np.concatenate([[0], np.cumsum([ix.size for ix in self.tier_links])]).astype(
+            np.int64
+        )
+        self._tier_idx = np.concatenate(self.tier_links).astype(np.int64)
+        self._net_mask = np.ascontiguousarray(fabric.network_links, dtype=np.bool_)
+        self._gpu_uplinks = np.ascontiguousarray(fabric.gpu_uplinks, dtype=np.int64)
 
     def measure(
         self,
@@ -96,14 +115,18 @@ class IntervalMeter:
         None)."""
         windows = len(parts)
         m = parts[0] if windows == 1 else merge_metrics(parts)
-        res = self.result(sim, m, job_unit, ideal_step_s, job_names)
-        res.capacity_bytes_per_s = sim.capacity_bytes_per_s.copy()
+        if sim.backend == "numba":  # one compiled pass, the same operations as the numpy code below
+            res = self._result_numba(sim, m, job_unit, ideal_step_s, job_names)
+        else:
+            res = self.result(sim, m, job_unit, ideal_step_s, job_names)
+            res.capacity_bytes_per_s = sim.capacity_bytes_per_s.copy()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                res.throughput_gbps = np.where(
+                    m.duration_s > 0,
+                    m.link_bytes[:, self.fabric.gpu_uplinks].sum(axis=1) / m.duration_s * BYTES_PER_S_TO_GBPS,
+                    0.0,
+                )
         with np.errstate(invalid="ignore", divide="ignore"):
-            res.throughput_gbps = np.where(
-                m.duration_s > 0,
-                m.link_bytes[:, self.fabric.gpu_uplinks].sum(axis=1) / m.duration_s * BYTES_PER_S_TO_GBPS,
-                0.0,
-            )
             if windows > 1:
                 cap = np.where(sim.capacity_bytes_per_s > 0, sim.capacity_bytes_per_s, np.inf)
                 window_s = parts[0].duration_s[:, None]
@@ -130,6 +153,61 @@ class IntervalMeter:
             bytes=res.conn_bytes,
         )
         return res
+
+    def _result_numba(
+        self,
+        sim: BatchSim,
+        m: IntervalMetrics,
+        job_unit: np.ndarray,
+        ideal_step_s: np.ndarray,
+        job_names: list[list[str | None]],
+    ) -> StepResult:
+        """:meth:`result`, ``capacity_bytes_per_s`` and ``throughput_gbps`` by :func:`interval_figures`."""
+        B, J = job_unit.shape
+        L = self.fabric.n_links
+        f64 = np.float64
+        cap = np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=f64)
+        link_bytes = np.ascontiguousarray(m.link_bytes, dtype=f64)
+        lu, cap_copy = np.empty((B, L)), np.empty((B, L))
+        maxu, thr, failed = np.empty(B), np.empty(B), np.empty(B, dtype=np.int64)
+        tier_bytes = np.empty((B, len(TIERS)))
+        alive = np.empty((B, J), dtype=np.bool_)
+        ngpu = np.empty((B, J), dtype=sim.unit_ngpus.dtype)
+        iters = np.empty((B, J), dtype=m.iterations.dtype)
+        step_t, comm_t, util, eff, ideal, compute_s = (np.empty((B, J)) for _ in range(6))
+        args = (
+            link_bytes, cap, np.ascontiguousarray(m.duration_s, dtype=f64), self.network_links,
+            self._net_mask, self._gpu_uplinks, self._tier_off, self._tier_idx, BYTES_PER_S_TO_GBPS,
+            np.ascontiguousarray(job_unit, dtype=np.int64), sim.unit_ngpus, m.iterations, m.step_time_sum_s,
+            m.comm_time_sum_s, m.active_time_s, m.compute_time_s, sim.time_s, sim.iter_start,
+            sim.unit_compute, np.ascontiguousarray(ideal_step_s, dtype=f64),
+            lu, maxu, tier_bytes, failed, thr, cap_copy,
+            alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s,
+        )  # fmt: skip
+        # one thread: handing ranges of a batch to the kernel threads costs more than this pass (measured)
+        interval_figures(*args, 0, B)
+        return StepResult(
+            duration_s=m.duration_s,
+            job_alive=alive,
+            job_gpus=ngpu,
+            iterations=iters,
+            step_time_s=step_t,
+            comm_time_s=comm_t,
+            ideal_step_s=ideal,
+            gpu_utilization=util,
+            efficiency=eff,
+            link_bytes=m.link_bytes,
+            link_utilization=lu,
+            max_link_utilization=maxu,
+            tier_bytes=tier_bytes,
+            stalled_transfers=m.stalled_flows,
+            failed_links=failed,
+            events=m.events,
+            job_names=[n.copy() for n in job_names],  # the jobs change only with a restack
+            compute_s=compute_s,
+            capacity_bytes_per_s=cap_copy,
+            throughput_gbps=thr,
+        )
 
     def result(
         self,
@@ -182,6 +260,207 @@ class IntervalMeter:
             job_names=[n.copy() for n in job_names],  # the jobs change only with a restack
             compute_s=np.where(alive, sim.unit_compute[idx], np.nan),
         )
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _block_sum(x, lo, n):  # pragma: no cover - compiled
+    """numpy's sum of ``x[lo:lo + n]`` for ``n <= 128``: left to right below 8 elements, else eight
+    interleaved partial sums combined as a tree, then the tail."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += x[lo + i]
+        return res
+    r0, r1, r2, r3 = x[lo], x[lo + 1], x[lo + 2], x[lo + 3]
+    r4, r5, r6, r7 = x[lo + 4], x[lo + 5], x[lo + 6], x[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += x[lo + i]
+        r1 += x[lo + i + 1]
+        r2 += x[lo + i + 2]
+        r3 += x[lo + i + 3]
+        r4 += x[lo + i + 4]
+        r5 += x[lo + i + 5]
+        r6 += x[lo + i + 6]
+        r7 += x[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += x[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def pairwise_sum(x, n):  # pragma: no cover - compiled
+    """``x[:n].sum()`` of a contiguous float64 array, bit for bit as numpy computes it (and a row-wise
+    ``sum(axis=-1)`` of a C-contiguous 2-D array): numpy's pairwise summation, blocks of at most 128
+    elements split in halves at multiples of 8, with the recursion unrolled onto an explicit stack (a
+    recursive kernel cannot be cached); the total is added to the identity 0."""
+    if n <= _PW_BLOCK:
+        return 0.0 + _block_sum(x, 0, n)
+    f_lo = np.empty(64, dtype=np.int64)  # frames: start, length, stage (0: new, 1: left done, 2: both)
+    f_n = np.empty(64, dtype=np.int64)
+    f_st = np.empty(64, dtype=np.int64)
+    vals = np.empty(64)
+    sp, vp = 1, 0
+    f_lo[0], f_n[0], f_st[0] = 0, n, 0
+    while sp > 0:
+        t = sp - 1
+        lo, m = f_lo[t], f_n[t]
+        if m <= _PW_BLOCK:
+            vals[vp] = _block_sum(x, lo, m)
+            vp += 1
+            sp -= 1
+            continue
+        h = m // 2
+        h -= h % 8
+        if f_st[t] == 0:
+            f_st[t] = 1
+            f_lo[sp], f_n[sp], f_st[sp] = lo, h, 0
+            sp += 1
+        elif f_st[t] == 1:
+            f_st[t] = 2
+            f_lo[sp], f_n[sp], f_st[sp] = lo + h, m - h, 0
+            sp += 1
+        else:
+            vals[vp - 2] = vals[vp - 2] + vals[vp - 1]
+            vp -= 1
+            sp -= 1
+    return 0.0 + vals[0]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def gathered_row_sum(x, b, idx, buf):  # pragma: no cover - compiled
+    """Row ``b`` of ``x[:, idx].sum(axis=1)`` for a C-contiguous float64 ``x`` (B, L), bit for bit as numpy
+    computes it: numpy lays the gathered (B, n) array out in Fortran order when B > 1, so its row sums are
+    left-to-right sums (from 0); with B = 1 the row is contiguous and numpy sums it pairwise. ``buf`` is
+    scratch of at least ``len(idx)`` elements."""
+    n = idx.shape[0]
+    if x.shape[0] == 1:
+        for k in range(n):
+            buf[k] = x[b, idx[k]]
+        return pairwise_sum(buf, n)
+    res = 0.0
+    for k in range(n):
+        res += x[b, idx[k]]
+    return res
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _gathered_sums(x, lo, hi, idx, buf, out):  # pragma: no cover - compiled
+    """``out[i] = x[:, idx].sum(axis=1)[lo + i]`` for the rows ``lo:hi`` (see :func:`gathered_row_sum`):
+    left-to-right sums run across the rows, one link at a time (independent chains)."""
+    n = hi - lo
+    if x.shape[0] == 1:
+        for i in range(n):
+            out[i] = gathered_row_sum(x, lo + i, idx, buf)
+        return
+    for i in range(n):
+        out[i] = 0.0
+    for k in range(idx.shape[0]):
+        lk = idx[k]
+        for i in range(n):
+            out[i] += x[lo + i, lk]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _nan_max(a, b):  # pragma: no cover - compiled
+    """``np.maximum(a, b)``: NaN if either is NaN."""
+    if a != a or b != b:
+        return a + b
+    return a if a >= b else b
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def interval_figures(
+    link_bytes, cap, dur, net_links, net_mask, gpu_uplinks, tier_off, tier_idx, to_gbps,
+    job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s, iter_start,
+    unit_compute, ideal_step_s,
+    lu, maxu, tier_bytes, failed, thr, cap_copy,
+    alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s, lo, hi,
+):  # pragma: no cover - compiled  # fmt: skip
+    """The per-link and per-job figures of an interval in one pass, the same floating-point operations
+    as the numpy code of :meth:`IntervalMeter.result` and :meth:`IntervalMeter.measure` (bit for bit).
+
+    Inputs: ``link_bytes``, ``cap`` (B, L); ``dur`` (B,) s; ``net_links`` (N,) and ``net_mask`` (L,) the
+    network links; ``gpu_uplinks`` (G,); the links of tier ``t`` are ``tier_idx[tier_off[t]:tier_off[t
+    + 1]]``; ``to_gbps`` bytes/s to Gbit/s; the unit tables and ``job_unit``, ``ideal_step_s`` (B, J).
+    Outputs (written): ``lu``, ``cap_copy`` (B, L); ``maxu``, ``failed``, ``thr`` (B,); ``tier_bytes``
+    (B, T); ``alive`` ... ``compute_s`` (B, J). Only the instances ``lo:hi`` are read and written."""
+    L = link_bytes.shape[1]
+    J = job_unit.shape[1]
+    nan = np.nan
+    width = max(gpu_uplinks.shape[0], tier_idx.shape[0])
+    buf = np.empty(max(width, 1))
+    for b in range(lo, hi):
+        d = dur[b]
+        # row views and branch-free loop bodies, so that the compiler vectorises them
+        cr, lb, lur, ccr = cap[b], link_bytes[b], lu[b], cap_copy[b]
+        dd = d if d > 0 else 1.0
+        for k in range(L):
+            ccr[k] = cr[k]
+        for k in range(L):
+            c = cr[k]
+            q = lb[k] / (c * dd)
+            lur[k] = q if c > 0 and d > 0 else 0.0
+        nf = 0
+        for k in range(L):
+            nf += 1 if cr[k] <= 0 and net_mask[k] else 0
+        failed[b] = nf
+    # sums and maxima over a subset of links: the link outside, the copies inside, so that the copies'
+    # running sums are independent chains (one copy's sum is a chain of dependent additions)
+    n = hi - lo
+    acc = np.empty(n)
+    if net_links.shape[0] > 0:
+        for i in range(n):
+            acc[i] = lu[lo + i, net_links[0]]
+        for k in range(1, net_links.shape[0]):
+            lk = net_links[k]
+            for i in range(n):
+                acc[i] = _nan_max(acc[i], lu[lo + i, lk])
+        for i in range(n):
+            maxu[lo + i] = acc[i]
+    else:
+        for i in range(n):
+            maxu[lo + i] = 0.0
+    for t in range(tier_off.shape[0] - 1):
+        _gathered_sums(link_bytes, lo, hi, tier_idx[tier_off[t] : tier_off[t + 1]], buf, acc)
+        for i in range(n):
+            tier_bytes[lo + i, t] = acc[i]
+    _gathered_sums(link_bytes, lo, hi, gpu_uplinks, buf, acc)
+    for i in range(n):
+        d = dur[lo + i]
+        thr[lo + i] = acc[i] / d * to_gbps if d > 0 else 0.0
+    for b in range(lo, hi):
+        d = dur[b]
+        for j in range(J):
+            u = job_unit[b, j]
+            a = u >= 0
+            i = u if a else 0
+            alive[b, j] = a
+            ngpu[b, j] = unit_ngpus[i] if a else 0
+            it = iterations[i] if a else 0
+            iters[b, j] = it
+            if a and it > 0:
+                st = step_sum[i] / max(it, 1)
+                step_t[b, j] = st
+                comm_t[b, j] = comm_sum[i] / max(it, 1)
+            else:
+                st = nan
+                step_t[b, j] = nan
+                comm_t[b, j] = nan
+            act = active_t[i] if a else 0.0
+            util[b, j] = compute_t[i] / act if act > 0 else nan
+            since = time_s[b] - iter_start[i] if a else nan
+            actual = st if it > 0 else _nan_max(since, d)
+            if act > 0:
+                e = ideal_step_s[b, j] / actual
+                eff[b, j] = 1.0 if e > 1.0 else e  # np.minimum(e, 1.0): NaN stays NaN
+            else:
+                eff[b, j] = nan
+            ideal[b, j] = ideal_step_s[b, j] if a else nan
+            compute_s[b, j] = unit_compute[i] if a else nan
 
 
 def merge_metrics(parts: list[IntervalMetrics]) -> IntervalMetrics:
