@@ -62,18 +62,17 @@ def decode_split(actions, ctrl, conns, npaths, default, out):  # pragma: no cove
     P = actions.shape[1]
     r = np.empty(P)
     for k in range(ctrl.shape[0]):
-        row = ctrl[k]
+        ar, oc = actions[ctrl[k]], out[conns[k]]  # row views: loops the compiler vectorises
         n = npaths[k]
         for p in range(P):
-            r[p] = (actions[row, p] + 1.0) / 2.0 if p < n else 0.0
+            r[p] = (ar[p] + 1.0) / 2.0 if p < n else 0.0
         tot = _row_sum(r, 0, P)
-        c = conns[k]
         if tot > 0:
             for p in range(P):
-                out[c, p] = r[p] / tot
+                oc[p] = r[p] / tot
         else:
             for p in range(P):
-                out[c, p] = (1.0 if p < n else 0.0) / n
+                oc[p] = (1.0 if p < n else 0.0) / n
     return out
 
 
