@@ -123,6 +123,7 @@ class EnvCore:
         self._last: StepResult | None = None
         self._needs_reset = True
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
+        self._fixed_cache: tuple | None = None  # (controllable slots' connections, the other connections)
         self._demand_cache: tuple | None = None  # (flow_bytes, slot_conn it was built from, demand)
         self._slot_obs_cache: tuple | None = None  # (demand, slot_mask it was built from, float32 block)
         self._net_capacity = w.fabric.capacity_bytes_per_s[self.net_links]  # (net_links,) nominal bytes/s
@@ -363,7 +364,13 @@ class EnvCore:
             # one compiled pass, the same floating-point operations as the numpy code below
             rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
             return _envkernels.decode_split(
-                rows, ctrl, conns, npaths, self._default, np.empty_like(self._default)
+                rows,
+                ctrl,
+                conns,
+                npaths,
+                self._default,
+                self._fixed_conns(conns),
+                np.empty_like(self._default),
             )
         split = self._default.copy()
         if self.action_mode == "path":  # indices past a connection's paths wrap (documented)
@@ -385,6 +392,18 @@ class EnvCore:
             cache = (w.slot_mask, ctrl, w.slot_conn.reshape(-1)[ctrl], npaths, valid, valid / npaths[:, None])
             self._ctrl_cache = cache
         return cache[1:]
+
+    def _fixed_conns(self, conns: np.ndarray) -> np.ndarray:
+        """The connections of the batch that no controllable slot routes (``conns``: those that one does),
+        which keep their default split; cached with the controllable slots."""
+        cache = self._fixed_cache
+        if cache is None or cache[0] is not conns:
+            n = self._default.shape[0]
+            fixed = np.ones(n, dtype=bool)
+            fixed[conns] = False
+            cache = (conns, np.flatnonzero(fixed).astype(np.int64))
+            self._fixed_cache = cache
+        return cache[1]
 
     def action_masks(self) -> np.ndarray:
         """(batch, slots * max_paths) bool: valid path indices per slot (for MaskablePPO).
@@ -811,6 +830,18 @@ class FabricRoutingEnv(gym.Env):
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, r, term, trunc, info = self.core.step(action)  # validated (and converted) by the core
         return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
+
+    def _fixed_conns(self, conns: np.ndarray) -> np.ndarray:
+        """The connections of the batch that no controllable slot routes (``conns``: those that one does),
+        which keep their default split; cached with the controllable slots."""
+        cache = self._fixed_cache
+        if cache is None or cache[0] is not conns:
+            n = self._default.shape[0]
+            fixed = np.ones(n, dtype=bool)
+            fixed[conns] = False
+            cache = (conns, np.flatnonzero(fixed).astype(np.int64))
+            self._fixed_cache = cache
+        return cache[1]
 
     def action_masks(self) -> np.ndarray:
         """Valid path indices per slot, flat (S * P,) bool, for MaskablePPO."""

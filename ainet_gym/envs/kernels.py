@@ -50,15 +50,17 @@ def _row_sum(x, lo, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def decode_split(actions, ctrl, conns, npaths, default, out):  # pragma: no cover - compiled
+def decode_split(actions, ctrl, conns, npaths, default, fixed, out):  # pragma: no cover - compiled
     """Split ratios of ``split``-mode actions, written into ``out`` (connections, P).
 
     ``actions`` (rows, P) float64 in [-1, 1], one row per action slot of the batch, ``P <= PW_BLOCKSIZE``; ``ctrl`` (k,) the rows
     of the controllable slots, ``conns`` (k,) their connections, ``npaths`` (k,) their numbers of candidate
-    paths; every other connection gets its ``default`` row. A controllable slot's weights are
+    paths; every other connection (``fixed``, the rows not in ``conns``) gets its ``default`` row. A controllable slot's weights are
     ``(a + 1) / 2`` over its valid paths, normalised by their sum (all zero: the even split).
     """
-    out[:] = default
+    for i in range(fixed.shape[0]):
+        c = fixed[i]
+        out[c] = default[c]
     P = actions.shape[1]
     r = np.empty(P)
     for k in range(ctrl.shape[0]):
