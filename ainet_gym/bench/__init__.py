@@ -9,11 +9,10 @@ only (under a minute on a 2-core CPU); the full run takes a few minutes.
 What is measured
 ----------------
 1. **Allocator.** :func:`ainet_gym.sim.allocator.solve_coo` (the engine's hot path) against two baselines run in
-   the same process on the same instances: :func:`progressive_filling_py`, a deliberately simple pure-Python
-   progressive filling (all active flows rise together to the next saturation, the flows that hit it
-   freeze; the algorithm of :func:`ainet_gym.sim.reference.max_min_fair_reference` on adjacency lists, because
-   the dense list-of-lists version costs O(rounds x flows x links) and already takes seconds at 1,000
-   flows), and :func:`ainet_gym.sim.reference.max_min_fair_global_min`, numpy progressive filling that freezes
+   the same process on the same instances: :func:`ainet_gym.sim.reference.max_min_fair_reference_coo`, a
+   deliberately simple pure-Python progressive filling (all active flows rise together to the next
+   saturation, the flows that hit it freeze; on adjacency lists, one pass over the entries per round), and
+   :func:`ainet_gym.sim.reference.max_min_fair_global_min`, numpy progressive filling that freezes
    only the flows at the global minimum level each iteration. Instances:
 
    * *fabric-shaped* (:func:`fabric_instance`): the real incidence the engine builds (``compile_job`` ->
@@ -78,7 +77,6 @@ from ainet_gym.bench.instances import (
     Instance,
     cluster_scenario,
     fabric_instance,
-    progressive_filling_py,
     spine_leaf_shape,
     tiered_instance,
 )
@@ -119,7 +117,6 @@ __all__ = [
     "machine_info",
     "main",
     "plot_scaling",
-    "progressive_filling_py",
     "rel_err",
     "run_bench",
     "spine_leaf_shape",

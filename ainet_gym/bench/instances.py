@@ -3,93 +3,12 @@ the environment and scaling sections."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-
-
-def progressive_filling_py(
-    entry_flow: Sequence[int] | np.ndarray,
-    entry_link: Sequence[int] | np.ndarray,
-    entry_coef: Sequence[float] | np.ndarray,
-    capacity: Sequence[float] | np.ndarray,
-    n_flows: int,
-    weights: Sequence[float] | np.ndarray | None = None,
-    demand: Sequence[float] | np.ndarray | None = None,
-) -> tuple[np.ndarray, int]:
-    """Weighted max-min fair rates by textbook progressive filling, in pure Python (lists and loops).
-
-    All active flows share one level ``t`` (rate ``w_f * t``). Each round recomputes every link's load
-    from the active flows, finds the smallest level at which a link saturates or an active flow reaches
-    its demand, and freezes the flows that reach it. The algorithm of
-    :func:`ainet_gym.sim.reference.max_min_fair_reference`, on adjacency lists instead of a dense matrix.
-
-    Returns
-    -------
-    rates : ndarray of float64, shape (n_flows,)
-        The rates (``inf`` for unconstrained flows).
-    rounds : int
-        Number of rounds (distinct bottleneck levels).
-
-    Examples
-    --------
-    >>> r, rounds = progressive_filling_py([0, 0, 1, 2], [0, 1, 0, 1], [1.0] * 4, [1.0, 1.0], 3)
-    >>> r.tolist(), rounds
-    ([0.5, 0.5, 0.5], 1)
-    """
-    n = int(n_flows)
-    cap = [float(c) for c in np.asarray(capacity, dtype=float).ravel().tolist()]
-    w = [1.0] * n if weights is None else [float(x) for x in np.ravel(weights).tolist()]
-    dem = [math.inf] * n if demand is None else [float(x) for x in np.ravel(demand).tolist()]
-    paths: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-    for f, lk, c in zip(
-        np.asarray(entry_flow).tolist(), np.asarray(entry_link).tolist(), np.asarray(entry_coef).tolist()
-    ):
-        if c > 0:
-            paths[f].append((lk, float(c)))
-    n_links = len(cap)
-    rate = [0.0] * n
-    used = [0.0] * n_links
-    active = list(range(n))
-    rounds = 0
-    while active:
-        rounds += 1
-        load = [0.0] * n_links
-        for f in active:
-            wf = w[f]
-            for lk, c in paths[f]:
-                load[lk] += c * wf
-        level = math.inf
-        link_level = [math.inf] * n_links
-        for lk in range(n_links):
-            if load[lk] > 0:
-                x = max(cap[lk] - used[lk], 0.0) / load[lk]
-                link_level[lk] = x
-                level = min(level, x)
-        for f in active:
-            level = min(level, dem[f] / w[f])
-        if level == math.inf:  # the rest is unconstrained
-            for f in active:
-                rate[f] = math.inf
-            break
-        still = []
-        for f in active:
-            if dem[f] / w[f] <= level:
-                r = dem[f]
-            elif any(link_level[lk] <= level for lk, _ in paths[f]):
-                r = w[f] * level
-            else:
-                still.append(f)
-                continue
-            rate[f] = r
-            for lk, c in paths[f]:
-                used[lk] += c * r
-        active = still
-    return np.array(rate, dtype=np.float64), rounds
 
 
 @dataclass
