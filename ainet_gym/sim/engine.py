@@ -28,10 +28,11 @@ from __future__ import annotations
 import os
 import warnings
 import zlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import BackgroundSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
@@ -298,6 +299,23 @@ class IntervalMetrics:
     events: int  # global event-loop iterations
     solver_iterations: int
 
+    @classmethod
+    def zeros(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
+        """Zero accumulators for an interval of ``duration_s`` (batch,), which both backends add into."""
+        b, u = duration_s.shape[0], n_units
+        return cls(
+            duration_s=duration_s,
+            iterations=np.zeros(u, dtype=np.int64),
+            step_time_sum_s=np.zeros(u),
+            comm_time_sum_s=np.zeros(u),
+            compute_time_s=np.zeros(u),
+            active_time_s=np.zeros(u),
+            link_bytes=np.zeros((b, n_links)),
+            stalled_flows=np.zeros(b, dtype=np.int64),
+            events=0,
+            solver_iterations=0,
+        )
+
 
 @dataclass(frozen=True)
 class UnitSnapshot:
@@ -534,14 +552,10 @@ class BatchSim:
         B, U, L = self.batch, self.n_units, self.n_links
         st = self.state
         t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
-        dur = t_left.copy()
-        iters = np.zeros(U, dtype=np.int64)
-        step_sum = np.zeros(U)
-        comm_sum = np.zeros(U)
-        compute_t = np.zeros(U)
-        active_t = np.zeros(U)
+        m = IntervalMetrics.zeros(t_left.copy(), U, L)
+        iters, step_sum, comm_sum = m.iterations, m.step_time_sum_s, m.comm_time_sum_s
+        compute_t, active_t, stalled = m.compute_time_s, m.active_time_s, m.stalled_flows
         flow_moved = np.zeros(self.n_flows)  # (flows,) bytes each flow moved in the interval
-        stalled = np.zeros(B, dtype=np.int64)
         cap = self.capacity_bytes_per_s.reshape(-1)
         events = 0
         solver_iters = 0
@@ -576,7 +590,7 @@ class BatchSim:
             dt = t_left.copy()
             job_flow = ~self.flow_bg[act_idx]
             with np.errstate(divide="ignore"):
-                t_fin = np.where(rates > 0, self.rem[act_idx] / np.where(rates > 0, rates, 1.0), np.inf)
+                t_fin = safe_divide(self.rem[act_idx], rates, np.inf)
             t_fin = np.where(job_flow, t_fin, np.inf)
             if self.rate_updates == "phase":
                 # only the last flow of a phase is an event: earlier finishers keep their rate
@@ -625,13 +639,8 @@ class BatchSim:
             self._process_events(iters, step_sum, comm_sum)
         # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
         link_bytes = np.bincount(self.e_link, weights=self.e_coef * flow_moved[self.e_flow], minlength=B * L)
-        return IntervalMetrics(
-            duration_s=dur,
-            iterations=iters,
-            step_time_sum_s=step_sum,
-            comm_time_sum_s=comm_sum,
-            compute_time_s=compute_t,
-            active_time_s=active_t,
+        return replace(
+            m,
             link_bytes=link_bytes.reshape(B, L),
             stalled_flows=stalled,
             events=events,
@@ -642,11 +651,7 @@ class BatchSim:
         """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
-        iters = np.zeros(U, dtype=np.int64)
-        step_sum, comm_sum, compute_t, active_t = (np.zeros(U) for _ in range(4))
-        link_bytes = np.zeros(B * L)
-        stalled = np.zeros(B, dtype=np.int64)
-        stats = np.zeros(4, dtype=np.int64)
+        m = IntervalMetrics.zeros(dur, U, L)  # the kernel adds into its arrays
         f64, i64 = np.float64, np.int64
         cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=f64).reshape(-1)
         ef, el, ec = self._e_buf
@@ -666,7 +671,8 @@ class BatchSim:
                 self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
                 flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand, cap,
                 *state,
-                iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled,
+                m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
+                m.link_bytes.reshape(-1), m.stalled_flows,
                 stats_of[ranges.index((lo, hi))],
             ),
         )  # fmt: skip
@@ -682,18 +688,7 @@ class BatchSim:
             raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
         if err == _kernels.ERR_SOLVER:
             raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
-        return IntervalMetrics(
-            duration_s=dur,
-            iterations=iters,
-            step_time_sum_s=step_sum,
-            comm_time_sum_s=comm_sum,
-            compute_time_s=compute_t,
-            active_time_s=active_t,
-            link_bytes=link_bytes.reshape(B, L),
-            stalled_flows=stalled,
-            events=int(stats[0]),
-            solver_iterations=int(stats[1]),
-        )
+        return replace(m, events=int(stats[0]), solver_iterations=int(stats[1]))
 
     def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
         """Apply every transition that is due now, until none is (vectorised over units)."""
