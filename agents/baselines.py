@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
+from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import ACTION_MODES
 from ainet_gym.routing.policies import POLICIES, get_policy, place_least_loaded
 
@@ -135,7 +136,7 @@ def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
     fixed[slot_conn[ctrl]] = 0.0
     load = core.offered_load(fixed, d).reshape(-1)
     cap = (core.link_capacity_bytes_per_s * core.decision_interval_s).reshape(-1)
-    inv_cap = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf)
+    inv_cap = safe_divide(1.0, cap, np.inf)
     sc = np.maximum(slot_conn, 0)
     dem = np.where(ctrl, d[sc], -1.0)
     order = np.argsort(-dem, axis=1, kind="stable")  # (B, S): masked slots sort last
@@ -156,7 +157,7 @@ def _induced_weights(core: EnvCore, split: np.ndarray) -> np.ndarray:
     gmax = np.zeros((w.batch, n_groups))
     np.maximum.at(gmax, (slice(None), g), load)
     top = gmax[:, g]
-    return np.where(top > 0, load / np.where(top > 0, top, 1.0), 1.0)
+    return safe_divide(load, top, 1.0)
 
 
 def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None) -> np.ndarray:
@@ -182,7 +183,7 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     elif policy in ("wcmp", "wcmp+bg"):
         cap = core.link_capacity_bytes_per_s[:, core.wcmp_links]
         top = cap.max(axis=1, keepdims=True)
-        wts = np.where(top > 0, cap / np.where(top > 0, top, 1.0), 1.0)
+        wts = safe_divide(cap, top, 1.0)
     else:
         wts = _induced_weights(core, split)
     return np.clip(2.0 * wts - 1.0, -1.0, 1.0).astype(np.float32)

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
+from ainet_gym.arrays import safe_divide
+
 __all__ = ["FABRIC_SCALARS", "FabricMetricsCallback", "step_metrics"]
 
 FABRIC_SCALARS = (
@@ -41,7 +43,7 @@ def step_metrics(infos: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     eff = np.stack([np.asarray(i.get("efficiency", [0.0]), dtype=np.float64) for i in infos])  # (envs, J)
     st = np.stack([np.asarray(i.get("step_time_ms", [0.0]), dtype=np.float64) for i in infos])  # (envs, J)
     done_iter = (st > 0) & (eff > 0)
-    ratio = np.where(done_iter, 1.0 / np.where(eff > 0, eff, 1.0), 0.0)
+    ratio = np.where(done_iter, safe_divide(1.0, eff), 0.0)
     return {
         "gpu_utilization": np.array([float(i.get("reward_gpu_utilization", 0.0)) for i in infos]),
         "step_time_ratio_sum": ratio.sum(axis=1),

@@ -45,6 +45,7 @@ import numpy as np
 
 from ainet_gym.agents.outputs import check_out_dir, fresh_dir
 from ainet_gym.agents.registry import Agent, make_agent, parse_policies
+from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.scenario.spec import Scenario
@@ -192,7 +193,7 @@ def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
         st, ideal = np.asarray(info["step_time_ms"]), np.asarray(info["ideal_step_time_ms"])
         ok = (it > 0) & (ideal > 0)
         iters[:, t] = np.where(ok, it, 0)
-        ratio[:, t] = np.where(ok, st / np.where(ideal > 0, ideal, 1.0), 0.0)
+        ratio[:, t] = np.where(ok, safe_divide(st, ideal), 0.0)
     return PolicyRun(agent.name, agent_controls(agent), gpu, mlu, col, ratio, iters, time.time() - t0)
 
 
@@ -211,7 +212,7 @@ def _episode_ratio(run: PolicyRun) -> np.ndarray:
     r = run.ratio.reshape(w.shape)
     n = w.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, (r * w).sum(axis=1) / np.where(n > 0, n, 1.0), np.nan)
+        return safe_divide((r * w).sum(axis=1), n, np.nan)
 
 
 def _ratio_samples(run: PolicyRun) -> np.ndarray:

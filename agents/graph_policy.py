@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
+from ainet_gym.arrays import safe_divide
 
 if TYPE_CHECKING:
     import torch
@@ -242,9 +243,8 @@ def path_features(core: EnvCore) -> np.ndarray:
     load_num = np.bincount(
         ids, weights=wts * np.broadcast_to(p_load[:, :, None], paths.shape)[hop], minlength=B * L
     )
-    has = wsum > 0
-    path_cap = np.where(has, cap_num / np.where(has, wsum, 1.0), 1.0)
-    path_load = np.where(has, load_num / np.where(has, wsum, 1.0), 0.0)
+    path_cap = safe_divide(cap_num, wsum, 1.0)
+    path_load = safe_divide(load_num, wsum)
     return np.stack([offered, path_cap, path_load], axis=-1).reshape(B, L, 3).astype(np.float32)
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["main"]
 
@@ -79,6 +80,15 @@ def _cmd_export_fabric(args: argparse.Namespace) -> int:
     return 0
 
 
+def _deferred(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The subcommand ``module.name(args)``, its module (agents, torch, the bench) imported only when it runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(module), name)(args)
+
+    return run
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     if args.framework == "rllib":
         from ainet_gym.agents.rllib_train import train_rllib_main
@@ -87,24 +97,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from ainet_gym.agents.train import train_main
 
     return train_main(args)
-
-
-def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from ainet_gym.agents.evaluate import evaluate_main
-
-    return evaluate_main(args)
-
-
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    from ainet_gym.agents.rllib_sweep import sweep_main
-
-    return sweep_main(args)
-
-
-def _cmd_bench(args: argparse.Namespace) -> int:
-    from ainet_gym.bench import bench_main
-
-    return bench_main(args)
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:
@@ -126,12 +118,6 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
         )
     print(f"  wall: fluid {out['fluid_wall_s'] * 1e3:.2f} ms, ns-3 {out['ns3_wall_s']:.2f} s")
     return 0
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from ainet_gym.agents.demo import demo_main
-
-    return demo_main(args)
 
 
 #: Shown in the ``--help`` of every command that loads a model file.
@@ -191,12 +177,6 @@ def _seeds_arg(text: str) -> str:
 _SCENARIO = _text_arg("a shipped scenario name or a YAML path")
 
 
-def _cmd_leaderboard(args: argparse.Namespace) -> int:
-    from ainet_gym.agents.leaderboard import leaderboard_main
-
-    return leaderboard_main(args)
-
-
 def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("leaderboard", help="every env id x every baseline and shipped policy, one table")
     s.add_argument("--quick", action="store_true", help="2 seeds x 3 intervals (a smoke test)")
@@ -214,7 +194,7 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--out", default="out/leaderboard", help="directory for the table, CSV, JSON and figure")
     s.add_argument("--json", action="store_true", help="print one JSON object")
-    s.set_defaults(func=_cmd_leaderboard)
+    s.set_defaults(func=_deferred("ainet_gym.agents.leaderboard", "leaderboard_main"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -296,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     s.add_argument("--json", action="store_true", help="print one JSON object")
-    s.set_defaults(func=_cmd_evaluate)
+    s.set_defaults(func=_deferred("ainet_gym.agents.evaluate", "evaluate_main"))
 
     s = sub.add_parser("sweep", help="Ray Tune grid of RLlib PPO runs, one results table (rllib extra)")
     s.add_argument("--scenarios", default="periodic-interference", help="comma list of scenarios")
@@ -309,14 +289,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--eval-seeds", default="1,2,3", help="held-out evaluation seeds")
     s.add_argument("--address", default=None, help="join a Ray cluster (auto or HOST:PORT)")
     s.add_argument("--out", default="out/sweep")
-    s.set_defaults(func=_cmd_sweep)
+    s.set_defaults(func=_deferred("ainet_gym.agents.rllib_sweep", "sweep_main"))
 
     s = sub.add_parser("bench", help="measure the allocator and the environments")
     s.add_argument("--quick", action="store_true", help="small sizes only")
     s.add_argument("--out", default="bench-results", help="directory for the JSON and the plot")
     s.add_argument("--sections", default=None, help="comma list of sections to run (default: all)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
-    s.set_defaults(func=_cmd_bench)
+    s.set_defaults(func=_deferred("ainet_gym.bench", "bench_main"))
 
     s = sub.add_parser("crosscheck", help="compare the fluid model with ns-3 packets (extra: ns3)")
     s.add_argument("scenario", help="scenario name or YAML path (cross-check cases: xc-ring-8, ...)")
@@ -344,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--quick", action="store_true", help="a smoke run (4,096 steps, 2 seeds): what CI runs, not a result"
     )
-    s.set_defaults(func=_cmd_demo)
+    s.set_defaults(func=_deferred("ainet_gym.agents.demo", "demo_main"))
 
     s = sub.add_parser(
         "soak", help="random actions in every mode on the vector env, every invariant checked every step"

@@ -143,7 +143,7 @@ def test_instances_on_several_threads_match_the_numpy_reference(family: str, mon
 
     core = EnvCore(FAMILIES[family], 5, backend="numba")
     core.reset(list(range(5)))
-    assert len(core.world.sim._ranges) > 1  # the batch is really cut into ranges
+    assert len(core.world.sim.table.ranges) > 1  # the batch is really cut into ranges
     for policy in ("random", "ecmp"):
         worst = compare_backends(FAMILIES[family], policy, seed=3, intervals=4, batch=5)
         bad = {k: v for k, v in worst.items() if v > RTOL}

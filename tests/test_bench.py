@@ -16,13 +16,12 @@ from ainet_gym.bench import (
     cluster_scenario,
     fabric_instance,
     format_report,
-    progressive_filling_py,
     run_bench,
     spine_leaf_shape,
     tiered_instance,
 )
 from ainet_gym.scenario.loader import load_scenario
-from ainet_gym.sim.reference import max_min_fair_reference
+from ainet_gym.sim.reference import max_min_fair_reference, max_min_fair_reference_coo
 
 ALLOCATOR_KEYS = {
     "instance", "family", "flows", "links", "entries", "solve_ms", "flows_per_s", "iterations",
@@ -106,7 +105,10 @@ def test_scaling_section_writes_plot(tmp_path):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_progressive_filling_py_matches_the_dense_reference(seed):
+def test_the_pure_python_reference_meets_the_definition_of_weighted_max_min(seed):
+    """The bench's pure-Python baseline against the definition (not another solver): feasible, no flow
+    above its demand, and every flow below its demand has a bottleneck, a saturated link on its path on
+    which no flow has a larger rate per unit weight."""
     rng = np.random.default_rng(seed)
     n_flows, n_links = 12, 7
     inc = rng.choice([0.0, 0.0, 1.0, 2.0, 0.5], size=(n_flows, n_links))
@@ -115,12 +117,26 @@ def test_progressive_filling_py_matches_the_dense_reference(seed):
     demand = np.where(rng.random(n_flows) < 0.3, rng.uniform(0.1, 3.0, n_flows), np.inf)
     weights = rng.choice([1.0, 2.0, 3.0], n_flows)
     f, lk = np.nonzero(inc)
-    rates, rounds = progressive_filling_py(f, lk, inc[f, lk], cap, n_flows, weights=weights, demand=demand)
-    expected = max_min_fair_reference(inc, cap, demand=demand, weights=weights)
-    np.testing.assert_array_equal(np.isinf(rates), np.isinf(expected))
-    fin = np.isfinite(expected)
-    np.testing.assert_allclose(rates[fin], expected[fin], rtol=1e-12, atol=1e-12)
+    rates, rounds = max_min_fair_reference_coo(
+        f, lk, inc[f, lk], cap, n_flows, weights=weights, demand=demand, return_iterations=True
+    )
     assert rounds >= 1
+    np.testing.assert_array_equal(rates, max_min_fair_reference(inc, cap, demand=demand, weights=weights))
+    crosses = inc > 0
+    fin = np.isfinite(rates)
+    np.testing.assert_array_equal(~fin, ~crosses.any(axis=1) & np.isinf(demand))  # inf: nothing limits it
+    load = rates[fin] @ inc[fin]
+    assert (load <= cap * (1 + 1e-12) + 1e-12).all()
+    assert (rates <= demand).all()
+    level = rates / weights
+    for i in np.flatnonzero(fin & (rates < demand * (1 - 1e-12))):
+        bottlenecks = [
+            link
+            for link in np.flatnonzero(crosses[i])
+            if load[link] >= cap[link] * (1 - 1e-9) - 1e-12
+            and level[i] >= level[crosses[:, link] & fin].max() * (1 - 1e-9)
+        ]
+        assert bottlenecks, (i, rates, load, cap)
 
 
 def test_fabric_instance_is_the_engines_incidence():

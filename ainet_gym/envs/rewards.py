@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ainet_gym.arrays import safe_divide
 from ainet_gym.sim.world import StepResult
 
 __all__ = ["REWARDS", "GpuUtilizationReward", "RewardFn", "StepTimeReward", "make_reward"]
@@ -38,7 +39,7 @@ class GpuUtilizationReward:
         ok = np.isfinite(u)
         w = np.where(ok, result.job_gpus, 0).astype(np.float64)
         tot = w.sum(axis=1)
-        return np.where(tot > 0, (np.where(ok, u, 0.0) * w).sum(axis=1) / np.where(tot > 0, tot, 1.0), 0.0)
+        return safe_divide((np.where(ok, u, 0.0) * w).sum(axis=1), tot)
 
 
 class StepTimeReward:

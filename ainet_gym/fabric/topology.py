@@ -414,6 +414,19 @@ def _fail(msg: str) -> None:
     raise ValueError(msg)
 
 
+def _hops(adj: dict[int, list[int]], sources: list[int]) -> dict[int, int]:
+    """Hop count from the nearest of ``sources`` (0) to every node that ``adj`` reaches from them (BFS)."""
+    hops = dict.fromkeys(sources, 0)
+    queue = deque(sources)
+    while queue:
+        u = queue.popleft()
+        for v in adj.get(u, []):
+            if v not in hops:
+                hops[v] = hops[u] + 1
+                queue.append(v)
+    return hops
+
+
 def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fabric:
     """Flatten a builder into a :class:`Fabric`: endpoint attachments, ECMP groups, hop bounds.
 
@@ -485,31 +498,15 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         if is_switch[u] and is_switch[v]:
             sw_adj.setdefault(u, []).append(v)
     level = np.zeros(len(names), dtype=np.int64)
-    seen = dict.fromkeys(leaves, 1)
-    queue = deque(leaves)
-    while queue:
-        u = queue.popleft()
-        for v in sw_adj.get(u, []):
-            if v not in seen:
-                seen[v] = seen[u] + 1
-                queue.append(v)
-    for n, lv in seen.items():
-        level[n] = lv
+    for n, hops in _hops(sw_adj, leaves).items():
+        level[n] = hops + 1
     level[np.asarray([k == "nvswitch" for k in kinds], dtype=bool)] = 1
 
     if leaf_diameter is None:  # a graph: measure it, and check that every endpoint reaches every other
         leaf_diameter = 0
         dist: dict[int, dict[int, int]] = {}
         for a in leaves:
-            da = {a: 0}
-            q = deque([a])
-            while q:
-                u = q.popleft()
-                for v in sw_adj.get(u, []):
-                    if v not in da:
-                        da[v] = da[u] + 1
-                        q.append(v)
-            dist[a] = da
+            da = dist[a] = _hops(sw_adj, [a])
             leaf_diameter = max(leaf_diameter, max(da.get(x, 0) for x in leaves))
         groups: dict[tuple[int, ...], int] = {}  # attachment switches -> first endpoint with them
         for e, ups in enumerate(ep_uplinks):

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ainet_gym.arrays import safe_divide
 from ainet_gym.routing.split import spray_split
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
         base = base_load(world, last)
     load = np.asarray(base, dtype=np.float64).reshape(-1)
     cap = (sim.capacity_bytes_per_s * world.decision_interval_s).reshape(-1)
-    inv = np.where(cap > 0, 1.0 / np.where(cap > 0, cap, 1.0), np.inf)
+    inv = safe_divide(1.0, cap, np.inf)
     inst = sim.unit_inst[sim.conn_unit]
     cs = np.flatnonzero(ctrl)
     if cs.size == 0:
@@ -241,11 +242,7 @@ def connection_peak_rate(world: FabricWorld) -> np.ndarray:
     bg = sim.flow_bg[sim.member_flow]
     unit = sim.flow_unit[sim.member_flow]
     comm = _per_unit(world, world.job_ideal_comm_s)[unit]
-    job_rate = np.where(
-        bg | ~(comm > 0),
-        0.0,
-        np.where(bg, 0.0, sim.flow_bytes[sim.member_flow]) / np.where(comm > 0, comm, 1.0),
-    )
+    job_rate = safe_divide(np.where(bg, 0.0, sim.flow_bytes[sim.member_flow]), comm)  # background: 0
     bg_rate = np.where(bg & sim.bg_on[unit], sim.flow_demand[sim.member_flow], 0.0)
     # a connection is used by one member per phase; take its largest rate over the job's phases
     r = np.zeros(sim.n_conns)
@@ -261,7 +258,7 @@ def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
     load = offered_load(world, split, connection_peak_rate(world))
     cap = sim.capacity_bytes_per_s
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(cap > 0, load / np.where(cap > 0, cap, 1), np.where(load > 0, np.inf, 0.0))
+        return safe_divide(load, cap, np.where(load > 0, np.inf, 0.0))
 
 
 def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | None = None) -> np.ndarray:
@@ -303,7 +300,7 @@ def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | Non
             fixed = np.asarray(fixed_rate[b], dtype=np.float64)
         cap = sim.capacity_bytes_per_s[b]
         usable = cap > 0
-        scale = np.where(usable, 1.0 / np.where(usable, cap, 1.0), 0.0)
+        scale = safe_divide(1.0, cap)
         # variables: x[c, p] for live candidate paths, then t, then one t_j per job
         cc, pp = np.nonzero(live[cs])
         nv = cc.shape[0]

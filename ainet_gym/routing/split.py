@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ainet_gym.arrays import safe_divide
+
 __all__ = [
     "ecmp_split",
     "hash_u64",
@@ -110,7 +112,7 @@ def ratio_split(ratios: np.ndarray, n_paths: np.ndarray) -> np.ndarray:
     r = np.where(valid, r, 0.0)
     tot = r.sum(axis=1, keepdims=True)
     even = valid / np.maximum(n[:, None], 1)
-    return np.where(tot > 0, r / np.where(tot > 0, tot, 1.0), even)
+    return safe_divide(r, tot, even)
 
 
 def wcmp_split(
@@ -131,13 +133,11 @@ def wcmp_split(
     gcount = np.bincount(g[in_group], minlength=n_groups)
     prob = np.ones_like(w)
     gi = g[in_group]
-    prob[in_group] = np.where(
-        gsum[gi] > 0, w[in_group] / np.where(gsum[gi] > 0, gsum[gi], 1), 1.0 / gcount[gi]
-    )
+    prob[in_group] = safe_divide(w[in_group], gsum[gi], 1.0 / gcount[gi])
     padded = np.concatenate([prob, [1.0]])  # index -1 (padding) -> factor 1
     score = padded[conn_paths].prod(axis=2)  # (conn, paths)
     valid = np.arange(conn_paths.shape[1])[None, :] < np.asarray(n_paths)[:, None]
     score = np.where(valid, score, 0.0)
     tot = score.sum(axis=1, keepdims=True)
     even = valid / np.maximum(np.asarray(n_paths)[:, None], 1)
-    return np.where(tot > 0, score / np.where(tot > 0, tot, 1.0), even)
+    return safe_divide(score, tot, even)

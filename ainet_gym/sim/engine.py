@@ -28,10 +28,11 @@ from __future__ import annotations
 import os
 import warnings
 import zlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import BackgroundSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
@@ -298,6 +299,23 @@ class IntervalMetrics:
     events: int  # global event-loop iterations
     solver_iterations: int
 
+    @classmethod
+    def zeros(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
+        """Zero accumulators for an interval of ``duration_s`` (batch,), which both backends add into."""
+        b, u = duration_s.shape[0], n_units
+        return cls(
+            duration_s=duration_s,
+            iterations=np.zeros(u, dtype=np.int64),
+            step_time_sum_s=np.zeros(u),
+            comm_time_sum_s=np.zeros(u),
+            compute_time_s=np.zeros(u),
+            active_time_s=np.zeros(u),
+            link_bytes=np.zeros((b, n_links)),
+            stalled_flows=np.zeros(b, dtype=np.int64),
+            events=0,
+            solver_iterations=0,
+        )
+
 
 @dataclass(frozen=True)
 class UnitSnapshot:
@@ -309,6 +327,69 @@ class UnitSnapshot:
     n_flows: np.ndarray  # (units,) flows of each unit
     phase_off: np.ndarray  # (units,) first phase of each unit
     n_phases: np.ndarray  # (units,) phases of each unit
+
+
+@dataclass
+class EntryTable:
+    """The candidate incidence entries of every (member, path, hop), merged by (flow, link) once per structure
+    (:meth:`BatchSim.set_units`), so that a new split costs one gather and one bincount (numpy) or one pass
+    per instance on the kernel threads (numba), with no sort per step. A *segment* is one merged (flow, link)
+    entry; a *candidate* one (member, path, hop) that adds to it."""
+
+    cand_gather: np.ndarray  # (candidates,) index into split.ravel() of each candidate, segment order
+    cand_seg: np.ndarray  # (candidates,) the segment it adds to
+    seg_flow: np.ndarray  # (segments,) flow of each segment, sorted (so by instance)
+    seg_link: np.ndarray  # (segments,) global link id (instance * links + link)
+    seg_lperm: np.ndarray  # (segments,) the segments in link order (numpy allocator)
+    inst_seg: np.ndarray  # (batch+1,) first segment of each instance
+    seg_cand: np.ndarray  # (segments+1,) first candidate of each segment
+    seg_coef: np.ndarray  # (segments,) bytes on the link per byte of the flow under the split (numba)
+    e_flow_buf: np.ndarray  # (segments,) nonzero entries of each instance, compacted from inst_seg[b] (numba)
+    e_link_buf: np.ndarray  # (segments,) their links
+    e_coef_buf: np.ndarray  # (segments,) their coefficients
+    ent_hi: np.ndarray  # (batch,) one past each instance's last compacted entry
+    ranges: list[tuple[int, int]]  # instance ranges the kernel threads take in turn
+
+    @property
+    def n_seg(self) -> int:
+        return int(self.seg_flow.shape[0])
+
+    @classmethod
+    def build(
+        cls, member_paths: np.ndarray, member_flow: np.ndarray, member_conn: np.ndarray, inst_flow: np.ndarray,
+        max_paths: int, batch: int, n_links: int,
+    ) -> EntryTable:  # fmt: skip
+        """From each member's candidate paths (members, paths, hops) of global link ids (-1: padding)."""
+        mask = member_paths >= 0
+        mi, pi, _ = np.nonzero(mask)
+        flow = member_flow[mi]
+        link = member_paths[mask]
+        gather = member_conn[mi] * max_paths + pi  # index into split.ravel()
+        key = flow * (batch * n_links) + link
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.concatenate(([True], key[1:] != key[:-1])) if key.size else np.zeros(0, dtype=bool)
+        cand_seg = np.cumsum(first) - 1
+        n_seg = int(first.sum())
+        seg_flow = flow[order][first]
+        seg_link = link[order][first]
+        inst_seg = np.searchsorted(seg_flow, inst_flow).astype(np.int64)
+        return cls(
+            cand_gather=gather[order],
+            cand_seg=cand_seg,
+            seg_flow=seg_flow,
+            seg_link=seg_link,
+            seg_lperm=np.argsort(seg_link, kind="stable"),
+            inst_seg=inst_seg,
+            seg_cand=np.searchsorted(cand_seg, np.arange(n_seg + 1)).astype(np.int64),
+            seg_coef=np.zeros(n_seg),
+            e_flow_buf=np.zeros(n_seg, dtype=np.int64),
+            e_link_buf=np.zeros(n_seg, dtype=np.int64),
+            e_coef_buf=np.zeros(n_seg),
+            ent_hi=inst_seg[:-1].copy(),
+            # segments per instance: a proxy for the work of its interval
+            ranges=_kernels.batch_ranges(np.diff(inst_seg) + 1, _kernels.kernel_threads()),
+        )
 
 
 class BatchSim:
@@ -347,6 +428,11 @@ class BatchSim:
         self.capacity_bytes_per_s = np.tile(
             fabric.capacity_bytes_per_s, (self.batch, 1)
         )  # (batch, links) bytes/s during the next interval
+        # set by set_units (with self.stack and self.state) and set_split:
+        self.table: EntryTable  # the merged incidence entries of the structure
+        self.split: np.ndarray  # (connections, max_paths) the current split
+        self._entries: tuple[np.ndarray, ...] | None = None  # (e_flow, e_link, e_coef, keep), on demand
+        self._e_lperm: np.ndarray | None = None  # the entries in link order, on demand (numpy allocator)
         self.set_units(units, time_s=np.zeros(self.batch))
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -422,36 +508,10 @@ class BatchSim:
 
     # ------------------------------------------------------------------ routing
     def _build_entry_table(self) -> None:
-        """Candidate incidence entries of every (member, path, hop), merged by (flow, link) once per
-        structure, so that a new split costs one gather and one bincount (no sort per step)."""
-        P = self.fabric.max_paths
-        m_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
-        mask = m_paths >= 0
-        mi, pi, _ = np.nonzero(mask)
-        flow = self.member_flow[mi]
-        link = m_paths[mask]
-        gather = self.member_conn[mi] * P + pi  # index into split.ravel()
-        key = flow * (self.batch * self.n_links) + link
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        first = np.concatenate(([True], key[1:] != key[:-1])) if key.size else np.zeros(0, dtype=bool)
-        self._cand_gather = gather[order]  # (candidates,) split index of each candidate entry
-        self._cand_seg = np.cumsum(first) - 1  # (candidates,) merged entry it adds to
-        self._n_seg = int(first.sum())
-        self._seg_flow = flow[order][first]  # (merged,) flow of each merged entry, sorted
-        self._seg_link = link[order][first]  # (merged,) link
-        self._seg_lperm = np.argsort(self._seg_link, kind="stable")  # merged entries in link order
-        # compiled backend: segments and candidates of each instance are contiguous (sorted by flow);
-        # instance b merges its split into entries inst_seg[b]:ent_hi[b] of the e_* buffers
-        self._inst_seg = np.searchsorted(self._seg_flow, self.inst_flow).astype(np.int64)  # (batch+1,)
-        # (merged+1,) candidates of each segment (candidates are sorted by segment)
-        self._seg_cand = np.searchsorted(self._cand_seg, np.arange(self._n_seg + 1)).astype(np.int64)
-        self._seg_coef = np.zeros(self._n_seg)  # (merged,) coefficient of each segment under the split
-        self._e_buf = (np.zeros(self._n_seg, dtype=np.int64), np.zeros(self._n_seg, dtype=np.int64),
-                       np.zeros(self._n_seg))  # fmt: skip
-        self._ent_hi = self._inst_seg[:-1].copy()  # (batch,) one past each instance's last entry
-        # instance ranges of the batch that the kernel threads take in turn (segments: a proxy for work)
-        self._ranges = _kernels.batch_ranges(np.diff(self._inst_seg) + 1, _kernels.kernel_threads())
+        self.table = EntryTable.build(
+            self.conn_paths_global[self.member_conn], self.member_flow, self.member_conn, self.inst_flow,
+            self.fabric.max_paths, self.batch, self.n_links,
+        )  # fmt: skip
 
     def set_split(self, split: np.ndarray | None) -> None:
         """Set the split (connections, max_paths) of every connection; None = first path only.
@@ -463,29 +523,29 @@ class BatchSim:
             split = np.zeros((self.n_conns, self.fabric.max_paths))
             split[:, 0] = 1.0
         self.split = split
-        self._e_lperm: np.ndarray | None = None
-        self._entries: tuple[np.ndarray, ...] | None = None
+        self._e_lperm = None
+        self._entries = None
+        t = self.table
         if self.backend == "numba":  # each instance merged on its kernel thread; e_* compacted on demand
             flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
-            ef, el, ec = self._e_buf
+            ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
             _kernels.run_ranges(
-                _kernels.merge_range, self._ranges,
-                lambda lo, hi: (lo, hi, self._seg_cand, self._cand_gather, flat, self._seg_flow,
-                                self._seg_link, self._inst_seg, self._seg_coef, ef, el, ec, self._ent_hi),
+                _kernels.merge_range, t.ranges,
+                lambda lo, hi: (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow,
+                                t.seg_link, t.inst_seg, t.seg_coef, ef, el, ec, t.ent_hi),
             )  # fmt: skip
             return
-        coef = np.bincount(
-            self._cand_seg, weights=split.reshape(-1)[self._cand_gather], minlength=self._n_seg
-        )
+        coef = np.bincount(t.cand_seg, weights=split.reshape(-1)[t.cand_gather], minlength=t.n_seg)
         keep = coef > 0
-        self._entries = (self._seg_flow[keep], self._seg_link[keep], coef[keep], keep)
+        self._entries = (t.seg_flow[keep], t.seg_link[keep], coef[keep], keep)
 
     def _entry_table(self) -> tuple[np.ndarray, ...]:
         """(e_flow, e_link, e_coef, keep): the nonzero merged entries of the split, sorted by flow, and the
         mask of the segments they come from."""
         if self._entries is None:
-            keep = self._seg_coef > 0
-            self._entries = (self._seg_flow[keep], self._seg_link[keep], self._seg_coef[keep], keep)
+            t = self.table
+            keep = t.seg_coef > 0
+            self._entries = (t.seg_flow[keep], t.seg_link[keep], t.seg_coef[keep], keep)
         return self._entries
 
     @property
@@ -515,7 +575,8 @@ class BatchSim:
             return self._e_lperm
         keep = self._entry_table()[3]
         new_index = np.cumsum(keep) - 1
-        self._e_lperm = new_index[self._seg_lperm[keep[self._seg_lperm]]]
+        perm = self.table.seg_lperm
+        self._e_lperm = new_index[perm[keep[perm]]]
         return self._e_lperm
 
     # ------------------------------------------------------------------ dynamics
@@ -534,14 +595,10 @@ class BatchSim:
         B, U, L = self.batch, self.n_units, self.n_links
         st = self.state
         t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
-        dur = t_left.copy()
-        iters = np.zeros(U, dtype=np.int64)
-        step_sum = np.zeros(U)
-        comm_sum = np.zeros(U)
-        compute_t = np.zeros(U)
-        active_t = np.zeros(U)
+        m = IntervalMetrics.zeros(t_left.copy(), U, L)
+        iters, step_sum, comm_sum = m.iterations, m.step_time_sum_s, m.comm_time_sum_s
+        compute_t, active_t, stalled = m.compute_time_s, m.active_time_s, m.stalled_flows
         flow_moved = np.zeros(self.n_flows)  # (flows,) bytes each flow moved in the interval
-        stalled = np.zeros(B, dtype=np.int64)
         cap = self.capacity_bytes_per_s.reshape(-1)
         events = 0
         solver_iters = 0
@@ -576,7 +633,7 @@ class BatchSim:
             dt = t_left.copy()
             job_flow = ~self.flow_bg[act_idx]
             with np.errstate(divide="ignore"):
-                t_fin = np.where(rates > 0, self.rem[act_idx] / np.where(rates > 0, rates, 1.0), np.inf)
+                t_fin = safe_divide(self.rem[act_idx], rates, np.inf)
             t_fin = np.where(job_flow, t_fin, np.inf)
             if self.rate_updates == "phase":
                 # only the last flow of a phase is an event: earlier finishers keep their rate
@@ -625,13 +682,8 @@ class BatchSim:
             self._process_events(iters, step_sum, comm_sum)
         # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
         link_bytes = np.bincount(self.e_link, weights=self.e_coef * flow_moved[self.e_flow], minlength=B * L)
-        return IntervalMetrics(
-            duration_s=dur,
-            iterations=iters,
-            step_time_sum_s=step_sum,
-            comm_time_sum_s=comm_sum,
-            compute_time_s=compute_t,
-            active_time_s=active_t,
+        return replace(
+            m,
             link_bytes=link_bytes.reshape(B, L),
             stalled_flows=stalled,
             events=events,
@@ -642,31 +694,29 @@ class BatchSim:
         """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
-        iters = np.zeros(U, dtype=np.int64)
-        step_sum, comm_sum, compute_t, active_t = (np.zeros(U) for _ in range(4))
-        link_bytes = np.zeros(B * L)
-        stalled = np.zeros(B, dtype=np.int64)
-        stats = np.zeros(4, dtype=np.int64)
+        m = IntervalMetrics.zeros(dur, U, L)  # the kernel adds into its arrays
         f64, i64 = np.float64, np.int64
         cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=f64).reshape(-1)
-        ef, el, ec = self._e_buf
+        t = self.table
+        ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
         alive = np.ones(U, dtype=np.bool_)  # every stacked unit is alive (a departed job is unstacked)
         state = self.state.arrays()  # SimState, mutated in place: rem, phase_cur, ..., bg_on, time_s
         phase_off, flow_unit = self.phase_off.astype(i64), self.flow_unit.astype(i64)
         max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
-        ranges = self._ranges
+        ranges = t.ranges
         stats_of = np.zeros((len(ranges), 4), dtype=np.int64)  # one row per thread's range
         _kernels.run_ranges(
             _kernels.run_interval_numba, ranges,
             lambda lo, hi: (
                 lo, hi, dur, self.rate_updates == "phase", max_events, L, max_rounds, _EPS_T, _EPS_B,
-                self._inst_seg, self._ent_hi, ef, el, ec, self.inst_unit, self.inst_flow,
+                t.inst_seg, t.ent_hi, ef, el, ec, self.inst_unit, self.inst_flow,
                 alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
                 phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
                 self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
                 flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand, cap,
                 *state,
-                iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled,
+                m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
+                m.link_bytes.reshape(-1), m.stalled_flows,
                 stats_of[ranges.index((lo, hi))],
             ),
         )  # fmt: skip
@@ -682,18 +732,7 @@ class BatchSim:
             raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
         if err == _kernels.ERR_SOLVER:
             raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
-        return IntervalMetrics(
-            duration_s=dur,
-            iterations=iters,
-            step_time_sum_s=step_sum,
-            comm_time_sum_s=comm_sum,
-            compute_time_s=compute_t,
-            active_time_s=active_t,
-            link_bytes=link_bytes.reshape(B, L),
-            stalled_flows=stalled,
-            events=int(stats[0]),
-            solver_iterations=int(stats[1]),
-        )
+        return replace(m, events=int(stats[0]), solver_iterations=int(stats[1]))
 
     def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
         """Apply every transition that is due now, until none is (vectorised over units)."""

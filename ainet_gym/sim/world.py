@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.slots import SlotLayout
 from ainet_gym.fabric.topology import Fabric, build_fabric
 from ainet_gym.routing.split import ecmp_split, wcmp_split
@@ -428,7 +429,7 @@ class FabricWorld:
             return split
         kept = np.where(self.live_paths(), split, 0.0)
         tot = kept.sum(axis=1, keepdims=True)
-        return np.where(tot > 0, kept / np.where(tot > 0, tot, 1.0), split)
+        return safe_divide(kept, tot, split)
 
     def live_paths(self) -> np.ndarray:
         """(connections, max_paths) bool: candidate paths whose links all have capacity > 0."""

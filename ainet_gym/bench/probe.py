@@ -1,4 +1,4 @@
-"""Fresh-process probes of the benchmark (``python -m ainet_gym._bench_probe``).
+"""Fresh-process probes of the benchmark (``python -m ainet_gym.bench.probe``).
 
 Reads a JSON object from stdin, prints one JSON line on stdout. Two probes:
 

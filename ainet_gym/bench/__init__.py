@@ -1,0 +1,215 @@
+"""The benchmark suite: allocator, batching, environments, scaling.
+
+Run ``ainet-gym bench [--quick] [--out DIR]`` or ``python -m ainet_gym.bench [--quick] [--out DIR]``. It prints
+tables on the terminal (a progress bar on stderr while it runs), and writes ``DIR/bench.json`` (every figure),
+``DIR/scaling.png`` (cost of one decision interval against fabric size and transfers) and ``DIR/bench.md``
+(the tables with the command and the machine, ready to quote in the README). ``--quick`` runs the small sizes
+only (under a minute on a 2-core CPU); the full run takes a few minutes.
+
+What is measured
+----------------
+1. **Allocator.** :func:`ainet_gym.sim.allocator.solve_coo` (the engine's hot path) against two baselines run in
+   the same process on the same instances: :func:`ainet_gym.sim.reference.max_min_fair_reference_coo`, a
+   deliberately simple pure-Python progressive filling (all active flows rise together to the next
+   saturation, the flows that hit it freeze; on adjacency lists, one pass over the entries per round), and
+   :func:`ainet_gym.sim.reference.max_min_fair_global_min`, numpy progressive filling that freezes
+   only the flows at the global minimum level each iteration. Instances:
+
+   * *fabric-shaped* (:func:`fabric_instance`): the real incidence the engine builds (``compile_job`` ->
+     ``BatchSim.set_split`` with static ECMP hashing) for a snapshot of 3D-parallel MoE training on every
+     GPU of a 2:1 spine-leaf or a fat-tree: per host a tensor-parallel ring AllReduce over NVLink; per
+     group of 8 hosts spread over the leaves and per local rank, a data-parallel ring AllReduce and an
+     expert-parallel AllToAll over the 8 GPUs; and a pipeline-parallel ``sendrecv shift`` to the same local
+     rank of the next host (on another leaf). All of them communicate at once. On 1,024 GPUs this is
+     8,448 flows (ring AllReduce flows are coupled rings: one flow per ring).
+   * *random tiered* (:func:`tiered_instance`): random flows over a 3-tier link set (access up / down,
+     aggregation, core) with mixed link speeds, 5% of flows crossing a link twice, weights in {1, 2, 4}
+     and 20% demand-capped flows, so weighted and capped max-min are exercised too.
+
+   Reported: ms per solve (best of repeats), flows per second, iterations per solve, the speed-ups, and
+   the largest relative difference to the reference.
+2. **Exactness.** Every mode that claims max-min fairness (``solve_coo``, ``max_min_fair`` on a sparse
+   matrix, ``max_min_fair_batched`` in list and stacked form, the engine's stacked ``solve_coo`` and the
+   global-min baseline) is compared with the pure-Python reference (or, where that is skipped for size,
+   with the global-min filling) to 1e-9 relative.
+3. **Batching.** One ``solve_coo`` over B stacked independent instances (the engine's batched form) and the
+   public ``max_min_fair_batched`` against a Python loop over the single call.
+4. **Environments.** Env steps per second of :class:`~ainet_gym.envs.env.FabricRoutingEnv` and of the native
+   :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` (default ``split`` action mode, random actions,
+   autoreset included) on the default scenario and on 1,024 / 4,096 / 16,384-GPU scenarios; construction
+   time (topology; env with every candidate path, compiled job and ideal step time, and the first reset)
+   and peak resident memory, each size in a fresh subprocess.
+5. **Scaling.** Wall time of one decision interval (``FabricWorld.step`` with the static ECMP split)
+   against fabric size (128 to 16,384 GPUs, 8 data-parallel ring AllReduce jobs of N/8 GPUs), against the
+   number of transfers on a fixed 1,024-GPU fabric (8 expert-parallel AllToAll jobs whose size grows, so
+   transfers grow as p(p-1)), and against the number of independently clocked jobs sharing the same GPUs
+   (events, and so allocator calls, grow with the jobs), with fitted log-log exponents.
+
+Large scenarios: a shipped scenario with the wanted number of GPUs is used when one exists; otherwise
+:func:`cluster_scenario` builds one (a 2:1 spine-leaf of 8-GPU hosts running 8 data-parallel ring
+AllReduce jobs of N/8 GPUs spread over the leaves, 60-130 ms of compute, so the jobs drift).
+
+Speed is never asserted in the tests; the targets of the issue are printed beside each figure with PASS or
+MISS and the ratio to the target.
+
+Layout
+------
+:mod:`~ainet_gym.bench.config` (:class:`BenchConfig`, the section names), :mod:`~ainet_gym.bench.instances`
+(allocator instances, cluster scenarios), :mod:`~ainet_gym.bench.sections` (the measured sections, machine
+information, calibration, timing), :mod:`~ainet_gym.bench.report` (targets, tables, plot, JSON) and
+:mod:`~ainet_gym.bench.probe` (the fresh-process construction and start-up probes); this module runs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from ainet_gym.bench.config import EXACT_RTOL, SECTIONS, TARGET_1024_SCENARIO, TARGET_SCENARIOS, BenchConfig
+from ainet_gym.bench.instances import (
+    Instance,
+    cluster_scenario,
+    fabric_instance,
+    spine_leaf_shape,
+    tiered_instance,
+)
+from ainet_gym.bench.report import evaluate_targets, format_report, jsonable, plot_scaling
+from ainet_gym.bench.sections import (
+    Progress,
+    bench_allocator,
+    bench_batching,
+    bench_construction,
+    bench_env,
+    bench_scaling,
+    bench_startup,
+    calibrate,
+    machine_info,
+    n_tasks,
+    rel_err,
+)
+
+__all__ = [
+    "EXACT_RTOL",
+    "SECTIONS",
+    "TARGET_1024_SCENARIO",
+    "TARGET_SCENARIOS",
+    "BenchConfig",
+    "Instance",
+    "bench_allocator",
+    "bench_batching",
+    "bench_construction",
+    "bench_env",
+    "bench_main",
+    "bench_scaling",
+    "bench_startup",
+    "calibrate",
+    "cluster_scenario",
+    "evaluate_targets",
+    "fabric_instance",
+    "format_report",
+    "machine_info",
+    "main",
+    "plot_scaling",
+    "rel_err",
+    "run_bench",
+    "spine_leaf_shape",
+    "tiered_instance",
+]
+
+
+def run_bench(
+    cfg: BenchConfig, out: str | os.PathLike | None = None, progress: bool = True, command: str | None = None
+) -> dict[str, Any]:
+    """Run the sections of ``cfg``; write ``bench.json``, ``scaling.png`` and ``bench.md`` to ``out``.
+
+    Returns the results dict (the content of ``bench.json``).
+
+    Raises
+    ------
+    ValueError
+        If ``cfg.sections`` names an unknown section.
+    """
+    bad = [s for s in cfg.sections if s not in SECTIONS]
+    if bad:
+        raise ValueError(f"sections {bad}: unknown; allowed: {', '.join(SECTIONS)}")
+    t_start = time.perf_counter()
+    results: dict[str, Any] = {
+        "meta": {
+            "command": command or ("ainet-gym bench --quick" if cfg.quick else "ainet-gym bench"),
+            "quick": cfg.quick,
+            "date": _dt.datetime.now().isoformat(timespec="seconds"),
+            "machine": machine_info(),
+            "calibration": calibrate(),
+            "config": asdict(cfg),
+        }
+    }
+    bar = Progress(n_tasks(cfg), progress)
+    exact: list[dict] = []
+    try:
+        if "allocator" in cfg.sections:
+            results["allocator"], ex = bench_allocator(cfg, bar)
+            exact += ex
+        if "batching" in cfg.sections:
+            results["batching"], ex = bench_batching(cfg, bar)
+            exact += ex
+        if exact:
+            results["exactness"] = exact
+        if "env" in cfg.sections:
+            results["env"] = bench_env(cfg, bar)
+        if "construction" in cfg.sections:
+            results["construction"] = bench_construction(cfg, bar)
+        if "startup" in cfg.sections:
+            results["startup"] = bench_startup(cfg, bar)
+        if "scaling" in cfg.sections:
+            results["scaling"] = bench_scaling(cfg, bar)
+    finally:
+        bar.close()
+    results["targets"] = evaluate_targets(results)
+    results["meta"]["wall_s"] = time.perf_counter() - t_start
+    if hasattr(os, "getloadavg"):
+        results["meta"]["load_avg_1min_end"] = round(os.getloadavg()[0], 2)
+    results = jsonable(results)
+    if out is not None:
+        d = Path(out)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "bench.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        if results.get("scaling"):
+            plot_scaling(results["scaling"], d / "scaling.png")
+        report = format_report(results)
+        (d / "bench.md").write_text(
+            f"Produced by `{results['meta']['command']}` on {results['meta']['machine']['cpu']} "
+            f"({results['meta']['machine']['cores']} cores).\n\n```text\n{report}\n```\n",
+            encoding="utf-8",
+        )
+    return results
+
+
+def bench_main(args: argparse.Namespace) -> int:
+    """Entry point of ``ainet-gym bench`` (``args.quick``, ``args.out``)."""
+    cfg = BenchConfig.quick_preset() if args.quick else BenchConfig.full()
+    sections = getattr(args, "sections", None)
+    if sections:
+        cfg = replace(cfg, sections=tuple(s.strip() for s in sections.split(",") if s.strip()))
+    command = "ainet-gym bench" + (" --quick" if args.quick else "")
+    results = run_bench(cfg, out=args.out, progress=not getattr(args, "no_progress", False), command=command)
+    print(format_report(results))
+    print(f"\nwrote {Path(args.out) / 'bench.json'}" + (f", {Path(args.out) / 'scaling.png'}"
+          if results.get("scaling") else "") + f", {Path(args.out) / 'bench.md'}")  # fmt: skip
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ainet_gym.bench [--quick] [--out DIR] [--sections LIST] [--no-progress]``."""
+    p = argparse.ArgumentParser(prog="python -m ainet_gym.bench", description="ainet-gym benchmark suite")
+    p.add_argument("--quick", action="store_true", help="small sizes only (under a minute)")
+    p.add_argument("--out", default="bench-results", help="directory for bench.json, scaling.png, bench.md")
+    p.add_argument("--sections", default=None, help=f"comma list of {', '.join(SECTIONS)} (default: all)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return bench_main(p.parse_args(argv))

@@ -1,0 +1,87 @@
+"""What the bench runs: :class:`BenchConfig` (the quick and full presets), the section names, the
+exactness tolerance and the scenarios the targets name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXACT_RTOL = 1e-9
+SECTIONS = ("allocator", "batching", "env", "construction", "startup", "scaling")
+#: the scenario of a GPU-count target, where the issue names one (else any measured scenario of that size)
+TARGET_SCENARIOS = {1024: "fat-tree-k16-data-parallel"}
+TARGET_1024_SCENARIO = TARGET_SCENARIOS[1024]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What the bench runs. :meth:`quick` and :meth:`full` are the two presets of the command line."""
+
+    quick: bool = False
+    #: GPU counts of the fabric-shaped allocator instances on a 2:1 spine-leaf.
+    spine_leaf_gpus: tuple[int, ...] = (64, 1024, 16384)
+    #: k of the fabric-shaped allocator instances on a fat-tree (k=8: 128 GPUs, k=16: 1,024).
+    fat_tree_k: tuple[int, ...] = (8, 16)
+    #: flow counts of the random tiered allocator instances.
+    tiered_flows: tuple[int, ...] = (1_000, 10_000, 100_000)
+    #: the pure-Python reference is skipped on larger instances (it needs one pass per bottleneck level).
+    reference_max_flows: int = 10_000
+    #: the numpy global-min filling is skipped on larger instances (one iteration per bottleneck level).
+    gmin_max_flows: int = 50_000
+    #: batch sizes of the batching section, and the GPUs of its (fabric-shaped) instances.
+    batch_sizes: tuple[int, ...] = (1, 8, 64, 256)
+    batch_instance_gpus: int = 64
+    #: environments and the batch sizes of the vector env for each: a GPU count (0 = the default scenario;
+    #: else a shipped scenario of that size, see :func:`env_scenario`) or a scenario name. The 1,024-GPU
+    #: target is measured on the scenario the issue names, :data:`TARGET_1024_SCENARIO`; the shipped
+    #: 1,024-GPU spine-leaf follows as an extra row.
+    env_sizes: tuple[tuple[int | str, tuple[int, ...]], ...] = (
+        (0, (1, 16, 64, 256)),
+        (TARGET_1024_SCENARIO, (1, 16, 64, 256)),
+        (1024, (1, 16, 64)),
+        (4096, (1, 16, 64)),
+        (16384, (1, 16)),
+    )
+    #: simulation backends of the environment section, side by side (the first is the headline one).
+    env_backends: tuple[str, ...] = ("numba", "numpy")
+    #: the numpy backend is measured only up to this many GPUs (it is the slow reference).
+    numpy_env_max_gpus: int = 128
+    #: sizes whose construction time and peak memory are probed in a subprocess (0 = default scenario).
+    construction_gpus: tuple[int, ...] = (0, 1024, 4096, 16384)
+    #: scenario size (0 = default) of the start-up probe: cold start (empty kernel cache) and cached start.
+    startup_gpus: int = 0
+    #: include the cold start (kernels compiled into an empty cache: ~10 s of CPU); else only the start
+    #: with the machine's own kernel cache.
+    startup_cold: bool = True
+    #: fabric sizes of the scaling curve (8 ring AllReduce jobs of N/8 GPUs) ...
+    scaling_gpus: tuple[int, ...] = (128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+    #: ... the fixed fabric and the AllToAll job sizes of the transfers curve (8 jobs) ...
+    transfers_fabric_gpus: int = 1024
+    transfers_job_gpus: tuple[int, ...] = (8, 16, 32, 64, 128)
+    #: ... and the job counts of the jobs curve (ring AllReduce jobs sharing the fixed fabric's GPUs).
+    scaling_jobs: tuple[int, ...] = (8, 16, 32, 64, 128)
+    #: minimum measured time per figure (seconds); repeats stop after this much or max_repeats.
+    min_time_s: float = 0.5
+    max_repeats: int = 25
+    #: sections to run.
+    sections: tuple[str, ...] = SECTIONS
+
+    @classmethod
+    def full(cls) -> BenchConfig:
+        return cls()
+
+    @classmethod
+    def quick_preset(cls) -> BenchConfig:
+        return cls(
+            quick=True,
+            spine_leaf_gpus=(64, 1024),
+            fat_tree_k=(8,),
+            tiered_flows=(1_000,),
+            batch_sizes=(1, 8, 64, 256),
+            env_sizes=((0, (1, 16, 64)), (TARGET_1024_SCENARIO, (1, 16))),
+            construction_gpus=(0, 1024),
+            scaling_gpus=(128, 256, 512, 1024),
+            transfers_job_gpus=(8, 16, 32, 64),
+            scaling_jobs=(8, 16, 32),
+            min_time_s=0.25,
+            max_repeats=15,
+        )

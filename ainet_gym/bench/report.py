@@ -1,0 +1,336 @@
+"""The bench's output: the targets of the issue (PASS/MISS and the ratio), the terminal tables, the
+scaling plot and the JSON-ready results."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ainet_gym.bench.config import EXACT_RTOL, TARGET_SCENARIOS
+
+
+def _target(name: str, value: float | None, target: float, better: str, unit: str, note: str = "") -> dict:
+    """A target row: ``better`` is ">=" or "<="; ratio = how far past (> 1) or short of (< 1) the target."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return {"target": name, "value": None, "goal": f"{better} {target:g}", "unit": unit,
+                "status": "n/a", "ratio": None, "note": note}  # fmt: skip
+    if better == ">=":
+        ok, ratio = value >= target, (value / target if target else math.inf)
+    else:
+        ok, ratio = value <= target, (target / value if value else math.inf)
+    return {"target": name, "value": value, "goal": f"{better} {target:g}", "unit": unit,
+            "status": "PASS" if ok else "MISS", "ratio": ratio, "note": note}  # fmt: skip
+
+
+def evaluate_targets(results: dict[str, Any]) -> list[dict]:
+    """The targets of the issue, each with its figure, PASS/MISS and the ratio to the target."""
+    out = []
+    exact = results.get("exactness", [])
+    if exact:
+        worst = max(e["max_rel_err"] for e in exact)
+        out.append(_target("exact: every max-min mode vs reference (max rel. err.)", worst, EXACT_RTOL,
+                           "<=", "", f"{len(exact)} checks"))  # fmt: skip
+    alloc = {(r.get("topology"), r.get("gpus")): r for r in results.get("allocator", [])}
+    r = alloc.get(("spine_leaf", 1024))
+    note = f"{r['instance']}, {r['flows']:,} flows" if r else "instance not run"
+    out.append(_target("allocator vs pure-Python reference (1,024-GPU spine-leaf)",
+                       r and r.get("speedup_vs_reference"), 100, ">=", "x", note))  # fmt: skip
+    out.append(_target("allocator vs numpy global-min filling (1,024-GPU spine-leaf)",
+                       r and r.get("speedup_vs_gmin"), 50, ">=", "x", note))  # fmt: skip
+    env = results.get("env", [])
+
+    def env_rows(gpus: int) -> list[dict]:
+        return [e for e in env if e["gpus"] == gpus]
+
+    def pick(backend: str, env_kind: str, batch: int) -> dict | None:
+        small = [e for e in env if 64 <= e["gpus"] <= 128 and e.get("backend", "numpy") == backend]
+        return next((e for e in small if e["env"] == env_kind and e["batch"] == batch), None)
+
+    head = env[0].get("backend", "numpy") if env else "numba"
+    v64 = pick(head, "vector", 64)
+    note = f"{v64['scenario']}, {head}" if v64 else "not run"
+    out.append(_target("vector env B=64, 64-128 GPUs (env steps/s)", v64 and v64["env_steps_per_s"],
+                       10_000, ">=", "steps/s", note))  # fmt: skip
+    out.append(_target("vector env B=64 vs single env (same backend)", v64 and v64["speedup_vs_single"], 10,
+                       ">=", "x", note))  # fmt: skip
+    out.append(_target("compiled vs numpy backend, vector B=64 (one run)", v64 and v64.get("x_numpy"), 5,
+                       ">=", "x", note if v64 and v64.get("x_numpy") else "numpy backend not run"))  # fmt: skip
+    for gpus, goal in ((1024, 200), (16384, 30)):
+        rows = [e for e in env_rows(gpus) if e.get("backend", "numpy") == head]
+        named = [e for e in rows if e["scenario"] == TARGET_SCENARIOS.get(gpus)]
+        rows = named or rows  # the issue's scenario when it was run
+        best = max(rows, key=lambda e: e["env_steps_per_s"]) if rows else None
+        single = next((e for e in rows if e["env"] == "single"), None)
+        note = (f"{best['scenario']}, {head}, best at {best['env']} B={best['batch']}; single env "
+                f"{single['env_steps_per_s']:.1f}/s") if best and single else "not run"  # fmt: skip
+        out.append(_target(f"env steps/s at {gpus:,} GPUs (best B)", best and best["env_steps_per_s"],
+                           goal, ">=", "steps/s", note))  # fmt: skip
+    st = results.get("startup") or []
+    warm = next((r for r in st if r.get("run", "").startswith("cached (second") and "error" not in r), None)
+    cold = next((r for r in st if r.get("run", "").startswith("cold") and "error" not in r), None)
+    out.append(_target("second process start to first step, on-disk kernel cache", warm and
+                       warm["process_wall_s"], 2, "<=", "s", (f"cold start {cold['process_wall_s']:.1f} s, of which "
+                       f"compiling ~{cold.get('compile_s', 0):.1f} s") if cold else "not run"))  # fmt: skip
+    con = next((c for c in results.get("construction", []) if c.get("gpus") == 16384 and "env_s" in c), None)
+    out.append(_target("construction at 16,384 GPUs (time)", con and con["env_s"], 60, "<=", "s",
+                       "env: topology, paths, jobs, ideal steps, first reset" if con else "not run"))  # fmt: skip
+    out.append(_target("construction at 16,384 GPUs (peak RSS)", con and con["peak_rss_mib"] / 1024, 4,
+                       "<=", "GiB", "whole process" if con else "not run"))  # fmt: skip
+    sc = results.get("scaling") or {}
+    rows = sc.get("fabric_size") or []
+    big = max(rows, key=lambda r: r["gpus"]) if rows else None
+    out.append(_target(f"one interval, every job communicating ({big['gpus']:,} GPUs)" if big else
+                       "one interval, every job communicating", big and big["interval_ms"] / 1e3, 1, "<=", "s",
+                       f"{big['jobs']} jobs, {big['transfers']:,} transfers" if big else "not run"))  # fmt: skip
+    note = (f"fixed {sc['transfers_fabric_gpus']:,}-GPU fabric, 8 AllToAll jobs; last two points "
+            f"{_fmt(sc['exponent_vs_transfers_last_two'], '.2f')}") if sc else "not run"  # fmt: skip
+    out.append(_target("cost per interval vs transfers (fitted exponent)", sc.get("exponent_vs_transfers"),
+                       1.1, "<=", "", note))  # fmt: skip
+    every = [r for k in ("fabric_size", "transfers", "jobs") for r in sc.get(k) or []]
+    worst = max(every, key=lambda r: r["interval_ms"]) if every else None
+    out.append(_target("slowest interval measured (any scaling scenario)", worst and worst["interval_ms"] / 1e3,
+                       1, "<=", "s", f"{worst['scenario']}: {worst['transfers']:,} transfers, "
+                       f"{worst['events_per_interval']:.0f} events" if worst else "not run"))  # fmt: skip
+    a2a = next((r for r in sc.get("transfers") or [] if r.get("job_gpus") == 128), None)
+    out.append(_target("slowest interval: 8 AllToAll x 128 GPUs (exact event mode)",
+                       a2a and a2a["interval_ms"] / 1e3, 1, "<=", "s",
+                       f"{a2a['transfers']:,} transfers, {a2a['events_per_interval']:.0f} events"
+                       if a2a else "not run (full bench only)"))  # fmt: skip
+    out.append(_target("cost vs transfers, marginal exponent (last two points)",
+                       sc.get("exponent_vs_transfers_last_two"), 1.1, "<=", "",
+                       "same sweep; shows whether the curve bends up" if sc else "not run"))  # fmt: skip
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# output
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _fmt(x: Any, spec: str = ".3g") -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, float) and (math.isinf(x) or math.isnan(x)):
+        return str(x)
+    if isinstance(x, int | np.integer):
+        return f"{int(x):,}"
+    return format(x, spec)
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    rows = [[str(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths)))
+    out = [line, "-" * len(line)]
+    for r in rows:
+        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    return "\n".join(out)
+
+
+def format_report(results: dict[str, Any]) -> str:
+    """The terminal tables of a results dict."""
+    parts: list[str] = []
+    m = results["meta"]
+    mc = m["machine"]
+    parts.append(
+        f"ainet-gym bench{' --quick' if m['quick'] else ''}  ({m['date']})\n"
+        f"machine: {mc['cpu']}, {mc['cores']} cores, {mc['memory_gib']} GiB; Python {mc['python']}, "
+        f"numpy {mc['numpy']}, scipy {mc['scipy']}, numba {mc.get('numba') or 'not installed'}; load average "
+        f"at start {_fmt(mc.get('load_avg_1min'), '.2f')}"
+        + (f", at end {m['load_avg_1min_end']:.2f}" if m.get("load_avg_1min_end") is not None else "")
+    )
+    cal = m.get("calibration")
+    if cal:
+        parts.append(
+            f"calibration: pure-Python loop (1e6 multiply-adds) {cal['python_loop_ms']:.1f} ms, numpy kernel "
+            f"(sort + bincount of 1e6) {cal['numpy_kernel_ms']:.1f} ms (best of 5; compare runs across "
+            "machines by these)"
+        )
+    if results.get("allocator"):
+        parts.append("\n1. Allocator: solve_coo vs pure-Python progressive filling (ref) and numpy global-min "
+                     "filling (gmin)")  # fmt: skip
+        rows = []
+        for r in results["allocator"]:
+            rows.append([
+                r["instance"], _fmt(r["flows"]), _fmt(r["links"]), _fmt(r["entries"]),
+                _fmt(r["solve_ms"]), _fmt(r["flows_per_s"], ".3g"), _fmt(r["iterations"]),
+                _fmt(r["gmin_ms"]) if r["gmin_ms"] is not None else "skipped",
+                _fmt(r["gmin_iterations"]),
+                _fmt(r["reference_ms"]) if r["reference_ms"] is not None else "skipped",
+                _fmt(r["reference_rounds"]),
+                _fmt(r["speedup_vs_reference"], ".0f"), _fmt(r["speedup_vs_gmin"], ".1f"),
+                _fmt(r["max_rel_err"], ".1e"),
+            ])  # fmt: skip
+        parts.append(_table(
+            ["instance", "flows", "links", "entries", "ms/solve", "flows/s", "iters", "gmin ms", "gmin its",
+             "ref ms", "ref rounds", "x ref", "x gmin", "rel err"], rows))  # fmt: skip
+        notes = {r.get("workload") for r in results["allocator"] if r.get("workload")}
+        for n in sorted(notes):
+            parts.append(f"  workload: {n}")
+        skipped = [r for r in results["allocator"] if r.get("reference_skipped") or r.get("gmin_skipped")]
+        for r in skipped:
+            why = "; ".join(
+                f"{k.split('_')[0]} skipped: {r[k]}"
+                for k in ("reference_skipped", "gmin_skipped")
+                if r.get(k)
+            )
+            parts.append(f"  {r['instance']}: {why}")
+    if results.get("exactness"):
+        parts.append(f"\nExactness (target: max relative error <= {EXACT_RTOL:g})")
+        by_mode: dict[str, dict] = {}
+        for e in results["exactness"]:
+            d = by_mode.setdefault(e["mode"], {"n": 0, "err": 0.0, "against": set()})
+            d["n"] += 1
+            d["err"] = max(d["err"], e["max_rel_err"])
+            d["against"].add(e["against"])
+        parts.append(_table(
+            ["mode", "checks", "against", "max rel err", "status"],
+            [[k, d["n"], ", ".join(sorted(d["against"])), f"{d['err']:.1e}",
+              "PASS" if d["err"] <= EXACT_RTOL else "MISS"] for k, d in by_mode.items()]))  # fmt: skip
+    if results.get("batching"):
+        b0 = results["batching"][0]
+        parts.append(f"\n2. Batching: B independent instances in one call vs a Python loop "
+                     f"({b0['instance']})")  # fmt: skip
+        parts.append(_table(
+            ["B", "loop ms/inst", "batched ms/inst", "speed-up", "public loop", "public batched", "speed-up"],
+            [[r["batch"], _fmt(r["loop_ms_per_instance"]), _fmt(r["batched_ms_per_instance"]),
+              _fmt(r["speedup"], ".2f"), _fmt(r["public_loop_ms_per_instance"]),
+              _fmt(r["public_batched_ms_per_instance"]), _fmt(r["public_speedup"], ".2f")]
+             for r in results["batching"]]))  # fmt: skip
+        parts.append("  engine form: one solve_coo over stacked entries; public: max_min_fair_batched(list of "
+                     "CSR) vs max_min_fair per instance")  # fmt: skip
+    if results.get("env"):
+        parts.append("\n3. Environments: env steps/s (split actions, random, autoreset included)")
+        parts.append(_table(
+            ["scenario", "GPUs", "backend", "env", "B", "env steps/s", "x single", "x numpy", "events/step",
+             "construct s"],
+            [[r["scenario"], r["gpus"], r.get("backend", "-"), r["env"], r["batch"],
+              _fmt(r["env_steps_per_s"], ".4g"), _fmt(r["speedup_vs_single"], ".1f"),
+              _fmt(r.get("x_numpy") if r.get("backend") != "numpy" else None, ".1f"),
+              _fmt(r.get("events_per_step")), _fmt(r["construct_s"], ".2f")]
+             for r in results["env"]]))  # fmt: skip
+    if results.get("construction"):
+        parts.append(
+            "\n   Construction (fresh subprocess): topology; env = paths, jobs, ideal steps, first reset"
+        )
+        parts.append(_table(
+            ["scenario", "GPUs", "links", "connections", "topology s", "env s", "peak RSS MiB"],
+            [[r["scenario"], r["gpus"], _fmt(r.get("links")), _fmt(r.get("connections")),
+              _fmt(r.get("topology_s"), ".2f"), _fmt(r.get("env_s"), ".2f"),
+              _fmt(r.get("peak_rss_mib"), ".0f")] for r in results["construction"]]))  # fmt: skip
+    if results.get("startup"):
+        parts.append("\n   Start-up (fresh process to its first env step; kernels compiled into an empty cache, "
+                     "then loaded from it)")  # fmt: skip
+        parts.append(_table(
+            ["scenario", "run", "backend", "process s", "start+imports s", "construct s", "first step s",
+             "compile s"],
+            [[r["scenario"], r["run"], r.get("backend", "-"), _fmt(r.get("process_wall_s"), ".2f"),
+              _fmt(r.get("start_imports_s"), ".2f"), _fmt(r.get("construct_s"), ".2f"),
+              _fmt(r.get("first_step_s"), ".3f"), _fmt(r.get("compile_s"), ".1f")]
+             for r in results["startup"]]))  # fmt: skip
+        for r in results["startup"]:
+            if "error" in r:
+                parts.append(f"  {r['run']}: ERROR {r['error']}")
+    if results.get("construction"):
+        for r in results["construction"]:
+            if "error" in r:
+                parts.append(f"  construction {r['scenario']}: ERROR {r['error']}")
+    sc = results.get("scaling")
+    if sc:
+        parts.append("\n4. Scaling: wall time of one decision interval (FabricWorld.step, static ECMP)")
+        cols = ["scenario", "GPUs", "jobs", "transfers", "flows", "entries", "events", "ms/interval"]
+
+        def srow(r: dict) -> list:
+            return [r["scenario"], r["gpus"], r["jobs"], r["transfers"], r["flows"], r["entries"],
+                    _fmt(r["events_per_interval"], ".1f"), _fmt(r["interval_ms"], ".3g")]  # fmt: skip
+
+        parts.append(_table(cols, [srow(r) for r in sc["fabric_size"]]))
+        parts.append(
+            f"  fitted exponent: cost ~ GPUs^{_fmt(sc['exponent_vs_gpus'], '.2f')}, "
+            f"~ transfers^{_fmt(sc['exponent_vs_transfers_fabric_sweep'], '.2f')}"
+        )
+        parts.append(_table(cols, [srow(r) for r in sc["transfers"]]))
+        parts.append(
+            f"  fitted exponent on the fixed {sc['transfers_fabric_gpus']:,}-GPU fabric (8 AllToAll jobs): cost ~ "
+            f"transfers^{_fmt(sc['exponent_vs_transfers'], '.2f')} (last two points: "
+            f"{_fmt(sc['exponent_vs_transfers_last_two'], '.2f')})"
+        )
+        if sc.get("jobs"):
+            parts.append(_table(cols, [srow(r) for r in sc["jobs"]]))
+            parts.append(
+                f"  fitted exponent against independently clocked jobs (same GPUs and transfers): cost ~ "
+                f"jobs^{_fmt(sc['exponent_vs_jobs'], '.2f')} (events grow with the jobs)"
+            )
+    if results.get("targets"):
+        parts.append("\nTargets (2-core CPU)")
+        parts.append(_table(
+            ["target", "value", "goal", "status", "ratio", "note"],
+            [[t["target"], _fmt(t["value"], ".3g") + (f" {t['unit']}" if t["unit"] else ""), t["goal"],
+              t["status"], _fmt(t["ratio"], ".3g"), t["note"]] for t in results["targets"]]))  # fmt: skip
+    if "wall_s" in m:
+        parts.append(f"\nwall time: {m['wall_s']:.1f} s")
+    return "\n".join(parts)
+
+
+def plot_scaling(scaling: dict[str, Any], path: Path) -> None:
+    """The scaling curves (log-log, with fits): ms per interval against GPUs, transfers and jobs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [
+        ("gpus", "GPUs (2:1 spine-leaf)", "cost vs fabric size",
+         [(scaling["fabric_size"], "8 ring AllReduce jobs of N/8 GPUs", "exponent_vs_gpus")]),
+        ("transfers", "transfers per iteration (src, dst pairs)", "cost vs transfers",
+         [(scaling["fabric_size"], "fabric sweep (ring jobs)", "exponent_vs_transfers_fabric_sweep"),
+          (scaling["transfers"], f"fixed {scaling['transfers_fabric_gpus']:,} GPUs, 8 AllToAll jobs",
+           "exponent_vs_transfers")]),
+    ]  # fmt: skip
+    if scaling.get("jobs"):
+        panels.append(("jobs", "jobs (independent clocks)", "cost vs jobs",
+                       [(scaling["jobs"], f"fixed {scaling['transfers_fabric_gpus']:,} GPUs, ring AllReduce",
+                         "exponent_vs_jobs")]))  # fmt: skip
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2))
+    for ax, (key, xlabel, title, series) in zip(np.atleast_1d(axes), panels):
+        for rows, label, exp_key in series:
+            x = np.array([r[key] for r in rows], float)
+            y = np.array([r["interval_ms"] for r in rows], float)
+            k = scaling.get(exp_key)
+            (line,) = ax.loglog(x, y, "o-", label=f"{label}: ~{key}^{k:.2f}" if k is not None else label)
+            if k is not None and x.size >= 2:
+                c = np.polyfit(np.log(x), np.log(y), 1)
+                ax.loglog(x, np.exp(np.polyval(c, np.log(x))), "--", color=line.get_color(), alpha=0.5)
+        x0 = np.array([r[key] for r in series[-1][0]], float)
+        if x0.size >= 2:
+            y0 = series[-1][0][0]["interval_ms"]
+            ax.loglog(x0, y0 * x0 / x0[0], ":", color="gray", label="linear (from the first point)")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("ms per decision interval")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("ainet-gym: wall time of one decision interval (FabricWorld.step, static ECMP)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [jsonable(v) for v in x]
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        x = float(x)
+    if isinstance(x, float) and (math.isinf(x) or math.isnan(x)):
+        return None
+    return x

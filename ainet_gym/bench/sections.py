@@ -1,0 +1,562 @@
+"""The measured sections of the bench (allocator, batching, environments, construction, start-up,
+scaling), with the machine information, the calibration and the timing helpers they share."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ainet_gym.bench.config import BenchConfig
+from ainet_gym.bench.instances import (
+    Instance,
+    cluster_scenario,
+    env_scenario,
+    fabric_instance,
+    scenario_gpus,
+    stack_instances,
+    tiered_instance,
+)
+
+
+def _numba_version() -> str | None:
+    try:
+        import numba
+    except ImportError:
+        return None
+    return str(numba.__version__)
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, core count, memory, Python and library versions of this machine."""
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):  # not Linux: keep platform's answer
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem_gib = None
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem_gib = round(int(line.split()[1]) / 2**20, 1)
+                break
+    import scipy
+
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": mem_gib,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "numba": _numba_version(),
+        "load_avg_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+    }
+
+
+def _timeit(
+    fn: Callable[[], Any], min_time: float, max_repeats: int, stat: str = "min"
+) -> tuple[float, int, Any]:
+    """Wall time of ``fn()`` over repeats (at least one, until ``min_time`` is spent), and its last result.
+
+    ``stat="min"`` (the best repeat) for identical repeated work, as :mod:`timeit` does: other load on
+    the machine only ever adds time. ``stat="median"`` where the repeats differ (successive intervals).
+    """
+    times = []
+    total = 0.0
+    out = None
+    while True:
+        t0 = time.perf_counter()
+        out = fn()
+        dt = time.perf_counter() - t0
+        times.append(dt)
+        total += dt
+        if total >= min_time or len(times) >= max_repeats:
+            break
+    return float(np.min(times) if stat == "min" else np.median(times)), len(times), out
+
+
+def rel_err(actual: np.ndarray, expected: np.ndarray) -> float:
+    """Largest relative difference of finite rates; inf if the infinite rates differ or shapes do."""
+    a, b = np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    if a.shape != b.shape or not np.array_equal(np.isinf(a), np.isinf(b)) or np.isnan(a).any():
+        return math.inf
+    fin = np.isfinite(b)
+    if not fin.any():
+        return 0.0
+    scale = np.maximum(np.abs(b[fin]), 1e-300)
+    return float(np.max(np.abs(a[fin] - b[fin]) / scale))
+
+
+def _fit_exponent(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Slope of log(y) against log(x) (least squares); None with fewer than 2 points."""
+    if len(x) < 2:
+        return None
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+
+
+class Progress:
+    """A tqdm bar on stderr (or nothing)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc="bench", unit="task", file=sys.stderr, dynamic_ncols=True)
+
+    def start(self, desc: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description(desc[:48])
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _allocator_instances(cfg: BenchConfig) -> list[tuple[str, Callable[[], Instance]]]:
+    out: list[tuple[str, Callable[[], Instance]]] = []
+    for n in cfg.spine_leaf_gpus:
+        out.append((f"spine-leaf {n} GPUs", lambda n=n: fabric_instance("spine_leaf", n)[0]))
+    for k in cfg.fat_tree_k:
+        out.append((f"fat-tree k={k}", lambda k=k: fabric_instance("fat_tree", k)[0]))
+    for f in cfg.tiered_flows:
+        out.append((f"tiered {f} flows", lambda f=f: tiered_instance(f)))
+    return out
+
+
+def bench_allocator(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], list[dict]]:
+    """Section 1 (allocator against the baselines) and the exactness rows of its instances."""
+    from ainet_gym.sim.allocator import max_min_fair, solve_coo
+    from ainet_gym.sim.reference import max_min_fair_global_min, max_min_fair_reference_coo
+
+    rows: list[dict] = []
+    exact: list[dict] = []
+    for label, make in _allocator_instances(cfg):
+        progress.start(f"allocator: {label}")
+        t0 = time.perf_counter()
+        inst = make()
+        build_s = time.perf_counter() - t0
+        args = (inst.entry_flow, inst.entry_link, inst.entry_coef, inst.capacity, inst.n_flows)
+        kw = {"weights": inst.weights, "demand": inst.demand}
+        solve_s, reps, (rates, its) = _timeit(
+            lambda args=args, kw=kw: solve_coo(*args, **kw, return_iterations=True),
+            cfg.min_time_s,
+            cfg.max_repeats,
+        )
+        row: dict[str, Any] = {
+            "instance": inst.name,
+            "family": inst.family,
+            **inst.meta,
+            "flows": inst.n_flows,
+            "links": inst.n_links,
+            "entries": inst.n_entries,
+            "build_s": build_s,
+            "solve_ms": solve_s * 1e3,
+            "solve_repeats": reps,
+            "flows_per_s": inst.n_flows / solve_s,
+            "iterations": int(its),
+        }
+        gmin = ref = None
+        if inst.n_flows <= cfg.gmin_max_flows:
+            g_s, g_reps, (gmin, g_its) = _timeit(
+                lambda args=args, kw=kw: max_min_fair_global_min(*args, **kw, return_iterations=True),
+                cfg.min_time_s,
+                cfg.max_repeats,
+            )
+            row.update(gmin_ms=g_s * 1e3, gmin_iterations=int(g_its), speedup_vs_gmin=g_s / solve_s)
+        else:
+            row.update(gmin_ms=None, gmin_iterations=None, speedup_vs_gmin=None)
+            row["gmin_skipped"] = f"more than {cfg.gmin_max_flows:,} flows (one iteration per level)"
+        if inst.n_flows <= cfg.reference_max_flows:
+            t0 = time.perf_counter()
+            ref, rounds = max_min_fair_reference_coo(*args, **kw, return_iterations=True)
+            r_s = time.perf_counter() - t0
+            row.update(reference_ms=r_s * 1e3, reference_rounds=rounds, speedup_vs_reference=r_s / solve_s)
+        else:
+            row.update(reference_ms=None, reference_rounds=None, speedup_vs_reference=None)
+            row["reference_skipped"] = f"more than {cfg.reference_max_flows:,} flows (pure Python, too slow)"
+        truth, truth_name = (ref, "reference") if ref is not None else (gmin, "global-min")
+        if truth is not None:
+            errs = {"solve_coo": rel_err(rates, truth)}
+            public = max_min_fair(inst.csr(), inst.capacity, demand=inst.demand, weights=inst.weights)
+            errs["max_min_fair (sparse)"] = rel_err(public, truth)
+            if ref is not None and gmin is not None:
+                errs["global-min (numpy)"] = rel_err(gmin, ref)
+            row["max_rel_err"] = max(errs.values())
+            row["checked_against"] = truth_name
+            for mode, e in errs.items():
+                exact.append({"mode": mode, "instance": inst.name, "against": truth_name, "max_rel_err": e})
+        else:
+            row["max_rel_err"] = None
+            row["checked_against"] = None
+        rows.append(row)
+        del inst, rates, gmin, ref
+        gc.collect()
+        progress.done()
+    return rows, exact
+
+
+def bench_batching(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], list[dict]]:
+    """Section 2: B independent instances in one call against a loop of single calls."""
+    from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched, solve_coo
+    from ainet_gym.sim.reference import max_min_fair_global_min, max_min_fair_reference_coo
+
+    rows: list[dict] = []
+    exact: list[dict] = []
+    progress.start("batching: instances")
+    b_max = max(cfg.batch_sizes)
+    pool = [fabric_instance("spine_leaf", cfg.batch_instance_gpus, seed=s)[0] for s in range(b_max)]
+    csrs = [i.csr() for i in pool]
+    progress.done()
+    name = f"{pool[0].name} ({pool[0].n_flows} flows), one ECMP seed per instance"
+    for b in cfg.batch_sizes:
+        progress.start(f"batching: B={b}")
+        insts = pool[:b]
+
+        def loop(insts: Sequence[Instance] = insts) -> list[np.ndarray]:
+            return [solve_coo(i.entry_flow, i.entry_link, i.entry_coef, i.capacity, i.n_flows) for i in insts]
+
+        stacked = stack_instances(insts)
+
+        def batched(stacked: tuple = stacked) -> np.ndarray:
+            return solve_coo(*stacked)
+
+        def loop_public(b: int = b) -> list[np.ndarray]:
+            return [max_min_fair(csrs[k], pool[k].capacity) for k in range(b)]
+
+        def batched_public(b: int = b) -> list[np.ndarray]:
+            return max_min_fair_batched(csrs[:b], [pool[k].capacity for k in range(b)])
+
+        t_loop, _, r_loop = _timeit(loop, cfg.min_time_s, cfg.max_repeats)
+        t_bat, _, r_bat = _timeit(batched, cfg.min_time_s, cfg.max_repeats)
+        t_lp, _, _ = _timeit(loop_public, cfg.min_time_s, cfg.max_repeats)
+        t_bp, _, r_bp = _timeit(batched_public, cfg.min_time_s, cfg.max_repeats)
+        cut = np.cumsum([i.n_flows for i in insts])[:-1]
+        parts = np.split(r_bat, cut)
+        rows.append(
+            {
+                "batch": b,
+                "instance": name,
+                "loop_ms_per_instance": t_loop / b * 1e3,
+                "batched_ms_per_instance": t_bat / b * 1e3,
+                "speedup": t_loop / t_bat,
+                "public_loop_ms_per_instance": t_lp / b * 1e3,
+                "public_batched_ms_per_instance": t_bp / b * 1e3,
+                "public_speedup": t_lp / t_bp,
+            }
+        )
+        err_stack = max(rel_err(p, q) for p, q in zip(parts, r_loop))
+        err_pub = max(rel_err(p, q) for p, q in zip(r_bp, r_loop))
+        exact.append(
+            {"mode": "solve_coo stacked (engine batch)", "instance": f"B={b}", "against": "loop of solve_coo",
+             "max_rel_err": err_stack}
+        )  # fmt: skip
+        exact.append(
+            {"mode": "max_min_fair_batched (list)", "instance": f"B={b}", "against": "loop of solve_coo",
+             "max_rel_err": err_pub}
+        )  # fmt: skip
+        progress.done()
+    # the loop itself against the references, on the first instances
+    progress.start("batching: exactness")
+    k = min(8, b_max)
+    err_ref = max(
+        rel_err(
+            r,
+            max_min_fair_reference_coo(i.entry_flow, i.entry_link, i.entry_coef, i.capacity, i.n_flows),
+        )
+        for i, r in zip(pool[:k], [max_min_fair(c, i.capacity) for c, i in zip(csrs[:k], pool[:k])])
+    )
+    exact.append(
+        {"mode": "max_min_fair (sparse)", "instance": f"batching pool, {k} instances", "against": "reference",
+         "max_rel_err": err_ref}
+    )  # fmt: skip
+    # the stacked dense form of max_min_fair_batched (batch, flows, links)
+    dense = np.stack([c.toarray() for c in csrs[:k]])
+    r_dense = max_min_fair_batched(dense, np.stack([i.capacity for i in pool[:k]]))
+    err_dense = max(
+        rel_err(r_dense[j], max_min_fair_global_min(i.entry_flow, i.entry_link, i.entry_coef, i.capacity,
+                                                    i.n_flows))
+        for j, i in enumerate(pool[:k])
+    )  # fmt: skip
+    exact.append(
+        {"mode": "max_min_fair_batched (stacked dense)", "instance": f"batching pool, {k} instances",
+         "against": "global-min", "max_rel_err": err_dense}
+    )  # fmt: skip
+    progress.done()
+    return rows, exact
+
+
+def _steps_per_second(env: Any, batch: int, vector: bool, min_time: float) -> tuple[float, int]:
+    """Env steps per second (batch x vector steps / s) with seeded random actions, autoreset included."""
+    space = env.single_action_space if vector else env.action_space
+    rng = np.random.default_rng(0)
+    shape = (batch, *space.shape) if vector else space.shape
+    actions = [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _ in range(4)]
+    env.reset(seed=0)
+    env.step(actions[0])  # warm-up
+    steps = 0
+    t0 = time.perf_counter()
+    while True:
+        out = env.step(actions[steps % 4])
+        steps += 1
+        if not vector and (out[2] or out[3]):
+            env.reset()
+        dt = time.perf_counter() - t0
+        if (dt >= min_time and steps >= 3) or dt >= 20 * min_time:
+            break
+    return batch * steps / dt, steps
+
+
+def bench_env(cfg: BenchConfig, progress: Progress) -> list[dict]:
+    """Section 3: steps per second of the single env and of the native vector env, per backend.
+
+    Rows of the same scenario, env and batch on the two backends are measured one after the other in
+    this process; ``x_numpy`` is the ratio of the compiled backend to the numpy one.
+    """
+    from ainet_gym.envs.env import FabricRoutingEnv
+    from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
+
+    rows: list[dict] = []
+    for size, batches in cfg.env_sizes:
+        label, scenario = env_scenario(size)
+        gpus = scenario_gpus(scenario)
+        for backend in cfg.env_backends:
+            if backend == "numpy" and gpus > cfg.numpy_env_max_gpus:
+                continue
+            progress.start(f"env: {label} single {backend}")
+            t0 = time.perf_counter()
+            env = FabricRoutingEnv(scenario, backend=backend)
+            make_s = time.perf_counter() - t0
+            sps, n = _steps_per_second(env, 1, False, cfg.min_time_s * 2)
+            single = sps
+            last = env.unwrapped.core.last_result
+            rows.append(
+                {"scenario": label, "gpus": gpus, "backend": backend, "env": "single", "batch": 1,
+                 "env_steps_per_s": sps, "steps_timed": n, "construct_s": make_s, "speedup_vs_single": 1.0,
+                 "action_dim": int(np.prod(env.action_space.shape)),
+                 "events_per_step": int(last.events) if last is not None else None}
+            )  # fmt: skip
+            del env
+            gc.collect()
+            progress.done()
+            for b in batches:
+                progress.start(f"env: {label} vector B={b} {backend}")
+                t0 = time.perf_counter()
+                venv = FabricRoutingVectorEnv(b, scenario, backend=backend)
+                make_s = time.perf_counter() - t0
+                sps, n = _steps_per_second(venv, b, True, cfg.min_time_s * 2)
+                last = venv.core.last_result
+                rows.append(
+                    {"scenario": label, "gpus": gpus, "backend": backend, "env": "vector", "batch": b,
+                     "env_steps_per_s": sps, "steps_timed": n, "construct_s": make_s,
+                     "speedup_vs_single": sps / single,
+                     "events_per_step": int(last.events) if last is not None else None}
+                )  # fmt: skip
+                del venv
+                gc.collect()
+                progress.done()
+    for r in rows:  # compiled vs numpy on the same scenario, env and batch
+        ref = next((q for q in rows if q["backend"] == "numpy" and q["scenario"] == r["scenario"]
+                    and q["env"] == r["env"] and q["batch"] == r["batch"]), None)  # fmt: skip
+        r["x_numpy"] = r["env_steps_per_s"] / ref["env_steps_per_s"] if ref is not None else None
+    return rows
+
+
+def _probe(spec: dict[str, Any], env: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
+    """Run :mod:`ainet_gym.bench.probe` in a fresh process; (its JSON result or an error row, wall s)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "ainet_gym.bench.probe"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        check=False,
+        env=None if env is None else {**os.environ, **env},
+    )
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]}, wall
+    return json.loads(proc.stdout.strip().splitlines()[-1]), wall
+
+
+def bench_construction(cfg: BenchConfig, progress: Progress) -> list[dict]:
+    """Section 3b: construction time and peak memory, each size in a fresh subprocess."""
+    rows: list[dict] = []
+    for size in cfg.construction_gpus:
+        label, scenario = env_scenario(size)
+        progress.start(f"construction: {label}")
+        gpus = scenario_gpus(scenario)
+        res, wall = _probe({"probe": "construction", "scenario": scenario})
+        rows.append({"scenario": label, "gpus": gpus, **res, "subprocess_wall_s": wall})
+        progress.done()
+    return rows
+
+
+def bench_startup(cfg: BenchConfig, progress: Progress) -> list[dict]:
+    """Section 3c: a fresh process up to its first env step: cold (the compiled kernels are built into an
+    empty cache directory) and again with that on-disk cache; the numpy backend for comparison."""
+    import tempfile
+
+    label, scenario = env_scenario(cfg.startup_gpus)
+    gpus = scenario_gpus(scenario)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="ainet-gym-numba-cache-") as cache:
+        runs: list[tuple[str, str, dict[str, str] | None]] = [
+            ("numba", "cold (empty kernel cache)", {"NUMBA_CACHE_DIR": cache}),
+            ("numba", "cached (second process)", {"NUMBA_CACHE_DIR": cache}),
+            ("numpy", "numpy backend", None),
+        ]
+        if not cfg.startup_cold:
+            runs = [("numba", "cached (this machine's cache)", None), runs[2]]
+        for backend, what, env in runs:
+            progress.start(f"startup: {what}")
+            res, wall = _probe({"probe": "startup", "scenario": scenario, "backend": backend}, env=env)
+            row = {"scenario": label, "gpus": gpus, "run": what, **res, "process_wall_s": wall}
+            if "error" not in row:  # interpreter start and imports: the rest of the process's wall time
+                row["start_imports_s"] = wall - res["construct_s"] - res["first_step_s"]
+            rows.append(row)
+            progress.done()
+    if cfg.startup_cold and "error" not in rows[0] and "error" not in rows[1]:
+        rows[0]["compile_s"] = rows[0]["process_wall_s"] - rows[1]["process_wall_s"]
+    return rows
+
+
+def calibrate(repeats: int = 5) -> dict[str, float]:
+    """Machine calibration printed beside the figures, so runs on different machines can be compared:
+    best-of-``repeats`` ms of a fixed pure-Python loop (1e6 integer multiply-adds) and of a fixed numpy
+    kernel (sort of 1e6 seeded float64 plus a bincount of 1e6 entries into 1e4 bins)."""
+
+    def py_loop() -> int:
+        acc = 0
+        for i in range(1_000_000):
+            acc += i * i
+        return acc
+
+    x = np.random.default_rng(0).random(1_000_000)
+    idx = (x * 10_000).astype(np.int64)
+
+    def np_kernel() -> float:
+        return float(np.sort(x)[500_000] + np.bincount(idx, weights=x, minlength=10_000).max())
+
+    out = {}
+    for name, fn in (("python_loop_ms", py_loop), ("numpy_kernel_ms", np_kernel)):
+        best = math.inf
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        out[name] = best * 1e3
+    return out
+
+
+def _interval_cost(scenario: dict[str, Any], min_time: float, max_repeats: int) -> dict[str, Any]:
+    """Median wall time of one decision interval (``FabricWorld.step`` with the static ECMP split)."""
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    sc = load_scenario(scenario)
+    t0 = time.perf_counter()
+    world = FabricWorld(sc, 1)
+    world.reset(seeds=[0])
+    build_s = time.perf_counter() - t0
+    events: list[int] = []
+    world.step(world.default_split())  # warm-up
+
+    def one() -> None:
+        res = world.step(world.default_split())
+        events.append(int(res.events))
+
+    t, reps, _ = _timeit(one, min_time, max_repeats, stat="median")
+    sim = world.sim
+    assert sim is not None
+    return {
+        "scenario": sc.name,
+        "gpus": int(world.fabric.n_gpus),
+        "links": int(world.fabric.n_links),
+        "jobs": len(sc.jobs),
+        "transfers": int(sim.member_flow.shape[0]),
+        "flows": int(sim.n_flows),
+        "entries": int(sim.e_flow.shape[0]),
+        "events_per_interval": float(np.mean(events)),
+        "interval_ms": t * 1e3,
+        "repeats": reps,
+        "build_s": build_s,
+    }
+
+
+def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
+    """Section 4: cost of one interval against fabric size and against transfers, with fitted exponents."""
+    size_rows = []
+    for n in cfg.scaling_gpus:
+        progress.start(f"scaling: {n} GPUs")
+        size_rows.append(_interval_cost(cluster_scenario(n), cfg.min_time_s, cfg.max_repeats))
+        gc.collect()
+        progress.done()
+    tr_rows = []
+    nf = cfg.transfers_fabric_gpus
+    for jg in cfg.transfers_job_gpus:
+        progress.start(f"scaling: {nf} GPUs, 8 AllToAll x {jg}")
+        tr_rows.append(
+            {**_interval_cost(cluster_scenario(nf, 8, jg, op="alltoall"), cfg.min_time_s, cfg.max_repeats),
+             "job_gpus": jg}
+        )  # fmt: skip
+        gc.collect()
+        progress.done()
+    job_rows = []
+    for nj in cfg.scaling_jobs:
+        progress.start(f"scaling: {nf} GPUs, {nj} jobs")
+        job_rows.append(_interval_cost(cluster_scenario(nf, nj), cfg.min_time_s, cfg.max_repeats))
+        gc.collect()
+        progress.done()
+    ms = [r["interval_ms"] for r in size_rows]
+    tr_x = [r["transfers"] for r in tr_rows]
+    tr_y = [r["interval_ms"] for r in tr_rows]
+    return {
+        "fabric_size": size_rows,
+        "exponent_vs_gpus": _fit_exponent([r["gpus"] for r in size_rows], ms),
+        "exponent_vs_transfers_fabric_sweep": _fit_exponent([r["transfers"] for r in size_rows], ms),
+        "transfers": tr_rows,
+        "transfers_fabric_gpus": nf,
+        "exponent_vs_transfers": _fit_exponent(tr_x, tr_y),
+        "exponent_vs_transfers_last_two": _fit_exponent(tr_x[-2:], tr_y[-2:]),
+        "jobs": job_rows,
+        "exponent_vs_jobs": _fit_exponent(
+            [r["jobs"] for r in job_rows], [r["interval_ms"] for r in job_rows]
+        ),
+    }
+
+
+def n_tasks(cfg: BenchConfig) -> int:
+    n = 0
+    s = set(cfg.sections)
+    if "allocator" in s:
+        n += len(_allocator_instances(cfg))
+    if "batching" in s:
+        n += len(cfg.batch_sizes) + 2
+    if "env" in s:
+        n += sum(1 + len(b) for _, b in cfg.env_sizes) * len(cfg.env_backends)
+    if "construction" in s:
+        n += len(cfg.construction_gpus)
+    if "startup" in s:
+        n += 3 if cfg.startup_cold else 2
+    if "scaling" in s:
+        n += len(cfg.scaling_gpus) + len(cfg.transfers_job_gpus) + len(cfg.scaling_jobs)
+    return n
