@@ -129,7 +129,7 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
 
     for s in cfg.scenarios:
         load_scenario(s)  # a bad name fails here, before Ray starts
-    from ainet_gym import rllib as arl  # first: without Ray, an ImportError naming the extra
+    from ainet_gym.envs import rllib as arl  # first: without Ray, an ImportError naming the extra
 
     ray, tune = arl.ray, importlib.import_module("ray.tune")
     from ainet_gym.agents.evaluate import EvalConfig, evaluate

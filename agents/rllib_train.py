@@ -270,7 +270,7 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
         If Ray RLlib (the extra ``rllib``) is not installed.
     """
     action_mode = _check(cfg)
-    from ainet_gym import rllib as arl  # raises ImportError naming the extra
+    from ainet_gym.envs import rllib as arl  # raises ImportError naming the extra
 
     scenario = load_scenario(cfg.scenario)
     history = cfg.history
