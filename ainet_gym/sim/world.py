@@ -32,7 +32,7 @@ from ainet_gym.sim.dynamics import (
 from ainet_gym.sim.engine import BatchSim, CompiledUnit, compile_background, compile_job, resolve_backend
 from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, StepResult
-from ainet_gym.sim.placement import place_job
+from ainet_gym.sim.placement import place_job, placement_is_deterministic
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
 
@@ -98,6 +98,9 @@ class FabricWorld:
         self._unit_cache: dict[tuple, CompiledUnit] = {}  # (job, gpus, rotation) -> compiled job
         self._bg_cache: dict[tuple, CompiledUnit] = {}  # (source, gpus) -> compiled background
         self._default_cache: tuple | None = None  # (conn_key, (hash seeds, dead links), ECMP split)
+        # the GPUs of the scenario's jobs at reset (read-only, shared by the instances) when every placement
+        # is deterministic: the same in every episode and instance, and no draw from the generators
+        self._reset_gpus: list[np.ndarray] | None = None
 
     @property
     def _ideal(self) -> np.ndarray:
@@ -133,12 +136,9 @@ class FabricWorld:
                 self.rngs[b] = np.random.default_rng(seeds[b])
             rng = self.rngs[b]
             self.hash_seed[b] = int(rng.integers(2**31))
-            free = np.ones(self.fabric.n_gpus, dtype=bool)
             self.jobs[b] = [None] * self.n_job_slots
             self.gpus[b] = [None] * self.n_job_slots
-            for j, job in enumerate(self.scenario.jobs):
-                g = place_job(self.fabric, job, free, rng)
-                free[g] = False
+            for j, (job, g) in enumerate(zip(self.scenario.jobs, self._place_jobs(rng), strict=True)):
                 self.jobs[b][j] = job
                 self.gpus[b][j] = g
             jobs, self.bg_offset[b] = episode_jitter(self.scenario.jobs, self.scenario.background, rng)
@@ -149,6 +149,24 @@ class FabricWorld:
             self.sim.time_s[mask] = 0.0
         self._rebuild(reset_mask=mask)
         self._advance_dynamics(mask, first=True)
+
+    def _place_jobs(self, rng: np.random.Generator) -> list[np.ndarray]:
+        """GPUs of the scenario's jobs in a new episode, placed in turn on an empty fabric (computed once
+        when every placement is deterministic)."""
+        if self._reset_gpus is not None:
+            return self._reset_gpus
+        free = np.ones(self.fabric.n_gpus, dtype=bool)
+        placed = []
+        for job in self.scenario.jobs:
+            g = place_job(self.fabric, job, free, rng)
+            free[g] = False
+            placed.append(g)
+        if all(placement_is_deterministic(job) for job in self.scenario.jobs):
+            placed = [np.array(g) for g in placed]  # own copies (an explicit placement's may be the spec's)
+            for g in placed:
+                g.flags.writeable = False
+            self._reset_gpus = placed
+        return placed
 
     def step(
         self, split: np.ndarray, active: np.ndarray | None = None, windows: int = 1, connections: bool = True
