@@ -169,7 +169,12 @@ class FabricWorld:
         return placed
 
     def step(
-        self, split: np.ndarray, active: np.ndarray | None = None, windows: int = 1, connections: bool = True
+        self,
+        split: np.ndarray,
+        active: np.ndarray | None = None,
+        windows: int = 1,
+        connections: bool = True,
+        split_set: bool = False,
     ) -> StepResult:
         """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
         (all by default); inactive ones stand still (zero duration).
@@ -177,6 +182,9 @@ class FabricWorld:
         ``windows > 1`` runs the interval as that many equal windows (the same fluid model, with window
         boundaries as extra events) and reports ``link_peak_utilization``, the largest window mean of each
         link, as a counter polled ``windows`` times per interval would see it.
+
+        ``split_set=True``: ``split`` is already the engine's split (set by
+        :meth:`BatchSim.set_split_fused`), not set again.
 
         ``connections=False`` skips the per-connection figures of the result (``conn_bytes``,
         ``connections`` and ``slot_bytes`` stay None), which the env computes only for its ``"flows"`` info.
@@ -186,7 +194,8 @@ class FabricWorld:
         if not isinstance(windows, int | np.integer) or windows < 1:
             raise ValueError(f"windows = {windows!r}: must be an integer >= 1")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
-        sim.set_split(split)  # apply the split
+        if not split_set:
+            sim.set_split(split)  # apply the split
         rem0 = sim.rem.copy() if connections else sim.rem
         duration = np.where(active, self.decision_interval_s, 0.0)
         parts = [sim.run_interval(duration / windows) for _ in range(windows)]  # run the interval
