@@ -124,6 +124,7 @@ class EnvCore:
         self._needs_reset = True
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
         self._fixed_cache: tuple | None = None  # (controllable slots' connections, the other connections)
+        self._bounds_cache: tuple | None = None  # (conns, fixed, per-instance bounds of each)
         self._demand_cache: tuple | None = None  # (flow_bytes, slot_conn it was built from, demand)
         self._slot_obs_cache: tuple | None = None  # (demand, slot_mask it was built from, float32 block)
         self._net_capacity = w.fabric.capacity_bytes_per_s[self.net_links]  # (net_links,) nominal bytes/s
@@ -422,7 +423,49 @@ class EnvCore:
         if self._needs_reset:
             raise RuntimeError("step() called before reset()")
         a = self.validate(actions)  # raises before any state changes
+        if self._fused_decode():  # decoded and merged in one compiled pass per instance range
+            w = self.world
+            assert w.sim is not None
+            ctrl, conns, npaths, _, _ = self._controllable()
+            fixed = self._fixed_conns(conns)
+            ctrl_lo, fixed_lo = self._instance_bounds(conns, fixed)
+            rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
+            w.sim.set_split_fused(
+                _envkernels.decode_merge_range,
+                (rows, ctrl, conns, npaths, self._default, fixed, ctrl_lo, fixed_lo),
+                np.empty_like(self._default),
+            )
+            return self._run(w.sim.split, active, split_set=True)
         return self._run(self.decode(a), active)  # a decoded split is valid by construction
+
+    def _fused_decode(self) -> bool:
+        """Whether :meth:`step` decodes split actions inside the engine's merge (numba backend)."""
+        return (
+            self.action_mode == "split"
+            and self.world.backend == "numba"
+            and self.P <= _envkernels.PW_BLOCKSIZE
+        )
+
+    def _instance_bounds(self, conns: np.ndarray, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(batch+1,) each instance's first controllable slot (of :meth:`_controllable`) and first fixed
+        connection (of :meth:`_fixed_conns`); both are in instance order. Cached with them."""
+        cache = self._bounds_cache
+        if cache is None or cache[0] is not conns or cache[1] is not fixed:
+            sim = self.world.sim
+            assert sim is not None
+            inst = np.arange(self.batch + 1)
+            conn_inst = sim.unit_inst[sim.conn_unit]  # (connections,) instance of each connection
+            ci, fi = conn_inst[conns], conn_inst[fixed]
+            if (np.diff(ci) < 0).any() or (np.diff(fi) < 0).any():
+                raise RuntimeError("controllable slots or fixed connections not in instance order")
+            cache = (
+                conns,
+                fixed,
+                np.searchsorted(ci, inst).astype(np.int64),
+                np.searchsorted(fi, inst).astype(np.int64),
+            )
+            self._bounds_cache = cache
+        return cache[2], cache[3]
 
     def step_split(
         self, split: np.ndarray, active: np.ndarray | None = None
@@ -447,12 +490,13 @@ class EnvCore:
         return self._run(split, active)
 
     def _run(
-        self, split: np.ndarray, active: np.ndarray | None
+        self, split: np.ndarray, active: np.ndarray | None, split_set: bool = False
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """One interval with a checked split (connections, max_paths)."""
+        """One interval with a checked split (connections, max_paths) (``split_set``: already set on the
+        engine)."""
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         # per-connection figures only for the "flows" info key (nothing else of the env reads them)
-        res = self.world.step(split, active, connections="flows" in self.info_keys)
+        res = self.world.step(split, active, connections="flows" in self.info_keys, split_set=split_set)
         self._default = self.world.default_split(copy=False)
         self._last = res
         compiled = self.world.backend == "numba"

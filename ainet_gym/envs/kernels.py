@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ainet_gym.sim.kernels import njit
+from ainet_gym.sim.kernels import merge_instance, njit
 
-__all__ = ["PW_BLOCKSIZE", "decode_split", "observe_flat"]
+__all__ = ["PW_BLOCKSIZE", "decode_merge_range", "decode_split", "observe_flat"]
 
 PW_BLOCKSIZE = 128  # rows up to this long only; numpy's pairwise-summation block (numpy/_core/src/umath/loops_utils.h.src)
 
@@ -58,12 +58,22 @@ def decode_split(actions, ctrl, conns, npaths, default, fixed, out):  # pragma: 
     paths; every other connection (``fixed``, the rows not in ``conns``) gets its ``default`` row. A controllable slot's weights are
     ``(a + 1) / 2`` over its valid paths, normalised by their sum (all zero: the even split).
     """
-    for i in range(fixed.shape[0]):
+    _decode_rows(0, ctrl.shape[0], 0, fixed.shape[0], actions, ctrl, conns, npaths, default, fixed, out,
+                 np.empty(actions.shape[1]))  # fmt: skip
+    return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _decode_rows(
+    k_lo, k_hi, i_lo, i_hi, actions, ctrl, conns, npaths, default, fixed, out, r
+):  # pragma: no cover
+    """The rows of :func:`decode_split` for the controllable slots ``k_lo:k_hi`` and the fixed connections
+    ``i_lo:i_hi``; ``r`` (P,) scratch."""
+    for i in range(i_lo, i_hi):
         c = fixed[i]
         out[c] = default[c]
     P = actions.shape[1]
-    r = np.empty(P)
-    for k in range(ctrl.shape[0]):
+    for k in range(k_lo, k_hi):
         ar, oc = actions[ctrl[k]], out[conns[k]]  # row views: loops the compiler vectorises
         n = npaths[k]
         for p in range(P):
@@ -75,7 +85,25 @@ def decode_split(actions, ctrl, conns, npaths, default, fixed, out):  # pragma: 
         else:
             for p in range(P):
                 oc[p] = (1.0 if p < n else 0.0) / n
-    return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def decode_merge_range(
+    b_lo, b_hi, actions, ctrl, conns, npaths, default, fixed, ctrl_lo, fixed_lo, out, seg_cand, cand_gather,
+    seg_flow, seg_link, inst_seg, seg_coef, e_flow, e_link, e_coef, ent_hi,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`decode_split` and the engine's merge of the split (:func:`ainet_gym.sim.kernels.merge_instance`)
+    for the instances ``b_lo:b_hi``, instance by instance while its rows are in cache (the kernel of
+    :meth:`ainet_gym.sim.engine.BatchSim.set_split_fused`). Instance ``b``'s controllable slots are
+    ``ctrl_lo[b]:ctrl_lo[b + 1]`` of ``ctrl`` / ``conns`` / ``npaths``, its fixed connections
+    ``fixed_lo[b]:fixed_lo[b + 1]`` of ``fixed``; the merge arguments are those of the engine."""
+    r = np.empty(actions.shape[1])
+    split_flat = out.reshape(-1)
+    for b in range(b_lo, b_hi):
+        _decode_rows(ctrl_lo[b], ctrl_lo[b + 1], fixed_lo[b], fixed_lo[b + 1], actions, ctrl, conns, npaths,
+                     default, fixed, out, r)  # fmt: skip
+        merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
+                       seg_coef, e_flow, e_link, e_coef, ent_hi)  # fmt: skip
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -32,6 +32,8 @@ class LinkState:
             (batch, f.n_links), -1, dtype=np.int64
         )  # (batch, links) repair step, -1: up
         self.cap_factor = np.ones((batch, f.n_links))  # (batch, links) share of the nominal capacity
+        # whether any link may be down until a repair step (False: repair has nothing to do)
+        self._repair_pending = False
 
     @property
     def random(self) -> bool:
@@ -44,10 +46,14 @@ class LinkState:
         self.cap_factor[b] = 1.0
 
     def repair(self, step: np.ndarray, mask: np.ndarray) -> None:
-        """Links whose repair step ``step`` (batch,) has come are up again, in the ``mask`` instances."""
+        """Links whose repair step ``step`` (batch,) has come are up again, in the ``mask`` instances
+        (no pass over the links while none is down)."""
+        if not self._repair_pending:
+            return
         repaired = (self.fail_until >= 0) & (self.fail_until <= step[:, None]) & mask[:, None]
         self.cap_factor[repaired] = 1.0
         self.fail_until[repaired] = -1
+        self._repair_pending = bool((self.fail_until >= 0).any())
 
     def draw_failure(self, b: int, step: int, rng: np.random.Generator) -> None:
         """With probability ``rate_per_step``, one random eligible link of instance ``b`` fails (both
@@ -57,6 +63,7 @@ class LinkState:
             pair = self._duplex_of(int(rng.choice(self.eligible)))
             self.cap_factor[b, pair] = 0.0
             self.fail_until[b, pair] = step + lf.repair_steps
+            self._repair_pending = True
 
     def apply_scheduled(self, step: np.ndarray, mask: np.ndarray) -> None:
         """Scheduled failures and degradations due at ``step`` (batch,) in the ``mask`` instances (they
@@ -67,6 +74,7 @@ class LinkState:
                 ids = self.fabric.link_ids(sf.link)
                 self.cap_factor[np.ix_(hit, ids)] = sf.factor
                 self.fail_until[np.ix_(hit, ids)] = sf.until_step if sf.until_step is not None else 2**62
+                self._repair_pending = True
 
     def capacity_bytes_per_s(self) -> np.ndarray:
         """(batch, links) bytes/s: the nominal capacities times the factors."""

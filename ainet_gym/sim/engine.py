@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import warnings
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -538,6 +539,33 @@ class BatchSim:
         coef = np.bincount(t.cand_seg, weights=split.reshape(-1)[t.cand_gather], minlength=t.n_seg)
         keep = coef > 0
         self._entries = (t.seg_flow[keep], t.seg_link[keep], coef[keep], keep)
+
+    def set_split_fused(self, kernel: Callable[..., object], args: tuple, out: np.ndarray) -> None:
+        """Set the split (connections, max_paths) that the compiled ``kernel`` writes into ``out`` (C-contiguous
+        float64), instance range by instance range, merging each instance's entries in the same pass (the
+        numba backend; the result is that of :meth:`set_split` with the same split).
+
+        ``kernel(lo, hi, *args, out, seg_cand, cand_gather, seg_flow, seg_link, inst_seg, seg_coef, e_flow,
+        e_link, e_coef, ent_hi)`` must write the rows of ``out`` of the connections of the instances
+        ``lo:hi`` and then call :func:`ainet_gym.sim.kernels.merge_instance` on each of them (with
+        ``out.reshape(-1)`` as the split); it must release the GIL (ranges run on the kernel threads).
+        """
+        if self.backend != "numba":
+            raise ValueError(f"set_split_fused: backend {self.backend!r}; needs 'numba'")
+        if out.shape != (self.n_conns, self.fabric.max_paths) or not out.flags.c_contiguous:
+            raise ValueError(
+                f"out: shape {out.shape}, expected C-contiguous {(self.n_conns, self.fabric.max_paths)}"
+            )
+        self.split = out
+        self._e_lperm = None
+        self._entries = None
+        t = self.table
+        ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
+        _kernels.run_ranges(
+            kernel, t.ranges,
+            lambda lo, hi: (lo, hi, *args, out, t.seg_cand, t.cand_gather, t.seg_flow,
+                            t.seg_link, t.inst_seg, t.seg_coef, ef, el, ec, t.ent_hi),
+        )  # fmt: skip
 
     def _entry_table(self) -> tuple[np.ndarray, ...]:
         """(e_flow, e_link, e_coef, keep): the nonzero merged entries of the split, sorted by flow, and the

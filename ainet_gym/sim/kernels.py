@@ -58,6 +58,7 @@ __all__ = [
     "MIN_SEGMENTS_PER_RANGE",
     "batch_ranges",
     "kernel_threads",
+    "merge_instance",
     "merge_range",
     "run_interval_numba",
     "run_ranges",
@@ -171,18 +172,27 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
     past the last. Instances own disjoint ranges of every output, so threads may merge different
     instances at the same time."""
     for b in range(b_lo, b_hi):
-        n = inst_seg[b]
-        for j in range(inst_seg[b], inst_seg[b + 1]):
-            c = 0.0
-            for i in range(seg_cand[j], seg_cand[j + 1]):
-                c += split_flat[cand_gather[i]]
-            seg_coef[j] = c
-            if c > 0:
-                e_flow[n] = seg_flow[j]
-                e_link[n] = seg_link[j]
-                e_coef[n] = c
-                n += 1
-        ent_hi[b] = n
+        merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
+                       seg_coef, e_flow, e_link, e_coef, ent_hi)  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
+                   seg_coef, e_flow, e_link, e_coef, ent_hi):  # fmt: skip  # pragma: no cover
+    """The merge of :func:`merge_range` for instance ``b`` alone (also called by kernels that write an
+    instance's split and merge it in one pass, see :meth:`ainet_gym.sim.engine.BatchSim.set_split_fused`)."""
+    n = inst_seg[b]
+    for j in range(inst_seg[b], inst_seg[b + 1]):
+        c = 0.0
+        for i in range(seg_cand[j], seg_cand[j + 1]):
+            c += split_flat[cand_gather[i]]
+        seg_coef[j] = c
+        if c > 0:
+            e_flow[n] = seg_flow[j]
+            e_link[n] = seg_link[j]
+            e_coef[n] = c
+            n += 1
+    ent_hi[b] = n
 
 
 @njit(cache=True, nogil=True)

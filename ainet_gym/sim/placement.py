@@ -7,7 +7,7 @@ import numpy as np
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import JobSpec
 
-__all__ = ["place_job"]
+__all__ = ["place_job", "placement_is_deterministic"]
 
 
 def place_job(fabric: Fabric, job: JobSpec, free: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -40,6 +40,12 @@ def place_job(fabric: Fabric, job: JobSpec, free: np.ndarray, rng: np.random.Gen
         host_rank[host[np.sort(first)]] = np.arange(first.shape[0])
         return g[np.lexsort((g, host_rank[host]))]
     raise ValueError(f"job {job.name!r}: unknown rank_order {order!r}")
+
+
+def placement_is_deterministic(job: JobSpec) -> bool:
+    """Whether :func:`place_job` gives ``job`` GPUs that depend on the free GPUs only (it draws nothing
+    from the generator): every placement but ``random``, every rank order but ``shuffled``."""
+    return not (isinstance(job.placement, str) and job.placement == "random") and job.rank_order != "shuffled"
 
 
 def _placement_gpus(fabric: Fabric, job: JobSpec, free: np.ndarray, rng: np.random.Generator) -> np.ndarray:

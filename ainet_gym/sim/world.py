@@ -32,7 +32,7 @@ from ainet_gym.sim.dynamics import (
 from ainet_gym.sim.engine import BatchSim, CompiledUnit, compile_background, compile_job, resolve_backend
 from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, StepResult
-from ainet_gym.sim.placement import place_job
+from ainet_gym.sim.placement import place_job, placement_is_deterministic
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
 
@@ -98,6 +98,9 @@ class FabricWorld:
         self._unit_cache: dict[tuple, CompiledUnit] = {}  # (job, gpus, rotation) -> compiled job
         self._bg_cache: dict[tuple, CompiledUnit] = {}  # (source, gpus) -> compiled background
         self._default_cache: tuple | None = None  # (conn_key, (hash seeds, dead links), ECMP split)
+        # the GPUs of the scenario's jobs at reset (read-only, shared by the instances) when every placement
+        # is deterministic: the same in every episode and instance, and no draw from the generators
+        self._reset_gpus: list[np.ndarray] | None = None
 
     @property
     def _ideal(self) -> np.ndarray:
@@ -133,12 +136,9 @@ class FabricWorld:
                 self.rngs[b] = np.random.default_rng(seeds[b])
             rng = self.rngs[b]
             self.hash_seed[b] = int(rng.integers(2**31))
-            free = np.ones(self.fabric.n_gpus, dtype=bool)
             self.jobs[b] = [None] * self.n_job_slots
             self.gpus[b] = [None] * self.n_job_slots
-            for j, job in enumerate(self.scenario.jobs):
-                g = place_job(self.fabric, job, free, rng)
-                free[g] = False
+            for j, (job, g) in enumerate(zip(self.scenario.jobs, self._place_jobs(rng), strict=True)):
                 self.jobs[b][j] = job
                 self.gpus[b][j] = g
             jobs, self.bg_offset[b] = episode_jitter(self.scenario.jobs, self.scenario.background, rng)
@@ -150,8 +150,31 @@ class FabricWorld:
         self._rebuild(reset_mask=mask)
         self._advance_dynamics(mask, first=True)
 
+    def _place_jobs(self, rng: np.random.Generator) -> list[np.ndarray]:
+        """GPUs of the scenario's jobs in a new episode, placed in turn on an empty fabric (computed once
+        when every placement is deterministic)."""
+        if self._reset_gpus is not None:
+            return self._reset_gpus
+        free = np.ones(self.fabric.n_gpus, dtype=bool)
+        placed = []
+        for job in self.scenario.jobs:
+            g = place_job(self.fabric, job, free, rng)
+            free[g] = False
+            placed.append(g)
+        if all(placement_is_deterministic(job) for job in self.scenario.jobs):
+            placed = [np.array(g) for g in placed]  # own copies (an explicit placement's may be the spec's)
+            for g in placed:
+                g.flags.writeable = False
+            self._reset_gpus = placed
+        return placed
+
     def step(
-        self, split: np.ndarray, active: np.ndarray | None = None, windows: int = 1, connections: bool = True
+        self,
+        split: np.ndarray,
+        active: np.ndarray | None = None,
+        windows: int = 1,
+        connections: bool = True,
+        split_set: bool = False,
     ) -> StepResult:
         """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
         (all by default); inactive ones stand still (zero duration).
@@ -159,6 +182,9 @@ class FabricWorld:
         ``windows > 1`` runs the interval as that many equal windows (the same fluid model, with window
         boundaries as extra events) and reports ``link_peak_utilization``, the largest window mean of each
         link, as a counter polled ``windows`` times per interval would see it.
+
+        ``split_set=True``: ``split`` is already the engine's split (set by
+        :meth:`BatchSim.set_split_fused`), not set again.
 
         ``connections=False`` skips the per-connection figures of the result (``conn_bytes``,
         ``connections`` and ``slot_bytes`` stay None), which the env computes only for its ``"flows"`` info.
@@ -168,7 +194,8 @@ class FabricWorld:
         if not isinstance(windows, int | np.integer) or windows < 1:
             raise ValueError(f"windows = {windows!r}: must be an integer >= 1")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
-        sim.set_split(split)  # apply the split
+        if not split_set:
+            sim.set_split(split)  # apply the split
         rem0 = sim.rem.copy() if connections else sim.rem
         duration = np.where(active, self.decision_interval_s, 0.0)
         parts = [sim.run_interval(duration / windows) for _ in range(windows)]  # run the interval

@@ -1,0 +1,57 @@
+"""The numba split-mode step decodes the actions and merges the split in one compiled pass per instance
+range (:meth:`BatchSim.set_split_fused` with :func:`ainet_gym.envs.kernels.decode_merge_range`).
+
+Reference: the two passes it replaces, :meth:`EnvCore.decode` then :meth:`BatchSim.set_split`, on the same
+engine state: the split, the merged coefficient of every segment and each instance's compacted entries must
+be the same bytes (instances with churned jobs have connections no slot controls, which keep the default)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ainet_gym.envs import kernels as _envkernels
+from ainet_gym.envs.env import EnvCore
+from ainet_gym.sim import kernels as _kernels
+
+pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+
+
+def _entries(sim) -> list[bytes]:
+    t = sim.table
+    out = [sim.split.tobytes(), t.seg_coef.tobytes(), t.ent_hi.tobytes()]
+    for b in range(sim.batch):
+        lo, hi = t.inst_seg[b], t.ent_hi[b]
+        out += [t.e_flow_buf[lo:hi].tobytes(), t.e_link_buf[lo:hi].tobytes(), t.e_coef_buf[lo:hi].tobytes()]
+    return out
+
+
+@pytest.mark.parametrize("name", ["spine-leaf-2to1", "multi-tenant-churn"])
+def test_fused_decode_and_merge_equal_the_two_passes(name: str) -> None:
+    core = EnvCore(name, batch=5, backend="numba")
+    core.reset(seeds=list(range(5)))
+    rng = np.random.default_rng(1)
+    sim = core.world.sim
+    for _ in range(6):
+        a = rng.uniform(-1.0, 1.0, (5, *core.action_space.shape)).astype(np.float32)
+        a[0, :] = -1.0  # every weight of a slot zero: the even split
+        rows = np.ascontiguousarray(core.validate(a), dtype=np.float64).reshape(-1, core.P)
+        ctrl, conns, npaths, _, _ = core._controllable()
+        fixed = core._fixed_conns(conns)
+        ctrl_lo, fixed_lo = core._instance_bounds(conns, fixed)
+        sim.set_split(core.decode(core.validate(a)))
+        ref = _entries(sim)
+        sim.set_split_fused(
+            _envkernels.decode_merge_range,
+            (rows, ctrl, conns, npaths, core._default, fixed, ctrl_lo, fixed_lo),
+            np.empty_like(core._default),
+        )
+        assert _entries(sim) == ref
+        core.step(a)
+
+
+def test_set_split_fused_needs_the_numba_backend() -> None:
+    core = EnvCore("spine-leaf-2to1", batch=2, backend="numpy")
+    core.reset([None, None])
+    with pytest.raises(ValueError, match="backend 'numpy'"):
+        core.world.sim.set_split_fused(_envkernels.decode_merge_range, (), np.empty_like(core._default))
