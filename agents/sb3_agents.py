@@ -275,6 +275,8 @@ def _allowed_global(module: str, name: str) -> Any:
         "Philox",
         "SFC64",
     }
+    if (module, name) == ("builtins", "getattr"):
+        return _enum_member  # how some Python 3.11 releases pickle an Enum member (SB3's TrainFrequencyUnit)
     roots = module.split(".")[0]
     ok = (module, name) in plain
     if roots == "numpy":
@@ -308,6 +310,18 @@ def _allowed_global(module: str, name: str) -> Any:
 
 
 _ALLOWED_ROOTS = ("gymnasium", "torch", "stable_baselines3", "sb3_contrib")
+
+
+def _enum_member(cls: Any, name: Any) -> Any:
+    """``getattr`` as an unpickled Enum member calls it (``getattr(EnumClass, member_name)``, the form of
+    some Python 3.11 releases): only a member of an Enum class the allowlist let through, nothing else."""
+    import inspect
+    import pickle
+    from enum import Enum
+
+    if inspect.isclass(cls) and issubclass(cls, Enum) and isinstance(name, str) and name in cls.__members__:
+        return cls.__members__[name]
+    raise pickle.UnpicklingError(f"getattr({cls!r}, {name!r}) is not a member of an allowed Enum")
 
 
 def _restricted_loads(blob: bytes, key: str, path: Path) -> Any:

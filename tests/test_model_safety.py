@@ -123,3 +123,31 @@ def test_a_model_with_broken_tensors_is_refused_with_a_message(tmp_path: Path) -
             zout.writestr(name, b"garbage" if name == "policy.pth" else zin.read(name))
     with pytest.raises(ValueError, match=r"cannot be loaded as a ppo model"):
         load_model(dst, "ppo")
+
+
+def test_an_enum_member_pickled_by_getattr_loads_and_nothing_else_does(tmp_path) -> None:
+    # Python 3.11.2 pickles SB3's TrainFrequencyUnit.STEP as getattr(TrainFrequencyUnit, 'STEP'): allowed;
+    # getattr on anything else stays refused
+    import pickle
+    import subprocess
+
+    from stable_baselines3.common.type_aliases import TrainFrequencyUnit
+
+    from ainet_gym.agents.sb3_agents import UntrustedModelError
+    from ainet_gym.agents.sb3_agents import _restricted_loads as loads
+
+    class ByGetattr:
+        def __init__(self, obj: object, name: str) -> None:
+            self.obj, self.name = obj, name
+
+        def __reduce__(self):
+            return getattr, (self.obj, self.name)
+
+    blob = pickle.dumps(ByGetattr(TrainFrequencyUnit, "STEP"))
+    assert loads(blob, "train_freq", tmp_path / "m.zip") is TrainFrequencyUnit.STEP
+    with pytest.raises(UntrustedModelError):  # the class itself is refused before getattr runs
+        loads(pickle.dumps(ByGetattr(subprocess.Popen, "__init__")), "x", tmp_path / "m.zip")
+    with pytest.raises(pickle.UnpicklingError):  # an allowed class, but not an Enum
+        loads(pickle.dumps(ByGetattr(dict, "fromkeys")), "x", tmp_path / "m.zip")
+    with pytest.raises(pickle.UnpicklingError):
+        loads(pickle.dumps(ByGetattr(TrainFrequencyUnit, "__class__")), "x", tmp_path / "m.zip")
