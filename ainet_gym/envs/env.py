@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ainet_gym.arrays import safe_divide
 from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.fabric.topology import TIERS
@@ -724,9 +725,7 @@ class EnvCore:
             out["flow_bytes"] = moved
             with np.errstate(invalid="ignore", divide="ignore"):
                 dur = np.zeros(B) if res is None else res.duration_s
-                out["flow_rate_gbps"] = np.where(
-                    dur[:, None] > 0, moved * BYTES_PER_S_TO_GBPS / np.where(dur > 0, dur, 1)[:, None], 0.0
-                )
+                out["flow_rate_gbps"] = safe_divide(moved * BYTES_PER_S_TO_GBPS, dur[:, None])
         for i in self._tiers_present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
         if res is not None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.sim.engine import BatchSim, IntervalMetrics
 from ainet_gym.sim.kernels import njit
@@ -228,7 +229,7 @@ class IntervalMeter:
             step_t = np.where(alive & (iters > 0), m.step_time_sum_s[idx] / np.maximum(iters, 1), np.nan)
             comm_t = np.where(alive & (iters > 0), m.comm_time_sum_s[idx] / np.maximum(iters, 1), np.nan)
             act = np.where(alive, m.active_time_s[idx], 0.0)
-            util = np.where(act > 0, m.compute_time_s[idx] / np.where(act > 0, act, 1.0), np.nan)
+            util = safe_divide(m.compute_time_s[idx], act, np.nan)
             # efficiency: ideal / actual; with no completed iteration the actual step is at least the
             # time spent in the current one
             since = np.where(alive, sim.time_s[:, None] - sim.iter_start[idx], np.nan)
