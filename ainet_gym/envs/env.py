@@ -874,18 +874,6 @@ class FabricRoutingEnv(gym.Env):
         obs, r, term, trunc, info = self.core.step(action)  # validated (and converted) by the core
         return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
 
-    def _fixed_conns(self, conns: np.ndarray) -> np.ndarray:
-        """The connections of the batch that no controllable slot routes (``conns``: those that one does),
-        which keep their default split; cached with the controllable slots."""
-        cache = self._fixed_cache
-        if cache is None or cache[0] is not conns:
-            n = self._default.shape[0]
-            fixed = np.ones(n, dtype=bool)
-            fixed[conns] = False
-            cache = (conns, np.flatnonzero(fixed).astype(np.int64))
-            self._fixed_cache = cache
-        return cache[1]
-
     def action_masks(self) -> np.ndarray:
         """Valid path indices per slot, flat (S * P,) bool, for MaskablePPO."""
         return self.core.action_masks()[0]

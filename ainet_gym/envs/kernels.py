@@ -3,7 +3,7 @@
 :meth:`ainet_gym.envs.env.EnvCore.decode` with the numpy backend is the reference; the kernel here does the
 same floating-point operations in the same order, so the two agree bit for bit
 (``tests/test_envspeed.py`` checks it). In particular the sum of a slot's path weights follows numpy's
-pairwise summation of a contiguous row (:func:`_row_sum`), which is not a left-to-right sum from 8
+pairwise summation of a contiguous row (:func:`ainet_gym.sim.kernels.block_sum`), which is not a left-to-right sum from 8
 elements on.
 """
 
@@ -11,42 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ainet_gym.sim.kernels import merge_instance, njit
+from ainet_gym.sim.kernels import block_sum, merge_instance, njit
 
 __all__ = ["PW_BLOCKSIZE", "decode_merge_range", "decode_split", "observe_flat"]
 
 PW_BLOCKSIZE = 128  # rows up to this long only; numpy's pairwise-summation block (numpy/_core/src/umath/loops_utils.h.src)
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _row_sum(x, lo, n):  # pragma: no cover - compiled
-    """``x[lo:lo + n].sum()`` as numpy computes it for a contiguous float64 row of at most
-    :data:`PW_BLOCKSIZE` elements: a left-to-right sum below 8 elements, else eight interleaved partial
-    sums combined as a tree, then the tail, added to the identity 0. (Longer rows are split in halves by
-    numpy; a recursive kernel cannot be cached, so callers use numpy there.)"""
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += x[lo + i]
-        return res
-    r0, r1, r2, r3 = x[lo], x[lo + 1], x[lo + 2], x[lo + 3]
-    r4, r5, r6, r7 = x[lo + 4], x[lo + 5], x[lo + 6], x[lo + 7]
-    i = 8
-    while i < n - (n % 8):
-        r0 += x[lo + i]
-        r1 += x[lo + i + 1]
-        r2 += x[lo + i + 2]
-        r3 += x[lo + i + 3]
-        r4 += x[lo + i + 4]
-        r5 += x[lo + i + 5]
-        r6 += x[lo + i + 6]
-        r7 += x[lo + i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += x[lo + i]
-        i += 1
-    return res
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -78,7 +47,7 @@ def _decode_rows(
         n = npaths[k]
         for p in range(P):
             r[p] = (ar[p] + 1.0) / 2.0 if p < n else 0.0
-        tot = _row_sum(r, 0, P)
+        tot = block_sum(r, 0, P)
         if tot > 0:
             for p in range(P):
                 oc[p] = r[p] / tot

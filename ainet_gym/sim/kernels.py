@@ -57,6 +57,7 @@ __all__ = [
     "HAVE_NUMBA",
     "MIN_SEGMENTS_PER_RANGE",
     "batch_ranges",
+    "block_sum",
     "kernel_threads",
     "merge_instance",
     "merge_range",
@@ -157,6 +158,37 @@ def run_ranges(fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
         for f in futures:
             if not f.cancel():  # started: wait for the range it took (a queued one took none)
                 f.result()
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def block_sum(x, lo, n):  # pragma: no cover - compiled
+    """``x[lo:lo + n].sum()`` as numpy computes it for a contiguous float64 run of ``n <= 128`` elements
+    (numpy's pairwise block): left to right below 8 elements, else eight interleaved partial sums combined
+    as a tree, then the tail. The env's decode and the interval figures use it to stay bit for bit equal
+    to the numpy backend."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += x[lo + i]
+        return res
+    r0, r1, r2, r3 = x[lo], x[lo + 1], x[lo + 2], x[lo + 3]
+    r4, r5, r6, r7 = x[lo + 4], x[lo + 5], x[lo + 6], x[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += x[lo + i]
+        r1 += x[lo + i + 1]
+        r2 += x[lo + i + 2]
+        r3 += x[lo + i + 3]
+        r4 += x[lo + i + 4]
+        r5 += x[lo + i + 5]
+        r6 += x[lo + i + 6]
+        r7 += x[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += x[lo + i]
+        i += 1
+    return res
 
 
 @njit(cache=True, nogil=True)

@@ -10,7 +10,7 @@ import numpy as np
 from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.sim.engine import BatchSim, IntervalMetrics
-from ainet_gym.sim.kernels import njit
+from ainet_gym.sim.kernels import block_sum, njit
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
 __all__ = [
@@ -264,42 +264,13 @@ class IntervalMeter:
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _block_sum(x, lo, n):  # pragma: no cover - compiled
-    """numpy's sum of ``x[lo:lo + n]`` for ``n <= 128``: left to right below 8 elements, else eight
-    interleaved partial sums combined as a tree, then the tail."""
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += x[lo + i]
-        return res
-    r0, r1, r2, r3 = x[lo], x[lo + 1], x[lo + 2], x[lo + 3]
-    r4, r5, r6, r7 = x[lo + 4], x[lo + 5], x[lo + 6], x[lo + 7]
-    i = 8
-    while i < n - (n % 8):
-        r0 += x[lo + i]
-        r1 += x[lo + i + 1]
-        r2 += x[lo + i + 2]
-        r3 += x[lo + i + 3]
-        r4 += x[lo + i + 4]
-        r5 += x[lo + i + 5]
-        r6 += x[lo + i + 6]
-        r7 += x[lo + i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += x[lo + i]
-        i += 1
-    return res
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def pairwise_sum(x, n):  # pragma: no cover - compiled
     """``x[:n].sum()`` of a contiguous float64 array, bit for bit as numpy computes it (and a row-wise
     ``sum(axis=-1)`` of a C-contiguous 2-D array): numpy's pairwise summation, blocks of at most 128
     elements split in halves at multiples of 8, with the recursion unrolled onto an explicit stack (a
     recursive kernel cannot be cached); the total is added to the identity 0."""
     if n <= _PW_BLOCK:
-        return 0.0 + _block_sum(x, 0, n)
+        return 0.0 + block_sum(x, 0, n)
     f_lo = np.empty(64, dtype=np.int64)  # frames: start, length, stage (0: new, 1: left done, 2: both)
     f_n = np.empty(64, dtype=np.int64)
     f_st = np.empty(64, dtype=np.int64)
@@ -310,7 +281,7 @@ def pairwise_sum(x, n):  # pragma: no cover - compiled
         t = sp - 1
         lo, m = f_lo[t], f_n[t]
         if m <= _PW_BLOCK:
-            vals[vp] = _block_sum(x, lo, m)
+            vals[vp] = block_sum(x, lo, m)
             vp += 1
             sp -= 1
             continue
