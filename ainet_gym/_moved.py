@@ -55,8 +55,8 @@ class _MovedLoader(importlib.abc.Loader):
         )
         return importlib.import_module(self.new)
 
-    def exec_module(self, module: types.ModuleType) -> None:  # already executed under its new name
-        pass
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Nothing to run: ``create_module`` returned the module executed under its new name."""
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder):

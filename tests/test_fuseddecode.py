@@ -36,7 +36,7 @@ def test_fused_decode_and_merge_equal_the_two_passes(name: str) -> None:
         a = rng.uniform(-1.0, 1.0, (5, *core.action_space.shape)).astype(np.float32)
         a[0, :] = -1.0  # every weight of a slot zero: the even split
         rows = np.ascontiguousarray(core.validate(a), dtype=np.float64).reshape(-1, core.P)
-        ctrl, conns, npaths, _, _ = core._controllable()
+        ctrl, conns, npaths = core._controllable()
         fixed = core._fixed_conns(conns)
         ctrl_lo, fixed_lo = core._instance_bounds(conns, fixed)
         sim.set_split(core.decode(core.validate(a)))

@@ -361,7 +361,7 @@ class EnvCore:
             weights = np.ones((self.batch, w.fabric.n_links))
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
             return w.wcmp(weights)
-        ctrl, conns, npaths, valid, even = self._controllable()
+        ctrl, conns, npaths = self._controllable()
         if self.action_mode == "split" and w.backend == "numba" and self.P <= _envkernels.PW_BLOCKSIZE:
             # one compiled pass, the same floating-point operations as the numpy code below
             rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
@@ -381,17 +381,15 @@ class EnvCore:
             split[conns] = ratio_split((a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0, npaths)
         return split
 
-    def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Flat indices of the controllable slots of the batch and, per such slot, its connection, its
-        number of paths, its valid-path mask (slots, P) and its even split; rebuilt when the world's slot
-        layout is (a churn event or a rebuild replaces ``slot_mask``)."""
+    def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Flat indices of the controllable slots of the batch and, per such slot, its connection and its
+        number of paths; rebuilt when the world's slot layout is (a churn event or a rebuild replaces
+        ``slot_mask``)."""
         w = self.world
         cache = self._ctrl_cache
         if cache is None or cache[0] is not w.slot_mask:
             ctrl = np.flatnonzero(w.slot_mask.reshape(-1))
-            npaths = w.slot_npaths.reshape(-1)[ctrl]
-            valid = np.arange(self.P)[None, :] < npaths[:, None]
-            cache = (w.slot_mask, ctrl, w.slot_conn.reshape(-1)[ctrl], npaths, valid, valid / npaths[:, None])
+            cache = (w.slot_mask, ctrl, w.slot_conn.reshape(-1)[ctrl], w.slot_npaths.reshape(-1)[ctrl])
             self._ctrl_cache = cache
         return cache[1:]
 
@@ -427,7 +425,7 @@ class EnvCore:
         if self._fused_decode():  # decoded and merged in one compiled pass per instance range
             w = self.world
             assert w.sim is not None
-            ctrl, conns, npaths, _, _ = self._controllable()
+            ctrl, conns, npaths = self._controllable()
             fixed = self._fixed_conns(conns)
             ctrl_lo, fixed_lo = self._instance_bounds(conns, fixed)
             rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
