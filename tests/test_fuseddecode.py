@@ -47,7 +47,44 @@ def test_fused_decode_and_merge_equal_the_two_passes(name: str) -> None:
             np.empty_like(core._default),
         )
         assert _entries(sim) == ref
+        # deferred (as env.step sets it): pending until the entries are read, then the same bytes
+        sim.set_split(None)
+        sim.set_split_fused(
+            _envkernels.decode_merge_range,
+            (rows, ctrl, conns, npaths, core._default, fixed, ctrl_lo, fixed_lo),
+            np.empty_like(core._default),
+            defer=True,
+        )
+        assert not np.array_equal(sim.table.seg_coef, np.frombuffer(ref[1]))
+        _ = sim.e_flow  # any read of the entries merges the pending split first
+        assert _entries(sim) == ref
         core.step(a)
+
+
+def test_a_deferred_split_runs_with_the_interval_as_an_immediate_one_does() -> None:
+    cores = [EnvCore("multi-tenant-churn", batch=4, backend="numba") for _ in range(2)]
+    for c in cores:
+        c.reset(seeds=[3, 4, 5, 6])
+    rng = np.random.default_rng(2)
+    for _ in range(8):
+        a = rng.uniform(-1.0, 1.0, (4, *cores[0].action_space.shape)).astype(np.float32)
+        outs = []
+        for defer, core in zip((False, True), cores, strict=True):
+            sim = core.world.sim
+            ctrl, conns, npaths = core._controllable()
+            fixed = core._fixed_conns(conns)
+            ctrl_lo, fixed_lo = core._instance_bounds(conns, fixed)
+            rows = np.ascontiguousarray(core.validate(a), dtype=np.float64).reshape(-1, core.P)
+            sim.set_split_fused(
+                _envkernels.decode_merge_range,
+                (rows, ctrl, conns, npaths, core._default, fixed, ctrl_lo, fixed_lo),
+                np.empty_like(core._default),
+                defer=defer,
+            )
+            outs.append(core._run(sim.split, None, split_set=True))
+        np.testing.assert_array_equal(outs[0][0], outs[1][0])  # observations
+        np.testing.assert_array_equal(outs[0][1], outs[1][1])  # rewards
+        assert _entries(cores[0].world.sim) == _entries(cores[1].world.sim)
 
 
 def test_set_split_fused_needs_the_numba_backend() -> None:

@@ -433,6 +433,7 @@ class EnvCore:
                 _envkernels.decode_merge_range,
                 (rows, ctrl, conns, npaths, self._default, fixed, ctrl_lo, fixed_lo),
                 np.empty_like(self._default),
+                defer=True,  # merged by each instance range just before its interval, on its thread
             )
             return self._run(w.sim.split, active, split_set=True)
         return self._run(self.decode(a), active)  # a decoded split is valid by construction

@@ -53,6 +53,9 @@ class FabricRoutingVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._rng = np.random.default_rng()
+        # every info key has a value for every env: one read-only all-True mask serves every "_key"
+        self._all_envs = np.ones(self.num_envs, dtype=bool)
+        self._all_envs.flags.writeable = False
 
     @property
     def autoreset_pending(self) -> np.ndarray:
@@ -116,8 +119,8 @@ class FabricRoutingVectorEnv(VectorEnv):
 
     def _with_masks(self, info: dict) -> dict:
         out = dict(info)
-        for k in list(info):
-            out[f"_{k}"] = np.ones(self.num_envs, dtype=bool)
+        for k in info:
+            out[f"_{k}"] = self._all_envs
         return out
 
     def action_masks(self) -> np.ndarray:

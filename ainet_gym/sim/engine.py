@@ -330,6 +330,13 @@ class UnitSnapshot:
     n_phases: np.ndarray  # (units,) phases of each unit
 
 
+def _ranges_index(dst_off: np.ndarray, src_off: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Element indices of the ranges ``dst_off[i] + (0..n[i]-1)`` and ``src_off[i] + (0..n[i]-1)``, concatenated."""
+    n = np.asarray(n, dtype=np.int64)
+    within = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    return np.repeat(dst_off, n) + within, np.repeat(src_off, n) + within
+
+
 @dataclass
 class EntryTable:
     """The candidate incidence entries of every (member, path, hop), merged by (flow, link) once per structure
@@ -434,6 +441,8 @@ class BatchSim:
         self.split: np.ndarray  # (connections, max_paths) the current split
         self._entries: tuple[np.ndarray, ...] | None = None  # (e_flow, e_link, e_coef, keep), on demand
         self._e_lperm: np.ndarray | None = None  # the entries in link order, on demand (numpy allocator)
+        # a split set by set_split_fused(defer=True) and not merged yet: (kernel, its arguments of a range)
+        self._pending: tuple[Callable[..., object], Callable[[int, int], tuple]] | None = None
         self.set_units(units, time_s=np.zeros(self.batch))
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -491,21 +500,29 @@ class BatchSim:
         (its flows' bytes when it has as many flows, its phases when it has as many phases; with another
         phase structure a communicating unit restarts its communication)."""
         st, src = self.state, old.state
-        for new_i, old_i in enumerate(keep):
-            if old_i < 0:
-                continue
-            for k in SimState.UNIT_FIELDS:
-                getattr(st, k)[new_i] = getattr(src, k)[old_i]
-            n, o, o_old = self.unit_nflows[new_i], self.flow_off[new_i], old.flow_off[old_i]
-            if old.n_flows[old_i] == n:
-                st.rem[o : o + n] = src.rem[o_old : o_old + n]
-            n, o, o_old = self.unit_nphases[new_i], self.phase_off[new_i], old.phase_off[old_i]
-            if old.n_phases[old_i] == n:
-                for k in SimState.PHASE_FIELDS:
-                    getattr(st, k)[o : o + n] = getattr(src, k)[o_old : o_old + n]
-            elif 0 <= st.phase_cur[new_i] < n:  # another phase structure: its communication restarts
-                st.phase_cur[new_i] = PRE_COMM
-                st.t_comm_start_left[new_i] = 0.0
+        keep = np.asarray(keep, dtype=np.int64)
+        new_u = np.flatnonzero(keep >= 0)
+        old_u = keep[new_u]
+        for k in SimState.UNIT_FIELDS:
+            getattr(st, k)[new_u] = getattr(src, k)[old_u]
+        # the flows of units with as many flows as before
+        same = old.n_flows[old_u] == self.unit_nflows[new_u]
+        dst, sel = _ranges_index(
+            self.flow_off[new_u[same]], old.flow_off[old_u[same]], self.unit_nflows[new_u[same]]
+        )
+        st.rem[dst] = src.rem[sel]
+        # the phases of units with as many phases as before
+        same = old.n_phases[old_u] == self.unit_nphases[new_u]
+        dst, sel = _ranges_index(
+            self.phase_off[new_u[same]], old.phase_off[old_u[same]], self.unit_nphases[new_u[same]]
+        )
+        for k in SimState.PHASE_FIELDS:
+            getattr(st, k)[dst] = getattr(src, k)[sel]
+        # another phase structure: a communicating unit restarts its communication
+        other = new_u[~same]
+        restart = other[(st.phase_cur[other] >= 0) & (st.phase_cur[other] < self.unit_nphases[other])]
+        st.phase_cur[restart] = PRE_COMM
+        st.t_comm_start_left[restart] = 0.0
 
     # ------------------------------------------------------------------ routing
     def _build_entry_table(self) -> None:
@@ -523,6 +540,7 @@ class BatchSim:
         if split is None:
             split = np.zeros((self.n_conns, self.fabric.max_paths))
             split[:, 0] = 1.0
+        self._pending = None
         self.split = split
         self._e_lperm = None
         self._entries = None
@@ -540,7 +558,9 @@ class BatchSim:
         keep = coef > 0
         self._entries = (t.seg_flow[keep], t.seg_link[keep], coef[keep], keep)
 
-    def set_split_fused(self, kernel: Callable[..., object], args: tuple, out: np.ndarray) -> None:
+    def set_split_fused(
+        self, kernel: Callable[..., object], args: tuple, out: np.ndarray, defer: bool = False
+    ) -> None:
         """Set the split (connections, max_paths) that the compiled ``kernel`` writes into ``out`` (C-contiguous
         float64), instance range by instance range, merging each instance's entries in the same pass (the
         numba backend; the result is that of :meth:`set_split` with the same split).
@@ -549,6 +569,11 @@ class BatchSim:
         e_link, e_coef, ent_hi)`` must write the rows of ``out`` of the connections of the instances
         ``lo:hi`` and then call :func:`ainet_gym.sim.kernels.merge_instance` on each of them (with
         ``out.reshape(-1)`` as the split); it must release the GIL (ranges run on the kernel threads).
+
+        ``defer=True`` leaves the pass to the next :meth:`run_interval`, which runs it for each instance
+        range just before that range's interval, on the same thread: one hand-off to the kernel threads
+        per interval instead of two (each costs tens of microseconds). Anything that reads the split or
+        its entries before then runs the pass first (:meth:`merge_pending`).
         """
         if self.backend != "numba":
             raise ValueError(f"set_split_fused: backend {self.backend!r}; needs 'numba'")
@@ -561,15 +586,27 @@ class BatchSim:
         self._entries = None
         t = self.table
         ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-        _kernels.run_ranges(
-            kernel, t.ranges,
-            lambda lo, hi: (lo, hi, *args, out, t.seg_cand, t.cand_gather, t.seg_flow,
-                            t.seg_link, t.inst_seg, t.seg_coef, ef, el, ec, t.ent_hi),
-        )  # fmt: skip
+
+        def args_of(lo: int, hi: int) -> tuple:
+            return (lo, hi, *args, out, t.seg_cand, t.cand_gather, t.seg_flow, t.seg_link, t.inst_seg,
+                    t.seg_coef, ef, el, ec, t.ent_hi)  # fmt: skip
+
+        self._pending = (kernel, args_of)
+        if not defer:
+            self.merge_pending()
+
+    def merge_pending(self) -> None:
+        """Run the pass of a deferred :meth:`set_split_fused` now (nothing if none is pending)."""
+        if self._pending is None:
+            return
+        kernel, args_of = self._pending
+        self._pending = None
+        _kernels.run_ranges(kernel, self.table.ranges, args_of)
 
     def _entry_table(self) -> tuple[np.ndarray, ...]:
         """(e_flow, e_link, e_coef, keep): the nonzero merged entries of the split, sorted by flow, and the
         mask of the segments they come from."""
+        self.merge_pending()
         if self._entries is None:
             t = self.table
             keep = t.seg_coef > 0
@@ -729,12 +766,21 @@ class BatchSim:
         ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
         alive = np.ones(U, dtype=np.bool_)  # every stacked unit is alive (a departed job is unstacked)
         state = self.state.arrays()  # SimState, mutated in place: rem, phase_cur, ..., bg_on, time_s
-        phase_off, flow_unit = self.phase_off.astype(i64), self.flow_unit.astype(i64)
+        phase_off, flow_unit = np.asarray(self.phase_off, dtype=i64), np.asarray(self.flow_unit, dtype=i64)
         max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
         ranges = t.ranges
         stats_of = np.zeros((len(ranges), 4), dtype=np.int64)  # one row per thread's range
+        kernel: Callable[..., object] = _kernels.run_interval_numba
+        if self._pending is not None:  # a deferred split: each range merges it, then runs its interval
+            merge, merge_args = self._pending
+            self._pending = None
+
+            def kernel(lo: int, hi: int, *args: object) -> None:
+                merge(*merge_args(lo, hi))
+                _kernels.run_interval_numba(lo, hi, *args)
+
         _kernels.run_ranges(
-            _kernels.run_interval_numba, ranges,
+            kernel, ranges,
             lambda lo, hi: (
                 lo, hi, dur, self.rate_updates == "phase", max_events, L, max_rounds, _EPS_T, _EPS_B,
                 t.inst_seg, t.ent_hi, ef, el, ec, self.inst_unit, self.inst_flow,
