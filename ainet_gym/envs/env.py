@@ -18,7 +18,7 @@ from gymnasium import spaces
 
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs import kernels as _envkernels
-from ainet_gym.envs.rewards import RewardFn, make_reward
+from ainet_gym.envs.rewards import GpuUtilizationReward, RewardFn, StepTimeReward, make_reward
 from ainet_gym.fabric.topology import TIERS
 from ainet_gym.routing.split import path_index_split, ratio_split
 from ainet_gym.scenario.loader import load_scenario
@@ -37,6 +37,9 @@ INFO_KEYS = ("links", "flows", "collisions")
 JOB_FEATURES = ("alive", "efficiency", "gpu_utilization", "communicating", "iteration_progress")
 SLOT_FEATURES = ("controllable", "demand", "n_paths")
 BG_FEATURES = ("active_last", "scheduled_next")
+
+
+_BUILTIN_REWARDS = (GpuUtilizationReward, StepTimeReward)  # rewards whose value the info holds
 
 
 def squash(x: np.ndarray) -> np.ndarray:
@@ -502,11 +505,15 @@ class EnvCore:
         compiled = self.world.backend == "numba"
         if not compiled:  # the compiled observation pushes the history itself, in the same pass
             self._push_history(res, active)
-        rewards = np.where(active, self.reward_fn(res).astype(np.float64), 0.0)
+        info = self.info(res)
+        # the info carries both built-in rewards of the interval: the env's own is one of them unless custom
+        fn = self.reward_fn
+        raw = info[f"reward_{fn.name}"] if type(fn) in _BUILTIN_REWARDS else fn(res)
+        rewards = np.where(active, np.asarray(raw, dtype=np.float64), 0.0)
         truncated = (self.world.step_count >= self.episode_steps) & active
         terminated = np.zeros(self.batch, dtype=bool)
         obs = self._observe(res, active if compiled else None)
-        return obs, rewards, terminated, truncated, self.info(res)
+        return obs, rewards, terminated, truncated, info
 
     def _push_history(self, res: StepResult, active: np.ndarray) -> None:
         """Newest first: shift the link-utilisation history of the ``active`` copies by one interval."""
@@ -728,8 +735,6 @@ class EnvCore:
         for i in self._tiers_present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
         if res is not None:
-            from ainet_gym.envs.rewards import GpuUtilizationReward, StepTimeReward
-
             out["reward_gpu_utilization"] = GpuUtilizationReward()(res)
             out["reward_step_time"] = StepTimeReward()(res)
             if "collisions" in self.info_keys:

@@ -125,12 +125,16 @@ def observe_flat(
             for k in range(N):
                 h0[k] = lb[net_links[k]]
         h0 = hb[0]
+        m = -np.inf  # branch-free max (NaN never compares greater) and a NaN count beside it
+        n_nan = 0
         for k in range(N):
             v = h0[k]
-            if v != v or top != top:
-                top = np.nan
-            elif v > top:
-                top = v
+            m = v if v > m else m
+            n_nan += v != v
+        if n_nan or top != top:
+            top = np.nan
+        elif m > top:
+            top = m
         for h in range(H):
             src = hb[h]
             o = o_util + h * N

@@ -653,10 +653,22 @@ class BatchSim:
         bg_active = self.flow_bg & self.bg_on[u]
         return (job_active | bg_active) & running[self.flow_inst]
 
-    def run_interval(self, duration_s: np.ndarray | float, max_events: int = 1_000_000) -> IntervalMetrics:
-        """Advance every instance by ``duration_s`` of simulated time, event to event."""
+    def run_interval(
+        self,
+        duration_s: np.ndarray | float,
+        max_events: int = 1_000_000,
+        then: Callable[[IntervalMetrics], tuple[Callable[..., object], Callable[[int, int], tuple]]]
+        | None = None,
+    ) -> IntervalMetrics:
+        """Advance every instance by ``duration_s`` of simulated time, event to event.
+
+        ``then`` (numba backend): given the interval's metrics (before they are filled), a compiled kernel
+        and its arguments for an instance range, run on each range's thread right after that range's
+        interval (the env's figures of the interval, :meth:`IntervalMeter.figures`)."""
         if self.backend == "numba":
-            return self._run_interval_numba(duration_s, max_events)
+            return self._run_interval_numba(duration_s, max_events, then)
+        if then is not None:
+            raise ValueError(f"run_interval(then=...): backend {self.backend!r}; needs 'numba'")
         B, U, L = self.batch, self.n_units, self.n_links
         st = self.state
         t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
@@ -755,7 +767,13 @@ class BatchSim:
             solver_iterations=solver_iters,
         )
 
-    def _run_interval_numba(self, duration_s: np.ndarray | float, max_events: int) -> IntervalMetrics:
+    def _run_interval_numba(
+        self,
+        duration_s: np.ndarray | float,
+        max_events: int,
+        then: Callable[[IntervalMetrics], tuple[Callable[..., object], Callable[[int, int], tuple]]]
+        | None = None,
+    ) -> IntervalMetrics:
         """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
@@ -770,14 +788,18 @@ class BatchSim:
         max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
         ranges = t.ranges
         stats_of = np.zeros((len(ranges), 4), dtype=np.int64)  # one row per thread's range
-        kernel: Callable[..., object] = _kernels.run_interval_numba
-        if self._pending is not None:  # a deferred split: each range merges it, then runs its interval
-            merge, merge_args = self._pending
-            self._pending = None
+        # one hand-off to the kernel threads: each range merges a deferred split, runs its interval, then
+        # the ``then`` kernel
+        merge, merge_args = self._pending if self._pending is not None else (None, None)
+        self._pending = None
+        after, after_args = then(m) if then is not None else (None, None)
 
-            def kernel(lo: int, hi: int, *args: object) -> None:
+        def kernel(lo: int, hi: int, *args: object) -> None:
+            if merge is not None:
                 merge(*merge_args(lo, hi))
-                _kernels.run_interval_numba(lo, hi, *args)
+            _kernels.run_interval_numba(lo, hi, *args)
+            if after is not None:
+                after(*after_args(lo, hi))
 
         _kernels.run_ranges(
             kernel, ranges,

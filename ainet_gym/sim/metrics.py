@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,16 +108,20 @@ class IntervalMeter:
         ideal_step_s: np.ndarray,
         job_names: list[list[str | None]],
         connections: bool = True,
+        figures: NumbaFigures | None = None,
     ) -> StepResult:
         """The :class:`StepResult` of an interval run as the consecutive windows ``parts`` (one or more),
         from ``rem0`` (flows,), the bytes left before it, the flat unit of each job slot ``job_unit``
         (batch, jobs; -1: empty), the jobs' ideal step times (batch, jobs) s and their names.
 
         ``connections=False`` skips the per-connection figures (``conn_bytes`` and ``connections`` stay
-        None)."""
+        None). ``figures``: the compiled figures of the single window, already computed by
+        :meth:`BatchSim.run_interval` (``then=figures.then``)."""
         windows = len(parts)
         m = parts[0] if windows == 1 else merge_metrics(parts)
-        if sim.backend == "numba":  # one compiled pass, the same operations as the numpy code below
+        if figures is not None:  # computed by the interval's kernel threads (windows == 1)
+            res = figures.result(m)
+        elif sim.backend == "numba":  # one compiled pass, the same operations as the numpy code below
             res = self._result_numba(sim, m, job_unit, ideal_step_s, job_names)
         else:
             res = self.result(sim, m, job_unit, ideal_step_s, job_names)
@@ -155,6 +160,14 @@ class IntervalMeter:
         )
         return res
 
+    def figures(
+        self, sim: BatchSim, job_unit: np.ndarray, ideal_step_s: np.ndarray, job_names: list[list[str | None]]
+    ) -> NumbaFigures:
+        """The compiled figures of the next interval of ``sim`` (numba backend), for
+        :meth:`BatchSim.run_interval` to compute on each range's thread right after its interval (``then``)
+        and for :meth:`measure` to return (``figures``)."""
+        return NumbaFigures(self, sim, job_unit, ideal_step_s, job_names)
+
     def _result_numba(
         self,
         sim: BatchSim,
@@ -164,51 +177,9 @@ class IntervalMeter:
         job_names: list[list[str | None]],
     ) -> StepResult:
         """:meth:`result`, ``capacity_bytes_per_s`` and ``throughput_gbps`` by :func:`interval_figures`."""
-        B, J = job_unit.shape
-        L = self.fabric.n_links
-        f64 = np.float64
-        cap = np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=f64)
-        link_bytes = np.ascontiguousarray(m.link_bytes, dtype=f64)
-        lu, cap_copy = np.empty((B, L)), np.empty((B, L))
-        maxu, thr, failed = np.empty(B), np.empty(B), np.empty(B, dtype=np.int64)
-        tier_bytes = np.empty((B, len(TIERS)))
-        alive = np.empty((B, J), dtype=np.bool_)
-        ngpu = np.empty((B, J), dtype=sim.unit_ngpus.dtype)
-        iters = np.empty((B, J), dtype=m.iterations.dtype)
-        step_t, comm_t, util, eff, ideal, compute_s = (np.empty((B, J)) for _ in range(6))
-        args = (
-            link_bytes, cap, np.ascontiguousarray(m.duration_s, dtype=f64), self.network_links,
-            self._net_mask, self._gpu_uplinks, self._tier_off, self._tier_idx, BYTES_PER_S_TO_GBPS,
-            np.ascontiguousarray(job_unit, dtype=np.int64), sim.unit_ngpus, m.iterations, m.step_time_sum_s,
-            m.comm_time_sum_s, m.active_time_s, m.compute_time_s, sim.time_s, sim.iter_start,
-            sim.unit_compute, np.ascontiguousarray(ideal_step_s, dtype=f64),
-            lu, maxu, tier_bytes, failed, thr, cap_copy,
-            alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s,
-        )  # fmt: skip
-        # one thread: handing ranges of a batch to the kernel threads costs more than this pass (measured)
-        interval_figures(*args, 0, B)
-        return StepResult(
-            duration_s=m.duration_s,
-            job_alive=alive,
-            job_gpus=ngpu,
-            iterations=iters,
-            step_time_s=step_t,
-            comm_time_s=comm_t,
-            ideal_step_s=ideal,
-            gpu_utilization=util,
-            efficiency=eff,
-            link_bytes=m.link_bytes,
-            link_utilization=lu,
-            max_link_utilization=maxu,
-            tier_bytes=tier_bytes,
-            stalled_transfers=m.stalled_flows,
-            failed_links=failed,
-            events=m.events,
-            job_names=[n.copy() for n in job_names],  # the jobs change only with a restack
-            compute_s=compute_s,
-            capacity_bytes_per_s=cap_copy,
-            throughput_gbps=thr,
-        )
+        fig = self.figures(sim, job_unit, ideal_step_s, job_names)
+        interval_figures(*fig.args(m), 0, job_unit.shape[0])
+        return fig.result(m)
 
     def result(
         self,
@@ -258,7 +229,7 @@ class IntervalMeter:
             stalled_transfers=m.stalled_flows,
             failed_links=((cap <= 0) & self.fabric.network_links[None, :]).sum(axis=1),
             events=m.events,
-            job_names=[n.copy() for n in job_names],  # the jobs change only with a restack
+            job_names=job_names,  # the world's list: a restack replaces it, nothing mutates it
             compute_s=np.where(alive, sim.unit_compute[idx], np.nan),
         )
 
@@ -433,6 +404,81 @@ def interval_figures(
                 eff[b, j] = nan
             ideal[b, j] = ideal_step_s[b, j] if a else nan
             compute_s[b, j] = unit_compute[i] if a else nan
+
+
+class NumbaFigures:
+    """The outputs of :func:`interval_figures` for one interval, allocated before it runs, so that each
+    instance range's figures can be computed on its kernel thread right after its interval (no second
+    hand-off to the threads, see :meth:`BatchSim.run_interval`), or all at once afterwards."""
+
+    def __init__(
+        self,
+        meter: IntervalMeter,
+        sim: BatchSim,
+        job_unit: np.ndarray,
+        ideal_step_s: np.ndarray,
+        job_names: list[list[str | None]],
+    ) -> None:
+        B, J = job_unit.shape
+        L = meter.fabric.n_links
+        f64 = np.float64
+        self.meter, self.sim, self.job_names = meter, sim, job_names
+        self.job_unit = np.ascontiguousarray(job_unit, dtype=np.int64)
+        self.ideal_step_s = np.ascontiguousarray(ideal_step_s, dtype=f64)
+        self.cap = np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=f64)  # (B, L) during the interval
+        self.lu, self.cap_copy = np.empty((B, L)), np.empty((B, L))
+        self.maxu, self.thr, self.failed = np.empty(B), np.empty(B), np.empty(B, dtype=np.int64)
+        self.tier_bytes = np.empty((B, len(TIERS)))
+        self.alive = np.empty((B, J), dtype=np.bool_)
+        self.ngpu = np.empty((B, J), dtype=sim.unit_ngpus.dtype)
+        self.iters = np.empty((B, J), dtype=np.int64)
+        self.step_t, self.comm_t, self.util, self.eff, self.ideal, self.compute_s = (
+            np.empty((B, J)) for _ in range(6)
+        )
+
+    def args(self, m: IntervalMetrics) -> tuple:
+        """The arguments of :func:`interval_figures` but the instance range, for the interval ``m``."""
+        me, sim = self.meter, self.sim
+        f64 = np.float64
+        return (
+            np.ascontiguousarray(m.link_bytes, dtype=f64), self.cap, np.ascontiguousarray(m.duration_s, dtype=f64),
+            me.network_links, me._net_mask, me._gpu_uplinks, me._tier_off, me._tier_idx, BYTES_PER_S_TO_GBPS,
+            self.job_unit, sim.unit_ngpus, m.iterations, m.step_time_sum_s, m.comm_time_sum_s,
+            m.active_time_s, m.compute_time_s, sim.time_s, sim.iter_start, sim.unit_compute, self.ideal_step_s,
+            self.lu, self.maxu, self.tier_bytes, self.failed, self.thr, self.cap_copy,
+            self.alive, self.ngpu, self.iters, self.step_t, self.comm_t, self.util, self.eff, self.ideal,
+            self.compute_s,
+        )  # fmt: skip
+
+    def then(self, m: IntervalMetrics) -> tuple[Callable[..., object], Callable[[int, int], tuple]]:
+        """(kernel, arguments of a range): the figures of the instances ``lo:hi`` of the interval ``m``."""
+        args = self.args(m)
+        return interval_figures, lambda lo, hi: (*args, lo, hi)
+
+    def result(self, m: IntervalMetrics) -> StepResult:
+        """The :class:`StepResult` of the interval ``m`` once its figures are computed."""
+        return StepResult(
+            duration_s=m.duration_s,
+            job_alive=self.alive,
+            job_gpus=self.ngpu,
+            iterations=self.iters,
+            step_time_s=self.step_t,
+            comm_time_s=self.comm_t,
+            ideal_step_s=self.ideal,
+            gpu_utilization=self.util,
+            efficiency=self.eff,
+            link_bytes=m.link_bytes,
+            link_utilization=self.lu,
+            max_link_utilization=self.maxu,
+            tier_bytes=self.tier_bytes,
+            stalled_transfers=m.stalled_flows,
+            failed_links=self.failed,
+            events=m.events,
+            job_names=self.job_names,  # the world's list: a restack replaces it, nothing mutates it
+            compute_s=self.compute_s,
+            capacity_bytes_per_s=self.cap_copy,
+            throughput_gbps=self.thr,
+        )
 
 
 def merge_metrics(parts: list[IntervalMetrics]) -> IntervalMetrics:

@@ -198,9 +198,14 @@ class FabricWorld:
             sim.set_split(split)  # apply the split
         rem0 = sim.rem.copy() if connections else sim.rem
         duration = np.where(active, self.decision_interval_s, 0.0)
-        parts = [sim.run_interval(duration / windows) for _ in range(windows)]  # run the interval
+        if windows == 1 and sim.backend == "numba":  # run the interval and its figures on the kernel threads
+            fig = self.meter.figures(sim, self.job_unit, self.job_ideal_step_s, self.names)
+            parts = [sim.run_interval(duration, then=fig.then)]
+        else:
+            fig = None
+            parts = [sim.run_interval(duration / windows) for _ in range(windows)]  # run the interval
         res = self.meter.measure(
-            sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names, connections
+            sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names, connections, fig
         )  # measure
         if connections:
             has = self.slot_conn >= 0
