@@ -356,6 +356,7 @@ class EntryTable:
     e_link_buf: np.ndarray  # (segments,) their links
     e_coef_buf: np.ndarray  # (segments,) their coefficients
     ent_hi: np.ndarray  # (batch,) one past each instance's last compacted entry
+    link_excl: np.ndarray  # (batch * links,) bool: a link no two flows of its instance cross (numba solver)
     ranges: list[tuple[int, int]]  # instance ranges the kernel threads take in turn
 
     @property
@@ -395,6 +396,7 @@ class EntryTable:
             e_link_buf=np.zeros(n_seg, dtype=np.int64),
             e_coef_buf=np.zeros(n_seg),
             ent_hi=inst_seg[:-1].copy(),
+            link_excl=np.bincount(seg_link, minlength=batch * n_links) <= 1,
             # segments per instance: a proxy for the work of its interval
             ranges=_kernels.batch_ranges(np.diff(inst_seg) + 1, _kernels.kernel_threads()),
         )
@@ -805,7 +807,7 @@ class BatchSim:
             kernel, ranges,
             lambda lo, hi: (
                 lo, hi, dur, self.rate_updates == "phase", max_events, L, max_rounds, _EPS_T, _EPS_B,
-                t.inst_seg, t.ent_hi, ef, el, ec, self.inst_unit, self.inst_flow,
+                t.inst_seg, t.ent_hi, ef, el, ec, t.link_excl, self.inst_unit, self.inst_flow,
                 alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
                 phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
                 self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,

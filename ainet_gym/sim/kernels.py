@@ -434,7 +434,7 @@ def _process_events(
 @njit(cache=True, nogil=True)
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, max_events, n_links, max_rounds, eps_t, eps_b,
-    inst_seg, ent_hi, e_flow, e_link, e_coef,
+    inst_seg, ent_hi, e_flow, e_link, e_coef, link_excl,
     inst_unit, inst_flow,
     unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
     phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
@@ -447,7 +447,8 @@ def run_interval_numba(
     docstring).
 
     Instance ``b``'s incidence entries are ``inst_seg[b]:ent_hi[b]`` of ``e_flow`` / ``e_link`` /
-    ``e_coef``, as :func:`merge_range` writes them. State arrays are updated in place;
+    ``e_coef``, as :func:`merge_range` writes them; ``link_excl`` (global links) marks the links that
+    no two flows of their instance cross (one merged segment at most). State arrays are updated in place;
     per-interval outputs (``iters`` .. ``stalled``) are accumulated into zeroed arrays. ``stats``
     receives (events, solver iterations, error code, error unit). Every array an instance writes is its
     own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
@@ -465,21 +466,18 @@ def run_interval_numba(
     rate = np.empty(n_flows)
     moved = np.empty(n_flows)  # (flows,) bytes moved in the interval
     t_phase = np.empty(n_phases)
-    fe_lo = np.empty(n_flows, dtype=np.int64)  # (flows,) first entry of each flow
-    fe_hi = np.empty(n_flows, dtype=np.int64)  # (flows,) one past its last entry (0: none)
     act_flows = np.empty(n_flows, dtype=np.int64)
     e_max = 0  # most entries of one instance in the range
     for b in range(b_lo, b_hi):
         if ent_hi[b] - inst_seg[b] > e_max:
             e_max = ent_hi[b] - inst_seg[b]
-    # the shared entries of an instance (links that two or more of its flows cross), compacted per flow:
-    # flow f's are s_link / s_coef[fs_lo[f]:fs_hi[f]]; its links that no other flow crosses become a cap
+    # the shared entries of an instance (links that two or more of its flows may cross), compacted per
+    # flow: flow f's are s_link / s_coef[fs_lo[f]:fs_hi[f]]; its links that no other flow crosses become a cap
     fs_lo = np.empty(n_flows, dtype=np.int64)
     fs_hi = np.empty(n_flows, dtype=np.int64)
     dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
     s_link = np.empty(e_max, dtype=np.int64)
     s_coef = np.empty(e_max)
-    lcnt = np.zeros(n_links, dtype=np.int64)  # (links,) flows crossing a link (reset per instance)
     # solver scratch, one row per active flow of an instance
     live_i = np.empty((f_max, 3), dtype=np.int64)
     live_x = np.empty((f_max, 2))
@@ -507,36 +505,30 @@ def run_interval_numba(
         for f in range(f0, f1):
             act[f] = False
             moved[f] = 0.0
-            fe_lo[f] = 0
-            fe_hi[f] = 0
-        for e in range(e0, e1):  # entries are sorted by flow
-            f = e_flow[e]
-            if fe_hi[f] == 0:
-                fe_lo[f] = e
-            fe_hi[f] = e + 1
-            lcnt[e_link[e] - lo] += 1  # merged entries: one per (flow, link)
+            fs_lo[f] = 0
+            fs_hi[f] = 0
+            dcap[f] = flow_demand[f]
         # A link only one flow crosses keeps its share cap / coef through the solve (nothing else is
         # taken off it), so it acts on the flow exactly as a demand cap would: the solver sees the flow's
         # demand capped by the least of those shares (the same rates, bit for bit; the parallel rule
         # freezes the same flows in the same rounds) and only the shared links, often half the entries.
         n_s = 0
-        for f in range(f0, f1):
-            dc = flow_demand[f]
-            fs_lo[f] = n_s
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                if lcnt[lk] == 1:
-                    x = cap[lk] / e_coef[e]  # the link's share in every round (coef > 0)
-                    if x < dc:
-                        dc = x
-                else:
-                    s_link[n_s] = e_link[e]
-                    s_coef[n_s] = e_coef[e]
-                    n_s += 1
+        prev = -1
+        for e in range(e0, e1):  # entries are sorted by flow
+            f = e_flow[e]
+            if f != prev:
+                fs_lo[f] = n_s
+                prev = f
+            lk = e_link[e]
+            if link_excl[lk]:
+                x = cap[lk - lo] / e_coef[e]  # the link's share in every round (coef > 0)
+                if x < dcap[f]:
+                    dcap[f] = x
+            else:
+                s_link[n_s] = lk
+                s_coef[n_s] = e_coef[e]
+                n_s += 1
             fs_hi[f] = n_s
-            dcap[f] = dc
-        for e in range(e0, e1):
-            lcnt[e_link[e] - lo] = 0
         err, eu = _process_events(
             b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap,
             phase_off, phase_latency, phase_flow_lo, phase_flow_n, phase_npred, phase_succ_off, phase_succ,
