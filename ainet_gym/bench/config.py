@@ -62,6 +62,10 @@ class BenchConfig:
     #: minimum measured time per figure (seconds); repeats stop after this much or max_repeats.
     min_time_s: float = 0.5
     max_repeats: int = 25
+    #: timing windows per env of the environment section (each row is the best window); the envs of a
+    #: scenario up to 1,024 GPUs take their windows in turns, ``min_time_s`` each, larger ones one env
+    #: after the other, ``2 * min_time_s`` each.
+    env_windows: int = 5
     #: sections to run.
     sections: tuple[str, ...] = SECTIONS
 

@@ -304,88 +304,123 @@ def bench_batching(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], li
     return rows, exact
 
 
-def _steps_per_second(
-    env: Any, batch: int, vector: bool, min_time: float, windows: int = 3
-) -> tuple[float, int]:
-    """Env steps per second (batch x vector steps / s) with seeded random actions, autoreset included: the
-    best of ``windows`` consecutive timing windows of at least ``min_time`` each (on a shared machine the
-    load comes and goes; the best window is the least disturbed one, as ``timeit`` advises and as the
-    calibration does). Returns (rate, steps timed in all windows)."""
-    space = env.single_action_space if vector else env.action_space
-    rng = np.random.default_rng(0)
-    shape = (batch, *space.shape) if vector else space.shape
-    actions = [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _ in range(4)]
-    env.reset(seed=0)
-    env.step(actions[0])  # warm-up
-    best, total = 0.0, 0
-    for _ in range(windows):
+class _Timer:
+    """Env steps per second (batch x vector steps / s) of one env with seeded random actions, autoreset
+    included, as the best of its timing windows (on a shared machine the load comes and goes; the best
+    window is the least disturbed one, as ``timeit`` advises and as the calibration does)."""
+
+    def __init__(self, env: Any, batch: int, vector: bool) -> None:
+        self.env, self.batch, self.vector = env, batch, vector
+        space = env.single_action_space if vector else env.action_space
+        rng = np.random.default_rng(0)
+        shape = (batch, *space.shape) if vector else space.shape
+        self.actions = [rng.uniform(-1.0, 1.0, size=shape).astype(np.float32) for _ in range(4)]
+        env.reset(seed=0)
+        env.step(self.actions[0])  # warm-up
+        self.best, self.steps = 0.0, 0
+
+    def window(self, min_time: float) -> None:
+        """One timing window of at least ``min_time`` (and 3 steps); keeps the best rate."""
         steps = 0
         t0 = time.perf_counter()
         while True:
-            out = env.step(actions[(total + steps) % 4])
+            out = self.env.step(self.actions[(self.steps + steps) % 4])
             steps += 1
-            if not vector and (out[2] or out[3]):
-                env.reset()
+            if not self.vector and (out[2] or out[3]):
+                self.env.reset()
             dt = time.perf_counter() - t0
             if (dt >= min_time and steps >= 3) or dt >= 20 * min_time:
                 break
-        best, total = max(best, batch * steps / dt), total + steps
-    return best, total
+        self.best, self.steps = max(self.best, self.batch * steps / dt), self.steps + steps
+
+
+#: scenarios up to this many GPUs time their single env and every vector env in interleaved windows
+INTERLEAVE_MAX_GPUS = 1024
 
 
 def bench_env(cfg: BenchConfig, progress: Progress) -> list[dict]:
     """Section 3: steps per second of the single env and of the native vector env, per backend.
 
     Rows of the same scenario, env and batch on the two backends are measured one after the other in
-    this process; ``x_numpy`` is the ratio of the compiled backend to the numpy one.
+    this process; ``x_numpy`` is the ratio of the compiled backend to the numpy one. For a scenario of up
+    to :data:`INTERLEAVE_MAX_GPUS` GPUs, the single env and the vector envs of a backend are built together
+    and timed in turns, one window each per round (``cfg.env_windows`` rounds), so that the ratios
+    ``x single`` compare rates measured over the same minutes of a shared machine, whose speed drifts by
+    tens of percent from one minute to the next; every row is the best of its windows.
     """
     from ainet_gym.envs.env import FabricRoutingEnv
     from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 
     rows: list[dict] = []
+    windows = cfg.env_windows
     for size, batches in cfg.env_sizes:
         label, scenario = env_scenario(size)
         gpus = scenario_gpus(scenario)
+        interleave = gpus <= INTERLEAVE_MAX_GPUS
         for backend in cfg.env_backends:
             if backend == "numpy" and gpus > cfg.numpy_env_max_gpus:
                 continue
+            group: list[tuple[dict, _Timer]] = []
+
             progress.start(f"env: {label} single {backend}")
             t0 = time.perf_counter()
             env = FabricRoutingEnv(scenario, backend=backend)
-            make_s = time.perf_counter() - t0
-            sps, n = _steps_per_second(env, 1, False, cfg.min_time_s * 2)
-            single = sps
-            last = env.unwrapped.core.last_result
-            rows.append(
-                {"scenario": label, "gpus": gpus, "backend": backend, "env": "single", "batch": 1,
-                 "env_steps_per_s": sps, "steps_timed": n, "construct_s": make_s, "speedup_vs_single": 1.0,
-                 "action_dim": int(np.prod(env.action_space.shape)),
-                 "events_per_step": int(last.events) if last is not None else None}
-            )  # fmt: skip
-            del env
-            gc.collect()
+            row = {"scenario": label, "gpus": gpus, "backend": backend, "env": "single", "batch": 1,
+                   "action_dim": int(np.prod(env.action_space.shape))}  # fmt: skip
+            rows.append(row)
+            row["construct_s"] = time.perf_counter() - t0
+            single_timer = _Timer(env, 1, False)
+            if not interleave:  # one env in memory at a time: its windows now
+                for _ in range(windows):
+                    single_timer.window(cfg.min_time_s * 2)
+                _finish(row, single_timer, single_timer.best)
+            group.append((row, single_timer))
             progress.done()
             for b in batches:
                 progress.start(f"env: {label} vector B={b} {backend}")
                 t0 = time.perf_counter()
                 venv = FabricRoutingVectorEnv(b, scenario, backend=backend)
                 make_s = time.perf_counter() - t0
-                sps, n = _steps_per_second(venv, b, True, cfg.min_time_s * 2)
-                last = venv.core.last_result
-                rows.append(
-                    {"scenario": label, "gpus": gpus, "backend": backend, "env": "vector", "batch": b,
-                     "env_steps_per_s": sps, "steps_timed": n, "construct_s": make_s,
-                     "speedup_vs_single": sps / single,
-                     "events_per_step": int(last.events) if last is not None else None}
-                )  # fmt: skip
-                del venv
-                gc.collect()
+                row = {"scenario": label, "gpus": gpus, "backend": backend, "env": "vector", "batch": b}
+                rows.append(row)
+                vt = _Timer(venv, b, True)
+                row["construct_s"] = make_s
+                if interleave:
+                    group.append((row, vt))
+                else:
+                    for _ in range(windows):
+                        vt.window(cfg.min_time_s * 2)
+                    _finish(row, vt, single_timer.best)
+                    del venv, vt
+                    gc.collect()
                 progress.done()
+            if interleave:  # every env of the group one window per round, in turns
+                progress.start(f"env: {label} {backend}, {len(group)} envs in {windows} interleaved rounds")
+                for _ in range(windows):
+                    for _row, timer in group:
+                        timer.window(cfg.min_time_s)
+                for row, timer in group:
+                    _finish(row, timer, single_timer.best)
+                progress.done()
+            group.clear()
+            gc.collect()
     for r in rows:  # compiled vs numpy on the same scenario, env and batch
         ref = next((q for q in rows if q["backend"] == "numpy" and q["scenario"] == r["scenario"]
                     and q["env"] == r["env"] and q["batch"] == r["batch"]), None)  # fmt: skip
         r["x_numpy"] = r["env_steps_per_s"] / ref["env_steps_per_s"] if ref is not None else None
     return rows
+
+
+def _finish(row: dict, timer: _Timer, single: float) -> None:
+    """Fill an env row from its timer (``single``: the best rate of the single env of its group)."""
+    core = getattr(timer.env, "core", None) or timer.env.unwrapped.core
+    last = core.last_result
+    row.update(
+        env_steps_per_s=timer.best,
+        steps_timed=timer.steps,
+        speedup_vs_single=timer.best / single,
+        events_per_step=int(last.events) if last is not None else None,
+    )
 
 
 def _probe(spec: dict[str, Any], env: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
