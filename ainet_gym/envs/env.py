@@ -276,13 +276,19 @@ class EnvCore:
 
     # ------------------------------------------------------------------ actions
     def validate(self, actions: np.ndarray) -> np.ndarray:
-        """Check a batch of actions against the action space; never mutates state.
+        """Check a batch of actions against the action space; never mutates state. Returns them as int64
+        (path mode) or float64 (the other modes).
 
         Raises
         ------
         ValueError
             Naming the bad element, its value and what is allowed.
         """
+        return self._validate(actions, float64=True)
+
+    def _validate(self, actions: np.ndarray, float64: bool) -> np.ndarray:
+        """:meth:`validate`; ``float64=False`` returns valid float32 or float64 actions as given (no
+        conversion: the compiled decode reads either and converts each element exactly)."""
         sp = self.action_space
         discrete = isinstance(sp, spaces.MultiDiscrete)
         allowed = f"integers in 0..{self.P - 1}" if discrete else "real numbers in [-1, 1]"
@@ -338,7 +344,7 @@ class EnvCore:
         # the common case: two reductions over the given array (float32 from a policy), no temporary;
         # a NaN fails both tests, and every number type converts to float64 exactly
         if a.min(initial=0.0) >= -1.0 and a.max(initial=0.0) <= 1.0:
-            return a.astype(np.float64)
+            return a if not float64 and a.dtype in (np.float32, np.float64) else a.astype(np.float64)
         a = a.astype(np.float64)
         bad = ~np.isfinite(a)
         if bad.any():
@@ -424,14 +430,15 @@ class EnvCore:
         """Validate, decode and run one interval in the ``active`` instances (all by default)."""
         if self._needs_reset:
             raise RuntimeError("step() called before reset()")
-        a = self.validate(actions)  # raises before any state changes
-        if self._fused_decode():  # decoded and merged in one compiled pass per instance range
+        fused = self._fused_decode()
+        a = self._validate(actions, float64=not fused)  # raises before any state changes
+        if fused:  # decoded and merged in one compiled pass per instance range
             w = self.world
             assert w.sim is not None
             ctrl, conns, npaths = self._controllable()
             fixed = self._fixed_conns(conns)
             ctrl_lo, fixed_lo = self._instance_bounds(conns, fixed)
-            rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
+            rows = np.ascontiguousarray(a).reshape(-1, self.P)  # float32 or float64
             w.sim.set_split_fused(
                 _envkernels.decode_merge_range,
                 (rows, ctrl, conns, npaths, self._default, fixed, ctrl_lo, fixed_lo),

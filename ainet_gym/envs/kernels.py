@@ -22,7 +22,7 @@ PW_BLOCKSIZE = 128  # rows up to this long only; numpy's pairwise-summation bloc
 def decode_split(actions, ctrl, conns, npaths, default, fixed, out):  # pragma: no cover - compiled
     """Split ratios of ``split``-mode actions, written into ``out`` (connections, P).
 
-    ``actions`` (rows, P) float64 in [-1, 1], one row per action slot of the batch, ``P <= PW_BLOCKSIZE``; ``ctrl`` (k,) the rows
+    ``actions`` (rows, P) float32 or float64 in [-1, 1] (read as float64, exactly), one row per action slot of the batch, ``P <= PW_BLOCKSIZE``; ``ctrl`` (k,) the rows
     of the controllable slots, ``conns`` (k,) their connections, ``npaths`` (k,) their numbers of candidate
     paths; every other connection (``fixed``, the rows not in ``conns``) gets its ``default`` row. A controllable slot's weights are
     ``(a + 1) / 2`` over its valid paths, normalised by their sum (all zero: the even split).
