@@ -139,3 +139,29 @@ def test_compiled_env_side_is_bit_for_bit_the_numpy_backend(name: str, info_keys
     assert a.keys() == b.keys()
     for k in a:
         assert a[k].dtype == b[k].dtype and a[k].tobytes() == b[k].tobytes(), k
+
+
+@pytest.mark.parametrize("name", ["spine-leaf-2to1", "multi-tenant-churn", "link-failure"])
+def test_history_block_on_the_kernel_threads_equals_the_serial_observation(name: str, monkeypatch) -> None:
+    """The link-history block written right after each range's interval (before the dynamics of the next
+    one) gives the observation that one serial pass after the dynamics gives, bit for bit, with copies
+    that stand still (reset) and link failures (capacities change between the two)."""
+    from ainet_gym.envs.env import EnvCore
+
+    monkeypatch.setattr(_kernels, "MIN_SEGMENTS_PER_RANGE", 1)  # small batches cut into ranges, on 2 threads
+    monkeypatch.setattr(_kernels, "kernel_threads", lambda: 2)
+    early, late = (EnvCore(name, batch=6, backend="numba") for _ in range(2))
+    monkeypatch.setattr(late, "_observe_history_early", lambda active: None)
+    for c in (early, late):
+        c.reset(seeds=list(range(6)))
+    assert len(early.world.sim.table.ranges) > 1
+    rng = np.random.default_rng(4)
+    for t in range(12):
+        a = rng.uniform(-1.0, 1.0, (6, *early.action_space.shape)).astype(np.float32)
+        active = np.ones(6, dtype=bool)
+        active[t % 6] = False
+        o1, r1, *_ = early.step(a, active=active)
+        o2, r2, *_ = late.step(a, active=active)
+        assert o1.tobytes() == o2.tobytes()
+        assert r1.tobytes() == r2.tobytes()
+    assert early.util_hist.tobytes() == late.util_hist.tobytes()

@@ -505,12 +505,18 @@ class EnvCore:
         """One interval with a checked split (connections, max_paths) (``split_set``: already set on the
         engine)."""
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+        compiled = self.world.backend == "numba"
+        # compiled: the link history is pushed and written into the observation on the kernel threads,
+        # right after each range's interval and figures; the rest of the observation follows the dynamics
+        early = self._observe_history_early(active) if compiled else None
         # per-connection figures only for the "flows" info key (nothing else of the env reads them)
-        res = self.world.step(split, active, connections="flows" in self.info_keys, split_set=split_set)
+        res = self.world.step(
+            split, active, connections="flows" in self.info_keys, split_set=split_set,
+            after_figures=early.kernel if early is not None else None,
+        )  # fmt: skip
         self._default = self.world.default_split(copy=False)
         self._last = res
-        compiled = self.world.backend == "numba"
-        if not compiled:  # the compiled observation pushes the history itself, in the same pass
+        if not compiled:  # the compiled observation pushes the history itself
             self._push_history(res, active)
         info = self.info(res)
         # the info carries both built-in rewards of the interval: the env's own is one of them unless custom
@@ -519,8 +525,13 @@ class EnvCore:
         rewards = np.where(active, np.asarray(raw, dtype=np.float64), 0.0)
         truncated = (self.world.step_count >= self.episode_steps) & active
         terminated = np.zeros(self.batch, dtype=bool)
-        obs = self._observe(res, active if compiled else None)
+        obs = self._observe_numba(res, active, early) if compiled else self._observe(res, None)
         return obs, rewards, terminated, truncated, info
+
+    def _observe_history_early(self, active: np.ndarray) -> _EarlyHistory:
+        """The observation of the next step, with its link-history block to be written on the kernel
+        threads right after the interval (:func:`ainet_gym.envs.kernels.observe_history`)."""
+        return _EarlyHistory(self, active)
 
     def _push_history(self, res: StepResult, active: np.ndarray) -> None:
         """Newest first: shift the link-utilisation history of the ``active`` copies by one interval."""
@@ -586,33 +597,44 @@ class EnvCore:
             return obs
         return self._graph_obs(obs)
 
-    def _observe_numba(self, res: StepResult | None, push: np.ndarray | None) -> Any:
-        """:meth:`observe` by one compiled pass (:func:`ainet_gym.envs.kernels.observe_flat`), the same
-        floating-point operations as the numpy code (bit for bit)."""
+    def _observe_numba(
+        self, res: StepResult | None, push: np.ndarray | None, early: _EarlyHistory | None = None
+    ) -> Any:
+        """:meth:`observe` by compiled passes (:func:`ainet_gym.envs.kernels.observe_flat`), the same
+        floating-point operations as the numpy code (bit for bit). ``early``: the history block was already
+        written on the kernel threads (:meth:`_observe_history_early`); only the rest is left."""
         w = self.world
         sim = w.sim
         assert sim is not None
         B = self.batch
-        obs = np.empty((B, self.obs_dim), dtype=np.float32)
         L = self.obs_layout
         slots = self._slot_features()
-        if res is None or push is None:
-            push = np.zeros(B, dtype=np.bool_)
-        lu = self._no_lu if res is None else res.link_utilization
         eff = self._no_job if res is None else res.efficiency
         util = self._no_job if res is None else res.gpu_utilization
-        top = np.empty(1)
-        _envkernels.observe_flat(
-            0, B,
-            self.util_hist, np.ascontiguousarray(push, dtype=np.bool_), np.ascontiguousarray(lu, dtype=np.float64),
+        rest = (
             self.net_links, np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=np.float64), self._net_capacity,
             np.ascontiguousarray(w.job_unit, dtype=np.int64), res is not None, eff, util, sim.phase_cur,
             sim.unit_nphases, sim.time_s, sim.iter_start, w.job_ideal_step_s, slots, w.step_count,
-            self.episode_steps, L["link_utilization"].start, L["link_capacity"].start, L["jobs"].start,
-            L["slots"].start, L["episode_progress"].start, obs, top,
+            self.episode_steps, L["link_capacity"].start, L["jobs"].start, L["slots"].start,
+            L["episode_progress"].start,
         )  # fmt: skip
-        if self.n_net and top[0] > 1.0 + 1e-6:
-            raise AssertionError(f"link utilisation {top[0]} > 1: capacity constraint violated")
+        if early is not None and early.ran:
+            obs, top = early.obs, early.tops.max()  # NaN if any range saw one
+            _envkernels.observe_rest(0, B, *rest, obs)
+        else:
+            obs = np.empty((B, self.obs_dim), dtype=np.float32)
+            if res is None or push is None:
+                push = np.zeros(B, dtype=np.bool_)
+            lu = self._no_lu if res is None else res.link_utilization
+            tops = np.empty(1)
+            _envkernels.observe_history(
+                0, B, self.util_hist, np.ascontiguousarray(push, dtype=np.bool_),
+                np.ascontiguousarray(lu, dtype=np.float64), self.net_links, L["link_utilization"].start, obs, tops,
+            )  # fmt: skip
+            _envkernels.observe_rest(0, B, *rest, obs)
+            top = tops[0]
+        if self.n_net and top > 1.0 + 1e-6:
+            raise AssertionError(f"link utilisation {top} > 1: capacity constraint violated")
         if self.n_bg:
             bf = np.zeros((B, self.n_bg, 2))
             bf[..., 0] = sim.bg_on[w.bg_unit] if res is not None else 0.0
@@ -911,3 +933,34 @@ class FabricRoutingEnv(gym.Env):
         if self.render_mode == "ansi":
             return render_ansi(self.core, 0)
         return render_rgb(self.core, 0)
+
+
+class _EarlyHistory:
+    """The link-history block of a compiled step's observation, written on the kernel threads right after
+    each instance range's interval and figures (:meth:`FabricWorld.step`'s ``after_figures``): the
+    observation array and each range's largest newest utilisation."""
+
+    def __init__(self, core: EnvCore, active: np.ndarray) -> None:
+        self.core = core
+        self.push = np.ascontiguousarray(active, dtype=np.bool_)
+        self.obs = np.empty((core.batch, core.obs_dim), dtype=np.float32)
+        self.tops = np.empty(0)
+        self.ran = False
+
+    def kernel(self, fig: Any) -> tuple[Any, Any]:
+        """(kernel, arguments of a range) for the interval whose figures ``fig`` will hold."""
+        core = self.core
+        sim = core.world.sim
+        assert sim is not None
+        ranges = sim.table.ranges
+        self.tops = np.empty(len(ranges))
+        self.ran = True
+        start = core.obs_layout["link_utilization"].start
+        where = {r: i for i, r in enumerate(ranges)}
+
+        def args_of(lo: int, hi: int) -> tuple:
+            i = where[(lo, hi)]
+            return (lo, hi, core.util_hist, self.push, fig.lu, core.net_links, start, self.obs,
+                    self.tops[i : i + 1])  # fmt: skip
+
+        return _envkernels.observe_history, args_of

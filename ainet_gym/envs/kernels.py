@@ -13,7 +13,14 @@ import numpy as np
 
 from ainet_gym.sim.kernels import block_sum, merge_instance, njit
 
-__all__ = ["PW_BLOCKSIZE", "decode_merge_range", "decode_split", "observe_flat"]
+__all__ = [
+    "PW_BLOCKSIZE",
+    "decode_merge_range",
+    "decode_split",
+    "observe_flat",
+    "observe_history",
+    "observe_rest",
+]
 
 PW_BLOCKSIZE = 128  # rows up to this long only; numpy's pairwise-summation block (numpy/_core/src/umath/loops_utils.h.src)
 
@@ -101,7 +108,8 @@ def observe_flat(
 ):  # pragma: no cover - compiled  # fmt: skip
     """The flat observation of :meth:`ainet_gym.envs.env.EnvCore.observe` (all blocks but the background
     one) in one pass, with the same floating-point operations as the numpy code (bit for bit), after
-    pushing the network links' utilisation of the interval into the history of the ``push`` instances.
+    pushing the network links' utilisation of the interval into the history of the ``push`` instances:
+    :func:`observe_history` then :func:`observe_rest`.
 
     ``hist`` (B, H, N) link-utilisation history, newest first, updated in place where ``push`` (B,) is
     set, from ``lu`` (B, L) at ``net_links`` (N,); ``cap`` (B, L) bytes/s and ``net_capacity`` (N,) the
@@ -111,11 +119,24 @@ def observe_flat(
     ``step_count`` (B,); ``o_*`` the offsets of the blocks in ``obs`` (B, D) float32, written; ``top``
     (1,) gets the largest newest utilisation (NaN if any is NaN; -inf for none), for the capacity check.
     Only the instances ``lo:hi`` are read and written."""
+    observe_history(lo, hi, hist, push, lu, net_links, o_util, obs, top_out)
+    observe_rest(
+        lo, hi, net_links, cap, net_capacity, job_unit, has_res, eff, util, phase_cur, unit_nphases, time_s,
+        iter_start, job_ideal, slots, step_count, episode_steps, o_cap, o_jobs, o_slots, o_prog, obs,
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def observe_history(lo, hi, hist, push, lu, net_links, o_util, obs, top_out):  # pragma: no cover - compiled
+    """The link-utilisation block of the observation (see :func:`observe_flat`): push ``lu`` into the
+    history of the ``push`` instances, write the history into ``obs`` from ``o_util`` on, and the largest
+    newest utilisation of the instances ``lo:hi`` into ``top_out[0]``. It reads only the interval's
+    figures and the history, so it may run right after the interval, before the dynamics of the next one
+    (:meth:`ainet_gym.envs.env.EnvCore.step` runs it on the kernel threads)."""
     H, N = hist.shape[1], hist.shape[2]
-    J = job_unit.shape[1]
     top = -np.inf
     for b in range(lo, hi):
-        hb, ob, cb = hist[b], obs[b], cap[b]  # row views; branch-free loop bodies the compiler vectorises
+        hb, ob = hist[b], obs[b]  # row views; branch-free loop bodies the compiler vectorises
         if push[b]:
             for h in range(H - 1, 0, -1):
                 src, dst = hb[h - 1], hb[h]
@@ -141,6 +162,21 @@ def observe_flat(
             for k in range(N):
                 v = src[k]
                 ob[o + k] = 1.0 if v > 1.0 else v  # np.minimum(v, 1.0): NaN stays NaN
+    top_out[0] = top
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def observe_rest(
+    lo, hi, net_links, cap, net_capacity, job_unit, has_res, eff, util, phase_cur, unit_nphases, time_s,
+    iter_start, job_ideal, slots, step_count, episode_steps, o_cap, o_jobs, o_slots, o_prog, obs,
+):  # pragma: no cover - compiled  # fmt: skip
+    """Every block of the observation but the link utilisation and the background (see
+    :func:`observe_flat`): the capacities, jobs, slots and progress of the next interval, for the
+    instances ``lo:hi``."""
+    N = net_links.shape[0]
+    J = job_unit.shape[1]
+    for b in range(lo, hi):
+        ob, cb = obs[b], cap[b]
         for k in range(N):
             ob[o_cap + k] = cb[net_links[k]] / net_capacity[k]
         t = time_s[b]
@@ -169,4 +205,3 @@ def observe_flat(
             obs[b, o_slots + k] = slots[b, k]
         p = step_count[b] / episode_steps
         obs[b, o_prog] = 1.0 if p > 1.0 else p
-    top_out[0] = top

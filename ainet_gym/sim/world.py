@@ -14,6 +14,8 @@ changes between intervals (:mod:`ainet_gym.sim.dynamics`) and the RL action-slot
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ainet_gym.arrays import safe_divide
@@ -29,9 +31,16 @@ from ainet_gym.sim.dynamics import (
     episode_jitter,
     rotation_due,
 )
-from ainet_gym.sim.engine import BatchSim, CompiledUnit, compile_background, compile_job, resolve_backend
+from ainet_gym.sim.engine import (
+    BatchSim,
+    CompiledUnit,
+    IntervalMetrics,
+    compile_background,
+    compile_job,
+    resolve_backend,
+)
 from ainet_gym.sim.ideal import IdealTimes
-from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, StepResult
+from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, NumbaFigures, StepResult
 from ainet_gym.sim.placement import place_job, placement_is_deterministic
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
@@ -175,6 +184,8 @@ class FabricWorld:
         windows: int = 1,
         connections: bool = True,
         split_set: bool = False,
+        after_figures: Callable[[NumbaFigures], tuple[Callable[..., object], Callable[[int, int], tuple]]]
+        | None = None,
     ) -> StepResult:
         """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
         (all by default); inactive ones stand still (zero duration).
@@ -188,6 +199,11 @@ class FabricWorld:
 
         ``connections=False`` skips the per-connection figures of the result (``conn_bytes``,
         ``connections`` and ``slot_bytes`` stay None), which the env computes only for its ``"flows"`` info.
+
+        ``after_figures`` (numba backend, one window): given the interval's figures (allocated, not yet
+        computed), a compiled kernel and its arguments for an instance range, run on each range's kernel
+        thread right after that range's figures (the env's observation of the link history). Ignored
+        otherwise: the caller checks ``res`` for what it needs.
         """
         sim = self.sim
         assert sim is not None
@@ -200,7 +216,20 @@ class FabricWorld:
         duration = np.where(active, self.decision_interval_s, 0.0)
         if windows == 1 and sim.backend == "numba":  # run the interval and its figures on the kernel threads
             fig = self.meter.figures(sim, self.job_unit, self.job_ideal_step_s, self.names)
-            parts = [sim.run_interval(duration, then=fig.then)]
+            then = fig.then
+            if after_figures is not None:
+                later = after_figures(fig)
+
+                def then(m: IntervalMetrics) -> tuple[Callable[..., object], Callable[[int, int], tuple]]:
+                    (k1, a1), (k2, a2) = fig.then(m), later
+
+                    def both(lo: int, hi: int) -> None:
+                        k1(*a1(lo, hi))
+                        k2(*a2(lo, hi))
+
+                    return both, lambda lo, hi: (lo, hi)
+
+            parts = [sim.run_interval(duration, then=then)]
         else:
             fig = None
             parts = [sim.run_interval(duration / windows) for _ in range(windows)]  # run the interval
