@@ -31,9 +31,14 @@ class LinkState:
         self.fail_until = np.full(
             (batch, f.n_links), -1, dtype=np.int64
         )  # (batch, links) repair step, -1: up
-        self.cap_factor = np.ones((batch, f.n_links))  # (batch, links) share of the nominal capacity
+        # (batch, links) share of the nominal capacity; changed only by the methods below, which mark the
+        # cached capacities stale
+        self.cap_factor = np.ones((batch, f.n_links))
         # whether any link may be down until a repair step (False: repair has nothing to do)
         self._repair_pending = False
+        # the capacities of the factors as last computed, and whether a factor changed since
+        self._capacity = np.empty((batch, f.n_links))
+        self._stale = True
 
     @property
     def random(self) -> bool:
@@ -44,6 +49,7 @@ class LinkState:
         """Every link of instance ``b`` up."""
         self.fail_until[b] = -1
         self.cap_factor[b] = 1.0
+        self._stale = True
 
     def repair(self, step: np.ndarray, mask: np.ndarray) -> None:
         """Links whose repair step ``step`` (batch,) has come are up again, in the ``mask`` instances
@@ -52,6 +58,7 @@ class LinkState:
             return
         repaired = (self.fail_until >= 0) & (self.fail_until <= step[:, None]) & mask[:, None]
         self.cap_factor[repaired] = 1.0
+        self._stale = True
         self.fail_until[repaired] = -1
         self._repair_pending = bool((self.fail_until >= 0).any())
 
@@ -62,6 +69,7 @@ class LinkState:
         if rng.random() < lf.rate_per_step:
             pair = self._duplex_of(int(rng.choice(self.eligible)))
             self.cap_factor[b, pair] = 0.0
+            self._stale = True
             self.fail_until[b, pair] = step + lf.repair_steps
             self._repair_pending = True
 
@@ -73,12 +81,17 @@ class LinkState:
             if hit.any():
                 ids = self.fabric.link_ids(sf.link)
                 self.cap_factor[np.ix_(hit, ids)] = sf.factor
+                self._stale = True
                 self.fail_until[np.ix_(hit, ids)] = sf.until_step if sf.until_step is not None else 2**62
                 self._repair_pending = True
 
     def capacity_bytes_per_s(self) -> np.ndarray:
-        """(batch, links) bytes/s: the nominal capacities times the factors."""
-        return self.fabric.capacity_bytes_per_s[None, :] * self.cap_factor
+        """(batch, links) bytes/s: the nominal capacities times the factors (a new array; the product is
+        computed again only after a factor changed)."""
+        if self._stale:
+            np.multiply(self.fabric.capacity_bytes_per_s[None, :], self.cap_factor, out=self._capacity)
+            self._stale = False
+        return self._capacity.copy()
 
     def _duplex_of(self, link: int) -> np.ndarray:
         f = self.fabric

@@ -778,7 +778,8 @@ class BatchSim:
     ) -> IntervalMetrics:
         """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
         B, U, L = self.batch, self.n_units, self.n_links
-        dur = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
+        dur = np.empty(B)
+        dur[...] = duration_s  # (batch,) s, a scalar broadcast
         m = IntervalMetrics.zeros(dur, U, L)  # the kernel adds into its arrays
         f64, i64 = np.float64, np.int64
         cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=f64).reshape(-1)
@@ -818,10 +819,11 @@ class BatchSim:
                 stats_of[ranges.index((lo, hi))],
             ),
         )  # fmt: skip
-        failed = np.flatnonzero(stats_of[:, 2] != _kernels.ERR_NONE)  # the first range that failed
-        stats = stats_of[failed[0]] if failed.size else stats_of[0]
-        stats[0], stats[1] = stats_of[:, 0].max(), stats_of[:, 1].sum()
-        err, unit = int(stats[2]), int(stats[3])
+        per_range = stats_of.tolist()  # a few rows: plain Python is quicker than numpy calls here
+        # the first range that failed, if any
+        err, unit = next(
+            ((r[2], r[3]) for r in per_range if r[2] != _kernels.ERR_NONE), (_kernels.ERR_NONE, -1)
+        )
         if err == _kernels.ERR_ZERO_STEP:
             raise RuntimeError(f"job {self.flat_units[unit].name!r}: an iteration takes no time")
         if err == _kernels.ERR_SETTLE:
@@ -830,7 +832,9 @@ class BatchSim:
             raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
         if err == _kernels.ERR_SOLVER:
             raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
-        return replace(m, events=int(stats[0]), solver_iterations=int(stats[1]))
+        m.events = max(r[0] for r in per_range)
+        m.solver_iterations = sum(r[1] for r in per_range)
+        return m
 
     def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
         """Apply every transition that is due now, until none is (vectorised over units)."""

@@ -11,6 +11,7 @@ writes them through ``sim.state``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from operator import attrgetter
 
 import numpy as np
 
@@ -95,8 +96,11 @@ class SimState:
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The fields in their order (the kernel's state parameters)."""
-        return tuple(getattr(self, f.name) for f in fields(self))
+        return _fields_of(self)
 
     def copy(self) -> SimState:
         """A deep copy (every array copied)."""
         return SimState(*(a.copy() for a in self.arrays()))
+
+
+_fields_of = attrgetter(*(f.name for f in fields(SimState)))  # every field of a SimState, in order
