@@ -143,9 +143,10 @@ def test_compiled_env_side_is_bit_for_bit_the_numpy_backend(name: str, info_keys
 
 @pytest.mark.parametrize("name", ["spine-leaf-2to1", "multi-tenant-churn", "link-failure"])
 def test_history_block_on_the_kernel_threads_equals_the_serial_observation(name: str, monkeypatch) -> None:
-    """The link-history block written right after each range's interval (before the dynamics of the next
-    one) gives the observation that one serial pass after the dynamics gives, bit for bit, with copies
-    that stand still (reset) and link failures (capacities change between the two)."""
+    """The link-history block and the per-job info arrays (:func:`info_jobs`) computed right after each
+    range's interval (before the dynamics of the next one) give the observation, rewards and info that
+    the serial numpy-formula path gives, bit for bit, with copies that stand still (reset) and link
+    failures (capacities change between the two)."""
     from ainet_gym.envs.env import EnvCore
 
     monkeypatch.setattr(_kernels, "MIN_SEGMENTS_PER_RANGE", 1)  # small batches cut into ranges, on 2 threads
@@ -160,8 +161,11 @@ def test_history_block_on_the_kernel_threads_equals_the_serial_observation(name:
         a = rng.uniform(-1.0, 1.0, (6, *early.action_space.shape)).astype(np.float32)
         active = np.ones(6, dtype=bool)
         active[t % 6] = False
-        o1, r1, *_ = early.step(a, active=active)
-        o2, r2, *_ = late.step(a, active=active)
+        o1, r1, *_, i1 = early.step(a, active=active)
+        o2, r2, *_, i2 = late.step(a, active=active)
         assert o1.tobytes() == o2.tobytes()
         assert r1.tobytes() == r2.tobytes()
+        assert list(i1) == list(i2)  # the same keys in the same order
+        for k in i1:  # the info's per-job arrays and rewards of info_jobs, and the rest
+            assert np.asarray(i1[k]).tobytes() == np.asarray(i2[k]).tobytes(), k
     assert early.util_hist.tobytes() == late.util_hist.tobytes()

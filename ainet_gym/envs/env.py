@@ -125,6 +125,8 @@ class EnvCore:
         self._build_spaces()
         self.util_hist = np.zeros((self.batch, self.history, self.n_net))
         self._last: StepResult | None = None
+        # (result, info arrays) of the step being assembled, when the kernel threads computed them (info_jobs)
+        self._step_jobs: tuple[StepResult, dict[str, np.ndarray]] | None = None
         self._needs_reset = True
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
         self._fixed_cache: tuple | None = None  # (controllable slots' connections, the other connections)
@@ -518,7 +520,12 @@ class EnvCore:
         self._last = res
         if not compiled:  # the compiled observation pushes the history itself
             self._push_history(res, active)
-        info = self.info(res)
+        # the info's per-job arrays and rewards of this interval, if the kernel threads computed them
+        self._step_jobs = (res, early.jobs) if early is not None and early.ran else None
+        try:
+            info = self.info(res)  # (a subclass's info hook still sees every step)
+        finally:
+            self._step_jobs = None
         # the info carries both built-in rewards of the interval: the env's own is one of them unless custom
         fn = self.reward_fn
         raw = info[f"reward_{fn.name}"] if type(fn) in _BUILTIN_REWARDS else fn(res)
@@ -706,13 +713,19 @@ class EnvCore:
         """Batched info: arrays with a leading batch axis; per-job arrays have one entry per job slot
         and hold 0 where there is no value (empty slot, or no iteration completed in the interval),
         so that infos compare equal across same-seed rollouts."""
-        out = self._info(res)
+        done = self._step_jobs
+        return self._info_of(res, done[1] if done is not None and done[0] is res else None)
+
+    def _info_of(self, res: StepResult | None, jobs: dict[str, np.ndarray] | None) -> dict[str, Any]:
+        """:meth:`info`, with the per-job arrays and rewards ``jobs`` already computed with NaN as 0 (by
+        :func:`ainet_gym.envs.kernels.info_jobs` on the kernel threads) when given."""
+        out = self._info(res, jobs)
         for k, v in out.items():
-            if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+            if isinstance(v, np.ndarray) and v.dtype.kind == "f" and (jobs is None or k not in jobs):
                 out[k] = _nan_to_zero(v)
         return out
 
-    def _info(self, res: StepResult | None) -> dict[str, Any]:
+    def _info(self, res: StepResult | None, jobs: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
         w = self.world
         B, J = self.batch, w.n_job_slots
         nan = np.full((B, J), np.nan)
@@ -744,6 +757,8 @@ class EnvCore:
         # per-iteration GPU utilisation: compute / mean step time of the iterations completed in the interval
         # (of the jobs that ran in it: res.compute_s is taken before churn replaces any)
         out["iteration_gpu_utilization"] = nan.copy() if res is None else res.compute_s / res.step_time_s
+        if jobs is not None:
+            out.update((k, jobs[k]) for k in _INFO_JOB_KEYS)
         if "links" in self.info_keys:
             cap = (
                 w.sim.capacity_bytes_per_s
@@ -764,8 +779,12 @@ class EnvCore:
         for i in self._tiers_present:
             out[f"tier_bytes_{TIERS[i]}"] = np.zeros(B) if res is None else res.tier_bytes[:, i]
         if res is not None:
-            out["reward_gpu_utilization"] = GpuUtilizationReward()(res)
-            out["reward_step_time"] = StepTimeReward()(res)
+            if jobs is None:
+                out["reward_gpu_utilization"] = GpuUtilizationReward()(res)
+                out["reward_step_time"] = StepTimeReward()(res)
+            else:
+                out["reward_gpu_utilization"] = jobs["reward_gpu_utilization"]
+                out["reward_step_time"] = jobs["reward_step_time"]
             if "collisions" in self.info_keys:
                 out["collisions"] = self._collisions(res)
         else:
@@ -935,16 +954,28 @@ class FabricRoutingEnv(gym.Env):
         return render_rgb(self.core, 0)
 
 
+#: the per-job info arrays :func:`ainet_gym.envs.kernels.info_jobs` writes, in its order
+_INFO_JOB_KEYS = (
+    "step_time_ms",
+    "ideal_step_time_ms",
+    "gpu_utilization",
+    "efficiency",
+    "iteration_gpu_utilization",
+)
+
+
 class _EarlyHistory:
-    """The link-history block of a compiled step's observation, written on the kernel threads right after
-    each instance range's interval and figures (:meth:`FabricWorld.step`'s ``after_figures``): the
-    observation array and each range's largest newest utilisation."""
+    """The link-history block of a compiled step's observation and the per-job part of its info, computed
+    on the kernel threads right after each instance range's interval and figures
+    (:meth:`FabricWorld.step`'s ``after_figures``): the observation array, each range's largest newest
+    utilisation and the info arrays."""
 
     def __init__(self, core: EnvCore, active: np.ndarray) -> None:
         self.core = core
         self.push = np.ascontiguousarray(active, dtype=np.bool_)
         self.obs = np.empty((core.batch, core.obs_dim), dtype=np.float32)
         self.tops = np.empty(0)
+        self.jobs: dict[str, np.ndarray] = {}  # the info's per-job arrays and rewards (info_jobs)
         self.ran = False
 
     def kernel(self, fig: Any) -> tuple[Any, Any]:
@@ -958,9 +989,17 @@ class _EarlyHistory:
         start = core.obs_layout["link_utilization"].start
         where = {r: i for i, r in enumerate(ranges)}
 
-        def args_of(lo: int, hi: int) -> tuple:
-            i = where[(lo, hi)]
-            return (lo, hi, core.util_hist, self.push, fig.lu, core.net_links, start, self.obs,
-                    self.tops[i : i + 1])  # fmt: skip
+        B, J = fig.step_t.shape
+        jobs = {k: np.empty((B, J)) for k in _INFO_JOB_KEYS}
+        jobs.update(reward_gpu_utilization=np.empty(B), reward_step_time=np.empty(B))
+        self.jobs = jobs
+        info_args = (fig.step_t, fig.ideal, fig.util, fig.eff, fig.compute_s, fig.ngpu,
+                     *(jobs[k] for k in _INFO_JOB_KEYS), jobs["reward_gpu_utilization"], jobs["reward_step_time"])  # fmt: skip
 
-        return _envkernels.observe_history, args_of
+        def both(lo: int, hi: int) -> None:
+            i = where[(lo, hi)]
+            _envkernels.observe_history(lo, hi, core.util_hist, self.push, fig.lu, core.net_links, start, self.obs,
+                                        self.tops[i : i + 1])  # fmt: skip
+            _envkernels.info_jobs(lo, hi, *info_args, np.empty(J))
+
+        return both, lambda lo, hi: (lo, hi)

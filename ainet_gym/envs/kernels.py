@@ -17,6 +17,7 @@ __all__ = [
     "PW_BLOCKSIZE",
     "decode_merge_range",
     "decode_split",
+    "info_jobs",
     "observe_flat",
     "observe_history",
     "observe_rest",
@@ -205,3 +206,41 @@ def observe_rest(
             obs[b, o_slots + k] = slots[b, k]
         p = step_count[b] / episode_steps
         obs[b, o_prog] = 1.0 if p > 1.0 else p
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def info_jobs(
+    lo, hi, step_t, ideal, util, eff, compute_s, job_gpus, o_step_ms, o_ideal_ms, o_util, o_eff, o_iter_util,
+    o_rew_util, o_rew_step, row,
+):  # pragma: no cover - compiled  # fmt: skip
+    """The per-job info arrays and the two built-in rewards of :meth:`ainet_gym.envs.env.EnvCore.info`
+    for the instances ``lo:hi``, with the numpy code's floating-point operations (bit for bit): NaN as 0
+    (``np.nan_to_num``), times in ms, the iteration GPU utilisation ``compute_s / step_t``, the
+    GPU-weighted mean utilisation of the jobs with a figure (:class:`GpuUtilizationReward`) and the mean
+    efficiency of the jobs with one (:class:`StepTimeReward`); sums over a row in numpy's order
+    (:func:`ainet_gym.sim.kernels.block_sum`, rows of at most 128 jobs). ``row`` (J,) scratch."""
+    J = step_t.shape[1]
+    row2 = np.empty(J)
+    for b in range(lo, hi):
+        n_ok = 0
+        for j in range(J):
+            o_step_ms[b, j] = _nan_to_zero(step_t[b, j] * 1e3)
+            o_ideal_ms[b, j] = _nan_to_zero(ideal[b, j] * 1e3)
+            o_util[b, j] = _nan_to_zero(util[b, j])
+            o_eff[b, j] = _nan_to_zero(eff[b, j])
+            o_iter_util[b, j] = _nan_to_zero(compute_s[b, j] / step_t[b, j])
+            u = util[b, j]
+            ok = u - u == 0.0  # np.isfinite
+            w = float(job_gpus[b, j]) if ok else 0.0
+            row[j] = w
+            row2[j] = (u if ok else 0.0) * w
+        tot = block_sum(row, 0, J)
+        num = block_sum(row2, 0, J)
+        o_rew_util[b] = num / tot if tot > 0 else 0.0
+        for j in range(J):
+            e = eff[b, j]
+            ok = e - e == 0.0
+            n_ok += 1 if ok else 0
+            row[j] = e if ok else 0.0
+        s = block_sum(row, 0, J)
+        o_rew_step[b] = s / max(n_ok, 1) if n_ok > 0 else 0.0
