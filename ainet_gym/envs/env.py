@@ -608,8 +608,9 @@ class EnvCore:
         self, res: StepResult | None, push: np.ndarray | None, early: _EarlyHistory | None = None
     ) -> Any:
         """:meth:`observe` by compiled passes (:func:`ainet_gym.envs.kernels.observe_flat`), the same
-        floating-point operations as the numpy code (bit for bit). ``early``: the history block was already
-        written on the kernel threads (:meth:`_observe_history_early`); only the rest is left."""
+        floating-point operations as the numpy code (bit for bit). ``early``: the blocks written on the
+        kernel threads (:meth:`_observe_history_early`): the history, and the rest as it is when the
+        dynamics changed nothing it shows (else the rest is written again here)."""
         w = self.world
         sim = w.sim
         assert sim is not None
@@ -618,17 +619,12 @@ class EnvCore:
         slots = self._slot_features()
         eff = self._no_job if res is None else res.efficiency
         util = self._no_job if res is None else res.gpu_utilization
-        rest = (
-            self.net_links, np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=np.float64), self._net_capacity,
-            np.ascontiguousarray(w.job_unit, dtype=np.int64), res is not None, eff, util, sim.phase_cur,
-            sim.unit_nphases, sim.time_s, sim.iter_start, w.job_ideal_step_s, slots, w.step_count,
-            self.episode_steps, L["link_capacity"].start, L["jobs"].start, L["slots"].start,
-            L["episode_progress"].start,
-        )  # fmt: skip
         if early is not None and early.ran:
             obs, top = early.obs, early.tops.max()  # NaN if any range saw one
-            _envkernels.observe_rest(0, B, *rest, obs)
+            if w.dynamics_changed or slots is not early.slots:  # the early rest blocks are out of date
+                _envkernels.observe_rest(0, B, *self._rest_args(eff, util, slots, w.step_count), obs)
         else:
+            rest = self._rest_args(eff, util, slots, w.step_count, res is not None)
             obs = np.empty((B, self.obs_dim), dtype=np.float32)
             if res is None or push is None:
                 push = np.zeros(B, dtype=np.bool_)
@@ -650,6 +646,28 @@ class EnvCore:
         if self.observation_mode == "flat":
             return obs
         return self._graph_obs(obs)
+
+    def _rest_args(
+        self,
+        eff: np.ndarray,
+        util: np.ndarray,
+        slots: np.ndarray,
+        step_count: np.ndarray,
+        has_res: bool = True,
+    ) -> tuple:
+        """The arguments of :func:`ainet_gym.envs.kernels.observe_rest` but the instance range and ``obs``,
+        with the engine's current capacities, units and clocks."""
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        L = self.obs_layout
+        return (
+            self.net_links, np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=np.float64), self._net_capacity,
+            np.ascontiguousarray(w.job_unit, dtype=np.int64), has_res, eff, util, sim.phase_cur,
+            sim.unit_nphases, sim.time_s, sim.iter_start, w.job_ideal_step_s, slots,
+            np.ascontiguousarray(step_count), self.episode_steps, L["link_capacity"].start, L["jobs"].start,
+            L["slots"].start, L["episode_progress"].start,
+        )  # fmt: skip
 
     def _slot_features(self) -> np.ndarray:
         """(batch, slots * 3) float32 slot block of the observation; valid while the slot demand is (the same
@@ -976,6 +994,7 @@ class _EarlyHistory:
         self.obs = np.empty((core.batch, core.obs_dim), dtype=np.float32)
         self.tops = np.empty(0)
         self.jobs: dict[str, np.ndarray] = {}  # the info's per-job arrays and rewards (info_jobs)
+        self.slots: np.ndarray | None = None  # the slot block the early observe_rest wrote
         self.ran = False
 
     def kernel(self, fig: Any) -> tuple[Any, Any]:
@@ -996,10 +1015,18 @@ class _EarlyHistory:
         info_args = (fig.step_t, fig.ideal, fig.util, fig.eff, fig.compute_s, fig.ngpu,
                      *(jobs[k] for k in _INFO_JOB_KEYS), jobs["reward_gpu_utilization"], jobs["reward_step_time"])  # fmt: skip
 
+        # the other blocks, as they will be if the dynamics change no capacity and restack nothing (the
+        # common case; else they are written again after the dynamics): the capacities of this interval,
+        # the jobs after it, the slots as they are, the progress after the step
+        w = core.world
+        self.slots = core._slot_features()
+        rest_args = core._rest_args(fig.eff, fig.util, self.slots, w.step_count + self.push)
+
         def both(lo: int, hi: int) -> None:
             i = where[(lo, hi)]
             _envkernels.observe_history(lo, hi, core.util_hist, self.push, fig.lu, core.net_links, start, self.obs,
                                         self.tops[i : i + 1])  # fmt: skip
             _envkernels.info_jobs(lo, hi, *info_args, np.empty(J))
+            _envkernels.observe_rest(lo, hi, *rest_args, self.obs)
 
         return both, lambda lo, hi: (lo, hi)

@@ -85,6 +85,11 @@ class LinkState:
                 self.fail_until[np.ix_(hit, ids)] = sf.until_step if sf.until_step is not None else 2**62
                 self._repair_pending = True
 
+    @property
+    def changed(self) -> bool:
+        """Whether a capacity factor changed since :meth:`capacity_bytes_per_s` last computed the product."""
+        return self._stale
+
     def capacity_bytes_per_s(self) -> np.ndarray:
         """(batch, links) bytes/s: the nominal capacities times the factors (a new array; the product is
         computed again only after a factor changed)."""

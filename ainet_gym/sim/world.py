@@ -97,6 +97,8 @@ class FabricWorld:
         self.job_ideal_step_s = np.full((batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         self.job_ideal_comm_s = np.full((batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         self.names: list[list[str | None]] = []  # (batch, jobs) job names as of the last restack
+        # whether the last advance of the dynamics changed a capacity or restacked the units
+        self.dynamics_changed = True
         self.slot_conn = np.zeros((batch, self.n_slots), dtype=np.int64)  # (batch, slots) connection, -1
         self.slot_npaths = np.zeros((batch, self.n_slots), dtype=np.int64)  # (batch, slots) its paths
         self.slot_mask = np.zeros((batch, self.n_slots), dtype=bool)  # (batch, slots) controllable
@@ -267,10 +269,12 @@ class FabricWorld:
                     self.slots.template_width, dyn.job_churn, self.fabric, int(step[b]), rng,
                 )  # fmt: skip
         self.links.apply_scheduled(step, mask)
-        if rebuild or rotation_due(self.scenario.jobs, step[mask]):
+        restack = rebuild or rotation_due(self.scenario.jobs, step[mask])
+        if restack:
             self._rebuild()
         sim = self.sim
         assert sim is not None
+        self.dynamics_changed = restack or self.links.changed
         sim.capacity_bytes_per_s = self.links.capacity_bytes_per_s()
         on = np.zeros(sim.n_units, dtype=bool)
         on[self.bg_unit] = background_on(self.scenario.background, step, self.bg_offset)
