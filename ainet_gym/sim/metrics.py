@@ -132,8 +132,8 @@ class IntervalMeter:
                     m.link_bytes[:, self.fabric.gpu_uplinks].sum(axis=1) / m.duration_s * BYTES_PER_S_TO_GBPS,
                     0.0,
                 )
-        with np.errstate(invalid="ignore", divide="ignore"):
-            if windows > 1:
+        if windows > 1:
+            with np.errstate(invalid="ignore", divide="ignore"):
                 cap = np.where(sim.capacity_bytes_per_s > 0, sim.capacity_bytes_per_s, np.inf)
                 window_s = parts[0].duration_s[:, None]
                 peak = np.max([p.link_bytes for p in parts], axis=0) / (

@@ -99,6 +99,7 @@ class FabricWorld:
         self.names: list[list[str | None]] = []  # (batch, jobs) job names as of the last restack
         # whether the last advance of the dynamics changed a capacity or restacked the units
         self.dynamics_changed = True
+        self._capacity_set: np.ndarray | None = None  # the capacity array the dynamics last gave the engine
         self.slot_conn = np.zeros((batch, self.n_slots), dtype=np.int64)  # (batch, slots) connection, -1
         self.slot_npaths = np.zeros((batch, self.n_slots), dtype=np.int64)  # (batch, slots) its paths
         self.slot_mask = np.zeros((batch, self.n_slots), dtype=bool)  # (batch, slots) controllable
@@ -275,7 +276,9 @@ class FabricWorld:
         sim = self.sim
         assert sim is not None
         self.dynamics_changed = restack or self.links.changed
-        sim.capacity_bytes_per_s = self.links.capacity_bytes_per_s()
+        if self.links.changed or sim.capacity_bytes_per_s is not self._capacity_set:
+            # the capacities of the next interval (a new array: an earlier result's view keeps its values)
+            sim.capacity_bytes_per_s = self._capacity_set = self.links.capacity_bytes_per_s()
         on = np.zeros(sim.n_units, dtype=bool)
         on[self.bg_unit] = background_on(self.scenario.background, step, self.bg_offset)
         sim.state.bg_on[...] = on
