@@ -357,18 +357,27 @@ class EntryTable:
     e_coef_buf: np.ndarray  # (segments,) their coefficients
     ent_hi: np.ndarray  # (batch,) one past each instance's last compacted entry
     link_excl: np.ndarray  # (batch * links,) bool: a link no two flows of its instance cross (numba solver)
+    seg_row: np.ndarray  # (segments,) connection whose whole row the segment sums in path order (-1: none)
+    inst_conn: np.ndarray  # (batch+1,) first connection of each instance
+    conn_npaths: np.ndarray  # (connections,) candidate paths of each connection
+    rowsum_buf: np.ndarray  # (connections,) each connection's split row summed in path order (numba merge)
     ranges: list[tuple[int, int]]  # instance ranges the kernel threads take in turn
 
     @property
     def n_seg(self) -> int:
         return int(self.seg_flow.shape[0])
 
+    def row_args(self) -> tuple:
+        """The row-sum arguments of :func:`ainet_gym.sim.kernels.merge_instance` (after ``ent_hi``)."""
+        return (self.seg_row, self.inst_conn, self.conn_npaths, self.rowsum_buf)
+
     @classmethod
     def build(
         cls, member_paths: np.ndarray, member_flow: np.ndarray, member_conn: np.ndarray, inst_flow: np.ndarray,
-        max_paths: int, batch: int, n_links: int,
+        max_paths: int, batch: int, n_links: int, conn_npaths: np.ndarray, inst_conn: np.ndarray,
     ) -> EntryTable:  # fmt: skip
-        """From each member's candidate paths (members, paths, hops) of global link ids (-1: padding)."""
+        """From each member's candidate paths (members, paths, hops) of global link ids (-1: padding), the
+        candidate paths of each connection and the first connection of each instance."""
         mask = member_paths >= 0
         mi, pi, _ = np.nonzero(mask)
         flow = member_flow[mi]
@@ -383,20 +392,35 @@ class EntryTable:
         seg_flow = flow[order][first]
         seg_link = link[order][first]
         inst_seg = np.searchsorted(seg_flow, inst_flow).astype(np.int64)
+        cand_gather = gather[order]
+        seg_cand = np.searchsorted(cand_seg, np.arange(n_seg + 1)).astype(np.int64)
+        # a segment that sums one connection's whole split row in path order (a NIC link every path of the
+        # connection crosses): the numba merge takes the row's sum, computed once per connection
+        n_cand = np.diff(seg_cand)
+        first = cand_gather[seg_cand[:-1]] if n_seg else np.zeros(0, dtype=np.int64)
+        conn = first // max_paths
+        steps = (np.diff(cand_gather) == 1) & (cand_seg[1:] == cand_seg[:-1])  # consecutive, same segment
+        in_order = np.bincount(cand_seg[1:][steps], minlength=n_seg) == n_cand - 1
+        whole = (first == conn * max_paths) & (n_cand == conn_npaths[conn]) if n_seg else in_order
+        seg_row = np.where(in_order & whole, conn, -1).astype(np.int64)
         return cls(
-            cand_gather=gather[order],
+            cand_gather=cand_gather,
             cand_seg=cand_seg,
             seg_flow=seg_flow,
             seg_link=seg_link,
             seg_lperm=np.argsort(seg_link, kind="stable"),
             inst_seg=inst_seg,
-            seg_cand=np.searchsorted(cand_seg, np.arange(n_seg + 1)).astype(np.int64),
+            seg_cand=seg_cand,
             seg_coef=np.zeros(n_seg),
             e_flow_buf=np.zeros(n_seg, dtype=np.int64),
             e_link_buf=np.zeros(n_seg, dtype=np.int64),
             e_coef_buf=np.zeros(n_seg),
             ent_hi=inst_seg[:-1].copy(),
             link_excl=np.bincount(seg_link, minlength=batch * n_links) <= 1,
+            seg_row=seg_row,
+            inst_conn=np.asarray(inst_conn, dtype=np.int64),
+            conn_npaths=np.asarray(conn_npaths, dtype=np.int64),
+            rowsum_buf=np.zeros(conn_npaths.shape[0]),
             # segments per instance: a proxy for the work of its interval
             ranges=_kernels.batch_ranges(np.diff(inst_seg) + 1, _kernels.kernel_threads()),
         )
@@ -530,7 +554,8 @@ class BatchSim:
     def _build_entry_table(self) -> None:
         self.table = EntryTable.build(
             self.conn_paths_global[self.member_conn], self.member_flow, self.member_conn, self.inst_flow,
-            self.fabric.max_paths, self.batch, self.n_links,
+            self.fabric.max_paths, self.batch, self.n_links, self.conn_npaths,
+            np.searchsorted(self.unit_inst[self.conn_unit], np.arange(self.batch + 1)),
         )  # fmt: skip
 
     def set_split(self, split: np.ndarray | None) -> None:
@@ -553,7 +578,7 @@ class BatchSim:
             _kernels.run_ranges(
                 _kernels.merge_range, t.ranges,
                 lambda lo, hi: (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow,
-                                t.seg_link, t.inst_seg, t.seg_coef, ef, el, ec, t.ent_hi),
+                                t.seg_link, t.inst_seg, t.seg_coef, ef, el, ec, t.ent_hi, *t.row_args()),
             )  # fmt: skip
             return
         coef = np.bincount(t.cand_seg, weights=split.reshape(-1)[t.cand_gather], minlength=t.n_seg)
@@ -568,7 +593,7 @@ class BatchSim:
         numba backend; the result is that of :meth:`set_split` with the same split).
 
         ``kernel(lo, hi, *args, out, seg_cand, cand_gather, seg_flow, seg_link, inst_seg, seg_coef, e_flow,
-        e_link, e_coef, ent_hi)`` must write the rows of ``out`` of the connections of the instances
+        e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum)`` must write the rows of ``out`` of the connections of the instances
         ``lo:hi`` and then call :func:`ainet_gym.sim.kernels.merge_instance` on each of them (with
         ``out.reshape(-1)`` as the split); it must release the GIL (ranges run on the kernel threads).
 
@@ -588,10 +613,11 @@ class BatchSim:
         self._entries = None
         t = self.table
         ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
+        rows = t.row_args()
 
         def args_of(lo: int, hi: int) -> tuple:
             return (lo, hi, *args, out, t.seg_cand, t.cand_gather, t.seg_flow, t.seg_link, t.inst_seg,
-                    t.seg_coef, ef, el, ec, t.ent_hi)  # fmt: skip
+                    t.seg_coef, ef, el, ec, t.ent_hi, *rows)  # fmt: skip
 
         self._pending = (kernel, args_of)
         if not defer:

@@ -193,7 +193,7 @@ def block_sum(x, lo, n):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                seg_coef, e_flow, e_link, e_coef, ent_hi):  # fmt: skip  # pragma: no cover
+                seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum):  # fmt: skip  # pragma: no cover
     """Incidence entries of a split for the instances ``b_lo:b_hi``.
 
     The candidate (member, path, hop) coefficients ``split_flat[cand_gather[i]]`` of segment ``j`` (a
@@ -202,22 +202,37 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
     ``inst_seg[b]:inst_seg[b + 1]``; its nonzero ones are written compacted from ``inst_seg[b]`` on in
     ``e_flow`` / ``e_link`` / ``e_coef`` (sorted by flow, as the segments are), and ``ent_hi[b]`` is one
     past the last. Instances own disjoint ranges of every output, so threads may merge different
-    instances at the same time."""
+    instances at the same time.
+
+    A segment with ``seg_row[j] = c >= 0`` sums the whole row of connection ``c`` (its ``conn_npaths[c]``
+    paths, in order, as a NIC link every path crosses does): it takes ``rowsum[c]``, that row summed from 0 in
+    path order once per connection (the instance's connections are ``inst_conn[b]:inst_conn[b + 1]``), the
+    same additions in the same order."""
     for b in range(b_lo, b_hi):
         merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                       seg_coef, e_flow, e_link, e_coef, ent_hi)  # fmt: skip
+                       seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum)  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
 def merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                   seg_coef, e_flow, e_link, e_coef, ent_hi):  # fmt: skip  # pragma: no cover
+                   seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum):  # fmt: skip  # pragma: no cover
     """The merge of :func:`merge_range` for instance ``b`` alone (also called by kernels that write an
     instance's split and merge it in one pass, see :meth:`ainet_gym.sim.engine.BatchSim.set_split_fused`)."""
+    P = split_flat.shape[0] // max(conn_npaths.shape[0], 1)  # the split's row length (max_paths)
+    for k in range(inst_conn[b], inst_conn[b + 1]):  # each connection's row, summed once
+        r = 0.0
+        o = k * P
+        for p in range(conn_npaths[k]):
+            r += split_flat[o + p]
+        rowsum[k] = r
     n = inst_seg[b]
     for j in range(inst_seg[b], inst_seg[b + 1]):
-        c = 0.0
-        for i in range(seg_cand[j], seg_cand[j + 1]):
-            c += split_flat[cand_gather[i]]
+        if seg_row[j] >= 0:
+            c = rowsum[seg_row[j]]
+        else:
+            c = 0.0
+            for i in range(seg_cand[j], seg_cand[j + 1]):
+                c += split_flat[cand_gather[i]]
         seg_coef[j] = c
         if c > 0:
             e_flow[n] = seg_flow[j]
