@@ -152,7 +152,7 @@ def test_history_block_on_the_kernel_threads_equals_the_serial_observation(name:
     monkeypatch.setattr(_kernels, "MIN_SEGMENTS_PER_RANGE", 1)  # small batches cut into ranges, on 2 threads
     monkeypatch.setattr(_kernels, "kernel_threads", lambda: 2)
     early, late = (EnvCore(name, batch=6, backend="numba") for _ in range(2))
-    monkeypatch.setattr(late, "_observe_history_early", lambda active: None)
+    monkeypatch.setattr(late, "_early_blocks", lambda active: None)
     for c in (early, late):
         c.reset(seeds=list(range(6)))
     assert len(early.world.sim.table.ranges) > 1

@@ -510,7 +510,7 @@ class EnvCore:
         compiled = self.world.backend == "numba"
         # compiled: the link history is pushed and written into the observation on the kernel threads,
         # right after each range's interval and figures; the rest of the observation follows the dynamics
-        early = self._observe_history_early(active) if compiled else None
+        early = self._early_blocks(active) if compiled else None
         # per-connection figures only for the "flows" info key (nothing else of the env reads them)
         res = self.world.step(
             split, active, connections="flows" in self.info_keys, split_set=split_set,
@@ -535,10 +535,10 @@ class EnvCore:
         obs = self._observe_numba(res, active, early) if compiled else self._observe(res, None)
         return obs, rewards, terminated, truncated, info
 
-    def _observe_history_early(self, active: np.ndarray) -> _EarlyHistory:
-        """The observation of the next step, with its link-history block to be written on the kernel
-        threads right after the interval (:func:`ainet_gym.envs.kernels.observe_history`)."""
-        return _EarlyHistory(self, active)
+    def _early_blocks(self, active: np.ndarray) -> _EarlyBlocks:
+        """The blocks of this step's observation and info that the kernel threads compute right after each
+        range's interval (:class:`_EarlyBlocks`)."""
+        return _EarlyBlocks(self, active)
 
     def _push_history(self, res: StepResult, active: np.ndarray) -> None:
         """Newest first: shift the link-utilisation history of the ``active`` copies by one interval."""
@@ -605,11 +605,11 @@ class EnvCore:
         return self._graph_obs(obs)
 
     def _observe_numba(
-        self, res: StepResult | None, push: np.ndarray | None, early: _EarlyHistory | None = None
+        self, res: StepResult | None, push: np.ndarray | None, early: _EarlyBlocks | None = None
     ) -> Any:
-        """:meth:`observe` by compiled passes (:func:`ainet_gym.envs.kernels.observe_flat`), the same
+        """:meth:`observe` by compiled passes (:func:`ainet_gym.envs.kernels.observe_history` and :func:`~ainet_gym.envs.kernels.observe_rest`), the same
         floating-point operations as the numpy code (bit for bit). ``early``: the blocks written on the
-        kernel threads (:meth:`_observe_history_early`): the history, and the rest as it is when the
+        kernel threads (:meth:`_early_blocks`): the history, and the rest as it is when the
         dynamics changed nothing it shows (else the rest is written again here)."""
         w = self.world
         sim = w.sim
@@ -982,8 +982,8 @@ _INFO_JOB_KEYS = (
 )
 
 
-class _EarlyHistory:
-    """The link-history block of a compiled step's observation and the per-job part of its info, computed
+class _EarlyBlocks:
+    """The observation blocks and the per-job part of the info of a compiled step, computed
     on the kernel threads right after each instance range's interval and figures
     (:meth:`FabricWorld.step`'s ``after_figures``): the observation array, each range's largest newest
     utilisation and the info arrays."""

@@ -18,7 +18,6 @@ __all__ = [
     "decode_merge_range",
     "decode_split",
     "info_jobs",
-    "observe_flat",
     "observe_history",
     "observe_rest",
 ]
@@ -103,36 +102,12 @@ def _nan_to_zero(x):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def observe_flat(
-    lo, hi, hist, push, lu, net_links, cap, net_capacity, job_unit, has_res, eff, util, phase_cur, unit_nphases,
-    time_s, iter_start, job_ideal, slots, step_count, episode_steps, o_util, o_cap, o_jobs, o_slots, o_prog,
-    obs, top_out,
-):  # pragma: no cover - compiled  # fmt: skip
-    """The flat observation of :meth:`ainet_gym.envs.env.EnvCore.observe` (all blocks but the background
-    one) in one pass, with the same floating-point operations as the numpy code (bit for bit), after
-    pushing the network links' utilisation of the interval into the history of the ``push`` instances:
-    :func:`observe_history` then :func:`observe_rest`.
-
-    ``hist`` (B, H, N) link-utilisation history, newest first, updated in place where ``push`` (B,) is
-    set, from ``lu`` (B, L) at ``net_links`` (N,); ``cap`` (B, L) bytes/s and ``net_capacity`` (N,) the
-    nominal ones; ``job_unit`` (B, J) flat unit of each job slot (-1: empty); ``eff`` and ``util`` (B, J)
-    read only when ``has_res``; the unit tables ``phase_cur``, ``unit_nphases``, ``iter_start`` (U,) and
-    ``time_s`` (B,); ``job_ideal`` (B, J) s; ``slots`` (B, S * 3) float32, the slot block;
-    ``step_count`` (B,); ``o_*`` the offsets of the blocks in ``obs`` (B, D) float32, written; ``top``
-    (1,) gets the largest newest utilisation (NaN if any is NaN; -inf for none), for the capacity check.
-    Only the instances ``lo:hi`` are read and written."""
-    observe_history(lo, hi, hist, push, lu, net_links, o_util, obs, top_out)
-    observe_rest(
-        lo, hi, net_links, cap, net_capacity, job_unit, has_res, eff, util, phase_cur, unit_nphases, time_s,
-        iter_start, job_ideal, slots, step_count, episode_steps, o_cap, o_jobs, o_slots, o_prog, obs,
-    )  # fmt: skip
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def observe_history(lo, hi, hist, push, lu, net_links, o_util, obs, top_out):  # pragma: no cover - compiled
-    """The link-utilisation block of the observation (see :func:`observe_flat`): push ``lu`` into the
-    history of the ``push`` instances, write the history into ``obs`` from ``o_util`` on, and the largest
-    newest utilisation of the instances ``lo:hi`` into ``top_out[0]``. It reads only the interval's
+    """The link-utilisation block of the flat observation of :meth:`ainet_gym.envs.env.EnvCore.observe`,
+    with the numpy code's floating-point operations (bit for bit): push ``lu`` (B, L) at ``net_links`` (N,)
+    into the history ``hist`` (B, H, N, newest first) of the ``push`` (B,) instances, write the history into
+    ``obs`` (B, D) float32 from ``o_util`` on, and the largest newest utilisation of the instances ``lo:hi``
+    into ``top_out[0]`` (NaN if any is NaN; -inf for none), for the capacity check. It reads only the interval's
     figures and the history, so it may run right after the interval, before the dynamics of the next one
     (:meth:`ainet_gym.envs.env.EnvCore.step` runs it on the kernel threads)."""
     H, N = hist.shape[1], hist.shape[2]
@@ -172,9 +147,13 @@ def observe_rest(
     lo, hi, net_links, cap, net_capacity, job_unit, has_res, eff, util, phase_cur, unit_nphases, time_s,
     iter_start, job_ideal, slots, step_count, episode_steps, o_cap, o_jobs, o_slots, o_prog, obs,
 ):  # pragma: no cover - compiled  # fmt: skip
-    """Every block of the observation but the link utilisation and the background (see
-    :func:`observe_flat`): the capacities, jobs, slots and progress of the next interval, for the
-    instances ``lo:hi``."""
+    """Every block of the flat observation but the link utilisation and the background, for the instances
+    ``lo:hi``, with the numpy code's floating-point operations (bit for bit): the capacities ``cap`` (B, L)
+    bytes/s over the nominal ``net_capacity`` (N,); per job slot (``job_unit`` (B, J), -1: empty) alive,
+    efficiency and utilisation (``eff``, ``util`` (B, J), read only when ``has_res``), communicating (the
+    unit tables ``phase_cur``, ``unit_nphases``) and the squashed time since its iteration started
+    (``time_s`` (B,), ``iter_start`` (U,), ``job_ideal`` (B, J) s); the slot block ``slots`` (B, S * 3)
+    float32; the progress ``step_count`` (B,) / ``episode_steps``. ``o_*``: the blocks' offsets in ``obs``."""
     N = net_links.shape[0]
     J = job_unit.shape[1]
     for b in range(lo, hi):
