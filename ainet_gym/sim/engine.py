@@ -301,6 +301,25 @@ class IntervalMetrics:
     solver_iterations: int
 
     @classmethod
+    def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
+        """Uninitialised accumulators, for the compiled interval, which zeroes each instance's part on that
+        instance's thread (:func:`ainet_gym.sim.kernels.run_interval_numba`) rather than here, serially."""
+        b, u = duration_s.shape[0], n_units
+        f64, i64 = np.float64, np.int64
+        return cls(
+            duration_s=duration_s,
+            iterations=np.empty(u, dtype=i64),
+            step_time_sum_s=np.empty(u, dtype=f64),
+            comm_time_sum_s=np.empty(u, dtype=f64),
+            compute_time_s=np.empty(u, dtype=f64),
+            active_time_s=np.empty(u, dtype=f64),
+            link_bytes=np.empty((b, n_links), dtype=f64),
+            stalled_flows=np.empty(b, dtype=i64),
+            events=0,
+            solver_iterations=0,
+        )
+
+    @classmethod
     def zeros(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
         """Zero accumulators for an interval of ``duration_s`` (batch,), which both backends add into."""
         b, u = duration_s.shape[0], n_units
@@ -806,7 +825,7 @@ class BatchSim:
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.empty(B)
         dur[...] = duration_s  # (batch,) s, a scalar broadcast
-        m = IntervalMetrics.zeros(dur, U, L)  # the kernel adds into its arrays
+        m = IntervalMetrics.empty(dur, U, L)  # each range zeroes its instances' part, then adds into it
         f64, i64 = np.float64, np.int64
         cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=f64).reshape(-1)
         t = self.table

@@ -9,7 +9,8 @@ changed since its last solve (capacities and the split are fixed within an inter
 
 Threads: the instances of a batch are cut into contiguous ranges (:func:`batch_ranges`, about equal
 work each) that the calling thread and :func:`kernel_threads` - 1 worker threads take in turn
-(:func:`run_ranges`); the kernels release the GIL. Every instance is walked by one thread with the same
+(:func:`run_ranges`, :mod:`ainet_gym.sim.crew`: between steps the workers spin briefly for the next
+hand-off rather than sleep); the kernels release the GIL. Every instance is walked by one thread with the same
 operations in the same order, so results are bit for bit the same for any thread count. Set the count
 with ``NUMBA_NUM_THREADS`` (numba's own variable; default: the CPUs the process may use); ``1`` keeps
 everything on the calling thread. Python threads rather than ``parallel=True``: they need no threading
@@ -35,9 +36,10 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from ainet_gym.sim.crew import Crew
 
 try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
     from numba import njit
@@ -78,9 +80,9 @@ RANGES_PER_THREAD = 2
 #: a range to another thread (tens of microseconds) costs more than it saves.
 MIN_SEGMENTS_PER_RANGE = 2048
 
-_pool: ThreadPoolExecutor | None = None
-_pool_key: tuple[int, int] | None = None  # (process id, workers) the pool was made for
-_pool_lock = threading.Lock()
+_crew: Crew | None = None
+_crew_key: tuple[int, int] | None = None  # (process id, workers) the crew was made for
+_crew_lock = threading.Lock()
 
 
 def kernel_threads() -> int:
@@ -115,17 +117,15 @@ def batch_ranges(cost: np.ndarray, n_threads: int, min_cost: float | None = None
     return [(int(lo), int(hi)) for lo, hi in itertools.pairwise(bounds)]
 
 
-def _get_pool(workers: int) -> ThreadPoolExecutor:
+def _get_crew(workers: int) -> Crew:
     """The process's worker threads (made again after a fork: a child inherits no threads)."""
-    global _pool, _pool_key
+    global _crew, _crew_key
     key = (os.getpid(), workers)
-    with _pool_lock:
-        if _pool is None or _pool_key != key:
-            if _pool is not None and _pool_key is not None and _pool_key[0] == key[0]:
-                _pool.shutdown(wait=False)
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ainet-gym-kernel")
-            _pool_key = key
-        return _pool
+    with _crew_lock:
+        if _crew is None or _crew_key != key:
+            _crew = Crew(workers)  # an earlier crew of this process sleeps on, unused
+            _crew_key = key
+        return _crew
 
 
 def run_ranges(fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
@@ -135,29 +135,15 @@ def run_ranges(fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
 
     The ranges are taken in turn by whichever thread is free, this one included: on a machine whose
     cores are busy with other work, a worker that is not scheduled in time simply takes none, and the
-    call costs about what one thread would."""
-    if len(ranges) == 1:
-        fn(*args_of(*ranges[0]))
-        return
-    todo = iter(range(len(ranges)))
-    lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with lock:
-                i = next(todo, None)
-            if i is None:
-                return
-            fn(*args_of(*ranges[i]))
-
+    call costs about what one thread would. The workers wait for the next call spinning for a short
+    while before they sleep (:mod:`ainet_gym.sim.crew`); the first exception a range raised is raised
+    here once every range is done."""
     workers = min(kernel_threads(), len(ranges)) - 1
-    futures = [_get_pool(workers).submit(work) for _ in range(workers)] if workers > 0 else []
-    try:
-        work()
-    finally:
-        for f in futures:
-            if not f.cancel():  # started: wait for the range it took (a queued one took none)
-                f.result()
+    if workers <= 0:
+        for lo, hi in ranges:
+            fn(*args_of(lo, hi))
+        return
+    _get_crew(kernel_threads() - 1).run(fn, ranges, args_of)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -464,7 +450,8 @@ def run_interval_numba(
     Instance ``b``'s incidence entries are ``inst_seg[b]:ent_hi[b]`` of ``e_flow`` / ``e_link`` /
     ``e_coef``, as :func:`merge_range` writes them; ``link_excl`` (global links) marks the links that
     no two flows of their instance cross (one merged segment at most). State arrays are updated in place;
-    per-interval outputs (``iters`` .. ``stalled``) are accumulated into zeroed arrays. ``stats``
+    per-interval outputs (``iters`` .. ``stalled``) are accumulated into their instance's part, which
+    the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them). ``stats``
     receives (events, solver iterations, error code, error unit). Every array an instance writes is its
     own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
     different threads at once, each with its own ``stats``, and give the same result as one call.
@@ -517,6 +504,15 @@ def run_interval_numba(
         lo = b * n_links
         cap = capacity[lo : lo + n_links]
         t_left = duration[b]
+        for k in range(lo, lo + n_links):  # this instance's part of the outputs, zeroed here, on its thread
+            link_bytes[k] = 0.0
+        for u in range(u0, u1):
+            iters[u] = 0
+            step_sum[u] = 0.0
+            comm_sum[u] = 0.0
+            compute_t[u] = 0.0
+            active_t[u] = 0.0
+        stalled[b] = 0
         for f in range(f0, f1):
             act[f] = False
             moved[f] = 0.0

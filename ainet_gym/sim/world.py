@@ -109,7 +109,8 @@ class FabricWorld:
         self._unit_offset = np.zeros(batch, dtype=np.int64)  # (batch,) first flat unit of each instance
         self._unit_cache: dict[tuple, CompiledUnit] = {}  # (job, gpus, rotation) -> compiled job
         self._bg_cache: dict[tuple, CompiledUnit] = {}  # (source, gpus) -> compiled background
-        self._default_cache: tuple | None = None  # (conn_key, (hash seeds, dead links), ECMP split)
+        # (conn_key, capacity array, hash seeds, dead links, ECMP split)
+        self._default_cache: tuple | None = None
         # the GPUs of the scenario's jobs at reset (read-only, shared by the instances) when every placement
         # is deterministic: the same in every episode and instance, and no draw from the generators
         self._reset_gpus: list[np.ndarray] | None = None
@@ -447,12 +448,19 @@ class FabricWorld:
         """
         sim = self.sim
         assert sim is not None
-        dead = sim.capacity_bytes_per_s <= 0
-        # valid while the connections (the same conn_key array), the hash seeds and the dead links are
-        key = (self.hash_seed.tobytes(), dead.tobytes() if dead.any() else b"")
         cached = self._default_cache
-        if cached is not None and cached[0] is sim.conn_key and cached[1] == key:
-            return cached[2].copy() if copy else cached[2]
+        seeds = self.hash_seed.tobytes()
+        # valid while the connections (the same conn_key array), the hash seeds and the dead links are;
+        # the capacity array is the engine's own while no capacity factor changes (see _advance_dynamics),
+        # so the dead links are compared only when it is a new one
+        cap = sim.capacity_bytes_per_s
+        if cached is not None and cached[0] is sim.conn_key and cached[1] is cap and cached[2] == seeds:
+            return cached[4].copy() if copy else cached[4]
+        dead = cap <= 0
+        key = dead.tobytes() if dead.any() else b""
+        if cached is not None and cached[0] is sim.conn_key and cached[2] == seeds and cached[3] == key:
+            self._default_cache = (sim.conn_key, cap, seeds, key, cached[4])
+            return cached[4].copy() if copy else cached[4]
         seed = self.hash_seed[sim.unit_inst[sim.conn_unit]] if sim.n_conns else 0
         qps = self.scenario.routing.qps_per_connection
         live = self.live_paths()
@@ -470,7 +478,7 @@ class FabricWorld:
                 remap += np.where(live[hit] & (rank == k), pick[:, k : k + 1], 0.0)
             split[hit] = remap
         split.flags.writeable = False
-        self._default_cache = (sim.conn_key, key, split)
+        self._default_cache = (sim.conn_key, cap, seeds, key, split)
         return split.copy() if copy else split
 
     def wcmp(self, link_weight: np.ndarray) -> np.ndarray:

@@ -1,0 +1,208 @@
+"""The worker threads that take instance ranges of a batch beside the calling thread (:func:`run_ranges`).
+
+A step of the compiled backend hands its instance ranges to the threads once (decode, merge, interval,
+figures, observation and info run per range on one thread). On a 2-core machine a B = 64 step of
+``SpineLeaf-v0`` takes about a millisecond, so the hand-off itself matters: a worker sleeping in a
+condition variable (as in a :class:`concurrent.futures.ThreadPoolExecutor`) needs tens of microseconds to
+wake, at the start of the step and again for the caller to learn that the last range is done.
+
+So a worker that finished a hand-off first waits for the next one by spinning, in compiled code that
+holds no GIL, on a flag the caller sets, for at most :data:`SPIN_S` (``$AINET_GYM_SPIN_US``, default
+1000 us) before it sleeps; the caller waits for the last range the same way. This is what OpenMP
+runtimes do between parallel regions (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``). A spinning worker keeps
+one core busy for up to that long after each step: ``AINET_GYM_SPIN_US=0`` makes the threads sleep at
+once (slower hand-offs, no spinning). The flags are read and written with acquire and release atomics,
+so a thread that sees a range done also sees what the range wrote.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["SPIN_S", "Crew", "spin_until"]
+
+
+def _spin_seconds() -> float:
+    raw = os.environ.get("AINET_GYM_SPIN_US", "1000")
+    try:
+        us = float(raw)
+    except ValueError:
+        raise ValueError(f"AINET_GYM_SPIN_US={raw!r}: expected microseconds, a number >= 0") from None
+    if not us >= 0:
+        raise ValueError(f"AINET_GYM_SPIN_US={raw!r}: expected microseconds, a number >= 0")
+    return us * 1e-6
+
+
+#: how long (s) a worker spins for the next hand-off, and the caller for the last range, before sleeping
+SPIN_S = _spin_seconds()
+
+POSTED, FINISHED = 0, 1  # the flags: sequence number of the last hand-off posted / fully done
+
+try:
+    from numba import njit, types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def _load_acquire(typingctx, arr, idx):  # pragma: no cover - compiled
+        """``arr[idx]`` (int64) as an atomic load with acquire ordering (never hoisted out of a loop)."""
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+            return builder.load_atomic(ptr, "acquire", 8)
+
+        return types.int64(arr, types.intp), codegen
+
+    @intrinsic
+    def _store_release(typingctx, arr, idx, val):  # pragma: no cover - compiled
+        """``arr[idx] = val`` (int64) as an atomic store with release ordering."""
+
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+            builder.store_atomic(args[2], ptr, "release", 8)
+            return context.get_dummy_value()
+
+        return types.void(arr, types.intp, types.int64), codegen
+
+    @njit(cache=True, nogil=True)
+    def spin_until(flags, i, target, max_loads):  # pragma: no cover - compiled
+        """Spin until ``flags[i] >= target`` (True) or ``max_loads`` reads went by (False), without the GIL."""
+        for _ in range(max_loads):  # noqa: SIM110 - a loop numba compiles (no generators)
+            if _load_acquire(flags, i) >= target:
+                return True
+        return False
+
+    @njit(cache=True, nogil=True)
+    def _publish(flags, i, value):  # pragma: no cover - compiled
+        """``flags[i] = value`` with release ordering: what this thread wrote before is seen with it."""
+        _store_release(flags, i, value)
+
+    HAVE_SPIN = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    HAVE_SPIN = False
+
+    def spin_until(flags, i, target, max_loads):  # type: ignore[no-redef]
+        return bool(flags[i] >= target)
+
+    def _publish(flags, i, value):  # type: ignore[no-redef]
+        flags[i] = value
+
+
+class _Job:
+    """One hand-off: ranges are claimed from ``todo`` and counted done with ``done`` (both atomic under the
+    GIL); the thread that finishes the last range publishes ``seq`` and sets ``event``."""
+
+    __slots__ = ("args_of", "done", "error", "event", "fn", "n", "ranges", "seq", "todo")
+
+    def __init__(self, seq: int, fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
+                 args_of: Callable[[int, int], tuple]) -> None:  # fmt: skip
+        self.seq, self.fn, self.ranges, self.args_of = seq, fn, ranges, args_of
+        self.n = len(ranges)
+        self.todo = iter(range(self.n))
+        self.done = itertools.count()
+        self.error: BaseException | None = None
+        self.event = threading.Event()
+
+
+class Crew:
+    """``workers`` daemon threads that take ranges of the hand-offs of :meth:`run` beside the caller.
+
+    One hand-off at a time: :meth:`run` from a second thread while one runs takes every range itself
+    (correct, just without the workers)."""
+
+    def __init__(self, workers: int, spin_s: float = SPIN_S) -> None:
+        self.flags = np.zeros(2, dtype=np.int64)  # POSTED, FINISHED sequence numbers
+        self.seq = 0
+        self.job: _Job | None = None
+        self.busy = threading.Lock()  # held by the thread whose hand-off is running
+        self.cond = threading.Condition()
+        self.sleeping = 0
+        self.spin_loads = self._calibrate(spin_s)
+        self.threads = [
+            threading.Thread(target=self._serve, name=f"ainet-gym-kernel-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for t in self.threads:
+            t.start()
+
+    def _calibrate(self, spin_s: float) -> int:
+        """Flag reads that take about ``spin_s`` on this machine (0: no spinning)."""
+        if spin_s <= 0 or not HAVE_SPIN:
+            return 0
+        probe = np.zeros(1, dtype=np.int64)
+        spin_until(probe, 0, 1, 16)  # compiled (or loaded from the cache) before timing
+        n = 100_000
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            spin_until(probe, 0, 1, n)
+            best = min(best, time.perf_counter() - t0)
+        return max(1, int(n * spin_s / max(best, 1e-9)))
+
+    def _serve(self) -> None:
+        seen = 0
+        while True:
+            target = seen + 1
+            if not spin_until(self.flags, POSTED, target, self.spin_loads):
+                with self.cond:
+                    self.sleeping += 1
+                    while self.flags[POSTED] < target:
+                        self.cond.wait()
+                    self.sleeping -= 1
+            job = self.job
+            if job is None:  # pragma: no cover - posted before the job was set: cannot happen
+                continue
+            seen = job.seq
+            self._work(job)
+
+    def _work(self, job: _Job) -> bool:
+        """Take ranges of ``job`` until none is left; True if this thread finished the job's last range.
+        After a range failed, the ranges still unclaimed are counted done without running."""
+        last = False
+        while True:
+            i = next(job.todo, job.n)
+            if i >= job.n:
+                return last
+            if job.error is None:
+                try:
+                    job.fn(*job.args_of(*job.ranges[i]))
+                except BaseException as e:  # re-raised by the caller of run
+                    if job.error is None:
+                        job.error = e
+            if next(job.done) == job.n - 1:  # the last range of the job is done
+                _publish(self.flags, FINISHED, job.seq)
+                job.event.set()
+                last = True
+
+    def run(self, fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
+            args_of: Callable[[int, int], tuple]) -> None:  # fmt: skip
+        """``fn(*args_of(lo, hi))`` once for every range, on this thread and the workers."""
+        if not self.busy.acquire(blocking=False):  # another thread's hand-off is running
+            for lo, hi in ranges:
+                fn(*args_of(lo, hi))
+            return
+        try:
+            self.seq += 1
+            job = _Job(self.seq, fn, ranges, args_of)
+            self.job = job
+            self.flags[POSTED] = job.seq  # seen by spinning workers at once
+            if self.sleeping:
+                with self.cond:
+                    self.cond.notify_all()
+            # then wait for the ranges the workers took
+            if not self._work(job) and not spin_until(self.flags, FINISHED, job.seq, self.spin_loads):
+                job.event.wait()
+        finally:
+            self.busy.release()
+        if job.error is not None:
+            raise job.error
