@@ -333,6 +333,20 @@ class _Timer:
                 break
         self.best, self.steps = max(self.best, self.batch * steps / dt), self.steps + steps
 
+    def events_per_step(self, steps: int = 8) -> float | None:
+        """Mean events of an interval (the most any copy of the batch had) over ``steps`` more steps, untimed,
+        leaving out a step in which every copy stood still (the vector env's autoreset step)."""
+        core = getattr(self.env, "core", None) or self.env.unwrapped.core
+        seen: list[int] = []
+        for i in range(steps):
+            out = self.env.step(self.actions[i % 4])
+            res = core.last_result
+            if res is not None and bool(np.any(res.duration_s > 0)):
+                seen.append(int(res.events))
+            if not self.vector and (out[2] or out[3]):
+                self.env.reset()
+        return float(np.mean(seen)) if seen else None
+
 
 #: scenarios up to this many GPUs time their single env and every vector env in interleaved windows
 INTERLEAVE_MAX_GPUS = 1024
@@ -413,13 +427,11 @@ def bench_env(cfg: BenchConfig, progress: Progress) -> list[dict]:
 
 def _finish(row: dict, timer: _Timer, single: float) -> None:
     """Fill an env row from its timer (``single``: the best rate of the single env of its group)."""
-    core = getattr(timer.env, "core", None) or timer.env.unwrapped.core
-    last = core.last_result
     row.update(
         env_steps_per_s=timer.best,
         steps_timed=timer.steps,
         speedup_vs_single=timer.best / single,
-        events_per_step=int(last.events) if last is not None else None,
+        events_per_step=timer.events_per_step(),
     )
 
 
