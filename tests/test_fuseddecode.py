@@ -19,10 +19,15 @@ pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not in
 
 def _entries(sim) -> list[bytes]:
     t = sim.table
-    out = [sim.split.tobytes(), t.seg_coef.tobytes(), t.ent_hi.tobytes()]
-    for b in range(sim.batch):
-        lo, hi = t.inst_seg[b], t.ent_hi[b]
-        out += [t.e_flow_buf[lo:hi].tobytes(), t.e_link_buf[lo:hi].tobytes(), t.e_coef_buf[lo:hi].tobytes()]
+    out = [sim.split.tobytes(), t.seg_coef.tobytes(), t.ent_hi.tobytes(), t.ex_lo.tobytes(), t.fe_lo.tobytes(),
+           t.fe_hi.tobytes()]  # fmt: skip
+    for b in range(sim.batch):  # the shared entries, then the exclusive ones
+        for lo, hi in ((t.inst_seg[b], t.ent_hi[b]), (t.ex_lo[b], t.inst_seg[b + 1])):
+            out += [
+                t.e_flow_buf[lo:hi].tobytes(),
+                t.e_link_buf[lo:hi].tobytes(),
+                t.e_coef_buf[lo:hi].tobytes(),
+            ]
     return out
 
 

@@ -67,7 +67,7 @@ def _decode_rows(
 def decode_merge_range(
     b_lo, b_hi, actions, ctrl, conns, npaths, default, fixed, ctrl_lo, fixed_lo, out, seg_cand, cand_gather,
     seg_flow, seg_link, inst_seg, seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths,
-    rowsum,
+    rowsum, seg_excl, ex_lo, fe_lo, fe_hi, inst_flow,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`decode_split` and the engine's merge of the split (:func:`ainet_gym.sim.kernels.merge_instance`)
     for the instances ``b_lo:b_hi``, instance by instance while its rows are in cache (the kernel of
@@ -80,7 +80,8 @@ def decode_merge_range(
         _decode_rows(ctrl_lo[b], ctrl_lo[b + 1], fixed_lo[b], fixed_lo[b + 1], actions, ctrl, conns, npaths,
                      default, fixed, out, r)  # fmt: skip
         merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                       seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum)  # fmt: skip
+                       seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
+                       seg_excl, ex_lo, fe_lo, fe_hi, inst_flow)  # fmt: skip
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

@@ -374,12 +374,17 @@ class EntryTable:
     e_flow_buf: np.ndarray  # (segments,) nonzero entries of each instance, compacted from inst_seg[b] (numba)
     e_link_buf: np.ndarray  # (segments,) their links
     e_coef_buf: np.ndarray  # (segments,) their coefficients
-    ent_hi: np.ndarray  # (batch,) one past each instance's last compacted entry
+    ent_hi: np.ndarray  # (batch,) one past each instance's last compacted entry on a shared link
     link_excl: np.ndarray  # (batch * links,) bool: a link no two flows of its instance cross (numba solver)
+    seg_excl: np.ndarray  # (segments,) bool: the segment's link is exclusive (link_excl of seg_link)
+    ex_lo: np.ndarray  # (batch,) first exclusive entry of each instance (they end at inst_seg[b + 1])
+    fe_lo: np.ndarray  # (flows,) first shared entry of each flow
+    fe_hi: np.ndarray  # (flows,) one past its last
     seg_row: np.ndarray  # (segments,) connection whose whole row the segment sums in path order (-1: none)
     inst_conn: np.ndarray  # (batch+1,) first connection of each instance
     conn_npaths: np.ndarray  # (connections,) candidate paths of each connection
     rowsum_buf: np.ndarray  # (connections,) each connection's split row summed in path order (numba merge)
+    inst_flow: np.ndarray  # (batch+1,) first flow of each instance
     ranges: list[tuple[int, int]]  # instance ranges the kernel threads take in turn
 
     @property
@@ -387,8 +392,9 @@ class EntryTable:
         return int(self.seg_flow.shape[0])
 
     def row_args(self) -> tuple:
-        """The row-sum arguments of :func:`ainet_gym.sim.kernels.merge_instance` (after ``ent_hi``)."""
-        return (self.seg_row, self.inst_conn, self.conn_npaths, self.rowsum_buf)
+        """The arguments of :func:`ainet_gym.sim.kernels.merge_instance` after ``ent_hi``."""
+        return (self.seg_row, self.inst_conn, self.conn_npaths, self.rowsum_buf, self.seg_excl, self.ex_lo,
+                self.fe_lo, self.fe_hi, self.inst_flow)  # fmt: skip
 
     @classmethod
     def build(
@@ -422,6 +428,8 @@ class EntryTable:
         in_order = np.bincount(cand_seg[1:][steps], minlength=n_seg) == n_cand - 1
         whole = (first == conn * max_paths) & (n_cand == conn_npaths[conn]) if n_seg else in_order
         seg_row = np.where(in_order & whole, conn, -1).astype(np.int64)
+        link_excl = np.bincount(seg_link, minlength=batch * n_links) <= 1
+        n_flows = int(inst_flow[-1]) if inst_flow.size else 0
         return cls(
             cand_gather=cand_gather,
             cand_seg=cand_seg,
@@ -435,7 +443,12 @@ class EntryTable:
             e_link_buf=np.zeros(n_seg, dtype=np.int64),
             e_coef_buf=np.zeros(n_seg),
             ent_hi=inst_seg[:-1].copy(),
-            link_excl=np.bincount(seg_link, minlength=batch * n_links) <= 1,
+            link_excl=link_excl,
+            seg_excl=link_excl[seg_link],
+            ex_lo=inst_seg[1:].copy(),
+            fe_lo=np.zeros(n_flows, dtype=np.int64),
+            fe_hi=np.zeros(n_flows, dtype=np.int64),
+            inst_flow=np.asarray(inst_flow, dtype=np.int64),
             seg_row=seg_row,
             inst_conn=np.asarray(inst_conn, dtype=np.int64),
             conn_npaths=np.asarray(conn_npaths, dtype=np.int64),
@@ -612,7 +625,8 @@ class BatchSim:
         numba backend; the result is that of :meth:`set_split` with the same split).
 
         ``kernel(lo, hi, *args, out, seg_cand, cand_gather, seg_flow, seg_link, inst_seg, seg_coef, e_flow,
-        e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum)`` must write the rows of ``out`` of the connections of the instances
+        e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum, seg_excl, ex_lo, fe_lo, fe_hi,
+        inst_flow)`` must write the rows of ``out`` of the connections of the instances
         ``lo:hi`` and then call :func:`ainet_gym.sim.kernels.merge_instance` on each of them (with
         ``out.reshape(-1)`` as the split); it must release the GIL (ranges run on the kernel threads).
 
@@ -853,7 +867,7 @@ class BatchSim:
             kernel, ranges,
             lambda lo, hi: (
                 lo, hi, dur, self.rate_updates == "phase", max_events, L, max_rounds, _EPS_T, _EPS_B,
-                t.inst_seg, t.ent_hi, ef, el, ec, t.link_excl, self.inst_unit, self.inst_flow,
+                t.inst_seg, t.ent_hi, t.ex_lo, t.fe_lo, t.fe_hi, ef, el, ec, self.inst_unit, self.inst_flow,
                 alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
                 phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
                 self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,

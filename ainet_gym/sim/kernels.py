@@ -179,7 +179,8 @@ def block_sum(x, lo, n):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True)
 def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum):  # fmt: skip  # pragma: no cover
+                seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
+                seg_excl, ex_lo, fe_lo, fe_hi, inst_flow):  # fmt: skip  # pragma: no cover
     """Incidence entries of a split for the instances ``b_lo:b_hi``.
 
     The candidate (member, path, hop) coefficients ``split_flat[cand_gather[i]]`` of segment ``j`` (a
@@ -187,7 +188,10 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
     order (as ``np.bincount`` adds), goes to ``seg_coef[j]``. Instance ``b``'s segments are
     ``inst_seg[b]:inst_seg[b + 1]``; its nonzero ones are written compacted from ``inst_seg[b]`` on in
     ``e_flow`` / ``e_link`` / ``e_coef`` (sorted by flow, as the segments are), and ``ent_hi[b]`` is one
-    past the last. Instances own disjoint ranges of every output, so threads may merge different
+    past the last, except those on a link that no other flow of the instance crosses (``seg_excl``), which
+    are written from ``inst_seg[b + 1] - 1`` down to ``ex_lo[b]``; flow ``f``'s other entries are
+    ``fe_lo[f]:fe_hi[f]`` (the flows of instance ``b`` are ``inst_flow[b]:inst_flow[b + 1]``). The interval
+    folds the exclusive ones into demand caps (:func:`run_interval_numba`), and solves over the rest. Instances own disjoint ranges of every output, so threads may merge different
     instances at the same time.
 
     A segment with ``seg_row[j] = c >= 0`` sums the whole row of connection ``c`` (its ``conn_npaths[c]``
@@ -196,12 +200,14 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
     same additions in the same order."""
     for b in range(b_lo, b_hi):
         merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                       seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum)  # fmt: skip
+                       seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
+                       seg_excl, ex_lo, fe_lo, fe_hi, inst_flow)  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
 def merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                   seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum):  # fmt: skip  # pragma: no cover
+                   seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
+                   seg_excl, ex_lo, fe_lo, fe_hi, inst_flow):  # fmt: skip  # pragma: no cover
     """The merge of :func:`merge_range` for instance ``b`` alone (also called by kernels that write an
     instance's split and merge it in one pass, see :meth:`ainet_gym.sim.engine.BatchSim.set_split_fused`)."""
     P = split_flat.shape[0] // max(conn_npaths.shape[0], 1)  # the split's row length (max_paths)
@@ -211,7 +217,12 @@ def merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, ins
         for p in range(conn_npaths[k]):
             r += split_flat[o + p]
         rowsum[k] = r
-    n = inst_seg[b]
+    for f in range(inst_flow[b], inst_flow[b + 1]):
+        fe_lo[f] = 0
+        fe_hi[f] = 0
+    n = inst_seg[b]  # the next shared entry, from the front
+    x = inst_seg[b + 1]  # one past the last exclusive entry, from the back
+    prev = -1
     for j in range(inst_seg[b], inst_seg[b + 1]):
         if seg_row[j] >= 0:
             c = rowsum[seg_row[j]]
@@ -221,11 +232,23 @@ def merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, ins
                 c += split_flat[cand_gather[i]]
         seg_coef[j] = c
         if c > 0:
-            e_flow[n] = seg_flow[j]
-            e_link[n] = seg_link[j]
-            e_coef[n] = c
-            n += 1
+            f = seg_flow[j]
+            if seg_excl[j]:
+                x -= 1
+                e_flow[x] = f
+                e_link[x] = seg_link[j]
+                e_coef[x] = c
+            else:
+                if f != prev:
+                    fe_lo[f] = n
+                    prev = f
+                e_flow[n] = f
+                e_link[n] = seg_link[j]
+                e_coef[n] = c
+                n += 1
+                fe_hi[f] = n
     ent_hi[b] = n
+    ex_lo[b] = x
 
 
 @njit(cache=True, nogil=True)
@@ -435,7 +458,7 @@ def _process_events(
 @njit(cache=True, nogil=True)
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, max_events, n_links, max_rounds, eps_t, eps_b,
-    inst_seg, ent_hi, e_flow, e_link, e_coef, link_excl,
+    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef,
     inst_unit, inst_flow,
     unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
     phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
@@ -447,9 +470,10 @@ def run_interval_numba(
     """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event (see the module
     docstring).
 
-    Instance ``b``'s incidence entries are ``inst_seg[b]:ent_hi[b]`` of ``e_flow`` / ``e_link`` /
-    ``e_coef``, as :func:`merge_range` writes them; ``link_excl`` (global links) marks the links that
-    no two flows of their instance cross (one merged segment at most). State arrays are updated in place;
+    Instance ``b``'s incidence entries of ``e_flow`` / ``e_link`` / ``e_coef`` are as :func:`merge_range`
+    writes them: those on links that two or more of its flows may cross at ``inst_seg[b]:ent_hi[b]``,
+    flow ``f``'s at ``fe_lo[f]:fe_hi[f]``, and those on the links that no two of its flows cross (one
+    entry at most each) at ``ex_lo[b]:inst_seg[b + 1]``. State arrays are updated in place;
     per-interval outputs (``iters`` .. ``stalled``) are accumulated into their instance's part, which
     the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them). ``stats``
     receives (events, solver iterations, error code, error unit). Every array an instance writes is its
@@ -469,17 +493,7 @@ def run_interval_numba(
     moved = np.empty(n_flows)  # (flows,) bytes moved in the interval
     t_phase = np.empty(n_phases)
     act_flows = np.empty(n_flows, dtype=np.int64)
-    e_max = 0  # most entries of one instance in the range
-    for b in range(b_lo, b_hi):
-        if ent_hi[b] - inst_seg[b] > e_max:
-            e_max = ent_hi[b] - inst_seg[b]
-    # the shared entries of an instance (links that two or more of its flows may cross), compacted per
-    # flow: flow f's are s_link / s_coef[fs_lo[f]:fs_hi[f]]; its links that no other flow crosses become a cap
-    fs_lo = np.empty(n_flows, dtype=np.int64)
-    fs_hi = np.empty(n_flows, dtype=np.int64)
     dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
-    s_link = np.empty(e_max, dtype=np.int64)
-    s_coef = np.empty(e_max)
     # solver scratch, one row per active flow of an instance
     live_i = np.empty((f_max, 3), dtype=np.int64)
     live_x = np.empty((f_max, 2))
@@ -500,7 +514,6 @@ def run_interval_numba(
     for b in range(b_lo, b_hi):
         u0, u1 = inst_unit[b], inst_unit[b + 1]
         f0, f1 = inst_flow[b], inst_flow[b + 1]
-        e0, e1 = inst_seg[b], ent_hi[b]
         lo = b * n_links
         cap = capacity[lo : lo + n_links]
         t_left = duration[b]
@@ -516,30 +529,17 @@ def run_interval_numba(
         for f in range(f0, f1):
             act[f] = False
             moved[f] = 0.0
-            fs_lo[f] = 0
-            fs_hi[f] = 0
             dcap[f] = flow_demand[f]
         # A link only one flow crosses keeps its share cap / coef through the solve (nothing else is
         # taken off it), so it acts on the flow exactly as a demand cap would: the solver sees the flow's
         # demand capped by the least of those shares (the same rates, bit for bit; the parallel rule
         # freezes the same flows in the same rounds) and only the shared links, often half the entries.
-        n_s = 0
-        prev = -1
-        for e in range(e0, e1):  # entries are sorted by flow
+        # The merge wrote the exclusive entries apart (ex_lo[b]:inst_seg[b + 1]) and the shared ones per flow.
+        for e in range(ex_lo[b], inst_seg[b + 1]):
             f = e_flow[e]
-            if f != prev:
-                fs_lo[f] = n_s
-                prev = f
-            lk = e_link[e]
-            if link_excl[lk]:
-                x = cap[lk - lo] / e_coef[e]  # the link's share in every round (coef > 0)
-                if x < dcap[f]:
-                    dcap[f] = x
-            else:
-                s_link[n_s] = lk
-                s_coef[n_s] = e_coef[e]
-                n_s += 1
-            fs_hi[f] = n_s
+            x = cap[e_link[e] - lo] / e_coef[e]  # the link's share in every round (coef > 0)
+            if x < dcap[f]:
+                dcap[f] = x
         err, eu = _process_events(
             b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap,
             phase_off, phase_latency, phase_flow_lo, phase_flow_n, phase_npred, phase_succ_off, phase_succ,
@@ -577,7 +577,7 @@ def run_interval_numba(
                     n_act += 1
             if changed:
                 it, tick = _solve_instance(
-                    n_act, act_flows, fs_lo, fs_hi, s_link, s_coef, lo, dcap, cap, rate,
+                    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, dcap, cap, rate,
                     remaining, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i,
                     froz_x, tick, touched,
                 )  # fmt: skip
@@ -673,8 +673,10 @@ def run_interval_numba(
                 stats[2], stats[3] = err, eu
                 return
         # link bytes: the split is fixed within the interval, so bytes per flow first, then per entry
-        # (in entry order from zero, as np.bincount sums)
-        for e in range(e0, e1):
+        # (each link's entries in entry order from zero, as np.bincount sums: an exclusive link has one)
+        for e in range(inst_seg[b], ent_hi[b]):
+            link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
+        for e in range(ex_lo[b], inst_seg[b + 1]):
             link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
         if ev > events:
             events = ev
