@@ -367,95 +367,6 @@ def _solve_instance(
 
 
 @njit(cache=True, nogil=True)
-def _process_events(
-    b, now, u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off,
-    phase_latency, phase_flow_lo, phase_flow_n, phase_npred, phase_succ_off, phase_succ, flow_bg,
-    flow_bytes, rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait,
-    phase_lat_left, iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, iters,
-    step_sum, comm_sum, max_rounds, eps_t, eps_b,
-):  # fmt: skip
-    """Every transition of instance ``b``'s units that is due now; returns (error code, unit)."""
-    for f in range(f0, f1):
-        if not flow_bg[f] and rem[f] <= eps_b * flow_bytes[f]:
-            rem[f] = 0.0
-    for u in range(u0, u1):
-        if not unit_alive[u] or unit_bg[u]:
-            continue
-        nph = unit_nphases[u]
-        p0 = phase_off[u]
-        settled = False
-        for _ in range(max_rounds):
-            changed = False
-            if phase_cur[u] == WAITING and t_start_left[u] <= eps_t:  # the job starts
-                phase_cur[u] = PRE_COMM
-                t_compute_left[u] = unit_compute[u]
-                t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
-                iter_start[u] = now
-                changed = True
-            if phase_cur[u] == PRE_COMM and t_comm_start_left[u] <= eps_t:  # communication starts
-                phase_cur[u] = 0
-                comm_start[u] = now
-                for p in range(p0, p0 + nph):  # phases that wait for none run, paying their latency
-                    phase_wait[p] = phase_npred[p]
-                    if phase_npred[p] == 0:
-                        phase_state[p] = RUNNING
-                        phase_lat_left[p] = phase_latency[p]
-                    else:
-                        phase_state[p] = IDLE
-                changed = True
-            pc = phase_cur[u]
-            if pc >= 0 and pc < nph:  # a phase ends when its latency is paid and no bytes are left
-                ended = False
-                for p in range(p0, p0 + nph):
-                    if phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
-                        continue
-                    pending = False
-                    for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                        if rem[f] > 0:
-                            pending = True
-                            break
-                    if pending:
-                        continue
-                    phase_state[p] = DONE
-                    phase_cur[u] += 1
-                    for e in range(phase_succ_off[p], phase_succ_off[p + 1]):  # its successors may start
-                        q = phase_succ[e]
-                        phase_wait[q] -= 1
-                        if phase_wait[q] == 0:
-                            phase_state[q] = RUNNING
-                            phase_lat_left[q] = phase_latency[q]
-                    ended = True
-                if ended:
-                    if phase_cur[u] == nph:
-                        comm_end[u] = now
-                    changed = True
-            if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
-                st = now - iter_start[u]
-                iters[u] += 1
-                step_sum[u] += st
-                comm_sum[u] += comm_end[u] - comm_start[u]
-                iterations_total[u] += 1
-                last_step_s[u] = st
-                last_comm_s[u] = comm_end[u] - comm_start[u]
-                if st <= 0:
-                    return ERR_ZERO_STEP, u
-                iter_start[u] = now
-                phase_cur[u] = PRE_COMM
-                t_compute_left[u] = unit_compute[u]
-                t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
-                for p in range(phase_off[u], phase_off[u] + nph):
-                    for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                        rem[f] = flow_bytes[f]
-                changed = True
-            if not changed:
-                settled = True
-                break
-        if not settled:
-            return ERR_SETTLE, u
-    return ERR_NONE, -1
-
-
-@njit(cache=True, nogil=True)
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, max_events, n_links, max_rounds, eps_t, eps_b,
     inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef,
@@ -540,19 +451,95 @@ def run_interval_numba(
             x = cap[e_link[e] - lo] / e_coef[e]  # the link's share in every round (coef > 0)
             if x < dcap[f]:
                 dcap[f] = x
-        err, eu = _process_events(
-            b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap,
-            phase_off, phase_latency, phase_flow_lo, phase_flow_n, phase_npred, phase_succ_off, phase_succ,
-            flow_bg, flow_bytes, rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left,
-            phase_state, phase_wait, phase_lat_left, iter_start, comm_start, comm_end, iterations_total,
-            last_step_s, last_comm_s, iters, step_sum, comm_sum, max_rounds, eps_t, eps_b,
-        )  # fmt: skip
-        if err != ERR_NONE:
-            stats[2], stats[3] = err, eu
-            return
         solved = False
         ev = 0
-        while t_left > eps_t:
+        while True:
+            # every transition of the instance's units that is due now (written here rather than called: a
+            # call would pass some 30 arrays, each reference-counted on the way in and out, atomically)
+            now = time_s[b]
+            for f in range(f0, f1):
+                if not flow_bg[f] and rem[f] <= eps_b * flow_bytes[f]:
+                    rem[f] = 0.0
+            for u in range(u0, u1):
+                if not unit_alive[u] or unit_bg[u]:
+                    continue
+                nph = unit_nphases[u]
+                p0 = phase_off[u]
+                settled = False
+                for _ in range(max_rounds):
+                    changed = False
+                    if phase_cur[u] == WAITING and t_start_left[u] <= eps_t:  # the job starts
+                        phase_cur[u] = PRE_COMM
+                        t_compute_left[u] = unit_compute[u]
+                        t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
+                        iter_start[u] = now
+                        changed = True
+                    if phase_cur[u] == PRE_COMM and t_comm_start_left[u] <= eps_t:  # communication starts
+                        phase_cur[u] = 0
+                        comm_start[u] = now
+                        for p in range(p0, p0 + nph):  # phases that wait for none run, paying their latency
+                            phase_wait[p] = phase_npred[p]
+                            if phase_npred[p] == 0:
+                                phase_state[p] = RUNNING
+                                phase_lat_left[p] = phase_latency[p]
+                            else:
+                                phase_state[p] = IDLE
+                        changed = True
+                    pc = phase_cur[u]
+                    if pc >= 0 and pc < nph:  # a phase ends when its latency is paid and no bytes are left
+                        ended = False
+                        for p in range(p0, p0 + nph):
+                            if phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
+                                continue
+                            pending = False
+                            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                                if rem[f] > 0:
+                                    pending = True
+                                    break
+                            if pending:
+                                continue
+                            phase_state[p] = DONE
+                            phase_cur[u] += 1
+                            for e in range(
+                                phase_succ_off[p], phase_succ_off[p + 1]
+                            ):  # its successors may start
+                                q = phase_succ[e]
+                                phase_wait[q] -= 1
+                                if phase_wait[q] == 0:
+                                    phase_state[q] = RUNNING
+                                    phase_lat_left[q] = phase_latency[q]
+                            ended = True
+                        if ended:
+                            if phase_cur[u] == nph:
+                                comm_end[u] = now
+                            changed = True
+                    if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
+                        st = now - iter_start[u]
+                        iters[u] += 1
+                        step_sum[u] += st
+                        comm_sum[u] += comm_end[u] - comm_start[u]
+                        iterations_total[u] += 1
+                        last_step_s[u] = st
+                        last_comm_s[u] = comm_end[u] - comm_start[u]
+                        if st <= 0:
+                            stats[2], stats[3] = ERR_ZERO_STEP, u
+                            return
+                        iter_start[u] = now
+                        phase_cur[u] = PRE_COMM
+                        t_compute_left[u] = unit_compute[u]
+                        t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
+                        for p in range(phase_off[u], phase_off[u] + nph):
+                            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                                rem[f] = flow_bytes[f]
+                        changed = True
+                    if not changed:
+                        settled = True
+                        break
+                if not settled:
+                    stats[2], stats[3] = ERR_SETTLE, u
+                    return
+            if not t_left > eps_t:
+                break
             ev += 1
             if ev > max_events:
                 stats[2], stats[3] = ERR_EVENTS, -1
@@ -661,17 +648,6 @@ def run_interval_numba(
                             phase_lat_left[p] = max(phase_lat_left[p] - dt, 0.0)
             time_s[b] += dt
             t_left -= dt
-            err, eu = _process_events(
-                b, time_s[b], u0, u1, f0, f1, unit_alive, unit_bg, unit_nphases, unit_compute,
-                unit_overlap, phase_off, phase_latency, phase_flow_lo, phase_flow_n, phase_npred,
-                phase_succ_off, phase_succ, flow_bg, flow_bytes, rem, phase_cur, t_start_left,
-                t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left, iter_start,
-                comm_start, comm_end, iterations_total, last_step_s, last_comm_s, iters, step_sum,
-                comm_sum, max_rounds, eps_t, eps_b,
-            )  # fmt: skip
-            if err != ERR_NONE:
-                stats[2], stats[3] = err, eu
-                return
         # link bytes: the split is fixed within the interval, so bytes per flow first, then per entry
         # (each link's entries in entry order from zero, as np.bincount sums: an exclusive link has one)
         for e in range(inst_seg[b], ent_hi[b]):
