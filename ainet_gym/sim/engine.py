@@ -392,7 +392,7 @@ class EntryTable:
         return int(self.seg_flow.shape[0])
 
     def row_args(self) -> tuple:
-        """The arguments of :func:`ainet_gym.sim.kernels.merge_instance` after ``ent_hi``."""
+        """The arguments of :func:`ainet_gym.sim.kernels.merge_range` after ``ent_hi``."""
         return (self.seg_row, self.inst_conn, self.conn_npaths, self.rowsum_buf, self.seg_excl, self.ex_lo,
                 self.fe_lo, self.fe_hi, self.inst_flow)  # fmt: skip
 
@@ -627,7 +627,7 @@ class BatchSim:
         ``kernel(lo, hi, *args, out, seg_cand, cand_gather, seg_flow, seg_link, inst_seg, seg_coef, e_flow,
         e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum, seg_excl, ex_lo, fe_lo, fe_hi,
         inst_flow)`` must write the rows of ``out`` of the connections of the instances
-        ``lo:hi`` and then call :func:`ainet_gym.sim.kernels.merge_instance` on each of them (with
+        ``lo:hi`` and then call :func:`ainet_gym.sim.kernels.merge_range` on them (with
         ``out.reshape(-1)`` as the split); it must release the GIL (ranges run on the kernel threads).
 
         ``defer=True`` leaves the pass to the next :meth:`run_interval`, which runs it for each instance

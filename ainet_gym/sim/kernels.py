@@ -61,7 +61,6 @@ __all__ = [
     "batch_ranges",
     "block_sum",
     "kernel_threads",
-    "merge_instance",
     "merge_range",
     "run_interval_numba",
     "run_ranges",
@@ -191,179 +190,53 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
     past the last, except those on a link that no other flow of the instance crosses (``seg_excl``), which
     are written from ``inst_seg[b + 1] - 1`` down to ``ex_lo[b]``; flow ``f``'s other entries are
     ``fe_lo[f]:fe_hi[f]`` (the flows of instance ``b`` are ``inst_flow[b]:inst_flow[b + 1]``). The interval
-    folds the exclusive ones into demand caps (:func:`run_interval_numba`), and solves over the rest. Instances own disjoint ranges of every output, so threads may merge different
-    instances at the same time.
+    folds the exclusive ones into demand caps (:func:`run_interval_numba`), and solves over the rest.
+    Instances own disjoint ranges of every output, so threads may merge different ranges at the same time.
 
     A segment with ``seg_row[j] = c >= 0`` sums the whole row of connection ``c`` (its ``conn_npaths[c]``
     paths, in order, as a NIC link every path crosses does): it takes ``rowsum[c]``, that row summed from 0 in
     path order once per connection (the instance's connections are ``inst_conn[b]:inst_conn[b + 1]``), the
     same additions in the same order."""
-    for b in range(b_lo, b_hi):
-        merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                       seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
-                       seg_excl, ex_lo, fe_lo, fe_hi, inst_flow)  # fmt: skip
-
-
-@njit(cache=True, nogil=True)
-def merge_instance(b, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                   seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
-                   seg_excl, ex_lo, fe_lo, fe_hi, inst_flow):  # fmt: skip  # pragma: no cover
-    """The merge of :func:`merge_range` for instance ``b`` alone (also called by kernels that write an
-    instance's split and merge it in one pass, see :meth:`ainet_gym.sim.engine.BatchSim.set_split_fused`)."""
     P = split_flat.shape[0] // max(conn_npaths.shape[0], 1)  # the split's row length (max_paths)
-    for k in range(inst_conn[b], inst_conn[b + 1]):  # each connection's row, summed once
-        r = 0.0
-        o = k * P
-        for p in range(conn_npaths[k]):
-            r += split_flat[o + p]
-        rowsum[k] = r
-    for f in range(inst_flow[b], inst_flow[b + 1]):
-        fe_lo[f] = 0
-        fe_hi[f] = 0
-    n = inst_seg[b]  # the next shared entry, from the front
-    x = inst_seg[b + 1]  # one past the last exclusive entry, from the back
-    prev = -1
-    for j in range(inst_seg[b], inst_seg[b + 1]):
-        if seg_row[j] >= 0:
-            c = rowsum[seg_row[j]]
-        else:
-            c = 0.0
-            for i in range(seg_cand[j], seg_cand[j + 1]):
-                c += split_flat[cand_gather[i]]
-        seg_coef[j] = c
-        if c > 0:
-            f = seg_flow[j]
-            if seg_excl[j]:
-                x -= 1
-                e_flow[x] = f
-                e_link[x] = seg_link[j]
-                e_coef[x] = c
+    for b in range(b_lo, b_hi):
+        for k in range(inst_conn[b], inst_conn[b + 1]):  # each connection's row, summed once
+            r = 0.0
+            o = k * P
+            for p in range(conn_npaths[k]):
+                r += split_flat[o + p]
+            rowsum[k] = r
+        for f in range(inst_flow[b], inst_flow[b + 1]):
+            fe_lo[f] = 0
+            fe_hi[f] = 0
+        n = inst_seg[b]  # the next shared entry, from the front
+        x = inst_seg[b + 1]  # one past the last exclusive entry, from the back
+        prev = -1
+        for j in range(inst_seg[b], inst_seg[b + 1]):
+            if seg_row[j] >= 0:
+                c = rowsum[seg_row[j]]
             else:
-                if f != prev:
-                    fe_lo[f] = n
-                    prev = f
-                e_flow[n] = f
-                e_link[n] = seg_link[j]
-                e_coef[n] = c
-                n += 1
-                fe_hi[f] = n
-    ent_hi[b] = n
-    ex_lo[b] = x
-
-
-@njit(cache=True, nogil=True)
-def _solve_instance(
-    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, flow_demand, cap, rate,
-    remaining, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i, froz_x, tick,
-    touched,
-):  # fmt: skip
-    """Max-min rates of the active flows ``act_flows[:n_act]`` (increasing) of one instance, written to
-    ``rate``. Flow ``f`` owns the entries ``fe_lo[f]:fe_hi[f]`` of ``e_link`` / ``e_coef``; ``lo`` is the
-    instance's first link id. Link scratch is initialised lazily by stamps (``tick`` is a counter unique
-    over the kernel call), so a solve costs O(active entries x iterations), not O(links). The flows still
-    unfrozen are kept compacted, one row each: ``live_i`` (flow, first entry, end entry), ``live_x``
-    (demand, path minimum); ``froz_i`` / ``froz_x`` hold the same for the flows frozen in a round.
-
-    Returns ``(iterations, tick)``; iterations is -1 when an iteration freezes no flow (NaN input)."""
-    inf = np.inf
-    n_live = 0
-    for k in range(n_act):
-        f = act_flows[k]
-        if fe_hi[f] > fe_lo[f]:
-            live_i[n_live, 0] = f
-            live_i[n_live, 1] = fe_lo[f]
-            live_i[n_live, 2] = fe_hi[f]
-            live_x[n_live, 0] = flow_demand[f]
-            n_live += 1
-        else:
-            rate[f] = flow_demand[f]  # crosses no link: limited by its demand only
-    it = 0
-    while n_live > 0:
-        cur = tick
-        tick += 1
-        n_touched = 0
-        # 1. fair share level of every link touched by an active flow (sums in entry order)
-        for i in range(n_live):
-            for e in range(live_i[i, 1], live_i[i, 2]):
-                lk = e_link[e] - lo
-                if stamp[lk] != cur:
-                    stamp[lk] = cur
-                    if it == 0:  # a later round's links were all touched in the first
-                        remaining[lk] = cap[lk]
-                    denom[lk] = 0.0
-                    linkmin[lk] = inf
-                    sub[lk] = 0.0
-                    touched[n_touched] = lk
-                    n_touched += 1
-                denom[lk] += e_coef[e]
-        for t in range(n_touched):  # each touched link's level: one division per link
-            lk = touched[t]
-            share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
-        # 2. path minimum of every active flow, and the smallest one at each link
-        for i in range(n_live):
-            e0, e1 = live_i[i, 1], live_i[i, 2]
-            mk = inf
-            for e in range(e0, e1):
-                sh = share[e_link[e] - lo]
-                if sh < mk:
-                    mk = sh
-            d = live_x[i, 0]
-            if d < mk:
-                mk = d
-            live_x[i, 1] = mk
-            if n_live == 1:  # a flow alone is ready: at its demand, or at the level of its min link
-                break
-            for e in range(e0, e1):
-                lk = e_link[e] - lo
-                if mk < linkmin[lk]:
-                    linkmin[lk] = mk
-        # 3. ready flows (a ready link, or at demand) freeze at their level
-        n_keep = 0
-        n_frozen = 0
-        for i in range(n_live):
-            mk = live_x[i, 1]
-            d = live_x[i, 0]
-            e0, e1 = live_i[i, 1], live_i[i, 2]
-            at_demand = mk >= d  # never >: equality, exact
-            ready = at_demand or n_live == 1
-            if not ready:
-                for e in range(e0, e1):
-                    lk = e_link[e] - lo
-                    if linkmin[lk] >= share[lk]:  # never >: equality, exact
-                        ready = True
-                        break
-            if ready:
-                rate[live_i[i, 0]] = d if at_demand else mk
-                froz_i[n_frozen, 0] = e0
-                froz_i[n_frozen, 1] = e1
-                froz_x[n_frozen] = mk
-                n_frozen += 1
-            else:
-                if n_keep != i:
-                    live_i[n_keep, 0] = live_i[i, 0]
-                    live_i[n_keep, 1] = e0
-                    live_i[n_keep, 2] = e1
-                    live_x[n_keep, 0] = d
-                n_keep += 1
-        if n_frozen == 0:
-            return -1, tick
-        if n_keep > 0:  # 4. take the frozen flows' traffic off their links (not needed after the last round)
-            for i in range(n_frozen):  # summed per link in entry order, as bincount does
-                mk = froz_x[i]
-                for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    use = e_coef[e] * mk
-                    if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
-                        sub[e_link[e] - lo] += use
-            for i in range(n_frozen):  # then off each link once (as remaining - bincount(...) does)
-                for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    lk = e_link[e] - lo
-                    if sstamp[lk] != cur:
-                        sstamp[lk] = cur
-                        r = remaining[lk] - sub[lk]
-                        remaining[lk] = r if r > 0.0 else 0.0
-        it += 1
-        n_live = n_keep
-    return it, tick
+                c = 0.0
+                for i in range(seg_cand[j], seg_cand[j + 1]):
+                    c += split_flat[cand_gather[i]]
+            seg_coef[j] = c
+            if c > 0:
+                f = seg_flow[j]
+                if seg_excl[j]:
+                    x -= 1
+                    e_flow[x] = f
+                    e_link[x] = seg_link[j]
+                    e_coef[x] = c
+                else:
+                    if f != prev:
+                        fe_lo[f] = n
+                        prev = f
+                    e_flow[n] = f
+                    e_link[n] = seg_link[j]
+                    e_coef[n] = c
+                    n += 1
+                    fe_hi[f] = n
+        ent_hi[b] = n
+        ex_lo[b] = x
 
 
 @njit(cache=True, nogil=True)
@@ -500,9 +373,8 @@ def run_interval_numba(
                                 continue
                             phase_state[p] = DONE
                             phase_cur[u] += 1
-                            for e in range(
-                                phase_succ_off[p], phase_succ_off[p + 1]
-                            ):  # its successors may start
+                            # its successors may start
+                            for e in range(phase_succ_off[p], phase_succ_off[p + 1]):
                                 q = phase_succ[e]
                                 phase_wait[q] -= 1
                                 if phase_wait[q] == 0:
@@ -563,14 +435,116 @@ def run_interval_numba(
                     act_flows[n_act] = f
                     n_act += 1
             if changed:
-                it, tick = _solve_instance(
-                    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, lo, dcap, cap, rate,
-                    remaining, denom, share, linkmin, sub, stamp, sstamp, live_i, live_x, froz_i,
-                    froz_x, tick, touched,
-                )  # fmt: skip
-                if it < 0:
-                    stats[2], stats[3] = ERR_SOLVER, -1
-                    return
+                # max-min rates of the active flows act_flows[:n_act] (increasing), written to rate (written
+                # here rather than called, as the event processing above). Flow f owns the shared entries
+                # fe_lo[f]:fe_hi[f]; its demand is dcap[f]. Link scratch is initialised lazily by stamps (tick
+                # is a counter unique over the kernel call), so a solve costs O(active entries x iterations),
+                # not O(links). The flows still unfrozen are kept compacted, one row each: live_i (flow, first
+                # entry, end entry), live_x (demand, path minimum); froz_i / froz_x hold the same for the flows
+                # frozen in a round. An iteration that freezes no flow (NaN input) is an error.
+                inf = np.inf
+                n_live = 0
+                for k in range(n_act):
+                    f = act_flows[k]
+                    if fe_hi[f] > fe_lo[f]:
+                        live_i[n_live, 0] = f
+                        live_i[n_live, 1] = fe_lo[f]
+                        live_i[n_live, 2] = fe_hi[f]
+                        live_x[n_live, 0] = dcap[f]
+                        n_live += 1
+                    else:
+                        rate[f] = dcap[f]  # crosses no link: limited by its demand only
+                it = 0
+                while n_live > 0:
+                    cur = tick
+                    tick += 1
+                    n_touched = 0
+                    # 1. fair share level of every link touched by an active flow (sums in entry order)
+                    for i in range(n_live):
+                        for e in range(live_i[i, 1], live_i[i, 2]):
+                            lk = e_link[e] - lo
+                            if stamp[lk] != cur:
+                                stamp[lk] = cur
+                                if it == 0:  # a later round's links were all touched in the first
+                                    remaining[lk] = cap[lk]
+                                denom[lk] = 0.0
+                                linkmin[lk] = inf
+                                sub[lk] = 0.0
+                                touched[n_touched] = lk
+                                n_touched += 1
+                            denom[lk] += e_coef[e]
+                    for t in range(n_touched):  # each touched link's level: one division per link
+                        lk = touched[t]
+                        share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
+                    # 2. path minimum of every active flow, and the smallest one at each link
+                    for i in range(n_live):
+                        e0, e1 = live_i[i, 1], live_i[i, 2]
+                        mk = inf
+                        for e in range(e0, e1):
+                            sh = share[e_link[e] - lo]
+                            if sh < mk:
+                                mk = sh
+                        d = live_x[i, 0]
+                        if d < mk:
+                            mk = d
+                        live_x[i, 1] = mk
+                        # a flow alone is ready: at its demand, or at the level of its min link
+                        if n_live == 1:
+                            break
+                        for e in range(e0, e1):
+                            lk = e_link[e] - lo
+                            if mk < linkmin[lk]:
+                                linkmin[lk] = mk
+                    # 3. ready flows (a ready link, or at demand) freeze at their level
+                    n_keep = 0
+                    n_frozen = 0
+                    for i in range(n_live):
+                        mk = live_x[i, 1]
+                        d = live_x[i, 0]
+                        e0, e1 = live_i[i, 1], live_i[i, 2]
+                        at_demand = mk >= d  # never >: equality, exact
+                        ready = at_demand or n_live == 1
+                        if not ready:
+                            for e in range(e0, e1):
+                                lk = e_link[e] - lo
+                                if linkmin[lk] >= share[lk]:  # never >: equality, exact
+                                    ready = True
+                                    break
+                        if ready:
+                            rate[live_i[i, 0]] = d if at_demand else mk
+                            froz_i[n_frozen, 0] = e0
+                            froz_i[n_frozen, 1] = e1
+                            froz_x[n_frozen] = mk
+                            n_frozen += 1
+                        else:
+                            if n_keep != i:
+                                live_i[n_keep, 0] = live_i[i, 0]
+                                live_i[n_keep, 1] = e0
+                                live_i[n_keep, 2] = e1
+                                live_x[n_keep, 0] = d
+                            n_keep += 1
+                    if n_frozen == 0:
+                        stats[2], stats[3] = ERR_SOLVER, -1
+                        return
+                    # 4. take the frozen flows' traffic off their links (not needed after the last round)
+                    if n_keep > 0:
+                        for i in range(n_frozen):  # summed per link in entry order, as bincount does
+                            mk = froz_x[i]
+                            for e in range(froz_i[i, 0], froz_i[i, 1]):
+                                use = e_coef[e] * mk
+                                # inf only for unconstrained flows, whose links are all inf
+                                if np.isfinite(use):
+                                    sub[e_link[e] - lo] += use
+                        # then off each link once (as remaining - bincount(...) does)
+                        for i in range(n_frozen):
+                            for e in range(froz_i[i, 0], froz_i[i, 1]):
+                                lk = e_link[e] - lo
+                                if sstamp[lk] != cur:
+                                    sstamp[lk] = cur
+                                    r = remaining[lk] - sub[lk]
+                                    remaining[lk] = r if r > 0.0 else 0.0
+                    it += 1
+                    n_live = n_keep
                 solver_iters += it
                 solved = True
             # time to the next event
