@@ -47,20 +47,23 @@ def _decode_rows(
     ``i_lo:i_hi``; ``r`` (P,) scratch."""
     for i in range(i_lo, i_hi):
         c = fixed[i]
-        out[c] = default[c]
+        for p in range(out.shape[1]):
+            out[c, p] = default[c, p]
     P = actions.shape[1]
+    # two-index access, not row views: a view takes and drops a reference to its array, atomically, and
+    # this loop runs once per slot
     for k in range(k_lo, k_hi):
-        ar, oc = actions[ctrl[k]], out[conns[k]]  # row views: loops the compiler vectorises
+        a, c = ctrl[k], conns[k]
         n = npaths[k]
         for p in range(P):
-            r[p] = (ar[p] + 1.0) / 2.0 if p < n else 0.0
+            r[p] = (actions[a, p] + 1.0) / 2.0 if p < n else 0.0
         tot = block_sum(r, 0, P)
         if tot > 0:
             for p in range(P):
-                oc[p] = r[p] / tot
+                out[c, p] = r[p] / tot
         else:
             for p in range(P):
-                oc[p] = (1.0 if p < n else 0.0) / n
+                out[c, p] = (1.0 if p < n else 0.0) / n
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -110,21 +113,18 @@ def observe_history(lo, hi, hist, push, lu, net_links, o_util, obs, top_out):  #
     (:meth:`ainet_gym.envs.env.EnvCore.step` runs it on the kernel threads)."""
     H, N = hist.shape[1], hist.shape[2]
     top = -np.inf
+    # multi-index access, not row views: a view takes and drops a reference to its array, atomically
     for b in range(lo, hi):
-        hb, ob = hist[b], obs[b]  # row views; branch-free loop bodies the compiler vectorises
         if push[b]:
             for h in range(H - 1, 0, -1):
-                src, dst = hb[h - 1], hb[h]
                 for k in range(N):
-                    dst[k] = src[k]
-            lb, h0 = lu[b], hb[0]
+                    hist[b, h, k] = hist[b, h - 1, k]
             for k in range(N):
-                h0[k] = lb[net_links[k]]
-        h0 = hb[0]
+                hist[b, 0, k] = lu[b, net_links[k]]
         m = -np.inf  # branch-free max (NaN never compares greater) and a NaN count beside it
         n_nan = 0
         for k in range(N):
-            v = h0[k]
+            v = hist[b, 0, k]
             m = v if v > m else m
             n_nan += v != v
         if n_nan or top != top:
@@ -132,11 +132,10 @@ def observe_history(lo, hi, hist, push, lu, net_links, o_util, obs, top_out):  #
         elif m > top:
             top = m
         for h in range(H):
-            src = hb[h]
             o = o_util + h * N
             for k in range(N):
-                v = src[k]
-                ob[o + k] = 1.0 if v > 1.0 else v  # np.minimum(v, 1.0): NaN stays NaN
+                v = hist[b, h, k]
+                obs[b, o + k] = 1.0 if v > 1.0 else v  # np.minimum(v, 1.0): NaN stays NaN
     top_out[0] = top
 
 
@@ -155,9 +154,8 @@ def observe_rest(
     N = net_links.shape[0]
     J = job_unit.shape[1]
     for b in range(lo, hi):
-        ob, cb = obs[b], cap[b]
         for k in range(N):
-            ob[o_cap + k] = cb[net_links[k]] / net_capacity[k]
+            obs[b, o_cap + k] = cap[b, net_links[k]] / net_capacity[k]
         t = time_s[b]
         for j in range(J):
             o = o_jobs + 5 * j

@@ -338,18 +338,18 @@ def interval_figures(
     buf = np.empty(max(width, 1))
     for b in range(lo, hi):
         d = dur[b]
-        # row views and branch-free loop bodies, so that the compiler vectorises them
-        cr, lb, lur, ccr = cap[b], link_bytes[b], lu[b], cap_copy[b]
+        # two-index access (a row view takes and drops a reference to its array, atomically) and
+        # branch-free loop bodies, so that the compiler vectorises them
         dd = d if d > 0 else 1.0
         for k in range(L):
-            ccr[k] = cr[k]
+            cap_copy[b, k] = cap[b, k]
         for k in range(L):
-            c = cr[k]
-            q = lb[k] / (c * dd)
-            lur[k] = q if c > 0 and d > 0 else 0.0
+            c = cap[b, k]
+            q = link_bytes[b, k] / (c * dd)
+            lu[b, k] = q if c > 0 and d > 0 else 0.0
         nf = 0
         for k in range(L):
-            nf += 1 if cr[k] <= 0 and net_mask[k] else 0
+            nf += 1 if cap[b, k] <= 0 and net_mask[k] else 0
         failed[b] = nf
     # sums and maxima over a subset of links: the link outside, the copies inside, so that the copies'
     # running sums are independent chains (one copy's sum is a chain of dependent additions)
