@@ -299,7 +299,6 @@ def run_interval_numba(
         u0, u1 = inst_unit[b], inst_unit[b + 1]
         f0, f1 = inst_flow[b], inst_flow[b + 1]
         lo = b * n_links
-        cap = capacity[lo : lo + n_links]
         t_left = duration[b]
         for k in range(lo, lo + n_links):  # this instance's part of the outputs, zeroed here, on its thread
             link_bytes[k] = 0.0
@@ -321,7 +320,7 @@ def run_interval_numba(
         # The merge wrote the exclusive entries apart (ex_lo[b]:inst_seg[b + 1]) and the shared ones per flow.
         for e in range(ex_lo[b], inst_seg[b + 1]):
             f = e_flow[e]
-            x = cap[e_link[e] - lo] / e_coef[e]  # the link's share in every round (coef > 0)
+            x = capacity[e_link[e]] / e_coef[e]  # the link's share in every round (coef > 0)
             if x < dcap[f]:
                 dcap[f] = x
         solved = False
@@ -466,7 +465,7 @@ def run_interval_numba(
                             if stamp[lk] != cur:
                                 stamp[lk] = cur
                                 if it == 0:  # a later round's links were all touched in the first
-                                    remaining[lk] = cap[lk]
+                                    remaining[lk] = capacity[lo + lk]
                                 denom[lk] = 0.0
                                 linkmin[lk] = inf
                                 sub[lk] = 0.0
