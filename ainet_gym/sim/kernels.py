@@ -259,10 +259,14 @@ def run_interval_numba(
     flow ``f``'s at ``fe_lo[f]:fe_hi[f]``, and those on the links that no two of its flows cross (one
     entry at most each) at ``ex_lo[b]:inst_seg[b + 1]``. State arrays are updated in place;
     per-interval outputs (``iters`` .. ``stalled``) are accumulated into their instance's part, which
-    the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them). ``stats``
-    receives (events, solver iterations, error code, error unit). Every array an instance writes is its
-    own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
+    the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them).
+    ``stats`` receives (events, solver iterations, error code, error unit). Every array an instance writes
+    is its own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
     different threads at once, each with its own ``stats``, and give the same result as one call.
+
+    The event processing and the max-min solve are written into the loop, not called, and the loops take
+    no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call increfs and decrefs
+    every array it passes, and two threads doing that to the same arrays fight over the counts' cache lines.
     """
     inf = np.inf
     n_flows = flow_unit.shape[0]
