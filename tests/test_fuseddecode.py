@@ -45,6 +45,7 @@ def test_fused_decode_and_merge_equal_the_two_passes(name: str) -> None:
         fixed = core._fixed_conns(conns)
         ctrl_lo, fixed_lo = core._instance_bounds(conns, fixed)
         sim.set_split(core.decode(core.validate(a)))
+        sim.merge_pending()  # set_split merges when the entries are next needed: now
         ref = _entries(sim)
         sim.set_split_fused(
             _envkernels.decode_merge_range,
@@ -54,6 +55,7 @@ def test_fused_decode_and_merge_equal_the_two_passes(name: str) -> None:
         assert _entries(sim) == ref
         # deferred (as env.step sets it): pending until the entries are read, then the same bytes
         sim.set_split(None)
+        sim.merge_pending()  # the first-path split's entries in the buffers
         sim.set_split_fused(
             _envkernels.decode_merge_range,
             (rows, ctrl, conns, npaths, core._default, fixed, ctrl_lo, fixed_lo),

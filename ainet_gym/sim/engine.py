@@ -594,7 +594,10 @@ class BatchSim:
         """Set the split (connections, max_paths) of every connection; None = first path only.
 
         Duplicate (flow, link) entries (a NIC link shared by every path of a connection, the hops of a
-        ring on one link) are merged: their coefficients add.
+        ring on one link) are merged: their coefficients add. On the numba backend the merge runs when the
+        entries are next needed (the next interval, or a read of them: :meth:`merge_pending`), so a split
+        that another replaces first (a restack's, before the env sets its own) costs nothing; ``split`` must
+        not be changed in place before then.
         """
         if split is None:
             split = np.zeros((self.n_conns, self.fabric.max_paths))
@@ -604,14 +607,16 @@ class BatchSim:
         self._e_lperm = None
         self._entries = None
         t = self.table
-        if self.backend == "numba":  # each instance merged on its kernel thread; e_* compacted on demand
+        if self.backend == "numba":  # each instance merged on its kernel thread, when next needed
             flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
             ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-            _kernels.run_ranges(
-                _kernels.merge_range, t.ranges,
-                lambda lo, hi: (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow,
-                                t.seg_link, t.inst_seg, t.seg_coef, ef, el, ec, t.ent_hi, *t.row_args()),
-            )  # fmt: skip
+            rows = t.row_args()
+
+            def args_of(lo: int, hi: int) -> tuple:
+                return (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow, t.seg_link, t.inst_seg, t.seg_coef,
+                        ef, el, ec, t.ent_hi, *rows)  # fmt: skip
+
+            self._pending = (_kernels.merge_range, args_of)
             return
         coef = np.bincount(t.cand_seg, weights=split.reshape(-1)[t.cand_gather], minlength=t.n_seg)
         keep = coef > 0
