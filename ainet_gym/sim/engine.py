@@ -391,7 +391,7 @@ class EntryTable:
     def n_seg(self) -> int:
         return int(self.seg_flow.shape[0])
 
-    def row_args(self) -> tuple:
+    def merge_extras(self) -> tuple:
         """The arguments of :func:`ainet_gym.sim.kernels.merge_range` after ``ent_hi``."""
         return (self.seg_row, self.inst_conn, self.conn_npaths, self.rowsum_buf, self.seg_excl, self.ex_lo,
                 self.fe_lo, self.fe_hi, self.inst_flow)  # fmt: skip
@@ -610,11 +610,11 @@ class BatchSim:
         if self.backend == "numba":  # each instance merged on its kernel thread, when next needed
             flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
             ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-            rows = t.row_args()
+            extras = t.merge_extras()
 
             def args_of(lo: int, hi: int) -> tuple:
                 return (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow, t.seg_link, t.inst_seg, t.seg_coef,
-                        ef, el, ec, t.ent_hi, *rows)  # fmt: skip
+                        ef, el, ec, t.ent_hi, *extras)  # fmt: skip
 
             self._pending = (_kernels.merge_range, args_of)
             return
@@ -651,11 +651,11 @@ class BatchSim:
         self._entries = None
         t = self.table
         ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-        rows = t.row_args()
+        extras = t.merge_extras()
 
         def args_of(lo: int, hi: int) -> tuple:
             return (lo, hi, *args, out, t.seg_cand, t.cand_gather, t.seg_flow, t.seg_link, t.inst_seg,
-                    t.seg_coef, ef, el, ec, t.ent_hi, *rows)  # fmt: skip
+                    t.seg_coef, ef, el, ec, t.ent_hi, *extras)  # fmt: skip
 
         self._pending = (kernel, args_of)
         if not defer:

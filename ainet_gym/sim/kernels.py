@@ -137,12 +137,12 @@ def run_ranges(fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
     call costs about what one thread would. The workers wait for the next call spinning for a short
     while before they sleep (:mod:`ainet_gym.sim.crew`); the first exception a range raised is raised
     here once every range is done."""
-    workers = min(kernel_threads(), len(ranges)) - 1
-    if workers <= 0:
+    threads = kernel_threads()
+    if threads <= 1 or len(ranges) <= 1:
         for lo, hi in ranges:
             fn(*args_of(lo, hi))
         return
-    _get_crew(kernel_threads() - 1).run(fn, ranges, args_of)
+    _get_crew(threads - 1).run(fn, ranges, args_of)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
