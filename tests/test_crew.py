@@ -103,10 +103,16 @@ def test_spin_setting_is_checked(monkeypatch) -> None:
 
 def test_spin_until_sees_a_flag_another_thread_sets() -> None:
     flags = np.zeros(2, dtype=np.int64)
-    assert not _crew.spin_until(flags, 1, 1, 1000)  # never set: gives up after its reads
-    t = threading.Timer(0.01, lambda: _crew._publish(flags, 1, 7))
+    assert not _crew.spin_until(flags, _crew.FINISHED, 1, 1000)  # never set: gives up after its reads
+    # another thread publishes hand-off 7 as finished, then spins (briefly) for hand-off 8 to be posted
+    posted = []
+    t = threading.Timer(0.01, lambda: posted.append(_crew._publish_and_spin(flags, 7, 8, 1000)))
     t.start()
     assert _crew.spin_until(
-        flags, 1, 7, 1 << 34
+        flags, _crew.FINISHED, 7, 1 << 34
     )  # seconds of reads at most; returns once the other thread's store lands
     t.join()
+    assert posted == [False] and flags[_crew.POSTED] == 0  # nothing was posted: it gave up
+    assert not _crew._publish_and_spin(flags, 0, 1, 10) and flags[_crew.FINISHED] == 7  # 0 publishes nothing
+    flags[_crew.POSTED] = 8
+    assert _crew._publish_and_spin(flags, 0, 8, 10)

@@ -83,9 +83,17 @@ try:
         return False
 
     @njit(cache=True, nogil=True)
-    def _publish(flags, i, value):  # pragma: no cover - compiled
-        """``flags[i] = value`` with release ordering: what this thread wrote before is seen with it."""
-        _store_release(flags, i, value)
+    def _publish_and_spin(flags, finished, target, max_loads):  # pragma: no cover - compiled
+        """``flags[FINISHED] = finished`` with release ordering (what this thread wrote before is seen with
+        it) unless ``finished`` is 0, then :func:`spin_until` ``flags[POSTED] >= target``. One compiled call
+        without the GIL: the caller that sees the flag finds the GIL free, not held by this thread on its
+        way back from Python, where taking it means sleeping until this thread lets go (tens of us)."""
+        if finished > 0:
+            _store_release(flags, FINISHED, finished)
+        for _ in range(max_loads):  # noqa: SIM110 - a loop numba compiles (no generators)
+            if _load_acquire(flags, POSTED) >= target:
+                return True
+        return False
 
     HAVE_SPIN = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
@@ -94,24 +102,27 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     def spin_until(flags, i, target, max_loads):  # type: ignore[no-redef]
         return bool(flags[i] >= target)
 
-    def _publish(flags, i, value):  # type: ignore[no-redef]
-        flags[i] = value
+    def _publish_and_spin(flags, finished, target, max_loads):  # type: ignore[no-redef]
+        if finished > 0:
+            flags[FINISHED] = finished
+        return bool(flags[POSTED] >= target)
 
 
 class _Job:
     """One hand-off: ranges are claimed from ``todo`` and counted done with ``done`` (both atomic under the
-    GIL); the thread that finishes the last range publishes ``seq`` and sets ``event``."""
+    GIL); the thread that finishes the last range sets ``event`` and, if it is a worker, then publishes
+    ``seq`` as finished."""
 
     __slots__ = ("args_of", "done", "error", "event", "fn", "n", "ranges", "seq", "todo")
 
     def __init__(self, seq: int, fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
-                 args_of: Callable[[int, int], tuple]) -> None:  # fmt: skip
+                 args_of: Callable[[int, int], tuple], event: threading.Event) -> None:  # fmt: skip
         self.seq, self.fn, self.ranges, self.args_of = seq, fn, ranges, args_of
         self.n = len(ranges)
         self.todo = iter(range(self.n))
         self.done = itertools.count()
         self.error: BaseException | None = None
-        self.event = threading.Event()
+        self.event = event
 
 
 class Crew:
@@ -126,6 +137,7 @@ class Crew:
         self.job: _Job | None = None
         self.busy = threading.Lock()  # held by the thread whose hand-off is running
         self.cond = threading.Condition()
+        self.event = threading.Event()  # the running hand-off's last range is done (cleared at each post)
         self.sleeping = 0
         self.spin_loads = self._calibrate(spin_s)
         self.threads = [
@@ -151,23 +163,30 @@ class Crew:
 
     def _serve(self) -> None:
         seen = 0
+        finished = 0  # the hand-off whose last range this thread ran, to publish (0: none)
         while True:
             target = seen + 1
-            if not spin_until(self.flags, POSTED, target, self.spin_loads):
+            # publish the finished hand-off and spin for the next one in one call without the GIL (with
+            # several workers an older hand-off may be published late: harmless, the caller waits for
+            # FINISHED >= its own and has the event besides)
+            if not _publish_and_spin(self.flags, finished, target, self.spin_loads):
                 with self.cond:
                     self.sleeping += 1
                     while self.flags[POSTED] < target:
                         self.cond.wait()
                     self.sleeping -= 1
+            finished = 0
             job = self.job
             if job is None:  # pragma: no cover - posted before the job was set: cannot happen
                 continue
             seen = job.seq
-            self._work(job)
+            if self._work(job):
+                finished = job.seq
 
     def _work(self, job: _Job) -> bool:
-        """Take ranges of ``job`` until none is left; True if this thread finished the job's last range.
-        After a range failed, the ranges still unclaimed are counted done without running."""
+        """Take ranges of ``job`` until none is left; True if this thread finished the job's last range
+        (then ``job.event`` is set). After a range failed, the ranges still unclaimed are counted done
+        without running."""
         last = False
         while True:
             i = next(job.todo, job.n)
@@ -180,7 +199,6 @@ class Crew:
                     if job.error is None:
                         job.error = e
             if next(job.done) == job.n - 1:  # the last range of the job is done
-                _publish(self.flags, FINISHED, job.seq)
                 job.event.set()
                 last = True
 
@@ -193,13 +211,16 @@ class Crew:
             return
         try:
             self.seq += 1
-            job = _Job(self.seq, fn, ranges, args_of)
+            # the previous hand-off is over (its last range set the event before anyone could see it done)
+            self.event.clear()
+            job = _Job(self.seq, fn, ranges, args_of, self.event)
             self.job = job
             self.flags[POSTED] = job.seq  # seen by spinning workers at once
             if self.sleeping:
                 with self.cond:
                     self.cond.notify_all()
-            # then wait for the ranges the workers took
+            # then wait for the ranges the workers took: a worker publishes the finished hand-off when it
+            # no longer holds the GIL, or (spin over) sets the event
             if not self._work(job) and not spin_until(self.flags, FINISHED, job.seq, self.spin_loads):
                 job.event.wait()
         finally:
