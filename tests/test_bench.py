@@ -210,3 +210,36 @@ def test_every_bench_section_runs_without_error_rows(tmp_path):
     assert cal["python_loop_ms"] > 0 and cal["numpy_kernel_ms"] > 0
     report = format_report(res)
     assert "calibration:" in report and "Start-up" in report and "ERROR" not in report
+
+
+def test_env_timer_counts_only_the_copies_that_ran_their_interval(monkeypatch):
+    """A vector step that resets copies (next-step autoreset) counts the others only, as the single env's
+    reset() counts no step: both envs' rates count the same steps."""
+    import gymnasium as gym
+
+    from ainet_gym.bench import sections
+
+    class _Vector:
+        single_action_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        @property
+        def autoreset_pending(self) -> np.ndarray:
+            return np.array([self.calls == 2, self.calls == 2, False, False])  # before the 2nd timed step
+
+        def reset(self, seed=None):
+            return None, {}
+
+        def step(self, actions):
+            assert actions.shape == (4, 2)
+            self.calls += 1
+            return None, np.zeros(4), np.zeros(4, bool), np.zeros(4, bool), {}
+
+    clock = iter(range(100))
+    monkeypatch.setattr(sections.time, "perf_counter", lambda: float(next(clock)))
+    timer = sections._Timer(_Vector(), 4, True)  # its warm-up step is call 1
+    timer.window(2.5)  # three timed steps, 3 s on the fake clock
+    assert timer.steps == 3
+    assert timer.best == pytest.approx((3 * 4 - 2) / 3.0)  # two copies stood still in the 2nd step

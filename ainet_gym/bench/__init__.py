@@ -35,8 +35,9 @@ What is measured
 3. **Batching.** One ``solve_coo`` over B stacked independent instances (the engine's batched form) and the
    public ``max_min_fair_batched`` against a Python loop over the single call.
 4. **Environments.** Env steps per second of :class:`~ainet_gym.envs.env.FabricRoutingEnv` and of the native
-   :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` (default ``split`` action mode, random actions,
-   autoreset included) on the default scenario and on 1,024 / 4,096 / 16,384-GPU scenarios; construction
+   :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` (default ``split`` action mode, random actions;
+   resets are timed, a copy's step that only resets it is not counted) on the default scenario and on
+   1,024 / 4,096 / 16,384-GPU scenarios; construction
    time (topology; env with every candidate path, compiled job and ideal step time, and the first reset)
    and peak resident memory, each size in a fresh subprocess.
 5. **Scaling.** Wall time of one decision interval (``FabricWorld.step`` with the static ECMP split)

@@ -206,7 +206,9 @@ def format_report(results: dict[str, Any]) -> str:
         parts.append("  engine form: one solve_coo over stacked entries; public: max_min_fair_batched(list of "
                      "CSR) vs max_min_fair per instance")  # fmt: skip
     if results.get("env"):
-        parts.append("\n3. Environments: env steps/s (split actions, random, autoreset included)")
+        parts.append(
+            "\n3. Environments: env steps/s (split actions, random; resets timed, steps that only reset not counted)"
+        )
         parts.append(_table(
             ["scenario", "GPUs", "backend", "env", "B", "env steps/s", "x single", "x numpy", "events/step",
              "construct s"],

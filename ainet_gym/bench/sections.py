@@ -305,9 +305,13 @@ def bench_batching(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], li
 
 
 class _Timer:
-    """Env steps per second (batch x vector steps / s) of one env with seeded random actions, autoreset
-    included, as the best of its timing windows (on a shared machine the load comes and goes; the best
-    window is the least disturbed one, as ``timeit`` advises and as the calibration does)."""
+    """Env steps per second of one env with seeded random actions, as the best of its timing windows (on a
+    shared machine the load comes and goes; the best window is the least disturbed one, as ``timeit``
+    advises and as the calibration does).
+
+    Resets are timed but not counted: the single env's ``reset()`` after an episode, and the vector env's
+    copies that stand still in a step because it resets them (Gymnasium's next-step autoreset); a vector
+    step counts one env step per copy that ran its interval, so both envs count the same steps."""
 
     def __init__(self, env: Any, batch: int, vector: bool) -> None:
         self.env, self.batch, self.vector = env, batch, vector
@@ -322,16 +326,19 @@ class _Timer:
     def window(self, min_time: float) -> None:
         """One timing window of at least ``min_time`` (and 3 steps); keeps the best rate."""
         steps = 0
+        env_steps = 0  # copies that ran their interval
         t0 = time.perf_counter()
         while True:
+            still = int(self.env.autoreset_pending.sum()) if self.vector else 0  # reset by this step
             out = self.env.step(self.actions[(self.steps + steps) % 4])
             steps += 1
+            env_steps += self.batch - still
             if not self.vector and (out[2] or out[3]):
                 self.env.reset()
             dt = time.perf_counter() - t0
             if (dt >= min_time and steps >= 3) or dt >= 20 * min_time:
                 break
-        self.best, self.steps = max(self.best, self.batch * steps / dt), self.steps + steps
+        self.best, self.steps = max(self.best, env_steps / dt), self.steps + steps
 
     def events_per_step(self, steps: int = 8) -> float | None:
         """Mean events of an interval (the most any copy of the batch had) over ``steps`` more steps, untimed,
