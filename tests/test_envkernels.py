@@ -91,7 +91,7 @@ def test_compiled_interval_figures_equal_the_numpy_formulas(name: str) -> None:
     job_unit = world.job_unit.copy()
     job_unit[3, -1] = -1  # an empty job slot
     m = _metrics(world, rng)
-    got = world.meter.measure(sim, [m], sim.rem, job_unit, world.job_ideal_step_s, world.names, False)
+    got = world.meter.measure(sim, [m], sim.state.rem, job_unit, world.job_ideal_step_s, world.names, False)
     ref = world.meter.result(sim, m, job_unit, world.job_ideal_step_s, world.names)  # the numpy formulas
     with np.errstate(invalid="ignore", divide="ignore"):
         thr = m.link_bytes[:, world.fabric.gpu_uplinks].sum(axis=1) / m.duration_s * BYTES_PER_S_TO_GBPS

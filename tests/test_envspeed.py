@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import fields
 
 import networkx as nx
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 
 from ainet_gym.fabric.topology import _all_shortest_paths, build_fabric
 from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.sim.state import SimState
 
 
 @pytest.mark.parametrize(
@@ -155,10 +157,14 @@ def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...]
     assert taken[-1] is True  # the in-place path ran
     a, b = worlds
     arrays = [k for k, v in vars(b.sim).items() if isinstance(v, np.ndarray)]
-    assert {"rem", "phase_cur", "iter_start", "split", "capacity_bytes_per_s", "time_s"} <= set(arrays)
-    # every array of the engine: state, structure and the split's entries (compacted on demand)
+    assert {"conn_npaths", "split", "capacity_bytes_per_s"} <= set(arrays)
+    # every array of the engine: structure, the split's entries (compacted on demand) and the state
     for k in [*arrays, "e_flow", "e_link", "e_coef", "inst_entry"]:
         np.testing.assert_array_equal(getattr(a.sim, k), getattr(b.sim, k), err_msg=k)
+    for f in fields(SimState):
+        np.testing.assert_array_equal(
+            getattr(a.sim.state, f.name), getattr(b.sim.state, f.name), err_msg=f.name
+        )
     # the table's arrays but its scratch buffers (stale past each instance's ent_hi; e_* above are what counts)
     table = [k for k, v in vars(b.sim.table).items() if isinstance(v, np.ndarray) and not k.endswith("_buf")]
     assert {"seg_coef", "cand_gather", "inst_seg"} <= set(table)
@@ -172,4 +178,7 @@ def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...]
             np.testing.assert_array_equal(getattr(ra, k), getattr(rb, k), err_msg=k)
     if not all(mask):  # a kept copy is further on than a restarted one
         r, k = mask.index(True), mask.index(False)
-        assert a.sim.iterations_total[a.sim.inst_unit[k]] > a.sim.iterations_total[a.sim.inst_unit[r]]
+        assert (
+            a.sim.state.iterations_total[a.sim.inst_unit[k]]
+            > a.sim.state.iterations_total[a.sim.inst_unit[r]]
+        )

@@ -21,7 +21,7 @@ def _bursts(sc: dict, seeds: list[int], steps: int) -> np.ndarray:
     core.reset(seeds)
     on = []
     for _ in range(steps):
-        on.append(core.world.sim.bg_on[core.world.bg_unit[:, 0]].copy())
+        on.append(core.world.sim.state.bg_on[core.world.bg_unit[:, 0]].copy())
         core.step_split(get_policy("ecmp")(core.world, None))
     return np.array(on).T.astype(int)
 

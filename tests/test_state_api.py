@@ -33,23 +33,28 @@ def test_state_fields_are_the_kernels_state_parameters_in_order() -> None:
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_state_is_one_set_of_arrays(backend: str) -> None:
-    """``sim.rem`` etc. are the state's own arrays through a run (both backends write in place), and
-    rebinding one raises instead of silently detaching it from what the kernel mutates."""
+    """``sim.state.rem`` etc. are the same arrays through a run (both backends write in place), and the
+    state is read through ``sim.state`` only: ``sim.rem`` raises, and so does binding it (which would
+    detach it from what the kernel mutates), each naming ``sim.state.rem``."""
     if backend == "numba" and not kernels.HAVE_NUMBA:
         pytest.skip("numba is not installed")
     core = EnvCore("spine-leaf-2to1", batch=2, backend=backend)
     core.reset([0, 1])
     sim = core.world.sim
     before = sim.state.iterations_total.copy()
+    arrays = sim.state.arrays()
     for _ in range(3):
         core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
     assert (sim.state.iterations_total > before).any()  # the state moved
-    for f in fields(SimState):
-        assert getattr(sim, f.name) is getattr(sim.state, f.name), f.name
-        arr = getattr(sim.state, f.name)
+    for f, arr in zip(fields(SimState), arrays, strict=True):
+        assert getattr(sim.state, f.name) is arr, f.name  # mutated in place, never rebound
         assert arr.flags.c_contiguous and arr.flags.writeable, f.name
     with pytest.raises(AttributeError, match=r"BatchSim\.state\.rem"):
-        sim.rem = sim.rem.copy()
+        sim.rem  # noqa: B018 - the read must raise
+    with pytest.raises(AttributeError, match=r"BatchSim\.state\.rem"):
+        sim.rem = sim.state.rem.copy()
+    with pytest.raises(AttributeError, match="no attribute 'not_a_field'"):
+        sim.not_a_field  # noqa: B018
 
 
 def _core(batch: int = 2) -> EnvCore:

@@ -585,9 +585,9 @@ class EnvCore:
         if res is not None:
             jf[..., 1] = np.nan_to_num(res.efficiency, nan=0.0)
             jf[..., 2] = np.nan_to_num(res.gpu_utilization, nan=0.0)
-        pc = sim.phase_cur[idx]
+        pc = sim.state.phase_cur[idx]
         jf[..., 3] = alive & (pc >= 0) & (pc < sim.unit_nphases[idx])
-        since = np.maximum(sim.time_s[:, None] - sim.iter_start[idx], 0.0)
+        since = np.maximum(sim.state.time_s[:, None] - sim.state.iter_start[idx], 0.0)
         ideal = np.where(alive, w.job_ideal_step_s, 1.0)
         jf[..., 4] = np.where(alive, squash(since / ideal), 0.0)
         jf[~alive] = 0.0
@@ -596,8 +596,8 @@ class EnvCore:
         # background
         if self.n_bg:
             bf = np.zeros((B, self.n_bg, 2))
-            bf[..., 0] = sim.bg_on[w.bg_unit] if res is not None else 0.0
-            bf[..., 1] = sim.bg_on[w.bg_unit]
+            bf[..., 0] = sim.state.bg_on[w.bg_unit] if res is not None else 0.0
+            bf[..., 1] = sim.state.bg_on[w.bg_unit]
             obs[:, L["background"]] = bf.reshape(B, -1)
         obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
         if self.observation_mode == "flat":
@@ -640,8 +640,8 @@ class EnvCore:
             raise AssertionError(f"link utilisation {top} > 1: capacity constraint violated")
         if self.n_bg:
             bf = np.zeros((B, self.n_bg, 2))
-            bf[..., 0] = sim.bg_on[w.bg_unit] if res is not None else 0.0
-            bf[..., 1] = sim.bg_on[w.bg_unit]
+            bf[..., 0] = sim.state.bg_on[w.bg_unit] if res is not None else 0.0
+            bf[..., 1] = sim.state.bg_on[w.bg_unit]
             obs[:, L["background"]] = bf.reshape(B, -1)
         if self.observation_mode == "flat":
             return obs
@@ -663,8 +663,8 @@ class EnvCore:
         L = self.obs_layout
         return (
             self.net_links, np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=np.float64), self._net_capacity,
-            np.ascontiguousarray(w.job_unit, dtype=np.int64), has_res, eff, util, sim.phase_cur,
-            sim.unit_nphases, sim.time_s, sim.iter_start, w.job_ideal_step_s, slots,
+            np.ascontiguousarray(w.job_unit, dtype=np.int64), has_res, eff, util, sim.state.phase_cur,
+            sim.unit_nphases, sim.state.time_s, sim.state.iter_start, w.job_ideal_step_s, slots,
             np.ascontiguousarray(step_count), self.episode_steps, L["link_capacity"].start, L["jobs"].start,
             L["slots"].start, L["episode_progress"].start,
         )  # fmt: skip

@@ -215,7 +215,7 @@ def connection_demand(world: FabricWorld) -> np.ndarray:
     unit = sim.flow_unit[sim.member_flow]
     ideal = _per_unit(world, world.job_ideal_step_s)
     iters = np.where(np.isfinite(ideal), dur / ideal, 0.0)[unit]
-    on = sim.bg_on[unit]
+    on = sim.state.bg_on[unit]
     d = np.where(bg, np.where(on, sim.flow_demand[sim.member_flow] * dur, 0.0), per_member * iters)
     return np.bincount(sim.member_conn, weights=d, minlength=sim.n_conns)
 
@@ -243,7 +243,7 @@ def connection_peak_rate(world: FabricWorld) -> np.ndarray:
     unit = sim.flow_unit[sim.member_flow]
     comm = _per_unit(world, world.job_ideal_comm_s)[unit]
     job_rate = safe_divide(np.where(bg, 0.0, sim.flow_bytes[sim.member_flow]), comm)  # background: 0
-    bg_rate = np.where(bg & sim.bg_on[unit], sim.flow_demand[sim.member_flow], 0.0)
+    bg_rate = np.where(bg & sim.state.bg_on[unit], sim.flow_demand[sim.member_flow], 0.0)
     # a connection is used by one member per phase; take its largest rate over the job's phases
     r = np.zeros(sim.n_conns)
     np.maximum.at(r, sim.member_conn, np.where(bg, bg_rate, job_rate))

@@ -96,7 +96,7 @@ def resolve_backend(backend: str | None = None) -> str:
     return backend
 
 
-_STATE_FIELDS = tuple(f.name for f in fields(SimState))  # BatchSim attributes that view the state
+_STATE_FIELDS = tuple(f.name for f in fields(SimState))  # read through BatchSim.state only
 _STACK_FIELDS = tuple(f.name for f in fields(UnitStack))  # BatchSim attributes that view the structure
 _EPS_T = 1e-12  # seconds: timers at or below this are done
 _EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
@@ -468,10 +468,9 @@ class BatchSim:
     ``unit_*``, ``phase_*``, ``flow_*``, ``member_*``, ``conn_*``, ``inst_*`` tables, replaced by
     :meth:`set_units` only), the *inputs* of an interval (the split and its incidence entries ``e_*``,
     written by :meth:`set_split`; ``capacity_bytes_per_s``, written by the world) and the *state*
-    (:attr:`state`, a :class:`SimState`, mutated by :meth:`run_interval`). Each field of the structure
-    and of the state is also readable as an attribute of the same name (``sim.conn_npaths`` is
-    ``sim.stack.conn_npaths``, ``sim.rem`` is ``sim.state.rem``, the same arrays); state writes go through
-    ``sim.state``, in place.
+    (:attr:`state`, a :class:`SimState`, mutated in place by :meth:`run_interval`: read and write it as
+    ``sim.state.rem`` etc.). Each field of the structure is also readable as an attribute of the same name
+    (``sim.conn_npaths`` is ``sim.stack.conn_npaths``, the same array).
     """
 
     stack: UnitStack
@@ -505,7 +504,7 @@ class BatchSim:
 
     def __setattr__(self, name: str, value: object) -> None:
         if name in _STATE_FIELDS:
-            raise AttributeError(f"BatchSim.{name} is a view of BatchSim.state.{name}: write that in place")
+            raise AttributeError(f"BatchSim.{name}: the state is BatchSim.state.{name}; write that in place")
         if name in _STACK_FIELDS:
             raise AttributeError(f"BatchSim.{name} is BatchSim.stack.{name}, set by set_units only")
         object.__setattr__(self, name, value)
@@ -516,11 +515,14 @@ class BatchSim:
         for name in _STACK_FIELDS:
             object.__setattr__(self, name, getattr(stack, name))
 
+    def __getattr__(self, name: str) -> object:  # only for names not found the usual way
+        if name in _STATE_FIELDS:
+            raise AttributeError(f"BatchSim.{name}: the state is BatchSim.state.{name}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _bind_state(self, state: SimState) -> None:
-        """Make ``state`` the simulation's state (and its fields readable as attributes)."""
+        """Make ``state`` the simulation's state."""
         object.__setattr__(self, "state", state)
-        for name, arr in zip(_STATE_FIELDS, state.arrays()):
-            object.__setattr__(self, name, arr)
 
     # ------------------------------------------------------------------ structure
     def set_units(
@@ -714,9 +716,9 @@ class BatchSim:
     def _active_flows(self, running: np.ndarray) -> np.ndarray:
         u = self.flow_unit
         # a flow moves when its phase runs and has paid its latency; index -1 (background) is False
-        ready = np.append((self.phase_state == RUNNING) & (self.phase_lat_left <= _EPS_T), False)
-        job_active = ready[self.flow_gphase] & (self.rem > 0)
-        bg_active = self.flow_bg & self.bg_on[u]
+        ready = np.append((self.state.phase_state == RUNNING) & (self.state.phase_lat_left <= _EPS_T), False)
+        job_active = ready[self.flow_gphase] & (self.state.rem > 0)
+        bg_active = self.flow_bg & self.state.bg_on[u]
         return (job_active | bg_active) & running[self.flow_inst]
 
     def run_interval(
@@ -776,11 +778,11 @@ class BatchSim:
             dt = t_left.copy()
             job_flow = ~self.flow_bg[act_idx]
             with np.errstate(divide="ignore"):
-                t_fin = safe_divide(self.rem[act_idx], rates, np.inf)
+                t_fin = safe_divide(st.rem[act_idx], rates, np.inf)
             t_fin = np.where(job_flow, t_fin, np.inf)
             if self.rate_updates == "phase":
                 # only the last flow of a phase is an event: earlier finishers keep their rate
-                t_phase = np.zeros(self.phase_state.shape[0] + 1)  # the last slot takes background flows
+                t_phase = np.zeros(st.phase_state.shape[0] + 1)  # the last slot takes background flows
                 gp = self.flow_gphase[act_idx]
                 np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
                 t_fin = np.where(job_flow, t_phase[gp], np.inf)
@@ -791,33 +793,31 @@ class BatchSim:
             stalled = np.maximum(stalled, stalled_now)
             alive = ~self.unit_bg & running[self.unit_inst]
             timers = np.full(U, np.inf)
-            pc = self.phase_cur
-            timers = np.where(pc == WAITING, self.t_start_left, timers)
-            timers = np.minimum(timers, np.where(self.t_compute_left > _EPS_T, self.t_compute_left, np.inf))
-            timers = np.minimum(timers, np.where(pc == PRE_COMM, self.t_comm_start_left, np.inf))
+            pc = st.phase_cur
+            timers = np.where(pc == WAITING, st.t_start_left, timers)
+            timers = np.minimum(timers, np.where(st.t_compute_left > _EPS_T, st.t_compute_left, np.inf))
+            timers = np.minimum(timers, np.where(pc == PRE_COMM, st.t_comm_start_left, np.inf))
             timers = np.where(alive, timers, np.inf)
             np.minimum.at(dt, self.unit_inst, timers)
-            ph_live = alive[self.phase_unit] & (self.phase_state == RUNNING)  # phases paying their latency
-            lat = self.phase_lat_left
+            ph_live = alive[self.phase_unit] & (st.phase_state == RUNNING)  # phases paying their latency
+            lat = st.phase_lat_left
             np.minimum.at(dt, self.phase_inst, np.where(ph_live & (lat > _EPS_T), lat, np.inf))
             dt = np.where(running, np.maximum(dt, 0.0), 0.0)
             # advance
             dtf = dt[self.flow_inst[act_idx]]
-            moved = np.minimum(rates * dtf, self.rem[act_idx])  # phase mode: early finishers stop at 0
-            self.rem[act_idx] = np.where(job_flow, self.rem[act_idx] - moved, self.rem[act_idx])
+            moved = np.minimum(rates * dtf, st.rem[act_idx])  # phase mode: early finishers stop at 0
+            st.rem[act_idx] = np.where(job_flow, st.rem[act_idx] - moved, st.rem[act_idx])
             flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
             dtu = dt[self.unit_inst]
             started = alive & (pc != WAITING)
             active_t += np.where(started, dtu, 0.0)
-            compute_t += np.where(started, np.minimum(self.t_compute_left, dtu), 0.0)
+            compute_t += np.where(started, np.minimum(st.t_compute_left, dtu), 0.0)
             st.t_compute_left[...] = np.where(
-                alive, np.maximum(self.t_compute_left - dtu, 0.0), self.t_compute_left
+                alive, np.maximum(st.t_compute_left - dtu, 0.0), st.t_compute_left
             )
-            st.t_start_left[...] = np.where(
-                alive & (pc == WAITING), self.t_start_left - dtu, self.t_start_left
-            )
+            st.t_start_left[...] = np.where(alive & (pc == WAITING), st.t_start_left - dtu, st.t_start_left)
             st.t_comm_start_left[...] = np.where(
-                alive & (pc == PRE_COMM), self.t_comm_start_left - dtu, self.t_comm_start_left
+                alive & (pc == PRE_COMM), st.t_comm_start_left - dtu, st.t_comm_start_left
             )
             st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[self.phase_inst], 0.0), lat)
             st.time_s += dt
@@ -904,78 +904,78 @@ class BatchSim:
         """Apply every transition that is due now, until none is (vectorised over units)."""
         U = self.n_units
         st = self.state
-        now = self.time_s[self.unit_inst] if U else np.zeros(0)
-        done_flow = (~self.flow_bg) & (self.rem <= _EPS_B * self.flow_bytes)
-        st.rem[...] = np.where(done_flow, 0.0, self.rem)
+        now = st.time_s[self.unit_inst] if U else np.zeros(0)
+        done_flow = (~self.flow_bg) & (st.rem <= _EPS_B * self.flow_bytes)
+        st.rem[...] = np.where(done_flow, 0.0, st.rem)
         alive = ~self.unit_bg
         for _ in range(4 * int(self.unit_nphases.max(initial=0)) + 8):
             changed = np.zeros(U, dtype=bool)
-            pc = self.phase_cur
+            pc = st.phase_cur
             # start of the job
-            go = alive & (pc == WAITING) & (self.t_start_left <= _EPS_T)
+            go = alive & (pc == WAITING) & (st.t_start_left <= _EPS_T)
             if go.any():
-                st.phase_cur[...] = np.where(go, PRE_COMM, self.phase_cur)
-                st.t_compute_left[...] = np.where(go, self.unit_compute, self.t_compute_left)
+                st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
+                st.t_compute_left[...] = np.where(go, self.unit_compute, st.t_compute_left)
                 st.t_comm_start_left[...] = np.where(
-                    go, (1 - self.unit_overlap) * self.unit_compute, self.t_comm_start_left
+                    go, (1 - self.unit_overlap) * self.unit_compute, st.t_comm_start_left
                 )
-                st.iter_start[...] = np.where(go, now, self.iter_start)
+                st.iter_start[...] = np.where(go, now, st.iter_start)
                 changed |= go
-            pc = self.phase_cur
+            pc = st.phase_cur
             # communication starts
-            go = alive & (pc == PRE_COMM) & (self.t_comm_start_left <= _EPS_T)
+            go = alive & (pc == PRE_COMM) & (st.t_comm_start_left <= _EPS_T)
             if go.any():
-                st.phase_cur[...] = np.where(go, 0, self.phase_cur)
-                st.comm_start[...] = np.where(go, now, self.comm_start)
+                st.phase_cur[...] = np.where(go, 0, st.phase_cur)
+                st.comm_start[...] = np.where(go, now, st.comm_start)
                 self._start_phases(go)
                 changed |= go
-            pc = self.phase_cur
+            pc = st.phase_cur
             # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
             # wait for it start when it was the last they waited for; the cursor counts the phases done
-            n_ph = self.phase_state.shape[0]
+            n_ph = st.phase_state.shape[0]
             jf = self.job_flows
-            pending = np.bincount(self.flow_gphase[jf], weights=self.rem[jf] > 0, minlength=n_ph)
+            pending = np.bincount(self.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
             done = (
                 alive[self.phase_unit]
-                & (self.phase_state == RUNNING)
-                & (self.phase_lat_left <= _EPS_T)
+                & (st.phase_state == RUNNING)
+                & (st.phase_lat_left <= _EPS_T)
                 & (pending == 0)
             )
             if done.any():
-                st.phase_state[...] = np.where(done, DONE, self.phase_state)
+                st.phase_state[...] = np.where(done, DONE, st.phase_state)
                 n_done = np.bincount(self.phase_unit[done], minlength=U)
                 go = n_done > 0
                 st.phase_cur[...] = pc + n_done
                 dec = np.bincount(self.phase_succ, weights=done[self.phase_edge_src], minlength=n_ph)
-                st.phase_wait[...] = self.phase_wait - dec.astype(np.int64)
-                enter = (dec > 0) & (self.phase_wait == 0)
-                st.phase_state[...] = np.where(enter, RUNNING, self.phase_state)
-                st.phase_lat_left[...] = np.where(enter, self.phase_latency, self.phase_lat_left)
-                fin = go & (self.phase_cur == self.unit_nphases)
-                st.comm_end[...] = np.where(fin, now, self.comm_end)
+                st.phase_wait[...] = st.phase_wait - dec.astype(np.int64)
+                enter = (dec > 0) & (st.phase_wait == 0)
+                st.phase_state[...] = np.where(enter, RUNNING, st.phase_state)
+                st.phase_lat_left[...] = np.where(enter, self.phase_latency, st.phase_lat_left)
+                fin = go & (st.phase_cur == self.unit_nphases)
+                st.comm_end[...] = np.where(fin, now, st.comm_end)
                 changed |= go
-            pc = self.phase_cur
+            pc = st.phase_cur
             # iteration ends when compute and communication are both done
-            go = alive & (pc == self.unit_nphases) & (self.t_compute_left <= _EPS_T)
+            go = alive & (pc == self.unit_nphases) & (st.t_compute_left <= _EPS_T)
             if go.any():
-                step_t = now - self.iter_start
+                step_t = now - st.iter_start
                 iters += go
                 step_sum += np.where(go, step_t, 0.0)
-                comm_sum += np.where(go, self.comm_end - self.comm_start, 0.0)
+                comm_sum += np.where(go, st.comm_end - st.comm_start, 0.0)
                 st.iterations_total += go
-                st.last_step_s[...] = np.where(go, step_t, self.last_step_s)
-                st.last_comm_s[...] = np.where(go, self.comm_end - self.comm_start, self.last_comm_s)
+                st.last_step_s[...] = np.where(go, step_t, st.last_step_s)
+                st.last_comm_s[...] = np.where(go, st.comm_end - st.comm_start, st.last_comm_s)
                 if (go & (step_t <= 0)).any():
                     u = int(np.flatnonzero(go & (step_t <= 0))[0])
                     raise RuntimeError(f"job {self.flat_units[u].name!r}: an iteration takes no time")
-                st.iter_start[...] = np.where(go, now, self.iter_start)
-                st.phase_cur[...] = np.where(go, PRE_COMM, self.phase_cur)
-                st.t_compute_left[...] = np.where(go, self.unit_compute, self.t_compute_left)
+                st.iter_start[...] = np.where(go, now, st.iter_start)
+                st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
+                st.t_compute_left[...] = np.where(go, self.unit_compute, st.t_compute_left)
                 st.t_comm_start_left[...] = np.where(
-                    go, (1 - self.unit_overlap) * self.unit_compute, self.t_comm_start_left
+                    go, (1 - self.unit_overlap) * self.unit_compute, st.t_comm_start_left
                 )
                 reset = go[self.flow_unit] & ~self.flow_bg
-                st.rem[...] = np.where(reset, self.flow_bytes, self.rem)
+                st.rem[...] = np.where(reset, self.flow_bytes, st.rem)
                 changed |= go
             if not changed.any():
                 return
@@ -987,6 +987,6 @@ class BatchSim:
         st = self.state
         m = mask[self.phase_unit]
         root = m & (self.phase_npred == 0)
-        st.phase_wait[...] = np.where(m, self.phase_npred, self.phase_wait)
-        st.phase_state[...] = np.where(m, np.where(root, RUNNING, IDLE), self.phase_state)
-        st.phase_lat_left[...] = np.where(root, self.phase_latency, self.phase_lat_left)
+        st.phase_wait[...] = np.where(m, self.phase_npred, st.phase_wait)
+        st.phase_state[...] = np.where(m, np.where(root, RUNNING, IDLE), st.phase_state)
+        st.phase_lat_left[...] = np.where(root, self.phase_latency, st.phase_lat_left)

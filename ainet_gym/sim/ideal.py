@@ -56,12 +56,12 @@ class IdealTimes:
         horizon = max(solo.compute_ms * 1e-3, 1e-3)
         for _ in range(60):
             sim.run_interval(horizon)
-            if sim.iterations_total[0] >= 1:
+            if sim.state.iterations_total[0] >= 1:
                 break
             horizon *= 2
         else:
             raise RuntimeError(f"job {job.name!r}: no iteration completes on a non-blocking fabric")
-        self._cache[key] = (float(sim.last_step_s[0]), float(sim.last_comm_s[0]))
+        self._cache[key] = (float(sim.state.last_step_s[0]), float(sim.state.last_comm_s[0]))
         return self._cache[key]
 
     def tables(

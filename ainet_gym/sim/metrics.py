@@ -144,7 +144,7 @@ class IntervalMeter:
             return res
         with np.errstate(invalid="ignore", divide="ignore"):
             # a job flow moves its bytes once per completed iteration; rem is reset when one completes
-            moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_bytes - sim.rem
+            moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_bytes - sim.state.rem
         moved = np.where(sim.flow_bg, np.nan, moved)
         res.conn_bytes = np.bincount(sim.member_conn, weights=moved[sim.member_flow], minlength=sim.n_conns)
         res.connections = ConnectionTable(
@@ -203,7 +203,7 @@ class IntervalMeter:
             util = safe_divide(m.compute_time_s[idx], act, np.nan)
             # efficiency: ideal / actual; with no completed iteration the actual step is at least the
             # time spent in the current one
-            since = np.where(alive, sim.time_s[:, None] - sim.iter_start[idx], np.nan)
+            since = np.where(alive, sim.state.time_s[:, None] - sim.state.iter_start[idx], np.nan)
             actual = np.where(iters > 0, step_t, np.maximum(since, m.duration_s[:, None]))
             eff = np.where(act > 0, np.minimum(ideal_step_s / actual, 1.0), np.nan)
         cap = sim.capacity_bytes_per_s
@@ -444,7 +444,7 @@ class NumbaFigures:
             np.ascontiguousarray(m.link_bytes, dtype=f64), self.cap, np.ascontiguousarray(m.duration_s, dtype=f64),
             me.network_links, me._net_mask, me._gpu_uplinks, me._tier_off, me._tier_idx, BYTES_PER_S_TO_GBPS,
             self.job_unit, sim.unit_ngpus, m.iterations, m.step_time_sum_s, m.comm_time_sum_s,
-            m.active_time_s, m.compute_time_s, sim.time_s, sim.iter_start, sim.unit_compute, self.ideal_step_s,
+            m.active_time_s, m.compute_time_s, sim.state.time_s, sim.state.iter_start, sim.unit_compute, self.ideal_step_s,
             self.lu, self.maxu, self.tier_bytes, self.failed, self.thr, self.cap_copy,
             self.alive, self.ngpu, self.iters, self.step_t, self.comm_t, self.util, self.eff, self.ideal,
             self.compute_s,

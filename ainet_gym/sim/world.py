@@ -159,7 +159,7 @@ class FabricWorld:
             self.links.reset(b)
             self.step_count[b] = 0
         if self.sim is not None:
-            self.sim.time_s[mask] = 0.0
+            self.sim.state.time_s[mask] = 0.0
         self._rebuild(reset_mask=mask)
         self._advance_dynamics(mask, first=True)
 
@@ -216,7 +216,7 @@ class FabricWorld:
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
         if not split_set:
             sim.set_split(split)  # apply the split
-        rem0 = sim.rem.copy() if connections else sim.rem
+        rem0 = sim.state.rem.copy() if connections else sim.state.rem
         duration = np.where(active, self.decision_interval_s, 0.0)
         if windows == 1 and sim.backend == "numba":  # run the interval and its figures on the kernel threads
             fig = self.meter.figures(sim, self.job_unit, self.job_ideal_step_s, self.names)
@@ -422,12 +422,12 @@ class FabricWorld:
                 for b in members:
                     keep[sim.inst_unit[b] : sim.inst_unit[b + 1]] = base + np.arange(n)
                 base += n
-            if sim.time_s[idx].any():  # not after a reset: one fresh instance per copy, on its clock
+            if sim.state.time_s[idx].any():  # not after a reset: one fresh instance per copy, on its clock
                 fresh_units = [per_inst[b] for b in idx]
                 keep[keep >= 0] = np.arange(int((keep >= 0).sum()))
             fresh = BatchSim(self.fabric, fresh_units, sim.rate_updates, self.backend)
-            if sim.time_s[idx].any():
-                fresh.set_units(fresh.units, time_s=sim.time_s[idx])  # iter_start from the clocks
+            if sim.state.time_s[idx].any():
+                fresh.set_units(fresh.units, time_s=sim.state.time_s[idx])  # iter_start from the clocks
             sim.restore_units(fresh.snapshot_units(), keep)  # the engine's own carry-over of unit state
             sim.set_split(None)  # as a restack leaves it
         return True
