@@ -102,10 +102,23 @@ def test_vector_env_equals_single_envs(mode: str) -> None:
             assert vr[i] == r and vterm[i] == term and vtrunc[i] == trunc
             np.testing.assert_array_equal(vinfo["step_time_ms"][i], info["step_time_ms"])
     assert vtrunc.all()
-    # next-step autoreset: the following step returns reset observations, reward 0, not done
+    # next-step autoreset: the following step returns reset observations, reward 0, not done; each copy's
+    # next episode is the one its single env plays after reset() without a seed (its own random stream)
     vobs, vr, vterm, vtrunc, _ = venv.step(venv.action_space.sample())
     assert (vr == 0).all() and not vterm.any() and not vtrunc.any()
     assert (venv.core.world.step_count == 0).all()
+    for i, e in enumerate(singles):
+        obs, _ = e.reset()
+        np.testing.assert_array_equal(vobs[i], obs)
+    for _ in range(5):
+        acts = venv.action_space.sample()
+        vobs, vr, vterm, vtrunc, vinfo = venv.step(acts)
+        for i, e in enumerate(singles):
+            obs, r, term, trunc, info = e.step(acts[i])
+            np.testing.assert_array_equal(vobs[i], obs)
+            assert vr[i] == r and vterm[i] == term and vtrunc[i] == trunc
+            np.testing.assert_array_equal(vinfo["job_alive"][i], info["job_alive"])
+    assert vtrunc.all()
 
 
 def test_make_vec_uses_the_native_vector_env() -> None:

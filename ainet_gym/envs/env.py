@@ -596,7 +596,10 @@ class EnvCore:
         # background
         if self.n_bg:
             bf = np.zeros((B, self.n_bg, 2))
-            bf[..., 0] = sim.state.bg_on[w.bg_unit] if res is not None else 0.0
+            if (
+                res is not None
+            ):  # on during the interval just run (0 where none ran: a reset copy stood still)
+                bf[..., 0] = np.where((res.duration_s > 0)[:, None], sim.state.bg_on[w.bg_unit], 0.0)
             bf[..., 1] = sim.state.bg_on[w.bg_unit]
             obs[:, L["background"]] = bf.reshape(B, -1)
         obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
@@ -640,7 +643,10 @@ class EnvCore:
             raise AssertionError(f"link utilisation {top} > 1: capacity constraint violated")
         if self.n_bg:
             bf = np.zeros((B, self.n_bg, 2))
-            bf[..., 0] = sim.state.bg_on[w.bg_unit] if res is not None else 0.0
+            if (
+                res is not None
+            ):  # on during the interval just run (0 where none ran: a reset copy stood still)
+                bf[..., 0] = np.where((res.duration_s > 0)[:, None], sim.state.bg_on[w.bg_unit], 0.0)
             bf[..., 1] = sim.state.bg_on[w.bg_unit]
             obs[:, L["background"]] = bf.reshape(B, -1)
         if self.observation_mode == "flat":

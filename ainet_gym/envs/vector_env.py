@@ -103,8 +103,9 @@ class FabricRoutingVectorEnv(VectorEnv):
         reset_now = self._autoreset.copy()
         if reset_now.any():
             self.core.validate(a)  # a bad action leaves every copy untouched
-            seeds: list[int | None] = [int(self._rng.integers(2**31)) for _ in range(self.num_envs)]
-            self.core.reset(seeds, mask=reset_now)
+            # each copy goes on with its own random stream, as a single env's reset() without a seed does
+            # (and Gymnasium's SyncVectorEnv): copy i is the single env seeded seed + i, episode after episode
+            self.core.reset([None] * self.num_envs, mask=reset_now)
         # copies reset this step stand still (zero duration): they report their reset observation,
         # reward 0, not done
         obs, rew, term, trunc, info = self.core.step(a, active=~reset_now)
