@@ -83,6 +83,20 @@ def test_same_seed_same_rollout_exactly(mode: str) -> None:
     assert any(not np.array_equal(x[0], y[0]) for x, y in zip(r1, r2))
 
 
+def _play_episode(venv: FabricRoutingVectorEnv, singles: list[FabricRoutingEnv], steps: int) -> None:
+    """``steps`` steps of random actions: each copy of ``venv`` must equal its single env, value for value."""
+    for _ in range(steps):
+        acts = venv.action_space.sample()
+        vobs, vr, vterm, vtrunc, vinfo = venv.step(acts)
+        for i, e in enumerate(singles):
+            obs, r, term, trunc, info = e.step(acts[i])
+            np.testing.assert_array_equal(vobs[i], obs)
+            assert vr[i] == r and vterm[i] == term and vtrunc[i] == trunc
+            for k in ("step_time_ms", "job_alive", "failed_links"):
+                np.testing.assert_array_equal(vinfo[k][i], info[k], err_msg=k)
+    assert vtrunc.all()
+
+
 @pytest.mark.parametrize("mode", ACTION_MODES)
 def test_vector_env_equals_single_envs(mode: str) -> None:
     B = 3
@@ -93,15 +107,7 @@ def test_vector_env_equals_single_envs(mode: str) -> None:
         obs, _ = e.reset(seed=11 + i)
         np.testing.assert_array_equal(vobs[i], obs)
     venv.action_space.seed(3)
-    for _ in range(5):
-        acts = venv.action_space.sample()
-        vobs, vr, vterm, vtrunc, vinfo = venv.step(acts)
-        for i, e in enumerate(singles):
-            obs, r, term, trunc, info = e.step(acts[i])
-            np.testing.assert_array_equal(vobs[i], obs)
-            assert vr[i] == r and vterm[i] == term and vtrunc[i] == trunc
-            np.testing.assert_array_equal(vinfo["step_time_ms"][i], info["step_time_ms"])
-    assert vtrunc.all()
+    _play_episode(venv, singles, 5)
     # next-step autoreset: the following step returns reset observations, reward 0, not done; each copy's
     # next episode is the one its single env plays after reset() without a seed (its own random stream)
     vobs, vr, vterm, vtrunc, _ = venv.step(venv.action_space.sample())
@@ -110,15 +116,7 @@ def test_vector_env_equals_single_envs(mode: str) -> None:
     for i, e in enumerate(singles):
         obs, _ = e.reset()
         np.testing.assert_array_equal(vobs[i], obs)
-    for _ in range(5):
-        acts = venv.action_space.sample()
-        vobs, vr, vterm, vtrunc, vinfo = venv.step(acts)
-        for i, e in enumerate(singles):
-            obs, r, term, trunc, info = e.step(acts[i])
-            np.testing.assert_array_equal(vobs[i], obs)
-            assert vr[i] == r and vterm[i] == term and vtrunc[i] == trunc
-            np.testing.assert_array_equal(vinfo["job_alive"][i], info["job_alive"])
-    assert vtrunc.all()
+    _play_episode(venv, singles, 5)
 
 
 def test_make_vec_uses_the_native_vector_env() -> None:
