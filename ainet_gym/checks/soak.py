@@ -101,7 +101,7 @@ def soak(
                 venv.step(_bad_action(out.bad_actions % 3, venv))
                 fail("a malformed action was accepted")
             except ValueError:
-                pass
+                pass  # expected: the env rejects a malformed action and the soak goes on
             except Exception as e:  # any other exception is a violation
                 fail(f"a malformed action raised {type(e).__name__}: {e}")
             out.bad_actions += 1

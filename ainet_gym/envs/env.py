@@ -595,17 +595,25 @@ class EnvCore:
         obs[:, L["slots"]] = self._slot_features()
         # background
         if self.n_bg:
-            bf = np.zeros((B, self.n_bg, 2))
-            if (
-                res is not None
-            ):  # on during the interval just run (0 where none ran: a reset copy stood still)
-                bf[..., 0] = np.where((res.duration_s > 0)[:, None], sim.state.bg_on[w.bg_unit], 0.0)
-            bf[..., 1] = sim.state.bg_on[w.bg_unit]
-            obs[:, L["background"]] = bf.reshape(B, -1)
+            obs[:, L["background"]] = self._background_features(res)
         obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
         if self.observation_mode == "flat":
             return obs
         return self._graph_obs(obs)
+
+    def _background_features(self, res: StepResult | None) -> np.ndarray:
+        """(batch, background sources * 2) the background block of the observation: each source on during
+        the interval just run (0 where none ran: after a reset, or a reset copy that stood still in the
+        step), and on in the next one."""
+        w = self.world
+        sim = w.sim
+        assert sim is not None
+        on = sim.state.bg_on[w.bg_unit]  # (batch, sources)
+        bf = np.zeros((self.batch, self.n_bg, 2))
+        if res is not None:
+            bf[..., 0] = np.where((res.duration_s > 0)[:, None], on, 0.0)
+        bf[..., 1] = on
+        return bf.reshape(self.batch, -1)
 
     def _observe_numba(
         self, res: StepResult | None, push: np.ndarray | None, early: _EarlyBlocks | None = None
@@ -642,13 +650,7 @@ class EnvCore:
         if self.n_net and top > 1.0 + 1e-6:
             raise AssertionError(f"link utilisation {top} > 1: capacity constraint violated")
         if self.n_bg:
-            bf = np.zeros((B, self.n_bg, 2))
-            if (
-                res is not None
-            ):  # on during the interval just run (0 where none ran: a reset copy stood still)
-                bf[..., 0] = np.where((res.duration_s > 0)[:, None], sim.state.bg_on[w.bg_unit], 0.0)
-            bf[..., 1] = sim.state.bg_on[w.bg_unit]
-            obs[:, L["background"]] = bf.reshape(B, -1)
+            obs[:, L["background"]] = self._background_features(res)
         if self.observation_mode == "flat":
             return obs
         return self._graph_obs(obs)

@@ -90,10 +90,7 @@ try:
         way back from Python, where taking it means sleeping until this thread lets go (tens of us)."""
         if finished > 0:
             _store_release(flags, FINISHED, finished)
-        for _ in range(max_loads):  # noqa: SIM110 - a loop numba compiles (no generators)
-            if _load_acquire(flags, POSTED) >= target:
-                return True
-        return False
+        return spin_until(flags, POSTED, target, max_loads)
 
     HAVE_SPIN = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing

@@ -422,11 +422,12 @@ class FabricWorld:
                 for b in members:
                     keep[sim.inst_unit[b] : sim.inst_unit[b + 1]] = base + np.arange(n)
                 base += n
-            if sim.state.time_s[idx].any():  # not after a reset: one fresh instance per copy, on its clock
+            on_clock = bool(sim.state.time_s[idx].any())  # not after a reset
+            if on_clock:  # one fresh instance per copy, on its clock
                 fresh_units = [per_inst[b] for b in idx]
                 keep[keep >= 0] = np.arange(int((keep >= 0).sum()))
             fresh = BatchSim(self.fabric, fresh_units, sim.rate_updates, self.backend)
-            if sim.state.time_s[idx].any():
+            if on_clock:
                 fresh.set_units(fresh.units, time_s=sim.state.time_s[idx])  # iter_start from the clocks
             sim.restore_units(fresh.snapshot_units(), keep)  # the engine's own carry-over of unit state
             sim.set_split(None)  # as a restack leaves it
