@@ -110,12 +110,15 @@ def test_vector_env_equals_single_envs(mode: str) -> None:
     _play_episode(venv, singles, 5)
     # next-step autoreset: the following step returns reset observations, reward 0, not done; each copy's
     # next episode is the one its single env plays after reset() without a seed (its own random stream)
-    vobs, vr, vterm, vtrunc, _ = venv.step(venv.action_space.sample())
+    vobs, vr, vterm, vtrunc, vinfo = venv.step(venv.action_space.sample())
     assert (vr == 0).all() and not vterm.any() and not vtrunc.any()
     assert (venv.core.world.step_count == 0).all()
     for i, e in enumerate(singles):
-        obs, _ = e.reset()
+        obs, info = e.reset()
         np.testing.assert_array_equal(vobs[i], obs)
+        for k, v in info.items():  # the reset's info, every key, as the single env reports it
+            assert np.asarray(vinfo[k][i]).dtype == np.asarray(v).dtype, k
+            np.testing.assert_array_equal(vinfo[k][i], v, err_msg=k)
     _play_episode(venv, singles, 5)
 
 

@@ -126,7 +126,7 @@ def test_nan_to_zero_is_nan_to_num() -> None:
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
 def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...], monkeypatch) -> None:
     """Resetting copies of three (one, two, all) restarts their units in place (the placement is deterministic, so the
-    units are the same); every engine state array and the next intervals' results equal those of the full
+    units are the same), twice; every engine state array and the next intervals' results equal those of the full
     restack it replaces (a restart that forgot a timer, a flow's bytes or the split would differ)."""
     from ainet_gym.sim import kernels as _kernels
     from ainet_gym.sim.world import FabricWorld
@@ -150,11 +150,13 @@ def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...]
             monkeypatch.setattr(w, "_restart_in_place", lambda *args: False)
         w.reset(seeds=[0, 1, 2])
         rng = np.random.default_rng(0)
-        for _ in range(3):
-            w.step(w.default_split() * rng.uniform(0.5, 1.0, size=(w.sim.n_conns, 1)))
-        w.reset(seeds=[None, 9, None], mask=np.array(mask))
+        # twice: the second restart in place starts from the initial state the first one kept
+        for seeds in ([None, 9, None], [4, None, 5]):
+            for _ in range(3):
+                w.step(w.default_split() * rng.uniform(0.5, 1.0, size=(w.sim.n_conns, 1)))
+            w.reset(seeds=seeds, mask=np.array(mask))
         worlds.append(w)
-    assert taken[-1] is True  # the in-place path ran
+    assert taken[-2:] == [True, True]  # the in-place path ran (the first reset builds the engine)
     a, b = worlds
     arrays = [k for k, v in vars(b.sim).items() if isinstance(v, np.ndarray)]
     assert {"conn_npaths", "split", "capacity_bytes_per_s"} <= set(arrays)
@@ -182,3 +184,26 @@ def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...]
             a.sim.state.iterations_total[a.sim.inst_unit[k]]
             > a.sim.state.iterations_total[a.sim.inst_unit[r]]
         )
+
+
+def test_restack_shares_units_only_between_copies_that_are_the_same() -> None:
+    """A restack gives a copy the units of the copy before it only when both have the same jobs on the same
+    GPUs at the same step. Here the hot expert of a rotating AllToAll moves every 4 steps and copy 1 is a
+    step behind the others (reset a step later), so at each move it has other units than copy 0; every
+    copy's units must be those built for it alone (the units of copy 0 at copy 1 would be a rotation ahead)."""
+    from ainet_gym.sim.world import FabricWorld
+
+    w = FabricWorld(load_scenario("moe-alltoall-skewed"), batch=3, backend="numpy")
+    w.reset(seeds=[0, 1, 2])
+    w.step(w.default_split())
+    w.reset(mask=np.array([False, True, False]))
+    differed = 0
+    for _ in range(9):  # moves at steps 4 and 8 of copies 0 and 2, at 4 of copy 1
+        w.step(w.default_split())
+        own = [w._units_of(b)[0] for b in range(3)]
+        for b in range(3):
+            assert len(w.sim.units[b]) == len(own[b])
+            assert all(x is y for x, y in zip(w.sim.units[b], own[b], strict=True)), b
+        differed += any(x is not y for x, y in zip(own[0], own[1], strict=True))
+    assert (w.step_count == [10, 9, 10]).all()
+    assert differed > 0  # the copies were at different rotations at some step

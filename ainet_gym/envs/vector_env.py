@@ -105,7 +105,11 @@ class FabricRoutingVectorEnv(VectorEnv):
             self.core.validate(a)  # a bad action leaves every copy untouched
             # each copy goes on with its own random stream, as a single env's reset() without a seed does
             # (and Gymnasium's SyncVectorEnv): copy i is the single env seeded seed + i, episode after episode
-            self.core.reset([None] * self.num_envs, mask=reset_now)
+            obs, info = self.core.reset([None] * self.num_envs, mask=reset_now)
+            if reset_now.all():  # every copy stands still: its reset observation and info, reward 0
+                self._autoreset[:] = False
+                zeros = np.zeros(self.num_envs, dtype=bool)
+                return obs, np.zeros(self.num_envs), zeros, zeros.copy(), self._with_masks(info)
         # copies reset this step stand still (zero duration): they report their reset observation,
         # reward 0, not done
         obs, rew, term, trunc, info = self.core.step(a, active=~reset_now)

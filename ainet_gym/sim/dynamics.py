@@ -45,10 +45,10 @@ class LinkState:
         """Whether random failures are drawn at all."""
         return self.failures.rate_per_step > 0 and self.eligible.size > 0
 
-    def reset(self, b: int) -> None:
-        """Every link of instance ``b`` up."""
-        self.fail_until[b] = -1
-        self.cap_factor[b] = 1.0
+    def reset(self, mask: np.ndarray) -> None:
+        """Every link up in the instances of ``mask`` ((batch,) bool)."""
+        self.fail_until[mask] = -1
+        self.cap_factor[mask] = 1.0
         self._stale = True
 
     def repair(self, step: np.ndarray, mask: np.ndarray) -> None:

@@ -349,6 +349,14 @@ class UnitSnapshot:
     n_phases: np.ndarray  # (units,) phases of each unit
 
 
+def _initial_state(stack: UnitStack, time_s: np.ndarray) -> SimState:
+    """The initial state of the units of ``stack`` with the clocks ``time_s`` ((batch,) s, copied)."""
+    return SimState.initial(
+        stack.flow_bytes, stack.unit_start, stack.unit_compute, stack.unit_overlap, stack.unit_inst,
+        stack.phase_npred, np.array(time_s, dtype=np.float64),
+    )  # fmt: skip
+
+
 def _ranges_index(dst_off: np.ndarray, src_off: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Element indices of the ranges ``dst_off[i] + (0..n[i]-1)`` and ``src_off[i] + (0..n[i]-1)``, concatenated."""
     n = np.asarray(n, dtype=np.int64)
@@ -536,17 +544,27 @@ class BatchSim:
         the snapshot ``old`` (:meth:`snapshot_units`, -1: none), the unit continues from its old state.
         The clocks stay (``time_s``, (batch,) s, sets them)."""
         time_s = self.state.time_s if time_s is None else time_s
-        self._bind(stack_units(self.fabric, units))
-        self._bind_state(
-            SimState.initial(
-                self.flow_bytes, self.unit_start, self.unit_compute, self.unit_overlap, self.unit_inst,
-                self.phase_npred, np.array(time_s, dtype=np.float64),
-            )
-        )  # fmt: skip
+        stack = stack_units(self.fabric, units)
+        self._bind(stack)
+        self._bind_state(_initial_state(stack, time_s))
         if old is not None and keep is not None:
             self.restore_units(old, keep)
         self._build_entry_table()
         self.set_split(None)
+
+    @staticmethod
+    def initial_units(fabric: Fabric, units: list[list[CompiledUnit]], time_s: np.ndarray) -> UnitSnapshot:
+        """The state a :class:`BatchSim` of ``units`` (one list per instance) with the clocks ``time_s``
+        ((instances,) s) starts from, as a snapshot for :meth:`restore_units`: a restart in place without
+        building a simulation (no incidence table, no split)."""
+        stack = stack_units(fabric, units)
+        return UnitSnapshot(
+            _initial_state(stack, time_s),
+            stack.flow_off,
+            stack.unit_nflows,
+            stack.phase_off,
+            stack.unit_nphases,
+        )
 
     def snapshot_units(self) -> UnitSnapshot:
         """A copy of the state with its layout, for :meth:`set_units` / :meth:`restore_units` to carry

@@ -14,6 +14,7 @@ changes between intervals (:mod:`ainet_gym.sim.dynamics`) and the RL action-slot
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 import numpy as np
@@ -35,6 +36,7 @@ from ainet_gym.sim.engine import (
     BatchSim,
     CompiledUnit,
     IntervalMetrics,
+    UnitSnapshot,
     compile_background,
     compile_job,
     resolve_backend,
@@ -109,6 +111,8 @@ class FabricWorld:
         self._unit_offset = np.zeros(batch, dtype=np.int64)  # (batch,) first flat unit of each instance
         self._unit_cache: dict[tuple, CompiledUnit] = {}  # (job, gpus, rotation) -> compiled job
         self._bg_cache: dict[tuple, CompiledUnit] = {}  # (source, gpus) -> compiled background
+        # the unit lists of the last restart in place and their initial state (clocks at 0)
+        self._fresh_initial: tuple[list[list[CompiledUnit]], UnitSnapshot] | None = None
         # (conn_key, capacity array, hash seeds, dead links, ECMP split)
         self._default_cache: tuple | None = None
         # the GPUs of the scenario's jobs at reset (read-only, shared by the instances) when every placement
@@ -149,15 +153,13 @@ class FabricWorld:
                 self.rngs[b] = np.random.default_rng(seeds[b])
             rng = self.rngs[b]
             self.hash_seed[b] = int(rng.integers(2**31))
-            self.jobs[b] = [None] * self.n_job_slots
-            self.gpus[b] = [None] * self.n_job_slots
-            for j, (job, g) in enumerate(zip(self.scenario.jobs, self._place_jobs(rng), strict=True)):
-                self.jobs[b][j] = job
-                self.gpus[b][j] = g
+            placed = self._place_jobs(rng)  # then the jitter, from the same generator
             jobs, self.bg_offset[b] = episode_jitter(self.scenario.jobs, self.scenario.background, rng)
-            self.jobs[b][: len(jobs)] = jobs
-            self.links.reset(b)
-            self.step_count[b] = 0
+            empty = [None] * (self.n_job_slots - len(jobs))  # the slots of jobs that arrive later (churn)
+            self.jobs[b] = [*jobs, *empty]
+            self.gpus[b] = [*placed, *empty]
+        self.links.reset(mask)
+        self.step_count[mask] = 0
         if self.sim is not None:
             self.sim.state.time_s[mask] = 0.0
         self._rebuild(reset_mask=mask)
@@ -307,6 +309,17 @@ class FabricWorld:
             units.append(self._compiled_background(i, g))
         return units, slot_unit
 
+    def _same_units(self, a: int, b: int) -> bool:
+        """Whether instance ``b`` has the units of instance ``a`` (:meth:`_units_of`): the same job objects on
+        the same GPU arrays (or empty slots) at the same step (AllToAll rotations depend on the step only;
+        background sources on the GPUs only). A cheap test by identity; False only costs a
+        :meth:`_units_of` call."""
+        if self.step_count[a] != self.step_count[b]:
+            return False
+        return all(map(operator.is_, self.jobs[a], self.jobs[b])) and all(
+            map(operator.is_, self.gpus[a], self.gpus[b])
+        )
+
     def _compiled_job(self, job: JobSpec, gpus: np.ndarray, rot: int) -> CompiledUnit:
         key = (job, tuple(gpus.tolist()), rot)  # the job's content, not its identity
         if key not in self._unit_cache:
@@ -327,7 +340,10 @@ class FabricWorld:
         """Restack all instances' units; surviving units keep their state."""
         per_inst, slot_units = [], []
         for b in range(self.batch):
-            u, s = self._units_of(b)
+            if b > 0 and self._same_units(b - 1, b):  # the copies of a deterministic placement
+                u, s = list(per_inst[-1]), list(slot_units[-1])
+            else:
+                u, s = self._units_of(b)
             per_inst.append(u)
             slot_units.append(s)
         if reset_mask is not None and self._restart_in_place(per_inst, slot_units, reset_mask):
@@ -392,46 +408,61 @@ class FabricWorld:
         sim = self.sim
         if sim is None or slot_units != self._slot_units:
             return False
-        for b in range(self.batch):
-            old = sim.units[b]
-            if len(old) != len(per_inst[b]) or any(x is not y for x, y in zip(old, per_inst[b])):
+        for old, new in zip(sim.units, per_inst, strict=True):
+            if len(old) != len(new) or not all(map(operator.is_, old, new)):
                 return False
         idx = np.flatnonzero(reset_mask)
         if idx.size:
-            # one fresh single-instance sim per distinct unit list (a deterministic placement gives every
-            # copy the same one): its initial state is that of every reset copy with those units, whose
-            # clocks a reset has zeroed
-            keep = np.full(sim.n_units, -1, dtype=np.int64)  # unit of the batch <- unit of the fresh sims
-            groups: list[list[int]] = []  # instances whose unit lists are the same objects
-            for b in idx:
-                first = per_inst[b]
-                same = (
-                    g for g in groups
-                    if len(per_inst[g[0]]) == len(first) and all(x is y for x, y in zip(per_inst[g[0]], first))
-                )  # fmt: skip
-                group = next(same, None)
-                if group is None:
-                    groups.append([int(b)])
+            # one fresh instance per distinct unit list (a deterministic placement gives every copy the
+            # same one): its initial state is that of every reset copy with those units, whose clocks a
+            # reset has zeroed
+            group = np.zeros(self.batch, dtype=np.int64)  # (batch,) fresh instance of each reset copy
+            fresh_units: list[list[CompiledUnit]] = []  # instances whose unit lists are the same objects
+            for b in idx.tolist():
+                units = per_inst[b]
+                # the copies of a deterministic placement come in a row: the last group first
+                for g in range(len(fresh_units) - 1, -1, -1):
+                    rep = fresh_units[g]
+                    if len(rep) == len(units) and all(map(operator.is_, rep, units)):
+                        group[b] = g
+                        break
                 else:
-                    group.append(int(b))
-            fresh_units: list[list[CompiledUnit]] = []
-            base = 0
-            for members in groups:
-                n = len(per_inst[members[0]])
-                fresh_units.append(per_inst[members[0]])
-                for b in members:
-                    keep[sim.inst_unit[b] : sim.inst_unit[b + 1]] = base + np.arange(n)
-                base += n
+                    group[b] = len(fresh_units)
+                    fresh_units.append(units)
+            # unit of the batch <- unit of the fresh instances (-1: not reset): the same place in its instance
+            n_fresh = np.array([len(u) for u in fresh_units], dtype=np.int64)
+            fresh_base = np.concatenate(([0], np.cumsum(n_fresh)[:-1]))
+            inst = sim.unit_inst
+            within = np.arange(sim.n_units) - sim.inst_unit[inst]
+            keep = np.where(reset_mask[inst], fresh_base[group[inst]] + within, -1)
             on_clock = bool(sim.state.time_s[idx].any())  # not after a reset
             if on_clock:  # one fresh instance per copy, on its clock
                 fresh_units = [per_inst[b] for b in idx]
                 keep[keep >= 0] = np.arange(int((keep >= 0).sum()))
-            fresh = BatchSim(self.fabric, fresh_units, sim.rate_updates, self.backend)
+            # the engine's own initial state (iter_start from the clocks) and carry-over of unit state
             if on_clock:
-                fresh.set_units(fresh.units, time_s=sim.state.time_s[idx])  # iter_start from the clocks
-            sim.restore_units(fresh.snapshot_units(), keep)  # the engine's own carry-over of unit state
+                fresh = BatchSim.initial_units(self.fabric, fresh_units, sim.state.time_s[idx])
+            else:
+                fresh = self._initial_units(fresh_units)
+            sim.restore_units(fresh, keep)
             sim.set_split(None)  # as a restack leaves it
         return True
+
+    def _initial_units(self, fresh_units: list[list[CompiledUnit]]) -> UnitSnapshot:
+        """:meth:`BatchSim.initial_units` of ``fresh_units`` on clocks at 0, kept (read-only) for the next
+        reset with the same unit objects: the episodes of a deterministic placement all start alike."""
+        kept = self._fresh_initial
+        if (
+            kept is not None
+            and len(kept[0]) == len(fresh_units)
+            and all(len(a) == len(b) and all(map(operator.is_, a, b)) for a, b in zip(kept[0], fresh_units))
+        ):
+            return kept[1]
+        snap = BatchSim.initial_units(self.fabric, fresh_units, np.zeros(len(fresh_units)))
+        for a in snap.state.arrays():
+            a.flags.writeable = False
+        self._fresh_initial = ([list(u) for u in fresh_units], snap)
+        return snap
 
     def _job_key(self, b: int, j: int) -> tuple:
         job, g = self.jobs[b][j], self.gpus[b][j]
