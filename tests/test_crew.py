@@ -116,3 +116,36 @@ def test_spin_until_sees_a_flag_another_thread_sets() -> None:
     assert not _crew._publish_and_spin(flags, 0, 1, 10) and flags[_crew.FINISHED] == 7  # 0 publishes nothing
     flags[_crew.POSTED] = 8
     assert _crew._publish_and_spin(flags, 0, 8, 10)
+
+
+def test_a_post_waits_for_a_range_to_announce_its_start() -> None:
+    """The caller posts hand-off ``seq`` and waits (without the GIL) until a range kernel announces that it
+    runs a range of it: ``announce`` copies the posted number into STARTED; an older start does not count."""
+    flags = np.zeros(3, dtype=np.int64)
+    assert not _crew._post_and_spin(flags, 5, 100)  # no range started: gives up after its reads
+    assert flags[_crew.POSTED] == 5 and flags[_crew.STARTED] == 0
+    _crew.announce(flags)
+    assert flags[_crew.STARTED] == 5
+    assert _crew._post_and_spin(flags, 5, 1)
+    assert not _crew._post_and_spin(flags, 6, 100)  # hand-off 5's start is not hand-off 6's
+
+
+def test_a_spinning_worker_takes_the_first_range() -> None:
+    """With a worker spinning for the hand-off, the caller lets it take the first range and takes one itself
+    only once the worker's kernel announces its start: the first range runs on the worker (were the caller
+    to take a range first, it would run the first range every time)."""
+    c = Crew(1, spin_s=0.5)  # the caller waits up to 50 ms for the worker: enough on a loaded machine
+    assert c.start_loads > 0
+    first: list[str] = []
+
+    def fn(lo: int, hi: int) -> None:
+        if lo == 0:
+            first.append(threading.current_thread().name)
+        _crew.announce(c.flags)  # as the range kernels do, first thing without the GIL
+        time.sleep(0.001)
+
+    for _ in range(20):
+        c.run(fn, RANGES, lambda lo, hi: (lo, hi))
+    assert len(first) == 20
+    # a busy machine may leave the worker unscheduled past the caller's wait now and then
+    assert sum(name.startswith("ainet-gym-kernel") for name in first) >= 15

@@ -13,6 +13,13 @@ runtimes do between parallel regions (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``). 
 one core busy for up to that long after each step: ``AINET_GYM_SPIN_US=0`` makes the threads sleep at
 once (slower hand-offs, no spinning). The flags are read and written with acquire and release atomics,
 so a thread that sees a range done also sees what the range wrote.
+
+The GIL is the other cost: a thread that asks for it while another holds it sleeps until it is let go,
+and a sleeping thread takes tens of microseconds to wake on an idle core. So every wait of the hand-off
+happens in compiled code that holds no GIL, and every flag another thread waits on is set from there: the
+caller posts a hand-off from inside its wait for a spinning worker to start (:func:`announce`, which the
+range kernels call first, once they run without the GIL), and takes a range itself only then; a worker
+publishes a finished hand-off from inside its spin for the next one.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["SPIN_S", "Crew", "spin_until"]
+__all__ = ["SPIN_S", "Crew", "announce", "spin_until"]
 
 
 def _spin_seconds() -> float:
@@ -42,7 +49,8 @@ def _spin_seconds() -> float:
 #: how long (s) a worker spins for the next hand-off, and the caller for the last range, before sleeping
 SPIN_S = _spin_seconds()
 
-POSTED, FINISHED = 0, 1  # the flags: sequence number of the last hand-off posted / fully done
+#: the flags: sequence number of the last hand-off posted / fully done / whose first range a thread runs
+POSTED, FINISHED, STARTED = 0, 1, 2
 
 try:
     from numba import njit, types
@@ -83,6 +91,20 @@ try:
         return False
 
     @njit(cache=True, nogil=True)
+    def announce(flags):  # pragma: no cover - compiled
+        """``flags[STARTED] = flags[POSTED]``: a kernel that runs a range of the posted hand-off calls it
+        first, once it runs without the GIL (see :meth:`Crew.run`)."""
+        _store_release(flags, STARTED, _load_acquire(flags, POSTED))
+
+    @njit(cache=True, nogil=True)
+    def _post_and_spin(flags, seq, max_loads):  # pragma: no cover - compiled
+        """``flags[POSTED] = seq``, then :func:`spin_until` ``flags[STARTED] >= seq``, in one call without
+        the GIL: a spinning worker that sees the post finds the GIL free (not held by the poster on its way
+        into this call, where taking it means sleeping until it is let go)."""
+        _store_release(flags, POSTED, seq)
+        return spin_until(flags, STARTED, seq, max_loads)
+
+    @njit(cache=True, nogil=True)
     def _publish_and_spin(flags, finished, target, max_loads):  # pragma: no cover - compiled
         """``flags[FINISHED] = finished`` with release ordering (what this thread wrote before is seen with
         it) unless ``finished`` is 0, then :func:`spin_until` ``flags[POSTED] >= target``. One compiled call
@@ -98,6 +120,13 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 
     def spin_until(flags, i, target, max_loads):  # type: ignore[no-redef]
         return bool(flags[i] >= target)
+
+    def announce(flags):  # type: ignore[no-redef]
+        flags[STARTED] = flags[POSTED]
+
+    def _post_and_spin(flags, seq, max_loads):  # type: ignore[no-redef]
+        flags[POSTED] = seq
+        return bool(flags[STARTED] >= seq)
 
     def _publish_and_spin(flags, finished, target, max_loads):  # type: ignore[no-redef]
         if finished > 0:
@@ -129,7 +158,7 @@ class Crew:
     (correct, just without the workers)."""
 
     def __init__(self, workers: int, spin_s: float = SPIN_S) -> None:
-        self.flags = np.zeros(2, dtype=np.int64)  # POSTED, FINISHED sequence numbers
+        self.flags = np.zeros(3, dtype=np.int64)  # POSTED, FINISHED, STARTED sequence numbers
         self.seq = 0
         self.job: _Job | None = None
         self.busy = threading.Lock()  # held by the thread whose hand-off is running
@@ -137,6 +166,7 @@ class Crew:
         self.event = threading.Event()  # the running hand-off's last range is done (cleared at each post)
         self.sleeping = 0
         self.spin_loads = self._calibrate(spin_s)
+        self.start_loads = self.spin_loads // 10  # the caller's wait for a spinning worker to start
         self.threads = [
             threading.Thread(target=self._serve, name=f"ainet-gym-kernel-{i}", daemon=True)
             for i in range(workers)
@@ -212,10 +242,20 @@ class Crew:
             self.event.clear()
             job = _Job(self.seq, fn, ranges, args_of, self.event)
             self.job = job
-            self.flags[POSTED] = job.seq  # seen by spinning workers at once
-            if self.sleeping:
-                with self.cond:
-                    self.cond.notify_all()
+            if self.sleeping or job.n <= 1 or not self.start_loads:
+                self.flags[POSTED] = job.seq  # seen by spinning workers at once
+                if self.sleeping:
+                    with self.cond:
+                        self.cond.notify_all()
+            else:
+                # post without the GIL and let a spinning worker take the first range: it finds the GIL
+                # free and runs its range's Python part at once; this thread goes on when the worker's
+                # kernel runs without the GIL (announce). Taking a range first instead would hold the GIL
+                # for that range's Python part, and a worker that finds it held sleeps until it is let go
+                # (tens of us to wake on an idle core).
+                if not _post_and_spin(self.flags, job.seq, self.start_loads) and self.sleeping:
+                    with self.cond:  # a worker went to sleep before it saw the post
+                        self.cond.notify_all()
             # then wait for the ranges the workers took: a worker publishes the finished hand-off when it
             # no longer holds the GIL, or (spin over) sets the event
             if not self._work(job) and not spin_until(self.flags, FINISHED, job.seq, self.spin_loads):

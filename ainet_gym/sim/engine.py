@@ -632,9 +632,11 @@ class BatchSim:
             ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
             extras = t.merge_extras()
 
+            go = _kernels.go_flags()
+
             def args_of(lo: int, hi: int) -> tuple:
                 return (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow, t.seg_link, t.inst_seg, t.seg_coef,
-                        ef, el, ec, t.ent_hi, *extras)  # fmt: skip
+                        ef, el, ec, t.ent_hi, *extras, go)  # fmt: skip
 
             self._pending = (_kernels.merge_range, args_of)
             return
@@ -651,9 +653,10 @@ class BatchSim:
 
         ``kernel(lo, hi, *args, out, seg_cand, cand_gather, seg_flow, seg_link, inst_seg, seg_coef, e_flow,
         e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum, seg_excl, ex_lo, fe_lo, fe_hi,
-        inst_flow)`` must write the rows of ``out`` of the connections of the instances
-        ``lo:hi`` and then call :func:`ainet_gym.sim.kernels.merge_range` on them (with
-        ``out.reshape(-1)`` as the split); it must release the GIL (ranges run on the kernel threads).
+        inst_flow, go)`` must call :func:`ainet_gym.sim.crew.announce` on ``go`` first, write the rows of
+        ``out`` of the connections of the instances ``lo:hi`` and then call
+        :func:`ainet_gym.sim.kernels.merge_range` on them (with ``out.reshape(-1)`` as the split); it must
+        release the GIL (ranges run on the kernel threads).
 
         ``defer=True`` leaves the pass to the next :meth:`run_interval`, which runs it for each instance
         range just before that range's interval, on the same thread: one hand-off to the kernel threads
@@ -673,9 +676,11 @@ class BatchSim:
         ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
         extras = t.merge_extras()
 
+        go = _kernels.go_flags()
+
         def args_of(lo: int, hi: int) -> tuple:
             return (lo, hi, *args, out, t.seg_cand, t.cand_gather, t.seg_flow, t.seg_link, t.inst_seg,
-                    t.seg_coef, ef, el, ec, t.ent_hi, *extras)  # fmt: skip
+                    t.seg_coef, ef, el, ec, t.ent_hi, *extras, go)  # fmt: skip
 
         self._pending = (kernel, args_of)
         if not defer:
@@ -873,6 +878,7 @@ class BatchSim:
         max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
         ranges = t.ranges
         stats_of = np.zeros((len(ranges), 4), dtype=np.int64)  # one row per thread's range
+        go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
         # one hand-off to the kernel threads: each range merges a deferred split, runs its interval, then
         # the ``then`` kernel
         merge, merge_args = self._pending if self._pending is not None else (None, None)
@@ -898,7 +904,7 @@ class BatchSim:
                 *state,
                 m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
                 m.link_bytes.reshape(-1), m.stalled_flows,
-                stats_of[ranges.index((lo, hi))],
+                stats_of[ranges.index((lo, hi))], go,
             ),
         )  # fmt: skip
         per_range = stats_of.tolist()  # a few rows: plain Python is quicker than numpy calls here

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ainet_gym.sim.crew import Crew
+from ainet_gym.sim.crew import Crew, announce
 
 try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
     from numba import njit
@@ -61,6 +61,7 @@ __all__ = [
     "RANGES_PER_THREAD",
     "batch_ranges",
     "block_sum",
+    "go_flags",
     "kernel_threads",
     "merge_range",
     "run_interval_numba",
@@ -130,6 +131,17 @@ def _get_crew(workers: int) -> Crew:
         return _crew
 
 
+_NO_CREW_FLAGS = np.zeros(3, dtype=np.int64)
+
+
+def go_flags() -> np.ndarray:
+    """The flags a range kernel announces its start in (:func:`ainet_gym.sim.crew.announce`, first thing
+    without the GIL): the worker threads' (made if need be) when :func:`kernel_threads` is above one, else
+    flags no one reads."""
+    threads = kernel_threads()
+    return _get_crew(threads - 1).flags if threads > 1 else _NO_CREW_FLAGS
+
+
 def run_ranges(fn: Callable[..., object], ranges: Sequence[tuple[int, int]],
                args_of: Callable[[int, int], tuple]) -> None:  # fmt: skip
     """Call the compiled ``fn(*args_of(lo, hi))`` once for every range, shared out between this thread and
@@ -182,7 +194,7 @@ def block_sum(x, lo, n):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True)
 def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
                 seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
-                seg_excl, ex_lo, fe_lo, fe_hi, inst_flow):  # fmt: skip  # pragma: no cover
+                seg_excl, ex_lo, fe_lo, fe_hi, inst_flow, go):  # fmt: skip  # pragma: no cover
     """Incidence entries of a split for the instances ``b_lo:b_hi``.
 
     The candidate (member, path, hop) coefficients ``split_flat[cand_gather[i]]`` of segment ``j`` (a
@@ -199,7 +211,9 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
     A segment with ``seg_row[j] = c >= 0`` sums the whole row of connection ``c`` (its ``conn_npaths[c]``
     paths, in order, as a NIC link every path crosses does): it takes ``rowsum[c]``, that row summed from 0 in
     path order once per connection (the instance's connections are ``inst_conn[b]:inst_conn[b + 1]``), the
-    same additions in the same order."""
+    same additions in the same order. ``go``: the kernel threads' flags (:func:`go_flags`), announced first.
+    """
+    announce(go)
     P = split_flat.shape[0] // max(conn_npaths.shape[0], 1)  # the split's row length (max_paths)
     for b in range(b_lo, b_hi):
         for k in range(inst_conn[b], inst_conn[b + 1]):  # each connection's row, summed once
@@ -252,7 +266,7 @@ def run_interval_numba(
     flow_unit, flow_phase, flow_bg, flow_bytes, flow_demand, capacity,
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
-    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats,
+    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
 ):  # fmt: skip
     """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event (see the module
     docstring).
@@ -263,7 +277,8 @@ def run_interval_numba(
     entry at most each) at ``ex_lo[b]:inst_seg[b + 1]``. State arrays are updated in place;
     per-interval outputs (``iters`` .. ``stalled``) are accumulated into their instance's part, which
     the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them).
-    ``stats`` receives (events, solver iterations, error code, error unit). Every array an instance writes
+    ``stats`` receives (events, solver iterations, error code, error unit); ``go`` are the kernel
+    threads' flags (:func:`go_flags`), announced first. Every array an instance writes
     is its own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
     different threads at once, each with its own ``stats``, and give the same result as one call.
 
@@ -271,6 +286,7 @@ def run_interval_numba(
     no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call increfs and decrefs
     every array it passes, and two threads doing that to the same arrays fight over the counts' cache lines.
     """
+    announce(go)
     inf = np.inf
     n_flows = flow_unit.shape[0]
     n_phases = phase_state.shape[0]
