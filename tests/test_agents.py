@@ -128,7 +128,7 @@ def test_exact_encodings_decode_to_the_engine_split(family: str) -> None:
         advance(core, 2)  # past the fat-tree's degraded link, with a last result for greedy
         sim = core.world.sim
         ctrl = np.zeros(sim.n_conns, dtype=bool)
-        ctrl[core.world.slot_conn[core.world.slot_mask]] = True
+        ctrl[core.slot_connection[core.controllable]] = True
         for name in BASELINES:
             if (name, mode) not in EXACT:
                 continue
@@ -166,7 +166,7 @@ def test_job_only_baselines_leave_background_on_ecmp_and_bg_variants_move_it() -
     advance(core, 4)  # into the checkpoint burst (steps 3-4)
     w, sim = core.world, core.world.sim
     ctrl = np.zeros(sim.n_conns, dtype=bool)
-    ctrl[w.slot_conn[w.slot_mask]] = True
+    ctrl[core.slot_connection[core.controllable]] = True
     bg = ~ctrl
     assert bg.sum() == 2 * 16 and (sim.conn_npaths[bg] > 1).sum() == 2 * 12  # 4 stay on their leaf
     ecmp = w.default_split()

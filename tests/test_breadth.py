@@ -556,7 +556,7 @@ def test_env_info_links_and_flows():
     assert info["link_bytes"][nic_tier].sum() == pytest.approx(info["tier_bytes_nic"], rel=1e-12)
     dur = core.world.decision_interval_s
     assert info["throughput_gbps"] == pytest.approx(info["tier_bytes_nic"] / 2 / dur * 8e-9, rel=1e-12)
-    assert info["flow_bytes"].shape == (core.world.n_slots,)
+    assert info["flow_bytes"].shape == (core.n_slots,)
     assert info["flow_rate_gbps"] == pytest.approx(info["flow_bytes"] * 8e-9 / dur)
     for _ in range(3):
         _, _, _, _, info = env.step(env.action_space.sample())

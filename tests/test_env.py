@@ -207,7 +207,7 @@ def collision_scenario() -> dict:
 def test_routing_that_avoids_a_collision_earns_more_reward(reward: str) -> None:
     env = FabricRoutingEnv(collision_scenario(), action_mode="path", reward=reward)
     env.reset(seed=0)
-    mask = env.unwrapped.core.world.slot_mask[0]
+    mask = env.unwrapped.core.controllable[0]
     assert mask.sum() == 4  # each job: a->b and b->a, each with 2 candidate paths
     collide = np.zeros(env.action_space.shape, dtype=np.int64)  # everything on spine 0
     apart = np.zeros_like(collide)
@@ -271,3 +271,24 @@ def test_sb3_adapter_trains_ppo_and_reports_terminal_observation() -> None:
     model = PPO("MlpPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=32)
     assert model.num_timesteps >= 32
+
+
+@pytest.mark.parametrize("scenario", ["multi-tenant-churn", "periodic-interference", "moe-alltoall-skewed"])
+def test_every_job_connection_has_one_action_slot(scenario: str) -> None:
+    """The env's action slots route each job connection once and no background connection, through churn,
+    background bursts and AllToAll rotations (the engine-level policies' controlled connections are the
+    same set)."""
+    from ainet_gym.routing.policies import controlled_connections
+
+    env = FabricRoutingVectorEnv(num_envs=2, scenario=scenario, episode_steps=10)
+    env.reset(seed=1)
+    env.action_space.seed(1)
+    core = env.core
+    for _ in range(12):
+        sim = core.world.sim
+        conns = core.slot_connection[core.slot_connection >= 0]
+        assert len(np.unique(conns)) == len(conns)  # one slot each
+        jobs = np.flatnonzero(~sim.unit_bg[sim.conn_unit])
+        np.testing.assert_array_equal(np.sort(conns), jobs)
+        np.testing.assert_array_equal(np.flatnonzero(controlled_connections(core.world)), jobs)
+        env.step(env.action_space.sample())

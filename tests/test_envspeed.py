@@ -93,7 +93,7 @@ def test_compiled_decode_equals_numpy_decode_bit_for_bit(scenario: str, max_path
         pytest.skip("numba is not installed")
     core = EnvCore(_scenario_with_paths(scenario, max_paths), batch=3, backend="numba")
     core.reset([0, 1, 2])
-    assert core.world.slot_mask.any()
+    assert core.controllable.any()
     rng = np.random.default_rng(0)
     for trial in range(4):
         a = rng.uniform(-1.0, 1.0, size=(3, *core.action_space.shape)).astype(np.float32)
@@ -109,7 +109,7 @@ def test_compiled_decode_equals_numpy_decode_bit_for_bit(scenario: str, max_path
             core.world.backend = "numba"
         assert got.dtype == ref.dtype and got.shape == ref.shape
         assert np.array_equal(got.view(np.int64), ref.view(np.int64))  # bit for bit
-        ctrl = core.world.slot_conn[core.world.slot_mask]
+        ctrl = core.slot_connection[core.controllable]
         assert np.allclose(got[ctrl].sum(axis=1), 1.0)  # normalised
 
 
@@ -173,7 +173,7 @@ def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...]
     for k in table:
         np.testing.assert_array_equal(getattr(a.sim.table, k), getattr(b.sim.table, k), err_msg=f"table.{k}")
     np.testing.assert_array_equal(a._ideal, b._ideal)
-    np.testing.assert_array_equal(a.slot_conn, b.slot_conn)
+    np.testing.assert_array_equal(a.job_unit, b.job_unit)
     for _ in range(3):
         ra, rb = (w.step(w.default_split()) for w in (a, b))
         for k in ("iterations", "step_time_s", "efficiency", "gpu_utilization", "link_bytes", "conn_bytes"):

@@ -1,5 +1,5 @@
 """The package layout (issue 16): rooms that follow the pipeline, old import paths for one release, the
-agents under the project's namespace, and engine modules that need no RL library."""
+agents under the project's namespace, and engine modules that need no RL library and no env module."""
 
 from __future__ import annotations
 
@@ -76,6 +76,8 @@ _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 @pytest.mark.parametrize("room", ["sim", "fabric", "routing", "scenario"])
 def test_engine_rooms_import_no_rl_library(room: str) -> None:
+    """Nor the env side of the package: the env builds on the simulation (its action slots, observation and
+    reward are its own), not the other way round."""
     for path in (PKG / room).glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
@@ -86,6 +88,7 @@ def test_engine_rooms_import_no_rl_library(room: str) -> None:
                 names = [node.module]
             for n in names:
                 assert n.split(".")[0] not in _NO_RL, f"{path.relative_to(ROOT)} imports {n}"
+                assert not n.startswith("ainet_gym.envs"), f"{path.relative_to(ROOT)} imports {n}"
 
 
 def test_optional_extras_load_only_when_used() -> None:

@@ -314,7 +314,8 @@ def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: Crosscheck
             continue
         gpus = np.asarray(world.gpus[0][j], dtype=np.int64)
         hosts = fabric.gpu_host[gpus].tolist()
-        slots = world.slot_conn[0, world.slot_offset[j] : world.slot_offset[j] + world.slot_width[j]]
+        lay = core.slot_layout
+        slots = core.slot_connection[0, lay.offset[j] : lay.offset[j] + lay.width[j]]
         local: dict[tuple[int, int], int] = {}
         phases: list[list[list[tuple[int, float, int, float]]]] = []
         for coll in job.collectives:

@@ -19,6 +19,7 @@ from gymnasium import spaces
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.rewards import GpuUtilizationReward, RewardFn, StepTimeReward, make_reward
+from ainet_gym.envs.slots import SlotLayout, SlotMaps
 from ainet_gym.fabric.topology import TIERS
 from ainet_gym.routing.split import path_index_split, ratio_split
 from ainet_gym.scenario.loader import load_scenario
@@ -122,6 +123,19 @@ class EnvCore:
         self.wcmp_links = np.flatnonzero(w.fabric.link_group >= 0)  # (wlinks,) links with a WCMP knob
         self.n_bg = len(self.scenario.background)
         self.P = w.max_paths
+        #: the action slots over the world's job slots; their maps follow the world's units (_slot_maps)
+        self.slot_layout = SlotLayout(
+            w.fabric, self.scenario.jobs, w.templates if w.churn else (), w.n_job_slots
+        )
+        S = self.slot_layout.n_slots
+        self._maps = SlotMaps(
+            conn=np.full((self.batch, S), -1, dtype=np.int64),
+            npaths=np.zeros((self.batch, S), dtype=np.int64),
+            mask=np.zeros((self.batch, S), dtype=bool),
+        )  # before the first reset: no connections
+        self._maps_of: tuple | None = None  # (the engine's unit stack, job_unit) the maps were made from
+        # the bytes of each slot's connection in the last interval (the "flows" info): (result, bytes)
+        self._slot_bytes: tuple[StepResult, np.ndarray] | None = None
         self._build_spaces()
         self.util_hist = np.zeros((self.batch, self.history, self.n_net))
         self._last: StepResult | None = None
@@ -141,7 +155,7 @@ class EnvCore:
     # ------------------------------------------------------------------ spaces
     def _build_spaces(self) -> None:
         w = self.world
-        S, P = w.n_slots, self.P
+        S, P = self.n_slots, self.P
         if self.action_mode == "path":
             self.action_space = spaces.MultiDiscrete(np.full(S, P, dtype=np.int64))
         elif self.action_mode == "split":
@@ -208,7 +222,21 @@ class EnvCore:
     @property
     def n_slots(self) -> int:
         """S, action slots per instance (one per connection of every job slot)."""
-        return self.world.n_slots
+        return self.slot_layout.n_slots
+
+    def _slot_maps(self) -> SlotMaps:
+        """Where the action slots point now: made again when the world restacked its units (a reset that
+        changes them, churn, an AllToAll rotation), which replaces the engine's unit stack or the job
+        slots' units; held by those objects themselves, not their id()."""
+        w = self.world
+        sim = w.sim
+        if sim is None:
+            return self._maps
+        made = self._maps_of
+        if made is None or made[0] is not sim.stack or made[1] is not w.job_unit:
+            self._maps = self.slot_layout.maps(sim, w.job_unit)
+            self._maps_of = (sim.stack, w.job_unit)
+        return self._maps
 
     @property
     def ideal_step_s(self) -> np.ndarray:
@@ -224,12 +252,12 @@ class EnvCore:
     @property
     def controllable(self) -> np.ndarray:
         """(B, S) bool: slots whose connection has more than one candidate path (``info["action_mask"]``)."""
-        return _readonly(self.world.slot_mask)
+        return _readonly(self._slot_maps().mask)
 
     @property
     def slot_connection(self) -> np.ndarray:
         """(B, S) int: the connection (row of :attr:`candidate_paths`) each slot routes, -1 for none."""
-        return _readonly(self.world.slot_conn)
+        return _readonly(self._slot_maps().conn)
 
     @property
     def n_paths(self) -> np.ndarray:
@@ -396,11 +424,11 @@ class EnvCore:
         """Flat indices of the controllable slots of the batch and, per such slot, its connection and its
         number of paths; rebuilt when the world's slot layout is (a churn event or a rebuild replaces
         ``slot_mask``)."""
-        w = self.world
+        maps = self._slot_maps()
         cache = self._ctrl_cache
-        if cache is None or cache[0] is not w.slot_mask:
-            ctrl = np.flatnonzero(w.slot_mask.reshape(-1))
-            cache = (w.slot_mask, ctrl, w.slot_conn.reshape(-1)[ctrl], w.slot_npaths.reshape(-1)[ctrl])
+        if cache is None or cache[0] is not maps.mask:
+            ctrl = np.flatnonzero(maps.mask.reshape(-1))
+            cache = (maps.mask, ctrl, maps.conn.reshape(-1)[ctrl], maps.npaths.reshape(-1)[ctrl])
             self._ctrl_cache = cache
         return cache[1:]
 
@@ -421,8 +449,8 @@ class EnvCore:
 
         A slot that is not controllable (no connection, or one candidate path) allows only index 0.
         """
-        w = self.world
-        n = np.where(w.slot_mask, w.slot_npaths, 1)  # (batch, slots)
+        maps = self._slot_maps()
+        n = np.where(maps.mask, maps.npaths, 1)  # (batch, slots)
         return (np.arange(self.P)[None, None, :] < n[:, :, None]).reshape(self.batch, -1)
 
     # ------------------------------------------------------------------ step
@@ -512,10 +540,16 @@ class EnvCore:
         # right after each range's interval and figures; the rest of the observation follows the dynamics
         early = self._early_blocks(active) if compiled else None
         # per-connection figures only for the "flows" info key (nothing else of the env reads them)
+        flows = "flows" in self.info_keys
+        before = self._slot_maps().conn  # the slots' connections during the interval (churn may restack)
         res = self.world.step(
-            split, active, connections="flows" in self.info_keys, split_set=split_set,
+            split, active, connections=flows, split_set=split_set,
             after_figures=early.kernel if early is not None else None,
         )  # fmt: skip
+        if flows:
+            assert res.conn_bytes is not None
+            moved = np.where(before >= 0, res.conn_bytes[np.maximum(before, 0)], 0.0)
+            self._slot_bytes = (res, moved)
         self._default = self.world.default_split(copy=False)
         self._last = res
         if not compiled:  # the compiled observation pushes the history itself
@@ -680,18 +714,18 @@ class EnvCore:
     def _slot_features(self) -> np.ndarray:
         """(batch, slots * 3) float32 slot block of the observation; valid while the slot demand is (the same
         flows and slot layout), so rebuilt only when a reset or churn changes them."""
-        w = self.world
-        demand = self._slot_demand() if w.n_slots else None
+        maps = self._slot_maps()
+        demand = self._slot_demand() if self.n_slots else None
         cache = self._slot_obs_cache
-        if cache is not None and cache[0] is demand and cache[1] is w.slot_mask:
+        if cache is not None and cache[0] is demand and cache[1] is maps.mask:
             return cache[2]
-        sf = np.zeros((self.batch, w.n_slots, len(SLOT_FEATURES)))
-        sf[..., 0] = w.slot_mask
+        sf = np.zeros((self.batch, self.n_slots, len(SLOT_FEATURES)))
+        sf[..., 0] = maps.mask
         if demand is not None:
             sf[..., 1] = squash(demand)
-            sf[..., 2] = w.slot_npaths / self.P
+            sf[..., 2] = maps.npaths / self.P
         out = sf.reshape(self.batch, -1).astype(np.float32)
-        self._slot_obs_cache = (demand, w.slot_mask, out)
+        self._slot_obs_cache = (demand, maps.mask, out)
         return out
 
     def _slot_demand(self) -> np.ndarray:
@@ -703,18 +737,19 @@ class EnvCore:
         assert sim is not None
         # valid while the flows (the same flow_bytes array) and the slot layout are: holding the arrays
         # themselves, not their id(), so a new array at a recycled address cannot match
+        slot_conn = self._slot_maps().conn
         cache = self._demand_cache
-        if cache is not None and cache[0] is sim.flow_bytes and cache[1] is w.slot_conn:
+        if cache is not None and cache[0] is sim.flow_bytes and cache[1] is slot_conn:
             return cache[2]
         d = connection_demand(w)
-        has = w.slot_conn >= 0
+        has = slot_conn >= 0
         if not has.any():
-            out = np.zeros(w.slot_conn.shape)
+            out = np.zeros(slot_conn.shape)
         else:
-            c = np.maximum(w.slot_conn, 0)
+            c = np.maximum(slot_conn, 0)
             nic = w.fabric.capacity_bytes_per_s[w.fabric.endpoint_up[sim.conn_src[c]]]
             out = np.where(has, d[c] / (nic * w.decision_interval_s), 0.0)
-        self._demand_cache = (sim.flow_bytes, w.slot_conn, out)
+        self._demand_cache = (sim.flow_bytes, slot_conn, out)
         return out
 
     def _graph_obs(self, flat: np.ndarray) -> dict[str, np.ndarray]:
@@ -756,7 +791,7 @@ class EnvCore:
         B, J = self.batch, w.n_job_slots
         nan = np.full((B, J), np.nan)
         out: dict[str, Any] = {
-            "action_mask": w.slot_mask.copy(),
+            "action_mask": self._slot_maps().mask.copy(),
             "step": w.step_count.copy(),
             # per-job figures describe the interval just run (jobs that arrive at its end appear in the
             # next step's info); after a reset, the jobs of the first interval
@@ -795,9 +830,10 @@ class EnvCore:
             out["link_bytes"] = np.zeros(cap.shape) if res is None else res.link_bytes
             out["link_utilization"] = np.zeros(cap.shape) if res is None else res.link_utilization
         if "flows" in self.info_keys:
-            moved = np.zeros(w.slot_conn.shape)
-            if res is not None and res.slot_bytes is not None:
-                moved = res.slot_bytes  # the slots' connections during the interval (before churn)
+            moved = np.zeros((B, self.n_slots))
+            done = self._slot_bytes
+            if res is not None and done is not None and done[0] is res:
+                moved = done[1]  # the slots' connections during the interval (before churn)
             out["flow_bytes"] = moved
             with np.errstate(invalid="ignore", divide="ignore"):
                 dur = np.zeros(B) if res is None else res.duration_s
@@ -831,7 +867,8 @@ class EnvCore:
         if not hot.any():
             return np.zeros(self.batch, dtype=np.int64)
         ctrl = np.zeros(sim.n_conns, dtype=bool)
-        ctrl[w.slot_conn[w.slot_mask]] = True
+        maps = self._slot_maps()
+        ctrl[maps.conn[maps.mask]] = True
         paths = sim.conn_paths_global
         used = (sim.split[:, :, None] > 0) & (paths >= 0) & ctrl[:, None, None]
         used &= hot[np.maximum(paths, 0)]  # only entries on hot links: a small set to deduplicate

@@ -91,13 +91,11 @@ def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
 
 
 def controlled_connections(world: FabricWorld) -> np.ndarray:
-    """Mask (connections,) of connections that sit in action slots (jobs' connections)."""
+    """Mask (connections,) of the jobs' connections (those an env's action slots route; background
+    sources follow static ECMP)."""
     sim = world.sim
     assert sim is not None
-    m = np.zeros(sim.n_conns, dtype=bool)
-    sc = world.slot_conn[world.slot_conn >= 0]
-    m[sc] = True
-    return m
+    return ~sim.unit_bg[sim.conn_unit]
 
 
 def base_load(world: FabricWorld, last: StepResult) -> np.ndarray:

@@ -108,9 +108,7 @@ def churn(
     jobs: list[JobSpec | None],
     gpus: list[np.ndarray | None],
     first_slot: int,
-    slot_width: np.ndarray,
     templates: tuple[JobSpec, ...],
-    template_width: tuple[int, ...],
     spec: JobChurnSpec,
     fabric: Fabric,
     step: int,
@@ -118,8 +116,9 @@ def churn(
 ) -> bool:
     """One interval of churn in one instance, in place on its ``jobs`` and ``gpus`` (per job slot):
     each arrived job (slots from ``first_slot`` on) leaves with probability ``1 / mean_steps``, then
-    a Poisson number of templates arrive, each in the first free slot wide enough, on free GPUs (an
-    arrival that finds neither is dropped). Returns whether any job came or went."""
+    a Poisson number of templates arrive, each in the first free slot, on free GPUs (an arrival that finds
+    neither is dropped). Returns whether any job came or went. (The env's action slots of a job slot from
+    ``first_slot`` on fit the widest template, :class:`ainet_gym.envs.slots.SlotLayout`.)"""
     changed = False
     for j in range(first_slot, len(jobs)):
         if jobs[j] is not None and rng.random() < 1.0 / spec.mean_steps:
@@ -133,9 +132,7 @@ def churn(
         for g in gpus:
             if g is not None:
                 free[g] = False
-        slots = [
-            j for j in range(first_slot, len(jobs)) if jobs[j] is None and slot_width[j] >= template_width[k]
-        ]
+        slots = [j for j in range(first_slot, len(jobs)) if jobs[j] is None]
         if free.sum() < tmpl.gpus or not slots:
             continue  # dropped
         place = tmpl if isinstance(tmpl.placement, str) else replace(tmpl, placement="contiguous")

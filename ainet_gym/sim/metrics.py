@@ -57,11 +57,10 @@ class StepResult:
     throughput_gbps: np.ndarray | None = None  # (batch,) Gbit/s the GPUs' NICs sent into the network
     link_peak_utilization: np.ndarray | None = None  # (batch, links) max over windows of the window mean
     conn_bytes: np.ndarray | None = None  # (connections,) bytes each job connection moved; nan: background
-    # the job connections as they were during the interval (churn may restack them after it); this,
-    # conn_bytes and slot_bytes are None when the step skipped them (FabricWorld.step(connections=False),
-    # what EnvCore does unless its "flows" info key is asked for)
+    # the job connections as they were during the interval (churn may restack them after it); this and
+    # conn_bytes are None when the step skipped them (FabricWorld.step(connections=False), what EnvCore
+    # does unless its "flows" info key is asked for)
     connections: ConnectionTable | None = None
-    slot_bytes: np.ndarray | None = None  # (batch, slots) bytes moved by each action slot's connection
 
 
 @dataclass(frozen=True)

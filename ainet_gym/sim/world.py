@@ -8,8 +8,9 @@ engine under both :func:`ainet_gym.simulate` and the Gymnasium environments. One
 
 and the parts live in their own modules: GPU placement (:mod:`ainet_gym.sim.placement`), ideal step
 times (:mod:`ainet_gym.sim.ideal`), the metrics of an interval (:mod:`ainet_gym.sim.metrics`), what
-changes between intervals (:mod:`ainet_gym.sim.dynamics`) and the RL action-slot layout
-(:mod:`ainet_gym.envs.slots`). Background traffic always follows static ECMP (it belongs to other tenants).
+changes between intervals (:mod:`ainet_gym.sim.dynamics`). The RL action-slot layout over the job slots
+is the env's (:mod:`ainet_gym.envs.slots`). Background traffic always follows static ECMP (it belongs to
+other tenants).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from collections.abc import Callable
 import numpy as np
 
 from ainet_gym.arrays import safe_divide
-from ainet_gym.envs.slots import SlotLayout
 from ainet_gym.fabric.topology import Fabric, build_fabric
 from ainet_gym.routing.split import ecmp_split, wcmp_split
 from ainet_gym.scenario.spec import JobSpec, Scenario
@@ -72,12 +72,6 @@ class FabricWorld:
         self.churn = churn_spec.arrival_rate > 0
         self.templates: tuple[JobSpec, ...] = churn_spec.templates or scenario.jobs
         self.n_job_slots = max(len(scenario.jobs), churn_spec.max_jobs if self.churn else 0)
-        self.slots = SlotLayout(
-            self.fabric, scenario.jobs, self.templates if self.churn else (), self.n_job_slots
-        )
-        self.slot_width = self.slots.width  # (job slots,) action slots of each job slot
-        self.slot_offset = self.slots.offset  # (job slots,) first action slot of each job slot
-        self.n_slots = self.slots.n_slots
         self.meter = IntervalMeter(self.fabric)
         self.network_links = self.meter.network_links  # (net_links,) link ids of the network links
         self.decision_interval_s = self._decision_interval()
@@ -102,9 +96,6 @@ class FabricWorld:
         # whether the last advance of the dynamics changed a capacity or restacked the units
         self.dynamics_changed = True
         self._capacity_set: np.ndarray | None = None  # the capacity array the dynamics last gave the engine
-        self.slot_conn = np.zeros((batch, self.n_slots), dtype=np.int64)  # (batch, slots) connection, -1
-        self.slot_npaths = np.zeros((batch, self.n_slots), dtype=np.int64)  # (batch, slots) its paths
-        self.slot_mask = np.zeros((batch, self.n_slots), dtype=bool)  # (batch, slots) controllable
         self.sim: BatchSim | None = None  # built by the first reset
         self._slot_units: list[list[int]] = []  # (batch, jobs) unit index within its instance, -1: empty
         self._slot_keys: list[list[tuple]] = []  # (batch, jobs) (name, gpus) of each slot's job
@@ -203,8 +194,8 @@ class FabricWorld:
         ``split_set=True``: ``split`` is already the engine's split (set by
         :meth:`BatchSim.set_split_fused`), not set again.
 
-        ``connections=False`` skips the per-connection figures of the result (``conn_bytes``,
-        ``connections`` and ``slot_bytes`` stay None), which the env computes only for its ``"flows"`` info.
+        ``connections=False`` skips the per-connection figures of the result (``conn_bytes`` and
+        ``connections`` stay None), which the env computes only for its ``"flows"`` info.
 
         ``after_figures`` (numba backend, one window): given the interval's figures (allocated, not yet
         computed), a compiled kernel and its arguments for an instance range, run on each range's kernel
@@ -242,9 +233,6 @@ class FabricWorld:
         res = self.meter.measure(
             sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names, connections, fig
         )  # measure
-        if connections:
-            has = self.slot_conn >= 0
-            res.slot_bytes = np.where(has, res.conn_bytes[np.maximum(self.slot_conn, 0)], 0.0)
         self.step_count += active
         self._advance_dynamics(active)  # advance the dynamics to the next interval
         return res
@@ -269,8 +257,8 @@ class FabricWorld:
                 self.links.draw_failure(b, int(step[b]), rng)
             if do_churn:
                 rebuild |= churn(
-                    self.jobs[b], self.gpus[b], len(self.scenario.jobs), self.slot_width, self.templates,
-                    self.slots.template_width, dyn.job_churn, self.fabric, int(step[b]), rng,
+                    self.jobs[b], self.gpus[b], len(self.scenario.jobs), self.templates, dyn.job_churn,
+                    self.fabric, int(step[b]), rng,
                 )  # fmt: skip
         self.links.apply_scheduled(step, mask)
         restack = rebuild or rotation_due(self.scenario.jobs, step[mask])
@@ -367,8 +355,6 @@ class FabricWorld:
                     n_jobs += 1
             for i in range(len(self.scenario.background)):
                 self.bg_unit[b, i] = self._unit_offset[b] + n_jobs + i
-        maps = self.slots.maps(self.sim, self.job_unit)
-        self.slot_conn, self.slot_npaths, self.slot_mask = maps.conn, maps.npaths, maps.mask
         self.names = [self.job_names(b) for b in range(self.batch)]
         self.job_ideal_step_s, self.job_ideal_comm_s = self.ideal.tables(self.jobs, self.gpus)
 
