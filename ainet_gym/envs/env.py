@@ -422,8 +422,7 @@ class EnvCore:
 
     def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat indices of the controllable slots of the batch and, per such slot, its connection and its
-        number of paths; rebuilt when the world's slot layout is (a churn event or a rebuild replaces
-        ``slot_mask``)."""
+        number of paths; rebuilt when the slot maps are made again (:meth:`_slot_maps`)."""
         maps = self._slot_maps()
         cache = self._ctrl_cache
         if cache is None or cache[0] is not maps.mask:

@@ -47,6 +47,8 @@ class LinkState:
 
     def reset(self, mask: np.ndarray) -> None:
         """Every link up in the instances of ``mask`` ((batch,) bool)."""
+        if not mask.any():
+            return
         self.fail_until[mask] = -1
         self.cap_factor[mask] = 1.0
         self._stale = True
