@@ -65,6 +65,9 @@ def test_soak_checks_steps_and_finds_a_planted_violation(monkeypatch) -> None:
 
     r = soak("multi-tenant-churn", "path", 64, num_envs=8, seed=1, bad_every=3)
     assert r.steps == 64 and r.violations == 0 and r.bad_actions == 2 and r.job_checks > 0
+    # past an episode end (64 steps): the autoreset step, in which every copy resets and no interval runs
+    r = soak("multi-tenant-churn", "split", 4 * 70, num_envs=4, seed=2, bad_every=0)
+    assert r.steps == 4 * 70 and r.violations == 0, r.examples
     info = EnvCore.info
 
     def doubled_ideal(self, res):  # a wrong ideal: twice the job's, so step time falls below it

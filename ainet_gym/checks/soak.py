@@ -108,17 +108,19 @@ def soak(
         before = [w.job_names(b) for b in range(num_envs)]
         autoreset = venv.autoreset_pending
         obs, rew, term, trunc, info = venv.step(venv.action_space.sample())
-        res = core.last_result
+        res = core.last_result  # None after a step in which every copy reset: no interval ran
         out.steps += num_envs
         o = obs["flat"] if isinstance(obs, dict) else obs
         if o.dtype != np.float32 or not np.all(np.isfinite(o)) or o.min() < space_low(space) or o.max() > 1.0:
             fail(f"observation outside [0, 1] or not finite (min {o.min()}, max {o.max()})")
         if not np.all(np.isfinite(rew)) or rew.min() < 0 or rew.max() > 1 + RTOL:
             fail(f"reward {rew.tolist()} not finite or outside [0, 1]")
-        if res.link_utilization.max() > 1 + RTOL:
+        if res is not None and res.link_utilization.max() > 1 + RTOL:
             fail(f"link utilisation {res.link_utilization.max()} > 1")
         live = ~autoreset  # copies reset this step stood still and report their reset info
-        for b in np.flatnonzero(live):
+        if res is None and live.any():
+            fail("a step that ran an interval left no result")
+        for b in np.flatnonzero(live) if res is not None else ():
             if res.job_names[b] != before[b]:
                 fail(f"env {b}: the interval reports jobs {res.job_names[b]} but ran {before[b]}")
         alive = np.array([[n is not None for n in names] for names in before])
@@ -134,11 +136,12 @@ def soak(
         if below.any():
             b, j = np.argwhere(below)[0]
             fail(f"env {b} slot {j} ({before[b][j]}): step time {st[b, j]} ms < ideal {ideal[b, j]} ms")
-        util, eff = res.gpu_utilization, res.efficiency
-        if np.any(util[np.isfinite(util)] < 0) or np.any(util[np.isfinite(util)] > 1 + RTOL):
-            fail("GPU utilisation outside [0, 1]")
-        if np.any(eff[np.isfinite(eff)] <= 0) or np.any(eff[np.isfinite(eff)] > 1 + RTOL):
-            fail("efficiency outside (0, 1]")
+        if res is not None:
+            util, eff = res.gpu_utilization, res.efficiency
+            if np.any(util[np.isfinite(util)] < 0) or np.any(util[np.isfinite(util)] > 1 + RTOL):
+                fail("GPU utilisation outside [0, 1]")
+            if np.any(eff[np.isfinite(eff)] <= 0) or np.any(eff[np.isfinite(eff)] > 1 + RTOL):
+                fail("efficiency outside (0, 1]")
         for k, v in info.items():
             if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.all(np.isfinite(v)):
                 fail(f"info[{k!r}] is not finite")
