@@ -21,6 +21,7 @@ from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.rewards import GpuUtilizationReward, RewardFn, StepTimeReward, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps
 from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.policies import controlled_connections
 from ainet_gym.routing.split import path_index_split, ratio_split
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.scenario.spec import Scenario
@@ -865,9 +866,7 @@ class EnvCore:
         hot = ((res.link_utilization >= 0.95) & net[None, :]).reshape(-1)
         if not hot.any():
             return np.zeros(self.batch, dtype=np.int64)
-        ctrl = np.zeros(sim.n_conns, dtype=bool)
-        maps = self._slot_maps()
-        ctrl[maps.conn[maps.mask]] = True
+        ctrl = controlled_connections(w) & (sim.conn_npaths > 1)  # the connections of controllable slots
         paths = sim.conn_paths_global
         used = (sim.split[:, :, None] > 0) & (paths >= 0) & ctrl[:, None, None]
         used &= hot[np.maximum(paths, 0)]  # only entries on hot links: a small set to deduplicate

@@ -400,9 +400,10 @@ class EntryTable:
         return int(self.seg_flow.shape[0])
 
     def merge_extras(self) -> tuple:
-        """The arguments of :func:`ainet_gym.sim.kernels.merge_range` after ``ent_hi``."""
+        """The arguments of :func:`ainet_gym.sim.kernels.merge_range` after ``ent_hi`` (the last one, ``go``,
+        the kernel threads' flags, :func:`ainet_gym.sim.kernels.go_flags`)."""
         return (self.seg_row, self.inst_conn, self.conn_npaths, self.rowsum_buf, self.seg_excl, self.ex_lo,
-                self.fe_lo, self.fe_hi, self.inst_flow)  # fmt: skip
+                self.fe_lo, self.fe_hi, self.inst_flow, _kernels.go_flags())  # fmt: skip
 
     @classmethod
     def build(
@@ -632,11 +633,9 @@ class BatchSim:
             ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
             extras = t.merge_extras()
 
-            go = _kernels.go_flags()
-
             def args_of(lo: int, hi: int) -> tuple:
                 return (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow, t.seg_link, t.inst_seg, t.seg_coef,
-                        ef, el, ec, t.ent_hi, *extras, go)  # fmt: skip
+                        ef, el, ec, t.ent_hi, *extras)  # fmt: skip
 
             self._pending = (_kernels.merge_range, args_of)
             return
@@ -676,11 +675,9 @@ class BatchSim:
         ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
         extras = t.merge_extras()
 
-        go = _kernels.go_flags()
-
         def args_of(lo: int, hi: int) -> tuple:
             return (lo, hi, *args, out, t.seg_cand, t.cand_gather, t.seg_flow, t.seg_link, t.inst_seg,
-                    t.seg_coef, ef, el, ec, t.ent_hi, *extras, go)  # fmt: skip
+                    t.seg_coef, ef, el, ec, t.ent_hi, *extras)  # fmt: skip
 
         self._pending = (kernel, args_of)
         if not defer:
