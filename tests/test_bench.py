@@ -104,6 +104,30 @@ def test_scaling_section_writes_plot(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_slowest_interval_is_the_slowest_of_an_episode_and_a_capped_one_is_a_lower_bound():
+    from ainet_gym.bench.report import evaluate_targets
+    from ainet_gym.bench.sections import _successive_intervals
+
+    sc = cluster_scenario(128, 8, 16, op="alltoall")
+    full = _successive_intervals(sc, 6, 1_000_000, 1e9, "event")
+    rows = full["intervals"]
+    assert [r["interval"] for r in rows] == list(range(6)) and not full["capped"]
+    assert full["slowest_s"] == max(r["s"] for r in rows)  # the slowest, not a median of the first few
+    assert full["slowest_events"] == rows[full["slowest_interval"]]["events"]
+    assert len({r["events"] for r in rows}) > 1  # an episode's intervals differ: why one is not enough
+    cap = max(r["events"] for r in rows) - 1
+    capped = _successive_intervals(sc, 6, cap, 1e9, "event")
+    assert capped["capped"] and capped["intervals"][-1]["capped"]  # stops at the interval over the cap
+    assert capped["intervals"][-1]["events"] == cap
+    assert len(capped["intervals"]) == 1 + next(i for i, r in enumerate(rows) if r["events"] > cap)
+    scaling = {"transfers_fabric_gpus": 128, "exponent_vs_transfers_last_two": None,
+               "slowest": [capped, full | {"rate_updates": "phase"}]}  # fmt: skip
+    targets = evaluate_targets({"scaling": scaling})
+    row = next(t for t in targets if t["target"].endswith("(exact event mode)"))
+    assert "a lower bound" in row["note"] and row["value"] == capped["slowest_s"]
+    assert any(t["target"].endswith("(phase rate updates)") for t in targets)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_pure_python_reference_meets_the_definition_of_weighted_max_min(seed):
     """The bench's pure-Python baseline against the definition (not another solver): feasible, no flow

@@ -59,6 +59,12 @@ class BenchConfig:
     transfers_job_gpus: tuple[int, ...] = (8, 16, 32, 64, 128)
     #: ... and the job counts of the jobs curve (ring AllReduce jobs sharing the fixed fabric's GPUs).
     scaling_jobs: tuple[int, ...] = (8, 16, 32, 64, 128)
+    #: successive intervals of one episode of 8 AllToAll jobs x 128 GPUs (exact event mode, then phase
+    #: rate updates) for the slowest-interval figure, each capped at ``slowest_max_events`` events, the whole
+    #: at about ``slowest_budget_s`` (0 intervals: not run).
+    slowest_intervals: int = 8
+    slowest_max_events: int = 1000
+    slowest_budget_s: float = 60.0
     #: minimum measured time per figure (seconds); repeats stop after this much or max_repeats.
     min_time_s: float = 0.5
     max_repeats: int = 25
@@ -86,6 +92,7 @@ class BenchConfig:
             scaling_gpus=(128, 256, 512, 1024),
             transfers_job_gpus=(8, 16, 32, 64),
             scaling_jobs=(8, 16, 32),
+            slowest_intervals=0,
             min_time_s=0.25,
             max_repeats=15,
         )

@@ -4,6 +4,7 @@ scaling), with the machine information, the calibration and the timing helpers t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import math
@@ -564,6 +565,50 @@ def _interval_cost(scenario: dict[str, Any], min_time: float, max_repeats: int) 
     }
 
 
+def _successive_intervals(
+    scenario: dict[str, Any], intervals: int, max_events: int, budget_s: float, rate_updates: str
+) -> dict[str, Any]:
+    """Wall time of the successive intervals of one episode from reset (static ECMP), each on its own:
+    an episode's intervals differ (the first ones are mostly compute; later ones overlap the jobs'
+    communication), so the slowest is the figure, not a median. Stops after ``intervals``, after an
+    interval with more than ``max_events`` events (timed up to there: a lower bound), or once
+    ``budget_s`` is spent."""
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    sc = load_scenario(scenario)
+    sc = dataclasses.replace(sc, dynamics=dataclasses.replace(sc.dynamics, rate_updates=rate_updates))
+    world = FabricWorld(sc, 1)
+    world.reset(seeds=[0])
+    rows: list[dict[str, Any]] = []
+    spent = 0.0
+    for i in range(intervals):
+        t0 = time.perf_counter()
+        try:
+            res = world.step(world.default_split(), max_events=max_events)
+            ev, capped = int(res.events), False
+        except RuntimeError as e:
+            if "events in one interval" not in str(e):
+                raise
+            ev, capped = max_events, True
+        dt = time.perf_counter() - t0
+        spent += dt
+        rows.append({"interval": i, "events": ev, "s": dt, "capped": capped})
+        if capped or spent >= budget_s:
+            break
+    worst = max(rows, key=lambda r: r["s"])
+    return {
+        "scenario": sc.name,
+        "rate_updates": rate_updates,
+        "intervals": rows,
+        "slowest_s": worst["s"],
+        "slowest_interval": worst["interval"],
+        "slowest_events": worst["events"],
+        "capped": any(r["capped"] for r in rows),
+        "max_events": max_events,
+    }
+
+
 def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
     """Section 4: cost of one interval against fabric size and against transfers, with fitted exponents."""
     size_rows = []
@@ -588,6 +633,16 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         job_rows.append(_interval_cost(cluster_scenario(nf, nj), cfg.min_time_s, cfg.max_repeats))
         gc.collect()
         progress.done()
+    slowest = []
+    if cfg.slowest_intervals:
+        for mode in ("event", "phase"):
+            progress.start(f"scaling: {nf} GPUs, 8 AllToAll x 128, successive intervals ({mode})")
+            slowest.append(
+                _successive_intervals(cluster_scenario(nf, 8, 128, op="alltoall"), cfg.slowest_intervals,
+                                      cfg.slowest_max_events, cfg.slowest_budget_s, mode)
+            )  # fmt: skip
+            gc.collect()
+            progress.done()
     ms = [r["interval_ms"] for r in size_rows]
     tr_x = [r["transfers"] for r in tr_rows]
     tr_y = [r["interval_ms"] for r in tr_rows]
@@ -600,6 +655,7 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         "exponent_vs_transfers": _fit_exponent(tr_x, tr_y),
         "exponent_vs_transfers_last_two": _fit_exponent(tr_x[-2:], tr_y[-2:]),
         "jobs": job_rows,
+        "slowest": slowest,
         "exponent_vs_jobs": _fit_exponent(
             [r["jobs"] for r in job_rows], [r["interval_ms"] for r in job_rows]
         ),
@@ -621,4 +677,5 @@ def n_tasks(cfg: BenchConfig) -> int:
         n += 3 if cfg.startup_cold else 2
     if "scaling" in s:
         n += len(cfg.scaling_gpus) + len(cfg.transfers_job_gpus) + len(cfg.scaling_jobs)
+        n += 2 if cfg.slowest_intervals else 0
     return n

@@ -183,6 +183,7 @@ class FabricWorld:
         split_set: bool = False,
         after_figures: Callable[[NumbaFigures], tuple[Callable[..., object], Callable[[int, int], tuple]]]
         | None = None,
+        max_events: int = 1_000_000,
     ) -> StepResult:
         """Run one decision interval with ``split`` (connections, max_paths) in the ``active`` instances
         (all by default); inactive ones stand still (zero duration).
@@ -201,6 +202,9 @@ class FabricWorld:
         computed), a compiled kernel and its arguments for an instance range, run on each range's kernel
         thread right after that range's figures (the env's observation of the link history). Ignored
         otherwise: the caller checks ``res`` for what it needs.
+
+        ``max_events``: an interval with more events raises RuntimeError (the world is then mid-interval:
+        reset it before stepping again); the benchmark caps its slowest intervals with it.
         """
         sim = self.sim
         assert sim is not None
@@ -226,10 +230,10 @@ class FabricWorld:
 
                     return both, lambda lo, hi: (lo, hi)
 
-            parts = [sim.run_interval(duration, then=then)]
+            parts = [sim.run_interval(duration, max_events, then=then)]
         else:
             fig = None
-            parts = [sim.run_interval(duration / windows) for _ in range(windows)]  # run the interval
+            parts = [sim.run_interval(duration / windows, max_events) for _ in range(windows)]
         res = self.meter.measure(
             sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names, connections, fig
         )  # measure
