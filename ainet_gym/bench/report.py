@@ -104,7 +104,7 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
             out.append(_target(label, None, 1, "<=", "s", "not run (full bench only)"))
             continue
         n = len(slow["intervals"])
-        note = f"interval {slow['slowest_interval']} of {n} from reset, {slow['slowest_events']:,} events"
+        note = f"interval {slow['slowest_interval'] + 1} of the first {n} from reset, {slow['slowest_events']:,} events"
         if slow["capped"]:
             note += f"; stopped at {slow['max_events']:,} events: a lower bound"
         out.append(_target(label, slow["slowest_s"], 1, "<=", "s", note))
