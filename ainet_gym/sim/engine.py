@@ -49,6 +49,7 @@ __all__ = [
     "CompiledUnit",
     "IntervalMetrics",
     "SimState",
+    "TooManyEvents",
     "UnitSnapshot",
     "compile_background",
     "compile_job",
@@ -100,6 +101,11 @@ _STATE_FIELDS = tuple(f.name for f in fields(SimState))  # read through BatchSim
 _STACK_FIELDS = tuple(f.name for f in fields(UnitStack))  # BatchSim attributes that view the structure
 _EPS_T = 1e-12  # seconds: timers at or below this are done
 _EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
+
+
+class TooManyEvents(RuntimeError):
+    """An interval had more events than its ``max_events`` (:meth:`BatchSim.run_interval`); the simulation is
+    then mid-interval and must be reset before it runs again."""
 
 
 @dataclass
@@ -776,7 +782,7 @@ class BatchSim:
                 break
             events += 1
             if events > max_events:
-                raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
+                raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
             active = self._active_flows(running)
             act_idx = np.flatnonzero(active)
             rates = np.zeros(act_idx.shape[0])
@@ -914,7 +920,7 @@ class BatchSim:
         if err == _kernels.ERR_SETTLE:
             raise RuntimeError("event processing did not settle")
         if err == _kernels.ERR_EVENTS:
-            raise RuntimeError(f"run_interval: more than {max_events} events in one interval")
+            raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
         if err == _kernels.ERR_SOLVER:
             raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
         m.events = max(r[0] for r in per_range)

@@ -203,7 +203,8 @@ class FabricWorld:
         thread right after that range's figures (the env's observation of the link history). Ignored
         otherwise: the caller checks ``res`` for what it needs.
 
-        ``max_events``: an interval with more events raises RuntimeError (the world is then mid-interval:
+        ``max_events``: an interval with more events raises
+        :class:`~ainet_gym.sim.engine.TooManyEvents` (the world is then mid-interval:
         reset it before stepping again); the benchmark caps its slowest intervals with it.
         """
         sim = self.sim
