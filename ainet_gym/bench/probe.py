@@ -1,4 +1,5 @@
-"""Fresh-process probes of the benchmark (``python -m ainet_gym.bench.probe``).
+"""Fresh-process probes of the benchmark (``python -P path/to/probe.py``, as the bench runs it, so that
+the process imports only what a user's would; ``python -m ainet_gym.bench.probe`` works too).
 
 Reads a JSON object from stdin, prints one JSON line on stdout. Two probes:
 

@@ -443,10 +443,17 @@ def _finish(row: dict, timer: _Timer, single: float) -> None:
 
 
 def _probe(spec: dict[str, Any], env: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
-    """Run :mod:`ainet_gym.bench.probe` in a fresh process; (its JSON result or an error row, wall s)."""
+    """Run :mod:`ainet_gym.bench.probe` in a fresh process; (its JSON result or an error row, wall s).
+
+    The probe runs as a script (``python -P .../probe.py``), not as ``-m ainet_gym.bench.probe``: ``-m``
+    would import this package first (its instances import scipy.sparse), some 0.1 s of start-up that a
+    user's process, which imports ``ainet_gym`` only, does not pay. ``-P``: the script's folder is not put
+    on ``sys.path`` (its ``config.py`` would shadow any top-level module of that name)."""
+    from ainet_gym.bench import probe
+
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "ainet_gym.bench.probe"],
+        [sys.executable, "-P", probe.__file__],
         input=json.dumps(spec),
         capture_output=True,
         text=True,
