@@ -49,6 +49,15 @@ def test_numba_backend_matches_numpy_reference(family: str, mode: str) -> None:
         assert any(k.startswith("step4.obs") for k in worst)  # every interval was compared
 
 
+@pytest.mark.parametrize("family", ["MoE AllToAll", "job churn", "link failures"])
+def test_numba_backend_matches_numpy_reference_with_a_rate_quantum(family: str) -> None:
+    # completions within 10 us of the first are one event: both backends merge the same ones
+    for policy in PARITY_POLICIES:
+        worst = compare_backends(FAMILIES[family], policy, seed=0, intervals=5, batch=2, rate_quantum_us=10.0)
+        bad = {k: v for k, v in worst.items() if v > RTOL}
+        assert not bad, f"{family} / {policy} / quantum 10 us: {bad}"
+
+
 def test_max_rel_diff_detects_what_parity_must_catch() -> None:
     a = np.array([1.0, 2.0, np.nan])
     assert max_rel_diff(a, a.copy()) == 0.0

@@ -121,11 +121,15 @@ def test_slowest_interval_is_the_slowest_of_an_episode_and_a_capped_one_is_a_low
     assert capped["intervals"][-1]["events"] == cap
     assert len(capped["intervals"]) == 1 + next(i for i, r in enumerate(rows) if r["events"] > cap)
     scaling = {"transfers_fabric_gpus": 128, "exponent_vs_transfers_last_two": None,
-               "slowest": [capped, full | {"rate_updates": "phase"}]}  # fmt: skip
+               "slowest": [capped, full | {"rate_quantum_us": 100.0}, full | {"rate_updates": "phase"}]}  # fmt: skip
     targets = evaluate_targets({"scaling": scaling})
     row = next(t for t in targets if t["target"].endswith("(exact event mode)"))
     assert "a lower bound" in row["note"] and row["value"] == capped["slowest_s"]
+    assert any(t["target"].endswith("(event mode, 100 us rate quantum)") for t in targets)
     assert any(t["target"].endswith("(phase rate updates)") for t in targets)
+    merged = _successive_intervals(sc, 6, 1_000_000, 1e9, "event", 100.0)  # the quantum reaches the engine
+    assert merged["rate_quantum_us"] == 100.0
+    assert sum(r["events"] for r in merged["intervals"]) < sum(r["events"] for r in rows)
 
 
 @pytest.mark.parametrize("seed", range(6))

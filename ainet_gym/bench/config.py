@@ -59,10 +59,12 @@ class BenchConfig:
     transfers_job_gpus: tuple[int, ...] = (8, 16, 32, 64, 128)
     #: ... and the job counts of the jobs curve (ring AllReduce jobs sharing the fixed fabric's GPUs).
     scaling_jobs: tuple[int, ...] = (8, 16, 32, 64, 128)
-    #: successive intervals of one episode of 8 AllToAll jobs x 128 GPUs (exact event mode, then phase
-    #: rate updates) for the slowest-interval figure, each capped at ``slowest_max_events`` events, the whole
-    #: at about ``slowest_budget_s`` (0 intervals: not run).
+    #: successive intervals of one episode of 8 AllToAll jobs x 128 GPUs (exact event mode, event mode with
+    #: a ``slowest_quantum_us`` rate quantum, then phase rate updates) for the slowest-interval figure, each
+    #: capped at ``slowest_max_events`` events, the whole at about ``slowest_budget_s`` per mode (0
+    #: intervals: not run).
     slowest_intervals: int = 8
+    slowest_quantum_us: float = 100.0
     slowest_max_events: int = 1000
     slowest_budget_s: float = 60.0
     #: minimum measured time per figure (seconds); repeats stop after this much or max_repeats.

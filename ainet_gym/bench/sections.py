@@ -572,19 +572,31 @@ def _interval_cost(scenario: dict[str, Any], min_time: float, max_repeats: int) 
 
 
 def _successive_intervals(
-    scenario: dict[str, Any], intervals: int, max_events: int, budget_s: float, rate_updates: str
+    scenario: dict[str, Any],
+    intervals: int,
+    max_events: int,
+    budget_s: float,
+    rate_updates: str,
+    quantum_us: float = 0.0,
 ) -> dict[str, Any]:
     """Wall time of the successive intervals of one episode from reset (static ECMP), each on its own:
     an episode's intervals differ (the first ones are mostly compute; later ones overlap the jobs'
     communication), so the slowest is the figure, not a median. Stops after ``intervals``, after an
     interval with more than ``max_events`` events (timed up to there: a lower bound), or once
-    ``budget_s`` is spent."""
+    ``budget_s`` is spent. ``quantum_us``: the scenario's ``dynamics.rate_quantum_us``."""
     from ainet_gym.scenario.loader import load_scenario
     from ainet_gym.sim.engine import TooManyEvents
     from ainet_gym.sim.world import FabricWorld
 
     sc = load_scenario(
-        {**scenario, "dynamics": {**scenario.get("dynamics", {}), "rate_updates": rate_updates}}
+        {
+            **scenario,
+            "dynamics": {
+                **scenario.get("dynamics", {}),
+                "rate_updates": rate_updates,
+                "rate_quantum_us": quantum_us,
+            },
+        }
     )
     world = FabricWorld(sc, 1)
     world.reset(seeds=[0])
@@ -606,6 +618,7 @@ def _successive_intervals(
     return {
         "scenario": sc.name,
         "rate_updates": rate_updates,
+        "rate_quantum_us": quantum_us,
         "intervals": rows,
         "slowest_s": worst["s"],
         "slowest_interval": worst["interval"],
@@ -641,11 +654,11 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         progress.done()
     slowest = []
     if cfg.slowest_intervals:
-        for mode in ("event", "phase"):
-            progress.start(f"scaling: {nf} GPUs, 8 AllToAll x 128, successive intervals ({mode})")
+        for mode, q in (("event", 0.0), ("event", cfg.slowest_quantum_us), ("phase", 0.0)):
+            progress.start(f"scaling: {nf} GPUs, 8 AllToAll x 128, successive intervals ({mode}, {q:g} us)")
             slowest.append(
                 _successive_intervals(cluster_scenario(nf, 8, 128, op="alltoall"), cfg.slowest_intervals,
-                                      cfg.slowest_max_events, cfg.slowest_budget_s, mode)
+                                      cfg.slowest_max_events, cfg.slowest_budget_s, mode, q)
             )  # fmt: skip
             gc.collect()
             progress.done()
@@ -683,5 +696,5 @@ def n_tasks(cfg: BenchConfig) -> int:
         n += 3 if cfg.startup_cold else 2
     if "scaling" in s:
         n += len(cfg.scaling_gpus) + len(cfg.transfers_job_gpus) + len(cfg.scaling_jobs)
-        n += 2 if cfg.slowest_intervals else 0
+        n += 3 if cfg.slowest_intervals else 0
     return n

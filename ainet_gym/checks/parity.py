@@ -77,11 +77,13 @@ def compare_backends(
     intervals: int = 5,
     batch: int = 1,
     rate_updates: str | None = None,
+    rate_quantum_us: float | None = None,
 ) -> dict[str, float]:
     """Step ``batch`` copies of ``scenario`` on both backends in lockstep; the largest relative
     difference of every output (float32 observations scaled so that ``RTOL`` is the bar throughout).
 
-    ``policy`` is one of :data:`PARITY_POLICIES`; ``rate_updates`` overrides the scenario's mode.
+    ``policy`` is one of :data:`PARITY_POLICIES`; ``rate_updates`` and ``rate_quantum_us`` override the
+    scenario's.
     """
     from ainet_gym.envs.env import EnvCore
     from ainet_gym.routing.policies import get_policy
@@ -90,6 +92,10 @@ def compare_backends(
     sc = load_scenario(scenario)
     if rate_updates is not None:
         sc = dataclasses.replace(sc, dynamics=dataclasses.replace(sc.dynamics, rate_updates=rate_updates))
+    if rate_quantum_us is not None:
+        sc = dataclasses.replace(
+            sc, dynamics=dataclasses.replace(sc.dynamics, rate_quantum_us=rate_quantum_us)
+        )
     cores = [EnvCore(sc, batch, action_mode="split", backend=be) for be in ("numpy", "numba")]
     seeds = [seed + i for i in range(batch)]
     worst: dict[str, float] = {}

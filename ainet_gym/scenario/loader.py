@@ -987,6 +987,7 @@ _DYNAMICS_RULES: dict[str, _Rule | None] = {
     "episode_steps": _STEPS,
     "decision_interval_ms": _num("a time in ms", gt=0, le=_L["time_ms_max"], null=True),
     "rate_updates": _enum(RATE_UPDATES, "rate update mode"),
+    "rate_quantum_us": _num("a time in us", ge=0, le=_L["time_ms_max"] * 1e3),
     "link_failures": None,
     "job_churn": None,
 }

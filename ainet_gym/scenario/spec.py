@@ -188,6 +188,10 @@ class DynamicsSpec:
     # "phase": a flow that finishes early keeps its bandwidth until the next non-flow event (a phase
     # ends, compute ends, latency is paid): fewer solves, an upper bound on communication time.
     rate_updates: str = "event"
+    # flow completions up to this many microseconds after the first are one event, at the last of them (the
+    # flows that finished earlier idle until then); 0: every completion is an event. A flow-level model
+    # does not resolve times below a round trip anyway; see README, "Modelling parameters".
+    rate_quantum_us: float = 0.0
 
 
 @dataclass(frozen=True)

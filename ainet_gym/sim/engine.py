@@ -497,10 +497,15 @@ class BatchSim:
         units: list[list[CompiledUnit]],
         rate_updates: str = "event",
         backend: str | None = None,
+        rate_quantum_s: float = 0.0,
     ) -> None:
         if rate_updates not in ("event", "phase"):
             raise ValueError(f"rate_updates = {rate_updates!r}: allowed: event, phase")
+        if not (isinstance(rate_quantum_s, int | float) and 0.0 <= rate_quantum_s < np.inf):
+            raise ValueError(f"rate_quantum_s = {rate_quantum_s!r}: allowed: a finite time in s >= 0")
         self.rate_updates = rate_updates
+        # completions up to this many seconds after the first one are one event (0: every completion is)
+        self.rate_quantum_s = float(rate_quantum_s)
         self.backend = resolve_backend(backend)
         self.fabric = fabric
         self.batch = len(units)
@@ -812,7 +817,17 @@ class BatchSim:
                 gp = self.flow_gphase[act_idx]
                 np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
                 t_fin = np.where(job_flow, t_phase[gp], np.inf)
-            np.minimum.at(dt, self.flow_inst[act_idx], t_fin)
+            if self.rate_quantum_s > 0.0:
+                # completions up to the quantum after an instance's first are one event, at the last of them
+                t_first = np.full(B, np.inf)
+                np.minimum.at(t_first, self.flow_inst[act_idx], t_fin)
+                t_q = t_first + self.rate_quantum_s
+                in_q = t_fin <= t_q[self.flow_inst[act_idx]]
+                t_last = np.where(np.isfinite(t_first), t_first, np.inf)
+                np.maximum.at(t_last, self.flow_inst[act_idx][in_q], t_fin[in_q])
+                dt = np.minimum(dt, t_last)
+            else:
+                np.minimum.at(dt, self.flow_inst[act_idx], t_fin)
             stalled_now = np.bincount(
                 self.flow_inst[act_idx], weights=(rates <= 0) & job_flow, minlength=B
             ).astype(np.int64)
@@ -898,7 +913,8 @@ class BatchSim:
         _kernels.run_ranges(
             kernel, ranges,
             lambda lo, hi: (
-                lo, hi, dur, self.rate_updates == "phase", max_events, L, max_rounds, _EPS_T, _EPS_B,
+                lo, hi, dur, self.rate_updates == "phase", self.rate_quantum_s, max_events, L, max_rounds,
+                _EPS_T, _EPS_B,
                 t.inst_seg, t.ent_hi, t.ex_lo, t.fe_lo, t.fe_hi, ef, el, ec, self.inst_unit, self.inst_flow,
                 alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
                 phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,

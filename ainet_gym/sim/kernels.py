@@ -258,7 +258,7 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
 
 @njit(cache=True, nogil=True)
 def run_interval_numba(
-    b_lo, b_hi, duration, phase_mode, max_events, n_links, max_rounds, eps_t, eps_b,
+    b_lo, b_hi, duration, phase_mode, quantum, max_events, n_links, max_rounds, eps_t, eps_b,
     inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef,
     inst_unit, inst_flow,
     unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
@@ -570,7 +570,7 @@ def run_interval_numba(
                 solver_iters += it
                 solved = True
             # time to the next event
-            dt = t_left
+            dt_fl = inf  # the first flow completion (phase mode: the first phase whose last flow completes)
             n_stalled = 0
             if phase_mode:  # only the last flow of a phase is an event: earlier finishers keep their rate
                 for p in range(inst_phase[b], inst_phase[b + 1]):
@@ -587,15 +587,33 @@ def run_interval_numba(
                     p = phase_off[flow_unit[f]] + flow_phase[f]
                     if tf > t_phase[p]:
                         t_phase[p] = tf
-                elif tf < dt:
-                    dt = tf
+                elif tf < dt_fl:
+                    dt_fl = tf
             if phase_mode:
                 for i in range(n_act):
                     f = act_flows[i]
                     if not flow_bg[f]:
                         tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
-                        if tf < dt:
-                            dt = tf
+                        if tf < dt_fl:
+                            dt_fl = tf
+            if quantum > 0.0 and dt_fl < inf:
+                # completions up to ``quantum`` after the first are one event, at the last of them: the
+                # flows that finish earlier idle until then (their bandwidth is re-allocated late)
+                t_q = dt_fl + quantum
+                for i in range(n_act):
+                    f = act_flows[i]
+                    if flow_bg[f]:
+                        continue
+                    if phase_mode:
+                        tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
+                    else:
+                        r = rate[f]
+                        tf = rem[f] / r if r > 0 else inf
+                    if tf > dt_fl and tf <= t_q:
+                        dt_fl = tf
+            dt = t_left
+            if dt_fl < dt:
+                dt = dt_fl
             if n_stalled > stalled[b]:
                 stalled[b] = n_stalled
             for u in range(u0, u1):

@@ -346,7 +346,14 @@ class FabricWorld:
                 per_inst, keep=self._kept_units(slot_units, reset_mask), old=self.sim.snapshot_units()
             )
         else:
-            self.sim = BatchSim(self.fabric, per_inst, self.scenario.dynamics.rate_updates, self.backend)
+            dyn = self.scenario.dynamics
+            self.sim = BatchSim(
+                self.fabric,
+                per_inst,
+                dyn.rate_updates,
+                self.backend,
+                rate_quantum_s=dyn.rate_quantum_us * 1e-6,
+            )
         self._slot_units = slot_units
         self._slot_keys = [[self._job_key(b, j) for j in range(self.n_job_slots)] for b in range(self.batch)]
         self._unit_offset = np.concatenate([[0], np.cumsum([len(u) for u in per_inst])])[:-1]
