@@ -823,7 +823,7 @@ class BatchSim:
                 np.minimum.at(t_first, self.flow_inst[act_idx], t_fin)
                 t_q = t_first + self.rate_quantum_s
                 in_q = t_fin <= t_q[self.flow_inst[act_idx]]
-                t_last = np.where(np.isfinite(t_first), t_first, np.inf)
+                t_last = t_first.copy()
                 np.maximum.at(t_last, self.flow_inst[act_idx][in_q], t_fin[in_q])
                 dt = np.minimum(dt, t_last)
             else:
