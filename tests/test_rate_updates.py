@@ -84,3 +84,38 @@ def test_rate_quantum_merges_close_completions_and_stays_near_the_exact_mode() -
         sc["dynamics"] = {"rate_quantum_us": bad}
         with pytest.raises(ScenarioError, match=r"dynamics\.rate_quantum_us"):
             load_scenario(sc)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_rate_quantum_against_hand_computed_times(backend: str) -> None:
+    """Two jobs' flows of S_a < S_b bytes share one 100 Gb/s uplink (and the downlink back), both at C/2.
+    Exact: a's flow ends at 2 S_a / C, then b's runs alone at C and ends at (S_a + S_b) / C. A quantum
+    shorter than the gap between their completions at the shared rate, 2 (S_b - S_a) / C = 160 us, changes
+    nothing; a longer one makes both one event at b's finish at the old rate, 2 S_b / C, where both
+    phases end."""
+    C = 100e9 / 8  # bytes/s
+    s_a, s_b = 1.0e8, 1.01e8
+
+    def comm_ms(q_us: float) -> np.ndarray:
+        job = {"gpus": 2, "compute_ms": 1, "collectives": [{"op": "sendrecv", "pattern": "shift:1"}]}
+        sc = {
+            "name": "two-flows",
+            "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 1, "hosts_per_leaf": 2,
+                       "gpus_per_host": 1, "nic_gbps": 100, "uplink_gbps": 100, "hop_latency_us": 0},
+            "workload": {"jobs": [
+                {**job, "name": "a", "placement": [0, 2],
+                 "collectives": [{**job["collectives"][0], "bytes": s_a}]},
+                {**job, "name": "b", "placement": [1, 3],
+                 "collectives": [{**job["collectives"][0], "bytes": s_b}]},
+            ]},
+            # one iteration each: communication from 1 ms to about 17.2 ms at the latest
+            "dynamics": {"decision_interval_ms": 17.5, "rate_quantum_us": q_us},
+        }  # fmt: skip
+        w = FabricWorld(load_scenario(sc), 1, backend=backend)
+        w.reset(seeds=[0])
+        return np.asarray(w.step(w.default_split()).comm_time_s).reshape(-1) * 1e3
+
+    exact = np.array([2 * s_a / C, (s_a + s_b) / C]) * 1e3  # 16.00, 16.08 ms
+    np.testing.assert_allclose(comm_ms(0.0), exact, rtol=1e-12)
+    np.testing.assert_allclose(comm_ms(100.0), exact, rtol=1e-12)
+    np.testing.assert_allclose(comm_ms(200.0), [2 * s_b / C * 1e3] * 2, rtol=1e-12)  # 16.16 ms both
