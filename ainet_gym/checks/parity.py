@@ -90,12 +90,9 @@ def compare_backends(
     from ainet_gym.scenario.loader import load_scenario
 
     sc = load_scenario(scenario)
-    if rate_updates is not None:
-        sc = dataclasses.replace(sc, dynamics=dataclasses.replace(sc.dynamics, rate_updates=rate_updates))
-    if rate_quantum_us is not None:
-        sc = dataclasses.replace(
-            sc, dynamics=dataclasses.replace(sc.dynamics, rate_quantum_us=rate_quantum_us)
-        )
+    given = {"rate_updates": rate_updates, "rate_quantum_us": rate_quantum_us}
+    if over := {k: v for k, v in given.items() if v is not None}:
+        sc = dataclasses.replace(sc, dynamics=dataclasses.replace(sc.dynamics, **over))
     cores = [EnvCore(sc, batch, action_mode="split", backend=be) for be in ("numpy", "numba")]
     seeds = [seed + i for i in range(batch)]
     worst: dict[str, float] = {}

@@ -817,20 +817,19 @@ class BatchSim:
                 gp = self.flow_gphase[act_idx]
                 np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
                 t_fin = np.where(job_flow, t_phase[gp], np.inf)
+            fi = self.flow_inst[act_idx]  # (active flows,) instance of each
             if self.rate_quantum_s > 0.0:
                 # completions up to the quantum after an instance's first are one event, at the last of them
                 t_first = np.full(B, np.inf)
-                np.minimum.at(t_first, self.flow_inst[act_idx], t_fin)
+                np.minimum.at(t_first, fi, t_fin)
                 t_q = t_first + self.rate_quantum_s
-                in_q = t_fin <= t_q[self.flow_inst[act_idx]]
+                in_q = t_fin <= t_q[fi]
                 t_last = t_first.copy()
-                np.maximum.at(t_last, self.flow_inst[act_idx][in_q], t_fin[in_q])
+                np.maximum.at(t_last, fi[in_q], t_fin[in_q])
                 dt = np.minimum(dt, t_last)
             else:
-                np.minimum.at(dt, self.flow_inst[act_idx], t_fin)
-            stalled_now = np.bincount(
-                self.flow_inst[act_idx], weights=(rates <= 0) & job_flow, minlength=B
-            ).astype(np.int64)
+                np.minimum.at(dt, fi, t_fin)
+            stalled_now = np.bincount(fi, weights=(rates <= 0) & job_flow, minlength=B).astype(np.int64)
             stalled = np.maximum(stalled, stalled_now)
             alive = ~self.unit_bg & running[self.unit_inst]
             timers = np.full(U, np.inf)
@@ -845,7 +844,7 @@ class BatchSim:
             np.minimum.at(dt, self.phase_inst, np.where(ph_live & (lat > _EPS_T), lat, np.inf))
             dt = np.where(running, np.maximum(dt, 0.0), 0.0)
             # advance
-            dtf = dt[self.flow_inst[act_idx]]
+            dtf = dt[fi]
             moved = np.minimum(rates * dtf, st.rem[act_idx])  # phase mode: early finishers stop at 0
             st.rem[act_idx] = np.where(job_flow, st.rem[act_idx] - moved, st.rem[act_idx])
             flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
