@@ -46,6 +46,9 @@ lp+bg      exact for job traffic [2]_     approx.: balanced rounding       appro
    spreads evenly over the live *paths*, per-hop weights cannot always express that).
 .. [2] In the ``split`` and ``path`` modes background traffic always follows static ECMP.
 
+In the ``split_bg`` mode (a slot per connection, background included) every baseline is exact, for all
+traffic.
+
 - *exact*: the env decodes the actions into the engine-level split (up to float32 round-off);
   ``tests/test_agents.py`` checks every cell marked exact.
 - *balanced rounding* (path mode, one path per connection): connections in decreasing order of demand,
@@ -100,6 +103,10 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
         ("wcmp+bg", "split"),
         ("greedy+bg", "split"),
         ("lp+bg", "split"),
+        *(
+            (name, "split_bg")
+            for name in ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg")
+        ),
         ("ecmp", "path"),
         ("greedy", "path"),
         ("greedy+bg", "path"),
@@ -179,7 +186,7 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     """
     B, S, P = core.batch, core.n_slots, core.P
     mode = core.action_mode
-    if mode == "split":
+    if mode in ("split", "split_bg"):
         a = np.zeros((B, S, P))
         ctrl = core.controllable
         a[ctrl] = 2.0 * split[core.slot_connection[ctrl]] - 1.0

@@ -128,7 +128,7 @@ class PretrainedAgent(SB3Agent):
             "history": int(self.meta.get("history", 4)),
             "observation": self.meta.get("observation", "flat"),
         }
-        self.controls = "jobs+bg" if mode == "ecmp_weights" else "jobs"
+        self.controls = "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs"
 
     def check(self, core: Any) -> None:
         if self.path is None:

@@ -233,7 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("train", help="train an RL routing policy (stable-baselines3)", epilog=TRUST)
     s.add_argument("scenario", type=_SCENARIO)
     s.add_argument("--algo", default="ppo", help="ppo | a2c | sac | maskable_ppo")
-    s.add_argument("--action-mode", default=None, help="path | split | ecmp_weights (default: per algo)")
+    s.add_argument(
+        "--action-mode", default=None, help="path | split | ecmp_weights | split_bg (default: per algo)"
+    )
     s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
     s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
     s.add_argument("--n-envs", type=_int_arg(1, 100_000), default=16, help="copies in the native vector env")
