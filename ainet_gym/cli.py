@@ -280,7 +280,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--envs-per-runner", type=_int_arg(1, 100_000), default=16, help="rllib: vector env copies per runner"
     )
     s.add_argument("--address", default=None, help="rllib: join a Ray cluster (auto or HOST:PORT)")
+    s.add_argument(
+        "--trust-checkpoint",
+        action="store_true",
+        help="rllib --resume: I trust this checkpoint folder (resuming unpickles RLlib's state, which can run code)",
+    )
     s.set_defaults(func=_cmd_train)
+
+    s = sub.add_parser(
+        "convert-rllib",
+        help="add plain weights to an RLlib checkpoint written before 0.3, so rllib:DIR loads it (rllib extra)",
+        epilog="Converting unpickles the folder's RLlib module, which can run code: only for folders you trust.",
+    )
+    s.add_argument("checkpoint", type=_text_arg("a checkpoint directory"), help="checkpoint directory")
+    s.add_argument(
+        "--trust-checkpoint",
+        action="store_true",
+        help="required: I trust this folder (converting unpickles RLlib's module, which can run code)",
+    )
+    s.add_argument("--overwrite", action="store_true", help="write the plain weights again if present")
+    s.set_defaults(func=_deferred("ainet_gym.agents.rllib_train", "convert_main"))
 
     s = sub.add_parser("evaluate", help="compare policies on the same seeds", epilog=TRUST)
     s.add_argument("scenario", type=_SCENARIO)
