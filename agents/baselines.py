@@ -10,15 +10,18 @@ The baselines are the engine-level policies of :mod:`ainet_gym.routing.policies`
 - ``greedy``: the reactive router: connections placed one by one on the candidate path that was least
   loaded in the *last* interval (a step late when the congestion moves);
 - ``lp``: the optimum: minimise the maximum offered link utilisation of the interval's known demand over
-  the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``.
+  the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``;
+- ``greedy+bg``, ``lp+bg``: the same algorithms over every multi-path connection, background included
+  (the optimiser of the ``jobs+bg`` class: compare agents in the ``ecmp_weights`` and ``split_bg`` modes
+  with it, not with ``lp``).
 
 The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.routing.policies`.
 
 **Which traffic a policy controls** (``agent.controls``, a column of every evaluation table):
 ``none`` (ECMP), ``jobs`` (the jobs' connections; background stays on static ECMP: ``spray``, ``wcmp``,
 ``greedy``, ``lp`` and agents in the ``split`` and ``path`` modes) or ``jobs+bg`` (background too:
-``spray+bg``, ``wcmp+bg`` and agents in the ``ecmp_weights`` mode, whose switch weights apply to every
-packet). A fair comparison sets policies of the same class side by side.
+``spray+bg``, ``wcmp+bg``, ``greedy+bg``, ``lp+bg`` and agents in the ``ecmp_weights`` and ``split_bg``
+modes, which route every packet). A fair comparison sets policies of the same class side by side.
 
 :func:`engine_split` gives the split ``(connections, max_paths)`` that ``core.step_split`` takes: the
 evaluator runs the baselines this way, exactly. :func:`baseline_actions` expresses the same policy
@@ -35,6 +38,8 @@ greedy     exact                          exact                            appro
 lp         exact                          approx.: balanced rounding       approx.: induced shares
 spray+bg   exact for job traffic [2]_     approx.: balanced rounding       exact [1]_
 wcmp+bg    exact for job traffic [2]_     approx.: balanced rounding       exact
+greedy+bg  exact for job traffic [2]_     exact for job traffic [2]_       approx.: induced shares
+lp+bg      exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
 =========  =============================  ===============================  ============================
 
 .. [1] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
@@ -77,7 +82,9 @@ __all__ = [
     "split_to_actions",
 ]
 
-BASELINES: tuple[str, ...] = ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg")
+BASELINES: tuple[str, ...] = (
+    "ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg",
+)  # fmt: skip
 
 #: (baseline, action mode) pairs whose actions decode to the engine-level split exactly (for job
 #: traffic in the split and path modes, where background follows ECMP; for all traffic in
@@ -91,8 +98,11 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
         ("lp", "split"),
         ("spray+bg", "split"),
         ("wcmp+bg", "split"),
+        ("greedy+bg", "split"),
+        ("lp+bg", "split"),
         ("ecmp", "path"),
         ("greedy", "path"),
+        ("greedy+bg", "path"),
         ("spray+bg", "ecmp_weights"),
         ("wcmp+bg", "ecmp_weights"),
     }
@@ -238,6 +248,8 @@ _DESCRIPTIONS = {
     "wcmp+bg": "capacity-weighted ECMP of all traffic, background included",
     "greedy": "reactive: least loaded candidate path in the last interval",
     "lp": "LP optimum: min max offered link utilisation (HiGHS)",
+    "greedy+bg": "greedy over all traffic, background included",
+    "lp+bg": "LP optimum over all traffic, background included (the optimiser of the jobs+bg class)",
 }
 
 for _name in BASELINES:

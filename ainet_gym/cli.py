@@ -230,7 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("simulate", help="run a scenario under a routing policy, without RL")
     s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
-    s.add_argument("--policy", default="ecmp", help="ecmp | spray | wcmp | greedy | lp | spray+bg | wcmp+bg")
+    s.add_argument(
+        "--policy",
+        default="ecmp",
+        help="ecmp, spray, wcmp, greedy, lp, predictive-lp, ...; NAME+bg routes background too",
+    )
     s.add_argument("--steps", type=_int_arg(1, 10_000_000), default=1, help="decision intervals to run")
     s.add_argument("--seed", type=_int_arg(0, _SEED_MAX), default=0)
     s.add_argument("--json", action="store_true", help="print one JSON object")
