@@ -299,6 +299,54 @@ def test_graph_observation_and_render() -> None:
     assert img.ndim == 3 and img.shape[2] == 3 and img.dtype == np.uint8 and img.std() > 0
 
 
+def test_flattened_graph_observation_is_float32() -> None:
+    from gymnasium.wrappers import FlattenObservation
+
+    env = FlattenObservation(gym.make("ainet_gym/PeriodicInterference-v0", observation="graph"))
+    assert env.observation_space.dtype == np.float32
+    obs, _ = env.reset(seed=0)
+    assert obs.dtype == np.float32 and env.observation_space.contains(obs)
+    obs, *_ = env.step(env.action_space.sample())
+    assert obs.dtype == np.float32
+    raw = env.unwrapped.core.observe(env.unwrapped.core.last_result)
+    f = env.unwrapped.core.world.fabric
+    # node ids survive the float32 round trip exactly
+    np.testing.assert_array_equal(raw["edge_index"][0].astype(np.int64), np.stack([f.link_src, f.link_dst]))
+
+
+def test_rgb_array_heat_map_shows_the_link_history() -> None:
+    """Each heat-map pixel is the inferno colour (matplotlib's, to 3/255) of the utilisation of the link and
+    interval under it."""
+    import matplotlib
+
+    from ainet_gym.envs import render as r
+
+    vals = np.linspace(0.0, 1.0, 101)
+    ref = np.rint(matplotlib.colormaps["inferno"](vals)[:, :3] * 255)
+    assert np.abs(r.colormap(vals).astype(int) - ref).max() <= 3
+    env = FabricRoutingEnv(small_scenario(), render_mode="rgb_array")
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(env.action_space.sample())
+    core = env.core
+    img = env.render()
+    assert img.shape == (r.RGB_HEIGHT, r.RGB_WIDTH, 3)
+    order = np.argsort(core.world.fabric.link_tier[core.net_links], kind="stable")
+    hist = core.util_hist[0][:, order]  # (history, links) as drawn, newest first
+    H, N = hist.shape
+    mh, mw = r._MAP_BOTTOM - r._MAP_TOP, r._MAP_RIGHT - r._MAP_LEFT
+    for h in range(H):
+        for n in range(N):  # the centre pixel of each cell
+            y = r._MAP_TOP + (2 * h + 1) * mh // (2 * H)
+            x = r._MAP_LEFT + (2 * n + 1) * mw // (2 * N)
+            if (img[y, x] == (0, 255, 255)).all():  # a tier boundary drawn over the cell
+                continue
+            np.testing.assert_array_equal(
+                img[y, x], r.colormap(hist[h, n]), err_msg=f"interval {h}, link {n}"
+            )
+    assert hist[0].max() > 0.05  # the picture shows traffic, not only the empty colour
+
+
 def test_sb3_adapter_trains_ppo_and_reports_terminal_observation() -> None:
     from stable_baselines3 import PPO
 

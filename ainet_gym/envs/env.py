@@ -192,7 +192,9 @@ class EnvCore:
                 {
                     "flat": flat,
                     "node_features": spaces.Box(0.0, 1.0, shape=(n_nodes, 4), dtype=np.float32),
-                    "edge_index": spaces.Box(0, n_nodes - 1, shape=(2, f.n_links), dtype=np.int64),
+                    # node ids as float32 (exact below 2**24 nodes): every block float32, so a flattened
+                    # graph observation (FlattenObservation, spaces.flatten) stays float32
+                    "edge_index": spaces.Box(0, n_nodes - 1, shape=(2, f.n_links), dtype=np.float32),
                     "edge_features": spaces.Box(
                         0.0, 1.0, shape=(f.n_links, self.history + 1), dtype=np.float32
                     ),
@@ -817,7 +819,7 @@ class EnvCore:
         ef = np.zeros((B, f.n_links, self.history + 1), dtype=np.float32)
         ef[:, self.net_links, : self.history] = np.minimum(self.util_hist, 1.0).transpose(0, 2, 1)
         ef[:, :, self.history] = sim.capacity_bytes_per_s / f.capacity_bytes_per_s
-        ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.int64)
+        ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.float32)
         return {"flat": flat, "node_features": nf, "edge_index": ei.copy(), "edge_features": ef}
 
     # ------------------------------------------------------------------ info
@@ -979,7 +981,9 @@ class FabricRoutingEnv(gym.Env):
 
     ``env.unwrapped.core.obs_layout`` gives the slices. ``observation="graph"`` returns a Dict with
     this ``flat`` vector plus ``node_features`` (one-hot kind), ``edge_index`` (2, links) and
-    ``edge_features`` (utilisation history, capacity fraction) for GNN policies.
+    ``edge_features`` (utilisation history, capacity fraction) for GNN policies. Every block is
+    float32, ``edge_index`` too (node ids, exact below 2**24 nodes; cast to int64 for a GNN library),
+    so ``gymnasium.wrappers.FlattenObservation`` gives a float32 vector.
 
     ## Rewards
     ``reward="gpu_utilization"`` (GPU-weighted mean of compute time / elapsed time in the interval) or
