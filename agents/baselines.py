@@ -49,6 +49,11 @@ lp+bg      exact for job traffic [2]_     approx.: balanced rounding       appro
 In the ``split_bg`` mode (a slot per connection, background included) every baseline is exact, for all
 traffic.
 
+In the discrete ``choose`` and ``choose_bg`` modes (one of K plans per interval,
+:data:`ainet_gym.routing.plans.PLANS`) a baseline that is one of the mode's plans is exact (its index);
+any other is the plan whose split is closest to it on the connections the mode routes (L1 distance,
+ties: the lower index).
+
 - *exact*: the env decodes the actions into the engine-level split (up to float32 round-off);
   ``tests/test_agents.py`` checks every cell marked exact.
 - *balanced rounding* (path mode, one path per connection): connections in decreasing order of demand,
@@ -69,7 +74,8 @@ import numpy as np
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import ACTION_MODES
-from ainet_gym.routing.policies import POLICIES, get_policy, place_least_loaded
+from ainet_gym.routing.plans import CHOOSE_MODES, PLANS, plan_split
+from ainet_gym.routing.policies import POLICIES, controlled_connections, get_policy, place_least_loaded
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -113,6 +119,7 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
         ("spray+bg", "ecmp_weights"),
         ("wcmp+bg", "ecmp_weights"),
     }
+    | {(p, mode) for mode, cls in CHOOSE_MODES.items() for p in PLANS[cls]}
 )
 
 
@@ -122,6 +129,8 @@ def controls(policy: str, action_mode: str | None = None) -> str:
     from ainet_gym.routing.policies import CONTROLS
 
     c = CONTROLS[policy]
+    if action_mode in CHOOSE_MODES:  # the agent picks among the plans of one class
+        return CHOOSE_MODES[action_mode]
     if action_mode == "ecmp_weights" and c != "none":
         return "jobs+bg"
     if action_mode in ("split", "path") and c == "jobs+bg":
@@ -177,6 +186,24 @@ def _induced_weights(core: EnvCore, split: np.ndarray) -> np.ndarray:
     return safe_divide(load, top, 1.0)
 
 
+def _nearest_plan(core: EnvCore, split: np.ndarray, policy: str | None) -> np.ndarray:
+    """(batch,) int64: the index of ``policy`` among the core's plans, else each instance's plan whose
+    split is closest to ``split`` (L1 over the connections the mode routes; ties: the lower index)."""
+    if policy in core.plans:
+        return np.full(core.batch, core.plans.index(policy), dtype=np.int64)
+    w = core.world
+    sim = w.sim
+    assert sim is not None
+    routed = controlled_connections(w) if core.plan_class == "jobs" else np.ones(sim.n_conns, dtype=bool)
+    inst = sim.unit_inst[sim.conn_unit]
+    dist = np.empty((core.batch, len(core.plans)))
+    for k in range(len(core.plans)):
+        plan = plan_split(w, core.last_result, np.full(core.batch, k), core.plans)
+        err = np.where(routed, np.abs(plan - split).sum(axis=1), 0.0)
+        dist[:, k] = np.bincount(inst, weights=err, minlength=core.batch)
+    return np.argmin(dist, axis=1).astype(np.int64)
+
+
 def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None) -> np.ndarray:
     """Actions ``(batch, *action_space.shape)`` (float32 or int64) that express ``split`` in the
     core's action mode (see the module docstring for what is exact).
@@ -186,6 +213,8 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     """
     B, S, P = core.batch, core.n_slots, core.P
     mode = core.action_mode
+    if core.plans:
+        return _nearest_plan(core, split, policy)
     if mode in ("split", "split_bg"):
         a = np.zeros((B, S, P))
         ctrl = core.controllable

@@ -211,11 +211,17 @@ def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
 
 def agent_controls(agent: Agent) -> str:
     """The traffic ``agent`` routes: its ``controls`` attribute, else from its action mode
-    (``ecmp_weights``, ``split_bg``: ``jobs+bg``; ``split``, ``path``: ``jobs``)."""
+    (``ecmp_weights``, ``split_bg``: ``jobs+bg``; ``split``, ``path``: ``jobs``; ``choose``, ``choose_bg``: their
+    plans')."""
     c = getattr(agent, "controls", None)
     if c is not None:
         return str(c)
-    return "jobs+bg" if agent.env_kwargs.get("action_mode") in ("ecmp_weights", "split_bg") else "jobs"
+    from ainet_gym.routing.plans import CHOOSE_MODES
+
+    mode = agent.env_kwargs.get("action_mode")
+    if mode in CHOOSE_MODES:
+        return CHOOSE_MODES[mode]
+    return "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs"
 
 
 def is_learned(agent: Agent) -> bool:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ainet_gym.agents.evaluate import EvalConfig, evaluate, parse_seeds
+from ainet_gym.agents.outputs import check_out_files, fresh_dir, run_stamp
 from ainet_gym.agents.registry import parse_policies
 
 __all__ = [
@@ -48,6 +49,10 @@ __all__ = [
 ]
 
 LEADERBOARD_SEEDS: list[int] = list(range(1, 11))
+#: Parent of the default output folders (``out/leaderboard/leaderboard__YYYYmmdd-HHMMSS``).
+DEFAULT_OUT = "out/leaderboard"
+#: Files ``leaderboard`` writes into its output directory.
+LEADERBOARD_FILES = tuple(f"leaderboard.{k}" for k in ("md", "csv", "json", "png"))
 PREDICTIVE = ("predictive-greedy", "predictive-lp", "predictive-greedy+bg", "predictive-lp+bg")
 #: below this LP - ECMP gap in GPU utilisation the normalised score is not reported
 MIN_GAP = 0.005
@@ -111,6 +116,10 @@ def leaderboard(
     extra_sc = checkpoint_scenarios() if scenarios is None else list(scenarios)
     # (row label, scenario): an env id with its default scenario, or a scenario under its own name
     jobs = [(i, ENV_IDS[i]) for i in ids] + [(load_scenario(sc).name, sc) for sc in extra_sc]
+    if not jobs:
+        raise ValueError(
+            "nothing to evaluate: no env id (--env-ids) and no scenario (--scenarios); give at least one"
+        )
     seeds = list(LEADERBOARD_SEEDS if seeds is None else seeds)
     rows: list[dict[str, Any]] = []
     runs: dict[str, Any] = {}
@@ -259,8 +268,17 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     scenarios = (
         None if scen is None else [s.strip() for s in scen.split(",") if s.strip() not in ("", "none")]
     )
+    if ids is not None and scenarios is not None and not ids and not scenarios:
+        raise ValueError(
+            f"--env-ids {args.env_ids!r} --scenarios {scen!r}: nothing to evaluate; give at least one env id "
+            "or scenario"
+        )
+    if args.out is None:  # a fresh run folder: a second plain run never collides
+        out = fresh_dir(DEFAULT_OUT, f"leaderboard__{run_stamp()}", create=False)
+    else:
+        out = check_out_files(args.out, bool(getattr(args, "overwrite", False)), LEADERBOARD_FILES)
     board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra, scenarios=scenarios)
-    write(board, Path(args.out))
+    write(board, out)
     if args.json:
         print(json.dumps(board))
         return 0
