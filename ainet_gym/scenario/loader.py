@@ -550,7 +550,7 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
     and build it once so that a bad graph fails here, naming the field."""
     import networkx as nx
 
-    from ainet_gym.fabric.topology import build_fabric, graph_spec, read_fabric_graph
+    from ainet_gym.fabric.topology import build_fabric, check_graph_size, graph_spec, read_fabric_graph
 
     for k in d:
         if k not in _GRAPH_KEYS:
@@ -589,6 +589,7 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
     kw.pop("graph", None)
     try:
         spec = graph_spec(graph, **kw)
+        check_graph_size(graph, "the graph")  # counted before anything is built
         build_fabric(spec)
     except ValueError as e:
         problem, _, allowed = str(e).partition("; allowed: ")
@@ -1165,6 +1166,17 @@ def fabric_size(f: FabricSpec) -> dict[str, int]:
     ``switch_links``, ``leaves`` and ``ecmp_set`` (equal-cost paths between two leaves before the
     ``max_paths`` cap, parallel links expanded)."""
     g = fabric_gpu_count(f)
+    if f.topology == "graph" and f.graph is not None:  # counted from the graph (paths by DP, not enumerated)
+        from ainet_gym.fabric.topology import check_graph_size
+
+        gs = check_graph_size(f.graph)
+        return {
+            "gpus": gs["gpus"],
+            "links": gs["links"],
+            "switch_links": gs["links"],
+            "leaves": gs["leaves"],
+            "ecmp_set": gs["ecmp_set"],
+        }
     if f.topology == "spine_leaf":
         sw, ecmp = 2 * f.leaves * f.spines * f.links_per_spine, f.spines * f.links_per_spine**2
     elif f.topology == "fat_tree":
