@@ -8,7 +8,10 @@ ECMP first (the routing every class can fall back to), in a fixed, documented or
 - ``choose`` (class ``jobs``: the jobs' connections, background on static ECMP): ``ecmp``, ``spray``,
   ``wcmp``, ``greedy``, ``lp``;
 - ``choose_bg`` (class ``jobs+bg``: every connection, background included): ``ecmp``, ``spray+bg``,
-  ``wcmp+bg``.
+  ``wcmp+bg``, ``greedy+bg``, ``lp+bg``.
+
+The predict-then-route baselines (``predictive-*``) are not plans: each fits a forecast model per scenario
+on training episodes before its first decision, which an env made by id should not pay at construction.
 
 A plan computes its split from the same state and last interval as the baseline run alone does, so an
 agent that always picks plan ``k`` reproduces that baseline's rollout exactly.
@@ -30,7 +33,7 @@ __all__ = ["CHOOSE_MODES", "PLANS", "plan_split", "plans_of_mode"]
 #: controls class -> the plans (engine-level baseline names) of the ``choose`` modes, in action order
 PLANS: dict[str, tuple[str, ...]] = {
     "jobs": ("ecmp", "spray", "wcmp", "greedy", "lp"),
-    "jobs+bg": ("ecmp", "spray+bg", "wcmp+bg"),
+    "jobs+bg": ("ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg"),
 }
 
 #: discrete action mode -> the controls class of its plans
