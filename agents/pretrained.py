@@ -135,7 +135,9 @@ class PretrainedAgent(SB3Agent):
             "history": meta_history(self.meta, f"pretrained:{p}"),
             "observation": self.meta.get("observation", "flat"),
         }
-        self.controls = "jobs+bg" if mode == "ecmp_weights" else "jobs"
+        from ainet_gym.routing.plans import CHOOSE_MODES
+
+        self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode == "ecmp_weights" else "jobs")
 
     def check(self, core: Any) -> None:
         if self.path is None:

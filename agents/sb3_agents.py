@@ -62,8 +62,8 @@ __all__ = [
 
 #: allowed action modes per algorithm; the first is the default.
 ALGO_MODES: dict[str, tuple[str, ...]] = {
-    "ppo": ("split", "path", "ecmp_weights"),
-    "a2c": ("split", "path", "ecmp_weights"),
+    "ppo": ("split", "path", "ecmp_weights", "choose", "choose_bg"),
+    "a2c": ("split", "path", "ecmp_weights", "choose", "choose_bg"),
     "sac": ("split", "ecmp_weights"),
     "maskable_ppo": ("path",),
 }

@@ -14,10 +14,29 @@ __all__ = ["main"]
 def _cmd_scenarios(args: argparse.Namespace) -> int:
     from ainet_gym.scenario.loader import list_scenarios
 
+    if args.env_ids:
+        return _print_env_ids()
     rows = list_scenarios()
     width = max((len(n) for n, _ in rows), default=0)
     for name, desc in rows:
         print(f"{name:<{width}}  {desc}")
+    return 0
+
+
+def _print_env_ids() -> int:
+    """The registered env ids: id, action mode, action space, default scenario, max_episode_steps."""
+    import gymnasium as gym
+
+    import ainet_gym  # noqa: F401  (registers the ids)
+    from ainet_gym.envs.registration import env_ids
+
+    rows = [("env id", "action mode", "default scenario", "max_episode_steps")]
+    for env_id, (_base, mode) in env_ids().items():
+        spec = gym.spec(env_id)
+        rows.append((env_id, mode, str(spec.kwargs["scenario"]), str(spec.max_episode_steps)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     return 0
 
 
@@ -225,12 +244,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("scenarios", help="list the shipped scenarios")
+    s = sub.add_parser("scenarios", help="list the shipped scenarios (--env-ids: the registered env ids)")
+    s.add_argument(
+        "--env-ids",
+        action="store_true",
+        help="list the registered env ids instead: id, action mode, default scenario, max_episode_steps",
+    )
     s.set_defaults(func=_cmd_scenarios)
 
     s = sub.add_parser("simulate", help="run a scenario under a routing policy, without RL")
     s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
-    s.add_argument("--policy", default="ecmp", help="ecmp | spray | wcmp | greedy | lp | spray+bg | wcmp+bg")
+    s.add_argument(
+        "--policy",
+        default="ecmp",
+        help="ecmp, spray, wcmp, greedy, lp, predictive-lp, ...; NAME+bg routes background too",
+    )
     s.add_argument("--steps", type=_int_arg(1, 10_000_000), default=1, help="decision intervals to run")
     s.add_argument("--seed", type=_int_arg(0, _SEED_MAX), default=0)
     s.add_argument("--json", action="store_true", help="print one JSON object")
@@ -254,7 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("train", help="train an RL routing policy (stable-baselines3)", epilog=TRUST)
     s.add_argument("scenario", type=_SCENARIO)
     s.add_argument("--algo", default="ppo", help="ppo | a2c | sac | maskable_ppo")
-    s.add_argument("--action-mode", default=None, help="path | split | ecmp_weights (default: per algo)")
+    s.add_argument(
+        "--action-mode",
+        default=None,
+        help="path | split | ecmp_weights | choose | choose_bg (default: per algo)",
+    )
     s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
     s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
     s.add_argument("--n-envs", type=_int_arg(1, 100_000), default=16, help="copies in the native vector env")
