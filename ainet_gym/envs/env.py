@@ -343,14 +343,13 @@ class EnvCore:
             if bad.any():
                 i = tuple(np.argwhere(bad)[0])
                 raise ValueError(f"action{self._where_plan(i)} = {a[i].item()!r}: expected {allowed}")
-        out = a.astype(np.int64)
-        bad = (out < 0) | (out >= K)
+        bad = (a < 0) | (a >= K)  # on the given values: a huge float or uint64 would wrap in int64
         if bad.any():
             i = tuple(np.argwhere(bad)[0])
             raise ValueError(
                 f"action{self._where_plan(i)} = {a[i].item()!r}: out of Discrete({K}); expected {allowed}"
             )
-        return out
+        return a.astype(np.int64)
 
     def _where_plan(self, i: tuple) -> str:
         """Index text of a plan action: empty for a single env, ``[env]`` for a batch."""
@@ -398,23 +397,22 @@ class EnvCore:
                 f"expected {allowed} (an integer or float array)"
             )
         if discrete:
-            if not np.issubdtype(a.dtype, np.integer):
-                if (
-                    not np.issubdtype(a.dtype, np.floating)
-                    or not np.all(np.isfinite(a))
-                    or np.any(a != np.round(a))
-                ):
-                    bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
-                    i = tuple(bad[0])
-                    raise ValueError(
-                        f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
-                    )
-                a = a.astype(np.int64)
-            bad = (a < 0) | (a >= self.P)
+            if not np.issubdtype(a.dtype, np.integer) and (
+                not np.issubdtype(a.dtype, np.floating)
+                or not np.all(np.isfinite(a))
+                or np.any(a != np.round(a))
+            ):
+                bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
+                i = tuple(bad[0])
+                raise ValueError(
+                    f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
+                )
+            bad = (a < 0) | (a >= self.P)  # on the given values: 1e20 or 2**64 - 1 would wrap in int64
             if bad.any():
                 i = tuple(np.argwhere(bad)[0])
                 raise ValueError(
-                    f"action{self._where(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
+                    f"action{self._where(i)} = {a[i].item()!r}: out of MultiDiscrete({self.P}); "
+                    f"allowed 0..{self.P - 1}"
                 )
             return a.astype(np.int64)
         # the common case: two reductions over the given array (float32 from a policy), no temporary;
