@@ -103,8 +103,14 @@ class EnvCore:
             raise ValueError(
                 f"observation = {observation!r}: unknown; allowed: {', '.join(OBSERVATION_MODES)}"
             )
-        if not isinstance(history, int | np.integer) or history < 1:
-            raise ValueError(f"history = {history!r}: must be an integer >= 1 (intervals of link history)")
+        from ainet_gym.scenario.loader import LIMITS
+
+        hmax = int(LIMITS["history_max"])
+        if isinstance(history, bool) or not isinstance(history, int | np.integer) or not 1 <= history <= hmax:
+            raise ValueError(
+                f"history = {history!r}: must be an integer in [1, {hmax:,}] (intervals of link history; "
+                "ainet_gym.scenario.loader.LIMITS['history_max'])"
+            )
         if episode_steps is not None and (
             not isinstance(episode_steps, int | np.integer) or episode_steps < 1
         ):

@@ -365,6 +365,8 @@ def _text(what: str = "a string", *, nonempty: bool = False, null: bool = False)
 #: - ``file_bytes``: a scenario, GraphML or edge-list file (read only below it: 64 MiB);
 #: - ``yaml_depth``: nesting of lists and mappings in a scenario file or dict;
 #: - ``number_digits``: digits of any number written in a scenario or graph file (a seed included);
+#: - ``history_max``: the env's ``history`` (intervals of link utilisation in the observation), also the
+#:   most a model's metadata may ask for;
 #: - ``link_windows_max``: ``simulate --link-windows``; ``records_max``: the per-link and per-connection
 #:   records of ``simulate --links/--flows`` over all steps.
 LIMITS: dict[str, float] = {
@@ -390,6 +392,7 @@ LIMITS: dict[str, float] = {
     "yaml_depth": 64,
     "number_digits": 100,
     "link_windows_max": 1_000,
+    "history_max": 1_000,
     "records_max": 50_000_000,
 }
 _L = LIMITS
