@@ -1,13 +1,13 @@
 """Learning agents from stable-baselines3 (and sb3-contrib): algorithms, defaults, saving and loading.
 
-=================  =========================  ==============================================
-algorithm          action modes               default mode
-=================  =========================  ==============================================
-``ppo``            split, path, ecmp_weights  split
-``a2c``            split, path, ecmp_weights  split
-``sac``            split, ecmp_weights        split (continuous actions only)
-``maskable_ppo``   path                       path (invalid path indices masked)
-=================  =========================  ==============================================
+=================  =====================================  ==============================================
+algorithm          action modes                           default mode
+=================  =====================================  ==============================================
+``ppo``            split, path, ecmp_weights, split_bg    split
+``a2c``            split, path, ecmp_weights, split_bg    split
+``sac``            split, ecmp_weights, split_bg          split (continuous actions only)
+``maskable_ppo``   path                                   path (invalid path indices masked)
+=================  =====================================  ==============================================
 
 A saved model is SB3's ``.zip`` with one extra member, ``ainet_gym.json``: the algorithm, the env
 arguments it was trained with (action mode, history, observation, reward), the scenario and the
@@ -62,9 +62,9 @@ __all__ = [
 
 #: allowed action modes per algorithm; the first is the default.
 ALGO_MODES: dict[str, tuple[str, ...]] = {
-    "ppo": ("split", "path", "ecmp_weights", "choose", "choose_bg"),
-    "a2c": ("split", "path", "ecmp_weights", "choose", "choose_bg"),
-    "sac": ("split", "ecmp_weights"),
+    "ppo": ("split", "path", "ecmp_weights", "split_bg", "choose", "choose_bg"),
+    "a2c": ("split", "path", "ecmp_weights", "split_bg", "choose", "choose_bg"),
+    "sac": ("split", "ecmp_weights", "split_bg"),
     "maskable_ppo": ("path",),
 }
 META_MEMBER = "ainet_gym.json"

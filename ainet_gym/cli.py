@@ -285,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--action-mode",
         default=None,
-        help="path | split | ecmp_weights | choose | choose_bg (default: per algo)",
+        help="path | split | ecmp_weights | split_bg | choose | choose_bg (default: per algo)",
     )
     s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
     s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
