@@ -36,6 +36,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,13 +60,17 @@ __all__ = [
     "HAVE_NUMBA",
     "MIN_SEGMENTS_PER_RANGE",
     "RANGES_PER_THREAD",
+    "FillScratch",
     "batch_ranges",
     "block_sum",
+    "fill_levels",
+    "fill_scratch",
     "go_flags",
     "kernel_threads",
     "merge_range",
     "run_interval_numba",
     "run_ranges",
+    "solve_fill",
 ]
 
 WAITING = -2  # engine.WAITING
@@ -672,3 +677,221 @@ def run_interval_numba(
             events = ev
     stats[0] = events
     stats[1] = solver_iters
+
+
+# ----------------------------------------------------------------------------------------------------------
+# progressive filling on a subset of flows (the compiled allocator; the event loop's incremental re-solve)
+# ----------------------------------------------------------------------------------------------------------
+
+
+class FillScratch(NamedTuple):
+    """Scratch of :func:`fill_levels`, sized once for ``links`` links and ``flows`` flows, ``entries``
+    incidence entries (:func:`fill_scratch`). ``tick`` stamps (one per fill) mark the links a fill uses, so
+    nothing is cleared between fills."""
+
+    link_stamp: np.ndarray  # (links,) int64 the fill that last used the link
+    link_slot: np.ndarray  # (links,) int64 the link's row in the fill's link table
+    slot_link: np.ndarray  # (links,) int64 link of each row
+    slot_denom: np.ndarray  # (links,) float64 sum of coef * weight of the unfrozen flows on it
+    slot_count: np.ndarray  # (links,) int64 unfrozen flows on it
+    slot_off: np.ndarray  # (links+1,) int64 CSR offsets of its flows in slot_flows
+    slot_fill: np.ndarray  # (links,) int64 fill cursor
+    slot_flows: np.ndarray  # (entries,) int64 the flows of every row
+    frozen: np.ndarray  # (flows,) bool
+    heap_key: np.ndarray  # (links + flows + entries + 1,) float64 level of each heap item
+    heap_item: np.ndarray  # (same,) int64 row (>= 0) or -1 - flow (a demand level)
+
+
+def fill_scratch(n_links: int, n_flows: int, n_entries: int) -> FillScratch:
+    """A :class:`FillScratch` for fills over at most these many links, flows and entries."""
+    h = n_links + n_flows + n_entries + 1
+    i64 = np.int64
+    return FillScratch(
+        np.full(n_links, -1, dtype=i64), np.zeros(n_links, dtype=i64), np.zeros(n_links, dtype=i64),
+        np.zeros(n_links), np.zeros(n_links, dtype=i64), np.zeros(n_links + 1, dtype=i64),
+        np.zeros(n_links, dtype=i64), np.zeros(max(n_entries, 1), dtype=i64), np.zeros(n_flows, dtype=np.bool_),
+        np.zeros(h), np.zeros(h, dtype=i64),
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _heap_push(key, item, n, k, i):  # pragma: no cover - compiled
+    """Push ``(k, i)`` on the binary min-heap ``key[:n]`` / ``item[:n]``; the new size."""
+    j = n
+    while j > 0:
+        p = (j - 1) >> 1
+        if key[p] <= k:
+            break
+        key[j] = key[p]
+        item[j] = item[p]
+        j = p
+    key[j] = k
+    item[j] = i
+    return n + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _heap_pop(key, item, n):  # pragma: no cover - compiled
+    """Remove the root of the heap ``key[:n]`` (read it first); the new size."""
+    n -= 1
+    k = key[n]
+    i = item[n]
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[c + 1] < key[c]:
+            c += 1
+        if key[c] >= k:
+            break
+        key[j] = key[c]
+        item[j] = item[c]
+        j = c
+    if n > 0:
+        key[j] = k
+        item[j] = i
+    return n
+
+
+@njit(cache=True, nogil=True)
+def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
+                s, tick):  # fmt: skip  # pragma: no cover - compiled
+    """Weighted max-min fair rates of ``flows[:n]`` by progressive filling, on the residual capacities
+    ``resid`` of their links (updated in place: what the flows leave).
+
+    Flow ``f`` puts ``e_coef[e]`` on link ``e_link[e]`` per unit of rate for ``e`` in ``fe_lo[f]:fe_hi[f]``;
+    its level is ``rate / weight[f]``, capped at ``demand[f] / weight[f]`` (inf: none). The level rises for
+    every unfrozen flow at once; the next link to fill (least ``resid / sum coef * weight`` over its
+    unfrozen flows, a binary heap, each link's key refreshed lazily when popped: a freeze never lowers a
+    share) or the next demand level freezes its flows. Each flow is frozen once and each of its entries
+    updated once: O(entries log links) for a fill, against O(entries x rounds) for the parallel rule of
+    :func:`ainet_gym.sim.allocator.solve_coo` (the numpy reference); rates agree to round-off.
+
+    Writes ``rate[f]`` and the freeze order (``out_flow[:n]``, ``out_level[:n]``, levels nondecreasing).
+    ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
+    heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
+    ``inf``.
+    """
+    inf = np.inf
+    stamp, slot, slot_link = s.link_stamp, s.link_slot, s.slot_link
+    den, cnt, off, fill, adj = s.slot_denom, s.slot_count, s.slot_off, s.slot_fill, s.slot_flows
+    frozen, hkey, hitem = s.frozen, s.heap_key, s.heap_item
+    nl = 0
+    for a in range(n):  # the links of the flows, their denominators and counts
+        f = flows[a]
+        frozen[f] = False
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e]
+            if stamp[lk] != tick:
+                stamp[lk] = tick
+                slot[lk] = nl
+                slot_link[nl] = lk
+                den[nl] = 0.0
+                cnt[nl] = 0
+                nl += 1
+            j = slot[lk]
+            den[j] += e_coef[e] * weight[f]
+            cnt[j] += 1
+    m = 0
+    for j in range(nl):  # link-major lists of the flows
+        off[j] = m
+        fill[j] = m
+        m += cnt[j]
+    off[nl] = m
+    for a in range(n):
+        f = flows[a]
+        for e in range(fe_lo[f], fe_hi[f]):
+            j = slot[e_link[e]]
+            adj[fill[j]] = f
+            fill[j] += 1
+    hn = 0
+    for j in range(nl):
+        hn = _heap_push(hkey, hitem, hn, resid[slot_link[j]] / den[j] if den[j] > 0 else inf, j)
+    for a in range(n):
+        f = flows[a]
+        if demand[f] < inf or fe_hi[f] == fe_lo[f]:
+            hn = _heap_push(hkey, hitem, hn, demand[f] / weight[f], -1 - f)
+    n_out = 0
+    pops = 0
+    while hn > 0 and n_out < n:
+        k = hkey[0]
+        it = hitem[0]
+        hn = _heap_pop(hkey, hitem, hn)
+        pops += 1
+        if it >= 0:  # a link: fill it, unless its share moved since it was pushed
+            j = it
+            if cnt[j] <= 0:
+                continue
+            if den[j] <= 0.0:  # round-off ate the denominator: sum the unfrozen flows' coefficients again
+                d = 0.0
+                lk = slot_link[j]
+                for q in range(off[j], off[j + 1]):
+                    f = adj[q]
+                    if not frozen[f]:
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            if e_link[e] == lk:
+                                d += e_coef[e] * weight[f]
+                den[j] = d
+            sh = resid[slot_link[j]] / den[j] if den[j] > 0 else inf
+            if sh != k:
+                hn = _heap_push(hkey, hitem, hn, sh, j)
+                continue
+            q0, q1 = off[j], off[j + 1]
+        else:  # a demand level: that one flow
+            f = -1 - it
+            if frozen[f]:
+                continue
+            q0, q1 = -1, 0
+        for q in range(q0, q1):
+            f = adj[q] if q >= 0 else -1 - it
+            if frozen[f]:
+                continue
+            r = demand[f] if q < 0 else weight[f] * k
+            frozen[f] = True
+            rate[f] = r
+            out_flow[n_out] = f
+            out_level[n_out] = k
+            n_out += 1
+            for e in range(fe_lo[f], fe_hi[f]):  # off its links
+                lk = e_link[e]
+                j2 = slot[lk]
+                use = e_coef[e] * r
+                if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+                    x = resid[lk] - use
+                    resid[lk] = x if x > 0.0 else 0.0
+                den[j2] -= e_coef[e] * weight[f]
+                cnt[j2] -= 1
+    return pops
+
+
+@njit(cache=True, nogil=True)
+def solve_fill(entry_flow, entry_link, entry_coef, capacity, n_flows, weight, demand):  # pragma: no cover
+    """:func:`fill_levels` over every flow of flow-sorted COO entries (coefficients > 0): the rates and the
+    heap pops. The compiled backend of :func:`ainet_gym.sim.allocator.max_min_fair`."""
+    n_links = capacity.shape[0]
+    fe_lo = np.zeros(n_flows, dtype=np.int64)
+    fe_hi = np.zeros(n_flows, dtype=np.int64)
+    for e in range(entry_flow.shape[0]):
+        f = entry_flow[e]
+        if fe_hi[f] == 0:
+            fe_lo[f] = e
+        fe_hi[f] = e + 1
+    for f in range(n_flows):
+        if fe_hi[f] == 0:
+            fe_lo[f] = 0
+    flows = np.arange(n_flows)
+    resid = capacity.copy()
+    rate = np.zeros(n_flows)
+    out_flow = np.empty(n_flows, dtype=np.int64)
+    out_level = np.empty(n_flows)
+    h = n_links + n_flows + entry_flow.shape[0] + 1
+    s = FillScratch(
+        np.full(n_links, -1, dtype=np.int64), np.zeros(n_links, dtype=np.int64), np.zeros(n_links, dtype=np.int64),
+        np.zeros(n_links), np.zeros(n_links, dtype=np.int64), np.zeros(n_links + 1, dtype=np.int64),
+        np.zeros(n_links, dtype=np.int64), np.zeros(max(entry_flow.shape[0], 1), dtype=np.int64),
+        np.zeros(n_flows, dtype=np.bool_), np.zeros(h), np.zeros(h, dtype=np.int64),
+    )  # fmt: skip
+    pops = fill_levels(flows, n_flows, fe_lo, fe_hi, entry_link, entry_coef, weight, demand, resid, rate,
+                       out_flow, out_level, s, 0)  # fmt: skip
+    return rate, pops
