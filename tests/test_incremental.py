@@ -57,7 +57,7 @@ def scenarios(draw):
             "gpus_per_host": gpus_per_host,
             "nic_gbps": 400,
             "uplink_gbps": draw(st.sampled_from([100, 200, 400])),
-        },  # fmt: skip
+        },
         "workload": {"jobs": jobs},
         "dynamics": {"decision_interval_ms": 5.0},
         "routing": {"max_paths": 4},
@@ -126,7 +126,7 @@ def test_incremental_solves_refill_few_flows_on_an_alltoall():
             "gpus_per_host": 8,
             "nic_gbps": 400,
             "uplink_gbps": 400,
-        },  # fmt: skip
+        },
         "workload": {
             "jobs": [
                 {
@@ -138,7 +138,7 @@ def test_incremental_solves_refill_few_flows_on_an_alltoall():
                 }
                 for j in range(4)
             ]
-        },  # fmt: skip
+        },
         "dynamics": {"decision_interval_ms": 20.0},
     }
     w = FabricWorld(load_scenario(sc), 1, backend="numba")
