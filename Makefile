@@ -10,7 +10,7 @@ TORCH_INDEX_URL ?=
 # Extra flags for `ainet-gym demo` (CI runs `make demo DEMO_ARGS=--quick`).
 DEMO_ARGS ?=
 
-.PHONY: venv install install-dev demo check test bench lint check-rllib install-ns3 check-ns3 crosscheck
+.PHONY: venv install install-dev demo check test bench lint docs check-rllib install-ns3 check-ns3 crosscheck
 
 venv:
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ ! -x "$(PYTHON)" ]; then \
@@ -43,6 +43,14 @@ bench:
 
 lint:
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
+
+# The docs site (docs/, mkdocs.yml) into site/, with warnings as errors. Installs the extra `docs` (mkdocs,
+# mkdocs-material, mkdocstrings-python) and the package into $(PYTHON) if either is missing; the hook
+# docs/_scripts/gen_pages.py imports ainet_gym to generate the env, scenario, API and CLI pages.
+docs: venv
+	@$(PYTHON) -c "import ainet_gym, mkdocs, material, mkdocstrings_handlers.python" 2>/dev/null || \
+		$(PIP) install --quiet -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site
 
 # RLlib: ray[rllib] pins its own gymnasium, so its tests run in a second virtual environment, .venv-rllib/
 # (RLLIB_VENV=DIR for another one; RLLIB_PYTHON=/path/to/python for a venv of yours): installs
