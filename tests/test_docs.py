@@ -270,3 +270,18 @@ def test_a_wrong_output_fails() -> None:
         _run_python(b, {})
     b.expected = "...2...\n"
     _run_python(b, {})
+
+
+def test_the_readme_stays_short_and_lists_every_base_id() -> None:
+    """The README is what a newcomer reads (at most 250 lines; the rest lives in docs/), and its id table has
+    a row for every base id ``ainet_gym/<Name>-v0`` of the registry."""
+    import gymnasium as gym
+
+    import ainet_gym  # noqa: F401  (registers the ids)
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    base = [i for i in gym.registry if re.fullmatch(r"ainet_gym/[A-Za-z0-9]+-v\d+", i)]
+    assert base
+    rows = {m.group(1) for m in re.finditer(r"^\| `(ainet_gym/[^`]+)` \|", text, re.M)}
+    assert set(base) <= rows, f"README.md's id table misses {sorted(set(base) - rows)}"
