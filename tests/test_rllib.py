@@ -198,7 +198,7 @@ def test_sweep_rejects_bad_grids() -> None:
 
     with pytest.raises(ValueError, match="lrs: empty"):
         sweep(SweepConfig(lrs=[]))
-    with pytest.raises(ValueError, match=r"lrs \[-0\.1\]: learning rates must be > 0"):
+    with pytest.raises(ValueError, match=r"lrs \[-0\.1\]: learning rates must be finite and > 0"):
         sweep(SweepConfig(lrs=[-0.1]))
     with pytest.raises(ValueError, match="timesteps = 0"):
         sweep(SweepConfig(timesteps=0))

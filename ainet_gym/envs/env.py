@@ -21,6 +21,7 @@ from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.rewards import GpuUtilizationReward, RewardFn, StepTimeReward, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps
 from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.plans import CHOOSE_MODES, plan_split, plans_of_mode
 from ainet_gym.routing.policies import controlled_connections
 from ainet_gym.routing.split import path_index_split, ratio_split
 from ainet_gym.scenario.loader import load_scenario
@@ -30,7 +31,7 @@ from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
 __all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
 
-ACTION_MODES = ("path", "split", "ecmp_weights")
+ACTION_MODES = ("path", "split", "ecmp_weights", "choose", "choose_bg")
 OBSERVATION_MODES = ("flat", "graph")
 #: Optional ``info`` keys (``info_keys=`` at construction, or :meth:`EnvCore.request_info`, as the
 #: TensorBoard callback of ``agents`` does), computed only when asked: per-link and per-connection figures
@@ -113,6 +114,11 @@ class EnvCore:
         self.scenario = load_scenario(scenario)
         self.batch = int(batch)
         self.action_mode = action_mode
+        #: ``choose`` modes: the controls class of the plans and the plans (policy names), in action order
+        self.plan_class: str | None = None
+        self.plans: tuple[str, ...] = ()
+        if action_mode in CHOOSE_MODES:
+            self.plan_class, self.plans = plans_of_mode(action_mode)
         self.history = int(history)
         self.observation_mode = observation
         self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
@@ -143,6 +149,7 @@ class EnvCore:
         # (result, info arrays) of the step being assembled, when the kernel threads computed them (info_jobs)
         self._step_jobs: tuple[StepResult, dict[str, np.ndarray]] | None = None
         self._needs_reset = True
+        self._plan = np.full(self.batch, -1, dtype=np.int64)  # choose modes: plan run in the last interval
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
         self._fixed_cache: tuple | None = None  # (controllable slots' connections, the other connections)
         self._bounds_cache: tuple | None = None  # (conns, fixed, per-instance bounds of each)
@@ -161,6 +168,8 @@ class EnvCore:
             self.action_space = spaces.MultiDiscrete(np.full(S, P, dtype=np.int64))
         elif self.action_mode == "split":
             self.action_space = spaces.Box(-1.0, 1.0, shape=(S * P,), dtype=np.float32)
+        elif self.plans:
+            self.action_space = spaces.Discrete(len(self.plans))
         else:
             self.action_space = spaces.Box(-1.0, 1.0, shape=(self.wcmp_links.shape[0],), dtype=np.float32)
         sizes = {
@@ -183,7 +192,9 @@ class EnvCore:
                 {
                     "flat": flat,
                     "node_features": spaces.Box(0.0, 1.0, shape=(n_nodes, 4), dtype=np.float32),
-                    "edge_index": spaces.Box(0, n_nodes - 1, shape=(2, f.n_links), dtype=np.int64),
+                    # node ids as float32 (exact below 2**24 nodes): every block float32, so a flattened
+                    # graph observation (FlattenObservation, spaces.flatten) stays float32
+                    "edge_index": spaces.Box(0, n_nodes - 1, shape=(2, f.n_links), dtype=np.float32),
                     "edge_features": spaces.Box(
                         0.0, 1.0, shape=(f.n_links, self.history + 1), dtype=np.float32
                     ),
@@ -302,6 +313,7 @@ class EnvCore:
         self.util_hist[mask] = 0.0
         self._last = None if mask.all() else self._last
         self._needs_reset = False
+        self._plan[mask] = -1
         self._default = self.world.default_split(copy=False)
         return self.observe(None), self.info(None)
 
@@ -317,10 +329,43 @@ class EnvCore:
         """
         return self._validate(actions, float64=True)
 
+    def _validate_plans(self, a: np.ndarray) -> np.ndarray:
+        """:meth:`validate` of the ``choose`` modes: (batch,) plan indices as int64."""
+        K = len(self.plans)
+        allowed = f"a plan index, an integer in 0..{K - 1} ({', '.join(self.plans)})"
+        if a.shape != (self.batch,):
+            per_env = "a scalar (or shape (1,))" if self.batch == 1 else f"shape ({self.batch},), one per env"
+            raise ValueError(f"action shape {a.shape}: expected {per_env}: {allowed}")
+        if a.dtype.kind not in "iuf":
+            raise ValueError(f"action dtype {a.dtype}: not a number type; expected {allowed}")
+        if a.dtype.kind == "f":
+            bad = ~np.isfinite(a) | (a != np.round(a))
+            if bad.any():
+                i = tuple(np.argwhere(bad)[0])
+                raise ValueError(f"action{self._where_plan(i)} = {a[i].item()!r}: expected {allowed}")
+        out = a.astype(np.int64)
+        bad = (out < 0) | (out >= K)
+        if bad.any():
+            i = tuple(np.argwhere(bad)[0])
+            raise ValueError(
+                f"action{self._where_plan(i)} = {a[i].item()!r}: out of Discrete({K}); expected {allowed}"
+            )
+        return out
+
+    def _where_plan(self, i: tuple) -> str:
+        """Index text of a plan action: empty for a single env, ``[env]`` for a batch."""
+        return "" if self.batch == 1 else f"[{int(i[0])}]"
+
     def _validate(self, actions: np.ndarray, float64: bool) -> np.ndarray:
         """:meth:`validate`; ``float64=False`` returns valid float32 or float64 actions as given (no
         conversion: the compiled decode reads either and converts each element exactly)."""
         sp = self.action_space
+        if self.plans:
+            try:
+                a = np.asarray(actions)
+            except (ValueError, TypeError) as e:  # ragged nested lists
+                raise ValueError(f"action: cannot be read as an array ({e}); expected plan indices") from None
+            return self._validate_plans(a.reshape(1) if self.batch == 1 and a.shape in ((), (1,)) else a)
         discrete = isinstance(sp, spaces.MultiDiscrete)
         allowed = f"integers in 0..{self.P - 1}" if discrete else "real numbers in [-1, 1]"
         try:
@@ -397,6 +442,8 @@ class EnvCore:
         w = self.world
         sim = w.sim
         assert sim is not None
+        if self.plans:  # each instance runs the plan it chose, computed as that baseline computes it
+            return plan_split(w, self._last, a, self.plans)
         if self.action_mode == "ecmp_weights":
             weights = np.ones((self.batch, w.fabric.n_links))
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
@@ -448,7 +495,10 @@ class EnvCore:
         """(batch, slots * max_paths) bool: valid path indices per slot (for MaskablePPO).
 
         A slot that is not controllable (no connection, or one candidate path) allows only index 0.
+        In the ``choose`` modes: (batch, plans), every plan allowed.
         """
+        if self.plans:
+            return np.ones((self.batch, len(self.plans)), dtype=bool)
         maps = self._slot_maps()
         n = np.where(maps.mask, maps.npaths, 1)  # (batch, slots)
         return (np.arange(self.P)[None, None, :] < n[:, :, None]).reshape(self.batch, -1)
@@ -462,6 +512,8 @@ class EnvCore:
             raise RuntimeError("step() called before reset()")
         fused = self._fused_decode()
         a = self._validate(actions, float64=not fused)  # raises before any state changes
+        if self.plans:
+            self._plan = np.where(np.ones(self.batch, dtype=bool) if active is None else active, a, -1)
         if fused:  # decoded and merged in one compiled pass per instance range
             w = self.world
             assert w.sim is not None
@@ -527,6 +579,7 @@ class EnvCore:
             )
         if not np.all(np.isfinite(split)) or (split < 0).any():
             raise ValueError("split: every ratio must be finite and >= 0")
+        self._plan[:] = -1  # choose modes: no plan ran, the split was given
         return self._run(split, active)
 
     def _run(
@@ -766,7 +819,7 @@ class EnvCore:
         ef = np.zeros((B, f.n_links, self.history + 1), dtype=np.float32)
         ef[:, self.net_links, : self.history] = np.minimum(self.util_hist, 1.0).transpose(0, 2, 1)
         ef[:, :, self.history] = sim.capacity_bytes_per_s / f.capacity_bytes_per_s
-        ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.int64)
+        ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.float32)
         return {"flat": flat, "node_features": nf, "edge_index": ei.copy(), "edge_features": ef}
 
     # ------------------------------------------------------------------ info
@@ -815,6 +868,9 @@ class EnvCore:
             ),
         }
         out["throughput_gbps"] = np.zeros(B) if res is None else res.throughput_gbps
+        if self.plans:  # the choose modes: the plans' class, and the plan each instance ran (-1: none yet)
+            out["plan_class"] = np.full(B, self.plan_class)
+            out["plan"] = self._plan.copy() if res is not None else np.full(B, -1, dtype=np.int64)
         # per-iteration GPU utilisation: compute / mean step time of the iterations completed in the interval
         # (of the jobs that ran in it: res.compute_s is taken before churn replaces any)
         out["iteration_gpu_utilization"] = nan.copy() if res is None else res.compute_s / res.step_time_s
@@ -900,6 +956,13 @@ class FabricRoutingEnv(gym.Env):
     - ``"ecmp_weights"``: ``Box(-1, 1, (W,))``, one WCMP weight ``(a + 1) / 2`` per switch next-hop
       link that is an equal-cost choice; a path's share is the product of its hops' normalised weights.
       Applies to all traffic, background included.
+    - ``"choose"``: ``Discrete(K)``, one of K routing plans for the whole interval: the engine-level
+      baselines of the ``jobs`` class (background on static ECMP), in this order: 0 ``ecmp``,
+      1 ``spray``, 2 ``wcmp``, 3 ``greedy``, 4 ``lp`` (:data:`ainet_gym.routing.plans.PLANS`). A plan
+      computes its split exactly as that baseline does, so always choosing ``k`` reproduces the
+      baseline's rollout. ``info["plan_class"]`` names the class, ``info["plan"]`` the plan that ran.
+    - ``"choose_bg"``: the same over the ``jobs+bg`` class (background routed too): 0 ``ecmp``,
+      1 ``spray+bg``, 2 ``wcmp+bg``.
 
     Slots whose connection does not exist or has one path are masked: ``info["action_mask"]`` (S,)
     and :meth:`action_masks` (S * P,) for sb3-contrib's MaskablePPO. Their actions are ignored.
@@ -918,7 +981,9 @@ class FabricRoutingEnv(gym.Env):
 
     ``env.unwrapped.core.obs_layout`` gives the slices. ``observation="graph"`` returns a Dict with
     this ``flat`` vector plus ``node_features`` (one-hot kind), ``edge_index`` (2, links) and
-    ``edge_features`` (utilisation history, capacity fraction) for GNN policies.
+    ``edge_features`` (utilisation history, capacity fraction) for GNN policies. Every block is
+    float32, ``edge_index`` too (node ids, exact below 2**24 nodes; cast to int64 for a GNN library),
+    so ``gymnasium.wrappers.FlattenObservation`` gives a float32 vector.
 
     ## Rewards
     ``reward="gpu_utilization"`` (GPU-weighted mean of compute time / elapsed time in the interval) or

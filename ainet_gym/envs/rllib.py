@@ -65,8 +65,9 @@ __all__ = [
 #: the name the env is registered under with ``ray.tune.registry.register_env``.
 ENV_NAME = "ainet_gym-FabricRouting"
 #: action modes RLlib's default PPO module can act in (Box: diagonal Gaussian; MultiDiscrete: one
-#: categorical per slot, without masks: indices past a connection's paths wrap, as the env defines).
-RLLIB_ACTION_MODES = ("split", "ecmp_weights", "path")
+#: categorical per slot, without masks: indices past a connection's paths wrap, as the env defines;
+#: Discrete: one categorical over the plans of the choose modes).
+RLLIB_ACTION_MODES = ("split", "ecmp_weights", "path", "choose", "choose_bg")
 
 
 def env_config_keys() -> tuple[str, ...]:

@@ -25,6 +25,12 @@ class FabricRoutingVectorEnv(VectorEnv):
     dict of arrays with a leading ``num_envs`` axis (and a ``_key`` mask per key, as Gymnasium's
     vector envs do). ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, so copy ``i`` matches a single
     env reset with ``seed = s + i`` step for step.
+
+    ``max_episode_steps`` (what ``gymnasium.make_vec`` passes from a registered id's spec, or yours)
+    truncates each copy's episode after that many steps, as :class:`~gymnasium.wrappers.TimeLimit` does
+    to a single env made by ``gymnasium.make``: an episode ends at the smaller of it and
+    ``episode_steps`` (the scenario's unless given); the observation's ``episode_progress`` stays
+    ``step / episode_steps`` in both. None: no limit but ``episode_steps``.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -41,7 +47,15 @@ class FabricRoutingVectorEnv(VectorEnv):
         render_mode: str | None = None,
         backend: str | None = None,
         info_keys: Sequence[str] = (),
+        max_episode_steps: int | None = None,
     ) -> None:
+        if max_episode_steps is not None and (
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, int | np.integer)
+            or max_episode_steps < 1
+        ):
+            raise ValueError(f"max_episode_steps = {max_episode_steps!r}: must be an integer >= 1 or None")
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.core = EnvCore(
             scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend, info_keys
         )
@@ -113,6 +127,8 @@ class FabricRoutingVectorEnv(VectorEnv):
         # copies reset this step stand still (zero duration): they report their reset observation,
         # reward 0, not done
         obs, rew, term, trunc, info = self.core.step(a, active=~reset_now)
+        if self.max_episode_steps is not None:  # the TimeLimit of gymnasium.make, for the vector env
+            trunc = trunc | ((self.core.world.step_count >= self.max_episode_steps) & ~reset_now)
         if reset_now.any():
             fresh = self.core.info(None)
             for k, v in fresh.items():

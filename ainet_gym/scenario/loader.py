@@ -217,14 +217,26 @@ def _desc(v: Any) -> str:
         return "a mapping"
     if isinstance(v, list | tuple):
         return "a list"
+    if isinstance(v, numbers.Integral) and abs(int(v)) >= 10**30:
+        return _digits(v)
+    if isinstance(v, _LongNumber):
+        return repr(v)
     if isinstance(v, numbers.Number):
         return f"{v!r}"
-    return f"{type(v).__name__} {v!r}"
+    return f"{type(v).__name__} {v!r}"[:200]
+
+
+def _digits(v: int) -> str:
+    """``"an integer of N digits"`` (for integers too long to print; Python refuses above 4,300 digits)."""
+    return f"an integer of about {max(1, int(abs(int(v)).bit_length() * 0.30103) + 1):,} digits"
 
 
 def _fmt(x: float) -> str:
-    if isinstance(x, numbers.Integral) and not isinstance(x, bool) and abs(x) < 10**30:
-        return str(int(x))
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+        if abs(x) < 10**30:
+            return str(int(x))
+        if abs(x) >= 10**300:
+            return _digits(x)
     x = float(x)
     if abs(x) >= 1e16 or (x != 0 and abs(x) < 1e-4):
         return f"{x:.6g}"
@@ -268,7 +280,10 @@ def _num(
             return None
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             ctx.fail(path, f"expected {what}, got {_desc(v)}", allowed, value=v)
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # an integer beyond the float range
+            ctx.fail(path, f"expected a finite number, got {_desc(v)}", allowed, value=None)
         if not math.isfinite(x):
             ctx.fail(path, f"expected a finite number, got {v!r}", allowed, value=v)
         _check_range(ctx, x, path, allowed, ge=ge, gt=gt, le=le, lt=lt)
@@ -343,7 +358,12 @@ def _text(what: str = "a string", *, nonempty: bool = False, null: bool = False)
 #: - ``iterations_per_interval``: iterations of the fastest job in one decision interval (an estimate
 #:   from lower and upper bounds of the step times; each iteration costs a few engine events);
 #: - ``memory_gib``: the estimated memory of building and running one copy of the scenario, further
-#:   capped at 80% of the machine's physical memory.
+#:   capped at 80% of the machine's physical memory;
+#: - ``file_bytes``: a scenario, GraphML or edge-list file (read only below it: 64 MiB);
+#: - ``yaml_depth``: nesting of lists and mappings in a scenario file or dict;
+#: - ``number_digits``: digits of any number written in a scenario or graph file (a seed included);
+#: - ``link_windows_max``: ``simulate --link-windows``; ``records_max``: the per-link and per-connection
+#:   records of ``simulate --links/--flows`` over all steps.
 LIMITS: dict[str, float] = {
     "gbps_min": 1e-3,
     "gbps_max": 1e6,
@@ -363,6 +383,11 @@ LIMITS: dict[str, float] = {
     "ecmp_set": 65_536,
     "iterations_per_interval": 10_000,
     "memory_gib": 16,
+    "file_bytes": 64 * 2**20,
+    "yaml_depth": 64,
+    "number_digits": 100,
+    "link_windows_max": 1_000,
+    "records_max": 50_000_000,
 }
 _L = LIMITS
 
@@ -1453,13 +1478,16 @@ def _build(ctx: _Ctx, top: Any) -> Scenario:
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads 1e9 as a float (YAML 1.2 style) and rejects duplicate mapping keys."""
+    """SafeLoader that reads 1e9 as a float (YAML 1.2 style), rejects duplicate mapping keys (a key a
+    merge ``<<: *anchor`` brings in may be overridden: that is what merging is for) and numbers of more
+    than ``LIMITS["number_digits"]`` digits."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
-            self.flatten_mapping(node)
             seen = set()
-            for key_node, _ in node.value:
+            for key_node, _ in node.value:  # the keys written in this mapping, before merging
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
                 key = self.construct_object(key_node, deep=deep)
                 try:
                     dup = key in seen
@@ -1474,6 +1502,56 @@ class _Loader(yaml.SafeLoader):
                     )
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def _too_long(self, node: yaml.ScalarNode) -> _LongNumber | None:
+        n = sum(ch.isdigit() for ch in str(node.value))
+        return _LongNumber(n) if n > _L["number_digits"] else None
+
+    def construct_yaml_int(self, node):
+        return self._too_long(node) or super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        return self._too_long(node) or super().construct_yaml_float(node)
+
+
+class _LongNumber:
+    """A number written with more than ``LIMITS["number_digits"]`` digits, left unparsed (Python refuses
+    integers above 4,300 digits, and none fits a field): the field's rule refuses it by name."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return (
+            f"a number of {self.digits:,} digits (above LIMITS['number_digits'] = {int(_L['number_digits'])})"
+        )
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+
+
+def _yaml_depth_ok(text: str, source: str, path: Path) -> None:
+    """Refuse lists and mappings nested deeper than ``LIMITS["yaml_depth"]`` before PyYAML composes them
+    (its composer recurses once per level): the event stream is read iteratively."""
+    depth = 0
+    limit = int(_L["yaml_depth"])
+    for ev in yaml.parse(text, Loader=_Loader):
+        if isinstance(ev, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limit:
+                mark = ev.start_mark
+                where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+                raise ScenarioError(
+                    source,
+                    "",
+                    f"lists and mappings nested more than {limit} deep{where} "
+                    "(ainet_gym.scenario.loader.LIMITS['yaml_depth'])",
+                    "a scenario mapping (a few levels deep)",
+                    str(path),
+                )
+        elif isinstance(ev, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -1495,14 +1573,42 @@ _Loader.add_implicit_resolver(
 )
 
 
+def read_text_capped(path: Path, what: str, limit: float | None = None) -> str:
+    """The UTF-8 text of ``path``, refused unread above ``limit`` bytes (default
+    ``LIMITS["file_bytes"]``).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    UnicodeDecodeError
+        If it is not UTF-8.
+    ValueError
+        If it is larger than the ceiling (the message names ``what``, the size and the key).
+    """
+    cap = int(_L["file_bytes"] if limit is None else limit)
+    with open(path, "rb") as fh:
+        data = fh.read(cap + 1)
+    if len(data) > cap:
+        raise ValueError(
+            f"{what}: larger than {cap:,} bytes (ainet_gym.scenario.loader.LIMITS['file_bytes']); not reading it"
+        )
+    return data.decode("utf-8")
+
+
 def _read_yaml(path: Path, source: str) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_capped(path, str(path))
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(
             source, "", f"cannot read the file: {e}", "a readable UTF-8 YAML file", str(path)
         ) from e
+    except ValueError as e:
+        raise ScenarioError(
+            source, "", str(e).split(": ", 1)[-1], "a smaller scenario file", str(path)
+        ) from None
     try:
+        _yaml_depth_ok(text, source, path)
         return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -1514,6 +1620,10 @@ def _read_yaml(path: Path, source: str) -> Any:
             f"YAML syntax error{where}: {problem}",
             f"a YAML mapping with keys {', '.join(_TOP_KEYS)}",
             str(path),
+        ) from None
+    except RecursionError:  # defensive: the depth check above should stop it first
+        raise ScenarioError(
+            source, "", "nested too deeply", "a scenario mapping (a few levels deep)", str(path)
         ) from None
 
 
@@ -1580,6 +1690,31 @@ def _resolve(arg: str | os.PathLike) -> Path:
     )
 
 
+def _dict_depth_ok(top: Mapping) -> None:
+    """Refuse a scenario dict whose lists and mappings nest deeper than ``LIMITS["yaml_depth"]`` (checked
+    iteratively, before anything recurses into it)."""
+    limit = int(_L["yaml_depth"])
+    stack: list[tuple[Any, int]] = [(top, 1)]
+    seen = 0
+    while stack:
+        v, d = stack.pop()
+        seen += 1
+        if d > limit:
+            raise ScenarioError(
+                "<dict>",
+                "",
+                f"lists and mappings nested more than {limit} deep "
+                "(ainet_gym.scenario.loader.LIMITS['yaml_depth'])",
+                "a scenario mapping (a few levels deep)",
+            )
+        if seen > 10_000_000:
+            raise ScenarioError("<dict>", "", "more than 10,000,000 values", "a scenario of a sensible size")
+        if isinstance(v, Mapping):
+            stack.extend((x, d + 1) for x in v.values() if isinstance(x, Mapping | list | tuple))
+        elif isinstance(v, list | tuple):
+            stack.extend((x, d + 1) for x in v if isinstance(x, Mapping | list | tuple))
+
+
 def load_scenario(path_or_dict: str | os.PathLike | Mapping | Scenario) -> Scenario:
     """Load and validate a scenario.
 
@@ -1590,6 +1725,7 @@ def load_scenario(path_or_dict: str | os.PathLike | Mapping | Scenario) -> Scena
     if isinstance(path_or_dict, Scenario):
         return path_or_dict
     if isinstance(path_or_dict, Mapping):
+        _dict_depth_ok(path_or_dict)
         return _build(_Ctx("<dict>"), copy.deepcopy(dict(path_or_dict)))
     if isinstance(path_or_dict, str | os.PathLike):
         path = _resolve(path_or_dict)
