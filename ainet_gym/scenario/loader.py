@@ -1,6 +1,6 @@
 """Load and validate scenarios (YAML files, shipped scenario names, or dicts) into :mod:`ainet_gym.scenario.spec`.
 
-The schema is the one of docs/model.md ("Scenario schema")::
+The schema is the one of docs/scenarios.md ("Schema")::
 
     name, description, seed,
     fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}; or {topology: graph, file | graph}
