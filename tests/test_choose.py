@@ -24,11 +24,9 @@ def test_plans_are_the_baselines_of_one_class_in_the_documented_order() -> None:
         assert got_cls == cls and plans == PLANS[cls]
         assert plans[0] == "ecmp"  # action 0: the default routing
         assert all(p in POLICIES and CONTROLS[p] == cls for p in plans[1:])
-    # every baseline of a class is a plan of its mode (no baseline left out), but the predictive ones,
-    # which fit a forecast model per scenario before their first decision
+    # every baseline of a class is a plan of its mode (no baseline left out)
     for cls in PLANS:
-        own = {p for p, c in CONTROLS.items() if c == cls and not p.startswith("predictive-")}
-        assert own <= set(PLANS[cls])
+        assert {p for p, c in CONTROLS.items() if c == cls} <= set(PLANS[cls])
 
 
 @pytest.mark.parametrize("mode", list(CHOOSE_MODES))
