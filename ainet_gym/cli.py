@@ -166,13 +166,16 @@ def _int_arg(lo: int, hi: int | None = None) -> type:
     """An argparse type: an integer in [lo, hi]; argparse names the flag in the message."""
 
     def parse(text: str) -> int:
+        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+        if len(text.strip()) > 100:  # Python refuses integers above 4,300 digits; none fits a flag
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
         try:
             v = int(text, 10)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"{shown!r} is not an integer") from None
         if v < lo or (hi is not None and v > hi):
-            rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
-            raise argparse.ArgumentTypeError(f"{text} is out of range; allowed: {rng}")
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
         return v
 
     parse.__name__ = "integer"
