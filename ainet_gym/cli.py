@@ -290,6 +290,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="path | split | ecmp_weights | split_bg | choose | choose_bg (default: per algo)",
     )
+    s.add_argument(
+        "--residual",
+        default=None,
+        help="a base routing the policy adjusts (ecmp_weights or split_bg modes), e.g. lp+bg or solo-lp+bg",
+    )
+    s.add_argument(
+        "--residual-scale",
+        type=float,
+        default=None,
+        help="log of the largest factor per action (default log 4)",
+    )
     s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
     s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
     s.add_argument("--n-envs", type=_int_arg(1, 100_000), default=16, help="copies in the native vector env")
