@@ -44,27 +44,27 @@ class Library:
 
 LIBRARIES: dict[str, Library] = {
     "cleanrl-ppo-continuous": Library(
-        ECMP_WEIGHTS, 98304, 384,
+        ECMP_WEIGHTS, 24576, 384,
         ("examples/cleanrl/ppo_continuous_action.py", "--env-id", ECMP_WEIGHTS, "--total-timesteps", "{steps}",
          "--logdir", "{logdir}", "--seed", "{seed}"),
     ),
     "cleanrl-ppo-discrete": Library(
-        CHOOSE, 12288, 384,
+        CHOOSE, 4608, 384,
         ("examples/cleanrl/ppo.py", "--env-id", CHOOSE, "--total-timesteps", "{steps}", "--logdir", "{logdir}",
          "--seed", "{seed}"),
     ),
     "cleanrl-dqn": Library(
-        CHOOSE, 6144, 192,
+        CHOOSE, 4608, 192,
         ("examples/cleanrl/dqn.py", "--env-id", CHOOSE, "--total-timesteps", "{steps}", "--learning-starts",
          "{learning_starts}", "--logdir", "{logdir}", "--seed", "{seed}"),
     ),
     "rl-zoo3-ppo": Library(
-        ECMP_WEIGHTS, 98304, 384,
+        ECMP_WEIGHTS, 24576, 384,
         ("-m", "rl_zoo3.train", "--algo", "ppo", "--env", ECMP_WEIGHTS, "--gym-packages", "ainet_gym", "-conf",
          "examples/rl_zoo3/ppo.yml", "-f", "{logdir}", "--seed", "{seed}", "-n", "{steps}", "--eval-freq", "-1"),
     ),
     "tianshou-dqn": Library(
-        CHOOSE, 6144, 192,
+        CHOOSE, 4608, 192,
         ("examples/tianshou/dqn.py", "--env-id", CHOOSE, "--epochs", "4", "--epoch-num-steps", "{epoch_steps}",
          "--logdir", "{logdir}", "--seed", "{seed}"),
     ),
