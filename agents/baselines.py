@@ -10,15 +10,18 @@ The baselines are the engine-level policies of :mod:`ainet_gym.routing.policies`
 - ``greedy``: the reactive router: connections placed one by one on the candidate path that was least
   loaded in the *last* interval (a step late when the congestion moves);
 - ``lp``: the optimum: minimise the maximum offered link utilisation of the interval's known demand over
-  the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``.
+  the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``;
+- ``greedy+bg``, ``lp+bg``: the same algorithms over every multi-path connection, background included
+  (the optimiser of the ``jobs+bg`` class: compare agents in the ``ecmp_weights`` and ``split_bg`` modes
+  with it, not with ``lp``).
 
 The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.routing.policies`.
 
 **Which traffic a policy controls** (``agent.controls``, a column of every evaluation table):
 ``none`` (ECMP), ``jobs`` (the jobs' connections; background stays on static ECMP: ``spray``, ``wcmp``,
 ``greedy``, ``lp`` and agents in the ``split`` and ``path`` modes) or ``jobs+bg`` (background too:
-``spray+bg``, ``wcmp+bg`` and agents in the ``ecmp_weights`` mode, whose switch weights apply to every
-packet). A fair comparison sets policies of the same class side by side.
+``spray+bg``, ``wcmp+bg``, ``greedy+bg``, ``lp+bg`` and agents in the ``ecmp_weights`` and ``split_bg``
+modes, which route every packet). A fair comparison sets policies of the same class side by side.
 
 :func:`engine_split` gives the split ``(connections, max_paths)`` that ``core.step_split`` takes: the
 evaluator runs the baselines this way, exactly. :func:`baseline_actions` expresses the same policy
@@ -35,11 +38,16 @@ greedy     exact                          exact                            appro
 lp         exact                          approx.: balanced rounding       approx.: induced shares
 spray+bg   exact for job traffic [2]_     approx.: balanced rounding       exact [1]_
 wcmp+bg    exact for job traffic [2]_     approx.: balanced rounding       exact
+greedy+bg  exact for job traffic [2]_     exact for job traffic [2]_       approx.: induced shares
+lp+bg      exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
 =========  =============================  ===============================  ============================
 
 .. [1] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
    spreads evenly over the live *paths*, per-hop weights cannot always express that).
 .. [2] In the ``split`` and ``path`` modes background traffic always follows static ECMP.
+
+In the ``split_bg`` mode (a slot per connection, background included) every baseline is exact, for all
+traffic.
 
 In the discrete ``choose`` and ``choose_bg`` modes (one of K plans per interval,
 :data:`ainet_gym.routing.plans.PLANS`) a baseline that is one of the mode's plans is exact (its index);
@@ -83,7 +91,9 @@ __all__ = [
     "split_to_actions",
 ]
 
-BASELINES: tuple[str, ...] = ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg")
+BASELINES: tuple[str, ...] = (
+    "ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg",
+)  # fmt: skip
 
 #: (baseline, action mode) pairs whose actions decode to the engine-level split exactly (for job
 #: traffic in the split and path modes, where background follows ECMP; for all traffic in
@@ -97,8 +107,15 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
         ("lp", "split"),
         ("spray+bg", "split"),
         ("wcmp+bg", "split"),
+        ("greedy+bg", "split"),
+        ("lp+bg", "split"),
+        *(
+            (name, "split_bg")
+            for name in ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg")
+        ),
         ("ecmp", "path"),
         ("greedy", "path"),
+        ("greedy+bg", "path"),
         ("spray+bg", "ecmp_weights"),
         ("wcmp+bg", "ecmp_weights"),
     }
@@ -198,7 +215,7 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     mode = core.action_mode
     if core.plans:
         return _nearest_plan(core, split, policy)
-    if mode == "split":
+    if mode in ("split", "split_bg"):
         a = np.zeros((B, S, P))
         ctrl = core.controllable
         a[ctrl] = 2.0 * split[core.slot_connection[ctrl]] - 1.0
@@ -267,6 +284,8 @@ _DESCRIPTIONS = {
     "wcmp+bg": "capacity-weighted ECMP of all traffic, background included",
     "greedy": "reactive: least loaded candidate path in the last interval",
     "lp": "LP optimum: min max offered link utilisation (HiGHS)",
+    "greedy+bg": "greedy over all traffic, background included",
+    "lp+bg": "LP optimum over all traffic, background included (the optimiser of the jobs+bg class)",
 }
 
 for _name in BASELINES:
