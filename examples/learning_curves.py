@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import subprocess
 import sys
 import time
@@ -44,7 +45,7 @@ class Library:
 
 LIBRARIES: dict[str, Library] = {
     "cleanrl-ppo-continuous": Library(
-        ECMP_WEIGHTS, 24576, 384,
+        ECMP_WEIGHTS, 98304, 384,
         ("examples/cleanrl/ppo_continuous_action.py", "--env-id", ECMP_WEIGHTS, "--total-timesteps", "{steps}",
          "--logdir", "{logdir}", "--seed", "{seed}"),
     ),
@@ -59,7 +60,7 @@ LIBRARIES: dict[str, Library] = {
          "{learning_starts}", "--logdir", "{logdir}", "--seed", "{seed}"),
     ),
     "rl-zoo3-ppo": Library(
-        ECMP_WEIGHTS, 24576, 384,
+        ECMP_WEIGHTS, 98304, 384,
         ("-m", "rl_zoo3.train", "--algo", "ppo", "--env", ECMP_WEIGHTS, "--gym-packages", "ainet_gym", "-conf",
          "examples/rl_zoo3/ppo.yml", "-f", "{logdir}", "--seed", "{seed}", "-n", "{steps}", "--eval-freq", "-1"),
     ),
@@ -181,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         cmd = command(name, steps, logdir, args.seed)
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()
-        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        # one BLAS/OpenMP thread per run: torch's thread pool spin-waits badly on a busy machine
+        env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=env)
         wall = time.time() - t0
         episodes = read_episodes(name, ROOT / logdir)
         if lib.env_id not in baselines:

@@ -5,6 +5,7 @@ on its ``ainet_gym/`` id, must finish and log whole episodes with returns a poli
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,8 @@ def test_example_runs_and_logs_episodes(name: str, tmp_path: Path) -> None:
         pytest.skip(f"{NEEDS[name]} is not installed (the examples extra: make check-examples)")
     lib = lc.LIBRARIES[name]
     cmd = lc.command(name, lib.quick_steps, tmp_path / "runs", seed=3)
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as learning_curves.py: no spin-waiting thread pools
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
     episodes = lc.read_episodes(name, tmp_path / "runs")
     import gymnasium as gym
