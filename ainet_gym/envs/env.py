@@ -962,7 +962,7 @@ class FabricRoutingEnv(gym.Env):
       computes its split exactly as that baseline does, so always choosing ``k`` reproduces the
       baseline's rollout. ``info["plan_class"]`` names the class, ``info["plan"]`` the plan that ran.
     - ``"choose_bg"``: the same over the ``jobs+bg`` class (background routed too): 0 ``ecmp``,
-      1 ``spray+bg``, 2 ``wcmp+bg``.
+      1 ``spray+bg``, 2 ``wcmp+bg``, 3 ``greedy+bg``, 4 ``lp+bg``.
 
     Slots whose connection does not exist or has one path are masked: ``info["action_mask"]`` (S,)
     and :meth:`action_masks` (S * P,) for sb3-contrib's MaskablePPO. Their actions are ignored.
