@@ -46,6 +46,9 @@ lp+bg      exact for job traffic [2]_     approx.: balanced rounding       appro
    spreads evenly over the live *paths*, per-hop weights cannot always express that).
 .. [2] In the ``split`` and ``path`` modes background traffic always follows static ECMP.
 
+In the ``split_bg`` mode (a slot per connection, background included) every baseline is exact, for all
+traffic.
+
 In the discrete ``choose`` and ``choose_bg`` modes (one of K plans per interval,
 :data:`ainet_gym.routing.plans.PLANS`) a baseline that is one of the mode's plans is exact (its index);
 any other is the plan whose split is closest to it on the connections the mode routes (L1 distance,
@@ -106,6 +109,10 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
         ("wcmp+bg", "split"),
         ("greedy+bg", "split"),
         ("lp+bg", "split"),
+        *(
+            (name, "split_bg")
+            for name in ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg")
+        ),
         ("ecmp", "path"),
         ("greedy", "path"),
         ("greedy+bg", "path"),
@@ -208,7 +215,7 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     mode = core.action_mode
     if core.plans:
         return _nearest_plan(core, split, policy)
-    if mode == "split":
+    if mode in ("split", "split_bg"):
         a = np.zeros((B, S, P))
         ctrl = core.controllable
         a[ctrl] = 2.0 * split[core.slot_connection[ctrl]] - 1.0

@@ -311,23 +311,24 @@ class PredictiveRouter:
             raise ValueError(f"predictive-{router}: the forecaster was fitted on another fabric")
         L = world.fabric.n_links
         self.hist = np.zeros((world.batch, self.model.history, L))
-        self.bg_prev = np.zeros((world.batch, L))
+        self.bg_prev = np.zeros((world.batch, L))  # scheduled background of the last interval
+        self._bg_now = np.zeros((world.batch, L))  # ... of the interval being decided
         self._seen: Any = None  # the last result pushed into the lags
 
     def forecast(self, last: StepResult | None) -> np.ndarray:
-        """(batch, links) forecast base utilisation of the next interval; updates the lags."""
+        """(batch, links) forecast base utilisation of the next interval; a new ``last`` result moves the
+        lags on by one interval (calling again in the same interval gives the same forecast)."""
         w = self.world
         if last is not None and last is not self._seen:
             self.hist = np.roll(self.hist, 1, axis=1)
             self.hist[:, 0] = base_load(w, last, self.background) / _nominal_bytes(w)
+            self.bg_prev = self._bg_now
             self._seen = last
         fresh = w.step_count == 0  # just reset: no interval of this episode yet
         self.hist[fresh] = 0.0
         self.bg_prev[fresh] = 0.0
-        bg_next = background_offered(w, self.background)
-        out = self.model.predict(self.hist, bg_next, self.bg_prev)
-        self.bg_prev = bg_next
-        return out
+        self._bg_now = background_offered(w, self.background)
+        return self.model.predict(self.hist, self._bg_now, self.bg_prev)
 
     def __call__(self, last: StepResult | None) -> np.ndarray:
         """The split (connections, max_paths) of the next interval."""

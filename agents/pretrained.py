@@ -137,7 +137,7 @@ class PretrainedAgent(SB3Agent):
         }
         from ainet_gym.routing.plans import CHOOSE_MODES
 
-        self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode == "ecmp_weights" else "jobs")
+        self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs")
 
     def check(self, core: Any) -> None:
         if self.path is None:

@@ -1,13 +1,13 @@
 """Learning agents from stable-baselines3 (and sb3-contrib): algorithms, defaults, saving and loading.
 
-=================  =========================  ==============================================
-algorithm          action modes               default mode
-=================  =========================  ==============================================
-``ppo``            split, path, ecmp_weights  split
-``a2c``            split, path, ecmp_weights  split
-``sac``            split, ecmp_weights        split (continuous actions only)
-``maskable_ppo``   path                       path (invalid path indices masked)
-=================  =========================  ==============================================
+=================  =====================================  ==============================================
+algorithm          action modes                           default mode
+=================  =====================================  ==============================================
+``ppo``            split, path, ecmp_weights, split_bg    split
+``a2c``            split, path, ecmp_weights, split_bg    split
+``sac``            split, ecmp_weights, split_bg          split (continuous actions only)
+``maskable_ppo``   path                                   path (invalid path indices masked)
+=================  =====================================  ==============================================
 
 A saved model is SB3's ``.zip`` with one extra member, ``ainet_gym.json``: the algorithm, the env
 arguments it was trained with (action mode, history, observation, reward), the scenario and the
@@ -62,9 +62,9 @@ __all__ = [
 
 #: allowed action modes per algorithm; the first is the default.
 ALGO_MODES: dict[str, tuple[str, ...]] = {
-    "ppo": ("split", "path", "ecmp_weights", "choose", "choose_bg"),
-    "a2c": ("split", "path", "ecmp_weights", "choose", "choose_bg"),
-    "sac": ("split", "ecmp_weights"),
+    "ppo": ("split", "path", "ecmp_weights", "split_bg", "choose", "choose_bg"),
+    "a2c": ("split", "path", "ecmp_weights", "split_bg", "choose", "choose_bg"),
+    "sac": ("split", "ecmp_weights", "split_bg"),
     "maskable_ppo": ("path",),
 }
 META_MEMBER = "ainet_gym.json"
@@ -516,14 +516,16 @@ def _load_policy_weights(p: Path, cls: type, objects: dict[str, Any] | None, env
 
 def meta_history(meta: dict[str, Any], what: str) -> int:
     """The ``history`` a model's metadata asks the env for (default 4), range-checked against
-    ``MODEL_LIMITS["history_max"]``.
+    ``LIMITS["history_max"]`` (:data:`ainet_gym.scenario.loader.LIMITS`, the env's own ceiling).
 
     Raises
     ------
     ModelFileError
-        If it is not an integer in ``[1, MODEL_LIMITS["history_max"]]``.
+        If it is not an integer in ``[1, LIMITS["history_max"]]``.
     """
-    return meta_int(meta, "history", what, 1, MODEL_LIMITS["history_max"], default=4)
+    from ainet_gym.scenario.loader import LIMITS
+
+    return meta_int(meta, "history", what, 1, int(LIMITS["history_max"]), default=4)
 
 
 def _signature_of_model(model: BaseAlgorithm) -> tuple[dict, dict]:

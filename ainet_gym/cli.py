@@ -285,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--action-mode",
         default=None,
-        help="path | split | ecmp_weights | choose | choose_bg (default: per algo)",
+        help="path | split | ecmp_weights | split_bg | choose | choose_bg (default: per algo)",
     )
     s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
     s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
@@ -481,9 +481,12 @@ def _cmd_soak(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ainet-gym`` console script.
 
-    The project's own errors (a bad scenario, argument, action, model or output path) print one line,
+    The project's own errors (a bad scenario, argument, action, model or output path: ``ValueError``,
+    ``OSError``, ``ImportError``, ``RuntimeError``, ``gymnasium.error.Error``) print one line,
     ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead.
     """
+    from gymnasium import error as gym_error
+
     from ainet_gym.scenario.loader import ScenarioError
 
     args = build_parser().parse_args(argv)
@@ -492,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ainet-gym {args.command}: interrupted", file=sys.stderr)
         return 130
-    except (ScenarioError, ValueError, OSError, ImportError) as e:
+    except (ScenarioError, ValueError, OSError, ImportError, RuntimeError, gym_error.Error) as e:
         if args.debug:
             raise
         text = " ".join(str(e).split()) or type(e).__name__

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ainet_gym.envs.env import EnvCore
+from ainet_gym.envs.env import EnvCore, EnvSnapshot
 from ainet_gym.envs.rewards import RewardFn
 from ainet_gym.scenario.spec import Scenario
 
@@ -137,6 +138,33 @@ class FabricRoutingVectorEnv(VectorEnv):
                     info[k] = np.where(m, v, info[k])
         self._autoreset = term | trunc
         return obs, rew, term, trunc, self._with_masks(info)
+
+    def snapshot(self) -> EnvSnapshot:
+        """The state of every copy (:meth:`EnvCore.snapshot`, with the pending autoresets and the seed
+        generator): :meth:`restore` puts it back, and the same actions from there give the same
+        observations, rewards and infos, bit for bit."""
+        snap = self.core.snapshot()
+        bit = self._rng.bit_generator
+        return replace(snap, extra={"autoreset": self._autoreset.copy(), "rng": (type(bit), bit.state)})
+
+    def restore(self, snap: EnvSnapshot) -> None:
+        """Put the state of ``snap`` (:meth:`snapshot`) back.
+
+        Raises
+        ------
+        ValueError
+            If ``snap`` is not a snapshot of a vector env of this scenario with as many copies.
+        """
+        self.core.restore(snap)
+        if "autoreset" in snap.extra:
+            self._autoreset = snap.extra["autoreset"].copy()
+        else:
+            self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        if "rng" in snap.extra:
+            cls, state = snap.extra["rng"]
+            g = np.random.Generator(cls())
+            g.bit_generator.state = state
+            self._rng = g
 
     def _with_masks(self, info: dict) -> dict:
         out = dict(info)

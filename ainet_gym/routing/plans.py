@@ -6,12 +6,12 @@ ECMP first (the routing every class can fall back to), in a fixed, documented or
 ``Discrete(K)`` action space runs plan ``PLANS[class][k]`` for the whole interval.
 
 - ``choose`` (class ``jobs``: the jobs' connections, background on static ECMP): ``ecmp``, ``spray``,
-  ``wcmp``, ``greedy``, ``lp``;
+  ``wcmp``, ``greedy``, ``lp``, ``predictive-greedy``, ``predictive-lp``;
 - ``choose_bg`` (class ``jobs+bg``: every connection, background included): ``ecmp``, ``spray+bg``,
-  ``wcmp+bg``, ``greedy+bg``, ``lp+bg``.
+  ``wcmp+bg``, ``greedy+bg``, ``lp+bg``, ``predictive-greedy+bg``, ``predictive-lp+bg``.
 
-The predict-then-route baselines (``predictive-*``) are not plans: each fits a forecast model per scenario
-on training episodes before its first decision, which an env made by id should not pay at construction.
+The predictive plans keep their forecast's lags per world (:class:`ainet_gym.routing.policies.PredictivePolicy`):
+they see each interval only when chosen in it (an approximation while another plan runs).
 
 A plan computes its split from the same state and last interval as the baseline run alone does, so an
 agent that always picks plan ``k`` reproduces that baseline's rollout exactly.
@@ -32,8 +32,16 @@ __all__ = ["CHOOSE_MODES", "PLANS", "plan_split", "plans_of_mode"]
 
 #: controls class -> the plans (engine-level baseline names) of the ``choose`` modes, in action order
 PLANS: dict[str, tuple[str, ...]] = {
-    "jobs": ("ecmp", "spray", "wcmp", "greedy", "lp"),
-    "jobs+bg": ("ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg"),
+    "jobs": ("ecmp", "spray", "wcmp", "greedy", "lp", "predictive-greedy", "predictive-lp"),
+    "jobs+bg": (
+        "ecmp",
+        "spray+bg",
+        "wcmp+bg",
+        "greedy+bg",
+        "lp+bg",
+        "predictive-greedy+bg",
+        "predictive-lp+bg",
+    ),
 }
 
 #: discrete action mode -> the controls class of its plans

@@ -227,9 +227,10 @@ def greedy(
     return split
 
 
-def connection_demand(world: FabricWorld) -> np.ndarray:
+def connection_demand(world: FabricWorld, background_on: bool | None = None) -> np.ndarray:
     """Bytes each connection offers in one interval (connections,): per-iteration bytes of its flows
-    times the iterations an ideal job completes in the interval; background at its demand rate."""
+    times the iterations an ideal job completes in the interval; background at its demand rate while
+    it is scheduled on (``background_on=True``: as if every source were on, its nominal demand)."""
     sim = world.sim
     assert sim is not None
     bg = sim.flow_bg[sim.member_flow]
@@ -238,7 +239,7 @@ def connection_demand(world: FabricWorld) -> np.ndarray:
     unit = sim.flow_unit[sim.member_flow]
     ideal = _per_unit(world, world.job_ideal_step_s)
     iters = np.where(np.isfinite(ideal), dur / ideal, 0.0)[unit]
-    on = sim.state.bg_on[unit]
+    on = sim.state.bg_on[unit] if background_on is None else np.full(unit.shape, bool(background_on))
     d = np.where(bg, np.where(on, sim.flow_demand[sim.member_flow] * dur, 0.0), per_member * iters)
     return np.bincount(sim.member_conn, weights=d, minlength=sim.n_conns)
 
