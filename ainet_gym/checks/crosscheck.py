@@ -1,48 +1,64 @@
 """Fidelity cross-check: the same scenario, policy and seed in the fluid model and in ns-3 (packets).
 
-:func:`crosscheck` runs a scenario for a few decision intervals in the fluid engine under a policy (any
-policy string that ``ainet-gym evaluate`` takes: ``ecmp``, ``spray``, ``lp``, ``ppo:PATH`` ...), records
-the routing split the policy chose for every connection in every interval, then replays the same jobs in
-ns-3 (the optional extra ``ns3``: ``pip install "ainet-gym[ns3]"``) on the same fabric with the same
-routing, and reports each job's mean communication time per completed iteration in both, with the wall
-time each simulator took for the same simulated span.
+:func:`crosscheck` runs a scenario for its decision intervals in the fluid engine under a policy (any
+policy string that ``ainet-gym evaluate`` takes: ``ecmp``, ``spray``, ``lp``, ``lp+bg``, ``pretrained``,
+``ppo:PATH`` ...), records the routing split the policy chose for every connection in every interval,
+then replays the same episode in ns-3 (the optional extra ``ns3``: ``pip install "ainet-gym[ns3]"``) on
+the same fabric with the same routing, and reports each job's mean communication and step time per
+completed iteration in both, over the whole span and per interval, with the wall time each simulator
+took for the same simulated span (docs/fidelity-learning.md).
 
 How the scenario becomes an ns-3 experiment:
 
-- **Fabric.** One ns-3 node per GPU and per switch of :class:`~ainet_gym.fabric.topology.Fabric`, one
-  point-to-point link per duplex pair of fabric links (parallel links stay parallel), at the links'
-  nominal rates (``link_gbps``, per direction) and a propagation delay of the link's latency
-  (``fabric.hop_latency_us``).
-  NVLink is not built: a transfer between GPUs of one host is refused.
-- **Transport.** Every transfer is bulk TCP (ns-3's ``BulkSendApplication`` to a ``PacketSink``):
-  TCP Cubic, MSS ``mss`` (1448: a 1500-byte MTU less 20 IP, 20 TCP and 12 timestamp-option bytes),
-  send/receive buffers ``tcp_buffer_bytes``, ``min_rto_ms``, FqCoDel queues (ns-3's default root queue
-  disc, which shares a link max-min fairly between flows; DropTail splits unfairly by about 6%) over a
-  device FIFO of ``device_queue_packets`` (a NIC ring kept short, as Linux's byte queue limits do, so that
-  a flow's ACKs do not wait behind another flow's data). There is no RDMA-like UDP sender: the transport
-  is TCP only.
-- **Routing.** The split the fluid policy chose for a connection in the interval in which a transfer
-  starts decides how ns-3 carries it: a connection on one path is *pinned* (static /32 host routes on
-  every switch of the path, for the data and, on the reverse path, for the ACKs; each (connection, path)
-  has its own address pair on the two GPUs, so routes are per connection, not per destination); any
-  other split is carried as one pinned TCP sub-flow per path, each with its share of the bytes (a static
-  multipath transport). A connection split evenly over its whole ECMP set (spray) is carried so too by
-  default; with ``spray_mode="packet"`` it is sprayed per packet instead (ns-3's random ECMP,
+- **Fabric.** One ns-3 node per GPU, storage host and switch of
+  :class:`~ainet_gym.fabric.topology.Fabric`, one point-to-point link per duplex pair of fabric links
+  (parallel links stay parallel), at the links' nominal rates (``link_gbps``, per direction) and a
+  propagation delay of the link's latency (``fabric.hop_latency_us``). NVLink is not built: a transfer
+  between GPUs of one host is refused.
+- **Transport.** Every transfer is bulk TCP: TCP Cubic, MSS ``mss`` (1448: a 1500-byte MTU less 20 IP,
+  20 TCP and 12 timestamp-option bytes), send/receive buffers ``tcp_buffer_bytes``, ``min_rto_ms``,
+  FqCoDel queues (ns-3's default root queue disc, which shares a link max-min fairly between flows;
+  DropTail splits unfairly by about 6%) over a device FIFO of ``device_queue_packets`` (a NIC ring kept
+  short, as Linux's byte queue limits do, so that a flow's ACKs do not wait behind another flow's data).
+  A sender keeps at most ``backlog_bytes`` unsent in its socket. There is no RDMA-like UDP sender.
+- **Routing.** The split the fluid policy chose for a connection in an interval decides how ns-3
+  carries it: a connection on one path is *pinned* (static /32 host routes on every switch of the path,
+  for the data and, on the reverse path, for the ACKs; each (connection, path) has its own address pair
+  on the two endpoints, so routes are per connection, not per destination); any other split is carried
+  as one pinned TCP sub-flow per path, each with its share of the bytes (a static multipath transport).
+  A connection split evenly over its whole ECMP set (spray) is carried so too by default; with
+  ``spray_mode="packet"`` it is sprayed per packet instead (ns-3's random ECMP,
   ``Ipv4GlobalRouting::RandomEcmpRouting``, with a duplicate-ACK threshold of ``reorder_threshold``).
   ECMP hashing is therefore exactly the fluid's hash.
-- **Jobs.** The fluid engine's timeline: compute, communication from ``(1 - overlap)`` of it, phases in
-  order (a phase's transfers start together when the previous phase's have all been received), the next
-  iteration when compute and communication are both done. A pipelined ring is one TCP connection per hop,
-  coupled chunk by chunk as NCCL's ring is (a hop forwards a chunk of ``ring_chunk_bytes`` once it has
-  received it, one ring step ahead), so it moves at its slowest hop's pace. Latency is the packets' own, not an alpha term.
+- **Route changes between intervals.** The fluid model (``routing.reroute: in_flight``, its default)
+  applies a new split to the transfers in flight at once. The replay does the same with what TCP can
+  move: at each interval boundary every transfer in flight whose connection's split changed moves its
+  not-yet-sent bytes to the new split (the bytes a sub-flow has handed to its socket, on the wire or at
+  most ``backlog_bytes`` queued behind them, stay on that sub-flow; a path that joins gets a new TCP
+  connection, a path that leaves finishes what it holds). Transfers that start after the boundary take
+  the new split from their start.
+- **Background.** Each source's connections (storage host to GPU or back) are paced TCP senders at the
+  fluid flow's demand (payload rate) over the connection's routed sub-flows, on in the intervals where the
+  source's schedule (with the seed's offset) is on and silent otherwise: a demand cap that TCP shares
+  fairly when links are congested, as the fluid's max-min with demand caps does.
+- **Link degradations.** ``dynamics.link_failures.scheduled`` entries with a factor in (0, 1] change the
+  rate of both directions' devices at the start of their intervals (and back at ``until_step``).
+- **Jobs.** The fluid engine's timeline, from the episode's start times (``start_ms`` plus the seed's
+  ``start_jitter_ms`` draw): compute, communication from ``(1 - overlap)`` of it, phases in order (a
+  phase's transfers start together when the previous phase's have all been received), the next iteration
+  when compute and communication are both done. A pipelined ring is one TCP connection per hop, coupled
+  chunk by chunk as NCCL's ring is (a hop forwards a chunk of ``ring_chunk_bytes`` once it has received
+  it, one ring step ahead, and at most ``ring_buffer_steps`` chunks ahead of what the hop it feeds has
+  sent), so it moves at its slowest hop's pace on average. Latency is the packets' own, not an alpha term.
 - **Fluid side.** The same scenario with ``fabric.link_efficiency`` set to ``header_efficiency`` (TCP/IP
   headers and framing, :data:`TCP_HEADER_EFFICIENCY`), so that both simulators carry the same payload
   per wire bit. The shipped scenarios are not changed: the factor applies to the cross-check only.
 
 Supported subset (anything else raises :class:`CrosscheckError` naming the field): topologies
-``single_switch``, ``spine_leaf`` and ``fat_tree`` of at most ``max_gpus`` GPUs; no background traffic,
-link failures or job churn; no periodic AllToAll skew; no transfer between GPUs of one host; at most
-``max_steps`` intervals; an estimated ns-3 cost within ``max_ns3_bytes`` bytes of transfers.
+``single_switch``, ``spine_leaf`` and ``fat_tree`` of at most ``max_gpus`` GPUs, one NIC per GPU; no
+random link failures and no failed (factor 0) scheduled ones; no job churn; no periodic AllToAll skew;
+no chunked stage pipelines; no transfer between GPUs of one host; at most ``max_steps`` intervals; an
+estimated ns-3 cost within ``max_ns3_bytes`` bytes.
 """
 
 from __future__ import annotations
@@ -66,6 +82,7 @@ __all__ = [
     "CrosscheckError",
     "Ns3NotInstalledError",
     "crosscheck",
+    "tcp_header_efficiency",
 ]
 
 #: Payload bytes per wire byte of bulk TCP in ns-3 when every link also carries the ACKs of the traffic
@@ -76,6 +93,15 @@ __all__ = [
 #: the slope of ns-3 transfer time over size (4-16 MB, 2 GPUs exchanging on a 10 Gb/s switch) gives 0.9468.
 #: Real Ethernet frames add 38 bytes (header, FCS, preamble, gap) instead of PPP's 2: 1448 / (1538 + 45) = 0.915.
 TCP_HEADER_EFFICIENCY: float = 1448.0 / (1448.0 + 54.0 + 54.0 / 2.0)
+
+
+def tcp_header_efficiency(mss: int, del_ack_count: int = 2) -> float:
+    """Payload bytes per wire byte of bulk TCP in the replay with segments of ``mss`` bytes and one ACK
+    per ``del_ack_count`` segments: ``mss / (mss + 54 + 54 / del_ack_count)`` (52 bytes of IP, TCP and
+    timestamp headers and 2 of PPP framing per data segment; a 54-byte ACK on the reverse direction,
+    which collectives always use). ``tcp_header_efficiency(1448) == TCP_HEADER_EFFICIENCY``."""
+    return mss / (mss + 54.0 + 54.0 / del_ack_count)
+
 
 _SUPPORTED_TOPOLOGIES = ("single_switch", "spine_leaf", "fat_tree")
 
@@ -95,10 +121,16 @@ class CrosscheckConfig:
     Attributes
     ----------
     mss
-        TCP segment size in bytes (``ns3::TcpSocket::SegmentSize``; ns-3's default is 536).
+        TCP segment size in bytes (``ns3::TcpSocket::SegmentSize``; ns-3's default is 536). The devices'
+        MTU is ``mss + 52`` (IP, TCP and timestamp headers): 1500 for the default, 9000 for jumbo frames
+        (``mss=8948``).
+    del_ack_count
+        Segments per delayed ACK (``ns3::TcpSocket::DelAckCount``; 2, TCP's default). Fewer ACKs make
+        the replay cheaper.
     header_efficiency
         Capacity factor applied to the fluid model's network links for the cross-check (payload per
-        wire byte of TCP/IP over ns-3's PPP framing); ``None`` keeps the scenario's ``link_efficiency``.
+        wire byte of TCP/IP over ns-3's PPP framing, :func:`tcp_header_efficiency` of ``mss`` and
+        ``del_ack_count``; change it with them); ``None`` keeps the scenario's ``link_efficiency``.
     tcp_buffer_bytes
         TCP send and receive buffer per socket.
     min_rto_ms
@@ -130,6 +162,10 @@ class CrosscheckConfig:
         Unsent bytes a sender keeps in its TCP socket beyond what is on the wire (it writes more only
         below this). What a route change at an interval boundary leaves on the old sub-flow, and what a
         paced background sender may queue while its share is below its rate; 64 KiB is 52 us at 10 Gb/s.
+    ring_buffer_steps
+        Back-pressure of a pipelined ring: a hop may send at most this many chunks beyond what the hop it
+        feeds has sent (the receiver's buffer: NCCL's ``NCCL_STEPS`` = 8 slots, each freed when the
+        receiver has forwarded it). ``None``: no such bound (a hop is held back only by its predecessor).
     max_gpus
         Largest fabric (GPUs) accepted.
     max_steps
@@ -154,6 +190,7 @@ class CrosscheckConfig:
     """
 
     mss: int = 1448
+    del_ack_count: int = 2
     header_efficiency: float | None = TCP_HEADER_EFFICIENCY
     tcp_buffer_bytes: int = 1 << 20
     min_rto_ms: float = 5.0
@@ -163,10 +200,11 @@ class CrosscheckConfig:
     spray_sack: bool = True
     send_size: int = 14480
     ring_chunk_bytes: int | None = 1 << 19
+    ring_buffer_steps: int | None = 8
     backlog_bytes: int = 1 << 16
     max_gpus: int = 64
     max_steps: int = 64
-    max_ns3_bytes: float = 4e9
+    max_ns3_bytes: float = 8e9
     wall_limit_s: float = 900.0
     fluid_repeats: int = 5
 
@@ -530,6 +568,8 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(spray))
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TcpCubic.GetTypeId()))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(cfg.mss))
+    ns.Config.SetDefault("ns3::TcpSocket::DelAckCount", ns.UintegerValue(cfg.del_ack_count))
+    ns.Config.SetDefault("ns3::PointToPointNetDevice::Mtu", ns.UintegerValue(cfg.mss + 52))
     ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
     ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
     ns.Config.SetDefault(
@@ -552,7 +592,7 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     n_conn_ids = max(run.conns) + 1 if run.conns else 0
     orch.Configure(
         run.interval_s, steps, n_conn_ids, cfg.send_size, cfg.wall_limit_s, float(cfg.ring_chunk_bytes or 0),
-        cfg.backlog_bytes,
+        cfg.backlog_bytes, float(cfg.ring_buffer_steps or 0),
     )  # fmt: skip
 
     # links: one point-to-point channel per duplex pair of fabric links
@@ -659,14 +699,17 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     t0, c0 = time.perf_counter(), time.process_time()
     ns.Simulator.Run()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    events = int(ns.Simulator.GetEventCount())
     J = len(run.jobs)
     # payload bytes per link and interval: each sub-flow's received bytes on the links of its path (a
     # sprayed sub-flow's spread evenly over its connection's candidate paths)
     link_bytes = np.zeros((steps, f.n_links))
+    payload = 0.0
     for i in range(int(orch.FlowCount())):
         conn = run.conns[int(orch.FlowConn(i))]
         p = int(orch.FlowPath(i))
         rx = np.array([orch.FlowRxIn(i, k) for k in range(steps)])
+        payload += float(rx.sum())
         paths = [conn.paths[p]] if p >= 0 else conn.paths
         for path in paths:
             link_bytes[:, path] += rx[:, None] / len(paths)
@@ -686,6 +729,8 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         "link_bytes": link_bytes,
         "wall_s": wall,
         "cpu_s": cpu,
+        "events": events,
+        "payload_bytes": payload,
         "timed_out": bool(orch.timedOut),
         "transfers": int(orch.FlowCount()),
         "resplits": int(orch.resplits),
@@ -907,7 +952,10 @@ def crosscheck(
                 }
                 for bg in run.backgrounds
             ],
-            ns3_bytes=float(pk["link_bytes"].sum()),
+            ns3_events=pk["events"],
+            # payload bytes the sub-flows received (each byte once, not per hop) and carried over links
+            ns3_bytes=pk["payload_bytes"],
+            ns3_link_bytes=float(pk["link_bytes"].sum()),
             header_efficiency=sc.fabric.link_efficiency,
         )
     return {
@@ -934,6 +982,7 @@ def _check_config(cfg: CrosscheckConfig) -> None:
         ("backlog_bytes", 1),
         ("max_steps", 1),
         ("mss", 1),
+        ("del_ack_count", 1),
         ("send_size", 1),
         ("tcp_buffer_bytes", 1),
         ("max_gpus", 1),
@@ -941,6 +990,13 @@ def _check_config(cfg: CrosscheckConfig) -> None:
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise CrosscheckError(f"{name} = {v!r}: allowed: an integer >= {low}")
+    if cfg.mss + 52 > 65535:
+        raise CrosscheckError(f"mss = {cfg.mss}: allowed: at most 65483 (an MTU of mss + 52 <= 65535 bytes)")
+    rb = cfg.ring_buffer_steps
+    if rb is not None and (isinstance(rb, bool) or not isinstance(rb, int) or rb < 1):
+        raise CrosscheckError(
+            f"ring_buffer_steps = {rb!r}: allowed: None (no back-pressure) or an integer >= 1"
+        )
     h = cfg.header_efficiency
     if h is not None and (isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1):
         raise CrosscheckError(f"header_efficiency = {h!r}: must be in (0, 1]")

@@ -112,6 +112,9 @@ struct XcTransfer
     uint64_t base0 = 0;        // bytes handed to its sockets when its split last changed
     std::vector<XcFlow*> flows;
     std::vector<XcTransfer*> next; // ring: the hops it feeds
+    std::vector<XcTransfer*> prev; // ring: the hops that feed it
+    double predDelivered = 0.0;    // ring: what its predecessor has delivered (scaled to its bytes)
+    uint64_t written = 0;          // bytes handed to its sockets, all sub-flows
 };
 
 struct XcJob
@@ -158,6 +161,7 @@ class Orchestrator
     uint32_t sendSize = 14480;
     uint32_t backlog = 65536;
     double ringChunk = 0.0; // bytes; 0: ring hops are independent bulk transfers
+    double ringBufferSteps = 0.0; // chunks a ring hop may send beyond what its successor sent; 0: no bound
     double wallLimit = 600.0;
     bool timedOut = false;
     uint32_t resplits = 0; // transfers whose not-yet-sent bytes moved at a boundary
@@ -172,9 +176,10 @@ class Orchestrator
     std::chrono::steady_clock::time_point wallStart;
 
     void Configure(double intervalS, uint32_t nSteps, uint32_t nConns, uint32_t send, double wallLimitS,
-                   double ringChunkBytes, uint32_t backlogBytes)
+                   double ringChunkBytes, uint32_t backlogBytes, double ringBuffer)
     {
         ringChunk = ringChunkBytes;
+        ringBufferSteps = ringBuffer;
         interval = intervalS;
         steps = nSteps;
         sendSize = send;
@@ -421,6 +426,7 @@ class Orchestrator
                         if (flow[i].pred >= 0)
                         {
                             fx[flow[i].pred]->next.push_back(fx[i]);
+                            fx[i]->prev.push_back(fx[flow[i].pred]);
                         }
                         Allow(fx[i], flow[i].pred >= 0 ? 0.0 : (double)fx[i]->bytes);
                     }
@@ -482,15 +488,26 @@ class Orchestrator
         }
     }
 
-    // A ring hop may have sent what its predecessor delivered, in whole chunks, plus one ring step.
+    // A ring hop may have sent what its predecessor delivered, in whole chunks, plus one ring step; with
+    // ringBufferSteps, also at most that many chunks beyond what each hop it feeds has sent (the
+    // receiver's buffer: NCCL's FIFO of NCCL_STEPS slots, freed as the receiver forwards).
     void Allow(XcTransfer* x, double predDelivered)
     {
+        x->predDelivered = std::max(x->predDelivered, predDelivered);
         double chunk = std::min(ringChunk, x->lag); // a chunk is at most one ring step
-        double chunks = std::floor(predDelivered / chunk + 1e-9);
+        double chunks = std::floor(x->predDelivered / chunk + 1e-9);
         double allowed = std::min((double)x->bytes, chunks * chunk + x->lag);
-        if (predDelivered >= (double)x->bytes - 0.5)
+        if (x->predDelivered >= (double)x->bytes - 0.5)
         {
             allowed = (double)x->bytes;
+        }
+        if (ringBufferSteps > 0.0)
+        {
+            for (XcTransfer* n : x->next)
+            {
+                double room = (double)n->written * (double)x->bytes / (double)n->bytes + ringBufferSteps * chunk;
+                allowed = std::min(allowed, room);
+            }
         }
         if (allowed > x->allowedTotal)
         {
@@ -693,6 +710,14 @@ XcFlow::Pump()
             return;
         }
         written += (uint64_t)r;
+        xfer->written += (uint64_t)r;
+        if (orch->ringBufferSteps > 0.0)
+        {
+            for (XcTransfer* p : xfer->prev) // what this hop sent frees room in its feeders' buffer
+            {
+                orch->Allow(p, p->predDelivered);
+            }
+        }
     }
     if (written >= total)
     {
