@@ -304,7 +304,11 @@ class IntervalMetrics:
     link_bytes: np.ndarray  # (batch, links)
     stalled_flows: np.ndarray  # (batch,) active flows with zero rate at some event
     events: int  # global event-loop iterations
-    solver_iterations: int
+    solver_iterations: int  # parallel-rule rounds (numpy backend, phase mode, quantum) plus fills (numba)
+    incremental_solves: int = 0  # numba, exact event mode: solves that re-filled part of the flows
+    flows_refilled: int = 0  # flows those solves re-filled, summed over them
+    flows_active: int = 0  # active flows at those solves, summed over them
+    full_fills: int = 0  # numba, exact event mode: fills of every active flow
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
@@ -498,6 +502,7 @@ class BatchSim:
         rate_updates: str = "event",
         backend: str | None = None,
         rate_quantum_s: float = 0.0,
+        incremental: bool = True,
     ) -> None:
         if rate_updates not in ("event", "phase"):
             raise ValueError(f"rate_updates = {rate_updates!r}: allowed: event, phase")
@@ -507,6 +512,9 @@ class BatchSim:
         # completions up to this many seconds after the first one are one event (0: every completion is)
         self.rate_quantum_s = float(rate_quantum_s)
         self.backend = resolve_backend(backend)
+        # numba, exact event mode: progressive filling, incremental from event to event, for instances with
+        # at least this many active flows (-1: never; the parallel rule then runs, as in the numpy backend)
+        self.incremental_min_flows = _kernels.INCREMENTAL_MIN_FLOWS if incremental else -1
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
@@ -894,7 +902,7 @@ class BatchSim:
         phase_off, flow_unit = np.asarray(self.phase_off, dtype=i64), np.asarray(self.flow_unit, dtype=i64)
         max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
         ranges = t.ranges
-        stats_of = np.zeros((len(ranges), 4), dtype=np.int64)  # one row per thread's range
+        stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
         go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
         # one hand-off to the kernel threads: each range merges a deferred split, runs its interval, then
         # the ``then`` kernel
@@ -912,7 +920,8 @@ class BatchSim:
         _kernels.run_ranges(
             kernel, ranges,
             lambda lo, hi: (
-                lo, hi, dur, self.rate_updates == "phase", self.rate_quantum_s, max_events, L, max_rounds,
+                lo, hi, dur, self.rate_updates == "phase", self.rate_quantum_s, self.incremental_min_flows,
+                max_events, L, max_rounds,
                 _EPS_T, _EPS_B,
                 t.inst_seg, t.ent_hi, t.ex_lo, t.fe_lo, t.fe_hi, ef, el, ec, self.inst_unit, self.inst_flow,
                 alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
@@ -940,6 +949,12 @@ class BatchSim:
             raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
         m.events = max(r[0] for r in per_range)
         m.solver_iterations = sum(r[1] for r in per_range)
+        if len(per_range) == 1:
+            m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills = per_range[0][4:8]
+        else:
+            m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills = (
+                sum(r[k] for r in per_range) for k in range(4, 8)
+            )
         return m
 
     def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
