@@ -135,12 +135,26 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}")
-    print(f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}")
+    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}  intervals {out['steps']}")
+    print(
+        f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}   (mean communication time per iteration)"
+    )
     for j in out["jobs"]:
         print(
             f"  {j['name']:<16}{j['fluid_comm_ms']:>10.3f}{j['ns3_comm_ms']:>10.3f}{100 * j['rel_error']:>+8.2f}%"
         )
+    if out["steps"] > 1:
+        print("  per interval (iterations fluid/ns-3, fluid ms, ns-3 ms, error):")
+        for j in out["jobs"]:
+            cells = []
+            for iv in j["intervals"]:
+                a, b, e = iv["fluid_comm_ms"], iv["ns3_comm_ms"], iv["rel_error"]
+                cells.append(
+                    f"{iv['fluid_iterations']}/{iv['ns3_iterations']} "
+                    + (f"{a:.2f}" if a is not None else "-") + " " + (f"{b:.2f}" if b is not None else "-")
+                    + (f" {100 * e:+.1f}%" if e is not None else "")
+                )  # fmt: skip
+            print(f"  {j['name']:<16}" + " | ".join(cells))
     print(f"  wall: fluid {out['fluid_wall_s'] * 1e3:.2f} ms, ns-3 {out['ns3_wall_s']:.2f} s")
     return 0
 
@@ -412,9 +426,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("crosscheck", help="compare the fluid model with ns-3 packets (extra: ns3)")
     s.add_argument("scenario", help="scenario name or YAML path (cross-check cases: xc-ring-8, ...)")
-    s.add_argument("--policy", default="ecmp", help="any policy of evaluate: ecmp, spray, lp, ppo:PATH, ...")
+    s.add_argument(
+        "--policy",
+        default="ecmp",
+        help="any policy of evaluate: ecmp, spray, lp, lp+bg, pretrained, ppo:PATH, ...",
+    )
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--steps", type=int, default=1, help="decision intervals to simulate in both")
+    s.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="decision intervals to simulate in both (default: dynamics.episode_steps)",
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_crosscheck)
 
