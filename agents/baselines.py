@@ -10,15 +10,18 @@ The baselines are the engine-level policies of :mod:`ainet_gym.routing.policies`
 - ``greedy``: the reactive router: connections placed one by one on the candidate path that was least
   loaded in the *last* interval (a step late when the congestion moves);
 - ``lp``: the optimum: minimise the maximum offered link utilisation of the interval's known demand over
-  the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``.
+  the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``;
+- ``greedy+bg``, ``lp+bg``: the same algorithms over every multi-path connection, background included
+  (the optimiser of the ``jobs+bg`` class: compare agents in the ``ecmp_weights`` and ``split_bg`` modes
+  with it, not with ``lp``).
 
 The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.routing.policies`.
 
 **Which traffic a policy controls** (``agent.controls``, a column of every evaluation table):
 ``none`` (ECMP), ``jobs`` (the jobs' connections; background stays on static ECMP: ``spray``, ``wcmp``,
 ``greedy``, ``lp`` and agents in the ``split`` and ``path`` modes) or ``jobs+bg`` (background too:
-``spray+bg``, ``wcmp+bg`` and agents in the ``ecmp_weights`` mode, whose switch weights apply to every
-packet). A fair comparison sets policies of the same class side by side.
+``spray+bg``, ``wcmp+bg``, ``greedy+bg``, ``lp+bg`` and agents in the ``ecmp_weights`` and ``split_bg``
+modes, which route every packet). A fair comparison sets policies of the same class side by side.
 
 :func:`engine_split` gives the split ``(connections, max_paths)`` that ``core.step_split`` takes: the
 evaluator runs the baselines this way, exactly. :func:`baseline_actions` expresses the same policy
@@ -35,11 +38,21 @@ greedy     exact                          exact                            appro
 lp         exact                          approx.: balanced rounding       approx.: induced shares
 spray+bg   exact for job traffic [2]_     approx.: balanced rounding       exact [1]_
 wcmp+bg    exact for job traffic [2]_     approx.: balanced rounding       exact
+greedy+bg  exact for job traffic [2]_     exact for job traffic [2]_       approx.: induced shares
+lp+bg      exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
 =========  =============================  ===============================  ============================
 
 .. [1] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
    spreads evenly over the live *paths*, per-hop weights cannot always express that).
 .. [2] In the ``split`` and ``path`` modes background traffic always follows static ECMP.
+
+In the ``split_bg`` mode (a slot per connection, background included) every baseline is exact, for all
+traffic.
+
+In the discrete ``choose`` and ``choose_bg`` modes (one of K plans per interval,
+:data:`ainet_gym.routing.plans.PLANS`) a baseline that is one of the mode's plans is exact (its index);
+any other is the plan whose split is closest to it on the connections the mode routes (L1 distance,
+ties: the lower index).
 
 - *exact*: the env decodes the actions into the engine-level split (up to float32 round-off);
   ``tests/test_agents.py`` checks every cell marked exact.
@@ -61,7 +74,8 @@ import numpy as np
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import ACTION_MODES
-from ainet_gym.routing.policies import POLICIES, get_policy, place_least_loaded
+from ainet_gym.routing.plans import CHOOSE_MODES, PLANS, plan_split
+from ainet_gym.routing.policies import POLICIES, controlled_connections, get_policy, place_least_loaded
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -77,7 +91,9 @@ __all__ = [
     "split_to_actions",
 ]
 
-BASELINES: tuple[str, ...] = ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg")
+BASELINES: tuple[str, ...] = (
+    "ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg",
+)  # fmt: skip
 
 #: (baseline, action mode) pairs whose actions decode to the engine-level split exactly (for job
 #: traffic in the split and path modes, where background follows ECMP; for all traffic in
@@ -91,11 +107,19 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
         ("lp", "split"),
         ("spray+bg", "split"),
         ("wcmp+bg", "split"),
+        ("greedy+bg", "split"),
+        ("lp+bg", "split"),
+        *(
+            (name, "split_bg")
+            for name in ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg")
+        ),
         ("ecmp", "path"),
         ("greedy", "path"),
+        ("greedy+bg", "path"),
         ("spray+bg", "ecmp_weights"),
         ("wcmp+bg", "ecmp_weights"),
     }
+    | {(p, mode) for mode, cls in CHOOSE_MODES.items() for p in PLANS[cls]}
 )
 
 
@@ -105,6 +129,8 @@ def controls(policy: str, action_mode: str | None = None) -> str:
     from ainet_gym.routing.policies import CONTROLS
 
     c = CONTROLS[policy]
+    if action_mode in CHOOSE_MODES:  # the agent picks among the plans of one class
+        return CHOOSE_MODES[action_mode]
     if action_mode == "ecmp_weights" and c != "none":
         return "jobs+bg"
     if action_mode in ("split", "path") and c == "jobs+bg":
@@ -160,6 +186,24 @@ def _induced_weights(core: EnvCore, split: np.ndarray) -> np.ndarray:
     return safe_divide(load, top, 1.0)
 
 
+def _nearest_plan(core: EnvCore, split: np.ndarray, policy: str | None) -> np.ndarray:
+    """(batch,) int64: the index of ``policy`` among the core's plans, else each instance's plan whose
+    split is closest to ``split`` (L1 over the connections the mode routes; ties: the lower index)."""
+    if policy in core.plans:
+        return np.full(core.batch, core.plans.index(policy), dtype=np.int64)
+    w = core.world
+    sim = w.sim
+    assert sim is not None
+    routed = controlled_connections(w) if core.plan_class == "jobs" else np.ones(sim.n_conns, dtype=bool)
+    inst = sim.unit_inst[sim.conn_unit]
+    dist = np.empty((core.batch, len(core.plans)))
+    for k in range(len(core.plans)):
+        plan = plan_split(w, core.last_result, np.full(core.batch, k), core.plans)
+        err = np.where(routed, np.abs(plan - split).sum(axis=1), 0.0)
+        dist[:, k] = np.bincount(inst, weights=err, minlength=core.batch)
+    return np.argmin(dist, axis=1).astype(np.int64)
+
+
 def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None) -> np.ndarray:
     """Actions ``(batch, *action_space.shape)`` (float32 or int64) that express ``split`` in the
     core's action mode (see the module docstring for what is exact).
@@ -169,7 +213,9 @@ def split_to_actions(core: EnvCore, split: np.ndarray, policy: str | None = None
     """
     B, S, P = core.batch, core.n_slots, core.P
     mode = core.action_mode
-    if mode == "split":
+    if core.plans:
+        return _nearest_plan(core, split, policy)
+    if mode in ("split", "split_bg"):
         a = np.zeros((B, S, P))
         ctrl = core.controllable
         a[ctrl] = 2.0 * split[core.slot_connection[ctrl]] - 1.0
@@ -238,6 +284,8 @@ _DESCRIPTIONS = {
     "wcmp+bg": "capacity-weighted ECMP of all traffic, background included",
     "greedy": "reactive: least loaded candidate path in the last interval",
     "lp": "LP optimum: min max offered link utilisation (HiGHS)",
+    "greedy+bg": "greedy over all traffic, background included",
+    "lp+bg": "LP optimum over all traffic, background included (the optimiser of the jobs+bg class)",
 }
 
 for _name in BASELINES:

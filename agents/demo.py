@@ -5,10 +5,11 @@
    next hop, applied to all traffic, so it can also steer the checkpoint background), a [128, 128]
    MLP, 16 copies of the env in one batched engine, logging to TensorBoard;
 2. evaluate it against every baseline on held-out seeds: ECMP, spray, WCMP, greedy and the LP route
-   only the jobs' traffic; ``spray+bg`` and ``wcmp+bg`` move the background too, as the agent does;
-3. print first the comparison of the learned policy with each baseline (difference of mean GPU
-   utilisation, and whether the 95% confidence intervals separate), then the table, the figure and
-   the logs.
+   only the jobs' traffic (class ``jobs``); ``spray+bg``, ``wcmp+bg``, ``greedy+bg`` and ``lp+bg`` move
+   the background too, as the agent does (class ``jobs+bg``, the agent's own);
+3. print first the comparison of the learned policy with each baseline of its own class (difference of
+   mean GPU utilisation, and whether the 95% confidence intervals separate), then with the other
+   classes (which control other traffic: not like for like), then the table, the figure and the logs.
 
 The budget (:data:`DEMO_TIMESTEPS`, 80 PPO updates of 16 x 48 steps): ``ainet-gym demo`` trained in
 104 s (593 steps/s) and finished in 128 s on a 2-core machine shared with other jobs (6.3 minutes at
@@ -50,31 +51,49 @@ DEMO_SEEDS = [1, 2, 3, 4, 5]
 #: ``--quick`` (what CI runs): a smoke run of the whole pipeline, not a result.
 QUICK_TIMESTEPS = 4_096
 QUICK_SEEDS = [1, 2]
-BASELINE_POLICIES = ["ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg"]
-#: the baselines the learned policy is compared with first, in this order
-COMPARE_FIRST = ["spray", "wcmp", "greedy", "spray+bg", "wcmp+bg", "lp"]
+BASELINE_POLICIES = ["ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg"]
+#: the baselines the learned policy is compared with, in this order (those of its own class first)
+COMPARE_FIRST = [
+    "spray", "wcmp", "greedy", "spray+bg", "wcmp+bg", "greedy+bg", "predictive-greedy",
+    "predictive-greedy+bg", "lp", "predictive-lp", "lp+bg", "predictive-lp+bg",
+]  # fmt: skip
 #: ``ainet-gym demo`` without ``--out`` writes to a fresh ``{DEFAULT_OUT}/{run name}``.
 DEFAULT_OUT = "out/demo"
 
 
 def comparison(result: dict, learned: str = "ppo") -> str:
-    """One line per baseline of :data:`COMPARE_FIRST`: the learned policy's mean GPU utilisation minus
-    the baseline's, and ``beats``/``loses``/``overlaps`` by the 95% confidence intervals."""
+    """The learned policy against the baselines of :data:`COMPARE_FIRST` that were evaluated: first those
+    of its own class (``controls``), then, under a line that says so, those of other classes. One line
+    per baseline: ``beats``/``loses to``/``overlaps`` by the 95% confidence intervals and the difference
+    of mean GPU utilisation."""
     p = result["policies"]
     me = p[learned]
     g = me["gpu_utilization"]
     lo, hi = g["ci95"] or [g["mean"], g["mean"]]
     lines = [f"{learned} (controls {me['controls']}): GPU utilisation {g['mean']:.3f} [{lo:.3f}, {hi:.3f}]"]
-    for b in COMPARE_FIRST:
-        if b not in p:
-            continue
+    present = [b for b in COMPARE_FIRST if b in p]
+    own = [b for b in present if p[b]["controls"] == me["controls"]]
+    other = [b for b in present if b not in own]
+
+    def line(b: str) -> str:
         bg = p[b]["gpu_utilization"]
         blo, bhi = bg["ci95"] or [bg["mean"], bg["mean"]]
         verdict = "beats" if lo > bhi else ("loses to" if hi < blo else "overlaps")
-        lines.append(
+        return (
             f"  {verdict:<9} {b:<9} ({p[b]['controls']:<7}) {bg['mean']:.3f} [{blo:.3f}, {bhi:.3f}]  "
             f"difference {g['mean'] - bg['mean']:+.3f}"
         )
+
+    if own:
+        lines.append(f" its own class ({me['controls']}: the same traffic):")
+        lines += [line(b) for b in own]
+    if other:
+        lines.append(" other classes (they control other traffic: not like for like):")
+        lines += [line(b) for b in other]
+    twin = next((n for n, d in p.items() if d["controls"] == "reference"), None)
+    share = me.get("twin_gap_share") or {}
+    if twin is not None and share.get("mean") is not None:
+        lines.append(f" share of the ECMP-to-{twin} gap (clairvoyant reference): {share['mean']:.2f}")
     return "\n".join(lines)
 
 
@@ -138,13 +157,16 @@ def demo_main(args: argparse.Namespace) -> int:
     print(markdown_table(result))
     print()
     p = result["policies"]
-    ppo, ecmp, lp = p["ppo"], p["ecmp"], p["lp"]
+    ppo, ecmp = p["ppo"], p["ecmp"]
+    lp_name = ppo["lp_reference"] or "lp"
+    lp = p[lp_name]
     m = ppo["gpu_utilization_vs_ecmp"]
     ci = m["ci95"] or [m["mean"], m["mean"]]
     print(
-        f"PPO vs static ECMP: GPU utilisation {ppo['gpu_utilization']['mean']:.3f} vs "
+        f"PPO ({ppo['controls']}) vs static ECMP: GPU utilisation {ppo['gpu_utilization']['mean']:.3f} vs "
         f"{ecmp['gpu_utilization']['mean']:.3f} ({m['mean']:+.3f}, 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]); "
-        f"LP optimum {lp['gpu_utilization']['mean']:.3f} (PPO gap to LP {100 * ppo['gap_to_lp']:+.1f}%)"
+        f"the LP of its class, {lp_name}: {lp['gpu_utilization']['mean']:.3f} "
+        f"(PPO gap to it {100 * ppo['gap_to_lp']:+.1f}%)"
     )
     f = result["files"]
     print(f"table: {f['table']}   CSV: {f['csv']}   JSON: {f['json']}")

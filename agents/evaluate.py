@@ -18,14 +18,20 @@ Metrics (per episode, then mean and 95% confidence interval over episodes, Stude
   episode's job-iterations (an interval's mean step time counts once per iteration it completed);
 - ``p99_step_time_ratio``: the 99th percentile over all job-iterations of all episodes (pooled);
 - ``max_link_utilization``: the most utilised network link of each interval, mean over the episode;
-- ``gap_to_lp``: ``(lp - policy) / lp`` of the mean GPU utilisation; negative when a policy beats the
-  LP, which minimises the *offered* maximum link utilisation of the interval's average demand, not the
-  GPU utilisation of the bursty, coupled transfers;
+- ``gap_to_lp``: ``(lp - policy) / lp`` of the mean GPU utilisation, against the LP *of the policy's
+  class* (``lp_reference``: ``lp+bg`` for a ``jobs+bg`` policy, else ``lp``); negative when a policy
+  beats that LP, which minimises the *offered* maximum link utilisation of the interval's peak demand,
+  not the GPU utilisation of the bursty, coupled transfers;
 - ``gpu_utilization_vs_ecmp``: the paired difference ``policy - ecmp`` of GPU utilisation over the same
-  episodes, mean and 95% CI (the margin over the default routing).
+  episodes, mean and 95% CI (the margin over the default routing);
+- ``twin_gap_share`` (when ``twin``, the clairvoyant planner, is evaluated): the policy's share of the
+  ECMP-to-twin gap, ``(policy - ecmp) / (twin - ecmp)`` of the mean GPU utilisations (1: as good as the
+  planner that sees the future), with the paired CI of ``policy - ecmp`` over ``twin - ecmp``.
 
-``ecmp`` and ``lp`` are always evaluated (added at the end of the list if missing): they are the
-references of the last two metrics. Episode ``e`` of seed ``s`` uses env seed ``s + 100_003 * e`` (the
+``ecmp`` and ``lp`` are always evaluated (added at the end of the list if missing), and ``lp+bg`` when a
+policy of the ``jobs+bg`` class is: they are the references of these metrics. Tables group the rows by
+class (the classes of learned policies first, the reference ``twin`` last), so that a learned policy is
+read first beside the baselines that control the same traffic. Episode ``e`` of seed ``s`` uses env seed ``s + 100_003 * e`` (the
 first episode of seed ``s`` is seed ``s`` itself).
 """
 
@@ -68,6 +74,9 @@ DEFAULT_OUT = "out/eval"
 #: Largest evaluation seed: episode seeds ``seed + EPISODE_SEED_STRIDE * episode`` stay below 2**63.
 MAX_SEED = 2**62
 REFERENCES = ("ecmp", "lp")
+#: the LP of each class (the reference of ``gap_to_lp``), and the order of the classes in tables
+CLASS_LP = {"none": "lp", "jobs": "lp", "jobs+bg": "lp+bg"}
+CLASSES = ("none", "jobs", "jobs+bg", "reference")
 
 
 @dataclass
@@ -96,13 +105,14 @@ class PolicyRun:
     """Raw per-episode records of one policy (E episodes, T intervals, J job slots)."""
 
     name: str
-    controls: str  # none | jobs | jobs+bg: the traffic the policy routes
+    controls: str  # none | jobs | jobs+bg: the traffic the policy routes (reference: the twin)
     gpu: np.ndarray  # (E, T) GPU utilisation per interval
     max_link: np.ndarray  # (E, T) max network link utilisation per interval
     collisions: np.ndarray  # (E, T)
     ratio: np.ndarray  # (E, T, J) actual / ideal step time, 0 where no iteration completed
     iterations: np.ndarray  # (E, T, J) iterations completed
     seconds: float
+    learned: bool = False  # a learned (action-level, not a baseline) policy
 
 
 def parse_seeds(text: str | list[int]) -> list[int]:
@@ -194,16 +204,32 @@ def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
         ok = (it > 0) & (ideal > 0)
         iters[:, t] = np.where(ok, it, 0)
         ratio[:, t] = np.where(ok, safe_divide(st, ideal), 0.0)
-    return PolicyRun(agent.name, agent_controls(agent), gpu, mlu, col, ratio, iters, time.time() - t0)
+    return PolicyRun(
+        agent.name, agent_controls(agent), gpu, mlu, col, ratio, iters, time.time() - t0, is_learned(agent)
+    )
 
 
 def agent_controls(agent: Agent) -> str:
     """The traffic ``agent`` routes: its ``controls`` attribute, else from its action mode
-    (``ecmp_weights``: ``jobs+bg``; ``split``, ``path``: ``jobs``)."""
+    (``ecmp_weights``, ``split_bg``: ``jobs+bg``; ``split``, ``path``: ``jobs``; ``choose``, ``choose_bg``: their
+    plans')."""
     c = getattr(agent, "controls", None)
     if c is not None:
         return str(c)
-    return "jobs+bg" if agent.env_kwargs.get("action_mode") == "ecmp_weights" else "jobs"
+    from ainet_gym.routing.plans import CHOOSE_MODES
+
+    mode = agent.env_kwargs.get("action_mode")
+    if mode in CHOOSE_MODES:
+        return CHOOSE_MODES[mode]
+    return "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs"
+
+
+def is_learned(agent: Agent) -> bool:
+    """Whether ``agent`` is a learned policy (not a heuristic, predictive or reference baseline)."""
+    from ainet_gym.agents.baselines import BaselineAgent
+    from ainet_gym.agents.predictive import PredictiveAgent
+
+    return not isinstance(agent, BaselineAgent | PredictiveAgent) and agent_controls(agent) != "reference"
 
 
 def _episode_ratio(run: PolicyRun) -> np.ndarray:
@@ -221,22 +247,36 @@ def _ratio_samples(run: PolicyRun) -> np.ndarray:
     return np.repeat(run.ratio.reshape(-1), w)
 
 
+def class_lp(controls: str, available: Any) -> str | None:
+    """The LP that a policy of class ``controls`` is compared with (:data:`CLASS_LP`), if it is among
+    ``available`` (names); a ``jobs+bg`` policy falls back to ``lp`` when ``lp+bg`` was not run."""
+    want = CLASS_LP.get(controls, "lp+bg" if "lp+bg" in available else "lp")
+    if want in available:
+        return want
+    return "lp" if "lp" in available else None
+
+
 def summarize(runs: dict[str, PolicyRun]) -> dict[str, dict[str, Any]]:
     """The per-policy summary of the JSON (see the module docstring)."""
     out: dict[str, dict[str, Any]] = {}
-    lp = runs["lp"].gpu.mean(axis=1) if "lp" in runs else None
     ecmp = runs["ecmp"].gpu.mean(axis=1) if "ecmp" in runs else None
+    twin = next((r.gpu.mean(axis=1) for r in runs.values() if r.controls == "reference"), None)
     for name, run in runs.items():
         g = run.gpu.mean(axis=1)
         samples = _ratio_samples(run)
+        ref = class_lp(run.controls, runs)
+        lp = runs[ref].gpu.mean(axis=1) if ref is not None else None
         d: dict[str, Any] = {
             "controls": run.controls,
+            "learned": run.learned,
             "gpu_utilization": mean_ci95(g),
             "step_time_ratio": mean_ci95(_episode_ratio(run)),
             "p99_step_time_ratio": float(np.percentile(samples, 99)) if samples.size else None,
             "max_link_utilization": mean_ci95(run.max_link.mean(axis=1)),
             "gap_to_lp": None,
+            "lp_reference": ref,
             "gpu_utilization_vs_ecmp": None,
+            "twin_gap_share": None,
             "collisions": float(run.collisions.mean()),
             "episodes": int(g.shape[0]),
             "seconds": run.seconds,
@@ -245,8 +285,40 @@ def summarize(runs: dict[str, PolicyRun]) -> dict[str, dict[str, Any]]:
             d["gap_to_lp"] = float((lp.mean() - g.mean()) / lp.mean())
         if ecmp is not None:
             d["gpu_utilization_vs_ecmp"] = mean_ci95(g - ecmp)
+            if twin is not None:
+                d["twin_gap_share"] = gap_share(g, ecmp, twin)
         out[name] = d
     return out
+
+
+#: below this ECMP-to-twin gap in GPU utilisation the share of the gap is not reported
+MIN_TWIN_GAP = 0.005
+
+
+def gap_share(g: np.ndarray, ecmp: np.ndarray, twin: np.ndarray) -> dict[str, Any]:
+    """``(policy - ecmp) / (twin - ecmp)`` of the mean GPU utilisations over episodes, with the paired
+    95% CI of ``policy - ecmp`` divided by the mean gap (its own uncertainty left out); means None when
+    the gap is below :data:`MIN_TWIN_GAP`."""
+    gap = float(twin.mean() - ecmp.mean())
+    if gap < MIN_TWIN_GAP:
+        return {"mean": None, "ci95": None}
+    d = mean_ci95(g - ecmp)
+    ci = d["ci95"]
+    return {"mean": d["mean"] / gap, "ci95": None if ci is None else [ci[0] / gap, ci[1] / gap]}
+
+
+def table_order(policies: dict[str, dict[str, Any]]) -> list[str]:
+    """The rows of a table grouped by class: the classes of learned policies first (each learned
+    policy at the top of its class), then ``none``, ``jobs``, ``jobs+bg``, the reference last."""
+    first = [d["controls"] for d in policies.values() if d.get("learned")]
+    order = list(dict.fromkeys([*first, *[c for c in CLASSES if c != "reference"]]))
+    order += [c for d in policies.values() if (c := d["controls"]) not in order and c != "reference"]
+    order.append("reference")
+    rows: list[str] = []
+    for c in order:
+        names = [n for n, d in policies.items() if d["controls"] == c]
+        rows += sorted(names, key=lambda n: not policies[n].get("learned"))  # stable: learned first
+    return rows
 
 
 def _label(agent: Agent, spec: str, taken: set[str]) -> str:
@@ -298,6 +370,12 @@ def prepare(cfg: EvalConfig) -> tuple[Scenario, list[tuple[str, Agent, EnvCore]]
         core.reset(episode_seeds(seeds, cfg.episodes))  # builds the world so that check() sees shapes
         agent.check(core)
         prepared.append((label, agent, core))
+    if any(agent_controls(a) == "jobs+bg" for _, a, _ in prepared) and "lp+bg" not in taken:
+        agent = make_agent("lp+bg")  # the reference of gap_to_lp for the jobs+bg class
+        core = EnvCore(scenario, batch=batch, episode_steps=cfg.steps, info_keys=("collisions",))
+        core.reset(episode_seeds(seeds, cfg.episodes))
+        agent.check(core)
+        prepared.append(("lp+bg", agent, core))
     return scenario, prepared
 
 
@@ -346,19 +424,27 @@ TABLE_COLUMNS = (
     "step time / ideal",
     "p99 step / ideal",
     "max link util",
-    "gap to LP",
+    "gap to LP of its class",
     "GPU util vs ECMP",
-    "controls",
+    "class (controls)",
 )
+#: the column added when the clairvoyant ``twin`` was evaluated
+TWIN_COLUMN = "share of ECMP-to-twin gap"
 
 
 def markdown_table(result: dict[str, Any]) -> str:
-    """The results as a markdown table (means with [95% CI])."""
+    """The results as a markdown table (means with [95% CI]), rows grouped by class
+    (:func:`table_order`); with a ``twin`` row, a last column gives each policy's share of the
+    ECMP-to-twin gap."""
+    pols = result["policies"]
+    twin = any(d["controls"] == "reference" for d in pols.values())
+    cols = (*TABLE_COLUMNS, TWIN_COLUMN) if twin else TABLE_COLUMNS
     lines = [
-        "| " + " | ".join(TABLE_COLUMNS) + " |",
-        "|" + "|".join(["---"] + ["---:"] * (len(TABLE_COLUMNS) - 1)) + "|",
+        "| " + " | ".join(cols) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(cols) - 2) + ["---"] + (["---:"] if twin else [])) + "|",
     ]
-    for name, d in result["policies"].items():
+    for name in table_order(pols):
+        d = pols[name]
         gap = "-" if d["gap_to_lp"] is None else f"{100 * d['gap_to_lp']:+.1f}%"
         cells = [
             name,
@@ -370,6 +456,8 @@ def markdown_table(result: dict[str, Any]) -> str:
             _fmt_ci(d["gpu_utilization_vs_ecmp"], signed=True),
             d.get("controls", "jobs"),
         ]
+        if twin:
+            cells.append(_fmt_ci(d.get("twin_gap_share"), nd=2))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -391,12 +479,19 @@ def controls_note(result: dict[str, Any]) -> str | None:
     by: dict[str, list[str]] = {}
     for name, d in result["policies"].items():
         by.setdefault(d.get("controls", "jobs"), []).append(name)
+    notes = []
     if "jobs" in by and "jobs+bg" in by:
-        return (
+        notes.append(
             f"note: {', '.join(by['jobs+bg'])} also route background traffic, which "
-            f"{', '.join(by['jobs'])} leave on static ECMP: compare within each 'controls' class"
+            f"{', '.join(by['jobs'])} leave on static ECMP: compare within each class (gap to LP: the LP "
+            "of the policy's class)"
         )
-    return None
+    if "reference" in by:
+        notes.append(
+            f"note: {', '.join(by['reference'])} sees the future (a clairvoyant reference, not a "
+            "competitor): shown apart, last"
+        )
+    return "\n".join(notes) or None
 
 
 def write_outputs(result: dict[str, Any], runs: dict[str, PolicyRun], out: Path) -> dict[str, str]:
@@ -417,7 +512,14 @@ def write_outputs(result: dict[str, Any], runs: dict[str, PolicyRun], out: Path)
         head = ["policy", "controls"]
         for k in keys:
             head += [f"{k}_mean", f"{k}_ci95_lo", f"{k}_ci95_hi"]
-        head += ["p99_step_time_ratio", "gap_to_lp", "collisions", "episodes"]
+        head += [
+            "p99_step_time_ratio",
+            "gap_to_lp",
+            "lp_reference",
+            "twin_gap_share",
+            "collisions",
+            "episodes",
+        ]
         wr.writerow(head)
         for name, d in result["policies"].items():
             row: list[Any] = [name, d.get("controls", "jobs")]
@@ -425,7 +527,9 @@ def write_outputs(result: dict[str, Any], runs: dict[str, PolicyRun], out: Path)
                 v = d[k] or {}
                 ci = v.get("ci95") or [None, None]
                 row += [v.get("mean"), *ci]
-            row += [d["p99_step_time_ratio"], d["gap_to_lp"], d["collisions"], d["episodes"]]
+            share = (d.get("twin_gap_share") or {}).get("mean")
+            row += [d["p99_step_time_ratio"], d["gap_to_lp"], d["lp_reference"], share]
+            row += [d["collisions"], d["episodes"]]
             wr.writerow(["" if x is None else x for x in row])
     with open(files["episodes_csv"], "w", newline="") as fh:
         wr = csv.writer(fh)

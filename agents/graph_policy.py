@@ -107,13 +107,24 @@ class GraphPolicyConfig:
     log_std_init: float = -1.0
 
     def check(self) -> None:
-        """Raise ``ValueError`` naming a bad field."""
-        for name, lo in (("history", 1), ("hidden", 1), ("rounds", 0)):
+        """Raise ``ValueError`` naming a bad field (each integer within the ceilings of
+        :data:`ainet_gym.agents.model_files.MODEL_LIMITS`, as any network rebuilt from a file)."""
+        from ainet_gym.agents.model_files import MODEL_LIMITS
+        from ainet_gym.scenario.loader import LIMITS
+
+        for name, lo, hi in (
+            ("history", 1, int(LIMITS["history_max"])),
+            ("hidden", 1, MODEL_LIMITS["width_max"]),
+            ("rounds", 0, MODEL_LIMITS["layers_max"]),
+        ):
             v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-                raise ValueError(f"graph policy {name} = {v!r}: must be an integer >= {lo}")
-        if not np.isfinite(self.log_std_init):
-            raise ValueError(f"graph policy log_std_init = {self.log_std_init!r}: must be finite")
+            if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+                shown = repr(v)[:40]
+                raise ValueError(f"graph policy {name} = {shown}: must be an integer in [{lo}, {hi:,}]")
+        if not (isinstance(self.log_std_init, int | float) and -20 <= self.log_std_init <= 5):
+            raise ValueError(
+                f"graph policy log_std_init = {self.log_std_init!r}: must be a finite number in [-20, 5]"
+            )
 
 
 def _mlp(n_in: int, n_hidden: int, n_out: int) -> torch.nn.Module:
@@ -321,32 +332,35 @@ def load_graph_policy(path: str | os.PathLike) -> tuple[torch.nn.Module, dict[st
     ValueError
         If it is not a graph-policy checkpoint (any other file, or one with other keys or shapes).
     """
-    import pickle
-    import zipfile
+    from ainet_gym.agents.model_files import ModelFileError, existing, load_tensors
 
-    import torch
-
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"graph:{path}: checkpoint file not found")
+    what = f"graph:{path}"
+    p = existing(path, what)
     try:
-        blob = torch.load(p, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, ValueError) as e:
-        raise ValueError(
-            f"graph:{path}: not a graph-policy checkpoint (python -m ainet_gym.agents.graph_policy train): {e}"
+        blob = load_tensors(p, what)
+    except ModelFileError as e:
+        raise ModelFileError(
+            f"{e} (not a graph-policy checkpoint: train one with python -m ainet_gym.agents.graph_policy train)"
         ) from None
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
-        raise ValueError(
-            f"graph:{path}: not a graph-policy checkpoint (format {FORMAT!r} expected; "
+        raise ModelFileError(
+            f"{what}: not a graph-policy checkpoint (format {FORMAT!r} expected; "
             "train one with python -m ainet_gym.agents.graph_policy train)"
         )
+    missing = [k for k in ("config", "state_dict") if k not in blob]
+    if missing or not isinstance(blob["config"], dict) or not isinstance(blob["state_dict"], dict):
+        raise ModelFileError(f"{what}: malformed graph-policy checkpoint (config and state_dict expected)")
     try:
         cfg = GraphPolicyConfig(**blob["config"])
+        cfg.check()
         module = GraphActorCritic(cfg)
         module.load_state_dict(blob["state_dict"])
         info = json.loads(blob.get("info", "{}"))
-    except (TypeError, KeyError, RuntimeError, json.JSONDecodeError) as e:
-        raise ValueError(f"graph:{path}: malformed graph-policy checkpoint: {e}") from None
+        if not isinstance(info, dict):
+            raise TypeError("info is not a JSON object")
+    except (TypeError, KeyError, RuntimeError, ValueError, RecursionError) as e:
+        text = " ".join(str(e).split())[:200]
+        raise ModelFileError(f"{what}: malformed graph-policy checkpoint: {text}") from None
     module.eval()
     return module, info
 

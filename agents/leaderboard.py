@@ -4,15 +4,17 @@ For each env id of :data:`ainet_gym.envs.registration.ENV_IDS` (its default scen
 baseline (:data:`ainet_gym.agents.baselines.BASELINES`), the predict-then-route baselines and, where one is
 shipped, the ``pretrained`` checkpoint, on the same held-out seeds (:data:`LEADERBOARD_SEEDS`, 1-10;
 training uses seeds >= 1,000,000), through :func:`ainet_gym.agents.evaluate.evaluate`. It prints and writes a
-table of mean GPU utilisation with its 95% confidence interval, the traffic each policy controls, and
-the LP-normalised score
+table of mean GPU utilisation with its 95% confidence interval, the class of each row (the traffic the
+policy controls: ``none``, ``jobs`` or ``jobs+bg``), and the LP-normalised score
 
-    score = (policy - ECMP) / (LP - ECMP)
+    score = (policy - ECMP) / (LP of its class - ECMP)
 
-of the mean GPU utilisations: 0 is static ECMP, 1 the LP reference (which routes only the jobs'
-traffic), above 1 beats it. Its interval is the paired CI of ``policy - ECMP`` over the episodes
-divided by ``LP - ECMP`` (the uncertainty of the denominator is left out; ``-`` when ``LP - ECMP``
-is below 0.005, where the score means nothing). Files: ``leaderboard.md``, ``leaderboard.csv``,
+of the mean GPU utilisations: 0 is static ECMP, 1 the LP of the policy's class (``lp`` for ``jobs``,
+which routes only the jobs' traffic; ``lp+bg`` for ``jobs+bg``, which routes the background too), above
+1 beats it. Its interval is the paired CI of ``policy - ECMP`` over the episodes divided by
+``LP - ECMP`` (the uncertainty of the denominator is left out; ``-`` when ``LP - ECMP`` is below
+0.005, where the score means nothing). Rows are grouped by class, the class of the shipped checkpoint
+first, best first within a class. Files: ``leaderboard.md``, ``leaderboard.csv``,
 ``leaderboard.json`` and ``leaderboard.png`` (score per env id and policy).
 
 Beside the env ids it ranks the same policies on every scenario a checkpoint is shipped for that no env
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ainet_gym.agents.evaluate import EvalConfig, evaluate, parse_seeds
+from ainet_gym.agents.outputs import check_out_files, fresh_dir, run_stamp
 from ainet_gym.agents.registry import parse_policies
 
 __all__ = [
@@ -46,7 +49,11 @@ __all__ = [
 ]
 
 LEADERBOARD_SEEDS: list[int] = list(range(1, 11))
-PREDICTIVE = ("predictive-greedy", "predictive-lp")
+#: Parent of the default output folders (``out/leaderboard/leaderboard__YYYYmmdd-HHMMSS``).
+DEFAULT_OUT = "out/leaderboard"
+#: Files ``leaderboard`` writes into its output directory.
+LEADERBOARD_FILES = tuple(f"leaderboard.{k}" for k in ("md", "csv", "json", "png"))
+PREDICTIVE = ("predictive-greedy", "predictive-lp", "predictive-greedy+bg", "predictive-lp+bg")
 #: below this LP - ECMP gap in GPU utilisation the normalised score is not reported
 MIN_GAP = 0.005
 
@@ -72,6 +79,7 @@ def checkpoint_scenarios() -> list[str]:
 
 
 def _score(d: dict[str, Any], ecmp: float, lp: float) -> dict[str, Any]:
+    """The LP-normalised score of a policy's summary ``d`` (see the module docstring)."""
     gap = lp - ecmp
     if gap < MIN_GAP:
         return {"mean": None, "ci95": None}
@@ -108,6 +116,10 @@ def leaderboard(
     extra_sc = checkpoint_scenarios() if scenarios is None else list(scenarios)
     # (row label, scenario): an env id with its default scenario, or a scenario under its own name
     jobs = [(i, ENV_IDS[i]) for i in ids] + [(load_scenario(sc).name, sc) for sc in extra_sc]
+    if not jobs:
+        raise ValueError(
+            "nothing to evaluate: no env id (--env-ids) and no scenario (--scenarios); give at least one"
+        )
     seeds = list(LEADERBOARD_SEEDS if seeds is None else seeds)
     rows: list[dict[str, Any]] = []
     runs: dict[str, Any] = {}
@@ -123,16 +135,20 @@ def leaderboard(
             )
         )
         pol = res["policies"]
-        ecmp, lp = pol["ecmp"]["gpu_utilization"]["mean"], pol["lp"]["gpu_utilization"]["mean"]
+        ecmp = pol["ecmp"]["gpu_utilization"]["mean"]
         for name, d in pol.items():
+            lp_name = d["lp_reference"] or "lp"
+            lp = pol[lp_name]["gpu_utilization"]["mean"]
             rows.append(
                 {
                     "env_id": env_id,
                     "scenario": load_scenario(scenario).name,
                     "policy": name,
                     "controls": d["controls"],
+                    "learned": d.get("learned", False),
                     "gpu_utilization": d["gpu_utilization"],
                     "p99_step_time_ratio": d["p99_step_time_ratio"],
+                    "lp_reference": lp_name,
                     "lp_normalized_score": _score(d, ecmp, lp),
                 }
             )
@@ -152,26 +168,32 @@ def _ci(d: dict[str, Any], nd: int = 3) -> str:
 
 
 def markdown(board: dict[str, Any]) -> str:
-    """The leaderboard as a markdown table (rows grouped by env id or scenario, best score first)."""
+    """The leaderboard as a markdown table: rows grouped by env id or scenario, then by class (the
+    classes of learned policies first, :func:`ainet_gym.agents.evaluate.table_order`), best first within
+    a class."""
+    from ainet_gym.agents.evaluate import table_order
+
     head = [
         "env id / scenario",
         "policy",
-        "controls",
+        "class (controls)",
         "GPU util [95% CI]",
         "LP-normalised score [95% CI]",
+        "LP of its class",
         "p99 step / ideal",
     ]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---:|"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---:|---:|---|---:|"]
     by_env: dict[str, list[dict[str, Any]]] = {}
     for r in board["rows"]:
         by_env.setdefault(r["env_id"], []).append(r)
     for env_id, rows in by_env.items():
         rows = sorted(rows, key=lambda r: -(r["gpu_utilization"]["mean"] or 0.0))
-        for r in rows:
+        ordered = table_order({r["policy"]: r for r in rows})
+        for r in sorted(rows, key=lambda r: ordered.index(r["policy"])):
             p99 = "-" if r["p99_step_time_ratio"] is None else f"{r['p99_step_time_ratio']:.2f}"
             lines.append(
                 f"| {env_id} | {r['policy']} | {r['controls']} | {_ci(r['gpu_utilization'])} | "
-                f"{_ci(r['lp_normalized_score'], 2)} | {p99} |"
+                f"{_ci(r['lp_normalized_score'], 2)} | {r.get('lp_reference', 'lp')} | {p99} |"
             )
     return "\n".join(lines)
 
@@ -220,12 +242,12 @@ def write(board: dict[str, Any], out: Path) -> dict[str, str]:
     with open(files["csv"], "w", newline="") as fh:
         wr = csv.writer(fh)
         wr.writerow(["env_id", "scenario", "policy", "controls", "gpu_utilization_mean", "gpu_ci95_lo",
-                     "gpu_ci95_hi", "lp_normalized_score", "p99_step_time_ratio"])  # fmt: skip
+                     "gpu_ci95_hi", "lp_normalized_score", "lp_reference", "p99_step_time_ratio"])  # fmt: skip
         for r in board["rows"]:
             g = r["gpu_utilization"]
             ci = g["ci95"] or [None, None]
             row = [r["env_id"], r["scenario"], r["policy"], r["controls"], g["mean"], *ci,
-                   r["lp_normalized_score"]["mean"], r["p99_step_time_ratio"]]  # fmt: skip
+                   r["lp_normalized_score"]["mean"], r.get("lp_reference", "lp"), r["p99_step_time_ratio"]]  # fmt: skip
             wr.writerow(["" if x is None else x for x in row])
     Path(files["json"]).write_text(json.dumps(board, indent=1) + "\n")
     plot(board, Path(files["png"]))
@@ -246,13 +268,25 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     scenarios = (
         None if scen is None else [s.strip() for s in scen.split(",") if s.strip() not in ("", "none")]
     )
+    if ids is not None and scenarios is not None and not ids and not scenarios:
+        raise ValueError(
+            f"--env-ids {args.env_ids!r} --scenarios {scen!r}: nothing to evaluate; give at least one env id "
+            "or scenario"
+        )
+    if args.out is None:  # a fresh run folder: a second plain run never collides
+        out = fresh_dir(DEFAULT_OUT, f"leaderboard__{run_stamp()}", create=False)
+    else:
+        out = check_out_files(args.out, bool(getattr(args, "overwrite", False)), LEADERBOARD_FILES)
     board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra, scenarios=scenarios)
-    write(board, Path(args.out))
+    write(board, out)
     if args.json:
         print(json.dumps(board))
         return 0
     print()
-    print(f"held-out seeds {','.join(map(str, board['seeds']))}; score = (policy - ECMP) / (LP - ECMP)")
+    print(
+        f"held-out seeds {','.join(map(str, board['seeds']))}; "
+        "score = (policy - ECMP) / (LP of the policy's class - ECMP)"
+    )
     print(markdown(board))
     f = board["files"]
     print(f"wrote {f['md']}, {f['csv']}, {f['json']}; figure: {f['png']}")

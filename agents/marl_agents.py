@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError
 from ainet_gym.agents.registry import register_agent
-from ainet_gym.agents.sb3_agents import check_fit
+from ainet_gym.agents.sb3_agents import check_fit, meta_history
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["MARL_KIND", "MarlAgent", "marl_metadata"]
 
 MARL_KIND = "per_switch"
+#: metadata keys a per-switch model must have (:func:`marl_metadata` writes them).
+MARL_KEYS = ("agents", "history", "observation_shape", "action_shape")
 
 
 def marl_metadata(env: Any, scenario_name: str, **extra: Any) -> dict[str, Any]:
@@ -66,12 +69,46 @@ class MarlAgent:
                 f"marl:{path}: not a per-switch model (no kind={MARL_KIND!r} in its metadata); "
                 "train one with examples/marl_ppo.py, or evaluate a centralised model as ppo:PATH"
             )
+        self._check_meta(f"marl:{path}")
         self.name = "marl"
         self.env_kwargs: dict[str, Any] = {
             "action_mode": "ecmp_weights",
-            "history": int(self.meta["history"]),
+            "history": meta_history(self.meta, f"marl:{path}"),
         }
         self.switches: Any = None
+
+    def _check_meta(self, what: str) -> None:
+        """Every key the agent reads from the metadata, present and of the right type (one line naming the
+        file and the key otherwise)."""
+        from ainet_gym.envs.multiagent import AGENT_TIERS
+
+        m = self.meta
+        missing = [k for k in MARL_KEYS if k not in m]
+        if missing:
+            raise ModelFileError(
+                f"{what}: its per-switch metadata lacks {', '.join(missing)} (written by examples/marl_ppo.py "
+                "with marl_metadata)"
+            )
+        if m["agents"] not in AGENT_TIERS:
+            raise ModelFileError(
+                f"{what}: metadata agents = {str(m['agents'])[:40]!r}; allowed: {', '.join(AGENT_TIERS)}"
+            )
+        for k in ("observation_shape", "action_shape"):
+            v = m[k]
+            ok = (
+                isinstance(v, list)
+                and len(v) == 1
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+            )
+            if not ok or not 1 <= v[0] <= MODEL_LIMITS["dim_max"]:
+                raise ModelFileError(
+                    f"{what}: metadata {k} = {str(v)[:40]}; allowed: [n], an integer n in "
+                    f"[1, {MODEL_LIMITS['dim_max']:,}]"
+                )
+        if not isinstance(m.get("withdraw_dead", True), bool):
+            raise ModelFileError(
+                f"{what}: metadata withdraw_dead = {m['withdraw_dead']!r}; allowed: true or false"
+            )
 
     def _view(self, core: EnvCore) -> Any:
         from ainet_gym.envs.multiagent import SwitchAgents

@@ -1,11 +1,14 @@
-"""Where ``train``, ``evaluate`` and ``demo`` write, one rule for the three.
+"""Where every command that writes puts its output: one rule for all of them (``train``, ``evaluate``,
+``demo``, ``export-fabric``, ``bench``, ``leaderboard``, ``sweep``).
 
-- ``--out PATH`` ending in ``.zip`` is the model file; any other ``--out`` is a directory that receives
-  ``model.zip`` (and the results of ``evaluate``/``demo``).
-- A default output folder gets a fresh run-named subfolder per run (``name``, then ``name-2``, ...), so
-  repeating a command never collides.
-- An explicit ``--out`` that holds an input model or earlier results is refused unless ``overwrite``.
-- ``--resume`` never writes over the model it resumes from, ``overwrite`` or not.
+- Existing files and result folders are never replaced without ``--overwrite``
+  (:func:`check_out_file`, :func:`check_out_files`, :func:`check_out_dir`, :func:`check_model_out`).
+- Never the command's own input, even with ``--overwrite``: the scenario file an ``export-fabric`` reads,
+  the model an ``evaluate`` or ``--resume`` reads (``inputs=``).
+- A default output folder gets a fresh run-named subfolder per run (``name``, then ``name-2``, ...:
+  :func:`fresh_dir`), so repeating a plain command never collides.
+- ``--out PATH`` ending in ``.zip`` is the model file of ``train``/``demo``; any other ``--out`` is a
+  directory that receives ``model.zip`` (and the results of ``evaluate``/``demo``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,17 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["MODEL_FILE", "RESULT_FILES", "check_model_out", "check_out_dir", "fresh_dir", "model_path"]
+__all__ = [
+    "MODEL_FILE",
+    "RESULT_FILES",
+    "check_model_out",
+    "check_out_dir",
+    "check_out_file",
+    "check_out_files",
+    "fresh_dir",
+    "model_path",
+    "run_stamp",
+]
 
 #: The model file inside an output directory.
 MODEL_FILE = "model.zip"
@@ -97,6 +110,87 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, inputs: Iterable[str 
             "choose another --out (or none: a fresh run folder)"
         )
     return d
+
+
+def _is_input(p: Path, inputs: Iterable[str | os.PathLike]) -> str | None:
+    """The input that ``p`` is (or holds, for a directory), if any."""
+    for inp in inputs:
+        q = Path(inp)
+        if _same(p, q):
+            return str(inp)
+        try:
+            if p.is_dir() and q.resolve().is_relative_to(p.resolve()):
+                return str(inp)
+        except OSError:
+            continue
+    return None
+
+
+def check_out_file(
+    path: str | os.PathLike, overwrite: bool, inputs: Iterable[str | os.PathLike] = (), flag: str = "--out"
+) -> Path:
+    """Check one output file: not empty, not a directory, never one of ``inputs`` (even with
+    ``overwrite``), and not an existing file unless ``overwrite``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``flag``, the path and what to do.
+    """
+    text = os.fspath(path)
+    if not text.strip():
+        raise ValueError(f"{flag} '': empty; expected a file path")
+    p = Path(text)
+    if p.is_dir():
+        raise ValueError(f"{flag} {text!r}: is a directory; expected a file path")
+    src = _is_input(p, inputs)
+    if src is not None:
+        raise ValueError(f"{flag} {text!r}: is this command's input {src!r}; it is never overwritten")
+    if p.exists() and not overwrite:
+        raise ValueError(f"{flag} {text!r}: exists; pass --overwrite to replace it, or choose another path")
+    return p
+
+
+def check_out_files(
+    out: str | os.PathLike,
+    overwrite: bool,
+    files: Iterable[str],
+    inputs: Iterable[str | os.PathLike] = (),
+    flag: str = "--out",
+) -> Path:
+    """Check an output directory that receives ``files`` (names inside it): not a file, none of the
+    ``inputs`` inside it (even with ``overwrite``), and none of ``files`` there already unless ``overwrite``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``flag``, the directory, what it holds and what to do.
+    """
+    text = os.fspath(out)
+    if not text.strip():
+        raise ValueError(f"{flag} '': empty; expected a directory")
+    d = Path(text)
+    if d.exists() and not d.is_dir():
+        raise ValueError(f"{flag} {text!r}: is a file; expected a directory for the results")
+    src = _is_input(d, inputs)
+    if src is not None:
+        raise ValueError(f"{flag} {text!r}: holds this command's input {src!r}; choose another directory")
+    if overwrite or not d.is_dir():
+        return d
+    held = [f for f in files if (d / f).exists()]
+    if held:
+        raise ValueError(
+            f"{flag} {text!r}: holds earlier output ({', '.join(held)}); pass --overwrite to replace it, "
+            "or choose another directory (or none: a fresh run folder)"
+        )
+    return d
+
+
+def run_stamp() -> str:
+    """A run name's time part, ``YYYYmmdd-HHMMSS`` (local time)."""
+    import time
+
+    return time.strftime("%Y%m%d-%H%M%S")
 
 
 def fresh_dir(base: str | os.PathLike, name: str, create: bool = True) -> Path:

@@ -1,4 +1,6 @@
-"""Predict-then-route baselines (DOTE-style, not RL): ``predictive-greedy`` and ``predictive-lp``.
+"""Predict-then-route baselines (DOTE-style, not RL): ``predictive-greedy`` and ``predictive-lp``, and
+their ``+bg`` versions (``predictive-greedy+bg``, ``predictive-lp+bg``) that route the background
+connections too (class ``jobs+bg``).
 
 The reactive router (``greedy``) routes on the *last* interval's measured load and the LP on the
 background scheduled for the next interval at its nominal rate; neither learns how the load of the
@@ -17,6 +19,10 @@ hash seeds and placements), features of link ``l`` at decision ``t``:
 - the offered utilisation of the background scheduled for interval ``t`` on its current (ECMP) paths,
   and the same for interval ``t-1`` (the schedule is part of the observation: ``scheduled_next``);
 - a constant.
+
+In the ``+bg`` versions the router places the background too, so the base load is that of the
+single-path transfers (a host's NIC links, intra-leaf hops), and the training data is collected under
+``spray+bg``.
 
 Target: the base utilisation of interval ``t``. Ridge-regularised normal equations (``ridge``),
 solved once per tier. :func:`forecast_error` compares it with the last-value forecast (``base(t) =
@@ -49,13 +55,14 @@ from ainet_gym.routing.policies import (
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
-    from ainet_gym.sim.world import FabricWorld
+    from ainet_gym.sim.world import FabricWorld, StepResult
 
 __all__ = [
     "TRAIN_SEED_BASE",
     "FitConfig",
     "LinkForecaster",
     "PredictiveAgent",
+    "PredictiveRouter",
     "collect",
     "fit",
     "forecast_error",
@@ -77,7 +84,7 @@ class FitConfig:
     """Ridge penalty on the normal equations (relative to the mean diagonal)."""
     data_policy: str = "spray"
     """Routing of the jobs while the training data is collected (a job-only baseline, so that the
-    background stays on ECMP, as under the predictive routers)."""
+    background stays on ECMP, as under the predictive routers; the ``+bg`` routers use ``spray+bg``)."""
     steps: int | None = None
     """Intervals per training episode (default: those of the evaluated episodes)."""
 
@@ -88,14 +95,15 @@ def _nominal_bytes(world: FabricWorld) -> np.ndarray:
     return np.where(c > 0, c, 1.0)
 
 
-def background_offered(world: FabricWorld) -> np.ndarray:
+def background_offered(world: FabricWorld, background: bool = False) -> np.ndarray:
     """(batch, links) offered utilisation of the traffic not placed by the router (background at its
-    scheduled rate for the next interval, single-path transfers) on the current split's paths."""
+    scheduled rate for the next interval, single-path transfers) on the current split's paths
+    (``background``: the router places the background too, so only single-path transfers count)."""
     sim = world.sim
     assert sim is not None
     B, L = world.batch, world.fabric.n_links
     d = connection_demand(world)
-    placed = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
+    placed = controlled_connections(world, background) & (sim.conn_npaths > 1) & (d > 0)
     d = np.where(placed, 0.0, d)
     paths = sim.conn_paths_global
     mask = paths >= 0
@@ -135,11 +143,15 @@ class LinkForecaster:
 
 
 def collect(
-    scenario: Any, seeds: list[int], data_policy: str = "spray", steps: int | None = None
+    scenario: Any,
+    seeds: list[int],
+    data_policy: str = "spray",
+    steps: int | None = None,
+    background: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Run one episode per seed (batched) under ``data_policy``; returns the base utilisation
     (batch, T, links) of each interval, the background offered for it (batch, T, links) and the
-    link tiers (links,)."""
+    link tiers (links,); ``background``: of a router that places the background too."""
     from ainet_gym.envs.env import EnvCore
 
     core = EnvCore(scenario, batch=len(seeds), episode_steps=steps)
@@ -150,11 +162,11 @@ def collect(
     base = np.zeros((B, T, L))
     bg = np.zeros((B, T, L))
     for t in range(T):
-        bg[:, t] = background_offered(w)
+        bg[:, t] = background_offered(w, background)
         core.step_split(pol(w, core.last_result))
         last = core.last_result
         assert last is not None
-        base[:, t] = base_load(w, last) / _nominal_bytes(w)
+        base[:, t] = base_load(w, last, background) / _nominal_bytes(w)
     return base, bg, w.fabric.link_tier.copy()
 
 
@@ -171,8 +183,9 @@ def _design(base: np.ndarray, bg: np.ndarray, H: int) -> tuple[np.ndarray, np.nd
     return x, base, lags[:, :, 0]
 
 
-def fit(scenario: Any, cfg: FitConfig | None = None) -> LinkForecaster:
-    """Fit the forecaster on ``cfg.train_seeds`` training episodes of ``scenario``.
+def fit(scenario: Any, cfg: FitConfig | None = None, background: bool = False) -> LinkForecaster:
+    """Fit the forecaster on ``cfg.train_seeds`` training episodes of ``scenario`` (``background``: for a
+    router that places the background too).
 
     Raises
     ------
@@ -187,7 +200,7 @@ def fit(scenario: Any, cfg: FitConfig | None = None) -> LinkForecaster:
     if not cfg.ridge >= 0:
         raise ValueError(f"ridge = {cfg.ridge!r}: must be >= 0")
     seeds = [TRAIN_SEED_BASE + i for i in range(cfg.train_seeds)]
-    base, bg, tiers = collect(scenario, seeds, cfg.data_policy, cfg.steps)
+    base, bg, tiers = collect(scenario, seeds, cfg.data_policy, cfg.steps, background)
     x, y, _ = _design(base, bg, cfg.history)
     return LinkForecaster(tiers, solve_per_tier(x, y, tiers, cfg.ridge), cfg.history)
 
@@ -244,66 +257,131 @@ def forecast_error(
 _CACHE: dict[tuple, LinkForecaster] = {}
 
 
-def fitted(core: EnvCore, cfg: FitConfig | None = None) -> LinkForecaster:
-    """The forecaster of ``core``'s scenario under ``cfg`` (fitted once per process and scenario, on
-    training episodes as long as ``core``'s unless ``cfg.steps`` says otherwise)."""
+def fitted_model(
+    scenario: Any, steps: int, cfg: FitConfig | None = None, background: bool = False
+) -> LinkForecaster:
+    """The forecaster of ``scenario`` under ``cfg`` (fitted once per process and scenario, on training
+    episodes of ``steps`` intervals unless ``cfg.steps`` says otherwise; ``background``: for a router that
+    places the background too, on data collected under ``spray+bg`` unless ``cfg`` names another)."""
     cfg = cfg or FitConfig()
-    sc = core.scenario
-    steps = cfg.steps or core.episode_steps  # training episodes as long as the evaluated ones
-    key = (repr(sc), cfg.train_seeds, cfg.history, cfg.ridge, cfg.data_policy, steps)
+    steps = cfg.steps or steps  # training episodes as long as the evaluated ones
+    data_policy = cfg.data_policy
+    if background and data_policy == FitConfig.data_policy:
+        data_policy = "spray+bg"
+    key = (repr(scenario), cfg.train_seeds, cfg.history, cfg.ridge, data_policy, steps, background)
     if key not in _CACHE:
-        _CACHE[key] = fit(sc, FitConfig(cfg.train_seeds, cfg.history, cfg.ridge, cfg.data_policy, steps))
+        _CACHE[key] = fit(
+            scenario, FitConfig(cfg.train_seeds, cfg.history, cfg.ridge, data_policy, steps), background
+        )
     return _CACHE[key]
 
 
+def fitted(core: EnvCore, cfg: FitConfig | None = None, background: bool = False) -> LinkForecaster:
+    """:func:`fitted_model` of ``core``'s scenario, on training episodes as long as ``core``'s."""
+    return fitted_model(core.scenario, core.episode_steps, cfg, background)
+
+
+class PredictiveRouter:
+    """Greedy placement or the min-max LP on the forecast base load of one world (engine level).
+
+    ``router``: ``greedy`` or ``lp``; ``background``: the router places the background connections too
+    (``+bg``, class ``jobs+bg``). Keeps the forecast's lags (batch, H, links): each call with a new
+    ``last`` result pushes that interval's base load; instances whose step count is 0 (just reset) start
+    from empty lags. The forecaster is fitted on first use (:func:`fitted_model`), on training episodes
+    of ``steps`` intervals (default: the scenario's episode length).
+    """
+
+    def __init__(
+        self,
+        world: FabricWorld,
+        router: str,
+        background: bool = False,
+        cfg: FitConfig | None = None,
+        steps: int | None = None,
+    ) -> None:
+        if router not in ("greedy", "lp"):
+            raise ValueError(f"router = {router!r}: allowed: greedy, lp")
+        self.world = world
+        self.router = router
+        self.background = background
+        self.model = fitted_model(
+            world.scenario, steps or world.scenario.dynamics.episode_steps, cfg, background
+        )
+        if self.model.tiers.shape[0] != world.fabric.n_links:
+            raise ValueError(f"predictive-{router}: the forecaster was fitted on another fabric")
+        L = world.fabric.n_links
+        self.hist = np.zeros((world.batch, self.model.history, L))
+        self.bg_prev = np.zeros((world.batch, L))  # scheduled background of the last interval
+        self._bg_now = np.zeros((world.batch, L))  # ... of the interval being decided
+        self._seen: Any = None  # the last result pushed into the lags
+
+    def forecast(self, last: StepResult | None) -> np.ndarray:
+        """(batch, links) forecast base utilisation of the next interval; a new ``last`` result moves the
+        lags on by one interval (calling again in the same interval gives the same forecast)."""
+        w = self.world
+        if last is not None and last is not self._seen:
+            self.hist = np.roll(self.hist, 1, axis=1)
+            self.hist[:, 0] = base_load(w, last, self.background) / _nominal_bytes(w)
+            self.bg_prev = self._bg_now
+            self._seen = last
+        fresh = w.step_count == 0  # just reset: no interval of this episode yet
+        self.hist[fresh] = 0.0
+        self.bg_prev[fresh] = 0.0
+        self._bg_now = background_offered(w, self.background)
+        return self.model.predict(self.hist, self._bg_now, self.bg_prev)
+
+    def __call__(self, last: StepResult | None) -> np.ndarray:
+        """The split (connections, max_paths) of the next interval."""
+        w = self.world
+        u = self.forecast(last)
+        nominal = _nominal_bytes(w)
+        if self.router == "greedy":
+            return greedy(w, last, base=u * nominal, background=self.background)
+        return lp(w, last, fixed_rate=u * nominal / w.decision_interval_s, background=self.background)
+
+
 class PredictiveAgent:
-    """Greedy placement or the min-max LP on the forecast base load (engine level, job traffic)."""
+    """Greedy placement or the min-max LP on the forecast base load (engine level), of the jobs'
+    traffic or (``background``) of all traffic."""
 
     level = "engine"
-    controls = "jobs"
 
-    def __init__(self, router: str, cfg: FitConfig | None = None) -> None:
+    def __init__(self, router: str, cfg: FitConfig | None = None, background: bool = False) -> None:
         if router not in ("greedy", "lp"):
             raise ValueError(f"router = {router!r}: allowed: greedy, lp")
         self.router = router
-        self.name = f"predictive-{router}"
+        self.background = background
+        self.name = f"predictive-{router}" + ("+bg" if background else "")
+        self.controls = "jobs+bg" if background else "jobs"
         self.env_kwargs: dict[str, Any] = {}
         self.cfg = cfg or FitConfig()
         self.model: LinkForecaster | None = None
+        self._router: PredictiveRouter | None = None
 
     def check(self, core: EnvCore) -> None:
-        self.model = fitted(core, self.cfg)
+        self.model = fitted(core, self.cfg, self.background)
         if self.model.tiers.shape[0] != core.world.fabric.n_links:
             raise ValueError(f"{self.name}: the forecaster was fitted on another fabric")
 
     def reset(self, core: EnvCore) -> None:
         if self.model is None:
             self.check(core)
-        assert self.model is not None
-        L = core.world.fabric.n_links
-        self.hist = np.zeros((core.batch, self.model.history, L))
-        self.bg_prev = np.zeros((core.batch, L))
+        self._router = PredictiveRouter(
+            core.world, self.router, self.background, self.cfg, core.episode_steps
+        )
 
     def forecast(self, core: EnvCore) -> np.ndarray:
         """(batch, links) forecast base utilisation of the next interval; updates the lags."""
-        assert self.model is not None
-        w = core.world
-        last = core.last_result
-        if last is not None:
-            self.hist = np.roll(self.hist, 1, axis=1)
-            self.hist[:, 0] = base_load(w, last) / _nominal_bytes(w)
-        bg_next = background_offered(w)
-        out = self.model.predict(self.hist, bg_next, self.bg_prev)
-        self.bg_prev = bg_next
-        return out
+        if self._router is None or self._router.world is not core.world:
+            self.reset(core)
+        assert self._router is not None
+        return self._router.forecast(core.last_result)
 
     def act(self, core: EnvCore, obs: Any) -> np.ndarray:
-        w = core.world
-        u = self.forecast(core)
-        nominal = _nominal_bytes(w)
-        if self.router == "greedy":
-            return greedy(w, core.last_result, base=u * nominal)
-        return lp(w, core.last_result, fixed_rate=u * nominal / w.decision_interval_s)
+        if self._router is None or self._router.world is not core.world:
+            self.reset(core)
+        assert self._router is not None
+        return self._router(core.last_result)
 
 
 register_agent(
@@ -316,6 +394,18 @@ register_agent(
     "predictive-lp",
     lambda arg: PredictiveAgent("lp"),
     description="min-max LP on a least-squares forecast of each link's next-interval load",
+    overwrite=True,
+)
+register_agent(
+    "predictive-greedy+bg",
+    lambda arg: PredictiveAgent("greedy", background=True),
+    description="predictive-greedy over all traffic, background included",
+    overwrite=True,
+)
+register_agent(
+    "predictive-lp+bg",
+    lambda arg: PredictiveAgent("lp", background=True),
+    description="predictive-lp over all traffic, background included",
     overwrite=True,
 )
 

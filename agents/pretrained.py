@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ainet_gym.agents.registry import register_agent
-from ainet_gym.agents.sb3_agents import META_MEMBER, OPTIMIZER_MEMBER, SB3Agent, load_model, read_metadata
+from ainet_gym.agents.sb3_agents import (
+    META_MEMBER,
+    OPTIMIZER_MEMBER,
+    SB3Agent,
+    load_model,
+    meta_history,
+    read_metadata,
+)
 from ainet_gym.pretrained import PRETRAINED_DIR, list_pretrained, pretrained_path
 
 if TYPE_CHECKING:
@@ -125,10 +132,12 @@ class PretrainedAgent(SB3Agent):
         mode = self.meta.get("action_mode", "split")
         self.env_kwargs = {
             "action_mode": mode,
-            "history": int(self.meta.get("history", 4)),
+            "history": meta_history(self.meta, f"pretrained:{p}"),
             "observation": self.meta.get("observation", "flat"),
         }
-        self.controls = "jobs+bg" if mode == "ecmp_weights" else "jobs"
+        from ainet_gym.routing.plans import CHOOSE_MODES
+
+        self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs")
 
     def check(self, core: Any) -> None:
         if self.path is None:

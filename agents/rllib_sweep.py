@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import importlib
 import itertools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["SweepConfig", "format_table", "sweep", "sweep_main"]
+__all__ = [
+    "DEFAULT_OUT",
+    "SWEEP_FILES",
+    "SweepConfig",
+    "format_table",
+    "sweep",
+    "sweep_main",
+    "trial_scenarios",
+]
+
+#: Parent of the default output folders of ``ainet-gym sweep`` (``out/sweep/sweep__YYYYmmdd-HHMMSS``).
+DEFAULT_OUT = "out/sweep"
+#: What a sweep writes into its output directory (files and folders).
+SWEEP_FILES = ("results.md", "results.csv", "checkpoints", "tune")
 
 
 @dataclass
@@ -46,6 +60,10 @@ class SweepConfig:
     eval_seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
     address: str | None = None
     out: str | Path = "out/sweep"
+    """Directory of the table, the checkpoints and Tune's files (``ainet-gym sweep`` default: a fresh
+    ``out/sweep/sweep__TIME``)."""
+    overwrite: bool = False
+    """Allow ``out`` to hold an earlier sweep's results."""
 
 
 def _trial(config: dict[str, Any]) -> None:
@@ -105,6 +123,31 @@ def _trial(config: dict[str, Any]) -> None:
     tune.report({"timesteps": steps, "seconds": time.time() - t0, "checkpoint_dir": str(ckpt), **sc})
 
 
+def trial_scenarios(scenarios: list[str]) -> dict[str, str]:
+    """What each trial is given for each scenario of the grid: a shipped name as is, a file as its
+    absolute path (trials run in Tune's own working directory, where a relative path means nothing).
+
+    Raises
+    ------
+    ScenarioError
+        If a scenario does not load (here, at the driver, before Ray starts).
+    """
+    from ainet_gym.scenario.loader import load_scenario
+
+    where: dict[str, str] = {}
+    for s in scenarios:
+        sc = load_scenario(s)
+        src = Path(sc.source)
+        where[s] = (
+            str(src.resolve())
+            if not sc.source.startswith("<")
+            and src.is_file()
+            and (os.sep in s or "/" in s or s.endswith((".yaml", ".yml")))
+            else s
+        )
+    return where
+
+
 def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
     """Run the grid; returns one row per trial (also written to ``out/results.{md,csv}``).
 
@@ -118,32 +161,36 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
     for name in ("scenarios", "seeds", "lrs", "eval_seeds"):
         if not getattr(cfg, name):
             raise ValueError(f"{name}: empty; give at least one value")
-    bad = [x for x in cfg.lrs if not x > 0]
+    bad = [x for x in cfg.lrs if not (isinstance(x, int | float) and 0 < x < float("inf"))]
     if bad:
-        raise ValueError(f"lrs {bad}: learning rates must be > 0")
-    for name in ("timesteps", "max_concurrent"):
+        raise ValueError(f"lrs {bad}: learning rates must be finite and > 0")
+    bad = [x for x in cfg.seeds if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 2**31]
+    if bad:
+        raise ValueError(f"seeds {bad}: training seeds must be integers in [0, 2147483647]")
+    for name, lo in (("timesteps", 1), ("max_concurrent", 1), ("num_env_runners", 0), ("envs_per_runner", 1)):
         v = getattr(cfg, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} = {v!r}: must be an integer >= 1")
-    from ainet_gym.scenario.loader import load_scenario
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= 100_000:
+            raise ValueError(f"{name} = {v!r}: must be an integer in [{lo}, 100000]")
 
-    for s in cfg.scenarios:
-        load_scenario(s)  # a bad name fails here, before Ray starts
+    where = trial_scenarios(cfg.scenarios)
+    from ainet_gym.agents.outputs import check_out_files
+
+    out = check_out_files(cfg.out, cfg.overwrite, SWEEP_FILES).resolve()
     from ainet_gym.envs import rllib as arl  # first: without Ray, an ImportError naming the extra
 
     ray, tune = arl.ray, importlib.import_module("ray.tune")
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
 
-    out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = not ray.is_initialized()
     arl.init_ray(cfg.address, cfg.num_env_runners)
     grid = [
         {
-            "scenario": s,
+            "scenario": where[s],
+            "label": s,
             "seed": seed,
             "lr": lr,
-            "name": f"{s}__seed{seed}__lr{lr:g}",
+            "name": f"{Path(s).stem}__seed{seed}__lr{lr:g}",
             "timesteps": cfg.timesteps,
             "num_env_runners": cfg.num_env_runners,
             "envs_per_runner": cfg.envs_per_runner,
@@ -164,7 +211,7 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
         trial = r.config["trial"]
         m = r.metrics or {}
         row: dict[str, Any] = {
-            "scenario": trial["scenario"],
+            "scenario": trial.get("label", trial["scenario"]),
             "seed": trial["seed"],
             "lr": trial["lr"],
             "timesteps": m.get("timesteps"),
@@ -241,7 +288,9 @@ def _split(text: str, kind: type) -> list:
 def sweep_main(args: argparse.Namespace) -> int:
     """``ainet-gym sweep`` (arguments: see ``ainet_gym.cli``)."""
     from ainet_gym.agents.evaluate import parse_seeds
+    from ainet_gym.agents.outputs import fresh_dir, run_stamp
 
+    out = args.out if args.out is not None else fresh_dir(DEFAULT_OUT, f"sweep__{run_stamp()}", create=False)
     cfg = SweepConfig(
         scenarios=_split(args.scenarios, str),
         seeds=_split(args.seeds, int),
@@ -252,7 +301,8 @@ def sweep_main(args: argparse.Namespace) -> int:
         max_concurrent=args.max_concurrent,
         eval_seeds=parse_seeds(args.eval_seeds),
         address=args.address,
-        out=args.out,
+        out=out,
+        overwrite=bool(getattr(args, "overwrite", False)),
     )
     rows = sweep(cfg)
     print(format_table(rows, cfg.eval_seeds))

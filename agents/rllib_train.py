@@ -42,6 +42,8 @@ __all__ = [
     "RLlibTrainConfig",
     "RLlibTrainResult",
     "checkpoint_metadata",
+    "convert_checkpoint",
+    "convert_main",
     "iteration_scalars",
     "make_fabric_callback",
     "read_checkpoint_metadata",
@@ -84,6 +86,9 @@ class RLlibTrainConfig:
     """A checkpoint directory to continue from (never overwritten)."""
     overwrite: bool = False
     """Allow ``out`` to replace an existing checkpoint directory."""
+    trust_checkpoint: bool = False
+    """``resume`` restores RLlib's pickled state (which can run code): only with this set, for folders the
+    user trusts (``--trust-checkpoint``)."""
     lr: float = 3e-4
     """Initial learning rate."""
     lr_final: float | None = 3e-5
@@ -158,26 +163,34 @@ def read_checkpoint_metadata(path: str | os.PathLike) -> dict[str, Any]:
 
     Raises
     ------
-    FileNotFoundError
-        If the directory or its metadata does not exist.
+    ModelNotFoundError
+        If the directory or its metadata does not exist (also a ``FileNotFoundError``).
+    ModelFileError
+        If the metadata is too large or not a JSON object.
     """
-    p = Path(path)
-    if not p.is_dir():
-        raise FileNotFoundError(f"RLlib checkpoint directory {str(path)!r} not found")
+    from ainet_gym.agents.model_files import ModelNotFoundError, existing, read_json
+
+    p = existing(path, f"RLlib checkpoint directory {str(path)!r}", folder=True)
     meta = p / META_FILE
     if not meta.is_file():
-        raise FileNotFoundError(
+        raise ModelNotFoundError(
             f"{str(path)!r} has no {META_FILE}: not a checkpoint of 'ainet-gym train --framework rllib'"
         )
-    return json.loads(meta.read_text())
+    return read_json(meta, f"rllib:{path}: {META_FILE}")
 
 
 def save_checkpoint(algo: Any, out: str | os.PathLike, meta: dict[str, Any]) -> Path:
-    """``algo.save_to_path(out)`` plus ``out/ainet_gym.json`` (``meta``); returns ``out``."""
+    """``algo.save_to_path(out)`` (RLlib's own files, for ``--resume --trust-checkpoint``), the policy
+    network as plain weights (``policy_weights.pt``, :func:`ainet_gym.agents.rllib_policy.export_policy`) and
+    ``out/ainet_gym.json`` (``meta`` plus ``policy_module``, the network's constructor arguments); returns
+    ``out``."""
+    from ainet_gym.agents.rllib_policy import export_policy
+
     p = Path(out)
     p.mkdir(parents=True, exist_ok=True)
     algo.save_to_path(str(p.resolve()))
-    (p / META_FILE).write_text(json.dumps(meta, indent=1))
+    spec = export_policy(algo.get_module(), p)
+    (p / META_FILE).write_text(json.dumps({**meta, "policy_module": spec}, indent=1))
     return p
 
 
@@ -270,6 +283,11 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
         If Ray RLlib (the extra ``rllib``) is not installed.
     """
     action_mode = _check(cfg)
+    if cfg.resume is not None:
+        from ainet_gym.agents.model_files import require_trust
+
+        read_checkpoint_metadata(cfg.resume)  # a wrong folder: one line, before the trust question
+        require_trust(cfg.resume, cfg.trust_checkpoint, "--resume")
     from ainet_gym.envs import rllib as arl  # raises ImportError naming the extra
 
     scenario = load_scenario(cfg.scenario)
@@ -413,6 +431,7 @@ def train_rllib_main(args: argparse.Namespace) -> int:
         out=args.out,
         resume=args.resume,
         overwrite=bool(getattr(args, "overwrite", False)),
+        trust_checkpoint=bool(getattr(args, "trust_checkpoint", False)),
         progress=not args.no_progress,
     )
     res = train_rllib(cfg)
@@ -424,3 +443,61 @@ def train_rllib_main(args: argparse.Namespace) -> int:
     print(f"checkpoint: {res.checkpoint}   (evaluate with --policies ecmp,rllib:{res.checkpoint})")
     print(f"logs:  tensorboard --logdir {Path(cfg.logdir)}  (run {res.run_name})")
     return 130 if res.interrupted else 0
+
+
+def convert_checkpoint(path: str | os.PathLike, trusted: bool, overwrite: bool = False) -> Path:
+    """Add the plain-weights policy (``policy_weights.pt`` and ``policy_module`` in ``ainet_gym.json``) to a
+    checkpoint folder written before this format, so that ``rllib:DIR`` loads it without unpickling.
+
+    This loads RLlib's pickled module from the folder (which can run code), so ``trusted`` must say the
+    user trusts it. Nothing else in the folder changes; ``ainet_gym.json`` keeps every field it had.
+
+    Raises
+    ------
+    UntrustedModelError
+        If not ``trusted``.
+    ModelFileError
+        If the folder is not an RLlib checkpoint of ainet-gym, or is converted already (unless
+        ``overwrite``).
+    ImportError
+        Without the extra ``rllib``.
+    """
+    from ainet_gym.agents.model_files import ModelFileError, require_trust
+    from ainet_gym.agents.rllib_agent import MODULE_SUBDIR
+    from ainet_gym.agents.rllib_policy import POLICY_FILE, export_policy
+
+    p = Path(path)
+    meta = read_checkpoint_metadata(p)
+    if meta.get("framework") != "rllib":
+        raise ModelFileError(f"rllib:{path}: {p / META_FILE} is not an RLlib checkpoint's")
+    if ("policy_module" in meta or (p / POLICY_FILE).exists()) and not overwrite:
+        raise ModelFileError(
+            f"rllib:{path}: holds a plain-weights policy already ({POLICY_FILE}); pass --overwrite to write it again"
+        )
+    mdir = p / MODULE_SUBDIR
+    if not mdir.is_dir():
+        raise ModelFileError(f"rllib:{path}: no RLlib policy module in {str(mdir)!r}")
+    require_trust(p, trusted, "converting")
+    try:
+        from ray.rllib.core.rl_module.rl_module import RLModule
+    except ImportError as e:
+        raise ImportError(f"convert-rllib needs the rllib extra: pip install 'ainet-gym[rllib]' ({e})") from e
+    module = RLModule.from_checkpoint(str(mdir.resolve()))
+    spec = export_policy(module, p)
+    meta = {
+        **meta,
+        "observation_space": meta.get("observation_space", space_signature(module.observation_space)),
+        "action_space": meta.get("action_space", space_signature(module.action_space)),
+        "policy_module": spec,
+    }
+    (p / META_FILE).write_text(json.dumps(meta, indent=1))
+    return p
+
+
+def convert_main(args: argparse.Namespace) -> int:
+    """``ainet-gym convert-rllib DIR --trust-checkpoint [--overwrite]``."""
+    p = convert_checkpoint(args.checkpoint, args.trust_checkpoint, args.overwrite)
+    print(
+        f"{p}: wrote {p / 'policy_weights.pt'} and policy_module in {p / META_FILE}; evaluate with rllib:{p}"
+    )
+    return 0

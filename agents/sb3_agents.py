@@ -1,13 +1,13 @@
 """Learning agents from stable-baselines3 (and sb3-contrib): algorithms, defaults, saving and loading.
 
-=================  =========================  ==============================================
-algorithm          action modes               default mode
-=================  =========================  ==============================================
-``ppo``            split, path, ecmp_weights  split
-``a2c``            split, path, ecmp_weights  split
-``sac``            split, ecmp_weights        split (continuous actions only)
-``maskable_ppo``   path                       path (invalid path indices masked)
-=================  =========================  ==============================================
+=================  =====================================  ==============================================
+algorithm          action modes                           default mode
+=================  =====================================  ==============================================
+``ppo``            split, path, ecmp_weights, split_bg    split
+``a2c``            split, path, ecmp_weights, split_bg    split
+``sac``            split, ecmp_weights, split_bg          split (continuous actions only)
+``maskable_ppo``   path                                   path (invalid path indices masked)
+=================  =====================================  ==============================================
 
 A saved model is SB3's ``.zip`` with one extra member, ``ainet_gym.json``: the algorithm, the env
 arguments it was trained with (action mode, history, observation, reward), the scenario and the
@@ -30,6 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ainet_gym.agents.model_files import (
+    MODEL_LIMITS,
+    ModelFileError,
+    ModelNotFoundError,
+    UntrustedModelError,
+    check_size,
+    meta_int,
+)
 from ainet_gym.agents.registry import register_agent
 
 if TYPE_CHECKING:
@@ -45,6 +53,7 @@ __all__ = [
     "algo_class",
     "default_hyperparameters",
     "load_model",
+    "meta_history",
     "read_metadata",
     "resolve_action_mode",
     "save_model",
@@ -53,9 +62,9 @@ __all__ = [
 
 #: allowed action modes per algorithm; the first is the default.
 ALGO_MODES: dict[str, tuple[str, ...]] = {
-    "ppo": ("split", "path", "ecmp_weights"),
-    "a2c": ("split", "path", "ecmp_weights"),
-    "sac": ("split", "ecmp_weights"),
+    "ppo": ("split", "path", "ecmp_weights", "split_bg", "choose", "choose_bg"),
+    "a2c": ("split", "path", "ecmp_weights", "split_bg", "choose", "choose_bg"),
+    "sac": ("split", "ecmp_weights", "split_bg"),
     "maskable_ppo": ("path",),
 }
 META_MEMBER = "ainet_gym.json"
@@ -197,9 +206,14 @@ def _check_file(path: str | os.PathLike, what: str) -> Path:
     if not p.exists() and p.suffix != ".zip" and p.with_name(p.name + ".zip").exists():
         p = p.with_name(p.name + ".zip")
     if not p.exists():
-        raise FileNotFoundError(f"{what}: model file {str(path)!r} not found")
+        raise ModelNotFoundError(f"{what}: model file {str(path)!r} not found")
+    if not p.is_file():
+        raise ModelFileError(
+            f"{what}: {str(path)!r} is a folder, not a model file (.zip from ainet-gym train)"
+        )
+    check_size(p, f"{what}: model file {str(path)!r}")
     if not zipfile.is_zipfile(p):
-        raise ValueError(f"{what}: {str(p)!r} is not a saved model (.zip from ainet-gym train)")
+        raise ModelFileError(f"{what}: {str(p)!r} is not a saved model (.zip from ainet-gym train)")
     return p
 
 
@@ -212,15 +226,24 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
         If the file does not exist.
     """
     p = _check_file(path, "model")
-    with zipfile.ZipFile(p) as z:
-        if META_MEMBER not in z.namelist():
-            return {}
-        try:
-            meta = json.loads(z.read(META_MEMBER).decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"model {str(p)!r}: {META_MEMBER} is not JSON ({e})") from None
+    try:
+        with zipfile.ZipFile(p) as z:
+            if META_MEMBER not in z.namelist():
+                return {}
+            if z.getinfo(META_MEMBER).file_size > MODEL_LIMITS["json_bytes"]:
+                raise ModelFileError(
+                    f"model {str(p)!r}: {META_MEMBER} is larger than "
+                    f"{MODEL_LIMITS['json_bytes']:,} bytes (MODEL_LIMITS['json_bytes']); not reading it"
+                )
+            blob = z.read(META_MEMBER)
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as e:
+        raise ModelFileError(f"model {str(p)!r}: not a readable zip ({type(e).__name__}: {e})") from None
+    try:
+        meta = json.loads(blob.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ModelFileError(f"model {str(p)!r}: {META_MEMBER} is not JSON ({str(e)[:120]})") from None
     if not isinstance(meta, dict):
-        raise ValueError(f"model {str(p)!r}: {META_MEMBER} is not a JSON object")
+        raise ModelFileError(f"model {str(p)!r}: {META_MEMBER} is not a JSON object")
     return meta
 
 
@@ -240,11 +263,6 @@ _ALGO_POLICY = {
     "sac": ("stable_baselines3.sac.policies", "SACPolicy"),
     "maskable_ppo": ("sb3_contrib.common.maskable.policies", "MaskableActorCriticPolicy"),
 }
-
-
-class UntrustedModelError(ValueError):
-    """A model file that is not a model of the expected algorithm, or holds pickled objects outside the
-    allowlist of :class:`_RestrictedUnpickler` (loading it could run code)."""
 
 
 def _allowed_global(module: str, name: str) -> Any:
@@ -449,6 +467,8 @@ def load_model(
             model = cls.load(p, env=env, device="cpu", custom_objects=objects)
         else:  # policy weights only (a shipped checkpoint): inference, not further training
             model = _load_policy_weights(p, cls, objects, env)
+    except ModelFileError:
+        raise
     except (
         AssertionError,
         KeyError,
@@ -456,9 +476,16 @@ def load_model(
         EOFError,
         zipfile.BadZipFile,
         pickle.UnpicklingError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        OSError,
+        MemoryError,
+        OverflowError,
     ) as e:
-        first = str(e).split(". ")[0]  # torch's weights-only message is a paragraph
-        raise ValueError(
+        first = " ".join(str(e).split(". ")[0].split())[:200]  # torch's weights-only message is a paragraph
+        raise ModelFileError(
             f"{algo}:{p}: cannot be loaded as a {algo} model ({type(e).__name__}: {first})"
         ) from None
     meta = {"algo": algo, **meta}
@@ -487,6 +514,20 @@ def _load_policy_weights(p: Path, cls: type, objects: dict[str, Any] | None, env
     return model
 
 
+def meta_history(meta: dict[str, Any], what: str) -> int:
+    """The ``history`` a model's metadata asks the env for (default 4), range-checked against
+    ``LIMITS["history_max"]`` (:data:`ainet_gym.scenario.loader.LIMITS`, the env's own ceiling).
+
+    Raises
+    ------
+    ModelFileError
+        If it is not an integer in ``[1, LIMITS["history_max"]]``.
+    """
+    from ainet_gym.scenario.loader import LIMITS
+
+    return meta_int(meta, "history", what, 1, int(LIMITS["history_max"]), default=4)
+
+
 def _signature_of_model(model: BaseAlgorithm) -> tuple[dict, dict]:
     return space_signature(model.observation_space), space_signature(model.action_space)
 
@@ -512,7 +553,7 @@ class SB3Agent:
             mode = "path" if isinstance(self.model.action_space, spaces.MultiDiscrete) else "split"
         self.env_kwargs: dict[str, Any] = {
             "action_mode": mode,
-            "history": int(self.meta.get("history", 4)),
+            "history": meta_history(self.meta, f"{self.algo}:{path}"),
             "observation": self.meta.get("observation", "flat"),
         }
 

@@ -48,7 +48,7 @@ class TrainConfig:
     algo: str = "ppo"
     """ppo | a2c | sac | maskable_ppo."""
     action_mode: str | None = None
-    """path | split | ecmp_weights; None: the algorithm's default (split; path for maskable_ppo)."""
+    """path | split | ecmp_weights | split_bg; None: the algorithm's default (split; path for maskable_ppo)."""
     timesteps: int = 20_000
     """Environment steps to train (summed over the vector env's copies)."""
     seed: int = 0

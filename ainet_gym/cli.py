@@ -14,10 +14,29 @@ __all__ = ["main"]
 def _cmd_scenarios(args: argparse.Namespace) -> int:
     from ainet_gym.scenario.loader import list_scenarios
 
+    if args.env_ids:
+        return _print_env_ids()
     rows = list_scenarios()
     width = max((len(n) for n, _ in rows), default=0)
     for name, desc in rows:
         print(f"{name:<{width}}  {desc}")
+    return 0
+
+
+def _print_env_ids() -> int:
+    """The registered env ids: id, action mode, action space, default scenario, max_episode_steps."""
+    import gymnasium as gym
+
+    import ainet_gym  # noqa: F401  (registers the ids)
+    from ainet_gym.envs.registration import env_ids
+
+    rows = [("env id", "action mode", "default scenario", "max_episode_steps")]
+    for env_id, (_base, mode) in env_ids().items():
+        spec = gym.spec(env_id)
+        rows.append((env_id, mode, str(spec.kwargs["scenario"]), str(spec.max_episode_steps)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
     return 0
 
 
@@ -67,10 +86,16 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_export_fabric(args: argparse.Namespace) -> int:
+    from ainet_gym.agents.outputs import check_out_file
     from ainet_gym.fabric.topology import build_fabric, write_fabric_graph
     from ainet_gym.scenario.loader import load_scenario
 
     sc = load_scenario(args.scenario)
+    inputs = [sc.source] if sc.source and not sc.source.startswith("<") else []
+    fab = sc.raw.get("fabric")
+    if isinstance(fab, dict) and isinstance(fab.get("file"), str):
+        inputs.append(fab["file"])
+    check_out_file(args.graphml, args.overwrite, inputs, flag="--graphml")
     fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
     write_fabric_graph(fabric, args.graphml)
     print(
@@ -177,6 +202,17 @@ def _seeds_arg(text: str) -> str:
 _SCENARIO = _text_arg("a shipped scenario name or a YAML path")
 
 
+def _seconds_arg(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (at most 1e9)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < v < 1e9:
+        raise argparse.ArgumentTypeError(f"{text} is out of range; allowed: a number of seconds in (0, 1e9)")
+    return v
+
+
 def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser("leaderboard", help="every env id x every baseline and shipped policy, one table")
     s.add_argument("--quick", action="store_true", help="2 seeds x 3 intervals (a smoke test)")
@@ -192,7 +228,13 @@ def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
         help="scenarios ranked beside the env ids (comma list of names or files; 'none'; default: those "
         "of the shipped checkpoints that no env id covers)",
     )
-    s.add_argument("--out", default="out/leaderboard", help="directory for the table, CSV, JSON and figure")
+    s.add_argument(
+        "--out",
+        type=_text_arg("a directory"),
+        default=None,
+        help="directory for the table, CSV, JSON and figure (default: a fresh out/leaderboard/leaderboard__TIME)",
+    )
+    s.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_deferred("ainet_gym.agents.leaderboard", "leaderboard_main"))
 
@@ -202,12 +244,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    s = sub.add_parser("scenarios", help="list the shipped scenarios")
+    s = sub.add_parser("scenarios", help="list the shipped scenarios (--env-ids: the registered env ids)")
+    s.add_argument(
+        "--env-ids",
+        action="store_true",
+        help="list the registered env ids instead: id, action mode, default scenario, max_episode_steps",
+    )
     s.set_defaults(func=_cmd_scenarios)
 
     s = sub.add_parser("simulate", help="run a scenario under a routing policy, without RL")
     s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
-    s.add_argument("--policy", default="ecmp", help="ecmp | spray | wcmp | greedy | lp | spray+bg | wcmp+bg")
+    s.add_argument(
+        "--policy",
+        default="ecmp",
+        help="ecmp, spray, wcmp, greedy, lp, predictive-lp, ...; NAME+bg routes background too",
+    )
     s.add_argument("--steps", type=_int_arg(1, 10_000_000), default=1, help="decision intervals to run")
     s.add_argument("--seed", type=_int_arg(0, _SEED_MAX), default=0)
     s.add_argument("--json", action="store_true", help="print one JSON object")
@@ -215,21 +266,27 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--flows", action="store_true", help="with --json: per-connection records in every step")
     s.add_argument(
         "--link-windows",
-        type=int,
+        type=_int_arg(1, 1000),
         default=10,
-        help="windows per interval for peak link utilisation (--links)",
+        help="windows per interval for peak link utilisation (--links; at most 1000: "
+        "LIMITS['link_windows_max'])",
     )
     s.set_defaults(func=_cmd_simulate)
 
     s = sub.add_parser("export-fabric", help="write a scenario's fabric as GraphML, to edit and load back")
     s.add_argument("scenario", type=_SCENARIO, help="shipped scenario name or YAML path")
     s.add_argument("--graphml", required=True, help="output file (.graphml)")
+    s.add_argument("--overwrite", action="store_true", help="allow --graphml to replace an existing file")
     s.set_defaults(func=_cmd_export_fabric)
 
     s = sub.add_parser("train", help="train an RL routing policy (stable-baselines3)", epilog=TRUST)
     s.add_argument("scenario", type=_SCENARIO)
     s.add_argument("--algo", default="ppo", help="ppo | a2c | sac | maskable_ppo")
-    s.add_argument("--action-mode", default=None, help="path | split | ecmp_weights (default: per algo)")
+    s.add_argument(
+        "--action-mode",
+        default=None,
+        help="path | split | ecmp_weights | split_bg | choose | choose_bg (default: per algo)",
+    )
     s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
     s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
     s.add_argument("--n-envs", type=_int_arg(1, 100_000), default=16, help="copies in the native vector env")
@@ -255,7 +312,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--envs-per-runner", type=_int_arg(1, 100_000), default=16, help="rllib: vector env copies per runner"
     )
     s.add_argument("--address", default=None, help="rllib: join a Ray cluster (auto or HOST:PORT)")
+    s.add_argument(
+        "--trust-checkpoint",
+        action="store_true",
+        help="rllib --resume: I trust this checkpoint folder (resuming unpickles RLlib's state, which can run code)",
+    )
     s.set_defaults(func=_cmd_train)
+
+    s = sub.add_parser(
+        "convert-rllib",
+        help="add plain weights to an RLlib checkpoint written before 0.3, so rllib:DIR loads it (rllib extra)",
+        epilog="Converting unpickles the folder's RLlib module, which can run code: only for folders you trust.",
+    )
+    s.add_argument("checkpoint", type=_text_arg("a checkpoint directory"), help="checkpoint directory")
+    s.add_argument(
+        "--trust-checkpoint",
+        action="store_true",
+        help="required: I trust this folder (converting unpickles RLlib's module, which can run code)",
+    )
+    s.add_argument("--overwrite", action="store_true", help="write the plain weights again if present")
+    s.set_defaults(func=_deferred("ainet_gym.agents.rllib_train", "convert_main"))
 
     s = sub.add_parser("evaluate", help="compare policies on the same seeds", epilog=TRUST)
     s.add_argument("scenario", type=_SCENARIO)
@@ -282,18 +358,40 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scenarios", default="periodic-interference", help="comma list of scenarios")
     s.add_argument("--seeds", default="0,1", help="comma list of training seeds")
     s.add_argument("--lrs", default="3e-4", help="comma list of learning rates")
-    s.add_argument("--timesteps", type=int, default=10_000, help="env steps per trial")
-    s.add_argument("--num-env-runners", type=int, default=0, help="env runners per trial (0: in-process)")
-    s.add_argument("--envs-per-runner", type=int, default=16)
-    s.add_argument("--max-concurrent", type=int, default=2, help="trials at once (1 + runners CPUs each)")
-    s.add_argument("--eval-seeds", default="1,2,3", help="held-out evaluation seeds")
+    s.add_argument("--timesteps", type=_int_arg(1, 10**12), default=10_000, help="env steps per trial")
+    s.add_argument(
+        "--num-env-runners",
+        type=_int_arg(0, 100_000),
+        default=0,
+        help="env runners per trial (0: in-process)",
+    )
+    s.add_argument("--envs-per-runner", type=_int_arg(1, 100_000), default=16)
+    s.add_argument(
+        "--max-concurrent",
+        type=_int_arg(1, 100_000),
+        default=2,
+        help="trials at once (1 + runners CPUs each)",
+    )
+    s.add_argument("--eval-seeds", type=_seeds_arg, default="1,2,3", help="held-out evaluation seeds")
     s.add_argument("--address", default=None, help="join a Ray cluster (auto or HOST:PORT)")
-    s.add_argument("--out", default="out/sweep")
+    s.add_argument(
+        "--out",
+        type=_text_arg("a directory"),
+        default=None,
+        help="directory for the table, checkpoints and Tune's files (default: a fresh out/sweep/sweep__TIME)",
+    )
+    s.add_argument("--overwrite", action="store_true", help="allow --out to hold an earlier sweep")
     s.set_defaults(func=_deferred("ainet_gym.agents.rllib_sweep", "sweep_main"))
 
     s = sub.add_parser("bench", help="measure the allocator and the environments")
     s.add_argument("--quick", action="store_true", help="small sizes only")
-    s.add_argument("--out", default="bench-results", help="directory for the JSON and the plot")
+    s.add_argument(
+        "--out",
+        type=_text_arg("a directory"),
+        default=None,
+        help="directory for the JSON and the plot (default: a fresh bench-results/bench__TIME)",
+    )
+    s.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     s.add_argument("--sections", default=None, help="comma list of sections to run (default: all)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=_deferred("ainet_gym.bench", "bench_main"))
@@ -338,7 +436,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=_int_arg(0, 2**62), default=0)
     s.add_argument(
         "--max-seconds",
-        type=float,
+        type=_seconds_arg,
         default=None,
         help="stop each scenario and mode after this wall time (the steps checked are printed)",
     )
@@ -352,10 +450,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_soak(args: argparse.Namespace) -> int:
-    from ainet_gym.checks.soak import DYNAMIC_SCENARIOS, soak
+    from ainet_gym.checks.soak import ACTION_MODES, DYNAMIC_SCENARIOS, soak
 
     scenarios = args.scenarios or list(DYNAMIC_SCENARIOS)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes:
+        raise ValueError(f"--modes {args.modes!r}: empty; give a comma list of {', '.join(ACTION_MODES)}")
+    bad = [m for m in modes if m not in ACTION_MODES]
+    if bad:
+        raise ValueError(f"--modes: {bad[0]!r} is not an action mode; allowed: {', '.join(ACTION_MODES)}")
     total = violations = 0
     for sc in scenarios:
         for mode in modes:
@@ -378,9 +481,12 @@ def _cmd_soak(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ainet-gym`` console script.
 
-    The project's own errors (a bad scenario, argument, action, model or output path) print one line,
+    The project's own errors (a bad scenario, argument, action, model or output path: ``ValueError``,
+    ``OSError``, ``ImportError``, ``RuntimeError``, ``gymnasium.error.Error``) print one line,
     ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead.
     """
+    from gymnasium import error as gym_error
+
     from ainet_gym.scenario.loader import ScenarioError
 
     args = build_parser().parse_args(argv)
@@ -389,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ainet-gym {args.command}: interrupted", file=sys.stderr)
         return 130
-    except (ScenarioError, ValueError, OSError, ImportError) as e:
+    except (ScenarioError, ValueError, OSError, ImportError, RuntimeError, gym_error.Error) as e:
         if args.debug:
             raise
         text = " ".join(str(e).split()) or type(e).__name__

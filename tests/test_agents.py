@@ -192,6 +192,8 @@ def test_job_only_baselines_leave_background_on_ecmp_and_bg_variants_move_it() -
         "lp": "jobs",
         "spray+bg": "jobs+bg",
         "wcmp+bg": "jobs+bg",
+        "greedy+bg": "jobs+bg",
+        "lp+bg": "jobs+bg",
     }
     assert BaselineAgent("spray", "ecmp_weights").controls == "jobs+bg"
     assert BaselineAgent("spray+bg", "split").controls == "jobs"
@@ -376,11 +378,13 @@ def test_evaluate_writes_table_csv_json_and_figure_that_agree(trained, tmp_path:
     pol = result["policies"]
     assert list(pol) == ["ecmp", "spray", "wcmp", "greedy", "lp", "ppo"]
     assert pol["lp"]["gap_to_lp"] == 0.0
-    # the markdown table: one row per policy, numbers equal to the JSON's at the printed precision
+    assert pol["ppo"]["learned"] and not pol["lp"]["learned"] and pol["ppo"]["lp_reference"] == "lp"
+    # the markdown table: one row per policy, numbers equal to the JSON's at the printed precision; rows
+    # by class, the learned policy's class first and the learned policy at its top
     rows = [r for r in (out / "results.md").read_text().splitlines() if r.startswith("| ") and "---" not in r]
     header, body = rows[0], rows[1:]
     assert "GPU util" in header
-    assert [r.split("|")[1].strip() for r in body] == list(pol)
+    assert [r.split("|")[1].strip() for r in body] == ["ppo", "spray", "wcmp", "greedy", "lp", "ecmp"]
     for r in body:
         cells = [c.strip() for c in r.strip("|").split("|")]
         d = pol[cells[0]]
@@ -480,7 +484,7 @@ def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatc
 def test_unknown_policy_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(
         ValueError,
-        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, ppo:PATH",
+        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, greedy\+bg, lp\+bg, ppo:PATH",
     ):
         evaluate(EvalConfig(scenario=collision_scenario(), policies=["ecmp", "foo"], out=None))
     assert cli_main(["evaluate", "spine-leaf-2to1", "--policies", "ecmp,foo"]) == 2

@@ -221,7 +221,7 @@ def test_acks_sharing_links_with_data_do_not_slow_the_data() -> None:
     and the other direction's ACKs. Reference (closed form, independent of both simulators): 2 MB at
     10 Gb/s times the TCP payload fraction 1448/1529 (1.690 ms). With ns-3's default 100-packet device FIFO
     under the queue disc the ACKs waited behind 150 KB of data on every link and the exchange took 1.914 ms
-    (+13%, README "Fidelity"); the cross-check's 4-packet FIFO lets FqCoDel interleave them (1.711 ms)."""
+    (+13%, docs/fidelity.md); the cross-check's 4-packet FIFO lets FqCoDel interleave them (1.711 ms)."""
     from ainet_gym.checks.crosscheck import _crosscheck_in_subprocess
 
     sc = {

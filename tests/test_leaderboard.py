@@ -85,12 +85,14 @@ def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, caps
     shipped = list_pretrained()
     for env_id, scenario in ENV_IDS.items():
         rows = {r["policy"]: r for r in board["rows"] if r["env_id"] == env_id}
-        want = {*BASELINES, "predictive-greedy", "predictive-lp"} | (
-            {"pretrained"} if scenario in shipped else set()
-        )
+        want = {*BASELINES, "predictive-greedy", "predictive-lp", "predictive-greedy+bg", "predictive-lp+bg"}
+        want |= {"pretrained"} if scenario in shipped else set()
         assert set(rows) == want, env_id
-        e, lp = rows["ecmp"]["gpu_utilization"]["mean"], rows["lp"]["gpu_utilization"]["mean"]
+        e = rows["ecmp"]["gpu_utilization"]["mean"]
         for r in rows.values():
+            # the LP of the row's class: lp+bg for jobs+bg rows, lp for the others
+            assert r["lp_reference"] == ("lp+bg" if r["controls"] == "jobs+bg" else "lp"), r["policy"]
+            lp = rows[r["lp_reference"]]["gpu_utilization"]["mean"]
             s = r["lp_normalized_score"]["mean"]
             if lp - e < 0.005:
                 assert s is None
@@ -127,10 +129,20 @@ def test_demo_comparison_says_beats_only_when_the_intervals_separate() -> None:
     }
     lines = comparison(result).splitlines()
     assert lines[0].startswith("ppo (controls jobs+bg): GPU utilisation 0.700 [0.690, 0.710]")
-    assert lines[1].split()[0] == "beats" and "spray" in lines[1] and "+0.150" in lines[1]
-    assert lines[2].split()[0] == "overlaps" and "greedy" in lines[2]
-    assert lines[3].startswith("  loses to") and "lp" in lines[3]
-    assert len(lines) == 4  # only the baselines present
+    assert lines[1].startswith(" other classes")  # no baseline of ppo's own class in this result
+    assert lines[2].split()[0] == "beats" and "spray" in lines[2] and "+0.150" in lines[2]
+    assert lines[3].split()[0] == "overlaps" and "greedy" in lines[3]
+    assert lines[4].startswith("  loses to") and "lp" in lines[4]
+    assert len(lines) == 5  # only the baselines present
+    # the baselines of its own class come first, then the other classes
+    result["policies"]["lp+bg"] = pol(0.73, 0.72, 0.74, "jobs+bg")
+    result["policies"]["spray+bg"] = pol(0.60, 0.59, 0.61, "jobs+bg")
+    lines = comparison(result).splitlines()
+    assert lines[1].startswith(" its own class (jobs+bg")
+    assert "spray+bg" in lines[2] and lines[2].split()[0] == "beats"
+    assert "lp+bg" in lines[3] and lines[3].split()[0] == "loses"
+    assert lines[4].startswith(" other classes")
+    assert [x.split("(")[0].split()[-1] for x in lines[5:]] == ["spray", "greedy", "lp"]
 
 
 def test_a_shipped_policy_only_checkpoint_loads_as_ppo_path() -> None:

@@ -265,3 +265,29 @@ def test_missing_pettingzoo_names_the_extra(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pettingzoo", None)  # import pettingzoo -> ImportError
     with pytest.raises(ImportError, match=r"ainet-gym\[pettingzoo\]"):
         multiagent._require_pettingzoo()
+
+
+@pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
+def test_render_modes(mode: str) -> None:
+    from pettingzoo.test import render_test
+
+    # PettingZoo's render test (AEC form; it asks for "human" only to read the metadata)
+    render_test(
+        lambda render_mode=None: ainet_gym.aec_env(
+            "periodic-interference", render_mode=None if render_mode == "human" else render_mode
+        )
+    )
+    env = ainet_gym.parallel_env("periodic-interference", render_mode=mode, episode_steps=3)
+    env.reset(seed=0)
+    env.step({a: env.action_space(a).sample() for a in env.agents})
+    out = env.render()
+    if mode == "ansi":
+        assert out.startswith("step 1/3") and f"agents ({len(env.agents)}): leaf_0" in out
+    else:
+        from ainet_gym.envs.render import render_rgb
+
+        # the single-agent picture of the same fabric state
+        np.testing.assert_array_equal(out, render_rgb(env.core, 0))
+        assert out.shape == (240, 640, 3) and out.dtype == np.uint8
+    with pytest.raises(ValueError, match=r"render_mode = 'human': allowed: None, ansi, rgb_array"):
+        ainet_gym.parallel_env("periodic-interference", render_mode="human")

@@ -3,7 +3,7 @@
 Run ``ainet-gym bench [--quick] [--out DIR]`` or ``python -m ainet_gym.bench [--quick] [--out DIR]``. It prints
 tables on the terminal (a progress bar on stderr while it runs), and writes ``DIR/bench.json`` (every figure),
 ``DIR/scaling.png`` (cost of one decision interval against fabric size and transfers) and ``DIR/bench.md``
-(the tables with the command and the machine, ready to quote in the README). ``--quick`` runs the small sizes
+(the tables with the command and the machine, ready to quote in docs/performance-log.md). ``--quick`` runs the small sizes
 only (under a minute on a 2-core CPU); the full run takes a few minutes.
 
 What is measured
@@ -66,6 +66,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -97,6 +98,8 @@ from ainet_gym.bench.sections import (
 )
 
 __all__ = [
+    "BENCH_FILES",
+    "DEFAULT_OUT",
     "EXACT_RTOL",
     "SECTIONS",
     "TARGET_1024_SCENARIO",
@@ -111,6 +114,7 @@ __all__ = [
     "bench_scaling",
     "bench_startup",
     "calibrate",
+    "check_bench_config",
     "cluster_scenario",
     "evaluate_targets",
     "fabric_instance",
@@ -125,6 +129,39 @@ __all__ = [
 ]
 
 
+#: Parent of the default output folders (``bench-results/bench__YYYYmmdd-HHMMSS``).
+DEFAULT_OUT = "bench-results"
+#: Files ``bench`` writes into its output directory.
+BENCH_FILES = ("bench.json", "scaling.png", "bench.md")
+
+
+def check_bench_config(cfg: BenchConfig) -> None:
+    """Refuse a configuration that would measure nothing or run without end: an empty or unknown section
+    list, a time budget or repeat count that is not positive.
+
+    Raises
+    ------
+    ValueError
+        Naming the field, the value and what is allowed.
+    """
+    if not cfg.sections:
+        raise ValueError(f"sections: empty; give at least one of {', '.join(SECTIONS)}")
+    bad = [s for s in cfg.sections if s not in SECTIONS]
+    if bad:
+        raise ValueError(f"sections {bad}: unknown; allowed: {', '.join(SECTIONS)}")
+    for name, lo, strict in (
+        ("min_time_s", 0.0, False),
+        ("slowest_budget_s", 0.0, False),
+        ("max_repeats", 1, False),
+        ("env_windows", 1, False),
+    ):
+        v = getattr(cfg, name)
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        if not ok or (v <= lo if strict else v < lo):
+            rel = ">" if strict else ">="
+            raise ValueError(f"{name} = {v!r}: must be a finite number {rel} {lo}")
+
+
 def run_bench(
     cfg: BenchConfig, out: str | os.PathLike | None = None, progress: bool = True, command: str | None = None
 ) -> dict[str, Any]:
@@ -137,9 +174,7 @@ def run_bench(
     ValueError
         If ``cfg.sections`` names an unknown section.
     """
-    bad = [s for s in cfg.sections if s not in SECTIONS]
-    if bad:
-        raise ValueError(f"sections {bad}: unknown; allowed: {', '.join(SECTIONS)}")
+    check_bench_config(cfg)
     t_start = time.perf_counter()
     results: dict[str, Any] = {
         "meta": {
@@ -194,15 +229,24 @@ def run_bench(
 
 def bench_main(args: argparse.Namespace) -> int:
     """Entry point of ``ainet-gym bench`` (``args.quick``, ``args.out``)."""
+    from ainet_gym.agents.outputs import check_out_files, fresh_dir, run_stamp
+
     cfg = BenchConfig.quick_preset() if args.quick else BenchConfig.full()
     sections = getattr(args, "sections", None)
-    if sections:
+    if sections is not None:
         cfg = replace(cfg, sections=tuple(s.strip() for s in sections.split(",") if s.strip()))
+        if not cfg.sections:
+            raise ValueError(f"--sections {sections!r}: empty; give a comma list of {', '.join(SECTIONS)}")
+    check_bench_config(cfg)
+    if args.out is None:  # a fresh run folder: a second plain run never collides
+        out = fresh_dir(DEFAULT_OUT, f"bench__{run_stamp()}", create=False)
+    else:
+        out = check_out_files(args.out, bool(getattr(args, "overwrite", False)), BENCH_FILES)
     command = "ainet-gym bench" + (" --quick" if args.quick else "")
-    results = run_bench(cfg, out=args.out, progress=not getattr(args, "no_progress", False), command=command)
+    results = run_bench(cfg, out=out, progress=not getattr(args, "no_progress", False), command=command)
     print(format_report(results))
-    print(f"\nwrote {Path(args.out) / 'bench.json'}" + (f", {Path(args.out) / 'scaling.png'}"
-          if results.get("scaling") else "") + f", {Path(args.out) / 'bench.md'}")  # fmt: skip
+    print(f"\nwrote {out / 'bench.json'}" + (f", {out / 'scaling.png'}"
+          if results.get("scaling") else "") + f", {out / 'bench.md'}")  # fmt: skip
     return 0
 
 
@@ -210,7 +254,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ainet_gym.bench [--quick] [--out DIR] [--sections LIST] [--no-progress]``."""
     p = argparse.ArgumentParser(prog="python -m ainet_gym.bench", description="ainet-gym benchmark suite")
     p.add_argument("--quick", action="store_true", help="small sizes only (under a minute)")
-    p.add_argument("--out", default="bench-results", help="directory for bench.json, scaling.png, bench.md")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="directory for bench.json, scaling.png, bench.md (default: a fresh run folder)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     p.add_argument("--sections", default=None, help=f"comma list of {', '.join(SECTIONS)} (default: all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return bench_main(p.parse_args(argv))

@@ -72,7 +72,7 @@ __all__ = [
 #: flowing the other way (collectives are permutations: every GPU sends and receives). A 1448-byte segment
 #: (1500 MTU - 20 IP - 20 TCP - 12 timestamp option) costs 1448 + 52 + 2 (PPP framing of ns-3's
 #: point-to-point device) wire bytes, and the receiver's delayed ACK (one 54-byte ACK per 2 segments) adds
-#: 27 bytes per segment on the reverse direction: 1448 / 1529 = 0.9470. Measured here (README "Fidelity"):
+#: 27 bytes per segment on the reverse direction: 1448 / 1529 = 0.9470. Measured here (docs/fidelity.md):
 #: the slope of ns-3 transfer time over size (4-16 MB, 2 GPUs exchanging on a 10 Gb/s switch) gives 0.9468.
 #: Real Ethernet frames add 38 bytes (header, FCS, preamble, gap) instead of PPP's 2: 1448 / (1538 + 45) = 0.915.
 TCP_HEADER_EFFICIENCY: float = 1448.0 / (1448.0 + 54.0 + 54.0 / 2.0)
@@ -108,7 +108,7 @@ class CrosscheckConfig:
         (default): one pinned TCP sub-flow per path with an equal share of the bytes (what the fluid
         split means: a multipath transport, or one QP per path); ``"packet"``: per-packet random ECMP
         (``Ipv4GlobalRouting::RandomEcmpRouting``) with TCP's ``reorder_threshold`` and ``spray_sack``.
-        Per-packet spraying over TCP measures how much reordering costs (README "Fidelity").
+        Per-packet spraying over TCP measures how much reordering costs (docs/fidelity.md).
     spray_sack
         SACK (``TcpSocketBase::Sack``) on sprayed connections (it is always on otherwise). An earlier
         version of the driver saw ns-3.44 segfault in ``TcpTxBuffer::Update`` on the SACK blocks of sprayed
@@ -117,7 +117,7 @@ class CrosscheckConfig:
     reorder_threshold
         Duplicate ACKs before fast retransmit (``ReTxThreshold``) when a connection is sprayed per packet;
         3 (TCP's default) otherwise. Per-packet spraying reorders segments; with the default threshold
-        reordering triggers spurious retransmits (README "Fidelity").
+        reordering triggers spurious retransmits (docs/fidelity.md).
     send_size
         Bytes handed to the socket per write by the bulk sender.
     ring_chunk_bytes
@@ -146,7 +146,7 @@ class CrosscheckConfig:
         queue limits keep a NIC ring to a few packets): with 100 packets, 150 KB of one flow's data sat in
         front of the other flows' ACKs on every link that carries both (120 us at 10 Gb/s), and a 2 MB
         transfer whose ACKs shared links with another flow's data took 1.914 ms instead of 1.711 ms
-        (README "Fidelity").
+        (docs/fidelity.md).
     """
 
     mss: int = 1448
@@ -656,7 +656,7 @@ def crosscheck(
     Notes
     -----
     One call per process is the tested use: ns-3 keeps global state between runs in one process, and in one
-    batch a run that followed another gave a different result (README "Fidelity");
+    batch a run that followed another gave a different result (docs/fidelity.md);
     :func:`calibration` runs each case in a process of its own.
 
     Raises
@@ -925,7 +925,7 @@ def rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> list[di
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The calibration table (README "Fidelity") of :func:`calibration`'s result."""
+    """The calibration table (docs/fidelity.md) of :func:`calibration`'s result."""
 
     def rank(groups: list[list[str]]) -> str:
         return " < ".join("=".join(g) for g in groups)

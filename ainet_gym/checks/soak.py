@@ -74,6 +74,10 @@ def soak(
 ) -> SoakResult:
     """Run ``steps`` env steps (rounded up to whole vector steps) of ``scenario`` in ``action_mode``,
     or fewer if ``max_seconds`` of wall time run out first (``steps`` of the result says how many)."""
+    if max_seconds is not None and not (
+        isinstance(max_seconds, int | float) and not isinstance(max_seconds, bool) and 0 < max_seconds < 1e9
+    ):
+        raise ValueError(f"--max-seconds {max_seconds!r}: must be a number of seconds in (0, 1e9)")
     if action_mode not in ACTION_MODES:
         raise ValueError(
             f"--modes: {action_mode!r} is not an action mode; allowed: {', '.join(ACTION_MODES)}"

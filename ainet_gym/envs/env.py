@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import gymnasium as gym
@@ -19,18 +20,23 @@ from gymnasium import spaces
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.rewards import GpuUtilizationReward, RewardFn, StepTimeReward, make_reward
-from ainet_gym.envs.slots import SlotLayout, SlotMaps
+from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.plans import CHOOSE_MODES, plan_split, plans_of_mode
 from ainet_gym.routing.policies import controlled_connections
 from ainet_gym.routing.split import path_index_split, ratio_split
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.scenario.spec import Scenario
-from ainet_gym.sim.world import FabricWorld, StepResult
+from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
-__all__ = ["ACTION_MODES", "EnvCore", "FabricRoutingEnv"]
+__all__ = ["ACTION_MODES", "BG_SLOT_MODES", "SPLIT_MODES", "EnvCore", "EnvSnapshot", "FabricRoutingEnv"]
 
-ACTION_MODES = ("path", "split", "ecmp_weights")
+ACTION_MODES = ("path", "split", "ecmp_weights", "choose", "choose_bg", "split_bg")
+#: the action modes whose slots also route the background connections (class ``jobs+bg``)
+BG_SLOT_MODES = ("split_bg",)
+#: the action modes that decode a (slots x max_paths) box of split weights
+SPLIT_MODES = ("split", "split_bg")
 OBSERVATION_MODES = ("flat", "graph")
 #: Optional ``info`` keys (``info_keys=`` at construction, or :meth:`EnvCore.request_info`, as the
 #: TensorBoard callback of ``agents`` does), computed only when asked: per-link and per-connection figures
@@ -77,6 +83,42 @@ def obs_layout(sizes: dict[str, int]) -> tuple[dict[str, slice], int]:
     return layout, o
 
 
+@dataclass(frozen=True, eq=False)
+class EnvSnapshot:
+    """The state of an :class:`EnvCore` (and of the env around it) at one moment, from
+    :meth:`EnvCore.snapshot`: the world's (:class:`~ainet_gym.sim.world.WorldSnapshot`), the link
+    history of the observation, the last interval's result and, in ``extra``, the wrapper's own (the
+    single env's generator, the vector env's pending autoresets). A copy: later steps do not change it."""
+
+    world: WorldSnapshot
+    util_hist: np.ndarray  # (batch, history, net_links) link utilisation history, newest first
+    last: StepResult | None  # the last interval's result (None right after a full reset)
+    needs_reset: bool
+    action_mode: str
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def batch(self) -> int:
+        """Instances in the snapshot."""
+        return self.world.batch
+
+
+def _index_result(res: StepResult, src: np.ndarray) -> StepResult:
+    """``res`` of the instances ``src`` (a new batch): every per-instance field indexed; the per-connection
+    figures (``conn_bytes``, ``connections``) are dropped (None, as a step without the "flows" info gives)."""
+    out: dict[str, Any] = {}
+    for f in fields(res):
+        v = getattr(res, f.name)
+        if f.name in ("conn_bytes", "connections"):
+            v = None
+        elif isinstance(v, np.ndarray):
+            v = v[src]
+        elif f.name == "job_names":
+            v = [list(v[s]) for s in src.tolist()] if v else v
+        out[f.name] = v
+    return replace(res, **out)
+
+
 class EnvCore:
     """Batched observation / action / reward logic over a :class:`FabricWorld`."""
 
@@ -102,8 +144,14 @@ class EnvCore:
             raise ValueError(
                 f"observation = {observation!r}: unknown; allowed: {', '.join(OBSERVATION_MODES)}"
             )
-        if not isinstance(history, int | np.integer) or history < 1:
-            raise ValueError(f"history = {history!r}: must be an integer >= 1 (intervals of link history)")
+        from ainet_gym.scenario.loader import LIMITS
+
+        hmax = int(LIMITS["history_max"])
+        if isinstance(history, bool) or not isinstance(history, int | np.integer) or not 1 <= history <= hmax:
+            raise ValueError(
+                f"history = {history!r}: must be an integer in [1, {hmax:,}] (intervals of link history; "
+                "ainet_gym.scenario.loader.LIMITS['history_max'])"
+            )
         if episode_steps is not None and (
             not isinstance(episode_steps, int | np.integer) or episode_steps < 1
         ):
@@ -113,6 +161,11 @@ class EnvCore:
         self.scenario = load_scenario(scenario)
         self.batch = int(batch)
         self.action_mode = action_mode
+        #: ``choose`` modes: the controls class of the plans and the plans (policy names), in action order
+        self.plan_class: str | None = None
+        self.plans: tuple[str, ...] = ()
+        if action_mode in CHOOSE_MODES:
+            self.plan_class, self.plans = plans_of_mode(action_mode)
         self.history = int(history)
         self.observation_mode = observation
         self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
@@ -124,9 +177,15 @@ class EnvCore:
         self.wcmp_links = np.flatnonzero(w.fabric.link_group >= 0)  # (wlinks,) links with a WCMP knob
         self.n_bg = len(self.scenario.background)
         self.P = w.max_paths
-        #: the action slots over the world's job slots; their maps follow the world's units (_slot_maps)
+        #: the action slots over the world's job slots (and background sources, in ``split_bg``); their maps
+        #: follow the world's units (_slot_maps)
+        bg_widths = (
+            tuple(background_connections(w.fabric, bg) for bg in self.scenario.background)
+            if action_mode in BG_SLOT_MODES
+            else ()
+        )
         self.slot_layout = SlotLayout(
-            w.fabric, self.scenario.jobs, w.templates if w.churn else (), w.n_job_slots
+            w.fabric, self.scenario.jobs, w.templates if w.churn else (), w.n_job_slots, bg_widths
         )
         S = self.slot_layout.n_slots
         self._maps = SlotMaps(
@@ -143,6 +202,7 @@ class EnvCore:
         # (result, info arrays) of the step being assembled, when the kernel threads computed them (info_jobs)
         self._step_jobs: tuple[StepResult, dict[str, np.ndarray]] | None = None
         self._needs_reset = True
+        self._plan = np.full(self.batch, -1, dtype=np.int64)  # choose modes: plan run in the last interval
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
         self._fixed_cache: tuple | None = None  # (controllable slots' connections, the other connections)
         self._bounds_cache: tuple | None = None  # (conns, fixed, per-instance bounds of each)
@@ -159,8 +219,10 @@ class EnvCore:
         S, P = self.n_slots, self.P
         if self.action_mode == "path":
             self.action_space = spaces.MultiDiscrete(np.full(S, P, dtype=np.int64))
-        elif self.action_mode == "split":
+        elif self.action_mode in SPLIT_MODES:
             self.action_space = spaces.Box(-1.0, 1.0, shape=(S * P,), dtype=np.float32)
+        elif self.plans:
+            self.action_space = spaces.Discrete(len(self.plans))
         else:
             self.action_space = spaces.Box(-1.0, 1.0, shape=(self.wcmp_links.shape[0],), dtype=np.float32)
         sizes = {
@@ -183,7 +245,9 @@ class EnvCore:
                 {
                     "flat": flat,
                     "node_features": spaces.Box(0.0, 1.0, shape=(n_nodes, 4), dtype=np.float32),
-                    "edge_index": spaces.Box(0, n_nodes - 1, shape=(2, f.n_links), dtype=np.int64),
+                    # node ids as float32 (exact below 2**24 nodes): every block float32, so a flattened
+                    # graph observation (FlattenObservation, spaces.flatten) stays float32
+                    "edge_index": spaces.Box(0, n_nodes - 1, shape=(2, f.n_links), dtype=np.float32),
                     "edge_features": spaces.Box(
                         0.0, 1.0, shape=(f.n_links, self.history + 1), dtype=np.float32
                     ),
@@ -235,7 +299,7 @@ class EnvCore:
             return self._maps
         made = self._maps_of
         if made is None or made[0] is not sim.stack or made[1] is not w.job_unit:
-            self._maps = self.slot_layout.maps(sim, w.job_unit)
+            self._maps = self.slot_layout.maps(sim, w.job_unit, w.bg_unit)
             self._maps_of = (sim.stack, w.job_unit)
         return self._maps
 
@@ -302,8 +366,67 @@ class EnvCore:
         self.util_hist[mask] = 0.0
         self._last = None if mask.all() else self._last
         self._needs_reset = False
+        self._plan[mask] = -1
         self._default = self.world.default_split(copy=False)
         return self.observe(None), self.info(None)
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> EnvSnapshot:
+        """The state of every instance (:class:`EnvSnapshot`): :meth:`restore` puts it back, and the
+        same actions from there give the same observations, rewards and infos, bit for bit.
+
+        For planning and tree search: take a snapshot, try actions, restore, try others. The snapshot
+        holds copies of the state arrays (the engine's per-unit, per-phase and per-flow state, the link
+        history, the generators), not of the compiled structure (shared, read-only), so it is cheap
+        (tens of microseconds to a few milliseconds on the shipped scenarios). A custom reward object
+        with state of its own is not part of it.
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset`.
+        """
+        if self.world.sim is None:
+            raise RuntimeError("snapshot() before the first reset(): there is no state yet")
+        return EnvSnapshot(
+            world=self.world.snapshot(),
+            util_hist=self.util_hist.copy(),
+            last=self._last,
+            needs_reset=self._needs_reset,
+            action_mode=self.action_mode,
+        )
+
+    def restore(self, snap: EnvSnapshot, source: Sequence[int] | np.ndarray | None = None) -> None:
+        """Put the state of ``snap`` back (:meth:`snapshot`). ``source`` (batch,) copies, into instance
+        ``b``, the snapshot's instance ``source[b]`` instead (a core of another batch size may take them:
+        ``[b] * K`` tries K continuations of instance ``b``; its last result is then the source
+        instances', without per-connection figures).
+
+        Raises
+        ------
+        ValueError
+            If ``snap`` is of another scenario or ``source`` does not fit (see
+            :meth:`ainet_gym.sim.world.FabricWorld.restore`).
+        """
+        if not isinstance(snap, EnvSnapshot):
+            raise ValueError(
+                f"restore: {type(snap).__name__} is not an EnvSnapshot (take one with snapshot())"
+            )
+        if snap.util_hist.shape[1:] != self.util_hist.shape[1:]:
+            raise ValueError(
+                f"restore: the snapshot's link history has shape {snap.util_hist.shape[1:]}, this core's "
+                f"{self.util_hist.shape[1:]} (another history length)"
+            )
+        self.world.restore(snap.world, source)
+        src = np.arange(self.batch) if source is None else np.asarray(source)
+        self.util_hist[:] = snap.util_hist[src]
+        last = snap.last
+        if last is not None and source is not None:
+            last = _index_result(last, src)
+        self._last = last
+        self._needs_reset = snap.needs_reset
+        self._default = self.world.default_split(copy=False)
+        self._slot_bytes = None
 
     # ------------------------------------------------------------------ actions
     def validate(self, actions: np.ndarray) -> np.ndarray:
@@ -317,10 +440,42 @@ class EnvCore:
         """
         return self._validate(actions, float64=True)
 
+    def _validate_plans(self, a: np.ndarray) -> np.ndarray:
+        """:meth:`validate` of the ``choose`` modes: (batch,) plan indices as int64."""
+        K = len(self.plans)
+        allowed = f"a plan index, an integer in 0..{K - 1} ({', '.join(self.plans)})"
+        if a.shape != (self.batch,):
+            per_env = "a scalar (or shape (1,))" if self.batch == 1 else f"shape ({self.batch},), one per env"
+            raise ValueError(f"action shape {a.shape}: expected {per_env}: {allowed}")
+        if a.dtype.kind not in "iuf":
+            raise ValueError(f"action dtype {a.dtype}: not a number type; expected {allowed}")
+        if a.dtype.kind == "f":
+            bad = ~np.isfinite(a) | (a != np.round(a))
+            if bad.any():
+                i = tuple(np.argwhere(bad)[0])
+                raise ValueError(f"action{self._where_plan(i)} = {a[i].item()!r}: expected {allowed}")
+        bad = (a < 0) | (a >= K)  # on the given values: a huge float or uint64 would wrap in int64
+        if bad.any():
+            i = tuple(np.argwhere(bad)[0])
+            raise ValueError(
+                f"action{self._where_plan(i)} = {a[i].item()!r}: out of Discrete({K}); expected {allowed}"
+            )
+        return a.astype(np.int64)
+
+    def _where_plan(self, i: tuple) -> str:
+        """Index text of a plan action: empty for a single env, ``[env]`` for a batch."""
+        return "" if self.batch == 1 else f"[{int(i[0])}]"
+
     def _validate(self, actions: np.ndarray, float64: bool) -> np.ndarray:
         """:meth:`validate`; ``float64=False`` returns valid float32 or float64 actions as given (no
         conversion: the compiled decode reads either and converts each element exactly)."""
         sp = self.action_space
+        if self.plans:
+            try:
+                a = np.asarray(actions)
+            except (ValueError, TypeError) as e:  # ragged nested lists
+                raise ValueError(f"action: cannot be read as an array ({e}); expected plan indices") from None
+            return self._validate_plans(a.reshape(1) if self.batch == 1 and a.shape in ((), (1,)) else a)
         discrete = isinstance(sp, spaces.MultiDiscrete)
         allowed = f"integers in 0..{self.P - 1}" if discrete else "real numbers in [-1, 1]"
         try:
@@ -353,23 +508,22 @@ class EnvCore:
                 f"expected {allowed} (an integer or float array)"
             )
         if discrete:
-            if not np.issubdtype(a.dtype, np.integer):
-                if (
-                    not np.issubdtype(a.dtype, np.floating)
-                    or not np.all(np.isfinite(a))
-                    or np.any(a != np.round(a))
-                ):
-                    bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
-                    i = tuple(bad[0])
-                    raise ValueError(
-                        f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
-                    )
-                a = a.astype(np.int64)
-            bad = (a < 0) | (a >= self.P)
+            if not np.issubdtype(a.dtype, np.integer) and (
+                not np.issubdtype(a.dtype, np.floating)
+                or not np.all(np.isfinite(a))
+                or np.any(a != np.round(a))
+            ):
+                bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
+                i = tuple(bad[0])
+                raise ValueError(
+                    f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
+                )
+            bad = (a < 0) | (a >= self.P)  # on the given values: 1e20 or 2**64 - 1 would wrap in int64
             if bad.any():
                 i = tuple(np.argwhere(bad)[0])
                 raise ValueError(
-                    f"action{self._where(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
+                    f"action{self._where(i)} = {a[i].item()!r}: out of MultiDiscrete({self.P}); "
+                    f"allowed 0..{self.P - 1}"
                 )
             return a.astype(np.int64)
         # the common case: two reductions over the given array (float32 from a policy), no temporary;
@@ -397,12 +551,14 @@ class EnvCore:
         w = self.world
         sim = w.sim
         assert sim is not None
+        if self.plans:  # each instance runs the plan it chose, computed as that baseline computes it
+            return plan_split(w, self._last, a, self.plans)
         if self.action_mode == "ecmp_weights":
             weights = np.ones((self.batch, w.fabric.n_links))
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
             return w.wcmp(weights)
         ctrl, conns, npaths = self._controllable()
-        if self.action_mode == "split" and w.backend == "numba" and self.P <= _envkernels.PW_BLOCKSIZE:
+        if self.action_mode in SPLIT_MODES and w.backend == "numba" and self.P <= _envkernels.PW_BLOCKSIZE:
             # one compiled pass, the same floating-point operations as the numpy code below
             rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
             return _envkernels.decode_split(
@@ -448,7 +604,10 @@ class EnvCore:
         """(batch, slots * max_paths) bool: valid path indices per slot (for MaskablePPO).
 
         A slot that is not controllable (no connection, or one candidate path) allows only index 0.
+        In the ``choose`` modes: (batch, plans), every plan allowed.
         """
+        if self.plans:
+            return np.ones((self.batch, len(self.plans)), dtype=bool)
         maps = self._slot_maps()
         n = np.where(maps.mask, maps.npaths, 1)  # (batch, slots)
         return (np.arange(self.P)[None, None, :] < n[:, :, None]).reshape(self.batch, -1)
@@ -462,6 +621,8 @@ class EnvCore:
             raise RuntimeError("step() called before reset()")
         fused = self._fused_decode()
         a = self._validate(actions, float64=not fused)  # raises before any state changes
+        if self.plans:
+            self._plan = np.where(np.ones(self.batch, dtype=bool) if active is None else active, a, -1)
         if fused:  # decoded and merged in one compiled pass per instance range
             w = self.world
             assert w.sim is not None
@@ -481,7 +642,7 @@ class EnvCore:
     def _fused_decode(self) -> bool:
         """Whether :meth:`step` decodes split actions inside the engine's merge (numba backend)."""
         return (
-            self.action_mode == "split"
+            self.action_mode in SPLIT_MODES
             and self.world.backend == "numba"
             and self.P <= _envkernels.PW_BLOCKSIZE
         )
@@ -527,6 +688,7 @@ class EnvCore:
             )
         if not np.all(np.isfinite(split)) or (split < 0).any():
             raise ValueError("split: every ratio must be finite and >= 0")
+        self._plan[:] = -1  # choose modes: no plan ran, the split was given
         return self._run(split, active)
 
     def _run(
@@ -741,7 +903,7 @@ class EnvCore:
         cache = self._demand_cache
         if cache is not None and cache[0] is sim.flow_bytes and cache[1] is slot_conn:
             return cache[2]
-        d = connection_demand(w)
+        d = connection_demand(w, background_on=True)  # background slots (split_bg): their nominal demand
         has = slot_conn >= 0
         if not has.any():
             out = np.zeros(slot_conn.shape)
@@ -766,7 +928,7 @@ class EnvCore:
         ef = np.zeros((B, f.n_links, self.history + 1), dtype=np.float32)
         ef[:, self.net_links, : self.history] = np.minimum(self.util_hist, 1.0).transpose(0, 2, 1)
         ef[:, :, self.history] = sim.capacity_bytes_per_s / f.capacity_bytes_per_s
-        ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.int64)
+        ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.float32)
         return {"flat": flat, "node_features": nf, "edge_index": ei.copy(), "edge_features": ef}
 
     # ------------------------------------------------------------------ info
@@ -815,6 +977,9 @@ class EnvCore:
             ),
         }
         out["throughput_gbps"] = np.zeros(B) if res is None else res.throughput_gbps
+        if self.plans:  # the choose modes: the plans' class, and the plan each instance ran (-1: none yet)
+            out["plan_class"] = np.full(B, self.plan_class)
+            out["plan"] = self._plan.copy() if res is not None else np.full(B, -1, dtype=np.int64)
         # per-iteration GPU utilisation: compute / mean step time of the iterations completed in the interval
         # (of the jobs that ran in it: res.compute_s is taken before churn replaces any)
         out["iteration_gpu_utilization"] = nan.copy() if res is None else res.compute_s / res.step_time_s
@@ -866,7 +1031,8 @@ class EnvCore:
         hot = ((res.link_utilization >= 0.95) & net[None, :]).reshape(-1)
         if not hot.any():
             return np.zeros(self.batch, dtype=np.int64)
-        ctrl = controlled_connections(w) & (sim.conn_npaths > 1)  # the connections of controllable slots
+        # the connections of controllable slots
+        ctrl = controlled_connections(w, self.action_mode in BG_SLOT_MODES) & (sim.conn_npaths > 1)
         paths = sim.conn_paths_global
         used = (sim.split[:, :, None] > 0) & (paths >= 0) & ctrl[:, None, None]
         used &= hot[np.maximum(paths, 0)]  # only entries on hot links: a small set to deduplicate
@@ -887,7 +1053,8 @@ class FabricRoutingEnv(gym.Env):
     data-parallel jobs that compute and communicate on their own clocks. Each step is one decision
     interval of simulated time (``dynamics.decision_interval_ms``, by default the ideal step time of
     the slowest job). The agent routes each job's connections over their equal-cost candidate paths.
-    Background storage traffic follows static ECMP.
+    Background storage traffic follows static ECMP, except in the ``ecmp_weights`` and ``split_bg``
+    modes, which route it too (the class ``jobs+bg`` of the baselines ``lp+bg``, ``greedy+bg``, ...).
 
     ## Action Space
     Fixed size, one *slot* per connection of every job slot (``S`` slots, ``P = routing.max_paths``):
@@ -900,6 +1067,19 @@ class FabricRoutingEnv(gym.Env):
     - ``"ecmp_weights"``: ``Box(-1, 1, (W,))``, one WCMP weight ``(a + 1) / 2`` per switch next-hop
       link that is an equal-cost choice; a path's share is the product of its hops' normalised weights.
       Applies to all traffic, background included.
+    - ``"split_bg"``: ``split`` over every connection: the ``S`` slots of ``split`` first, then one slot
+      per connection of every background source (``G_c`` more, ``S' = S + G_c``), so ``Box(-1, 1,
+      (S' * P,))`` routes background too, per connection (the class of ``lp+bg``; finer than
+      ``ecmp_weights``, whose switch weights apply to every connection through a switch alike).
+    - ``"choose"``: ``Discrete(K)``, one of K routing plans for the whole interval: the engine-level
+      baselines of the ``jobs`` class (background on static ECMP), in this order: 0 ``ecmp``,
+      1 ``spray``, 2 ``wcmp``, 3 ``greedy``, 4 ``lp``, 5 ``predictive-greedy``, 6 ``predictive-lp``
+      (:data:`ainet_gym.routing.plans.PLANS`). A plan
+      computes its split exactly as that baseline does, so always choosing ``k`` reproduces the
+      baseline's rollout. ``info["plan_class"]`` names the class, ``info["plan"]`` the plan that ran.
+    - ``"choose_bg"``: the same over the ``jobs+bg`` class (background routed too): 0 ``ecmp``,
+      1 ``spray+bg``, 2 ``wcmp+bg``, 3 ``greedy+bg``, 4 ``lp+bg``, 5 ``predictive-greedy+bg``,
+      6 ``predictive-lp+bg``.
 
     Slots whose connection does not exist or has one path are masked: ``info["action_mask"]`` (S,)
     and :meth:`action_masks` (S * P,) for sb3-contrib's MaskablePPO. Their actions are ignored.
@@ -912,13 +1092,15 @@ class FabricRoutingEnv(gym.Env):
     | ``H * N``                          | link_utilization   | 0   | 1   | bytes / (capacity * interval) of the N network links over the last H intervals, newest first |
     | ``N``                              | link_capacity      | 0   | 1   | current / nominal capacity (0 = failed) |
     | ``J * 5``                          | jobs               | 0   | 1   | per job slot: alive, efficiency (ideal/actual step), GPU utilisation, communicating now, iteration progress t/(t+ideal) |
-    | ``S * 3``                          | slots              | 0   | 1   | per slot: controllable, offered demand next interval d/(1+d) in NIC-intervals, paths / P |
+    | ``S * 3``                          | slots              | 0   | 1   | per slot: controllable, offered demand next interval d/(1+d) in NIC-intervals (a background slot: its nominal demand), paths / P |
     | ``G * 2``                          | background         | 0   | 1   | per background source: active last interval, scheduled next interval |
     | ``1``                              | episode_progress   | 0   | 1   | step / episode_steps                    |
 
     ``env.unwrapped.core.obs_layout`` gives the slices. ``observation="graph"`` returns a Dict with
     this ``flat`` vector plus ``node_features`` (one-hot kind), ``edge_index`` (2, links) and
-    ``edge_features`` (utilisation history, capacity fraction) for GNN policies.
+    ``edge_features`` (utilisation history, capacity fraction) for GNN policies. Every block is
+    float32, ``edge_index`` too (node ids, exact below 2**24 nodes; cast to int64 for a GNN library),
+    so ``gymnasium.wrappers.FlattenObservation`` gives a float32 vector.
 
     ## Rewards
     ``reward="gpu_utilization"`` (GPU-weighted mean of compute time / elapsed time in the interval) or
@@ -986,6 +1168,39 @@ class FabricRoutingEnv(gym.Env):
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, r, term, trunc, info = self.core.step(action)  # validated (and converted) by the core
         return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
+
+    def snapshot(self) -> EnvSnapshot:
+        """The env's state (:meth:`EnvCore.snapshot`, with the env's own generator): :meth:`restore`
+        puts it back, and the same actions from there give the same rollout, bit for bit (planning,
+        tree search)."""
+        snap = self.core.snapshot()
+        rng = self._np_random
+        return replace(
+            snap,
+            extra={
+                "np_random": None if rng is None else (type(rng.bit_generator), rng.bit_generator.state),
+                "seeded": hasattr(self, "_seeded"),
+            },
+        )
+
+    def restore(self, snap: EnvSnapshot) -> None:
+        """Put the state of ``snap`` (:meth:`snapshot`) back.
+
+        Raises
+        ------
+        ValueError
+            If ``snap`` is not a snapshot of an env of this scenario with one instance.
+        """
+        self.core.restore(snap)
+        rng = snap.extra.get("np_random")
+        if rng is not None:
+            g = np.random.Generator(rng[0]())
+            g.bit_generator.state = rng[1]
+            self._np_random = g
+        if snap.extra.get("seeded"):
+            self._seeded = True
+        elif hasattr(self, "_seeded"):
+            del self._seeded
 
     def action_masks(self) -> np.ndarray:
         """Valid path indices per slot, flat (S * P,) bool, for MaskablePPO."""

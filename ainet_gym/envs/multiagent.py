@@ -366,10 +366,17 @@ class FabricParallelEnv:
     ``scenario``, ``agents`` (``"leaf"`` | ``"all"``), ``reward`` (``"shared"`` | ``"local"`` | weight),
     ``shared_reward`` (a name or :class:`~ainet_gym.envs.rewards.RewardFn`), ``history`` (H, default 4),
     ``episode_steps``, ``withdraw_dead`` (True: traffic avoids paths through failed links, as the spray and
-    wcmp baselines do; False: exactly the single-agent ``ecmp_weights`` routing).
+    wcmp baselines do; False: exactly the single-agent ``ecmp_weights`` routing), ``render_mode``
+    (``"ansi"``: the hottest links, each job's step time and the live agents, as text; ``"rgb_array"``:
+    the link-utilisation heat map of the single-agent env, (240, 640, 3) uint8).
     """
 
-    metadata = {"name": "ainet_gym_switches_v0", "render_modes": [], "is_parallelizable": True}
+    metadata = {
+        "name": "ainet_gym_switches_v0",
+        "render_modes": ["ansi", "rgb_array"],
+        "render_fps": 4,
+        "is_parallelizable": True,
+    }
 
     def __init__(
         self,
@@ -382,8 +389,10 @@ class FabricParallelEnv:
         withdraw_dead: bool = True,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode = {render_mode!r}: the multi-agent env has no render modes (None)")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
+            )
         self.local_weight = _parse_reward(reward)
         self.core = EnvCore(
             scenario,
@@ -400,7 +409,7 @@ class FabricParallelEnv:
         self.observation_spaces = dict.fromkeys(self.possible_agents, self.switches.observation_space)
         self.action_spaces = {a: self.switches.action_space for a in self.possible_agents}
         self.state_space = self.core.observation_space
-        self.render_mode = None
+        self.render_mode = render_mode
         self._finished: set[str] = set()
         self._flat: np.ndarray | None = None
         self._rng: np.random.Generator | None = None
@@ -514,8 +523,19 @@ class FabricParallelEnv:
             raise RuntimeError("state() called before reset()")
         return self._flat[0].copy()
 
-    def render(self) -> None:
-        return None
+    def render(self) -> str | np.ndarray | None:
+        """The fabric as the single-agent env renders it: ``"ansi"`` the hottest links and each job's
+        step time, with the live agents; ``"rgb_array"`` the link-utilisation heat map (240, 640, 3)
+        uint8; None without a render mode."""
+        if self.render_mode is None:
+            return None
+        if self._flat is None:
+            raise RuntimeError("render() called before reset()")
+        from ainet_gym.envs.render import render_ansi, render_rgb
+
+        if self.render_mode == "ansi":
+            return render_ansi(self.core, 0) + f"agents ({len(self.agents)}): {' '.join(self.agents)}\n"
+        return render_rgb(self.core, 0)
 
     def close(self) -> None:
         return None

@@ -1,12 +1,37 @@
-"""Gymnasium registration of the ``ainet_gym/`` environments (one id per shipped scenario family)."""
+"""Gymnasium registration of the ``ainet_gym/`` environments: one id per shipped scenario family and
+action mode.
+
+For every base id ``ainet_gym/<Name>-v0`` of :data:`ENV_IDS` (the ``split`` mode) there is an id
+``ainet_gym/<Name>-<Mode>-v0`` for every other mode of :data:`ainet_gym.envs.env.ACTION_MODES`, the mode's
+name in CamelCase (``path`` -> ``Path``, ``ecmp_weights`` -> ``EcmpWeights``, ``choose`` -> ``Choose``).
+Every id has the same ``entry_point`` (:class:`~ainet_gym.envs.env.FabricRoutingEnv`), the same
+``vector_entry_point`` (:class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv`) and a
+``max_episode_steps``: its default scenario's ``dynamics.episode_steps``. With ``scenario=`` (or
+``episode_steps=``) overriding the default, ``max_episode_steps`` follows the episode length of the env
+that is made (:class:`ScenarioEnvSpec`), in ``gymnasium.make`` and in ``gymnasium.make_vec``; an explicit
+``max_episode_steps=`` still wins, as in Gymnasium.
+"""
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+from typing import Any
+
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec
 
-__all__ = ["ENV_IDS", "register_envs"]
+__all__ = [
+    "ENV_IDS",
+    "ScenarioEnvSpec",
+    "env_id_for",
+    "env_ids",
+    "mode_id_suffix",
+    "register_envs",
+]
 
-#: env id -> default scenario (overridable with ``gymnasium.make(id, scenario=...)``).
+#: env id -> default scenario (overridable with ``gymnasium.make(id, scenario=...)``); the ``split`` mode.
 ENV_IDS: dict[str, str] = {
     "ainet_gym/SpineLeaf-v0": "spine-leaf-2to1",
     "ainet_gym/PeriodicInterference-v0": "periodic-interference",
@@ -15,16 +40,134 @@ ENV_IDS: dict[str, str] = {
     "ainet_gym/MultiTenant-v0": "multi-tenant-churn",
 }
 
+#: the mode of the base ids (``ainet_gym/<Name>-v0``)
+BASE_MODE = "split"
+_ENTRY_POINT = "ainet_gym.envs.env:FabricRoutingEnv"
+_VECTOR_ENTRY_POINT = "ainet_gym.envs.vector_env:FabricRoutingVectorEnv"
+
+
+def mode_id_suffix(mode: str) -> str:
+    """The id part of an action mode: its words in CamelCase (``ecmp_weights`` -> ``EcmpWeights``)."""
+    return "".join(word.capitalize() for word in mode.split("_"))
+
+
+def env_id_for(base_id: str, mode: str) -> str:
+    """The id of ``mode`` on the scenario family of ``base_id`` (``ainet_gym/<Name>-v0``): the base id
+    itself for ``split``, else ``ainet_gym/<Name>-<Mode>-v0``."""
+    if mode == BASE_MODE:
+        return base_id
+    name, version = base_id.rsplit("-", 1)
+    return f"{name}-{mode_id_suffix(mode)}-{version}"
+
+
+def env_ids() -> dict[str, tuple[str, str]]:
+    """Every registered id of the project -> (its base id, its action mode), base ids first, then the
+    mode ids of each family in the order of :data:`~ainet_gym.envs.env.ACTION_MODES`."""
+    from ainet_gym.envs.env import ACTION_MODES
+
+    out: dict[str, tuple[str, str]] = {base: (base, BASE_MODE) for base in ENV_IDS}
+    for base in ENV_IDS:
+        for mode in ACTION_MODES:
+            if mode != BASE_MODE:
+                out[env_id_for(base, mode)] = (base, mode)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _scenario_steps(scenario: str) -> int | None:
+    """``dynamics.episode_steps`` of a scenario given by name or path (None if it does not load)."""
+    from ainet_gym.scenario.loader import load_scenario
+
+    try:
+        return int(load_scenario(scenario).dynamics.episode_steps)
+    except Exception:  # a bad scenario: the env's constructor raises the error that says why
+        return None
+
+
+def _episode_steps_of(kwargs: dict[str, Any]) -> int | None:
+    """The episode length an env made with ``kwargs`` will have (``episode_steps``, else its scenario's),
+    None where it cannot be told (a scenario that does not load: the env's constructor will say why)."""
+    steps = kwargs.get("episode_steps")
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        return steps
+    sc = kwargs["scenario"]
+    if isinstance(sc, str | os.PathLike):
+        return _scenario_steps(os.fspath(sc))
+    from ainet_gym.scenario.loader import load_scenario
+
+    try:
+        return int(load_scenario(sc).dynamics.episode_steps)
+    except Exception:
+        return None
+
+
+class ScenarioEnvSpec(EnvSpec):
+    """The :class:`~gymnasium.envs.registration.EnvSpec` of an ``ainet_gym/`` id, whose
+    ``max_episode_steps`` follows the episode length of the env it makes.
+
+    The value is, in this order: an explicit ``max_episode_steps`` in the spec's ``kwargs`` (what
+    ``gymnasium.make_vec`` records); else the ``episode_steps`` in its ``kwargs``, else its ``scenario``'s
+    ``dynamics.episode_steps`` (the registered spec holds the default scenario: its value is that
+    scenario's). Two reads need more: ``gymnasium.make`` reads the *registered* spec right after building
+    the env, to wrap it in :class:`~gymnasium.wrappers.TimeLimit`, and ``gymnasium.make_vec`` reads a copy
+    with its ``kwargs`` emptied before building a ``vector_entry_point`` env, to pass it as the
+    ``max_episode_steps`` keyword. Read from those two functions the value is taken from their local
+    variables (``env`` in ``make``: the built env's episode length; ``env_spec_kwargs`` in ``make_vec``:
+    the keywords the env will get), so ``gymnasium.make(id, scenario="other")`` truncates where
+    ``other``'s episodes end. Gymnasium 1.1 to 1.4 name these variables so; were they renamed, the value
+    would fall back to the spec's own, which ``tests/test_env_ids.py`` would catch. An explicit
+    ``max_episode_steps=`` to ``make`` or ``make_vec`` still wins, as in Gymnasium.
+    """
+
+    @property  # type: ignore[override]
+    def max_episode_steps(self) -> int | None:
+        """See the class docstring."""
+        default = self.__dict__.get("_max_episode_steps")
+        caller = sys._getframe(1)
+        code = caller.f_code
+        if code is _MAKE_CODE:  # the registered spec, read after the env was built
+            env = caller.f_locals.get("env")
+            steps = getattr(getattr(getattr(env, "unwrapped", None), "core", None), "episode_steps", None)
+            return int(steps) if steps is not None else default
+        kwargs = self.kwargs
+        if code is _MAKE_VEC_CODE and not kwargs:  # a copy whose kwargs make_vec moved to a local
+            kwargs = caller.f_locals.get("env_spec_kwargs")
+        if not isinstance(kwargs, dict) or "scenario" not in kwargs:
+            return default
+        if kwargs.get("max_episode_steps") is not None:
+            return int(kwargs["max_episode_steps"])
+        steps = _episode_steps_of(kwargs)
+        return steps if steps is not None else default
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, value: int | None) -> None:
+        self.__dict__["_max_episode_steps"] = value
+
+
+_MAKE_CODE = gym.envs.registration.make.__code__
+_MAKE_VEC_CODE = gym.envs.registration.make_vec.__code__
+
 
 def register_envs() -> None:
-    """Register every id of :data:`ENV_IDS` with ``entry_point`` and ``vector_entry_point``."""
-    for env_id, scenario in ENV_IDS.items():
+    """Register every id of :func:`env_ids` with ``entry_point``, ``vector_entry_point`` and
+    ``max_episode_steps`` (its default scenario's episode length)."""
+    from ainet_gym.scenario.loader import load_scenario
+
+    steps: dict[str, int] = {}
+    for env_id, (base, mode) in env_ids().items():
         if env_id in gym.registry:
             continue
-        gym.register(
+        scenario = ENV_IDS[base]
+        if scenario not in steps:
+            steps[scenario] = int(load_scenario(scenario).dynamics.episode_steps)
+        kwargs: dict[str, Any] = {"scenario": scenario}
+        if mode != BASE_MODE:
+            kwargs["action_mode"] = mode
+        gym.registry[env_id] = ScenarioEnvSpec(
             id=env_id,
-            entry_point="ainet_gym.envs.env:FabricRoutingEnv",
-            vector_entry_point="ainet_gym.envs.vector_env:FabricRoutingVectorEnv",
-            kwargs={"scenario": scenario},
+            entry_point=_ENTRY_POINT,
+            vector_entry_point=_VECTOR_ENTRY_POINT,
+            max_episode_steps=steps[scenario],
+            kwargs=kwargs,
             disable_env_checker=False,
         )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ainet_gym.envs.env import EnvCore
+from ainet_gym.envs.env import EnvCore, EnvSnapshot
 from ainet_gym.envs.rewards import RewardFn
 from ainet_gym.scenario.spec import Scenario
 
@@ -25,6 +26,12 @@ class FabricRoutingVectorEnv(VectorEnv):
     dict of arrays with a leading ``num_envs`` axis (and a ``_key`` mask per key, as Gymnasium's
     vector envs do). ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, so copy ``i`` matches a single
     env reset with ``seed = s + i`` step for step.
+
+    ``max_episode_steps`` (what ``gymnasium.make_vec`` passes from a registered id's spec, or yours)
+    truncates each copy's episode after that many steps, as :class:`~gymnasium.wrappers.TimeLimit` does
+    to a single env made by ``gymnasium.make``: an episode ends at the smaller of it and
+    ``episode_steps`` (the scenario's unless given); the observation's ``episode_progress`` stays
+    ``step / episode_steps`` in both. None: no limit but ``episode_steps``.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -41,7 +48,15 @@ class FabricRoutingVectorEnv(VectorEnv):
         render_mode: str | None = None,
         backend: str | None = None,
         info_keys: Sequence[str] = (),
+        max_episode_steps: int | None = None,
     ) -> None:
+        if max_episode_steps is not None and (
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, int | np.integer)
+            or max_episode_steps < 1
+        ):
+            raise ValueError(f"max_episode_steps = {max_episode_steps!r}: must be an integer >= 1 or None")
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.core = EnvCore(
             scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend, info_keys
         )
@@ -113,6 +128,8 @@ class FabricRoutingVectorEnv(VectorEnv):
         # copies reset this step stand still (zero duration): they report their reset observation,
         # reward 0, not done
         obs, rew, term, trunc, info = self.core.step(a, active=~reset_now)
+        if self.max_episode_steps is not None:  # the TimeLimit of gymnasium.make, for the vector env
+            trunc = trunc | ((self.core.world.step_count >= self.max_episode_steps) & ~reset_now)
         if reset_now.any():
             fresh = self.core.info(None)
             for k, v in fresh.items():
@@ -121,6 +138,33 @@ class FabricRoutingVectorEnv(VectorEnv):
                     info[k] = np.where(m, v, info[k])
         self._autoreset = term | trunc
         return obs, rew, term, trunc, self._with_masks(info)
+
+    def snapshot(self) -> EnvSnapshot:
+        """The state of every copy (:meth:`EnvCore.snapshot`, with the pending autoresets and the seed
+        generator): :meth:`restore` puts it back, and the same actions from there give the same
+        observations, rewards and infos, bit for bit."""
+        snap = self.core.snapshot()
+        bit = self._rng.bit_generator
+        return replace(snap, extra={"autoreset": self._autoreset.copy(), "rng": (type(bit), bit.state)})
+
+    def restore(self, snap: EnvSnapshot) -> None:
+        """Put the state of ``snap`` (:meth:`snapshot`) back.
+
+        Raises
+        ------
+        ValueError
+            If ``snap`` is not a snapshot of a vector env of this scenario with as many copies.
+        """
+        self.core.restore(snap)
+        if "autoreset" in snap.extra:
+            self._autoreset = snap.extra["autoreset"].copy()
+        else:
+            self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        if "rng" in snap.extra:
+            cls, state = snap.extra["rng"]
+            g = np.random.Generator(cls())
+            g.bit_generator.state = state
+            self._rng = g
 
     def _with_masks(self, info: dict) -> dict:
         out = dict(info)

@@ -20,17 +20,25 @@ PRETRAINED_DIR = Path(__file__).resolve().parent
 
 
 def pretrained_path(scenario: str) -> Path | None:
-    """The shipped checkpoint of scenario ``scenario`` (its ``name``), or None if none is shipped."""
+    """The shipped checkpoint of scenario ``scenario`` (its ``name``), or None if none is shipped (also for a
+    name that is not a plain file name: a scenario named ``../x`` never reaches outside the folder)."""
+    if not scenario or scenario != Path(scenario).name or scenario.startswith("."):
+        return None
     p = PRETRAINED_DIR / f"{scenario}.zip"
     return p if p.is_file() else None
 
 
 def pretrained_metadata(path: str | Path) -> dict[str, Any]:
-    """The ``ainet_gym.json`` member of a checkpoint (empty dict if it has none)."""
+    """The ``ainet_gym.json`` member of a checkpoint (empty dict if it has none, or if it is not a JSON
+    object below 1 MiB)."""
     with zipfile.ZipFile(path) as z:
-        if "ainet_gym.json" not in z.namelist():
+        if "ainet_gym.json" not in z.namelist() or z.getinfo("ainet_gym.json").file_size > 2**20:
             return {}
-        return json.loads(z.read("ainet_gym.json").decode())
+        try:
+            meta = json.loads(z.read("ainet_gym.json").decode())
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def list_pretrained() -> dict[str, dict[str, Any]]:

@@ -18,10 +18,23 @@ interval (None on the first) and ``split`` a ``(connections, max_paths)`` array.
   lowest peak utilisation, given the load measured in the *last* interval that they did not cause.
 - ``lp``: minimise the maximum offered link utilisation of the interval's known demand over the
   candidate paths (a linear program solved by HiGHS through :func:`scipy.optimize.linprog`).
+- ``greedy+bg``, ``lp+bg``: the same algorithms over *every* multi-path connection, background
+  included (class ``jobs+bg``: the traffic an agent in the ``ecmp_weights`` or ``split_bg`` mode
+  routes). ``lp+bg`` is never worse than ``lp`` in the LP's own objective (its feasible set contains
+  ``lp``'s routing).
+- ``predictive-greedy``, ``predictive-lp`` and their ``+bg`` versions: the greedy placement and the LP
+  on a least-squares forecast of the next interval's load of the traffic they do not route (see
+  ``ainet_gym.agents.predictive``; the model is fitted once per scenario on training seeds, when first
+  called). They keep the forecast's lags per world, so call them once per interval.
+
+:data:`CONTROLS` gives the class of each; :func:`controlled_connections` the connections a class routes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -36,11 +49,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTROLS",
     "POLICIES",
+    "PREDICTIVE",
     "avoid_dead_paths",
     "base_load",
     "connection_demand",
     "controlled_connections",
     "get_policy",
+    "min_max_split",
     "offered_load",
     "offered_utilization",
     "place_least_loaded",
@@ -90,22 +105,26 @@ def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     return _jobs_only(world, wcmp_all(world, last))
 
 
-def controlled_connections(world: FabricWorld) -> np.ndarray:
-    """Mask (connections,) of the jobs' connections (those an env's action slots route; background
-    sources follow static ECMP)."""
+def controlled_connections(world: FabricWorld, background: bool = False) -> np.ndarray:
+    """Mask (connections,) of the connections a policy of the class ``jobs`` routes: the jobs'
+    connections (those the action slots of the ``split`` and ``path`` modes route; background sources
+    follow static ECMP). ``background=True``: every connection (the class ``jobs+bg``)."""
     sim = world.sim
     assert sim is not None
+    if background:
+        return np.ones(sim.n_conns, dtype=bool)
     return ~sim.unit_bg[sim.conn_unit]
 
 
-def base_load(world: FabricWorld, last: StepResult) -> np.ndarray:
-    """Bytes (batch, links) of the last interval that the jobs' multi-path connections did not
-    cause: the measured bytes minus their offered load under the split that ran (clipped at 0)."""
+def base_load(world: FabricWorld, last: StepResult, background: bool = False) -> np.ndarray:
+    """Bytes (batch, links) of the last interval that the routed multi-path connections (the jobs',
+    and with ``background`` the background's too) did not cause: the measured bytes minus their
+    offered load under the split that ran (clipped at 0)."""
     sim = world.sim
     assert sim is not None
     B, L = world.batch, world.fabric.n_links
     d = connection_demand(world)
-    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
+    ctrl = controlled_connections(world, background) & (sim.conn_npaths > 1) & (d > 0)
     own = offered_load(world, sim.split, np.where(ctrl, d, 0.0)).reshape(-1)
     return np.maximum(last.link_bytes.reshape(-1) - own, 0.0).reshape(B, L)
 
@@ -162,7 +181,12 @@ def place_least_loaded(
     return best
 
 
-def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None = None) -> np.ndarray:
+def greedy(
+    world: FabricWorld,
+    last: StepResult | None,
+    base: np.ndarray | None = None,
+    background: bool = False,
+) -> np.ndarray:
     """Reactive congestion-aware placement from the last interval's measured link loads.
 
     The load the controlled connections did not cause (background, uncontrolled traffic) is the last
@@ -171,6 +195,7 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
     then placed one by one, largest demand first, each on the candidate path whose most loaded link (the
     base load plus what was placed so far, over capacity) is lowest. Runs over the batch at once; the
     loop is over placement rounds, not over flows. First interval without ``base``: static ECMP.
+    ``background=True`` places the background connections too (``greedy+bg``).
     """
     split = world.default_split()
     if last is None and base is None:
@@ -179,10 +204,10 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
     assert sim is not None
     B, P = world.batch, world.max_paths
     d = connection_demand(world)
-    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0)
+    ctrl = controlled_connections(world, background) & (sim.conn_npaths > 1) & (d > 0)
     if base is None:
         assert last is not None
-        base = base_load(world, last)
+        base = base_load(world, last, background)
     load = np.asarray(base, dtype=np.float64).reshape(-1)
     cap = (sim.capacity_bytes_per_s * world.decision_interval_s).reshape(-1)
     inv = safe_divide(1.0, cap, np.inf)
@@ -202,9 +227,10 @@ def greedy(world: FabricWorld, last: StepResult | None, base: np.ndarray | None 
     return split
 
 
-def connection_demand(world: FabricWorld) -> np.ndarray:
+def connection_demand(world: FabricWorld, background_on: bool | None = None) -> np.ndarray:
     """Bytes each connection offers in one interval (connections,): per-iteration bytes of its flows
-    times the iterations an ideal job completes in the interval; background at its demand rate."""
+    times the iterations an ideal job completes in the interval; background at its demand rate while
+    it is scheduled on (``background_on=True``: as if every source were on, its nominal demand)."""
     sim = world.sim
     assert sim is not None
     bg = sim.flow_bg[sim.member_flow]
@@ -213,7 +239,7 @@ def connection_demand(world: FabricWorld) -> np.ndarray:
     unit = sim.flow_unit[sim.member_flow]
     ideal = _per_unit(world, world.job_ideal_step_s)
     iters = np.where(np.isfinite(ideal), dur / ideal, 0.0)[unit]
-    on = sim.state.bg_on[unit]
+    on = sim.state.bg_on[unit] if background_on is None else np.full(unit.shape, bool(background_on))
     d = np.where(bg, np.where(on, sim.flow_demand[sim.member_flow] * dur, 0.0), per_member * iters)
     return np.bincount(sim.member_conn, weights=d, minlength=sim.n_conns)
 
@@ -259,7 +285,12 @@ def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
         return safe_divide(load, cap, np.where(load > 0, np.inf, 0.0))
 
 
-def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | None = None) -> np.ndarray:
+def lp(
+    world: FabricWorld,
+    last: StepResult | None,
+    fixed_rate: np.ndarray | None = None,
+    background: bool = False,
+) -> np.ndarray:
     """Min-max offered utilisation over candidate paths (per instance, HiGHS), of the peak demand of
     :func:`connection_peak_rate`: the routing under which the worst moment (every job communicating
     at once) loads the fabric least.
@@ -275,18 +306,18 @@ def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | Non
 
     ``fixed_rate`` (batch, links), bytes/s, replaces the load of the connections the LP does not route
     (background at its scheduled rate on its ECMP paths) by a forecast (see ``ainet_gym.agents.predictive``).
-    """
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix, vstack
 
+    ``background=True`` (``lp+bg``): the LP routes every multi-path connection, background included
+    (at its scheduled rate); each background source is one more "job" of the second LP. Its feasible
+    set contains every routing ``lp`` can choose, so its optimal peak is never higher.
+    """
     sim = world.sim
     assert sim is not None
     split = world.default_split()
     d = connection_peak_rate(world)
     live = world.live_paths()
-    ctrl = controlled_connections(world) & (sim.conn_npaths > 1) & (d > 0) & live.any(axis=1)
+    ctrl = controlled_connections(world, background) & (sim.conn_npaths > 1) & (d > 0) & live.any(axis=1)
     inst_of_conn = sim.unit_inst[sim.conn_unit]
-    L = world.fabric.n_links
     # fixed load of the connections the LP does not route (background, single-path), bytes/s per link
     fixed_all = offered_load(world, np.where(ctrl[:, None], 0.0, split), d)
     for b in range(world.batch):
@@ -296,54 +327,154 @@ def lp(world: FabricWorld, last: StepResult | None, fixed_rate: np.ndarray | Non
         fixed = fixed_all[b]
         if fixed_rate is not None:
             fixed = np.asarray(fixed_rate[b], dtype=np.float64)
-        cap = sim.capacity_bytes_per_s[b]
-        usable = cap > 0
-        scale = safe_divide(1.0, cap)
-        # variables: x[c, p] for live candidate paths, then t, then one t_j per job
-        cc, pp = np.nonzero(live[cs])
-        nv = cc.shape[0]
         job = np.unique(sim.conn_unit[cs], return_inverse=True)[1].reshape(-1)  # dense job id per conn
-        nj = int(job.max()) + 1
-        hops = sim.conn_paths[cs[cc], pp]  # (vars, hops)
-        hm = hops >= 0
-        link = hops[hm]
-        col = np.repeat(np.arange(nv), hm.sum(axis=1))
-        val = d[cs[cc]][col] * scale[link]
-        n_all = nv + 1 + nj
-        # aggregate rows: load(l) / cap(l) - t <= -fixed(l) / cap(l), one per usable link
-        agg = coo_matrix((val, (link, col)), shape=(L, n_all)).tocsr()[usable]
-        n_agg = agg.shape[0]
-        agg = agg + coo_matrix(
-            (-np.ones(n_agg), (np.arange(n_agg), np.full(n_agg, nv))), shape=(n_agg, n_all)
+        out = min_max_split(
+            sim.conn_paths[cs], live[cs], d[cs], job, fixed, sim.capacity_bytes_per_s[b], world.max_paths
         )
-        # per-job rows: the job's own load(l) / cap(l) - t_j <= 0, one per (job, link) it can use
-        jl = job[cc][col] * L + link
-        rows_u, row = np.unique(jl, return_inverse=True)
-        nr = rows_u.shape[0]
-        per_job = coo_matrix((val, (row, col)), shape=(nr, n_all)) + coo_matrix(
-            (-np.ones(nr), (np.arange(nr), nv + 1 + rows_u // L)), shape=(nr, n_all)
-        )
-        A_ub = vstack([agg, per_job]).tocsr()
-        b_ub = np.concatenate([-(fixed * scale)[usable], np.zeros(nr)])
-        A_eq = coo_matrix((np.ones(nv), (cc, np.arange(nv))), shape=(cs.shape[0], n_all))
-        b_eq = np.ones(cs.shape[0])
-        bounds = [(0.0, 1.0)] * nv + [(0.0, None)] * (1 + nj)
-        c1 = np.zeros(n_all)
-        c1[nv] = 1.0
-        r1 = linprog(c1, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
-        if r1.status != 0:
-            continue
-        t_star = r1.x[nv]
-        c2 = np.zeros(n_all)
-        c2[nv + 1 :] = 1.0
-        bounds[nv] = (0.0, t_star * (1 + 1e-6) + 1e-12)
-        r2 = linprog(c2, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
-        x = (r2 if r2.status == 0 else r1).x[:nv]
-        out = np.zeros((cs.shape[0], world.max_paths))
-        out[cc, pp] = np.maximum(x, 0.0)  # HiGHS round-off below zero
-        out /= np.maximum(out.sum(axis=1, keepdims=True), 1e-300)
-        split[cs] = out
+        if out is not None:
+            split[cs] = out
     return split
+
+
+#: LP solutions of :func:`min_max_split` by a digest of their inputs (the LP is a pure function of
+#: them, and HiGHS is deterministic): an episode re-solves the same few LPs (the peak demand changes only
+#: when background switches, a link fails or a job comes or goes), and so do copies of one scenario.
+_LP_CACHE: OrderedDict[bytes, np.ndarray | None] = OrderedDict()
+LP_CACHE_SIZE = 4096
+"""Solutions kept by :func:`min_max_split` (least recently used dropped first; 0 disables the cache)."""
+
+
+def min_max_split(
+    paths: np.ndarray,
+    live: np.ndarray,
+    demand: np.ndarray,
+    job: np.ndarray,
+    fixed: np.ndarray,
+    capacity: np.ndarray,
+    max_paths: int,
+) -> np.ndarray | None:
+    """The two LPs of :func:`lp` for one instance: the split (connections, max_paths) of the routed
+    connections, or None if the first LP fails.
+
+    ``paths`` (n, max_paths, hops) local link ids (-1 padded), ``live`` (n, max_paths) bool usable paths,
+    ``demand`` (n,) bytes/s, ``job`` (n,) dense job (unit) index of each connection, ``fixed`` (links,)
+    bytes/s of traffic the LP does not route, ``capacity`` (links,) bytes/s. Solutions are memoised by
+    their inputs (:data:`LP_CACHE_SIZE`); a returned array is the caller's own copy.
+    """
+    key = None
+    if LP_CACHE_SIZE > 0:
+        h = hashlib.blake2b(digest_size=20)
+        for a in (paths, live, demand, job, fixed, capacity):
+            a = np.ascontiguousarray(a)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes())
+        h.update(str(max_paths).encode())
+        key = h.digest()
+        if key in _LP_CACHE:
+            _LP_CACHE.move_to_end(key)
+            hit = _LP_CACHE[key]
+            return None if hit is None else hit.copy()
+    out = _solve_min_max(paths, live, demand, job, fixed, capacity, max_paths)
+    if key is not None:
+        _LP_CACHE[key] = None if out is None else out.copy()
+        while len(_LP_CACHE) > LP_CACHE_SIZE:
+            _LP_CACHE.popitem(last=False)
+    return out
+
+
+def _solve_min_max(
+    paths: np.ndarray,
+    live: np.ndarray,
+    demand: np.ndarray,
+    job: np.ndarray,
+    fixed: np.ndarray,
+    capacity: np.ndarray,
+    max_paths: int,
+) -> np.ndarray | None:
+    """:func:`min_max_split` without the cache (HiGHS through :func:`scipy.optimize.linprog`)."""
+    from scipy.optimize import linprog
+    from scipy.sparse import coo_matrix, vstack
+
+    L = capacity.shape[0]
+    n = paths.shape[0]
+    usable = capacity > 0
+    scale = safe_divide(1.0, capacity)
+    # variables: x[c, p] for live candidate paths, then t, then one t_j per job
+    cc, pp = np.nonzero(live)
+    nv = cc.shape[0]
+    nj = int(job.max()) + 1
+    hops = paths[cc, pp]  # (vars, hops)
+    hm = hops >= 0
+    link = hops[hm]
+    col = np.repeat(np.arange(nv), hm.sum(axis=1))
+    val = demand[cc][col] * scale[link]
+    n_all = nv + 1 + nj
+    # aggregate rows: load(l) / cap(l) - t <= -fixed(l) / cap(l), one per usable link
+    agg = coo_matrix((val, (link, col)), shape=(L, n_all)).tocsr()[usable]
+    n_agg = agg.shape[0]
+    agg = agg + coo_matrix((-np.ones(n_agg), (np.arange(n_agg), np.full(n_agg, nv))), shape=(n_agg, n_all))
+    # per-job rows: the job's own load(l) / cap(l) - t_j <= 0, one per (job, link) it can use
+    jl = job[cc][col] * L + link
+    rows_u, row = np.unique(jl, return_inverse=True)
+    nr = rows_u.shape[0]
+    per_job = coo_matrix((val, (row, col)), shape=(nr, n_all)) + coo_matrix(
+        (-np.ones(nr), (np.arange(nr), nv + 1 + rows_u // L)), shape=(nr, n_all)
+    )
+    A_ub = vstack([agg, per_job]).tocsr()
+    b_ub = np.concatenate([-(fixed * scale)[usable], np.zeros(nr)])
+    A_eq = coo_matrix((np.ones(nv), (cc, np.arange(nv))), shape=(n, n_all))
+    b_eq = np.ones(n)
+    bounds = [(0.0, 1.0)] * nv + [(0.0, None)] * (1 + nj)
+    c1 = np.zeros(n_all)
+    c1[nv] = 1.0
+    r1 = linprog(c1, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    if r1.status != 0:
+        return None
+    t_star = r1.x[nv]
+    c2 = np.zeros(n_all)
+    c2[nv + 1 :] = 1.0
+    bounds[nv] = (0.0, t_star * (1 + 1e-6) + 1e-12)
+    r2 = linprog(c2, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    x = (r2 if r2.status == 0 else r1).x[:nv]
+    out = np.zeros((n, max_paths))
+    out[cc, pp] = np.maximum(x, 0.0)  # HiGHS round-off below zero
+    out /= np.maximum(out.sum(axis=1, keepdims=True), 1e-300)
+    return out
+
+
+def greedy_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """:func:`greedy` over every multi-path connection, background included (``greedy+bg``)."""
+    return greedy(world, last, background=True)
+
+
+def lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """:func:`lp` over every multi-path connection, background included (``lp+bg``)."""
+    return lp(world, last, background=True)
+
+
+class PredictivePolicy:
+    """An engine-level predict-then-route policy (``predictive-greedy``, ``predictive-lp`` and their
+    ``+bg`` versions): :class:`ainet_gym.agents.predictive.PredictiveRouter` per world, made (and its
+    forecaster fitted, once per process and scenario) on the first call with that world.
+
+    Each call with a new ``last`` result pushes that interval's base load into the forecaster's lags,
+    so call it once per interval (as :func:`ainet_gym.simulate` and the evaluator do); instances whose
+    step count is 0 (just reset) start from empty lags.
+    """
+
+    def __init__(self, router: str, background: bool) -> None:
+        self.router = router
+        self.background = background
+        self._routers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def __call__(self, world: FabricWorld, last: StepResult | None) -> np.ndarray:
+        r = self._routers.get(world)
+        if r is None:
+            from ainet_gym.agents.predictive import PredictiveRouter
+
+            r = PredictiveRouter(world, self.router, self.background)
+            self._routers[world] = r
+        return r(last)
 
 
 POLICIES: dict[str, Policy] = {
@@ -354,19 +485,23 @@ POLICIES: dict[str, Policy] = {
     "lp": lp,
     "spray+bg": spray_all,
     "wcmp+bg": wcmp_all,
+    "greedy+bg": greedy_all,
+    "lp+bg": lp_all,
+    "predictive-greedy": PredictivePolicy("greedy", False),
+    "predictive-lp": PredictivePolicy("lp", False),
+    "predictive-greedy+bg": PredictivePolicy("greedy", True),
+    "predictive-lp+bg": PredictivePolicy("lp", True),
 }
+
+#: The predict-then-route entries of :data:`POLICIES` (stateful: see :class:`PredictivePolicy`).
+PREDICTIVE: tuple[str, ...] = tuple(k for k, v in POLICIES.items() if isinstance(v, PredictivePolicy))
 
 #: The traffic each policy routes: ``"none"`` (static hashing of everything), ``"jobs"`` (the jobs'
 #: connections, background on static ECMP: what ``greedy``, ``lp`` and agents in the ``split`` and
-#: ``path`` action modes can control) or ``"jobs+bg"`` (background too: the ``ecmp_weights`` mode).
+#: ``path`` action modes can control) or ``"jobs+bg"`` (background too: the ``ecmp_weights`` and
+#: ``split_bg`` modes). A ``+bg`` suffix names the ``jobs+bg`` version of a router.
 CONTROLS: dict[str, str] = {
-    "ecmp": "none",
-    "spray": "jobs",
-    "wcmp": "jobs",
-    "greedy": "jobs",
-    "lp": "jobs",
-    "spray+bg": "jobs+bg",
-    "wcmp+bg": "jobs+bg",
+    name: ("none" if name == "ecmp" else "jobs+bg" if name.endswith("+bg") else "jobs") for name in POLICIES
 }
 
 

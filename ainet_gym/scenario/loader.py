@@ -1,6 +1,6 @@
 """Load and validate scenarios (YAML files, shipped scenario names, or dicts) into :mod:`ainet_gym.scenario.spec`.
 
-The schema is the one of docs/model.md ("Scenario schema")::
+The schema is the one of docs/scenarios.md ("Schema")::
 
     name, description, seed,
     fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}; or {topology: graph, file | graph}
@@ -116,6 +116,7 @@ __all__ = [
     "fabric_leaf_count",
     "fabric_size",
     "fabric_tiers",
+    "iteration_estimate",
     "list_scenarios",
     "load_scenario",
     "scenarios_dir",
@@ -217,14 +218,26 @@ def _desc(v: Any) -> str:
         return "a mapping"
     if isinstance(v, list | tuple):
         return "a list"
+    if isinstance(v, numbers.Integral) and abs(int(v)) >= 10**30:
+        return _digits(v)
+    if isinstance(v, _LongNumber):
+        return repr(v)
     if isinstance(v, numbers.Number):
         return f"{v!r}"
-    return f"{type(v).__name__} {v!r}"
+    return f"{type(v).__name__} {v!r}"[:200]
+
+
+def _digits(v: int) -> str:
+    """``"an integer of N digits"`` (for integers too long to print; Python refuses above 4,300 digits)."""
+    return f"an integer of about {max(1, int(abs(int(v)).bit_length() * 0.30103) + 1):,} digits"
 
 
 def _fmt(x: float) -> str:
-    if isinstance(x, numbers.Integral) and not isinstance(x, bool) and abs(x) < 10**30:
-        return str(int(x))
+    if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+        if abs(x) < 10**30:
+            return str(int(x))
+        if abs(x) >= 10**300:
+            return _digits(x)
     x = float(x)
     if abs(x) >= 1e16 or (x != 0 and abs(x) < 1e-4):
         return f"{x:.6g}"
@@ -268,7 +281,10 @@ def _num(
             return None
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             ctx.fail(path, f"expected {what}, got {_desc(v)}", allowed, value=v)
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # an integer beyond the float range
+            ctx.fail(path, f"expected a finite number, got {_desc(v)}", allowed, value=None)
         if not math.isfinite(x):
             ctx.fail(path, f"expected a finite number, got {v!r}", allowed, value=v)
         _check_range(ctx, x, path, allowed, ge=ge, gt=gt, le=le, lt=lt)
@@ -340,10 +356,19 @@ def _text(what: str = "a string", *, nonempty: bool = False, null: bool = False)
 #:   the flows the engine tracks for it (every chunk of every stage is a phase of its own flows);
 #: - ``gpus``, ``links``: GPUs and directed links of the fabric (estimated from the spec);
 #: - ``ecmp_set``: equal-cost paths between two leaves, enumerated before the ``max_paths`` cap;
-#: - ``iterations_per_interval``: iterations of the fastest job in one decision interval (an estimate
-#:   from lower and upper bounds of the step times; each iteration costs a few engine events);
+#: - ``iterations_per_interval``: iterations of the fastest job in one decision interval: the interval
+#:   over an upper bound of the job's ideal step (:mod:`ainet_gym.scenario.estimate`: alpha-beta at the
+#:   bottleneck link, within [1, 2] x the ideal twin's step, so the estimate lies in [true / 2, true]);
+#:   each iteration costs a few engine events;
 #: - ``memory_gib``: the estimated memory of building and running one copy of the scenario, further
-#:   capped at 80% of the machine's physical memory.
+#:   capped at 80% of the machine's physical memory;
+#: - ``file_bytes``: a scenario, GraphML or edge-list file (read only below it: 64 MiB);
+#: - ``yaml_depth``: nesting of lists and mappings in a scenario file or dict;
+#: - ``number_digits``: digits of any number written in a scenario or graph file (a seed included);
+#: - ``history_max``: the env's ``history`` (intervals of link utilisation in the observation), also the
+#:   most a model's metadata may ask for;
+#: - ``link_windows_max``: ``simulate --link-windows``; ``records_max``: the per-link and per-connection
+#:   records of ``simulate --links/--flows`` over all steps.
 LIMITS: dict[str, float] = {
     "gbps_min": 1e-3,
     "gbps_max": 1e6,
@@ -363,6 +388,12 @@ LIMITS: dict[str, float] = {
     "ecmp_set": 65_536,
     "iterations_per_interval": 10_000,
     "memory_gib": 16,
+    "file_bytes": 64 * 2**20,
+    "yaml_depth": 64,
+    "number_digits": 100,
+    "link_windows_max": 1_000,
+    "history_max": 1_000,
+    "records_max": 50_000_000,
 }
 _L = LIMITS
 
@@ -525,7 +556,7 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
     and build it once so that a bad graph fails here, naming the field."""
     import networkx as nx
 
-    from ainet_gym.fabric.topology import build_fabric, graph_spec, read_fabric_graph
+    from ainet_gym.fabric.topology import build_fabric, check_graph_size, graph_spec, read_fabric_graph
 
     for k in d:
         if k not in _GRAPH_KEYS:
@@ -564,6 +595,7 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
     kw.pop("graph", None)
     try:
         spec = graph_spec(graph, **kw)
+        check_graph_size(graph, "the graph")  # counted before anything is built
         build_fabric(spec)
     except ValueError as e:
         problem, _, allowed = str(e).partition("; allowed: ")
@@ -1159,6 +1191,17 @@ def fabric_size(f: FabricSpec) -> dict[str, int]:
     ``switch_links``, ``leaves`` and ``ecmp_set`` (equal-cost paths between two leaves before the
     ``max_paths`` cap, parallel links expanded)."""
     g = fabric_gpu_count(f)
+    if f.topology == "graph" and f.graph is not None:  # counted from the graph (paths by DP, not enumerated)
+        from ainet_gym.fabric.topology import check_graph_size
+
+        gs = check_graph_size(f.graph)
+        return {
+            "gpus": gs["gpus"],
+            "links": gs["links"],
+            "switch_links": gs["links"],
+            "leaves": gs["leaves"],
+            "ecmp_set": gs["ecmp_set"],
+        }
     if f.topology == "spine_leaf":
         sw, ecmp = 2 * f.leaves * f.spines * f.links_per_spine, f.spines * f.links_per_spine**2
     elif f.topology == "fat_tree":
@@ -1290,6 +1333,44 @@ def _job_conns(job: JobSpec) -> int:
     return n
 
 
+def _iteration_estimate(
+    f: FabricSpec, interval_ms: float | None, groups: list[tuple[str, Iterable[JobSpec]]]
+) -> dict[str, Any] | None:
+    """The iterations of the fastest job in one decision interval: the interval over an upper bound of
+    the job's ideal step (:func:`ainet_gym.scenario.estimate.ideal_step_upper_s`, 1% above it for the
+    engine's rounding; the coarse bound of :func:`_iteration_bounds` where it gives none)."""
+    from ainet_gym.scenario.estimate import ideal_step_upper_s
+
+    bounds = []
+    for path, jobs in groups:
+        offset = 0  # contiguous initial jobs take the GPUs one after the other
+        for i, job in enumerate(jobs):
+            lo, hi = _iteration_bounds(f, job)
+            step = ideal_step_upper_s(f, job, offset if path == "workload.jobs" else 0)
+            step = hi if step is None or not step > 0 else step * 1.01
+            if step > 0:
+                bounds.append((step, f"{path}[{i}]", job))
+            if isinstance(job.placement, str) and job.placement == "contiguous":
+                offset += job.gpus
+    if not bounds:
+        return None
+    step, jpath, job = min(bounds, key=lambda b: b[0])
+    # the default interval is the slowest job's ideal step: at least half its upper bound
+    interval = interval_ms * 1e-3 if interval_ms is not None else max(b[0] for b in bounds) / 2
+    return {"iterations": interval / step, "step_s": step, "interval_s": interval, "path": jpath, "job": job}
+
+
+def iteration_estimate(scenario: Scenario) -> dict[str, Any] | None:
+    """The estimate the loader checks against ``LIMITS["iterations_per_interval"]``: ``{"iterations",
+    "step_s", "interval_s", "path", "job"}`` of the fastest job (None without jobs). ``iterations`` lies
+    within [true / 2, true], true = interval / the job's ideal step (the ideal twin's)."""
+    groups: list[tuple[str, Iterable[JobSpec]]] = [("workload.jobs", scenario.jobs)]
+    churn = scenario.dynamics.job_churn
+    if churn.arrival_rate > 0:
+        groups.append(("dynamics.job_churn.templates", churn.templates or scenario.jobs))
+    return _iteration_estimate(scenario.fabric, scenario.dynamics.decision_interval_ms, groups)
+
+
 def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
     """Cross-field checks that need the whole scenario: failures name real links and tiers, every job's
     iteration takes time, a decision interval holds a bounded number of iterations, and the memory
@@ -1328,10 +1409,9 @@ def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
     groups = [("workload.jobs", sc.jobs)]
     if churn_on:
         groups.append(("dynamics.job_churn.templates", dyn.job_churn.templates or sc.jobs))
-    bounds = []
     for path, jobs in groups:
         for i, job in enumerate(jobs):
-            lo, hi = _iteration_bounds(f, job)
+            lo, _ = _iteration_bounds(f, job)
             if lo <= 0:
                 ctx.fail(
                     f"{path}[{i}].compute_ms",
@@ -1340,25 +1420,24 @@ def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
                     "compute_ms > 0, or collectives on 2 or more GPUs",
                     job.compute_ms,
                 )
-            bounds.append((lo, hi, f"{path}[{i}]", job))
-    if bounds:
-        lo, _, jpath, job = min(bounds, key=lambda b: b[0])
-        if dyn.decision_interval_ms is not None:
-            interval, what = dyn.decision_interval_ms * 1e-3, "dynamics.decision_interval_ms"
-        else:
-            interval = max(b[1] for b in bounds)
-            what = "the default decision interval (an upper bound of the slowest job's ideal step)"
-        n = interval / lo
-        if n > _L["iterations_per_interval"]:
-            field = "dynamics.decision_interval_ms" if dyn.decision_interval_ms is not None else jpath
-            ctx.fail(
-                field,
-                f"{what} of {interval * 1e3:.4g} ms holds about {n:.3g} iterations of job {job.name!r} "
-                f"(at least {lo * 1e3:.4g} ms each), above the limit of {int(_L['iterations_per_interval']):,} "
-                "(ainet_gym.scenario.loader.LIMITS['iterations_per_interval']); every iteration costs engine events",
-                "a shorter dynamics.decision_interval_ms, or longer job iterations (compute_ms, bytes)",
-                dyn.decision_interval_ms if dyn.decision_interval_ms is not None else job.compute_ms,
-            )
+    est = _iteration_estimate(f, dyn.decision_interval_ms, groups)
+    if est is not None and est["iterations"] > _L["iterations_per_interval"]:
+        n, step, interval, job = est["iterations"], est["step_s"], est["interval_s"], est["job"]
+        explicit = dyn.decision_interval_ms is not None
+        what = (
+            "dynamics.decision_interval_ms"
+            if explicit
+            else "the default decision interval (the slowest job's ideal step)"
+        )
+        ctx.fail(
+            "dynamics.decision_interval_ms" if explicit else est["path"],
+            f"{what} of {interval * 1e3:.4g} ms holds about {n:.3g} iterations of job {job.name!r} "
+            f"(its ideal step is about {step * 1e3:.4g} ms), above the limit of "
+            f"{int(_L['iterations_per_interval']):,} (ainet_gym.scenario.loader.LIMITS['iterations_per_interval']); "
+            "every iteration costs engine events",
+            "a shorter dynamics.decision_interval_ms, or longer job iterations (compute_ms, bytes)",
+            dyn.decision_interval_ms if explicit else job.compute_ms,
+        )
 
     # memory: the fabric and its non-blocking twin, enumerated ECMP sets, compiled jobs
     hops = _max_hops(f)
@@ -1474,13 +1553,16 @@ def _build(ctx: _Ctx, top: Any) -> Scenario:
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads 1e9 as a float (YAML 1.2 style) and rejects duplicate mapping keys."""
+    """SafeLoader that reads 1e9 as a float (YAML 1.2 style), rejects duplicate mapping keys (a key a
+    merge ``<<: *anchor`` brings in may be overridden: that is what merging is for) and numbers of more
+    than ``LIMITS["number_digits"]`` digits."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
-            self.flatten_mapping(node)
             seen = set()
-            for key_node, _ in node.value:
+            for key_node, _ in node.value:  # the keys written in this mapping, before merging
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
                 key = self.construct_object(key_node, deep=deep)
                 try:
                     dup = key in seen
@@ -1495,6 +1577,56 @@ class _Loader(yaml.SafeLoader):
                     )
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def _too_long(self, node: yaml.ScalarNode) -> _LongNumber | None:
+        n = sum(ch.isdigit() for ch in str(node.value))
+        return _LongNumber(n) if n > _L["number_digits"] else None
+
+    def construct_yaml_int(self, node):
+        return self._too_long(node) or super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        return self._too_long(node) or super().construct_yaml_float(node)
+
+
+class _LongNumber:
+    """A number written with more than ``LIMITS["number_digits"]`` digits, left unparsed (Python refuses
+    integers above 4,300 digits, and none fits a field): the field's rule refuses it by name."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return (
+            f"a number of {self.digits:,} digits (above LIMITS['number_digits'] = {int(_L['number_digits'])})"
+        )
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+
+
+def _yaml_depth_ok(text: str, source: str, path: Path) -> None:
+    """Refuse lists and mappings nested deeper than ``LIMITS["yaml_depth"]`` before PyYAML composes them
+    (its composer recurses once per level): the event stream is read iteratively."""
+    depth = 0
+    limit = int(_L["yaml_depth"])
+    for ev in yaml.parse(text, Loader=_Loader):
+        if isinstance(ev, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > limit:
+                mark = ev.start_mark
+                where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+                raise ScenarioError(
+                    source,
+                    "",
+                    f"lists and mappings nested more than {limit} deep{where} "
+                    "(ainet_gym.scenario.loader.LIMITS['yaml_depth'])",
+                    "a scenario mapping (a few levels deep)",
+                    str(path),
+                )
+        elif isinstance(ev, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -1516,14 +1648,42 @@ _Loader.add_implicit_resolver(
 )
 
 
+def read_text_capped(path: Path, what: str, limit: float | None = None) -> str:
+    """The UTF-8 text of ``path``, refused unread above ``limit`` bytes (default
+    ``LIMITS["file_bytes"]``).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    UnicodeDecodeError
+        If it is not UTF-8.
+    ValueError
+        If it is larger than the ceiling (the message names ``what``, the size and the key).
+    """
+    cap = int(_L["file_bytes"] if limit is None else limit)
+    with open(path, "rb") as fh:
+        data = fh.read(cap + 1)
+    if len(data) > cap:
+        raise ValueError(
+            f"{what}: larger than {cap:,} bytes (ainet_gym.scenario.loader.LIMITS['file_bytes']); not reading it"
+        )
+    return data.decode("utf-8")
+
+
 def _read_yaml(path: Path, source: str) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_capped(path, str(path))
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(
             source, "", f"cannot read the file: {e}", "a readable UTF-8 YAML file", str(path)
         ) from e
+    except ValueError as e:
+        raise ScenarioError(
+            source, "", str(e).split(": ", 1)[-1], "a smaller scenario file", str(path)
+        ) from None
     try:
+        _yaml_depth_ok(text, source, path)
         return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -1535,6 +1695,10 @@ def _read_yaml(path: Path, source: str) -> Any:
             f"YAML syntax error{where}: {problem}",
             f"a YAML mapping with keys {', '.join(_TOP_KEYS)}",
             str(path),
+        ) from None
+    except RecursionError:  # defensive: the depth check above should stop it first
+        raise ScenarioError(
+            source, "", "nested too deeply", "a scenario mapping (a few levels deep)", str(path)
         ) from None
 
 
@@ -1601,6 +1765,31 @@ def _resolve(arg: str | os.PathLike) -> Path:
     )
 
 
+def _dict_depth_ok(top: Mapping) -> None:
+    """Refuse a scenario dict whose lists and mappings nest deeper than ``LIMITS["yaml_depth"]`` (checked
+    iteratively, before anything recurses into it)."""
+    limit = int(_L["yaml_depth"])
+    stack: list[tuple[Any, int]] = [(top, 1)]
+    seen = 0
+    while stack:
+        v, d = stack.pop()
+        seen += 1
+        if d > limit:
+            raise ScenarioError(
+                "<dict>",
+                "",
+                f"lists and mappings nested more than {limit} deep "
+                "(ainet_gym.scenario.loader.LIMITS['yaml_depth'])",
+                "a scenario mapping (a few levels deep)",
+            )
+        if seen > 10_000_000:
+            raise ScenarioError("<dict>", "", "more than 10,000,000 values", "a scenario of a sensible size")
+        if isinstance(v, Mapping):
+            stack.extend((x, d + 1) for x in v.values() if isinstance(x, Mapping | list | tuple))
+        elif isinstance(v, list | tuple):
+            stack.extend((x, d + 1) for x in v if isinstance(x, Mapping | list | tuple))
+
+
 def load_scenario(path_or_dict: str | os.PathLike | Mapping | Scenario) -> Scenario:
     """Load and validate a scenario.
 
@@ -1611,6 +1800,7 @@ def load_scenario(path_or_dict: str | os.PathLike | Mapping | Scenario) -> Scena
     if isinstance(path_or_dict, Scenario):
         return path_or_dict
     if isinstance(path_or_dict, Mapping):
+        _dict_depth_ok(path_or_dict)
         return _build(_Ctx("<dict>"), copy.deepcopy(dict(path_or_dict)))
     if isinstance(path_or_dict, str | os.PathLike):
         path = _resolve(path_or_dict)

@@ -1,6 +1,6 @@
 """Typed, frozen scenario specification.
 
-`ainet_gym.load_scenario` validates a YAML file or dict against the schema of docs/model.md and returns a
+`ainet_gym.load_scenario` validates a YAML file or dict against the schema of docs/scenarios.md and returns a
 :class:`Scenario`. Every field here is a documented, overridable parameter; derived values (such as the
 default decision interval) are computed by the engine, never typed in here.
 
@@ -196,7 +196,7 @@ class DynamicsSpec:
     rate_updates: str = "event"
     # flow completions up to this many microseconds after the first are one event, at the last of them (the
     # flows that finished earlier idle until then); 0: every completion is an event. A flow-level model
-    # does not resolve times below a round trip anyway; see README, "Modelling parameters".
+    # does not resolve times below a round trip anyway; see docs/model.md, "Modelling constants".
     rate_quantum_us: float = 0.0
 
 

@@ -182,12 +182,29 @@ def simulate(
     ValueError
         If the policy is unknown, ``steps`` < 1 or the backend is unknown.
     """
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps = {steps!r}: must be an integer >= 1")
+    from ainet_gym.scenario.loader import LIMITS
+
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= LIMITS["steps_max"]:
+        raise ValueError(f"steps = {steps!r}: must be an integer in [1, {int(LIMITS['steps_max']):,}]")
+    wmax = int(LIMITS["link_windows_max"])
+    if isinstance(link_windows, bool) or not isinstance(link_windows, int) or not 1 <= link_windows <= wmax:
+        raise ValueError(
+            f"link_windows = {link_windows!r}: must be an integer in [1, {wmax:,}] "
+            "(ainet_gym.scenario.loader.LIMITS['link_windows_max'])"
+        )
     sc = load_scenario(scenario)
     pol = get_policy(policy) if isinstance(policy, str) else policy
     world = FabricWorld(sc, batch=1, backend=backend)
     world.reset(seeds=[seed])
+    if links or flows:  # every step adds one record per link (per connection): bound the JSON before running
+        per_step = (world.fabric.n_links if links else 0) + (int(world.sim.n_conns) if flows else 0)
+        rmax = int(LIMITS["records_max"])
+        if steps * per_step > rmax:
+            raise ValueError(
+                f"steps = {steps}: with --links/--flows the output holds about {steps * per_step:,} records "
+                f"({per_step:,} per step), above {rmax:,} (ainet_gym.scenario.loader.LIMITS['records_max']); "
+                "fewer steps"
+            )
     out = []
     last: StepResult | None = None
     for _ in range(steps):

@@ -16,7 +16,8 @@ other tenants).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,9 +46,34 @@ from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, NumbaFigures, StepResult
 from ainet_gym.sim.placement import place_job, placement_is_deterministic
 
-__all__ = ["ConnectionTable", "FabricWorld", "StepResult"]
+__all__ = ["ConnectionTable", "FabricWorld", "StepResult", "WorldSnapshot"]
 
 _UNIT_CACHE_SIZE = 512  # compiled units kept per world (placements x rotations seen recently)
+
+
+@dataclass(frozen=True, eq=False)
+class WorldSnapshot:
+    """Everything a :class:`FabricWorld` needs to go on from a moment of its episodes, taken by
+    :meth:`FabricWorld.snapshot` (copies: later steps of the world do not change it). Per instance ``b``
+    of the ``batch`` it was taken from: the generator's state, the step count, the ECMP hash seed, the
+    background offsets, the link failures, the jobs and their GPUs, the engine's unit, phase and flow
+    state (with its layout), the split that ran last and the flags of the dynamics."""
+
+    scenario: Scenario
+    batch: int
+    rng_states: tuple  # (batch,) (bit generator class, state dict) of each instance's generator
+    step_count: np.ndarray  # (batch,) int64
+    hash_seed: np.ndarray  # (batch,) int64
+    bg_offset: np.ndarray  # (batch, background) int64
+    fail_until: np.ndarray  # (batch, links) int64 repair step, -1: up
+    cap_factor: np.ndarray  # (batch, links) share of the nominal capacity
+    jobs: tuple  # (batch,) tuples of the job slots' JobSpec (None: empty)
+    gpus: tuple  # (batch,) tuples of the job slots' GPU arrays (None: empty)
+    units: UnitSnapshot  # the engine's state (every unit, phase and flow) and its layout
+    inst_unit: np.ndarray  # (batch+1,) first unit of each instance
+    inst_conn: np.ndarray  # (batch+1,) first connection of each instance
+    split: np.ndarray  # (connections, max_paths) the split of the last interval
+    dynamics_changed: bool
 
 
 class FabricWorld:
@@ -241,6 +267,131 @@ class FabricWorld:
         self.step_count += active
         self._advance_dynamics(active)  # advance the dynamics to the next interval
         return res
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> WorldSnapshot:
+        """A copy of the state of every instance (:class:`WorldSnapshot`), for :meth:`restore`.
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset` (there is no state yet).
+        """
+        sim = self.sim
+        if sim is None:
+            raise RuntimeError("snapshot() before the first reset(): there is no state yet")
+        sim.merge_pending()  # a deferred split is written by its merge: take it as the engine will run it
+        conn_inst = sim.unit_inst[sim.conn_unit]
+        return WorldSnapshot(
+            scenario=self.scenario,
+            batch=self.batch,
+            rng_states=tuple((type(g.bit_generator), g.bit_generator.state) for g in self.rngs),
+            step_count=self.step_count.copy(),
+            hash_seed=self.hash_seed.copy(),
+            bg_offset=self.bg_offset.copy(),
+            fail_until=self.links.fail_until.copy(),
+            cap_factor=self.links.cap_factor.copy(),
+            jobs=tuple(tuple(x) for x in self.jobs),
+            gpus=tuple(tuple(x) for x in self.gpus),
+            units=sim.snapshot_units(),
+            inst_unit=np.asarray(sim.inst_unit, dtype=np.int64).copy(),
+            inst_conn=np.searchsorted(conn_inst, np.arange(self.batch + 1)).astype(np.int64),
+            split=np.array(sim.split, dtype=np.float64),
+            dynamics_changed=bool(self.dynamics_changed),
+        )
+
+    def restore(self, snap: WorldSnapshot, source: Sequence[int] | np.ndarray | None = None) -> None:
+        """Put every instance back into the state of ``snap``: instance ``b`` takes the state of the
+        snapshot's instance ``source[b]`` (default: ``b``, the snapshot of a world of the same batch).
+        Steps from there give what the snapshot's instance gave, bit for bit (same splits, same results).
+
+        ``source`` lets a world of another batch size copy instances, e.g. ``[b] * K`` to try K routings
+        from instance ``b``'s state (a planner's lookahead). The compiled units are this world's own
+        (compiled again, or found in its cache, from the jobs and GPUs of the snapshot); the engine
+        restacks only when the units differ from those it has.
+
+        Raises
+        ------
+        ValueError
+            If ``snap`` is of another scenario, or ``source`` does not give one instance of the
+            snapshot per instance of this world.
+        """
+        if not isinstance(snap, WorldSnapshot):
+            raise ValueError(f"restore: {type(snap).__name__} is not a WorldSnapshot")
+        if snap.scenario is not self.scenario and snap.scenario != self.scenario:
+            raise ValueError(
+                f"restore: the snapshot is of scenario {snap.scenario.name!r}, this world runs "
+                f"{self.scenario.name!r} (another scenario or other parameters)"
+            )
+        B = self.batch
+        if source is None:
+            if snap.batch != B:
+                raise ValueError(
+                    f"restore: the snapshot has {snap.batch} instances, this world {B}; pass source= (one "
+                    "snapshot instance per instance of this world)"
+                )
+            src = np.arange(B)
+        else:
+            src = np.asarray(source)
+            if (
+                src.shape != (B,)
+                or src.dtype.kind not in "iu"
+                or (src < 0).any()
+                or (src >= snap.batch).any()
+            ):
+                raise ValueError(
+                    f"restore: source = {np.asarray(source).tolist()!r}: needs {B} integers in "
+                    f"0..{snap.batch - 1} (the snapshot instance of each instance of this world)"
+                )
+        if self.sim is None:
+            self.reset([None] * B)  # builds the engine; its state is replaced below
+        for b, s in enumerate(src.tolist()):
+            cls, state = snap.rng_states[s]
+            g = np.random.Generator(cls())
+            g.bit_generator.state = state
+            self.rngs[b] = g
+        self.step_count[:] = snap.step_count[src]
+        self.hash_seed[:] = snap.hash_seed[src]
+        self.bg_offset[:] = snap.bg_offset[src]
+        links = self.links
+        links.fail_until[:] = snap.fail_until[src]
+        links.cap_factor[:] = snap.cap_factor[src]
+        links._stale = True
+        links._repair_pending = bool((links.fail_until >= 0).any())
+        self.jobs = [list(snap.jobs[s]) for s in src.tolist()]
+        self.gpus = [list(snap.gpus[s]) for s in src.tolist()]
+        # the structure: restack only if the units differ from the engine's
+        sim = self.sim
+        assert sim is not None
+        same = True
+        for b in range(B):
+            units, slots = self._units_of(b)
+            have = sim.units[b]
+            if (
+                slots != self._slot_units[b]
+                or len(have) != len(units)
+                or not all(map(operator.is_, have, units))
+            ):
+                same = False
+                break
+        if not same:
+            self._rebuild()
+        sim = self.sim
+        assert sim is not None
+        # the engine's state: unit k of instance b <- unit k of the snapshot's instance source[b]
+        inst = sim.unit_inst
+        local = np.arange(sim.n_units) - sim.inst_unit[inst]
+        sim.restore_units(snap.units, snap.inst_unit[src[inst]] + local)
+        sim.state.time_s[:] = snap.units.state.time_s[src]
+        sim.capacity_bytes_per_s = self._capacity_set = links.capacity_bytes_per_s()
+        lo, hi = snap.inst_conn[src], snap.inst_conn[src + 1]
+        rows = np.concatenate(
+            [np.arange(a, z) for a, z in zip(lo.tolist(), hi.tolist())] or [np.zeros(0, int)]
+        )
+        if rows.shape[0] != sim.n_conns:
+            raise RuntimeError("restore: the connections differ from the snapshot's")  # an internal invariant
+        sim.set_split(snap.split[rows])
+        self.dynamics_changed = snap.dynamics_changed if source is None else True
 
     def job_names(self, b: int) -> list[str | None]:
         """Names of the jobs in the job slots of instance ``b`` (None: empty)."""
