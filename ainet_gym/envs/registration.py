@@ -39,7 +39,6 @@ ENV_IDS: dict[str, str] = {
     "ainet_gym/RailOptimized-v0": "rail-optimized-flat-ring",
     "ainet_gym/MultiTenant-v0": "multi-tenant-churn",
     "ainet_gym/MoE-v0": "moe-3d-256-spine-leaf",
-    "ainet_gym/MoERail-v0": "moe-3d-256-rail",
 }
 
 #: the mode of the base ids (``ainet_gym/<Name>-v0``)
