@@ -78,6 +78,11 @@ class TrainConfig:
     """SB3 verbosity (1 also prints the SB3 log table)."""
     torch_threads: int | None = 1
     """torch intra-op threads; small MLPs run fastest on one (None: leave torch's default)."""
+    residual: str | None = None
+    """A base routing the policy adjusts instead of routing from scratch (``ecmp_weights`` and
+    ``split_bg`` modes; :class:`~ainet_gym.envs.env.FabricRoutingEnv`'s ``residual``), e.g. ``lp+bg``."""
+    residual_scale: float | None = None
+    """``residual_scale`` of the env (None: its default, log 4)."""
 
 
 @dataclass
@@ -149,6 +154,11 @@ def train(cfg: TrainConfig) -> TrainResult:
     action_mode = resolve_action_mode(algo, action_mode)
     cls = algo_class(algo)
 
+    residual = cfg.residual if cfg.resume is None else meta_in.get("residual")
+    scale = cfg.residual_scale if cfg.resume is None else meta_in.get("residual_scale")
+    res_kw: dict[str, Any] = {} if residual is None else {"residual": residual}
+    if residual is not None and scale is not None:
+        res_kw["residual_scale"] = float(scale)
     venv = SB3VecEnv(
         num_envs=cfg.n_envs,
         scenario=scenario,
@@ -156,6 +166,7 @@ def train(cfg: TrainConfig) -> TrainResult:
         history=history,
         observation=observation,
         episode_steps=cfg.episode_steps,
+        **res_kw,
     )
     env = VecMonitor(venv)
     core = venv.core
@@ -182,6 +193,8 @@ def train(cfg: TrainConfig) -> TrainResult:
 
     # the action mode joins the algorithm in the run name when it is not the algorithm's default
     tag = algo if action_mode == resolve_action_mode(algo, None) else f"{algo}-{action_mode}"
+    if residual is not None:
+        tag += f"-res-{residual.replace('+', '')}"
     name = run_name(scenario.name, tag, cfg.seed)
     run_dir = fresh_dir(cfg.logdir, name)  # name-2, name-3, ... when a run of the same second exists
     name = run_dir.name
@@ -219,6 +232,9 @@ def train(cfg: TrainConfig) -> TrainResult:
         "observation_space": space_signature(env.observation_space),
         "action_space": space_signature(env.action_space),
     }
+    if residual is not None:
+        meta["residual"] = residual
+        meta["residual_scale"] = core.residual_scale
     path = save_model(model, out, meta)
     env.close()
     done = int(model.num_timesteps) - start_steps
@@ -262,6 +278,8 @@ def train_main(args: argparse.Namespace) -> int:
         resume=args.resume,
         progress=not args.no_progress,
         overwrite=bool(getattr(args, "overwrite", False)),
+        residual=getattr(args, "residual", None),
+        residual_scale=getattr(args, "residual_scale", None),
     )
     res = train(cfg)
     state = "interrupted after" if res.interrupted else "trained"

@@ -722,6 +722,8 @@ _COLLECTIVE_RULES: dict[str, _Rule | None] = {
     "skew": _num("a Zipf skew exponent", ge=0, le=_L["skew_max"]),
     "skew_period_steps": _int("a number of decision steps", ge=1, le=_L["steps_max"], null=True),
     "chunks": _int("a number of chunks", ge=1, le=_L["chunks_max"]),
+    "group_size": _int("a number of ranks per group", ge=2, le=_L["gpus"], null=True),
+    "group_stride": _int("a rank stride", ge=1, le=_L["gpus"]),
 }
 _COLLECTIVE_REQUIRED = {"op": ", ".join(OPS), "bytes": "a number > 0 (buffer size in bytes, e.g. 1.0e9)"}
 
@@ -739,6 +741,23 @@ def _parse_collective(
     _require(ctx, d, path, ("bytes",), _COLLECTIVE_REQUIRED)
     kw = _apply(ctx, d, path, _COLLECTIVE_RULES)
     alg_path = _join(path, "algorithm")
+    size, stride = kw.get("group_size"), kw.get("group_stride", 1)
+    if size is None and stride != 1:
+        ctx.fail(_join(path, "group_stride"), "group_stride needs a group_size", "omit it, or give group_size",
+                 stride)  # fmt: skip
+    if size is not None:
+        if gpus % (size * stride):
+            ctx.fail(
+                _join(path, "group_size"),
+                f"groups of {size} ranks at stride {stride} must tile job {job!r} of {gpus} GPUs "
+                f"({gpus} is not a multiple of {size} x {stride})",
+                f"group_size x group_stride dividing {gpus}",
+                size,
+            )
+        if d.get("algorithm") == "hierarchical":
+            ctx.fail(alg_path, "hierarchical takes the job's hosts, not groups", "ring, tree or halving_doubling "
+                     "with group_size; or omit group_size", "hierarchical")  # fmt: skip
+        gpus = size  # the checks below are per group
 
     if "algorithm" in d:
         alg = kw["algorithm"]
@@ -1285,6 +1304,7 @@ def _iteration_bounds(f: FabricSpec, job: JobSpec) -> tuple[float, float]:
     lo = hi = 0.0
     lat = _max_hops(f) * f.hop_latency_us * 1e-6
     for c in job.collectives:
+        p = c.group_size or job.gpus  # ranks the collective spans (one group)
         if p < 2:
             continue
         share = {"allreduce": 2 * (p - 1) / p, "sendrecv": 1.0}.get(c.op, (p - 1) / p)
@@ -1300,11 +1320,12 @@ def _iteration_bounds(f: FabricSpec, job: JobSpec) -> tuple[float, float]:
 
 def _job_conns(job: JobSpec) -> int:
     """Upper estimate of a job's connections (distinct source-destination pairs of its collectives)."""
-    p = job.gpus
     n = 0
     for c in job.collectives:
+        g = c.group_size or job.gpus  # ranks of one group; job.gpus / g groups
+        p = job.gpus
         if c.op == "alltoall":
-            n += p * (p - 1)
+            n += p * (g - 1)
         elif c.algorithm == "halving_doubling":
             n += p * max(1, math.ceil(math.log2(p)))
         else:

@@ -111,6 +111,12 @@ class CollectiveSpec:
     skew_period_steps: int | None = None
     # hierarchical / tree allreduce: the buffer is split into `chunks` pipelined through the stages
     chunks: int = 1
+    # groups of a parallelism dimension (tensor, expert, data parallel): the collective runs in every group
+    # of `group_size` ranks at once (None: one group of all the job's ranks); group k of block b holds the
+    # ranks b * group_size * group_stride + k + group_stride * i (i < group_size), so stride 1 takes
+    # consecutive ranks (a host's GPUs) and stride 8 one rank of each of group_size 8-GPU hosts
+    group_size: int | None = None
+    group_stride: int = 1
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,12 @@ import numpy as np
 
 from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import Fabric
-from ainet_gym.scenario.spec import BackgroundSpec, JobSpec
+from ainet_gym.scenario.spec import BackgroundSpec, CollectiveSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim.allocator import solve_coo
 from ainet_gym.sim.stack import UnitStack, stack_units
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING, SimState
-from ainet_gym.sim.workload import decompose
+from ainet_gym.sim.workload import CollectivePhase, Flow, decompose
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 __all__ = [
@@ -171,6 +171,40 @@ def _phase_graph(pred: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, n
     return npred, succ_off, dst[order]
 
 
+def collective_groups(coll: CollectiveSpec, p: int) -> list[list[int]]:
+    """The rank groups a collective of a ``p``-rank job runs in (``coll.group_size``, ``coll.group_stride``;
+    one group of every rank when no size is given): group ``k`` of block ``b`` holds the ranks
+    ``b * size * stride + k + stride * i``, ``i < size``."""
+    size, stride = coll.group_size, coll.group_stride
+    if size is None:
+        return [list(range(p))]
+    block = size * stride
+    return [
+        [b * block + k + stride * i for i in range(size)] for b in range(p // block) for k in range(stride)
+    ]
+
+
+def _grouped_phases(
+    coll: CollectiveSpec, p: int, host_of_rank: list[int], rotation: int
+) -> list[CollectivePhase]:
+    """The phases of ``coll`` on a ``p``-rank job: in every rank group at once (phase ``k`` of each group
+    together, as one phase whose latency is the largest), ranks mapped back to the job's."""
+    groups = collective_groups(coll, p)
+    if len(groups) == 1 and groups[0] == list(range(p)):
+        return decompose(coll, p, host_of_rank, rotation)
+    per_group = [decompose(coll, len(g), [host_of_rank[r] for r in g], rotation) for g in groups]
+    out = []
+    for k, phases in enumerate(zip(*per_group, strict=True)):
+        flows = tuple(
+            Flow(fl.bytes, tuple((g[s], g[d]) for s, d in fl.members))
+            for g, ph in zip(groups, phases, strict=True)
+            for fl in ph.flows
+        )
+        out.append(CollectivePhase(max(ph.steps for ph in phases), flows, phases[0].after))
+        assert all(ph.after == phases[0].after for ph in phases), k
+    return out
+
+
 def max_hops(fabric: Fabric) -> int:
     """Longest candidate path (in links) of the fabric, from its links (:attr:`Fabric.max_hops`)."""
     return fabric.max_hops
@@ -190,7 +224,7 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
     conn_index: dict[tuple[int, int], int] = {}
     for coll in job.collectives:
         base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
-        for ph in decompose(coll, p, host_of_rank, rotation):
+        for ph in _grouped_phases(coll, p, host_of_rank, rotation):
             k = len(phase_steps)
             phase_steps.append(ph.steps)
             if ph.after is None:
