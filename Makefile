@@ -5,12 +5,13 @@
 VENV ?= .venv
 PYTHON ?= $(VENV)/bin/python
 PIP := $(PYTHON) -m pip
-# Optional: a PyTorch wheel index (e.g. PyTorch's CPU-only index) to take torch from; see the README.
+# Optional: a PyTorch wheel index (e.g. PyTorch's CPU-only index) to take torch from; see docs/getting-started.md ("PyTorch").
 TORCH_INDEX_URL ?=
 # Extra flags for `ainet-gym demo` (CI runs `make demo DEMO_ARGS=--quick`).
 DEMO_ARGS ?=
 
-.PHONY: venv install install-dev demo check test bench lint check-rllib install-ns3 check-ns3 crosscheck
+.PHONY: venv install install-dev demo check test bench lint docs check-rllib install-ns3 check-ns3 crosscheck \
+	check-examples learning-curves check-cluster
 
 venv:
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ ! -x "$(PYTHON)" ]; then \
@@ -44,6 +45,14 @@ bench:
 lint:
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
 
+# The docs site (docs/, mkdocs.yml) into site/, with warnings as errors. Installs the extra `docs` (mkdocs,
+# mkdocs-material, mkdocstrings-python) and the package into $(PYTHON) if either is missing; the hook
+# docs/_scripts/gen_pages.py imports ainet_gym to generate the env, scenario, API and CLI pages.
+docs: venv
+	@$(PYTHON) -c "import ainet_gym, mkdocs, material, mkdocstrings_handlers.python" 2>/dev/null || \
+		$(PIP) install --quiet -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site
+
 # RLlib: ray[rllib] pins its own gymnasium, so its tests run in a second virtual environment, .venv-rllib/
 # (RLLIB_VENV=DIR for another one; RLLIB_PYTHON=/path/to/python for a venv of yours): installs
 # .[rl,dev,rllib] there (torch first, as `install`) and runs only tests/test_rllib.py.
@@ -54,7 +63,28 @@ check-rllib:
 	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
 	$(RLLIB_PYTHON) -m pytest -q tests/test_rllib.py
 
-# Optional ns-3 cross-check (README "Fidelity"): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
+# The research-code examples (docs/research-code.md): the extra `examples` (tyro, rl_zoo3, tianshou) and a
+# smoke run of each (CleanRL-style PPO continuous and discrete, DQN; RL Baselines3 Zoo PPO; Tianshou DQN).
+check-examples: install
+	$(PIP) install --quiet -e ".[rl,dev,examples]"
+	$(PYTHON) -m pytest -q tests/test_research_examples.py
+
+# The learning curves of docs/research-code.md (docs/img/learning-*.png and learning-curves.json): every
+# example at its documented budget, one after the other (long: about 1-2 hours on 2 busy cores).
+learning-curves: install
+	$(PIP) install --quiet -e ".[rl,examples]"
+	$(PYTHON) examples/learning_curves.py
+
+# A real multi-node Ray cluster on this machine (docs/cluster.md): a head and two worker nodes on
+# 127.0.0.2-4, RLlib PPO whose env runners run on the workers, each worker killed mid-run in turn; in the
+# RLlib venv (as check-rllib). CLUSTER_DIR=DIR keeps the nodes' logs and checkpoints there.
+CLUSTER_DIR ?=
+check-cluster:
+	$(MAKE) install VENV=$(RLLIB_VENV) PYTHON=$(RLLIB_PYTHON)
+	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
+	$(RLLIB_PYTHON) -m ainet_gym.checks.cluster $(if $(CLUSTER_DIR),--workdir $(CLUSTER_DIR),)
+
+# Optional ns-3 cross-check (docs/fidelity.md): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
 # cppyy compiles parts at install, so a C++ compiler must be present), in a venv of its own, .venv-ns3/
 # (NS3_VENV=DIR or NS3_PYTHON=/path/to/python for another). Not part of `make check`: run it by hand.
 NS3_VENV ?= .venv-ns3
@@ -67,7 +97,7 @@ install-ns3:
 check-ns3: install-ns3
 	$(NS3_PYTHON) -m pytest -q tests/test_crosscheck.py
 
-# The calibration table of README "Fidelity": every case under ecmp, spray, lp and a PPO policy trained on the
+# The calibration table of docs/fidelity.md: every case under ecmp, spray, lp and a PPO policy trained on the
 # case (8192 steps, 25-120 s each; trained once into crosscheck-ppo/), fluid vs ns-3.
 XC_CASES ?= xc-switch-4 xc-ring-8 xc-hd-8 xc-perm-8 xc-perm-64 xc-two-jobs
 crosscheck: install-ns3

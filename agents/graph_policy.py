@@ -110,9 +110,10 @@ class GraphPolicyConfig:
         """Raise ``ValueError`` naming a bad field (each integer within the ceilings of
         :data:`ainet_gym.agents.model_files.MODEL_LIMITS`, as any network rebuilt from a file)."""
         from ainet_gym.agents.model_files import MODEL_LIMITS
+        from ainet_gym.scenario.loader import LIMITS
 
         for name, lo, hi in (
-            ("history", 1, MODEL_LIMITS["history_max"]),
+            ("history", 1, int(LIMITS["history_max"])),
             ("hidden", 1, MODEL_LIMITS["width_max"]),
             ("rounds", 0, MODEL_LIMITS["layers_max"]),
         ):

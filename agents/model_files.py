@@ -16,7 +16,8 @@ checkpoints, RLlib checkpoint folders).
    ``ValueError``; :class:`ModelNotFoundError` is also a ``FileNotFoundError``). The command line prints
    it as ``ainet-gym COMMAND: error: ...`` and exits with status 2.
 
-The ceilings are documented in ``docs/safety-and-limits.md`` and overridable before loading, e.g.
+A model's metadata asks the env for a ``history`` of at most ``LIMITS["history_max"]`` intervals
+(:data:`ainet_gym.scenario.loader.LIMITS`, the env's own ceiling). The ceilings are documented in ``docs/safety-and-limits.md`` and overridable before loading, e.g.
 ``ainet_gym.agents.model_files.MODEL_LIMITS["file_bytes"] = 8 * 2**30``.
 """
 
@@ -46,14 +47,11 @@ __all__ = [
 #:
 #: - ``file_bytes``: any model file (SB3 zip, graph policy, RLlib weights), read or not (2 GiB);
 #: - ``json_bytes``: a metadata file or member (``ainet_gym.json``), 1 MiB;
-#: - ``history_max``: the ``history`` (intervals of link utilisation in the observation) a model's
-#:   metadata may ask the env for;
 #: - ``layers_max``, ``width_max``: hidden layers and units per layer of a network rebuilt from JSON;
 #: - ``dim_max``: observation and action dimensions; ``params_max``: parameters of a rebuilt network.
 MODEL_LIMITS: dict[str, int] = {
     "file_bytes": 2 * 2**30,
     "json_bytes": 2**20,
-    "history_max": 1_000,
     "layers_max": 16,
     "width_max": 8_192,
     "dim_max": 10_000_000,

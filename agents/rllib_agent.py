@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError, meta_int
+from ainet_gym.agents.model_files import ModelFileError
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.agents.rllib_policy import load_policy
 from ainet_gym.agents.rllib_train import read_checkpoint_metadata
-from ainet_gym.agents.sb3_agents import check_fit, space_signature
+from ainet_gym.agents.sb3_agents import check_fit, meta_history, space_signature
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -60,7 +60,7 @@ class RLlibAgent:
         self.name = "rllib-" + str(self.meta.get("algo", "ppo"))[:40]
         self.env_kwargs: dict[str, Any] = {
             "action_mode": mode,
-            "history": meta_int(self.meta, "history", what, 1, MODEL_LIMITS["history_max"], default=4),
+            "history": meta_history(self.meta, what),
             "observation": "flat",
         }
 

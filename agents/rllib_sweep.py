@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import importlib
 import itertools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["DEFAULT_OUT", "SWEEP_FILES", "SweepConfig", "format_table", "sweep", "sweep_main"]
+__all__ = [
+    "DEFAULT_OUT",
+    "SWEEP_FILES",
+    "SweepConfig",
+    "format_table",
+    "sweep",
+    "sweep_main",
+    "trial_scenarios",
+]
 
 #: Parent of the default output folders of ``ainet-gym sweep`` (``out/sweep/sweep__YYYYmmdd-HHMMSS``).
 DEFAULT_OUT = "out/sweep"
@@ -114,6 +123,31 @@ def _trial(config: dict[str, Any]) -> None:
     tune.report({"timesteps": steps, "seconds": time.time() - t0, "checkpoint_dir": str(ckpt), **sc})
 
 
+def trial_scenarios(scenarios: list[str]) -> dict[str, str]:
+    """What each trial is given for each scenario of the grid: a shipped name as is, a file as its
+    absolute path (trials run in Tune's own working directory, where a relative path means nothing).
+
+    Raises
+    ------
+    ScenarioError
+        If a scenario does not load (here, at the driver, before Ray starts).
+    """
+    from ainet_gym.scenario.loader import load_scenario
+
+    where: dict[str, str] = {}
+    for s in scenarios:
+        sc = load_scenario(s)
+        src = Path(sc.source)
+        where[s] = (
+            str(src.resolve())
+            if not sc.source.startswith("<")
+            and src.is_file()
+            and (os.sep in s or "/" in s or s.endswith((".yaml", ".yml")))
+            else s
+        )
+    return where
+
+
 def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
     """Run the grid; returns one row per trial (also written to ``out/results.{md,csv}``).
 
@@ -137,14 +171,8 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= 100_000:
             raise ValueError(f"{name} = {v!r}: must be an integer in [{lo}, 100000]")
-    from ainet_gym.scenario.loader import load_scenario
 
-    where: dict[str, str] = {}
-    for s in cfg.scenarios:
-        sc = load_scenario(s)  # a bad name fails here, before Ray starts
-        src = Path(sc.source)
-        # trials run in Tune's own working directory: a scenario file is passed to them as an absolute path
-        where[s] = str(src.resolve()) if src.is_file() and not sc.source.startswith("<") else s
+    where = trial_scenarios(cfg.scenarios)
     from ainet_gym.agents.outputs import check_out_files
 
     out = check_out_files(cfg.out, cfg.overwrite, SWEEP_FILES).resolve()

@@ -542,14 +542,16 @@ def meta_residual(meta: dict[str, Any], what: str) -> dict[str, Any]:
 
 def meta_history(meta: dict[str, Any], what: str) -> int:
     """The ``history`` a model's metadata asks the env for (default 4), range-checked against
-    ``MODEL_LIMITS["history_max"]``.
+    ``LIMITS["history_max"]`` (:data:`ainet_gym.scenario.loader.LIMITS`, the env's own ceiling).
 
     Raises
     ------
     ModelFileError
-        If it is not an integer in ``[1, MODEL_LIMITS["history_max"]]``.
+        If it is not an integer in ``[1, LIMITS["history_max"]]``.
     """
-    return meta_int(meta, "history", what, 1, MODEL_LIMITS["history_max"], default=4)
+    from ainet_gym.scenario.loader import LIMITS
+
+    return meta_int(meta, "history", what, 1, int(LIMITS["history_max"]), default=4)
 
 
 def _signature_of_model(model: BaseAlgorithm) -> tuple[dict, dict]:

@@ -135,12 +135,26 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}")
-    print(f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}")
+    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}  intervals {out['steps']}")
+    print(
+        f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}   (mean communication time per iteration)"
+    )
     for j in out["jobs"]:
         print(
             f"  {j['name']:<16}{j['fluid_comm_ms']:>10.3f}{j['ns3_comm_ms']:>10.3f}{100 * j['rel_error']:>+8.2f}%"
         )
+    if out["steps"] > 1:
+        print("  per interval (iterations fluid/ns-3, fluid ms, ns-3 ms, error):")
+        for j in out["jobs"]:
+            cells = []
+            for iv in j["intervals"]:
+                a, b, e = iv["fluid_comm_ms"], iv["ns3_comm_ms"], iv["rel_error"]
+                cells.append(
+                    f"{iv['fluid_iterations']}/{iv['ns3_iterations']} "
+                    + (f"{a:.2f}" if a is not None else "-") + " " + (f"{b:.2f}" if b is not None else "-")
+                    + (f" {100 * e:+.1f}%" if e is not None else "")
+                )  # fmt: skip
+            print(f"  {j['name']:<16}" + " | ".join(cells))
     print(f"  wall: fluid {out['fluid_wall_s'] * 1e3:.2f} ms, ns-3 {out['ns3_wall_s']:.2f} s")
     return 0
 
@@ -166,13 +180,16 @@ def _int_arg(lo: int, hi: int | None = None) -> type:
     """An argparse type: an integer in [lo, hi]; argparse names the flag in the message."""
 
     def parse(text: str) -> int:
+        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+        if len(text.strip()) > 100:  # Python refuses integers above 4,300 digits; none fits a flag
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
         try:
             v = int(text, 10)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"{shown!r} is not an integer") from None
         if v < lo or (hi is not None and v > hi):
-            rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
-            raise argparse.ArgumentTypeError(f"{text} is out of range; allowed: {rng}")
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
         return v
 
     parse.__name__ = "integer"
@@ -421,9 +438,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("crosscheck", help="compare the fluid model with ns-3 packets (extra: ns3)")
     s.add_argument("scenario", help="scenario name or YAML path (cross-check cases: xc-ring-8, ...)")
-    s.add_argument("--policy", default="ecmp", help="any policy of evaluate: ecmp, spray, lp, ppo:PATH, ...")
+    s.add_argument(
+        "--policy",
+        default="ecmp",
+        help="any policy of evaluate: ecmp, spray, lp, lp+bg, pretrained, ppo:PATH, ...",
+    )
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--steps", type=int, default=1, help="decision intervals to simulate in both")
+    s.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="decision intervals to simulate in both (default: dynamics.episode_steps)",
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_crosscheck)
 
@@ -504,9 +530,12 @@ def _cmd_soak(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ainet-gym`` console script.
 
-    The project's own errors (a bad scenario, argument, action, model or output path) print one line,
+    The project's own errors (a bad scenario, argument, action, model or output path: ``ValueError``,
+    ``OSError``, ``ImportError``, ``RuntimeError``, ``gymnasium.error.Error``) print one line,
     ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead.
     """
+    from gymnasium import error as gym_error
+
     from ainet_gym.scenario.loader import ScenarioError
 
     args = build_parser().parse_args(argv)
@@ -515,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ainet-gym {args.command}: interrupted", file=sys.stderr)
         return 130
-    except (ScenarioError, ValueError, OSError, ImportError) as e:
+    except (ScenarioError, ValueError, OSError, ImportError, RuntimeError, gym_error.Error) as e:
         if args.debug:
             raise
         text = " ".join(str(e).split()) or type(e).__name__

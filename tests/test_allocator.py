@@ -222,13 +222,41 @@ def instances(draw, max_flows: int = 30, max_links: int = 15):
     return inc, cap, demand, weights
 
 
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
-def test_agrees_with_reference_and_invariants(instance):
+def test_agrees_with_reference_and_invariants(backend, instance):
+    # both solvers: the compiled progressive filling (numba) and the numpy parallel rule
     inc, cap, demand, weights = instance
-    rates = max_min_fair(inc, cap, demand=demand, weights=weights)
+    rates = max_min_fair(inc, cap, demand=demand, weights=weights, backend=backend)
     assert_rates_equal(rates, max_min_fair_reference(inc, cap, demand=demand, weights=weights))
     check_invariants(inc, cap, rates, demand=demand, weights=weights)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_compiled_fill_equals_numpy_on_larger_instances(seed):
+    # fabric-like sizes (hundreds of flows, many ties of equal shares): the two solvers agree to 1e-9
+    rng = np.random.default_rng(seed)
+    ef, el, ec, cap = random_instance(rng, int(rng.integers(50, 400)), int(rng.integers(5, 60)), 3)
+    n = int(ef.max()) + 1
+    inc = sp.coo_matrix((ec, (ef, el)), shape=(n, cap.size))
+    demand = np.where(rng.random(n) < 0.2, rng.uniform(0.0, 20.0, n), INF)
+    weights = rng.choice([1.0, 2.0, 0.5], n)
+    a = max_min_fair(inc, cap, demand=demand, weights=weights, backend="numba")
+    b = max_min_fair(inc, cap, demand=demand, weights=weights, backend="numpy")
+    assert_rates_equal(a, b)
+
+
+def test_backend_keyword_and_variable(monkeypatch):
+    inc, cap = [[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]], [1.0, 3.0]
+    expected = [0.5, 0.5, 2.5]
+    for be in ("numba", "numpy"):
+        assert max_min_fair(inc, cap, backend=be).tolist() == expected
+        monkeypatch.setenv("AINET_GYM_BACKEND", be)
+        assert max_min_fair_batched([np.asarray(inc)], [cap])[0].tolist() == expected
+    with pytest.raises(ValueError, match="backend = 'cuda': unknown backend; allowed: numba, numpy"):
+        max_min_fair(inc, cap, backend="cuda")
 
 
 @settings(max_examples=100, deadline=None)

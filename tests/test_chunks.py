@@ -176,7 +176,7 @@ def test_hierarchical_on_one_nic_per_host_pipelines_to_the_nic_rate(n, backend):
     got = comm_time(ONE_NIC, hier_job(n), interval_ms=400.0, backend=backend)
     assert got == pytest.approx(expected, rel=1e-9)
     flat = 2 * 15 / 16 * S / bps(100.0)
-    ratio = {1: 1.7881, 4: 1.8525, 16: 1.8693, 64: 1.8736}[n]  # 150 ms / the closed form, as in README
+    ratio = {1: 1.7881, 4: 1.8525, 16: 1.8693, 64: 1.8736}[n]  # 150 ms / the closed form, as in docs/model.md
     assert flat / got == pytest.approx(ratio, abs=5e-5)
 
 

@@ -27,6 +27,7 @@ from ainet_gym.agents.model_files import (  # noqa: E402
     UntrustedModelError,
 )
 from ainet_gym.cli import main  # noqa: E402
+from ainet_gym.scenario.loader import LIMITS  # noqa: E402
 
 
 class _Evil:
@@ -273,7 +274,7 @@ def test_model_metadata_history_is_range_checked(tmp_path, capsys, history) -> N
     """Fails on the old code for 1e9: the env allocated a 1e9-interval history (MemoryError)."""
     p = _ppo_zip(tmp_path, {"algo": "ppo", "action_mode": "split", "history": history})
     assert _evaluate(f"ppo:{p}", tmp_path) == 2
-    _one_line(capsys, str(p), "history", f"[1, {MODEL_LIMITS['history_max']:,}]")
+    _one_line(capsys, str(p), "history", f"[1, {int(LIMITS['history_max']):,}]")
 
 
 def test_a_crafted_shipped_checkpoint_is_refused_and_never_runs(tmp_path, monkeypatch, capsys) -> None:

@@ -92,13 +92,26 @@ def test_env_runner_builds_the_native_vector_env() -> None:
     runner.stop()
 
 
+def _ray_tmp() -> str:
+    """Ray's session folder for these tests: $AINET_GYM_RAY_TMPDIR, else a short folder of this user (Ray's
+    socket paths must stay under 108 characters, so not pytest's tmp_path)."""
+    import os
+    import tempfile
+
+    d = os.environ.get("AINET_GYM_RAY_TMPDIR") or os.path.join(
+        tempfile.gettempdir(), f"ainet-ray-{os.getuid()}"
+    )
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
 @pytest.fixture(scope="module")
 def local_ray():
     import ray
 
     from ainet_gym.envs.rllib import init_ray
 
-    init_ray(None, num_env_runners=2)
+    init_ray(None, num_env_runners=2, temp_dir=_ray_tmp())
     yield
     ray.shutdown()
 
@@ -152,6 +165,7 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
             logdir=tmp_path / "runs",
             out=tmp_path / "ckpt2",
             resume=res.checkpoint,
+            trust_checkpoint=True,
             progress=False,
         )
     )
@@ -182,12 +196,122 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
     gpu = out["policies"]["rllib-ppo"]["gpu_utilization"]["mean"]
     assert math.isfinite(gpu) and 0.0 < gpu <= 1.0
 
+    # the rebuilt network acts as RLlib's own module (loaded the trusted way, from its pickles)
+    _same_actions_as_rllib(res.checkpoint, agent, core, obs)
+
+    # resume without the trust flag is refused before Ray is asked anything
+    from ainet_gym.agents.model_files import UntrustedModelError
+
+    with pytest.raises(UntrustedModelError, match="--trust-checkpoint"):
+        train_rllib(
+            RLlibTrainConfig(scenario=SCENARIO, timesteps=1, out=tmp_path / "c3", resume=res.checkpoint)
+        )
+
+    # an old checkpoint (RLlib's files only) is refused by rllib:DIR, converted once with trust, then equal
+    import json
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(res.checkpoint, old)
+    meta_old = json.loads((old / "ainet_gym.json").read_text())
+    del meta_old["policy_module"]
+    (old / "ainet_gym.json").write_text(json.dumps(meta_old))
+    (old / "policy_weights.pt").unlink()
+    with pytest.raises(ValueError, match="convert-rllib"):
+        make_agent(f"rllib:{old}")
+    from ainet_gym.agents.rllib_train import convert_checkpoint
+
+    with pytest.raises(UntrustedModelError):
+        convert_checkpoint(old, trusted=False)
+    convert_checkpoint(old, trusted=True)
+    with pytest.raises(ValueError, match="--overwrite"):
+        convert_checkpoint(old, trusted=True)
+    converted = make_agent(f"rllib:{old}")
+    np.testing.assert_array_equal(converted.act(core, obs), a1)
+
+
+def _same_actions_as_rllib(ckpt, agent, core, obs) -> None:
+    """The rebuilt policy's actions equal RLlib's module's deterministic actions mapped as RLlib's env
+    runner maps them (``to_deterministic().sample()``, then ``unsquash_action``)."""
+    import torch
+    from ray.rllib.core.rl_module.rl_module import RLModule
+    from ray.rllib.utils.spaces.space_utils import unsquash_action
+
+    from ainet_gym.agents.rllib_agent import MODULE_SUBDIR
+
+    module = RLModule.from_checkpoint(str((ckpt / MODULE_SUBDIR).resolve()))
+    module.eval()
+    with torch.no_grad():
+        out = module.forward_inference({"obs": torch.as_tensor(np.asarray(obs), dtype=torch.float32)})
+        dist = (
+            module.get_inference_action_dist_cls().from_logits(out["action_dist_inputs"]).to_deterministic()
+        )
+        ref = np.stack([unsquash_action(x, module.action_space) for x in dist.sample().numpy()])
+    np.testing.assert_allclose(agent.act(core, obs), ref, rtol=1e-5, atol=1e-6)
+
+
+@needs_ray
+def test_path_mode_policy_matches_rllib_module(tmp_path) -> None:
+    """MultiDiscrete (path mode): the rebuilt network's arg-max per slot equals RLlib's deterministic
+    categorical sample, on observations of several seeds (an untrained module: random weights)."""
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    from ainet_gym.agents.rllib_policy import PolicyNet, export_policy
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.envs.rllib import ppo_config
+
+    cfg = ppo_config(SCENARIO, num_env_runners=0, envs_per_runner=2, seed=3, action_mode="path")
+    runner = SingleAgentEnvRunner(config=cfg)
+    module = runner.module
+    spec = export_policy(module, tmp_path)
+    import torch
+
+    net = PolicyNet(spec, torch.load(tmp_path / "policy_weights.pt", weights_only=True), "t")
+    core = EnvCore(SCENARIO, batch=4, action_mode="path")
+    obs, _ = core.reset([1, 2, 3, 4])
+    with torch.no_grad():
+        out = module.forward_inference({"obs": torch.as_tensor(obs, dtype=torch.float32)})
+        dist = (
+            module.get_inference_action_dist_cls().from_logits(out["action_dist_inputs"]).to_deterministic()
+        )
+        ref = dist.sample().numpy()
+    got = net.act(obs, core.action_space)
+    np.testing.assert_array_equal(got, ref)
+    assert len(np.unique(got)) > 1  # not a constant policy
+    runner.stop()
+
+
+@needs_ray
+def test_ray_starts_under_a_4gb_address_space_limit(tmp_path) -> None:
+    """init_ray caps the object store, so Ray starts with ``ulimit -v`` at 4 GB (Ray's default store, 30% of
+    RAM, would not fit on a machine above 13 GB)."""
+    import resource
+    import subprocess
+    import sys
+
+    code = (
+        "import ray; from ainet_gym.envs.rllib import init_ray; "
+        f"init_ray(None, 0, temp_dir={_ray_tmp()!r}); "
+        "print(int(ray.cluster_resources()['object_store_memory'])); ray.shutdown()"
+    )
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=cap, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert int(r.stdout.split()[-1]) == 256 * 2**20
+
 
 @needs_ray
 def test_checkpoint_errors(tmp_path) -> None:
     from ainet_gym.agents.registry import make_agent
 
     with pytest.raises(FileNotFoundError, match="not found"):
+        make_agent(f"rllib:{tmp_path / 'missing'}")
+    with pytest.raises(ValueError, match="not found"):  # also a ValueError (ModelNotFoundError)
         make_agent(f"rllib:{tmp_path / 'missing'}")
     with pytest.raises(FileNotFoundError, match=r"ainet_gym\.json"):
         make_agent(f"rllib:{tmp_path}")

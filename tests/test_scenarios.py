@@ -30,7 +30,11 @@ from ainet_gym.sim.world import FabricWorld
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 ALL = sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
-LARGE = ("large-scale-4k", "large-scale-16k")
+LARGE = (
+    "large-scale-4k",
+    "large-scale-16k",
+    *(f"moe-3d-{n}-{t}" for n in ("1024", "16k") for t in ("spine-leaf", "rail")),
+)
 SMALL = [n for n in ALL if n not in LARGE]
 
 FAMILIES = [
@@ -154,10 +158,12 @@ def test_every_scenario_runs_under_ecmp(name):
 def test_large_scenarios_load_and_build(name):
     sc = load_scenario(path(name))
     fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
-    expected = {"large-scale-4k": 4096, "large-scale-16k": 16384}[name]
+    expected = {"large-scale-4k": 4096, "large-scale-16k": 16384, "1024": 1024, "16k": 16384}
+    expected = expected.get(name, expected.get(name.split("-")[2]))
     assert fabric.n_gpus == fabric_gpu_count(sc.fabric) == expected
     assert sum(j.gpus for j in sc.jobs) == expected
-    assert fabric.oversubscription() == pytest.approx(1.0)
+    if name.startswith("large-scale"):
+        assert fabric.oversubscription() == pytest.approx(1.0)
     # every job's hosts are whole hosts (hierarchical AllReduce needs them)
     assert all(j.gpus % sc.fabric.gpus_per_host == 0 for j in sc.jobs)
 

@@ -3,7 +3,7 @@
 Run ``ainet-gym bench [--quick] [--out DIR]`` or ``python -m ainet_gym.bench [--quick] [--out DIR]``. It prints
 tables on the terminal (a progress bar on stderr while it runs), and writes ``DIR/bench.json`` (every figure),
 ``DIR/scaling.png`` (cost of one decision interval against fabric size and transfers) and ``DIR/bench.md``
-(the tables with the command and the machine, ready to quote in the README). ``--quick`` runs the small sizes
+(the tables with the command and the machine, ready to quote in docs/performance-log.md). ``--quick`` runs the small sizes
 only (under a minute on a 2-core CPU); the full run takes a few minutes.
 
 What is measured

@@ -40,6 +40,7 @@ class BenchConfig:
         (1024, (1, 16, 64)),
         (4096, (1, 16, 64)),
         (16384, (1, 16)),
+        ("moe-3d-256-spine-leaf", (1, 16)),
     )
     #: simulation backends of the environment section, side by side (the first is the headline one).
     env_backends: tuple[str, ...] = ("numba", "numpy")
@@ -67,6 +68,10 @@ class BenchConfig:
     slowest_quantum_us: float = 100.0
     slowest_max_events: int = 1000
     slowest_budget_s: float = 60.0
+    #: MoE episodes timed whole (48 intervals from reset, exact event mode): the 1,024-GPU member of the
+    #: family must take under a minute
+    moe_episodes: tuple[str, ...] = ("moe-3d-1024-spine-leaf",)
+    moe_episode_steps: int = 48
     #: minimum measured time per figure (seconds); repeats stop after this much or max_repeats.
     min_time_s: float = 0.5
     max_repeats: int = 25
@@ -95,6 +100,7 @@ class BenchConfig:
             transfers_job_gpus=(8, 16, 32, 64),
             scaling_jobs=(8, 16, 32),
             slowest_intervals=0,
+            moe_episodes=(),
             min_time_s=0.25,
             max_repeats=15,
         )

@@ -142,6 +142,20 @@ def _allocator_instances(cfg: BenchConfig) -> list[tuple[str, Callable[[], Insta
     return out
 
 
+def _solve_fill(inst: Instance) -> tuple[np.ndarray, int]:
+    """The compiled progressive filling (:func:`ainet_gym.sim.kernels.solve_fill`) on an instance's entries."""
+    from ainet_gym.sim.kernels import solve_fill
+
+    order = np.argsort(inst.entry_flow, kind="stable")
+    w = np.ones(inst.n_flows) if inst.weights is None else inst.weights
+    d = np.full(inst.n_flows, np.inf) if inst.demand is None else inst.demand
+    return solve_fill(
+        inst.entry_flow[order].astype(np.int64), inst.entry_link[order].astype(np.int64),
+        inst.entry_coef[order].astype(np.float64), inst.capacity.astype(np.float64), inst.n_flows,
+        np.asarray(w, dtype=np.float64), np.asarray(d, dtype=np.float64),
+    )  # fmt: skip
+
+
 def bench_allocator(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], list[dict]]:
     """Section 1 (allocator against the baselines) and the exactness rows of its instances."""
     from ainet_gym.sim.allocator import max_min_fair, solve_coo
@@ -174,6 +188,10 @@ def bench_allocator(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], l
             "flows_per_s": inst.n_flows / solve_s,
             "iterations": int(its),
         }
+        fill_s, _, (fill_rates, _) = _timeit(
+            lambda inst=inst: _solve_fill(inst), cfg.min_time_s, cfg.max_repeats
+        )  # the compiled progressive filling (max_min_fair's numba backend, the engine's exact event mode)
+        row.update(fill_ms=fill_s * 1e3, fill_vs_solve_coo=solve_s / fill_s)
         gmin = ref = None
         if inst.n_flows <= cfg.gmin_max_flows:
             g_s, g_reps, (gmin, g_its) = _timeit(
@@ -181,7 +199,8 @@ def bench_allocator(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], l
                 cfg.min_time_s,
                 cfg.max_repeats,
             )
-            row.update(gmin_ms=g_s * 1e3, gmin_iterations=int(g_its), speedup_vs_gmin=g_s / solve_s)
+            row.update(gmin_ms=g_s * 1e3, gmin_iterations=int(g_its), speedup_vs_gmin=g_s / solve_s,
+                       fill_vs_gmin=g_s / fill_s)  # fmt: skip
         else:
             row.update(gmin_ms=None, gmin_iterations=None, speedup_vs_gmin=None)
             row["gmin_skipped"] = f"more than {cfg.gmin_max_flows:,} flows (one iteration per level)"
@@ -195,7 +214,7 @@ def bench_allocator(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], l
             row["reference_skipped"] = f"more than {cfg.reference_max_flows:,} flows (pure Python, too slow)"
         truth, truth_name = (ref, "reference") if ref is not None else (gmin, "global-min")
         if truth is not None:
-            errs = {"solve_coo": rel_err(rates, truth)}
+            errs = {"solve_coo": rel_err(rates, truth), "compiled fill": rel_err(fill_rates, truth)}
             public = max_min_fair(inst.csr(), inst.capacity, demand=inst.demand, weights=inst.weights)
             errs["max_min_fair (sparse)"] = rel_err(public, truth)
             if ref is not None and gmin is not None:
@@ -600,10 +619,22 @@ def _successive_intervals(
     )
     world = FabricWorld(sc, 1)
     world.reset(seeds=[0])
+    sim = world.sim
+    assert sim is not None
+    last: list[Any] = []
+    run = sim.run_interval
+
+    def counted(*args: Any, **kw: Any) -> Any:  # keeps the interval's metrics (the re-fill counters)
+        m = run(*args, **kw)
+        last[:] = [m]
+        return m
+
+    sim.run_interval = counted  # type: ignore[method-assign]
     rows: list[dict[str, Any]] = []
     spent = 0.0
     for i in range(intervals):
         t0 = time.perf_counter()
+        last.clear()
         try:
             res = world.step(world.default_split(), max_events=max_events)
             ev, capped = int(res.events), False
@@ -611,11 +642,20 @@ def _successive_intervals(
             ev, capped = max_events, True
         dt = time.perf_counter() - t0
         spent += dt
-        rows.append({"interval": i, "events": ev, "s": dt, "capped": capped})
+        row = {"interval": i, "events": ev, "s": dt, "capped": capped}
+        if last:
+            m = last[0]
+            row.update(incremental_solves=m.incremental_solves, flows_refilled=m.flows_refilled,
+                       flows_active=m.flows_active, full_fills=m.full_fills)  # fmt: skip
+        rows.append(row)
         if capped or spent >= budget_s:
             break
     worst = max(rows, key=lambda r: r["s"])
+    refilled = sum(r.get("flows_refilled", 0) for r in rows)
+    active = sum(r.get("flows_active", 0) for r in rows)
     return {
+        "refilled_share": refilled / active if active else None,
+        "incremental_solves": sum(r.get("incremental_solves", 0) for r in rows),
         "scenario": sc.name,
         "rate_updates": rate_updates,
         "rate_quantum_us": quantum_us,
@@ -626,6 +666,25 @@ def _successive_intervals(
         "capped": any(r["capped"] for r in rows),
         "max_events": max_events,
     }
+
+
+def _episode(name: str, steps: int) -> dict[str, Any]:
+    """Wall time of one episode of ``steps`` intervals of a shipped scenario from reset (static ECMP, exact
+    event mode unless the scenario says otherwise), and its slowest interval."""
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    t0 = time.perf_counter()
+    world = FabricWorld(load_scenario(name), 1)
+    world.reset(seeds=[0])
+    build_s = time.perf_counter() - t0
+    times, events = [], 0
+    for _ in range(steps):
+        t1 = time.perf_counter()
+        events += int(world.step(world.default_split()).events)
+        times.append(time.perf_counter() - t1)
+    return {"scenario": name, "steps": steps, "episode_s": float(sum(times)), "build_s": build_s,
+            "slowest_interval_s": float(max(times)), "events": events}  # fmt: skip
 
 
 def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
@@ -662,6 +721,12 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
             )  # fmt: skip
             gc.collect()
             progress.done()
+    moe = []
+    for name in cfg.moe_episodes:
+        progress.start(f"scaling: {name}, {cfg.moe_episode_steps} intervals")
+        moe.append(_episode(name, cfg.moe_episode_steps))
+        gc.collect()
+        progress.done()
     ms = [r["interval_ms"] for r in size_rows]
     tr_x = [r["transfers"] for r in tr_rows]
     tr_y = [r["interval_ms"] for r in tr_rows]
@@ -675,6 +740,7 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         "exponent_vs_transfers_last_two": _fit_exponent(tr_x[-2:], tr_y[-2:]),
         "jobs": job_rows,
         "slowest": slowest,
+        "moe_episodes": moe,
         "exponent_vs_jobs": _fit_exponent(
             [r["jobs"] for r in job_rows], [r["interval_ms"] for r in job_rows]
         ),
@@ -697,4 +763,5 @@ def n_tasks(cfg: BenchConfig) -> int:
     if "scaling" in s:
         n += len(cfg.scaling_gpus) + len(cfg.transfers_job_gpus) + len(cfg.scaling_jobs)
         n += 3 if cfg.slowest_intervals else 0
+        n += len(cfg.moe_episodes)
     return n

@@ -183,8 +183,14 @@ class EnvCore:
             raise ValueError(
                 f"observation = {observation!r}: unknown; allowed: {', '.join(OBSERVATION_MODES)}"
             )
-        if not isinstance(history, int | np.integer) or history < 1:
-            raise ValueError(f"history = {history!r}: must be an integer >= 1 (intervals of link history)")
+        from ainet_gym.scenario.loader import LIMITS
+
+        hmax = int(LIMITS["history_max"])
+        if isinstance(history, bool) or not isinstance(history, int | np.integer) or not 1 <= history <= hmax:
+            raise ValueError(
+                f"history = {history!r}: must be an integer in [1, {hmax:,}] (intervals of link history; "
+                "ainet_gym.scenario.loader.LIMITS['history_max'])"
+            )
         if episode_steps is not None and (
             not isinstance(episode_steps, int | np.integer) or episode_steps < 1
         ):
@@ -487,14 +493,13 @@ class EnvCore:
             if bad.any():
                 i = tuple(np.argwhere(bad)[0])
                 raise ValueError(f"action{self._where_plan(i)} = {a[i].item()!r}: expected {allowed}")
-        out = a.astype(np.int64)
-        bad = (out < 0) | (out >= K)
+        bad = (a < 0) | (a >= K)  # on the given values: a huge float or uint64 would wrap in int64
         if bad.any():
             i = tuple(np.argwhere(bad)[0])
             raise ValueError(
                 f"action{self._where_plan(i)} = {a[i].item()!r}: out of Discrete({K}); expected {allowed}"
             )
-        return out
+        return a.astype(np.int64)
 
     def _where_plan(self, i: tuple) -> str:
         """Index text of a plan action: empty for a single env, ``[env]`` for a batch."""
@@ -542,23 +547,22 @@ class EnvCore:
                 f"expected {allowed} (an integer or float array)"
             )
         if discrete:
-            if not np.issubdtype(a.dtype, np.integer):
-                if (
-                    not np.issubdtype(a.dtype, np.floating)
-                    or not np.all(np.isfinite(a))
-                    or np.any(a != np.round(a))
-                ):
-                    bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
-                    i = tuple(bad[0])
-                    raise ValueError(
-                        f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
-                    )
-                a = a.astype(np.int64)
-            bad = (a < 0) | (a >= self.P)
+            if not np.issubdtype(a.dtype, np.integer) and (
+                not np.issubdtype(a.dtype, np.floating)
+                or not np.all(np.isfinite(a))
+                or np.any(a != np.round(a))
+            ):
+                bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
+                i = tuple(bad[0])
+                raise ValueError(
+                    f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
+                )
+            bad = (a < 0) | (a >= self.P)  # on the given values: 1e20 or 2**64 - 1 would wrap in int64
             if bad.any():
                 i = tuple(np.argwhere(bad)[0])
                 raise ValueError(
-                    f"action{self._where(i)} = {a[i]}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
+                    f"action{self._where(i)} = {a[i].item()!r}: out of MultiDiscrete({self.P}); "
+                    f"allowed 0..{self.P - 1}"
                 )
             return a.astype(np.int64)
         # the common case: two reductions over the given array (float32 from a policy), no temporary;
@@ -710,6 +714,7 @@ class EnvCore:
             and self.residual is None
             and self.world.backend == "numba"
             and self.P <= _envkernels.PW_BLOCKSIZE
+            and self.world.reroute == "in_flight"  # new_transfers carries transfers over before the merge
         )
 
     def _instance_bounds(self, conns: np.ndarray, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

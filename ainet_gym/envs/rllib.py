@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -155,14 +156,21 @@ def scenario_config(scenario: str | os.PathLike | Mapping | Scenario) -> dict[st
     return dict(sc.raw)
 
 
-def init_ray(address: str | None = None, num_env_runners: int = 0, object_store_mb: int | None = 256) -> None:
+def init_ray(
+    address: str | None = None,
+    num_env_runners: int = 0,
+    object_store_mb: int | None = 256,
+    temp_dir: str | os.PathLike | None = None,
+) -> None:
     """Start local Ray (``address=None``) or join a cluster (``"auto"`` or ``"HOST:PORT"``).
 
     Local Ray gets ``max(cores, num_env_runners + 1)`` logical CPUs: each env runner and the driver
     (which runs the learner when ``num_learners = 0``) reserve one, so 2 env runners can run on a
     2-core machine (oversubscribed, not deadlocked). ``object_store_mb`` caps the local object store
-    (Ray's default is 30% of RAM; episodes of the fabric envs are small). Does nothing if Ray is
-    already initialised.
+    (Ray's default is 30% of RAM; episodes of the fabric envs are small), so a command that starts Ray
+    runs under a 4 GB address-space limit (``ulimit -v 4194304``; tested). ``temp_dir`` (default:
+    ``$AINET_GYM_RAY_TMPDIR``, else Ray's own) is Ray's session folder, e.g. one per user or test run
+    beside other Ray instances on the host. Does nothing if Ray is already initialised.
     """
     if ray.is_initialized():
         return
@@ -171,6 +179,9 @@ def init_ray(address: str | None = None, num_env_runners: int = 0, object_store_
         return
     cpus = max(os.cpu_count() or 1, int(num_env_runners) + 1)
     kw: dict[str, Any] = {}
+    temp_dir = temp_dir if temp_dir is not None else os.environ.get("AINET_GYM_RAY_TMPDIR")
+    if temp_dir:
+        kw["_temp_dir"] = str(Path(temp_dir).resolve())
     if object_store_mb is not None:
         kw["object_store_memory"] = int(object_store_mb) * 1024 * 1024
     # address="local": a new local instance even if this host ran `ray start` before (Ray would otherwise

@@ -19,9 +19,11 @@ networkx is touched at construction only: the hot path reads the numpy arrays of
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shlex
+import weakref
 import zlib
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -42,8 +44,10 @@ __all__ = [
     "TIERS",
     "Fabric",
     "build_fabric",
+    "check_graph_size",
     "fabric_from_graph",
     "fabric_to_graph",
+    "graph_size",
     "nonblocking_fabric",
     "nonblocking_spec",
     "read_fabric_graph",
@@ -402,6 +406,7 @@ def build_fabric(spec: FabricSpec, max_paths: int = 8) -> Fabric:
     if spec.topology == "graph":
         if spec.graph is None:
             raise ValueError("fabric.topology graph needs a graph (fabric.file, or a networkx graph)")
+        check_graph_size(spec.graph)
         return _finish(_builder_from_graph(spec.graph, spec), max_paths)
     b = _build_builtin(spec)
     diameter = _LEAF_DIAMETER[spec.topology]
@@ -425,6 +430,19 @@ def _hops(adj: dict[int, list[int]], sources: list[int]) -> dict[int, int]:
                 hops[v] = hops[u] + 1
                 queue.append(v)
     return hops
+
+
+def _neighbour_classes(nodes: Any, out_adj: dict, in_adj: dict) -> dict[Any, Any]:
+    """Signature -> first node of each class of ``nodes`` with the same out- and in-neighbours (as
+    multisets: parallel links counted). Two nodes of a class have the same distance to, and the same
+    number of shortest paths to, every node other than the two."""
+    from collections import Counter
+
+    classes: dict[Any, Any] = {}
+    for n in nodes:
+        sig = (frozenset(Counter(out_adj.get(n, ())).items()), frozenset(Counter(in_adj.get(n, ())).items()))
+        classes.setdefault(sig, n)
+    return classes
 
 
 def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fabric:
@@ -503,21 +521,33 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
     level[np.asarray([k == "nvswitch" for k in kinds], dtype=bool)] = 1
 
     if leaf_diameter is None:  # a graph: measure it, and check that every endpoint reaches every other
+        in_adj: dict[int, list[int]] = {}
+        for u, vs in sw_adj.items():
+            for v in vs:
+                in_adj.setdefault(v, []).append(u)
+        # leaves with the same switch neighbours (both directions, parallel links counted) are at the same
+        # distance from every other node: one BFS per class, not per leaf (a Clos has one class)
+        reps = list(_neighbour_classes(leaves, sw_adj, in_adj).values())
         leaf_diameter = 0
         dist: dict[int, dict[int, int]] = {}
-        for a in leaves:
+        for a in reps:
             da = dist[a] = _hops(sw_adj, [a])
             leaf_diameter = max(leaf_diameter, max(da.get(x, 0) for x in leaves))
-        groups: dict[tuple[int, ...], int] = {}  # attachment switches -> first endpoint with them
-        for e, ups in enumerate(ep_uplinks):
-            groups.setdefault(tuple(b.dst[i] for i in ups), e)
-        for ga, ea in groups.items():
-            for gb, eb in groups.items():
-                if not any(y in dist[x] for x in ga for y in gb):
-                    _fail(
-                        f"{names[endpoints[ea]]} has no path to {names[endpoints[eb]]}: switch "
-                        f"{names[ga[0]]} does not reach switch {names[gb[0]]}"
-                    )
+        fwd, back = _hops(sw_adj, [leaves[0]]), _hops(in_adj, [leaves[0]])
+        if not all(x in fwd and x in back for x in leaves):  # not one strongly connected set: find the pair
+            for a in leaves:
+                if a not in dist:
+                    dist[a] = _hops(sw_adj, [a])
+            groups: dict[tuple[int, ...], int] = {}  # attachment switches -> first endpoint with them
+            for e, ups in enumerate(ep_uplinks):
+                groups.setdefault(tuple(b.dst[i] for i in ups), e)
+            for ga, ea in groups.items():
+                for gb, eb in groups.items():
+                    if not any(y in dist[x] for x in ga for y in gb):
+                        _fail(
+                            f"{names[endpoints[ea]]} has no path to {names[endpoints[eb]]}: switch "
+                            f"{names[ga[0]]} does not reach switch {names[gb[0]]}"
+                        )
     chain = 2 if (ep_pcie >= 0).any() else 1
     max_hops = max(2, 2 * chain + leaf_diameter)
 
@@ -711,48 +741,201 @@ _DEFAULT_TIER = {
 }
 
 
-def _number(x: Any, what: str) -> float:
+def _number(x: Any, what: str, lo: float | None = None, hi: float | None = None, unit: str = "") -> float:
+    """``x`` as a finite float in ``[lo, hi]`` (a GraphML attribute may be declared as a string: ``"400"``
+    is read as 400); a boolean, a non-number or a value out of range is an error naming ``what``."""
+    if isinstance(x, bool) or (isinstance(x, str) and len(x) > 100):
+        _fail(f"{what}: expected a number, got {str(x)[:40]!r}")
     try:
         v = float(x)
-    except (TypeError, ValueError):
-        _fail(f"{what}: expected a number, got {x!r}")
+    except (TypeError, ValueError, OverflowError):
+        _fail(f"{what}: expected a number, got {str(x)[:40]!r}")
     if not np.isfinite(v):
-        _fail(f"{what}: expected a finite number, got {x!r}")
+        _fail(f"{what}: expected a finite number, got {str(x)[:40]!r}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        rng = (
+            f"[{lo:g}, {hi:g}]"
+            if lo is not None and hi is not None
+            else (f">= {lo:g}" if lo is not None else f"<= {hi:g}")
+        )
+        _fail(f"{what} = {str(x)[:40]}; allowed: a number in {rng}{unit}")
     return v
 
 
-def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
-    """Read nodes and links of a networkx graph (see :func:`fabric_from_graph` for the attributes)."""
+def _graph_limits() -> dict[str, float]:
+    from ainet_gym.scenario.loader import LIMITS
+
+    return LIMITS
+
+
+def _graph_roles(G: Any) -> dict[Any, str]:
+    """Every node's role, checked (one line naming the node otherwise)."""
+    role: dict[Any, str] = {}
+    for n, d in G.nodes(data=True):
+        r = d.get("role")
+        if r is None:
+            _fail(f"node {str(n)[:60]!r} has no role; allowed: {', '.join(ROLES)}")
+        if not isinstance(r, str) or r not in ROLES:
+            _fail(
+                f"node {str(n)[:60]!r}: role {str(r)[:40]!r} is not a known role; allowed: {', '.join(ROLES)}"
+            )
+        role[n] = r
+    return role
+
+
+def graph_size(G: Any) -> dict[str, int]:
+    """Count a graph fabric before building it: ``gpus``, ``hosts``, ``links`` (directed, the NVLink
+    links made for hosts without an ``nvswitch`` included), ``leaves`` (switches that endpoints attach
+    to) and ``ecmp_set``: the most equal-cost shortest paths between two leaves, parallel links
+    multiplied out, counted by dynamic programming over the DAG of shortest paths from each leaf (paths
+    are never enumerated), times the port pairs of the most multi-homed endpoints.
+
+    Time O(leaves x switch links), memory O(nodes + links). The counts are exact for what
+    :func:`build_fabric` would enumerate per leaf pair.
+
+    Raises
+    ------
+    ValueError
+        If a node has no known role (the count needs them).
+    """
     import networkx as nx
 
     if not isinstance(G, nx.Graph):
         _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
+    role = _graph_roles(G)
+    gpus = [n for n, r in role.items() if r == "gpu"]
+    hosts = {str(G.nodes[n].get("host")) for n in gpus}
+    has_nvl = {u for u, v in G.edges() if {role[u], role[v]} == {"gpu", "nvswitch"}}
+    has_nvl |= {v for u, v in G.edges() if {role[u], role[v]} == {"gpu", "nvswitch"}}
+    per_edge = 1 if G.is_directed() else 2
+    links = per_edge * G.number_of_edges() + 2 * sum(1 for g in gpus if g not in has_nvl)
+    # switch adjacency with parallel-link multiplicity (directed, as the fabric's links)
+    mult: dict[Any, dict[Any, int]] = {}
+    attach: dict[Any, set] = {}  # endpoint or NIC -> switches it links to
+    for u, v in G.edges():
+        pairs = ((u, v),) if G.is_directed() else ((u, v), (v, u))
+        for a, b in pairs:
+            if role[a] == "switch" and role[b] == "switch":
+                row = mult.setdefault(a, {})
+                row[b] = row.get(b, 0) + 1
+            elif role[b] == "switch" and role[a] in ("gpu", "storage", "nic"):
+                attach.setdefault(a, set()).add(b)
+            elif role[b] == "nic" and role[a] in ("gpu", "storage"):
+                attach.setdefault(a, set()).add(("nic", b))
+    ports = 1
+    leaves: set = set()
+    for n, targets in attach.items():
+        if role[n] == "nic":
+            continue
+        sw = set()
+        for t in targets:
+            sw |= attach.get(t[1], set()) if isinstance(t, tuple) else {t}
+        leaves |= sw
+        ports = max(ports, len(sw))
+    mult_in: dict[Any, list] = {}
+    for u, row in mult.items():
+        for v, m in row.items():
+            mult_in.setdefault(v, []).extend([u] * m)
+    mult_out = {u: [v for v, m in row.items() for _ in range(m)] for u, row in mult.items()}
+    ecmp = 1
+    for s in _neighbour_classes(leaves, mult_out, mult_in).values():  # one DP per class of leaves
+        count = {s: 1}
+        frontier = [s]
+        while frontier:
+            nxt: dict[Any, int] = {}
+            for u in frontier:
+                cu = count[u]
+                for v, m in mult.get(u, {}).items():
+                    if v in count and v not in nxt:
+                        continue  # reached at an earlier layer: not on a shortest path
+                    nxt[v] = nxt.get(v, 0) + cu * m
+            count.update(nxt)
+            frontier = list(nxt)
+        ecmp = max(ecmp, max((count[t] for t in leaves if t != s and t in count), default=1))
+    return {
+        "gpus": len(gpus),
+        "hosts": len(hosts),
+        "links": links,
+        "leaves": len(leaves),
+        "ecmp_set": ecmp * ports * ports,
+    }
+
+
+def check_graph_size(G: Any, what: str = "the graph") -> dict[str, int]:
+    """:func:`graph_size` of ``G``, refused (``ValueError`` with the count and the key to change) above
+    ``LIMITS["gpus"]``, ``LIMITS["count_max"]`` hosts, ``LIMITS["links"]`` or ``LIMITS["ecmp_set"]``
+    (:data:`ainet_gym.scenario.loader.LIMITS`). Nodes and edges are counted first, so a graph far too
+    large is refused in time linear in its size."""
+    lim = _graph_limits()
+    n_edges = G.number_of_edges() * (1 if G.is_directed() else 2)
+    stamp = (G.number_of_nodes(), n_edges, tuple(sorted(lim.items())))
+    hit = _SIZE_CACHE.get(G)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    if n_edges > lim["links"]:
+        _fail(
+            f"{what} has {n_edges:,} directed links; allowed: at most {int(lim['links']):,} "
+            "(ainet_gym.scenario.loader.LIMITS['links']): fewer links in the graph"
+        )
+    size = graph_size(G)
+    for key, noun, limit in (
+        ("gpus", "GPUs", lim["gpus"]),
+        ("hosts", "hosts", lim["count_max"]),
+        ("links", "directed links", lim["links"]),
+        ("ecmp_set", "equal-cost paths between two leaves", lim["ecmp_set"]),
+    ):
+        if size[key] > limit:
+            lkey = "count_max" if key == "hosts" else key
+            hint = (
+                "fewer parallel links or fewer switches per tier"
+                if key == "ecmp_set"
+                else f"fewer {noun.split()[-1]} in the graph"
+            )
+            _fail(
+                f"{what} would have {size[key]:,} {noun} (counted before building); allowed: at most "
+                f"{int(limit):,} (ainet_gym.scenario.loader.LIMITS[{lkey!r}]): {hint}"
+            )
+    with contextlib.suppress(TypeError):  # a graph that is not weak-referenceable is not cached
+        _SIZE_CACHE[G] = (stamp, size)
+    return size
+
+
+#: graph -> ((nodes, links, limits), size) of graphs that passed :func:`check_graph_size` (a scenario
+#: builds its graph fabric several times while it loads).
+_SIZE_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
+    """Read nodes and links of a networkx graph (see :func:`fabric_from_graph` for the attributes).
+    Time linear in nodes and links."""
+    import networkx as nx
+
+    if not isinstance(G, nx.Graph):
+        _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
+    lim = _graph_limits()
     b = _Builder(spec)
-    role: dict[Any, str] = {}
+    role = _graph_roles(G)
     host: dict[Any, int] = {}
     for n, d in G.nodes(data=True):
-        r = d.get("role")
-        if r is None:
-            _fail(f"node {n!r} has no role; allowed: {', '.join(ROLES)}")
-        if r not in ROLES:
-            _fail(f"node {n!r}: role {r!r} is not a known role; allowed: {', '.join(ROLES)}")
-        role[n] = r
-        if r == "gpu":
+        if role[n] == "gpu":
             if "host" not in d:
-                _fail(f"GPU node {n!r} has no host; allowed: an integer host id >= 0")
-            hv = d["host"]
-            if isinstance(hv, bool) or not float(_number(hv, f"GPU node {n!r}: host")).is_integer() or hv < 0:
-                _fail(f"GPU node {n!r}: host {hv!r} is not an integer >= 0")
+                _fail(f"GPU node {str(n)[:60]!r} has no host; allowed: an integer host id >= 0")
+            hv = _number(d["host"], f"GPU node {str(n)[:60]!r}: host", 0, 2**53)
+            if not hv.is_integer():
+                _fail(f"GPU node {str(n)[:60]!r}: host {str(d['host'])[:40]!r} is not an integer >= 0")
             host[n] = int(hv)
     gpus = [n for n in G.nodes if role[n] == "gpu"]
     if not gpus:
         _fail("the graph has no node with role gpu")
     gpus.sort(key=lambda n: host[n])  # host-major GPU ids; stable: the graph's order within a host
-    hosts = sorted(set(host.values()))
-    sizes = {h: sum(1 for g in gpus if host[g] == h) for h in hosts}
+    sizes: dict[int, int] = {}
+    for g in gpus:
+        sizes[host[g]] = sizes.get(host[g], 0) + 1
+    hosts = sorted(sizes)
     if len(set(sizes.values())) > 1:
+        shown = dict(list(sorted(sizes.items()))[:8])
         _fail(
-            f"hosts have different numbers of GPUs ({dict(sorted(sizes.items()))}); every host needs the same"
+            f"hosts have different numbers of GPUs ({shown}{' ...' if len(sizes) > 8 else ''}); every host needs the same"
         )
     host_index = {h: i for i, h in enumerate(hosts)}
 
@@ -766,27 +949,31 @@ def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
 
     edges = list(G.edges(data=True))
     if edges and all("link" in d for _, _, d in edges):  # the link ids of fabric_to_graph: keep them
-        edges.sort(key=lambda e: _number(e[2]["link"], f"link {e[0]}-{e[1]}: link"))
+        edges.sort(key=lambda e: _number(e[2]["link"], f"link {e[0]}-{e[1]}: link", 0, 2**53))
+    gmin, gmax, lat_max = lim["gbps_min"], lim["gbps_max"], lim["latency_us_max"]
     for u, v, d in edges:
-        name = f"link {u}-{v}"
+        name = f"link {str(u)[:40]}-{str(v)[:40]}"
         if u == v:
             _fail(f"{name} joins a node to itself")
         if "gbps" not in d:
             _fail(f"{name} has no capacity: the gbps attribute is missing; allowed: a number > 0 (Gbit/s)")
         gbps = _number(d["gbps"], f"{name}: gbps")
         if gbps <= 0:
-            _fail(f"{name} has no capacity: gbps = {d['gbps']!r}; allowed: a number > 0 (Gbit/s)")
+            _fail(
+                f"{name} has no capacity: gbps = {d['gbps']!r}; allowed: a number in [{gmin:g}, {gmax:g}] (Gbit/s)"
+            )
+        _number(gbps, f"{name}: gbps", gmin, gmax, " Gbit/s (LIMITS['gbps_min'], LIMITS['gbps_max'])")
         pair = frozenset((role[u], role[v]))
         tier = d.get("tier", _DEFAULT_TIER.get(pair))
         if tier is None:
             _fail(f"{name} joins a {role[u]} and a {role[v]}, which no link may join")
-        if tier not in _TIER:
-            _fail(f"{name}: tier {tier!r} is not a known tier; allowed: {', '.join(TIERS)}")
+        if not isinstance(tier, str) or tier not in _TIER:
+            _fail(f"{name}: tier {str(tier)[:40]!r} is not a known tier; allowed: {', '.join(TIERS)}")
         lat = None
         if "latency_us" in d:
-            lat = _number(d["latency_us"], f"{name}: latency_us")
-            if lat < 0:
-                _fail(f"{name}: latency_us = {lat!r}; allowed: a number >= 0 (microseconds)")
+            lat = _number(
+                d["latency_us"], f"{name}: latency_us", 0.0, lat_max, " us (LIMITS['latency_us_max'])"
+            )
             lat *= 1e-6
         b.link(node_id[u], node_id[v], gbps, tier, lat)
         if not G.is_directed():
@@ -794,12 +981,14 @@ def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
 
     # a host without an NVLink switch in the graph gets one (nvlink_gbps per GPU)
     has_nvl = {b.src[i] for i, t in enumerate(b.tier) if t == _TIER["nvlink"]}
+    members: dict[int, list[int]] = {}
+    for g, hh in zip(b.gpus, b.gpu_host):
+        members.setdefault(hh, []).append(g)
     for h in range(len(hosts)):
-        members = [g for g, hh in zip(b.gpus, b.gpu_host) if hh == h]
-        if any(g in has_nvl for g in members):
+        if any(g in has_nvl for g in members[h]):
             continue
         nvs = b.node(f"nvswitch{h}", "nvswitch")
-        for g in members:
+        for g in members[h]:
             b.duplex(g, nvs, spec.nvlink_gbps, "nvlink")
     return b
 
@@ -914,14 +1103,19 @@ def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
     """
     import networkx as nx
 
+    from ainet_gym.scenario.loader import read_text_capped
+
     path = Path(path)
+    text = read_text_capped(path, str(path))  # refused unread above LIMITS["file_bytes"]
     if path.suffix.lower() == ".graphml":
         try:
-            return nx.read_graphml(path)
+            return nx.parse_graphml(text)
         except Exception as e:  # networkx raises several XML error types
-            raise ValueError(f"{path}: not a readable GraphML file: {e}") from e
+            raise ValueError(
+                f"{path}: not a readable GraphML file: {' '.join(str(e).split())[:200]}"
+            ) from None
     G = nx.MultiGraph()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         words = shlex.split(line, comments=True)
         if not words:
             continue

@@ -1,6 +1,6 @@
 """Load and validate scenarios (YAML files, shipped scenario names, or dicts) into :mod:`ainet_gym.scenario.spec`.
 
-The schema is the one of docs/model.md ("Scenario schema")::
+The schema is the one of docs/scenarios.md ("Schema")::
 
     name, description, seed,
     fabric:   the fields of FabricSpec, plus storage: {hosts, gbps, leaves}; or {topology: graph, file | graph}
@@ -8,7 +8,7 @@ The schema is the one of docs/model.md ("Scenario schema")::
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
-    routing:  {max_paths, qps_per_connection}
+    routing:  {max_paths, qps_per_connection, reroute}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message
@@ -87,6 +87,7 @@ from ainet_gym.scenario.spec import (
     PROFILES,
     RANK_ORDERS,
     RATE_UPDATES,
+    REROUTE_MODES,
     REWARD_KINDS,
     TOPOLOGIES,
     BackgroundSpec,
@@ -116,6 +117,7 @@ __all__ = [
     "fabric_leaf_count",
     "fabric_size",
     "fabric_tiers",
+    "iteration_estimate",
     "list_scenarios",
     "load_scenario",
     "scenarios_dir",
@@ -355,13 +357,17 @@ def _text(what: str = "a string", *, nonempty: bool = False, null: bool = False)
 #:   the flows the engine tracks for it (every chunk of every stage is a phase of its own flows);
 #: - ``gpus``, ``links``: GPUs and directed links of the fabric (estimated from the spec);
 #: - ``ecmp_set``: equal-cost paths between two leaves, enumerated before the ``max_paths`` cap;
-#: - ``iterations_per_interval``: iterations of the fastest job in one decision interval (an estimate
-#:   from lower and upper bounds of the step times; each iteration costs a few engine events);
+#: - ``iterations_per_interval``: iterations of the fastest job in one decision interval: the interval
+#:   over an upper bound of the job's ideal step (:mod:`ainet_gym.scenario.estimate`: alpha-beta at the
+#:   bottleneck link, within [1, 2] x the ideal twin's step, so the estimate lies in [true / 2, true]);
+#:   each iteration costs a few engine events;
 #: - ``memory_gib``: the estimated memory of building and running one copy of the scenario, further
 #:   capped at 80% of the machine's physical memory;
 #: - ``file_bytes``: a scenario, GraphML or edge-list file (read only below it: 64 MiB);
 #: - ``yaml_depth``: nesting of lists and mappings in a scenario file or dict;
 #: - ``number_digits``: digits of any number written in a scenario or graph file (a seed included);
+#: - ``history_max``: the env's ``history`` (intervals of link utilisation in the observation), also the
+#:   most a model's metadata may ask for;
 #: - ``link_windows_max``: ``simulate --link-windows``; ``records_max``: the per-link and per-connection
 #:   records of ``simulate --links/--flows`` over all steps.
 LIMITS: dict[str, float] = {
@@ -387,6 +393,7 @@ LIMITS: dict[str, float] = {
     "yaml_depth": 64,
     "number_digits": 100,
     "link_windows_max": 1_000,
+    "history_max": 1_000,
     "records_max": 50_000_000,
 }
 _L = LIMITS
@@ -550,7 +557,7 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
     and build it once so that a bad graph fails here, naming the field."""
     import networkx as nx
 
-    from ainet_gym.fabric.topology import build_fabric, graph_spec, read_fabric_graph
+    from ainet_gym.fabric.topology import build_fabric, check_graph_size, graph_spec, read_fabric_graph
 
     for k in d:
         if k not in _GRAPH_KEYS:
@@ -589,6 +596,7 @@ def _parse_graph_fabric(ctx: _Ctx, d: Mapping, kw: dict[str, Any], path: str) ->
     kw.pop("graph", None)
     try:
         spec = graph_spec(graph, **kw)
+        check_graph_size(graph, "the graph")  # counted before anything is built
         build_fabric(spec)
     except ValueError as e:
         problem, _, allowed = str(e).partition("; allowed: ")
@@ -715,6 +723,8 @@ _COLLECTIVE_RULES: dict[str, _Rule | None] = {
     "skew": _num("a Zipf skew exponent", ge=0, le=_L["skew_max"]),
     "skew_period_steps": _int("a number of decision steps", ge=1, le=_L["steps_max"], null=True),
     "chunks": _int("a number of chunks", ge=1, le=_L["chunks_max"]),
+    "group_size": _int("a number of ranks per group", ge=2, le=_L["gpus"], null=True),
+    "group_stride": _int("a rank stride", ge=1, le=_L["gpus"]),
 }
 _COLLECTIVE_REQUIRED = {"op": ", ".join(OPS), "bytes": "a number > 0 (buffer size in bytes, e.g. 1.0e9)"}
 
@@ -732,6 +742,23 @@ def _parse_collective(
     _require(ctx, d, path, ("bytes",), _COLLECTIVE_REQUIRED)
     kw = _apply(ctx, d, path, _COLLECTIVE_RULES)
     alg_path = _join(path, "algorithm")
+    size, stride = kw.get("group_size"), kw.get("group_stride", 1)
+    if size is None and stride != 1:
+        ctx.fail(_join(path, "group_stride"), "group_stride needs a group_size", "omit it, or give group_size",
+                 stride)  # fmt: skip
+    if size is not None:
+        if gpus % (size * stride):
+            ctx.fail(
+                _join(path, "group_size"),
+                f"groups of {size} ranks at stride {stride} must tile job {job!r} of {gpus} GPUs "
+                f"({gpus} is not a multiple of {size} x {stride})",
+                f"group_size x group_stride dividing {gpus}",
+                size,
+            )
+        if d.get("algorithm") == "hierarchical":
+            ctx.fail(alg_path, "hierarchical takes the job's hosts, not groups", "ring, tree or halving_doubling "
+                     "with group_size; or omit group_size", "hierarchical")  # fmt: skip
+        gpus = size  # the checks below are per group
 
     if "algorithm" in d:
         alg = kw["algorithm"]
@@ -1041,6 +1068,7 @@ _JOB_CHURN_RULES: dict[str, _Rule | None] = {
 _ROUTING_RULES: dict[str, _Rule | None] = {
     "max_paths": _int("a number of paths", ge=1, le=_L["max_paths_max"]),
     "qps_per_connection": _int("a number of QPs", ge=1, le=_L["count_max"]),
+    "reroute": _enum(REROUTE_MODES, "reroute mode"),
 }
 _REWARD_RULES: dict[str, _Rule | None] = {"kind": _enum(REWARD_KINDS, "reward kind")}
 
@@ -1165,6 +1193,17 @@ def fabric_size(f: FabricSpec) -> dict[str, int]:
     ``switch_links``, ``leaves`` and ``ecmp_set`` (equal-cost paths between two leaves before the
     ``max_paths`` cap, parallel links expanded)."""
     g = fabric_gpu_count(f)
+    if f.topology == "graph" and f.graph is not None:  # counted from the graph (paths by DP, not enumerated)
+        from ainet_gym.fabric.topology import check_graph_size
+
+        gs = check_graph_size(f.graph)
+        return {
+            "gpus": gs["gpus"],
+            "links": gs["links"],
+            "switch_links": gs["links"],
+            "leaves": gs["leaves"],
+            "ecmp_set": gs["ecmp_set"],
+        }
     if f.topology == "spine_leaf":
         sw, ecmp = 2 * f.leaves * f.spines * f.links_per_spine, f.spines * f.links_per_spine**2
     elif f.topology == "fat_tree":
@@ -1267,6 +1306,7 @@ def _iteration_bounds(f: FabricSpec, job: JobSpec) -> tuple[float, float]:
     lo = hi = 0.0
     lat = _max_hops(f) * f.hop_latency_us * 1e-6
     for c in job.collectives:
+        p = c.group_size or job.gpus  # ranks the collective spans (one group)
         if p < 2:
             continue
         share = {"allreduce": 2 * (p - 1) / p, "sendrecv": 1.0}.get(c.op, (p - 1) / p)
@@ -1282,16 +1322,55 @@ def _iteration_bounds(f: FabricSpec, job: JobSpec) -> tuple[float, float]:
 
 def _job_conns(job: JobSpec) -> int:
     """Upper estimate of a job's connections (distinct source-destination pairs of its collectives)."""
-    p = job.gpus
     n = 0
     for c in job.collectives:
+        g = c.group_size or job.gpus  # ranks of one group; job.gpus / g groups
+        p = job.gpus
         if c.op == "alltoall":
-            n += p * (p - 1)
+            n += p * (g - 1)
         elif c.algorithm == "halving_doubling":
             n += p * max(1, math.ceil(math.log2(p)))
         else:
             n += 3 * p
     return n
+
+
+def _iteration_estimate(
+    f: FabricSpec, interval_ms: float | None, groups: list[tuple[str, Iterable[JobSpec]]]
+) -> dict[str, Any] | None:
+    """The iterations of the fastest job in one decision interval: the interval over an upper bound of
+    the job's ideal step (:func:`ainet_gym.scenario.estimate.ideal_step_upper_s`, 1% above it for the
+    engine's rounding; the coarse bound of :func:`_iteration_bounds` where it gives none)."""
+    from ainet_gym.scenario.estimate import ideal_step_upper_s
+
+    bounds = []
+    for path, jobs in groups:
+        offset = 0  # contiguous initial jobs take the GPUs one after the other
+        for i, job in enumerate(jobs):
+            lo, hi = _iteration_bounds(f, job)
+            step = ideal_step_upper_s(f, job, offset if path == "workload.jobs" else 0)
+            step = hi if step is None or not step > 0 else step * 1.01
+            if step > 0:
+                bounds.append((step, f"{path}[{i}]", job))
+            if isinstance(job.placement, str) and job.placement == "contiguous":
+                offset += job.gpus
+    if not bounds:
+        return None
+    step, jpath, job = min(bounds, key=lambda b: b[0])
+    # the default interval is the slowest job's ideal step: at least half its upper bound
+    interval = interval_ms * 1e-3 if interval_ms is not None else max(b[0] for b in bounds) / 2
+    return {"iterations": interval / step, "step_s": step, "interval_s": interval, "path": jpath, "job": job}
+
+
+def iteration_estimate(scenario: Scenario) -> dict[str, Any] | None:
+    """The estimate the loader checks against ``LIMITS["iterations_per_interval"]``: ``{"iterations",
+    "step_s", "interval_s", "path", "job"}`` of the fastest job (None without jobs). ``iterations`` lies
+    within [true / 2, true], true = interval / the job's ideal step (the ideal twin's)."""
+    groups: list[tuple[str, Iterable[JobSpec]]] = [("workload.jobs", scenario.jobs)]
+    churn = scenario.dynamics.job_churn
+    if churn.arrival_rate > 0:
+        groups.append(("dynamics.job_churn.templates", churn.templates or scenario.jobs))
+    return _iteration_estimate(scenario.fabric, scenario.dynamics.decision_interval_ms, groups)
 
 
 def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
@@ -1332,10 +1411,9 @@ def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
     groups = [("workload.jobs", sc.jobs)]
     if churn_on:
         groups.append(("dynamics.job_churn.templates", dyn.job_churn.templates or sc.jobs))
-    bounds = []
     for path, jobs in groups:
         for i, job in enumerate(jobs):
-            lo, hi = _iteration_bounds(f, job)
+            lo, _ = _iteration_bounds(f, job)
             if lo <= 0:
                 ctx.fail(
                     f"{path}[{i}].compute_ms",
@@ -1344,25 +1422,24 @@ def _check_runnable(ctx: _Ctx, sc: Scenario, size: dict[str, int]) -> None:
                     "compute_ms > 0, or collectives on 2 or more GPUs",
                     job.compute_ms,
                 )
-            bounds.append((lo, hi, f"{path}[{i}]", job))
-    if bounds:
-        lo, _, jpath, job = min(bounds, key=lambda b: b[0])
-        if dyn.decision_interval_ms is not None:
-            interval, what = dyn.decision_interval_ms * 1e-3, "dynamics.decision_interval_ms"
-        else:
-            interval = max(b[1] for b in bounds)
-            what = "the default decision interval (an upper bound of the slowest job's ideal step)"
-        n = interval / lo
-        if n > _L["iterations_per_interval"]:
-            field = "dynamics.decision_interval_ms" if dyn.decision_interval_ms is not None else jpath
-            ctx.fail(
-                field,
-                f"{what} of {interval * 1e3:.4g} ms holds about {n:.3g} iterations of job {job.name!r} "
-                f"(at least {lo * 1e3:.4g} ms each), above the limit of {int(_L['iterations_per_interval']):,} "
-                "(ainet_gym.scenario.loader.LIMITS['iterations_per_interval']); every iteration costs engine events",
-                "a shorter dynamics.decision_interval_ms, or longer job iterations (compute_ms, bytes)",
-                dyn.decision_interval_ms if dyn.decision_interval_ms is not None else job.compute_ms,
-            )
+    est = _iteration_estimate(f, dyn.decision_interval_ms, groups)
+    if est is not None and est["iterations"] > _L["iterations_per_interval"]:
+        n, step, interval, job = est["iterations"], est["step_s"], est["interval_s"], est["job"]
+        explicit = dyn.decision_interval_ms is not None
+        what = (
+            "dynamics.decision_interval_ms"
+            if explicit
+            else "the default decision interval (the slowest job's ideal step)"
+        )
+        ctx.fail(
+            "dynamics.decision_interval_ms" if explicit else est["path"],
+            f"{what} of {interval * 1e3:.4g} ms holds about {n:.3g} iterations of job {job.name!r} "
+            f"(its ideal step is about {step * 1e3:.4g} ms), above the limit of "
+            f"{int(_L['iterations_per_interval']):,} (ainet_gym.scenario.loader.LIMITS['iterations_per_interval']); "
+            "every iteration costs engine events",
+            "a shorter dynamics.decision_interval_ms, or longer job iterations (compute_ms, bytes)",
+            dyn.decision_interval_ms if explicit else job.compute_ms,
+        )
 
     # memory: the fabric and its non-blocking twin, enumerated ECMP sets, compiled jobs
     hops = _max_hops(f)
@@ -1467,6 +1544,18 @@ def _build(ctx: _Ctx, top: Any) -> Scenario:
 
     rd = _optional_mapping(ctx, top, "routing", "", _ROUTING_RULES, "routing")
     kw["routing"] = RoutingSpec(**_apply(ctx, rd, "routing", _ROUTING_RULES))
+    if kw["routing"].reroute == "new_transfers":
+        # a stage pipeline runs phases at once that may share a connection, started in different intervals
+        for job in [*jobs, *churn.templates]:
+            for i, c in enumerate(job.collectives):
+                if c.chunks > 1:
+                    ctx.fail(
+                        "routing.reroute",
+                        f"new_transfers cannot pin the splits of a stage pipeline (workload.jobs[{job.name}]"
+                        f".collectives[{i}].chunks = {c.chunks})",
+                        "in_flight, or chunks: 1",
+                        "new_transfers",
+                    )
     wd2 = _optional_mapping(ctx, top, "reward", "", _REWARD_RULES, "the reward")
     kw["reward"] = RewardSpec(**_apply(ctx, wd2, "reward", _REWARD_RULES))
     sc = Scenario(**kw, source=ctx.source, raw=dict(top))

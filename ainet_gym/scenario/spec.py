@@ -1,6 +1,6 @@
 """Typed, frozen scenario specification.
 
-`ainet_gym.load_scenario` validates a YAML file or dict against the schema of docs/model.md and returns a
+`ainet_gym.load_scenario` validates a YAML file or dict against the schema of docs/scenarios.md and returns a
 :class:`Scenario`. Every field here is a documented, overridable parameter; derived values (such as the
 default decision interval) are computed by the engine, never typed in here.
 
@@ -31,6 +31,10 @@ BACKGROUND_KINDS = ("storage", "checkpoint")
 BACKGROUND_PATTERNS = ("constant", "periodic")
 REWARD_KINDS = ("gpu_utilization", "step_time")
 RATE_UPDATES = ("event", "phase")
+#: What a new split does to the transfers in flight (``routing.reroute``): ``in_flight`` moves them at once
+#: (their remaining bytes follow the new split); ``new_transfers`` leaves them on the split they started
+#: with, and only transfers that start after the decision take the new one (docs/fidelity-learning.md).
+REROUTE_MODES = ("in_flight", "new_transfers")
 
 # Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
 #  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
@@ -111,6 +115,12 @@ class CollectiveSpec:
     skew_period_steps: int | None = None
     # hierarchical / tree allreduce: the buffer is split into `chunks` pipelined through the stages
     chunks: int = 1
+    # groups of a parallelism dimension (tensor, expert, data parallel): the collective runs in every group
+    # of `group_size` ranks at once (None: one group of all the job's ranks); group k of block b holds the
+    # ranks b * group_size * group_stride + k + group_stride * i (i < group_size), so stride 1 takes
+    # consecutive ranks (a host's GPUs) and stride 8 one rank of each of group_size 8-GPU hosts
+    group_size: int | None = None
+    group_stride: int = 1
 
 
 @dataclass(frozen=True)
@@ -190,7 +200,7 @@ class DynamicsSpec:
     rate_updates: str = "event"
     # flow completions up to this many microseconds after the first are one event, at the last of them (the
     # flows that finished earlier idle until then); 0: every completion is an event. A flow-level model
-    # does not resolve times below a round trip anyway; see README, "Modelling parameters".
+    # does not resolve times below a round trip anyway; see docs/model.md, "Modelling constants".
     rate_quantum_us: float = 0.0
 
 
@@ -198,6 +208,7 @@ class DynamicsSpec:
 class RoutingSpec:
     max_paths: int = 8
     qps_per_connection: int = 1
+    reroute: str = "in_flight"  # one of REROUTE_MODES
 
 
 @dataclass(frozen=True)

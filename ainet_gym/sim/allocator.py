@@ -32,8 +32,15 @@ Conventions
   ``np.inf`` (this includes a flow with an all-zero incidence row and no demand).
 
 Public functions: :func:`max_min_fair` (one instance, validated), :func:`max_min_fair_batched`
-(many independent instances in one solve) and :func:`solve_coo` (the unvalidated hot path used by the
-simulator).
+(many independent instances in one solve) and :func:`solve_coo` (the unvalidated numpy solver, the
+reference of the simulator's numpy backend).
+
+Backends: the public functions take ``backend=None|"numba"|"numpy"`` with the rule of the envs
+(:func:`ainet_gym.sim.engine.resolve_backend`: the keyword, else ``$AINET_GYM_BACKEND``, else ``numba`` when
+it imports). ``numba`` solves by sequential progressive filling with a heap of link shares
+(:func:`ainet_gym.sim.kernels.fill_levels`: each flow frozen once, O(entries log links)); ``numpy`` by the
+parallel rule above (:func:`solve_coo`). Both are exact; their rates agree to round-off (1e-12 relative on
+the test instances; the contract is 1e-9).
 """
 
 from __future__ import annotations
@@ -308,6 +315,7 @@ def max_min_fair(
     capacity: npt.ArrayLike,
     demand: npt.ArrayLike | None = None,
     weights: npt.ArrayLike | None = None,
+    backend: str | None = None,
 ) -> FloatArray:
     """Exact (weighted) max-min fair rates of flows sharing links, with optional demand caps.
 
@@ -325,6 +333,10 @@ def max_min_fair(
     weights : array_like, shape (flows,), optional
         Finite positive weights for weighted max-min fairness: the levels ``rate_f / weights[f]`` are
         max-min fair, so on a single bottleneck rates are proportional to the weights. Default: all 1.
+    backend : {None, "numba", "numpy"}, optional
+        The solver: compiled progressive filling (``"numba"``) or the numpy parallel rule (``"numpy"``,
+        :func:`solve_coo`); None picks as the envs do (``$AINET_GYM_BACKEND``, else numba when it imports).
+        Both are exact; rates agree to 1e-9 relative (round-off in practice).
 
     Returns
     -------
@@ -336,7 +348,7 @@ def max_min_fair(
     ------
     ValueError
         If an argument has the wrong shape, or holds a NaN, a negative value, an infinite incidence
-        coefficient or a weight that is not finite and positive. The message names the argument, the
+        coefficient or a weight that is not finite and positive; or ``backend`` names no backend. The message names the argument, the
         offending index and value and what is allowed, e.g. ``capacity[3] = -1.0: must be >= 0``.
 
     See Also
@@ -364,7 +376,39 @@ def max_min_fair(
     w = None
     if weights is not None:
         w = _vector(weights, "weights", n_flows, "flow", allow_inf=False, positive=True)
-    return solve_coo(flow, link, coef, cap, n_flows, weights=w, demand=dem)  # type: ignore[return-value]
+    return _solve(flow, link, coef, cap, n_flows, w, dem, backend)
+
+
+def _solve(
+    flow: np.ndarray,
+    link: np.ndarray,
+    coef: np.ndarray,
+    cap: np.ndarray,
+    n_flows: int,
+    weights: np.ndarray | None,
+    demand: np.ndarray | None,
+    backend: str | None,
+) -> FloatArray:
+    """Validated COO entries (coef > 0) solved on ``backend`` (:func:`ainet_gym.sim.engine.resolve_backend`)."""
+    from ainet_gym.sim.engine import resolve_backend
+
+    if resolve_backend(backend) == "numpy":
+        return solve_coo(flow, link, coef, cap, n_flows, weights=weights, demand=demand)  # type: ignore[return-value]
+    from ainet_gym.sim.kernels import solve_fill
+
+    order = np.argsort(flow, kind="stable")
+    w = np.ones(n_flows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    d = np.full(n_flows, np.inf) if demand is None else np.ascontiguousarray(demand, dtype=np.float64)
+    rates, _ = solve_fill(
+        np.ascontiguousarray(flow[order], dtype=np.int64),
+        np.ascontiguousarray(link[order], dtype=np.int64),
+        np.ascontiguousarray(coef[order], dtype=np.float64),
+        np.ascontiguousarray(cap, dtype=np.float64),
+        int(n_flows),
+        w,
+        d,
+    )
+    return rates
 
 
 def _batched_vectors(
@@ -393,6 +437,7 @@ def max_min_fair_batched(
     capacity: npt.ArrayLike | Sequence[npt.ArrayLike],
     demand: npt.ArrayLike | Sequence[npt.ArrayLike | None] | None = None,
     weights: npt.ArrayLike | Sequence[npt.ArrayLike | None] | None = None,
+    backend: str | None = None,
 ) -> FloatArray | list[FloatArray]:
     """Max-min fair rates of many independent instances, solved together in one call.
 
@@ -413,6 +458,8 @@ def max_min_fair_batched(
         or None per instance. Default: no caps.
     weights : optional
         As `demand`, for weights. Default: all 1.
+    backend : {None, "numba", "numpy"}, optional
+        As in :func:`max_min_fair`.
 
     Returns
     -------
@@ -437,7 +484,7 @@ def max_min_fair_batched(
     [[4.0], [1.0, 2.0]]
     """
     if isinstance(incidence, (list, tuple)):
-        return _batched_list(incidence, capacity, demand, weights)
+        return _batched_list(incidence, capacity, demand, weights, backend)
     if _issparse(incidence):
         raise ValueError(
             "incidence: a single sparse matrix is one instance; pass a list of matrices, or call "
@@ -462,10 +509,11 @@ def max_min_fair_batched(
             weights, "weights", batch, n_flows, "flow", allow_inf=False, positive=True
         ).ravel()
     b, f, lk = np.nonzero(inc)
-    rates = solve_coo(
-        b * n_flows + f, b * n_links + lk, inc[b, f, lk], cap.ravel(), batch * n_flows, weights=w, demand=dem
-    )
-    return rates.reshape(batch, n_flows)  # type: ignore[union-attr]
+    rates = _solve(
+        b * n_flows + f, b * n_links + lk, inc[b, f, lk], np.ascontiguousarray(cap).ravel(), batch * n_flows,
+        w, dem, backend,
+    )  # fmt: skip
+    return rates.reshape(batch, n_flows)
 
 
 def _per_instance(x: Any, name: str, batch: int) -> Sequence[Any]:
@@ -476,7 +524,9 @@ def _per_instance(x: Any, name: str, batch: int) -> Sequence[Any]:
     return x
 
 
-def _batched_list(incidence: Sequence[Any], capacity: Any, demand: Any, weights: Any) -> list[FloatArray]:
+def _batched_list(
+    incidence: Sequence[Any], capacity: Any, demand: Any, weights: Any, backend: str | None
+) -> list[FloatArray]:
     batch = len(incidence)
     capacity = _per_instance(capacity, "capacity", batch)
     demand = _per_instance(demand, "demand", batch)
@@ -510,13 +560,14 @@ def _batched_list(incidence: Sequence[Any], capacity: Any, demand: Any, weights:
         link_offset += n_links
     if batch == 0:
         return []
-    rates = solve_coo(
+    rates = _solve(
         np.concatenate(flows),
         np.concatenate(links),
         np.concatenate(coefs),
         np.concatenate(caps),
         flow_offset,
-        weights=np.concatenate(ws) if any_weights else None,
-        demand=np.concatenate(dems) if any_demand else None,
+        np.concatenate(ws) if any_weights else None,
+        np.concatenate(dems) if any_demand else None,
+        backend,
     )
     return [r.copy() for r in np.split(rates, np.cumsum(sizes)[:-1])]  # type: ignore[arg-type]

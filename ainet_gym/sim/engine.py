@@ -35,12 +35,12 @@ import numpy as np
 
 from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import Fabric
-from ainet_gym.scenario.spec import BackgroundSpec, JobSpec
+from ainet_gym.scenario.spec import BackgroundSpec, CollectiveSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim.allocator import solve_coo
 from ainet_gym.sim.stack import UnitStack, stack_units
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING, SimState
-from ainet_gym.sim.workload import decompose
+from ainet_gym.sim.workload import CollectivePhase, Flow, decompose
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 __all__ = [
@@ -133,6 +133,9 @@ class CompiledUnit:
     conn_paths: np.ndarray  # (conns, max_paths, max_hops) link ids, -1 padded
     conn_npaths: np.ndarray  # (conns,) number of candidate paths
     bg_spec: BackgroundSpec | None = None
+    # (flows,) routing.reroute new_transfers: the flow (unit-local) whose transfer in flight a carry flow
+    # takes over at a decision boundary, -1 for the flows themselves; None: no carry flows
+    flow_parent: np.ndarray | None = None
 
     @property
     def n_phases(self) -> int:
@@ -171,13 +174,54 @@ def _phase_graph(pred: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, n
     return npred, succ_off, dst[order]
 
 
+def collective_groups(coll: CollectiveSpec, p: int) -> list[list[int]]:
+    """The rank groups a collective of a ``p``-rank job runs in (``coll.group_size``, ``coll.group_stride``;
+    one group of every rank when no size is given): group ``k`` of block ``b`` holds the ranks
+    ``b * size * stride + k + stride * i``, ``i < size``."""
+    size, stride = coll.group_size, coll.group_stride
+    if size is None:
+        return [list(range(p))]
+    block = size * stride
+    return [
+        [b * block + k + stride * i for i in range(size)] for b in range(p // block) for k in range(stride)
+    ]
+
+
+def _grouped_phases(
+    coll: CollectiveSpec, p: int, host_of_rank: list[int], rotation: int
+) -> list[CollectivePhase]:
+    """The phases of ``coll`` on a ``p``-rank job: in every rank group at once (phase ``k`` of each group
+    together, as one phase whose latency is the largest), ranks mapped back to the job's."""
+    groups = collective_groups(coll, p)
+    if len(groups) == 1 and groups[0] == list(range(p)):
+        return decompose(coll, p, host_of_rank, rotation)
+    per_group = [decompose(coll, len(g), [host_of_rank[r] for r in g], rotation) for g in groups]
+    out = []
+    for k, phases in enumerate(zip(*per_group, strict=True)):
+        flows = tuple(
+            Flow(fl.bytes, tuple((g[s], g[d]) for s, d in fl.members))
+            for g, ph in zip(groups, phases, strict=True)
+            for fl in ph.flows
+        )
+        out.append(CollectivePhase(max(ph.steps for ph in phases), flows, phases[0].after))
+        assert all(ph.after == phases[0].after for ph in phases), k
+    return out
+
+
 def max_hops(fabric: Fabric) -> int:
     """Longest candidate path (in links) of the fabric, from its links (:attr:`Fabric.max_hops`)."""
     return fabric.max_hops
 
 
-def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0) -> CompiledUnit:
-    """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths."""
+def compile_job(
+    fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0, carry: bool = False
+) -> CompiledUnit:
+    """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
+
+    ``carry`` (``routing.reroute: new_transfers``): each flow gets a *carry flow* in its phase, with the
+    same members and no bytes of its own, which takes over the flow's transfer in flight at a decision
+    boundary and carries it on the split it started with (:meth:`BatchSim.carry_over`).
+    """
     gpus = np.asarray(gpus, dtype=np.int64)
     p = len(gpus)
     host_of_rank = fabric.gpu_host[gpus].tolist()
@@ -187,10 +231,11 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
     flow_bytes: list[float] = []
     member_flow: list[int] = []
     member_conn: list[int] = []
+    flow_parent: list[int] = []
     conn_index: dict[tuple[int, int], int] = {}
     for coll in job.collectives:
         base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
-        for ph in decompose(coll, p, host_of_rank, rotation):
+        for ph in _grouped_phases(coll, p, host_of_rank, rotation):
             k = len(phase_steps)
             phase_steps.append(ph.steps)
             if ph.after is None:
@@ -199,15 +244,28 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
                 phase_pred.append((base - 1,) if base > 0 else ())
             else:
                 phase_pred.append(tuple(base + j for j in ph.after))
+            first, mem_lo = len(flow_bytes), len(member_flow)
             for fl in ph.flows:
                 f = len(flow_bytes)
                 flow_phase.append(k)
                 flow_bytes.append(fl.bytes)
+                flow_parent.append(-1)
                 for sr, dr in fl.members:
                     key = (int(gpus[sr]), int(gpus[dr]))
                     c = conn_index.setdefault(key, len(conn_index))
                     member_flow.append(f)
                     member_conn.append(c)
+            if carry:  # the phase's carry flows follow its flows (a phase's flows stay contiguous)
+                own = list(
+                    zip(member_flow[mem_lo:], member_conn[mem_lo:])
+                )  # the phase's members, in flow order
+                for f, c in own:
+                    member_flow.append(f - first + len(flow_bytes))
+                    member_conn.append(c)
+                for f in range(first, first + len(ph.flows)):
+                    flow_phase.append(k)
+                    flow_bytes.append(0.0)
+                    flow_parent.append(f)
     src = [s for s, _ in conn_index]
     dst = [d for _, d in conn_index]
     H = max_hops(fabric)
@@ -254,6 +312,7 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
         conn_key=conn_key,
         conn_paths=paths,
         conn_npaths=npaths,
+        flow_parent=np.asarray(flow_parent, dtype=np.int64) if carry else None,
     )
 
 
@@ -304,7 +363,11 @@ class IntervalMetrics:
     link_bytes: np.ndarray  # (batch, links)
     stalled_flows: np.ndarray  # (batch,) active flows with zero rate at some event
     events: int  # global event-loop iterations
-    solver_iterations: int
+    solver_iterations: int  # parallel-rule rounds (numpy backend, phase mode, quantum) plus fills (numba)
+    incremental_solves: int = 0  # numba, exact event mode: solves that re-filled part of the flows
+    flows_refilled: int = 0  # flows those solves re-filled, summed over them
+    flows_active: int = 0  # active flows at those solves, summed over them
+    full_fills: int = 0  # numba, exact event mode: fills of every active flow
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
@@ -353,6 +416,11 @@ class UnitSnapshot:
     n_flows: np.ndarray  # (units,) flows of each unit
     phase_off: np.ndarray  # (units,) first phase of each unit
     n_phases: np.ndarray  # (units,) phases of each unit
+    # routing.reroute new_transfers: each connection's pinned split (conns, max_paths) and the layout to find
+    # a unit's connections in it; None without carry flows
+    pinned: np.ndarray | None = None
+    conn_off: np.ndarray | None = None  # (units,) first connection of each unit
+    n_conns: np.ndarray | None = None  # (units,) connections of each unit
 
 
 def _initial_state(stack: UnitStack, time_s: np.ndarray) -> SimState:
@@ -498,6 +566,7 @@ class BatchSim:
         rate_updates: str = "event",
         backend: str | None = None,
         rate_quantum_s: float = 0.0,
+        incremental: bool = True,
     ) -> None:
         if rate_updates not in ("event", "phase"):
             raise ValueError(f"rate_updates = {rate_updates!r}: allowed: event, phase")
@@ -507,6 +576,9 @@ class BatchSim:
         # completions up to this many seconds after the first one are one event (0: every completion is)
         self.rate_quantum_s = float(rate_quantum_s)
         self.backend = resolve_backend(backend)
+        # numba, exact event mode: progressive filling, incremental from event to event, for instances with
+        # at least this many active flows (-1: never; the parallel rule then runs, as in the numpy backend)
+        self.incremental_min_flows = _kernels.INCREMENTAL_MIN_FLOWS if incremental else -1
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
@@ -559,6 +631,10 @@ class BatchSim:
         stack = stack_units(self.fabric, units)
         self._bind(stack)
         self._bind_state(_initial_state(stack, time_s))
+        # routing.reroute new_transfers: the carry flows, and each connection's pinned split (the split its
+        # carried transfers started with; 0 where none is carried)
+        self.carry_flows = np.flatnonzero(stack.flow_parent >= 0)
+        self.pinned = np.zeros((stack.n_conns, self.fabric.max_paths)) if self.carry_flows.size else None
         if old is not None and keep is not None:
             self.restore_units(old, keep)
         self._build_entry_table()
@@ -582,8 +658,9 @@ class BatchSim:
         """A copy of the state with its layout, for :meth:`set_units` / :meth:`restore_units` to carry
         to surviving units."""
         return UnitSnapshot(
-            self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases
-        )
+            self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases,
+            None if self.pinned is None else self.pinned.copy(), self.conn_off, self.unit_nconns,
+        )  # fmt: skip
 
     def restore_units(self, old: UnitSnapshot, keep: np.ndarray) -> None:
         """Give each unit ``i`` with ``keep[i] >= 0`` the state of unit ``keep[i]`` of the snapshot ``old``
@@ -608,6 +685,13 @@ class BatchSim:
         )
         for k in SimState.PHASE_FIELDS:
             getattr(st, k)[dst] = getattr(src, k)[sel]
+        # the pinned splits of units with as many connections as before (routing.reroute new_transfers)
+        if self.pinned is not None and old.pinned is not None and old.n_conns is not None:
+            same_c = old.n_conns[old_u] == self.unit_nconns[new_u]
+            dst_c, sel_c = _ranges_index(
+                self.conn_off[new_u[same_c]], old.conn_off[old_u[same_c]], self.unit_nconns[new_u[same_c]]
+            )
+            self.pinned[dst_c] = old.pinned[sel_c]
         # another phase structure: a communicating unit restarts its communication
         other = new_u[~same]
         restart = other[(st.phase_cur[other] >= 0) & (st.phase_cur[other] < self.unit_nphases[other])]
@@ -616,11 +700,55 @@ class BatchSim:
 
     # ------------------------------------------------------------------ routing
     def _build_entry_table(self) -> None:
+        member_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
+        P = self.fabric.max_paths
+        if self.pinned is not None:
+            # carry flows take their connection's pinned split: the engine's split rows are [split | pinned]
+            # (2 P columns), a carry member's candidates are columns P..2P-1, every other member's 0..P-1
+            carry = self.flow_parent[self.member_flow] >= 0
+            wide = np.full((member_paths.shape[0], 2 * P, member_paths.shape[2]), -1, dtype=np.int64)
+            wide[~carry, :P] = member_paths[~carry]
+            wide[carry, P:] = member_paths[carry]
+            member_paths, P = wide, 2 * P
         self.table = EntryTable.build(
-            self.conn_paths_global[self.member_conn], self.member_flow, self.member_conn, self.inst_flow,
-            self.fabric.max_paths, self.batch, self.n_links, self.conn_npaths,
+            member_paths, self.member_flow, self.member_conn, self.inst_flow,
+            P, self.batch, self.n_links, self.conn_npaths,
             np.searchsorted(self.unit_inst[self.conn_unit], np.arange(self.batch + 1)),
         )  # fmt: skip
+
+    def carry_over(self) -> None:
+        """A decision boundary under ``routing.reroute: new_transfers`` (call it before the next interval's
+        :meth:`set_split`): every transfer in flight keeps the split it started with. A job flow whose
+        phase has started and that has bytes left hands them to its carry flow, which carries them on its
+        connections' current split rows, pinned until it has delivered them; the flow itself is free for
+        its next transfer, which takes the split of the interval in which it starts. A carry flow already
+        in flight keeps its pinned rows. (Compiled jobs have carry flows only under ``new_transfers``; a
+        stage pipeline, whose concurrent phases may share a connection, is refused by the loader.)"""
+        if self.pinned is None:
+            return
+        st = self.state
+        g = self.carry_flows
+        f = self.flow_parent[g]
+        moving = (st.rem[f] > 0) & (st.phase_state[self.flow_gphase[f]] == RUNNING)
+        carrying = st.rem[g] > 0  # carried since an earlier boundary: keep their pins
+        member_carry = self.flow_parent[self.member_flow] >= 0
+        pin_of = np.full(self.n_flows, -1, dtype=np.int64)  # (flows,) 1: keep the pin, 2: pin the split
+        pin_of[g[carrying]] = 1
+        pin_of[g[moving]] = 2
+        m = np.flatnonzero(member_carry)
+        how = pin_of[self.member_flow[m]]
+        keep_c = np.unique(self.member_conn[m[how == 1]])
+        new_c = np.unique(self.member_conn[m[how == 2]])
+        if np.intersect1d(keep_c, new_c).size:  # concurrent phases on one connection (not compiled)
+            raise RuntimeError(
+                "carry_over: a connection carries transfers that started in different intervals"
+            )
+        pinned = np.zeros_like(self.pinned)
+        pinned[keep_c] = self.pinned[keep_c]
+        pinned[new_c] = self.split[new_c]
+        self.pinned = pinned
+        st.rem[g[moving]] = st.rem[f[moving]]
+        st.rem[f[moving]] = 0.0
 
     def set_split(self, split: np.ndarray | None) -> None:
         """Set the split (connections, max_paths) of every connection; None = first path only.
@@ -639,6 +767,8 @@ class BatchSim:
         self._e_lperm = None
         self._entries = None
         t = self.table
+        if self.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
+            split = np.concatenate([np.asarray(split, dtype=np.float64), self.pinned], axis=1)
         if self.backend == "numba":  # each instance merged on its kernel thread, when next needed
             flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
             ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
@@ -675,6 +805,10 @@ class BatchSim:
         """
         if self.backend != "numba":
             raise ValueError(f"set_split_fused: backend {self.backend!r}; needs 'numba'")
+        if self.pinned is not None:
+            raise ValueError(
+                "set_split_fused: the units have carry flows (routing.reroute new_transfers); use set_split"
+            )
         if out.shape != (self.n_conns, self.fabric.max_paths) or not out.flags.c_contiguous:
             raise ValueError(
                 f"out: shape {out.shape}, expected C-contiguous {(self.n_conns, self.fabric.max_paths)}"
@@ -894,7 +1028,7 @@ class BatchSim:
         phase_off, flow_unit = np.asarray(self.phase_off, dtype=i64), np.asarray(self.flow_unit, dtype=i64)
         max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
         ranges = t.ranges
-        stats_of = np.zeros((len(ranges), 4), dtype=np.int64)  # one row per thread's range
+        stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
         go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
         # one hand-off to the kernel threads: each range merges a deferred split, runs its interval, then
         # the ``then`` kernel
@@ -912,13 +1046,14 @@ class BatchSim:
         _kernels.run_ranges(
             kernel, ranges,
             lambda lo, hi: (
-                lo, hi, dur, self.rate_updates == "phase", self.rate_quantum_s, max_events, L, max_rounds,
+                lo, hi, dur, self.rate_updates == "phase", self.rate_quantum_s, self.incremental_min_flows,
+                max_events, L, max_rounds,
                 _EPS_T, _EPS_B,
                 t.inst_seg, t.ent_hi, t.ex_lo, t.fe_lo, t.fe_hi, ef, el, ec, self.inst_unit, self.inst_flow,
                 alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
                 phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
                 self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
-                flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand, cap,
+                flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_scale, self.flow_demand, cap,
                 *state,
                 m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
                 m.link_bytes.reshape(-1), m.stalled_flows,
@@ -940,6 +1075,12 @@ class BatchSim:
             raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
         m.events = max(r[0] for r in per_range)
         m.solver_iterations = sum(r[1] for r in per_range)
+        if len(per_range) == 1:
+            m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills = per_range[0][4:8]
+        else:
+            m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills = (
+                sum(r[k] for r in per_range) for k in range(4, 8)
+            )
         return m
 
     def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
@@ -947,7 +1088,7 @@ class BatchSim:
         U = self.n_units
         st = self.state
         now = st.time_s[self.unit_inst] if U else np.zeros(0)
-        done_flow = (~self.flow_bg) & (st.rem <= _EPS_B * self.flow_bytes)
+        done_flow = (~self.flow_bg) & (st.rem <= _EPS_B * self.flow_scale)
         st.rem[...] = np.where(done_flow, 0.0, st.rem)
         alive = ~self.unit_bg
         for _ in range(4 * int(self.unit_nphases.max(initial=0)) + 8):

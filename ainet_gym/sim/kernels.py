@@ -36,6 +36,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,19 +60,33 @@ __all__ = [
     "HAVE_NUMBA",
     "MIN_SEGMENTS_PER_RANGE",
     "RANGES_PER_THREAD",
+    "FillScratch",
     "batch_ranges",
     "block_sum",
+    "fill_levels",
+    "fill_scratch",
     "go_flags",
     "kernel_threads",
     "merge_range",
     "run_interval_numba",
     "run_ranges",
+    "solve_fill",
 ]
 
 WAITING = -2  # engine.WAITING
 PRE_COMM = -1  # engine.PRE_COMM
 IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
+#: columns of the per-range statistics of :func:`run_interval_numba`
+N_STATS = 8
+#: the incremental solve re-fills the flows at levels >= (1 - RESTART_MARGIN) x the restart level: flows
+#: tied with a departed one at its level up to round-off are re-filled with it
+RESTART_MARGIN = 1e-9
+#: a full fill (every active flow; the link loads computed anew) after this many incremental solves
+FULL_FILL_EVERY = 256
+#: default least number of active flows for the fills in exact event mode (below it the parallel rule,
+#: bit for bit as the numpy backend: small instances have few flows and events to gain on)
+INCREMENTAL_MIN_FLOWS = 256
 
 #: ranges per thread a batch is cut into (threads take them in turn, so a thread that is late or slow
 #: leaves its range to another). One: each range costs a Python dispatch of six kernels holding the GIL,
@@ -258,12 +273,12 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
 
 @njit(cache=True, nogil=True)
 def run_interval_numba(
-    b_lo, b_hi, duration, phase_mode, quantum, max_events, n_links, max_rounds, eps_t, eps_b,
+    b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
     inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef,
     inst_unit, inst_flow,
     unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
     phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
-    flow_unit, flow_phase, flow_bg, flow_bytes, flow_demand, capacity,
+    flow_unit, flow_phase, flow_bg, flow_bytes, flow_scale, flow_demand, capacity,
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
@@ -277,12 +292,24 @@ def run_interval_numba(
     entry at most each) at ``ex_lo[b]:inst_seg[b + 1]``. State arrays are updated in place;
     per-interval outputs (``iters`` .. ``stalled``) are accumulated into their instance's part, which
     the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them).
-    ``stats`` receives (events, solver iterations, error code, error unit); ``go`` are the kernel
+    ``stats`` receives (events, solver iterations, error code, error unit, incremental solves, flows they
+    re-solved, flows active at them, full fills); ``go`` are the kernel
     threads' flags (:func:`go_flags`), announced first. Every array an instance writes
     is its own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
     different threads at once, each with its own ``stats``, and give the same result as one call.
 
-    The event processing and the max-min solve are written into the loop, not called, and the loops take
+    Allocation (see :func:`fill_levels` and docs/engine-alltoall.md): in exact event mode
+    (``phase_mode`` False, ``quantum`` 0) with at least ``inc_min`` active flows (``inc_min`` < 0: never),
+    rates come from progressive filling, and after the first fill of an instance incrementally: the fill
+    keeps its freeze order (flows by level), and an event that removes flows (lowest old level ``L_d``)
+    or adds flows (each at least ``min(demand, min over its links of capacity / sum of coefficients)``,
+    lowest ``L_a``) re-fills only the flows at levels ``>= L = min(L_d, L_a) (1 - 1e-9)`` on the
+    capacities the lower ones leave: below ``L`` the progressive filling of the new flow set is the old one
+    step for step, so those rates are unchanged (exact, not a heuristic). Every :data:`FULL_FILL_EVERY`
+    incremental solves a full fill refreshes the link loads. Otherwise the parallel local-bottleneck rule
+    of :func:`ainet_gym.sim.allocator.solve_coo` runs inline, bit for bit as the numpy backend.
+
+    The event processing and the parallel rule are written into the loop, not called, and the loops take
     no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call increfs and decrefs
     every array it passes, and two threads doing that to the same arrays fight over the counts' cache lines.
     """
@@ -318,6 +345,35 @@ def run_interval_numba(
     tick = 0
     events = 0
     solver_iters = 0
+    # incremental fills (exact event mode): the freeze order of the last fill, link loads and coefficient
+    # sums of the active flows (valid where link_gen is the instance's current generation)
+    e_max = 0  # most shared entries of one instance in the range
+    for b in range(b_lo, b_hi):
+        if ent_hi[b] - inst_seg[b] > e_max:
+            e_max = ent_hi[b] - inst_seg[b]
+    use_fill = inc_min >= 0 and not phase_mode and quantum == 0.0
+    nf_s = f_max if use_fill else 0
+    nl_s = n_links if use_fill else 0
+    fs = fill_scratch(nl_s, nf_s, e_max if use_fill else 0)
+    unit_weight = np.ones(n_flows if use_fill else 0)
+    log_flow = np.empty(nf_s, dtype=np.int64)  # flows of the last fill, in freeze order
+    log_level = np.empty(nf_s)  # their levels (nondecreasing)
+    out_flow = np.empty(nf_s, dtype=np.int64)
+    out_level = np.empty(nf_s)
+    refill = np.empty(nf_s, dtype=np.int64)  # the flows an incremental solve fills again
+    gone = np.empty(nf_s, dtype=np.int64)  # flows that left the active set since the last solve
+    came = np.empty(nf_s, dtype=np.int64)  # flows that joined it
+    resid = np.empty(nl_s)  # residual capacity of a fill
+    rstamp = np.full(nl_s, -1, dtype=np.int64)
+    load = np.zeros(nl_s)  # (links,) bytes/s the active flows put on each link
+    csum = np.zeros(nl_s)  # (links,) sum of the coefficients of the active flows on each link
+    link_gen = np.full(nl_s, -1, dtype=np.int64)
+    gen = 0
+    fill_tick = 0
+    n_inc = 0
+    n_full = 0
+    inc_touched = 0
+    inc_active = 0
     for b in range(b_lo, b_hi):
         u0, u1 = inst_unit[b], inst_unit[b + 1]
         f0, f1 = inst_flow[b], inst_flow[b + 1]
@@ -347,13 +403,15 @@ def run_interval_numba(
             if x < dcap[f]:
                 dcap[f] = x
         solved = False
+        n_log = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
+        since_full = 0
         ev = 0
         while True:
             # every transition of the instance's units that is due now (written here rather than called: a
             # call would pass some 30 arrays, each reference-counted on the way in and out, atomically)
             now = time_s[b]
             for f in range(f0, f1):
-                if not flow_bg[f] and rem[f] <= eps_b * flow_bytes[f]:
+                if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:
                     rem[f] = 0.0
             for u in range(u0, u1):
                 if not unit_alive[u] or unit_bg[u]:
@@ -441,6 +499,8 @@ def run_interval_numba(
             # active flows; re-solve only when the set changed
             changed = not solved
             n_act = 0
+            n_gone = 0
+            n_came = 0
             for f in range(f0, f1):
                 u = flow_unit[f]
                 if not unit_alive[u]:
@@ -453,10 +513,126 @@ def run_interval_numba(
                 if a != act[f]:
                     changed = True
                     act[f] = a
+                    if n_log >= 0:
+                        if a:
+                            came[n_came] = f
+                            n_came += 1
+                        else:
+                            gone[n_gone] = f
+                            n_gone += 1
                 if a:
                     act_flows[n_act] = f
                     n_act += 1
-            if changed:
+            if changed and use_fill and n_act >= inc_min:
+                if n_log < 0 or since_full >= FULL_FILL_EVERY:
+                    # full fill: every active flow on the capacities; link loads and coefficient sums anew
+                    gen += 1
+                    for k in range(n_act):
+                        f = act_flows[k]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            lk = e_link[e] - lo
+                            if link_gen[lk] != gen:
+                                link_gen[lk] = gen
+                                resid[lk] = capacity[lo + lk]
+                                csum[lk] = 0.0
+                            csum[lk] += e_coef[e]
+                    fill_levels(act_flows, n_act, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                                log_flow, log_level, fs, fill_tick, lo)  # fmt: skip
+                    fill_tick += 1
+                    for k in range(n_act):
+                        f = act_flows[k]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            lk = e_link[e] - lo
+                            c = capacity[lo + lk]
+                            load[lk] = c - resid[lk] if c < inf else 0.0
+                    n_log = n_act
+                    since_full = 0
+                    n_full += 1
+                else:
+                    # incremental: the restart level L, below which no rate changes
+                    lev = inf
+                    for k in range(n_gone):
+                        f = gone[k]
+                        if rate[f] < lev:
+                            lev = rate[f]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            csum[e_link[e] - lo] -= e_coef[e]
+                    for k in range(n_came):
+                        f = came[k]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            lk = e_link[e] - lo
+                            if link_gen[lk] != gen:  # a link no active flow crossed since the full fill
+                                link_gen[lk] = gen
+                                csum[lk] = 0.0
+                                load[lk] = 0.0
+                            csum[lk] += e_coef[e]
+                    for k in range(n_came):  # a flow gets at least its least equal share (or its demand)
+                        f = came[k]
+                        x = dcap[f]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            lk = e_link[e] - lo
+                            y = capacity[lo + lk] / csum[lk] if csum[lk] > 0 else inf
+                            if y < x:
+                                x = y
+                        if x < lev:
+                            lev = x
+                    lev = lev * (1.0 - RESTART_MARGIN)
+                    k0, k1 = 0, n_log  # the first flow of the log at a level >= lev
+                    while k0 < k1:
+                        mid = (k0 + k1) >> 1
+                        if log_level[mid] < lev:
+                            k0 = mid + 1
+                        else:
+                            k1 = mid
+                    # residual capacities: the link loads less what the refilled (and departed) flows used
+                    tick += 1
+                    n_re = 0
+                    for k in range(k0, n_log):
+                        f = log_flow[k]
+                        r = rate[f]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            lk = e_link[e] - lo
+                            if rstamp[lk] != tick:
+                                rstamp[lk] = tick
+                                c = capacity[lo + lk]
+                                resid[lk] = c - load[lk] if c < inf else inf
+                            use = e_coef[e] * r
+                            if np.isfinite(use):
+                                resid[lk] += use
+                        if act[f]:
+                            refill[n_re] = f
+                            n_re += 1
+                    for k in range(n_came):
+                        f = came[k]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            lk = e_link[e] - lo
+                            if rstamp[lk] != tick:
+                                rstamp[lk] = tick
+                                c = capacity[lo + lk]
+                                resid[lk] = c - load[lk] if c < inf else inf
+                        refill[n_re] = f
+                        n_re += 1
+                    fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                                out_flow, out_level, fs, fill_tick, lo)  # fmt: skip
+                    fill_tick += 1
+                    for k in range(n_re):
+                        log_flow[k0 + k] = out_flow[k]
+                        log_level[k0 + k] = out_level[k]
+                    n_log = k0 + n_re
+                    for k in range(n_re + n_gone):  # the loads of the links the solve touched
+                        f = refill[k] if k < n_re else gone[k - n_re]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            lk = e_link[e] - lo
+                            c = capacity[lo + lk]
+                            load[lk] = c - resid[lk] if c < inf else 0.0
+                    since_full += 1
+                    n_inc += 1
+                    inc_touched += n_re
+                    inc_active += n_act
+                solver_iters += 1
+                solved = True
+            elif changed:
+                n_log = -1  # the parallel rule keeps no freeze log
                 # max-min rates of the active flows act_flows[:n_act] (increasing), written to rate (written
                 # here rather than called, as the event processing above). Flow f owns the shared entries
                 # fe_lo[f]:fe_hi[f]; its demand is dcap[f]. Link scratch is initialised lazily by stamps (tick
@@ -672,3 +848,240 @@ def run_interval_numba(
             events = ev
     stats[0] = events
     stats[1] = solver_iters
+    stats[4] = n_inc
+    stats[5] = inc_touched
+    stats[6] = inc_active
+    stats[7] = n_full
+
+
+# ----------------------------------------------------------------------------------------------------------
+# progressive filling on a subset of flows (the compiled allocator; the event loop's incremental re-solve)
+# ----------------------------------------------------------------------------------------------------------
+
+
+class FillScratch(NamedTuple):
+    """Scratch of :func:`fill_levels`, sized once for ``links`` links, ``flows`` flows and ``entries``
+    incidence entries (:func:`fill_scratch`). ``tick`` stamps (one per fill) mark the links a fill uses, so
+    nothing is cleared between fills. A fill copies its flows' entries into the local rows below (flow
+    ``a`` of the fill, link row ``j``), so that the filling walks small contiguous arrays, not the
+    global ones in link order."""
+
+    link_stamp: np.ndarray  # (links,) int64 the fill that last used the link
+    link_slot: np.ndarray  # (links,) int64 the link's row in the fill
+    slot_link: np.ndarray  # (links,) int64 link of each row
+    slot_resid: np.ndarray  # (links,) float64 residual capacity of each row
+    slot_denom: np.ndarray  # (links,) float64 sum of coef * weight of the unfrozen flows on it
+    slot_count: np.ndarray  # (links,) int64 unfrozen flows on it
+    slot_off: np.ndarray  # (links+1,) int64 CSR offsets of its flows in slot_flows
+    slot_fill: np.ndarray  # (links,) int64 fill cursor
+    slot_flows: np.ndarray  # (entries,) int64 the (local) flows of every row
+    flow_off: np.ndarray  # (flows+1,) int64 CSR offsets of each local flow's entries
+    flow_frozen: np.ndarray  # (flows,) bool
+    ent_slot: np.ndarray  # (entries,) int64 row of each local entry
+    ent_coef: np.ndarray  # (entries,) float64 its coefficient
+    ent_cw: np.ndarray  # (entries,) float64 coefficient * the flow's weight
+    heap_key: np.ndarray  # (links + flows + entries + 1,) float64 level of each heap item
+    heap_item: np.ndarray  # (same,) int64 row (>= 0) or -1 - local flow (a demand level)
+
+
+@njit(cache=True, nogil=True)
+def fill_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (callable from Python too)
+    """A :class:`FillScratch` for fills over at most these many links, flows and entries."""
+    i64 = np.int64
+    h = n_links + n_flows + n_entries + 1
+    e = max(n_entries, 1)
+    return FillScratch(
+        np.full(n_links, -1, dtype=i64), np.zeros(n_links, dtype=i64), np.zeros(n_links, dtype=i64),
+        np.zeros(n_links), np.zeros(n_links), np.zeros(n_links, dtype=i64), np.zeros(n_links + 1, dtype=i64),
+        np.zeros(n_links, dtype=i64), np.zeros(e, dtype=i64), np.zeros(n_flows + 1, dtype=i64),
+        np.zeros(n_flows, dtype=np.bool_), np.zeros(e, dtype=i64), np.zeros(e), np.zeros(e),
+        np.zeros(h), np.zeros(h, dtype=i64),
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _heap_push(key, item, n, k, i):  # pragma: no cover - compiled
+    """Push ``(k, i)`` on the binary min-heap ``key[:n]`` / ``item[:n]``; the new size."""
+    j = n
+    while j > 0:
+        p = (j - 1) >> 1
+        if key[p] <= k:
+            break
+        key[j] = key[p]
+        item[j] = item[p]
+        j = p
+    key[j] = k
+    item[j] = i
+    return n + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _heap_pop(key, item, n):  # pragma: no cover - compiled
+    """Remove the root of the heap ``key[:n]`` (read it first); the new size."""
+    n -= 1
+    k = key[n]
+    i = item[n]
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[c + 1] < key[c]:
+            c += 1
+        if key[c] >= k:
+            break
+        key[j] = key[c]
+        item[j] = item[c]
+        j = c
+    if n > 0:
+        key[j] = k
+        item[j] = i
+    return n
+
+
+@njit(cache=True, nogil=True)
+def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
+                s, tick, lo):  # fmt: skip  # pragma: no cover - compiled
+    """Weighted max-min fair rates of ``flows[:n]`` by progressive filling, on the residual capacities
+    ``resid`` of their links (updated in place: what the flows leave). Link ``e_link[e]`` is row
+    ``e_link[e] - lo`` of ``resid`` (``lo``: the instance's first link, 0 for one instance).
+
+    Flow ``f`` puts ``e_coef[e]`` on link ``e_link[e]`` per unit of rate for ``e`` in ``fe_lo[f]:fe_hi[f]``;
+    its level is ``rate / weight[f]``, capped at ``demand[f] / weight[f]`` (inf: none). The level rises for
+    every unfrozen flow at once; the next link to fill (least ``resid / sum coef * weight`` over its
+    unfrozen flows, a binary heap, each link's key refreshed lazily when popped: a freeze never lowers a
+    share) or the next demand level freezes its flows. Each flow is frozen once and each of its entries
+    updated once: O(entries log links) for a fill, against O(entries x rounds) for the parallel rule of
+    :func:`ainet_gym.sim.allocator.solve_coo` (the numpy reference); rates agree to round-off.
+
+    Writes ``rate[f]`` and the freeze order (``out_flow[:n]``, ``out_level[:n]``, levels nondecreasing).
+    ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
+    heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
+    ``inf``.
+    """
+    inf = np.inf
+    stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
+    den, cnt, off, fill, adj = s.slot_denom, s.slot_count, s.slot_off, s.slot_fill, s.slot_flows
+    foff, frozen, eslot, ecoef, ecw = s.flow_off, s.flow_frozen, s.ent_slot, s.ent_coef, s.ent_cw
+    hkey, hitem = s.heap_key, s.heap_item
+    nl = 0
+    m = 0
+    for a in range(n):  # local copies of the flows' entries; the links' denominators and counts
+        f = flows[a]
+        frozen[a] = False
+        foff[a] = m
+        w = weight[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if stamp[lk] != tick:
+                stamp[lk] = tick
+                slot[lk] = nl
+                slot_link[nl] = lk
+                sres[nl] = resid[lk]
+                den[nl] = 0.0
+                cnt[nl] = 0
+                nl += 1
+            j = slot[lk]
+            c = e_coef[e]
+            eslot[m] = j
+            ecoef[m] = c
+            ecw[m] = c * w
+            den[j] += c * w
+            cnt[j] += 1
+            m += 1
+    foff[n] = m
+    m = 0
+    for j in range(nl):  # link-major lists of the local flows
+        off[j] = m
+        fill[j] = m
+        m += cnt[j]
+    off[nl] = m
+    for a in range(n):
+        for q in range(foff[a], foff[a + 1]):
+            j = eslot[q]
+            adj[fill[j]] = a
+            fill[j] += 1
+    hn = 0
+    for j in range(nl):
+        hn = _heap_push(hkey, hitem, hn, sres[j] / den[j] if den[j] > 0 else inf, j)
+    for a in range(n):
+        f = flows[a]
+        if demand[f] < inf or foff[a + 1] == foff[a]:
+            hn = _heap_push(hkey, hitem, hn, demand[f] / weight[f], -1 - a)
+    n_out = 0
+    pops = 0
+    while hn > 0 and n_out < n:
+        k = hkey[0]
+        it = hitem[0]
+        hn = _heap_pop(hkey, hitem, hn)
+        pops += 1
+        if it >= 0:  # a link: fill it, unless its share moved since it was pushed
+            j = it
+            if cnt[j] <= 0:
+                continue
+            if den[j] <= 0.0:  # round-off ate the denominator: sum the unfrozen flows' coefficients again
+                d = 0.0
+                for q in range(off[j], off[j + 1]):
+                    a = adj[q]
+                    if not frozen[a]:
+                        for x in range(foff[a], foff[a + 1]):
+                            if eslot[x] == j:
+                                d += ecw[x]
+                den[j] = d
+            sh = sres[j] / den[j] if den[j] > 0 else inf
+            if sh != k:
+                hn = _heap_push(hkey, hitem, hn, sh, j)
+                continue
+            q0, q1 = off[j], off[j + 1]
+        else:  # a demand level: that one flow
+            if frozen[-1 - it]:
+                continue
+            q0, q1 = -1, 0
+        for q in range(q0, q1):
+            a = adj[q] if q >= 0 else -1 - it
+            if frozen[a]:
+                continue
+            f = flows[a]
+            r = demand[f] if q < 0 else weight[f] * k
+            frozen[a] = True
+            rate[f] = r
+            out_flow[n_out] = f
+            out_level[n_out] = k
+            n_out += 1
+            for x in range(foff[a], foff[a + 1]):  # off its links
+                j2 = eslot[x]
+                use = ecoef[x] * r
+                if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+                    y = sres[j2] - use
+                    sres[j2] = y if y > 0.0 else 0.0
+                den[j2] -= ecw[x]
+                cnt[j2] -= 1
+    for j in range(nl):
+        resid[slot_link[j]] = sres[j]
+    return pops
+
+
+@njit(cache=True, nogil=True)
+def solve_fill(entry_flow, entry_link, entry_coef, capacity, n_flows, weight, demand):  # pragma: no cover
+    """:func:`fill_levels` over every flow of flow-sorted COO entries (coefficients > 0): the rates and the
+    heap pops. The compiled backend of :func:`ainet_gym.sim.allocator.max_min_fair`."""
+    n_links = capacity.shape[0]
+    fe_lo = np.zeros(n_flows, dtype=np.int64)
+    fe_hi = np.zeros(n_flows, dtype=np.int64)
+    for e in range(entry_flow.shape[0]):
+        f = entry_flow[e]
+        if fe_hi[f] == 0:
+            fe_lo[f] = e
+        fe_hi[f] = e + 1
+    for f in range(n_flows):
+        if fe_hi[f] == 0:
+            fe_lo[f] = 0
+    flows = np.arange(n_flows)
+    resid = capacity.copy()
+    rate = np.zeros(n_flows)
+    out_flow = np.empty(n_flows, dtype=np.int64)
+    out_level = np.empty(n_flows)
+    s = fill_scratch(n_links, n_flows, entry_flow.shape[0])
+    pops = fill_levels(flows, n_flows, fe_lo, fe_hi, entry_link, entry_coef, weight, demand, resid, rate,
+                       out_flow, out_level, s, 0, 0)  # fmt: skip
+    return rate, pops

@@ -1,0 +1,288 @@
+"""Every code block of the documentation runs (README.md and every page under docs/).
+
+The convention, for everyone who writes a page:
+
+- A fenced ``python`` block runs in the test process; the python blocks of one page run in order in one
+  namespace (a later block sees the names of an earlier one).
+- A fenced ``bash`` block runs through ``bash -e -o pipefail``, with ``ainet-gym`` meaning the project's CLI
+  of the test's interpreter (and ``python``/``python3`` that interpreter), in a temporary working directory
+  that has the repository's ``scenarios/`` and ``examples/`` in it. Blocks of a page run in the page's order,
+  python and bash alike, in the same directory (a bash block can read what a python block wrote).
+- A block that must not run (a long training run, a command that needs an extra with a venv of its own)
+  is marked by an HTML comment line right before it: ``<!-- not-run: the reason -->``. At most 10% of all
+  blocks may be marked so (:func:`test_at_most_a_tenth_of_the_blocks_are_skipped` asserts it).
+- Output is shown in ``text`` blocks, which are not run. A block marked ``<!-- check-output -->`` right
+  before it runs and its standard output must match the ``text`` block that follows it (blank lines between
+  are allowed), as doctest compares: whitespace runs are equal, and ``...`` matches any text.
+- Other languages (``yaml``, ``toml``, ``json``, ``text``, a fence without a language) are not run. The
+  aliases ``sh``, ``shell``, ``console``, ``py``, ``python3`` and ``pycon`` are refused: they look runnable
+  but would not run; write ``bash`` or ``python`` (or ``text`` for output).
+
+The generated pages of the site (one per env id, the scenario gallery, the API and CLI references) are made
+by ``docs/_scripts/gen_pages.py`` at build time from the code and hold no runnable blocks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ("python", "bash")
+REFUSED = ("sh", "shell", "console", "py", "python3", "pycon", "zsh")
+MAX_SKIPPED_FRACTION = 0.10
+#: optional modules whose absence skips a page's python blocks (pettingzoo and supersuit are installed by
+#: `make check`; ray by the rllib venv; tyro, rl_zoo3 and tianshou by the extra `examples`)
+EXTRAS = ("pettingzoo", "supersuit", "ray", "ns", "tyro", "rl_zoo3", "tianshou")
+BASH_TIMEOUT_S = 600
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
+_NOT_RUN = re.compile(r"^\s*<!--\s*not-run:\s*(?P<reason>\S.*?)\s*-->\s*$")
+_CHECK = re.compile(r"^\s*<!--\s*check-output\s*-->\s*$")
+
+
+@dataclass
+class Block:
+    page: str
+    line: int  # 1-based line of the opening fence
+    end: int  # 1-based line of the closing fence
+    lang: str
+    code: str
+    not_run: str | None  # the reason, when marked not-run
+    check: bool  # marked check-output
+    expected: str | None = None  # the text block after a check-output block
+
+
+def pages() -> list[Path]:
+    """README.md and every Markdown page under docs/ (not the hook's folder)."""
+    docs = sorted(p for p in (ROOT / "docs").rglob("*.md") if "_scripts" not in p.parts)
+    return [ROOT / "README.md", *docs]
+
+
+def parse(path: Path, root: Path = ROOT) -> list[Block]:
+    """The fenced blocks of a page, in order, with their markers."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rel = str(path.relative_to(root))
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, fence, lang = m.group("indent"), m.group("fence"), m.group("info").lower()
+        start = i
+        body = []
+        i += 1
+        while i < len(lines) and not re.match(
+            rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}\s*$", lines[i]
+        ):
+            body.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i].lstrip())
+            i += 1
+        if i == len(lines):
+            raise AssertionError(f"{rel}:{start + 1}: a code fence that is never closed")
+        i += 1
+        prev = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
+        nr = _NOT_RUN.match(prev)
+        reason = nr.group("reason") if nr else None
+        blocks.append(
+            Block(rel, start + 1, i, lang, "\n".join(body) + "\n", reason, bool(_CHECK.match(prev)))
+        )
+    for k, b in enumerate(blocks):
+        if b.lang in REFUSED:
+            raise AssertionError(
+                f"{rel}:{b.line}: a ```{b.lang} block: write ```bash or ```python (```text for output)"
+            )
+        if b.check:
+            nxt = blocks[k + 1] if k + 1 < len(blocks) else None
+            between = lines[b.end : nxt.line - 1] if nxt else []
+            if b.lang not in RUN or b.not_run is not None:
+                raise AssertionError(f"{rel}:{b.line}: check-output marks a block that does not run")
+            if nxt is None or nxt.lang != "text" or any(ln.strip() for ln in between):
+                raise AssertionError(
+                    f"{rel}:{b.line}: check-output needs a ```text block right after the block"
+                )
+            b.expected = nxt.code
+        if b.not_run is not None and b.lang not in RUN:
+            raise AssertionError(
+                f"{rel}:{b.line}: not-run marks a ```{b.lang or 'plain'} block, which never runs"
+            )
+    return blocks
+
+
+def counts() -> tuple[int, int, list[str]]:
+    """(blocks that run, blocks marked not-run, 'page:line: reason' of each skipped one) over every page."""
+    run, skipped = 0, []
+    for p in pages():
+        for b in parse(p):
+            if b.lang not in RUN:
+                continue
+            if b.not_run is None:
+                run += 1
+            else:
+                skipped.append(f"{b.page}:{b.line}: {b.not_run}")
+    return run, len(skipped), skipped
+
+
+def _bin_dir(tmp: Path) -> Path:
+    """``ainet-gym``, ``python`` and ``python3`` of the test's interpreter, for the bash blocks' PATH."""
+    d = tmp / ".doc-bin"
+    d.mkdir()
+    for name, cmd in (
+        ("ainet-gym", f'exec "{sys.executable}" -m ainet_gym.cli "$@"'),
+        ("python", f'exec "{sys.executable}" "$@"'),
+        ("python3", f'exec "{sys.executable}" "$@"'),
+    ):
+        f = d / name
+        f.write_text(f"#!/bin/sh\n{cmd}\n")
+        f.chmod(0o755)
+    return d
+
+
+def _compare(b: Block, got: str) -> None:
+    checker = doctest.OutputChecker()
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    assert b.expected is not None
+    if not checker.check_output(b.expected, got, flags):
+        pytest.fail(
+            f"{b.page}:{b.line}: the output differs from the text block after it\n--- expected\n"
+            f"{b.expected}--- got\n{got}"
+        )
+
+
+def _run_python(b: Block, ns: dict) -> None:
+    out = io.StringIO()
+    try:
+        code = compile(b.code, f"{b.page}:{b.line}", "exec")
+        with contextlib.redirect_stdout(out):
+            exec(code, ns)
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] in EXTRAS or (e.name or "").startswith("ns"):
+            pytest.skip(f"{b.page}:{b.line}: the optional module {e.name} is not installed")
+        raise
+    if b.check:
+        _compare(b, out.getvalue())
+
+
+def _run_bash(b: Block, cwd: Path, env: dict[str, str]) -> None:
+    proc = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", b.code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BASH_TIMEOUT_S,
+    )
+    if proc.returncode != 0:
+        pytest.fail(
+            f"{b.page}:{b.line}: the bash block exits with {proc.returncode}\n{b.code}--- stdout\n"
+            f"{proc.stdout[-4000:]}--- stderr\n{proc.stderr[-4000:]}"
+        )
+    if b.check:
+        _compare(b, proc.stdout)
+
+
+def _runnable_pages() -> list[str]:
+    return [
+        str(p.relative_to(ROOT))
+        for p in pages()
+        if any(b.lang in RUN and b.not_run is None for b in parse(p))
+    ]
+
+
+@pytest.mark.parametrize("page", _runnable_pages())
+def test_page_blocks_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = [b for b in parse(ROOT / page) if b.lang in RUN and b.not_run is None]
+    for name in ("scenarios", "examples"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    env = dict(os.environ)
+    env["PATH"] = f"{_bin_dir(tmp_path)}{os.pathsep}{env.get('PATH', '')}"
+    env["MPLBACKEND"] = "Agg"
+    env.pop("PYTEST_CURRENT_TEST", None)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    ns: dict = {"__name__": "__doc_page__"}
+    from ainet_gym.agents.registry import AGENTS, available_policies
+
+    available_policies()  # the built-in agents registered, so that the snapshot holds them
+    agents = dict(AGENTS)  # a page may register agents of its own: leave the registry as it was
+    t0 = time.perf_counter()
+    try:
+        for b in blocks:
+            if b.lang == "python":
+                _run_python(b, ns)
+            else:
+                _run_bash(b, tmp_path, env)
+    finally:
+        for name in set(AGENTS) - set(agents):
+            del AGENTS[name]
+        AGENTS.update(agents)
+    print(f"{page}: {len(blocks)} blocks in {time.perf_counter() - t0:.1f} s")
+
+
+def test_at_most_a_tenth_of_the_blocks_are_skipped() -> None:
+    run, skipped, where = counts()
+    total = run + skipped
+    print(f"doc blocks: {run} run, {skipped} skipped (not-run) of {total}")
+    for w in where:
+        print(f"  not-run {w}")
+    assert total > 0
+    assert skipped <= MAX_SKIPPED_FRACTION * total, (
+        f"{skipped} of {total} doc blocks are marked not-run, more than {MAX_SKIPPED_FRACTION:.0%}:\n"
+        + "\n".join(where)
+    )
+
+
+def test_the_parser_sees_markers_and_refuses_aliases(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text(
+        "<!-- not-run: too long -->\n```bash\nsleep 1000\n```\n\n<!-- check-output -->\n```python\nprint(1)\n```\n"
+        "\n```text\n1\n```\n\n```yaml\na: 1\n```\n"
+    )
+    blocks = parse(page, tmp_path)
+    assert [(b.lang, b.not_run, b.check) for b in blocks] == [
+        ("bash", "too long", False),
+        ("python", None, True),
+        ("text", None, False),
+        ("yaml", None, False),
+    ]
+    assert blocks[1].expected == "1\n"
+    page.write_text("```sh\nls\n```\n")
+    with pytest.raises(AssertionError, match="write ```bash"):
+        parse(page, tmp_path)
+    page.write_text("<!-- check-output -->\n```python\nprint(1)\n```\n")
+    with pytest.raises(AssertionError, match="needs a ```text block"):
+        parse(page, tmp_path)
+
+
+def test_a_wrong_output_fails() -> None:
+    b = Block("p.md", 1, 3, "python", "print(2)\n", None, True, "1\n")
+    with pytest.raises(pytest.fail.Exception, match="differs"):
+        _run_python(b, {})
+    b.expected = "...2...\n"
+    _run_python(b, {})
+
+
+def test_the_readme_stays_short_and_lists_every_base_id() -> None:
+    """The README is what a newcomer reads (at most 250 lines; the rest lives in docs/), and its id table has
+    a row for every base id ``ainet_gym/<Name>-v0`` of the registry."""
+    import gymnasium as gym
+
+    import ainet_gym  # noqa: F401  (registers the ids)
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    base = [i for i in gym.registry if re.fullmatch(r"ainet_gym/[A-Za-z0-9]+-v\d+", i)]
+    assert base
+    rows = {m.group(1) for m in re.finditer(r"^\| `(ainet_gym/[^`]+)` \|", text, re.M)}
+    assert set(base) <= rows, f"README.md's id table misses {sorted(set(base) - rows)}"

@@ -1,0 +1,197 @@
+"""One output rule for every command that writes (agents/outputs.py): existing files and result folders
+are replaced only with --overwrite, the command's own input never; default folders are fresh per run.
+And every accepted input does what it says: an empty list or a negative budget is refused, one line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ainet_gym.cli import main
+from ainet_gym.scenario.loader import scenarios_dir
+
+SCENARIO = "periodic-interference"
+
+
+def _run(args: list[str]) -> int:
+    """``main(args)``'s exit status, argparse's refusals (SystemExit) included."""
+    try:
+        return main(args)
+    except SystemExit as e:
+        return int(e.code)
+
+
+def _one_line(capsys, *must: str) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    for m in must:
+        assert m in err[0], err[0]
+    return err[0]
+
+
+# ---------------------------------------------------------------------- export-fabric
+
+
+def test_export_fabric_never_writes_over_its_input_scenario(tmp_path, capsys) -> None:
+    """Fails on the old code: --graphml wrote over the scenario file it had read."""
+    sc = tmp_path / "mine.yaml"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", sc)
+    before = sc.read_bytes()
+    for extra in ([], ["--overwrite"]):
+        assert main(["export-fabric", str(sc), "--graphml", str(sc), *extra]) == 2
+        _one_line(capsys, "--graphml", "input", "never overwritten")
+    assert sc.read_bytes() == before
+
+
+def test_export_fabric_replaces_a_file_only_with_overwrite(tmp_path, capsys) -> None:
+    """Fails on the old code: an existing file was replaced without a word."""
+    out = tmp_path / "f.graphml"
+    out.write_text("mine")
+    assert main(["export-fabric", SCENARIO, "--graphml", str(out)]) == 2
+    _one_line(capsys, "--graphml", "--overwrite")
+    assert out.read_text() == "mine"
+    assert main(["export-fabric", SCENARIO, "--graphml", str(out), "--overwrite"]) == 0
+    assert out.read_text().startswith("<?xml")
+
+
+def test_export_fabric_never_writes_over_the_graph_it_read(tmp_path, capsys) -> None:
+    g = tmp_path / "g.graphml"
+    assert main(["export-fabric", SCENARIO, "--graphml", str(g)]) == 0
+    sc = tmp_path / "g.yaml"
+    sc.write_text(
+        "name: g\nfabric: {topology: graph, file: g.graphml}\n"
+        "workload: {jobs: [{name: a, gpus: 8, compute_ms: 10, collectives: [{op: allreduce, bytes: 1.0e8}]}]}\n"
+    )
+    capsys.readouterr()
+    before = g.read_bytes()
+    assert main(["export-fabric", str(sc), "--graphml", str(g), "--overwrite"]) == 2
+    _one_line(capsys, "never overwritten")
+    assert g.read_bytes() == before
+
+
+# ---------------------------------------------------------------------- bench, leaderboard, sweep
+
+
+def test_bench_refuses_earlier_results_and_makes_fresh_folders(tmp_path, monkeypatch, capsys) -> None:
+    """Fails on the old code: --out replaced bench.json; --sections ',' measured nothing and exited 0."""
+    import ainet_gym.bench as bench
+
+    d = tmp_path / "b"
+    d.mkdir()
+    (d / "bench.json").write_text("{}")
+    assert main(["bench", "--quick", "--out", str(d), "--sections", "allocator"]) == 2
+    _one_line(capsys, "--out", "bench.json", "--overwrite")
+    assert (d / "bench.json").read_text() == "{}"
+    assert main(["bench", "--quick", "--sections", ","]) == 2
+    _one_line(capsys, "--sections", "empty")
+
+    seen: list[Path] = []
+
+    def fake_run(cfg, out=None, progress=True, command=None):
+        seen.append(Path(out))
+        Path(out).mkdir(parents=True)
+        (Path(out) / "bench.json").write_text("{}")
+        return {"meta": {}}
+
+    monkeypatch.setattr(bench, "run_bench", fake_run)
+    monkeypatch.setattr(bench, "format_report", lambda r: "")
+    monkeypatch.setattr(bench, "DEFAULT_OUT", str(tmp_path / "bench-results"))
+    assert main(["bench", "--quick"]) == 0
+    assert main(["bench", "--quick"]) == 0  # a second plain run never fails
+    assert len(seen) == 2 and seen[0] != seen[1] and seen[0].parent == seen[1].parent
+
+
+def test_bench_config_budgets_are_checked() -> None:
+    from dataclasses import replace
+
+    from ainet_gym.bench import BenchConfig, check_bench_config
+
+    for field, value in (("min_time_s", -1.0), ("slowest_budget_s", float("nan")), ("max_repeats", 0)):
+        with pytest.raises(ValueError, match=field):
+            check_bench_config(replace(BenchConfig.quick_preset(), **{field: value}))
+    with pytest.raises(ValueError, match="sections: empty"):
+        check_bench_config(replace(BenchConfig.quick_preset(), sections=()))
+
+
+def test_leaderboard_refuses_earlier_results_and_nothing_to_evaluate(tmp_path, capsys) -> None:
+    """Fails on the old code: nothing to evaluate ended in ZeroDivisionError (a traceback)."""
+    assert (
+        main(["leaderboard", "--env-ids", "none", "--scenarios", "none", "--out", str(tmp_path / "l")]) == 2
+    )
+    _one_line(capsys, "nothing to evaluate")
+    (tmp_path / "l").mkdir()
+    (tmp_path / "l" / "leaderboard.md").write_text("mine")
+    assert main(["leaderboard", "--quick", "--env-ids", "none", "--out", str(tmp_path / "l")]) == 2
+    _one_line(capsys, "leaderboard.md", "--overwrite")
+    assert (tmp_path / "l" / "leaderboard.md").read_text() == "mine"
+
+
+def test_sweep_checks_its_arguments_before_ray(tmp_path, capsys) -> None:
+    """Fails on the old code: --num-env-runners -1 started Ray and failed with Ray's message; --out
+    replaced an earlier sweep's table."""
+    assert _run(["sweep", "--num-env-runners", "-1"]) == 2
+    _one_line(capsys, "--num-env-runners", "out of range")
+    d = tmp_path / "s"
+    d.mkdir()
+    (d / "results.md").write_text("mine")
+    assert main(["sweep", "--scenarios", SCENARIO, "--out", str(d)]) == 2
+    _one_line(capsys, "results.md", "--overwrite")
+
+
+def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> None:
+    """Fails on the old code: a relative path passed the driver and failed in every trial (Tune's
+    trials run in another working directory)."""
+    from ainet_gym.agents.rllib_sweep import trial_scenarios
+
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", tmp_path / "mine.yaml")
+    monkeypatch.chdir(tmp_path)
+    where = trial_scenarios(["mine.yaml", SCENARIO])
+    assert where["mine.yaml"] == str((tmp_path / "mine.yaml").resolve())
+    assert where[SCENARIO] == SCENARIO
+
+
+# ---------------------------------------------------------------------- accepted input does what it says
+
+
+@pytest.mark.parametrize(
+    ("args", "must"),
+    [
+        (["soak", SCENARIO, "--modes", ",", "--steps", "1"], "--modes"),
+        (["soak", SCENARIO, "--max-seconds", "-1", "--steps", "1"], "--max-seconds"),
+        (["soak", SCENARIO, "--modes", "warp", "--steps", "1"], "not an action mode"),
+        (["simulate", SCENARIO, "--link-windows", "1000000"], "--link-windows"),
+        (["evaluate", SCENARIO, "--seeds", "9" * 5000], "--seeds"),
+        (["simulate", SCENARIO, "--seed", "9" * 5000], "(5,000 characters) is out of range"),
+    ],
+)
+def test_empty_or_negative_inputs_are_refused(args, must, capsys) -> None:
+    """Fails on the old code for soak: an empty mode list or a negative budget printed success, exit 0."""
+    assert _run(args) == 2
+    assert len(_one_line(capsys, must)) < 400  # a 5,000-digit value is not echoed
+
+
+def test_a_path_action_of_1e20_is_reported_as_given() -> None:
+    """Fails on the old code: 1e20 was converted to int64 first and reported as -9223372036854775808."""
+    from ainet_gym.envs.env import FabricRoutingEnv
+
+    env = FabricRoutingEnv(scenario=SCENARIO, action_mode="path")
+    env.reset(seed=1)
+    a = np.zeros(env.action_space.shape)
+    a[3] = 1e20
+    with pytest.raises(ValueError, match=r"action\[3\] = 1e\+20: out of MultiDiscrete"):
+        env.step(a)
+
+
+def test_outputs_helpers_refuse_inputs_even_with_overwrite(tmp_path) -> None:
+    from ainet_gym.agents.outputs import check_out_file, check_out_files
+
+    f = tmp_path / "in.yaml"
+    f.write_text("x")
+    with pytest.raises(ValueError, match="never overwritten"):
+        check_out_file(f, True, [f])
+    with pytest.raises(ValueError, match="holds this command's input"):
+        check_out_files(tmp_path, True, ["a"], [f])
+    assert check_out_files(tmp_path / "new", False, ["a"]) == tmp_path / "new"
