@@ -10,7 +10,8 @@ TORCH_INDEX_URL ?=
 # Extra flags for `ainet-gym demo` (CI runs `make demo DEMO_ARGS=--quick`).
 DEMO_ARGS ?=
 
-.PHONY: venv install install-dev demo check test bench lint docs check-rllib install-ns3 check-ns3 crosscheck
+.PHONY: venv install install-dev demo check test bench lint docs check-rllib install-ns3 check-ns3 crosscheck \
+	check-examples learning-curves check-cluster
 
 venv:
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ ! -x "$(PYTHON)" ]; then \
@@ -61,6 +62,27 @@ check-rllib:
 	$(MAKE) install VENV=$(RLLIB_VENV) PYTHON=$(RLLIB_PYTHON)
 	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
 	$(RLLIB_PYTHON) -m pytest -q tests/test_rllib.py
+
+# The research-code examples (docs/research-code.md): the extra `examples` (tyro, rl_zoo3, tianshou) and a
+# smoke run of each (CleanRL-style PPO continuous and discrete, DQN; RL Baselines3 Zoo PPO; Tianshou DQN).
+check-examples: install
+	$(PIP) install --quiet -e ".[rl,dev,examples]"
+	$(PYTHON) -m pytest -q tests/test_research_examples.py
+
+# The learning curves of docs/research-code.md (docs/img/learning-*.png and learning-curves.json): every
+# example at its documented budget, one after the other (long: about 1-2 hours on 2 busy cores).
+learning-curves: install
+	$(PIP) install --quiet -e ".[rl,examples]"
+	$(PYTHON) examples/learning_curves.py
+
+# A real multi-node Ray cluster on this machine (docs/cluster.md): a head and two worker nodes on
+# 127.0.0.2-4, RLlib PPO whose env runners run on the workers, each worker killed mid-run in turn; in the
+# RLlib venv (as check-rllib). CLUSTER_DIR=DIR keeps the nodes' logs and checkpoints there.
+CLUSTER_DIR ?=
+check-cluster:
+	$(MAKE) install VENV=$(RLLIB_VENV) PYTHON=$(RLLIB_PYTHON)
+	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
+	$(RLLIB_PYTHON) -m ainet_gym.checks.cluster $(if $(CLUSTER_DIR),--workdir $(CLUSTER_DIR),)
 
 # Optional ns-3 cross-check (docs/fidelity.md): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
 # cppyy compiles parts at install, so a C++ compiler must be present), in a venv of its own, .venv-ns3/

@@ -40,6 +40,7 @@ spray+bg   exact for job traffic [2]_     approx.: balanced rounding       exact
 wcmp+bg    exact for job traffic [2]_     approx.: balanced rounding       exact
 greedy+bg  exact for job traffic [2]_     exact for job traffic [2]_       approx.: induced shares
 lp+bg      exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
+solo-lp+bg exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
 =========  =============================  ===============================  ============================
 
 .. [1] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
@@ -92,7 +93,7 @@ __all__ = [
 ]
 
 BASELINES: tuple[str, ...] = (
-    "ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg",
+    "ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg",
 )  # fmt: skip
 
 #: (baseline, action mode) pairs whose actions decode to the engine-level split exactly (for job
@@ -286,6 +287,7 @@ _DESCRIPTIONS = {
     "lp": "LP optimum: min max offered link utilisation (HiGHS)",
     "greedy+bg": "greedy over all traffic, background included",
     "lp+bg": "LP optimum over all traffic, background included (the optimiser of the jobs+bg class)",
+    "solo-lp+bg": "background sprayed, each job by the min-max LP as if it communicated alone",
 }
 
 for _name in BASELINES:

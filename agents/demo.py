@@ -51,11 +51,13 @@ DEMO_SEEDS = [1, 2, 3, 4, 5]
 #: ``--quick`` (what CI runs): a smoke run of the whole pipeline, not a result.
 QUICK_TIMESTEPS = 4_096
 QUICK_SEEDS = [1, 2]
-BASELINE_POLICIES = ["ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg"]
+BASELINE_POLICIES = [
+    "ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg",
+]  # fmt: skip
 #: the baselines the learned policy is compared with, in this order (those of its own class first)
 COMPARE_FIRST = [
     "spray", "wcmp", "greedy", "spray+bg", "wcmp+bg", "greedy+bg", "predictive-greedy",
-    "predictive-greedy+bg", "lp", "predictive-lp", "lp+bg", "predictive-lp+bg",
+    "predictive-greedy+bg", "lp", "predictive-lp", "lp+bg", "predictive-lp+bg", "solo-lp+bg",
 ]  # fmt: skip
 #: ``ainet-gym demo`` without ``--out`` writes to a fresh ``{DEFAULT_OUT}/{run name}``.
 DEFAULT_OUT = "out/demo"

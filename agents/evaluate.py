@@ -225,10 +225,14 @@ def agent_controls(agent: Agent) -> str:
 
 
 def is_learned(agent: Agent) -> bool:
-    """Whether ``agent`` is a learned policy (not a heuristic, predictive or reference baseline)."""
+    """Whether ``agent`` is a learned policy (not a heuristic, predictive or reference baseline): its
+    ``learned`` attribute when it has one."""
     from ainet_gym.agents.baselines import BaselineAgent
     from ainet_gym.agents.predictive import PredictiveAgent
 
+    flag = getattr(agent, "learned", None)
+    if flag is not None:
+        return bool(flag)
     return not isinstance(agent, BaselineAgent | PredictiveAgent) and agent_controls(agent) != "reference"
 
 

@@ -29,6 +29,7 @@ from ainet_gym.agents.sb3_agents import (
     SB3Agent,
     load_model,
     meta_history,
+    meta_residual,
     read_metadata,
 )
 from ainet_gym.pretrained import PRETRAINED_DIR, list_pretrained, pretrained_path
@@ -134,6 +135,7 @@ class PretrainedAgent(SB3Agent):
             "action_mode": mode,
             "history": meta_history(self.meta, f"pretrained:{p}"),
             "observation": self.meta.get("observation", "flat"),
+            **meta_residual(self.meta, f"pretrained:{p}"),
         }
         from ainet_gym.routing.plans import CHOOSE_MODES
 

@@ -113,6 +113,7 @@ class AgentEntry:
     arg_help: str  # e.g. "PATH" (shown in the allowed values)
     description: str
     variants: tuple[str, ...] = ()  # allowed "NAME@VARIANT" suffixes (entries without needs_arg)
+    optional_arg: bool = False  # "NAME" and "NAME:ARG" both accepted (entries without needs_arg)
 
 
 AGENTS: dict[str, AgentEntry] = {}
@@ -127,22 +128,23 @@ def register_agent(
     description: str = "",
     variants: tuple[str, ...] = (),
     overwrite: bool = False,
+    optional_arg: bool = False,
 ) -> None:
     """Register ``factory`` under ``name``.
 
-    ``factory(arg)`` gets the text after ``NAME:`` (with ``needs_arg``), or the variant after
-    ``NAME@`` (one of ``variants``), or ``None``.
+        ``factory(arg)`` gets the text after ``NAME:`` (with ``needs_arg``, or ``optional_arg``: then
+    ``NAME`` alone gives ``None``), or the variant after ``NAME@`` (one of ``variants``), or ``None``.
 
-    Raises
-    ------
-    ValueError
-        If ``name`` is taken (and ``overwrite`` is False) or contains ``:`` or ``,``.
+        Raises
+        ------
+        ValueError
+            If ``name`` is taken (and ``overwrite`` is False) or contains ``:`` or ``,``.
     """
     if not name or any(ch in name for ch in ":,@ "):
         raise ValueError(f"agent name {name!r}: must be non-empty, without ':', ',', '@' or spaces")
     if name in AGENTS and not overwrite:
         raise ValueError(f"agent name {name!r} is already registered (pass overwrite=True to replace it)")
-    AGENTS[name] = AgentEntry(name, factory, needs_arg, arg_help, description, tuple(variants))
+    AGENTS[name] = AgentEntry(name, factory, needs_arg, arg_help, description, tuple(variants), optional_arg)
 
 
 ENTRY_POINT_GROUP = "ainet_gym.agents"
@@ -159,7 +161,8 @@ def _ensure_builtins() -> None:
     import ainet_gym.agents.predictive
     import ainet_gym.agents.pretrained
     import ainet_gym.agents.rllib_agent
-    import ainet_gym.agents.sb3_agents  # noqa: F401
+    import ainet_gym.agents.sb3_agents
+    import ainet_gym.agents.twin  # noqa: F401
 
     if _plugins_loaded:
         return
@@ -178,7 +181,12 @@ def _ensure_builtins() -> None:
 def available_policies() -> list[str]:
     """The allowed policy strings, e.g. ``["ecmp", ..., "ppo:PATH"]``."""
     _ensure_builtins()
-    return [f"{e.name}:{e.arg_help}" if e.needs_arg else e.name for e in AGENTS.values()]
+    return [
+        f"{e.name}:{e.arg_help}"
+        if e.needs_arg
+        else (f"{e.name}[:{e.arg_help}]" if e.optional_arg else e.name)
+        for e in AGENTS.values()
+    ]
 
 
 def make_agent(spec: str) -> Agent:
@@ -203,6 +211,8 @@ def make_agent(spec: str) -> Agent:
             raise ValueError(f"policy {spec!r}: needs an argument, {entry.name}:{entry.arg_help}")
         if at:
             raise ValueError(f"policy {spec!r}: {entry.name} has no '@' variants")
+        return entry.factory(arg)
+    if sep and entry.optional_arg and not at:
         return entry.factory(arg)
     if sep:
         raise ValueError(f"policy {spec!r}: {entry.name} takes no argument (write just {name!r})")

@@ -54,6 +54,7 @@ __all__ = [
     "default_hyperparameters",
     "load_model",
     "meta_history",
+    "meta_residual",
     "read_metadata",
     "resolve_action_mode",
     "save_model",
@@ -514,6 +515,31 @@ def _load_policy_weights(p: Path, cls: type, objects: dict[str, Any] | None, env
     return model
 
 
+def meta_residual(meta: dict[str, Any], what: str) -> dict[str, Any]:
+    """The env keywords of a residual policy's metadata (``residual``, ``residual_scale``; empty for
+    others), checked: the base must be a known routing and the scale a number in (0, 10].
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the bad value.
+    """
+    from ainet_gym.routing.policies import POLICIES
+
+    base = meta.get("residual")
+    if base is None:
+        return {}
+    if not isinstance(base, str) or base not in POLICIES:
+        raise ValueError(f"{what}: metadata residual = {base!r}: not a routing policy of this version")
+    scale = meta.get("residual_scale")
+    out: dict[str, Any] = {"residual": base}
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, int | float) or not 0 < scale <= 10:
+            raise ValueError(f"{what}: metadata residual_scale = {scale!r}: allowed: a number in (0, 10]")
+        out["residual_scale"] = float(scale)
+    return out
+
+
 def meta_history(meta: dict[str, Any], what: str) -> int:
     """The ``history`` a model's metadata asks the env for (default 4), range-checked against
     ``LIMITS["history_max"]`` (:data:`ainet_gym.scenario.loader.LIMITS`, the env's own ceiling).
@@ -555,6 +581,7 @@ class SB3Agent:
             "action_mode": mode,
             "history": meta_history(self.meta, f"{self.algo}:{path}"),
             "observation": self.meta.get("observation", "flat"),
+            **meta_residual(self.meta, f"{self.algo}:{path}"),
         }
 
     def check(self, core: EnvCore) -> None:

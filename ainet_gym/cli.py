@@ -135,12 +135,26 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}")
-    print(f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}")
+    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}  intervals {out['steps']}")
+    print(
+        f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}   (mean communication time per iteration)"
+    )
     for j in out["jobs"]:
         print(
             f"  {j['name']:<16}{j['fluid_comm_ms']:>10.3f}{j['ns3_comm_ms']:>10.3f}{100 * j['rel_error']:>+8.2f}%"
         )
+    if out["steps"] > 1:
+        print("  per interval (iterations fluid/ns-3, fluid ms, ns-3 ms, error):")
+        for j in out["jobs"]:
+            cells = []
+            for iv in j["intervals"]:
+                a, b, e = iv["fluid_comm_ms"], iv["ns3_comm_ms"], iv["rel_error"]
+                cells.append(
+                    f"{iv['fluid_iterations']}/{iv['ns3_iterations']} "
+                    + (f"{a:.2f}" if a is not None else "-") + " " + (f"{b:.2f}" if b is not None else "-")
+                    + (f" {100 * e:+.1f}%" if e is not None else "")
+                )  # fmt: skip
+            print(f"  {j['name']:<16}" + " | ".join(cells))
     print(f"  wall: fluid {out['fluid_wall_s'] * 1e3:.2f} ms, ns-3 {out['ns3_wall_s']:.2f} s")
     return 0
 
@@ -166,13 +180,16 @@ def _int_arg(lo: int, hi: int | None = None) -> type:
     """An argparse type: an integer in [lo, hi]; argparse names the flag in the message."""
 
     def parse(text: str) -> int:
+        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+        if len(text.strip()) > 100:  # Python refuses integers above 4,300 digits; none fits a flag
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
         try:
             v = int(text, 10)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"{shown!r} is not an integer") from None
         if v < lo or (hi is not None and v > hi):
-            rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
-            raise argparse.ArgumentTypeError(f"{text} is out of range; allowed: {rng}")
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
         return v
 
     parse.__name__ = "integer"
@@ -287,6 +304,29 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="path | split | ecmp_weights | split_bg | choose | choose_bg (default: per algo)",
     )
+    s.add_argument(
+        "--residual",
+        default=None,
+        help="a base routing the policy adjusts (ecmp_weights or split_bg modes), e.g. lp+bg or solo-lp+bg",
+    )
+    s.add_argument(
+        "--residual-scale",
+        type=float,
+        default=None,
+        help="log of the largest factor per action (default log 4)",
+    )
+    s.add_argument(
+        "--log-std-init",
+        type=float,
+        default=None,
+        help="initial log std of Gaussian actions (PPO default -1)",
+    )
+    s.add_argument(
+        "--save-every",
+        type=_int_arg(1),
+        default=None,
+        help="also save a checkpoint every N steps (RUN/checkpoints)",
+    )
     s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
     s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
     s.add_argument("--n-envs", type=_int_arg(1, 100_000), default=16, help="copies in the native vector env")
@@ -398,9 +438,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("crosscheck", help="compare the fluid model with ns-3 packets (extra: ns3)")
     s.add_argument("scenario", help="scenario name or YAML path (cross-check cases: xc-ring-8, ...)")
-    s.add_argument("--policy", default="ecmp", help="any policy of evaluate: ecmp, spray, lp, ppo:PATH, ...")
+    s.add_argument(
+        "--policy",
+        default="ecmp",
+        help="any policy of evaluate: ecmp, spray, lp, lp+bg, pretrained, ppo:PATH, ...",
+    )
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--steps", type=int, default=1, help="decision intervals to simulate in both")
+    s.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="decision intervals to simulate in both (default: dynamics.episode_steps)",
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=_cmd_crosscheck)
 

@@ -194,6 +194,7 @@ def test_job_only_baselines_leave_background_on_ecmp_and_bg_variants_move_it() -
         "wcmp+bg": "jobs+bg",
         "greedy+bg": "jobs+bg",
         "lp+bg": "jobs+bg",
+        "solo-lp+bg": "jobs+bg",
     }
     assert BaselineAgent("spray", "ecmp_weights").controls == "jobs+bg"
     assert BaselineAgent("spray+bg", "split").controls == "jobs"
@@ -484,7 +485,7 @@ def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatc
 def test_unknown_policy_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(
         ValueError,
-        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, greedy\+bg, lp\+bg, ppo:PATH",
+        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, greedy\+bg, lp\+bg, solo-lp\+bg, ppo:PATH",
     ):
         evaluate(EvalConfig(scenario=collision_scenario(), policies=["ecmp", "foo"], out=None))
     assert cli_main(["evaluate", "spine-leaf-2to1", "--policies", "ecmp,foo"]) == 2

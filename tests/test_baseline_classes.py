@@ -129,3 +129,34 @@ def test_a_jobs_plus_bg_policy_brings_its_lp_along() -> None:
     res = evaluate(EvalConfig(small_spine_leaf(4), policies=["spray+bg"], seeds=[1, 2], out=None))
     assert list(res["policies"]) == ["spray+bg", "ecmp", "lp", "lp+bg"]
     assert res["policies"]["spray+bg"]["lp_reference"] == "lp+bg"
+
+
+def test_solo_lp_gives_each_job_its_lowest_peak_over_the_sprayed_background() -> None:
+    # solo-lp+bg: each job by the min-max LP alone over the sprayed background; so for every job, its own
+    # peak (its load plus the sprayed background, over capacity) is no higher than under any other
+    # routing of that job: lp+bg's, spray's, greedy's (an optimality check of each job's LP)
+    from ainet_gym.routing.policies import connection_peak_rate, offered_load
+
+    core = _core("ingest-bursts", seeds=(1, 2))
+    for _ in range(3):
+        core.step_split(POLICIES["ecmp"](core.world, core.last_result))
+    w, sim = core.world, core.world.sim
+    d = connection_peak_rate(w)
+    cap = sim.capacity_bytes_per_s
+    sprayed = POLICIES["spray+bg"](w, core.last_result)
+    bg = sim.unit_bg[sim.conn_unit]
+    bg_load = offered_load(w, sprayed, np.where(bg, d, 0.0))
+    solo = POLICIES["solo-lp+bg"](w, core.last_result)
+    np.testing.assert_array_equal(solo[bg], sprayed[bg])  # the background is sprayed
+    units = np.unique(sim.conn_unit[~bg])
+    for other in ("lp+bg", "spray+bg", "greedy+bg"):
+        split = POLICIES[other](w, core.last_result)
+        for u in units:
+            mine = np.where(sim.conn_unit == u, d, 0.0)
+
+            def peak(s: np.ndarray, mine: np.ndarray = mine) -> np.ndarray:
+                load = offered_load(w, s, mine) + bg_load
+                return np.where(cap > 0, load / np.where(cap > 0, cap, 1.0), 0.0).max(axis=1)
+
+            b = sim.unit_inst[u]
+            assert peak(solo)[b] <= peak(split)[b] * (1 + 1e-6) + 1e-9, (other, u)

@@ -56,12 +56,30 @@ def _switch(gpus: int = 4, nbytes: float = 2e6, **fabric: object) -> dict:
 
 
 # ------------------------------------------------------------------------------------------- refusals
-def test_refuses_background_naming_the_field() -> None:
-    sc = _switch()
+def test_background_sources_are_planned_with_their_schedule_and_rate() -> None:
+    """A periodic source of 4 flows at 5 Gb/s in all, on in intervals 1 and 4 of 6 (period 3, offset 1):
+    the replay gets each connection's payload rate (5e9 / 8 / 4 bytes/s) and the intervals it is on, and
+    the fluid run's storage-link bytes show the same schedule."""
+    from ainet_gym.checks.crosscheck import _run_fluid
+
+    sc = _switch(gpus=4)
     sc["fabric"]["storage"] = {"hosts": 1, "gbps": 10}
-    sc["workload"]["background"] = [{"kind": "storage", "gbps": 5}]
-    with pytest.raises(CrosscheckError, match=r"workload\.background"):
-        crosscheck(sc)
+    sc["workload"]["background"] = [
+        {"kind": "storage", "gbps": 5, "pattern": "periodic", "period_steps": 3, "duration_steps": 1,
+         "offset_steps": 1, "flows_per_host": 4}
+    ]  # fmt: skip
+    sc["dynamics"]["episode_steps"] = 6
+    scn = load_scenario(sc)
+    run = _run_fluid(scn, "ecmp", 0, 6, CrosscheckConfig(fluid_repeats=0))
+    (bg,) = run.backgrounds
+    assert bg.on.tolist() == [False, True, False, False, True, False]
+    assert bg.rate_bytes_per_s == pytest.approx([5e9 / 8 / 4] * 4)
+    assert all(run.conns[c].src == 4 for c in bg.conns)  # the storage host (endpoint n_gpus + 0)
+    up = int(run.fabric.endpoint_up[4])
+    moved = run.link_bytes[:, up]
+    interval = run.interval_s
+    assert moved[[0, 2, 3, 5]].max() == 0
+    assert moved[[1, 4]] == pytest.approx([5e9 / 8 * interval] * 2, rel=1e-9)
 
 
 def test_refuses_fabrics_over_64_gpus() -> None:
@@ -74,8 +92,32 @@ def test_refuses_link_failures_and_bad_steps() -> None:
     sc["dynamics"]["link_failures"] = {"rate_per_step": 0.1, "tiers": ["nic"]}
     with pytest.raises(CrosscheckError, match=r"dynamics\.link_failures"):
         crosscheck(sc)
-    with pytest.raises(CrosscheckError, match=r"steps = 9: must be an integer in \[1, 8\]"):
-        crosscheck(_switch(), steps=9)
+    with pytest.raises(CrosscheckError, match=r"steps = 65: must be an integer in \[1, 64\]"):
+        crosscheck(_switch(), steps=65)
+    sc = _switch()
+    sc["dynamics"]["episode_steps"] = 65  # the default span: every interval of the episode
+    with pytest.raises(CrosscheckError, match=r"dynamics\.episode_steps = 65.*at most 64"):
+        crosscheck(sc)
+    sc = _switch()
+    sc["fabric"] = {
+        "topology": "spine_leaf",
+        "leaves": 2,
+        "spines": 2,
+        "hosts_per_leaf": 2,
+        "gpus_per_host": 1,
+    }
+    sc["dynamics"]["link_failures"] = {"scheduled": [{"link": "leaf0-spine1", "at_step": 0, "factor": 0.0}]}
+    with pytest.raises(CrosscheckError, match=r"scheduled\[0\]\.factor = 0: a failed link.*allowed"):
+        crosscheck(sc)
+    sc = _switch()
+    sc["fabric"].update(gpus_per_host=2, gpus_per_nic=2, hosts=2)
+    with pytest.raises(CrosscheckError, match=r"fabric\.gpus_per_nic = 2.*allowed: 1"):
+        crosscheck(sc)
+
+
+def test_refuses_unknown_policies_naming_the_allowed_ones() -> None:
+    with pytest.raises(CrosscheckError, match=r"policy 'no-such' is not known; allowed: .*ecmp.*ppo:PATH"):
+        crosscheck(_switch(), policy="no-such")
 
 
 def test_refuses_chunked_pipelines_and_bad_ring_chunk() -> None:
@@ -106,8 +148,17 @@ def test_ring_plan_couples_each_hop_to_the_previous_one_step_ahead() -> None:
 
 
 def test_refuses_bad_experiment_constants_naming_them() -> None:
-    for field, bad in (("fluid_repeats", -1), ("device_queue_packets", 0), ("device_queue_packets", 2.5)):
+    for field, bad in (
+        ("fluid_repeats", -1),
+        ("device_queue_packets", 0),
+        ("device_queue_packets", 2.5),
+        ("backlog_bytes", 0),
+        ("mss", True),
+    ):
         with pytest.raises(CrosscheckError, match=rf"{field} = {bad!r}: allowed: an integer >= "):
+            crosscheck(_switch(), config=CrosscheckConfig(**{field: bad}))
+    for field, bad in (("min_rto_ms", 0.0), ("wall_limit_s", float("inf")), ("max_ns3_bytes", -1.0)):
+        with pytest.raises(CrosscheckError, match=rf"{field} = {bad!r}: allowed: a finite number > 0"):
             crosscheck(_switch(), config=CrosscheckConfig(**{field: bad}))
 
 
@@ -191,10 +242,14 @@ def test_smallest_case_matches_closed_form_and_contract(capsys: pytest.CaptureFi
 
     assert main(["crosscheck", "xc-switch-4", "--policy", "ecmp", "--seed", "0", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"scenario", "policy", "seed", "jobs", "fluid_wall_s", "ns3_wall_s"}
+    assert {"scenario", "policy", "seed", "jobs", "fluid_wall_s", "ns3_wall_s"} <= set(out)
     assert out["scenario"] == "xc-switch-4" and out["policy"] == "ecmp" and out["seed"] == 0
+    assert out["steps"] == 1  # the case's dynamics.episode_steps
     (job,) = out["jobs"]
-    assert set(job) == {"name", "fluid_comm_ms", "ns3_comm_ms", "rel_error"}
+    assert {"name", "fluid_comm_ms", "ns3_comm_ms", "rel_error", "intervals"} <= set(job)
+    (iv,) = job["intervals"]  # one interval: its figures are the run's
+    assert iv["fluid_comm_ms"] == pytest.approx(job["fluid_comm_ms"])
+    assert iv["ns3_comm_ms"] == pytest.approx(job["ns3_comm_ms"])
     closed = 3e6 * 8 / (10e9 * 1448 / 1529) * 1e3
     assert job["ns3_comm_ms"] == pytest.approx(closed, rel=0.015)
     assert job["fluid_comm_ms"] == pytest.approx(closed, rel=0.01)
@@ -243,3 +298,115 @@ def test_acks_sharing_links_with_data_do_not_slow_the_data() -> None:
     # ns-3's default FIFO: the effect the short one removes
     r100, _ = _crosscheck_in_subprocess(sc, "ecmp", 0, 1, CrosscheckConfig(device_queue_packets=100))
     assert r100["jobs"][0]["ns3_comm_ms"] > 1.08 * closed
+
+
+def _crosscheck_with_agent(agent_code: str, sc: dict, policy: str) -> tuple[dict, dict]:
+    """:func:`crosscheck` of ``sc`` in a fresh interpreter (ns-3 keeps global state per process) after
+    ``agent_code`` has registered the agent ``policy``; returns the result and its details."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(agent_code) + textwrap.dedent(
+        """
+        import json, sys
+        from ainet_gym.checks.crosscheck import crosscheck
+        det = {}
+        r = crosscheck(json.loads(sys.argv[1]), sys.argv[2], 0, None, None, det)
+        print("XC-RESULT " + json.dumps({"result": r, "details": det}))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(sc), policy], capture_output=True, text=True
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("XC-RESULT ")), None)
+    assert line is not None, proc.stderr[-2000:]
+    out = json.loads(line.removeprefix("XC-RESULT "))
+    return out["result"], out["details"]
+
+
+_SWITCHING_AGENT = """
+    import numpy as np
+    from ainet_gym.agents.registry import register_agent
+
+    class SwitchAtOne:
+        # interval 0: every job connection on its path through the degraded link; then 50/50 over both
+        name = "switch-at-one"
+        level = "engine"
+        env_kwargs = {}
+
+        def check(self, core):
+            pass
+
+        def reset(self, core):
+            self.k = 0
+
+        def act(self, core, obs):
+            sim = core.world.sim
+            L = core.world.fabric.n_links
+            slow = np.flatnonzero(core.world.links.cap_factor[0] < 1)
+            split = np.zeros((sim.n_conns, core.P))
+            for c in range(sim.n_conns):
+                n = int(sim.conn_npaths[c])
+                via = [bool(np.isin(sim.conn_paths[c, p] % L, slow).any()) for p in range(n)]
+                split[c, :n] = np.asarray(via, float) if self.k == 0 else 1.0 / n
+            self.k += 1
+            return split
+
+    register_agent("switch-at-one", lambda arg: SwitchAtOne())
+"""
+
+
+@needs_ns3
+def test_split_change_between_intervals_moves_unsent_bytes_as_hand_computed() -> None:
+    """Two GPUs on two leaves joined by two spines exchange S = 20 MB (sendrecv shift:1) after 5 ms of
+    compute; the leaf0-spine link of one spine runs at half rate. Interval 0 (15 ms): every connection on
+    its path through the slow link, at C/2 (C = 10 Gb/s times the TCP payload fraction 1448/1529). Interval
+    1: split 50/50 over both spines, and a transfer in flight moves its unsent bytes to the new split at
+    once (the fluid model's semantics; C/2 on each path, C in all). Hand computation: 10 ms at C/2, then the
+    rest at C: comm = 10 ms + (S - C/2 * 10 ms) / C = 5 ms + S / C = 21.89 ms. Without moving the bytes in
+    flight the transfer would take 2 S / C = 33.8 ms and end after the 30 ms span."""
+    C = 10e9 / 8 * 1448 / 1529
+    S = 20e6
+    hand = (5e-3 + S / C) * 1e3
+    sc = {
+        "name": "xc-move",
+        "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 2, "hosts_per_leaf": 1,
+                   "gpus_per_host": 1, "nic_gbps": 10, "uplink_gbps": 10, "profile": "roce"},
+        "workload": {"jobs": [{"name": "x", "gpus": 2, "compute_ms": 5.0,
+                               "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": S}]}]},
+        "dynamics": {"episode_steps": 2, "decision_interval_ms": 15.0,
+                     "link_failures": {"scheduled": [{"link": "leaf0-spine0", "at_step": 0, "factor": 0.5}]}},
+    }  # fmt: skip
+    r, det = _crosscheck_with_agent(_SWITCHING_AGENT, sc, "switch-at-one")
+    (job,) = r["jobs"]
+    assert job["fluid_comm_ms"] == pytest.approx(hand, rel=0.002)  # the fluid model is the hand computation
+    assert job["ns3_comm_ms"] == pytest.approx(hand, rel=0.02)
+    assert [iv["ns3_iterations"] for iv in job["intervals"]] == [0, 1]
+    assert det["resplits"] == 2  # both directions moved their unsent bytes at the boundary
+
+
+@needs_ns3
+def test_background_burst_starts_and_stops_in_the_link_bytes() -> None:
+    """A storage host on a 10 Gb/s switch reads 5 Gb/s (two flows) into two GPUs in interval 1 of 3 only
+    (periodic, period 3, offset 1). Reference: the storage link carries 5 Gb/s x 10 ms = 6.25 MB of payload
+    in interval 1 and nothing in intervals 0 and 2, in both simulators."""
+    sc = _switch(gpus=2, nbytes=2e6)
+    sc["fabric"]["storage"] = {"hosts": 1, "gbps": 10}
+    sc["workload"]["background"] = [
+        {"kind": "storage", "gbps": 5, "pattern": "periodic", "period_steps": 3, "duration_steps": 1,
+         "offset_steps": 1, "flows_per_host": 2}
+    ]  # fmt: skip
+    sc["dynamics"] = {"episode_steps": 3, "decision_interval_ms": 10.0}
+    from ainet_gym.checks.crosscheck import _crosscheck_in_subprocess
+
+    r, det = _crosscheck_in_subprocess(sc, "ecmp", 0, None, None)
+    f = build_fabric(load_scenario(sc).fabric, 8)
+    up = int(f.endpoint_up[2])  # storage host 0 is endpoint n_gpus + 0 = 2
+    burst = 5e9 / 8 * 10e-3
+    for sim in ("fluid", "ns3"):
+        moved = np.asarray(det["link_bytes"][sim])[:, up]
+        assert moved[1] == pytest.approx(burst, rel=0.02), sim
+        assert moved[0] == 0 and moved[2] < 0.02 * burst, sim
+    assert det["background"][0]["on"] == [False, True, False]
+    assert r["jobs"][0]["rel_error"] == pytest.approx(0, abs=0.03)

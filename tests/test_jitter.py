@@ -135,25 +135,35 @@ def test_shipped_jitter_scenario_varies_the_episode_of_a_policy_that_routes_ever
     assert np.ptp(util["periodic-interference-jitter"]) > 1e-3
 
 
-def test_crosscheck_refuses_a_jittered_start_naming_the_field() -> None:
-    # ns-3 replays one fixed schedule: a start drawn per episode would be silently dropped there
-    from ainet_gym.checks.crosscheck import CrosscheckError, crosscheck
+def test_crosscheck_replays_the_episode_s_drawn_start() -> None:
+    # ns-3 replays the episode of the seed: the job starts at start_ms plus the seed's draw, not at start_ms
+    from ainet_gym.checks.crosscheck import CrosscheckConfig, _run_fluid
+    from ainet_gym.sim.world import FabricWorld
 
-    sc = {
-        "name": "xc-jitter",
-        "fabric": {"topology": "single_switch", "hosts": 2, "gpus_per_host": 1},
-        "workload": {
-            "jobs": [
-                {
-                    "name": "pair",
-                    "gpus": 2,
-                    "compute_ms": 1.0,
-                    "start_jitter_ms": 2.0,
-                    "collectives": [{"op": "allreduce", "algorithm": "ring", "bytes": 1e6}],
-                }
-            ]
-        },
-        "dynamics": {"episode_steps": 2},
-    }
-    with pytest.raises(CrosscheckError, match=r"start_jitter_ms = 2.*allowed: 0"):
-        crosscheck(sc)
+    sc = load_scenario(
+        {
+            "name": "xc-jitter",
+            "fabric": {"topology": "single_switch", "hosts": 2, "gpus_per_host": 1},
+            "workload": {
+                "jobs": [
+                    {
+                        "name": "pair",
+                        "gpus": 2,
+                        "compute_ms": 1.0,
+                        "start_jitter_ms": 2.0,
+                        "collectives": [{"op": "allreduce", "algorithm": "ring", "bytes": 1e6}],
+                    }
+                ]
+            },
+            "dynamics": {"episode_steps": 2},
+        }
+    )
+    starts = set()
+    for seed in range(6):
+        world = FabricWorld(sc)
+        world.reset([seed])
+        drawn = world.jobs[0][0].start_ms * 1e-3
+        (plan,) = _run_fluid(sc, "ecmp", seed, 2, CrosscheckConfig(fluid_repeats=0)).jobs
+        assert plan.start_s == pytest.approx(drawn, abs=1e-15)
+        starts.add(round(drawn, 6))
+    assert len(starts) > 1  # the draw differs from seed to seed

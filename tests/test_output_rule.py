@@ -164,12 +164,13 @@ def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> No
         (["soak", SCENARIO, "--modes", "warp", "--steps", "1"], "not an action mode"),
         (["simulate", SCENARIO, "--link-windows", "1000000"], "--link-windows"),
         (["evaluate", SCENARIO, "--seeds", "9" * 5000], "--seeds"),
+        (["simulate", SCENARIO, "--seed", "9" * 5000], "(5,000 characters) is out of range"),
     ],
 )
 def test_empty_or_negative_inputs_are_refused(args, must, capsys) -> None:
     """Fails on the old code for soak: an empty mode list or a negative budget printed success, exit 0."""
     assert _run(args) == 2
-    _one_line(capsys, must)
+    assert len(_one_line(capsys, must)) < 400  # a 5,000-digit value is not echoed
 
 
 def test_a_path_action_of_1e20_is_reported_as_given() -> None:

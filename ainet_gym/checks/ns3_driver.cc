@@ -1,22 +1,38 @@
 // The ns-3 side of `ainet-gym crosscheck` (compiled at run time by cppyy's JIT, see crosscheck.py).
 //
 // The Python side builds the fabric (nodes, point-to-point links, pinned host routes) and hands this
-// orchestrator the jobs: compute time, overlap, start time, and phases of transfers. The orchestrator runs
-// the same job timeline as the fluid engine (ainet_gym/sim/engine.py): an iteration computes for `compute`,
-// its communication starts after (1 - overlap) * compute and runs the phases in order, each phase's
-// transfers as bulk TCP connections (one per routed sub-flow of the transfer's connection); the iteration
-// ends when both compute and communication are done and the next one starts at once. Latency is not an
-// added alpha term here: the packets pay the links' propagation and serialisation delays.
+// orchestrator the jobs (compute time, overlap, start time, phases of transfers), the background sources
+// (a payload rate per connection and the intervals in which each is on), the scheduled link rate changes
+// and the routing of every connection in every decision interval. The orchestrator runs the same job
+// timeline as the fluid engine (ainet_gym/sim/engine.py): an iteration computes for `compute`, its
+// communication starts after (1 - overlap) * compute and runs the phases in order, each phase's transfers
+// as TCP connections (one per routed sub-flow of the transfer's connection); the iteration ends when both
+// compute and communication are done and the next one starts at once. Latency is not an added alpha term
+// here: the packets pay the links' propagation and serialisation delays.
 //
-// A transfer of connection c started in decision interval k uses the routing of (c, k): a list of
-// sub-flows (source node and address, destination node and address, fraction of the bytes). Pinned
-// paths have their own address pair (the switches carry /32 routes for it), sprayed connections use the
-// hosts' primary addresses (per-packet random ECMP of Ipv4GlobalRouting).
+// Routing in decision interval k: the sub-flows of connection c are routes[c][k] (source node and
+// address, destination node and address, fraction of the bytes, candidate path index). Pinned paths have
+// their own address pair (the switches carry /32 routes for it); sprayed connections use the hosts'
+// primary addresses (per-packet random ECMP of Ipv4GlobalRouting, path index -1).
 //
-// A flow of several transfers that form a cycle is a pipelined ring (NCCL's): each hop is one TCP
-// connection fed by credit (XcSender), allowed to send what the previous hop has delivered to its source,
-// rounded down to whole chunks, plus one ring step (its own data of the first step). The hops are then
-// coupled chunk by chunk and the ring moves at the pace of its slowest hop.
+// Route changes between intervals (what the fluid model's `routing.reroute: in_flight` means): at each
+// interval boundary every transfer in flight whose connection's routing changed moves its not-yet-sent
+// bytes to the new split: the bytes already handed to a sub-flow's socket stay on that sub-flow (they
+// are on the wire or next in its queue: at most `backlog` bytes beyond the congestion window), the rest
+// of the transfer is shared over the new sub-flows by their fractions. A sub-flow on a path the new split
+// still uses carries on (same TCP connection); a path that joins gets a new TCP connection. Transfers
+// that start after the boundary take the new split from their start.
+//
+// A flow of several transfers that form a cycle is a pipelined ring (NCCL's): each hop may send what the
+// previous hop has delivered to its source, rounded down to whole chunks, plus one ring step (its own data
+// of the first step). The hops are then coupled chunk by chunk and the ring moves at the pace of its
+// slowest hop.
+//
+// Background sources are paced TCP senders: each routed sub-flow writes `sendSize` bytes every
+// sendSize / rate seconds while its source is on (rate = the source's payload rate times the sub-flow's
+// fraction), and skips a write when its socket already holds `backlog` unsent bytes: a demand cap, as
+// the fluid model's, that TCP shares fairly with the other flows when the links are congested. The
+// sub-flows' connections stay open for the whole run; a source that is off writes nothing.
 
 #include <chrono>
 #include <cmath>
@@ -36,9 +52,10 @@ struct XcSub
     ns3::Ipv4Address src;
     ns3::Ipv4Address dst;
     double frac;
+    int32_t path; // candidate path index of the connection; -1: sprayed per packet
 };
 
-struct XcTransfer
+struct XcTransferSpec
 {
     uint32_t conn;
     double bytes;
@@ -46,69 +63,58 @@ struct XcTransfer
     double lag;   // ring: bytes this hop may send ahead of what its predecessor delivered (one ring step)
 };
 
-struct XcHop;
+struct XcTransfer;
 
-// A TCP sender fed by credit: it writes into its socket only the bytes it is allowed so far (a hop of a
-// pipelined ring may send chunk k once it has received chunk k from the previous hop), like NCCL's proxy.
-struct XcSender
+// One TCP connection: a sub-flow of a transfer on one route, or of a background source.
+struct XcFlow
 {
-    XcHop* hop;
+    Orchestrator* orch = nullptr;
+    XcTransfer* xfer = nullptr; // nullptr: a background sub-flow
+    int32_t bg = -1;            // background source index, -1: a transfer's sub-flow
+    uint32_t conn = 0;
+    int32_t path = -1;
     ns3::Ptr<ns3::Socket> sock;
-    uint64_t total;
-    uint64_t allowed;
-    uint64_t sent;
-    uint32_t sendSize;
-    bool connected;
-    bool closed;
+    uint64_t total = 0;   // bytes it carries in all (transfers)
+    uint64_t allowed = 0; // bytes it may have handed to its socket so far (a ring's credit)
+    uint64_t written = 0; // bytes handed to its socket
+    uint64_t base = 0;    // bytes written when its transfer's split last changed
+    double frac = 0.0;    // its share of the transfer's bytes after the last change
+    uint64_t got = 0;     // bytes received
+    bool connected = false;
+    bool closed = false;
+    double rate = 0.0; // background: payload bytes/s while on, 0: paused
+    ns3::EventId tick;
+    std::vector<double> rxStep; // bytes received per decision interval
 
-    void Pump()
-    {
-        if (!connected || closed)
-        {
-            return;
-        }
-        while (sent < allowed)
-        {
-            uint32_t avail = sock->GetTxAvailable();
-            if (avail == 0)
-            {
-                return;
-            }
-            uint64_t n = std::min<uint64_t>(std::min<uint64_t>(sendSize, allowed - sent), avail);
-            int r = sock->Send(ns3::Create<ns3::Packet>((uint32_t)n));
-            if (r <= 0)
-            {
-                return;
-            }
-            sent += (uint64_t)r;
-        }
-        if (sent >= total)
-        {
-            closed = true;
-            sock->Close();
-        }
-    }
-
-    void Connected(ns3::Ptr<ns3::Socket>)
-    {
-        connected = true;
-        Pump();
-    }
-
+    uint32_t Unsent() const;
+    void Pump();
+    void Tick();
+    void Connected(ns3::Ptr<ns3::Socket>);
     void Failed(ns3::Ptr<ns3::Socket>) {}
-
     void Space(ns3::Ptr<ns3::Socket>, uint32_t) { Pump(); }
+    void OnRx(ns3::Ptr<const ns3::Packet> p, const ns3::Address& from);
 };
 
-// One hop of a pipelined ring (all its sub-flows): bytes delivered so far, and its successor hops.
-struct XcHop
+// One connection's bytes in one phase (a ring hop or a bulk transfer), carried by its sub-flows.
+struct XcTransfer
 {
-    double bytes = 0.0;
+    uint32_t job = 0;
+    uint32_t conn = 0;
+    uint64_t bytes = 0;
+    uint64_t received = 0;
+    bool done = false;
+    double start = 0.0; // simulated s at launch
+    double end = -1.0;  // simulated s at the last byte (-1 while in flight)
+    uint32_t routeStep = 0; // the interval whose routing it follows
+    bool ring = false;
     double lag = 0.0;
-    double delivered = 0.0;
-    std::vector<XcSender*> senders;
-    std::vector<double> fracs;
-    std::vector<XcHop*> next;
+    double allowedTotal = 0.0; // bytes it may have handed to its sockets so far (all of them unless a ring)
+    uint64_t base0 = 0;        // bytes handed to its sockets when its split last changed
+    std::vector<XcFlow*> flows;
+    std::vector<XcTransfer*> next; // ring: the hops it feeds
+    std::vector<XcTransfer*> prev; // ring: the hops that feed it
+    double predDelivered = 0.0;    // ring: what its predecessor has delivered (scaled to its bytes)
+    uint64_t written = 0;          // bytes handed to its sockets, all sub-flows
 };
 
 struct XcJob
@@ -116,7 +122,7 @@ struct XcJob
     double compute = 0.0;
     double overlap = 0.0;
     double start = 0.0;
-    std::vector<std::vector<std::vector<XcTransfer>>> phases; // [phase][flow][transfer]
+    std::vector<std::vector<std::vector<XcTransferSpec>>> phases; // [phase][flow][transfer]
     uint32_t phase = 0;
     uint32_t pending = 0;
     double iterStart = 0.0;
@@ -127,20 +133,24 @@ struct XcJob
     uint32_t iterations = 0;
     double commSum = 0.0;
     double stepSum = 0.0;
+    std::vector<uint32_t> iterStep; // per interval: iterations that ended in it
+    std::vector<double> commStep;   // per interval: their communication times, summed (s)
+    std::vector<double> stepStep;   // per interval: their step times, summed (s)
 };
 
-struct XcRx
+struct XcBackground
 {
-    Orchestrator* orch;
-    uint32_t job;
-    uint64_t need;
-    uint64_t got;
-    bool done;
-    XcHop* hop;
-    double start; // simulated s at launch
-    double end;   // simulated s at the last byte (-1 while in flight)
-    uint32_t conn; // connection id (the fluid's)
-    void OnRx(ns3::Ptr<const ns3::Packet> p, const ns3::Address& from);
+    uint32_t conn = 0;
+    double rate = 0.0;           // payload bytes/s while on
+    std::vector<uint8_t> on;     // per interval
+    std::vector<XcFlow*> flows;  // its sub-flows so far (one per route)
+};
+
+struct XcRateChange
+{
+    uint32_t step;
+    uint32_t device;
+    double bps;
 };
 
 class Orchestrator
@@ -149,26 +159,32 @@ class Orchestrator
     double interval = 1.0;
     uint32_t steps = 1;
     uint32_t sendSize = 14480;
+    uint32_t backlog = 65536;
     double ringChunk = 0.0; // bytes; 0: ring hops are independent bulk transfers
+    double ringBufferSteps = 0.0; // chunks a ring hop may send beyond what its successor sent; 0: no bound
     double wallLimit = 600.0;
     bool timedOut = false;
-    uint64_t transfers = 0;
+    uint32_t resplits = 0; // transfers whose not-yet-sent bytes moved at a boundary
     std::vector<XcJob> jobs;
     std::vector<std::vector<std::vector<XcSub>>> routes; // [conn][step] -> sub-flows
-    std::vector<std::unique_ptr<XcRx>> rx;
-    std::vector<std::unique_ptr<XcSender>> senders;
-    std::vector<std::unique_ptr<XcHop>> hops;
+    std::vector<std::unique_ptr<XcTransfer>> transfers;
+    std::vector<std::unique_ptr<XcFlow>> flows;
+    std::vector<XcBackground> backgrounds;
+    std::vector<ns3::Ptr<ns3::NetDevice>> devices;
+    std::vector<XcRateChange> rateChanges;
     uint16_t nextPort = 10000;
     std::chrono::steady_clock::time_point wallStart;
 
     void Configure(double intervalS, uint32_t nSteps, uint32_t nConns, uint32_t send, double wallLimitS,
-                   double ringChunkBytes)
+                   double ringChunkBytes, uint32_t backlogBytes, double ringBuffer)
     {
         ringChunk = ringChunkBytes;
+        ringBufferSteps = ringBuffer;
         interval = intervalS;
         steps = nSteps;
         sendSize = send;
         wallLimit = wallLimitS;
+        backlog = backlogBytes;
         routes.assign(nConns, std::vector<std::vector<XcSub>>(nSteps));
     }
 
@@ -178,6 +194,9 @@ class Orchestrator
         j.compute = compute;
         j.overlap = overlap;
         j.start = start;
+        j.iterStep.assign(steps, 0);
+        j.commStep.assign(steps, 0.0);
+        j.stepStep.assign(steps, 0.0);
         jobs.push_back(j);
         return jobs.size() - 1;
     }
@@ -189,19 +208,53 @@ class Orchestrator
 
     void AddTransfer(uint32_t job, uint32_t conn, double bytes, int32_t pred, double lag)
     {
-        jobs[job].phases.back().back().push_back(XcTransfer{conn, bytes, pred, lag});
+        jobs[job].phases.back().back().push_back(XcTransferSpec{conn, bytes, pred, lag});
     }
 
     void AddSub(uint32_t conn, uint32_t step, uint32_t srcNode, const std::string& src, uint32_t dstNode,
-                const std::string& dst, double frac)
+                const std::string& dst, double frac, int32_t path)
     {
-        routes[conn][step].push_back(
-            XcSub{srcNode, dstNode, ns3::Ipv4Address(src.c_str()), ns3::Ipv4Address(dst.c_str()), frac});
+        routes[conn][step].push_back(XcSub{srcNode, dstNode, ns3::Ipv4Address(src.c_str()),
+                                           ns3::Ipv4Address(dst.c_str()), frac, path});
+    }
+
+    uint32_t AddBackground(uint32_t conn, double rateBytesPerS)
+    {
+        XcBackground b;
+        b.conn = conn;
+        b.rate = rateBytesPerS;
+        b.on.assign(steps, 0);
+        backgrounds.push_back(b);
+        return backgrounds.size() - 1;
+    }
+
+    void SetBackgroundOn(uint32_t bg, uint32_t step, bool on) { backgrounds[bg].on[step] = on ? 1 : 0; }
+
+    uint32_t AddDevice(ns3::Ptr<ns3::NetDevice> dev)
+    {
+        devices.push_back(dev);
+        return devices.size() - 1;
+    }
+
+    // From the start of interval `step` on, `device` sends at `bps` (a scheduled degradation or repair).
+    void AddRateChange(uint32_t step, uint32_t device, double bps)
+    {
+        rateChanges.push_back(XcRateChange{step, device, bps});
+    }
+
+    uint32_t StepOf(double t) const
+    {
+        return std::min<uint32_t>(steps - 1, (uint32_t)std::floor(t / interval + 1e-12));
     }
 
     void Start()
     {
         wallStart = std::chrono::steady_clock::now();
+        Boundary(0);
+        for (uint32_t k = 1; k < steps; ++k)
+        {
+            ns3::Simulator::Schedule(ns3::Seconds(k * interval), &Orchestrator::Boundary, this, k);
+        }
         for (uint32_t j = 0; j < jobs.size(); ++j)
         {
             ns3::Simulator::Schedule(ns3::Seconds(jobs[j].start), &Orchestrator::BeginIteration, this, j);
@@ -219,6 +272,93 @@ class Orchestrator
             return;
         }
         ns3::Simulator::Schedule(ns3::MilliSeconds(1), &Orchestrator::Watchdog, this);
+    }
+
+    // The start of decision interval k: link rates, background sources, and the new split of every
+    // transfer in flight.
+    void Boundary(uint32_t k)
+    {
+        for (const XcRateChange& r : rateChanges)
+        {
+            if (r.step == k)
+            {
+                ns3::Ptr<ns3::PointToPointNetDevice> d =
+                    ns3::DynamicCast<ns3::PointToPointNetDevice>(devices[r.device]);
+                d->SetDataRate(ns3::DataRate((uint64_t)std::llround(r.bps)));
+            }
+        }
+        for (uint32_t b = 0; b < backgrounds.size(); ++b)
+        {
+            SetBackground(b, k);
+        }
+        if (k == 0)
+        {
+            return;
+        }
+        for (const auto& x : transfers)
+        {
+            if (!x->done && x->routeStep != k)
+            {
+                if (!SameRoutes(routes[x->conn][x->routeStep], routes[x->conn][k]))
+                {
+                    Resplit(x.get(), k);
+                }
+                x->routeStep = k;
+            }
+        }
+    }
+
+    static bool SameRoutes(const std::vector<XcSub>& a, const std::vector<XcSub>& b)
+    {
+        if (a.size() != b.size())
+        {
+            return false;
+        }
+        for (uint32_t i = 0; i < a.size(); ++i)
+        {
+            if (a[i].path != b[i].path || std::fabs(a[i].frac - b[i].frac) > 1e-9)
+            {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    void SetBackground(uint32_t b, uint32_t k)
+    {
+        XcBackground& bg = backgrounds[b];
+        for (XcFlow* f : bg.flows)
+        {
+            f->rate = 0.0;
+        }
+        if (bg.on[k])
+        {
+            for (const XcSub& s : routes[bg.conn][k])
+            {
+                XcFlow* f = nullptr;
+                for (XcFlow* g : bg.flows)
+                {
+                    if (g->path == s.path)
+                    {
+                        f = g;
+                    }
+                }
+                if (f == nullptr)
+                {
+                    f = Launch(nullptr, (int32_t)b, bg.conn, s);
+                    bg.flows.push_back(f);
+                }
+                f->rate = bg.rate * s.frac;
+            }
+        }
+        for (XcFlow* f : bg.flows)
+        {
+            ns3::Simulator::Cancel(f->tick);
+            if (f->rate > 0.0)
+            {
+                f->Tick();
+            }
+        }
     }
 
     void BeginIteration(uint32_t j)
@@ -251,43 +391,48 @@ class Orchestrator
         while (job.phase < job.phases.size())
         {
             double now = ns3::Simulator::Now().GetSeconds();
-            uint32_t step = std::min<uint32_t>(steps - 1, (uint32_t)std::floor(now / interval + 1e-12));
+            uint32_t step = StepOf(now);
             job.pending = 0;
-            for (const std::vector<XcTransfer>& flow : job.phases[job.phase])
+            for (const std::vector<XcTransferSpec>& flow : job.phases[job.phase])
             {
                 bool ring = ringChunk > 0.0 && flow.size() > 1;
-                std::vector<XcHop*> fh;
-                for (const XcTransfer& t : flow)
+                std::vector<XcTransfer*> fx;
+                for (const XcTransferSpec& t : flow)
                 {
-                    XcHop* h = nullptr;
-                    if (ring)
-                    {
-                        hops.push_back(std::unique_ptr<XcHop>(new XcHop()));
-                        h = hops.back().get();
-                        h->bytes = t.bytes;
-                        h->lag = t.pred >= 0 ? t.lag : t.bytes;
-                    }
-                    fh.push_back(h);
+                    transfers.push_back(std::unique_ptr<XcTransfer>(new XcTransfer()));
+                    XcTransfer* x = transfers.back().get();
+                    x->job = j;
+                    x->conn = t.conn;
+                    x->bytes = (uint64_t)std::llround(t.bytes);
+                    x->start = now;
+                    x->routeStep = step;
+                    x->ring = ring;
+                    x->lag = t.pred >= 0 ? t.lag : t.bytes;
+                    x->allowedTotal = ring ? 0.0 : (double)x->bytes;
+                    fx.push_back(x);
                     for (const XcSub& s : routes[t.conn][step])
                     {
-                        uint64_t b = (uint64_t)std::llround(t.bytes * s.frac);
-                        if (b == 0)
-                        {
-                            continue;
-                        }
-                        job.pending++;
-                        Launch(j, t.conn, s, b, h);
+                        XcFlow* f = Launch(x, -1, t.conn, s);
+                        f->frac = s.frac;
+                        x->flows.push_back(f);
                     }
+                    SetTotals(x);
+                    job.pending++;
                 }
-                if (ring)
+                for (uint32_t i = 0; i < flow.size(); ++i)
                 {
-                    for (uint32_t i = 0; i < flow.size(); ++i)
+                    if (ring)
                     {
                         if (flow[i].pred >= 0)
                         {
-                            fh[flow[i].pred]->next.push_back(fh[i]);
+                            fx[flow[i].pred]->next.push_back(fx[i]);
+                            fx[i]->prev.push_back(fx[flow[i].pred]);
                         }
-                        Allow(fh[i], flow[i].pred >= 0 ? 0.0 : fh[i]->bytes);
+                        Allow(fx[i], flow[i].pred >= 0 ? 0.0 : (double)fx[i]->bytes);
+                    }
+                    else
+                    {
+                        Distribute(fx[i]);
                     }
                 }
             }
@@ -302,73 +447,169 @@ class Orchestrator
         MaybeEnd(j);
     }
 
-    // A hop may have sent what its predecessor delivered, in whole chunks, plus one ring step.
-    void Allow(XcHop* h, double predDelivered)
+    // Each sub-flow's total: what it has carried until the last split change plus its share of the rest
+    // (largest remainders, so that the totals add up to the transfer's bytes).
+    static void SetTotals(XcTransfer* x)
     {
-        double chunk = std::min(ringChunk, h->lag); // a chunk is at most one ring step
-        double chunks = std::floor(predDelivered / chunk + 1e-9);
-        double allowed = std::min(h->bytes, chunks * chunk + h->lag);
-        if (predDelivered >= h->bytes - 0.5)
+        uint64_t rest = x->bytes - std::min(x->bytes, x->base0);
+        uint64_t given = 0;
+        int32_t last = -1;
+        for (uint32_t i = 0; i < x->flows.size(); ++i)
         {
-            allowed = h->bytes;
-        }
-        for (uint32_t i = 0; i < h->senders.size(); ++i)
-        {
-            XcSender* x = h->senders[i];
-            uint64_t a = std::min<uint64_t>(x->total, (uint64_t)std::llround(allowed * h->fracs[i]));
-            if (a > x->allowed)
+            XcFlow* f = x->flows[i];
+            uint64_t share = (uint64_t)std::floor((double)rest * f->frac);
+            f->total = f->base + share;
+            given += share;
+            if (f->frac > 0.0 && !f->closed)
             {
-                x->allowed = a;
-                x->Pump();
+                last = (int32_t)i;
             }
         }
-    }
-
-    void Delivered(XcHop* h, uint64_t bytes)
-    {
-        h->delivered += (double)bytes;
-        for (XcHop* n : h->next)
+        if (last >= 0 && given < rest)
         {
-            Allow(n, h->delivered * n->bytes / h->bytes);
+            x->flows[last]->total += rest - given;
         }
     }
 
-    void Launch(uint32_t j, uint32_t conn, const XcSub& s, uint64_t bytes, XcHop* hop)
+    // Hand each sub-flow its share of what the transfer may have sent so far.
+    void Distribute(XcTransfer* x)
+    {
+        bool all = x->allowedTotal >= (double)x->bytes - 0.5;
+        double more = std::max(0.0, x->allowedTotal - (double)x->base0);
+        for (XcFlow* f : x->flows)
+        {
+            uint64_t a = all ? f->total
+                             : std::min<uint64_t>(f->total, f->base + (uint64_t)std::floor(more * f->frac));
+            if (a > f->allowed)
+            {
+                f->allowed = a;
+            }
+            f->Pump();
+        }
+    }
+
+    // A ring hop may have sent what its predecessor delivered, in whole chunks, plus one ring step; with
+    // ringBufferSteps, also at most that many chunks beyond what each hop it feeds has sent (the
+    // receiver's buffer: NCCL's FIFO of NCCL_STEPS slots, freed as the receiver forwards).
+    void Allow(XcTransfer* x, double predDelivered)
+    {
+        x->predDelivered = std::max(x->predDelivered, predDelivered);
+        double chunk = std::min(ringChunk, x->lag); // a chunk is at most one ring step
+        double chunks = std::floor(x->predDelivered / chunk + 1e-9);
+        double allowed = std::min((double)x->bytes, chunks * chunk + x->lag);
+        if (x->predDelivered >= (double)x->bytes - 0.5)
+        {
+            allowed = (double)x->bytes;
+        }
+        if (ringBufferSteps > 0.0)
+        {
+            for (XcTransfer* n : x->next)
+            {
+                double room = (double)n->written * (double)x->bytes / (double)n->bytes + ringBufferSteps * chunk;
+                allowed = std::min(allowed, room);
+            }
+        }
+        if (allowed > x->allowedTotal)
+        {
+            x->allowedTotal = allowed;
+            Distribute(x);
+        }
+    }
+
+    // Interval k's split for a transfer in flight: the bytes not yet handed to a socket follow it.
+    void Resplit(XcTransfer* x, uint32_t k)
+    {
+        resplits++;
+        uint64_t w = 0;
+        for (XcFlow* f : x->flows)
+        {
+            w += f->written;
+            f->base = f->written;
+            f->frac = 0.0;
+        }
+        x->base0 = w;
+        for (const XcSub& s : routes[x->conn][k])
+        {
+            XcFlow* f = nullptr;
+            for (XcFlow* g : x->flows)
+            {
+                if (g->path == s.path && !g->closed)
+                {
+                    f = g;
+                }
+            }
+            if (f == nullptr)
+            {
+                f = Launch(x, -1, x->conn, s);
+                x->flows.push_back(f);
+            }
+            f->frac = s.frac;
+        }
+        SetTotals(x);
+        for (XcFlow* f : x->flows)
+        {
+            f->allowed = std::min(f->allowed, f->total);
+        }
+        Distribute(x);
+    }
+
+    void Delivered(XcTransfer* x)
+    {
+        for (XcTransfer* n : x->next)
+        {
+            Allow(n, (double)x->received * (double)n->bytes / (double)x->bytes);
+        }
+    }
+
+    XcFlow* Launch(XcTransfer* x, int32_t bg, uint32_t conn, const XcSub& s)
     {
         uint16_t port = nextPort++;
         if (nextPort > 64000)
         {
             nextPort = 10000;
         }
-        transfers++;
+        flows.push_back(std::unique_ptr<XcFlow>(new XcFlow()));
+        XcFlow* f = flows.back().get();
+        f->orch = this;
+        f->xfer = x;
+        f->bg = bg;
+        f->conn = conn;
+        f->path = s.path;
+        f->rxStep.assign(steps, 0.0);
         ns3::Ptr<ns3::Node> dn = ns3::NodeList::GetNode(s.dstNode);
         ns3::Ptr<ns3::Node> sn = ns3::NodeList::GetNode(s.srcNode);
         ns3::PacketSinkHelper sink("ns3::TcpSocketFactory", ns3::InetSocketAddress(s.dst, port));
         ns3::ApplicationContainer sa = sink.Install(dn);
-        rx.push_back(std::unique_ptr<XcRx>(new XcRx{this, j, bytes, 0, false, hop, ns3::Simulator::Now().GetSeconds(), -1.0, conn}));
-        sa.Get(0)->TraceConnectWithoutContext("Rx", ns3::MakeCallback(&XcRx::OnRx, rx.back().get()));
+        sa.Get(0)->TraceConnectWithoutContext("Rx", ns3::MakeCallback(&XcFlow::OnRx, f));
         sa.Start(ns3::Seconds(0.0));
-        if (hop != nullptr)
+        f->sock = ns3::Socket::CreateSocket(sn, ns3::TcpSocketFactory::GetTypeId());
+        f->sock->Bind(ns3::InetSocketAddress(s.src, 0));
+        f->sock->SetConnectCallback(ns3::MakeCallback(&XcFlow::Connected, f),
+                                    ns3::MakeCallback(&XcFlow::Failed, f));
+        f->sock->SetSendCallback(ns3::MakeCallback(&XcFlow::Space, f));
+        f->sock->Connect(ns3::InetSocketAddress(s.dst, port));
+        return f;
+    }
+
+    void Received(XcFlow* f, uint32_t bytes)
+    {
+        f->rxStep[StepOf(ns3::Simulator::Now().GetSeconds())] += bytes;
+        XcTransfer* x = f->xfer;
+        if (x == nullptr)
         {
-            ns3::Ptr<ns3::Socket> so = ns3::Socket::CreateSocket(sn, ns3::TcpSocketFactory::GetTypeId());
-            senders.push_back(std::unique_ptr<XcSender>(
-                new XcSender{hop, so, bytes, 0, 0, sendSize, false, false}));
-            XcSender* x = senders.back().get();
-            hop->senders.push_back(x);
-            hop->fracs.push_back(s.frac);
-            so->Bind(ns3::InetSocketAddress(s.src, 0));
-            so->SetConnectCallback(ns3::MakeCallback(&XcSender::Connected, x),
-                                   ns3::MakeCallback(&XcSender::Failed, x));
-            so->SetSendCallback(ns3::MakeCallback(&XcSender::Space, x));
-            so->Connect(ns3::InetSocketAddress(s.dst, port));
             return;
         }
-        ns3::BulkSendHelper bulk("ns3::TcpSocketFactory", ns3::InetSocketAddress(s.dst, port));
-        bulk.SetAttribute("MaxBytes", ns3::UintegerValue(bytes));
-        bulk.SetAttribute("SendSize", ns3::UintegerValue(sendSize));
-        bulk.SetAttribute("Local", ns3::AddressValue(ns3::InetSocketAddress(s.src, 0)));
-        ns3::ApplicationContainer ba = bulk.Install(sn);
-        ba.Start(ns3::Seconds(0.0));
+        x->received += bytes;
+        if (x->ring)
+        {
+            Delivered(x);
+        }
+        if (!x->done && x->received >= x->bytes)
+        {
+            x->done = true;
+            x->end = ns3::Simulator::Now().GetSeconds();
+            TransferDone(x->job);
+        }
     }
 
     void TransferDone(uint32_t j)
@@ -389,56 +630,136 @@ class Orchestrator
             return;
         }
         double now = ns3::Simulator::Now().GetSeconds();
+        uint32_t k = StepOf(now);
         job.iterations++;
         job.commSum += job.commEnd - job.commStart;
         job.stepSum += now - job.iterStart;
+        job.iterStep[k]++;
+        job.commStep[k] += job.commEnd - job.commStart;
+        job.stepStep[k] += now - job.iterStart;
         BeginIteration(j);
     }
 
     uint32_t Iterations(uint32_t j) const { return jobs[j].iterations; }
 
-    uint64_t ReceivedBytes() const
-    {
-        uint64_t s = 0;
-        for (const auto& r : rx)
-        {
-            s += r->got;
-        }
-        return s;
-    }
-
-    // Transfer i (launch order): job, bytes, launch and completion times (s; -1: not completed).
-    uint32_t TransferCount() const { return rx.size(); }
-
-    uint32_t TransferJob(uint32_t i) const { return rx[i]->job; }
-
-    uint32_t TransferConn(uint32_t i) const { return rx[i]->conn; }
-
-    double TransferBytes(uint32_t i) const { return (double)rx[i]->need; }
-
-    double TransferStart(uint32_t i) const { return rx[i]->start; }
-
-    double TransferEnd(uint32_t i) const { return rx[i]->end; }
-
     double CommSum(uint32_t j) const { return jobs[j].commSum; }
 
     double StepSum(uint32_t j) const { return jobs[j].stepSum; }
+
+    uint32_t IterationsIn(uint32_t j, uint32_t k) const { return jobs[j].iterStep[k]; }
+
+    double CommSumIn(uint32_t j, uint32_t k) const { return jobs[j].commStep[k]; }
+
+    double StepSumIn(uint32_t j, uint32_t k) const { return jobs[j].stepStep[k]; }
+
+    // Transfer i (launch order): job, bytes, launch and completion times (s; -1: not completed).
+    uint32_t TransferCount() const { return transfers.size(); }
+
+    uint32_t TransferJob(uint32_t i) const { return transfers[i]->job; }
+
+    uint32_t TransferConn(uint32_t i) const { return transfers[i]->conn; }
+
+    double TransferBytes(uint32_t i) const { return (double)transfers[i]->bytes; }
+
+    double TransferStart(uint32_t i) const { return transfers[i]->start; }
+
+    double TransferEnd(uint32_t i) const { return transfers[i]->end; }
+
+    // Sub-flow i (TCP connection, launch order): its connection, path index, bytes received per interval.
+    uint32_t FlowCount() const { return flows.size(); }
+
+    uint32_t FlowConn(uint32_t i) const { return flows[i]->conn; }
+
+    int32_t FlowPath(uint32_t i) const { return flows[i]->path; }
+
+    double FlowRxIn(uint32_t i, uint32_t k) const { return flows[i]->rxStep[k]; }
 };
 
+inline uint32_t
+XcFlow::Unsent() const
+{
+    ns3::Ptr<ns3::TcpSocketBase> t = ns3::DynamicCast<ns3::TcpSocketBase>(sock);
+    ns3::Ptr<ns3::TcpTxBuffer> b = t->GetTxBuffer();
+    uint32_t size = b->Size();
+    uint32_t sent = b->BytesInFlight();
+    return size > sent ? size - sent : 0;
+}
+
 inline void
-XcRx::OnRx(ns3::Ptr<const ns3::Packet> p, const ns3::Address& from)
+XcFlow::Pump()
+{
+    if (!connected || closed || xfer == nullptr)
+    {
+        return;
+    }
+    while (written < allowed)
+    {
+        if (Unsent() >= orch->backlog)
+        {
+            return;
+        }
+        uint32_t avail = sock->GetTxAvailable();
+        if (avail == 0)
+        {
+            return;
+        }
+        uint64_t n = std::min<uint64_t>(std::min<uint64_t>(orch->sendSize, allowed - written), avail);
+        int r = sock->Send(ns3::Create<ns3::Packet>((uint32_t)n));
+        if (r <= 0)
+        {
+            return;
+        }
+        written += (uint64_t)r;
+        xfer->written += (uint64_t)r;
+        if (orch->ringBufferSteps > 0.0)
+        {
+            for (XcTransfer* p : xfer->prev) // what this hop sent frees room in its feeders' buffer
+            {
+                orch->Allow(p, p->predDelivered);
+            }
+        }
+    }
+    if (written >= total)
+    {
+        closed = true;
+        sock->Close();
+    }
+}
+
+inline void
+XcFlow::Tick()
+{
+    if (rate <= 0.0)
+    {
+        return;
+    }
+    if (connected && Unsent() < orch->backlog)
+    {
+        uint32_t n = std::min<uint32_t>(orch->sendSize, sock->GetTxAvailable());
+        if (n > 0)
+        {
+            int r = sock->Send(ns3::Create<ns3::Packet>(n));
+            if (r > 0)
+            {
+                written += (uint64_t)r;
+            }
+        }
+    }
+    tick = ns3::Simulator::Schedule(ns3::Seconds((double)orch->sendSize / rate), &XcFlow::Tick, this);
+}
+
+inline void
+XcFlow::Connected(ns3::Ptr<ns3::Socket>)
+{
+    connected = true;
+    Pump();
+}
+
+inline void
+XcFlow::OnRx(ns3::Ptr<const ns3::Packet> p, const ns3::Address& from)
 {
     got += p->GetSize();
-    if (hop != nullptr)
-    {
-        orch->Delivered(hop, p->GetSize());
-    }
-    if (!done && got >= need)
-    {
-        done = true;
-        end = ns3::Simulator::Now().GetSeconds();
-        orch->TransferDone(job);
-    }
+    orch->Received(this, p->GetSize());
 }
 
 } // namespace ainet_xc

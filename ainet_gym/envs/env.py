@@ -49,6 +49,42 @@ BG_FEATURES = ("active_last", "scheduled_next")
 
 _BUILTIN_REWARDS = (GpuUtilizationReward, StepTimeReward)  # rewards whose value the info holds
 
+#: the action modes that take a ``residual`` base policy
+RESIDUAL_MODES = ("ecmp_weights", "split_bg")
+#: default ``residual_scale``: an action of +-1 multiplies a path's share by 4 or 1/4 (per knob link
+#: of the path in ``ecmp_weights``)
+RESIDUAL_SCALE = float(np.log(4.0))
+
+
+def _check_residual(residual: str | None, scale: float, action_mode: str) -> tuple[str | None, float]:
+    """``(residual, residual_scale)`` checked (see :class:`FabricRoutingEnv`, Arguments).
+
+    Raises
+    ------
+    ValueError
+        Naming the bad value and what is allowed.
+    """
+    from ainet_gym.routing.policies import CONTROLS
+
+    if isinstance(scale, bool) or not isinstance(scale, int | float | np.floating) or not 0 < scale <= 10:
+        raise ValueError(
+            f"residual_scale = {scale!r}: allowed: a number in (0, 10] (log of the largest factor)"
+        )
+    if residual is None:
+        return None, float(scale)
+    allowed = [n for n, c in CONTROLS.items() if c in ("none", "jobs+bg")]
+    if residual not in allowed:
+        raise ValueError(
+            f"residual = {residual!r}: not a base policy; allowed: None or a routing of class none or "
+            f"jobs+bg ({', '.join(allowed)})"
+        )
+    if action_mode not in RESIDUAL_MODES:
+        raise ValueError(
+            f"residual = {residual!r} with action_mode = {action_mode!r}: a residual policy acts in "
+            f"{' or '.join(RESIDUAL_MODES)}"
+        )
+    return residual, float(scale)
+
 
 def squash(x: np.ndarray) -> np.ndarray:
     """x / (1 + x): maps [0, inf) onto [0, 1) monotonically."""
@@ -133,10 +169,13 @@ class EnvCore:
         episode_steps: int | None = None,
         backend: str | None = None,
         info_keys: Sequence[str] = (),
+        residual: str | None = None,
+        residual_scale: float = RESIDUAL_SCALE,
     ) -> None:
         bad = [k for k in info_keys if k not in INFO_KEYS]
         if isinstance(info_keys, str) or bad:
             raise ValueError(f"info_keys = {info_keys!r}: allowed: a list of {', '.join(INFO_KEYS)}")
+        self.residual, self.residual_scale = _check_residual(residual, residual_scale, action_mode)
         self.info_keys = tuple(info_keys)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
@@ -553,6 +592,8 @@ class EnvCore:
         assert sim is not None
         if self.plans:  # each instance runs the plan it chose, computed as that baseline computes it
             return plan_split(w, self._last, a, self.plans)
+        if self.residual is not None:
+            return self._residual_split(a)
         if self.action_mode == "ecmp_weights":
             weights = np.ones((self.batch, w.fabric.n_links))
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
@@ -576,6 +617,33 @@ class EnvCore:
         else:
             split[conns] = ratio_split((a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0, npaths)
         return split
+
+    def _residual_split(self, a: np.ndarray) -> np.ndarray:
+        """The split of the residual policy (``residual=`` at construction): the base policy's split of
+        every connection times a factor per path from the actions, renormalised over the live paths.
+
+        ``ecmp_weights``: a path's factor is ``exp(residual_scale * sum of the actions of its knob
+        links)``; ``split_bg``: ``exp(residual_scale * a)`` of the slot's path. Actions of 0 give the base
+        split itself; a path the base gives no share keeps none."""
+        from ainet_gym.routing.policies import POLICIES
+
+        w = self.world
+        sim = w.sim
+        assert sim is not None and self.residual is not None
+        base = np.asarray(POLICIES[self.residual](w, self._last), dtype=np.float64)
+        beta = self.residual_scale
+        if self.action_mode == "ecmp_weights":
+            log_w = np.zeros((self.batch, w.fabric.n_links))
+            log_w[:, self.wcmp_links] = beta * a
+            ext = np.concatenate([log_w.reshape(-1), [0.0]])  # index -1: the paths' padding
+            factor = np.exp(ext[sim.conn_paths_global].sum(axis=2))  # (C, P)
+        else:
+            factor = np.ones_like(base)
+            ctrl, conns, _ = self._controllable()
+            factor[conns] = np.exp(beta * a.reshape(-1, self.P)[ctrl])
+        split = base * factor
+        total = split.sum(axis=1, keepdims=True)
+        return w.withdraw_dead(safe_divide(split, total, base))
 
     def _controllable(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat indices of the controllable slots of the batch and, per such slot, its connection and its
@@ -643,8 +711,10 @@ class EnvCore:
         """Whether :meth:`step` decodes split actions inside the engine's merge (numba backend)."""
         return (
             self.action_mode in SPLIT_MODES
+            and self.residual is None
             and self.world.backend == "numba"
             and self.P <= _envkernels.PW_BLOCKSIZE
+            and self.world.reroute == "in_flight"  # new_transfers carries transfers over before the merge
         )
 
     def _instance_bounds(self, conns: np.ndarray, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1073,13 +1143,11 @@ class FabricRoutingEnv(gym.Env):
       ``ecmp_weights``, whose switch weights apply to every connection through a switch alike).
     - ``"choose"``: ``Discrete(K)``, one of K routing plans for the whole interval: the engine-level
       baselines of the ``jobs`` class (background on static ECMP), in this order: 0 ``ecmp``,
-      1 ``spray``, 2 ``wcmp``, 3 ``greedy``, 4 ``lp``, 5 ``predictive-greedy``, 6 ``predictive-lp``
-      (:data:`ainet_gym.routing.plans.PLANS`). A plan
+      1 ``spray``, 2 ``wcmp``, 3 ``greedy``, 4 ``lp`` (:data:`ainet_gym.routing.plans.PLANS`). A plan
       computes its split exactly as that baseline does, so always choosing ``k`` reproduces the
       baseline's rollout. ``info["plan_class"]`` names the class, ``info["plan"]`` the plan that ran.
     - ``"choose_bg"``: the same over the ``jobs+bg`` class (background routed too): 0 ``ecmp``,
-      1 ``spray+bg``, 2 ``wcmp+bg``, 3 ``greedy+bg``, 4 ``lp+bg``, 5 ``predictive-greedy+bg``,
-      6 ``predictive-lp+bg``.
+      1 ``spray+bg``, 2 ``wcmp+bg``, 3 ``greedy+bg``, 4 ``lp+bg``, 5 ``solo-lp+bg``.
 
     Slots whose connection does not exist or has one path are masked: ``info["action_mask"]`` (S,)
     and :meth:`action_masks` (S * P,) for sb3-contrib's MaskablePPO. Their actions are ignored.
@@ -1109,7 +1177,10 @@ class FabricRoutingEnv(gym.Env):
 
     ## Starting State
     Jobs placed by the scenario's placement (random placement and failures drawn from the seed); all
-    jobs at the start of an iteration (or waiting ``start_ms``); ECMP hash seed drawn from the seed.
+    jobs at the start of an iteration (or waiting ``start_ms``, plus a per-episode draw within
+    ``start_jitter_ms``); periodic background from its offset (plus a draw within
+    ``offset_jitter_steps``); ECMP hash seed drawn from the seed. The default scenarios of the registered
+    ids draw each job's start over at least one iteration, so every seed is another episode.
 
     ## Episode End
     Never terminated (a continuing task); truncated after ``episode_steps`` intervals.
@@ -1122,7 +1193,12 @@ class FabricRoutingEnv(gym.Env):
     ``info_keys`` (optional extra ``info``, computed only when asked: ``"links"`` adds
     ``link_capacity_gbps``, ``link_bytes``, ``link_utilization`` per link id; ``"flows"`` adds
     ``flow_bytes`` and ``flow_rate_gbps`` per action slot, i.e. per job connection; ``"collisions"`` the
-    hot links shared by two or more routed connections).
+    hot links shared by two or more routed connections), ``residual`` (None, or the name of an
+    engine-level routing of class ``none`` or ``jobs+bg``, e.g. ``"lp+bg"`` or ``"solo-lp+bg"``, in the
+    ``ecmp_weights`` and ``split_bg`` modes: the action then *adjusts* that policy's split each step
+    instead of setting one, each path's share times ``exp(residual_scale * x)``, ``x`` the sum of the
+    actions of the path's knob links (``ecmp_weights``) or the slot's path action (``split_bg``);
+    actions of 0 give the base routing exactly) and ``residual_scale`` (default ``log 4``).
 
     ## Vectorized environment
     :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
@@ -1145,14 +1221,17 @@ class FabricRoutingEnv(gym.Env):
         render_mode: str | None = None,
         backend: str | None = None,
         info_keys: Sequence[str] = (),
+        residual: str | None = None,
+        residual_scale: float = RESIDUAL_SCALE,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
             )
         self.core = EnvCore(
-            scenario, 1, action_mode, history, observation, reward, episode_steps, backend, info_keys
-        )
+            scenario, 1, action_mode, history, observation, reward, episode_steps, backend, info_keys,
+            residual, residual_scale,
+        )  # fmt: skip
         self.action_space = self.core.action_space
         self.observation_space = self.core.observation_space
         self.render_mode = render_mode

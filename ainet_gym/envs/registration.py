@@ -32,12 +32,16 @@ __all__ = [
 ]
 
 #: env id -> default scenario (overridable with ``gymnasium.make(id, scenario=...)``); the ``split`` mode.
+#: Every default varies with the seed beyond the ECMP hash: each initial job's start is drawn per episode
+#: over at least one of its iterations (``start_jitter_ms``) and periodic background over its whole period
+#: (``offset_jitter_steps``), so held-out seeds are different episodes. The ``-jitter`` files are the
+#: family's scenario with those fields; the deterministic ones keep their names (and published numbers).
 ENV_IDS: dict[str, str] = {
-    "ainet_gym/SpineLeaf-v0": "spine-leaf-2to1",
-    "ainet_gym/PeriodicInterference-v0": "periodic-interference",
-    "ainet_gym/FatTree-v0": "fat-tree-k8-data-parallel",
-    "ainet_gym/RailOptimized-v0": "rail-optimized-flat-ring",
-    "ainet_gym/MultiTenant-v0": "multi-tenant-churn",
+    "ainet_gym/SpineLeaf-v0": "spine-leaf-2to1-jitter",
+    "ainet_gym/PeriodicInterference-v0": "periodic-interference-jitter",
+    "ainet_gym/FatTree-v0": "fat-tree-k8-data-parallel-jitter",
+    "ainet_gym/RailOptimized-v0": "rail-optimized-flat-ring-jitter",
+    "ainet_gym/MultiTenant-v0": "multi-tenant-churn-jitter",
     "ainet_gym/MoE-v0": "moe-3d-256-spine-leaf",
 }
 

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ainet_gym.envs.env import EnvCore, EnvSnapshot
+from ainet_gym.envs.env import RESIDUAL_SCALE, EnvCore, EnvSnapshot
 from ainet_gym.envs.rewards import RewardFn
 from ainet_gym.scenario.spec import Scenario
 
@@ -49,6 +49,8 @@ class FabricRoutingVectorEnv(VectorEnv):
         backend: str | None = None,
         info_keys: Sequence[str] = (),
         max_episode_steps: int | None = None,
+        residual: str | None = None,
+        residual_scale: float = RESIDUAL_SCALE,
     ) -> None:
         if max_episode_steps is not None and (
             isinstance(max_episode_steps, bool)
@@ -58,8 +60,9 @@ class FabricRoutingVectorEnv(VectorEnv):
             raise ValueError(f"max_episode_steps = {max_episode_steps!r}: must be an integer >= 1 or None")
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.core = EnvCore(
-            scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend, info_keys
-        )
+            scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend, info_keys,
+            residual, residual_scale,
+        )  # fmt: skip
         self.num_envs = int(num_envs)
         self.single_action_space = self.core.action_space
         self.single_observation_space = self.core.observation_space

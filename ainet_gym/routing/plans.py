@@ -6,12 +6,13 @@ ECMP first (the routing every class can fall back to), in a fixed, documented or
 ``Discrete(K)`` action space runs plan ``PLANS[class][k]`` for the whole interval.
 
 - ``choose`` (class ``jobs``: the jobs' connections, background on static ECMP): ``ecmp``, ``spray``,
-  ``wcmp``, ``greedy``, ``lp``, ``predictive-greedy``, ``predictive-lp``;
+  ``wcmp``, ``greedy``, ``lp``;
 - ``choose_bg`` (class ``jobs+bg``: every connection, background included): ``ecmp``, ``spray+bg``,
-  ``wcmp+bg``, ``greedy+bg``, ``lp+bg``, ``predictive-greedy+bg``, ``predictive-lp+bg``.
+  ``wcmp+bg``, ``greedy+bg``, ``lp+bg``, ``solo-lp+bg``.
 
-The predictive plans keep their forecast's lags per world (:class:`ainet_gym.routing.policies.PredictivePolicy`):
-they see each interval only when chosen in it (an approximation while another plan runs).
+The predict-then-route baselines (:data:`ainet_gym.routing.policies.PREDICTIVE`) are not plans: their
+forecast keeps lags of every interval, which a plan computed only in the intervals it is chosen in cannot
+keep, and an instance's plan would then depend on what the other instances of its batch chose.
 
 A plan computes its split from the same state and last interval as the baseline run alone does, so an
 agent that always picks plan ``k`` reproduces that baseline's rollout exactly.
@@ -32,16 +33,8 @@ __all__ = ["CHOOSE_MODES", "PLANS", "plan_split", "plans_of_mode"]
 
 #: controls class -> the plans (engine-level baseline names) of the ``choose`` modes, in action order
 PLANS: dict[str, tuple[str, ...]] = {
-    "jobs": ("ecmp", "spray", "wcmp", "greedy", "lp", "predictive-greedy", "predictive-lp"),
-    "jobs+bg": (
-        "ecmp",
-        "spray+bg",
-        "wcmp+bg",
-        "greedy+bg",
-        "lp+bg",
-        "predictive-greedy+bg",
-        "predictive-lp+bg",
-    ),
+    "jobs": ("ecmp", "spray", "wcmp", "greedy", "lp"),
+    "jobs+bg": ("ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg"),
 }
 
 #: discrete action mode -> the controls class of its plans

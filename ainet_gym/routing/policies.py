@@ -22,6 +22,8 @@ interval (None on the first) and ``split`` a ``(connections, max_paths)`` array.
   included (class ``jobs+bg``: the traffic an agent in the ``ecmp_weights`` or ``split_bg`` mode
   routes). ``lp+bg`` is never worse than ``lp`` in the LP's own objective (its feasible set contains
   ``lp``'s routing).
+- ``solo-lp+bg``: the background sprayed, each job routed by the min-max LP as if it communicated
+  alone (:func:`solo_lp_all`); class ``jobs+bg``.
 - ``predictive-greedy``, ``predictive-lp`` and their ``+bg`` versions: the greedy placement and the LP
   on a least-squares forecast of the next interval's load of the traffic they do not route (see
   ``ainet_gym.agents.predictive``; the model is fitted once per scenario on training seeds, when first
@@ -59,6 +61,7 @@ __all__ = [
     "offered_load",
     "offered_utilization",
     "place_least_loaded",
+    "solo_lp_all",
 ]
 
 Policy = Callable[["FabricWorld", "StepResult | None"], np.ndarray]
@@ -452,6 +455,38 @@ def lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     return lp(world, last, background=True)
 
 
+def solo_lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """``solo-lp+bg``: the background sprayed evenly over its live paths (as ``spray+bg``), and each job
+    routed by the min-max LP of :func:`min_max_split` *alone*, with the sprayed background and the
+    single-path traffic as its fixed load: the routing under which each job, communicating on its own,
+    is fastest.
+
+    ``lp+bg`` plans for every job communicating at once; that optimum is degenerate, and HiGHS returns
+    vertex solutions that pack a job onto a few paths, which then carry it at a fraction of its speed
+    when it communicates alone (as jobs whose phases drift mostly do). Built as a candidate of the
+    clairvoyant ``twin`` (``ainet_gym.agents.twin``), where it proved the strongest heuristic of its class.
+    """
+    sim = world.sim
+    assert sim is not None
+    split = spray_all(world, last)
+    d = connection_peak_rate(world)
+    live = world.live_paths()
+    jobs = ~sim.unit_bg[sim.conn_unit]
+    ctrl = jobs & (sim.conn_npaths > 1) & (d > 0) & live.any(axis=1)
+    fixed = offered_load(world, np.where(jobs[:, None], 0.0, split), d)  # (batch, links) bytes/s
+    inst = sim.unit_inst[sim.conn_unit]
+    for u in np.unique(sim.conn_unit[ctrl]):  # one LP per job (memoised: the same few in every episode)
+        cs = np.flatnonzero(ctrl & (sim.conn_unit == u))
+        b = int(inst[cs[0]])
+        out = min_max_split(
+            sim.conn_paths[cs], live[cs], d[cs], np.zeros(cs.size, dtype=np.int64), fixed[b],
+            sim.capacity_bytes_per_s[b], world.max_paths,
+        )  # fmt: skip
+        if out is not None:
+            split[cs] = out
+    return split
+
+
 class PredictivePolicy:
     """An engine-level predict-then-route policy (``predictive-greedy``, ``predictive-lp`` and their
     ``+bg`` versions): :class:`ainet_gym.agents.predictive.PredictiveRouter` per world, made (and its
@@ -487,6 +522,7 @@ POLICIES: dict[str, Policy] = {
     "wcmp+bg": wcmp_all,
     "greedy+bg": greedy_all,
     "lp+bg": lp_all,
+    "solo-lp+bg": solo_lp_all,
     "predictive-greedy": PredictivePolicy("greedy", False),
     "predictive-lp": PredictivePolicy("lp", False),
     "predictive-greedy+bg": PredictivePolicy("greedy", True),

@@ -18,7 +18,6 @@ code is a documentation bug.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import os
@@ -38,7 +37,7 @@ MORE_API = {
 }
 
 _pages: dict[str, str] = {}  # generated path (under docs/) -> Markdown
-_nav: dict[str, list[dict[str, str]]] = {}  # nav section title -> entries to append
+_nav: dict[str, list[dict[str, Any]]] = {}  # nav section title -> entries to append
 _fills: dict[str, dict[str, str]] = {}  # page path -> {marker: Markdown}
 
 
@@ -153,6 +152,19 @@ def _slug(name: str) -> str:
 # ------------------------------------------------------------------------------------------ environments
 
 
+def _plan_rows(mode: str) -> list[str]:
+    """Table rows naming the routing plans of a discrete ``choose`` mode, from the code (none otherwise)."""
+    try:
+        from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
+    except ImportError:
+        return []
+    if mode not in CHOOSE_MODES:
+        return []
+    cls, plans = plans_of_mode(mode)
+    listed = ", ".join(f"{k} `{name}`" for k, name in enumerate(plans))
+    return [f"| Plans (action -> baseline) | {listed} (class `{cls}`, `ainet_gym.routing.plans.PLANS`) |"]
+
+
 def _env_pages() -> None:
     import gymnasium as gym
 
@@ -164,7 +176,7 @@ def _env_pages() -> None:
         raise RuntimeError("no ainet_gym/ id in the gymnasium registry: `import ainet_gym` registered none")
     rows = []
     spec_doc = None
-    nav = []
+    nav: list[dict[str, list[dict[str, str]]]] = []  # one sub-section per family (SpineLeaf, ...)
     for env_id in ids:
         spec = gym.registry[env_id]
         kwargs = dict(spec.kwargs)
@@ -198,7 +210,7 @@ def _env_pages() -> None:
             "",
             f"{desc}.",
             "",
-            "| | |",
+            "| field | value |",
             "|---|---|",
             f'| Make | `gymnasium.make("{env_id}")` |',
             f'| Vector env | `gymnasium.make_vec("{env_id}", num_envs=B, vectorization_mode="vector_entry_point")` |',
@@ -214,6 +226,7 @@ def _env_pages() -> None:
             f"| Fabric | `{sc.fabric.topology}`, {size['gpus']:,} GPUs, {size['links']:,} directed links |",
             f"| Jobs at reset | {jobs} |",
             f"| Reward | `{sc.reward.kind}` |",
+            *_plan_rows(mode),
             "",
             f"## Action space (`{mode}` mode)",
             "",
@@ -247,7 +260,12 @@ def _env_pages() -> None:
         md += _paragraphs_md(paras)
         md += [f"The file is [in the gallery](../scenarios/gallery.md#{_slug(scenario)}).", ""]
         _pages[page] = "\n".join(md)
-        nav.append({name: page})
+        family = name.split("-", 1)[0]
+        group = next((g for g in nav if family in g), None)
+        if group is None:
+            group = {family: []}
+            nav.append(group)
+        group[family].append({name: page})
         rows.append(
             f"| [`{env_id}`]({name}.md) | [`{scenario}`](../scenarios/gallery.md#{_slug(scenario)}) | "
             f"`{mode}` | `{action_space!r}` | {obs_space.shape} | {episode_steps} |"
@@ -277,7 +295,11 @@ def _scenario_entry(path: Path, env_of: dict[str, list[str]], rel: str) -> tuple
     name = path.stem
     tagline, paras = _header_comment(path)
     desc = " ".join(sc.description.split())
-    ids = ", ".join(f"[`{i}`](../environments/{i.split('/', 1)[1]}.md)" for i in env_of.get(name, []))
+    all_ids = env_of.get(name, [])
+    base = [i for i in all_ids if re.fullmatch(r"ainet_gym/[A-Za-z0-9]+-v\d+", i)] or all_ids[:1]
+    ids = ", ".join(f"[`{i}`](../environments/{i.split('/', 1)[1]}.md)" for i in base)
+    if len(all_ids) > len(base):
+        ids += f" and {len(all_ids) - len(base)} per-mode ids"
     bg = f", {len(sc.background)} background sources" if sc.background else ""
     row = (
         f"| [`{name}`](#{_slug(name)}) | `{sc.fabric.topology}` | {size['gpus']:,} | "
@@ -350,6 +372,24 @@ def _gallery() -> None:
 # ---------------------------------------------------------------------------------------------------- API
 
 
+def _static_summary(path: str) -> str:
+    """First docstring line of the function or class ``module.name``, read from its source without
+    importing it (a module of an optional extra, e.g. the SB3 adapter, needs no extra to be documented)."""
+    import ast
+    import importlib.util
+
+    module, _, name = path.rpartition(".")
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return ""
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
+            doc = ast.get_docstring(node)
+            return _rst_to_md(doc.strip().splitlines()[0]) if doc else ""
+    return ""
+
+
 def _summary(obj: Any) -> str:
     doc = inspect.getdoc(obj) if (inspect.isclass(obj) or callable(obj) or inspect.ismodule(obj)) else None
     return _rst_to_md(doc.strip().splitlines()[0]) if doc else ""
@@ -362,12 +402,9 @@ def _api_pages() -> None:
     rows, nav = [], []
     entries: list[tuple[str, str, str]] = []  # (name, griffe path, summary)
     for name in ainet_gym.__all__:
-        if name in lazy:
+        if name in lazy:  # imported on first use (an optional extra): documented from its source
             path = f"{lazy[name]}.{name}"
-            with contextlib.suppress(ImportError):
-                entries.append((name, path, _summary(getattr(ainet_gym, name))))
-                continue
-            entries.append((name, path, ""))
+            entries.append((name, path, _static_summary(path)))
             continue
         obj = getattr(ainet_gym, name)
         if name == "__version__":
@@ -379,8 +416,7 @@ def _api_pages() -> None:
         entries.append((name, f"ainet_gym.{name}", summary))
     n_all = len(entries)
     for name, path in MORE_API.items():
-        module, _, attr = path.rpartition(".")
-        entries.append((name, path, _summary(getattr(importlib.import_module(module), attr))))
+        entries.append((name, path, _static_summary(path)))
     for k, (name, path, summary) in enumerate(entries):
         slug = name.strip("_") or name
         page = f"api/{slug}.md"
@@ -461,7 +497,7 @@ def _generate() -> None:
     _cli_page()
 
 
-def _append_to_section(nav: list, title: str, entries: list[dict[str, str]]) -> bool:
+def _append_to_section(nav: list, title: str, entries: list[dict[str, Any]]) -> bool:
     for item in nav:
         if isinstance(item, dict):
             for key, value in item.items():

@@ -1,0 +1,414 @@
+"""``twin``: the clairvoyant planner, an upper reference for routing (it sees the future: never a competitor).
+
+The twin plans on copies of the true state (:meth:`~ainet_gym.envs.env.EnvCore.snapshot` /
+:meth:`~ainet_gym.envs.env.EnvCore.restore`, exact: the simulation is deterministic given the state, the
+random failures and churn included, because each instance's generator is part of the state). At
+``reset`` it plans the whole episode of every instance, then replays the plan:
+
+1. **Receding-horizon lookahead.** At each decision it tries ``K`` candidate splits from the state the
+   plan has reached: ``lp+bg``, ``lp``, ``greedy+bg``, ``spray+bg``, ``solo-lp+bg`` (the background sprayed, each job
+   routed by the LP as if it communicated alone: :func:`ainet_gym.routing.policies.solo_lp_all`), the incumbent (the split it committed at the
+   previous decision; ECMP at the first) and ``K - 6`` random perturbations of the incumbent (each
+   share times ``exp(sigma * N(0, 1))`` on the connection's live paths, from ``share + 0.05``, renormalised).
+   Each candidate runs for one interval on a copy of the state, followed by ``H - 1`` intervals of
+   ``solo-lp+bg`` (the base policy of a rollout algorithm, Bertsekas' sense), all ``B x K`` copies in one
+   batched :class:`~ainet_gym.envs.env.EnvCore`. The candidate whose jobs did the most ideal work in those
+   ``H`` intervals (GPU-seconds of compute, plus the share of the current iteration's communication
+   moved, :func:`job_progress`: the GPU utilisation of the lookahead with credit for communication
+   that is under way at its end) is committed (ties: the first in the order above).
+2. **Whole episodes of the pure candidates.** Every baseline of the ``jobs+bg`` class (``lp+bg``,
+   ``greedy+bg``, ``spray+bg``, ``wcmp+bg``, ``solo-lp+bg``, ``predictive-lp+bg``, ``predictive-greedy+bg``),
+   ``lp`` and ``ecmp`` also play the whole episode from the reset state.
+3. **Keep the best trajectory.** Per instance, the trajectory (1 or one of 2) with the highest mean GPU
+   utilisation over the episode, the metric of ``ainet-gym evaluate``, is replayed on the true state. A
+   greedy lookahead alone does not guarantee to beat every candidate over a whole episode; with step 3 the
+   twin's episode is at least as good as each pure candidate's on every seed, exactly (the replay is the
+   same trajectory, bit for bit).
+
+Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA]`` (no commas: ``--policies`` splits on them), e.g.
+``twin:k12-h6``; defaults :data:`DEFAULT_K`, :data:`DEFAULT_H` (from the K x H sweep in docs/learning.md,
+where the score levels off), seed 0, sigma 0.5. Class ``reference``: tables show it apart, last, and
+give every policy's share of the ECMP-to-twin gap.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ainet_gym.agents.registry import register_agent
+from ainet_gym.routing.policies import POLICIES
+
+if TYPE_CHECKING:
+    from ainet_gym.envs.env import EnvCore
+
+__all__ = [
+    "DEFAULT_H",
+    "DEFAULT_K",
+    "LOOKAHEAD_CANDIDATES",
+    "PURE_CANDIDATES",
+    "TwinAgent",
+    "job_progress",
+    "parse_twin_arg",
+]
+
+#: candidate splits tried at each decision (then perturbations of the incumbent, up to K)
+LOOKAHEAD_CANDIDATES: tuple[str, ...] = ("lp+bg", "lp", "greedy+bg", "spray+bg", "solo-lp+bg", "incumbent")
+#: policies whose whole episodes the twin also plays (every baseline of the jobs+bg class, lp and ecmp)
+PURE_CANDIDATES: tuple[str, ...] = (
+    "lp+bg", "lp", "greedy+bg", "spray+bg", "wcmp+bg", "predictive-lp+bg", "predictive-greedy+bg", "ecmp",
+    "solo-lp+bg",
+)  # fmt: skip
+#: the base policy of the lookahead's intervals after the first
+BASE_POLICY = "solo-lp+bg"
+#: default candidates per decision and lookahead intervals (docs/learning.md, "The K x H sweep")
+DEFAULT_K = 8
+DEFAULT_H = 8
+DEFAULT_SIGMA = 0.5
+
+
+def parse_twin_arg(arg: str | None) -> dict[str, Any]:
+    """``kK-hH[-sS][-gSIGMA]`` -> ``{"k", "h", "seed", "sigma"}`` (defaults for what is left out).
+
+    Raises
+    ------
+    ValueError
+        Naming the part that is not ``k<int >= 7>``, ``h<int >= 1>``, ``s<int >= 0>`` or ``g<float >= 0>``.
+    """
+    out: dict[str, Any] = {"k": DEFAULT_K, "h": DEFAULT_H, "seed": 0, "sigma": DEFAULT_SIGMA}
+    if not arg:
+        return out
+    names = {"k": "k", "h": "h", "s": "seed", "g": "sigma"}
+    for part in arg.split("-"):
+        m = re.fullmatch(r"([khsg])(\d+(?:\.\d+)?)", part.strip())
+        if m is None:
+            raise ValueError(
+                f"policy 'twin:{arg}': {part!r} is not one of kK (candidates per decision, >= 7), hH "
+                "(lookahead intervals, >= 1), sS (seed) or gSIGMA (perturbation scale), joined by '-', "
+                "e.g. twin:k8-h4"
+            )
+        key, val = names[m.group(1)], m.group(2)
+        if key == "sigma":
+            out[key] = float(val)
+        else:
+            if "." in val:
+                raise ValueError(f"policy 'twin:{arg}': {part!r}: {key} must be an integer")
+            out[key] = int(val)
+    if out["k"] < len(LOOKAHEAD_CANDIDATES) + 1:
+        raise ValueError(
+            f"policy 'twin:{arg}': k = {out['k']}: needs >= {len(LOOKAHEAD_CANDIDATES) + 1} (the candidates "
+            f"{', '.join(LOOKAHEAD_CANDIDATES)} and at least one perturbation)"
+        )
+    if out["h"] < 1:
+        raise ValueError(f"policy 'twin:{arg}': h = {out['h']}: needs >= 1 lookahead interval")
+    return out
+
+
+def job_progress(core: EnvCore) -> np.ndarray:
+    """(batch, job slots) GPU-seconds of ideal work each job has done since it was stacked: per GPU,
+    completed iterations times the ideal step time, plus the compute done in the current iteration, plus
+    the share of its communication bytes moved times its ideal communication time (0 for an empty slot).
+
+    The lookahead's terminal value: two candidates that end an H-interval lookahead with the same GPU
+    utilisation but one job further through its communication are told apart (the sum of rewards alone
+    favours candidates that postpone communication past the horizon)."""
+    w = core.world
+    sim = w.sim
+    assert sim is not None
+    st = sim.state
+    ju = w.job_unit
+    alive = ju >= 0
+    u = np.maximum(ju, 0)
+    jf = sim.job_flows
+    left = np.bincount(sim.flow_unit[jf], weights=st.rem[jf], minlength=sim.n_units)
+    total = np.bincount(sim.flow_unit[jf], weights=sim.flow_bytes[jf], minlength=sim.n_units)
+    comm_frac = np.where(total > 0, 1.0 - left / np.where(total > 0, total, 1.0), 0.0)
+    compute = sim.unit_compute[u]
+    done_compute = np.clip(compute - st.t_compute_left[u], 0.0, compute)
+    done_compute = np.where(st.phase_cur[u] == -2, 0.0, done_compute)  # not started yet
+    ideal_step = np.nan_to_num(w.job_ideal_step_s)
+    ideal_comm = np.nan_to_num(w.job_ideal_comm_s)
+    work = st.iterations_total[u] * ideal_step + done_compute + comm_frac[u] * ideal_comm
+    return np.where(alive, work * sim.unit_ngpus[u], 0.0)
+
+
+def _conn_bounds(core: EnvCore) -> np.ndarray:
+    """(batch+1,) first connection of each instance of ``core``."""
+    sim = core.world.sim
+    assert sim is not None
+    return np.searchsorted(sim.unit_inst[sim.conn_unit], np.arange(core.batch + 1)).astype(np.int64)
+
+
+def _rows(bounds: np.ndarray, instances: np.ndarray) -> np.ndarray:
+    """Connection indices of ``instances`` (in that order) under the instance bounds ``bounds``."""
+    lo, hi = bounds[instances], bounds[instances + 1]
+    n = hi - lo
+    return np.repeat(lo, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
+
+
+class TwinAgent:
+    """The clairvoyant planner (see the module docstring); an engine-level agent of class ``reference``."""
+
+    level = "engine"
+    controls = "reference"
+    learned = False
+
+    def __init__(self, arg: str | None = None) -> None:
+        cfg = parse_twin_arg(arg)
+        self.k: int = cfg["k"]
+        self.h: int = cfg["h"]
+        self.seed: int = cfg["seed"]
+        self.sigma: float = cfg["sigma"]
+        self.name = "twin" if arg is None else f"twin:{arg}"
+        self.env_kwargs: dict[str, Any] = {}
+        self._cores: dict[tuple, EnvCore] = {}
+        self.plan_stats: dict[str, Any] = {}
+
+    def check(self, core: EnvCore) -> None:
+        if core.world.sim is None:
+            raise ValueError(f"{self.name}: the core must be reset before the twin can plan")
+
+    # ------------------------------------------------------------------ planning cores
+    def _core(self, core: EnvCore, batch: int) -> EnvCore:
+        """A planning core of ``batch`` instances of ``core``'s scenario (made once, reused)."""
+        from ainet_gym.envs.env import EnvCore
+
+        key = (id(core.scenario), batch, core.episode_steps, core.world.backend, core.history)
+        if key not in self._cores:
+            self._cores[key] = EnvCore(
+                core.scenario,
+                batch=batch,
+                history=core.history,
+                episode_steps=core.episode_steps,
+                backend=core.world.backend,
+            )
+        return self._cores[key]
+
+    def reset(self, core: EnvCore) -> None:
+        """Plan the whole episode of every instance from ``core``'s reset state (module docstring)."""
+        import time
+
+        t0 = time.perf_counter()
+        B, T = core.batch, core.episode_steps
+        start = core.snapshot()
+        scores: dict[str, np.ndarray] = {}
+        # 1. the receding-horizon lookahead, from the reset state
+        self._plan_splits, self._plan_bounds, scores["plan"] = self._lookahead(core, start)
+        t1 = time.perf_counter()
+        # 2. the pure candidates' whole episodes
+        sim_core = self._core(core, B)
+        for name in PURE_CANDIDATES:
+            sim_core.restore(start)
+            pol = self._policy(name, sim_core)
+            gpu = np.zeros((B, T))  # as run_policy records it, so that the means are the evaluator's
+            for t in range(T):
+                _, _, _, _, info = sim_core.step_split(pol(sim_core.world, sim_core.last_result))
+                gpu[:, t] = info["reward_gpu_utilization"]
+            scores[name] = gpu.mean(axis=1)
+        # 3. per instance, the best trajectory (the plan first: ties keep it)
+        names = list(scores)
+        table = np.stack([scores[n] for n in names])  # (trajectories, B)
+        self._choice = [names[i] for i in np.argmax(table, axis=0)]
+        self.plan_stats = {
+            "scores": {n: scores[n].tolist() for n in names},
+            "chosen": list(self._choice),
+            "lookahead_s": t1 - t0,
+            "seconds": time.perf_counter() - t0,
+        }
+        used = sorted({c for c in self._choice if c != "plan"}, key=PURE_CANDIDATES.index)
+        self._pure = {name: self._policy(name, core) for name in used}  # on the true core's world
+        self._t = 0
+
+    def _lookahead(self, core: EnvCore, start: Any) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+        """The lookahead plan: the split committed at each decision, the instance bounds of its
+        connections, and the plan's mean GPU utilisation per instance."""
+        B, T, K, H = core.batch, core.episode_steps, self.k, self.h
+        main = self._core(core, B)
+        look = self._core(core, B * K)
+        main.restore(start)
+        rng = np.random.default_rng(self.seed)
+        fixed = [c for c in LOOKAHEAD_CANDIDATES if c != "incumbent"]
+        base = self._policy(BASE_POLICY, look)
+        src = np.repeat(np.arange(B), K)  # look instance b * K + k <- main instance b
+        splits: list[np.ndarray] = []
+        bounds: list[np.ndarray] = []
+        gpu = np.zeros((B, T))
+        incumbent: np.ndarray | None = None
+        policies = {name: self._policy(name, main) for name in fixed}
+        for t in range(T):
+            w = main.world
+            sim = w.sim
+            assert sim is not None
+            if incumbent is None:  # the first decision, or the units changed: ECMP
+                incumbent = w.default_split()
+            cands = [policies[name](w, main.last_result) for name in fixed]
+            cands.append(incumbent)
+            cands += self._perturb(main, incumbent, K - len(cands), rng)
+            stack = np.stack(cands)  # (K, C, P)
+            snap = main.snapshot()
+            look.restore(snap, src)
+            mb, lb = _conn_bounds(main), _conn_bounds(look)
+            # look's connections, instance by instance: candidate k of main instance b
+            k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
+            rows = _rows(mb, src)
+            before_work = job_progress(look)
+            names = [list(x) for x in look.world.names]
+            look.step_split(stack[k_of, rows])
+            for _ in range(min(H, T - t) - 1):
+                look.step_split(base(look.world, look.last_result))
+            # the ideal work done in the lookahead, of the jobs there at its start and its end (churn
+            # does not depend on the routing: every candidate sees the same jobs come and go)
+            same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
+            score = np.where(same, job_progress(look) - before_work, 0.0).sum(axis=1)
+            best = np.argmax(score.reshape(B, K), axis=1)  # (B,) ties: the first candidate
+            conn_inst = sim.unit_inst[sim.conn_unit]
+            chosen = stack[best[conn_inst], np.arange(sim.n_conns)]
+            splits.append(chosen)
+            bounds.append(mb)
+            before = sim.stack
+            _, _, _, _, info = main.step_split(chosen)
+            gpu[:, t] = info["reward_gpu_utilization"]
+            incumbent = chosen if sim.stack is before else None  # a restack renumbers the connections
+        return splits, bounds, gpu.mean(axis=1)
+
+    def _policy(self, name: str, core: EnvCore) -> Any:
+        """The engine-level policy ``name`` for ``core``: the routers of :data:`POLICIES`, except that a
+        predictive router gets its own forecaster state and is fitted on episodes as long as ``core``'s
+        (as the ``predictive-*`` agents of ``evaluate`` are)."""
+        if not name.startswith("predictive-"):
+            return POLICIES[name]
+        from ainet_gym.agents.predictive import PredictiveRouter
+
+        router = PredictiveRouter(
+            core.world, name.removeprefix("predictive-").removesuffix("+bg"), name.endswith("+bg"),
+            steps=core.episode_steps,
+        )  # fmt: skip
+        return lambda world, last: router(last)
+
+    def _perturb(
+        self, core: EnvCore, split: np.ndarray, n: int, rng: np.random.Generator
+    ) -> list[np.ndarray]:
+        """``n`` random perturbations of ``split`` over the live paths of every multi-path connection."""
+        w = core.world
+        sim = w.sim
+        assert sim is not None
+        live = w.live_paths()
+        multi = live.sum(axis=1) > 1
+        out = []
+        for _ in range(n):
+            x = (split + 0.05) * np.exp(self.sigma * rng.standard_normal(split.shape))
+            x = np.where(live, x, 0.0)
+            x /= np.maximum(x.sum(axis=1, keepdims=True), 1e-300)
+            out.append(np.where(multi[:, None], x, split))
+        return out
+
+    # ------------------------------------------------------------------ acting
+    def act(self, core: EnvCore, obs: Any) -> np.ndarray:
+        """The split of the best trajectory of each instance at this decision."""
+        t = self._t
+        self._t += 1
+        sim = core.world.sim
+        assert sim is not None
+        pure = {name: pol(core.world, core.last_result) for name, pol in self._pure.items()}
+        split = np.empty((sim.n_conns, core.P))
+        bounds = _conn_bounds(core)
+        for b, choice in enumerate(self._choice):
+            rows = np.arange(bounds[b], bounds[b + 1])
+            if choice == "plan":
+                pb = self._plan_bounds[t]
+                plan_rows = np.arange(pb[b], pb[b + 1])
+                if plan_rows.shape != rows.shape:
+                    raise RuntimeError(
+                        "twin: the replay left the planned trajectory"
+                    )  # an internal invariant
+                split[rows] = self._plan_splits[t][plan_rows]
+            else:
+                split[rows] = pure[choice][rows]
+        return split
+
+
+register_agent(
+    "twin",
+    TwinAgent,
+    optional_arg=True,
+    arg_help="kK-hH",
+    description="clairvoyant planner on copies of the true state (a reference, not a competitor)",
+    overwrite=True,
+)
+
+
+def sweep(
+    scenario: Any, ks: list[int], hs: list[int], seeds: list[int], steps: int | None = None
+) -> list[dict]:
+    """The twin for every ``K`` x ``H`` on the episodes of ``seeds`` (one batch, as ``evaluate`` runs
+    them): per pair the mean GPU utilisation of the twin [95% CI], of its lookahead plan alone, and the
+    wall seconds."""
+    import time
+
+    from ainet_gym.agents.evaluate import mean_ci95, run_policy
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.scenario.loader import load_scenario
+
+    sc = load_scenario(scenario)
+    rows = []
+    for k in ks:
+        for h in hs:
+            agent = TwinAgent(f"k{k}-h{h}")
+            core = EnvCore(sc, batch=len(seeds), episode_steps=steps, info_keys=("collisions",))
+            t0 = time.perf_counter()
+            run = run_policy(agent, core, list(seeds))
+            g = run.gpu.mean(axis=1)
+            plan = np.asarray(agent.plan_stats["scores"]["plan"])
+            rows.append(
+                {
+                    "k": k,
+                    "h": h,
+                    "gpu_utilization": mean_ci95(g),
+                    "plan_gpu_utilization": float(plan.mean()),
+                    "plan_chosen": sum(c == "plan" for c in agent.plan_stats["chosen"]),
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
+            print(
+                f"K={k:<3} H={h:<3} twin {g.mean():.4f}  plan {plan.mean():.4f}  "
+                f"plan kept on {rows[-1]['plan_chosen']}/{len(seeds)} seeds  {rows[-1]['seconds']:.0f} s",
+                flush=True,
+            )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ainet_gym.agents.twin sweep SCENARIO --k 7,8,12 --h 1,2,4,8 --seeds 1-10``: the K x H
+    sweep behind :data:`DEFAULT_K` and :data:`DEFAULT_H`."""
+    import argparse
+    import json
+
+    from ainet_gym.agents.evaluate import parse_seeds
+
+    p = argparse.ArgumentParser(prog="python -m ainet_gym.agents.twin", description=main.__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("sweep", help="the twin for every K x H")
+    s.add_argument("scenario")
+    s.add_argument("--k", default="7,8,12,16", help="candidates per decision (comma list)")
+    s.add_argument("--h", default="1,2,4,8", help="lookahead intervals (comma list)")
+    s.add_argument("--seeds", default="1-10")
+    s.add_argument("--steps", type=int, default=None)
+    s.add_argument("--json", default=None, help="write the rows as JSON to this file")
+    a = p.parse_args(argv)
+    rows = sweep(
+        a.scenario,
+        [int(x) for x in a.k.split(",")],
+        [int(x) for x in a.h.split(",")],
+        parse_seeds(a.seeds),
+        a.steps,
+    )
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"scenario": a.scenario, "seeds": a.seeds, "rows": rows}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
