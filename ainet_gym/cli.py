@@ -315,6 +315,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="log of the largest factor per action (default log 4)",
     )
+    s.add_argument(
+        "--log-std-init",
+        type=float,
+        default=None,
+        help="initial log std of Gaussian actions (PPO default -1)",
+    )
+    s.add_argument(
+        "--save-every",
+        type=_int_arg(1),
+        default=None,
+        help="also save a checkpoint every N steps (RUN/checkpoints)",
+    )
     s.add_argument("--timesteps", type=_int_arg(1), default=20_000)
     s.add_argument("--seed", type=_int_arg(0, _TRAIN_SEED_MAX), default=0)
     s.add_argument("--n-envs", type=_int_arg(1, 100_000), default=16, help="copies in the native vector env")

@@ -10,7 +10,12 @@ the full sweep is a command::
     python -m ainet_gym.checks.parity --seeds 1 --intervals 5 --modes event,phase spine-leaf-2to1
 
 It prints one line per (scenario, policy, rate update mode) with the largest relative difference, and
-exits with status 1 if any exceeds the tolerance.
+exits with status 1 if any exceeds the tolerance. The compiled backend runs its incremental allocation
+(exact event mode) from the first active flow on (``incremental_min_flows``, default 0), so the sweep checks
+it against the numpy backend's full re-solve per event. Shipped scenarios of more than
+:data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs);
+large instances are compared incremental kernel against compiled full re-solve
+(``tests/test_incremental.py``, ``docs/engine-alltoall.md``).
 """
 
 from __future__ import annotations
@@ -25,13 +30,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PARITY_POLICIES", "RTOL", "compare_backends", "max_rel_diff", "parity_main"]
+__all__ = ["MAX_SWEEP_GPUS", "PARITY_POLICIES", "RTOL", "compare_backends", "max_rel_diff", "parity_main"]
 
 RTOL = 1e-9
 #: policies of the parity check: engine-level baselines (through ``step_split``) and seeded random
 #: actions in ``split`` mode (through ``step``)
 PARITY_POLICIES = ("ecmp", "spray", "greedy", "random")
 _F32_RTOL = float(np.finfo(np.float32).eps)
+#: the default sweep takes shipped scenarios up to this many GPUs (the numpy backend is the slow reference)
+MAX_SWEEP_GPUS = 256
 
 
 def max_rel_diff(a: Any, b: Any) -> float:
@@ -78,13 +85,34 @@ def compare_backends(
     batch: int = 1,
     rate_updates: str | None = None,
     rate_quantum_us: float | None = None,
+    incremental_min_flows: int = 0,
 ) -> dict[str, float]:
     """Step ``batch`` copies of ``scenario`` on both backends in lockstep; the largest relative
     difference of every output (float32 observations scaled so that ``RTOL`` is the bar throughout).
 
     ``policy`` is one of :data:`PARITY_POLICIES`; ``rate_updates`` and ``rate_quantum_us`` override the
-    scenario's.
+    scenario's; ``incremental_min_flows``: the compiled backend's incremental allocation applies from this
+    many active flows on (0: always, in exact event mode; -1: never, a full re-solve per event).
     """
+    from ainet_gym.sim import kernels
+
+    saved = kernels.INCREMENTAL_MIN_FLOWS
+    kernels.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by every simulation built meanwhile
+    try:
+        return _compare_backends(scenario, policy, seed, intervals, batch, rate_updates, rate_quantum_us)
+    finally:
+        kernels.INCREMENTAL_MIN_FLOWS = saved
+
+
+def _compare_backends(
+    scenario: Any,
+    policy: str,
+    seed: int,
+    intervals: int,
+    batch: int,
+    rate_updates: str | None,
+    rate_quantum_us: float | None,
+) -> dict[str, float]:
     from ainet_gym.envs.env import EnvCore
     from ainet_gym.routing.policies import get_policy
     from ainet_gym.scenario.loader import load_scenario
@@ -111,10 +139,19 @@ def compare_backends(
     return worst
 
 
-def _shipped() -> list[str]:
-    from ainet_gym.scenario.loader import list_scenarios
+def _shipped() -> list[Any]:
+    """The shipped scenarios of at most :data:`MAX_SWEEP_GPUS` GPUs, and the MoE family at 128 GPUs."""
+    from ainet_gym.scenario.loader import fabric_gpu_count, list_scenarios, load_scenario
+    from ainet_gym.scenario.moe import moe_scenario
 
-    return [name for name, _ in list_scenarios()]
+    out: list[Any] = []
+    for name, _ in list_scenarios():
+        if fabric_gpu_count(load_scenario(name).fabric) <= MAX_SWEEP_GPUS:
+            out.append(name)
+    out += [
+        moe_scenario(128, topo, 8, name=f"moe-3d-128-{topo}") for topo in ("spine_leaf", "rail_optimized")
+    ]
+    return out
 
 
 def parity_main(argv: Sequence[str] | None = None) -> int:
@@ -150,7 +187,8 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
                 status = "ok" if worst <= RTOL else "FAIL"
                 bad += status != "ok"
                 print(
-                    f"{Path(str(name)).stem:32s} {mode or 'scenario':8s} {policy:7s} max rel diff "
+                    f"{name['name'] if isinstance(name, dict) else Path(str(name)).stem:32s} "
+                    f"{mode or 'scenario':8s} {policy:7s} max rel diff "
                     f"{worst:.3g} {status} {where if worst else ''} ({time.perf_counter() - t0:.1f} s)",
                     flush=True,
                 )

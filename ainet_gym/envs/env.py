@@ -714,6 +714,7 @@ class EnvCore:
             and self.residual is None
             and self.world.backend == "numba"
             and self.P <= _envkernels.PW_BLOCKSIZE
+            and self.world.reroute == "in_flight"  # new_transfers carries transfers over before the merge
         )
 
     def _instance_bounds(self, conns: np.ndarray, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ The schema is the one of docs/scenarios.md ("Schema")::
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
-    routing:  {max_paths, qps_per_connection}
+    routing:  {max_paths, qps_per_connection, reroute}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message
@@ -87,6 +87,7 @@ from ainet_gym.scenario.spec import (
     PROFILES,
     RANK_ORDERS,
     RATE_UPDATES,
+    REROUTE_MODES,
     REWARD_KINDS,
     TOPOLOGIES,
     BackgroundSpec,
@@ -1067,6 +1068,7 @@ _JOB_CHURN_RULES: dict[str, _Rule | None] = {
 _ROUTING_RULES: dict[str, _Rule | None] = {
     "max_paths": _int("a number of paths", ge=1, le=_L["max_paths_max"]),
     "qps_per_connection": _int("a number of QPs", ge=1, le=_L["count_max"]),
+    "reroute": _enum(REROUTE_MODES, "reroute mode"),
 }
 _REWARD_RULES: dict[str, _Rule | None] = {"kind": _enum(REWARD_KINDS, "reward kind")}
 
@@ -1542,6 +1544,18 @@ def _build(ctx: _Ctx, top: Any) -> Scenario:
 
     rd = _optional_mapping(ctx, top, "routing", "", _ROUTING_RULES, "routing")
     kw["routing"] = RoutingSpec(**_apply(ctx, rd, "routing", _ROUTING_RULES))
+    if kw["routing"].reroute == "new_transfers":
+        # a stage pipeline runs phases at once that may share a connection, started in different intervals
+        for job in [*jobs, *churn.templates]:
+            for i, c in enumerate(job.collectives):
+                if c.chunks > 1:
+                    ctx.fail(
+                        "routing.reroute",
+                        f"new_transfers cannot pin the splits of a stage pipeline (workload.jobs[{job.name}]"
+                        f".collectives[{i}].chunks = {c.chunks})",
+                        "in_flight, or chunks: 1",
+                        "new_transfers",
+                    )
     wd2 = _optional_mapping(ctx, top, "reward", "", _REWARD_RULES, "the reward")
     kw["reward"] = RewardSpec(**_apply(ctx, wd2, "reward", _REWARD_RULES))
     sc = Scenario(**kw, source=ctx.source, raw=dict(top))

@@ -31,6 +31,10 @@ BACKGROUND_KINDS = ("storage", "checkpoint")
 BACKGROUND_PATTERNS = ("constant", "periodic")
 REWARD_KINDS = ("gpu_utilization", "step_time")
 RATE_UPDATES = ("event", "phase")
+#: What a new split does to the transfers in flight (``routing.reroute``): ``in_flight`` moves them at once
+#: (their remaining bytes follow the new split); ``new_transfers`` leaves them on the split they started
+#: with, and only transfers that start after the decision take the new one (docs/fidelity-learning.md).
+REROUTE_MODES = ("in_flight", "new_transfers")
 
 # Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
 #  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
@@ -204,6 +208,7 @@ class DynamicsSpec:
 class RoutingSpec:
     max_paths: int = 8
     qps_per_connection: int = 1
+    reroute: str = "in_flight"  # one of REROUTE_MODES
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,9 @@ class CompiledUnit:
     conn_paths: np.ndarray  # (conns, max_paths, max_hops) link ids, -1 padded
     conn_npaths: np.ndarray  # (conns,) number of candidate paths
     bg_spec: BackgroundSpec | None = None
+    # (flows,) routing.reroute new_transfers: the flow (unit-local) whose transfer in flight a carry flow
+    # takes over at a decision boundary, -1 for the flows themselves; None: no carry flows
+    flow_parent: np.ndarray | None = None
 
     @property
     def n_phases(self) -> int:
@@ -210,8 +213,15 @@ def max_hops(fabric: Fabric) -> int:
     return fabric.max_hops
 
 
-def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0) -> CompiledUnit:
-    """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths."""
+def compile_job(
+    fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0, carry: bool = False
+) -> CompiledUnit:
+    """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
+
+    ``carry`` (``routing.reroute: new_transfers``): each flow gets a *carry flow* in its phase, with the
+    same members and no bytes of its own, which takes over the flow's transfer in flight at a decision
+    boundary and carries it on the split it started with (:meth:`BatchSim.carry_over`).
+    """
     gpus = np.asarray(gpus, dtype=np.int64)
     p = len(gpus)
     host_of_rank = fabric.gpu_host[gpus].tolist()
@@ -221,6 +231,7 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
     flow_bytes: list[float] = []
     member_flow: list[int] = []
     member_conn: list[int] = []
+    flow_parent: list[int] = []
     conn_index: dict[tuple[int, int], int] = {}
     for coll in job.collectives:
         base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
@@ -233,15 +244,28 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
                 phase_pred.append((base - 1,) if base > 0 else ())
             else:
                 phase_pred.append(tuple(base + j for j in ph.after))
+            first, mem_lo = len(flow_bytes), len(member_flow)
             for fl in ph.flows:
                 f = len(flow_bytes)
                 flow_phase.append(k)
                 flow_bytes.append(fl.bytes)
+                flow_parent.append(-1)
                 for sr, dr in fl.members:
                     key = (int(gpus[sr]), int(gpus[dr]))
                     c = conn_index.setdefault(key, len(conn_index))
                     member_flow.append(f)
                     member_conn.append(c)
+            if carry:  # the phase's carry flows follow its flows (a phase's flows stay contiguous)
+                own = list(
+                    zip(member_flow[mem_lo:], member_conn[mem_lo:])
+                )  # the phase's members, in flow order
+                for f, c in own:
+                    member_flow.append(f - first + len(flow_bytes))
+                    member_conn.append(c)
+                for f in range(first, first + len(ph.flows)):
+                    flow_phase.append(k)
+                    flow_bytes.append(0.0)
+                    flow_parent.append(f)
     src = [s for s, _ in conn_index]
     dst = [d for _, d in conn_index]
     H = max_hops(fabric)
@@ -288,6 +312,7 @@ def compile_job(fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 
         conn_key=conn_key,
         conn_paths=paths,
         conn_npaths=npaths,
+        flow_parent=np.asarray(flow_parent, dtype=np.int64) if carry else None,
     )
 
 
@@ -391,6 +416,11 @@ class UnitSnapshot:
     n_flows: np.ndarray  # (units,) flows of each unit
     phase_off: np.ndarray  # (units,) first phase of each unit
     n_phases: np.ndarray  # (units,) phases of each unit
+    # routing.reroute new_transfers: each connection's pinned split (conns, max_paths) and the layout to find
+    # a unit's connections in it; None without carry flows
+    pinned: np.ndarray | None = None
+    conn_off: np.ndarray | None = None  # (units,) first connection of each unit
+    n_conns: np.ndarray | None = None  # (units,) connections of each unit
 
 
 def _initial_state(stack: UnitStack, time_s: np.ndarray) -> SimState:
@@ -601,6 +631,10 @@ class BatchSim:
         stack = stack_units(self.fabric, units)
         self._bind(stack)
         self._bind_state(_initial_state(stack, time_s))
+        # routing.reroute new_transfers: the carry flows, and each connection's pinned split (the split its
+        # carried transfers started with; 0 where none is carried)
+        self.carry_flows = np.flatnonzero(stack.flow_parent >= 0)
+        self.pinned = np.zeros((stack.n_conns, self.fabric.max_paths)) if self.carry_flows.size else None
         if old is not None and keep is not None:
             self.restore_units(old, keep)
         self._build_entry_table()
@@ -624,8 +658,9 @@ class BatchSim:
         """A copy of the state with its layout, for :meth:`set_units` / :meth:`restore_units` to carry
         to surviving units."""
         return UnitSnapshot(
-            self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases
-        )
+            self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases,
+            None if self.pinned is None else self.pinned.copy(), self.conn_off, self.unit_nconns,
+        )  # fmt: skip
 
     def restore_units(self, old: UnitSnapshot, keep: np.ndarray) -> None:
         """Give each unit ``i`` with ``keep[i] >= 0`` the state of unit ``keep[i]`` of the snapshot ``old``
@@ -650,6 +685,13 @@ class BatchSim:
         )
         for k in SimState.PHASE_FIELDS:
             getattr(st, k)[dst] = getattr(src, k)[sel]
+        # the pinned splits of units with as many connections as before (routing.reroute new_transfers)
+        if self.pinned is not None and old.pinned is not None and old.n_conns is not None:
+            same_c = old.n_conns[old_u] == self.unit_nconns[new_u]
+            dst_c, sel_c = _ranges_index(
+                self.conn_off[new_u[same_c]], old.conn_off[old_u[same_c]], self.unit_nconns[new_u[same_c]]
+            )
+            self.pinned[dst_c] = old.pinned[sel_c]
         # another phase structure: a communicating unit restarts its communication
         other = new_u[~same]
         restart = other[(st.phase_cur[other] >= 0) & (st.phase_cur[other] < self.unit_nphases[other])]
@@ -658,11 +700,55 @@ class BatchSim:
 
     # ------------------------------------------------------------------ routing
     def _build_entry_table(self) -> None:
+        member_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
+        P = self.fabric.max_paths
+        if self.pinned is not None:
+            # carry flows take their connection's pinned split: the engine's split rows are [split | pinned]
+            # (2 P columns), a carry member's candidates are columns P..2P-1, every other member's 0..P-1
+            carry = self.flow_parent[self.member_flow] >= 0
+            wide = np.full((member_paths.shape[0], 2 * P, member_paths.shape[2]), -1, dtype=np.int64)
+            wide[~carry, :P] = member_paths[~carry]
+            wide[carry, P:] = member_paths[carry]
+            member_paths, P = wide, 2 * P
         self.table = EntryTable.build(
-            self.conn_paths_global[self.member_conn], self.member_flow, self.member_conn, self.inst_flow,
-            self.fabric.max_paths, self.batch, self.n_links, self.conn_npaths,
+            member_paths, self.member_flow, self.member_conn, self.inst_flow,
+            P, self.batch, self.n_links, self.conn_npaths,
             np.searchsorted(self.unit_inst[self.conn_unit], np.arange(self.batch + 1)),
         )  # fmt: skip
+
+    def carry_over(self) -> None:
+        """A decision boundary under ``routing.reroute: new_transfers`` (call it before the next interval's
+        :meth:`set_split`): every transfer in flight keeps the split it started with. A job flow whose
+        phase has started and that has bytes left hands them to its carry flow, which carries them on its
+        connections' current split rows, pinned until it has delivered them; the flow itself is free for
+        its next transfer, which takes the split of the interval in which it starts. A carry flow already
+        in flight keeps its pinned rows. (Compiled jobs have carry flows only under ``new_transfers``; a
+        stage pipeline, whose concurrent phases may share a connection, is refused by the loader.)"""
+        if self.pinned is None:
+            return
+        st = self.state
+        g = self.carry_flows
+        f = self.flow_parent[g]
+        moving = (st.rem[f] > 0) & (st.phase_state[self.flow_gphase[f]] == RUNNING)
+        carrying = st.rem[g] > 0  # carried since an earlier boundary: keep their pins
+        member_carry = self.flow_parent[self.member_flow] >= 0
+        pin_of = np.full(self.n_flows, -1, dtype=np.int64)  # (flows,) 1: keep the pin, 2: pin the split
+        pin_of[g[carrying]] = 1
+        pin_of[g[moving]] = 2
+        m = np.flatnonzero(member_carry)
+        how = pin_of[self.member_flow[m]]
+        keep_c = np.unique(self.member_conn[m[how == 1]])
+        new_c = np.unique(self.member_conn[m[how == 2]])
+        if np.intersect1d(keep_c, new_c).size:  # concurrent phases on one connection (not compiled)
+            raise RuntimeError(
+                "carry_over: a connection carries transfers that started in different intervals"
+            )
+        pinned = np.zeros_like(self.pinned)
+        pinned[keep_c] = self.pinned[keep_c]
+        pinned[new_c] = self.split[new_c]
+        self.pinned = pinned
+        st.rem[g[moving]] = st.rem[f[moving]]
+        st.rem[f[moving]] = 0.0
 
     def set_split(self, split: np.ndarray | None) -> None:
         """Set the split (connections, max_paths) of every connection; None = first path only.
@@ -681,6 +767,8 @@ class BatchSim:
         self._e_lperm = None
         self._entries = None
         t = self.table
+        if self.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
+            split = np.concatenate([np.asarray(split, dtype=np.float64), self.pinned], axis=1)
         if self.backend == "numba":  # each instance merged on its kernel thread, when next needed
             flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
             ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
@@ -717,6 +805,10 @@ class BatchSim:
         """
         if self.backend != "numba":
             raise ValueError(f"set_split_fused: backend {self.backend!r}; needs 'numba'")
+        if self.pinned is not None:
+            raise ValueError(
+                "set_split_fused: the units have carry flows (routing.reroute new_transfers); use set_split"
+            )
         if out.shape != (self.n_conns, self.fabric.max_paths) or not out.flags.c_contiguous:
             raise ValueError(
                 f"out: shape {out.shape}, expected C-contiguous {(self.n_conns, self.fabric.max_paths)}"
@@ -961,7 +1053,7 @@ class BatchSim:
                 alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
                 phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
                 self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
-                flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_demand, cap,
+                flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_scale, self.flow_demand, cap,
                 *state,
                 m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
                 m.link_bytes.reshape(-1), m.stalled_flows,
@@ -996,7 +1088,7 @@ class BatchSim:
         U = self.n_units
         st = self.state
         now = st.time_s[self.unit_inst] if U else np.zeros(0)
-        done_flow = (~self.flow_bg) & (st.rem <= _EPS_B * self.flow_bytes)
+        done_flow = (~self.flow_bg) & (st.rem <= _EPS_B * self.flow_scale)
         st.rem[...] = np.where(done_flow, 0.0, st.rem)
         alive = ~self.unit_bg
         for _ in range(4 * int(self.unit_nphases.max(initial=0)) + 8):

@@ -278,7 +278,7 @@ def run_interval_numba(
     inst_unit, inst_flow,
     unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
     phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
-    flow_unit, flow_phase, flow_bg, flow_bytes, flow_demand, capacity,
+    flow_unit, flow_phase, flow_bg, flow_bytes, flow_scale, flow_demand, capacity,
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
@@ -411,7 +411,7 @@ def run_interval_numba(
             # call would pass some 30 arrays, each reference-counted on the way in and out, atomically)
             now = time_s[b]
             for f in range(f0, f1):
-                if not flow_bg[f] and rem[f] <= eps_b * flow_bytes[f]:
+                if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:
                     rem[f] = 0.0
             for u in range(u0, u1):
                 if not unit_alive[u] or unit_bg[u]:

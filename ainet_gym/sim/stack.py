@@ -57,6 +57,11 @@ class UnitStack:
     flow_bg: np.ndarray  # (flows,) bool, a background flow
     flow_bytes: np.ndarray  # (flows,) bytes each member moves per iteration (inf: background)
     flow_demand: np.ndarray  # (flows,) bytes/s rate cap (inf: job flows)
+    # (flows,) bytes against which a flow's remainder rounds to 0 (flow_bytes; a carry flow's: its parent's)
+    flow_scale: np.ndarray
+    # (flows,) int64 routing.reroute new_transfers: the flow whose transfer in flight a carry flow takes over
+    # at a decision boundary (global id), -1 for every other flow
+    flow_parent: np.ndarray
     job_flows: np.ndarray  # (job flows,) int64 ids of the job (non-background) flows
     # per member (a flow's transfer on one connection) and per connection
     member_flow: np.ndarray  # (members,) int64 flow
@@ -111,6 +116,11 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
         else np.zeros(0, dtype=np.int64)
     )
     job = np.flatnonzero(~flow_bg)
+    parent = [u.flow_parent if u.flow_parent is not None else np.full(n, -1) for u, n in zip(flat, n_fl)]
+    flow_parent = np.concatenate(parent).astype(np.int64) if parent else np.zeros(0, dtype=np.int64)
+    flow_parent = np.where(flow_parent >= 0, flow_parent + flow_off[flow_unit], -1) if U else flow_parent
+    flow_bytes = cat("flow_bytes")
+    flow_scale = np.where(flow_parent >= 0, flow_bytes[np.maximum(flow_parent, 0)], flow_bytes)
     n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
     mem_unit = np.repeat(np.arange(U), n_mem)
     conn_unit = np.repeat(np.arange(U), n_cn)
@@ -157,8 +167,10 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
         flow_phase=flow_phase,
         flow_gphase=flow_gphase,
         flow_bg=flow_bg,
-        flow_bytes=cat("flow_bytes"),
+        flow_bytes=flow_bytes,
         flow_demand=cat("flow_demand_bytes_per_s"),
+        flow_scale=flow_scale,
+        flow_parent=flow_parent,
         job_flows=job,
         member_flow=cat("member_flow", np.int64) + (flow_off[mem_unit] if U else 0),
         member_conn=cat("member_conn", np.int64) + (conn_off[mem_unit] if U else 0),

@@ -93,6 +93,9 @@ class FabricWorld:
         self.backend = resolve_backend(backend)
         self.fabric: Fabric = build_fabric(scenario.fabric, max_paths=scenario.routing.max_paths)
         self.max_paths = scenario.routing.max_paths
+        # routing.reroute: "in_flight" (a new split moves the transfers in flight at once) or "new_transfers"
+        # (a transfer keeps the split it started with: the jobs are compiled with carry flows)
+        self.reroute = scenario.routing.reroute
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0
@@ -238,6 +241,10 @@ class FabricWorld:
         if not isinstance(windows, int | np.integer) or windows < 1:
             raise ValueError(f"windows = {windows!r}: must be an integer >= 1")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+        if sim.pinned is not None:  # routing.reroute new_transfers: transfers in flight keep their split
+            if split_set:
+                raise ValueError("step(split_set=True): routing.reroute new_transfers needs the split itself")
+            sim.carry_over()
         if not split_set:
             sim.set_split(split)  # apply the split
         rem0 = sim.state.rem.copy() if connections else sim.state.rem
@@ -469,7 +476,9 @@ class FabricWorld:
         if key not in self._unit_cache:
             if len(self._unit_cache) > _UNIT_CACHE_SIZE:
                 self._unit_cache.clear()
-            self._unit_cache[key] = compile_job(self.fabric, job, gpus, rot)
+            self._unit_cache[key] = compile_job(
+                self.fabric, job, gpus, rot, carry=self.reroute == "new_transfers"
+            )
         return self._unit_cache[key]
 
     def _compiled_background(self, i: int, gpus: np.ndarray) -> CompiledUnit:

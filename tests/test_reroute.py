@@ -1,0 +1,158 @@
+"""``routing.reroute``: what a new split does to the transfers in flight (no ns-3 needed).
+
+``in_flight`` (the default, the model's behaviour before the field existed): a transfer's remaining bytes
+follow the new split at once. ``new_transfers``: a transfer keeps the split it started with; transfers that
+start after the decision take the new split. References: hand-computed times of one transfer whose split
+changes while it is in flight; the numpy and numba backends against each other; snapshots and restarts."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from _scenarios import small_spine_leaf
+
+from ainet_gym.envs.env import EnvCore
+from ainet_gym.routing.policies import get_policy
+from ainet_gym.scenario import ScenarioError, load_scenario
+from ainet_gym.sim import kernels as _kernels
+
+BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]
+C = 10e9 / 8  # bytes/s of a 10 Gb/s link (link_efficiency 1)
+S = 20e6  # bytes per transfer
+
+
+def _two_paths(reroute: str | None) -> dict:
+    """Two GPUs on two leaves joined by two spines, exchanging S bytes (sendrecv shift:1) after 5 ms of
+    compute, every 15 ms interval; the leaf0-spine0 link (both directions) at half rate. No latency."""
+    sc = {
+        "name": "reroute-two-paths",
+        "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 2, "hosts_per_leaf": 1,
+                   "gpus_per_host": 1, "nic_gbps": 10, "uplink_gbps": 10, "hop_latency_us": 0.0,
+                   "link_efficiency": 1.0},
+        "workload": {"jobs": [{"name": "x", "gpus": 2, "compute_ms": 5.0,
+                               "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": S}]}]},
+        "dynamics": {"episode_steps": 4, "decision_interval_ms": 15.0,
+                     "link_failures": {"scheduled": [{"link": "leaf0-spine0", "at_step": 0, "factor": 0.5}]}},
+    }  # fmt: skip
+    if reroute is not None:
+        sc["routing"] = {"reroute": reroute}
+    return sc
+
+
+def _run_switching(reroute: str | None, backend: str) -> list[tuple[int, float]]:
+    """Interval 0: every connection on its path through the half-rate link; then 50/50 over both paths.
+    Returns per interval (iterations completed, mean communication time in ms or nan)."""
+    core = EnvCore(_two_paths(reroute), batch=1, episode_steps=4, backend=backend)
+    core.reset([0])
+    sim = core.world.sim
+    L = core.world.fabric.n_links
+    slow = np.flatnonzero(core.world.links.cap_factor[0] < 1)
+    out = []
+    for k in range(4):
+        split = np.zeros((sim.n_conns, core.P))
+        for c in range(sim.n_conns):
+            n = int(sim.conn_npaths[c])
+            via = [bool(np.isin(sim.conn_paths[c, p] % L, slow).any()) for p in range(n)]
+            split[c, :n] = np.asarray(via, float) if k == 0 else 1.0 / n
+        core.step_split(split)
+        r = core.last_result
+        out.append((int(r.iterations[0, 0]), float(r.comm_time_s[0, 0]) * 1e3))
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_flight_moves_the_remaining_bytes_at_the_boundary(backend: str) -> None:
+    """Iteration 1 communicates from 5 ms: 10 ms at C/2 on the slow path, then the rest at C over both
+    paths (C/2 each): 10 ms + (S - C/2 * 10 ms) / C = 5 ms + S / C = 21 ms, ending at 26 ms (interval 1).
+    Iteration 2 communicates from 31 ms at C: S / C = 16 ms, ending at 47 ms (interval 3)."""
+    for reroute in (None, "in_flight"):  # the default is in_flight
+        (i0, _), (i1, c1), (i2, _), (i3, c3) = _run_switching(reroute, backend)
+        assert (i0, i1, i2, i3) == (0, 1, 0, 1)
+        assert c1 == pytest.approx((5e-3 + S / C) * 1e3, rel=1e-12)
+        assert c3 == pytest.approx(S / C * 1e3, rel=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_new_transfers_keep_their_split_until_they_end(backend: str) -> None:
+    """Iteration 1 (from 5 ms) keeps the slow path it started on: S / (C/2) = 32 ms, ending at 37 ms
+    (interval 2), though the split is 50/50 from 15 ms on. Iteration 2 starts its transfer at 42 ms, after
+    the decision, and takes the 50/50 split: S / C = 16 ms, ending at 58 ms (interval 3)."""
+    (i0, _), (i1, _), (i2, c2), (i3, c3) = _run_switching("new_transfers", backend)
+    assert (i0, i1, i2, i3) == (0, 0, 1, 1)
+    assert c2 == pytest.approx(2 * S / C * 1e3, rel=1e-12)
+    assert c3 == pytest.approx(S / C * 1e3, rel=1e-12)
+
+
+def _alternating(sc: dict | str, reroute: str, backend: str, steps: int = 8, batch: int = 2) -> np.ndarray:
+    scn = load_scenario(sc)
+    scn = replace(scn, routing=replace(scn.routing, reroute=reroute))
+    core = EnvCore(scn, batch=batch, episode_steps=steps, backend=backend)
+    core.reset(list(range(batch)))
+    out = []
+    for k in range(steps):  # the split changes at every boundary: spray, then the LP's
+        core.step_split(get_policy("lp" if k % 2 else "spray")(core.world, None))
+        r = core.last_result
+        out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
+    return np.array(out)
+
+
+@pytest.mark.skipif(len(BACKENDS) < 2, reason="numba not installed")
+def test_backends_agree_under_new_transfers() -> None:
+    """Two drifting jobs with background bursts and a degraded link (periodic-interference's shape), the
+    split changing at every boundary: communication times and link bytes of both backends to 1e-9."""
+    a = _alternating("scenarios/crosscheck/xc-periodic-interference.yaml", "new_transfers", "numpy")
+    b = _alternating("scenarios/crosscheck/xc-periodic-interference.yaml", "new_transfers", "numba")
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-6)
+    c = _alternating("scenarios/crosscheck/xc-periodic-interference.yaml", "in_flight", "numba")
+    assert not np.allclose(b, c)  # the two semantics differ on this episode
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_new_transfers_equal_in_flight_when_the_split_never_changes(backend: str) -> None:
+    """With one split for the whole episode nothing is carried over: both semantics give the same run."""
+    scn = load_scenario("scenarios/crosscheck/xc-periodic-interference.yaml")
+    runs = []
+    for reroute in ("in_flight", "new_transfers"):
+        core = EnvCore(replace(scn, routing=replace(scn.routing, reroute=reroute)), batch=1, backend=backend)
+        core.reset([0])
+        split = get_policy("spray")(core.world, None)
+        res = []
+        for _ in range(6):
+            core.step_split(split)
+            r = core.last_result
+            res.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
+        runs.append(np.array(res))
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-12, atol=1e-3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_new_transfers_snapshot_restores_the_pinned_splits(backend: str) -> None:
+    sc = small_spine_leaf(8, name="reroute-snap")
+    sc["routing"] = {"reroute": "new_transfers"}
+    core = EnvCore(sc, batch=2, action_mode="split", backend=backend)
+    core.reset([1, 2])
+    sp = core.action_space
+    sp.seed(0)
+    for _ in range(2):
+        core.step(np.stack([sp.sample() for _ in range(2)]))
+    snap = core.snapshot()
+    acts = [np.stack([sp.sample() for _ in range(2)]) for _ in range(4)]
+    first = [core.step(a)[1].copy() for a in acts]
+    core.restore(snap)
+    again = [core.step(a)[1].copy() for a in acts]
+    np.testing.assert_array_equal(np.array(first), np.array(again))
+
+
+def test_loader_validates_reroute_naming_the_field() -> None:
+    with pytest.raises(ScenarioError, match=r"routing\.reroute.*in_flight, new_transfers"):
+        load_scenario(_two_paths("moved"))
+    sc = copy.deepcopy(_two_paths("new_transfers"))
+    sc["workload"]["jobs"][0]["collectives"] = [
+        {"op": "allreduce", "algorithm": "tree", "bytes": 2e6, "chunks": 4}
+    ]
+    with pytest.raises(ScenarioError, match=r"routing\.reroute.*chunks = 4"):
+        load_scenario(sc)
+    assert load_scenario(_two_paths(None)).routing.reroute == "in_flight"
