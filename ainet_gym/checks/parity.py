@@ -10,9 +10,9 @@ the full sweep is a command::
     python -m ainet_gym.checks.parity --seeds 1 --intervals 5 --modes event,phase spine-leaf-2to1
 
 It prints one line per (scenario, policy, rate update mode) with the largest relative difference, and
-exits with status 1 if any exceeds the tolerance. The compiled backend runs its incremental allocation
-(exact event mode) from the first active flow on (``incremental_min_flows``, default 0), so the sweep checks
-it against the numpy backend's full re-solve per event. Shipped scenarios of more than
+exits with status 1 if any exceeds the tolerance. ``compare_backends(..., incremental_min_flows=0)`` runs the
+compiled backend's incremental allocation from the first active flow on (off by default, see
+:data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
 :data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs);
 large instances are compared incremental kernel against compiled full re-solve
 (``tests/test_incremental.py``, ``docs/engine-alltoall.md``).
@@ -85,19 +85,21 @@ def compare_backends(
     batch: int = 1,
     rate_updates: str | None = None,
     rate_quantum_us: float | None = None,
-    incremental_min_flows: int = 0,
+    incremental_min_flows: int | None = None,
 ) -> dict[str, float]:
     """Step ``batch`` copies of ``scenario`` on both backends in lockstep; the largest relative
     difference of every output (float32 observations scaled so that ``RTOL`` is the bar throughout).
 
     ``policy`` is one of :data:`PARITY_POLICIES`; ``rate_updates`` and ``rate_quantum_us`` override the
     scenario's; ``incremental_min_flows``: the compiled backend's incremental allocation applies from this
-    many active flows on (0: always, in exact event mode; -1: never, a full re-solve per event).
+    many active flows on (0: always, in exact event mode; -1: never, a full re-solve per event; None: the
+    kernel's default, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`).
     """
     from ainet_gym.sim import kernels
 
     saved = kernels.INCREMENTAL_MIN_FLOWS
-    kernels.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by every simulation built meanwhile
+    if incremental_min_flows is not None:
+        kernels.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by every simulation built meanwhile
     try:
         return _compare_backends(scenario, policy, seed, intervals, batch, rate_updates, rate_quantum_us)
     finally:

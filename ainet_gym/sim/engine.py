@@ -1091,6 +1091,9 @@ class BatchSim:
         done_flow = (~self.flow_bg) & (st.rem <= _EPS_B * self.flow_scale)
         st.rem[...] = np.where(done_flow, 0.0, st.rem)
         alive = ~self.unit_bg
+        # compute that ends within eps_t has ended: no sliver of it is carried into the next event (so two
+        # backends whose event times differ in the last bits count the same compute time)
+        st.t_compute_left[...] = np.where(alive & (st.t_compute_left <= _EPS_T), 0.0, st.t_compute_left)
         for _ in range(4 * int(self.unit_nphases.max(initial=0)) + 8):
             changed = np.zeros(U, dtype=bool)
             pc = st.phase_cur

@@ -85,8 +85,11 @@ RESTART_MARGIN = 1e-9
 #: a full fill (every active flow; the link loads computed anew) after this many incremental solves
 FULL_FILL_EVERY = 256
 #: default least number of active flows for the fills in exact event mode (below it the parallel rule,
-#: bit for bit as the numpy backend: small instances have few flows and events to gain on)
-INCREMENTAL_MIN_FLOWS = 256
+#: bit for bit as the numpy backend); -1: off. Off by default for now: under the greedy split on
+#: moe-alltoall-skewed the fills disagree with the parallel rule (link bytes 3% apart from the second
+#: interval on; tests/test_incremental.py, the xfail test), a defect not yet found. Set it to 256 (or 0) to
+#: measure the incremental allocation (docs/engine-alltoall.md).
+INCREMENTAL_MIN_FLOWS = -1
 
 #: ranges per thread a batch is cut into (threads take them in turn, so a thread that is late or slow
 #: leaves its range to another). One: each range costs a Python dispatch of six kernels holding the GIL,
@@ -418,6 +421,8 @@ def run_interval_numba(
                     continue
                 nph = unit_nphases[u]
                 p0 = phase_off[u]
+                if t_compute_left[u] <= eps_t:  # compute that ends within eps_t has ended (no sliver carried)
+                    t_compute_left[u] = 0.0
                 settled = False
                 for _ in range(max_rounds):
                     changed = False
