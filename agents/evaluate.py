@@ -445,7 +445,9 @@ def markdown_table(result: dict[str, Any]) -> str:
     cols = (*TABLE_COLUMNS, TWIN_COLUMN) if twin else TABLE_COLUMNS
     lines = [
         "| " + " | ".join(cols) + " |",
-        "|" + "|".join(["---"] + ["---:"] * (len(cols) - 2) + ["---"] + (["---:"] if twin else [])) + "|",
+        "|"
+        + "|".join(["---"] + ["---:"] * (len(TABLE_COLUMNS) - 2) + ["---"] + (["---:"] if twin else []))
+        + "|",
     ]
     for name in table_order(pols):
         d = pols[name]

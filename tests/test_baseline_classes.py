@@ -121,8 +121,12 @@ def test_new_baselines_run_through_evaluate_with_the_lp_of_their_class() -> None
         assert d["gap_to_lp"] == pytest.approx((lpbg - d["gpu_utilization"]["mean"]) / lpbg)
     assert pol["spray"]["lp_reference"] == "lp" and pol["lp+bg"]["gap_to_lp"] == 0.0
     # rows by class: ecmp (none), the jobs class, then the jobs+bg class
-    body = [r for r in markdown_table(res).splitlines()[2:]]
+    lines = markdown_table(res).splitlines()
+    body = lines[2:]
     assert [r.split("|")[1].strip() for r in body] == ["ecmp", "spray", "lp", *NEW]
+    # a GFM table: one delimiter cell per header cell (8 without a twin), and as many cells in every row
+    assert len(lines[0].strip("|").split("|")) == len(lines[1].strip("|").split("|")) == 8
+    assert all(len(r.strip("|").split("|")) == 8 for r in body)
 
 
 def test_a_jobs_plus_bg_policy_brings_its_lp_along() -> None:

@@ -58,9 +58,17 @@ def test_twin_in_evaluate_is_the_reference_shown_last_with_gap_shares(capsys: py
     for d in pol.values():
         share = d["twin_gap_share"]["mean"]
         assert share == pytest.approx((d["gpu_utilization"]["mean"] - ecmp) / (twin - ecmp))
-    rows = [r for r in markdown_table(out).splitlines()[2:]]
+    lines = markdown_table(out).splitlines()
+    rows = lines[2:]
     assert rows[-1].split("|")[1].strip() == "twin:k7-h1"  # apart, last
-    assert "share of ECMP-to-twin gap" in markdown_table(out).splitlines()[0]
+    assert "share of ECMP-to-twin gap" in lines[0]
+    # a GFM table: the delimiter row has exactly one cell per header cell (9 with the twin column), and so
+    # has every row; the class column is left-aligned, the numbers right-aligned
+    header = lines[0].strip("|").split("|")
+    delim = lines[1].strip("|").split("|")
+    assert len(header) == 9 and len(delim) == 9
+    assert delim[7] == "---" and delim[8] == "---:"
+    assert all(len(r.strip("|").split("|")) == 9 for r in rows)
 
 
 def test_job_progress_counts_ideal_work_by_hand() -> None:
