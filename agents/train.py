@@ -97,6 +97,14 @@ class TrainConfig:
     log_std_init: float | None = None
     """Initial log standard deviation of a Gaussian policy's actions (None: the algorithm's default, -1
     for PPO): a residual policy explores close to its base with a smaller one."""
+    learning_rate: float | None = None
+    """Initial learning rate (None: the algorithm's default). PPO's decays linearly to a tenth of it, as
+    its default does (3e-4 to 3e-5); the other algorithms keep it constant. A residual policy over
+    hundreds of action dimensions with a small log std needs a smaller one: each Adam step moves every
+    mean by about the same amount, and the policy ratio is a product over all dimensions."""
+    target_kl: float | None = None
+    """PPO only: stop an update's epochs early when the approximate KL divergence to the rollout's policy
+    exceeds 1.5 times this (None: no limit, SB3's default)."""
 
 
 @dataclass
@@ -139,6 +147,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     """
     import torch
     from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.utils import LinearSchedule
     from stable_baselines3.common.vec_env import VecMonitor
 
     from ainet_gym.agents.callbacks import FabricMetricsCallback
@@ -203,6 +212,13 @@ def train(cfg: TrainConfig) -> TrainResult:
         hp = default_hyperparameters(algo, core.episode_steps, cfg.n_envs) | dict(cfg.hyperparameters)
         if cfg.log_std_init is not None:
             hp["policy_kwargs"] = {**hp.get("policy_kwargs", {}), "log_std_init": float(cfg.log_std_init)}
+        if cfg.learning_rate is not None:
+            lr = float(cfg.learning_rate)
+            hp["learning_rate"] = LinearSchedule(lr, lr / 10, 1.0) if algo in ("ppo", "maskable_ppo") else lr
+        if cfg.target_kl is not None:
+            if algo not in ("ppo", "maskable_ppo"):
+                raise ValueError(f"target_kl: {algo} has no KL limit; it is a PPO option (--algo ppo)")
+            hp["target_kl"] = float(cfg.target_kl)
         policy = "MultiInputPolicy" if observation == "graph" else "MlpPolicy"
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out
@@ -363,6 +379,8 @@ def train_main(args: argparse.Namespace) -> int:
         residual_scale=getattr(args, "residual_scale", None),
         log_std_init=getattr(args, "log_std_init", None),
         save_every=getattr(args, "save_every", None),
+        learning_rate=getattr(args, "learning_rate", None),
+        target_kl=getattr(args, "target_kl", None),
     )
     res = train(cfg)
     state = "interrupted after" if res.interrupted else "trained"

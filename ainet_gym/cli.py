@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 
@@ -214,6 +215,23 @@ def _int_arg(lo: int, hi: int | None = None) -> type:
     return parse  # type: ignore[return-value]
 
 
+def _pos_float_arg(what: str) -> type:
+    """An argparse type: a finite number above 0 (``what`` names it in the message)."""
+
+    def parse(text: str) -> float:
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}, > 0") from None
+        if not math.isfinite(v) or v <= 0:
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {what}, a finite number > 0")
+        return v
+
+    parse.__name__ = what
+    return parse  # type: ignore[return-value]
+
+
 def _text_arg(what: str) -> type:
     def parse(text: str) -> str:
         if not text.strip():
@@ -338,6 +356,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="initial log std of Gaussian actions (PPO default -1)",
+    )
+    s.add_argument(
+        "--learning-rate",
+        type=_pos_float_arg("a learning rate"),
+        default=None,
+        help="initial learning rate (PPO: decays linearly to a tenth of it; default 3e-4)",
+    )
+    s.add_argument(
+        "--target-kl",
+        type=_pos_float_arg("a KL divergence"),
+        default=None,
+        help="PPO: stop an update's epochs when the approximate KL exceeds 1.5x this (default: no limit)",
     )
     s.add_argument(
         "--save-every",

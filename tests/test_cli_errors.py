@@ -177,3 +177,14 @@ def test_demo_refuses_an_out_with_earlier_results(capsys, tmp_path: Path) -> Non
     (tmp_path / "m.zip").write_text("not a model")
     line = one_line_error(capsys, "demo", "--quick", "--out", str(tmp_path / "m.zip"))
     assert "a model is already there; pass --overwrite" in line
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--learning-rate", "0"), ("--learning-rate", "nan"), ("--learning-rate", "fast"),
+     ("--target-kl", "-0.1"), ("--target-kl", "inf")],
+)  # fmt: skip
+def test_bad_learning_rate_and_target_kl_name_the_flag(capsys, flag: str, value: str) -> None:
+    line = one_line_error(capsys, "train", "spine-leaf-2to1", flag, value)
+    assert line.startswith("ainet-gym train: error: argument ") and f"{flag}: " in line
+    assert value in line and "> 0" in line

@@ -80,3 +80,42 @@ def test_a_residual_model_trains_saves_checkpoints_and_evaluates_with_its_base(t
     assert (
         out["policies"]["ppo"]["controls"] == "jobs+bg" and out["policies"]["ppo"]["lp_reference"] == "lp+bg"
     )
+
+
+def test_learning_rate_and_target_kl_reach_ppo(tmp_path) -> None:
+    # --learning-rate sets the start of PPO's linear decay (to a tenth, like the default 3e-4 -> 3e-5) and
+    # --target-kl stops an update's epochs early: with a limit no step can respect, one epoch of 4 runs
+    from _scenarios import small_spine_leaf
+
+    from ainet_gym.agents.train import TrainConfig, train
+
+    sc = small_spine_leaf(8, name="lr-small")
+    hp = {"n_steps": 8, "batch_size": 4, "n_epochs": 4}
+    runs = {}
+    for kl in (None, 1e-9):
+        runs[kl] = train(
+            TrainConfig(
+                scenario=sc, action_mode="split_bg", residual="lp+bg", timesteps=16, n_envs=2,
+                logdir=tmp_path, out=tmp_path / f"m{kl}.zip", progress=False, learning_rate=1e-3,
+                target_kl=kl, hyperparameters=hp,
+            )
+        ).model  # fmt: skip
+    m = runs[1e-9]
+    assert m.lr_schedule(1.0) == pytest.approx(1e-3) and m.lr_schedule(0.0) == pytest.approx(1e-4)
+    assert m.target_kl == 1e-9 and runs[None].target_kl is None
+    assert runs[None]._n_updates == 4  # one rollout of 16 steps, 4 epochs
+    assert m._n_updates == 1  # stopped after the first epoch
+
+
+def test_target_kl_is_refused_outside_ppo(tmp_path) -> None:
+    from _scenarios import small_spine_leaf
+
+    from ainet_gym.agents.train import TrainConfig, train
+
+    with pytest.raises(ValueError, match="target_kl: a2c has no KL limit"):
+        train(
+            TrainConfig(
+                scenario=small_spine_leaf(4), algo="a2c", timesteps=8, n_envs=1, logdir=tmp_path,
+                out=tmp_path / "a.zip", progress=False, target_kl=0.02,
+            )
+        )  # fmt: skip
