@@ -132,6 +132,16 @@ def test_refuses_chunked_pipelines_and_bad_ring_chunk() -> None:
             crosscheck(_switch(), config=CrosscheckConfig(ring_chunk_bytes=bad))  # type: ignore[arg-type]
 
 
+def test_refuses_collectives_in_rank_groups_naming_the_field() -> None:
+    # the replay decomposes a collective over all the job's ranks: a grouped one would be replayed wrong
+    sc = _switch(gpus=4)
+    sc["workload"]["jobs"][0]["collectives"] = [
+        {"op": "allreduce", "algorithm": "ring", "bytes": 2e6, "group_size": 2}
+    ]
+    with pytest.raises(CrosscheckError, match=r"collectives\[0\]\.group_size = 2: .*allowed: none"):
+        crosscheck(sc)
+
+
 def test_ring_plan_couples_each_hop_to_the_previous_one_step_ahead() -> None:
     """A p-GPU ring AllReduce of S bytes (Patarasuk & Yuan 2009; NCCL): p hops, each moving 2 (p-1)/p S
     in 2 (p-1) steps of S/p; hop r -> r+1 forwards what hop r-1 -> r delivered, S/p (one step) ahead."""

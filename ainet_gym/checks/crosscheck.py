@@ -251,6 +251,12 @@ def _check_supported(sc: Scenario, fabric: Fabric, steps: int, cfg: CrosscheckCo
                     f"{where}: workload.jobs[{job.name}].collectives[{i}].chunks = {c.chunks}: chunked "
                     "stage pipelines are not supported by the cross-check; allowed: 1"
                 )
+            if c.group_size is not None:
+                raise CrosscheckError(
+                    f"{where}: workload.jobs[{job.name}].collectives[{i}].group_size = {c.group_size}: "
+                    "collectives in rank groups are not replayed by the cross-check; allowed: none (one "
+                    "group of all the job's ranks)"
+                )
             if c.op == "alltoall" and c.skew > 0 and c.skew_period_steps:
                 raise CrosscheckError(
                     f"{where}: workload.jobs[{job.name}].collectives[{i}].skew_period_steps = "
@@ -570,8 +576,6 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TcpCubic.GetTypeId()))
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(cfg.mss))
     ns.Config.SetDefault("ns3::TcpSocket::DelAckCount", ns.UintegerValue(cfg.del_ack_count))
-    if os.environ.get("AINET_XC_FQFLOWS"):
-        ns.Config.SetDefault("ns3::FqCoDelQueueDisc::Flows", ns.UintegerValue(int(os.environ["AINET_XC_FQFLOWS"])))
     ns.Config.SetDefault("ns3::PointToPointNetDevice::Mtu", ns.UintegerValue(cfg.mss + 52))
     ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
     ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
@@ -672,9 +676,6 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         pair_addr[(c, k)] = (s_ip, d_ip)
         return s_ip, d_ip
 
-    orch.debug = bool(os.environ.get("AINET_XC_DEBUG"))
-    if orch.debug:
-        orch.WatchDrops()
     for (c, k), (kind, parts) in sorted(routing.items()):
         conn = run.conns[c]
         sn, dn = _endpoint_node(f, conn.src), _endpoint_node(f, conn.dst)
@@ -706,8 +707,6 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     ns.Simulator.Run()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     events = int(ns.Simulator.GetEventCount())
-    if os.environ.get("AINET_XC_DEBUG"):
-        print(str(orch.DebugOpen()), flush=True)
     J = len(run.jobs)
     # payload bytes per link and interval: each sub-flow's received bytes on the links of its path (a
     # sprayed sub-flow's spread evenly over its connection's candidate paths)
