@@ -36,7 +36,8 @@ How the scenario becomes an ns-3 experiment:
   not-yet-sent bytes to the new split (the bytes a sub-flow has handed to its socket, on the wire or at
   most ``backlog_bytes`` queued behind them, stay on that sub-flow; a path that joins gets a new TCP
   connection, a path that leaves finishes what it holds). Transfers that start after the boundary take
-  the new split from their start.
+  the new split from their start. Under ``routing.reroute: new_transfers`` nothing moves, on both sides:
+  a transfer keeps the sub-flows it started with.
 - **Background.** Each source's connections (storage host to GPU or back) are paced TCP senders at the
   fluid flow's demand (payload rate) over the connection's routed sub-flows, on in the intervals where the
   source's schedule (with the seed's offset) is on and silent otherwise: a demand cap that TCP shares
@@ -315,6 +316,7 @@ class _FluidRun:
     wall_s: float  # median of the timed replays (the recorded run if there are none)
     cpu_s: float
     first_wall_s: float  # the recorded run (the policy acting), first call of the kernels included
+    reroute: str = "in_flight"  # routing.reroute: what a new split does to the transfers in flight
 
 
 def _ecmp_set_size(fabric: Fabric, src: int, dst: int) -> int:
@@ -496,6 +498,7 @@ def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: Crosscheck
         wall_s=float(np.median(walls[timed])),
         cpu_s=float(np.median(cpus[timed])),
         first_wall_s=wall,
+        reroute=sc.routing.reroute,
     )
 
 
@@ -601,6 +604,7 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         run.interval_s, steps, n_conn_ids, cfg.send_size, cfg.wall_limit_s, float(cfg.ring_chunk_bytes or 0),
         cfg.backlog_bytes, float(cfg.ring_buffer_steps or 0),
     )  # fmt: skip
+    orch.SetMoveInFlight(run.reroute == "in_flight")
 
     # links: one point-to-point channel per duplex pair of fabric links
     p2p = ns.PointToPointHelper()

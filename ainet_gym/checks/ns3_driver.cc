@@ -21,7 +21,8 @@
 // are on the wire or next in its queue: at most `backlog` bytes beyond the congestion window), the rest
 // of the transfer is shared over the new sub-flows by their fractions. A sub-flow on a path the new split
 // still uses carries on (same TCP connection); a path that joins gets a new TCP connection. Transfers
-// that start after the boundary take the new split from their start.
+// that start after the boundary take the new split from their start. With `routing.reroute:
+// new_transfers` (SetMoveInFlight(false)) nothing moves: a transfer keeps the sub-flows it started with.
 //
 // A flow of several transfers that form a cycle is a pipelined ring (NCCL's): each hop may send what the
 // previous hop has delivered to its source, rounded down to whole chunks, plus one ring step (its own data
@@ -174,6 +175,7 @@ class Orchestrator
     double wallLimit = 600.0;
     bool timedOut = false;
     uint32_t resplits = 0; // transfers whose not-yet-sent bytes moved at a boundary
+    bool moveInFlight = true; // false (routing.reroute: new_transfers): a transfer keeps its first split
     bool debug = false;
     std::vector<XcJob> jobs;
     std::vector<std::vector<std::vector<XcSub>>> routes; // [conn][step] -> sub-flows
@@ -197,6 +199,8 @@ class Orchestrator
         backlog = backlogBytes;
         routes.assign(nConns, std::vector<std::vector<XcSub>>(nSteps));
     }
+
+    void SetMoveInFlight(bool move) { moveInFlight = move; }
 
     uint32_t AddJob(double compute, double overlap, double start)
     {
@@ -301,7 +305,7 @@ class Orchestrator
         {
             SetBackground(b, k);
         }
-        if (k == 0)
+        if (k == 0 || !moveInFlight)
         {
             return;
         }
