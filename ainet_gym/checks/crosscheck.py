@@ -1428,6 +1428,12 @@ def main(argv: list[str] | None = None) -> int:
         "--del-ack-count", type=int, default=CrosscheckConfig.del_ack_count, help="segments per ACK"
     )
     ap.add_argument("--max-gpus", type=int, default=CrosscheckConfig.max_gpus, help="largest fabric accepted")
+    ap.add_argument(
+        "--wall-limit-s",
+        type=float,
+        default=CrosscheckConfig.wall_limit_s,
+        help="ns-3 wall-clock limit per run (s; raise it on a loaded machine)",
+    )
     ap.add_argument("--out", default=None, help="write the JSON result here")
     ap.add_argument("--ppo-dir", default=PPO_DIR, help="the ppo rows' models, <dir>/<case>.zip")
     ap.add_argument(
@@ -1458,6 +1464,7 @@ def main(argv: list[str] | None = None) -> int:
         del_ack_count=a.del_ack_count,
         header_efficiency=tcp_header_efficiency(a.mss, a.del_ack_count),
         max_gpus=a.max_gpus,
+        wall_limit_s=a.wall_limit_s,
     )
     pols = tuple(p for p in (a.policies or ",".join(pol_list)).split(",") if p)
     names = tuple(c for c in (a.cases or ",".join(n for n, _ in case_list)).split(",") if c)
