@@ -675,6 +675,9 @@ class Orchestrator
 
     double StepSumIn(uint32_t j, uint32_t k) const { return jobs[j].stepStep[k]; }
 
+    // Diagnosis aids, not called by the replay: with `debug` set before Start(), sub-flows trace their
+    // TCP state; WatchDrops() counts IP-layer drops by reason; DebugOpen() dumps every transfer that has
+    // not completed and its sub-flows' sockets (docs/fidelity-learning.md, the xc-ingest-bursts stall).
     std::vector<uint64_t> ipDrops = std::vector<uint64_t>(8, 0);
     std::vector<double> ipDropLast = std::vector<double>(8, 0.0);
     std::ostringstream dropLog;
