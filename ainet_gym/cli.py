@@ -125,10 +125,28 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _cmd_crosscheck(args: argparse.Namespace) -> int:
-    from ainet_gym.checks.crosscheck import Ns3NotInstalledError, crosscheck
+    from ainet_gym.checks.crosscheck import (
+        CrosscheckConfig,
+        Ns3NotInstalledError,
+        crosscheck,
+        tcp_header_efficiency,
+    )
 
+    cfg = CrosscheckConfig()
+    if args.mss is not None or args.del_ack_count is not None or args.max_gpus is not None:
+        mss = cfg.mss if args.mss is None else args.mss
+        dack = cfg.del_ack_count if args.del_ack_count is None else args.del_ack_count
+        cfg = CrosscheckConfig(
+            mss=mss,
+            del_ack_count=dack,
+            # the TCP payload fraction of these segments (a bad value is refused by crosscheck, naming it)
+            header_efficiency=tcp_header_efficiency(mss, dack)
+            if mss > 0 and dack > 0
+            else cfg.header_efficiency,
+            max_gpus=cfg.max_gpus if args.max_gpus is None else args.max_gpus,
+        )
     try:
-        out = crosscheck(args.scenario, policy=args.policy, seed=args.seed, steps=args.steps)
+        out = crosscheck(args.scenario, policy=args.policy, seed=args.seed, steps=args.steps, config=cfg)
     except Ns3NotInstalledError as e:
         print(f"ainet-gym crosscheck: error: {e}", file=sys.stderr)
         return 2
@@ -451,6 +469,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="decision intervals to simulate in both (default: dynamics.episode_steps)",
     )
     s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument(
+        "--mss",
+        type=int,
+        default=None,
+        help="TCP segment size, bytes (default 1448; 8948: jumbo frames, cheaper)",
+    )
+    s.add_argument("--del-ack-count", type=int, default=None, help="segments per delayed ACK (default 2)")
+    s.add_argument("--max-gpus", type=int, default=None, help="largest fabric accepted (default 64)")
     s.set_defaults(func=_cmd_crosscheck)
 
     s = sub.add_parser(

@@ -207,8 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         title = f"{name} on {lib.env_id}, {steps:,} env steps, seed {args.seed}"
         if not args.quick:
             plot(name, episodes, base, out / f"learning-{name}.png", title)
+        import gymnasium as gym
+
         summary[name] = {
             "env_id": lib.env_id,
+            "scenario": str(gym.spec(lib.env_id).kwargs["scenario"]),  # the id's default scenario at the run
             "command": " ".join(["python", *cmd[1:]]).replace(sys.executable, "python"),
             "env_steps": steps,
             "seed": args.seed,

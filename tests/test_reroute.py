@@ -156,3 +156,20 @@ def test_loader_validates_reroute_naming_the_field() -> None:
     with pytest.raises(ScenarioError, match=r"routing\.reroute.*chunks = 4"):
         load_scenario(sc)
     assert load_scenario(_two_paths(None)).routing.reroute == "in_flight"
+
+
+def test_compare_reports_both_semantics_and_the_share_of_the_gain() -> None:
+    """Static splits (ECMP's hash, spray) never change between intervals, so they move nothing in flight:
+    the same GPU utilisation under both semantics, and no share of spray's gain from moving transfers."""
+    from ainet_gym.checks.reroute import compare, markdown
+
+    out = compare(small_spine_leaf(4, name="reroute-compare"), ["spray"], seeds=[1, 2], steps=4)
+    assert out["scenario"] == "reroute-compare" and out["seeds"] == [1, 2]
+    for name in ("ecmp", "spray"):
+        row = out["policies"][name]
+        assert row["in_flight"]["gpu_utilization"] == pytest.approx(row["new_transfers"]["gpu_utilization"])
+    assert out["policies"]["ecmp"]["in_flight"]["gain"] == 0.0
+    spray = out["policies"]["spray"]
+    assert spray["share"] is None or abs(spray["share"]) < 1e-9
+    table = markdown([out])
+    assert "| reroute-compare | spray |" in table

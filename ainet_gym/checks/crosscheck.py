@@ -220,7 +220,8 @@ def _check_supported(sc: Scenario, fabric: Fabric, steps: int, cfg: CrosscheckCo
         )
     if fabric.n_gpus > cfg.max_gpus:
         raise CrosscheckError(
-            f"{where}: the fabric has {fabric.n_gpus} GPUs; the cross-check supports at most {cfg.max_gpus}"
+            f"{where}: the fabric has {fabric.n_gpus} GPUs; the cross-check supports at most {cfg.max_gpus} "
+            "(max_gpus, --max-gpus)"
         )
     if f.gpus_per_nic != 1:
         raise CrosscheckError(
@@ -1413,6 +1414,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reorder-threshold", type=int, default=CrosscheckConfig.reorder_threshold)
     ap.add_argument("--no-spray-sack", action="store_true", help="SACK off on sprayed connections")
     ap.add_argument("--mss", type=int, default=CrosscheckConfig.mss, help="TCP segment size (bytes)")
+    ap.add_argument(
+        "--del-ack-count", type=int, default=CrosscheckConfig.del_ack_count, help="segments per ACK"
+    )
+    ap.add_argument("--max-gpus", type=int, default=CrosscheckConfig.max_gpus, help="largest fabric accepted")
     ap.add_argument("--out", default=None, help="write the JSON result here")
     ap.add_argument("--ppo-dir", default=PPO_DIR, help="the ppo rows' models, <dir>/<case>.zip")
     ap.add_argument(
@@ -1440,6 +1445,9 @@ def main(argv: list[str] | None = None) -> int:
         reorder_threshold=a.reorder_threshold,
         spray_sack=not a.no_spray_sack,
         mss=a.mss,
+        del_ack_count=a.del_ack_count,
+        header_efficiency=tcp_header_efficiency(a.mss, a.del_ack_count),
+        max_gpus=a.max_gpus,
     )
     pols = tuple(p for p in (a.policies or ",".join(pol_list)).split(",") if p)
     names = tuple(c for c in (a.cases or ",".join(n for n, _ in case_list)).split(",") if c)

@@ -1,0 +1,109 @@
+"""How much of a policy's gain depends on moving transfers in flight (``routing.reroute``).
+
+The fluid model's default, ``routing.reroute: in_flight``, applies a new split to the transfers in flight at
+once: their remaining bytes follow it. A switch cannot move bytes that are already queued, and a transport
+that pins a connection's packets to a path cannot move the connection either; ``new_transfers`` is the
+other end: a transfer keeps the split it started with, and only transfers that start after a decision take
+the new one. :func:`compare` evaluates policies on the same episodes under both semantics and reports each
+policy's GPU utilisation and its gain over static ECMP in each, and the share of that gain that moving
+transfers in flight provides (docs/fidelity-learning.md)::
+
+    python -m ainet_gym.checks.reroute --scenarios periodic-interference,ingest-bursts \\
+        --policies ecmp,spray,lp,lp+bg,pretrained --seeds 1-10
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Any
+
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import REROUTE_MODES
+
+__all__ = ["compare", "main", "markdown"]
+
+
+def compare(scenario: Any, policies: list[str], seeds: list[int], steps: int | None = None) -> dict[str, Any]:
+    """Evaluate ``policies`` on ``scenario`` (name, path, dict or Scenario) with episode ``seeds`` under each
+    ``routing.reroute`` mode (the scenario's own setting is replaced).
+
+    Returns ``{"scenario", "seeds", "policies": {NAME: {MODE: {"gpu_utilization", "ci95", "gain"}, "share"}}}``:
+    ``gain`` is the policy's GPU utilisation minus static ECMP's under the same mode, ``share`` the part
+    of the ``in_flight`` gain that ``new_transfers`` loses, ``(gain_in_flight - gain_new_transfers) /
+    gain_in_flight`` (None when the ``in_flight`` gain is not positive).
+    """
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+
+    sc = load_scenario(scenario)
+    pols = list(dict.fromkeys(["ecmp", *policies]))
+    res: dict[str, dict[str, Any]] = {}
+    for mode in REROUTE_MODES:
+        run = replace(sc, routing=replace(sc.routing, reroute=mode))
+        out = evaluate(EvalConfig(scenario=run, policies=pols, seeds=seeds, steps=steps, out=None))
+        base = out["policies"]["ecmp"]["gpu_utilization"]["mean"]
+        for name, row in out["policies"].items():
+            u = row["gpu_utilization"]
+            res.setdefault(name, {})[mode] = {
+                "gpu_utilization": u["mean"],
+                "ci95": u["ci95"],
+                "gain": u["mean"] - base,
+            }
+    for row in res.values():
+        g_in, g_new = row["in_flight"]["gain"], row["new_transfers"]["gain"]
+        row["share"] = (g_in - g_new) / g_in if g_in > 1e-12 else None
+    return {"scenario": sc.name, "seeds": seeds, "policies": res}
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    """One table row per (scenario, policy) of :func:`compare`'s results."""
+    lines = [
+        "| scenario | policy | GPU util, in_flight | GPU util, new_transfers | gain over ECMP, in_flight |"
+        " gain over ECMP, new_transfers | share of the gain from moving transfers in flight |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        for name, row in r["policies"].items():
+            a, b = row["in_flight"], row["new_transfers"]
+            share = "-" if row["share"] is None else f"{100 * row['share']:.0f}%"
+            lines.append(
+                f"| {r['scenario']} | {name} | {a['gpu_utilization']:.3f} | {b['gpu_utilization']:.3f} | "
+                f"{a['gain']:+.3f} | {b['gain']:+.3f} | {share} |"
+            )
+    return "\n".join(lines)
+
+
+def _seeds(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        lo, sep, hi = part.partition("-")
+        out += list(range(int(lo), int(hi) + 1)) if sep else [int(lo)]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ainet_gym.checks.reroute``: the table of docs/fidelity-learning.md, "Moving transfers in
+    flight"."""
+    import json
+
+    ap = argparse.ArgumentParser(prog="python -m ainet_gym.checks.reroute", description=main.__doc__)
+    ap.add_argument("--scenarios", required=True, help="comma list of scenario names or paths")
+    ap.add_argument("--policies", default="ecmp,spray,lp,lp+bg,pretrained", help="comma list")
+    ap.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 1,2,3")
+    ap.add_argument("--steps", type=int, default=None, help="intervals per episode (default: the scenario's)")
+    ap.add_argument("--out", default=None, help="write the JSON results here")
+    a = ap.parse_args(argv)
+    results = [
+        compare(s, [p for p in a.policies.split(",") if p], _seeds(a.seeds), a.steps)
+        for s in a.scenarios.split(",")
+        if s
+    ]
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=1)
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
