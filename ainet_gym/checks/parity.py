@@ -12,8 +12,8 @@ the full sweep is a command::
 
 It prints one line per (scenario, policy, rate update mode) with the largest relative difference, and
 exits with status 1 if any exceeds the tolerance. ``compare_backends(..., incremental_min_flows=0)`` runs the
-compiled backend's incremental allocation from the first active flow on (off by default, see
-:data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
+compiled backend's lazy exact kernel (incremental allocation) from the first flow on (by default from 256
+flows of an instance, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
 :data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs);
 large instances are compared incremental kernel against compiled full re-solve
 (``tests/test_incremental.py``, ``docs/engine-alltoall.md``).
