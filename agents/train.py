@@ -34,7 +34,15 @@ from ainet_gym.agents.sb3_agents import (
 )
 from ainet_gym.scenario.loader import load_scenario
 
-__all__ = ["TRAIN_SEED_OFFSET", "TrainConfig", "TrainResult", "run_name", "train", "train_main"]
+__all__ = [
+    "TRAIN_SEED_OFFSET",
+    "TrainConfig",
+    "TrainResult",
+    "run_name",
+    "select_checkpoint",
+    "train",
+    "train_main",
+]
 
 TRAIN_SEED_OFFSET = 1_000_000
 
@@ -83,6 +91,12 @@ class TrainConfig:
     ``split_bg`` modes; :class:`~ainet_gym.envs.env.FabricRoutingEnv`'s ``residual``), e.g. ``lp+bg``."""
     residual_scale: float | None = None
     """``residual_scale`` of the env (None: its default, log 4)."""
+    save_every: int | None = None
+    """Also save the model every this many steps, as ``{run dir}/checkpoints/model_{steps}.zip`` with
+    its metadata, to pick a checkpoint on validation seeds (:func:`select_checkpoint`)."""
+    log_std_init: float | None = None
+    """Initial log standard deviation of a Gaussian policy's actions (None: the algorithm's default, -1
+    for PPO): a residual policy explores close to its base with a smaller one."""
 
 
 @dataclass
@@ -187,6 +201,8 @@ def train(cfg: TrainConfig) -> TrainResult:
         model.set_random_seed(cfg.seed)
     else:
         hp = default_hyperparameters(algo, core.episode_steps, cfg.n_envs) | dict(cfg.hyperparameters)
+        if cfg.log_std_init is not None:
+            hp["policy_kwargs"] = {**hp.get("policy_kwargs", {}), "log_std_init": float(cfg.log_std_init)}
         policy = "MultiInputPolicy" if observation == "graph" else "MlpPolicy"
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out
@@ -200,14 +216,20 @@ def train(cfg: TrainConfig) -> TrainResult:
     name = run_dir.name
     formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
     model.set_logger(configure(str(run_dir), formats))
-    cb = FabricMetricsCallback()
+    meta_of = _meta_maker(
+        cfg, algo, action_mode, history, observation, core, scenario.name, name, env, residual
+    )
+    callbacks: list[Any] = [FabricMetricsCallback()]
+    if cfg.save_every:
+        callbacks.append(_SaveEvery(int(cfg.save_every), run_dir / "checkpoints", meta_of))
+    cb = callbacks[0]
     t0 = time.time()
     start_steps = int(model.num_timesteps)
     interrupted = False
     try:
         model.learn(
             total_timesteps=cfg.timesteps,
-            callback=cb,
+            callback=callbacks,
             progress_bar=cfg.progress,
             reset_num_timesteps=cfg.resume is None,
         )
@@ -216,25 +238,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     seconds = time.time() - t0
     model.logger.dump(model.num_timesteps)
     out = model_out if model_out is not None else run_dir / MODEL_FILE
-    meta = {
-        "algo": algo,
-        "action_mode": action_mode,
-        "history": history,
-        "observation": observation,
-        "reward": core.reward_fn.name if hasattr(core.reward_fn, "name") else str(core.reward_fn),
-        "episode_steps": core.episode_steps,
-        "scenario": scenario.name,
-        "seed": cfg.seed,
-        "timesteps": int(model.num_timesteps),
-        "n_envs": cfg.n_envs,
-        "run_name": name,
-        "resumed_from": None if cfg.resume is None else str(cfg.resume),
-        "observation_space": space_signature(env.observation_space),
-        "action_space": space_signature(env.action_space),
-    }
-    if residual is not None:
-        meta["residual"] = residual
-        meta["residual_scale"] = core.residual_scale
+    meta = meta_of(int(model.num_timesteps))
     path = save_model(model, out, meta)
     env.close()
     done = int(model.num_timesteps) - start_steps
@@ -249,6 +253,83 @@ def train(cfg: TrainConfig) -> TrainResult:
         interrupted=interrupted,
         model=model,
     )
+
+
+def _meta_maker(
+    cfg: TrainConfig, algo: str, action_mode: str, history: int, observation: str, core: Any,
+    scenario: str, name: str, env: Any, residual: str | None,
+) -> Any:  # fmt: skip
+    """A function of the step count giving the metadata saved with the model."""
+
+    def meta_of(timesteps: int) -> dict[str, Any]:
+        meta = {
+            "algo": algo,
+            "action_mode": action_mode,
+            "history": history,
+            "observation": observation,
+            "reward": core.reward_fn.name if hasattr(core.reward_fn, "name") else str(core.reward_fn),
+            "episode_steps": core.episode_steps,
+            "scenario": scenario,
+            "seed": cfg.seed,
+            "timesteps": int(timesteps),
+            "n_envs": cfg.n_envs,
+            "run_name": name,
+            "resumed_from": None if cfg.resume is None else str(cfg.resume),
+            "observation_space": space_signature(env.observation_space),
+            "action_space": space_signature(env.action_space),
+        }
+        if residual is not None:
+            meta["residual"] = residual
+            meta["residual_scale"] = core.residual_scale
+        return meta
+
+    return meta_of
+
+
+class _SaveEvery:
+    """An SB3 callback (built lazily: SB3 is imported by :func:`train`) saving the model every ``every``
+    steps with its metadata."""
+
+    def __new__(cls, every: int, folder: Path, meta_of: Any) -> Any:
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        class SaveEvery(BaseCallback):
+            def __init__(self) -> None:
+                super().__init__()
+                self.next = every
+
+            def _on_step(self) -> bool:
+                if self.num_timesteps >= self.next:
+                    n = int(self.num_timesteps)
+                    save_model(self.model, folder / f"model_{n:09d}.zip", meta_of(n))
+                    self.next = (n // every + 1) * every
+                return True
+
+        return SaveEvery()
+
+
+def select_checkpoint(
+    folder: str | Path, scenario: Any, seeds: list[int], steps: int | None = None
+) -> tuple[Path, list[tuple[Path, float]]]:
+    """The model of ``folder`` (``*.zip``) with the highest mean GPU utilisation on ``seeds`` (validation
+    seeds, e.g. 100-199: never the held-out 1-10), and every model's value, in name order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``folder`` holds no model.
+    """
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+
+    paths = sorted(Path(folder).glob("*.zip"))
+    if not paths:
+        raise FileNotFoundError(f"no model (*.zip) in {str(folder)!r}")
+    scores = []
+    for p in paths:
+        res = evaluate(EvalConfig(scenario, policies=[f"ppo:{p}"], seeds=seeds, steps=steps, out=None))
+        scores.append((p, float(res["policies"]["ppo"]["gpu_utilization"]["mean"])))
+    best = max(scores, key=lambda x: x[1])[0]
+    return best, scores
 
 
 def format_final(final: dict[str, float]) -> str:
@@ -280,6 +361,8 @@ def train_main(args: argparse.Namespace) -> int:
         overwrite=bool(getattr(args, "overwrite", False)),
         residual=getattr(args, "residual", None),
         residual_scale=getattr(args, "residual_scale", None),
+        log_std_init=getattr(args, "log_std_init", None),
+        save_every=getattr(args, "save_every", None),
     )
     res = train(cfg)
     state = "interrupted after" if res.interrupted else "trained"
@@ -290,3 +373,26 @@ def train_main(args: argparse.Namespace) -> int:
     print(f"model: {res.model_path}")
     print(f"logs:  tensorboard --logdir {Path(cfg.logdir)}  (run {res.run_name})")
     return 130 if res.interrupted else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ainet_gym.agents.train select FOLDER SCENARIO --seeds 100-199``: the checkpoint of
+    ``FOLDER`` (``ainet-gym train --save-every``) with the best mean GPU utilisation on validation seeds."""
+    from ainet_gym.agents.evaluate import parse_seeds
+
+    p = argparse.ArgumentParser(prog="python -m ainet_gym.agents.train", description=main.__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("select", help="pick a checkpoint on validation seeds")
+    s.add_argument("folder")
+    s.add_argument("scenario")
+    s.add_argument("--seeds", default="100-199", help="validation seeds (never the held-out 1-10)")
+    a = p.parse_args(argv)
+    best, scores = select_checkpoint(a.folder, a.scenario, parse_seeds(a.seeds))
+    for path, value in scores:
+        print(f"{path.name}  {value:.4f}")
+    print(f"best: {best}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

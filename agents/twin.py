@@ -65,7 +65,7 @@ PURE_CANDIDATES: tuple[str, ...] = (
 BASE_POLICY = "solo-lp+bg"
 #: default candidates per decision and lookahead intervals (docs/learning.md, "The K x H sweep")
 DEFAULT_K = 8
-DEFAULT_H = 4
+DEFAULT_H = 8
 DEFAULT_SIGMA = 0.5
 
 

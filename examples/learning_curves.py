@@ -151,7 +151,7 @@ def plot(name: str, episodes: np.ndarray, baselines: dict[str, float], path: Pat
         ax.axhline(v, ls="--", lw=1, color=c, label=f"{b}: {v:.2f}")
     ax.set_xlabel("env steps")
     ax.set_ylabel("episode return (sum of rewards)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -166,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--runs", default="runs/learning-curves", help="where the runs log")
     ap.add_argument("--out", default="docs/img", help="where the figures and the JSON summary go")
+    ap.add_argument(
+        "--replot", action="store_true", help="only redraw the figures from the runs and the summary"
+    )
     args = ap.parse_args(argv)
     names = list(LIBRARIES) if args.only is None else args.only.split(",")
     bad = [n for n in names if n not in LIBRARIES]
@@ -175,6 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     summary_path = out / "learning-curves.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() and not args.quick else {}
     baselines: dict[str, dict[str, float]] = {}
+    if args.replot:
+        for name in names:
+            if name in summary:
+                done = summary[name]
+                title = f"{name} on {done['env_id']}, {done['env_steps']:,} env steps, seed {done['seed']}"
+                episodes = read_episodes(name, ROOT / args.runs / name)
+                plot(name, episodes, done["baselines"], out / f"learning-{name}.png", title)
+        return 0
     for name in names:
         lib = LIBRARIES[name]
         steps = lib.quick_steps if args.quick else lib.steps
@@ -196,8 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         title = f"{name} on {lib.env_id}, {steps:,} env steps, seed {args.seed}"
         if not args.quick:
             plot(name, episodes, base, out / f"learning-{name}.png", title)
+        import gymnasium as gym
+
         summary[name] = {
             "env_id": lib.env_id,
+            "scenario": str(gym.spec(lib.env_id).kwargs["scenario"]),  # the id's default scenario at the run
             "command": " ".join(["python", *cmd[1:]]).replace(sys.executable, "python"),
             "env_steps": steps,
             "seed": args.seed,

@@ -41,8 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN = ("python", "bash")
 REFUSED = ("sh", "shell", "console", "py", "python3", "pycon", "zsh")
 MAX_SKIPPED_FRACTION = 0.10
-#: optional extras whose absence skips a page's python blocks (they are installed by `make check`)
-EXTRAS = ("pettingzoo", "supersuit", "ray", "ns")
+#: optional modules whose absence skips a page's python blocks (pettingzoo and supersuit are installed by
+#: `make check`; ray by the rllib venv; tyro, rl_zoo3 and tianshou by the extra `examples`)
+EXTRAS = ("pettingzoo", "supersuit", "ray", "ns", "tyro", "rl_zoo3", "tianshou")
 BASH_TIMEOUT_S = 600
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")

@@ -50,3 +50,33 @@ def test_bad_residual_arguments_name_the_value() -> None:
         EnvCore("ingest-bursts", action_mode="split", residual="lp+bg")
     with pytest.raises(ValueError, match=r"residual_scale = 0: allowed"):
         EnvCore("ingest-bursts", action_mode="split_bg", residual="lp+bg", residual_scale=0)
+
+
+def test_a_residual_model_trains_saves_checkpoints_and_evaluates_with_its_base(tmp_path) -> None:
+    from _scenarios import small_spine_leaf
+
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.sb3_agents import SB3Agent, read_metadata
+    from ainet_gym.agents.train import TrainConfig, select_checkpoint, train
+
+    sc = small_spine_leaf(8, name="res-small")
+    res = train(
+        TrainConfig(
+            scenario=sc, action_mode="split_bg", residual="lp+bg", residual_scale=0.5, timesteps=32,
+            n_envs=2, logdir=tmp_path, out=tmp_path / "m.zip", progress=False, save_every=16,
+            log_std_init=-2.0, hyperparameters={"n_steps": 8, "batch_size": 8, "n_epochs": 1},
+        )
+    )  # fmt: skip
+    meta = read_metadata(res.model_path)
+    assert (meta["residual"], meta["residual_scale"]) == ("lp+bg", 0.5)
+    agent = SB3Agent(res.model_path)
+    assert agent.env_kwargs["residual"] == "lp+bg" and agent.env_kwargs["action_mode"] == "split_bg"
+    assert res.model.policy.log_std.detach().numpy().max() < -1.5  # log_std_init -2, barely trained
+    ckpts = sorted((res.run_dir / "checkpoints").glob("*.zip"))
+    assert [p.name for p in ckpts] == ["model_000000016.zip", "model_000000032.zip"]
+    best, scores = select_checkpoint(res.run_dir / "checkpoints", sc, [100, 101])
+    assert best in ckpts and len(scores) == 2
+    out = evaluate(EvalConfig(sc, policies=[f"ppo:{best}"], seeds=[1], out=None))
+    assert (
+        out["policies"]["ppo"]["controls"] == "jobs+bg" and out["policies"]["ppo"]["lp_reference"] == "lp+bg"
+    )

@@ -8,9 +8,15 @@ the full sweep is a command::
 
     python -m ainet_gym.checks.parity                     # every shipped scenario, seeds 0-2, 20 intervals
     python -m ainet_gym.checks.parity --seeds 1 --intervals 5 --modes event,phase spine-leaf-2to1
+    python -m ainet_gym.checks.parity --incremental-min-flows 0   # the fills on every instance
 
 It prints one line per (scenario, policy, rate update mode) with the largest relative difference, and
-exits with status 1 if any exceeds the tolerance.
+exits with status 1 if any exceeds the tolerance. ``compare_backends(..., incremental_min_flows=0)`` runs the
+compiled backend's lazy exact kernel (incremental allocation) from the first flow on (by default from 256
+flows of an instance, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
+:data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs);
+large instances are compared incremental kernel against compiled full re-solve
+(``tests/test_incremental.py``, ``docs/engine-alltoall.md``).
 """
 
 from __future__ import annotations
@@ -25,13 +31,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PARITY_POLICIES", "RTOL", "compare_backends", "max_rel_diff", "parity_main"]
+__all__ = ["MAX_SWEEP_GPUS", "PARITY_POLICIES", "RTOL", "compare_backends", "max_rel_diff", "parity_main"]
 
 RTOL = 1e-9
 #: policies of the parity check: engine-level baselines (through ``step_split``) and seeded random
 #: actions in ``split`` mode (through ``step``)
 PARITY_POLICIES = ("ecmp", "spray", "greedy", "random")
 _F32_RTOL = float(np.finfo(np.float32).eps)
+#: the default sweep takes shipped scenarios up to this many GPUs (the numpy backend is the slow reference)
+MAX_SWEEP_GPUS = 256
 
 
 def max_rel_diff(a: Any, b: Any) -> float:
@@ -78,13 +86,36 @@ def compare_backends(
     batch: int = 1,
     rate_updates: str | None = None,
     rate_quantum_us: float | None = None,
+    incremental_min_flows: int | None = None,
 ) -> dict[str, float]:
     """Step ``batch`` copies of ``scenario`` on both backends in lockstep; the largest relative
     difference of every output (float32 observations scaled so that ``RTOL`` is the bar throughout).
 
     ``policy`` is one of :data:`PARITY_POLICIES`; ``rate_updates`` and ``rate_quantum_us`` override the
-    scenario's.
+    scenario's; ``incremental_min_flows``: the compiled backend's incremental allocation applies from this
+    many active flows on (0: always, in exact event mode; -1: never, a full re-solve per event; None: the
+    kernel's default, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`).
     """
+    from ainet_gym.sim import kernels
+
+    saved = kernels.INCREMENTAL_MIN_FLOWS
+    if incremental_min_flows is not None:
+        kernels.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by every simulation built meanwhile
+    try:
+        return _compare_backends(scenario, policy, seed, intervals, batch, rate_updates, rate_quantum_us)
+    finally:
+        kernels.INCREMENTAL_MIN_FLOWS = saved
+
+
+def _compare_backends(
+    scenario: Any,
+    policy: str,
+    seed: int,
+    intervals: int,
+    batch: int,
+    rate_updates: str | None,
+    rate_quantum_us: float | None,
+) -> dict[str, float]:
     from ainet_gym.envs.env import EnvCore
     from ainet_gym.routing.policies import get_policy
     from ainet_gym.scenario.loader import load_scenario
@@ -111,10 +142,19 @@ def compare_backends(
     return worst
 
 
-def _shipped() -> list[str]:
-    from ainet_gym.scenario.loader import list_scenarios
+def _shipped() -> list[Any]:
+    """The shipped scenarios of at most :data:`MAX_SWEEP_GPUS` GPUs, and the MoE family at 128 GPUs."""
+    from ainet_gym.scenario.loader import fabric_gpu_count, list_scenarios, load_scenario
+    from ainet_gym.scenario.moe import moe_scenario
 
-    return [name for name, _ in list_scenarios()]
+    out: list[Any] = []
+    for name, _ in list_scenarios():
+        if fabric_gpu_count(load_scenario(name).fabric) <= MAX_SWEEP_GPUS:
+            out.append(name)
+    out += [
+        moe_scenario(128, topo, 8, name=f"moe-3d-128-{topo}") for topo in ("spine_leaf", "rail_optimized")
+    ]
+    return out
 
 
 def parity_main(argv: Sequence[str] | None = None) -> int:
@@ -131,6 +171,13 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
         default="scenario",
         help="comma-separated rate update modes: scenario (its own), event, phase",
     )
+    ap.add_argument(
+        "--incremental-min-flows",
+        type=int,
+        default=None,
+        help="the compiled backend's fills (incremental exact allocation) from this many active flows on: 0 "
+        "always, -1 never (default: the kernel's, ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS)",
+    )
     args = ap.parse_args(argv)
     names = args.scenarios or _shipped()
     modes = [None if m == "scenario" else m for m in args.modes.split(",")]
@@ -143,14 +190,16 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
                 worst = 0.0
                 where = ""
                 for seed in range(args.seeds):
-                    w = compare_backends(name, policy, seed, args.intervals, rate_updates=mode)
+                    w = compare_backends(name, policy, seed, args.intervals, rate_updates=mode,
+                                         incremental_min_flows=args.incremental_min_flows)  # fmt: skip
                     k, v = max(w.items(), key=lambda kv: kv[1])
                     if v > worst:
                         worst, where = v, f"seed {seed} {k}"
                 status = "ok" if worst <= RTOL else "FAIL"
                 bad += status != "ok"
                 print(
-                    f"{Path(str(name)).stem:32s} {mode or 'scenario':8s} {policy:7s} max rel diff "
+                    f"{name['name'] if isinstance(name, dict) else Path(str(name)).stem:32s} "
+                    f"{mode or 'scenario':8s} {policy:7s} max rel diff "
                     f"{worst:.3g} {status} {where if worst else ''} ({time.perf_counter() - t0:.1f} s)",
                     flush=True,
                 )

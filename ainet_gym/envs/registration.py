@@ -42,6 +42,7 @@ ENV_IDS: dict[str, str] = {
     "ainet_gym/FatTree-v0": "fat-tree-k8-data-parallel-jitter",
     "ainet_gym/RailOptimized-v0": "rail-optimized-flat-ring-jitter",
     "ainet_gym/MultiTenant-v0": "multi-tenant-churn-jitter",
+    "ainet_gym/MoE-v0": "moe-3d-256-spine-leaf",
 }
 
 #: the mode of the base ids (``ainet_gym/<Name>-v0``)

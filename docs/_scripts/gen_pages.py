@@ -18,7 +18,6 @@ code is a documentation bug.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
 import os
@@ -373,6 +372,24 @@ def _gallery() -> None:
 # ---------------------------------------------------------------------------------------------------- API
 
 
+def _static_summary(path: str) -> str:
+    """First docstring line of the function or class ``module.name``, read from its source without
+    importing it (a module of an optional extra, e.g. the SB3 adapter, needs no extra to be documented)."""
+    import ast
+    import importlib.util
+
+    module, _, name = path.rpartition(".")
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return ""
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name == name:
+            doc = ast.get_docstring(node)
+            return _rst_to_md(doc.strip().splitlines()[0]) if doc else ""
+    return ""
+
+
 def _summary(obj: Any) -> str:
     doc = inspect.getdoc(obj) if (inspect.isclass(obj) or callable(obj) or inspect.ismodule(obj)) else None
     return _rst_to_md(doc.strip().splitlines()[0]) if doc else ""
@@ -385,12 +402,9 @@ def _api_pages() -> None:
     rows, nav = [], []
     entries: list[tuple[str, str, str]] = []  # (name, griffe path, summary)
     for name in ainet_gym.__all__:
-        if name in lazy:
+        if name in lazy:  # imported on first use (an optional extra): documented from its source
             path = f"{lazy[name]}.{name}"
-            with contextlib.suppress(ImportError):
-                entries.append((name, path, _summary(getattr(ainet_gym, name))))
-                continue
-            entries.append((name, path, ""))
+            entries.append((name, path, _static_summary(path)))
             continue
         obj = getattr(ainet_gym, name)
         if name == "__version__":
@@ -402,8 +416,7 @@ def _api_pages() -> None:
         entries.append((name, f"ainet_gym.{name}", summary))
     n_all = len(entries)
     for name, path in MORE_API.items():
-        module, _, attr = path.rpartition(".")
-        entries.append((name, path, _summary(getattr(importlib.import_module(module), attr))))
+        entries.append((name, path, _static_summary(path)))
     for k, (name, path, summary) in enumerate(entries):
         slug = name.strip("_") or name
         page = f"api/{slug}.md"
