@@ -195,3 +195,52 @@ def test_outputs_helpers_refuse_inputs_even_with_overwrite(tmp_path) -> None:
     with pytest.raises(ValueError, match="holds this command's input"):
         check_out_files(tmp_path, True, ["a"], [f])
     assert check_out_files(tmp_path / "new", False, ["a"]) == tmp_path / "new"
+
+
+# ------------------------------------------------ the scenario is an input too (evaluate, demo, train)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "demo"])
+def test_results_never_replace_the_input_scenario_even_with_overwrite(tmp_path, capsys, command) -> None:
+    """Fails on the old code: with --overwrite, ``evaluate ev/results.md --out ev`` wrote its table over the
+    scenario it had just read (the scenario was not among the inputs the output rule protects)."""
+    out = tmp_path / "ev"
+    out.mkdir()
+    scenario = out / "results.md"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
+    before = scenario.read_bytes()
+    if command == "evaluate":
+        args = ["evaluate", str(scenario), "--policies", "ecmp", "--seeds", "1", "--steps", "1"]
+    else:
+        args = ["demo", "--scenario", str(scenario), "--quick", "--timesteps", "8"]
+    assert _run([*args, "--out", str(out), "--overwrite"]) == 2
+    _one_line(capsys, "results.md", "this command's input", "even with --overwrite")
+    assert scenario.read_bytes() == before
+
+
+def test_train_never_writes_its_model_over_the_input_scenario(tmp_path, capsys) -> None:
+    """Fails on the old code: a scenario file named model.zip in --out was replaced by the model."""
+    scenario = tmp_path / "model.zip"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
+    before = scenario.read_bytes()
+    args = ["train", str(scenario), "--timesteps", "8", "--out", str(tmp_path), "--overwrite", "--no-progress"]
+    assert _run(args) == 2
+    _one_line(capsys, "model.zip", "this command's input", "even with --overwrite")
+    assert scenario.read_bytes() == before
+
+
+def test_rllib_overwrite_never_removes_a_folder_holding_the_input_scenario(tmp_path) -> None:
+    """Fails on the old code: ``train --framework rllib --out CKPT --overwrite`` removed the whole checkpoint
+    folder, a scenario file kept in it included (checked before Ray is imported)."""
+    from ainet_gym.agents.rllib_train import RLlibTrainConfig, _check
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "rllib_checkpoint.json").write_text("{}")
+    scenario = ckpt / "mine.yaml"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
+    with pytest.raises(ValueError, match=r"holds this command's input .*mine\.yaml"):
+        _check(RLlibTrainConfig(scenario=str(scenario), out=str(ckpt), overwrite=True))
+    # an RLlib checkpoint folder without inputs in it may still be replaced with --overwrite
+    scenario.unlink()
+    _check(RLlibTrainConfig(scenario=SCENARIO, out=str(ckpt), overwrite=True))
