@@ -223,7 +223,16 @@ def test_train_never_writes_its_model_over_the_input_scenario(tmp_path, capsys) 
     scenario = tmp_path / "model.zip"
     shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
     before = scenario.read_bytes()
-    args = ["train", str(scenario), "--timesteps", "8", "--out", str(tmp_path), "--overwrite", "--no-progress"]
+    args = [
+        "train",
+        str(scenario),
+        "--timesteps",
+        "8",
+        "--out",
+        str(tmp_path),
+        "--overwrite",
+        "--no-progress",
+    ]
     assert _run(args) == 2
     _one_line(capsys, "model.zip", "this command's input", "even with --overwrite")
     assert scenario.read_bytes() == before
