@@ -268,6 +268,12 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     scenarios = (
         None if scen is None else [s.strip() for s in scen.split(",") if s.strip() not in ("", "none")]
     )
+    for flag, given, items in (("--env-ids", args.env_ids, ids), ("--scenarios", scen, scenarios)):
+        if given is not None and not items and given.strip().lower() != "none":  # ',' is not 'none'
+            raise ValueError(
+                f"{flag} {given!r}: empty; give a comma list, or none to evaluate no "
+                f"{'env id' if flag == '--env-ids' else 'scenario'}"
+            )
     if ids is not None and scenarios is not None and not ids and not scenarios:
         raise ValueError(
             f"--env-ids {args.env_ids!r} --scenarios {scen!r}: nothing to evaluate; give at least one env id "

@@ -165,6 +165,9 @@ def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> No
         (["simulate", SCENARIO, "--link-windows", "1000000"], "--link-windows"),
         (["evaluate", SCENARIO, "--seeds", "9" * 5000], "--seeds"),
         (["simulate", SCENARIO, "--seed", "9" * 5000], "(5,000 characters) is out of range"),
+        # fails on the old code: ',' was read as 'none' and the leaderboard ran on the default scenarios
+        (["leaderboard", "--quick", "--env-ids", ",", "--out", "x"], "--env-ids ',': empty"),
+        (["leaderboard", "--quick", "--scenarios", " , ", "--out", "x"], "--scenarios ' , ': empty"),
     ],
 )
 def test_empty_or_negative_inputs_are_refused(args, must, capsys) -> None:
