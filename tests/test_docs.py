@@ -375,3 +375,18 @@ def test_the_readme_stays_short_and_lists_every_base_id() -> None:
     assert base
     rows = {m.group(1) for m in re.finditer(r"^\| `(ainet_gym/[^`]+)` \|", text, re.M)}
     assert set(base) <= rows, f"README.md's id table misses {sorted(set(base) - rows)}"
+
+
+def test_every_name_of_all_gets_an_api_page_under_its_own_name() -> None:
+    """The docs hook makes ``api/<name>.md`` for every name of ``ainet_gym.__all__`` (fails on the old code:
+    ``__version__``'s page was ``api/version.md``, so a check of ``api/__version__/`` found none)."""
+    import ainet_gym
+
+    spec = importlib.util.spec_from_file_location("_gen_pages", ROOT / "docs" / "_scripts" / "gen_pages.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    gen._api_pages()
+    missing = [n for n in ainet_gym.__all__ if f"api/{n}.md" not in gen._pages]
+    assert not missing, f"no API page for {missing}"
+    assert all("::: " in gen._pages[f"api/{n}.md"] for n in ainet_gym.__all__)
