@@ -213,3 +213,13 @@ def test_graph_counts_of_a_built_fabric_round_trip() -> None:
     f = build_fabric(sc.fabric)
     size = graph_size(fabric_to_graph(f))
     assert size["ecmp_set"] == 4 and size["gpus"] == 16 and size["links"] == f.n_links
+
+
+@pytest.mark.parametrize("bad", [5, None, "spine-leaf-2to1", nx.MultiGraph()])
+def test_fabric_to_graph_refuses_what_is_not_a_fabric_with_a_type_error(bad) -> None:
+    """Errors of the Python API are ValueError, TypeError, RuntimeError or gymnasium errors (fails on the old
+    code: ``fabric_to_graph(5)`` raised AttributeError)."""
+    from ainet_gym import fabric_to_graph
+
+    with pytest.raises(TypeError, match=r"fabric_to_graph expects a Fabric .*not "):
+        fabric_to_graph(bad)

@@ -1062,9 +1062,20 @@ def graph_spec(G: Any, **fabric_keys: Any) -> FabricSpec:
 def fabric_to_graph(fabric: Fabric) -> nx.MultiDiGraph:
     """The fabric as a directed multigraph that :func:`fabric_from_graph` reads back into the same fabric:
     one edge per directed link (``link`` id, ``gbps``, ``tier``, ``latency_us``), nodes in node-id
-    order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches)."""
+    order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches).
+
+    Raises
+    ------
+    TypeError
+        If ``fabric`` is not a :class:`Fabric` (e.g. a scenario: build its fabric first).
+    """
     import networkx as nx
 
+    if not isinstance(fabric, Fabric):
+        raise TypeError(
+            f"fabric_to_graph expects a Fabric (ainet_gym.fabric.topology.build_fabric of a scenario's fabric), "
+            f"not {type(fabric).__name__}"
+        )
     G = nx.MultiDiGraph()
     role = {"gpu": "gpu", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
     node_host: dict[int, int] = {}
