@@ -256,3 +256,21 @@ def test_rllib_overwrite_never_removes_a_folder_holding_the_input_scenario(tmp_p
     # an RLlib checkpoint folder without inputs in it may still be replaced with --overwrite
     scenario.unlink()
     _check(RLlibTrainConfig(scenario=SCENARIO, out=str(ckpt), overwrite=True))
+
+
+def test_soak_runs_every_action_mode_by_default(monkeypatch, capsys) -> None:
+    """``soak`` says it runs every action mode (fails on the old code: its default was split, path and
+    ecmp_weights, so the choose, choose_bg and split_bg modes were never soaked unless named)."""
+    import ainet_gym.checks.soak as soak_mod
+    from ainet_gym.checks.soak import SoakResult
+    from ainet_gym.envs.env import ACTION_MODES
+
+    ran: list[str] = []
+
+    def fake(scenario, mode, steps, **kw):
+        ran.append(mode)
+        return SoakResult(scenario, mode, steps, 0, 0, 0, 0.0)
+
+    monkeypatch.setattr(soak_mod, "soak", fake)
+    assert main(["soak", SCENARIO, "--steps", "1"]) == 0
+    assert ran == list(ACTION_MODES)
