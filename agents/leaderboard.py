@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ainet_gym.agents.evaluate import EvalConfig, evaluate, parse_seeds
-from ainet_gym.agents.outputs import check_out_files, fresh_dir, run_stamp
+from ainet_gym.agents.outputs import check_out_files, fresh_dir, run_stamp, scenario_files
 from ainet_gym.agents.registry import parse_policies
 
 __all__ = [
@@ -282,7 +282,9 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     if args.out is None:  # a fresh run folder: a second plain run never collides
         out = fresh_dir(DEFAULT_OUT, f"leaderboard__{run_stamp()}", create=False)
     else:
-        out = check_out_files(args.out, bool(getattr(args, "overwrite", False)), LEADERBOARD_FILES)
+        inputs = [f for sc in scenarios or [] for f in scenario_files(sc)]
+        inputs += [spec.split(":", 1)[1] for spec in extra or [] if ":" in spec]  # model files
+        out = check_out_files(args.out, bool(getattr(args, "overwrite", False)), LEADERBOARD_FILES, inputs)
     board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra, scenarios=scenarios)
     write(board, out)
     if args.json:

@@ -274,3 +274,22 @@ def test_soak_runs_every_action_mode_by_default(monkeypatch, capsys) -> None:
     monkeypatch.setattr(soak_mod, "soak", fake)
     assert main(["soak", SCENARIO, "--steps", "1"]) == 0
     assert ran == list(ACTION_MODES)
+
+
+def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_path, capsys) -> None:
+    """Fails on the old code: ``leaderboard --scenarios lb/leaderboard.md --out lb --overwrite`` wrote its table
+    over the scenario it evaluated (the output rule had no inputs for leaderboard and sweep); the sweep is
+    refused at the driver, before Ray."""
+    out = tmp_path / "lb"
+    out.mkdir()
+    scenario = out / "leaderboard.md"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
+    before = scenario.read_bytes()
+    args = ["leaderboard", "--quick", "--env-ids", "none", "--scenarios", str(scenario), "--out", str(out)]
+    assert _run([*args, "--overwrite"]) == 2
+    _one_line(capsys, "holds this command's input", "leaderboard.md")
+    assert scenario.read_bytes() == before
+    sweep = ["sweep", "--scenarios", str(scenario), "--out", str(out), "--overwrite", "--timesteps", "8"]
+    assert _run(sweep) == 2
+    _one_line(capsys, "holds this command's input")
+    assert scenario.read_bytes() == before
