@@ -120,7 +120,7 @@ def demo_main(args: argparse.Namespace) -> int:
         # --out X.zip: the model file, with the results and logs in X/ beside it; else a directory
         out, model = (given.with_suffix(""), given) if given.suffix == ".zip" else (given, model_path(given))
         inputs = scenario_files(args.scenario)
-        check_out_dir(out, overwrite, inputs)
+        check_out_dir(out, overwrite, read=inputs)
         check_model_out(model, overwrite, inputs=inputs)
     quick = bool(getattr(args, "quick", False))
     timesteps = args.timesteps or (QUICK_TIMESTEPS if quick else DEMO_TIMESTEPS)

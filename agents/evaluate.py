@@ -388,7 +388,7 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     JSON object (``files`` lists what was written)."""
     if cfg.out is not None:  # refuse a bad destination before running anything
         inputs = [spec.split(":", 1)[1] for spec in parse_policies(cfg.policies) if ":" in spec]
-        check_out_dir(cfg.out, cfg.overwrite, [*inputs, *scenario_files(cfg.scenario)])
+        check_out_dir(cfg.out, cfg.overwrite, inputs, read=scenario_files(cfg.scenario))
     scenario, prepared = prepare(cfg)
     seeds = parse_seeds(cfg.seeds)
     eseeds = episode_seeds(seeds, cfg.episodes)

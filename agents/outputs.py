@@ -111,9 +111,16 @@ def check_model_out(
         )
 
 
-def check_out_dir(out: str | os.PathLike, overwrite: bool, inputs: Iterable[str | os.PathLike] = ()) -> Path:
-    """Check an explicit output directory: it must not be a file, and (unless ``overwrite``) must not
-    hold earlier results or a model, nor any of the ``inputs`` (model files being read)."""
+def check_out_dir(
+    out: str | os.PathLike,
+    overwrite: bool,
+    inputs: Iterable[str | os.PathLike] = (),
+    read: Iterable[str | os.PathLike] = (),
+) -> Path:
+    """Check an explicit output directory: it must not be a file, none of its result files may be one
+    of the ``inputs`` (model files being read) or ``read`` (other files read: the scenario), even with
+    ``overwrite``, and (unless ``overwrite``) it must not hold earlier results or a model, nor any of the
+    ``inputs``."""
     text = os.fspath(out)
     if not text.strip():
         raise ValueError("--out '': empty; expected a directory")
@@ -123,7 +130,7 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, inputs: Iterable[str 
     if d.exists() and not d.is_dir():
         raise ValueError(f"--out {text!r}: is a file; expected a directory for the results")
     inputs = list(inputs)
-    for inp in inputs:  # never an input, even with overwrite
+    for inp in [*inputs, *read]:  # never an input, even with overwrite
         hit = next((f for f in RESULT_FILES if _same(d / f, Path(inp))), None)
         if hit is not None:
             raise ValueError(

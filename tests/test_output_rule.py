@@ -293,3 +293,12 @@ def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_pat
     assert _run(sweep) == 2
     _one_line(capsys, "holds this command's input")
     assert scenario.read_bytes() == before
+
+
+def test_a_scenario_beside_the_results_is_not_earlier_output(tmp_path, capsys) -> None:
+    """The scenario is protected only where a result file would replace it: ``evaluate mine.yaml --out .``
+    (results written beside the scenario) still runs without --overwrite, as before."""
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", tmp_path / "mine.yaml")
+    args = ["evaluate", str(tmp_path / "mine.yaml"), "--policies", "ecmp", "--seeds", "1", "--steps", "1"]
+    assert _run([*args, "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "results.md").exists() and (tmp_path / "mine.yaml").exists()
