@@ -284,7 +284,9 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     else:
         inputs = [f for sc in scenarios or [] for f in scenario_files(sc)]
         inputs += [spec.split(":", 1)[1] for spec in extra or [] if ":" in spec]  # model files
-        out = check_out_files(args.out, bool(getattr(args, "overwrite", False)), LEADERBOARD_FILES, inputs)
+        out = check_out_files(
+            args.out, bool(getattr(args, "overwrite", False)), LEADERBOARD_FILES, read=inputs
+        )
     board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra, scenarios=scenarios)
     write(board, out)
     if args.json:

@@ -201,9 +201,11 @@ def check_out_files(
     files: Iterable[str],
     inputs: Iterable[str | os.PathLike] = (),
     flag: str = "--out",
+    read: Iterable[str | os.PathLike] = (),
 ) -> Path:
     """Check an output directory that receives ``files`` (names inside it): not a file, none of the
-    ``inputs`` inside it (even with ``overwrite``), and none of ``files`` there already unless ``overwrite``.
+    ``inputs`` inside it and none of the files ``read`` (a scenario, a model) one of ``files`` or inside
+    one (even with ``overwrite``), and none of ``files`` there already unless ``overwrite``.
 
     Raises
     ------
@@ -219,6 +221,14 @@ def check_out_files(
     src = _is_input(d, inputs)
     if src is not None:
         raise ValueError(f"{flag} {text!r}: holds this command's input {src!r}; choose another directory")
+    files = list(files)
+    for r in read:  # a file read is protected where a written file or folder would replace it
+        hit = next((f for f in files if _same(d / f, Path(r)) or _is_input(d / f, [r])), None)
+        if hit is not None:
+            raise ValueError(
+                f"{flag} {text!r}: its {hit} would replace this command's input {str(r)!r}; it is never "
+                "overwritten, even with --overwrite: choose another directory"
+            )
     if overwrite or not d.is_dir():
         return d
     held = [f for f in files if (d / f).exists()]

@@ -176,7 +176,7 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
     from ainet_gym.agents.outputs import check_out_files, scenario_files
 
     inputs = [f for sc in cfg.scenarios for f in scenario_files(sc)]
-    out = check_out_files(cfg.out, cfg.overwrite, SWEEP_FILES, inputs).resolve()
+    out = check_out_files(cfg.out, cfg.overwrite, SWEEP_FILES, read=inputs).resolve()
     from ainet_gym.envs import rllib as arl  # first: without Ray, an ImportError naming the extra
 
     ray, tune = arl.ray, importlib.import_module("ray.tune")

@@ -287,12 +287,25 @@ def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_pat
     before = scenario.read_bytes()
     args = ["leaderboard", "--quick", "--env-ids", "none", "--scenarios", str(scenario), "--out", str(out)]
     assert _run([*args, "--overwrite"]) == 2
-    _one_line(capsys, "holds this command's input", "leaderboard.md")
+    _one_line(capsys, "its leaderboard.md would replace this command's input", "even with --overwrite")
     assert scenario.read_bytes() == before
-    sweep = ["sweep", "--scenarios", str(scenario), "--out", str(out), "--overwrite", "--timesteps", "8"]
-    assert _run(sweep) == 2
-    _one_line(capsys, "holds this command's input")
-    assert scenario.read_bytes() == before
+    (out / "results.md").write_bytes(before)  # the sweep's table, or inside its checkpoints/ folder
+    (out / "checkpoints").mkdir()
+    (out / "checkpoints" / "mine.yaml").write_bytes(before)
+    for sc in (out / "results.md", out / "checkpoints" / "mine.yaml"):
+        sweep = ["sweep", "--scenarios", str(sc), "--out", str(out), "--overwrite", "--timesteps", "8"]
+        assert _run(sweep) == 2
+        _one_line(capsys, "would replace this command's input", str(sc))
+        assert sc.read_bytes() == before
+
+
+def test_a_scenario_beside_the_leaderboard_is_not_its_output(tmp_path) -> None:
+    """A scenario in the --out folder that no written file replaces is fine (results beside it)."""
+    from ainet_gym.agents.outputs import check_out_files
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("x")
+    assert check_out_files(tmp_path, False, ["leaderboard.md"], read=[mine]) == tmp_path
 
 
 def test_a_scenario_beside_the_results_is_not_earlier_output(tmp_path, capsys) -> None:
