@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -561,7 +562,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     The project's own errors (a bad scenario, argument, action, model or output path: ``ValueError``,
     ``OSError``, ``ImportError``, ``RuntimeError``, ``gymnasium.error.Error``) print one line,
-    ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead.
+    ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead. A
+    reader that closes the pipe early (``ainet-gym scenarios | head -3``) ends the command quietly with
+    status 141 (128 + SIGPIPE, as shell tools do).
     """
     from gymnasium import error as gym_error
 
@@ -573,6 +576,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ainet-gym {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader is gone: point stdout at /dev/null so the interpreter's final flush does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except (ScenarioError, ValueError, OSError, ImportError, RuntimeError, gym_error.Error) as e:
         if args.debug:
             raise

@@ -177,3 +177,21 @@ def test_demo_refuses_an_out_with_earlier_results(capsys, tmp_path: Path) -> Non
     (tmp_path / "m.zip").write_text("not a model")
     line = one_line_error(capsys, "demo", "--quick", "--out", str(tmp_path / "m.zip"))
     assert "a model is already there; pass --overwrite" in line
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly() -> None:
+    """`ainet-gym scenarios | head -1`: no "Broken pipe" error line, no traceback, status 141."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from ainet_gym.cli import main; raise SystemExit(main(['scenarios']))"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == "", err
