@@ -508,7 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--steps", type=_int_arg(1), default=10_000, help="env steps per scenario and action mode")
     s.add_argument("--num-envs", type=_int_arg(1, 4096), default=32, help="copies in the vector env")
-    s.add_argument("--modes", default="split,path,ecmp_weights", help="comma list of action modes")
+    s.add_argument("--modes", default=None, help="comma list of action modes (default: every mode)")
     s.add_argument("--seed", type=_int_arg(0, 2**62), default=0)
     s.add_argument(
         "--max-seconds",
@@ -529,7 +529,10 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     from ainet_gym.checks.soak import ACTION_MODES, DYNAMIC_SCENARIOS, soak
 
     scenarios = args.scenarios or list(DYNAMIC_SCENARIOS)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.modes is None:  # every mode, the discrete and background ones included
+        modes = list(ACTION_MODES)
+    else:
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes:
         raise ValueError(f"--modes {args.modes!r}: empty; give a comma list of {', '.join(ACTION_MODES)}")
     bad = [m for m in modes if m not in ACTION_MODES]

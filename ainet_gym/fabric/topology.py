@@ -1059,9 +1059,20 @@ def graph_spec(G: Any, **fabric_keys: Any) -> FabricSpec:
 def fabric_to_graph(fabric: Fabric) -> nx.MultiDiGraph:
     """The fabric as a directed multigraph that :func:`fabric_from_graph` reads back into the same fabric:
     one edge per directed link (``link`` id, ``gbps``, ``tier``, ``latency_us``), nodes in node-id
-    order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches)."""
+    order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches).
+
+    Raises
+    ------
+    TypeError
+        If ``fabric`` is not a :class:`Fabric` (e.g. a scenario: build its fabric first).
+    """
     import networkx as nx
 
+    if not isinstance(fabric, Fabric):
+        raise TypeError(
+            f"fabric_to_graph expects a Fabric (ainet_gym.fabric.topology.build_fabric of a scenario's fabric), "
+            f"not {type(fabric).__name__}"
+        )
     G = nx.MultiDiGraph()
     role = {"gpu": "gpu", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
     node_host: dict[int, int] = {}
@@ -1112,10 +1123,28 @@ def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
                 f"{path}: not a readable GraphML file: {' '.join(str(e).split())[:200]}"
             ) from None
     G = nx.MultiGraph()
+    # counted while reading, so that a file far above the limits is refused after reading what
+    # already exceeds them, not after building the whole graph: every link line adds two directed
+    # links, and a connected graph of n nodes has at least 2 (n - 1) of them
+    max_links = int(_graph_limits()["links"])
+    n_links = 0
     for lineno, line in enumerate(text.splitlines(), 1):
-        words = shlex.split(line, comments=True)
+        # shlex only where quoting can matter: it costs about 30 times str.split a line
+        words = (
+            shlex.split(line, comments=True)
+            if ('"' in line or "'" in line or "\\" in line)
+            else (line.split("#", 1)[0].split())
+        )
         if not words:
             continue
+        if words[0] != "node":
+            n_links += 2
+        if n_links > max_links or 2 * (G.number_of_nodes() - 1) > max_links:
+            _fail(
+                f"{path}:{lineno}: the graph has more than {max_links:,} directed links (a link line is two; "
+                "a connected graph of n nodes has at least 2 (n - 1)); allowed: at most "
+                f"{max_links:,} (ainet_gym.scenario.loader.LIMITS['links']): fewer links in the graph"
+            )
         where = f"{path}:{lineno}"
         head, attrs = words[:2], words[2:]  # "node NAME ..." or "NAME NAME ..."
         kv: dict[str, Any] = {}
