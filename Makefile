@@ -55,19 +55,23 @@ docs: venv
 
 # RLlib: ray[rllib] pins its own gymnasium, so its tests run in a second virtual environment, .venv-rllib/
 # (RLLIB_VENV=DIR for another one; RLLIB_PYTHON=/path/to/python for a venv of yours): installs
-# .[rl,dev,rllib] there (torch first, as `install`) and runs only tests/test_rllib.py.
+# .[rl,dev,rllib] there (torch first, as `install`) and runs tests/test_rllib.py and the doc page whose blocks
+# need Ray (docs/cluster.md; tests/test_docs.py skips them without it).
 RLLIB_VENV ?= .venv-rllib
 RLLIB_PYTHON ?= $(RLLIB_VENV)/bin/python
 check-rllib:
 	$(MAKE) install VENV=$(RLLIB_VENV) PYTHON=$(RLLIB_PYTHON)
 	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
 	$(RLLIB_PYTHON) -m pytest -q tests/test_rllib.py
+	$(RLLIB_PYTHON) -m pytest -q tests/test_docs.py -k "docs/cluster.md"
 
 # The research-code examples (docs/research-code.md): the extra `examples` (tyro, rl_zoo3, tianshou) and a
-# smoke run of each (CleanRL-style PPO continuous and discrete, DQN; RL Baselines3 Zoo PPO; Tianshou DQN).
+# smoke run of each (CleanRL-style PPO continuous and discrete, DQN; RL Baselines3 Zoo PPO; Tianshou DQN), and
+# the blocks of docs/research-code.md, which tests/test_docs.py skips without the extra.
 check-examples: install
 	$(PIP) install --quiet -e ".[rl,dev,examples]"
 	$(PYTHON) -m pytest -q tests/test_research_examples.py
+	$(PYTHON) -m pytest -q tests/test_docs.py -k "docs/research-code.md"
 
 # The learning curves of docs/research-code.md (docs/img/learning-*.png and learning-curves.json): every
 # example at its documented budget, one after the other (long: about 1-2 hours on 2 busy cores).

@@ -26,7 +26,14 @@ import time
 from pathlib import Path
 
 from ainet_gym.agents.evaluate import EvalConfig, evaluate, markdown_table, report_header
-from ainet_gym.agents.outputs import MODEL_FILE, check_model_out, check_out_dir, fresh_dir, model_path
+from ainet_gym.agents.outputs import (
+    MODEL_FILE,
+    check_model_out,
+    check_out_dir,
+    fresh_dir,
+    model_path,
+    scenario_files,
+)
 from ainet_gym.agents.train import TrainConfig, format_final, run_name, train
 
 __all__ = [
@@ -112,8 +119,9 @@ def demo_main(args: argparse.Namespace) -> int:
         given = Path(args.out)
         # --out X.zip: the model file, with the results and logs in X/ beside it; else a directory
         out, model = (given.with_suffix(""), given) if given.suffix == ".zip" else (given, model_path(given))
-        check_out_dir(out, overwrite)
-        check_model_out(model, overwrite)
+        inputs = scenario_files(args.scenario)
+        check_out_dir(out, overwrite, read=inputs)
+        check_model_out(model, overwrite, inputs=inputs)
     quick = bool(getattr(args, "quick", False))
     timesteps = args.timesteps or (QUICK_TIMESTEPS if quick else DEMO_TIMESTEPS)
     seeds = QUICK_SEEDS if quick else DEMO_SEEDS

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ainet_gym.agents.outputs import check_out_dir, fresh_dir
+from ainet_gym.agents.outputs import check_out_dir, fresh_dir, scenario_files
 from ainet_gym.agents.registry import Agent, make_agent, parse_policies
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import EnvCore
@@ -388,7 +388,7 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     JSON object (``files`` lists what was written)."""
     if cfg.out is not None:  # refuse a bad destination before running anything
         inputs = [spec.split(":", 1)[1] for spec in parse_policies(cfg.policies) if ":" in spec]
-        check_out_dir(cfg.out, cfg.overwrite, inputs)
+        check_out_dir(cfg.out, cfg.overwrite, inputs, read=scenario_files(cfg.scenario))
     scenario, prepared = prepare(cfg)
     seeds = parse_seeds(cfg.seeds)
     eseeds = episode_seeds(seeds, cfg.episodes)

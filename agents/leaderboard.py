@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ainet_gym.agents.evaluate import EvalConfig, evaluate, parse_seeds
-from ainet_gym.agents.outputs import check_out_files, fresh_dir, run_stamp
+from ainet_gym.agents.outputs import check_out_files, fresh_dir, run_stamp, scenario_files
 from ainet_gym.agents.registry import parse_policies
 
 __all__ = [
@@ -268,6 +268,12 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     scenarios = (
         None if scen is None else [s.strip() for s in scen.split(",") if s.strip() not in ("", "none")]
     )
+    for flag, given, items in (("--env-ids", args.env_ids, ids), ("--scenarios", scen, scenarios)):
+        if given is not None and not items and given.strip().lower() != "none":  # ',' is not 'none'
+            raise ValueError(
+                f"{flag} {given!r}: empty; give a comma list, or none to evaluate no "
+                f"{'env id' if flag == '--env-ids' else 'scenario'}"
+            )
     if ids is not None and scenarios is not None and not ids and not scenarios:
         raise ValueError(
             f"--env-ids {args.env_ids!r} --scenarios {scen!r}: nothing to evaluate; give at least one env id "
@@ -276,7 +282,11 @@ def leaderboard_main(args: argparse.Namespace) -> int:
     if args.out is None:  # a fresh run folder: a second plain run never collides
         out = fresh_dir(DEFAULT_OUT, f"leaderboard__{run_stamp()}", create=False)
     else:
-        out = check_out_files(args.out, bool(getattr(args, "overwrite", False)), LEADERBOARD_FILES)
+        inputs = [f for sc in scenarios or [] for f in scenario_files(sc)]
+        inputs += [spec.split(":", 1)[1] for spec in extra or [] if ":" in spec]  # model files
+        out = check_out_files(
+            args.out, bool(getattr(args, "overwrite", False)), LEADERBOARD_FILES, read=inputs
+        )
     board = leaderboard(ids, seeds, steps, progress=not args.json, extra=extra, scenarios=scenarios)
     write(board, out)
     if args.json:

@@ -63,7 +63,7 @@ class MarlAgent:
         from ainet_gym.agents.sb3_agents import load_model
 
         self.path = Path(path)
-        self.model, self.meta = load_model(path, "ppo")
+        self.model, self.meta = load_model(path, "ppo", label=f"marl:{path}")
         if self.meta.get("kind") != MARL_KIND:
             raise ValueError(
                 f"marl:{path}: not a per-switch model (no kind={MARL_KIND!r} in its metadata); "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "MODEL_FILE",
@@ -63,9 +64,37 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def check_model_out(model: Path, overwrite: bool, resume: str | os.PathLike | None = None) -> None:
-    """Refuse to write ``model`` over the model being resumed (always) or over an existing file (unless
-    ``overwrite``)."""
+def scenario_files(scenario: Any) -> list[str]:
+    """The files a command reads for ``scenario`` (a name, a path or a dict): the scenario file and the
+    graph file it names, as the outputs must never replace them; none for a shipped name or a dict (or
+    a scenario that does not load: the command itself then says why)."""
+    from ainet_gym.scenario.loader import load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+    except Exception:  # the command's own load reports the error
+        return []
+    out = [sc.source] if isinstance(sc.source, str) and sc.source and not sc.source.startswith("<") else []
+    fab = sc.raw.get("fabric") if isinstance(sc.raw, dict) else None
+    if isinstance(fab, dict) and isinstance(fab.get("file"), str):
+        out.append(fab["file"])
+    return out
+
+
+def check_model_out(
+    model: Path,
+    overwrite: bool,
+    resume: str | os.PathLike | None = None,
+    inputs: Iterable[str | os.PathLike] = (),
+) -> None:
+    """Refuse to write ``model`` over the model being resumed or one of the other ``inputs`` (always) or
+    over an existing file (unless ``overwrite``)."""
+    src_in = next((str(i) for i in inputs if _same(model, Path(i))), None)
+    if src_in is not None:
+        raise ValueError(
+            f"--out {str(model)!r}: is this command's input {src_in!r}; it is never overwritten, even with "
+            "--overwrite"
+        )
     if resume is not None:
         src = Path(resume)
         if not src.exists() and src.suffix != ".zip":
@@ -82,9 +111,16 @@ def check_model_out(model: Path, overwrite: bool, resume: str | os.PathLike | No
         )
 
 
-def check_out_dir(out: str | os.PathLike, overwrite: bool, inputs: Iterable[str | os.PathLike] = ()) -> Path:
-    """Check an explicit output directory: it must not be a file, and (unless ``overwrite``) must not
-    hold earlier results or a model, nor any of the ``inputs`` (model files being read)."""
+def check_out_dir(
+    out: str | os.PathLike,
+    overwrite: bool,
+    inputs: Iterable[str | os.PathLike] = (),
+    read: Iterable[str | os.PathLike] = (),
+) -> Path:
+    """Check an explicit output directory: it must not be a file, none of its result files may be one
+    of the ``inputs`` (model files being read) or ``read`` (other files read: the scenario), even with
+    ``overwrite``, and (unless ``overwrite``) it must not hold earlier results or a model, nor any of the
+    ``inputs``."""
     text = os.fspath(out)
     if not text.strip():
         raise ValueError("--out '': empty; expected a directory")
@@ -93,6 +129,14 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, inputs: Iterable[str 
         raise ValueError(f"--out {text!r}: ends in .zip, but this command writes a directory of results")
     if d.exists() and not d.is_dir():
         raise ValueError(f"--out {text!r}: is a file; expected a directory for the results")
+    inputs = list(inputs)
+    for inp in [*inputs, *read]:  # never an input, even with overwrite
+        hit = next((f for f in RESULT_FILES if _same(d / f, Path(inp))), None)
+        if hit is not None:
+            raise ValueError(
+                f"--out {text!r}: its {hit} would be this command's input {str(inp)!r}; it is never "
+                "overwritten, even with --overwrite: choose another --out"
+            )
     if overwrite or not d.is_dir():
         return d
     held = [f for f in (*RESULT_FILES, MODEL_FILE) if (d / f).exists()]
@@ -103,7 +147,7 @@ def check_out_dir(out: str | os.PathLike, overwrite: bool, inputs: Iterable[str 
         except OSError:
             inside = False
         if inside:
-            held.append(f"the input model {str(p)!r}")
+            held.append(f"the input {str(p)!r}")
     if held:
         raise ValueError(
             f"--out {text!r}: holds earlier output ({', '.join(held)}); pass --overwrite to replace it, or "
@@ -157,9 +201,11 @@ def check_out_files(
     files: Iterable[str],
     inputs: Iterable[str | os.PathLike] = (),
     flag: str = "--out",
+    read: Iterable[str | os.PathLike] = (),
 ) -> Path:
     """Check an output directory that receives ``files`` (names inside it): not a file, none of the
-    ``inputs`` inside it (even with ``overwrite``), and none of ``files`` there already unless ``overwrite``.
+    ``inputs`` inside it and none of the files ``read`` (a scenario, a model) one of ``files`` or inside
+    one (even with ``overwrite``), and none of ``files`` there already unless ``overwrite``.
 
     Raises
     ------
@@ -175,6 +221,14 @@ def check_out_files(
     src = _is_input(d, inputs)
     if src is not None:
         raise ValueError(f"{flag} {text!r}: holds this command's input {src!r}; choose another directory")
+    files = list(files)
+    for r in read:  # a file read is protected where a written file or folder would replace it
+        hit = next((f for f in files if _same(d / f, Path(r)) or _is_input(d / f, [r])), None)
+        if hit is not None:
+            raise ValueError(
+                f"{flag} {text!r}: its {hit} would replace this command's input {str(r)!r}; it is never "
+                "overwritten, even with --overwrite: choose another directory"
+            )
     if overwrite or not d.is_dir():
         return d
     held = [f for f in files if (d / f).exists()]

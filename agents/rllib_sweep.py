@@ -173,9 +173,10 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
             raise ValueError(f"{name} = {v!r}: must be an integer in [{lo}, 100000]")
 
     where = trial_scenarios(cfg.scenarios)
-    from ainet_gym.agents.outputs import check_out_files
+    from ainet_gym.agents.outputs import check_out_files, scenario_files
 
-    out = check_out_files(cfg.out, cfg.overwrite, SWEEP_FILES).resolve()
+    inputs = [f for sc in cfg.scenarios for f in scenario_files(sc)]
+    out = check_out_files(cfg.out, cfg.overwrite, SWEEP_FILES, read=inputs).resolve()
     from ainet_gym.envs import rllib as arl  # first: without Ray, an ImportError naming the extra
 
     ray, tune = arl.ray, importlib.import_module("ray.tune")

@@ -229,6 +229,14 @@ def _check(cfg: RLlibTrainConfig) -> str:
                 )
             if not (o / "rllib_checkpoint.json").is_file():
                 raise ValueError(f"out = {str(o)!r}: is not an RLlib checkpoint directory; not replacing it")
+            from ainet_gym.agents.outputs import scenario_files
+
+            for f in scenario_files(cfg.scenario):  # --overwrite replaces the folder: never an input in it
+                if Path(f).resolve().is_relative_to(o.resolve()):
+                    raise ValueError(
+                        f"out = {str(o)!r}: holds this command's input {f!r}; it is never overwritten, even "
+                        "with --overwrite: choose another --out"
+                    )
     return cfg.action_mode or "split"
 
 

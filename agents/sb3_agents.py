@@ -362,8 +362,9 @@ def _restricted_loads(blob: bytes, key: str, path: Path) -> Any:
     return _RestrictedUnpickler(io.BytesIO(blob)).load()
 
 
-def safe_objects(p: Path, algo: str) -> dict[str, Any]:
-    """Check that ``p`` is an SB3 model of ``algo`` and unpickle its ``data`` entries with an allowlist.
+def safe_objects(p: Path, algo: str, label: str | None = None) -> dict[str, Any]:
+    """Check that ``p`` is an SB3 model of ``algo`` and unpickle its ``data`` entries with an allowlist
+    (``label``: how errors name the file, default ``algo:p``).
 
     Returns the entries as SB3 ``custom_objects``, so that ``cls.load`` unpickles nothing itself (its
     tensors are read with ``torch.load(weights_only=True)``).
@@ -373,7 +374,8 @@ def safe_objects(p: Path, algo: str) -> dict[str, Any]:
 
     def bad(problem: str) -> UntrustedModelError:
         return UntrustedModelError(
-            f"{algo}:{p}: not a {algo} model saved by ainet-gym train or stable-baselines3 ({problem})"
+            f"{label or f'{algo}:{p}'}: not a {algo} model saved by ainet-gym train or stable-baselines3 "
+            f"({problem})"
         )
 
     with zipfile.ZipFile(p) as z:
@@ -428,11 +430,16 @@ def safe_objects(p: Path, algo: str) -> dict[str, Any]:
 
 
 def load_model(
-    path: str | os.PathLike, algo: str | None = None, env: Any = None, trusted: bool = False
+    path: str | os.PathLike,
+    algo: str | None = None,
+    env: Any = None,
+    trusted: bool = False,
+    label: str | None = None,
 ) -> tuple[BaseAlgorithm, dict[str, Any]]:
     """Load a model saved by :func:`save_model`; returns ``(model, metadata)``.
 
-    ``algo`` defaults to the metadata's; if both are given they must agree.
+    ``algo`` defaults to the metadata's; if both are given they must agree. ``label`` is how errors
+    name the file (default ``algo:PATH``; a loader built on this one, e.g. ``marl:PATH``, passes its own).
 
     Safety: SB3 models hold pickled Python objects, and unpickling can run code. Unless ``trusted``,
     the file must be an SB3 model of ``algo`` (its members and settings are checked first) and its
@@ -448,7 +455,7 @@ def load_model(
         If the algorithm is unknown or differs from the one the model was trained with;
         :class:`UntrustedModelError` if the file is not a model of ``algo`` or holds other objects.
     """
-    p = _check_file(path, f"{algo or 'model'}:{path}")
+    p = _check_file(path, label or f"{algo or 'model'}:{path}")
     meta = read_metadata(p)
     trained = meta.get("algo")
     if algo is None:
@@ -460,7 +467,7 @@ def load_model(
     if algo not in ALGO_MODES:
         raise ValueError(f"model {str(p)!r}: unknown algorithm {algo!r}; allowed: {', '.join(ALGO_MODES)}")
     cls = algo_class(algo)
-    objects = None if trusted else safe_objects(p, algo)
+    objects = None if trusted else safe_objects(p, algo, label)
     try:
         with zipfile.ZipFile(p) as z:
             has_optimizer = OPTIMIZER_MEMBER in z.namelist()
@@ -487,7 +494,7 @@ def load_model(
     ) as e:
         first = " ".join(str(e).split(". ")[0].split())[:200]  # torch's weights-only message is a paragraph
         raise ModelFileError(
-            f"{algo}:{p}: cannot be loaded as a {algo} model ({type(e).__name__}: {first})"
+            f"{label or f'{algo}:{p}'}: cannot be loaded as a {algo} model ({type(e).__name__}: {first})"
         ) from None
     meta = {"algo": algo, **meta}
     return model, meta

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ainet_gym.agents.outputs import MODEL_FILE, check_model_out, fresh_dir, model_path
+from ainet_gym.agents.outputs import MODEL_FILE, check_model_out, fresh_dir, model_path, scenario_files
 from ainet_gym.agents.sb3_agents import (
     algo_class,
     default_hyperparameters,
@@ -157,7 +157,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     model_out = None
     if cfg.out is not None:  # refuse a bad destination before spending the training time
         model_out = model_path(cfg.out)
-        check_model_out(model_out, cfg.overwrite, cfg.resume)
+        check_model_out(model_out, cfg.overwrite, cfg.resume, scenario_files(cfg.scenario))
     if cfg.torch_threads is not None:
         torch.set_num_threads(cfg.torch_threads)
     scenario = load_scenario(cfg.scenario)

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -537,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--steps", type=_int_arg(1), default=10_000, help="env steps per scenario and action mode")
     s.add_argument("--num-envs", type=_int_arg(1, 4096), default=32, help="copies in the vector env")
-    s.add_argument("--modes", default="split,path,ecmp_weights", help="comma list of action modes")
+    s.add_argument("--modes", default=None, help="comma list of action modes (default: every mode)")
     s.add_argument("--seed", type=_int_arg(0, 2**62), default=0)
     s.add_argument(
         "--max-seconds",
@@ -558,7 +559,10 @@ def _cmd_soak(args: argparse.Namespace) -> int:
     from ainet_gym.checks.soak import ACTION_MODES, DYNAMIC_SCENARIOS, soak
 
     scenarios = args.scenarios or list(DYNAMIC_SCENARIOS)
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.modes is None:  # every mode, the discrete and background ones included
+        modes = list(ACTION_MODES)
+    else:
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes:
         raise ValueError(f"--modes {args.modes!r}: empty; give a comma list of {', '.join(ACTION_MODES)}")
     bad = [m for m in modes if m not in ACTION_MODES]
@@ -588,7 +592,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     The project's own errors (a bad scenario, argument, action, model or output path: ``ValueError``,
     ``OSError``, ``ImportError``, ``RuntimeError``, ``gymnasium.error.Error``) print one line,
-    ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead.
+    ``ainet-gym COMMAND: error: ...``, and exit with status 2; ``--debug`` shows the traceback instead. A
+    reader that closes the pipe early (``ainet-gym scenarios | head -3``) ends the command quietly with
+    status 141 (128 + SIGPIPE, as shell tools do).
     """
     from gymnasium import error as gym_error
 
@@ -600,6 +606,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ainet-gym {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader is gone: point stdout at /dev/null so the interpreter's final flush does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except (ScenarioError, ValueError, OSError, ImportError, RuntimeError, gym_error.Error) as e:
         if args.debug:
             raise

@@ -9,7 +9,8 @@ from typing import Any
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
-    """After a run that included tests/test_docs.py: how many doc blocks ran and how many are marked not-run."""
+    """After a run that included tests/test_docs.py: how many doc blocks ran, how many are marked not-run and how
+    many were skipped for an optional module not installed here."""
     reports = [r for key in ("passed", "failed", "skipped") for r in terminalreporter.stats.get(key, [])]
     if not any(getattr(r, "nodeid", "").startswith("tests/test_docs.py") for r in reports):
         return
@@ -19,9 +20,5 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
-    run, skipped, where = module.counts()
-    terminalreporter.write_line(
-        f"doc blocks (README.md, docs/): {run} run, {skipped} skipped (marked not-run) of {run + skipped}"
-    )
-    for w in where:
-        terminalreporter.write_line(f"  not-run {w}")
+    for line in module.summary():
+        terminalreporter.write_line(line)

@@ -188,3 +188,21 @@ def test_bad_learning_rate_and_target_kl_name_the_flag(capsys, flag: str, value:
     line = one_line_error(capsys, "train", "spine-leaf-2to1", flag, value)
     assert line.startswith("ainet-gym train: error: argument ") and f"{flag}: " in line
     assert value in line and "> 0" in line
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly() -> None:
+    """`ainet-gym scenarios | head -1`: no "Broken pipe" error line, no traceback, status 141."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from ainet_gym.cli import main; raise SystemExit(main(['scenarios']))"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == "", err

@@ -132,6 +132,16 @@ def test_refuses_chunked_pipelines_and_bad_ring_chunk() -> None:
             crosscheck(_switch(), config=CrosscheckConfig(ring_chunk_bytes=bad))  # type: ignore[arg-type]
 
 
+def test_refuses_collectives_in_rank_groups_naming_the_field() -> None:
+    # the replay decomposes a collective over all the job's ranks: a grouped one would be replayed wrong
+    sc = _switch(gpus=4)
+    sc["workload"]["jobs"][0]["collectives"] = [
+        {"op": "allreduce", "algorithm": "ring", "bytes": 2e6, "group_size": 2}
+    ]
+    with pytest.raises(CrosscheckError, match=r"collectives\[0\]\.group_size = 2: .*allowed: none"):
+        crosscheck(sc)
+
+
 def test_ring_plan_couples_each_hop_to_the_previous_one_step_ahead() -> None:
     """A p-GPU ring AllReduce of S bytes (Patarasuk & Yuan 2009; NCCL): p hops, each moving 2 (p-1)/p S
     in 2 (p-1) steps of S/p; hop r -> r+1 forwards what hop r-1 -> r delivered, S/p (one step) ahead."""
@@ -365,7 +375,7 @@ def test_split_change_between_intervals_moves_unsent_bytes_as_hand_computed() ->
     1: split 50/50 over both spines, and a transfer in flight moves its unsent bytes to the new split at
     once (the fluid model's semantics; C/2 on each path, C in all). Hand computation: 10 ms at C/2, then the
     rest at C: comm = 10 ms + (S - C/2 * 10 ms) / C = 5 ms + S / C = 21.89 ms. Without moving the bytes in
-    flight the transfer would take 2 S / C = 33.8 ms and end after the 30 ms span."""
+    flight (``routing.reroute: new_transfers``, checked second) the transfer takes 2 S / C = 33.8 ms."""
     C = 10e9 / 8 * 1448 / 1529
     S = 20e6
     hand = (5e-3 + S / C) * 1e3
@@ -384,6 +394,16 @@ def test_split_change_between_intervals_moves_unsent_bytes_as_hand_computed() ->
     assert job["ns3_comm_ms"] == pytest.approx(hand, rel=0.02)
     assert [iv["ns3_iterations"] for iv in job["intervals"]] == [0, 1]
     assert det["resplits"] == 2  # both directions moved their unsent bytes at the boundary
+    # routing.reroute: new_transfers on both sides: the transfer keeps the slow path, 2 S / C = 33.79 ms
+    # (3 intervals, so that it ends within the span), and nothing moves in ns-3
+    sc["dynamics"]["episode_steps"] = 3
+    sc["routing"] = {"reroute": "new_transfers"}
+    r, det = _crosscheck_with_agent(_SWITCHING_AGENT, sc, "switch-at-one")
+    (job,) = r["jobs"]
+    kept = 2 * S / C * 1e3
+    assert job["fluid_comm_ms"] == pytest.approx(kept, rel=0.002)
+    assert job["ns3_comm_ms"] == pytest.approx(kept, rel=0.02)
+    assert det["resplits"] == 0
 
 
 @needs_ns3

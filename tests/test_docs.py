@@ -11,6 +11,9 @@ The convention, for everyone who writes a page:
 - A block that must not run (a long training run, a command that needs an extra with a venv of its own)
   is marked by an HTML comment line right before it: ``<!-- not-run: the reason -->``. At most 10% of all
   blocks may be marked so (:func:`test_at_most_a_tenth_of_the_blocks_are_skipped` asserts it).
+- A python block that imports an optional module (:data:`EXTRAS`) that is not installed is skipped with the rest
+  of its page; the summary counts these apart, and the make target that installs the module runs the page
+  (:data:`EXTRA_TARGETS`; :func:`test_blocks_skipped_for_an_extra_run_in_its_make_target` asserts it).
 - Output is shown in ``text`` blocks, which are not run. A block marked ``<!-- check-output -->`` right
   before it runs and its standard output must match the ``text`` block that follows it (blank lines between
   are allowed), as doctest compares: whitespace runs are equal, and ``...`` matches any text.
@@ -24,8 +27,10 @@ by ``docs/_scripts/gen_pages.py`` at build time from the code and hold no runnab
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import doctest
+import importlib.util
 import io
 import os
 import re
@@ -44,6 +49,17 @@ MAX_SKIPPED_FRACTION = 0.10
 #: optional modules whose absence skips a page's python blocks (pettingzoo and supersuit are installed by
 #: `make check`; ray by the rllib venv; tyro, rl_zoo3 and tianshou by the extra `examples`)
 EXTRAS = ("pettingzoo", "supersuit", "ray", "ns", "tyro", "rl_zoo3", "tianshou")
+#: optional module -> the make target that installs it and runs the doc pages whose blocks import it (``check``
+#: runs the whole suite; the others run ``tests/test_docs.py`` on those pages, see
+#: :func:`test_blocks_skipped_for_an_extra_run_in_its_make_target`)
+EXTRA_TARGETS = {
+    "pettingzoo": "check",
+    "supersuit": "check",
+    "tyro": "check-examples",
+    "rl_zoo3": "check-examples",
+    "tianshou": "check-examples",
+    "ray": "check-rllib",
+}
 BASH_TIMEOUT_S = 600
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`\s]*)[^`]*$")
@@ -120,18 +136,45 @@ def parse(path: Path, root: Path = ROOT) -> list[Block]:
     return blocks
 
 
-def counts() -> tuple[int, int, list[str]]:
-    """(blocks that run, blocks marked not-run, 'page:line: reason' of each skipped one) over every page."""
-    run, skipped = 0, []
+def extras_imported(b: Block) -> list[str]:
+    """The optional modules (:data:`EXTRAS`) a python block imports by name (``import x``, ``from x import``)."""
+    if b.lang != "python":
+        return []
+    try:
+        tree = ast.parse(b.code)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    tops = [n.split(".")[0] for n in names]
+    return [t for t in dict.fromkeys(tops) if t in EXTRAS]
+
+
+def counts() -> tuple[int, int, list[str], list[str]]:
+    """(blocks that run here, blocks marked not-run, 'page:line: reason' of each one marked not-run,
+    'page:line: module' of each block skipped here because an optional module it imports is not
+    installed) over every page. A skip ends its page (:func:`test_page_blocks_run`), so the blocks after
+    it on the page count as skipped too."""
+    run, skipped, missing = 0, [], []
     for p in pages():
+        gone = None  # the missing module that ended this page
         for b in parse(p):
             if b.lang not in RUN:
                 continue
-            if b.not_run is None:
-                run += 1
-            else:
+            if b.not_run is not None:
                 skipped.append(f"{b.page}:{b.line}: {b.not_run}")
-    return run, len(skipped), skipped
+                continue
+            if gone is None:
+                gone = next((m for m in extras_imported(b) if importlib.util.find_spec(m) is None), None)
+            if gone is not None:
+                missing.append(f"{b.page}:{b.line}: {gone} (make {EXTRA_TARGETS.get(gone, '?')} runs it)")
+            else:
+                run += 1
+    return run, len(skipped), skipped, missing
 
 
 def _bin_dir(tmp: Path) -> Path:
@@ -230,17 +273,63 @@ def test_page_blocks_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     print(f"{page}: {len(blocks)} blocks in {time.perf_counter() - t0:.1f} s")
 
 
+def summary() -> list[str]:
+    """The lines the doc-block runner prints: blocks run here, marked not-run, skipped here for an extra."""
+    run, skipped, where, missing = counts()
+    total = run + skipped + len(missing)
+    lines = [
+        f"doc blocks (README.md, docs/): {run} run, {skipped + len(missing)} skipped of {total}: "
+        f"{skipped} marked not-run ({skipped / total:.1%}; at most {MAX_SKIPPED_FRACTION:.0%}), {len(missing)} "
+        "for an optional module not installed here (their make targets run them)"
+    ]
+    lines += [f"  not-run {w}" for w in where]
+    lines += [f"  no extra {w}" for w in missing]
+    return lines
+
+
 def test_at_most_a_tenth_of_the_blocks_are_skipped() -> None:
-    run, skipped, where = counts()
-    total = run + skipped
-    print(f"doc blocks: {run} run, {skipped} skipped (not-run) of {total}")
-    for w in where:
-        print(f"  not-run {w}")
+    """At most a tenth of the blocks is marked not-run (runs nowhere); the blocks skipped here for an
+    optional module run in that module's make target (the next test)."""
+    run, skipped, where, missing = counts()
+    total = run + skipped + len(missing)
+    print("\n".join(summary()))
     assert total > 0
     assert skipped <= MAX_SKIPPED_FRACTION * total, (
         f"{skipped} of {total} doc blocks are marked not-run, more than {MAX_SKIPPED_FRACTION:.0%}:\n"
         + "\n".join(where)
     )
+
+
+def _recipe(makefile: str, target: str) -> str:
+    """The recipe lines of ``target`` in the Makefile's text (tab-indented lines after ``target:``)."""
+    m = re.search(rf"^{re.escape(target)}:[^\n]*\n((?:\t[^\n]*\n)*)", makefile, re.M)
+    assert m, f"Makefile: no target {target}"
+    return m.group(1)
+
+
+def test_blocks_skipped_for_an_extra_run_in_its_make_target() -> None:
+    """A block that imports an optional module (skipped where it is not installed) runs in the make target
+    that installs it: ``check`` runs every test; ``check-examples`` and ``check-rllib`` must run
+    tests/test_docs.py on the pages of their modules (fails on the old code: the pages
+    docs/research-code.md and docs/cluster.md ran in no target, their blocks skipped everywhere)."""
+    makefile = (ROOT / "Makefile").read_text()
+    need: dict[str, set[str]] = {}
+    for p in pages():
+        for b in parse(p):
+            if b.lang in RUN and b.not_run is None:
+                for m in extras_imported(b):
+                    assert m in EXTRA_TARGETS, f"{b.page}:{b.line}: imports {m}: add it to EXTRA_TARGETS"
+                    need.setdefault(EXTRA_TARGETS[m], set()).add(b.page)
+    assert need, "no doc block imports an optional module: this test checks nothing"
+    for target, pages_ in need.items():
+        if target == "check":
+            assert "pytest" in _recipe(makefile, "test") and "tests" in _recipe(makefile, "test")
+            continue
+        docs_lines = [ln for ln in _recipe(makefile, target).splitlines() if "tests/test_docs.py" in ln]
+        for page in sorted(pages_):
+            assert any(page in ln for ln in docs_lines), (
+                f"make {target} does not run tests/test_docs.py on {page}, whose blocks need its extra"
+            )
 
 
 def test_the_parser_sees_markers_and_refuses_aliases(tmp_path: Path) -> None:
@@ -286,3 +375,18 @@ def test_the_readme_stays_short_and_lists_every_base_id() -> None:
     assert base
     rows = {m.group(1) for m in re.finditer(r"^\| `(ainet_gym/[^`]+)` \|", text, re.M)}
     assert set(base) <= rows, f"README.md's id table misses {sorted(set(base) - rows)}"
+
+
+def test_every_name_of_all_gets_an_api_page_under_its_own_name() -> None:
+    """The docs hook makes ``api/<name>.md`` for every name of ``ainet_gym.__all__`` (fails on the old code:
+    ``__version__``'s page was ``api/version.md``, so a check of ``api/__version__/`` found none)."""
+    import ainet_gym
+
+    spec = importlib.util.spec_from_file_location("_gen_pages", ROOT / "docs" / "_scripts" / "gen_pages.py")
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    gen._api_pages()
+    missing = [n for n in ainet_gym.__all__ if f"api/{n}.md" not in gen._pages]
+    assert not missing, f"no API page for {missing}"
+    assert all("::: " in gen._pages[f"api/{n}.md"] for n in ainet_gym.__all__)

@@ -132,8 +132,14 @@ def _flatten(x: object, path: str = "") -> dict[str, np.ndarray]:
     ("name", "info_keys"),
     [("link-failure", ()), ("multi-tenant-churn", ("links", "collisions")), ("periodic-interference", ())],
 )
-def test_compiled_env_side_is_bit_for_bit_the_numpy_backend(name: str, info_keys: tuple[str, ...]) -> None:
-    """Every observation, reward, done flag and info value of the vector env, bit for bit."""
+def test_compiled_env_side_is_bit_for_bit_the_numpy_backend(
+    name: str, info_keys: tuple[str, ...], monkeypatch
+) -> None:
+    """Every observation, reward, done flag and info value of the vector env, bit for bit (the allocation in
+    the parallel-rule kernel: the lazy exact kernel agrees to round-off, tests/test_incremental.py)."""
+    from ainet_gym.sim import kernels
+
+    monkeypatch.setattr(kernels, "INCREMENTAL_MIN_FLOWS", -1)
     a = _flatten(_rollout(name, "numba", 10, info_keys))
     b = _flatten(_rollout(name, "numpy", 10, info_keys))
     assert a.keys() == b.keys()

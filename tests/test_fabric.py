@@ -281,3 +281,29 @@ def test_stride_under_static_ecmp_falls_short_of_line_rate():
     assert thr.mean() < 1.0 - 0.2
     # and collisions are the rule: almost no seed gets full bisection
     assert (thr >= 1.0 - 1e-9).mean() < 0.05
+
+
+@pytest.mark.parametrize(("spines", "links_per_spine"), [(8, 1), (4, 2), (2, 4)])
+def test_capped_ecmp_set_covers_every_parallel_link(spines, links_per_spine):
+    """8 uplinks per leaf as 8 spines x 1 link, 4 x 2 or 2 x 4, with 8 candidate paths of 64 / 16 / 8 x 4
+    (up x down link choices): the capped set crosses all 8 uplinks of the source leaf and all 8 downlinks
+    of the destination leaf, so a sprayed cross-leaf permutation runs at the same rate on all three, the
+    uplinks' total (8 x 100G for 8 flows: 100 Gbit/s each), whatever the spines are made of."""
+    S = 1.0e9
+    fabric = {"topology": "spine_leaf", "leaves": 2, "spines": spines, "links_per_spine": links_per_spine,
+              "hosts_per_leaf": 1, "gpus_per_host": 8, "nic_gbps": 400.0, "uplink_gbps": 100.0,
+              "hop_latency_us": 0.0}  # fmt: skip
+    jobs = [{"name": "perm", "gpus": 16, "compute_ms": 0.0,
+             "collectives": [{"op": "sendrecv", "pattern": "shift:8", "bytes": S}]}]  # fmt: skip
+    expected = S / bps(100.0)
+    d = {"name": "cap", "fabric": fabric, "workload": {"jobs": jobs}, "routing": {"max_paths": 8},
+         "dynamics": {"decision_interval_ms": 3.5 * expected * 1e3}}  # fmt: skip
+    w = FabricWorld(ainet_gym.load_scenario(d), batch=1)
+    ps = w.fabric.paths(0, 8)
+    assert len(ps) == 8
+    assert len({p[1] for p in ps}) == 8  # every uplink of leaf 0
+    assert len({p[-2] for p in ps}) == 8  # every downlink into leaf 1
+    w.reset(seeds=[0])
+    res = w.step(get_policy("spray")(w, None))
+    assert res.iterations[0, 0] >= 3
+    assert res.step_time_s[0, 0] == pytest.approx(expected, rel=RTOL)

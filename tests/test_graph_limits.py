@@ -50,8 +50,34 @@ def test_more_links_than_the_limit_are_refused_before_building(tmp_path, monkeyp
     """Fails on the old code: a graph's links were estimated as 4 per GPU, so 300 parallel links passed."""
     lines = _two_gpus("a", "b") + ["a b gbps=400"] * 300
     monkeypatch.setitem(LIMITS, "links", 500)
-    with pytest.raises(ScenarioError, match=r"600 directed links|60\d directed links.*LIMITS\['links'\]"):
+    with pytest.raises(ScenarioError, match=r"(more than 500|60\d) directed links.*LIMITS\['links'\]"):
         load_scenario(_scenario(tmp_path, lines))
+
+
+@pytest.mark.parametrize("kind", ["links", "nodes"])
+def test_an_edge_list_above_the_link_limit_is_refused_while_reading(tmp_path, monkeypatch, kind) -> None:
+    """Fails on the old code: the links were counted after the whole file was read into a graph (a 600k-line
+    edge list took 55 s to refuse on a loaded 2-core machine), so the broken last line, not the limit, was
+    reported. A connected graph of n nodes has at least 2 (n - 1) directed links, so n above the limit / 2 + 1
+    is refused too (disconnected node pairs, each line two new nodes)."""
+    monkeypatch.setitem(LIMITS, "links", 100)
+    body = ["a b gbps=400"] * 60 if kind == "links" else [f"node x{i} role=switch" for i in range(60)]
+    lines = _two_gpus("a", "b") + body + ["a b this-line-is-broken"]
+    with pytest.raises(ScenarioError, match=r"fabric\.edges:\d+: the graph has more than 100 directed links"):
+        load_scenario(_scenario(tmp_path, lines))
+
+
+def test_quoted_edge_list_words_still_parse(tmp_path) -> None:
+    """The fast split is used only for lines without quotes or backslashes; a quoted node name with a space
+    still reads as one name (shlex)."""
+    from ainet_gym.fabric.topology import read_fabric_graph
+
+    f = tmp_path / "q.edges"
+    f.write_text(
+        'node "gpu 0" role=gpu host=0  # quoted\nnode g1 role=gpu host=1\n"gpu 0" s gbps=400\ng1 s gbps=400\n'
+    )
+    G = read_fabric_graph(f)
+    assert set(G.nodes) == {"gpu 0", "g1", "s"} and G.number_of_edges() == 2
 
 
 @pytest.mark.parametrize(
@@ -187,3 +213,13 @@ def test_graph_counts_of_a_built_fabric_round_trip() -> None:
     f = build_fabric(sc.fabric)
     size = graph_size(fabric_to_graph(f))
     assert size["ecmp_set"] == 4 and size["gpus"] == 16 and size["links"] == f.n_links
+
+
+@pytest.mark.parametrize("bad", [5, None, "spine-leaf-2to1", nx.MultiGraph()])
+def test_fabric_to_graph_refuses_what_is_not_a_fabric_with_a_type_error(bad) -> None:
+    """Errors of the Python API are ValueError, TypeError, RuntimeError or gymnasium errors (fails on the old
+    code: ``fabric_to_graph(5)`` raised AttributeError)."""
+    from ainet_gym import fabric_to_graph
+
+    with pytest.raises(TypeError, match=r"fabric_to_graph expects a Fabric .*not "):
+        fabric_to_graph(bad)

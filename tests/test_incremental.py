@@ -45,7 +45,10 @@ def scenarios(draw):
         if op == "sendrecv":
             coll["pattern"] = f"shift:{draw(st.integers(1, g - 1))}"
         jobs.append({"name": f"j{j}", "gpus": g, "placement": list(range(used, used + g)),
-                     "compute_ms": draw(st.sampled_from([1.0, 2.0, 3.5])), "collectives": [coll]})  # fmt: skip
+                     "compute_ms": draw(st.sampled_from([0.1, 1.0, 2.0, 3.5])), "collectives": [coll],
+                     # overlap 1 without latency: the last flows complete and the next iteration's start at
+                     # one event (a flow leaves and joins the active set at once)
+                     "overlap": draw(st.sampled_from([0.0, 0.5, 1.0]))})  # fmt: skip
         used += g
     return {
         "name": "random-incremental",
@@ -57,6 +60,7 @@ def scenarios(draw):
             "gpus_per_host": gpus_per_host,
             "nic_gbps": 400,
             "uplink_gbps": draw(st.sampled_from([100, 200, 400])),
+            "hop_latency_us": draw(st.sampled_from([0.0, 0.25])),
         },
         "workload": {"jobs": jobs},
         "dynamics": {"decision_interval_ms": 5.0},
@@ -163,10 +167,10 @@ def test_restart_constants_are_documented_values():
     assert kernels.FULL_FILL_EVERY >= 1
 
 
-@pytest.mark.xfail(
-    strict=True, reason="open defect: fills vs parallel rule under the greedy split (3% link bytes)"
-)
 def test_incremental_matches_full_resolve_under_the_greedy_split():
+    # the greedy placement reads the last interval's link bytes, which the fills and the parallel rule give
+    # equal only to round-off: on this scenario's symmetric links the path scores tie up to 1e-16, and an
+    # exact comparison let the round-off pick the path (a 3% difference in link bytes from interval 2 on)
     from ainet_gym.routing.policies import get_policy
 
     sc = load_scenario("moe-alltoall-skewed")
@@ -183,3 +187,94 @@ def test_incremental_matches_full_resolve_under_the_greedy_split():
             last[k] = w.step(pol(w, last[k]))
             res.append(last[k])
         assert rel_diff(res[0].link_bytes, res[1].link_bytes) <= RTOL
+
+
+@st.composite
+def event_sequences(draw):
+    """A random flow-link instance (flows split over 1-3 paths of 1-3 links: one path, as the greedy split
+    places a connection, equal or random fractions) with demands, and events that remove and add flows
+    (a flow may leave and join again at the same event: it completed and its next iteration started)."""
+    tied = draw(st.booleans())  # capacities and fractions from small sets: many equal levels
+    L = draw(st.integers(2, 10))
+    F = draw(st.integers(1, 24))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    cap = rng.choice([1e9, 2e9, 4e9], L) if tied else rng.uniform(0.5e9, 5e9, L)
+    cap[rng.random(L) < 0.1] = np.inf
+    cap[rng.random(L) < 0.05] = 0.0  # a failed link
+    inc = np.zeros((F, L))
+    for f in range(F):
+        k = int(rng.integers(1, 4))
+        frac = {0: np.eye(k)[0], 1: np.full(k, 1.0 / k), 2: rng.dirichlet(np.ones(k))}[
+            int(rng.integers(0, 3))
+        ]
+        for p in range(k):
+            links = rng.choice(L, size=int(rng.integers(1, min(3, L) + 1)), replace=False)
+            inc[f, links] += frac[p]
+    demand = np.where(
+        rng.random(F) < 0.3, rng.choice([0.3e9, 1e9], F) if tied else rng.uniform(0.1e9, 3e9, F), np.inf
+    )
+    events = []
+    active = np.zeros(F, dtype=bool)
+    for _ in range(draw(st.integers(1, 30))):
+        gone = np.flatnonzero(active & (rng.random(F) < 0.25))
+        back = gone[rng.random(gone.size) < 0.3]  # left and joined again
+        came = np.concatenate([np.flatnonzero(~active & (rng.random(F) < 0.25)), back])
+        active[gone] = False
+        active[came] = True
+        events.append((gone, came))
+    return cap, inc, demand, events
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(event_sequences())
+def test_resolve_incremental_equals_a_full_resolve_at_every_event(case):
+    # the compiled incremental re-solve of the lazy event loop, driven event by event, against the numpy
+    # reference (the parallel rule, a full re-solve of the active flows) after every event
+    from ainet_gym.sim.allocator import max_min_fair
+
+    cap, inc, demand, events = case
+    F, L = inc.shape
+    fe, le = np.nonzero(inc)  # flow-sorted entries
+    coef = inc[fe, le]
+    fe_lo = np.searchsorted(fe, np.arange(F)).astype(np.int64)
+    fe_hi = np.searchsorted(fe, np.arange(F), side="right").astype(np.int64)
+    i64 = np.int64
+    act = np.zeros(F, dtype=bool)
+    arr_mark = np.full(F, -1, dtype=i64)
+    rate = np.zeros(F)
+    scratch = [np.empty(F, dtype=i64) for _ in range(3)]  # act_list, gone, came
+    per_flow = dict(old_rate=np.empty(F), refill=np.empty(F, dtype=i64), keep_flow=np.empty(F, dtype=i64),
+                    keep_level=np.empty(F), log_flow=np.empty(F, dtype=i64), log_level=np.empty(F),
+                    out_flow=np.empty(F, dtype=i64), out_level=np.empty(F))  # fmt: skip
+    fs = kernels.fill_scratch(L, F, fe.size)
+    links = dict(uf=np.empty(L, dtype=i64), seed=np.full(L, -1, dtype=i64), resid=np.empty(L),
+                 rstamp=np.full(L, -1, dtype=i64), load=np.zeros(L), csum=np.zeros(L),
+                 link_gen=np.full(L, -1, dtype=i64))  # fmt: skip
+    rstate = np.array([-1, 0, 0, 0, 0], dtype=i64)
+    n_inc = 0
+    for mark, (gone, came) in enumerate(events):
+        act[gone] = False
+        act[came] = True
+        arr_mark[came] = mark
+        act_list, g, c = scratch
+        a = np.flatnonzero(act)
+        act_list[: a.size], g[: gone.size], c[: came.size] = a, gone, came
+        _, full = kernels.resolve_incremental(
+            act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
+            coef, cap, 0, demand, np.ones(F), rate, per_flow["old_rate"], per_flow["refill"],
+            per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
+            per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
+            links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate,
+        )  # fmt: skip
+        n_inc += not full
+        want = max_min_fair(inc[a], cap, demand[a], backend="numpy")
+        got = rate[a]
+        assert rstate[0] == a.size  # the freeze log holds the active flows
+        assert np.array_equal(np.sort(per_flow["log_flow"][: a.size]), a)
+        lv = per_flow["log_level"][: a.size]
+        assert np.all(lv[1:] >= lv[:-1])  # nondecreasing (inf: unconstrained flows, last)
+        assert np.array_equal(np.isinf(got), np.isinf(want)), mark
+        fin = np.isfinite(want)
+        err = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-300)
+        assert np.all((err <= RTOL) | (np.abs(got[fin] - want[fin]) <= 1e-9)), (mark, err.max())
+    assert n_inc == len(events) - 1  # after the first (full) fill, every solve was incremental

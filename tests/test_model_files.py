@@ -311,3 +311,14 @@ def test_missing_model_paths_are_both_value_and_file_errors(tmp_path) -> None:
         with pytest.raises(ModelNotFoundError) as e:
             make_agent(spec)
         assert isinstance(e.value, ValueError) and isinstance(e.value, FileNotFoundError)
+
+
+@pytest.mark.parametrize("content", [b"root:x:0:0:root:/root:/bin/bash\n", b"PK\x03\x04 not really a zip"])
+def test_a_per_switch_model_that_is_not_a_model_is_named_as_given(tmp_path, capsys, content) -> None:
+    """A refused model file: one line naming the path as given, with its loader (fails on the old code: a
+    ``marl:`` file was reported as ``ppo:PATH``, the loader the per-switch one is built on)."""
+    p = tmp_path / "switches.zip"
+    p.write_bytes(content)
+    assert _evaluate(f"marl:{p}", tmp_path) == 2
+    line = _one_line(capsys, f"marl:{p}")
+    assert "ppo:" not in line, line

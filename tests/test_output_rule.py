@@ -165,6 +165,9 @@ def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> No
         (["simulate", SCENARIO, "--link-windows", "1000000"], "--link-windows"),
         (["evaluate", SCENARIO, "--seeds", "9" * 5000], "--seeds"),
         (["simulate", SCENARIO, "--seed", "9" * 5000], "(5,000 characters) is out of range"),
+        # fails on the old code: ',' was read as 'none' and the leaderboard ran on the default scenarios
+        (["leaderboard", "--quick", "--env-ids", ",", "--out", "x"], "--env-ids ',': empty"),
+        (["leaderboard", "--quick", "--scenarios", " , ", "--out", "x"], "--scenarios ' , ': empty"),
     ],
 )
 def test_empty_or_negative_inputs_are_refused(args, must, capsys) -> None:
@@ -195,3 +198,120 @@ def test_outputs_helpers_refuse_inputs_even_with_overwrite(tmp_path) -> None:
     with pytest.raises(ValueError, match="holds this command's input"):
         check_out_files(tmp_path, True, ["a"], [f])
     assert check_out_files(tmp_path / "new", False, ["a"]) == tmp_path / "new"
+
+
+# ------------------------------------------------ the scenario is an input too (evaluate, demo, train)
+
+
+@pytest.mark.parametrize("command", ["evaluate", "demo"])
+def test_results_never_replace_the_input_scenario_even_with_overwrite(tmp_path, capsys, command) -> None:
+    """Fails on the old code: with --overwrite, ``evaluate ev/results.md --out ev`` wrote its table over the
+    scenario it had just read (the scenario was not among the inputs the output rule protects)."""
+    out = tmp_path / "ev"
+    out.mkdir()
+    scenario = out / "results.md"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
+    before = scenario.read_bytes()
+    if command == "evaluate":
+        args = ["evaluate", str(scenario), "--policies", "ecmp", "--seeds", "1", "--steps", "1"]
+    else:
+        args = ["demo", "--scenario", str(scenario), "--quick", "--timesteps", "8"]
+    assert _run([*args, "--out", str(out), "--overwrite"]) == 2
+    _one_line(capsys, "results.md", "this command's input", "even with --overwrite")
+    assert scenario.read_bytes() == before
+
+
+def test_train_never_writes_its_model_over_the_input_scenario(tmp_path, capsys) -> None:
+    """Fails on the old code: a scenario file named model.zip in --out was replaced by the model."""
+    scenario = tmp_path / "model.zip"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
+    before = scenario.read_bytes()
+    args = [
+        "train",
+        str(scenario),
+        "--timesteps",
+        "8",
+        "--out",
+        str(tmp_path),
+        "--overwrite",
+        "--no-progress",
+    ]
+    assert _run(args) == 2
+    _one_line(capsys, "model.zip", "this command's input", "even with --overwrite")
+    assert scenario.read_bytes() == before
+
+
+def test_rllib_overwrite_never_removes_a_folder_holding_the_input_scenario(tmp_path) -> None:
+    """Fails on the old code: ``train --framework rllib --out CKPT --overwrite`` removed the whole checkpoint
+    folder, a scenario file kept in it included (checked before Ray is imported)."""
+    from ainet_gym.agents.rllib_train import RLlibTrainConfig, _check
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "rllib_checkpoint.json").write_text("{}")
+    scenario = ckpt / "mine.yaml"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
+    with pytest.raises(ValueError, match=r"holds this command's input .*mine\.yaml"):
+        _check(RLlibTrainConfig(scenario=str(scenario), out=str(ckpt), overwrite=True))
+    # an RLlib checkpoint folder without inputs in it may still be replaced with --overwrite
+    scenario.unlink()
+    _check(RLlibTrainConfig(scenario=SCENARIO, out=str(ckpt), overwrite=True))
+
+
+def test_soak_runs_every_action_mode_by_default(monkeypatch, capsys) -> None:
+    """``soak`` says it runs every action mode (fails on the old code: its default was split, path and
+    ecmp_weights, so the choose, choose_bg and split_bg modes were never soaked unless named)."""
+    import ainet_gym.checks.soak as soak_mod
+    from ainet_gym.checks.soak import SoakResult
+    from ainet_gym.envs.env import ACTION_MODES
+
+    ran: list[str] = []
+
+    def fake(scenario, mode, steps, **kw):
+        ran.append(mode)
+        return SoakResult(scenario, mode, steps, 0, 0, 0, 0.0)
+
+    monkeypatch.setattr(soak_mod, "soak", fake)
+    assert main(["soak", SCENARIO, "--steps", "1"]) == 0
+    assert ran == list(ACTION_MODES)
+
+
+def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_path, capsys) -> None:
+    """Fails on the old code: ``leaderboard --scenarios lb/leaderboard.md --out lb --overwrite`` wrote its table
+    over the scenario it evaluated (the output rule had no inputs for leaderboard and sweep); the sweep is
+    refused at the driver, before Ray."""
+    out = tmp_path / "lb"
+    out.mkdir()
+    scenario = out / "leaderboard.md"
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
+    before = scenario.read_bytes()
+    args = ["leaderboard", "--quick", "--env-ids", "none", "--scenarios", str(scenario), "--out", str(out)]
+    assert _run([*args, "--overwrite"]) == 2
+    _one_line(capsys, "its leaderboard.md would replace this command's input", "even with --overwrite")
+    assert scenario.read_bytes() == before
+    (out / "results.md").write_bytes(before)  # the sweep's table, or inside its checkpoints/ folder
+    (out / "checkpoints").mkdir()
+    (out / "checkpoints" / "mine.yaml").write_bytes(before)
+    for sc in (out / "results.md", out / "checkpoints" / "mine.yaml"):
+        sweep = ["sweep", "--scenarios", str(sc), "--out", str(out), "--overwrite", "--timesteps", "8"]
+        assert _run(sweep) == 2
+        _one_line(capsys, "would replace this command's input", str(sc))
+        assert sc.read_bytes() == before
+
+
+def test_a_scenario_beside_the_leaderboard_is_not_its_output(tmp_path) -> None:
+    """A scenario in the --out folder that no written file replaces is fine (results beside it)."""
+    from ainet_gym.agents.outputs import check_out_files
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("x")
+    assert check_out_files(tmp_path, False, ["leaderboard.md"], read=[mine]) == tmp_path
+
+
+def test_a_scenario_beside_the_results_is_not_earlier_output(tmp_path, capsys) -> None:
+    """The scenario is protected only where a result file would replace it: ``evaluate mine.yaml --out .``
+    (results written beside the scenario) still runs without --overwrite, as before."""
+    shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", tmp_path / "mine.yaml")
+    args = ["evaluate", str(tmp_path / "mine.yaml"), "--policies", "ecmp", "--seeds", "1", "--steps", "1"]
+    assert _run([*args, "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "results.md").exists() and (tmp_path / "mine.yaml").exists()

@@ -750,3 +750,16 @@ def test_max_jobs_must_hold_initial_jobs():
         ScenarioError, match=r"dynamics\.job_churn\.max_jobs: 1 job slots cannot hold the 2 initial"
     ):
         load_scenario(d)
+
+
+def test_a_text_file_given_as_a_scenario_is_not_echoed_whole(tmp_path, capsys) -> None:
+    """A file that is one long YAML string (e.g. /etc/passwd) is refused in one short line (fails on the old
+    code: the line quoted the whole file, 1,473 characters for /etc/passwd)."""
+    from ainet_gym.cli import main
+
+    f = tmp_path / "notes.txt"
+    f.write_text(" ".join(f"word{i}:x:{i}" for i in range(300)) + "\n")
+    assert main(["simulate", str(f), "--steps", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the scenario is string 'word0:x:0" in err[0], err
+    assert "characters)" in err[0] and len(err[0]) < 400, err[0]

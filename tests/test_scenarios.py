@@ -138,10 +138,12 @@ def test_every_scenario_runs_under_ecmp(name):
     assert len(out["steps"]) == 4
     assert out["decision_interval_ms"] > 0
     iterations = 0
-    for st in out["steps"]:
+    for t, st in enumerate(out["steps"]):
         assert 0.0 <= st["max_link_utilization"] <= 1.0 + 1e-6
         assert all(math.isfinite(v) and v >= 0 for v in st["tier_bytes"].values())
-        assert st["tier_bytes"]["nic"] > 0
+        # a job may start up to its start jitter late (the MoE family: up to 500 ms, more than one interval),
+        # so the first interval can be idle; from the second on, the NICs carry traffic
+        assert st["tier_bytes"]["nic"] > 0 or t == 0
         for j in st["jobs"]:
             iterations += j["iterations_completed"]
             for key in ("step_time_ms", "comm_time_ms", "ideal_step_time_ms", "gpu_utilization"):

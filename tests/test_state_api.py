@@ -138,3 +138,30 @@ def test_place_least_loaded_matches_a_sequential_reference() -> None:
                 if x >= 0:
                     ref_load[x] += demand[c]
     assert np.all(got[np.setdiff1d(np.arange(C), table[table >= 0])] == -1)
+
+
+def test_place_least_loaded_takes_loads_equal_up_to_round_off_as_ties() -> None:
+    """Symmetric links carry equal loads, which measured link bytes give only to round-off (the two
+    backends sum in different orders): scores within ``PLACE_TIE_RTOL`` of the least are ties, broken by the
+    lowest path index, whichever of them the round-off made smaller; a real difference still wins."""
+    from ainet_gym.routing.policies import PLACE_TIE_RTOL
+
+    core = _core(batch=1)
+    P, L = core.P, core.world.fabric.n_links
+    c = int(np.flatnonzero(core.n_paths >= 2)[0])
+    paths = core.candidate_paths[c]
+    p0, p1 = ({int(x) for x in paths[k] if x >= 0} for k in (0, 1))
+    only0, only1 = sorted(p0 - p1), sorted(p1 - p0)
+    assert only0 and only1
+    table = np.array([[c]], dtype=np.int64)
+    allowed = np.zeros((core.n_paths.shape[0], P), dtype=bool)
+    allowed[c, :2] = True
+    demand = np.zeros(core.n_paths.shape[0])
+    demand[c] = 1e6
+    inv = np.full(L, 1e-9)
+    for eps, want in ((-3e-16, 0), (3e-16, 0), (-1e3 * PLACE_TIE_RTOL, 1), (1e3 * PLACE_TIE_RTOL, 0)):
+        load = np.full(L, 1e8)
+        load[only0] = 5e8
+        load[only1] = 5e8 * (1 + eps)  # path 1's own links: equal, a few ulps below or above, or really less
+        got = place_least_loaded(core.world, table, demand, allowed, load, inv)
+        assert got[c] == want, eps

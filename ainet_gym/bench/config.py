@@ -68,6 +68,9 @@ class BenchConfig:
     slowest_quantum_us: float = 100.0
     slowest_max_events: int = 1000
     slowest_budget_s: float = 60.0
+    #: the lazy incremental kernel's least flows per instance in the first exact-event run (the second runs
+    #: the full re-solve per event, -1)
+    slowest_incremental_min_flows: int = 0
     #: MoE episodes timed whole (48 intervals from reset, exact event mode): the 1,024-GPU member of the
     #: family must take under a minute
     moe_episodes: tuple[str, ...] = ("moe-3d-1024-spine-leaf",)

@@ -16,7 +16,8 @@ from ainet_gym.bench.config import EXACT_RTOL, TARGET_SCENARIOS
 def _slow_mode(slow: dict | None) -> str:
     """How a slowest-interval run updated rates (``None``: the exact event mode)."""
     if slow is None or (slow["rate_updates"] == "event" and not slow.get("rate_quantum_us")):
-        return "exact event mode"
+        how = slow.get("allocation") if slow is not None else None
+        return f"exact event mode, {how}" if how else "exact event mode"
     if slow["rate_updates"] == "phase":
         return "phase rate updates"
     return f"event mode, {slow['rate_quantum_us']:g} us rate quantum"
@@ -117,7 +118,7 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
             note += f"; stopped at {slow['max_events']:,} events: a lower bound"
         out.append(_target(label.format(_slow_mode(slow)), slow["slowest_s"], 1, "<=", "s", note))
     for slow in sc.get("slowest") or []:
-        if _slow_mode(slow) == "exact event mode" and slow.get("refilled_share") is not None:
+        if _slow_mode(slow).startswith("exact event mode") and slow.get("refilled_share") is not None:
             out.append(_target("flows re-filled per incremental solve, 8 AllToAll x 128 (share of active)",
                                slow["refilled_share"], 0.10, "<=", "",
                                f"{slow['incremental_solves']:,} solves over the intervals timed"))  # fmt: skip

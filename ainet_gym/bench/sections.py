@@ -597,12 +597,41 @@ def _successive_intervals(
     budget_s: float,
     rate_updates: str,
     quantum_us: float = 0.0,
+    incremental_min_flows: int | None = None,
 ) -> dict[str, Any]:
     """Wall time of the successive intervals of one episode from reset (static ECMP), each on its own:
     an episode's intervals differ (the first ones are mostly compute; later ones overlap the jobs'
     communication), so the slowest is the figure, not a median. Stops after ``intervals``, after an
     interval with more than ``max_events`` events (timed up to there: a lower bound), or once
-    ``budget_s`` is spent. ``quantum_us``: the scenario's ``dynamics.rate_quantum_us``."""
+    ``budget_s`` is spent. ``quantum_us``: the scenario's ``dynamics.rate_quantum_us``;
+    ``incremental_min_flows``: the compiled backend's lazy exact kernel from this many flows of an
+    instance on (-1: never, the full re-solve per event), None: the default
+    (:data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`)."""
+    from ainet_gym.sim import kernels
+
+    saved = kernels.INCREMENTAL_MIN_FLOWS
+    if incremental_min_flows is not None:
+        kernels.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by the simulations built meanwhile
+    try:
+        out = _successive_intervals_of(scenario, intervals, max_events, budget_s, rate_updates, quantum_us)
+    finally:
+        kernels.INCREMENTAL_MIN_FLOWS = saved
+    lazy = incremental_min_flows if incremental_min_flows is not None else saved
+    exact = rate_updates == "event" and not quantum_us
+    out["allocation"] = (None if not exact else "lazy incremental kernel" if lazy >= 0 else
+                         "full re-solve per event")  # fmt: skip
+    return out
+
+
+def _successive_intervals_of(
+    scenario: dict[str, Any],
+    intervals: int,
+    max_events: int,
+    budget_s: float,
+    rate_updates: str,
+    quantum_us: float,
+) -> dict[str, Any]:
+    """:func:`_successive_intervals` with the kernel default set."""
     from ainet_gym.scenario.loader import load_scenario
     from ainet_gym.sim.engine import TooManyEvents
     from ainet_gym.sim.world import FabricWorld
@@ -713,11 +742,14 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         progress.done()
     slowest = []
     if cfg.slowest_intervals:
-        for mode, q in (("event", 0.0), ("event", cfg.slowest_quantum_us), ("phase", 0.0)):
+        # exact event mode twice in the same run: the lazy incremental kernel and the full re-solve per event
+        runs = (("event", 0.0, cfg.slowest_incremental_min_flows), ("event", 0.0, -1),
+                ("event", cfg.slowest_quantum_us, None), ("phase", 0.0, None))  # fmt: skip
+        for mode, q, inc in runs:
             progress.start(f"scaling: {nf} GPUs, 8 AllToAll x 128, successive intervals ({mode}, {q:g} us)")
             slowest.append(
                 _successive_intervals(cluster_scenario(nf, 8, 128, op="alltoall"), cfg.slowest_intervals,
-                                      cfg.slowest_max_events, cfg.slowest_budget_s, mode, q)
+                                      cfg.slowest_max_events, cfg.slowest_budget_s, mode, q, inc)
             )  # fmt: skip
             gc.collect()
             progress.done()
@@ -762,6 +794,6 @@ def n_tasks(cfg: BenchConfig) -> int:
         n += 3 if cfg.startup_cold else 2
     if "scaling" in s:
         n += len(cfg.scaling_gpus) + len(cfg.transfers_job_gpus) + len(cfg.scaling_jobs)
-        n += 3 if cfg.slowest_intervals else 0
+        n += 4 if cfg.slowest_intervals else 0
         n += len(cfg.moe_episodes)
     return n

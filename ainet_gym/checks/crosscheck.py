@@ -36,7 +36,8 @@ How the scenario becomes an ns-3 experiment:
   not-yet-sent bytes to the new split (the bytes a sub-flow has handed to its socket, on the wire or at
   most ``backlog_bytes`` queued behind them, stay on that sub-flow; a path that joins gets a new TCP
   connection, a path that leaves finishes what it holds). Transfers that start after the boundary take
-  the new split from their start.
+  the new split from their start. Under ``routing.reroute: new_transfers`` nothing moves, on both sides:
+  a transfer keeps the sub-flows it started with.
 - **Background.** Each source's connections (storage host to GPU or back) are paced TCP senders at the
   fluid flow's demand (payload rate) over the connection's routed sub-flows, on in the intervals where the
   source's schedule (with the seed's offset) is on and silent otherwise: a demand cap that TCP shares
@@ -251,6 +252,12 @@ def _check_supported(sc: Scenario, fabric: Fabric, steps: int, cfg: CrosscheckCo
                     f"{where}: workload.jobs[{job.name}].collectives[{i}].chunks = {c.chunks}: chunked "
                     "stage pipelines are not supported by the cross-check; allowed: 1"
                 )
+            if c.group_size is not None:
+                raise CrosscheckError(
+                    f"{where}: workload.jobs[{job.name}].collectives[{i}].group_size = {c.group_size}: "
+                    "collectives in rank groups are not replayed by the cross-check; allowed: none (one "
+                    "group of all the job's ranks)"
+                )
             if c.op == "alltoall" and c.skew > 0 and c.skew_period_steps:
                 raise CrosscheckError(
                     f"{where}: workload.jobs[{job.name}].collectives[{i}].skew_period_steps = "
@@ -309,6 +316,7 @@ class _FluidRun:
     wall_s: float  # median of the timed replays (the recorded run if there are none)
     cpu_s: float
     first_wall_s: float  # the recorded run (the policy acting), first call of the kernels included
+    reroute: str = "in_flight"  # routing.reroute: what a new split does to the transfers in flight
 
 
 def _ecmp_set_size(fabric: Fabric, src: int, dst: int) -> int:
@@ -490,6 +498,7 @@ def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: Crosscheck
         wall_s=float(np.median(walls[timed])),
         cpu_s=float(np.median(cpus[timed])),
         first_wall_s=wall,
+        reroute=sc.routing.reroute,
     )
 
 
@@ -595,6 +604,7 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         run.interval_s, steps, n_conn_ids, cfg.send_size, cfg.wall_limit_s, float(cfg.ring_chunk_bytes or 0),
         cfg.backlog_bytes, float(cfg.ring_buffer_steps or 0),
     )  # fmt: skip
+    orch.SetMoveInFlight(run.reroute == "in_flight")
 
     # links: one point-to-point channel per duplex pair of fabric links
     p2p = ns.PointToPointHelper()
@@ -1418,6 +1428,12 @@ def main(argv: list[str] | None = None) -> int:
         "--del-ack-count", type=int, default=CrosscheckConfig.del_ack_count, help="segments per ACK"
     )
     ap.add_argument("--max-gpus", type=int, default=CrosscheckConfig.max_gpus, help="largest fabric accepted")
+    ap.add_argument(
+        "--wall-limit-s",
+        type=float,
+        default=CrosscheckConfig.wall_limit_s,
+        help="ns-3 wall-clock limit per run (s; raise it on a loaded machine)",
+    )
     ap.add_argument("--out", default=None, help="write the JSON result here")
     ap.add_argument("--ppo-dir", default=PPO_DIR, help="the ppo rows' models, <dir>/<case>.zip")
     ap.add_argument(
@@ -1448,6 +1464,7 @@ def main(argv: list[str] | None = None) -> int:
         del_ack_count=a.del_ack_count,
         header_efficiency=tcp_header_efficiency(a.mss, a.del_ack_count),
         max_gpus=a.max_gpus,
+        wall_limit_s=a.wall_limit_s,
     )
     pols = tuple(p for p in (a.policies or ",".join(pol_list)).split(",") if p)
     names = tuple(c for c in (a.cases or ",".join(n for n, _ in case_list)).split(",") if c)

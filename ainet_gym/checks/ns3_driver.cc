@@ -21,7 +21,8 @@
 // are on the wire or next in its queue: at most `backlog` bytes beyond the congestion window), the rest
 // of the transfer is shared over the new sub-flows by their fractions. A sub-flow on a path the new split
 // still uses carries on (same TCP connection); a path that joins gets a new TCP connection. Transfers
-// that start after the boundary take the new split from their start.
+// that start after the boundary take the new split from their start. With `routing.reroute:
+// new_transfers` (SetMoveInFlight(false)) nothing moves: a transfer keeps the sub-flows it started with.
 //
 // A flow of several transfers that form a cycle is a pipelined ring (NCCL's): each hop may send what the
 // previous hop has delivered to its source, rounded down to whole chunks, plus one ring step (its own data
@@ -35,6 +36,7 @@
 // sub-flows' connections stay open for the whole run; a source that is off writes nothing.
 
 #include <chrono>
+#include <sstream>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -85,6 +87,14 @@ struct XcFlow
     double rate = 0.0; // background: payload bytes/s while on, 0: paused
     ns3::EventId tick;
     std::vector<double> rxStep; // bytes received per decision interval
+    double dRto = 0, dLastChange = 0;
+    uint32_t dRwnd = 0, dCwnd = 0, dState = 0, dNextTx = 0, dHighTx = 0, dRtoCount = 0;
+    void OnRto(ns3::Time, ns3::Time n) { dRto = n.GetSeconds(); dRtoCount++; }
+    void OnRwnd(uint32_t, uint32_t n) { dRwnd = n; }
+    void OnCwnd(uint32_t, uint32_t n) { dCwnd = n; dLastChange = ns3::Simulator::Now().GetSeconds(); }
+    void OnState(ns3::TcpSocket::TcpStates_t, ns3::TcpSocket::TcpStates_t n) { dState = (uint32_t)n; }
+    void OnNextTx(ns3::SequenceNumber32, ns3::SequenceNumber32 n) { dNextTx = n.GetValue(); }
+    void OnHighTx(ns3::SequenceNumber32, ns3::SequenceNumber32 n) { dHighTx = n.GetValue(); }
 
     uint32_t Unsent() const;
     void Pump();
@@ -165,6 +175,8 @@ class Orchestrator
     double wallLimit = 600.0;
     bool timedOut = false;
     uint32_t resplits = 0; // transfers whose not-yet-sent bytes moved at a boundary
+    bool moveInFlight = true; // false (routing.reroute: new_transfers): a transfer keeps its first split
+    bool debug = false;
     std::vector<XcJob> jobs;
     std::vector<std::vector<std::vector<XcSub>>> routes; // [conn][step] -> sub-flows
     std::vector<std::unique_ptr<XcTransfer>> transfers;
@@ -187,6 +199,8 @@ class Orchestrator
         backlog = backlogBytes;
         routes.assign(nConns, std::vector<std::vector<XcSub>>(nSteps));
     }
+
+    void SetMoveInFlight(bool move) { moveInFlight = move; }
 
     uint32_t AddJob(double compute, double overlap, double start)
     {
@@ -291,7 +305,7 @@ class Orchestrator
         {
             SetBackground(b, k);
         }
-        if (k == 0)
+        if (k == 0 || !moveInFlight)
         {
             return;
         }
@@ -587,6 +601,15 @@ class Orchestrator
         f->sock->SetConnectCallback(ns3::MakeCallback(&XcFlow::Connected, f),
                                     ns3::MakeCallback(&XcFlow::Failed, f));
         f->sock->SetSendCallback(ns3::MakeCallback(&XcFlow::Space, f));
+        if (debug)
+        {
+            f->sock->TraceConnectWithoutContext("RTO", ns3::MakeCallback(&XcFlow::OnRto, f));
+            f->sock->TraceConnectWithoutContext("RWND", ns3::MakeCallback(&XcFlow::OnRwnd, f));
+            f->sock->TraceConnectWithoutContext("CongestionWindow", ns3::MakeCallback(&XcFlow::OnCwnd, f));
+            f->sock->TraceConnectWithoutContext("State", ns3::MakeCallback(&XcFlow::OnState, f));
+            f->sock->TraceConnectWithoutContext("NextTxSequence", ns3::MakeCallback(&XcFlow::OnNextTx, f));
+            f->sock->TraceConnectWithoutContext("HighestSequence", ns3::MakeCallback(&XcFlow::OnHighTx, f));
+        }
         f->sock->Connect(ns3::InetSocketAddress(s.dst, port));
         return f;
     }
@@ -651,6 +674,71 @@ class Orchestrator
     double CommSumIn(uint32_t j, uint32_t k) const { return jobs[j].commStep[k]; }
 
     double StepSumIn(uint32_t j, uint32_t k) const { return jobs[j].stepStep[k]; }
+
+    // Diagnosis aids, not called by the replay: with `debug` set before Start(), sub-flows trace their
+    // TCP state; WatchDrops() counts IP-layer drops by reason; DebugOpen() dumps every transfer that has
+    // not completed and its sub-flows' sockets (docs/fidelity-learning.md, the xc-ingest-bursts stall).
+    std::vector<uint64_t> ipDrops = std::vector<uint64_t>(8, 0);
+    std::vector<double> ipDropLast = std::vector<double>(8, 0.0);
+    std::ostringstream dropLog;
+    uint32_t dropLogged = 0;
+
+    void OnIpDrop(const ns3::Ipv4Header& h, ns3::Ptr<const ns3::Packet> p, ns3::Ipv4L3Protocol::DropReason r,
+                  ns3::Ptr<ns3::Ipv4> ipv4, uint32_t iface)
+    {
+        ipDrops[(uint32_t)r % 8]++;
+        ipDropLast[(uint32_t)r % 8] = ns3::Simulator::Now().GetSeconds();
+        if (dropLogged < 40)
+        {
+            dropLogged++;
+            dropLog << "drop t " << ns3::Simulator::Now().GetSeconds() << " reason " << (uint32_t)r << " node "
+                    << ipv4->GetObject<ns3::Node>()->GetId() << " " << h.GetSource() << " -> " << h.GetDestination()
+                    << " size " << p->GetSize() << "\n";
+        }
+    }
+
+    void WatchDrops()
+    {
+        ns3::Config::ConnectWithoutContext("/NodeList/*/$ns3::Ipv4L3Protocol/Drop",
+                                           ns3::MakeCallback(&Orchestrator::OnIpDrop, this));
+    }
+
+    std::string DebugOpen() const
+    {
+        std::ostringstream o;
+        for (uint32_t i = 0; i < 8; ++i)
+        {
+            o << "ipdrop reason " << i << " n " << ipDrops[i] << " last " << ipDropLast[i] << "\n";
+        }
+        o << dropLog.str();
+        for (const auto& x : transfers)
+        {
+            if (x->done)
+                continue;
+            o << "xfer job " << x->job << " conn " << x->conn << " bytes " << x->bytes << " recv " << x->received
+              << " allowedTotal " << x->allowedTotal << " predDel " << x->predDelivered << " written " << x->written
+              << " base0 " << x->base0 << " ring " << x->ring << " next:";
+            for (XcTransfer* n : x->next)
+                o << " (conn " << n->conn << " written " << n->written << " done " << n->done << ")";
+            o << "\n";
+            for (XcFlow* f : x->flows)
+            {
+                o << "   flow path " << f->path << " total " << f->total << " allowed " << f->allowed << " written "
+                  << f->written << " got " << f->got << " conn " << f->connected << " closed " << f->closed;
+                if (f->connected && !f->closed)
+                {
+                    o << " unsent " << f->Unsent() << " txavail " << f->sock->GetTxAvailable() << " rto " << f->dRto
+                      << " rtos " << f->dRtoCount << " rwnd " << f->dRwnd << " cwnd " << f->dCwnd << " lastcwnd "
+                      << f->dLastChange << " state " << f->dState << " nexttx " << f->dNextTx << " hightx "
+                      << f->dHighTx << " txbuf " << ns3::DynamicCast<ns3::TcpSocketBase>(f->sock)->GetTxBuffer()->Size()
+                      << " bif " << ns3::DynamicCast<ns3::TcpSocketBase>(f->sock)->GetTxBuffer()->BytesInFlight()
+                      << " head " << ns3::DynamicCast<ns3::TcpSocketBase>(f->sock)->GetTxBuffer()->HeadSequence().GetValue();
+                }
+                o << "\n";
+            }
+        }
+        return o.str();
+    }
 
     // Transfer i (launch order): job, bytes, launch and completion times (s; -1: not completed).
     uint32_t TransferCount() const { return transfers.size(); }

@@ -8,11 +8,12 @@ the full sweep is a command::
 
     python -m ainet_gym.checks.parity                     # every shipped scenario, seeds 0-2, 20 intervals
     python -m ainet_gym.checks.parity --seeds 1 --intervals 5 --modes event,phase spine-leaf-2to1
+    python -m ainet_gym.checks.parity --incremental-min-flows 0   # the fills on every instance
 
 It prints one line per (scenario, policy, rate update mode) with the largest relative difference, and
 exits with status 1 if any exceeds the tolerance. ``compare_backends(..., incremental_min_flows=0)`` runs the
-compiled backend's incremental allocation from the first active flow on (off by default, see
-:data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
+compiled backend's lazy exact kernel (incremental allocation) from the first flow on (by default from 256
+flows of an instance, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
 :data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs);
 large instances are compared incremental kernel against compiled full re-solve
 (``tests/test_incremental.py``, ``docs/engine-alltoall.md``).
@@ -170,6 +171,13 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
         default="scenario",
         help="comma-separated rate update modes: scenario (its own), event, phase",
     )
+    ap.add_argument(
+        "--incremental-min-flows",
+        type=int,
+        default=None,
+        help="the compiled backend's fills (incremental exact allocation) from this many active flows on: 0 "
+        "always, -1 never (default: the kernel's, ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS)",
+    )
     args = ap.parse_args(argv)
     names = args.scenarios or _shipped()
     modes = [None if m == "scenario" else m for m in args.modes.split(",")]
@@ -182,7 +190,8 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
                 worst = 0.0
                 where = ""
                 for seed in range(args.seeds):
-                    w = compare_backends(name, policy, seed, args.intervals, rate_updates=mode)
+                    w = compare_backends(name, policy, seed, args.intervals, rate_updates=mode,
+                                         incremental_min_flows=args.incremental_min_flows)  # fmt: skip
                     k, v = max(w.items(), key=lambda kv: kv[1])
                     if v > worst:
                         worst, where = v, f"seed {seed} {k}"

@@ -107,6 +107,7 @@ class Fabric:
     _switch_paths: dict[tuple[int, int], list[list[int]]] = field(default_factory=dict, repr=False)
     _parallel: dict[tuple[int, int], list[int]] = field(default_factory=dict, repr=False)
     _switch_adj: dict[int, list[int]] | None = field(default=None, repr=False)  # switch -> next switches
+    _capped_paths: dict[tuple[int, int], list[list[int]]] = field(default_factory=dict, repr=False)
     _graph: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -190,7 +191,10 @@ class Fabric:
 
         The ECMP set: all equal-cost shortest paths, capped at ``max_paths``. When the set is larger
         than the cap, an evenly spaced subset is taken from a rotation that depends on the leaf pair,
-        so that capped sets of different pairs still cover every spine or core. A multi-homed endpoint
+        so that capped sets of different pairs still cover every spine or core; where parallel links make
+        that subset reuse some links and leave others out (4 spines x 2 links, cap 8: every path on the
+        same one of each spine's two downlinks), a greedy subset over the least-used links replaces it
+        (:func:`_capped`). A multi-homed endpoint
         (:attr:`endpoint_ports`) contributes every port: the set is the shortest paths over all pairs of
         source and destination ports (the rotation then depends on the endpoint pair).
         """
@@ -205,12 +209,10 @@ class Fabric:
             first, last = [*head, int(self.endpoint_up[src])], [int(self.endpoint_down[dst]), *tail]
             if a == b:
                 return [first + last]
-            mids = self._leaf_paths(a, b)
-            n = len(mids)
-            if n > self.max_paths:
-                offset = zlib.crc32(f"{a}-{b}".encode()) % n
-                idx = (offset + (np.arange(self.max_paths) * n) // self.max_paths) % n
-                mids = [mids[i] for i in sorted(idx.tolist())]
+            mids = self._capped_paths.get((a, b))
+            if mids is None:
+                mids = _capped(self._leaf_paths(a, b), self.max_paths, f"{a}-{b}")
+                self._capped_paths[(a, b)] = mids
             return [first + m + last for m in mids]
         # multi-homed: every pair of ports (source up, destination down) whose switch path is shortest
         combos: list[list[int]] = []
@@ -225,12 +227,7 @@ class Fabric:
                 if len(mids[0]) == best:
                     combos.extend([*head, up, *m, down, *tail] for m in mids)
         combos.sort()
-        n = len(combos)
-        if n > self.max_paths:
-            offset = zlib.crc32(f"{src}-{dst}".encode()) % n
-            idx = (offset + (np.arange(self.max_paths) * n) // self.max_paths) % n
-            combos = [combos[i] for i in sorted(idx.tolist())]
-        return combos
+        return _capped(combos, self.max_paths, f"{src}-{dst}")
 
     @staticmethod
     def _pcie(arr: np.ndarray | None, e: int) -> bool:
@@ -1062,9 +1059,20 @@ def graph_spec(G: Any, **fabric_keys: Any) -> FabricSpec:
 def fabric_to_graph(fabric: Fabric) -> nx.MultiDiGraph:
     """The fabric as a directed multigraph that :func:`fabric_from_graph` reads back into the same fabric:
     one edge per directed link (``link`` id, ``gbps``, ``tier``, ``latency_us``), nodes in node-id
-    order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches)."""
+    order with their ``role`` (and ``host`` for GPUs, NICs and NVLink switches).
+
+    Raises
+    ------
+    TypeError
+        If ``fabric`` is not a :class:`Fabric` (e.g. a scenario: build its fabric first).
+    """
     import networkx as nx
 
+    if not isinstance(fabric, Fabric):
+        raise TypeError(
+            f"fabric_to_graph expects a Fabric (ainet_gym.fabric.topology.build_fabric of a scenario's fabric), "
+            f"not {type(fabric).__name__}"
+        )
     G = nx.MultiDiGraph()
     role = {"gpu": "gpu", "storage": "storage", "nic": "nic", "nvswitch": "nvswitch"}
     node_host: dict[int, int] = {}
@@ -1115,10 +1123,28 @@ def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
                 f"{path}: not a readable GraphML file: {' '.join(str(e).split())[:200]}"
             ) from None
     G = nx.MultiGraph()
+    # counted while reading, so that a file far above the limits is refused after reading what
+    # already exceeds them, not after building the whole graph: every link line adds two directed
+    # links, and a connected graph of n nodes has at least 2 (n - 1) of them
+    max_links = int(_graph_limits()["links"])
+    n_links = 0
     for lineno, line in enumerate(text.splitlines(), 1):
-        words = shlex.split(line, comments=True)
+        # shlex only where quoting can matter: it costs about 30 times str.split a line
+        words = (
+            shlex.split(line, comments=True)
+            if ('"' in line or "'" in line or "\\" in line)
+            else (line.split("#", 1)[0].split())
+        )
         if not words:
             continue
+        if words[0] != "node":
+            n_links += 2
+        if n_links > max_links or 2 * (G.number_of_nodes() - 1) > max_links:
+            _fail(
+                f"{path}:{lineno}: the graph has more than {max_links:,} directed links (a link line is two; "
+                "a connected graph of n nodes has at least 2 (n - 1)); allowed: at most "
+                f"{max_links:,} (ainet_gym.scenario.loader.LIMITS['links']): fewer links in the graph"
+            )
         where = f"{path}:{lineno}"
         head, attrs = words[:2], words[2:]  # "node NAME ..." or "NAME NAME ..."
         kv: dict[str, Any] = {}
@@ -1147,3 +1173,38 @@ def write_fabric_graph(fabric: Fabric, path: str | os.PathLike) -> None:
     import networkx as nx
 
     nx.write_graphml(fabric_to_graph(fabric), Path(path))
+
+
+#: sets of more equal-cost paths than this keep the evenly spaced subset (the greedy one costs cap x n)
+_GREEDY_MAX_CANDIDATES = 4096
+
+
+def _capped(paths: list[list[int]], cap: int, key: str) -> list[list[int]]:
+    """At most ``cap`` of the sorted equal-cost ``paths``: all of them if they fit; otherwise ``cap`` evenly
+    spaced from a rotation that depends on ``key`` (so that capped sets of different pairs cover different
+    spines), unless a greedy pick covers more distinct links: from the same rotation, each next path is
+    the one whose links have been used least (ties: the first in the rotation). The subset keeps the
+    sorted order."""
+    n = len(paths)
+    if n <= cap:
+        return paths
+    offset = zlib.crc32(key.encode()) % n
+    even = sorted(((offset + (np.arange(cap) * n) // cap) % n).tolist())
+    chosen = even
+    if n <= _GREEDY_MAX_CANDIDATES:
+        used: dict[int, int] = {}
+        free = [(offset + i) % n for i in range(n)]  # the rotation
+        greedy = []
+        for _ in range(cap):
+            k = min(range(len(free)), key=lambda j: (sum(used.get(link, 0) for link in paths[free[j]]), j))
+            pick = free.pop(k)
+            greedy.append(pick)
+            for link in paths[pick]:
+                used[link] = used.get(link, 0) + 1
+
+        def distinct(idx: list[int]) -> int:
+            return len({link for i in idx for link in paths[i]})
+
+        if distinct(greedy) > distinct(even):
+            chosen = sorted(greedy)
+    return [paths[i] for i in chosen]

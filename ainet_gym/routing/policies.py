@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTROLS",
+    "PLACE_TIE_RTOL",
     "POLICIES",
     "PREDICTIVE",
     "avoid_dead_paths",
@@ -145,6 +146,13 @@ def offered_load(world: FabricWorld, split: np.ndarray, demand: np.ndarray) -> n
     return np.bincount(paths[mask], weights=per[mask], minlength=B * L).reshape(B, L)
 
 
+#: scores of :func:`place_least_loaded` within this relative distance of the least one are ties (broken by the
+#: lowest path index): symmetric links carry equal loads in exact arithmetic, which the measured link bytes
+#: give only to round-off (1e-16 relative; the backends sum in different orders), and an exact comparison
+#: would let that round-off pick the path
+PLACE_TIE_RTOL = 1e-9
+
+
 def place_least_loaded(
     world: FabricWorld,
     table: np.ndarray,
@@ -154,7 +162,8 @@ def place_least_loaded(
     inv_capacity: np.ndarray,
 ) -> np.ndarray:
     """Place connections one by one, each on the allowed candidate path whose most loaded link (load
-    plus the connection's demand, times the link's inverse capacity) is lowest (ties: the lowest index).
+    plus the connection's demand, times the link's inverse capacity) is lowest (ties, up to
+    :data:`PLACE_TIE_RTOL` relative: the lowest index).
 
     ``table`` (batch, rounds) holds the connections in placement order (-1: none): round ``k`` places
     ``table[:, k]``, one connection per instance, batched (the loop is over rounds, not over flows).
@@ -176,7 +185,11 @@ def place_least_loaded(
         util = (load_ext[pl] + demand[c][:, None, None]) * inv_ext[pl]
         util = np.nan_to_num(util, nan=np.inf)  # 0 * inf: a failed link the connection adds nothing to
         score = np.where(allowed[c], util.max(axis=2), np.inf)
-        p = np.argmin(score, axis=1)
+        # ties: the lowest index among the paths within PLACE_TIE_RTOL of the least score, so that loads
+        # equal up to round-off (measured by two backends that sum in different orders) pick the same path
+        least = score.min(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore"):  # inf - inf (no path allowed): not a tie, argmax gives 0
+            p = np.argmax(score - least <= PLACE_TIE_RTOL * least, axis=1)
         best[c] = p
         chosen = pl[np.arange(c.size), p]  # (n, hops)
         ok = chosen >= 0

@@ -213,8 +213,8 @@ def _desc(v: Any) -> str:
         return "null"
     if isinstance(v, bool):
         return f"boolean {v}"
-    if isinstance(v, str):
-        return f"string {v!r}"
+    if isinstance(v, str):  # a long one (a whole file given as the scenario) is not echoed
+        return f"string {v!r}" if len(v) <= 80 else f"string {v[:60]!r}... ({len(v):,} characters)"
     if isinstance(v, Mapping):
         return "a mapping"
     if isinstance(v, list | tuple):

@@ -19,8 +19,9 @@ collective):
    groups (size ``N / (8 E)``, stride ``8 E``).
 
 The iteration ends when the slowest group is done (one synchronous job). Per-seed variation: the job starts
-after a jitter drawn from the episode seed (``start_jitter_ms``); with one job that shifts only its phase
-against the interval grid, and the hot experts move with the step count (the rotation), so two seeds see
+after a jitter drawn from the episode seed (``start_jitter_ms``, 500 ms by default: more than one iteration
+of every shipped member, about 403 ms at 256 GPUs); with one job that shifts its phase against the interval
+grid over a whole iteration, and the hot experts move with the step count (the rotation), so two seeds see
 the hot expert at different points of the iteration.
 
 Sizes (per GPU, per iteration; every figure an argument):
@@ -97,7 +98,7 @@ def moe_scenario(
     compute_ms: float = 150.0,
     skew: float = 1.0,
     skew_period_steps: int = 1,
-    start_jitter_ms: float = 5.0,
+    start_jitter_ms: float = 500.0,
     episode_steps: int = 48,
     max_paths: int | None = None,
     name: str | None = None,

@@ -25,8 +25,10 @@ communication are done. So step time = c + max(0, comm - o c) (exposed communica
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
+import weakref
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -54,6 +56,7 @@ __all__ = [
     "compile_background",
     "compile_job",
     "resolve_backend",
+    "rotation_period",
 ]
 
 #: simulation backends: ``numba`` (compiled interval, the default when numba imports) and ``numpy`` (the
@@ -105,7 +108,12 @@ _EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
 
 class TooManyEvents(RuntimeError):
     """An interval had more events than its ``max_events`` (:meth:`BatchSim.run_interval`); the simulation is
-    then mid-interval and must be reset before it runs again."""
+    then mid-interval and must be reset before it runs again. ``metrics``: the solver counters of the
+    events run (numba backend; the per-job and per-link figures are not filled), or None."""
+
+    def __init__(self, message: str, metrics: IntervalMetrics | None = None) -> None:
+        super().__init__(message)
+        self.metrics = metrics
 
 
 @dataclass
@@ -142,11 +150,38 @@ class CompiledUnit:
         return int(self.phase_latency_s.shape[0])
 
 
+#: the connection tables of :func:`_conn_tables` per fabric, by connection list: a job whose skewed AllToAll
+#: moves its hot expert is compiled again for each new rotation, on the same connections
+#: (keyed by the fabric's id, dropped when the fabric is collected: a Fabric compares by value, so it is not
+#: hashable)
+_CONN_TABLES: dict[int, dict[tuple, tuple]] = {}
+_CONN_TABLES_PER_FABRIC = 16
+
+
 def _conn_tables(
     fabric: Fabric, src: list[int], dst: list[int], max_hops: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Candidate paths (conns, max_paths, max_hops), their counts, the hops and the latency (s) of the
-    first path of each connection."""
+    first path of each connection (the arrays are shared by the calls with the same connections: read
+    only)."""
+    key = (tuple(src), tuple(dst), max_hops)
+    seen = _CONN_TABLES.get(id(fabric))
+    if seen is None:
+        seen = _CONN_TABLES[id(fabric)] = {}
+        weakref.finalize(fabric, _CONN_TABLES.pop, id(fabric), None)
+    if key in seen:
+        return seen[key]
+    if len(seen) >= _CONN_TABLES_PER_FABRIC:
+        seen.clear()
+    seen[key] = out = _conn_tables_of(fabric, src, dst, max_hops)
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+def _conn_tables_of(
+    fabric: Fabric, src: list[int], dst: list[int], max_hops: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     P = fabric.max_paths
     paths = np.full((len(src), P, max_hops), -1, dtype=np.int64)
     npaths = np.zeros(len(src), dtype=np.int64)
@@ -211,6 +246,17 @@ def _grouped_phases(
 def max_hops(fabric: Fabric) -> int:
     """Longest candidate path (in links) of the fabric, from its links (:attr:`Fabric.max_hops`)."""
     return fabric.max_hops
+
+
+def rotation_period(job: JobSpec, n_ranks: int) -> int:
+    """Rotations after which :func:`compile_job` of ``job`` on ``n_ranks`` ranks repeats: the least common
+    multiple of the rank-group sizes of its skewed AllToAlls (a rotation ``r`` weighs rank ``j`` of a
+    group of ``g`` by ``(j - r) mod g``); 1 without one."""
+    period = 1
+    for c in job.collectives:
+        if c.op == "alltoall" and c.skew > 0:
+            period = math.lcm(period, int(c.group_size or n_ranks))
+    return period
 
 
 def compile_job(
@@ -364,10 +410,12 @@ class IntervalMetrics:
     stalled_flows: np.ndarray  # (batch,) active flows with zero rate at some event
     events: int  # global event-loop iterations
     solver_iterations: int  # parallel-rule rounds (numpy backend, phase mode, quantum) plus fills (numba)
-    incremental_solves: int = 0  # numba, exact event mode: solves that re-filled part of the flows
+    incremental_solves: int = 0  # numba lazy kernel: solves that re-filled part of the flows
     flows_refilled: int = 0  # flows those solves re-filled, summed over them
     flows_active: int = 0  # active flows at those solves, summed over them
-    full_fills: int = 0  # numba, exact event mode: fills of every active flow
+    full_fills: int = 0  # numba lazy kernel: fills of every active flow
+    rates_written: int = 0  # numba lazy kernel: flows whose rate a solve changed (bitwise) or set (arrivals)
+    rates_moved: int = 0  # of those, changed by more than 1e-12 relative (or set), summed over the solves
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
@@ -576,8 +624,9 @@ class BatchSim:
         # completions up to this many seconds after the first one are one event (0: every completion is)
         self.rate_quantum_s = float(rate_quantum_s)
         self.backend = resolve_backend(backend)
-        # numba, exact event mode: progressive filling, incremental from event to event, for instances with
-        # at least this many active flows (-1: never; the parallel rule then runs, as in the numpy backend)
+        # numba, exact event mode: instances with at least this many flows run in the lazy exact kernel
+        # (incremental fills, per-flow progress kept from the last rate change); the others, or all with -1,
+        # in the parallel-rule kernel, bit for bit as the numpy backend
         self.incremental_min_flows = _kernels.INCREMENTAL_MIN_FLOWS if incremental else -1
         self.fabric = fabric
         self.batch = len(units)
@@ -637,6 +686,8 @@ class BatchSim:
         self.pinned = np.zeros((stack.n_conns, self.fabric.max_paths)) if self.carry_flows.size else None
         if old is not None and keep is not None:
             self.restore_units(old, keep)
+        # the most flows of one instance (which kernel an instance takes, BatchSim._any_lazy)
+        self._max_inst_flows = int(np.diff(stack.inst_flow).max(initial=0))
         self._build_entry_table()
         self.set_split(None)
 
@@ -1036,10 +1087,15 @@ class BatchSim:
         self._pending = None
         after, after_args = then(m) if then is not None else (None, None)
 
+        # the lazy exact kernel, if an instance takes it (compiled on first use only)
+        lazy = _kernels.run_interval_lazy if self._any_lazy() else None
+
         def kernel(lo: int, hi: int, *args: object) -> None:
             if merge is not None:
                 merge(*merge_args(lo, hi))
             _kernels.run_interval_numba(lo, hi, *args)
+            if lazy is not None:
+                lazy(lo, hi, *args)
             if after is not None:
                 after(*after_args(lo, hi))
 
@@ -1069,19 +1125,26 @@ class BatchSim:
             raise RuntimeError(f"job {self.flat_units[unit].name!r}: an iteration takes no time")
         if err == _kernels.ERR_SETTLE:
             raise RuntimeError("event processing did not settle")
-        if err == _kernels.ERR_EVENTS:
-            raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
         if err == _kernels.ERR_SOLVER:
             raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
         m.events = max(r[0] for r in per_range)
         m.solver_iterations = sum(r[1] for r in per_range)
-        if len(per_range) == 1:
-            m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills = per_range[0][4:8]
-        else:
-            m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills = (
-                sum(r[k] for r in per_range) for k in range(4, 8)
-            )
+        if lazy is not None:
+            (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
+             m.rates_moved) = per_range[0][4:10] if len(per_range) == 1 else (
+                sum(r[k] for r in per_range) for k in range(4, 10))  # fmt: skip
+        if err == _kernels.ERR_EVENTS:
+            raise TooManyEvents(f"run_interval: more than {max_events} events in one interval", metrics=m)
         return m
+
+    def _any_lazy(self) -> bool:
+        """Whether an instance runs in the lazy exact kernel this interval
+        (:func:`ainet_gym.sim.kernels.lazy_instance`): exact event mode and at least
+        :attr:`incremental_min_flows` flows (>= 0)."""
+        k = self.incremental_min_flows
+        if k < 0 or self.rate_updates != "event" or self.rate_quantum_s > 0.0:
+            return False
+        return self._max_inst_flows >= k
 
     def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
         """Apply every transition that is due now, until none is (vectorised over units)."""

@@ -67,7 +67,10 @@ __all__ = [
     "fill_scratch",
     "go_flags",
     "kernel_threads",
+    "lazy_instance",
     "merge_range",
+    "resolve_incremental",
+    "run_interval_lazy",
     "run_interval_numba",
     "run_ranges",
     "solve_fill",
@@ -78,18 +81,17 @@ PRE_COMM = -1  # engine.PRE_COMM
 IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
 #: columns of the per-range statistics of :func:`run_interval_numba`
-N_STATS = 8
+N_STATS = 10
 #: the incremental solve re-fills the flows at levels >= (1 - RESTART_MARGIN) x the restart level: flows
 #: tied with a departed one at its level up to round-off are re-filled with it
 RESTART_MARGIN = 1e-9
 #: a full fill (every active flow; the link loads computed anew) after this many incremental solves
 FULL_FILL_EVERY = 256
-#: default least number of active flows for the fills in exact event mode (below it the parallel rule,
-#: bit for bit as the numpy backend); -1: off. Off by default for now: under the greedy split on
-#: moe-alltoall-skewed the fills disagree with the parallel rule (link bytes 3% apart from the second
-#: interval on; tests/test_incremental.py, the xfail test), a defect not yet found. Set it to 256 (or 0) to
-#: measure the incremental allocation (docs/engine-alltoall.md).
-INCREMENTAL_MIN_FLOWS = -1
+#: default least number of flows of an instance for the lazy exact kernel (:func:`run_interval_lazy`:
+#: incremental fills, per-flow progress) in exact event mode; smaller instances, or all with -1, run the
+#: parallel rule, bit for bit as the numpy backend. Read when a :class:`~ainet_gym.sim.engine.BatchSim` is
+#: built (override it here, or per simulation with ``BatchSim.incremental_min_flows``); docs/engine-alltoall.md
+INCREMENTAL_MIN_FLOWS = 256
 
 #: ranges per thread a batch is cut into (threads take them in turn, so a thread that is late or slow
 #: leaves its range to another). One: each range costs a Python dispatch of six kernels holding the GIL,
@@ -295,22 +297,16 @@ def run_interval_numba(
     entry at most each) at ``ex_lo[b]:inst_seg[b + 1]``. State arrays are updated in place;
     per-interval outputs (``iters`` .. ``stalled``) are accumulated into their instance's part, which
     the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them).
-    ``stats`` receives (events, solver iterations, error code, error unit, incremental solves, flows they
-    re-solved, flows active at them, full fills); ``go`` are the kernel
+    ``stats`` receives (events, solver iterations, error code, error unit; the other :data:`N_STATS`
+    columns are :func:`run_interval_lazy`'s); ``go`` are the kernel
     threads' flags (:func:`go_flags`), announced first. Every array an instance writes
     is its own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
     different threads at once, each with its own ``stats``, and give the same result as one call.
 
-    Allocation (see :func:`fill_levels` and docs/engine-alltoall.md): in exact event mode
-    (``phase_mode`` False, ``quantum`` 0) with at least ``inc_min`` active flows (``inc_min`` < 0: never),
-    rates come from progressive filling, and after the first fill of an instance incrementally: the fill
-    keeps its freeze order (flows by level), and an event that removes flows (lowest old level ``L_d``)
-    or adds flows (each at least ``min(demand, min over its links of capacity / sum of coefficients)``,
-    lowest ``L_a``) re-fills only the flows at levels ``>= L = min(L_d, L_a) (1 - 1e-9)`` on the
-    capacities the lower ones leave: below ``L`` the progressive filling of the new flow set is the old one
-    step for step, so those rates are unchanged (exact, not a heuristic). Every :data:`FULL_FILL_EVERY`
-    incremental solves a full fill refreshes the link loads. Otherwise the parallel local-bottleneck rule
-    of :func:`ainet_gym.sim.allocator.solve_coo` runs inline, bit for bit as the numpy backend.
+    Allocation: the parallel local-bottleneck rule of :func:`ainet_gym.sim.allocator.solve_coo`, inline,
+    bit for bit as the numpy backend, re-solving every active flow when the active set changed. The
+    instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
+    :func:`lazy_instance`) are skipped here: the engine calls that kernel on the same range after this one.
 
     The event processing and the parallel rule are written into the loop, not called, and the loops take
     no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call increfs and decrefs
@@ -348,36 +344,9 @@ def run_interval_numba(
     tick = 0
     events = 0
     solver_iters = 0
-    # incremental fills (exact event mode): the freeze order of the last fill, link loads and coefficient
-    # sums of the active flows (valid where link_gen is the instance's current generation)
-    e_max = 0  # most shared entries of one instance in the range
     for b in range(b_lo, b_hi):
-        if ent_hi[b] - inst_seg[b] > e_max:
-            e_max = ent_hi[b] - inst_seg[b]
-    use_fill = inc_min >= 0 and not phase_mode and quantum == 0.0
-    nf_s = f_max if use_fill else 0
-    nl_s = n_links if use_fill else 0
-    fs = fill_scratch(nl_s, nf_s, e_max if use_fill else 0)
-    unit_weight = np.ones(n_flows if use_fill else 0)
-    log_flow = np.empty(nf_s, dtype=np.int64)  # flows of the last fill, in freeze order
-    log_level = np.empty(nf_s)  # their levels (nondecreasing)
-    out_flow = np.empty(nf_s, dtype=np.int64)
-    out_level = np.empty(nf_s)
-    refill = np.empty(nf_s, dtype=np.int64)  # the flows an incremental solve fills again
-    gone = np.empty(nf_s, dtype=np.int64)  # flows that left the active set since the last solve
-    came = np.empty(nf_s, dtype=np.int64)  # flows that joined it
-    resid = np.empty(nl_s)  # residual capacity of a fill
-    rstamp = np.full(nl_s, -1, dtype=np.int64)
-    load = np.zeros(nl_s)  # (links,) bytes/s the active flows put on each link
-    csum = np.zeros(nl_s)  # (links,) sum of the coefficients of the active flows on each link
-    link_gen = np.full(nl_s, -1, dtype=np.int64)
-    gen = 0
-    fill_tick = 0
-    n_inc = 0
-    n_full = 0
-    inc_touched = 0
-    inc_active = 0
-    for b in range(b_lo, b_hi):
+        if lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):  # run_interval_lazy's
+            continue
         u0, u1 = inst_unit[b], inst_unit[b + 1]
         f0, f1 = inst_flow[b], inst_flow[b + 1]
         lo = b * n_links
@@ -406,8 +375,6 @@ def run_interval_numba(
             if x < dcap[f]:
                 dcap[f] = x
         solved = False
-        n_log = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
-        since_full = 0
         ev = 0
         while True:
             # every transition of the instance's units that is due now (written here rather than called: a
@@ -504,8 +471,6 @@ def run_interval_numba(
             # active flows; re-solve only when the set changed
             changed = not solved
             n_act = 0
-            n_gone = 0
-            n_came = 0
             for f in range(f0, f1):
                 u = flow_unit[f]
                 if not unit_alive[u]:
@@ -518,126 +483,10 @@ def run_interval_numba(
                 if a != act[f]:
                     changed = True
                     act[f] = a
-                    if n_log >= 0:
-                        if a:
-                            came[n_came] = f
-                            n_came += 1
-                        else:
-                            gone[n_gone] = f
-                            n_gone += 1
                 if a:
                     act_flows[n_act] = f
                     n_act += 1
-            if changed and use_fill and n_act >= inc_min:
-                if n_log < 0 or since_full >= FULL_FILL_EVERY:
-                    # full fill: every active flow on the capacities; link loads and coefficient sums anew
-                    gen += 1
-                    for k in range(n_act):
-                        f = act_flows[k]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            lk = e_link[e] - lo
-                            if link_gen[lk] != gen:
-                                link_gen[lk] = gen
-                                resid[lk] = capacity[lo + lk]
-                                csum[lk] = 0.0
-                            csum[lk] += e_coef[e]
-                    fill_levels(act_flows, n_act, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                                log_flow, log_level, fs, fill_tick, lo)  # fmt: skip
-                    fill_tick += 1
-                    for k in range(n_act):
-                        f = act_flows[k]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            lk = e_link[e] - lo
-                            c = capacity[lo + lk]
-                            load[lk] = c - resid[lk] if c < inf else 0.0
-                    n_log = n_act
-                    since_full = 0
-                    n_full += 1
-                else:
-                    # incremental: the restart level L, below which no rate changes
-                    lev = inf
-                    for k in range(n_gone):
-                        f = gone[k]
-                        if rate[f] < lev:
-                            lev = rate[f]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            csum[e_link[e] - lo] -= e_coef[e]
-                    for k in range(n_came):
-                        f = came[k]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            lk = e_link[e] - lo
-                            if link_gen[lk] != gen:  # a link no active flow crossed since the full fill
-                                link_gen[lk] = gen
-                                csum[lk] = 0.0
-                                load[lk] = 0.0
-                            csum[lk] += e_coef[e]
-                    for k in range(n_came):  # a flow gets at least its least equal share (or its demand)
-                        f = came[k]
-                        x = dcap[f]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            lk = e_link[e] - lo
-                            y = capacity[lo + lk] / csum[lk] if csum[lk] > 0 else inf
-                            if y < x:
-                                x = y
-                        if x < lev:
-                            lev = x
-                    lev = lev * (1.0 - RESTART_MARGIN)
-                    k0, k1 = 0, n_log  # the first flow of the log at a level >= lev
-                    while k0 < k1:
-                        mid = (k0 + k1) >> 1
-                        if log_level[mid] < lev:
-                            k0 = mid + 1
-                        else:
-                            k1 = mid
-                    # residual capacities: the link loads less what the refilled (and departed) flows used
-                    tick += 1
-                    n_re = 0
-                    for k in range(k0, n_log):
-                        f = log_flow[k]
-                        r = rate[f]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            lk = e_link[e] - lo
-                            if rstamp[lk] != tick:
-                                rstamp[lk] = tick
-                                c = capacity[lo + lk]
-                                resid[lk] = c - load[lk] if c < inf else inf
-                            use = e_coef[e] * r
-                            if np.isfinite(use):
-                                resid[lk] += use
-                        if act[f]:
-                            refill[n_re] = f
-                            n_re += 1
-                    for k in range(n_came):
-                        f = came[k]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            lk = e_link[e] - lo
-                            if rstamp[lk] != tick:
-                                rstamp[lk] = tick
-                                c = capacity[lo + lk]
-                                resid[lk] = c - load[lk] if c < inf else inf
-                        refill[n_re] = f
-                        n_re += 1
-                    fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                                out_flow, out_level, fs, fill_tick, lo)  # fmt: skip
-                    fill_tick += 1
-                    for k in range(n_re):
-                        log_flow[k0 + k] = out_flow[k]
-                        log_level[k0 + k] = out_level[k]
-                    n_log = k0 + n_re
-                    for k in range(n_re + n_gone):  # the loads of the links the solve touched
-                        f = refill[k] if k < n_re else gone[k - n_re]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            lk = e_link[e] - lo
-                            c = capacity[lo + lk]
-                            load[lk] = c - resid[lk] if c < inf else 0.0
-                    since_full += 1
-                    n_inc += 1
-                    inc_touched += n_re
-                    inc_active += n_act
-                solver_iters += 1
-                solved = True
-            elif changed:
-                n_log = -1  # the parallel rule keeps no freeze log
+            if changed:
                 # max-min rates of the active flows act_flows[:n_act] (increasing), written to rate (written
                 # here rather than called, as the event processing above). Flow f owns the shared entries
                 # fe_lo[f]:fe_hi[f]; its demand is dcap[f]. Link scratch is initialised lazily by stamps (tick
@@ -853,10 +702,6 @@ def run_interval_numba(
             events = ev
     stats[0] = events
     stats[1] = solver_iters
-    stats[4] = n_inc
-    stats[5] = inc_touched
-    stats[6] = inc_active
-    stats[7] = n_full
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -1090,3 +935,722 @@ def solve_fill(entry_flow, entry_link, entry_coef, capacity, n_flows, weight, de
     pops = fill_levels(flows, n_flows, fe_lo, fe_hi, entry_link, entry_coef, weight, demand, resid, rate,
                        out_flow, out_level, s, 0, 0)  # fmt: skip
     return rate, pops
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the lazy exact event loop: incremental fills, per-flow progress kept from the flow's last rate change
+# ----------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):  # pragma: no cover - compiled
+    """Whether instance ``b`` runs in :func:`run_interval_lazy` (exact event mode, at least ``inc_min >= 0``
+    flows) rather than in :func:`run_interval_numba` (the parallel rule, bit for bit as the numpy backend)."""
+    return inc_min >= 0 and not phase_mode and quantum == 0.0 and inst_flow[b + 1] - inst_flow[b] >= inc_min
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _uf_find(uf, x):  # pragma: no cover - compiled
+    """Root of ``x`` in the union-find forest ``uf`` (path halving)."""
+    while uf[x] != x:
+        uf[x] = uf[uf[x]]
+        x = uf[x]
+    return x
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sift_up(hk, hf, pos, i):  # pragma: no cover - compiled
+    """Move item ``i`` of the indexed min-heap ``hk`` (keys) / ``hf`` (flows) / ``pos`` (flow -> slot) up."""
+    k = hk[i]
+    f = hf[i]
+    while i > 0:
+        p = (i - 1) >> 1
+        if hk[p] <= k:
+            break
+        hk[i] = hk[p]
+        hf[i] = hf[p]
+        pos[hf[i]] = i
+        i = p
+    hk[i] = k
+    hf[i] = f
+    pos[f] = i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sift_down(hk, hf, pos, n, i):  # pragma: no cover - compiled
+    """Move item ``i`` of the indexed min-heap of ``n`` items down."""
+    k = hk[i]
+    f = hf[i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[c] >= k:
+            break
+        hk[i] = hk[c]
+        hf[i] = hf[c]
+        pos[hf[i]] = i
+        i = c
+    hk[i] = k
+    hf[i] = f
+    pos[f] = i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
+    """Give flow ``f`` the key ``key`` in the indexed heap of ``n`` items (inserted, moved, or removed when
+    ``key`` is inf); the new size."""
+    i = pos[f]
+    if key == np.inf:
+        if i < 0:
+            return n
+        n -= 1
+        pos[f] = -1
+        if i < n:
+            hk[i] = hk[n]
+            hf[i] = hf[n]
+            pos[hf[i]] = i
+            if i > 0 and hk[(i - 1) >> 1] > hk[i]:
+                _sift_up(hk, hf, pos, i)
+            else:
+                _sift_down(hk, hf, pos, n, i)
+        return n
+    if i < 0:
+        hk[n] = key
+        hf[n] = f
+        _sift_up(hk, hf, pos, n)
+        return n + 1
+    old = hk[i]
+    hk[i] = key
+    if key < old:
+        _sift_up(hk, hf, pos, i)
+    else:
+        _sift_down(hk, hf, pos, n, i)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def resolve_incremental(
+    act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
+    lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
+    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate,
+):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/test_incremental.py)
+    """The max-min rates of the active flows after an event, from the last solve's: the allocation of
+    :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
+
+    ``act`` (flows,) bool: the new active set, listed in ``act_list[:n_act]``; ``gone[:n_gone]``: the flows
+    that left it since the last solve; ``came[:n_came]``: those that joined it (a flow may be in both: it
+    completed and started again); ``arr_mark[f] == mark`` marks a flow that joined since the last solve.
+    ``rate`` holds the last solve's rates (read for the flows of the log, written for the re-filled ones).
+    ``rstate`` (int64): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
+    since the last full fill, and the link-generation, union-find and fill stamps. ``log_flow`` /
+    ``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
+    links, row ``link - lo``): the active flows' bytes/s and coefficient sums per link, valid where
+    ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
+
+    A full fill (no log yet, or :data:`FULL_FILL_EVERY` incremental solves since the last one) fills every
+    active flow on the capacities. Otherwise an event that removes flows (lowest old level ``L_d``) or adds
+    flows (each at least ``min(demand, min over its links of capacity / sum of coefficients)``, lowest
+    ``L_a``) changes no rate below ``L = min(L_d, L_a) (1 - RESTART_MARGIN)``: below it the progressive
+    filling of the new flow set is the old one step for step (a departed flow crosses no link that
+    saturated below its level, an arrival none that saturates below its bound). The flows at levels
+    ``>= L`` on the capacities the lower ones leave make a max-min problem of their own, which decomposes
+    over the connected components of their flow-link graph: only the components of a departed or an
+    arrived flow are filled again.
+
+    Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
+    ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill.
+    """
+    inf = np.inf
+    # the rates of the new active set: a full fill, or a re-fill from the restart level
+    n_log = rstate[0]
+    full = n_log < 0 or rstate[1] >= FULL_FILL_EVERY
+    if full:
+        rstate[2] += 1
+    gen = rstate[2]
+    if full:
+        for k in range(n_act):
+            f = act_list[k]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                if link_gen[lk] != gen:
+                    link_gen[lk] = gen
+                    resid[lk] = capacity[lo + lk]
+                    csum[lk] = 0.0
+                csum[lk] += e_coef[e]
+            refill[k] = f
+        n_re = n_act
+        n_keep = 0
+        k0 = 0
+    else:
+        lev = inf  # the restart level L, below which no rate changes
+        for k in range(n_gone):
+            f = gone[k]
+            if rate[f] < lev:
+                lev = rate[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                csum[e_link[e] - lo] -= e_coef[e]
+        for k in range(n_came):
+            f = came[k]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                if link_gen[lk] != gen:  # a link no active flow crossed since the full fill
+                    link_gen[lk] = gen
+                    csum[lk] = 0.0
+                    load[lk] = 0.0
+                csum[lk] += e_coef[e]
+        for k in range(n_came):  # a flow gets at least its least equal share (or its demand)
+            f = came[k]
+            x = dcap[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                y = capacity[lo + lk] / csum[lk] if csum[lk] > 0 else inf
+                if y < x:
+                    x = y
+            if x < lev:
+                lev = x
+        lev = lev * (1.0 - RESTART_MARGIN)
+        k0, k1 = 0, n_log  # the first flow of the log at a level >= lev
+        while k0 < k1:
+            mid = (k0 + k1) >> 1
+            if log_level[mid] < lev:
+                k0 = mid + 1
+            else:
+                k1 = mid
+        # the flows at levels >= lev (log[k0:n_log], departed ones included, and the arrivals)
+        # on the capacities the lower ones leave make a max-min problem of their own, and it
+        # decomposes over the connected components of their flow-link graph: only the components
+        # of a departed or an arrived flow change. Union-find over the links (stamped rstamp),
+        # whose residual capacities start at the capacity less the load.
+        rstate[3] += 1
+        tick = rstate[3]
+        for k in range(k0, n_log + n_came):
+            f = log_flow[k] if k < n_log else came[k - n_log]
+            r0 = -1
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                if rstamp[lk] != tick:
+                    rstamp[lk] = tick
+                    uf[lk] = lk
+                    c = capacity[lo + lk]
+                    resid[lk] = c - load[lk] if c < inf else inf
+                if r0 < 0:
+                    r0 = _uf_find(uf, lk)
+                else:
+                    r1 = _uf_find(uf, lk)
+                    if r1 != r0:
+                        uf[r1] = r0
+        for k in range(k0, n_log + n_came):  # the components of the departed and arrived flows
+            f = log_flow[k] if k < n_log else came[k - n_log]
+            if (k >= n_log or not act[f] or arr_mark[f] == mark) and fe_hi[f] > fe_lo[f]:
+                seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] = tick
+        # their flows are filled again on the residual capacities (plus what they and the
+        # departed flows used); the others keep their rates and levels
+        n_re = 0
+        n_keep = 0
+        for k in range(k0, n_log):
+            f = log_flow[k]
+            hit = fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick
+            gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
+            if hit or gone_f:
+                r = rate[f]
+                for e in range(fe_lo[f], fe_hi[f]):
+                    use = e_coef[e] * r
+                    if np.isfinite(use):
+                        resid[e_link[e] - lo] += use
+            if gone_f:
+                continue
+            if hit:
+                refill[n_re] = f
+                n_re += 1
+            else:
+                keep_flow[n_keep] = f
+                keep_level[n_keep] = log_level[k]
+                n_keep += 1
+        for k in range(n_came):
+            refill[n_re] = came[k]
+            n_re += 1
+    for k in range(n_re):
+        f = refill[k]
+        old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
+    fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+    rstate[4] += 1
+    # the freeze log from k0 on: the kept flows and the new fill's, merged by level
+    i = 0
+    j = 0
+    for k in range(k0, k0 + n_keep + n_re):
+        if j >= n_re or (i < n_keep and keep_level[i] <= out_level[j]):
+            log_flow[k] = keep_flow[i]
+            log_level[k] = keep_level[i]
+            i += 1
+        else:
+            log_flow[k] = out_flow[j]
+            log_level[k] = out_level[j]
+            j += 1
+    rstate[0] = k0 + n_keep + n_re
+    if full:
+        for k in range(n_act):
+            f = act_list[k]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                c = capacity[lo + lk]
+                load[lk] = c - resid[lk] if c < inf else 0.0
+        rstate[1] = 0
+    else:
+        for k in range(n_re + n_gone):  # the loads of the links the solve touched
+            f = refill[k] if k < n_re else gone[k - n_re]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                c = capacity[lo + lk]
+                load[lk] = c - resid[lk] if c < inf else 0.0
+        rstate[1] += 1
+    return n_re, full
+
+
+@njit(cache=True, nogil=True)
+def run_interval_lazy(
+    b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
+    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef,
+    inst_unit, inst_flow,
+    unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
+    phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
+    flow_unit, flow_phase, flow_bg, flow_bytes, flow_scale, flow_demand, capacity,
+    rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
+    iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
+    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
+    same arguments; the others are left alone), in exact event mode with work per event proportional to
+    the flows whose rate changes, not to the flows of the instance (docs/engine-alltoall.md).
+
+    Allocation: progressive filling (:func:`fill_levels`), incremental from event to event. A fill keeps its
+    freeze order (flows by level); an event that removes flows (lowest old level ``L_d``) or adds flows (each
+    at least ``min(demand, min over its links of capacity / sum of coefficients)``, lowest ``L_a``) re-fills
+    only the flows at levels ``>= L = min(L_d, L_a) (1 - RESTART_MARGIN)`` on the capacities the lower ones
+    leave: below ``L`` the progressive filling of the new flow set is the old one step for step, so those
+    rates are unchanged (exact, not a heuristic). Above ``L`` it re-fills only the connected components
+    (flows joined by shared links) of the departed and arrived flows: a max-min problem decomposes over
+    them. Every :data:`FULL_FILL_EVERY` incremental solves a full fill refreshes the link loads.
+
+    Progress: a flow's bytes left (``rem``) and bytes moved are brought up to date only when its rate
+    changes, when it completes and at the end of the interval (``t_upd``: the time they hold for); its
+    completion time ``t_end = t_upd + rem / rate`` sits in an indexed min-heap keyed by the time its bytes
+    left reach the completion tolerance ``eps_b x flow_scale`` (the flows the reference completes at an
+    event are those with that key <= the event time). Phases count their flows with bytes left (a phase
+    ends when the count is 0 and its latency is paid); a phase's flows join the active set when its latency
+    is paid. So an event costs the flows it completes, starts or re-fills, plus the units and phases of the
+    instance, not a pass over every flow. The event rules are :func:`run_interval_numba`'s (module
+    docstring); rates and times agree with it and with the numpy backend to round-off (1e-9 relative).
+
+    ``stats`` (accumulated into what :func:`run_interval_numba` wrote): events (max), fills, -, -,
+    incremental solves, flows they re-filled, flows active at them, full fills, rates written (bitwise
+    changes, arrivals included), rates that moved by more than 1e-12 relative.
+    """
+    announce(go)
+    if stats[2] != ERR_NONE:
+        return
+    inf = np.inf
+    n_flows = flow_unit.shape[0]
+    n_phases = phase_state.shape[0]
+    f_max = 0  # most flows of one lazy instance in the range
+    e_max = 0  # most shared entries of one
+    for b in range(b_lo, b_hi):
+        if lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
+            if inst_flow[b + 1] - inst_flow[b] > f_max:
+                f_max = inst_flow[b + 1] - inst_flow[b]
+            if ent_hi[b] - inst_seg[b] > e_max:
+                e_max = ent_hi[b] - inst_seg[b]
+    if f_max == 0:
+        return
+    # scratch indexed by global flow / phase id: only the lazy instances' entries are initialised and touched
+    act = np.empty(n_flows, dtype=np.bool_)
+    rate = np.empty(n_flows)  # (flows,) bytes/s since t_upd
+    moved = np.empty(n_flows)  # (flows,) bytes moved in the interval up to t_upd
+    t_upd = np.empty(n_flows)  # (flows,) s since the interval start that rem and moved hold for
+    t_end = np.empty(n_flows)  # (flows,) s, completion time at the current rate (inf: none)
+    hpos = np.empty(n_flows, dtype=np.int64)  # (flows,) slot in the completion heap, -1: not in it
+    zero = np.empty(n_flows, dtype=np.bool_)  # (flows,) an active job flow at rate <= 0 (stalled)
+    arr_mark = np.empty(n_flows, dtype=np.int64)  # (flows,) the solve count when it last joined the set
+    apos = np.empty(n_flows, dtype=np.int64)  # (flows,) slot in the active list
+    dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
+    unit_weight = np.ones(n_flows)
+    pend = np.empty(n_phases, dtype=np.int64)  # (phases,) flows with bytes left
+    joined = np.empty(n_phases, dtype=np.bool_)  # (phases,) its flows joined the active set
+    # per instance (one row per flow of the largest lazy instance of the range)
+    act_list = np.empty(f_max, dtype=np.int64)  # the active flows, unordered
+    hk = np.empty(f_max)  # completion heap: keys (s)
+    hf = np.empty(f_max, dtype=np.int64)  # and flows
+    dfs = np.empty(f_max, dtype=np.int64)  # heap slots to visit (the least completion time)
+    log_flow = np.empty(f_max, dtype=np.int64)  # flows of the last fill, in freeze order
+    log_level = np.empty(f_max)  # their levels (nondecreasing)
+    out_flow = np.empty(f_max, dtype=np.int64)
+    out_level = np.empty(f_max)
+    refill = np.empty(f_max, dtype=np.int64)  # the flows an incremental solve fills again
+    old_rate = np.empty(f_max)  # their rates before it
+    gone = np.empty(f_max, dtype=np.int64)  # flows that left the active set since the last solve
+    came = np.empty(f_max, dtype=np.int64)  # flows that joined it
+    keep_flow = np.empty(f_max, dtype=np.int64)  # flows at levels >= the restart level an event leaves alone
+    keep_level = np.empty(f_max)  # their levels
+    fs = fill_scratch(n_links, f_max, e_max)
+    uf = np.empty(n_links, dtype=np.int64)  # (links,) union-find parents (components of a re-fill)
+    seed = np.full(n_links, -1, dtype=np.int64)  # (links,) tick of the solve whose changed flows' root it is
+    resid = np.empty(n_links)  # residual capacity of a fill
+    rstamp = np.full(n_links, -1, dtype=np.int64)
+    load = np.zeros(n_links)  # (links,) bytes/s the active flows put on each link
+    csum = np.zeros(n_links)  # (links,) sum of the coefficients of the active flows on each link
+    link_gen = np.full(n_links, -1, dtype=np.int64)  # load and csum are valid where this is gen
+    rstate = np.zeros(
+        5, dtype=np.int64
+    )  # resolve_incremental's: log length, solves since a full fill, stamps
+    events = stats[0]
+    n_fills = 0
+    n_inc = 0
+    n_full = 0
+    inc_touched = 0
+    inc_active = 0
+    n_written = 0
+    n_moved = 0
+    for b in range(b_lo, b_hi):
+        if not lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
+            continue
+        u0, u1 = inst_unit[b], inst_unit[b + 1]
+        f0, f1 = inst_flow[b], inst_flow[b + 1]
+        lo = b * n_links
+        t_left = duration[b]
+        for k in range(lo, lo + n_links):  # this instance's part of the outputs, zeroed here, on its thread
+            link_bytes[k] = 0.0
+        for u in range(u0, u1):
+            iters[u] = 0
+            step_sum[u] = 0.0
+            comm_sum[u] = 0.0
+            compute_t[u] = 0.0
+            active_t[u] = 0.0
+        stalled[b] = 0
+        for f in range(f0, f1):
+            act[f] = False
+            moved[f] = 0.0
+            rate[f] = 0.0
+            arr_mark[f] = -1
+            hpos[f] = -1
+            zero[f] = False
+            dcap[f] = flow_demand[f]
+            if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:  # completions due at the start
+                rem[f] = 0.0
+        for e in range(ex_lo[b], inst_seg[b + 1]):  # exclusive links as demand caps (run_interval_numba)
+            f = e_flow[e]
+            x = capacity[e_link[e]] / e_coef[e]
+            if x < dcap[f]:
+                dcap[f] = x
+        for p in range(inst_phase[b], inst_phase[b + 1]):
+            joined[p] = False
+            c = 0
+            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                if rem[f] > 0:
+                    c += 1
+            pend[p] = c
+        now = 0.0  # s since the interval start (time_s[b] is the clock, advanced by the same steps)
+        hn = 0  # flows in the completion heap
+        n_act = 0
+        n_zero = 0  # active job flows at rate <= 0
+        n_gone = 0
+        n_came = 0
+        rstate[0] = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
+        rstate[1] = 0
+        solved = False
+        ev = 0
+        while True:
+            # every transition of the instance's units that is due now (run_interval_numba's, with the
+            # phases' counts of flows with bytes left in place of a pass over their flows)
+            tnow = time_s[b]
+            for u in range(u0, u1):
+                if not unit_alive[u] or unit_bg[u]:
+                    continue
+                nph = unit_nphases[u]
+                p0 = phase_off[u]
+                if t_compute_left[u] <= eps_t:
+                    t_compute_left[u] = 0.0
+                settled = False
+                for _ in range(max_rounds):
+                    changed = False
+                    if phase_cur[u] == WAITING and t_start_left[u] <= eps_t:  # the job starts
+                        phase_cur[u] = PRE_COMM
+                        t_compute_left[u] = unit_compute[u]
+                        t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
+                        iter_start[u] = tnow
+                        changed = True
+                    if phase_cur[u] == PRE_COMM and t_comm_start_left[u] <= eps_t:  # communication starts
+                        phase_cur[u] = 0
+                        comm_start[u] = tnow
+                        for p in range(p0, p0 + nph):
+                            phase_wait[p] = phase_npred[p]
+                            if phase_npred[p] == 0:
+                                phase_state[p] = RUNNING
+                                phase_lat_left[p] = phase_latency[p]
+                                joined[p] = False
+                            else:
+                                phase_state[p] = IDLE
+                        changed = True
+                    pc = phase_cur[u]
+                    if pc >= 0 and pc < nph:  # a phase ends when its latency is paid and no bytes are left
+                        ended = False
+                        for p in range(p0, p0 + nph):
+                            if phase_state[p] != RUNNING or phase_lat_left[p] > eps_t or pend[p] > 0:
+                                continue
+                            phase_state[p] = DONE
+                            phase_cur[u] += 1
+                            for e in range(phase_succ_off[p], phase_succ_off[p + 1]):
+                                q = phase_succ[e]
+                                phase_wait[q] -= 1
+                                if phase_wait[q] == 0:
+                                    phase_state[q] = RUNNING
+                                    phase_lat_left[q] = phase_latency[q]
+                                    joined[q] = False
+                            ended = True
+                        if ended:
+                            if phase_cur[u] == nph:
+                                comm_end[u] = tnow
+                            changed = True
+                    if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
+                        st = tnow - iter_start[u]
+                        iters[u] += 1
+                        step_sum[u] += st
+                        comm_sum[u] += comm_end[u] - comm_start[u]
+                        iterations_total[u] += 1
+                        last_step_s[u] = st
+                        last_comm_s[u] = comm_end[u] - comm_start[u]
+                        if st <= 0:
+                            stats[2], stats[3] = ERR_ZERO_STEP, u
+                            return
+                        iter_start[u] = tnow
+                        phase_cur[u] = PRE_COMM
+                        t_compute_left[u] = unit_compute[u]
+                        t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
+                        for p in range(p0, p0 + nph):
+                            c = 0
+                            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                                rem[f] = flow_bytes[f]
+                                if rem[f] > 0:
+                                    c += 1
+                            pend[p] = c
+                        changed = True
+                    if not changed:
+                        settled = True
+                        break
+                if not settled:
+                    stats[2], stats[3] = ERR_SETTLE, u
+                    return
+            if not t_left > eps_t:
+                break
+            ev += 1
+            if ev > max_events:
+                stats[2], stats[3] = ERR_EVENTS, -1
+                stats[0] = ev  # the counters so far (a capped interval is measured up to here)
+                stats[1] += n_fills
+                stats[4] += n_inc
+                stats[5] += inc_touched
+                stats[6] += inc_active
+                stats[7] += n_full
+                stats[8] += n_written
+                stats[9] += n_moved
+                return
+            # arrivals: the flows with bytes left of the phases whose latency was paid since the last event,
+            # and background flows switched on (at the first event)
+            for u in range(u0, u1):
+                if not unit_alive[u]:
+                    continue
+                if unit_bg[u]:
+                    if ev == 1 and bg_on[u]:
+                        for f in range(f0, f1):  # background flows are few: found by their unit
+                            if flow_unit[f] == u:
+                                act[f] = True
+                                apos[f] = n_act
+                                act_list[n_act] = f
+                                n_act += 1
+                                t_upd[f] = now
+                                arr_mark[f] = n_fills  # (rate keeps its last solved value: the log's)
+                                came[n_came] = f
+                                n_came += 1
+                    continue
+                pc = phase_cur[u]
+                if pc < 0 or pc >= unit_nphases[u]:
+                    continue
+                for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
+                    if joined[p] or phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
+                        continue
+                    joined[p] = True
+                    for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                        if rem[f] > 0 and not act[f]:
+                            act[f] = True
+                            apos[f] = n_act
+                            act_list[n_act] = f
+                            n_act += 1
+                            t_upd[f] = now
+                            arr_mark[f] = n_fills  # (rate keeps its last solved value: the log's)
+                            came[n_came] = f
+                            n_came += 1
+            if not solved or n_came > 0 or n_gone > 0:
+                n_re, full = resolve_incremental(
+                    act, arr_mark, n_fills, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
+                    e_coef, capacity, lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level,
+                    log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
+                    link_gen, rstate,
+                )  # fmt: skip
+                if full:
+                    n_full += 1
+                else:
+                    n_inc += 1
+                    inc_touched += n_re
+                    inc_active += n_act
+                n_fills += 1
+                # the flows whose rate changed: progress up to now at the old rate, then the new completion
+                for k in range(n_re):
+                    f = refill[k]
+                    r = rate[f]
+                    r0 = old_rate[k]
+                    if r == r0 and t_upd[f] < now:  # unchanged (an arrival's old rate is 0 at t_upd = now)
+                        continue
+                    n_written += 1
+                    if abs(r - r0) > 1e-12 * max(abs(r), abs(r0)):
+                        n_moved += 1
+                    dtu = now - t_upd[f]
+                    if dtu > 0.0:
+                        x = r0 * dtu
+                        if not flow_bg[f]:
+                            if rem[f] < x:
+                                x = rem[f]
+                            rem[f] = rem[f] - x
+                        moved[f] += x
+                    t_upd[f] = now
+                    if flow_bg[f]:
+                        continue
+                    z = not r > 0
+                    if z != zero[f]:
+                        zero[f] = z
+                        n_zero += 1 if z else -1
+                    if r > 0:
+                        t_end[f] = now + rem[f] / r
+                        hn = _heap_set(hk, hf, hpos, hn, f, now + (rem[f] - eps_b * flow_scale[f]) / r)
+                    else:
+                        t_end[f] = inf
+                        hn = _heap_set(hk, hf, hpos, hn, f, inf)
+                solved = True
+                n_came = 0
+                n_gone = 0
+            if n_zero > stalled[b]:
+                stalled[b] = n_zero
+            # time to the next event: the least completion time (the heap is keyed by the time a flow's bytes
+            # left reach the tolerance, which precedes its completion time by that tolerance over its rate:
+            # the least completion time is among the keys up to the first flow's completion time)
+            dt = t_left
+            f_min = -1
+            if hn > 0:
+                thr = t_end[hf[0]]
+                best = inf
+                sp = 1
+                dfs[0] = 0
+                while sp > 0:
+                    sp -= 1
+                    i = dfs[sp]
+                    f = hf[i]
+                    if t_end[f] < best:
+                        best = t_end[f]
+                        f_min = f
+                    c = 2 * i + 1
+                    if c < hn and hk[c] <= thr:
+                        dfs[sp] = c
+                        sp += 1
+                    if c + 1 < hn and hk[c + 1] <= thr:
+                        dfs[sp] = c + 1
+                        sp += 1
+                if best - now < dt:
+                    dt = best - now
+                else:
+                    f_min = -1
+            for u in range(u0, u1):
+                if not unit_alive[u] or unit_bg[u]:
+                    continue
+                pc = phase_cur[u]
+                tm = t_start_left[u] if pc == WAITING else inf
+                if t_compute_left[u] > eps_t and t_compute_left[u] < tm:
+                    tm = t_compute_left[u]
+                if pc == PRE_COMM and t_comm_start_left[u] < tm:
+                    tm = t_comm_start_left[u]
+                if pc >= 0 and pc < unit_nphases[u]:
+                    for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
+                        lt = phase_lat_left[p]
+                        if phase_state[p] == RUNNING and lt > eps_t and lt < tm:
+                            tm = lt
+                if tm < dt:
+                    dt = tm
+                    f_min = -1
+            if dt < 0.0:
+                dt = 0.0
+            # advance timers, then complete the flows whose bytes left reached the tolerance
+            for u in range(u0, u1):
+                if not unit_alive[u] or unit_bg[u]:
+                    continue
+                pc = phase_cur[u]
+                if pc != WAITING:
+                    active_t[u] += dt
+                    compute_t[u] += min(t_compute_left[u], dt)
+                t_compute_left[u] = max(t_compute_left[u] - dt, 0.0)
+                if pc == WAITING:
+                    t_start_left[u] = t_start_left[u] - dt
+                elif pc == PRE_COMM:
+                    t_comm_start_left[u] = t_comm_start_left[u] - dt
+                elif pc < unit_nphases[u]:
+                    for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
+                        if phase_state[p] == RUNNING:
+                            phase_lat_left[p] = max(phase_lat_left[p] - dt, 0.0)
+            now += dt
+            time_s[b] += dt
+            t_left -= dt
+            while hn > 0 and (hk[0] <= now or f_min >= 0):
+                f = hf[0] if hk[0] <= now else f_min  # (the flow that set dt completes in any case)
+                if f == f_min:
+                    f_min = -1
+                hn = _heap_set(hk, hf, hpos, hn, f, inf)
+                x = rate[f] * (now - t_upd[f])
+                if rem[f] < x:
+                    x = rem[f]
+                moved[f] += x
+                rem[f] = 0.0
+                t_upd[f] = now
+                act[f] = False
+                n_act -= 1
+                g = act_list[n_act]  # the last active flow takes its slot
+                act_list[apos[f]] = g
+                apos[g] = apos[f]
+                pend[phase_off[flow_unit[f]] + flow_phase[f]] -= 1
+                if zero[f]:
+                    zero[f] = False
+                    n_zero -= 1
+                gone[n_gone] = f
+                n_gone += 1
+        # progress of the flows still active, up to the end of the interval
+        for k in range(n_act):
+            f = act_list[k]
+            x = rate[f] * (now - t_upd[f])
+            if not flow_bg[f]:
+                if rem[f] < x:
+                    x = rem[f]
+                rem[f] = rem[f] - x
+            moved[f] += x
+        # link bytes (run_interval_numba's order)
+        for e in range(inst_seg[b], ent_hi[b]):
+            link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
+        for e in range(ex_lo[b], inst_seg[b + 1]):
+            link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
+        if ev > events:
+            events = ev
+    stats[0] = events
+    stats[1] += n_fills
+    stats[4] += n_inc
+    stats[5] += inc_touched
+    stats[6] += inc_active
+    stats[7] += n_full
+    stats[8] += n_written
+    stats[9] += n_moved

@@ -41,6 +41,7 @@ from ainet_gym.sim.engine import (
     compile_background,
     compile_job,
     resolve_backend,
+    rotation_period,
 )
 from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, NumbaFigures, StepResult
@@ -472,6 +473,7 @@ class FabricWorld:
         )
 
     def _compiled_job(self, job: JobSpec, gpus: np.ndarray, rot: int) -> CompiledUnit:
+        rot %= rotation_period(job, gpus.shape[0])  # the compiled job repeats with this period
         key = (job, tuple(gpus.tolist()), rot)  # the job's content, not its identity
         if key not in self._unit_cache:
             if len(self._unit_cache) > _UNIT_CACHE_SIZE:

@@ -418,7 +418,7 @@ def _api_pages() -> None:
     for name, path in MORE_API.items():
         entries.append((name, path, _static_summary(path)))
     for k, (name, path, summary) in enumerate(entries):
-        slug = name.strip("_") or name
+        slug = name  # the page of `__version__` is api/__version__/, as every other name
         page = f"api/{slug}.md"
         lead = (
             f"{summary[0].upper()}{summary[1:]}.\n\n"
