@@ -388,26 +388,32 @@ def _solve(
     weights: np.ndarray | None,
     demand: np.ndarray | None,
     backend: str | None,
+    blocks: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> FloatArray:
-    """Validated COO entries (coef > 0) solved on ``backend`` (:func:`ainet_gym.sim.engine.resolve_backend`)."""
+    """Validated COO entries (coef > 0) solved on ``backend`` (:func:`ainet_gym.sim.engine.resolve_backend`).
+
+    ``blocks``: the (instances + 1,) flow and link offsets of independent stacked instances; the compiled
+    backend then fills each instance on its own (:func:`ainet_gym.sim.kernels.solve_fill_blocks`), so a
+    batched call equals a loop of single calls bit for bit."""
     from ainet_gym.sim.engine import resolve_backend
 
     if resolve_backend(backend) == "numpy":
         return solve_coo(flow, link, coef, cap, n_flows, weights=weights, demand=demand)  # type: ignore[return-value]
-    from ainet_gym.sim.kernels import solve_fill
+    from ainet_gym.sim.kernels import solve_fill, solve_fill_blocks
 
     order = np.argsort(flow, kind="stable")
     w = np.ones(n_flows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
     d = np.full(n_flows, np.inf) if demand is None else np.ascontiguousarray(demand, dtype=np.float64)
-    rates, _ = solve_fill(
+    args = (
         np.ascontiguousarray(flow[order], dtype=np.int64),
         np.ascontiguousarray(link[order], dtype=np.int64),
         np.ascontiguousarray(coef[order], dtype=np.float64),
         np.ascontiguousarray(cap, dtype=np.float64),
-        int(n_flows),
-        w,
-        d,
     )
+    if blocks is not None:
+        fb, lb = (np.ascontiguousarray(x, dtype=np.int64) for x in blocks)
+        return solve_fill_blocks(*args, w, d, fb, lb)  # type: ignore[no-any-return]
+    rates, _ = solve_fill(*args, int(n_flows), w, d)
     return rates
 
 
@@ -441,9 +447,10 @@ def max_min_fair_batched(
 ) -> FloatArray | list[FloatArray]:
     """Max-min fair rates of many independent instances, solved together in one call.
 
-    The instances are stacked block-diagonally (link and flow ids offset per instance) and solved by
-    one :func:`solve_coo` call, so the number of iterations is the largest over the instances, not
-    their sum. Results equal a loop of :func:`max_min_fair` calls.
+    The instances are stacked block-diagonally (link and flow ids offset per instance) and solved in
+    one call: on the numpy backend by one :func:`solve_coo` (the number of rounds is the largest over
+    the instances, not their sum), on the compiled backend by one progressive filling per instance
+    inside one compiled loop. Results equal a loop of :func:`max_min_fair` calls, bit for bit.
 
     Parameters
     ----------
@@ -511,7 +518,7 @@ def max_min_fair_batched(
     b, f, lk = np.nonzero(inc)
     rates = _solve(
         b * n_flows + f, b * n_links + lk, inc[b, f, lk], np.ascontiguousarray(cap).ravel(), batch * n_flows,
-        w, dem, backend,
+        w, dem, backend, (np.arange(batch + 1) * n_flows, np.arange(batch + 1) * n_links),
     )  # fmt: skip
     return rates.reshape(batch, n_flows)
 
@@ -569,5 +576,6 @@ def _batched_list(
         np.concatenate(ws) if any_weights else None,
         np.concatenate(dems) if any_demand else None,
         backend,
+        (np.concatenate([[0], np.cumsum(sizes)]), np.concatenate([[0], np.cumsum([len(c) for c in caps])])),
     )
     return [r.copy() for r in np.split(rates, np.cumsum(sizes)[:-1])]  # type: ignore[arg-type]

@@ -74,6 +74,7 @@ __all__ = [
     "run_interval_numba",
     "run_ranges",
     "solve_fill",
+    "solve_fill_blocks",
 ]
 
 WAITING = -2  # engine.WAITING
@@ -935,6 +936,31 @@ def solve_fill(entry_flow, entry_link, entry_coef, capacity, n_flows, weight, de
     pops = fill_levels(flows, n_flows, fe_lo, fe_hi, entry_link, entry_coef, weight, demand, resid, rate,
                        out_flow, out_level, s, 0, 0)  # fmt: skip
     return rate, pops
+
+
+@njit(cache=True, nogil=True)
+def solve_fill_blocks(
+    entry_flow, entry_link, entry_coef, capacity, weight, demand, flow_bounds, link_bounds
+):  # pragma: no cover
+    """:func:`solve_fill` on each independent instance of a batch, one after the other in one compiled call:
+    instance ``i`` owns flows ``flow_bounds[i]:flow_bounds[i + 1]`` and links ``link_bounds[i]:link_bounds[i +
+    1]`` (entries flow-sorted, so each instance's entries are contiguous). Each instance gets its own fill,
+    heap and residuals, so its rates equal a :func:`solve_fill` of that instance alone bit for bit (one fill
+    over the stacked instances would break ties between equal keys across instances in another order, which
+    can move a rate by an ulp)."""
+    n_inst = flow_bounds.shape[0] - 1
+    rate = np.zeros(flow_bounds[n_inst])
+    e0 = 0
+    for i in range(n_inst):
+        f0, f1, l0, l1 = flow_bounds[i], flow_bounds[i + 1], link_bounds[i], link_bounds[i + 1]
+        e1 = e0
+        while e1 < entry_flow.shape[0] and entry_flow[e1] < f1:
+            e1 += 1
+        r, _ = solve_fill(entry_flow[e0:e1] - f0, entry_link[e0:e1] - l0, entry_coef[e0:e1],
+                          capacity[l0:l1].copy(), f1 - f0, weight[f0:f1].copy(), demand[f0:f1].copy())  # fmt: skip
+        rate[f0:f1] = r
+        e0 = e1
+    return rate
 
 
 # ----------------------------------------------------------------------------------------------------------
