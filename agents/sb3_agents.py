@@ -237,6 +237,7 @@ def read_metadata(path: str | os.PathLike) -> dict[str, Any]:
                     f"{MODEL_LIMITS['json_bytes']:,} bytes (MODEL_LIMITS['json_bytes']); not reading it"
                 )
             blob = z.read(META_MEMBER)
+    # zipfile raises NotImplementedError for a member in a compression method it does not support
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as e:
         raise ModelFileError(f"model {str(p)!r}: not a readable zip ({type(e).__name__}: {e})") from None
     try:

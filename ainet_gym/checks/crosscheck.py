@@ -1231,11 +1231,13 @@ def rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> list[di
     return out
 
 
+def _rank(groups: list[list[str]]) -> str:
+    """A ranking as text: tied policies joined by ``=``, groups by ``<`` (fastest first)."""
+    return " < ".join("=".join(g) for g in groups)
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The calibration table (docs/fidelity.md) of :func:`calibration`'s result."""
-
-    def rank(groups: list[list[str]]) -> str:
-        return " < ".join("=".join(g) for g in groups)
 
     lines = [
         "| case | MB per transfer | policy | job | fluid ms | ns-3 ms | error | ns-3 wall s | fluid wall ms |"
@@ -1261,7 +1263,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", "| case | fluid ranking | ns-3 ranking | inversions |", "|---|---|---|---|"]
     for k in result["rankings"]:
         inv = ", ".join(k["inversions"]) or "none"
-        lines.append(f"| {k['case']} | {rank(k['fluid'])} | {rank(k['ns3'])} | {inv} |")
+        lines.append(f"| {k['case']} | {_rank(k['fluid'])} | {_rank(k['ns3'])} | {inv} |")
     return "\n".join(lines)
 
 
@@ -1363,9 +1365,6 @@ def step_rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> li
 def markdown_learning(result: dict[str, Any]) -> str:
     """The tables of docs/fidelity-learning.md from :func:`learning`'s result."""
 
-    def rank(groups: list[list[str]]) -> str:
-        return " < ".join("=".join(g) for g in groups)
-
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:+.2f}%"
 
@@ -1398,7 +1397,7 @@ def markdown_learning(result: dict[str, Any]) -> str:
             for d in k["differences"]
         )
         lines.append(
-            f"| {k['case']} | {f} | {n} | {rank(k['fluid'])} | {rank(k['ns3'])} | {diff or 'none'} |"
+            f"| {k['case']} | {f} | {n} | {_rank(k['fluid'])} | {_rank(k['ns3'])} | {diff or 'none'} |"
         )
     return "\n".join(lines)
 
