@@ -602,7 +602,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # block-buffered output (a pipe) is written here, where a closed pipe is caught
+        return code
     except KeyboardInterrupt:
         print(f"ainet-gym {args.command}: interrupted", file=sys.stderr)
         return 130
