@@ -272,7 +272,9 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(case):
         assert rstate[0] == a.size  # the freeze log holds the active flows
         assert np.array_equal(np.sort(per_flow["log_flow"][: a.size]), a)
         lv = per_flow["log_level"][: a.size]
-        assert np.all(lv[1:] >= lv[:-1])  # nondecreasing (inf: unconstrained flows, last)
+        # nondecreasing (inf: unconstrained flows, last) up to round-off between equal levels: links that fill at
+        # one level compute it from different sums (a clean-venv run logged 2.857142857e8 an ulp lower after it)
+        assert np.all(lv[1:] >= lv[:-1] * (1 - 1e-12))
         assert np.array_equal(np.isinf(got), np.isinf(want)), mark
         fin = np.isfinite(want)
         err = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-300)
