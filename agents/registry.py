@@ -178,14 +178,29 @@ def _ensure_builtins() -> None:
             raise RuntimeError(f"agent plug-in {ep.name!r} ({ep.value}) failed to load: {e}") from e
 
 
+#: The built-in agents' modules in the order their agents are listed (the order of an import of
+#: ainet_gym.agents.evaluate): the same whichever module a process happened to import first.
+_BUILTIN_ORDER: tuple[str, ...] = tuple(
+    f"ainet_gym.agents.{m}"
+    for m in ("baselines", "sb3_agents", "graph_policy", "marl_agents", "predictive", "pretrained",
+              "rllib_agent", "twin")
+)  # fmt: skip
+
+
 def available_policies() -> list[str]:
-    """The allowed policy strings, e.g. ``["ecmp", ..., "ppo:PATH"]``."""
+    """The allowed policy strings, e.g. ``["ecmp", ..., "ppo:PATH"]``: the built-in agents in a fixed
+    order (:data:`_BUILTIN_ORDER`, then registration order within a module), then the others (plug-ins,
+    agents registered at run time) in registration order."""
     _ensure_builtins()
+    rank = {m: i for i, m in enumerate(_BUILTIN_ORDER)}
+    entries = sorted(
+        AGENTS.values(), key=lambda e: rank.get(getattr(e.factory, "__module__", ""), len(rank))
+    )  # a stable sort: registration order within a module and among the others
     return [
         f"{e.name}:{e.arg_help}"
         if e.needs_arg
         else (f"{e.name}[:{e.arg_help}]" if e.optional_arg else e.name)
-        for e in AGENTS.values()
+        for e in entries
     ]
 
 

@@ -546,3 +546,26 @@ def test_baseline_agent_rejects_unknown_names() -> None:
         BaselineAgent("hash")
     with pytest.raises(ValueError, match=r"baseline 'hash' is not known"):
         baseline_actions("hash", core_for(collision_scenario()))
+
+
+def test_allowed_policies_are_listed_in_one_order_whatever_was_imported_first() -> None:
+    """The allowed list of an unknown-policy error does not depend on which agent module a process
+    imported first (importing the learners first used to list ``ppo:PATH`` before ``ecmp``)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import {first}\n"
+        "from ainet_gym.agents.registry import available_policies\n"
+        "print(','.join(available_policies()))\n"
+    )
+    lists = [
+        subprocess.run(
+            [sys.executable, "-c", code.format(first=m)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for m in ("ainet_gym.agents.registry", "ainet_gym.agents.sb3_agents", "ainet_gym.agents.twin")
+    ]
+    assert lists[0].startswith(
+        "ecmp,spray,wcmp,greedy,lp,spray+bg,wcmp+bg,greedy+bg,lp+bg,solo-lp+bg,ppo:PATH,"
+    )
+    assert lists[1] == lists[0] and lists[2] == lists[0]

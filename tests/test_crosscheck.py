@@ -167,9 +167,17 @@ def test_refuses_bad_experiment_constants_naming_them() -> None:
     ):
         with pytest.raises(CrosscheckError, match=rf"{field} = {bad!r}: allowed: an integer >= "):
             crosscheck(_switch(), config=CrosscheckConfig(**{field: bad}))
-    for field, bad in (("min_rto_ms", 0.0), ("wall_limit_s", float("inf")), ("max_ns3_bytes", -1.0)):
+    for field, bad in (
+        ("min_rto_ms", 0.0),
+        ("del_ack_timeout_ms", -1.0),
+        ("wall_limit_s", float("inf")),
+        ("max_ns3_bytes", -1.0),
+    ):
         with pytest.raises(CrosscheckError, match=rf"{field} = {bad!r}: allowed: a finite number > 0"):
             crosscheck(_switch(), config=CrosscheckConfig(**{field: bad}))
+    # a delayed ACK held past the minimum RTO makes every lone segment a spurious timeout
+    with pytest.raises(CrosscheckError, match=r"del_ack_timeout_ms = 5.0: allowed: below min_rto_ms = 5.0"):
+        crosscheck(_switch(), config=CrosscheckConfig(del_ack_timeout_ms=5.0))
 
 
 def test_ppo_rows_name_the_missing_checkpoint() -> None:
@@ -430,3 +438,32 @@ def test_background_burst_starts_and_stops_in_the_link_bytes() -> None:
         assert moved[0] == 0 and moved[2] < 0.02 * burst, sim
     assert det["background"][0]["on"] == [False, True, False]
     assert r["jobs"][0]["rel_error"] == pytest.approx(0, abs=0.03)
+
+
+@needs_ns3
+def test_ring_hop_waiting_for_credit_keeps_its_window() -> None:
+    """A ring of 3 GPUs, one per leaf under one spine, with leaf0-spine0 at 1/16 of its rate: the hops fed
+    by the slow one get their credit one 512 KiB chunk every 7 ms, longer than the 5 ms minimum RTO, so
+    each chunk ends with a lone segment whose ACK the receiver may delay. With ns-3's 200 ms delayed-ACK
+    timeout that ACK came after the RTO: a spurious timeout cut the window to one segment, and from then on
+    every lone segment waited for the RTO (one segment per 5 ms; the xc-ingest-bursts stall). The ring
+    moves at its slow hop's pace: every hop carries 2 (p-1)/p S = 4 MB, at C/16 on the slow link
+    (C = 10 Gb/s times the TCP payload fraction 1448/1529): 4 MB / (C/16) = 54.1 ms, in both simulators."""
+    C = 10e9 / 8 * 1448 / 1529
+    S = 3e6
+    hand = (4 / 3 * S) / (C / 16) * 1e3
+    sc = {
+        "name": "xc-credit",
+        "fabric": {"topology": "spine_leaf", "leaves": 3, "spines": 1, "hosts_per_leaf": 1,
+                   "gpus_per_host": 1, "nic_gbps": 10, "uplink_gbps": 10, "profile": "roce"},
+        "workload": {"jobs": [{"name": "r", "gpus": 3, "compute_ms": 1.0,
+                               "collectives": [{"op": "allreduce", "algorithm": "ring", "bytes": S}]}]},
+        "dynamics": {"episode_steps": 1, "decision_interval_ms": 70.0,
+                     "link_failures": {"scheduled": [{"link": "leaf0-spine0", "at_step": 0, "factor": 0.0625}]}},
+    }  # fmt: skip
+    from ainet_gym.checks.crosscheck import _crosscheck_in_subprocess
+
+    r, _ = _crosscheck_in_subprocess(sc, "ecmp", 0, None, None)
+    (job,) = r["jobs"]
+    assert job["fluid_comm_ms"] == pytest.approx(hand, rel=0.01)
+    assert job["ns3_comm_ms"] == pytest.approx(hand, rel=0.03)

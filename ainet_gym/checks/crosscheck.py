@@ -136,6 +136,14 @@ class CrosscheckConfig:
         TCP send and receive buffer per socket.
     min_rto_ms
         TCP minimum retransmission timeout (ns-3's default is 1 s, a wide-area value).
+    del_ack_timeout_ms
+        Longest time a receiver holds back a delayed ACK (``ns3::TcpSocket::DelAckTimeout``; ns-3's default
+        is 200 ms, Linux's 40-200 ms). It must be below ``min_rto_ms``, as Linux's 40 ms is below its 200 ms
+        minimum RTO: with ns-3's 200 ms and a 5 ms minimum RTO, a sender with one segment in flight (a
+        ring hop waiting for credit, or a window cut to one segment) got no ACK before its RTO fired; every
+        segment then cost a spurious timeout that reset the window to one segment, and the sender stayed in
+        that loop (xc-ingest-bursts under ECMP: two jobs moved one segment per 5 ms for the rest of the run,
+        docs/fidelity-learning.md).
     spray_mode
         How a connection the policy splits evenly over its whole ECMP set is carried: ``"subflows"``
         (default): one pinned TCP sub-flow per path with an equal share of the bytes (what the fluid
@@ -195,6 +203,7 @@ class CrosscheckConfig:
     header_efficiency: float | None = TCP_HEADER_EFFICIENCY
     tcp_buffer_bytes: int = 1 << 20
     min_rto_ms: float = 5.0
+    del_ack_timeout_ms: float = 1.0
     device_queue_packets: int = 4
     spray_mode: str = "subflows"
     reorder_threshold: int = 64
@@ -587,6 +596,9 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     )
     ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(cfg.spray_sack or not spray))
     ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MicroSeconds(cfg.min_rto_ms * 1e3)))
+    ns.Config.SetDefault(
+        "ns3::TcpSocket::DelAckTimeout", ns.TimeValue(ns.MicroSeconds(cfg.del_ack_timeout_ms * 1e3))
+    )
 
     # nodes: every GPU, storage host and switch of the fabric (no NVLink switches)
     built = [i for i, k in enumerate(f.node_kind) if k != "nvswitch"]
@@ -1011,10 +1023,15 @@ def _check_config(cfg: CrosscheckConfig) -> None:
     h = cfg.header_efficiency
     if h is not None and (isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1):
         raise CrosscheckError(f"header_efficiency = {h!r}: must be in (0, 1]")
-    for name in ("min_rto_ms", "wall_limit_s", "max_ns3_bytes"):
+    for name in ("min_rto_ms", "del_ack_timeout_ms", "wall_limit_s", "max_ns3_bytes"):
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
             raise CrosscheckError(f"{name} = {v!r}: allowed: a finite number > 0")
+    if not cfg.del_ack_timeout_ms < cfg.min_rto_ms:
+        raise CrosscheckError(
+            f"del_ack_timeout_ms = {cfg.del_ack_timeout_ms!r}: allowed: below min_rto_ms = {cfg.min_rto_ms!r} "
+            "(a delayed ACK held past the RTO makes every lone segment a spurious timeout)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------- calibration
