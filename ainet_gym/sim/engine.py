@@ -416,7 +416,7 @@ class IntervalMetrics:
     full_fills: int = 0  # numba lazy kernel: fills of every active flow
     rates_written: int = 0  # numba lazy kernel: flows whose rate a solve changed (bitwise) or set (arrivals)
     rates_moved: int = 0  # of those, changed by more than 1e-12 relative (or set), summed over the solves
-    parallel_solves: int = 0  # numba lazy kernel: solves that filled by the parallel rule (kernels.PARALLEL_SHARE)
+    parallel_solves: int = 0  # numba lazy kernel: solves by the parallel rule (kernels.PARALLEL_SHARE)
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:

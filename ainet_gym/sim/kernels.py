@@ -925,7 +925,9 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
 
 
 @njit(cache=True, nogil=True)
-def fill_parallel(flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo):  # pragma: no cover
+def fill_parallel(
+    flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo
+):  # pragma: no cover
     """Max-min fair rates (unit weights) of ``flows[:n]`` on the residual capacities ``resid`` (row
     ``e_link[e] - lo``, updated in place: what the flows leave) by the parallel local-bottleneck rule of
     :func:`ainet_gym.sim.allocator.solve_coo` (:func:`run_interval_numba`'s inline solve): in each round,
