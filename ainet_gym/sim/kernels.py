@@ -926,33 +926,46 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
 
 @njit(cache=True, nogil=True)
 def fill_parallel(
-    flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo
-):  # pragma: no cover
+    flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo, out_flow, out_level
+):  # pragma: no cover - compiled (callable from Python too)
     """Max-min fair rates (unit weights) of ``flows[:n]`` on the residual capacities ``resid`` (row
     ``e_link[e] - lo``, updated in place: what the flows leave) by the parallel local-bottleneck rule of
     :func:`ainet_gym.sim.allocator.solve_coo` (:func:`run_interval_numba`'s inline solve): in each round,
     every link whose share ``resid / sum coef`` is the least among the path minima of its live flows, and
     every flow at its demand ``demand[f]``, freezes its flows at that level. Writes ``rate`` for the flows it
-    freezes.
+    freezes, and those flows in freeze order (by level, nondecreasing) to ``out_flow`` / ``out_level``.
 
-    Stops after ``max_rounds`` rounds (or at a round that freezes nothing: NaN input) and returns ``(rounds,
-    n_rest, rest)``: the flows still unfrozen are ``rest[:n_rest]``, and on the capacities ``resid`` now
-    holds they are a max-min problem of their own (the frozen ones are frozen at their max-min rates), so
-    :func:`fill_levels` of them finishes the allocation exactly.
+    Stops after ``max_rounds`` rounds (or at a round that freezes nothing: NaN input) and returns ``(n_done,
+    n_rest, rest)``: ``n_done`` flows frozen (``out_flow[:n_done]``); the flows still unfrozen are
+    ``rest[:n_rest]``, and on the capacities ``resid`` now holds they are a max-min problem of their own
+    (the frozen ones are frozen at their max-min rates), so :func:`fill_levels` of them finishes the
+    allocation exactly.
+
+    The freeze order is not a sort of the flows: the flows a link freezes in a round share its share
+    bitwise, so they form one group; the groups (one per link and round, one per flow frozen at its demand)
+    are sorted by level and the flows placed by a counting sort: O(flows + groups log groups).
     """
     inf = np.inf
     nlk = resid.shape[0]
+    m1 = max(n, 1)
     stamp = np.full(nlk, -1, dtype=np.int64)
     sstamp = np.full(nlk, -1, dtype=np.int64)
+    gstamp = np.full(nlk, -1, dtype=np.int64)
+    gid = np.empty(nlk, dtype=np.int64)  # group of the flows a link froze in the round gstamp says
     denom = np.empty(nlk)
     linkmin = np.empty(nlk)
     share = np.empty(nlk)
     sub = np.empty(nlk)
     touched = np.empty(nlk, dtype=np.int64)
-    live_f = np.empty(max(n, 1), dtype=np.int64)
-    live_d = np.empty(max(n, 1))
-    live_m = np.empty(max(n, 1))
-    froz_f = np.empty(max(n, 1), dtype=np.int64)
+    live_f = np.empty(m1, dtype=np.int64)
+    live_d = np.empty(m1)
+    live_m = np.empty(m1)
+    live_b = np.empty(m1, dtype=np.int64)  # the link of a live flow's path minimum (-1: its demand)
+    done_f = np.empty(m1, dtype=np.int64)  # the frozen flows, in the order they froze
+    done_g = np.empty(m1, dtype=np.int64)  # and their groups
+    glev = np.empty(m1)  # level of each group
+    n_grp = 0
+    n_done = 0
     n_live = 0
     for a in range(n):
         f = flows[a]
@@ -962,6 +975,11 @@ def fill_parallel(
             n_live += 1
         else:
             rate[f] = demand[f]  # crosses no shared link: limited by its demand only
+            done_f[n_done] = f
+            done_g[n_done] = n_grp
+            glev[n_grp] = demand[f]
+            n_grp += 1
+            n_done += 1
     it = 0
     while n_live > 0 and it < max_rounds:
         n_touched = 0
@@ -985,13 +1003,18 @@ def fill_parallel(
         for i in range(n_live):
             f = live_f[i]
             mk = inf
+            bl = -1
             for e in range(fe_lo[f], fe_hi[f]):
-                sh = share[e_link[e] - lo]
+                lk = e_link[e] - lo
+                sh = share[lk]
                 if sh < mk:
                     mk = sh
+                    bl = lk
             if live_d[i] < mk:
                 mk = live_d[i]
+                bl = -1
             live_m[i] = mk
+            live_b[i] = bl
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
                 if mk < linkmin[lk]:
@@ -1012,26 +1035,42 @@ def fill_parallel(
                         ready = True
                         break
             if ready:
-                rate[f] = d if at_demand else mk
-                froz_f[n_frozen] = f
-                n_frozen += 1
+                r = d if at_demand else mk
+                rate[f] = r
+                bl = live_b[i]
+                if at_demand or bl < 0:  # a group of its own
+                    g = n_grp
+                    glev[g] = r
+                    n_grp += 1
+                elif gstamp[bl] != it:
+                    gstamp[bl] = it
+                    g = n_grp
+                    gid[bl] = g
+                    glev[g] = r
+                    n_grp += 1
+                else:
+                    g = gid[bl]
+                done_f[n_done] = f
+                done_g[n_done] = g
+                n_done += 1
             else:
                 live_f[n_keep] = f
                 live_d[n_keep] = d
                 n_keep += 1
+        n_frozen = n_live - n_keep
         it += 1
         if n_frozen == 0:
             break
         # 4. their traffic off their links, summed per link, then off each link once
-        for i in range(n_frozen):
-            f = froz_f[i]
+        for i in range(n_done - n_frozen, n_done):
+            f = done_f[i]
             r = rate[f]
             for e in range(fe_lo[f], fe_hi[f]):
                 use = e_coef[e] * r
                 if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
                     sub[e_link[e] - lo] += use
-        for i in range(n_frozen):
-            f = froz_f[i]
+        for i in range(n_done - n_frozen, n_done):
+            f = done_f[i]
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
                 if sstamp[lk] != it:
@@ -1039,7 +1078,23 @@ def fill_parallel(
                     y = resid[lk] - sub[lk]
                     resid[lk] = y if y > 0.0 else 0.0
         n_live = n_keep
-    return it, n_live, live_f
+    # the frozen flows by level: the groups sorted, the flows placed by group (counting sort)
+    order = np.argsort(glev[:n_grp])
+    pos = np.zeros(n_grp + 1, dtype=np.int64)  # start of each group (by rank) in the output
+    rank = np.empty(n_grp, dtype=np.int64)
+    for k in range(n_grp):
+        rank[order[k]] = k
+    for i in range(n_done):
+        pos[rank[done_g[i]] + 1] += 1
+    for k in range(n_grp):
+        pos[k + 1] += pos[k]
+    for i in range(n_done):
+        g = done_g[i]
+        k = rank[g]
+        out_flow[pos[k]] = done_f[i]
+        out_level[pos[k]] = glev[g]
+        pos[k] += 1
+    return n_done, n_live, live_f
 
 
 @njit(cache=True, nogil=True)
@@ -1338,20 +1393,27 @@ def resolve_incremental(
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
     if n_re > par_share * n_act:  # many flows: the parallel rule's first rounds, the rest by the heap
         rstate[5] += 1
-        _, n_rest, rest = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate,
-                                        par_rounds, lo)  # fmt: skip
-        if n_rest > 0:
+        n_done, n_rest, rest = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate,
+                                             par_rounds, lo, out_flow, out_level)  # fmt: skip
+        if n_rest > 0:  # the rest by the heap, its freeze order merged with the parallel rule's
+            h_flow = np.empty(n_rest, dtype=np.int64)
+            h_level = np.empty(n_rest)
             fill_levels(rest, n_rest, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                        out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+                        h_flow, h_level, fs, rstate[4], lo)  # fmt: skip
             rstate[4] += 1
-        lv = np.empty(n_re)  # the freeze order: by level (rate / weight)
-        for k in range(n_re):
-            f = refill[k]
-            lv[k] = rate[f] / unit_weight[f]
-        order = np.argsort(lv, kind="mergesort")
-        for k in range(n_re):
-            out_flow[k] = refill[order[k]]
-            out_level[k] = lv[order[k]]
+            p_flow = out_flow[:n_done].copy()
+            p_level = out_level[:n_done].copy()
+            i = 0
+            j = 0
+            for k in range(n_re):
+                if j >= n_rest or (i < n_done and p_level[i] <= h_level[j]):
+                    out_flow[k] = p_flow[i]
+                    out_level[k] = p_level[i]
+                    i += 1
+                else:
+                    out_flow[k] = h_flow[j]
+                    out_level[k] = h_level[j]
+                    j += 1
     else:
         fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
                     out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
