@@ -1388,10 +1388,30 @@ def resolve_incremental(
         for k in range(n_came):
             refill[n_re] = came[k]
             n_re += 1
+    dense = n_re > par_share * n_act
+    if (
+        dense and n_re > 1
+    ):  # many flows: walk them in flow order (their entries in memory order), not by level
+        f_lo = refill[0]
+        f_hi = refill[0]
+        for k in range(n_re):
+            f = refill[k]
+            if f < f_lo:
+                f_lo = f
+            if f > f_hi:
+                f_hi = f
+        pick = np.zeros(f_hi - f_lo + 1, dtype=np.bool_)
+        for k in range(n_re):
+            pick[refill[k] - f_lo] = True
+        k = 0
+        for f in range(f_lo, f_hi + 1):
+            if pick[f - f_lo]:
+                refill[k] = f
+                k += 1
     for k in range(n_re):
         f = refill[k]
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
-    if n_re > par_share * n_act:  # many flows: the parallel rule's first rounds, the rest by the heap
+    if dense:  # many flows: the parallel rule's first rounds, the rest by the heap
         rstate[5] += 1
         n_done, n_rest, rest = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate,
                                              par_rounds, lo, out_flow, out_level)  # fmt: skip
