@@ -336,3 +336,25 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
         assert np.all((err <= RTOL) | (np.abs(got[fin] - want[fin]) <= 1e-9)), (mark, err.max())
     assert n_inc == len(events) - 1  # after the first (full) fill, every solve was incremental
     assert rstate[5] == (n_filled if par_share == 0.0 else 0)  # the solves the parallel rule took
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("parallel_share", 1.5),
+        ("parallel_share", float("nan")),
+        ("parallel_share", "0.3"),
+        ("parallel_max_rounds", -1),
+    ],
+)
+def test_bad_parallel_settings_are_refused_naming_the_field(field, value):
+    # the fallback's settings are plain attributes: a bad one is refused at the next step, with its name
+    w = FabricWorld(load_scenario("moe-alltoall-skewed"), 1, backend="numba")
+    w.reset(seeds=[0])
+    before = w.sim.state.arrays()
+    before = [np.array(a, copy=True) for a in before]
+    setattr(w.sim, field, value)
+    with pytest.raises(ValueError, match=rf"^{field} = .*allowed"):
+        w.step(w.default_split())
+    for a, b in zip(before, w.sim.state.arrays(), strict=True):
+        np.testing.assert_array_equal(a, b)

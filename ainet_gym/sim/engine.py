@@ -590,6 +590,15 @@ class EntryTable:
         )
 
 
+def _parallel_settings(share: object, rounds: object) -> tuple[float, int]:
+    """The lazy kernel's fallback settings, checked (they are plain attributes of :class:`BatchSim`)."""
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
+        raise ValueError(f"parallel_share = {share!r}: allowed: a share of the active flows in [0, 1]")
+    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
+        raise ValueError(f"parallel_max_rounds = {rounds!r}: allowed: an integer >= 0")
+    return float(share), int(rounds)
+
+
 class BatchSim:
     """Stacked state of ``batch`` instances of one fabric, each with its own units and capacities.
 
@@ -1071,6 +1080,7 @@ class BatchSim:
         | None = None,
     ) -> IntervalMetrics:
         """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
+        par = _parallel_settings(self.parallel_share, self.parallel_max_rounds)  # checked before any change
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.empty(B)
         dur[...] = duration_s  # (batch,) s, a scalar broadcast
@@ -1094,7 +1104,6 @@ class BatchSim:
 
         # the lazy exact kernel, if an instance takes it (compiled on first use only)
         lazy = _kernels.run_interval_lazy if self._any_lazy() else None
-        par = (float(self.parallel_share), int(self.parallel_max_rounds))
 
         def kernel(lo: int, hi: int, *args: object) -> None:
             if merge is not None:
