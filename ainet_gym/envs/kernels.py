@@ -87,12 +87,6 @@ def decode_merge_range(
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _nan_min1(x):  # pragma: no cover - compiled
-    """``np.minimum(x, 1.0)``: NaN stays NaN."""
-    return 1.0 if x > 1.0 else x
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
 def _nan_to_zero(x):  # pragma: no cover - compiled
     """``np.nan_to_num(x, nan=0.0)``: NaN to 0, +-inf to the largest finite float64."""
     if x != x:

@@ -131,10 +131,6 @@ class Fabric:
         return int(self.link_src.shape[0])
 
     @property
-    def n_endpoints(self) -> int:
-        return self.n_gpus + self.n_storage
-
-    @property
     def n_leaves(self) -> int:
         return int(self.leaf_node.shape[0])
 

@@ -408,10 +408,6 @@ _FRACTION = _num("a fraction", ge=0, le=1)
 # --------------------------------------------------------------------------- structure helpers
 
 
-def _field_names(cls) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
-
-
 def _default(cls, name: str) -> Any:
     f = next(f for f in dataclasses.fields(cls) if f.name == name)
     if f.default is not dataclasses.MISSING:
