@@ -17,6 +17,7 @@ later ones from a generator seeded the same way, so the small seeds that ``ainet
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,9 @@ class TrainConfig:
     target_kl: float | None = None
     """PPO only: stop an update's epochs early when the approximate KL divergence to the rollout's policy
     exceeds 1.5 times this (None: no limit, SB3's default)."""
+    ent_coef: float | None = None
+    """PPO and A2C: weight of the entropy bonus in the loss (None: the default, 0), to keep a discrete
+    policy (the ``choose`` modes) from collapsing onto one plan before it has tried the others."""
 
 
 @dataclass
@@ -219,6 +223,12 @@ def train(cfg: TrainConfig) -> TrainResult:
             if algo not in ("ppo", "maskable_ppo"):
                 raise ValueError(f"target_kl: {algo} has no KL limit; it is a PPO option (--algo ppo)")
             hp["target_kl"] = float(cfg.target_kl)
+        if cfg.ent_coef is not None:
+            if algo not in ("ppo", "maskable_ppo", "a2c"):
+                raise ValueError(f"ent_coef: {algo} has no entropy coefficient; it is a PPO or A2C option")
+            if not (math.isfinite(cfg.ent_coef) and cfg.ent_coef >= 0):
+                raise ValueError(f"ent_coef = {cfg.ent_coef}: allowed: a finite number >= 0")
+            hp["ent_coef"] = float(cfg.ent_coef)
         policy = "MultiInputPolicy" if observation == "graph" else "MlpPolicy"
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out
@@ -381,6 +391,7 @@ def train_main(args: argparse.Namespace) -> int:
         save_every=getattr(args, "save_every", None),
         learning_rate=getattr(args, "learning_rate", None),
         target_kl=getattr(args, "target_kl", None),
+        ent_coef=getattr(args, "ent_coef", None),
     )
     res = train(cfg)
     state = "interrupted after" if res.interrupted else "trained"

@@ -26,9 +26,13 @@ random failures and churn included, because each instance's generator is part of
    twin's episode is at least as good as each pure candidate's on every seed, exactly (the replay is the
    same trajectory, bit for bit).
 
-Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA]`` (no commas: ``--policies`` splits on them), e.g.
+Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA][-best]`` (no commas: ``--policies`` splits on them), e.g.
 ``twin:k12-h6``; defaults :data:`DEFAULT_K`, :data:`DEFAULT_H` (from the K x H sweep in docs/learning.md:
-from H = 8 on the score moves by less than 0.001), seed 0, sigma 0.5. Class ``reference``: tables show it apart, last, and
+from H = 8 on the score moves by less than 0.001), seed 0, sigma 0.5. ``best`` (e.g. ``twin:best``) plays
+the pure candidates first and makes each instance's lookahead base (the policy of intervals 2..H) its best
+stateless pure candidate (:data:`BASE_CHOICES`) instead of ``solo-lp+bg``: a rollout over the best
+heuristic of that episode, for scenarios where ``solo-lp+bg`` is a poor base (docs/learning.md, "Headroom
+survey"). Class ``reference``: tables show it apart, last, and
 give every policy's share of the ECMP-to-twin gap.
 """
 
@@ -64,6 +68,9 @@ PURE_CANDIDATES: tuple[str, ...] = (
 )  # fmt: skip
 #: the base policy of the lookahead's intervals after the first
 BASE_POLICY = "solo-lp+bg"
+#: the lookahead bases ``twin:best`` picks from, per instance (stateless: a predictive router's forecast
+#: would not follow the restored copies)
+BASE_CHOICES: tuple[str, ...] = ("lp+bg", "lp", "greedy+bg", "spray+bg", "wcmp+bg", "ecmp", "solo-lp+bg")
 #: default candidates per decision and lookahead intervals (docs/learning.md, "The K x H sweep")
 DEFAULT_K = 8
 DEFAULT_H = 8
@@ -71,24 +78,35 @@ DEFAULT_SIGMA = 0.5
 
 
 def parse_twin_arg(arg: str | None) -> dict[str, Any]:
-    """``kK-hH[-sS][-gSIGMA]`` -> ``{"k", "h", "seed", "sigma"}`` (defaults for what is left out).
+    """``kK-hH[-sS][-gSIGMA][-best]`` -> ``{"k", "h", "seed", "sigma", "best_base"}`` (defaults for what is
+    left out).
 
     Raises
     ------
     ValueError
-        Naming the part that is not ``k<int >= 7>``, ``h<int >= 1>``, ``s<int >= 0>`` or ``g<float >= 0>``.
+        Naming the part that is not ``k<int >= 7>``, ``h<int >= 1>``, ``s<int >= 0>``, ``g<float >= 0>`` or
+        ``best``.
     """
-    out: dict[str, Any] = {"k": DEFAULT_K, "h": DEFAULT_H, "seed": 0, "sigma": DEFAULT_SIGMA}
+    out: dict[str, Any] = {
+        "k": DEFAULT_K,
+        "h": DEFAULT_H,
+        "seed": 0,
+        "sigma": DEFAULT_SIGMA,
+        "best_base": False,
+    }
     if not arg:
         return out
     names = {"k": "k", "h": "h", "s": "seed", "g": "sigma"}
     for part in arg.split("-"):
+        if part.strip() == "best":
+            out["best_base"] = True
+            continue
         m = re.fullmatch(r"([khsg])(\d+(?:\.\d+)?)", part.strip())
         if m is None:
             raise ValueError(
                 f"policy 'twin:{arg}': {part!r} is not one of kK (candidates per decision, >= 7), hH "
-                "(lookahead intervals, >= 1), sS (seed) or gSIGMA (perturbation scale), joined by '-', "
-                "e.g. twin:k8-h4"
+                "(lookahead intervals, >= 1), sS (seed), gSIGMA (perturbation scale) or best (the best pure "
+                "candidate as the lookahead base), joined by '-', e.g. twin:k8-h4"
             )
         key, val = names[m.group(1)], m.group(2)
         if key == "sigma":
@@ -162,6 +180,7 @@ class TwinAgent:
         self.h: int = cfg["h"]
         self.seed: int = cfg["seed"]
         self.sigma: float = cfg["sigma"]
+        self.best_base: bool = cfg["best_base"]
         self.name = "twin" if arg is None else f"twin:{arg}"
         self.env_kwargs: dict[str, Any] = {}
         self._cores: dict[tuple, EnvCore] = {}
@@ -195,10 +214,7 @@ class TwinAgent:
         B, T = core.batch, core.episode_steps
         start = core.snapshot()
         scores: dict[str, np.ndarray] = {}
-        # 1. the receding-horizon lookahead, from the reset state
-        self._plan_splits, self._plan_bounds, scores["plan"] = self._lookahead(core, start)
-        t1 = time.perf_counter()
-        # 2. the pure candidates' whole episodes
+        # the pure candidates' whole episodes (2. below; first, since `best` picks its bases from them)
         sim_core = self._core(core, B)
         for name in PURE_CANDIDATES:
             sim_core.restore(start)
@@ -208,6 +224,15 @@ class TwinAgent:
                 _, _, _, _, info = sim_core.step_split(pol(sim_core.world, sim_core.last_result))
                 gpu[:, t] = info["reward_gpu_utilization"]
             scores[name] = gpu.mean(axis=1)
+        if self.best_base:  # per instance, its best stateless pure candidate (ties: the first)
+            table = np.stack([scores[n] for n in BASE_CHOICES])
+            self._bases = [BASE_CHOICES[i] for i in np.argmax(table, axis=0)]
+        else:
+            self._bases = [BASE_POLICY] * B
+        t1 = time.perf_counter()
+        # 1. the receding-horizon lookahead, from the reset state
+        self._plan_splits, self._plan_bounds, scores["plan"] = self._lookahead(core, start)
+        scores = {"plan": scores.pop("plan"), **scores}  # the plan first: ties keep it
         # 3. per instance, the best trajectory (the plan first: ties keep it)
         names = list(scores)
         table = np.stack([scores[n] for n in names])  # (trajectories, B)
@@ -215,7 +240,8 @@ class TwinAgent:
         self.plan_stats = {
             "scores": {n: scores[n].tolist() for n in names},
             "chosen": list(self._choice),
-            "lookahead_s": t1 - t0,
+            "bases": list(self._bases),
+            "lookahead_s": time.perf_counter() - t1,
             "seconds": time.perf_counter() - t0,
         }
         used = sorted({c for c in self._choice if c != "plan"}, key=PURE_CANDIDATES.index)
@@ -231,8 +257,11 @@ class TwinAgent:
         main.restore(start)
         rng = np.random.default_rng(self.seed)
         fixed = [c for c in LOOKAHEAD_CANDIDATES if c != "incumbent"]
-        base = self._policy(BASE_POLICY, look)
-        src = np.repeat(np.arange(B), K)  # look instance b * K + k <- main instance b
+        src = np.repeat(np.arange(B), K)
+        base_of = {name: np.flatnonzero(np.asarray(self._bases) == name) for name in set(self._bases)}
+        bases = {
+            name: self._policy(name, look) for name in base_of
+        }  # look instance b * K + k <- main instance b
         splits: list[np.ndarray] = []
         bounds: list[np.ndarray] = []
         gpu = np.zeros((B, T))
@@ -258,7 +287,7 @@ class TwinAgent:
             names = [list(x) for x in look.world.names]
             look.step_split(stack[k_of, rows])
             for _ in range(min(H, T - t) - 1):
-                look.step_split(base(look.world, look.last_result))
+                look.step_split(self._base_split(look, bases, base_of, K))
             # the ideal work done in the lookahead, of the jobs there at its start and its end (churn
             # does not depend on the routing: every candidate sees the same jobs come and go)
             same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
@@ -273,6 +302,23 @@ class TwinAgent:
             gpu[:, t] = info["reward_gpu_utilization"]
             incumbent = chosen if sim.stack is before else None  # a restack renumbers the connections
         return splits, bounds, gpu.mean(axis=1)
+
+    def _base_split(
+        self, look: EnvCore, bases: dict[str, Any], base_of: dict[str, np.ndarray], k: int
+    ) -> np.ndarray:
+        """The split of the lookahead copies in which the copies of main instance ``b`` follow its base."""
+        if len(bases) == 1:
+            (pol,) = bases.values()
+            return pol(look.world, look.last_result)
+        sim = look.world.sim
+        assert sim is not None
+        split = np.empty((sim.n_conns, look.P))
+        lb = _conn_bounds(look)
+        for name, pol in bases.items():
+            inst = (base_of[name][:, None] * k + np.arange(k)).reshape(-1)  # the copies of those instances
+            rows = _rows(lb, inst)
+            split[rows] = pol(look.world, look.last_result)[rows]
+        return split
 
     def _policy(self, name: str, core: EnvCore) -> Any:
         """The engine-level policy ``name`` for ``core``: the routers of :data:`POLICIES`, except that a

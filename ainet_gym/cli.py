@@ -233,6 +233,25 @@ def _pos_float_arg(what: str) -> type:
     return parse  # type: ignore[return-value]
 
 
+def _nonneg_float_arg(what: str) -> type:
+    """An argparse type: a finite number >= 0 (``what`` names it in the message)."""
+
+    def parse(text: str) -> float:
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}, >= 0") from None
+        if not math.isfinite(v) or v < 0:
+            raise argparse.ArgumentTypeError(
+                f"{shown} is out of range; allowed: {what}, a finite number >= 0"
+            )
+        return v
+
+    parse.__name__ = what
+    return parse  # type: ignore[return-value]
+
+
 def _text_arg(what: str) -> type:
     def parse(text: str) -> str:
         if not text.strip():
@@ -369,6 +388,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_pos_float_arg("a KL divergence"),
         default=None,
         help="PPO: stop an update's epochs when the approximate KL exceeds 1.5x this (default: no limit)",
+    )
+    s.add_argument(
+        "--ent-coef",
+        type=_nonneg_float_arg("an entropy coefficient"),
+        default=None,
+        help="PPO, A2C: weight of the entropy bonus (default 0)",
     )
     s.add_argument(
         "--save-every",

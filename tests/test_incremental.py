@@ -68,10 +68,14 @@ def scenarios(draw):
     }
 
 
-def run(scenario: dict, backend: str, inc_min: int, seed: int, steps: int, splits: list) -> list:
+def run(
+    scenario: dict, backend: str, inc_min: int, seed: int, steps: int, splits: list, par: tuple | None = None
+) -> list:
     w = FabricWorld(load_scenario(scenario), 1, backend=backend)
     w.reset(seeds=[seed])
     w.sim.incremental_min_flows = inc_min
+    if par is not None:  # (parallel_share, parallel_max_rounds) of the lazy kernel
+        w.sim.parallel_share, w.sim.parallel_max_rounds = par
     out = []
     for k in range(steps):
         r = w.step(splits[k] if splits[k] is not None else w.default_split())
@@ -79,9 +83,15 @@ def run(scenario: dict, backend: str, inc_min: int, seed: int, steps: int, split
     return out
 
 
+# the lazy kernel's solves: heap fills only (sparse completion-heap updates); every solve by the parallel
+# rule for 2 rounds, the rest by the heap (the completion heap rebuilt at every solve)
+LAZY_MODES = [(1.0, 8), (0.0, 2)]
+
+
+@pytest.mark.parametrize("par", LAZY_MODES)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.integers(0, 3), st.integers(0, 2**31 - 1))
-def test_incremental_equals_full_resolve_on_random_event_sequences(scenario, seed, split_seed):
+def test_incremental_equals_full_resolve_on_random_event_sequences(par, scenario, seed, split_seed):
     # every completion and every phase start is an event that changes the active flows; the incremental
     # fills (inc_min 0: from the first flow on) must give what a full parallel-rule re-solve per event gives
     probe = FabricWorld(load_scenario(scenario), 1)
@@ -96,7 +106,7 @@ def test_incremental_equals_full_resolve_on_random_event_sequences(scenario, see
                 x.sum(axis=1, keepdims=True) > 0, x / np.maximum(x.sum(axis=1, keepdims=True), 1e-300), s
             )
         splits.append(s)
-    inc = run(scenario, "numba", 0, seed, 4, splits)
+    inc = run(scenario, "numba", 0, seed, 4, splits, par)
     full = run(scenario, "numba", -1, seed, 4, splits)
     for a, b in zip(inc, full, strict=True):
         for f in FIELDS:
@@ -162,9 +172,45 @@ def test_incremental_solves_refill_few_flows_on_an_alltoall():
     assert m.full_fills >= 1
 
 
+@pytest.mark.parametrize("par", [(0.0, 1), (0.0, 1_000_000), (1.0, 8)])
+def test_parallel_fallback_matches_the_numpy_reference(par):
+    # the lazy kernel with every solve by the parallel rule (handing the rest to the heap fill after 1
+    # round, or never) and with none: the numpy backend's full re-solve per event to 1e-9, and the counter
+    # says which path ran
+    sc = load_scenario("moe-alltoall-skewed")
+    worlds = []
+    for backend, inc_min in (("numba", 0), ("numpy", -1)):
+        w = FabricWorld(sc, 1, backend=backend)
+        w.reset(seeds=[0])
+        w.sim.incremental_min_flows = inc_min
+        worlds.append(w)
+    worlds[0].sim.parallel_share, worlds[0].sim.parallel_max_rounds = par
+    last: list = []
+    run_interval = worlds[0].sim.run_interval
+
+    def counted(*args, **kw):
+        m = run_interval(*args, **kw)
+        last.append(m)
+        return m
+
+    worlds[0].sim.run_interval = counted
+    for _ in range(4):
+        a, b = (w.step(w.default_split()) for w in worlds)
+        for f in FIELDS:
+            assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+    solves = sum(m.incremental_solves + m.full_fills for m in last)
+    par_solves = sum(m.parallel_solves for m in last)
+    assert solves > 20
+    if par[0] == 0.0:
+        assert par_solves > solves // 2  # (a solve that re-fills no flow takes neither path)
+    else:
+        assert par_solves == 0
+
+
 def test_restart_constants_are_documented_values():
     assert 0 < kernels.RESTART_MARGIN <= 1e-9
     assert kernels.FULL_FILL_EVERY >= 1
+    assert 0.0 <= kernels.PARALLEL_SHARE <= 1.0 and kernels.PARALLEL_MAX_ROUNDS >= 1
 
 
 def test_incremental_matches_full_resolve_under_the_greedy_split():
@@ -225,11 +271,18 @@ def event_sequences(draw):
     return cap, inc, demand, events
 
 
+# how a solve fills its flows: (par_share, par_rounds). The heap fill only; the parallel rule for every
+# solve, handing the flows left after 1 or 2 rounds to the heap fill; the parallel rule to the end
+FILL_MODES = [(1.0, 8), (0.0, 1), (0.0, 2), (0.0, 1_000_000)]
+
+
+@pytest.mark.parametrize("par_share, par_rounds", FILL_MODES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(event_sequences())
-def test_resolve_incremental_equals_a_full_resolve_at_every_event(case):
+def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par_rounds, case):
     # the compiled incremental re-solve of the lazy event loop, driven event by event, against the numpy
-    # reference (the parallel rule, a full re-solve of the active flows) after every event
+    # reference (the parallel rule, a full re-solve of the active flows) after every event, with each way
+    # of filling the flows above the restart level
     from ainet_gym.sim.allocator import max_min_fair
 
     cap, inc, demand, events = case
@@ -250,8 +303,9 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(case):
     links = dict(uf=np.empty(L, dtype=i64), seed=np.full(L, -1, dtype=i64), resid=np.empty(L),
                  rstamp=np.full(L, -1, dtype=i64), load=np.zeros(L), csum=np.zeros(L),
                  link_gen=np.full(L, -1, dtype=i64))  # fmt: skip
-    rstate = np.array([-1, 0, 0, 0, 0], dtype=i64)
+    rstate = np.array([-1, 0, 0, 0, 0, 0], dtype=i64)
     n_inc = 0
+    n_filled = 0  # solves that filled at least one flow
     for mark, (gone, came) in enumerate(events):
         act[gone] = False
         act[came] = True
@@ -259,14 +313,15 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(case):
         act_list, g, c = scratch
         a = np.flatnonzero(act)
         act_list[: a.size], g[: gone.size], c[: came.size] = a, gone, came
-        _, full = kernels.resolve_incremental(
+        n_re, full = kernels.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
             coef, cap, 0, demand, np.ones(F), rate, per_flow["old_rate"], per_flow["refill"],
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
-            links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate,
+            links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds,
         )  # fmt: skip
         n_inc += not full
+        n_filled += n_re > 0
         want = max_min_fair(inc[a], cap, demand[a], backend="numpy")
         got = rate[a]
         assert rstate[0] == a.size  # the freeze log holds the active flows
@@ -280,3 +335,26 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(case):
         err = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-300)
         assert np.all((err <= RTOL) | (np.abs(got[fin] - want[fin]) <= 1e-9)), (mark, err.max())
     assert n_inc == len(events) - 1  # after the first (full) fill, every solve was incremental
+    assert rstate[5] == (n_filled if par_share == 0.0 else 0)  # the solves the parallel rule took
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("parallel_share", 1.5),
+        ("parallel_share", float("nan")),
+        ("parallel_share", "0.3"),
+        ("parallel_max_rounds", -1),
+    ],
+)
+def test_bad_parallel_settings_are_refused_naming_the_field(field, value):
+    # the fallback's settings are plain attributes: a bad one is refused at the next step, with its name
+    w = FabricWorld(load_scenario("moe-alltoall-skewed"), 1, backend="numba")
+    w.reset(seeds=[0])
+    before = w.sim.state.arrays()
+    before = [np.array(a, copy=True) for a in before]
+    setattr(w.sim, field, value)
+    with pytest.raises(ValueError, match=rf"^{field} = .*allowed"):
+        w.step(w.default_split())
+    for a, b in zip(before, w.sim.state.arrays(), strict=True):
+        np.testing.assert_array_equal(a, b)

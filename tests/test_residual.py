@@ -119,3 +119,30 @@ def test_target_kl_is_refused_outside_ppo(tmp_path) -> None:
                 out=tmp_path / "a.zip", progress=False, target_kl=0.02,
             )
         )  # fmt: skip
+
+
+def test_ent_coef_reaches_the_loss_of_a_choose_policy(tmp_path) -> None:
+    # --ent-coef weights the entropy bonus of PPO's loss (the model carries it; default 0); SAC, whose
+    # entropy weight is a temperature of another meaning, refuses it
+    from _scenarios import small_spine_leaf
+
+    from ainet_gym.agents.train import TrainConfig, train
+
+    sc = small_spine_leaf(8, name="ent-small")
+    hp = {"n_steps": 8, "batch_size": 4, "n_epochs": 1}
+    runs = {}
+    for ent in (None, 0.05):
+        runs[ent] = train(
+            TrainConfig(
+                scenario=sc, action_mode="choose_bg", timesteps=16, n_envs=2, logdir=tmp_path,
+                out=tmp_path / f"e{ent}.zip", progress=False, ent_coef=ent, hyperparameters=hp,
+            )
+        ).model  # fmt: skip
+    assert runs[0.05].ent_coef == 0.05 and runs[None].ent_coef == 0.0
+    with pytest.raises(ValueError, match="ent_coef: sac has no entropy coefficient"):
+        train(
+            TrainConfig(
+                scenario=sc, algo="sac", timesteps=8, n_envs=1, logdir=tmp_path, out=tmp_path / "s.zip",
+                progress=False, ent_coef=0.01,
+            )
+        )  # fmt: skip

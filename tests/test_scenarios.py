@@ -556,3 +556,28 @@ def test_agent_wcmp_weights_never_send_on_a_failed_link():
         if 8 <= i < 23:
             assert (res.link_bytes[0, ids] == 0).all(), i
             assert res.stalled_transfers[0] == 0, i
+
+
+# --------------------------------------------------------------------------- unequal jobs (learning headroom)
+
+
+def test_unequal_jobs_one_comm_bound_one_compute_bound_and_a_steady_checkpoint():
+    sc = load_scenario(path("unequal-jobs-jitter"))
+    f = build_fabric(sc.fabric)
+    assert f.n_gpus == 64 and f.oversubscription() == pytest.approx(2.0)
+    # ideal ring times by hand: 2 (p-1)/p S / 50 GB/s
+    world = FabricWorld(sc, batch=1)
+    world.reset(seeds=[1])
+    names = [j.name for j in sc.jobs]
+    comm = dict(zip(names, world.job_ideal_comm_s[0, : len(names)]))
+    assert comm["big"] == pytest.approx(
+        2 * 31 / 32 * 1e9 / 50e9, rel=0.02
+    )  # 38.75 ms: about its 40 ms compute
+    assert comm["small"] == pytest.approx(2 * 31 / 32 * 1e8 / 50e9, rel=0.05)  # 3.9 ms against 200 ms
+    # the checkpoint writes at the storage rack's line rate in every interval, whatever the jobs do
+    (bg,) = sc.background
+    assert (bg.kind, bg.pattern, bg.job) == ("checkpoint", "constant", "small")
+    out = run("unequal-jobs-jitter", "spray+bg", 8)
+    dur = out["decision_interval_ms"] * 1e-3
+    storage = np.array([s["tier_bytes"]["storage"] for s in out["steps"]])
+    assert storage == pytest.approx(np.full(8, bg.gbps * 1e9 / 8 * dur), rel=0.02)

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from _scenarios import small_spine_leaf
 
+from ainet_gym.agents import twin as twin_module
 from ainet_gym.agents.evaluate import markdown_table, run_policy
 from ainet_gym.agents.registry import make_agent
-from ainet_gym.agents.twin import PURE_CANDIDATES, TwinAgent, job_progress, parse_twin_arg
+from ainet_gym.agents.twin import BASE_CHOICES, PURE_CANDIDATES, TwinAgent, job_progress, parse_twin_arg
 from ainet_gym.cli import main as cli_main
 from ainet_gym.envs.env import EnvCore
 
@@ -94,9 +95,39 @@ def test_job_progress_counts_ideal_work_by_hand() -> None:
 
 
 def test_twin_arguments_are_checked() -> None:
-    assert parse_twin_arg("k9-h3-s2-g0.25") == {"k": 9, "h": 3, "seed": 2, "sigma": 0.25}
+    assert parse_twin_arg("k9-h3-s2-g0.25") == {"k": 9, "h": 3, "seed": 2, "sigma": 0.25, "best_base": False}
+    assert parse_twin_arg("best")["best_base"] and parse_twin_arg("k9-best-h3")["h"] == 3
     assert make_agent("twin").name == "twin" and make_agent("twin:k8-h2").name == "twin:k8-h2"
     with pytest.raises(ValueError, match=r"k = 3: needs >= 7"):
         make_agent("twin:k3")
     with pytest.raises(ValueError, match=r"'x4' is not one of kK"):
         make_agent("twin:x4")
+
+
+def test_twin_best_rolls_out_each_instances_best_pure_candidate(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `twin:...-best`: each instance's lookahead base is its best stateless pure candidate, measured here
+    # independently (each baseline's own episode), and the batched plan of an instance is the plan a twin
+    # with that base alone makes for that seed alone (sigma 0: the perturbations draw nothing, so a batch
+    # of one plans what the batch of eight plans for the instance)
+    seeds = list(range(1, 9))
+    sc = scenario()
+    twin = TwinAgent("k7-h2-g0-best")
+    g_twin = run_policy(twin, EnvCore(sc, batch=len(seeds), info_keys=("collisions",)), seeds).gpu.mean(
+        axis=1
+    )
+    own = {}
+    for name in BASE_CHOICES:
+        core = EnvCore(sc, batch=len(seeds), info_keys=("collisions",))
+        own[name] = run_policy(make_agent(name), core, seeds).gpu.mean(axis=1)
+        assert np.all(g_twin >= own[name] - 1e-12), name
+    table = np.stack([own[n] for n in BASE_CHOICES])
+    expect = [BASE_CHOICES[i] for i in np.argmax(table, axis=0)]
+    assert twin.plan_stats["bases"] == expect
+    assert len(set(expect)) > 1  # the batch mixes bases: the per-instance rows are exercised
+    plan = twin.plan_stats["scores"]["plan"]
+    for b, seed in enumerate(seeds):
+        monkeypatch.setattr(twin_module, "BASE_POLICY", expect[b])
+        alone = TwinAgent("k7-h2-g0")
+        run_policy(alone, EnvCore(sc, batch=1, info_keys=("collisions",)), [seed])
+        assert alone.plan_stats["bases"] == [expect[b]]
+        assert alone.plan_stats["scores"]["plan"][0] == pytest.approx(plan[b], abs=1e-12), (seed, expect[b])

@@ -121,7 +121,8 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
         if _slow_mode(slow).startswith("exact event mode") and slow.get("refilled_share") is not None:
             out.append(_target("flows re-filled per incremental solve, 8 AllToAll x 128 (share of active)",
                                slow["refilled_share"], 0.10, "<=", "",
-                               f"{slow['incremental_solves']:,} solves over the intervals timed"))  # fmt: skip
+                               f"{slow['incremental_solves']:,} solves over the intervals timed, "
+                               f"{slow.get('parallel_solves', 0):,} by the parallel rule"))  # fmt: skip
     for ep in sc.get("moe_episodes") or []:
         out.append(_target(f"MoE episode, {ep['scenario']} ({ep['steps']} intervals, exact)", ep["episode_s"],
                            60, "<=", "s", f"{ep['events']:,} events; slowest interval "

@@ -675,7 +675,8 @@ def _successive_intervals_of(
         if last:
             m = last[0]
             row.update(incremental_solves=m.incremental_solves, flows_refilled=m.flows_refilled,
-                       flows_active=m.flows_active, full_fills=m.full_fills)  # fmt: skip
+                       flows_active=m.flows_active, full_fills=m.full_fills,
+                       parallel_solves=m.parallel_solves)  # fmt: skip
         rows.append(row)
         if capped or spent >= budget_s:
             break
@@ -685,6 +686,7 @@ def _successive_intervals_of(
     return {
         "refilled_share": refilled / active if active else None,
         "incremental_solves": sum(r.get("incremental_solves", 0) for r in rows),
+        "parallel_solves": sum(r.get("parallel_solves", 0) for r in rows),
         "scenario": sc.name,
         "rate_updates": rate_updates,
         "rate_quantum_us": quantum_us,

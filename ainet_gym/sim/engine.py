@@ -416,6 +416,7 @@ class IntervalMetrics:
     full_fills: int = 0  # numba lazy kernel: fills of every active flow
     rates_written: int = 0  # numba lazy kernel: flows whose rate a solve changed (bitwise) or set (arrivals)
     rates_moved: int = 0  # of those, changed by more than 1e-12 relative (or set), summed over the solves
+    parallel_solves: int = 0  # numba lazy kernel: solves by the parallel rule (kernels.PARALLEL_SHARE)
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
@@ -589,6 +590,15 @@ class EntryTable:
         )
 
 
+def _parallel_settings(share: object, rounds: object) -> tuple[float, int]:
+    """The lazy kernel's fallback settings, checked (they are plain attributes of :class:`BatchSim`)."""
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
+        raise ValueError(f"parallel_share = {share!r}: allowed: a share of the active flows in [0, 1]")
+    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
+        raise ValueError(f"parallel_max_rounds = {rounds!r}: allowed: an integer >= 0")
+    return float(share), int(rounds)
+
+
 class BatchSim:
     """Stacked state of ``batch`` instances of one fabric, each with its own units and capacities.
 
@@ -628,6 +638,10 @@ class BatchSim:
         # (incremental fills, per-flow progress kept from the last rate change); the others, or all with -1,
         # in the parallel-rule kernel, bit for bit as the numpy backend
         self.incremental_min_flows = _kernels.INCREMENTAL_MIN_FLOWS if incremental else -1
+        # the lazy kernel's solves that re-fill more than this share of the active flows take the parallel rule
+        # for their first parallel_max_rounds rounds (1: never); docs/engine-alltoall.md
+        self.parallel_share = float(_kernels.PARALLEL_SHARE)
+        self.parallel_max_rounds = int(_kernels.PARALLEL_MAX_ROUNDS)
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
@@ -1066,6 +1080,7 @@ class BatchSim:
         | None = None,
     ) -> IntervalMetrics:
         """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
+        par = _parallel_settings(self.parallel_share, self.parallel_max_rounds)  # checked before any change
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.empty(B)
         dur[...] = duration_s  # (batch,) s, a scalar broadcast
@@ -1095,7 +1110,7 @@ class BatchSim:
                 merge(*merge_args(lo, hi))
             _kernels.run_interval_numba(lo, hi, *args)
             if lazy is not None:
-                lazy(lo, hi, *args)
+                lazy(lo, hi, *args, *par)
             if after is not None:
                 after(*after_args(lo, hi))
 
@@ -1131,8 +1146,8 @@ class BatchSim:
         m.solver_iterations = sum(r[1] for r in per_range)
         if lazy is not None:
             (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
-             m.rates_moved) = per_range[0][4:10] if len(per_range) == 1 else (
-                sum(r[k] for r in per_range) for k in range(4, 10))  # fmt: skip
+             m.rates_moved, m.parallel_solves) = per_range[0][4:11] if len(per_range) == 1 else (
+                sum(r[k] for r in per_range) for k in range(4, 11))  # fmt: skip
         if err == _kernels.ERR_EVENTS:
             raise TooManyEvents(f"run_interval: more than {max_events} events in one interval", metrics=m)
         return m

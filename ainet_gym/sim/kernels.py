@@ -64,6 +64,7 @@ __all__ = [
     "batch_ranges",
     "block_sum",
     "fill_levels",
+    "fill_parallel",
     "fill_scratch",
     "go_flags",
     "kernel_threads",
@@ -82,12 +83,23 @@ PRE_COMM = -1  # engine.PRE_COMM
 IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
 #: columns of the per-range statistics of :func:`run_interval_numba`
-N_STATS = 10
+N_STATS = 11
 #: the incremental solve re-fills the flows at levels >= (1 - RESTART_MARGIN) x the restart level: flows
 #: tied with a departed one at its level up to round-off are re-filled with it
 RESTART_MARGIN = 1e-9
 #: a full fill (every active flow; the link loads computed anew) after this many incremental solves
 FULL_FILL_EVERY = 256
+#: default share of the active flows above which a solve of the lazy kernel re-fills by the parallel
+#: local-bottleneck rule (:func:`fill_parallel`, O(entries x rounds)) rather than by the heap
+#: (:func:`fill_levels`, O(entries log links)): with few distinct levels (the first intervals of an
+#: AllToAll) a few parallel rounds cost less than a heap fill of half the flows. Both are exact max-min
+#: fills of the same problem. 1: never (every solve a heap fill); 0: every solve. Read when a
+#: :class:`~ainet_gym.sim.engine.BatchSim` is built (``BatchSim.parallel_share`` per simulation);
+#: docs/engine-alltoall.md
+PARALLEL_SHARE = 0.25
+#: the parallel rule of such a solve hands the flows still unfrozen to the heap fill after this many
+#: rounds (many distinct levels: one round each; the heap fill costs O(log links) per entry at any count)
+PARALLEL_MAX_ROUNDS = 8
 #: default least number of flows of an instance for the lazy exact kernel (:func:`run_interval_lazy`:
 #: incremental fills, per-flow progress) in exact event mode; smaller instances, or all with -1, run the
 #: parallel rule, bit for bit as the numpy backend. Read when a :class:`~ainet_gym.sim.engine.BatchSim` is
@@ -913,6 +925,179 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
 
 
 @njit(cache=True, nogil=True)
+def fill_parallel(
+    flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo, out_flow, out_level
+):  # pragma: no cover - compiled (callable from Python too)
+    """Max-min fair rates (unit weights) of ``flows[:n]`` on the residual capacities ``resid`` (row
+    ``e_link[e] - lo``, updated in place: what the flows leave) by the parallel local-bottleneck rule of
+    :func:`ainet_gym.sim.allocator.solve_coo` (:func:`run_interval_numba`'s inline solve): in each round,
+    every link whose share ``resid / sum coef`` is the least among the path minima of its live flows, and
+    every flow at its demand ``demand[f]``, freezes its flows at that level. Writes ``rate`` for the flows it
+    freezes, and those flows in freeze order (by level, nondecreasing) to ``out_flow`` / ``out_level``.
+
+    Stops after ``max_rounds`` rounds (or at a round that freezes nothing: NaN input) and returns ``(n_done,
+    n_rest, rest)``: ``n_done`` flows frozen (``out_flow[:n_done]``); the flows still unfrozen are
+    ``rest[:n_rest]``, and on the capacities ``resid`` now holds they are a max-min problem of their own
+    (the frozen ones are frozen at their max-min rates), so :func:`fill_levels` of them finishes the
+    allocation exactly.
+
+    The freeze order is not a sort of the flows: the flows a link freezes in a round share its share
+    bitwise, so they form one group; the groups (one per link and round, one per flow frozen at its demand)
+    are sorted by level and the flows placed by a counting sort: O(flows + groups log groups).
+    """
+    inf = np.inf
+    nlk = resid.shape[0]
+    m1 = max(n, 1)
+    stamp = np.full(nlk, -1, dtype=np.int64)
+    sstamp = np.full(nlk, -1, dtype=np.int64)
+    gstamp = np.full(nlk, -1, dtype=np.int64)
+    gid = np.empty(nlk, dtype=np.int64)  # group of the flows a link froze in the round gstamp says
+    denom = np.empty(nlk)
+    linkmin = np.empty(nlk)
+    share = np.empty(nlk)
+    sub = np.empty(nlk)
+    touched = np.empty(nlk, dtype=np.int64)
+    live_f = np.empty(m1, dtype=np.int64)
+    live_d = np.empty(m1)
+    live_m = np.empty(m1)
+    live_b = np.empty(m1, dtype=np.int64)  # the link of a live flow's path minimum (-1: its demand)
+    done_f = np.empty(m1, dtype=np.int64)  # the frozen flows, in the order they froze
+    done_g = np.empty(m1, dtype=np.int64)  # and their groups
+    glev = np.empty(m1)  # level of each group
+    n_grp = 0
+    n_done = 0
+    n_live = 0
+    for a in range(n):
+        f = flows[a]
+        if fe_hi[f] > fe_lo[f]:
+            live_f[n_live] = f
+            live_d[n_live] = demand[f]
+            n_live += 1
+        else:
+            rate[f] = demand[f]  # crosses no shared link: limited by its demand only
+            done_f[n_done] = f
+            done_g[n_done] = n_grp
+            glev[n_grp] = demand[f]
+            n_grp += 1
+            n_done += 1
+    it = 0
+    while n_live > 0 and it < max_rounds:
+        n_touched = 0
+        # 1. the share of every link a live flow crosses
+        for i in range(n_live):
+            f = live_f[i]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                if stamp[lk] != it:
+                    stamp[lk] = it
+                    denom[lk] = 0.0
+                    linkmin[lk] = inf
+                    sub[lk] = 0.0
+                    touched[n_touched] = lk
+                    n_touched += 1
+                denom[lk] += e_coef[e]
+        for t in range(n_touched):
+            lk = touched[t]
+            share[lk] = resid[lk] / denom[lk] if denom[lk] > 0 else inf
+        # 2. each live flow's path minimum (or demand), and the least of them at each link
+        for i in range(n_live):
+            f = live_f[i]
+            mk = inf
+            bl = -1
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                sh = share[lk]
+                if sh < mk:
+                    mk = sh
+                    bl = lk
+            if live_d[i] < mk:
+                mk = live_d[i]
+                bl = -1
+            live_m[i] = mk
+            live_b[i] = bl
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                if mk < linkmin[lk]:
+                    linkmin[lk] = mk
+        # 3. the flows of a link that is its flows' least (or at their demand, or alone) freeze
+        n_keep = 0
+        n_frozen = 0
+        for i in range(n_live):
+            f = live_f[i]
+            mk = live_m[i]
+            d = live_d[i]
+            at_demand = mk >= d
+            ready = at_demand or n_live == 1
+            if not ready:
+                for e in range(fe_lo[f], fe_hi[f]):
+                    lk = e_link[e] - lo
+                    if linkmin[lk] >= share[lk]:
+                        ready = True
+                        break
+            if ready:
+                r = d if at_demand else mk
+                rate[f] = r
+                bl = live_b[i]
+                if at_demand or bl < 0:  # a group of its own
+                    g = n_grp
+                    glev[g] = r
+                    n_grp += 1
+                elif gstamp[bl] != it:
+                    gstamp[bl] = it
+                    g = n_grp
+                    gid[bl] = g
+                    glev[g] = r
+                    n_grp += 1
+                else:
+                    g = gid[bl]
+                done_f[n_done] = f
+                done_g[n_done] = g
+                n_done += 1
+            else:
+                live_f[n_keep] = f
+                live_d[n_keep] = d
+                n_keep += 1
+        n_frozen = n_live - n_keep
+        it += 1
+        if n_frozen == 0:
+            break
+        # 4. their traffic off their links, summed per link, then off each link once
+        for i in range(n_done - n_frozen, n_done):
+            f = done_f[i]
+            r = rate[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                use = e_coef[e] * r
+                if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+                    sub[e_link[e] - lo] += use
+        for i in range(n_done - n_frozen, n_done):
+            f = done_f[i]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                if sstamp[lk] != it:
+                    sstamp[lk] = it
+                    y = resid[lk] - sub[lk]
+                    resid[lk] = y if y > 0.0 else 0.0
+        n_live = n_keep
+    # the frozen flows by level: the groups sorted, the flows placed by group (counting sort)
+    order = np.argsort(glev[:n_grp])
+    pos = np.zeros(n_grp + 1, dtype=np.int64)  # start of each group (by rank) in the output
+    rank = np.empty(n_grp, dtype=np.int64)
+    for k in range(n_grp):
+        rank[order[k]] = k
+    for i in range(n_done):
+        pos[rank[done_g[i]] + 1] += 1
+    for k in range(n_grp):
+        pos[k + 1] += pos[k]
+    for i in range(n_done):
+        g = done_g[i]
+        k = rank[g]
+        out_flow[pos[k]] = done_f[i]
+        out_level[pos[k]] = glev[g]
+        pos[k] += 1
+    return n_done, n_live, live_f
+
+
+@njit(cache=True, nogil=True)
 def solve_fill(entry_flow, entry_link, entry_coef, capacity, n_flows, weight, demand):  # pragma: no cover
     """:func:`fill_levels` over every flow of flow-sorted COO entries (coefficients > 0): the rates and the
     heap pops. The compiled backend of :func:`ainet_gym.sim.allocator.max_min_fair`."""
@@ -1061,7 +1246,7 @@ def _heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
-    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate,
+    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -1085,6 +1270,11 @@ def resolve_incremental(
     ``>= L`` on the capacities the lower ones leave make a max-min problem of their own, which decomposes
     over the connected components of their flow-link graph: only the components of a departed or an
     arrived flow are filled again.
+
+    The flows to fill are filled by :func:`fill_levels` (a heap), or, when they are more than ``par_share``
+    of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
+    flows it leaves unfrozen then by :func:`fill_levels`): both are exact fills of the same max-min problem
+    (:data:`PARALLEL_SHARE`). ``rstate[5]`` counts the solves that took the parallel rule.
 
     Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
     ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill.
@@ -1198,12 +1388,56 @@ def resolve_incremental(
         for k in range(n_came):
             refill[n_re] = came[k]
             n_re += 1
+    dense = n_re > par_share * n_act
+    if (
+        dense and n_re > 1
+    ):  # many flows: walk them in flow order (their entries in memory order), not by level
+        f_lo = refill[0]
+        f_hi = refill[0]
+        for k in range(n_re):
+            f = refill[k]
+            if f < f_lo:
+                f_lo = f
+            if f > f_hi:
+                f_hi = f
+        pick = np.zeros(f_hi - f_lo + 1, dtype=np.bool_)
+        for k in range(n_re):
+            pick[refill[k] - f_lo] = True
+        k = 0
+        for f in range(f_lo, f_hi + 1):
+            if pick[f - f_lo]:
+                refill[k] = f
+                k += 1
     for k in range(n_re):
         f = refill[k]
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
-    fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
-    rstate[4] += 1
+    if dense:  # many flows: the parallel rule's first rounds, the rest by the heap
+        rstate[5] += 1
+        n_done, n_rest, rest = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate,
+                                             par_rounds, lo, out_flow, out_level)  # fmt: skip
+        if n_rest > 0:  # the rest by the heap, its freeze order merged with the parallel rule's
+            h_flow = np.empty(n_rest, dtype=np.int64)
+            h_level = np.empty(n_rest)
+            fill_levels(rest, n_rest, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                        h_flow, h_level, fs, rstate[4], lo)  # fmt: skip
+            rstate[4] += 1
+            p_flow = out_flow[:n_done].copy()
+            p_level = out_level[:n_done].copy()
+            i = 0
+            j = 0
+            for k in range(n_re):
+                if j >= n_rest or (i < n_done and p_level[i] <= h_level[j]):
+                    out_flow[k] = p_flow[i]
+                    out_level[k] = p_level[i]
+                    i += 1
+                else:
+                    out_flow[k] = h_flow[j]
+                    out_level[k] = h_level[j]
+                    j += 1
+    else:
+        fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                    out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        rstate[4] += 1
     # the freeze log from k0 on: the kept flows and the new fill's, merged by level
     i = 0
     j = 0
@@ -1246,10 +1480,11 @@ def run_interval_lazy(
     flow_unit, flow_phase, flow_bg, flow_bytes, flow_scale, flow_demand, capacity,
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
-    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
+    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go, par_share, par_rounds,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
-    same arguments; the others are left alone), in exact event mode with work per event proportional to
+    same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``; the others are left
+    alone), in exact event mode with work per event proportional to
     the flows whose rate changes, not to the flows of the instance (docs/engine-alltoall.md).
 
     Allocation: progressive filling (:func:`fill_levels`), incremental from event to event. A fill keeps its
@@ -1273,7 +1508,7 @@ def run_interval_lazy(
 
     ``stats`` (accumulated into what :func:`run_interval_numba` wrote): events (max), fills, -, -,
     incremental solves, flows they re-filled, flows active at them, full fills, rates written (bitwise
-    changes, arrivals included), rates that moved by more than 1e-12 relative.
+    changes, arrivals included), rates that moved by more than 1e-12 relative, solves by the parallel rule.
     """
     announce(go)
     if stats[2] != ERR_NONE:
@@ -1329,8 +1564,8 @@ def run_interval_lazy(
     csum = np.zeros(n_links)  # (links,) sum of the coefficients of the active flows on each link
     link_gen = np.full(n_links, -1, dtype=np.int64)  # load and csum are valid where this is gen
     rstate = np.zeros(
-        5, dtype=np.int64
-    )  # resolve_incremental's: log length, solves since a full fill, stamps
+        6, dtype=np.int64
+    )  # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves
     events = stats[0]
     n_fills = 0
     n_inc = 0
@@ -1481,6 +1716,7 @@ def run_interval_lazy(
                 stats[7] += n_full
                 stats[8] += n_written
                 stats[9] += n_moved
+                stats[10] += rstate[5]
                 return
             # arrivals: the flows with bytes left of the phases whose latency was paid since the last event,
             # and background flows switched on (at the first event)
@@ -1522,7 +1758,7 @@ def run_interval_lazy(
                     act, arr_mark, n_fills, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
                     e_coef, capacity, lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
-                    link_gen, rstate,
+                    link_gen, rstate, par_share, par_rounds,
                 )  # fmt: skip
                 if full:
                     n_full += 1
@@ -1531,6 +1767,9 @@ def run_interval_lazy(
                     inc_touched += n_re
                     inc_active += n_act
                 n_fills += 1
+                # many flows re-filled (as many as the parallel rule takes): their completion keys are set in
+                # place and the heap is rebuilt once (O(heap)) rather than sifted per flow (O(log heap) each)
+                dense = n_re > par_share * n_act
                 # the flows whose rate changed: progress up to now at the old rate, then the new completion
                 for k in range(n_re):
                     f = refill[k]
@@ -1558,10 +1797,33 @@ def run_interval_lazy(
                         n_zero += 1 if z else -1
                     if r > 0:
                         t_end[f] = now + rem[f] / r
-                        hn = _heap_set(hk, hf, hpos, hn, f, now + (rem[f] - eps_b * flow_scale[f]) / r)
+                        key = now + (rem[f] - eps_b * flow_scale[f]) / r
                     else:
                         t_end[f] = inf
-                        hn = _heap_set(hk, hf, hpos, hn, f, inf)
+                        key = inf
+                    if not dense:
+                        hn = _heap_set(hk, hf, hpos, hn, f, key)
+                    elif hpos[f] >= 0:
+                        hk[hpos[f]] = key  # (inf: dropped below)
+                    elif key < inf:
+                        hk[hn] = key
+                        hf[hn] = f
+                        hpos[f] = hn
+                        hn += 1
+                if dense:
+                    hm = 0
+                    for i in range(hn):  # drop the flows at rate 0, then heapify bottom-up
+                        f = hf[i]
+                        if hk[i] < inf:
+                            hk[hm] = hk[i]
+                            hf[hm] = f
+                            hpos[f] = hm
+                            hm += 1
+                        else:
+                            hpos[f] = -1
+                    hn = hm
+                    for i in range(hn // 2 - 1, -1, -1):
+                        _sift_down(hk, hf, hpos, hn, i)
                 solved = True
                 n_came = 0
                 n_gone = 0
@@ -1680,3 +1942,4 @@ def run_interval_lazy(
     stats[7] += n_full
     stats[8] += n_written
     stats[9] += n_moved
+    stats[10] += rstate[5]
