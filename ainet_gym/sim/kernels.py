@@ -803,6 +803,24 @@ def _heap_pop(key, item, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def merge_by_level(a_flow, a_level, n_a, b_flow, b_level, n_b, out_flow, out_level,
+                   start):  # fmt: skip  # pragma: no cover - compiled
+    """Merge two freeze orders, each sorted by level, into ``out_*[start : start + n_a + n_b]`` (ties: ``a``
+    first, so a merge keeps the order of equal levels)."""
+    i = 0
+    j = 0
+    for k in range(start, start + n_a + n_b):
+        if j >= n_b or (i < n_a and a_level[i] <= b_level[j]):
+            out_flow[k] = a_flow[i]
+            out_level[k] = a_level[i]
+            i += 1
+        else:
+            out_flow[k] = b_flow[j]
+            out_level[k] = b_level[j]
+            j += 1
+
+
+@njit(cache=True, nogil=True)
 def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
                 s, tick, lo):  # fmt: skip  # pragma: no cover - compiled
     """Weighted max-min fair rates of ``flows[:n]`` by progressive filling, on the residual capacities
@@ -1423,33 +1441,13 @@ def resolve_incremental(
             rstate[4] += 1
             p_flow = out_flow[:n_done].copy()
             p_level = out_level[:n_done].copy()
-            i = 0
-            j = 0
-            for k in range(n_re):
-                if j >= n_rest or (i < n_done and p_level[i] <= h_level[j]):
-                    out_flow[k] = p_flow[i]
-                    out_level[k] = p_level[i]
-                    i += 1
-                else:
-                    out_flow[k] = h_flow[j]
-                    out_level[k] = h_level[j]
-                    j += 1
+            merge_by_level(p_flow, p_level, n_done, h_flow, h_level, n_rest, out_flow, out_level, 0)
     else:
         fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
                     out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
         rstate[4] += 1
     # the freeze log from k0 on: the kept flows and the new fill's, merged by level
-    i = 0
-    j = 0
-    for k in range(k0, k0 + n_keep + n_re):
-        if j >= n_re or (i < n_keep and keep_level[i] <= out_level[j]):
-            log_flow[k] = keep_flow[i]
-            log_level[k] = keep_level[i]
-            i += 1
-        else:
-            log_flow[k] = out_flow[j]
-            log_level[k] = out_level[j]
-            j += 1
+    merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
     rstate[0] = k0 + n_keep + n_re
     if full:
         for k in range(n_act):
