@@ -216,35 +216,19 @@ def _int_arg(lo: int, hi: int | None = None) -> type:
     return parse  # type: ignore[return-value]
 
 
-def _pos_float_arg(what: str) -> type:
-    """An argparse type: a finite number above 0 (``what`` names it in the message)."""
+def _float_arg(what: str, *, zero_ok: bool = False) -> type:
+    """An argparse type: a finite number > 0 (>= 0 with ``zero_ok``; ``what`` names it in the message)."""
+    bound = ">= 0" if zero_ok else "> 0"
 
     def parse(text: str) -> float:
         shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
         try:
             v = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}, > 0") from None
-        if not math.isfinite(v) or v <= 0:
-            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {what}, a finite number > 0")
-        return v
-
-    parse.__name__ = what
-    return parse  # type: ignore[return-value]
-
-
-def _nonneg_float_arg(what: str) -> type:
-    """An argparse type: a finite number >= 0 (``what`` names it in the message)."""
-
-    def parse(text: str) -> float:
-        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}, >= 0") from None
-        if not math.isfinite(v) or v < 0:
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}, {bound}") from None
+        if not math.isfinite(v) or v < 0 or (v == 0 and not zero_ok):
             raise argparse.ArgumentTypeError(
-                f"{shown} is out of range; allowed: {what}, a finite number >= 0"
+                f"{shown} is out of range; allowed: {what}, a finite number {bound}"
             )
         return v
 
@@ -379,19 +363,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--learning-rate",
-        type=_pos_float_arg("a learning rate"),
+        type=_float_arg("a learning rate"),
         default=None,
         help="initial learning rate (PPO: decays linearly to a tenth of it; default 3e-4)",
     )
     s.add_argument(
         "--target-kl",
-        type=_pos_float_arg("a KL divergence"),
+        type=_float_arg("a KL divergence"),
         default=None,
         help="PPO: stop an update's epochs when the approximate KL exceeds 1.5x this (default: no limit)",
     )
     s.add_argument(
         "--ent-coef",
-        type=_nonneg_float_arg("an entropy coefficient"),
+        type=_float_arg("an entropy coefficient", zero_ok=True),
         default=None,
         help="PPO, A2C: weight of the entropy bonus (default 0)",
     )
