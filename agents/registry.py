@@ -151,18 +151,23 @@ ENTRY_POINT_GROUP = "ainet_gym.agents"
 _plugins_loaded = False
 
 
+#: The built-in agents' modules: the one list _ensure_builtins imports and the order their agents are
+#: listed in (that of an import of ainet_gym.agents.evaluate), whichever module a process imported first.
+_BUILTIN_ORDER: tuple[str, ...] = tuple(
+    f"ainet_gym.agents.{m}"
+    for m in ("baselines", "sb3_agents", "graph_policy", "marl_agents", "predictive", "pretrained",
+              "rllib_agent", "twin")
+)  # fmt: skip
+
+
 def _ensure_builtins() -> None:
     """Import the built-in agents (they register on import) and, once, the plug-ins: every entry
     point of the group ``ainet_gym.agents`` (a function that calls :func:`register_agent`)."""
     global _plugins_loaded
-    import ainet_gym.agents.baselines
-    import ainet_gym.agents.graph_policy
-    import ainet_gym.agents.marl_agents
-    import ainet_gym.agents.predictive
-    import ainet_gym.agents.pretrained
-    import ainet_gym.agents.rllib_agent
-    import ainet_gym.agents.sb3_agents
-    import ainet_gym.agents.twin  # noqa: F401
+    import importlib
+
+    for module in _BUILTIN_ORDER:
+        importlib.import_module(module)
 
     if _plugins_loaded:
         return
@@ -176,15 +181,6 @@ def _ensure_builtins() -> None:
                 hook()
         except Exception as e:
             raise RuntimeError(f"agent plug-in {ep.name!r} ({ep.value}) failed to load: {e}") from e
-
-
-#: The built-in agents' modules in the order their agents are listed (the order of an import of
-#: ainet_gym.agents.evaluate): the same whichever module a process happened to import first.
-_BUILTIN_ORDER: tuple[str, ...] = tuple(
-    f"ainet_gym.agents.{m}"
-    for m in ("baselines", "sb3_agents", "graph_policy", "marl_agents", "predictive", "pretrained",
-              "rllib_agent", "twin")
-)  # fmt: skip
 
 
 def available_policies() -> list[str]:
