@@ -147,6 +147,10 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
             else cfg.header_efficiency,
             max_gpus=cfg.max_gpus if args.max_gpus is None else args.max_gpus,
         )
+    if args.split_qps is not None:
+        from dataclasses import replace
+
+        cfg = replace(cfg, split_qps=args.split_qps)
     try:
         out = crosscheck(args.scenario, policy=args.policy, seed=args.seed, steps=args.steps, config=cfg)
     except Ns3NotInstalledError as e:
@@ -517,6 +521,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--del-ack-count", type=int, default=None, help="segments per delayed ACK (default 2)")
     s.add_argument("--max-gpus", type=int, default=None, help="largest fabric accepted (default 64)")
+    s.add_argument(
+        "--split-qps",
+        type=int,
+        default=None,
+        help="carry every connection as K TCP connections (QPs), K*f of them on a path of fraction f, the "
+        "policy's splits rounded to multiples of 1/K on both sides (default: one TCP connection per path)",
+    )
     s.set_defaults(func=_cmd_crosscheck)
 
     s = sub.add_parser(

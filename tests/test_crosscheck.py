@@ -318,9 +318,12 @@ def test_acks_sharing_links_with_data_do_not_slow_the_data() -> None:
     assert r100["jobs"][0]["ns3_comm_ms"] > 1.08 * closed
 
 
-def _crosscheck_with_agent(agent_code: str, sc: dict, policy: str) -> tuple[dict, dict]:
+def _crosscheck_with_agent(
+    agent_code: str, sc: dict, policy: str, config: dict | None = None
+) -> tuple[dict, dict]:
     """:func:`crosscheck` of ``sc`` in a fresh interpreter (ns-3 keeps global state per process) after
-    ``agent_code`` has registered the agent ``policy``; returns the result and its details."""
+    ``agent_code`` has registered the agent ``policy``, with ``CrosscheckConfig(**config)``; returns the
+    result and its details."""
     import subprocess
     import sys
     import textwrap
@@ -328,14 +331,17 @@ def _crosscheck_with_agent(agent_code: str, sc: dict, policy: str) -> tuple[dict
     code = textwrap.dedent(agent_code) + textwrap.dedent(
         """
         import json, sys
-        from ainet_gym.checks.crosscheck import crosscheck
+        from ainet_gym.checks.crosscheck import CrosscheckConfig, crosscheck
         det = {}
-        r = crosscheck(json.loads(sys.argv[1]), sys.argv[2], 0, None, None, det)
+        cfg = CrosscheckConfig(**json.loads(sys.argv[3]))
+        r = crosscheck(json.loads(sys.argv[1]), sys.argv[2], 0, None, cfg, det)
         print("XC-RESULT " + json.dumps({"result": r, "details": det}))
         """
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(sc), policy], capture_output=True, text=True
+        [sys.executable, "-c", code, json.dumps(sc), policy, json.dumps(config or {})],
+        capture_output=True,
+        text=True,
     )
     line = next((x for x in proc.stdout.splitlines() if x.startswith("XC-RESULT ")), None)
     assert line is not None, proc.stderr[-2000:]
@@ -467,3 +473,118 @@ def test_ring_hop_waiting_for_credit_keeps_its_window() -> None:
     (job,) = r["jobs"]
     assert job["fluid_comm_ms"] == pytest.approx(hand, rel=0.01)
     assert job["ns3_comm_ms"] == pytest.approx(hand, rel=0.03)
+
+
+# ---------------------------------------------------------------------- uneven splits: split_qps
+_UNEVEN_AGENT = """
+    import numpy as np
+    from ainet_gym.agents.registry import register_agent
+
+    class UnevenSplit:
+        # job x (GPUs 0 and 2) 0.3 / 0.7 over spine 0 / spine 1; job y (GPUs 1 and 3) on spine 0 only
+        name = "uneven-split"
+        level = "engine"
+        env_kwargs = {}
+
+        def check(self, core):
+            pass
+
+        def reset(self, core):
+            pass
+
+        def act(self, core, obs):
+            sim = core.world.sim
+            split = np.zeros((sim.n_conns, core.P))
+            for c in range(sim.n_conns):
+                x = int(sim.conn_src[c]) in (0, 2)
+                split[c, :2] = (0.3, 0.7) if x else (1.0, 0.0)
+            return split
+
+    register_agent("uneven-split", lambda arg: UnevenSplit(), overwrite=True)
+"""
+
+
+def _uneven(S: float) -> dict:
+    """Two jobs on two leaves (2 hosts each) joined by two spines, each a sendrecv of S bytes between its
+    GPU on leaf 0 and its GPU on leaf 1 (x: GPUs 0 and 2, y: GPUs 1 and 3), 1 ms of compute, one 30 ms
+    interval."""
+    job = {"compute_ms": 1.0, "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": S}]}
+    return {
+        "name": "xc-uneven",
+        "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 2, "hosts_per_leaf": 2,
+                   "gpus_per_host": 1, "nic_gbps": 10, "uplink_gbps": 10, "profile": "roce"},
+        "workload": {"jobs": [{"name": "x", "gpus": 2, "placement": [0, 2], **job},
+                              {"name": "y", "gpus": 2, "placement": [1, 3], **job}]},
+        "dynamics": {"episode_steps": 1, "decision_interval_ms": 30.0},
+    }  # fmt: skip
+
+
+def test_split_qps_rounds_the_split_and_the_fluid_time_is_hand_computed() -> None:
+    """The fluid side of ``split_qps`` (no ns-3). Job x splits 0.3 / 0.7 over the two spines, job y takes
+    spine 0: the leaf-spine-0 links carry y and x's part there. Fluid model (one flow per connection, its
+    traffic on a link in proportion to its fraction): with x's fraction f on spine 0, both jobs move at
+    C / (1 + f) (that link is the bottleneck, at level C / (1 + f) for both), so both take (1 + f) S / C.
+    Raw split f = 0.3: 1.3 S / C. With split_qps = 3 the split is rounded to 1/3 and 2/3 (3 QPs: 0.9 and
+    2.1 -> 0 + 1 and 2) and both take 4/3 S / C."""
+    import textwrap
+    from dataclasses import replace
+
+    from ainet_gym.agents.registry import AGENTS
+    from ainet_gym.checks.crosscheck import _run_fluid
+
+    C = 10e9 / 8 * TCP_HEADER_EFFICIENCY
+    S = 20e6
+    exec(textwrap.dedent(_UNEVEN_AGENT), {})
+    try:
+        sc = load_scenario(_uneven(S))
+        sc = replace(sc, fabric=replace(sc.fabric, link_efficiency=TCP_HEADER_EFFICIENCY))
+        for qps, f in ((None, 0.3), (3, 1 / 3)):
+            run = _run_fluid(sc, "uneven-split", 0, 1, CrosscheckConfig(fluid_repeats=0, split_qps=qps))
+            (split,) = run.splits
+            xs = [c for c, conn in run.conns.items() if conn.src in (0, 2)]
+            assert len(xs) == 2
+            for c in xs:
+                assert split[c, :2] == pytest.approx([f, 1 - f], abs=1e-12)
+            hand = (1 + f) * S / C
+            assert run.iterations.tolist() == [1, 1]
+            assert (run.comm_sum_s / run.iterations) == pytest.approx([hand, hand], rel=0.002)
+    finally:
+        AGENTS.pop("uneven-split", None)
+    with pytest.raises(CrosscheckError, match=r"split_qps = 0: allowed: None .* an integer in \[1, 64\]"):
+        crosscheck(_uneven(S), config=CrosscheckConfig(split_qps=0))
+    with pytest.raises(CrosscheckError, match=r"split_qps = True: allowed"):
+        crosscheck(_uneven(S), config=CrosscheckConfig(split_qps=True))  # type: ignore[arg-type]
+
+
+@needs_ns3
+def test_uneven_split_shares_links_per_connection_unless_split_qps() -> None:
+    """The case of the previous test in ns-3 (S = 20 MB, C = 10 Gb/s x 1448/1529). Fluid model: both jobs
+    4/3 S / C = 22.53 ms (split rounded to 1/3, 2/3 with split_qps = 3; 1.3 S / C with the raw split).
+
+    Default replay (one TCP connection per path, x's 0.3 part on spine 0 a connection of its own): on the
+    leaf-spine-0 link x's part and y get C/2 each, x's 0.7 part C/2 through x's NIC; x's spine-0 part ends
+    at 0.6 S / C, then its 0.7 part has 0.7 S - 0.3 S left at the whole NIC: x ends at S / C = 16.90 ms,
+    23% before the fluid model's 1.3 S / C (the fluid model carries x's part as 0.3 of one flow).
+
+    ``split_qps = 3``: x is 3 QPs (1 on spine 0, 2 on spine 1), y 3 QPs on spine 0: the leaf-spine-0 link
+    shares C over 4 QPs, C/4 each, so y moves at 3C/4 and x's spine-0 QP, S/3 at C/4, ends at 4/3 S / C
+    with y (x's spine-1 QPs finish earlier): the fluid model's 4/3 S / C for both, within 2%."""
+    C = 10e9 / 8 * TCP_HEADER_EFFICIENCY
+    S = 20e6
+    sc = _uneven(S)
+    r, det = _crosscheck_with_agent(_UNEVEN_AGENT, sc, "uneven-split")
+    x, y = r["jobs"]
+    assert x["fluid_comm_ms"] == pytest.approx(1.3 * S / C * 1e3, rel=0.002)
+    assert x["ns3_comm_ms"] == pytest.approx(S / C * 1e3, rel=0.02)  # per-connection sharing: x is faster
+    r, det = _crosscheck_with_agent(_UNEVEN_AGENT, sc, "uneven-split", {"split_qps": 3})
+    hand = 4 / 3 * S / C * 1e3
+    for job in r["jobs"]:
+        assert job["fluid_comm_ms"] == pytest.approx(hand, rel=0.002)
+        assert job["ns3_comm_ms"] == pytest.approx(hand, rel=0.02)
+    # 3 TCP connections per connection and direction: x 1 + 2, y 3 (4 transfers of the first iterations)
+    first = {i for i, t in enumerate(det["transfer_log"]) if t[2] < 1.5e-3}
+    subs = [s for s in det["subflow_log"] if s[0] in first]
+    assert len(subs) == 12
+    assert sorted(
+        s[2] for s in subs if s[1] in [c for c, e in det["conn_ends"].items() if e[0] in (0, 2)]
+    ) == [0, 0, 1, 1, 1, 1]

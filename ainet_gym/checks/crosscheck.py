@@ -175,6 +175,22 @@ class CrosscheckConfig:
         Back-pressure of a pipelined ring: a hop may send at most this many chunks beyond what the hop it
         feeds has sent (the receiver's buffer: NCCL's ``NCCL_STEPS`` = 8 slots, each freed when the
         receiver has forwarded it). ``None``: no such bound (a hop is held back only by its predecessor).
+    split_qps
+        How a connection whose split uses several paths competes for the links. ``None`` (default): one
+        TCP connection per path of the split, carrying the path's share of the bytes (a multipath
+        transport with one QP per path); each competes as one connection on its links (FqCoDel shares a
+        link per connection), so the part of a split connection on a path gets a whole connection's share
+        there, however small its fraction. The fluid model carries a split connection as one flow with a
+        fixed ratio between its paths, whose traffic on a link counts in proportion to its fraction there:
+        a connection's share of a link is proportional to its traffic on it. An integer K >= 1: every
+        connection (jobs' and background) is K TCP connections (QPs) of 1/K of its bytes (of its rate, for
+        a background source), K * f of them on a path of fraction f, and the fluid run rounds every split
+        of the policy to multiples of 1/K (largest remainders, :func:`_quantize_split`) before it runs it,
+        so both sides carry the same split. With ring coupling (every QP of a ring at the ring's pace) the
+        packet side's per-connection sharing is then the fluid model's weighted sharing, exactly for
+        splits in multiples of 1/K: a flow of fraction f on a link holds K f of the link's connections.
+        What a WCMP switch does with a connection of K QPs hashed by weight (docs/fidelity-learning.md, the
+        LP's uneven splits).
     max_gpus
         Largest fabric (GPUs) accepted.
     max_steps
@@ -212,6 +228,7 @@ class CrosscheckConfig:
     ring_chunk_bytes: int | None = 1 << 19
     ring_buffer_steps: int | None = 8
     backlog_bytes: int = 1 << 16
+    split_qps: int | None = None
     max_gpus: int = 64
     max_steps: int = 64
     max_ns3_bytes: float = 8e9
@@ -362,6 +379,30 @@ def _endpoint_node(fabric: Fabric, e: int) -> int:
     return int(fabric.link_src[fabric.endpoint_up[e]])
 
 
+def _quantize_split(split: np.ndarray, qps: int) -> np.ndarray:
+    """Each row of ``split`` (connections, paths) rounded to multiples of ``1 / qps``: the row normalised,
+    ``floor(qps * f)`` QPs per path, and the remaining QPs to the paths with the largest remainders (ties
+    to the lower path index); a row of zeros stays zero. What a connection of ``qps`` QPs hashed by
+    weight carries (:attr:`CrosscheckConfig.split_qps`).
+
+    Examples
+    --------
+    >>> _quantize_split(np.array([[0.199, 0.801], [0.6, 0.4], [0.0, 0.0]]), 3).tolist()
+    [[0.3333333333333333, 0.6666666666666666], [0.6666666666666666, 0.3333333333333333], [0.0, 0.0]]
+    """
+    split = np.asarray(split, dtype=np.float64)
+    tot = split.sum(axis=1, keepdims=True)
+    w = np.divide(split, tot, out=np.zeros_like(split), where=tot > 0)
+    exact = w * qps
+    n = np.floor(exact + 1e-9)
+    rem = exact - n
+    short = np.where(tot[:, 0] > 0, qps - n.sum(axis=1), 0).astype(np.int64)
+    order = np.argsort(-rem, axis=1, kind="stable")
+    for r in np.flatnonzero(short > 0):
+        n[r, order[r, : short[r]]] += 1
+    return n / qps
+
+
 def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: CrosscheckConfig) -> _FluidRun:
     """Run ``steps`` intervals of ``sc`` under ``policy`` in the fluid engine and record what the ns-3
     replay needs: every connection's split in every interval, the jobs' phases, the background sources
@@ -397,6 +438,8 @@ def _run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: Crosscheck
         bg_on[k] = sim.state.bg_on[world.bg_unit[0]] if n_bg else bg_on[k]
         a = agent.act(core, obs)
         split = np.asarray(a if agent.level == "engine" else core.decode(core.validate(a)), dtype=np.float64)
+        if cfg.split_qps is not None:
+            split = _quantize_split(split, cfg.split_qps)
         splits.append(split.copy())
         t0, c0 = time.perf_counter(), time.process_time()
         obs, *_ = core.step_split(split)
@@ -699,11 +742,17 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         if kind == "spray":
             s_ip = str(node_of[sn].GetObject[ns.Ipv4]().GetAddress(host_if[sn][0], 0).GetLocal())
             d_ip = str(node_of[dn].GetObject[ns.Ipv4]().GetAddress(host_if[dn][0], 0).GetLocal())
-            orch.AddSub(c, k, sid, s_ip, did, d_ip, 1.0, -1)
+            orch.AddSub(c, k, sid, s_ip, did, d_ip, 1.0, -1, 0)
             continue
         for p, frac in parts:
             s_ip, d_ip = address_pair(c, p)
-            orch.AddSub(c, k, sid, s_ip, did, d_ip, frac, p)
+            if cfg.split_qps is None:
+                orch.AddSub(c, k, sid, s_ip, did, d_ip, frac, p, 0)
+                continue
+            # split_qps = K: the fluid split is in multiples of 1/K (_quantize_split); K * frac TCP
+            # connections of 1/K of the bytes each on this path
+            for q in range(round(frac * cfg.split_qps)):
+                orch.AddSub(c, k, sid, s_ip, did, d_ip, 1.0 / cfg.split_qps, p, q)
     for jp in run.jobs:
         j = orch.AddJob(jp.compute_s, jp.overlap, jp.start_s)
         for ph in jp.phases:
@@ -768,6 +817,20 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
                 int(orch.TransferConn(i)),
             )
             for i in range(int(orch.TransferCount()))
+        ],
+        # per sub-flow (TCP connection, launch order): transfer index into transfer_log (-1: background),
+        # connection id, path index, bytes it was to carry and received, launch time and last byte (s)
+        "subflow_log": [
+            (
+                int(orch.FlowTransfer(i)),
+                int(orch.FlowConn(i)),
+                int(orch.FlowPath(i)),
+                float(orch.FlowTotal(i)),
+                float(orch.FlowGot(i)),
+                float(orch.FlowLaunch(i)),
+                float(orch.FlowLastRx(i)),
+            )
+            for i in range(int(orch.FlowCount()))
         ],
     }
     ns.Simulator.Destroy()
@@ -840,6 +903,9 @@ def crosscheck(
         interval boundary), how connections were routed (``routing``, and per connection its candidate
         ``paths``, ``conn_ends`` and each interval's ``splits``), ``transfer_log`` (per ns-3 transfer:
         job, bytes, launch and completion time in s, -1 if it did not complete, connection id),
+        ``subflow_log`` (per ns-3 sub-flow, a TCP connection: its transfer's index in ``transfer_log``, -1 for
+        a background sub-flow, connection id, path index, bytes it was to carry and received, launch time
+        and time of its last received byte in s, -1 if none),
         ``link_bytes`` (per simulator, (steps, links) payload bytes per link and interval),
         ``background`` (per source: its connections and the intervals it is on) and ``transfer_mb``, the
         smallest transfer of the jobs in MB.
@@ -965,6 +1031,7 @@ def crosscheck(
             conn_ends={c: (conn.src, conn.dst) for c, conn in run.conns.items()},
             splits=[s.tolist() for s in run.splits],
             transfer_log=pk["transfer_log"],
+            subflow_log=pk["subflow_log"],
             link_bytes={"fluid": run.link_bytes.tolist(), "ns3": pk["link_bytes"].tolist()},
             background=[
                 {
@@ -1019,6 +1086,12 @@ def _check_config(cfg: CrosscheckConfig) -> None:
     if rb is not None and (isinstance(rb, bool) or not isinstance(rb, int) or rb < 1):
         raise CrosscheckError(
             f"ring_buffer_steps = {rb!r}: allowed: None (no back-pressure) or an integer >= 1"
+        )
+    q = cfg.split_qps
+    if q is not None and (isinstance(q, bool) or not isinstance(q, int) or not 1 <= q <= 64):
+        raise CrosscheckError(
+            f"split_qps = {q!r}: allowed: None (one TCP connection per path of a split) or an integer in "
+            "[1, 64] (QPs per connection)"
         )
     h = cfg.header_efficiency
     if h is not None and (isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1):
@@ -1445,6 +1518,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--max-gpus", type=int, default=CrosscheckConfig.max_gpus, help="largest fabric accepted")
     ap.add_argument(
+        "--split-qps", type=int, default=None, help="QPs per connection (CrosscheckConfig.split_qps)"
+    )
+    ap.add_argument(
         "--wall-limit-s",
         type=float,
         default=CrosscheckConfig.wall_limit_s,
@@ -1481,6 +1557,7 @@ def main(argv: list[str] | None = None) -> int:
         header_efficiency=tcp_header_efficiency(a.mss, a.del_ack_count),
         max_gpus=a.max_gpus,
         wall_limit_s=a.wall_limit_s,
+        split_qps=a.split_qps,
     )
     pols = tuple(p for p in (a.policies or ",".join(pol_list)).split(",") if p)
     names = tuple(c for c in (a.cases or ",".join(n for n, _ in case_list)).split(",") if c)

@@ -11,7 +11,9 @@
 // here: the packets pay the links' propagation and serialisation delays.
 //
 // Routing in decision interval k: the sub-flows of connection c are routes[c][k] (source node and
-// address, destination node and address, fraction of the bytes, candidate path index). Pinned paths have
+// address, destination node and address, fraction of the bytes, candidate path index, replica: with
+// CrosscheckConfig.split_qps = K a connection is K TCP connections of 1/K of the bytes each, several on one
+// path, told apart by their replica index). Pinned paths have
 // their own address pair (the switches carry /32 routes for it); sprayed connections use the hosts'
 // primary addresses (per-packet random ECMP of Ipv4GlobalRouting, path index -1).
 //
@@ -54,7 +56,8 @@ struct XcSub
     ns3::Ipv4Address src;
     ns3::Ipv4Address dst;
     double frac;
-    int32_t path; // candidate path index of the connection; -1: sprayed per packet
+    int32_t path;    // candidate path index of the connection; -1: sprayed per packet
+    int32_t replica; // which of the connection's TCP connections on this path (CrosscheckConfig.split_qps)
 };
 
 struct XcTransferSpec
@@ -75,6 +78,7 @@ struct XcFlow
     int32_t bg = -1;            // background source index, -1: a transfer's sub-flow
     uint32_t conn = 0;
     int32_t path = -1;
+    int32_t replica = 0;
     ns3::Ptr<ns3::Socket> sock;
     uint64_t total = 0;   // bytes it carries in all (transfers)
     uint64_t allowed = 0; // bytes it may have handed to its socket so far (a ring's credit)
@@ -82,6 +86,8 @@ struct XcFlow
     uint64_t base = 0;    // bytes written when its transfer's split last changed
     double frac = 0.0;    // its share of the transfer's bytes after the last change
     uint64_t got = 0;     // bytes received
+    double launched = 0.0; // simulated s at its launch
+    double lastRx = -1.0;  // simulated s of the last byte it received (-1: none yet)
     bool connected = false;
     bool closed = false;
     double rate = 0.0; // background: payload bytes/s while on, 0: paused
@@ -108,6 +114,7 @@ struct XcFlow
 // One connection's bytes in one phase (a ring hop or a bulk transfer), carried by its sub-flows.
 struct XcTransfer
 {
+    uint32_t id = 0; // launch order (index in Orchestrator::transfers)
     uint32_t job = 0;
     uint32_t conn = 0;
     uint64_t bytes = 0;
@@ -226,10 +233,10 @@ class Orchestrator
     }
 
     void AddSub(uint32_t conn, uint32_t step, uint32_t srcNode, const std::string& src, uint32_t dstNode,
-                const std::string& dst, double frac, int32_t path)
+                const std::string& dst, double frac, int32_t path, int32_t replica)
     {
         routes[conn][step].push_back(XcSub{srcNode, dstNode, ns3::Ipv4Address(src.c_str()),
-                                           ns3::Ipv4Address(dst.c_str()), frac, path});
+                                           ns3::Ipv4Address(dst.c_str()), frac, path, replica});
     }
 
     uint32_t AddBackground(uint32_t conn, double rateBytesPerS)
@@ -330,7 +337,7 @@ class Orchestrator
         }
         for (uint32_t i = 0; i < a.size(); ++i)
         {
-            if (a[i].path != b[i].path || std::fabs(a[i].frac - b[i].frac) > 1e-9)
+            if (a[i].path != b[i].path || a[i].replica != b[i].replica || std::fabs(a[i].frac - b[i].frac) > 1e-9)
             {
                 return false;
             }
@@ -352,7 +359,7 @@ class Orchestrator
                 XcFlow* f = nullptr;
                 for (XcFlow* g : bg.flows)
                 {
-                    if (g->path == s.path)
+                    if (g->path == s.path && g->replica == s.replica)
                     {
                         f = g;
                     }
@@ -415,6 +422,7 @@ class Orchestrator
                 {
                     transfers.push_back(std::unique_ptr<XcTransfer>(new XcTransfer()));
                     XcTransfer* x = transfers.back().get();
+                    x->id = transfers.size() - 1;
                     x->job = j;
                     x->conn = t.conn;
                     x->bytes = (uint64_t)std::llround(t.bytes);
@@ -547,7 +555,7 @@ class Orchestrator
             XcFlow* f = nullptr;
             for (XcFlow* g : x->flows)
             {
-                if (g->path == s.path && !g->closed)
+                if (g->path == s.path && g->replica == s.replica && !g->closed)
                 {
                     f = g;
                 }
@@ -589,6 +597,8 @@ class Orchestrator
         f->bg = bg;
         f->conn = conn;
         f->path = s.path;
+        f->replica = s.replica;
+        f->launched = ns3::Simulator::Now().GetSeconds();
         f->rxStep.assign(steps, 0.0);
         ns3::Ptr<ns3::Node> dn = ns3::NodeList::GetNode(s.dstNode);
         ns3::Ptr<ns3::Node> sn = ns3::NodeList::GetNode(s.srcNode);
@@ -761,6 +771,19 @@ class Orchestrator
     int32_t FlowPath(uint32_t i) const { return flows[i]->path; }
 
     double FlowRxIn(uint32_t i, uint32_t k) const { return flows[i]->rxStep[k]; }
+
+    // Sub-flow i: its transfer (launch order; -1: a background sub-flow), bytes it was to carry and has
+    // received, launch time and the time of its last received byte (s; -1: none), for per-sub-flow
+    // completion times (docs/fidelity-learning.md, the LP's uneven splits).
+    int32_t FlowTransfer(uint32_t i) const { return flows[i]->xfer ? (int32_t)flows[i]->xfer->id : -1; }
+
+    double FlowTotal(uint32_t i) const { return (double)flows[i]->total; }
+
+    double FlowGot(uint32_t i) const { return (double)flows[i]->got; }
+
+    double FlowLaunch(uint32_t i) const { return flows[i]->launched; }
+
+    double FlowLastRx(uint32_t i) const { return flows[i]->lastRx; }
 };
 
 inline uint32_t
@@ -847,6 +870,7 @@ inline void
 XcFlow::OnRx(ns3::Ptr<const ns3::Packet> p, const ns3::Address& from)
 {
     got += p->GetSize();
+    lastRx = ns3::Simulator::Now().GetSeconds();
     orch->Received(this, p->GetSize());
 }
 
