@@ -586,5 +586,5 @@ def test_uneven_split_shares_links_per_connection_unless_split_qps() -> None:
     subs = [s for s in det["subflow_log"] if s[0] in first]
     assert len(subs) == 12
     assert sorted(
-        s[2] for s in subs if s[1] in [c for c, e in det["conn_ends"].items() if e[0] in (0, 2)]
+        s[2] for s in subs if s[1] in [int(c) for c, e in det["conn_ends"].items() if e[0] in (0, 2)]
     ) == [0, 0, 1, 1, 1, 1]
