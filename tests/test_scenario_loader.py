@@ -12,17 +12,6 @@ import pytest
 
 from ainet_gym.scenario import spec
 from ainet_gym.scenario.loader import (
-    _BACKGROUND_RULES,
-    _COLLECTIVE_RULES,
-    _DYNAMICS_RULES,
-    _FABRIC_RULES,
-    _JOB_CHURN_RULES,
-    _JOB_RULES,
-    _LINK_FAILURE_RULES,
-    _REWARD_RULES,
-    _ROUTING_RULES,
-    _SCHEDULED_RULES,
-    _STORAGE_RULES,
     FAILURE_TIERS,
     ScenarioError,
     fabric_gpu_count,
@@ -30,6 +19,19 @@ from ainet_gym.scenario.loader import (
     list_scenarios,
     load_scenario,
     scenarios_dir,
+)
+from ainet_gym.scenario.sections import (
+    BACKGROUND_RULES,
+    COLLECTIVE_RULES,
+    DYNAMICS_RULES,
+    FABRIC_RULES,
+    JOB_CHURN_RULES,
+    JOB_RULES,
+    LINK_FAILURE_RULES,
+    REWARD_RULES,
+    ROUTING_RULES,
+    SCHEDULED_RULES,
+    STORAGE_RULES,
 )
 
 
@@ -258,17 +260,17 @@ def test_job_churn_without_initial_jobs():
 def test_rules_cover_every_dataclass_field():
     """The schema tables of the loader and the dataclasses of spec.py list the same keys."""
     pairs = [
-        (_FABRIC_RULES, spec.FabricSpec),
-        (_STORAGE_RULES, spec.StorageSpec),
-        (_JOB_RULES, spec.JobSpec),
-        (_COLLECTIVE_RULES, spec.CollectiveSpec),
-        (_BACKGROUND_RULES, spec.BackgroundSpec),
-        (_DYNAMICS_RULES, spec.DynamicsSpec),
-        (_LINK_FAILURE_RULES, spec.LinkFailureSpec),
-        (_SCHEDULED_RULES, spec.ScheduledFailure),
-        (_JOB_CHURN_RULES, spec.JobChurnSpec),
-        (_ROUTING_RULES, spec.RoutingSpec),
-        (_REWARD_RULES, spec.RewardSpec),
+        (FABRIC_RULES, spec.FabricSpec),
+        (STORAGE_RULES, spec.StorageSpec),
+        (JOB_RULES, spec.JobSpec),
+        (COLLECTIVE_RULES, spec.CollectiveSpec),
+        (BACKGROUND_RULES, spec.BackgroundSpec),
+        (DYNAMICS_RULES, spec.DynamicsSpec),
+        (LINK_FAILURE_RULES, spec.LinkFailureSpec),
+        (SCHEDULED_RULES, spec.ScheduledFailure),
+        (JOB_CHURN_RULES, spec.JobChurnSpec),
+        (ROUTING_RULES, spec.RoutingSpec),
+        (REWARD_RULES, spec.RewardSpec),
     ]
     for rules, cls in pairs:
         assert set(rules) == {f.name for f in dataclasses.fields(cls)}, cls.__name__

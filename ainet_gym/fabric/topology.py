@@ -1107,7 +1107,7 @@ def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
     """
     import networkx as nx
 
-    from ainet_gym.scenario.loader import read_text_capped
+    from ainet_gym.scenario.files import read_text_capped
 
     path = Path(path)
     text = read_text_capped(path, str(path))  # refused unread above LIMITS["file_bytes"]
