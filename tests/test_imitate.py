@@ -1,0 +1,71 @@
+"""Lookahead labels over the plans of ``choose_bg`` and behaviour cloning
+(:mod:`ainet_gym.agents.imitate`). References: the env itself (the recorded observations are those of an
+env playing the same plans), the scores (each label is the first best plan), and a lookahead of one
+interval against each plan's own interval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ainet_gym.agents.imitate import behaviour_clone, lookahead_labels
+from ainet_gym.envs.env import EnvCore
+
+
+def _small() -> dict:
+    from _scenarios import small_spine_leaf
+
+    return small_spine_leaf(6, name="imitate-small")
+
+
+def test_labels_are_the_best_plan_and_the_record_is_the_env_s_episode() -> None:
+    sc = _small()
+    lab = lookahead_labels(sc, [3, 4], h=3)
+    T = 6
+    assert lab["obs"].shape[0] == 2 * T and lab["scores"].shape == (2 * T, 6)
+    best = lab["scores"].max(axis=1)
+    assert np.all(lab["scores"][np.arange(2 * T), lab["label"]] >= best - 1e-9 * np.abs(best))
+    # the same plans played by the env give the same observations and rewards
+    core = EnvCore(sc, batch=2, action_mode="choose_bg", obs_features=("phase",))
+    obs, _ = core.reset([3, 4])
+    labels = lab["label"].reshape(2, T)
+    for t in range(T):
+        np.testing.assert_array_equal(obs, lab["obs"].reshape(2, T, -1)[:, t])
+        obs, r, *_ = core.step(labels[:, t])
+        np.testing.assert_array_equal(r, lab["reward"].reshape(2, T)[:, t])
+
+
+def test_a_one_interval_lookahead_scores_each_plan_by_its_own_interval() -> None:
+    from ainet_gym.agents.twin import job_progress
+
+    sc = _small()
+    lab = lookahead_labels(sc, [5], h=1)
+    core = EnvCore(sc, batch=1, action_mode="choose_bg")
+    core.reset([5])
+    snap = core.snapshot()
+    for k in range(6):  # the first decision: each plan for one interval from the reset state
+        core.restore(snap)
+        before = job_progress(core).sum()
+        core.step(np.array([k]))
+        assert lab["scores"][0, k] == pytest.approx(job_progress(core).sum() - before, rel=1e-12)
+
+
+def test_a_given_policy_is_played_and_its_states_labelled() -> None:
+    lab = lookahead_labels(_small(), [3], h=2, policy=lambda o: np.zeros(len(o), dtype=np.int64))
+    assert (lab["played"] == 0).all() and lab["label"].shape == (6,)
+
+
+def test_cloning_saves_a_model_that_evaluate_plays(tmp_path) -> None:
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.sb3_agents import read_metadata
+
+    sc = _small()
+    lab = lookahead_labels(sc, [3, 4], h=2)
+    res = behaviour_clone(lab, tmp_path / "bc.zip", val=lab, epochs=3, n_envs=2, scenario=sc)
+    assert 0 <= res["train_accuracy"] <= 1 and res["val_accuracy"] == res["train_accuracy"]
+    meta = read_metadata(res["model_path"])
+    assert meta["obs_features"] == ["phase"] and meta["action_mode"] == "choose_bg"
+    out = evaluate(EvalConfig(sc, policies=[f"ppo:{res['model_path']}"], seeds=[1], out=None))
+    assert out["policies"]["ppo"]["controls"] == "jobs+bg"
+    plain = behaviour_clone(lab, tmp_path / "plain.zip", epochs=1, n_envs=1, scenario=sc, obs_features=())
+    assert "obs_features" not in read_metadata(plain["model_path"])
