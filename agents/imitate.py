@@ -23,6 +23,11 @@ a policy of the class. Command line::
 
     python -m ainet_gym.agents.imitate label spine-leaf-2to1-jitter --seeds 2000000-2000039 --out train.npz
     python -m ainet_gym.agents.imitate clone train.npz --val val.npz --out bc.zip --epochs 60
+    python -m ainet_gym.agents.imitate knn train.npz --k 5 --out knn.npz   # evaluate knn:knn.npz
+
+3. :func:`fit_knn` / :class:`KnnAgent` (``knn:PATH`` in ``evaluate``): the plan the ``k`` labelled decisions
+   nearest in the observation's ``job_phase`` block were given, a non-parametric imitation that reads only
+   the observation (what the network of 2 does not learn to isolate from the other 2,300 inputs).
 """
 
 from __future__ import annotations
@@ -33,13 +38,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_BASE", "DEFAULT_H", "behaviour_clone", "lookahead_labels"]
+__all__ = [
+    "DEFAULT_BASE",
+    "DEFAULT_H",
+    "DEFAULT_K",
+    "KnnAgent",
+    "behaviour_clone",
+    "fit_knn",
+    "lookahead_labels",
+]
 
 #: the base policy of the lookahead's intervals after the first (the best plan played alone on
 #: ``spine-leaf-2to1-jitter``: docs/learning.md)
 DEFAULT_BASE = "spray+bg"
 #: lookahead intervals (the twin's default, :data:`ainet_gym.agents.twin.DEFAULT_H`)
 DEFAULT_H = 8
+#: neighbours of :class:`KnnAgent` (picked on validation seeds 100-109: docs/learning.md)
+DEFAULT_K = 5
 #: scores within this relative distance of the best are ties, broken by the plan order (so that plans with
 #: the same split, e.g. ``spray+bg`` and ``wcmp+bg`` without failed links, get one label)
 TIE_RTOL = 1e-9
@@ -164,7 +179,10 @@ def behaviour_clone(
     The model is the one ``ainet-gym train`` builds for the labels' scenario, action mode and
     ``obs_features`` (:func:`~ainet_gym.agents.sb3_agents.default_hyperparameters`, ``gamma`` overriding
     its discount). Loss: cross-entropy of the labels weighted per plan (``weighting``: ``"inv_sqrt"``, the
-    inverse square root of the plan's frequency, or ``"none"``), plus the squared error of the value
+    inverse square root of the plan's frequency, or ``"none"``), or (``"regret"``) the policy's expected
+    regret, the sum over plans of its probability times the plan's shortfall to the best plan's lookahead
+    score (``scores``), over the mean shortfall: a decision where the plans score alike costs nothing
+    whatever the policy answers, and one with much at stake costs in proportion; plus the squared error of the value
     network against the discounted returns of the labelled trajectories. ``obs_features=()`` drops the
     labels' optional observation blocks (appended last, so the default observation is their first
     columns): the same labels, from what the default observation carries. ``scenario``: the labels'
@@ -184,10 +202,11 @@ def behaviour_clone(
     from ainet_gym.envs.sb3_vec_env import SB3VecEnv
     from ainet_gym.scenario.loader import load_scenario
 
-    if weighting not in ("inv_sqrt", "none"):
-        raise ValueError(f"weighting = {weighting!r}: allowed: inv_sqrt, none")
+    if weighting not in ("inv_sqrt", "none", "regret"):
+        raise ValueError(f"weighting = {weighting!r}: allowed: inv_sqrt, none, regret")
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs = {epochs!r}: allowed: an integer >= 1")
+    torch.set_num_threads(1)  # small MLPs run fastest on one thread (as ainet-gym train does)
     t0 = time.perf_counter()
     name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
     if obs_features is None:
@@ -223,6 +242,9 @@ def behaviour_clone(
     ret = _returns(np.asarray(labels["reward"], dtype=np.float64), int(steps), float(model.gamma))
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
     wt, rt = torch.as_tensor(cw[y], dtype=torch.float32), torch.as_tensor(ret, dtype=torch.float32)
+    sc_ = np.asarray(labels["scores"], dtype=np.float64)
+    short = sc_.max(axis=1, keepdims=True) - sc_  # (N, K) >= 0
+    regret = torch.as_tensor(short / max(float(short.mean()), 1e-300), dtype=torch.float32)
     opt = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     rng = np.random.default_rng(seed)
     policy.set_training_mode(True)
@@ -230,7 +252,12 @@ def behaviour_clone(
         for idx in np.array_split(rng.permutation(len(y)), max(1, len(y) // batch_size)):
             i = torch.as_tensor(idx)
             values, logp, _ = policy.evaluate_actions(Xt[i], yt[i])
-            loss = -(wt[i] * logp).mean() + 0.5 * ((values.flatten() - rt[i]) ** 2).mean()
+            if weighting == "regret":
+                probs = policy.get_distribution(Xt[i]).distribution.probs
+                fit = (probs * regret[i]).sum(dim=1).mean()
+            else:
+                fit = -(wt[i] * logp).mean()
+            loss = fit + 0.5 * ((values.flatten() - rt[i]) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -287,6 +314,116 @@ def behaviour_clone(
     return result
 
 
+def fit_knn(
+    labels: dict[str, Any],
+    out: str | Path,
+    k: int = DEFAULT_K,
+    block: str = "job_phase",
+    scenario: Any = None,
+) -> Path:
+    """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
+    observation block ``block`` of every labelled decision, its label and ``k``. :class:`KnnAgent` plays
+    it: at each decision, the plan most of the ``k`` labelled decisions nearest in that block were given
+    (Euclidean distance; ties: the lower plan index). A non-parametric imitation of the lookahead that
+    reads only the observation. ``scenario``: the labels' scenario when it is not a shipped one.
+
+    Raises
+    ------
+    ValueError
+        If ``k < 1`` or the labels' env has no observation block ``block``.
+    """
+    from ainet_gym.envs.env import EnvCore
+
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k = {k!r}: allowed: an integer >= 1 (neighbours)")
+    name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
+    feats_t = tuple(f for f in feats.split(",") if f)
+    core = EnvCore(
+        name if scenario is None else scenario, action_mode=mode, history=int(history),
+        episode_steps=int(steps), obs_features=feats_t,
+    )  # fmt: skip
+    if block not in core.obs_layout:
+        raise ValueError(
+            f"block = {block!r}: not a block of the labels' observation ({', '.join(core.obs_layout)})"
+        )
+    sl = core.obs_layout[block]
+    p = Path(out)
+    np.savez_compressed(
+        p,
+        x=np.asarray(labels["obs"], dtype=np.float32)[:, sl],
+        y=np.asarray(labels["label"], dtype=np.int64),
+        k=np.int64(k),
+        block=np.array(block),
+        meta=labels["meta"],
+        plans=labels["plans"],
+        seeds=np.unique(labels["seed"]),
+    )
+    return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
+
+
+class KnnAgent:
+    """``knn:PATH``: the k-nearest-neighbour imitation of the lookahead saved by :func:`fit_knn`, acting in
+    the ``choose`` mode of its labels with their ``obs_features`` (class of the mode's plans). A learned
+    policy: it reads only the observation."""
+
+    level = "action"
+    learned = True
+
+    def __init__(self, path: str) -> None:
+        with np.load(path, allow_pickle=False) as z:
+            self.x = z["x"].astype(np.float64)
+            self.y = z["y"].astype(np.int64)
+            self.k = int(z["k"])
+            self.block = str(z["block"])
+            meta = [str(v) for v in z["meta"]]
+            self.plans = [str(v) for v in z["plans"]]
+        self.path = path
+        self.scenario = meta[0]
+        self.name = "knn"
+        feats = tuple(f for f in meta[2].split(",") if f)
+        self.env_kwargs: dict[str, Any] = {"action_mode": meta[1], "history": int(meta[3])}
+        if feats:
+            self.env_kwargs["obs_features"] = feats
+        self._sq = (self.x**2).sum(axis=1)
+
+    def check(self, core: Any) -> None:
+        if core.scenario.name != self.scenario:
+            raise ValueError(
+                f"knn:{self.path}: labelled on scenario {self.scenario!r}, evaluated on {core.scenario.name!r}"
+            )
+        if self.block not in core.obs_layout or list(core.plans) != self.plans:
+            raise ValueError(f"knn:{self.path}: the env has no block {self.block!r} or other plans")
+
+    def reset(self, core: Any) -> None:
+        return None
+
+    def act(self, core: Any, obs: Any) -> np.ndarray:
+        """(batch,) the plan most of the ``k`` nearest labelled decisions got."""
+        q = np.asarray(obs, dtype=np.float64)[:, core.obs_layout[self.block]]
+        d = (q**2).sum(axis=1)[:, None] - 2.0 * q @ self.x.T + self._sq[None, :]  # (B, N) squared distances
+        k = min(self.k, self.y.shape[0])
+        nn = np.argpartition(d, k - 1, axis=1)[:, :k]
+        votes = np.zeros((q.shape[0], len(self.plans)))
+        np.add.at(votes, (np.repeat(np.arange(q.shape[0]), k), self.y[nn].reshape(-1)), 1.0)
+        return np.argmax(votes, axis=1).astype(np.int64)
+
+
+def _register() -> None:
+    from ainet_gym.agents.registry import register_agent
+
+    register_agent(
+        "knn",
+        KnnAgent,
+        needs_arg=True,
+        arg_help="PATH",
+        description="k-nearest-neighbour imitation of the lookahead over the choose_bg plans (imitate knn)",
+        overwrite=True,
+    )
+
+
+_register()
+
+
 def _load(path: str | Path) -> dict[str, Any]:
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
@@ -326,12 +463,20 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--epochs", type=int, default=60)
     c.add_argument("--gamma", type=float, default=None)
     c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--weighting", default="inv_sqrt", help="inv_sqrt | none")
+    c.add_argument("--weighting", default="inv_sqrt", help="inv_sqrt | none | regret")
     c.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
     c.add_argument(
         "--drop-obs-features", action="store_true", help="fit from the default observation blocks only"
     )
+    n = sub.add_parser("knn", help="save the k-nearest-neighbour policy of labels (evaluate knn:OUT)")
+    n.add_argument("labels", help=".npz of label (comma list: aggregated)")
+    n.add_argument("--k", type=int, default=DEFAULT_K)
+    n.add_argument("--out", required=True, help=".npz policy file")
     a = p.parse_args(argv)
+    if a.cmd == "knn":
+        path = fit_knn(_concat([_load(x) for x in a.labels.split(",")]), a.out, a.k)
+        print(f"knn policy: {path}")
+        return 0
     if a.cmd == "label":
         seeds = parse_seeds(a.seeds)
         feats = tuple(f for f in a.obs_features.split(",") if f)

@@ -69,3 +69,43 @@ def test_cloning_saves_a_model_that_evaluate_plays(tmp_path) -> None:
     assert out["policies"]["ppo"]["controls"] == "jobs+bg"
     plain = behaviour_clone(lab, tmp_path / "plain.zip", epochs=1, n_envs=1, scenario=sc, obs_features=())
     assert "obs_features" not in read_metadata(plain["model_path"])
+
+
+def test_knn_votes_of_the_nearest_decisions_by_hand(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.agents.imitate import KnnAgent
+
+    x = np.array([[0, 0], [0, 1], [0, 2], [5, 5], [5, 6], [5, 7], [9, 9]], dtype=np.float32)
+    y = np.array([1, 1, 3, 3, 4, 4, 0])
+    np.savez(
+        tmp_path / "p.npz", x=x, y=y, k=np.int64(3), block=np.array("job_phase"),
+        meta=np.array(["s", "choose_bg", "phase", "4", "8", "spray+bg", "8"]), plans=np.arange(6).astype(str),
+    )  # fmt: skip
+    agent = KnnAgent(str(tmp_path / "p.npz"))
+    core = SimpleNamespace(obs_layout={"job_phase": slice(1, 3)})
+    obs = np.array([[7.0, 0.0, 0.4], [7.0, 5.0, 6.2], [7.0, 9.0, 9.0]])  # column 0: another block
+    # nearest three: (0,0) (0,1) (0,2) -> 1, 1, 3; (5,6) (5,7) (5,5) -> 4, 4, 3; (9,9) (5,7) (5,6) -> 0, 4, 4
+    np.testing.assert_array_equal(agent.act(core, obs), [1, 4, 4])
+    agent.k = 1
+    np.testing.assert_array_equal(agent.act(core, obs), [1, 4, 0])
+    agent.k = 2  # (9,9) (5,7): one vote each for 0 and 4, the tie to the lower plan
+    assert agent.act(core, obs)[2] == 0
+
+
+def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None:
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn
+
+    sc = _small()
+    lab = lookahead_labels(sc, [3, 4], h=2)
+    path = fit_knn(lab, tmp_path / "knn", k=1, scenario=sc)
+    agent = KnnAgent(str(path))
+    assert agent.env_kwargs == {"action_mode": "choose_bg", "history": 4, "obs_features": ("phase",)}
+    core = EnvCore(sc, batch=len(lab["label"]), action_mode="choose_bg", obs_features=("phase",))
+    block = lab["obs"][:, core.obs_layout["job_phase"]]
+    got = agent.act(core, lab["obs"])  # k = 1: a label of a labelled decision at distance 0
+    for i, g in enumerate(got):
+        assert g in lab["label"][(block == block[i]).all(axis=1)]
+    out = evaluate(EvalConfig(sc, policies=[f"knn:{path}", "spray+bg"], seeds=[1, 2], out=None))
+    assert out["policies"]["knn"]["controls"] == "jobs+bg"
