@@ -429,6 +429,25 @@ def _load(path: str | Path) -> dict[str, Any]:
         return {k: z[k] for k in z.files}
 
 
+def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) -> Any:
+    """The deterministic plan choice of a saved policy, as a function of the batch's observations: a
+    ``knn`` policy file (.npz, :func:`fit_knn`) or a PPO model (.zip)."""
+    if str(path).endswith(".npz"):
+        from types import SimpleNamespace
+
+        from ainet_gym.envs.env import EnvCore
+
+        agent = KnnAgent(path)
+        view = SimpleNamespace(
+            obs_layout=EnvCore(scenario, action_mode=action_mode, obs_features=feats).obs_layout
+        )
+        return lambda o: agent.act(view, o)
+    from ainet_gym.agents.sb3_agents import load_model
+
+    model, _ = load_model(path, "ppo")
+    return lambda o: model.predict(o, deterministic=True)[0]
+
+
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Label sets of one env (the same ``meta``) joined one after the other."""
     keys = ("obs", "label", "scores", "reward", "seed", "t", "gpu_utilization", "played")
@@ -455,7 +474,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--obs-features", default="phase", help="comma list; empty for the default observation")
     s.add_argument("--batch", type=int, default=10, help="episodes per batched run")
     s.add_argument("--out", required=True, help=".npz file")
-    s.add_argument("--policy", default=None, help="a ppo model (.zip) to play instead of the labels (DAgger)")
+    s.add_argument(
+        "--policy",
+        default=None,
+        help="a knn policy (.npz) or ppo model (.zip) to play instead of the labels (DAgger)",
+    )
     c = sub.add_parser("clone", help="fit a PPO policy to labels; save it as an ainet-gym train model")
     c.add_argument("labels", help=".npz of label (comma list: aggregated, e.g. DAgger rounds)")
     c.add_argument("--val", default=None, help=".npz of label on validation seeds (accuracy only)")
@@ -482,10 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         feats = tuple(f for f in a.obs_features.split(",") if f)
         play = None
         if a.policy is not None:
-            from ainet_gym.agents.sb3_agents import load_model
-
-            model, _ = load_model(a.policy, "ppo")
-            play = lambda o: model.predict(o, deterministic=True)[0]  # noqa: E731
+            play = _player(a.policy, a.scenario, a.action_mode, feats)
         parts = []
         for i in range(0, len(seeds), a.batch):
             part = lookahead_labels(
