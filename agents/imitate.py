@@ -85,7 +85,7 @@ def lookahead_labels(
     ValueError
         If ``action_mode`` is not a ``choose`` mode, ``h < 1`` or ``base`` is not an engine-level policy.
     """
-    from ainet_gym.agents.twin import _conn_bounds, _rows, job_progress
+    from ainet_gym.agents.twin import conn_bounds, instance_rows, job_progress
     from ainet_gym.envs.env import EnvCore
     from ainet_gym.routing.plans import CHOOSE_MODES, plan_split
     from ainet_gym.routing.policies import POLICIES
@@ -117,11 +117,11 @@ def lookahead_labels(
         assert sim is not None
         stack = np.stack([plan_split(w, core.last_result, np.full(B, k), plans) for k in range(K)])
         look.restore(core.snapshot(), src)
-        mb, lb = _conn_bounds(core), _conn_bounds(look)
+        mb, lb = conn_bounds(core), conn_bounds(look)
         k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
         before = job_progress(look)
         names = [list(x) for x in look.world.names]
-        look.step_split(stack[k_of, _rows(mb, src)])
+        look.step_split(stack[k_of, instance_rows(mb, src)])
         for _ in range(min(h, T - t) - 1):
             look.step_split(base_pol(look.world, look.last_result))
         same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
@@ -198,7 +198,7 @@ def behaviour_clone(
     import torch
 
     from ainet_gym.agents.sb3_agents import algo_class, default_hyperparameters, save_model
-    from ainet_gym.agents.train import TrainConfig, _meta_maker
+    from ainet_gym.agents.train import TrainConfig, meta_maker
     from ainet_gym.envs.sb3_vec_env import SB3VecEnv
     from ainet_gym.scenario.loader import load_scenario
 
@@ -302,7 +302,7 @@ def behaviour_clone(
         "seconds": time.perf_counter() - t0,
     }
     cfg = TrainConfig(scenario=sc, algo="ppo", action_mode=mode, seed=seed, n_envs=n_envs)
-    meta = _meta_maker(
+    meta = meta_maker(
         cfg, "ppo", mode, int(history), "flat", venv.core, sc.name, f"bc-{Path(out).stem}", venv, None
     )(0)
     meta["behaviour_cloning"] = {

@@ -39,6 +39,7 @@ __all__ = [
     "TRAIN_SEED_OFFSET",
     "TrainConfig",
     "TrainResult",
+    "meta_maker",
     "run_name",
     "select_checkpoint",
     "train",
@@ -256,7 +257,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     name = run_dir.name
     formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
     model.set_logger(configure(str(run_dir), formats))
-    meta_of = _meta_maker(
+    meta_of = meta_maker(
         cfg, algo, action_mode, history, observation, core, scenario.name, name, env, residual
     )
     callbacks: list[Any] = [FabricMetricsCallback()]
@@ -295,7 +296,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     )
 
 
-def _meta_maker(
+def meta_maker(
     cfg: TrainConfig, algo: str, action_mode: str, history: int, observation: str, core: Any,
     scenario: str, name: str, env: Any, residual: str | None,
 ) -> Any:  # fmt: skip
