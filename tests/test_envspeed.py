@@ -67,10 +67,10 @@ def test_env_import_and_step_load_neither_networkx_nor_scipy_sparse() -> None:
 
 
 def _scenario_with_paths(name: str, max_paths: int) -> dict:
-    from ainet_gym.scenario.loader import _read_yaml, scenarios_dir
+    from ainet_gym.scenario.files import read_yaml, scenarios_dir
 
     path = scenarios_dir() / f"{name}.yaml"
-    d = _read_yaml(path, str(path))
+    d = read_yaml(path, str(path))
     d.setdefault("routing", {})["max_paths"] = max_paths
     if "file" in d.get("fabric", {}):  # relative to the scenario file
         d["fabric"]["file"] = str(scenarios_dir() / d["fabric"]["file"])

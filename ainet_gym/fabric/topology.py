@@ -438,38 +438,27 @@ def _neighbour_classes(nodes: Any, out_adj: dict, in_adj: dict) -> dict[Any, Any
     return classes
 
 
-def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fabric:
-    """Flatten a builder into a :class:`Fabric`: endpoint attachments, ECMP groups, hop bounds.
+def _reverse_link(b: _Builder, link: int) -> int:
+    """The link in the other direction of ``link`` (the k-th parallel link pairs with the k-th)."""
+    back = b.parallel.get((b.dst[link], b.src[link]))
+    if not back:
+        _fail(f"link {b.names[b.src[link]]}->{b.names[b.dst[link]]} has no link in the other direction")
+    k = b.parallel[(b.src[link], b.dst[link])].index(link)
+    return back[min(k, len(back) - 1)]
 
-    ``leaf_diameter`` (switch hops between the furthest leaves) is known for the built-in topologies;
-    for a graph it is measured, and a pair of leaves with no path between them is an error.
-    """
-    spec = b.spec
-    n_gpus = len(b.gpus)
-    if n_gpus == 0:
-        raise ValueError("fabric has no GPUs")
+
+def _endpoint_uplinks(
+    b: _Builder, endpoints: list[int], n_gpus: int, is_switch: np.ndarray
+) -> tuple[list[list[int]], np.ndarray]:
+    """Per endpoint (GPUs, then storage hosts): its up links into switches (its NIC's ports, sorted), and
+    its PCIe link to a NIC (-1 where the endpoint attaches to a switch directly)."""
     names, kinds = b.names, b.kinds
-    link_src = np.asarray(b.src, dtype=np.int64)
-    link_dst = np.asarray(b.dst, dtype=np.int64)
-    link_gbps = np.asarray(b.gbps, dtype=np.float64)
-    link_tier = np.asarray(b.tier, dtype=np.int64)
-    is_switch = np.array([k not in _HOST_KINDS for k in kinds], dtype=bool)
-
     out_links: dict[int, list[int]] = {}
     for i, (u, t) in enumerate(zip(b.src, b.tier)):
         if t != _TIER["nvlink"]:
             out_links.setdefault(u, []).append(i)
-
-    def rev(link: int) -> int:
-        back = b.parallel.get((b.dst[link], b.src[link]))
-        if not back:
-            _fail(f"link {names[b.src[link]]}->{names[b.dst[link]]} has no link in the other direction")
-        k = b.parallel[(b.src[link], b.dst[link])].index(link)  # the k-th parallel link pairs with the k-th
-        return back[min(k, len(back) - 1)]
-
-    endpoints = list(b.gpus) + list(b.storage)
     ep_pcie = np.full(len(endpoints), -1, dtype=np.int64)
-    ep_uplinks: list[list[int]] = []  # per endpoint: its up links into switches (its NIC's ports)
+    ep_uplinks: list[list[int]] = []
     for e, node in enumerate(endpoints):
         ups = out_links.get(node, [])
         what = "GPU" if e < n_gpus else "storage host"
@@ -491,17 +480,119 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
             if not is_switch[b.dst[i]]:
                 _fail(f"{what} {names[node]} attaches to {names[b.dst[i]]}, which is not a switch")
         ep_uplinks.append(sorted(ups))
+    return ep_uplinks, ep_pcie
+
+
+def _graph_leaf_diameter(
+    b: _Builder,
+    sw_adj: dict[int, list[int]],
+    leaves: list[int],
+    endpoints: list[int],
+    ep_uplinks: list[list[int]],
+) -> int:
+    """Switch hops between the furthest leaves of a graph fabric; a pair of endpoints with no path between
+    them is an error naming both."""
+    names = b.names
+    in_adj: dict[int, list[int]] = {}
+    for u, vs in sw_adj.items():
+        for v in vs:
+            in_adj.setdefault(v, []).append(u)
+    # leaves with the same switch neighbours (both directions, parallel links counted) are at the same
+    # distance from every other node: one BFS per class, not per leaf (a Clos has one class)
+    reps = list(_neighbour_classes(leaves, sw_adj, in_adj).values())
+    leaf_diameter = 0
+    dist: dict[int, dict[int, int]] = {}
+    for a in reps:
+        da = dist[a] = _hops(sw_adj, [a])
+        leaf_diameter = max(leaf_diameter, max(da.get(x, 0) for x in leaves))
+    fwd, back = _hops(sw_adj, [leaves[0]]), _hops(in_adj, [leaves[0]])
+    if not all(x in fwd and x in back for x in leaves):  # not one strongly connected set: find the pair
+        for a in leaves:
+            if a not in dist:
+                dist[a] = _hops(sw_adj, [a])
+        groups: dict[tuple[int, ...], int] = {}  # attachment switches -> first endpoint with them
+        for e, ups in enumerate(ep_uplinks):
+            groups.setdefault(tuple(b.dst[i] for i in ups), e)
+        for ga, ea in groups.items():
+            for gb, eb in groups.items():
+                if not any(y in dist[x] for x in ga for y in gb):
+                    _fail(
+                        f"{names[endpoints[ea]]} has no path to {names[endpoints[eb]]}: switch "
+                        f"{names[ga[0]]} does not reach switch {names[gb[0]]}"
+                    )
+    return leaf_diameter
+
+
+def _ecmp_groups(
+    level: np.ndarray, link_src: np.ndarray, link_dst: np.ndarray, is_switch: np.ndarray
+) -> np.ndarray:
+    """ECMP next-hop group of every link (dense ids; -1 for no choice): the up-links of a switch form one
+    group, parallel down-links to one neighbour another; singleton groups are not a choice."""
+    up = level[link_dst] > level[link_src]
+    keys = np.where(up, -1, link_dst)  # up: group by source only
+    group_key = np.stack([link_src, keys], axis=1)
+    _, group = np.unique(group_key, axis=0, return_inverse=True)
+    group = group.reshape(-1)
+    sizes = np.bincount(group)
+    link_group = np.where(is_switch[link_src] & (sizes[group] > 1), group, -1)
+    valid = link_group >= 0
+    if valid.any():
+        _, dense = np.unique(link_group[valid], return_inverse=True)
+        link_group[valid] = dense
+    return link_group
+
+
+def _nvlink_links(b: _Builder) -> tuple[np.ndarray, np.ndarray]:
+    """Per GPU: its NVLink link up to its host's NVLink switch, and the link back down."""
+    n_gpus = len(b.gpus)
+    nvl_up = np.empty(n_gpus, dtype=np.int64)
+    nvl_down = np.empty(n_gpus, dtype=np.int64)
+    nvl_out: dict[int, int] = {}
+    for i, (u, t) in enumerate(zip(b.src, b.tier)):
+        if t == _TIER["nvlink"] and b.kinds[u] == "gpu":
+            nvl_out.setdefault(u, i)
+    for g, node in enumerate(b.gpus):
+        if node not in nvl_out:
+            _fail(f"GPU {b.names[node]} has no NVLink link to its host's NVLink switch")
+        nvl_up[g] = nvl_out[node]
+        nvl_down[g] = _reverse_link(b, nvl_out[node])
+    return nvl_up, nvl_down
+
+
+def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fabric:
+    """Flatten a builder into a :class:`Fabric`: endpoint attachments, ECMP groups, hop bounds.
+
+    ``leaf_diameter`` (switch hops between the furthest leaves) is known for the built-in topologies;
+    for a graph it is measured, and a pair of leaves with no path between them is an error.
+    """
+    spec = b.spec
+    n_gpus = len(b.gpus)
+    if n_gpus == 0:
+        raise ValueError("fabric has no GPUs")
+    names, kinds = b.names, b.kinds
+    link_src = np.asarray(b.src, dtype=np.int64)
+    link_dst = np.asarray(b.dst, dtype=np.int64)
+    link_gbps = np.asarray(b.gbps, dtype=np.float64)
+    link_tier = np.asarray(b.tier, dtype=np.int64)
+    is_switch = np.array([k not in _HOST_KINDS for k in kinds], dtype=bool)
+
+    endpoints = list(b.gpus) + list(b.storage)
+    ep_uplinks, ep_pcie = _endpoint_uplinks(b, endpoints, n_gpus, is_switch)
     ep_up = np.asarray([u[0] for u in ep_uplinks], dtype=np.int64)
     ep_switch = np.asarray([b.dst[u] for u in ep_up], dtype=np.int64)
-    ep_down = np.asarray([rev(int(x)) for x in ep_up], dtype=np.int64)
-    ep_pcie_down = np.asarray([rev(int(x)) if x >= 0 else -1 for x in ep_pcie], dtype=np.int64)
+    ep_down = np.asarray([_reverse_link(b, int(x)) for x in ep_up], dtype=np.int64)
+    ep_pcie_down = np.asarray([_reverse_link(b, int(x)) if x >= 0 else -1 for x in ep_pcie], dtype=np.int64)
 
     attach = sorted({b.dst[i] for ups in ep_uplinks for i in ups})
     leaves = b.leaves if b.leaves is not None else attach
     leaf_index = {n: i for i, n in enumerate(leaves)}
     endpoint_leaf = np.asarray([leaf_index[int(n)] for n in ep_switch], dtype=np.int64)
     multi = any(len(u) > 1 for u in ep_uplinks)
-    ports = [tuple((i, rev(i), leaf_index[b.dst[i]]) for i in ups) for ups in ep_uplinks] if multi else None
+    ports = (
+        [tuple((i, _reverse_link(b, i), leaf_index[b.dst[i]]) for i in ups) for ups in ep_uplinks]
+        if multi
+        else None
+    )
 
     # switch levels: leaves 1, then hops away from the nearest leaf (up-links go to a higher level)
     sw_adj: dict[int, list[int]] = {}
@@ -514,33 +605,7 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
     level[np.asarray([k == "nvswitch" for k in kinds], dtype=bool)] = 1
 
     if leaf_diameter is None:  # a graph: measure it, and check that every endpoint reaches every other
-        in_adj: dict[int, list[int]] = {}
-        for u, vs in sw_adj.items():
-            for v in vs:
-                in_adj.setdefault(v, []).append(u)
-        # leaves with the same switch neighbours (both directions, parallel links counted) are at the same
-        # distance from every other node: one BFS per class, not per leaf (a Clos has one class)
-        reps = list(_neighbour_classes(leaves, sw_adj, in_adj).values())
-        leaf_diameter = 0
-        dist: dict[int, dict[int, int]] = {}
-        for a in reps:
-            da = dist[a] = _hops(sw_adj, [a])
-            leaf_diameter = max(leaf_diameter, max(da.get(x, 0) for x in leaves))
-        fwd, back = _hops(sw_adj, [leaves[0]]), _hops(in_adj, [leaves[0]])
-        if not all(x in fwd and x in back for x in leaves):  # not one strongly connected set: find the pair
-            for a in leaves:
-                if a not in dist:
-                    dist[a] = _hops(sw_adj, [a])
-            groups: dict[tuple[int, ...], int] = {}  # attachment switches -> first endpoint with them
-            for e, ups in enumerate(ep_uplinks):
-                groups.setdefault(tuple(b.dst[i] for i in ups), e)
-            for ga, ea in groups.items():
-                for gb, eb in groups.items():
-                    if not any(y in dist[x] for x in ga for y in gb):
-                        _fail(
-                            f"{names[endpoints[ea]]} has no path to {names[endpoints[eb]]}: switch "
-                            f"{names[ga[0]]} does not reach switch {names[gb[0]]}"
-                        )
+        leaf_diameter = _graph_leaf_diameter(b, sw_adj, leaves, endpoints, ep_uplinks)
     chain = 2 if (ep_pcie >= 0).any() else 1
     max_hops = max(2, 2 * chain + leaf_diameter)
 
@@ -549,36 +614,14 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
     efficiency = np.where(link_tier == _TIER["nvlink"], 1.0, spec.link_efficiency)
     capacity = link_gbps * GBPS_TO_BYTES_PER_S * efficiency
 
-    # ECMP next-hop groups: up-links of a switch form one group; parallel down-links to one
-    # neighbour form another. Singleton groups are not a choice (-1).
-    up = level[link_dst] > level[link_src]
-    keys = np.where(up, -1, link_dst)  # up: group by source only
-    group_key = np.stack([link_src, keys], axis=1)
-    _, group = np.unique(group_key, axis=0, return_inverse=True)
-    group = group.reshape(-1)
-    sizes = np.bincount(group)
-    link_group = np.where(is_switch[link_src] & (sizes[group] > 1), group, -1)
-    valid = link_group >= 0
-    if valid.any():
-        _, dense = np.unique(link_group[valid], return_inverse=True)
-        link_group[valid] = dense
+    link_group = _ecmp_groups(level, link_src, link_dst, is_switch)
 
     gpu_host = np.asarray(b.gpu_host, dtype=np.int64)
     order = np.argsort(gpu_host, kind="stable")
     first_of_host = np.searchsorted(gpu_host[order], gpu_host[order])
     gpu_local = np.empty(n_gpus, dtype=np.int64)
     gpu_local[order] = np.arange(n_gpus) - first_of_host
-    nvl_up = np.empty(n_gpus, dtype=np.int64)
-    nvl_down = np.empty(n_gpus, dtype=np.int64)
-    nvl_out: dict[int, int] = {}
-    for i, (u, t) in enumerate(zip(b.src, b.tier)):
-        if t == _TIER["nvlink"] and kinds[u] == "gpu":
-            nvl_out.setdefault(u, i)
-    for g, node in enumerate(b.gpus):
-        if node not in nvl_out:
-            _fail(f"GPU {names[node]} has no NVLink link to its host's NVLink switch")
-        nvl_up[g] = nvl_out[node]
-        nvl_down[g] = rev(nvl_out[node])
+    nvl_up, nvl_down = _nvlink_links(b)
 
     return Fabric(
         spec=spec,
@@ -1107,7 +1150,7 @@ def read_fabric_graph(path: str | os.PathLike) -> nx.Graph:
     """
     import networkx as nx
 
-    from ainet_gym.scenario.loader import read_text_capped
+    from ainet_gym.scenario.files import read_text_capped
 
     path = Path(path)
     text = read_text_capped(path, str(path))  # refused unread above LIMITS["file_bytes"]
