@@ -417,12 +417,8 @@ class IntervalMetrics:
     rates_written: int = 0  # numba lazy kernel: flows whose rate a solve changed (bitwise) or set (arrivals)
     rates_moved: int = 0  # of those, changed by more than 1e-12 relative (or set), summed over the solves
     parallel_solves: int = 0  # numba lazy kernel: solves by the parallel rule (kernels.PARALLEL_SHARE)
-    full_path_events: int = (
-        0  # numba, lazy-kernel instances: events run by the full re-solve before the switch
-    )
-    lazy_switches: int = (
-        0  # numba: instances that switched to the lazy kernel at an event (LAZY_SWITCH_SHARE)
-    )
+    full_path_events: int = 0  # numba: events of lazy-kernel instances on the full path (LAZY_SWITCH_SHARE)
+    lazy_switches: int = 0  # numba: hand-offs from the full path to the lazy kernel at an event
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
@@ -656,11 +652,11 @@ class BatchSim:
         # for their first parallel_max_rounds rounds (1: never); docs/engine-alltoall.md
         self.parallel_share = float(_kernels.PARALLEL_SHARE)
         self.parallel_max_rounds = int(_kernels.PARALLEL_MAX_ROUNDS)
-        # an interval of a lazy-kernel instance starts on the full re-solve per event and switches to the lazy
-        # kernel at the first event predicted to re-fill less than this share of the active flows (0: the lazy
-        # kernel from the start); docs/engine-alltoall.md
+        # > 0: an interval of a lazy-kernel instance starts on the full re-solve per event and switches to the
+        # lazy kernel at the first event at which the running mean of the predicted re-fill shares is below
+        # this (0, the default: the lazy kernel from the start to the end); docs/engine-alltoall.md
         self.lazy_switch_share = float(_kernels.LAZY_SWITCH_SHARE)
-        # and the lazy kernel hands it back to the full path at a solve that would re-fill more than this share
+        # and the lazy kernel hands it back to the full path when that mean exceeds this
         self.lazy_return_share = float(_kernels.LAZY_RETURN_SHARE)
         self.fabric = fabric
         self.batch = len(units)

@@ -113,8 +113,8 @@ PARALLEL_MAX_ROUNDS = 8
 #: solve that re-fills most flows costs the lazy kernel more than a full re-solve (the first intervals of an
 #: AllToAll re-fill 57-59%). Both paths are exact: the switch changes no result beyond round-off. Default 0,
 #: off (the lazy kernel from the first event to the last): measured on 8 AllToAll x 128 GPUs, a switch at
-#: 0.3 (return 0.6) made intervals 1-2 22-35% faster and intervals 3-4 15-21% slower (many events of theirs
-#: stay on the full path). Read when a :class:`~ainet_gym.sim.engine.BatchSim` is built
+#: 0.3 (return 0.6) made intervals 1-2 26-36% faster and intervals 4-5 17-25% slower (hundreds of their
+#: events stay on the full path). Read when a :class:`~ainet_gym.sim.engine.BatchSim` is built
 #: (``BatchSim.lazy_switch_share`` per simulation)
 LAZY_SWITCH_SHARE = 0.0
 #: with :data:`LAZY_SWITCH_SHARE` > 0, the lazy kernel hands an instance back to the full re-solve per event
