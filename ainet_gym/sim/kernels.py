@@ -2,7 +2,7 @@
 
 This is the ``"numba"`` backend of :class:`ainet_gym.sim.engine.BatchSim`; the numpy code in
 :mod:`ainet_gym.sim.engine` and :func:`ainet_gym.sim.allocator.solve_coo` is the reference backend, and the two
-agree to round-off (``tests/test_backends.py`` checks every observation, reward and info value to 1e-9
+agree to round-off (``tests/sim/test_backends.py`` checks every observation, reward and info value to 1e-9
 relative). The kernel walks each instance of the batch on its own (instances are independent): Python is
 entered once per interval, and an instance's allocation is re-solved only when its set of active flows
 changed since its last solve (capacities and the split are fixed within an interval).
@@ -1379,8 +1379,9 @@ def _heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
-    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, back_share, share_mean,
-):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/test_incremental.py)
+    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, back_share,
+    share_mean,
+):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
 
