@@ -55,23 +55,23 @@ docs: venv
 
 # RLlib: ray[rllib] pins its own gymnasium, so its tests run in a second virtual environment, .venv-rllib/
 # (RLLIB_VENV=DIR for another one; RLLIB_PYTHON=/path/to/python for a venv of yours): installs
-# .[rl,dev,rllib] there (torch first, as `install`) and runs tests/test_rllib.py and the doc page whose blocks
-# need Ray (docs/cluster.md; tests/test_docs.py skips them without it).
+# .[rl,dev,rllib] there (torch first, as `install`) and runs tests/envs/test_rllib.py and the doc page whose blocks
+# need Ray (docs/cluster.md; tests/project/test_docs.py skips them without it).
 RLLIB_VENV ?= .venv-rllib
 RLLIB_PYTHON ?= $(RLLIB_VENV)/bin/python
 check-rllib:
 	$(MAKE) install VENV=$(RLLIB_VENV) PYTHON=$(RLLIB_PYTHON)
 	$(RLLIB_PYTHON) -m pip install --quiet -e ".[rl,dev,rllib]"
-	$(RLLIB_PYTHON) -m pytest -q tests/test_rllib.py
-	$(RLLIB_PYTHON) -m pytest -q tests/test_docs.py -k "docs/cluster.md"
+	$(RLLIB_PYTHON) -m pytest -q tests/envs/test_rllib.py
+	$(RLLIB_PYTHON) -m pytest -q tests/project/test_docs.py -k "docs/cluster.md"
 
 # The research-code examples (docs/research-code.md): the extra `examples` (tyro, rl_zoo3, tianshou) and a
 # smoke run of each (CleanRL-style PPO continuous and discrete, DQN; RL Baselines3 Zoo PPO; Tianshou DQN), and
-# the blocks of docs/research-code.md, which tests/test_docs.py skips without the extra.
+# the blocks of docs/research-code.md, which tests/project/test_docs.py skips without the extra.
 check-examples: install
 	$(PIP) install --quiet -e ".[rl,dev,examples]"
-	$(PYTHON) -m pytest -q tests/test_research_examples.py
-	$(PYTHON) -m pytest -q tests/test_docs.py -k "docs/research-code.md"
+	$(PYTHON) -m pytest -q tests/agents/test_research_examples.py
+	$(PYTHON) -m pytest -q tests/project/test_docs.py -k "docs/research-code.md"
 
 # The learning curves of docs/research-code.md (docs/img/learning-*.png and learning-curves.json): every
 # example at its documented budget, one after the other (long: about 1-2 hours on 2 busy cores).
@@ -99,7 +99,7 @@ install-ns3:
 
 # The cross-check's tests with ns-3 (the smallest case runs in ns-3).
 check-ns3: install-ns3
-	$(NS3_PYTHON) -m pytest -q tests/test_crosscheck.py
+	$(NS3_PYTHON) -m pytest -q tests/checks/test_crosscheck.py
 
 # The calibration table of docs/fidelity.md: every case under ecmp, spray, lp and a PPO policy trained on the
 # case (8192 steps, 25-120 s each; trained once into crosscheck-ppo/), fluid vs ns-3.

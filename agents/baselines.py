@@ -56,7 +56,7 @@ any other is the plan whose split is closest to it on the connections the mode r
 ties: the lower index).
 
 - *exact*: the env decodes the actions into the engine-level split (up to float32 round-off);
-  ``tests/test_agents.py`` checks every cell marked exact.
+  ``tests/agents/test_agents.py`` checks every cell marked exact.
 - *balanced rounding* (path mode, one path per connection): connections in decreasing order of demand,
   each on the path, among those the policy gives a positive share, whose most loaded link has the
   lowest offered utilisation so far (background and fixed traffic included). For an even split this is

@@ -22,7 +22,7 @@ aggregation is all the message passing needs):
 - critic: ``MLP([mean e, max e, mean h, globals])`` (mean and max pools: size-free).
 
 Every operation is per node, per link or a mean/max over them, so permuting the link (or node) order
-permutes the outputs the same way (``tests/test_graph_policy.py`` checks it) and nothing depends on
+permutes the outputs the same way (``tests/agents/test_graph_policy.py`` checks it) and nothing depends on
 the number of links.
 
 Training: PPO (clipped objective, GAE) written here over the batched :class:`~ainet_gym.envs.env.EnvCore`

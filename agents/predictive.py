@@ -26,7 +26,7 @@ single-path transfers (a host's NIC links, intra-leaf hops), and the training da
 
 Target: the base utilisation of interval ``t``. Ridge-regularised normal equations (``ridge``),
 solved once per tier. :func:`forecast_error` compares it with the last-value forecast (``base(t) =
-base(t-1)``) on held-out seeds; ``tests/test_predictive.py`` checks that it is lower.
+base(t-1)``) on held-out seeds; ``tests/agents/test_predictive.py`` checks that it is lower.
 
 Training command (prints the fit and the held-out error; the agents refit the same model, with the
 same defaults, when they first see a scenario, a few seconds)::

@@ -29,6 +29,7 @@ from ainet_gym.agents.sb3_agents import (
     SB3Agent,
     load_model,
     meta_history,
+    meta_obs_features,
     meta_residual,
     read_metadata,
 )
@@ -136,6 +137,7 @@ class PretrainedAgent(SB3Agent):
             "history": meta_history(self.meta, f"pretrained:{p}"),
             "observation": self.meta.get("observation", "flat"),
             **meta_residual(self.meta, f"pretrained:{p}"),
+            **meta_obs_features(self.meta, f"pretrained:{p}"),
         }
         from ainet_gym.routing.plans import CHOOSE_MODES
 

@@ -14,7 +14,7 @@ activations between them) as
 :class:`PolicyNet` rebuilds the network as a ``torch.nn.Sequential`` and acts as RLlib's module does
 deterministically: the mean of the Gaussian for Box actions (then ``unsquash_action``: mapped to the
 space's bounds and clipped), the arg-max per slot for MultiDiscrete actions. Loading it needs torch, not
-Ray. ``tests/test_rllib.py`` checks that it gives the same actions as RLlib's own module.
+Ray. ``tests/envs/test_rllib.py`` checks that it gives the same actions as RLlib's own module.
 
 Old checkpoints (written before this format) are converted once with ``ainet-gym convert-rllib DIR
 --trust-checkpoint``, which loads the pickled module (so the user must trust the folder) and writes the

@@ -54,6 +54,7 @@ __all__ = [
     "default_hyperparameters",
     "load_model",
     "meta_history",
+    "meta_obs_features",
     "meta_residual",
     "read_metadata",
     "resolve_action_mode",
@@ -548,6 +549,27 @@ def meta_residual(meta: dict[str, Any], what: str) -> dict[str, Any]:
     return out
 
 
+def meta_obs_features(meta: dict[str, Any], what: str) -> dict[str, Any]:
+    """The env keyword ``obs_features`` of a model's metadata (empty for a model trained without optional
+    observation blocks), checked against :data:`ainet_gym.envs.env.OBS_FEATURE_BLOCKS`.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the bad value.
+    """
+    from ainet_gym.envs.env import OBS_FEATURE_BLOCKS
+
+    feats = meta.get("obs_features")
+    if not feats:
+        return {}
+    if not isinstance(feats, list | tuple) or any(f not in OBS_FEATURE_BLOCKS for f in feats):
+        raise ValueError(
+            f"{what}: metadata obs_features = {feats!r}: allowed: a list of {', '.join(OBS_FEATURE_BLOCKS)}"
+        )
+    return {"obs_features": tuple(feats)}
+
+
 def meta_history(meta: dict[str, Any], what: str) -> int:
     """The ``history`` a model's metadata asks the env for (default 4), range-checked against
     ``LIMITS["history_max"]`` (:data:`ainet_gym.scenario.loader.LIMITS`, the env's own ceiling).
@@ -590,6 +612,7 @@ class SB3Agent:
             "history": meta_history(self.meta, f"{self.algo}:{path}"),
             "observation": self.meta.get("observation", "flat"),
             **meta_residual(self.meta, f"{self.algo}:{path}"),
+            **meta_obs_features(self.meta, f"{self.algo}:{path}"),
         }
 
     def check(self, core: EnvCore) -> None:

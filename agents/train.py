@@ -39,6 +39,7 @@ __all__ = [
     "TRAIN_SEED_OFFSET",
     "TrainConfig",
     "TrainResult",
+    "meta_maker",
     "run_name",
     "select_checkpoint",
     "train",
@@ -109,6 +110,13 @@ class TrainConfig:
     ent_coef: float | None = None
     """PPO and A2C: weight of the entropy bonus in the loss (None: the default, 0), to keep a discrete
     policy (the ``choose`` modes) from collapsing onto one plan before it has tried the others."""
+    gamma: float | None = None
+    """Discount factor (None: the default of :func:`~ainet_gym.agents.sb3_agents.default_hyperparameters`,
+    0.9); a resumed model keeps its own."""
+    obs_features: tuple[str, ...] = ()
+    """Optional observation blocks of the env (:class:`~ainet_gym.envs.env.FabricRoutingEnv`'s
+    ``obs_features``, e.g. ``("phase",)``), recorded in the model's metadata; a resumed model keeps its
+    own."""
 
 
 @dataclass
@@ -186,6 +194,9 @@ def train(cfg: TrainConfig) -> TrainResult:
     res_kw: dict[str, Any] = {} if residual is None else {"residual": residual}
     if residual is not None and scale is not None:
         res_kw["residual_scale"] = float(scale)
+    obs_features = tuple(cfg.obs_features if cfg.resume is None else meta_in.get("obs_features", ()))
+    if obs_features:
+        res_kw["obs_features"] = obs_features
     venv = SB3VecEnv(
         num_envs=cfg.n_envs,
         scenario=scenario,
@@ -229,6 +240,10 @@ def train(cfg: TrainConfig) -> TrainResult:
             if not (math.isfinite(cfg.ent_coef) and cfg.ent_coef >= 0):
                 raise ValueError(f"ent_coef = {cfg.ent_coef}: allowed: a finite number >= 0")
             hp["ent_coef"] = float(cfg.ent_coef)
+        if cfg.gamma is not None:
+            if not (math.isfinite(cfg.gamma) and 0 < cfg.gamma <= 1):
+                raise ValueError(f"gamma = {cfg.gamma}: allowed: a number in (0, 1]")
+            hp["gamma"] = float(cfg.gamma)
         policy = "MultiInputPolicy" if observation == "graph" else "MlpPolicy"
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out
@@ -242,7 +257,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     name = run_dir.name
     formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
     model.set_logger(configure(str(run_dir), formats))
-    meta_of = _meta_maker(
+    meta_of = meta_maker(
         cfg, algo, action_mode, history, observation, core, scenario.name, name, env, residual
     )
     callbacks: list[Any] = [FabricMetricsCallback()]
@@ -281,7 +296,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     )
 
 
-def _meta_maker(
+def meta_maker(
     cfg: TrainConfig, algo: str, action_mode: str, history: int, observation: str, core: Any,
     scenario: str, name: str, env: Any, residual: str | None,
 ) -> Any:  # fmt: skip
@@ -307,6 +322,8 @@ def _meta_maker(
         if residual is not None:
             meta["residual"] = residual
             meta["residual_scale"] = core.residual_scale
+        if core.obs_features:  # only when set: the metadata of the default env stays as it was
+            meta["obs_features"] = list(core.obs_features)
         return meta
 
     return meta_of
@@ -392,6 +409,8 @@ def train_main(args: argparse.Namespace) -> int:
         learning_rate=getattr(args, "learning_rate", None),
         target_kl=getattr(args, "target_kl", None),
         ent_coef=getattr(args, "ent_coef", None),
+        gamma=getattr(args, "gamma", None),
+        obs_features=tuple(getattr(args, "obs_features", None) or ()),
     )
     res = train(cfg)
     state = "interrupted after" if res.interrupted else "trained"

@@ -55,6 +55,8 @@ __all__ = [
     "LOOKAHEAD_CANDIDATES",
     "PURE_CANDIDATES",
     "TwinAgent",
+    "conn_bounds",
+    "instance_rows",
     "job_progress",
     "parse_twin_arg",
 ]
@@ -153,14 +155,14 @@ def job_progress(core: EnvCore) -> np.ndarray:
     return np.where(alive, work * sim.unit_ngpus[u], 0.0)
 
 
-def _conn_bounds(core: EnvCore) -> np.ndarray:
+def conn_bounds(core: EnvCore) -> np.ndarray:
     """(batch+1,) first connection of each instance of ``core``."""
     sim = core.world.sim
     assert sim is not None
     return np.searchsorted(sim.unit_inst[sim.conn_unit], np.arange(core.batch + 1)).astype(np.int64)
 
 
-def _rows(bounds: np.ndarray, instances: np.ndarray) -> np.ndarray:
+def instance_rows(bounds: np.ndarray, instances: np.ndarray) -> np.ndarray:
     """Connection indices of ``instances`` (in that order) under the instance bounds ``bounds``."""
     lo, hi = bounds[instances], bounds[instances + 1]
     n = hi - lo
@@ -279,10 +281,10 @@ class TwinAgent:
             stack = np.stack(cands)  # (K, C, P)
             snap = main.snapshot()
             look.restore(snap, src)
-            mb, lb = _conn_bounds(main), _conn_bounds(look)
+            mb, lb = conn_bounds(main), conn_bounds(look)
             # look's connections, instance by instance: candidate k of main instance b
             k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
-            rows = _rows(mb, src)
+            rows = instance_rows(mb, src)
             before_work = job_progress(look)
             names = [list(x) for x in look.world.names]
             look.step_split(stack[k_of, rows])
@@ -313,10 +315,10 @@ class TwinAgent:
         sim = look.world.sim
         assert sim is not None
         split = np.empty((sim.n_conns, look.P))
-        lb = _conn_bounds(look)
+        lb = conn_bounds(look)
         for name, pol in bases.items():
             inst = (base_of[name][:, None] * k + np.arange(k)).reshape(-1)  # the copies of those instances
-            rows = _rows(lb, inst)
+            rows = instance_rows(lb, inst)
             split[rows] = pol(look.world, look.last_result)[rows]
         return split
 
@@ -360,7 +362,7 @@ class TwinAgent:
         assert sim is not None
         pure = {name: pol(core.world, core.last_result) for name, pol in self._pure.items()}
         split = np.empty((sim.n_conns, core.P))
-        bounds = _conn_bounds(core)
+        bounds = conn_bounds(core)
         for b, choice in enumerate(self._choice):
             rows = np.arange(bounds[b], bounds[b + 1])
             if choice == "plan":

@@ -384,6 +384,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="PPO, A2C: weight of the entropy bonus (default 0)",
     )
     s.add_argument(
+        "--gamma",
+        type=float,
+        default=None,
+        help="discount factor (default 0.9)",
+    )
+    s.add_argument(
+        "--obs-features",
+        default=None,
+        type=lambda v: [x for x in v.split(",") if x],
+        help="optional observation blocks, comma-separated (phase: each job's position in its iteration)",
+    )
+    s.add_argument(
         "--save-every",
         type=_int_arg(1),
         default=None,

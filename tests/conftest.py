@@ -9,12 +9,12 @@ from typing import Any
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
-    """After a run that included tests/test_docs.py: how many doc blocks ran, how many are marked not-run and how
+    """After a run that included tests/project/test_docs.py: how many doc blocks ran, how many are marked not-run and how
     many were skipped for an optional module not installed here."""
     reports = [r for key in ("passed", "failed", "skipped") for r in terminalreporter.stats.get(key, [])]
-    if not any(getattr(r, "nodeid", "").startswith("tests/test_docs.py") for r in reports):
+    if not any(getattr(r, "nodeid", "").startswith("tests/project/test_docs.py") for r in reports):
         return
-    path = Path(__file__).with_name("test_docs.py")
+    path = Path(__file__).parent / "project" / "test_docs.py"
     spec = importlib.util.spec_from_file_location("_doc_block_counts", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

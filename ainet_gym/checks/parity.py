@@ -3,7 +3,7 @@
 Every observation, reward, done flag and info value of the two must agree to ``RTOL`` (1e-9) relative;
 float32 observations to one float32 rounding step of the float64 value they were cast from (the two
 backends sum link bytes in a different order, so a float64 value may differ in its last bits and round
-to the neighbouring float32). The CI test (``tests/test_backends.py``) runs one scenario of every family;
+to the neighbouring float32). The CI test (``tests/sim/test_backends.py``) runs one scenario of every family;
 the full sweep is a command::
 
     python -m ainet_gym.checks.parity                     # every shipped scenario, seeds 0-2, 20 intervals
@@ -16,7 +16,7 @@ compiled backend's lazy exact kernel (incremental allocation) from the first flo
 flows of an instance, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
 :data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs);
 large instances are compared incremental kernel against compiled full re-solve
-(``tests/test_incremental.py``, ``docs/engine-alltoall.md``).
+(``tests/sim/test_incremental.py``, ``docs/engine-alltoall.md``).
 """
 
 from __future__ import annotations

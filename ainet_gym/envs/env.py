@@ -45,6 +45,14 @@ INFO_KEYS = ("links", "flows", "collisions")
 JOB_FEATURES = ("alive", "efficiency", "gpu_utilization", "communicating", "iteration_progress")
 SLOT_FEATURES = ("controllable", "demand", "n_paths")
 BG_FEATURES = ("active_last", "scheduled_next")
+#: Optional observation blocks (``obs_features=`` at construction; none by default, so the default
+#: observation space, the shipped checkpoints and every contract are unchanged): name -> the per-job-slot
+#: features of the block, appended after ``episode_progress`` in this order.
+OBS_FEATURE_BLOCKS: dict[str, tuple[str, ...]] = {
+    # each job's position in its iteration, read from the simulator's state at the decision, in ideal
+    # iterations: what a lookahead needs to tell when the jobs' communication phases will overlap
+    "phase": ("to_comm", "comm_left", "comm_time_left"),
+}
 
 
 _BUILTIN_REWARDS = (GpuUtilizationReward, StepTimeReward)  # rewards whose value the info holds
@@ -84,6 +92,26 @@ def _check_residual(residual: str | None, scale: float, action_mode: str) -> tup
             f"{' or '.join(RESIDUAL_MODES)}"
         )
     return residual, float(scale)
+
+
+def _check_obs_features(obs_features: Sequence[str]) -> tuple[str, ...]:
+    """``obs_features`` checked (see :class:`FabricRoutingEnv`, Arguments): a tuple of distinct names of
+    :data:`OBS_FEATURE_BLOCKS`, in the order given.
+
+    Raises
+    ------
+    ValueError
+        Naming the bad value and what is allowed.
+    """
+    allowed = ", ".join(OBS_FEATURE_BLOCKS)
+    if isinstance(obs_features, str) or not isinstance(obs_features, Sequence):
+        raise ValueError(f"obs_features = {obs_features!r}: allowed: a list of names among {allowed}")
+    out = tuple(obs_features)
+    bad = [f for f in out if f not in OBS_FEATURE_BLOCKS]
+    if bad or len(set(out)) != len(out):
+        why = f"{bad[0]!r} is unknown" if bad else "a name is repeated"
+        raise ValueError(f"obs_features = {obs_features!r}: {why}; allowed: distinct names among {allowed}")
+    return out
 
 
 def squash(x: np.ndarray) -> np.ndarray:
@@ -171,11 +199,13 @@ class EnvCore:
         info_keys: Sequence[str] = (),
         residual: str | None = None,
         residual_scale: float = RESIDUAL_SCALE,
+        obs_features: Sequence[str] = (),
     ) -> None:
         bad = [k for k in info_keys if k not in INFO_KEYS]
         if isinstance(info_keys, str) or bad:
             raise ValueError(f"info_keys = {info_keys!r}: allowed: a list of {', '.join(INFO_KEYS)}")
         self.residual, self.residual_scale = _check_residual(residual, residual_scale, action_mode)
+        self.obs_features = _check_obs_features(obs_features)
         self.info_keys = tuple(info_keys)
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
@@ -272,6 +302,8 @@ class EnvCore:
             "background": self.n_bg * len(BG_FEATURES),
             "episode_progress": 1,
         }
+        for name in self.obs_features:  # optional blocks after every default one: their offsets stay
+            sizes[f"job_{name}"] = w.n_job_slots * len(OBS_FEATURE_BLOCKS[name])
         self.obs_layout, o = obs_layout(sizes)
         self.obs_dim = o
         flat = spaces.Box(0.0, 1.0, shape=(o,), dtype=np.float32)
@@ -863,9 +895,61 @@ class EnvCore:
         if self.n_bg:
             obs[:, L["background"]] = self._background_features(res)
         obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
+        self._optional_blocks(obs)
         if self.observation_mode == "flat":
             return obs
         return self._graph_obs(obs)
+
+    def _optional_blocks(self, obs: np.ndarray) -> None:
+        """Write the optional blocks (``obs_features``) into ``obs`` (batch, obs_dim) in place."""
+        blocks = {"phase": self.job_phase_features}
+        for name in self.obs_features:
+            obs[:, self.obs_layout[f"job_{name}"]] = blocks[name]().reshape(self.batch, -1)
+
+    def job_phase_features(self) -> np.ndarray:
+        """(B, J, 3) float64 each job slot's position in its iteration at this decision, from the
+        simulator's state, in units of the job's ideal iteration (:attr:`ideal_step_s`), each clipped to
+        [0, 1] (0 for an empty slot); the ``phase`` block of ``obs_features``:
+
+        - ``to_comm``: time until the job's next communication starts (0 while it communicates): the
+          compute left before it (``(1 - overlap) * compute`` after a job that waits for its start,
+          ``start_ms``, starts, or after the current iteration ends);
+        - ``comm_left``: bytes left in the current iteration's communication over its total bytes (1
+          before it starts, 0 once it is done);
+        - ``comm_time_left``: ``comm_left`` times the job's ideal communication time
+          (:attr:`ideal_comm_s`): the communication left, at full speed.
+
+        A job that starts computing at time 0 with compute time C and no overlap has, at a decision at
+        time t < C, ``to_comm = (C - t) / ideal``, ``comm_left = 1``, ``comm_time_left = ideal_comm / ideal``.
+        """
+        from ainet_gym.sim.state import PRE_COMM, WAITING
+
+        w = self.world
+        sim = self._sim()
+        st = sim.state
+        ju = w.job_unit
+        alive = ju >= 0
+        u = np.maximum(ju, 0)
+        pc = st.phase_cur[u]
+        compute = sim.unit_compute[u]
+        first_comm = (1.0 - sim.unit_overlap[u]) * compute  # from an iteration's start to its communication
+        to_comm = np.where(
+            pc == WAITING,
+            st.t_start_left[u] + first_comm,
+            np.where(
+                pc == PRE_COMM,
+                st.t_comm_start_left[u],
+                np.where(pc < sim.unit_nphases[u], 0.0, st.t_compute_left[u] + first_comm),
+            ),
+        )
+        jf = sim.job_flows
+        left = np.bincount(sim.flow_unit[jf], weights=st.rem[jf], minlength=sim.n_units)
+        total = np.bincount(sim.flow_unit[jf], weights=sim.flow_bytes[jf], minlength=sim.n_units)
+        frac = safe_divide(left, total, np.zeros_like(left))[u]
+        ideal = np.where(alive, w.job_ideal_step_s, 1.0)
+        comm = np.where(alive, np.nan_to_num(w.job_ideal_comm_s), 0.0)
+        out = np.stack([to_comm / ideal, frac, frac * comm / ideal], axis=-1)
+        return np.where(alive[..., None], np.clip(out, 0.0, 1.0), 0.0)
 
     def _background_features(self, res: StepResult | None) -> np.ndarray:
         """(batch, background sources * 2) the background block of the observation: each source on during
@@ -917,6 +1001,7 @@ class EnvCore:
             raise AssertionError(f"link utilisation {top} > 1: capacity constraint violated")
         if self.n_bg:
             obs[:, L["background"]] = self._background_features(res)
+        self._optional_blocks(obs)
         if self.observation_mode == "flat":
             return obs
         return self._graph_obs(obs)
@@ -1163,6 +1248,7 @@ class FabricRoutingEnv(gym.Env):
     | ``S * 3``                          | slots              | 0   | 1   | per slot: controllable, offered demand next interval d/(1+d) in NIC-intervals (a background slot: its nominal demand), paths / P |
     | ``G * 2``                          | background         | 0   | 1   | per background source: active last interval, scheduled next interval |
     | ``1``                              | episode_progress   | 0   | 1   | step / episode_steps                    |
+    | ``J * 3`` (``obs_features=("phase",)`` only) | job_phase | 0 | 1 | per job slot, in ideal iterations: time to its next communication phase, share of the iteration's communication bytes left, that share times its ideal communication time (:meth:`EnvCore.job_phase_features`) |
 
     ``env.unwrapped.core.obs_layout`` gives the slices. ``observation="graph"`` returns a Dict with
     this ``flat`` vector plus ``node_features`` (one-hot kind), ``edge_index`` (2, links) and
@@ -1198,7 +1284,10 @@ class FabricRoutingEnv(gym.Env):
     ``ecmp_weights`` and ``split_bg`` modes: the action then *adjusts* that policy's split each step
     instead of setting one, each path's share times ``exp(residual_scale * x)``, ``x`` the sum of the
     actions of the path's knob links (``ecmp_weights``) or the slot's path action (``split_bg``);
-    actions of 0 give the base routing exactly) and ``residual_scale`` (default ``log 4``).
+    actions of 0 give the base routing exactly), ``residual_scale`` (default ``log 4``) and
+    ``obs_features`` (optional observation blocks, none by default: ``("phase",)`` appends ``job_phase``,
+    each job's position in its iteration read from the simulator's state, after ``episode_progress``;
+    the blocks before it keep their offsets).
 
     ## Vectorized environment
     :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
@@ -1223,6 +1312,7 @@ class FabricRoutingEnv(gym.Env):
         info_keys: Sequence[str] = (),
         residual: str | None = None,
         residual_scale: float = RESIDUAL_SCALE,
+        obs_features: Sequence[str] = (),
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -1230,7 +1320,7 @@ class FabricRoutingEnv(gym.Env):
             )
         self.core = EnvCore(
             scenario, 1, action_mode, history, observation, reward, episode_steps, backend, info_keys,
-            residual, residual_scale,
+            residual, residual_scale, obs_features,
         )  # fmt: skip
         self.action_space = self.core.action_space
         self.observation_space = self.core.observation_space

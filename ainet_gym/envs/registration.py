@@ -120,7 +120,7 @@ class ScenarioEnvSpec(EnvSpec):
     variables (``env`` in ``make``: the built env's episode length; ``env_spec_kwargs`` in ``make_vec``:
     the keywords the env will get), so ``gymnasium.make(id, scenario="other")`` truncates where
     ``other``'s episodes end. Gymnasium 1.1 to 1.4 name these variables so; were they renamed, the value
-    would fall back to the spec's own, which ``tests/test_env_ids.py`` would catch. An explicit
+    would fall back to the spec's own, which ``tests/envs/test_env_ids.py`` would catch. An explicit
     ``max_episode_steps=`` to ``make`` or ``make_vec`` still wins, as in Gymnasium.
     """
 

@@ -51,6 +51,7 @@ class FabricRoutingVectorEnv(VectorEnv):
         max_episode_steps: int | None = None,
         residual: str | None = None,
         residual_scale: float = RESIDUAL_SCALE,
+        obs_features: Sequence[str] = (),
     ) -> None:
         if max_episode_steps is not None and (
             isinstance(max_episode_steps, bool)
@@ -61,7 +62,7 @@ class FabricRoutingVectorEnv(VectorEnv):
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.core = EnvCore(
             scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend, info_keys,
-            residual, residual_scale,
+            residual, residual_scale, obs_features,
         )  # fmt: skip
         self.num_envs = int(num_envs)
         self.single_action_space = self.core.action_space

@@ -22,7 +22,7 @@ of the largest such time after the first chunk. Jobs above :data:`EXPLICIT_RANKS
 coarser bound of the loader.
 
 For the shipped kinds of job the bound lies within a factor 2 of the ideal twin's step, so the loader's
-iteration estimate ``interval / bound`` lies within ``[true / 2, true]`` (``tests/test_estimate.py``
+iteration estimate ``interval / bound`` lies within ``[true / 2, true]`` (``tests/scenario/test_estimate.py``
 sweeps 8 B to 8 GB and 1 ms to 10 s).
 """
 

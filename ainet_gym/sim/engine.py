@@ -417,6 +417,8 @@ class IntervalMetrics:
     rates_written: int = 0  # numba lazy kernel: flows whose rate a solve changed (bitwise) or set (arrivals)
     rates_moved: int = 0  # of those, changed by more than 1e-12 relative (or set), summed over the solves
     parallel_solves: int = 0  # numba lazy kernel: solves by the parallel rule (kernels.PARALLEL_SHARE)
+    full_path_events: int = 0  # numba: events of lazy-kernel instances on the full path (LAZY_SWITCH_SHARE)
+    lazy_switches: int = 0  # numba: hand-offs from the full path to the lazy kernel at an event
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
@@ -599,6 +601,14 @@ def _parallel_settings(share: object, rounds: object) -> tuple[float, int]:
     return float(share), int(rounds)
 
 
+def _switch_settings(share: object, back: object) -> tuple[float, float]:
+    """:attr:`BatchSim.lazy_switch_share` and :attr:`BatchSim.lazy_return_share`, checked (plain attributes)."""
+    for name, x in (("lazy_switch_share", share), ("lazy_return_share", back)):
+        if isinstance(x, bool) or not isinstance(x, int | float) or not 0.0 <= x <= 1.0:
+            raise ValueError(f"{name} = {x!r}: allowed: a share of the active flows in [0, 1]")
+    return float(share), float(back)  # type: ignore[arg-type]
+
+
 class BatchSim:
     """Stacked state of ``batch`` instances of one fabric, each with its own units and capacities.
 
@@ -642,6 +652,12 @@ class BatchSim:
         # for their first parallel_max_rounds rounds (1: never); docs/engine-alltoall.md
         self.parallel_share = float(_kernels.PARALLEL_SHARE)
         self.parallel_max_rounds = int(_kernels.PARALLEL_MAX_ROUNDS)
+        # > 0: an interval of a lazy-kernel instance starts on the full re-solve per event and switches to the
+        # lazy kernel at the first event at which the running mean of the predicted re-fill shares is below
+        # this (0, the default: the lazy kernel from the start to the end); docs/engine-alltoall.md
+        self.lazy_switch_share = float(_kernels.LAZY_SWITCH_SHARE)
+        # and the lazy kernel hands it back to the full path when that mean exceeds this
+        self.lazy_return_share = float(_kernels.LAZY_RETURN_SHARE)
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
@@ -1081,6 +1097,7 @@ class BatchSim:
     ) -> IntervalMetrics:
         """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
         par = _parallel_settings(self.parallel_share, self.parallel_max_rounds)  # checked before any change
+        sw_share, sw_back = _switch_settings(self.lazy_switch_share, self.lazy_return_share)
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.empty(B)
         dur[...] = duration_s  # (batch,) s, a scalar broadcast
@@ -1104,13 +1121,21 @@ class BatchSim:
 
         # the lazy exact kernel, if an instance takes it (compiled on first use only)
         lazy = _kernels.run_interval_lazy if self._any_lazy() else None
+        # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
+        sw_mode = np.zeros(B, dtype=i64)
+        sw = (sw_share, sw_back, sw_mode, np.zeros(B, dtype=i64), np.zeros(B), np.ones(B))
 
         def kernel(lo: int, hi: int, *args: object) -> None:
             if merge is not None:
                 merge(*merge_args(lo, hi))
-            _kernels.run_interval_numba(lo, hi, *args)
-            if lazy is not None:
-                lazy(lo, hi, *args, *par)
+            while True:  # the two kernels take turns while the lazy one hands instances back
+                _kernels.run_interval_numba(lo, hi, *args, *sw)
+                if lazy is None:
+                    break
+                lazy(lo, hi, *args, *sw, *par)
+                stats = args[-2]
+                if stats[2] != _kernels.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
+                    break
             if after is not None:
                 after(*after_args(lo, hi))
 
@@ -1144,6 +1169,8 @@ class BatchSim:
             raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
         m.events = max(r[0] for r in per_range)
         m.solver_iterations = sum(r[1] for r in per_range)
+        m.full_path_events = sum(r[11] for r in per_range)
+        m.lazy_switches = sum(r[12] for r in per_range)
         if lazy is not None:
             (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
              m.rates_moved, m.parallel_solves) = per_range[0][4:11] if len(per_range) == 1 else (

@@ -2,7 +2,7 @@
 
 This is the ``"numba"`` backend of :class:`ainet_gym.sim.engine.BatchSim`; the numpy code in
 :mod:`ainet_gym.sim.engine` and :func:`ainet_gym.sim.allocator.solve_coo` is the reference backend, and the two
-agree to round-off (``tests/test_backends.py`` checks every observation, reward and info value to 1e-9
+agree to round-off (``tests/sim/test_backends.py`` checks every observation, reward and info value to 1e-9
 relative). The kernel walks each instance of the batch on its own (instances are independent): Python is
 entered once per interval, and an instance's allocation is re-solved only when its set of active flows
 changed since its last solve (capacities and the split are fixed within an interval).
@@ -83,12 +83,18 @@ PRE_COMM = -1  # engine.PRE_COMM
 IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
 #: columns of the per-range statistics of :func:`run_interval_numba`
-N_STATS = 11
+N_STATS = 13
 #: the incremental solve re-fills the flows at levels >= (1 - RESTART_MARGIN) x the restart level: flows
 #: tied with a departed one at its level up to round-off are re-filled with it
 RESTART_MARGIN = 1e-9
 #: a full fill (every active flow; the link loads computed anew) after this many incremental solves
 FULL_FILL_EVERY = 256
+#: an incremental solve whose component rule (re-fill only the connected components of the changed flows)
+#: kept no flow out of the re-fill skips the rule (its union-find over every flow above the restart level)
+#: for the next 1, 2, 4, ... solves, at most this many, and re-fills every flow above the level meanwhile
+#: (exact either way: those flows are a max-min problem of their own). On an AllToAll whose jobs all cross
+#: every spine one component spans the fabric and the rule never keeps a flow; docs/engine-alltoall.md
+COMPONENT_BACKOFF_MAX = 64
 #: default share of the active flows above which a solve of the lazy kernel re-fills by the parallel
 #: local-bottleneck rule (:func:`fill_parallel`, O(entries x rounds)) rather than by the heap
 #: (:func:`fill_levels`, O(entries log links)): with few distinct levels (the first intervals of an
@@ -100,6 +106,27 @@ PARALLEL_SHARE = 0.25
 #: the parallel rule of such a solve hands the flows still unfrozen to the heap fill after this many
 #: rounds (many distinct levels: one round each; the heap fill costs O(log links) per entry at any count)
 PARALLEL_MAX_ROUNDS = 8
+#: the switch between the two exact paths of a lazy-kernel instance (docs/engine-alltoall.md): with a share
+#: > 0, an interval starts on the full re-solve per event (:func:`run_interval_numba`, the parallel rule) and
+#: moves to the lazy kernel at the first event at which the running mean (:data:`SWITCH_MEAN_WEIGHT`) of the
+#: predicted re-fill shares (the active flows at or above the lazy kernel's restart level) is below it. A
+#: solve that re-fills most flows costs the lazy kernel more than a full re-solve (the first intervals of an
+#: AllToAll re-fill 57-59%). Both paths are exact: the switch changes no result beyond round-off. Default 0,
+#: off (the lazy kernel from the first event to the last): measured on 8 AllToAll x 128 GPUs, a switch at
+#: 0.3 (return 0.6) made intervals 1-2 26-36% faster and intervals 4-5 17-25% slower (hundreds of their
+#: events stay on the full path). Read when a :class:`~ainet_gym.sim.engine.BatchSim` is built
+#: (``BatchSim.lazy_switch_share`` per simulation)
+LAZY_SWITCH_SHARE = 0.0
+#: with :data:`LAZY_SWITCH_SHARE` > 0, the lazy kernel hands an instance back to the full re-solve per event
+#: at a solve whose running mean of re-fill shares (at or above the restart level) exceeds this (1: never),
+#: and the full path takes it again from that event until the next switch. ``BatchSim.lazy_return_share``;
+#: docs/engine-alltoall.md
+LAZY_RETURN_SHARE = 0.6
+#: the switch decides on the running mean of the predicted re-fill shares (each event's share enters with
+#: this weight, from 1 at the start of an interval), not on one event's: on an AllToAll the share
+#: alternates from event to event (a completion at a low level re-fills most flows, one at a high level
+#: few), and a switch on each event's share went back and forth with a full fill at every hand-off
+SWITCH_MEAN_WEIGHT = 0.125
 #: default least number of flows of an instance for the lazy exact kernel (:func:`run_interval_lazy`:
 #: incremental fills, per-flow progress) in exact event mode; smaller instances, or all with -1, run the
 #: parallel rule, bit for bit as the numpy backend. Read when a :class:`~ainet_gym.sim.engine.BatchSim` is
@@ -300,6 +327,7 @@ def run_interval_numba(
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
+    sw_share, sw_back, sw_mode, sw_ev, sw_t, sw_avg,
 ):  # fmt: skip
     """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event (see the module
     docstring).
@@ -319,7 +347,18 @@ def run_interval_numba(
     Allocation: the parallel local-bottleneck rule of :func:`ainet_gym.sim.allocator.solve_coo`, inline,
     bit for bit as the numpy backend, re-solving every active flow when the active set changed. The
     instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
-    :func:`lazy_instance`) are skipped here: the engine calls that kernel on the same range after this one.
+    :func:`lazy_instance`) start here and are handed to that kernel (the engine calls it on the same range
+    after this one, and this one again while an instance was handed back) at the first event whose re-fill
+    by the lazy kernel is predicted to cover less than ``sw_share`` of the active flows
+    (:data:`LAZY_SWITCH_SHARE`; 0: at once, before the first event; the lazy kernel hands an instance back
+    at a solve predicted to re-fill more than ``sw_back``, :data:`LAZY_RETURN_SHARE`). The prediction here
+    is the share of the active flows at or above the lazy kernel's restart level (the flows that arrive,
+    and those whose last rate is at least the least last rate of the flows that left or the least equal
+    share of an arrival, less :data:`RESTART_MARGIN`): an upper bound of the lazy kernel's share, which
+    also leaves out the connected components the event does not touch. ``sw_mode[b]`` (such instances
+    only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back by the lazy
+    kernel (this kernel resumes), 2 handed to the lazy kernel, 3 done; at a hand-off ``sw_ev[b]`` holds the
+    events run and ``sw_t[b]`` the s of the interval left, and each kernel adds the link bytes of its part.
 
     The event processing and the parallel rule are written into the loop, not called, and the loops take
     no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call increfs and decrefs
@@ -340,6 +379,7 @@ def run_interval_numba(
     t_phase = np.empty(n_phases)
     act_flows = np.empty(n_flows, dtype=np.int64)
     dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
+    came_f = np.empty(n_flows, dtype=np.bool_)  # (flows,) an active flow joined the set at this event
     # solver scratch, one row per active flow of an instance
     live_i = np.empty((f_max, 3), dtype=np.int64)
     live_x = np.empty((f_max, 2))
@@ -355,24 +395,40 @@ def run_interval_numba(
     sstamp = np.full(n_links, -1, dtype=np.int64)
     touched = np.empty(n_links, dtype=np.int64)  # links touched in a solver round
     tick = 0
-    events = 0
-    solver_iters = 0
+    events = stats[0]  # (this kernel runs again on a range whose instances the lazy kernel handed back)
+    solver_iters = stats[1]
+    full_events = 0  # events of lazy-kernel instances run here
+    switches = 0  # hand-offs of instances to the lazy kernel at an event (not before the first)
     for b in range(b_lo, b_hi):
-        if lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):  # run_interval_lazy's
+        cand = lazy_instance(
+            inst_flow, b, inc_min, phase_mode, quantum
+        )  # run_interval_lazy's (at some event)
+        if cand and sw_mode[b] >= 2:  # the lazy kernel's, or done
             continue
+        resumed = cand and sw_mode[b] == 1
         u0, u1 = inst_unit[b], inst_unit[b + 1]
         f0, f1 = inst_flow[b], inst_flow[b + 1]
         lo = b * n_links
-        t_left = duration[b]
-        for k in range(lo, lo + n_links):  # this instance's part of the outputs, zeroed here, on its thread
-            link_bytes[k] = 0.0
-        for u in range(u0, u1):
-            iters[u] = 0
-            step_sum[u] = 0.0
-            comm_sum[u] = 0.0
-            compute_t[u] = 0.0
-            active_t[u] = 0.0
-        stalled[b] = 0
+        t_left = sw_t[b] if resumed else duration[b]
+        if not resumed:
+            for k in range(
+                lo, lo + n_links
+            ):  # this instance's part of the outputs, zeroed here, on its thread
+                link_bytes[k] = 0.0
+            for u in range(u0, u1):
+                iters[u] = 0
+                step_sum[u] = 0.0
+                comm_sum[u] = 0.0
+                compute_t[u] = 0.0
+                active_t[u] = 0.0
+            stalled[b] = 0
+        if cand and not resumed:
+            sw_avg[b] = 1.0  # the running mean of the predicted re-fill shares (from "all flows")
+        if cand and not resumed and not sw_share > 0.0:  # the lazy kernel from the start
+            sw_mode[b] = 2
+            sw_ev[b] = 0
+            sw_t[b] = t_left
+            continue
         for f in range(f0, f1):
             act[f] = False
             moved[f] = 0.0
@@ -388,7 +444,9 @@ def run_interval_numba(
             if x < dcap[f]:
                 dcap[f] = x
         solved = False
-        ev = 0
+        handed = False
+        ev = sw_ev[b] if resumed else 0
+        ev_in = ev
         while True:
             # every transition of the instance's units that is due now (written here rather than called: a
             # call would pass some 30 arrays, each reference-counted on the way in and out, atomically)
@@ -480,10 +538,13 @@ def run_interval_numba(
             ev += 1
             if ev > max_events:
                 stats[2], stats[3] = ERR_EVENTS, -1
+                stats[11] += full_events + (ev - ev_in if cand else 0)
                 return
             # active flows; re-solve only when the set changed
             changed = not solved
             n_act = 0
+            lev = inf  # (lazy-kernel instances) the least last rate of the flows that left
+            n_came = 0  # and the flows that arrived
             for f in range(f0, f1):
                 u = flow_unit[f]
                 if not unit_alive[u]:
@@ -493,12 +554,60 @@ def run_interval_numba(
                 else:
                     p = phase_off[u] + flow_phase[f]
                     a = phase_state[p] == RUNNING and phase_lat_left[p] <= eps_t and rem[f] > 0
+                arrived = False
                 if a != act[f]:
                     changed = True
                     act[f] = a
+                    if a:
+                        n_came += 1
+                        arrived = True
+                    elif rate[f] < lev:
+                        lev = rate[f]
                 if a:
+                    came_f[f] = arrived
                     act_flows[n_act] = f
                     n_act += 1
+            if cand and solved and changed:
+                # the lazy kernel's restart level and the share of the flows it would re-fill (arrivals:
+                # at least their least equal share on the new active set's coefficient sums)
+                if n_came > 0:
+                    cur = tick
+                    tick += 1
+                    for k in range(n_act):
+                        f = act_flows[k]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            lk = e_link[e] - lo
+                            if stamp[lk] != cur:
+                                stamp[lk] = cur
+                                denom[lk] = 0.0
+                            denom[lk] += e_coef[e]
+                    for k in range(n_act):
+                        f = act_flows[k]
+                        if not came_f[f]:
+                            continue
+                        x = dcap[f]
+                        for e in range(fe_lo[f], fe_hi[f]):
+                            y = capacity[e_link[e]] / denom[e_link[e] - lo]
+                            if y < x:
+                                x = y
+                        if x < lev:
+                            lev = x
+                lev = lev * (1.0 - RESTART_MARGIN)
+                n_above = 0
+                for k in range(n_act):
+                    f = act_flows[k]
+                    if came_f[f] or rate[f] >= lev:
+                        n_above += 1
+                x = n_above / n_act if n_act > 0 else 0.0
+                sw_avg[b] += SWITCH_MEAN_WEIGHT * (x - sw_avg[b])
+                if sw_avg[b] < sw_share:  # hand the instance to the lazy kernel at this event
+                    ev -= 1
+                    sw_mode[b] = 2
+                    sw_ev[b] = ev
+                    sw_t[b] = t_left
+                    switches += 1
+                    handed = True
+                    break
             if changed:
                 # max-min rates of the active flows act_flows[:n_act] (increasing), written to rate (written
                 # here rather than called, as the event processing above). Flow f owns the shared entries
@@ -713,8 +822,14 @@ def run_interval_numba(
             link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
         if ev > events:
             events = ev
+        if cand:
+            full_events += ev - ev_in
+            if not handed:
+                sw_mode[b] = 3  # the rest of the interval ran here
     stats[0] = events
     stats[1] = solver_iters
+    stats[11] += full_events
+    stats[12] += switches
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -1264,8 +1379,9 @@ def _heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
-    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds,
-):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/test_incremental.py)
+    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, back_share,
+    share_mean,
+):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
 
@@ -1273,8 +1389,9 @@ def resolve_incremental(
     that left it since the last solve; ``came[:n_came]``: those that joined it (a flow may be in both: it
     completed and started again); ``arr_mark[f] == mark`` marks a flow that joined since the last solve.
     ``rate`` holds the last solve's rates (read for the flows of the log, written for the re-filled ones).
-    ``rstate`` (int64): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
-    since the last full fill, and the link-generation, union-find and fill stamps. ``log_flow`` /
+    ``rstate`` (int64, 8): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
+    since the last full fill, the link-generation, union-find and fill stamps, the parallel-rule solves,
+    and the component rule's back-off (solves left to skip it, the last skip; :data:`COMPONENT_BACKOFF_MAX`). ``log_flow`` /
     ``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
     links, row ``link - lo``): the active flows' bytes/s and coefficient sums per link, valid where
     ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
@@ -1295,7 +1412,11 @@ def resolve_incremental(
     (:data:`PARALLEL_SHARE`). ``rstate[5]`` counts the solves that took the parallel rule.
 
     Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
-    ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill.
+    ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved,
+    when the running mean ``share_mean[0]`` (weight :data:`SWITCH_MEAN_WEIGHT`) of the shares of the active
+    flows that incremental solves would re-fill (at or above the restart level, before the component rule)
+    exceeds ``back_share`` (1: never): the caller re-solves in full (:data:`LAZY_RETURN_SHARE`), and the
+    state here is then stale (the next call must be a full fill, ``rstate[0] = -1``).
     """
     inf = np.inf
     # the rates of the new active set: a full fill, or a re-fill from the restart level
@@ -1353,6 +1474,14 @@ def resolve_incremental(
                 k0 = mid + 1
             else:
                 k1 = mid
+        # the flows at or above the level (the departed ones are all there) and the arrivals: their share
+        # enters the running mean share_mean[0]; above back_share, decline
+        x = (n_log - k0 - n_gone + n_came) / n_act if n_act > 0 else 0.0
+        m = share_mean[0] + SWITCH_MEAN_WEIGHT * (x - share_mean[0])
+        if m > back_share:
+            share_mean[0] = m
+            return -1, False
+        share_mean[0] = m
         # the flows at levels >= lev (log[k0:n_log], departed ones included, and the arrivals)
         # on the capacities the lower ones leave make a max-min problem of their own, and it
         # decomposes over the connected components of their flow-link graph: only the components
@@ -1360,6 +1489,7 @@ def resolve_incremental(
         # whose residual capacities start at the capacity less the load.
         rstate[3] += 1
         tick = rstate[3]
+        use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (below)
         for k in range(k0, n_log + n_came):
             f = log_flow[k] if k < n_log else came[k - n_log]
             r0 = -1
@@ -1370,23 +1500,29 @@ def resolve_incremental(
                     uf[lk] = lk
                     c = capacity[lo + lk]
                     resid[lk] = c - load[lk] if c < inf else inf
+                if not use_cc:
+                    continue
                 if r0 < 0:
                     r0 = _uf_find(uf, lk)
                 else:
                     r1 = _uf_find(uf, lk)
                     if r1 != r0:
                         uf[r1] = r0
-        for k in range(k0, n_log + n_came):  # the components of the departed and arrived flows
-            f = log_flow[k] if k < n_log else came[k - n_log]
-            if (k >= n_log or not act[f] or arr_mark[f] == mark) and fe_hi[f] > fe_lo[f]:
-                seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] = tick
+        if use_cc:
+            for k in range(k0, n_log + n_came):  # the components of the departed and arrived flows
+                f = log_flow[k] if k < n_log else came[k - n_log]
+                if (k >= n_log or not act[f] or arr_mark[f] == mark) and fe_hi[f] > fe_lo[f]:
+                    seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] = tick
+        else:
+            rstate[6] -= 1
         # their flows are filled again on the residual capacities (plus what they and the
-        # departed flows used); the others keep their rates and levels
+        # departed flows used); the others keep their rates and levels (every flow at or above the
+        # level is filled again while the component rule backs off)
         n_re = 0
         n_keep = 0
         for k in range(k0, n_log):
             f = log_flow[k]
-            hit = fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick
+            hit = not use_cc or (fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick)
             gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
             if hit or gone_f:
                 r = rate[f]
@@ -1406,6 +1542,12 @@ def resolve_incremental(
         for k in range(n_came):
             refill[n_re] = came[k]
             n_re += 1
+        if use_cc:  # a component rule that kept no flow is skipped for the next 1, 2, 4, ... solves
+            if n_keep == 0:
+                rstate[7] = min(2 * rstate[7] + 1, COMPONENT_BACKOFF_MAX)
+                rstate[6] = rstate[7]
+            else:
+                rstate[7] = 0
     dense = n_re > par_share * n_act
     if (
         dense and n_re > 1
@@ -1478,11 +1620,18 @@ def run_interval_lazy(
     flow_unit, flow_phase, flow_bg, flow_bytes, flow_scale, flow_demand, capacity,
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
-    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go, par_share, par_rounds,
+    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
+    sw_share, sw_back, sw_mode, sw_ev, sw_t, sw_avg, par_share, par_rounds,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
     same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``; the others are left
-    alone), in exact event mode with work per event proportional to
+    alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
+    run, ``sw_t[b]`` s of the interval left; that kernel zeroed the outputs and added the link bytes of its
+    part). An instance whose solves would re-fill more than ``sw_back`` of the active flows on a running
+    mean (:data:`LAZY_RETURN_SHARE`, only when ``sw_share > 0``; :func:`resolve_incremental` declines such
+    a solve) is handed back at that event
+    (``sw_mode[b] = 1``, progress and link bytes brought up to date) and the engine runs
+    :func:`run_interval_numba` on the range again. In exact event mode with work per event proportional to
     the flows whose rate changes, not to the flows of the instance (docs/engine-alltoall.md).
 
     Allocation: progressive filling (:func:`fill_levels`), incremental from event to event. A fill keeps its
@@ -1562,8 +1711,8 @@ def run_interval_lazy(
     csum = np.zeros(n_links)  # (links,) sum of the coefficients of the active flows on each link
     link_gen = np.full(n_links, -1, dtype=np.int64)  # load and csum are valid where this is gen
     rstate = np.zeros(
-        6, dtype=np.int64
-    )  # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves
+        8, dtype=np.int64
+    )  # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves, back-off
     events = stats[0]
     n_fills = 0
     n_inc = 0
@@ -1575,19 +1724,12 @@ def run_interval_lazy(
     for b in range(b_lo, b_hi):
         if not lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
             continue
+        if sw_mode[b] != 2:  # not handed over by run_interval_numba
+            continue
         u0, u1 = inst_unit[b], inst_unit[b + 1]
         f0, f1 = inst_flow[b], inst_flow[b + 1]
         lo = b * n_links
-        t_left = duration[b]
-        for k in range(lo, lo + n_links):  # this instance's part of the outputs, zeroed here, on its thread
-            link_bytes[k] = 0.0
-        for u in range(u0, u1):
-            iters[u] = 0
-            step_sum[u] = 0.0
-            comm_sum[u] = 0.0
-            compute_t[u] = 0.0
-            active_t[u] = 0.0
-        stalled[b] = 0
+        t_left = sw_t[b]  # (outputs zeroed by run_interval_numba, link bytes of its part added)
         for f in range(f0, f1):
             act[f] = False
             moved[f] = 0.0
@@ -1618,8 +1760,13 @@ def run_interval_lazy(
         n_came = 0
         rstate[0] = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
         rstate[1] = 0
+        rstate[6] = 0  # the component rule's back-off
+        rstate[7] = 0
         solved = False
-        ev = 0
+        ev = sw_ev[b]  # events run by run_interval_numba before the hand-off
+        ev0 = ev
+        back_at = sw_back if sw_share > 0.0 else 1.0  # (no switch: no return either)
+        back = False
         while True:
             # every transition of the instance's units that is due now (run_interval_numba's, with the
             # phases' counts of flows with bytes left in place of a pass over their flows)
@@ -1722,7 +1869,7 @@ def run_interval_lazy(
                 if not unit_alive[u]:
                     continue
                 if unit_bg[u]:
-                    if ev == 1 and bg_on[u]:
+                    if ev == ev0 + 1 and bg_on[u]:  # (the first event here)
                         for f in range(f0, f1):  # background flows are few: found by their unit
                             if flow_unit[f] == u:
                                 act[f] = True
@@ -1756,8 +1903,11 @@ def run_interval_lazy(
                     act, arr_mark, n_fills, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
                     e_coef, capacity, lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
-                    link_gen, rstate, par_share, par_rounds,
+                    link_gen, rstate, par_share, par_rounds, back_at, sw_avg[b:b + 1],
                 )  # fmt: skip
+                if n_re < 0:  # re-fills too many flows: back to run_interval_numba at this event
+                    back = True
+                    break
                 if full:
                     n_full += 1
                 else:
@@ -1930,6 +2080,15 @@ def run_interval_lazy(
             link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
         for e in range(ex_lo[b], inst_seg[b + 1]):
             link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
+        if (
+            back
+        ):  # run_interval_numba takes this event again (its transitions are done: they re-settle at once)
+            ev -= 1
+            sw_mode[b] = 1
+            sw_ev[b] = ev
+            sw_t[b] = t_left
+        else:
+            sw_mode[b] = 3
         if ev > events:
             events = ev
     stats[0] = events

@@ -74,8 +74,10 @@ def run(
     w = FabricWorld(load_scenario(scenario), 1, backend=backend)
     w.reset(seeds=[seed])
     w.sim.incremental_min_flows = inc_min
-    if par is not None:  # (parallel_share, parallel_max_rounds) of the lazy kernel
-        w.sim.parallel_share, w.sim.parallel_max_rounds = par
+    if par is not None:  # (parallel_share, parallel_max_rounds[, lazy_switch_share, lazy_return_share])
+        w.sim.parallel_share, w.sim.parallel_max_rounds = par[:2]
+        if len(par) > 2:
+            w.sim.lazy_switch_share, w.sim.lazy_return_share = par[2:]
     out = []
     for k in range(steps):
         r = w.step(splits[k] if splits[k] is not None else w.default_split())
@@ -84,8 +86,10 @@ def run(
 
 
 # the lazy kernel's solves: heap fills only (sparse completion-heap updates); every solve by the parallel
-# rule for 2 rounds, the rest by the heap (the completion heap rebuilt at every solve)
-LAZY_MODES = [(1.0, 8), (0.0, 2)]
+# rule for 2 rounds, the rest by the heap (the completion heap rebuilt at every solve); and the switch
+# between the full path and the lazy kernel: at the first prediction, handed back at every incremental
+# solve (the most hand-offs both ways), and on the running mean at 0.5 both ways
+LAZY_MODES = [(1.0, 8, 0.0, 1.0), (0.0, 2, 0.0, 1.0), (1.0, 8, 1.0, 0.0), (0.0, 2, 0.5, 0.5)]
 
 
 @pytest.mark.parametrize("par", LAZY_MODES)
@@ -130,31 +134,7 @@ def test_incremental_matches_the_numpy_reference(name):
 
 def test_incremental_solves_refill_few_flows_on_an_alltoall():
     # 4 AllToAll jobs of 16 GPUs: most events are single completions, re-filling a part of the flows
-    sc = {
-        "name": "a2a",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 4,
-            "spines": 2,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 8,
-            "nic_gbps": 400,
-            "uplink_gbps": 400,
-        },
-        "workload": {
-            "jobs": [
-                {
-                    "name": f"j{j}",
-                    "gpus": 16,
-                    "placement": "spread",
-                    "compute_ms": 5.0 + j,
-                    "collectives": [{"op": "alltoall", "bytes": 1e8}],
-                }
-                for j in range(4)
-            ]
-        },
-        "dynamics": {"decision_interval_ms": 20.0},
-    }
+    sc = ALLTOALL
     w = FabricWorld(load_scenario(sc), 1, backend="numba")
     w.reset(seeds=[0])
     w.sim.incremental_min_flows = 0
@@ -170,6 +150,33 @@ def test_incremental_solves_refill_few_flows_on_an_alltoall():
     assert solves > 100
     assert touched < active  # a restart never re-fills more than the active flows, and here far fewer
     assert m.full_fills >= 1
+
+
+ALLTOALL = {
+    "name": "a2a",
+    "fabric": {
+        "topology": "spine_leaf",
+        "leaves": 4,
+        "spines": 2,
+        "hosts_per_leaf": 2,
+        "gpus_per_host": 8,
+        "nic_gbps": 400,
+        "uplink_gbps": 400,
+    },
+    "workload": {
+        "jobs": [
+            {
+                "name": f"j{j}",
+                "gpus": 16,
+                "placement": "spread",
+                "compute_ms": 5.0 + j,
+                "collectives": [{"op": "alltoall", "bytes": 1e8}],
+            }
+            for j in range(4)
+        ]
+    },
+    "dynamics": {"decision_interval_ms": 20.0},
+}
 
 
 @pytest.mark.parametrize("par", [(0.0, 1), (0.0, 1_000_000), (1.0, 8)])
@@ -211,6 +218,50 @@ def test_restart_constants_are_documented_values():
     assert 0 < kernels.RESTART_MARGIN <= 1e-9
     assert kernels.FULL_FILL_EVERY >= 1
     assert 0.0 <= kernels.PARALLEL_SHARE <= 1.0 and kernels.PARALLEL_MAX_ROUNDS >= 1
+    assert 0.0 <= kernels.LAZY_SWITCH_SHARE <= 1.0 and 0.0 <= kernels.LAZY_RETURN_SHARE <= 1.0
+    assert 0.0 < kernels.SWITCH_MEAN_WEIGHT <= 1.0 and kernels.COMPONENT_BACKOFF_MAX >= 0
+
+
+@pytest.mark.parametrize(("switch", "back"), [(0.0, 1.0), (0.0, 0.0), (1.0, 1.0), (1.0, 0.0), (0.3, 0.6)])
+def test_switch_between_the_full_path_and_the_lazy_kernel_is_exact(switch, back):
+    # 4 AllToAll jobs of 16 GPUs: the lazy kernel from the start to the end (switch 0; the return share
+    # then does not apply), the full path for the first solve and then the lazy kernel (1, 1), handed back
+    # at every incremental solve (1, 0: hand-offs both ways at most events), and on the running mean: the
+    # full re-solve per event (incremental_min_flows -1) to 1e-9, and the counters say which paths ran
+    sc = load_scenario(ALLTOALL)
+    worlds = []
+    for inc_min in (0, -1):
+        w = FabricWorld(sc, 1, backend="numba")
+        w.reset(seeds=[0])
+        w.sim.incremental_min_flows = inc_min
+        worlds.append(w)
+    worlds[0].sim.lazy_switch_share, worlds[0].sim.lazy_return_share = switch, back
+    last: list = []
+    run_interval = worlds[0].sim.run_interval
+
+    def counted(*args, **kw):
+        m = run_interval(*args, **kw)
+        last.append(m)
+        return m
+
+    worlds[0].sim.run_interval = counted
+    for _ in range(3):
+        a, b = (w.step(w.default_split()) for w in worlds)
+        for f in FIELDS:
+            assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+    events = sum(m.events for m in last)
+    full_path = sum(m.full_path_events for m in last)
+    switches = sum(m.lazy_switches for m in last)
+    lazy_solves = sum(m.incremental_solves + m.full_fills for m in last)
+    assert events > 100
+    if switch == 0.0:
+        assert full_path == 0 and switches == 0 and lazy_solves > 100
+    elif back == 1.0:  # once per interval, at the first prediction
+        assert switches == len(last) and 0 < full_path < 3 * len(last) and lazy_solves > 100
+    elif back == 0.0:  # back and forth
+        assert switches > 20 and full_path > 20 and lazy_solves > 20
+    else:
+        assert full_path > 0 and lazy_solves > 0
 
 
 def test_incremental_matches_full_resolve_under_the_greedy_split():
@@ -303,7 +354,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
     links = dict(uf=np.empty(L, dtype=i64), seed=np.full(L, -1, dtype=i64), resid=np.empty(L),
                  rstamp=np.full(L, -1, dtype=i64), load=np.zeros(L), csum=np.zeros(L),
                  link_gen=np.full(L, -1, dtype=i64))  # fmt: skip
-    rstate = np.array([-1, 0, 0, 0, 0, 0], dtype=i64)
+    rstate = np.array([-1, 0, 0, 0, 0, 0, 0, 0], dtype=i64)
     n_inc = 0
     n_filled = 0  # solves that filled at least one flow
     for mark, (gone, came) in enumerate(events):
@@ -318,7 +369,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
             coef, cap, 0, demand, np.ones(F), rate, per_flow["old_rate"], per_flow["refill"],
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
-            links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds,
+            links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, 1.0, np.zeros(1),
         )  # fmt: skip
         n_inc += not full
         n_filled += n_re > 0
@@ -345,6 +396,9 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
         ("parallel_share", float("nan")),
         ("parallel_share", "0.3"),
         ("parallel_max_rounds", -1),
+        ("lazy_switch_share", -0.1),
+        ("lazy_switch_share", True),
+        ("lazy_return_share", 1.5),
     ],
 )
 def test_bad_parallel_settings_are_refused_naming_the_field(field, value):

@@ -1,6 +1,6 @@
 """The model-file rule (agents/model_files.py), one crafted payload per loader: a file or folder built to
 run a command when loaded (it would create a marker file) is refused with one line naming the path, and
-the marker never appears. SB3 zips: tests/test_model_safety.py (the allowlist); here the others and the
+the marker never appears. SB3 zips: tests/agents/test_model_safety.py (the allowlist); here the others and the
 command line for each."""
 
 from __future__ import annotations

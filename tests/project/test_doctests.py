@@ -33,7 +33,7 @@ def _modules() -> list[str]:
 MODULES = _modules()
 #: the optional extras of pyproject.toml: a module that needs one raises an ImportError naming it
 EXTRAS = set(
-    tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"][
+    tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
 )

@@ -228,7 +228,7 @@ def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
     from ainet_gym.agents.evaluate import EvalConfig, prepare, run_policy
 
     spec = importlib.util.spec_from_file_location(
-        "marl_ppo", Path(__file__).parents[1] / "examples" / "marl_ppo.py"
+        "marl_ppo", Path(__file__).parents[2] / "examples" / "marl_ppo.py"
     )
     ex = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = ex  # dataclasses resolve the module of their annotations

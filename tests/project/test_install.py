@@ -7,7 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_progress_bar_of_train_and_demo_can_be_built() -> None:

@@ -121,7 +121,7 @@ def test_shipped_jitter_scenario_varies_the_episode_of_a_policy_that_routes_ever
     # the burst phase and the job starts differ, so spray+bg's GPU utilisation differs between seeds
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "scenarios" / "periodic-interference-jitter.yaml"
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "periodic-interference-jitter.yaml"
     util = {}
     for name in ("periodic-interference", "periodic-interference-jitter"):
         sc = path if name.endswith("jitter") else path.with_name(f"{name}.yaml")

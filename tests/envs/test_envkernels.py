@@ -136,7 +136,7 @@ def test_compiled_env_side_is_bit_for_bit_the_numpy_backend(
     name: str, info_keys: tuple[str, ...], monkeypatch
 ) -> None:
     """Every observation, reward, done flag and info value of the vector env, bit for bit (the allocation in
-    the parallel-rule kernel: the lazy exact kernel agrees to round-off, tests/test_incremental.py)."""
+    the parallel-rule kernel: the lazy exact kernel agrees to round-off, tests/sim/test_incremental.py)."""
     from ainet_gym.sim import kernels
 
     monkeypatch.setattr(kernels, "INCREMENTAL_MIN_FLOWS", -1)

@@ -27,7 +27,7 @@ from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario.loader import fabric_gpu_count
 from ainet_gym.sim.world import FabricWorld
 
-SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 ALL = sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
 LARGE = (
     "large-scale-4k",

@@ -15,7 +15,7 @@ import pytest
 import ainet_gym
 from ainet_gym import _moved
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "ainet_gym"
 
 

@@ -7,7 +7,7 @@ the output folders (``out/``, ``runs/``, ``bench-results/`` of the working direc
 
 CI runs a small sample (about a minute). A longer run::
 
-    AINET_GYM_FUZZ_EXAMPLES=400 .venv/bin/python -m pytest -q tests/test_fuzz.py
+    AINET_GYM_FUZZ_EXAMPLES=400 .venv/bin/python -m pytest -q tests/cli/test_fuzz.py
 """
 
 from __future__ import annotations

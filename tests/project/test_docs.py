@@ -42,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUN = ("python", "bash")
 REFUSED = ("sh", "shell", "console", "py", "python3", "pycon", "zsh")
 MAX_SKIPPED_FRACTION = 0.10
@@ -50,7 +50,7 @@ MAX_SKIPPED_FRACTION = 0.10
 #: `make check`; ray by the rllib venv; tyro, rl_zoo3 and tianshou by the extra `examples`)
 EXTRAS = ("pettingzoo", "supersuit", "ray", "ns", "tyro", "rl_zoo3", "tianshou")
 #: optional module -> the make target that installs it and runs the doc pages whose blocks import it (``check``
-#: runs the whole suite; the others run ``tests/test_docs.py`` on those pages, see
+#: runs the whole suite; the others run ``tests/project/test_docs.py`` on those pages, see
 #: :func:`test_blocks_skipped_for_an_extra_run_in_its_make_target`)
 EXTRA_TARGETS = {
     "pettingzoo": "check",
@@ -310,7 +310,7 @@ def _recipe(makefile: str, target: str) -> str:
 def test_blocks_skipped_for_an_extra_run_in_its_make_target() -> None:
     """A block that imports an optional module (skipped where it is not installed) runs in the make target
     that installs it: ``check`` runs every test; ``check-examples`` and ``check-rllib`` must run
-    tests/test_docs.py on the pages of their modules (fails on the old code: the pages
+    tests/project/test_docs.py on the pages of their modules (fails on the old code: the pages
     docs/research-code.md and docs/cluster.md ran in no target, their blocks skipped everywhere)."""
     makefile = (ROOT / "Makefile").read_text()
     need: dict[str, set[str]] = {}
@@ -325,10 +325,12 @@ def test_blocks_skipped_for_an_extra_run_in_its_make_target() -> None:
         if target == "check":
             assert "pytest" in _recipe(makefile, "test") and "tests" in _recipe(makefile, "test")
             continue
-        docs_lines = [ln for ln in _recipe(makefile, target).splitlines() if "tests/test_docs.py" in ln]
+        docs_lines = [
+            ln for ln in _recipe(makefile, target).splitlines() if "tests/project/test_docs.py" in ln
+        ]
         for page in sorted(pages_):
             assert any(page in ln for ln in docs_lines), (
-                f"make {target} does not run tests/test_docs.py on {page}, whose blocks need its extra"
+                f"make {target} does not run tests/project/test_docs.py on {page}, whose blocks need its extra"
             )
 
 

@@ -337,7 +337,7 @@ def test_cleanrl_example_trains_without_sb3(tmp_path: Path) -> None:
     import importlib.util
     import sys
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "cleanrl_reinforce.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "cleanrl_reinforce.py"
     spec = importlib.util.spec_from_file_location("cleanrl_reinforce", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up

@@ -1,0 +1,539 @@
+"""Imitation of a lookahead over the plans of a ``choose`` mode: labels, then behaviour cloning.
+
+The clairvoyant twin (:mod:`ainet_gym.agents.twin`) finds, on ``spine-leaf-2to1-jitter``, a gain over the
+best baseline of the ``jobs+bg`` class that switching plans at the right intervals reaches (docs/learning.md).
+This module asks whether a policy can learn *when*:
+
+1. :func:`lookahead_labels` plays each episode along a receding-horizon lookahead restricted to the plans of
+   the action mode (``choose_bg``: ``ecmp``, ``spray+bg``, ``wcmp+bg``, ``greedy+bg``, ``lp+bg``,
+   ``solo-lp+bg``): at each decision every plan runs one interval on a copy of the true state
+   (:meth:`~ainet_gym.envs.env.EnvCore.snapshot`), then ``H - 1`` intervals of a base policy
+   (``spray+bg``, the best plan played alone there), all ``B x K`` copies in one batched core; the plan whose
+   jobs did the most ideal work (:func:`ainet_gym.agents.twin.job_progress`) is the label of that
+   decision and is played. It records the observation the policy would have seen (with the env's
+   ``obs_features``), the label, every plan's score and the interval's reward.
+2. :func:`behaviour_clone` fits the policy network of a PPO model (the network ``ainet-gym train`` builds)
+   to the labels by weighted cross-entropy (weights: inverse square root of each plan's frequency) and
+   its value network to the discounted returns of the labelled trajectories, and saves it as a model of
+   ``ainet-gym train`` (metadata included): ``evaluate ppo:PATH`` plays it, ``train --resume PATH``
+   continues it with PPO.
+
+The lookahead sees the future (it simulates on copies of the true state), so its labels are a target, never
+a policy of the class. Command line::
+
+    python -m ainet_gym.agents.imitate label spine-leaf-2to1-jitter --seeds 2000000-2000039 --out train.npz
+    python -m ainet_gym.agents.imitate clone train.npz --val val.npz --out bc.zip --epochs 60
+    python -m ainet_gym.agents.imitate knn train.npz --k 5 --out knn.npz   # evaluate knn:knn.npz
+
+3. :func:`fit_knn` / :class:`KnnAgent` (``knn:PATH`` in ``evaluate``): the plan the ``k`` labelled decisions
+   nearest in the observation's ``job_phase`` block were given, a non-parametric imitation that reads only
+   the observation (what the network of 2 does not learn to isolate from the other 2,300 inputs).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_BASE",
+    "DEFAULT_H",
+    "DEFAULT_K",
+    "KnnAgent",
+    "behaviour_clone",
+    "fit_knn",
+    "lookahead_labels",
+]
+
+#: the base policy of the lookahead's intervals after the first (the best plan played alone on
+#: ``spine-leaf-2to1-jitter``: docs/learning.md)
+DEFAULT_BASE = "spray+bg"
+#: lookahead intervals (the twin's default, :data:`ainet_gym.agents.twin.DEFAULT_H`)
+DEFAULT_H = 8
+#: neighbours of :class:`KnnAgent` (picked on validation seeds 100-109: docs/learning.md)
+DEFAULT_K = 5
+#: scores within this relative distance of the best are ties, broken by the plan order (so that plans with
+#: the same split, e.g. ``spray+bg`` and ``wcmp+bg`` without failed links, get one label)
+TIE_RTOL = 1e-9
+
+
+def lookahead_labels(
+    scenario: Any,
+    seeds: list[int],
+    h: int = DEFAULT_H,
+    base: str = DEFAULT_BASE,
+    action_mode: str = "choose_bg",
+    obs_features: tuple[str, ...] = ("phase",),
+    history: int = 4,
+    steps: int | None = None,
+    backend: str | None = None,
+    policy: Any = None,
+) -> dict[str, Any]:
+    """Play the episodes of ``seeds`` (one batch) along the lookahead over the plans of ``action_mode``
+    (module docstring), or, with ``policy`` (a function of the batch's observations (B, D) giving (B,)
+    plan indices, e.g. a cloned model's deterministic ``predict``), play the policy's plans and label the
+    states it visits (DAgger's aggregation step), and return the arrays of every decision: ``obs`` (N, D) float32, ``label`` (N,)
+    int64 plan index, ``scores`` (N, K) each plan's ideal GPU-seconds over its lookahead, ``reward`` (N,),
+    ``seed`` (N,), ``t`` (N,) the decision's interval, ``played`` (N,) the plan played, in episode order (``N = len(seeds) * steps``); and
+    ``plans``, ``gpu_utilization`` (B,) each episode's mean reward, ``seconds``.
+
+    Raises
+    ------
+    ValueError
+        If ``action_mode`` is not a ``choose`` mode, ``h < 1`` or ``base`` is not an engine-level policy.
+    """
+    from ainet_gym.agents.twin import conn_bounds, instance_rows, job_progress
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.routing.plans import CHOOSE_MODES, plan_split
+    from ainet_gym.routing.policies import POLICIES
+    from ainet_gym.scenario.loader import load_scenario
+
+    if action_mode not in CHOOSE_MODES:
+        raise ValueError(f"action_mode = {action_mode!r}: allowed: a choose mode ({', '.join(CHOOSE_MODES)})")
+    if not isinstance(h, int) or h < 1:
+        raise ValueError(f"h = {h!r}: allowed: an integer >= 1 (lookahead intervals)")
+    if base not in POLICIES or base.startswith("predictive-"):
+        raise ValueError(f"base = {base!r}: allowed: a stateless engine-level policy ({', '.join(POLICIES)})")
+    t0 = time.perf_counter()
+    sc = load_scenario(scenario)
+    B = len(seeds)
+    core = EnvCore(
+        sc, batch=B, action_mode=action_mode, history=history, episode_steps=steps, backend=backend,
+        obs_features=obs_features,
+    )  # fmt: skip
+    plans = core.plans
+    K, T = len(plans), core.episode_steps
+    look = EnvCore(sc, batch=B * K, history=history, episode_steps=steps, backend=backend)
+    base_pol = POLICIES[base]
+    src = np.repeat(np.arange(B), K)
+    obs, _ = core.reset(list(seeds))
+    rec: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "label", "scores", "reward", "played")}
+    for t in range(T):
+        w = core.world
+        sim = w.sim
+        assert sim is not None
+        stack = np.stack([plan_split(w, core.last_result, np.full(B, k), plans) for k in range(K)])
+        look.restore(core.snapshot(), src)
+        mb, lb = conn_bounds(core), conn_bounds(look)
+        k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
+        before = job_progress(look)
+        names = [list(x) for x in look.world.names]
+        look.step_split(stack[k_of, instance_rows(mb, src)])
+        for _ in range(min(h, T - t) - 1):
+            look.step_split(base_pol(look.world, look.last_result))
+        same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
+        score = np.where(same, job_progress(look) - before, 0.0).sum(axis=1).reshape(B, K)
+        top = score.max(axis=1, keepdims=True)
+        label = np.argmax(score >= top - TIE_RTOL * np.abs(top), axis=1)  # the first of the near-ties
+        rec["obs"].append(np.asarray(obs, dtype=np.float32))
+        rec["label"].append(label)
+        rec["scores"].append(score)
+        play = label if policy is None else np.asarray(policy(obs), dtype=np.int64).reshape(B)
+        obs, reward, _, _, _ = core.step(play)
+        rec["reward"].append(np.asarray(reward, dtype=np.float64))
+        rec["played"].append(play)
+    # (T, B, ...) -> episode order (B * T, ...)
+    out = {k: np.swapaxes(np.stack(v), 0, 1).reshape(B * T, *np.stack(v).shape[2:]) for k, v in rec.items()}
+    out["seed"] = np.repeat(np.asarray(seeds, dtype=np.int64), T)
+    out["t"] = np.tile(np.arange(T), B)
+    out["plans"] = np.array(plans)
+    out["gpu_utilization"] = out["reward"].reshape(B, T).mean(axis=1)
+    out["seconds"] = time.perf_counter() - t0
+    out["meta"] = np.array(
+        [sc.name, action_mode, ",".join(obs_features), str(history), str(T), base, str(h)]
+    )  # what clone() rebuilds the env from
+    return out
+
+
+def _returns(reward: np.ndarray, steps: int, gamma: float) -> np.ndarray:
+    """(N,) discounted return of each decision of episodes stored one after the other (``steps`` each)."""
+    r = reward.reshape(-1, steps)
+    g = np.zeros_like(r)
+    acc = np.zeros(r.shape[0])
+    for t in range(steps - 1, -1, -1):  # a loop over the intervals of an episode, batched over episodes
+        acc = r[:, t] + gamma * acc
+        g[:, t] = acc
+    return g.reshape(-1)
+
+
+def behaviour_clone(
+    labels: dict[str, Any],
+    out: str | Path,
+    val: dict[str, Any] | None = None,
+    epochs: int = 60,
+    batch_size: int = 256,
+    learning_rate: float = 1e-3,
+    gamma: float | None = None,
+    seed: int = 0,
+    weighting: str = "inv_sqrt",
+    n_envs: int = 8,
+    obs_features: tuple[str, ...] | None = None,
+    scenario: Any = None,
+) -> dict[str, Any]:
+    """Fit a PPO model's policy to ``labels`` (:func:`lookahead_labels`) and save it to ``out`` with the
+    metadata of ``ainet-gym train`` (``evaluate ppo:OUT``, ``train --resume OUT``).
+
+    The model is the one ``ainet-gym train`` builds for the labels' scenario, action mode and
+    ``obs_features`` (:func:`~ainet_gym.agents.sb3_agents.default_hyperparameters`, ``gamma`` overriding
+    its discount). Loss: cross-entropy of the labels weighted per plan (``weighting``: ``"inv_sqrt"``, the
+    inverse square root of the plan's frequency, or ``"none"``), or (``"regret"``) the policy's expected
+    regret, the sum over plans of its probability times the plan's shortfall to the best plan's lookahead
+    score (``scores``), over the mean shortfall: a decision where the plans score alike costs nothing
+    whatever the policy answers, and one with much at stake costs in proportion; plus the squared error of the value
+    network against the discounted returns of the labelled trajectories. ``obs_features=()`` drops the
+    labels' optional observation blocks (appended last, so the default observation is their first
+    columns): the same labels, from what the default observation carries. ``scenario``: the labels'
+    scenario when it is not a shipped one (a dict or path; default: the name the labels record). Returns the accuracy of the
+    deterministic policy (its most likely plan) on ``labels`` and on ``val``, the accuracy of always
+    answering the most frequent label of ``labels``, and the seconds.
+
+    Raises
+    ------
+    ValueError
+        Naming a bad ``weighting``, ``epochs`` or labels of another env.
+    """
+    import torch
+
+    from ainet_gym.agents.sb3_agents import algo_class, default_hyperparameters, save_model
+    from ainet_gym.agents.train import TrainConfig, meta_maker
+    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
+    from ainet_gym.scenario.loader import load_scenario
+
+    if weighting not in ("inv_sqrt", "none", "regret"):
+        raise ValueError(f"weighting = {weighting!r}: allowed: inv_sqrt, none, regret")
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs = {epochs!r}: allowed: an integer >= 1")
+    torch.set_num_threads(1)  # small MLPs run fastest on one thread (as ainet-gym train does)
+    t0 = time.perf_counter()
+    name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
+    if obs_features is None:
+        obs_features = tuple(f for f in feats.split(",") if f)
+    sc = load_scenario(name if scenario is None else scenario)
+    venv = SB3VecEnv(
+        num_envs=n_envs, scenario=sc, action_mode=mode, history=int(history), episode_steps=int(steps),
+        **({"obs_features": obs_features} if obs_features else {}),
+    )  # fmt: skip
+    D = int(venv.observation_space.shape[0])
+    X = np.asarray(labels["obs"], dtype=np.float32)[:, :D]  # obs_features=(): the default blocks
+    if X.shape[1:] != venv.observation_space.shape:
+        raise ValueError(
+            f"labels: observations of shape {X.shape[1:]}, the env of their metadata gives "
+            f"{venv.observation_space.shape}"
+        )
+    y = np.asarray(labels["label"], dtype=np.int64)
+    hp = default_hyperparameters("ppo", venv.core.episode_steps, n_envs)
+    if gamma is not None:
+        hp["gamma"] = float(gamma)
+    torch.manual_seed(seed)
+    model = algo_class("ppo")("MlpPolicy", venv, seed=seed, device="cpu", **hp)
+    policy = model.policy
+    K = int(venv.action_space.n)
+    freq = np.bincount(y, minlength=K).astype(np.float64)
+    majority = int(np.argmax(freq))
+    cw = (
+        np.where(freq > 0, 1.0 / np.sqrt(np.maximum(freq, 1.0)), 0.0)
+        if weighting == "inv_sqrt"
+        else np.ones(K)
+    )
+    cw = cw / (cw[y].mean())  # mean weight 1 over the samples
+    ret = _returns(np.asarray(labels["reward"], dtype=np.float64), int(steps), float(model.gamma))
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    wt, rt = torch.as_tensor(cw[y], dtype=torch.float32), torch.as_tensor(ret, dtype=torch.float32)
+    sc_ = np.asarray(labels["scores"], dtype=np.float64)
+    short = sc_.max(axis=1, keepdims=True) - sc_  # (N, K) >= 0
+    regret = torch.as_tensor(short / max(float(short.mean()), 1e-300), dtype=torch.float32)
+    opt = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    rng = np.random.default_rng(seed)
+    policy.set_training_mode(True)
+    for _ in range(epochs):
+        for idx in np.array_split(rng.permutation(len(y)), max(1, len(y) // batch_size)):
+            i = torch.as_tensor(idx)
+            values, logp, _ = policy.evaluate_actions(Xt[i], yt[i])
+            if weighting == "regret":
+                probs = policy.get_distribution(Xt[i]).distribution.probs
+                fit = (probs * regret[i]).sum(dim=1).mean()
+            else:
+                fit = -(wt[i] * logp).mean()
+            loss = fit + 0.5 * ((values.flatten() - rt[i]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    policy.set_training_mode(False)
+
+    def accuracy(d: dict[str, Any] | None) -> float | None:
+        if d is None:
+            return None
+        with torch.no_grad():
+            dist = policy.get_distribution(torch.as_tensor(np.asarray(d["obs"], dtype=np.float32)[:, :D]))
+            pred = dist.distribution.probs.argmax(dim=1).numpy()
+        return float((pred == np.asarray(d["label"])).mean())
+
+    def minority(d: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Of the decisions labelled with another plan than the majority's: how many the policy gets
+        right (recall), and of those it answers with another plan, how many are right (precision)."""
+        if d is None:
+            return None
+        with torch.no_grad():
+            dist = policy.get_distribution(torch.as_tensor(np.asarray(d["obs"], dtype=np.float32)[:, :D]))
+            pred = dist.distribution.probs.argmax(dim=1).numpy()
+        lab = np.asarray(d["label"])
+        other, says = lab != majority, pred != majority
+        return {
+            "labels_other": int(other.sum()),
+            "policy_other": int(says.sum()),
+            "recall": float((pred == lab)[other].mean()) if other.any() else None,
+            "precision": float((pred == lab)[says].mean()) if says.any() else None,
+        }
+
+    result = {
+        "train_accuracy": accuracy(labels),
+        "val_accuracy": accuracy(val),
+        "majority_plan": str(labels["plans"][majority]),
+        "train_majority_accuracy": float((y == majority).mean()),
+        "val_majority_accuracy": None
+        if val is None
+        else float((np.asarray(val["label"]) == majority).mean()),
+        "train_other_plans": minority(labels),
+        "val_other_plans": minority(val),
+        "obs_features": list(obs_features),
+        "seconds": time.perf_counter() - t0,
+    }
+    cfg = TrainConfig(scenario=sc, algo="ppo", action_mode=mode, seed=seed, n_envs=n_envs)
+    meta = meta_maker(
+        cfg, "ppo", mode, int(history), "flat", venv.core, sc.name, f"bc-{Path(out).stem}", venv, None
+    )(0)
+    meta["behaviour_cloning"] = {
+        "samples": len(y), "epochs": epochs, "weighting": weighting, "lookahead_base": str(labels["meta"][5]),
+        "lookahead_h": int(labels["meta"][6]), **{k: v for k, v in result.items() if k != "seconds"},
+    }  # fmt: skip
+    result["model_path"] = str(save_model(model, out, meta))
+    venv.close()
+    return result
+
+
+def fit_knn(
+    labels: dict[str, Any],
+    out: str | Path,
+    k: int = DEFAULT_K,
+    block: str = "job_phase",
+    scenario: Any = None,
+) -> Path:
+    """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
+    observation block ``block`` of every labelled decision, its label and ``k``. :class:`KnnAgent` plays
+    it: at each decision, the plan most of the ``k`` labelled decisions nearest in that block were given
+    (Euclidean distance; ties: the lower plan index). A non-parametric imitation of the lookahead that
+    reads only the observation. ``scenario``: the labels' scenario when it is not a shipped one.
+
+    Raises
+    ------
+    ValueError
+        If ``k < 1`` or the labels' env has no observation block ``block``.
+    """
+    from ainet_gym.envs.env import EnvCore
+
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k = {k!r}: allowed: an integer >= 1 (neighbours)")
+    name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
+    feats_t = tuple(f for f in feats.split(",") if f)
+    core = EnvCore(
+        name if scenario is None else scenario, action_mode=mode, history=int(history),
+        episode_steps=int(steps), obs_features=feats_t,
+    )  # fmt: skip
+    if block not in core.obs_layout:
+        raise ValueError(
+            f"block = {block!r}: not a block of the labels' observation ({', '.join(core.obs_layout)})"
+        )
+    sl = core.obs_layout[block]
+    p = Path(out)
+    np.savez_compressed(
+        p,
+        x=np.asarray(labels["obs"], dtype=np.float32)[:, sl],
+        y=np.asarray(labels["label"], dtype=np.int64),
+        k=np.int64(k),
+        block=np.array(block),
+        meta=labels["meta"],
+        plans=labels["plans"],
+        seeds=np.unique(labels["seed"]),
+    )
+    return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
+
+
+class KnnAgent:
+    """``knn:PATH``: the k-nearest-neighbour imitation of the lookahead saved by :func:`fit_knn`, acting in
+    the ``choose`` mode of its labels with their ``obs_features`` (class of the mode's plans). A learned
+    policy: it reads only the observation."""
+
+    level = "action"
+    learned = True
+
+    def __init__(self, path: str) -> None:
+        with np.load(path, allow_pickle=False) as z:
+            self.x = z["x"].astype(np.float64)
+            self.y = z["y"].astype(np.int64)
+            self.k = int(z["k"])
+            self.block = str(z["block"])
+            meta = [str(v) for v in z["meta"]]
+            self.plans = [str(v) for v in z["plans"]]
+        self.path = path
+        self.scenario = meta[0]
+        self.name = "knn"
+        feats = tuple(f for f in meta[2].split(",") if f)
+        self.env_kwargs: dict[str, Any] = {"action_mode": meta[1], "history": int(meta[3])}
+        if feats:
+            self.env_kwargs["obs_features"] = feats
+        self._sq = (self.x**2).sum(axis=1)
+
+    def check(self, core: Any) -> None:
+        if core.scenario.name != self.scenario:
+            raise ValueError(
+                f"knn:{self.path}: labelled on scenario {self.scenario!r}, evaluated on {core.scenario.name!r}"
+            )
+        if self.block not in core.obs_layout or list(core.plans) != self.plans:
+            raise ValueError(f"knn:{self.path}: the env has no block {self.block!r} or other plans")
+
+    def reset(self, core: Any) -> None:
+        return None
+
+    def act(self, core: Any, obs: Any) -> np.ndarray:
+        """(batch,) the plan most of the ``k`` nearest labelled decisions got."""
+        q = np.asarray(obs, dtype=np.float64)[:, core.obs_layout[self.block]]
+        d = (q**2).sum(axis=1)[:, None] - 2.0 * q @ self.x.T + self._sq[None, :]  # (B, N) squared distances
+        k = min(self.k, self.y.shape[0])
+        nn = np.argpartition(d, k - 1, axis=1)[:, :k]
+        votes = np.zeros((q.shape[0], len(self.plans)))
+        np.add.at(votes, (np.repeat(np.arange(q.shape[0]), k), self.y[nn].reshape(-1)), 1.0)
+        return np.argmax(votes, axis=1).astype(np.int64)
+
+
+def _register() -> None:
+    from ainet_gym.agents.registry import register_agent
+
+    register_agent(
+        "knn",
+        KnnAgent,
+        needs_arg=True,
+        arg_help="PATH",
+        description="k-nearest-neighbour imitation of the lookahead over the choose_bg plans (imitate knn)",
+        overwrite=True,
+    )
+
+
+_register()
+
+
+def _load(path: str | Path) -> dict[str, Any]:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) -> Any:
+    """The deterministic plan choice of a saved policy, as a function of the batch's observations: a
+    ``knn`` policy file (.npz, :func:`fit_knn`) or a PPO model (.zip)."""
+    if str(path).endswith(".npz"):
+        from types import SimpleNamespace
+
+        from ainet_gym.envs.env import EnvCore
+
+        agent = KnnAgent(path)
+        view = SimpleNamespace(
+            obs_layout=EnvCore(scenario, action_mode=action_mode, obs_features=feats).obs_layout
+        )
+        return lambda o: agent.act(view, o)
+    from ainet_gym.agents.sb3_agents import load_model
+
+    model, _ = load_model(path, "ppo")
+    return lambda o: model.predict(o, deterministic=True)[0]
+
+
+def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Label sets of one env (the same ``meta``) joined one after the other."""
+    keys = ("obs", "label", "scores", "reward", "seed", "t", "gpu_utilization", "played")
+    out = {k: np.concatenate([q[k] for q in parts]) for k in keys if all(k in q for q in parts)}
+    out["plans"], out["meta"] = parts[0]["plans"], parts[0]["meta"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ainet_gym.agents.imitate label|clone ...``: lookahead labels, then behaviour cloning."""
+    import argparse
+    import json
+
+    from ainet_gym.agents.evaluate import parse_seeds
+
+    p = argparse.ArgumentParser(prog="python -m ainet_gym.agents.imitate", description=main.__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("label", help="play episodes along the lookahead over the plans; save the labels")
+    s.add_argument("scenario")
+    s.add_argument("--seeds", required=True, help="e.g. 2000000-2000039 (never the held-out 1-10)")
+    s.add_argument("--h", type=int, default=DEFAULT_H, help="lookahead intervals")
+    s.add_argument("--base", default=DEFAULT_BASE, help="the policy of the lookahead's later intervals")
+    s.add_argument("--action-mode", default="choose_bg")
+    s.add_argument("--obs-features", default="phase", help="comma list; empty for the default observation")
+    s.add_argument("--batch", type=int, default=10, help="episodes per batched run")
+    s.add_argument("--out", required=True, help=".npz file")
+    s.add_argument(
+        "--policy",
+        default=None,
+        help="a knn policy (.npz) or ppo model (.zip) to play instead of the labels (DAgger)",
+    )
+    c = sub.add_parser("clone", help="fit a PPO policy to labels; save it as an ainet-gym train model")
+    c.add_argument("labels", help=".npz of label (comma list: aggregated, e.g. DAgger rounds)")
+    c.add_argument("--val", default=None, help=".npz of label on validation seeds (accuracy only)")
+    c.add_argument("--out", required=True, help=".zip model path")
+    c.add_argument("--epochs", type=int, default=60)
+    c.add_argument("--gamma", type=float, default=None)
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--weighting", default="inv_sqrt", help="inv_sqrt | none | regret")
+    c.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
+    c.add_argument(
+        "--drop-obs-features", action="store_true", help="fit from the default observation blocks only"
+    )
+    n = sub.add_parser("knn", help="save the k-nearest-neighbour policy of labels (evaluate knn:OUT)")
+    n.add_argument("labels", help=".npz of label (comma list: aggregated)")
+    n.add_argument("--k", type=int, default=DEFAULT_K)
+    n.add_argument("--out", required=True, help=".npz policy file")
+    a = p.parse_args(argv)
+    if a.cmd == "knn":
+        path = fit_knn(_concat([_load(x) for x in a.labels.split(",")]), a.out, a.k)
+        print(f"knn policy: {path}")
+        return 0
+    if a.cmd == "label":
+        seeds = parse_seeds(a.seeds)
+        feats = tuple(f for f in a.obs_features.split(",") if f)
+        play = None
+        if a.policy is not None:
+            play = _player(a.policy, a.scenario, a.action_mode, feats)
+        parts = []
+        for i in range(0, len(seeds), a.batch):
+            part = lookahead_labels(
+                a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play
+            )
+            parts.append(part)
+            print(
+                f"seeds {seeds[i]}..{seeds[min(i + a.batch, len(seeds)) - 1]}: GPU util played "
+                f"{part['gpu_utilization'].mean():.4f}, {part['seconds']:.0f} s",
+                flush=True,
+            )
+        out = _concat(parts)
+        np.savez_compressed(a.out, **out)
+        counts = np.bincount(out["label"], minlength=len(out["plans"]))
+        print(
+            f"{len(out['label'])} labels: "
+            + ", ".join(f"{n} {int(c)}" for n, c in zip(out["plans"], counts))
+            + f"; GPU util of the played episodes {out['gpu_utilization'].mean():.4f} over {len(seeds)}"
+        )
+        return 0
+    res = behaviour_clone(
+        _concat([_load(x) for x in a.labels.split(",")]), a.out, None if a.val is None else _load(a.val),
+        a.epochs, learning_rate=a.lr, gamma=a.gamma, seed=a.seed, weighting=a.weighting,
+        obs_features=() if a.drop_obs_features else None,
+    )  # fmt: skip
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

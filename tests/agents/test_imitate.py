@@ -1,0 +1,111 @@
+"""Lookahead labels over the plans of ``choose_bg`` and behaviour cloning
+(:mod:`ainet_gym.agents.imitate`). References: the env itself (the recorded observations are those of an
+env playing the same plans), the scores (each label is the first best plan), and a lookahead of one
+interval against each plan's own interval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ainet_gym.agents.imitate import behaviour_clone, lookahead_labels
+from ainet_gym.envs.env import EnvCore
+
+
+def _small() -> dict:
+    from _scenarios import small_spine_leaf
+
+    return small_spine_leaf(6, name="imitate-small")
+
+
+def test_labels_are_the_best_plan_and_the_record_is_the_env_s_episode() -> None:
+    sc = _small()
+    lab = lookahead_labels(sc, [3, 4], h=3)
+    T = 6
+    assert lab["obs"].shape[0] == 2 * T and lab["scores"].shape == (2 * T, 6)
+    best = lab["scores"].max(axis=1)
+    assert np.all(lab["scores"][np.arange(2 * T), lab["label"]] >= best - 1e-9 * np.abs(best))
+    # the same plans played by the env give the same observations and rewards
+    core = EnvCore(sc, batch=2, action_mode="choose_bg", obs_features=("phase",))
+    obs, _ = core.reset([3, 4])
+    labels = lab["label"].reshape(2, T)
+    for t in range(T):
+        np.testing.assert_array_equal(obs, lab["obs"].reshape(2, T, -1)[:, t])
+        obs, r, *_ = core.step(labels[:, t])
+        np.testing.assert_array_equal(r, lab["reward"].reshape(2, T)[:, t])
+
+
+def test_a_one_interval_lookahead_scores_each_plan_by_its_own_interval() -> None:
+    from ainet_gym.agents.twin import job_progress
+
+    sc = _small()
+    lab = lookahead_labels(sc, [5], h=1)
+    core = EnvCore(sc, batch=1, action_mode="choose_bg")
+    core.reset([5])
+    snap = core.snapshot()
+    for k in range(6):  # the first decision: each plan for one interval from the reset state
+        core.restore(snap)
+        before = job_progress(core).sum()
+        core.step(np.array([k]))
+        assert lab["scores"][0, k] == pytest.approx(job_progress(core).sum() - before, rel=1e-12)
+
+
+def test_a_given_policy_is_played_and_its_states_labelled() -> None:
+    lab = lookahead_labels(_small(), [3], h=2, policy=lambda o: np.zeros(len(o), dtype=np.int64))
+    assert (lab["played"] == 0).all() and lab["label"].shape == (6,)
+
+
+def test_cloning_saves_a_model_that_evaluate_plays(tmp_path) -> None:
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.sb3_agents import read_metadata
+
+    sc = _small()
+    lab = lookahead_labels(sc, [3, 4], h=2)
+    res = behaviour_clone(lab, tmp_path / "bc.zip", val=lab, epochs=3, n_envs=2, scenario=sc)
+    assert 0 <= res["train_accuracy"] <= 1 and res["val_accuracy"] == res["train_accuracy"]
+    meta = read_metadata(res["model_path"])
+    assert meta["obs_features"] == ["phase"] and meta["action_mode"] == "choose_bg"
+    out = evaluate(EvalConfig(sc, policies=[f"ppo:{res['model_path']}"], seeds=[1], out=None))
+    assert out["policies"]["ppo"]["controls"] == "jobs+bg"
+    plain = behaviour_clone(lab, tmp_path / "plain.zip", epochs=1, n_envs=1, scenario=sc, obs_features=())
+    assert "obs_features" not in read_metadata(plain["model_path"])
+
+
+def test_knn_votes_of_the_nearest_decisions_by_hand(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.agents.imitate import KnnAgent
+
+    x = np.array([[0, 0], [0, 1], [0, 2], [5, 5], [5, 6], [5, 7], [9, 9]], dtype=np.float32)
+    y = np.array([1, 1, 3, 3, 4, 4, 0])
+    np.savez(
+        tmp_path / "p.npz", x=x, y=y, k=np.int64(3), block=np.array("job_phase"),
+        meta=np.array(["s", "choose_bg", "phase", "4", "8", "spray+bg", "8"]), plans=np.arange(6).astype(str),
+    )  # fmt: skip
+    agent = KnnAgent(str(tmp_path / "p.npz"))
+    core = SimpleNamespace(obs_layout={"job_phase": slice(1, 3)})
+    obs = np.array([[7.0, 0.0, 0.4], [7.0, 5.0, 6.2], [7.0, 9.0, 9.0]])  # column 0: another block
+    # nearest three: (0,0) (0,1) (0,2) -> 1, 1, 3; (5,6) (5,7) (5,5) -> 4, 4, 3; (9,9) (5,7) (5,6) -> 0, 4, 4
+    np.testing.assert_array_equal(agent.act(core, obs), [1, 4, 4])
+    agent.k = 1
+    np.testing.assert_array_equal(agent.act(core, obs), [1, 4, 0])
+    agent.k = 2  # (9,9) (5,7): one vote each for 0 and 4, the tie to the lower plan
+    assert agent.act(core, obs)[2] == 0
+
+
+def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None:
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn
+
+    sc = _small()
+    lab = lookahead_labels(sc, [3, 4], h=2)
+    path = fit_knn(lab, tmp_path / "knn", k=1, scenario=sc)
+    agent = KnnAgent(str(path))
+    assert agent.env_kwargs == {"action_mode": "choose_bg", "history": 4, "obs_features": ("phase",)}
+    core = EnvCore(sc, batch=len(lab["label"]), action_mode="choose_bg", obs_features=("phase",))
+    block = lab["obs"][:, core.obs_layout["job_phase"]]
+    got = agent.act(core, lab["obs"])  # k = 1: a label of a labelled decision at distance 0
+    for i, g in enumerate(got):
+        assert g in lab["label"][(block == block[i]).all(axis=1)]
+    out = evaluate(EvalConfig(sc, policies=[f"knn:{path}", "spray+bg"], seeds=[1, 2], out=None))
+    assert out["policies"]["knn"]["controls"] == "jobs+bg"
