@@ -592,21 +592,24 @@ class EntryTable:
         )
 
 
+def _share(name: str, x: object) -> float:
+    """A share of the active flows in [0, 1] (a plain attribute of :class:`BatchSim`), checked by name."""
+    if isinstance(x, bool) or not isinstance(x, int | float) or not 0.0 <= x <= 1.0:
+        raise ValueError(f"{name} = {x!r}: allowed: a share of the active flows in [0, 1]")
+    return float(x)
+
+
 def _parallel_settings(share: object, rounds: object) -> tuple[float, int]:
     """The lazy kernel's fallback settings, checked (they are plain attributes of :class:`BatchSim`)."""
-    if isinstance(share, bool) or not isinstance(share, int | float) or not 0.0 <= share <= 1.0:
-        raise ValueError(f"parallel_share = {share!r}: allowed: a share of the active flows in [0, 1]")
+    share = _share("parallel_share", share)
     if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
         raise ValueError(f"parallel_max_rounds = {rounds!r}: allowed: an integer >= 0")
-    return float(share), int(rounds)
+    return share, int(rounds)
 
 
 def _switch_settings(share: object, back: object) -> tuple[float, float]:
     """:attr:`BatchSim.lazy_switch_share` and :attr:`BatchSim.lazy_return_share`, checked (plain attributes)."""
-    for name, x in (("lazy_switch_share", share), ("lazy_return_share", back)):
-        if isinstance(x, bool) or not isinstance(x, int | float) or not 0.0 <= x <= 1.0:
-            raise ValueError(f"{name} = {x!r}: allowed: a share of the active flows in [0, 1]")
-    return float(share), float(back)  # type: ignore[arg-type]
+    return _share("lazy_switch_share", share), _share("lazy_return_share", back)
 
 
 class BatchSim:
