@@ -179,6 +179,25 @@ ALLTOALL = {
 }
 
 
+def _steps_equal_recording_metrics(worlds: list, steps: int) -> list:
+    """Step both worlds ``steps`` intervals under their default split, asserting every figure of the first
+    equal to the second's to :data:`RTOL`; returns the first world's interval metrics, one per solve call."""
+    last: list = []
+    run_interval = worlds[0].sim.run_interval
+
+    def counted(*args, **kw):
+        m = run_interval(*args, **kw)
+        last.append(m)
+        return m
+
+    worlds[0].sim.run_interval = counted
+    for _ in range(steps):
+        a, b = (w.step(w.default_split()) for w in worlds)
+        for f in FIELDS:
+            assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+    return last
+
+
 @pytest.mark.parametrize("par", [(0.0, 1), (0.0, 1_000_000), (1.0, 8)])
 def test_parallel_fallback_matches_the_numpy_reference(par):
     # the lazy kernel with every solve by the parallel rule (handing the rest to the heap fill after 1
@@ -192,19 +211,7 @@ def test_parallel_fallback_matches_the_numpy_reference(par):
         w.sim.incremental_min_flows = inc_min
         worlds.append(w)
     worlds[0].sim.parallel_share, worlds[0].sim.parallel_max_rounds = par
-    last: list = []
-    run_interval = worlds[0].sim.run_interval
-
-    def counted(*args, **kw):
-        m = run_interval(*args, **kw)
-        last.append(m)
-        return m
-
-    worlds[0].sim.run_interval = counted
-    for _ in range(4):
-        a, b = (w.step(w.default_split()) for w in worlds)
-        for f in FIELDS:
-            assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+    last = _steps_equal_recording_metrics(worlds, 4)
     solves = sum(m.incremental_solves + m.full_fills for m in last)
     par_solves = sum(m.parallel_solves for m in last)
     assert solves > 20
@@ -236,19 +243,7 @@ def test_switch_between_the_full_path_and_the_lazy_kernel_is_exact(switch, back)
         w.sim.incremental_min_flows = inc_min
         worlds.append(w)
     worlds[0].sim.lazy_switch_share, worlds[0].sim.lazy_return_share = switch, back
-    last: list = []
-    run_interval = worlds[0].sim.run_interval
-
-    def counted(*args, **kw):
-        m = run_interval(*args, **kw)
-        last.append(m)
-        return m
-
-    worlds[0].sim.run_interval = counted
-    for _ in range(3):
-        a, b = (w.step(w.default_split()) for w in worlds)
-        for f in FIELDS:
-            assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+    last = _steps_equal_recording_metrics(worlds, 3)
     events = sum(m.events for m in last)
     full_path = sum(m.full_path_events for m in last)
     switches = sum(m.lazy_switches for m in last)
