@@ -212,6 +212,19 @@ class CrosscheckConfig:
         front of the other flows' ACKs on every link that carries both (120 us at 10 Gb/s), and a 2 MB
         transfer whose ACKs shared links with another flow's data took 1.914 ms instead of 1.711 ms
         (docs/fidelity.md).
+    fq_flows
+        Hash buckets of every FqCoDel queue disc (``ns3::FqCoDelQueueDisc::Flows``; ns-3's and Linux's
+        default is 1024). FqCoDel puts a packet in bucket hash(5-tuple) mod ``fq_flows`` and shares the
+        link fairly between buckets, not between connections: two connections that hash to one bucket
+        share one connection's share. With 1024 buckets and n connections on a link, each connection
+        collides with another with probability about 1 - (1 - 1/1024)^(n-1) (7% at n = 76). The fluid
+        model shares a link per flow with no such collisions, and so does a RoCE switch (its output
+        queues are per traffic class, and per-QP fairness comes from the senders' congestion control,
+        not from a hash), so collisions are an artefact of the replay's queue disc: ``xc-ingest-bursts``
+        ``lp+bg`` with ``split_qps=6`` measured llm-c -14.95% with 1024 buckets (docs/fidelity-learning.md).
+    fq_perturbation
+        Salt of FqCoDel's flow hash (``ns3::FqCoDelQueueDisc::Perturbation``, ns-3's default 0): a
+        different value changes which connections collide, not how many on average.
     """
 
     mss: int = 1448
@@ -221,6 +234,8 @@ class CrosscheckConfig:
     min_rto_ms: float = 5.0
     del_ack_timeout_ms: float = 1.0
     device_queue_packets: int = 4
+    fq_flows: int = 1024
+    fq_perturbation: int = 0
     spray_mode: str = "subflows"
     reorder_threshold: int = 64
     spray_sack: bool = True
@@ -632,6 +647,9 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     ns.Config.SetDefault("ns3::TcpSocket::SegmentSize", ns.UintegerValue(cfg.mss))
     ns.Config.SetDefault("ns3::TcpSocket::DelAckCount", ns.UintegerValue(cfg.del_ack_count))
     ns.Config.SetDefault("ns3::PointToPointNetDevice::Mtu", ns.UintegerValue(cfg.mss + 52))
+    # the root queue disc Ipv4AddressHelper::Assign installs on every device (FqCoDel)
+    ns.Config.SetDefault("ns3::FqCoDelQueueDisc::Flows", ns.UintegerValue(cfg.fq_flows))
+    ns.Config.SetDefault("ns3::FqCoDelQueueDisc::Perturbation", ns.UintegerValue(cfg.fq_perturbation))
     ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
     ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
     ns.Config.SetDefault(
@@ -773,6 +791,22 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     events = int(ns.Simulator.GetEventCount())
     J = len(run.jobs)
+    # FqCoDel buckets (queue disc classes) each link's device used in the run: a class is made for
+    # every hash bucket a packet falls in, so fewer buckets than the link's TCP connections (data and
+    # ACKs) means some of them shared a bucket (CrosscheckConfig.fq_flows)
+    fq_buckets = [-1] * f.n_links
+    for lk, dev in device.items():
+        qd = dev.GetNode().GetObject[ns.TrafficControlLayer]().GetRootQueueDiscOnDevice(dev)
+        if qd:
+            fq_buckets[lk] = int(qd.GetNQueueDiscClasses())
+    # per sub-flow, the FqCoDel bucket of its data packets and of its ACKs (the same on every link)
+    flow_buckets = [
+        (
+            int(orch.FlowBucket(i, False, cfg.fq_flows, cfg.fq_perturbation)),
+            int(orch.FlowBucket(i, True, cfg.fq_flows, cfg.fq_perturbation)),
+        )
+        for i in range(int(orch.FlowCount()))
+    ]
     # payload bytes per link and interval: each sub-flow's received bytes on the links of its path (a
     # sprayed sub-flow's spread evenly over its connection's candidate paths)
     link_bytes = np.zeros((steps, f.n_links))
@@ -807,6 +841,8 @@ def _run_ns3(run: _FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         "transfers": int(orch.FlowCount()),
         "resplits": int(orch.resplits),
         "routing": {kind: sum(1 for k, _ in routing.values() if k == kind) for kind in ("spray", "paths")},
+        "fq_buckets": fq_buckets,
+        "flow_buckets": flow_buckets,
         # per transfer (launch order): job, bytes, launch and completion time (s; -1: open), connection id
         "transfer_log": [
             (
@@ -905,7 +941,10 @@ def crosscheck(
         job, bytes, launch and completion time in s, -1 if it did not complete, connection id),
         ``subflow_log`` (per ns-3 sub-flow, a TCP connection: its transfer's index in ``transfer_log``, -1 for
         a background sub-flow, connection id, path index, bytes it was to carry and received, launch time
-        and time of its last received byte in s, -1 if none),
+        and time of its last received byte in s, -1 if none), ``fq_buckets`` (per link, the FqCoDel hash
+        buckets its device used over the run, -1 for a link not built; :attr:`CrosscheckConfig.fq_flows`),
+        ``flow_buckets`` (per sub-flow of ``subflow_log``, the FqCoDel bucket of its data packets and of its
+        ACKs, -1 if it never connected: two sub-flows on one link in the same bucket share one share),
         ``link_bytes`` (per simulator, (steps, links) payload bytes per link and interval),
         ``background`` (per source: its connections and the intervals it is on) and ``transfer_mb``, the
         smallest transfer of the jobs in MB.
@@ -1032,6 +1071,8 @@ def crosscheck(
             splits=[s.tolist() for s in run.splits],
             transfer_log=pk["transfer_log"],
             subflow_log=pk["subflow_log"],
+            fq_buckets=pk["fq_buckets"],
+            flow_buckets=pk["flow_buckets"],
             link_bytes={"fluid": run.link_bytes.tolist(), "ns3": pk["link_bytes"].tolist()},
             background=[
                 {
@@ -1076,6 +1117,8 @@ def _check_config(cfg: CrosscheckConfig) -> None:
         ("send_size", 1),
         ("tcp_buffer_bytes", 1),
         ("max_gpus", 1),
+        ("fq_flows", 1),
+        ("fq_perturbation", 0),
     ):
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
@@ -1521,6 +1564,12 @@ def main(argv: list[str] | None = None) -> int:
         "--split-qps", type=int, default=None, help="QPs per connection (CrosscheckConfig.split_qps)"
     )
     ap.add_argument(
+        "--fq-flows",
+        type=int,
+        default=CrosscheckConfig.fq_flows,
+        help="FqCoDel hash buckets per link (CrosscheckConfig.fq_flows)",
+    )
+    ap.add_argument(
         "--wall-limit-s",
         type=float,
         default=CrosscheckConfig.wall_limit_s,
@@ -1558,6 +1607,7 @@ def main(argv: list[str] | None = None) -> int:
         max_gpus=a.max_gpus,
         wall_limit_s=a.wall_limit_s,
         split_qps=a.split_qps,
+        fq_flows=a.fq_flows,
     )
     pols = tuple(p for p in (a.policies or ",".join(pol_list)).split(",") if p)
     names = tuple(c for c in (a.cases or ",".join(n for n, _ in case_list)).split(",") if c)

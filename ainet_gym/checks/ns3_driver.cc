@@ -79,6 +79,8 @@ struct XcFlow
     uint32_t conn = 0;
     int32_t path = -1;
     int32_t replica = 0;
+    ns3::Ipv4Address srcAddr, dstAddr; // its 5-tuple (TCP), for FqCoDel's flow hash (FlowBucket)
+    uint16_t srcPort = 0, dstPort = 0;
     ns3::Ptr<ns3::Socket> sock;
     uint64_t total = 0;   // bytes it carries in all (transfers)
     uint64_t allowed = 0; // bytes it may have handed to its socket so far (a ring's credit)
@@ -598,6 +600,9 @@ class Orchestrator
         f->conn = conn;
         f->path = s.path;
         f->replica = s.replica;
+        f->srcAddr = s.src;
+        f->dstAddr = s.dst;
+        f->dstPort = port;
         f->launched = ns3::Simulator::Now().GetSeconds();
         f->rxStep.assign(steps, 0.0);
         ns3::Ptr<ns3::Node> dn = ns3::NodeList::GetNode(s.dstNode);
@@ -784,6 +789,36 @@ class Orchestrator
     double FlowLaunch(uint32_t i) const { return flows[i]->launched; }
 
     double FlowLastRx(uint32_t i) const { return flows[i]->lastRx; }
+
+    // The FqCoDel bucket of sub-flow i's data packets (ack = false) or of its ACKs (ack = true) in a queue
+    // disc of `buckets` flows and hash salt `perturbation`: ns-3's Ipv4QueueDiscItem::Hash (murmur3 over
+    // source and destination address, protocol, ports and the salt) modulo the buckets, as
+    // FqCoDelQueueDisc classifies a packet (CrosscheckConfig.fq_flows). -1: the sub-flow never connected.
+    int64_t FlowBucket(uint32_t i, bool ack, uint32_t buckets, uint32_t perturbation) const
+    {
+        const XcFlow* f = flows[i].get();
+        if (f->srcPort == 0)
+        {
+            return -1;
+        }
+        ns3::Ipv4Address a = ack ? f->dstAddr : f->srcAddr;
+        ns3::Ipv4Address b = ack ? f->srcAddr : f->dstAddr;
+        uint16_t pa = ack ? f->dstPort : f->srcPort;
+        uint16_t pb = ack ? f->srcPort : f->dstPort;
+        uint8_t buf[17];
+        a.Serialize(buf);
+        b.Serialize(buf + 4);
+        buf[8] = 6; // TCP
+        buf[9] = (pa >> 8) & 0xff;
+        buf[10] = pa & 0xff;
+        buf[11] = (pb >> 8) & 0xff;
+        buf[12] = pb & 0xff;
+        buf[13] = (perturbation >> 24) & 0xff;
+        buf[14] = (perturbation >> 16) & 0xff;
+        buf[15] = (perturbation >> 8) & 0xff;
+        buf[16] = perturbation & 0xff;
+        return (int64_t)(ns3::Hash32((char*)buf, 17) % buckets);
+    }
 };
 
 inline uint32_t
@@ -863,6 +898,9 @@ inline void
 XcFlow::Connected(ns3::Ptr<ns3::Socket>)
 {
     connected = true;
+    ns3::Address name;
+    sock->GetSockName(name);
+    srcPort = ns3::InetSocketAddress::ConvertFrom(name).GetPort();
     Pump();
 }
 

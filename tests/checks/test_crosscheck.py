@@ -164,6 +164,8 @@ def test_refuses_bad_experiment_constants_naming_them() -> None:
         ("device_queue_packets", 2.5),
         ("backlog_bytes", 0),
         ("mss", True),
+        ("fq_flows", 0),
+        ("fq_perturbation", -1),
     ):
         with pytest.raises(CrosscheckError, match=rf"{field} = {bad!r}: allowed: an integer >= "):
             crosscheck(_switch(), config=CrosscheckConfig(**{field: bad}))
@@ -274,6 +276,40 @@ def test_smallest_case_matches_closed_form_and_contract(capsys: pytest.CaptureFi
     assert job["rel_error"] == pytest.approx((job["fluid_comm_ms"] - job["ns3_comm_ms"]) / job["ns3_comm_ms"])
     assert abs(job["rel_error"]) < 0.015
     assert out["ns3_wall_s"] > 0 and out["fluid_wall_s"] > 0
+
+
+@needs_ns3
+def test_fq_flows_sets_the_buckets_and_flow_buckets_are_fq_codels_own() -> None:
+    """4 GPUs in a ring on one switch: every device carries one hop's data and another hop's ACKs, and
+    each iteration's hops are new TCP connections (several 5-tuples per device in the run). The buckets
+    ``flow_buckets`` computes for each sub-flow's data and ACKs (the driver's copy of ns-3's hash) give,
+    per device, exactly the number of classes FqCoDel made there (``fq_buckets``), for bucket counts and
+    salts where collisions happen; with one bucket every device used one, with the default none collide."""
+    sc = _switch()
+    f = build_fabric(load_scenario(sc).fabric)
+    rev = {
+        lk: next(
+            r for r in range(f.n_links) if (f.link_src[r], f.link_dst[r]) == (f.link_dst[lk], f.link_src[lk])
+        )
+        for lk in range(f.n_links)
+    }
+    for flows, salt in ((1, 0), (5, 0), (7, 1), (1024, 0)):
+        det: dict = {}
+        crosscheck(sc, config=CrosscheckConfig(fq_flows=flows, fq_perturbation=salt), details=det)
+        used: dict[int, set[int]] = {}
+        for (_, conn, p, *_), (data, ack) in zip(det["subflow_log"], det["flow_buckets"], strict=True):
+            assert 0 <= data < flows and 0 <= ack < flows
+            for lk in det["paths"][conn][p]:
+                used.setdefault(lk, set()).add(data)
+                used.setdefault(rev[lk], set()).add(ack)
+        built = {lk: b for lk, b in enumerate(det["fq_buckets"]) if b >= 0}
+        assert built == {lk: len(b) for lk, b in used.items()}
+        if flows == 1:
+            assert set(built.values()) == {1}
+        if flows == 1024:
+            assert set(built.values()) == {4}  # 4 TCP 5-tuples per device, none colliding
+        if flows == 5:
+            assert min(built.values()) < 4  # collisions: fewer buckets than 5-tuples
 
 
 @needs_ns3
