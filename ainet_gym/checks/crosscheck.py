@@ -214,14 +214,19 @@ class CrosscheckConfig:
         (docs/fidelity.md).
     fq_flows
         Hash buckets of every FqCoDel queue disc (``ns3::FqCoDelQueueDisc::Flows``; ns-3's and Linux's
-        default is 1024). FqCoDel puts a packet in bucket hash(5-tuple) mod ``fq_flows`` and shares the
-        link fairly between buckets, not between connections: two connections that hash to one bucket
-        share one connection's share. With 1024 buckets and n connections on a link, each connection
-        collides with another with probability about 1 - (1 - 1/1024)^(n-1) (7% at n = 76). The fluid
-        model shares a link per flow with no such collisions, and so does a RoCE switch (its output
-        queues are per traffic class, and per-QP fairness comes from the senders' congestion control,
-        not from a hash), so collisions are an artefact of the replay's queue disc: ``xc-ingest-bursts``
-        ``lp+bg`` with ``split_qps=6`` measured llm-c -14.95% with 1024 buckets (docs/fidelity-learning.md).
+        default is 1024, this replay's 65536). FqCoDel puts a packet in bucket hash(5-tuple) mod
+        ``fq_flows`` and shares the link fairly between buckets, not between connections: connections that
+        hash to one bucket share one connection's share (and the details' ``flow_buckets`` say which did).
+        With n connections on a link each collides with another with probability about 1 - (1 - 1 /
+        fq_flows)^(n - 1): 7% for n = 76 with 1024 buckets, 0.1% with 65536. The fluid model shares a link
+        per flow, with no such collisions, and so does a RoCE switch's fabric as far as the replay models it
+        (a switch hashes a flow to a path, which the replay pins, but its egress queues are per traffic
+        class, not per hashed flow; per-QP fairness comes from the senders' congestion control), so
+        collisions are an artefact of the replay's queue disc. They grow with the number of connections
+        (``split_qps``): with 1024 buckets and ``split_qps=6``, ``xc-periodic-interference`` under ECMP missed
+        llm-a by -9.82% (+0.01% with 65536) and ``xc-ingest-bursts`` under ``lp+bg`` llm-c by -14.95%
+        (-0.50%), one QP of a hop ending 7 ms after its siblings (docs/fidelity-learning.md). Tables measured
+        before 2026-12-02 17:00 UTC used 1024 (``fq_flows=1024`` reproduces them).
     fq_perturbation
         Salt of FqCoDel's flow hash (``ns3::FqCoDelQueueDisc::Perturbation``, ns-3's default 0): a
         different value changes which connections collide, not how many on average.
@@ -234,7 +239,7 @@ class CrosscheckConfig:
     min_rto_ms: float = 5.0
     del_ack_timeout_ms: float = 1.0
     device_queue_packets: int = 4
-    fq_flows: int = 1024
+    fq_flows: int = 1 << 16
     fq_perturbation: int = 0
     spray_mode: str = "subflows"
     reorder_threshold: int = 64

@@ -284,7 +284,7 @@ def test_fq_flows_sets_the_buckets_and_flow_buckets_are_fq_codels_own() -> None:
     each iteration's hops are new TCP connections (several 5-tuples per device in the run). The buckets
     ``flow_buckets`` computes for each sub-flow's data and ACKs (the driver's copy of ns-3's hash) give,
     per device, exactly the number of classes FqCoDel made there (``fq_buckets``), for bucket counts and
-    salts where collisions happen; with one bucket every device used one, with the default none collide."""
+    salts where collisions happen; with one bucket every device used one, with 1024 none collide here."""
     sc = _switch()
     f = build_fabric(load_scenario(sc).fabric)
     rev = {
