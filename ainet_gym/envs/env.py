@@ -47,7 +47,7 @@ from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.fabric.topology import TIERS
 from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
-from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
 
@@ -77,6 +77,32 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     v = a.view()
     v.flags.writeable = False
     return v
+
+
+def _check_arguments(
+    action_mode: str, observation: str, history: int, episode_steps: int | None, batch: int
+) -> None:
+    """:class:`EnvCore`'s mode and size arguments checked (see :class:`FabricRoutingEnv`, Arguments).
+
+    Raises
+    ------
+    ValueError
+        Naming the bad value and what is allowed.
+    """
+    if action_mode not in ACTION_MODES:
+        raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
+    if observation not in OBSERVATION_MODES:
+        raise ValueError(f"observation = {observation!r}: unknown; allowed: {', '.join(OBSERVATION_MODES)}")
+    hmax = int(LIMITS["history_max"])
+    if isinstance(history, bool) or not isinstance(history, int | np.integer) or not 1 <= history <= hmax:
+        raise ValueError(
+            f"history = {history!r}: must be an integer in [1, {hmax:,}] (intervals of link history; "
+            "ainet_gym.scenario.loader.LIMITS['history_max'])"
+        )
+    if episode_steps is not None and (not isinstance(episode_steps, int | np.integer) or episode_steps < 1):
+        raise ValueError(f"episode_steps = {episode_steps!r}: must be an integer >= 1 or None")
+    if not isinstance(batch, int | np.integer) or batch < 1:
+        raise ValueError(f"num_envs = {batch!r}: must be an integer >= 1")
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,26 +165,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self.residual, self.residual_scale = check_residual(residual, residual_scale, action_mode)
         self.obs_features = check_obs_features(obs_features)
         self.info_keys = tuple(info_keys)
-        if action_mode not in ACTION_MODES:
-            raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
-        if observation not in OBSERVATION_MODES:
-            raise ValueError(
-                f"observation = {observation!r}: unknown; allowed: {', '.join(OBSERVATION_MODES)}"
-            )
-        from ainet_gym.scenario.loader import LIMITS
-
-        hmax = int(LIMITS["history_max"])
-        if isinstance(history, bool) or not isinstance(history, int | np.integer) or not 1 <= history <= hmax:
-            raise ValueError(
-                f"history = {history!r}: must be an integer in [1, {hmax:,}] (intervals of link history; "
-                "ainet_gym.scenario.loader.LIMITS['history_max'])"
-            )
-        if episode_steps is not None and (
-            not isinstance(episode_steps, int | np.integer) or episode_steps < 1
-        ):
-            raise ValueError(f"episode_steps = {episode_steps!r}: must be an integer >= 1 or None")
-        if not isinstance(batch, int | np.integer) or batch < 1:
-            raise ValueError(f"num_envs = {batch!r}: must be an integer >= 1")
+        _check_arguments(action_mode, observation, history, episode_steps, batch)
         self.scenario = load_scenario(scenario)
         self.batch = int(batch)
         self.action_mode = action_mode
