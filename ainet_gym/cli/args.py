@@ -19,6 +19,7 @@ __all__ = [
     "TRUST",
     "Parser",
     "Subparsers",
+    "add_output",
     "deferred",
     "float_arg",
     "int_arg",
@@ -162,3 +163,10 @@ def deferred(module: str, name: str) -> Callable[[argparse.Namespace], int]:
         return getattr(importlib.import_module(module), name)(args)
 
     return run
+
+
+def add_output(s: argparse.ArgumentParser, what: str, out_help: str, overwrite_help: str) -> None:
+    """The output rule's two flags: ``--out`` (``what``: a directory, or a model path) and ``--overwrite``
+    (without it, a command never replaces an existing file: ``ainet_gym.agents.outputs``)."""
+    s.add_argument("--out", type=text_arg(what), default=None, help=out_help)
+    s.add_argument("--overwrite", action="store_true", help=overwrite_help)

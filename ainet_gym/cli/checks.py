@@ -6,7 +6,15 @@ import argparse
 import json
 import sys
 
-from ainet_gym.cli.args import SCENARIO, SEED_MAX, Subparsers, deferred, int_arg, seconds_arg, text_arg
+from ainet_gym.cli.args import (
+    SCENARIO,
+    SEED_MAX,
+    Subparsers,
+    add_output,
+    deferred,
+    int_arg,
+    seconds_arg,
+)
 
 __all__ = ["add_bench", "add_crosscheck", "add_soak"]
 
@@ -15,13 +23,12 @@ def add_bench(sub: Subparsers) -> None:
     """``ainet-gym bench``: the allocator and the environments, as ratios against references of the same run."""
     s = sub.add_parser("bench", help="measure the allocator and the environments")
     s.add_argument("--quick", action="store_true", help="small sizes only")
-    s.add_argument(
-        "--out",
-        type=text_arg("a directory"),
-        default=None,
-        help="directory for the JSON and the plot (default: a fresh bench-results/bench__TIME)",
+    add_output(
+        s,
+        "a directory",
+        "directory for the JSON and the plot (default: a fresh bench-results/bench__TIME)",
+        "allow --out to hold earlier results",
     )
-    s.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     s.add_argument("--sections", default=None, help="comma list of sections to run (default: all)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.set_defaults(func=deferred("ainet_gym.bench", "bench_main"))

@@ -10,6 +10,7 @@ from ainet_gym.cli.args import (
     TRAIN_SEED_MAX,
     TRUST,
     Subparsers,
+    add_output,
     deferred,
     float_arg,
     int_arg,
@@ -88,14 +89,13 @@ def add_train(sub: Subparsers) -> None:
     s.add_argument("--seed", type=int_arg(0, TRAIN_SEED_MAX), default=0)
     s.add_argument("--n-envs", type=int_arg(1, 100_000), default=16, help="copies in the native vector env")
     s.add_argument("--logdir", default="runs", help="TensorBoard log directory")
-    s.add_argument(
-        "--out",
-        type=text_arg("a directory or a .zip model path"),
-        default=None,
-        help="X.zip: the model file; any other path: a directory that receives model.zip "
+    add_output(
+        s,
+        "a directory or a .zip model path",
+        "X.zip: the model file; any other path: a directory that receives model.zip "
         "(default: LOGDIR/RUN_NAME/model.zip, a fresh run folder); --framework rllib: the checkpoint directory",
+        "allow --out to replace an existing model",
     )
-    s.add_argument("--overwrite", action="store_true", help="allow --out to replace an existing model")
     s.add_argument(
         "--resume",
         type=text_arg("a model path"),
@@ -157,13 +157,12 @@ def add_evaluate(sub: Subparsers) -> None:
         default=None,
         help="steps per episode (default: the scenario's)",
     )
-    s.add_argument(
-        "--out",
-        type=text_arg("a directory"),
-        default=None,
-        help="directory for the table, CSV, JSON and figure (default: a fresh out/eval/SCENARIO__TIME)",
+    add_output(
+        s,
+        "a directory",
+        "directory for the table, CSV, JSON and figure (default: a fresh out/eval/SCENARIO__TIME)",
+        "allow --out to hold earlier results",
     )
-    s.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=deferred("ainet_gym.agents.evaluate", "evaluate_main"))
 
@@ -190,13 +189,12 @@ def add_sweep(sub: Subparsers) -> None:
     )
     s.add_argument("--eval-seeds", type=seeds_arg, default="1,2,3", help="held-out evaluation seeds")
     s.add_argument("--address", default=None, help="join a Ray cluster (auto or HOST:PORT)")
-    s.add_argument(
-        "--out",
-        type=text_arg("a directory"),
-        default=None,
-        help="directory for the table, checkpoints and Tune's files (default: a fresh out/sweep/sweep__TIME)",
+    add_output(
+        s,
+        "a directory",
+        "directory for the table, checkpoints and Tune's files (default: a fresh out/sweep/sweep__TIME)",
+        "allow --out to hold an earlier sweep",
     )
-    s.add_argument("--overwrite", action="store_true", help="allow --out to hold an earlier sweep")
     s.set_defaults(func=deferred("ainet_gym.agents.rllib_sweep", "sweep_main"))
 
 
@@ -207,14 +205,13 @@ def add_demo(sub: Subparsers) -> None:
     )
     s.add_argument("--scenario", type=SCENARIO, default="periodic-interference")
     s.add_argument("--timesteps", type=int_arg(1), default=None)
-    s.add_argument(
-        "--out",
-        type=text_arg("a directory or a .zip model path"),
-        default=None,
-        help="a directory (model.zip, results, logs), or X.zip (the model; results and logs in X/); "
+    add_output(
+        s,
+        "a directory or a .zip model path",
+        "a directory (model.zip, results, logs), or X.zip (the model; results and logs in X/); "
         "default: a fresh out/demo/RUN_NAME",
+        "allow --out to hold an earlier model or results",
     )
-    s.add_argument("--overwrite", action="store_true", help="allow --out to hold an earlier model or results")
     s.add_argument("--seed", type=int_arg(0, TRAIN_SEED_MAX), default=0, help="training seed")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.add_argument(
@@ -239,12 +236,11 @@ def add_leaderboard(sub: Subparsers) -> None:
         help="scenarios ranked beside the env ids (comma list of names or files; 'none'; default: those "
         "of the shipped checkpoints that no env id covers)",
     )
-    s.add_argument(
-        "--out",
-        type=text_arg("a directory"),
-        default=None,
-        help="directory for the table, CSV, JSON and figure (default: a fresh out/leaderboard/leaderboard__TIME)",
+    add_output(
+        s,
+        "a directory",
+        "directory for the table, CSV, JSON and figure (default: a fresh out/leaderboard/leaderboard__TIME)",
+        "allow --out to hold earlier results",
     )
-    s.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=deferred("ainet_gym.agents.leaderboard", "leaderboard_main"))
