@@ -126,13 +126,14 @@ PARALLEL_MAX_ROUNDS = 8
 LAZY_SWITCH = False
 #: time of one unit of the lazy kernel's counted work over one unit of the full path's (> 0): the cost
 #: model's calibration, measured on 8 AllToAll x 128 GPUs (time per counted unit 1.2-1.7x the full path's
-#: on intervals 3-4, about 2x on intervals 1-2; of 1.2, 1.3, 1.5, 1.7 and 2 tried, 1.3 was the best over
-#: intervals 1-4; docs/engine-alltoall.md; ``BatchSim.lazy_cost_ratio``)
-LAZY_COST_RATIO = 1.3
+#: on intervals 3-4, about 2x on intervals 1-2; of 1.0, 1.15, 1.2, 1.3, 1.5, 1.7 and 2 tried, none kept
+#: interval 4 as fast as the lazy kernel alone, and 1.15 and 1.3 were the best over intervals 1-4 within
+#: the noise; docs/engine-alltoall.md; ``BatchSim.lazy_cost_ratio``)
+LAZY_COST_RATIO = 1.15
 #: the predicted savings (in predicted full solves, >= 0) that move an instance to the other path: a
 #: hand-off costs a fill of every active flow in the lazy kernel and a pass over the instance's flows in
 #: each kernel (``BatchSim.lazy_handoff_solves``; 0: at every event predicted cheaper on the other path;
-#: of 1, 2, 3, 4 and 8 tried, 4 was the best with the ratio 1.3)
+#: of 1, 2, 3, 4 and 8 tried, 4 was the best)
 LAZY_HANDOFF_SOLVES = 4.0
 #: work per active entry of a full solve before the first is measured (the parallel rule's rounds)
 FULL_WORK_PER_ENTRY = 4.0
@@ -1612,6 +1613,7 @@ def resolve_incremental(
                 f_lo = f
             if f > f_hi:
                 f_hi = f
+        work += f_hi - f_lo + 1 + 7 * n_re  # the flow range walked, the parallel rule's rows allocated
         pick = np.zeros(f_hi - f_lo + 1, dtype=np.bool_)
         for k in range(n_re):
             pick[refill[k] - f_lo] = True
