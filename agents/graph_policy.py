@@ -69,6 +69,7 @@ __all__ = [
     "GraphPolicyAgent",
     "GraphPolicyConfig",
     "TrainConfig",
+    "gae_advantages",
     "global_features",
     "graph_inputs",
     "knob_positions",
@@ -493,6 +494,54 @@ def peak_rss_mib() -> float:
     return r / 2**20 if sys.platform == "darwin" else r / 1024
 
 
+def gae_advantages(
+    rewards: torch.Tensor, values: torch.Tensor, last_value: torch.Tensor, gamma: float, lam: float
+) -> torch.Tensor:
+    """Generalised advantage estimates (Schulman et al. 2016, eq. 16) of a (T, B) rollout truncated after T
+    steps: delta_t = r_t + gamma V_{t+1} - V_t, with V_T = ``last_value`` (bootstrap), and
+    A_t = sum_k (gamma lam)^k delta_{t+k}."""
+    import torch
+
+    T = rewards.shape[0]
+    adv = torch.zeros_like(rewards)
+    gae = torch.zeros_like(last_value)
+    for t in reversed(range(T)):
+        nxt = last_value if t == T - 1 else values[t + 1]
+        delta = rewards[t] + gamma * nxt - values[t]
+        gae = delta + gamma * lam * gae
+        adv[t] = gae
+    return adv
+
+
+def _ppo_epochs(
+    net: Any, opt: Any, cfg: TrainConfig, knobs: Any, edge_index: Any, node_x: Any, samples: tuple
+) -> None:
+    """``cfg.n_epochs`` passes of clipped-PPO minibatch updates over the rollout's ``samples`` (edge
+    features, global features, actions, their log-probabilities, advantages, returns; one row per step)."""
+    import torch
+
+    EX, GL, A, LP, ADV, RET = samples
+    n = EX.shape[0]
+    net.train()
+    for _epoch in range(cfg.n_epochs):
+        perm = torch.randperm(n)
+        for s in range(0, n, cfg.batch_size):
+            idx = perm[s : s + cfg.batch_size]
+            mu, v = net(node_x.expand(idx.shape[0], -1, -1), edge_index, EX[idx], GL[idx])
+            dist = torch.distributions.Normal(mu[:, knobs], net.log_std.exp())
+            lp = dist.log_prob(A[idx]).sum(-1)
+            adv_b = ADV[idx]
+            adv_b = (adv_b - adv_b.mean()) / (adv_b.std() + 1e-8) if idx.shape[0] > 1 else adv_b
+            ratio = torch.exp(lp - LP[idx])
+            pg = -torch.min(ratio * adv_b, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * adv_b).mean()
+            vl = ((v - RET[idx]) ** 2).mean()
+            loss = pg + cfg.value_coef * vl
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+            opt.step()
+
+
 def train(
     cfg: TrainConfig,
     policy: GraphPolicyConfig | None = None,
@@ -550,41 +599,14 @@ def train(
                 _, last_v = net(node_x, edge_index, edge_x, glob)  # truncation: bootstrap
             V = torch.stack(vals)  # (T, B)
             R = torch.stack(rews)
-            adv = torch.zeros_like(R)
-            gae = torch.zeros(B)
-            for t in reversed(range(T)):
-                nxt = last_v if t == T - 1 else V[t + 1]
-                delta = R[t] + cfg.gamma * nxt - V[t]
-                gae = delta + cfg.gamma * cfg.gae_lambda * gae
-                adv[t] = gae
+            adv = gae_advantages(R, V, last_v, cfg.gamma, cfg.gae_lambda)
             ret = adv + V
             curve.append(float(R.mean()))
             # flatten (T, B) -> samples
             EX, GL = torch.cat(ex), torch.cat(gl)
             A, LP = torch.cat(acts), torch.cat(logps)
             ADV, RET = adv.reshape(-1), ret.reshape(-1)
-            NX = node_x[:1]
-            n = EX.shape[0]
-            net.train()
-            for _epoch in range(cfg.n_epochs):
-                perm = torch.randperm(n)
-                for s in range(0, n, cfg.batch_size):
-                    idx = perm[s : s + cfg.batch_size]
-                    mu, v = net(NX.expand(idx.shape[0], -1, -1), edge_index, EX[idx], GL[idx])
-                    dist = torch.distributions.Normal(mu[:, knobs], net.log_std.exp())
-                    lp = dist.log_prob(A[idx]).sum(-1)
-                    adv_b = ADV[idx]
-                    adv_b = (adv_b - adv_b.mean()) / (adv_b.std() + 1e-8) if idx.shape[0] > 1 else adv_b
-                    ratio = torch.exp(lp - LP[idx])
-                    pg = -torch.min(
-                        ratio * adv_b, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * adv_b
-                    ).mean()
-                    vl = ((v - RET[idx]) ** 2).mean()
-                    loss = pg + cfg.value_coef * vl
-                    opt.zero_grad()
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
-                    opt.step()
+            _ppo_epochs(net, opt, cfg, knobs, edge_index, node_x[:1], (EX, GL, A, LP, ADV, RET))
             # linear learning-rate decay to a tenth, as the SB3 PPO defaults
             for g in opt.param_groups:
                 g["lr"] = cfg.learning_rate * (1.0 - 0.9 * (u + 1) / updates)

@@ -32,6 +32,7 @@ a policy of the class. Command line::
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,12 @@ __all__ = [
     "DEFAULT_BASE",
     "DEFAULT_H",
     "DEFAULT_K",
+    "KNN_FIELDS",
+    "KNN_META",
     "KnnAgent",
     "behaviour_clone",
     "fit_knn",
+    "load_knn",
     "lookahead_labels",
 ]
 
@@ -58,6 +62,18 @@ DEFAULT_K = 5
 #: scores within this relative distance of the best are ties, broken by the plan order (so that plans with
 #: the same split, e.g. ``spray+bg`` and ``wcmp+bg`` without failed links, get one label)
 TIE_RTOL = 1e-9
+#: the arrays of a knn policy file (:func:`fit_knn`): name -> (dimensions, dtype kinds allowed)
+KNN_FIELDS: dict[str, tuple[int, str]] = {
+    "x": (2, "f"),  # (N, D) the observation block of every labelled decision
+    "y": (1, "iu"),  # (N,) its label (plan index)
+    "k": (0, "iu"),  # neighbours
+    "block": (0, "U"),  # the observation block x is taken from
+    "meta": (1, "U"),  # scenario, action mode, obs features, history, steps, base, h (lookahead_labels)
+    "plans": (1, "U"),  # the plans of the action mode, in index order
+}
+#: the optional member of a knn policy file with its metadata record (a JSON object, as the shipped zips'
+#: ``ainet_gym.json``): algorithm, class, training seed, the commands that labelled and fitted it
+KNN_META = "ainet_gym.json"
 
 
 def lookahead_labels(
@@ -320,12 +336,14 @@ def fit_knn(
     k: int = DEFAULT_K,
     block: str = "job_phase",
     scenario: Any = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
     observation block ``block`` of every labelled decision, its label and ``k``. :class:`KnnAgent` plays
     it: at each decision, the plan most of the ``k`` labelled decisions nearest in that block were given
     (Euclidean distance; ties: the lower plan index). A non-parametric imitation of the lookahead that
-    reads only the observation. ``scenario``: the labels' scenario when it is not a shipped one.
+    reads only the observation. ``scenario``: the labels' scenario when it is not a shipped one;
+    ``metadata``: a JSON object stored as the member :data:`KNN_META` (what ``pretrained`` lists).
 
     Raises
     ------
@@ -357,8 +375,117 @@ def fit_knn(
         meta=labels["meta"],
         plans=labels["plans"],
         seeds=np.unique(labels["seed"]),
+        **({} if metadata is None else {KNN_META: np.array(json.dumps(metadata, indent=1))}),
     )
     return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
+
+
+def load_knn(path: str | Path) -> dict[str, Any]:
+    """The arrays of a knn policy file (:func:`fit_knn`), checked, and its metadata record: ``x`` (N, D)
+    float64, ``y`` (N,) int64, ``k``, ``block``, ``meta`` and ``plans`` (lists of str), ``metadata`` (the
+    :data:`KNN_META` object, ``{}`` without one).
+
+    Nothing in the file runs: arrays are read with ``np.load(allow_pickle=False)`` (an object array is
+    refused), sizes are bounded before anything is decompressed
+    (:data:`~ainet_gym.agents.model_files.MODEL_LIMITS`), and every field is checked for its dimensions,
+    dtype and range.
+
+    Raises
+    ------
+    ModelNotFoundError
+        If ``path`` does not exist.
+    ModelFileError
+        Naming the file, the field, what it holds and what is allowed: not an .npz archive, too large, an
+        object (pickled) array, a missing field, a wrong shape or dtype, a label outside the plans, non-finite
+        observations, ``k < 1``, a ``meta`` without its history and steps, or a metadata member that is not a
+        JSON object.
+    """
+    import zipfile
+
+    from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError, check_size, existing
+
+    what = f"knn policy {str(path)!r}"
+    p = existing(path, what)
+    check_size(p, what)
+    try:
+        with zipfile.ZipFile(p) as z:
+            unpacked = sum(i.file_size for i in z.infolist())
+    except (zipfile.BadZipFile, OSError) as e:
+        raise ModelFileError(f"{what}: not an .npz archive ({e})") from None
+    if unpacked > MODEL_LIMITS["file_bytes"]:
+        raise ModelFileError(
+            f"{what}: {unpacked:,} bytes unpacked, above the ceiling of {MODEL_LIMITS['file_bytes']:,} "
+            "(ainet_gym.agents.model_files.MODEL_LIMITS['file_bytes']); not reading it"
+        )
+    out: dict[str, Any] = {}
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            missing = [f for f in KNN_FIELDS if f not in z.files]
+            if missing:
+                raise ModelFileError(
+                    f"{what}: no field {', '.join(missing)}; a knn policy holds {', '.join(KNN_FIELDS)} "
+                    "(python -m ainet_gym.agents.imitate knn)"
+                )
+            arrays = {f: z[f] for f in KNN_FIELDS}
+            extra = z[KNN_META] if KNN_META in z.files else None
+    except ValueError as e:
+        if isinstance(e, ModelFileError):
+            raise
+        raise ModelFileError(
+            f"{what}: refusing an object (pickled) array or unreadable member ({e})"
+        ) from None
+    for f, (ndim, kinds) in KNN_FIELDS.items():
+        a = arrays[f]
+        if a.ndim != ndim or a.dtype.kind not in kinds:
+            raise ModelFileError(
+                f"{what}: field {f!r} is a {a.ndim}-d {a.dtype} array; allowed: {ndim}-d of dtype kind "
+                f"{' or '.join(kinds)}"
+            )
+    x, y, plans, meta = (
+        arrays["x"],
+        arrays["y"],
+        [str(v) for v in arrays["plans"]],
+        [str(v) for v in arrays["meta"]],
+    )
+    if x.shape[0] < 1 or x.shape[0] != y.shape[0]:
+        raise ModelFileError(
+            f"{what}: field 'x' has {x.shape[0]} rows and 'y' {y.shape[0]}; allowed: the same number, >= 1"
+        )
+    if not np.isfinite(x).all():
+        raise ModelFileError(f"{what}: field 'x' holds non-finite values; allowed: finite observations")
+    if not plans:
+        raise ModelFileError(f"{what}: field 'plans' is empty; allowed: the plans of a choose mode")
+    if y.min() < 0 or y.max() >= len(plans):
+        raise ModelFileError(
+            f"{what}: field 'y' holds labels {int(y.min())}..{int(y.max())}; allowed: 0..{len(plans) - 1} "
+            f"(the {len(plans)} plans)"
+        )
+    k = int(arrays["k"])
+    if k < 1:
+        raise ModelFileError(f"{what}: field 'k' = {k}; allowed: an integer >= 1 (neighbours)")
+    if len(meta) < 5 or not meta[3].isdigit() or not meta[4].isdigit():
+        raise ModelFileError(
+            f"{what}: field 'meta' = {meta[:5]}; allowed: [scenario, action mode, obs features, history, "
+            "steps, ...] with integer history and steps"
+        )
+    metadata: dict[str, Any] = {}
+    if extra is not None:
+        if extra.ndim != 0 or extra.dtype.kind != "U" or extra.nbytes > MODEL_LIMITS["json_bytes"] * 4:
+            raise ModelFileError(
+                f"{what}: member {KNN_META!r} is a {extra.ndim}-d {extra.dtype} array; allowed: one string "
+                f"of at most {MODEL_LIMITS['json_bytes']:,} characters (a JSON object)"
+            )
+        try:
+            metadata = json.loads(str(extra))
+        except (ValueError, RecursionError) as e:
+            raise ModelFileError(f"{what}: member {KNN_META!r} is not JSON ({str(e)[:120]})") from None
+        if not isinstance(metadata, dict):
+            raise ModelFileError(f"{what}: member {KNN_META!r} is not a JSON object")
+    out.update(
+        x=x.astype(np.float64), y=y.astype(np.int64), k=k, block=str(arrays["block"]), meta=meta,
+        plans=plans, metadata=metadata,
+    )  # fmt: skip
+    return out
 
 
 class KnnAgent:
@@ -370,13 +497,10 @@ class KnnAgent:
     learned = True
 
     def __init__(self, path: str) -> None:
-        with np.load(path, allow_pickle=False) as z:
-            self.x = z["x"].astype(np.float64)
-            self.y = z["y"].astype(np.int64)
-            self.k = int(z["k"])
-            self.block = str(z["block"])
-            meta = [str(v) for v in z["meta"]]
-            self.plans = [str(v) for v in z["plans"]]
+        z = load_knn(path)
+        self.x, self.y, self.k, self.block = z["x"], z["y"], z["k"], z["block"]
+        self.plans, self.meta = z["plans"], z["metadata"]
+        meta = z["meta"]
         self.path = path
         self.scenario = meta[0]
         self.name = "knn"
@@ -393,6 +517,13 @@ class KnnAgent:
             )
         if self.block not in core.obs_layout or list(core.plans) != self.plans:
             raise ValueError(f"knn:{self.path}: the env has no block {self.block!r} or other plans")
+        sl = core.obs_layout[self.block]
+        width = sl.stop - sl.start
+        if self.x.shape[1] != width:
+            raise ValueError(
+                f"knn:{self.path}: field 'x' has {self.x.shape[1]} columns; the env's block {self.block!r} "
+                f"has {width}"
+            )
 
     def reset(self, core: Any) -> None:
         return None
@@ -459,7 +590,6 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.imitate label|clone ...``: lookahead labels, then behaviour cloning."""
     import argparse
-    import json
 
     from ainet_gym.agents.evaluate import parse_seeds
 

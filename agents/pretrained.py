@@ -9,7 +9,15 @@ the shipped ones when there is none). A checkpoint is made from a model that ``a
 
 which keeps SB3's ``data`` (spaces, hyperparameters) and ``policy.pth`` (the weights), drops
 ``policy.optimizer.pth`` (Adam moments, twice the weights) and ``pytorch_variables.pth``, and records
-the command in ``ainet_gym.json``. ``python -m ainet_gym.agents.pretrained list`` prints what is shipped.
+the command in ``ainet_gym.json``. A k-nearest-neighbour policy (``python -m ainet_gym.agents.imitate
+knn``, a .npz of plain arrays) is shipped the same way, with every command that labelled and fitted it::
+
+    python -m ainet_gym.agents.pretrained export runs26/knn/knn-s0-dagger1.npz \
+        --scenario spine-leaf-2to1-jitter --training-seed 0 --command "python -m ... label ..." \
+        --command "python -m ainet_gym.agents.imitate knn ..."
+
+and played through :class:`ainet_gym.agents.imitate.KnnAgent` (read with ``allow_pickle=False``, every
+field checked). ``python -m ainet_gym.agents.pretrained list`` prints what is shipped.
 """
 
 from __future__ import annotations
@@ -40,7 +48,14 @@ if TYPE_CHECKING:
 
     from ainet_gym.scenario.spec import Scenario
 
-__all__ = ["DROPPED_MEMBERS", "PretrainedAgent", "export_checkpoint", "load_policy_only"]
+__all__ = [
+    "DROPPED_MEMBERS",
+    "KNN_ALGORITHM",
+    "PretrainedAgent",
+    "export_checkpoint",
+    "export_knn",
+    "load_policy_only",
+]
 
 #: members of an SB3 zip that a shipped checkpoint leaves out (optimiser state, extra tensors).
 DROPPED_MEMBERS = (OPTIMIZER_MEMBER, "pytorch_variables.pth")
@@ -84,6 +99,71 @@ def export_checkpoint(src: str | Path, scenario: str, command: str, dst: str | P
     return dst
 
 
+#: the ``algorithm`` of a shipped k-NN policy's metadata (its ``algo``: ``knn``)
+KNN_ALGORITHM = "knn-imitation"
+
+
+def export_knn(
+    src: str | Path,
+    scenario: str,
+    commands: list[str],
+    training_seed: int,
+    dst: str | Path | None = None,
+    note: str = "",
+) -> Path:
+    """Write the k-NN policy ``src`` (:func:`ainet_gym.agents.imitate.fit_knn`) for ``scenario`` (default
+    destination: ``ainet_gym/pretrained/<scenario>.npz``) with its metadata record: ``algo`` ``knn``,
+    ``algorithm`` :data:`KNN_ALGORITHM`, the class (``controls``) of its action mode's plans, the env
+    arguments, ``training_seed``, ``commands`` (every command that labelled and fitted it, in order;
+    ``command``: the last, the fit) and ``note`` (e.g. how the training seed was picked).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``src`` does not exist.
+    ValueError
+        If ``src`` is not a valid k-NN policy of ``scenario`` or ``commands`` is empty.
+    """
+    import numpy as np
+
+    from ainet_gym.agents.imitate import KNN_FIELDS, KNN_META, load_knn
+    from ainet_gym.routing.plans import CHOOSE_MODES
+
+    z = load_knn(src)
+    if z["meta"][0] != scenario:
+        raise ValueError(f"knn policy {str(src)!r}: labelled on scenario {z['meta'][0]!r}, not {scenario!r}")
+    if not commands or not all(c.strip() for c in commands):
+        raise ValueError("commands: empty; give every command that labelled and fitted the policy")
+    name, mode, feats, history, steps = z["meta"][:5]
+    meta = {
+        "algo": "knn",
+        "algorithm": KNN_ALGORITHM,
+        "controls": CHOOSE_MODES.get(mode, "jobs"),
+        "scenario": scenario,
+        "action_mode": mode,
+        "obs_features": [f for f in feats.split(",") if f],
+        "history": int(history),
+        "episode_steps": int(steps),
+        "k": z["k"],
+        "block": z["block"],
+        "plans": z["plans"],
+        "labelled_decisions": int(z["y"].shape[0]),
+        "training_seed": int(training_seed),
+        "commands": list(commands),
+        "command": commands[-1],
+        "export_command": "python -m ainet_gym.agents.pretrained "
+        + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "note": note,
+    }
+    dst = Path(dst) if dst is not None else PRETRAINED_DIR / f"{scenario}.npz"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with np.load(src, allow_pickle=False) as f:
+        arrays = {k: f[k] for k in f.files if k != KNN_META}
+    assert set(KNN_FIELDS) <= set(arrays)
+    np.savez_compressed(dst, **arrays, **{KNN_META: np.array(json.dumps(meta, indent=1))})
+    return dst
+
+
 def load_policy_only(path: str | Path) -> tuple[BaseAlgorithm, dict[str, Any]]:
     """Load a policy-only checkpoint (or a full model) for inference: ``(model, metadata)``.
 
@@ -112,6 +192,8 @@ class PretrainedAgent(SB3Agent):
         self.name = "pretrained"
         self.env_kwargs: dict[str, Any] = {}
         self.path: Path | None = None
+        self._knn: Any = None  # the KnnAgent of a shipped .npz
+        self.learned = True
 
     def bind(self, scenario: Scenario) -> None:
         """Load the checkpoint of ``scenario``.
@@ -126,9 +208,18 @@ class PretrainedAgent(SB3Agent):
             shipped = ", ".join(list_pretrained()) or "none"
             raise ValueError(
                 f"policy 'pretrained': no checkpoint is shipped for scenario {scenario.name!r}; "
-                f"shipped: {shipped} (ainet_gym/pretrained/<scenario>.zip)"
+                f"shipped: {shipped} (ainet_gym/pretrained/<scenario>.zip or .npz)"
             )
         self.path = p
+        if p.suffix == ".npz":  # a k-NN imitation (imitate.fit_knn): arrays only, played by KnnAgent
+            from ainet_gym.agents.imitate import KnnAgent
+
+            self._knn = KnnAgent(str(p))
+            self.meta = self._knn.meta
+            self.algo = str(self.meta.get("algo", "knn"))
+            self.env_kwargs = dict(self._knn.env_kwargs)
+            self.controls = self._knn_controls()
+            return
         self.model, self.meta = load_policy_only(p)
         self.algo = self.meta["algo"]
         mode = self.meta.get("action_mode", "split")
@@ -143,16 +234,29 @@ class PretrainedAgent(SB3Agent):
 
         self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs")
 
+    def _knn_controls(self) -> str:
+        from ainet_gym.routing.plans import CHOOSE_MODES
+
+        return CHOOSE_MODES.get(self.env_kwargs.get("action_mode", ""), "jobs")
+
     def check(self, core: Any) -> None:
         if self.path is None:
             self.bind(core.scenario)
+        if self._knn is not None:
+            self._knn.check(core)
+            return
         super().check(core)
+
+    def act(self, core: Any, obs: Any) -> Any:
+        if self._knn is not None:
+            return self._knn.act(core, obs)
+        return super().act(core, obs)
 
 
 register_agent(
     "pretrained",
     lambda arg: PretrainedAgent(),
-    description="the checkpoint shipped for the scenario (ainet_gym/pretrained/<scenario>.zip)",
+    description="the policy shipped for the scenario (ainet_gym/pretrained/<scenario>.zip or .npz)",
     overwrite=True,
 )
 
@@ -164,14 +268,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = p.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("export", help="write a policy-only checkpoint into the package")
-    e.add_argument("model", help="a model saved by ainet-gym train")
+    e.add_argument("model", help="a model saved by ainet-gym train (.zip) or a knn policy (.npz)")
     e.add_argument("--scenario", required=True)
-    e.add_argument("--command", required=True, help="the exact command that trained the model")
-    e.add_argument("--out", default=None, help="default: ainet_gym/pretrained/<scenario>.zip")
+    e.add_argument(
+        "--command",
+        required=True,
+        action="append",
+        help="the exact command that trained the model (a .npz: repeat it, every command in order)",
+    )
+    e.add_argument("--training-seed", type=int, default=None, help="a .npz: the training seed (required)")
+    e.add_argument("--note", default="", help="a .npz: e.g. how the training seed was picked")
+    e.add_argument("--out", default=None, help="default: ainet_gym/pretrained/<scenario>.zip (.npz)")
     sub.add_parser("list", help="the shipped checkpoints")
     a = p.parse_args(argv)
+    if a.cmd == "export" and str(a.model).endswith(".npz"):
+        if a.training_seed is None:
+            p.error("export of a .npz: --training-seed is required")
+        dst = export_knn(a.model, a.scenario, a.command, a.training_seed, a.out, a.note)
+        print(f"wrote {dst} ({dst.stat().st_size / 1e6:.2f} MB)")
+        return 0
     if a.cmd == "export":
-        dst = export_checkpoint(a.model, a.scenario, a.command, a.out)
+        if len(a.command) != 1:
+            p.error("export of a .zip: give --command once (the command that trained the model)")
+        dst = export_checkpoint(a.model, a.scenario, a.command[0], a.out)
         print(f"wrote {dst} ({dst.stat().st_size / 1e6:.2f} MB)")
         return 0
     for name, m in list_pretrained().items():

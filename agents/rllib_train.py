@@ -278,6 +278,55 @@ def iteration_scalars(result: dict[str, Any]) -> dict[str, float]:
     return {k: v for k, v in out.items() if v is not None}
 
 
+def _train_loop(
+    algo: Any, writer: Any, start: int, target: int, progress: bool
+) -> tuple[int, list[dict[str, float]], dict[str, float], bool]:
+    """``algo.train()`` until ``target`` env steps (from ``start``), every iteration's scalars to TensorBoard
+    (``writer``, closed at the end) and to the returned rows; returns (steps, rows, the last fabric
+    figures, interrupted). Ctrl-C ends the loop early (``interrupted``), keeping what was trained."""
+    rows: list[dict[str, float]] = []
+    steps = start
+    t0 = time.time()
+    final: dict[str, float] = {}
+    try:
+        while steps < target:
+            result = algo.train()
+            # the per-iteration count (the lifetime counter may or may not survive a restore)
+            steps += int(_scalar(result, "env_runners", "num_env_steps_sampled") or 0)
+            sc = iteration_scalars(result)
+            elapsed = time.time() - t0
+            sc["time/fps"] = (steps - start) / max(elapsed, 1e-9)
+            for k, v in sc.items():
+                writer.add_scalar(k, v, steps)
+            writer.flush()
+            rows.append({"timesteps": steps, "seconds": elapsed, **sc})
+            final = {k.removeprefix("fabric/"): v for k, v in sc.items() if k.startswith("fabric/")}
+            if progress:
+                it = int(sc.get("time/iterations", len(rows)))
+                ret = sc.get("rollout/ep_rew_mean")
+                print(
+                    f"iter {it:4d}  steps {steps:>8d}/{target}  {sc['time/fps']:6.0f} steps/s  "
+                    f"return {ret if ret is None else f'{ret:.3f}'}  {format_final(final)}",
+                    flush=True,
+                )
+    except KeyboardInterrupt:
+        return steps, rows, final, True
+    finally:
+        writer.close()
+    return steps, rows, final, False
+
+
+def _write_progress_csv(path: Path, rows: list[dict[str, float]]) -> None:
+    """The training rows as CSV (``timesteps`` first, then the other columns sorted); nothing without rows."""
+    if not rows:
+        return
+    with open(path, "w", newline="") as f:
+        keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "timesteps", k))
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
 def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     """Train (or resume) RLlib PPO; returns where the checkpoint and the logs went.
 
@@ -347,45 +396,13 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     name = run_name(scenario.name, tag, cfg.seed)
     run_dir = Path(cfg.logdir) / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    writer = SummaryWriter(str(run_dir))
-    rows: list[dict[str, float]] = []
     start = int(meta_in.get("timesteps", 0)) if cfg.resume is not None else 0
-    steps = start
-    target = start + cfg.timesteps
     t0 = time.time()
-    interrupted = False
-    final: dict[str, float] = {}
-    try:
-        while steps < target:
-            result = algo.train()
-            # the per-iteration count (the lifetime counter may or may not survive a restore)
-            steps += int(_scalar(result, "env_runners", "num_env_steps_sampled") or 0)
-            sc = iteration_scalars(result)
-            elapsed = time.time() - t0
-            sc["time/fps"] = (steps - start) / max(elapsed, 1e-9)
-            for k, v in sc.items():
-                writer.add_scalar(k, v, steps)
-            writer.flush()
-            rows.append({"timesteps": steps, "seconds": elapsed, **sc})
-            final = {k.removeprefix("fabric/"): v for k, v in sc.items() if k.startswith("fabric/")}
-            if cfg.progress:
-                it = int(sc.get("time/iterations", len(rows)))
-                ret = sc.get("rollout/ep_rew_mean")
-                print(
-                    f"iter {it:4d}  steps {steps:>8d}/{target}  {sc['time/fps']:6.0f} steps/s  "
-                    f"return {ret if ret is None else f'{ret:.3f}'}  {format_final(final)}",
-                    flush=True,
-                )
-    except KeyboardInterrupt:
-        interrupted = True
+    steps, rows, final, interrupted = _train_loop(
+        algo, SummaryWriter(str(run_dir)), start, start + cfg.timesteps, cfg.progress
+    )
     seconds = time.time() - t0
-    writer.close()
-    if rows:
-        with open(run_dir / "progress.csv", "w", newline="") as f:
-            keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "timesteps", k))
-            w = csv.DictWriter(f, fieldnames=keys)
-            w.writeheader()
-            w.writerows(rows)
+    _write_progress_csv(run_dir / "progress.csv", rows)
     out = Path(cfg.out) if cfg.out is not None else run_dir / "checkpoint"
     if out.exists() and cfg.overwrite:
         shutil.rmtree(out)  # checked in _check: an RLlib checkpoint the user asked to replace

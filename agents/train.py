@@ -146,6 +146,53 @@ def _check_config(cfg: TrainConfig) -> None:
         raise ValueError(f"n_envs = {cfg.n_envs!r}: must be an integer >= 1")
 
 
+def _resumed_model(cfg: TrainConfig, algo: str, env: Any, scenario: str, meta_in: dict[str, Any]) -> Any:
+    """The model of ``cfg.resume`` on ``env``, checked to fit its spaces, seeded with ``cfg.seed``."""
+    try:
+        model, _ = load_model(cfg.resume, algo)
+    except ValueError as e:
+        raise ValueError(f"--resume {str(cfg.resume)!r}: {e}") from None
+    want = (space_signature(model.observation_space), space_signature(model.action_space))
+    got = (space_signature(env.observation_space), space_signature(env.action_space))
+    if want != got:
+        raise ValueError(
+            f"resume: model {str(cfg.resume)!r} does not fit scenario {scenario!r}: it was trained "
+            f"on {meta_in.get('scenario', '?')!r} with observations {want[0]} and actions {want[1]}; "
+            f"this scenario gives observations {got[0]} and actions {got[1]}"
+        )
+    model.set_env(env)
+    model.set_random_seed(cfg.seed)
+    return model
+
+
+def _hyperparameters(cfg: TrainConfig, algo: str, episode_steps: int) -> dict[str, Any]:
+    """The algorithm's defaults for this episode length and vector size, ``cfg.hyperparameters`` over them,
+    then the options given one by one (each refused for an algorithm that has no such option)."""
+    from stable_baselines3.common.utils import LinearSchedule
+
+    hp = default_hyperparameters(algo, episode_steps, cfg.n_envs) | dict(cfg.hyperparameters)
+    if cfg.log_std_init is not None:
+        hp["policy_kwargs"] = {**hp.get("policy_kwargs", {}), "log_std_init": float(cfg.log_std_init)}
+    if cfg.learning_rate is not None:
+        lr = float(cfg.learning_rate)
+        hp["learning_rate"] = LinearSchedule(lr, lr / 10, 1.0) if algo in ("ppo", "maskable_ppo") else lr
+    if cfg.target_kl is not None:
+        if algo not in ("ppo", "maskable_ppo"):
+            raise ValueError(f"target_kl: {algo} has no KL limit; it is a PPO option (--algo ppo)")
+        hp["target_kl"] = float(cfg.target_kl)
+    if cfg.ent_coef is not None:
+        if algo not in ("ppo", "maskable_ppo", "a2c"):
+            raise ValueError(f"ent_coef: {algo} has no entropy coefficient; it is a PPO or A2C option")
+        if not (math.isfinite(cfg.ent_coef) and cfg.ent_coef >= 0):
+            raise ValueError(f"ent_coef = {cfg.ent_coef}: allowed: a finite number >= 0")
+        hp["ent_coef"] = float(cfg.ent_coef)
+    if cfg.gamma is not None:
+        if not (math.isfinite(cfg.gamma) and 0 < cfg.gamma <= 1):
+            raise ValueError(f"gamma = {cfg.gamma}: allowed: a number in (0, 1]")
+        hp["gamma"] = float(cfg.gamma)
+    return hp
+
+
 def train(cfg: TrainConfig) -> TrainResult:
     """Train (or resume) an agent; returns where the model and the logs went.
 
@@ -159,7 +206,6 @@ def train(cfg: TrainConfig) -> TrainResult:
     """
     import torch
     from stable_baselines3.common.logger import configure
-    from stable_baselines3.common.utils import LinearSchedule
     from stable_baselines3.common.vec_env import VecMonitor
 
     from ainet_gym.agents.callbacks import FabricMetricsCallback
@@ -209,41 +255,9 @@ def train(cfg: TrainConfig) -> TrainResult:
     env = VecMonitor(venv)
     core = venv.core
     if cfg.resume is not None:
-        try:
-            model, _ = load_model(cfg.resume, algo)
-        except ValueError as e:
-            raise ValueError(f"--resume {str(cfg.resume)!r}: {e}") from None
-        want = (space_signature(model.observation_space), space_signature(model.action_space))
-        got = (space_signature(env.observation_space), space_signature(env.action_space))
-        if want != got:
-            raise ValueError(
-                f"resume: model {str(cfg.resume)!r} does not fit scenario {scenario.name!r}: it was trained "
-                f"on {meta_in.get('scenario', '?')!r} with observations {want[0]} and actions {want[1]}; "
-                f"this scenario gives observations {got[0]} and actions {got[1]}"
-            )
-        model.set_env(env)
-        model.set_random_seed(cfg.seed)
+        model = _resumed_model(cfg, algo, env, scenario.name, meta_in)
     else:
-        hp = default_hyperparameters(algo, core.episode_steps, cfg.n_envs) | dict(cfg.hyperparameters)
-        if cfg.log_std_init is not None:
-            hp["policy_kwargs"] = {**hp.get("policy_kwargs", {}), "log_std_init": float(cfg.log_std_init)}
-        if cfg.learning_rate is not None:
-            lr = float(cfg.learning_rate)
-            hp["learning_rate"] = LinearSchedule(lr, lr / 10, 1.0) if algo in ("ppo", "maskable_ppo") else lr
-        if cfg.target_kl is not None:
-            if algo not in ("ppo", "maskable_ppo"):
-                raise ValueError(f"target_kl: {algo} has no KL limit; it is a PPO option (--algo ppo)")
-            hp["target_kl"] = float(cfg.target_kl)
-        if cfg.ent_coef is not None:
-            if algo not in ("ppo", "maskable_ppo", "a2c"):
-                raise ValueError(f"ent_coef: {algo} has no entropy coefficient; it is a PPO or A2C option")
-            if not (math.isfinite(cfg.ent_coef) and cfg.ent_coef >= 0):
-                raise ValueError(f"ent_coef = {cfg.ent_coef}: allowed: a finite number >= 0")
-            hp["ent_coef"] = float(cfg.ent_coef)
-        if cfg.gamma is not None:
-            if not (math.isfinite(cfg.gamma) and 0 < cfg.gamma <= 1):
-                raise ValueError(f"gamma = {cfg.gamma}: allowed: a number in (0, 1]")
-            hp["gamma"] = float(cfg.gamma)
+        hp = _hyperparameters(cfg, algo, core.episode_steps)
         policy = "MultiInputPolicy" if observation == "graph" else "MlpPolicy"
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out

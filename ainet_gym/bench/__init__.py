@@ -45,6 +45,10 @@ What is measured
    number of transfers on a fixed 1,024-GPU fabric (8 expert-parallel AllToAll jobs whose size grows, so
    transfers grow as p(p-1)), and against the number of independently clocked jobs sharing the same GPUs
    (events, and so allocator calls, grow with the jobs), with fitted log-log exponents.
+6. **Switch.** Intervals 1-4 from reset of 8 AllToAll jobs x 128 GPUs in exact event mode on the lazy
+   incremental kernel only, the full re-solve per event only and the switch between them
+   (``BatchSim.lazy_switch``): CPU s per interval, the median of 5 runs that take the three in turn, the
+   three compared to 1e-9, and the flows each incremental solve touches as a share of the active flows.
 
 Large scenarios: a shipped scenario with the wanted number of GPUs is used when one exists; otherwise
 :func:`cluster_scenario` builds one (a 2:1 spine-leaf of 8-GPU hosts running 8 data-parallel ring
@@ -91,6 +95,7 @@ from ainet_gym.bench.sections import (
     bench_env,
     bench_scaling,
     bench_startup,
+    bench_switch,
     calibrate,
     machine_info,
     n_tasks,
@@ -113,6 +118,7 @@ __all__ = [
     "bench_main",
     "bench_scaling",
     "bench_startup",
+    "bench_switch",
     "calibrate",
     "check_bench_config",
     "cluster_scenario",
@@ -205,6 +211,8 @@ def run_bench(
             results["startup"] = bench_startup(cfg, bar)
         if "scaling" in cfg.sections:
             results["scaling"] = bench_scaling(cfg, bar)
+        if "switch" in cfg.sections:
+            results["switch"] = bench_switch(cfg, bar)
     finally:
         bar.close()
     results["targets"] = evaluate_targets(results)

@@ -123,6 +123,16 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
                                slow["refilled_share"], 0.10, "<=", "",
                                f"{slow['incremental_solves']:,} solves over the intervals timed, "
                                f"{slow.get('parallel_solves', 0):,} by the parallel rule"))  # fmt: skip
+    sw = results.get("switch") or {}
+    if sw.get("median_cpu_s"):
+        med = sw["median_cpu_s"]
+        ratio = max(
+            s / min(a, b) for s, a, b in zip(med["switch"], med["lazy only"], med["full only"], strict=True)
+        )
+        out.append(_target("switch vs the better of lazy-only and full-only, worst of intervals 1-4 (median)",
+                           ratio, 1.0, "<=", "x", f"{sw['runs']} interleaved runs, CPU s"))  # fmt: skip
+        out.append(_target("flows touched per event, 8 AllToAll x 128, intervals 1-4 (share of active)",
+                           sw.get("touched_share"), 0.10, "<=", "", "lazy kernel only"))  # fmt: skip
     for ep in sc.get("moe_episodes") or []:
         out.append(_target(f"MoE episode, {ep['scenario']} ({ep['steps']} intervals, exact)", ep["episode_s"],
                            60, "<=", "s", f"{ep['events']:,} events; slowest interval "
@@ -308,6 +318,7 @@ def format_report(results: dict[str, Any]) -> str:
                 + ", ".join(f"{r['s']:.3g} s / {r['events']:,}{'+' if r['capped'] else ''} ev"
                             for r in slow["intervals"])
             )  # fmt: skip
+    parts.extend(switch_lines(results.get("switch")))
     if results.get("targets"):
         parts.append("\nTargets (2-core CPU)")
         parts.append(_table(
@@ -317,6 +328,36 @@ def format_report(results: dict[str, Any]) -> str:
     if "wall_s" in m:
         parts.append(f"\nwall time: {m['wall_s']:.1f} s")
     return "\n".join(parts)
+
+
+def switch_lines(sw: dict[str, Any] | None) -> list[str]:
+    """The switch section's lines (:func:`ainet_gym.bench.sections.bench_switch`): CPU s per interval of
+    each mode (median of the interleaved runs), the switch against the better of the other two, and the
+    flows touched per event."""
+    if not sw or not sw.get("median_cpu_s"):
+        return []
+    med = sw["median_cpu_s"]
+    n = sw["intervals"]
+    load = sw.get("load_avg_1min") or (None, None)
+    out = [f"\n6. Exact event mode, {sw['scenario']}: CPU s of intervals 1-{n} from reset, median of "
+           f"{sw['runs']} interleaved runs (load average {_fmt(load[0], '.2f')} -> {_fmt(load[1], '.2f')})"]  # fmt: skip
+    for mode, row in med.items():
+        c = sw["counters"].get(mode) or []
+        extra = ""
+        if mode == "switch" and c:
+            extra = "  (full-path events " + ", ".join(str(x["full_path_events"]) for x in c) + "; hand-offs " + \
+                ", ".join(str(x["lazy_switches"]) for x in c) + ")"  # fmt: skip
+        out.append(f"  {mode:<10} " + "  ".join(f"{i + 1}: {x:.3f}" for i, x in enumerate(row)) + extra)
+    best = [min(a, b) for a, b in zip(med["lazy only"], med["full only"], strict=True)]
+    out.append("  switch / better of lazy-only and full-only: "
+               + "  ".join(f"{i + 1}: {s / b:.2f}" for i, (s, b) in enumerate(zip(med["switch"], best, strict=True))))  # fmt: skip
+    per = sw.get("touched_share_per_interval") or []
+    out.append(f"  flows touched per incremental solve (lazy only), share of the active flows: "
+               f"{_fmt(sw.get('touched_share'), '.3f')} over intervals 1-{n} ("
+               + ", ".join(_fmt(x, ".3f") for x in per) + "; goal <= 0.10)")  # fmt: skip
+    out.append(f"  largest relative difference to the full re-solve (iterations, link bytes): "
+               f"{_fmt(sw.get('max_rel_diff'), '.2e')} (<= 1e-09)")  # fmt: skip
+    return out
 
 
 def plot_scaling(scaling: dict[str, Any], path: Path) -> None:

@@ -798,4 +798,111 @@ def n_tasks(cfg: BenchConfig) -> int:
         n += len(cfg.scaling_gpus) + len(cfg.transfers_job_gpus) + len(cfg.scaling_jobs)
         n += 4 if cfg.slowest_intervals else 0
         n += len(cfg.moe_episodes)
+    if "switch" in s and cfg.switch_runs and cfg.switch_intervals:
+        n += 1
     return n
+
+
+#: the three ways a lazy-kernel instance may allocate in exact event mode (:func:`bench_switch`): the lazy
+#: kernel only (the switch off), the full re-solve per event only (``incremental_min_flows`` -1) and the
+#: switch between them by its cost model (``BatchSim.lazy_switch``)
+SWITCH_MODES = ("lazy only", "full only", "switch")
+
+
+def _switch_world(scenario: dict[str, Any], mode: str) -> Any:
+    """A world of ``scenario`` whose simulation allocates as ``mode`` says (one of :data:`SWITCH_MODES`)."""
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    world = FabricWorld(load_scenario(scenario), 1, backend="numba")
+    world.reset(seeds=[0])
+    sim = world.sim
+    assert sim is not None
+    sim.incremental_min_flows = -1 if mode == "full only" else 0
+    sim.lazy_switch = mode == "switch"
+    return world
+
+
+def bench_switch(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
+    """Section 6: intervals ``1..cfg.switch_intervals`` from reset of 8 AllToAll x 128 GPUs in exact event mode,
+    on the lazy kernel only, the full re-solve per event only and the switch between them
+    (:data:`ainet_gym.sim.kernels.LAZY_SWITCH`): CPU s of each interval (``time.process_time``, this
+    process), the median of ``cfg.switch_runs`` runs that take the modes in turn (the order rotating from
+    run to run, each run from reset), and the flows each incremental solve re-filled as a share of the
+    active flows (the lazy kernel only: the flows an event touches). Every interval's results of the three
+    modes are compared (iterations, link bytes) to 1e-9 relative."""
+    out: dict[str, Any] = {
+        "runs": cfg.switch_runs,
+        "intervals": cfg.switch_intervals,
+        "modes": list(SWITCH_MODES),
+    }
+    if not cfg.switch_runs or not cfg.switch_intervals:
+        return out
+    job_gpus = min(128, cfg.transfers_fabric_gpus // 8)  # (a smaller fabric: 8 jobs that fill it)
+    scenario = cluster_scenario(cfg.transfers_fabric_gpus, 8, job_gpus, op="alltoall")
+    progress.start(
+        f"switch: 8 AllToAll x {job_gpus} GPUs, intervals 1-{cfg.switch_intervals}, {cfg.switch_runs} runs"
+    )
+    worlds = {m: _switch_world(scenario, m) for m in SWITCH_MODES}
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    times: dict[str, list[list[float]]] = {m: [] for m in SWITCH_MODES}
+    counters: dict[str, list[dict[str, int]]] = {m: [] for m in SWITCH_MODES}
+    worst = 0.0
+    for run in range(cfg.switch_runs):
+        order = SWITCH_MODES[run % 3 :] + SWITCH_MODES[: run % 3]
+        results: dict[str, list] = {}
+        for mode in order:
+            world = worlds[mode]
+            world.reset(seeds=[0])
+            sim = world.sim
+            last: list[Any] = []
+            run_interval = sim.run_interval
+
+            def counted(*args: Any, _run: Any = run_interval, _last: list = last, **kw: Any) -> Any:
+                m = _run(*args, **kw)
+                _last[:] = [m]
+                return m
+
+            sim.run_interval = counted
+            row, res, cnt = [], [], []
+            try:
+                for _ in range(cfg.switch_intervals):
+                    t0 = time.process_time()
+                    r = world.step(world.default_split(), max_events=cfg.slowest_max_events)
+                    row.append(time.process_time() - t0)
+                    res.append((np.asarray(r.iterations, dtype=float), np.asarray(r.link_bytes, dtype=float)))
+                    m = last[0]
+                    cnt.append({"events": int(m.events), "incremental_solves": int(m.incremental_solves),
+                                "flows_refilled": int(m.flows_refilled), "flows_active": int(m.flows_active),
+                                "full_path_events": int(m.full_path_events), "lazy_switches": int(m.lazy_switches)})  # fmt: skip
+            finally:
+                del sim.run_interval  # the bound method again
+            times[mode].append(row)
+            results[mode] = res
+            if run == 0:
+                counters[mode] = cnt
+        ref = results["full only"]
+        for mode in ("lazy only", "switch"):
+            for (it_a, lb_a), (it_b, lb_b) in zip(results[mode], ref, strict=True):
+                worst = max(worst, rel_err(it_a, it_b), rel_err(lb_a, lb_b))
+    progress.done()
+    med = {
+        m: [float(np.median([r[i] for r in times[m]])) for i in range(cfg.switch_intervals)]
+        for m in SWITCH_MODES
+    }
+    lazy = counters["lazy only"]
+    refilled = sum(c["flows_refilled"] for c in lazy)
+    active = sum(c["flows_active"] for c in lazy)
+    out.update(
+        scenario=scenario["name"],
+        median_cpu_s=med,
+        cpu_s=times,
+        counters=counters,
+        touched_share=refilled / active if active else None,
+        touched_share_per_interval=[
+            c["flows_refilled"] / c["flows_active"] if c["flows_active"] else None for c in lazy
+        ],
+        max_rel_diff=worst,
+        load_avg_1min=(load0, os.getloadavg()[0] if hasattr(os, "getloadavg") else None),
+    )
+    return out

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,50 @@ def _bad_action(kind: int, venv: FabricRoutingVectorEnv) -> np.ndarray:
     if kind == 1:
         return np.zeros(shape, dtype=complex)
     return np.full(shape, 99, dtype=np.int64)  # out of range in every mode
+
+
+def _step_violations(
+    space: Any, obs: Any, rew: np.ndarray, res: Any, info: dict[str, Any], before: list, live: np.ndarray
+) -> tuple[list[str], int]:
+    """What one vector step broke: bounds of the observation, reward, link and GPU utilisation and efficiency;
+    the interval's jobs against those that ran (``before``); step times against ideal ones; finite info.
+    ``live``: the copies that ran the interval (the others were reset and report their reset info). Returns
+    (messages, job slots checked)."""
+    bad: list[str] = []
+    o = obs["flat"] if isinstance(obs, dict) else obs
+    if o.dtype != np.float32 or not np.all(np.isfinite(o)) or o.min() < space_low(space) or o.max() > 1.0:
+        bad.append(f"observation outside [0, 1] or not finite (min {o.min()}, max {o.max()})")
+    if not np.all(np.isfinite(rew)) or rew.min() < 0 or rew.max() > 1 + RTOL:
+        bad.append(f"reward {rew.tolist()} not finite or outside [0, 1]")
+    if res is not None and res.link_utilization.max() > 1 + RTOL:
+        bad.append(f"link utilisation {res.link_utilization.max()} > 1")
+    if res is None and live.any():
+        bad.append("a step that ran an interval left no result")
+    for b in np.flatnonzero(live) if res is not None else ():
+        if res.job_names[b] != before[b]:
+            bad.append(f"env {b}: the interval reports jobs {res.job_names[b]} but ran {before[b]}")
+    alive = np.array([[n is not None for n in names] for names in before])
+    if not np.array_equal(info["job_alive"][live], alive[live]):
+        bad.append("info job_alive differs from the jobs that ran in the interval")
+    it = info["iterations"]
+    done = (it > 0) & live[:, None]
+    st, ideal = info["step_time_ms"], info["ideal_step_time_ms"]
+    if np.any(done & ~(ideal > 0)):
+        bad.append("a job slot with completed iterations has no ideal step time")
+    below = done & (st < ideal * (1 - RTOL))
+    if below.any():
+        b, j = np.argwhere(below)[0]
+        bad.append(f"env {b} slot {j} ({before[b][j]}): step time {st[b, j]} ms < ideal {ideal[b, j]} ms")
+    if res is not None:
+        util, eff = res.gpu_utilization, res.efficiency
+        if np.any(util[np.isfinite(util)] < 0) or np.any(util[np.isfinite(util)] > 1 + RTOL):
+            bad.append("GPU utilisation outside [0, 1]")
+        if np.any(eff[np.isfinite(eff)] <= 0) or np.any(eff[np.isfinite(eff)] > 1 + RTOL):
+            bad.append("efficiency outside (0, 1]")
+    for k, v in info.items():
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.all(np.isfinite(v)):
+            bad.append(f"info[{k!r}] is not finite")
+    return bad, int(done.sum())
 
 
 def soak(
@@ -114,41 +159,10 @@ def soak(
         obs, rew, term, trunc, info = venv.step(venv.action_space.sample())
         res = core.last_result  # None after a step in which every copy reset: no interval ran
         out.steps += num_envs
-        o = obs["flat"] if isinstance(obs, dict) else obs
-        if o.dtype != np.float32 or not np.all(np.isfinite(o)) or o.min() < space_low(space) or o.max() > 1.0:
-            fail(f"observation outside [0, 1] or not finite (min {o.min()}, max {o.max()})")
-        if not np.all(np.isfinite(rew)) or rew.min() < 0 or rew.max() > 1 + RTOL:
-            fail(f"reward {rew.tolist()} not finite or outside [0, 1]")
-        if res is not None and res.link_utilization.max() > 1 + RTOL:
-            fail(f"link utilisation {res.link_utilization.max()} > 1")
-        live = ~autoreset  # copies reset this step stood still and report their reset info
-        if res is None and live.any():
-            fail("a step that ran an interval left no result")
-        for b in np.flatnonzero(live) if res is not None else ():
-            if res.job_names[b] != before[b]:
-                fail(f"env {b}: the interval reports jobs {res.job_names[b]} but ran {before[b]}")
-        alive = np.array([[n is not None for n in names] for names in before])
-        if not np.array_equal(info["job_alive"][live], alive[live]):
-            fail("info job_alive differs from the jobs that ran in the interval")
-        it = info["iterations"]
-        done = (it > 0) & live[:, None]
-        st, ideal = info["step_time_ms"], info["ideal_step_time_ms"]
-        out.job_checks += int(done.sum())
-        if np.any(done & ~(ideal > 0)):
-            fail("a job slot with completed iterations has no ideal step time")
-        below = done & (st < ideal * (1 - RTOL))
-        if below.any():
-            b, j = np.argwhere(below)[0]
-            fail(f"env {b} slot {j} ({before[b][j]}): step time {st[b, j]} ms < ideal {ideal[b, j]} ms")
-        if res is not None:
-            util, eff = res.gpu_utilization, res.efficiency
-            if np.any(util[np.isfinite(util)] < 0) or np.any(util[np.isfinite(util)] > 1 + RTOL):
-                fail("GPU utilisation outside [0, 1]")
-            if np.any(eff[np.isfinite(eff)] <= 0) or np.any(eff[np.isfinite(eff)] > 1 + RTOL):
-                fail("efficiency outside (0, 1]")
-        for k, v in info.items():
-            if isinstance(v, np.ndarray) and v.dtype.kind == "f" and not np.all(np.isfinite(v)):
-                fail(f"info[{k!r}] is not finite")
+        msgs, checked = _step_violations(space, obs, rew, res, info, before, ~autoreset)
+        out.job_checks += checked
+        for m in msgs:
+            fail(m)
     out.seconds = time.perf_counter() - t0
     venv.close()
     return out

@@ -237,17 +237,29 @@ def iteration_estimate(scenario: Scenario) -> dict[str, Any] | None:
     """The estimate the loader checks against ``LIMITS["iterations_per_interval"]``: ``{"iterations",
     "step_s", "interval_s", "path", "job"}`` of the fastest job (None without jobs). ``iterations`` lies
     within [true / 2, true], true = interval / the job's ideal step (the ideal twin's)."""
-    groups: list[tuple[str, Iterable[JobSpec]]] = [("workload.jobs", scenario.jobs)]
-    churn = scenario.dynamics.job_churn
-    if churn.arrival_rate > 0:
-        groups.append(("dynamics.job_churn.templates", churn.templates or scenario.jobs))
-    return _iteration_estimate(scenario.fabric, scenario.dynamics.decision_interval_ms, groups)
+    return _iteration_estimate(scenario.fabric, scenario.dynamics.decision_interval_ms, _job_groups(scenario))
 
 
 def check_runnable(ctx: Context, sc: Scenario, size: dict[str, int]) -> None:
     """Cross-field checks that need the whole scenario: failures name real links and tiers, every job's
     iteration takes time, a decision interval holds a bounded number of iterations, and the memory
     estimate fits."""
+    _check_failures(ctx, sc)
+    groups = _job_groups(sc)
+    _check_iterations(ctx, sc, groups)
+    _check_memory(ctx, sc, size)
+
+
+def _job_groups(sc: Scenario) -> list[tuple[str, Iterable[JobSpec]]]:
+    """(field path, jobs) of the jobs that can run: the workload's and, with churn on, the arriving templates."""
+    groups: list[tuple[str, Iterable[JobSpec]]] = [("workload.jobs", sc.jobs)]
+    if sc.dynamics.job_churn.arrival_rate > 0:
+        groups.append(("dynamics.job_churn.templates", sc.dynamics.job_churn.templates or sc.jobs))
+    return groups
+
+
+def _check_failures(ctx: Context, sc: Scenario) -> None:
+    """Scheduled failures name real links; random failures hit tiers the fabric has."""
     f, dyn = sc.fabric, sc.dynamics
     lf = dyn.link_failures
     lpath = "dynamics.link_failures"
@@ -278,10 +290,10 @@ def check_runnable(ctx: Context, sc: Scenario, size: dict[str, int]) -> None:
                 lf.rate_per_step,
             )
 
-    churn_on = dyn.job_churn.arrival_rate > 0
-    groups = [("workload.jobs", sc.jobs)]
-    if churn_on:
-        groups.append(("dynamics.job_churn.templates", dyn.job_churn.templates or sc.jobs))
+
+def _check_iterations(ctx: Context, sc: Scenario, groups: list[tuple[str, Iterable[JobSpec]]]) -> None:
+    """Every job's iteration takes time, and a decision interval holds a bounded number of iterations."""
+    f, dyn = sc.fabric, sc.dynamics
     for path, jobs in groups:
         for i, job in enumerate(jobs):
             lo, _ = _iteration_bounds(f, job)
@@ -312,7 +324,12 @@ def check_runnable(ctx: Context, sc: Scenario, size: dict[str, int]) -> None:
             dyn.decision_interval_ms if explicit else job.compute_ms,
         )
 
-    # memory: the fabric and its non-blocking twin, enumerated ECMP sets, compiled jobs
+
+def _check_memory(ctx: Context, sc: Scenario, size: dict[str, int]) -> None:
+    """The memory estimate (the fabric and its non-blocking twin, enumerated ECMP sets, compiled jobs) fits
+    under ``LIMITS['memory_gib']`` and 80% of this machine's memory."""
+    f, dyn = sc.fabric, sc.dynamics
+    churn_on = dyn.job_churn.arrival_rate > 0
     hops = _max_hops(f)
     paths = min(sc.routing.max_paths, size["ecmp_set"])
     jobs = list(sc.jobs)

@@ -229,6 +229,9 @@ def _parse_graph_fabric(ctx: Context, d: Mapping, kw: dict[str, Any], path: str)
 
 
 def parse_fabric(ctx: Context, v: Any) -> FabricSpec:
+    """The ``fabric`` section (a mapping, or a networkx graph for ``topology: graph``) as a
+    :class:`FabricSpec`: keys and values checked, the transport profile's defaults filled in, the
+    topology's structure and the storage leaves checked."""
     path = "fabric"
     if v is None:
         ctx.fail(
@@ -261,7 +264,15 @@ def parse_fabric(ctx: Context, v: Any) -> FabricSpec:
         )
     fabric = FabricSpec(**kw, storage=StorageSpec(**skw))
 
-    # topology-specific structure
+    _check_fabric_structure(ctx, fabric, d, kw, path)
+    _check_storage_leaves(ctx, fabric, spath)
+    return fabric
+
+
+def _check_fabric_structure(
+    ctx: Context, fabric: FabricSpec, d: Mapping, kw: dict[str, Any], path: str
+) -> None:
+    """A fat tree's even k and whole edge ports per host, NICs shared evenly, PCIe only behind shared NICs."""
     if fabric.topology == "fat_tree" and fabric.k % 2:
         ctx.fail(
             join_path(path, "k"),
@@ -298,6 +309,10 @@ def parse_fabric(ctx: Context, v: Any) -> FabricSpec:
                 + ("" if fabric.gpus_per_nic == 1 else " for gpus_per_host / gpus_per_nic"),
                 fabric.gpus_per_host,
             )
+
+
+def _check_storage_leaves(ctx: Context, fabric: FabricSpec, spath: str) -> None:
+    """``storage.leaves`` names existing leaves, each once."""
     n_leaves = fabric_leaf_count(fabric)
     seen: dict[int, int] = {}
     for i, leaf in enumerate(fabric.storage.leaves):
@@ -315,7 +330,6 @@ def parse_fabric(ctx: Context, v: Any) -> FabricSpec:
                 lp, f"leaf {leaf} is listed twice (also at index {seen[leaf]})", "distinct leaf ids", leaf
             )
         seen[leaf] = i
-    return fabric
 
 
 # --------------------------------------------------------------------------- jobs and collectives

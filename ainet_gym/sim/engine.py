@@ -417,8 +417,10 @@ class IntervalMetrics:
     rates_written: int = 0  # numba lazy kernel: flows whose rate a solve changed (bitwise) or set (arrivals)
     rates_moved: int = 0  # of those, changed by more than 1e-12 relative (or set), summed over the solves
     parallel_solves: int = 0  # numba lazy kernel: solves by the parallel rule (kernels.PARALLEL_SHARE)
-    full_path_events: int = 0  # numba: events of lazy-kernel instances on the full path (LAZY_SWITCH_SHARE)
+    full_path_events: int = 0  # numba: events of lazy-kernel instances on the full path (kernels.LAZY_SWITCH)
     lazy_switches: int = 0  # numba: hand-offs from the full path to the lazy kernel at an event
+    full_path_work: int = 0  # numba: work the switch's cost model counted on the full path (entry visits)
+    lazy_work: int = 0  # numba: and in the lazy kernel
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
@@ -607,9 +609,28 @@ def _parallel_settings(share: object, rounds: object) -> tuple[float, int]:
     return share, int(rounds)
 
 
-def _switch_settings(share: object, back: object) -> tuple[float, float]:
-    """:attr:`BatchSim.lazy_switch_share` and :attr:`BatchSim.lazy_return_share`, checked (plain attributes)."""
-    return _share("lazy_switch_share", share), _share("lazy_return_share", back)
+def _switch_state(batch: int) -> np.ndarray:
+    """The switch's per-instance state (:data:`ainet_gym.sim.kernels.N_SWITCH` columns): the work per entry
+    of the full path and of the lazy kernel before any is measured (:data:`~ainet_gym.sim.kernels.
+    FULL_WORK_PER_ENTRY`, :data:`~ainet_gym.sim.kernels.LAZY_WORK_PER_ENTRY`), no savings, the full path
+    (which has no set-up of its own: the first solve of either path re-solves every active flow)."""
+    out = np.zeros((batch, _kernels.N_SWITCH))
+    out[:, 0] = float(_kernels.FULL_WORK_PER_ENTRY)
+    out[:, 1] = float(_kernels.LAZY_WORK_PER_ENTRY)
+    out[:, 3] = 1.0
+    return out
+
+
+def _switch_settings(on: object, ratio: object, handoff: object) -> tuple[bool, float, float]:
+    """:attr:`BatchSim.lazy_switch`, :attr:`BatchSim.lazy_cost_ratio` and :attr:`BatchSim.lazy_handoff_solves`,
+    checked (plain attributes)."""
+    if not isinstance(on, bool | np.bool_):
+        raise ValueError(f"lazy_switch = {on!r}: allowed: True or False")
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0.0 < ratio < np.inf:
+        raise ValueError(f"lazy_cost_ratio = {ratio!r}: allowed: a finite number > 0")
+    if isinstance(handoff, bool) or not isinstance(handoff, int | float) or not 0.0 <= handoff < np.inf:
+        raise ValueError(f"lazy_handoff_solves = {handoff!r}: allowed: a finite number >= 0")
+    return bool(on), float(ratio), float(handoff)
 
 
 class BatchSim:
@@ -655,12 +676,13 @@ class BatchSim:
         # for their first parallel_max_rounds rounds (1: never); docs/engine-alltoall.md
         self.parallel_share = float(_kernels.PARALLEL_SHARE)
         self.parallel_max_rounds = int(_kernels.PARALLEL_MAX_ROUNDS)
-        # > 0: an interval of a lazy-kernel instance starts on the full re-solve per event and switches to the
-        # lazy kernel at the first event at which the running mean of the predicted re-fill shares is below
-        # this (0, the default: the lazy kernel from the start to the end); docs/engine-alltoall.md
-        self.lazy_switch_share = float(_kernels.LAZY_SWITCH_SHARE)
-        # and the lazy kernel hands it back to the full path when that mean exceeds this
-        self.lazy_return_share = float(_kernels.LAZY_RETURN_SHARE)
+        # a lazy-kernel instance moves between the full re-solve per event and the lazy kernel by a cost model
+        # of the work counted in the kernels (off: the lazy kernel from the start to the end); the lazy work
+        # is weighted by lazy_cost_ratio, and a hand-off needs savings of lazy_handoff_solves predicted full
+        # solves; docs/engine-alltoall.md
+        self.lazy_switch = bool(_kernels.LAZY_SWITCH)
+        self.lazy_cost_ratio = float(_kernels.LAZY_COST_RATIO)
+        self.lazy_handoff_solves = float(_kernels.LAZY_HANDOFF_SOLVES)
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
@@ -713,6 +735,7 @@ class BatchSim:
         stack = stack_units(self.fabric, units)
         self._bind(stack)
         self._bind_state(_initial_state(stack, time_s))
+        self._sw_cost = _switch_state(self.batch)
         # routing.reroute new_transfers: the carry flows, and each connection's pinned split (the split its
         # carried transfers started with; 0 where none is carried)
         self.carry_flows = np.flatnonzero(stack.flow_parent >= 0)
@@ -754,6 +777,8 @@ class BatchSim:
         keep = np.asarray(keep, dtype=np.int64)
         new_u = np.flatnonzero(keep >= 0)
         old_u = keep[new_u]
+        # a restored instance starts the switch's cost model afresh (as a new simulation would)
+        self._sw_cost[self.unit_inst[new_u]] = _switch_state(1)
         for k in SimState.UNIT_FIELDS:
             getattr(st, k)[new_u] = getattr(src, k)[old_u]
         # the flows of units with as many flows as before
@@ -1100,7 +1125,9 @@ class BatchSim:
     ) -> IntervalMetrics:
         """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
         par = _parallel_settings(self.parallel_share, self.parallel_max_rounds)  # checked before any change
-        sw_share, sw_back = _switch_settings(self.lazy_switch_share, self.lazy_return_share)
+        sw_on, sw_ratio, sw_handoff = _switch_settings(
+            self.lazy_switch, self.lazy_cost_ratio, self.lazy_handoff_solves
+        )
         B, U, L = self.batch, self.n_units, self.n_links
         dur = np.empty(B)
         dur[...] = duration_s  # (batch,) s, a scalar broadcast
@@ -1126,7 +1153,7 @@ class BatchSim:
         lazy = _kernels.run_interval_lazy if self._any_lazy() else None
         # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
         sw_mode = np.zeros(B, dtype=i64)
-        sw = (sw_share, sw_back, sw_mode, np.zeros(B, dtype=i64), np.zeros(B), np.ones(B))
+        sw = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=i64), np.zeros(B), self._sw_cost)
 
         def kernel(lo: int, hi: int, *args: object) -> None:
             if merge is not None:
@@ -1174,6 +1201,8 @@ class BatchSim:
         m.solver_iterations = sum(r[1] for r in per_range)
         m.full_path_events = sum(r[11] for r in per_range)
         m.lazy_switches = sum(r[12] for r in per_range)
+        m.full_path_work = sum(r[13] for r in per_range)
+        m.lazy_work = sum(r[14] for r in per_range)
         if lazy is not None:
             (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
              m.rates_moved, m.parallel_solves) = per_range[0][4:11] if len(per_range) == 1 else (

@@ -83,7 +83,7 @@ PRE_COMM = -1  # engine.PRE_COMM
 IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
 #: columns of the per-range statistics of :func:`run_interval_numba`
-N_STATS = 13
+N_STATS = 15
 #: the incremental solve re-fills the flows at levels >= (1 - RESTART_MARGIN) x the restart level: flows
 #: tied with a departed one at its level up to round-off are re-filled with it
 RESTART_MARGIN = 1e-9
@@ -106,27 +106,45 @@ PARALLEL_SHARE = 0.25
 #: the parallel rule of such a solve hands the flows still unfrozen to the heap fill after this many
 #: rounds (many distinct levels: one round each; the heap fill costs O(log links) per entry at any count)
 PARALLEL_MAX_ROUNDS = 8
-#: the switch between the two exact paths of a lazy-kernel instance (docs/engine-alltoall.md): with a share
-#: > 0, an interval starts on the full re-solve per event (:func:`run_interval_numba`, the parallel rule) and
-#: moves to the lazy kernel at the first event at which the running mean (:data:`SWITCH_MEAN_WEIGHT`) of the
-#: predicted re-fill shares (the active flows at or above the lazy kernel's restart level) is below it. A
-#: solve that re-fills most flows costs the lazy kernel more than a full re-solve (the first intervals of an
-#: AllToAll re-fill 57-59%). Both paths are exact: the switch changes no result beyond round-off. Default 0,
-#: off (the lazy kernel from the first event to the last): measured on 8 AllToAll x 128 GPUs, a switch at
-#: 0.3 (return 0.6) made intervals 1-2 26-36% faster and intervals 4-5 17-25% slower (hundreds of their
-#: events stay on the full path). Read when a :class:`~ainet_gym.sim.engine.BatchSim` is built
-#: (``BatchSim.lazy_switch_share`` per simulation)
-LAZY_SWITCH_SHARE = 0.0
-#: with :data:`LAZY_SWITCH_SHARE` > 0, the lazy kernel hands an instance back to the full re-solve per event
-#: at a solve whose running mean of re-fill shares (at or above the restart level) exceeds this (1: never),
-#: and the full path takes it again from that event until the next switch. ``BatchSim.lazy_return_share``;
-#: docs/engine-alltoall.md
-LAZY_RETURN_SHARE = 0.6
-#: the switch decides on the running mean of the predicted re-fill shares (each event's share enters with
-#: this weight, from 1 at the start of an interval), not on one event's: on an AllToAll the share
-#: alternates from event to event (a completion at a low level re-fills most flows, one at a high level
-#: few), and a switch on each event's share went back and forth with a full fill at every hand-off
+#: the switch between the two exact paths of a lazy-kernel instance (docs/engine-alltoall.md): the full
+#: re-solve per event (:func:`run_interval_numba`, the parallel rule over every active flow) and the lazy
+#: kernel (:func:`run_interval_lazy`, a re-fill of the flows at or above the restart level). With the switch
+#: on, each event's solve is predicted on both paths by a cost model of work counted in the kernels (entry
+#: visits: the entries of the live flows in every round of a parallel rule, the entries of a heap fill and
+#: its pops, the entries a re-fill walks, the flows an event scans), and the instance moves to the path
+#: predicted cheaper once the predicted savings, summed over the events since the last hand-off (never
+#: below 0), exceed :data:`LAZY_HANDOFF_SOLVES` predicted full solves (what a hand-off costs: the lazy
+#: kernel starts with a fill of every active flow). Full path, per event: ``rho_f x active entries +
+#: instance flows + active flows``; lazy path, per solve: ``LAZY_COST_RATIO x rho_l x entries at or above
+#: the restart level``; ``rho_f`` and ``rho_l`` are the running means (:data:`SWITCH_MEAN_WEIGHT`) of the
+#: work measured per entry on each path, kept per instance across intervals. Both paths are exact: the
+#: switch changes no result beyond round-off. Read when a :class:`~ainet_gym.sim.engine.BatchSim` is built
+#: (``BatchSim.lazy_switch`` per simulation; off: the lazy kernel from the first event to the last). Off
+#: by default: on 8 AllToAll x 128 GPUs it matched the full re-solve on intervals 1-2 and the lazy kernel
+#: on interval 3, but interval 4 kept 100-250 of its 968 events on the full path and ran 6-33% slower
+#: than the lazy kernel alone in every setting tried (docs/engine-alltoall.md, item 8)
+LAZY_SWITCH = False
+#: time of one unit of the lazy kernel's counted work over one unit of the full path's (> 0): the cost
+#: model's calibration, measured on 8 AllToAll x 128 GPUs (time per counted unit 1.2-1.7x the full path's
+#: on intervals 3-4, about 2x on intervals 1-2; of 1.0, 1.15, 1.2, 1.3, 1.5, 1.7 and 2 tried, none kept
+#: interval 4 as fast as the lazy kernel alone, and 1.15 and 1.3 were the best over intervals 1-4 within
+#: the noise; docs/engine-alltoall.md; ``BatchSim.lazy_cost_ratio``)
+LAZY_COST_RATIO = 1.15
+#: the predicted savings (in predicted full solves, >= 0) that move an instance to the other path: a
+#: hand-off costs a fill of every active flow in the lazy kernel and a pass over the instance's flows in
+#: each kernel (``BatchSim.lazy_handoff_solves``; 0: at every event predicted cheaper on the other path;
+#: of 1, 2, 3, 4 and 8 tried, 4 was the best)
+LAZY_HANDOFF_SOLVES = 4.0
+#: work per active entry of a full solve before the first is measured (the parallel rule's rounds)
+FULL_WORK_PER_ENTRY = 4.0
+#: work per entry at or above the restart level of a lazy re-fill before the first is measured
+LAZY_WORK_PER_ENTRY = 8.0
+#: each solve's measured work per entry enters the running means ``rho_f`` / ``rho_l`` of the switch's cost
+#: model with this weight
 SWITCH_MEAN_WEIGHT = 0.125
+#: columns of a lazy-kernel instance's switch state (``BatchSim``'s ``(batch, N_SWITCH)`` array): ``rho_f``,
+#: ``rho_l``, the predicted savings since the last hand-off, the path the instance is on (0 lazy, 1 full)
+N_SWITCH = 4
 #: default least number of flows of an instance for the lazy exact kernel (:func:`run_interval_lazy`:
 #: incremental fills, per-flow progress) in exact event mode; smaller instances, or all with -1, run the
 #: parallel rule, bit for bit as the numpy backend. Read when a :class:`~ainet_gym.sim.engine.BatchSim` is
@@ -327,7 +345,7 @@ def run_interval_numba(
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
-    sw_share, sw_back, sw_mode, sw_ev, sw_t, sw_avg,
+    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost,
 ):  # fmt: skip
     """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event (see the module
     docstring).
@@ -348,17 +366,22 @@ def run_interval_numba(
     bit for bit as the numpy backend, re-solving every active flow when the active set changed. The
     instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
     :func:`lazy_instance`) start here and are handed to that kernel (the engine calls it on the same range
-    after this one, and this one again while an instance was handed back) at the first event whose re-fill
-    by the lazy kernel is predicted to cover less than ``sw_share`` of the active flows
-    (:data:`LAZY_SWITCH_SHARE`; 0: at once, before the first event; the lazy kernel hands an instance back
-    at a solve predicted to re-fill more than ``sw_back``, :data:`LAZY_RETURN_SHARE`). The prediction here
-    is the share of the active flows at or above the lazy kernel's restart level (the flows that arrive,
-    and those whose last rate is at least the least last rate of the flows that left or the least equal
-    share of an arrival, less :data:`RESTART_MARGIN`): an upper bound of the lazy kernel's share, which
-    also leaves out the connected components the event does not touch. ``sw_mode[b]`` (such instances
+    after this one, and this one again while an instance was handed back). With the switch off (``sw_on``
+    false) they are handed over before the first event; with it on (:data:`LAZY_SWITCH`), an interval
+    starts on the path the instance was on (``sw_cost[b, 3]``: 0 lazy, 1 here) and this kernel hands it
+    over at the first event at which the predicted savings of the lazy kernel since the last hand-off exceed
+    ``sw_handoff`` predicted full solves (:data:`LAZY_HANDOFF_SOLVES`; the cost model of :data:`LAZY_SWITCH`,
+    lazy work weighted by ``sw_ratio``, :data:`LAZY_COST_RATIO`). The lazy kernel's re-fill is predicted as
+    the entries of the active flows at or above its restart level (the flows that arrive, here all flows
+    at an event with arrivals, and those whose last rate is at least the least last rate of the flows that
+    left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the connected components the
+    event does not touch. ``sw_cost[b]`` (:data:`N_SWITCH` columns) holds the running means of the measured
+    work per entry of both paths, the savings and the path. ``sw_mode[b]`` (such instances
     only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back by the lazy
     kernel (this kernel resumes), 2 handed to the lazy kernel, 3 done; at a hand-off ``sw_ev[b]`` holds the
     events run and ``sw_t[b]`` the s of the interval left, and each kernel adds the link bytes of its part.
+    ``stats[13]`` adds the work counted on this path for such instances (per event the flows scanned and
+    the active flows, per solve the entries of the live flows in every round).
 
     The event processing and the parallel rule are written into the loop, not called, and the loops take
     no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call increfs and decrefs
@@ -399,6 +422,7 @@ def run_interval_numba(
     solver_iters = stats[1]
     full_events = 0  # events of lazy-kernel instances run here
     switches = 0  # hand-offs of instances to the lazy kernel at an event (not before the first)
+    full_work = 0  # work counted on this path for lazy-kernel instances (the switch's cost model)
     for b in range(b_lo, b_hi):
         cand = lazy_instance(
             inst_flow, b, inc_min, phase_mode, quantum
@@ -423,12 +447,15 @@ def run_interval_numba(
                 active_t[u] = 0.0
             stalled[b] = 0
         if cand and not resumed:
-            sw_avg[b] = 1.0  # the running mean of the predicted re-fill shares (from "all flows")
-        if cand and not resumed and not sw_share > 0.0:  # the lazy kernel from the start
-            sw_mode[b] = 2
-            sw_ev[b] = 0
-            sw_t[b] = t_left
-            continue
+            sw_cost[b, 2] = 0.0  # the predicted savings of the other path since the last hand-off
+            if not sw_on or sw_cost[b, 3] == 0.0:  # the lazy kernel from the start
+                sw_cost[b, 3] = 0.0
+                sw_mode[b] = 2
+                sw_ev[b] = 0
+                sw_t[b] = t_left
+                continue
+        if cand:
+            sw_cost[b, 3] = 1.0  # on this path
         for f in range(f0, f1):
             act[f] = False
             moved[f] = 0.0
@@ -539,6 +566,7 @@ def run_interval_numba(
             if ev > max_events:
                 stats[2], stats[3] = ERR_EVENTS, -1
                 stats[11] += full_events + (ev - ev_in if cand else 0)
+                stats[13] += full_work
                 return
             # active flows; re-solve only when the set changed
             changed = not solved
@@ -567,44 +595,31 @@ def run_interval_numba(
                     came_f[f] = arrived
                     act_flows[n_act] = f
                     n_act += 1
-            if cand and solved and changed:
-                # the lazy kernel's restart level and the share of the flows it would re-fill (arrivals:
-                # at least their least equal share on the new active set's coefficient sums)
-                if n_came > 0:
-                    cur = tick
-                    tick += 1
-                    for k in range(n_act):
-                        f = act_flows[k]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            lk = e_link[e] - lo
-                            if stamp[lk] != cur:
-                                stamp[lk] = cur
-                                denom[lk] = 0.0
-                            denom[lk] += e_coef[e]
-                    for k in range(n_act):
-                        f = act_flows[k]
-                        if not came_f[f]:
-                            continue
-                        x = dcap[f]
-                        for e in range(fe_lo[f], fe_hi[f]):
-                            y = capacity[e_link[e]] / denom[e_link[e] - lo]
-                            if y < x:
-                                x = y
-                        if x < lev:
-                            lev = x
-                lev = lev * (1.0 - RESTART_MARGIN)
-                n_above = 0
+            if cand:
+                full_work += (f1 - f0) + n_act  # the flows scanned, the active flows advanced
+            if cand and sw_on and solved and changed:
+                # the lazy kernel's re-fill (the entries at or above its restart level: at an event with
+                # arrivals, all) against a full solve (the running means of the work per entry measured)
+                lev = lev * (1.0 - RESTART_MARGIN) if n_came == 0 else -inf
+                e_act = 0
+                e_above = 0
                 for k in range(n_act):
                     f = act_flows[k]
+                    ne = fe_hi[f] - fe_lo[f]
+                    e_act += ne
                     if came_f[f] or rate[f] >= lev:
-                        n_above += 1
-                x = n_above / n_act if n_act > 0 else 0.0
-                sw_avg[b] += SWITCH_MEAN_WEIGHT * (x - sw_avg[b])
-                if sw_avg[b] < sw_share:  # hand the instance to the lazy kernel at this event
+                        e_above += ne
+                p_full = sw_cost[b, 0] * e_act + (f1 - f0) + n_act
+                p_lazy = sw_ratio * sw_cost[b, 1] * e_above
+                acc = sw_cost[b, 2] + p_full - p_lazy
+                sw_cost[b, 2] = acc if acc > 0.0 else 0.0
+                if acc > sw_handoff * p_full:  # hand the instance to the lazy kernel at this event
                     ev -= 1
                     sw_mode[b] = 2
                     sw_ev[b] = ev
                     sw_t[b] = t_left
+                    sw_cost[b, 2] = 0.0
+                    sw_cost[b, 3] = 0.0
                     switches += 1
                     handed = True
                     break
@@ -629,12 +644,15 @@ def run_interval_numba(
                     else:
                         rate[f] = dcap[f]  # crosses no link: limited by its demand only
                 it = 0
+                wk = 0  # entries of the live flows, summed over the rounds (the cost model's work)
+                wk0 = 0  # in the first round
                 while n_live > 0:
                     cur = tick
                     tick += 1
                     n_touched = 0
                     # 1. fair share level of every link touched by an active flow (sums in entry order)
                     for i in range(n_live):
+                        wk += live_i[i, 2] - live_i[i, 1]
                         for e in range(live_i[i, 1], live_i[i, 2]):
                             lk = e_link[e] - lo
                             if stamp[lk] != cur:
@@ -717,10 +735,16 @@ def run_interval_numba(
                                     sstamp[lk] = cur
                                     r = remaining[lk] - sub[lk]
                                     remaining[lk] = r if r > 0.0 else 0.0
+                    if it == 0:
+                        wk0 = wk
                     it += 1
                     n_live = n_keep
                 solver_iters += it
                 solved = True
+                if cand:
+                    full_work += wk
+                    if wk0 > 0:
+                        sw_cost[b, 0] += SWITCH_MEAN_WEIGHT * (wk / wk0 - sw_cost[b, 0])
             # time to the next event
             dt_fl = inf  # the first flow completion (phase mode: the first phase whose last flow completes)
             n_stalled = 0
@@ -830,6 +854,7 @@ def run_interval_numba(
     stats[1] = solver_iters
     stats[11] += full_events
     stats[12] += switches
+    stats[13] += full_work
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -864,16 +889,21 @@ class FillScratch(NamedTuple):
 
 @njit(cache=True, nogil=True)
 def fill_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (callable from Python too)
-    """A :class:`FillScratch` for fills over at most these many links, flows and entries."""
+    """A :class:`FillScratch` for fills over at most these many links, flows and entries.
+
+    Only the link stamps are initialised (-1: no fill used the link): a fill writes every other row it
+    reads first (:func:`fill_levels`), so the rest is left uninitialised. Zeroing them cost more than the
+    fills of a short interval: some 50 ms for the 114 MB of 8 AllToAll x 128 GPUs (2.3 M entries), at every
+    call of the lazy kernel, hand-offs of the switch included (docs/engine-alltoall.md)."""
     i64 = np.int64
     h = n_links + n_flows + n_entries + 1
     e = max(n_entries, 1)
     return FillScratch(
-        np.full(n_links, -1, dtype=i64), np.zeros(n_links, dtype=i64), np.zeros(n_links, dtype=i64),
-        np.zeros(n_links), np.zeros(n_links), np.zeros(n_links, dtype=i64), np.zeros(n_links + 1, dtype=i64),
-        np.zeros(n_links, dtype=i64), np.zeros(e, dtype=i64), np.zeros(n_flows + 1, dtype=i64),
-        np.zeros(n_flows, dtype=np.bool_), np.zeros(e, dtype=i64), np.zeros(e), np.zeros(e),
-        np.zeros(h), np.zeros(h, dtype=i64),
+        np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64), np.empty(n_links, dtype=i64),
+        np.empty(n_links), np.empty(n_links), np.empty(n_links, dtype=i64), np.empty(n_links + 1, dtype=i64),
+        np.empty(n_links, dtype=i64), np.empty(e, dtype=i64), np.empty(n_flows + 1, dtype=i64),
+        np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(e), np.empty(e),
+        np.empty(h), np.empty(h, dtype=i64),
     )  # fmt: skip
 
 
@@ -1069,7 +1099,7 @@ def fill_parallel(
     freezes, and those flows in freeze order (by level, nondecreasing) to ``out_flow`` / ``out_level``.
 
     Stops after ``max_rounds`` rounds (or at a round that freezes nothing: NaN input) and returns ``(n_done,
-    n_rest, rest)``: ``n_done`` flows frozen (``out_flow[:n_done]``); the flows still unfrozen are
+    n_rest, rest, work)`` (``work``: the entries of the live flows summed over the rounds): ``n_done`` flows frozen (``out_flow[:n_done]``); the flows still unfrozen are
     ``rest[:n_rest]``, and on the capacities ``resid`` now holds they are a max-min problem of their own
     (the frozen ones are frozen at their max-min rates), so :func:`fill_levels` of them finishes the
     allocation exactly.
@@ -1114,11 +1144,13 @@ def fill_parallel(
             n_grp += 1
             n_done += 1
     it = 0
+    work = 0
     while n_live > 0 and it < max_rounds:
         n_touched = 0
         # 1. the share of every link a live flow crosses
         for i in range(n_live):
             f = live_f[i]
+            work += fe_hi[f] - fe_lo[f]
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
                 if stamp[lk] != it:
@@ -1227,7 +1259,7 @@ def fill_parallel(
         out_flow[pos[k]] = done_f[i]
         out_level[pos[k]] = glev[g]
         pos[k] += 1
-    return n_done, n_live, live_f
+    return n_done, n_live, live_f, work
 
 
 @njit(cache=True, nogil=True)
@@ -1379,8 +1411,8 @@ def _heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
-    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, back_share,
-    share_mean,
+    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
+    sw_ratio, sw_handoff, n_inst, cost,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -1389,9 +1421,10 @@ def resolve_incremental(
     that left it since the last solve; ``came[:n_came]``: those that joined it (a flow may be in both: it
     completed and started again); ``arr_mark[f] == mark`` marks a flow that joined since the last solve.
     ``rate`` holds the last solve's rates (read for the flows of the log, written for the re-filled ones).
-    ``rstate`` (int64, 8): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
+    ``rstate`` (int64, 10): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
     since the last full fill, the link-generation, union-find and fill stamps, the parallel-rule solves,
-    and the component rule's back-off (solves left to skip it, the last skip; :data:`COMPONENT_BACKOFF_MAX`). ``log_flow`` /
+    the component rule's back-off (solves left to skip it, the last skip; :data:`COMPONENT_BACKOFF_MAX`),
+    the entries of the active flows, and the work the solve counted (the switch's cost model). ``log_flow`` /
     ``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
     links, row ``link - lo``): the active flows' bytes/s and coefficient sums per link, valid where
     ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
@@ -1413,10 +1446,15 @@ def resolve_incremental(
 
     Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
     ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved,
-    when the running mean ``share_mean[0]`` (weight :data:`SWITCH_MEAN_WEIGHT`) of the shares of the active
-    flows that incremental solves would re-fill (at or above the restart level, before the component rule)
-    exceeds ``back_share`` (1: never): the caller re-solves in full (:data:`LAZY_RETURN_SHARE`), and the
-    state here is then stale (the next call must be a full fill, ``rstate[0] = -1``).
+    when ``sw_on`` and the switch's cost model (:data:`LAZY_SWITCH`; ``cost``: the instance's row of
+    :data:`N_SWITCH` columns) finds that the predicted savings of the full path since the last hand-off
+    exceed ``sw_handoff`` predicted full solves: the lazy re-fill is predicted as ``sw_ratio x rho_l x`` the
+    entries at or above the restart level, the full solve as ``rho_f x`` the active entries ``+ n_inst +
+    n_act`` (the flows a full-path event scans). The caller re-solves in full, and the state here is then
+    stale (the next call must be a full fill, ``rstate[0] = -1``). ``rstate[9]`` receives the work the solve
+    counted (entries walked, the parallel rule's live entries over its rounds, a heap fill's entries and
+    pops, the loads and the log rewritten), and an incremental solve's work per entry at or above the level
+    enters ``rho_l`` (``cost[1]``).
     """
     inf = np.inf
     # the rates of the new active set: a full fill, or a re-fill from the restart level
@@ -1425,9 +1463,13 @@ def resolve_incremental(
     if full:
         rstate[2] += 1
     gen = rstate[2]
+    work = 0
+    e_above = 0
     if full:
+        e_act = 0
         for k in range(n_act):
             f = act_list[k]
+            e_act += fe_hi[f] - fe_lo[f]
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
                 if link_gen[lk] != gen:
@@ -1436,6 +1478,8 @@ def resolve_incremental(
                     csum[lk] = 0.0
                 csum[lk] += e_coef[e]
             refill[k] = f
+        rstate[8] = e_act
+        work += e_act
         n_re = n_act
         n_keep = 0
         k0 = 0
@@ -1445,10 +1489,13 @@ def resolve_incremental(
             f = gone[k]
             if rate[f] < lev:
                 lev = rate[f]
+            rstate[8] -= fe_hi[f] - fe_lo[f]
             for e in range(fe_lo[f], fe_hi[f]):
                 csum[e_link[e] - lo] -= e_coef[e]
         for k in range(n_came):
             f = came[k]
+            rstate[8] += fe_hi[f] - fe_lo[f]
+            e_above += fe_hi[f] - fe_lo[f]
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
                 if link_gen[lk] != gen:  # a link no active flow crossed since the full fill
@@ -1474,14 +1521,20 @@ def resolve_incremental(
                 k0 = mid + 1
             else:
                 k1 = mid
-        # the flows at or above the level (the departed ones are all there) and the arrivals: their share
-        # enters the running mean share_mean[0]; above back_share, decline
-        x = (n_log - k0 - n_gone + n_came) / n_act if n_act > 0 else 0.0
-        m = share_mean[0] + SWITCH_MEAN_WEIGHT * (x - share_mean[0])
-        if m > back_share:
-            share_mean[0] = m
-            return -1, False
-        share_mean[0] = m
+        # the entries at or above the level (the departed flows' are all there) and the arrivals': the lazy
+        # re-fill against a full solve (the switch's cost model); the full path's savings summed, and above
+        # sw_handoff predicted full solves, decline
+        for k in range(k0, n_log):
+            f = log_flow[k]
+            e_above += fe_hi[f] - fe_lo[f]
+        if sw_on:
+            p_full = cost[0] * rstate[8] + n_inst + n_act
+            acc = cost[2] + sw_ratio * cost[1] * e_above - p_full
+            cost[2] = acc if acc > 0.0 else 0.0
+            if acc > sw_handoff * p_full:
+                cost[2] = 0.0
+                return -1, False
+        work += e_above
         # the flows at levels >= lev (log[k0:n_log], departed ones included, and the arrivals)
         # on the capacities the lower ones leave make a max-min problem of their own, and it
         # decomposes over the connected components of their flow-link graph: only the components
@@ -1560,6 +1613,7 @@ def resolve_incremental(
                 f_lo = f
             if f > f_hi:
                 f_hi = f
+        work += f_hi - f_lo + 1 + 7 * n_re  # the flow range walked, the parallel rule's rows allocated
         pick = np.zeros(f_hi - f_lo + 1, dtype=np.bool_)
         for k in range(n_re):
             pick[refill[k] - f_lo] = True
@@ -1573,24 +1627,30 @@ def resolve_incremental(
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
     if dense:  # many flows: the parallel rule's first rounds, the rest by the heap
         rstate[5] += 1
-        n_done, n_rest, rest = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate,
-                                             par_rounds, lo, out_flow, out_level)  # fmt: skip
+        n_done, n_rest, rest, pw = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate,
+                                                 par_rounds, lo, out_flow, out_level)  # fmt: skip
+        work += pw
         if n_rest > 0:  # the rest by the heap, its freeze order merged with the parallel rule's
             h_flow = np.empty(n_rest, dtype=np.int64)
             h_level = np.empty(n_rest)
-            fill_levels(rest, n_rest, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                        h_flow, h_level, fs, rstate[4], lo)  # fmt: skip
+            work += fill_levels(rest, n_rest, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                                h_flow, h_level, fs, rstate[4], lo)  # fmt: skip
+            for k in range(n_rest):
+                work += fe_hi[rest[k]] - fe_lo[rest[k]]
             rstate[4] += 1
             p_flow = out_flow[:n_done].copy()
             p_level = out_level[:n_done].copy()
             merge_by_level(p_flow, p_level, n_done, h_flow, h_level, n_rest, out_flow, out_level, 0)
     else:
-        fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                    out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                            out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        for k in range(n_re):
+            work += fe_hi[refill[k]] - fe_lo[refill[k]]
         rstate[4] += 1
     # the freeze log from k0 on: the kept flows and the new fill's, merged by level
     merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
     rstate[0] = k0 + n_keep + n_re
+    work += n_keep + 2 * n_re  # the log rewritten, the rates written
     if full:
         for k in range(n_act):
             f = act_list[k]
@@ -1602,11 +1662,15 @@ def resolve_incremental(
     else:
         for k in range(n_re + n_gone):  # the loads of the links the solve touched
             f = refill[k] if k < n_re else gone[k - n_re]
+            work += fe_hi[f] - fe_lo[f]
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
                 c = capacity[lo + lk]
                 load[lk] = c - resid[lk] if c < inf else 0.0
         rstate[1] += 1
+        if e_above > 0:
+            cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
+    rstate[9] = work
     return n_re, full
 
 
@@ -1621,15 +1685,15 @@ def run_interval_lazy(
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
-    sw_share, sw_back, sw_mode, sw_ev, sw_t, sw_avg, par_share, par_rounds,
+    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
     same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``; the others are left
     alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
     run, ``sw_t[b]`` s of the interval left; that kernel zeroed the outputs and added the link bytes of its
-    part). An instance whose solves would re-fill more than ``sw_back`` of the active flows on a running
-    mean (:data:`LAZY_RETURN_SHARE`, only when ``sw_share > 0``; :func:`resolve_incremental` declines such
-    a solve) is handed back at that event
+    part). With the switch on (``sw_on``, :data:`LAZY_SWITCH`), an instance whose solve
+    :func:`resolve_incremental` declines (the full path predicted cheaper by the switch's cost model) is
+    handed back at that event
     (``sw_mode[b] = 1``, progress and link bytes brought up to date) and the engine runs
     :func:`run_interval_numba` on the range again. In exact event mode with work per event proportional to
     the flows whose rate changes, not to the flows of the instance (docs/engine-alltoall.md).
@@ -1655,7 +1719,9 @@ def run_interval_lazy(
 
     ``stats`` (accumulated into what :func:`run_interval_numba` wrote): events (max), fills, -, -,
     incremental solves, flows they re-filled, flows active at them, full fills, rates written (bitwise
-    changes, arrivals included), rates that moved by more than 1e-12 relative, solves by the parallel rule.
+    changes, arrivals included), rates that moved by more than 1e-12 relative, solves by the parallel rule,
+    -, -, -, the work counted (:func:`resolve_incremental`'s, plus the active flows of a completion heap
+    rebuilt).
     """
     announce(go)
     if stats[2] != ERR_NONE:
@@ -1710,9 +1776,9 @@ def run_interval_lazy(
     load = np.zeros(n_links)  # (links,) bytes/s the active flows put on each link
     csum = np.zeros(n_links)  # (links,) sum of the coefficients of the active flows on each link
     link_gen = np.full(n_links, -1, dtype=np.int64)  # load and csum are valid where this is gen
-    rstate = np.zeros(
-        8, dtype=np.int64
-    )  # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves, back-off
+    # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves, back-off,
+    # active entries, the work of the last solve
+    rstate = np.zeros(10, dtype=np.int64)
     events = stats[0]
     n_fills = 0
     n_inc = 0
@@ -1721,6 +1787,7 @@ def run_interval_lazy(
     inc_active = 0
     n_written = 0
     n_moved = 0
+    lazy_work = 0
     for b in range(b_lo, b_hi):
         if not lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
             continue
@@ -1765,7 +1832,7 @@ def run_interval_lazy(
         solved = False
         ev = sw_ev[b]  # events run by run_interval_numba before the hand-off
         ev0 = ev
-        back_at = sw_back if sw_share > 0.0 else 1.0  # (no switch: no return either)
+        sw_cost[b, 3] = 0.0  # on this path
         back = False
         while True:
             # every transition of the instance's units that is due now (run_interval_numba's, with the
@@ -1862,6 +1929,7 @@ def run_interval_lazy(
                 stats[8] += n_written
                 stats[9] += n_moved
                 stats[10] += rstate[5]
+                stats[14] += lazy_work
                 return
             # arrivals: the flows with bytes left of the phases whose latency was paid since the last event,
             # and background flows switched on (at the first event)
@@ -1903,11 +1971,12 @@ def run_interval_lazy(
                     act, arr_mark, n_fills, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
                     e_coef, capacity, lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
-                    link_gen, rstate, par_share, par_rounds, back_at, sw_avg[b:b + 1],
+                    link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b],
                 )  # fmt: skip
-                if n_re < 0:  # re-fills too many flows: back to run_interval_numba at this event
+                if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True
                     break
+                lazy_work += rstate[9]
                 if full:
                     n_full += 1
                 else:
@@ -1959,6 +2028,7 @@ def run_interval_lazy(
                         hpos[f] = hn
                         hn += 1
                 if dense:
+                    lazy_work += hn
                     hm = 0
                     for i in range(hn):  # drop the flows at rate 0, then heapify bottom-up
                         f = hf[i]
@@ -2087,6 +2157,7 @@ def run_interval_lazy(
             sw_mode[b] = 1
             sw_ev[b] = ev
             sw_t[b] = t_left
+            sw_cost[b, 3] = 1.0
         else:
             sw_mode[b] = 3
         if ev > events:
@@ -2100,3 +2171,4 @@ def run_interval_lazy(
     stats[8] += n_written
     stats[9] += n_moved
     stats[10] += rstate[5]
+    stats[14] += lazy_work

@@ -395,6 +395,10 @@ def _summary(obj: Any) -> str:
     return _rst_to_md(doc.strip().splitlines()[0]) if doc else ""
 
 
+#: API pages that list the public members of the class's own base classes
+INHERITED_MEMBERS = ("EnvCore",)
+
+
 def _api_pages() -> None:
     import ainet_gym
 
@@ -425,7 +429,10 @@ def _api_pages() -> None:
             if summary and name in ("ENV_IDS", "__version__")
             else ""
         )
-        _pages[page] = f"# `{name}`\n\n{lead}::: {path}\n"
+        # EnvCore's actions, observation and info live in its base classes (envs/actions.py, observation.py,
+        # info.py): its page shows their public members too
+        opts = "\n    options:\n      inherited_members: true\n" if name in INHERITED_MEMBERS else "\n"
+        _pages[page] = f"# `{name}`\n\n{lead}::: {path}{opts}"
         nav.append({name: page})
         if k == n_all:
             rows += ["", "Beyond `ainet_gym.__all__`: the classes a user of the environments meets next.", ""]

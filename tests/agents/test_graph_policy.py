@@ -14,6 +14,7 @@ from ainet_gym.agents.graph_policy import (  # noqa: E402
     GraphActorCritic,
     GraphPolicyConfig,
     TrainConfig,
+    gae_advantages,
     graph_inputs,
     knob_positions,
     save_graph_policy,
@@ -171,3 +172,24 @@ def test_bad_input_errors(tmp_path, checkpoint: str) -> None:
         TrainConfig("periodic-interference", gamma=1.5).check()
     with pytest.raises(ValueError, match="hidden = 0"):
         GraphPolicyConfig(hidden=0).check()
+
+
+def test_gae_is_the_discounted_sum_of_td_errors() -> None:
+    # Schulman et al. 2016: lam = 1 gives the discounted return (bootstrapped by V_T) minus V_t; lam = 0 the
+    # one-step TD error; in between, sum_k (gamma lam)^k delta_{t+k}, written out here as a double loop
+    rng = np.random.default_rng(3)
+    T, B, gamma = 5, 3, 0.9
+    r, v, last = rng.normal(size=(T, B)), rng.normal(size=(T, B)), rng.normal(size=B)
+    vn = np.vstack([v[1:], last[None]])  # V_{t+1}
+    delta = r + gamma * vn - v
+    ret = np.array(
+        [sum(gamma**k * r[t + k] for k in range(T - t)) + gamma ** (T - t) * last for t in range(T)]
+    )
+    gae = lambda lam: gae_advantages(  # noqa: E731
+        torch.tensor(r), torch.tensor(v), torch.tensor(last), gamma, lam
+    ).numpy()
+    np.testing.assert_allclose(gae(1.0), ret - v, rtol=1e-12)
+    np.testing.assert_allclose(gae(0.0), delta, rtol=1e-12)
+    lam = 0.7
+    want = np.array([sum((gamma * lam) ** k * delta[t + k] for k in range(T - t)) for t in range(T)])
+    np.testing.assert_allclose(gae(lam), want, rtol=1e-12)

@@ -109,3 +109,133 @@ def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None
         assert g in lab["label"][(block == block[i]).all(axis=1)]
     out = evaluate(EvalConfig(sc, policies=[f"knn:{path}", "spray+bg"], seeds=[1, 2], out=None))
     assert out["policies"]["knn"]["controls"] == "jobs+bg"
+
+
+# ---------------------------------------------------------------------- knn policy files: checked, never run
+
+
+class _Evil:
+    """Unpickling this runs ``touch MARKER``."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _knn_arrays() -> dict:
+    return {
+        "x": np.array([[0.0, 0.0], [0.0, 1.0], [5.0, 5.0]], dtype=np.float32),
+        "y": np.array([1, 1, 3]),
+        "k": np.int64(1),
+        "block": np.array("job_phase"),
+        "meta": np.array(["s", "choose_bg", "phase", "4", "8", "spray+bg", "8"]),
+        "plans": np.arange(6).astype(str),
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "must"),
+    [
+        (lambda a: a.pop("y"), "no field y"),
+        (lambda a: a.update(x=np.zeros(3)), "field 'x' is a 1-d"),
+        (lambda a: a.update(x=np.zeros((3, 2), dtype=np.int64)), "field 'x' is a 2-d int64"),
+        (lambda a: a.update(y=np.array([1, 1])), "'x' has 3 rows and 'y' 2"),
+        (lambda a: a.update(y=np.array([1, 1, 6])), "labels 1..6; allowed: 0..5"),
+        (lambda a: a.update(y=np.array([1.0, 1.0, 3.0])), "field 'y' is a 1-d float64"),
+        (lambda a: a.update(k=np.int64(0)), "field 'k' = 0"),
+        (lambda a: a.update(x=np.array([[0.0, np.nan], [0, 1], [5, 5]])), "non-finite"),
+        (lambda a: a.update(meta=np.array(["s", "choose_bg", "phase", "four", "8"])), "field 'meta'"),
+        (lambda a: a.update(plans=np.array([], dtype=str)), "field 'plans' is empty"),
+        (lambda a: a.update(**{"ainet_gym.json": np.array("[1, 2]")}), "is not a JSON object"),
+        (lambda a: a.update(**{"ainet_gym.json": np.array("{")}), "is not JSON"),
+    ],
+)
+def test_a_knn_file_is_checked_field_by_field(tmp_path, change, must) -> None:
+    from ainet_gym.agents.imitate import KnnAgent, load_knn
+    from ainet_gym.agents.model_files import ModelFileError
+
+    good = tmp_path / "good.npz"
+    np.savez(good, **_knn_arrays())
+    assert load_knn(good)["plans"] == [str(i) for i in range(6)]
+    a = _knn_arrays()
+    change(a)
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **a)
+    with pytest.raises(ModelFileError, match=r"bad\.npz") as e:
+        KnnAgent(str(bad))
+    assert must in str(e.value), str(e.value)
+
+
+def test_a_knn_file_with_a_pickle_is_refused_and_never_runs(tmp_path) -> None:
+    from ainet_gym.agents.imitate import load_knn
+    from ainet_gym.agents.model_files import ModelFileError
+
+    marker = tmp_path / "pwned"
+    a = _knn_arrays()
+    a["x"] = np.array([_Evil(str(marker))], dtype=object)
+    np.savez(tmp_path / "evil.npz", **a)  # np.savez pickles an object array
+    with pytest.raises(ModelFileError, match="refusing an object"):
+        load_knn(tmp_path / "evil.npz")
+    assert not marker.exists()
+    (tmp_path / "not.npz").write_bytes(b"not a zip")
+    with pytest.raises(ModelFileError, match=r"not an \.npz archive"):
+        load_knn(tmp_path / "not.npz")
+
+
+def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monkeypatch) -> None:
+    import ainet_gym.pretrained as shipped
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.imitate import fit_knn
+    from ainet_gym.agents.pretrained import KNN_ALGORITHM, export_knn
+
+    sc = _small()
+    lab = lookahead_labels(sc, [3, 4], h=2)
+    src = fit_knn(lab, tmp_path / "knn.npz", k=1, scenario=sc)
+    folder = tmp_path / "shipped"
+    cmds = [
+        "python -m ainet_gym.agents.imitate label imitate-small",
+        "python -m ainet_gym.agents.imitate knn x",
+    ]
+    with pytest.raises(ValueError, match="labelled on scenario 'imitate-small', not 'other'"):
+        export_knn(src, "other", cmds, 0, folder / "other.npz")
+    dst = export_knn(src, "imitate-small", cmds, 7, folder / "imitate-small.npz")
+    monkeypatch.setattr(shipped, "PRETRAINED_DIR", folder)
+    meta = shipped.list_pretrained()["imitate-small"]
+    assert meta["algorithm"] == KNN_ALGORITHM and meta["controls"] == "jobs+bg" and meta["training_seed"] == 7
+    assert (
+        meta["commands"] == cmds and meta["command"] == cmds[-1] and meta["size_bytes"] == dst.stat().st_size
+    )
+    assert shipped.pretrained_path("imitate-small") == dst
+    out = evaluate(EvalConfig(sc, policies=["pretrained", f"knn:{src}"], seeds=[1, 2], steps=6, out=None))
+    p, k = out["policies"]["pretrained"], out["policies"]["knn"]
+    assert p["controls"] == "jobs+bg" and p["learned"]
+    assert p["gpu_utilization"] == k["gpu_utilization"]  # the same policy, played through `pretrained`
+    (folder / "imitate-small.zip").write_bytes(b"")
+    with pytest.raises(ValueError, match="2 shipped policies"):
+        shipped.pretrained_path("imitate-small")
+
+
+def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file() -> None:
+    # the shipped file is played by `pretrained` exactly as `knn:PATH` plays it, and its record names the
+    # algorithm, class, training seed and the commands (labels, then the fit) that made it
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.imitate import load_knn
+    from ainet_gym.pretrained import list_pretrained, pretrained_path
+
+    p = pretrained_path("spine-leaf-2to1-jitter")
+    assert p is not None and p.suffix == ".npz"
+    meta = list_pretrained()["spine-leaf-2to1-jitter"]
+    z = load_knn(p)
+    assert meta == {**z["metadata"], "size_bytes": p.stat().st_size, "file": p.name}
+    assert meta["algorithm"] == "knn-imitation" and meta["controls"] == "jobs+bg"
+    assert isinstance(meta["training_seed"], int) and meta["k"] == z["k"] and meta["plans"] == z["plans"]
+    assert meta["commands"][0].startswith("python -m ainet_gym.agents.imitate label spine-leaf-2to1-jitter ")
+    assert meta["command"] == meta["commands"][-1]
+    assert meta["command"].startswith("python -m ainet_gym.agents.imitate knn ")
+    pols = ["pretrained", f"knn:{p}"]
+    out = evaluate(EvalConfig("spine-leaf-2to1-jitter", policies=pols, seeds=[3], steps=8, out=None))
+    assert out["policies"]["pretrained"]["gpu_utilization"] == out["policies"]["knn"]["gpu_utilization"]

@@ -18,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("stable_baselines3")
 
+from _cli import one_line  # noqa: E402
 from _scenarios import small_spine_leaf  # noqa: E402
 
 from ainet_gym.agents.model_files import (  # noqa: E402
@@ -38,14 +39,6 @@ class _Evil:
 
     def __reduce__(self):
         return (os.system, (f"touch {self.marker}",))
-
-
-def _one_line(capsys, *must: str) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1, err
-    for m in must:
-        assert m in err[0], err[0]
-    return err[0]
 
 
 def _evaluate(policy: str, tmp_path: Path) -> int:
@@ -76,7 +69,7 @@ def test_an_rllib_folder_of_pickles_is_refused_and_never_runs(tmp_path, capsys) 
     marker = tmp_path / "pwned"
     d = _rllib_folder(tmp_path, marker)
     assert _evaluate(f"rllib:{d}", tmp_path) == 2
-    line = _one_line(capsys, f"rllib:{d}", "convert-rllib", "--trust-checkpoint")
+    line = one_line(capsys, f"rllib:{d}", "convert-rllib", "--trust-checkpoint")
     assert "Traceback" not in line
     assert not marker.exists()
 
@@ -93,7 +86,7 @@ def test_crafted_policy_weights_are_refused_and_never_run(tmp_path, capsys) -> N
     d = _rllib_folder(tmp_path, marker, {"framework": "rllib", "policy_module": spec})
     torch.save({"0.weight": _Evil(marker)}, d / POLICY_FILE)  # a pickle, not tensors
     assert _evaluate(f"rllib:{d}", tmp_path) == 2
-    _one_line(capsys, f"rllib:{d}", POLICY_FILE, "not a torch weights file")
+    one_line(capsys, f"rllib:{d}", POLICY_FILE, "not a torch weights file")
     assert not marker.exists()
 
 
@@ -179,7 +172,7 @@ def test_resume_of_an_untrusted_rllib_folder_is_refused_before_ray(tmp_path, cap
         ["train", "spine-leaf-2to1", "--framework", "rllib", "--resume", str(d), "--out", str(tmp_path / "o")]
     )
     assert rc == 2
-    _one_line(capsys, str(d), "--trust-checkpoint", "can run code")
+    one_line(capsys, str(d), "--trust-checkpoint", "can run code")
     assert not marker.exists()
 
 
@@ -187,7 +180,7 @@ def test_convert_needs_the_trust_flag(tmp_path, capsys) -> None:
     marker = tmp_path / "pwned"
     d = _rllib_folder(tmp_path, marker)
     assert main(["convert-rllib", str(d)]) == 2
-    _one_line(capsys, str(d), "--trust-checkpoint")
+    one_line(capsys, str(d), "--trust-checkpoint")
     assert not marker.exists()
     with pytest.raises(UntrustedModelError):
         from ainet_gym.agents.rllib_train import convert_checkpoint
@@ -203,7 +196,7 @@ def test_a_crafted_graph_policy_is_refused_and_never_runs(tmp_path, capsys) -> N
     evil = tmp_path / "graph.pt"
     torch.save({"format": "x", "config": _Evil(marker)}, evil)
     assert _evaluate(f"graph:{evil}", tmp_path) == 2
-    _one_line(capsys, f"graph:{evil}", "not a torch weights file")
+    one_line(capsys, f"graph:{evil}", "not a torch weights file")
     assert not marker.exists()
 
 
@@ -215,7 +208,7 @@ def test_a_file_that_is_not_a_torch_checkpoint_is_one_line(tmp_path, capsys, con
     f = tmp_path / "notes.txt"
     f.write_bytes(content)
     assert _evaluate(f"graph:{f}", tmp_path) == 2
-    _one_line(capsys, f"graph:{f}")
+    one_line(capsys, f"graph:{f}")
 
 
 def test_graph_policy_config_is_range_checked(tmp_path) -> None:
@@ -257,7 +250,7 @@ def test_a_crafted_per_switch_model_is_refused_and_never_runs(tmp_path, capsys) 
     meta = {"algo": "ppo", "kind": "per_switch", "agents": "leaf", "history": 4}
     evil = _ppo_zip(tmp_path, meta, lambda d: d.update(lr_schedule={":serialized:": payload}))
     assert _evaluate(f"marl:{evil}", tmp_path) == 2
-    _one_line(capsys, str(evil), "refusing to unpickle")
+    one_line(capsys, str(evil), "refusing to unpickle")
     assert not marker.exists()
 
 
@@ -266,7 +259,7 @@ def test_per_switch_metadata_missing_a_key_is_one_line(tmp_path, capsys) -> None
     meta = {"algo": "ppo", "kind": "per_switch", "agents": "leaf", "history": 4}
     p = _ppo_zip(tmp_path, meta)
     assert _evaluate(f"marl:{p}", tmp_path) == 2
-    _one_line(capsys, f"marl:{p}", "lacks observation_shape, action_shape")
+    one_line(capsys, f"marl:{p}", "lacks observation_shape, action_shape")
 
 
 @pytest.mark.parametrize("history", [10**9, -1, "4", 2.5])
@@ -274,7 +267,7 @@ def test_model_metadata_history_is_range_checked(tmp_path, capsys, history) -> N
     """Fails on the old code for 1e9: the env allocated a 1e9-interval history (MemoryError)."""
     p = _ppo_zip(tmp_path, {"algo": "ppo", "action_mode": "split", "history": history})
     assert _evaluate(f"ppo:{p}", tmp_path) == 2
-    _one_line(capsys, str(p), "history", f"[1, {int(LIMITS['history_max']):,}]")
+    one_line(capsys, str(p), "history", f"[1, {int(LIMITS['history_max']):,}]")
 
 
 def test_a_crafted_shipped_checkpoint_is_refused_and_never_runs(tmp_path, monkeypatch, capsys) -> None:
@@ -292,7 +285,7 @@ def test_a_crafted_shipped_checkpoint_is_refused_and_never_runs(tmp_path, monkey
     evil.rename(folder / "spine-leaf-2to1.zip")
     monkeypatch.setattr(shipped, "PRETRAINED_DIR", folder)
     assert _evaluate("pretrained", tmp_path) == 2
-    _one_line(capsys, "spine-leaf-2to1.zip", "refusing to unpickle")
+    one_line(capsys, "spine-leaf-2to1.zip", "refusing to unpickle")
     assert not marker.exists()
     assert shipped.pretrained_path("../shipped/spine-leaf-2to1") is None  # a name never leaves the folder
 
@@ -301,7 +294,7 @@ def test_model_files_above_the_ceiling_are_refused_unread(tmp_path, monkeypatch,
     p = _ppo_zip(tmp_path, {"algo": "ppo", "action_mode": "split"})
     monkeypatch.setitem(MODEL_LIMITS, "file_bytes", 1000)
     assert _evaluate(f"ppo:{p}", tmp_path) == 2
-    _one_line(capsys, str(p), "above the ceiling of 1,000", "MODEL_LIMITS['file_bytes']")
+    one_line(capsys, str(p), "above the ceiling of 1,000", "MODEL_LIMITS['file_bytes']")
 
 
 def test_missing_model_paths_are_both_value_and_file_errors(tmp_path) -> None:
@@ -320,5 +313,5 @@ def test_a_per_switch_model_that_is_not_a_model_is_named_as_given(tmp_path, caps
     p = tmp_path / "switches.zip"
     p.write_bytes(content)
     assert _evaluate(f"marl:{p}", tmp_path) == 2
-    line = _one_line(capsys, f"marl:{p}")
+    line = one_line(capsys, f"marl:{p}")
     assert "ppo:" not in line, line

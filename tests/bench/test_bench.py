@@ -224,10 +224,16 @@ def test_every_bench_section_runs_without_error_rows(tmp_path):
         transfers_fabric_gpus=128,
         transfers_job_gpus=(8,),
         scaling_jobs=(8,),
+        switch_runs=2,
+        switch_intervals=2,
     )
     res = run_bench(cfg, out=tmp_path, progress=False, command="pytest")
     assert not _error_rows(res), _error_rows(res)
-    assert {"allocator", "batching", "env", "construction", "startup", "scaling"} <= set(res)
+    assert {"allocator", "batching", "env", "construction", "startup", "scaling", "switch"} <= set(res)
+    sw = res["switch"]  # three modes, two runs each, exact to one another
+    assert set(sw["median_cpu_s"]) == {"lazy only", "full only", "switch"}
+    assert all(len(v) == 2 and len(sw["cpu_s"][k]) == 2 for k, v in sw["median_cpu_s"].items())
+    assert sw["max_rel_diff"] <= 1e-9 and 0 < sw["touched_share"] <= 1
     assert {(r["backend"], r["env"], r["batch"]) for r in res["env"]} == {
         ("numba", "single", 1), ("numba", "vector", 2), ("numpy", "single", 1), ("numpy", "vector", 2)
     }  # fmt: skip
@@ -240,6 +246,7 @@ def test_every_bench_section_runs_without_error_rows(tmp_path):
     assert cal["python_loop_ms"] > 0 and cal["numpy_kernel_ms"] > 0
     report = format_report(res)
     assert "calibration:" in report and "Start-up" in report and "ERROR" not in report
+    assert "switch / better of lazy-only and full-only" in report
 
 
 def test_env_timer_counts_only_the_copies_that_ran_their_interval(monkeypatch):

@@ -51,6 +51,41 @@ def test_empty_scenario_names_the_argument(capsys) -> None:
     assert "argument scenario: empty" in line
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ("train", "spine-leaf-2to1", "--gamma", "1.5"),
+            "argument --gamma: 1.5 is out of range; allowed: a discount factor, a number in (0, 1]",
+        ),
+        (("train", "spine-leaf-2to1", "--gamma", "0"), "argument --gamma: 0 is out of range"),
+        (("train", "spine-leaf-2to1", "--gamma", "nan"), "argument --gamma: nan is out of range"),
+        (
+            ("train", "spine-leaf-2to1", "--residual-scale", "-1"),
+            "argument --residual-scale: -1 is out of range",
+        ),
+        (
+            ("train", "spine-leaf-2to1", "--log-std-init", "inf"),
+            "argument --log-std-init: inf is out of range",
+        ),
+        (("crosscheck", "xc-ring-8", "--seed", "-1"), "argument --seed: -1 is out of range"),
+        (("crosscheck", "xc-ring-8", "--steps", "0"), "argument --steps: 0 is out of range"),
+        (("crosscheck", "xc-ring-8", "--split-qps", "0"), "argument --split-qps: 0 is out of range"),
+        (("crosscheck", "xc-ring-8", "--mss", "x"), "argument --mss: 'x' is not an integer"),
+    ],
+)
+def test_numeric_flags_are_checked_before_anything_runs(capsys, argv: tuple[str, ...], expected: str) -> None:
+    # these flags took any float / int before (a gamma of 1.5 reached SB3; a seed of -1 reached ns-3)
+    assert expected in one_line_error(capsys, *argv)
+
+
+def test_a_negative_log_std_is_accepted() -> None:
+    from ainet_gym.cli import build_parser
+
+    args = build_parser().parse_args(["train", "spine-leaf-2to1", "--log-std-init", "-2.5", "--gamma", "1"])
+    assert (args.log_std_init, args.gamma) == (-2.5, 1.0)
+
+
 def test_negative_seed_names_the_flag(capsys) -> None:
     assert "argument --seed: -1 is out of range" in one_line_error(
         capsys, "simulate", "spine-leaf-2to1", "--seed", "-1"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _cli import one_line
 
 from ainet_gym.cli import main
 from ainet_gym.scenario.loader import scenarios_dir
@@ -24,14 +25,6 @@ def _run(args: list[str]) -> int:
         return int(e.code)
 
 
-def _one_line(capsys, *must: str) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1, err
-    for m in must:
-        assert m in err[0], err[0]
-    return err[0]
-
-
 # ---------------------------------------------------------------------- export-fabric
 
 
@@ -42,7 +35,7 @@ def test_export_fabric_never_writes_over_its_input_scenario(tmp_path, capsys) ->
     before = sc.read_bytes()
     for extra in ([], ["--overwrite"]):
         assert main(["export-fabric", str(sc), "--graphml", str(sc), *extra]) == 2
-        _one_line(capsys, "--graphml", "input", "never overwritten")
+        one_line(capsys, "--graphml", "input", "never overwritten")
     assert sc.read_bytes() == before
 
 
@@ -51,7 +44,7 @@ def test_export_fabric_replaces_a_file_only_with_overwrite(tmp_path, capsys) -> 
     out = tmp_path / "f.graphml"
     out.write_text("mine")
     assert main(["export-fabric", SCENARIO, "--graphml", str(out)]) == 2
-    _one_line(capsys, "--graphml", "--overwrite")
+    one_line(capsys, "--graphml", "--overwrite")
     assert out.read_text() == "mine"
     assert main(["export-fabric", SCENARIO, "--graphml", str(out), "--overwrite"]) == 0
     assert out.read_text().startswith("<?xml")
@@ -68,7 +61,7 @@ def test_export_fabric_never_writes_over_the_graph_it_read(tmp_path, capsys) -> 
     capsys.readouterr()
     before = g.read_bytes()
     assert main(["export-fabric", str(sc), "--graphml", str(g), "--overwrite"]) == 2
-    _one_line(capsys, "never overwritten")
+    one_line(capsys, "never overwritten")
     assert g.read_bytes() == before
 
 
@@ -83,10 +76,10 @@ def test_bench_refuses_earlier_results_and_makes_fresh_folders(tmp_path, monkeyp
     d.mkdir()
     (d / "bench.json").write_text("{}")
     assert main(["bench", "--quick", "--out", str(d), "--sections", "allocator"]) == 2
-    _one_line(capsys, "--out", "bench.json", "--overwrite")
+    one_line(capsys, "--out", "bench.json", "--overwrite")
     assert (d / "bench.json").read_text() == "{}"
     assert main(["bench", "--quick", "--sections", ","]) == 2
-    _one_line(capsys, "--sections", "empty")
+    one_line(capsys, "--sections", "empty")
 
     seen: list[Path] = []
 
@@ -121,11 +114,11 @@ def test_leaderboard_refuses_earlier_results_and_nothing_to_evaluate(tmp_path, c
     assert (
         main(["leaderboard", "--env-ids", "none", "--scenarios", "none", "--out", str(tmp_path / "l")]) == 2
     )
-    _one_line(capsys, "nothing to evaluate")
+    one_line(capsys, "nothing to evaluate")
     (tmp_path / "l").mkdir()
     (tmp_path / "l" / "leaderboard.md").write_text("mine")
     assert main(["leaderboard", "--quick", "--env-ids", "none", "--out", str(tmp_path / "l")]) == 2
-    _one_line(capsys, "leaderboard.md", "--overwrite")
+    one_line(capsys, "leaderboard.md", "--overwrite")
     assert (tmp_path / "l" / "leaderboard.md").read_text() == "mine"
 
 
@@ -133,12 +126,12 @@ def test_sweep_checks_its_arguments_before_ray(tmp_path, capsys) -> None:
     """Fails on the old code: --num-env-runners -1 started Ray and failed with Ray's message; --out
     replaced an earlier sweep's table."""
     assert _run(["sweep", "--num-env-runners", "-1"]) == 2
-    _one_line(capsys, "--num-env-runners", "out of range")
+    one_line(capsys, "--num-env-runners", "out of range")
     d = tmp_path / "s"
     d.mkdir()
     (d / "results.md").write_text("mine")
     assert main(["sweep", "--scenarios", SCENARIO, "--out", str(d)]) == 2
-    _one_line(capsys, "results.md", "--overwrite")
+    one_line(capsys, "results.md", "--overwrite")
 
 
 def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> None:
@@ -173,7 +166,7 @@ def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> No
 def test_empty_or_negative_inputs_are_refused(args, must, capsys) -> None:
     """Fails on the old code for soak: an empty mode list or a negative budget printed success, exit 0."""
     assert _run(args) == 2
-    assert len(_one_line(capsys, must)) < 400  # a 5,000-digit value is not echoed
+    assert len(one_line(capsys, must)) < 400  # a 5,000-digit value is not echoed
 
 
 def test_a_path_action_of_1e20_is_reported_as_given() -> None:
@@ -217,7 +210,7 @@ def test_results_never_replace_the_input_scenario_even_with_overwrite(tmp_path, 
     else:
         args = ["demo", "--scenario", str(scenario), "--quick", "--timesteps", "8"]
     assert _run([*args, "--out", str(out), "--overwrite"]) == 2
-    _one_line(capsys, "results.md", "this command's input", "even with --overwrite")
+    one_line(capsys, "results.md", "this command's input", "even with --overwrite")
     assert scenario.read_bytes() == before
 
 
@@ -237,7 +230,7 @@ def test_train_never_writes_its_model_over_the_input_scenario(tmp_path, capsys) 
         "--no-progress",
     ]
     assert _run(args) == 2
-    _one_line(capsys, "model.zip", "this command's input", "even with --overwrite")
+    one_line(capsys, "model.zip", "this command's input", "even with --overwrite")
     assert scenario.read_bytes() == before
 
 
@@ -287,7 +280,7 @@ def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_pat
     before = scenario.read_bytes()
     args = ["leaderboard", "--quick", "--env-ids", "none", "--scenarios", str(scenario), "--out", str(out)]
     assert _run([*args, "--overwrite"]) == 2
-    _one_line(capsys, "its leaderboard.md would replace this command's input", "even with --overwrite")
+    one_line(capsys, "its leaderboard.md would replace this command's input", "even with --overwrite")
     assert scenario.read_bytes() == before
     (out / "results.md").write_bytes(before)  # the sweep's table, or inside its checkpoints/ folder
     (out / "checkpoints").mkdir()
@@ -295,7 +288,7 @@ def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_pat
     for sc in (out / "results.md", out / "checkpoints" / "mine.yaml"):
         sweep = ["sweep", "--scenarios", str(sc), "--out", str(out), "--overwrite", "--timesteps", "8"]
         assert _run(sweep) == 2
-        _one_line(capsys, "would replace this command's input", str(sc))
+        one_line(capsys, "would replace this command's input", str(sc))
         assert sc.read_bytes() == before
 
 

@@ -114,7 +114,7 @@ def test_compiled_decode_equals_numpy_decode_bit_for_bit(scenario: str, max_path
 
 
 def test_nan_to_zero_is_nan_to_num() -> None:
-    from ainet_gym.envs.env import _nan_to_zero
+    from ainet_gym.envs.info import nan_to_zero as _nan_to_zero
 
     for v in (np.array([1.0, np.nan, -2.0]), np.array([np.inf, np.nan, -np.inf, 0.5]), np.arange(3.0),
               np.array([np.nan], dtype=np.float32)):  # fmt: skip

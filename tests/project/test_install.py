@@ -32,3 +32,27 @@ def test_rich_and_tqdm_are_declared() -> None:
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = " ".join(meta["dependencies"] + meta["optional-dependencies"]["rl"])
     assert "rich" in declared and "tqdm" in declared
+
+
+def test_every_package_folder_is_in_the_wheel() -> None:
+    # setuptools installs only the packages pyproject.toml lists: a new folder left out of the list imports from
+    # a checkout (editable install) and is missing from the wheel, which the editable test venv cannot see
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "ainet_gym").rglob("__init__.py")}
+    assert found <= listed, (
+        f"package folders missing from [tool.setuptools] packages: {sorted(found - listed)}"
+    )
+
+
+def test_every_shipped_policy_file_is_package_data() -> None:
+    # a shipped policy of a new kind (.npz beside the .zip models) must be declared, or the wheel leaves it out
+    import fnmatch
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "ainet_gym.pretrained"
+    ]
+    files = [p.name for p in (ROOT / "ainet_gym" / "pretrained").iterdir() if p.suffix not in (".py", ".pyc")]
+    files = [f for f in files if f != "__pycache__"]
+    assert files, "no shipped policy found"
+    missing = [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)]
+    assert not missing, f"shipped files not in package-data: {missing}"

@@ -74,10 +74,12 @@ def run(
     w = FabricWorld(load_scenario(scenario), 1, backend=backend)
     w.reset(seeds=[seed])
     w.sim.incremental_min_flows = inc_min
-    if par is not None:  # (parallel_share, parallel_max_rounds[, lazy_switch_share, lazy_return_share])
+    if (
+        par is not None
+    ):  # (parallel_share, parallel_max_rounds[, lazy_switch, lazy_cost_ratio, lazy_handoff_solves])
         w.sim.parallel_share, w.sim.parallel_max_rounds = par[:2]
         if len(par) > 2:
-            w.sim.lazy_switch_share, w.sim.lazy_return_share = par[2:]
+            w.sim.lazy_switch, w.sim.lazy_cost_ratio, w.sim.lazy_handoff_solves = par[2:]
     out = []
     for k in range(steps):
         r = w.step(splits[k] if splits[k] is not None else w.default_split())
@@ -87,9 +89,16 @@ def run(
 
 # the lazy kernel's solves: heap fills only (sparse completion-heap updates); every solve by the parallel
 # rule for 2 rounds, the rest by the heap (the completion heap rebuilt at every solve); and the switch
-# between the full path and the lazy kernel: at the first prediction, handed back at every incremental
-# solve (the most hand-offs both ways), and on the running mean at 0.5 both ways
-LAZY_MODES = [(1.0, 8, 0.0, 1.0), (0.0, 2, 0.0, 1.0), (1.0, 8, 1.0, 0.0), (0.0, 2, 0.5, 0.5)]
+# between the full path and the lazy kernel by its cost model: the lazy work weighted 1e9 with hand-offs
+# free (the full path at every event with something to re-fill, the lazy kernel at the others: the most
+# hand-offs both ways), weighted 1 with hand-offs free, and the defaults
+LAZY_MODES = [
+    (1.0, 8, False, 1.0, 1.0),
+    (0.0, 2, False, 1.0, 1.0),
+    (1.0, 8, True, 1e9, 0.0),
+    (0.0, 2, True, 1.0, 0.0),
+    (0.25, 8, True, kernels.LAZY_COST_RATIO, kernels.LAZY_HANDOFF_SOLVES),
+]
 
 
 @pytest.mark.parametrize("par", LAZY_MODES)
@@ -225,16 +234,27 @@ def test_restart_constants_are_documented_values():
     assert 0 < kernels.RESTART_MARGIN <= 1e-9
     assert kernels.FULL_FILL_EVERY >= 1
     assert 0.0 <= kernels.PARALLEL_SHARE <= 1.0 and kernels.PARALLEL_MAX_ROUNDS >= 1
-    assert 0.0 <= kernels.LAZY_SWITCH_SHARE <= 1.0 and 0.0 <= kernels.LAZY_RETURN_SHARE <= 1.0
+    assert isinstance(kernels.LAZY_SWITCH, bool) and 0.0 < kernels.LAZY_COST_RATIO < np.inf
+    assert 0.0 <= kernels.LAZY_HANDOFF_SOLVES < np.inf and kernels.N_SWITCH == 4
+    assert kernels.FULL_WORK_PER_ENTRY > 0 and kernels.LAZY_WORK_PER_ENTRY > 0
     assert 0.0 < kernels.SWITCH_MEAN_WEIGHT <= 1.0 and kernels.COMPONENT_BACKOFF_MAX >= 0
 
 
-@pytest.mark.parametrize(("switch", "back"), [(0.0, 1.0), (0.0, 0.0), (1.0, 1.0), (1.0, 0.0), (0.3, 0.6)])
-def test_switch_between_the_full_path_and_the_lazy_kernel_is_exact(switch, back):
-    # 4 AllToAll jobs of 16 GPUs: the lazy kernel from the start to the end (switch 0; the return share
-    # then does not apply), the full path for the first solve and then the lazy kernel (1, 1), handed back
-    # at every incremental solve (1, 0: hand-offs both ways at most events), and on the running mean: the
-    # full re-solve per event (incremental_min_flows -1) to 1e-9, and the counters say which paths ran
+SWITCH_SETTINGS = [  # (lazy_switch, lazy_cost_ratio, lazy_handoff_solves)
+    (False, 1.0, 1.0),  # off: the lazy kernel from the start to the end
+    (True, 1e-9, 0.0),  # lazy work ~free: the full path for the first solve, then the lazy kernel
+    (True, 1e9, 0.0),  # lazy work ~inf, hand-offs free: the lazy kernel only where it re-fills nothing
+    (True, 1e9, 1e9),  # the full path throughout (no hand-off ever pays)
+    (True, 1.0, 0.0),  # per event, unweighted
+    (True, kernels.LAZY_COST_RATIO, kernels.LAZY_HANDOFF_SOLVES),  # the defaults
+]
+
+
+@pytest.mark.parametrize(("switch", "ratio", "handoff"), SWITCH_SETTINGS)
+def test_switch_between_the_full_path_and_the_lazy_kernel_is_exact(switch, ratio, handoff):
+    # 4 AllToAll jobs of 16 GPUs, the switch's cost model at its extremes and in between: the full re-solve
+    # per event (incremental_min_flows -1) to 1e-9 at every interval, and the counters say which paths ran
+    # (both, and hand-offs both ways, where the settings make them)
     sc = load_scenario(ALLTOALL)
     worlds = []
     for inc_min in (0, -1):
@@ -242,21 +262,27 @@ def test_switch_between_the_full_path_and_the_lazy_kernel_is_exact(switch, back)
         w.reset(seeds=[0])
         w.sim.incremental_min_flows = inc_min
         worlds.append(w)
-    worlds[0].sim.lazy_switch_share, worlds[0].sim.lazy_return_share = switch, back
+    sim = worlds[0].sim
+    sim.lazy_switch, sim.lazy_cost_ratio, sim.lazy_handoff_solves = switch, ratio, handoff
     last = _steps_equal_recording_metrics(worlds, 3)
     events = sum(m.events for m in last)
     full_path = sum(m.full_path_events for m in last)
     switches = sum(m.lazy_switches for m in last)
     lazy_solves = sum(m.incremental_solves + m.full_fills for m in last)
+    full_work = sum(m.full_path_work for m in last)
+    lazy_work = sum(m.lazy_work for m in last)
     assert events > 100
-    if switch == 0.0:
-        assert full_path == 0 and switches == 0 and lazy_solves > 100
-    elif back == 1.0:  # once per interval, at the first prediction
-        assert switches == len(last) and 0 < full_path < 3 * len(last) and lazy_solves > 100
-    elif back == 0.0:  # back and forth
-        assert switches > 20 and full_path > 20 and lazy_solves > 20
+    if not switch:
+        assert full_path == 0 and switches == 0 and full_work == 0 and lazy_solves > 100 and lazy_work > 0
+    elif ratio < 1e-6:  # handed to the lazy kernel at the first prediction, and kept there
+        assert switches == 1 and 0 < full_path < 5 and lazy_solves > 100
+    elif handoff > 1e6:  # never handed over
+        assert switches == 0 and full_path == events and lazy_solves == 0 and lazy_work == 0
+    elif ratio > 1e6:  # back and forth
+        assert switches > 20 and full_path > 20 and lazy_solves > 20 and full_work > 0 and lazy_work > 0
     else:
-        assert full_path > 0 and lazy_solves > 0
+        assert full_path > 0 and lazy_solves > 0 and full_work > 0 and lazy_work > 0
+    assert np.all(sim._sw_cost[:, :2] > 0)  # the running means of the work per entry
 
 
 def test_incremental_matches_full_resolve_under_the_greedy_split():
@@ -349,7 +375,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
     links = dict(uf=np.empty(L, dtype=i64), seed=np.full(L, -1, dtype=i64), resid=np.empty(L),
                  rstamp=np.full(L, -1, dtype=i64), load=np.zeros(L), csum=np.zeros(L),
                  link_gen=np.full(L, -1, dtype=i64))  # fmt: skip
-    rstate = np.array([-1, 0, 0, 0, 0, 0, 0, 0], dtype=i64)
+    rstate = np.array([-1, 0, 0, 0, 0, 0, 0, 0, 0, 0], dtype=i64)
     n_inc = 0
     n_filled = 0  # solves that filled at least one flow
     for mark, (gone, came) in enumerate(events):
@@ -364,7 +390,8 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
             coef, cap, 0, demand, np.ones(F), rate, per_flow["old_rate"], per_flow["refill"],
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
-            links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, 1.0, np.zeros(1),
+            links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
         )  # fmt: skip
         n_inc += not full
         n_filled += n_re > 0
@@ -391,9 +418,13 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
         ("parallel_share", float("nan")),
         ("parallel_share", "0.3"),
         ("parallel_max_rounds", -1),
-        ("lazy_switch_share", -0.1),
-        ("lazy_switch_share", True),
-        ("lazy_return_share", 1.5),
+        ("lazy_switch", 1),
+        ("lazy_switch", "yes"),
+        ("lazy_cost_ratio", 0.0),
+        ("lazy_cost_ratio", float("inf")),
+        ("lazy_cost_ratio", True),
+        ("lazy_handoff_solves", -1.0),
+        ("lazy_handoff_solves", float("nan")),
     ],
 )
 def test_bad_parallel_settings_are_refused_naming_the_field(field, value):

@@ -1,0 +1,172 @@
+"""What every subcommand's parser shares: the one-line-error parser, the checked argument types, the bounds.
+
+An argument type here refuses a bad value with a message that names the value and what is allowed; argparse
+adds the flag (``ainet-gym train: error: argument --seed: -1 is out of range; allowed: ...``). Nothing is
+clipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+from collections.abc import Callable
+
+__all__ = [
+    "SCENARIO",
+    "SEED_MAX",
+    "TRAIN_SEED_MAX",
+    "TRUST",
+    "Parser",
+    "Subparsers",
+    "add_output",
+    "deferred",
+    "float_arg",
+    "int_arg",
+    "seconds_arg",
+    "seeds_arg",
+    "text_arg",
+    "unit_interval_arg",
+]
+
+#: The object ``add_subparsers`` returns, which every ``add_*`` function of the subcommand modules fills.
+Subparsers = argparse._SubParsersAction
+
+#: Shown in the ``--help`` of every command that loads a model file.
+TRUST = (
+    "Model files hold pickled Python objects and unpickling a crafted file can run code: the loader checks "
+    "that a file is a model of the expected algorithm and unpickles it with an allowlist of classes, but "
+    "load only model files you trust."
+)
+#: Largest episode seed (numpy's ``SeedSequence`` takes any non-negative integer; 63 bits keep it an int64).
+SEED_MAX = 2**63 - 1
+#: Largest training seed: torch and numpy's legacy seeding take 32-bit seeds (plus the episode offset).
+TRAIN_SEED_MAX = 2**31 - 1
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``ainet-gym CMD: error: ...``, exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+
+
+def int_arg(lo: int, hi: int | None = None) -> type:
+    """An argparse type: an integer in [lo, hi] (no upper bound if ``hi`` is None)."""
+
+    def parse(text: str) -> int:
+        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+        shown = _shown(text)
+        if len(text.strip()) > 100:  # Python refuses integers above 4,300 digits; none fits a flag
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown!r} is not an integer") from None
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
+        return v
+
+    parse.__name__ = "integer"
+    return parse  # type: ignore[return-value]
+
+
+def float_arg(what: str, *, zero_ok: bool = False, negative_ok: bool = False) -> type:
+    """An argparse type: a finite number > 0 (>= 0 with ``zero_ok``; any finite number with ``negative_ok``;
+    ``what`` names it in the message)."""
+    bound = "" if negative_ok else (" >= 0" if zero_ok else " > 0")
+
+    def parse(text: str) -> float:
+        shown = _shown(text)
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}{bound}") from None
+        bad_sign = not negative_ok and (v < 0 or (v == 0 and not zero_ok))
+        if not math.isfinite(v) or bad_sign:
+            raise argparse.ArgumentTypeError(
+                f"{shown} is out of range; allowed: {what}, a finite number{bound}"
+            )
+        return v
+
+    parse.__name__ = what
+    return parse  # type: ignore[return-value]
+
+
+def unit_interval_arg(what: str) -> type:
+    """An argparse type: a number in (0, 1] (a discount factor, a share)."""
+
+    def parse(text: str) -> float:
+        shown = _shown(text)
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{shown!r} is not a number; expected {what} in (0, 1]"
+            ) from None
+        if not 0 < v <= 1:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {what}, a number in (0, 1]")
+        return v
+
+    parse.__name__ = what
+    return parse  # type: ignore[return-value]
+
+
+def text_arg(what: str) -> type:
+    """An argparse type: any text that is not blank (``what`` names it in the message)."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"empty; expected {what}")
+        return text
+
+    parse.__name__ = what
+    return parse  # type: ignore[return-value]
+
+
+def seeds_arg(text: str) -> str:
+    """An argparse type: a seed list as ``evaluate`` takes it (``1,2,3`` or ``1-10``), checked, kept as text."""
+    from ainet_gym.agents.evaluate import parse_seeds
+
+    try:
+        parse_seeds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def seconds_arg(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (below 1e9)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{_shown(text)!r} is not a number") from None
+    if not 0 < v < 1e9:
+        raise argparse.ArgumentTypeError(
+            f"{_shown(text)} is out of range; allowed: a number of seconds in (0, 1e9)"
+        )
+    return v
+
+
+#: A scenario argument: a shipped scenario name or a YAML path (the loader checks it; blank is refused here).
+SCENARIO = text_arg("a shipped scenario name or a YAML path")
+
+
+def deferred(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """The subcommand ``module.name(args)``, its module (agents, torch, the bench) imported only when it runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(module), name)(args)
+
+    return run
+
+
+def add_output(s: argparse.ArgumentParser, what: str, out_help: str, overwrite_help: str) -> None:
+    """The output rule's two flags: ``--out`` (``what``: a directory, or a model path) and ``--overwrite``
+    (without it, a command never replaces an existing file: ``ainet_gym.agents.outputs``)."""
+    s.add_argument("--out", type=text_arg(what), default=None, help=out_help)
+    s.add_argument("--overwrite", action="store_true", help=overwrite_help)

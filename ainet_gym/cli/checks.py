@@ -1,0 +1,181 @@
+"""The subcommands that check and measure the model: ``bench``, ``crosscheck`` (ns-3) and ``soak``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ainet_gym.cli.args import (
+    SCENARIO,
+    SEED_MAX,
+    Subparsers,
+    add_output,
+    deferred,
+    int_arg,
+    seconds_arg,
+)
+
+__all__ = ["add_bench", "add_crosscheck", "add_soak"]
+
+
+def add_bench(sub: Subparsers) -> None:
+    """``ainet-gym bench``: the allocator and the environments, as ratios against references of the same run."""
+    s = sub.add_parser("bench", help="measure the allocator and the environments")
+    s.add_argument("--quick", action="store_true", help="small sizes only")
+    add_output(
+        s,
+        "a directory",
+        "directory for the JSON and the plot (default: a fresh bench-results/bench__TIME)",
+        "allow --out to hold earlier results",
+    )
+    s.add_argument("--sections", default=None, help="comma list of sections to run (default: all)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(func=deferred("ainet_gym.bench", "bench_main"))
+
+
+def add_crosscheck(sub: Subparsers) -> None:
+    """``ainet-gym crosscheck SCENARIO``: the fluid model against ns-3 packets (extra: ns3)."""
+    s = sub.add_parser("crosscheck", help="compare the fluid model with ns-3 packets (extra: ns3)")
+    s.add_argument("scenario", help="scenario name or YAML path (cross-check cases: xc-ring-8, ...)")
+    s.add_argument(
+        "--policy",
+        default="ecmp",
+        help="any policy of evaluate: ecmp, spray, lp, lp+bg, pretrained, ppo:PATH, ...",
+    )
+    s.add_argument("--seed", type=int_arg(0, SEED_MAX), default=0)
+    s.add_argument(
+        "--steps",
+        type=int_arg(1, 10_000_000),
+        default=None,
+        help="decision intervals to simulate in both (default: dynamics.episode_steps)",
+    )
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument(
+        "--mss",
+        type=int_arg(1),
+        default=None,
+        help="TCP segment size, bytes (default 1448; 8948: jumbo frames, cheaper)",
+    )
+    s.add_argument(
+        "--del-ack-count", type=int_arg(1), default=None, help="segments per delayed ACK (default 2)"
+    )
+    s.add_argument("--max-gpus", type=int_arg(1), default=None, help="largest fabric accepted (default 64)")
+    s.add_argument(
+        "--split-qps",
+        type=int_arg(1),
+        default=None,
+        help="carry every connection as K TCP connections (QPs), K*f of them on a path of fraction f, the "
+        "policy's splits rounded to multiples of 1/K on both sides (default: one TCP connection per path)",
+    )
+    s.set_defaults(func=_cmd_crosscheck)
+
+
+def _cmd_crosscheck(args: argparse.Namespace) -> int:
+    from ainet_gym.checks.crosscheck import (
+        CrosscheckConfig,
+        Ns3NotInstalledError,
+        crosscheck,
+        tcp_header_efficiency,
+    )
+
+    cfg = CrosscheckConfig()
+    if args.mss is not None or args.del_ack_count is not None or args.max_gpus is not None:
+        mss = cfg.mss if args.mss is None else args.mss
+        dack = cfg.del_ack_count if args.del_ack_count is None else args.del_ack_count
+        cfg = CrosscheckConfig(
+            mss=mss,
+            del_ack_count=dack,
+            # the TCP payload fraction of these segments (a bad value is refused by crosscheck, naming it)
+            header_efficiency=tcp_header_efficiency(mss, dack)
+            if mss > 0 and dack > 0
+            else cfg.header_efficiency,
+            max_gpus=cfg.max_gpus if args.max_gpus is None else args.max_gpus,
+        )
+    if args.split_qps is not None:
+        from dataclasses import replace
+
+        cfg = replace(cfg, split_qps=args.split_qps)
+    try:
+        out = crosscheck(args.scenario, policy=args.policy, seed=args.seed, steps=args.steps, config=cfg)
+    except Ns3NotInstalledError as e:
+        print(f"ainet-gym crosscheck: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}  intervals {out['steps']}")
+    print(
+        f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}   (mean communication time per iteration)"
+    )
+    for j in out["jobs"]:
+        print(
+            f"  {j['name']:<16}{j['fluid_comm_ms']:>10.3f}{j['ns3_comm_ms']:>10.3f}{100 * j['rel_error']:>+8.2f}%"
+        )
+    if out["steps"] > 1:
+        print("  per interval (iterations fluid/ns-3, fluid ms, ns-3 ms, error):")
+        for j in out["jobs"]:
+            cells = []
+            for iv in j["intervals"]:
+                a, b, e = iv["fluid_comm_ms"], iv["ns3_comm_ms"], iv["rel_error"]
+                cells.append(
+                    f"{iv['fluid_iterations']}/{iv['ns3_iterations']} "
+                    + (f"{a:.2f}" if a is not None else "-") + " " + (f"{b:.2f}" if b is not None else "-")
+                    + (f" {100 * e:+.1f}%" if e is not None else "")
+                )  # fmt: skip
+            print(f"  {j['name']:<16}" + " | ".join(cells))
+    print(f"  wall: fluid {out['fluid_wall_s'] * 1e3:.2f} ms, ns-3 {out['ns3_wall_s']:.2f} s")
+    return 0
+
+
+def add_soak(sub: Subparsers) -> None:
+    """``ainet-gym soak``: random and malformed actions on the vector env, invariants checked every step."""
+    s = sub.add_parser(
+        "soak", help="random actions in every mode on the vector env, every invariant checked every step"
+    )
+    s.add_argument(
+        "scenarios", nargs="*", type=SCENARIO, help="scenarios (default: the shipped dynamic scenarios)"
+    )
+    s.add_argument("--steps", type=int_arg(1), default=10_000, help="env steps per scenario and action mode")
+    s.add_argument("--num-envs", type=int_arg(1, 4096), default=32, help="copies in the vector env")
+    s.add_argument("--modes", default=None, help="comma list of action modes (default: every mode)")
+    s.add_argument("--seed", type=int_arg(0, 2**62), default=0)
+    s.add_argument(
+        "--max-seconds",
+        type=seconds_arg,
+        default=None,
+        help="stop each scenario and mode after this wall time (the steps checked are printed)",
+    )
+    s.set_defaults(func=_cmd_soak)
+
+
+def _cmd_soak(args: argparse.Namespace) -> int:
+    from ainet_gym.checks.soak import ACTION_MODES, DYNAMIC_SCENARIOS, soak
+
+    scenarios = args.scenarios or list(DYNAMIC_SCENARIOS)
+    if args.modes is None:  # every mode, the discrete and background ones included
+        modes = list(ACTION_MODES)
+    else:
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes:
+        raise ValueError(f"--modes {args.modes!r}: empty; give a comma list of {', '.join(ACTION_MODES)}")
+    bad = [m for m in modes if m not in ACTION_MODES]
+    if bad:
+        raise ValueError(f"--modes: {bad[0]!r} is not an action mode; allowed: {', '.join(ACTION_MODES)}")
+    total = violations = 0
+    for sc in scenarios:
+        for mode in modes:
+            r = soak(
+                sc, mode, args.steps, num_envs=args.num_envs, seed=args.seed, max_seconds=args.max_seconds
+            )
+            total += r.steps
+            violations += r.violations
+            print(
+                f"{r.scenario:<24} {r.action_mode:<13} {r.steps:>9,} steps  {r.job_checks:>10,} job checks  "
+                f"{r.bad_actions:>5} bad actions refused  {r.violations} violations  {r.seconds:7.1f} s",
+                flush=True,
+            )
+            for ex in r.examples:
+                print(f"  {ex}")
+    print(f"soak: {total:,} env steps checked, {violations} violations")
+    return 0 if violations == 0 else 1
