@@ -43,13 +43,19 @@ __all__ = [
     "DEFAULT_BASE",
     "DEFAULT_H",
     "DEFAULT_K",
+    "DEFAULT_OBJECTIVE",
+    "DEFAULT_TAIL_SLACK",
+    "DEFAULT_TAIL_WEIGHT",
     "KNN_FIELDS",
     "KNN_META",
+    "OBJECTIVES",
     "KnnAgent",
     "behaviour_clone",
     "fit_knn",
     "load_knn",
     "lookahead_labels",
+    "p99_step_ratio",
+    "pick_label",
 ]
 
 #: the base policy of the lookahead's intervals after the first (the best plan played alone on
@@ -62,6 +68,18 @@ DEFAULT_K = 5
 #: scores within this relative distance of the best are ties, broken by the plan order (so that plans with
 #: the same split, e.g. ``spray+bg`` and ``wcmp+bg`` without failed links, get one label)
 TIE_RTOL = 1e-9
+#: label objectives of :func:`lookahead_labels`: ``"util"`` the plan whose jobs did the most ideal work over
+#: the lookahead; ``"tail"`` the plan of the most ideal work minus ``tail_weight`` times its GPU-seconds of
+#: step time above the base plan's worst step time / ideal over the lookahead (times ``1 + tail_slack``)
+OBJECTIVES = ("util", "tail")
+#: the label objective by default (today's labels)
+DEFAULT_OBJECTIVE = "util"
+#: ``"tail"`` objective: the relative slack on the base plan's worst step time / ideal above which step time
+#: is penalised (0: any step slower than the base plan's slowest)
+DEFAULT_TAIL_SLACK = 0.0
+#: ``"tail"`` objective: the penalty per GPU-second of step time above the threshold, in GPU-seconds of ideal
+#: work (``inf``: a hard constraint, only plans with no step above it are eligible; the base plan always is)
+DEFAULT_TAIL_WEIGHT = float("inf")
 #: the arrays of a knn policy file (:func:`fit_knn`): name -> (dimensions, dtype kinds allowed)
 KNN_FIELDS: dict[str, tuple[int, str]] = {
     "x": (2, "f"),  # (N, D) the observation block of every labelled decision
@@ -87,6 +105,9 @@ def lookahead_labels(
     steps: int | None = None,
     backend: str | None = None,
     policy: Any = None,
+    objective: str = DEFAULT_OBJECTIVE,
+    tail_slack: float = DEFAULT_TAIL_SLACK,
+    tail_weight: float = DEFAULT_TAIL_WEIGHT,
 ) -> dict[str, Any]:
     """Play the episodes of ``seeds`` (one batch) along the lookahead over the plans of ``action_mode``
     (module docstring), or, with ``policy`` (a function of the batch's observations (B, D) giving (B,)
@@ -94,12 +115,29 @@ def lookahead_labels(
     states it visits (DAgger's aggregation step), and return the arrays of every decision: ``obs`` (N, D) float32, ``label`` (N,)
     int64 plan index, ``scores`` (N, K) each plan's ideal GPU-seconds over its lookahead, ``reward`` (N,),
     ``seed`` (N,), ``t`` (N,) the decision's interval, ``played`` (N,) the plan played, in episode order (``N = len(seeds) * steps``); and
-    ``plans``, ``gpu_utilization`` (B,) each episode's mean reward, ``seconds``.
+    ``plans``, ``gpu_utilization`` (B,) each episode's mean reward, ``seconds``; and ``tail`` (N, K) each
+    plan's worst step time / ideal over its lookahead (the maximum over the intervals and jobs that
+    completed an iteration, 0 if none did), ``excess`` (N, K) each plan's GPU-seconds of step time above the
+    threshold of the ``"tail"`` objective (below; 0 when ``base`` is not a plan of the mode), ``step_ratio``
+    and ``step_iters`` (N, J) the played interval's step time / ideal and iterations per job slot
+    (:func:`p99_step_ratio`).
+
+    ``objective`` (:data:`OBJECTIVES`): ``"util"`` (default) labels the plan with the best score;
+    ``"tail"`` the plan with the best score minus ``tail_weight`` times its *excess*: the sum over the
+    lookahead's intervals and jobs of iterations x GPUs x ideal step x (step time / ideal - threshold) where
+    positive, GPU-seconds of step time above the threshold, the base plan's ``tail`` times
+    ``1 + tail_slack`` (``base`` must be a plan of the mode; its excess is 0). ``tail_weight = inf``
+    (default): the best score among the plans with no excess, a hard constraint. The lookahead's labels
+    without (or with fewer of) the plans that buy GPU time with slower steps than the base's, what
+    ``evaluate``'s p99 step time / ideal measures. The metadata records a non-default objective and its
+    parameters.
 
     Raises
     ------
     ValueError
-        If ``action_mode`` is not a ``choose`` mode, ``h < 1`` or ``base`` is not an engine-level policy.
+        If ``action_mode`` is not a ``choose`` mode, ``h < 1``, ``base`` is not an engine-level policy,
+        ``objective`` is not one of :data:`OBJECTIVES`, ``tail_slack`` is negative or not finite,
+        ``tail_weight`` is negative or nan, or the ``"tail"`` objective's ``base`` is not a plan of the mode.
     """
     from ainet_gym.agents.twin import conn_bounds, instance_rows, job_progress
     from ainet_gym.envs.env import EnvCore
@@ -113,6 +151,12 @@ def lookahead_labels(
         raise ValueError(f"h = {h!r}: allowed: an integer >= 1 (lookahead intervals)")
     if base not in POLICIES or base.startswith("predictive-"):
         raise ValueError(f"base = {base!r}: allowed: a stateless engine-level policy ({', '.join(POLICIES)})")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
+    if not np.isfinite(tail_slack) or tail_slack < 0:
+        raise ValueError(f"tail_slack = {tail_slack!r}: allowed: a finite number >= 0 (relative slack)")
+    if np.isnan(tail_weight) or tail_weight < 0:
+        raise ValueError(f"tail_weight = {tail_weight!r}: allowed: a number >= 0 or inf (penalty weight)")
     t0 = time.perf_counter()
     sc = load_scenario(scenario)
     B = len(seeds)
@@ -122,11 +166,19 @@ def lookahead_labels(
     )  # fmt: skip
     plans = core.plans
     K, T = len(plans), core.episode_steps
+    if objective == "tail" and base not in plans:
+        raise ValueError(
+            f"base = {base!r}: the 'tail' objective compares each plan with the base plan; allowed: a plan of "
+            f"{action_mode} ({', '.join(plans)})"
+        )
     look = EnvCore(sc, batch=B * K, history=history, episode_steps=steps, backend=backend)
     base_pol = POLICIES[base]
     src = np.repeat(np.arange(B), K)
     obs, _ = core.reset(list(seeds))
-    rec: dict[str, list[np.ndarray]] = {k: [] for k in ("obs", "label", "scores", "reward", "played")}
+    rec: dict[str, list[np.ndarray]] = {
+        k: []
+        for k in ("obs", "label", "scores", "reward", "played", "tail", "excess", "step_ratio", "step_iters")
+    }
     for t in range(T):
         w = core.world
         sim = w.sim
@@ -138,17 +190,31 @@ def lookahead_labels(
         before = job_progress(look)
         names = [list(x) for x in look.world.names]
         look.step_split(stack[k_of, instance_rows(mb, src)])
+        steps_ = [_ratios(look.last_result, work=True)]
         for _ in range(min(h, T - t) - 1):
             look.step_split(base_pol(look.world, look.last_result))
+            steps_.append(_ratios(look.last_result, work=True))
         same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
         score = np.where(same, job_progress(look) - before, 0.0).sum(axis=1).reshape(B, K)
-        top = score.max(axis=1, keepdims=True)
-        label = np.argmax(score >= top - TIE_RTOL * np.abs(top), axis=1)  # the first of the near-ties
+        tail = np.max([r.max(axis=1) if r.shape[1] else np.zeros(B * K) for r, _ in steps_], axis=0)
+        tail = tail.reshape(B, K)
+        excess = np.zeros((B, K))
+        if base in plans:
+            kb = plans.index(base)
+            thr = np.repeat(tail[:, kb] * (1.0 + tail_slack), K)[:, None]  # (B * K, 1)
+            excess = sum((w * np.maximum(r - thr, 0.0)).sum(axis=1) for r, w in steps_).reshape(B, K)
+            excess[:, kb] = 0.0
+        label = pick_label(score, excess, objective, tail_weight)
         rec["obs"].append(np.asarray(obs, dtype=np.float32))
         rec["label"].append(label)
         rec["scores"].append(score)
+        rec["tail"].append(tail)
+        rec["excess"].append(excess)
         play = label if policy is None else np.asarray(policy(obs), dtype=np.int64).reshape(B)
         obs, reward, _, _, _ = core.step(play)
+        ratio, iters = _ratios(core.last_result)
+        rec["step_ratio"].append(ratio)
+        rec["step_iters"].append(iters)
         rec["reward"].append(np.asarray(reward, dtype=np.float64))
         rec["played"].append(play)
     # (T, B, ...) -> episode order (B * T, ...)
@@ -158,10 +224,66 @@ def lookahead_labels(
     out["plans"] = np.array(plans)
     out["gpu_utilization"] = out["reward"].reshape(B, T).mean(axis=1)
     out["seconds"] = time.perf_counter() - t0
-    out["meta"] = np.array(
-        [sc.name, action_mode, ",".join(obs_features), str(history), str(T), base, str(h)]
-    )  # what clone() rebuilds the env from
+    meta = [sc.name, action_mode, ",".join(obs_features), str(history), str(T), base, str(h)]
+    if objective != DEFAULT_OBJECTIVE:
+        meta += [objective, repr(float(tail_slack)), repr(float(tail_weight))]
+    out["meta"] = np.array(meta)  # what clone() rebuilds the env from
     return out
+
+
+def pick_label(
+    score: np.ndarray,
+    excess: np.ndarray,
+    objective: str = DEFAULT_OBJECTIVE,
+    tail_weight: float = DEFAULT_TAIL_WEIGHT,
+) -> np.ndarray:
+    """(B,) the label of each decision from its plans' lookahead ``score`` and ``excess`` (B, K)
+    (:func:`lookahead_labels`): the first plan within :data:`TIE_RTOL` of the best of ``score``
+    (``objective="util"``), of ``score - tail_weight * excess`` (``"tail"``), or, ``"tail"`` with
+    ``tail_weight = inf``, of the scores of the plans without excess (a row where every plan has excess
+    gets the first plan of the best score).
+
+    Raises
+    ------
+    ValueError
+        If ``objective`` is not one of :data:`OBJECTIVES` or the shapes differ.
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
+    score, excess = np.asarray(score, dtype=np.float64), np.asarray(excess, dtype=np.float64)
+    if score.shape != excess.shape or score.ndim != 2:
+        raise ValueError(f"score {score.shape} and excess {excess.shape}: allowed: the same (B, K) shape")
+    cand = score
+    if objective == "tail":
+        if np.isinf(tail_weight):
+            cand = np.where(excess > 0, -np.inf, score)
+            none = ~np.isfinite(cand).any(axis=1)
+            cand[none] = score[none]
+        else:
+            cand = score - tail_weight * excess
+    top = cand.max(axis=1, keepdims=True)
+    return np.argmax(np.isfinite(cand) & (cand >= top - TIE_RTOL * np.abs(top)), axis=1)  # first near-tie
+
+
+def _ratios(res: Any, work: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(batch, jobs) step time / ideal of an interval's result (its mean step; 0 where no iteration
+    completed) and the iterations completed (0 there), as ``evaluate`` counts them; with ``work``, instead
+    of the iterations, the iterations x GPUs x ideal step (s): the GPU-seconds one unit of the ratio
+    weighs."""
+    it = np.asarray(res.iterations)
+    st, ideal = np.asarray(res.step_time_s, dtype=np.float64), np.asarray(res.ideal_step_s, dtype=np.float64)
+    ok = (it > 0) & np.isfinite(st) & np.isfinite(ideal) & (ideal > 0)
+    ratio = np.where(ok, st / np.where(ok, ideal, 1.0), 0.0)
+    if work:
+        return ratio, np.where(ok, it * np.asarray(res.job_gpus) * np.where(ok, ideal, 0.0), 0.0)
+    return ratio, np.where(ok, it, 0).astype(np.int64)
+
+
+def p99_step_ratio(labels: dict[str, Any]) -> float | None:
+    """The 99th percentile of step time / ideal over every job-iteration of the labelled (played)
+    episodes, pooled (``evaluate``'s ``p99_step_time_ratio``); None without a completed iteration."""
+    x = np.repeat(np.asarray(labels["step_ratio"]).reshape(-1), np.asarray(labels["step_iters"]).reshape(-1))
+    return float(np.percentile(x, 99)) if x.size else None
 
 
 def _returns(reward: np.ndarray, steps: int, gamma: float) -> np.ndarray:
@@ -581,7 +703,20 @@ def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) 
 
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Label sets of one env (the same ``meta``) joined one after the other."""
-    keys = ("obs", "label", "scores", "reward", "seed", "t", "gpu_utilization", "played")
+    keys = (
+        "obs",
+        "label",
+        "scores",
+        "reward",
+        "seed",
+        "t",
+        "gpu_utilization",
+        "played",
+        "tail",
+        "excess",
+        "step_ratio",
+        "step_iters",
+    )
     out = {k: np.concatenate([q[k] for q in parts]) for k in keys if all(k in q for q in parts)}
     out["plans"], out["meta"] = parts[0]["plans"], parts[0]["meta"]
     return out
@@ -604,6 +739,26 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--obs-features", default="phase", help="comma list; empty for the default observation")
     s.add_argument("--batch", type=int, default=10, help="episodes per batched run")
     s.add_argument("--out", required=True, help=".npz file")
+    s.add_argument(
+        "--objective",
+        default=DEFAULT_OBJECTIVE,
+        choices=OBJECTIVES,
+        help="util: the plan of most ideal work over the lookahead (default); tail: minus a penalty on the "
+        "GPU-seconds of step time above the base plan's worst step time / ideal over the lookahead",
+    )
+    s.add_argument(
+        "--tail-slack",
+        type=float,
+        default=DEFAULT_TAIL_SLACK,
+        help="tail objective: relative slack on the base plan's worst step time / ideal (default 0)",
+    )
+    s.add_argument(
+        "--tail-weight",
+        type=float,
+        default=DEFAULT_TAIL_WEIGHT,
+        help="tail objective: penalty per GPU-second of step time above the threshold (default inf: a "
+        "hard constraint)",
+    )
     s.add_argument(
         "--policy",
         default=None,
@@ -639,12 +794,14 @@ def main(argv: list[str] | None = None) -> int:
         parts = []
         for i in range(0, len(seeds), a.batch):
             part = lookahead_labels(
-                a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play
-            )
+                a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play,
+                objective=a.objective, tail_slack=a.tail_slack, tail_weight=a.tail_weight,
+            )  # fmt: skip
             parts.append(part)
             print(
                 f"seeds {seeds[i]}..{seeds[min(i + a.batch, len(seeds)) - 1]}: GPU util played "
-                f"{part['gpu_utilization'].mean():.4f}, {part['seconds']:.0f} s",
+                f"{part['gpu_utilization'].mean():.4f}, p99 step/ideal {p99_step_ratio(part) or 0.0:.3f}, "
+                f"{part['seconds']:.0f} s",
                 flush=True,
             )
         out = _concat(parts)
@@ -653,7 +810,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{len(out['label'])} labels: "
             + ", ".join(f"{n} {int(c)}" for n, c in zip(out["plans"], counts))
-            + f"; GPU util of the played episodes {out['gpu_utilization'].mean():.4f} over {len(seeds)}"
+            + f"; GPU util of the played episodes {out['gpu_utilization'].mean():.4f} over {len(seeds)}, "
+            f"p99 step/ideal {p99_step_ratio(out):.3f}"
         )
         return 0
     res = behaviour_clone(

@@ -55,6 +55,70 @@ def test_a_given_policy_is_played_and_its_states_labelled() -> None:
     assert (lab["played"] == 0).all() and lab["label"].shape == (6,)
 
 
+def test_pick_label_by_hand() -> None:
+    from ainet_gym.agents.imitate import pick_label
+
+    score = np.array([[10.0, 9.0, 8.0], [5.0, 5.0, 7.0], [3.0, 2.0, 1.0]])
+    excess = np.array([[0.5, 0.0, 0.0], [0.0, 0.0, 1.0], [1.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(pick_label(score, excess), [0, 2, 0])  # default: the best score
+    np.testing.assert_array_equal(pick_label(score, excess, "util", 100.0), [0, 2, 0])
+    # hard constraint: the best score without excess; a row where every plan has some keeps the best score
+    np.testing.assert_array_equal(pick_label(score, excess, "tail"), [1, 0, 0])
+    # penalty: 10 - 0.5 w against 9; 7 - w against 5 (ties: the first plan)
+    np.testing.assert_array_equal(pick_label(score, excess, "tail", 1.0), [0, 2, 0])
+    np.testing.assert_array_equal(pick_label(score, excess, "tail", 2.0), [0, 0, 0])
+    np.testing.assert_array_equal(pick_label(score, excess, "tail", 3.0), [1, 0, 0])
+    np.testing.assert_array_equal(pick_label(score, excess, "tail", 0.0), pick_label(score, excess))
+    with pytest.raises(ValueError, match="objective = 'p99'"):
+        pick_label(score, excess, "p99")
+
+
+def test_the_tail_objective_relabels_a_plan_that_buys_gpu_time_with_slower_steps() -> None:
+    from ainet_gym.agents.imitate import pick_label
+
+    def spray(o):  # every run plays spray+bg, so that all of them label the same states
+        return np.ones(len(o), dtype=np.int64)
+
+    kw = {"h": 4, "policy": spray}
+    util = lookahead_labels("unequal-jobs-jitter", [100], **kw)
+    tail = lookahead_labels("unequal-jobs-jitter", [100], objective="tail", **kw)
+    n = np.arange(len(util["label"]))
+    for k in ("obs", "scores", "tail", "excess", "reward", "step_ratio"):
+        np.testing.assert_array_equal(util[k], tail[k])
+    # the default labels: the first best score, whatever the tails
+    best = util["scores"].max(axis=1)
+    assert np.all(util["scores"][n, util["label"]] >= best - 1e-9 * np.abs(best))
+    # decisions where the plan of the best score steps slower than spray+bg (index 1) at some interval
+    worse = util["excess"][n, util["label"]] > 0
+    assert worse.any()
+    assert np.all(util["tail"][worse, util["label"][worse]] > util["tail"][worse, 1])
+    # there the tail objective labels another plan, one without excess; elsewhere the same label
+    assert np.all(tail["label"][worse] != util["label"][worse])
+    assert np.all(tail["excess"][n, tail["label"]] == 0)
+    np.testing.assert_array_equal(tail["label"][~worse], util["label"][~worse])
+    assert len(util["meta"]) == 7 and len(tail["meta"]) == 10  # the default's metadata unchanged
+    assert list(tail["meta"][7:]) == ["tail", "0.0", "inf"]
+    # a finite weight: the best of score - weight x excess
+    pen = lookahead_labels("unequal-jobs-jitter", [100], objective="tail", tail_weight=3.0, **kw)
+    np.testing.assert_array_equal(pen["label"], pick_label(util["scores"], util["excess"], "tail", 3.0))
+    zero = lookahead_labels("unequal-jobs-jitter", [100], objective="tail", tail_weight=0.0, **kw)
+    np.testing.assert_array_equal(zero["label"], util["label"])
+
+
+@pytest.mark.parametrize(
+    "kw, must",
+    [
+        ({"objective": "p99"}, "objective = 'p99'"),
+        ({"objective": "tail", "tail_weight": -1.0}, "tail_weight = -1.0"),
+        ({"objective": "tail", "tail_slack": float("nan")}, "tail_slack = nan"),
+        ({"objective": "tail", "base": "spray"}, "base = 'spray'"),
+    ],
+)
+def test_a_bad_label_objective_is_refused_by_name(kw, must) -> None:
+    with pytest.raises(ValueError, match=must):
+        lookahead_labels(_small(), [3], h=1, **kw)
+
+
 def test_cloning_saves_a_model_that_evaluate_plays(tmp_path) -> None:
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.sb3_agents import read_metadata
