@@ -68,6 +68,13 @@ def add_crosscheck(sub: Subparsers) -> None:
         help="carry every connection as K TCP connections (QPs), K*f of them on a path of fraction f, the "
         "policy's splits rounded to multiples of 1/K on both sides (default: one TCP connection per path)",
     )
+    s.add_argument(
+        "--fq-flows",
+        type=int_arg(1),
+        default=None,
+        help="hash buckets of every link's FqCoDel queue (default 65536; ns-3's own default 1024 shares a "
+        "bucket between colliding connections, which the fluid model and RoCE switches do not)",
+    )
     s.set_defaults(func=_cmd_crosscheck)
 
 
@@ -92,10 +99,12 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
             else cfg.header_efficiency,
             max_gpus=cfg.max_gpus if args.max_gpus is None else args.max_gpus,
         )
-    if args.split_qps is not None:
-        from dataclasses import replace
+    from dataclasses import replace
 
+    if args.split_qps is not None:
         cfg = replace(cfg, split_qps=args.split_qps)
+    if args.fq_flows is not None:
+        cfg = replace(cfg, fq_flows=args.fq_flows)
     try:
         out = crosscheck(args.scenario, policy=args.policy, seed=args.seed, steps=args.steps, config=cfg)
     except Ns3NotInstalledError as e:

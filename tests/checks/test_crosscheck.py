@@ -251,6 +251,30 @@ def test_inversions_ignore_fluid_ties() -> None:
     assert _inversions({"a": 1.0, "b": 1.01}, {"a": 2.0, "b": 1.0}, 0.02) == []
 
 
+def test_cli_flags_reach_the_replay_config(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    # without ns-3: the command's flags must arrive in the CrosscheckConfig the replay runs with
+    import ainet_gym.checks.crosscheck as xc
+    from ainet_gym.cli import main
+
+    seen = {}
+
+    def fake(scenario, policy, seed, steps, config):
+        seen.update(scenario=scenario, seed=seed, steps=steps, config=config)
+        return {"scenario": scenario, "policy": policy, "seed": seed, "steps": 1, "jobs": [], "fluid_wall_s": 0.0,
+                "ns3_wall_s": 0.0}  # fmt: skip
+
+    monkeypatch.setattr(xc, "crosscheck", fake)
+    argv = ["crosscheck", "xc-switch-4", "--seed", "3", "--split-qps", "6", "--fq-flows", "1024", "--json"]
+    assert main(argv) == 0
+    cfg = seen["config"]
+    assert (seen["seed"], cfg.split_qps, cfg.fq_flows) == (3, 6, 1024)
+    assert main(["crosscheck", "xc-switch-4", "--json"]) == 0
+    assert seen["config"].fq_flows == CrosscheckConfig().fq_flows == 65536  # the documented default
+    with pytest.raises(SystemExit):
+        main(["crosscheck", "xc-switch-4", "--fq-flows", "0"])
+    assert "argument --fq-flows: 0 is out of range" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------- ns-3
 @needs_ns3
 def test_smallest_case_matches_closed_form_and_contract(capsys: pytest.CaptureFixture[str]) -> None:
