@@ -452,6 +452,32 @@ def behaviour_clone(
     return result
 
 
+def knn_columns(layout: dict[str, slice], block: str) -> slice | np.ndarray:
+    """The observation columns of ``block`` in ``layout`` (an env's ``obs_layout``): a block name, or a
+    comma list of names whose columns are joined in that order (e.g. ``"job_phase,background"``); one
+    name gives its slice, as before.
+
+    Raises
+    ------
+    ValueError
+        If a name is not a block of ``layout`` or the list is empty or repeats a name.
+    """
+    names = [b for b in str(block).split(",") if b]
+    bad = [b for b in names if b not in layout]
+    if not names or bad or len(set(names)) != len(names):
+        raise ValueError(
+            f"block = {block!r}: allowed: one or more distinct blocks of the observation, comma separated "
+            f"({', '.join(layout)})"
+        )
+    if len(names) == 1:
+        return layout[names[0]]
+    return np.concatenate([np.arange(layout[b].start, layout[b].stop) for b in names])
+
+
+def _width(cols: slice | np.ndarray) -> int:
+    return cols.stop - cols.start if isinstance(cols, slice) else len(cols)
+
+
 def fit_knn(
     labels: dict[str, Any],
     out: str | Path,
@@ -461,7 +487,8 @@ def fit_knn(
     metadata: dict[str, Any] | None = None,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
-    observation block ``block`` of every labelled decision, its label and ``k``. :class:`KnnAgent` plays
+    observation block ``block`` of every labelled decision (a comma list of blocks: their columns joined,
+    :func:`knn_columns`; recorded in the file as the field ``block``), its label and ``k``. :class:`KnnAgent` plays
     it: at each decision, the plan most of the ``k`` labelled decisions nearest in that block were given
     (Euclidean distance; ties: the lower plan index). A non-parametric imitation of the lookahead that
     reads only the observation. ``scenario``: the labels' scenario when it is not a shipped one;
@@ -470,7 +497,7 @@ def fit_knn(
     Raises
     ------
     ValueError
-        If ``k < 1`` or the labels' env has no observation block ``block``.
+        If ``k < 1`` or the labels' env has no observation block ``block`` (or one of its list).
     """
     from ainet_gym.envs.env import EnvCore
 
@@ -482,11 +509,7 @@ def fit_knn(
         name if scenario is None else scenario, action_mode=mode, history=int(history),
         episode_steps=int(steps), obs_features=feats_t,
     )  # fmt: skip
-    if block not in core.obs_layout:
-        raise ValueError(
-            f"block = {block!r}: not a block of the labels' observation ({', '.join(core.obs_layout)})"
-        )
-    sl = core.obs_layout[block]
+    sl = knn_columns(core.obs_layout, block)
     p = Path(out)
     np.savez_compressed(
         p,
@@ -637,10 +660,12 @@ class KnnAgent:
             raise ValueError(
                 f"knn:{self.path}: labelled on scenario {self.scenario!r}, evaluated on {core.scenario.name!r}"
             )
-        if self.block not in core.obs_layout or list(core.plans) != self.plans:
-            raise ValueError(f"knn:{self.path}: the env has no block {self.block!r} or other plans")
-        sl = core.obs_layout[self.block]
-        width = sl.stop - sl.start
+        if list(core.plans) != self.plans:
+            raise ValueError(f"knn:{self.path}: the env has other plans than {self.plans}")
+        try:
+            width = _width(knn_columns(core.obs_layout, self.block))
+        except ValueError:
+            raise ValueError(f"knn:{self.path}: the env has no block {self.block!r}") from None
         if self.x.shape[1] != width:
             raise ValueError(
                 f"knn:{self.path}: field 'x' has {self.x.shape[1]} columns; the env's block {self.block!r} "
@@ -652,7 +677,7 @@ class KnnAgent:
 
     def act(self, core: Any, obs: Any) -> np.ndarray:
         """(batch,) the plan most of the ``k`` nearest labelled decisions got."""
-        q = np.asarray(obs, dtype=np.float64)[:, core.obs_layout[self.block]]
+        q = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.block)]
         d = (q**2).sum(axis=1)[:, None] - 2.0 * q @ self.x.T + self._sq[None, :]  # (B, N) squared distances
         k = min(self.k, self.y.shape[0])
         nn = np.argpartition(d, k - 1, axis=1)[:, :k]
@@ -780,9 +805,14 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("labels", help=".npz of label (comma list: aggregated)")
     n.add_argument("--k", type=int, default=DEFAULT_K)
     n.add_argument("--out", required=True, help=".npz policy file")
+    n.add_argument(
+        "--blocks",
+        default="job_phase",
+        help="observation blocks the distance reads, comma list (e.g. job_phase,background); default job_phase",
+    )
     a = p.parse_args(argv)
     if a.cmd == "knn":
-        path = fit_knn(_concat([_load(x) for x in a.labels.split(",")]), a.out, a.k)
+        path = fit_knn(_concat([_load(x) for x in a.labels.split(",")]), a.out, a.k, a.blocks)
         print(f"knn policy: {path}")
         return 0
     if a.cmd == "label":

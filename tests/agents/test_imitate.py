@@ -303,3 +303,45 @@ def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file() -> 
     pols = ["pretrained", f"knn:{p}"]
     out = evaluate(EvalConfig("spine-leaf-2to1-jitter", policies=pols, seeds=[3], steps=8, out=None))
     assert out["policies"]["pretrained"]["gpu_utilization"] == out["policies"]["knn"]["gpu_utilization"]
+
+
+def test_knn_blocks_are_recorded_and_joined_and_the_default_reads_job_phase_only(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn, knn_columns, load_knn
+
+    sc = _small()
+    lab = lookahead_labels(sc, [3], h=2)
+    core = EnvCore(sc, batch=len(lab["label"]), action_mode="choose_bg", obs_features=("phase",))
+    lay = core.obs_layout
+    assert "background" in lay and lay["background"].stop > lay["background"].start
+    default = load_knn(fit_knn(lab, tmp_path / "a.npz", k=1, scenario=sc))
+    assert default["block"] == "job_phase"
+    np.testing.assert_array_equal(default["x"], lab["obs"][:, lay["job_phase"]].astype(np.float32))
+    both = load_knn(fit_knn(lab, tmp_path / "b.npz", k=1, block="job_phase,background", scenario=sc))
+    assert both["block"] == "job_phase,background"
+    want = np.concatenate([lab["obs"][:, lay["job_phase"]], lab["obs"][:, lay["background"]]], axis=1)
+    np.testing.assert_array_equal(both["x"], want.astype(np.float32))
+    agent = KnnAgent(str(tmp_path / "b.npz"))
+    agent.check(core)
+    got = agent.act(core, lab["obs"])  # k = 1: a label of a decision at distance 0 in both blocks
+    for i, g in enumerate(got):
+        assert g in lab["label"][(want == want[i]).all(axis=1)]
+    # the columns by hand: blocks joined in the order given; one block is its slice, as before
+    layout = {"job_phase": slice(1, 3), "background": slice(4, 5)}
+    assert knn_columns(layout, "job_phase") == slice(1, 3)
+    np.testing.assert_array_equal(knn_columns(layout, "background,job_phase"), [4, 1, 2])
+    for bad in ("", "job_phase,job_phase", "job_phase,nope"):
+        with pytest.raises(ValueError, match="block = "):
+            knn_columns(layout, bad)
+    with pytest.raises(ValueError, match="block = "):
+        fit_knn(lab, tmp_path / "c.npz", block="job_phase,nope", scenario=sc)
+    # a file of two blocks acts on the joined columns: nearest (0, 1 | 1) -> 2, not (0, 1 | 0) -> 5
+    np.savez(
+        tmp_path / "h.npz", x=np.array([[0.0, 1.0, 0.0], [0.0, 1.0, 1.0]]), y=np.array([5, 2]), k=np.int64(1),
+        block=np.array("job_phase,background"), plans=np.arange(6).astype(str),
+        meta=np.array(["s", "choose_bg", "phase", "4", "8", "spray+bg", "8"]),
+    )  # fmt: skip
+    hand = KnnAgent(str(tmp_path / "h.npz"))
+    obs = np.array([[9.0, 0.0, 1.0, 9.0, 1.0], [9.0, 0.0, 1.0, 9.0, 0.0]])
+    np.testing.assert_array_equal(hand.act(SimpleNamespace(obs_layout=layout), obs), [2, 5])
