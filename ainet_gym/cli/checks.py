@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from ainet_gym.cli.args import (
     SCENARIO,
@@ -86,25 +87,16 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
         tcp_header_efficiency,
     )
 
-    cfg = CrosscheckConfig()
-    if args.mss is not None or args.del_ack_count is not None or args.max_gpus is not None:
-        mss = cfg.mss if args.mss is None else args.mss
-        dack = cfg.del_ack_count if args.del_ack_count is None else args.del_ack_count
-        cfg = CrosscheckConfig(
-            mss=mss,
-            del_ack_count=dack,
-            # the TCP payload fraction of these segments (a bad value is refused by crosscheck, naming it)
-            header_efficiency=tcp_header_efficiency(mss, dack)
-            if mss > 0 and dack > 0
-            else cfg.header_efficiency,
-            max_gpus=cfg.max_gpus if args.max_gpus is None else args.max_gpus,
-        )
-    from dataclasses import replace
-
-    if args.split_qps is not None:
-        cfg = replace(cfg, split_qps=args.split_qps)
-    if args.fq_flows is not None:
-        cfg = replace(cfg, fq_flows=args.fq_flows)
+    given = {
+        "mss": args.mss,
+        "del_ack_count": args.del_ack_count,
+        "max_gpus": args.max_gpus,
+        "split_qps": args.split_qps,
+        "fq_flows": args.fq_flows,
+    }
+    cfg = replace(CrosscheckConfig(), **{k: v for k, v in given.items() if v is not None})
+    if args.mss is not None or args.del_ack_count is not None:  # the TCP payload fraction of these segments
+        cfg = replace(cfg, header_efficiency=tcp_header_efficiency(cfg.mss, cfg.del_ack_count))
     try:
         out = crosscheck(args.scenario, policy=args.policy, seed=args.seed, steps=args.steps, config=cfg)
     except Ns3NotInstalledError as e:
