@@ -51,24 +51,14 @@ def test_contract_names_stay_at_the_top_level() -> None:
     assert load_scenario is ainet_gym.load_scenario and ScenarioError is ainet_gym.ScenarioError
 
 
-def test_agents_live_under_the_project_namespace() -> None:
+def test_agents_live_inside_the_package() -> None:
+    """One tree for a source checkout and a wheel: no package-dir mapping, no import finder."""
     import ainet_gym.agents.registry as registry
 
-    assert Path(registry.__file__).resolve().parent == ROOT / "agents"
+    assert Path(registry.__file__).resolve().parent == ROOT / "ainet_gym" / "agents"
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert "agents" not in cfg["packages"] and "ainet_gym.agents" in cfg["packages"]
-    assert cfg["package-dir"]["ainet_gym.agents"] == "agents"
-
-
-def test_the_old_top_level_agents_package_refuses_with_the_new_path() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", "import agents.registry"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode != 0 and "ainet_gym.agents" in proc.stderr
+    assert "ainet_gym.agents" in cfg["packages"] and "ainet_gym.agents" not in cfg.get("package-dir", {})
+    assert not list((ROOT / "agents").glob("*.py"))  # the top-level folder is a pointer README
 
 
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
@@ -106,7 +96,7 @@ _OWN_PRIVATE_MODULES = ("_moved",)  # the package's own private module, imported
 
 def test_no_module_reads_private_names_of_another_module() -> None:
     # `from ainet_gym.x import _name` across modules is what a narrow API avoids (tests may; package code not)
-    for path in list(PKG.rglob("*.py")) + list((ROOT / "agents").rglob("*.py")):
+    for path in PKG.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ainet_gym"):
