@@ -81,6 +81,21 @@ def test_engine_rooms_import_no_rl_library(room: str) -> None:
                 assert not n.startswith("ainet_gym.envs"), f"{path.relative_to(ROOT)} imports {n}"
 
 
+#: the one upward edge left in routing: the ``predictive-*`` policies are made by the agents' predictive router
+#: on first use (a lazy import inside the call; the policy table lists them so ``simulate`` can run them)
+_ROUTING_UP_EDGES = {("policies.py", "ainet_gym.agents.predictive")}
+
+
+def test_routing_types_against_its_own_context_not_the_simulation() -> None:
+    """Routing sits below the simulation: no import of ``sim``, ``envs`` or ``agents`` (type-only imports
+    included), other than the listed lazy one."""
+    for path in (PKG / "routing").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                up = node.module.startswith(("ainet_gym.sim", "ainet_gym.envs", "ainet_gym.agents"))
+                assert not up or (path.name, node.module) in _ROUTING_UP_EDGES, f"routing/{path.name}: {node.module}"
+
+
 def test_optional_extras_load_only_when_used() -> None:
     code = (
         "import sys, ainet_gym, ainet_gym.agents.registry\n"
