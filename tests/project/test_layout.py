@@ -93,7 +93,9 @@ def test_routing_types_against_its_own_context_not_the_simulation() -> None:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 up = node.module.startswith(("ainet_gym.sim", "ainet_gym.envs", "ainet_gym.agents"))
-                assert not up or (path.name, node.module) in _ROUTING_UP_EDGES, f"routing/{path.name}: {node.module}"
+                assert not up or (path.name, node.module) in _ROUTING_UP_EDGES, (
+                    f"routing/{path.name}: {node.module}"
+                )
 
 
 def test_optional_extras_load_only_when_used() -> None:
