@@ -361,11 +361,7 @@ class FabricWorld:
         self.step_count[:] = snap.step_count[src]
         self.hash_seed[:] = snap.hash_seed[src]
         self.bg_offset[:] = snap.bg_offset[src]
-        links = self.links
-        links.fail_until[:] = snap.fail_until[src]
-        links.cap_factor[:] = snap.cap_factor[src]
-        links._stale = True
-        links._repair_pending = bool((links.fail_until >= 0).any())
+        self.links.restore(snap.fail_until[src], snap.cap_factor[src])
         self.jobs = [list(snap.jobs[s]) for s in src.tolist()]
         self.gpus = [list(snap.gpus[s]) for s in src.tolist()]
         # the structure: restack only if the units differ from the engine's
@@ -391,7 +387,7 @@ class FabricWorld:
         local = np.arange(sim.n_units) - sim.inst_unit[inst]
         sim.restore_units(snap.units, snap.inst_unit[src[inst]] + local)
         sim.state.time_s[:] = snap.units.state.time_s[src]
-        sim.capacity_bytes_per_s = self._capacity_set = links.capacity_bytes_per_s()
+        sim.capacity_bytes_per_s = self._capacity_set = self.links.capacity_bytes_per_s()
         lo, hi = snap.inst_conn[src], snap.inst_conn[src + 1]
         rows = np.concatenate(
             [np.arange(a, z) for a, z in zip(lo.tolist(), hi.tolist())] or [np.zeros(0, int)]

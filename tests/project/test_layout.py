@@ -125,3 +125,25 @@ def test_no_module_reads_private_names_of_another_module() -> None:
                     and a.name not in _OWN_PRIVATE_MODULES
                 ]
                 assert not private, f"{path.relative_to(ROOT)} imports private {private} from {node.module}"
+
+
+#: private members of other libraries the package calls, each for a stated reason
+_FOREIGN_PRIVATE = {
+    "model._setup_model": "SB3: rebuilds a loaded model's networks after its hyperparameters changed (resume)",
+    "argparse._SubParsersAction": "argparse: the subparsers' type, which argparse exports under no other name",
+    "sys._getframe": "the caller's module in a warning (CPython's documented frame access)",
+}
+
+
+def test_no_object_reads_another_objects_private_members() -> None:
+    """``x._name`` only on ``self`` / ``cls``: a class that needs another's internals gets a public
+    method or is handed the callable (e.g. ``EarlyBlocks``), so an internal can change in one place."""
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")) or node.attr.startswith("__"):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            text = ast.unparse(node)
+            assert text in _FOREIGN_PRIVATE, f"{path.relative_to(ROOT)}:{node.lineno} reads {text}"
+
