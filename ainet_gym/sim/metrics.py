@@ -91,9 +91,7 @@ class IntervalMeter:
         # steps 2.3x slower)
         self.tier_links = [np.flatnonzero(fabric.link_tier == i) for i in range(len(TIERS))]
         # the compiled backend's tables: the tiers' links as one CSR, the network links as a mask
-        self.tier_off = np.concatenate([[0], np.cumsum([ix.size for ix in self.tier_links])]).astype(
-            np.int64
-        )
+        self.tier_off = np.concatenate([[0], np.cumsum([ix.size for ix in self.tier_links])]).astype(np.int64)
         self.tier_idx = np.concatenate(self.tier_links).astype(np.int64)
         self.net_mask = np.ascontiguousarray(fabric.network_links, dtype=np.bool_)
         self.gpu_uplinks = np.ascontiguousarray(fabric.gpu_uplinks, dtype=np.int64)

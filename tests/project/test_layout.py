@@ -140,10 +140,11 @@ def test_no_object_reads_another_objects_private_members() -> None:
     method or is handed the callable (e.g. ``EarlyBlocks``), so an internal can change in one place."""
     for path in PKG.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")) or node.attr.startswith("__"):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")) or node.attr.startswith(
+                "__"
+            ):
                 continue
             if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
                 continue
             text = ast.unparse(node)
             assert text in _FOREIGN_PRIVATE, f"{path.relative_to(ROOT)}:{node.lineno} reads {text}"
-
