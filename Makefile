@@ -90,7 +90,7 @@ check-cluster:
 
 # Optional ns-3 cross-check (docs/fidelity.md): the extra ns3 (ns-3.44's Python bindings, about 520 MB;
 # cppyy compiles parts at install, so a C++ compiler must be present), in a venv of its own, .venv-ns3/
-# (NS3_VENV=DIR or NS3_PYTHON=/path/to/python for another). Not part of `make check`: run it by hand.
+# (NS3_VENV=DIR or NS3_PYTHON=/path/to/python for another). Not part of `make check`; .ci/run runs check-ns3 last.
 NS3_VENV ?= .venv-ns3
 NS3_PYTHON ?= $(NS3_VENV)/bin/python
 install-ns3:
