@@ -77,8 +77,9 @@ def crosscheck(
         job, bytes, launch and completion time in s, -1 if it did not complete, connection id),
         ``subflow_log`` (per ns-3 sub-flow, a TCP connection: its transfer's index in ``transfer_log``, -1 for
         a background sub-flow, connection id, path index, bytes it was to carry and received, launch time
-        and time of its last received byte in s, -1 if none), ``fq_buckets`` (per link, the FqCoDel hash
-        buckets its device used over the run, -1 for a link not built; :attr:`CrosscheckConfig.fq_flows`),
+        and time of its last received byte in s, -1 if none), ``subflow_rx`` (per sub-flow of ``subflow_log``,
+        the payload bytes it received in each interval), ``fq_buckets`` (per link, the FqCoDel hash buckets
+        its device used over the run, -1 for a link not built; :attr:`CrosscheckConfig.fq_flows`),
         ``flow_buckets`` (per sub-flow of ``subflow_log``, the FqCoDel bucket of its data packets and of its
         ACKs, -1 if it never connected: two sub-flows on one link in the same bucket share one share),
         ``link_bytes`` (per simulator, (steps, links) payload bytes per link and interval),
@@ -223,6 +224,7 @@ def _details(sc: Scenario, run: FluidRun, pk: dict[str, Any]) -> dict[str, Any]:
         splits=[s.tolist() for s in run.splits],
         transfer_log=pk["transfer_log"],
         subflow_log=pk["subflow_log"],
+        subflow_rx=pk["subflow_rx"],
         fq_buckets=pk["fq_buckets"],
         flow_buckets=pk["flow_buckets"],
         link_bytes={"fluid": run.link_bytes.tolist(), "ns3": pk["link_bytes"].tolist()},

@@ -284,7 +284,8 @@ def _job_figures(orch: Any, n_jobs: int, steps: int) -> dict[str, np.ndarray]:
 
 
 def _link_usage(ns: Any, orch: Any, run: FluidRun, cfg: CrosscheckConfig, net: _Net) -> dict[str, Any]:
-    """FqCoDel buckets per link and per sub-flow, and payload bytes per link and interval."""
+    """FqCoDel buckets per link and per sub-flow, payload bytes per link and interval, and per sub-flow the
+    payload bytes it received in each interval."""
     f = run.fabric
     steps = len(run.splits)
     # FqCoDel buckets (queue disc classes) each link's device used in the run: a class is made for
@@ -307,10 +308,12 @@ def _link_usage(ns: Any, orch: Any, run: FluidRun, cfg: CrosscheckConfig, net: _
     # sprayed sub-flow's spread evenly over its connection's candidate paths)
     link_bytes = np.zeros((steps, f.n_links))
     payload = 0.0
+    subflow_rx = []
     for i in range(int(orch.FlowCount())):
         conn = run.conns[int(orch.FlowConn(i))]
         p = int(orch.FlowPath(i))
         rx = np.array([orch.FlowRxIn(i, k) for k in range(steps)])
+        subflow_rx.append(rx.tolist())
         payload += float(rx.sum())
         paths = [conn.paths[p]] if p >= 0 else conn.paths
         for path in paths:
@@ -320,6 +323,7 @@ def _link_usage(ns: Any, orch: Any, run: FluidRun, cfg: CrosscheckConfig, net: _
         "flow_buckets": flow_buckets,
         "link_bytes": link_bytes,
         "payload_bytes": payload,
+        "subflow_rx": subflow_rx,
     }
 
 
