@@ -1,4 +1,4 @@
-// The ns-3 side of `ainet-gym crosscheck` (compiled at run time by cppyy's JIT, see crosscheck.py).
+// The ns-3 side of `ainet-gym crosscheck` (compiled at run time by cppyy's JIT, see crosscheck/ns3.py).
 //
 // The Python side builds the fabric (nodes, point-to-point links, pinned host routes) and hands this
 // orchestrator the jobs (compute time, overlap, start time, phases of transfers), the background sources

@@ -200,7 +200,7 @@ def test_refuses_rail_topology() -> None:
 def test_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    xc = sys.modules["ainet_gym.checks.crosscheck"]  # the package attribute of that name is the function
+    xc = sys.modules["ainet_gym.checks.crosscheck.ns3"]  # the ns-3 side keeps the imported bindings
     monkeypatch.setattr(xc, "_NS", None)
     monkeypatch.setitem(sys.modules, "ns", None)  # `from ns import ns` raises ImportError
     with pytest.raises(Ns3NotInstalledError, match=r"ainet-gym\[ns3\]"):
@@ -504,6 +504,13 @@ def test_background_burst_starts_and_stops_in_the_link_bytes() -> None:
         assert moved[0] == 0 and moved[2] < 0.02 * burst, sim
     assert det["background"][0]["on"] == [False, True, False]
     assert r["jobs"][0]["rel_error"] == pytest.approx(0, abs=0.03)
+    # per sub-flow and interval: the background's two sub-flows received the burst in interval 1, and every
+    # sub-flow's intervals add up to the bytes the driver counted it received over the run
+    rx = np.asarray(det["subflow_rx"])
+    bg = [i for i, s in enumerate(det["subflow_log"]) if s[0] == -1]
+    assert len(bg) == 2 and rx[bg, 1].sum() == pytest.approx(burst, rel=0.02)
+    assert rx[bg, 0].sum() == 0 and rx[bg, 2].sum() < 0.02 * burst
+    np.testing.assert_allclose(rx.sum(axis=1), [s[4] for s in det["subflow_log"]], rtol=1e-12)
 
 
 @needs_ns3

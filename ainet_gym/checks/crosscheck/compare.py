@@ -1,0 +1,284 @@
+"""The cross-check of one scenario under one policy and seed (:func:`crosscheck`): the fluid run, its
+replay in ns-3, and the comparison of each job's communication and step time, over the span and per
+interval; :func:`crosscheck_in_subprocess` runs it in a fresh interpreter (ns-3 keeps global state)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ainet_gym.checks.crosscheck.config import (
+    CrosscheckConfig,
+    CrosscheckError,
+    check_config,
+    check_supported,
+)
+from ainet_gym.checks.crosscheck.fluid import FluidRun, estimated_bytes, run_fluid
+from ainet_gym.checks.crosscheck.ns3 import import_ns, run_ns3
+from ainet_gym.scenario.loader import load_scenario
+from ainet_gym.scenario.spec import Scenario
+
+
+def resolve_scenario(scenario: str | os.PathLike | dict | Scenario) -> str | os.PathLike | dict | Scenario:
+    """A bare name that is not a shipped scenario may name a cross-check case (scenarios/crosscheck/)."""
+    if isinstance(scenario, str) and "/" not in scenario and not Path(scenario).is_file():
+        from ainet_gym.scenario.loader import scenarios_dir
+
+        d = scenarios_dir()
+        own = d / "crosscheck" / f"{scenario.removesuffix('.yaml')}.yaml"
+        if not (d / f"{scenario.removesuffix('.yaml')}.yaml").is_file() and own.is_file():
+            return own
+    return scenario
+
+
+def _ms(total_s: float, n: int) -> float | None:
+    """Mean in ms of ``n`` values summing to ``total_s`` seconds (None when there are none)."""
+    return float(total_s / n * 1e3) if n > 0 else None
+
+
+def _rel(a: float | None, b: float | None) -> float | None:
+    """``(a - b) / b``, None unless both are there and ``b > 0``."""
+    return (a - b) / b if a is not None and b is not None and b > 0 else None
+
+
+def crosscheck(
+    scenario: str | os.PathLike | dict | Scenario,
+    policy: str = "ecmp",
+    seed: int = 0,
+    steps: int | None = None,
+    config: CrosscheckConfig | None = None,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run ``scenario`` under ``policy`` in the fluid model and in ns-3; compare job communication times.
+
+    Parameters
+    ----------
+    scenario : str, path, dict or Scenario
+        A shipped scenario name, a cross-check case name (``xc-ring-8``: ``scenarios/crosscheck/``), a YAML
+        path or a dict.
+    policy : str
+        Any policy string of ``ainet-gym evaluate`` (``ecmp``, ``spray``, ``lp``, ``lp+bg``, ``pretrained``,
+        ``ppo:PATH``, ...): the agent registry's (:func:`ainet_gym.agents.registry.make_agent`).
+    seed : int
+        Episode seed (placement, ECMP hash, start and burst jitter), as in ``simulate`` and ``evaluate``.
+    steps : int, optional
+        Decision intervals simulated in both (at most ``config.max_steps``); None: the scenario's
+        ``dynamics.episode_steps``.
+    config : CrosscheckConfig, optional
+        The ns-3 experiment's constants.
+    details : dict, optional
+        Filled, if given, with what the contract object leaves out: CPU times of both simulations,
+        the fluid's first (recorded, untimed-median) wall time, iterations per job in each, ns-3 transfers
+        (TCP connections) and ``resplits`` (transfers in flight whose bytes moved to a new split at an
+        interval boundary), how connections were routed (``routing``, and per connection its candidate
+        ``paths``, ``conn_ends`` and each interval's ``splits``), ``transfer_log`` (per ns-3 transfer:
+        job, bytes, launch and completion time in s, -1 if it did not complete, connection id),
+        ``subflow_log`` (per ns-3 sub-flow, a TCP connection: its transfer's index in ``transfer_log``, -1 for
+        a background sub-flow, connection id, path index, bytes it was to carry and received, launch time
+        and time of its last received byte in s, -1 if none), ``subflow_rx`` (per sub-flow of ``subflow_log``,
+        the payload bytes it received in each interval), ``fq_buckets`` (per link, the FqCoDel hash buckets
+        its device used over the run, -1 for a link not built; :attr:`CrosscheckConfig.fq_flows`),
+        ``flow_buckets`` (per sub-flow of ``subflow_log``, the FqCoDel bucket of its data packets and of its
+        ACKs, -1 if it never connected: two sub-flows on one link in the same bucket share one share),
+        ``link_bytes`` (per simulator, (steps, links) payload bytes per link and interval),
+        ``background`` (per source: its connections and the intervals it is on) and ``transfer_mb``, the
+        smallest transfer of the jobs in MB.
+
+    Returns
+    -------
+    dict
+        ``{"scenario", "policy", "seed", "steps", "jobs": [{"name", "fluid_comm_ms", "ns3_comm_ms",
+        "rel_error", "fluid_step_ms", "ns3_step_ms", "step_rel_error", "intervals": [...]}], "fluid_wall_s",
+        "ns3_wall_s"}``. A job's communication (step) time is its mean per iteration over the iterations
+        completed within the whole simulated span; ``rel_error = (fluid - ns3) / ns3``. ``intervals[k]``
+        (one per decision interval) holds ``fluid_iterations`` and ``ns3_iterations`` (iterations that ended
+        in the interval), the means of their communication times ``fluid_comm_ms`` and ``ns3_comm_ms``
+        (None where none ended) and their ``rel_error`` (None unless both are there). Wall times are those
+        of the simulation of the span only (no construction, no ns-3 import; the fluid's without the
+        policy's own time).
+
+    Notes
+    -----
+    One call per process is the tested use: ns-3 keeps global state between runs in one process, and in one
+    batch a run that followed another gave a different result (docs/fidelity.md);
+    :func:`~.report.calibration` and :func:`~.report.learning` run each case in a process of its own
+    (:func:`crosscheck_in_subprocess`). This function is long only by this docstring, the contract of the
+    result and of ``details``; its body is about 50 lines.
+
+    Raises
+    ------
+    CrosscheckError
+        The scenario, policy or request is outside the supported subset, a job completed no iteration in
+        one of the simulators, or ns-3 ran past ``config.wall_limit_s``.
+    Ns3NotInstalledError
+        The optional extra ``ns3`` is not installed.
+    """
+    cfg = config or CrosscheckConfig()
+    check_config(cfg)
+    sc = load_scenario(resolve_scenario(scenario))
+    if cfg.header_efficiency is not None:
+        sc = replace(sc, fabric=replace(sc.fabric, link_efficiency=cfg.header_efficiency))
+    if steps is None:
+        steps = sc.dynamics.episode_steps
+        if steps > cfg.max_steps:
+            raise CrosscheckError(
+                f"scenario {sc.name!r}: dynamics.episode_steps = {steps}: the cross-check replays at most "
+                f"{cfg.max_steps} intervals; allowed: fewer intervals (--steps)"
+            )
+    from ainet_gym.agents.registry import make_agent
+    from ainet_gym.fabric.topology import build_fabric
+
+    check_supported(sc, build_fabric(sc.fabric, sc.routing.max_paths), steps, cfg)
+    try:
+        make_agent(policy)  # a bad policy string is refused before ns-3 is imported
+    except (ValueError, FileNotFoundError) as e:
+        raise CrosscheckError(str(e)) from e
+    import_ns()  # fail early (before the fluid run) when the extra is missing
+    run = run_fluid(sc, policy, seed, steps, cfg)
+    names = [jp.name for jp in run.jobs]
+    _refuse_idle(sc, names, run.iterations, steps, "of the fluid model")
+    est = estimated_bytes(run)
+    if est > cfg.max_ns3_bytes:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: the ns-3 run would carry about {est / 1e9:.1f} GB of transfers; allowed: "
+            f"at most {cfg.max_ns3_bytes / 1e9:.1f} GB (CrosscheckConfig.max_ns3_bytes), fewer steps or bytes"
+        )
+    pk = run_ns3(run, cfg)
+    if pk["timed_out"]:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: ns-3 ran past wall_limit_s = {cfg.wall_limit_s} s; allowed: a smaller case"
+        )
+    _refuse_idle(sc, names, pk["iterations"], steps, "in ns-3")
+    if details is not None:
+        details.update(_details(sc, run, pk))
+    return {
+        "scenario": sc.name,
+        "policy": policy,
+        "seed": seed,
+        "steps": steps,
+        "jobs": [_job_row(j, name, run, pk, steps) for j, name in enumerate(names)],
+        "fluid_wall_s": run.wall_s,
+        "ns3_wall_s": pk["wall_s"],
+    }
+
+
+def _refuse_idle(sc: Scenario, names: list[str], iterations: Any, steps: int, where: str) -> None:
+    """Refuse a run in which a job completed no iteration (``where``: which simulator)."""
+    idle = [n for n, it in zip(names, iterations) if it == 0]
+    if idle:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: job(s) {', '.join(idle)} completed no iteration in {steps} interval(s) "
+            f"{where}; allowed: more steps (--steps)"
+        )
+
+
+def _job_row(j: int, name: str, run: FluidRun, pk: dict[str, Any], steps: int) -> dict[str, Any]:
+    """Job ``j``'s entry of the result: its means over the span in both simulators and per interval."""
+    fl = _ms(run.comm_sum_s[j], int(run.iterations[j]))
+    pm = _ms(pk["comm_sum_s"][j], int(pk["iterations"][j]))
+    fs = _ms(run.step_sum_s[j], int(run.iterations[j]))
+    ps = _ms(pk["step_sum_s"][j], int(pk["iterations"][j]))
+    intervals = []
+    for k in range(steps):
+        fi, pi = int(run.step_iterations[k, j]), int(pk["step_iterations"][k, j])
+        a, b = _ms(run.step_comm_sum_s[k, j], fi), _ms(pk["step_comm_sum_s"][k, j], pi)
+        intervals.append(
+            {
+                "step": k,
+                "fluid_iterations": fi,
+                "ns3_iterations": pi,
+                "fluid_comm_ms": a,
+                "ns3_comm_ms": b,
+                "rel_error": _rel(a, b),
+            }
+        )
+    return {
+        "name": name,
+        "fluid_comm_ms": fl,
+        "ns3_comm_ms": pm,
+        "rel_error": _rel(fl, pm),
+        "fluid_step_ms": fs,
+        "ns3_step_ms": ps,
+        "step_rel_error": _rel(fs, ps),
+        "intervals": intervals,
+    }
+
+
+def _details(sc: Scenario, run: FluidRun, pk: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`crosscheck`'s ``details`` receives (its docstring lists the keys)."""
+    return dict(
+        fluid_cpu_s=run.cpu_s,
+        fluid_first_wall_s=run.first_wall_s,
+        # the smallest transfer of the jobs (MB, before a split into sub-flows): what makes a case bulk
+        transfer_mb=min(t[1] for jp in run.jobs for ph in jp.phases for fl in ph for t in fl) / 1e6,
+        ns3_cpu_s=pk["cpu_s"],
+        fluid_iterations=run.iterations.tolist(),
+        ns3_iterations=pk["iterations"].tolist(),
+        ns3_transfers=pk["transfers"],
+        resplits=pk["resplits"],
+        routing=pk["routing"],
+        paths={c: [[int(x) for x in p] for p in conn.paths] for c, conn in run.conns.items()},
+        conn_ends={c: (conn.src, conn.dst) for c, conn in run.conns.items()},
+        splits=[s.tolist() for s in run.splits],
+        transfer_log=pk["transfer_log"],
+        subflow_log=pk["subflow_log"],
+        subflow_rx=pk["subflow_rx"],
+        fq_buckets=pk["fq_buckets"],
+        flow_buckets=pk["flow_buckets"],
+        link_bytes={"fluid": run.link_bytes.tolist(), "ns3": pk["link_bytes"].tolist()},
+        background=[
+            {
+                "name": bg.name,
+                "conns": bg.conns,
+                "on": bg.on.tolist(),
+                "rate_bytes_per_s": bg.rate_bytes_per_s,
+            }
+            for bg in run.backgrounds
+        ],
+        ns3_events=pk["events"],
+        # payload bytes the sub-flows received (each byte once, not per hop) and carried over links
+        ns3_bytes=pk["payload_bytes"],
+        ns3_link_bytes=float(pk["link_bytes"].sum()),
+        header_efficiency=sc.fabric.link_efficiency,
+    )
+
+
+def crosscheck_in_subprocess(
+    name: str | dict, policy: str, seed: int, steps: int, config: CrosscheckConfig | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`crosscheck` in a fresh interpreter. ns-3 keeps global state across runs in one process
+    (simulator singletons, random-stream counters): in one batch, ``xc-hd-8`` under ``lp`` completed no
+    iteration in a run that followed another, and 30.4 ms in a process of its own."""
+    import dataclasses
+    import json
+    import subprocess
+    import sys
+
+    cfg = dataclasses.asdict(config or CrosscheckConfig())
+    code = (
+        "import json, sys\n"
+        "from ainet_gym.checks.crosscheck import CrosscheckConfig, CrosscheckError, crosscheck\n"
+        "a = json.loads(sys.argv[1])\n"
+        "det = {}\n"
+        "try:\n"
+        "    r = crosscheck(a['name'], a['policy'], a['seed'], a['steps'], CrosscheckConfig(**a['cfg']), det)\n"
+        "except CrosscheckError as e:\n"
+        "    print('XC-RESULT ' + json.dumps({'error': str(e)}))\n"
+        "else:\n"
+        "    print('XC-RESULT ' + json.dumps({'result': r, 'details': det}))\n"
+    )
+    arg = json.dumps({"name": name, "policy": policy, "seed": seed, "steps": steps, "cfg": cfg})
+    proc = subprocess.run(
+        [sys.executable, "-c", code, arg], capture_output=True, text=True, check=False, cwd=os.getcwd()
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("XC-RESULT ")), None)
+    if line is None:
+        raise CrosscheckError(
+            f"{name} under {policy}: the ns-3 process failed (exit {proc.returncode}): {proc.stderr[-400:]}"
+        )
+    out = json.loads(line.removeprefix("XC-RESULT "))
+    if "error" in out:
+        raise CrosscheckError(out["error"])
+    return out["result"], out["details"]
