@@ -24,6 +24,9 @@ interval (None on the first) and ``split`` a ``(connections, max_paths)`` array.
   ``lp``'s routing).
 - ``solo-lp+bg``: the background sprayed, each job routed by the min-max LP as if it communicated
   alone (:func:`solo_lp_all`); class ``jobs+bg``.
+- ``burst-lp+bg`` (:func:`burst_lp_all`, a baseline of ``ainet_gym.agents.baselines`` that switches
+  between two entries of :data:`POLICIES`, not an entry itself): ``solo-lp+bg`` in an interval for which a
+  background burst is scheduled (:func:`background_bursts`), ``lp+bg`` otherwise.
 - ``predictive-greedy``, ``predictive-lp`` and their ``+bg`` versions: the greedy placement and the LP
   on a least-squares forecast of the next interval's load of the traffic they do not route (see
   ``ainet_gym.agents.predictive``; the model is fitted once per scenario on training seeds, when first
@@ -54,7 +57,9 @@ __all__ = [
     "POLICIES",
     "PREDICTIVE",
     "avoid_dead_paths",
+    "background_bursts",
     "base_load",
+    "burst_lp_all",
     "connection_demand",
     "controlled_connections",
     "get_policy",
@@ -497,6 +502,47 @@ def solo_lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
         )  # fmt: skip
         if out is not None:
             split[cs] = out
+    return split
+
+
+def background_bursts(world: FabricWorld) -> np.ndarray:
+    """(batch,) bool: whether a periodic background source (a burst: data ingest, checkpoint writes) is
+    scheduled on in each instance's coming interval.
+
+    This is the bit the observation's background block shows (``scheduled_next``: the schedule is part of
+    the observation), read from the world before the interval runs, not a forecast. Sources of pattern
+    ``constant`` do not count (they are on in every interval: no burst to switch on).
+    """
+    sim = world.sim
+    assert sim is not None
+    periodic = np.array([bg.pattern != "constant" for bg in world.scenario.background], dtype=bool)
+    if not periodic.any():
+        return np.zeros(world.batch, dtype=bool)
+    return (sim.state.bg_on[world.bg_unit] & periodic[None, :]).any(axis=1)
+
+
+def burst_lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    """``burst-lp+bg``: :func:`solo_lp_all` in the instances where a background burst is scheduled for the
+    coming interval (:func:`background_bursts`), :func:`lp_all` in the others; class ``jobs+bg``.
+
+    The two-state switch that a k-nearest-neighbour imitation of the lookahead learned on ``ingest-bursts``
+    (docs/learning.md): between bursts the joint LP over jobs and background, during a burst the
+    background sprayed and each job on its own LP. It reads only what the env exposes (the schedule of the
+    coming interval), so it is a heuristic of the class, not a clairvoyant reference; in every interval it
+    plays the split of one of the ``choose_bg`` plans (``lp+bg`` or ``solo-lp+bg``), so the ``twin``'s
+    candidates cover it interval by interval.
+    """
+    on = background_bursts(world)
+    if not on.any():
+        return lp_all(world, last)
+    solo = solo_lp_all(world, last)
+    if on.all():
+        return solo
+    sim = world.sim
+    assert sim is not None
+    split = lp_all(world, last)
+    rows = on[sim.unit_inst[sim.conn_unit]]  # (connections,) in an instance with a burst
+    split[rows] = solo[rows]
     return split
 
 
