@@ -32,21 +32,21 @@ evaluator runs the baselines this way, exactly. :func:`baseline_actions` express
 through the env's action space (what an agent could do); where a mode cannot express a policy the
 action is an approximation:
 
-=========  =============================  ===============================  ============================
-baseline   ``split``                      ``path``                         ``ecmp_weights``
-=========  =============================  ===============================  ============================
-ecmp       exact                          exact (approx. if qps > 1)       approx.: induced shares
-spray      exact                          approx.: balanced rounding       jobs exact, moves bg [1]_
-wcmp       exact                          approx.: balanced rounding       jobs exact, moves bg
-greedy     exact                          exact                            approx.: induced shares
-lp         exact                          approx.: balanced rounding       approx.: induced shares
-spray+bg   exact for job traffic [2]_     approx.: balanced rounding       exact [1]_
-wcmp+bg    exact for job traffic [2]_     approx.: balanced rounding       exact
-greedy+bg  exact for job traffic [2]_     exact for job traffic [2]_       approx.: induced shares
-lp+bg      exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
-solo-lp+bg exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
-burst-lp+bg exact for job traffic [2]_    approx.: balanced rounding       approx.: induced shares
-=========  =============================  ===============================  ============================
+===========  =============================  ===============================  ============================
+baseline     ``split``                      ``path``                         ``ecmp_weights``
+===========  =============================  ===============================  ============================
+ecmp         exact                          exact (approx. if qps > 1)       approx.: induced shares
+spray        exact                          approx.: balanced rounding       jobs exact, moves bg [1]_
+wcmp         exact                          approx.: balanced rounding       jobs exact, moves bg
+greedy       exact                          exact                            approx.: induced shares
+lp           exact                          approx.: balanced rounding       approx.: induced shares
+spray+bg     exact for job traffic [2]_     approx.: balanced rounding       exact [1]_
+wcmp+bg      exact for job traffic [2]_     approx.: balanced rounding       exact
+greedy+bg    exact for job traffic [2]_     exact for job traffic [2]_       approx.: induced shares
+lp+bg        exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
+solo-lp+bg   exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
+burst-lp+bg  exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
+===========  =============================  ===============================  ============================
 
 .. [1] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
    spreads evenly over the live *paths*, per-hop weights cannot always express that).
