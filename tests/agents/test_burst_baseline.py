@@ -5,6 +5,7 @@ own output); registered as a ``jobs+bg`` baseline that ``evaluate`` runs."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import ainet_gym
 from ainet_gym.agents.baselines import BASELINES, SWITCHED, BaselineAgent, baseline_actions, engine_split
@@ -108,3 +109,24 @@ def test_burst_lp_is_a_jobs_plus_bg_baseline_that_evaluate_runs() -> None:
     d = res["policies"]["burst-lp+bg"]
     assert d["controls"] == "jobs+bg" and d["lp_reference"] == "lp+bg" and not d["learned"]
     assert 0.0 < d["gpu_utilization"]["mean"] <= 1.0
+
+
+def test_the_lookahead_rolls_out_burst_lp_as_its_base() -> None:
+    """``imitate label --base burst-lp+bg``: with H = 2 a plan's score is its interval followed by one
+    interval of the base, so it equals the score with base ``solo-lp+bg`` where the burst is on in the
+    next interval and with base ``lp+bg`` where it is off (the played states are the same: a fixed
+    policy plays)."""
+    from ainet_gym.agents.imitate import lookahead_labels
+
+    sc = _bursty(8)
+    spray = lambda o: np.ones(len(o), dtype=np.int64)  # noqa: E731 (plan 1, spray+bg, in every run)
+    lab = {
+        base: lookahead_labels(sc, [1, 2], h=2, base=base, policy=spray)["scores"].reshape(2, 8, -1)
+        for base in ("burst-lp+bg", "lp+bg", "solo-lp+bg")
+    }
+    for t in range(7):  # the last decision's lookahead has no second interval
+        want = lab["solo-lp+bg" if _scheduled(t + 1) else "lp+bg"][:, t]
+        np.testing.assert_array_equal(lab["burst-lp+bg"][:, t], want, err_msg=f"decision {t}")
+    assert not np.array_equal(lab["lp+bg"][:, :7], lab["solo-lp+bg"][:, :7])  # the bases differ
+    with pytest.raises(ValueError, match=r"base = 'predictive-lp\+bg': allowed: .*burst-lp\+bg"):
+        lookahead_labels(sc, [1], h=2, base="predictive-lp+bg")
