@@ -16,7 +16,7 @@ The baselines are the engine-level policies of :mod:`ainet_gym.routing.policies`
   with it, not with ``lp``);
 - ``solo-lp+bg``: the background sprayed, each job by the min-max LP as if it communicated alone;
 - ``burst-lp+bg``: a switch between two of these on what the observation shows: ``solo-lp+bg`` in an
-  interval for which a background burst (a periodic source) is scheduled, ``lp+bg`` otherwise
+  interval for which a background source is scheduled on (an ingest burst), ``lp+bg`` otherwise
   (:func:`~ainet_gym.routing.policies.burst_lp_all`; :data:`SWITCHED`).
 
 The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.routing.policies`.
@@ -176,7 +176,7 @@ def controls(policy: str, action_mode: str | None = None) -> str:
 def engine_split(name: str, core: EnvCore) -> np.ndarray:
     """The engine-level split ``(connections, max_paths)`` of baseline ``name`` in the core's state."""
     policy = SWITCHED[name][0] if name in SWITCHED else get_policy(name)
-    return policy(core.world, core.last_result)
+    return policy(core.routing_context, core.last_result)
 
 
 def _check_name(name: str) -> None:
@@ -211,7 +211,7 @@ def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
     rows = np.arange(B)[:, None]
     table = np.where(ctrl[rows, order], sc[rows, order], -1)  # (B, S) connections in placement order
     allowed = (split > 1e-12) & (np.arange(P)[None, :] < core.n_paths[:, None])
-    best = place_least_loaded(core.world, table, d, allowed, load, inv_cap)
+    best = place_least_loaded(core.routing_context, table, d, allowed, load, inv_cap)
     return np.where(ctrl, best[sc], 0)
 
 
@@ -233,7 +233,7 @@ def _nearest_plan(core: EnvCore, split: np.ndarray, policy: str | None) -> np.nd
     split is closest to ``split`` (L1 over the connections the mode routes; ties: the lower index)."""
     if policy in core.plans:
         return np.full(core.batch, core.plans.index(policy), dtype=np.int64)
-    w = core.world
+    w = core.routing_context
     sim = w.sim
     assert sim is not None
     routed = controlled_connections(w) if core.plan_class == "jobs" else np.ones(sim.n_conns, dtype=bool)
@@ -327,7 +327,7 @@ _DESCRIPTIONS = {
     "greedy+bg": "greedy over all traffic, background included",
     "lp+bg": "LP optimum over all traffic, background included (the optimiser of the jobs+bg class)",
     "solo-lp+bg": "background sprayed, each job by the min-max LP as if it communicated alone",
-    "burst-lp+bg": "solo-lp+bg in an interval with a background burst scheduled (the observation shows it), "
+    "burst-lp+bg": "solo-lp+bg in an interval with background scheduled on (the observation shows it), "
     "lp+bg otherwise",
 }
 

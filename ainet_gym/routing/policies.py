@@ -1,8 +1,10 @@
 """Routing policies at the engine level: each maps the world's state to a split of every connection.
 
 A policy is a callable ``policy(world, last) -> split`` where ``world`` is a
-:class:`~ainet_gym.sim.world.FabricWorld`, ``last`` the :class:`~ainet_gym.sim.world.StepResult` of the previous
-interval (None on the first) and ``split`` a ``(connections, max_paths)`` array. They serve
+:class:`~ainet_gym.routing.context.RoutingContext` (what routing reads of a
+:class:`~ainet_gym.sim.world.FabricWorld`; an env's is ``core.routing_context``), ``last`` the previous
+interval's result as a :class:`~ainet_gym.routing.context.LastInterval` (None on the first) and ``split`` a
+``(connections, max_paths)`` array. They serve
 :func:`ainet_gym.simulate` and, through the env's action space, the baseline agents.
 
 - ``ecmp``: static hashing of each connection (per QP) onto one candidate path.
@@ -26,7 +28,7 @@ interval (None on the first) and ``split`` a ``(connections, max_paths)`` array.
   alone (:func:`solo_lp_all`); class ``jobs+bg``.
 - ``burst-lp+bg`` (:func:`burst_lp_all`, a baseline of ``ainet_gym.agents.baselines`` that switches
   between two entries of :data:`POLICIES`, not an entry itself): ``solo-lp+bg`` in an interval for which a
-  background burst is scheduled (:func:`background_bursts`), ``lp+bg`` otherwise.
+  background source is scheduled on (:func:`background_active`), ``lp+bg`` otherwise.
 - ``predictive-greedy``, ``predictive-lp`` and their ``+bg`` versions: the greedy placement and the LP
   on a least-squares forecast of the next interval's load of the traffic they do not route (see
   ``ainet_gym.agents.predictive``; the model is fitted once per scenario on training seeds, when first
@@ -49,7 +51,7 @@ from ainet_gym.arrays import safe_divide
 from ainet_gym.routing.split import spray_split
 
 if TYPE_CHECKING:
-    from ainet_gym.sim.world import FabricWorld, StepResult
+    from ainet_gym.routing.context import LastInterval, RoutingContext
 
 __all__ = [
     "CONTROLS",
@@ -57,7 +59,7 @@ __all__ = [
     "POLICIES",
     "PREDICTIVE",
     "avoid_dead_paths",
-    "background_bursts",
+    "background_active",
     "base_load",
     "burst_lp_all",
     "connection_demand",
@@ -70,19 +72,19 @@ __all__ = [
     "solo_lp_all",
 ]
 
-Policy = Callable[["FabricWorld", "StepResult | None"], np.ndarray]
+Policy = Callable[["RoutingContext", "LastInterval | None"], np.ndarray]
 
 
-def ecmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def ecmp(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     return world.default_split()
 
 
-def avoid_dead_paths(world: FabricWorld, split: np.ndarray) -> np.ndarray:
-    """Zero the share of paths through a failed link and renormalise (:meth:`FabricWorld.withdraw_dead`)."""
+def avoid_dead_paths(world: RoutingContext, split: np.ndarray) -> np.ndarray:
+    """Zero the share of paths through a failed link and renormalise (``world.withdraw_dead``)."""
     return world.withdraw_dead(split)
 
 
-def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+def _jobs_only(world: RoutingContext, split: np.ndarray) -> np.ndarray:
     """``split`` on the jobs' connections (action slots), static ECMP on every other connection."""
     out = world.default_split()
     ctrl = controlled_connections(world)
@@ -90,31 +92,31 @@ def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
     return out
 
 
-def spray_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def spray_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Even split of every connection, background included, over its live candidate paths."""
     sim = world.sim
     assert sim is not None
     return avoid_dead_paths(world, spray_split(sim.conn_npaths, world.max_paths))
 
 
-def wcmp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def wcmp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Capacity-weighted ECMP of every connection, background included."""
     sim = world.sim
     assert sim is not None
     return world.wcmp(sim.capacity_bytes_per_s)  # withdraws paths through failed links itself
 
 
-def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def spray(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Even split of the jobs' connections over their live paths; background on static ECMP."""
     return _jobs_only(world, spray_all(world, last))
 
 
-def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def wcmp(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Capacity-weighted ECMP of the jobs' connections; background on static ECMP."""
     return _jobs_only(world, wcmp_all(world, last))
 
 
-def controlled_connections(world: FabricWorld, background: bool = False) -> np.ndarray:
+def controlled_connections(world: RoutingContext, background: bool = False) -> np.ndarray:
     """Mask (connections,) of the connections a policy of the class ``jobs`` routes: the jobs'
     connections (those the action slots of the ``split`` and ``path`` modes route; background sources
     follow static ECMP). ``background=True``: every connection (the class ``jobs+bg``)."""
@@ -125,7 +127,7 @@ def controlled_connections(world: FabricWorld, background: bool = False) -> np.n
     return ~sim.unit_bg[sim.conn_unit]
 
 
-def base_load(world: FabricWorld, last: StepResult, background: bool = False) -> np.ndarray:
+def base_load(world: RoutingContext, last: LastInterval, background: bool = False) -> np.ndarray:
     """Bytes (batch, links) of the last interval that the routed multi-path connections (the jobs',
     and with ``background`` the background's too) did not cause: the measured bytes minus their
     offered load under the split that ran (clipped at 0)."""
@@ -138,7 +140,7 @@ def base_load(world: FabricWorld, last: StepResult, background: bool = False) ->
     return np.maximum(last.link_bytes.reshape(-1) - own, 0.0).reshape(B, L)
 
 
-def offered_load(world: FabricWorld, split: np.ndarray, demand: np.ndarray) -> np.ndarray:
+def offered_load(world: RoutingContext, split: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """Bytes (batch, links) that ``demand`` (connections,) bytes puts on each link when routed by
     ``split`` (connections, max_paths): every path of a connection carries its share on each of its
     links (a fluid offered load: no capacity limit, no queueing)."""
@@ -159,7 +161,7 @@ PLACE_TIE_RTOL = 1e-9
 
 
 def place_least_loaded(
-    world: FabricWorld,
+    world: RoutingContext,
     table: np.ndarray,
     demand: np.ndarray,
     allowed: np.ndarray,
@@ -203,8 +205,8 @@ def place_least_loaded(
 
 
 def greedy(
-    world: FabricWorld,
-    last: StepResult | None,
+    world: RoutingContext,
+    last: LastInterval | None,
     base: np.ndarray | None = None,
     background: bool = False,
 ) -> np.ndarray:
@@ -248,7 +250,7 @@ def greedy(
     return split
 
 
-def connection_demand(world: FabricWorld, background_on: bool | None = None) -> np.ndarray:
+def connection_demand(world: RoutingContext, background_on: bool | None = None) -> np.ndarray:
     """Bytes each connection offers in one interval (connections,): per-iteration bytes of its flows
     times the iterations an ideal job completes in the interval; background at its demand rate while
     it is scheduled on (``background_on=True``: as if every source were on, its nominal demand)."""
@@ -265,7 +267,7 @@ def connection_demand(world: FabricWorld, background_on: bool | None = None) -> 
     return np.bincount(sim.member_conn, weights=d, minlength=sim.n_conns)
 
 
-def _per_unit(world: FabricWorld, per_job: np.ndarray) -> np.ndarray:
+def _per_unit(world: RoutingContext, per_job: np.ndarray) -> np.ndarray:
     """Spread a (batch, job slots) array onto the flat units (inf where a unit is not a job)."""
     sim = world.sim
     assert sim is not None
@@ -275,7 +277,7 @@ def _per_unit(world: FabricWorld, per_job: np.ndarray) -> np.ndarray:
     return out
 
 
-def connection_peak_rate(world: FabricWorld) -> np.ndarray:
+def connection_peak_rate(world: RoutingContext) -> np.ndarray:
     """Rate each connection needs (bytes/s, (connections,)) while its job communicates, to finish the
     job's communication in its ideal (non-blocking) time; background at its demand rate if it is on.
 
@@ -295,7 +297,7 @@ def connection_peak_rate(world: FabricWorld) -> np.ndarray:
     return r
 
 
-def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+def offered_utilization(world: RoutingContext, split: np.ndarray) -> np.ndarray:
     """Offered-load utilisation (batch, links) under ``split`` of the interval's peak demand
     (:func:`connection_peak_rate`: every job communicating at its ideal rate, background as scheduled)."""
     sim = world.sim
@@ -307,8 +309,8 @@ def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
 
 
 def lp(
-    world: FabricWorld,
-    last: StepResult | None,
+    world: RoutingContext,
+    last: LastInterval | None,
     fixed_rate: np.ndarray | None = None,
     background: bool = False,
 ) -> np.ndarray:
@@ -463,17 +465,17 @@ def _solve_min_max(
     return out
 
 
-def greedy_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def greedy_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """:func:`greedy` over every multi-path connection, background included (``greedy+bg``)."""
     return greedy(world, last, background=True)
 
 
-def lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def lp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """:func:`lp` over every multi-path connection, background included (``lp+bg``)."""
     return lp(world, last, background=True)
 
 
-def solo_lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def solo_lp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """``solo-lp+bg``: the background sprayed evenly over its live paths (as ``spray+bg``), and each job
     routed by the min-max LP of :func:`min_max_split` *alone*, with the sprayed background and the
     single-path traffic as its fixed load: the routing under which each job, communicating on its own,
@@ -505,34 +507,33 @@ def solo_lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
     return split
 
 
-def background_bursts(world: FabricWorld) -> np.ndarray:
-    """(batch,) bool: whether a periodic background source (a burst: data ingest, checkpoint writes) is
-    scheduled on in each instance's coming interval.
+def background_active(world: RoutingContext) -> np.ndarray:
+    """(batch,) bool: whether a background source (data ingest, checkpoint writes, another tenant) of each
+    instance is scheduled on in its coming interval.
 
-    This is the bit the observation's background block shows (``scheduled_next``: the schedule is part of
-    the observation), read from the world before the interval runs, not a forecast. Sources of pattern
-    ``constant`` do not count (they are on in every interval: no burst to switch on).
+    This is what the observation's background block shows (``scheduled_next``: the schedule is part of the
+    observation), read from the world before the interval runs, not a forecast. A ``constant`` source is on
+    in every interval; a ``periodic`` one during its bursts.
     """
     sim = world.sim
     assert sim is not None
-    periodic = np.array([bg.pattern != "constant" for bg in world.scenario.background], dtype=bool)
-    if not periodic.any():
-        return np.zeros(world.batch, dtype=bool)
-    return (sim.state.bg_on[world.bg_unit] & periodic[None, :]).any(axis=1)
+    on = sim.state.bg_on & sim.unit_bg  # (units,)
+    return np.bincount(sim.unit_inst[on], minlength=world.batch) > 0
 
 
-def burst_lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
-    """``burst-lp+bg``: :func:`solo_lp_all` in the instances where a background burst is scheduled for the
-    coming interval (:func:`background_bursts`), :func:`lp_all` in the others; class ``jobs+bg``.
+def burst_lp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
+    """``burst-lp+bg``: :func:`solo_lp_all` in the instances where a background source is scheduled on for
+    the coming interval (:func:`background_active`: on ``ingest-bursts``, an ingest burst), :func:`lp_all`
+    in the others; class ``jobs+bg``.
 
     The two-state switch that a k-nearest-neighbour imitation of the lookahead learned on ``ingest-bursts``
     (docs/learning.md): between bursts the joint LP over jobs and background, during a burst the
     background sprayed and each job on its own LP. It reads only what the env exposes (the schedule of the
     coming interval), so it is a heuristic of the class, not a clairvoyant reference; in every interval it
     plays the split of one of the ``choose_bg`` plans (``lp+bg`` or ``solo-lp+bg``), so the ``twin``'s
-    candidates cover it interval by interval.
+    candidates cover it interval by interval. With a ``constant`` source it is ``solo-lp+bg`` throughout.
     """
-    on = background_bursts(world)
+    on = background_active(world)
     if not on.any():
         return lp_all(world, last)
     solo = solo_lp_all(world, last)
@@ -561,7 +562,7 @@ class PredictivePolicy:
         self.background = background
         self._routers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def __call__(self, world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    def __call__(self, world: RoutingContext, last: LastInterval | None) -> np.ndarray:
         r = self._routers.get(world)
         if r is None:
             from ainet_gym.agents.predictive import PredictiveRouter

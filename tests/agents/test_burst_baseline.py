@@ -1,6 +1,7 @@
-"""``burst-lp+bg``: ``solo-lp+bg`` in the intervals for which a background burst is scheduled, ``lp+bg``
+"""``burst-lp+bg``: ``solo-lp+bg`` in the intervals for which a background source is scheduled on, ``lp+bg``
 in the others, checked against the schedule the scenario file writes down (not against the baseline's
-own output); registered as a ``jobs+bg`` baseline that ``evaluate`` runs."""
+own output); registered as a ``jobs+bg`` baseline that ``evaluate`` runs; it reads only what the routing
+protocols list."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import ainet_gym
 from ainet_gym.agents.baselines import BASELINES, SWITCHED, BaselineAgent, baseline_actions, engine_split
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.routing.policies import POLICIES, background_bursts
+from ainet_gym.routing.policies import POLICIES, background_active, burst_lp_all
 from tests._scenarios import small_spine_leaf
 
 #: the burst schedule of :func:`_bursty`: on in the intervals t with (t - OFFSET) mod PERIOD < DURATION
@@ -43,7 +44,7 @@ def test_burst_lp_plays_solo_lp_inside_bursts_and_lp_between_them() -> None:
     for t in range(core.episode_steps):
         w = core.world
         on = _scheduled(t)
-        assert background_bursts(w).tolist() == [on] * len(seeds), t
+        assert background_active(w).tolist() == [on] * len(seeds), t
         got = engine_split("burst-lp+bg", core)
         lp, solo = POLICIES["lp+bg"](w, core.last_result), POLICIES["solo-lp+bg"](w, core.last_result)
         np.testing.assert_array_equal(got, solo if on else lp, err_msg=f"interval {t}")
@@ -66,7 +67,7 @@ def test_burst_lp_switches_per_instance_and_is_lp_without_bursts() -> None:
         w, sim = core.world, core.world.sim
         step, offset = w.step_count, w.bg_offset[:, 0]
         on = (step >= offset) & ((step - offset) % PERIOD < DURATION)  # the file's formula, per instance
-        assert background_bursts(w).tolist() == on.tolist()
+        assert background_active(w).tolist() == on.tolist()
         mixed |= bool(on.any() and not on.all())
         want = np.where(
             on[sim.unit_inst[sim.conn_unit]][:, None],
@@ -76,17 +77,20 @@ def test_burst_lp_switches_per_instance_and_is_lp_without_bursts() -> None:
         np.testing.assert_array_equal(engine_split("burst-lp+bg", core), want)
         core.step_split(POLICIES["ecmp"](w, core.last_result))
     assert mixed
-    # a constant source is no burst, and no background at all: lp+bg in every interval
-    for bg in ([{"kind": "storage", "gbps": 400, "pattern": "constant"}], []):
+    # no background at all: lp+bg in every interval; a constant source, on in every interval: solo-lp+bg
+    for bg, want in (
+        ([], "lp+bg"),
+        ([{"kind": "storage", "gbps": 400, "pattern": "constant"}], "solo-lp+bg"),
+    ):
         sc = _bursty(4)
         sc["workload"]["background"] = bg
         core = EnvCore(ainet_gym.load_scenario(sc), batch=2)
         core.reset([1, 2])
         for _ in range(core.episode_steps):
             w = core.world
-            assert not background_bursts(w).any()
+            assert background_active(w).tolist() == [bool(bg)] * 2
             np.testing.assert_array_equal(
-                engine_split("burst-lp+bg", core), POLICIES["lp+bg"](w, core.last_result)
+                engine_split("burst-lp+bg", core), POLICIES[want](w, core.last_result)
             )
             core.step_split(POLICIES["ecmp"](w, core.last_result))
 
@@ -130,3 +134,23 @@ def test_the_lookahead_rolls_out_burst_lp_as_its_base() -> None:
     assert not np.array_equal(lab["lp+bg"][:, :7], lab["solo-lp+bg"][:, :7])  # the bases differ
     with pytest.raises(ValueError, match=r"base = 'predictive-lp\+bg': allowed: .*burst-lp\+bg"):
         lookahead_labels(sc, [1], h=2, base="predictive-lp+bg")
+
+
+def test_burst_lp_reads_only_what_the_routing_protocols_list() -> None:
+    # as tests/sim/test_routing_context.py checks every policy of POLICIES: on a view of the world with the
+    # protocols' members only, the same split, in and out of a burst (seeds 3, 4: the two cases in one batch)
+    from ainet_gym.routing import context
+    from tests.sim.test_routing_context import _Only
+
+    core = EnvCore("ingest-bursts", batch=2, episode_steps=8)
+    core.reset([3, 4])
+    seen = set()
+    for _ in range(6):
+        view = _Only(core.routing_context, context.RoutingContext)
+        last = None if core.last_result is None else _Only(core.last_result, context.LastInterval)
+        seen |= set(background_active(core.routing_context).tolist())
+        np.testing.assert_array_equal(
+            burst_lp_all(view, last), burst_lp_all(core.routing_context, core.last_result)
+        )
+        core.step_split(POLICIES["spray+bg"](core.routing_context, core.last_result))
+    assert seen == {True, False}
