@@ -13,7 +13,11 @@ The baselines are the engine-level policies of :mod:`ainet_gym.routing.policies`
   the candidate paths (HiGHS through :func:`scipy.optimize.linprog`); the reference of ``gap_to_lp``;
 - ``greedy+bg``, ``lp+bg``: the same algorithms over every multi-path connection, background included
   (the optimiser of the ``jobs+bg`` class: compare agents in the ``ecmp_weights`` and ``split_bg`` modes
-  with it, not with ``lp``).
+  with it, not with ``lp``);
+- ``solo-lp+bg``: the background sprayed, each job by the min-max LP as if it communicated alone;
+- ``burst-lp+bg``: a switch between two of these on what the observation shows: ``solo-lp+bg`` in an
+  interval for which a background source is scheduled on (an ingest burst), ``lp+bg`` otherwise
+  (:func:`~ainet_gym.routing.policies.burst_lp_all`; :data:`SWITCHED`).
 
 The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.routing.policies`.
 
@@ -28,20 +32,21 @@ evaluator runs the baselines this way, exactly. :func:`baseline_actions` express
 through the env's action space (what an agent could do); where a mode cannot express a policy the
 action is an approximation:
 
-=========  =============================  ===============================  ============================
-baseline   ``split``                      ``path``                         ``ecmp_weights``
-=========  =============================  ===============================  ============================
-ecmp       exact                          exact (approx. if qps > 1)       approx.: induced shares
-spray      exact                          approx.: balanced rounding       jobs exact, moves bg [1]_
-wcmp       exact                          approx.: balanced rounding       jobs exact, moves bg
-greedy     exact                          exact                            approx.: induced shares
-lp         exact                          approx.: balanced rounding       approx.: induced shares
-spray+bg   exact for job traffic [2]_     approx.: balanced rounding       exact [1]_
-wcmp+bg    exact for job traffic [2]_     approx.: balanced rounding       exact
-greedy+bg  exact for job traffic [2]_     exact for job traffic [2]_       approx.: induced shares
-lp+bg      exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
-solo-lp+bg exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
-=========  =============================  ===============================  ============================
+===========  =============================  ===============================  ============================
+baseline     ``split``                      ``path``                         ``ecmp_weights``
+===========  =============================  ===============================  ============================
+ecmp         exact                          exact (approx. if qps > 1)       approx.: induced shares
+spray        exact                          approx.: balanced rounding       jobs exact, moves bg [1]_
+wcmp         exact                          approx.: balanced rounding       jobs exact, moves bg
+greedy       exact                          exact                            approx.: induced shares
+lp           exact                          approx.: balanced rounding       approx.: induced shares
+spray+bg     exact for job traffic [2]_     approx.: balanced rounding       exact [1]_
+wcmp+bg      exact for job traffic [2]_     approx.: balanced rounding       exact
+greedy+bg    exact for job traffic [2]_     exact for job traffic [2]_       approx.: induced shares
+lp+bg        exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
+solo-lp+bg   exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
+burst-lp+bg  exact for job traffic [2]_     approx.: balanced rounding       approx.: induced shares
+===========  =============================  ===============================  ============================
 
 .. [1] Equal weights on live next hops; exact while no link has failed (with a failed link the engine
    spreads evenly over the live *paths*, per-hop weights cannot always express that).
@@ -53,7 +58,8 @@ traffic.
 In the discrete ``choose`` and ``choose_bg`` modes (one of K plans per interval,
 :data:`ainet_gym.routing.plans.PLANS`) a baseline that is one of the mode's plans is exact (its index);
 any other is the plan whose split is closest to it on the connections the mode routes (L1 distance,
-ties: the lower index).
+ties: the lower index); ``burst-lp+bg`` is exact in ``choose_bg`` (its split is that of ``lp+bg`` or
+``solo-lp+bg`` in every interval).
 
 - *exact*: the env decodes the actions into the engine-level split (up to float32 round-off);
   ``tests/agents/test_agents.py`` checks every cell marked exact.
@@ -76,7 +82,14 @@ from ainet_gym.agents.registry import register_agent
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import ACTION_MODES
 from ainet_gym.routing.plans import CHOOSE_MODES, PLANS, plan_split
-from ainet_gym.routing.policies import POLICIES, controlled_connections, get_policy, place_least_loaded
+from ainet_gym.routing.policies import (
+    POLICIES,
+    Policy,
+    burst_lp_all,
+    controlled_connections,
+    get_policy,
+    place_least_loaded,
+)
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -84,6 +97,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINES",
     "EXACT",
+    "SWITCHED",
     "BaselineAgent",
     "baseline_actions",
     "controls",
@@ -94,7 +108,14 @@ __all__ = [
 
 BASELINES: tuple[str, ...] = (
     "ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg",
+    "burst-lp+bg",
 )  # fmt: skip
+
+#: Baselines that switch, interval by interval, between plans of their class on what the observation
+#: shows; not engine-level policies of :data:`~ainet_gym.routing.policies.POLICIES` nor plans of the
+#: ``choose`` modes themselves (each is a rule over the plans, as a learned ``choose`` policy is): name ->
+#: (engine-level policy, class).
+SWITCHED: dict[str, tuple[Policy, str]] = {"burst-lp+bg": (burst_lp_all, "jobs+bg")}
 
 #: (baseline, action mode) pairs whose actions decode to the engine-level split exactly (for job
 #: traffic in the split and path modes, where background follows ECMP; for all traffic in
@@ -110,9 +131,22 @@ EXACT: frozenset[tuple[str, str]] = frozenset(
         ("wcmp+bg", "split"),
         ("greedy+bg", "split"),
         ("lp+bg", "split"),
+        ("burst-lp+bg", "split"),
+        ("burst-lp+bg", "choose_bg"),
         *(
             (name, "split_bg")
-            for name in ("ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg")
+            for name in (
+                "ecmp",
+                "spray",
+                "wcmp",
+                "greedy",
+                "lp",
+                "spray+bg",
+                "wcmp+bg",
+                "greedy+bg",
+                "lp+bg",
+                "burst-lp+bg",
+            )
         ),
         ("ecmp", "path"),
         ("greedy", "path"),
@@ -129,7 +163,7 @@ def controls(policy: str, action_mode: str | None = None) -> str:
     through ``action_mode`` ``ecmp_weights`` every baseline but ECMP moves background too."""
     from ainet_gym.routing.policies import CONTROLS
 
-    c = CONTROLS[policy]
+    c = SWITCHED[policy][1] if policy in SWITCHED else CONTROLS[policy]
     if action_mode in CHOOSE_MODES:  # the agent picks among the plans of one class
         return CHOOSE_MODES[action_mode]
     if action_mode == "ecmp_weights" and c != "none":
@@ -141,7 +175,14 @@ def controls(policy: str, action_mode: str | None = None) -> str:
 
 def engine_split(name: str, core: EnvCore) -> np.ndarray:
     """The engine-level split ``(connections, max_paths)`` of baseline ``name`` in the core's state."""
-    return get_policy(name)(core.routing_context, core.last_result)
+    policy = SWITCHED[name][0] if name in SWITCHED else get_policy(name)
+    return policy(core.routing_context, core.last_result)
+
+
+def _check_name(name: str) -> None:
+    """Raise ``ValueError`` naming ``name`` and the allowed baselines if it is not one."""
+    if name not in POLICIES and name not in SWITCHED:
+        raise ValueError(f"baseline {name!r} is not known; allowed: {', '.join([*POLICIES, *SWITCHED])}")
 
 
 def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
@@ -244,8 +285,7 @@ def baseline_actions(name: str, core: EnvCore) -> np.ndarray:
     ValueError
         If ``name`` is not a baseline.
     """
-    if name not in POLICIES:
-        raise ValueError(f"baseline {name!r} is not known; allowed: {', '.join(POLICIES)}")
+    _check_name(name)
     return split_to_actions(core, engine_split(name, core), policy=name)
 
 
@@ -253,8 +293,7 @@ class BaselineAgent:
     """A heuristic baseline, at the engine level (``action_mode=None``) or through an action mode."""
 
     def __init__(self, policy: str, action_mode: str | None = None) -> None:
-        if policy not in POLICIES:
-            raise ValueError(f"baseline {policy!r} is not known; allowed: {', '.join(POLICIES)}")
+        _check_name(policy)
         if action_mode is not None and action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode = {action_mode!r}: allowed: {', '.join(ACTION_MODES)}")
         self.policy = policy
@@ -288,6 +327,8 @@ _DESCRIPTIONS = {
     "greedy+bg": "greedy over all traffic, background included",
     "lp+bg": "LP optimum over all traffic, background included (the optimiser of the jobs+bg class)",
     "solo-lp+bg": "background sprayed, each job by the min-max LP as if it communicated alone",
+    "burst-lp+bg": "solo-lp+bg in an interval with background scheduled on (the observation shows it), "
+    "lp+bg otherwise",
 }
 
 for _name in BASELINES:

@@ -139,6 +139,7 @@ def lookahead_labels(
         ``objective`` is not one of :data:`OBJECTIVES`, ``tail_slack`` is negative or not finite,
         ``tail_weight`` is negative or nan, or the ``"tail"`` objective's ``base`` is not a plan of the mode.
     """
+    from ainet_gym.agents.baselines import SWITCHED
     from ainet_gym.agents.twin import conn_bounds, instance_rows, job_progress
     from ainet_gym.envs.env import EnvCore
     from ainet_gym.routing.plans import CHOOSE_MODES, plan_split
@@ -149,8 +150,11 @@ def lookahead_labels(
         raise ValueError(f"action_mode = {action_mode!r}: allowed: a choose mode ({', '.join(CHOOSE_MODES)})")
     if not isinstance(h, int) or h < 1:
         raise ValueError(f"h = {h!r}: allowed: an integer >= 1 (lookahead intervals)")
-    if base not in POLICIES or base.startswith("predictive-"):
-        raise ValueError(f"base = {base!r}: allowed: a stateless engine-level policy ({', '.join(POLICIES)})")
+    stateless = [p for p in (*POLICIES, *SWITCHED) if not p.startswith("predictive-")]
+    if base not in stateless:
+        raise ValueError(
+            f"base = {base!r}: allowed: a stateless engine-level policy ({', '.join(stateless)})"
+        )
     if objective not in OBJECTIVES:
         raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
     if not np.isfinite(tail_slack) or tail_slack < 0:
@@ -172,7 +176,7 @@ def lookahead_labels(
             f"{action_mode} ({', '.join(plans)})"
         )
     look = EnvCore(sc, batch=B * K, history=history, episode_steps=steps, backend=backend)
-    base_pol = POLICIES[base]
+    base_pol = SWITCHED[base][0] if base in SWITCHED else POLICIES[base]
     src = np.repeat(np.arange(B), K)
     obs, _ = core.reset(list(seeds))
     rec: dict[str, list[np.ndarray]] = {
@@ -759,7 +763,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("scenario")
     s.add_argument("--seeds", required=True, help="e.g. 2000000-2000039 (never the held-out 1-10)")
     s.add_argument("--h", type=int, default=DEFAULT_H, help="lookahead intervals")
-    s.add_argument("--base", default=DEFAULT_BASE, help="the policy of the lookahead's later intervals")
+    s.add_argument(
+        "--base",
+        default=DEFAULT_BASE,
+        help="the policy of the lookahead's later intervals (e.g. burst-lp+bg)",
+    )
     s.add_argument("--action-mode", default="choose_bg")
     s.add_argument("--obs-features", default="phase", help="comma list; empty for the default observation")
     s.add_argument("--batch", type=int, default=10, help="episodes per batched run")

@@ -18,8 +18,8 @@ random failures and churn included, because each instance's generator is part of
    moved, :func:`job_progress`: the GPU utilisation of the lookahead with credit for communication
    that is under way at its end) is committed (ties: the first in the order above).
 2. **Whole episodes of the pure candidates.** Every baseline of the ``jobs+bg`` class (``lp+bg``,
-   ``greedy+bg``, ``spray+bg``, ``wcmp+bg``, ``solo-lp+bg``, ``predictive-lp+bg``, ``predictive-greedy+bg``),
-   ``lp`` and ``ecmp`` also play the whole episode from the reset state.
+   ``greedy+bg``, ``spray+bg``, ``wcmp+bg``, ``solo-lp+bg``, ``burst-lp+bg``, ``predictive-lp+bg``,
+   ``predictive-greedy+bg``), ``lp`` and ``ecmp`` also play the whole episode from the reset state.
 3. **Keep the best trajectory.** Per instance, the trajectory (1 or one of 2) with the highest mean GPU
    utilisation over the episode, the metric of ``ainet-gym evaluate``, is replayed on the true state. A
    greedy lookahead alone does not guarantee to beat every candidate over a whole episode; with step 3 the
@@ -66,13 +66,15 @@ LOOKAHEAD_CANDIDATES: tuple[str, ...] = ("lp+bg", "lp", "greedy+bg", "spray+bg",
 #: policies whose whole episodes the twin also plays (every baseline of the jobs+bg class, lp and ecmp)
 PURE_CANDIDATES: tuple[str, ...] = (
     "lp+bg", "lp", "greedy+bg", "spray+bg", "wcmp+bg", "predictive-lp+bg", "predictive-greedy+bg", "ecmp",
-    "solo-lp+bg",
+    "solo-lp+bg", "burst-lp+bg",
 )  # fmt: skip
 #: the base policy of the lookahead's intervals after the first
 BASE_POLICY = "solo-lp+bg"
 #: the lookahead bases ``twin:best`` picks from, per instance (stateless: a predictive router's forecast
 #: would not follow the restored copies)
-BASE_CHOICES: tuple[str, ...] = ("lp+bg", "lp", "greedy+bg", "spray+bg", "wcmp+bg", "ecmp", "solo-lp+bg")
+BASE_CHOICES: tuple[str, ...] = (
+    "lp+bg", "lp", "greedy+bg", "spray+bg", "wcmp+bg", "ecmp", "solo-lp+bg", "burst-lp+bg",
+)  # fmt: skip
 #: default candidates per decision and lookahead intervals (docs/learning.md, "The K x H sweep")
 DEFAULT_K = 8
 DEFAULT_H = 8
@@ -323,9 +325,14 @@ class TwinAgent:
         return split
 
     def _policy(self, name: str, core: EnvCore) -> Any:
-        """The engine-level policy ``name`` for ``core``: the routers of :data:`POLICIES`, except that a
-        predictive router gets its own forecaster state and is fitted on episodes as long as ``core``'s
-        (as the ``predictive-*`` agents of ``evaluate`` are)."""
+        """The engine-level policy ``name`` for ``core``: the routers of :data:`POLICIES` and the switching
+        baselines (:data:`ainet_gym.agents.baselines.SWITCHED`), except that a predictive router gets its own
+        forecaster state and is fitted on episodes as long as ``core``'s (as the ``predictive-*`` agents of
+        ``evaluate`` are)."""
+        from ainet_gym.agents.baselines import SWITCHED
+
+        if name in SWITCHED:
+            return SWITCHED[name][0]
         if not name.startswith("predictive-"):
             return POLICIES[name]
         from ainet_gym.agents.predictive import PredictiveRouter

@@ -26,6 +26,9 @@ interval's result as a :class:`~ainet_gym.routing.context.LastInterval` (None on
   ``lp``'s routing).
 - ``solo-lp+bg``: the background sprayed, each job routed by the min-max LP as if it communicated
   alone (:func:`solo_lp_all`); class ``jobs+bg``.
+- ``burst-lp+bg`` (:func:`burst_lp_all`, a baseline of ``ainet_gym.agents.baselines`` that switches
+  between two entries of :data:`POLICIES`, not an entry itself): ``solo-lp+bg`` in an interval for which a
+  background source is scheduled on (:func:`background_active`), ``lp+bg`` otherwise.
 - ``predictive-greedy``, ``predictive-lp`` and their ``+bg`` versions: the greedy placement and the LP
   on a least-squares forecast of the next interval's load of the traffic they do not route (see
   ``ainet_gym.agents.predictive``; the model is fitted once per scenario on training seeds, when first
@@ -56,7 +59,9 @@ __all__ = [
     "POLICIES",
     "PREDICTIVE",
     "avoid_dead_paths",
+    "background_active",
     "base_load",
+    "burst_lp_all",
     "connection_demand",
     "controlled_connections",
     "get_policy",
@@ -499,6 +504,46 @@ def solo_lp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
         )  # fmt: skip
         if out is not None:
             split[cs] = out
+    return split
+
+
+def background_active(world: RoutingContext) -> np.ndarray:
+    """(batch,) bool: whether a background source (data ingest, checkpoint writes, another tenant) of each
+    instance is scheduled on in its coming interval.
+
+    This is what the observation's background block shows (``scheduled_next``: the schedule is part of the
+    observation), read from the world before the interval runs, not a forecast. A ``constant`` source is on
+    in every interval; a ``periodic`` one during its bursts.
+    """
+    sim = world.sim
+    assert sim is not None
+    on = sim.state.bg_on & sim.unit_bg  # (units,)
+    return np.bincount(sim.unit_inst[on], minlength=world.batch) > 0
+
+
+def burst_lp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
+    """``burst-lp+bg``: :func:`solo_lp_all` in the instances where a background source is scheduled on for
+    the coming interval (:func:`background_active`: on ``ingest-bursts``, an ingest burst), :func:`lp_all`
+    in the others; class ``jobs+bg``.
+
+    The two-state switch that a k-nearest-neighbour imitation of the lookahead learned on ``ingest-bursts``
+    (docs/learning.md): between bursts the joint LP over jobs and background, during a burst the
+    background sprayed and each job on its own LP. It reads only what the env exposes (the schedule of the
+    coming interval), so it is a heuristic of the class, not a clairvoyant reference; in every interval it
+    plays the split of one of the ``choose_bg`` plans (``lp+bg`` or ``solo-lp+bg``), so the ``twin``'s
+    candidates cover it interval by interval. With a ``constant`` source it is ``solo-lp+bg`` throughout.
+    """
+    on = background_active(world)
+    if not on.any():
+        return lp_all(world, last)
+    solo = solo_lp_all(world, last)
+    if on.all():
+        return solo
+    sim = world.sim
+    assert sim is not None
+    split = lp_all(world, last)
+    rows = on[sim.unit_inst[sim.conn_unit]]  # (connections,) in an instance with a burst
+    split[rows] = solo[rows]
     return split
 
 

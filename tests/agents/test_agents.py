@@ -195,6 +195,7 @@ def test_job_only_baselines_leave_background_on_ecmp_and_bg_variants_move_it() -
         "greedy+bg": "jobs+bg",
         "lp+bg": "jobs+bg",
         "solo-lp+bg": "jobs+bg",
+        "burst-lp+bg": "jobs+bg",
     }
     assert BaselineAgent("spray", "ecmp_weights").controls == "jobs+bg"
     assert BaselineAgent("spray+bg", "split").controls == "jobs"
@@ -485,7 +486,7 @@ def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatc
 def test_unknown_policy_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(
         ValueError,
-        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, greedy\+bg, lp\+bg, solo-lp\+bg, ppo:PATH",
+        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, greedy\+bg, lp\+bg, solo-lp\+bg, burst-lp\+bg, ppo:PATH",
     ):
         evaluate(EvalConfig(scenario=collision_scenario(), policies=["ecmp", "foo"], out=None))
     assert cli_main(["evaluate", "spine-leaf-2to1", "--policies", "ecmp,foo"]) == 2
@@ -566,6 +567,6 @@ def test_allowed_policies_are_listed_in_one_order_whatever_was_imported_first() 
         for m in ("ainet_gym.agents.registry", "ainet_gym.agents.sb3_agents", "ainet_gym.agents.twin")
     ]
     assert lists[0].startswith(
-        "ecmp,spray,wcmp,greedy,lp,spray+bg,wcmp+bg,greedy+bg,lp+bg,solo-lp+bg,ppo:PATH,"
+        "ecmp,spray,wcmp,greedy,lp,spray+bg,wcmp+bg,greedy+bg,lp+bg,solo-lp+bg,burst-lp+bg,ppo:PATH,"
     )
     assert lists[1] == lists[0] and lists[2] == lists[0]
