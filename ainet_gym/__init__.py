@@ -14,7 +14,6 @@ The public surface (see docs/model.md, "Contracts"):
 """
 
 import sys
-from pathlib import Path
 from typing import Any
 
 from ainet_gym import _moved
@@ -26,10 +25,6 @@ from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
 from ainet_gym.sim import simulate as _simulate_module
 from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched
 from ainet_gym.sim.simulate import simulate
-
-# A source checkout (editable install, or the repository on sys.path): the repository's ``agents/`` folder
-# is the subpackage ``ainet_gym.agents`` (an installed wheel carries it inside the package).
-_moved.map_source_agents(Path(__file__).resolve().parent)
 
 # Old module paths (0.1) keep working for one release, with a DeprecationWarning (see ainet_gym._moved);
 # ``ainet_gym.simulate`` and ``ainet_gym.crosscheck`` are the functions, their old modules aliased quietly.

@@ -9,11 +9,9 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
-import importlib.util
 import sys
 import types
 import warnings
-from pathlib import Path
 
 #: old module -> new module (``ainet_gym.scenario`` is now a package that re-exports the loader;
 #: ``ainet_gym.simulate`` and ``ainet_gym.crosscheck`` are the functions of the same names).
@@ -72,26 +70,3 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder):
 def install() -> None:
     if not any(isinstance(f, MovedModuleFinder) for f in sys.meta_path):
         sys.meta_path.append(MovedModuleFinder())
-
-
-class _SourceAgentsFinder(importlib.abc.MetaPathFinder):
-    """``ainet_gym.agents`` from a source checkout: the repository's ``agents/`` folder beside the package."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def find_spec(self, fullname: str, path: object = None, target: object = None):
-        if fullname != "ainet_gym.agents":
-            return None  # submodules are found through the package's __path__
-        return importlib.util.spec_from_file_location(
-            fullname, self.folder / "__init__.py", submodule_search_locations=[str(self.folder)]
-        )
-
-
-def map_source_agents(package_dir: Path) -> None:
-    """Map ``ainet_gym.agents`` to ``<repo>/agents`` when the package runs from a source checkout."""
-    folder = package_dir.parent / "agents"
-    if (package_dir / "agents").is_dir() or not (folder / "__init__.py").is_file():
-        return  # an installed wheel (agents inside the package), or no repository beside it
-    if not any(isinstance(f, _SourceAgentsFinder) for f in sys.meta_path):
-        sys.meta_path.insert(0, _SourceAgentsFinder(folder))

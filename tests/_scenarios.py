@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
+#: 400G NICs and spine uplinks, one uplink per spine, no hop latency: a flow alone runs at 50 GB/s, so
+#: the closed forms of the tests are bytes / 5e10
+LOSSLESS_400G: dict = {"links_per_spine": 1, "nic_gbps": 400.0, "uplink_gbps": 400.0, "hop_latency_us": 0.0}
+
+
+def spine_leaf_fabric(
+    leaves: int, spines: int, hosts_per_leaf: int, gpus_per_host: int = 1, **extra: object
+) -> dict:
+    """The ``fabric`` section of a spine-leaf scenario (the loader's defaults where not given)."""
+    return {
+        "topology": "spine_leaf",
+        "leaves": leaves,
+        "spines": spines,
+        "hosts_per_leaf": hosts_per_leaf,
+        "gpus_per_host": gpus_per_host,
+        **extra,
+    }
+
 
 def two_ring_jobs(b_gpus: int = 4) -> list[dict]:
     """Job a: 8 GPUs spread over the leaves; job b: ``b_gpus`` GPUs placed at random; ring AllReduce."""
@@ -28,16 +46,9 @@ def small_spine_leaf(episode_steps: int = 12, name: str = "small", **dynamics: o
     return {
         "name": name,
         "description": "test fabric",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 4,
-            "spines": 2,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 2,
-            "nic_gbps": 400,
-            "uplink_gbps": 400,
-            "storage": {"hosts": 1, "gbps": 400},
-        },
+        "fabric": spine_leaf_fabric(
+            4, 2, 2, 2, nic_gbps=400, uplink_gbps=400, storage={"hosts": 1, "gbps": 400}
+        ),
         "workload": {
             "jobs": two_ring_jobs(),
             "background": [{"kind": "storage", "gbps": 200, "pattern": "periodic", "period_steps": 3}],
@@ -57,14 +68,7 @@ def collision_scenario() -> dict:
     }
     return {
         "name": "collision",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 2,
-            "spines": 2,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 1,
-            "hop_latency_us": 0.0,
-        },
+        "fabric": spine_leaf_fabric(2, 2, 2, hop_latency_us=0.0),
         "workload": {
             "jobs": [{**job, "name": "a", "placement": [0, 2]}, {**job, "name": "b", "placement": [1, 3]}]
         },

@@ -303,7 +303,10 @@ def run_check(
     max_iterations: int = 40,
 ) -> CheckResult:
     """Start the cluster, train, kill the node of the first env runner mid-iteration, train on, kill the
-    last node with env runners, and check the properties of the module docstring."""
+    last node with env runners, and check the properties of the module docstring.
+
+    Long on purpose: one fault-injection script, read top to bottom as its timeline; its steps share the
+    cluster, the algorithm, the kill schedule and the result record, which functions would pass around."""
     cluster = LoopbackCluster(workdir)
     res = CheckResult()
     t0 = time.time()

@@ -23,7 +23,10 @@ __all__ = ["add_convert_rllib", "add_demo", "add_evaluate", "add_leaderboard", "
 
 
 def add_train(sub: Subparsers) -> None:
-    """``ainet-gym train SCENARIO``: an RL routing policy with stable-baselines3 or RLlib."""
+    """``ainet-gym train SCENARIO``: an RL routing policy with stable-baselines3 or RLlib.
+
+    Long on purpose: one ``add_argument`` per flag, in ``--help`` order; a flat list reads as the help
+    does, and splitting it would only scatter the flags."""
     s = sub.add_parser("train", help="train an RL routing policy (stable-baselines3)", epilog=TRUST)
     s.add_argument("scenario", type=SCENARIO)
     s.add_argument("--algo", default="ppo", help="ppo | a2c | sac | maskable_ppo")

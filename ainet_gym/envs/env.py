@@ -46,6 +46,7 @@ from ainet_gym.envs.observation import (
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.fabric.topology import TIERS
+from ainet_gym.routing.context import RoutingContext
 from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
@@ -291,6 +292,13 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     def link_capacity_bytes_per_s(self) -> np.ndarray:
         """(B, L) bytes/s: each link's capacity in the next interval (0: failed)."""
         return _readonly(self._sim().capacity_bytes_per_s)
+
+    @property
+    def routing_context(self) -> RoutingContext:
+        """The world as an engine-level routing policy reads it: ``get_policy(name)(core.routing_context,
+        core.last_result)`` gives that policy's split for the next interval
+        (:class:`ainet_gym.routing.context.RoutingContext` lists what a policy may read)."""
+        return self.world
 
     def connection_demand(self) -> np.ndarray:
         """(C,) bytes each connection offers in one interval (:func:`ainet_gym.routing.policies.connection_demand`)."""

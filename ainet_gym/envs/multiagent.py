@@ -202,7 +202,9 @@ class SwitchAgents:
         if self.withdraw_dead and (sim.capacity_bytes_per_s <= 0).any():
             from ainet_gym.routing.policies import avoid_dead_paths
 
-            split = avoid_dead_paths(core.world, split)  # drop paths through a failed link, renormalise
+            split = avoid_dead_paths(
+                core.routing_context, split
+            )  # drop paths through a failed link, renormalise
         return split
 
     # ------------------------------------------------------------------ observation

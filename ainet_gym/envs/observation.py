@@ -94,10 +94,20 @@ class EarlyBlocks:
     """The observation blocks and the per-job part of the info of a compiled step, computed
     on the kernel threads right after each instance range's interval and figures
     (:meth:`FabricWorld.step`'s ``after_figures``): the observation array, each range's largest newest
-    utilisation and the info arrays."""
+    utilisation and the info arrays.
 
-    def __init__(self, core: EnvCore, active: np.ndarray) -> None:
+    ``slot_features`` and ``rest_args`` are the core's own builders of the slot block and of
+    ``observe_rest``'s arguments, handed over by the core that makes this object."""
+
+    def __init__(
+        self,
+        core: EnvCore,
+        active: np.ndarray,
+        slot_features: Callable[[], np.ndarray],
+        rest_args: Callable[..., tuple],
+    ) -> None:
         self.core = core
+        self.slot_features, self.rest_args = slot_features, rest_args
         self.push = np.ascontiguousarray(active, dtype=np.bool_)
         self.obs = np.empty((core.batch, core.obs_dim), dtype=np.float32)
         self.tops = np.empty(0)
@@ -127,8 +137,8 @@ class EarlyBlocks:
         # common case; else they are written again after the dynamics): the capacities of this interval,
         # the jobs after it, the slots as they are, the progress after the step
         w = core.world
-        self.slots = core._slot_features()
-        rest_args = core._rest_args(fig.eff, fig.util, self.slots, w.step_count + self.push)
+        self.slots = self.slot_features()
+        rest_args = self.rest_args(fig.eff, fig.util, self.slots, w.step_count + self.push)
 
         def both(lo: int, hi: int) -> None:
             i = where[(lo, hi)]
@@ -217,7 +227,7 @@ class EnvObservation:
     def _early_blocks(self, active: np.ndarray) -> EarlyBlocks:
         """The blocks of this step's observation and info that the kernel threads compute right after each
         range's interval (:class:`EarlyBlocks`)."""
-        return EarlyBlocks(self, active)
+        return EarlyBlocks(self, active, self._slot_features, self._rest_args)
 
     def _push_history(self, res: StepResult, active: np.ndarray) -> None:
         """Newest first: shift the link-utilisation history of the ``active`` copies by one interval."""

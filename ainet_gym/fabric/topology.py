@@ -559,6 +559,31 @@ def _nvlink_links(b: _Builder) -> tuple[np.ndarray, np.ndarray]:
     return nvl_up, nvl_down
 
 
+def _switch_levels(
+    b: _Builder, is_switch: np.ndarray, leaves: list[int]
+) -> tuple[dict[int, list[int]], np.ndarray]:
+    """The switch-to-switch adjacency and each node's level: leaves (and NVSwitches) 1, then hops away
+    from the nearest leaf (up-links go to a higher level); hosts 0."""
+    sw_adj: dict[int, list[int]] = {}
+    for u, v in zip(b.src, b.dst):
+        if is_switch[u] and is_switch[v]:
+            sw_adj.setdefault(u, []).append(v)
+    level = np.zeros(len(b.names), dtype=np.int64)
+    for n, hops in _hops(sw_adj, leaves).items():
+        level[n] = hops + 1
+    level[np.asarray([k == "nvswitch" for k in b.kinds], dtype=bool)] = 1
+    return sw_adj, level
+
+
+def _local_ranks(gpu_host: np.ndarray) -> np.ndarray:
+    """(GPUs,) each GPU's rank within its host, in GPU order (``[7, 7, 3, 7] -> [0, 1, 0, 2]``)."""
+    order = np.argsort(gpu_host, kind="stable")
+    first_of_host = np.searchsorted(gpu_host[order], gpu_host[order])
+    local = np.empty(gpu_host.size, dtype=np.int64)
+    local[order] = np.arange(gpu_host.size) - first_of_host
+    return local
+
+
 def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fabric:
     """Flatten a builder into a :class:`Fabric`: endpoint attachments, ECMP groups, hop bounds.
 
@@ -594,15 +619,7 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         else None
     )
 
-    # switch levels: leaves 1, then hops away from the nearest leaf (up-links go to a higher level)
-    sw_adj: dict[int, list[int]] = {}
-    for u, v in zip(b.src, b.dst):
-        if is_switch[u] and is_switch[v]:
-            sw_adj.setdefault(u, []).append(v)
-    level = np.zeros(len(names), dtype=np.int64)
-    for n, hops in _hops(sw_adj, leaves).items():
-        level[n] = hops + 1
-    level[np.asarray([k == "nvswitch" for k in kinds], dtype=bool)] = 1
+    sw_adj, level = _switch_levels(b, is_switch, leaves)
 
     if leaf_diameter is None:  # a graph: measure it, and check that every endpoint reaches every other
         leaf_diameter = _graph_leaf_diameter(b, sw_adj, leaves, endpoints, ep_uplinks)
@@ -617,10 +634,7 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
     link_group = _ecmp_groups(level, link_src, link_dst, is_switch)
 
     gpu_host = np.asarray(b.gpu_host, dtype=np.int64)
-    order = np.argsort(gpu_host, kind="stable")
-    first_of_host = np.searchsorted(gpu_host[order], gpu_host[order])
-    gpu_local = np.empty(n_gpus, dtype=np.int64)
-    gpu_local[order] = np.arange(n_gpus) - first_of_host
+    gpu_local = _local_ranks(gpu_host)
     nvl_up, nvl_down = _nvlink_links(b)
 
     return Fabric(

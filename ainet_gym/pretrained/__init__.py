@@ -7,7 +7,7 @@ with, the scenario and the exact command that trained it (``command``) and expor
 (:func:`ainet_gym.agents.imitate.fit_knn`: plain arrays, read with ``allow_pickle=False``) with the same
 record in its ``ainet_gym.json`` member (algorithm ``knn-imitation``, class, training seed, the commands
 that labelled and fitted it). ``ainet-gym evaluate SCENARIO --policies ...,pretrained`` evaluates the
-one of that scenario; ``agents/pretrained.py`` loads and exports them.
+one of that scenario; ``ainet_gym/agents/pretrained.py`` loads and exports them.
 """
 
 from __future__ import annotations

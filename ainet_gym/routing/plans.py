@@ -27,7 +27,7 @@ import numpy as np
 from ainet_gym.routing.policies import CONTROLS, get_policy
 
 if TYPE_CHECKING:
-    from ainet_gym.sim.world import FabricWorld, StepResult
+    from ainet_gym.routing.context import LastInterval, RoutingContext
 
 __all__ = ["CHOOSE_MODES", "PLANS", "plan_split", "plans_of_mode"]
 
@@ -65,7 +65,7 @@ def plans_of_mode(mode: str) -> tuple[str, tuple[str, ...]]:
 
 
 def plan_split(
-    world: FabricWorld, last: StepResult | None, choice: np.ndarray, plans: tuple[str, ...]
+    world: RoutingContext, last: LastInterval | None, choice: np.ndarray, plans: tuple[str, ...]
 ) -> np.ndarray:
     """The split (connections, max_paths) in which each instance ``b`` of the batch follows plan
     ``plans[choice[b]]``: every distinct chosen plan is computed once over the batch, and each

@@ -1,8 +1,10 @@
 """Routing policies at the engine level: each maps the world's state to a split of every connection.
 
 A policy is a callable ``policy(world, last) -> split`` where ``world`` is a
-:class:`~ainet_gym.sim.world.FabricWorld`, ``last`` the :class:`~ainet_gym.sim.world.StepResult` of the previous
-interval (None on the first) and ``split`` a ``(connections, max_paths)`` array. They serve
+:class:`~ainet_gym.routing.context.RoutingContext` (what routing reads of a
+:class:`~ainet_gym.sim.world.FabricWorld`; an env's is ``core.routing_context``), ``last`` the previous
+interval's result as a :class:`~ainet_gym.routing.context.LastInterval` (None on the first) and ``split`` a
+``(connections, max_paths)`` array. They serve
 :func:`ainet_gym.simulate` and, through the env's action space, the baseline agents.
 
 - ``ecmp``: static hashing of each connection (per QP) onto one candidate path.
@@ -46,7 +48,7 @@ from ainet_gym.arrays import safe_divide
 from ainet_gym.routing.split import spray_split
 
 if TYPE_CHECKING:
-    from ainet_gym.sim.world import FabricWorld, StepResult
+    from ainet_gym.routing.context import LastInterval, RoutingContext
 
 __all__ = [
     "CONTROLS",
@@ -65,19 +67,19 @@ __all__ = [
     "solo_lp_all",
 ]
 
-Policy = Callable[["FabricWorld", "StepResult | None"], np.ndarray]
+Policy = Callable[["RoutingContext", "LastInterval | None"], np.ndarray]
 
 
-def ecmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def ecmp(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     return world.default_split()
 
 
-def avoid_dead_paths(world: FabricWorld, split: np.ndarray) -> np.ndarray:
-    """Zero the share of paths through a failed link and renormalise (:meth:`FabricWorld.withdraw_dead`)."""
+def avoid_dead_paths(world: RoutingContext, split: np.ndarray) -> np.ndarray:
+    """Zero the share of paths through a failed link and renormalise (``world.withdraw_dead``)."""
     return world.withdraw_dead(split)
 
 
-def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+def _jobs_only(world: RoutingContext, split: np.ndarray) -> np.ndarray:
     """``split`` on the jobs' connections (action slots), static ECMP on every other connection."""
     out = world.default_split()
     ctrl = controlled_connections(world)
@@ -85,31 +87,31 @@ def _jobs_only(world: FabricWorld, split: np.ndarray) -> np.ndarray:
     return out
 
 
-def spray_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def spray_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Even split of every connection, background included, over its live candidate paths."""
     sim = world.sim
     assert sim is not None
     return avoid_dead_paths(world, spray_split(sim.conn_npaths, world.max_paths))
 
 
-def wcmp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def wcmp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Capacity-weighted ECMP of every connection, background included."""
     sim = world.sim
     assert sim is not None
     return world.wcmp(sim.capacity_bytes_per_s)  # withdraws paths through failed links itself
 
 
-def spray(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def spray(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Even split of the jobs' connections over their live paths; background on static ECMP."""
     return _jobs_only(world, spray_all(world, last))
 
 
-def wcmp(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def wcmp(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Capacity-weighted ECMP of the jobs' connections; background on static ECMP."""
     return _jobs_only(world, wcmp_all(world, last))
 
 
-def controlled_connections(world: FabricWorld, background: bool = False) -> np.ndarray:
+def controlled_connections(world: RoutingContext, background: bool = False) -> np.ndarray:
     """Mask (connections,) of the connections a policy of the class ``jobs`` routes: the jobs'
     connections (those the action slots of the ``split`` and ``path`` modes route; background sources
     follow static ECMP). ``background=True``: every connection (the class ``jobs+bg``)."""
@@ -120,7 +122,7 @@ def controlled_connections(world: FabricWorld, background: bool = False) -> np.n
     return ~sim.unit_bg[sim.conn_unit]
 
 
-def base_load(world: FabricWorld, last: StepResult, background: bool = False) -> np.ndarray:
+def base_load(world: RoutingContext, last: LastInterval, background: bool = False) -> np.ndarray:
     """Bytes (batch, links) of the last interval that the routed multi-path connections (the jobs',
     and with ``background`` the background's too) did not cause: the measured bytes minus their
     offered load under the split that ran (clipped at 0)."""
@@ -133,7 +135,7 @@ def base_load(world: FabricWorld, last: StepResult, background: bool = False) ->
     return np.maximum(last.link_bytes.reshape(-1) - own, 0.0).reshape(B, L)
 
 
-def offered_load(world: FabricWorld, split: np.ndarray, demand: np.ndarray) -> np.ndarray:
+def offered_load(world: RoutingContext, split: np.ndarray, demand: np.ndarray) -> np.ndarray:
     """Bytes (batch, links) that ``demand`` (connections,) bytes puts on each link when routed by
     ``split`` (connections, max_paths): every path of a connection carries its share on each of its
     links (a fluid offered load: no capacity limit, no queueing)."""
@@ -154,7 +156,7 @@ PLACE_TIE_RTOL = 1e-9
 
 
 def place_least_loaded(
-    world: FabricWorld,
+    world: RoutingContext,
     table: np.ndarray,
     demand: np.ndarray,
     allowed: np.ndarray,
@@ -198,8 +200,8 @@ def place_least_loaded(
 
 
 def greedy(
-    world: FabricWorld,
-    last: StepResult | None,
+    world: RoutingContext,
+    last: LastInterval | None,
     base: np.ndarray | None = None,
     background: bool = False,
 ) -> np.ndarray:
@@ -243,7 +245,7 @@ def greedy(
     return split
 
 
-def connection_demand(world: FabricWorld, background_on: bool | None = None) -> np.ndarray:
+def connection_demand(world: RoutingContext, background_on: bool | None = None) -> np.ndarray:
     """Bytes each connection offers in one interval (connections,): per-iteration bytes of its flows
     times the iterations an ideal job completes in the interval; background at its demand rate while
     it is scheduled on (``background_on=True``: as if every source were on, its nominal demand)."""
@@ -260,7 +262,7 @@ def connection_demand(world: FabricWorld, background_on: bool | None = None) -> 
     return np.bincount(sim.member_conn, weights=d, minlength=sim.n_conns)
 
 
-def _per_unit(world: FabricWorld, per_job: np.ndarray) -> np.ndarray:
+def _per_unit(world: RoutingContext, per_job: np.ndarray) -> np.ndarray:
     """Spread a (batch, job slots) array onto the flat units (inf where a unit is not a job)."""
     sim = world.sim
     assert sim is not None
@@ -270,7 +272,7 @@ def _per_unit(world: FabricWorld, per_job: np.ndarray) -> np.ndarray:
     return out
 
 
-def connection_peak_rate(world: FabricWorld) -> np.ndarray:
+def connection_peak_rate(world: RoutingContext) -> np.ndarray:
     """Rate each connection needs (bytes/s, (connections,)) while its job communicates, to finish the
     job's communication in its ideal (non-blocking) time; background at its demand rate if it is on.
 
@@ -290,7 +292,7 @@ def connection_peak_rate(world: FabricWorld) -> np.ndarray:
     return r
 
 
-def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
+def offered_utilization(world: RoutingContext, split: np.ndarray) -> np.ndarray:
     """Offered-load utilisation (batch, links) under ``split`` of the interval's peak demand
     (:func:`connection_peak_rate`: every job communicating at its ideal rate, background as scheduled)."""
     sim = world.sim
@@ -302,8 +304,8 @@ def offered_utilization(world: FabricWorld, split: np.ndarray) -> np.ndarray:
 
 
 def lp(
-    world: FabricWorld,
-    last: StepResult | None,
+    world: RoutingContext,
+    last: LastInterval | None,
     fixed_rate: np.ndarray | None = None,
     background: bool = False,
 ) -> np.ndarray:
@@ -458,17 +460,17 @@ def _solve_min_max(
     return out
 
 
-def greedy_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def greedy_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """:func:`greedy` over every multi-path connection, background included (``greedy+bg``)."""
     return greedy(world, last, background=True)
 
 
-def lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def lp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """:func:`lp` over every multi-path connection, background included (``lp+bg``)."""
     return lp(world, last, background=True)
 
 
-def solo_lp_all(world: FabricWorld, last: StepResult | None) -> np.ndarray:
+def solo_lp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """``solo-lp+bg``: the background sprayed evenly over its live paths (as ``spray+bg``), and each job
     routed by the min-max LP of :func:`min_max_split` *alone*, with the sprayed background and the
     single-path traffic as its fixed load: the routing under which each job, communicating on its own,
@@ -515,7 +517,7 @@ class PredictivePolicy:
         self.background = background
         self._routers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def __call__(self, world: FabricWorld, last: StepResult | None) -> np.ndarray:
+    def __call__(self, world: RoutingContext, last: LastInterval | None) -> np.ndarray:
         r = self._routers.get(world)
         if r is None:
             from ainet_gym.agents.predictive import PredictiveRouter

@@ -53,6 +53,14 @@ class LinkState:
         self.cap_factor[mask] = 1.0
         self._stale = True
 
+    def restore(self, fail_until: np.ndarray, cap_factor: np.ndarray) -> None:
+        """Set every instance's repair steps and capacity factors (a snapshot's), marking the cached
+        capacities stale."""
+        self.fail_until[:] = fail_until
+        self.cap_factor[:] = cap_factor
+        self._stale = True
+        self._repair_pending = bool((self.fail_until >= 0).any())
+
     def repair(self, step: np.ndarray, mask: np.ndarray) -> None:
         """Links whose repair step ``step`` (batch,) has come are up again, in the ``mask`` instances
         (no pass over the links while none is down)."""

@@ -91,12 +91,10 @@ class IntervalMeter:
         # steps 2.3x slower)
         self.tier_links = [np.flatnonzero(fabric.link_tier == i) for i in range(len(TIERS))]
         # the compiled backend's tables: the tiers' links as one CSR, the network links as a mask
-        self._tier_off = np.concatenate([[0], np.cumsum([ix.size for ix in self.tier_links])]).astype(
-            np.int64
-        )
-        self._tier_idx = np.concatenate(self.tier_links).astype(np.int64)
-        self._net_mask = np.ascontiguousarray(fabric.network_links, dtype=np.bool_)
-        self._gpu_uplinks = np.ascontiguousarray(fabric.gpu_uplinks, dtype=np.int64)
+        self.tier_off = np.concatenate([[0], np.cumsum([ix.size for ix in self.tier_links])]).astype(np.int64)
+        self.tier_idx = np.concatenate(self.tier_links).astype(np.int64)
+        self.net_mask = np.ascontiguousarray(fabric.network_links, dtype=np.bool_)
+        self.gpu_uplinks = np.ascontiguousarray(fabric.gpu_uplinks, dtype=np.int64)
 
     def measure(
         self,
@@ -441,7 +439,7 @@ class NumbaFigures:
         f64 = np.float64
         return (
             np.ascontiguousarray(m.link_bytes, dtype=f64), self.cap, np.ascontiguousarray(m.duration_s, dtype=f64),
-            me.network_links, me._net_mask, me._gpu_uplinks, me._tier_off, me._tier_idx, BYTES_PER_S_TO_GBPS,
+            me.network_links, me.net_mask, me.gpu_uplinks, me.tier_off, me.tier_idx, BYTES_PER_S_TO_GBPS,
             self.job_unit, sim.unit_ngpus, m.iterations, m.step_time_sum_s, m.comm_time_sum_s,
             m.active_time_s, m.compute_time_s, sim.state.time_s, sim.state.iter_start, sim.unit_compute, self.ideal_step_s,
             self.lu, self.maxu, self.tier_bytes, self.failed, self.thr, self.cap_copy,

@@ -308,6 +308,46 @@ class FabricWorld:
             dynamics_changed=bool(self.dynamics_changed),
         )
 
+    def _restore_source(self, snap: WorldSnapshot, source: Sequence[int] | np.ndarray | None) -> np.ndarray:
+        """(batch,) the snapshot instance each instance of this world takes (:meth:`restore`'s checks)."""
+        if not isinstance(snap, WorldSnapshot):
+            raise ValueError(f"restore: {type(snap).__name__} is not a WorldSnapshot")
+        if snap.scenario is not self.scenario and snap.scenario != self.scenario:
+            raise ValueError(
+                f"restore: the snapshot is of scenario {snap.scenario.name!r}, this world runs "
+                f"{self.scenario.name!r} (another scenario or other parameters)"
+            )
+        B = self.batch
+        if source is None:
+            if snap.batch != B:
+                raise ValueError(
+                    f"restore: the snapshot has {snap.batch} instances, this world {B}; pass source= (one "
+                    "snapshot instance per instance of this world)"
+                )
+            return np.arange(B)
+        src = np.asarray(source)
+        if src.shape != (B,) or src.dtype.kind not in "iu" or (src < 0).any() or (src >= snap.batch).any():
+            raise ValueError(
+                f"restore: source = {np.asarray(source).tolist()!r}: needs {B} integers in "
+                f"0..{snap.batch - 1} (the snapshot instance of each instance of this world)"
+            )
+        return src
+
+    def _units_unchanged(self) -> bool:
+        """Whether every instance's units (and slots) are the very objects the engine has stacked."""
+        sim = self.sim
+        assert sim is not None
+        for b in range(self.batch):
+            units, slots = self._units_of(b)
+            have = sim.units[b]
+            if (
+                slots != self._slot_units[b]
+                or len(have) != len(units)
+                or not all(map(operator.is_, have, units))
+            ):
+                return False
+        return True
+
     def restore(self, snap: WorldSnapshot, source: Sequence[int] | np.ndarray | None = None) -> None:
         """Put every instance back into the state of ``snap``: instance ``b`` takes the state of the
         snapshot's instance ``source[b]`` (default: ``b``, the snapshot of a world of the same batch).
@@ -324,33 +364,8 @@ class FabricWorld:
             If ``snap`` is of another scenario, or ``source`` does not give one instance of the
             snapshot per instance of this world.
         """
-        if not isinstance(snap, WorldSnapshot):
-            raise ValueError(f"restore: {type(snap).__name__} is not a WorldSnapshot")
-        if snap.scenario is not self.scenario and snap.scenario != self.scenario:
-            raise ValueError(
-                f"restore: the snapshot is of scenario {snap.scenario.name!r}, this world runs "
-                f"{self.scenario.name!r} (another scenario or other parameters)"
-            )
+        src = self._restore_source(snap, source)
         B = self.batch
-        if source is None:
-            if snap.batch != B:
-                raise ValueError(
-                    f"restore: the snapshot has {snap.batch} instances, this world {B}; pass source= (one "
-                    "snapshot instance per instance of this world)"
-                )
-            src = np.arange(B)
-        else:
-            src = np.asarray(source)
-            if (
-                src.shape != (B,)
-                or src.dtype.kind not in "iu"
-                or (src < 0).any()
-                or (src >= snap.batch).any()
-            ):
-                raise ValueError(
-                    f"restore: source = {np.asarray(source).tolist()!r}: needs {B} integers in "
-                    f"0..{snap.batch - 1} (the snapshot instance of each instance of this world)"
-                )
         if self.sim is None:
             self.reset([None] * B)  # builds the engine; its state is replaced below
         for b, s in enumerate(src.tolist()):
@@ -361,28 +376,10 @@ class FabricWorld:
         self.step_count[:] = snap.step_count[src]
         self.hash_seed[:] = snap.hash_seed[src]
         self.bg_offset[:] = snap.bg_offset[src]
-        links = self.links
-        links.fail_until[:] = snap.fail_until[src]
-        links.cap_factor[:] = snap.cap_factor[src]
-        links._stale = True
-        links._repair_pending = bool((links.fail_until >= 0).any())
+        self.links.restore(snap.fail_until[src], snap.cap_factor[src])
         self.jobs = [list(snap.jobs[s]) for s in src.tolist()]
         self.gpus = [list(snap.gpus[s]) for s in src.tolist()]
-        # the structure: restack only if the units differ from the engine's
-        sim = self.sim
-        assert sim is not None
-        same = True
-        for b in range(B):
-            units, slots = self._units_of(b)
-            have = sim.units[b]
-            if (
-                slots != self._slot_units[b]
-                or len(have) != len(units)
-                or not all(map(operator.is_, have, units))
-            ):
-                same = False
-                break
-        if not same:
+        if not self._units_unchanged():  # the structure: restack only if the units differ from the engine's
             self._rebuild()
         sim = self.sim
         assert sim is not None
@@ -391,7 +388,7 @@ class FabricWorld:
         local = np.arange(sim.n_units) - sim.inst_unit[inst]
         sim.restore_units(snap.units, snap.inst_unit[src[inst]] + local)
         sim.state.time_s[:] = snap.units.state.time_s[src]
-        sim.capacity_bytes_per_s = self._capacity_set = links.capacity_bytes_per_s()
+        sim.capacity_bytes_per_s = self._capacity_set = self.links.capacity_bytes_per_s()
         lo, hi = snap.inst_conn[src], snap.inst_conn[src + 1]
         rows = np.concatenate(
             [np.arange(a, z) for a, z in zip(lo.tolist(), hi.tolist())] or [np.zeros(0, int)]

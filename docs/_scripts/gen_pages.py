@@ -34,6 +34,7 @@ MORE_API = {
     "EnvCore": "ainet_gym.envs.env.EnvCore",
     "SB3VecEnv": "ainet_gym.envs.sb3_vec_env.SB3VecEnv",
     "RewardFn": "ainet_gym.envs.rewards.RewardFn",
+    "RoutingContext": "ainet_gym.routing.context.RoutingContext",
 }
 
 _pages: dict[str, str] = {}  # generated path (under docs/) -> Markdown

@@ -1,4 +1,4 @@
-"""The graph policy (agents/graph_policy.py): it runs through ``evaluate``, one set of weights acts on
+"""The graph policy (ainet_gym/agents/graph_policy.py): it runs through ``evaluate``, one set of weights acts on
 fabrics of different sizes with one output per WCMP knob link, and permuting the order of the links
 (or of the nodes) permutes its outputs the same way (the property that makes it size-free)."""
 

@@ -1,4 +1,4 @@
-"""The model-file rule (agents/model_files.py), one crafted payload per loader: a file or folder built to
+"""The model-file rule (ainet_gym/agents/model_files.py), one crafted payload per loader: a file or folder built to
 run a command when loaded (it would create a marker file) is refused with one line naming the path, and
 the marker never appears. SB3 zips: tests/agents/test_model_safety.py (the allowlist); here the others and the
 command line for each."""

@@ -1,4 +1,4 @@
-"""One output rule for every command that writes (agents/outputs.py): existing files and result folders
+"""One output rule for every command that writes (ainet_gym/agents/outputs.py): existing files and result folders
 are replaced only with --overwrite, the command's own input never; default folders are fresh per run.
 And every accepted input does what it says: an empty list or a negative budget is refused, one line."""
 

@@ -1,7 +1,7 @@
 """The examples in the package's docstrings run (``ainet_gym`` and ``ainet_gym.agents``).
 
 Modules are imported under their package names (``ainet_gym.agents.registry``, not the repository path
-``agents/registry.py``); a module whose optional extra is not installed (its import raises an ImportError
+``ainet_gym/agents/registry.py``); a module whose optional extra is not installed (its import raises an ImportError
 naming the extra, e.g. RLlib's ``ray``) is skipped with that reason.
 """
 

@@ -18,19 +18,14 @@ from hypothesis import strategies as st
 from ainet_gym.scenario import loader as scenario_mod
 from ainet_gym.scenario.loader import ScenarioError, fabric_size, load_scenario
 from ainet_gym.sim.simulate import simulate
+from tests._scenarios import spine_leaf_fabric
 
 
 def base() -> dict[str, Any]:
     """16 GPUs on 4 leaves x 2 spines, two ring jobs."""
     return {
         "name": "t",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 4,
-            "spines": 2,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 2,
-        },
+        "fabric": spine_leaf_fabric(4, 2, 2, 2),
         "workload": {
             "jobs": [
                 {

@@ -33,19 +33,14 @@ from ainet_gym.scenario.sections import (
     SCHEDULED_RULES,
     STORAGE_RULES,
 )
+from tests._scenarios import spine_leaf_fabric
 
 
 def base() -> dict:
     """A small valid scenario: spine-leaf, 4 leaves x 2 hosts x 8 GPUs = 64 GPUs."""
     return {
         "name": "t",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 4,
-            "spines": 2,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 8,
-        },
+        "fabric": spine_leaf_fabric(4, 2, 2, 8),
         "workload": {
             "jobs": [
                 {"name": "a", "gpus": 16, "collectives": [{"op": "allreduce", "bytes": 1.0e8}]},

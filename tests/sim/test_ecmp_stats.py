@@ -21,6 +21,7 @@ from ainet_gym.fabric.topology import build_fabric
 from ainet_gym.routing.split import ecmp_split
 from ainet_gym.sim.engine import BatchSim, compile_job
 from ainet_gym.sim.world import FabricWorld
+from tests._scenarios import LOSSLESS_400G, spine_leaf_fabric
 
 C = 400.0e9 / 8.0  # bytes/s of every NIC and uplink
 P_FALSE_ALARM = 1e-6  # per chi-square test
@@ -39,17 +40,7 @@ def two_leaf_scenario(n: int, qps: int = 1) -> dict:
     n connections leaf0 -> leaf1 and n back, each on its own NIC."""
     return {
         "name": f"bins{n}",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 2,
-            "spines": n,
-            "links_per_spine": 1,
-            "hosts_per_leaf": n,
-            "gpus_per_host": 1,
-            "nic_gbps": 400.0,
-            "uplink_gbps": 400.0,
-            "hop_latency_us": 0.0,
-        },
+        "fabric": spine_leaf_fabric(2, n, n, **LOSSLESS_400G),
         "workload": {
             "jobs": [
                 {

@@ -23,6 +23,7 @@ import ainet_gym
 from ainet_gym.fabric.topology import TIERS
 from ainet_gym.routing.policies import get_policy
 from ainet_gym.sim.world import FabricWorld
+from tests._scenarios import LOSSLESS_400G, spine_leaf_fabric
 
 RTOL = 1e-6
 C = 400.0e9 / 8.0  # bytes/s
@@ -39,17 +40,7 @@ def two_leaf_one_spine(jobs: list[dict], interval_ms: float) -> dict:
     across."""
     return {
         "name": "maxmin",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 2,
-            "spines": 1,
-            "links_per_spine": 1,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 1,
-            "nic_gbps": 400.0,
-            "uplink_gbps": 400.0,
-            "hop_latency_us": 0.0,
-        },
+        "fabric": spine_leaf_fabric(2, 1, 2, **LOSSLESS_400G),
         "workload": {"jobs": jobs},
         "dynamics": {"decision_interval_ms": interval_ms},
     }
@@ -159,17 +150,7 @@ def leaf_spine_failure(direction_only: bool = False) -> dict:
     leaf0-spine0 fails (both directions) at step 0."""
     d = {
         "name": "linkfail",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": 2,
-            "spines": 2,
-            "links_per_spine": 1,
-            "hosts_per_leaf": 2,
-            "gpus_per_host": 1,
-            "nic_gbps": 400.0,
-            "uplink_gbps": 400.0,
-            "hop_latency_us": 0.0,
-        },
+        "fabric": spine_leaf_fabric(2, 2, 2, **LOSSLESS_400G),
         "workload": {
             "jobs": [
                 {

@@ -29,8 +29,7 @@ Adding an agent: write a class with the attributes and methods of :class:`Agent`
         def reset(self, core): ...
 
         def act(self, core, obs):
-            sim = core.world.sim
-            split = np.zeros((sim.n_conns, core.P))
+            split = np.zeros((core.candidate_paths.shape[0], core.P))  # (connections, max paths)
             split[:, 0] = 1.0
             return split
 

@@ -422,7 +422,7 @@ class GraphPolicyAgent:
         from ainet_gym.routing.policies import avoid_dead_paths
 
         split = core.decode(core.validate(self.weights(core, obs)))
-        return avoid_dead_paths(core.world, split) if self.avoid_dead else split
+        return avoid_dead_paths(core.routing_context, split) if self.avoid_dead else split
 
 
 register_agent(

@@ -1,6 +1,6 @@
 """``ainet-gym evaluate``: every policy on the same seeds, one table, one CSV/JSON, one figure.
 
-Baselines act at the engine level (``core.step_split(get_policy(name)(core.world, core.last_result))``),
+Baselines act at the engine level (``core.step_split(get_policy(name)(core.routing_context, core.last_result))``),
 learned agents through their action space (``core.step(model.predict(obs))``); both on
 :class:`~ainet_gym.envs.env.EnvCore` with the same scenario, episode seeds and episode length. All episodes of
 a policy run as one batch (one instance per (seed, episode)).
@@ -184,7 +184,7 @@ def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
     t0 = time.time()
     obs, _ = core.reset(list(seeds))
     agent.reset(core)
-    T, B, J = core.episode_steps, core.batch, core.world.n_job_slots
+    T, B, J = core.episode_steps, core.batch, core.ideal_step_s.shape[1]
     gpu = np.zeros((B, T))
     mlu = np.zeros((B, T))
     col = np.zeros((B, T))

@@ -360,7 +360,7 @@ class PredictiveAgent:
 
     def check(self, core: EnvCore) -> None:
         self.model = fitted(core, self.cfg, self.background)
-        if self.model.tiers.shape[0] != core.world.fabric.n_links:
+        if self.model.tiers.shape[0] != core.link_capacity_bytes_per_s.shape[1]:
             raise ValueError(f"{self.name}: the forecaster was fitted on another fabric")
 
     def reset(self, core: EnvCore) -> None:

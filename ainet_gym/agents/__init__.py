@@ -14,13 +14,6 @@ stable-baselines3 is imported lazily: the baselines and the evaluation of baseli
 ``rl`` extra.
 """
 
-if __name__ == "agents":  # the repository folder imported as a top-level package (0.1's import path)
-    raise ImportError(
-        "the agents package is ainet_gym.agents since ainet-gym 0.2: use `from ainet_gym.agents.registry import ...`"
-        " and `python -m ainet_gym.agents.<module>` (see CHANGELOG.md)"
-    )
-
-
 from ainet_gym.agents.registry import AGENTS, Agent, available_policies, make_agent, register_agent
 
 __all__ = ["AGENTS", "Agent", "available_policies", "make_agent", "register_agent"]

@@ -360,7 +360,7 @@ class TwinAgent:
         self._t += 1
         sim = core.world.sim
         assert sim is not None
-        pure = {name: pol(core.world, core.last_result) for name, pol in self._pure.items()}
+        pure = {name: pol(core.routing_context, core.last_result) for name, pol in self._pure.items()}
         split = np.empty((sim.n_conns, core.P))
         bounds = conn_bounds(core)
         for b, choice in enumerate(self._choice):

@@ -141,7 +141,7 @@ def controls(policy: str, action_mode: str | None = None) -> str:
 
 def engine_split(name: str, core: EnvCore) -> np.ndarray:
     """The engine-level split ``(connections, max_paths)`` of baseline ``name`` in the core's state."""
-    return get_policy(name)(core.world, core.last_result)
+    return get_policy(name)(core.routing_context, core.last_result)
 
 
 def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
@@ -170,7 +170,7 @@ def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
     rows = np.arange(B)[:, None]
     table = np.where(ctrl[rows, order], sc[rows, order], -1)  # (B, S) connections in placement order
     allowed = (split > 1e-12) & (np.arange(P)[None, :] < core.n_paths[:, None])
-    best = place_least_loaded(core.world, table, d, allowed, load, inv_cap)
+    best = place_least_loaded(core.routing_context, table, d, allowed, load, inv_cap)
     return np.where(ctrl, best[sc], 0)
 
 
@@ -192,7 +192,7 @@ def _nearest_plan(core: EnvCore, split: np.ndarray, policy: str | None) -> np.nd
     split is closest to ``split`` (L1 over the connections the mode routes; ties: the lower index)."""
     if policy in core.plans:
         return np.full(core.batch, core.plans.index(policy), dtype=np.int64)
-    w = core.world
+    w = core.routing_context
     sim = w.sim
     assert sim is not None
     routed = controlled_connections(w) if core.plan_class == "jobs" else np.ones(sim.n_conns, dtype=bool)
