@@ -49,6 +49,11 @@ What is measured
    incremental kernel only, the full re-solve per event only and the switch between them
    (``BatchSim.lazy_switch``): CPU s per interval, the median of 5 runs that take the three in turn, the
    three compared to 1e-9, and the flows each incremental solve touches as a share of the active flows.
+7. **MoE.** The rows of the MoE scenario family on their own (``--sections moe``, a few minutes): one
+   48-interval episode of ``moe-3d-1024-spine-leaf`` from reset (static ECMP, exact event mode: the
+   episode's wall time, its slowest interval and its events), and the env steps/s of
+   ``moe-3d-256-spine-leaf`` (the scenario of ``ainet_gym/MoE-v0``), single env and vector env at B = 1
+   and 16, timed in turns, each vector row also as a ratio to the single env of the same run.
 
 Large scenarios: a shipped scenario with the wanted number of GPUs is used when one exists; otherwise
 :func:`cluster_scenario` builds one (a 2:1 spine-leaf of 8-GPU hosts running 8 data-parallel ring
@@ -93,6 +98,7 @@ from ainet_gym.bench.sections import (
     bench_batching,
     bench_construction,
     bench_env,
+    bench_moe,
     bench_scaling,
     bench_startup,
     bench_switch,
@@ -116,6 +122,7 @@ __all__ = [
     "bench_construction",
     "bench_env",
     "bench_main",
+    "bench_moe",
     "bench_scaling",
     "bench_startup",
     "bench_switch",
@@ -213,6 +220,8 @@ def run_bench(
             results["scaling"] = bench_scaling(cfg, bar)
         if "switch" in cfg.sections:
             results["switch"] = bench_switch(cfg, bar)
+        if "moe" in cfg.sections:
+            results["moe"] = bench_moe(cfg, bar)
     finally:
         bar.close()
     results["targets"] = evaluate_targets(results)

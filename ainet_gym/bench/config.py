@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 EXACT_RTOL = 1e-9
-SECTIONS = ("allocator", "batching", "env", "construction", "startup", "scaling", "switch")
+SECTIONS = ("allocator", "batching", "env", "construction", "startup", "scaling", "switch", "moe")
 #: the scenario of a GPU-count target, where the issue names one (else any measured scenario of that size)
 TARGET_SCENARIOS = {1024: "fat-tree-k16-data-parallel"}
 TARGET_1024_SCENARIO = TARGET_SCENARIOS[1024]
@@ -40,7 +40,6 @@ class BenchConfig:
         (1024, (1, 16, 64)),
         (4096, (1, 16, 64)),
         (16384, (1, 16)),
-        ("moe-3d-256-spine-leaf", (1, 16)),
     )
     #: simulation backends of the environment section, side by side (the first is the headline one).
     env_backends: tuple[str, ...] = ("numba", "numpy")
@@ -71,10 +70,14 @@ class BenchConfig:
     #: the lazy incremental kernel's least flows per instance in the first exact-event run (the second runs
     #: the full re-solve per event, -1)
     slowest_incremental_min_flows: int = 0
-    #: MoE episodes timed whole (48 intervals from reset, exact event mode): the 1,024-GPU member of the
-    #: family must take under a minute
+    #: the moe section: MoE episodes timed whole (48 intervals from reset, exact event mode; the 1,024-GPU
+    #: member of the family must take under a minute) ...
     moe_episodes: tuple[str, ...] = ("moe-3d-1024-spine-leaf",)
     moe_episode_steps: int = 48
+    #: ... and the env steps/s of a MoE scenario (the env id's, ``ainet_gym/MoE-v0``): the single env and
+    #: the vector env at these batch sizes, timed in turns as the environment section does (``x single``:
+    #: the vector env against the single env of the same run)
+    moe_env: tuple[str, tuple[int, ...]] = ("moe-3d-256-spine-leaf", (1, 16))
     #: the switch section: intervals 1..switch_intervals from reset of 8 AllToAll x 128 GPUs (exact event mode)
     #: on the lazy kernel only, the full re-solve only and the switch, the median of switch_runs interleaved
     #: runs (0: not run; the issue asks for 5, as this machine moves a ratio by up to 1.6x between runs)

@@ -1,5 +1,5 @@
 """The measured sections of the bench (allocator, batching, environments, construction, start-up,
-scaling), with the machine information, the calibration and the timing helpers they share."""
+scaling, switch, MoE), with the machine information, the calibration and the timing helpers they share."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -755,12 +756,6 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
             )  # fmt: skip
             gc.collect()
             progress.done()
-    moe = []
-    for name in cfg.moe_episodes:
-        progress.start(f"scaling: {name}, {cfg.moe_episode_steps} intervals")
-        moe.append(_episode(name, cfg.moe_episode_steps))
-        gc.collect()
-        progress.done()
     ms = [r["interval_ms"] for r in size_rows]
     tr_x = [r["transfers"] for r in tr_rows]
     tr_y = [r["interval_ms"] for r in tr_rows]
@@ -774,7 +769,6 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         "exponent_vs_transfers_last_two": _fit_exponent(tr_x[-2:], tr_y[-2:]),
         "jobs": job_rows,
         "slowest": slowest,
-        "moe_episodes": moe,
         "exponent_vs_jobs": _fit_exponent(
             [r["jobs"] for r in job_rows], [r["interval_ms"] for r in job_rows]
         ),
@@ -797,10 +791,29 @@ def n_tasks(cfg: BenchConfig) -> int:
     if "scaling" in s:
         n += len(cfg.scaling_gpus) + len(cfg.transfers_job_gpus) + len(cfg.scaling_jobs)
         n += 4 if cfg.slowest_intervals else 0
-        n += len(cfg.moe_episodes)
     if "switch" in s and cfg.switch_runs and cfg.switch_intervals:
         n += 1
+    if "moe" in s:
+        n += len(cfg.moe_episodes) + (1 + len(cfg.moe_env[1])) * len(cfg.env_backends)
     return n
+
+
+def bench_moe(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
+    """Section 7: the MoE family's rows on their own, without the long environment and scaling sections.
+
+    ``episodes``: each of ``cfg.moe_episodes`` timed whole from reset (:func:`_episode`: static ECMP, exact
+    event mode, ``cfg.moe_episode_steps`` intervals, the slowest of them and the events); ``env``: the rows
+    of :func:`bench_env` for the scenario of ``cfg.moe_env`` alone (its single env and its vector envs,
+    timed in turns, each vector row with ``x single``, its rate against that single env's in the same run).
+    """
+    episodes = []
+    for name in cfg.moe_episodes:
+        progress.start(f"moe: {name}, {cfg.moe_episode_steps} intervals")
+        episodes.append(_episode(name, cfg.moe_episode_steps))
+        gc.collect()
+        progress.done()
+    env = bench_env(replace(cfg, env_sizes=(cfg.moe_env,)), progress)
+    return {"episodes": episodes, "env": env}
 
 
 #: the three ways a lazy-kernel instance may allocate in exact event mode (:func:`bench_switch`): the lazy

@@ -226,10 +226,22 @@ def test_every_bench_section_runs_without_error_rows(tmp_path):
         scaling_jobs=(8,),
         switch_runs=2,
         switch_intervals=2,
+        moe_episodes=("moe-alltoall-skewed",),
+        moe_episode_steps=2,
+        moe_env=("moe-alltoall-skewed", (16,)),
     )
     res = run_bench(cfg, out=tmp_path, progress=False, command="pytest")
     assert not _error_rows(res), _error_rows(res)
-    assert {"allocator", "batching", "env", "construction", "startup", "scaling", "switch"} <= set(res)
+    assert {"allocator", "batching", "env", "construction", "startup", "scaling", "switch", "moe"} <= set(res)
+    (ep,) = res["moe"]["episodes"]  # the MoE section alone: its episode and its env rows, nothing else
+    assert ep["scenario"] == "moe-alltoall-skewed" and ep["steps"] == 2 and ep["events"] > 0
+    assert 0 < ep["slowest_interval_s"] <= ep["episode_s"]
+    assert {(r["scenario"], r["env"], r["batch"]) for r in res["moe"]["env"] if r["backend"] == "numba"} == {
+        ("moe-alltoall-skewed", "single", 1), ("moe-alltoall-skewed", "vector", 16)
+    }  # fmt: skip
+    assert all(r["scenario"] != "moe-alltoall-skewed" for r in res["env"])
+    moe_targets = [t for t in res["targets"] if "moe-alltoall-skewed" in t["target"]]
+    assert [t["target"].split(",")[0] for t in moe_targets] == ["MoE episode", "env steps/s"]
     sw = res["switch"]  # three modes, two runs each, exact to one another
     assert set(sw["median_cpu_s"]) == {"lazy only", "full only", "switch"}
     assert all(len(v) == 2 and len(sw["cpu_s"][k]) == 2 for k, v in sw["median_cpu_s"].items())
@@ -247,6 +259,7 @@ def test_every_bench_section_runs_without_error_rows(tmp_path):
     report = format_report(res)
     assert "calibration:" in report and "Start-up" in report and "ERROR" not in report
     assert "switch / better of lazy-only and full-only" in report
+    assert "7. MoE" in report and "moe-alltoall-skewed: 2 intervals in" in report
 
 
 def test_env_timer_counts_only_the_copies_that_ran_their_interval(monkeypatch):
