@@ -1536,7 +1536,10 @@ def repair_departures(
         while qi < qn:  # the flows on each changed link: a witness, or re-filled (its links changed)
             lk = q[qi]
             qi += 1
-            if not capacity[lo + lk] < inf:  # (no flow's bottleneck)
+            c = capacity[lo + lk]
+            if not (
+                c < inf and c - load[lk] <= tol * c
+            ):  # not saturated before the event: no flow's bottleneck
                 continue
             for x in range(off[lk], off[lk + 1]):
                 g = adj[x]
