@@ -103,8 +103,10 @@ REPAIR_RTOL = 1e-12
 #: of :func:`run_interval_lazy`'s ``rep_on``
 REPAIR_DEPARTURES = True
 #: a departure repair gives up (and the solve re-fills every flow at or above the restart level) once the
-#: flows it would re-fill exceed this share of those the restart rule would re-fill
-REPAIR_MAX_SHARE = 0.5
+#: flows it would re-fill exceed this share of those the restart rule would re-fill (a declined repair's
+#: scans are lost: on 8 AllToAll x 128 GPUs interval 5 ran 0.93x the time without the repair at 0.25,
+#: 0.95x at 0.1 and 1.01-1.03x at 0.5, intervals 3-4 the same at all three; docs/engine-alltoall.md)
+REPAIR_MAX_SHARE = 0.25
 #: a re-filled flow without a bottleneck after a repair's fill (a kept flow above it on each saturated link
 #: it crosses) puts those kept flows in the re-fill, and the repair fills again, at most this many times
 REPAIR_MAX_ROUNDS = 4
@@ -1497,7 +1499,8 @@ def repair_departures(
     old one: unchanged). A flow on a changed link keeps its rate when it is at its demand or has a witness:
     an unchanged link with ``rp.sat`` >= 0 (saturated, no flow above that level) at which its level is that
     level; otherwise it is re-filled, its links become changed, and the flows on them are checked again
-    (a witness may have become changed). When no flow is left without one, the re-filled flows are filled
+    (a witness may have become changed). Only the changed links that were saturated before the event are
+    scanned: no other is a flow's bottleneck, and a flow whose bottleneck changed is found on that link. When no flow is left without one, the re-filled flows are filled
     (:func:`fill_levels`) on what the others leave, and each must then be at its demand or at the largest
     level of a saturated link it crosses (its flows scanned through ``rp.adj_*``). A re-filled flow that is
     not has a kept flow above it on every saturated link it crosses; in the max-min allocation those come

@@ -171,7 +171,9 @@ def test_incremental_solves_refill_few_flows_on_an_alltoall(monkeypatch):
     solves_off, touched_off, active_off, without = _alltoall_refills(3)
     assert solves > 100 and (solves, active) == (solves_off, active_off)
     assert touched_off < active  # a restart never re-fills more than the active flows, and here far fewer
-    assert touched < 0.75 * touched_off  # (28,951 against 45,579 when written)
+    assert (
+        touched < 0.95 * touched_off
+    )  # (41,225 against 45,579 when written; 28,951 at REPAIR_MAX_SHARE 0.5)
     for a, b in zip(with_repair, without, strict=True):
         assert rel_diff(a, b) <= RTOL
 
@@ -551,14 +553,15 @@ def test_departure_repair_refills_a_kept_flow_that_outranks_a_refilled_one():
     # l not saturated. d leaves: g loses its bottleneck and is re-filled on what h leaves at l (4), but h is
     # above it there, so g has no bottleneck: h must come down, so the repair fills again with h, and with k
     # (h's link W changed): max-min g = h = 5 at l, k = 7. Without the check after the fill, g = 4 and h = 6.
-    # Six more flows share a link X (60) apart: above the restart level, so the restart rule counts them
+    # 16 more flows share a link X (160) apart: above the restart level, so the restart rule counts them
     # (the repair re-fills at most REPAIR_MAX_SHARE of what it would)
-    cap = np.array([5.0, 10.0, 12.0, 60.0])
-    inc = np.zeros((10, 4))
-    for f, links in enumerate([[0], [0, 1], [1, 2], [2], *[[3]] * 6]):
+    cap = np.array([5.0, 10.0, 12.0, 160.0])
+    inc = np.zeros((20, 4))
+    for f, links in enumerate([[0], [0, 1], [1, 2], [2], *[[3]] * 16]):
         inc[f, links] = 1.0
-    events = [(np.arange(0), np.arange(10)), ([0], [])]
-    (r0, _, _), (r1, n_re, repaired) = _drive(cap, inc, np.full(10, np.inf), events, True)
-    np.testing.assert_allclose(r0, [2.5, 2.5, 6.0, 6.0] + [10.0] * 6, rtol=1e-12)
-    np.testing.assert_allclose(r1, [0.0, 5.0, 5.0, 7.0] + [10.0] * 6, rtol=1e-12)
+    assert 3 <= int(kernels.REPAIR_MAX_SHARE * 20)
+    events = [(np.arange(0), np.arange(20)), ([0], [])]
+    (r0, _, _), (r1, n_re, repaired) = _drive(cap, inc, np.full(20, np.inf), events, True)
+    np.testing.assert_allclose(r0, [2.5, 2.5, 6.0, 6.0] + [10.0] * 16, rtol=1e-12)
+    np.testing.assert_allclose(r1, [0.0, 5.0, 5.0, 7.0] + [10.0] * 16, rtol=1e-12)
     assert repaired and n_re == 3
