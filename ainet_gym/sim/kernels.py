@@ -61,6 +61,7 @@ __all__ = [
     "MIN_SEGMENTS_PER_RANGE",
     "RANGES_PER_THREAD",
     "FillScratch",
+    "RepairScratch",
     "batch_ranges",
     "block_sum",
     "fill_levels",
@@ -70,6 +71,8 @@ __all__ = [
     "kernel_threads",
     "lazy_instance",
     "merge_range",
+    "repair_departures",
+    "repair_scratch",
     "resolve_incremental",
     "run_interval_lazy",
     "run_interval_numba",
@@ -89,6 +92,24 @@ N_STATS = 15
 RESTART_MARGIN = 1e-9
 #: a full fill (every active flow; the link loads computed anew) after this many incremental solves
 FULL_FILL_EVERY = 256
+#: the departure repair (:func:`repair_departures`, docs/engine-alltoall.md): a link counts as saturated when
+#: its residual capacity is at most this share of its capacity, and a flow is at the largest level on a link
+#: (or at its demand) when its level is at least that level (its demand) times ``1 - REPAIR_RTOL``: the
+#: round-off of the fills' sums, far below the backends' 1e-9 contract
+REPAIR_RTOL = 1e-12
+#: whether the lazy kernel repairs an event at which flows only left (:func:`repair_departures`: re-fill
+#: only the flows that lost every bottleneck, checked against the max-min bottleneck condition) before it
+#: re-fills every flow at or above the restart level. Exact either way (docs/engine-alltoall.md); the default
+#: of :func:`run_interval_lazy`'s ``rep_on``
+REPAIR_DEPARTURES = True
+#: a departure repair gives up (and the solve re-fills every flow at or above the restart level) once the
+#: flows it would re-fill exceed this share of those the restart rule would re-fill (a declined repair's
+#: scans are lost: on 8 AllToAll x 128 GPUs interval 5 ran 0.93x the time without the repair at 0.25,
+#: 0.95x at 0.1 and 1.01-1.03x at 0.5, intervals 3-4 the same at all three; docs/engine-alltoall.md)
+REPAIR_MAX_SHARE = 0.25
+#: a re-filled flow without a bottleneck after a repair's fill (a kept flow above it on each saturated link
+#: it crosses) puts those kept flows in the re-fill, and the repair fills again, at most this many times
+REPAIR_MAX_ROUNDS = 4
 #: an incremental solve whose component rule (re-fill only the connected components of the changed flows)
 #: kept no flow out of the re-fill skips the rule (its union-find over every flow above the restart level)
 #: for the next 1, 2, 4, ... solves, at most this many, and re-fills every flow above the level meanwhile
@@ -1407,12 +1428,269 @@ def _heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
     return n
 
 
+class RepairScratch(NamedTuple):
+    """State and scratch of :func:`repair_departures` for one instance of the lazy kernel
+    (:func:`repair_scratch`). ``sat`` is kept from solve to solve: where it is >= 0, the link is saturated
+    and no active flow on it has a level above ``sat`` (so a flow on it at that level has the link as a
+    bottleneck); -1: not known saturated. Every solve of :func:`resolve_incremental` keeps that true: a fill
+    sets it on the saturated links of the flows it filled (the largest level among them: the other flows on
+    such a link are below the restart level, so lower), and -1 on the other links of those flows and of the
+    departed ones; the links no solve touched keep their flows and rates."""
+
+    sat: np.ndarray  # (links,) float64 the largest level on a saturated link, -1: not known saturated
+    lmax: np.ndarray  # (links,) float64 the largest level of the active flows on a link (a repair's scan)
+    lstamp: np.ndarray  # (links,) int64 the repair whose scan lmax holds
+    adj_off: np.ndarray  # (links+1,) int64 CSR offsets of each link's flows (every flow of the instance)
+    adj_flow: np.ndarray  # (entries,) int64 the flows on each link
+    fmark: np.ndarray  # (flows,) int64 the repair that re-fills the flow
+    queue: np.ndarray  # (links,) int64 the links a repair changed, in the order it found them
+
+
+@njit(cache=True, nogil=True)
+def repair_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (callable from Python too)
+    """A :class:`RepairScratch` for instances of at most these many links and entries, flows indexed by
+    global id below ``n_flows``."""
+    i64 = np.int64
+    return RepairScratch(
+        np.full(n_links, -1.0), np.empty(n_links), np.full(n_links, -1, dtype=i64), np.zeros(n_links + 1, dtype=i64),
+        np.empty(max(n_entries, 1), dtype=i64), np.full(n_flows, -1, dtype=i64), np.empty(n_links, dtype=i64),
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cover - compiled
+    """The link-major index of the entries of flows ``f0:f1`` (active or not) into ``rp.adj_off`` /
+    ``rp.adj_flow`` (links ``lo .. lo + n_links``); the entries indexed. O(entries)."""
+    off = rp.adj_off
+    cur = rp.queue
+    for j in range(n_links + 1):
+        off[j] = 0
+    for f in range(f0, f1):
+        for e in range(fe_lo[f], fe_hi[f]):
+            off[e_link[e] - lo + 1] += 1
+    for j in range(n_links):
+        off[j + 1] += off[j]
+        cur[j] = off[j]
+    for f in range(f0, f1):
+        for e in range(fe_lo[f], fe_hi[f]):
+            j = e_link[e] - lo
+            rp.adj_flow[cur[j]] = f
+            cur[j] += 1
+    return off[n_links]
+
+
+@njit(cache=True, nogil=True)
+def repair_departures(
+    act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, weight, resid, rstamp, load,
+    rstate, refill, old_rate, out_flow, out_level, fs, rp, limit,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The max-min rates after an event at which flows only left (``gone[:n_gone]``), by re-filling only the
+    flows that lost every bottleneck, if they are at most ``limit``; ``(n_r, work)`` with ``n_r`` the flows
+    re-filled (``refill[:n_r]``, previous rates ``old_rate[:n_r]``, new freeze order ``out_flow[:n_r]`` /
+    ``out_level[:n_r]``), or ``n_r = -1``: declined, ``rate``, ``load`` and ``rp.sat`` as they were (the
+    caller re-fills from the restart level). ``rstate[3]`` (the solve's stamp) is advanced; ``rp.fmark ==
+    rstate[3]`` marks the re-filled flows; ``rstate[11]`` / ``rstate[12]`` count the repairs made / declined.
+
+    Exact by the bottleneck characterisation of max-min fairness (Bertsekas and Gallager, Data Networks,
+    section 6.5.2, with coefficients and demands): a feasible allocation is THE max-min fair one iff every
+    flow is at its demand or crosses a saturated link on which no flow has a higher level. The old rates
+    were max-min fair for the old flows. A link is *changed* when a departed or a re-filled flow crosses
+    it; the others keep their flows and loads. A flow that crosses no changed link keeps a bottleneck (its
+    old one: unchanged). A flow on a changed link keeps its rate when it is at its demand or has a witness:
+    an unchanged link with ``rp.sat`` >= 0 (saturated, no flow above that level) at which its level is that
+    level; otherwise it is re-filled, its links become changed, and the flows on them are checked again
+    (a witness may have become changed). Only the changed links that were saturated before the event are
+    scanned: no other is a flow's bottleneck, and a flow whose bottleneck changed is found on that link. When no flow is left without one, the re-filled flows are filled
+    (:func:`fill_levels`) on what the others leave, and each must then be at its demand or at the largest
+    level of a saturated link it crosses (its flows scanned through ``rp.adj_*``). A re-filled flow that is
+    not has a kept flow above it on every saturated link it crosses; in the max-min allocation those come
+    down, so they join the re-fill (their links changed, the flows on them checked again) and the repair
+    fills again from the old rates, at most :data:`REPAIR_MAX_ROUNDS` times (then, or when no flow is
+    found to add, it declines). Comparisons allow :data:`REPAIR_RTOL` (round-off). On an AllToAll whose flows tie
+    at one level, bottlenecked at both NICs, a completion at that level changes nothing: every flow of the
+    departed flow's NICs has a witness at its other NIC.
+    """
+    inf = np.inf
+    tol = REPAIR_RTOL
+    q = rp.queue
+    off = rp.adj_off
+    adj = rp.adj_flow
+    sat = rp.sat
+    fmark = rp.fmark
+    lmax = rp.lmax
+    lstamp = rp.lstamp
+    rstate[3] += 1
+    tick = rstate[3]
+    qn = 0
+    work = 0
+    for k in range(n_gone):  # the departed flows' links are changed
+        f = gone[k]
+        work += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if rstamp[lk] != tick:
+                rstamp[lk] = tick
+                q[qn] = lk
+                qn += 1
+    n_r = 0
+    qi = 0
+    ltick = -1
+    for rnd in range(REPAIR_MAX_ROUNDS + 1):
+        while qi < qn:  # the flows on each changed link: a witness, or re-filled (its links changed)
+            lk = q[qi]
+            qi += 1
+            c = capacity[lo + lk]
+            if not (
+                c < inf and c - load[lk] <= tol * c
+            ):  # not saturated before the event: no flow's bottleneck
+                continue
+            for x in range(off[lk], off[lk + 1]):
+                g = adj[x]
+                work += 1
+                if not act[g] or fmark[g] == tick:
+                    continue
+                r = rate[g]
+                ok = r >= dcap[g] * (1.0 - tol)
+                if not ok:
+                    lv = r / weight[g]
+                    for e in range(fe_lo[g], fe_hi[g]):
+                        l2 = e_link[e] - lo
+                        if rstamp[l2] == tick:
+                            continue
+                        s2 = sat[l2]
+                        if s2 >= 0.0 and lv >= s2 * (1.0 - tol):
+                            ok = True
+                            break
+                    work += fe_hi[g] - fe_lo[g]
+                if ok:
+                    continue
+                if n_r >= limit:
+                    rstate[12] += 1
+                    return -1, work
+                fmark[g] = tick
+                refill[n_r] = g
+                old_rate[n_r] = r
+                n_r += 1
+                for e in range(fe_lo[g], fe_hi[g]):
+                    l2 = e_link[e] - lo
+                    if rstamp[l2] != tick:
+                        rstamp[l2] = tick
+                        q[qn] = l2
+                        qn += 1
+        if n_r == 0:
+            break
+        # the re-filled flows on what the others leave: the changed links' capacity less their loads, plus
+        # what the departed and re-filled flows used
+        for k in range(qn):
+            lk = q[k]
+            c = capacity[lo + lk]
+            resid[lk] = c - load[lk] if c < inf else inf
+        for k in range(n_gone + n_r):
+            f = gone[k] if k < n_gone else refill[k - n_gone]
+            r = rate[f] if k < n_gone else old_rate[k - n_gone]
+            work += fe_hi[f] - fe_lo[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                use = e_coef[e] * r
+                if np.isfinite(use):
+                    resid[e_link[e] - lo] += use
+        work += fill_levels(refill, n_r, fe_lo, fe_hi, e_link, e_coef, weight, dcap, resid, rate, out_flow,
+                            out_level, fs, rstate[4], lo)  # fmt: skip
+        rstate[4] += 1
+        ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
+        for k in range(qn):  # the largest level on each saturated changed link (every flow on it scanned)
+            lk = q[k]
+            c = capacity[lo + lk]
+            if c < inf and resid[lk] <= tol * c:
+                m = -inf
+                for x in range(off[lk], off[lk + 1]):
+                    g = adj[x]
+                    if act[g]:
+                        lv = rate[g] / weight[g]
+                        if lv > m:
+                            m = lv
+                work += off[lk + 1] - off[lk]
+                lmax[lk] = m
+                lstamp[lk] = ltick
+        n_bad = 0
+        n_r0 = n_r
+        for k in range(
+            n_r0
+        ):  # every re-filled flow at its demand or at the largest level of a saturated link
+            g = refill[k]
+            r = rate[g]
+            work += fe_hi[g] - fe_lo[g]
+            if r >= dcap[g] * (1.0 - tol):
+                continue
+            lv = r / weight[g]
+            ok = False
+            for e in range(fe_lo[g], fe_hi[g]):
+                l2 = e_link[e] - lo
+                if lstamp[l2] == ltick and lv >= lmax[l2] * (1.0 - tol):
+                    ok = True
+                    break
+            if ok:
+                continue
+            n_bad += 1
+            # no bottleneck: the kept flows above it on its saturated links must come down, so they are
+            # re-filled too (and the flows on their links checked again)
+            for e in range(fe_lo[g], fe_hi[g]):
+                l2 = e_link[e] - lo
+                if lstamp[l2] != ltick:
+                    continue
+                for x in range(off[l2], off[l2 + 1]):
+                    h = adj[x]
+                    if not act[h] or fmark[h] == tick or rate[h] / weight[h] <= lv * (1.0 + tol):
+                        continue
+                    if n_r >= limit:
+                        for j in range(n_r0):
+                            rate[refill[j]] = old_rate[j]
+                        rstate[12] += 1
+                        return -1, work
+                    fmark[h] = tick
+                    refill[n_r] = h
+                    old_rate[n_r] = rate[h]
+                    n_r += 1
+                    for e2 in range(fe_lo[h], fe_hi[h]):
+                        l3 = e_link[e2] - lo
+                        if rstamp[l3] != tick:
+                            rstamp[l3] = tick
+                            q[qn] = l3
+                            qn += 1
+                work += off[l2 + 1] - off[l2]
+        if n_bad == 0:
+            break
+        for j in range(n_r0):  # the old rates back: the next round fills the larger set from them
+            rate[refill[j]] = old_rate[j]
+        if n_r == n_r0 or rnd == REPAIR_MAX_ROUNDS:  # (nothing to add: round-off beyond REPAIR_RTOL)
+            rstate[12] += 1
+            return -1, work
+    if n_r == 0:  # nothing re-filled: the changed links' residuals are the departed flows' uses back
+        for k in range(qn):
+            lk = q[k]
+            c = capacity[lo + lk]
+            resid[lk] = c - load[lk] if c < inf else inf
+        for k in range(n_gone):
+            f = gone[k]
+            for e in range(fe_lo[f], fe_hi[f]):
+                use = e_coef[e] * rate[f]
+                if np.isfinite(use):
+                    resid[e_link[e] - lo] += use
+    for k in range(qn):  # the loads and bottleneck levels of the changed links
+        lk = q[k]
+        c = capacity[lo + lk]
+        load[lk] = c - resid[lk] if c < inf else 0.0
+        sat[lk] = lmax[lk] if n_r > 0 and lstamp[lk] == ltick else -1.0
+    work += qn
+    rstate[11] += 1
+    return n_r, work
+
+
 @njit(cache=True, nogil=True)
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
-    sw_ratio, sw_handoff, n_inst, cost,
+    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -1421,10 +1699,12 @@ def resolve_incremental(
     that left it since the last solve; ``came[:n_came]``: those that joined it (a flow may be in both: it
     completed and started again); ``arr_mark[f] == mark`` marks a flow that joined since the last solve.
     ``rate`` holds the last solve's rates (read for the flows of the log, written for the re-filled ones).
-    ``rstate`` (int64, 10): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
+    ``rstate`` (int64, 13): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
     since the last full fill, the link-generation, union-find and fill stamps, the parallel-rule solves,
     the component rule's back-off (solves left to skip it, the last skip; :data:`COMPONENT_BACKOFF_MAX`),
-    the entries of the active flows, and the work the solve counted (the switch's cost model). ``log_flow`` /
+    the entries of the active flows, the work the solve counted (the switch's cost model), whether
+    ``rp``'s link index holds the instance's entries (0: built at the next repair; set 0 when the entries
+    change), and the solves the departure repair made and declined. ``log_flow`` /
     ``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
     links, row ``link - lo``): the active flows' bytes/s and coefficient sums per link, valid where
     ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
@@ -1443,6 +1723,12 @@ def resolve_incremental(
     of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
     flows it leaves unfrozen then by :func:`fill_levels`): both are exact fills of the same max-min problem
     (:data:`PARALLEL_SHARE`). ``rstate[5]`` counts the solves that took the parallel rule.
+
+    With ``rep_on``, an incremental solve at which flows only left is first tried by
+    :func:`repair_departures` (``rp``: its :class:`RepairScratch`, whose ``sat`` every solve keeps up to date
+    when ``rep_on``; ``f0:f1``: the instance's flows, for its link index): it re-fills only the flows that
+    lost every bottleneck, and the freeze log is then patched (those flows and the departed ones out, the
+    re-filled ones in at their new levels). When it declines, the solve re-fills from the restart level.
 
     Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
     ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved,
@@ -1521,6 +1807,46 @@ def resolve_incremental(
                 k0 = mid + 1
             else:
                 k1 = mid
+        if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
+            if rstate[10] == 0:  # (the link-major index of the instance's entries, once per interval)
+                work += link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0])
+                rstate[10] = 1
+            n_r, rw = repair_departures(
+                act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid,
+                rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs, rp,
+                int(REPAIR_MAX_SHARE * (n_log - k0)),
+            )  # fmt: skip
+            work += rw
+            if (
+                n_r >= 0
+            ):  # the log: the departed and re-filled flows out, the re-filled in at their new levels
+                tick = rstate[3]
+                m = lev
+                for k in range(n_r):
+                    x = min(old_rate[k] / unit_weight[refill[k]], out_level[k]) * (1.0 - RESTART_MARGIN)
+                    if x < m:
+                        m = x
+                kk, k1 = 0, n_log
+                while kk < k1:
+                    mid = (kk + k1) >> 1
+                    if log_level[mid] < m:
+                        kk = mid + 1
+                    else:
+                        k1 = mid
+                n_keep = 0
+                for k in range(kk, n_log):
+                    f = log_flow[k]
+                    if act[f] and rp.fmark[f] != tick:
+                        keep_flow[n_keep] = f
+                        keep_level[n_keep] = log_level[k]
+                        n_keep += 1
+                merge_by_level(
+                    keep_flow, keep_level, n_keep, out_flow, out_level, n_r, log_flow, log_level, kk
+                )
+                rstate[0] = kk + n_keep + n_r
+                rstate[1] += 1
+                rstate[9] = work + n_log - kk + n_r
+                return n_r, False
         # the entries at or above the level (the departed flows' are all there) and the arrivals': the lazy
         # re-fill against a full solve (the switch's cost model); the full path's savings summed, and above
         # sw_handoff predicted full solves, decline
@@ -1651,6 +1977,7 @@ def resolve_incremental(
     merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
     rstate[0] = k0 + n_keep + n_re
     work += n_keep + 2 * n_re  # the log rewritten, the rates written
+    sat = rp.sat
     if full:
         for k in range(n_act):
             f = act_list[k]
@@ -1658,6 +1985,7 @@ def resolve_incremental(
                 lk = e_link[e] - lo
                 c = capacity[lo + lk]
                 load[lk] = c - resid[lk] if c < inf else 0.0
+                sat[lk] = -1.0
         rstate[1] = 0
     else:
         for k in range(n_re + n_gone):  # the loads of the links the solve touched
@@ -1667,9 +1995,20 @@ def resolve_incremental(
                 lk = e_link[e] - lo
                 c = capacity[lo + lk]
                 load[lk] = c - resid[lk] if c < inf else 0.0
+                sat[lk] = -1.0
         rstate[1] += 1
-        if e_above > 0:
-            cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
+    if rep_on:  # the saturated links of the filled flows: the largest level among them (RepairScratch)
+        for k in range(n_re):
+            f = refill[k]
+            lv = rate[f] / unit_weight[f]
+            work += fe_hi[f] - fe_lo[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                c = capacity[lo + lk]
+                if c < inf and resid[lk] <= REPAIR_RTOL * c and lv > sat[lk]:
+                    sat[lk] = lv
+    if not full and e_above > 0:
+        cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
     rstate[9] = work
     return n_re, full
 
@@ -1685,11 +2024,11 @@ def run_interval_lazy(
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
-    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds,
+    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, rep_on=REPAIR_DEPARTURES,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
-    same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``; the others are left
-    alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
+    same arguments, then :func:`resolve_incremental`'s ``par_share``, ``par_rounds`` and ``rep_on``, the
+    departure repair, default :data:`REPAIR_DEPARTURES`; the others are left alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
     run, ``sw_t[b]`` s of the interval left; that kernel zeroed the outputs and added the link bytes of its
     part). With the switch on (``sw_on``, :data:`LAZY_SWITCH`), an instance whose solve
     :func:`resolve_incremental` declines (the full path predicted cheaper by the switch's cost model) is
@@ -1705,7 +2044,8 @@ def run_interval_lazy(
     leave: below ``L`` the progressive filling of the new flow set is the old one step for step, so those
     rates are unchanged (exact, not a heuristic). Above ``L`` it re-fills only the connected components
     (flows joined by shared links) of the departed and arrived flows: a max-min problem decomposes over
-    them. Every :data:`FULL_FILL_EVERY` incremental solves a full fill refreshes the link loads.
+    them. An event at which flows only left is first repaired (:func:`repair_departures`): only the flows
+    that lost every bottleneck (a saturated link where no flow is above them) are re-filled. Every :data:`FULL_FILL_EVERY` incremental solves a full fill refreshes the link loads.
 
     Progress: a flow's bytes left (``rem``) and bytes moved are brought up to date only when its rate
     changes, when it completes and at the end of the interval (``t_upd``: the time they hold for); its
@@ -1778,7 +2118,9 @@ def run_interval_lazy(
     link_gen = np.full(n_links, -1, dtype=np.int64)  # load and csum are valid where this is gen
     # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves, back-off,
     # active entries, the work of the last solve
-    rstate = np.zeros(10, dtype=np.int64)
+    # the departure repair's counts (solves it made, solves it declined; REPAIR_DEPARTURES)
+    rstate = np.zeros(13, dtype=np.int64)
+    rp = repair_scratch(n_links, n_flows, e_max)
     events = stats[0]
     n_fills = 0
     n_inc = 0
@@ -1829,6 +2171,7 @@ def run_interval_lazy(
         rstate[1] = 0
         rstate[6] = 0  # the component rule's back-off
         rstate[7] = 0
+        rstate[10] = 0  # the link-major index of the instance's entries (built by the first repair)
         solved = False
         ev = sw_ev[b]  # events run by run_interval_numba before the hand-off
         ev0 = ev
@@ -1971,7 +2314,8 @@ def run_interval_lazy(
                     act, arr_mark, n_fills, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
                     e_coef, capacity, lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
-                    link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b],
+                    link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
+                    f0, f1, rep_on,
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True

@@ -141,14 +141,15 @@ def test_incremental_matches_the_numpy_reference(name):
             assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
 
 
-def test_incremental_solves_refill_few_flows_on_an_alltoall():
-    # 4 AllToAll jobs of 16 GPUs: most events are single completions, re-filling a part of the flows
-    sc = ALLTOALL
-    w = FabricWorld(load_scenario(sc), 1, backend="numba")
+def _alltoall_refills(steps: int) -> tuple[int, int, int, list]:
+    """Incremental solves, flows re-filled and flows active at them over ``steps`` intervals of ``ALLTOALL``
+    with the lazy kernel from the first flow on, and each interval's link bytes."""
+    w = FabricWorld(load_scenario(ALLTOALL), 1, backend="numba")
     w.reset(seeds=[0])
     w.sim.incremental_min_flows = 0
     solves = touched = active = 0
-    for _ in range(3):
+    out = []
+    for _ in range(steps):
         w.sim.set_split(w.default_split())
         m = w.sim.run_interval(w.decision_interval_s)
         solves, touched, active = (
@@ -156,9 +157,25 @@ def test_incremental_solves_refill_few_flows_on_an_alltoall():
             touched + m.flows_refilled,
             active + m.flows_active,
         )
-    assert solves > 100
-    assert touched < active  # a restart never re-fills more than the active flows, and here far fewer
+        out.append(np.array(m.link_bytes, copy=True))
     assert m.full_fills >= 1
+    return solves, touched, active, out
+
+
+def test_incremental_solves_refill_few_flows_on_an_alltoall(monkeypatch):
+    # 4 AllToAll jobs of 16 GPUs: most events are single completions, re-filling a part of the flows; the
+    # departure repair re-fills fewer (a completion re-fills only the flows that lost every bottleneck) with
+    # the same link bytes
+    solves, touched, active, with_repair = _alltoall_refills(3)
+    _repair_off(monkeypatch)
+    solves_off, touched_off, active_off, without = _alltoall_refills(3)
+    assert solves > 100 and (solves, active) == (solves_off, active_off)
+    assert touched_off < active  # a restart never re-fills more than the active flows, and here far fewer
+    assert (
+        touched < 0.95 * touched_off
+    )  # (41,225 against 45,579 when written; 28,951 at REPAIR_MAX_SHARE 0.5)
+    for a, b in zip(with_repair, without, strict=True):
+        assert rel_diff(a, b) <= RTOL
 
 
 ALLTOALL = {
@@ -207,11 +224,18 @@ def _steps_equal_recording_metrics(worlds: list, steps: int) -> list:
     return last
 
 
+def _repair_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lazy kernel without the departure repair (``rep_on=False``) in the simulations stepped meanwhile."""
+    lazy = kernels.run_interval_lazy
+    monkeypatch.setattr(kernels, "run_interval_lazy", lambda *args: lazy(*args, False))
+
+
 @pytest.mark.parametrize("par", [(0.0, 1), (0.0, 1_000_000), (1.0, 8)])
-def test_parallel_fallback_matches_the_numpy_reference(par):
+def test_parallel_fallback_matches_the_numpy_reference(par, monkeypatch):
     # the lazy kernel with every solve by the parallel rule (handing the rest to the heap fill after 1
     # round, or never) and with none: the numpy backend's full re-solve per event to 1e-9, and the counter
-    # says which path ran
+    # says which path ran (without the departure repair, which fills by the heap)
+    _repair_off(monkeypatch)
     sc = load_scenario("moe-alltoall-skewed")
     worlds = []
     for backend, inc_min in (("numba", 0), ("numpy", -1)):
@@ -333,7 +357,18 @@ def event_sequences(draw):
     )
     events = []
     active = np.zeros(F, dtype=bool)
-    for _ in range(draw(st.integers(1, 30))):
+    # a third of the sequences: every flow joins at the first event, then one or two leave at each (the
+    # departure repair's case: events at which flows only leave)
+    drain = draw(st.integers(0, 2)) == 0
+    for i in range(draw(st.integers(1, 30))):
+        if drain:
+            on = np.flatnonzero(active)
+            gone = rng.choice(on, size=min(on.size, int(rng.integers(1, 3))), replace=False) if i else on[:0]
+            came = np.flatnonzero(~active) if i == 0 else gone[:0]
+            active[gone] = False
+            active[came] = True
+            events.append((np.sort(gone), came))
+            continue
         gone = np.flatnonzero(active & (rng.random(F) < 0.25))
         back = gone[rng.random(gone.size) < 0.3]  # left and joined again
         came = np.concatenate([np.flatnonzero(~active & (rng.random(F) < 0.25)), back])
@@ -348,10 +383,11 @@ def event_sequences(draw):
 FILL_MODES = [(1.0, 8), (0.0, 1), (0.0, 2), (0.0, 1_000_000)]
 
 
+@pytest.mark.parametrize("repair", [True, False])
 @pytest.mark.parametrize("par_share, par_rounds", FILL_MODES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(event_sequences())
-def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par_rounds, case):
+def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par_rounds, repair, case):
     # the compiled incremental re-solve of the lazy event loop, driven event by event, against the numpy
     # reference (the parallel rule, a full re-solve of the active flows) after every event, with each way
     # of filling the flows above the restart level
@@ -375,8 +411,10 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
     links = dict(uf=np.empty(L, dtype=i64), seed=np.full(L, -1, dtype=i64), resid=np.empty(L),
                  rstamp=np.full(L, -1, dtype=i64), load=np.zeros(L), csum=np.zeros(L),
                  link_gen=np.full(L, -1, dtype=i64))  # fmt: skip
-    rstate = np.array([-1, 0, 0, 0, 0, 0, 0, 0, 0, 0], dtype=i64)
+    rstate = np.array([-1] + [0] * 12, dtype=i64)
+    rp = kernels.repair_scratch(L, F, fe.size)
     n_inc = 0
+    n_rep = 0  # solves the departure repair made
     n_filled = 0  # solves that filled at least one flow
     for mark, (gone, came) in enumerate(events):
         act[gone] = False
@@ -391,10 +429,13 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
-            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair,
         )  # fmt: skip
         n_inc += not full
-        n_filled += n_re > 0
+        repaired = rstate[11] > n_rep
+        n_rep = rstate[11]
+        assert not repaired or (repair and came.size == 0)  # the repair takes events at which flows only left
+        n_filled += n_re > 0 and not repaired  # (a repair fills by the heap)
         want = max_min_fair(inc[a], cap, demand[a], backend="numpy")
         got = rate[a]
         assert rstate[0] == a.size  # the freeze log holds the active flows
@@ -438,3 +479,89 @@ def test_bad_parallel_settings_are_refused_naming_the_field(field, value):
         w.step(w.default_split())
     for a, b in zip(before, w.sim.state.arrays(), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _drive(cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, repair: bool) -> list:
+    """:func:`kernels.resolve_incremental` driven through ``events`` ((gone, came) flow arrays); per event the
+    rates of every flow (0 when inactive), the flows the solve filled and whether the repair made it."""
+    F, L = inc.shape
+    fe, le = np.nonzero(inc)
+    i64 = np.int64
+    fe_lo = np.searchsorted(fe, np.arange(F)).astype(i64)
+    fe_hi = np.searchsorted(fe, np.arange(F), side="right").astype(i64)
+    act, arr_mark, rate = np.zeros(F, dtype=bool), np.full(F, -1, dtype=i64), np.zeros(F)
+    act_list, g, c = (np.empty(F, dtype=i64) for _ in range(3))
+    per_flow = [np.empty(F), *(np.empty(F, dtype=i64) for _ in range(2)), np.empty(F), np.empty(F, dtype=i64),
+                np.empty(F), np.empty(F, dtype=i64), np.empty(F)]  # fmt: skip
+    links = [np.empty(L, dtype=i64), np.full(L, -1, dtype=i64), np.empty(L), np.full(L, -1, dtype=i64),
+             np.zeros(L), np.zeros(L), np.full(L, -1, dtype=i64)]  # fmt: skip
+    rstate = np.array([-1] + [0] * 12, dtype=i64)
+    fs, rp = kernels.fill_scratch(L, F, fe.size), kernels.repair_scratch(L, F, fe.size)
+    out = []
+    for mark, (gone, came) in enumerate(events):
+        gone, came = np.asarray(gone, dtype=i64), np.asarray(came, dtype=i64)
+        act[gone] = False
+        act[came] = True
+        arr_mark[came] = mark
+        a = np.flatnonzero(act)
+        act_list[: a.size], g[: gone.size], c[: came.size] = a, gone, came
+        reps = rstate[11]
+        n_re, _ = kernels.resolve_incremental(
+            act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
+            inc[fe, le], cap, 0, demand, np.ones(F), rate, *per_flow, fs, *links, rstate, 1.0, 8, False, 1.0, 1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
+            rp, 0, F, repair,
+        )  # fmt: skip
+        out.append((np.where(act, rate, 0.0), n_re, rstate[11] > reps))
+    return out
+
+
+def test_departure_repair_keeps_a_tied_alltoall_without_refilling():
+    # an AllToAll of 6 GPUs (NIC up and down links of equal capacity): every flow at one level, bottlenecked
+    # at both of its NICs. A completion there frees capacity at two NICs, but every flow on them still has
+    # its other NIC as a bottleneck: no rate changes, and the repair re-fills nothing (the restart rule
+    # re-fills every flow at that level). Then flows 0 -> 1 and 0 -> 4 leave: the flows of source 0 and
+    # into 1 and 4 keep a bottleneck at their other NIC, except 1 -> 4 and 0 -> 3, whose other NIC the first
+    # completion left with spare capacity: those two (and only those) are re-filled, and their rates rise.
+    # Against the numpy reference at every event.
+    from ainet_gym.sim.allocator import max_min_fair
+
+    n = 6
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    inc = np.zeros((len(pairs), 2 * n))
+    for f, (i, j) in enumerate(pairs):
+        inc[f, i] = inc[f, n + j] = 1.0
+    cap, demand = np.full(2 * n, 5e10), np.full(len(pairs), np.inf)
+    events = [(np.arange(0), np.arange(len(pairs))), ([7], []), ([0, 3], [])]
+    for repair in (True, False):
+        res = _drive(cap, inc, demand, events, repair)
+        active = np.ones(len(pairs), dtype=bool)
+        for (gone, _), (got, _, _) in zip(events, res, strict=True):
+            active[gone] = False
+            want = np.zeros(len(pairs))
+            want[active] = max_min_fair(inc[active], cap, backend="numpy")
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+        assert [r[2] for r in res] == [False, repair, repair]
+        if repair:
+            assert [r[1] for r in res[1:]] == [0, 2]
+            assert res[2][0][pairs.index((1, 4))] > res[1][0][pairs.index((1, 4))]
+        else:
+            assert res[1][1] >= n - 2  # the restart rule re-fills the tied flows
+
+
+def test_departure_repair_refills_a_kept_flow_that_outranks_a_refilled_one():
+    # links D (5), l (10), W (12); flows d: D; g: D, l; h: l, W; k: W. Before: d = g = 2.5 (D), h = k = 6 (W),
+    # l not saturated. d leaves: g loses its bottleneck and is re-filled on what h leaves at l (4), but h is
+    # above it there, so g has no bottleneck: h must come down, so the repair fills again with h, and with k
+    # (h's link W changed): max-min g = h = 5 at l, k = 7. Without the check after the fill, g = 4 and h = 6.
+    # 16 more flows share a link X (160) apart: above the restart level, so the restart rule counts them
+    # (the repair re-fills at most REPAIR_MAX_SHARE of what it would)
+    cap = np.array([5.0, 10.0, 12.0, 160.0])
+    inc = np.zeros((20, 4))
+    for f, links in enumerate([[0], [0, 1], [1, 2], [2], *[[3]] * 16]):
+        inc[f, links] = 1.0
+    assert int(kernels.REPAIR_MAX_SHARE * 20) >= 3
+    events = [(np.arange(0), np.arange(20)), ([0], [])]
+    (r0, _, _), (r1, n_re, repaired) = _drive(cap, inc, np.full(20, np.inf), events, True)
+    np.testing.assert_allclose(r0, [2.5, 2.5, 6.0, 6.0] + [10.0] * 16, rtol=1e-12)
+    np.testing.assert_allclose(r1, [0.0, 5.0, 5.0, 7.0] + [10.0] * 16, rtol=1e-12)
+    assert repaired and n_re == 3
