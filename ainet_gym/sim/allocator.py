@@ -36,7 +36,7 @@ Public functions: :func:`max_min_fair` (one instance, validated), :func:`max_min
 reference of the simulator's numpy backend).
 
 Backends: the public functions take ``backend=None|"numba"|"numpy"`` with the rule of the envs
-(:func:`ainet_gym.sim.engine.resolve_backend`: the keyword, else ``$AINET_GYM_BACKEND``, else ``numba`` when
+(:func:`ainet_gym.sim.backends.resolve_backend`: the keyword, else ``$AINET_GYM_BACKEND``, else ``numba`` when
 it imports). ``numba`` solves by sequential progressive filling with a heap of link shares
 (:func:`ainet_gym.sim.kernels.fill_levels`: each flow frozen once, O(entries log links)); ``numpy`` by the
 parallel rule above (:func:`solve_coo`). Both are exact; their rates agree to round-off (1e-12 relative on

@@ -80,7 +80,7 @@ class FabricWorld:
     """``batch`` seeded instances of ``scenario`` on one shared fabric.
 
     ``backend`` selects the simulation backend (``"numba"`` or ``"numpy"``; None: ``$AINET_GYM_BACKEND``,
-    else numba when it imports), see :func:`ainet_gym.sim.engine.resolve_backend`.
+    else numba when it imports), see :func:`ainet_gym.sim.backends.resolve_backend`.
 
     Per job slot ``j`` of instance ``b``: ``jobs[b][j]`` (a :class:`JobSpec` or None), ``gpus[b][j]``
     (its GPU ids in rank order), ``job_unit[b, j]`` (its flat unit in :attr:`sim`, -1: empty) and
