@@ -13,26 +13,16 @@ The public surface (see docs/model.md, "Contracts"):
   imported on first use).
 """
 
-import sys
 from typing import Any
 
-from ainet_gym import _moved
-from ainet_gym.checks import crosscheck as _crosscheck_module
 from ainet_gym.checks.crosscheck import crosscheck
 from ainet_gym.envs.registration import ENV_IDS, register_envs
 from ainet_gym.fabric.topology import fabric_from_graph, fabric_to_graph
 from ainet_gym.scenario import ScenarioError, list_scenarios, load_scenario
-from ainet_gym.sim import simulate as _simulate_module
 from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched
 from ainet_gym.sim.simulate import simulate
 
-# Old module paths (0.1) keep working for one release, with a DeprecationWarning (see ainet_gym._moved);
-# ``ainet_gym.simulate`` and ``ainet_gym.crosscheck`` are the functions, their old modules aliased quietly.
-_moved.install()
-sys.modules.setdefault("ainet_gym.simulate", _simulate_module)
-sys.modules.setdefault("ainet_gym.crosscheck", _crosscheck_module)
-
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 register_envs()
 

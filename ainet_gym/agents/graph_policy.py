@@ -542,6 +542,41 @@ def _ppo_epochs(
             opt.step()
 
 
+def _rollout(
+    net: torch.nn.Module,
+    core: Any,
+    obs: Any,
+    knobs: torch.Tensor,
+    node_x: torch.Tensor,
+    edge_index: torch.Tensor,
+    T: int,
+) -> tuple[list, list, list, list, list, list, torch.Tensor]:
+    """One batch of episodes from ``obs`` (``T`` steps of ``core``, actions sampled from ``net``): per step
+    the edge features, global features, actions, their log-probabilities, values and rewards, and the
+    value of the last observation (the bootstrap of the truncated episodes)."""
+    import torch
+
+    ex, gl, acts, logps, vals, rews = [], [], [], [], [], []
+    net.eval()
+    for _t in range(T):
+        _, _, edge_x, glob = graph_inputs(core, obs)
+        with torch.no_grad():
+            mu, v = net(node_x, edge_index, edge_x, glob)
+            dist = torch.distributions.Normal(mu[:, knobs], net.log_std.exp())
+            a = dist.sample()
+        obs, r, _, _, _ = core.step(a.clamp(-1.0, 1.0).numpy())
+        ex.append(edge_x)
+        gl.append(glob)
+        acts.append(a)
+        logps.append(dist.log_prob(a).sum(-1))
+        vals.append(v)
+        rews.append(torch.as_tensor(r, dtype=torch.float32))
+    with torch.no_grad():
+        _, _, edge_x, glob = graph_inputs(core, obs)
+        _, last_v = net(node_x, edge_index, edge_x, glob)
+    return ex, gl, acts, logps, vals, rews, last_v
+
+
 def train(
     cfg: TrainConfig,
     policy: GraphPolicyConfig | None = None,
@@ -579,24 +614,7 @@ def train(
             episode += B
             obs, _ = core.reset(seeds)
             node_x, edge_index, _, _ = graph_inputs(core, obs)
-            ex, gl, acts, logps, vals, rews = [], [], [], [], [], []
-            net.eval()
-            for _t in range(T):
-                _, _, edge_x, glob = graph_inputs(core, obs)
-                with torch.no_grad():
-                    mu, v = net(node_x, edge_index, edge_x, glob)
-                    dist = torch.distributions.Normal(mu[:, knobs], net.log_std.exp())
-                    a = dist.sample()
-                obs, r, _, _, _ = core.step(a.clamp(-1.0, 1.0).numpy())
-                ex.append(edge_x)
-                gl.append(glob)
-                acts.append(a)
-                logps.append(dist.log_prob(a).sum(-1))
-                vals.append(v)
-                rews.append(torch.as_tensor(r, dtype=torch.float32))
-            with torch.no_grad():
-                _, _, edge_x, glob = graph_inputs(core, obs)
-                _, last_v = net(node_x, edge_index, edge_x, glob)  # truncation: bootstrap
+            ex, gl, acts, logps, vals, rews, last_v = _rollout(net, core, obs, knobs, node_x, edge_index, T)
             V = torch.stack(vals)  # (T, B)
             R = torch.stack(rews)
             adv = gae_advantages(R, V, last_v, cfg.gamma, cfg.gae_lambda)

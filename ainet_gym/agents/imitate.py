@@ -140,27 +140,11 @@ def lookahead_labels(
         ``tail_weight`` is negative or nan, or the ``"tail"`` objective's ``base`` is not a plan of the mode.
     """
     from ainet_gym.agents.baselines import SWITCHED
-    from ainet_gym.agents.twin import conn_bounds, instance_rows, job_progress
     from ainet_gym.envs.env import EnvCore
-    from ainet_gym.routing.plans import CHOOSE_MODES, plan_split
     from ainet_gym.routing.policies import POLICIES
     from ainet_gym.scenario.loader import load_scenario
 
-    if action_mode not in CHOOSE_MODES:
-        raise ValueError(f"action_mode = {action_mode!r}: allowed: a choose mode ({', '.join(CHOOSE_MODES)})")
-    if not isinstance(h, int) or h < 1:
-        raise ValueError(f"h = {h!r}: allowed: an integer >= 1 (lookahead intervals)")
-    stateless = [p for p in (*POLICIES, *SWITCHED) if not p.startswith("predictive-")]
-    if base not in stateless:
-        raise ValueError(
-            f"base = {base!r}: allowed: a stateless engine-level policy ({', '.join(stateless)})"
-        )
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
-    if not np.isfinite(tail_slack) or tail_slack < 0:
-        raise ValueError(f"tail_slack = {tail_slack!r}: allowed: a finite number >= 0 (relative slack)")
-    if np.isnan(tail_weight) or tail_weight < 0:
-        raise ValueError(f"tail_weight = {tail_weight!r}: allowed: a number >= 0 or inf (penalty weight)")
+    _check_label_args(action_mode, h, base, objective, tail_slack, tail_weight)
     t0 = time.perf_counter()
     sc = load_scenario(scenario)
     B = len(seeds)
@@ -184,30 +168,7 @@ def lookahead_labels(
         for k in ("obs", "label", "scores", "reward", "played", "tail", "excess", "step_ratio", "step_iters")
     }
     for t in range(T):
-        w = core.world
-        sim = w.sim
-        assert sim is not None
-        stack = np.stack([plan_split(w, core.last_result, np.full(B, k), plans) for k in range(K)])
-        look.restore(core.snapshot(), src)
-        mb, lb = conn_bounds(core), conn_bounds(look)
-        k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
-        before = job_progress(look)
-        names = [list(x) for x in look.world.names]
-        look.step_split(stack[k_of, instance_rows(mb, src)])
-        steps_ = [_ratios(look.last_result, work=True)]
-        for _ in range(min(h, T - t) - 1):
-            look.step_split(base_pol(look.world, look.last_result))
-            steps_.append(_ratios(look.last_result, work=True))
-        same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
-        score = np.where(same, job_progress(look) - before, 0.0).sum(axis=1).reshape(B, K)
-        tail = np.max([r.max(axis=1) if r.shape[1] else np.zeros(B * K) for r, _ in steps_], axis=0)
-        tail = tail.reshape(B, K)
-        excess = np.zeros((B, K))
-        if base in plans:
-            kb = plans.index(base)
-            thr = np.repeat(tail[:, kb] * (1.0 + tail_slack), K)[:, None]  # (B * K, 1)
-            excess = sum((w * np.maximum(r - thr, 0.0)).sum(axis=1) for r, w in steps_).reshape(B, K)
-            excess[:, kb] = 0.0
+        score, tail, excess = _score_plans(core, look, src, base_pol, min(h, T - t), plans, base, tail_slack)
         label = pick_label(score, excess, objective, tail_weight)
         rec["obs"].append(np.asarray(obs, dtype=np.float32))
         rec["label"].append(label)
@@ -233,6 +194,75 @@ def lookahead_labels(
         meta += [objective, repr(float(tail_slack)), repr(float(tail_weight))]
     out["meta"] = np.array(meta)  # what clone() rebuilds the env from
     return out
+
+
+def _check_label_args(
+    action_mode: str, h: object, base: str, objective: str, tail_slack: float, tail_weight: float
+) -> None:
+    """The argument checks of :func:`lookahead_labels` (its Raises section)."""
+    from ainet_gym.agents.baselines import SWITCHED
+    from ainet_gym.routing.plans import CHOOSE_MODES
+    from ainet_gym.routing.policies import POLICIES
+
+    if action_mode not in CHOOSE_MODES:
+        raise ValueError(f"action_mode = {action_mode!r}: allowed: a choose mode ({', '.join(CHOOSE_MODES)})")
+    if not isinstance(h, int) or h < 1:
+        raise ValueError(f"h = {h!r}: allowed: an integer >= 1 (lookahead intervals)")
+    stateless = [p for p in (*POLICIES, *SWITCHED) if not p.startswith("predictive-")]
+    if base not in stateless:
+        raise ValueError(
+            f"base = {base!r}: allowed: a stateless engine-level policy ({', '.join(stateless)})"
+        )
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
+    if not np.isfinite(tail_slack) or tail_slack < 0:
+        raise ValueError(f"tail_slack = {tail_slack!r}: allowed: a finite number >= 0 (relative slack)")
+    if np.isnan(tail_weight) or tail_weight < 0:
+        raise ValueError(f"tail_weight = {tail_weight!r}: allowed: a number >= 0 or inf (penalty weight)")
+
+
+def _score_plans(
+    core: Any,
+    look: Any,
+    src: np.ndarray,
+    base_pol: Any,
+    h: int,
+    plans: list[str],
+    base: str,
+    tail_slack: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One decision of :func:`lookahead_labels`: every plan of ``plans`` played for one interval on a copy
+    of each of ``core``'s B instances (``look``, B x K instances, restored from ``core``'s snapshot at
+    ``src``), then ``base_pol`` for ``h - 1`` intervals; returns (B, K) each plan's ideal GPU-seconds
+    (``score``), worst step time / ideal (``tail``) and GPU-seconds above the base plan's tail (``excess``,
+    zero when ``base`` is not a plan)."""
+    from ainet_gym.agents.twin import conn_bounds, instance_rows, job_progress
+    from ainet_gym.routing.plans import plan_split
+
+    B, K = core.batch, len(plans)
+    w = core.world
+    stack = np.stack([plan_split(w, core.last_result, np.full(B, k), plans) for k in range(K)])
+    look.restore(core.snapshot(), src)
+    mb, lb = conn_bounds(core), conn_bounds(look)
+    k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
+    before = job_progress(look)
+    names = [list(x) for x in look.world.names]
+    look.step_split(stack[k_of, instance_rows(mb, src)])
+    steps_ = [_ratios(look.last_result, work=True)]
+    for _ in range(h - 1):
+        look.step_split(base_pol(look.world, look.last_result))
+        steps_.append(_ratios(look.last_result, work=True))
+    same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
+    score = np.where(same, job_progress(look) - before, 0.0).sum(axis=1).reshape(B, K)
+    tail = np.max([r.max(axis=1) if r.shape[1] else np.zeros(B * K) for r, _ in steps_], axis=0)
+    tail = tail.reshape(B, K)
+    excess = np.zeros((B, K))
+    if base in plans:
+        kb = plans.index(base)
+        thr = np.repeat(tail[:, kb] * (1.0 + tail_slack), K)[:, None]  # (B * K, 1)
+        excess = sum((wt * np.maximum(r - thr, 0.0)).sum(axis=1) for r, wt in steps_).reshape(B, K)
+        excess[:, kb] = 0.0
+    return score, tail, excess
 
 
 def pick_label(
@@ -373,73 +403,20 @@ def behaviour_clone(
     model = algo_class("ppo")("MlpPolicy", venv, seed=seed, device="cpu", **hp)
     policy = model.policy
     K = int(venv.action_space.n)
-    freq = np.bincount(y, minlength=K).astype(np.float64)
-    majority = int(np.argmax(freq))
-    cw = (
-        np.where(freq > 0, 1.0 / np.sqrt(np.maximum(freq, 1.0)), 0.0)
-        if weighting == "inv_sqrt"
-        else np.ones(K)
-    )
-    cw = cw / (cw[y].mean())  # mean weight 1 over the samples
+    majority = int(np.argmax(np.bincount(y, minlength=K)))
     ret = _returns(np.asarray(labels["reward"], dtype=np.float64), int(steps), float(model.gamma))
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    wt, rt = torch.as_tensor(cw[y], dtype=torch.float32), torch.as_tensor(ret, dtype=torch.float32)
-    sc_ = np.asarray(labels["scores"], dtype=np.float64)
-    short = sc_.max(axis=1, keepdims=True) - sc_  # (N, K) >= 0
-    regret = torch.as_tensor(short / max(float(short.mean()), 1e-300), dtype=torch.float32)
-    opt = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    rng = np.random.default_rng(seed)
-    policy.set_training_mode(True)
-    for _ in range(epochs):
-        for idx in np.array_split(rng.permutation(len(y)), max(1, len(y) // batch_size)):
-            i = torch.as_tensor(idx)
-            values, logp, _ = policy.evaluate_actions(Xt[i], yt[i])
-            if weighting == "regret":
-                probs = policy.get_distribution(Xt[i]).distribution.probs
-                fit = (probs * regret[i]).sum(dim=1).mean()
-            else:
-                fit = -(wt[i] * logp).mean()
-            loss = fit + 0.5 * ((values.flatten() - rt[i]) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    policy.set_training_mode(False)
-
-    def accuracy(d: dict[str, Any] | None) -> float | None:
-        if d is None:
-            return None
-        with torch.no_grad():
-            dist = policy.get_distribution(torch.as_tensor(np.asarray(d["obs"], dtype=np.float32)[:, :D]))
-            pred = dist.distribution.probs.argmax(dim=1).numpy()
-        return float((pred == np.asarray(d["label"])).mean())
-
-    def minority(d: dict[str, Any] | None) -> dict[str, Any] | None:
-        """Of the decisions labelled with another plan than the majority's: how many the policy gets
-        right (recall), and of those it answers with another plan, how many are right (precision)."""
-        if d is None:
-            return None
-        with torch.no_grad():
-            dist = policy.get_distribution(torch.as_tensor(np.asarray(d["obs"], dtype=np.float32)[:, :D]))
-            pred = dist.distribution.probs.argmax(dim=1).numpy()
-        lab = np.asarray(d["label"])
-        other, says = lab != majority, pred != majority
-        return {
-            "labels_other": int(other.sum()),
-            "policy_other": int(says.sum()),
-            "recall": float((pred == lab)[other].mean()) if other.any() else None,
-            "precision": float((pred == lab)[says].mean()) if says.any() else None,
-        }
-
+    weights = _sample_weights(y, np.asarray(labels["scores"], dtype=np.float64), K, weighting)
+    _fit_policy(policy, X, y, ret, weights, weighting == "regret", epochs, batch_size, learning_rate, seed)
     result = {
-        "train_accuracy": accuracy(labels),
-        "val_accuracy": accuracy(val),
+        "train_accuracy": _clone_accuracy(policy, labels, D),
+        "val_accuracy": _clone_accuracy(policy, val, D),
         "majority_plan": str(labels["plans"][majority]),
         "train_majority_accuracy": float((y == majority).mean()),
         "val_majority_accuracy": None
         if val is None
         else float((np.asarray(val["label"]) == majority).mean()),
-        "train_other_plans": minority(labels),
-        "val_other_plans": minority(val),
+        "train_other_plans": _clone_minority(policy, labels, D, majority),
+        "val_other_plans": _clone_minority(policy, val, D, majority),
         "obs_features": list(obs_features),
         "seconds": time.perf_counter() - t0,
     }
@@ -454,6 +431,92 @@ def behaviour_clone(
     result["model_path"] = str(save_model(model, out, meta))
     venv.close()
     return result
+
+
+def _sample_weights(y: np.ndarray, scores: np.ndarray, K: int, weighting: str) -> np.ndarray:
+    """The loss weights of :func:`behaviour_clone`: (N,) per sample, the inverse square root of its label's
+    frequency (``"inv_sqrt"``) or 1 (``"none"``), normalised to mean 1; or (``"regret"``) (N, K) each plan's
+    shortfall to the best plan's lookahead score, over the mean shortfall."""
+    if weighting == "regret":
+        short = scores.max(axis=1, keepdims=True) - scores  # (N, K) >= 0
+        return short / max(float(short.mean()), 1e-300)
+    freq = np.bincount(y, minlength=K).astype(np.float64)
+    cw = (
+        np.where(freq > 0, 1.0 / np.sqrt(np.maximum(freq, 1.0)), 0.0)
+        if weighting == "inv_sqrt"
+        else np.ones(K)
+    )
+    return (cw / cw[y].mean())[y]  # mean weight 1 over the samples
+
+
+def _fit_policy(
+    policy: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    ret: np.ndarray,
+    weights: np.ndarray,
+    regret: bool,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    seed: int,
+) -> None:
+    """The training loop of :func:`behaviour_clone`: Adam over shuffled minibatches of the weighted
+    cross-entropy of the labels ``y`` (``weights`` (N,) per sample), or with ``regret`` the expected regret
+    (``weights`` (N, K), each plan's normalised shortfall), plus half the squared error of the value network
+    against the returns ``ret``."""
+    import torch
+
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    wt, rt = torch.as_tensor(weights, dtype=torch.float32), torch.as_tensor(ret, dtype=torch.float32)
+    opt = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    rng = np.random.default_rng(seed)
+    policy.set_training_mode(True)
+    for _ in range(epochs):
+        for idx in np.array_split(rng.permutation(len(y)), max(1, len(y) // batch_size)):
+            i = torch.as_tensor(idx)
+            values, logp, _ = policy.evaluate_actions(Xt[i], yt[i])
+            if regret:
+                probs = policy.get_distribution(Xt[i]).distribution.probs
+                fit = (probs * wt[i]).sum(dim=1).mean()
+            else:
+                fit = -(wt[i] * logp).mean()
+            loss = fit + 0.5 * ((values.flatten() - rt[i]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    policy.set_training_mode(False)
+
+
+def _clone_predict(policy: Any, d: dict[str, Any], D: int) -> np.ndarray:
+    """The deterministic policy's plan (its most likely) for each observation of the labels ``d``."""
+    import torch
+
+    with torch.no_grad():
+        dist = policy.get_distribution(torch.as_tensor(np.asarray(d["obs"], dtype=np.float32)[:, :D]))
+        return dist.distribution.probs.argmax(dim=1).numpy()
+
+
+def _clone_accuracy(policy: Any, d: dict[str, Any] | None, D: int) -> float | None:
+    """The share of the labels ``d`` that the deterministic policy answers (``None`` without labels)."""
+    if d is None:
+        return None
+    return float((_clone_predict(policy, d, D) == np.asarray(d["label"])).mean())
+
+
+def _clone_minority(policy: Any, d: dict[str, Any] | None, D: int, majority: int) -> dict[str, Any] | None:
+    """Of the decisions labelled with another plan than the majority's: how many the policy gets right
+    (recall), and of those it answers with another plan, how many are right (precision)."""
+    if d is None:
+        return None
+    pred, lab = _clone_predict(policy, d, D), np.asarray(d["label"])
+    other, says = lab != majority, pred != majority
+    return {
+        "labels_other": int(other.sum()),
+        "policy_other": int(says.sum()),
+        "recall": float((pred == lab)[other].mean()) if other.any() else None,
+        "precision": float((pred == lab)[says].mean()) if says.any() else None,
+    }
 
 
 def knn_columns(layout: dict[str, slice], block: str) -> slice | np.ndarray:
@@ -549,13 +612,31 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         observations, ``k < 1``, a ``meta`` without its history and steps, or a metadata member that is not a
         JSON object.
     """
-    import zipfile
-
-    from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError, check_size, existing
+    from ainet_gym.agents.model_files import check_size, existing
 
     what = f"knn policy {str(path)!r}"
     p = existing(path, what)
     check_size(p, what)
+    arrays, extra = _read_knn_members(p, what)
+    x, y, k, plans, meta = _checked_knn_arrays(arrays, what)
+    return {
+        "x": x.astype(np.float64),
+        "y": y.astype(np.int64),
+        "k": k,
+        "block": str(arrays["block"]),
+        "meta": meta,
+        "plans": plans,
+        "metadata": _knn_metadata(extra, what),
+    }
+
+
+def _read_knn_members(p: Path, what: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """The :data:`KNN_FIELDS` arrays and the optional :data:`KNN_META` member of the archive ``p``, read
+    without pickle after its unpacked size is checked against the model-file ceiling."""
+    import zipfile
+
+    from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError
+
     try:
         with zipfile.ZipFile(p) as z:
             unpacked = sum(i.file_size for i in z.infolist())
@@ -566,7 +647,6 @@ def load_knn(path: str | Path) -> dict[str, Any]:
             f"{what}: {unpacked:,} bytes unpacked, above the ceiling of {MODEL_LIMITS['file_bytes']:,} "
             "(ainet_gym.agents.model_files.MODEL_LIMITS['file_bytes']); not reading it"
         )
-    out: dict[str, Any] = {}
     try:
         with np.load(p, allow_pickle=False) as z:
             missing = [f for f in KNN_FIELDS if f not in z.files]
@@ -583,6 +663,16 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         raise ModelFileError(
             f"{what}: refusing an object (pickled) array or unreadable member ({e})"
         ) from None
+    return arrays, extra
+
+
+def _checked_knn_arrays(
+    arrays: dict[str, np.ndarray], what: str
+) -> tuple[np.ndarray, np.ndarray, int, list[str], list[str]]:
+    """``x``, ``y``, ``k``, ``plans`` and ``meta`` of a knn file, each checked for its dimensions, dtype and
+    range (:class:`~ainet_gym.agents.model_files.ModelFileError` naming the field otherwise)."""
+    from ainet_gym.agents.model_files import ModelFileError
+
     for f, (ndim, kinds) in KNN_FIELDS.items():
         a = arrays[f]
         if a.ndim != ndim or a.dtype.kind not in kinds:
@@ -590,12 +680,8 @@ def load_knn(path: str | Path) -> dict[str, Any]:
                 f"{what}: field {f!r} is a {a.ndim}-d {a.dtype} array; allowed: {ndim}-d of dtype kind "
                 f"{' or '.join(kinds)}"
             )
-    x, y, plans, meta = (
-        arrays["x"],
-        arrays["y"],
-        [str(v) for v in arrays["plans"]],
-        [str(v) for v in arrays["meta"]],
-    )
+    x, y = arrays["x"], arrays["y"]
+    plans, meta = [str(v) for v in arrays["plans"]], [str(v) for v in arrays["meta"]]
     if x.shape[0] < 1 or x.shape[0] != y.shape[0]:
         raise ModelFileError(
             f"{what}: field 'x' has {x.shape[0]} rows and 'y' {y.shape[0]}; allowed: the same number, >= 1"
@@ -617,24 +703,27 @@ def load_knn(path: str | Path) -> dict[str, Any]:
             f"{what}: field 'meta' = {meta[:5]}; allowed: [scenario, action mode, obs features, history, "
             "steps, ...] with integer history and steps"
         )
-    metadata: dict[str, Any] = {}
-    if extra is not None:
-        if extra.ndim != 0 or extra.dtype.kind != "U" or extra.nbytes > MODEL_LIMITS["json_bytes"] * 4:
-            raise ModelFileError(
-                f"{what}: member {KNN_META!r} is a {extra.ndim}-d {extra.dtype} array; allowed: one string "
-                f"of at most {MODEL_LIMITS['json_bytes']:,} characters (a JSON object)"
-            )
-        try:
-            metadata = json.loads(str(extra))
-        except (ValueError, RecursionError) as e:
-            raise ModelFileError(f"{what}: member {KNN_META!r} is not JSON ({str(e)[:120]})") from None
-        if not isinstance(metadata, dict):
-            raise ModelFileError(f"{what}: member {KNN_META!r} is not a JSON object")
-    out.update(
-        x=x.astype(np.float64), y=y.astype(np.int64), k=k, block=str(arrays["block"]), meta=meta,
-        plans=plans, metadata=metadata,
-    )  # fmt: skip
-    return out
+    return x, y, k, plans, meta
+
+
+def _knn_metadata(extra: np.ndarray | None, what: str) -> dict[str, Any]:
+    """The :data:`KNN_META` member as a JSON object (``{}`` without one), bounded in size."""
+    from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError
+
+    if extra is None:
+        return {}
+    if extra.ndim != 0 or extra.dtype.kind != "U" or extra.nbytes > MODEL_LIMITS["json_bytes"] * 4:
+        raise ModelFileError(
+            f"{what}: member {KNN_META!r} is a {extra.ndim}-d {extra.dtype} array; allowed: one string "
+            f"of at most {MODEL_LIMITS['json_bytes']:,} characters (a JSON object)"
+        )
+    try:
+        metadata = json.loads(str(extra))
+    except (ValueError, RecursionError) as e:
+        raise ModelFileError(f"{what}: member {KNN_META!r} is not JSON ({str(e)[:120]})") from None
+    if not isinstance(metadata, dict):
+        raise ModelFileError(f"{what}: member {KNN_META!r} is not a JSON object")
+    return metadata
 
 
 class KnnAgent:
@@ -751,14 +840,8 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ainet_gym.agents.imitate label|clone ...``: lookahead labels, then behaviour cloning."""
-    import argparse
-
-    from ainet_gym.agents.evaluate import parse_seeds
-
-    p = argparse.ArgumentParser(prog="python -m ainet_gym.agents.imitate", description=main.__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
+def _add_label_parser(sub: Any) -> None:
+    """``label``'s arguments (:func:`lookahead_labels`)."""
     s = sub.add_parser("label", help="play episodes along the lookahead over the plans; save the labels")
     s.add_argument("scenario")
     s.add_argument("--seeds", required=True, help="e.g. 2000000-2000039 (never the held-out 1-10)")
@@ -797,6 +880,10 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="a knn policy (.npz) or ppo model (.zip) to play instead of the labels (DAgger)",
     )
+
+
+def _add_clone_parser(sub: Any) -> None:
+    """``clone``'s arguments (:func:`behaviour_clone`)."""
     c = sub.add_parser("clone", help="fit a PPO policy to labels; save it as an ainet-gym train model")
     c.add_argument("labels", help=".npz of label (comma list: aggregated, e.g. DAgger rounds)")
     c.add_argument("--val", default=None, help=".npz of label on validation seeds (accuracy only)")
@@ -809,6 +896,10 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument(
         "--drop-obs-features", action="store_true", help="fit from the default observation blocks only"
     )
+
+
+def _add_knn_parser(sub: Any) -> None:
+    """``knn``'s arguments (:func:`fit_knn`)."""
     n = sub.add_parser("knn", help="save the k-nearest-neighbour policy of labels (evaluate knn:OUT)")
     n.add_argument("labels", help=".npz of label (comma list: aggregated)")
     n.add_argument("--k", type=int, default=DEFAULT_K)
@@ -818,40 +909,58 @@ def main(argv: list[str] | None = None) -> int:
         default="job_phase",
         help="observation blocks the distance reads, comma list (e.g. job_phase,background); default job_phase",
     )
+
+
+def _run_label(a: Any) -> int:
+    """``label``: the lookahead's labels of ``a.seeds`` in batches of ``a.batch`` episodes, saved to ``a.out``."""
+    from ainet_gym.agents.evaluate import parse_seeds
+
+    seeds = parse_seeds(a.seeds)
+    feats = tuple(f for f in a.obs_features.split(",") if f)
+    play = None
+    if a.policy is not None:
+        play = _player(a.policy, a.scenario, a.action_mode, feats)
+    parts = []
+    for i in range(0, len(seeds), a.batch):
+        part = lookahead_labels(
+            a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play,
+            objective=a.objective, tail_slack=a.tail_slack, tail_weight=a.tail_weight,
+        )  # fmt: skip
+        parts.append(part)
+        print(
+            f"seeds {seeds[i]}..{seeds[min(i + a.batch, len(seeds)) - 1]}: GPU util played "
+            f"{part['gpu_utilization'].mean():.4f}, p99 step/ideal {p99_step_ratio(part) or 0.0:.3f}, "
+            f"{part['seconds']:.0f} s",
+            flush=True,
+        )
+    out = _concat(parts)
+    np.savez_compressed(a.out, **out)
+    counts = np.bincount(out["label"], minlength=len(out["plans"]))
+    print(
+        f"{len(out['label'])} labels: "
+        + ", ".join(f"{n} {int(c)}" for n, c in zip(out["plans"], counts))
+        + f"; GPU util of the played episodes {out['gpu_utilization'].mean():.4f} over {len(seeds)}, "
+        f"p99 step/ideal {p99_step_ratio(out):.3f}"
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ainet_gym.agents.imitate label|clone ...``: lookahead labels, then behaviour cloning."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m ainet_gym.agents.imitate", description=main.__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    _add_label_parser(sub)
+    _add_clone_parser(sub)
+    _add_knn_parser(sub)
     a = p.parse_args(argv)
     if a.cmd == "knn":
         path = fit_knn(_concat([_load(x) for x in a.labels.split(",")]), a.out, a.k, a.blocks)
         print(f"knn policy: {path}")
         return 0
     if a.cmd == "label":
-        seeds = parse_seeds(a.seeds)
-        feats = tuple(f for f in a.obs_features.split(",") if f)
-        play = None
-        if a.policy is not None:
-            play = _player(a.policy, a.scenario, a.action_mode, feats)
-        parts = []
-        for i in range(0, len(seeds), a.batch):
-            part = lookahead_labels(
-                a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play,
-                objective=a.objective, tail_slack=a.tail_slack, tail_weight=a.tail_weight,
-            )  # fmt: skip
-            parts.append(part)
-            print(
-                f"seeds {seeds[i]}..{seeds[min(i + a.batch, len(seeds)) - 1]}: GPU util played "
-                f"{part['gpu_utilization'].mean():.4f}, p99 step/ideal {p99_step_ratio(part) or 0.0:.3f}, "
-                f"{part['seconds']:.0f} s",
-                flush=True,
-            )
-        out = _concat(parts)
-        np.savez_compressed(a.out, **out)
-        counts = np.bincount(out["label"], minlength=len(out["plans"]))
-        print(
-            f"{len(out['label'])} labels: "
-            + ", ".join(f"{n} {int(c)}" for n, c in zip(out["plans"], counts))
-            + f"; GPU util of the played episodes {out['gpu_utilization'].mean():.4f} over {len(seeds)}, "
-            f"p99 step/ideal {p99_step_ratio(out):.3f}"
-        )
-        return 0
+        return _run_label(a)
     res = behaviour_clone(
         _concat([_load(x) for x in a.labels.split(",")]), a.out, None if a.val is None else _load(a.val),
         a.epochs, learning_rate=a.lr, gamma=a.gamma, seed=a.seed, weighting=a.weighting,

@@ -148,16 +148,8 @@ def trial_scenarios(scenarios: list[str]) -> dict[str, str]:
     return where
 
 
-def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
-    """Run the grid; returns one row per trial (also written to ``out/results.{md,csv}``).
-
-    Raises
-    ------
-    ValueError
-        An empty grid or bad counts.
-    ImportError
-        Without the extra ``rllib``.
-    """
+def _check_sweep(cfg: SweepConfig) -> None:
+    """The grid and the counts of ``cfg`` (ValueError naming the field otherwise)."""
     for name in ("scenarios", "seeds", "lrs", "eval_seeds"):
         if not getattr(cfg, name):
             raise ValueError(f"{name}: empty; give at least one value")
@@ -172,6 +164,55 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= 100_000:
             raise ValueError(f"{name} = {v!r}: must be an integer in [{lo}, 100000]")
 
+
+def _trial_row(r: Any, eval_seeds: list[int]) -> dict[str, Any]:
+    """A finished trial's row: its settings and training figures, and, when it left a checkpoint, the
+    checkpoint against ECMP on ``eval_seeds`` (:func:`~ainet_gym.agents.evaluate.evaluate`)."""
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+
+    trial = r.config["trial"]
+    m = r.metrics or {}
+    row: dict[str, Any] = {
+        "scenario": trial.get("label", trial["scenario"]),
+        "seed": trial["seed"],
+        "lr": trial["lr"],
+        "timesteps": m.get("timesteps"),
+        "seconds": m.get("seconds"),
+        "train_gpu_utilization": m.get("fabric/gpu_utilization"),
+        "checkpoint": m.get("checkpoint_dir"),
+        "error": None if r.error is None else str(r.error).strip().splitlines()[-1],
+    }
+    if row["checkpoint"] and r.error is None:
+        ev = evaluate(
+            EvalConfig(
+                trial["scenario"],
+                policies=["ecmp", f"rllib:{row['checkpoint']}"],
+                seeds=eval_seeds,
+                out=None,
+            )
+        )
+        pol = ev["policies"]
+        g = pol["rllib-ppo"]["gpu_utilization"]
+        row |= {
+            "eval_gpu_utilization": g["mean"],
+            "eval_ci95": g["ci95"],
+            "ecmp_gpu_utilization": pol["ecmp"]["gpu_utilization"]["mean"],
+            "vs_ecmp": pol["rllib-ppo"]["gpu_utilization_vs_ecmp"],
+        }
+    return row
+
+
+def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
+    """Run the grid; returns one row per trial (also written to ``out/results.{md,csv}``).
+
+    Raises
+    ------
+    ValueError
+        An empty grid or bad counts.
+    ImportError
+        Without the extra ``rllib``.
+    """
+    _check_sweep(cfg)
     where = trial_scenarios(cfg.scenarios)
     from ainet_gym.agents.outputs import check_out_files, scenario_files
 
@@ -180,7 +221,6 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
     from ainet_gym.envs import rllib as arl  # first: without Ray, an ImportError naming the extra
 
     ray, tune = arl.ray, importlib.import_module("ray.tune")
-    from ainet_gym.agents.evaluate import EvalConfig, evaluate
 
     out.mkdir(parents=True, exist_ok=True)
     started = not ray.is_initialized()
@@ -207,38 +247,7 @@ def sweep(cfg: SweepConfig) -> list[dict[str, Any]]:
         run_config=tune.RunConfig(name="tune", storage_path=str(out), verbose=1),
     )
     results = tuner.fit()
-    rows: list[dict[str, Any]] = []
-    for r in results:
-        trial = r.config["trial"]
-        m = r.metrics or {}
-        row: dict[str, Any] = {
-            "scenario": trial.get("label", trial["scenario"]),
-            "seed": trial["seed"],
-            "lr": trial["lr"],
-            "timesteps": m.get("timesteps"),
-            "seconds": m.get("seconds"),
-            "train_gpu_utilization": m.get("fabric/gpu_utilization"),
-            "checkpoint": m.get("checkpoint_dir"),
-            "error": None if r.error is None else str(r.error).strip().splitlines()[-1],
-        }
-        if row["checkpoint"] and r.error is None:
-            ev = evaluate(
-                EvalConfig(
-                    trial["scenario"],
-                    policies=["ecmp", f"rllib:{row['checkpoint']}"],
-                    seeds=cfg.eval_seeds,
-                    out=None,
-                )
-            )
-            pol = ev["policies"]
-            g = pol["rllib-ppo"]["gpu_utilization"]
-            row |= {
-                "eval_gpu_utilization": g["mean"],
-                "eval_ci95": g["ci95"],
-                "ecmp_gpu_utilization": pol["ecmp"]["gpu_utilization"]["mean"],
-                "vs_ecmp": pol["rllib-ppo"]["gpu_utilization_vs_ecmp"],
-            }
-        rows.append(row)
+    rows = [_trial_row(r, cfg.eval_seeds) for r in results]
     rows.sort(key=lambda x: (x["scenario"], x["seed"], x["lr"]))
     (out / "results.md").write_text(format_table(rows, cfg.eval_seeds) + "\n")
     with open(out / "results.csv", "w", newline="") as f:

@@ -327,6 +327,56 @@ def _write_progress_csv(path: Path, rows: list[dict[str, float]]) -> None:
         w.writerows(rows)
 
 
+def _built_algo(
+    conf: Any, cfg: RLlibTrainConfig, scenario: str, meta_in: dict[str, Any], started_ray: bool
+) -> Any:
+    """The PPO algorithm of ``conf``, restored from ``cfg.resume`` when given, after checking that the
+    checkpoint's spaces (``meta_in``) are the scenario's (else it stops the algorithm, and Ray if this run
+    started it, and raises ValueError)."""
+    import ray
+
+    algo = conf.build_algo()
+    module = algo.get_module()
+    obs_sig, act_sig = space_signature(module.observation_space), space_signature(module.action_space)
+    if cfg.resume is not None:
+        want = (meta_in.get("observation_space"), meta_in.get("action_space"))
+        if want != (obs_sig, act_sig):
+            algo.stop()
+            if started_ray:
+                ray.shutdown()
+            raise ValueError(
+                f"resume: checkpoint {str(cfg.resume)!r} does not fit scenario {scenario!r}: it was "
+                f"trained on {meta_in.get('scenario', '?')!r} with observations {want[0]} and actions "
+                f"{want[1]}; this scenario gives observations {obs_sig} and actions {act_sig}"
+            )
+        algo.restore_from_path(str(Path(cfg.resume).resolve()))
+    return algo
+
+
+def _run_metadata(
+    algo: Any, cfg: RLlibTrainConfig, conf: Any, action_mode: str, history: int, scenario: str, steps: int,
+    name: str,
+) -> dict[str, Any]:  # fmt: skip
+    """The metadata saved with the run's checkpoint (:func:`checkpoint_metadata`)."""
+    return checkpoint_metadata(
+        algo,
+        algo=cfg.algo,
+        action_mode=action_mode,
+        history=history,
+        observation="flat",
+        episode_steps=conf.env_config["episode_steps"],
+        scenario=scenario,
+        seed=cfg.seed,
+        timesteps=steps,
+        num_env_runners=cfg.num_env_runners,
+        envs_per_runner=cfg.envs_per_runner,
+        lr=cfg.lr,
+        lr_final=cfg.lr_final,
+        run_name=name,
+        resumed_from=None if cfg.resume is None else str(cfg.resume),
+    )
+
+
 def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     """Train (or resume) RLlib PPO; returns where the checkpoint and the logs went.
 
@@ -376,22 +426,7 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
         callbacks=make_fabric_callback(),
         hyperparameters=cfg.hyperparameters,
     )
-    algo = conf.build_algo()
-    module = algo.get_module()
-    obs_sig, act_sig = space_signature(module.observation_space), space_signature(module.action_space)
-    if cfg.resume is not None:
-        want = (meta_in.get("observation_space"), meta_in.get("action_space"))
-        if want != (obs_sig, act_sig):
-            algo.stop()
-            if started_ray:
-                ray.shutdown()
-            raise ValueError(
-                f"resume: checkpoint {str(cfg.resume)!r} does not fit scenario {scenario.name!r}: it was "
-                f"trained on {meta_in.get('scenario', '?')!r} with observations {want[0]} and actions "
-                f"{want[1]}; this scenario gives observations {obs_sig} and actions {act_sig}"
-            )
-        algo.restore_from_path(str(Path(cfg.resume).resolve()))
-
+    algo = _built_algo(conf, cfg, scenario.name, meta_in, started_ray)
     tag = "rllib-ppo" if action_mode == "split" else f"rllib-ppo-{action_mode}"
     name = run_name(scenario.name, tag, cfg.seed)
     run_dir = Path(cfg.logdir) / name
@@ -406,23 +441,7 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     out = Path(cfg.out) if cfg.out is not None else run_dir / "checkpoint"
     if out.exists() and cfg.overwrite:
         shutil.rmtree(out)  # checked in _check: an RLlib checkpoint the user asked to replace
-    meta = checkpoint_metadata(
-        algo,
-        algo=cfg.algo,
-        action_mode=action_mode,
-        history=history,
-        observation="flat",
-        episode_steps=conf.env_config["episode_steps"],
-        scenario=scenario.name,
-        seed=cfg.seed,
-        timesteps=steps,
-        num_env_runners=cfg.num_env_runners,
-        envs_per_runner=cfg.envs_per_runner,
-        lr=cfg.lr,
-        lr_final=cfg.lr_final,
-        run_name=name,
-        resumed_from=None if cfg.resume is None else str(cfg.resume),
-    )
+    meta = _run_metadata(algo, cfg, conf, action_mode, history, scenario.name, steps, name)
     save_checkpoint(algo, out, meta)
     algo.stop()
     if started_ray:

@@ -219,30 +219,9 @@ def train(cfg: TrainConfig) -> TrainResult:
     if cfg.torch_threads is not None:
         torch.set_num_threads(cfg.torch_threads)
     scenario = load_scenario(cfg.scenario)
-    algo, action_mode, history, observation = cfg.algo, cfg.action_mode, cfg.history, "flat"
-    meta_in: dict[str, Any] = {}
-    if cfg.resume is not None:
-        try:
-            meta_in = read_metadata(cfg.resume)
-        except (ValueError, FileNotFoundError) as e:
-            raise type(e)(f"--resume {str(cfg.resume)!r}: {e}") from None
-        trained = meta_in.get("algo", algo)
-        if trained != algo:
-            raise ValueError(f"resume: {str(cfg.resume)!r} was trained with {trained}; pass --algo {trained}")
-        action_mode = meta_in.get("action_mode", action_mode)
-        history = int(meta_in.get("history", history))
-        observation = meta_in.get("observation", observation)
-    action_mode = resolve_action_mode(algo, action_mode)
+    algo = cfg.algo
+    action_mode, history, observation, residual, res_kw, meta_in = _run_settings(cfg)
     cls = algo_class(algo)
-
-    residual = cfg.residual if cfg.resume is None else meta_in.get("residual")
-    scale = cfg.residual_scale if cfg.resume is None else meta_in.get("residual_scale")
-    res_kw: dict[str, Any] = {} if residual is None else {"residual": residual}
-    if residual is not None and scale is not None:
-        res_kw["residual_scale"] = float(scale)
-    obs_features = tuple(cfg.obs_features if cfg.resume is None else meta_in.get("obs_features", ()))
-    if obs_features:
-        res_kw["obs_features"] = obs_features
     venv = SB3VecEnv(
         num_envs=cfg.n_envs,
         scenario=scenario,
@@ -262,12 +241,7 @@ def train(cfg: TrainConfig) -> TrainResult:
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out
 
-    # the action mode joins the algorithm in the run name when it is not the algorithm's default
-    tag = algo if action_mode == resolve_action_mode(algo, None) else f"{algo}-{action_mode}"
-    if residual is not None:
-        tag += f"-res-{residual.replace('+', '')}"
-    name = run_name(scenario.name, tag, cfg.seed)
-    run_dir = fresh_dir(cfg.logdir, name)  # name-2, name-3, ... when a run of the same second exists
+    run_dir = _fresh_run_dir(cfg, action_mode, residual, scenario.name)
     name = run_dir.name
     formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
     model.set_logger(configure(str(run_dir), formats))
@@ -308,6 +282,45 @@ def train(cfg: TrainConfig) -> TrainResult:
         interrupted=interrupted,
         model=model,
     )
+
+
+def _fresh_run_dir(cfg: TrainConfig, action_mode: str, residual: str | None, scenario: str) -> Path:
+    """The run's log folder under ``cfg.logdir``, named after the scenario, the algorithm (with the action
+    mode when it is not the algorithm's default, and the residual's base) and the seed; ``-2``, ``-3``, ...
+    when a run of the same second exists."""
+    tag = cfg.algo if action_mode == resolve_action_mode(cfg.algo, None) else f"{cfg.algo}-{action_mode}"
+    if residual is not None:
+        tag += f"-res-{residual.replace('+', '')}"
+    return fresh_dir(cfg.logdir, run_name(scenario, tag, cfg.seed))
+
+
+def _run_settings(cfg: TrainConfig) -> tuple[str, int, str, str | None, dict[str, Any], dict[str, Any]]:
+    """What a run trains in: the action mode, history, observation, residual base and the env keywords
+    (``residual``, ``residual_scale``, ``obs_features``) of ``cfg``, or of the resumed model's metadata
+    (also returned) with ``cfg.resume``."""
+    algo, action_mode, history, observation = cfg.algo, cfg.action_mode, cfg.history, "flat"
+    meta_in: dict[str, Any] = {}
+    if cfg.resume is not None:
+        try:
+            meta_in = read_metadata(cfg.resume)
+        except (ValueError, FileNotFoundError) as e:
+            raise type(e)(f"--resume {str(cfg.resume)!r}: {e}") from None
+        trained = meta_in.get("algo", algo)
+        if trained != algo:
+            raise ValueError(f"resume: {str(cfg.resume)!r} was trained with {trained}; pass --algo {trained}")
+        action_mode = meta_in.get("action_mode", action_mode)
+        history = int(meta_in.get("history", history))
+        observation = meta_in.get("observation", observation)
+    action_mode = resolve_action_mode(algo, action_mode)
+    residual = cfg.residual if cfg.resume is None else meta_in.get("residual")
+    scale = cfg.residual_scale if cfg.resume is None else meta_in.get("residual_scale")
+    res_kw: dict[str, Any] = {} if residual is None else {"residual": residual}
+    if residual is not None and scale is not None:
+        res_kw["residual_scale"] = float(scale)
+    obs_features = tuple(cfg.obs_features if cfg.resume is None else meta_in.get("obs_features", ()))
+    if obs_features:
+        res_kw["obs_features"] = obs_features
+    return action_mode, history, observation, residual, res_kw, meta_in
 
 
 def meta_maker(

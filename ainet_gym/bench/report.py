@@ -36,9 +36,9 @@ def _target(name: str, value: float | None, target: float, better: str, unit: st
             "status": "PASS" if ok else "MISS", "ratio": ratio, "note": note}  # fmt: skip
 
 
-def evaluate_targets(results: dict[str, Any]) -> list[dict]:
-    """The targets of the issue, each with its figure, PASS/MISS and the ratio to the target."""
-    out = []
+def _allocator_targets(results: dict[str, Any]) -> list[dict]:
+    """The allocator's targets: exactness and speed against the references."""
+    out: list[dict] = []
     exact = results.get("exactness", [])
     if exact:
         worst = max(e["max_rel_err"] for e in exact)
@@ -53,6 +53,12 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
                        r and r.get("fill_vs_gmin"), 50, ">=", "x",
                        note + ("; compiled fill (max_min_fair's numba backend); numpy solve_coo "
                                f"{_fmt(r.get('speedup_vs_gmin'), '.1f')}x" if r else "")))  # fmt: skip
+    return out
+
+
+def _env_targets(results: dict[str, Any]) -> list[dict]:
+    """The env-speed, start-up and construction targets."""
+    out: list[dict] = []
     env = results.get("env", [])
 
     def env_rows(gpus: int) -> list[dict]:
@@ -92,6 +98,12 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
                        "env: topology, paths, jobs, ideal steps, first reset" if con else "not run"))  # fmt: skip
     out.append(_target("construction at 16,384 GPUs (peak RSS)", con and con["peak_rss_mib"] / 1024, 4,
                        "<=", "GiB", "whole process" if con else "not run"))  # fmt: skip
+    return out
+
+
+def _scaling_targets(results: dict[str, Any]) -> list[dict]:
+    """The cost of one interval against fabric size and transfers, and the slowest intervals."""
+    out: list[dict] = []
     sc = results.get("scaling") or {}
     rows = sc.get("fabric_size") or []
     big = max(rows, key=lambda r: r["gpus"]) if rows else None
@@ -123,6 +135,12 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
                                slow["refilled_share"], 0.10, "<=", "",
                                f"{slow['incremental_solves']:,} solves over the intervals timed, "
                                f"{slow.get('parallel_solves', 0):,} by the parallel rule"))  # fmt: skip
+    return out
+
+
+def _switch_moe_targets(results: dict[str, Any]) -> list[dict]:
+    """The lazy/full switch and the MoE rows."""
+    out: list[dict] = []
     sw = results.get("switch") or {}
     if sw.get("median_cpu_s"):
         med = sw["median_cpu_s"]
@@ -144,6 +162,14 @@ def evaluate_targets(results: dict[str, Any]) -> list[dict]:
             out.append(_target(f"env steps/s, {e['scenario']} vector B=16 (reported)", e["env_steps_per_s"], 0,
                                ">=", "steps/s", f"{e.get('backend', '')}; {e['speedup_vs_single']:.2f}x the "
                                "single env of the same run"))  # fmt: skip
+    return out
+
+
+def evaluate_targets(results: dict[str, Any]) -> list[dict]:
+    """The targets of the issue, each with its figure, PASS/MISS and the ratio to the target."""
+    out = _allocator_targets(results) + _env_targets(results) + _scaling_targets(results)
+    out += _switch_moe_targets(results)
+    sc = results.get("scaling") or {}
     out.append(_target("cost vs transfers, marginal exponent (last two points)",
                        sc.get("exponent_vs_transfers_last_two"), 1.1, "<=", "",
                        "same sweep; shows whether the curve bends up" if sc else "not run"))  # fmt: skip
@@ -177,10 +203,9 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(out)
 
 
-def format_report(results: dict[str, Any]) -> str:
-    """The terminal tables of a results dict."""
+def _header_lines(m: dict[str, Any]) -> list[str]:
+    """The run's machine, versions, load and calibration."""
     parts: list[str] = []
-    m = results["meta"]
     mc = m["machine"]
     parts.append(
         f"ainet-gym bench{' --quick' if m['quick'] else ''}  ({m['date']})\n"
@@ -196,6 +221,12 @@ def format_report(results: dict[str, Any]) -> str:
             f"(sort + bincount of 1e6) {cal['numpy_kernel_ms']:.1f} ms (best of 5; compare runs across "
             "machines by these)"
         )
+    return parts
+
+
+def _allocator_lines(results: dict[str, Any]) -> list[str]:
+    """Section 1: the allocator against the references, and the exactness checks."""
+    parts: list[str] = []
     if results.get("allocator"):
         parts.append("\n1. Allocator: solve_coo vs pure-Python progressive filling (ref) and numpy global-min "
                      "filling (gmin)")  # fmt: skip
@@ -237,6 +268,12 @@ def format_report(results: dict[str, Any]) -> str:
             ["mode", "checks", "against", "max rel err", "status"],
             [[k, d["n"], ", ".join(sorted(d["against"])), f"{d['err']:.1e}",
               "PASS" if d["err"] <= EXACT_RTOL else "MISS"] for k, d in by_mode.items()]))  # fmt: skip
+    return parts
+
+
+def _batching_lines(results: dict[str, Any]) -> list[str]:
+    """Section 2: batched instances against a loop."""
+    parts: list[str] = []
     if results.get("batching"):
         b0 = results["batching"][0]
         parts.append(f"\n2. Batching: B independent instances in one call vs a Python loop "
@@ -249,6 +286,12 @@ def format_report(results: dict[str, Any]) -> str:
              for r in results["batching"]]))  # fmt: skip
         parts.append("  engine form: one solve_coo over stacked entries; public: max_min_fair_batched(list of "
                      "CSR) vs max_min_fair per instance")  # fmt: skip
+    return parts
+
+
+def _env_lines(results: dict[str, Any]) -> list[str]:
+    """Section 3: env steps/s, construction and start-up."""
+    parts: list[str] = []
     if results.get("env"):
         parts.append(
             "\n3. Environments: env steps/s (split actions, random; resets timed, steps that only reset not counted)"
@@ -287,6 +330,12 @@ def format_report(results: dict[str, Any]) -> str:
         for r in results["construction"]:
             if "error" in r:
                 parts.append(f"  construction {r['scenario']}: ERROR {r['error']}")
+    return parts
+
+
+def _scaling_lines(results: dict[str, Any]) -> list[str]:
+    """Section 4: one interval's cost against fabric size, transfers and jobs; the slowest intervals."""
+    parts: list[str] = []
     sc = results.get("scaling")
     if sc:
         parts.append("\n4. Scaling: wall time of one decision interval (FabricWorld.step, static ECMP)")
@@ -320,6 +369,17 @@ def format_report(results: dict[str, Any]) -> str:
                 + ", ".join(f"{r['s']:.3g} s / {r['events']:,}{'+' if r['capped'] else ''} ev"
                             for r in slow["intervals"])
             )  # fmt: skip
+    return parts
+
+
+def format_report(results: dict[str, Any]) -> str:
+    """The terminal tables of a results dict, one block per section that ran."""
+    m = results["meta"]
+    parts = _header_lines(m)
+    parts += _allocator_lines(results)
+    parts += _batching_lines(results)
+    parts += _env_lines(results)
+    parts += _scaling_lines(results)
     parts.extend(switch_lines(results.get("switch")))
     parts.extend(moe_lines(results.get("moe")))
     if results.get("targets"):

@@ -234,10 +234,42 @@ def bench_allocator(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], l
     return rows, exact
 
 
+def _batching_exactness(pool: list, csrs: list, k: int) -> list[dict]:
+    """The public allocator on the first ``k`` instances of the batching pool against the references: the
+    sparse form against the pure-Python reference, the stacked dense form against global-min filling."""
+    from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched
+    from ainet_gym.sim.reference import max_min_fair_global_min, max_min_fair_reference_coo
+
+    exact: list[dict] = []
+    err_ref = max(
+        rel_err(
+            r,
+            max_min_fair_reference_coo(i.entry_flow, i.entry_link, i.entry_coef, i.capacity, i.n_flows),
+        )
+        for i, r in zip(pool[:k], [max_min_fair(c, i.capacity) for c, i in zip(csrs[:k], pool[:k])])
+    )
+    exact.append(
+        {"mode": "max_min_fair (sparse)", "instance": f"batching pool, {k} instances", "against": "reference",
+         "max_rel_err": err_ref}
+    )  # fmt: skip
+    # the stacked dense form of max_min_fair_batched (batch, flows, links)
+    dense = np.stack([c.toarray() for c in csrs[:k]])
+    r_dense = max_min_fair_batched(dense, np.stack([i.capacity for i in pool[:k]]))
+    err_dense = max(
+        rel_err(r_dense[j], max_min_fair_global_min(i.entry_flow, i.entry_link, i.entry_coef, i.capacity,
+                                                    i.n_flows))
+        for j, i in enumerate(pool[:k])
+    )  # fmt: skip
+    exact.append(
+        {"mode": "max_min_fair_batched (stacked dense)", "instance": f"batching pool, {k} instances",
+         "against": "global-min", "max_rel_err": err_dense}
+    )  # fmt: skip
+    return exact
+
+
 def bench_batching(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], list[dict]]:
     """Section 2: B independent instances in one call against a loop of single calls."""
     from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched, solve_coo
-    from ainet_gym.sim.reference import max_min_fair_global_min, max_min_fair_reference_coo
 
     rows: list[dict] = []
     exact: list[dict] = []
@@ -294,32 +326,8 @@ def bench_batching(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], li
              "max_rel_err": err_pub}
         )  # fmt: skip
         progress.done()
-    # the loop itself against the references, on the first instances
     progress.start("batching: exactness")
-    k = min(8, b_max)
-    err_ref = max(
-        rel_err(
-            r,
-            max_min_fair_reference_coo(i.entry_flow, i.entry_link, i.entry_coef, i.capacity, i.n_flows),
-        )
-        for i, r in zip(pool[:k], [max_min_fair(c, i.capacity) for c, i in zip(csrs[:k], pool[:k])])
-    )
-    exact.append(
-        {"mode": "max_min_fair (sparse)", "instance": f"batching pool, {k} instances", "against": "reference",
-         "max_rel_err": err_ref}
-    )  # fmt: skip
-    # the stacked dense form of max_min_fair_batched (batch, flows, links)
-    dense = np.stack([c.toarray() for c in csrs[:k]])
-    r_dense = max_min_fair_batched(dense, np.stack([i.capacity for i in pool[:k]]))
-    err_dense = max(
-        rel_err(r_dense[j], max_min_fair_global_min(i.entry_flow, i.entry_link, i.entry_coef, i.capacity,
-                                                    i.n_flows))
-        for j, i in enumerate(pool[:k])
-    )  # fmt: skip
-    exact.append(
-        {"mode": "max_min_fair_batched (stacked dense)", "instance": f"batching pool, {k} instances",
-         "against": "global-min", "max_rel_err": err_dense}
-    )  # fmt: skip
+    exact += _batching_exactness(pool, csrs, min(8, b_max))
     progress.done()
     return rows, exact
 

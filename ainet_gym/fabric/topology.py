@@ -955,16 +955,9 @@ def check_graph_size(G: Any, what: str = "the graph") -> dict[str, int]:
 _SIZE_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
-    """Read nodes and links of a networkx graph (see :func:`fabric_from_graph` for the attributes).
-    Time linear in nodes and links."""
-    import networkx as nx
-
-    if not isinstance(G, nx.Graph):
-        _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
-    lim = _graph_limits()
-    b = _Builder(spec)
-    role = _graph_roles(G)
+def _graph_hosts(G: Any, role: dict[Any, str]) -> tuple[list[Any], dict[Any, int], list[int]]:
+    """The GPU nodes of ``G`` in host-major order, each GPU's host id and the sorted host ids, checked:
+    every GPU has an integer host and every host the same number of GPUs."""
     host: dict[Any, int] = {}
     for n, d in G.nodes(data=True):
         if role[n] == "gpu":
@@ -987,6 +980,48 @@ def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
         _fail(
             f"hosts have different numbers of GPUs ({shown}{' ...' if len(sizes) > 8 else ''}); every host needs the same"
         )
+    return gpus, host, hosts
+
+
+def _graph_link(u: Any, v: Any, d: dict, role: dict[Any, str], lim: dict) -> tuple[float, str, float | None]:
+    """One edge's capacity (Gbit/s), tier and latency (s, ``None``: the tier's default), checked against
+    ``lim`` (:func:`_graph_limits`)."""
+    gmin, gmax, lat_max = lim["gbps_min"], lim["gbps_max"], lim["latency_us_max"]
+    name = f"link {str(u)[:40]}-{str(v)[:40]}"
+    if u == v:
+        _fail(f"{name} joins a node to itself")
+    if "gbps" not in d:
+        _fail(f"{name} has no capacity: the gbps attribute is missing; allowed: a number > 0 (Gbit/s)")
+    gbps = _number(d["gbps"], f"{name}: gbps")
+    if gbps <= 0:
+        _fail(
+            f"{name} has no capacity: gbps = {d['gbps']!r}; allowed: a number in [{gmin:g}, {gmax:g}] (Gbit/s)"
+        )
+    _number(gbps, f"{name}: gbps", gmin, gmax, " Gbit/s (LIMITS['gbps_min'], LIMITS['gbps_max'])")
+    pair = frozenset((role[u], role[v]))
+    tier = d.get("tier", _DEFAULT_TIER.get(pair))
+    if tier is None:
+        _fail(f"{name} joins a {role[u]} and a {role[v]}, which no link may join")
+    if not isinstance(tier, str) or tier not in _TIER:
+        _fail(f"{name}: tier {str(tier)[:40]!r} is not a known tier; allowed: {', '.join(TIERS)}")
+    lat = None
+    if "latency_us" in d:
+        lat = _number(d["latency_us"], f"{name}: latency_us", 0.0, lat_max, " us (LIMITS['latency_us_max'])")
+        lat *= 1e-6
+    return gbps, tier, lat
+
+
+def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
+    """Read nodes and links of a networkx graph (see :func:`fabric_from_graph` for the attributes).
+    Time linear in nodes and links."""
+    import networkx as nx
+
+    if not isinstance(G, nx.Graph):
+        _fail(f"a graph fabric must be a networkx graph, not {type(G).__name__}")
+    lim = _graph_limits()
+    b = _Builder(spec)
+    role = _graph_roles(G)
+    gpus, host, hosts = _graph_hosts(G, role)
     host_index = {h: i for i, h in enumerate(hosts)}
 
     node_id: dict[Any, int] = {}
@@ -1000,31 +1035,8 @@ def _builder_from_graph(G: Any, spec: FabricSpec) -> _Builder:
     edges = list(G.edges(data=True))
     if edges and all("link" in d for _, _, d in edges):  # the link ids of fabric_to_graph: keep them
         edges.sort(key=lambda e: _number(e[2]["link"], f"link {e[0]}-{e[1]}: link", 0, 2**53))
-    gmin, gmax, lat_max = lim["gbps_min"], lim["gbps_max"], lim["latency_us_max"]
     for u, v, d in edges:
-        name = f"link {str(u)[:40]}-{str(v)[:40]}"
-        if u == v:
-            _fail(f"{name} joins a node to itself")
-        if "gbps" not in d:
-            _fail(f"{name} has no capacity: the gbps attribute is missing; allowed: a number > 0 (Gbit/s)")
-        gbps = _number(d["gbps"], f"{name}: gbps")
-        if gbps <= 0:
-            _fail(
-                f"{name} has no capacity: gbps = {d['gbps']!r}; allowed: a number in [{gmin:g}, {gmax:g}] (Gbit/s)"
-            )
-        _number(gbps, f"{name}: gbps", gmin, gmax, " Gbit/s (LIMITS['gbps_min'], LIMITS['gbps_max'])")
-        pair = frozenset((role[u], role[v]))
-        tier = d.get("tier", _DEFAULT_TIER.get(pair))
-        if tier is None:
-            _fail(f"{name} joins a {role[u]} and a {role[v]}, which no link may join")
-        if not isinstance(tier, str) or tier not in _TIER:
-            _fail(f"{name}: tier {str(tier)[:40]!r} is not a known tier; allowed: {', '.join(TIERS)}")
-        lat = None
-        if "latency_us" in d:
-            lat = _number(
-                d["latency_us"], f"{name}: latency_us", 0.0, lat_max, " us (LIMITS['latency_us_max'])"
-            )
-            lat *= 1e-6
+        gbps, tier, lat = _graph_link(u, v, d, role, lim)
         b.link(node_id[u], node_id[v], gbps, tier, lat)
         if not G.is_directed():
             b.link(node_id[v], node_id[u], gbps, tier, lat)

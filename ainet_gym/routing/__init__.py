@@ -1,6 +1,7 @@
 """Routing: how a connection's traffic is split over its candidate paths (:mod:`.split`: ECMP hashing,
-WCMP weights, decoding an agent's action into a split) and the engine-level routing policies (ECMP,
-spraying, WCMP, greedy) that :func:`ainet_gym.simulate` and the baseline agents use (:mod:`.policies`)."""
+WCMP weights, decoding an agent's action into a split), the engine-level routing policies (ECMP,
+spraying, WCMP, LPs, greedy) that :func:`ainet_gym.simulate` and the baseline agents use (:mod:`.policies`),
+the fixed plans of the ``choose`` modes (:mod:`.plans`) and what a policy reads (:mod:`.context`).
 
-from ainet_gym.routing.split import *  # noqa: F403  (0.1's ``ainet_gym.routing`` module names)
-from ainet_gym.routing.split import __all__  # noqa: F401
+Import from the modules; this package re-exports nothing.
+"""

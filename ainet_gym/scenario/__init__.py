@@ -1,7 +1,11 @@
-"""Scenarios: the frozen spec types (:mod:`.spec`) and the YAML/dict loader that validates them (:mod:`.loader`).
+"""Scenarios: the frozen spec types (:mod:`.spec`), the YAML/dict loader that validates them
+(:mod:`.loader`, with :mod:`.sections`, :mod:`.rules`, :mod:`.feasibility`, :mod:`.estimate` and
+:mod:`.files`) and the MoE family (:mod:`.moe`).
 
-``ainet_gym.scenario.load_scenario`` etc. keep working: the loader's public names are re-exported here.
+The room's public API, also at the top level of ``ainet_gym``: :func:`load_scenario`,
+:class:`ScenarioError`, :func:`list_scenarios`, :func:`scenarios_dir`.
 """
 
-from ainet_gym.scenario.loader import *  # noqa: F403
-from ainet_gym.scenario.loader import __all__  # noqa: F401
+from ainet_gym.scenario.loader import ScenarioError, list_scenarios, load_scenario, scenarios_dir
+
+__all__ = ["ScenarioError", "list_scenarios", "load_scenario", "scenarios_dir"]

@@ -375,42 +375,71 @@ def _parse_collective(
     op = COLLECTIVE_RULES["op"](ctx, d["op"], join_path(path, "op"))
     require_keys(ctx, d, path, ("bytes",), _COLLECTIVE_REQUIRED)
     kw = apply_rules(ctx, d, path, COLLECTIVE_RULES)
-    alg_path = join_path(path, "algorithm")
+    gpus = _check_groups(ctx, d, kw, path, job, gpus)  # the checks below are per group
+    if "algorithm" in d:
+        _check_algorithm(ctx, kw["algorithm"], op, join_path(path, "algorithm"), job, gpus, placement, gph)
+    _check_pattern(ctx, d, kw, op, join_path(path, "pattern"), job, gpus)
+    if op != "alltoall":
+        for key in ("skew", "skew_period_steps"):
+            if key in kw and kw[key] != spec_default(CollectiveSpec, key):
+                ctx.fail(
+                    join_path(path, key),
+                    f"{key} applies only to alltoall, not to {op}",
+                    f"omit {key!r}",
+                    kw[key],
+                )
+    if "chunks" in kw:
+        _check_chunks(
+            ctx, join_path(path, "chunks"), op, kw.get("algorithm", "ring"), kw["chunks"], job, gpus
+        )
+    return CollectiveSpec(**kw)
+
+
+def _check_groups(ctx: Context, d: dict, kw: dict, path: str, job: str, gpus: int) -> int:
+    """``group_size`` and ``group_stride`` tile the job's ranks; returns the ranks per group (the job's
+    GPUs without groups)."""
     size, stride = kw.get("group_size"), kw.get("group_stride", 1)
     if size is None and stride != 1:
         ctx.fail(join_path(path, "group_stride"), "group_stride needs a group_size", "omit it, or give group_size",
                  stride)  # fmt: skip
-    if size is not None:
-        if gpus % (size * stride):
-            ctx.fail(
-                join_path(path, "group_size"),
-                f"groups of {size} ranks at stride {stride} must tile job {job!r} of {gpus} GPUs "
-                f"({gpus} is not a multiple of {size} x {stride})",
-                f"group_size x group_stride dividing {gpus}",
-                size,
-            )
-        if d.get("algorithm") == "hierarchical":
-            ctx.fail(alg_path, "hierarchical takes the job's hosts, not groups", "ring, tree or halving_doubling "
-                     "with group_size; or omit group_size", "hierarchical")  # fmt: skip
-        gpus = size  # the checks below are per group
+    if size is None:
+        return gpus
+    if gpus % (size * stride):
+        ctx.fail(
+            join_path(path, "group_size"),
+            f"groups of {size} ranks at stride {stride} must tile job {job!r} of {gpus} GPUs "
+            f"({gpus} is not a multiple of {size} x {stride})",
+            f"group_size x group_stride dividing {gpus}",
+            size,
+        )
+    if d.get("algorithm") == "hierarchical":
+        ctx.fail(join_path(path, "algorithm"), "hierarchical takes the job's hosts, not groups", "ring, tree or "
+                 "halving_doubling with group_size; or omit group_size", "hierarchical")  # fmt: skip
+    return size
 
-    if "algorithm" in d:
-        alg = kw["algorithm"]
-        if op in ("alltoall", "sendrecv"):
-            ctx.fail(alg_path, f"{op} takes no algorithm (got {alg!r})", "omit 'algorithm' for this op", alg)
-        if op in ("reducescatter", "allgather") and alg != "ring":
-            ctx.fail(alg_path, f"{op} supports only the ring algorithm, not {alg!r}", "ring", alg)
-        if alg == "halving_doubling" and not _is_pow2(gpus):
-            ctx.fail(
-                alg_path,
-                f"halving_doubling needs a power-of-two number of GPUs; job {job!r} has {gpus}",
-                "gpus in 1, 2, 4, 8, 16, ...; or algorithm ring or tree",
-                alg,
-            )
-        if alg == "hierarchical":
-            _check_hierarchical(ctx, alg_path, job, gpus, placement, gph)
 
-    pat_path = join_path(path, "pattern")
+def _check_algorithm(
+    ctx: Context, alg: str, op: str, alg_path: str, job: str, gpus: int, placement, gph: int
+) -> None:
+    """The collective's ``algorithm`` fits its op and its number of ranks."""
+    if op in ("alltoall", "sendrecv"):
+        ctx.fail(alg_path, f"{op} takes no algorithm (got {alg!r})", "omit 'algorithm' for this op", alg)
+    if op in ("reducescatter", "allgather") and alg != "ring":
+        ctx.fail(alg_path, f"{op} supports only the ring algorithm, not {alg!r}", "ring", alg)
+    if alg == "halving_doubling" and not _is_pow2(gpus):
+        ctx.fail(
+            alg_path,
+            f"halving_doubling needs a power-of-two number of GPUs; job {job!r} has {gpus}",
+            "gpus in 1, 2, 4, 8, 16, ...; or algorithm ring or tree",
+            alg,
+        )
+    if alg == "hierarchical":
+        _check_hierarchical(ctx, alg_path, job, gpus, placement, gph)
+
+
+def _check_pattern(ctx: Context, d: dict, kw: dict, op: str, pat_path: str, job: str, gpus: int) -> None:
+    """``pattern``: required by sendrecv (``shift:k`` with k not a multiple of the ranks, normalised in
+    ``kw``), refused by every other op."""
     if op == "sendrecv":
         if d.get("pattern") is None:
             ctx.fail(pat_path, "sendrecv requires a pattern", "shift:k with an integer k, e.g. shift:1")
@@ -439,21 +468,6 @@ def _parse_collective(
             "omit 'pattern' for this op",
             d["pattern"],
         )
-
-    if op != "alltoall":
-        for key in ("skew", "skew_period_steps"):
-            if key in kw and kw[key] != spec_default(CollectiveSpec, key):
-                ctx.fail(
-                    join_path(path, key),
-                    f"{key} applies only to alltoall, not to {op}",
-                    f"omit {key!r}",
-                    kw[key],
-                )
-    if "chunks" in kw:
-        _check_chunks(
-            ctx, join_path(path, "chunks"), op, kw.get("algorithm", "ring"), kw["chunks"], job, gpus
-        )
-    return CollectiveSpec(**kw)
 
 
 def _check_chunks(ctx: Context, path: str, op: str, alg: str, chunks: int, job: str, gpus: int) -> None:

@@ -65,6 +65,44 @@ FloatArray = npt.NDArray[np.float64]
 # ----------------------------------------------------------------------------------------------------------
 
 
+def _coo_start(
+    entry_flow: npt.ArrayLike,
+    entry_link: npt.ArrayLike,
+    entry_coef: npt.ArrayLike,
+    capacity: npt.ArrayLike,
+    n_flows: int,
+    weights: npt.ArrayLike | None,
+    demand: npt.ArrayLike | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, FloatArray, FloatArray, FloatArray, FloatArray]:
+    """:func:`solve_coo`'s inputs as flat arrays: the entries without zero coefficients, sorted by flow
+    (stable), a copy of the capacities (the residuals the filling updates), the weights (default 1), the
+    demands (default inf), and the rates to fill, set already for the flows that cross no link (their
+    demand: inf if none); shapes asserted."""
+    ef = np.asarray(entry_flow, dtype=np.intp).ravel()
+    el = np.asarray(entry_link, dtype=np.intp).ravel()
+    ec = np.asarray(entry_coef, dtype=np.float64).ravel()
+    remaining = np.array(capacity, dtype=np.float64).ravel()  # a copy: updated in place
+    assert ef.shape == el.shape == ec.shape, "entry arrays must have equal lengths"
+    w = np.ones(n_flows) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
+    assert w.size == n_flows, "weights must have n_flows values"
+    if demand is None:
+        dem = np.full(n_flows, np.inf)
+    else:
+        dem = np.asarray(demand, dtype=np.float64).ravel()
+        assert dem.size == n_flows, "demand must have n_flows values"
+    if not (ec > 0).all():
+        keep = ec > 0
+        ef, el, ec = ef[keep], el[keep], ec[keep]
+    if ef.size > 1 and (ef[1:] < ef[:-1]).any():
+        order = np.argsort(ef, kind="stable")
+        ef, el, ec = ef[order], el[order], ec[order]
+    rates = np.empty(n_flows, dtype=np.float64)
+    has_link = np.zeros(n_flows, dtype=bool)
+    has_link[ef] = True
+    rates[~has_link] = dem[~has_link]
+    return ef, el, ec, remaining, w, dem, rates
+
+
 def solve_coo(
     entry_flow: npt.ArrayLike,
     entry_link: npt.ArrayLike,
@@ -126,39 +164,14 @@ def solve_coo(
     >>> rates.tolist(), its
     ([0.5, 0.5, 0.5, 0.5], 1)
     """
-    ef = np.asarray(entry_flow, dtype=np.intp).ravel()
-    el = np.asarray(entry_link, dtype=np.intp).ravel()
-    ec = np.asarray(entry_coef, dtype=np.float64).ravel()
-    remaining = np.array(capacity, dtype=np.float64).ravel()  # a copy: updated in place
     n_flows = int(n_flows)
+    ef, el, ec, remaining, w, dem, rates = _coo_start(
+        entry_flow, entry_link, entry_coef, capacity, n_flows, weights, demand
+    )
     n_links = remaining.size
-    assert ef.shape == el.shape == ec.shape, "entry arrays must have equal lengths"
-
-    w = np.ones(n_flows) if weights is None else np.asarray(weights, dtype=np.float64).ravel()
-    assert w.size == n_flows, "weights must have n_flows values"
-    if demand is None:
-        dem = np.full(n_flows, np.inf)
-    else:
-        dem = np.asarray(demand, dtype=np.float64).ravel()
-        assert dem.size == n_flows, "demand must have n_flows values"
-
-    rates = np.empty(n_flows, dtype=np.float64)
     iterations = 0
     with np.errstate(over="ignore"):  # huge capacity / tiny weight may overflow to inf: that is the answer
         dem_level = dem / w
-
-        if not (ec > 0).all():
-            keep = ec > 0
-            ef, el, ec = ef[keep], el[keep], ec[keep]
-        if ef.size > 1 and (ef[1:] < ef[:-1]).any():
-            order = np.argsort(ef, kind="stable")
-            ef, el, ec = ef[order], el[order], ec[order]
-
-        # flows that cross no link are limited by their demand only (inf if none)
-        has_link = np.zeros(n_flows, dtype=bool)
-        has_link[ef] = True
-        rates[~has_link] = dem[~has_link]
-
         cw = ec * w[ef]  # link "weight" of each entry: coef * w_f
         # flow segments of the flow-sorted entries, and a permutation listing the entries in link order
         fstart = np.flatnonzero(np.concatenate(([True], ef[1:] != ef[:-1]))) if ef.size else ef

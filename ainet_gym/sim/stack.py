@@ -80,7 +80,11 @@ class UnitStack:
 
 
 def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
-    """Stack the compiled units of each instance (``units[b]``, a list of CompiledUnit) on ``fabric``."""
+    """Stack the compiled units of each instance (``units[b]``, a list of CompiledUnit) on ``fabric``.
+
+    Long on purpose: the constructor of the 50-field :class:`UnitStack` takes half of it, one keyword per
+    field; the other half computes the offsets (per unit, phase, flow and connection) that most fields share.
+    """
     B, L = len(units), fabric.n_links
     flat = [u for inst in units for u in inst]
     U = len(flat)

@@ -1,4 +1,4 @@
-"""The package layout (issue 16): rooms that follow the pipeline, old import paths for one release, the
+"""The package layout (issue 16): rooms that follow the pipeline, no old import paths (gone in 0.3), the
 agents under the project's namespace, and engine modules that need no RL library and no env module."""
 
 from __future__ import annotations
@@ -7,33 +7,60 @@ import ast
 import subprocess
 import sys
 import tomllib
-import warnings
 from pathlib import Path
 
 import pytest
 
 import ainet_gym
-from ainet_gym import _moved
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "ainet_gym"
 
 
-@pytest.mark.parametrize("old", sorted(_moved.MOVED))
-def test_old_module_path_is_the_moved_module_with_a_warning(old: str) -> None:
-    new = _moved.MOVED[old]
-    if new.endswith(".rllib"):
-        pytest.importorskip("ray")
-    if new.endswith(".multiagent"):
-        pytest.importorskip("pettingzoo")
+#: 0.1's module paths, deprecated in 0.2 and removed in 0.3 (CHANGELOG): each must fail to import, so
+#: that no shim (an import hook or a ``sys.modules`` alias) brings them back
+OLD_MODULE_PATHS = (
+    "ainet_gym.spec",
+    "ainet_gym.topology",
+    "ainet_gym.policies",
+    "ainet_gym.workload",
+    "ainet_gym.allocator",
+    "ainet_gym._reference",
+    "ainet_gym.engine",
+    "ainet_gym._kernels",
+    "ainet_gym.world",
+    "ainet_gym.env",
+    "ainet_gym.vector_env",
+    "ainet_gym.sb3_vec_env",
+    "ainet_gym.rewards",
+    "ainet_gym.render",
+    "ainet_gym.registration",
+    "ainet_gym._envkernels",
+    "ainet_gym.multiagent",
+    "ainet_gym.rllib",
+    "ainet_gym.parity",
+    "ainet_gym.soak",
+    "ainet_gym.simulate",
+    "ainet_gym.crosscheck",
+)
+
+
+@pytest.mark.parametrize("old", OLD_MODULE_PATHS)
+def test_old_module_paths_are_gone(old: str) -> None:
     import importlib
 
-    sys.modules.pop(old, None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        mod = importlib.import_module(old)
-    assert mod is importlib.import_module(new)
-    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+
+
+def test_packages_re_export_no_star() -> None:
+    """A package's names are spelled out (``__all__`` of what it imports), never ``import *``."""
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert all(a.name != "*" for a in node.names), (
+                    f"{path.relative_to(ROOT)}: from {node.module} import *"
+                )
 
 
 def test_contract_names_stay_at_the_top_level() -> None:
@@ -46,7 +73,7 @@ def test_contract_names_stay_at_the_top_level() -> None:
         "crosscheck",
     ):
         assert callable(getattr(ainet_gym, name))
-    from ainet_gym.scenario import ScenarioError, load_scenario  # 0.1's module path, now the scenario room
+    from ainet_gym.scenario import ScenarioError, load_scenario  # the scenario room's public API
 
     assert load_scenario is ainet_gym.load_scenario and ScenarioError is ainet_gym.ScenarioError
 
@@ -108,7 +135,7 @@ def test_optional_extras_load_only_when_used() -> None:
     assert proc.stdout.strip() == "[]"
 
 
-_OWN_PRIVATE_MODULES = ("_moved",)  # the package's own private module, imported by its __init__
+_OWN_PRIVATE_MODULES: tuple[str, ...] = ()  # private modules a package may import from another (none)
 
 
 def test_no_module_reads_private_names_of_another_module() -> None:
