@@ -495,7 +495,10 @@ class Orchestrator
         }
     }
 
-    // Hand each sub-flow its share of what the transfer may have sent so far.
+    // Hand each sub-flow its share of what the transfer may have sent so far, rounded up to whole bytes:
+    // rounded down, the shares of a step split over K sub-flows could add up to K - 1 bytes less than the
+    // step, and a ring whose hops wait for exactly one step (a step shorter than a chunk: 32-rank rings of
+    // xc-periodic-interference-64) stalled after its first step.
     void Distribute(XcTransfer* x)
     {
         bool all = x->allowedTotal >= (double)x->bytes - 0.5;
@@ -503,7 +506,7 @@ class Orchestrator
         for (XcFlow* f : x->flows)
         {
             uint64_t a = all ? f->total
-                             : std::min<uint64_t>(f->total, f->base + (uint64_t)std::floor(more * f->frac));
+                             : std::min<uint64_t>(f->total, f->base + (uint64_t)std::ceil(more * f->frac - 1e-6));
             if (a > f->allowed)
             {
                 f->allowed = a;

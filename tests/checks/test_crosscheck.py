@@ -655,3 +655,20 @@ def test_uneven_split_shares_links_per_connection_unless_split_qps() -> None:
     assert sorted(
         s[2] for s in subs if s[1] in [int(c) for c, e in det["conn_ends"].items() if e[0] in (0, 2)]
     ) == [0, 0, 1, 1, 1, 1]
+
+
+@needs_ns3
+def test_a_ring_step_split_over_qps_reaches_the_next_hop_whole() -> None:
+    """4 GPUs on one 10 Gb/s switch, ring AllReduce of 2 MB, every connection as 6 QPs: a ring step is
+    S / p = 500,000 bytes, less than a 512 KiB chunk, so each hop may send one step beyond what its
+    predecessor delivered, and a step's share per QP is 83,333.3 bytes. Rounded down, the six shares added
+    up to 499,998 bytes, 2 short of the step the next hop waits for, and the ring stalled after its first
+    step (no iteration in ns-3). Every hop moves 2 (p-1)/p S = 3 MB at C = 10 Gb/s times the TCP payload
+    fraction 1448/1529, as in the smallest case."""
+    from ainet_gym.checks.crosscheck import _crosscheck_in_subprocess
+
+    closed = 3e6 * 8 / (10e9 * 1448 / 1529) * 1e3
+    r, _ = _crosscheck_in_subprocess(_switch(4, 2e6), "ecmp", 0, None, CrosscheckConfig(split_qps=6))
+    (job,) = r["jobs"]
+    assert job["fluid_comm_ms"] == pytest.approx(closed, rel=0.01)
+    assert job["ns3_comm_ms"] == pytest.approx(closed, rel=0.03)
