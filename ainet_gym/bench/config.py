@@ -43,7 +43,7 @@ class BenchConfig:
     )
     #: simulation backends of the environment section, side by side (the first is the headline one).
     env_backends: tuple[str, ...] = ("numba", "numpy")
-    #: the numpy backend is measured only up to this many GPUs (it is the slow reference).
+    #: the reference backend (numpy, ``SimBackend.reference``) is measured only up to this many GPUs (it is slow).
     numpy_env_max_gpus: int = 128
     #: sizes whose construction time and peak memory are probed in a subprocess (0 = default scenario).
     construction_gpus: tuple[int, ...] = (0, 1024, 4096, 16384)

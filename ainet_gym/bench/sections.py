@@ -399,6 +399,7 @@ def bench_env(cfg: BenchConfig, progress: Progress) -> list[dict]:
     """
     from ainet_gym.envs.env import FabricRoutingEnv
     from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
+    from ainet_gym.sim.backends import get_backend
 
     rows: list[dict] = []
     windows = cfg.env_windows
@@ -407,7 +408,7 @@ def bench_env(cfg: BenchConfig, progress: Progress) -> list[dict]:
         gpus = scenario_gpus(scenario)
         interleave = gpus <= INTERLEAVE_MAX_GPUS
         for backend in cfg.env_backends:
-            if backend == "numpy" and gpus > cfg.numpy_env_max_gpus:
+            if get_backend(backend).reference and gpus > cfg.numpy_env_max_gpus:  # the slow numpy reference
                 continue
             group: list[tuple[dict, _Timer]] = []
 

@@ -8,16 +8,18 @@ state of its own and reads the core's, the attributes annotated on it, which ``E
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from gymnasium import spaces
 
 from ainet_gym.arrays import safe_divide
-from ainet_gym.envs import kernels as envkernels
 from ainet_gym.envs.slots import SlotMaps
 from ainet_gym.routing.plans import plan_split
-from ainet_gym.routing.split import path_index_split, ratio_split
 from ainet_gym.sim.world import FabricWorld, StepResult
+
+if TYPE_CHECKING:
+    from ainet_gym.envs.passes import EnvPasses
 
 __all__ = [
     "ACTION_MODES",
@@ -84,6 +86,7 @@ class EnvActions:
     _default: np.ndarray
     _fixed_cache: tuple | None
     _last: StepResult | None
+    _passes: EnvPasses
     _slot_maps: Callable[[], SlotMaps]
     action_mode: str
     action_space: spaces.Space
@@ -226,24 +229,10 @@ class EnvActions:
             weights[:, self.wcmp_links] = (a + 1.0) / 2.0
             return w.wcmp(weights)
         ctrl, conns, npaths = self._controllable()
-        if self.action_mode in SPLIT_MODES and w.backend == "numba" and self.P <= envkernels.PW_BLOCKSIZE:
-            # one compiled pass, the same floating-point operations as the numpy code below
-            rows = np.ascontiguousarray(a, dtype=np.float64).reshape(-1, self.P)
-            return envkernels.decode_split(
-                rows,
-                ctrl,
-                conns,
-                npaths,
-                self._default,
-                self._fixed_conns(conns),
-                np.empty_like(self._default),
-            )
-        split = self._default.copy()
-        if self.action_mode == "path":  # indices past a connection's paths wrap (documented)
-            split[conns] = path_index_split(a.reshape(-1)[ctrl], npaths, self.P, wrap=True)
-        else:
-            split[conns] = ratio_split((a.reshape(-1, self.P)[ctrl] + 1.0) / 2.0, npaths)
-        return split
+        # the backend's env passes: numpy, or one compiled pass with the same floating-point operations
+        return self._passes.decode_split(
+            self.action_mode, a, ctrl, conns, npaths, self._default, self._fixed_conns
+        )
 
     def _residual_split(self, a: np.ndarray) -> np.ndarray:
         """The split of the residual policy (``residual=`` at construction): the base policy's split of

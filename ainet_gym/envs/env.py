@@ -43,6 +43,7 @@ from ainet_gym.envs.observation import (
     obs_layout,
     squash,
 )
+from ainet_gym.envs.passes import EnvPasses, get_passes
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.fabric.topology import TIERS
@@ -180,6 +181,8 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
         self.episode_steps = int(episode_steps or self.scenario.dynamics.episode_steps)
         self.world = FabricWorld(self.scenario, batch=self.batch, backend=backend)
+        # the env side of the step on the world's backend (decode, observation): ainet_gym.envs.passes
+        self._passes: EnvPasses = get_passes(self.world.backend)
         w = self.world
         self.net_links = w.network_links  # (net_links,) link ids the observation shows
         self.n_net = int(self.net_links.shape[0])
@@ -418,11 +421,9 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     def _fused_decode(self) -> bool:
         """Whether :meth:`step` decodes split actions inside the engine's merge (numba backend)."""
         return (
-            self.action_mode in SPLIT_MODES
-            and self.residual is None
-            and self.world.backend == "numba"
-            and self.P <= _envkernels.PW_BLOCKSIZE
+            self.residual is None
             and self.world.reroute == "in_flight"  # new_transfers carries transfers over before the merge
+            and self._passes.fuses_decode(self.action_mode, self.P)
         )
 
     def _instance_bounds(self, conns: np.ndarray, fixed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -475,7 +476,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         """One interval with a checked split (connections, max_paths) (``split_set``: already set on the
         engine)."""
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
-        compiled = self.world.backend == "numba"
+        compiled = self._passes.compiled_observation
         # compiled: the link history is pushed and written into the observation on the kernel threads,
         # right after each range's interval and figures; the rest of the observation follows the dynamics
         early = self._early_blocks(active) if compiled else None

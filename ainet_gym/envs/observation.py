@@ -23,6 +23,7 @@ from ainet_gym.sim.world import FabricWorld, StepResult
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
+    from ainet_gym.envs.passes import EnvPasses
 
 __all__ = [
     "BG_FEATURES",
@@ -159,6 +160,7 @@ class EnvObservation:
     _net_capacity: np.ndarray
     _no_job: np.ndarray
     _no_lu: np.ndarray
+    _passes: EnvPasses
     _sim: Callable[[], Any]
     _slot_maps: Callable[[], SlotMaps]
     _slot_obs_cache: tuple | None
@@ -252,7 +254,7 @@ class EnvObservation:
         sim = w.sim
         assert sim is not None
         B = self.batch
-        if w.backend == "numba":
+        if self._passes.compiled_observation:
             return self._observe_numba(res, push)
         # float32 blocks written in place: each float64 value is rounded to float32 once, as the cast of a
         # float64 vector would

@@ -36,7 +36,7 @@ Public functions: :func:`max_min_fair` (one instance, validated), :func:`max_min
 reference of the simulator's numpy backend).
 
 Backends: the public functions take ``backend=None|"numba"|"numpy"`` with the rule of the envs
-(:func:`ainet_gym.sim.engine.resolve_backend`: the keyword, else ``$AINET_GYM_BACKEND``, else ``numba`` when
+(:func:`ainet_gym.sim.backends.resolve_backend`: the keyword, else ``$AINET_GYM_BACKEND``, else ``numba`` when
 it imports). ``numba`` solves by sequential progressive filling with a heap of link shares
 (:func:`ainet_gym.sim.kernels.fill_levels`: each flow frozen once, O(entries log links)); ``numpy`` by the
 parallel rule above (:func:`solve_coo`). Both are exact; their rates agree to round-off (1e-12 relative on
@@ -403,31 +403,15 @@ def _solve(
     backend: str | None,
     blocks: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> FloatArray:
-    """Validated COO entries (coef > 0) solved on ``backend`` (:func:`ainet_gym.sim.engine.resolve_backend`).
+    """Validated COO entries (coef > 0) solved on ``backend`` (:func:`ainet_gym.sim.backends.resolve_backend`;
+    :meth:`~ainet_gym.sim.backends.base.SimBackend.solve_entries`).
 
     ``blocks``: the (instances + 1,) flow and link offsets of independent stacked instances; the compiled
     backend then fills each instance on its own (:func:`ainet_gym.sim.kernels.solve_fill_blocks`), so a
     batched call equals a loop of single calls bit for bit."""
-    from ainet_gym.sim.engine import resolve_backend
+    from ainet_gym.sim.backends import get_backend
 
-    if resolve_backend(backend) == "numpy":
-        return solve_coo(flow, link, coef, cap, n_flows, weights=weights, demand=demand)  # type: ignore[return-value]
-    from ainet_gym.sim.kernels import solve_fill, solve_fill_blocks
-
-    order = np.argsort(flow, kind="stable")
-    w = np.ones(n_flows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
-    d = np.full(n_flows, np.inf) if demand is None else np.ascontiguousarray(demand, dtype=np.float64)
-    args = (
-        np.ascontiguousarray(flow[order], dtype=np.int64),
-        np.ascontiguousarray(link[order], dtype=np.int64),
-        np.ascontiguousarray(coef[order], dtype=np.float64),
-        np.ascontiguousarray(cap, dtype=np.float64),
-    )
-    if blocks is not None:
-        fb, lb = (np.ascontiguousarray(x, dtype=np.int64) for x in blocks)
-        return solve_fill_blocks(*args, w, d, fb, lb)  # type: ignore[no-any-return]
-    rates, _ = solve_fill(*args, int(n_flows), w, d)
-    return rates
+    return get_backend(backend).solve_entries(flow, link, coef, cap, n_flows, weights, demand, blocks)
 
 
 def _batched_vectors(

@@ -7,11 +7,13 @@ Data flow of one decision interval (see docs/model.md):
              -> advance bytes, timers, link bytes -> process events (phase / iteration ends)
     -> per-job and per-link metrics of the interval
 
-Two backends run the interval (``BatchSim(..., backend=)``, see :func:`resolve_backend`): ``numba`` walks
-the whole interval of every instance in one compiled call (:mod:`ainet_gym.sim.kernels`), re-solving an
-instance only when its set of active flows changed; ``numpy`` (the reference, :meth:`BatchSim.run_interval`
-below) vectorises each event over the batch. They agree bit for bit on the shipped scenarios
-(``python -m ainet_gym.checks.parity``).
+Two backends run the interval (``BatchSim(..., backend=)``, see :func:`resolve_backend`), each a strategy
+for the stages of the step behind one interface (:mod:`ainet_gym.sim.backends`, chosen by name there only):
+``numba`` walks the whole interval of every instance in one compiled call (:mod:`ainet_gym.sim.kernels`),
+re-solving an instance only when its set of active flows changed; ``numpy`` (the reference,
+:mod:`ainet_gym.sim.backends.numpy_ref`) vectorises each event over the batch. They agree bit for bit on the
+shipped scenarios (``python -m ainet_gym.checks.parity``). This module holds what both share: the compiled
+units, their stacking, the incidence table of a split and the state.
 
 A *unit* is a compiled job or a background source. Units of all instances of a batch are stacked
 into flat arrays with per-instance offsets on link ids, so one call of the allocator serves every
@@ -26,27 +28,28 @@ communication are done. So step time = c + max(0, comm - o c) (exposed communica
 from __future__ import annotations
 
 import math
-import os
-import warnings
 import weakref
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import BackgroundSpec, CollectiveSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
-from ainet_gym.sim.allocator import solve_coo
+from ainet_gym.sim.backends import BACKEND_ENV, BACKENDS, get_backend, resolve_backend
+from ainet_gym.sim.backends.base import Pending, Then
 from ainet_gym.sim.stack import UnitStack, stack_units
-from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING, SimState
+from ainet_gym.sim.state import PRE_COMM, RUNNING, SimState
 from ainet_gym.sim.workload import CollectivePhase, Flow, decompose
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_ENV",
+    "EPS_B",
+    "EPS_T",
     "BatchSim",
     "CompiledUnit",
     "IntervalMetrics",
@@ -59,51 +62,12 @@ __all__ = [
     "rotation_period",
 ]
 
-#: simulation backends: ``numba`` (compiled interval, the default when numba imports) and ``numpy`` (the
-#: reference implementation in this module)
-BACKENDS = ("numba", "numpy")
-BACKEND_ENV = "AINET_GYM_BACKEND"
-_fallback_warned = False
-
-
-def resolve_backend(backend: str | None = None) -> str:
-    """The backend to use: the keyword if given, else ``$AINET_GYM_BACKEND``, else ``numba`` when it imports.
-
-    Raises
-    ------
-    ValueError
-        If the keyword or the variable names no backend.
-    ImportError
-        If ``numba`` is asked for explicitly and cannot be imported.
-    """
-    global _fallback_warned
-    source = "backend"
-    if backend is None:
-        backend = os.environ.get(BACKEND_ENV) or None
-        source = BACKEND_ENV
-    if backend is None:
-        if _kernels.HAVE_NUMBA:
-            return "numba"
-        if not _fallback_warned:
-            _fallback_warned = True
-            warnings.warn(
-                "numba is not importable: ainet_gym falls back to the numpy backend, about 10x slower "
-                "(pip install numba, or set AINET_GYM_BACKEND=numpy to silence this)",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        return "numpy"
-    if backend not in BACKENDS:
-        raise ValueError(f"{source} = {backend!r}: unknown backend; allowed: {', '.join(BACKENDS)}")
-    if backend == "numba" and not _kernels.HAVE_NUMBA:
-        raise ImportError(f"{source} = 'numba', but numba cannot be imported (pip install numba)")
-    return backend
-
-
 _STATE_FIELDS = tuple(f.name for f in fields(SimState))  # read through BatchSim.state only
 _STACK_FIELDS = tuple(f.name for f in fields(UnitStack))  # BatchSim attributes that view the structure
-_EPS_T = 1e-12  # seconds: timers at or below this are done
-_EPS_B = 1e-9  # relative: a flow with rem <= eps * bytes is done
+#: s: timers at or below this are done (both backends)
+EPS_T = 1e-12
+#: relative: a flow with ``rem <= EPS_B * bytes`` is done (both backends)
+EPS_B = 1e-9
 
 
 class TooManyEvents(RuntimeError):
@@ -594,21 +558,6 @@ class EntryTable:
         )
 
 
-def _share(name: str, x: object) -> float:
-    """A share of the active flows in [0, 1] (a plain attribute of :class:`BatchSim`), checked by name."""
-    if isinstance(x, bool) or not isinstance(x, int | float) or not 0.0 <= x <= 1.0:
-        raise ValueError(f"{name} = {x!r}: allowed: a share of the active flows in [0, 1]")
-    return float(x)
-
-
-def _parallel_settings(share: object, rounds: object) -> tuple[float, int]:
-    """The lazy kernel's fallback settings, checked (they are plain attributes of :class:`BatchSim`)."""
-    share = _share("parallel_share", share)
-    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
-        raise ValueError(f"parallel_max_rounds = {rounds!r}: allowed: an integer >= 0")
-    return share, int(rounds)
-
-
 def _switch_state(batch: int) -> np.ndarray:
     """The switch's per-instance state (:data:`ainet_gym.sim.kernels.N_SWITCH` columns): the work per entry
     of the full path and of the lazy kernel before any is measured (:data:`~ainet_gym.sim.kernels.
@@ -619,18 +568,6 @@ def _switch_state(batch: int) -> np.ndarray:
     out[:, 1] = float(_kernels.LAZY_WORK_PER_ENTRY)
     out[:, 3] = 1.0
     return out
-
-
-def _switch_settings(on: object, ratio: object, handoff: object) -> tuple[bool, float, float]:
-    """:attr:`BatchSim.lazy_switch`, :attr:`BatchSim.lazy_cost_ratio` and :attr:`BatchSim.lazy_handoff_solves`,
-    checked (plain attributes)."""
-    if not isinstance(on, bool | np.bool_):
-        raise ValueError(f"lazy_switch = {on!r}: allowed: True or False")
-    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0.0 < ratio < np.inf:
-        raise ValueError(f"lazy_cost_ratio = {ratio!r}: allowed: a finite number > 0")
-    if isinstance(handoff, bool) or not isinstance(handoff, int | float) or not 0.0 <= handoff < np.inf:
-        raise ValueError(f"lazy_handoff_solves = {handoff!r}: allowed: a finite number >= 0")
-    return bool(on), float(ratio), float(handoff)
 
 
 class BatchSim:
@@ -667,7 +604,9 @@ class BatchSim:
         self.rate_updates = rate_updates
         # completions up to this many seconds after the first one are one event (0: every completion is)
         self.rate_quantum_s = float(rate_quantum_s)
-        self.backend = resolve_backend(backend)
+        # the backend's strategy for every stage of an interval (ainet_gym.sim.backends), and its name
+        self.strategy = get_backend(backend)
+        self.backend = self.strategy.name
         # numba, exact event mode: instances with at least this many flows run in the lazy exact kernel
         # (incremental fills, per-flow progress kept from the last rate change); the others, or all with -1,
         # in the parallel-rule kernel, bit for bit as the numpy backend
@@ -695,7 +634,7 @@ class BatchSim:
         self._entries: tuple[np.ndarray, ...] | None = None  # (e_flow, e_link, e_coef, keep), on demand
         self._e_lperm: np.ndarray | None = None  # the entries in link order, on demand (numpy allocator)
         # a split set by set_split_fused(defer=True) and not merged yet: (kernel, its arguments of a range)
-        self._pending: tuple[Callable[..., object], Callable[[int, int], tuple]] | None = None
+        self._pending: Pending | None = None
         self.set_units(units, time_s=np.zeros(self.batch))
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -742,7 +681,7 @@ class BatchSim:
         self.pinned = np.zeros((stack.n_conns, self.fabric.max_paths)) if self.carry_flows.size else None
         if old is not None and keep is not None:
             self.restore_units(old, keep)
-        # the most flows of one instance (which kernel an instance takes, BatchSim._any_lazy)
+        # the most flows of one instance (which kernel an instance takes, BatchSim.any_lazy)
         self._max_inst_flows = int(np.diff(stack.inst_flow).max(initial=0))
         self._build_entry_table()
         self.set_split(None)
@@ -863,7 +802,8 @@ class BatchSim:
         """Set the split (connections, max_paths) of every connection; None = first path only.
 
         Duplicate (flow, link) entries (a NIC link shared by every path of a connection, the hops of a
-        ring on one link) are merged: their coefficients add. On the numba backend the merge runs when the
+        ring on one link) are merged: their coefficients add, by the backend's strategy
+        (:meth:`~ainet_gym.sim.backends.base.SimBackend.merge_split`). On the numba backend the merge runs when the
         entries are next needed (the next interval, or a read of them: :meth:`merge_pending`), so a split
         that another replaces first (a restack's, before the env sets its own) costs nothing; ``split`` must
         not be changed in place before then.
@@ -878,20 +818,8 @@ class BatchSim:
         t = self.table
         if self.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
             split = np.concatenate([np.asarray(split, dtype=np.float64), self.pinned], axis=1)
-        if self.backend == "numba":  # each instance merged on its kernel thread, when next needed
-            flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
-            ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-            extras = t.merge_extras()
-
-            def args_of(lo: int, hi: int) -> tuple:
-                return (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow, t.seg_link, t.inst_seg, t.seg_coef,
-                        ef, el, ec, t.ent_hi, *extras)  # fmt: skip
-
-            self._pending = (_kernels.merge_range, args_of)
-            return
-        coef = np.bincount(t.cand_seg, weights=split.reshape(-1)[t.cand_gather], minlength=t.n_seg)
-        keep = coef > 0
-        self._entries = (t.seg_flow[keep], t.seg_link[keep], coef[keep], keep)
+        # the backend merges now (numpy) or leaves a pass for the interval's kernel threads (numba)
+        self._entries, self._pending = self.strategy.merge_split(t, split)
 
     def set_split_fused(
         self, kernel: Callable[..., object], args: tuple, out: np.ndarray, defer: bool = False
@@ -912,8 +840,10 @@ class BatchSim:
         per interval instead of two (each costs tens of microseconds). Anything that reads the split or
         its entries before then runs the pass first (:meth:`merge_pending`).
         """
-        if self.backend != "numba":
-            raise ValueError(f"set_split_fused: backend {self.backend!r}; needs 'numba'")
+        if not self.strategy.fused_split:
+            raise ValueError(
+                f"set_split_fused: backend {self.backend!r}; needs one with fused splits ('numba')"
+            )
         if self.pinned is not None:
             raise ValueError(
                 "set_split_fused: the units have carry flows (routing.reroute new_transfers); use set_split"
@@ -987,231 +917,35 @@ class BatchSim:
         return self._e_lperm
 
     # ------------------------------------------------------------------ dynamics
-    def _active_flows(self, running: np.ndarray) -> np.ndarray:
-        u = self.flow_unit
-        # a flow moves when its phase runs and has paid its latency; index -1 (background) is False
-        ready = np.append((self.state.phase_state == RUNNING) & (self.state.phase_lat_left <= _EPS_T), False)
-        job_active = ready[self.flow_gphase] & (self.state.rem > 0)
-        bg_active = self.flow_bg & self.state.bg_on[u]
-        return (job_active | bg_active) & running[self.flow_inst]
-
     def run_interval(
         self,
         duration_s: np.ndarray | float,
         max_events: int = 1_000_000,
-        then: Callable[[IntervalMetrics], tuple[Callable[..., object], Callable[[int, int], tuple]]]
-        | None = None,
+        then: Then | None = None,
     ) -> IntervalMetrics:
-        """Advance every instance by ``duration_s`` of simulated time, event to event.
+        """Advance every instance by ``duration_s`` of simulated time, event to event, on the backend's
+        strategy (:mod:`ainet_gym.sim.backends`).
 
-        ``then`` (numba backend): given the interval's metrics (before they are filled), a compiled kernel
-        and its arguments for an instance range, run on each range's thread right after that range's
-        interval (the env's figures of the interval, :meth:`IntervalMeter.figures`)."""
-        if self.backend == "numba":
-            return self._run_interval_numba(duration_s, max_events, then)
-        if then is not None:
-            raise ValueError(f"run_interval(then=...): backend {self.backend!r}; needs 'numba'")
-        B, U, L = self.batch, self.n_units, self.n_links
-        st = self.state
-        t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
-        m = IntervalMetrics.zeros(t_left.copy(), U, L)
-        iters, step_sum, comm_sum = m.iterations, m.step_time_sum_s, m.comm_time_sum_s
-        compute_t, active_t, stalled = m.compute_time_s, m.active_time_s, m.stalled_flows
-        flow_moved = np.zeros(self.n_flows)  # (flows,) bytes each flow moved in the interval
-        cap = self.capacity_bytes_per_s.reshape(-1)
-        events = 0
-        solver_iters = 0
-        self._process_events(iters, step_sum, comm_sum)
-        prev_active: np.ndarray | None = None
-        prev_rates = np.zeros(0)
-        while True:
-            running = t_left > _EPS_T
-            if not running.any():
-                break
-            events += 1
-            if events > max_events:
-                raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
-            active = self._active_flows(running)
-            act_idx = np.flatnonzero(active)
-            rates = np.zeros(act_idx.shape[0])
-            e_sel = active[self.e_flow]
-            ef, el, ec = self.e_flow[e_sel], self.e_link[e_sel], self.e_coef[e_sel]
-            if prev_active is not None and np.array_equal(active, prev_active):
-                rates = prev_rates  # same flows, same capacities: the same max-min rates
-            elif act_idx.size:
-                compact = np.cumsum(active) - 1
-                new_entry = np.cumsum(e_sel) - 1
-                lperm = new_entry[self.e_lperm[e_sel[self.e_lperm]]]  # link order of the selection
-                rates, it = solve_coo(
-                    compact[ef], el, ec, cap, act_idx.shape[0],
-                    demand=self.flow_demand[act_idx], return_iterations=True, link_order=lperm,
-                )  # fmt: skip
-                solver_iters += it
-            prev_active, prev_rates = active, rates
-            # time to next event, per instance
-            dt = t_left.copy()
-            job_flow = ~self.flow_bg[act_idx]
-            with np.errstate(divide="ignore"):
-                t_fin = safe_divide(st.rem[act_idx], rates, np.inf)
-            t_fin = np.where(job_flow, t_fin, np.inf)
-            if self.rate_updates == "phase":
-                # only the last flow of a phase is an event: earlier finishers keep their rate
-                t_phase = np.zeros(st.phase_state.shape[0] + 1)  # the last slot takes background flows
-                gp = self.flow_gphase[act_idx]
-                np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
-                t_fin = np.where(job_flow, t_phase[gp], np.inf)
-            fi = self.flow_inst[act_idx]  # (active flows,) instance of each
-            if self.rate_quantum_s > 0.0:
-                # completions up to the quantum after an instance's first are one event, at the last of them
-                t_first = np.full(B, np.inf)
-                np.minimum.at(t_first, fi, t_fin)
-                t_q = t_first + self.rate_quantum_s
-                in_q = t_fin <= t_q[fi]
-                t_last = t_first.copy()
-                np.maximum.at(t_last, fi[in_q], t_fin[in_q])
-                dt = np.minimum(dt, t_last)
-            else:
-                np.minimum.at(dt, fi, t_fin)
-            stalled_now = np.bincount(fi, weights=(rates <= 0) & job_flow, minlength=B).astype(np.int64)
-            stalled = np.maximum(stalled, stalled_now)
-            alive = ~self.unit_bg & running[self.unit_inst]
-            timers = np.full(U, np.inf)
-            pc = st.phase_cur
-            timers = np.where(pc == WAITING, st.t_start_left, timers)
-            timers = np.minimum(timers, np.where(st.t_compute_left > _EPS_T, st.t_compute_left, np.inf))
-            timers = np.minimum(timers, np.where(pc == PRE_COMM, st.t_comm_start_left, np.inf))
-            timers = np.where(alive, timers, np.inf)
-            np.minimum.at(dt, self.unit_inst, timers)
-            ph_live = alive[self.phase_unit] & (st.phase_state == RUNNING)  # phases paying their latency
-            lat = st.phase_lat_left
-            np.minimum.at(dt, self.phase_inst, np.where(ph_live & (lat > _EPS_T), lat, np.inf))
-            dt = np.where(running, np.maximum(dt, 0.0), 0.0)
-            # advance
-            dtf = dt[fi]
-            moved = np.minimum(rates * dtf, st.rem[act_idx])  # phase mode: early finishers stop at 0
-            st.rem[act_idx] = np.where(job_flow, st.rem[act_idx] - moved, st.rem[act_idx])
-            flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
-            dtu = dt[self.unit_inst]
-            started = alive & (pc != WAITING)
-            active_t += np.where(started, dtu, 0.0)
-            compute_t += np.where(started, np.minimum(st.t_compute_left, dtu), 0.0)
-            st.t_compute_left[...] = np.where(
-                alive, np.maximum(st.t_compute_left - dtu, 0.0), st.t_compute_left
-            )
-            st.t_start_left[...] = np.where(alive & (pc == WAITING), st.t_start_left - dtu, st.t_start_left)
-            st.t_comm_start_left[...] = np.where(
-                alive & (pc == PRE_COMM), st.t_comm_start_left - dtu, st.t_comm_start_left
-            )
-            st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[self.phase_inst], 0.0), lat)
-            st.time_s += dt
-            t_left -= dt
-            self._process_events(iters, step_sum, comm_sum)
-        # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
-        link_bytes = np.bincount(self.e_link, weights=self.e_coef * flow_moved[self.e_flow], minlength=B * L)
-        return replace(
-            m,
-            link_bytes=link_bytes.reshape(B, L),
-            stalled_flows=stalled,
-            events=events,
-            solver_iterations=solver_iters,
-        )
+        ``then`` (backends with ``figures_on_kernel_threads``, numba): given the interval's metrics (before
+        they are filled), a compiled kernel and its arguments for an instance range, run on each range's
+        thread right after that range's interval (the env's figures of the interval,
+        :meth:`IntervalMeter.figures`)."""
+        return self.strategy.run_interval(self, duration_s, max_events, then)
 
-    def _run_interval_numba(
-        self,
-        duration_s: np.ndarray | float,
-        max_events: int,
-        then: Callable[[IntervalMetrics], tuple[Callable[..., object], Callable[[int, int], tuple]]]
-        | None = None,
-    ) -> IntervalMetrics:
-        """:meth:`run_interval` in one compiled call (:func:`ainet_gym.sim.kernels.run_interval_numba`)."""
-        par = _parallel_settings(self.parallel_share, self.parallel_max_rounds)  # checked before any change
-        sw_on, sw_ratio, sw_handoff = _switch_settings(
-            self.lazy_switch, self.lazy_cost_ratio, self.lazy_handoff_solves
-        )
-        B, U, L = self.batch, self.n_units, self.n_links
-        dur = np.empty(B)
-        dur[...] = duration_s  # (batch,) s, a scalar broadcast
-        m = IntervalMetrics.empty(dur, U, L)  # each range zeroes its instances' part, then adds into it
-        f64, i64 = np.float64, np.int64
-        cap = np.ascontiguousarray(self.capacity_bytes_per_s, dtype=f64).reshape(-1)
-        t = self.table
-        ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-        alive = np.ones(U, dtype=np.bool_)  # every stacked unit is alive (a departed job is unstacked)
-        state = self.state.arrays()  # SimState, mutated in place: rem, phase_cur, ..., bg_on, time_s
-        phase_off, flow_unit = np.asarray(self.phase_off, dtype=i64), np.asarray(self.flow_unit, dtype=i64)
-        max_rounds = 4 * int(self.unit_nphases.max(initial=0)) + 8
-        ranges = t.ranges
-        stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
-        go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
-        # one hand-off to the kernel threads: each range merges a deferred split, runs its interval, then
-        # the ``then`` kernel
-        merge, merge_args = self._pending if self._pending is not None else (None, None)
-        self._pending = None
-        after, after_args = then(m) if then is not None else (None, None)
+    def take_pending(self) -> Pending | None:
+        """The deferred merge pass of the split (:meth:`set_split`, :meth:`set_split_fused` with
+        ``defer=True``), for the backend to run on its kernel threads with the interval; it is then no
+        longer pending. None: the entries are merged."""
+        pending, self._pending = self._pending, None
+        return pending
 
-        # the lazy exact kernel, if an instance takes it (compiled on first use only)
-        lazy = _kernels.run_interval_lazy if self._any_lazy() else None
-        # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
-        sw_mode = np.zeros(B, dtype=i64)
-        sw = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=i64), np.zeros(B), self._sw_cost)
+    @property
+    def switch_cost(self) -> np.ndarray:
+        """(batch, :data:`ainet_gym.sim.kernels.N_SWITCH`) the lazy-kernel switch's cost model per instance
+        (numba backend), updated in place by the kernels."""
+        return self._sw_cost
 
-        def kernel(lo: int, hi: int, *args: object) -> None:
-            if merge is not None:
-                merge(*merge_args(lo, hi))
-            while True:  # the two kernels take turns while the lazy one hands instances back
-                _kernels.run_interval_numba(lo, hi, *args, *sw)
-                if lazy is None:
-                    break
-                lazy(lo, hi, *args, *sw, *par)
-                stats = args[-2]
-                if stats[2] != _kernels.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
-                    break
-            if after is not None:
-                after(*after_args(lo, hi))
-
-        _kernels.run_ranges(
-            kernel, ranges,
-            lambda lo, hi: (
-                lo, hi, dur, self.rate_updates == "phase", self.rate_quantum_s, self.incremental_min_flows,
-                max_events, L, max_rounds,
-                _EPS_T, _EPS_B,
-                t.inst_seg, t.ent_hi, t.ex_lo, t.fe_lo, t.fe_hi, ef, el, ec, self.inst_unit, self.inst_flow,
-                alive, self.unit_bg, self.unit_nphases, self.unit_compute, self.unit_overlap,
-                phase_off, self.phase_latency, self.phase_flow_lo, self.phase_flow_n,
-                self.inst_phase, self.phase_npred, self.phase_succ_off, self.phase_succ,
-                flow_unit, self.flow_phase, self.flow_bg, self.flow_bytes, self.flow_scale, self.flow_demand, cap,
-                *state,
-                m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
-                m.link_bytes.reshape(-1), m.stalled_flows,
-                stats_of[ranges.index((lo, hi))], go,
-            ),
-        )  # fmt: skip
-        per_range = stats_of.tolist()  # a few rows: plain Python is quicker than numpy calls here
-        # the first range that failed, if any
-        err, unit = next(
-            ((r[2], r[3]) for r in per_range if r[2] != _kernels.ERR_NONE), (_kernels.ERR_NONE, -1)
-        )
-        if err == _kernels.ERR_ZERO_STEP:
-            raise RuntimeError(f"job {self.flat_units[unit].name!r}: an iteration takes no time")
-        if err == _kernels.ERR_SETTLE:
-            raise RuntimeError("event processing did not settle")
-        if err == _kernels.ERR_SOLVER:
-            raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
-        m.events = max(r[0] for r in per_range)
-        m.solver_iterations = sum(r[1] for r in per_range)
-        m.full_path_events = sum(r[11] for r in per_range)
-        m.lazy_switches = sum(r[12] for r in per_range)
-        m.full_path_work = sum(r[13] for r in per_range)
-        m.lazy_work = sum(r[14] for r in per_range)
-        if lazy is not None:
-            (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
-             m.rates_moved, m.parallel_solves) = per_range[0][4:11] if len(per_range) == 1 else (
-                sum(r[k] for r in per_range) for k in range(4, 11))  # fmt: skip
-        if err == _kernels.ERR_EVENTS:
-            raise TooManyEvents(f"run_interval: more than {max_events} events in one interval", metrics=m)
-        return m
-
-    def _any_lazy(self) -> bool:
+    def any_lazy(self) -> bool:
         """Whether an instance runs in the lazy exact kernel this interval
         (:func:`ainet_gym.sim.kernels.lazy_instance`): exact event mode and at least
         :attr:`incremental_min_flows` flows (>= 0)."""
@@ -1219,97 +953,3 @@ class BatchSim:
         if k < 0 or self.rate_updates != "event" or self.rate_quantum_s > 0.0:
             return False
         return self._max_inst_flows >= k
-
-    def _process_events(self, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
-        """Apply every transition that is due now, until none is (vectorised over units)."""
-        U = self.n_units
-        st = self.state
-        now = st.time_s[self.unit_inst] if U else np.zeros(0)
-        done_flow = (~self.flow_bg) & (st.rem <= _EPS_B * self.flow_scale)
-        st.rem[...] = np.where(done_flow, 0.0, st.rem)
-        alive = ~self.unit_bg
-        # compute that ends within eps_t has ended: no sliver of it is carried into the next event (so two
-        # backends whose event times differ in the last bits count the same compute time)
-        st.t_compute_left[...] = np.where(alive & (st.t_compute_left <= _EPS_T), 0.0, st.t_compute_left)
-        for _ in range(4 * int(self.unit_nphases.max(initial=0)) + 8):
-            changed = np.zeros(U, dtype=bool)
-            pc = st.phase_cur
-            # start of the job
-            go = alive & (pc == WAITING) & (st.t_start_left <= _EPS_T)
-            if go.any():
-                st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
-                st.t_compute_left[...] = np.where(go, self.unit_compute, st.t_compute_left)
-                st.t_comm_start_left[...] = np.where(
-                    go, (1 - self.unit_overlap) * self.unit_compute, st.t_comm_start_left
-                )
-                st.iter_start[...] = np.where(go, now, st.iter_start)
-                changed |= go
-            pc = st.phase_cur
-            # communication starts
-            go = alive & (pc == PRE_COMM) & (st.t_comm_start_left <= _EPS_T)
-            if go.any():
-                st.phase_cur[...] = np.where(go, 0, st.phase_cur)
-                st.comm_start[...] = np.where(go, now, st.comm_start)
-                self._start_phases(go)
-                changed |= go
-            pc = st.phase_cur
-            # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
-            # wait for it start when it was the last they waited for; the cursor counts the phases done
-            n_ph = st.phase_state.shape[0]
-            jf = self.job_flows
-            pending = np.bincount(self.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
-            done = (
-                alive[self.phase_unit]
-                & (st.phase_state == RUNNING)
-                & (st.phase_lat_left <= _EPS_T)
-                & (pending == 0)
-            )
-            if done.any():
-                st.phase_state[...] = np.where(done, DONE, st.phase_state)
-                n_done = np.bincount(self.phase_unit[done], minlength=U)
-                go = n_done > 0
-                st.phase_cur[...] = pc + n_done
-                dec = np.bincount(self.phase_succ, weights=done[self.phase_edge_src], minlength=n_ph)
-                st.phase_wait[...] = st.phase_wait - dec.astype(np.int64)
-                enter = (dec > 0) & (st.phase_wait == 0)
-                st.phase_state[...] = np.where(enter, RUNNING, st.phase_state)
-                st.phase_lat_left[...] = np.where(enter, self.phase_latency, st.phase_lat_left)
-                fin = go & (st.phase_cur == self.unit_nphases)
-                st.comm_end[...] = np.where(fin, now, st.comm_end)
-                changed |= go
-            pc = st.phase_cur
-            # iteration ends when compute and communication are both done
-            go = alive & (pc == self.unit_nphases) & (st.t_compute_left <= _EPS_T)
-            if go.any():
-                step_t = now - st.iter_start
-                iters += go
-                step_sum += np.where(go, step_t, 0.0)
-                comm_sum += np.where(go, st.comm_end - st.comm_start, 0.0)
-                st.iterations_total += go
-                st.last_step_s[...] = np.where(go, step_t, st.last_step_s)
-                st.last_comm_s[...] = np.where(go, st.comm_end - st.comm_start, st.last_comm_s)
-                if (go & (step_t <= 0)).any():
-                    u = int(np.flatnonzero(go & (step_t <= 0))[0])
-                    raise RuntimeError(f"job {self.flat_units[u].name!r}: an iteration takes no time")
-                st.iter_start[...] = np.where(go, now, st.iter_start)
-                st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
-                st.t_compute_left[...] = np.where(go, self.unit_compute, st.t_compute_left)
-                st.t_comm_start_left[...] = np.where(
-                    go, (1 - self.unit_overlap) * self.unit_compute, st.t_comm_start_left
-                )
-                reset = go[self.flow_unit] & ~self.flow_bg
-                st.rem[...] = np.where(reset, self.flow_bytes, st.rem)
-                changed |= go
-            if not changed.any():
-                return
-        raise RuntimeError("event processing did not settle")
-
-    def _start_phases(self, mask: np.ndarray) -> None:
-        """The communication of the units in ``mask`` starts: phases that wait for none run, paying their
-        latency first; the others wait for all their predecessors."""
-        st = self.state
-        m = mask[self.phase_unit]
-        root = m & (self.phase_npred == 0)
-        st.phase_wait[...] = np.where(m, self.phase_npred, st.phase_wait)
-        st.phase_state[...] = np.where(m, np.where(root, RUNNING, IDLE), st.phase_state)
-        st.phase_lat_left[...] = np.where(root, self.phase_latency, st.phase_lat_left)

@@ -1,7 +1,8 @@
 """Compiled (numba) decision interval: the event loop and the exact max-min allocator in one call.
 
-This is the ``"numba"`` backend of :class:`ainet_gym.sim.engine.BatchSim`; the numpy code in
-:mod:`ainet_gym.sim.engine` and :func:`ainet_gym.sim.allocator.solve_coo` is the reference backend, and the two
+This is the ``"numba"`` backend of :class:`ainet_gym.sim.engine.BatchSim` (its Python side:
+:mod:`ainet_gym.sim.backends.numba`); the numpy code in :mod:`ainet_gym.sim.backends.numpy_ref` and
+:func:`ainet_gym.sim.allocator.solve_coo` is the reference backend, and the two
 agree to round-off (``tests/sim/test_backends.py`` checks every observation, reward and info value to 1e-9
 relative). The kernel walks each instance of the batch on its own (instances are independent): Python is
 entered once per interval, and an instance's allocation is re-solved only when its set of active flows

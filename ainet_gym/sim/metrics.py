@@ -118,17 +118,8 @@ class IntervalMeter:
         m = parts[0] if windows == 1 else merge_metrics(parts)
         if figures is not None:  # computed by the interval's kernel threads (windows == 1)
             res = figures.result(m)
-        elif sim.backend == "numba":  # one compiled pass, the same operations as the numpy code below
-            res = self._result_numba(sim, m, job_unit, ideal_step_s, job_names)
-        else:
-            res = self.result(sim, m, job_unit, ideal_step_s, job_names)
-            res.capacity_bytes_per_s = sim.capacity_bytes_per_s.copy()
-            with np.errstate(invalid="ignore", divide="ignore"):
-                res.throughput_gbps = np.where(
-                    m.duration_s > 0,
-                    m.link_bytes[:, self.fabric.gpu_uplinks].sum(axis=1) / m.duration_s * BYTES_PER_S_TO_GBPS,
-                    0.0,
-                )
+        else:  # the backend's pass: compiled (numba) or numpy, the same operations
+            res = sim.strategy.interval_result(self, sim, m, job_unit, ideal_step_s, job_names)
         if windows > 1:
             with np.errstate(invalid="ignore", divide="ignore"):
                 cap = np.where(sim.capacity_bytes_per_s > 0, sim.capacity_bytes_per_s, np.inf)
@@ -164,19 +155,6 @@ class IntervalMeter:
         :meth:`BatchSim.run_interval` to compute on each range's thread right after its interval (``then``)
         and for :meth:`measure` to return (``figures``)."""
         return NumbaFigures(self, sim, job_unit, ideal_step_s, job_names)
-
-    def _result_numba(
-        self,
-        sim: BatchSim,
-        m: IntervalMetrics,
-        job_unit: np.ndarray,
-        ideal_step_s: np.ndarray,
-        job_names: list[list[str | None]],
-    ) -> StepResult:
-        """:meth:`result`, ``capacity_bytes_per_s`` and ``throughput_gbps`` by :func:`interval_figures`."""
-        fig = self.figures(sim, job_unit, ideal_step_s, job_names)
-        interval_figures(*fig.args(m), 0, job_unit.shape[0])
-        return fig.result(m)
 
     def result(
         self,

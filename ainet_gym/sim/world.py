@@ -36,7 +36,6 @@ from ainet_gym.sim.dynamics import (
 from ainet_gym.sim.engine import (
     BatchSim,
     CompiledUnit,
-    IntervalMetrics,
     UnitSnapshot,
     compile_background,
     compile_job,
@@ -81,7 +80,7 @@ class FabricWorld:
     """``batch`` seeded instances of ``scenario`` on one shared fabric.
 
     ``backend`` selects the simulation backend (``"numba"`` or ``"numpy"``; None: ``$AINET_GYM_BACKEND``,
-    else numba when it imports), see :func:`ainet_gym.sim.engine.resolve_backend`.
+    else numba when it imports), see :func:`ainet_gym.sim.backends.resolve_backend`.
 
     Per job slot ``j`` of instance ``b``: ``jobs[b][j]`` (a :class:`JobSpec` or None), ``gpus[b][j]``
     (its GPU ids in rank order), ``job_unit[b, j]`` (its flat unit in :attr:`sim`, -1: empty) and
@@ -250,25 +249,12 @@ class FabricWorld:
             sim.set_split(split)  # apply the split
         rem0 = sim.state.rem.copy() if connections else sim.state.rem
         duration = np.where(active, self.decision_interval_s, 0.0)
-        if windows == 1 and sim.backend == "numba":  # run the interval and its figures on the kernel threads
-            fig = self.meter.figures(sim, self.job_unit, self.job_ideal_step_s, self.names)
-            then = fig.then
-            if after_figures is not None:
-                later = after_figures(fig)
-
-                def then(m: IntervalMetrics) -> tuple[Callable[..., object], Callable[[int, int], tuple]]:
-                    (k1, a1), (k2, a2) = fig.then(m), later
-
-                    def both(lo: int, hi: int) -> None:
-                        k1(*a1(lo, hi))
-                        k2(*a2(lo, hi))
-
-                    return both, lambda lo, hi: (lo, hi)
-
-            parts = [sim.run_interval(duration, max_events, then=then)]
-        else:
-            fig = None
-            parts = [sim.run_interval(duration / windows, max_events) for _ in range(windows)]
+        # the backend's strategy: numba runs one window's interval, figures and after_figures on the kernel
+        # threads (fig: those figures); otherwise one interval per window, measured below
+        parts, fig = sim.strategy.run_step(
+            sim, self.meter, duration, windows, max_events,
+            self.job_unit, self.job_ideal_step_s, self.names, after_figures,
+        )  # fmt: skip
         res = self.meter.measure(
             sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names, connections, fig
         )  # measure

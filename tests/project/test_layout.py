@@ -175,3 +175,86 @@ def test_no_object_reads_another_objects_private_members() -> None:
                 continue
             text = ast.unparse(node)
             assert text in _FOREIGN_PRIVATE, f"{path.relative_to(ROOT)}:{node.lineno} reads {text}"
+
+
+#: the modules that choose a backend by its name (issue 31): the simulation's factory and the env's
+_BACKEND_FACTORIES = ("sim/backends/__init__.py", "envs/passes.py")
+#: comparisons of a backend *column* of result rows, which is data, not dispatch, each for a stated reason:
+#: a whole module, or one comparison of a module
+_BACKEND_DATA = {
+    "bench/report.py": "groups the benchmark's result rows by their backend column",
+    "bench/sections.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",
+}
+#: the rooms that run a step, where any comparison with a backend's name is dispatch
+_STEP_ROOMS = ("sim/", "envs/")
+_BACKEND_NAMES = ("numba", "numpy")
+_BACKEND_CLASSES = ("NumbaBackend", "NumpyBackend", "NumbaPasses", "NumpyPasses")
+
+
+def _backend_branches(source: str, rel: str) -> list[str]:
+    """The places in ``source`` (the module ``rel`` of the package) that pick code by a backend's name: a
+    comparison involving a ``backend`` expression (``sim.backend == ...``, ``resolve_backend(b) != ...``), a
+    comparison with a backend's name in a step room, an ``isinstance`` test against a backend's class, or an
+    import of a backend's implementation module from outside its package."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            by_expr = any("backend" in ast.unparse(o).lower() for o in operands)
+            by_name = rel.startswith(_STEP_ROOMS) and any(
+                isinstance(c, ast.Constant) and c.value in _BACKEND_NAMES
+                for o in operands
+                for c in ast.walk(o)
+            )
+            if by_expr or by_name:
+                found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            if any(n in ast.unparse(node) for n in _BACKEND_CLASSES):
+                found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.ImportFrom) and node.module and not rel.startswith("sim/backends/"):
+            mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if any(m in ("ainet_gym.sim.backends.numba", "ainet_gym.sim.backends.numpy_ref") for m in mods):
+                found.append(f"{rel}:{node.lineno}: imports a backend's module")
+    return found
+
+
+def _data_key(found: str) -> str:
+    """``module: comparison`` of a place :func:`_backend_branches` found (``module:line: comparison``)."""
+    rel, _line, text = found.split(":", 2)
+    return f"{rel}:{text}"
+
+
+def test_the_backend_is_chosen_by_name_in_the_factories_only() -> None:
+    """The backend is a strategy for the whole step (``ainet_gym.sim.backends``, ``ainet_gym.envs.passes``):
+    no ``if backend == ...`` branch outside the factories; the rest of the package calls the strategy."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel in _BACKEND_FACTORIES or rel in _BACKEND_DATA:
+            continue
+        found += [f for f in _backend_branches(path.read_text(), rel) if _data_key(f) not in _BACKEND_DATA]
+    assert not found, "backend branches outside the factories:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("source", "rel", "branch"),
+    [
+        ("if sim.backend == 'numba':\n    pass", "sim/engine.py", True),
+        ("compiled = self.world.backend != 'numpy'", "envs/env.py", True),
+        ("if resolve_backend(backend) == 'numpy':\n    pass", "sim/allocator.py", True),
+        (
+            "if name in ('numba', 'cuda'):\n    pass",
+            "sim/world.py",
+            True,
+        ),  # a renamed variable, in a step room
+        ("ok = isinstance(sim.strategy, NumbaBackend)", "sim/metrics.py", True),
+        ("from ainet_gym.sim.backends.numba import run_interval", "envs/env.py", True),
+        ("from ainet_gym.sim.backends import numpy_ref", "sim/world.py", True),
+        ("if sim.strategy.fused_split:\n    pass", "sim/engine.py", False),  # a capability, not a name
+        ("if mode == 'path':\n    pass", "envs/actions.py", False),
+        ("if roots == 'numpy':\n    pass", "agents/sb3_agents.py", False),  # a module root, outside the step
+        ("from ainet_gym.sim.backends.base import run_windows", "sim/backends/numba.py", False),
+    ],
+)
+def test_backend_branch_check_finds_the_branches_it_must(source: str, rel: str, branch: bool) -> None:
+    assert bool(_backend_branches(source, rel)) is branch

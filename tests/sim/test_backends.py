@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ainet_gym.checks.parity import PARITY_POLICIES, RTOL, compare_backends, max_rel_diff
-from ainet_gym.sim import engine
+from ainet_gym.sim import backends, engine
 from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim.engine import resolve_backend
 
@@ -88,7 +88,7 @@ def test_unknown_backend_is_an_error_naming_the_source(monkeypatch) -> None:
 def test_missing_numba_falls_back_with_one_warning(monkeypatch) -> None:
     monkeypatch.delenv(engine.BACKEND_ENV, raising=False)
     monkeypatch.setattr(_kernels, "HAVE_NUMBA", False)
-    monkeypatch.setattr(engine, "_fallback_warned", False)
+    monkeypatch.setattr(backends, "_fallback_warned", False)
     with pytest.warns(RuntimeWarning, match="falls back to the numpy backend"):
         assert resolve_backend(None) == "numpy"
     with warnings.catch_warnings():
@@ -136,6 +136,88 @@ def test_collisions_are_computed_only_when_asked() -> None:
         EnvCore("spine-leaf-2to1", 1, info_keys=("colisions",))
     with pytest.raises(ValueError, match=r"info_keys: 'colisions' is not an optional info key"):
         plain.request_info("colisions")
+
+
+# ---------------------------------------------------------------------------------------------- strategies
+def _members(protocol: type) -> set[str]:
+    """The attributes and methods a protocol class declares."""
+    own = {k for k in vars(protocol) if not k.startswith("_")}
+    return own | set(getattr(protocol, "__annotations__", {}))
+
+
+def test_every_backend_has_a_strategy_and_env_passes_of_its_name() -> None:
+    from ainet_gym.envs.passes import PASSES, EnvPasses, get_passes
+    from ainet_gym.sim.backends import BACKENDS, SimBackend, get_backend
+
+    assert set(PASSES) == set(BACKENDS)
+    for name in BACKENDS:
+        sim_side, env_side = get_backend(name), get_passes(name)
+        assert sim_side.name == name and env_side.name == name
+        assert get_backend(name) is sim_side  # one stateless instance per name
+        for member in _members(SimBackend):
+            assert hasattr(sim_side, member), f"{name}: SimBackend.{member}"
+        for member in _members(EnvPasses):
+            assert hasattr(env_side, member), f"{name}: EnvPasses.{member}"
+    assert [get_backend(n).reference for n in BACKENDS].count(True) == 1  # one readable oracle
+    with pytest.raises(ValueError, match=r"backend = 'cuda': no env passes; allowed: numba, numpy"):
+        get_passes("cuda")
+
+
+class _Recorder:
+    """A strategy that records the stages called on it and hands them to ``inner``."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.calls = inner, []
+
+    def __getattr__(self, name: str) -> object:
+        member = getattr(self.inner, name)
+        if not callable(member):
+            return member
+
+        def call(*args: object, **kwargs: object) -> object:
+            self.calls.append(name)
+            return member(*args, **kwargs)
+
+        return call
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_the_step_runs_through_the_strategys_stages(backend: str) -> None:
+    """The engine, the world and the meter call the stages of ``sim.strategy`` (no branch on the name):
+    a strategy put in its place sees every stage, and the results are those of the backend's own."""
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    worlds = [FabricWorld(load_scenario("storage-checkpoint"), 2, backend=backend) for _ in range(2)]
+    for w in worlds:
+        w.reset(seeds=[0, 1])
+    rec = _Recorder(worlds[1].sim.strategy)
+    worlds[1].sim.strategy = rec
+    results = []
+    for w in worlds:
+        results.append([w.step(w.default_split(), windows=k) for k in (1, 3)])
+    for one, two in zip(*results, strict=True):
+        for f in ("link_bytes", "step_time_s", "throughput_gbps", "link_peak_utilization"):
+            a, b = getattr(one, f), getattr(two, f)
+            assert (a is None and b is None) or np.array_equal(a, b, equal_nan=True), f
+    # one window: merge, the step (one interval; numba: its figures on the kernel threads); three windows:
+    # merge, the step of three intervals, then the figures
+    figures = [] if rec.figures_on_kernel_threads else ["interval_result"]
+    one = ["merge_split", "run_step", "run_interval", *figures]
+    three = ["merge_split", "run_step", "run_interval", "run_interval", "run_interval", "interval_result"]
+    assert rec.calls == [*one, *three]
+
+
+def test_fused_split_is_refused_by_a_backend_without_it() -> None:
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    w = FabricWorld(load_scenario("spine-leaf-2to1"), 1, backend="numpy")
+    w.reset(seeds=[0])
+    with pytest.raises(ValueError, match=r"set_split_fused: backend 'numpy'; needs one with fused splits"):
+        w.sim.set_split_fused(_kernels.merge_range, (), np.empty_like(w.sim.split))
+    with pytest.raises(ValueError, match=r"run_interval\(then=...\): backend 'numpy'; needs 'numba'"):
+        w.sim.run_interval(0.001, then=lambda m: (None, None))
 
 
 # ---------------------------------------------------------------------------------------------- threads

@@ -1,0 +1,251 @@
+"""The ``numba`` backend: the whole decision interval of every instance in one compiled call.
+
+The Python side of the compiled path: it calls the kernels of :mod:`ainet_gym.sim.kernels` (the interval,
+the lazy exact kernel, the merge of a split) and :func:`ainet_gym.sim.metrics.interval_figures`, one hand-off
+to the kernel threads per interval (:func:`ainet_gym.sim.kernels.run_ranges`). The stages are those of
+:class:`~ainet_gym.sim.backends.base.SimBackend`; the numpy reference (:mod:`ainet_gym.sim.backends.numpy_ref`)
+is the oracle they agree with.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
+from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
+from ainet_gym.sim.metrics import interval_figures
+
+if TYPE_CHECKING:
+    from ainet_gym.sim.engine import BatchSim, EntryTable
+    from ainet_gym.sim.metrics import IntervalMeter, NumbaFigures, StepResult
+
+__all__ = ["NumbaBackend", "run_interval"]
+
+
+class NumbaBackend:
+    """The compiled backend (:class:`~ainet_gym.sim.backends.base.SimBackend`)."""
+
+    name = "numba"
+    reference = False
+    fused_split = True
+    figures_on_kernel_threads = True
+
+    def merge_split(
+        self, table: EntryTable, split: np.ndarray
+    ) -> tuple[tuple[np.ndarray, ...] | None, Pending | None]:
+        """Deferred: each instance merged on its kernel thread (:func:`ainet_gym.sim.kernels.merge_range`)
+        when the entries are next needed."""
+        t = table
+        flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
+        ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
+        extras = t.merge_extras()
+
+        def args_of(lo: int, hi: int) -> tuple:
+            return (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow, t.seg_link, t.inst_seg, t.seg_coef,
+                    ef, el, ec, t.ent_hi, *extras)  # fmt: skip
+
+        return None, (_kernels.merge_range, args_of)
+
+    def run_interval(
+        self, sim: BatchSim, duration_s: np.ndarray | float, max_events: int, then: Then | None
+    ) -> IntervalMetrics:
+        """:func:`run_interval`."""
+        return run_interval(sim, duration_s, max_events, then)
+
+    def run_step(
+        self,
+        sim: BatchSim,
+        meter: IntervalMeter,
+        duration_s: np.ndarray,
+        windows: int,
+        max_events: int,
+        job_unit: np.ndarray,
+        ideal_step_s: np.ndarray,
+        job_names: list[list[str | None]],
+        after_figures: AfterFigures | None,
+    ) -> tuple[list[IntervalMetrics], NumbaFigures | None]:
+        """One window: the interval, its figures and ``after_figures`` on the kernel threads, one hand-off;
+        more windows: one interval per window (the figures follow, :meth:`interval_result`)."""
+        if windows != 1:
+            return run_windows(sim, duration_s, windows, max_events), None
+        fig = meter.figures(sim, job_unit, ideal_step_s, job_names)
+        then = fig.then
+        if after_figures is not None:
+            later = after_figures(fig)
+
+            def then(m: IntervalMetrics) -> Pending:
+                (k1, a1), (k2, a2) = fig.then(m), later
+
+                def both(lo: int, hi: int) -> None:
+                    k1(*a1(lo, hi))
+                    k2(*a2(lo, hi))
+
+                return both, lambda lo, hi: (lo, hi)
+
+        return [sim.run_interval(duration_s, max_events, then=then)], fig
+
+    def interval_result(
+        self,
+        meter: IntervalMeter,
+        sim: BatchSim,
+        m: IntervalMetrics,
+        job_unit: np.ndarray,
+        ideal_step_s: np.ndarray,
+        job_names: list[list[str | None]],
+    ) -> StepResult:
+        """One compiled pass (:func:`~ainet_gym.sim.metrics.interval_figures`), the same operations as the
+        numpy reference."""
+        fig = meter.figures(sim, job_unit, ideal_step_s, job_names)
+        interval_figures(*fig.args(m), 0, job_unit.shape[0])
+        return fig.result(m)
+
+    def solve_entries(
+        self,
+        flow: np.ndarray,
+        link: np.ndarray,
+        coef: np.ndarray,
+        cap: np.ndarray,
+        n_flows: int,
+        weights: np.ndarray | None,
+        demand: np.ndarray | None,
+        blocks: tuple[np.ndarray, np.ndarray] | None,
+    ) -> np.ndarray:
+        """Compiled progressive filling (:func:`ainet_gym.sim.kernels.solve_fill`), each stacked instance on
+        its own with ``blocks`` (:func:`ainet_gym.sim.kernels.solve_fill_blocks`)."""
+        order = np.argsort(flow, kind="stable")
+        w = np.ones(n_flows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        d = np.full(n_flows, np.inf) if demand is None else np.ascontiguousarray(demand, dtype=np.float64)
+        args = (
+            np.ascontiguousarray(flow[order], dtype=np.int64),
+            np.ascontiguousarray(link[order], dtype=np.int64),
+            np.ascontiguousarray(coef[order], dtype=np.float64),
+            np.ascontiguousarray(cap, dtype=np.float64),
+        )
+        if blocks is not None:
+            fb, lb = (np.ascontiguousarray(x, dtype=np.int64) for x in blocks)
+            return _kernels.solve_fill_blocks(*args, w, d, fb, lb)  # type: ignore[no-any-return]
+        rates, _ = _kernels.solve_fill(*args, int(n_flows), w, d)
+        return rates  # type: ignore[no-any-return]
+
+
+def run_interval(
+    sim: BatchSim, duration_s: np.ndarray | float, max_events: int, then: Then | None = None
+) -> IntervalMetrics:
+    """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>` in one compiled call
+    (:func:`ainet_gym.sim.kernels.run_interval_numba`): each instance range, on its kernel thread, merges a
+    deferred split (:meth:`BatchSim.set_split_fused <ainet_gym.sim.engine.BatchSim.set_split_fused>`), runs
+    its interval, then the ``then`` pass."""
+    par = _parallel_settings(sim.parallel_share, sim.parallel_max_rounds)  # checked before any change
+    sw_on, sw_ratio, sw_handoff = _switch_settings(
+        sim.lazy_switch, sim.lazy_cost_ratio, sim.lazy_handoff_solves
+    )
+    B, U, L = sim.batch, sim.n_units, sim.n_links
+    dur = np.empty(B)
+    dur[...] = duration_s  # (batch,) s, a scalar broadcast
+    m = IntervalMetrics.empty(dur, U, L)  # each range zeroes its instances' part, then adds into it
+    f64, i64 = np.float64, np.int64
+    cap = np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=f64).reshape(-1)
+    t = sim.table
+    ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
+    alive = np.ones(U, dtype=np.bool_)  # every stacked unit is alive (a departed job is unstacked)
+    state = sim.state.arrays()  # SimState, mutated in place: rem, phase_cur, ..., bg_on, time_s
+    phase_off, flow_unit = np.asarray(sim.phase_off, dtype=i64), np.asarray(sim.flow_unit, dtype=i64)
+    max_rounds = 4 * int(sim.unit_nphases.max(initial=0)) + 8
+    ranges = t.ranges
+    stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
+    go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
+    # one hand-off to the kernel threads: each range merges a deferred split, runs its interval, then
+    # the ``then`` kernel
+    pending = sim.take_pending()
+    merge, merge_args = pending if pending is not None else (None, None)
+    after, after_args = then(m) if then is not None else (None, None)
+
+    # the lazy exact kernel, if an instance takes it (compiled on first use only)
+    lazy = _kernels.run_interval_lazy if sim.any_lazy() else None
+    # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
+    sw_mode = np.zeros(B, dtype=i64)
+    sw = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=i64), np.zeros(B), sim.switch_cost)
+
+    def kernel(lo: int, hi: int, *args: object) -> None:
+        if merge is not None:
+            merge(*merge_args(lo, hi))
+        while True:  # the two kernels take turns while the lazy one hands instances back
+            _kernels.run_interval_numba(lo, hi, *args, *sw)
+            if lazy is None:
+                break
+            lazy(lo, hi, *args, *sw, *par)
+            stats = args[-2]
+            if stats[2] != _kernels.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
+                break
+        if after is not None:
+            after(*after_args(lo, hi))
+
+    _kernels.run_ranges(
+        kernel, ranges,
+        lambda lo, hi: (
+            lo, hi, dur, sim.rate_updates == "phase", sim.rate_quantum_s, sim.incremental_min_flows,
+            max_events, L, max_rounds,
+            EPS_T, EPS_B,
+            t.inst_seg, t.ent_hi, t.ex_lo, t.fe_lo, t.fe_hi, ef, el, ec, sim.inst_unit, sim.inst_flow,
+            alive, sim.unit_bg, sim.unit_nphases, sim.unit_compute, sim.unit_overlap,
+            phase_off, sim.phase_latency, sim.phase_flow_lo, sim.phase_flow_n,
+            sim.inst_phase, sim.phase_npred, sim.phase_succ_off, sim.phase_succ,
+            flow_unit, sim.flow_phase, sim.flow_bg, sim.flow_bytes, sim.flow_scale, sim.flow_demand, cap,
+            *state,
+            m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
+            m.link_bytes.reshape(-1), m.stalled_flows,
+            stats_of[ranges.index((lo, hi))], go,
+        ),
+    )  # fmt: skip
+    per_range = stats_of.tolist()  # a few rows: plain Python is quicker than numpy calls here
+    # the first range that failed, if any
+    err, unit = next(((r[2], r[3]) for r in per_range if r[2] != _kernels.ERR_NONE), (_kernels.ERR_NONE, -1))
+    if err == _kernels.ERR_ZERO_STEP:
+        raise RuntimeError(f"job {sim.flat_units[unit].name!r}: an iteration takes no time")
+    if err == _kernels.ERR_SETTLE:
+        raise RuntimeError("event processing did not settle")
+    if err == _kernels.ERR_SOLVER:
+        raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
+    m.events = max(r[0] for r in per_range)
+    m.solver_iterations = sum(r[1] for r in per_range)
+    m.full_path_events = sum(r[11] for r in per_range)
+    m.lazy_switches = sum(r[12] for r in per_range)
+    m.full_path_work = sum(r[13] for r in per_range)
+    m.lazy_work = sum(r[14] for r in per_range)
+    if lazy is not None:
+        (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
+         m.rates_moved, m.parallel_solves) = per_range[0][4:11] if len(per_range) == 1 else (
+            sum(r[k] for r in per_range) for k in range(4, 11))  # fmt: skip
+    if err == _kernels.ERR_EVENTS:
+        raise TooManyEvents(f"run_interval: more than {max_events} events in one interval", metrics=m)
+    return m
+
+
+def _share(name: str, x: object) -> float:
+    """A share of the active flows in [0, 1] (a plain attribute of :class:`BatchSim`), checked by name."""
+    if isinstance(x, bool) or not isinstance(x, int | float) or not 0.0 <= x <= 1.0:
+        raise ValueError(f"{name} = {x!r}: allowed: a share of the active flows in [0, 1]")
+    return float(x)
+
+
+def _parallel_settings(share: object, rounds: object) -> tuple[float, int]:
+    """The lazy kernel's fallback settings, checked (they are plain attributes of :class:`BatchSim`)."""
+    share = _share("parallel_share", share)
+    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 0:
+        raise ValueError(f"parallel_max_rounds = {rounds!r}: allowed: an integer >= 0")
+    return share, int(rounds)
+
+
+def _switch_settings(on: object, ratio: object, handoff: object) -> tuple[bool, float, float]:
+    """:attr:`BatchSim.lazy_switch`, :attr:`BatchSim.lazy_cost_ratio` and :attr:`BatchSim.lazy_handoff_solves`,
+    checked (plain attributes)."""
+    if not isinstance(on, bool | np.bool_):
+        raise ValueError(f"lazy_switch = {on!r}: allowed: True or False")
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0.0 < ratio < np.inf:
+        raise ValueError(f"lazy_cost_ratio = {ratio!r}: allowed: a finite number > 0")
+    if isinstance(handoff, bool) or not isinstance(handoff, int | float) or not 0.0 <= handoff < np.inf:
+        raise ValueError(f"lazy_handoff_solves = {handoff!r}: allowed: a finite number >= 0")
+    return bool(on), float(ratio), float(handoff)

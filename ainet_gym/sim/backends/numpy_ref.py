@@ -1,0 +1,315 @@
+"""The ``numpy`` backend: the readable reference of a decision interval, each event vectorised over the batch.
+
+This is the oracle: the compiled kernels (:mod:`ainet_gym.sim.backends.numba`) follow its floating-point
+operations and agree with it bit for bit on the shipped scenarios (``python -m ainet_gym.checks.parity``).
+The stages are those of :class:`~ainet_gym.sim.backends.base.SimBackend`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ainet_gym.arrays import safe_divide
+from ainet_gym.sim.allocator import solve_coo
+from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
+from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
+from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING
+from ainet_gym.units import BYTES_PER_S_TO_GBPS
+
+if TYPE_CHECKING:
+    from ainet_gym.sim.engine import BatchSim, EntryTable
+    from ainet_gym.sim.metrics import IntervalMeter, NumbaFigures, StepResult
+
+__all__ = ["NumpyBackend", "run_interval"]
+
+
+class NumpyBackend:
+    """The numpy reference (:class:`~ainet_gym.sim.backends.base.SimBackend`)."""
+
+    name = "numpy"
+    reference = True
+    fused_split = False
+    figures_on_kernel_threads = False
+
+    def merge_split(
+        self, table: EntryTable, split: np.ndarray
+    ) -> tuple[tuple[np.ndarray, ...] | None, Pending | None]:
+        """The merged entries now: one weighted bincount over the candidate segments."""
+        t = table
+        coef = np.bincount(t.cand_seg, weights=split.reshape(-1)[t.cand_gather], minlength=t.n_seg)
+        keep = coef > 0
+        return (t.seg_flow[keep], t.seg_link[keep], coef[keep], keep), None
+
+    def run_interval(
+        self, sim: BatchSim, duration_s: np.ndarray | float, max_events: int, then: Then | None
+    ) -> IntervalMetrics:
+        """:func:`run_interval`; ``then`` (a pass on the kernel threads) is refused."""
+        if then is not None:
+            raise ValueError(f"run_interval(then=...): backend {self.name!r}; needs 'numba'")
+        return run_interval(sim, duration_s, max_events)
+
+    def run_step(
+        self,
+        sim: BatchSim,
+        meter: IntervalMeter,
+        duration_s: np.ndarray,
+        windows: int,
+        max_events: int,
+        job_unit: np.ndarray,
+        ideal_step_s: np.ndarray,
+        job_names: list[list[str | None]],
+        after_figures: AfterFigures | None,
+    ) -> tuple[list[IntervalMetrics], NumbaFigures | None]:
+        """One :func:`run_interval` per window; the figures follow (:meth:`interval_result`)."""
+        return run_windows(sim, duration_s, windows, max_events), None
+
+    def interval_result(
+        self,
+        meter: IntervalMeter,
+        sim: BatchSim,
+        m: IntervalMetrics,
+        job_unit: np.ndarray,
+        ideal_step_s: np.ndarray,
+        job_names: list[list[str | None]],
+    ) -> StepResult:
+        """:meth:`IntervalMeter.result <ainet_gym.sim.metrics.IntervalMeter.result>` and the capacities and
+        NIC throughput of the interval, in numpy."""
+        res = meter.result(sim, m, job_unit, ideal_step_s, job_names)
+        res.capacity_bytes_per_s = sim.capacity_bytes_per_s.copy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res.throughput_gbps = np.where(
+                m.duration_s > 0,
+                m.link_bytes[:, meter.fabric.gpu_uplinks].sum(axis=1) / m.duration_s * BYTES_PER_S_TO_GBPS,
+                0.0,
+            )
+        return res
+
+    def solve_entries(
+        self,
+        flow: np.ndarray,
+        link: np.ndarray,
+        coef: np.ndarray,
+        cap: np.ndarray,
+        n_flows: int,
+        weights: np.ndarray | None,
+        demand: np.ndarray | None,
+        blocks: tuple[np.ndarray, np.ndarray] | None,
+    ) -> np.ndarray:
+        """The numpy parallel rule (:func:`~ainet_gym.sim.allocator.solve_coo`); stacked instances are
+        independent, so ``blocks`` needs no special case."""
+        return solve_coo(flow, link, coef, cap, n_flows, weights=weights, demand=demand)  # type: ignore[return-value]
+
+
+def run_interval(sim: BatchSim, duration_s: np.ndarray | float, max_events: int) -> IntervalMetrics:
+    """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>`, vectorised over the batch
+    event by event (the reference the compiled kernels follow operation for operation)."""
+    B, U, L = sim.batch, sim.n_units, sim.n_links
+    st = sim.state
+    t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
+    m = IntervalMetrics.zeros(t_left.copy(), U, L)
+    iters, step_sum, comm_sum = m.iterations, m.step_time_sum_s, m.comm_time_sum_s
+    compute_t, active_t, stalled = m.compute_time_s, m.active_time_s, m.stalled_flows
+    flow_moved = np.zeros(sim.n_flows)  # (flows,) bytes each flow moved in the interval
+    cap = sim.capacity_bytes_per_s.reshape(-1)
+    events = 0
+    solver_iters = 0
+    _process_events(sim, iters, step_sum, comm_sum)
+    prev_active: np.ndarray | None = None
+    prev_rates = np.zeros(0)
+    while True:
+        running = t_left > EPS_T
+        if not running.any():
+            break
+        events += 1
+        if events > max_events:
+            raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
+        active = _active_flows(sim, running)
+        act_idx = np.flatnonzero(active)
+        rates = np.zeros(act_idx.shape[0])
+        e_sel = active[sim.e_flow]
+        ef, el, ec = sim.e_flow[e_sel], sim.e_link[e_sel], sim.e_coef[e_sel]
+        if prev_active is not None and np.array_equal(active, prev_active):
+            rates = prev_rates  # same flows, same capacities: the same max-min rates
+        elif act_idx.size:
+            compact = np.cumsum(active) - 1
+            new_entry = np.cumsum(e_sel) - 1
+            lperm = new_entry[sim.e_lperm[e_sel[sim.e_lperm]]]  # link order of the selection
+            rates, it = solve_coo(
+                compact[ef], el, ec, cap, act_idx.shape[0],
+                demand=sim.flow_demand[act_idx], return_iterations=True, link_order=lperm,
+            )  # fmt: skip
+            solver_iters += it
+        prev_active, prev_rates = active, rates
+        # time to next event, per instance
+        dt = t_left.copy()
+        job_flow = ~sim.flow_bg[act_idx]
+        with np.errstate(divide="ignore"):
+            t_fin = safe_divide(st.rem[act_idx], rates, np.inf)
+        t_fin = np.where(job_flow, t_fin, np.inf)
+        if sim.rate_updates == "phase":
+            # only the last flow of a phase is an event: earlier finishers keep their rate
+            t_phase = np.zeros(st.phase_state.shape[0] + 1)  # the last slot takes background flows
+            gp = sim.flow_gphase[act_idx]
+            np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
+            t_fin = np.where(job_flow, t_phase[gp], np.inf)
+        fi = sim.flow_inst[act_idx]  # (active flows,) instance of each
+        if sim.rate_quantum_s > 0.0:
+            # completions up to the quantum after an instance's first are one event, at the last of them
+            t_first = np.full(B, np.inf)
+            np.minimum.at(t_first, fi, t_fin)
+            t_q = t_first + sim.rate_quantum_s
+            in_q = t_fin <= t_q[fi]
+            t_last = t_first.copy()
+            np.maximum.at(t_last, fi[in_q], t_fin[in_q])
+            dt = np.minimum(dt, t_last)
+        else:
+            np.minimum.at(dt, fi, t_fin)
+        stalled_now = np.bincount(fi, weights=(rates <= 0) & job_flow, minlength=B).astype(np.int64)
+        stalled = np.maximum(stalled, stalled_now)
+        alive = ~sim.unit_bg & running[sim.unit_inst]
+        timers = np.full(U, np.inf)
+        pc = st.phase_cur
+        timers = np.where(pc == WAITING, st.t_start_left, timers)
+        timers = np.minimum(timers, np.where(st.t_compute_left > EPS_T, st.t_compute_left, np.inf))
+        timers = np.minimum(timers, np.where(pc == PRE_COMM, st.t_comm_start_left, np.inf))
+        timers = np.where(alive, timers, np.inf)
+        np.minimum.at(dt, sim.unit_inst, timers)
+        ph_live = alive[sim.phase_unit] & (st.phase_state == RUNNING)  # phases paying their latency
+        lat = st.phase_lat_left
+        np.minimum.at(dt, sim.phase_inst, np.where(ph_live & (lat > EPS_T), lat, np.inf))
+        dt = np.where(running, np.maximum(dt, 0.0), 0.0)
+        # advance
+        dtf = dt[fi]
+        moved = np.minimum(rates * dtf, st.rem[act_idx])  # phase mode: early finishers stop at 0
+        st.rem[act_idx] = np.where(job_flow, st.rem[act_idx] - moved, st.rem[act_idx])
+        flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
+        dtu = dt[sim.unit_inst]
+        started = alive & (pc != WAITING)
+        active_t += np.where(started, dtu, 0.0)
+        compute_t += np.where(started, np.minimum(st.t_compute_left, dtu), 0.0)
+        st.t_compute_left[...] = np.where(alive, np.maximum(st.t_compute_left - dtu, 0.0), st.t_compute_left)
+        st.t_start_left[...] = np.where(alive & (pc == WAITING), st.t_start_left - dtu, st.t_start_left)
+        st.t_comm_start_left[...] = np.where(
+            alive & (pc == PRE_COMM), st.t_comm_start_left - dtu, st.t_comm_start_left
+        )
+        st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[sim.phase_inst], 0.0), lat)
+        st.time_s += dt
+        t_left -= dt
+        _process_events(sim, iters, step_sum, comm_sum)
+    # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
+    link_bytes = np.bincount(sim.e_link, weights=sim.e_coef * flow_moved[sim.e_flow], minlength=B * L)
+    return replace(
+        m,
+        link_bytes=link_bytes.reshape(B, L),
+        stalled_flows=stalled,
+        events=events,
+        solver_iterations=solver_iters,
+    )
+
+
+def _active_flows(sim: BatchSim, running: np.ndarray) -> np.ndarray:
+    u = sim.flow_unit
+    # a flow moves when its phase runs and has paid its latency; index -1 (background) is False
+    ready = np.append((sim.state.phase_state == RUNNING) & (sim.state.phase_lat_left <= EPS_T), False)
+    job_active = ready[sim.flow_gphase] & (sim.state.rem > 0)
+    bg_active = sim.flow_bg & sim.state.bg_on[u]
+    return (job_active | bg_active) & running[sim.flow_inst]
+
+
+def _process_events(sim: BatchSim, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
+    """Apply every transition that is due now, until none is (vectorised over units)."""
+    U = sim.n_units
+    st = sim.state
+    now = st.time_s[sim.unit_inst] if U else np.zeros(0)
+    done_flow = (~sim.flow_bg) & (st.rem <= EPS_B * sim.flow_scale)
+    st.rem[...] = np.where(done_flow, 0.0, st.rem)
+    alive = ~sim.unit_bg
+    # compute that ends within eps_t has ended: no sliver of it is carried into the next event (so two
+    # backends whose event times differ in the last bits count the same compute time)
+    st.t_compute_left[...] = np.where(alive & (st.t_compute_left <= EPS_T), 0.0, st.t_compute_left)
+    for _ in range(4 * int(sim.unit_nphases.max(initial=0)) + 8):
+        changed = np.zeros(U, dtype=bool)
+        pc = st.phase_cur
+        # start of the job
+        go = alive & (pc == WAITING) & (st.t_start_left <= EPS_T)
+        if go.any():
+            st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
+            st.t_compute_left[...] = np.where(go, sim.unit_compute, st.t_compute_left)
+            st.t_comm_start_left[...] = np.where(
+                go, (1 - sim.unit_overlap) * sim.unit_compute, st.t_comm_start_left
+            )
+            st.iter_start[...] = np.where(go, now, st.iter_start)
+            changed |= go
+        pc = st.phase_cur
+        # communication starts
+        go = alive & (pc == PRE_COMM) & (st.t_comm_start_left <= EPS_T)
+        if go.any():
+            st.phase_cur[...] = np.where(go, 0, st.phase_cur)
+            st.comm_start[...] = np.where(go, now, st.comm_start)
+            _start_phases(sim, go)
+            changed |= go
+        pc = st.phase_cur
+        # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
+        # wait for it start when it was the last they waited for; the cursor counts the phases done
+        n_ph = st.phase_state.shape[0]
+        jf = sim.job_flows
+        pending = np.bincount(sim.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
+        done = (
+            alive[sim.phase_unit]
+            & (st.phase_state == RUNNING)
+            & (st.phase_lat_left <= EPS_T)
+            & (pending == 0)
+        )
+        if done.any():
+            st.phase_state[...] = np.where(done, DONE, st.phase_state)
+            n_done = np.bincount(sim.phase_unit[done], minlength=U)
+            go = n_done > 0
+            st.phase_cur[...] = pc + n_done
+            dec = np.bincount(sim.phase_succ, weights=done[sim.phase_edge_src], minlength=n_ph)
+            st.phase_wait[...] = st.phase_wait - dec.astype(np.int64)
+            enter = (dec > 0) & (st.phase_wait == 0)
+            st.phase_state[...] = np.where(enter, RUNNING, st.phase_state)
+            st.phase_lat_left[...] = np.where(enter, sim.phase_latency, st.phase_lat_left)
+            fin = go & (st.phase_cur == sim.unit_nphases)
+            st.comm_end[...] = np.where(fin, now, st.comm_end)
+            changed |= go
+        pc = st.phase_cur
+        # iteration ends when compute and communication are both done
+        go = alive & (pc == sim.unit_nphases) & (st.t_compute_left <= EPS_T)
+        if go.any():
+            step_t = now - st.iter_start
+            iters += go
+            step_sum += np.where(go, step_t, 0.0)
+            comm_sum += np.where(go, st.comm_end - st.comm_start, 0.0)
+            st.iterations_total += go
+            st.last_step_s[...] = np.where(go, step_t, st.last_step_s)
+            st.last_comm_s[...] = np.where(go, st.comm_end - st.comm_start, st.last_comm_s)
+            if (go & (step_t <= 0)).any():
+                u = int(np.flatnonzero(go & (step_t <= 0))[0])
+                raise RuntimeError(f"job {sim.flat_units[u].name!r}: an iteration takes no time")
+            st.iter_start[...] = np.where(go, now, st.iter_start)
+            st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
+            st.t_compute_left[...] = np.where(go, sim.unit_compute, st.t_compute_left)
+            st.t_comm_start_left[...] = np.where(
+                go, (1 - sim.unit_overlap) * sim.unit_compute, st.t_comm_start_left
+            )
+            reset = go[sim.flow_unit] & ~sim.flow_bg
+            st.rem[...] = np.where(reset, sim.flow_bytes, st.rem)
+            changed |= go
+        if not changed.any():
+            return
+    raise RuntimeError("event processing did not settle")
+
+
+def _start_phases(sim: BatchSim, mask: np.ndarray) -> None:
+    """The communication of the units in ``mask`` starts: phases that wait for none run, paying their
+    latency first; the others wait for all their predecessors."""
+    st = sim.state
+    m = mask[sim.phase_unit]
+    root = m & (sim.phase_npred == 0)
+    st.phase_wait[...] = np.where(m, sim.phase_npred, st.phase_wait)
+    st.phase_state[...] = np.where(m, np.where(root, RUNNING, IDLE), st.phase_state)
+    st.phase_lat_left[...] = np.where(root, sim.phase_latency, st.phase_lat_left)
