@@ -223,6 +223,47 @@ def rotation_period(job: JobSpec, n_ranks: int) -> int:
     return period
 
 
+def _add_carry_flows(
+    k: int,
+    first: int,
+    mem_lo: int,
+    flow_phase: list[int],
+    flow_bytes: list[float],
+    flow_parent: list[int],
+    member_flow: list[int],
+    member_conn: list[int],
+) -> None:
+    """Append to phase ``k`` (its flows from ``first``, its members from ``mem_lo``) one carry flow per flow:
+    the same members, no bytes of its own, its parent the flow (``routing.reroute: new_transfers``)."""
+    n_flows = len(flow_bytes) - first
+    for f, c in list(zip(member_flow[mem_lo:], member_conn[mem_lo:])):  # the phase's members, in flow order
+        member_flow.append(f + n_flows)
+        member_conn.append(c)
+    for f in range(first, first + n_flows):
+        flow_phase.append(k)
+        flow_bytes.append(0.0)
+        flow_parent.append(f)
+
+
+def _phase_latency_s(
+    fabric: Fabric,
+    steps: np.ndarray,
+    member_phase: np.ndarray,
+    member_hops: np.ndarray,
+    member_lat: np.ndarray,
+) -> np.ndarray:
+    """Each phase's alpha term: its steps times the longest path latency among its members (hops times
+    the fabric's hop latency, or a graph fabric's per-link latencies summed over the path)."""
+    lat = np.zeros(len(steps))
+    if not member_phase.size:
+        return lat
+    if fabric.link_latency_s is not None:  # per-link latencies (a graph fabric): the slowest path
+        np.maximum.at(lat, member_phase, member_lat)
+        return steps * lat
+    np.maximum.at(lat, member_phase, member_hops)
+    return steps * lat * fabric.hop_latency_s
+
+
 def compile_job(
     fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0, carry: bool = False
 ) -> CompiledUnit:
@@ -266,16 +307,9 @@ def compile_job(
                     member_flow.append(f)
                     member_conn.append(c)
             if carry:  # the phase's carry flows follow its flows (a phase's flows stay contiguous)
-                own = list(
-                    zip(member_flow[mem_lo:], member_conn[mem_lo:])
-                )  # the phase's members, in flow order
-                for f, c in own:
-                    member_flow.append(f - first + len(flow_bytes))
-                    member_conn.append(c)
-                for f in range(first, first + len(ph.flows)):
-                    flow_phase.append(k)
-                    flow_bytes.append(0.0)
-                    flow_parent.append(f)
+                _add_carry_flows(
+                    k, first, mem_lo, flow_phase, flow_bytes, flow_parent, member_flow, member_conn
+                )
     src = [s for s, _ in conn_index]
     dst = [d for _, d in conn_index]
     H = max_hops(fabric)
@@ -286,20 +320,10 @@ def compile_job(
         ^ (np.asarray(src, dtype=np.int64) << np.int64(16))
         ^ np.asarray(dst, dtype=np.int64)
     )
-    # alpha: steps * the longest path latency among the phase's members
-    lat = np.zeros(len(phase_steps))
     mf = np.asarray(member_flow, dtype=np.int64)
     mc = np.asarray(member_conn, dtype=np.int64)
     fp = np.asarray(flow_phase, dtype=np.int64)
-    if mf.size:
-        member_hops = hops[mc]
-        ph_hops = np.zeros(len(phase_steps))
-        np.maximum.at(ph_hops, fp[mf], member_hops)
-        lat = np.asarray(phase_steps) * ph_hops * fabric.hop_latency_s
-        if fabric.link_latency_s is not None:  # per-link latencies (a graph fabric): the slowest path
-            ph_lat = np.zeros(len(phase_steps))
-            np.maximum.at(ph_lat, fp[mf], path_lat[mc])
-            lat = np.asarray(phase_steps) * ph_lat
+    lat = _phase_latency_s(fabric, np.asarray(phase_steps), fp[mf], hops[mc], path_lat[mc])
     npred, succ_off, succ = _phase_graph(phase_pred)
     return CompiledUnit(
         name=job.name,

@@ -408,6 +408,11 @@ def run_interval_numba(
     The event processing and the parallel rule are written into the loop, not called, and the loops take
     no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call increfs and decrefs
     every array it passes, and two threads doing that to the same arrays fight over the counts' cache lines.
+
+    Long on purpose: one compiled event loop over its instance range; its steps (rates, the next event,
+    advancing bytes and timers, the transitions, link bytes) are written inline rather than called, because
+    a call would pass some 30 arrays, each reference-counted on the way in and out, atomically (the note at
+    its transitions); typed kernel records (issue 31 item 1) are what would let them become functions.
     """
     announce(go)
     inf = np.inf
@@ -1006,6 +1011,10 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
     ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
     heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
     ``inf``.
+
+    Long on purpose: progressive filling in one loop over a lazy heap of link shares (its push and pop are
+    functions of their own), the hot path of every solve: freezing a level's flows and taking their rates off
+    their links' residuals share the loop's locals.
     """
     inf = np.inf
     stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
@@ -1129,6 +1138,9 @@ def fill_parallel(
     The freeze order is not a sort of the flows: the flows a link freezes in a round share its share
     bitwise, so they form one group; the groups (one per link and round, one per flow frozen at its demand)
     are sorted by level and the flows placed by a counting sort: O(flows + groups log groups).
+
+    Long on purpose: the parallel rule's rounds (shares, path minima, ready links, freezing) over one
+    set of scratch arrays, the compiled twin of ``solve_coo``'s numbered steps.
     """
     inf = np.inf
     nlk = resid.shape[0]
@@ -1510,6 +1522,9 @@ def repair_departures(
     found to add, it declines). Comparisons allow :data:`REPAIR_RTOL` (round-off). On an AllToAll whose flows tie
     at one level, bottlenecked at both NICs, a completion at that level changes nothing: every flow of the
     departed flow's NICs has a witness at its other NIC.
+
+    Long on purpose: the repair's scan, fill, check after the fill and freeze-log patch work in place on
+    one set of scratch arrays, in order, and fall back to the restart rule at any of them.
     """
     inf = np.inf
     tol = REPAIR_RTOL
@@ -1742,6 +1757,10 @@ def resolve_incremental(
     counted (entries walked, the parallel rule's live entries over its rounds, a heap fill's entries and
     pops, the loads and the log rewritten), and an incremental solve's work per entry at or above the level
     enters ``rho_l`` (``cost[1]``).
+
+    Long on purpose: the incremental solve's steps (restart level, components, residuals, the fill,
+    the merge of the freeze order) work on one set of scratch arrays in place, in order; each is a few
+    loops over the same indices, which a compiled helper per step would take as a dozen arguments each.
     """
     inf = np.inf
     # the rates of the new active set: a full fill, or a re-fill from the restart level
@@ -2063,6 +2082,9 @@ def run_interval_lazy(
     changes, arrivals included), rates that moved by more than 1e-12 relative, solves by the parallel rule,
     -, -, -, the work counted (:func:`resolve_incremental`'s, plus the active flows of a completion heap
     rebuilt).
+
+    Long on purpose: the lazy kernel's event loop, written inline for the reason :func:`run_interval_numba`
+    gives; its solver is a kernel of its own (:func:`resolve_incremental`, which calls the fills).
     """
     announce(go)
     if stats[2] != ERR_NONE:

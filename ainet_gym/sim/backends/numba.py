@@ -200,7 +200,15 @@ def run_interval(
             stats_of[ranges.index((lo, hi))], go,
         ),
     )  # fmt: skip
-    per_range = stats_of.tolist()  # a few rows: plain Python is quicker than numpy calls here
+    _gather_stats(sim, m, stats_of.tolist(), lazy is not None, max_events)
+    return m
+
+
+def _gather_stats(
+    sim: BatchSim, m: IntervalMetrics, per_range: list[list[int]], lazy: bool, max_events: int
+) -> None:
+    """The kernel threads' counters (one row per instance range; a few rows: plain Python is quicker than
+    numpy calls here) summed into ``m``, and the first range's error raised."""
     # the first range that failed, if any
     err, unit = next(((r[2], r[3]) for r in per_range if r[2] != _kernels.ERR_NONE), (_kernels.ERR_NONE, -1))
     if err == _kernels.ERR_ZERO_STEP:
@@ -215,13 +223,12 @@ def run_interval(
     m.lazy_switches = sum(r[12] for r in per_range)
     m.full_path_work = sum(r[13] for r in per_range)
     m.lazy_work = sum(r[14] for r in per_range)
-    if lazy is not None:
+    if lazy:
         (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
          m.rates_moved, m.parallel_solves) = per_range[0][4:11] if len(per_range) == 1 else (
             sum(r[k] for r in per_range) for k in range(4, 11))  # fmt: skip
     if err == _kernels.ERR_EVENTS:
         raise TooManyEvents(f"run_interval: more than {max_events} events in one interval", metrics=m)
-    return m
 
 
 def _share(name: str, x: object) -> float:

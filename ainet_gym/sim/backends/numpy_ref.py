@@ -105,7 +105,12 @@ class NumpyBackend:
 
 def run_interval(sim: BatchSim, duration_s: np.ndarray | float, max_events: int) -> IntervalMetrics:
     """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>`, vectorised over the batch
-    event by event (the reference the compiled kernels follow operation for operation)."""
+    event by event (the reference the compiled kernels follow operation for operation).
+
+    Long on purpose: the readable reference of the event loop, the steps of the model's interval in the
+    order docs/model.md gives them (rates, the next event, advancing bytes and timers, events), which the
+    compiled kernels follow operation for operation; read top to bottom against them.
+    """
     B, U, L = sim.batch, sim.n_units, sim.n_links
     st = sim.state
     t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
@@ -220,7 +225,11 @@ def _active_flows(sim: BatchSim, running: np.ndarray) -> np.ndarray:
 
 
 def _process_events(sim: BatchSim, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
-    """Apply every transition that is due now, until none is (vectorised over units)."""
+    """Apply every transition that is due now, until none is (vectorised over units).
+
+    Long on purpose: the transitions of a unit (compute end, phase end, iteration end, job start) in
+    the order they are applied, one vectorised block each, as the compiled kernels apply them inline.
+    """
     U = sim.n_units
     st = sim.state
     now = st.time_s[sim.unit_inst] if U else np.zeros(0)
