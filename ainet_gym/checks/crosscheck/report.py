@@ -165,19 +165,26 @@ def calibration(
     return {"seed": seed, "rows": rows, "rankings": rankings(rows, tie_tolerance)}
 
 
+def _case_means(
+    rows: list[dict[str, Any]], case: str, fluid_key: str, ns3_key: str
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Per policy of ``case``: the mean of ``fluid_key`` and of ``ns3_key`` over its rows (one per job),
+    rows with an error left out."""
+    fl: dict[str, list[float]] = {}
+    pk: dict[str, list[float]] = {}
+    for r in rows:
+        if r["case"] == case and "error" not in r:
+            fl.setdefault(r["policy"], []).append(r[fluid_key])
+            pk.setdefault(r["policy"], []).append(r[ns3_key])
+    return {p: float(np.mean(v)) for p, v in fl.items()}, {p: float(np.mean(v)) for p, v in pk.items()}
+
+
 def rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> list[dict[str, Any]]:
     """Per case: the policies ranked by mean job communication time in each simulator (ties within
     ``tie_tolerance`` of the fluid time grouped) and the pairs that ns-3 orders against the fluid model."""
     out = []
     for case in dict.fromkeys(r["case"] for r in rows):
-        fl: dict[str, list[float]] = {}
-        pk: dict[str, list[float]] = {}
-        for r in rows:
-            if r["case"] == case and "error" not in r:
-                fl.setdefault(r["policy"], []).append(r["fluid_comm_ms"])
-                pk.setdefault(r["policy"], []).append(r["ns3_comm_ms"])
-        f = {p: float(np.mean(v)) for p, v in fl.items()}
-        n = {p: float(np.mean(v)) for p, v in pk.items()}
+        f, n = _case_means(rows, case, "fluid_comm_ms", "ns3_comm_ms")
         out.append(
             {
                 "case": case,
@@ -299,14 +306,7 @@ def step_rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> li
     within ``tie_tolerance`` grouped in both, and the pairs ranked differently (:func:`_pair_differences`)."""
     out = []
     for case in dict.fromkeys(r["case"] for r in rows):
-        fl: dict[str, list[float]] = {}
-        pk: dict[str, list[float]] = {}
-        for r in rows:
-            if r["case"] == case and "error" not in r:
-                fl.setdefault(r["policy"], []).append(r["fluid_step_ms"])
-                pk.setdefault(r["policy"], []).append(r["ns3_step_ms"])
-        f = {p: float(np.mean(v)) for p, v in fl.items()}
-        n = {p: float(np.mean(v)) for p, v in pk.items()}
+        f, n = _case_means(rows, case, "fluid_step_ms", "ns3_step_ms")
         out.append(
             {
                 "case": case,
