@@ -677,8 +677,10 @@ def _successive_intervals_of(
         try:
             res = world.step(world.default_split(), max_events=max_events)
             ev, capped = int(res.events), False
-        except TooManyEvents:
+        except TooManyEvents as exc:
             ev, capped = max_events, True
+            if exc.metrics is not None:  # the counters up to the cap
+                last[:] = [exc.metrics]
         dt = time.perf_counter() - t0
         spent += dt
         row = {"interval": i, "events": ev, "s": dt, "capped": capped}
@@ -686,15 +688,20 @@ def _successive_intervals_of(
             m = last[0]
             row.update(incremental_solves=m.incremental_solves, flows_refilled=m.flows_refilled,
                        flows_active=m.flows_active, full_fills=m.full_fills,
-                       parallel_solves=m.parallel_solves)  # fmt: skip
+                       parallel_solves=m.parallel_solves, repairs=m.repairs,
+                       repairs_declined=m.repairs_declined, flows_checked=m.flows_checked)  # fmt: skip
         rows.append(row)
         if capped or spent >= budget_s:
             break
     worst = max(rows, key=lambda r: r["s"])
     refilled = sum(r.get("flows_refilled", 0) for r in rows)
+    checked = sum(r.get("flows_checked", 0) for r in rows)
     active = sum(r.get("flows_active", 0) for r in rows)
     return {
         "refilled_share": refilled / active if active else None,
+        "touched_share": (refilled + checked) / active if active else None,
+        "repairs": sum(r.get("repairs", 0) for r in rows),
+        "repairs_declined": sum(r.get("repairs_declined", 0) for r in rows),
         "incremental_solves": sum(r.get("incremental_solves", 0) for r in rows),
         "parallel_solves": sum(r.get("parallel_solves", 0) for r in rows),
         "scenario": sc.name,
@@ -896,6 +903,7 @@ def bench_switch(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
                     m = last[0]
                     cnt.append({"events": int(m.events), "incremental_solves": int(m.incremental_solves),
                                 "flows_refilled": int(m.flows_refilled), "flows_active": int(m.flows_active),
+                                "flows_checked": int(m.flows_checked),
                                 "full_path_events": int(m.full_path_events), "lazy_switches": int(m.lazy_switches)})  # fmt: skip
             finally:
                 del sim.run_interval  # the bound method again
@@ -913,7 +921,7 @@ def bench_switch(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         for m in SWITCH_MODES
     }
     lazy = counters["lazy only"]
-    refilled = sum(c["flows_refilled"] for c in lazy)
+    refilled = sum(c["flows_refilled"] + c["flows_checked"] for c in lazy)  # re-filled or read by the repair
     active = sum(c["flows_active"] for c in lazy)
     out.update(
         scenario=scenario["name"],
@@ -922,8 +930,10 @@ def bench_switch(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         counters=counters,
         touched_share=refilled / active if active else None,
         touched_share_per_interval=[
-            c["flows_refilled"] / c["flows_active"] if c["flows_active"] else None for c in lazy
+            (c["flows_refilled"] + c["flows_checked"]) / c["flows_active"] if c["flows_active"] else None
+            for c in lazy
         ],
+        refilled_share=sum(c["flows_refilled"] for c in lazy) / active if active else None,
         max_rel_diff=worst,
         load_avg_1min=(load0, os.getloadavg()[0] if hasattr(os, "getloadavg") else None),
     )

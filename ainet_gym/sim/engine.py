@@ -409,6 +409,17 @@ class IntervalMetrics:
     lazy_switches: int = 0  # numba: hand-offs from the full path to the lazy kernel at an event
     full_path_work: int = 0  # numba: work the switch's cost model counted on the full path (entry visits)
     lazy_work: int = 0  # numba: and in the lazy kernel
+    repairs: int = (
+        0  # numba lazy kernel: incremental solves the departure repair made (kernels.REPAIR_DEPARTURES)
+    )
+    repairs_declined: int = 0  # and solves it tried and left to the restart rule
+    flows_checked: int = 0  # active flows the repairs read (visits), beside the flows they re-filled
+
+    @property
+    def flows_touched(self) -> int:
+        """Flows the incremental solves re-filled plus those the departure repair read (visits), summed over
+        the solves: over :attr:`flows_active`, the share of the active flows an event touches."""
+        return self.flows_refilled + self.flows_checked
 
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:

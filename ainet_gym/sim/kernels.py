@@ -87,7 +87,7 @@ PRE_COMM = -1  # engine.PRE_COMM
 IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
 #: columns of the per-range statistics of :func:`run_interval_numba`
-N_STATS = 15
+N_STATS = 18
 #: the incremental solve re-fills the flows at levels >= (1 - RESTART_MARGIN) x the restart level: flows
 #: tied with a departed one at its level up to round-off are re-filled with it
 RESTART_MARGIN = 1e-9
@@ -1502,7 +1502,9 @@ def repair_departures(
     re-filled (``refill[:n_r]``, previous rates ``old_rate[:n_r]``, new freeze order ``out_flow[:n_r]`` /
     ``out_level[:n_r]``), or ``n_r = -1``: declined, ``rate``, ``load`` and ``rp.sat`` as they were (the
     caller re-fills from the restart level). ``rstate[3]`` (the solve's stamp) is advanced; ``rp.fmark ==
-    rstate[3]`` marks the re-filled flows; ``rstate[11]`` / ``rstate[12]`` count the repairs made / declined.
+    rstate[3]`` marks the re-filled flows; ``rstate[11]`` / ``rstate[12]`` count the repairs made / declined,
+    ``rstate[13]`` the active flows they read (visits: the flows on the changed saturated links checked for a
+    witness, and those scanned for a link's largest level after the fill).
 
     Exact by the bottleneck characterisation of max-min fairness (Bertsekas and Gallager, Data Networks,
     section 6.5.2, with coefficients and demands): a feasible allocation is THE max-min fair one iff every
@@ -1539,6 +1541,7 @@ def repair_departures(
     tick = rstate[3]
     qn = 0
     work = 0
+    seen = 0  # active flows read (visits; rstate[13])
     for k in range(n_gone):  # the departed flows' links are changed
         f = gone[k]
         work += fe_hi[f] - fe_lo[f]
@@ -1565,6 +1568,7 @@ def repair_departures(
                 work += 1
                 if not act[g] or fmark[g] == tick:
                     continue
+                seen += 1
                 r = rate[g]
                 ok = r >= dcap[g] * (1.0 - tol)
                 if not ok:
@@ -1582,6 +1586,7 @@ def repair_departures(
                     continue
                 if n_r >= limit:
                     rstate[12] += 1
+                    rstate[13] += seen
                     return -1, work
                 fmark[g] = tick
                 refill[n_r] = g
@@ -1621,6 +1626,7 @@ def repair_departures(
                 for x in range(off[lk], off[lk + 1]):
                     g = adj[x]
                     if act[g]:
+                        seen += 1
                         lv = rate[g] / weight[g]
                         if lv > m:
                             m = lv
@@ -1655,12 +1661,16 @@ def repair_departures(
                     continue
                 for x in range(off[l2], off[l2 + 1]):
                     h = adj[x]
-                    if not act[h] or fmark[h] == tick or rate[h] / weight[h] <= lv * (1.0 + tol):
+                    if not act[h]:
+                        continue
+                    seen += 1
+                    if fmark[h] == tick or rate[h] / weight[h] <= lv * (1.0 + tol):
                         continue
                     if n_r >= limit:
                         for j in range(n_r0):
                             rate[refill[j]] = old_rate[j]
                         rstate[12] += 1
+                        rstate[13] += seen
                         return -1, work
                     fmark[h] = tick
                     refill[n_r] = h
@@ -1679,6 +1689,7 @@ def repair_departures(
             rate[refill[j]] = old_rate[j]
         if n_r == n_r0 or rnd == REPAIR_MAX_ROUNDS:  # (nothing to add: round-off beyond REPAIR_RTOL)
             rstate[12] += 1
+            rstate[13] += seen
             return -1, work
     if n_r == 0:  # nothing re-filled: the changed links' residuals are the departed flows' uses back
         for k in range(qn):
@@ -1698,6 +1709,7 @@ def repair_departures(
         sat[lk] = lmax[lk] if n_r > 0 and lstamp[lk] == ltick else -1.0
     work += qn
     rstate[11] += 1
+    rstate[13] += seen
     return n_r, work
 
 
@@ -1715,12 +1727,12 @@ def resolve_incremental(
     that left it since the last solve; ``came[:n_came]``: those that joined it (a flow may be in both: it
     completed and started again); ``arr_mark[f] == mark`` marks a flow that joined since the last solve.
     ``rate`` holds the last solve's rates (read for the flows of the log, written for the re-filled ones).
-    ``rstate`` (int64, 13): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
+    ``rstate`` (int64, 14): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
     since the last full fill, the link-generation, union-find and fill stamps, the parallel-rule solves,
     the component rule's back-off (solves left to skip it, the last skip; :data:`COMPONENT_BACKOFF_MAX`),
     the entries of the active flows, the work the solve counted (the switch's cost model), whether
     ``rp``'s link index holds the instance's entries (0: built at the next repair; set 0 when the entries
-    change), and the solves the departure repair made and declined. ``log_flow`` /
+    change), the solves the departure repair made and declined and the active flows it read. ``log_flow`` /
     ``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
     links, row ``link - lo``): the active flows' bytes/s and coefficient sums per link, valid where
     ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
@@ -2081,7 +2093,7 @@ def run_interval_lazy(
     incremental solves, flows they re-filled, flows active at them, full fills, rates written (bitwise
     changes, arrivals included), rates that moved by more than 1e-12 relative, solves by the parallel rule,
     -, -, -, the work counted (:func:`resolve_incremental`'s, plus the active flows of a completion heap
-    rebuilt).
+    rebuilt), the departure repairs made and declined and the active flows they read.
 
     Long on purpose: the lazy kernel's event loop, written inline for the reason :func:`run_interval_numba`
     gives; its solver is a kernel of its own (:func:`resolve_incremental`, which calls the fills).
@@ -2141,8 +2153,8 @@ def run_interval_lazy(
     link_gen = np.full(n_links, -1, dtype=np.int64)  # load and csum are valid where this is gen
     # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves, back-off,
     # active entries, the work of the last solve
-    # the departure repair's counts (solves it made, solves it declined; REPAIR_DEPARTURES)
-    rstate = np.zeros(13, dtype=np.int64)
+    # the departure repair's counts (solves it made, solves it declined, active flows it read; REPAIR_DEPARTURES)
+    rstate = np.zeros(14, dtype=np.int64)
     rp = repair_scratch(n_links, n_flows, e_max)
     events = stats[0]
     n_fills = 0
@@ -2296,6 +2308,8 @@ def run_interval_lazy(
                 stats[9] += n_moved
                 stats[10] += rstate[5]
                 stats[14] += lazy_work
+                for k in range(3):  # the departure repair's counts
+                    stats[15 + k] += rstate[11 + k]
                 return
             # arrivals: the flows with bytes left of the phases whose latency was paid since the last event,
             # and background flows switched on (at the first event)
@@ -2539,3 +2553,5 @@ def run_interval_lazy(
     stats[9] += n_moved
     stats[10] += rstate[5]
     stats[14] += lazy_work
+    for k in range(3):  # the departure repair's counts
+        stats[15 + k] += rstate[11 + k]

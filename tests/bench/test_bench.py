@@ -127,6 +127,12 @@ def test_slowest_interval_is_the_slowest_of_an_episode_and_a_capped_one_is_a_low
     assert capped["allocation"] in ("lazy incremental kernel", "full re-solve per event")
     assert _successive_intervals(sc, 1, 10, 1e9, "event", 0.0, -1)["allocation"] == "full re-solve per event"
     assert "a lower bound" in row["note"] and row["value"] == capped["slowest_s"]
+    # the lazy kernel's counters, a capped interval's up to the cap: re-filled <= touched (re-filled or read
+    # by the departure repair), both shares of the active flows, on the row the bench prints
+    assert capped["intervals"][-1]["incremental_solves"] > 0 and "flows_checked" in capped["intervals"][-1]
+    assert 0 < full["refilled_share"] < full["touched_share"] <= 1 and full["repairs"] > 0
+    touched = next(t for t in targets if t["target"].startswith("flows touched per event"))
+    assert touched["value"] == capped["touched_share"] and "repairs made" in touched["note"]
     assert any(t["target"].endswith("(event mode, 100 us rate quantum)") for t in targets)
     assert any(t["target"].endswith("(phase rate updates)") for t in targets)
     merged = _successive_intervals(sc, 6, 1_000_000, 1e9, "event", 100.0)  # the quantum reaches the engine
@@ -245,7 +251,7 @@ def test_every_bench_section_runs_without_error_rows(tmp_path):
     sw = res["switch"]  # three modes, two runs each, exact to one another
     assert set(sw["median_cpu_s"]) == {"lazy only", "full only", "switch"}
     assert all(len(v) == 2 and len(sw["cpu_s"][k]) == 2 for k, v in sw["median_cpu_s"].items())
-    assert sw["max_rel_diff"] <= 1e-9 and 0 < sw["touched_share"] <= 1
+    assert sw["max_rel_diff"] <= 1e-9 and 0 < sw["refilled_share"] <= sw["touched_share"] <= 1
     assert {(r["backend"], r["env"], r["batch"]) for r in res["env"]} == {
         ("numba", "single", 1), ("numba", "vector", 2), ("numpy", "single", 1), ("numpy", "vector", 2)
     }  # fmt: skip

@@ -141,13 +141,15 @@ def test_incremental_matches_the_numpy_reference(name):
             assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
 
 
-def _alltoall_refills(steps: int) -> tuple[int, int, int, list]:
+def _alltoall_refills(steps: int) -> tuple[int, int, int, list, tuple[int, int, int]]:
     """Incremental solves, flows re-filled and flows active at them over ``steps`` intervals of ``ALLTOALL``
-    with the lazy kernel from the first flow on, and each interval's link bytes."""
+    with the lazy kernel from the first flow on, each interval's link bytes, and the departure repair's
+    counters (repairs made, declined, flows read)."""
     w = FabricWorld(load_scenario(ALLTOALL), 1, backend="numba")
     w.reset(seeds=[0])
     w.sim.incremental_min_flows = 0
     solves = touched = active = 0
+    rep = np.zeros(3, dtype=np.int64)
     out = []
     for _ in range(steps):
         w.sim.set_split(w.default_split())
@@ -158,17 +160,23 @@ def _alltoall_refills(steps: int) -> tuple[int, int, int, list]:
             active + m.flows_active,
         )
         out.append(np.array(m.link_bytes, copy=True))
+        rep += (m.repairs, m.repairs_declined, m.flows_checked)
+        assert m.flows_touched == m.flows_refilled + m.flows_checked
     assert m.full_fills >= 1
-    return solves, touched, active, out
+    return solves, touched, active, out, tuple(int(x) for x in rep)
 
 
 def test_incremental_solves_refill_few_flows_on_an_alltoall(monkeypatch):
     # 4 AllToAll jobs of 16 GPUs: most events are single completions, re-filling a part of the flows; the
     # departure repair re-fills fewer (a completion re-fills only the flows that lost every bottleneck) with
     # the same link bytes
-    solves, touched, active, with_repair = _alltoall_refills(3)
+    solves, touched, active, with_repair, (made, declined, read) = _alltoall_refills(3)
     _repair_off(monkeypatch)
-    solves_off, touched_off, active_off, without = _alltoall_refills(3)
+    solves_off, touched_off, active_off, without, counters_off = _alltoall_refills(3)
+    # the repair's counters reach IntervalMetrics: it takes part of the incremental solves (those at which
+    # flows only left), reads flows there, and none of it without the repair
+    assert made > 0 and made + declined < solves and read > 0
+    assert counters_off == (0, 0, 0)
     assert solves > 100 and (solves, active) == (solves_off, active_off)
     assert touched_off < active  # a restart never re-fills more than the active flows, and here far fewer
     assert (
@@ -411,7 +419,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
     links = dict(uf=np.empty(L, dtype=i64), seed=np.full(L, -1, dtype=i64), resid=np.empty(L),
                  rstamp=np.full(L, -1, dtype=i64), load=np.zeros(L), csum=np.zeros(L),
                  link_gen=np.full(L, -1, dtype=i64))  # fmt: skip
-    rstate = np.array([-1] + [0] * 12, dtype=i64)
+    rstate = np.array([-1] + [0] * 13, dtype=i64)
     rp = kernels.repair_scratch(L, F, fe.size)
     n_inc = 0
     n_rep = 0  # solves the departure repair made
@@ -483,7 +491,8 @@ def test_bad_parallel_settings_are_refused_naming_the_field(field, value):
 
 def _drive(cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, repair: bool) -> list:
     """:func:`kernels.resolve_incremental` driven through ``events`` ((gone, came) flow arrays); per event the
-    rates of every flow (0 when inactive), the flows the solve filled and whether the repair made it."""
+    rates of every flow (0 when inactive), the flows the solve filled, whether the repair made it and the
+    active flows the repair read (``rstate[13]``'s increase)."""
     F, L = inc.shape
     fe, le = np.nonzero(inc)
     i64 = np.int64
@@ -495,7 +504,7 @@ def _drive(cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, r
                 np.empty(F), np.empty(F, dtype=i64), np.empty(F)]  # fmt: skip
     links = [np.empty(L, dtype=i64), np.full(L, -1, dtype=i64), np.empty(L), np.full(L, -1, dtype=i64),
              np.zeros(L), np.zeros(L), np.full(L, -1, dtype=i64)]  # fmt: skip
-    rstate = np.array([-1] + [0] * 12, dtype=i64)
+    rstate = np.array([-1] + [0] * 13, dtype=i64)
     fs, rp = kernels.fill_scratch(L, F, fe.size), kernels.repair_scratch(L, F, fe.size)
     out = []
     for mark, (gone, came) in enumerate(events):
@@ -505,13 +514,13 @@ def _drive(cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, r
         arr_mark[came] = mark
         a = np.flatnonzero(act)
         act_list[: a.size], g[: gone.size], c[: came.size] = a, gone, came
-        reps = rstate[11]
+        reps, seen = rstate[11], rstate[13]
         n_re, _ = kernels.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
             inc[fe, le], cap, 0, demand, np.ones(F), rate, *per_flow, fs, *links, rstate, 1.0, 8, False, 1.0, 1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
             rp, 0, F, repair,
         )  # fmt: skip
-        out.append((np.where(act, rate, 0.0), n_re, rstate[11] > reps))
+        out.append((np.where(act, rate, 0.0), n_re, rstate[11] > reps, int(rstate[13] - seen)))
     return out
 
 
@@ -535,7 +544,7 @@ def test_departure_repair_keeps_a_tied_alltoall_without_refilling():
     for repair in (True, False):
         res = _drive(cap, inc, demand, events, repair)
         active = np.ones(len(pairs), dtype=bool)
-        for (gone, _), (got, _, _) in zip(events, res, strict=True):
+        for (gone, _), (got, *_) in zip(events, res, strict=True):
             active[gone] = False
             want = np.zeros(len(pairs))
             want[active] = max_min_fair(inc[active], cap, backend="numpy")
@@ -561,7 +570,25 @@ def test_departure_repair_refills_a_kept_flow_that_outranks_a_refilled_one():
         inc[f, links] = 1.0
     assert int(kernels.REPAIR_MAX_SHARE * 20) >= 3
     events = [(np.arange(0), np.arange(20)), ([0], [])]
-    (r0, _, _), (r1, n_re, repaired) = _drive(cap, inc, np.full(20, np.inf), events, True)
+    (r0, *_), (r1, n_re, repaired, _) = _drive(cap, inc, np.full(20, np.inf), events, True)
     np.testing.assert_allclose(r0, [2.5, 2.5, 6.0, 6.0] + [10.0] * 16, rtol=1e-12)
     np.testing.assert_allclose(r1, [0.0, 5.0, 5.0, 7.0] + [10.0] * 16, rtol=1e-12)
     assert repaired and n_re == 3
+
+
+@pytest.mark.parametrize("n", [4, 6, 9])
+def test_departure_repair_counts_the_flows_it_reads(n):
+    # the tied AllToAll of n GPUs above: one completion (1 -> 2) changes two saturated links, the NICs of 1
+    # (up) and 2 (down); the repair reads the n - 2 other active flows on each, finds a witness for every one
+    # (its other NIC, unchanged) and re-fills none: 2 (n - 2) flows read, 0 re-filled. A second completion
+    # (1 -> 3): 1's up link now has spare capacity (no flow's bottleneck: not read), so only 3's down link
+    # is read (n - 2 flows, each with a witness at its source). Without the repair nothing is read.
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    inc = np.zeros((len(pairs), 2 * n))
+    for f, (i, j) in enumerate(pairs):
+        inc[f, i] = inc[f, n + j] = 1.0
+    cap, demand = np.full(2 * n, 5e10), np.full(len(pairs), np.inf)
+    events = [(np.arange(0), np.arange(len(pairs))), ([pairs.index((1, 2))], []), ([pairs.index((1, 3))], [])]
+    res = _drive(cap, inc, demand, events, True)
+    assert [r[1:] for r in res] == [(len(pairs), False, 0), (0, True, 2 * (n - 2)), (0, True, n - 2)]
+    assert [r[3] for r in _drive(cap, inc, demand, events, False)] == [0, 0, 0]

@@ -223,6 +223,7 @@ def _gather_stats(
     m.lazy_switches = sum(r[12] for r in per_range)
     m.full_path_work = sum(r[13] for r in per_range)
     m.lazy_work = sum(r[14] for r in per_range)
+    m.repairs, m.repairs_declined, m.flows_checked = (sum(r[k] for r in per_range) for k in range(15, 18))
     if lazy:
         (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
          m.rates_moved, m.parallel_solves) = per_range[0][4:11] if len(per_range) == 1 else (
