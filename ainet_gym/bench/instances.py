@@ -72,7 +72,7 @@ def spine_leaf_shape(n_gpus: int) -> dict[str, Any]:
     }
 
 
-def _spread_host_order(fabric: Any, gpus_per_host: int) -> np.ndarray:
+def spread_host_order(fabric: Any, gpus_per_host: int) -> np.ndarray:
     """Host ids ordered round-robin over the leaves (first host of every leaf, then the second, ...)."""
     n_hosts = fabric.n_gpus // gpus_per_host
     host_leaf = fabric.endpoint_leaf[np.arange(n_hosts) * gpus_per_host]
@@ -109,7 +109,7 @@ def fabric_instance(topology: str, size: int, seed: int = 0) -> tuple[Instance, 
     fabric = build_fabric(fspec, max_paths=8)
     g = fspec.gpus_per_host
     n = fabric.n_gpus
-    order = _spread_host_order(fabric, g)
+    order = spread_host_order(fabric, g)
     tp = (CollectiveSpec("allreduce", 2.5e8),)
     dp = (CollectiveSpec("allreduce", 1e9),)
     ep = (CollectiveSpec("alltoall", 5e8),)

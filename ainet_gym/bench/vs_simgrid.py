@@ -53,7 +53,7 @@ def ring_phase(n_gpus: int = 1024, total_bytes: float = 1e9, seed: int = 0) -> d
     ValueError
         If the ECMP split is not one path per transfer (SimGrid routes a transfer over one path).
     """
-    from ainet_gym.bench.instances import _spread_host_order, spine_leaf_shape
+    from ainet_gym.bench.instances import spread_host_order, spine_leaf_shape
     from ainet_gym.fabric.topology import build_fabric
     from ainet_gym.routing.split import ecmp_split
     from ainet_gym.scenario.spec import FabricSpec
@@ -61,7 +61,7 @@ def ring_phase(n_gpus: int = 1024, total_bytes: float = 1e9, seed: int = 0) -> d
     fspec = FabricSpec(**spine_leaf_shape(n_gpus))
     fabric = build_fabric(fspec, max_paths=8)
     g = fspec.gpus_per_host
-    hosts = _spread_host_order(fabric, g)
+    hosts = spread_host_order(fabric, g)
     order = (np.arange(g)[:, None] + hosts[None, :] * g).ravel()  # local rank outer: hosts cycle the leaves
     src, dst = order, np.roll(order, -1)
     conn_key = src * n_gpus + dst
