@@ -53,7 +53,7 @@ def ring_phase(n_gpus: int = 1024, total_bytes: float = 1e9, seed: int = 0) -> d
     ValueError
         If the ECMP split is not one path per transfer (SimGrid routes a transfer over one path).
     """
-    from ainet_gym.bench.instances import spread_host_order, spine_leaf_shape
+    from ainet_gym.bench.instances import spine_leaf_shape, spread_host_order
     from ainet_gym.fabric.topology import build_fabric
     from ainet_gym.routing.split import ecmp_split
     from ainet_gym.scenario.spec import FabricSpec
