@@ -96,6 +96,9 @@ class FabricWorld:
         # routing.reroute: "in_flight" (a new split moves the transfers in flight at once) or "new_transfers"
         # (a transfer keeps the split it started with: the jobs are compiled with carry flows)
         self.reroute = scenario.routing.reroute
+        # routing.split_flows: "coupled" (a split connection is one flow, its paths at a fixed ratio) or
+        # "independent" (each path's part of a transfer is a flow of its own: the jobs are compiled with parts)
+        self.split_flows = scenario.routing.split_flows
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0
@@ -462,7 +465,12 @@ class FabricWorld:
             if len(self._unit_cache) > _UNIT_CACHE_SIZE:
                 self._unit_cache.clear()
             self._unit_cache[key] = compile_job(
-                self.fabric, job, gpus, rot, carry=self.reroute == "new_transfers"
+                self.fabric,
+                job,
+                gpus,
+                rot,
+                carry=self.reroute == "new_transfers",
+                split_flows=self.split_flows,
             )
         return self._unit_cache[key]
 
