@@ -919,6 +919,13 @@ class BatchSim:
         self.flow_reset[par] = 0.0
         self._part_split = np.array(split, dtype=np.float64)
 
+    def handed_under(self, split: np.ndarray) -> None:
+        """Record ``split`` as the split the part flows' remainders were handed under (a restored state's
+        split, before :meth:`set_split` sets it again), so that no row counts as changed; nothing without
+        part flows."""
+        if self.parts.size:
+            self._part_split = np.array(split, dtype=np.float64)
+
     def member_share(self) -> np.ndarray | None:
         """(members,) the share of its flow's moved bytes each member carries on its connection: the part
         flows' path fractions under the current split (``routing.split_flows: independent``), 1 elsewhere;

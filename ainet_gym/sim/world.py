@@ -384,7 +384,9 @@ class FabricWorld:
         )
         if rows.shape[0] != sim.n_conns:
             raise RuntimeError("restore: the connections differ from the snapshot's")  # an internal invariant
-        sim.set_split(snap.split[rows])
+        split = snap.split[rows]
+        sim.handed_under(split)  # routing.split_flows independent: the parts' remainders are the snapshot's
+        sim.set_split(split)
         self.dynamics_changed = snap.dynamics_changed if source is None else True
 
     def job_names(self, b: int) -> list[str | None]:
