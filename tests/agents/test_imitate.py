@@ -320,6 +320,10 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
     monkeypatch.setattr(shipped, "PRETRAINED_DIR", folder)
     meta = shipped.list_pretrained()["imitate-small"]
     assert meta["algorithm"] == KNN_ALGORITHM and meta["controls"] == "jobs+bg" and meta["training_seed"] == 7
+    assert meta["vote"] == "label"
+    valued = fit_knn(lab, tmp_path / "v.npz", k=1, scenario=sc, vote="value")
+    valued = export_knn(valued, "imitate-small", cmds, 7, tmp_path / "v" / "imitate-small.npz")
+    assert shipped.pretrained_metadata(valued)["vote"] == "value"
     assert (
         meta["commands"] == cmds and meta["command"] == cmds[-1] and meta["size_bytes"] == dst.stat().st_size
     )
@@ -333,25 +337,30 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
         shipped.pretrained_path("imitate-small")
 
 
-def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file() -> None:
+@pytest.mark.parametrize(
+    ("scenario", "vote"), [("spine-leaf-2to1-jitter", "label"), ("spine-leaf-3to1-bundle-jitter", "value")]
+)
+def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file(scenario, vote) -> None:
     # the shipped file is played by `pretrained` exactly as `knn:PATH` plays it, and its record names the
     # algorithm, class, training seed and the commands (labels, then the fit) that made it
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.imitate import load_knn
     from ainet_gym.pretrained import list_pretrained, pretrained_path
 
-    p = pretrained_path("spine-leaf-2to1-jitter")
+    p = pretrained_path(scenario)
     assert p is not None and p.suffix == ".npz"
-    meta = list_pretrained()["spine-leaf-2to1-jitter"]
+    meta = list_pretrained()[scenario]
     z = load_knn(p)
     assert meta == {**z["metadata"], "size_bytes": p.stat().st_size, "file": p.name}
     assert meta["algorithm"] == "knn-imitation" and meta["controls"] == "jobs+bg"
     assert isinstance(meta["training_seed"], int) and meta["k"] == z["k"] and meta["plans"] == z["plans"]
-    assert meta["commands"][0].startswith("python -m ainet_gym.agents.imitate label spine-leaf-2to1-jitter ")
+    assert meta["commands"][0].startswith(f"python -m ainet_gym.agents.imitate label {scenario} ")
+    # a value vote is recorded and carries its values; a label vote carries none
+    assert meta.get("vote", "label") == vote and (z["q"] is not None) == (vote == "value")
     assert meta["command"] == meta["commands"][-1]
     assert meta["command"].startswith("python -m ainet_gym.agents.imitate knn ")
     pols = ["pretrained", f"knn:{p}"]
-    out = evaluate(EvalConfig("spine-leaf-2to1-jitter", policies=pols, seeds=[3], steps=8, out=None))
+    out = evaluate(EvalConfig(scenario, policies=pols, seeds=[3], steps=8, out=None))
     assert out["policies"]["pretrained"]["gpu_utilization"] == out["policies"]["knn"]["gpu_utilization"]
 
 
