@@ -338,7 +338,12 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
 
 
 @pytest.mark.parametrize(
-    ("scenario", "vote"), [("spine-leaf-2to1-jitter", "label"), ("spine-leaf-3to1-bundle-jitter", "value")]
+    ("scenario", "vote"),
+    [
+        ("spine-leaf-2to1-jitter", "label"),
+        ("spine-leaf-3to1-bundle-jitter", "value"),
+        ("spine-leaf-4to1-200g-jitter", "value"),
+    ],
 )
 def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file(scenario, vote) -> None:
     # the shipped file is played by `pretrained` exactly as `knn:PATH` plays it, and its record names the
