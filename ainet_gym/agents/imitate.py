@@ -27,7 +27,10 @@ a policy of the class. Command line::
 
 3. :func:`fit_knn` / :class:`KnnAgent` (``knn:PATH`` in ``evaluate``): the plan the ``k`` labelled decisions
    nearest in the observation's ``job_phase`` block were given, a non-parametric imitation that reads only
-   the observation (what the network of 2 does not learn to isolate from the other 2,300 inputs).
+   the observation (what the network of 2 does not learn to isolate from the other 2,300 inputs). With
+   ``--vote value`` (:data:`KNN_VOTES`) the plan of the best mean lookahead value over the neighbours
+   (:func:`knn_values`), a cost-sensitive imitation: the siblings of ``spine-leaf-2to1-jitter`` where the
+   majority vote closes under half of the twin's gap and this closes more (docs/learning.md).
 """
 
 from __future__ import annotations
