@@ -598,9 +598,9 @@ def fit_knn(
         episode_steps=int(steps), obs_features=feats_t,
     )  # fmt: skip
     sl = knn_columns(core.obs_layout, block)
-    extra = {} if vote == "label" else {"q": knn_values(labels, value_weight)}
     if vote not in KNN_VOTES:
         raise ValueError(f"vote = {vote!r}: allowed: {', '.join(KNN_VOTES)}")
+    extra = {} if vote == "label" else {"q": knn_values(labels, value_weight)}
     p = Path(out)
     np.savez_compressed(
         p,
