@@ -27,7 +27,10 @@ a policy of the class. Command line::
 
 3. :func:`fit_knn` / :class:`KnnAgent` (``knn:PATH`` in ``evaluate``): the plan the ``k`` labelled decisions
    nearest in the observation's ``job_phase`` block were given, a non-parametric imitation that reads only
-   the observation (what the network of 2 does not learn to isolate from the other 2,300 inputs).
+   the observation (what the network of 2 does not learn to isolate from the other 2,300 inputs). With
+   ``--vote value`` (:data:`KNN_VOTES`) the plan of the best mean lookahead value over the neighbours
+   (:func:`knn_values`), a cost-sensitive imitation: the siblings of ``spine-leaf-2to1-jitter`` where the
+   majority vote closes under half of the twin's gap and this closes more (docs/learning.md).
 """
 
 from __future__ import annotations
@@ -48,10 +51,13 @@ __all__ = [
     "DEFAULT_TAIL_WEIGHT",
     "KNN_FIELDS",
     "KNN_META",
+    "KNN_OPTIONAL",
+    "KNN_VOTES",
     "OBJECTIVES",
     "KnnAgent",
     "behaviour_clone",
     "fit_knn",
+    "knn_values",
     "load_knn",
     "lookahead_labels",
     "p99_step_ratio",
@@ -89,6 +95,13 @@ KNN_FIELDS: dict[str, tuple[int, str]] = {
     "meta": (1, "U"),  # scenario, action mode, obs features, history, steps, base, h (lookahead_labels)
     "plans": (1, "U"),  # the plans of the action mode, in index order
 }
+#: the optional arrays of a knn policy file: ``q`` (N, K), with ``vote="value"`` (:func:`fit_knn`), each labelled
+#: decision's lookahead value of every plan minus that of its best plan (<= 0)
+KNN_OPTIONAL: dict[str, tuple[int, str]] = {"q": (2, "f")}
+#: how :class:`KnnAgent` combines the ``k`` neighbours: ``"label"`` the plan most of them were labelled
+#: with; ``"value"`` the plan of the best mean lookahead value over them (``q``), what a cost-sensitive
+#: imitation uses: a neighbour where the plans score alike weighs little, one with much at stake much
+KNN_VOTES = ("label", "value")
 #: the optional member of a knn policy file with its metadata record (a JSON object, as the shipped zips'
 #: ``ainet_gym.json``): algorithm, class, training seed, the commands that labelled and fitted it
 KNN_META = "ainet_gym.json"
@@ -552,6 +565,8 @@ def fit_knn(
     block: str = "job_phase",
     scenario: Any = None,
     metadata: dict[str, Any] | None = None,
+    vote: str = "label",
+    value_weight: float | None = None,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
     observation block ``block`` of every labelled decision (a comma list of blocks: their columns joined,
@@ -560,11 +575,17 @@ def fit_knn(
     (Euclidean distance; ties: the lower plan index). A non-parametric imitation of the lookahead that
     reads only the observation. ``scenario``: the labels' scenario when it is not a shipped one;
     ``metadata``: a JSON object stored as the member :data:`KNN_META` (what ``pretrained`` lists).
+    ``vote`` (:data:`KNN_VOTES`): ``"value"`` also stores ``q`` (N, K), each decision's ``scores - w *
+    excess`` minus its row maximum, ``w`` = ``value_weight`` (default: the labels' tail weight under the
+    ``"tail"`` objective, 0 under ``"util"``), and the agent plays the plan of the best mean ``q`` over the
+    ``k`` neighbours (ties: the lower plan index) instead of the majority label.
 
     Raises
     ------
     ValueError
-        If ``k < 1`` or the labels' env has no observation block ``block`` (or one of its list).
+        If ``k < 1``, the labels' env has no observation block ``block`` (or one of its list), ``vote`` is
+        not one of :data:`KNN_VOTES`, or the value weight is negative, nan or infinite (the labels' ``inf``
+        included: give ``value_weight``).
     """
     from ainet_gym.envs.env import EnvCore
 
@@ -577,6 +598,9 @@ def fit_knn(
         episode_steps=int(steps), obs_features=feats_t,
     )  # fmt: skip
     sl = knn_columns(core.obs_layout, block)
+    if vote not in KNN_VOTES:
+        raise ValueError(f"vote = {vote!r}: allowed: {', '.join(KNN_VOTES)}")
+    extra = {} if vote == "label" else {"q": knn_values(labels, value_weight)}
     p = Path(out)
     np.savez_compressed(
         p,
@@ -587,9 +611,36 @@ def fit_knn(
         meta=labels["meta"],
         plans=labels["plans"],
         seeds=np.unique(labels["seed"]),
+        **extra,
         **({} if metadata is None else {KNN_META: np.array(json.dumps(metadata, indent=1))}),
     )
     return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
+
+
+def knn_values(labels: dict[str, Any], weight: float | None = None) -> np.ndarray:
+    """(N, K) float32 ``scores - weight * excess`` of the labels (:func:`lookahead_labels`), minus each row's
+    maximum: every plan's lookahead value relative to the best plan of its decision (<= 0). ``weight``
+    default: the labels' tail weight (``meta``) under the ``"tail"`` objective, 0 under ``"util"``.
+
+    Raises
+    ------
+    ValueError
+        If the weight is negative, nan or infinite, or the labels carry no ``scores`` / ``excess``.
+    """
+    meta = [str(v) for v in labels["meta"]]
+    if weight is None:
+        weight = float(meta[9]) if len(meta) > 9 and meta[7] == "tail" else 0.0
+    if not np.isfinite(weight) or weight < 0:
+        raise ValueError(
+            f"value weight = {weight!r}: allowed: a finite number >= 0 (GPU-seconds of ideal work per "
+            "GPU-second of excess step time; labels of tail weight inf need an explicit one)"
+        )
+    if "scores" not in labels or "excess" not in labels:
+        raise ValueError("labels: no 'scores' or 'excess' arrays; allowed: labels of lookahead_labels")
+    v = np.asarray(labels["scores"], dtype=np.float64) - weight * np.asarray(
+        labels["excess"], dtype=np.float64
+    )
+    return (v - v.max(axis=1, keepdims=True)).astype(np.float32)
 
 
 def load_knn(path: str | Path) -> dict[str, Any]:
@@ -619,6 +670,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
     check_size(p, what)
     arrays, extra = _read_knn_members(p, what)
     x, y, k, plans, meta = _checked_knn_arrays(arrays, what)
+    q = _checked_knn_values(arrays.get("q"), x.shape[0], len(plans), what)
     return {
         "x": x.astype(np.float64),
         "y": y.astype(np.int64),
@@ -627,7 +679,25 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         "meta": meta,
         "plans": plans,
         "metadata": _knn_metadata(extra, what),
+        "q": q,
     }
+
+
+def _checked_knn_values(q: np.ndarray | None, n: int, plans: int, what: str) -> np.ndarray | None:
+    """The optional field ``q`` of a knn file (:data:`KNN_OPTIONAL`) as float64, checked: (N, K) for N
+    decisions and K plans, finite, <= 0; None without one."""
+    from ainet_gym.agents.model_files import ModelFileError
+
+    if q is None:
+        return None
+    if q.ndim != 2 or q.dtype.kind != "f" or q.shape != (n, plans):
+        raise ModelFileError(
+            f"{what}: field 'q' is a {q.ndim}-d {q.dtype} array of shape {q.shape}; allowed: float of shape "
+            f"({n}, {plans}) (decisions, plans)"
+        )
+    if not np.isfinite(q).all() or (q > 0).any():
+        raise ModelFileError(f"{what}: field 'q' holds non-finite or positive values; allowed: finite, <= 0")
+    return q.astype(np.float64)
 
 
 def _read_knn_members(p: Path, what: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
@@ -655,7 +725,7 @@ def _read_knn_members(p: Path, what: str) -> tuple[dict[str, np.ndarray], np.nda
                     f"{what}: no field {', '.join(missing)}; a knn policy holds {', '.join(KNN_FIELDS)} "
                     "(python -m ainet_gym.agents.imitate knn)"
                 )
-            arrays = {f: z[f] for f in KNN_FIELDS}
+            arrays = {f: z[f] for f in (*KNN_FIELDS, *KNN_OPTIONAL) if f in z.files}
             extra = z[KNN_META] if KNN_META in z.files else None
     except ValueError as e:
         if isinstance(e, ModelFileError):
@@ -737,7 +807,7 @@ class KnnAgent:
     def __init__(self, path: str) -> None:
         z = load_knn(path)
         self.x, self.y, self.k, self.block = z["x"], z["y"], z["k"], z["block"]
-        self.plans, self.meta = z["plans"], z["metadata"]
+        self.plans, self.meta, self.q = z["plans"], z["metadata"], z["q"]
         meta = z["meta"]
         self.path = path
         self.scenario = meta[0]
@@ -769,11 +839,14 @@ class KnnAgent:
         return None
 
     def act(self, core: Any, obs: Any) -> np.ndarray:
-        """(batch,) the plan most of the ``k`` nearest labelled decisions got."""
+        """(batch,) the plan most of the ``k`` nearest labelled decisions got (a file with ``q``: the plan of
+        the best mean value over them, :data:`KNN_VOTES`)."""
         q = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.block)]
         d = (q**2).sum(axis=1)[:, None] - 2.0 * q @ self.x.T + self._sq[None, :]  # (B, N) squared distances
         k = min(self.k, self.y.shape[0])
         nn = np.argpartition(d, k - 1, axis=1)[:, :k]
+        if self.q is not None:
+            return np.argmax(self.q[nn].mean(axis=1), axis=1).astype(np.int64)
         votes = np.zeros((q.shape[0], len(self.plans)))
         np.add.at(votes, (np.repeat(np.arange(q.shape[0]), k), self.y[nn].reshape(-1)), 1.0)
         return np.argmax(votes, axis=1).astype(np.int64)
@@ -909,6 +982,20 @@ def _add_knn_parser(sub: Any) -> None:
         default="job_phase",
         help="observation blocks the distance reads, comma list (e.g. job_phase,background); default job_phase",
     )
+    n.add_argument(
+        "--vote",
+        default="label",
+        choices=KNN_VOTES,
+        help="label: the majority label of the k neighbours (default); value: the plan of the best mean "
+        "lookahead value over them",
+    )
+    n.add_argument(
+        "--value-weight",
+        type=float,
+        default=None,
+        help="vote value: penalty per GPU-second of excess step time in the values (default: the labels' "
+        "tail weight; required for labels of weight inf)",
+    )
 
 
 def _run_label(a: Any) -> int:
@@ -956,7 +1043,8 @@ def main(argv: list[str] | None = None) -> int:
     _add_knn_parser(sub)
     a = p.parse_args(argv)
     if a.cmd == "knn":
-        path = fit_knn(_concat([_load(x) for x in a.labels.split(",")]), a.out, a.k, a.blocks)
+        labels = _concat([_load(x) for x in a.labels.split(",")])
+        path = fit_knn(labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight)
         print(f"knn policy: {path}")
         return 0
     if a.cmd == "label":

@@ -146,6 +146,7 @@ def export_knn(
         "episode_steps": int(steps),
         "k": z["k"],
         "block": z["block"],
+        "vote": "label" if z["q"] is None else "value",
         "plans": z["plans"],
         "labelled_decisions": int(z["y"].shape[0]),
         "training_seed": int(training_seed),

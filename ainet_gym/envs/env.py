@@ -423,6 +423,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         return (
             self.residual is None
             and self.world.reroute == "in_flight"  # new_transfers carries transfers over before the merge
+            and self.world.split_flows == "coupled"  # independent hands bytes to the parts before the merge
             and self._passes.fuses_decode(self.action_mode, self.P)
         )
 

@@ -8,7 +8,7 @@ The schema is the one of docs/scenarios.md ("Schema")::
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
-    routing:  {max_paths, qps_per_connection, reroute}
+    routing:  {max_paths, qps_per_connection, reroute, split_flows}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message
@@ -200,6 +200,14 @@ def _build(ctx: Context, top: Any) -> Scenario:
                         "in_flight, or chunks: 1",
                         "new_transfers",
                     )
+    if kw["routing"].split_flows == "independent" and kw["routing"].reroute == "new_transfers":
+        # the carry flows of new_transfers pin a whole flow's split; independent parts have none to pin
+        ctx.fail(
+            "routing.split_flows",
+            "independent split parts cannot be combined with routing.reroute: new_transfers",
+            "coupled (with new_transfers), or routing.reroute: in_flight",
+            "independent",
+        )
     wd2 = optional_mapping(ctx, top, "reward", "", REWARD_RULES, "the reward")
     kw["reward"] = RewardSpec(**apply_rules(ctx, wd2, "reward", REWARD_RULES))
     sc = Scenario(**kw, source=ctx.source, raw=dict(top))

@@ -47,6 +47,7 @@ from ainet_gym.scenario.spec import (
     RATE_UPDATES,
     REROUTE_MODES,
     REWARD_KINDS,
+    SPLIT_FLOWS_MODES,
     TOPOLOGIES,
     BackgroundSpec,
     CollectiveSpec,
@@ -722,6 +723,7 @@ ROUTING_RULES: dict[str, Rule | None] = {
     "max_paths": int_rule("a number of paths", ge=1, le=LIMITS["max_paths_max"]),
     "qps_per_connection": int_rule("a number of QPs", ge=1, le=LIMITS["count_max"]),
     "reroute": enum_rule(REROUTE_MODES, "reroute mode"),
+    "split_flows": enum_rule(SPLIT_FLOWS_MODES, "split flows mode"),
 }
 REWARD_RULES: dict[str, Rule | None] = {"kind": enum_rule(REWARD_KINDS, "reward kind")}
 

@@ -35,6 +35,12 @@ RATE_UPDATES = ("event", "phase")
 #: (their remaining bytes follow the new split); ``new_transfers`` leaves them on the split they started
 #: with, and only transfers that start after the decision take the new one (docs/fidelity-learning.md).
 REROUTE_MODES = ("in_flight", "new_transfers")
+#: How a connection split over several paths shares the links (``routing.split_flows``): ``coupled`` (the
+#: default) carries the connection as one flow with a fixed ratio over its paths, all parts finishing
+#: together; ``independent`` makes each (transfer, connection, path) part a flow of its own in the max-min
+#: allocation, with its share of the bytes, and a transfer ends with its last part: the parts of a split, and
+#: the hops of a ring, then run at their own rates (docs/fidelity-learning.md, "Independent split parts").
+SPLIT_FLOWS_MODES = ("coupled", "independent")
 
 # Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
 #  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
@@ -209,6 +215,7 @@ class RoutingSpec:
     max_paths: int = 8
     qps_per_connection: int = 1
     reroute: str = "in_flight"  # one of REROUTE_MODES
+    split_flows: str = "coupled"  # one of SPLIT_FLOWS_MODES
 
 
 @dataclass(frozen=True)

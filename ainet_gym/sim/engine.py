@@ -31,12 +31,12 @@ import math
 import weakref
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from ainet_gym.fabric.topology import Fabric
-from ainet_gym.scenario.spec import BackgroundSpec, CollectiveSpec, JobSpec
+from ainet_gym.scenario.spec import SPLIT_FLOWS_MODES, BackgroundSpec, CollectiveSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim.backends import BACKEND_ENV, BACKENDS, get_backend, resolve_backend
 from ainet_gym.sim.backends.base import Pending, Then
@@ -68,6 +68,8 @@ _STACK_FIELDS = tuple(f.name for f in fields(UnitStack))  # BatchSim attributes 
 EPS_T = 1e-12
 #: relative: a flow with ``rem <= EPS_B * bytes`` is done (both backends)
 EPS_B = 1e-9
+#: routing.split_flows independent: a connection's split row changed when a fraction moved by more than this
+SPLIT_TOL = 1e-12
 
 
 class TooManyEvents(RuntimeError):
@@ -108,11 +110,20 @@ class CompiledUnit:
     # (flows,) routing.reroute new_transfers: the flow (unit-local) whose transfer in flight a carry flow
     # takes over at a decision boundary, -1 for the flows themselves; None: no carry flows
     flow_parent: np.ndarray | None = None
+    # routing.split_flows independent: (members,) the one candidate path a member may take (-1: every
+    # candidate path, NO_PATH: none, a flow whose parts carry its bytes); None: every member takes every path
+    member_path: np.ndarray | None = None
+    # (flows,) routing.split_flows independent: the flow (unit-local) a part flow carries a share of, -1 for
+    # the flows themselves; None: no part flows
+    flow_part_of: np.ndarray | None = None
 
     @property
     def n_phases(self) -> int:
         return int(self.phase_latency_s.shape[0])
 
+
+#: :attr:`CompiledUnit.member_path` of a member that takes no path (a flow whose part flows carry its bytes)
+NO_PATH = -2
 
 #: the connection tables of :func:`_conn_tables` per fabric, by connection list: a job whose skewed AllToAll
 #: moves its hot expert is compiled again for each new rotation, on the same connections
@@ -245,6 +256,58 @@ def _add_carry_flows(
         flow_parent.append(f)
 
 
+def _split_parts(unit: CompiledUnit) -> CompiledUnit:
+    """``unit`` with independent split parts (``routing.split_flows: independent``): after each phase's
+    flows, one *part flow* per (flow, member, candidate path) of the phase, whose one member takes that path
+    only. A part carries the flow's bytes on its connection's share of that path (its coefficient on the
+    path's links is the connection's split fraction, as the flow's is), so it moves ``fraction x bytes`` in
+    the max-min allocation at its own rate; the flow itself keeps its bytes for the books (policies,
+    observations) but takes no path and moves nothing (:meth:`BatchSim.set_split` hands its bytes to its
+    parts). The phase, and so the transfer, ends when its last part does."""
+    fp, fb = unit.flow_phase, unit.flow_bytes
+    mf, mc, npaths = unit.member_flow, unit.member_conn, unit.conn_npaths
+    mem_lo = np.searchsorted(mf, np.arange(fb.shape[0] + 1))
+    flow_phase: list[int] = []
+    flow_bytes: list[float] = []
+    part_of: list[int] = []
+    member_flow: list[int] = []
+    member_conn: list[int] = []
+    member_path: list[int] = []
+    for k in range(unit.n_phases):
+        flows = np.flatnonzero(fp == k)
+        new_id = {}
+        for f in flows:  # the phase's flows: their bytes, no path
+            new_id[f] = nf = len(flow_bytes)
+            flow_phase.append(k)
+            flow_bytes.append(float(fb[f]))
+            part_of.append(-1)
+            for m in range(mem_lo[f], mem_lo[f + 1]):
+                member_flow.append(nf)
+                member_conn.append(int(mc[m]))
+                member_path.append(NO_PATH)
+        for f in flows:  # then their parts: one per member and candidate path
+            for m in range(mem_lo[f], mem_lo[f + 1]):
+                c = int(mc[m])
+                for q in range(int(npaths[c])):
+                    member_flow.append(len(flow_bytes))
+                    member_conn.append(c)
+                    member_path.append(q)
+                    flow_phase.append(k)
+                    flow_bytes.append(0.0)
+                    part_of.append(new_id[f])
+    n = len(flow_bytes)
+    return replace(
+        unit,
+        flow_phase=np.asarray(flow_phase, dtype=np.int64),
+        flow_bytes=np.asarray(flow_bytes, dtype=np.float64),
+        flow_demand_bytes_per_s=np.full(n, np.inf),
+        member_flow=np.asarray(member_flow, dtype=np.int64),
+        member_conn=np.asarray(member_conn, dtype=np.int64),
+        member_path=np.asarray(member_path, dtype=np.int64),
+        flow_part_of=np.asarray(part_of, dtype=np.int64),
+    )
+
+
 def _phase_latency_s(
     fabric: Fabric,
     steps: np.ndarray,
@@ -264,15 +327,49 @@ def _phase_latency_s(
     return steps * lat * fabric.hop_latency_s
 
 
+def _job_conn_key(name: str, src: list[int], dst: list[int]) -> np.ndarray:
+    """(conns,) int64 stable ids of a job's connections for ECMP hashing: the job name's CRC32, source and
+    destination endpoint."""
+    jk = zlib.crc32(name.encode())
+    return (
+        (np.int64(jk) << np.int64(32))
+        ^ (np.asarray(src, dtype=np.int64) << np.int64(16))
+        ^ np.asarray(dst, dtype=np.int64)
+    )
+
+
+def _check_split_flows(split_flows: str, carry: bool) -> None:
+    """Refuse a ``routing.split_flows`` value :func:`compile_job` does not know, and independent parts with the
+    carry flows of ``routing.reroute: new_transfers``."""
+    if split_flows not in SPLIT_FLOWS_MODES:
+        allowed = ", ".join(SPLIT_FLOWS_MODES)
+        raise ValueError(f"routing.split_flows = {split_flows!r}: allowed: {allowed}")
+    if carry and split_flows == "independent":
+        raise ValueError(
+            "routing.split_flows = 'independent' with routing.reroute = 'new_transfers': allowed: "
+            "split_flows coupled, or reroute in_flight"
+        )
+
+
 def compile_job(
-    fabric: Fabric, job: JobSpec, gpus: np.ndarray, rotation: int = 0, carry: bool = False
+    fabric: Fabric,
+    job: JobSpec,
+    gpus: np.ndarray,
+    rotation: int = 0,
+    carry: bool = False,
+    split_flows: str = "coupled",
 ) -> CompiledUnit:
     """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
 
     ``carry`` (``routing.reroute: new_transfers``): each flow gets a *carry flow* in its phase, with the
     same members and no bytes of its own, which takes over the flow's transfer in flight at a decision
     boundary and carries it on the split it started with (:meth:`BatchSim.carry_over`).
+
+    ``split_flows`` (``routing.split_flows``): ``"coupled"`` (a flow moves at one rate over all its members
+    and paths) or ``"independent"`` (each member's share of each candidate path is a part flow of its own,
+    :func:`_split_parts`; not with ``carry``).
     """
+    _check_split_flows(split_flows, carry)
     gpus = np.asarray(gpus, dtype=np.int64)
     p = len(gpus)
     host_of_rank = fabric.gpu_host[gpus].tolist()
@@ -314,18 +411,13 @@ def compile_job(
     dst = [d for _, d in conn_index]
     H = max_hops(fabric)
     paths, npaths, hops, path_lat = _conn_tables(fabric, src, dst, H)
-    jk = zlib.crc32(job.name.encode())
-    conn_key = (
-        (np.int64(jk) << np.int64(32))
-        ^ (np.asarray(src, dtype=np.int64) << np.int64(16))
-        ^ np.asarray(dst, dtype=np.int64)
-    )
+    conn_key = _job_conn_key(job.name, src, dst)
     mf = np.asarray(member_flow, dtype=np.int64)
     mc = np.asarray(member_conn, dtype=np.int64)
     fp = np.asarray(flow_phase, dtype=np.int64)
     lat = _phase_latency_s(fabric, np.asarray(phase_steps), fp[mf], hops[mc], path_lat[mc])
     npred, succ_off, succ = _phase_graph(phase_pred)
-    return CompiledUnit(
+    unit = CompiledUnit(
         name=job.name,
         is_background=False,
         gpus=gpus,
@@ -348,6 +440,7 @@ def compile_job(
         conn_npaths=npaths,
         flow_parent=np.asarray(flow_parent, dtype=np.int64) if carry else None,
     )
+    return _split_parts(unit) if split_flows == "independent" else unit
 
 
 def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, index: int) -> CompiledUnit:
@@ -703,6 +796,7 @@ class BatchSim:
         # carried transfers started with; 0 where none is carried)
         self.carry_flows = np.flatnonzero(stack.flow_parent >= 0)
         self.pinned = np.zeros((stack.n_conns, self.fabric.max_paths)) if self.carry_flows.size else None
+        self._bind_parts(stack)
         if old is not None and keep is not None:
             self.restore_units(old, keep)
         # the most flows of one instance (which kernel an instance takes, BatchSim.any_lazy)
@@ -770,10 +864,87 @@ class BatchSim:
         st.phase_cur[restart] = PRE_COMM
         st.t_comm_start_left[restart] = 0.0
 
+    def _bind_parts(self, stack: UnitStack) -> None:
+        """The part flows of ``routing.split_flows: independent`` (none otherwise): each part's flow, the flow
+        whose bytes it carries a share of, its connection, its path and its group (the parts of one flow on
+        one connection); ``flow_reset``, the bytes each flow starts an iteration with (the flows' own bytes
+        without parts; with parts, written by :meth:`set_split`)."""
+        self.parts = np.flatnonzero(stack.flow_part_of >= 0)
+        if not self.parts.size:
+            self.flow_reset = stack.flow_bytes
+            self._part_split = None
+            return
+        first = np.searchsorted(stack.member_flow, self.parts)  # a part has one member
+        self.part_parent = stack.flow_part_of[self.parts]
+        self.part_conn = stack.member_conn[first]
+        self.part_path = stack.member_path[first]
+        self.part_group = np.cumsum(self.part_path == 0) - 1  # a group's parts are its paths 0, 1, ...
+        self.flow_reset = stack.flow_bytes.copy()
+        old = getattr(self, "_part_split", None)
+        # the split the parts' remainders were handed under: kept over a restack with the same connections
+        self._part_split = (
+            old if old is not None and old.shape == (stack.n_conns, self.fabric.max_paths) else None
+        )
+
+    def _hand_parts(self, split: np.ndarray) -> None:
+        """Hand each transfer's bytes to its part flows under ``split`` (``routing.split_flows:
+        independent``): a flow's own remainder (its bytes at the start) goes to every part whose path has a
+        share; on a connection whose split row changed (``reroute: in_flight``), the bytes its parts have
+        left (each part's remainder times its old share, summed) are handed out again under the new row,
+        as the replay moves a connection's unsent bytes; the other parts keep their remainders. A part whose
+        path has no share starts each iteration with nothing (:attr:`flow_reset`)."""
+        p = self.parts
+        if not p.size:
+            return
+        st = self.state
+        c, q, par, g = self.part_conn, self.part_path, self.part_parent, self.part_group
+        f_new = np.asarray(split, dtype=np.float64)[c, q]
+        rem = st.rem[p]
+        n_g = int(g[-1]) + 1
+        if self._part_split is None:  # no earlier split known: each group's least advanced part
+            left = np.zeros(n_g)
+            np.maximum.at(left, g, rem)
+            changed = np.ones(n_g, dtype=bool)
+        else:
+            f_old = self._part_split[c, q]
+            left = np.bincount(g, weights=f_old * rem, minlength=n_g)
+            changed = np.bincount(g, weights=np.abs(f_new - f_old) > SPLIT_TOL, minlength=n_g) > 0
+        own = np.zeros(n_g)
+        own[g] = st.rem[par]  # a flow's own remainder, handed to its parts
+        changed |= own > 0
+        left += own
+        st.rem[p] = np.where(changed[g], np.where(f_new > 0, left[g], 0.0), rem)
+        st.rem[par] = 0.0
+        self.flow_reset[p] = np.where(f_new > 0, self.flow_bytes[par], 0.0)
+        self.flow_reset[par] = 0.0
+        self._part_split = np.array(split, dtype=np.float64)
+
+    def handed_under(self, split: np.ndarray) -> None:
+        """Record ``split`` as the split the part flows' remainders were handed under (a restored state's
+        split, before :meth:`set_split` sets it again), so that no row counts as changed; nothing without
+        part flows."""
+        if self.parts.size:
+            self._part_split = np.array(split, dtype=np.float64)
+
+    def member_share(self) -> np.ndarray | None:
+        """(members,) the share of its flow's moved bytes each member carries on its connection: the part
+        flows' path fractions under the current split (``routing.split_flows: independent``), 1 elsewhere;
+        None without part flows (every member carries all of its flow's)."""
+        if not self.parts.size:
+            return None
+        out = np.ones(self.member_flow.shape[0])
+        first = np.searchsorted(self.member_flow, self.parts)
+        out[first] = np.asarray(self.split, dtype=np.float64)[self.part_conn, self.part_path]
+        return out
+
     # ------------------------------------------------------------------ routing
     def _build_entry_table(self) -> None:
         member_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
         P = self.fabric.max_paths
+        mp = self.member_path
+        if (mp != -1).any():  # routing.split_flows independent: a part takes its one path, its flow none
+            take = (mp[:, None] == -1) | (mp[:, None] == np.arange(P)[None, :])
+            member_paths = np.where(take[:, :, None], member_paths, -1)
         if self.pinned is not None:
             # carry flows take their connection's pinned split: the engine's split rows are [split | pinned]
             # (2 P columns), a carry member's candidates are columns P..2P-1, every other member's 0..P-1
@@ -839,6 +1010,7 @@ class BatchSim:
         self.split = split
         self._e_lperm = None
         self._entries = None
+        self._hand_parts(split)
         t = self.table
         if self.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
             split = np.concatenate([np.asarray(split, dtype=np.float64), self.pinned], axis=1)
@@ -871,6 +1043,10 @@ class BatchSim:
         if self.pinned is not None:
             raise ValueError(
                 "set_split_fused: the units have carry flows (routing.reroute new_transfers); use set_split"
+            )
+        if self.parts.size:
+            raise ValueError(
+                "set_split_fused: the units have part flows (routing.split_flows independent); use set_split"
             )
         if out.shape != (self.n_conns, self.fabric.max_paths) or not out.flags.c_contiguous:
             raise ValueError(

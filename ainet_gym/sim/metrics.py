@@ -132,9 +132,13 @@ class IntervalMeter:
             return res
         with np.errstate(invalid="ignore", divide="ignore"):
             # a job flow moves its bytes once per completed iteration; rem is reset when one completes
-            moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_bytes - sim.state.rem
+            moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_reset - sim.state.rem
         moved = np.where(sim.flow_bg, np.nan, moved)
-        res.conn_bytes = np.bincount(sim.member_conn, weights=moved[sim.member_flow], minlength=sim.n_conns)
+        per_member = moved[sim.member_flow]
+        share = sim.member_share()  # routing.split_flows independent: a part carries its path's fraction
+        if share is not None:
+            per_member = per_member * share
+        res.conn_bytes = np.bincount(sim.member_conn, weights=per_member, minlength=sim.n_conns)
         res.connections = ConnectionTable(
             job_unit=job_unit.copy(),
             conn_off=sim.conn_off,

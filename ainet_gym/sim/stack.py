@@ -62,10 +62,15 @@ class UnitStack:
     # (flows,) int64 routing.reroute new_transfers: the flow whose transfer in flight a carry flow takes over
     # at a decision boundary (global id), -1 for every other flow
     flow_parent: np.ndarray
+    # (flows,) int64 routing.split_flows independent: the flow a part flow carries a share of (global id), -1
+    # for every other flow
+    flow_part_of: np.ndarray
     job_flows: np.ndarray  # (job flows,) int64 ids of the job (non-background) flows
     # per member (a flow's transfer on one connection) and per connection
     member_flow: np.ndarray  # (members,) int64 flow
     member_conn: np.ndarray  # (members,) int64 connection
+    # (members,) int64 the one candidate path a member takes (-1: every candidate, engine.NO_PATH: none)
+    member_path: np.ndarray
     conn_unit: np.ndarray  # (conns,) int64 unit
     conn_key: np.ndarray  # (conns,) int64 stable id for ECMP hashing
     conn_src: np.ndarray  # (conns,) int64 source endpoint
@@ -123,8 +128,15 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
     parent = [u.flow_parent if u.flow_parent is not None else np.full(n, -1) for u, n in zip(flat, n_fl)]
     flow_parent = np.concatenate(parent).astype(np.int64) if parent else np.zeros(0, dtype=np.int64)
     flow_parent = np.where(flow_parent >= 0, flow_parent + flow_off[flow_unit], -1) if U else flow_parent
+    part = [u.flow_part_of if u.flow_part_of is not None else np.full(n, -1) for u, n in zip(flat, n_fl)]
+    flow_part_of = np.concatenate(part).astype(np.int64) if part else np.zeros(0, dtype=np.int64)
+    flow_part_of = np.where(flow_part_of >= 0, flow_part_of + flow_off[flow_unit], -1) if U else flow_part_of
     flow_bytes = cat("flow_bytes")
     flow_scale = np.where(flow_parent >= 0, flow_bytes[np.maximum(flow_parent, 0)], flow_bytes)
+    flow_scale = np.where(flow_part_of >= 0, flow_bytes[np.maximum(flow_part_of, 0)], flow_scale)
+    mpath = [
+        u.member_path if u.member_path is not None else np.full(u.member_flow.shape[0], -1) for u in flat
+    ]
     n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
     mem_unit = np.repeat(np.arange(U), n_mem)
     conn_unit = np.repeat(np.arange(U), n_cn)
@@ -175,9 +187,11 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
         flow_demand=cat("flow_demand_bytes_per_s"),
         flow_scale=flow_scale,
         flow_parent=flow_parent,
+        flow_part_of=flow_part_of,
         job_flows=job,
         member_flow=cat("member_flow", np.int64) + (flow_off[mem_unit] if U else 0),
         member_conn=cat("member_conn", np.int64) + (conn_off[mem_unit] if U else 0),
+        member_path=np.concatenate(mpath).astype(np.int64) if mpath else np.zeros(0, dtype=np.int64),
         conn_unit=conn_unit,
         conn_key=cat("conn_key", np.int64),
         conn_src=cat("conn_src", np.int64),

@@ -96,6 +96,9 @@ class FabricWorld:
         # routing.reroute: "in_flight" (a new split moves the transfers in flight at once) or "new_transfers"
         # (a transfer keeps the split it started with: the jobs are compiled with carry flows)
         self.reroute = scenario.routing.reroute
+        # routing.split_flows: "coupled" (a split connection is one flow, its paths at a fixed ratio) or
+        # "independent" (each path's part of a transfer is a flow of its own: the jobs are compiled with parts)
+        self.split_flows = scenario.routing.split_flows
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0
@@ -381,7 +384,9 @@ class FabricWorld:
         )
         if rows.shape[0] != sim.n_conns:
             raise RuntimeError("restore: the connections differ from the snapshot's")  # an internal invariant
-        sim.set_split(snap.split[rows])
+        split = snap.split[rows]
+        sim.handed_under(split)  # routing.split_flows independent: the parts' remainders are the snapshot's
+        sim.set_split(split)
         self.dynamics_changed = snap.dynamics_changed if source is None else True
 
     def job_names(self, b: int) -> list[str | None]:
@@ -462,7 +467,12 @@ class FabricWorld:
             if len(self._unit_cache) > _UNIT_CACHE_SIZE:
                 self._unit_cache.clear()
             self._unit_cache[key] = compile_job(
-                self.fabric, job, gpus, rot, carry=self.reroute == "new_transfers"
+                self.fabric,
+                job,
+                gpus,
+                rot,
+                carry=self.reroute == "new_transfers",
+                split_flows=self.split_flows,
             )
         return self._unit_cache[key]
 

@@ -157,6 +157,53 @@ def test_knn_votes_of_the_nearest_decisions_by_hand(tmp_path) -> None:
     assert agent.act(core, obs)[2] == 0
 
 
+def test_knn_value_vote_plays_the_best_mean_value_not_the_majority_by_hand(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn, knn_values, load_knn
+
+    # three decisions, one per plan pair; plan 1 is the majority label (two of three), but the third
+    # neighbour loses 1.0 under plan 1 while the first two lose only 0.1 under plan 2
+    # (plans 3-5 score 0, as plan 0)
+    scores = np.pad(np.array([[0.0, 1.0, 0.9], [0.0, 2.0, 1.9], [0.0, 3.0, 4.0]]), ((0, 0), (0, 3)))
+    excess = np.pad(np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.5]]), ((0, 0), (0, 3)))
+    meta = np.array(["imitate-small", "choose_bg", "phase", "4", "6", "spray+bg", "8", "tail", "0.0", "1.0"])
+    lab = {"scores": scores, "excess": excess, "meta": meta}
+    # weight 1 (the labels' own): plan 2 of row 3 is worth 4.0 - 0.5 = 3.5, still above plan 1's 3.0
+    np.testing.assert_allclose(
+        knn_values(lab)[:, :3], [[-1.0, 0.0, -0.1], [-2.0, 0.0, -0.1], [-3.5, -0.5, 0.0]], rtol=1e-6
+    )
+    # weight 4: row 3's plan 2 falls to 2.0, below plan 1
+    np.testing.assert_allclose(knn_values(lab, 4.0)[2, :3], [-3.0, 0.0, -1.0], rtol=1e-6)
+    for bad in (float("inf"), -1.0, float("nan")):
+        with pytest.raises(ValueError, match="value weight"):
+            knn_values(lab, bad)
+    with pytest.raises(ValueError, match="value weight"):  # labels of weight inf: an explicit weight
+        knn_values({**lab, "meta": np.array([*meta[:9], "inf"])})
+    x = np.array([[0.0, 0.0], [0.0, 0.1], [0.0, 0.2]], dtype=np.float32)
+    sc = _small()
+    labels = {
+        **lab, "label": np.array([1, 1, 2]), "seed": np.array([1, 1, 1]),
+        "plans": np.array(["ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg"]),
+    }  # fmt: skip
+    core = EnvCore(sc, action_mode="choose_bg", obs_features=("phase",))
+    sl = core.obs_layout["job_phase"]
+    labels["obs"] = np.zeros((3, core.obs_layout["job_phase"].stop), dtype=np.float32)
+    labels["obs"][:, sl.start : sl.start + 2] = x
+    path = fit_knn(labels, tmp_path / "v.npz", k=3, scenario=sc, vote="value")
+    assert load_knn(path)["q"].shape == (3, 6)
+    agent = KnnAgent(str(path))
+    view = SimpleNamespace(obs_layout=core.obs_layout)
+    q = labels["obs"][:1]
+    # label votes: 1, 1, 2 -> plan 1; values: plan 1 mean -0.5/3, plan 2 mean -0.2/3 -> plan 2
+    assert agent.act(view, q)[0] == 2
+    assert KnnAgent(str(fit_knn(labels, tmp_path / "l.npz", k=3, scenario=sc))).act(view, q)[0] == 1
+    agent.k = 1  # the nearest decision alone: its best plan, 1
+    assert agent.act(view, q)[0] == 1
+    with pytest.raises(ValueError, match="vote = 'mean'"):
+        fit_knn(labels, tmp_path / "m.npz", k=3, scenario=sc, vote="mean")
+
+
 def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None:
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.imitate import KnnAgent, fit_knn
@@ -214,6 +261,9 @@ def _knn_arrays() -> dict:
         (lambda a: a.update(x=np.array([[0.0, np.nan], [0, 1], [5, 5]])), "non-finite"),
         (lambda a: a.update(meta=np.array(["s", "choose_bg", "phase", "four", "8"])), "field 'meta'"),
         (lambda a: a.update(plans=np.array([], dtype=str)), "field 'plans' is empty"),
+        (lambda a: a.update(q=np.zeros((3, 5))), "field 'q' is a 2-d float64 array of shape (3, 5)"),
+        (lambda a: a.update(q=np.zeros((3, 6), dtype=np.int64)), "field 'q' is a 2-d int64"),
+        (lambda a: a.update(q=np.full((3, 6), 0.5)), "field 'q' holds non-finite or positive"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("[1, 2]")}), "is not a JSON object"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("{")}), "is not JSON"),
     ],
@@ -270,6 +320,10 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
     monkeypatch.setattr(shipped, "PRETRAINED_DIR", folder)
     meta = shipped.list_pretrained()["imitate-small"]
     assert meta["algorithm"] == KNN_ALGORITHM and meta["controls"] == "jobs+bg" and meta["training_seed"] == 7
+    assert meta["vote"] == "label"
+    valued = fit_knn(lab, tmp_path / "v.npz", k=1, scenario=sc, vote="value")
+    valued = export_knn(valued, "imitate-small", cmds, 7, tmp_path / "v" / "imitate-small.npz")
+    assert shipped.pretrained_metadata(valued)["vote"] == "value"
     assert (
         meta["commands"] == cmds and meta["command"] == cmds[-1] and meta["size_bytes"] == dst.stat().st_size
     )
@@ -283,25 +337,35 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
         shipped.pretrained_path("imitate-small")
 
 
-def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file() -> None:
+@pytest.mark.parametrize(
+    ("scenario", "vote"),
+    [
+        ("spine-leaf-2to1-jitter", "label"),
+        ("spine-leaf-3to1-bundle-jitter", "value"),
+        ("spine-leaf-4to1-200g-jitter", "value"),
+    ],
+)
+def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file(scenario, vote) -> None:
     # the shipped file is played by `pretrained` exactly as `knn:PATH` plays it, and its record names the
     # algorithm, class, training seed and the commands (labels, then the fit) that made it
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.imitate import load_knn
     from ainet_gym.pretrained import list_pretrained, pretrained_path
 
-    p = pretrained_path("spine-leaf-2to1-jitter")
+    p = pretrained_path(scenario)
     assert p is not None and p.suffix == ".npz"
-    meta = list_pretrained()["spine-leaf-2to1-jitter"]
+    meta = list_pretrained()[scenario]
     z = load_knn(p)
     assert meta == {**z["metadata"], "size_bytes": p.stat().st_size, "file": p.name}
     assert meta["algorithm"] == "knn-imitation" and meta["controls"] == "jobs+bg"
     assert isinstance(meta["training_seed"], int) and meta["k"] == z["k"] and meta["plans"] == z["plans"]
-    assert meta["commands"][0].startswith("python -m ainet_gym.agents.imitate label spine-leaf-2to1-jitter ")
+    assert meta["commands"][0].startswith(f"python -m ainet_gym.agents.imitate label {scenario} ")
+    # a value vote is recorded and carries its values; a label vote carries none
+    assert meta.get("vote", "label") == vote and (z["q"] is not None) == (vote == "value")
     assert meta["command"] == meta["commands"][-1]
     assert meta["command"].startswith("python -m ainet_gym.agents.imitate knn ")
     pols = ["pretrained", f"knn:{p}"]
-    out = evaluate(EvalConfig("spine-leaf-2to1-jitter", policies=pols, seeds=[3], steps=8, out=None))
+    out = evaluate(EvalConfig(scenario, policies=pols, seeds=[3], steps=8, out=None))
     assert out["policies"]["pretrained"]["gpu_utilization"] == out["policies"]["knn"]["gpu_utilization"]
 
 

@@ -59,7 +59,9 @@ def test_shipped_checkpoints_are_small_record_their_command_and_evaluate() -> No
     shipped = list_pretrained()
     assert "periodic-interference" in shipped
     for name, meta in shipped.items():
-        assert meta["size_bytes"] < 3e6, name
+        # weights or arrays only, no optimiser state: at most 2.9 MB, 3.04 and 3.21 MB for the value-vote
+        # k-NNs of the 3:1 and 4:1 siblings of spine-leaf-2to1-jitter (their (N, 6) plan values beside the block)
+        assert meta["size_bytes"] < 4e6, name
         if meta["file"].endswith(".npz"):  # a k-NN imitation: labelled by the lookahead, then fitted
             assert meta["commands"][0].startswith(f"python -m ainet_gym.agents.imitate label {name} ")
             assert meta["command"].startswith("python -m ainet_gym.agents.imitate knn "), meta["command"]

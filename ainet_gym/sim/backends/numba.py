@@ -193,7 +193,7 @@ def run_interval(
             alive, sim.unit_bg, sim.unit_nphases, sim.unit_compute, sim.unit_overlap,
             phase_off, sim.phase_latency, sim.phase_flow_lo, sim.phase_flow_n,
             sim.inst_phase, sim.phase_npred, sim.phase_succ_off, sim.phase_succ,
-            flow_unit, sim.flow_phase, sim.flow_bg, sim.flow_bytes, sim.flow_scale, sim.flow_demand, cap,
+            flow_unit, sim.flow_phase, sim.flow_bg, sim.flow_reset, sim.flow_scale, sim.flow_demand, cap,
             *state,
             m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
             m.link_bytes.reshape(-1), m.stalled_flows,

@@ -306,7 +306,7 @@ def _process_events(sim: BatchSim, iters: np.ndarray, step_sum: np.ndarray, comm
                 go, (1 - sim.unit_overlap) * sim.unit_compute, st.t_comm_start_left
             )
             reset = go[sim.flow_unit] & ~sim.flow_bg
-            st.rem[...] = np.where(reset, sim.flow_bytes, st.rem)
+            st.rem[...] = np.where(reset, sim.flow_reset, st.rem)
             changed |= go
         if not changed.any():
             return
