@@ -375,7 +375,7 @@ class JobParams(NamedTuple):
 
     unit_compute: np.ndarray  # (units,) float64 s of compute per iteration
     unit_overlap: np.ndarray  # (units,) float64 fraction of the compute that overlaps communication
-    flow_bytes: np.ndarray  # (flows,) float64 bytes per iteration
+    flow_bytes: np.ndarray  # (flows,) float64 bytes a flow starts an iteration with (flow_reset)
 
 
 class PhaseGraph(NamedTuple):
