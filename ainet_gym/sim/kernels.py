@@ -356,6 +356,287 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
         ex_lo[b] = x
 
 
+# ----------------------------------------------------------------------------------------------------------
+# the event loop's shared steps: both interval kernels (run_interval_numba and run_interval_lazy) are made of
+# these and their own allocation and completion bookkeeping, with the same operations in the same order as
+# when they were written into both loops (results bit for bit unchanged). They are compiled without numba's
+# reference counting (``_nrt=False``: they allocate nothing): a compiled function increfs and decrefs every
+# array it takes, atomically, which at every event was the threads' bottleneck (docs/performance-log.md,
+# "Reference counts were the threads' bottleneck"); without it a call passes the arrays for free. Numba's
+# own inlining (``inline="always"``) was tried: it copies each argument into a local of the caller, and
+# those copies left 46 incref/decref pairs inside run_interval_numba's loops (none before; counted in its
+# LLVM IR), where these calls leave none. A call takes at most 30 arguments (more compile to ``*args``).
+# ----------------------------------------------------------------------------------------------------------
+
+
+class JobParams(NamedTuple):
+    """Per-unit job parameters and per-flow bytes that :func:`settle_units` reads at a job's start and at the
+    end of an iteration (the kernels' arguments of those names)."""
+
+    unit_compute: np.ndarray  # (units,) float64 s of compute per iteration
+    unit_overlap: np.ndarray  # (units,) float64 fraction of the compute that overlaps communication
+    flow_bytes: np.ndarray  # (flows,) float64 bytes a flow starts an iteration with (flow_reset)
+
+
+class PhaseGraph(NamedTuple):
+    """The phases' latency and dependency graph, read when a unit's communication starts and when a phase
+    ends (:func:`settle_units`; the kernels' arguments of those names)."""
+
+    phase_latency: np.ndarray  # (phases,) float64 s
+    phase_npred: np.ndarray  # (phases,) int64 predecessors
+    phase_succ_off: np.ndarray  # (phases + 1,) int64 CSR offsets of the successors
+    phase_succ: np.ndarray  # (successor entries,) int64 global phase ids
+
+
+class IterationTallies(NamedTuple):
+    """What the end of an iteration counts (:func:`settle_units`): the state's totals and last times, and
+    the interval's outputs per unit (the kernels' arguments of those names)."""
+
+    iterations_total: np.ndarray  # (units,) int64
+    last_step_s: np.ndarray  # (units,) float64 s
+    last_comm_s: np.ndarray  # (units,) float64 s
+    iters: np.ndarray  # (units,) int64 iterations completed in the interval
+    step_sum: np.ndarray  # (units,) float64 s, their step times summed
+    comm_sum: np.ndarray  # (units,) float64 s, their communication times summed
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap):  # pragma: no cover - compiled
+    """Cap ``dcap`` (the flows' demands, bytes/s) of instance ``b`` by its exclusive links' shares.
+
+    A link only one flow crosses keeps its share cap / coef through the solve (nothing else is taken off
+    it), so it acts on the flow exactly as a demand cap would: the solver sees the flow's demand capped by
+    the least of those shares (the same rates, bit for bit; the parallel rule freezes the same flows in the
+    same rounds) and only the shared links, often half the entries. The merge wrote the exclusive entries
+    apart (``ex_lo[b]:inst_seg[b + 1]``, :func:`merge_range`) and the shared ones per flow.
+    """
+    for e in range(ex_lo[b], inst_seg[b + 1]):
+        f = e_flow[e]
+        x = capacity[e_link[e]] / e_coef[e]  # the link's share in every round (coef > 0)
+        if x < dcap[f]:
+            dcap[f] = x
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def end_phases(
+    u, p0, nph, eps_t, counted, pend, joined, phase_flow_lo, phase_flow_n, rem, phase_cur, phase_state,
+    phase_wait, phase_lat_left, graph,
+):  # fmt: skip  # pragma: no cover - compiled
+    """End every running phase ``p0:p0 + nph`` of unit ``u`` whose latency is paid (within ``eps_t``) and
+    whose flows have no bytes left (``pend``, or a scan of ``rem``: :func:`settle_units`' ``counted``),
+    advancing the unit's cursor; its successors that wait for no other phase start (:class:`PhaseGraph`
+    ``graph``). Whether a phase ended."""
+    ended = False
+    for p in range(p0, p0 + nph):
+        if phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
+            continue
+        if counted:
+            pending = pend[p] > 0
+        else:
+            pending = False
+            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+                if rem[f] > 0:
+                    pending = True
+                    break
+        if pending:
+            continue
+        phase_state[p] = DONE
+        phase_cur[u] += 1
+        # its successors may start
+        for e in range(graph.phase_succ_off[p], graph.phase_succ_off[p + 1]):
+            q = graph.phase_succ[e]
+            phase_wait[q] -= 1
+            if phase_wait[q] == 0:
+                phase_state[q] = RUNNING
+                phase_lat_left[q] = graph.phase_latency[q]
+                if counted:
+                    joined[q] = False
+        ended = True
+    return ended
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def end_iteration(
+    u, now, p0, nph, counted, pend, phase_flow_lo, phase_flow_n, rem, phase_cur, t_compute_left,
+    t_comm_start_left, iter_start, comm_start, comm_end, job, tallies, stats,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Unit ``u``'s iteration ends at ``now`` (s): its step and communication times counted
+    (:class:`IterationTallies` ``tallies``), the next iteration started (compute, the bytes of its phases
+    ``p0:p0 + nph`` reset from :class:`JobParams` ``job``, and their counts in ``pend`` where ``counted``).
+    False, with ``stats[2]``, ``stats[3]`` set, for a step of zero time."""
+    st = now - iter_start[u]
+    tallies.iters[u] += 1
+    tallies.step_sum[u] += st
+    tallies.comm_sum[u] += comm_end[u] - comm_start[u]
+    tallies.iterations_total[u] += 1
+    tallies.last_step_s[u] = st
+    tallies.last_comm_s[u] = comm_end[u] - comm_start[u]
+    if st <= 0:
+        stats[2], stats[3] = ERR_ZERO_STEP, u
+        return False
+    iter_start[u] = now
+    phase_cur[u] = PRE_COMM
+    t_compute_left[u] = job.unit_compute[u]
+    t_comm_start_left[u] = (1 - job.unit_overlap[u]) * job.unit_compute[u]
+    for p in range(p0, p0 + nph):
+        c = 0
+        for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+            rem[f] = job.flow_bytes[f]
+            if rem[f] > 0:
+                c += 1
+        if counted:
+            pend[p] = c
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def settle_units(
+    u0, u1, now, max_rounds, eps_t, counted, pend, joined, unit_alive, unit_bg, unit_nphases, phase_off,
+    phase_flow_lo, phase_flow_n, rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state,
+    phase_wait, phase_lat_left, iter_start, comm_start, comm_end, job, graph, tallies, stats,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Every transition of units ``u0:u1`` that is due at time ``now`` (s), repeated until none is (at most
+    ``max_rounds`` rounds per unit): a job starts, its communication starts (the phases that wait for none
+    run, paying their latency), a phase ends (latency paid, no bytes left: its successors may start), an
+    iteration ends (its step and communication times counted into ``iters`` / ``step_sum`` /
+    ``comm_sum`` and the state's totals; the next iteration's bytes reset). Compute that ends within
+    ``eps_t`` has ended (no sliver carried).
+
+    The arrays of the rarer transitions come as records (:class:`JobParams` ``job``, :class:`PhaseGraph`
+    ``graph``, :class:`IterationTallies` ``tallies``), the others one by one (at most 30 arguments).
+
+    ``counted`` (:func:`run_interval_lazy`): a phase's flows with bytes left are counted in ``pend``
+    (kept here when an iteration resets them) and ``joined[p]`` is cleared when phase ``p`` starts;
+    otherwise (:func:`run_interval_numba`, which passes empty arrays for both) a phase's flows are scanned
+    for bytes left. False on an error (``stats[2]``, ``stats[3]``: the code and the unit).
+    """
+    for u in range(u0, u1):
+        if not unit_alive[u] or unit_bg[u]:
+            continue
+        nph = unit_nphases[u]
+        p0 = phase_off[u]
+        if t_compute_left[u] <= eps_t:  # compute that ends within eps_t has ended (no sliver carried)
+            t_compute_left[u] = 0.0
+        settled = False
+        for _ in range(max_rounds):
+            changed = False
+            if phase_cur[u] == WAITING and t_start_left[u] <= eps_t:  # the job starts
+                phase_cur[u] = PRE_COMM
+                t_compute_left[u] = job.unit_compute[u]
+                t_comm_start_left[u] = (1 - job.unit_overlap[u]) * job.unit_compute[u]
+                iter_start[u] = now
+                changed = True
+            if phase_cur[u] == PRE_COMM and t_comm_start_left[u] <= eps_t:  # communication starts
+                phase_cur[u] = 0
+                comm_start[u] = now
+                for p in range(p0, p0 + nph):  # phases that wait for none run, paying their latency
+                    phase_wait[p] = graph.phase_npred[p]
+                    if graph.phase_npred[p] == 0:
+                        phase_state[p] = RUNNING
+                        phase_lat_left[p] = graph.phase_latency[p]
+                        if counted:
+                            joined[p] = False
+                    else:
+                        phase_state[p] = IDLE
+                changed = True
+            pc = phase_cur[u]
+            # a phase ends when its latency is paid and no bytes are left
+            if pc >= 0 and pc < nph and end_phases(
+                u, p0, nph, eps_t, counted, pend, joined, phase_flow_lo, phase_flow_n, rem, phase_cur,
+                phase_state, phase_wait, phase_lat_left, graph,
+            ):  # fmt: skip
+                if phase_cur[u] == nph:
+                    comm_end[u] = now
+                changed = True
+            if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
+                if not end_iteration(
+                    u, now, p0, nph, counted, pend, phase_flow_lo, phase_flow_n, rem, phase_cur, t_compute_left,
+                    t_comm_start_left, iter_start, comm_start, comm_end, job, tallies, stats,
+                ):  # fmt: skip
+                    return False
+                changed = True
+            if not changed:
+                settled = True
+                break
+        if not settled:
+            stats[2], stats[3] = ERR_SETTLE, u
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def next_unit_event(
+    u0, u1, dt, eps_t, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left, t_compute_left,
+    t_comm_start_left, phase_state, phase_lat_left,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The least of ``dt`` and the time (s) to the next timer of units ``u0:u1``: a start, the end of
+    compute (above ``eps_t``), the start of communication, the end of a running phase's latency."""
+    inf = np.inf
+    for u in range(u0, u1):
+        if not unit_alive[u] or unit_bg[u]:
+            continue
+        pc = phase_cur[u]
+        tm = t_start_left[u] if pc == WAITING else inf
+        if t_compute_left[u] > eps_t and t_compute_left[u] < tm:
+            tm = t_compute_left[u]
+        if pc == PRE_COMM and t_comm_start_left[u] < tm:
+            tm = t_comm_start_left[u]
+        if pc >= 0 and pc < unit_nphases[u]:
+            for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
+                lt = phase_lat_left[p]
+                if phase_state[p] == RUNNING and lt > eps_t and lt < tm:
+                    tm = lt
+        if tm < dt:
+            dt = tm
+    return dt
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def advance_units(
+    u0, u1, dt, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left, t_compute_left,
+    t_comm_start_left, phase_state, phase_lat_left, active_t, compute_t,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Advance the timers of units ``u0:u1`` by ``dt`` s, adding it to their active and compute times."""
+    for u in range(u0, u1):
+        if not unit_alive[u] or unit_bg[u]:
+            continue
+        pc = phase_cur[u]
+        if pc != WAITING:
+            active_t[u] += dt
+            compute_t[u] += min(t_compute_left[u], dt)
+        t_compute_left[u] = max(t_compute_left[u] - dt, 0.0)
+        if pc == WAITING:
+            t_start_left[u] = t_start_left[u] - dt
+        elif pc == PRE_COMM:
+            t_comm_start_left[u] = t_comm_start_left[u] - dt
+        elif pc < unit_nphases[u]:
+            for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
+                if phase_state[p] == RUNNING:
+                    phase_lat_left[p] = max(phase_lat_left[p] - dt, 0.0)
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def advance_flow(f, x, flow_bg, rem, moved):  # pragma: no cover - compiled
+    """Flow ``f`` moves ``x`` bytes (a job flow at most its bytes left, ``rem``; a background flow has no
+    end), added to ``moved``."""
+    if not flow_bg[f]:
+        if rem[f] < x:
+            x = rem[f]
+        rem[f] = rem[f] - x
+    moved[f] += x
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes):  # pragma: no cover
+    """Add the bytes instance ``b``'s flows moved (``moved``) to its links' ``link_bytes``: the split is
+    fixed within the interval, so bytes per flow first, then per entry (each link's entries in entry order
+    from zero, as ``np.bincount`` sums: an exclusive link has one)."""
+    for e in range(inst_seg[b], ent_hi[b]):
+        link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
+    for e in range(ex_lo[b], inst_seg[b + 1]):
+        link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
+
+
 @njit(cache=True, nogil=True)
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
@@ -405,14 +686,17 @@ def run_interval_numba(
     ``stats[13]`` adds the work counted on this path for such instances (per event the flows scanned and
     the active flows, per solve the entries of the live flows in every round).
 
-    The event processing and the parallel rule are written into the loop, not called, and the loops take
-    no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call increfs and decrefs
-    every array it passes, and two threads doing that to the same arrays fight over the counts' cache lines.
+    The steps it shares with :func:`run_interval_lazy` (the units' transitions :func:`settle_units`, their
+    next timer :func:`next_unit_event`, :func:`advance_units`, :func:`advance_flow`,
+    :func:`exclusive_caps`, :func:`add_link_bytes`) are compiled helpers without reference counting
+    (``_nrt=False``, the note above them), and the parallel rule is written into the loop; the loops
+    take no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call to a counted
+    function increfs and decrefs every array it passes, and two threads doing that to the same arrays
+    fight over the counts' cache lines.
 
-    Long on purpose: one compiled event loop over its instance range; its steps (rates, the next event,
-    advancing bytes and timers, the transitions, link bytes) are written inline rather than called, because
-    a call would pass some 30 arrays, each reference-counted on the way in and out, atomically (the note at
-    its transitions); typed kernel records (issue 31 item 1) are what would let them become functions.
+    Long on purpose: one compiled event loop over its instance range, with the parallel rule's solve and
+    the lazy kernel's hand-off written into it rather than called (the note above: a call would pass some
+    20 arrays, each reference-counted on the way in and out, atomically).
     """
     announce(go)
     inf = np.inf
@@ -444,6 +728,11 @@ def run_interval_numba(
     stamp = np.full(n_links, -1, dtype=np.int64)
     sstamp = np.full(n_links, -1, dtype=np.int64)
     touched = np.empty(n_links, dtype=np.int64)  # links touched in a solver round
+    no_pend = np.empty(0, dtype=np.int64)  # (settle_units' counts are run_interval_lazy's)
+    no_joined = np.empty(0, dtype=np.bool_)
+    job = JobParams(unit_compute, unit_overlap, flow_bytes)  # (settle_units' records)
+    graph = PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)
+    tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)
     tick = 0
     events = stats[0]  # (this kernel runs again on a range whose instances the lazy kernel handed back)
     solver_iters = stats[1]
@@ -487,106 +776,25 @@ def run_interval_numba(
             act[f] = False
             moved[f] = 0.0
             dcap[f] = flow_demand[f]
-        # A link only one flow crosses keeps its share cap / coef through the solve (nothing else is
-        # taken off it), so it acts on the flow exactly as a demand cap would: the solver sees the flow's
-        # demand capped by the least of those shares (the same rates, bit for bit; the parallel rule
-        # freezes the same flows in the same rounds) and only the shared links, often half the entries.
-        # The merge wrote the exclusive entries apart (ex_lo[b]:inst_seg[b + 1]) and the shared ones per flow.
-        for e in range(ex_lo[b], inst_seg[b + 1]):
-            f = e_flow[e]
-            x = capacity[e_link[e]] / e_coef[e]  # the link's share in every round (coef > 0)
-            if x < dcap[f]:
-                dcap[f] = x
+        # the solver sees only the shared links: the exclusive ones cap the demands
+        exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)
         solved = False
         handed = False
         ev = sw_ev[b] if resumed else 0
         ev_in = ev
         while True:
-            # every transition of the instance's units that is due now (written here rather than called: a
-            # call would pass some 30 arrays, each reference-counted on the way in and out, atomically)
-            now = time_s[b]
+            # every transition of the instance's units that is due now (completions first: the flows
+            # whose bytes left are within the tolerance have none)
             for f in range(f0, f1):
                 if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:
                     rem[f] = 0.0
-            for u in range(u0, u1):
-                if not unit_alive[u] or unit_bg[u]:
-                    continue
-                nph = unit_nphases[u]
-                p0 = phase_off[u]
-                if t_compute_left[u] <= eps_t:  # compute that ends within eps_t has ended (no sliver carried)
-                    t_compute_left[u] = 0.0
-                settled = False
-                for _ in range(max_rounds):
-                    changed = False
-                    if phase_cur[u] == WAITING and t_start_left[u] <= eps_t:  # the job starts
-                        phase_cur[u] = PRE_COMM
-                        t_compute_left[u] = unit_compute[u]
-                        t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
-                        iter_start[u] = now
-                        changed = True
-                    if phase_cur[u] == PRE_COMM and t_comm_start_left[u] <= eps_t:  # communication starts
-                        phase_cur[u] = 0
-                        comm_start[u] = now
-                        for p in range(p0, p0 + nph):  # phases that wait for none run, paying their latency
-                            phase_wait[p] = phase_npred[p]
-                            if phase_npred[p] == 0:
-                                phase_state[p] = RUNNING
-                                phase_lat_left[p] = phase_latency[p]
-                            else:
-                                phase_state[p] = IDLE
-                        changed = True
-                    pc = phase_cur[u]
-                    if pc >= 0 and pc < nph:  # a phase ends when its latency is paid and no bytes are left
-                        ended = False
-                        for p in range(p0, p0 + nph):
-                            if phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
-                                continue
-                            pending = False
-                            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                                if rem[f] > 0:
-                                    pending = True
-                                    break
-                            if pending:
-                                continue
-                            phase_state[p] = DONE
-                            phase_cur[u] += 1
-                            # its successors may start
-                            for e in range(phase_succ_off[p], phase_succ_off[p + 1]):
-                                q = phase_succ[e]
-                                phase_wait[q] -= 1
-                                if phase_wait[q] == 0:
-                                    phase_state[q] = RUNNING
-                                    phase_lat_left[q] = phase_latency[q]
-                            ended = True
-                        if ended:
-                            if phase_cur[u] == nph:
-                                comm_end[u] = now
-                            changed = True
-                    if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
-                        st = now - iter_start[u]
-                        iters[u] += 1
-                        step_sum[u] += st
-                        comm_sum[u] += comm_end[u] - comm_start[u]
-                        iterations_total[u] += 1
-                        last_step_s[u] = st
-                        last_comm_s[u] = comm_end[u] - comm_start[u]
-                        if st <= 0:
-                            stats[2], stats[3] = ERR_ZERO_STEP, u
-                            return
-                        iter_start[u] = now
-                        phase_cur[u] = PRE_COMM
-                        t_compute_left[u] = unit_compute[u]
-                        t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
-                        for p in range(phase_off[u], phase_off[u] + nph):
-                            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                                rem[f] = flow_bytes[f]
-                        changed = True
-                    if not changed:
-                        settled = True
-                        break
-                if not settled:
-                    stats[2], stats[3] = ERR_SETTLE, u
-                    return
+            if not settle_units(
+                u0, u1, time_s[b], max_rounds, eps_t, False, no_pend, no_joined, unit_alive, unit_bg, unit_nphases,
+                phase_off, phase_flow_lo, phase_flow_n, rem, phase_cur, t_start_left, t_compute_left,
+                t_comm_start_left, phase_state, phase_wait, phase_lat_left, iter_start, comm_start, comm_end,
+                job, graph, tallies, stats,
+            ):  # fmt: skip
+                return
             if not t_left > eps_t:
                 break
             ev += 1
@@ -819,58 +1027,23 @@ def run_interval_numba(
                 dt = dt_fl
             if n_stalled > stalled[b]:
                 stalled[b] = n_stalled
-            for u in range(u0, u1):
-                if not unit_alive[u] or unit_bg[u]:
-                    continue
-                pc = phase_cur[u]
-                tm = t_start_left[u] if pc == WAITING else inf
-                if t_compute_left[u] > eps_t and t_compute_left[u] < tm:
-                    tm = t_compute_left[u]
-                if pc == PRE_COMM and t_comm_start_left[u] < tm:
-                    tm = t_comm_start_left[u]
-                if pc >= 0 and pc < unit_nphases[u]:
-                    for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
-                        lt = phase_lat_left[p]
-                        if phase_state[p] == RUNNING and lt > eps_t and lt < tm:
-                            tm = lt
-                if tm < dt:
-                    dt = tm
+            dt = next_unit_event(
+                u0, u1, dt, eps_t, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left,
+                t_compute_left, t_comm_start_left, phase_state, phase_lat_left,
+            )  # fmt: skip
             if dt < 0.0:
                 dt = 0.0
-            # advance bytes and link bytes
+            # advance bytes, then timers
             for i in range(n_act):
                 f = act_flows[i]
-                x = rate[f] * dt
-                if not flow_bg[f]:
-                    if rem[f] < x:
-                        x = rem[f]
-                    rem[f] = rem[f] - x
-                moved[f] += x
-            # advance timers
-            for u in range(u0, u1):
-                if not unit_alive[u] or unit_bg[u]:
-                    continue
-                pc = phase_cur[u]
-                if pc != WAITING:
-                    active_t[u] += dt
-                    compute_t[u] += min(t_compute_left[u], dt)
-                t_compute_left[u] = max(t_compute_left[u] - dt, 0.0)
-                if pc == WAITING:
-                    t_start_left[u] = t_start_left[u] - dt
-                elif pc == PRE_COMM:
-                    t_comm_start_left[u] = t_comm_start_left[u] - dt
-                elif pc < unit_nphases[u]:
-                    for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
-                        if phase_state[p] == RUNNING:
-                            phase_lat_left[p] = max(phase_lat_left[p] - dt, 0.0)
+                advance_flow(f, rate[f] * dt, flow_bg, rem, moved)
+            advance_units(
+                u0, u1, dt, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left, t_compute_left,
+                t_comm_start_left, phase_state, phase_lat_left, active_t, compute_t,
+            )  # fmt: skip
             time_s[b] += dt
             t_left -= dt
-        # link bytes: the split is fixed within the interval, so bytes per flow first, then per entry
-        # (each link's entries in entry order from zero, as np.bincount sums: an exclusive link has one)
-        for e in range(inst_seg[b], ent_hi[b]):
-            link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
-        for e in range(ex_lo[b], inst_seg[b + 1]):
-            link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
+        add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
         if ev > events:
             events = ev
         if cand:
@@ -2095,8 +2268,10 @@ def run_interval_lazy(
     -, -, -, the work counted (:func:`resolve_incremental`'s, plus the active flows of a completion heap
     rebuilt), the departure repairs made and declined and the active flows they read.
 
-    Long on purpose: the lazy kernel's event loop, written inline for the reason :func:`run_interval_numba`
-    gives; its solver is a kernel of its own (:func:`resolve_incremental`, which calls the fills).
+    Long on purpose: the lazy kernel's event loop (the steps it shares with :func:`run_interval_numba` are
+    helpers without reference counting, :func:`settle_units` and the others that kernel names), its
+    arrivals, completion heap and progress written inline for the reason that kernel gives; its solver is a
+    kernel of its own (:func:`resolve_incremental`, which calls the fills).
     """
     announce(go)
     if stats[2] != ERR_NONE:
@@ -2156,6 +2331,9 @@ def run_interval_lazy(
     # the departure repair's counts (solves it made, solves it declined, active flows it read; REPAIR_DEPARTURES)
     rstate = np.zeros(14, dtype=np.int64)
     rp = repair_scratch(n_links, n_flows, e_max)
+    job = JobParams(unit_compute, unit_overlap, flow_bytes)  # (settle_units' records)
+    graph = PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)
+    tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)
     events = stats[0]
     n_fills = 0
     n_inc = 0
@@ -2184,11 +2362,7 @@ def run_interval_lazy(
             dcap[f] = flow_demand[f]
             if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:  # completions due at the start
                 rem[f] = 0.0
-        for e in range(ex_lo[b], inst_seg[b + 1]):  # exclusive links as demand caps (run_interval_numba)
-            f = e_flow[e]
-            x = capacity[e_link[e]] / e_coef[e]
-            if x < dcap[f]:
-                dcap[f] = x
+        exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)  # run_interval_numba's
         for p in range(inst_phase[b], inst_phase[b + 1]):
             joined[p] = False
             c = 0
@@ -2213,86 +2387,15 @@ def run_interval_lazy(
         sw_cost[b, 3] = 0.0  # on this path
         back = False
         while True:
-            # every transition of the instance's units that is due now (run_interval_numba's, with the
-            # phases' counts of flows with bytes left in place of a pass over their flows)
-            tnow = time_s[b]
-            for u in range(u0, u1):
-                if not unit_alive[u] or unit_bg[u]:
-                    continue
-                nph = unit_nphases[u]
-                p0 = phase_off[u]
-                if t_compute_left[u] <= eps_t:
-                    t_compute_left[u] = 0.0
-                settled = False
-                for _ in range(max_rounds):
-                    changed = False
-                    if phase_cur[u] == WAITING and t_start_left[u] <= eps_t:  # the job starts
-                        phase_cur[u] = PRE_COMM
-                        t_compute_left[u] = unit_compute[u]
-                        t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
-                        iter_start[u] = tnow
-                        changed = True
-                    if phase_cur[u] == PRE_COMM and t_comm_start_left[u] <= eps_t:  # communication starts
-                        phase_cur[u] = 0
-                        comm_start[u] = tnow
-                        for p in range(p0, p0 + nph):
-                            phase_wait[p] = phase_npred[p]
-                            if phase_npred[p] == 0:
-                                phase_state[p] = RUNNING
-                                phase_lat_left[p] = phase_latency[p]
-                                joined[p] = False
-                            else:
-                                phase_state[p] = IDLE
-                        changed = True
-                    pc = phase_cur[u]
-                    if pc >= 0 and pc < nph:  # a phase ends when its latency is paid and no bytes are left
-                        ended = False
-                        for p in range(p0, p0 + nph):
-                            if phase_state[p] != RUNNING or phase_lat_left[p] > eps_t or pend[p] > 0:
-                                continue
-                            phase_state[p] = DONE
-                            phase_cur[u] += 1
-                            for e in range(phase_succ_off[p], phase_succ_off[p + 1]):
-                                q = phase_succ[e]
-                                phase_wait[q] -= 1
-                                if phase_wait[q] == 0:
-                                    phase_state[q] = RUNNING
-                                    phase_lat_left[q] = phase_latency[q]
-                                    joined[q] = False
-                            ended = True
-                        if ended:
-                            if phase_cur[u] == nph:
-                                comm_end[u] = tnow
-                            changed = True
-                    if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
-                        st = tnow - iter_start[u]
-                        iters[u] += 1
-                        step_sum[u] += st
-                        comm_sum[u] += comm_end[u] - comm_start[u]
-                        iterations_total[u] += 1
-                        last_step_s[u] = st
-                        last_comm_s[u] = comm_end[u] - comm_start[u]
-                        if st <= 0:
-                            stats[2], stats[3] = ERR_ZERO_STEP, u
-                            return
-                        iter_start[u] = tnow
-                        phase_cur[u] = PRE_COMM
-                        t_compute_left[u] = unit_compute[u]
-                        t_comm_start_left[u] = (1 - unit_overlap[u]) * unit_compute[u]
-                        for p in range(p0, p0 + nph):
-                            c = 0
-                            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                                rem[f] = flow_bytes[f]
-                                if rem[f] > 0:
-                                    c += 1
-                            pend[p] = c
-                        changed = True
-                    if not changed:
-                        settled = True
-                        break
-                if not settled:
-                    stats[2], stats[3] = ERR_SETTLE, u
-                    return
+            # every transition of the instance's units that is due now, with the phases' counts of flows
+            # with bytes left (pend) in place of a pass over their flows
+            if not settle_units(
+                u0, u1, time_s[b], max_rounds, eps_t, True, pend, joined, unit_alive, unit_bg, unit_nphases,
+                phase_off, phase_flow_lo, phase_flow_n, rem, phase_cur, t_start_left, t_compute_left,
+                t_comm_start_left, phase_state, phase_wait, phase_lat_left, iter_start, comm_start, comm_end,
+                job, graph, tallies, stats,
+            ):  # fmt: skip
+                return
             if not t_left > eps_t:
                 break
             ev += 1
@@ -2380,12 +2483,7 @@ def run_interval_lazy(
                         n_moved += 1
                     dtu = now - t_upd[f]
                     if dtu > 0.0:
-                        x = r0 * dtu
-                        if not flow_bg[f]:
-                            if rem[f] < x:
-                                x = rem[f]
-                            rem[f] = rem[f] - x
-                        moved[f] += x
+                        advance_flow(f, r0 * dtu, flow_bg, rem, moved)
                     t_upd[f] = now
                     if flow_bg[f]:
                         continue
@@ -2456,42 +2554,20 @@ def run_interval_lazy(
                     dt = best - now
                 else:
                     f_min = -1
-            for u in range(u0, u1):
-                if not unit_alive[u] or unit_bg[u]:
-                    continue
-                pc = phase_cur[u]
-                tm = t_start_left[u] if pc == WAITING else inf
-                if t_compute_left[u] > eps_t and t_compute_left[u] < tm:
-                    tm = t_compute_left[u]
-                if pc == PRE_COMM and t_comm_start_left[u] < tm:
-                    tm = t_comm_start_left[u]
-                if pc >= 0 and pc < unit_nphases[u]:
-                    for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
-                        lt = phase_lat_left[p]
-                        if phase_state[p] == RUNNING and lt > eps_t and lt < tm:
-                            tm = lt
-                if tm < dt:
-                    dt = tm
-                    f_min = -1
+            dt_u = next_unit_event(
+                u0, u1, dt, eps_t, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left,
+                t_compute_left, t_comm_start_left, phase_state, phase_lat_left,
+            )  # fmt: skip
+            if dt_u < dt:  # a unit's timer comes first: no flow completes at this event
+                dt = dt_u
+                f_min = -1
             if dt < 0.0:
                 dt = 0.0
             # advance timers, then complete the flows whose bytes left reached the tolerance
-            for u in range(u0, u1):
-                if not unit_alive[u] or unit_bg[u]:
-                    continue
-                pc = phase_cur[u]
-                if pc != WAITING:
-                    active_t[u] += dt
-                    compute_t[u] += min(t_compute_left[u], dt)
-                t_compute_left[u] = max(t_compute_left[u] - dt, 0.0)
-                if pc == WAITING:
-                    t_start_left[u] = t_start_left[u] - dt
-                elif pc == PRE_COMM:
-                    t_comm_start_left[u] = t_comm_start_left[u] - dt
-                elif pc < unit_nphases[u]:
-                    for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
-                        if phase_state[p] == RUNNING:
-                            phase_lat_left[p] = max(phase_lat_left[p] - dt, 0.0)
+            advance_units(
+                u0, u1, dt, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left, t_compute_left,
+                t_comm_start_left, phase_state, phase_lat_left, active_t, compute_t,
+            )  # fmt: skip
             now += dt
             time_s[b] += dt
             t_left -= dt
@@ -2520,17 +2596,8 @@ def run_interval_lazy(
         # progress of the flows still active, up to the end of the interval
         for k in range(n_act):
             f = act_list[k]
-            x = rate[f] * (now - t_upd[f])
-            if not flow_bg[f]:
-                if rem[f] < x:
-                    x = rem[f]
-                rem[f] = rem[f] - x
-            moved[f] += x
-        # link bytes (run_interval_numba's order)
-        for e in range(inst_seg[b], ent_hi[b]):
-            link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
-        for e in range(ex_lo[b], inst_seg[b + 1]):
-            link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
+            advance_flow(f, rate[f] * (now - t_upd[f]), flow_bg, rem, moved)
+        add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
         if (
             back
         ):  # run_interval_numba takes this event again (its transitions are done: they re-settle at once)
