@@ -1,6 +1,9 @@
-"""Small scenario dicts shared by the env and agent tests."""
+"""Small scenario dicts shared by the env and agent tests, and the rollouts and splits several test files run
+on them."""
 
 from __future__ import annotations
+
+import numpy as np
 
 #: 400G NICs and spine uplinks, one uplink per spine, no hop latency: a flow alone runs at 50 GB/s, so
 #: the closed forms of the tests are bytes / 5e10
@@ -75,3 +78,52 @@ def collision_scenario() -> dict:
         "dynamics": {"episode_steps": 4, "decision_interval_ms": 30},
         "routing": {"max_paths": 2},
     }
+
+
+def two_path_exchange(name: str, failure: dict, routing: dict | None = None, nbytes: float = 20e6) -> dict:
+    """Two GPUs on two leaves joined by two spines (10 Gb/s everywhere, no latency, efficiency 1) exchange
+    ``nbytes`` (sendrecv shift:1) after 5 ms of compute, every 15 ms interval, for 4 intervals; ``failure``,
+    one scheduled link failure (e.g. leaf0-spine0 at a factor of its rate), makes one of the two paths slow."""
+    sc = {
+        "name": name,
+        "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 2, "hosts_per_leaf": 1,
+                   "gpus_per_host": 1, "nic_gbps": 10, "uplink_gbps": 10, "hop_latency_us": 0.0,
+                   "link_efficiency": 1.0},
+        "workload": {"jobs": [{"name": "x", "gpus": 2, "compute_ms": 5.0,
+                               "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": nbytes}]}]},
+        "dynamics": {"episode_steps": 4, "decision_interval_ms": 15.0,
+                     "link_failures": {"scheduled": [failure]}},
+    }  # fmt: skip
+    if routing:
+        sc["routing"] = routing
+    return sc
+
+
+def split_slow_or_even(core: object, slow_only: bool) -> np.ndarray:
+    """A (connections, P) split for ``core`` (an EnvCore after reset): every connection on its paths through
+    a link below full rate in instance 0 (``slow_only``), or evenly over its candidate paths."""
+    sim = core.world.sim
+    L = core.world.fabric.n_links
+    slow = np.flatnonzero(core.world.links.cap_factor[0] < 1)
+    split = np.zeros((sim.n_conns, core.P))
+    for c in range(sim.n_conns):
+        n = int(sim.conn_npaths[c])
+        via = [bool(np.isin(sim.conn_paths[c, p] % L, slow).any()) for p in range(n)]
+        split[c, :n] = np.asarray(via, float) if slow_only else 1.0 / n
+    return split
+
+
+def alternating_rollout(scn: object, batch: int, steps: int, backend: str) -> np.ndarray:
+    """(steps, ...) each interval's communication times (nan as 0) and link bytes of ``scn`` (a Scenario)
+    when the split changes at every boundary: spray, then the jobs' LP, and so on."""
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.routing.policies import get_policy
+
+    core = EnvCore(scn, batch=batch, episode_steps=steps, backend=backend)
+    core.reset(list(range(batch)))
+    out = []
+    for k in range(steps):
+        core.step_split(get_policy("lp" if k % 2 else "spray")(core.world, None))
+        r = core.last_result
+        out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
+    return np.array(out)

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from _scenarios import small_spine_leaf
+from _scenarios import alternating_rollout, small_spine_leaf, split_slow_or_even, two_path_exchange
 
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import get_policy
@@ -27,19 +27,10 @@ S = 20e6  # bytes per transfer
 def _two_paths(reroute: str | None) -> dict:
     """Two GPUs on two leaves joined by two spines, exchanging S bytes (sendrecv shift:1) after 5 ms of
     compute, every 15 ms interval; the leaf0-spine0 link (both directions) at half rate. No latency."""
-    sc = {
-        "name": "reroute-two-paths",
-        "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 2, "hosts_per_leaf": 1,
-                   "gpus_per_host": 1, "nic_gbps": 10, "uplink_gbps": 10, "hop_latency_us": 0.0,
-                   "link_efficiency": 1.0},
-        "workload": {"jobs": [{"name": "x", "gpus": 2, "compute_ms": 5.0,
-                               "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": S}]}]},
-        "dynamics": {"episode_steps": 4, "decision_interval_ms": 15.0,
-                     "link_failures": {"scheduled": [{"link": "leaf0-spine0", "at_step": 0, "factor": 0.5}]}},
-    }  # fmt: skip
-    if reroute is not None:
-        sc["routing"] = {"reroute": reroute}
-    return sc
+    fail = {"link": "leaf0-spine0", "at_step": 0, "factor": 0.5}
+    return two_path_exchange(
+        "reroute-two-paths", fail, {"reroute": reroute} if reroute is not None else None, S
+    )
 
 
 def _run_switching(reroute: str | None, backend: str) -> list[tuple[int, float]]:
@@ -47,17 +38,9 @@ def _run_switching(reroute: str | None, backend: str) -> list[tuple[int, float]]
     Returns per interval (iterations completed, mean communication time in ms or nan)."""
     core = EnvCore(_two_paths(reroute), batch=1, episode_steps=4, backend=backend)
     core.reset([0])
-    sim = core.world.sim
-    L = core.world.fabric.n_links
-    slow = np.flatnonzero(core.world.links.cap_factor[0] < 1)
     out = []
     for k in range(4):
-        split = np.zeros((sim.n_conns, core.P))
-        for c in range(sim.n_conns):
-            n = int(sim.conn_npaths[c])
-            via = [bool(np.isin(sim.conn_paths[c, p] % L, slow).any()) for p in range(n)]
-            split[c, :n] = np.asarray(via, float) if k == 0 else 1.0 / n
-        core.step_split(split)
+        core.step_split(split_slow_or_even(core, slow_only=k == 0))
         r = core.last_result
         out.append((int(r.iterations[0, 0]), float(r.comm_time_s[0, 0]) * 1e3))
     return out
@@ -88,15 +71,9 @@ def test_new_transfers_keep_their_split_until_they_end(backend: str) -> None:
 
 def _alternating(sc: dict | str, reroute: str, backend: str, steps: int = 8, batch: int = 2) -> np.ndarray:
     scn = load_scenario(sc)
-    scn = replace(scn, routing=replace(scn.routing, reroute=reroute))
-    core = EnvCore(scn, batch=batch, episode_steps=steps, backend=backend)
-    core.reset(list(range(batch)))
-    out = []
-    for k in range(steps):  # the split changes at every boundary: spray, then the LP's
-        core.step_split(get_policy("lp" if k % 2 else "spray")(core.world, None))
-        r = core.last_result
-        out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
-    return np.array(out)
+    return alternating_rollout(
+        replace(scn, routing=replace(scn.routing, reroute=reroute)), batch, steps, backend
+    )
 
 
 @pytest.mark.skipif(len(BACKENDS) < 2, reason="numba not installed")

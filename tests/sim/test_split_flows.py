@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from _scenarios import alternating_rollout, split_slow_or_even, two_path_exchange
 
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import get_policy
@@ -31,18 +32,8 @@ def _two_paths(split_flows: str | None, factor: float, until_step: int | None) -
     fail = {"link": "leaf0-spine0", "at_step": 0, "factor": factor}
     if until_step is not None:
         fail["until_step"] = until_step
-    sc = {
-        "name": "split-flows-two-paths",
-        "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 2, "hosts_per_leaf": 1,
-                   "gpus_per_host": 1, "nic_gbps": 10, "uplink_gbps": 10, "hop_latency_us": 0.0,
-                   "link_efficiency": 1.0},
-        "workload": {"jobs": [{"name": "x", "gpus": 2, "compute_ms": 5.0,
-                               "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": S}]}]},
-        "dynamics": {"episode_steps": 4, "decision_interval_ms": 15.0, "link_failures": {"scheduled": [fail]}},
-    }  # fmt: skip
-    if split_flows is not None:
-        sc["routing"] = {"split_flows": split_flows}
-    return sc
+    routing = {"split_flows": split_flows} if split_flows is not None else None
+    return two_path_exchange("split-flows-two-paths", fail, routing, nbytes=S)
 
 
 def _run(sc: dict, backend: str, slow_first: bool) -> list[tuple[int, float, np.ndarray]]:
@@ -50,17 +41,9 @@ def _run(sc: dict, backend: str, slow_first: bool) -> list[tuple[int, float, np.
     Returns per interval (iterations completed, mean communication time in ms or nan, bytes per connection)."""
     core = EnvCore(sc, batch=1, episode_steps=4, backend=backend, info_keys=("flows",))
     core.reset([0])
-    sim = core.world.sim
-    L = core.world.fabric.n_links
-    slow = np.flatnonzero(core.world.links.cap_factor[0] < 1)
     out = []
     for k in range(4):
-        split = np.zeros((sim.n_conns, core.P))
-        for c in range(sim.n_conns):
-            n = int(sim.conn_npaths[c])
-            via = [bool(np.isin(sim.conn_paths[c, p] % L, slow).any()) for p in range(n)]
-            split[c, :n] = np.asarray(via, float) if (k == 0 and slow_first) else 1.0 / n
-        core.step_split(split)
+        core.step_split(split_slow_or_even(core, slow_only=k == 0 and slow_first))
         r = core.last_result
         out.append((int(r.iterations[0, 0]), float(r.comm_time_s[0, 0]) * 1e3, r.conn_bytes.copy()))
     return out
@@ -98,15 +81,9 @@ def test_independent_parts_take_over_the_unsent_bytes_at_a_split_change(backend:
 
 def _alternating(split_flows: str, backend: str, steps: int = 6) -> np.ndarray:
     scn = load_scenario("scenarios/crosscheck/xc-periodic-interference.yaml")
-    scn = replace(scn, routing=replace(scn.routing, split_flows=split_flows))
-    core = EnvCore(scn, batch=2, episode_steps=steps, backend=backend)
-    core.reset([0, 1])
-    out = []
-    for k in range(steps):  # the split changes at every boundary: spray, then the LP's
-        core.step_split(get_policy("lp" if k % 2 else "spray")(core.world, None))
-        r = core.last_result
-        out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
-    return np.array(out)
+    return alternating_rollout(
+        replace(scn, routing=replace(scn.routing, split_flows=split_flows)), 2, steps, backend
+    )
 
 
 @pytest.mark.skipif(len(BACKENDS) < 2, reason="numba not installed")
