@@ -750,6 +750,9 @@ class BatchSim:
         self.lazy_switch = bool(_kernels.LAZY_SWITCH)
         self.lazy_cost_ratio = float(_kernels.LAZY_COST_RATIO)
         self.lazy_handoff_solves = float(_kernels.LAZY_HANDOFF_SOLVES)
+        # what a backend keeps from interval to interval for this simulation (numba: the lazy kernel's fill
+        # and repair scratch per instance range, allocated once, not per interval; docs/engine-alltoall.md)
+        self.backend_scratch: dict[object, object] = {}
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links

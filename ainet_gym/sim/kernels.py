@@ -71,6 +71,7 @@ __all__ = [
     "go_flags",
     "kernel_threads",
     "lazy_instance",
+    "lazy_scratch",
     "merge_range",
     "repair_departures",
     "repair_scratch",
@@ -1643,6 +1644,14 @@ def repair_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled 
     )  # fmt: skip
 
 
+def lazy_scratch(n_links: int, n_flows: int, f_max: int, e_max: int) -> tuple[FillScratch, RepairScratch]:
+    """The scratch :func:`run_interval_lazy` takes (``fs``, ``rp``) for instances of at most ``n_links`` links,
+    ``f_max`` flows and ``e_max`` shared entries, flows indexed by global id below ``n_flows``: allocated once
+    and passed to every call (the numba backend keeps one per instance range, :class:`BatchSim`'s
+    ``backend_scratch``)."""
+    return fill_scratch(n_links, f_max, e_max), repair_scratch(n_links, n_flows, e_max)
+
+
 @njit(cache=True, nogil=True)
 def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cover - compiled
     """The link-major index of the entries of flows ``f0:f1`` (active or not) into ``rp.adj_off`` /
@@ -2229,10 +2238,14 @@ def run_interval_lazy(
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
-    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, rep_on=REPAIR_DEPARTURES,
+    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, fs, rp,
+    rep_on=REPAIR_DEPARTURES,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
-    same arguments, then :func:`resolve_incremental`'s ``par_share``, ``par_rounds`` and ``rep_on``, the
+    same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``, the scratch of its
+    fills and of the departure repair, ``fs`` / ``rp`` (:func:`lazy_scratch`: allocated once by the caller
+    and reused from call to call, so that an interval does not fault in some 130 MB of fresh pages on the
+    1,024-GPU AllToAll; a scratch smaller than the range needs is replaced by a fresh one), and ``rep_on``, the
     departure repair, default :data:`REPAIR_DEPARTURES`; the others are left alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
     run, ``sw_t[b]`` s of the interval left; that kernel zeroed the outputs and added the link bytes of its
     part). With the switch on (``sw_on``, :data:`LAZY_SWITCH`), an instance whose solve
@@ -2318,7 +2331,13 @@ def run_interval_lazy(
     came = np.empty(f_max, dtype=np.int64)  # flows that joined it
     keep_flow = np.empty(f_max, dtype=np.int64)  # flows at levels >= the restart level an event leaves alone
     keep_level = np.empty(f_max)  # their levels
-    fs = fill_scratch(n_links, f_max, e_max)
+    if (
+        fs.link_stamp.shape[0] < n_links or fs.flow_off.shape[0] < f_max + 1 or fs.slot_flows.shape[0] < e_max
+        or fs.heap_key.shape[0] < n_links + f_max + e_max + 1
+    ):  # fmt: skip
+        fs = fill_scratch(n_links, f_max, e_max)
+    else:  # what fill_scratch initialises (the stamps restart with this call's ticks)
+        fs.link_stamp[:n_links] = -1
     uf = np.empty(n_links, dtype=np.int64)  # (links,) union-find parents (components of a re-fill)
     seed = np.full(n_links, -1, dtype=np.int64)  # (links,) tick of the solve whose changed flows' root it is
     resid = np.empty(n_links)  # residual capacity of a fill
@@ -2330,7 +2349,12 @@ def run_interval_lazy(
     # active entries, the work of the last solve
     # the departure repair's counts (solves it made, solves it declined, active flows it read; REPAIR_DEPARTURES)
     rstate = np.zeros(14, dtype=np.int64)
-    rp = repair_scratch(n_links, n_flows, e_max)
+    if rp.sat.shape[0] < n_links or rp.fmark.shape[0] < n_flows or rp.adj_flow.shape[0] < e_max:
+        rp = repair_scratch(n_links, n_flows, e_max)
+    else:  # what repair_scratch initialises
+        rp.sat[:n_links] = -1.0
+        rp.lstamp[:n_links] = -1
+        rp.fmark[:n_flows] = -1
     job = JobParams(unit_compute, unit_overlap, flow_bytes)  # (settle_units' records)
     graph = PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)
     tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)

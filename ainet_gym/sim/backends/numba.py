@@ -9,6 +9,8 @@ is the oracle they agree with.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -169,6 +171,8 @@ def run_interval(
     sw_mode = np.zeros(B, dtype=i64)
     sw = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=i64), np.zeros(B), sim.switch_cost)
 
+    scratch = _lazy_scratch(sim) if lazy is not None else None
+
     def kernel(lo: int, hi: int, *args: object) -> None:
         if merge is not None:
             merge(*merge_args(lo, hi))
@@ -176,7 +180,7 @@ def run_interval(
             _kernels.run_interval_numba(lo, hi, *args, *sw)
             if lazy is None:
                 break
-            lazy(lo, hi, *args, *sw, *par)
+            lazy(lo, hi, *args, *sw, *par, *scratch())  # type: ignore[misc]
             stats = args[-2]
             if stats[2] != _kernels.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
                 break
@@ -202,6 +206,34 @@ def run_interval(
     )  # fmt: skip
     _gather_stats(sim, m, stats_of.tolist(), lazy is not None, max_events)
     return m
+
+
+def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
+    """The lazy kernel's scratch (:func:`ainet_gym.sim.kernels.lazy_scratch`) of the calling kernel thread: one
+    per thread, kept in ``sim.backend_scratch`` from interval to interval and sized to the largest instance of
+    the simulation, allocated again only when an instance outgrows it (fresh scratch at every call cost page
+    faults: some 130 MB of them per interval on the 1,024-GPU AllToAll; docs/engine-alltoall.md)."""
+    t = sim.table
+    need = (
+        int(sim.n_links),
+        int(np.asarray(sim.flow_unit).shape[0]),
+        int(np.diff(np.asarray(sim.inst_flow)).max(initial=0)),
+        int(np.diff(np.asarray(t.inst_seg)).max(initial=0)),  # (the segments bound the shared entries)
+    )
+    held = sim.backend_scratch.get("lazy")
+    if held is None or any(n > h for n, h in zip(need, held[0], strict=True)):
+        sizes = need if held is None else tuple(max(n, h) for n, h in zip(need, held[0], strict=True))
+        held = sim.backend_scratch["lazy"] = (sizes, {})
+    sizes, per_thread = held
+
+    def mine() -> tuple:
+        key = threading.get_ident()  # (each thread its own: the ranges of one interval run concurrently)
+        sc = per_thread.get(key)
+        if sc is None:
+            sc = per_thread[key] = _kernels.lazy_scratch(*sizes)
+        return sc  # type: ignore[no-any-return]
+
+    return mine
 
 
 def _gather_stats(
