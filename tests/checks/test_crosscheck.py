@@ -426,7 +426,15 @@ _SWITCHING_AGENT = """
             self.k = 0
 
         def act(self, core, obs):
-            split = split_slow_or_even(core, slow_only=self.k == 0)
+            # (tests/_scenarios.py's split_slow_or_even, written out: this code runs in a fresh interpreter)
+            sim = core.world.sim
+            L = core.world.fabric.n_links
+            slow = np.flatnonzero(core.world.links.cap_factor[0] < 1)
+            split = np.zeros((sim.n_conns, core.P))
+            for c in range(sim.n_conns):
+                n = int(sim.conn_npaths[c])
+                via = [bool(np.isin(sim.conn_paths[c, p] % L, slow).any()) for p in range(n)]
+                split[c, :n] = np.asarray(via, float) if self.k == 0 else 1.0 / n
             self.k += 1
             return split
 
