@@ -99,7 +99,7 @@ KNN_FIELDS: dict[str, tuple[int, str]] = {
 #: the optional arrays of a knn policy file: ``q`` (N, K), with ``vote="value"`` (:func:`fit_knn`), each labelled
 #: decision's lookahead value of every plan minus that of its best plan (<= 0)
 #: ``margin`` and ``fallback`` (:func:`fit_knn` ``margin=``): the value vote plays the plan ``fallback`` (a plan
-#: of the file) when the best and second-best mean neighbour values differ by less than ``margin`` (>= 0)
+#: of the file) when the best mean neighbour value exceeds the fallback's own by less than ``margin`` (>= 0)
 KNN_OPTIONAL: dict[str, tuple[int, str]] = {"q": (2, "f"), "margin": (0, "f"), "fallback": (0, "U")}
 #: the plan a value vote with a margin falls back to unless told otherwise: the lookahead's default base plan
 #: (:data:`DEFAULT_BASE`)
@@ -587,9 +587,11 @@ def fit_knn(
     excess`` minus its row maximum, ``w`` = ``value_weight`` (default: the labels' tail weight under the
     ``"tail"`` objective, 0 under ``"util"``), and the agent plays the plan of the best mean ``q`` over the
     ``k`` neighbours (ties: the lower plan index) instead of the majority label. ``margin`` (value vote
-    only; fields ``margin`` and ``fallback``): where that best mean value exceeds the second best by less
-    than ``margin`` (in the units of ``q``: GPU-seconds of ideal work over the lookahead), the agent plays the
-    plan ``fallback`` instead: a switch the neighbours do not clearly favour is not made.
+    only; fields ``margin`` and ``fallback``): where that best mean value exceeds the mean value of the plan
+    ``fallback`` by less than ``margin`` (in the units of ``q``: GPU-seconds of ideal work over the
+    lookahead), the agent plays ``fallback``: a switch the neighbours do not clearly favour over it is not
+    made. (Against the fallback, not the second-best plan: plans that act alike, e.g. ``spray+bg`` and
+    ``wcmp+bg``, tie for first and second, and their difference, 0, says nothing of the switch.)
 
     Raises
     ------
@@ -907,7 +909,7 @@ class KnnAgent:
     def act(self, core: Any, obs: Any) -> np.ndarray:
         """(batch,) the plan most of the ``k`` nearest labelled decisions got (a file with ``q``: the plan of
         the best mean value over them, :data:`KNN_VOTES`; with a ``margin``: the ``fallback`` plan where the
-        best mean value exceeds the second best by less than the margin)."""
+        best mean value exceeds the fallback's by less than the margin)."""
         q = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.block)]
         d = (q**2).sum(axis=1)[:, None] - 2.0 * q @ self.x.T + self._sq[None, :]  # (B, N) squared distances
         k = min(self.k, self.y.shape[0])
@@ -915,10 +917,12 @@ class KnnAgent:
         if self.q is not None:
             v = self.q[nn].mean(axis=1)  # (B, K) mean value of each plan over the neighbours
             best = np.argmax(v, axis=1).astype(np.int64)
-            if self.margin is None or v.shape[1] < 2:
+            if self.margin is None:
                 return best
-            top2 = np.sort(v, axis=1)[:, -2:]
-            return np.where(top2[:, 1] - top2[:, 0] < self.margin, self.fallback, best).astype(np.int64)
+            gain = (
+                v[np.arange(v.shape[0]), best] - v[:, self.fallback]
+            )  # the switch's value over the fallback
+            return np.where(gain < self.margin, self.fallback, best).astype(np.int64)
         votes = np.zeros((q.shape[0], len(self.plans)))
         np.add.at(votes, (np.repeat(np.arange(q.shape[0]), k), self.y[nn].reshape(-1)), 1.0)
         return np.argmax(votes, axis=1).astype(np.int64)
@@ -1072,7 +1076,7 @@ def _add_knn_parser(sub: Any) -> None:
         "--margin",
         type=float,
         default=None,
-        help="vote value: play --fallback where the best and second-best mean neighbour values differ by "
+        help="vote value: play --fallback where the best mean neighbour value exceeds the fallback's by "
         "less than this (default: none, always the best)",
     )
     n.add_argument(

@@ -204,13 +204,14 @@ def test_knn_value_vote_plays_the_best_mean_value_not_the_majority_by_hand(tmp_p
         fit_knn(labels, tmp_path / "m.npz", k=3, scenario=sc, vote="mean")
 
 
-def test_a_value_vote_margin_falls_back_where_the_neighbours_values_are_close(tmp_path) -> None:
+def test_a_value_vote_margin_falls_back_where_the_best_plan_gains_little_over_the_fallback(tmp_path) -> None:
     from types import SimpleNamespace
 
     from ainet_gym.agents.imitate import KnnAgent, fit_knn, load_knn
 
     # the three decisions of the test above: mean values over the three neighbours, by hand,
-    # plan 0 -6.5/3, plan 1 -0.5/3, plan 2 -0.2/3, plans 3-5 -6.5/3: plan 2 is best by 0.3/3 = 0.1
+    # plan 0 -6.5/3, plan 1 -0.5/3, plan 2 -0.2/3, plans 3-5 -6.5/3: plan 2 is best, 0.3/3 = 0.1 above
+    # plan 1 and 6.3/3 = 2.1 above plans 0 and 3-5
     scores = np.pad(np.array([[0.0, 1.0, 0.9], [0.0, 2.0, 1.9], [0.0, 3.0, 4.0]]), ((0, 0), (0, 3)))
     excess = np.pad(np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.5]]), ((0, 0), (0, 3)))
     meta = np.array(["imitate-small", "choose_bg", "phase", "4", "6", "spray+bg", "8", "tail", "0.0", "1.0"])
@@ -235,10 +236,11 @@ def test_a_value_vote_margin_falls_back_where_the_neighbours_values_are_close(tm
 
     assert play() == 2 and play(margin=0.0) == 2 and play(margin=0.09) == 2  # 0.1 apart: not below
     assert play(margin=0.11) == 1  # below the margin: the default fallback, spray+bg (plan 1)
-    assert play(margin=0.11, fallback="ecmp") == 0  # the fallback named, not the second best (plan 1)
-    assert play(margin=0.11, fallback="lp+bg") == 4
+    # against the fallback's own value, not the second best's (plan 1): 2.1 above ecmp and lp+bg
+    assert play(margin=0.11, fallback="ecmp") == 2 and play(margin=2.09, fallback="lp+bg") == 2
+    assert play(margin=2.11, fallback="ecmp") == 0 and play(margin=2.11, fallback="lp+bg") == 4
     z = load_knn(tmp_path / "m.npz")
-    assert z["margin"] == pytest.approx(0.11) and z["plans"][z["fallback"]] == "lp+bg"
+    assert z["margin"] == pytest.approx(2.11) and z["plans"][z["fallback"]] == "lp+bg"
     for kw, must in (
         ({"margin": -0.1}, "margin = -0.1"),
         ({"margin": float("nan")}, "margin = nan"),
