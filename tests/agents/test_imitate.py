@@ -388,6 +388,11 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
     valued = fit_knn(lab, tmp_path / "v.npz", k=1, scenario=sc, vote="value")
     valued = export_knn(valued, "imitate-small", cmds, 7, tmp_path / "v" / "imitate-small.npz")
     assert shipped.pretrained_metadata(valued)["vote"] == "value"
+    assert "margin" not in shipped.pretrained_metadata(valued)
+    margined = fit_knn(lab, tmp_path / "m.npz", k=1, scenario=sc, vote="value", margin=0.5, fallback="ecmp")
+    margined = export_knn(margined, "imitate-small", cmds, 7, tmp_path / "m" / "imitate-small.npz")
+    mm = shipped.pretrained_metadata(margined)
+    assert mm["margin"] == 0.5 and mm["fallback"] == "ecmp"
     assert (
         meta["commands"] == cmds and meta["command"] == cmds[-1] and meta["size_bytes"] == dst.stat().st_size
     )
