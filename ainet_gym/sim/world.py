@@ -132,14 +132,14 @@ class FabricWorld:
 
     #: the episode state (:class:`~ainet_gym.sim.state.WorldState`); its fields as attributes below
     state: WorldState
-    rngs: InState[list[np.random.Generator]] = InState()  # (batch,) each instance's generator
-    step_count: InState[np.ndarray] = InState()  # (batch,) int64 intervals run in the episode
-    hash_seed: InState[np.ndarray] = InState()  # (batch,) int64 ECMP hash seeds
-    bg_offset: InState[np.ndarray] = InState()  # (batch, background) int64 step offsets
-    jobs: InState[list[list[JobSpec | None]]] = InState()  # (batch, job slots) JobSpec or None
-    gpus: InState[list[list[np.ndarray | None]]] = InState()  # (batch, job slots) GPU ids or None
+    rngs: InState[list[np.random.Generator]] = InState("rngs")  # (batch,) each instance's generator
+    step_count: InState[np.ndarray] = InState("step_count")  # (batch,) int64 intervals run in the episode
+    hash_seed: InState[np.ndarray] = InState("hash_seed")  # (batch,) int64 ECMP hash seeds
+    bg_offset: InState[np.ndarray] = InState("bg_offset")  # (batch, background) int64 step offsets
+    jobs: InState[list[list[JobSpec | None]]] = InState("jobs")  # (batch, job slots) JobSpec or None
+    gpus: InState[list[list[np.ndarray | None]]] = InState("gpus")  # (batch, job slots) GPU ids or None
     #: whether the last advance of the dynamics changed a capacity or restacked the units
-    dynamics_changed: InState[bool] = InState()
+    dynamics_changed: InState[bool] = InState("dynamics_changed")
 
     def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:
         self.scenario = scenario
@@ -320,7 +320,7 @@ class FabricWorld:
         res = self.meter.measure(
             sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names, connections, fig
         )  # measure
-        self.step_count += active
+        self.state.step_count += active  # (in place)
         self._advance_dynamics(active)  # advance the dynamics to the next interval
         return res
 
