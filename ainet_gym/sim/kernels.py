@@ -109,6 +109,13 @@ REPAIR_DEPARTURES = True
 #: scans are lost: on 8 AllToAll x 128 GPUs interval 5 ran 0.93x the time without the repair at 0.25,
 #: 0.95x at 0.1 and 1.01-1.03x at 0.5, intervals 3-4 the same at all three; docs/engine-alltoall.md)
 REPAIR_MAX_SHARE = 0.25
+#: the departure repair checks, on each changed saturated link, only the flows at the link's largest level
+#: before the event (``RepairScratch.sat``; every flow where it is not known): only those have the link as a
+#: bottleneck, and a flow below it whose own bottleneck changed too is found on that link (every changed
+#: link is scanned). Exact either way; False checks every active flow on the link for a witness (the
+#: repair of item 9). The default of :func:`resolve_incremental`'s ``rep_top``; docs/engine-alltoall.md
+#: item 11
+REPAIR_ONLY_TOP = True
 #: a re-filled flow without a bottleneck after a repair's fill (a kept flow above it on each saturated link
 #: it crosses) puts those kept flows in the re-fill, and the repair fills again, at most this many times
 REPAIR_MAX_ROUNDS = 4
@@ -1677,7 +1684,7 @@ def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cov
 @njit(cache=True, nogil=True)
 def repair_departures(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, weight, resid, rstamp, load,
-    rstate, refill, old_rate, out_flow, out_level, fs, rp, limit,
+    rstate, refill, old_rate, out_flow, out_level, fs, rp, limit, only_top=True,
 ):  # fmt: skip  # pragma: no cover - compiled
     """The max-min rates after an event at which flows only left (``gone[:n_gone]``), by re-filling only the
     flows that lost every bottleneck, if they are at most ``limit``; ``(n_r, work)`` with ``n_r`` the flows
@@ -1745,6 +1752,10 @@ def repair_departures(
                 c < inf and c - load[lk] <= tol * c
             ):  # not saturated before the event: no flow's bottleneck
                 continue
+            # the link's largest level before the event, if known: only the flows at it have the link as a
+            # bottleneck (:data:`REPAIR_ONLY_TOP`); a flow below it has another bottleneck, and if that one changed
+            # too, the flow is found when that link is scanned (it is queued: every changed link is)
+            top = sat[lk] * (1.0 - tol) if only_top and sat[lk] >= 0.0 else -inf
             for x in range(off[lk], off[lk + 1]):
                 g = adj[x]
                 work += 1
@@ -1752,9 +1763,11 @@ def repair_departures(
                     continue
                 seen += 1
                 r = rate[g]
+                lv = r / weight[g]
+                if lv < top:
+                    continue
                 ok = r >= dcap[g] * (1.0 - tol)
                 if not ok:
-                    lv = r / weight[g]
                     for e in range(fe_lo[g], fe_hi[g]):
                         l2 = e_link[e] - lo
                         if rstamp[l2] == tick:
@@ -1900,7 +1913,7 @@ def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
-    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on,
+    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -2028,7 +2041,7 @@ def resolve_incremental(
             n_r, rw = repair_departures(
                 act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid,
                 rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs, rp,
-                int(REPAIR_MAX_SHARE * (n_log - k0)),
+                int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top,
             )  # fmt: skip
             work += rw
             if (
