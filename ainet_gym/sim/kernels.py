@@ -136,6 +136,14 @@ PARALLEL_SHARE = 0.25
 #: the parallel rule of such a solve hands the flows still unfrozen to the heap fill after this many
 #: rounds (many distinct levels: one round each; the heap fill costs O(log links) per entry at any count)
 PARALLEL_MAX_ROUNDS = 8
+#: a solve re-fills by the parallel rule only when the flows it re-fills held at most this many distinct
+#: levels at the last solve (the log's levels at or above the restart level; a periodic full fill: all of
+#: them); with more, the rule freezes few flows per round and the heap fill is cheaper: on 8 AllToAll x 128
+#: GPUs interval 5 (175 distinct levels above the restart level, median) ran its first 3,000 events in
+#: 6.2 s with heap fills only against 8.1-8.3 s with the parallel rule on the dense solves, while intervals
+#: 1-2 (one level) need the rule. Exact either way. The default of :func:`resolve_incremental`'s
+#: ``par_levels``; docs/engine-alltoall.md item 11
+PARALLEL_MAX_LEVELS = 8
 #: the switch between the two exact paths of a lazy-kernel instance (docs/engine-alltoall.md): the full
 #: re-solve per event (:func:`run_interval_numba`, the parallel rule over every active flow) and the lazy
 #: kernel (:func:`run_interval_lazy`, a re-fill of the flows at or above the restart level). With the switch
@@ -1909,11 +1917,27 @@ def repair_departures(
 
 
 @njit(cache=True, nogil=True)
+def _distinct_levels(level, k0, k1, cap):  # pragma: no cover - compiled
+    """The distinct levels of the nondecreasing ``level[k0:k1]`` (equal within 1e-12 relative: the fills'
+    round-off), counted up to ``cap + 1``."""
+    n = 0
+    last = -1.0
+    for k in range(k0, k1):
+        x = level[k]
+        if n == 0 or x > last * (1.0 + 1e-12):
+            n += 1
+            if n > cap:
+                return n
+            last = x
+    return n
+
+
+@njit(cache=True, nogil=True)
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
-    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP,
+    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -1978,7 +2002,10 @@ def resolve_incremental(
     gen = rstate[2]
     work = 0
     e_above = 0
+    n_lev = 0  # distinct levels of the last solve among the flows to re-fill (0: not known, a first fill)
     if full:
+        if n_log >= 0 and par_levels < n_log:  # a periodic full fill: the levels of the last solve's log
+            n_lev = _distinct_levels(log_level, 0, n_log, par_levels)
         e_act = 0
         for k in range(n_act):
             f = act_list[k]
@@ -2080,6 +2107,8 @@ def resolve_incremental(
         for k in range(k0, n_log):
             f = log_flow[k]
             e_above += fe_hi[f] - fe_lo[f]
+        if par_levels < n_log - k0:
+            n_lev = _distinct_levels(log_level, k0, n_log, par_levels)
         if sw_on:
             p_full = cost[0] * rstate[8] + n_inst + n_act
             acc = cost[2] + sw_ratio * cost[1] * e_above - p_full
@@ -2154,7 +2183,8 @@ def resolve_incremental(
                 rstate[6] = rstate[7]
             else:
                 rstate[7] = 0
-    dense = n_re > par_share * n_act
+    # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
+    dense = n_re > par_share * n_act and n_lev <= par_levels
     if (
         dense and n_re > 1
     ):  # many flows: walk them in flow order (their entries in memory order), not by level
