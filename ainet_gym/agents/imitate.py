@@ -44,6 +44,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_BASE",
+    "DEFAULT_FALLBACK",
     "DEFAULT_H",
     "DEFAULT_K",
     "DEFAULT_OBJECTIVE",
@@ -97,7 +98,12 @@ KNN_FIELDS: dict[str, tuple[int, str]] = {
 }
 #: the optional arrays of a knn policy file: ``q`` (N, K), with ``vote="value"`` (:func:`fit_knn`), each labelled
 #: decision's lookahead value of every plan minus that of its best plan (<= 0)
-KNN_OPTIONAL: dict[str, tuple[int, str]] = {"q": (2, "f")}
+#: ``margin`` and ``fallback`` (:func:`fit_knn` ``margin=``): the value vote plays the plan ``fallback`` (a plan
+#: of the file) when the best mean neighbour value exceeds the fallback's own by less than ``margin`` (>= 0)
+KNN_OPTIONAL: dict[str, tuple[int, str]] = {"q": (2, "f"), "margin": (0, "f"), "fallback": (0, "U")}
+#: the plan a value vote with a margin falls back to unless told otherwise: the lookahead's default base plan
+#: (:data:`DEFAULT_BASE`)
+DEFAULT_FALLBACK = DEFAULT_BASE
 #: how :class:`KnnAgent` combines the ``k`` neighbours: ``"label"`` the plan most of them were labelled
 #: with; ``"value"`` the plan of the best mean lookahead value over them (``q``), what a cost-sensitive
 #: imitation uses: a neighbour where the plans score alike weighs little, one with much at stake much
@@ -567,6 +573,8 @@ def fit_knn(
     metadata: dict[str, Any] | None = None,
     vote: str = "label",
     value_weight: float | None = None,
+    margin: float | None = None,
+    fallback: str = DEFAULT_FALLBACK,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
     observation block ``block`` of every labelled decision (a comma list of blocks: their columns joined,
@@ -578,14 +586,20 @@ def fit_knn(
     ``vote`` (:data:`KNN_VOTES`): ``"value"`` also stores ``q`` (N, K), each decision's ``scores - w *
     excess`` minus its row maximum, ``w`` = ``value_weight`` (default: the labels' tail weight under the
     ``"tail"`` objective, 0 under ``"util"``), and the agent plays the plan of the best mean ``q`` over the
-    ``k`` neighbours (ties: the lower plan index) instead of the majority label.
+    ``k`` neighbours (ties: the lower plan index) instead of the majority label. ``margin`` (value vote
+    only; fields ``margin`` and ``fallback``): where that best mean value exceeds the mean value of the plan
+    ``fallback`` by less than ``margin`` (in the units of ``q``: GPU-seconds of ideal work over the
+    lookahead), the agent plays ``fallback``: a switch the neighbours do not clearly favour over it is not
+    made. (Against the fallback, not the second-best plan: plans that act alike, e.g. ``spray+bg`` and
+    ``wcmp+bg``, tie for first and second, and their difference, 0, says nothing of the switch.)
 
     Raises
     ------
     ValueError
         If ``k < 1``, the labels' env has no observation block ``block`` (or one of its list), ``vote`` is
         not one of :data:`KNN_VOTES`, or the value weight is negative, nan or infinite (the labels' ``inf``
-        included: give ``value_weight``).
+        included: give ``value_weight``), or ``margin`` is given with the label vote, is negative, nan or
+        infinite, or ``fallback`` is not one of the labels' plans.
     """
     from ainet_gym.envs.env import EnvCore
 
@@ -601,6 +615,17 @@ def fit_knn(
     if vote not in KNN_VOTES:
         raise ValueError(f"vote = {vote!r}: allowed: {', '.join(KNN_VOTES)}")
     extra = {} if vote == "label" else {"q": knn_values(labels, value_weight)}
+    if margin is not None:
+        plans = [str(v) for v in labels["plans"]]
+        if vote != "value":
+            raise ValueError(
+                f"margin = {margin!r} with vote = {vote!r}: allowed: a margin with vote = 'value'"
+            )
+        if not np.isfinite(margin) or margin < 0:
+            raise ValueError(f"margin = {margin!r}: allowed: a finite number >= 0 (a difference of values q)")
+        if fallback not in plans:
+            raise ValueError(f"fallback = {fallback!r}: allowed: one of the plans {', '.join(plans)}")
+        extra.update(margin=np.float64(margin), fallback=np.array(fallback))
     p = Path(out)
     np.savez_compressed(
         p,
@@ -671,6 +696,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
     arrays, extra = _read_knn_members(p, what)
     x, y, k, plans, meta = _checked_knn_arrays(arrays, what)
     q = _checked_knn_values(arrays.get("q"), x.shape[0], len(plans), what)
+    margin, fallback = _checked_knn_margin(arrays, q, plans, what)
     return {
         "x": x.astype(np.float64),
         "y": y.astype(np.int64),
@@ -680,7 +706,48 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         "plans": plans,
         "metadata": _knn_metadata(extra, what),
         "q": q,
+        "margin": margin,
+        "fallback": fallback,
     }
+
+
+def _checked_knn_margin(
+    arrays: dict[str, np.ndarray], q: np.ndarray | None, plans: list[str], what: str
+) -> tuple[float | None, int | None]:
+    """The optional fields ``margin`` and ``fallback`` of a knn file (:data:`KNN_OPTIONAL`), checked: both or
+    neither, only beside ``q``, ``margin`` a finite float >= 0, ``fallback`` one of ``plans``; returned as
+    (margin, the fallback's plan index), (None, None) without them."""
+    from ainet_gym.agents.model_files import ModelFileError
+
+    m, f = arrays.get("margin"), arrays.get("fallback")
+    if m is None and f is None:
+        return None, None
+    if m is None or f is None:
+        raise ModelFileError(
+            f"{what}: field {'margin' if m is None else 'fallback'} missing beside "
+            f"{'fallback' if m is None else 'margin'}; allowed: both or neither"
+        )
+    if q is None:
+        raise ModelFileError(
+            f"{what}: field 'margin' without 'q'; allowed: a margin only with the value vote"
+        )
+    for name, a, (ndim, kinds) in (
+        ("margin", m, KNN_OPTIONAL["margin"]),
+        ("fallback", f, KNN_OPTIONAL["fallback"]),
+    ):
+        if a.ndim != ndim or a.dtype.kind not in kinds:
+            raise ModelFileError(
+                f"{what}: field {name!r} is a {a.ndim}-d {a.dtype} array; allowed: {ndim}-d of dtype kind "
+                f"{' or '.join(kinds)}"
+            )
+    margin = float(m)
+    if not np.isfinite(margin) or margin < 0:
+        raise ModelFileError(f"{what}: field 'margin' = {margin!r}; allowed: a finite number >= 0")
+    if str(f) not in plans:
+        raise ModelFileError(
+            f"{what}: field 'fallback' = {str(f)!r}; allowed: one of the plans {', '.join(plans)}"
+        )
+    return margin, plans.index(str(f))
 
 
 def _checked_knn_values(q: np.ndarray | None, n: int, plans: int, what: str) -> np.ndarray | None:
@@ -808,6 +875,7 @@ class KnnAgent:
         z = load_knn(path)
         self.x, self.y, self.k, self.block = z["x"], z["y"], z["k"], z["block"]
         self.plans, self.meta, self.q = z["plans"], z["metadata"], z["q"]
+        self.margin, self.fallback = z["margin"], z["fallback"]
         meta = z["meta"]
         self.path = path
         self.scenario = meta[0]
@@ -840,13 +908,21 @@ class KnnAgent:
 
     def act(self, core: Any, obs: Any) -> np.ndarray:
         """(batch,) the plan most of the ``k`` nearest labelled decisions got (a file with ``q``: the plan of
-        the best mean value over them, :data:`KNN_VOTES`)."""
+        the best mean value over them, :data:`KNN_VOTES`; with a ``margin``: the ``fallback`` plan where the
+        best mean value exceeds the fallback's by less than the margin)."""
         q = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.block)]
         d = (q**2).sum(axis=1)[:, None] - 2.0 * q @ self.x.T + self._sq[None, :]  # (B, N) squared distances
         k = min(self.k, self.y.shape[0])
         nn = np.argpartition(d, k - 1, axis=1)[:, :k]
         if self.q is not None:
-            return np.argmax(self.q[nn].mean(axis=1), axis=1).astype(np.int64)
+            v = self.q[nn].mean(axis=1)  # (B, K) mean value of each plan over the neighbours
+            best = np.argmax(v, axis=1).astype(np.int64)
+            if self.margin is None:
+                return best
+            gain = (
+                v[np.arange(v.shape[0]), best] - v[:, self.fallback]
+            )  # the switch's value over the fallback
+            return np.where(gain < self.margin, self.fallback, best).astype(np.int64)
         votes = np.zeros((q.shape[0], len(self.plans)))
         np.add.at(votes, (np.repeat(np.arange(q.shape[0]), k), self.y[nn].reshape(-1)), 1.0)
         return np.argmax(votes, axis=1).astype(np.int64)
@@ -996,6 +1072,18 @@ def _add_knn_parser(sub: Any) -> None:
         help="vote value: penalty per GPU-second of excess step time in the values (default: the labels' "
         "tail weight; required for labels of weight inf)",
     )
+    n.add_argument(
+        "--margin",
+        type=float,
+        default=None,
+        help="vote value: play --fallback where the best mean neighbour value exceeds the fallback's by "
+        "less than this (default: none, always the best)",
+    )
+    n.add_argument(
+        "--fallback",
+        default=DEFAULT_FALLBACK,
+        help=f"vote value with --margin: the plan played below the margin (default {DEFAULT_FALLBACK})",
+    )
 
 
 def _run_label(a: Any) -> int:
@@ -1044,7 +1132,10 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.cmd == "knn":
         labels = _concat([_load(x) for x in a.labels.split(",")])
-        path = fit_knn(labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight)
+        path = fit_knn(
+            labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight, margin=a.margin,
+            fallback=a.fallback,
+        )  # fmt: skip
         print(f"knn policy: {path}")
         return 0
     if a.cmd == "label":

@@ -147,6 +147,7 @@ def export_knn(
         "k": z["k"],
         "block": z["block"],
         "vote": "label" if z["q"] is None else "value",
+        **({} if z["margin"] is None else {"margin": z["margin"], "fallback": z["plans"][z["fallback"]]}),
         "plans": z["plans"],
         "labelled_decisions": int(z["y"].shape[0]),
         "training_seed": int(training_seed),

@@ -90,6 +90,7 @@ struct XcFlow
     uint64_t got = 0;     // bytes received
     double launched = 0.0; // simulated s at its launch
     double lastRx = -1.0;  // simulated s of the last byte it received (-1: none yet)
+    double firstRx = -1.0; // simulated s of the first byte it received (-1: none yet)
     bool connected = false;
     bool closed = false;
     double rate = 0.0; // background: payload bytes/s while on, 0: paused
@@ -781,8 +782,8 @@ class Orchestrator
     double FlowRxIn(uint32_t i, uint32_t k) const { return flows[i]->rxStep[k]; }
 
     // Sub-flow i: its transfer (launch order; -1: a background sub-flow), bytes it was to carry and has
-    // received, launch time and the time of its last received byte (s; -1: none), for per-sub-flow
-    // completion times (docs/fidelity-learning.md, the LP's uneven splits).
+    // received, launch time and the times of its last and first received byte (s; -1: none), for
+    // per-sub-flow completion and start times (docs/fidelity-learning.md).
     int32_t FlowTransfer(uint32_t i) const { return flows[i]->xfer ? (int32_t)flows[i]->xfer->id : -1; }
 
     double FlowTotal(uint32_t i) const { return (double)flows[i]->total; }
@@ -792,6 +793,8 @@ class Orchestrator
     double FlowLaunch(uint32_t i) const { return flows[i]->launched; }
 
     double FlowLastRx(uint32_t i) const { return flows[i]->lastRx; }
+
+    double FlowFirstRx(uint32_t i) const { return flows[i]->firstRx; }
 
     // The FqCoDel bucket of sub-flow i's data packets (ack = false) or of its ACKs (ack = true) in a queue
     // disc of `buckets` flows and hash salt `perturbation`: ns-3's Ipv4QueueDiscItem::Hash (murmur3 over
@@ -905,6 +908,14 @@ XcFlow::Connected(ns3::Ptr<ns3::Socket>)
     sock->GetSockName(name);
     srcPort = ns3::InetSocketAddress::ConvertFrom(name).GetPort();
     Pump();
+    // A background sub-flow is launched when its source first turns on, and its first tick finds the
+    // handshake still open: write now rather than one pacing period (sendSize / rate) later, so that the
+    // source starts at its interval's boundary (plus the handshake), as the fluid model's does.
+    if (xfer == nullptr && rate > 0.0)
+    {
+        ns3::Simulator::Cancel(tick);
+        Tick();
+    }
 }
 
 inline void
@@ -912,6 +923,10 @@ XcFlow::OnRx(ns3::Ptr<const ns3::Packet> p, const ns3::Address& from)
 {
     got += p->GetSize();
     lastRx = ns3::Simulator::Now().GetSeconds();
+    if (firstRx < 0.0)
+    {
+        firstRx = lastRx;
+    }
     orch->Received(this, p->GetSize());
 }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import gymnasium as gym
@@ -46,11 +46,13 @@ from ainet_gym.envs.observation import (
 from ainet_gym.envs.passes import EnvPasses, get_passes
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
+from ainet_gym.envs.state import EnvState, EpisodeState
 from ainet_gym.fabric.topology import TIERS
 from ainet_gym.routing.context import RoutingContext
 from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.state import InState
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
 
 # the constants and helpers of actions.py, observation.py and info.py stay importable from here
@@ -69,8 +71,10 @@ __all__ = [
     "EnvCore",
     "EnvSnapshot",
     "FabricRoutingEnv",
+    "StepOutput",
     "obs_layout",
     "squash",
+    "step_state",
 ]
 
 
@@ -110,14 +114,13 @@ def _check_arguments(
 @dataclass(frozen=True, eq=False)
 class EnvSnapshot:
     """The state of an :class:`EnvCore` (and of the env around it) at one moment, from
-    :meth:`EnvCore.snapshot`: the world's (:class:`~ainet_gym.sim.world.WorldSnapshot`), the link
-    history of the observation, the last interval's result and, in ``extra``, the wrapper's own (the
-    single env's generator, the vector env's pending autoresets). A copy: later steps do not change it."""
+    :meth:`EnvCore.snapshot`: the world's (:class:`~ainet_gym.sim.world.WorldSnapshot`, with the engine's),
+    a copy of the core's own (:class:`~ainet_gym.envs.state.EnvState`: link history, last result, plan,
+    reset flag) and, in ``extra``, the wrapper's own (the single env's generator, the vector env's pending
+    autoresets). A copy: later steps do not change it."""
 
     world: WorldSnapshot
-    util_hist: np.ndarray  # (batch, history, net_links) link utilisation history, newest first
-    last: StepResult | None  # the last interval's result (None right after a full reset)
-    needs_reset: bool
+    state: EnvState  # a copy of the core's EnvState
     action_mode: str
     extra: dict = field(default_factory=dict)
 
@@ -126,25 +129,59 @@ class EnvSnapshot:
         """Instances in the snapshot."""
         return self.world.batch
 
+    @property
+    def util_hist(self) -> np.ndarray:
+        """(batch, history, net_links) link utilisation history, newest first."""
+        return self.state.util_hist
 
-def _index_result(res: StepResult, src: np.ndarray) -> StepResult:
-    """``res`` of the instances ``src`` (a new batch): every per-instance field indexed; the per-connection
-    figures (``conn_bytes``, ``connections``) are dropped (None, as a step without the "flows" info gives)."""
-    out: dict[str, Any] = {}
-    for f in fields(res):
-        v = getattr(res, f.name)
-        if f.name in ("conn_bytes", "connections"):
-            v = None
-        elif isinstance(v, np.ndarray):
-            v = v[src]
-        elif f.name == "job_names":
-            v = [list(v[s]) for s in src.tolist()] if v else v
-        out[f.name] = v
-    return replace(res, **out)
+    @property
+    def last(self) -> StepResult | None:
+        """The last interval's result (None right after a full reset)."""
+        return self.state.last
+
+    @property
+    def needs_reset(self) -> bool:
+        """Whether the core needed a reset."""
+        return self.state.needs_reset
+
+
+#: (observations, rewards, terminated, truncated, info) of one step of a core
+StepOutput = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
+
+
+def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[EnvSnapshot, StepOutput]:
+    """One step as a function of (structure, state, action) -> (state, result), as gymnax's ``step_env``
+    reads: ``core`` is the structure (the scenario compiled: fabric, paths, spaces, slot layout; its
+    episode state is overwritten), ``state`` an episode state (a snapshot, :meth:`EnvCore.snapshot`; not
+    changed), ``actions`` (batch, ...) the action of every instance. Returns the state after the step (a
+    new snapshot) and the step's output.
+
+    This is what :meth:`EnvCore.step` does, with the state kept in the core's containers (the engine's
+    :class:`~ainet_gym.sim.state.SimState`, the world's :class:`~ainet_gym.sim.state.WorldState`, the
+    core's :class:`~ainet_gym.envs.state.EnvState`) and stepped in place instead of copied in and out:
+    from a state ``s``, ``core.step(a)`` gives the output of ``step_state(core, s, a)`` bit for bit and
+    leaves the core in the state it returns. The copies cost a restore and a snapshot per step, so the hot
+    path is :meth:`EnvCore.step`; this form is for search, replay and tests.
+    """
+    core.restore(state)
+    out = core.step(actions)
+    return core.snapshot(), out
 
 
 class EnvCore(EnvActions, EnvObservation, EnvInfo):
-    """Batched observation / action / reward logic over a :class:`FabricWorld`."""
+    """Batched observation / action / reward logic over a :class:`FabricWorld`.
+
+    The episode state lives in three containers (:mod:`ainet_gym.envs.state`): :attr:`state` (the core's
+    own), ``world.state`` and ``world.sim.state``; :attr:`episode_state` views them together, and
+    :meth:`snapshot` copies them."""
+
+    #: the core's own episode state (:class:`~ainet_gym.envs.state.EnvState`); its fields as attributes below
+    state: EnvState
+    #: (batch, history, net_links) link history, newest first
+    util_hist: InState[np.ndarray] = InState("util_hist")
+    _last: InState[StepResult | None] = InState("last")  # the last interval's result
+    _needs_reset: InState[bool] = InState("needs_reset")  # True until the first reset
+    _plan: InState[np.ndarray] = InState("plan")  # (batch,) choose modes: the plan run in the last interval
 
     def __init__(
         self,
@@ -209,12 +246,9 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         # the bytes of each slot's connection in the last interval (the "flows" info): (result, bytes)
         self._slot_bytes: tuple[StepResult, np.ndarray] | None = None
         self._build_spaces()
-        self.util_hist = np.zeros((self.batch, self.history, self.n_net))
-        self._last: StepResult | None = None
+        self.state = EnvState.initial(self.batch, self.history, self.n_net)
         # (result, info arrays) of the step being assembled, when the kernel threads computed them (info_jobs)
         self._step_jobs: tuple[StepResult, dict[str, np.ndarray]] | None = None
-        self._needs_reset = True
-        self._plan = np.full(self.batch, -1, dtype=np.int64)  # choose modes: plan run in the last interval
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
         self._fixed_cache: tuple | None = None  # (controllable slots' connections, the other connections)
         self._bounds_cache: tuple | None = None  # (conns, fixed, per-instance bounds of each)
@@ -229,6 +263,18 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     # What agents, baselines and render read of the simulation, as read-only array views (writing one
     # raises ValueError); shapes use B = batch, J = job slots, S = action slots, C = connections of the
     # batch, P = max_paths, H = max hops, L = links of the fabric.
+
+    @property
+    def episode_state(self) -> EpisodeState:
+        """The whole episode state, a view of the engine's, the world's and the core's containers (the
+        objects :meth:`step` changes in place; :meth:`snapshot` copies them).
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset`.
+        """
+        return EpisodeState(sim=self._sim().state, world=self.world.state, env=self.state)
 
     @property
     def last_result(self) -> StepResult | None:
@@ -351,13 +397,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         """
         if self.world.sim is None:
             raise RuntimeError("snapshot() before the first reset(): there is no state yet")
-        return EnvSnapshot(
-            world=self.world.snapshot(),
-            util_hist=self.util_hist.copy(),
-            last=self._last,
-            needs_reset=self._needs_reset,
-            action_mode=self.action_mode,
-        )
+        return EnvSnapshot(world=self.world.snapshot(), state=self.state.copy(), action_mode=self.action_mode)
 
     def restore(self, snap: EnvSnapshot, source: Sequence[int] | np.ndarray | None = None) -> None:
         """Put the state of ``snap`` back (:meth:`snapshot`). ``source`` (batch,) copies, into instance
@@ -381,13 +421,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
                 f"{self.util_hist.shape[1:]} (another history length)"
             )
         self.world.restore(snap.world, source)
-        src = np.arange(self.batch) if source is None else np.asarray(source)
-        self.util_hist[:] = snap.util_hist[src]
-        last = snap.last
-        if last is not None and source is not None:
-            last = _index_result(last, src)
-        self._last = last
-        self._needs_reset = snap.needs_reset
+        self.state.load(snap.state, source)  # (with source: the last result without per-connection figures)
         self._default = self.world.default_split(copy=False)
         self._slot_bytes = None
 

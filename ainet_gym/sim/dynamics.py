@@ -58,6 +58,11 @@ class LinkState:
         capacities stale."""
         self.fail_until[:] = fail_until
         self.cap_factor[:] = cap_factor
+        self.restored()
+
+    def restored(self) -> None:
+        """The arrays :attr:`fail_until` and :attr:`cap_factor` were written from outside (a restore of the
+        world's state, which shares them): mark the cached capacities stale and look for pending repairs."""
         self._stale = True
         self._repair_pending = bool((self.fail_until >= 0).any())
 

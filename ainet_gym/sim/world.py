@@ -45,6 +45,7 @@ from ainet_gym.sim.engine import (
 from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, NumbaFigures, StepResult
 from ainet_gym.sim.placement import place_job, placement_is_deterministic
+from ainet_gym.sim.state import InState, WorldState
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult", "WorldSnapshot"]
 
@@ -54,26 +55,68 @@ _UNIT_CACHE_SIZE = 512  # compiled units kept per world (placements x rotations 
 @dataclass(frozen=True, eq=False)
 class WorldSnapshot:
     """Everything a :class:`FabricWorld` needs to go on from a moment of its episodes, taken by
-    :meth:`FabricWorld.snapshot` (copies: later steps of the world do not change it). Per instance ``b``
-    of the ``batch`` it was taken from: the generator's state, the step count, the ECMP hash seed, the
-    background offsets, the link failures, the jobs and their GPUs, the engine's unit, phase and flow
-    state (with its layout), the split that ran last and the flags of the dynamics."""
+    :meth:`FabricWorld.snapshot` (copies: later steps of the world do not change it): a copy of the world's
+    episode state (:class:`~ainet_gym.sim.state.WorldState`: generators, step counts, hash seeds, background
+    offsets, link failures, jobs and GPUs, the dynamics flag) and of the engine's (every unit, phase and flow,
+    with its layout), the first unit and connection of each instance and the split that ran last. The
+    world's fields stay readable by their names (``snap.step_count`` is ``snap.state.step_count``)."""
 
     scenario: Scenario
-    batch: int
-    rng_states: tuple  # (batch,) (bit generator class, state dict) of each instance's generator
-    step_count: np.ndarray  # (batch,) int64
-    hash_seed: np.ndarray  # (batch,) int64
-    bg_offset: np.ndarray  # (batch, background) int64
-    fail_until: np.ndarray  # (batch, links) int64 repair step, -1: up
-    cap_factor: np.ndarray  # (batch, links) share of the nominal capacity
-    jobs: tuple  # (batch,) tuples of the job slots' JobSpec (None: empty)
-    gpus: tuple  # (batch,) tuples of the job slots' GPU arrays (None: empty)
+    state: WorldState  # a copy of the world's episode state
     units: UnitSnapshot  # the engine's state (every unit, phase and flow) and its layout
     inst_unit: np.ndarray  # (batch+1,) first unit of each instance
     inst_conn: np.ndarray  # (batch+1,) first connection of each instance
     split: np.ndarray  # (connections, max_paths) the split of the last interval
-    dynamics_changed: bool
+
+    @property
+    def batch(self) -> int:
+        """Instances in the snapshot."""
+        return self.state.batch
+
+    @property
+    def rng_states(self) -> tuple:
+        """(batch,) (bit generator class, state dict) of each instance's generator."""
+        return tuple((type(g.bit_generator), g.bit_generator.state) for g in self.state.rngs)
+
+    @property
+    def step_count(self) -> np.ndarray:
+        """(batch,) int64 intervals run."""
+        return self.state.step_count
+
+    @property
+    def hash_seed(self) -> np.ndarray:
+        """(batch,) int64 ECMP hash seeds."""
+        return self.state.hash_seed
+
+    @property
+    def bg_offset(self) -> np.ndarray:
+        """(batch, background) int64 step offsets."""
+        return self.state.bg_offset
+
+    @property
+    def fail_until(self) -> np.ndarray:
+        """(batch, links) int64 repair step, -1: up."""
+        return self.state.fail_until
+
+    @property
+    def cap_factor(self) -> np.ndarray:
+        """(batch, links) share of the nominal capacity."""
+        return self.state.cap_factor
+
+    @property
+    def jobs(self) -> tuple:
+        """(batch,) tuples of the job slots' JobSpec (None: empty)."""
+        return tuple(tuple(x) for x in self.state.jobs)
+
+    @property
+    def gpus(self) -> tuple:
+        """(batch,) tuples of the job slots' GPU arrays (None: empty)."""
+        return tuple(tuple(x) for x in self.state.gpus)
+
+    @property
+    def dynamics_changed(self) -> bool:
+        """Whether the last advance of the dynamics changed a capacity or restacked the units."""
+        return self.state.dynamics_changed
 
 
 class FabricWorld:
@@ -86,6 +129,17 @@ class FabricWorld:
     (its GPU ids in rank order), ``job_unit[b, j]`` (its flat unit in :attr:`sim`, -1: empty) and
     ``job_ideal_step_s[b, j]`` / ``job_ideal_comm_s[b, j]`` (s, nan: empty).
     """
+
+    #: the episode state (:class:`~ainet_gym.sim.state.WorldState`); its fields as attributes below
+    state: WorldState
+    rngs: InState[list[np.random.Generator]] = InState("rngs")  # (batch,) each instance's generator
+    step_count: InState[np.ndarray] = InState("step_count")  # (batch,) int64 intervals run in the episode
+    hash_seed: InState[np.ndarray] = InState("hash_seed")  # (batch,) int64 ECMP hash seeds
+    bg_offset: InState[np.ndarray] = InState("bg_offset")  # (batch, background) int64 step offsets
+    jobs: InState[list[list[JobSpec | None]]] = InState("jobs")  # (batch, job slots) JobSpec or None
+    gpus: InState[list[list[np.ndarray | None]]] = InState("gpus")  # (batch, job slots) GPU ids or None
+    #: whether the last advance of the dynamics changed a capacity or restacked the units
+    dynamics_changed: InState[bool] = InState("dynamics_changed")
 
     def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:
         self.scenario = scenario
@@ -107,26 +161,31 @@ class FabricWorld:
         self.meter = IntervalMeter(self.fabric)
         self.network_links = self.meter.network_links  # (net_links,) link ids of the network links
         self.decision_interval_s = self._decision_interval()
-        self.rngs = [np.random.default_rng(scenario.seed) for _ in range(batch)]
-        self.step_count = np.zeros(batch, dtype=np.int64)
-        self.hash_seed = np.full(batch, scenario.seed, dtype=np.int64)  # (batch,) ECMP hash seeds
         self.links = LinkState(self.fabric, scenario.dynamics.link_failures, batch)
-        # (batch, backgrounds) step offset of each periodic background in this episode (offset_steps plus
-        # its per-episode jitter, see episode_jitter)
-        self.bg_offset = np.array(
-            [[bg.offset_steps for bg in scenario.background] for _ in range(batch)], dtype=np.int64
-        ).reshape(batch, len(scenario.background))
         n_bg = len(scenario.background)
-        # per job slot, filled by reset: the job, its GPUs, its flat unit and its ideal times
-        self.jobs: list[list[JobSpec | None]] = [[None] * self.n_job_slots for _ in range(batch)]
-        self.gpus: list[list[np.ndarray | None]] = [[None] * self.n_job_slots for _ in range(batch)]
+        # the per-episode state of every instance (generators, step counts, hash seeds, background offsets,
+        # the link state's arrays, the jobs and GPUs of the job slots, filled by reset): one container, which
+        # a snapshot copies; its fields are readable (and bindable) as attributes of the world
+        self.state = WorldState(
+            rngs=[np.random.default_rng(scenario.seed) for _ in range(batch)],
+            step_count=np.zeros(batch, dtype=np.int64),
+            hash_seed=np.full(batch, scenario.seed, dtype=np.int64),
+            # offset_steps plus its per-episode jitter, see episode_jitter
+            bg_offset=np.array(
+                [[bg.offset_steps for bg in scenario.background] for _ in range(batch)], dtype=np.int64
+            ).reshape(batch, n_bg),
+            fail_until=self.links.fail_until,
+            cap_factor=self.links.cap_factor,
+            jobs=[[None] * self.n_job_slots for _ in range(batch)],
+            gpus=[[None] * self.n_job_slots for _ in range(batch)],
+            dynamics_changed=True,
+        )
+        # per job slot, derived from the state at each restack: its flat unit and its ideal times
         self.job_unit = np.full((batch, self.n_job_slots), -1, dtype=np.int64)  # (batch, jobs) flat unit
         self.bg_unit = np.zeros((batch, n_bg), dtype=np.int64)  # (batch, background) flat unit
         self.job_ideal_step_s = np.full((batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         self.job_ideal_comm_s = np.full((batch, self.n_job_slots), np.nan)  # (batch, jobs) s
         self.names: list[list[str | None]] = []  # (batch, jobs) job names as of the last restack
-        # whether the last advance of the dynamics changed a capacity or restacked the units
-        self.dynamics_changed = True
         self._capacity_set: np.ndarray | None = None  # the capacity array the dynamics last gave the engine
         self.sim: BatchSim | None = None  # built by the first reset
         self._slot_units: list[list[int]] = []  # (batch, jobs) unit index within its instance, -1: empty
@@ -261,7 +320,7 @@ class FabricWorld:
         res = self.meter.measure(
             sim, parts, rem0, self.job_unit, self.job_ideal_step_s, self.names, connections, fig
         )  # measure
-        self.step_count += active
+        self.state.step_count += active  # (in place)
         self._advance_dynamics(active)  # advance the dynamics to the next interval
         return res
 
@@ -281,20 +340,11 @@ class FabricWorld:
         conn_inst = sim.unit_inst[sim.conn_unit]
         return WorldSnapshot(
             scenario=self.scenario,
-            batch=self.batch,
-            rng_states=tuple((type(g.bit_generator), g.bit_generator.state) for g in self.rngs),
-            step_count=self.step_count.copy(),
-            hash_seed=self.hash_seed.copy(),
-            bg_offset=self.bg_offset.copy(),
-            fail_until=self.links.fail_until.copy(),
-            cap_factor=self.links.cap_factor.copy(),
-            jobs=tuple(tuple(x) for x in self.jobs),
-            gpus=tuple(tuple(x) for x in self.gpus),
+            state=self.state.copy(),
             units=sim.snapshot_units(),
             inst_unit=np.asarray(sim.inst_unit, dtype=np.int64).copy(),
             inst_conn=np.searchsorted(conn_inst, np.arange(self.batch + 1)).astype(np.int64),
             split=np.array(sim.split, dtype=np.float64),
-            dynamics_changed=bool(self.dynamics_changed),
         )
 
     def _restore_source(self, snap: WorldSnapshot, source: Sequence[int] | np.ndarray | None) -> np.ndarray:
@@ -357,17 +407,10 @@ class FabricWorld:
         B = self.batch
         if self.sim is None:
             self.reset([None] * B)  # builds the engine; its state is replaced below
-        for b, s in enumerate(src.tolist()):
-            cls, state = snap.rng_states[s]
-            g = np.random.Generator(cls())
-            g.bit_generator.state = state
-            self.rngs[b] = g
-        self.step_count[:] = snap.step_count[src]
-        self.hash_seed[:] = snap.hash_seed[src]
-        self.bg_offset[:] = snap.bg_offset[src]
-        self.links.restore(snap.fail_until[src], snap.cap_factor[src])
-        self.jobs = [list(snap.jobs[s]) for s in src.tolist()]
-        self.gpus = [list(snap.gpus[s]) for s in src.tolist()]
+        # the world's episode state: instance b <- the snapshot's instance source[b] (the link state's arrays
+        # are written in place; it is told so)
+        self.state.load(snap.state, src)
+        self.links.restored()
         if not self._units_unchanged():  # the structure: restack only if the units differ from the engine's
             self._rebuild()
         sim = self.sim
@@ -387,7 +430,8 @@ class FabricWorld:
         split = snap.split[rows]
         sim.handed_under(split)  # routing.split_flows independent: the parts' remainders are the snapshot's
         sim.set_split(split)
-        self.dynamics_changed = snap.dynamics_changed if source is None else True
+        if source is not None:  # a copy of other instances: the env's cached blocks are out of date
+            self.dynamics_changed = True
 
     def job_names(self, b: int) -> list[str | None]:
         """Names of the jobs in the job slots of instance ``b`` (None: empty)."""

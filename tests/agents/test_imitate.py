@@ -204,6 +204,53 @@ def test_knn_value_vote_plays_the_best_mean_value_not_the_majority_by_hand(tmp_p
         fit_knn(labels, tmp_path / "m.npz", k=3, scenario=sc, vote="mean")
 
 
+def test_a_value_vote_margin_falls_back_where_the_best_plan_gains_little_over_the_fallback(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn, load_knn
+
+    # the three decisions of the test above: mean values over the three neighbours, by hand,
+    # plan 0 -6.5/3, plan 1 -0.5/3, plan 2 -0.2/3, plans 3-5 -6.5/3: plan 2 is best, 0.3/3 = 0.1 above
+    # plan 1 and 6.3/3 = 2.1 above plans 0 and 3-5
+    scores = np.pad(np.array([[0.0, 1.0, 0.9], [0.0, 2.0, 1.9], [0.0, 3.0, 4.0]]), ((0, 0), (0, 3)))
+    excess = np.pad(np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.5]]), ((0, 0), (0, 3)))
+    meta = np.array(["imitate-small", "choose_bg", "phase", "4", "6", "spray+bg", "8", "tail", "0.0", "1.0"])
+    plans = np.array(["ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg"])
+    sc = _small()
+    core = EnvCore(sc, action_mode="choose_bg", obs_features=("phase",))
+    sl = core.obs_layout["job_phase"]
+    obs = np.zeros((3, sl.stop), dtype=np.float32)
+    obs[:, sl.start + 1] = [0.0, 0.1, 0.2]
+    labels = {
+        "scores": scores, "excess": excess, "meta": meta, "plans": plans, "obs": obs,
+        "label": np.array([1, 1, 2]), "seed": np.array([1, 1, 1]),
+    }  # fmt: skip
+    view = SimpleNamespace(obs_layout=core.obs_layout)
+
+    def play(**kw) -> int:
+        return int(
+            KnnAgent(str(fit_knn(labels, tmp_path / "m.npz", k=3, scenario=sc, vote="value", **kw))).act(
+                view, obs[:1]
+            )[0]
+        )
+
+    assert play() == 2 and play(margin=0.0) == 2 and play(margin=0.09) == 2  # 0.1 apart: not below
+    assert play(margin=0.11) == 1  # below the margin: the default fallback, spray+bg (plan 1)
+    # against the fallback's own value, not the second best's (plan 1): 2.1 above ecmp and lp+bg
+    assert play(margin=0.11, fallback="ecmp") == 2 and play(margin=2.09, fallback="lp+bg") == 2
+    assert play(margin=2.11, fallback="ecmp") == 0 and play(margin=2.11, fallback="lp+bg") == 4
+    z = load_knn(tmp_path / "m.npz")
+    assert z["margin"] == pytest.approx(2.11) and z["plans"][z["fallback"]] == "lp+bg"
+    for kw, must in (
+        ({"margin": -0.1}, "margin = -0.1"),
+        ({"margin": float("nan")}, "margin = nan"),
+        ({"margin": 0.1, "fallback": "spray"}, "fallback = 'spray'"),
+        ({"margin": 0.1, "vote": "label"}, "with vote = 'label'"),
+    ):
+        with pytest.raises(ValueError, match=must.replace("(", r"\(")):
+            fit_knn(labels, tmp_path / "bad.npz", k=3, scenario=sc, **{"vote": "value", **kw})
+
+
 def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None:
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.imitate import KnnAgent, fit_knn
@@ -264,6 +311,23 @@ def _knn_arrays() -> dict:
         (lambda a: a.update(q=np.zeros((3, 5))), "field 'q' is a 2-d float64 array of shape (3, 5)"),
         (lambda a: a.update(q=np.zeros((3, 6), dtype=np.int64)), "field 'q' is a 2-d int64"),
         (lambda a: a.update(q=np.full((3, 6), 0.5)), "field 'q' holds non-finite or positive"),
+        (lambda a: a.update(margin=np.float64(0.1), fallback=np.array("1")), "field 'margin' without 'q'"),
+        (
+            lambda a: a.update(q=np.zeros((3, 6)), margin=np.float64(0.1)),
+            "field fallback missing beside margin",
+        ),
+        (
+            lambda a: a.update(q=np.zeros((3, 6)), margin=np.float64(-1), fallback=np.array("1")),
+            "'margin' = -1.0",
+        ),
+        (
+            lambda a: a.update(q=np.zeros((3, 6)), margin=np.zeros(2), fallback=np.array("1")),
+            "'margin' is a 1-d",
+        ),
+        (
+            lambda a: a.update(q=np.zeros((3, 6)), margin=np.float64(0.1), fallback=np.array("9")),
+            "'fallback' = '9'",
+        ),
         (lambda a: a.update(**{"ainet_gym.json": np.array("[1, 2]")}), "is not a JSON object"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("{")}), "is not JSON"),
     ],
@@ -324,6 +388,11 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
     valued = fit_knn(lab, tmp_path / "v.npz", k=1, scenario=sc, vote="value")
     valued = export_knn(valued, "imitate-small", cmds, 7, tmp_path / "v" / "imitate-small.npz")
     assert shipped.pretrained_metadata(valued)["vote"] == "value"
+    assert "margin" not in shipped.pretrained_metadata(valued)
+    margined = fit_knn(lab, tmp_path / "m.npz", k=1, scenario=sc, vote="value", margin=0.5, fallback="ecmp")
+    margined = export_knn(margined, "imitate-small", cmds, 7, tmp_path / "m" / "imitate-small.npz")
+    mm = shipped.pretrained_metadata(margined)
+    assert mm["margin"] == 0.5 and mm["fallback"] == "ecmp"
     assert (
         meta["commands"] == cmds and meta["command"] == cmds[-1] and meta["size_bytes"] == dst.stat().st_size
     )

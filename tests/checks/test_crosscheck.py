@@ -515,6 +515,37 @@ def test_background_burst_starts_and_stops_in_the_link_bytes() -> None:
 
 
 @needs_ns3
+def test_background_source_starts_at_its_boundary_not_one_pacing_period_later() -> None:
+    """A paced background sub-flow is launched when its source first turns on; its first tick finds the TCP
+    handshake still open. It must write as soon as it connects, not one pacing period (send_size / rate)
+    later: the fluid model's source is on from the boundary. Two flows of 0.05 Gb/s each (pacing period
+    P = 14480 B / 6.25 MB/s = 2.317 ms) on in interval 1 (10-20 ms) of a 10 Gb/s switch. Hand computation:
+    each sub-flow's first byte arrives within 0.1 ms of 10 ms (a handshake and one segment on an idle
+    switch, about 10 us), and it writes 14480 B at connect + k P for k = 0..4 (4 P = 9.27 ms < 10 ms):
+    5 x 14480 B in interval 1, nothing before. (Before this was fixed: first byte at 12.3 ms, 4 writes.)"""
+    sc = _switch(gpus=2, nbytes=2e6)
+    sc["fabric"]["storage"] = {"hosts": 1, "gbps": 10}
+    sc["workload"]["background"] = [
+        {"kind": "storage", "gbps": 0.1, "pattern": "periodic", "period_steps": 3, "duration_steps": 1,
+         "offset_steps": 1, "flows_per_host": 2}
+    ]  # fmt: skip
+    sc["dynamics"] = {"episode_steps": 3, "decision_interval_ms": 10.0}
+    from ainet_gym.checks.crosscheck import _crosscheck_in_subprocess
+
+    r, det = _crosscheck_in_subprocess(sc, "ecmp", 0, None, None)
+    assert det["background"][0]["on"] == [False, True, False]
+    assert det["background"][0]["rate_bytes_per_s"] == pytest.approx([6.25e6, 6.25e6])
+    send = CrosscheckConfig().send_size
+    bg = [(i, s) for i, s in enumerate(det["subflow_log"]) if s[0] == -1]
+    assert len(bg) == 2
+    rx = np.asarray(det["subflow_rx"])
+    for i, (_, _, _, _, got, launched, _, first) in bg:
+        assert launched == pytest.approx(10e-3, abs=1e-9)
+        assert 10e-3 < first < 10.1e-3, first
+        assert rx[i, 0] == 0 and rx[i, 1] == 5 * send and got == 5 * send
+
+
+@needs_ns3
 def test_ring_hop_waiting_for_credit_keeps_its_window() -> None:
     """A ring of 3 GPUs, one per leaf under one spine, with leaf0-spine0 at 1/16 of its rate: the hops fed
     by the slow one get their credit one 512 KiB chunk every 7 ms, longer than the 5 ms minimum RTO, so

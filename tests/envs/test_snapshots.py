@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from _scenarios import small_spine_leaf
 
-from ainet_gym.envs.env import ACTION_MODES, EnvCore, FabricRoutingEnv
+from ainet_gym.envs.env import ACTION_MODES, EnvCore, FabricRoutingEnv, step_state
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 from ainet_gym.sim import kernels as _kernels
 
@@ -172,3 +172,129 @@ def test_snapshot_errors_name_the_problem() -> None:
         core.restore(snap, [0, 5])
     with pytest.raises(ValueError, match="is not an EnvSnapshot"):
         core.restore("state")  # type: ignore[arg-type]
+
+
+def _state_arrays(core: EnvCore) -> dict[str, np.ndarray]:
+    """Every array of the episode state of ``core``: the engine's, the world's and the core's containers."""
+    ep = core.episode_state
+    out = {f"sim.{k}": np.array(v) for k, v in vars(ep.sim).items()}
+    w = ep.world
+    for k in ("step_count", "hash_seed", "bg_offset", "fail_until", "cap_factor"):
+        out[f"world.{k}"] = np.array(getattr(w, k))
+    out["world.rng"] = np.array([_clone(g).bit_generator.random_raw() for g in w.rngs])
+    out["env.util_hist"] = ep.env.util_hist.copy()
+    out["env.plan"] = ep.env.plan.copy()
+    return out
+
+
+def _clone(g: np.random.Generator) -> np.random.Generator:
+    h = np.random.Generator(type(g.bit_generator)())
+    h.bit_generator.state = g.bit_generator.state
+    return h
+
+
+def _assert_states_equal(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+        assert a[k].dtype == b[k].dtype, k
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_restore_into_a_fresh_core_replays_the_rollout_bit_for_bit(backend: str) -> None:
+    """A snapshot restored into a core that never ran (no reset) and the same actions give the original
+    rollout (observations, rewards, infos) and the same episode state after it, every array of the three
+    containers equal bit for bit: the containers are the whole state, nothing is left in attributes."""
+    core = EnvCore(dynamic_scenario(), batch=3, action_mode="split", backend=backend, info_keys=INFO)
+    core.reset([11, 12, 13])
+    sp = core.action_space
+    sp.seed(5)
+    for _ in range(3):
+        core.step(np.stack([sp.sample() for _ in range(3)]))
+    snap = core.snapshot()
+    acts = [np.stack([sp.sample() for _ in range(3)]) for _ in range(6)]
+    first = _record(core.step, acts)
+    end = _state_arrays(core)
+    fresh = EnvCore(dynamic_scenario(), batch=3, action_mode="split", backend=backend, info_keys=INFO)
+    fresh.restore(snap)
+    _assert_same(first, _record(fresh.step, acts))
+    _assert_states_equal(end, _state_arrays(fresh))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_step_state_is_the_step_as_a_function_of_the_state(backend: str) -> None:
+    """``step_state(core, s, a) -> (s', out)``: a chain of it from a snapshot gives what ``core.step`` gave
+    from there, bit for bit, and leaves its input state unchanged (the same state stepped twice gives the
+    same output and the same next state)."""
+    core = EnvCore(dynamic_scenario(), batch=2, action_mode="split", backend=backend, info_keys=INFO)
+    core.reset([3, 4])
+    sp = core.action_space
+    sp.seed(6)
+    core.step(np.stack([sp.sample() for _ in range(2)]))
+    s0 = core.snapshot()
+    acts = [np.stack([sp.sample() for _ in range(2)]) for _ in range(4)]
+    first = _record(core.step, acts)
+    end = _state_arrays(core)
+    other = EnvCore(dynamic_scenario(), batch=2, action_mode="split", backend=backend, info_keys=INFO)
+    s = s0
+    outs = []
+    for a in acts:
+        s, out = step_state(other, s, a)
+        outs.append(out)
+    it = iter(outs)
+    _assert_same(first, _record(lambda _a: next(it), acts))
+    other.restore(s)
+    _assert_states_equal(end, _state_arrays(other))
+    # the input state is a value: stepping it again gives the same output and the same next state
+    s1a, out_a = step_state(other, s0, acts[0])
+    s1b, out_b = step_state(other, s0, acts[0])
+    _assert_same(_record(lambda _a: out_a, [0]), _record(lambda _a: out_b, [0]))
+    _assert_same(first[:1], _record(lambda _a: out_a, [0]))
+    other.restore(s1a)
+    after_a = _state_arrays(other)
+    other.restore(s1b)
+    _assert_states_equal(after_a, _state_arrays(other))
+    np.testing.assert_array_equal(s1a.world.step_count, s0.world.step_count + 1)
+
+
+def test_world_state_take_and_load_copy_the_chosen_instances() -> None:
+    """``WorldState.take(src)`` is instance ``src[b]`` in row ``b``, copied (writing the copy leaves the
+    source alone; its generators draw what the source's would, without advancing them); ``load`` writes
+    them in place (the arrays keep their identity, which the link state shares)."""
+    core = EnvCore(dynamic_scenario(), batch=3)
+    core.reset([1, 2, 3])
+    for _ in range(2):
+        core.step(np.zeros((3, *core.action_space.shape), dtype=np.float32))
+    w = core.world.state
+    src = np.array([2, 0, 2])
+    t = w.take(src)
+    np.testing.assert_array_equal(t.hash_seed, [w.hash_seed[2], w.hash_seed[0], w.hash_seed[2]])
+    np.testing.assert_array_equal(t.fail_until[1], w.fail_until[0])
+    assert t.jobs[0] == w.jobs[2] and t.jobs[0] is not w.jobs[2]
+    before = w.rngs[2].bit_generator.state
+    draws = [t.rngs[0].random(), t.rngs[2].random()]
+    assert draws[0] == draws[1]  # two copies of instance 2's generator
+    assert w.rngs[2].bit_generator.state == before  # the source did not move
+    assert w.rngs[2].random() == draws[0]
+    t.step_count[:] = 99
+    assert (w.step_count != 99).all()
+    fail = w.fail_until
+    w.load(t, np.array([1, 1, 0]))  # instance b <- t's instance [1, 1, 0][b], i.e. w's old [0, 0, 2]
+    assert w.fail_until is fail and core.world.links.fail_until is fail
+    assert (w.step_count == 99).all()
+    with pytest.raises(ValueError, match=r"src has shape \(2,\), expected \(3,\)"):
+        w.load(t, np.array([0, 1]))
+
+
+def test_restore_puts_back_the_plan_that_ran() -> None:
+    """The plan of a choose mode is episode state: after a restore the info of the last result names the
+    plan of the snapshot's interval, not the one run since."""
+    core = EnvCore(dynamic_scenario(), batch=2, action_mode="choose")
+    core.reset([1, 2])
+    core.step(np.array([1, 3]))
+    snap = core.snapshot()
+    plan = core.info(core.last_result)["plan"].copy()
+    core.step(np.array([0, 2]))
+    assert (core.info(core.last_result)["plan"] != plan).all()
+    core.restore(snap)
+    np.testing.assert_array_equal(core.info(core.last_result)["plan"], plan)

@@ -76,8 +76,8 @@ def crosscheck(
         ``paths``, ``conn_ends`` and each interval's ``splits``), ``transfer_log`` (per ns-3 transfer:
         job, bytes, launch and completion time in s, -1 if it did not complete, connection id),
         ``subflow_log`` (per ns-3 sub-flow, a TCP connection: its transfer's index in ``transfer_log``, -1 for
-        a background sub-flow, connection id, path index, bytes it was to carry and received, launch time
-        and time of its last received byte in s, -1 if none), ``subflow_rx`` (per sub-flow of ``subflow_log``,
+        a background sub-flow, connection id, path index, bytes it was to carry and received, launch time,
+        and times of its last and of its first received byte in s, -1 if none), ``subflow_rx`` (per sub-flow of ``subflow_log``,
         the payload bytes it received in each interval), ``fq_buckets`` (per link, the FqCoDel hash buckets
         its device used over the run, -1 for a link not built; :attr:`CrosscheckConfig.fq_flows`),
         ``flow_buckets`` (per sub-flow of ``subflow_log``, the FqCoDel bucket of its data packets and of its

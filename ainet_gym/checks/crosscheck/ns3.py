@@ -342,7 +342,7 @@ def _logs(orch: Any) -> dict[str, list[tuple]]:
             for i in range(int(orch.TransferCount()))
         ],
         # per sub-flow (TCP connection, launch order): transfer index into transfer_log (-1: background),
-        # connection id, path index, bytes it was to carry and received, launch time and last byte (s)
+        # connection id, path index, bytes it was to carry and received, launch time, last and first byte (s)
         "subflow_log": [
             (
                 int(orch.FlowTransfer(i)),
@@ -352,6 +352,7 @@ def _logs(orch: Any) -> dict[str, list[tuple]]:
                 float(orch.FlowGot(i)),
                 float(orch.FlowLaunch(i)),
                 float(orch.FlowLastRx(i)),
+                float(orch.FlowFirstRx(i)),
             )
             for i in range(int(orch.FlowCount()))
         ],

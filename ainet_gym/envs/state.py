@@ -1,0 +1,101 @@
+"""The env's episode state as data: what :class:`~ainet_gym.envs.env.EnvCore` keeps from step to step.
+
+Three containers make the state of an episode, each owned by the object that uses it:
+
+- :class:`~ainet_gym.sim.state.SimState` (the engine's :attr:`BatchSim.state
+  <ainet_gym.sim.engine.BatchSim.state>`): bytes left, phase cursors, timers, clocks;
+- :class:`~ainet_gym.sim.state.WorldState` (:attr:`FabricWorld.state
+  <ainet_gym.sim.world.FabricWorld.state>`): generators, step counts, hash seeds, background offsets,
+  link failures, the jobs and their GPUs;
+- :class:`EnvState` (:attr:`EnvCore.state <ainet_gym.envs.env.EnvCore.state>`): the observation's link
+  history, the last interval's result, the plan that ran and whether a reset is due.
+
+Everything else of the core, the world and the engine is structure (fixed after construction: the fabric,
+the paths, the spaces, the slot layout) or a cache derived from structure and state (compiled units,
+incidence tables, the default split, slot maps), made again when what it came from changes.
+:class:`EpisodeState` is a view of the three; a snapshot (:meth:`EnvCore.snapshot
+<ainet_gym.envs.env.EnvCore.snapshot>`) copies them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from ainet_gym.sim.metrics import StepResult
+from ainet_gym.sim.state import SimState, WorldState
+
+__all__ = ["EnvState", "EpisodeState", "index_result"]
+
+
+def index_result(res: StepResult, src: np.ndarray) -> StepResult:
+    """``res`` of the instances ``src`` (a new batch): every per-instance field indexed; the per-connection
+    figures (``conn_bytes``, ``connections``) are dropped (None, as a step without the "flows" info gives)."""
+    out: dict[str, Any] = {}
+    for f in fields(res):
+        v = getattr(res, f.name)
+        if f.name in ("conn_bytes", "connections"):
+            v = None
+        elif isinstance(v, np.ndarray):
+            v = v[src]
+        elif f.name == "job_names":
+            v = [list(v[s]) for s in src.tolist()] if v else v
+        out[f.name] = v
+    return replace(res, **out)
+
+
+@dataclass(eq=False)
+class EnvState:
+    """The env's own per-episode state over the ``batch`` instances of an :class:`EnvCore
+    <ainet_gym.envs.env.EnvCore>` (beside the world's and the engine's)."""
+
+    util_hist: np.ndarray  # (batch, history, net_links) link utilisation history, newest first
+    last: StepResult | None  # the last interval's result (None right after a full reset); not mutated
+    needs_reset: bool  # True until the first reset
+    plan: np.ndarray  # (batch,) int64 choose modes: the plan run in the last interval (-1: none)
+
+    @classmethod
+    def initial(cls, batch: int, history: int, n_net: int) -> EnvState:
+        """The state of a core before its first reset."""
+        return cls(
+            util_hist=np.zeros((batch, history, n_net)),
+            last=None,
+            needs_reset=True,
+            plan=np.full(batch, -1, dtype=np.int64),
+        )
+
+    def take(self, src: Sequence[int] | np.ndarray | None = None) -> EnvState:
+        """A copy of the instances ``src`` (default: all, in order); the last result is shared when
+        ``src`` is None (a result is never mutated), else indexed (:func:`index_result`)."""
+        if src is None:
+            return EnvState(self.util_hist.copy(), self.last, self.needs_reset, self.plan.copy())
+        idx = np.asarray(src, dtype=np.int64)
+        last = None if self.last is None else index_result(self.last, idx)
+        return EnvState(self.util_hist[idx], last, self.needs_reset, self.plan[idx])
+
+    def copy(self) -> EnvState:
+        """A copy (arrays copied, the last result shared)."""
+        return self.take(None)
+
+    def load(self, other: EnvState, src: Sequence[int] | np.ndarray | None = None) -> None:
+        """Write the instances ``src`` of ``other`` (default: all) into this state; the arrays are written
+        in place (the compiled observation holds the link history)."""
+        part = other.take(src)
+        self.util_hist[...] = part.util_hist
+        self.plan[...] = part.plan
+        self.last = part.last
+        self.needs_reset = part.needs_reset
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeState:
+    """A view (not a copy) of the whole episode state of a core, as gymnax's ``EnvState`` reads: the
+    engine's, the world's and the env's containers, the very objects the core steps in place. Take a
+    copy with :meth:`EnvCore.snapshot <ainet_gym.envs.env.EnvCore.snapshot>`."""
+
+    sim: SimState
+    world: WorldState
+    env: EnvState
