@@ -173,6 +173,10 @@ def check_bench_config(cfg: BenchConfig) -> None:
         if not ok or (v <= lo if strict else v < lo):
             rel = ">" if strict else ">="
             raise ValueError(f"{name} = {v!r}: must be a finite number {rel} {lo}")
+    for name in ("transfers_intervals", "transfers_repeats"):
+        v = getattr(cfg, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} = {v!r}: must be an int >= 1")
 
 
 def run_bench(

@@ -57,6 +57,12 @@ class BenchConfig:
     #: ... the fixed fabric and the AllToAll job sizes of the transfers curve (8 jobs) ...
     transfers_fabric_gpus: int = 1024
     transfers_job_gpus: tuple[int, ...] = (8, 16, 32, 64, 128)
+    #: each point of the transfers curve times the same intervals, 2 .. 1 + transfers_intervals from reset
+    #: (interval 1 a warm-up), the best of transfers_repeats runs from reset: a fixed set, so the events
+    #: timed and the cost exponent do not depend on the load (a time window took in more or fewer of an
+    #: AllToAll's intervals, which differ by 100x in events; docs/engine-alltoall.md, item 11)
+    transfers_intervals: int = 3
+    transfers_repeats: int = 3
     #: ... and the job counts of the jobs curve (ring AllReduce jobs sharing the fixed fabric's GPUs).
     scaling_jobs: tuple[int, ...] = (8, 16, 32, 64, 128)
     #: successive intervals of one episode of 8 AllToAll jobs x 128 GPUs (exact event mode, event mode with
@@ -109,6 +115,7 @@ class BenchConfig:
             construction_gpus=(0, 1024),
             scaling_gpus=(128, 256, 512, 1024),
             transfers_job_gpus=(8, 16, 32, 64),
+            transfers_repeats=1,
             scaling_jobs=(8, 16, 32),
             slowest_intervals=0,
             moe_episodes=(),

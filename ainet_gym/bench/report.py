@@ -115,9 +115,11 @@ def _scaling_targets(results: dict[str, Any]) -> list[dict]:
     out.append(_target("cost per interval vs transfers (fitted exponent)", sc.get("exponent_vs_transfers"),
                        1.1, "<=", "", note))  # fmt: skip
     every = [r for k in ("fabric_size", "transfers", "jobs") for r in sc.get(k) or []]
-    worst = max(every, key=lambda r: r["interval_ms"]) if every else None
+    # wall time (the AllToAll rows time CPU for their exponent, and give the wall time beside it)
+    every_wall = [r.get("interval_wall_ms", r["interval_ms"]) for r in every]
+    worst = every[int(np.argmax(every_wall))] if every else None
     out.append(_target("median interval, worst scaling scenario (first 2+ intervals)",
-                       worst and worst["interval_ms"] / 1e3, 1, "<=", "s",
+                       worst and max(every_wall) / 1e3, 1, "<=", "s",
                        f"{worst['scenario']}: {worst['transfers']:,} transfers, "
                        f"{worst['events_per_interval']:.0f} events" if worst else "not run"))  # fmt: skip
     label = "slowest interval: 8 AllToAll x 128 GPUs ({})"
@@ -357,6 +359,8 @@ def _scaling_lines(results: dict[str, Any]) -> list[str]:
         )
         parts.append(_table(cols, [srow(r) for r in sc["transfers"]]))
         parts.append(
+            "  (AllToAll rows: CPU time of the process, intervals 2 .. 1 + transfers_intervals from reset, the best"
+            " of transfers_repeats runs)\n"
             f"  fitted exponent on the fixed {sc['transfers_fabric_gpus']:,}-GPU fabric (8 AllToAll jobs): cost ~ "
             f"transfers^{_fmt(sc['exponent_vs_transfers'], '.2f')} (last two points: "
             f"{_fmt(sc['exponent_vs_transfers_last_two'], '.2f')})"

@@ -735,6 +735,64 @@ def _episode(name: str, steps: int) -> dict[str, Any]:
             "slowest_interval_s": float(max(times)), "events": events}  # fmt: skip
 
 
+def _fixed_intervals_cost(scenario: dict[str, Any], intervals: int, repeats: int) -> dict[str, Any]:
+    """CPU time of the process per decision interval over a fixed set of intervals: intervals 2 .. ``1 +
+    intervals`` of an episode from reset (``FabricWorld.step`` with the static ECMP split; interval 1, a
+    warm-up, untimed), the best of ``repeats`` runs of that same set, each from a fresh reset (the same work:
+    seed 0); ``interval_ms`` is that CPU time, ``interval_wall_ms`` the wall time of the same run.
+
+    Unlike :func:`_interval_cost`, which times the intervals that fit a wall-clock window, the intervals timed
+    (and so the events, ``events_per_interval``) do not depend on the machine's load: on an AllToAll the
+    intervals of an episode differ by 100x in events, so a window that takes in one more interval under a
+    lighter load moves the cost exponent of the sweep. CPU time rather than wall time: on a machine shared
+    with other processes wall times moved the largest point by 1.5x between runs a minute apart
+    (docs/engine-alltoall.md, item 11)."""
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    if isinstance(intervals, bool) or not isinstance(intervals, int) or intervals < 1:
+        raise ValueError(f"transfers_intervals = {intervals!r}: must be an int >= 1")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"transfers_repeats = {repeats!r}: must be an int >= 1")
+    sc = load_scenario(scenario)
+    t0 = time.perf_counter()
+    world = FabricWorld(sc, 1)
+    build_s = time.perf_counter() - t0
+    best, best_wall = math.inf, math.inf
+    events: list[int] = []
+    for _ in range(repeats):
+        world.reset(seeds=[0])
+        world.step(world.default_split())  # interval 1: warm-up, untimed
+        events = []
+        cpu = wall = 0.0
+        for _ in range(intervals):
+            c1, t1 = time.process_time(), time.perf_counter()
+            res = world.step(world.default_split())
+            cpu += time.process_time() - c1
+            wall += time.perf_counter() - t1
+            events.append(int(res.events))
+        if cpu < best:
+            best, best_wall = cpu, wall
+    sim = world.sim
+    assert sim is not None
+    return {
+        "scenario": sc.name,
+        "gpus": int(world.fabric.n_gpus),
+        "links": int(world.fabric.n_links),
+        "jobs": len(sc.jobs),
+        "transfers": int(sim.member_flow.shape[0]),
+        "flows": int(sim.n_flows),
+        "entries": int(sim.e_flow.shape[0]),
+        "events_per_interval": float(np.mean(events)),
+        "interval_ms": best / intervals * 1e3,
+        "interval_wall_ms": best_wall / intervals * 1e3,
+        "clock": "process CPU",
+        "repeats": repeats,
+        "intervals_timed": intervals,
+        "build_s": build_s,
+    }
+
+
 def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
     """Section 4: cost of one interval against fabric size and against transfers, with fitted exponents."""
     size_rows = []
@@ -748,7 +806,8 @@ def bench_scaling(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
     for jg in cfg.transfers_job_gpus:
         progress.start(f"scaling: {nf} GPUs, 8 AllToAll x {jg}")
         tr_rows.append(
-            {**_interval_cost(cluster_scenario(nf, 8, jg, op="alltoall"), cfg.min_time_s, cfg.max_repeats),
+            {**_fixed_intervals_cost(cluster_scenario(nf, 8, jg, op="alltoall"), cfg.transfers_intervals,
+                                     cfg.transfers_repeats),
              "job_gpus": jg}
         )  # fmt: skip
         gc.collect()

@@ -109,6 +109,13 @@ REPAIR_DEPARTURES = True
 #: scans are lost: on 8 AllToAll x 128 GPUs interval 5 ran 0.93x the time without the repair at 0.25,
 #: 0.95x at 0.1 and 1.01-1.03x at 0.5, intervals 3-4 the same at all three; docs/engine-alltoall.md)
 REPAIR_MAX_SHARE = 0.25
+#: the departure repair checks, on each changed saturated link, only the flows at the link's largest level
+#: before the event (``RepairScratch.sat``; every flow where it is not known): only those have the link as a
+#: bottleneck, and a flow below it whose own bottleneck changed too is found on that link (every changed
+#: link is scanned). Exact either way; False checks every active flow on the link for a witness (the
+#: repair of item 9). The default of :func:`resolve_incremental`'s ``rep_top``; docs/engine-alltoall.md
+#: item 11
+REPAIR_ONLY_TOP = True
 #: a re-filled flow without a bottleneck after a repair's fill (a kept flow above it on each saturated link
 #: it crosses) puts those kept flows in the re-fill, and the repair fills again, at most this many times
 REPAIR_MAX_ROUNDS = 4
@@ -129,6 +136,14 @@ PARALLEL_SHARE = 0.25
 #: the parallel rule of such a solve hands the flows still unfrozen to the heap fill after this many
 #: rounds (many distinct levels: one round each; the heap fill costs O(log links) per entry at any count)
 PARALLEL_MAX_ROUNDS = 8
+#: a solve re-fills by the parallel rule only when the flows it re-fills held at most this many distinct
+#: levels at the last solve (the log's levels at or above the restart level; a periodic full fill: all of
+#: them); with more, the rule freezes few flows per round and the heap fill is cheaper: on 8 AllToAll x 128
+#: GPUs interval 5 (175 distinct levels above the restart level, median) ran its first 3,000 events in
+#: 6.2 s with heap fills only against 8.1-8.3 s with the parallel rule on the dense solves, while intervals
+#: 1-2 (one level) need the rule. Exact either way. The default of :func:`resolve_incremental`'s
+#: ``par_levels``; docs/engine-alltoall.md item 11
+PARALLEL_MAX_LEVELS = 8
 #: the switch between the two exact paths of a lazy-kernel instance (docs/engine-alltoall.md): the full
 #: re-solve per event (:func:`run_interval_numba`, the parallel rule over every active flow) and the lazy
 #: kernel (:func:`run_interval_lazy`, a re-fill of the flows at or above the restart level). With the switch
@@ -1677,7 +1692,7 @@ def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cov
 @njit(cache=True, nogil=True)
 def repair_departures(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, weight, resid, rstamp, load,
-    rstate, refill, old_rate, out_flow, out_level, fs, rp, limit,
+    rstate, refill, old_rate, out_flow, out_level, fs, rp, limit, only_top=True,
 ):  # fmt: skip  # pragma: no cover - compiled
     """The max-min rates after an event at which flows only left (``gone[:n_gone]``), by re-filling only the
     flows that lost every bottleneck, if they are at most ``limit``; ``(n_r, work)`` with ``n_r`` the flows
@@ -1745,6 +1760,10 @@ def repair_departures(
                 c < inf and c - load[lk] <= tol * c
             ):  # not saturated before the event: no flow's bottleneck
                 continue
+            # the link's largest level before the event, if known: only the flows at it have the link as a
+            # bottleneck (:data:`REPAIR_ONLY_TOP`); a flow below it has another bottleneck, and if that one changed
+            # too, the flow is found when that link is scanned (it is queued: every changed link is)
+            top = sat[lk] * (1.0 - tol) if only_top and sat[lk] >= 0.0 else -inf
             for x in range(off[lk], off[lk + 1]):
                 g = adj[x]
                 work += 1
@@ -1752,9 +1771,11 @@ def repair_departures(
                     continue
                 seen += 1
                 r = rate[g]
+                lv = r / weight[g]
+                if lv < top:
+                    continue
                 ok = r >= dcap[g] * (1.0 - tol)
                 if not ok:
-                    lv = r / weight[g]
                     for e in range(fe_lo[g], fe_hi[g]):
                         l2 = e_link[e] - lo
                         if rstamp[l2] == tick:
@@ -1896,11 +1917,27 @@ def repair_departures(
 
 
 @njit(cache=True, nogil=True)
+def _distinct_levels(level, k0, k1, cap):  # pragma: no cover - compiled
+    """The distinct levels of the nondecreasing ``level[k0:k1]`` (equal within 1e-12 relative: the fills'
+    round-off), counted up to ``cap + 1``."""
+    n = 0
+    last = -1.0
+    for k in range(k0, k1):
+        x = level[k]
+        if n == 0 or x > last * (1.0 + 1e-12):
+            n += 1
+            if n > cap:
+                return n
+            last = x
+    return n
+
+
+@njit(cache=True, nogil=True)
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
-    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on,
+    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -1965,7 +2002,10 @@ def resolve_incremental(
     gen = rstate[2]
     work = 0
     e_above = 0
+    n_lev = 0  # distinct levels of the last solve among the flows to re-fill (0: not known, a first fill)
     if full:
+        if n_log >= 0 and par_levels < n_log:  # a periodic full fill: the levels of the last solve's log
+            n_lev = _distinct_levels(log_level, 0, n_log, par_levels)
         e_act = 0
         for k in range(n_act):
             f = act_list[k]
@@ -2028,7 +2068,7 @@ def resolve_incremental(
             n_r, rw = repair_departures(
                 act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid,
                 rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs, rp,
-                int(REPAIR_MAX_SHARE * (n_log - k0)),
+                int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top,
             )  # fmt: skip
             work += rw
             if (
@@ -2067,6 +2107,8 @@ def resolve_incremental(
         for k in range(k0, n_log):
             f = log_flow[k]
             e_above += fe_hi[f] - fe_lo[f]
+        if par_levels < n_log - k0:
+            n_lev = _distinct_levels(log_level, k0, n_log, par_levels)
         if sw_on:
             p_full = cost[0] * rstate[8] + n_inst + n_act
             acc = cost[2] + sw_ratio * cost[1] * e_above - p_full
@@ -2141,7 +2183,8 @@ def resolve_incremental(
                 rstate[6] = rstate[7]
             else:
                 rstate[7] = 0
-    dense = n_re > par_share * n_act
+    # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
+    dense = n_re > par_share * n_act and n_lev <= par_levels
     if (
         dense and n_re > 1
     ):  # many flows: walk them in flow order (their entries in memory order), not by level

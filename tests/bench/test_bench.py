@@ -13,6 +13,7 @@ import pytest
 from ainet_gym.bench import (
     EXACT_RTOL,
     BenchConfig,
+    check_bench_config,
     cluster_scenario,
     fabric_instance,
     format_report,
@@ -100,6 +101,7 @@ def test_scaling_section_writes_plot(tmp_path):
     assert [r["jobs"] for r in sc["jobs"]] == [4, 8]
     for key in ("exponent_vs_gpus", "exponent_vs_transfers", "exponent_vs_jobs"):
         assert isinstance(sc[key], float)
+    assert [r["intervals_timed"] for r in sc["transfers"]] == [cfg.transfers_intervals] * 2  # a fixed set
     png = (tmp_path / "scaling.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -299,3 +301,31 @@ def test_env_timer_counts_only_the_copies_that_ran_their_interval(monkeypatch):
     timer.window(2.5)  # three timed steps, 3 s on the fake clock
     assert timer.steps == 3
     assert timer.best == pytest.approx((3 * 4 - 2) / 3.0)  # two copies stood still in the 2nd step
+
+
+def test_transfers_sweep_times_a_fixed_set_of_intervals():
+    # each point of the AllToAll sweep times intervals 2 .. 1 + k from reset, whatever the clock says: the
+    # events it reports are those of a world stepped through the same intervals independently (intervals of
+    # an AllToAll episode differ in events, so a time window that took in more or fewer of them would not
+    # give these), the same in every run; bad settings are refused naming the field
+    from ainet_gym.bench.sections import _fixed_intervals_cost
+    from ainet_gym.sim.world import FabricWorld
+
+    sc = cluster_scenario(128, 8, 16, op="alltoall")
+    world = FabricWorld(load_scenario(sc), 1)
+    world.reset(seeds=[0])
+    ev = [int(world.step(world.default_split()).events) for _ in range(5)]
+    assert len(set(ev[1:5])) > 1  # the intervals differ: which ones are timed matters
+    for k, reps in ((3, 1), (3, 2), (4, 1)):
+        row = _fixed_intervals_cost(sc, k, reps)
+        assert row["events_per_interval"] == pytest.approx(np.mean(ev[1 : 1 + k]), rel=0, abs=0)
+        assert row["intervals_timed"] == k and row["repeats"] == reps and row["interval_ms"] > 0
+    for field, kw in (
+        ("transfers_intervals", (0, 1)),
+        ("transfers_repeats", (1, 0)),
+        ("transfers_intervals", (True, 1)),
+    ):
+        with pytest.raises(ValueError, match=rf"^{field} = "):
+            _fixed_intervals_cost(sc, *kw)
+        with pytest.raises(ValueError, match=rf"^{field} = "):
+            check_bench_config(tiny_config(**{field: kw[0] if field == "transfers_intervals" else kw[1]}))

@@ -386,20 +386,32 @@ def event_sequences(draw):
     return cap, inc, demand, events
 
 
-# how a solve fills its flows: (par_share, par_rounds). The heap fill only; the parallel rule for every
-# solve, handing the flows left after 1 or 2 rounds to the heap fill; the parallel rule to the end
-FILL_MODES = [(1.0, 8), (0.0, 1), (0.0, 2), (0.0, 1_000_000)]
+# how a solve fills its flows: (par_share, par_rounds, par_levels). The heap fill only; the parallel rule for
+# every solve, handing the flows left after 1 or 2 rounds to the heap fill; the parallel rule to the end; and
+# the parallel rule only where the flows re-filled held one level at the last solve (else the heap fill:
+# PARALLEL_MAX_LEVELS)
+NO_GATE = 10**9
+FILL_MODES = [(1.0, 8, NO_GATE), (0.0, 1, NO_GATE), (0.0, 2, NO_GATE), (0.0, 1_000_000, NO_GATE), (0.0, 2, 1)]
 
 
-@pytest.mark.parametrize("repair", [True, False])
-@pytest.mark.parametrize("par_share, par_rounds", FILL_MODES)
+# the departure repair: checking only the flows at each changed link's largest level (the default,
+# REPAIR_ONLY_TOP), checking every flow on it (item 9's repair), and off
+REPAIR_MODES = ["top", "all", "off"]
+
+
+@pytest.mark.parametrize("repair_mode", REPAIR_MODES)
+@pytest.mark.parametrize("par_share, par_rounds, par_levels", FILL_MODES)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(event_sequences())
-def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par_rounds, repair, case):
+def test_resolve_incremental_equals_a_full_resolve_at_every_event(
+    par_share, par_rounds, par_levels, repair_mode, case
+):
     # the compiled incremental re-solve of the lazy event loop, driven event by event, against the numpy
     # reference (the parallel rule, a full re-solve of the active flows) after every event, with each way
-    # of filling the flows above the restart level
+    # of filling the flows above the restart level and of the departure repair
     from ainet_gym.sim.allocator import max_min_fair
+
+    repair = repair_mode != "off"
 
     cap, inc, demand, events = case
     F, L = inc.shape
@@ -437,7 +449,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
-            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair,
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode == "top", par_levels,
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
@@ -457,7 +469,11 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(par_share, par
         err = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-300)
         assert np.all((err <= RTOL) | (np.abs(got[fin] - want[fin]) <= 1e-9)), (mark, err.max())
     assert n_inc == len(events) - 1  # after the first (full) fill, every solve was incremental
-    assert rstate[5] == (n_filled if par_share == 0.0 else 0)  # the solves the parallel rule took
+    # the solves the parallel rule took: every one that filled a flow, or, gated by the levels, at most those
+    if par_levels == NO_GATE:
+        assert rstate[5] == (n_filled if par_share == 0.0 else 0)
+    else:
+        assert rstate[5] <= n_filled
 
 
 @pytest.mark.parametrize(
@@ -489,10 +505,16 @@ def test_bad_parallel_settings_are_refused_naming_the_field(field, value):
         np.testing.assert_array_equal(a, b)
 
 
-def _drive(cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, repair: bool) -> list:
+def _drive(
+    cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, repair: bool, top: bool = True,
+    works: list | None = None, par: tuple = (1.0, 8, NO_GATE),
+) -> list:  # fmt: skip
     """:func:`kernels.resolve_incremental` driven through ``events`` ((gone, came) flow arrays); per event the
     rates of every flow (0 when inactive), the flows the solve filled, whether the repair made it and the
-    active flows the repair read (``rstate[13]``'s increase)."""
+    active flows the repair read (``rstate[13]``'s increase). ``top``: the repair checks only the flows at a
+    changed link's largest level (:data:`kernels.REPAIR_ONLY_TOP`); ``works`` receives each solve's counted
+    work (``rstate[9]``) and the parallel-rule solves so far (``rstate[5]``); ``par``: ``(par_share,
+    par_rounds, par_levels)``."""
     F, L = inc.shape
     fe, le = np.nonzero(inc)
     i64 = np.int64
@@ -517,9 +539,11 @@ def _drive(cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, r
         reps, seen = rstate[11], rstate[13]
         n_re, _ = kernels.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
-            inc[fe, le], cap, 0, demand, np.ones(F), rate, *per_flow, fs, *links, rstate, 1.0, 8, False, 1.0, 1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
-            rp, 0, F, repair,
+            inc[fe, le], cap, 0, demand, np.ones(F), rate, *per_flow, fs, *links, rstate, par[0], par[1], False, 1.0, 1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
+            rp, 0, F, repair, top, par[2],
         )  # fmt: skip
+        if works is not None:
+            works.append((int(rstate[9]), int(rstate[5])))
         out.append((np.where(act, rate, 0.0), n_re, rstate[11] > reps, int(rstate[13] - seen)))
     return out
 
@@ -619,3 +643,51 @@ def test_the_lazy_kernels_scratch_is_kept_and_gives_what_fresh_scratch_gives() -
         held.extend(id(v[0].slot_flows) for v in per_thread.values())
     # the same arrays at every interval (one per kernel thread that ran a range)
     assert 1 <= len(set(held)) == len(kept.sim.backend_scratch["lazy"][1])
+
+
+def test_departure_repair_checks_only_the_flows_at_a_changed_links_largest_level():
+    # links A (12), B (2), C (2); flows d: A; f1: A, B; f2: A, C; g: A. Max-min: f1 = f2 = 2 (B, C), d = g =
+    # 4 (A, its largest level). d leaves: of the flows on A, f1 and f2 are below A's largest level (A is not
+    # their bottleneck, B and C are, unchanged): only g is checked for a witness, finds none and is
+    # re-filled (8). Checking every flow on A reads the same three and walks f1's and f2's links too: more
+    # work, the same re-fill and rates; both against the numpy reference
+    from ainet_gym.sim.allocator import max_min_fair
+
+    # 16 more flows share a link X (160) apart: above the restart level, so that the repair may re-fill one
+    cap = np.array([12.0, 2.0, 2.0, 160.0])
+    inc = np.zeros((20, 4))
+    for f, links in enumerate([[0], [0, 1], [0, 2], [0], *[[3]] * 16]):
+        inc[f, links] = 1.0
+    events = [(np.arange(0), np.arange(20)), ([0], [])]
+    want = np.zeros(20)
+    want[1:] = max_min_fair(inc[1:], cap, backend="numpy")
+    res, work = {}, {}
+    for top in (True, False):
+        work[top] = []
+        res[top] = _drive(cap, inc, np.full(20, np.inf), events, True, top, work[top])
+        np.testing.assert_allclose(res[top][0][0], [4.0, 2.0, 2.0, 4.0] + [10.0] * 16, rtol=1e-12)
+        np.testing.assert_allclose(res[top][1][0], want, rtol=1e-12)
+        # g re-filled by the repair; f1, f2 and g read twice (checked, then scanned for A's new largest level)
+        assert res[top][1][1:] == (1, True, 6)
+    assert work[True][1][0] < work[False][1][0]
+
+
+def test_parallel_fill_only_where_the_refilled_flows_held_few_levels():
+    # 6 flows, each alone on a link of its own capacity (6 distinct levels), one more link shared by all with
+    # spare capacity; every solve dense (par_share 0). The lowest flow leaves: the restart rule re-fills the
+    # 5 above it; the log at or above the restart level holds 6 distinct levels (the departed flow's too):
+    # the parallel rule takes that solve only when par_levels >= 6, else the heap fill does; the first fill
+    # (levels not known) is always the rule's. Same rates
+    cap = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 100.0])
+    inc = np.zeros((6, 7))
+    for f in range(6):
+        inc[f, [f, 6]] = 1.0
+    events = [(np.arange(0), np.arange(6)), ([0], [])]
+    got = {}
+    for levels in (5, 6, NO_GATE):
+        rec = []
+        res = _drive(cap, inc, np.full(6, np.inf), events, False, works=rec, par=(0.0, 2, levels))
+        got[levels] = [r[1] for r in rec]
+        np.testing.assert_allclose(res[1][0], [0.0, 2.0, 3.0, 4.0, 5.0, 6.0], rtol=1e-12)
+        assert res[1][1] == 5
+    assert got == {5: [1, 1], 6: [1, 2], NO_GATE: [1, 2]}
