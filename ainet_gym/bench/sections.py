@@ -565,6 +565,21 @@ def calibrate(repeats: int = 5) -> dict[str, float]:
     return out
 
 
+def _instance_size(world: Any, sc: Any) -> dict[str, Any]:
+    """The size of a timed instance (one world, batch 1): GPUs, links, jobs, transfers, flows and entries."""
+    sim = world.sim
+    assert sim is not None
+    return {
+        "scenario": sc.name,
+        "gpus": int(world.fabric.n_gpus),
+        "links": int(world.fabric.n_links),
+        "jobs": len(sc.jobs),
+        "transfers": int(sim.member_flow.shape[0]),
+        "flows": int(sim.n_flows),
+        "entries": int(sim.e_flow.shape[0]),
+    }
+
+
 def _interval_cost(scenario: dict[str, Any], min_time: float, max_repeats: int) -> dict[str, Any]:
     """Median wall time of one decision interval (``FabricWorld.step`` with the static ECMP split)."""
     from ainet_gym.scenario.loader import load_scenario
@@ -583,16 +598,8 @@ def _interval_cost(scenario: dict[str, Any], min_time: float, max_repeats: int) 
         events.append(int(res.events))
 
     t, reps, _ = _timeit(one, min_time, max_repeats, stat="median")
-    sim = world.sim
-    assert sim is not None
     return {
-        "scenario": sc.name,
-        "gpus": int(world.fabric.n_gpus),
-        "links": int(world.fabric.n_links),
-        "jobs": len(sc.jobs),
-        "transfers": int(sim.member_flow.shape[0]),
-        "flows": int(sim.n_flows),
-        "entries": int(sim.e_flow.shape[0]),
+        **_instance_size(world, sc),
         "events_per_interval": float(np.mean(events)),
         "interval_ms": t * 1e3,
         "repeats": reps,
@@ -773,16 +780,8 @@ def _fixed_intervals_cost(scenario: dict[str, Any], intervals: int, repeats: int
             events.append(int(res.events))
         if cpu < best:
             best, best_wall = cpu, wall
-    sim = world.sim
-    assert sim is not None
     return {
-        "scenario": sc.name,
-        "gpus": int(world.fabric.n_gpus),
-        "links": int(world.fabric.n_links),
-        "jobs": len(sc.jobs),
-        "transfers": int(sim.member_flow.shape[0]),
-        "flows": int(sim.n_flows),
-        "entries": int(sim.e_flow.shape[0]),
+        **_instance_size(world, sc),
         "events_per_interval": float(np.mean(events)),
         "interval_ms": best / intervals * 1e3,
         "interval_wall_ms": best_wall / intervals * 1e3,

@@ -481,18 +481,25 @@ def test_split_change_between_intervals_moves_unsent_bytes_as_hand_computed() ->
     assert det["resplits"] == 0
 
 
+def _storage_burst(gbps: float) -> dict:
+    """Two GPUs on a switch, one storage host on a 10 Gb/s link reading ``gbps`` (two flows) into them in
+    interval 1 of 3 only (periodic, period 3, offset 1), intervals of 10 ms."""
+    sc = _switch(gpus=2, nbytes=2e6)
+    sc["fabric"]["storage"] = {"hosts": 1, "gbps": 10}
+    sc["workload"]["background"] = [
+        {"kind": "storage", "gbps": gbps, "pattern": "periodic", "period_steps": 3, "duration_steps": 1,
+         "offset_steps": 1, "flows_per_host": 2}
+    ]  # fmt: skip
+    sc["dynamics"] = {"episode_steps": 3, "decision_interval_ms": 10.0}
+    return sc
+
+
 @needs_ns3
 def test_background_burst_starts_and_stops_in_the_link_bytes() -> None:
     """A storage host on a 10 Gb/s switch reads 5 Gb/s (two flows) into two GPUs in interval 1 of 3 only
     (periodic, period 3, offset 1). Reference: the storage link carries 5 Gb/s x 10 ms = 6.25 MB of payload
     in interval 1 and nothing in intervals 0 and 2, in both simulators."""
-    sc = _switch(gpus=2, nbytes=2e6)
-    sc["fabric"]["storage"] = {"hosts": 1, "gbps": 10}
-    sc["workload"]["background"] = [
-        {"kind": "storage", "gbps": 5, "pattern": "periodic", "period_steps": 3, "duration_steps": 1,
-         "offset_steps": 1, "flows_per_host": 2}
-    ]  # fmt: skip
-    sc["dynamics"] = {"episode_steps": 3, "decision_interval_ms": 10.0}
+    sc = _storage_burst(gbps=5)
     from ainet_gym.checks.crosscheck import _crosscheck_in_subprocess
 
     r, det = _crosscheck_in_subprocess(sc, "ecmp", 0, None, None)
@@ -523,13 +530,7 @@ def test_background_source_starts_at_its_boundary_not_one_pacing_period_later() 
     each sub-flow's first byte arrives within 0.1 ms of 10 ms (a handshake and one segment on an idle
     switch, about 10 us), and it writes 14480 B at connect + k P for k = 0..4 (4 P = 9.27 ms < 10 ms):
     5 x 14480 B in interval 1, nothing before. (Before this was fixed: first byte at 12.3 ms, 4 writes.)"""
-    sc = _switch(gpus=2, nbytes=2e6)
-    sc["fabric"]["storage"] = {"hosts": 1, "gbps": 10}
-    sc["workload"]["background"] = [
-        {"kind": "storage", "gbps": 0.1, "pattern": "periodic", "period_steps": 3, "duration_steps": 1,
-         "offset_steps": 1, "flows_per_host": 2}
-    ]  # fmt: skip
-    sc["dynamics"] = {"episode_steps": 3, "decision_interval_ms": 10.0}
+    sc = _storage_burst(gbps=0.1)
     from ainet_gym.checks.crosscheck import _crosscheck_in_subprocess
 
     r, det = _crosscheck_in_subprocess(sc, "ecmp", 0, None, None)

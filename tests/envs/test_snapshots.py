@@ -66,6 +66,19 @@ def _record(step, actions) -> list:
     return out
 
 
+def _snapshot_after(core: EnvCore, seeds: list[int], action_seed: int, warm: int, ahead: int) -> tuple:
+    """Reset ``core`` on ``seeds``, take ``warm`` random steps (action space seeded ``action_seed``), snapshot;
+    returns the snapshot and ``ahead`` more random actions to replay from it."""
+    core.reset(seeds)
+    sp = core.action_space
+    sp.seed(action_seed)
+    n = len(seeds)
+    for _ in range(warm):
+        core.step(np.stack([sp.sample() for _ in range(n)]))
+    snap = core.snapshot()
+    return snap, [np.stack([sp.sample() for _ in range(n)]) for _ in range(ahead)]
+
+
 def _assert_same(x: list, y: list) -> None:
     assert len(x) == len(y)
     for a, b in zip(x, y):
@@ -80,13 +93,7 @@ def _assert_same(x: list, y: list) -> None:
 @pytest.mark.parametrize("mode", ACTION_MODES)
 def test_core_restore_replays_bit_for_bit(backend: str, mode: str) -> None:
     core = EnvCore(dynamic_scenario(), batch=3, action_mode=mode, backend=backend, info_keys=INFO)
-    core.reset([4, 5, 6])
-    sp = core.action_space
-    sp.seed(0)
-    for _ in range(3):
-        core.step(np.stack([sp.sample() for _ in range(3)]))
-    snap = core.snapshot()
-    acts = [np.stack([sp.sample() for _ in range(3)]) for _ in range(6)]
+    snap, acts = _snapshot_after(core, [4, 5, 6], 0, warm=3, ahead=6)
     first = _record(core.step, acts)
     core.restore(snap)
     _assert_same(first, _record(core.step, acts))
@@ -206,13 +213,7 @@ def test_restore_into_a_fresh_core_replays_the_rollout_bit_for_bit(backend: str)
     rollout (observations, rewards, infos) and the same episode state after it, every array of the three
     containers equal bit for bit: the containers are the whole state, nothing is left in attributes."""
     core = EnvCore(dynamic_scenario(), batch=3, action_mode="split", backend=backend, info_keys=INFO)
-    core.reset([11, 12, 13])
-    sp = core.action_space
-    sp.seed(5)
-    for _ in range(3):
-        core.step(np.stack([sp.sample() for _ in range(3)]))
-    snap = core.snapshot()
-    acts = [np.stack([sp.sample() for _ in range(3)]) for _ in range(6)]
+    snap, acts = _snapshot_after(core, [11, 12, 13], 5, warm=3, ahead=6)
     first = _record(core.step, acts)
     end = _state_arrays(core)
     fresh = EnvCore(dynamic_scenario(), batch=3, action_mode="split", backend=backend, info_keys=INFO)
@@ -227,12 +228,7 @@ def test_step_state_is_the_step_as_a_function_of_the_state(backend: str) -> None
     from there, bit for bit, and leaves its input state unchanged (the same state stepped twice gives the
     same output and the same next state)."""
     core = EnvCore(dynamic_scenario(), batch=2, action_mode="split", backend=backend, info_keys=INFO)
-    core.reset([3, 4])
-    sp = core.action_space
-    sp.seed(6)
-    core.step(np.stack([sp.sample() for _ in range(2)]))
-    s0 = core.snapshot()
-    acts = [np.stack([sp.sample() for _ in range(2)]) for _ in range(4)]
+    s0, acts = _snapshot_after(core, [3, 4], 6, warm=1, ahead=4)
     first = _record(core.step, acts)
     end = _state_arrays(core)
     other = EnvCore(dynamic_scenario(), batch=2, action_mode="split", backend=backend, info_keys=INFO)
