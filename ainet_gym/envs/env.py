@@ -129,21 +129,6 @@ class EnvSnapshot:
         """Instances in the snapshot."""
         return self.world.batch
 
-    @property
-    def util_hist(self) -> np.ndarray:
-        """(batch, history, net_links) link utilisation history, newest first."""
-        return self.state.util_hist
-
-    @property
-    def last(self) -> StepResult | None:
-        """The last interval's result (None right after a full reset)."""
-        return self.state.last
-
-    @property
-    def needs_reset(self) -> bool:
-        """Whether the core needed a reset."""
-        return self.state.needs_reset
-
 
 #: (observations, rewards, terminated, truncated, info) of one step of a core
 StepOutput = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
@@ -415,9 +400,9 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             raise ValueError(
                 f"restore: {type(snap).__name__} is not an EnvSnapshot (take one with snapshot())"
             )
-        if snap.util_hist.shape[1:] != self.util_hist.shape[1:]:
+        if snap.state.util_hist.shape[1:] != self.util_hist.shape[1:]:
             raise ValueError(
-                f"restore: the snapshot's link history has shape {snap.util_hist.shape[1:]}, this core's "
+                f"restore: the snapshot's link history has shape {snap.state.util_hist.shape[1:]}, this core's "
                 f"{self.util_hist.shape[1:]} (another history length)"
             )
         self.world.restore(snap.world, source)

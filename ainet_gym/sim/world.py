@@ -58,8 +58,8 @@ class WorldSnapshot:
     :meth:`FabricWorld.snapshot` (copies: later steps of the world do not change it): a copy of the world's
     episode state (:class:`~ainet_gym.sim.state.WorldState`: generators, step counts, hash seeds, background
     offsets, link failures, jobs and GPUs, the dynamics flag) and of the engine's (every unit, phase and flow,
-    with its layout), the first unit and connection of each instance and the split that ran last. The
-    world's fields stay readable by their names (``snap.step_count`` is ``snap.state.step_count``)."""
+    with its layout), the first unit and connection of each instance and the split that ran last (the
+    world's fields are read from the copy: ``snap.state.step_count``)."""
 
     scenario: Scenario
     state: WorldState  # a copy of the world's episode state
@@ -72,51 +72,6 @@ class WorldSnapshot:
     def batch(self) -> int:
         """Instances in the snapshot."""
         return self.state.batch
-
-    @property
-    def rng_states(self) -> tuple:
-        """(batch,) (bit generator class, state dict) of each instance's generator."""
-        return tuple((type(g.bit_generator), g.bit_generator.state) for g in self.state.rngs)
-
-    @property
-    def step_count(self) -> np.ndarray:
-        """(batch,) int64 intervals run."""
-        return self.state.step_count
-
-    @property
-    def hash_seed(self) -> np.ndarray:
-        """(batch,) int64 ECMP hash seeds."""
-        return self.state.hash_seed
-
-    @property
-    def bg_offset(self) -> np.ndarray:
-        """(batch, background) int64 step offsets."""
-        return self.state.bg_offset
-
-    @property
-    def fail_until(self) -> np.ndarray:
-        """(batch, links) int64 repair step, -1: up."""
-        return self.state.fail_until
-
-    @property
-    def cap_factor(self) -> np.ndarray:
-        """(batch, links) share of the nominal capacity."""
-        return self.state.cap_factor
-
-    @property
-    def jobs(self) -> tuple:
-        """(batch,) tuples of the job slots' JobSpec (None: empty)."""
-        return tuple(tuple(x) for x in self.state.jobs)
-
-    @property
-    def gpus(self) -> tuple:
-        """(batch,) tuples of the job slots' GPU arrays (None: empty)."""
-        return tuple(tuple(x) for x in self.state.gpus)
-
-    @property
-    def dynamics_changed(self) -> bool:
-        """Whether the last advance of the dynamics changed a capacity or restacked the units."""
-        return self.state.dynamics_changed
 
 
 class FabricWorld:

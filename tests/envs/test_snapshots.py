@@ -250,7 +250,7 @@ def test_step_state_is_the_step_as_a_function_of_the_state(backend: str) -> None
     after_a = _state_arrays(other)
     other.restore(s1b)
     _assert_states_equal(after_a, _state_arrays(other))
-    np.testing.assert_array_equal(s1a.world.step_count, s0.world.step_count + 1)
+    np.testing.assert_array_equal(s1a.world.state.step_count, s0.world.state.step_count + 1)
 
 
 def test_world_state_take_and_load_copy_the_chosen_instances() -> None:
