@@ -324,7 +324,7 @@ class PredictiveRouter:
             self.hist[:, 0] = base_load(w, last, self.background) / _nominal_bytes(w)
             self.bg_prev = self._bg_now
             self._seen = last
-        fresh = w.step_count == 0  # just reset: no interval of this episode yet
+        fresh = w.state.step_count == 0  # just reset: no interval of this episode yet
         self.hist[fresh] = 0.0
         self.bg_prev[fresh] = 0.0
         self._bg_now = background_offered(w, self.background)

@@ -52,7 +52,6 @@ from ainet_gym.routing.context import RoutingContext
 from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
-from ainet_gym.sim.state import InState
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
 
 # the constants and helpers of actions.py, observation.py and info.py stay importable from here
@@ -160,13 +159,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     own), ``world.state`` and ``world.sim.state``; :attr:`episode_state` views them together, and
     :meth:`snapshot` copies them."""
 
-    #: the core's own episode state (:class:`~ainet_gym.envs.state.EnvState`); its fields as attributes below
+    #: the core's own episode state (:class:`~ainet_gym.envs.state.EnvState`): ``util_hist`` (batch, history,
+    #: net_links) the link history, newest first; ``last`` the last interval's result (public:
+    #: :attr:`last_result`); ``needs_reset``; ``plan`` (batch,) the plan run in the last interval (choose modes)
     state: EnvState
-    #: (batch, history, net_links) link history, newest first
-    util_hist: InState[np.ndarray] = InState("util_hist")
-    _last: InState[StepResult | None] = InState("last")  # the last interval's result
-    _needs_reset: InState[bool] = InState("needs_reset")  # True until the first reset
-    _plan: InState[np.ndarray] = InState("plan")  # (batch,) choose modes: the plan run in the last interval
 
     def __init__(
         self,
@@ -264,7 +260,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     @property
     def last_result(self) -> StepResult | None:
         """The :class:`StepResult` of the last interval (None right after a full reset); read-only."""
-        return self._last
+        return self.state.last
 
     @property
     def decision_interval_s(self) -> float:
@@ -357,10 +353,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     def reset(self, seeds: list[int | None], mask: np.ndarray | None = None) -> tuple[Any, dict[str, Any]]:
         mask = np.ones(self.batch, dtype=bool) if mask is None else mask
         self.world.reset(seeds=seeds, mask=mask)
-        self.util_hist[mask] = 0.0
-        self._last = None if mask.all() else self._last
-        self._needs_reset = False
-        self._plan[mask] = -1
+        self.state.util_hist[mask] = 0.0
+        self.state.last = None if mask.all() else self.state.last
+        self.state.needs_reset = False
+        self.state.plan[mask] = -1
         self._default = self.world.default_split(copy=False)
         return self.observe(None), self.info(None)
 
@@ -400,10 +396,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             raise ValueError(
                 f"restore: {type(snap).__name__} is not an EnvSnapshot (take one with snapshot())"
             )
-        if snap.state.util_hist.shape[1:] != self.util_hist.shape[1:]:
+        if snap.state.util_hist.shape[1:] != self.state.util_hist.shape[1:]:
             raise ValueError(
                 f"restore: the snapshot's link history has shape {snap.state.util_hist.shape[1:]}, this core's "
-                f"{self.util_hist.shape[1:]} (another history length)"
+                f"{self.state.util_hist.shape[1:]} (another history length)"
             )
         self.world.restore(snap.world, source)
         self.state.load(snap.state, source)  # (with source: the last result without per-connection figures)
@@ -415,12 +411,12 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self, actions: np.ndarray, active: np.ndarray | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Validate, decode and run one interval in the ``active`` instances (all by default)."""
-        if self._needs_reset:
+        if self.state.needs_reset:
             raise RuntimeError("step() called before reset()")
         fused = self._fused_decode()
         a = self._validate(actions, float64=not fused)  # raises before any state changes
         if self.plans:
-            self._plan = np.where(np.ones(self.batch, dtype=bool) if active is None else active, a, -1)
+            self.state.plan = np.where(np.ones(self.batch, dtype=bool) if active is None else active, a, -1)
         if fused:  # decoded and merged in one compiled pass per instance range
             w = self.world
             assert w.sim is not None
@@ -476,7 +472,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         fixed-size action cannot express exactly (ECMP hashing in ``split`` mode is exact, spraying in
         ``path`` mode is not) are evaluated through it.
         """
-        if self._needs_reset:
+        if self.state.needs_reset:
             raise RuntimeError("step() called before reset()")
         sim = self.world.sim
         assert sim is not None
@@ -487,7 +483,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             )
         if not np.all(np.isfinite(split)) or (split < 0).any():
             raise ValueError("split: every ratio must be finite and >= 0")
-        self._plan[:] = -1  # choose modes: no plan ran, the split was given
+        self.state.plan[:] = -1  # choose modes: no plan ran, the split was given
         return self._run(split, active)
 
     def _run(
@@ -512,7 +508,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             moved = np.where(before >= 0, res.conn_bytes[np.maximum(before, 0)], 0.0)
             self._slot_bytes = (res, moved)
         self._default = self.world.default_split(copy=False)
-        self._last = res
+        self.state.last = res
         if not compiled:  # the compiled observation pushes the history itself
             self._push_history(res, active)
         # the info's per-job arrays and rewards of this interval, if the kernel threads computed them
@@ -525,7 +521,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         fn = self.reward_fn
         raw = info[f"reward_{fn.name}"] if type(fn) in BUILTIN_REWARDS else fn(res)
         rewards = np.where(active, np.asarray(raw, dtype=np.float64), 0.0)
-        truncated = (self.world.step_count >= self.episode_steps) & active
+        truncated = (self.world.state.step_count >= self.episode_steps) & active
         terminated = np.zeros(self.batch, dtype=bool)
         obs = self._observe_numba(res, active, early) if compiled else self._observe(res, None)
         return obs, rewards, terminated, truncated, info
