@@ -47,11 +47,13 @@ from ainet_gym.envs.passes import EnvPasses, get_passes
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.envs.state import EnvState, EpisodeState
-from ainet_gym.fabric.topology import TIERS
+from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.routing.context import RoutingContext
 from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.stack import UnitStack
+from ainet_gym.sim.state import WAITING
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
 
 # the constants and helpers of actions.py, observation.py and info.py stay importable from here
@@ -266,6 +268,75 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     def decision_interval_s(self) -> float:
         """Simulated seconds of one step."""
         return self.world.decision_interval_s
+
+    @property
+    def fabric(self) -> Fabric:
+        """The fabric the instances share (structure: links, nominal capacities, tiers, ECMP groups); the
+        world's own object, read it and do not change it."""
+        return self.world.fabric
+
+    @property
+    def backend(self) -> str:
+        """The simulation backend the core runs on (``"numba"`` or ``"numpy"``)."""
+        return self.world.backend
+
+    @property
+    def job_names(self) -> list[list[str | None]]:
+        """(B, J) the name of each job slot's job as of the last restack (None: empty slot); a copy."""
+        return [list(x) for x in self.world.names]
+
+    @property
+    def unit_stack(self) -> UnitStack:
+        """The engine's compiled units of the batch (:class:`~ainet_gym.sim.stack.UnitStack`), read-only: a
+        restack (a reset that changes the jobs, churn, an AllToAll rotation) replaces it whole and renumbers
+        the connections, so ``core.unit_stack is before`` tells that a split of ``before`` still applies.
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset`.
+        """
+        return self._sim().stack
+
+    def connection_bounds(self) -> np.ndarray:
+        """(B+1,) int64: the first connection of each instance (instance ``b``'s connections are the rows
+        ``bounds[b]:bounds[b + 1]`` of a split).
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset`.
+        """
+        sim = self._sim()
+        return np.searchsorted(sim.unit_inst[sim.conn_unit], np.arange(self.batch + 1)).astype(np.int64)
+
+    def job_progress(self) -> np.ndarray:
+        """(B, J) GPU-seconds of ideal work each job slot's job has done since it was stacked: per GPU,
+        completed iterations times the ideal step time, plus the compute done in the current iteration,
+        plus the share of its communication bytes moved times its ideal communication time (0 for an empty
+        slot). The twin's and the imitation labels' terminal value (:mod:`ainet_gym.agents.twin`).
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset`.
+        """
+        sim, w = self._sim(), self.world
+        st = sim.state
+        ju = w.job_unit
+        alive = ju >= 0
+        u = np.maximum(ju, 0)
+        jf = sim.job_flows
+        left = np.bincount(sim.flow_unit[jf], weights=st.rem[jf], minlength=sim.n_units)
+        total = np.bincount(sim.flow_unit[jf], weights=sim.flow_bytes[jf], minlength=sim.n_units)
+        comm_frac = np.where(total > 0, 1.0 - left / np.where(total > 0, total, 1.0), 0.0)
+        compute = sim.unit_compute[u]
+        done_compute = np.clip(compute - st.t_compute_left[u], 0.0, compute)
+        done_compute = np.where(st.phase_cur[u] == WAITING, 0.0, done_compute)  # not started yet
+        ideal_step = np.nan_to_num(w.job_ideal_step_s)
+        ideal_comm = np.nan_to_num(w.job_ideal_comm_s)
+        work = st.iterations_total[u] * ideal_step + done_compute + comm_frac[u] * ideal_comm
+        return np.where(alive, work * sim.unit_ngpus[u], 0.0)
 
     @property
     def n_slots(self) -> int:
