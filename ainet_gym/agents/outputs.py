@@ -111,6 +111,26 @@ def check_model_out(
         )
 
 
+def _out_dir_path(out: str | os.PathLike, flag: str, zip_ok: bool = True) -> tuple[str, Path]:
+    """``out`` (the value of ``flag``) as text and as the output directory's path: not empty, not an
+    existing file, and (unless ``zip_ok``) not ending in ``.zip`` (a model file name).
+
+    Raises
+    ------
+    ValueError
+        Naming ``flag``, the path and what is expected.
+    """
+    text = os.fspath(out)
+    if not text.strip():
+        raise ValueError(f"{flag} '': empty; expected a directory")
+    d = Path(text)
+    if not zip_ok and d.suffix == ".zip":
+        raise ValueError(f"{flag} {text!r}: ends in .zip, but this command writes a directory of results")
+    if d.exists() and not d.is_dir():
+        raise ValueError(f"{flag} {text!r}: is a file; expected a directory for the results")
+    return text, d
+
+
 def check_out_dir(
     out: str | os.PathLike,
     overwrite: bool,
@@ -121,14 +141,7 @@ def check_out_dir(
     of the ``inputs`` (model files being read) or ``read`` (other files read: the scenario), even with
     ``overwrite``, and (unless ``overwrite``) it must not hold earlier results or a model, nor any of the
     ``inputs``."""
-    text = os.fspath(out)
-    if not text.strip():
-        raise ValueError("--out '': empty; expected a directory")
-    d = Path(text)
-    if d.suffix == ".zip":
-        raise ValueError(f"--out {text!r}: ends in .zip, but this command writes a directory of results")
-    if d.exists() and not d.is_dir():
-        raise ValueError(f"--out {text!r}: is a file; expected a directory for the results")
+    text, d = _out_dir_path(out, "--out", zip_ok=False)
     inputs = list(inputs)
     for inp in [*inputs, *read]:  # never an input, even with overwrite
         hit = next((f for f in RESULT_FILES if _same(d / f, Path(inp))), None)
@@ -212,12 +225,7 @@ def check_out_files(
     ValueError
         Naming ``flag``, the directory, what it holds and what to do.
     """
-    text = os.fspath(out)
-    if not text.strip():
-        raise ValueError(f"{flag} '': empty; expected a directory")
-    d = Path(text)
-    if d.exists() and not d.is_dir():
-        raise ValueError(f"{flag} {text!r}: is a file; expected a directory for the results")
+    text, d = _out_dir_path(out, flag)
     src = _is_input(d, inputs)
     if src is not None:
         raise ValueError(f"{flag} {text!r}: holds this command's input {src!r}; choose another directory")
