@@ -167,7 +167,7 @@ def demo_main(args: argparse.Namespace) -> int:
     print(markdown_table(result))
     print()
     p = result["policies"]
-    ppo, ecmp = p["ppo"], p["ecmp"]
+    ppo, ecmp = p[f"ppo:{res.model_path}"], p["ecmp"]
     lp_name = ppo["lp_reference"] or "lp"
     lp = p[lp_name]
     m = ppo["gpu_utilization_vs_ecmp"]

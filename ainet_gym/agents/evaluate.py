@@ -325,14 +325,13 @@ def table_order(policies: dict[str, dict[str, Any]]) -> list[str]:
     return rows
 
 
-def _label(agent: Agent, spec: str, taken: set[str]) -> str:
-    name = agent.name
-    if name in taken:
-        tail = spec.partition(":")[2]
-        name = f"{agent.name}:{Path(tail).stem}" if tail else spec
-    base, i = name, 2
+def _label(spec: str, taken: set[str]) -> str:
+    """The row's name: the policy string exactly as given (``ppo:out/a.zip``, ``twin:best``, ``lp+bg``), so
+    that every policy of ``--policies`` is a key of the result's ``policies``, spelled as on the command line
+    (``parse_policies`` already dropped repeats; ``#2``... only guards a caller that passes a list twice)."""
+    name, i = spec, 2
     while name in taken:
-        name, i = f"{base}#{i}", i + 1
+        name, i = f"{spec}#{i}", i + 1
     return name
 
 
@@ -365,7 +364,7 @@ def prepare(cfg: EvalConfig) -> tuple[Scenario, list[tuple[str, Agent, EnvCore]]
         bind = getattr(agent, "bind", None)
         if bind is not None:  # agents that depend on the scenario (e.g. "pretrained") load it here
             bind(scenario)
-        label = _label(agent, spec, taken)
+        label = _label(spec, taken)
         taken.add(label)
         agent.name = label
         core = EnvCore(

@@ -397,7 +397,7 @@ def select_checkpoint(
     scores = []
     for p in paths:
         res = evaluate(EvalConfig(scenario, policies=[f"ppo:{p}"], seeds=seeds, steps=steps, out=None))
-        scores.append((p, float(res["policies"]["ppo"]["gpu_utilization"]["mean"])))
+        scores.append((p, float(res["policies"][f"ppo:{p}"]["gpu_utilization"]["mean"])))
     best = max(scores, key=lambda x: x[1])[0]
     return best, scores
 

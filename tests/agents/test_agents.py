@@ -331,7 +331,7 @@ def test_other_algorithms_train_and_evaluate(algo: str, hp: dict, tmp_path: Path
     out = evaluate(
         EvalConfig(scenario=small_spine_leaf(), policies=[f"{algo}:{res.model_path}"], seeds=[1, 2], out=None)
     )
-    assert 0.0 < out["policies"][algo]["gpu_utilization"]["mean"] <= 1.0
+    assert 0.0 < out["policies"][f"{algo}:{res.model_path}"]["gpu_utilization"]["mean"] <= 1.0
 
 
 def test_cleanrl_example_trains_without_sb3(tmp_path: Path) -> None:
@@ -378,15 +378,16 @@ def test_evaluate_writes_table_csv_json_and_figure_that_agree(trained, tmp_path:
         json.dumps(result["policies"])
     )
     pol = result["policies"]
-    assert list(pol) == ["ecmp", "spray", "wcmp", "greedy", "lp", "ppo"]
+    ppo = f"ppo:{res.model_path}"
+    assert list(pol) == ["ecmp", "spray", "wcmp", "greedy", "lp", ppo]  # every policy keyed as given
     assert pol["lp"]["gap_to_lp"] == 0.0
-    assert pol["ppo"]["learned"] and not pol["lp"]["learned"] and pol["ppo"]["lp_reference"] == "lp"
+    assert pol[ppo]["learned"] and not pol["lp"]["learned"] and pol[ppo]["lp_reference"] == "lp"
     # the markdown table: one row per policy, numbers equal to the JSON's at the printed precision; rows
     # by class, the learned policy's class first and the learned policy at its top
     rows = [r for r in (out / "results.md").read_text().splitlines() if r.startswith("| ") and "---" not in r]
     header, body = rows[0], rows[1:]
     assert "GPU util" in header
-    assert [r.split("|")[1].strip() for r in body] == ["ppo", "spray", "wcmp", "greedy", "lp", "ecmp"]
+    assert [r.split("|")[1].strip() for r in body] == [ppo, "spray", "wcmp", "greedy", "lp", "ecmp"]
     for r in body:
         cells = [c.strip() for c in r.strip("|").split("|")]
         d = pol[cells[0]]

@@ -41,7 +41,7 @@ def test_runs_through_evaluate(checkpoint: str) -> None:
             out=None,
         )
     )
-    row = res["policies"]["graph"]
+    row = res["policies"][f"graph:{checkpoint}"]  # keyed as given on the command line
     assert row["controls"] == "jobs+bg"  # switch weights move the background too
     assert 0.0 < row["gpu_utilization"]["mean"] <= 1.0
 

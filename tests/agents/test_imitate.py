@@ -129,7 +129,7 @@ def test_cloning_saves_a_model_that_evaluate_plays(tmp_path) -> None:
     meta = read_metadata(res["model_path"])
     assert meta["obs_features"] == ["phase"] and meta["action_mode"] == "choose_bg"
     out = evaluate(EvalConfig(sc, policies=[f"ppo:{res['model_path']}"], seeds=[1], out=None))
-    assert out["policies"]["ppo"]["controls"] == "jobs+bg"
+    assert out["policies"][f"ppo:{res['model_path']}"]["controls"] == "jobs+bg"
     plain = behaviour_clone(lab, tmp_path / "plain.zip", epochs=1, n_envs=1, scenario=sc, obs_features=())
     assert "obs_features" not in read_metadata(plain["model_path"])
 
@@ -265,7 +265,7 @@ def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None
     for i, g in enumerate(got):
         assert g in lab["label"][(block == block[i]).all(axis=1)]
     out = evaluate(EvalConfig(sc, policies=[f"knn:{path}", "spray+bg"], seeds=[1, 2], out=None))
-    assert out["policies"]["knn"]["controls"] == "jobs+bg"
+    assert out["policies"][f"knn:{path}"]["controls"] == "jobs+bg"
 
 
 # ---------------------------------------------------------------------- knn policy files: checked, never run
@@ -397,7 +397,7 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
     )
     assert shipped.pretrained_path("imitate-small") == dst
     out = evaluate(EvalConfig(sc, policies=["pretrained", f"knn:{src}"], seeds=[1, 2], steps=6, out=None))
-    p, k = out["policies"]["pretrained"], out["policies"]["knn"]
+    p, k = out["policies"]["pretrained"], out["policies"][f"knn:{src}"]
     assert p["controls"] == "jobs+bg" and p["learned"]
     assert p["gpu_utilization"] == k["gpu_utilization"]  # the same policy, played through `pretrained`
     (folder / "imitate-small.zip").write_bytes(b"")
@@ -434,7 +434,7 @@ def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file(scena
     assert meta["command"].startswith("python -m ainet_gym.agents.imitate knn ")
     pols = ["pretrained", f"knn:{p}"]
     out = evaluate(EvalConfig(scenario, policies=pols, seeds=[3], steps=8, out=None))
-    assert out["policies"]["pretrained"]["gpu_utilization"] == out["policies"]["knn"]["gpu_utilization"]
+    assert out["policies"]["pretrained"]["gpu_utilization"] == out["policies"][f"knn:{p}"]["gpu_utilization"]
 
 
 def test_knn_blocks_are_recorded_and_joined_and_the_default_reads_job_phase_only(tmp_path) -> None:

@@ -146,7 +146,7 @@ def test_a_model_trained_with_the_block_records_it_and_evaluates_with_it(tmp_pat
     assert res.model.gamma == 0.99
     assert SB3Agent(res.model_path).env_kwargs["obs_features"] == ("phase",)
     out = evaluate(EvalConfig(sc, policies=[f"ppo:{res.model_path}"], seeds=[1], out=None))
-    assert out["policies"]["ppo"]["controls"] == "jobs+bg"
+    assert out["policies"][f"ppo:{res.model_path}"]["controls"] == "jobs+bg"
     plain = train(
         TrainConfig(
             scenario=sc, action_mode="choose_bg", timesteps=8, n_envs=1, logdir=tmp_path,

@@ -78,7 +78,8 @@ def test_a_residual_model_trains_saves_checkpoints_and_evaluates_with_its_base(t
     assert best in ckpts and len(scores) == 2
     out = evaluate(EvalConfig(sc, policies=[f"ppo:{best}"], seeds=[1], out=None))
     assert (
-        out["policies"]["ppo"]["controls"] == "jobs+bg" and out["policies"]["ppo"]["lp_reference"] == "lp+bg"
+        out["policies"][f"ppo:{best}"]["controls"] == "jobs+bg"
+        and out["policies"][f"ppo:{best}"]["lp_reference"] == "lp+bg"
     )
 
 

@@ -193,7 +193,7 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
     np.testing.assert_array_equal(a1, a2)
     assert a1.shape == (2, *core.action_space.shape) and np.all(np.abs(a1) <= 1.0)
     out = evaluate(EvalConfig(SCENARIO, policies=["ecmp", f"rllib:{res.checkpoint}"], seeds=[1, 2], out=None))
-    gpu = out["policies"]["rllib-ppo"]["gpu_utilization"]["mean"]
+    gpu = out["policies"][f"rllib:{res.checkpoint}"]["gpu_utilization"]["mean"]
     assert math.isfinite(gpu) and 0.0 < gpu <= 1.0
 
     # the rebuilt network acts as RLlib's own module (loaded the trusted way, from its pickles)
