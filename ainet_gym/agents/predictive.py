@@ -55,7 +55,7 @@ from ainet_gym.routing.policies import (
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
-    from ainet_gym.sim.world import FabricWorld, StepResult
+    from ainet_gym.routing.context import LastInterval, RoutingContext
 
 __all__ = [
     "TRAIN_SEED_BASE",
@@ -89,13 +89,13 @@ class FitConfig:
     """Intervals per training episode (default: those of the evaluated episodes)."""
 
 
-def _nominal_bytes(world: FabricWorld) -> np.ndarray:
+def _nominal_bytes(world: RoutingContext) -> np.ndarray:
     """(links,) nominal capacity x interval, bytes (1 where the capacity is 0)."""
     c = world.fabric.capacity_bytes_per_s * world.decision_interval_s
     return np.where(c > 0, c, 1.0)
 
 
-def background_offered(world: FabricWorld, background: bool = False) -> np.ndarray:
+def background_offered(world: RoutingContext, background: bool = False) -> np.ndarray:
     """(batch, links) offered utilisation of the traffic not placed by the router (background at its
     scheduled rate for the next interval, single-path transfers) on the current split's paths
     (``background``: the router places the background too, so only single-path transfers count)."""
@@ -156,7 +156,7 @@ def collect(
 
     core = EnvCore(scenario, batch=len(seeds), episode_steps=steps)
     core.reset(list(seeds))
-    w = core.world
+    w = core.routing_context
     pol = get_policy(data_policy)
     T, B, L = core.episode_steps, core.batch, core.fabric.n_links
     base = np.zeros((B, T, L))
@@ -282,7 +282,9 @@ def fitted(core: EnvCore, cfg: FitConfig | None = None, background: bool = False
 
 
 class PredictiveRouter:
-    """Greedy placement or the min-max LP on the forecast base load of one world (engine level).
+    """Greedy placement or the min-max LP on the forecast base load of one world (engine level), read
+    through its :class:`~ainet_gym.routing.context.RoutingContext` only (the scenario, the step counts and
+    the nominal capacities included).
 
     ``router``: ``greedy`` or ``lp``; ``background``: the router places the background connections too
     (``+bg``, class ``jobs+bg``). Keeps the forecast's lags (batch, H, links): each call with a new
@@ -293,7 +295,7 @@ class PredictiveRouter:
 
     def __init__(
         self,
-        world: FabricWorld,
+        world: RoutingContext,
         router: str,
         background: bool = False,
         cfg: FitConfig | None = None,
@@ -319,14 +321,14 @@ class PredictiveRouter:
     def of_core(
         cls, core: EnvCore, router: str, background: bool = False, cfg: FitConfig | None = None
     ) -> PredictiveRouter:
-        """The router on the world of ``core``, fitted on episodes as long as ``core``'s."""
-        return cls(core.world, router, background, cfg, core.episode_steps)
+        """The router on the routing context of ``core``, fitted on episodes as long as ``core``'s."""
+        return cls(core.routing_context, router, background, cfg, core.episode_steps)
 
     def serves(self, core: EnvCore) -> bool:
-        """Whether this router runs on the world of ``core`` (else it must be made again)."""
-        return self.world is core.world
+        """Whether this router runs on the routing context of ``core`` (else it must be made again)."""
+        return self.world is core.routing_context
 
-    def forecast(self, last: StepResult | None) -> np.ndarray:
+    def forecast(self, last: LastInterval | None) -> np.ndarray:
         """(batch, links) forecast base utilisation of the next interval; a new ``last`` result moves the
         lags on by one interval (calling again in the same interval gives the same forecast)."""
         w = self.world
@@ -341,7 +343,7 @@ class PredictiveRouter:
         self._bg_now = background_offered(w, self.background)
         return self.model.predict(self.hist, self._bg_now, self.bg_prev)
 
-    def __call__(self, last: StepResult | None) -> np.ndarray:
+    def __call__(self, last: LastInterval | None) -> np.ndarray:
         """The split (connections, max_paths) of the next interval."""
         w = self.world
         u = self.forecast(last)

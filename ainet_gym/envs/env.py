@@ -44,6 +44,7 @@ from ainet_gym.envs.observation import (
     squash,
 )
 from ainet_gym.envs.passes import EnvPasses, get_passes
+from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.envs.state import EnvState, EpisodeState
@@ -695,7 +696,7 @@ class FabricRoutingEnv(gym.Env):
     - v0: initial release.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+    metadata = {"render_modes": list(RENDER_MODES), "render_fps": 4}
 
     def __init__(
         self,
@@ -712,10 +713,7 @@ class FabricRoutingEnv(gym.Env):
         residual_scale: float = RESIDUAL_SCALE,
         obs_features: Sequence[str] = (),
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
-            )
+        check_render_mode(render_mode, self.metadata["render_modes"])
         self.core = EnvCore(
             scenario, 1, action_mode, history, observation, reward, episode_steps, backend, info_keys,
             residual, residual_scale, obs_features,

@@ -24,6 +24,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ainet_gym.envs.env import EnvCore, obs_layout, squash
+from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn
 from ainet_gym.scenario.spec import Scenario
 from ainet_gym.sim.world import StepResult
@@ -376,7 +377,7 @@ class FabricParallelEnv:
 
     metadata = {
         "name": "ainet_gym_switches_v0",
-        "render_modes": ["ansi", "rgb_array"],
+        "render_modes": list(RENDER_MODES),
         "render_fps": 4,
         "is_parallelizable": True,
     }
@@ -392,10 +393,7 @@ class FabricParallelEnv:
         withdraw_dead: bool = True,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode = {render_mode!r}: allowed: None, {', '.join(self.metadata['render_modes'])}"
-            )
+        check_render_mode(render_mode, self.metadata["render_modes"])
         self.local_weight = _parse_reward(reward)
         self.core = EnvCore(
             scenario,

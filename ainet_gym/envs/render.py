@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,7 +13,31 @@ from ainet_gym.fabric.topology import TIERS
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
 
-__all__ = ["RGB_HEIGHT", "RGB_WIDTH", "colormap", "render_ansi", "render_rgb"]
+__all__ = [
+    "RENDER_MODES",
+    "RGB_HEIGHT",
+    "RGB_WIDTH",
+    "check_render_mode",
+    "colormap",
+    "render_ansi",
+    "render_rgb",
+]
+
+#: the render modes of the package's envs (their ``metadata["render_modes"]``)
+RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array")
+
+
+def check_render_mode(render_mode: str | None, allowed: Sequence[str] = RENDER_MODES) -> str | None:
+    """``render_mode`` when it is None or one of ``allowed`` (the env's ``metadata["render_modes"]``).
+
+    Raises
+    ------
+    ValueError
+        Otherwise, naming the field, the value and what is allowed.
+    """
+    if render_mode is not None and render_mode not in allowed:
+        raise ValueError(f"render_mode = {render_mode!r}: allowed: None, {', '.join(allowed)}")
+    return render_mode
 
 
 def render_ansi(core: EnvCore, b: int = 0, top: int = 8) -> str:

@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ainet_gym.envs.env import RESIDUAL_SCALE, EnvCore, EnvSnapshot
+from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn
 from ainet_gym.scenario.spec import Scenario
 
@@ -34,7 +35,7 @@ class FabricRoutingVectorEnv(VectorEnv):
     ``step / episode_steps`` in both. None: no limit but ``episode_steps``.
     """
 
-    metadata = {"render_modes": ["ansi", "rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(RENDER_MODES), "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(
         self,
@@ -53,6 +54,7 @@ class FabricRoutingVectorEnv(VectorEnv):
         residual_scale: float = RESIDUAL_SCALE,
         obs_features: Sequence[str] = (),
     ) -> None:
+        check_render_mode(render_mode, self.metadata["render_modes"])
         if max_episode_steps is not None and (
             isinstance(max_episode_steps, bool)
             or not isinstance(max_episode_steps, int | np.integer)

@@ -4,8 +4,10 @@ Routing sits below the simulation in the pipeline (``scenario -> fabric -> routi
 must not type against the simulation's classes. These protocols name every attribute the policies of
 :mod:`ainet_gym.routing.policies` and :mod:`ainet_gym.routing.plans` read, and nothing else:
 
-- :class:`RoutingContext`, the decision's world (a :class:`ainet_gym.sim.world.FabricWorld` is one);
+- :class:`RoutingContext`, the decision's world (a :class:`ainet_gym.sim.world.FabricWorld` is one), with the
+  scenario and the step counts a stateful (forecasting) policy reads;
 - :class:`ConnectionTable`, its batched connection table (the world's ``BatchSim``);
+- :class:`EpisodeClock`, its episode state's step counts (the world's ``WorldState``);
 - :class:`LastInterval`, what a reactive policy reads of the previous interval's result (a
   :class:`ainet_gym.sim.world.StepResult` is one).
 
@@ -21,11 +23,21 @@ job or a background source of one instance), ``L`` links per instance.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-__all__ = ["BackgroundState", "ConnectionTable", "FabricLinks", "LastInterval", "RoutingContext"]
+if TYPE_CHECKING:
+    from ainet_gym.scenario.spec import Scenario
+
+__all__ = [
+    "BackgroundState",
+    "ConnectionTable",
+    "EpisodeClock",
+    "FabricLinks",
+    "LastInterval",
+    "RoutingContext",
+]
 
 
 class BackgroundState(Protocol):
@@ -126,12 +138,27 @@ class ConnectionTable(Protocol):
         ...
 
 
+class EpisodeClock(Protocol):
+    """The part of the world's episode state routing reads: how far each instance's episode has run."""
+
+    @property
+    def step_count(self) -> np.ndarray:
+        """(B,) int: intervals each instance has run since its last reset (0: just reset)."""
+        ...
+
+
 class FabricLinks(Protocol):
-    """The fabric as routing reads it: its link count."""
+    """The fabric as routing reads it: its link count and nominal capacities."""
 
     @property
     def n_links(self) -> int:
         """L, links per instance."""
+        ...
+
+    @property
+    def capacity_bytes_per_s(self) -> np.ndarray:
+        """(L,) each link's nominal capacity, bytes/s (before failures and degradations; the current
+        capacity is :attr:`ConnectionTable.capacity_bytes_per_s`)."""
         ...
 
 
@@ -164,7 +191,13 @@ class RoutingContext(Protocol):
 
     @property
     def fabric(self) -> FabricLinks:
-        """The fabric (routing reads its link count)."""
+        """The fabric (routing reads its link count and nominal capacities)."""
+        ...
+
+    @property
+    def scenario(self) -> Scenario:
+        """The scenario the world runs (a forecasting policy fits its model on training episodes of it;
+        ``scenario.dynamics.episode_steps`` is the episode length)."""
         ...
 
     @property
@@ -185,6 +218,11 @@ class RoutingContext(Protocol):
     @property
     def job_ideal_comm_s(self) -> np.ndarray:
         """(B, job slots) each job's communication time per iteration, non-blocking (nan: empty)."""
+        ...
+
+    @property
+    def state(self) -> EpisodeClock:
+        """The world's episode state (routing reads only :attr:`EpisodeClock.step_count`)."""
         ...
 
     def default_split(self) -> np.ndarray:

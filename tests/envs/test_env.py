@@ -223,6 +223,26 @@ def test_bad_actions_raise_and_leave_state_untouched() -> None:
     penv.step(np.zeros(penv.action_space.shape, dtype=np.int64))
 
 
+@pytest.mark.parametrize("make", ["single", "vector", "parallel"])
+def test_every_env_refuses_a_bad_render_mode_with_one_message(make: str) -> None:
+    """The single, the vector and the multi-agent env refuse a render mode they do not offer before
+    building anything, with the same one-line message (field, value, what is allowed), and take each
+    mode they offer."""
+    from ainet_gym.envs.multiagent import FabricParallelEnv
+
+    ctor = {
+        "single": lambda mode: FabricRoutingEnv(small_scenario(), render_mode=mode),
+        "vector": lambda mode: FabricRoutingVectorEnv(2, small_scenario(), render_mode=mode),
+        "parallel": lambda mode: FabricParallelEnv("periodic-interference", render_mode=mode),
+    }[make]
+    for bad in ("human", "ANSI", ""):
+        with pytest.raises(ValueError) as err:
+            ctor(bad)
+        assert str(err.value) == f"render_mode = {bad!r}: allowed: None, ansi, rgb_array"
+    for good in (None, "ansi", "rgb_array"):
+        assert ctor(good).render_mode == good
+
+
 def test_bad_constructor_arguments_name_the_argument() -> None:
     with pytest.raises(
         ValueError, match="action_mode = 'paths': unknown; allowed: path, split, ecmp_weights"

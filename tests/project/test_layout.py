@@ -280,26 +280,17 @@ def test_private_read_check_finds_the_reads_it_must(source: str, rel: str, read:
     assert bool(_private_reads(source, rel, _PLANTED_DEFS)) is read
 
 
-#: the agents' reads of an env core's world, each for a stated reason (issue 31: agents use the public
-#: ``EnvCore`` API: ``routing_context`` for a routing policy, ``fabric``, ``job_names``, ``job_progress()``,
-#: ``connection_bounds()``, ``unit_stack``, ``backend``, ...), keyed ``module: expression``
-_AGENT_WORLD_READS = {
-    "agents/predictive.py: core.world": "the predictive router is a routing policy on a FabricWorld (routing.policies "
-    "makes it from the world a policy is handed); it reads the scenario, the step counts and the nominal "
-    "capacities, beyond RoutingContext",
-}
-
-
 def _world_reads(source: str, rel: str) -> list[str]:
     """The places in ``source`` (the module ``rel``) that read the ``world`` of an object other than ``self``
-    and are not listed in :data:`_AGENT_WORLD_READS`."""
+    (issue 31: agents use the public ``EnvCore`` API: ``routing_context`` for a routing policy, ``fabric``,
+    ``job_names``, ``job_progress()``, ``connection_bounds()``, ``unit_stack``, ``backend``, ...; no
+    exception)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute) and node.attr == "world":
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 continue
-            if f"{rel}: {ast.unparse(node)}" not in _AGENT_WORLD_READS:
-                found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+            found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
     return found
 
 
@@ -316,10 +307,10 @@ def test_agents_read_the_simulation_through_the_env_core_api() -> None:
         ("split = pol(core.world, core.last_result)", "agents/twin.py", True),
         ("names = look.world.names", "agents/imitate.py", True),
         ("sim = self.core.world.sim", "agents/graph_policy.py", True),  # the world of an attribute of self
-        ("w = core.world", "agents/baselines.py", True),  # listed for another module only
+        ("w = core.world", "agents/baselines.py", True),
+        ("w = core.world", "agents/predictive.py", True),  # the exception the predictive router had
         ("split = pol(core.routing_context, core.last_result)", "agents/twin.py", False),
         ("w = self.world", "agents/predictive.py", False),  # the router's own world
-        ("w = core.world", "agents/predictive.py", False),  # listed
     ],
 )
 def test_world_read_check_finds_the_reads_it_must(source: str, rel: str, read: bool) -> None:

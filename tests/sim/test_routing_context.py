@@ -27,6 +27,7 @@ def test_the_world_and_its_result_satisfy_the_routing_protocols() -> None:
         (context.RoutingContext, w),
         (context.ConnectionTable, w.sim),
         (context.BackgroundState, w.sim.state),
+        (context.EpisodeClock, w.state),
         (context.FabricLinks, w.fabric),
         (context.LastInterval, core.last_result),
     ]
@@ -48,16 +49,22 @@ def test_the_world_and_its_result_satisfy_the_routing_protocols() -> None:
 class _Only:
     """A view of ``obj`` with the members of ``proto`` and nothing else (nested protocols wrapped too)."""
 
-    NESTED = {"sim": context.ConnectionTable, "state": context.BackgroundState, "fabric": context.FabricLinks}
+    NESTED = {
+        (context.RoutingContext, "sim"): context.ConnectionTable,
+        (context.RoutingContext, "state"): context.EpisodeClock,
+        (context.RoutingContext, "fabric"): context.FabricLinks,
+        (context.ConnectionTable, "state"): context.BackgroundState,
+    }
 
     def __init__(self, obj: object, proto: type) -> None:
-        self._obj, self._names = obj, set(_members(proto))
+        self._obj, self._proto, self._names = obj, proto, set(_members(proto))
 
     def __getattr__(self, name: str):
         if name not in self._names:
             raise AttributeError(f"a routing policy read {name!r}, which its protocol does not list")
         value = getattr(self._obj, name)
-        return _Only(value, self.NESTED[name]) if name in self.NESTED and value is not None else value
+        nested = self.NESTED.get((self._proto, name))
+        return _Only(value, nested) if nested is not None and value is not None else value
 
 
 def test_every_engine_policy_reads_only_what_the_protocols_list() -> None:
@@ -74,3 +81,26 @@ def test_every_engine_policy_reads_only_what_the_protocols_list() -> None:
         b = POLICIES[name](core.routing_context, core.last_result)
         np.testing.assert_array_equal(a, b, err_msg=name)
         np.testing.assert_allclose(a.sum(axis=1), 1.0, rtol=1e-12, err_msg=name)
+
+
+def test_the_predictive_router_reads_only_what_the_protocols_list() -> None:
+    """The predict-then-route policies read the scenario, the step counts and the nominal capacities through
+    the protocols too (issue 31: no agent reads an env's world): on the view, the same splits, lags included."""
+    from ainet_gym.agents.predictive import PredictiveRouter
+
+    core = EnvCore("periodic-interference", batch=2, episode_steps=4)
+    core.reset([1, 2])
+    view = _Only(core.routing_context, context.RoutingContext)
+    pairs = [
+        (
+            PredictiveRouter(view, router, bg, steps=4),
+            PredictiveRouter(core.routing_context, router, bg, steps=4),
+        )
+        for router, bg in (("greedy", False), ("lp", True))
+    ]
+    for t in range(4):
+        last = None if core.last_result is None else _Only(core.last_result, context.LastInterval)
+        for on_view, on_world in pairs:
+            split = on_world(core.last_result)
+            np.testing.assert_array_equal(on_view(last), split, err_msg=f"interval {t}")
+        core.step_split(split)  # the LP's: the lags see the load it routed
