@@ -37,6 +37,7 @@ __all__ = [
     "IntervalOutputs",
     "IntervalStructure",
     "compiled_record",
+    "positional",
 ]
 
 
@@ -194,3 +195,13 @@ def compiled_record(kind: str, values: dict[str, np.ndarray] | tuple) -> object:
     if len(values) != len(names):
         raise ValueError(f"{kind} record: {len(values)} values; expected {len(names)} ({list(names)})")
     return _NEW[kind](*values)
+
+
+def positional(structure: IntervalStructure, state: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The arrays of the structure and state records in the order of the positional kernel
+    (:func:`ainet_gym.sim.kernels.run_interval_lazy`, after its scalar settings; its outputs follow in
+    :class:`IntervalOutputs`' order): the structure up to ``flow_bg``, then ``flow_bytes``, ``flow_scale``,
+    ``flow_demand``, ``capacity`` and :class:`SimState`'s fields."""
+    head = structure[: IntervalStructure._fields.index("flow_bg") + 1]
+    return (*head, state["flow_bytes"], structure.flow_scale, structure.flow_demand, state["capacity"],
+            *(state[n] for n in STATE_FIELDS[2:]))  # fmt: skip

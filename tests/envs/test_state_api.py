@@ -28,9 +28,16 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     from ainet_gym.sim import records
     from ainet_gym.sim.backends.numba import _records, record_values
 
-    for fn in (kernels.run_interval_numba, kernels.run_interval_lazy):
-        params = list(inspect.signature(fn.py_func).parameters)
-        assert params[11:16] == ["structure", "state", "outputs", "stats", "go"], fn
+    params = list(inspect.signature(kernels.run_interval_numba.py_func).parameters)
+    assert params[11:16] == ["structure", "state", "outputs", "stats", "go"]
+    # the lazy kernel takes the same arrays positionally, in records.positional's order
+    names = records.positional(
+        records.IntervalStructure(*records.IntervalStructure._fields),
+        {n: n for n in records.STATE_FIELDS},
+    )
+    expected = [*names, *records.IntervalOutputs._fields, "stats", "go"]
+    params = list(inspect.signature(kernels.run_interval_lazy.py_func).parameters)
+    assert params[11 : 11 + len(expected)] == expected
     for kind, names in (
         ("structure", records.IntervalStructure._fields),
         ("state", records.STATE_FIELDS),
@@ -42,7 +49,7 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     core.reset([0, 1])
     core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
     sim = core.world.sim
-    structure, state = _records(sim)
+    structure, state, _ = _records(sim)
     assert isinstance(structure, records.StructureRecord) and isinstance(state, records.StateRecord)
     assert _records(sim)[1] is state  # built once, kept while the arrays are the same
     values, state_values = record_values(sim)

@@ -149,12 +149,10 @@ def run_interval(
     dur = np.empty(B)
     dur[...] = duration_s  # (batch,) s, a scalar broadcast
     m = IntervalMetrics.empty(dur, U, L)  # each range zeroes its instances' part, then adds into it
-    structure, state = _records(sim)
-    outputs = _records_mod.compiled_record(
-        "outputs",
-        (m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
-         m.link_bytes.reshape(-1), m.stalled_flows),
-    )  # fmt: skip
+    structure, state, flat = _records(sim)
+    out_values = (m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
+                  m.link_bytes.reshape(-1), m.stalled_flows)  # fmt: skip
+    outputs = _records_mod.compiled_record("outputs", out_values)
     max_rounds = 4 * int(sim.unit_nphases.max(initial=0)) + 8
     ranges = sim.table.ranges
     stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
@@ -176,12 +174,14 @@ def run_interval(
     def kernel(lo: int, hi: int, *args: object) -> None:
         if merge is not None:
             merge(*merge_args(lo, hi))
+        settings, stats, go = args[:9], args[-2], args[-1]
         while True:  # the two kernels take turns while the lazy one hands instances back
             _kernels.run_interval_numba(lo, hi, *args, *sw)
             if lazy is None:
                 break
-            lazy(lo, hi, *args, *sw, *par, *scratch())  # type: ignore[misc]
-            stats = args[-2]
+            # the lazy kernel takes its arrays positionally: its loop ran 5-15% slower on the records'
+            # arrays (the 1,024-GPU rows of the bench; docs/development.md, "Kernels over typed records")
+            lazy(lo, hi, *settings, *flat, *out_values, stats, go, *sw, *par, *scratch())  # type: ignore[misc]
             if stats[2] != _kernels.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
                 break
         if after is not None:
@@ -221,13 +221,14 @@ def record_values(sim: BatchSim) -> tuple[_records_mod.IntervalStructure, dict[s
     return structure, state
 
 
-def _records(sim: BatchSim) -> tuple[object, object]:
+def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     """The compiled structure and state records of ``sim`` (:mod:`ainet_gym.sim.records`, of
     :func:`record_values`), kept in ``sim.backend_scratch`` and built again only when an array they hold was
     replaced: a restack (a new :class:`~ainet_gym.sim.stack.UnitStack`, :class:`~ainet_gym.sim.engine.
     EntryTable` and :class:`~ainet_gym.sim.state.SimState`), new capacities or bytes per flow. (A record
     built at every call would cost what the positional call did.) The key holds the objects themselves, so
-    none is freed and its ``id`` reused while the records live."""
+    none is freed and its ``id`` reused while the records live. Third: the same arrays in the positional
+    order of :func:`ainet_gym.sim.kernels.run_interval_lazy` (:func:`ainet_gym.sim.records.positional`)."""
     key = (sim.stack, sim.table, sim.state, sim.capacity_bytes_per_s, sim.flow_reset)
     held = sim.backend_scratch.get("records")
     if held is not None and all(a is b for a, b in zip(held[0], key, strict=True)):
@@ -235,10 +236,11 @@ def _records(sim: BatchSim) -> tuple[object, object]:
     values, state_values = record_values(sim)
     structure = _records_mod.compiled_record("structure", values)
     state = _records_mod.compiled_record("state", state_values)
+    flat = _records_mod.positional(values, state_values)
     # capacities that had to be copied (not C-contiguous float64) are read again at the next call
     if np.shares_memory(state_values["capacity"], sim.capacity_bytes_per_s):
-        sim.backend_scratch["records"] = (key, (structure, state))
-    return structure, state
+        sim.backend_scratch["records"] = (key, (structure, state, flat))
+    return structure, state, flat
 
 
 def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
