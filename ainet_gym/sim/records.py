@@ -1,13 +1,13 @@
 """The typed records the interval kernels take: the structure, the state and the outputs of an interval.
 
-:func:`ainet_gym.sim.kernels.run_interval_numba` and :func:`~ainet_gym.sim.kernels.run_interval_lazy` take
-three records instead of some fifty positional arrays, grouped by concern:
+:func:`ainet_gym.sim.kernels.run_interval_numba` takes three records instead of 55 positional arrays,
+grouped by concern:
 
 - :class:`IntervalStructure`: the unit, phase and flow tables of the stacked units and the incidence table
   of their connections, fixed between two restacks (:meth:`BatchSim.set_units
   <ainet_gym.sim.engine.BatchSim.set_units>`; the merged entries' buffers are rewritten in place by each
   split);
-- :class:`IntervalState`: what an interval reads and changes beyond the structure: the engine's
+- the state (:data:`STATE_FIELDS`): what an interval reads and changes beyond the structure: the engine's
   ``flow_bytes`` (``BatchSim.flow_reset``) and ``capacity`` (``BatchSim.capacity_bytes_per_s``, flat),
   then every field of :class:`~ainet_gym.sim.state.SimState`, mutated in place;
 - :class:`IntervalOutputs`: the per-unit and per-link figures of one interval
@@ -18,8 +18,9 @@ compiled records (numba ``structref`` types of the same fields, :func:`compiled_
 Why records that are compiled objects rather than tuples: the call cost. A compiled call unboxes every array
 it is passed (a reference-counted wrapper per array per call); a record built once holds its arrays'
 wrappers, so a call passes one object. Measured on the bench's small scenario (docs/development.md,
-"Kernels over typed records"): a call of the same kernel with its arrays as three records built once costs
-about half of the positional call, while tuples or named tuples of the same arrays cost more than it.
+"Kernels over typed records"): the same arrays as three records built once cost about half of the
+positional call, as tuples or named tuples more than it. :func:`~ainet_gym.sim.kernels.run_interval_lazy`
+takes the same arrays positionally (:func:`positional`): its event loop ran slower on the records' arrays.
 """
 
 from __future__ import annotations
