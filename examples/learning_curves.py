@@ -126,7 +126,7 @@ def baseline_returns(env_id: str, seeds: int = 8, episode_steps: int | None = No
         total = np.zeros(seeds)
         pol = get_policy(name)
         for _ in range(core.episode_steps):
-            _, r, *_ = core.step_split(pol(core.world, core.last_result))
+            _, r, *_ = core.step_split(pol(core.routing_context, core.last_result))
             total += r
         out[name] = float(total.mean())
     return out

@@ -218,11 +218,10 @@ def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
 def _induced_weights(core: EnvCore, split: np.ndarray) -> np.ndarray:
     """(batch, W) WCMP weights in [0, 1]: each next-hop link's offered load under ``split`` over the
     largest in its ECMP group (equal weights in a group without load)."""
-    w = core.world
-    g = w.fabric.link_group[core.wcmp_links]  # (W,)
+    g = core.fabric.link_group[core.wcmp_links]  # (W,)
     load = core.offered_load(split)[:, core.wcmp_links]  # (B, W)
     n_groups = int(g.max()) + 1 if g.size else 0
-    gmax = np.zeros((w.batch, n_groups))
+    gmax = np.zeros((core.batch, n_groups))
     np.maximum.at(gmax, (slice(None), g), load)
     top = gmax[:, g]
     return safe_divide(load, top, 1.0)

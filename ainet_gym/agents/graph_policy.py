@@ -227,21 +227,19 @@ def path_features(core: EnvCore) -> np.ndarray:
       further on sees it here; 1 where nothing crosses ``l``);
     - ``path_load``: the same mean of the path's largest ``offered`` (squashed like ``offered``).
     """
-    from ainet_gym.routing.policies import connection_demand
-
-    w = core.world
-    sim = w.sim
+    sim = core.routing_context.sim
     assert sim is not None
-    B, L = core.batch, w.fabric.n_links
+    fabric = core.fabric
+    B, L = core.batch, fabric.n_links
     paths = sim.conn_paths_global  # (conns, P, hops), global link ids, -1 padding
     valid_path = np.arange(paths.shape[1])[None, :] < sim.conn_npaths[:, None]
-    cap_frac = (sim.capacity_bytes_per_s / w.fabric.capacity_bytes_per_s).reshape(-1)
-    share = connection_demand(w) / np.maximum(sim.conn_npaths, 1)  # bytes per path
+    cap_frac = (sim.capacity_bytes_per_s / fabric.capacity_bytes_per_s).reshape(-1)
+    share = core.connection_demand() / np.maximum(sim.conn_npaths, 1)  # bytes per path
     per_path = np.where(valid_path, share[:, None], 0.0)  # (conns, P)
     hop = (paths >= 0) & valid_path[:, :, None]
     ids = paths[hop]
     wts = np.broadcast_to(per_path[:, :, None], paths.shape)[hop]
-    nominal = np.tile(w.fabric.capacity_bytes_per_s, B) * w.decision_interval_s
+    nominal = np.tile(fabric.capacity_bytes_per_s, B) * core.decision_interval_s
     x = np.bincount(ids, weights=wts, minlength=B * L) / nominal
     offered = x / (1.0 + x)
     pad_cap = np.concatenate([cap_frac, [np.inf]])  # index -1 (padding) -> neutral for min

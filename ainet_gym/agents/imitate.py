@@ -9,7 +9,7 @@ This module asks whether a policy can learn *when*:
    ``solo-lp+bg``): at each decision every plan runs one interval on a copy of the true state
    (:meth:`~ainet_gym.envs.env.EnvCore.snapshot`), then ``H - 1`` intervals of a base policy
    (``spray+bg``, the best plan played alone there), all ``B x K`` copies in one batched core; the plan whose
-   jobs did the most ideal work (:func:`ainet_gym.agents.twin.job_progress`) is the label of that
+   jobs did the most ideal work (:meth:`ainet_gym.envs.env.EnvCore.job_progress`) is the label of that
    decision and is played. It records the observation the policy would have seen (with the env's
    ``obs_features``), the label, every plan's score and the interval's reward.
 2. :func:`behaviour_clone` fits the policy network of a PPO model (the network ``ainet-gym train`` builds)
@@ -255,24 +255,25 @@ def _score_plans(
     ``src``), then ``base_pol`` for ``h - 1`` intervals; returns (B, K) each plan's ideal GPU-seconds
     (``score``), worst step time / ideal (``tail``) and GPU-seconds above the base plan's tail (``excess``,
     zero when ``base`` is not a plan)."""
-    from ainet_gym.agents.twin import conn_bounds, instance_rows, job_progress
+    from ainet_gym.agents.twin import instance_rows
     from ainet_gym.routing.plans import plan_split
 
     B, K = core.batch, len(plans)
-    w = core.world
-    stack = np.stack([plan_split(w, core.last_result, np.full(B, k), plans) for k in range(K)])
+    stack = np.stack(
+        [plan_split(core.routing_context, core.last_result, np.full(B, k), plans) for k in range(K)]
+    )
     look.restore(core.snapshot(), src)
-    mb, lb = conn_bounds(core), conn_bounds(look)
+    mb, lb = core.connection_bounds(), look.connection_bounds()
     k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
-    before = job_progress(look)
-    names = [list(x) for x in look.world.names]
+    before = look.job_progress()
+    names = [list(x) for x in look.job_names]
     look.step_split(stack[k_of, instance_rows(mb, src)])
     steps_ = [_ratios(look.last_result, work=True)]
     for _ in range(h - 1):
-        look.step_split(base_pol(look.world, look.last_result))
+        look.step_split(base_pol(look.routing_context, look.last_result))
         steps_.append(_ratios(look.last_result, work=True))
-    same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
-    score = np.where(same, job_progress(look) - before, 0.0).sum(axis=1).reshape(B, K)
+    same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.job_names)])
+    score = np.where(same, look.job_progress() - before, 0.0).sum(axis=1).reshape(B, K)
     tail = np.max([r.max(axis=1) if r.shape[1] else np.zeros(B * K) for r, _ in steps_], axis=0)
     tail = tail.reshape(B, K)
     excess = np.zeros((B, K))

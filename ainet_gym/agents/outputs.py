@@ -36,6 +36,15 @@ MODEL_FILE = "model.zip"
 RESULT_FILES = ("results.md", "results.csv", "episodes.csv", "results.json", "figure.png")
 
 
+def _out_text(out: str | os.PathLike, flag: str, expected: str) -> tuple[str, Path]:
+    """``out`` (the value of ``flag``) as text and as a path; ValueError naming ``flag`` and the
+    ``expected`` kind of path if it is empty."""
+    text = os.fspath(out)
+    if not text.strip():
+        raise ValueError(f"{flag} '': empty; expected {expected}")
+    return text, Path(text)
+
+
 def model_path(out: str | os.PathLike) -> Path:
     """The model file of ``--out``: the path itself if it ends in ``.zip``, else ``out/model.zip``.
 
@@ -44,10 +53,7 @@ def model_path(out: str | os.PathLike) -> Path:
     ValueError
         If ``out`` is empty, or names an existing file that does not end in ``.zip``.
     """
-    text = os.fspath(out)
-    if not text.strip():
-        raise ValueError("--out '': empty; expected a directory or a .zip model path")
-    p = Path(text)
+    text, p = _out_text(out, "--out", "a directory or a .zip model path")
     if p.suffix == ".zip":
         if p.is_dir():
             raise ValueError(f"--out {text!r}: ends in .zip but is a directory; expected a model file path")
@@ -111,6 +117,50 @@ def check_model_out(
         )
 
 
+def _out_dir_path(out: str | os.PathLike, flag: str, zip_ok: bool = True) -> tuple[str, Path]:
+    """``out`` (the value of ``flag``) as text and as the output directory's path (:func:`_out_text`), not
+    an existing file and (unless ``zip_ok``) not ending in ``.zip`` (a model file name); else ValueError."""
+    text, d = _out_text(out, flag, "a directory")
+    if not zip_ok and d.suffix == ".zip":
+        raise ValueError(f"{flag} {text!r}: ends in .zip, but this command writes a directory of results")
+    if d.exists() and not d.is_dir():
+        raise ValueError(f"{flag} {text!r}: is a file; expected a directory for the results")
+    return text, d
+
+
+def _refuse_replacing(
+    text: str,
+    d: Path,
+    flag: str,
+    files: Iterable[str],
+    read: Iterable[str | os.PathLike],
+    verb: str,
+    other: str,
+    inside: bool,
+) -> None:
+    """ValueError (even with ``--overwrite``) if one of ``files`` written into ``d`` (``flag``'s value
+    ``text``) is one of the files ``read`` or (``inside``) a folder holding one; the message says the file
+    would ``verb`` the input and asks for another ``other``."""
+    files = list(files)
+    for r in read:
+        hit = next((f for f in files if _same(d / f, Path(r)) or (inside and _is_input(d / f, [r]))), None)
+        if hit is not None:
+            raise ValueError(
+                f"{flag} {text!r}: its {hit} would {verb} this command's input {str(r)!r}; it is never "
+                f"overwritten, even with --overwrite: choose another {other}"
+            )
+
+
+def _refuse_held(text: str, flag: str, held: list[str], other: str) -> None:
+    """ValueError if the output folder (``flag``'s value ``text``) already holds the outputs ``held``;
+    the message asks for ``--overwrite`` or another ``other``."""
+    if held:
+        raise ValueError(
+            f"{flag} {text!r}: holds earlier output ({', '.join(held)}); pass --overwrite to replace it, "
+            f"or choose another {other} (or none: a fresh run folder)"
+        )
+
+
 def check_out_dir(
     out: str | os.PathLike,
     overwrite: bool,
@@ -121,22 +171,9 @@ def check_out_dir(
     of the ``inputs`` (model files being read) or ``read`` (other files read: the scenario), even with
     ``overwrite``, and (unless ``overwrite``) it must not hold earlier results or a model, nor any of the
     ``inputs``."""
-    text = os.fspath(out)
-    if not text.strip():
-        raise ValueError("--out '': empty; expected a directory")
-    d = Path(text)
-    if d.suffix == ".zip":
-        raise ValueError(f"--out {text!r}: ends in .zip, but this command writes a directory of results")
-    if d.exists() and not d.is_dir():
-        raise ValueError(f"--out {text!r}: is a file; expected a directory for the results")
+    text, d = _out_dir_path(out, "--out", zip_ok=False)
     inputs = list(inputs)
-    for inp in [*inputs, *read]:  # never an input, even with overwrite
-        hit = next((f for f in RESULT_FILES if _same(d / f, Path(inp))), None)
-        if hit is not None:
-            raise ValueError(
-                f"--out {text!r}: its {hit} would be this command's input {str(inp)!r}; it is never "
-                "overwritten, even with --overwrite: choose another --out"
-            )
+    _refuse_replacing(text, d, "--out", RESULT_FILES, [*inputs, *read], "be", "--out", inside=False)
     if overwrite or not d.is_dir():
         return d
     held = [f for f in (*RESULT_FILES, MODEL_FILE) if (d / f).exists()]
@@ -148,11 +185,7 @@ def check_out_dir(
             inside = False
         if inside:
             held.append(f"the input {str(p)!r}")
-    if held:
-        raise ValueError(
-            f"--out {text!r}: holds earlier output ({', '.join(held)}); pass --overwrite to replace it, or "
-            "choose another --out (or none: a fresh run folder)"
-        )
+    _refuse_held(text, "--out", held, "--out")
     return d
 
 
@@ -181,10 +214,7 @@ def check_out_file(
     ValueError
         Naming ``flag``, the path and what to do.
     """
-    text = os.fspath(path)
-    if not text.strip():
-        raise ValueError(f"{flag} '': empty; expected a file path")
-    p = Path(text)
+    text, p = _out_text(path, flag, "a file path")
     if p.is_dir():
         raise ValueError(f"{flag} {text!r}: is a directory; expected a file path")
     src = _is_input(p, inputs)
@@ -212,31 +242,16 @@ def check_out_files(
     ValueError
         Naming ``flag``, the directory, what it holds and what to do.
     """
-    text = os.fspath(out)
-    if not text.strip():
-        raise ValueError(f"{flag} '': empty; expected a directory")
-    d = Path(text)
-    if d.exists() and not d.is_dir():
-        raise ValueError(f"{flag} {text!r}: is a file; expected a directory for the results")
+    text, d = _out_dir_path(out, flag)
     src = _is_input(d, inputs)
     if src is not None:
         raise ValueError(f"{flag} {text!r}: holds this command's input {src!r}; choose another directory")
     files = list(files)
-    for r in read:  # a file read is protected where a written file or folder would replace it
-        hit = next((f for f in files if _same(d / f, Path(r)) or _is_input(d / f, [r])), None)
-        if hit is not None:
-            raise ValueError(
-                f"{flag} {text!r}: its {hit} would replace this command's input {str(r)!r}; it is never "
-                "overwritten, even with --overwrite: choose another directory"
-            )
+    # a file read is protected where a written file or folder would replace it
+    _refuse_replacing(text, d, flag, files, read, "replace", "directory", inside=True)
     if overwrite or not d.is_dir():
         return d
-    held = [f for f in files if (d / f).exists()]
-    if held:
-        raise ValueError(
-            f"{flag} {text!r}: holds earlier output ({', '.join(held)}); pass --overwrite to replace it, "
-            "or choose another directory (or none: a fresh run folder)"
-        )
+    _refuse_held(text, flag, [f for f in files if (d / f).exists()], "directory")
     return d
 
 

@@ -158,16 +158,16 @@ def collect(
     core.reset(list(seeds))
     w = core.world
     pol = get_policy(data_policy)
-    T, B, L = core.episode_steps, core.batch, w.fabric.n_links
+    T, B, L = core.episode_steps, core.batch, core.fabric.n_links
     base = np.zeros((B, T, L))
     bg = np.zeros((B, T, L))
     for t in range(T):
         bg[:, t] = background_offered(w, background)
-        core.step_split(pol(w, core.last_result))
+        core.step_split(pol(core.routing_context, core.last_result))
         last = core.last_result
         assert last is not None
         base[:, t] = base_load(w, last, background) / _nominal_bytes(w)
-    return base, bg, w.fabric.link_tier.copy()
+    return base, bg, core.fabric.link_tier.copy()
 
 
 def _design(base: np.ndarray, bg: np.ndarray, H: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -315,6 +315,17 @@ class PredictiveRouter:
         self._bg_now = np.zeros((world.batch, L))  # ... of the interval being decided
         self._seen: Any = None  # the last result pushed into the lags
 
+    @classmethod
+    def of_core(
+        cls, core: EnvCore, router: str, background: bool = False, cfg: FitConfig | None = None
+    ) -> PredictiveRouter:
+        """The router on the world of ``core``, fitted on episodes as long as ``core``'s."""
+        return cls(core.world, router, background, cfg, core.episode_steps)
+
+    def serves(self, core: EnvCore) -> bool:
+        """Whether this router runs on the world of ``core`` (else it must be made again)."""
+        return self.world is core.world
+
     def forecast(self, last: StepResult | None) -> np.ndarray:
         """(batch, links) forecast base utilisation of the next interval; a new ``last`` result moves the
         lags on by one interval (calling again in the same interval gives the same forecast)."""
@@ -324,7 +335,7 @@ class PredictiveRouter:
             self.hist[:, 0] = base_load(w, last, self.background) / _nominal_bytes(w)
             self.bg_prev = self._bg_now
             self._seen = last
-        fresh = w.step_count == 0  # just reset: no interval of this episode yet
+        fresh = w.state.step_count == 0  # just reset: no interval of this episode yet
         self.hist[fresh] = 0.0
         self.bg_prev[fresh] = 0.0
         self._bg_now = background_offered(w, self.background)
@@ -366,19 +377,17 @@ class PredictiveAgent:
     def reset(self, core: EnvCore) -> None:
         if self.model is None:
             self.check(core)
-        self._router = PredictiveRouter(
-            core.world, self.router, self.background, self.cfg, core.episode_steps
-        )
+        self._router = PredictiveRouter.of_core(core, self.router, self.background, self.cfg)
 
     def forecast(self, core: EnvCore) -> np.ndarray:
         """(batch, links) forecast base utilisation of the next interval; updates the lags."""
-        if self._router is None or self._router.world is not core.world:
+        if self._router is None or not self._router.serves(core):
             self.reset(core)
         assert self._router is not None
         return self._router.forecast(core.last_result)
 
     def act(self, core: EnvCore, obs: Any) -> np.ndarray:
-        if self._router is None or self._router.world is not core.world:
+        if self._router is None or not self._router.serves(core):
             self.reset(core)
         assert self._router is not None
         return self._router(core.last_result)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ainet_gym.agents.sb3_agents import space_signature
-from ainet_gym.agents.train import format_final, run_name
+from ainet_gym.agents.train import format_final, format_run, run_name
 from ainet_gym.scenario.loader import load_scenario
 
 if TYPE_CHECKING:
@@ -479,11 +479,7 @@ def train_rllib_main(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     res = train_rllib(cfg)
-    state = "interrupted after" if res.interrupted else "trained"
-    print(
-        f"{state} {res.total_timesteps} steps in {res.seconds:.1f} s ({res.steps_per_second:.0f} steps/s); "
-        f"last episodes: {format_final(res.final)}"
-    )
+    print(format_run(res))
     print(f"checkpoint: {res.checkpoint}   (evaluate with --policies ecmp,rllib:{res.checkpoint})")
     print(f"logs:  tensorboard --logdir {Path(cfg.logdir)}  (run {res.run_name})")
     return 130 if res.interrupted else 0

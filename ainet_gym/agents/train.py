@@ -21,7 +21,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ainet_gym.agents.outputs import MODEL_FILE, check_model_out, fresh_dir, model_path, scenario_files
 from ainet_gym.agents.sb3_agents import (
@@ -415,6 +415,26 @@ def format_final(final: dict[str, float]) -> str:
     return ", ".join(f"{lbl} {final[k]:.3f}" for k, lbl in names.items() if k in final)
 
 
+class _RunResult(Protocol):
+    """What :func:`format_run` reads of a training result (:class:`TrainResult`, the RLlib one)."""
+
+    total_timesteps: int
+    seconds: float
+    steps_per_second: float
+    final: dict[str, float]
+    interrupted: bool
+
+
+def format_run(res: _RunResult) -> str:
+    """The line ``ainet-gym train`` prints when a run ends: steps, time, speed and the last episodes'
+    fabric metrics (:func:`format_final`)."""
+    state = "interrupted after" if res.interrupted else "trained"
+    return (
+        f"{state} {res.total_timesteps} steps in {res.seconds:.1f} s ({res.steps_per_second:.0f} steps/s); "
+        f"last episodes: {format_final(res.final)}"
+    )
+
+
 def train_main(args: argparse.Namespace) -> int:
     """Entry point of ``ainet-gym train`` (arguments: see ``ainet_gym.cli``)."""
     cfg = TrainConfig(
@@ -440,11 +460,7 @@ def train_main(args: argparse.Namespace) -> int:
         obs_features=tuple(getattr(args, "obs_features", None) or ()),
     )
     res = train(cfg)
-    state = "interrupted after" if res.interrupted else "trained"
-    print(
-        f"{state} {res.total_timesteps} steps in {res.seconds:.1f} s ({res.steps_per_second:.0f} steps/s); "
-        f"last episodes: {format_final(res.final)}"
-    )
+    print(format_run(res))
     print(f"model: {res.model_path}")
     print(f"logs:  tensorboard --logdir {Path(cfg.logdir)}  (run {res.run_name})")
     return 130 if res.interrupted else 0

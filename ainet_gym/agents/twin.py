@@ -15,7 +15,7 @@ random failures and churn included, because each instance's generator is part of
    ``solo-lp+bg`` (the base policy of a rollout algorithm, Bertsekas' sense), all ``B x K`` copies in one
    batched :class:`~ainet_gym.envs.env.EnvCore`. The candidate whose jobs did the most ideal work in those
    ``H`` intervals (GPU-seconds of compute, plus the share of the current iteration's communication
-   moved, :func:`job_progress`: the GPU utilisation of the lookahead with credit for communication
+   moved, :meth:`EnvCore.job_progress <ainet_gym.envs.env.EnvCore.job_progress>`: the GPU utilisation of the lookahead with credit for communication
    that is under way at its end) is committed (ties: the first in the order above).
 2. **Whole episodes of the pure candidates.** Every baseline of the ``jobs+bg`` class (``lp+bg``,
    ``greedy+bg``, ``spray+bg``, ``wcmp+bg``, ``solo-lp+bg``, ``burst-lp+bg``, ``predictive-lp+bg``,
@@ -55,9 +55,7 @@ __all__ = [
     "LOOKAHEAD_CANDIDATES",
     "PURE_CANDIDATES",
     "TwinAgent",
-    "conn_bounds",
     "instance_rows",
-    "job_progress",
     "parse_twin_arg",
 ]
 
@@ -129,41 +127,6 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
     return out
 
 
-def job_progress(core: EnvCore) -> np.ndarray:
-    """(batch, job slots) GPU-seconds of ideal work each job has done since it was stacked: per GPU,
-    completed iterations times the ideal step time, plus the compute done in the current iteration, plus
-    the share of its communication bytes moved times its ideal communication time (0 for an empty slot).
-
-    The lookahead's terminal value: two candidates that end an H-interval lookahead with the same GPU
-    utilisation but one job further through its communication are told apart (the sum of rewards alone
-    favours candidates that postpone communication past the horizon)."""
-    w = core.world
-    sim = w.sim
-    assert sim is not None
-    st = sim.state
-    ju = w.job_unit
-    alive = ju >= 0
-    u = np.maximum(ju, 0)
-    jf = sim.job_flows
-    left = np.bincount(sim.flow_unit[jf], weights=st.rem[jf], minlength=sim.n_units)
-    total = np.bincount(sim.flow_unit[jf], weights=sim.flow_bytes[jf], minlength=sim.n_units)
-    comm_frac = np.where(total > 0, 1.0 - left / np.where(total > 0, total, 1.0), 0.0)
-    compute = sim.unit_compute[u]
-    done_compute = np.clip(compute - st.t_compute_left[u], 0.0, compute)
-    done_compute = np.where(st.phase_cur[u] == -2, 0.0, done_compute)  # not started yet
-    ideal_step = np.nan_to_num(w.job_ideal_step_s)
-    ideal_comm = np.nan_to_num(w.job_ideal_comm_s)
-    work = st.iterations_total[u] * ideal_step + done_compute + comm_frac[u] * ideal_comm
-    return np.where(alive, work * sim.unit_ngpus[u], 0.0)
-
-
-def conn_bounds(core: EnvCore) -> np.ndarray:
-    """(batch+1,) first connection of each instance of ``core``."""
-    sim = core.world.sim
-    assert sim is not None
-    return np.searchsorted(sim.unit_inst[sim.conn_unit], np.arange(core.batch + 1)).astype(np.int64)
-
-
 def instance_rows(bounds: np.ndarray, instances: np.ndarray) -> np.ndarray:
     """Connection indices of ``instances`` (in that order) under the instance bounds ``bounds``."""
     lo, hi = bounds[instances], bounds[instances + 1]
@@ -191,7 +154,7 @@ class TwinAgent:
         self.plan_stats: dict[str, Any] = {}
 
     def check(self, core: EnvCore) -> None:
-        if core.world.sim is None:
+        if core.routing_context.sim is None:
             raise ValueError(f"{self.name}: the core must be reset before the twin can plan")
 
     # ------------------------------------------------------------------ planning cores
@@ -199,14 +162,14 @@ class TwinAgent:
         """A planning core of ``batch`` instances of ``core``'s scenario (made once, reused)."""
         from ainet_gym.envs.env import EnvCore
 
-        key = (id(core.scenario), batch, core.episode_steps, core.world.backend, core.history)
+        key = (id(core.scenario), batch, core.episode_steps, core.backend, core.history)
         if key not in self._cores:
             self._cores[key] = EnvCore(
                 core.scenario,
                 batch=batch,
                 history=core.history,
                 episode_steps=core.episode_steps,
-                backend=core.world.backend,
+                backend=core.backend,
             )
         return self._cores[key]
 
@@ -225,7 +188,7 @@ class TwinAgent:
             pol = self._policy(name, sim_core)
             gpu = np.zeros((B, T))  # as run_policy records it, so that the means are the evaluator's
             for t in range(T):
-                _, _, _, _, info = sim_core.step_split(pol(sim_core.world, sim_core.last_result))
+                _, _, _, _, info = sim_core.step_split(pol(sim_core.routing_context, sim_core.last_result))
                 gpu[:, t] = info["reward_gpu_utilization"]
             scores[name] = gpu.mean(axis=1)
         if self.best_base:  # per instance, its best stateless pure candidate (ties: the first)
@@ -272,7 +235,7 @@ class TwinAgent:
         incumbent: np.ndarray | None = None
         policies = {name: self._policy(name, main) for name in fixed}
         for t in range(T):
-            w = main.world
+            w = main.routing_context
             sim = w.sim
             assert sim is not None
             if incumbent is None:  # the first decision, or the units changed: ECMP
@@ -283,28 +246,28 @@ class TwinAgent:
             stack = np.stack(cands)  # (K, C, P)
             snap = main.snapshot()
             look.restore(snap, src)
-            mb, lb = conn_bounds(main), conn_bounds(look)
+            mb, lb = main.connection_bounds(), look.connection_bounds()
             # look's connections, instance by instance: candidate k of main instance b
             k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
             rows = instance_rows(mb, src)
-            before_work = job_progress(look)
-            names = [list(x) for x in look.world.names]
+            before_work = look.job_progress()
+            names = [list(x) for x in look.job_names]
             look.step_split(stack[k_of, rows])
             for _ in range(min(H, T - t) - 1):
                 look.step_split(self._base_split(look, bases, base_of, K))
             # the ideal work done in the lookahead, of the jobs there at its start and its end (churn
             # does not depend on the routing: every candidate sees the same jobs come and go)
-            same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.world.names)])
-            score = np.where(same, job_progress(look) - before_work, 0.0).sum(axis=1)
+            same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.job_names)])
+            score = np.where(same, look.job_progress() - before_work, 0.0).sum(axis=1)
             best = np.argmax(score.reshape(B, K), axis=1)  # (B,) ties: the first candidate
             conn_inst = sim.unit_inst[sim.conn_unit]
             chosen = stack[best[conn_inst], np.arange(sim.n_conns)]
             splits.append(chosen)
             bounds.append(mb)
-            before = sim.stack
+            before = main.unit_stack
             _, _, _, _, info = main.step_split(chosen)
             gpu[:, t] = info["reward_gpu_utilization"]
-            incumbent = chosen if sim.stack is before else None  # a restack renumbers the connections
+            incumbent = chosen if main.unit_stack is before else None  # a restack renumbers the connections
         return splits, bounds, gpu.mean(axis=1)
 
     def _base_split(
@@ -313,15 +276,15 @@ class TwinAgent:
         """The split of the lookahead copies in which the copies of main instance ``b`` follow its base."""
         if len(bases) == 1:
             (pol,) = bases.values()
-            return pol(look.world, look.last_result)
-        sim = look.world.sim
+            return pol(look.routing_context, look.last_result)
+        sim = look.routing_context.sim
         assert sim is not None
         split = np.empty((sim.n_conns, look.P))
-        lb = conn_bounds(look)
+        lb = look.connection_bounds()
         for name, pol in bases.items():
             inst = (base_of[name][:, None] * k + np.arange(k)).reshape(-1)  # the copies of those instances
             rows = instance_rows(lb, inst)
-            split[rows] = pol(look.world, look.last_result)[rows]
+            split[rows] = pol(look.routing_context, look.last_result)[rows]
         return split
 
     def _policy(self, name: str, core: EnvCore) -> Any:
@@ -337,20 +300,16 @@ class TwinAgent:
             return POLICIES[name]
         from ainet_gym.agents.predictive import PredictiveRouter
 
-        router = PredictiveRouter(
-            core.world, name.removeprefix("predictive-").removesuffix("+bg"), name.endswith("+bg"),
-            steps=core.episode_steps,
-        )  # fmt: skip
+        router = PredictiveRouter.of_core(
+            core, name.removeprefix("predictive-").removesuffix("+bg"), name.endswith("+bg")
+        )
         return lambda world, last: router(last)
 
     def _perturb(
         self, core: EnvCore, split: np.ndarray, n: int, rng: np.random.Generator
     ) -> list[np.ndarray]:
         """``n`` random perturbations of ``split`` over the live paths of every multi-path connection."""
-        w = core.world
-        sim = w.sim
-        assert sim is not None
-        live = w.live_paths()
+        live = core.routing_context.live_paths()
         multi = live.sum(axis=1) > 1
         out = []
         for _ in range(n):
@@ -365,11 +324,11 @@ class TwinAgent:
         """The split of the best trajectory of each instance at this decision."""
         t = self._t
         self._t += 1
-        sim = core.world.sim
+        sim = core.routing_context.sim
         assert sim is not None
         pure = {name: pol(core.routing_context, core.last_result) for name, pol in self._pure.items()}
         split = np.empty((sim.n_conns, core.P))
-        bounds = conn_bounds(core)
+        bounds = core.connection_bounds()
         for b, choice in enumerate(self._choice):
             rows = np.arange(bounds[b], bounds[b + 1])
             if choice == "plan":

@@ -214,18 +214,17 @@ def run_bench(
             exact += ex
         if exact:
             results["exactness"] = exact
-        if "env" in cfg.sections:
-            results["env"] = bench_env(cfg, bar)
-        if "construction" in cfg.sections:
-            results["construction"] = bench_construction(cfg, bar)
-        if "startup" in cfg.sections:
-            results["startup"] = bench_startup(cfg, bar)
-        if "scaling" in cfg.sections:
-            results["scaling"] = bench_scaling(cfg, bar)
-        if "switch" in cfg.sections:
-            results["switch"] = bench_switch(cfg, bar)
-        if "moe" in cfg.sections:
-            results["moe"] = bench_moe(cfg, bar)
+        sections = (
+            ("env", bench_env),
+            ("construction", bench_construction),
+            ("startup", bench_startup),
+            ("scaling", bench_scaling),
+            ("switch", bench_switch),
+            ("moe", bench_moe),
+        )
+        for name, run in sections:  # in this order: the report's
+            if name in cfg.sections:
+                results[name] = run(cfg, bar)
     finally:
         bar.close()
     results["targets"] = evaluate_targets(results)

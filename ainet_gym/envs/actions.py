@@ -221,7 +221,7 @@ class EnvActions:
         sim = w.sim
         assert sim is not None
         if self.plans:  # each instance runs the plan it chose, computed as that baseline computes it
-            return plan_split(w, self._last, a, self.plans)
+            return plan_split(w, self.state.last, a, self.plans)
         if self.residual is not None:
             return self._residual_split(a)
         if self.action_mode == "ecmp_weights":
@@ -246,7 +246,7 @@ class EnvActions:
         w = self.world
         sim = w.sim
         assert sim is not None and self.residual is not None
-        base = np.asarray(POLICIES[self.residual](w, self._last), dtype=np.float64)
+        base = np.asarray(POLICIES[self.residual](w, self.state.last), dtype=np.float64)
         beta = self.residual_scale
         if self.action_mode == "ecmp_weights":
             log_w = np.zeros((self.batch, w.fabric.n_links))

@@ -47,12 +47,13 @@ from ainet_gym.envs.passes import EnvPasses, get_passes
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.envs.state import EnvState, EpisodeState
-from ainet_gym.fabric.topology import TIERS
+from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.routing.context import RoutingContext
 from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
-from ainet_gym.sim.state import InState
+from ainet_gym.sim.stack import UnitStack
+from ainet_gym.sim.state import WAITING
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
 
 # the constants and helpers of actions.py, observation.py and info.py stay importable from here
@@ -160,13 +161,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     own), ``world.state`` and ``world.sim.state``; :attr:`episode_state` views them together, and
     :meth:`snapshot` copies them."""
 
-    #: the core's own episode state (:class:`~ainet_gym.envs.state.EnvState`); its fields as attributes below
+    #: the core's own episode state (:class:`~ainet_gym.envs.state.EnvState`): ``util_hist`` (batch, history,
+    #: net_links) the link history, newest first; ``last`` the last interval's result (public:
+    #: :attr:`last_result`); ``needs_reset``; ``plan`` (batch,) the plan run in the last interval (choose modes)
     state: EnvState
-    #: (batch, history, net_links) link history, newest first
-    util_hist: InState[np.ndarray] = InState("util_hist")
-    _last: InState[StepResult | None] = InState("last")  # the last interval's result
-    _needs_reset: InState[bool] = InState("needs_reset")  # True until the first reset
-    _plan: InState[np.ndarray] = InState("plan")  # (batch,) choose modes: the plan run in the last interval
 
     def __init__(
         self,
@@ -264,12 +262,81 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     @property
     def last_result(self) -> StepResult | None:
         """The :class:`StepResult` of the last interval (None right after a full reset); read-only."""
-        return self._last
+        return self.state.last
 
     @property
     def decision_interval_s(self) -> float:
         """Simulated seconds of one step."""
         return self.world.decision_interval_s
+
+    @property
+    def fabric(self) -> Fabric:
+        """The fabric the instances share (structure: links, nominal capacities, tiers, ECMP groups); the
+        world's own object, read it and do not change it."""
+        return self.world.fabric
+
+    @property
+    def backend(self) -> str:
+        """The simulation backend the core runs on (``"numba"`` or ``"numpy"``)."""
+        return self.world.backend
+
+    @property
+    def job_names(self) -> list[list[str | None]]:
+        """(B, J) the name of each job slot's job as of the last restack (None: empty slot); a copy."""
+        return [list(x) for x in self.world.names]
+
+    @property
+    def unit_stack(self) -> UnitStack:
+        """The engine's compiled units of the batch (:class:`~ainet_gym.sim.stack.UnitStack`), read-only: a
+        restack (a reset that changes the jobs, churn, an AllToAll rotation) replaces it whole and renumbers
+        the connections, so ``core.unit_stack is before`` tells that a split of ``before`` still applies.
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset`.
+        """
+        return self._sim().stack
+
+    def connection_bounds(self) -> np.ndarray:
+        """(B+1,) int64: the first connection of each instance (instance ``b``'s connections are the rows
+        ``bounds[b]:bounds[b + 1]`` of a split).
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset`.
+        """
+        sim = self._sim()
+        return np.searchsorted(sim.unit_inst[sim.conn_unit], np.arange(self.batch + 1)).astype(np.int64)
+
+    def job_progress(self) -> np.ndarray:
+        """(B, J) GPU-seconds of ideal work each job slot's job has done since it was stacked: per GPU,
+        completed iterations times the ideal step time, plus the compute done in the current iteration,
+        plus the share of its communication bytes moved times its ideal communication time (0 for an empty
+        slot). The twin's and the imitation labels' terminal value (:mod:`ainet_gym.agents.twin`).
+
+        Raises
+        ------
+        RuntimeError
+            Before the first :meth:`reset`.
+        """
+        sim, w = self._sim(), self.world
+        st = sim.state
+        ju = w.job_unit
+        alive = ju >= 0
+        u = np.maximum(ju, 0)
+        jf = sim.job_flows
+        left = np.bincount(sim.flow_unit[jf], weights=st.rem[jf], minlength=sim.n_units)
+        total = np.bincount(sim.flow_unit[jf], weights=sim.flow_bytes[jf], minlength=sim.n_units)
+        comm_frac = np.where(total > 0, 1.0 - left / np.where(total > 0, total, 1.0), 0.0)
+        compute = sim.unit_compute[u]
+        done_compute = np.clip(compute - st.t_compute_left[u], 0.0, compute)
+        done_compute = np.where(st.phase_cur[u] == WAITING, 0.0, done_compute)  # not started yet
+        ideal_step = np.nan_to_num(w.job_ideal_step_s)
+        ideal_comm = np.nan_to_num(w.job_ideal_comm_s)
+        work = st.iterations_total[u] * ideal_step + done_compute + comm_frac[u] * ideal_comm
+        return np.where(alive, work * sim.unit_ngpus[u], 0.0)
 
     @property
     def n_slots(self) -> int:
@@ -357,10 +424,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     def reset(self, seeds: list[int | None], mask: np.ndarray | None = None) -> tuple[Any, dict[str, Any]]:
         mask = np.ones(self.batch, dtype=bool) if mask is None else mask
         self.world.reset(seeds=seeds, mask=mask)
-        self.util_hist[mask] = 0.0
-        self._last = None if mask.all() else self._last
-        self._needs_reset = False
-        self._plan[mask] = -1
+        self.state.util_hist[mask] = 0.0
+        self.state.last = None if mask.all() else self.state.last
+        self.state.needs_reset = False
+        self.state.plan[mask] = -1
         self._default = self.world.default_split(copy=False)
         return self.observe(None), self.info(None)
 
@@ -400,10 +467,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             raise ValueError(
                 f"restore: {type(snap).__name__} is not an EnvSnapshot (take one with snapshot())"
             )
-        if snap.state.util_hist.shape[1:] != self.util_hist.shape[1:]:
+        if snap.state.util_hist.shape[1:] != self.state.util_hist.shape[1:]:
             raise ValueError(
                 f"restore: the snapshot's link history has shape {snap.state.util_hist.shape[1:]}, this core's "
-                f"{self.util_hist.shape[1:]} (another history length)"
+                f"{self.state.util_hist.shape[1:]} (another history length)"
             )
         self.world.restore(snap.world, source)
         self.state.load(snap.state, source)  # (with source: the last result without per-connection figures)
@@ -415,12 +482,12 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self, actions: np.ndarray, active: np.ndarray | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Validate, decode and run one interval in the ``active`` instances (all by default)."""
-        if self._needs_reset:
+        if self.state.needs_reset:
             raise RuntimeError("step() called before reset()")
         fused = self._fused_decode()
         a = self._validate(actions, float64=not fused)  # raises before any state changes
         if self.plans:
-            self._plan = np.where(np.ones(self.batch, dtype=bool) if active is None else active, a, -1)
+            self.state.plan = np.where(np.ones(self.batch, dtype=bool) if active is None else active, a, -1)
         if fused:  # decoded and merged in one compiled pass per instance range
             w = self.world
             assert w.sim is not None
@@ -476,7 +543,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         fixed-size action cannot express exactly (ECMP hashing in ``split`` mode is exact, spraying in
         ``path`` mode is not) are evaluated through it.
         """
-        if self._needs_reset:
+        if self.state.needs_reset:
             raise RuntimeError("step() called before reset()")
         sim = self.world.sim
         assert sim is not None
@@ -487,7 +554,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             )
         if not np.all(np.isfinite(split)) or (split < 0).any():
             raise ValueError("split: every ratio must be finite and >= 0")
-        self._plan[:] = -1  # choose modes: no plan ran, the split was given
+        self.state.plan[:] = -1  # choose modes: no plan ran, the split was given
         return self._run(split, active)
 
     def _run(
@@ -512,7 +579,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             moved = np.where(before >= 0, res.conn_bytes[np.maximum(before, 0)], 0.0)
             self._slot_bytes = (res, moved)
         self._default = self.world.default_split(copy=False)
-        self._last = res
+        self.state.last = res
         if not compiled:  # the compiled observation pushes the history itself
             self._push_history(res, active)
         # the info's per-job arrays and rewards of this interval, if the kernel threads computed them
@@ -525,7 +592,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         fn = self.reward_fn
         raw = info[f"reward_{fn.name}"] if type(fn) in BUILTIN_REWARDS else fn(res)
         rewards = np.where(active, np.asarray(raw, dtype=np.float64), 0.0)
-        truncated = (self.world.step_count >= self.episode_steps) & active
+        truncated = (self.world.state.step_count >= self.episode_steps) & active
         terminated = np.zeros(self.batch, dtype=bool)
         obs = self._observe_numba(res, active, early) if compiled else self._observe(res, None)
         return obs, rewards, terminated, truncated, info

@@ -106,7 +106,7 @@ class EnvInfo:
         nan = np.full((B, J), np.nan)
         out: dict[str, Any] = {
             "action_mask": self._slot_maps().mask.copy(),
-            "step": w.step_count.copy(),
+            "step": w.state.step_count.copy(),
             # per-job figures describe the interval just run (jobs that arrive at its end appear in the
             # next step's info); after a reset, the jobs of the first interval
             "job_alive": w.job_unit >= 0 if res is None else res.job_alive.copy(),
@@ -131,7 +131,7 @@ class EnvInfo:
         out["throughput_gbps"] = np.zeros(B) if res is None else res.throughput_gbps
         if self.plans:  # the choose modes: the plans' class, and the plan each instance ran (-1: none yet)
             out["plan_class"] = np.full(B, self.plan_class)
-            out["plan"] = self._plan.copy() if res is not None else np.full(B, -1, dtype=np.int64)
+            out["plan"] = self.state.plan.copy() if res is not None else np.full(B, -1, dtype=np.int64)
         # per-iteration GPU utilisation: compute / mean step time of the iterations completed in the interval
         # (of the jobs that ran in it: res.compute_s is taken before churn replaces any)
         out["iteration_gpu_utilization"] = nan.copy() if res is None else res.compute_s / res.step_time_s

@@ -268,7 +268,7 @@ class SwitchAgents:
         B, A, H, L = core.batch, self.n_agents, core.history, self.n_links
         out = np.zeros((B, A, self.obs_dim))
         lay = self.obs_layout
-        u = np.minimum(core.util_hist, 1.0)[:, :, np.maximum(self.own_pos, 0)]  # (B, H, A, L)
+        u = np.minimum(core.state.util_hist, 1.0)[:, :, np.maximum(self.own_pos, 0)]  # (B, H, A, L)
         u = np.where(self.own_valid[None, None], u, 0.0)
         out[:, :, lay["link_utilization"]] = u.transpose(0, 2, 1, 3).reshape(B, A, H * L)
         capf = (
@@ -286,7 +286,8 @@ class SwitchAgents:
         out[:, :, lay["jobs"]] = jobs.reshape(B, A, -1)
         out[:, :, lay["demand"]] = squash(np.concatenate([job_load, bg_load], axis=2) / scale[None, :, None])
         out[:, :, lay["agent_id"]] = np.eye(A)[None]
-        out[:, :, lay["episode_progress"]] = np.minimum(w.step_count / core.episode_steps, 1.0)[:, None, None]
+        progress = np.minimum(w.state.step_count / core.episode_steps, 1.0)
+        out[:, :, lay["episode_progress"]] = progress[:, None, None]
         return out.astype(np.float32)
 
     # ------------------------------------------------------------------ reward

@@ -139,11 +139,11 @@ class EarlyBlocks:
         # the jobs after it, the slots as they are, the progress after the step
         w = core.world
         self.slots = self.slot_features()
-        rest_args = self.rest_args(fig.eff, fig.util, self.slots, w.step_count + self.push)
+        rest_args = self.rest_args(fig.eff, fig.util, self.slots, w.state.step_count + self.push)
 
         def both(lo: int, hi: int) -> None:
             i = where[(lo, hi)]
-            envkernels.observe_history(lo, hi, core.util_hist, self.push, fig.lu, core.net_links, start, self.obs,
+            envkernels.observe_history(lo, hi, core.state.util_hist, self.push, fig.lu, core.net_links, start, self.obs,
                                         self.tops[i : i + 1])  # fmt: skip
             envkernels.info_jobs(lo, hi, *info_args, np.empty(J))
             envkernels.observe_rest(lo, hi, *rest_args, self.obs)
@@ -233,7 +233,7 @@ class EnvObservation:
 
     def _push_history(self, res: StepResult, active: np.ndarray) -> None:
         """Newest first: shift the link-utilisation history of the ``active`` copies by one interval."""
-        hist = self.util_hist
+        hist = self.state.util_hist
         if active.all():  # slices, no gather
             hist[:, 1:] = hist[:, :-1]
             hist[:, 0] = res.link_utilization[:, self.net_links]
@@ -260,7 +260,7 @@ class EnvObservation:
         # float64 vector would
         obs = np.empty((B, self.obs_dim), dtype=np.float32)
         L = self.obs_layout
-        u = self.util_hist
+        u = self.state.util_hist
         # each row was checked when it was the newest one: checking that one suffices
         if u.size and u[:, 0].max() > 1.0 + 1e-6:
             raise AssertionError(f"link utilisation {u[:, 0].max()} > 1: capacity constraint violated")
@@ -287,7 +287,7 @@ class EnvObservation:
         # background
         if self.n_bg:
             obs[:, L["background"]] = self._background_features(res)
-        obs[:, L["episode_progress"]] = np.minimum(w.step_count / self.episode_steps, 1.0)[:, None]
+        obs[:, L["episode_progress"]] = np.minimum(w.state.step_count / self.episode_steps, 1.0)[:, None]
         self._optional_blocks(obs)
         if self.observation_mode == "flat":
             return obs
@@ -375,17 +375,17 @@ class EnvObservation:
         util = self._no_job if res is None else res.gpu_utilization
         if early is not None and early.ran:
             obs, top = early.obs, early.tops.max()  # NaN if any range saw one
-            if w.dynamics_changed or slots is not early.slots:  # the early rest blocks are out of date
-                envkernels.observe_rest(0, B, *self._rest_args(eff, util, slots, w.step_count), obs)
+            if w.state.dynamics_changed or slots is not early.slots:  # the early rest blocks are out of date
+                envkernels.observe_rest(0, B, *self._rest_args(eff, util, slots, w.state.step_count), obs)
         else:
-            rest = self._rest_args(eff, util, slots, w.step_count, res is not None)
+            rest = self._rest_args(eff, util, slots, w.state.step_count, res is not None)
             obs = np.empty((B, self.obs_dim), dtype=np.float32)
             if res is None or push is None:
                 push = np.zeros(B, dtype=np.bool_)
             lu = self._no_lu if res is None else res.link_utilization
             tops = np.empty(1)
             envkernels.observe_history(
-                0, B, self.util_hist, np.ascontiguousarray(push, dtype=np.bool_),
+                0, B, self.state.util_hist, np.ascontiguousarray(push, dtype=np.bool_),
                 np.ascontiguousarray(lu, dtype=np.float64), self.net_links, L["link_utilization"].start, obs, tops,
             )  # fmt: skip
             envkernels.observe_rest(0, B, *rest, obs)
@@ -474,7 +474,7 @@ class EnvObservation:
         for i, k in enumerate(f.node_kind):
             nf[:, i, kinds.index(k) if k in kinds else 3] = 1.0
         ef = np.zeros((B, f.n_links, self.history + 1), dtype=np.float32)
-        ef[:, self.net_links, : self.history] = np.minimum(self.util_hist, 1.0).transpose(0, 2, 1)
+        ef[:, self.net_links, : self.history] = np.minimum(self.state.util_hist, 1.0).transpose(0, 2, 1)
         ef[:, :, self.history] = sim.capacity_bytes_per_s / f.capacity_bytes_per_s
         ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.float32)
         return {"flat": flat, "node_features": nf, "edge_index": ei.copy(), "edge_features": ef}

@@ -19,10 +19,10 @@ def render_ansi(core: EnvCore, b: int = 0, top: int = 8) -> str:
     """The hottest network links of the last interval and each job's step time against its ideal."""
     w = core.world
     f = w.fabric
-    util = core.util_hist[b, 0]
+    util = core.state.util_hist[b, 0]
     order = np.argsort(-util, kind="stable")[:top]
     lines = [
-        f"step {int(w.step_count[b])}/{core.episode_steps}  interval {w.decision_interval_s * 1e3:.2f} ms"
+        f"step {int(w.state.step_count[b])}/{core.episode_steps}  interval {w.decision_interval_s * 1e3:.2f} ms"
     ]
     lines.append(f"{'link':<28}{'tier':<12}{'util':>6}{'cap':>6}")
     cap = core.link_capacity_bytes_per_s[b] / f.capacity_bytes_per_s
@@ -37,7 +37,7 @@ def render_ansi(core: EnvCore, b: int = 0, top: int = 8) -> str:
             continue
         st = np.nan if last is None else last.step_time_s[b, j] * 1e3
         gu = np.nan if last is None else last.gpu_utilization[b, j]
-        n = len(w.gpus[b][j])
+        n = len(w.state.gpus[b][j])
         lines.append(f"{name:<20}{n:>5}{st:>10.2f}{ideal[b, j] * 1e3:>10.2f}{gu:>7.3f}")
     return "\n".join(lines) + "\n"
 
@@ -119,7 +119,7 @@ def render_rgb(core: EnvCore, b: int = 0) -> np.ndarray:
     w = core.world
     tiers = w.fabric.link_tier[core.net_links]
     order = np.argsort(tiers, kind="stable")
-    data = core.util_hist[b][:, order]  # (history, links)
+    data = core.state.util_hist[b][:, order]  # (history, links)
     H, N = data.shape
     ordered = tiers[order]
     starts = np.concatenate(([0], np.flatnonzero(np.diff(ordered)) + 1)) if N else np.zeros(0, np.int64)
@@ -133,6 +133,6 @@ def render_rgb(core: EnvCore, b: int = 0) -> np.ndarray:
         for s0, _tier in layout[1:]:  # tier boundaries
             img[_MAP_TOP:_MAP_BOTTOM, _MAP_LEFT + s0 * mw // N] = (0, 255, 255)
     pic = Image.fromarray(img)
-    title = f"link utilisation, step {int(w.step_count[b])}"
+    title = f"link utilisation, step {int(w.state.step_count[b])}"
     ImageDraw.Draw(pic).text((RGB_WIDTH // 2, 4), title, fill=(0, 0, 0), font=_font(), anchor="ma")
     return np.asarray(pic).copy()

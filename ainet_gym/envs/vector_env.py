@@ -133,7 +133,7 @@ class FabricRoutingVectorEnv(VectorEnv):
         # reward 0, not done
         obs, rew, term, trunc, info = self.core.step(a, active=~reset_now)
         if self.max_episode_steps is not None:  # the TimeLimit of gymnasium.make, for the vector env
-            trunc = trunc | ((self.core.world.step_count >= self.max_episode_steps) & ~reset_now)
+            trunc = trunc | ((self.core.world.state.step_count >= self.max_episode_steps) & ~reset_now)
         if reset_now.any():
             fresh = self.core.info(None)
             for k, v in fresh.items():

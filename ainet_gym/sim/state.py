@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "DONE", "IDLE", "PRE_COMM", "RUNNING", "WAITING", "InState", "SimState", "WorldState", "clone_generator",
+    "DONE", "IDLE", "PRE_COMM", "RUNNING", "WAITING", "SimState", "WorldState", "clone_generator",
 ]  # fmt: skip
 
 # unit phase cursor values (in communication, the cursor counts the phases done)
@@ -201,20 +201,3 @@ class WorldState:
             else:
                 setattr(self, k, theirs)
         self.dynamics_changed = other.dynamics_changed
-
-
-T = TypeVar("T")
-
-
-class InState(property, Generic[T]):
-    """An attribute of an object that lives in its state container ``obj.<container>`` (``state`` by
-    default), field ``name``: reading and binding it read and bind the container's field, so that code that
-    reads ``world.step_count`` or binds ``world.jobs`` keeps working while the container is the one place
-    the state is kept (and copied by snapshots). A property whose getter is an ``attrgetter`` (about 0.1 us
-    a read, a fifth of a descriptor written in Python)."""
-
-    def __init__(self, name: str, container: str = "state") -> None:
-        def fset(obj: object, value: T) -> None:
-            setattr(getattr(obj, container), name, value)
-
-        super().__init__(attrgetter(f"{container}.{name}"), fset, None, f"``{container}.{name}``")

@@ -45,7 +45,7 @@ from ainet_gym.sim.engine import (
 from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, NumbaFigures, StepResult
 from ainet_gym.sim.placement import place_job, placement_is_deterministic
-from ainet_gym.sim.state import InState, WorldState
+from ainet_gym.sim.state import WorldState
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult", "WorldSnapshot"]
 
@@ -80,21 +80,14 @@ class FabricWorld:
     ``backend`` selects the simulation backend (``"numba"`` or ``"numpy"``; None: ``$AINET_GYM_BACKEND``,
     else numba when it imports), see :func:`ainet_gym.sim.backends.resolve_backend`.
 
-    Per job slot ``j`` of instance ``b``: ``jobs[b][j]`` (a :class:`JobSpec` or None), ``gpus[b][j]``
-    (its GPU ids in rank order), ``job_unit[b, j]`` (its flat unit in :attr:`sim`, -1: empty) and
-    ``job_ideal_step_s[b, j]`` / ``job_ideal_comm_s[b, j]`` (s, nan: empty).
+    Per job slot ``j`` of instance ``b``: ``state.jobs[b][j]`` (a :class:`JobSpec` or None),
+    ``state.gpus[b][j]`` (its GPU ids in rank order), ``job_unit[b, j]`` (its flat unit in :attr:`sim`, -1:
+    empty) and ``job_ideal_step_s[b, j]`` / ``job_ideal_comm_s[b, j]`` (s, nan: empty).
     """
 
-    #: the episode state (:class:`~ainet_gym.sim.state.WorldState`); its fields as attributes below
+    #: the episode state (:class:`~ainet_gym.sim.state.WorldState`): generators, step counts, ECMP hash
+    #: seeds, background offsets, link failures, the jobs and GPUs of the job slots, the dynamics flag
     state: WorldState
-    rngs: InState[list[np.random.Generator]] = InState("rngs")  # (batch,) each instance's generator
-    step_count: InState[np.ndarray] = InState("step_count")  # (batch,) int64 intervals run in the episode
-    hash_seed: InState[np.ndarray] = InState("hash_seed")  # (batch,) int64 ECMP hash seeds
-    bg_offset: InState[np.ndarray] = InState("bg_offset")  # (batch, background) int64 step offsets
-    jobs: InState[list[list[JobSpec | None]]] = InState("jobs")  # (batch, job slots) JobSpec or None
-    gpus: InState[list[list[np.ndarray | None]]] = InState("gpus")  # (batch, job slots) GPU ids or None
-    #: whether the last advance of the dynamics changed a capacity or restacked the units
-    dynamics_changed: InState[bool] = InState("dynamics_changed")
 
     def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:
         self.scenario = scenario
@@ -120,7 +113,7 @@ class FabricWorld:
         n_bg = len(scenario.background)
         # the per-episode state of every instance (generators, step counts, hash seeds, background offsets,
         # the link state's arrays, the jobs and GPUs of the job slots, filled by reset): one container, which
-        # a snapshot copies; its fields are readable (and bindable) as attributes of the world
+        # a snapshot copies (read as ``world.state.<field>``)
         self.state = WorldState(
             rngs=[np.random.default_rng(scenario.seed) for _ in range(batch)],
             step_count=np.zeros(batch, dtype=np.int64),
@@ -187,16 +180,16 @@ class FabricWorld:
         seeds = seeds if seeds is not None else [None] * self.batch
         for b in np.flatnonzero(mask):
             if seeds[b] is not None:
-                self.rngs[b] = np.random.default_rng(seeds[b])
-            rng = self.rngs[b]
-            self.hash_seed[b] = int(rng.integers(2**31))
+                self.state.rngs[b] = np.random.default_rng(seeds[b])
+            rng = self.state.rngs[b]
+            self.state.hash_seed[b] = int(rng.integers(2**31))
             placed = self._place_jobs(rng)  # then the jitter, from the same generator
-            jobs, self.bg_offset[b] = episode_jitter(self.scenario.jobs, self.scenario.background, rng)
+            jobs, self.state.bg_offset[b] = episode_jitter(self.scenario.jobs, self.scenario.background, rng)
             empty = [None] * (self.n_job_slots - len(jobs))  # the slots of jobs that arrive later (churn)
-            self.jobs[b] = [*jobs, *empty]
-            self.gpus[b] = [*placed, *empty]
+            self.state.jobs[b] = [*jobs, *empty]
+            self.state.gpus[b] = [*placed, *empty]
         self.links.reset(mask)
-        self.step_count[mask] = 0
+        self.state.step_count[mask] = 0
         if self.sim is not None:
             self.sim.state.time_s[mask] = 0.0
         self._rebuild(reset_mask=mask)
@@ -386,29 +379,29 @@ class FabricWorld:
         sim.handed_under(split)  # routing.split_flows independent: the parts' remainders are the snapshot's
         sim.set_split(split)
         if source is not None:  # a copy of other instances: the env's cached blocks are out of date
-            self.dynamics_changed = True
+            self.state.dynamics_changed = True
 
     def job_names(self, b: int) -> list[str | None]:
         """Names of the jobs in the job slots of instance ``b`` (None: empty)."""
-        return [None if j is None else j.name for j in self.jobs[b]]
+        return [None if j is None else j.name for j in self.state.jobs[b]]
 
     # ------------------------------------------------------------------ dynamics
     def _advance_dynamics(self, mask: np.ndarray, first: bool = False) -> None:
         """Failures, repairs, churn, AllToAll rotation and background on/off at the start of an interval
         of the ``mask`` instances (``first``: the first interval of an episode, no churn yet)."""
         dyn = self.scenario.dynamics
-        step = self.step_count
+        step = self.state.step_count
         self.links.repair(step, mask)
         # per-instance draws (each instance has its own generator) only where something is random
         do_churn = self.churn and not first
         rebuild = False
         for b in np.flatnonzero(mask) if self.links.random or do_churn else ():
-            rng = self.rngs[b]
+            rng = self.state.rngs[b]
             if self.links.random:
                 self.links.draw_failure(b, int(step[b]), rng)
             if do_churn:
                 rebuild |= churn(
-                    self.jobs[b], self.gpus[b], len(self.scenario.jobs), self.templates, dyn.job_churn,
+                    self.state.jobs[b], self.state.gpus[b], len(self.scenario.jobs), self.templates, dyn.job_churn,
                     self.fabric, int(step[b]), rng,
                 )  # fmt: skip
         self.links.apply_scheduled(step, mask)
@@ -417,12 +410,12 @@ class FabricWorld:
             self._rebuild()
         sim = self.sim
         assert sim is not None
-        self.dynamics_changed = restack or self.links.changed
+        self.state.dynamics_changed = restack or self.links.changed
         if self.links.changed or sim.capacity_bytes_per_s is not self._capacity_set:
             # the capacities of the next interval (a new array: an earlier result's view keeps its values)
             sim.capacity_bytes_per_s = self._capacity_set = self.links.capacity_bytes_per_s()
         on = np.zeros(sim.n_units, dtype=bool)
-        on[self.bg_unit] = background_on(self.scenario.background, step, self.bg_offset)
+        on[self.bg_unit] = background_on(self.scenario.background, step, self.state.bg_offset)
         sim.state.bg_on[...] = on
 
     # ------------------------------------------------------------------ structure
@@ -431,20 +424,21 @@ class FabricWorld:
         unit index of each job slot (-1: empty)."""
         units: list[CompiledUnit] = []
         slot_unit: list[int] = []
-        step = int(self.step_count[b])
+        step = int(self.state.step_count[b])
+        gpus = self.state.gpus[b]
         for j in range(self.n_job_slots):
-            job = self.jobs[b][j]
+            job = self.state.jobs[b][j]
             if job is None:
                 slot_unit.append(-1)
                 continue
             slot_unit.append(len(units))
-            units.append(self._compiled_job(job, self.gpus[b][j], alltoall_rotation(job, step)))
+            units.append(self._compiled_job(job, gpus[j], alltoall_rotation(job, step)))
         for i, bg in enumerate(self.scenario.background):
             if bg.job is not None:
                 idx = next(j for j, jb in enumerate(self.scenario.jobs) if jb.name == bg.job)
-                g = self.gpus[b][idx] if self.gpus[b][idx] is not None else np.arange(self.fabric.n_gpus)
+                g = gpus[idx] if gpus[idx] is not None else np.arange(self.fabric.n_gpus)
             else:
-                g = np.concatenate([x for x in self.gpus[b][: len(self.scenario.jobs)] if x is not None])
+                g = np.concatenate([x for x in gpus[: len(self.scenario.jobs)] if x is not None])
             units.append(self._compiled_background(i, g))
         return units, slot_unit
 
@@ -453,10 +447,10 @@ class FabricWorld:
         the same GPU arrays (or empty slots) at the same step (AllToAll rotations depend on the step only;
         background sources on the GPUs only). A cheap test by identity; False only costs a
         :meth:`_units_of` call."""
-        if self.step_count[a] != self.step_count[b]:
+        if self.state.step_count[a] != self.state.step_count[b]:
             return False
-        return all(map(operator.is_, self.jobs[a], self.jobs[b])) and all(
-            map(operator.is_, self.gpus[a], self.gpus[b])
+        return all(map(operator.is_, self.state.jobs[a], self.state.jobs[b])) and all(
+            map(operator.is_, self.state.gpus[a], self.state.gpus[b])
         )
 
     def _compiled_job(self, job: JobSpec, gpus: np.ndarray, rot: int) -> CompiledUnit:
@@ -522,7 +516,7 @@ class FabricWorld:
             for i in range(len(self.scenario.background)):
                 self.bg_unit[b, i] = self._unit_offset[b] + n_jobs + i
         self.names = [self.job_names(b) for b in range(self.batch)]
-        self.job_ideal_step_s, self.job_ideal_comm_s = self.ideal.tables(self.jobs, self.gpus)
+        self.job_ideal_step_s, self.job_ideal_comm_s = self.ideal.tables(self.state.jobs, self.state.gpus)
 
     def _kept_units(self, slot_units: list[list[int]], reset_mask: np.ndarray | None) -> np.ndarray:
         """(new units,) the old flat unit each new unit continues (-1: a new one): the same job on the
@@ -617,7 +611,7 @@ class FabricWorld:
         return snap
 
     def _job_key(self, b: int, j: int) -> tuple:
-        job, g = self.jobs[b][j], self.gpus[b][j]
+        job, g = self.state.jobs[b][j], self.state.gpus[b][j]
         return ("none",) if job is None else (job.name, tuple(g.tolist()))
 
     # ------------------------------------------------------------------ routing
@@ -633,7 +627,7 @@ class FabricWorld:
         sim = self.sim
         assert sim is not None
         cached = self._default_cache
-        seeds = self.hash_seed.tobytes()
+        seeds = self.state.hash_seed.tobytes()
         # valid while the connections (the same conn_key array), the hash seeds and the dead links are;
         # the capacity array is the engine's own while no capacity factor changes (see _advance_dynamics),
         # so the dead links are compared only when it is a new one
@@ -645,7 +639,7 @@ class FabricWorld:
         if cached is not None and cached[0] is sim.conn_key and cached[2] == seeds and cached[3] == key:
             self._default_cache = (sim.conn_key, cap, seeds, key, cached[4])
             return cached[4].copy() if copy else cached[4]
-        seed = self.hash_seed[sim.unit_inst[sim.conn_unit]] if sim.n_conns else 0
+        seed = self.state.hash_seed[sim.unit_inst[sim.conn_unit]] if sim.n_conns else 0
         qps = self.scenario.routing.qps_per_connection
         live = self.live_paths()
         n_live = live.sum(axis=1)

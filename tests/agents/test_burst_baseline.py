@@ -65,7 +65,7 @@ def test_burst_lp_switches_per_instance_and_is_lp_without_bursts() -> None:
     mixed = False
     for _ in range(core.episode_steps):
         w, sim = core.world, core.world.sim
-        step, offset = w.step_count, w.bg_offset[:, 0]
+        step, offset = w.state.step_count, w.state.bg_offset[:, 0]
         on = (step >= offset) & ((step - offset) % PERIOD < DURATION)  # the file's formula, per instance
         assert background_active(w).tolist() == on.tolist()
         mixed |= bool(on.any() and not on.all())

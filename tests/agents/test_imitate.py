@@ -36,7 +36,6 @@ def test_labels_are_the_best_plan_and_the_record_is_the_env_s_episode() -> None:
 
 
 def test_a_one_interval_lookahead_scores_each_plan_by_its_own_interval() -> None:
-    from ainet_gym.agents.twin import job_progress
 
     sc = _small()
     lab = lookahead_labels(sc, [5], h=1)
@@ -45,9 +44,9 @@ def test_a_one_interval_lookahead_scores_each_plan_by_its_own_interval() -> None
     snap = core.snapshot()
     for k in range(6):  # the first decision: each plan for one interval from the reset state
         core.restore(snap)
-        before = job_progress(core).sum()
+        before = core.job_progress().sum()
         core.step(np.array([k]))
-        assert lab["scores"][0, k] == pytest.approx(job_progress(core).sum() - before, rel=1e-12)
+        assert lab["scores"][0, k] == pytest.approx(core.job_progress().sum() - before, rel=1e-12)
 
 
 def test_a_given_policy_is_played_and_its_states_labelled() -> None:

@@ -13,7 +13,7 @@ from _scenarios import small_spine_leaf
 from ainet_gym.agents import twin as twin_module
 from ainet_gym.agents.evaluate import markdown_table, run_policy
 from ainet_gym.agents.registry import make_agent
-from ainet_gym.agents.twin import BASE_CHOICES, PURE_CANDIDATES, TwinAgent, job_progress, parse_twin_arg
+from ainet_gym.agents.twin import BASE_CHOICES, PURE_CANDIDATES, TwinAgent, parse_twin_arg
 from ainet_gym.cli import main as cli_main
 from ainet_gym.envs.env import EnvCore
 
@@ -86,12 +86,12 @@ def test_job_progress_counts_ideal_work_by_hand() -> None:
     }  # fmt: skip
     core = EnvCore(sc, batch=1)
     core.reset([0])
-    np.testing.assert_allclose(job_progress(core), 0.0)
+    np.testing.assert_allclose(core.job_progress(), 0.0)
     core.step_split(core.world.default_split())
     comm = core.world.job_ideal_comm_s[0, 0]  # 5e8 bytes at 50 GB/s: 10 ms
     assert comm == pytest.approx(0.010)
     # 15 ms: 10 ms of compute, then 5 ms of a 10 ms transfer
-    np.testing.assert_allclose(job_progress(core)[0, 0], 2 * (0.010 + 0.5 * comm), rtol=1e-9)
+    np.testing.assert_allclose(core.job_progress()[0, 0], 2 * (0.010 + 0.5 * comm), rtol=1e-9)
 
 
 def test_twin_arguments_are_checked() -> None:

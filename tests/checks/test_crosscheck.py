@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +28,8 @@ HAS_NS3 = importlib.util.find_spec("ns") is not None
 needs_ns3 = pytest.mark.skipif(
     not HAS_NS3, reason="ns-3 bindings not installed (optional extra: pip install 'ainet-gym[ns3]')"
 )
+#: the repository root (the agents run in a fresh interpreter import the test helpers from it)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _switch(gpus: int = 4, nbytes: float = 2e6, **fabric: object) -> dict:
@@ -383,7 +386,9 @@ def _crosscheck_with_agent(
 ) -> tuple[dict, dict]:
     """:func:`crosscheck` of ``sc`` in a fresh interpreter (ns-3 keeps global state per process) after
     ``agent_code`` has registered the agent ``policy``, with ``CrosscheckConfig(**config)``; returns the
-    result and its details."""
+    result and its details. The repository root leads the interpreter's path: ``agent_code`` may import the
+    test helpers (``tests._scenarios``)."""
+    import os
     import subprocess
     import sys
     import textwrap
@@ -402,6 +407,7 @@ def _crosscheck_with_agent(
         [sys.executable, "-c", code, json.dumps(sc), policy, json.dumps(config or {})],
         capture_output=True,
         text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
     )
     line = next((x for x in proc.stdout.splitlines() if x.startswith("XC-RESULT ")), None)
     assert line is not None, proc.stderr[-2000:]
@@ -410,8 +416,8 @@ def _crosscheck_with_agent(
 
 
 _SWITCHING_AGENT = """
-    import numpy as np
     from ainet_gym.agents.registry import register_agent
+    from tests._scenarios import split_slow_or_even
 
     class SwitchAtOne:
         # interval 0: every job connection on its path through the degraded link; then 50/50 over both
@@ -426,15 +432,7 @@ _SWITCHING_AGENT = """
             self.k = 0
 
         def act(self, core, obs):
-            # (tests/_scenarios.py's split_slow_or_even, written out: this code runs in a fresh interpreter)
-            sim = core.world.sim
-            L = core.world.fabric.n_links
-            slow = np.flatnonzero(core.world.links.cap_factor[0] < 1)
-            split = np.zeros((sim.n_conns, core.P))
-            for c in range(sim.n_conns):
-                n = int(sim.conn_npaths[c])
-                via = [bool(np.isin(sim.conn_paths[c, p] % L, slow).any()) for p in range(n)]
-                split[c, :n] = np.asarray(via, float) if self.k == 0 else 1.0 / n
+            split = split_slow_or_even(core, slow_only=self.k == 0)
             self.k += 1
             return split
 

@@ -102,7 +102,7 @@ def test_each_copy_of_a_batch_runs_its_own_plan(mode: str) -> None:
 def test_bad_plan_indices_raise_and_leave_state_untouched() -> None:
     env = gym.make("ainet_gym/PeriodicInterference-Choose-v0").unwrapped
     env.reset(seed=0)
-    before = env.core.world.step_count.copy(), env.core.util_hist.copy()
+    before = env.core.world.state.step_count.copy(), env.core.state.util_hist.copy()
     for bad, match in (
         (
             5,
@@ -116,8 +116,8 @@ def test_bad_plan_indices_raise_and_leave_state_untouched() -> None:
     ):
         with pytest.raises(ValueError, match=match):
             env.step(bad)
-    np.testing.assert_array_equal(env.core.world.step_count, before[0])
-    np.testing.assert_array_equal(env.core.util_hist, before[1])
+    np.testing.assert_array_equal(env.core.world.state.step_count, before[0])
+    np.testing.assert_array_equal(env.core.state.util_hist, before[1])
     env.step(np.int64(4))  # an integer of any type, and 4.0 as a float, are valid
     env.step(4.0)
     core = EnvCore(DYNAMIC, batch=2, action_mode="choose")

@@ -23,7 +23,7 @@ def test_churn_step_time_at_least_ideal_of_the_same_job(seed: int) -> None:
     w = env.core.world
     checked = replaced = 0
     for _ in range(60):
-        before = [(job, None if g is None else g.copy()) for job, g in zip(w.jobs[0], w.gpus[0])]
+        before = [(job, None if g is None else g.copy()) for job, g in zip(w.state.jobs[0], w.state.gpus[0])]
         _, _, _, _, info = env.step(env.action_space.sample())
         after = w.job_names(0)
         replaced += sum(

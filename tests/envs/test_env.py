@@ -133,7 +133,7 @@ def test_vector_env_equals_single_envs(mode: str) -> None:
     # next episode is the one its single env plays after reset() without a seed (its own random stream)
     vobs, vr, vterm, vtrunc, vinfo = venv.step(venv.action_space.sample())
     assert (vr == 0).all() and not vterm.any() and not vtrunc.any()
-    assert (venv.core.world.step_count == 0).all()
+    assert (venv.core.world.state.step_count == 0).all()
     for i, e in enumerate(singles):
         obs, info = e.reset()
         np.testing.assert_array_equal(vobs[i], obs)
@@ -334,7 +334,7 @@ def test_rgb_array_heat_map_shows_the_link_history() -> None:
     img = env.render()
     assert img.shape == (r.RGB_HEIGHT, r.RGB_WIDTH, 3)
     order = np.argsort(core.world.fabric.link_tier[core.net_links], kind="stable")
-    hist = core.util_hist[0][:, order]  # (history, links) as drawn, newest first
+    hist = core.state.util_hist[0][:, order]  # (history, links) as drawn, newest first
     H, N = hist.shape
     mh, mw = r._MAP_BOTTOM - r._MAP_TOP, r._MAP_RIGHT - r._MAP_LEFT
     for h in range(H):
@@ -361,7 +361,7 @@ def test_sb3_adapter_trains_ppo_and_reports_terminal_observation() -> None:
         obs, _rew, dones, infos = venv.step(np.stack([venv.action_space.sample() for _ in range(2)]))
     assert dones.all()
     assert all("terminal_observation" in i and i["TimeLimit.truncated"] for i in infos)
-    assert (venv.core.world.step_count == 0).all()  # same-step reset
+    assert (venv.core.world.state.step_count == 0).all()  # same-step reset
     model = PPO("MlpPolicy", venv, n_steps=8, batch_size=8, n_epochs=1, seed=0, device="cpu")
     model.learn(total_timesteps=32)
     assert model.num_timesteps >= 32

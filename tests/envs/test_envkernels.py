@@ -175,7 +175,7 @@ def test_history_block_on_the_kernel_threads_equals_the_serial_observation(name:
         assert list(i1) == list(i2)  # the same keys in the same order
         for k in i1:  # the info's per-job arrays and rewards of info_jobs, and the rest
             assert np.asarray(i1[k]).tobytes() == np.asarray(i2[k]).tobytes(), k
-        changed += early.world.dynamics_changed
+        changed += early.world.state.dynamics_changed
     if name != "spine-leaf-2to1":  # the early blocks were written again after a failure or a restack
         assert changed > 0
-    assert early.util_hist.tobytes() == late.util_hist.tobytes()
+    assert early.state.util_hist.tobytes() == late.state.util_hist.tobytes()

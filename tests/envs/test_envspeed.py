@@ -205,5 +205,5 @@ def test_restack_shares_units_only_between_copies_that_are_the_same() -> None:
             assert len(w.sim.units[b]) == len(own[b])
             assert all(x is y for x, y in zip(w.sim.units[b], own[b], strict=True)), b
         differed += any(x is not y for x, y in zip(own[0], own[1], strict=True))
-    assert (w.step_count == [10, 9, 10]).all()
+    assert (w.state.step_count == [10, 9, 10]).all()
     assert differed > 0  # the copies were at different rotations at some step

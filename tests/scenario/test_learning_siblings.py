@@ -28,6 +28,7 @@ SIBLINGS: dict[str, tuple[int, float | None]] = {
     "spine-leaf-4to1-mixed-jitter": (128, 4.0),
     "spine-leaf-4to1-64-jitter": (64, 4.0),
     "clos3-2pods-dp-jitter": (64, None),
+    "clos3-2pods-4to1-dp-jitter": (64, None),
 }
 
 
@@ -74,8 +75,9 @@ def test_the_seed_changes_the_episode_under_a_fixed_routing(name: str) -> None:
     assert np.unique(np.round(utils, 9)).size == 3, utils
 
 
-def test_clos3_jobs_cross_the_core_at_every_ring_hop() -> None:
-    sc = load_scenario(_path("clos3-2pods-dp-jitter"))
+@pytest.mark.parametrize("name", ["clos3-2pods-dp-jitter", "clos3-2pods-4to1-dp-jitter"])
+def test_clos3_jobs_cross_the_core_at_every_ring_hop(name: str) -> None:
+    sc = load_scenario(_path(name))
     f = build_fabric(sc.fabric)
     pods = np.where(np.arange(f.n_gpus) < 32, 0, 1)  # clos3-2pods.edges: gpu0-31 in pod 0, gpu32-63 in pod 1
     used = np.concatenate([np.asarray(j.placement) for j in sc.jobs])
@@ -86,3 +88,28 @@ def test_clos3_jobs_cross_the_core_at_every_ring_hop() -> None:
         assert (pods[ranks] != pods[np.roll(ranks, -1)]).all(), j.name
         # and on every leaf (8 GPUs each) of both pods, two GPUs per job
         assert np.bincount(ranks // 8, minlength=8).tolist() == [2] * 8, j.name
+
+
+@pytest.mark.parametrize(
+    ("name", "ratio"), [("clos3-2pods-dp-jitter", 2.0), ("clos3-2pods-4to1-dp-jitter", 4.0)]
+)
+def test_clos3_pod_to_core_oversubscription_by_hand(name: str, ratio: float) -> None:
+    """Per pod, the GPUs' NIC capacity over the capacity from its aggregation switches up to the cores: 2:1
+    in `clos3-2pods`, 4:1 in the thin-core copy (the same graph, every aggregation-core link at 200G)."""
+    f = build_fabric(load_scenario(_path(name)).fabric)
+    names = list(f.node_names)
+    src = [names[s] for s in f.link_src]
+    dst = [names[d] for d in f.link_dst]
+    for pod in ("p0", "p1"):
+        nic = sum(
+            g
+            for s, d, g in zip(src, dst, f.link_gbps, strict=True)
+            if s.startswith("gpu") and d.startswith(pod)
+        )
+        up = sum(
+            g
+            for s, d, g in zip(src, dst, f.link_gbps, strict=True)
+            if s.startswith(f"{pod}agg") and d.startswith("core")
+        )
+        assert nic == 32 * 400
+        assert nic / up == pytest.approx(ratio), (pod, nic, up)

@@ -354,13 +354,13 @@ def test_churn_jobs_arrive_leave_and_fragment():
             departures += len(prev - cur)
             prev = cur
             assert {"tenant-a", "tenant-b"} <= cur  # the initial tenants never leave
-            used = np.concatenate([g for g in world.gpus[0] if g is not None])
+            used = np.concatenate([g for g in world.state.gpus[0] if g is not None])
             assert np.unique(used).size == used.size  # jobs never share GPUs
             for j, n in enumerate(names):
                 if n is None or n in seen or "@" not in n:
                     continue
                 seen.add(n)
-                g = world.gpus[0][j]
+                g = world.state.gpus[0][j]
                 arrivals += 1
                 sizes.add(len(g))
                 fragmented += not bool(np.all(np.diff(g) == 1))

@@ -166,7 +166,7 @@ def test_rank_orders_of_an_explicit_placement():
         d = one_job(fabric, {"gpus": 5, "placement": placement, "rank_order": order}, 10.0)
         w = FabricWorld(load_scenario(d))
         w.reset(seeds=[seed])
-        return w.gpus[0][0].tolist()
+        return w.state.gpus[0][0].tolist()
 
     assert ranks("placement") == placement
     assert ranks("sorted") == [0, 1, 8, 9, 13]
@@ -185,7 +185,7 @@ def test_random_placement_keeps_sorted_ranks_by_default():
     )
     w = FabricWorld(load_scenario(d))
     w.reset(seeds=[5])
-    g = w.gpus[0][0]
+    g = w.state.gpus[0][0]
     assert np.array_equal(g, np.sort(g))
 
 
@@ -209,7 +209,7 @@ def test_shuffled_ring_slowdown_is_its_maximum_uplink_load_under_spray(seed):
     ideal = 2 * (p - 1) / p * S / bps(NIC)
     job = {"gpus": p, "rank_order": "shuffled", "collectives": [{"op": "allreduce", "bytes": S}]}
     w, res = run(one_job(fabric, job, 4.0 * (1.0 + 4 * ideal * 1e3)), policy="spray", seed=seed)
-    ranks = w.gpus[0][0]
+    ranks = w.state.gpus[0][0]
     leaf = ranks // HOSTS_PER_LEAF
     out_hops = np.bincount(leaf[leaf != np.roll(leaf, -1)], minlength=LEAVES)  # hops leaving each leaf
     in_hops = np.bincount(np.roll(leaf, -1)[leaf != np.roll(leaf, -1)], minlength=LEAVES)

@@ -126,15 +126,23 @@ def test_incremental_equals_full_resolve_on_random_event_sequences(par, scenario
             assert rel_diff(a[f], b[f]) <= RTOL, f
 
 
+def _worlds(sc: object, settings: tuple[tuple[str, int], ...], seeds: tuple[int, ...] = (0,)) -> list:
+    """One world of ``sc`` per (backend, ``incremental_min_flows``) of ``settings`` (0: the lazy kernel,
+    -1: the full re-solve per event), each reset on ``seeds``: the worlds the equality tests step side by
+    side."""
+    worlds = []
+    for backend, inc_min in settings:
+        w = FabricWorld(sc, len(seeds), backend=backend)
+        w.reset(seeds=list(seeds))
+        w.sim.incremental_min_flows = inc_min
+        worlds.append(w)
+    return worlds
+
+
 @pytest.mark.parametrize("name", ["moe-alltoall-skewed", "multi-tenant-churn", "storage-checkpoint"])
 def test_incremental_matches_the_numpy_reference(name):
     sc = load_scenario(name)
-    worlds = []
-    for backend, inc_min in (("numba", 0), ("numpy", -1)):
-        w = FabricWorld(sc, 2, backend=backend)
-        w.reset(seeds=[0, 1])
-        w.sim.incremental_min_flows = inc_min
-        worlds.append(w)
+    worlds = _worlds(sc, (("numba", 0), ("numpy", -1)), seeds=(0, 1))
     for _ in range(6):
         a, b = (w.step(w.default_split()) for w in worlds)
         for f in FIELDS:
@@ -245,12 +253,7 @@ def test_parallel_fallback_matches_the_numpy_reference(par, monkeypatch):
     # says which path ran (without the departure repair, which fills by the heap)
     _repair_off(monkeypatch)
     sc = load_scenario("moe-alltoall-skewed")
-    worlds = []
-    for backend, inc_min in (("numba", 0), ("numpy", -1)):
-        w = FabricWorld(sc, 1, backend=backend)
-        w.reset(seeds=[0])
-        w.sim.incremental_min_flows = inc_min
-        worlds.append(w)
+    worlds = _worlds(sc, (("numba", 0), ("numpy", -1)))
     worlds[0].sim.parallel_share, worlds[0].sim.parallel_max_rounds = par
     last = _steps_equal_recording_metrics(worlds, 4)
     solves = sum(m.incremental_solves + m.full_fills for m in last)
@@ -288,12 +291,7 @@ def test_switch_between_the_full_path_and_the_lazy_kernel_is_exact(switch, ratio
     # per event (incremental_min_flows -1) to 1e-9 at every interval, and the counters say which paths ran
     # (both, and hand-offs both ways, where the settings make them)
     sc = load_scenario(ALLTOALL)
-    worlds = []
-    for inc_min in (0, -1):
-        w = FabricWorld(sc, 1, backend="numba")
-        w.reset(seeds=[0])
-        w.sim.incremental_min_flows = inc_min
-        worlds.append(w)
+    worlds = _worlds(sc, (("numba", 0), ("numba", -1)))
     sim = worlds[0].sim
     sim.lazy_switch, sim.lazy_cost_ratio, sim.lazy_handoff_solves = switch, ratio, handoff
     last = _steps_equal_recording_metrics(worlds, 3)
@@ -324,12 +322,7 @@ def test_incremental_matches_full_resolve_under_the_greedy_split():
     from ainet_gym.routing.policies import get_policy
 
     sc = load_scenario("moe-alltoall-skewed")
-    worlds = []
-    for inc_min in (0, -1):
-        w = FabricWorld(sc, 1, backend="numba")
-        w.reset(seeds=[0])
-        w.sim.incremental_min_flows = inc_min
-        worlds.append(w)
+    worlds = _worlds(sc, (("numba", 0), ("numba", -1)))
     pol, last = get_policy("greedy"), [None, None]
     for _ in range(3):
         res = []

@@ -62,7 +62,7 @@ def test_without_jitter_every_seed_has_the_scenario_schedule_and_the_same_episod
     a, b = EnvCore(sc, batch=3), EnvCore(zero, batch=3)
     a.reset([1, 2, 3])
     b.reset([1, 2, 3])
-    assert np.array_equal(a.world.hash_seed, b.world.hash_seed)
+    assert np.array_equal(a.world.state.hash_seed, b.world.state.hash_seed)
     for _ in range(4):
         ra = a.step_split(get_policy("spray")(a.world, None))[1]
         rb = b.step_split(get_policy("spray")(b.world, None))[1]
@@ -84,7 +84,7 @@ def test_start_jitter_delays_a_compute_only_job_by_the_drawn_start() -> None:
     seeds = list(range(1, 11))
     core = EnvCore(sc, batch=len(seeds))
     core.reset(seeds)
-    starts = np.array([core.world.jobs[b][0].start_ms for b in range(len(seeds))])
+    starts = np.array([core.world.state.jobs[b][0].start_ms for b in range(len(seeds))])
     assert ((starts >= 0) & (starts <= 40.0)).all()
     assert np.allclose(starts * 10, np.round(starts * 10))  # the 0.1 ms grid
     assert len(set(starts.tolist())) >= 5
@@ -162,7 +162,7 @@ def test_crosscheck_replays_the_episode_s_drawn_start() -> None:
     for seed in range(6):
         world = FabricWorld(sc)
         world.reset([seed])
-        drawn = world.jobs[0][0].start_ms * 1e-3
+        drawn = world.state.jobs[0][0].start_ms * 1e-3
         (plan,) = _run_fluid(sc, "ecmp", seed, 2, CrosscheckConfig(fluid_repeats=0)).jobs
         assert plan.start_s == pytest.approx(drawn, abs=1e-15)
         starts.add(round(drawn, 6))

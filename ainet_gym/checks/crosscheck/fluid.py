@@ -204,10 +204,10 @@ def _job_plans(sc: Scenario, core: Any) -> tuple[dict[int, Conn], list[JobPlan]]
     conns: dict[int, Conn] = {}
     jobs: list[JobPlan] = []
     for j in range(world.n_job_slots):
-        job = world.jobs[0][j]
+        job = world.state.jobs[0][j]
         if job is None:
             continue
-        gpus = np.asarray(world.gpus[0][j], dtype=np.int64)
+        gpus = np.asarray(world.state.gpus[0][j], dtype=np.int64)
         hosts = fabric.gpu_host[gpus].tolist()
         lay = core.slot_layout
         slots = core.slot_connection[0, lay.offset[j] : lay.offset[j] + lay.width[j]]
@@ -307,7 +307,7 @@ def run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: CrosscheckC
     conns, jobs = _job_plans(sc, core)
     backgrounds = _background_plans(core, rec.bg_on, conns)
     world = core.world
-    alive = [j for j in range(world.n_job_slots) if world.jobs[0][j] is not None]
+    alive = [j for j in range(world.n_job_slots) if world.state.jobs[0][j] is not None]
     wall_s, cpu_s = _timed_replays(core, seed, rec, cfg)
     return FluidRun(
         fabric=world.fabric,
