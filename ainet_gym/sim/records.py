@@ -34,7 +34,9 @@ from ainet_gym.sim.state import SimState
 
 __all__ = [
     "HAVE_STRUCTREF",
+    "OUTPUTS_FIELDS",
     "STATE_FIELDS",
+    "STRUCTURE_FIELDS",
     "IntervalOutputs",
     "IntervalStructure",
     "compiled_record",
@@ -75,6 +77,8 @@ class IntervalStructure(NamedTuple):
     flow_demand: np.ndarray  # (flows,) float64 bytes/s rate cap
 
 
+#: the fields of the structure record, in order
+STRUCTURE_FIELDS: tuple[str, ...] = tuple(IntervalStructure.__annotations__)
 #: the fields of the state record: the engine's bytes per flow and capacities, then :class:`SimState`'s
 STATE_FIELDS: tuple[str, ...] = ("flow_bytes", "capacity", *(f.name for f in fields(SimState)))
 
@@ -89,6 +93,10 @@ class IntervalOutputs(NamedTuple):
     active_t: np.ndarray  # (units,) float64 s with a flow active
     link_bytes: np.ndarray  # (batch * links,) float64 bytes moved on each link
     stalled: np.ndarray  # (units,) int64 flows that moved nothing
+
+
+#: the fields of the outputs record, in order
+OUTPUTS_FIELDS: tuple[str, ...] = tuple(IntervalOutputs.__annotations__)
 
 
 try:  # the compiled records (numba is a core dependency; without it only the numpy backend runs)
@@ -134,9 +142,9 @@ if HAVE_STRUCTREF:
     class OutputsRecord(_structref.StructRefProxy):
         """A compiled :class:`IntervalOutputs`."""
 
-    _structref.define_proxy(StructureRecord, StructureType, list(IntervalStructure._fields))
+    _structref.define_proxy(StructureRecord, StructureType, list(STRUCTURE_FIELDS))
     _structref.define_proxy(StateRecord, StateType, list(STATE_FIELDS))
-    _structref.define_proxy(OutputsRecord, OutputsType, list(IntervalOutputs._fields))
+    _structref.define_proxy(OutputsRecord, OutputsType, list(OUTPUTS_FIELDS))
 
     from ainet_gym.sim.kernels import njit
 
@@ -174,9 +182,9 @@ if HAVE_STRUCTREF:
 
     _NEW = {"structure": _new_structure, "state": _new_state, "outputs": _new_outputs}
     _FIELDS = {
-        "structure": IntervalStructure._fields,
+        "structure": STRUCTURE_FIELDS,
         "state": STATE_FIELDS,
-        "outputs": IntervalOutputs._fields,
+        "outputs": OUTPUTS_FIELDS,
     }
 
 
@@ -203,6 +211,6 @@ def positional(structure: IntervalStructure, state: dict[str, np.ndarray]) -> tu
     (:func:`ainet_gym.sim.kernels.run_interval_lazy`, after its scalar settings; its outputs follow in
     :class:`IntervalOutputs`' order): the structure up to ``flow_bg``, then ``flow_bytes``, ``flow_scale``,
     ``flow_demand``, ``capacity`` and :class:`SimState`'s fields."""
-    head = structure[: IntervalStructure._fields.index("flow_bg") + 1]
+    head = structure[: STRUCTURE_FIELDS.index("flow_bg") + 1]
     return (*head, state["flow_bytes"], structure.flow_scale, structure.flow_demand, state["capacity"],
             *(state[n] for n in STATE_FIELDS[2:]))  # fmt: skip

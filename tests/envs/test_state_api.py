@@ -32,16 +32,16 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     assert params[11:16] == ["structure", "state", "outputs", "stats", "go"]
     # the lazy kernel takes the same arrays positionally, in records.positional's order
     names = records.positional(
-        records.IntervalStructure(*records.IntervalStructure._fields),
+        records.IntervalStructure(*records.STRUCTURE_FIELDS),
         {n: n for n in records.STATE_FIELDS},
     )
-    expected = [*names, *records.IntervalOutputs._fields, "stats", "go"]
+    expected = [*names, *records.OUTPUTS_FIELDS, "stats", "go"]
     params = list(inspect.signature(kernels.run_interval_lazy.py_func).parameters)
     assert params[11 : 11 + len(expected)] == expected
     for kind, names in (
-        ("structure", records.IntervalStructure._fields),
+        ("structure", records.STRUCTURE_FIELDS),
         ("state", records.STATE_FIELDS),
-        ("outputs", records.IntervalOutputs._fields),
+        ("outputs", records.OUTPUTS_FIELDS),
     ):
         new = records._NEW[kind].py_func
         assert tuple(inspect.signature(new).parameters) == tuple(names), kind
@@ -61,7 +61,7 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     t = sim.table
     from_table = {"e_flow": t.e_flow_buf, "e_link": t.e_link_buf, "e_coef": t.e_coef_buf}
     from_table.update({n: getattr(t, n) for n in ("inst_seg", "ent_hi", "ex_lo", "fe_lo", "fe_hi")})
-    for name, got in zip(records.IntervalStructure._fields, values, strict=True):
+    for name, got in zip(records.STRUCTURE_FIELDS, values, strict=True):
         if name == "unit_alive":
             assert got.dtype == np.bool_ and got.all() and got.shape == (sim.n_units,)
             continue
