@@ -656,18 +656,16 @@ def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, li
 @njit(cache=True, nogil=True)
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
-    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef,
-    inst_unit, inst_flow,
-    unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
-    phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
-    flow_unit, flow_phase, flow_bg, flow_bytes, flow_scale, flow_demand, capacity,
-    rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
-    iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
-    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
+    structure, state, outputs, stats, go,
     sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost,
 ):  # fmt: skip
     """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event (see the module
     docstring).
+
+    The arrays come in three compiled records (:mod:`ainet_gym.sim.records`): ``structure`` (the
+    :class:`~ainet_gym.sim.records.IntervalStructure` fields), ``state`` (the engine's ``flow_bytes`` and
+    ``capacity``, then the :class:`~ainet_gym.sim.state.SimState` fields) and ``outputs`` (the
+    :class:`~ainet_gym.sim.records.IntervalOutputs` fields); below, each array is named by its field.
 
     Instance ``b``'s incidence entries of ``e_flow`` / ``e_link`` / ``e_coef`` are as :func:`merge_range`
     writes them: those on links that two or more of its flows may cross at ``inst_seg[b]:ent_hi[b]``,
@@ -715,6 +713,48 @@ def run_interval_numba(
     20 arrays, each reference-counted on the way in and out, atomically).
     """
     announce(go)
+    # the records' arrays as locals, once per call (outside the loops: no reference counts in them)
+    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi = (
+        structure.inst_seg,
+        structure.ent_hi,
+        structure.ex_lo,
+        structure.fe_lo,
+        structure.fe_hi,
+    )
+    e_flow, e_link, e_coef = structure.e_flow, structure.e_link, structure.e_coef
+    inst_unit, inst_flow, inst_phase = structure.inst_unit, structure.inst_flow, structure.inst_phase
+    unit_alive, unit_bg, unit_nphases = structure.unit_alive, structure.unit_bg, structure.unit_nphases
+    unit_compute, unit_overlap = structure.unit_compute, structure.unit_overlap
+    phase_off, phase_latency, phase_flow_lo, phase_flow_n = (
+        structure.phase_off,
+        structure.phase_latency,
+        structure.phase_flow_lo,
+        structure.phase_flow_n,
+    )
+    phase_npred, phase_succ_off, phase_succ = (
+        structure.phase_npred,
+        structure.phase_succ_off,
+        structure.phase_succ,
+    )
+    flow_unit, flow_phase, flow_bg = structure.flow_unit, structure.flow_phase, structure.flow_bg
+    flow_scale, flow_demand = structure.flow_scale, structure.flow_demand
+    flow_bytes, capacity, rem, phase_cur = state.flow_bytes, state.capacity, state.rem, state.phase_cur
+    t_start_left, t_compute_left, t_comm_start_left = (
+        state.t_start_left,
+        state.t_compute_left,
+        state.t_comm_start_left,
+    )
+    phase_state, phase_wait, phase_lat_left = state.phase_state, state.phase_wait, state.phase_lat_left
+    iter_start, comm_start, comm_end = state.iter_start, state.comm_start, state.comm_end
+    iterations_total, last_step_s, last_comm_s = state.iterations_total, state.last_step_s, state.last_comm_s
+    bg_on, time_s = state.bg_on, state.time_s
+    iters, step_sum, comm_sum = outputs.iters, outputs.step_sum, outputs.comm_sum
+    compute_t, active_t, link_bytes, stalled = (
+        outputs.compute_t,
+        outputs.active_t,
+        outputs.link_bytes,
+        outputs.stalled,
+    )
     inf = np.inf
     n_flows = flow_unit.shape[0]
     n_phases = phase_state.shape[0]

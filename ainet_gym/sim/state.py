@@ -39,7 +39,7 @@ DONE = 2
 class SimState:
     """Mutable per-flow, per-unit, per-phase and per-instance state of a :class:`BatchSim`.
 
-    The field order is the order in which :func:`ainet_gym.sim.kernels.run_interval_numba` takes them.
+    Its fields are those of the interval kernels' state record (:data:`ainet_gym.sim.records.STATE_FIELDS`).
     Every array is C-contiguous and of the dtype given below (the kernel mutates them in place).
     """
 

@@ -18,17 +18,57 @@ from ainet_gym.sim import kernels
 from ainet_gym.sim.state import SimState
 
 
-def test_state_fields_are_the_kernels_state_parameters_in_order() -> None:
-    """``*state.arrays()`` fills the kernel's state parameters: the fields are those names, in that order
-    (a field added, dropped or moved on one side only would pass the wrong arrays)."""
-    params = list(
-        inspect.signature(
-            getattr(kernels.run_interval_numba, "py_func", kernels.run_interval_numba)
-        ).parameters
+def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays() -> None:
+    """The interval kernels take three records (structure, state, outputs) after their scalar settings; the
+    compiled records' constructors take the fields in the order the records define them, and the values
+    the numba backend builds them from are the simulation's own arrays of each field's name (a field
+    built from the wrong array, or a copy the kernel would write without the state seeing it, fails)."""
+    if not kernels.HAVE_NUMBA:
+        pytest.skip("numba is not installed")
+    from ainet_gym.sim import records
+    from ainet_gym.sim.backends.numba import _records, record_values
+
+    params = list(inspect.signature(kernels.run_interval_numba.py_func).parameters)
+    assert params[11:16] == ["structure", "state", "outputs", "stats", "go"]
+    # the lazy kernel takes the same arrays positionally, in records.positional's order
+    names = records.positional(
+        records.IntervalStructure(*records.STRUCTURE_FIELDS),
+        {n: n for n in records.STATE_FIELDS},
     )
-    names = [f.name for f in fields(SimState)]
-    i = params.index(names[0])
-    assert params[i : i + len(names)] == names
+    expected = [*names, *records.OUTPUTS_FIELDS, "stats", "go"]
+    params = list(inspect.signature(kernels.run_interval_lazy.py_func).parameters)
+    assert params[11 : 11 + len(expected)] == expected
+    for kind, names in (
+        ("structure", records.STRUCTURE_FIELDS),
+        ("state", records.STATE_FIELDS),
+        ("outputs", records.OUTPUTS_FIELDS),
+    ):
+        new = records._NEW[kind].py_func
+        assert tuple(inspect.signature(new).parameters) == tuple(names), kind
+    core = EnvCore("spine-leaf-2to1", batch=2, backend="numba")
+    core.reset([0, 1])
+    core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
+    sim = core.world.sim
+    structure, state, _ = _records(sim)
+    assert isinstance(structure, records.StructureRecord) and isinstance(state, records.StateRecord)
+    assert _records(sim)[1] is state  # built once, kept while the arrays are the same
+    values, state_values = record_values(sim)
+    assert tuple(state_values) == records.STATE_FIELDS
+    own = {"flow_bytes": sim.flow_reset, "capacity": sim.capacity_bytes_per_s}
+    for name in records.STATE_FIELDS:
+        arr = own[name] if name in own else getattr(sim.state, name)
+        assert state_values[name] is arr or np.shares_memory(state_values[name], arr), name
+    t = sim.table
+    from_table = {"e_flow": t.e_flow_buf, "e_link": t.e_link_buf, "e_coef": t.e_coef_buf}
+    from_table.update({n: getattr(t, n) for n in ("inst_seg", "ent_hi", "ex_lo", "fe_lo", "fe_hi")})
+    for name, got in zip(records.STRUCTURE_FIELDS, values, strict=True):
+        if name == "unit_alive":
+            assert got.dtype == np.bool_ and got.all() and got.shape == (sim.n_units,)
+            continue
+        arr = from_table[name] if name in from_table else getattr(sim, name)
+        assert got is arr or np.shares_memory(got, arr), name
+    sim.capacity_bytes_per_s = sim.capacity_bytes_per_s.copy()  # new capacities: a new state record
+    assert _records(sim)[1] is not state
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])

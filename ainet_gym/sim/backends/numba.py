@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim import records as _records_mod
 from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
 from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
 from ainet_gym.sim.metrics import interval_figures
@@ -148,15 +149,12 @@ def run_interval(
     dur = np.empty(B)
     dur[...] = duration_s  # (batch,) s, a scalar broadcast
     m = IntervalMetrics.empty(dur, U, L)  # each range zeroes its instances' part, then adds into it
-    f64, i64 = np.float64, np.int64
-    cap = np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=f64).reshape(-1)
-    t = sim.table
-    ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-    alive = np.ones(U, dtype=np.bool_)  # every stacked unit is alive (a departed job is unstacked)
-    state = sim.state.arrays()  # SimState, mutated in place: rem, phase_cur, ..., bg_on, time_s
-    phase_off, flow_unit = np.asarray(sim.phase_off, dtype=i64), np.asarray(sim.flow_unit, dtype=i64)
+    structure, state, flat = _records(sim)
+    out_values = (m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
+                  m.link_bytes.reshape(-1), m.stalled_flows)  # fmt: skip
+    outputs = _records_mod.compiled_record("outputs", out_values)
     max_rounds = 4 * int(sim.unit_nphases.max(initial=0)) + 8
-    ranges = t.ranges
+    ranges = sim.table.ranges
     stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
     go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
     # one hand-off to the kernel threads: each range merges a deferred split, runs its interval, then
@@ -168,44 +166,81 @@ def run_interval(
     # the lazy exact kernel, if an instance takes it (compiled on first use only)
     lazy = _kernels.run_interval_lazy if sim.any_lazy() else None
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
-    sw_mode = np.zeros(B, dtype=i64)
-    sw = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=i64), np.zeros(B), sim.switch_cost)
+    sw_mode = np.zeros(B, dtype=np.int64)
+    sw = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=np.int64), np.zeros(B), sim.switch_cost)
 
     scratch = _lazy_scratch(sim) if lazy is not None else None
 
     def kernel(lo: int, hi: int, *args: object) -> None:
         if merge is not None:
             merge(*merge_args(lo, hi))
+        settings, stats, go = args[:9], args[-2], args[-1]
         while True:  # the two kernels take turns while the lazy one hands instances back
             _kernels.run_interval_numba(lo, hi, *args, *sw)
             if lazy is None:
                 break
-            lazy(lo, hi, *args, *sw, *par, *scratch())  # type: ignore[misc]
-            stats = args[-2]
+            # the lazy kernel takes its arrays positionally: its loop ran 5-15% slower on the records'
+            # arrays (the 1,024-GPU rows of the bench; docs/development.md, "Kernels over typed records")
+            lazy(lo, hi, *settings, *flat, *out_values, stats, go, *sw, *par, *scratch())  # type: ignore[misc]
             if stats[2] != _kernels.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
                 break
         if after is not None:
             after(*after_args(lo, hi))
 
+    phase_mode, quantum, inc_min = sim.rate_updates == "phase", sim.rate_quantum_s, sim.incremental_min_flows
     _kernels.run_ranges(
         kernel, ranges,
         lambda lo, hi: (
-            lo, hi, dur, sim.rate_updates == "phase", sim.rate_quantum_s, sim.incremental_min_flows,
-            max_events, L, max_rounds,
-            EPS_T, EPS_B,
-            t.inst_seg, t.ent_hi, t.ex_lo, t.fe_lo, t.fe_hi, ef, el, ec, sim.inst_unit, sim.inst_flow,
-            alive, sim.unit_bg, sim.unit_nphases, sim.unit_compute, sim.unit_overlap,
-            phase_off, sim.phase_latency, sim.phase_flow_lo, sim.phase_flow_n,
-            sim.inst_phase, sim.phase_npred, sim.phase_succ_off, sim.phase_succ,
-            flow_unit, sim.flow_phase, sim.flow_bg, sim.flow_reset, sim.flow_scale, sim.flow_demand, cap,
-            *state,
-            m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
-            m.link_bytes.reshape(-1), m.stalled_flows,
-            stats_of[ranges.index((lo, hi))], go,
+            lo, hi, dur, phase_mode, quantum, inc_min, max_events, L, max_rounds, EPS_T, EPS_B,
+            structure, state, outputs, stats_of[ranges.index((lo, hi))], go,
         ),
     )  # fmt: skip
     _gather_stats(sim, m, stats_of.tolist(), lazy is not None, max_events)
     return m
+
+
+def record_values(sim: BatchSim) -> tuple[_records_mod.IntervalStructure, dict[str, np.ndarray]]:
+    """The arrays of ``sim`` that its interval's structure and state records hold, by field name
+    (:class:`~ainet_gym.sim.records.IntervalStructure`, :data:`~ainet_gym.sim.records.STATE_FIELDS`)."""
+    t, i64 = sim.table, np.int64
+    structure = _records_mod.IntervalStructure(
+        inst_seg=t.inst_seg, ent_hi=t.ent_hi, ex_lo=t.ex_lo, fe_lo=t.fe_lo, fe_hi=t.fe_hi,
+        e_flow=t.e_flow_buf, e_link=t.e_link_buf, e_coef=t.e_coef_buf,
+        inst_unit=sim.inst_unit, inst_flow=sim.inst_flow,
+        unit_alive=np.ones(sim.n_units, dtype=np.bool_),  # every stacked unit (a departed job is unstacked)
+        unit_bg=sim.unit_bg, unit_nphases=sim.unit_nphases, unit_compute=sim.unit_compute,
+        unit_overlap=sim.unit_overlap, phase_off=np.asarray(sim.phase_off, dtype=i64),
+        phase_latency=sim.phase_latency, phase_flow_lo=sim.phase_flow_lo, phase_flow_n=sim.phase_flow_n,
+        inst_phase=sim.inst_phase, phase_npred=sim.phase_npred, phase_succ_off=sim.phase_succ_off,
+        phase_succ=sim.phase_succ, flow_unit=np.asarray(sim.flow_unit, dtype=i64), flow_phase=sim.flow_phase,
+        flow_bg=sim.flow_bg, flow_scale=sim.flow_scale, flow_demand=sim.flow_demand,
+    )  # fmt: skip
+    cap = np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
+    own = {"flow_bytes": sim.flow_reset, "capacity": cap}
+    state = {n: own[n] if n in own else getattr(sim.state, n) for n in _records_mod.STATE_FIELDS}
+    return structure, state
+
+
+def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
+    """The compiled structure and state records of ``sim`` (:mod:`ainet_gym.sim.records`, of
+    :func:`record_values`), kept in ``sim.backend_scratch`` and built again only when an array they hold was
+    replaced: a restack (a new :class:`~ainet_gym.sim.stack.UnitStack`, :class:`~ainet_gym.sim.engine.
+    EntryTable` and :class:`~ainet_gym.sim.state.SimState`), new capacities or bytes per flow. (A record
+    built at every call would cost what the positional call did.) The key holds the objects themselves, so
+    none is freed and its ``id`` reused while the records live. Third: the same arrays in the positional
+    order of :func:`ainet_gym.sim.kernels.run_interval_lazy` (:func:`ainet_gym.sim.records.positional`)."""
+    key = (sim.stack, sim.table, sim.state, sim.capacity_bytes_per_s, sim.flow_reset)
+    held = sim.backend_scratch.get("records")
+    if held is not None and all(a is b for a, b in zip(held[0], key, strict=True)):
+        return held[1]  # type: ignore[no-any-return]
+    values, state_values = record_values(sim)
+    structure = _records_mod.compiled_record("structure", values)
+    state = _records_mod.compiled_record("state", state_values)
+    flat = _records_mod.positional(values, state_values)
+    # capacities that had to be copied (not C-contiguous float64) are read again at the next call
+    if np.shares_memory(state_values["capacity"], sim.capacity_bytes_per_s):
+        sim.backend_scratch["records"] = (key, (structure, state, flat))
+    return structure, state, flat
 
 
 def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:

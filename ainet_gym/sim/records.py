@@ -1,0 +1,216 @@
+"""The typed records the interval kernels take: the structure, the state and the outputs of an interval.
+
+:func:`ainet_gym.sim.kernels.run_interval_numba` takes three records instead of 55 positional arrays,
+grouped by concern:
+
+- :class:`IntervalStructure`: the unit, phase and flow tables of the stacked units and the incidence table
+  of their connections, fixed between two restacks (:meth:`BatchSim.set_units
+  <ainet_gym.sim.engine.BatchSim.set_units>`; the merged entries' buffers are rewritten in place by each
+  split);
+- the state (:data:`STATE_FIELDS`): what an interval reads and changes beyond the structure: the engine's
+  ``flow_bytes`` (``BatchSim.flow_reset``) and ``capacity`` (``BatchSim.capacity_bytes_per_s``, flat),
+  then every field of :class:`~ainet_gym.sim.state.SimState`, mutated in place;
+- :class:`IntervalOutputs`: the per-unit and per-link figures of one interval
+  (:class:`~ainet_gym.sim.engine.IntervalMetrics`' arrays), which the kernels zero and fill.
+
+The field names are defined once, here (the NamedTuples below, and :class:`SimState`'s fields); the
+compiled records (numba ``structref`` types of the same fields, :func:`compiled_record`) are built from them.
+Why records that are compiled objects rather than tuples: the call cost. A compiled call unboxes every array
+it is passed (a reference-counted wrapper per array per call); a record built once holds its arrays'
+wrappers, so a call passes one object. Measured on the bench's small scenario (docs/development.md,
+"Kernels over typed records"): the same arrays as three records built once cost about half of the
+positional call, as tuples or named tuples more than it. :func:`~ainet_gym.sim.kernels.run_interval_lazy`
+takes the same arrays positionally (:func:`positional`): its event loop ran slower on the records' arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ainet_gym.sim.state import SimState
+
+__all__ = [
+    "HAVE_STRUCTREF",
+    "OUTPUTS_FIELDS",
+    "STATE_FIELDS",
+    "STRUCTURE_FIELDS",
+    "IntervalOutputs",
+    "IntervalStructure",
+    "compiled_record",
+    "positional",
+]
+
+
+class IntervalStructure(NamedTuple):
+    """The stacked units' tables and the incidence table an interval reads (fixed between two restacks)."""
+
+    inst_seg: np.ndarray  # (batch+1,) int64 first merged segment of each instance
+    ent_hi: np.ndarray  # (batch,) int64 one past its last compacted entry on a shared link (per split)
+    ex_lo: np.ndarray  # (batch,) int64 its first entry on an exclusive link
+    fe_lo: np.ndarray  # (flows,) int64 first shared entry of each flow (per split)
+    fe_hi: np.ndarray  # (flows,) int64 one past its last
+    e_flow: np.ndarray  # (segments,) int64 flow of each compacted entry (per split)
+    e_link: np.ndarray  # (segments,) int64 its global link
+    e_coef: np.ndarray  # (segments,) float64 its bytes on the link per byte of the flow
+    inst_unit: np.ndarray  # (batch+1,) int64 first unit of each instance
+    inst_flow: np.ndarray  # (batch+1,) int64 first flow of each instance
+    unit_alive: np.ndarray  # (units,) bool (every stacked unit: a departed job is unstacked)
+    unit_bg: np.ndarray  # (units,) bool, a background source
+    unit_nphases: np.ndarray  # (units,) int64
+    unit_compute: np.ndarray  # (units,) float64 s of compute per iteration
+    unit_overlap: np.ndarray  # (units,) float64 fraction of the compute overlapping communication
+    phase_off: np.ndarray  # (units,) int64 first phase of each unit
+    phase_latency: np.ndarray  # (phases,) float64 s
+    phase_flow_lo: np.ndarray  # (phases,) int64 first flow of each phase
+    phase_flow_n: np.ndarray  # (phases,) int64 its flows
+    inst_phase: np.ndarray  # (batch+1,) int64 first phase of each instance
+    phase_npred: np.ndarray  # (phases,) int64 predecessors
+    phase_succ_off: np.ndarray  # (phases+1,) int64 CSR offsets of the successors
+    phase_succ: np.ndarray  # (successor entries,) int64 global phase ids
+    flow_unit: np.ndarray  # (flows,) int64
+    flow_phase: np.ndarray  # (flows,) int64
+    flow_bg: np.ndarray  # (flows,) bool, a background flow
+    flow_scale: np.ndarray  # (flows,) float64 bytes against which a remainder rounds to 0
+    flow_demand: np.ndarray  # (flows,) float64 bytes/s rate cap
+
+
+#: the fields of the structure record, in order
+STRUCTURE_FIELDS: tuple[str, ...] = tuple(IntervalStructure.__annotations__)
+#: the fields of the state record: the engine's bytes per flow and capacities, then :class:`SimState`'s
+STATE_FIELDS: tuple[str, ...] = ("flow_bytes", "capacity", *(f.name for f in fields(SimState)))
+
+
+class IntervalOutputs(NamedTuple):
+    """The figures of one interval the kernels zero and fill (:class:`~ainet_gym.sim.engine.IntervalMetrics`)."""
+
+    iters: np.ndarray  # (units,) int64 iterations completed
+    step_sum: np.ndarray  # (units,) float64 s, their step times summed
+    comm_sum: np.ndarray  # (units,) float64 s, their communication times summed
+    compute_t: np.ndarray  # (units,) float64 s computing
+    active_t: np.ndarray  # (units,) float64 s with a flow active
+    link_bytes: np.ndarray  # (batch * links,) float64 bytes moved on each link
+    stalled: np.ndarray  # (units,) int64 flows that moved nothing
+
+
+#: the fields of the outputs record, in order
+OUTPUTS_FIELDS: tuple[str, ...] = tuple(IntervalOutputs.__annotations__)
+
+
+try:  # the compiled records (numba is a core dependency; without it only the numpy backend runs)
+    from numba.core import types as _types
+    from numba.experimental import structref as _structref
+
+    HAVE_STRUCTREF = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    HAVE_STRUCTREF = False
+
+if HAVE_STRUCTREF:
+
+    def _unliteral(fields: Any) -> tuple:
+        return tuple((n, _types.unliteral(t)) for n, t in fields)
+
+    @_structref.register
+    class StructureType(_types.StructRef):
+        """The numba type of a compiled :class:`IntervalStructure`."""
+
+        def preprocess_fields(self, fields: Any) -> tuple:
+            return _unliteral(fields)
+
+    @_structref.register
+    class StateType(_types.StructRef):
+        """The numba type of a compiled state record (:data:`STATE_FIELDS`)."""
+
+        def preprocess_fields(self, fields: Any) -> tuple:
+            return _unliteral(fields)
+
+    @_structref.register
+    class OutputsType(_types.StructRef):
+        """The numba type of a compiled :class:`IntervalOutputs`."""
+
+        def preprocess_fields(self, fields: Any) -> tuple:
+            return _unliteral(fields)
+
+    class StructureRecord(_structref.StructRefProxy):
+        """A compiled :class:`IntervalStructure` (its fields readable from Python, slowly)."""
+
+    class StateRecord(_structref.StructRefProxy):
+        """A compiled state record (:data:`STATE_FIELDS`)."""
+
+    class OutputsRecord(_structref.StructRefProxy):
+        """A compiled :class:`IntervalOutputs`."""
+
+    _structref.define_proxy(StructureRecord, StructureType, list(STRUCTURE_FIELDS))
+    _structref.define_proxy(StateRecord, StateType, list(STATE_FIELDS))
+    _structref.define_proxy(OutputsRecord, OutputsType, list(OUTPUTS_FIELDS))
+
+    from ainet_gym.sim.kernels import njit
+
+    # the constructors, compiled and cached on disk like the kernels (define_proxy's own are compiled anew
+    # in every process)
+    @njit(cache=True)
+    def _new_structure(
+        inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef, inst_unit, inst_flow, unit_alive,
+        unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency, phase_flow_lo,
+        phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ, flow_unit, flow_phase, flow_bg,
+        flow_scale, flow_demand,
+    ):  # fmt: skip  # pragma: no cover - compiled
+        return StructureRecord(
+            inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef, inst_unit, inst_flow, unit_alive,
+            unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency, phase_flow_lo,
+            phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ, flow_unit, flow_phase, flow_bg,
+            flow_scale, flow_demand,
+        )  # fmt: skip
+
+    @njit(cache=True)
+    def _new_state(
+        flow_bytes, capacity, rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state,
+        phase_wait, phase_lat_left, iter_start, comm_start, comm_end, iterations_total, last_step_s,
+        last_comm_s, bg_on, time_s,
+    ):  # fmt: skip  # pragma: no cover - compiled
+        return StateRecord(
+            flow_bytes, capacity, rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left,
+            phase_state, phase_wait, phase_lat_left, iter_start, comm_start, comm_end, iterations_total,
+            last_step_s, last_comm_s, bg_on, time_s,
+        )  # fmt: skip
+
+    @njit(cache=True)
+    def _new_outputs(iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled):  # pragma: no cover
+        return OutputsRecord(iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled)
+
+    _NEW = {"structure": _new_structure, "state": _new_state, "outputs": _new_outputs}
+    _FIELDS = {
+        "structure": STRUCTURE_FIELDS,
+        "state": STATE_FIELDS,
+        "outputs": OUTPUTS_FIELDS,
+    }
+
+
+def compiled_record(kind: str, values: dict[str, np.ndarray] | tuple) -> object:
+    """The compiled record ``kind`` (``"structure"``, ``"state"`` or ``"outputs"``) of ``values``: a
+    NamedTuple of this module (or any tuple in its field order) or a dict by field name."""
+    if not HAVE_STRUCTREF:  # pragma: no cover
+        raise RuntimeError("compiled records need numba")
+    if kind not in _NEW:
+        raise ValueError(f"kind = {kind!r}: allowed: {', '.join(_NEW)}")
+    names = _FIELDS[kind]
+    if isinstance(values, dict):
+        missing = [n for n in names if n not in values]
+        if missing or len(values) != len(names):
+            raise ValueError(f"{kind} record: fields {sorted(values)}; expected exactly {list(names)}")
+        values = tuple(values[n] for n in names)
+    if len(values) != len(names):
+        raise ValueError(f"{kind} record: {len(values)} values; expected {len(names)} ({list(names)})")
+    return _NEW[kind](*values)
+
+
+def positional(structure: IntervalStructure, state: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """The arrays of the structure and state records in the order of the positional kernel
+    (:func:`ainet_gym.sim.kernels.run_interval_lazy`, after its scalar settings; its outputs follow in
+    :class:`IntervalOutputs`' order): the structure up to ``flow_bg``, then ``flow_bytes``, ``flow_scale``,
+    ``flow_demand``, ``capacity`` and :class:`SimState`'s fields."""
+    head = structure[: STRUCTURE_FIELDS.index("flow_bg") + 1]
+    return (*head, state["flow_bytes"], structure.flow_scale, structure.flow_demand, state["capacity"],
+            *(state[n] for n in STATE_FIELDS[2:]))  # fmt: skip
