@@ -70,16 +70,19 @@ COMPARE_FIRST = [
 DEFAULT_OUT = "out/demo"
 
 
-def comparison(result: dict, learned: str = "ppo") -> str:
-    """The learned policy against the baselines of :data:`COMPARE_FIRST` that were evaluated: first those
-    of its own class (``controls``), then, under a line that says so, those of other classes. One line
+def comparison(result: dict, learned: str = "ppo", name: str | None = None) -> str:
+    """The learned policy (its key in ``result["policies"]``, e.g. ``ppo:out/demo/ppo.zip``; printed as
+    ``name``, default the key) against the baselines of :data:`COMPARE_FIRST` that were evaluated: first
+    those of its own class (``controls``), then, under a line that says so, those of other classes. One line
     per baseline: ``beats``/``loses to``/``overlaps`` by the 95% confidence intervals and the difference
     of mean GPU utilisation."""
     p = result["policies"]
     me = p[learned]
     g = me["gpu_utilization"]
     lo, hi = g["ci95"] or [g["mean"], g["mean"]]
-    lines = [f"{learned} (controls {me['controls']}): GPU utilisation {g['mean']:.3f} [{lo:.3f}, {hi:.3f}]"]
+    lines = [
+        f"{name or learned} (controls {me['controls']}): GPU utilisation {g['mean']:.3f} [{lo:.3f}, {hi:.3f}]"
+    ]
     present = [b for b in COMPARE_FIRST if b in p]
     own = [b for b in present if p[b]["controls"] == me["controls"]]
     other = [b for b in present if b not in own]
@@ -160,7 +163,7 @@ def demo_main(args: argparse.Namespace) -> int:
         )
     )
     print()
-    print(comparison(result))
+    print(comparison(result, learned=f"ppo:{res.model_path}", name="ppo"))
     print()
     print(report_header(result))
     print()

@@ -192,12 +192,13 @@ def _trial_row(r: Any, eval_seeds: list[int]) -> dict[str, Any]:
             )
         )
         pol = ev["policies"]
-        g = pol["rllib-ppo"]["gpu_utilization"]
+        mine = pol[f"rllib:{row['checkpoint']}"]  # evaluate keys a policy as given
+        g = mine["gpu_utilization"]
         row |= {
             "eval_gpu_utilization": g["mean"],
             "eval_ci95": g["ci95"],
             "ecmp_gpu_utilization": pol["ecmp"]["gpu_utilization"]["mean"],
-            "vs_ecmp": pol["rllib-ppo"]["gpu_utilization_vs_ecmp"],
+            "vs_ecmp": mine["gpu_utilization_vs_ecmp"],
         }
     return row
 

@@ -163,6 +163,12 @@ def test_demo_comparison_says_beats_only_when_the_intervals_separate() -> None:
     assert "lp+bg" in lines[3] and lines[3].split()[0] == "loses"
     assert lines[4].startswith(" other classes")
     assert [x.split("(")[0].split()[-1] for x in lines[5:]] == ["spray", "greedy", "lp"]
+    # the demo's learned row is keyed as given to evaluate (ppo:PATH) and printed under a short name
+    result["policies"]["ppo:out/demo/ppo.zip"] = result["policies"].pop("ppo")
+    lines = comparison(result, learned="ppo:out/demo/ppo.zip", name="ppo").splitlines()
+    assert lines[0].startswith("ppo (controls jobs+bg): GPU utilisation 0.700")
+    with pytest.raises(KeyError):
+        comparison(result)  # no row "ppo" any more
 
 
 def test_a_shipped_policy_only_checkpoint_loads_as_ppo_path() -> None:

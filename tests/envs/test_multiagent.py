@@ -237,7 +237,7 @@ def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
     path = ex.main(ex.Args(scenario=sc, timesteps=256, copies=2, out=str(tmp_path / "m.zip"), logdir=""))
     _, prepared = prepare(EvalConfig(scenario=sc, policies=[f"marl:{path}"], seeds=[1, 2], out=None))
     label, agent, core = prepared[0]
-    assert label == "marl" and agent.level == "engine"
+    assert label == f"marl:{path}" and agent.level == "engine"  # keyed as given
     run = run_policy(agent, core, [1, 2])
     for e, seed in enumerate([1, 2]):
         env = ainet_gym.parallel_env(scenario=sc)
