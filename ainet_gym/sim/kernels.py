@@ -416,6 +416,34 @@ class IterationTallies(NamedTuple):
     comm_sum: np.ndarray  # (units,) float64 s, their communication times summed
 
 
+class UnitTable(NamedTuple):
+    """The stacked units' and phases' tables every unit step reads (the structure record's fields of those
+    names, :class:`~ainet_gym.sim.records.IntervalStructure`)."""
+
+    unit_alive: np.ndarray  # (units,) bool
+    unit_bg: np.ndarray  # (units,) bool, a background source
+    unit_nphases: np.ndarray  # (units,) int64
+    phase_off: np.ndarray  # (units,) int64 first phase of each unit
+    phase_flow_lo: np.ndarray  # (phases,) int64 first flow of each phase
+    phase_flow_n: np.ndarray  # (phases,) int64 its flows
+
+
+class UnitClock(NamedTuple):
+    """The units' and phases' cursors and timers the unit steps advance (the
+    :class:`~ainet_gym.sim.state.SimState` fields of those names, updated in place)."""
+
+    phase_cur: np.ndarray  # (units,) int64 the running phase (WAITING, PRE_COMM, 0 .. nphases)
+    t_start_left: np.ndarray  # (units,) float64 s to the job's start
+    t_compute_left: np.ndarray  # (units,) float64 s of compute left in the iteration
+    t_comm_start_left: np.ndarray  # (units,) float64 s to the start of its communication
+    phase_state: np.ndarray  # (phases,) int64 IDLE / RUNNING / DONE
+    phase_wait: np.ndarray  # (phases,) int64 predecessors not yet done
+    phase_lat_left: np.ndarray  # (phases,) float64 s of latency left
+    iter_start: np.ndarray  # (units,) float64 s, the iteration's start
+    comm_start: np.ndarray  # (units,) float64 s, its communication's start
+    comm_end: np.ndarray  # (units,) float64 s, its end
+
+
 @njit(cache=True, nogil=True, _nrt=False)
 def exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap):  # pragma: no cover - compiled
     """Cap ``dcap`` (the flows' demands, bytes/s) of instance ``b`` by its exclusive links' shares.
@@ -434,14 +462,15 @@ def exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap): 
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def end_phases(
-    u, p0, nph, eps_t, counted, pend, joined, phase_flow_lo, phase_flow_n, rem, phase_cur, phase_state,
-    phase_wait, phase_lat_left, graph,
-):  # fmt: skip  # pragma: no cover - compiled
+def end_phases(u, p0, nph, eps_t, counted, pend, joined, units, clock, rem, graph):  # pragma: no cover
     """End every running phase ``p0:p0 + nph`` of unit ``u`` whose latency is paid (within ``eps_t``) and
     whose flows have no bytes left (``pend``, or a scan of ``rem``: :func:`settle_units`' ``counted``),
-    advancing the unit's cursor; its successors that wait for no other phase start (:class:`PhaseGraph`
-    ``graph``). Whether a phase ended."""
+    advancing the unit's cursor (:class:`UnitClock` ``clock``); its successors that wait for no other phase
+    start (:class:`PhaseGraph` ``graph``). Whether a phase ended."""
+    phase_flow_lo, phase_flow_n = units.phase_flow_lo, units.phase_flow_n
+    phase_cur, phase_state, phase_wait, phase_lat_left = (
+        clock.phase_cur, clock.phase_state, clock.phase_wait, clock.phase_lat_left,
+    )  # fmt: skip
     ended = False
     for p in range(p0, p0 + nph):
         if phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
@@ -472,14 +501,13 @@ def end_phases(
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def end_iteration(
-    u, now, p0, nph, counted, pend, phase_flow_lo, phase_flow_n, rem, phase_cur, t_compute_left,
-    t_comm_start_left, iter_start, comm_start, comm_end, job, tallies, stats,
-):  # fmt: skip  # pragma: no cover - compiled
+def end_iteration(u, now, p0, nph, counted, pend, units, clock, rem, job, tallies, stats):  # pragma: no cover
     """Unit ``u``'s iteration ends at ``now`` (s): its step and communication times counted
     (:class:`IterationTallies` ``tallies``), the next iteration started (compute, the bytes of its phases
     ``p0:p0 + nph`` reset from :class:`JobParams` ``job``, and their counts in ``pend`` where ``counted``).
     False, with ``stats[2]``, ``stats[3]`` set, for a step of zero time."""
+    phase_flow_lo, phase_flow_n = units.phase_flow_lo, units.phase_flow_n
+    iter_start, comm_start, comm_end = clock.iter_start, clock.comm_start, clock.comm_end
     st = now - iter_start[u]
     tallies.iters[u] += 1
     tallies.step_sum[u] += st
@@ -491,9 +519,9 @@ def end_iteration(
         stats[2], stats[3] = ERR_ZERO_STEP, u
         return False
     iter_start[u] = now
-    phase_cur[u] = PRE_COMM
-    t_compute_left[u] = job.unit_compute[u]
-    t_comm_start_left[u] = (1 - job.unit_overlap[u]) * job.unit_compute[u]
+    clock.phase_cur[u] = PRE_COMM
+    clock.t_compute_left[u] = job.unit_compute[u]
+    clock.t_comm_start_left[u] = (1 - job.unit_overlap[u]) * job.unit_compute[u]
     for p in range(p0, p0 + nph):
         c = 0
         for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
@@ -507,9 +535,7 @@ def end_iteration(
 
 @njit(cache=True, nogil=True, _nrt=False)
 def settle_units(
-    u0, u1, now, max_rounds, eps_t, counted, pend, joined, unit_alive, unit_bg, unit_nphases, phase_off,
-    phase_flow_lo, phase_flow_n, rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state,
-    phase_wait, phase_lat_left, iter_start, comm_start, comm_end, job, graph, tallies, stats,
+    u0, u1, now, max_rounds, eps_t, counted, pend, joined, units, clock, rem, job, graph, tallies, stats,
 ):  # fmt: skip  # pragma: no cover - compiled
     """Every transition of units ``u0:u1`` that is due at time ``now`` (s), repeated until none is (at most
     ``max_rounds`` rounds per unit): a job starts, its communication starts (the phases that wait for none
@@ -518,14 +544,24 @@ def settle_units(
     ``comm_sum`` and the state's totals; the next iteration's bytes reset). Compute that ends within
     ``eps_t`` has ended (no sliver carried).
 
-    The arrays of the rarer transitions come as records (:class:`JobParams` ``job``, :class:`PhaseGraph`
-    ``graph``, :class:`IterationTallies` ``tallies``), the others one by one (at most 30 arguments).
+    The arrays come as records: the units' tables (:class:`UnitTable` ``units``) and their timers
+    (:class:`UnitClock` ``clock``), and those of the rarer transitions (:class:`JobParams` ``job``,
+    :class:`PhaseGraph` ``graph``, :class:`IterationTallies` ``tallies``); below each array is named by
+    its field.
 
     ``counted`` (:func:`run_interval_lazy`): a phase's flows with bytes left are counted in ``pend``
     (kept here when an iteration resets them) and ``joined[p]`` is cleared when phase ``p`` starts;
     otherwise (:func:`run_interval_numba`, which passes empty arrays for both) a phase's flows are scanned
     for bytes left. False on an error (``stats[2]``, ``stats[3]``: the code and the unit).
     """
+    unit_alive, unit_bg, unit_nphases, phase_off = (
+        units.unit_alive, units.unit_bg, units.unit_nphases, units.phase_off,
+    )  # fmt: skip
+    phase_cur, t_start_left, t_compute_left, t_comm_start_left = (
+        clock.phase_cur, clock.t_start_left, clock.t_compute_left, clock.t_comm_start_left,
+    )  # fmt: skip
+    phase_state, phase_wait, phase_lat_left = clock.phase_state, clock.phase_wait, clock.phase_lat_left
+    iter_start, comm_start, comm_end = clock.iter_start, clock.comm_start, clock.comm_end
     for u in range(u0, u1):
         if not unit_alive[u] or unit_bg[u]:
             continue
@@ -558,17 +594,13 @@ def settle_units(
             pc = phase_cur[u]
             # a phase ends when its latency is paid and no bytes are left
             if pc >= 0 and pc < nph and end_phases(
-                u, p0, nph, eps_t, counted, pend, joined, phase_flow_lo, phase_flow_n, rem, phase_cur,
-                phase_state, phase_wait, phase_lat_left, graph,
+                u, p0, nph, eps_t, counted, pend, joined, units, clock, rem, graph
             ):  # fmt: skip
                 if phase_cur[u] == nph:
                     comm_end[u] = now
                 changed = True
             if phase_cur[u] == nph and t_compute_left[u] <= eps_t:  # the iteration ends
-                if not end_iteration(
-                    u, now, p0, nph, counted, pend, phase_flow_lo, phase_flow_n, rem, phase_cur, t_compute_left,
-                    t_comm_start_left, iter_start, comm_start, comm_end, job, tallies, stats,
-                ):  # fmt: skip
+                if not end_iteration(u, now, p0, nph, counted, pend, units, clock, rem, job, tallies, stats):
                     return False
                 changed = True
             if not changed:
@@ -581,26 +613,26 @@ def settle_units(
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def next_unit_event(
-    u0, u1, dt, eps_t, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left, t_compute_left,
-    t_comm_start_left, phase_state, phase_lat_left,
-):  # fmt: skip  # pragma: no cover - compiled
-    """The least of ``dt`` and the time (s) to the next timer of units ``u0:u1``: a start, the end of
-    compute (above ``eps_t``), the start of communication, the end of a running phase's latency."""
+def next_unit_event(u0, u1, dt, eps_t, units, clock):  # pragma: no cover - compiled
+    """The least of ``dt`` and the time (s) to the next timer of units ``u0:u1`` (:class:`UnitTable`
+    ``units``, :class:`UnitClock` ``clock``): a start, the end of compute (above ``eps_t``), the start of
+    communication, the end of a running phase's latency."""
     inf = np.inf
+    c = clock
     for u in range(u0, u1):
-        if not unit_alive[u] or unit_bg[u]:
+        if not units.unit_alive[u] or units.unit_bg[u]:
             continue
-        pc = phase_cur[u]
-        tm = t_start_left[u] if pc == WAITING else inf
-        if t_compute_left[u] > eps_t and t_compute_left[u] < tm:
-            tm = t_compute_left[u]
-        if pc == PRE_COMM and t_comm_start_left[u] < tm:
-            tm = t_comm_start_left[u]
-        if pc >= 0 and pc < unit_nphases[u]:
-            for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
-                lt = phase_lat_left[p]
-                if phase_state[p] == RUNNING and lt > eps_t and lt < tm:
+        pc = c.phase_cur[u]
+        tm = c.t_start_left[u] if pc == WAITING else inf
+        if c.t_compute_left[u] > eps_t and c.t_compute_left[u] < tm:
+            tm = c.t_compute_left[u]
+        if pc == PRE_COMM and c.t_comm_start_left[u] < tm:
+            tm = c.t_comm_start_left[u]
+        p0, nph = units.phase_off[u], units.unit_nphases[u]
+        if pc >= 0 and pc < nph:
+            for p in range(p0, p0 + nph):
+                lt = c.phase_lat_left[p]
+                if c.phase_state[p] == RUNNING and lt > eps_t and lt < tm:
                     tm = lt
         if tm < dt:
             dt = tm
@@ -608,27 +640,27 @@ def next_unit_event(
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def advance_units(
-    u0, u1, dt, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left, t_compute_left,
-    t_comm_start_left, phase_state, phase_lat_left, active_t, compute_t,
-):  # fmt: skip  # pragma: no cover - compiled
-    """Advance the timers of units ``u0:u1`` by ``dt`` s, adding it to their active and compute times."""
+def advance_units(u0, u1, dt, units, clock, active_t, compute_t):  # pragma: no cover - compiled
+    """Advance the timers of units ``u0:u1`` (:class:`UnitTable` ``units``, :class:`UnitClock` ``clock``)
+    by ``dt`` s, adding it to their active and compute times."""
+    c = clock
     for u in range(u0, u1):
-        if not unit_alive[u] or unit_bg[u]:
+        if not units.unit_alive[u] or units.unit_bg[u]:
             continue
-        pc = phase_cur[u]
+        pc = c.phase_cur[u]
         if pc != WAITING:
             active_t[u] += dt
-            compute_t[u] += min(t_compute_left[u], dt)
-        t_compute_left[u] = max(t_compute_left[u] - dt, 0.0)
+            compute_t[u] += min(c.t_compute_left[u], dt)
+        c.t_compute_left[u] = max(c.t_compute_left[u] - dt, 0.0)
+        p0, nph = units.phase_off[u], units.unit_nphases[u]
         if pc == WAITING:
-            t_start_left[u] = t_start_left[u] - dt
+            c.t_start_left[u] = c.t_start_left[u] - dt
         elif pc == PRE_COMM:
-            t_comm_start_left[u] = t_comm_start_left[u] - dt
-        elif pc < unit_nphases[u]:
-            for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
-                if phase_state[p] == RUNNING:
-                    phase_lat_left[p] = max(phase_lat_left[p] - dt, 0.0)
+            c.t_comm_start_left[u] = c.t_comm_start_left[u] - dt
+        elif pc < nph:
+            for p in range(p0, p0 + nph):
+                if c.phase_state[p] == RUNNING:
+                    c.phase_lat_left[p] = max(c.phase_lat_left[p] - dt, 0.0)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -713,48 +745,38 @@ def run_interval_numba(
     20 arrays, each reference-counted on the way in and out, atomically).
     """
     announce(go)
-    # the records' arrays as locals, once per call (outside the loops: no reference counts in them)
+    # the unit steps' records, and the arrays the loop reads as locals, once per call (outside the loops: no
+    # reference counts in them)
+    units = UnitTable(
+        structure.unit_alive, structure.unit_bg, structure.unit_nphases, structure.phase_off,
+        structure.phase_flow_lo, structure.phase_flow_n,
+    )  # fmt: skip
+    clock = UnitClock(
+        state.phase_cur, state.t_start_left, state.t_compute_left, state.t_comm_start_left, state.phase_state,
+        state.phase_wait, state.phase_lat_left, state.iter_start, state.comm_start, state.comm_end,
+    )  # fmt: skip
+    job = JobParams(structure.unit_compute, structure.unit_overlap, state.flow_bytes)
+    graph = PhaseGraph(
+        structure.phase_latency, structure.phase_npred, structure.phase_succ_off, structure.phase_succ,
+    )  # fmt: skip
+    tallies = IterationTallies(
+        state.iterations_total, state.last_step_s, state.last_comm_s, outputs.iters, outputs.step_sum,
+        outputs.comm_sum,
+    )  # fmt: skip
     inst_seg, ent_hi, ex_lo, fe_lo, fe_hi = (
-        structure.inst_seg,
-        structure.ent_hi,
-        structure.ex_lo,
-        structure.fe_lo,
-        structure.fe_hi,
-    )
+        structure.inst_seg, structure.ent_hi, structure.ex_lo, structure.fe_lo, structure.fe_hi,
+    )  # fmt: skip
     e_flow, e_link, e_coef = structure.e_flow, structure.e_link, structure.e_coef
     inst_unit, inst_flow, inst_phase = structure.inst_unit, structure.inst_flow, structure.inst_phase
-    unit_alive, unit_bg, unit_nphases = structure.unit_alive, structure.unit_bg, structure.unit_nphases
-    unit_compute, unit_overlap = structure.unit_compute, structure.unit_overlap
-    phase_off, phase_latency, phase_flow_lo, phase_flow_n = (
-        structure.phase_off,
-        structure.phase_latency,
-        structure.phase_flow_lo,
-        structure.phase_flow_n,
-    )
-    phase_npred, phase_succ_off, phase_succ = (
-        structure.phase_npred,
-        structure.phase_succ_off,
-        structure.phase_succ,
-    )
     flow_unit, flow_phase, flow_bg = structure.flow_unit, structure.flow_phase, structure.flow_bg
     flow_scale, flow_demand = structure.flow_scale, structure.flow_demand
-    flow_bytes, capacity, rem, phase_cur = state.flow_bytes, state.capacity, state.rem, state.phase_cur
-    t_start_left, t_compute_left, t_comm_start_left = (
-        state.t_start_left,
-        state.t_compute_left,
-        state.t_comm_start_left,
-    )
-    phase_state, phase_wait, phase_lat_left = state.phase_state, state.phase_wait, state.phase_lat_left
-    iter_start, comm_start, comm_end = state.iter_start, state.comm_start, state.comm_end
-    iterations_total, last_step_s, last_comm_s = state.iterations_total, state.last_step_s, state.last_comm_s
-    bg_on, time_s = state.bg_on, state.time_s
+    capacity, rem = state.capacity, state.rem
+    unit_alive, phase_off, phase_state, phase_lat_left = (
+        units.unit_alive, units.phase_off, clock.phase_state, clock.phase_lat_left,
+    )  # fmt: skip
+    bg_on, time_s, stalled = state.bg_on, state.time_s, outputs.stalled
     iters, step_sum, comm_sum = outputs.iters, outputs.step_sum, outputs.comm_sum
-    compute_t, active_t, link_bytes, stalled = (
-        outputs.compute_t,
-        outputs.active_t,
-        outputs.link_bytes,
-        outputs.stalled,
-    )
+    compute_t, active_t, link_bytes = outputs.compute_t, outputs.active_t, outputs.link_bytes
     inf = np.inf
     n_flows = flow_unit.shape[0]
     n_phases = phase_state.shape[0]
@@ -786,9 +808,6 @@ def run_interval_numba(
     touched = np.empty(n_links, dtype=np.int64)  # links touched in a solver round
     no_pend = np.empty(0, dtype=np.int64)  # (settle_units' counts are run_interval_lazy's)
     no_joined = np.empty(0, dtype=np.bool_)
-    job = JobParams(unit_compute, unit_overlap, flow_bytes)  # (settle_units' records)
-    graph = PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)
-    tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)
     tick = 0
     events = stats[0]  # (this kernel runs again on a range whose instances the lazy kernel handed back)
     solver_iters = stats[1]
@@ -845,10 +864,8 @@ def run_interval_numba(
                 if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:
                     rem[f] = 0.0
             if not settle_units(
-                u0, u1, time_s[b], max_rounds, eps_t, False, no_pend, no_joined, unit_alive, unit_bg, unit_nphases,
-                phase_off, phase_flow_lo, phase_flow_n, rem, phase_cur, t_start_left, t_compute_left,
-                t_comm_start_left, phase_state, phase_wait, phase_lat_left, iter_start, comm_start, comm_end,
-                job, graph, tallies, stats,
+                u0, u1, time_s[b], max_rounds, eps_t, False, no_pend, no_joined, units, clock, rem, job, graph, tallies,
+                stats,
             ):  # fmt: skip
                 return
             if not t_left > eps_t:
@@ -1083,20 +1100,14 @@ def run_interval_numba(
                 dt = dt_fl
             if n_stalled > stalled[b]:
                 stalled[b] = n_stalled
-            dt = next_unit_event(
-                u0, u1, dt, eps_t, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left,
-                t_compute_left, t_comm_start_left, phase_state, phase_lat_left,
-            )  # fmt: skip
+            dt = next_unit_event(u0, u1, dt, eps_t, units, clock)
             if dt < 0.0:
                 dt = 0.0
             # advance bytes, then timers
             for i in range(n_act):
                 f = act_flows[i]
                 advance_flow(f, rate[f] * dt, flow_bg, rem, moved)
-            advance_units(
-                u0, u1, dt, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left, t_compute_left,
-                t_comm_start_left, phase_state, phase_lat_left, active_t, compute_t,
-            )  # fmt: skip
+            advance_units(u0, u1, dt, units, clock, active_t, compute_t)
             time_s[b] += dt
             t_left -= dt
         add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
@@ -2310,6 +2321,42 @@ def resolve_incremental(
     return n_re, full
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came):  # pragma: no cover
+    """Flow ``f`` joins the lazy kernel's active set at ``now`` (s since the interval start): the
+    ``n_act``-th active flow (``act``, ``apos``, ``act_list``) and the ``n_came``-th arrival since the last
+    solve (``came``), marked with the solve count ``n_fills``; its rate keeps its last solved value (the
+    log's). The caller counts both up."""
+    act[f] = True
+    apos[f] = n_act
+    act_list[n_act] = f
+    t_upd[f] = now
+    arr_mark[f] = n_fills
+    came[n_came] = f
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def lazy_stats(
+    stats, events, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The lazy kernel's counters into ``stats`` (its columns, :func:`run_interval_lazy`): the events
+    (``stats[0]`` set), then added: the fills, the incremental solves, the flows they re-filled and those
+    active at them, the full fills, the rates written and moved, the parallel-rule solves (``rstate[5]``),
+    the work, and the departure repair's three counts (``rstate[11:14]``)."""
+    stats[0] = events
+    stats[1] += n_fills
+    stats[4] += n_inc
+    stats[5] += inc_touched
+    stats[6] += inc_active
+    stats[7] += n_full
+    stats[8] += n_written
+    stats[9] += n_moved
+    stats[10] += rstate[5]
+    stats[14] += lazy_work
+    for k in range(3):  # the departure repair's counts
+        stats[15 + k] += rstate[11 + k]
+
+
 @njit(cache=True, nogil=True)
 def run_interval_lazy(
     b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
@@ -2438,7 +2485,13 @@ def run_interval_lazy(
         rp.sat[:n_links] = -1.0
         rp.lstamp[:n_links] = -1
         rp.fmark[:n_flows] = -1
-    job = JobParams(unit_compute, unit_overlap, flow_bytes)  # (settle_units' records)
+    # the shared steps' records
+    units = UnitTable(unit_alive, unit_bg, unit_nphases, phase_off, phase_flow_lo, phase_flow_n)
+    clock = UnitClock(
+        phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
+        iter_start, comm_start, comm_end,
+    )  # fmt: skip
+    job = JobParams(unit_compute, unit_overlap, flow_bytes)
     graph = PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)
     tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)
     events = stats[0]
@@ -2497,10 +2550,8 @@ def run_interval_lazy(
             # every transition of the instance's units that is due now, with the phases' counts of flows
             # with bytes left (pend) in place of a pass over their flows
             if not settle_units(
-                u0, u1, time_s[b], max_rounds, eps_t, True, pend, joined, unit_alive, unit_bg, unit_nphases,
-                phase_off, phase_flow_lo, phase_flow_n, rem, phase_cur, t_start_left, t_compute_left,
-                t_comm_start_left, phase_state, phase_wait, phase_lat_left, iter_start, comm_start, comm_end,
-                job, graph, tallies, stats,
+                u0, u1, time_s[b], max_rounds, eps_t, True, pend, joined, units, clock, rem, job, graph, tallies,
+                stats,
             ):  # fmt: skip
                 return
             if not t_left > eps_t:
@@ -2508,18 +2559,10 @@ def run_interval_lazy(
             ev += 1
             if ev > max_events:
                 stats[2], stats[3] = ERR_EVENTS, -1
-                stats[0] = ev  # the counters so far (a capped interval is measured up to here)
-                stats[1] += n_fills
-                stats[4] += n_inc
-                stats[5] += inc_touched
-                stats[6] += inc_active
-                stats[7] += n_full
-                stats[8] += n_written
-                stats[9] += n_moved
-                stats[10] += rstate[5]
-                stats[14] += lazy_work
-                for k in range(3):  # the departure repair's counts
-                    stats[15 + k] += rstate[11 + k]
+                # the counters so far (a capped interval is measured up to here)
+                lazy_stats(
+                    stats, ev, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
+                )  # fmt: skip
                 return
             # arrivals: the flows with bytes left of the phases whose latency was paid since the last event,
             # and background flows switched on (at the first event)
@@ -2530,13 +2573,8 @@ def run_interval_lazy(
                     if ev == ev0 + 1 and bg_on[u]:  # (the first event here)
                         for f in range(f0, f1):  # background flows are few: found by their unit
                             if flow_unit[f] == u:
-                                act[f] = True
-                                apos[f] = n_act
-                                act_list[n_act] = f
+                                join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)  # fmt: skip
                                 n_act += 1
-                                t_upd[f] = now
-                                arr_mark[f] = n_fills  # (rate keeps its last solved value: the log's)
-                                came[n_came] = f
                                 n_came += 1
                     continue
                 pc = phase_cur[u]
@@ -2548,13 +2586,8 @@ def run_interval_lazy(
                     joined[p] = True
                     for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
                         if rem[f] > 0 and not act[f]:
-                            act[f] = True
-                            apos[f] = n_act
-                            act_list[n_act] = f
+                            join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)  # fmt: skip
                             n_act += 1
-                            t_upd[f] = now
-                            arr_mark[f] = n_fills  # (rate keeps its last solved value: the log's)
-                            came[n_came] = f
                             n_came += 1
             if not solved or n_came > 0 or n_gone > 0:
                 n_re, full = resolve_incremental(
@@ -2661,20 +2694,14 @@ def run_interval_lazy(
                     dt = best - now
                 else:
                     f_min = -1
-            dt_u = next_unit_event(
-                u0, u1, dt, eps_t, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left,
-                t_compute_left, t_comm_start_left, phase_state, phase_lat_left,
-            )  # fmt: skip
+            dt_u = next_unit_event(u0, u1, dt, eps_t, units, clock)
             if dt_u < dt:  # a unit's timer comes first: no flow completes at this event
                 dt = dt_u
                 f_min = -1
             if dt < 0.0:
                 dt = 0.0
             # advance timers, then complete the flows whose bytes left reached the tolerance
-            advance_units(
-                u0, u1, dt, unit_alive, unit_bg, unit_nphases, phase_off, phase_cur, t_start_left, t_compute_left,
-                t_comm_start_left, phase_state, phase_lat_left, active_t, compute_t,
-            )  # fmt: skip
+            advance_units(u0, u1, dt, units, clock, active_t, compute_t)
             now += dt
             time_s[b] += dt
             t_left -= dt
@@ -2717,15 +2744,6 @@ def run_interval_lazy(
             sw_mode[b] = 3
         if ev > events:
             events = ev
-    stats[0] = events
-    stats[1] += n_fills
-    stats[4] += n_inc
-    stats[5] += inc_touched
-    stats[6] += inc_active
-    stats[7] += n_full
-    stats[8] += n_written
-    stats[9] += n_moved
-    stats[10] += rstate[5]
-    stats[14] += lazy_work
-    for k in range(3):  # the departure repair's counts
-        stats[15 + k] += rstate[11 + k]
+    lazy_stats(
+        stats, events, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
+    )  # fmt: skip

@@ -17,20 +17,25 @@ from ainet_gym.sim.state import DONE, IDLE, RUNNING, WAITING
 pytestmark = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed")
 
 SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
-          "exclusive_caps", "add_link_bytes")  # fmt: skip
+          "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats")  # fmt: skip
 
 
 def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now_iter: float) -> dict:
     """One unit (compute 1 s, fully overlapped), phases 0 -> 1 (no latency), one flow each of 5 bytes."""
     f64, i64 = np.float64, np.int64
     return dict(
-        unit_alive=np.ones(1, np.bool_), unit_bg=np.zeros(1, np.bool_), unit_nphases=np.array([2], i64),
-        phase_off=np.array([0], i64), phase_flow_lo=np.array([0, 1], i64), phase_flow_n=np.array([1, 1], i64),
-        rem=np.array(rem, f64), phase_cur=np.array([phase_cur], i64), t_start_left=np.array([t_start], f64),
-        t_compute_left=np.array([t_compute], f64), t_comm_start_left=np.zeros(1, f64),
-        phase_state=np.array([RUNNING, RUNNING] if phase_cur == 1 else [0, 0], i64),
-        phase_wait=np.zeros(2, i64), phase_lat_left=np.zeros(2, f64), iter_start=np.array([now_iter], f64),
-        comm_start=np.array([now_iter], f64), comm_end=np.zeros(1, f64),
+        units=kernels.UnitTable(
+            np.ones(1, np.bool_), np.zeros(1, np.bool_), np.array([2], i64), np.array([0], i64),
+            np.array([0, 1], i64), np.array([1, 1], i64),
+        ),
+        clock=kernels.UnitClock(
+            phase_cur=np.array([phase_cur], i64), t_start_left=np.array([t_start], f64),
+            t_compute_left=np.array([t_compute], f64), t_comm_start_left=np.zeros(1, f64),
+            phase_state=np.array([RUNNING, RUNNING] if phase_cur == 1 else [0, 0], i64),
+            phase_wait=np.zeros(2, i64), phase_lat_left=np.zeros(2, f64), iter_start=np.array([now_iter], f64),
+            comm_start=np.array([now_iter], f64), comm_end=np.zeros(1, f64),
+        ),
+        rem=np.array(rem, f64),
         job=kernels.JobParams(np.array([1.0]), np.array([1.0]), np.array([5.0, 5.0])),
         graph=kernels.PhaseGraph(np.zeros(2), np.array([0, 1], i64), np.array([0, 1, 1], i64), np.array([1], i64)),
         tallies=kernels.IterationTallies(np.zeros(1, i64), np.full(1, np.nan), np.full(1, np.nan),
@@ -53,10 +58,10 @@ def test_a_job_starts_and_runs_its_first_phase_through(counted: bool) -> None:
     a = _job([0.0, 5.0], WAITING, 0.0, 0.0, 0.0)
     ok, _, joined = _settle(a, 2.0, counted)
     assert ok
-    assert a["phase_cur"][0] == 1
-    assert list(a["phase_state"]) == [DONE, RUNNING]
-    assert a["iter_start"][0] == a["comm_start"][0] == 2.0
-    assert a["t_compute_left"][0] == 1.0
+    assert a["clock"].phase_cur[0] == 1
+    assert list(a["clock"].phase_state) == [DONE, RUNNING]
+    assert a["clock"].iter_start[0] == a["clock"].comm_start[0] == 2.0
+    assert a["clock"].t_compute_left[0] == 1.0
     assert a["tallies"].iters[0] == 0
     assert list(joined) == ([False, False] if counted else [True, True])  # started phases join anew
 
@@ -67,17 +72,17 @@ def test_an_iteration_ends_when_its_last_phase_and_compute_end(counted: bool) ->
     communication 3.5 - 1 = 2.5 s, then the next iteration: compute 1 s, bytes 5 again (both phases counted
     with bytes left), and its communication at once (overlap 1): cursor 0, phase 0 running, phase 1 idle."""
     a = _job([0.0, 0.0], 1, 0.0, 0.0, 1.0)
-    a["phase_state"][:] = [DONE, RUNNING]
+    a["clock"].phase_state[:] = [DONE, RUNNING]
     ok, pend, _ = _settle(a, 3.5, counted)
     assert ok
     t = a["tallies"]
     assert (t.iters[0], t.iterations_total[0]) == (1, 1)
     assert t.step_sum[0] == t.last_step_s[0] == 2.5
     assert t.comm_sum[0] == t.last_comm_s[0] == 2.5
-    assert a["comm_end"][0] == 3.5 and a["iter_start"][0] == 3.5
-    assert a["t_compute_left"][0] == 1.0
-    assert a["phase_cur"][0] == 0 and a["comm_start"][0] == 3.5
-    assert list(a["phase_state"]) == [RUNNING, IDLE]
+    assert a["clock"].comm_end[0] == 3.5 and a["clock"].iter_start[0] == 3.5
+    assert a["clock"].t_compute_left[0] == 1.0
+    assert a["clock"].phase_cur[0] == 0 and a["clock"].comm_start[0] == 3.5
+    assert list(a["clock"].phase_state) == [RUNNING, IDLE]
     assert list(a["rem"]) == [5.0, 5.0]
     if counted:
         assert list(pend) == [1, 1]
@@ -85,7 +90,7 @@ def test_an_iteration_ends_when_its_last_phase_and_compute_end(counted: bool) ->
 
 def test_a_step_of_zero_time_is_an_error_naming_the_unit() -> None:
     a = _job([0.0, 0.0], 1, 0.0, 0.0, 3.5)
-    a["phase_state"][:] = [DONE, RUNNING]
+    a["clock"].phase_state[:] = [DONE, RUNNING]
     ok, _, _ = _settle(a, 3.5, False)
     assert not ok
     assert (a["stats"][2], a["stats"][3]) == (kernels.ERR_ZERO_STEP, 0)
