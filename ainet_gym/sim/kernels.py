@@ -685,6 +685,163 @@ def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, li
         link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
 
 
+class ParallelRows(NamedTuple):
+    """:func:`parallel_rule`'s scratch per active flow of an instance (rows: the most flows of one)."""
+
+    live_i: np.ndarray  # (rows, 3) int64 flow, first entry, end entry of the flows still unfrozen
+    live_x: np.ndarray  # (rows, 2) float64 their demand and path minimum
+    froz_i: np.ndarray  # (rows, 2) int64 first and end entry of the flows frozen in a round
+    froz_x: np.ndarray  # (rows,) float64 their level
+
+
+class ParallelLinks(NamedTuple):
+    """:func:`parallel_rule`'s scratch per link of an instance, valid where a stamp says so."""
+
+    remaining: np.ndarray  # (links,) float64 capacity the frozen flows leave
+    denom: np.ndarray  # (links,) float64 sum of the live flows' coefficients
+    share: np.ndarray  # (links,) float64 remaining / denom
+    linkmin: np.ndarray  # (links,) float64 least path minimum of its live flows
+    sub: np.ndarray  # (links,) float64 the frozen flows' traffic, to take off
+    stamp: np.ndarray  # (links,) int64 the round that last touched the link (-1: none)
+    sstamp: np.ndarray  # (links,) int64 the round that last took traffic off it
+    touched: np.ndarray  # (links,) int64 the links touched in a round
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def parallel_rule(
+    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Max-min rates of the active flows ``act_flows[:n_act]`` of one instance (its links are rows
+    ``e_link[e] - lo`` of ``capacity[lo:]``) by the parallel local-bottleneck rule of
+    :func:`ainet_gym.sim.allocator.solve_coo`, bit for bit as the numpy backend, written to ``rate``
+    (:func:`run_interval_numba`'s solve). Flow ``f`` owns the shared entries ``fe_lo[f]:fe_hi[f]``; its demand
+    is ``dcap[f]`` (already capped by its exclusive links, :func:`exclusive_caps`).
+
+    Scratch: ``rows`` (:class:`ParallelRows`, one row per active flow) keeps the flows still unfrozen
+    compacted (``live_i``: flow, first entry, end entry; ``live_x``: demand, path minimum) and those frozen
+    in a round (``froz_i`` / ``froz_x``); ``links`` (:class:`ParallelLinks`, one row per link) is
+    initialised lazily by stamps: ``tick`` is a counter unique over the kernel call, one per round, so a
+    solve costs O(active entries x rounds), not O(links). Returns ``(rounds, work, work of the first round,
+    tick)`` (work: the entries of the live flows summed over the rounds, the switch's cost model); rounds
+    ``-1`` for a round that freezes no flow (NaN input), an error.
+
+    Long on purpose: the rule's four steps per round (shares, path minima, ready flows, traffic off the
+    links) over one set of scratch rows, the compiled twin of ``solve_coo``'s numbered steps (as
+    :func:`fill_parallel`, which keeps the freeze order and so other rows).
+    """
+    live_i, live_x, froz_i, froz_x = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x
+    remaining, denom, share, linkmin = links.remaining, links.denom, links.share, links.linkmin
+    sub, stamp, sstamp, touched = links.sub, links.stamp, links.sstamp, links.touched
+    inf = np.inf
+    n_live = 0
+    for k in range(n_act):
+        f = act_flows[k]
+        if fe_hi[f] > fe_lo[f]:
+            live_i[n_live, 0] = f
+            live_i[n_live, 1] = fe_lo[f]
+            live_i[n_live, 2] = fe_hi[f]
+            live_x[n_live, 0] = dcap[f]
+            n_live += 1
+        else:
+            rate[f] = dcap[f]  # crosses no link: limited by its demand only
+    it = 0
+    wk = 0  # entries of the live flows, summed over the rounds (the cost model's work)
+    wk0 = 0  # in the first round
+    while n_live > 0:
+        cur = tick
+        tick += 1
+        n_touched = 0
+        # 1. fair share level of every link touched by an active flow (sums in entry order)
+        for i in range(n_live):
+            wk += live_i[i, 2] - live_i[i, 1]
+            for e in range(live_i[i, 1], live_i[i, 2]):
+                lk = e_link[e] - lo
+                if stamp[lk] != cur:
+                    stamp[lk] = cur
+                    if it == 0:  # a later round's links were all touched in the first
+                        remaining[lk] = capacity[lo + lk]
+                    denom[lk] = 0.0
+                    linkmin[lk] = inf
+                    sub[lk] = 0.0
+                    touched[n_touched] = lk
+                    n_touched += 1
+                denom[lk] += e_coef[e]
+        for t in range(n_touched):  # each touched link's level: one division per link
+            lk = touched[t]
+            share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
+        # 2. path minimum of every active flow, and the smallest one at each link
+        for i in range(n_live):
+            e0, e1 = live_i[i, 1], live_i[i, 2]
+            mk = inf
+            for e in range(e0, e1):
+                sh = share[e_link[e] - lo]
+                if sh < mk:
+                    mk = sh
+            d = live_x[i, 0]
+            if d < mk:
+                mk = d
+            live_x[i, 1] = mk
+            # a flow alone is ready: at its demand, or at the level of its min link
+            if n_live == 1:
+                break
+            for e in range(e0, e1):
+                lk = e_link[e] - lo
+                if mk < linkmin[lk]:
+                    linkmin[lk] = mk
+        # 3. ready flows (a ready link, or at demand) freeze at their level
+        n_keep = 0
+        n_frozen = 0
+        for i in range(n_live):
+            mk = live_x[i, 1]
+            d = live_x[i, 0]
+            e0, e1 = live_i[i, 1], live_i[i, 2]
+            at_demand = mk >= d  # never >: equality, exact
+            ready = at_demand or n_live == 1
+            if not ready:
+                for e in range(e0, e1):
+                    lk = e_link[e] - lo
+                    if linkmin[lk] >= share[lk]:  # never >: equality, exact
+                        ready = True
+                        break
+            if ready:
+                rate[live_i[i, 0]] = d if at_demand else mk
+                froz_i[n_frozen, 0] = e0
+                froz_i[n_frozen, 1] = e1
+                froz_x[n_frozen] = mk
+                n_frozen += 1
+            else:
+                if n_keep != i:
+                    live_i[n_keep, 0] = live_i[i, 0]
+                    live_i[n_keep, 1] = e0
+                    live_i[n_keep, 2] = e1
+                    live_x[n_keep, 0] = d
+                n_keep += 1
+        if n_frozen == 0:
+            return -1, wk, wk0, tick
+        # 4. take the frozen flows' traffic off their links (not needed after the last round)
+        if n_keep > 0:
+            for i in range(n_frozen):  # summed per link in entry order, as bincount does
+                mk = froz_x[i]
+                for e in range(froz_i[i, 0], froz_i[i, 1]):
+                    use = e_coef[e] * mk
+                    # inf only for unconstrained flows, whose links are all inf
+                    if np.isfinite(use):
+                        sub[e_link[e] - lo] += use
+            # then off each link once (as remaining - bincount(...) does)
+            for i in range(n_frozen):
+                for e in range(froz_i[i, 0], froz_i[i, 1]):
+                    lk = e_link[e] - lo
+                    if sstamp[lk] != cur:
+                        sstamp[lk] = cur
+                        r = remaining[lk] - sub[lk]
+                        remaining[lk] = r if r > 0.0 else 0.0
+        if it == 0:
+            wk0 = wk
+        it += 1
+        n_live = n_keep
+    return it, wk, wk0, tick
+
+
 @njit(cache=True, nogil=True)
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
@@ -734,15 +891,17 @@ def run_interval_numba(
 
     The steps it shares with :func:`run_interval_lazy` (the units' transitions :func:`settle_units`, their
     next timer :func:`next_unit_event`, :func:`advance_units`, :func:`advance_flow`,
-    :func:`exclusive_caps`, :func:`add_link_bytes`) are compiled helpers without reference counting
-    (``_nrt=False``, the note above them), and the parallel rule is written into the loop; the loops
-    take no views (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call to a counted
-    function increfs and decrefs every array it passes, and two threads doing that to the same arrays
-    fight over the counts' cache lines.
+    :func:`exclusive_caps`, :func:`add_link_bytes`) and its solve (:func:`parallel_rule`) are compiled
+    helpers without reference counting (``_nrt=False``, the note above them), which take the unit arrays as
+    :class:`UnitTable` / :class:`UnitClock` and the solver's scratch as :class:`ParallelRows` /
+    :class:`ParallelLinks` (named tuples, passed for free); the loops take no views (``x[b]``,
+    ``x[lo:hi]``): numba counts array references atomically, a call to a counted function increfs and
+    decrefs every array it passes, and two threads doing that to the same arrays fight over the counts'
+    cache lines.
 
-    Long on purpose: one compiled event loop over its instance range, with the parallel rule's solve and
-    the lazy kernel's hand-off written into it rather than called (the note above: a call would pass some
-    20 arrays, each reference-counted on the way in and out, atomically).
+    Long on purpose: one compiled event loop over its instance range (the active set, the switch's cost
+    model and hand-off to the lazy kernel, the time to the next event), its steps in the order of the
+    model's event; the parts that stand alone are the helpers above.
     """
     announce(go)
     # the unit steps' records, and the arrays the loop reads as locals, once per call (outside the loops: no
@@ -792,20 +951,15 @@ def run_interval_numba(
     act_flows = np.empty(n_flows, dtype=np.int64)
     dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
     came_f = np.empty(n_flows, dtype=np.bool_)  # (flows,) an active flow joined the set at this event
-    # solver scratch, one row per active flow of an instance
-    live_i = np.empty((f_max, 3), dtype=np.int64)
-    live_x = np.empty((f_max, 2))
-    froz_i = np.empty((f_max, 2), dtype=np.int64)
-    froz_x = np.empty(f_max)
-    # link scratch, reused by the instances in turn, initialised lazily by stamps
-    remaining = np.empty(n_links)
-    denom = np.empty(n_links)
-    share = np.empty(n_links)
-    linkmin = np.empty(n_links)
-    sub = np.empty(n_links)
-    stamp = np.full(n_links, -1, dtype=np.int64)
-    sstamp = np.full(n_links, -1, dtype=np.int64)
-    touched = np.empty(n_links, dtype=np.int64)  # links touched in a solver round
+    # the solver's scratch (parallel_rule): one row per active flow of an instance, and link rows reused by
+    # the instances in turn, initialised lazily by stamps
+    i64 = np.int64
+    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
+                        np.empty(f_max))  # fmt: skip
+    links = ParallelLinks(
+        np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
+        np.full(n_links, -1, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64),
+    )  # fmt: skip
     no_pend = np.empty(0, dtype=np.int64)  # (settle_units' counts are run_interval_lazy's)
     no_joined = np.empty(0, dtype=np.bool_)
     tick = 0
@@ -932,121 +1086,12 @@ def run_interval_numba(
                     handed = True
                     break
             if changed:
-                # max-min rates of the active flows act_flows[:n_act] (increasing), written to rate (written
-                # here rather than called, as the event processing above). Flow f owns the shared entries
-                # fe_lo[f]:fe_hi[f]; its demand is dcap[f]. Link scratch is initialised lazily by stamps (tick
-                # is a counter unique over the kernel call), so a solve costs O(active entries x iterations),
-                # not O(links). The flows still unfrozen are kept compacted, one row each: live_i (flow, first
-                # entry, end entry), live_x (demand, path minimum); froz_i / froz_x hold the same for the flows
-                # frozen in a round. An iteration that freezes no flow (NaN input) is an error.
-                inf = np.inf
-                n_live = 0
-                for k in range(n_act):
-                    f = act_flows[k]
-                    if fe_hi[f] > fe_lo[f]:
-                        live_i[n_live, 0] = f
-                        live_i[n_live, 1] = fe_lo[f]
-                        live_i[n_live, 2] = fe_hi[f]
-                        live_x[n_live, 0] = dcap[f]
-                        n_live += 1
-                    else:
-                        rate[f] = dcap[f]  # crosses no link: limited by its demand only
-                it = 0
-                wk = 0  # entries of the live flows, summed over the rounds (the cost model's work)
-                wk0 = 0  # in the first round
-                while n_live > 0:
-                    cur = tick
-                    tick += 1
-                    n_touched = 0
-                    # 1. fair share level of every link touched by an active flow (sums in entry order)
-                    for i in range(n_live):
-                        wk += live_i[i, 2] - live_i[i, 1]
-                        for e in range(live_i[i, 1], live_i[i, 2]):
-                            lk = e_link[e] - lo
-                            if stamp[lk] != cur:
-                                stamp[lk] = cur
-                                if it == 0:  # a later round's links were all touched in the first
-                                    remaining[lk] = capacity[lo + lk]
-                                denom[lk] = 0.0
-                                linkmin[lk] = inf
-                                sub[lk] = 0.0
-                                touched[n_touched] = lk
-                                n_touched += 1
-                            denom[lk] += e_coef[e]
-                    for t in range(n_touched):  # each touched link's level: one division per link
-                        lk = touched[t]
-                        share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
-                    # 2. path minimum of every active flow, and the smallest one at each link
-                    for i in range(n_live):
-                        e0, e1 = live_i[i, 1], live_i[i, 2]
-                        mk = inf
-                        for e in range(e0, e1):
-                            sh = share[e_link[e] - lo]
-                            if sh < mk:
-                                mk = sh
-                        d = live_x[i, 0]
-                        if d < mk:
-                            mk = d
-                        live_x[i, 1] = mk
-                        # a flow alone is ready: at its demand, or at the level of its min link
-                        if n_live == 1:
-                            break
-                        for e in range(e0, e1):
-                            lk = e_link[e] - lo
-                            if mk < linkmin[lk]:
-                                linkmin[lk] = mk
-                    # 3. ready flows (a ready link, or at demand) freeze at their level
-                    n_keep = 0
-                    n_frozen = 0
-                    for i in range(n_live):
-                        mk = live_x[i, 1]
-                        d = live_x[i, 0]
-                        e0, e1 = live_i[i, 1], live_i[i, 2]
-                        at_demand = mk >= d  # never >: equality, exact
-                        ready = at_demand or n_live == 1
-                        if not ready:
-                            for e in range(e0, e1):
-                                lk = e_link[e] - lo
-                                if linkmin[lk] >= share[lk]:  # never >: equality, exact
-                                    ready = True
-                                    break
-                        if ready:
-                            rate[live_i[i, 0]] = d if at_demand else mk
-                            froz_i[n_frozen, 0] = e0
-                            froz_i[n_frozen, 1] = e1
-                            froz_x[n_frozen] = mk
-                            n_frozen += 1
-                        else:
-                            if n_keep != i:
-                                live_i[n_keep, 0] = live_i[i, 0]
-                                live_i[n_keep, 1] = e0
-                                live_i[n_keep, 2] = e1
-                                live_x[n_keep, 0] = d
-                            n_keep += 1
-                    if n_frozen == 0:
-                        stats[2], stats[3] = ERR_SOLVER, -1
-                        return
-                    # 4. take the frozen flows' traffic off their links (not needed after the last round)
-                    if n_keep > 0:
-                        for i in range(n_frozen):  # summed per link in entry order, as bincount does
-                            mk = froz_x[i]
-                            for e in range(froz_i[i, 0], froz_i[i, 1]):
-                                use = e_coef[e] * mk
-                                # inf only for unconstrained flows, whose links are all inf
-                                if np.isfinite(use):
-                                    sub[e_link[e] - lo] += use
-                        # then off each link once (as remaining - bincount(...) does)
-                        for i in range(n_frozen):
-                            for e in range(froz_i[i, 0], froz_i[i, 1]):
-                                lk = e_link[e] - lo
-                                if sstamp[lk] != cur:
-                                    sstamp[lk] = cur
-                                    r = remaining[lk] - sub[lk]
-                                    remaining[lk] = r if r > 0.0 else 0.0
-                    if it == 0:
-                        wk0 = wk
-                    it += 1
-                    n_live = n_keep
+                it, wk, wk0, tick = parallel_rule(
+                    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick
+                )  # fmt: skip
+                if it < 0:
+                    stats[2], stats[3] = ERR_SOLVER, -1
+                    return
                 solver_iters += it
                 solved = True
                 if cand:
@@ -1983,6 +2028,20 @@ def _distinct_levels(level, k0, k1, cap):  # pragma: no cover - compiled
     return n
 
 
+@njit(cache=True, nogil=True, _nrt=False)
+def first_at_least(level, n, x):  # pragma: no cover - compiled
+    """The first index ``k`` of the nondecreasing ``level[:n]`` with ``level[k] >= x`` (``n`` if none): a
+    binary search, as ``np.searchsorted(level[:n], x)`` finds it."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if level[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True, nogil=True)
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
@@ -2105,13 +2164,7 @@ def resolve_incremental(
             if x < lev:
                 lev = x
         lev = lev * (1.0 - RESTART_MARGIN)
-        k0, k1 = 0, n_log  # the first flow of the log at a level >= lev
-        while k0 < k1:
-            mid = (k0 + k1) >> 1
-            if log_level[mid] < lev:
-                k0 = mid + 1
-            else:
-                k1 = mid
+        k0 = first_at_least(log_level, n_log, lev)  # the first flow of the log at a level >= lev
         if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
             if rstate[10] == 0:  # (the link-major index of the instance's entries, once per interval)
                 work += link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0])
@@ -2131,13 +2184,7 @@ def resolve_incremental(
                     x = min(old_rate[k] / unit_weight[refill[k]], out_level[k]) * (1.0 - RESTART_MARGIN)
                     if x < m:
                         m = x
-                kk, k1 = 0, n_log
-                while kk < k1:
-                    mid = (kk + k1) >> 1
-                    if log_level[mid] < m:
-                        kk = mid + 1
-                    else:
-                        k1 = mid
+                kk = first_at_least(log_level, n_log, m)
                 n_keep = 0
                 for k in range(kk, n_log):
                     f = log_flow[k]

@@ -17,7 +17,7 @@ from ainet_gym.sim.state import DONE, IDLE, RUNNING, WAITING
 pytestmark = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed")
 
 SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
-          "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats")  # fmt: skip
+          "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule")  # fmt: skip
 
 
 def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now_iter: float) -> dict:
@@ -112,3 +112,13 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
         assert "phase_succ_off[p + 1]" not in src, name  # a phase's successors: end_phases' only
     for step in SHARED:
         assert getattr(kernels, step).targetoptions.get("_nrt") is False, step
+
+
+def test_first_at_least_is_numpys_left_search_sorted() -> None:
+    """The log's binary search (``first_at_least``) against ``np.searchsorted(..., side="left")`` on sorted
+    levels with ties, at the ends and between them (a search that stopped at the last tie, or searched the
+    whole buffer instead of its first ``n``, would differ)."""
+    level = np.array([0.5, 1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 9.0, -1.0, -1.0])  # the last two: beyond n
+    n = 8
+    for x in (-np.inf, 0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 9.0, 10.0, np.inf):
+        assert kernels.first_at_least(level, n, x) == np.searchsorted(level[:n], x, side="left"), x
