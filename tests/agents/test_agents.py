@@ -280,7 +280,7 @@ def test_training_writes_tensorboard_curves_with_fabric_scalars(trained) -> None
     for k in range(len(gpu)):
         cum = float(np.dot(gpu[: k + 1], n_ep[: k + 1]) / n_ep[: k + 1].sum())
         assert ret[k] == pytest.approx(cum, rel=1e-5), (k, ret, gpu)
-    assert all(v >= 0.99 for v in ratio)
+    assert all(v >= 1.0 - 1e-6 for v in ratio)  # actual / ideal: the ideal is a lower bound (float32 logs)
     assert set(res.final) >= {"gpu_utilization", "step_time_ratio", "max_link_utilization", "collisions"}
 
 

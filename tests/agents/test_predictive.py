@@ -19,7 +19,8 @@ def test_forecast_error_is_lower_than_last_value_on_held_out_seeds() -> None:
     err = forecast_error(model, "periodic-interference", seeds=[1, 2, 3])
     assert err["samples"] > 10_000
     assert err["model_rmse"] < 0.5 * err["last_value_rmse"], err
-    assert err["model_rmse_when_schedule_changes"] < 0.5 * err["last_value_rmse_when_schedule_changes"], err
+    # measured 3 Dec 2026: 0.218 and 0.172 of the last-value error (bounds about 2x)
+    assert err["model_rmse_when_schedule_changes"] < 0.35 * err["last_value_rmse_when_schedule_changes"], err
     # persistence and the schedule carry the weight: coefficients of the storage tier are positive
     from ainet_gym.fabric.topology import TIERS
 
