@@ -127,3 +127,54 @@ def alternating_rollout(scn: object, batch: int, steps: int, backend: str) -> np
         r = core.last_result
         out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
     return np.array(out)
+
+
+def _interval_gpu_utilization(utilization: object, gpus: object) -> float:
+    """One interval's GPU-weighted mean utilisation of its running jobs (0 with none), from per-job figures."""
+    u, g = np.asarray(utilization, dtype=float), np.asarray(gpus, dtype=float)
+    ok = np.isfinite(u) & (g > 0)
+    return float((u[ok] * g[ok]).sum() / g[ok].sum()) if ok.any() else 0.0
+
+
+def simulated_gpu_utilization(scenario: object, policy: object, seed: int, steps: int) -> float:
+    """An episode's mean GPU utilisation recomputed from ``ainet_gym.simulate``'s per-step JSON (one world,
+    batch 1, ``policy`` an engine-level name or callable): each interval's GPU-weighted mean of its jobs'
+    ``gpu_utilization``, then the mean over the intervals. The reference against which the tests check the
+    per-policy figure of ``evaluate`` (batched episodes, its own summary)."""
+    import ainet_gym
+
+    out = ainet_gym.simulate(scenario, policy=policy, steps=steps, seed=seed)
+    per = [
+        _interval_gpu_utilization(
+            [np.nan if j["gpu_utilization"] is None else j["gpu_utilization"] for j in s["jobs"]],
+            [j["gpus"] for j in s["jobs"]],
+        )
+        for s in out["steps"]
+    ]
+    return float(np.mean(per))
+
+
+def replayed_gpu_utilization(spec: str, scenario: object, seed: int, steps: int) -> float:
+    """An episode's mean GPU utilisation of the agent ``spec`` (e.g. ``ppo:PATH``, ``pretrained``) replayed
+    here on its own env (batch 1, seed ``seed``): each interval's GPU-weighted mean of the jobs' utilisation
+    in the engine's result, then the mean over the intervals (the learned-policy counterpart of
+    :func:`simulated_gpu_utilization`)."""
+    import ainet_gym
+    from ainet_gym.agents.registry import make_agent
+    from ainet_gym.envs.env import EnvCore
+
+    scn = ainet_gym.load_scenario(scenario)
+    agent = make_agent(spec)
+    if hasattr(agent, "bind"):
+        agent.bind(scn)
+    core = EnvCore(scn, batch=1, episode_steps=steps, **agent.env_kwargs)
+    obs, _ = core.reset([seed])
+    agent.check(core)
+    agent.reset(core)
+    per = []
+    for _ in range(steps):
+        a = agent.act(core, obs)
+        obs = (core.step_split if agent.level == "engine" else core.step)(a)[0]
+        r = core.last_result
+        per.append(_interval_gpu_utilization(r.gpu_utilization[0], r.job_gpus[0]))
+    return float(np.mean(per))

@@ -269,8 +269,18 @@ def test_training_writes_tensorboard_curves_with_fabric_scalars(trained) -> None
         assert tag in tags, f"{tag} missing from {sorted(tags)}"
     gpu = [e.value for e in acc.Scalars("fabric/gpu_utilization")]
     ratio = [e.value for e in acc.Scalars("fabric/step_time_ratio")]
-    assert all(0.0 < v <= 1.0 for v in gpu)
-    assert all(v >= 0.99 for v in ratio)
+    # 64 steps of PPO learn nothing, so no floor; but the callback's episode means of the info's GPU
+    # utilisation are the reward itself (reward gpu_utilization, unscaled): SB3's Monitor, summing the rewards
+    # on its own, logs an ep_rew_mean over every finished episode equal to the episodes' fabric means times the
+    # episode length, window by window (fabric/ holds the window's episodes, ep_rew_mean all of them)
+    (ep_len,) = {e.value for e in acc.Scalars("rollout/ep_len_mean")}  # every episode runs to the end
+    ret = [e.value / ep_len for e in acc.Scalars("rollout/ep_rew_mean")]
+    n_ep = np.diff([0.0, *(e.value for e in acc.Scalars("fabric/episodes"))])
+    assert len(gpu) == len(ret) == len(n_ep) >= 2 and (n_ep > 0).all()
+    for k in range(len(gpu)):
+        cum = float(np.dot(gpu[: k + 1], n_ep[: k + 1]) / n_ep[: k + 1].sum())
+        assert ret[k] == pytest.approx(cum, rel=1e-5), (k, ret, gpu)
+    assert all(v >= 1.0 - 1e-6 for v in ratio)  # actual / ideal: the ideal is a lower bound (float32 logs)
     assert set(res.final) >= {"gpu_utilization", "step_time_ratio", "max_link_utilization", "collisions"}
 
 
@@ -331,7 +341,11 @@ def test_other_algorithms_train_and_evaluate(algo: str, hp: dict, tmp_path: Path
     out = evaluate(
         EvalConfig(scenario=small_spine_leaf(), policies=[f"{algo}:{res.model_path}"], seeds=[1, 2], out=None)
     )
-    assert 0.0 < out["policies"][f"{algo}:{res.model_path}"]["gpu_utilization"]["mean"] <= 1.0
+    # 48 steps learn nothing, so no floor: the figure is the checkpoint's own on the two seeds' episodes,
+    # each replayed here on its own env (batch 1), as are ECMP's (whose two episodes differ)
+    for spec in (f"{algo}:{res.model_path}", "ecmp"):
+        want = [_scenarios.replayed_gpu_utilization(spec, small_spine_leaf(), s, 6) for s in (1, 2)]
+        assert out["policies"][spec]["gpu_utilization"]["mean"] == pytest.approx(np.mean(want), rel=1e-6)
 
 
 def test_cleanrl_example_trains_without_sb3(tmp_path: Path) -> None:
@@ -346,7 +360,11 @@ def test_cleanrl_example_trains_without_sb3(tmp_path: Path) -> None:
     args = mod.parse_args(["--scenario", "periodic-interference", "--num-envs", "2", "--iterations", "2"])
     args.logdir = str(tmp_path)
     stats = mod.main(args)
-    assert 0.0 < stats["gpu_utilization"] <= 1.0
+    # two iterations learn nothing: what is checked is that the GPU utilisation it reports, averaged from the
+    # info dict, is the reward it trained on (gpu_utilization, unscaled): its episodic return over the episode
+    # length (periodic-interference's 48 intervals)
+    steps = EnvCore("periodic-interference").episode_steps
+    assert stats["episodic_return"] / steps == pytest.approx(stats["gpu_utilization"], rel=1e-6), stats
     assert list(tmp_path.glob("*/events.out.tfevents.*"))
 
 

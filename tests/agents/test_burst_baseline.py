@@ -13,7 +13,7 @@ from ainet_gym.agents.baselines import BASELINES, SWITCHED, BaselineAgent, basel
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import POLICIES, background_active, burst_lp_all
-from tests._scenarios import small_spine_leaf
+from tests._scenarios import simulated_gpu_utilization, small_spine_leaf
 
 #: the burst schedule of :func:`_bursty`: on in the intervals t with (t - OFFSET) mod PERIOD < DURATION
 PERIOD, DURATION, OFFSET = 4, 2, 1
@@ -112,7 +112,29 @@ def test_burst_lp_is_a_jobs_plus_bg_baseline_that_evaluate_runs() -> None:
     )
     d = res["policies"]["burst-lp+bg"]
     assert d["controls"] == "jobs+bg" and d["lp_reference"] == "lp+bg" and not d["learned"]
-    assert 0.0 < d["gpu_utilization"]["mean"] <= 1.0
+    # its figure is that of solo-lp+bg in the intervals the file schedules a burst and lp+bg in the others,
+    # recomputed from simulate's per-step JSON. On this small fabric the two LPs tie in GPU utilisation (their
+    # splits differ: the first test), so the check is on periodic-interference, whose 1.6T checkpoint bursts
+    # (on in t = 3, 4 of every 8) cost lp+bg 0.736 against 0.749 routed alone (seeds 1, 2, 8 intervals,
+    # measured 3 Dec 2026); between bursts the two tie there too, so a baseline that played solo-lp+bg
+    # throughout would pass, one that played lp+bg throughout fails
+    res = evaluate(
+        EvalConfig("periodic-interference", policies=["burst-lp+bg"], seeds=[1, 2], steps=8, out=None)
+    )
+    u = {k: v["gpu_utilization"]["mean"] for k, v in res["policies"].items()}
+
+    def by_schedule() -> object:
+        t = iter(range(8))
+        return lambda w, last: POLICIES["solo-lp+bg" if _periodic_on(next(t)) else "lp+bg"](w, last)
+
+    want = [simulated_gpu_utilization("periodic-interference", by_schedule(), s, 8) for s in (1, 2)]
+    assert u["burst-lp+bg"] == pytest.approx(np.mean(want), rel=1e-9)
+    assert u["burst-lp+bg"] > u["lp+bg"] + 0.005, u
+
+
+def _periodic_on(t: int) -> bool:
+    """periodic-interference.yaml's checkpoint schedule by hand: period 8, duration 2, offset 3."""
+    return t >= 3 and (t - 3) % 8 < 2
 
 
 def test_the_lookahead_rolls_out_burst_lp_as_its_base() -> None:

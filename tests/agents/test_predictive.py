@@ -4,11 +4,12 @@ both agents run through ``evaluate``."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.agents.predictive import FitConfig, fit, forecast_error
 from ainet_gym.agents.registry import make_agent
-from tests._scenarios import small_spine_leaf
+from tests._scenarios import simulated_gpu_utilization, small_spine_leaf
 
 
 def test_forecast_error_is_lower_than_last_value_on_held_out_seeds() -> None:
@@ -18,7 +19,8 @@ def test_forecast_error_is_lower_than_last_value_on_held_out_seeds() -> None:
     err = forecast_error(model, "periodic-interference", seeds=[1, 2, 3])
     assert err["samples"] > 10_000
     assert err["model_rmse"] < 0.5 * err["last_value_rmse"], err
-    assert err["model_rmse_when_schedule_changes"] < 0.5 * err["last_value_rmse_when_schedule_changes"], err
+    # measured 3 Dec 2026: 0.218 and 0.172 of the last-value error (bounds about 2x)
+    assert err["model_rmse_when_schedule_changes"] < 0.35 * err["last_value_rmse_when_schedule_changes"], err
     # persistence and the schedule carry the weight: coefficients of the storage tier are positive
     from ainet_gym.fabric.topology import TIERS
 
@@ -59,8 +61,12 @@ def test_predictive_agents_run_through_evaluate() -> None:
     )
     pol = res["policies"]
     assert list(pol) == ["greedy", "predictive-greedy", "predictive-lp", "ecmp", "lp"]
+    assert pol["predictive-greedy"]["controls"] == pol["predictive-lp"]["controls"] == "jobs"
+    # each figure is the mean of the two seeds' episodes recomputed from simulate's per-step JSON
+    per = {n: [simulated_gpu_utilization(small_spine_leaf(), n, s, 12) for s in (1, 2)] for n in pol}
+    for name, d in pol.items():
+        assert d["gpu_utilization"]["mean"] == pytest.approx(np.mean(per[name]), rel=1e-9), name
+    # ECMP's hash collides here on both seeds (0.617, 0.682): both predictive routers spread the jobs, episode
+    # by episode above it by 0.078 to 0.145 (measured 3 Dec 2026); one that kept ECMP's split would tie it
     for name in ("predictive-greedy", "predictive-lp"):
-        g = pol[name]["gpu_utilization"]["mean"]
-        assert 0.0 < g <= 1.0 and pol[name]["controls"] == "jobs"
-        # the LP-style routers are never worse than static ECMP's offered peak on this fabric
-        assert g >= pol["ecmp"]["gpu_utilization"]["mean"] - 0.02
+        assert all(a > e + 0.04 for a, e in zip(per[name], per["ecmp"])), (name, per[name], per["ecmp"])
