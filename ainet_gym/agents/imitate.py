@@ -100,7 +100,15 @@ KNN_FIELDS: dict[str, tuple[int, str]] = {
 #: decision's lookahead value of every plan minus that of its best plan (<= 0)
 #: ``margin`` and ``fallback`` (:func:`fit_knn` ``margin=``): the value vote plays the plan ``fallback`` (a plan
 #: of the file) when the best mean neighbour value exceeds the fallback's own by less than ``margin`` (>= 0)
-KNN_OPTIONAL: dict[str, tuple[int, str]] = {"q": (2, "f"), "margin": (0, "f"), "fallback": (0, "U")}
+#: ``scale`` (D,) (:func:`fit_knn` ``standardize=True``): each column's standard deviation over the labels (1
+#: where it is 0); ``x`` holds the observations divided by it and the agent divides its own the same way, so the
+#: distance weighs every column alike. A file without it (the default, every older file) reads raw columns
+KNN_OPTIONAL: dict[str, tuple[int, str]] = {
+    "q": (2, "f"),
+    "margin": (0, "f"),
+    "fallback": (0, "U"),
+    "scale": (1, "f"),
+}
 #: the plan a value vote with a margin falls back to unless told otherwise: the lookahead's default base plan
 #: (:data:`DEFAULT_BASE`)
 DEFAULT_FALLBACK = DEFAULT_BASE
@@ -576,6 +584,7 @@ def fit_knn(
     value_weight: float | None = None,
     margin: float | None = None,
     fallback: str = DEFAULT_FALLBACK,
+    standardize: bool = False,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
     observation block ``block`` of every labelled decision (a comma list of blocks: their columns joined,
@@ -593,6 +602,9 @@ def fit_knn(
     lookahead), the agent plays ``fallback``: a switch the neighbours do not clearly favour over it is not
     made. (Against the fallback, not the second-best plan: plans that act alike, e.g. ``spray+bg`` and
     ``wcmp+bg``, tie for first and second, and their difference, 0, says nothing of the switch.)
+    ``standardize``: divide each column of the blocks by its standard deviation over the labels (1 where it
+    is 0), stored as the field ``scale`` (:data:`KNN_OPTIONAL`), so that a column of small spread weighs in
+    the distance as much as one of large spread; default off (raw columns, as every file before it).
 
     Raises
     ------
@@ -627,10 +639,16 @@ def fit_knn(
         if fallback not in plans:
             raise ValueError(f"fallback = {fallback!r}: allowed: one of the plans {', '.join(plans)}")
         extra.update(margin=np.float64(margin), fallback=np.array(fallback))
+    x = np.asarray(labels["obs"], dtype=np.float32)[:, sl]
+    if standardize:
+        scale = x.astype(np.float64).std(axis=0)
+        scale[~(scale > 0)] = 1.0  # a constant column: left as it is (0 spread, 0 distance)
+        x = (x / scale).astype(np.float32)
+        extra["scale"] = scale
     p = Path(out)
     np.savez_compressed(
         p,
-        x=np.asarray(labels["obs"], dtype=np.float32)[:, sl],
+        x=x,
         y=np.asarray(labels["label"], dtype=np.int64),
         k=np.int64(k),
         block=np.array(block),
@@ -698,6 +716,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
     x, y, k, plans, meta = _checked_knn_arrays(arrays, what)
     q = _checked_knn_values(arrays.get("q"), x.shape[0], len(plans), what)
     margin, fallback = _checked_knn_margin(arrays, q, plans, what)
+    scale = _checked_knn_scale(arrays.get("scale"), x.shape[1], what)
     return {
         "x": x.astype(np.float64),
         "y": y.astype(np.int64),
@@ -709,7 +728,27 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         "q": q,
         "margin": margin,
         "fallback": fallback,
+        "scale": scale,
     }
+
+
+def _checked_knn_scale(scale: np.ndarray | None, width: int, what: str) -> np.ndarray | None:
+    """The optional field ``scale`` of a knn file (:data:`KNN_OPTIONAL`) as float64, checked: (D,) for the D
+    columns of ``x``, finite, > 0; None without one."""
+    from ainet_gym.agents.model_files import ModelFileError
+
+    if scale is None:
+        return None
+    if scale.ndim != 1 or scale.dtype.kind != "f" or scale.shape[0] != width:
+        raise ModelFileError(
+            f"{what}: field 'scale' is a {scale.ndim}-d {scale.dtype} array of shape {scale.shape}; allowed: "
+            f"float of shape ({width},) (the columns of 'x')"
+        )
+    if not np.isfinite(scale).all() or (scale <= 0).any():
+        raise ModelFileError(
+            f"{what}: field 'scale' holds non-finite or non-positive values; allowed: finite, > 0"
+        )
+    return scale.astype(np.float64)
 
 
 def _checked_knn_margin(
@@ -877,6 +916,7 @@ class KnnAgent:
         self.x, self.y, self.k, self.block = z["x"], z["y"], z["k"], z["block"]
         self.plans, self.meta, self.q = z["plans"], z["metadata"], z["q"]
         self.margin, self.fallback = z["margin"], z["fallback"]
+        self.scale = z["scale"]  # None: raw columns
         meta = z["meta"]
         self.path = path
         self.scenario = meta[0]
@@ -912,6 +952,8 @@ class KnnAgent:
         the best mean value over them, :data:`KNN_VOTES`; with a ``margin``: the ``fallback`` plan where the
         best mean value exceeds the fallback's by less than the margin)."""
         q = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.block)]
+        if self.scale is not None:
+            q = q / self.scale  # the columns as the file's x holds them (fit_knn standardize)
         d = (q**2).sum(axis=1)[:, None] - 2.0 * q @ self.x.T + self._sq[None, :]  # (B, N) squared distances
         k = min(self.k, self.y.shape[0])
         nn = np.argpartition(d, k - 1, axis=1)[:, :k]
@@ -1060,6 +1102,12 @@ def _add_knn_parser(sub: Any) -> None:
         help="observation blocks the distance reads, comma list (e.g. job_phase,background); default job_phase",
     )
     n.add_argument(
+        "--standardize",
+        action="store_true",
+        help="divide each column of the blocks by its standard deviation over the labels (field scale); "
+        "default: raw columns",
+    )
+    n.add_argument(
         "--vote",
         default="label",
         choices=KNN_VOTES,
@@ -1135,7 +1183,7 @@ def main(argv: list[str] | None = None) -> int:
         labels = _concat([_load(x) for x in a.labels.split(",")])
         path = fit_knn(
             labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight, margin=a.margin,
-            fallback=a.fallback,
+            fallback=a.fallback, standardize=a.standardize,
         )  # fmt: skip
         print(f"knn policy: {path}")
         return 0

@@ -146,6 +146,7 @@ def export_knn(
         "episode_steps": int(steps),
         "k": z["k"],
         "block": z["block"],
+        **({} if z["scale"] is None else {"standardized": True}),
         "vote": "label" if z["q"] is None else "value",
         **({} if z["margin"] is None else {"margin": z["margin"], "fallback": z["plans"][z["fallback"]]}),
         "plans": z["plans"],

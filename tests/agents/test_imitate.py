@@ -477,3 +477,46 @@ def test_knn_blocks_are_recorded_and_joined_and_the_default_reads_job_phase_only
     hand = KnnAgent(str(tmp_path / "h.npz"))
     obs = np.array([[9.0, 0.0, 1.0, 9.0, 1.0], [9.0, 0.0, 1.0, 9.0, 0.0]])
     np.testing.assert_array_equal(hand.act(SimpleNamespace(obs_layout=layout), obs), [2, 5])
+
+
+def test_knn_standardize_weighs_every_column_alike_and_the_default_reads_raw_columns(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn, load_knn
+    from ainet_gym.agents.model_files import ModelFileError
+
+    sc = _small()
+    core = EnvCore(sc, action_mode="choose_bg", obs_features=("phase",))
+    lay = core.obs_layout
+    sl = lay["job_phase"]
+    # two decisions, (0, 0) -> plan 1 and (1, 0.1) -> plan 3 in job_phase's first two columns (the others
+    # constant): spreads 0.5 and 0.05, so column 1 weighs ten times less in the raw distance
+    obs = np.zeros((2, sl.stop), dtype=np.float32)
+    obs[1, sl.start : sl.start + 2] = [1.0, 0.1]
+    labels = {
+        "obs": obs, "label": np.array([1, 3]), "seed": np.ones(2, dtype=np.int64),
+        "meta": np.array(["imitate-small", "choose_bg", "phase", "4", "6", "spray+bg", "8"]),
+        "plans": np.array(["ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg"]),
+    }  # fmt: skip
+    raw = load_knn(fit_knn(labels, tmp_path / "raw.npz", k=1, scenario=sc))
+    assert raw["scale"] is None  # the default: raw columns, as every older file
+    std = load_knn(fit_knn(labels, tmp_path / "std.npz", k=1, scenario=sc, standardize=True))
+    want = np.ones(sl.stop - sl.start)
+    want[:2] = [0.5, 0.05]  # population standard deviations; constant columns keep 1
+    np.testing.assert_allclose(std["scale"], want, rtol=1e-6)
+    np.testing.assert_allclose(std["x"][1, :2], [2.0, 2.0], rtol=1e-6)
+    view = SimpleNamespace(obs_layout=lay)
+    a_raw, a_std = KnnAgent(str(tmp_path / "raw.npz")), KnnAgent(str(tmp_path / "std.npz"))
+    q = np.zeros((2, sl.stop))
+    q[0, sl.start : sl.start + 2] = [0.9, 0.0]  # raw: (1, 0.1) at 0.14, (0, 0) at 0.9 -> 3
+    q[1, sl.start : sl.start + 2] = [1.0, 0.1]  # the second decision itself -> 3 either way
+    # standardised: (1.8, 0) is 1.8 from (0, 0) and 2.01 from (2, 2) -> 1; (2, 2) is the second decision
+    np.testing.assert_array_equal(a_raw.act(view, q), [3, 3])
+    np.testing.assert_array_equal(a_std.act(view, q), [1, 3])
+    # the field is checked: one positive finite float per column of x
+    arrays = dict(np.load(tmp_path / "std.npz", allow_pickle=False))
+    for bad, must in ((np.ones(3), "shape (3,)"), (np.zeros_like(want), "non-positive")):
+        np.savez(tmp_path / "bad.npz", **{**arrays, "scale": bad})
+        with pytest.raises(ModelFileError, match="field 'scale'") as e:
+            KnnAgent(str(tmp_path / "bad.npz"))
+        assert must in str(e.value)
