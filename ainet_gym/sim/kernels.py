@@ -688,13 +688,13 @@ def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, li
 class ParallelRows(NamedTuple):
     """:func:`parallel_rule`'s scratch per flow of a solve (rows: the most flows of one)."""
 
-    live_i: np.ndarray  # (rows, 4) int64 flow, first entry, end entry, link of the path minimum (-1: the
-    # demand; ``order`` only) of the flows still unfrozen
+    live_i: np.ndarray  # (rows, 3) int64 flow, first entry, end entry of the flows still unfrozen
     live_x: np.ndarray  # (rows, 2) float64 their demand and path minimum
-    froz_i: np.ndarray  # (rows, 4) int64 first entry, end entry, flow, group (``order`` only) of the frozen
-    # flows, in the order they froze
+    froz_i: np.ndarray  # (rows, 2) int64 first and end entry of the frozen flows, in the order they froze
     froz_x: np.ndarray  # (rows,) float64 their rate
-    glev: np.ndarray  # (rows,) float64 the level of each group (``order`` only; may be empty otherwise)
+    froz_g: np.ndarray  # (rows, 2) int64 their flow and group (``order`` only; the three below may be empty
+    # otherwise)
+    glev: np.ndarray  # (rows,) float64 the level of each group
 
 
 class ParallelLinks(NamedTuple):
@@ -730,13 +730,13 @@ def parallel_rule(
     ``max_rounds`` rounds).
 
     Scratch: ``rows`` (:class:`ParallelRows`, one row per flow) keeps the flows still unfrozen compacted
-    (``live_i``: flow, first entry, end entry, path-minimum link; ``live_x``: demand, path minimum) and the
-    frozen ones in freeze order (``froz_i`` / ``froz_x``); ``links`` (:class:`ParallelLinks`, one row per
+    (``live_i``: flow, first entry, end entry; ``live_x``: demand, path minimum) and the frozen ones in
+    freeze order (``froz_i`` / ``froz_x``, with ``order`` ``froz_g``); ``links`` (:class:`ParallelLinks`, one row per
     link) is initialised lazily by stamps: ``tick`` is a counter unique over the scratch's life, one per
     round, so a solve costs O(active entries x rounds), not O(links). Returns ``(rounds, live, frozen,
     groups, work, work of the first round, tick)``: the flows still unfrozen are ``live_i[:live, 0]``
     (``max_rounds`` reached, or a round that froze no flow: NaN input, rounds ``-1``), the frozen ones
-    ``froz_i[:frozen]``, their groups' levels ``glev[:groups]`` (``order``: the flows a link freezes in a
+    ``froz_g[:frozen, 0]``, their groups ``froz_g[:frozen, 1]`` and the groups' levels ``glev[:groups]`` (``order``: the flows a link freezes in a
     round share its share bitwise, so they are one group; a flow frozen at its demand, or crossing no link,
     is a group of its own); work: the entries of the live flows summed over the rounds (the switch's cost
     model).
@@ -744,7 +744,8 @@ def parallel_rule(
     Long on purpose: the rule's four steps per round (shares, path minima, ready flows, traffic off the
     links) over one set of scratch rows, the compiled twin of ``solve_coo``'s numbered steps.
     """
-    live_i, live_x, froz_i, froz_x, glev = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x, rows.glev
+    live_i, live_x, froz_i, froz_x = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x
+    froz_g, glev = rows.froz_g, rows.glev
     remaining, denom, share, linkmin = links.remaining, links.denom, links.share, links.linkmin
     sub, stamp, sstamp, touched = links.sub, links.stamp, links.sstamp, links.touched
     gstamp, gid = links.gstamp, links.gid
@@ -765,8 +766,8 @@ def parallel_rule(
             if order:  # a group of its own
                 froz_i[n_done, 0] = 0
                 froz_i[n_done, 1] = 0
-                froz_i[n_done, 2] = f
-                froz_i[n_done, 3] = n_grp
+                froz_g[n_done, 0] = f
+                froz_g[n_done, 1] = n_grp
                 froz_x[n_done] = dcap[f]
                 glev[n_grp] = dcap[f]
                 n_grp += 1
@@ -800,20 +801,14 @@ def parallel_rule(
         for i in range(n_live):
             e0, e1 = live_i[i, 1], live_i[i, 2]
             mk = inf
-            bl = -1
             for e in range(e0, e1):
-                lk = e_link[e] - lo
-                sh = share[lk]
+                sh = share[e_link[e] - lo]
                 if sh < mk:
                     mk = sh
-                    bl = lk
             d = live_x[i, 0]
             if d < mk:
                 mk = d
-                bl = -1
             live_x[i, 1] = mk
-            if order:
-                live_i[i, 3] = bl
             # a flow alone is ready: at its demand, or at the level of its min link
             if n_live == 1:
                 break
@@ -844,9 +839,14 @@ def parallel_rule(
                 froz_i[n_done, 1] = e1
                 froz_x[n_done] = r
                 if order:
-                    froz_i[n_done, 2] = f
-                    bl = live_i[i, 3]
-                    if at_demand or bl < 0:  # a group of its own
+                    froz_g[n_done, 0] = f
+                    bl = -1  # the first link at the path minimum (as it was found: the least share, first)
+                    if not at_demand:
+                        for e in range(e0, e1):
+                            if share[e_link[e] - lo] == mk:
+                                bl = e_link[e] - lo
+                                break
+                    if bl < 0:  # at its demand: a group of its own
                         g = n_grp
                         glev[g] = r
                         n_grp += 1
@@ -858,7 +858,7 @@ def parallel_rule(
                         n_grp += 1
                     else:
                         g = gid[bl]
-                    froz_i[n_done, 3] = g
+                    froz_g[n_done, 1] = g
                 n_done += 1
                 n_frozen += 1
             else:
@@ -1006,8 +1006,8 @@ def run_interval_numba(
     # the solver's scratch (parallel_rule): one row per active flow of an instance, and link rows reused by
     # the instances in turn, initialised lazily by stamps
     i64 = np.int64
-    rows = ParallelRows(np.empty((f_max, 4), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 4), dtype=i64),
-                        np.empty(f_max), np.empty(0))  # fmt: skip
+    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
+                        np.empty(f_max), np.empty((0, 2), dtype=i64), np.empty(0))  # fmt: skip
     links = ParallelLinks(
         np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
         np.full(n_links, -1, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64),
@@ -1479,8 +1479,8 @@ def fill_parallel(
     nlk = resid.shape[0]
     m1 = max(n, 1)
     i64 = np.int64
-    rows = ParallelRows(np.empty((m1, 4), dtype=i64), np.empty((m1, 2)), np.empty((m1, 4), dtype=i64),
-                        np.empty(m1), np.empty(m1))  # fmt: skip
+    rows = ParallelRows(np.empty((m1, 3), dtype=i64), np.empty((m1, 2)), np.empty((m1, 2), dtype=i64),
+                        np.empty(m1), np.empty((m1, 2), dtype=i64), np.empty(m1))  # fmt: skip
     links = ParallelLinks(
         resid, np.empty(nlk), np.empty(nlk), np.empty(nlk), np.empty(nlk), np.full(nlk, -1, dtype=i64),
         np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64), np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64),
@@ -1488,7 +1488,7 @@ def fill_parallel(
     _, n_live, n_done, n_grp, work, _, _ = parallel_rule(
         n, flows, fe_lo, fe_hi, e_link, e_coef, resid, lo, demand, rate, rows, links, 0, max_rounds, True
     )  # fmt: skip
-    froz_i, glev = rows.froz_i, rows.glev
+    froz_g, glev = rows.froz_g, rows.glev
     # the frozen flows by level: the groups sorted, the flows placed by group (counting sort)
     order = np.argsort(glev[:n_grp])
     pos = np.zeros(n_grp + 1, dtype=i64)  # start of each group (by rank) in the output
@@ -1496,13 +1496,13 @@ def fill_parallel(
     for k in range(n_grp):
         rank[order[k]] = k
     for i in range(n_done):
-        pos[rank[froz_i[i, 3]] + 1] += 1
+        pos[rank[froz_g[i, 1]] + 1] += 1
     for k in range(n_grp):
         pos[k + 1] += pos[k]
     for i in range(n_done):
-        g = froz_i[i, 3]
+        g = froz_g[i, 1]
         k = rank[g]
-        out_flow[pos[k]] = froz_i[i, 2]
+        out_flow[pos[k]] = froz_g[i, 0]
         out_level[pos[k]] = glev[g]
         pos[k] += 1
     rest = np.empty(m1, dtype=i64)
