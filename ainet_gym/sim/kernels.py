@@ -686,12 +686,15 @@ def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, li
 
 
 class ParallelRows(NamedTuple):
-    """:func:`parallel_rule`'s scratch per active flow of an instance (rows: the most flows of one)."""
+    """:func:`parallel_rule`'s scratch per flow of a solve (rows: the most flows of one)."""
 
     live_i: np.ndarray  # (rows, 3) int64 flow, first entry, end entry of the flows still unfrozen
     live_x: np.ndarray  # (rows, 2) float64 their demand and path minimum
-    froz_i: np.ndarray  # (rows, 2) int64 first and end entry of the flows frozen in a round
-    froz_x: np.ndarray  # (rows,) float64 their level
+    froz_i: np.ndarray  # (rows, 2) int64 first and end entry of the frozen flows, in the order they froze
+    froz_x: np.ndarray  # (rows,) float64 their rate
+    froz_g: np.ndarray  # (rows, 2) int64 their flow and group (``order`` only; the three below may be empty
+    # otherwise)
+    glev: np.ndarray  # (rows,) float64 the level of each group
 
 
 class ParallelLinks(NamedTuple):
@@ -705,35 +708,51 @@ class ParallelLinks(NamedTuple):
     stamp: np.ndarray  # (links,) int64 the round that last touched the link (-1: none)
     sstamp: np.ndarray  # (links,) int64 the round that last took traffic off it
     touched: np.ndarray  # (links,) int64 the links touched in a round
+    gstamp: np.ndarray  # (links,) int64 the round in which the link last froze a group (``order`` only)
+    gid: np.ndarray  # (links,) int64 that group (``order`` only; both may be empty otherwise)
 
 
 @njit(cache=True, nogil=True, _nrt=False)
 def parallel_rule(
-    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick,
+    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick, max_rounds,
+    order,
 ):  # fmt: skip  # pragma: no cover - compiled
-    """Max-min rates of the active flows ``act_flows[:n_act]`` of one instance (its links are rows
-    ``e_link[e] - lo`` of ``capacity[lo:]``) by the parallel local-bottleneck rule of
-    :func:`ainet_gym.sim.allocator.solve_coo`, bit for bit as the numpy backend, written to ``rate``
-    (:func:`run_interval_numba`'s solve). Flow ``f`` owns the shared entries ``fe_lo[f]:fe_hi[f]``; its demand
-    is ``dcap[f]`` (already capped by its exclusive links, :func:`exclusive_caps`).
+    """Max-min rates of the flows ``act_flows[:n_act]`` of one instance (its links are rows ``e_link[e] -
+    lo`` of the link scratch) by the parallel local-bottleneck rule of
+    :func:`ainet_gym.sim.allocator.solve_coo`, bit for bit as the numpy backend, written to ``rate``: in each
+    round, every link whose share ``remaining / sum coef`` is the least among the path minima of its live
+    flows, and every flow at its demand, freezes its flows at that level. Flow ``f`` owns the shared entries
+    ``fe_lo[f]:fe_hi[f]``; its demand is ``dcap[f]`` (the full solve: already capped by its exclusive links,
+    :func:`exclusive_caps`). The one rule of both solves that use it: :func:`run_interval_numba`'s
+    (``order`` false: the remaining capacities start as ``capacity[lo + l]``, the solve runs to the end) and
+    :func:`fill_parallel`'s (``order`` true: ``links.remaining`` is the caller's residuals, read and left as
+    the frozen flows leave them; the frozen flows keep their groups for the freeze order; at most
+    ``max_rounds`` rounds).
 
-    Scratch: ``rows`` (:class:`ParallelRows`, one row per active flow) keeps the flows still unfrozen
-    compacted (``live_i``: flow, first entry, end entry; ``live_x``: demand, path minimum) and those frozen
-    in a round (``froz_i`` / ``froz_x``); ``links`` (:class:`ParallelLinks`, one row per link) is
-    initialised lazily by stamps: ``tick`` is a counter unique over the kernel call, one per round, so a
-    solve costs O(active entries x rounds), not O(links). Returns ``(rounds, work, work of the first round,
-    tick)`` (work: the entries of the live flows summed over the rounds, the switch's cost model); rounds
-    ``-1`` for a round that freezes no flow (NaN input), an error.
+    Scratch: ``rows`` (:class:`ParallelRows`, one row per flow) keeps the flows still unfrozen compacted
+    (``live_i``: flow, first entry, end entry; ``live_x``: demand, path minimum) and the frozen ones in
+    freeze order (``froz_i`` / ``froz_x``, with ``order`` ``froz_g``); ``links`` (:class:`ParallelLinks`, one row per
+    link) is initialised lazily by stamps: ``tick`` is a counter unique over the scratch's life, one per
+    round, so a solve costs O(active entries x rounds), not O(links). Returns ``(rounds, live, frozen,
+    groups, work, work of the first round, tick)``: the flows still unfrozen are ``live_i[:live, 0]``
+    (``max_rounds`` reached, or a round that froze no flow: NaN input, rounds ``-1``), the frozen ones
+    ``froz_g[:frozen, 0]``, their groups ``froz_g[:frozen, 1]`` and the groups' levels ``glev[:groups]`` (``order``: the flows a link freezes in a
+    round share its share bitwise, so they are one group; a flow frozen at its demand, or crossing no link,
+    is a group of its own); work: the entries of the live flows summed over the rounds (the switch's cost
+    model).
 
     Long on purpose: the rule's four steps per round (shares, path minima, ready flows, traffic off the
-    links) over one set of scratch rows, the compiled twin of ``solve_coo``'s numbered steps (as
-    :func:`fill_parallel`, which keeps the freeze order and so other rows).
+    links) over one set of scratch rows, the compiled twin of ``solve_coo``'s numbered steps.
     """
     live_i, live_x, froz_i, froz_x = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x
+    froz_g, glev = rows.froz_g, rows.glev
     remaining, denom, share, linkmin = links.remaining, links.denom, links.share, links.linkmin
     sub, stamp, sstamp, touched = links.sub, links.stamp, links.sstamp, links.touched
+    gstamp, gid = links.gstamp, links.gid
     inf = np.inf
     n_live = 0
+    n_done = 0
+    n_grp = 0
     for k in range(n_act):
         f = act_flows[k]
         if fe_hi[f] > fe_lo[f]:
@@ -743,22 +762,31 @@ def parallel_rule(
             live_x[n_live, 0] = dcap[f]
             n_live += 1
         else:
-            rate[f] = dcap[f]  # crosses no link: limited by its demand only
+            rate[f] = dcap[f]  # crosses no shared link: limited by its demand only
+            if order:  # a group of its own
+                froz_i[n_done, 0] = 0
+                froz_i[n_done, 1] = 0
+                froz_g[n_done, 0] = f
+                froz_g[n_done, 1] = n_grp
+                froz_x[n_done] = dcap[f]
+                glev[n_grp] = dcap[f]
+                n_grp += 1
+                n_done += 1
     it = 0
     wk = 0  # entries of the live flows, summed over the rounds (the cost model's work)
     wk0 = 0  # in the first round
-    while n_live > 0:
+    while n_live > 0 and it < max_rounds:
         cur = tick
         tick += 1
         n_touched = 0
-        # 1. fair share level of every link touched by an active flow (sums in entry order)
+        # 1. fair share level of every link touched by a live flow (sums in entry order)
         for i in range(n_live):
             wk += live_i[i, 2] - live_i[i, 1]
             for e in range(live_i[i, 1], live_i[i, 2]):
                 lk = e_link[e] - lo
                 if stamp[lk] != cur:
                     stamp[lk] = cur
-                    if it == 0:  # a later round's links were all touched in the first
+                    if it == 0 and not order:  # a later round's links were all touched in the first
                         remaining[lk] = capacity[lo + lk]
                     denom[lk] = 0.0
                     linkmin[lk] = inf
@@ -769,7 +797,7 @@ def parallel_rule(
         for t in range(n_touched):  # each touched link's level: one division per link
             lk = touched[t]
             share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
-        # 2. path minimum of every active flow, and the smallest one at each link
+        # 2. path minimum of every live flow (or its demand), and the smallest one at each link
         for i in range(n_live):
             e0, e1 = live_i[i, 1], live_i[i, 2]
             mk = inf
@@ -804,10 +832,34 @@ def parallel_rule(
                         ready = True
                         break
             if ready:
-                rate[live_i[i, 0]] = d if at_demand else mk
-                froz_i[n_frozen, 0] = e0
-                froz_i[n_frozen, 1] = e1
-                froz_x[n_frozen] = mk
+                r = d if at_demand else mk
+                f = live_i[i, 0]
+                rate[f] = r
+                froz_i[n_done, 0] = e0
+                froz_i[n_done, 1] = e1
+                froz_x[n_done] = r
+                if order:
+                    froz_g[n_done, 0] = f
+                    bl = -1  # the first link at the path minimum (as it was found: the least share, first)
+                    if not at_demand:
+                        for e in range(e0, e1):
+                            if share[e_link[e] - lo] == mk:
+                                bl = e_link[e] - lo
+                                break
+                    if bl < 0:  # at its demand: a group of its own
+                        g = n_grp
+                        glev[g] = r
+                        n_grp += 1
+                    elif gstamp[bl] != cur:  # the first flow its link freezes in this round
+                        gstamp[bl] = cur
+                        g = n_grp
+                        gid[bl] = g
+                        glev[g] = r
+                        n_grp += 1
+                    else:
+                        g = gid[bl]
+                    froz_g[n_done, 1] = g
+                n_done += 1
                 n_frozen += 1
             else:
                 if n_keep != i:
@@ -817,29 +869,29 @@ def parallel_rule(
                     live_x[n_keep, 0] = d
                 n_keep += 1
         if n_frozen == 0:
-            return -1, wk, wk0, tick
-        # 4. take the frozen flows' traffic off their links (not needed after the last round)
-        if n_keep > 0:
-            for i in range(n_frozen):  # summed per link in entry order, as bincount does
-                mk = froz_x[i]
+            return -1, n_live, n_done, n_grp, wk, wk0, tick
+        # 4. take the frozen flows' traffic off their links (the full solve: not needed after the last round)
+        if n_keep > 0 or order:
+            for i in range(n_done - n_frozen, n_done):  # summed per link in entry order, as bincount does
+                r = froz_x[i]
                 for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    use = e_coef[e] * mk
+                    use = e_coef[e] * r
                     # inf only for unconstrained flows, whose links are all inf
                     if np.isfinite(use):
                         sub[e_link[e] - lo] += use
             # then off each link once (as remaining - bincount(...) does)
-            for i in range(n_frozen):
+            for i in range(n_done - n_frozen, n_done):
                 for e in range(froz_i[i, 0], froz_i[i, 1]):
                     lk = e_link[e] - lo
                     if sstamp[lk] != cur:
                         sstamp[lk] = cur
-                        r = remaining[lk] - sub[lk]
-                        remaining[lk] = r if r > 0.0 else 0.0
+                        y = remaining[lk] - sub[lk]
+                        remaining[lk] = y if y > 0.0 else 0.0
         if it == 0:
             wk0 = wk
         it += 1
         n_live = n_keep
-    return it, wk, wk0, tick
+    return it, n_live, n_done, n_grp, wk, wk0, tick
 
 
 @njit(cache=True, nogil=True)
@@ -955,10 +1007,11 @@ def run_interval_numba(
     # the instances in turn, initialised lazily by stamps
     i64 = np.int64
     rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
-                        np.empty(f_max))  # fmt: skip
+                        np.empty(f_max), np.empty((0, 2), dtype=i64), np.empty(0))  # fmt: skip
     links = ParallelLinks(
         np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
         np.full(n_links, -1, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64),
+        np.empty(0, dtype=i64), np.empty(0, dtype=i64),
     )  # fmt: skip
     no_pend = np.empty(0, dtype=np.int64)  # (settle_units' counts are run_interval_lazy's)
     no_joined = np.empty(0, dtype=np.bool_)
@@ -1086,8 +1139,9 @@ def run_interval_numba(
                     handed = True
                     break
             if changed:
-                it, wk, wk0, tick = parallel_rule(
-                    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick
+                it, _, _, _, wk, wk0, tick = parallel_rule(
+                    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick,
+                    n_act, False,
                 )  # fmt: skip
                 if it < 0:
                     stats[2], stats[3] = ERR_SOLVER, -1
@@ -1407,178 +1461,54 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
 def fill_parallel(
     flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo, out_flow, out_level
 ):  # pragma: no cover - compiled (callable from Python too)
-    """Max-min fair rates (unit weights) of ``flows[:n]`` on the residual capacities ``resid`` (row
-    ``e_link[e] - lo``, updated in place: what the flows leave) by the parallel local-bottleneck rule of
-    :func:`ainet_gym.sim.allocator.solve_coo` (:func:`run_interval_numba`'s inline solve): in each round,
-    every link whose share ``resid / sum coef`` is the least among the path minima of its live flows, and
-    every flow at its demand ``demand[f]``, freezes its flows at that level. Writes ``rate`` for the flows it
+    """Max-min fair rates (unit weights) of ``flows[:n]`` with demands ``demand`` on the residual capacities
+    ``resid`` (row ``e_link[e] - lo``, updated in place: what the flows leave) by :func:`parallel_rule` (the
+    full solve's rule, with ``order``), at most ``max_rounds`` rounds. Writes ``rate`` for the flows it
     freezes, and those flows in freeze order (by level, nondecreasing) to ``out_flow`` / ``out_level``.
 
     Stops after ``max_rounds`` rounds (or at a round that freezes nothing: NaN input) and returns ``(n_done,
-    n_rest, rest, work)`` (``work``: the entries of the live flows summed over the rounds): ``n_done`` flows frozen (``out_flow[:n_done]``); the flows still unfrozen are
-    ``rest[:n_rest]``, and on the capacities ``resid`` now holds they are a max-min problem of their own
-    (the frozen ones are frozen at their max-min rates), so :func:`fill_levels` of them finishes the
-    allocation exactly.
+    n_rest, rest, work)`` (``work``: the entries of the live flows summed over the rounds): ``n_done``
+    flows frozen (``out_flow[:n_done]``); the flows still unfrozen are ``rest[:n_rest]``, and on the
+    capacities ``resid`` now holds they are a max-min problem of their own (the frozen ones are frozen at
+    their max-min rates), so :func:`fill_levels` of them finishes the allocation exactly.
 
     The freeze order is not a sort of the flows: the flows a link freezes in a round share its share
     bitwise, so they form one group; the groups (one per link and round, one per flow frozen at its demand)
     are sorted by level and the flows placed by a counting sort: O(flows + groups log groups).
-
-    Long on purpose: the parallel rule's rounds (shares, path minima, ready links, freezing) over one
-    set of scratch arrays, the compiled twin of ``solve_coo``'s numbered steps.
     """
-    inf = np.inf
     nlk = resid.shape[0]
     m1 = max(n, 1)
-    stamp = np.full(nlk, -1, dtype=np.int64)
-    sstamp = np.full(nlk, -1, dtype=np.int64)
-    gstamp = np.full(nlk, -1, dtype=np.int64)
-    gid = np.empty(nlk, dtype=np.int64)  # group of the flows a link froze in the round gstamp says
-    denom = np.empty(nlk)
-    linkmin = np.empty(nlk)
-    share = np.empty(nlk)
-    sub = np.empty(nlk)
-    touched = np.empty(nlk, dtype=np.int64)
-    live_f = np.empty(m1, dtype=np.int64)
-    live_d = np.empty(m1)
-    live_m = np.empty(m1)
-    live_b = np.empty(m1, dtype=np.int64)  # the link of a live flow's path minimum (-1: its demand)
-    done_f = np.empty(m1, dtype=np.int64)  # the frozen flows, in the order they froze
-    done_g = np.empty(m1, dtype=np.int64)  # and their groups
-    glev = np.empty(m1)  # level of each group
-    n_grp = 0
-    n_done = 0
-    n_live = 0
-    for a in range(n):
-        f = flows[a]
-        if fe_hi[f] > fe_lo[f]:
-            live_f[n_live] = f
-            live_d[n_live] = demand[f]
-            n_live += 1
-        else:
-            rate[f] = demand[f]  # crosses no shared link: limited by its demand only
-            done_f[n_done] = f
-            done_g[n_done] = n_grp
-            glev[n_grp] = demand[f]
-            n_grp += 1
-            n_done += 1
-    it = 0
-    work = 0
-    while n_live > 0 and it < max_rounds:
-        n_touched = 0
-        # 1. the share of every link a live flow crosses
-        for i in range(n_live):
-            f = live_f[i]
-            work += fe_hi[f] - fe_lo[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                if stamp[lk] != it:
-                    stamp[lk] = it
-                    denom[lk] = 0.0
-                    linkmin[lk] = inf
-                    sub[lk] = 0.0
-                    touched[n_touched] = lk
-                    n_touched += 1
-                denom[lk] += e_coef[e]
-        for t in range(n_touched):
-            lk = touched[t]
-            share[lk] = resid[lk] / denom[lk] if denom[lk] > 0 else inf
-        # 2. each live flow's path minimum (or demand), and the least of them at each link
-        for i in range(n_live):
-            f = live_f[i]
-            mk = inf
-            bl = -1
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                sh = share[lk]
-                if sh < mk:
-                    mk = sh
-                    bl = lk
-            if live_d[i] < mk:
-                mk = live_d[i]
-                bl = -1
-            live_m[i] = mk
-            live_b[i] = bl
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                if mk < linkmin[lk]:
-                    linkmin[lk] = mk
-        # 3. the flows of a link that is its flows' least (or at their demand, or alone) freeze
-        n_keep = 0
-        n_frozen = 0
-        for i in range(n_live):
-            f = live_f[i]
-            mk = live_m[i]
-            d = live_d[i]
-            at_demand = mk >= d
-            ready = at_demand or n_live == 1
-            if not ready:
-                for e in range(fe_lo[f], fe_hi[f]):
-                    lk = e_link[e] - lo
-                    if linkmin[lk] >= share[lk]:
-                        ready = True
-                        break
-            if ready:
-                r = d if at_demand else mk
-                rate[f] = r
-                bl = live_b[i]
-                if at_demand or bl < 0:  # a group of its own
-                    g = n_grp
-                    glev[g] = r
-                    n_grp += 1
-                elif gstamp[bl] != it:
-                    gstamp[bl] = it
-                    g = n_grp
-                    gid[bl] = g
-                    glev[g] = r
-                    n_grp += 1
-                else:
-                    g = gid[bl]
-                done_f[n_done] = f
-                done_g[n_done] = g
-                n_done += 1
-            else:
-                live_f[n_keep] = f
-                live_d[n_keep] = d
-                n_keep += 1
-        n_frozen = n_live - n_keep
-        it += 1
-        if n_frozen == 0:
-            break
-        # 4. their traffic off their links, summed per link, then off each link once
-        for i in range(n_done - n_frozen, n_done):
-            f = done_f[i]
-            r = rate[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                use = e_coef[e] * r
-                if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
-                    sub[e_link[e] - lo] += use
-        for i in range(n_done - n_frozen, n_done):
-            f = done_f[i]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                if sstamp[lk] != it:
-                    sstamp[lk] = it
-                    y = resid[lk] - sub[lk]
-                    resid[lk] = y if y > 0.0 else 0.0
-        n_live = n_keep
+    i64 = np.int64
+    rows = ParallelRows(np.empty((m1, 3), dtype=i64), np.empty((m1, 2)), np.empty((m1, 2), dtype=i64),
+                        np.empty(m1), np.empty((m1, 2), dtype=i64), np.empty(m1))  # fmt: skip
+    links = ParallelLinks(
+        resid, np.empty(nlk), np.empty(nlk), np.empty(nlk), np.empty(nlk), np.full(nlk, -1, dtype=i64),
+        np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64), np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64),
+    )  # fmt: skip
+    _, n_live, n_done, n_grp, work, _, _ = parallel_rule(
+        n, flows, fe_lo, fe_hi, e_link, e_coef, resid, lo, demand, rate, rows, links, 0, max_rounds, True
+    )  # fmt: skip
+    froz_g, glev = rows.froz_g, rows.glev
     # the frozen flows by level: the groups sorted, the flows placed by group (counting sort)
     order = np.argsort(glev[:n_grp])
-    pos = np.zeros(n_grp + 1, dtype=np.int64)  # start of each group (by rank) in the output
-    rank = np.empty(n_grp, dtype=np.int64)
+    pos = np.zeros(n_grp + 1, dtype=i64)  # start of each group (by rank) in the output
+    rank = np.empty(n_grp, dtype=i64)
     for k in range(n_grp):
         rank[order[k]] = k
     for i in range(n_done):
-        pos[rank[done_g[i]] + 1] += 1
+        pos[rank[froz_g[i, 1]] + 1] += 1
     for k in range(n_grp):
         pos[k + 1] += pos[k]
     for i in range(n_done):
-        g = done_g[i]
+        g = froz_g[i, 1]
         k = rank[g]
-        out_flow[pos[k]] = done_f[i]
+        out_flow[pos[k]] = froz_g[i, 0]
         out_level[pos[k]] = glev[g]
         pos[k] += 1
-    return n_done, n_live, live_f, work
+    rest = np.empty(m1, dtype=i64)
+    for i in range(n_live):
+        rest[i] = rows.live_i[i, 0]
+    return n_done, n_live, rest, work
 
 
 @njit(cache=True, nogil=True)

@@ -122,3 +122,86 @@ def test_first_at_least_is_numpys_left_search_sorted() -> None:
     n = 8
     for x in (-np.inf, 0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 9.0, 10.0, np.inf):
         assert kernels.first_at_least(level, n, x) == np.searchsorted(level[:n], x, side="left"), x
+
+
+def _problem(seed: int) -> dict:
+    """A random max-min problem with ties (integer capacities, coefficients 1 or 2, shared links), flow-sorted
+    entries on links ``lo .. lo + links`` (an instance's rows), some flows on no link, some capped, some links
+    unconstrained."""
+    rng = np.random.default_rng(seed)
+    n_f, n_l, lo = int(rng.integers(2, 40)), int(rng.integers(1, 12)), int(rng.integers(0, 3))
+    e_flow, e_link, e_coef = [], [], []
+    for f in range(n_f):
+        for lk in rng.choice(n_l, size=int(rng.integers(0, min(4, n_l) + 1)), replace=False):
+            e_flow.append(f)
+            e_link.append(int(lk))
+            e_coef.append(float(rng.choice([1.0, 1.0, 2.0])))
+    e_flow_a = np.array(e_flow, np.int64)
+    fe_lo = np.searchsorted(e_flow_a, np.arange(n_f), side="left").astype(np.int64)
+    fe_hi = np.searchsorted(e_flow_a, np.arange(n_f), side="right").astype(np.int64)
+    return dict(
+        n_f=n_f, lo=lo, e_flow=e_flow_a, e_link=np.array(e_link, np.int64), e_coef=np.array(e_coef),
+        fe_lo=fe_lo, fe_hi=fe_hi, cap=rng.choice([1.0, 2.0, 3.0, 6.0, np.inf], size=n_l),
+        demand=rng.choice([0.5, 1.0, np.inf, np.inf], size=n_f),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) -> None:
+    """One rule, two modes: the full solve (``parallel_rule``, no order, capacities from ``capacity[lo:]``)
+    and ``fill_parallel`` (its residuals in place, the freeze order kept) give ``solve_coo``'s rates bit for
+    bit; ``fill_parallel``'s freeze order holds every flow once, levels nondecreasing, each its flow's rate,
+    and its residuals are the capacities less the frozen flows' traffic. With one round, the heap fill of the
+    flows it leaves finishes the same allocation (to round-off)."""
+    from ainet_gym.sim.allocator import solve_coo
+
+    p = _problem(seed)
+    n_f, lo, e_link, e_coef, fe_lo, fe_hi = (
+        p["n_f"],
+        p["lo"],
+        p["e_link"],
+        p["e_coef"],
+        p["fe_lo"],
+        p["fe_hi"],
+    )
+    ref = solve_coo(p["e_flow"], e_link, e_coef, p["cap"], n_f, demand=p["demand"])
+    flows = np.arange(n_f, dtype=np.int64)
+    i64, n_l = np.int64, p["cap"].shape[0]
+    # the full solve: links as rows lo .. lo + n_l of the kernel's capacities
+    rate = np.full(n_f, -1.0)
+    capacity = np.concatenate([np.zeros(lo), p["cap"]])
+    rows = kernels.ParallelRows(np.empty((n_f, 3), i64), np.empty((n_f, 2)), np.empty((n_f, 2), i64),
+                                np.empty(n_f), np.empty((0, 2), i64), np.empty(0))  # fmt: skip
+    links = kernels.ParallelLinks(*(np.empty(n_l) for _ in range(5)), np.full(n_l, -1, i64), np.full(n_l, -1, i64),
+                                  np.empty(n_l, i64), np.empty(0, i64), np.empty(0, i64))  # fmt: skip
+    it, n_live, *_ = kernels.parallel_rule(n_f, flows, fe_lo, fe_hi, e_link + lo, e_coef, capacity, lo,
+                                           p["demand"], rate, rows, links, 5, n_f, False)  # fmt: skip
+    assert it >= 1 and n_live == 0
+    np.testing.assert_array_equal(rate, ref)
+    # fill_parallel: every round
+    rate = np.full(n_f, -1.0)
+    resid = p["cap"].copy()
+    out_f, out_l = np.full(n_f, -1, i64), np.full(n_f, np.nan)
+    n_done, n_rest, _, _ = kernels.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
+                                                 resid, rate, n_f, lo, out_f, out_l)  # fmt: skip
+    assert (n_done, n_rest) == (n_f, 0)
+    np.testing.assert_array_equal(rate, ref)
+    assert sorted(out_f) == list(range(n_f))
+    assert np.all(out_l[1:] >= out_l[:-1])
+    np.testing.assert_array_equal(out_l, rate[out_f])
+    used = np.bincount(
+        e_link, weights=e_coef * np.where(np.isfinite(rate), rate, 0)[p["e_flow"]], minlength=n_l
+    )
+    fin = np.isfinite(p["cap"])
+    np.testing.assert_allclose(resid[fin], np.maximum(p["cap"] - used, 0)[fin], rtol=1e-12, atol=1e-12)
+    # one round, then the heap fill of the rest
+    rate = np.full(n_f, -1.0)
+    resid = p["cap"].copy()
+    n_done, n_rest, rest, _ = kernels.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
+                                                    resid, rate, 1, lo, out_f, out_l)  # fmt: skip
+    assert n_done + n_rest == n_f
+    if n_rest:
+        s = kernels.fill_scratch(n_l, n_f, e_link.shape[0])
+        kernels.fill_levels(rest, n_rest, fe_lo, fe_hi, e_link + lo, e_coef, np.ones(n_f), p["demand"], resid, rate,
+                            np.empty(n_rest, i64), np.empty(n_rest), s, 0, lo)  # fmt: skip
+    np.testing.assert_allclose(rate, ref, rtol=1e-12)
