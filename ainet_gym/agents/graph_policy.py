@@ -233,7 +233,7 @@ def path_features(core: EnvCore) -> np.ndarray:
     B, L = core.batch, fabric.n_links
     paths = sim.conn_paths_global  # (conns, P, hops), global link ids, -1 padding
     valid_path = np.arange(paths.shape[1])[None, :] < sim.conn_npaths[:, None]
-    cap_frac = (sim.capacity_bytes_per_s / fabric.capacity_bytes_per_s).reshape(-1)
+    cap_frac = (sim.engine_state.capacity_bytes_per_s / fabric.capacity_bytes_per_s).reshape(-1)
     share = core.connection_demand() / np.maximum(sim.conn_npaths, 1)  # bytes per path
     per_path = np.where(valid_path, share[:, None], 0.0)  # (conns, P)
     hop = (paths >= 0) & valid_path[:, :, None]

@@ -135,7 +135,7 @@ def fabric_instance(topology: str, size: int, seed: int = 0) -> tuple[Instance, 
         entry_flow=sim.e_flow.copy(),
         entry_link=sim.e_link.copy(),
         entry_coef=sim.e_coef.copy(),
-        capacity=sim.capacity_bytes_per_s.reshape(-1).copy(),
+        capacity=sim.engine_state.capacity_bytes_per_s.reshape(-1).copy(),
         n_flows=sim.n_flows,
         meta={
             "topology": topology,

@@ -144,7 +144,7 @@ def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[
     new snapshot) and the step's output.
 
     This is what :meth:`EnvCore.step` does, with the state kept in the core's containers (the engine's
-    :class:`~ainet_gym.sim.state.SimState`, the world's :class:`~ainet_gym.sim.state.WorldState`, the
+    :class:`~ainet_gym.sim.state.SimState` and :class:`~ainet_gym.sim.state.EngineState`, the world's :class:`~ainet_gym.sim.state.WorldState`, the
     core's :class:`~ainet_gym.envs.state.EnvState`) and stepped in place instead of copied in and out:
     from a state ``s``, ``core.step(a)`` gives the output of ``step_state(core, s, a)`` bit for bit and
     leaves the core in the state it returns. The copies cost a restore and a snapshot per step, so the hot
@@ -158,9 +158,9 @@ def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[
 class EnvCore(EnvActions, EnvObservation, EnvInfo):
     """Batched observation / action / reward logic over a :class:`FabricWorld`.
 
-    The episode state lives in three containers (:mod:`ainet_gym.envs.state`): :attr:`state` (the core's
-    own), ``world.state`` and ``world.sim.state``; :attr:`episode_state` views them together, and
-    :meth:`snapshot` copies them."""
+    The episode state lives in four containers (:mod:`ainet_gym.envs.state`): :attr:`state` (the core's
+    own), ``world.state``, ``world.sim.state`` and ``world.sim.engine_state``; :attr:`episode_state` views
+    them together, and :meth:`snapshot` copies them."""
 
     #: the core's own episode state (:class:`~ainet_gym.envs.state.EnvState`): ``util_hist`` (batch, history,
     #: net_links) the link history, newest first; ``last`` the last interval's result (public:
@@ -258,7 +258,8 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         RuntimeError
             Before the first :meth:`reset`.
         """
-        return EpisodeState(sim=self._sim().state, world=self.world.state, env=self.state)
+        sim = self._sim()
+        return EpisodeState(sim=sim.state, engine=sim.engine_state, world=self.world.state, env=self.state)
 
     @property
     def last_result(self) -> StepResult | None:
@@ -393,7 +394,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     @property
     def link_capacity_bytes_per_s(self) -> np.ndarray:
         """(B, L) bytes/s: each link's capacity in the next interval (0: failed)."""
-        return _readonly(self._sim().capacity_bytes_per_s)
+        return _readonly(self._sim().engine_state.capacity_bytes_per_s)
 
     @property
     def routing_context(self) -> RoutingContext:
@@ -438,8 +439,8 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         same actions from there give the same observations, rewards and infos, bit for bit.
 
         For planning and tree search: take a snapshot, try actions, restore, try others. The snapshot
-        holds copies of the state arrays (the engine's per-unit, per-phase and per-flow state, the link
-        history, the generators), not of the compiled structure (shared, read-only), so it is cheap
+        holds copies of the state arrays (the engine's per-unit, per-phase and per-flow state, its split,
+        pinned splits and capacities, the link history, the generators), not of the compiled structure (shared, read-only), so it is cheap
         (tens of microseconds to a few milliseconds on the shipped scenarios). A custom reward object
         with state of its own is not part of it.
 
@@ -502,7 +503,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
                 np.empty_like(self._default),
                 defer=True,  # merged by each instance range just before its interval, on its thread
             )
-            return self._run(w.sim.split, active, split_set=True)
+            return self._run(w.sim.engine_state.split, active, split_set=True)
         return self._run(self.decode(a), active)  # a decoded split is valid by construction
 
     def _fused_decode(self) -> bool:

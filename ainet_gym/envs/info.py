@@ -123,7 +123,7 @@ class EnvInfo:
             "stalled_transfers": np.zeros(B, dtype=np.int64) if res is None else res.stalled_transfers,
             # during the interval just run (the observation shows the capacities of the next one)
             "failed_links": (
-                ((w.sim.capacity_bytes_per_s <= 0) & w.fabric.network_links[None, :]).sum(axis=1)
+                ((w.sim.engine_state.capacity_bytes_per_s <= 0) & w.fabric.network_links[None, :]).sum(axis=1)
                 if res is None
                 else res.failed_links
             ),
@@ -139,7 +139,7 @@ class EnvInfo:
             out.update((k, jobs[k]) for k in INFO_JOB_KEYS)
         if "links" in self.info_keys:
             cap = (
-                w.sim.capacity_bytes_per_s
+                w.sim.engine_state.capacity_bytes_per_s
                 if res is None or res.capacity_bytes_per_s is None
                 else res.capacity_bytes_per_s
             )
@@ -186,7 +186,7 @@ class EnvInfo:
         # the connections of controllable slots
         ctrl = controlled_connections(w, self.action_mode in BG_SLOT_MODES) & (sim.conn_npaths > 1)
         paths = sim.conn_paths_global
-        used = (sim.split[:, :, None] > 0) & (paths >= 0) & ctrl[:, None, None]
+        used = (sim.engine_state.split[:, :, None] > 0) & (paths >= 0) & ctrl[:, None, None]
         used &= hot[np.maximum(paths, 0)]  # only entries on hot links: a small set to deduplicate
         links = paths[used]
         conn = np.broadcast_to(np.arange(sim.n_conns)[:, None, None], paths.shape)[used]

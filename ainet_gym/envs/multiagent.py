@@ -171,7 +171,7 @@ class SwitchAgents:
         """(batch, agents, K) bool: next hops that exist and have capacity > 0 in the coming interval."""
         sim = self.core.world.sim
         assert sim is not None
-        return self.hop_valid[None] & (sim.capacity_bytes_per_s[:, self.hop_link.clip(0)] > 0)
+        return self.hop_valid[None] & (sim.engine_state.capacity_bytes_per_s[:, self.hop_link.clip(0)] > 0)
 
     def has_choice(self) -> np.ndarray:
         """(batch, agents) bool: the switch has at least two live next hops in one ECMP group, so its
@@ -200,7 +200,7 @@ class SwitchAgents:
         split = core.decode(full)
         sim = core.world.sim
         assert sim is not None
-        if self.withdraw_dead and (sim.capacity_bytes_per_s <= 0).any():
+        if self.withdraw_dead and (sim.engine_state.capacity_bytes_per_s <= 0).any():
             from ainet_gym.routing.policies import avoid_dead_paths
 
             split = avoid_dead_paths(
@@ -273,7 +273,7 @@ class SwitchAgents:
         u = np.where(self.own_valid[None, None], u, 0.0)
         out[:, :, lay["link_utilization"]] = u.transpose(0, 2, 1, 3).reshape(B, A, H * L)
         capf = (
-            sim.capacity_bytes_per_s[:, self.own_link.clip(0)]
+            sim.engine_state.capacity_bytes_per_s[:, self.own_link.clip(0)]
             / w.fabric.capacity_bytes_per_s[self.own_link.clip(0)]
         )
         out[:, :, lay["link_capacity"]] = np.where(self.own_valid[None], capf, 0.0)
@@ -297,7 +297,9 @@ class SwitchAgents:
         (1 with none live): the maximum-link-utilisation objective of traffic engineering, seen from
         one switch."""
         u = res.link_utilization[:, self.hop_link.clip(0)]  # (B, A, K)
-        live = self.hop_valid[None] & (self.core.world.sim.capacity_bytes_per_s[:, self.hop_link.clip(0)] > 0)
+        live = self.hop_valid[None] & (
+            self.core.world.sim.engine_state.capacity_bytes_per_s[:, self.hop_link.clip(0)] > 0
+        )
         peak = np.where(live, u, 0.0).max(axis=2)
         return 1.0 - np.minimum(peak, 1.0)
 

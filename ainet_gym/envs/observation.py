@@ -265,7 +265,9 @@ class EnvObservation:
         if u.size and u[:, 0].max() > 1.0 + 1e-6:
             raise AssertionError(f"link utilisation {u[:, 0].max()} > 1: capacity constraint violated")
         np.minimum(u.reshape(B, -1), 1.0, out=obs[:, L["link_utilization"]])
-        obs[:, L["link_capacity"]] = sim.capacity_bytes_per_s[:, self.net_links] / self._net_capacity
+        obs[:, L["link_capacity"]] = (
+            sim.engine_state.capacity_bytes_per_s[:, self.net_links] / self._net_capacity
+        )
         # jobs
         J = w.n_job_slots
         ju = w.job_unit
@@ -414,7 +416,7 @@ class EnvObservation:
         assert sim is not None
         L = self.obs_layout
         return (
-            self.net_links, np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=np.float64), self._net_capacity,
+            self.net_links, np.ascontiguousarray(sim.engine_state.capacity_bytes_per_s, dtype=np.float64), self._net_capacity,
             np.ascontiguousarray(w.job_unit, dtype=np.int64), has_res, eff, util, sim.state.phase_cur,
             sim.unit_nphases, sim.state.time_s, sim.state.iter_start, w.job_ideal_step_s, slots,
             np.ascontiguousarray(step_count), self.episode_steps, L["link_capacity"].start, L["jobs"].start,
@@ -475,6 +477,6 @@ class EnvObservation:
             nf[:, i, kinds.index(k) if k in kinds else 3] = 1.0
         ef = np.zeros((B, f.n_links, self.history + 1), dtype=np.float32)
         ef[:, self.net_links, : self.history] = np.minimum(self.state.util_hist, 1.0).transpose(0, 2, 1)
-        ef[:, :, self.history] = sim.capacity_bytes_per_s / f.capacity_bytes_per_s
+        ef[:, :, self.history] = sim.engine_state.capacity_bytes_per_s / f.capacity_bytes_per_s
         ei = np.broadcast_to(np.stack([f.link_src, f.link_dst]), (B, 2, f.n_links)).astype(np.float32)
         return {"flat": flat, "node_features": nf, "edge_index": ei.copy(), "edge_features": ef}

@@ -1,9 +1,12 @@
 """The env's episode state as data: what :class:`~ainet_gym.envs.env.EnvCore` keeps from step to step.
 
-Three containers make the state of an episode, each owned by the object that uses it:
+Four containers make the state of an episode, each owned by the object that uses it:
 
 - :class:`~ainet_gym.sim.state.SimState` (the engine's :attr:`BatchSim.state
   <ainet_gym.sim.engine.BatchSim.state>`): bytes left, phase cursors, timers, clocks;
+- :class:`~ainet_gym.sim.state.EngineState` (:attr:`BatchSim.engine_state
+  <ainet_gym.sim.engine.BatchSim.engine_state>`): the split, the pinned splits, the part flows' split and
+  bytes, the capacities, the lazy switch's cost model;
 - :class:`~ainet_gym.sim.state.WorldState` (:attr:`FabricWorld.state
   <ainet_gym.sim.world.FabricWorld.state>`): generators, step counts, hash seeds, background offsets,
   link failures, the jobs and their GPUs;
@@ -13,7 +16,7 @@ Three containers make the state of an episode, each owned by the object that use
 Everything else of the core, the world and the engine is structure (fixed after construction: the fabric,
 the paths, the spaces, the slot layout) or a cache derived from structure and state (compiled units,
 incidence tables, the default split, slot maps), made again when what it came from changes.
-:class:`EpisodeState` is a view of the three; a snapshot (:meth:`EnvCore.snapshot
+:class:`EpisodeState` is a view of the four; a snapshot (:meth:`EnvCore.snapshot
 <ainet_gym.envs.env.EnvCore.snapshot>`) copies them.
 """
 
@@ -26,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ainet_gym.sim.metrics import StepResult
-from ainet_gym.sim.state import SimState, WorldState
+from ainet_gym.sim.state import EngineState, SimState, WorldState
 
 __all__ = ["EnvState", "EpisodeState", "index_result"]
 
@@ -93,9 +96,10 @@ class EnvState:
 @dataclass(frozen=True, eq=False)
 class EpisodeState:
     """A view (not a copy) of the whole episode state of a core, as gymnax's ``EnvState`` reads: the
-    engine's, the world's and the env's containers, the very objects the core steps in place. Take a
+    engine's two (the units' and the engine's own), the world's and the env's containers, the very objects the core steps in place. Take a
     copy with :meth:`EnvCore.snapshot <ainet_gym.envs.env.EnvCore.snapshot>`."""
 
     sim: SimState
+    engine: EngineState
     world: WorldState
     env: EnvState

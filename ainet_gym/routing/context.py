@@ -7,6 +7,7 @@ must not type against the simulation's classes. These protocols name every attri
 - :class:`RoutingContext`, the decision's world (a :class:`ainet_gym.sim.world.FabricWorld` is one), with the
   scenario and the step counts a stateful (forecasting) policy reads;
 - :class:`ConnectionTable`, its batched connection table (the world's ``BatchSim``);
+- :class:`EngineInputs`, the split and capacities of its engine state (the ``BatchSim``'s ``EngineState``);
 - :class:`EpisodeClock`, its episode state's step counts (the world's ``WorldState``);
 - :class:`LastInterval`, what a reactive policy reads of the previous interval's result (a
   :class:`ainet_gym.sim.world.StepResult` is one).
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BackgroundState",
     "ConnectionTable",
+    "EngineInputs",
     "EpisodeClock",
     "FabricLinks",
     "LastInterval",
@@ -46,6 +48,20 @@ class BackgroundState(Protocol):
     @property
     def bg_on(self) -> np.ndarray:
         """(U,) bool: the unit's background source is scheduled on now (False for jobs)."""
+        ...
+
+
+class EngineInputs(Protocol):
+    """The part of the engine's state routing reads: the split that ran and the capacities."""
+
+    @property
+    def capacity_bytes_per_s(self) -> np.ndarray:
+        """(B, L) each link's current capacity (0 for a failed link)."""
+        ...
+
+    @property
+    def split(self) -> np.ndarray:
+        """(C, P) the split that ran in the last interval."""
         ...
 
 
@@ -123,13 +139,8 @@ class ConnectionTable(Protocol):
         ...
 
     @property
-    def capacity_bytes_per_s(self) -> np.ndarray:
-        """(B, L) each link's current capacity (0 for a failed link)."""
-        ...
-
-    @property
-    def split(self) -> np.ndarray:
-        """(C, P) the split that ran in the last interval."""
+    def engine_state(self) -> EngineInputs:
+        """The engine's state beside the simulation state (routing reads the split and the capacities)."""
         ...
 
     @property
@@ -158,7 +169,7 @@ class FabricLinks(Protocol):
     @property
     def capacity_bytes_per_s(self) -> np.ndarray:
         """(L,) each link's nominal capacity, bytes/s (before failures and degradations; the current
-        capacity is :attr:`ConnectionTable.capacity_bytes_per_s`)."""
+        capacity is :attr:`EngineInputs.capacity_bytes_per_s`)."""
         ...
 
 

@@ -103,7 +103,7 @@ def wcmp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
     """Capacity-weighted ECMP of every connection, background included."""
     sim = world.sim
     assert sim is not None
-    return world.wcmp(sim.capacity_bytes_per_s)  # withdraws paths through failed links itself
+    return world.wcmp(sim.engine_state.capacity_bytes_per_s)  # withdraws paths through failed links itself
 
 
 def spray(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
@@ -136,7 +136,7 @@ def base_load(world: RoutingContext, last: LastInterval, background: bool = Fals
     B, L = world.batch, world.fabric.n_links
     d = connection_demand(world)
     ctrl = controlled_connections(world, background) & (sim.conn_npaths > 1) & (d > 0)
-    own = offered_load(world, sim.split, np.where(ctrl, d, 0.0)).reshape(-1)
+    own = offered_load(world, sim.engine_state.split, np.where(ctrl, d, 0.0)).reshape(-1)
     return np.maximum(last.link_bytes.reshape(-1) - own, 0.0).reshape(B, L)
 
 
@@ -232,7 +232,7 @@ def greedy(
         assert last is not None
         base = base_load(world, last, background)
     load = np.asarray(base, dtype=np.float64).reshape(-1)
-    cap = (sim.capacity_bytes_per_s * world.decision_interval_s).reshape(-1)
+    cap = (sim.engine_state.capacity_bytes_per_s * world.decision_interval_s).reshape(-1)
     inv = safe_divide(1.0, cap, np.inf)
     inst = sim.unit_inst[sim.conn_unit]
     cs = np.flatnonzero(ctrl)
@@ -303,7 +303,7 @@ def offered_utilization(world: RoutingContext, split: np.ndarray) -> np.ndarray:
     sim = world.sim
     assert sim is not None
     load = offered_load(world, split, connection_peak_rate(world))
-    cap = sim.capacity_bytes_per_s
+    cap = sim.engine_state.capacity_bytes_per_s
     with np.errstate(divide="ignore", invalid="ignore"):
         return safe_divide(load, cap, np.where(load > 0, np.inf, 0.0))
 
@@ -352,7 +352,13 @@ def lp(
             fixed = np.asarray(fixed_rate[b], dtype=np.float64)
         job = np.unique(sim.conn_unit[cs], return_inverse=True)[1].reshape(-1)  # dense job id per conn
         out = min_max_split(
-            sim.conn_paths[cs], live[cs], d[cs], job, fixed, sim.capacity_bytes_per_s[b], world.max_paths
+            sim.conn_paths[cs],
+            live[cs],
+            d[cs],
+            job,
+            fixed,
+            sim.engine_state.capacity_bytes_per_s[b],
+            world.max_paths,
         )
         if out is not None:
             split[cs] = out
@@ -500,7 +506,7 @@ def solo_lp_all(world: RoutingContext, last: LastInterval | None) -> np.ndarray:
         b = int(inst[cs[0]])
         out = min_max_split(
             sim.conn_paths[cs], live[cs], d[cs], np.zeros(cs.size, dtype=np.int64), fixed[b],
-            sim.capacity_bytes_per_s[b], world.max_paths,
+            sim.engine_state.capacity_bytes_per_s[b], world.max_paths,
         )  # fmt: skip
         if out is not None:
             split[cs] = out

@@ -53,17 +53,12 @@ class LinkState:
         self.cap_factor[mask] = 1.0
         self._stale = True
 
-    def restore(self, fail_until: np.ndarray, cap_factor: np.ndarray) -> None:
-        """Set every instance's repair steps and capacity factors (a snapshot's), marking the cached
-        capacities stale."""
-        self.fail_until[:] = fail_until
-        self.cap_factor[:] = cap_factor
-        self.restored()
-
     def restored(self) -> None:
         """The arrays :attr:`fail_until` and :attr:`cap_factor` were written from outside (a restore of the
-        world's state, which shares them): mark the cached capacities stale and look for pending repairs."""
-        self._stale = True
+        world's state, which shares them): compute the capacities of the factors again (the engine's, a
+        restored copy, are those) and look for pending repairs."""
+        np.multiply(self.fabric.capacity_bytes_per_s[None, :], self.cap_factor, out=self._capacity)
+        self._stale = False
         self._repair_pending = bool((self.fail_until >= 0).any())
 
     def repair(self, step: np.ndarray, mask: np.ndarray) -> None:

@@ -41,7 +41,7 @@ from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim.backends import BACKEND_ENV, BACKENDS, get_backend, resolve_backend
 from ainet_gym.sim.backends.base import Pending, Then
 from ainet_gym.sim.stack import UnitStack, stack_units
-from ainet_gym.sim.state import PRE_COMM, RUNNING, SimState
+from ainet_gym.sim.state import PRE_COMM, RUNNING, EngineState, SimState
 from ainet_gym.sim.workload import CollectivePhase, Flow, decompose
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 _STATE_FIELDS = tuple(f.name for f in fields(SimState))  # read through BatchSim.state only
+_ENGINE_FIELDS = tuple(f.name for f in fields(EngineState))  # read through BatchSim.engine_state only
 _STACK_FIELDS = tuple(f.name for f in fields(UnitStack))  # BatchSim attributes that view the structure
 #: s: timers at or below this are done (both backends)
 EPS_T = 1e-12
@@ -706,15 +707,19 @@ class BatchSim:
 
     Three kinds of data: the *structure* (:attr:`stack`, a :class:`~ainet_gym.sim.stack.UnitStack` of
     ``unit_*``, ``phase_*``, ``flow_*``, ``member_*``, ``conn_*``, ``inst_*`` tables, replaced by
-    :meth:`set_units` only), the *inputs* of an interval (the split and its incidence entries ``e_*``,
-    written by :meth:`set_split`; ``capacity_bytes_per_s``, written by the world) and the *state*
-    (:attr:`state`, a :class:`SimState`, mutated in place by :meth:`run_interval`: read and write it as
-    ``sim.state.rem`` etc.). Each field of the structure is also readable as an attribute of the same name
-    (``sim.conn_npaths`` is ``sim.stack.conn_npaths``, the same array).
+    :meth:`set_units` only), the *state* of the units (:attr:`state`, a :class:`SimState`, mutated in
+    place by :meth:`run_interval`: read and write it as ``sim.state.rem`` etc.) and the *engine's state*
+    beside it (:attr:`engine_state`, an :class:`~ainet_gym.sim.state.EngineState`: the split, written by
+    :meth:`set_split`, the pinned splits, the part flows' split and bytes, the capacities, written by the
+    world as ``sim.engine_state.capacity_bytes_per_s``, and the lazy switch's cost model). The incidence
+    entries ``e_*`` of the split are derived from the structure and the split. Each field of the
+    structure is also readable as an attribute of the same name (``sim.conn_npaths`` is
+    ``sim.stack.conn_npaths``, the same array).
     """
 
     stack: UnitStack
     state: SimState
+    engine_state: EngineState
 
     def __init__(
         self,
@@ -756,12 +761,8 @@ class BatchSim:
         self.fabric = fabric
         self.batch = len(units)
         self.n_links = fabric.n_links
-        self.capacity_bytes_per_s = np.tile(
-            fabric.capacity_bytes_per_s, (self.batch, 1)
-        )  # (batch, links) bytes/s during the next interval
-        # set by set_units (with self.stack and self.state) and set_split:
+        # set by set_units (with self.stack, self.state and self.engine_state) and set_split:
         self.table: EntryTable  # the merged incidence entries of the structure
-        self.split: np.ndarray  # (connections, max_paths) the current split
         self._entries: tuple[np.ndarray, ...] | None = None  # (e_flow, e_link, e_coef, keep), on demand
         self._e_lperm: np.ndarray | None = None  # the entries in link order, on demand (numpy allocator)
         # a split set by set_split_fused(defer=True) and not merged yet: (kernel, its arguments of a range)
@@ -771,6 +772,8 @@ class BatchSim:
     def __setattr__(self, name: str, value: object) -> None:
         if name in _STATE_FIELDS:
             raise AttributeError(f"BatchSim.{name}: the state is BatchSim.state.{name}; write that in place")
+        if name in _ENGINE_FIELDS:
+            raise AttributeError(f"BatchSim.{name}: the engine's state is BatchSim.engine_state.{name}")
         if name in _STACK_FIELDS:
             raise AttributeError(f"BatchSim.{name} is BatchSim.stack.{name}, set by set_units only")
         object.__setattr__(self, name, value)
@@ -784,6 +787,8 @@ class BatchSim:
     def __getattr__(self, name: str) -> object:  # only for names not found the usual way
         if name in _STATE_FIELDS:
             raise AttributeError(f"BatchSim.{name}: the state is BatchSim.state.{name}")
+        if name in _ENGINE_FIELDS:
+            raise AttributeError(f"BatchSim.{name}: the engine's state is BatchSim.engine_state.{name}")
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _bind_state(self, state: SimState) -> None:
@@ -805,18 +810,38 @@ class BatchSim:
         stack = stack_units(self.fabric, units)
         self._bind(stack)
         self._bind_state(_initial_state(stack, time_s))
-        self._sw_cost = _switch_state(self.batch)
-        # routing.reroute new_transfers: the carry flows, and each connection's pinned split (the split its
-        # carried transfers started with; 0 where none is carried)
+        # routing.reroute new_transfers: the carry flows (each connection's pinned split: the engine state's)
         self.carry_flows = np.flatnonzero(stack.flow_parent >= 0)
-        self.pinned = np.zeros((stack.n_conns, self.fabric.max_paths)) if self.carry_flows.size else None
         self._bind_parts(stack)
+        self.engine_state = self._initial_engine_state(stack, getattr(self, "engine_state", None))
         if old is not None and keep is not None:
             self.restore_units(old, keep)
         # the most flows of one instance (which kernel an instance takes, BatchSim.any_lazy)
         self._max_inst_flows = int(np.diff(stack.inst_flow).max(initial=0))
         self._build_entry_table()
         self.set_split(None)
+
+    def _initial_engine_state(self, stack: UnitStack, old: EngineState | None) -> EngineState:
+        """The engine state of freshly stacked units (the split is set next, by :meth:`set_split`): the
+        capacities of ``old`` (the engine state before a restack; None: the nominal ones, until the world
+        writes its own), no pinned split, the cost model afresh, and the split the part flows were handed
+        under kept over a restack with the same connections."""
+        P = self.fabric.max_paths
+        shape = (stack.n_conns, P)
+        part = None if old is None else old.part_split
+        return EngineState(
+            split=np.zeros(shape),
+            pinned=np.zeros(shape) if self.carry_flows.size else None,
+            part_split=part if self.parts.size and part is not None and part.shape == shape else None,
+            # without part flows, the flows' own bytes; with them, written by set_split
+            flow_reset=stack.flow_bytes.copy() if self.parts.size else stack.flow_bytes,
+            capacity_bytes_per_s=(
+                np.tile(self.fabric.capacity_bytes_per_s, (self.batch, 1))
+                if old is None
+                else old.capacity_bytes_per_s
+            ),
+            switch_cost=_switch_state(self.batch),
+        )
 
     @staticmethod
     def initial_units(fabric: Fabric, units: list[list[CompiledUnit]], time_s: np.ndarray) -> UnitSnapshot:
@@ -834,11 +859,21 @@ class BatchSim:
 
     def snapshot_units(self) -> UnitSnapshot:
         """A copy of the state with its layout, for :meth:`set_units` / :meth:`restore_units` to carry
-        to surviving units."""
+        to surviving units (and the pinned splits of their connections)."""
+        pinned = self.engine_state.pinned
         return UnitSnapshot(
             self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases,
-            None if self.pinned is None else self.pinned.copy(), self.conn_off, self.unit_nconns,
+            None if pinned is None else pinned.copy(), self.conn_off, self.unit_nconns,
         )  # fmt: skip
+
+    def load_engine_state(self, other: EngineState) -> None:
+        """Make the engine's state a copy of ``other`` (:meth:`EngineState.copy
+        <ainet_gym.sim.state.EngineState.copy>` of this simulation's, or :meth:`~ainet_gym.sim.state.EngineState.take`
+        of the instances of one with the same units: a restore) and merge the entries of its split. The part
+        flows' bytes are not handed out again: ``other.part_split`` is the split they were handed under."""
+        self._pending = None
+        self.engine_state.load(other)
+        self._merge_split()
 
     def restore_units(self, old: UnitSnapshot, keep: np.ndarray) -> None:
         """Give each unit ``i`` with ``keep[i] >= 0`` the state of unit ``keep[i]`` of the snapshot ``old``
@@ -849,7 +884,7 @@ class BatchSim:
         new_u = np.flatnonzero(keep >= 0)
         old_u = keep[new_u]
         # a restored instance starts the switch's cost model afresh (as a new simulation would)
-        self._sw_cost[self.unit_inst[new_u]] = _switch_state(1)
+        self.engine_state.switch_cost[self.unit_inst[new_u]] = _switch_state(1)
         for k in SimState.UNIT_FIELDS:
             getattr(st, k)[new_u] = getattr(src, k)[old_u]
         # the flows of units with as many flows as before
@@ -866,12 +901,13 @@ class BatchSim:
         for k in SimState.PHASE_FIELDS:
             getattr(st, k)[dst] = getattr(src, k)[sel]
         # the pinned splits of units with as many connections as before (routing.reroute new_transfers)
-        if self.pinned is not None and old.pinned is not None and old.n_conns is not None:
+        pinned = self.engine_state.pinned
+        if pinned is not None and old.pinned is not None and old.n_conns is not None:
             same_c = old.n_conns[old_u] == self.unit_nconns[new_u]
             dst_c, sel_c = _ranges_index(
                 self.conn_off[new_u[same_c]], old.conn_off[old_u[same_c]], self.unit_nconns[new_u[same_c]]
             )
-            self.pinned[dst_c] = old.pinned[sel_c]
+            pinned[dst_c] = old.pinned[sel_c]
         # another phase structure: a communicating unit restarts its communication
         other = new_u[~same]
         restart = other[(st.phase_cur[other] >= 0) & (st.phase_cur[other] < self.unit_nphases[other])]
@@ -881,24 +917,17 @@ class BatchSim:
     def _bind_parts(self, stack: UnitStack) -> None:
         """The part flows of ``routing.split_flows: independent`` (none otherwise): each part's flow, the flow
         whose bytes it carries a share of, its connection, its path and its group (the parts of one flow on
-        one connection); ``flow_reset``, the bytes each flow starts an iteration with (the flows' own bytes
-        without parts; with parts, written by :meth:`set_split`)."""
+        one connection). (The bytes each flow starts an iteration with and the split the parts were handed
+        their bytes under are engine state, :attr:`EngineState.flow_reset
+        <ainet_gym.sim.state.EngineState.flow_reset>` and ``part_split``.)"""
         self.parts = np.flatnonzero(stack.flow_part_of >= 0)
         if not self.parts.size:
-            self.flow_reset = stack.flow_bytes
-            self._part_split = None
             return
         first = np.searchsorted(stack.member_flow, self.parts)  # a part has one member
         self.part_parent = stack.flow_part_of[self.parts]
         self.part_conn = stack.member_conn[first]
         self.part_path = stack.member_path[first]
         self.part_group = np.cumsum(self.part_path == 0) - 1  # a group's parts are its paths 0, 1, ...
-        self.flow_reset = stack.flow_bytes.copy()
-        old = getattr(self, "_part_split", None)
-        # the split the parts' remainders were handed under: kept over a restack with the same connections
-        self._part_split = (
-            old if old is not None and old.shape == (stack.n_conns, self.fabric.max_paths) else None
-        )
 
     def _hand_parts(self, split: np.ndarray) -> None:
         """Hand each transfer's bytes to its part flows under ``split`` (``routing.split_flows:
@@ -906,21 +935,21 @@ class BatchSim:
         share; on a connection whose split row changed (``reroute: in_flight``), the bytes its parts have
         left (each part's remainder times its old share, summed) are handed out again under the new row,
         as the replay moves a connection's unsent bytes; the other parts keep their remainders. A part whose
-        path has no share starts each iteration with nothing (:attr:`flow_reset`)."""
+        path has no share starts each iteration with nothing (``engine_state.flow_reset``)."""
         p = self.parts
         if not p.size:
             return
-        st = self.state
+        st, es = self.state, self.engine_state
         c, q, par, g = self.part_conn, self.part_path, self.part_parent, self.part_group
         f_new = np.asarray(split, dtype=np.float64)[c, q]
         rem = st.rem[p]
         n_g = int(g[-1]) + 1
-        if self._part_split is None:  # no earlier split known: each group's least advanced part
+        if es.part_split is None:  # no earlier split known: each group's least advanced part
             left = np.zeros(n_g)
             np.maximum.at(left, g, rem)
             changed = np.ones(n_g, dtype=bool)
         else:
-            f_old = self._part_split[c, q]
+            f_old = es.part_split[c, q]
             left = np.bincount(g, weights=f_old * rem, minlength=n_g)
             changed = np.bincount(g, weights=np.abs(f_new - f_old) > SPLIT_TOL, minlength=n_g) > 0
         own = np.zeros(n_g)
@@ -929,16 +958,9 @@ class BatchSim:
         left += own
         st.rem[p] = np.where(changed[g], np.where(f_new > 0, left[g], 0.0), rem)
         st.rem[par] = 0.0
-        self.flow_reset[p] = np.where(f_new > 0, self.flow_bytes[par], 0.0)
-        self.flow_reset[par] = 0.0
-        self._part_split = np.array(split, dtype=np.float64)
-
-    def handed_under(self, split: np.ndarray) -> None:
-        """Record ``split`` as the split the part flows' remainders were handed under (a restored state's
-        split, before :meth:`set_split` sets it again), so that no row counts as changed; nothing without
-        part flows."""
-        if self.parts.size:
-            self._part_split = np.array(split, dtype=np.float64)
+        es.flow_reset[p] = np.where(f_new > 0, self.flow_bytes[par], 0.0)
+        es.flow_reset[par] = 0.0
+        es.part_split = np.array(split, dtype=np.float64)
 
     def member_share(self) -> np.ndarray | None:
         """(members,) the share of its flow's moved bytes each member carries on its connection: the part
@@ -948,7 +970,7 @@ class BatchSim:
             return None
         out = np.ones(self.member_flow.shape[0])
         first = np.searchsorted(self.member_flow, self.parts)
-        out[first] = np.asarray(self.split, dtype=np.float64)[self.part_conn, self.part_path]
+        out[first] = np.asarray(self.engine_state.split, dtype=np.float64)[self.part_conn, self.part_path]
         return out
 
     # ------------------------------------------------------------------ routing
@@ -959,7 +981,7 @@ class BatchSim:
         if (mp != -1).any():  # routing.split_flows independent: a part takes its one path, its flow none
             take = (mp[:, None] == -1) | (mp[:, None] == np.arange(P)[None, :])
             member_paths = np.where(take[:, :, None], member_paths, -1)
-        if self.pinned is not None:
+        if self.engine_state.pinned is not None:
             # carry flows take their connection's pinned split: the engine's split rows are [split | pinned]
             # (2 P columns), a carry member's candidates are columns P..2P-1, every other member's 0..P-1
             carry = self.flow_parent[self.member_flow] >= 0
@@ -981,7 +1003,8 @@ class BatchSim:
         its next transfer, which takes the split of the interval in which it starts. A carry flow already
         in flight keeps its pinned rows. (Compiled jobs have carry flows only under ``new_transfers``; a
         stage pipeline, whose concurrent phases may share a connection, is refused by the loader.)"""
-        if self.pinned is None:
+        es = self.engine_state
+        if es.pinned is None:
             return
         st = self.state
         g = self.carry_flows
@@ -1000,10 +1023,10 @@ class BatchSim:
             raise RuntimeError(
                 "carry_over: a connection carries transfers that started in different intervals"
             )
-        pinned = np.zeros_like(self.pinned)
-        pinned[keep_c] = self.pinned[keep_c]
-        pinned[new_c] = self.split[new_c]
-        self.pinned = pinned
+        pinned = np.zeros_like(es.pinned)
+        pinned[keep_c] = es.pinned[keep_c]
+        pinned[new_c] = es.split[new_c]
+        es.pinned = pinned
         st.rem[g[moving]] = st.rem[f[moving]]
         st.rem[f[moving]] = 0.0
 
@@ -1021,15 +1044,20 @@ class BatchSim:
             split = np.zeros((self.n_conns, self.fabric.max_paths))
             split[:, 0] = 1.0
         self._pending = None
-        self.split = split
+        self.engine_state.split = split
+        self._hand_parts(split)
+        self._merge_split()
+
+    def _merge_split(self) -> None:
+        """The merged entries of the engine state's split (and pinned splits), by the backend's strategy."""
         self._e_lperm = None
         self._entries = None
-        self._hand_parts(split)
-        t = self.table
-        if self.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
-            split = np.concatenate([np.asarray(split, dtype=np.float64), self.pinned], axis=1)
+        es = self.engine_state
+        split = es.split
+        if es.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
+            split = np.concatenate([np.asarray(split, dtype=np.float64), es.pinned], axis=1)
         # the backend merges now (numpy) or leaves a pass for the interval's kernel threads (numba)
-        self._entries, self._pending = self.strategy.merge_split(t, split)
+        self._entries, self._pending = self.strategy.merge_split(self.table, split)
 
     def set_split_fused(
         self, kernel: Callable[..., object], args: tuple, out: np.ndarray, defer: bool = False
@@ -1054,7 +1082,7 @@ class BatchSim:
             raise ValueError(
                 f"set_split_fused: backend {self.backend!r}; needs one with fused splits ('numba')"
             )
-        if self.pinned is not None:
+        if self.engine_state.pinned is not None:
             raise ValueError(
                 "set_split_fused: the units have carry flows (routing.reroute new_transfers); use set_split"
             )
@@ -1066,7 +1094,7 @@ class BatchSim:
             raise ValueError(
                 f"out: shape {out.shape}, expected C-contiguous {(self.n_conns, self.fabric.max_paths)}"
             )
-        self.split = out
+        self.engine_state.split = out
         self._e_lperm = None
         self._entries = None
         t = self.table
@@ -1152,12 +1180,6 @@ class BatchSim:
         longer pending. None: the entries are merged."""
         pending, self._pending = self._pending, None
         return pending
-
-    @property
-    def switch_cost(self) -> np.ndarray:
-        """(batch, :data:`ainet_gym.sim.kernels.N_SWITCH`) the lazy-kernel switch's cost model per instance
-        (numba backend), updated in place by the kernels."""
-        return self._sw_cost
 
     def any_lazy(self) -> bool:
         """Whether an instance runs in the lazy exact kernel this interval

@@ -122,7 +122,9 @@ class IntervalMeter:
             res = sim.strategy.interval_result(self, sim, m, job_unit, ideal_step_s, job_names)
         if windows > 1:
             with np.errstate(invalid="ignore", divide="ignore"):
-                cap = np.where(sim.capacity_bytes_per_s > 0, sim.capacity_bytes_per_s, np.inf)
+                cap = np.where(
+                    sim.engine_state.capacity_bytes_per_s > 0, sim.engine_state.capacity_bytes_per_s, np.inf
+                )
                 window_s = parts[0].duration_s[:, None]
                 peak = np.max([p.link_bytes for p in parts], axis=0) / (
                     cap * np.where(window_s > 0, window_s, 1)
@@ -132,7 +134,7 @@ class IntervalMeter:
             return res
         with np.errstate(invalid="ignore", divide="ignore"):
             # a job flow moves its bytes once per completed iteration; rem is reset when one completes
-            moved = rem0 + m.iterations[sim.flow_unit] * sim.flow_reset - sim.state.rem
+            moved = rem0 + m.iterations[sim.flow_unit] * sim.engine_state.flow_reset - sim.state.rem
         moved = np.where(sim.flow_bg, np.nan, moved)
         per_member = moved[sim.member_flow]
         share = sim.member_share()  # routing.split_flows independent: a part carries its path's fraction
@@ -147,7 +149,7 @@ class IntervalMeter:
             dst=sim.conn_dst,
             paths=sim.conn_paths,
             npaths=sim.conn_npaths,
-            split=np.array(sim.split, copy=True),
+            split=np.array(sim.engine_state.split, copy=True),
             bytes=res.conn_bytes,
         )
         return res
@@ -185,7 +187,7 @@ class IntervalMeter:
             since = np.where(alive, sim.state.time_s[:, None] - sim.state.iter_start[idx], np.nan)
             actual = np.where(iters > 0, step_t, np.maximum(since, m.duration_s[:, None]))
             eff = np.where(act > 0, np.minimum(ideal_step_s / actual, 1.0), np.nan)
-        cap = sim.capacity_bytes_per_s
+        cap = sim.engine_state.capacity_bytes_per_s
         dur = m.duration_s[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             lu = np.where((cap > 0) & (dur > 0), m.link_bytes / (cap * np.where(dur > 0, dur, 1.0)), 0.0)
@@ -404,7 +406,9 @@ class NumbaFigures:
         self.meter, self.sim, self.job_names = meter, sim, job_names
         self.job_unit = np.ascontiguousarray(job_unit, dtype=np.int64)
         self.ideal_step_s = np.ascontiguousarray(ideal_step_s, dtype=f64)
-        self.cap = np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=f64)  # (B, L) during the interval
+        self.cap = np.ascontiguousarray(
+            sim.engine_state.capacity_bytes_per_s, dtype=f64
+        )  # (B, L) during the interval
         self.lu, self.cap_copy = np.empty((B, L)), np.empty((B, L))
         self.maxu, self.thr, self.failed = np.empty(B), np.empty(B), np.empty(B, dtype=np.int64)
         self.tier_bytes = np.empty((B, len(TIERS)))

@@ -8,7 +8,7 @@ grouped by concern:
   <ainet_gym.sim.engine.BatchSim.set_units>`; the merged entries' buffers are rewritten in place by each
   split);
 - the state (:data:`STATE_FIELDS`): what an interval reads and changes beyond the structure: the engine's
-  ``flow_bytes`` (``BatchSim.flow_reset``) and ``capacity`` (``BatchSim.capacity_bytes_per_s``, flat),
+  ``flow_bytes`` (``BatchSim.engine_state.flow_reset``) and ``capacity`` (``engine_state.capacity_bytes_per_s``, flat),
   then every field of :class:`~ainet_gym.sim.state.SimState`, mutated in place;
 - :class:`IntervalOutputs`: the per-unit and per-link figures of one interval
   (:class:`~ainet_gym.sim.engine.IntervalMetrics`' arrays), which the kernels zero and fill.

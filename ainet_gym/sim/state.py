@@ -8,9 +8,11 @@ compiled kernel takes them in the order of the fields (:meth:`SimState.arrays`),
 writes them through ``sim.state``.
 
 :class:`WorldState` holds what the world adds per episode and instance (generators, step counts, ECMP hash
-seeds, background offsets, link failures, the jobs in their slots and their GPUs); the env's own
-(:class:`ainet_gym.envs.state.EnvState`) the link history and the last result. Together they are the episode
-state; a snapshot is a copy of them (docs/development.md, "State as data").
+seeds, background offsets, link failures, the jobs in their slots and their GPUs); :class:`EngineState` what
+the engine keeps beside :class:`SimState` (the split, the pinned splits, the part flows' split and bytes, the
+capacities, the lazy switch's cost model); the env's own (:class:`ainet_gym.envs.state.EnvState`) the link
+history and the last result. Together they are the episode state; a snapshot is a copy of them
+(docs/development.md, "State as data").
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "DONE", "IDLE", "PRE_COMM", "RUNNING", "WAITING", "SimState", "WorldState", "clone_generator",
+    "DONE", "IDLE", "PRE_COMM", "RUNNING", "WAITING", "EngineState", "SimState", "WorldState",
+    "clone_generator", "instance_rows",
 ]  # fmt: skip
 
 # unit phase cursor values (in communication, the cursor counts the phases done)
@@ -113,6 +116,99 @@ class SimState:
 
 
 _fields_of = attrgetter(*(f.name for f in fields(SimState)))  # every field of a SimState, in order
+
+
+def instance_rows(off: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """The rows of the instances ``src`` (in that order) of a table whose instance ``b`` holds the rows
+    ``off[b]:off[b + 1]`` (``off``: (instances + 1,) offsets), concatenated."""
+    off = np.asarray(off, dtype=np.int64)
+    lo, n = off[src], off[src + 1] - off[src]
+    within = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    return np.repeat(lo, n) + within
+
+
+@dataclass(eq=False)
+class EngineState:
+    """What a :class:`~ainet_gym.sim.engine.BatchSim` keeps from interval to interval beside its
+    :class:`SimState`: the inputs of the next interval (the split, the capacities), what the split leaves
+    behind (the pinned splits of ``routing.reroute: new_transfers``, the split the part flows of
+    ``routing.split_flows: independent`` were handed their bytes under, the bytes each flow starts an
+    iteration with) and the lazy switch's cost model. Owned by :attr:`BatchSim.engine_state
+    <ainet_gym.sim.engine.BatchSim.engine_state>`, read as ``sim.engine_state.<field>``.
+
+    The fields come in three layouts, by what their first axis counts (:attr:`CONN_FIELDS`,
+    :attr:`FLOW_FIELDS`, :attr:`INSTANCE_FIELDS`): a copy of some instances (:meth:`take`) needs the
+    first connection and flow of each instance (the engine's structure). A snapshot of the engine is a copy
+    of this container (:meth:`copy`), a restore its :meth:`load` (:meth:`BatchSim.load_engine_state
+    <ainet_gym.sim.engine.BatchSim.load_engine_state>`, which merges the split's entries again).
+    """
+
+    split: np.ndarray  # (connections, max_paths) float64, the split of the next interval
+    # (connections, max_paths) float64 routing.reroute new_transfers: the split each connection's carried
+    # transfers started with (0 where none is carried); None without carry flows
+    pinned: np.ndarray | None
+    # (connections, max_paths) float64 routing.split_flows independent: the split the part flows' remainders
+    # were handed under (BatchSim.set_split); None: none yet, or no part flows
+    part_split: np.ndarray | None
+    flow_reset: (
+        np.ndarray
+    )  # (flows,) float64 bytes each flow starts an iteration with (the kernels' flow_bytes)
+    capacity_bytes_per_s: np.ndarray  # (batch, links) float64 bytes/s during the next interval (the world's)
+    switch_cost: np.ndarray  # (batch, kernels.N_SWITCH) float64 the lazy switch's cost model, kernel-updated
+
+    #: fields with one row per connection, per flow and per instance
+    CONN_FIELDS = ("split", "pinned", "part_split")
+    FLOW_FIELDS = ("flow_reset",)
+    INSTANCE_FIELDS = ("capacity_bytes_per_s", "switch_cost")
+
+    def take(
+        self, src: Sequence[int] | np.ndarray, inst_conn: np.ndarray, inst_flow: np.ndarray
+    ) -> EngineState:
+        """A copy of the instances ``src`` (in that order; repeats allowed) of this state, whose instance ``b``
+        has the connections ``inst_conn[b]:inst_conn[b + 1]`` and the flows ``inst_flow[b]:inst_flow[b + 1]``
+        (the layout of the engine the state is of)."""
+        idx = np.asarray(src, dtype=np.int64)
+        rows = {"conn": instance_rows(inst_conn, idx), "flow": instance_rows(inst_flow, idx), "inst": idx}
+        out = {}
+        for kind, names in (
+            ("conn", self.CONN_FIELDS),
+            ("flow", self.FLOW_FIELDS),
+            ("inst", self.INSTANCE_FIELDS),
+        ):
+            for k in names:
+                v = getattr(self, k)
+                out[k] = None if v is None else np.array(v[rows[kind]], dtype=np.float64)
+        return EngineState(**out)
+
+    def copy(self) -> EngineState:
+        """A deep copy (every array copied)."""
+        return EngineState(
+            *(None if a is None else np.array(a, dtype=np.float64) for a in _engine_fields_of(self))
+        )
+
+    def load(self, other: EngineState) -> None:
+        """Make this state a copy of ``other``, whose every array has the shape of this state's (a copy of
+        this engine's state, or :meth:`take` of one with the same units). Each field is replaced by a copy
+        (not written in place: an earlier result may hold the capacities, a structure the bytes per flow);
+        ``part_split`` may be None on either side (no split known yet)."""
+        for f in fields(self):
+            mine, theirs = getattr(self, f.name), getattr(other, f.name)
+            if f.name != "part_split" and (mine is None) != (theirs is None):
+                have = "None" if theirs is None else f"shape {theirs.shape}"
+                raise ValueError(
+                    f"EngineState.load: {f.name} is {have}, this engine's is "
+                    f"{'None' if mine is None else mine.shape} (another structure)"
+                )
+            if mine is not None and theirs is not None and mine.shape != theirs.shape:
+                raise ValueError(
+                    f"EngineState.load: {f.name} has shape {theirs.shape}, this engine's {mine.shape} (another structure)"
+                )
+            setattr(self, f.name, None if theirs is None else np.array(theirs, dtype=np.float64))
+
+
+_engine_fields_of = attrgetter(
+    *(f.name for f in fields(EngineState))
+)  # every field of an EngineState, in order
 
 
 def clone_generator(g: np.random.Generator) -> np.random.Generator:

@@ -45,7 +45,7 @@ from ainet_gym.sim.engine import (
 from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, NumbaFigures, StepResult
 from ainet_gym.sim.placement import place_job, placement_is_deterministic
-from ainet_gym.sim.state import WorldState
+from ainet_gym.sim.state import EngineState, WorldState
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult", "WorldSnapshot"]
 
@@ -57,16 +57,19 @@ class WorldSnapshot:
     """Everything a :class:`FabricWorld` needs to go on from a moment of its episodes, taken by
     :meth:`FabricWorld.snapshot` (copies: later steps of the world do not change it): a copy of the world's
     episode state (:class:`~ainet_gym.sim.state.WorldState`: generators, step counts, hash seeds, background
-    offsets, link failures, jobs and GPUs, the dynamics flag) and of the engine's (every unit, phase and flow,
-    with its layout), the first unit and connection of each instance and the split that ran last (the
-    world's fields are read from the copy: ``snap.state.step_count``)."""
+    offsets, link failures, jobs and GPUs, the dynamics flag), of the engine's two containers (the units'
+    :class:`~ainet_gym.sim.state.SimState`, with its layout, and the
+    :class:`~ainet_gym.sim.state.EngineState`: the split that ran last, the pinned splits, the part flows'
+    split and bytes, the capacities, the lazy switch's cost model) and the first unit, connection and flow
+    of each instance (the fields are read from the copies: ``snap.state.step_count``, ``snap.engine.split``)."""
 
     scenario: Scenario
     state: WorldState  # a copy of the world's episode state
-    units: UnitSnapshot  # the engine's state (every unit, phase and flow) and its layout
+    units: UnitSnapshot  # the engine's state of the units (every unit, phase and flow) and its layout
+    engine: EngineState  # a copy of the engine's state beside it
     inst_unit: np.ndarray  # (batch+1,) first unit of each instance
     inst_conn: np.ndarray  # (batch+1,) first connection of each instance
-    split: np.ndarray  # (connections, max_paths) the split of the last interval
+    inst_flow: np.ndarray  # (batch+1,) first flow of each instance
 
     @property
     def batch(self) -> int:
@@ -251,7 +254,9 @@ class FabricWorld:
         if not isinstance(windows, int | np.integer) or windows < 1:
             raise ValueError(f"windows = {windows!r}: must be an integer >= 1")
         active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
-        if sim.pinned is not None:  # routing.reroute new_transfers: transfers in flight keep their split
+        if (
+            sim.engine_state.pinned is not None
+        ):  # routing.reroute new_transfers: transfers in flight keep their split
             if split_set:
                 raise ValueError("step(split_set=True): routing.reroute new_transfers needs the split itself")
             sim.carry_over()
@@ -290,9 +295,10 @@ class FabricWorld:
             scenario=self.scenario,
             state=self.state.copy(),
             units=sim.snapshot_units(),
+            engine=sim.engine_state.copy(),
             inst_unit=np.asarray(sim.inst_unit, dtype=np.int64).copy(),
             inst_conn=np.searchsorted(conn_inst, np.arange(self.batch + 1)).astype(np.int64),
-            split=np.array(sim.split, dtype=np.float64),
+            inst_flow=np.asarray(sim.inst_flow, dtype=np.int64).copy(),
         )
 
     def _restore_source(self, snap: WorldSnapshot, source: Sequence[int] | np.ndarray | None) -> np.ndarray:
@@ -368,16 +374,11 @@ class FabricWorld:
         local = np.arange(sim.n_units) - sim.inst_unit[inst]
         sim.restore_units(snap.units, snap.inst_unit[src[inst]] + local)
         sim.state.time_s[:] = snap.units.state.time_s[src]
-        sim.capacity_bytes_per_s = self._capacity_set = self.links.capacity_bytes_per_s()
-        lo, hi = snap.inst_conn[src], snap.inst_conn[src + 1]
-        rows = np.concatenate(
-            [np.arange(a, z) for a, z in zip(lo.tolist(), hi.tolist())] or [np.zeros(0, int)]
-        )
-        if rows.shape[0] != sim.n_conns:
-            raise RuntimeError("restore: the connections differ from the snapshot's")  # an internal invariant
-        split = snap.split[rows]
-        sim.handed_under(split)  # routing.split_flows independent: the parts' remainders are the snapshot's
-        sim.set_split(split)
+        # the engine's state beside the units' (split, pinned splits, part flows, capacities, cost model):
+        # the snapshot's container, or its instances src, loaded whole; the split's entries merged again
+        engine = snap.engine if source is None else snap.engine.take(src, snap.inst_conn, snap.inst_flow)
+        sim.load_engine_state(engine)
+        self._capacity_set = sim.engine_state.capacity_bytes_per_s
         if source is not None:  # a copy of other instances: the env's cached blocks are out of date
             self.state.dynamics_changed = True
 
@@ -411,9 +412,10 @@ class FabricWorld:
         sim = self.sim
         assert sim is not None
         self.state.dynamics_changed = restack or self.links.changed
-        if self.links.changed or sim.capacity_bytes_per_s is not self._capacity_set:
+        es = sim.engine_state
+        if self.links.changed or es.capacity_bytes_per_s is not self._capacity_set:
             # the capacities of the next interval (a new array: an earlier result's view keeps its values)
-            sim.capacity_bytes_per_s = self._capacity_set = self.links.capacity_bytes_per_s()
+            es.capacity_bytes_per_s = self._capacity_set = self.links.capacity_bytes_per_s()
         on = np.zeros(sim.n_units, dtype=bool)
         on[self.bg_unit] = background_on(self.scenario.background, step, self.state.bg_offset)
         sim.state.bg_on[...] = on
@@ -631,7 +633,7 @@ class FabricWorld:
         # valid while the connections (the same conn_key array), the hash seeds and the dead links are;
         # the capacity array is the engine's own while no capacity factor changes (see _advance_dynamics),
         # so the dead links are compared only when it is a new one
-        cap = sim.capacity_bytes_per_s
+        cap = sim.engine_state.capacity_bytes_per_s
         if cached is not None and cached[0] is sim.conn_key and cached[1] is cap and cached[2] == seeds:
             return cached[4].copy() if copy else cached[4]
         dead = cap <= 0
@@ -679,7 +681,7 @@ class FabricWorld:
         a connection whose every path is dead, and when no link is down)."""
         sim = self.sim
         assert sim is not None
-        if not (sim.capacity_bytes_per_s <= 0).any():
+        if not (sim.engine_state.capacity_bytes_per_s <= 0).any():
             return split
         kept = np.where(self.live_paths(), split, 0.0)
         tot = kept.sum(axis=1, keepdims=True)
@@ -690,7 +692,7 @@ class FabricWorld:
         sim = self.sim
         assert sim is not None
         valid = np.arange(self.max_paths)[None, :] < sim.conn_npaths[:, None]
-        dead = sim.capacity_bytes_per_s.reshape(-1) <= 0
+        dead = sim.engine_state.capacity_bytes_per_s.reshape(-1) <= 0
         if not dead.any():
             return valid
         dead = np.concatenate([dead, [False]])

@@ -153,7 +153,7 @@ def test_solo_lp_gives_each_job_its_lowest_peak_over_the_sprayed_background() ->
         core.step_split(POLICIES["ecmp"](core.world, core.last_result))
     w, sim = core.world, core.world.sim
     d = connection_peak_rate(w)
-    cap = sim.capacity_bytes_per_s
+    cap = sim.engine_state.capacity_bytes_per_s
     sprayed = POLICIES["spray+bg"](w, core.last_result)
     bg = sim.unit_bg[sim.conn_unit]
     bg_load = offered_load(w, sprayed, np.where(bg, d, 0.0))

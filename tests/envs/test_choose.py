@@ -51,7 +51,7 @@ def test_always_choosing_a_plan_reproduces_its_baseline_exactly(mode: str) -> No
             np.testing.assert_array_equal(obs, ref_obs[0], err_msg=f"{name}, step {t}")
             assert r == ref_r[0], (name, t)
             assert info["plan"] == k and info["plan_class"] == CHOOSE_MODES[mode]
-            np.testing.assert_array_equal(core.world.sim.split, ref.world.sim.split)
+            np.testing.assert_array_equal(core.world.sim.engine_state.split, ref.world.sim.engine_state.split)
 
 
 def test_plans_match_hand_computed_splits() -> None:

@@ -86,7 +86,7 @@ def test_compiled_interval_figures_equal_the_numpy_formulas(name: str) -> None:
     sim = world.sim
     assert sim is not None
     rng = np.random.default_rng(0)
-    cap = sim.capacity_bytes_per_s
+    cap = sim.engine_state.capacity_bytes_per_s
     cap[2, rng.choice(world.fabric.n_links, 5, replace=False)] = 0.0  # failed links in one copy
     job_unit = world.job_unit.copy()
     job_unit[3, -1] = -1  # an empty job slot

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not in
 
 def _entries(sim) -> list[bytes]:
     t = sim.table
-    out = [sim.split.tobytes(), t.seg_coef.tobytes(), t.ent_hi.tobytes(), t.ex_lo.tobytes(), t.fe_lo.tobytes(),
+    out = [sim.engine_state.split.tobytes(), t.seg_coef.tobytes(), t.ent_hi.tobytes(), t.ex_lo.tobytes(), t.fe_lo.tobytes(),
            t.fe_hi.tobytes()]  # fmt: skip
     for b in range(sim.batch):  # the shared entries, then the exclusive ones
         for lo, hi in ((t.inst_seg[b], t.ent_hi[b]), (t.ex_lo[b], t.inst_seg[b + 1])):
@@ -88,7 +88,7 @@ def test_a_deferred_split_runs_with_the_interval_as_an_immediate_one_does() -> N
                 np.empty_like(core._default),
                 defer=defer,
             )
-            outs.append(core._run(sim.split, None, split_set=True))
+            outs.append(core._run(sim.engine_state.split, None, split_set=True))
         np.testing.assert_array_equal(outs[0][0], outs[1][0])  # observations
         np.testing.assert_array_equal(outs[0][1], outs[1][1])  # rewards
         assert _entries(cores[0].world.sim) == _entries(cores[1].world.sim)

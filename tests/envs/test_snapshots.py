@@ -185,6 +185,7 @@ def _state_arrays(core: EnvCore) -> dict[str, np.ndarray]:
     """Every array of the episode state of ``core``: the engine's, the world's and the core's containers."""
     ep = core.episode_state
     out = {f"sim.{k}": np.array(v) for k, v in vars(ep.sim).items()}
+    out.update({f"engine.{k}": np.array(v) for k, v in vars(ep.engine).items() if v is not None})
     w = ep.world
     for k in ("step_count", "hash_seed", "bg_offset", "fail_until", "cap_factor"):
         out[f"world.{k}"] = np.array(getattr(w, k))

@@ -54,7 +54,7 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     assert _records(sim)[1] is state  # built once, kept while the arrays are the same
     values, state_values = record_values(sim)
     assert tuple(state_values) == records.STATE_FIELDS
-    own = {"flow_bytes": sim.flow_reset, "capacity": sim.capacity_bytes_per_s}
+    own = {"flow_bytes": sim.engine_state.flow_reset, "capacity": sim.engine_state.capacity_bytes_per_s}
     for name in records.STATE_FIELDS:
         arr = own[name] if name in own else getattr(sim.state, name)
         assert state_values[name] is arr or np.shares_memory(state_values[name], arr), name
@@ -67,7 +67,9 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
             continue
         arr = from_table[name] if name in from_table else getattr(sim, name)
         assert got is arr or np.shares_memory(got, arr), name
-    sim.capacity_bytes_per_s = sim.capacity_bytes_per_s.copy()  # new capacities: a new state record
+    sim.engine_state.capacity_bytes_per_s = (
+        sim.engine_state.capacity_bytes_per_s.copy()
+    )  # new capacities: a new state record
     assert _records(sim)[1] is not state
 
 
@@ -113,7 +115,7 @@ def test_views_are_read_only_and_current() -> None:
         with pytest.raises(ValueError):
             v.reshape(-1)[:1] = 0
     w = core.world
-    np.testing.assert_array_equal(core.link_capacity_bytes_per_s, w.sim.capacity_bytes_per_s)
+    np.testing.assert_array_equal(core.link_capacity_bytes_per_s, w.sim.engine_state.capacity_bytes_per_s)
     np.testing.assert_array_equal(core.controllable, core.n_paths[np.maximum(core.slot_connection, 0)] > 1)
     assert core.ideal_step_s.shape == (2, w.n_job_slots)
     assert np.all(core.ideal_step_s[w.job_unit >= 0] > 0)

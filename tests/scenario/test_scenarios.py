@@ -380,7 +380,9 @@ def test_failed_link_carries_no_traffic_while_down(policy):
         b = res.link_bytes[0, ids]
         if 8 <= i < 24:
             assert (b == 0).all(), (i, b)
-            assert (world.sim.capacity_bytes_per_s[0, ids] == 0).all() or i == 23  # repaired for interval 24
+            assert (
+                world.sim.engine_state.capacity_bytes_per_s[0, ids] == 0
+            ).all() or i == 23  # repaired for interval 24
             assert res.stalled_transfers[0] == 0  # every policy routes around the dead link
         else:
             up_bytes.append(b.sum())
@@ -398,7 +400,7 @@ def test_degraded_link_never_exceeds_half_rate_and_capacity_aware_routing_wins()
         for world, _i, res in world_run("degraded-link", policy, 12):
             ids = world.fabric.link_ids("leaf0-spine1")
             nominal = world.fabric.capacity_bytes_per_s[ids]
-            assert np.allclose(world.sim.capacity_bytes_per_s[0, ids], 0.5 * nominal)
+            assert np.allclose(world.sim.engine_state.capacity_bytes_per_s[0, ids], 0.5 * nominal)
             assert (res.link_bytes[0, ids] <= 0.5 * nominal * res.duration_s[0] * (1 + 1e-9)).all()
     assert mean_util(run("degraded-link", "wcmp", 16)) > mean_util(run("degraded-link", "ecmp", 16)) + 0.05
 

@@ -215,7 +215,7 @@ def test_fused_split_is_refused_by_a_backend_without_it() -> None:
     w = FabricWorld(load_scenario("spine-leaf-2to1"), 1, backend="numpy")
     w.reset(seeds=[0])
     with pytest.raises(ValueError, match=r"set_split_fused: backend 'numpy'; needs one with fused splits"):
-        w.sim.set_split_fused(_kernels.merge_range, (), np.empty_like(w.sim.split))
+        w.sim.set_split_fused(_kernels.merge_range, (), np.empty_like(w.sim.engine_state.split))
     with pytest.raises(ValueError, match=r"run_interval\(then=...\): backend 'numpy'; needs 'numba'"):
         w.sim.run_interval(0.001, then=lambda m: (None, None))
 

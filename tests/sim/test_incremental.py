@@ -312,7 +312,7 @@ def test_switch_between_the_full_path_and_the_lazy_kernel_is_exact(switch, ratio
         assert switches > 20 and full_path > 20 and lazy_solves > 20 and full_work > 0 and lazy_work > 0
     else:
         assert full_path > 0 and lazy_solves > 0 and full_work > 0 and lazy_work > 0
-    assert np.all(sim._sw_cost[:, :2] > 0)  # the running means of the work per entry
+    assert np.all(sim.engine_state.switch_cost[:, :2] > 0)  # the running means of the work per entry
 
 
 def test_incremental_matches_full_resolve_under_the_greedy_split():

@@ -27,6 +27,7 @@ def test_the_world_and_its_result_satisfy_the_routing_protocols() -> None:
         (context.RoutingContext, w),
         (context.ConnectionTable, w.sim),
         (context.BackgroundState, w.sim.state),
+        (context.EngineInputs, w.sim.engine_state),
         (context.EpisodeClock, w.state),
         (context.FabricLinks, w.fabric),
         (context.LastInterval, core.last_result),
@@ -38,8 +39,10 @@ def test_the_world_and_its_result_satisfy_the_routing_protocols() -> None:
         assert not missing, (proto.__name__, missing)
     sim, B, L = w.sim, w.batch, w.fabric.n_links
     C, P = sim.n_conns, w.max_paths
-    assert sim.conn_paths.shape[:2] == sim.conn_paths_global.shape[:2] == sim.split.shape == (C, P)
-    assert sim.capacity_bytes_per_s.shape == core.last_result.link_bytes.shape == (B, L)
+    assert (
+        sim.conn_paths.shape[:2] == sim.conn_paths_global.shape[:2] == sim.engine_state.split.shape == (C, P)
+    )
+    assert sim.engine_state.capacity_bytes_per_s.shape == core.last_result.link_bytes.shape == (B, L)
     assert sim.state.bg_on.shape == sim.unit_bg.shape == sim.unit_inst.shape == (sim.n_units,)
     assert w.default_split().shape == w.live_paths().shape == (C, P)
     # the background units are the only ones that can be on, and this scenario has some on
@@ -54,6 +57,7 @@ class _Only:
         (context.RoutingContext, "state"): context.EpisodeClock,
         (context.RoutingContext, "fabric"): context.FabricLinks,
         (context.ConnectionTable, "state"): context.BackgroundState,
+        (context.ConnectionTable, "engine_state"): context.EngineInputs,
     }
 
     def __init__(self, obj: object, proto: type) -> None:

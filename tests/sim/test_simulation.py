@@ -82,7 +82,7 @@ def test_ring_limited_elsewhere_keeps_its_rate_and_the_other_takes_the_rest(back
     # links into a demand cap): this checks the fold against the textbook answer.
     S = 1.0e9
     w = world_of(two_leaf_one_spine([ring2("a", [0, 2], S), ring2("b", [1, 3], S)], 300.0), backend=backend)
-    w.sim.capacity_bytes_per_s[0, w.fabric.endpoint_up[1]] = C / 4
+    w.sim.engine_state.capacity_bytes_per_s[0, w.fabric.endpoint_up[1]] = C / 4
     res = w.step(w.default_split())
     assert (res.iterations[0] >= 3).all()
     np.testing.assert_allclose(res.step_time_s[0], [S / (3 * C / 4), S / (C / 4)], rtol=RTOL)
@@ -108,7 +108,7 @@ def ring_on_single_switch(interval_ms: float = 10.0) -> dict:
 def test_failed_nic_stalls_the_ring_without_nan_or_inf():
     w = world_of(ring_on_single_switch(10.0))
     nic = w.fabric.endpoint_up[0]
-    w.sim.capacity_bytes_per_s[0, nic] = 0.0
+    w.sim.engine_state.capacity_bytes_per_s[0, nic] = 0.0
     res = w.step(w.default_split())
     assert res.stalled_transfers[0] > 0
     assert res.iterations[0, 0] == 0
@@ -131,7 +131,7 @@ def test_failed_nic_stalls_the_ring_without_nan_or_inf():
     # efficiency = ideal / actual step time, the actual step of a stalled job being at least the time since
     # its iteration began: ideal 1 ms compute + ring 2 (n-1)/n S / C = 1.5 x 1e9 B / 50 GB/s = 31 ms by hand,
     # above the 10 ms elapsed (capped at 1); after 4 stalled intervals 31 / 40
-    ideal = 1e-3 + 2 * 3 / 4 * 1.0e9 / w.sim.capacity_bytes_per_s[0, w.fabric.endpoint_up[1]]
+    ideal = 1e-3 + 2 * 3 / 4 * 1.0e9 / w.sim.engine_state.capacity_bytes_per_s[0, w.fabric.endpoint_up[1]]
     assert res.ideal_step_s[0, 0] == pytest.approx(ideal, rel=RTOL) and ideal == pytest.approx(0.031)
     assert res.efficiency[0, 0] == 1.0
     for _ in range(3):
@@ -142,7 +142,7 @@ def test_failed_nic_stalls_the_ring_without_nan_or_inf():
 
 def test_failed_nic_through_simulate_gives_strict_json():
     def fail_nic(world, last):
-        world.sim.capacity_bytes_per_s[0, world.fabric.endpoint_up[0]] = 0.0
+        world.sim.engine_state.capacity_bytes_per_s[0, world.fabric.endpoint_up[0]] = 0.0
         return world.default_split()
 
     out = ainet_gym.simulate(ring_on_single_switch(10.0), policy=fail_nic, steps=2)
@@ -185,7 +185,7 @@ REROUTED_STEP_S = 1.0e9 / (C / 2)
 def test_failed_leaf_spine_link_carries_no_bytes(policy):
     w = world_of(leaf_spine_failure())
     ids = w.fabric.link_ids("leaf0-spine0")
-    assert (w.sim.capacity_bytes_per_s[0, ids] == 0).all()
+    assert (w.sim.engine_state.capacity_bytes_per_s[0, ids] == 0).all()
     res = w.step(get_policy(policy)(w, None))
     assert (res.link_bytes[0, ids] == 0).all()
     assert np.isfinite(res.link_utilization).all() and np.isfinite(res.max_link_utilization).all()
@@ -203,7 +203,7 @@ def test_wcmp_avoids_a_failed_uplink_of_the_source_leaf():
     # spine1 (2 flows on it: C/2 each); the other direction is untouched (1 flow per spine: C)
     w = world_of(leaf_spine_failure(direction_only=True))
     up = w.fabric.link_ids("leaf0-spine0")[0]
-    w.sim.capacity_bytes_per_s[0, up] = 0.0
+    w.sim.engine_state.capacity_bytes_per_s[0, up] = 0.0
     split = get_policy("wcmp")(w, None)
     res = w.step(split)
     assert res.stalled_transfers[0] == 0

@@ -167,7 +167,15 @@ def run_interval(
     lazy = _kernels.run_interval_lazy if sim.any_lazy() else None
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
     sw_mode = np.zeros(B, dtype=np.int64)
-    sw = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=np.int64), np.zeros(B), sim.switch_cost)
+    sw = (
+        sw_on,
+        sw_ratio,
+        sw_handoff,
+        sw_mode,
+        np.zeros(B, dtype=np.int64),
+        np.zeros(B),
+        sim.engine_state.switch_cost,
+    )
 
     scratch = _lazy_scratch(sim) if lazy is not None else None
 
@@ -215,8 +223,8 @@ def record_values(sim: BatchSim) -> tuple[_records_mod.IntervalStructure, dict[s
         phase_succ=sim.phase_succ, flow_unit=np.asarray(sim.flow_unit, dtype=i64), flow_phase=sim.flow_phase,
         flow_bg=sim.flow_bg, flow_scale=sim.flow_scale, flow_demand=sim.flow_demand,
     )  # fmt: skip
-    cap = np.ascontiguousarray(sim.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
-    own = {"flow_bytes": sim.flow_reset, "capacity": cap}
+    cap = np.ascontiguousarray(sim.engine_state.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
+    own = {"flow_bytes": sim.engine_state.flow_reset, "capacity": cap}
     state = {n: own[n] if n in own else getattr(sim.state, n) for n in _records_mod.STATE_FIELDS}
     return structure, state
 
@@ -229,7 +237,13 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     built at every call would cost what the positional call did.) The key holds the objects themselves, so
     none is freed and its ``id`` reused while the records live. Third: the same arrays in the positional
     order of :func:`ainet_gym.sim.kernels.run_interval_lazy` (:func:`ainet_gym.sim.records.positional`)."""
-    key = (sim.stack, sim.table, sim.state, sim.capacity_bytes_per_s, sim.flow_reset)
+    key = (
+        sim.stack,
+        sim.table,
+        sim.state,
+        sim.engine_state.capacity_bytes_per_s,
+        sim.engine_state.flow_reset,
+    )
     held = sim.backend_scratch.get("records")
     if held is not None and all(a is b for a, b in zip(held[0], key, strict=True)):
         return held[1]  # type: ignore[no-any-return]
@@ -238,7 +252,7 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     state = _records_mod.compiled_record("state", state_values)
     flat = _records_mod.positional(values, state_values)
     # capacities that had to be copied (not C-contiguous float64) are read again at the next call
-    if np.shares_memory(state_values["capacity"], sim.capacity_bytes_per_s):
+    if np.shares_memory(state_values["capacity"], sim.engine_state.capacity_bytes_per_s):
         sim.backend_scratch["records"] = (key, (structure, state, flat))
     return structure, state, flat
 

@@ -78,7 +78,7 @@ class NumpyBackend:
         """:meth:`IntervalMeter.result <ainet_gym.sim.metrics.IntervalMeter.result>` and the capacities and
         NIC throughput of the interval, in numpy."""
         res = meter.result(sim, m, job_unit, ideal_step_s, job_names)
-        res.capacity_bytes_per_s = sim.capacity_bytes_per_s.copy()
+        res.capacity_bytes_per_s = sim.engine_state.capacity_bytes_per_s.copy()
         with np.errstate(invalid="ignore", divide="ignore"):
             res.throughput_gbps = np.where(
                 m.duration_s > 0,
@@ -118,7 +118,7 @@ def run_interval(sim: BatchSim, duration_s: np.ndarray | float, max_events: int)
     iters, step_sum, comm_sum = m.iterations, m.step_time_sum_s, m.comm_time_sum_s
     compute_t, active_t, stalled = m.compute_time_s, m.active_time_s, m.stalled_flows
     flow_moved = np.zeros(sim.n_flows)  # (flows,) bytes each flow moved in the interval
-    cap = sim.capacity_bytes_per_s.reshape(-1)
+    cap = sim.engine_state.capacity_bytes_per_s.reshape(-1)
     events = 0
     solver_iters = 0
     _process_events(sim, iters, step_sum, comm_sum)
@@ -306,7 +306,7 @@ def _process_events(sim: BatchSim, iters: np.ndarray, step_sum: np.ndarray, comm
                 go, (1 - sim.unit_overlap) * sim.unit_compute, st.t_comm_start_left
             )
             reset = go[sim.flow_unit] & ~sim.flow_bg
-            st.rem[...] = np.where(reset, sim.flow_reset, st.rem)
+            st.rem[...] = np.where(reset, sim.engine_state.flow_reset, st.rem)
             changed |= go
         if not changed.any():
             return
