@@ -207,3 +207,117 @@ def test_place_least_loaded_takes_loads_equal_up_to_round_off_as_ties() -> None:
         load[only1] = 5e8 * (1 + eps)  # path 1's own links: equal, a few ulps below or above, or really less
         got = place_least_loaded(core.world, table, demand, allowed, load, inv)
         assert got[c] == want, eps
+
+
+# ---------------------------------------------------------------- the engine's state beside SimState
+
+BACKENDS = ["numpy", "numba"] if kernels.HAVE_NUMBA else ["numpy"]
+#: what the engine keeps from interval to interval beside SimState (docs/development.md, "State as data")
+ENGINE_FIELDS = ("split", "pinned", "part_split", "flow_reset", "capacity_bytes_per_s", "switch_cost")
+#: the routing modes that give the engine state its optional fields: pinned splits, part flows
+ROUTINGS = {"carry": {"reroute": "new_transfers"}, "parts": {"split_flows": "independent"}}
+
+
+def _engine_core(routing: str, backend: str, batch: int = 2) -> EnvCore:
+    from _scenarios import small_spine_leaf
+
+    sc = small_spine_leaf(12, name="engine", link_failures={"rate_per_step": 0.5, "repair_steps": 2})
+    sc["routing"].update(ROUTINGS[routing])
+    return EnvCore(sc, batch=batch, action_mode="split", backend=backend)
+
+
+def _engine_arrays(sim: object) -> dict[str, np.ndarray | None]:
+    es = sim.engine_state  # type: ignore[attr-defined]
+    return {
+        f.name: None if getattr(es, f.name) is None else np.array(getattr(es, f.name)) for f in fields(es)
+    }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("routing", list(ROUTINGS))
+def test_a_step_changes_no_array_of_the_engine_outside_its_containers(backend: str, routing: str) -> None:
+    """The engine state is a container of the listed fields (``sim.split`` etc. raise, naming where they
+    live), and a step changes no array attribute of the simulation: what it changes is in ``sim.state`` or
+    ``sim.engine_state`` (a field left as an attribute of ``BatchSim``, as the split, the pinned splits or
+    the cost model were, fails here). Each field but the optional one this routing lacks does change in
+    these steps (the lazy kernel on every instance, so that the switch's cost model moves; failures move
+    the capacities), so the check sees them all."""
+    from ainet_gym.sim.state import EngineState
+
+    assert tuple(f.name for f in fields(EngineState)) == ENGINE_FIELDS
+    core = _engine_core(routing, backend)
+    core.reset([1, 2])
+    sim = core.world.sim
+    sim.incremental_min_flows = 0  # numba: every instance in the lazy exact kernel (its switch's cost model)
+    for name in ENGINE_FIELDS:
+        with pytest.raises(AttributeError, match=rf"BatchSim\.engine_state\.{name}"):
+            getattr(sim, name)
+        with pytest.raises(AttributeError, match=rf"BatchSim\.engine_state\.{name}"):
+            setattr(sim, name, None)
+    derived = {"_e_lperm"}  # the split's entries in link order, made again from the structure and the split
+    before = {
+        k: (v, v.copy()) for k, v in vars(sim).items() if isinstance(v, np.ndarray) and k not in derived
+    }
+    rng = np.random.default_rng(0)
+    moved = dict.fromkeys(ENGINE_FIELDS, False)
+    for _ in range(6):
+        prev = _engine_arrays(sim)
+        core.step(rng.uniform(-1, 1, size=(2, *core.action_space.shape)).astype(np.float32))
+        assert core.world.sim is sim
+        for k, v in _engine_arrays(sim).items():
+            moved[k] |= v is not None and not np.array_equal(v, prev[k], equal_nan=True)
+    for k, (v, was) in before.items():
+        now = getattr(sim, k)
+        assert now is v and np.array_equal(now, was, equal_nan=True), k
+    absent = {"carry": {"part_split", "flow_reset"}, "parts": {"pinned"}}[routing]  # (bytes: the parts)
+    if backend == "numpy":
+        absent = absent | {"switch_cost"}  # the lazy kernel is numba's
+    assert {k for k, m in moved.items() if not m} == absent
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("routing", list(ROUTINGS))
+def test_a_snapshot_copies_the_engine_state_and_a_restore_loads_it_whole(backend: str, routing: str) -> None:
+    """Every field of the engine state is copied by a snapshot and put back by a restore, as it was: values
+    no step would give (so that a field the restore derives again, restarts or leaves as it was fails), then
+    every array of the live state overwritten in place after the snapshot (so that a snapshot that shares
+    an array fails); a restore into a core of another batch takes the chosen instances' rows."""
+    core = _engine_core(routing, backend)
+    core.reset([3, 4])
+    for _ in range(2):
+        core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
+    sim = core.world.sim
+    es = sim.engine_state
+    rng = np.random.default_rng(1)
+    for name in ENGINE_FIELDS:
+        v = getattr(es, name)
+        if v is not None:  # (pinned: None without carry flows)
+            setattr(es, name, rng.uniform(0.25, 0.75, size=v.shape))
+    want = _engine_arrays(sim)
+    assert {k for k, v in want.items() if v is None} == {"carry": {"part_split"}, "parts": {"pinned"}}[
+        routing
+    ]
+    snap = core.snapshot()
+    for v in vars(sim.engine_state).values():
+        if v is not None:
+            v[...] = 7.0
+    for _ in range(2):  # a snapshot serves any number of restores
+        core.restore(snap)
+        got = _engine_arrays(sim)
+        for name in ENGINE_FIELDS:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)  # (None: both None)
+        core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
+    src = np.array([1, 0, 1])
+    other = _engine_core(routing, backend, batch=3)
+    other.restore(snap, source=src)
+    got = _engine_arrays(other.world.sim)
+    conn = sim.unit_inst[sim.conn_unit]  # the instance of each connection, flow
+    flow = sim.unit_inst[sim.flow_unit]
+    rows = {"conn": np.concatenate([np.flatnonzero(conn == b) for b in src]),
+            "flow": np.concatenate([np.flatnonzero(flow == b) for b in src]), "inst": src}  # fmt: skip
+    kind = {"split": "conn", "pinned": "conn", "part_split": "conn", "flow_reset": "flow"}
+    for name in ENGINE_FIELDS:
+        if want[name] is None:
+            assert got[name] is None, name
+            continue
+        np.testing.assert_array_equal(got[name], want[name][rows[kind.get(name, "inst")]], err_msg=name)
