@@ -26,11 +26,14 @@ takes the same arrays positionally (:func:`positional`): its event loop ran slow
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from ainet_gym.sim.state import SimState
+
+if TYPE_CHECKING:
+    from ainet_gym.sim.engine import BatchSim
 
 __all__ = [
     "HAVE_STRUCTREF",
@@ -38,8 +41,10 @@ __all__ = [
     "STATE_FIELDS",
     "STRUCTURE_FIELDS",
     "IntervalOutputs",
+    "IntervalState",
     "IntervalStructure",
     "compiled_record",
+    "interval_records",
     "positional",
 ]
 
@@ -81,6 +86,11 @@ class IntervalStructure(NamedTuple):
 STRUCTURE_FIELDS: tuple[str, ...] = tuple(IntervalStructure.__annotations__)
 #: the fields of the state record: the engine's bytes per flow and capacities, then :class:`SimState`'s
 STATE_FIELDS: tuple[str, ...] = ("flow_bytes", "capacity", *(f.name for f in fields(SimState)))
+
+#: the state record as Python reads it: ``flow_bytes`` ((flows,) float64, ``EngineState.flow_reset``),
+#: ``capacity`` ((batch * links,) float64, ``EngineState.capacity_bytes_per_s`` flat), then every field of
+#: :class:`SimState` (its own arrays: an interval writes them in place)
+IntervalState = NamedTuple("IntervalState", [(n, np.ndarray) for n in STATE_FIELDS])  # type: ignore[misc]
 
 
 class IntervalOutputs(NamedTuple):
@@ -206,11 +216,35 @@ def compiled_record(kind: str, values: dict[str, np.ndarray] | tuple) -> object:
     return _NEW[kind](*values)
 
 
-def positional(structure: IntervalStructure, state: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+def positional(structure: IntervalStructure, state: IntervalState) -> tuple[np.ndarray, ...]:
     """The arrays of the structure and state records in the order of the positional kernel
     (:func:`ainet_gym.sim.kernels.run_interval_lazy`, after its scalar settings; its outputs follow in
     :class:`IntervalOutputs`' order): the structure up to ``flow_bg``, then ``flow_bytes``, ``flow_scale``,
     ``flow_demand``, ``capacity`` and :class:`SimState`'s fields."""
     head = structure[: STRUCTURE_FIELDS.index("flow_bg") + 1]
-    return (*head, state["flow_bytes"], structure.flow_scale, structure.flow_demand, state["capacity"],
-            *(state[n] for n in STATE_FIELDS[2:]))  # fmt: skip
+    return (*head, state.flow_bytes, structure.flow_scale, structure.flow_demand, state.capacity,
+            *state[2:])  # fmt: skip
+
+
+def interval_records(sim: BatchSim) -> tuple[IntervalStructure, IntervalState]:
+    """The structure and state records of the next interval of ``sim``: its own arrays (the tables of its
+    :class:`~ainet_gym.sim.stack.UnitStack`, the entry buffers of its
+    :class:`~ainet_gym.sim.engine.EntryTable`, its :class:`~ainet_gym.sim.state.EngineState`'s bytes per
+    flow and capacities, flat, and its :class:`SimState`), which both backends' intervals read and write
+    (the compiled records hold the same arrays, :func:`compiled_record`)."""
+    t, i64 = sim.table, np.int64
+    structure = IntervalStructure(
+        inst_seg=t.inst_seg, ent_hi=t.ent_hi, ex_lo=t.ex_lo, fe_lo=t.fe_lo, fe_hi=t.fe_hi,
+        e_flow=t.e_flow_buf, e_link=t.e_link_buf, e_coef=t.e_coef_buf,
+        inst_unit=sim.inst_unit, inst_flow=sim.inst_flow,
+        unit_alive=np.ones(sim.n_units, dtype=np.bool_),  # every stacked unit (a departed job is unstacked)
+        unit_bg=sim.unit_bg, unit_nphases=sim.unit_nphases, unit_compute=sim.unit_compute,
+        unit_overlap=sim.unit_overlap, phase_off=np.asarray(sim.phase_off, dtype=i64),
+        phase_latency=sim.phase_latency, phase_flow_lo=sim.phase_flow_lo, phase_flow_n=sim.phase_flow_n,
+        inst_phase=sim.inst_phase, phase_npred=sim.phase_npred, phase_succ_off=sim.phase_succ_off,
+        phase_succ=sim.phase_succ, flow_unit=np.asarray(sim.flow_unit, dtype=i64), flow_phase=sim.flow_phase,
+        flow_bg=sim.flow_bg, flow_scale=sim.flow_scale, flow_demand=sim.flow_demand,
+    )  # fmt: skip
+    es = sim.engine_state
+    cap = np.ascontiguousarray(es.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
+    return structure, IntervalState(es.flow_reset, cap, *sim.state.arrays())

@@ -26,14 +26,14 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     if not kernels.HAVE_NUMBA:
         pytest.skip("numba is not installed")
     from ainet_gym.sim import records
-    from ainet_gym.sim.backends.numba import _records, record_values
+    from ainet_gym.sim.backends.numba import _records
 
     params = list(inspect.signature(kernels.run_interval_numba.py_func).parameters)
     assert params[11:16] == ["structure", "state", "outputs", "stats", "go"]
     # the lazy kernel takes the same arrays positionally, in records.positional's order
     names = records.positional(
         records.IntervalStructure(*records.STRUCTURE_FIELDS),
-        {n: n for n in records.STATE_FIELDS},
+        records.IntervalState(*records.STATE_FIELDS),
     )
     expected = [*names, *records.OUTPUTS_FIELDS, "stats", "go"]
     params = list(inspect.signature(kernels.run_interval_lazy.py_func).parameters)
@@ -52,12 +52,13 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     structure, state, _ = _records(sim)
     assert isinstance(structure, records.StructureRecord) and isinstance(state, records.StateRecord)
     assert _records(sim)[1] is state  # built once, kept while the arrays are the same
-    values, state_values = record_values(sim)
-    assert tuple(state_values) == records.STATE_FIELDS
+    values, state_values = records.interval_records(sim)
+    assert state_values._fields == records.STATE_FIELDS
     own = {"flow_bytes": sim.engine_state.flow_reset, "capacity": sim.engine_state.capacity_bytes_per_s}
     for name in records.STATE_FIELDS:
         arr = own[name] if name in own else getattr(sim.state, name)
-        assert state_values[name] is arr or np.shares_memory(state_values[name], arr), name
+        got = getattr(state_values, name)
+        assert got is arr or np.shares_memory(got, arr), name
     t = sim.table
     from_table = {"e_flow": t.e_flow_buf, "e_link": t.e_link_buf, "e_coef": t.e_coef_buf}
     from_table.update({n: getattr(t, n) for n in ("inst_seg", "ent_hi", "ex_lo", "fe_lo", "fe_hi")})

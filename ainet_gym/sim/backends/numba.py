@@ -207,31 +207,9 @@ def run_interval(
     return m
 
 
-def record_values(sim: BatchSim) -> tuple[_records_mod.IntervalStructure, dict[str, np.ndarray]]:
-    """The arrays of ``sim`` that its interval's structure and state records hold, by field name
-    (:class:`~ainet_gym.sim.records.IntervalStructure`, :data:`~ainet_gym.sim.records.STATE_FIELDS`)."""
-    t, i64 = sim.table, np.int64
-    structure = _records_mod.IntervalStructure(
-        inst_seg=t.inst_seg, ent_hi=t.ent_hi, ex_lo=t.ex_lo, fe_lo=t.fe_lo, fe_hi=t.fe_hi,
-        e_flow=t.e_flow_buf, e_link=t.e_link_buf, e_coef=t.e_coef_buf,
-        inst_unit=sim.inst_unit, inst_flow=sim.inst_flow,
-        unit_alive=np.ones(sim.n_units, dtype=np.bool_),  # every stacked unit (a departed job is unstacked)
-        unit_bg=sim.unit_bg, unit_nphases=sim.unit_nphases, unit_compute=sim.unit_compute,
-        unit_overlap=sim.unit_overlap, phase_off=np.asarray(sim.phase_off, dtype=i64),
-        phase_latency=sim.phase_latency, phase_flow_lo=sim.phase_flow_lo, phase_flow_n=sim.phase_flow_n,
-        inst_phase=sim.inst_phase, phase_npred=sim.phase_npred, phase_succ_off=sim.phase_succ_off,
-        phase_succ=sim.phase_succ, flow_unit=np.asarray(sim.flow_unit, dtype=i64), flow_phase=sim.flow_phase,
-        flow_bg=sim.flow_bg, flow_scale=sim.flow_scale, flow_demand=sim.flow_demand,
-    )  # fmt: skip
-    cap = np.ascontiguousarray(sim.engine_state.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
-    own = {"flow_bytes": sim.engine_state.flow_reset, "capacity": cap}
-    state = {n: own[n] if n in own else getattr(sim.state, n) for n in _records_mod.STATE_FIELDS}
-    return structure, state
-
-
 def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     """The compiled structure and state records of ``sim`` (:mod:`ainet_gym.sim.records`, of
-    :func:`record_values`), kept in ``sim.backend_scratch`` and built again only when an array they hold was
+    :func:`~ainet_gym.sim.records.interval_records`), kept in ``sim.backend_scratch`` and built again only when an array they hold was
     replaced: a restack (a new :class:`~ainet_gym.sim.stack.UnitStack`, :class:`~ainet_gym.sim.engine.
     EntryTable` and :class:`~ainet_gym.sim.state.SimState`), new capacities or bytes per flow. (A record
     built at every call would cost what the positional call did.) The key holds the objects themselves, so
@@ -247,12 +225,12 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     held = sim.backend_scratch.get("records")
     if held is not None and all(a is b for a, b in zip(held[0], key, strict=True)):
         return held[1]  # type: ignore[no-any-return]
-    values, state_values = record_values(sim)
+    values, state_values = _records_mod.interval_records(sim)
     structure = _records_mod.compiled_record("structure", values)
     state = _records_mod.compiled_record("state", state_values)
     flat = _records_mod.positional(values, state_values)
     # capacities that had to be copied (not C-contiguous float64) are read again at the next call
-    if np.shares_memory(state_values["capacity"], sim.engine_state.capacity_bytes_per_s):
+    if np.shares_memory(state_values.capacity, sim.engine_state.capacity_bytes_per_s):
         sim.backend_scratch["records"] = (key, (structure, state, flat))
     return structure, state, flat
 

@@ -7,8 +7,9 @@ The stages are those of :class:`~ainet_gym.sim.backends.base.SimBackend`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ainet_gym.arrays import safe_divide
 from ainet_gym.sim.allocator import solve_coo
 from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
 from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
+from ainet_gym.sim.records import IntervalState, IntervalStructure, interval_records
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from ainet_gym.sim.engine import BatchSim, EntryTable
     from ainet_gym.sim.metrics import IntervalMeter, NumbaFigures, StepResult
 
-__all__ = ["NumpyBackend", "run_interval"]
+__all__ = ["IndexMaps", "MergedEntries", "NumpyBackend", "index_maps", "run_interval"]
 
 
 class NumpyBackend:
@@ -49,7 +51,12 @@ class NumpyBackend:
         """:func:`run_interval`; ``then`` (a pass on the kernel threads) is refused."""
         if then is not None:
             raise ValueError(f"run_interval(then=...): backend {self.name!r}; needs 'numba'")
-        return run_interval(sim, duration_s, max_events)
+        structure, state = interval_records(sim)
+        entries = MergedEntries(sim.e_flow, sim.e_link, sim.e_coef, sim.e_lperm)
+        return run_interval(
+            structure, state, entries, duration_s, max_events, sim.rate_updates == "phase", sim.rate_quantum_s,
+            sim.n_links, lambda u: sim.flat_units[u].name,
+        )  # fmt: skip
 
     def run_step(
         self,
@@ -103,25 +110,80 @@ class NumpyBackend:
         return solve_coo(flow, link, coef, cap, n_flows, weights=weights, demand=demand)  # type: ignore[return-value]
 
 
-def run_interval(sim: BatchSim, duration_s: np.ndarray | float, max_events: int) -> IntervalMetrics:
-    """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>`, vectorised over the batch
-    event by event (the reference the compiled kernels follow operation for operation).
+class IndexMaps(NamedTuple):
+    """What the reference derives from the structure record (:func:`index_maps`): where each unit, phase and
+    flow belongs, for its vectorised gathers and scatters."""
+
+    unit_inst: np.ndarray  # (units,) int64 instance of each unit
+    phase_unit: np.ndarray  # (phases,) int64 unit of each phase
+    phase_inst: np.ndarray  # (phases,) int64 instance of each phase
+    flow_inst: np.ndarray  # (flows,) int64 instance of each flow
+    flow_gphase: np.ndarray  # (flows,) int64 global phase of each flow, -1 for background flows
+    job_flows: np.ndarray  # (job flows,) int64 the flows that are not background
+    phase_edge_src: np.ndarray  # (successor entries,) int64 the phase each successor entry leaves
+
+
+def index_maps(s: IntervalStructure) -> IndexMaps:
+    """The :class:`IndexMaps` of the structure record ``s`` (its per-instance offsets and per-unit counts
+    expanded)."""
+    B = s.inst_unit.shape[0] - 1
+    inst = np.arange(B, dtype=np.int64)
+    return IndexMaps(
+        unit_inst=np.repeat(inst, np.diff(s.inst_unit)),
+        phase_unit=np.repeat(np.arange(s.unit_bg.shape[0], dtype=np.int64), s.unit_nphases),
+        phase_inst=np.repeat(inst, np.diff(s.inst_phase)),
+        flow_inst=np.repeat(inst, np.diff(s.inst_flow)),
+        flow_gphase=np.where(s.flow_bg, -1, s.phase_off[s.flow_unit] + s.flow_phase).astype(np.int64),
+        job_flows=np.flatnonzero(~s.flow_bg),
+        phase_edge_src=np.repeat(
+            np.arange(s.phase_npred.shape[0], dtype=np.int64), np.diff(s.phase_succ_off)
+        ),
+    )
+
+
+class MergedEntries(NamedTuple):
+    """The nonzero incidence entries of the split, merged by (flow, link) (:meth:`NumpyBackend.merge_split`;
+    the numba kernels read theirs, per instance, from the structure record's entry buffers)."""
+
+    flow: np.ndarray  # (entries,) int64 flow of each entry, sorted (so by instance)
+    link: np.ndarray  # (entries,) int64 global link (instance * links + link)
+    coef: np.ndarray  # (entries,) float64 > 0, bytes on the link per byte of the flow
+    lperm: np.ndarray  # (entries,) int64 the entries in link order (the allocator's)
+
+
+def run_interval(
+    s: IntervalStructure,
+    st: IntervalState,
+    e: MergedEntries,
+    duration_s: np.ndarray | float,
+    max_events: int,
+    phase_mode: bool,
+    quantum_s: float,
+    n_links: int,
+    unit_name: Callable[[int], str],
+) -> IntervalMetrics:
+    """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>` on the records the compiled
+    kernels take (:func:`ainet_gym.sim.records.interval_records`: the structure ``s``, the state ``st``, whose
+    arrays it writes in place), vectorised over the batch event by event (the reference the compiled kernels
+    follow operation for operation). ``e``: the merged entries of the split; ``phase_mode``: rates change
+    only when a phase ends (``rate_updates: phase``); ``quantum_s``: the rate quantum (0: none);
+    ``unit_name(u)``: the name of unit ``u``, for the error of an iteration that takes no time.
 
     Long on purpose: the readable reference of the event loop, the steps of the model's interval in the
     order docs/model.md gives them (rates, the next event, advancing bytes and timers, events), which the
     compiled kernels follow operation for operation; read top to bottom against them.
     """
-    B, U, L = sim.batch, sim.n_units, sim.n_links
-    st = sim.state
+    B, U, L = s.inst_unit.shape[0] - 1, s.unit_bg.shape[0], n_links
+    ix = index_maps(s)
     t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
     m = IntervalMetrics.zeros(t_left.copy(), U, L)
     iters, step_sum, comm_sum = m.iterations, m.step_time_sum_s, m.comm_time_sum_s
     compute_t, active_t, stalled = m.compute_time_s, m.active_time_s, m.stalled_flows
-    flow_moved = np.zeros(sim.n_flows)  # (flows,) bytes each flow moved in the interval
-    cap = sim.engine_state.capacity_bytes_per_s.reshape(-1)
+    flow_moved = np.zeros(s.flow_unit.shape[0])  # (flows,) bytes each flow moved in the interval
+    cap = st.capacity
     events = 0
     solver_iters = 0
-    _process_events(sim, iters, step_sum, comm_sum)
+    _process_events(s, ix, st, iters, step_sum, comm_sum, unit_name)
     prev_active: np.ndarray | None = None
     prev_rates = np.zeros(0)
     while True:
@@ -131,41 +193,41 @@ def run_interval(sim: BatchSim, duration_s: np.ndarray | float, max_events: int)
         events += 1
         if events > max_events:
             raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
-        active = _active_flows(sim, running)
+        active = _active_flows(s, ix, st, running)
         act_idx = np.flatnonzero(active)
         rates = np.zeros(act_idx.shape[0])
-        e_sel = active[sim.e_flow]
-        ef, el, ec = sim.e_flow[e_sel], sim.e_link[e_sel], sim.e_coef[e_sel]
+        e_sel = active[e.flow]
+        ef, el, ec = e.flow[e_sel], e.link[e_sel], e.coef[e_sel]
         if prev_active is not None and np.array_equal(active, prev_active):
             rates = prev_rates  # same flows, same capacities: the same max-min rates
         elif act_idx.size:
             compact = np.cumsum(active) - 1
             new_entry = np.cumsum(e_sel) - 1
-            lperm = new_entry[sim.e_lperm[e_sel[sim.e_lperm]]]  # link order of the selection
+            lperm = new_entry[e.lperm[e_sel[e.lperm]]]  # link order of the selection
             rates, it = solve_coo(
                 compact[ef], el, ec, cap, act_idx.shape[0],
-                demand=sim.flow_demand[act_idx], return_iterations=True, link_order=lperm,
+                demand=s.flow_demand[act_idx], return_iterations=True, link_order=lperm,
             )  # fmt: skip
             solver_iters += it
         prev_active, prev_rates = active, rates
         # time to next event, per instance
         dt = t_left.copy()
-        job_flow = ~sim.flow_bg[act_idx]
+        job_flow = ~s.flow_bg[act_idx]
         with np.errstate(divide="ignore"):
             t_fin = safe_divide(st.rem[act_idx], rates, np.inf)
         t_fin = np.where(job_flow, t_fin, np.inf)
-        if sim.rate_updates == "phase":
+        if phase_mode:
             # only the last flow of a phase is an event: earlier finishers keep their rate
             t_phase = np.zeros(st.phase_state.shape[0] + 1)  # the last slot takes background flows
-            gp = sim.flow_gphase[act_idx]
+            gp = ix.flow_gphase[act_idx]
             np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
             t_fin = np.where(job_flow, t_phase[gp], np.inf)
-        fi = sim.flow_inst[act_idx]  # (active flows,) instance of each
-        if sim.rate_quantum_s > 0.0:
+        fi = ix.flow_inst[act_idx]  # (active flows,) instance of each
+        if quantum_s > 0.0:
             # completions up to the quantum after an instance's first are one event, at the last of them
             t_first = np.full(B, np.inf)
             np.minimum.at(t_first, fi, t_fin)
-            t_q = t_first + sim.rate_quantum_s
+            t_q = t_first + quantum_s
             in_q = t_fin <= t_q[fi]
             t_last = t_first.copy()
             np.maximum.at(t_last, fi[in_q], t_fin[in_q])
@@ -174,24 +236,24 @@ def run_interval(sim: BatchSim, duration_s: np.ndarray | float, max_events: int)
             np.minimum.at(dt, fi, t_fin)
         stalled_now = np.bincount(fi, weights=(rates <= 0) & job_flow, minlength=B).astype(np.int64)
         stalled = np.maximum(stalled, stalled_now)
-        alive = ~sim.unit_bg & running[sim.unit_inst]
+        alive = ~s.unit_bg & running[ix.unit_inst]
         timers = np.full(U, np.inf)
         pc = st.phase_cur
         timers = np.where(pc == WAITING, st.t_start_left, timers)
         timers = np.minimum(timers, np.where(st.t_compute_left > EPS_T, st.t_compute_left, np.inf))
         timers = np.minimum(timers, np.where(pc == PRE_COMM, st.t_comm_start_left, np.inf))
         timers = np.where(alive, timers, np.inf)
-        np.minimum.at(dt, sim.unit_inst, timers)
-        ph_live = alive[sim.phase_unit] & (st.phase_state == RUNNING)  # phases paying their latency
+        np.minimum.at(dt, ix.unit_inst, timers)
+        ph_live = alive[ix.phase_unit] & (st.phase_state == RUNNING)  # phases paying their latency
         lat = st.phase_lat_left
-        np.minimum.at(dt, sim.phase_inst, np.where(ph_live & (lat > EPS_T), lat, np.inf))
+        np.minimum.at(dt, ix.phase_inst, np.where(ph_live & (lat > EPS_T), lat, np.inf))
         dt = np.where(running, np.maximum(dt, 0.0), 0.0)
         # advance
         dtf = dt[fi]
         moved = np.minimum(rates * dtf, st.rem[act_idx])  # phase mode: early finishers stop at 0
         st.rem[act_idx] = np.where(job_flow, st.rem[act_idx] - moved, st.rem[act_idx])
         flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
-        dtu = dt[sim.unit_inst]
+        dtu = dt[ix.unit_inst]
         started = alive & (pc != WAITING)
         active_t += np.where(started, dtu, 0.0)
         compute_t += np.where(started, np.minimum(st.t_compute_left, dtu), 0.0)
@@ -200,12 +262,12 @@ def run_interval(sim: BatchSim, duration_s: np.ndarray | float, max_events: int)
         st.t_comm_start_left[...] = np.where(
             alive & (pc == PRE_COMM), st.t_comm_start_left - dtu, st.t_comm_start_left
         )
-        st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[sim.phase_inst], 0.0), lat)
-        st.time_s += dt
+        st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[ix.phase_inst], 0.0), lat)
+        st.time_s[...] += dt
         t_left -= dt
-        _process_events(sim, iters, step_sum, comm_sum)
+        _process_events(s, ix, st, iters, step_sum, comm_sum, unit_name)
     # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
-    link_bytes = np.bincount(sim.e_link, weights=sim.e_coef * flow_moved[sim.e_flow], minlength=B * L)
+    link_bytes = np.bincount(e.link, weights=e.coef * flow_moved[e.flow], minlength=B * L)
     return replace(
         m,
         link_bytes=link_bytes.reshape(B, L),
@@ -215,40 +277,46 @@ def run_interval(sim: BatchSim, duration_s: np.ndarray | float, max_events: int)
     )
 
 
-def _active_flows(sim: BatchSim, running: np.ndarray) -> np.ndarray:
-    u = sim.flow_unit
+def _active_flows(s: IntervalStructure, ix: IndexMaps, st: IntervalState, running: np.ndarray) -> np.ndarray:
     # a flow moves when its phase runs and has paid its latency; index -1 (background) is False
-    ready = np.append((sim.state.phase_state == RUNNING) & (sim.state.phase_lat_left <= EPS_T), False)
-    job_active = ready[sim.flow_gphase] & (sim.state.rem > 0)
-    bg_active = sim.flow_bg & sim.state.bg_on[u]
-    return (job_active | bg_active) & running[sim.flow_inst]
+    ready = np.append((st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T), False)
+    job_active = ready[ix.flow_gphase] & (st.rem > 0)
+    bg_active = s.flow_bg & st.bg_on[s.flow_unit]
+    return (job_active | bg_active) & running[ix.flow_inst]
 
 
-def _process_events(sim: BatchSim, iters: np.ndarray, step_sum: np.ndarray, comm_sum: np.ndarray) -> None:
+def _process_events(
+    s: IntervalStructure,
+    ix: IndexMaps,
+    st: IntervalState,
+    iters: np.ndarray,
+    step_sum: np.ndarray,
+    comm_sum: np.ndarray,
+    unit_name: Callable[[int], str],
+) -> None:
     """Apply every transition that is due now, until none is (vectorised over units).
 
     Long on purpose: the transitions of a unit (compute end, phase end, iteration end, job start) in
     the order they are applied, one vectorised block each, as the compiled kernels apply them inline.
     """
-    U = sim.n_units
-    st = sim.state
-    now = st.time_s[sim.unit_inst] if U else np.zeros(0)
-    done_flow = (~sim.flow_bg) & (st.rem <= EPS_B * sim.flow_scale)
+    U = s.unit_bg.shape[0]
+    now = st.time_s[ix.unit_inst] if U else np.zeros(0)
+    done_flow = (~s.flow_bg) & (st.rem <= EPS_B * s.flow_scale)
     st.rem[...] = np.where(done_flow, 0.0, st.rem)
-    alive = ~sim.unit_bg
+    alive = ~s.unit_bg
     # compute that ends within eps_t has ended: no sliver of it is carried into the next event (so two
     # backends whose event times differ in the last bits count the same compute time)
     st.t_compute_left[...] = np.where(alive & (st.t_compute_left <= EPS_T), 0.0, st.t_compute_left)
-    for _ in range(4 * int(sim.unit_nphases.max(initial=0)) + 8):
+    for _ in range(4 * int(s.unit_nphases.max(initial=0)) + 8):
         changed = np.zeros(U, dtype=bool)
         pc = st.phase_cur
         # start of the job
         go = alive & (pc == WAITING) & (st.t_start_left <= EPS_T)
         if go.any():
             st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
-            st.t_compute_left[...] = np.where(go, sim.unit_compute, st.t_compute_left)
+            st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
             st.t_comm_start_left[...] = np.where(
-                go, (1 - sim.unit_overlap) * sim.unit_compute, st.t_comm_start_left
+                go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left
             )
             st.iter_start[...] = np.where(go, now, st.iter_start)
             changed |= go
@@ -258,67 +326,63 @@ def _process_events(sim: BatchSim, iters: np.ndarray, step_sum: np.ndarray, comm
         if go.any():
             st.phase_cur[...] = np.where(go, 0, st.phase_cur)
             st.comm_start[...] = np.where(go, now, st.comm_start)
-            _start_phases(sim, go)
+            _start_phases(s, ix, st, go)
             changed |= go
         pc = st.phase_cur
         # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
         # wait for it start when it was the last they waited for; the cursor counts the phases done
         n_ph = st.phase_state.shape[0]
-        jf = sim.job_flows
-        pending = np.bincount(sim.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
+        jf = ix.job_flows
+        pending = np.bincount(ix.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
         done = (
-            alive[sim.phase_unit]
-            & (st.phase_state == RUNNING)
-            & (st.phase_lat_left <= EPS_T)
-            & (pending == 0)
+            alive[ix.phase_unit] & (st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T) & (pending == 0)
         )
         if done.any():
             st.phase_state[...] = np.where(done, DONE, st.phase_state)
-            n_done = np.bincount(sim.phase_unit[done], minlength=U)
+            n_done = np.bincount(ix.phase_unit[done], minlength=U)
             go = n_done > 0
             st.phase_cur[...] = pc + n_done
-            dec = np.bincount(sim.phase_succ, weights=done[sim.phase_edge_src], minlength=n_ph)
+            dec = np.bincount(s.phase_succ, weights=done[ix.phase_edge_src], minlength=n_ph)
             st.phase_wait[...] = st.phase_wait - dec.astype(np.int64)
             enter = (dec > 0) & (st.phase_wait == 0)
             st.phase_state[...] = np.where(enter, RUNNING, st.phase_state)
-            st.phase_lat_left[...] = np.where(enter, sim.phase_latency, st.phase_lat_left)
-            fin = go & (st.phase_cur == sim.unit_nphases)
+            st.phase_lat_left[...] = np.where(enter, s.phase_latency, st.phase_lat_left)
+            fin = go & (st.phase_cur == s.unit_nphases)
             st.comm_end[...] = np.where(fin, now, st.comm_end)
             changed |= go
         pc = st.phase_cur
         # iteration ends when compute and communication are both done
-        go = alive & (pc == sim.unit_nphases) & (st.t_compute_left <= EPS_T)
+        go = alive & (pc == s.unit_nphases) & (st.t_compute_left <= EPS_T)
         if go.any():
             step_t = now - st.iter_start
             iters += go
             step_sum += np.where(go, step_t, 0.0)
             comm_sum += np.where(go, st.comm_end - st.comm_start, 0.0)
-            st.iterations_total += go
+            st.iterations_total[...] += go
             st.last_step_s[...] = np.where(go, step_t, st.last_step_s)
             st.last_comm_s[...] = np.where(go, st.comm_end - st.comm_start, st.last_comm_s)
             if (go & (step_t <= 0)).any():
                 u = int(np.flatnonzero(go & (step_t <= 0))[0])
-                raise RuntimeError(f"job {sim.flat_units[u].name!r}: an iteration takes no time")
+                raise RuntimeError(f"job {unit_name(u)!r}: an iteration takes no time")
             st.iter_start[...] = np.where(go, now, st.iter_start)
             st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
-            st.t_compute_left[...] = np.where(go, sim.unit_compute, st.t_compute_left)
+            st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
             st.t_comm_start_left[...] = np.where(
-                go, (1 - sim.unit_overlap) * sim.unit_compute, st.t_comm_start_left
+                go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left
             )
-            reset = go[sim.flow_unit] & ~sim.flow_bg
-            st.rem[...] = np.where(reset, sim.engine_state.flow_reset, st.rem)
+            reset = go[s.flow_unit] & ~s.flow_bg
+            st.rem[...] = np.where(reset, st.flow_bytes, st.rem)
             changed |= go
         if not changed.any():
             return
     raise RuntimeError("event processing did not settle")
 
 
-def _start_phases(sim: BatchSim, mask: np.ndarray) -> None:
+def _start_phases(s: IntervalStructure, ix: IndexMaps, st: IntervalState, mask: np.ndarray) -> None:
     """The communication of the units in ``mask`` starts: phases that wait for none run, paying their
     latency first; the others wait for all their predecessors."""
-    st = sim.state
-    m = mask[sim.phase_unit]
-    root = m & (sim.phase_npred == 0)
-    st.phase_wait[...] = np.where(m, sim.phase_npred, st.phase_wait)
+    m = mask[ix.phase_unit]
+    root = m & (s.phase_npred == 0)
+    st.phase_wait[...] = np.where(m, s.phase_npred, st.phase_wait)
     st.phase_state[...] = np.where(m, np.where(root, RUNNING, IDLE), st.phase_state)
-    st.phase_lat_left[...] = np.where(root, sim.phase_latency, st.phase_lat_left)
+    st.phase_lat_left[...] = np.where(root, s.phase_latency, st.phase_lat_left)
