@@ -3,6 +3,12 @@
 This is the oracle: the compiled kernels (:mod:`ainet_gym.sim.backends.numba`) follow its floating-point
 operations and agree with it bit for bit on the shipped scenarios (``python -m ainet_gym.checks.parity``).
 The stages are those of :class:`~ainet_gym.sim.backends.base.SimBackend`.
+
+:func:`run_interval` reads the records the compiled interval takes (:mod:`ainet_gym.sim.records`: one
+definition of the structure and the state feeds both backends, built by
+:func:`~ainet_gym.sim.records.interval_records`), with two things of its own: the merged entries of the
+split as one list (:class:`MergedEntries`; the kernels keep theirs per instance in the structure record's
+buffers) and the index maps it derives from the structure record (:class:`IndexMaps`).
 """
 
 from __future__ import annotations
