@@ -857,10 +857,12 @@ class BatchSim:
             stack.unit_nphases,
         )
 
-    def snapshot_units(self) -> UnitSnapshot:
+    def snapshot_units(self, pinned: bool = True) -> UnitSnapshot:
         """A copy of the state with its layout, for :meth:`set_units` / :meth:`restore_units` to carry
-        to surviving units (and the pinned splits of their connections)."""
-        pinned = self.engine_state.pinned
+        to surviving units, and the pinned splits of their connections (``pinned=False``: without them, for
+        a snapshot that copies the whole engine state, :meth:`EngineState.copy
+        <ainet_gym.sim.state.EngineState.copy>`, and restores it with :meth:`load_engine_state`)."""
+        pinned = self.engine_state.pinned if pinned else None
         return UnitSnapshot(
             self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases,
             None if pinned is None else pinned.copy(), self.conn_off, self.unit_nconns,

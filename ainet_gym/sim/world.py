@@ -294,7 +294,7 @@ class FabricWorld:
         return WorldSnapshot(
             scenario=self.scenario,
             state=self.state.copy(),
-            units=sim.snapshot_units(),
+            units=sim.snapshot_units(pinned=False),  # (the pinned splits: in the engine state)
             engine=sim.engine_state.copy(),
             inst_unit=np.asarray(sim.inst_unit, dtype=np.int64).copy(),
             inst_conn=np.searchsorted(conn_inst, np.arange(self.batch + 1)).astype(np.int64),
