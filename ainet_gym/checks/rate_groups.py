@@ -167,31 +167,42 @@ class RateGroupTrace:
         return "\n".join(lines)
 
 
+def _active_now(sim: Any) -> np.ndarray:
+    """The flows the reference solves for at this moment of a batch-1 simulation: the numpy backend's rule
+    (a job flow whose phase runs and has paid its latency and has bytes left; a background flow switched
+    on), read from the state; :func:`_wrapped_reference` checks it against the solve's flow count."""
+    from ainet_gym.sim.engine import EPS_T
+    from ainet_gym.sim.state import RUNNING
+
+    st = sim.state
+    ready = np.append((st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T), False)
+    return np.flatnonzero((ready[sim.flow_gphase] & (st.rem > 0)) | (sim.flow_bg & st.bg_on[sim.flow_unit]))
+
+
 @contextlib.contextmanager
-def _wrapped_reference(rows: list[tuple[int, ...]], n_flows: int, rtol: float) -> Iterator[None]:
-    """The numpy backend's solver and active-set functions wrapped so that each solve is counted."""
+def _wrapped_reference(sim: Any, rows: list[tuple[int, ...]], rtol: float) -> Iterator[None]:
+    """The numpy backend's solver wrapped so that each solve is counted (``rows``)."""
     from ainet_gym.sim.backends import numpy_ref
 
-    for name in ("solve_coo", "_active_flows"):
-        if not hasattr(numpy_ref, name):  # pragma: no cover - guards a rename of the reference's helpers
-            raise RuntimeError(f"trace_rate_groups: ainet_gym.sim.backends.numpy_ref has no {name!r} to wrap")
-    solve0, active0 = numpy_ref.solve_coo, numpy_ref._active_flows
-    cur: dict[str, np.ndarray] = {}
+    solve0 = numpy_ref.solve_coo
+    n_flows = sim.n_flows
     prev_rate = np.full(n_flows, np.nan)  # nan: not active at the last solve
     prev_grp = np.full(n_flows, -1, dtype=np.int64)
     first = [True]
 
-    def active(sim: Any, running: np.ndarray) -> np.ndarray:
-        a = active0(sim, running)
-        cur["act"] = np.flatnonzero(a)
-        return a
-
     def solve(ef: np.ndarray, el: np.ndarray, ec: np.ndarray, cap: np.ndarray, n: int, **kw: Any) -> Any:
         out = solve0(ef, el, ec, cap, n, **kw)
         rates = out[0] if isinstance(out, tuple) else out
-        g_act = cur["act"]
+        g_act = _active_now(sim)
+        if g_act.shape[0] != n:
+            raise RuntimeError(
+                f"trace_rate_groups: the numpy backend solved {n} flows, its active rule as read here gives "
+                f"{g_act.shape[0]}: the reference's rule changed; update _active_now"
+            )
         pg = prev_grp[g_act]
         grp = bottleneck_groups(ef, el, ec, cap, rates, kw.get("demand"), pg, rtol)
+        own = grp <= -2  # a flow at its demand: its own group, named by its global flow id across solves
+        grp[own] = -2 - g_act[-2 - grp[own]]
         pr = prev_rate[g_act]
         was = ~np.isnan(pr)
         changed = was & (np.abs(rates - pr) > CHANGE_RTOL * np.maximum(np.abs(pr), np.abs(rates)))
@@ -201,8 +212,8 @@ def _wrapped_reference(rows: list[tuple[int, ...]], n_flows: int, rtol: float) -
         now[g_act] = True
         departed = int((~now[np.flatnonzero(~np.isnan(prev_rate))]).sum())
         ch_e = changed[ef]
-        in_g = np.isin(grp[ef], np.unique(grp[kept]))
-        pair = (grp[ef[in_g]] + n + 2) * cap.shape[0] + el[in_g]
+        in_g = np.isin(grp[ef], np.unique(grp[kept])) & (grp[ef] != NO_BOTTLENECK)
+        pair = (grp[ef[in_g]] + n_flows + 2) * cap.shape[0] + el[in_g]
         if not first[0]:
             rows.append((
                 n, int((~was).sum()), departed, int(changed.sum()), int(kept.sum()), int(moved.sum()),
@@ -216,11 +227,11 @@ def _wrapped_reference(rows: list[tuple[int, ...]], n_flows: int, rtol: float) -
         prev_grp[g_act] = grp
         return out
 
-    numpy_ref.solve_coo, numpy_ref._active_flows = solve, active
+    numpy_ref.solve_coo = solve
     try:
         yield
     finally:
-        numpy_ref.solve_coo, numpy_ref._active_flows = solve0, active0
+        numpy_ref.solve_coo = solve0
 
 
 def trace_rate_groups(world: Any, max_events: int = 1000, rtol: float = RTOL) -> RateGroupTrace:
@@ -245,7 +256,7 @@ def trace_rate_groups(world: Any, max_events: int = 1000, rtol: float = RTOL) ->
         raise ValueError("trace_rate_groups: the world has no state yet (reset it first)")
     rows: list[tuple[int, ...]] = []
     t0 = time.process_time()
-    with _wrapped_reference(rows, sim.n_flows, rtol):
+    with _wrapped_reference(sim, rows, rtol):
         try:
             res = world.step(world.default_split(), max_events=max_events)
             events, capped = int(res.events), False
