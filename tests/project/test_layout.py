@@ -323,6 +323,8 @@ _BACKEND_FACTORIES = ("sim/backends/__init__.py", "envs/passes.py")
 #: a whole module, or one comparison of a module
 _BACKEND_DATA = {
     "bench/report.py": "groups the benchmark's result rows by their backend column",
+    "checks/rate_groups.py": "a diagnostic of the numpy reference's own solves: it wraps that backend's solver, so it "
+    "needs that backend (it dispatches nothing)",
     "bench/sections.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",
 }
 #: the rooms that run a step, where any comparison with a backend's name is dispatch
