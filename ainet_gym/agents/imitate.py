@@ -24,6 +24,7 @@ a policy of the class. Command line::
     python -m ainet_gym.agents.imitate label spine-leaf-2to1-jitter --seeds 2000000-2000039 --out train.npz
     python -m ainet_gym.agents.imitate clone train.npz --val val.npz --out bc.zip --epochs 60
     python -m ainet_gym.agents.imitate knn train.npz --k 5 --out knn.npz   # evaluate knn:knn.npz
+    python -m ainet_gym.agents.imitate qfit train.npz --hidden 64,64 --out q.npz   # evaluate qnet:q.npz
 
 3. :func:`fit_knn` / :class:`KnnAgent` (``knn:PATH`` in ``evaluate``): the plan the ``k`` labelled decisions
    nearest in the observation's ``job_phase`` block were given, a non-parametric imitation that reads only
@@ -994,13 +995,15 @@ def _load(path: str | Path) -> dict[str, Any]:
 
 def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) -> Any:
     """The deterministic plan choice of a saved policy, as a function of the batch's observations: a
-    ``knn`` policy file (.npz, :func:`fit_knn`) or a PPO model (.zip)."""
+    ``knn`` policy file (.npz, :func:`fit_knn`), a ``qnet`` one (.npz with a ``layers`` field,
+    :func:`ainet_gym.agents.qnet.fit_qnet`) or a PPO model (.zip)."""
     if str(path).endswith(".npz"):
         from types import SimpleNamespace
 
+        from ainet_gym.agents.qnet import QnetAgent, is_qnet_file
         from ainet_gym.envs.env import EnvCore
 
-        agent = KnnAgent(path)
+        agent: Any = QnetAgent(path) if is_qnet_file(path) else KnnAgent(path)
         view = SimpleNamespace(
             obs_layout=EnvCore(scenario, action_mode=action_mode, obs_features=feats).obs_layout
         )
@@ -1070,7 +1073,7 @@ def _add_label_parser(sub: Any) -> None:
     s.add_argument(
         "--policy",
         default=None,
-        help="a knn policy (.npz) or ppo model (.zip) to play instead of the labels (DAgger)",
+        help="a knn or qnet policy (.npz) or ppo model (.zip) to play instead of the labels (DAgger)",
     )
 
 
@@ -1135,6 +1138,25 @@ def _add_knn_parser(sub: Any) -> None:
     )
 
 
+def _add_qfit_parser(sub: Any) -> None:
+    """``qfit``'s arguments (:func:`ainet_gym.agents.qnet.fit_qnet`)."""
+    q = sub.add_parser("qfit", help="fit an MLP to the plans' lookahead values of labels (evaluate qnet:OUT)")
+    q.add_argument("labels", help=".npz of label (comma list: aggregated)")
+    q.add_argument("--out", required=True, help=".npz policy file")
+    q.add_argument("--blocks", default="job_phase", help="observation blocks of the inputs, comma list")
+    q.add_argument(
+        "--value-weight",
+        type=float,
+        default=None,
+        help="penalty per GPU-second of excess step time in the values (default: the labels' tail weight)",
+    )
+    q.add_argument("--hidden", default="64,64", help="hidden layer widths, comma list (default 64,64)")
+    q.add_argument("--epochs", type=int, default=40)
+    q.add_argument("--batch-size", type=int, default=256)
+    q.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
+    q.add_argument("--seed", type=int, default=0)
+
+
 def _run_label(a: Any) -> int:
     """``label``: the lookahead's labels of ``a.seeds`` in batches of ``a.batch`` episodes, saved to ``a.out``."""
     from ainet_gym.agents.evaluate import parse_seeds
@@ -1178,7 +1200,19 @@ def main(argv: list[str] | None = None) -> int:
     _add_label_parser(sub)
     _add_clone_parser(sub)
     _add_knn_parser(sub)
+    _add_qfit_parser(sub)
     a = p.parse_args(argv)
+    if a.cmd == "qfit":
+        from ainet_gym.agents.qnet import fit_qnet
+
+        res = fit_qnet(
+            _concat([_load(x) for x in a.labels.split(",")]), a.out, a.blocks, a.value_weight, a.hidden,
+            a.epochs, a.seed, a.batch_size, a.lr,
+            metadata={"algorithm": "qnet-imitation", "command": "python -m ainet_gym.agents.imitate "
+                      + " ".join(argv if argv is not None else __import__("sys").argv[1:])},
+        )  # fmt: skip
+        print(json.dumps(res, indent=1))
+        return 0
     if a.cmd == "knn":
         labels = _concat([_load(x) for x in a.labels.split(",")])
         path = fit_knn(
