@@ -8,7 +8,7 @@ The schema is the one of docs/scenarios.md ("Schema")::
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
-    routing:  {max_paths, qps_per_connection, reroute, split_flows}
+    routing:  {max_paths, qps_per_connection, reroute, split_flows, ring_run_ahead_bytes}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message
@@ -109,11 +109,13 @@ from ainet_gym.scenario.sections import (
     parse_jobs,
 )
 from ainet_gym.scenario.spec import (
+    JobSpec,
     RewardSpec,
     RoutingSpec,
     Scenario,
     fabric_gpu_count,
 )
+from ainet_gym.sim.workload import ring_segments
 
 __all__ = [
     "FABRIC_COMMON_KEYS",
@@ -208,11 +210,48 @@ def _build(ctx: Context, top: Any) -> Scenario:
             "coupled (with new_transfers), or routing.reroute: in_flight",
             "independent",
         )
+    _check_ring_run_ahead(ctx, kw["routing"], [*jobs, *churn.templates])
     wd2 = optional_mapping(ctx, top, "reward", "", REWARD_RULES, "the reward")
     kw["reward"] = RewardSpec(**apply_rules(ctx, wd2, "reward", REWARD_RULES))
     sc = Scenario(**kw, source=ctx.source, raw=dict(top))
     check_runnable(ctx, sc, size)
     return sc
+
+
+def _check_ring_run_ahead(ctx: Context, routing: RoutingSpec, jobs: list[JobSpec]) -> None:
+    """``routing.ring_run_ahead_bytes`` only with ``split_flows: independent`` (under ``coupled`` a ring's
+    hops move at one rate: segments would change nothing but the cost), and its segments x GPUs (about the
+    flows the engine tracks for a ring) at most ``LIMITS['chunk_flows']`` for every job."""
+    ra = routing.ring_run_ahead_bytes
+    if ra is None:
+        return
+    if routing.split_flows != "independent":
+        ctx.fail(
+            "routing.ring_run_ahead_bytes",
+            f"{ra:g} bounds how far a ring's independent hops run apart, but routing.split_flows is "
+            f"{routing.split_flows!r} (its hops move at one rate)",
+            "null (omit it), or routing.split_flows: independent",
+            ra,
+        )
+    for job in jobs:
+        for c in job.collectives:
+            p = int(c.group_size or job.gpus)
+            if c.op == "allreduce" and c.algorithm in ("ring", "hierarchical") and c.chunks == 1:
+                hop = 2.0 * (p - 1) / p * c.bytes  # the most a hop of its rings moves
+            elif c.op in ("reducescatter", "allgather"):
+                hop = (p - 1) / p * c.bytes
+            else:
+                continue
+            n = ring_segments(hop, ra)
+            if n * job.gpus > LIMITS["chunk_flows"]:
+                ctx.fail(
+                    "routing.ring_run_ahead_bytes",
+                    f"{ra:g} cuts the {c.op} of job {job.name!r} ({job.gpus} GPUs, {hop:.4g} bytes per ring "
+                    f"hop) into {n:,} segments, about {n * job.gpus:,} flows (segments x gpus), above the "
+                    f"limit of {int(LIMITS['chunk_flows']):,} (ainet_gym.scenario.loader.LIMITS['chunk_flows'])",
+                    f"at least {hop * job.gpus / LIMITS['chunk_flows']:.4g} bytes, or null",
+                    ra,
+                )
 
 
 def load_scenario(path_or_dict: str | os.PathLike | Mapping | Scenario) -> Scenario:

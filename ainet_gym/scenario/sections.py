@@ -724,6 +724,9 @@ ROUTING_RULES: dict[str, Rule | None] = {
     "qps_per_connection": int_rule("a number of QPs", ge=1, le=LIMITS["count_max"]),
     "reroute": enum_rule(REROUTE_MODES, "reroute mode"),
     "split_flows": enum_rule(SPLIT_FLOWS_MODES, "split flows mode"),
+    "ring_run_ahead_bytes": num_rule(
+        "a number of bytes per ring hop", ge=1, le=LIMITS["bytes_max"], null=True
+    ),
 }
 REWARD_RULES: dict[str, Rule | None] = {"kind": enum_rule(REWARD_KINDS, "reward kind")}
 

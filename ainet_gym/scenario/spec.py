@@ -216,6 +216,9 @@ class RoutingSpec:
     qps_per_connection: int = 1
     reroute: str = "in_flight"  # one of REROUTE_MODES
     split_flows: str = "coupled"  # one of SPLIT_FLOWS_MODES
+    # with split_flows independent: a ring's hops may run apart by at most this many bytes (the ring is cut
+    # into sequential segments of at most this many bytes per hop, sim.workload.segment_rings); None: unbounded
+    ring_run_ahead_bytes: float | None = None
 
 
 @dataclass(frozen=True)

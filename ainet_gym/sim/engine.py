@@ -42,7 +42,7 @@ from ainet_gym.sim.backends import BACKEND_ENV, BACKENDS, get_backend, resolve_b
 from ainet_gym.sim.backends.base import Pending, Then
 from ainet_gym.sim.stack import UnitStack, stack_units
 from ainet_gym.sim.state import PRE_COMM, RUNNING, EngineState, SimState
-from ainet_gym.sim.workload import CollectivePhase, Flow, decompose
+from ainet_gym.sim.workload import CollectivePhase, Flow, decompose, segment_rings
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 __all__ = [
@@ -359,6 +359,7 @@ def compile_job(
     rotation: int = 0,
     carry: bool = False,
     split_flows: str = "coupled",
+    ring_run_ahead_bytes: float | None = None,
 ) -> CompiledUnit:
     """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
 
@@ -369,6 +370,10 @@ def compile_job(
     ``split_flows`` (``routing.split_flows``): ``"coupled"`` (a flow moves at one rate over all its members
     and paths) or ``"independent"`` (each member's share of each candidate path is a part flow of its own,
     :func:`_split_parts`; not with ``carry``).
+
+    ``ring_run_ahead_bytes`` (``routing.ring_run_ahead_bytes``): every ring phase is cut into sequential
+    segments of at most this many bytes per hop (:func:`~ainet_gym.sim.workload.segment_rings`), so that
+    independent hops run apart by at most one segment; ``None``: rings uncut.
     """
     _check_split_flows(split_flows, carry)
     gpus = np.asarray(gpus, dtype=np.int64)
@@ -384,7 +389,7 @@ def compile_job(
     conn_index: dict[tuple[int, int], int] = {}
     for coll in job.collectives:
         base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
-        for ph in _grouped_phases(coll, p, host_of_rank, rotation):
+        for ph in segment_rings(_grouped_phases(coll, p, host_of_rank, rotation), ring_run_ahead_bytes):
             k = len(phase_steps)
             phase_steps.append(ph.steps)
             if ph.after is None:

@@ -28,6 +28,12 @@ alltoall           pairwise             (p-1)/p S                      p-1
 sendrecv shift:k   -                    S                              1
 =================  ===================  =============================  ================
 
+Bounded run-ahead of a ring (``routing.ring_run_ahead_bytes``, with ``routing.split_flows: independent``):
+:func:`segment_rings` cuts every phase made of rings into N phases of the same hops, each moving 1/N of
+the bytes, one after the other (N = ceil(per-hop bytes / run_ahead)); the first pays the phase's alpha
+steps and the others none, so the alpha terms are unchanged. Independent hops then run apart within a
+segment and meet at its end: a hop runs ahead of the slowest by at most one segment.
+
 These match Thakur, Rabenseifner and Gropp (2005) for the bandwidth and latency terms (the reduction
 compute term gamma is not modelled).
 """
@@ -41,7 +47,16 @@ import numpy as np
 
 from ainet_gym.scenario.spec import CHUNKED_ALGORITHMS, CollectiveSpec
 
-__all__ = ["CHUNKED_ALGORITHMS", "CollectivePhase", "Flow", "bus_bandwidth_factor", "decompose", "pipeline"]
+__all__ = [
+    "CHUNKED_ALGORITHMS",
+    "CollectivePhase",
+    "Flow",
+    "bus_bandwidth_factor",
+    "decompose",
+    "pipeline",
+    "ring_segments",
+    "segment_rings",
+]
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,37 @@ def pipeline(stages: list[CollectivePhase], chunks: int) -> list[CollectivePhase
             flows = tuple(Flow(f.bytes / chunks, f.members) for f in st.flows)
             out.append(CollectivePhase(st.steps, flows, after))
     return out
+
+
+def segment_rings(phases: list[CollectivePhase], run_ahead_bytes: float | None) -> list[CollectivePhase]:
+    """Cut every phase made of rings (all its flows have two or more members) into N phases run one after
+    the other, ``N = ceil(largest per-hop bytes / run_ahead_bytes)``: the same flows with 1/N of their bytes
+    each; the first segment pays the phase's steps, the others none (the alpha terms are unchanged).
+    ``None``, a collective whose phases are not sequential (a stage pipeline, ``chunks > 1``) or a ring
+    whose hops move at most ``run_ahead_bytes`` each: the phases unchanged."""
+    if run_ahead_bytes is None or any(ph.after is not None for ph in phases):
+        return list(phases)
+    if not run_ahead_bytes > 0:
+        raise ValueError(
+            f"ring_run_ahead_bytes = {run_ahead_bytes!r}: allowed: a number of bytes > 0, or None"
+        )
+    out: list[CollectivePhase] = []
+    for ph in phases:
+        big = max((f.bytes for f in ph.flows), default=0.0)
+        n = ring_segments(big, run_ahead_bytes)
+        if n == 1 or any(len(f.members) < 2 for f in ph.flows):
+            out.append(ph)
+            continue
+        flows = tuple(Flow(f.bytes / n, f.members) for f in ph.flows)
+        out.append(CollectivePhase(ph.steps, flows))
+        out.extend(CollectivePhase(0, flows) for _ in range(n - 1))
+    return out
+
+
+def ring_segments(hop_bytes: float, run_ahead_bytes: float) -> int:
+    """Segments of a ring whose hops move ``hop_bytes`` each under a run-ahead of ``run_ahead_bytes``:
+    ``ceil(hop_bytes / run_ahead_bytes)``, at least 1."""
+    return max(1, math.ceil(hop_bytes / run_ahead_bytes))
 
 
 def bus_bandwidth_factor(op: str, p: int) -> float:

@@ -104,6 +104,8 @@ class FabricWorld:
         # routing.split_flows: "coupled" (a split connection is one flow, its paths at a fixed ratio) or
         # "independent" (each path's part of a transfer is a flow of its own: the jobs are compiled with parts)
         self.split_flows = scenario.routing.split_flows
+        # routing.ring_run_ahead_bytes: rings cut into sequential segments of at most this many bytes per hop
+        self.ring_run_ahead_bytes = scenario.routing.ring_run_ahead_bytes
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0
@@ -468,6 +470,7 @@ class FabricWorld:
                 rot,
                 carry=self.reroute == "new_transfers",
                 split_flows=self.split_flows,
+                ring_run_ahead_bytes=self.ring_run_ahead_bytes,
             )
         return self._unit_cache[key]
 
