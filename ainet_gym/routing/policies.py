@@ -289,7 +289,11 @@ def connection_peak_rate(world: RoutingContext) -> np.ndarray:
     bg = sim.flow_bg[sim.member_flow]
     unit = sim.flow_unit[sim.member_flow]
     comm = _per_unit(world, world.job_ideal_comm_s)[unit]
-    job_rate = safe_divide(np.where(bg, 0.0, sim.flow_bytes[sim.member_flow]), comm)  # background: 0
+    # a segment of a ring cut by routing.ring_run_ahead_bytes counts its whole ring's bytes (the demand of
+    # the uncut ring, so a policy sees the same peak with or without the run-ahead bound)
+    gph = sim.flow_gphase[sim.member_flow]
+    segs = np.where(gph >= 0, sim.phase_segments[np.maximum(gph, 0)], 1)
+    job_rate = safe_divide(np.where(bg, 0.0, sim.flow_bytes[sim.member_flow] * segs), comm)  # background: 0
     bg_rate = np.where(bg & sim.state.bg_on[unit], sim.flow_demand[sim.member_flow], 0.0)
     # a connection is used by one member per phase; take its largest rate over the job's phases
     r = np.zeros(sim.n_conns)

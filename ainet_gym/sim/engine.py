@@ -117,6 +117,9 @@ class CompiledUnit:
     # (flows,) routing.split_flows independent: the flow (unit-local) a part flow carries a share of, -1 for
     # the flows themselves; None: no part flows
     flow_part_of: np.ndarray | None = None
+    # (phases,) routing.ring_run_ahead_bytes: the segments of the ring phase a phase is one of (its flows
+    # move 1/segments of the ring's bytes per hop), 1 for every other phase; None: no ring was cut
+    phase_segments: np.ndarray | None = None
 
     @property
     def n_phases(self) -> int:
@@ -380,6 +383,7 @@ def compile_job(
     p = len(gpus)
     host_of_rank = fabric.gpu_host[gpus].tolist()
     phase_steps: list[int] = []
+    phase_segs: list[int] = []  # (phases,) segments of the ring phase each one is one of (1: not cut)
     phase_pred: list[tuple[int, ...]] = []  # (phases,) the phases each one waits for
     flow_phase: list[int] = []
     flow_bytes: list[float] = []
@@ -389,9 +393,12 @@ def compile_job(
     conn_index: dict[tuple[int, int], int] = {}
     for coll in job.collectives:
         base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
-        for ph in segment_rings(_grouped_phases(coll, p, host_of_rank, rotation), ring_run_ahead_bytes):
+        for ph, n_seg in segment_rings(
+            _grouped_phases(coll, p, host_of_rank, rotation), ring_run_ahead_bytes, with_counts=True
+        ):
             k = len(phase_steps)
             phase_steps.append(ph.steps)
+            phase_segs.append(n_seg)
             if ph.after is None:
                 phase_pred.append((k - 1,) if k > 0 else ())
             elif not ph.after:
@@ -445,6 +452,7 @@ def compile_job(
         conn_paths=paths,
         conn_npaths=npaths,
         flow_parent=np.asarray(flow_parent, dtype=np.int64) if carry else None,
+        phase_segments=np.asarray(phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
     )
     return _split_parts(unit) if split_flows == "independent" else unit
 

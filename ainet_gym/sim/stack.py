@@ -49,6 +49,8 @@ class UnitStack:
     phase_edge_src: np.ndarray  # (edges,) int64 phase each edge leaves
     phase_flow_lo: np.ndarray  # (phases,) int64 first flow of the phase (its flows are contiguous)
     phase_flow_n: np.ndarray  # (phases,) int64 flows of the phase
+    # (phases,) int64 routing.ring_run_ahead_bytes: segments of the ring phase a phase is one of (1: not cut)
+    phase_segments: np.ndarray
     # per flow
     flow_unit: np.ndarray  # (flows,) int64 unit
     flow_inst: np.ndarray  # (flows,) int64 instance
@@ -178,6 +180,13 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
         phase_edge_src=np.repeat(np.arange(n_gph), np.diff(phase_succ_off)),
         phase_flow_lo=phase_flow_lo,
         phase_flow_n=phase_flow_n,
+        phase_segments=np.concatenate(
+            [
+                u.phase_segments if u.phase_segments is not None else np.ones(n, dtype=np.int64)
+                for u, n in zip(flat, n_ph)
+            ]
+            or [np.zeros(0, dtype=np.int64)]
+        ).astype(np.int64),
         flow_unit=flow_unit,
         flow_inst=flow_inst,
         flow_phase=flow_phase,

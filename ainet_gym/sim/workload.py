@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -95,29 +96,33 @@ def pipeline(stages: list[CollectivePhase], chunks: int) -> list[CollectivePhase
     return out
 
 
-def segment_rings(phases: list[CollectivePhase], run_ahead_bytes: float | None) -> list[CollectivePhase]:
+def segment_rings(
+    phases: list[CollectivePhase], run_ahead_bytes: float | None, with_counts: bool = False
+) -> list[Any]:
     """Cut every phase made of rings (all its flows have two or more members) into N phases run one after
     the other, ``N = ceil(largest per-hop bytes / run_ahead_bytes)``: the same flows with 1/N of their bytes
     each; the first segment pays the phase's steps, the others none (the alpha terms are unchanged).
     ``None``, a collective whose phases are not sequential (a stage pipeline, ``chunks > 1``) or a ring
-    whose hops move at most ``run_ahead_bytes`` each: the phases unchanged."""
-    if run_ahead_bytes is None or any(ph.after is not None for ph in phases):
-        return list(phases)
-    if not run_ahead_bytes > 0:
+    whose hops move at most ``run_ahead_bytes`` each: the phases unchanged. ``with_counts``: (phase, N of
+    the ring phase it is a segment of, 1 for a phase not cut) pairs instead of phases."""
+    if run_ahead_bytes is not None and not run_ahead_bytes > 0:
         raise ValueError(
             f"ring_run_ahead_bytes = {run_ahead_bytes!r}: allowed: a number of bytes > 0, or None"
         )
-    out: list[CollectivePhase] = []
-    for ph in phases:
-        big = max((f.bytes for f in ph.flows), default=0.0)
-        n = ring_segments(big, run_ahead_bytes)
-        if n == 1 or any(len(f.members) < 2 for f in ph.flows):
-            out.append(ph)
-            continue
-        flows = tuple(Flow(f.bytes / n, f.members) for f in ph.flows)
-        out.append(CollectivePhase(ph.steps, flows))
-        out.extend(CollectivePhase(0, flows) for _ in range(n - 1))
-    return out
+    if run_ahead_bytes is None or any(ph.after is not None for ph in phases):
+        out = [(ph, 1) for ph in phases]
+    else:
+        out = []
+        for ph in phases:
+            big = max((f.bytes for f in ph.flows), default=0.0)
+            n = ring_segments(big, run_ahead_bytes)
+            if n == 1 or any(len(f.members) < 2 for f in ph.flows):
+                out.append((ph, 1))
+                continue
+            flows = tuple(Flow(f.bytes / n, f.members) for f in ph.flows)
+            out.append((CollectivePhase(ph.steps, flows), n))
+            out.extend((CollectivePhase(0, flows), n) for _ in range(n - 1))
+    return out if with_counts else [ph for ph, _ in out]
 
 
 def ring_segments(hop_bytes: float, run_ahead_bytes: float) -> int:

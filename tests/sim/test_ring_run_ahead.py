@@ -159,3 +159,23 @@ def test_bad_run_ahead_refused_with_the_field_named() -> None:
     assert load_scenario(_ring({"split_flows": "independent", "ring_run_ahead_bytes": None})).routing == (
         load_scenario(_ring({"split_flows": "independent"})).routing
     )
+
+
+def test_policies_see_the_uncut_ring() -> None:
+    """The LP's peak demand per connection (:func:`connection_peak_rate`, max over a job's phases) is that
+    of the uncut ring: a segment counts its whole ring's bytes, so the run-ahead bound changes the fluid
+    model's physics, not the demand a policy routes (the crosscheck case; 4 MiB cuts its rings in 3)."""
+    from ainet_gym.routing.policies import connection_demand, connection_peak_rate
+
+    sc = load_scenario("scenarios/crosscheck/xc-ingest-bursts.yaml")
+    out = []
+    for ra in (None, 4 * 2**20):
+        s = replace(sc, routing=replace(sc.routing, split_flows="independent", ring_run_ahead_bytes=ra))
+        core = EnvCore(s, batch=1, episode_steps=2, backend="numpy")
+        core.reset([0])
+        w = core.world
+        out.append((connection_peak_rate(w), connection_demand(w), int(w.sim.phase_segments.max())))
+    (p0, d0, n0), (p1, d1, n1) = out
+    assert (n0, n1) == (1, 3)
+    np.testing.assert_allclose(p1, p0, rtol=1e-12)
+    np.testing.assert_allclose(d1, d0, rtol=1e-12)
