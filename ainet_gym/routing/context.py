@@ -129,6 +129,17 @@ class ConnectionTable(Protocol):
         ...
 
     @property
+    def flow_gphase(self) -> np.ndarray:
+        """(F,) the (batch-global) phase of each flow, -1 for a background flow."""
+        ...
+
+    @property
+    def phase_segments(self) -> np.ndarray:
+        """(phases,) segments of the ring phase a phase is one of (``routing.ring_run_ahead_bytes``; 1: a
+        phase not cut): its flows move 1/segments of the ring's bytes."""
+        ...
+
+    @property
     def unit_bg(self) -> np.ndarray:
         """(U,) bool: the unit is a background source."""
         ...
