@@ -355,6 +355,17 @@ def _check_split_flows(split_flows: str, carry: bool) -> None:
         )
 
 
+def _phase_pred(after: tuple[int, ...] | None, k: int, base: int) -> tuple[int, ...]:
+    """The phases (job-local ids) phase ``k`` of a collective starting at phase ``base`` waits for:
+    :attr:`CollectivePhase.after` ``None`` is the previous phase, ``()`` the job's previous collective's
+    end, else the collective's phases it names."""
+    if after is None:
+        return (k - 1,) if k > 0 else ()
+    if not after:
+        return (base - 1,) if base > 0 else ()
+    return tuple(base + j for j in after)
+
+
 def compile_job(
     fabric: Fabric,
     job: JobSpec,
@@ -393,18 +404,12 @@ def compile_job(
     conn_index: dict[tuple[int, int], int] = {}
     for coll in job.collectives:
         base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
-        for ph, n_seg in segment_rings(
-            _grouped_phases(coll, p, host_of_rank, rotation), ring_run_ahead_bytes, with_counts=True
-        ):
+        phases = _grouped_phases(coll, p, host_of_rank, rotation)
+        for ph, n_seg in segment_rings(phases, ring_run_ahead_bytes, with_counts=True):
             k = len(phase_steps)
             phase_steps.append(ph.steps)
             phase_segs.append(n_seg)
-            if ph.after is None:
-                phase_pred.append((k - 1,) if k > 0 else ())
-            elif not ph.after:
-                phase_pred.append((base - 1,) if base > 0 else ())
-            else:
-                phase_pred.append(tuple(base + j for j in ph.after))
+            phase_pred.append(_phase_pred(ph.after, k, base))
             first, mem_lo = len(flow_bytes), len(member_flow)
             for fl in ph.flows:
                 f = len(flow_bytes)
