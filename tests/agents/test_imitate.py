@@ -331,20 +331,17 @@ def _knn_arrays() -> dict:
         (lambda a: a.update(**{"ainet_gym.json": np.array("{")}), "is not JSON"),
     ],
 )
-def test_a_knn_file_is_checked_field_by_field(tmp_path, change, must) -> None:
+def test_a_knn_file_is_checked_field_by_field(refused_model_file, change, must) -> None:
     from ainet_gym.agents.imitate import KnnAgent, load_knn
-    from ainet_gym.agents.model_files import ModelFileError
 
-    good = tmp_path / "good.npz"
-    np.savez(good, **_knn_arrays())
-    assert load_knn(good)["plans"] == [str(i) for i in range(6)]
-    a = _knn_arrays()
-    change(a)
-    bad = tmp_path / "bad.npz"
-    np.savez(bad, **a)
-    with pytest.raises(ModelFileError, match=r"bad\.npz") as e:
-        KnnAgent(str(bad))
-    assert must in str(e.value), str(e.value)
+    refused_model_file(_knn_arrays, load_knn, KnnAgent, change, must)
+
+
+def test_a_knn_agent_refuses_an_env_it_was_not_labelled_for(tmp_path, refuses_other_envs) -> None:
+    from ainet_gym.agents.imitate import KnnAgent
+
+    np.savez(tmp_path / "k.npz", **_knn_arrays())
+    refuses_other_envs(KnnAgent(str(tmp_path / "k.npz")), f"knn:{tmp_path / 'k.npz'}", "labelled", "x", 2)
 
 
 def test_a_knn_file_with_a_pickle_is_refused_and_never_runs(tmp_path) -> None:

@@ -135,20 +135,17 @@ def _qnet_arrays() -> dict:
         (lambda a: a.update(**{"ainet_gym.json": np.array("[1]")}), "is not a JSON object"),
     ],
 )
-def test_a_qnet_file_is_checked_field_by_field(tmp_path, change, must) -> None:
-    from ainet_gym.agents.model_files import ModelFileError
+def test_a_qnet_file_is_checked_field_by_field(refused_model_file, change, must) -> None:
     from ainet_gym.agents.qnet import QnetAgent, load_qnet
 
-    good = tmp_path / "good.npz"
-    np.savez(good, **_qnet_arrays())
-    assert load_qnet(good)["plans"] == [str(i) for i in range(6)]
-    a = _qnet_arrays()
-    change(a)
-    bad = tmp_path / "bad.npz"
-    np.savez(bad, **a)
-    with pytest.raises(ModelFileError, match=r"bad\.npz") as e:
-        QnetAgent(str(bad))
-    assert must in str(e.value), str(e.value)
+    refused_model_file(_qnet_arrays, load_qnet, QnetAgent, change, must)
+
+
+def test_a_qnet_agent_refuses_an_env_it_was_not_fitted_for(tmp_path, refuses_other_envs) -> None:
+    from ainet_gym.agents.qnet import QnetAgent
+
+    np.savez(tmp_path / "q.npz", **_qnet_arrays())
+    refuses_other_envs(QnetAgent(str(tmp_path / "q.npz")), f"qnet:{tmp_path / 'q.npz'}", "fitted", "mean", 2)
 
 
 def test_a_qnet_file_with_a_pickle_is_refused(tmp_path) -> None:
