@@ -91,3 +91,46 @@ def refuses_other_envs() -> Callable[..., None]:
                 agent.check(env)
 
     return check
+
+
+@pytest.fixture
+def knn_arrays() -> Callable[[], dict]:
+    """A function that returns the arrays of a valid k-NN file (:func:`~ainet_gym.agents.imitate.load_knn`):
+    3 points of 2 features, labelled on scenario ``'s'``, block ``job_phase``, plans ``'0'..'5'``."""
+
+    def arrays() -> dict:
+        return {
+            "x": np.array([[0.0, 0.0], [0.0, 1.0], [5.0, 5.0]], dtype=np.float32),
+            "y": np.array([1, 1, 3]),
+            "k": np.int64(1),
+            "block": np.array("job_phase"),
+            "meta": np.array(["s", "choose_bg", "phase", "4", "8", "spray+bg", "8"]),
+            "plans": np.arange(6).astype(str),
+        }
+
+    return arrays
+
+
+@pytest.fixture
+def qnet_arrays() -> Callable[[], dict]:
+    """A function that returns the arrays of a valid Q-network file (:func:`~ainet_gym.agents.qnet.load_qnet`):
+    2 features, one hidden layer of 3, fitted on scenario ``'s'``, block ``job_phase``, plans ``'0'..'5'``."""
+
+    def arrays() -> dict:
+        rng = np.random.default_rng(0)
+        return {
+            "layers": np.int64(2),
+            "w0": rng.normal(size=(2, 3)),
+            "b0": np.zeros(3),
+            "w1": rng.normal(size=(3, 6)),
+            "b1": np.zeros(6),
+            "mean": np.zeros(2),
+            "scale": np.ones(2),
+            "target_scale": np.float64(1.0),
+            "value_weight": np.float64(10.0),
+            "block": np.array("job_phase"),
+            "meta": np.array(["s", "choose_bg", "phase", "4", "8", "spray+bg", "8"]),
+            "plans": np.arange(6).astype(str),
+        }
+
+    return arrays
