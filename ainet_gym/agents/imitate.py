@@ -37,6 +37,7 @@ a policy of the class. Command line::
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,6 @@ __all__ = [
     "behaviour_clone",
     "check_plan_model",
     "fit_knn",
-    "knn_metadata",
     "knn_values",
     "load_knn",
     "lookahead_labels",
@@ -736,7 +736,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         observations, ``k < 1``, a ``meta`` without its history and steps, or a metadata member that is not a
         JSON object.
     """
-    from ainet_gym.agents.model_files import check_size, existing
+    from ainet_gym.agents.model_files import check_size, existing, json_member
 
     what = f"knn policy {str(path)!r}"
     p = existing(path, what)
@@ -753,7 +753,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         "block": str(arrays["block"]),
         "meta": meta,
         "plans": plans,
-        "metadata": knn_metadata(extra, what),
+        "metadata": json_member(extra, KNN_META, what),
         "q": q,
         "margin": margin,
         "fallback": fallback,
@@ -910,26 +910,6 @@ def _checked_knn_arrays(
             "steps, ...] with integer history and steps"
         )
     return x, y, k, plans, meta
-
-
-def knn_metadata(extra: np.ndarray | None, what: str) -> dict[str, Any]:
-    """The :data:`KNN_META` member as a JSON object (``{}`` without one), bounded in size."""
-    from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError
-
-    if extra is None:
-        return {}
-    if extra.ndim != 0 or extra.dtype.kind != "U" or extra.nbytes > MODEL_LIMITS["json_bytes"] * 4:
-        raise ModelFileError(
-            f"{what}: member {KNN_META!r} is a {extra.ndim}-d {extra.dtype} array; allowed: one string "
-            f"of at most {MODEL_LIMITS['json_bytes']:,} characters (a JSON object)"
-        )
-    try:
-        metadata = json.loads(str(extra))
-    except (ValueError, RecursionError) as e:
-        raise ModelFileError(f"{what}: member {KNN_META!r} is not JSON ({str(e)[:120]})") from None
-    if not isinstance(metadata, dict):
-        raise ModelFileError(f"{what}: member {KNN_META!r} is not a JSON object")
-    return metadata
 
 
 class KnnAgent:
@@ -1217,7 +1197,33 @@ def main(argv: list[str] | None = None) -> int:
     _add_clone_parser(sub)
     _add_knn_parser(sub)
     _add_qfit_parser(sub)
+    for s in sub.choices.values():  # the output rule of the ainet-gym commands: never replace a file unasked
+        s.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = p.parse_args(argv)
+    try:
+        return _dispatch(a, argv)
+    except (ValueError, OSError, ImportError, RuntimeError) as e:
+        text = " ".join(str(e).split()) or type(e).__name__
+        print(f"python -m ainet_gym.agents.imitate {a.cmd}: error: {text}", file=sys.stderr)
+        return 2
+
+
+def _out_path(a: Any) -> Path:
+    """``a.out`` as the file the command writes (numpy adds ``.npz``, SB3 ``.zip``), checked by the output rule:
+    not one of the label files read, not an existing file unless ``--overwrite``."""
+    from ainet_gym.agents.outputs import check_out_file
+
+    suffix = ".zip" if a.cmd == "clone" else ".npz"
+    out = str(a.out) if str(a.out).endswith(suffix) else f"{a.out}{suffix}"
+    inputs = [] if a.cmd == "label" else [x for x in a.labels.split(",") if x]
+    if getattr(a, "val", None):
+        inputs.append(a.val)
+    return check_out_file(out, a.overwrite, inputs)
+
+
+def _dispatch(a: Any, argv: list[str] | None) -> int:
+    """Run the parsed subcommand ``a.cmd`` after checking its output path."""
+    a.out = str(_out_path(a))
     if a.cmd == "qfit":
         from ainet_gym.agents.qnet import fit_qnet
 
@@ -1225,7 +1231,7 @@ def main(argv: list[str] | None = None) -> int:
             _concat([_load(x) for x in a.labels.split(",")]), a.out, a.blocks, a.value_weight, a.hidden,
             a.epochs, a.seed, a.batch_size, a.lr,
             metadata={"algorithm": "qnet-imitation", "command": "python -m ainet_gym.agents.imitate "
-                      + " ".join(argv if argv is not None else __import__("sys").argv[1:])},
+                      + " ".join(argv if argv is not None else sys.argv[1:])},
         )  # fmt: skip
         print(json.dumps(res, indent=1))
         return 0

@@ -27,7 +27,10 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "MODEL_LIMITS",
@@ -37,6 +40,7 @@ __all__ = [
     "UntrustedModelError",
     "check_size",
     "existing",
+    "json_member",
     "load_tensors",
     "meta_int",
     "read_json",
@@ -200,3 +204,28 @@ def require_trust(path: str | os.PathLike, trusted: bool, action: str, what: str
             f"{what} {str(path)!r}: {action} unpickles files from it, which can run code; refused unless "
             f"you trust the folder and say so with {TRUST_FLAG}"
         )
+
+
+def json_member(extra: np.ndarray | None, member: str, what: str) -> dict[str, Any]:
+    """The JSON object of an .npz file's metadata ``member`` (``extra``: its array, ``None`` when the file
+    has none: ``{}``), bounded in size (:data:`MODEL_LIMITS` ``json_bytes``).
+
+    Raises
+    ------
+    ModelFileError
+        Naming ``what`` (the file) and the member, if it is not one string of a JSON object within the limit.
+    """
+    if extra is None:
+        return {}
+    if extra.ndim != 0 or extra.dtype.kind != "U" or extra.nbytes > MODEL_LIMITS["json_bytes"] * 4:
+        raise ModelFileError(
+            f"{what}: member {member!r} is a {extra.ndim}-d {extra.dtype} array; allowed: one string "
+            f"of at most {MODEL_LIMITS['json_bytes']:,} characters (a JSON object)"
+        )
+    try:
+        metadata = json.loads(str(extra))
+    except (ValueError, RecursionError) as e:
+        raise ModelFileError(f"{what}: member {member!r} is not JSON ({str(e)[:120]})") from None
+    if not isinstance(metadata, dict):
+        raise ModelFileError(f"{what}: member {member!r} is not a JSON object")
+    return metadata

@@ -71,6 +71,48 @@ def qnet_forward(layers: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray) -> 
     return h
 
 
+def _train_mlp(
+    xs: np.ndarray, y: np.ndarray, sizes: tuple[int, ...], epochs: int, seed: int, batch_size: int, lr: float
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], float]:
+    """Fit a ReLU MLP of hidden ``sizes`` from ``xs`` to ``y`` (float64) by mean squared error with Adam,
+    ``epochs`` shuffled passes in batches of ``batch_size``, on one torch thread, deterministic given ``seed``;
+    the layers as (weight (in, out), bias) pairs and the last epoch's mean loss."""
+    import torch
+
+    torch.manual_seed(seed)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        dims = [xs.shape[1], *sizes, y.shape[1]]
+        mods: list[Any] = []
+        for i in range(len(dims) - 1):
+            mods.append(torch.nn.Linear(dims[i], dims[i + 1]))
+            if i < len(dims) - 2:
+                mods.append(torch.nn.ReLU())
+        net = torch.nn.Sequential(*mods).double()
+        opt = torch.optim.Adam(net.parameters(), lr=lr)
+        xt, yt = torch.from_numpy(xs), torch.from_numpy(y)
+        gen = torch.Generator().manual_seed(seed)
+        n = xt.shape[0]
+        loss_v = float("nan")
+        for _ in range(epochs):
+            perm = torch.randperm(n, generator=gen)
+            total = 0.0
+            for s in range(0, n, batch_size):
+                idx = perm[s : s + batch_size]
+                loss = torch.nn.functional.mse_loss(net(xt[idx]), yt[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+            loss_v = total / n
+        linears = [m for m in net if isinstance(m, torch.nn.Linear)]
+        layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in linears]
+    finally:
+        torch.set_num_threads(threads)
+    return layers, loss_v
+
+
 def fit_qnet(
     labels: dict[str, Any],
     out: str | Path,
@@ -100,7 +142,6 @@ def fit_qnet(
         If ``hidden``, ``epochs``, ``batch_size`` or ``lr`` is out of range, the block is not one of the env's,
         or the value weight is refused by :func:`~ainet_gym.agents.imitate.knn_values`.
     """
-    import torch
 
     from ainet_gym.agents.imitate import knn_columns, knn_values
     from ainet_gym.envs.env import EnvCore
@@ -129,37 +170,7 @@ def fit_qnet(
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[~(scale > 0)] = 1.0
     xs = (x - mean) / scale
-    torch.manual_seed(seed)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        dims = [x.shape[1], *sizes, y.shape[1]]
-        mods: list[Any] = []
-        for i in range(len(dims) - 1):
-            mods.append(torch.nn.Linear(dims[i], dims[i + 1]))
-            if i < len(dims) - 2:
-                mods.append(torch.nn.ReLU())
-        net = torch.nn.Sequential(*mods).double()
-        opt = torch.optim.Adam(net.parameters(), lr=lr)
-        xt, yt = torch.from_numpy(xs), torch.from_numpy(y / t_scale)
-        gen = torch.Generator().manual_seed(seed)
-        n = xt.shape[0]
-        loss_v = float("nan")
-        for _ in range(epochs):
-            perm = torch.randperm(n, generator=gen)
-            total = 0.0
-            for s in range(0, n, batch_size):
-                idx = perm[s : s + batch_size]
-                loss = torch.nn.functional.mse_loss(net(xt[idx]), yt[idx])
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                total += float(loss.detach()) * len(idx)
-            loss_v = total / n
-        linears = [m for m in net if isinstance(m, torch.nn.Linear)]
-        layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()) for m in linears]
-    finally:
-        torch.set_num_threads(threads)
+    layers, loss_v = _train_mlp(xs, y / t_scale, sizes, epochs, seed, batch_size, lr)
     arrays: dict[str, Any] = {}
     for i, (wi, bi) in enumerate(layers):
         arrays[f"w{i}"], arrays[f"b{i}"] = wi, bi
@@ -273,8 +284,7 @@ def load_qnet(path: str | Path) -> dict[str, Any]:
     ModelFileError
         Naming the file, the field, what it holds and what is allowed.
     """
-    from ainet_gym.agents.imitate import knn_metadata
-    from ainet_gym.agents.model_files import check_size, existing
+    from ainet_gym.agents.model_files import check_size, existing, json_member
 
     what = f"qnet policy {str(path)!r}"
     p = existing(path, what)
@@ -321,7 +331,7 @@ def load_qnet(path: str | Path) -> dict[str, Any]:
         "block": str(arrays["block"]),
         "meta": meta,
         "plans": plans,
-        "metadata": knn_metadata(extra, what),
+        "metadata": json_member(extra, QNET_META, what),
     }
 
 

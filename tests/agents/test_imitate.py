@@ -5,6 +5,8 @@ interval against each plan's own interval."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -510,3 +512,26 @@ def test_knn_standardize_weighs_every_column_alike_and_the_default_reads_raw_col
         with pytest.raises(ModelFileError, match="field 'scale'") as e:
             KnnAgent(str(tmp_path / "bad.npz"))
         assert must in str(e.value)
+
+
+def test_imitate_commands_never_replace_a_file_unasked(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The output rule of the ainet-gym commands holds for ``python -m ainet_gym.agents.imitate``: an existing
+    ``--out`` (also given without its suffix) is refused in one line naming the flag and the path and left as
+    it was; a label file read is never the output, even with ``--overwrite``."""
+    from ainet_gym.agents.imitate import main
+
+    labels = tmp_path / "train.npz"
+    labels.write_bytes(b"labels")
+    old = tmp_path / "policy.npz"
+    old.write_bytes(b"keep me")
+    for cmd, out in (("knn", old), ("qfit", old), ("knn", tmp_path / "policy")):
+        assert main([cmd, str(labels), "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "--out" in err and "policy.npz" in err and "--overwrite" in err, err
+        assert old.read_bytes() == b"keep me"
+    assert main(["knn", str(labels), "--out", str(labels), "--overwrite"]) == 2
+    assert "input" in capsys.readouterr().err
+    assert labels.read_bytes() == b"labels"
+    (tmp_path / "model.zip").write_bytes(b"model")
+    assert main(["clone", str(labels), "--out", str(tmp_path / "model")]) == 2
+    assert "model.zip" in capsys.readouterr().err
