@@ -663,7 +663,14 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--history", type=int, default=GraphPolicyConfig.history)
     t.add_argument("--episode-steps", type=int, default=None)
     t.add_argument("--out", required=True, help="checkpoint path (e.g. graph.pt)")
+    t.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     args = p.parse_args(argv)
+    from ainet_gym.agents.outputs import cli_out_file_refused
+
+    if cli_out_file_refused(
+        "python -m ainet_gym.agents.graph_policy train", args.out, args.overwrite, (), flag="--out"
+    ):
+        return 2
     import torch
 
     torch.set_num_threads(1)

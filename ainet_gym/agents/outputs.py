@@ -25,6 +25,7 @@ __all__ = [
     "check_out_dir",
     "check_out_file",
     "check_out_files",
+    "cli_out_file_refused",
     "fresh_dir",
     "model_path",
     "run_stamp",
@@ -280,3 +281,25 @@ def fresh_dir(base: str | os.PathLike, name: str, create: bool = True) -> Path:
             continue
         return d
     raise ValueError(f"{str(root)!r}: no free run folder named {name!r}")
+
+
+def cli_out_file_refused(
+    prog: str,
+    path: str | os.PathLike | None,
+    overwrite: bool,
+    inputs: Iterable[str | os.PathLike] = (),
+    flag: str = "--out",
+) -> bool:
+    """The output rule for a module's command line (``python -m ...``): ``True``, after printing
+    ``PROG: error: ...`` in one line to stderr, if ``path`` is refused by :func:`check_out_file`; ``False``
+    (nothing printed) if it may be written or is ``None`` (no output asked)."""
+    import sys
+
+    if path is None:
+        return False
+    try:
+        check_out_file(path, overwrite, inputs, flag=flag)
+    except ValueError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return True
+    return False

@@ -434,7 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--history", type=int, default=FitConfig.history)
     p.add_argument("--eval-seeds", default="1-10", help="held-out seeds for the forecast error")
     p.add_argument("--out", default=None, help="write the coefficients and errors as JSON")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = p.parse_args(argv)
+    from ainet_gym.agents.outputs import cli_out_file_refused
+
+    if cli_out_file_refused("python -m ainet_gym.agents.predictive", a.out, a.overwrite, (), flag="--out"):
+        return 2
     model = fit(a.scenario, FitConfig(train_seeds=a.train_seeds, history=a.history))
     err = forecast_error(model, a.scenario, parse_seeds(a.eval_seeds))
     present = sorted(set(model.tiers.tolist()))

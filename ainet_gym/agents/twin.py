@@ -411,7 +411,12 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--seeds", default="1-10")
     s.add_argument("--steps", type=int, default=None)
     s.add_argument("--json", default=None, help="write the rows as JSON to this file")
+    s.add_argument("--overwrite", action="store_true", help="replace --json if it exists")
     a = p.parse_args(argv)
+    from ainet_gym.agents.outputs import cli_out_file_refused
+
+    if cli_out_file_refused("python -m ainet_gym.agents.twin sweep", a.json, a.overwrite, (), flag="--json"):
+        return 2
     rows = sweep(
         a.scenario,
         [int(x) for x in a.k.split(",")],

@@ -92,7 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 1,2,3")
     ap.add_argument("--steps", type=int, default=None, help="intervals per episode (default: the scenario's)")
     ap.add_argument("--out", default=None, help="write the JSON results here")
+    ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = ap.parse_args(argv)
+    from ainet_gym.agents.outputs import cli_out_file_refused
+
+    if cli_out_file_refused("python -m ainet_gym.checks.reroute", a.out, a.overwrite, (), flag="--out"):
+        return 2
     results = [
         compare(s, [p for p in a.policies.split(",") if p], _seeds(a.seeds), a.steps)
         for s in a.scenarios.split(",")

@@ -308,3 +308,28 @@ def test_a_scenario_beside_the_results_is_not_earlier_output(tmp_path, capsys) -
     args = ["evaluate", str(tmp_path / "mine.yaml"), "--policies", "ecmp", "--seeds", "1", "--steps", "1"]
     assert _run([*args, "--out", str(tmp_path)]) == 0
     assert (tmp_path / "results.md").exists() and (tmp_path / "mine.yaml").exists()
+
+
+# ---------------------------------------------------------------------- the modules' own command lines
+
+MODULE_COMMANDS = [
+    ("ainet_gym.agents.predictive", [SCENARIO], "--out"),
+    ("ainet_gym.agents.twin", ["sweep", SCENARIO], "--json"),
+    ("ainet_gym.agents.graph_policy", ["train", SCENARIO], "--out"),
+    ("ainet_gym.checks.reroute", ["--scenarios", SCENARIO], "--out"),
+    ("ainet_gym.checks.crosscheck.report", [], "--out"),
+]
+
+
+@pytest.mark.parametrize(("module", "args", "flag"), MODULE_COMMANDS, ids=[m for m, _, _ in MODULE_COMMANDS])
+def test_module_commands_never_replace_a_file_unasked(module, args, flag, tmp_path, capsys) -> None:
+    """The research commands run as ``python -m`` follow the same rule: an existing output file is refused in
+    one line naming the flag, before any work, and is left as it was (they wrote over it silently before)."""
+    import importlib
+
+    main_of = importlib.import_module(module).main
+    old = tmp_path / "old.json"
+    old.write_text("keep me")
+    assert main_of([*args, flag, str(old)]) == 2
+    one_line(capsys, flag, "exists", "--overwrite")
+    assert old.read_text() == "keep me"

@@ -399,6 +399,7 @@ def _parser() -> Any:
         help="ns-3 wall-clock limit per run (s; raise it on a loaded machine)",
     )
     ap.add_argument("--out", default=None, help="write the JSON result here")
+    ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     ap.add_argument("--ppo-dir", default=PPO_DIR, help="the ppo rows' models, <dir>/<case>.zip")
     ap.add_argument(
         "--from-json",
@@ -414,6 +415,11 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     a = _parser().parse_args(argv)
+    from ainet_gym.agents.outputs import cli_out_file_refused
+
+    inputs = [x for x in (a.from_json or "").split(",") if x]
+    if cli_out_file_refused("python -m ainet_gym.checks.crosscheck", a.out, a.overwrite, inputs):
+        return 2
     case_list = CALIBRATION_CASES if not a.learning else tuple((c, None) for c in LEARNING_CASES)
     pol_list = LEARNING_POLICIES if a.learning else CALIBRATION_POLICIES
     if a.from_json:
