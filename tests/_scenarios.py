@@ -61,6 +61,34 @@ def small_spine_leaf(episode_steps: int = 12, name: str = "small", **dynamics: o
     }
 
 
+def churn_dynamics(arrival_rate: float, mean_steps: int) -> dict:
+    """The ``dynamics`` of a changing :func:`small_spine_leaf`: random link failures (0.3 a step, repaired
+    after 3 steps) and job churn (``arrival_rate`` jobs a step, ``mean_steps`` steps long, at most 4 jobs) of
+    two templates, a 4-GPU AllReduce and a 2-GPU AllGather of 50 MB."""
+    return {
+        "link_failures": {"rate_per_step": 0.3, "repair_steps": 3},
+        "job_churn": {
+            "arrival_rate": arrival_rate,
+            "mean_steps": mean_steps,
+            "max_jobs": 4,
+            "templates": [
+                {
+                    "name": "t1",
+                    "gpus": 4,
+                    "compute_ms": 10,
+                    "collectives": [{"op": "allreduce", "bytes": 5e7}],
+                },
+                {
+                    "name": "t2",
+                    "gpus": 2,
+                    "compute_ms": 15,
+                    "collectives": [{"op": "allgather", "bytes": 5e7}],
+                },
+            ],
+        },
+    }
+
+
 def collision_scenario() -> dict:
     """Two leaves joined by two spines (one 400G uplink each) and two 2-GPU jobs whose rings each send
     one 400G connection from leaf 0 to leaf 1 and back: on one spine they collide (half rate)."""

@@ -59,6 +59,7 @@ __all__ = [
     "OBJECTIVES",
     "KnnAgent",
     "behaviour_clone",
+    "check_plan_model",
     "fit_knn",
     "knn_values",
     "load_knn",
@@ -575,6 +576,32 @@ def _width(cols: slice | np.ndarray) -> int:
     return cols.stop - cols.start if isinstance(cols, slice) else len(cols)
 
 
+def check_plan_model(
+    core: Any, label: str, made: str, scenario: str, plans: list[str], block: str, field: str, x: np.ndarray
+) -> None:
+    """What a model file that picks plans (``knn:PATH``, ``qnet:PATH``) checks of the env it plays: the
+    ``scenario`` it was ``made`` on (``labelled``, ``fitted``), its ``plans``, and its observation ``block``
+    with as many columns as the file's ``field`` (the array ``x``, one column a feature).
+
+    Raises
+    ------
+    ValueError
+        Starting with ``label`` and naming what differs.
+    """
+    if core.scenario.name != scenario:
+        raise ValueError(f"{label}: {made} on scenario {scenario!r}, evaluated on {core.scenario.name!r}")
+    if list(core.plans) != plans:
+        raise ValueError(f"{label}: the env has other plans than {plans}")
+    try:
+        width = _width(knn_columns(core.obs_layout, block))
+    except ValueError:
+        raise ValueError(f"{label}: the env has no block {block!r}") from None
+    if x.shape[-1] != width:
+        raise ValueError(
+            f"{label}: field {field!r} has {x.shape[-1]} columns; the env's block {block!r} has {width}"
+        )
+
+
 def fit_knn(
     labels: dict[str, Any],
     out: str | Path,
@@ -910,21 +937,9 @@ class KnnAgent:
         self._sq = (self.x**2).sum(axis=1)
 
     def check(self, core: Any) -> None:
-        if core.scenario.name != self.scenario:
-            raise ValueError(
-                f"knn:{self.path}: labelled on scenario {self.scenario!r}, evaluated on {core.scenario.name!r}"
-            )
-        if list(core.plans) != self.plans:
-            raise ValueError(f"knn:{self.path}: the env has other plans than {self.plans}")
-        try:
-            width = _width(knn_columns(core.obs_layout, self.block))
-        except ValueError:
-            raise ValueError(f"knn:{self.path}: the env has no block {self.block!r}") from None
-        if self.x.shape[1] != width:
-            raise ValueError(
-                f"knn:{self.path}: field 'x' has {self.x.shape[1]} columns; the env's block {self.block!r} "
-                f"has {width}"
-            )
+        check_plan_model(
+            core, f"knn:{self.path}", "labelled", self.scenario, self.plans, self.block, "x", self.x
+        )
 
     def reset(self, core: Any) -> None:
         return None

@@ -357,24 +357,10 @@ class QnetAgent:
             self.env_kwargs["obs_features"] = feats
 
     def check(self, core: Any) -> None:
-        from ainet_gym.agents.imitate import knn_columns
+        from ainet_gym.agents.imitate import check_plan_model
 
-        if core.scenario.name != self.scenario:
-            raise ValueError(
-                f"qnet:{self.path}: fitted on scenario {self.scenario!r}, evaluated on {core.scenario.name!r}"
-            )
-        if list(core.plans) != self.plans:
-            raise ValueError(f"qnet:{self.path}: the env has other plans than {self.plans}")
-        try:
-            cols = knn_columns(core.obs_layout, self.block)
-            width = cols.stop - cols.start if isinstance(cols, slice) else len(cols)
-        except ValueError:
-            raise ValueError(f"qnet:{self.path}: the env has no block {self.block!r}") from None
-        if self.mean.shape[0] != width:
-            raise ValueError(
-                f"qnet:{self.path}: field 'mean' has {self.mean.shape[0]} columns; the env's block "
-                f"{self.block!r} has {width}"
-            )
+        label = f"qnet:{self.path}"
+        check_plan_model(core, label, "fitted", self.scenario, self.plans, self.block, "mean", self.mean)
 
     def reset(self, core: Any) -> None:
         return None

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ainet_gym.agents.sb3_agents import space_signature
-from ainet_gym.agents.train import format_final, format_run, run_name
+from ainet_gym.agents.train import format_final, report_run, run_name, train_arguments
 from ainet_gym.scenario.loader import load_scenario
 
 if TYPE_CHECKING:
@@ -463,26 +463,15 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
 def train_rllib_main(args: argparse.Namespace) -> int:
     """``ainet-gym train --framework rllib`` (arguments: see ``ainet_gym.cli``)."""
     cfg = RLlibTrainConfig(
-        scenario=args.scenario,
-        algo=args.algo,
-        action_mode=args.action_mode,
-        timesteps=args.timesteps,
-        seed=args.seed,
+        **train_arguments(args),
         num_env_runners=args.num_env_runners,
         envs_per_runner=args.envs_per_runner,
         address=args.address,
-        logdir=args.logdir,
-        out=args.out,
-        resume=args.resume,
-        overwrite=bool(getattr(args, "overwrite", False)),
         trust_checkpoint=bool(getattr(args, "trust_checkpoint", False)),
-        progress=not args.no_progress,
     )
     res = train_rllib(cfg)
-    print(format_run(res))
-    print(f"checkpoint: {res.checkpoint}   (evaluate with --policies ecmp,rllib:{res.checkpoint})")
-    print(f"logs:  tensorboard --logdir {Path(cfg.logdir)}  (run {res.run_name})")
-    return 130 if res.interrupted else 0
+    saved = f"checkpoint: {res.checkpoint}   (evaluate with --policies ecmp,rllib:{res.checkpoint})"
+    return report_run(res, cfg.logdir, saved)
 
 
 def convert_checkpoint(path: str | os.PathLike, trusted: bool, overwrite: bool = False) -> Path:

@@ -40,9 +40,11 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "meta_maker",
+    "report_run",
     "run_name",
     "select_checkpoint",
     "train",
+    "train_arguments",
     "train_main",
 ]
 
@@ -438,17 +440,8 @@ def format_run(res: _RunResult) -> str:
 def train_main(args: argparse.Namespace) -> int:
     """Entry point of ``ainet-gym train`` (arguments: see ``ainet_gym.cli``)."""
     cfg = TrainConfig(
-        scenario=args.scenario,
-        algo=args.algo,
-        action_mode=args.action_mode,
-        timesteps=args.timesteps,
-        seed=args.seed,
+        **train_arguments(args),
         n_envs=args.n_envs,
-        logdir=args.logdir,
-        out=args.out,
-        resume=args.resume,
-        progress=not args.no_progress,
-        overwrite=bool(getattr(args, "overwrite", False)),
         residual=getattr(args, "residual", None),
         residual_scale=getattr(args, "residual_scale", None),
         log_std_init=getattr(args, "log_std_init", None),
@@ -460,9 +453,32 @@ def train_main(args: argparse.Namespace) -> int:
         obs_features=tuple(getattr(args, "obs_features", None) or ()),
     )
     res = train(cfg)
+    return report_run(res, cfg.logdir, f"model: {res.model_path}")
+
+
+def train_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``ainet-gym train`` arguments that both frameworks' configs take (:class:`TrainConfig` and
+    :class:`~ainet_gym.agents.rllib_train.RLlibTrainConfig`), by field name."""
+    return {
+        "scenario": args.scenario,
+        "algo": args.algo,
+        "action_mode": args.action_mode,
+        "timesteps": args.timesteps,
+        "seed": args.seed,
+        "logdir": args.logdir,
+        "out": args.out,
+        "resume": args.resume,
+        "progress": not args.no_progress,
+        "overwrite": bool(getattr(args, "overwrite", False)),
+    }
+
+
+def report_run(res: Any, logdir: str | Path, saved: str) -> int:
+    """Print the end of an ``ainet-gym train`` run (:func:`format_run`, the line ``saved`` that says where
+    the result is, where its TensorBoard logs are) and return the exit code: 130 if it was interrupted."""
     print(format_run(res))
-    print(f"model: {res.model_path}")
-    print(f"logs:  tensorboard --logdir {Path(cfg.logdir)}  (run {res.run_name})")
+    print(saved)
+    print(f"logs:  tensorboard --logdir {Path(logdir)}  (run {res.run_name})")
     return 130 if res.interrupted else 0
 
 

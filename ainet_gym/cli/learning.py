@@ -40,36 +40,36 @@ def add_train(sub: Subparsers) -> None:
         default=None,
         help="a base routing the policy adjusts (ecmp_weights or split_bg modes), e.g. lp+bg or solo-lp+bg",
     )
-    s.add_argument(
-        "--residual-scale",
-        type=float_arg("a log factor"),
-        default=None,
-        help="log of the largest factor per action (default log 4)",
-    )
-    s.add_argument(
-        "--log-std-init",
-        type=float_arg("a log standard deviation", negative_ok=True),
-        default=None,
-        help="initial log std of Gaussian actions (PPO default -1)",
-    )
-    s.add_argument(
-        "--learning-rate",
-        type=float_arg("a learning rate"),
-        default=None,
-        help="initial learning rate (PPO: decays linearly to a tenth of it; default 3e-4)",
-    )
-    s.add_argument(
-        "--target-kl",
-        type=float_arg("a KL divergence"),
-        default=None,
-        help="PPO: stop an update's epochs when the approximate KL exceeds 1.5x this (default: no limit)",
-    )
-    s.add_argument(
-        "--ent-coef",
-        type=float_arg("an entropy coefficient", zero_ok=True),
-        default=None,
-        help="PPO, A2C: weight of the entropy bonus (default 0)",
-    )
+    # the optional float hyperparameters (None: the algorithm's default): flag, what the value is, the
+    # float_arg options and the help text
+    for flag, what, allow, text in (
+        ("--residual-scale", "a log factor", {}, "log of the largest factor per action (default log 4)"),
+        (
+            "--log-std-init",
+            "a log standard deviation",
+            {"negative_ok": True},
+            "initial log std of Gaussian actions (PPO default -1)",
+        ),
+        (
+            "--learning-rate",
+            "a learning rate",
+            {},
+            "initial learning rate (PPO: decays linearly to a tenth of it; default 3e-4)",
+        ),
+        (
+            "--target-kl",
+            "a KL divergence",
+            {},
+            "PPO: stop an update's epochs when the approximate KL exceeds 1.5x this (default: no limit)",
+        ),
+        (
+            "--ent-coef",
+            "an entropy coefficient",
+            {"zero_ok": True},
+            "PPO, A2C: weight of the entropy bonus (default 0)",
+        ),
+    ):
+        s.add_argument(flag, type=float_arg(what, **allow), default=None, help=text)
     s.add_argument(
         "--gamma",
         type=unit_interval_arg("a discount factor"),
@@ -147,6 +147,18 @@ def add_convert_rllib(sub: Subparsers) -> None:
     s.set_defaults(func=deferred("ainet_gym.agents.rllib_train", "convert_main"))
 
 
+def _add_results(s: argparse.ArgumentParser, default: str) -> None:
+    """``--out`` (the results directory, ``default`` when not given) and ``--json``, as ``evaluate`` and
+    ``leaderboard`` take them."""
+    add_output(
+        s,
+        "a directory",
+        f"directory for the table, CSV, JSON and figure (default: a fresh {default})",
+        "allow --out to hold earlier results",
+    )
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+
+
 def add_evaluate(sub: Subparsers) -> None:
     """``ainet-gym evaluate SCENARIO``: policies on the same seeds, one table."""
     s = sub.add_parser("evaluate", help="compare policies on the same seeds", epilog=TRUST)
@@ -160,13 +172,7 @@ def add_evaluate(sub: Subparsers) -> None:
         default=None,
         help="steps per episode (default: the scenario's)",
     )
-    add_output(
-        s,
-        "a directory",
-        "directory for the table, CSV, JSON and figure (default: a fresh out/eval/SCENARIO__TIME)",
-        "allow --out to hold earlier results",
-    )
-    s.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_results(s, "out/eval/SCENARIO__TIME")
     s.set_defaults(func=deferred("ainet_gym.agents.evaluate", "evaluate_main"))
 
 
@@ -239,11 +245,5 @@ def add_leaderboard(sub: Subparsers) -> None:
         help="scenarios ranked beside the env ids (comma list of names or files; 'none'; default: those "
         "of the shipped checkpoints that no env id covers)",
     )
-    add_output(
-        s,
-        "a directory",
-        "directory for the table, CSV, JSON and figure (default: a fresh out/leaderboard/leaderboard__TIME)",
-        "allow --out to hold earlier results",
-    )
-    s.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_results(s, "out/leaderboard/leaderboard__TIME")
     s.set_defaults(func=deferred("ainet_gym.agents.leaderboard", "leaderboard_main"))

@@ -233,17 +233,8 @@ def test_baseline_agent_levels_and_registry() -> None:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory):
-    logdir = tmp_path_factory.mktemp("runs")
-    cfg = TrainConfig(
-        scenario=small_spine_leaf(),
-        timesteps=64,
-        n_envs=2,
-        logdir=logdir,
-        out=logdir / "model.zip",
-        progress=False,
-        hyperparameters={"n_steps": 16, "batch_size": 16, "n_epochs": 2},
-    )
+def trained(tmp_path_factory: pytest.TempPathFactory, tiny_ppo):
+    cfg = tiny_ppo(small_spine_leaf(), tmp_path_factory.mktemp("runs"))
     return cfg, train(cfg)
 
 
@@ -298,16 +289,15 @@ def test_saved_model_reloads_and_acts_identically(trained) -> None:
         obs, *_ = core.step(got)
 
 
-def test_training_resumes_from_a_saved_model(trained, tmp_path: Path) -> None:
+def test_training_resumes_from_a_saved_model(trained, tmp_path: Path, tiny_ppo) -> None:
     cfg, res = trained
-    cfg2 = TrainConfig(
-        scenario=small_spine_leaf(),
+    cfg2 = tiny_ppo(
+        small_spine_leaf(),
+        tmp_path,
         timesteps=32,
-        n_envs=2,
-        logdir=tmp_path,
         out=tmp_path / "resumed.zip",
         resume=res.model_path,
-        progress=False,
+        hyperparameters={},
     )
     res2 = train(cfg2)
     assert res2.total_timesteps >= res.total_timesteps + 32
@@ -323,19 +313,16 @@ def test_training_resumes_from_a_saved_model(trained, tmp_path: Path) -> None:
         ("maskable_ppo", {"n_steps": 16, "batch_size": 16, "n_epochs": 1}),
     ],
 )
-def test_other_algorithms_train_and_evaluate(algo: str, hp: dict, tmp_path: Path) -> None:
-    res = train(
-        TrainConfig(
-            scenario=small_spine_leaf(),
-            algo=algo,
-            timesteps=48,
-            n_envs=2,
-            logdir=tmp_path,
-            out=tmp_path / f"{algo}.zip",
-            progress=False,
-            hyperparameters=hp,
-        )
+def test_other_algorithms_train_and_evaluate(algo: str, hp: dict, tmp_path: Path, tiny_ppo) -> None:
+    cfg = tiny_ppo(
+        small_spine_leaf(),
+        tmp_path,
+        algo=algo,
+        timesteps=48,
+        out=tmp_path / f"{algo}.zip",
+        hyperparameters=hp,
     )
+    res = train(cfg)
     agent = make_agent(f"{algo}:{res.model_path}")
     assert agent.env_kwargs["action_mode"] == ("path" if algo == "maskable_ppo" else "split")
     out = evaluate(

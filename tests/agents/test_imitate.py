@@ -285,17 +285,6 @@ class _Evil:
         return (os.system, (f"touch {self.marker}",))
 
 
-def _knn_arrays() -> dict:
-    return {
-        "x": np.array([[0.0, 0.0], [0.0, 1.0], [5.0, 5.0]], dtype=np.float32),
-        "y": np.array([1, 1, 3]),
-        "k": np.int64(1),
-        "block": np.array("job_phase"),
-        "meta": np.array(["s", "choose_bg", "phase", "4", "8", "spray+bg", "8"]),
-        "plans": np.arange(6).astype(str),
-    }
-
-
 @pytest.mark.parametrize(
     ("change", "must"),
     [
@@ -333,28 +322,29 @@ def _knn_arrays() -> dict:
         (lambda a: a.update(**{"ainet_gym.json": np.array("{")}), "is not JSON"),
     ],
 )
-def test_a_knn_file_is_checked_field_by_field(tmp_path, change, must) -> None:
+def test_a_knn_file_is_checked_field_by_field(refused_model_file, knn_arrays, change, must) -> None:
     from ainet_gym.agents.imitate import KnnAgent, load_knn
-    from ainet_gym.agents.model_files import ModelFileError
 
-    good = tmp_path / "good.npz"
-    np.savez(good, **_knn_arrays())
-    assert load_knn(good)["plans"] == [str(i) for i in range(6)]
-    a = _knn_arrays()
-    change(a)
-    bad = tmp_path / "bad.npz"
-    np.savez(bad, **a)
-    with pytest.raises(ModelFileError, match=r"bad\.npz") as e:
-        KnnAgent(str(bad))
-    assert must in str(e.value), str(e.value)
+    refused_model_file(knn_arrays, load_knn, KnnAgent, change, must)
 
 
-def test_a_knn_file_with_a_pickle_is_refused_and_never_runs(tmp_path) -> None:
+@pytest.mark.parametrize(("kind", "made", "field"), [("knn", "labelled", "x"), ("qnet", "fitted", "mean")])
+def test_a_plan_model_refuses_an_env_it_was_not_made_for(
+    tmp_path, request, refuses_other_envs, kind, made, field
+):
+    from ainet_gym.agents.registry import make_agent
+
+    path = tmp_path / f"{kind}.npz"
+    np.savez(path, **request.getfixturevalue(f"{kind}_arrays")())
+    refuses_other_envs(make_agent(f"{kind}:{path}"), f"{kind}:{path}", made, field, 2)
+
+
+def test_a_knn_file_with_a_pickle_is_refused_and_never_runs(tmp_path, knn_arrays) -> None:
     from ainet_gym.agents.imitate import load_knn
     from ainet_gym.agents.model_files import ModelFileError
 
     marker = tmp_path / "pwned"
-    a = _knn_arrays()
+    a = knn_arrays()
     a["x"] = np.array([_Evil(str(marker))], dtype=object)
     np.savez(tmp_path / "evil.npz", **a)  # np.savez pickles an object array
     with pytest.raises(ModelFileError, match="refusing an object"):

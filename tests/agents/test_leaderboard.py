@@ -13,24 +13,15 @@ from ainet_gym.agents.baselines import BASELINES
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.agents.pretrained import DROPPED_MEMBERS, export_checkpoint, load_policy_only
 from ainet_gym.agents.sb3_agents import SB3Agent
-from ainet_gym.agents.train import TrainConfig, train
+from ainet_gym.agents.train import train
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.envs.registration import ENV_IDS
 from ainet_gym.pretrained import list_pretrained
 from tests._scenarios import replayed_gpu_utilization, small_spine_leaf
 
 
-def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(tmp_path: Path) -> None:
-    cfg = TrainConfig(
-        scenario=small_spine_leaf(),
-        timesteps=64,
-        n_envs=2,
-        logdir=tmp_path,
-        out=tmp_path / "model.zip",
-        progress=False,
-        hyperparameters={"n_steps": 16, "batch_size": 16, "n_epochs": 2},
-    )
-    res = train(cfg)
+def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(tmp_path: Path, tiny_ppo) -> None:
+    res = train(tiny_ppo(small_spine_leaf(), tmp_path))
     dst = export_checkpoint(
         res.model_path, "small", "ainet-gym train small --timesteps 64", tmp_path / "s.zip"
     )

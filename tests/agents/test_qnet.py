@@ -96,24 +96,6 @@ def test_qfit_refuses_bad_settings_by_name(tmp_path, kw, must) -> None:
     assert must in str(e.value), str(e.value)
 
 
-def _qnet_arrays() -> dict:
-    rng = np.random.default_rng(0)
-    return {
-        "layers": np.int64(2),
-        "w0": rng.normal(size=(2, 3)),
-        "b0": np.zeros(3),
-        "w1": rng.normal(size=(3, 6)),
-        "b1": np.zeros(6),
-        "mean": np.zeros(2),
-        "scale": np.ones(2),
-        "target_scale": np.float64(1.0),
-        "value_weight": np.float64(10.0),
-        "block": np.array("job_phase"),
-        "meta": np.array(["s", "choose_bg", "phase", "4", "8", "spray+bg", "8"]),
-        "plans": np.arange(6).astype(str),
-    }
-
-
 @pytest.mark.parametrize(
     ("change", "must"),
     [
@@ -135,27 +117,17 @@ def _qnet_arrays() -> dict:
         (lambda a: a.update(**{"ainet_gym.json": np.array("[1]")}), "is not a JSON object"),
     ],
 )
-def test_a_qnet_file_is_checked_field_by_field(tmp_path, change, must) -> None:
-    from ainet_gym.agents.model_files import ModelFileError
+def test_a_qnet_file_is_checked_field_by_field(refused_model_file, qnet_arrays, change, must) -> None:
     from ainet_gym.agents.qnet import QnetAgent, load_qnet
 
-    good = tmp_path / "good.npz"
-    np.savez(good, **_qnet_arrays())
-    assert load_qnet(good)["plans"] == [str(i) for i in range(6)]
-    a = _qnet_arrays()
-    change(a)
-    bad = tmp_path / "bad.npz"
-    np.savez(bad, **a)
-    with pytest.raises(ModelFileError, match=r"bad\.npz") as e:
-        QnetAgent(str(bad))
-    assert must in str(e.value), str(e.value)
+    refused_model_file(qnet_arrays, load_qnet, QnetAgent, change, must)
 
 
-def test_a_qnet_file_with_a_pickle_is_refused(tmp_path) -> None:
+def test_a_qnet_file_with_a_pickle_is_refused(tmp_path, qnet_arrays) -> None:
     from ainet_gym.agents.model_files import ModelFileError
     from ainet_gym.agents.qnet import load_qnet
 
-    a = _qnet_arrays()
+    a = qnet_arrays()
     a["w0"] = np.array([{"x": 1}], dtype=object)
     np.savez(tmp_path / "evil.npz", **a)
     with pytest.raises(ModelFileError, match="pickled"):

@@ -7,8 +7,8 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from _scenarios import churn_dynamics, small_spine_leaf
 from _scenarios import collision_scenario as _collision_scenario
-from _scenarios import small_spine_leaf
 from gymnasium.utils.env_checker import check_env
 
 import ainet_gym
@@ -21,18 +21,7 @@ def small_scenario(**dyn) -> dict:
     return small_spine_leaf(12, **dyn)
 
 
-CHURN = small_scenario(
-    link_failures={"rate_per_step": 0.3, "repair_steps": 3},
-    job_churn={
-        "arrival_rate": 0.5,
-        "mean_steps": 4,
-        "max_jobs": 4,
-        "templates": [
-            {"name": "t1", "gpus": 4, "compute_ms": 10, "collectives": [{"op": "allreduce", "bytes": 5e7}]},
-            {"name": "t2", "gpus": 2, "compute_ms": 15, "collectives": [{"op": "allgather", "bytes": 5e7}]},
-        ],
-    },
-)
+CHURN = small_scenario(**churn_dynamics(arrival_rate=0.5, mean_steps=4))
 
 
 def rollout(env: gym.Env, seed: int, steps: int, action_seed: int = 0) -> list:

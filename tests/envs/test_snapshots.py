@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _scenarios import small_spine_leaf
+from _scenarios import churn_dynamics, small_spine_leaf
 
 from ainet_gym.envs.env import ACTION_MODES, EnvCore, FabricRoutingEnv, step_state
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
@@ -20,30 +20,7 @@ INFO = ("links", "flows", "collisions")
 def dynamic_scenario(steps: int = 10) -> dict:
     """Every source of change: random link failures, churn, periodic background with a jittered phase,
     jittered job starts."""
-    sc = small_spine_leaf(
-        steps,
-        name="dynamic",
-        link_failures={"rate_per_step": 0.3, "repair_steps": 3},
-        job_churn={
-            "arrival_rate": 0.6,
-            "mean_steps": 3,
-            "max_jobs": 4,
-            "templates": [
-                {
-                    "name": "t1",
-                    "gpus": 4,
-                    "compute_ms": 10,
-                    "collectives": [{"op": "allreduce", "bytes": 5e7}],
-                },
-                {
-                    "name": "t2",
-                    "gpus": 2,
-                    "compute_ms": 15,
-                    "collectives": [{"op": "allgather", "bytes": 5e7}],
-                },
-            ],
-        },
-    )
+    sc = small_spine_leaf(steps, name="dynamic", **churn_dynamics(arrival_rate=0.6, mean_steps=3))
     for job in sc["workload"]["jobs"]:
         job["start_jitter_ms"] = 20.0
     sc["workload"]["background"][0]["offset_jitter_steps"] = 2

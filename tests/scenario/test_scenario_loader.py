@@ -321,21 +321,21 @@ def test_missing_file_lists_shipped_names(tmp_path, monkeypatch):
         load_scenario(tmp_path / "no-such-dir" / "x.yaml")
 
 
-def test_yaml_syntax_error_names_file_and_line(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        pytest.param(
+            "name: x\nfabric: {topology: spine_leaf\nworkload: {}\n", r"line \d+, column \d+", id="syntax"
+        ),
+        pytest.param(
+            "name: x\nfabric: {}\nfabric: {}\n", r"line 3.*duplicate key 'fabric'", id="duplicate-key"
+        ),
+    ],
+)
+def test_yaml_syntax_error_names_file_line_and_cause(tmp_path, text, where):
     p = tmp_path / "bad.yaml"
-    p.write_text("name: x\nfabric: {topology: spine_leaf\nworkload: {}\n")
-    with pytest.raises(
-        ScenarioError, match=rf"^{re.escape(str(p))}: YAML syntax error at line \d+, column \d+"
-    ):
-        load_scenario(p)
-
-
-def test_yaml_duplicate_key_is_an_error(tmp_path):
-    p = tmp_path / "dup.yaml"
-    p.write_text("name: x\nfabric: {}\nfabric: {}\n")
-    with pytest.raises(
-        ScenarioError, match=r"dup\.yaml: YAML syntax error at line 3.*duplicate key 'fabric'"
-    ):
+    p.write_text(text)
+    with pytest.raises(ScenarioError, match=rf"^{re.escape(str(p))}: YAML syntax error at {where}"):
         load_scenario(p)
 
 
