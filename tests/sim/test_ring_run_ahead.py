@@ -131,12 +131,20 @@ def test_backends_agree() -> None:
 
 def test_segment_rings_keeps_bytes_and_alpha() -> None:
     """A ring of 8 ranks (per hop 2 x 7/8 x 10 MB = 17.5 MB) under a 4 MiB run-ahead: 5 segments of 3.5 MB,
-    the 14 alpha steps on the first; a halving-doubling AllReduce (no ring) and None are left alone."""
+    the 14 alpha steps on the first; each ring phase of a hierarchical AllReduce cut on its own; a
+    halving-doubling AllReduce (no ring) and None are left alone."""
     ring = decompose(CollectiveSpec(op="allreduce", algorithm="ring", bytes=10e6), 8)
     cut = segment_rings(ring, 4 * 2**20)
     assert [ph.steps for ph in cut] == [14, 0, 0, 0, 0]
     assert all(ph.flows[0].bytes == pytest.approx(3.5e6) and ph.after is None for ph in cut)
     assert all(ph.flows[0].members == ring[0].flows[0].members for ph in cut)
+    # hierarchical, 4 hosts of 2: host rings of 4 MB per hop, rails of 2 x 3/4 x 8 MB / 2 = 6 MB: 2 segments each
+    hier = decompose(
+        CollectiveSpec(op="allreduce", algorithm="hierarchical", bytes=8e6), 8, [0, 0, 1, 1, 2, 2, 3, 3]
+    )
+    cut = segment_rings(hier, 3e6)
+    assert [ph.steps for ph in cut] == [1, 0, 6, 0, 1, 0]
+    assert [ph.flows[0].bytes for ph in cut] == pytest.approx([2e6, 2e6, 3e6, 3e6, 2e6, 2e6])
     hd = decompose(CollectiveSpec(op="allreduce", algorithm="halving_doubling", bytes=10e6), 8)
     assert segment_rings(hd, 1e3) == hd
     assert segment_rings(ring, None) == ring
