@@ -114,8 +114,8 @@ from ainet_gym.scenario.spec import (
     RoutingSpec,
     Scenario,
     fabric_gpu_count,
+    ring_segments,
 )
-from ainet_gym.sim.workload import ring_segments
 
 __all__ = [
     "FABRIC_COMMON_KEYS",

@@ -9,6 +9,7 @@ Units: Gbit/s for link speeds, bytes for sizes, milliseconds for time, microseco
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,3 +240,10 @@ class Scenario:
     reward: RewardSpec = field(default_factory=RewardSpec)
     source: str = "<dict>"  # file the scenario was loaded from
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+def ring_segments(hop_bytes: float, run_ahead_bytes: float) -> int:
+    """Segments of a ring whose hops move ``hop_bytes`` each under a run-ahead of ``run_ahead_bytes``
+    (``routing.ring_run_ahead_bytes``; the loader's limit and the engine's cut read it):
+    ``ceil(hop_bytes / run_ahead_bytes)``, at least 1."""
+    return max(1, math.ceil(hop_bytes / run_ahead_bytes))

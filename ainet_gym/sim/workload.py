@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from ainet_gym.scenario.spec import CHUNKED_ALGORITHMS, CollectiveSpec
+from ainet_gym.scenario.spec import CHUNKED_ALGORITHMS, CollectiveSpec, ring_segments
 
 __all__ = [
     "CHUNKED_ALGORITHMS",
@@ -55,7 +55,6 @@ __all__ = [
     "bus_bandwidth_factor",
     "decompose",
     "pipeline",
-    "ring_segments",
     "segment_rings",
 ]
 
@@ -123,12 +122,6 @@ def segment_rings(
             out.append((CollectivePhase(ph.steps, flows), n))
             out.extend((CollectivePhase(0, flows), n) for _ in range(n - 1))
     return out if with_counts else [ph for ph, _ in out]
-
-
-def ring_segments(hop_bytes: float, run_ahead_bytes: float) -> int:
-    """Segments of a ring whose hops move ``hop_bytes`` each under a run-ahead of ``run_ahead_bytes``:
-    ``ceil(hop_bytes / run_ahead_bytes)``, at least 1."""
-    return max(1, math.ceil(hop_bytes / run_ahead_bytes))
 
 
 def bus_bandwidth_factor(op: str, p: int) -> float:

@@ -400,3 +400,48 @@ def test_the_backend_is_chosen_by_name_in_the_factories_only() -> None:
 )
 def test_backend_branch_check_finds_the_branches_it_must(source: str, rel: str, branch: bool) -> None:
     assert bool(_backend_branches(source, rel)) is branch
+
+
+#: the rooms in pipeline order: a module's imports at module level may name its own room or one before it
+PIPELINE = ("units", "scenario", "fabric", "routing", "sim", "envs", "agents", "checks", "cli", "bench")
+
+
+def upward_imports(source: str, room: str) -> list[str]:
+    """The ``ainet_gym`` modules a module of ``room`` imports at module level from a room after its own."""
+    rank = {r: i for i, r in enumerate(PIPELINE)}
+    found = []
+    for node in ast.parse(source).body:
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "ainet_gym" and len(parts) > 1 and rank.get(parts[1], -1) > rank[room]:
+                found.append(name)
+    return found
+
+
+def test_module_level_imports_point_down_the_pipeline() -> None:
+    """scenario -> fabric -> routing -> sim -> envs -> agents: no module imports a later room when it is
+    imported (a back edge would load the engine, or worse a cycle, with the scenario loader)."""
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).parts
+        if len(rel) > 1 and rel[0] in PIPELINE:
+            bad += [f"{'/'.join(rel)} -> {m}" for m in upward_imports(path.read_text(), rel[0])]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize(
+    ("source", "room", "up"),
+    [
+        ("from ainet_gym.sim.workload import decompose", "scenario", True),
+        ("import ainet_gym.envs.env", "sim", True),
+        ("from ainet_gym.scenario.spec import Scenario", "sim", False),
+        ("def f():\n    from ainet_gym.sim.workload import decompose", "scenario", False),
+    ],
+)
+def test_upward_import_check_finds_the_imports_it_must(source: str, room: str, up: bool) -> None:
+    assert bool(upward_imports(source, room)) == up
