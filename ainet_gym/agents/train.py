@@ -33,6 +33,7 @@ from ainet_gym.agents.sb3_agents import (
     save_model,
     space_signature,
 )
+from ainet_gym.envs.registration import TRAIN_SEED_OFFSET
 from ainet_gym.scenario.loader import load_scenario
 
 __all__ = [
@@ -47,8 +48,6 @@ __all__ = [
     "train_arguments",
     "train_main",
 ]
-
-TRAIN_SEED_OFFSET = 1_000_000
 
 
 @dataclass

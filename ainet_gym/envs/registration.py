@@ -24,12 +24,17 @@ from gymnasium.envs.registration import EnvSpec
 
 __all__ = [
     "ENV_IDS",
+    "TRAIN_SEED_OFFSET",
     "ScenarioEnvSpec",
     "env_id_for",
     "env_ids",
     "mode_id_suffix",
     "register_envs",
 ]
+
+#: training episodes of every trainer (SB3, RLlib) draw their seeds from here up, so that the small seeds stay
+#: held out for evaluation
+TRAIN_SEED_OFFSET = 1_000_000
 
 #: env id -> default scenario (overridable with ``gymnasium.make(id, scenario=...)``); the ``split`` mode.
 #: Every default varies with the seed beyond the ECMP hash: each initial job's start is drawn per episode

@@ -227,7 +227,7 @@ def ppo_config(
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from ainet_gym.agents.train import TRAIN_SEED_OFFSET
+    from ainet_gym.envs.registration import TRAIN_SEED_OFFSET
 
     for name, v, lo in (("num_env_runners", num_env_runners, 0), ("envs_per_runner", envs_per_runner, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
