@@ -267,6 +267,24 @@ def test_interval_counters_of_several_ranges_are_those_of_one(name: str, monkeyp
     assert any(c[0] > 0 for c in per_interval)  # events ran
 
 
+def test_the_kernels_round_bound_follows_the_stack() -> None:
+    """The settle-round bound the numba backend keeps between intervals is that of the current stack: a new
+    stack with longer units gets its own (4 per phase of the longest unit, plus 8)."""
+    import dataclasses
+
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.backends.numba import _max_rounds
+    from ainet_gym.sim.world import FabricWorld
+
+    w = FabricWorld(load_scenario("spine-leaf-2to1"), 1, backend="numba")
+    w.reset(seeds=[0])
+    sim = w.sim
+    n = _max_rounds(sim)
+    assert n == 4 * int(sim.unit_nphases.max()) + 8 and _max_rounds(sim) == n
+    sim._bind(dataclasses.replace(sim.stack, unit_nphases=sim.unit_nphases + 3))  # a restack, by hand
+    assert _max_rounds(sim) == n + 12
+
+
 def test_compiled_merge_gives_the_numpy_incidence_entries(monkeypatch) -> None:
     """The per-instance merge (on threads, compacted on demand) gives exactly the entries of the numpy
     backend's bincount merge, for a random split and for the first-path split."""

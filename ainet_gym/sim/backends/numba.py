@@ -150,7 +150,7 @@ def run_interval(
     out_values = (m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
                   m.link_bytes.reshape(-1), m.stalled_flows)  # fmt: skip
     outputs = _records_mod.outputs_record(*out_values)
-    max_rounds = 4 * int(sim.unit_nphases.max(initial=0)) + 8
+    max_rounds = _max_rounds(sim)
     ranges = sim.table.ranges
     stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
     go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
@@ -229,6 +229,18 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     if np.shares_memory(state_values.capacity, sim.engine_state.capacity_bytes_per_s):
         sim.backend_scratch["records"] = (key, (structure, state, flat))
     return structure, state, flat
+
+
+def _max_rounds(sim: BatchSim) -> int:
+    """The kernel's bound on the settle rounds of an event (4 per phase of the longest unit, plus 8), kept in
+    ``sim.backend_scratch`` with the :class:`~ainet_gym.sim.stack.UnitStack` it was computed from (its
+    phase counts are fixed until the next restack; a reduction over them at every interval cost more)."""
+    held = sim.backend_scratch.get("max_rounds")
+    if held is not None and held[0] is sim.stack:
+        return held[1]  # type: ignore[no-any-return]
+    n = 4 * int(sim.unit_nphases.max(initial=0)) + 8
+    sim.backend_scratch["max_rounds"] = (sim.stack, n)
+    return n
 
 
 def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
