@@ -45,6 +45,7 @@ __all__ = [
     "IntervalStructure",
     "compiled_record",
     "interval_records",
+    "outputs_record",
     "positional",
 ]
 
@@ -214,6 +215,23 @@ def compiled_record(kind: str, values: dict[str, np.ndarray] | tuple) -> object:
     if len(values) != len(names):
         raise ValueError(f"{kind} record: {len(values)} values; expected {len(names)} ({list(names)})")
     return _NEW[kind](*values)
+
+
+def outputs_record(
+    iters: np.ndarray,
+    step_sum: np.ndarray,
+    comm_sum: np.ndarray,
+    compute_t: np.ndarray,
+    active_t: np.ndarray,
+    link_bytes: np.ndarray,
+    stalled: np.ndarray,
+) -> object:
+    """The compiled :class:`IntervalOutputs` of these arrays, in its field order, without
+    :func:`compiled_record`'s checks of the fields (a call per interval: the record holds the interval's new
+    :class:`~ainet_gym.sim.engine.IntervalMetrics` arrays)."""
+    if not HAVE_STRUCTREF:  # pragma: no cover
+        raise RuntimeError("compiled records need numba")
+    return _new_outputs(iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled)
 
 
 def positional(structure: IntervalStructure, state: IntervalState) -> tuple[np.ndarray, ...]:

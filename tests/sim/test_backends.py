@@ -241,6 +241,50 @@ def test_instances_on_several_threads_match_the_numpy_reference(family: str, mon
         assert not bad, f"{family} / {policy}: {bad}"
 
 
+@pytest.mark.parametrize("name", ["moe-alltoall-skewed", "spine-leaf-2to1"])
+def test_interval_counters_of_several_ranges_are_those_of_one(name: str, monkeypatch) -> None:
+    """The numba backend's counters of an interval cut into several instance ranges are those of the same
+    interval in one range: events the most of any instance, the others summed over the instances."""
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    monkeypatch.setattr(_kernels, "kernel_threads", lambda: 1)  # the first world: one range
+    worlds = [FabricWorld(load_scenario(name), 4, backend="numba")]
+    worlds[0].reset(seeds=[0, 1, 2, 3])
+    _force_threads(monkeypatch)
+    worlds.append(FabricWorld(load_scenario(name), 4, backend="numba"))
+    worlds[1].reset(seeds=[0, 1, 2, 3])
+    assert len(worlds[0].sim.table.ranges) == 1 and len(worlds[1].sim.table.ranges) > 1
+    fields = ("events", "solver_iterations", "full_path_events", "lazy_switches", "full_path_work", "lazy_work",
+              "repairs", "repairs_declined", "flows_checked", "incremental_solves", "flows_refilled",
+              "flows_active", "full_fills", "rates_written", "rates_moved", "parallel_solves")  # fmt: skip
+    per_interval = []
+    for _ in range(4):
+        ms = [w.sim.run_interval(0.05) for w in worlds]
+        per_interval.append(tuple(getattr(ms[0], f) for f in fields))
+        for f in fields:
+            assert getattr(ms[0], f) == getattr(ms[1], f), f
+    assert any(c[0] > 0 for c in per_interval)  # events ran
+
+
+def test_the_kernels_round_bound_follows_the_stack() -> None:
+    """The settle-round bound the numba backend keeps between intervals is that of the current stack: a new
+    stack with longer units gets its own (4 per phase of the longest unit, plus 8)."""
+    import dataclasses
+
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.backends.numba import _max_rounds
+    from ainet_gym.sim.world import FabricWorld
+
+    w = FabricWorld(load_scenario("spine-leaf-2to1"), 1, backend="numba")
+    w.reset(seeds=[0])
+    sim = w.sim
+    n = _max_rounds(sim)
+    assert n == 4 * int(sim.unit_nphases.max()) + 8 and _max_rounds(sim) == n
+    sim._bind(dataclasses.replace(sim.stack, unit_nphases=sim.unit_nphases + 3))  # a restack, by hand
+    assert _max_rounds(sim) == n + 12
+
+
 def test_compiled_merge_gives_the_numpy_incidence_entries(monkeypatch) -> None:
     """The per-instance merge (on threads, compacted on demand) gives exactly the entries of the numpy
     backend's bincount merge, for a random split and for the first-path split."""

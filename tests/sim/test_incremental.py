@@ -498,6 +498,24 @@ def test_bad_parallel_settings_are_refused_naming_the_field(field, value):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize(
+    ("field", "good", "bad"),
+    [("lazy_switch", True, 1), ("lazy_cost_ratio", 2.0, True), ("parallel_max_rounds", 8, -1)],
+)
+def test_a_setting_changed_after_a_step_is_checked_again(field, good, bad):
+    # the numba backend keeps the settings it checked and checks them again when one is assigned (an equal
+    # value of another type too: 1 == True, True == 1.0): the checks are not skipped after the first step
+    w = FabricWorld(load_scenario("moe-alltoall-skewed"), 1, backend="numba")
+    w.reset(seeds=[0])
+    setattr(w.sim, field, good)
+    w.step(w.default_split())
+    setattr(w.sim, field, bad)
+    with pytest.raises(ValueError, match=rf"^{field} = .*allowed"):
+        w.step(w.default_split())
+    setattr(w.sim, field, good)
+    w.step(w.default_split())  # the good value again: accepted
+
+
 def _drive(
     cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, repair: bool, top: bool = True,
     works: list | None = None, par: tuple = (1.0, 8, NO_GATE),

@@ -141,10 +141,7 @@ def run_interval(
     (:func:`ainet_gym.sim.kernels.run_interval_numba`): each instance range, on its kernel thread, merges a
     deferred split (:meth:`BatchSim.set_split_fused <ainet_gym.sim.engine.BatchSim.set_split_fused>`), runs
     its interval, then the ``then`` pass."""
-    par = _parallel_settings(sim.parallel_share, sim.parallel_max_rounds)  # checked before any change
-    sw_on, sw_ratio, sw_handoff = _switch_settings(
-        sim.lazy_switch, sim.lazy_cost_ratio, sim.lazy_handoff_solves
-    )
+    par, (sw_on, sw_ratio, sw_handoff) = _settings(sim)  # checked before any change
     B, U, L = sim.batch, sim.n_units, sim.n_links
     dur = np.empty(B)
     dur[...] = duration_s  # (batch,) s, a scalar broadcast
@@ -152,8 +149,8 @@ def run_interval(
     structure, state, flat = _records(sim)
     out_values = (m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
                   m.link_bytes.reshape(-1), m.stalled_flows)  # fmt: skip
-    outputs = _records_mod.compiled_record("outputs", out_values)
-    max_rounds = 4 * int(sim.unit_nphases.max(initial=0)) + 8
+    outputs = _records_mod.outputs_record(*out_values)
+    max_rounds = _max_rounds(sim)
     ranges = sim.table.ranges
     stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
     go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
@@ -215,16 +212,15 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     built at every call would cost what the positional call did.) The key holds the objects themselves, so
     none is freed and its ``id`` reused while the records live. Third: the same arrays in the positional
     order of :func:`ainet_gym.sim.kernels.run_interval_lazy` (:func:`ainet_gym.sim.records.positional`)."""
-    key = (
-        sim.stack,
-        sim.table,
-        sim.state,
-        sim.engine_state.capacity_bytes_per_s,
-        sim.engine_state.flow_reset,
-    )
+    es = sim.engine_state
+    stack, table, state_ = sim.stack, sim.table, sim.state
+    cap, flow_reset = es.capacity_bytes_per_s, es.flow_reset
     held = sim.backend_scratch.get("records")
-    if held is not None and all(a is b for a, b in zip(held[0], key, strict=True)):
-        return held[1]  # type: ignore[no-any-return]
+    if held is not None:  # (an explicit identity chain: a generator over the key cost microseconds a call)
+        k = held[0]
+        if k[0] is stack and k[1] is table and k[2] is state_ and k[3] is cap and k[4] is flow_reset:
+            return held[1]  # type: ignore[no-any-return]
+    key = (stack, table, state_, cap, flow_reset)
     values, state_values = _records_mod.interval_records(sim)
     structure = _records_mod.compiled_record("structure", values)
     state = _records_mod.compiled_record("state", state_values)
@@ -233,6 +229,18 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     if np.shares_memory(state_values.capacity, sim.engine_state.capacity_bytes_per_s):
         sim.backend_scratch["records"] = (key, (structure, state, flat))
     return structure, state, flat
+
+
+def _max_rounds(sim: BatchSim) -> int:
+    """The kernel's bound on the settle rounds of an event (4 per phase of the longest unit, plus 8), kept in
+    ``sim.backend_scratch`` with the :class:`~ainet_gym.sim.stack.UnitStack` it was computed from (its
+    phase counts are fixed until the next restack; a reduction over them at every interval cost more)."""
+    held = sim.backend_scratch.get("max_rounds")
+    if held is not None and held[0] is sim.stack:
+        return held[1]  # type: ignore[no-any-return]
+    n = 4 * int(sim.unit_nphases.max(initial=0)) + 8
+    sim.backend_scratch["max_rounds"] = (sim.stack, n)
+    return n
 
 
 def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
@@ -276,19 +284,34 @@ def _gather_stats(
         raise RuntimeError("event processing did not settle")
     if err == _kernels.ERR_SOLVER:
         raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
-    m.events = max(r[0] for r in per_range)
-    m.solver_iterations = sum(r[1] for r in per_range)
-    m.full_path_events = sum(r[11] for r in per_range)
-    m.lazy_switches = sum(r[12] for r in per_range)
-    m.full_path_work = sum(r[13] for r in per_range)
-    m.lazy_work = sum(r[14] for r in per_range)
-    m.repairs, m.repairs_declined, m.flows_checked = (sum(r[k] for r in per_range) for k in range(15, 18))
+    # one range (one kernel thread): its row as it is; more: events the most of any range, the rest summed
+    tot = per_range[0] if len(per_range) == 1 else [sum(col) for col in zip(*per_range, strict=True)]
+    m.events = tot[0] if len(per_range) == 1 else max(r[0] for r in per_range)
+    m.solver_iterations = tot[1]
+    m.full_path_events, m.lazy_switches, m.full_path_work, m.lazy_work = tot[11:15]
+    m.repairs, m.repairs_declined, m.flows_checked = tot[15:18]
     if lazy:
         (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
-         m.rates_moved, m.parallel_solves) = per_range[0][4:11] if len(per_range) == 1 else (
-            sum(r[k] for r in per_range) for k in range(4, 11))  # fmt: skip
+         m.rates_moved, m.parallel_solves) = tot[4:11]  # fmt: skip
     if err == _kernels.ERR_EVENTS:
         raise TooManyEvents(f"run_interval: more than {max_events} events in one interval", metrics=m)
+
+
+def _settings(sim: BatchSim) -> tuple[tuple[float, int], tuple[bool, float, float]]:
+    """:func:`_parallel_settings` and :func:`_switch_settings` of ``sim``, checked again only when one of the
+    five attributes was assigned since the last check: the objects last checked are kept in
+    ``sim.backend_scratch`` and compared by identity (an equal value of another type, ``1`` for ``True``, is
+    checked anew), which costs less than the checks at every interval."""
+    raw = (sim.parallel_share, sim.parallel_max_rounds, sim.lazy_switch, sim.lazy_cost_ratio,
+           sim.lazy_handoff_solves)  # fmt: skip
+    held = sim.backend_scratch.get("settings")
+    if held is not None:
+        k = held[0]
+        if k[0] is raw[0] and k[1] is raw[1] and k[2] is raw[2] and k[3] is raw[3] and k[4] is raw[4]:
+            return held[1]  # type: ignore[no-any-return]
+    checked = (_parallel_settings(raw[0], raw[1]), _switch_settings(raw[2], raw[3], raw[4]))
+    sim.backend_scratch["settings"] = (raw, checked)
+    return checked
 
 
 def _share(name: str, x: object) -> float:
