@@ -984,9 +984,33 @@ def _register() -> None:
 _register()
 
 
+#: The fields every label file of ``label`` holds (:func:`lookahead_labels`); ``clone``, ``knn`` and
+#: ``qfit`` read them.
+LABEL_FIELDS = ("obs", "label", "plans", "meta")
+
+
 def _load(path: str | Path) -> dict[str, Any]:
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    """The arrays of the label file ``path`` (.npz of ``label``), read without pickle; a ``ValueError``
+    naming the file and what is allowed if it is missing, not an .npz archive, holds an object array or
+    lacks a field of :data:`LABEL_FIELDS`."""
+    import zipfile
+
+    allowed = f"allowed: an .npz of labels from 'python -m ainet_gym.agents.imitate label' ({', '.join(LABEL_FIELDS)})"
+    if not Path(path).is_file():
+        what = "is a directory" if Path(path).is_dir() else "not found"
+        raise ValueError(f"labels {str(path)!r}: {what}; {allowed}")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if not hasattr(z, "files"):  # a .npy: one array, not an archive
+                raise ValueError("one array, not an archive")
+            out = {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        text = " ".join(str(e).split())[:120] or type(e).__name__
+        raise ValueError(f"labels {str(path)!r}: not a readable label file ({text}); {allowed}") from None
+    missing = [f for f in LABEL_FIELDS if f not in out]
+    if missing:
+        raise ValueError(f"labels {str(path)!r}: no field {', '.join(missing)}; {allowed}")
+    return out
 
 
 def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) -> Any:
@@ -1031,6 +1055,19 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (``--batch 0`` failed inside ``range``, ``-1`` saved no labels)."""
+    import argparse
+
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: an integer >= 1") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} is out of range; allowed: an integer >= 1")
+    return v
+
+
 def _add_label_parser(sub: Any) -> None:
     """``label``'s arguments (:func:`lookahead_labels`)."""
     s = sub.add_parser("label", help="play episodes along the lookahead over the plans; save the labels")
@@ -1044,7 +1081,7 @@ def _add_label_parser(sub: Any) -> None:
     )
     s.add_argument("--action-mode", default="choose_bg")
     s.add_argument("--obs-features", default="phase", help="comma list; empty for the default observation")
-    s.add_argument("--batch", type=int, default=10, help="episodes per batched run")
+    s.add_argument("--batch", type=_positive_int, default=10, help="episodes per batched run")
     s.add_argument("--out", required=True, help=".npz file")
     s.add_argument(
         "--objective",

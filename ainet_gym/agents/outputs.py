@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +303,25 @@ def cli_out_file_refused(
         print(f"{prog}: error: {e}", file=sys.stderr)
         return True
     return False
+
+
+def run_module_cli(prog: str, body: Callable[[], int]) -> int:
+    """Run the command ``body`` of a module's command line (``python -m ...``) as ``ainet-gym`` runs its
+    own: the project's errors (a bad scenario, argument, model or output path: ``ValueError``, ``OSError``,
+    ``ImportError``, ``RuntimeError``, ``gymnasium.error.Error``) print one line, ``PROG: error: ...``, to
+    stderr and return 2 instead of a traceback; ``AINET_GYM_DEBUG=1`` in the environment shows the traceback."""
+    import sys
+
+    from gymnasium import error as gym_error
+
+    try:
+        return int(body() or 0)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError, ImportError, RuntimeError, gym_error.Error) as e:
+        if os.environ.get("AINET_GYM_DEBUG", "") not in ("", "0"):
+            raise
+        text = " ".join(str(e).split()) or type(e).__name__
+        print(f"{prog}: error: {text}", file=sys.stderr)
+        return 2

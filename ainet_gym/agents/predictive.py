@@ -423,9 +423,6 @@ register_agent(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
-    from ainet_gym.agents.evaluate import parse_seeds
-    from ainet_gym.fabric.topology import TIERS
-
     p = argparse.ArgumentParser(
         prog="python -m ainet_gym.agents.predictive", description=__doc__.split("\n")[0]
     )
@@ -436,10 +433,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="write the coefficients and errors as JSON")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = p.parse_args(argv)
-    from ainet_gym.agents.outputs import cli_out_file_refused
+    from ainet_gym.agents.outputs import cli_out_file_refused, run_module_cli
 
     if cli_out_file_refused("python -m ainet_gym.agents.predictive", a.out, a.overwrite, (), flag="--out"):
         return 2
+    return run_module_cli("python -m ainet_gym.agents.predictive", lambda: _run(a))
+
+
+def _run(a: argparse.Namespace) -> int:
+    """The parsed command of :func:`main`: fit, print, write ``--out``."""
+    from ainet_gym.agents.evaluate import parse_seeds
+    from ainet_gym.fabric.topology import TIERS
+
     model = fit(a.scenario, FitConfig(train_seeds=a.train_seeds, history=a.history))
     err = forecast_error(model, a.scenario, parse_seeds(a.eval_seeds))
     present = sorted(set(model.tiers.tolist()))

@@ -284,6 +284,13 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--out", default=None, help="default: ainet_gym/pretrained/<scenario>.zip (.npz)")
     sub.add_parser("list", help="the shipped checkpoints")
     a = p.parse_args(argv)
+    from ainet_gym.agents.outputs import run_module_cli
+
+    return run_module_cli(f"python -m ainet_gym.agents.pretrained {a.cmd}", lambda: _run(a, p))
+
+
+def _run(a: argparse.Namespace, p: argparse.ArgumentParser) -> int:
+    """The parsed ``export`` or ``list`` of :func:`main`."""
     if a.cmd == "export" and str(a.model).endswith(".npz"):
         if a.training_seed is None:
             p.error("export of a .npz: --training-seed is required")

@@ -413,21 +413,27 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--json", default=None, help="write the rows as JSON to this file")
     s.add_argument("--overwrite", action="store_true", help="replace --json if it exists")
     a = p.parse_args(argv)
-    from ainet_gym.agents.outputs import cli_out_file_refused
+    from ainet_gym.agents.outputs import cli_out_file_refused, run_module_cli
 
     if cli_out_file_refused("python -m ainet_gym.agents.twin sweep", a.json, a.overwrite, (), flag="--json"):
         return 2
-    rows = sweep(
-        a.scenario,
-        [int(x) for x in a.k.split(",")],
-        [int(x) for x in a.h.split(",")],
-        parse_seeds(a.seeds),
-        a.steps,
-    )
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump({"scenario": a.scenario, "seeds": a.seeds, "rows": rows}, fh, indent=1)
-    return 0
+
+    def run() -> int:
+        rows = sweep(a.scenario, _int_list("--k", a.k), _int_list("--h", a.h), parse_seeds(a.seeds), a.steps)
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump({"scenario": a.scenario, "seeds": a.seeds, "rows": rows}, fh, indent=1)
+        return 0
+
+    return run_module_cli("python -m ainet_gym.agents.twin sweep", run)
+
+
+def _int_list(flag: str, text: str) -> list[int]:
+    """``text``, a comma list of integers >= 1 given to ``flag``; a ``ValueError`` naming the flag otherwise."""
+    parts = [x.strip() for x in text.split(",") if x.strip()]
+    if not parts or not all(x.isdigit() and int(x) >= 1 for x in parts):
+        raise ValueError(f"{flag} {text!r}: allowed: a comma list of integers >= 1, e.g. 1,2,4")
+    return [int(x) for x in parts]
 
 
 if __name__ == "__main__":

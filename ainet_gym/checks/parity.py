@@ -179,6 +179,16 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
         "always, -1 never (default: the kernel's, ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS)",
     )
     args = ap.parse_args(argv)
+    for flag, v in (("--seeds", args.seeds), ("--intervals", args.intervals)):
+        if v < 1:  # 0 or fewer ran nothing and reported "all equal"
+            ap.error(f"argument {flag}: {v} is out of range; allowed: an integer >= 1")
+    from ainet_gym.agents.outputs import run_module_cli
+
+    return run_module_cli("python -m ainet_gym.checks.parity", lambda: _parity_run(args))
+
+
+def _parity_run(args: argparse.Namespace) -> int:
+    """The parsed sweep of :func:`parity_main`: every scenario x rate mode x policy x seed."""
     names = args.scenarios or _shipped()
     modes = [None if m == "scenario" else m for m in args.modes.split(",")]
     bad = 0

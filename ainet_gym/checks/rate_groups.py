@@ -270,11 +270,6 @@ def rate_groups_main(argv: Sequence[str] | None = None) -> int:
     """The command: the bench's AllToAll instance (``--gpus``, ``--jobs`` x ``--job-gpus``), static ECMP from
     reset; the intervals before ``--interval`` on the compiled backend (numpy without numba), then that
     interval on the numpy backend, traced for at most ``--events`` events."""
-    from ainet_gym.bench.instances import cluster_scenario
-    from ainet_gym.scenario.loader import load_scenario
-    from ainet_gym.sim.kernels import HAVE_NUMBA
-    from ainet_gym.sim.world import FabricWorld
-
     ap = argparse.ArgumentParser(
         prog="python -m ainet_gym.checks.rate_groups", description=__doc__.split("\n")[0]
     )
@@ -284,8 +279,26 @@ def rate_groups_main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--interval", type=int, default=5, help="the interval traced (1: the first from reset)")
     ap.add_argument("--events", type=int, default=1000, help="at most this many events of it")
     a = ap.parse_args(argv)
-    if a.interval < 1:
-        ap.error(f"--interval = {a.interval}, allowed >= 1")
+    for flag, v in (
+        ("--interval", a.interval),
+        ("--jobs", a.jobs),
+        ("--job-gpus", a.job_gpus),
+        ("--events", a.events),
+    ):
+        if v < 1:
+            ap.error(f"argument {flag}: {v} is out of range; allowed: an integer >= 1")
+    from ainet_gym.agents.outputs import run_module_cli
+
+    return run_module_cli("python -m ainet_gym.checks.rate_groups", lambda: _rate_groups_run(a))
+
+
+def _rate_groups_run(a: argparse.Namespace) -> int:
+    """The parsed command of :func:`rate_groups_main`."""
+    from ainet_gym.bench.instances import cluster_scenario
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.kernels import HAVE_NUMBA
+    from ainet_gym.sim.world import FabricWorld
+
     sc = load_scenario(cluster_scenario(a.gpus, a.jobs, a.job_gpus, op="alltoall"))
     pre = FabricWorld(sc, 1, backend="numba" if HAVE_NUMBA else "numpy")
     pre.reset(seeds=[0])

@@ -73,14 +73,6 @@ def markdown(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _seeds(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, sep, hi = part.partition("-")
-        out += list(range(int(lo), int(hi) + 1)) if sep else [int(lo)]
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.checks.reroute``: the table of docs/fidelity-learning.md, "Moving transfers in
     flight"."""
@@ -94,20 +86,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="write the JSON results here")
     ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = ap.parse_args(argv)
-    from ainet_gym.agents.outputs import cli_out_file_refused
+    from ainet_gym.agents.evaluate import parse_seeds
+    from ainet_gym.agents.outputs import cli_out_file_refused, run_module_cli
 
     if cli_out_file_refused("python -m ainet_gym.checks.reroute", a.out, a.overwrite, (), flag="--out"):
         return 2
-    results = [
-        compare(s, [p for p in a.policies.split(",") if p], _seeds(a.seeds), a.steps)
-        for s in a.scenarios.split(",")
-        if s
-    ]
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as fh:
-            json.dump(results, fh, indent=1)
-    print(markdown(results))
-    return 0
+
+    def run() -> int:
+        results = [
+            compare(s, [p for p in a.policies.split(",") if p], parse_seeds(a.seeds), a.steps)
+            for s in a.scenarios.split(",")
+            if s
+        ]
+        if a.out:
+            with open(a.out, "w", encoding="utf-8") as fh:
+                json.dump(results, fh, indent=1)
+        print(markdown(results))
+        return 0
+
+    return run_module_cli("python -m ainet_gym.checks.reroute", run)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,24 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return v
 
 
+def check_reset_options(options: Any) -> None:
+    """The ``options`` of a ``reset``: the envs take none, so ``None`` or an empty mapping; anything else
+    (e.g. gymnasium's ``{"reset_mask": ...}`` for a partial reset) was ignored without a word before.
+
+    Raises
+    ------
+    ValueError
+        Naming the options given and what is allowed.
+    """
+    if options is None or (isinstance(options, dict) and not options):
+        return
+    shown = sorted(map(str, options)) if isinstance(options, dict) else type(options).__name__
+    raise ValueError(
+        f"reset options = {shown}: not supported; allowed: None or {{}} (the env takes no reset options: "
+        "a scenario, its seed and the episode length are set at construction and by seed=)"
+    )
+
+
 def _check_arguments(
     action_mode: str, observation: str, history: int, episode_steps: int | None, batch: int
 ) -> None:
@@ -109,7 +127,7 @@ def _check_arguments(
         )
     if episode_steps is not None and (not isinstance(episode_steps, int | np.integer) or episode_steps < 1):
         raise ValueError(f"episode_steps = {episode_steps!r}: must be an integer >= 1 or None")
-    if not isinstance(batch, int | np.integer) or batch < 1:
+    if isinstance(batch, bool) or not isinstance(batch, int | np.integer) or batch < 1:
         raise ValueError(f"num_envs = {batch!r}: must be an integer >= 1")
 
 
@@ -724,6 +742,7 @@ class FabricRoutingEnv(gym.Env):
         self.render_mode = render_mode
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict[str, Any]]:
+        check_reset_options(options)
         super().reset(seed=seed)
         if seed is None and not hasattr(self, "_seeded"):
             seed = int(self.np_random.integers(2**31))

@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ainet_gym.envs.env import RESIDUAL_SCALE, EnvCore, EnvSnapshot
+from ainet_gym.envs.env import RESIDUAL_SCALE, EnvCore, EnvSnapshot, check_reset_options
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn
 from ainet_gym.scenario.spec import Scenario
@@ -85,6 +85,7 @@ class FabricRoutingVectorEnv(VectorEnv):
         return self._autoreset.copy()
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        check_reset_options(options)
         top = 2**63 - 1
         if seed is None:
             seeds: list[int | None] = [int(self._rng.integers(2**31)) for _ in range(self.num_envs)]

@@ -1,0 +1,153 @@
+"""The ``python -m ainet_gym.agents.* / ainet_gym.checks.*`` command lines on bad input (issue 31q): exit
+status 2 and one line naming the field, the value and what is allowed, never a traceback."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ainet_gym.agents import imitate, predictive, pretrained, twin
+from ainet_gym.checks import parity, rate_groups, reroute
+
+
+def _run(capsys, main: Callable[..., int], argv: list[str]) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse errors
+        code = int(e.code)
+    return code, capsys.readouterr().err.strip()
+
+
+def one_line(capsys, main: Callable[..., int], argv: list[str]) -> str:
+    code, err = _run(capsys, main, argv)
+    assert code == 2, (code, err)
+    assert "Traceback" not in err
+    return err.splitlines()[-1]  # argparse errors print the usage first, then one error line
+
+
+@pytest.fixture
+def bad_labels(tmp_path: Path) -> dict[str, str]:
+    """Label files a user may pass by mistake: missing, truncated, an archive of other arrays, a text file."""
+    np.savez(tmp_path / "other.npz", x=np.zeros(3))
+    full = tmp_path / "full.npz"
+    np.savez(full, obs=np.zeros((2, 3)), label=np.zeros(2, dtype=np.int64))
+    (tmp_path / "trunc.npz").write_bytes(full.read_bytes()[:60])
+    (tmp_path / "notes.txt").write_text("hello")
+    return {
+        "missing": str(tmp_path / "missing.npz"),
+        "trunc": str(tmp_path / "trunc.npz"),
+        "other": str(tmp_path / "other.npz"),
+        "text": str(tmp_path / "notes.txt"),
+    }
+
+
+@pytest.mark.parametrize("cmd", ["clone", "knn", "qfit"])
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("missing", "not found"),
+        ("trunc", "not a readable label file"),
+        ("other", "no field obs, label, plans, meta"),
+        ("text", "not a readable label file"),
+    ],
+)
+def test_imitate_bad_label_files_name_the_file(
+    capsys, tmp_path: Path, bad_labels: dict[str, str], cmd: str, case: str, expected: str
+) -> None:
+    # a truncated archive (BadZipFile) and an archive without the label fields (KeyError 'plans') were
+    # tracebacks; a missing file printed only "[Errno 2] ..."
+    line = one_line(capsys, imitate.main, [cmd, bad_labels[case], "--out", str(tmp_path / "out")])
+    assert line.startswith(f"python -m ainet_gym.agents.imitate {cmd}: error: labels {bad_labels[case]!r}: ")
+    assert expected in line and "allowed: an .npz of labels" in line
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_imitate_label_batch_must_be_positive(capsys, tmp_path: Path, value: str) -> None:
+    # --batch 0 failed inside range() ("arg 3 must not be zero"), --batch -1 with "need at least one array"
+    line = one_line(
+        capsys,
+        imitate.main,
+        ["label", "nosuch", "--seeds", "1", "--batch", value, "--out", str(tmp_path / "l")],
+    )
+    assert f"argument --batch: {value} is out of range; allowed: an integer >= 1" in line
+
+
+def test_pretrained_export_of_a_missing_model(capsys, tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.zip")
+    argv = ["export", missing, "--scenario", "x", "--command", "y", "--out", str(tmp_path / "p.zip")]
+    line = one_line(capsys, pretrained.main, argv)
+    assert line == f"python -m ainet_gym.agents.pretrained export: error: model {missing!r} not found"
+
+
+def test_pretrained_export_of_a_zip_that_is_not_a_model(capsys, tmp_path: Path) -> None:
+    p = tmp_path / "notes.zip"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("readme.txt", "hello")
+    argv = ["export", str(p), "--scenario", "x", "--command", "y", "--out", str(tmp_path / "p.zip")]
+    line = one_line(capsys, pretrained.main, argv)
+    assert line.startswith(f"python -m ainet_gym.agents.pretrained export: error: model {str(p)!r}: ")
+
+
+def test_predictive_unknown_scenario(capsys) -> None:
+    line = one_line(capsys, predictive.main, ["nosuch"])
+    assert line.startswith("python -m ainet_gym.agents.predictive: error: nosuch: no such scenario")
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--k", "x"), ("--h", "0"), ("--k", "")])
+def test_twin_sweep_int_lists_name_the_flag(capsys, flag: str, value: str) -> None:
+    # --k x was "invalid literal for int() with base 10: 'x'" in a traceback
+    line = one_line(capsys, twin.main, ["sweep", "nosuch", flag, value, "--seeds", "1"])
+    assert f"error: {flag} {value!r}: allowed: a comma list of integers >= 1" in line
+
+
+def test_twin_sweep_bad_seed_range(capsys) -> None:
+    line = one_line(capsys, twin.main, ["sweep", "nosuch", "--seeds", "5-1"])
+    assert "seeds '5-1': the range '5-1' is empty (LO > HI)" in line
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--seeds", "0"), ("--seeds", "-1"), ("--intervals", "0")])
+def test_parity_counts_must_be_positive(capsys, flag: str, value: str) -> None:
+    # these ran no comparison at all and printed "all equal", exit 0
+    line = one_line(capsys, parity.parity_main, ["nosuch", flag, value])
+    assert f"argument {flag}: {value} is out of range; allowed: an integer >= 1" in line
+
+
+def test_parity_unknown_scenario(capsys) -> None:
+    line = one_line(capsys, parity.parity_main, ["nosuch", "--seeds", "1", "--intervals", "1"])
+    assert line.startswith("python -m ainet_gym.checks.parity: error: nosuch: no such scenario")
+
+
+@pytest.mark.parametrize(
+    ("seeds", "expected"),
+    [("5-1", "the range '5-1' is empty (LO > HI)"), ("a-b", "'a-b' is not a seed or a range of seeds")],
+)
+def test_reroute_seeds_name_the_flag_value(capsys, seeds: str, expected: str) -> None:
+    # 5-1 was "seeds []: no seed given" in a traceback, a-b "invalid literal for int()"
+    line = one_line(capsys, reroute.main, ["--scenarios", "nosuch", "--seeds", seeds])
+    assert line.startswith("python -m ainet_gym.checks.reroute: error: ") and expected in line
+
+
+def test_reroute_unknown_scenario(capsys) -> None:
+    line = one_line(capsys, reroute.main, ["--scenarios", "nosuch", "--seeds", "1"])
+    assert "error: nosuch: no such scenario" in line
+
+
+@pytest.mark.parametrize("flag", ["--jobs", "--job-gpus", "--events", "--interval"])
+def test_rate_groups_counts_must_be_positive(capsys, flag: str) -> None:
+    line = one_line(capsys, rate_groups.rate_groups_main, [flag, "-1"])
+    assert f"argument {flag}: -1 is out of range; allowed: an integer >= 1" in line
+
+
+def test_rate_groups_bad_gpus_is_one_line(capsys) -> None:
+    line = one_line(capsys, rate_groups.rate_groups_main, ["--gpus", "0"])
+    assert line.startswith("python -m ainet_gym.checks.rate_groups: error: n_gpus = 0")
+
+
+def test_debug_variable_shows_the_traceback(monkeypatch) -> None:
+    monkeypatch.setenv("AINET_GYM_DEBUG", "1")
+    with pytest.raises(ValueError, match="no such scenario"):
+        predictive.main(["nosuch"])

@@ -1,0 +1,56 @@
+"""Reset options and the batch size on bad input (issue 31q): the envs take no reset options, so anything
+but ``None`` or ``{}`` is refused with a message naming it, and the refused reset leaves the episode as it
+was (it was silently ignored before: ``{"reset_mask": ...}`` reset every copy). The PettingZoo env is left
+as it is: PettingZoo's own API test passes arbitrary options."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import ainet_gym
+from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
+from tests._scenarios import small_spine_leaf
+
+
+def _single() -> gym.Env:
+    return ainet_gym.envs.env.FabricRoutingEnv(small_spine_leaf(episode_steps=6))
+
+
+@pytest.mark.parametrize("options", [{"reset_mask": np.array([True])}, {"x": 1}, [1]])
+def test_single_env_refuses_reset_options_and_keeps_its_episode(options: object) -> None:
+    env, ref = _single(), _single()
+    env.reset(seed=3)
+    ref.reset(seed=3)
+    a = env.action_space.sample()
+    env.step(a)
+    ref.step(a)
+    with pytest.raises(ValueError, match=r"reset options = .*: not supported; allowed: None or \{\}"):
+        env.reset(seed=5, options=options)
+    b = env.action_space.sample()
+    o1, r1, *_ = env.step(b)
+    o2, r2, *_ = ref.step(b)
+    np.testing.assert_array_equal(o1, o2)
+    assert r1 == r2
+
+
+def test_empty_options_are_accepted() -> None:
+    env = _single()
+    o1, _ = env.reset(seed=1, options={})
+    o2, _ = env.reset(seed=1, options=None)
+    np.testing.assert_array_equal(o1, o2)
+
+
+def test_vector_env_refuses_reset_options() -> None:
+    v = FabricRoutingVectorEnv(2, small_spine_leaf(episode_steps=4))
+    with pytest.raises(ValueError, match=r"reset options = \['reset_mask'\]: not supported"):
+        v.reset(seed=0, options={"reset_mask": np.array([True, False])})
+    v.reset(seed=0, options={})
+
+
+@pytest.mark.parametrize("n", [True, False])
+def test_a_bool_is_not_a_number_of_envs(n: bool) -> None:
+    # True was taken as 1 env
+    with pytest.raises(ValueError, match=f"num_envs = {n}: must be an integer >= 1"):
+        FabricRoutingVectorEnv(n, small_spine_leaf(episode_steps=4))
