@@ -121,7 +121,7 @@ def parse_seeds(text: str | list[int]) -> list[int]:
     Raises
     ------
     ValueError
-        If a seed is not an integer or the list is empty.
+        If a seed is not an integer, a part between commas is empty (``1,,2``) or the list is empty.
     """
     if isinstance(text, list | tuple):
         for s in text:
@@ -130,9 +130,15 @@ def parse_seeds(text: str | list[int]) -> list[int]:
         seeds = [int(s) for s in text]
     else:
         seeds = []
-        for part in (p.strip() for p in str(text).split(",")):
+        parts = [p.strip() for p in str(text).split(",")]
+        for part in parts:
             if not part:
-                continue
+                if len(parts) == 1:  # blank: "no seed given" below
+                    continue
+                raise ValueError(  # "1,,2" or "1,2,": a typo, not a shorter list
+                    f"seeds {text!r}: an empty part between commas; allowed: integers >= 0 and ranges LO-HI "
+                    "with LO <= HI, comma-separated, e.g. 1,2,3 or 1-5"
+                )
             m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
             if m is None:
                 raise ValueError(

@@ -42,7 +42,6 @@ configuration, no optimiser state), read back with ``torch.load(weights_only=Tru
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -649,9 +648,9 @@ def train(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.graph_policy train SCENARIO --timesteps N --out graph.pt``."""
-    p = argparse.ArgumentParser(
-        prog="python -m ainet_gym.agents.graph_policy", description=__doc__.split("\n")[0]
-    )
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    p = OneLineParser(prog="python -m ainet_gym.agents.graph_policy", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train a graph policy with PPO")
     t.add_argument("scenario")

@@ -1226,9 +1226,10 @@ def _run_label(a: Any) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.imitate label|clone ...``: lookahead labels, then behaviour cloning."""
-    import argparse
 
-    p = argparse.ArgumentParser(prog="python -m ainet_gym.agents.imitate", description=main.__doc__)
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    p = OneLineParser(prog="python -m ainet_gym.agents.imitate", description=main.__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     _add_label_parser(sub)
     _add_clone_parser(sub)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 __all__ = [
     "MODEL_FILE",
     "RESULT_FILES",
+    "OneLineParser",
     "check_model_out",
     "check_out_dir",
     "check_out_file",
@@ -303,6 +305,16 @@ def cli_out_file_refused(
         print(f"{prog}: error: {e}", file=sys.stderr)
         return True
     return False
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, ``PROG: error: ... (see PROG --help)``, exit 2, without
+    argparse's usage block: the parser of ``ainet-gym`` (``ainet_gym.cli.args.Parser``) and of the module
+    command lines (``python -m ainet_gym.agents.*``, ``ainet_gym.checks.*``); its subcommands' parsers are of
+    this class too (``add_subparsers`` makes them of the parent's class). ``--help`` prints the full help."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def run_module_cli(prog: str, body: Callable[[], int]) -> int:

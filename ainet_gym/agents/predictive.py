@@ -423,9 +423,9 @@ register_agent(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
-    p = argparse.ArgumentParser(
-        prog="python -m ainet_gym.agents.predictive", description=__doc__.split("\n")[0]
-    )
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    p = OneLineParser(prog="python -m ainet_gym.agents.predictive", description=__doc__.split("\n")[0])
     p.add_argument("scenario")
     p.add_argument("--train-seeds", type=int, default=FitConfig.train_seeds)
     p.add_argument("--history", type=int, default=FitConfig.history)

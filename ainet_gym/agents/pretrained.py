@@ -266,9 +266,9 @@ register_agent(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.pretrained export|list``."""
-    p = argparse.ArgumentParser(
-        prog="python -m ainet_gym.agents.pretrained", description=__doc__.split("\n")[0]
-    )
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    p = OneLineParser(prog="python -m ainet_gym.agents.pretrained", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("export", help="write a policy-only checkpoint into the package")
     e.add_argument("model", help="a model saved by ainet-gym train (.zip) or a knn policy (.npz)")

@@ -397,12 +397,12 @@ def sweep(
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.twin sweep SCENARIO --k 7,8,12 --h 1,2,4,8 --seeds 1-10``: the K x H
     sweep behind :data:`DEFAULT_K` and :data:`DEFAULT_H`."""
-    import argparse
     import json
 
     from ainet_gym.agents.evaluate import parse_seeds
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
 
-    p = argparse.ArgumentParser(prog="python -m ainet_gym.agents.twin", description=main.__doc__)
+    p = OneLineParser(prog="python -m ainet_gym.agents.twin", description=main.__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("sweep", help="the twin for every K x H")
     s.add_argument("scenario")

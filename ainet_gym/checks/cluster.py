@@ -25,7 +25,6 @@ left whose command line names the work directory).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -466,9 +465,9 @@ def _verdicts(res: CheckResult, cluster: LoopbackCluster, ckpt_root: Path) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m ainet_gym.checks.cluster", description=__doc__.splitlines()[0]
-    )
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    ap = OneLineParser(prog="python -m ainet_gym.checks.cluster", description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", default=None, help="where the nodes' temp dirs, logs and checkpoints go "
                     "(default: a new directory under the system temp dir; kept)")  # fmt: skip
     ap.add_argument("--scenario", default="periodic-interference")

@@ -159,9 +159,9 @@ def _shipped() -> list[Any]:
 
 def parity_main(argv: Sequence[str] | None = None) -> int:
     """Command line of the full parity sweep (see the module docstring)."""
-    ap = argparse.ArgumentParser(
-        prog="python -m ainet_gym.checks.parity", description=__doc__.splitlines()[0]
-    )
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    ap = OneLineParser(prog="python -m ainet_gym.checks.parity", description=__doc__.splitlines()[0])
     ap.add_argument("scenarios", nargs="*", help="scenario names or paths (default: every shipped one)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--intervals", type=int, default=20, help="decision intervals per run (default 20)")

@@ -270,9 +270,9 @@ def rate_groups_main(argv: Sequence[str] | None = None) -> int:
     """The command: the bench's AllToAll instance (``--gpus``, ``--jobs`` x ``--job-gpus``), static ECMP from
     reset; the intervals before ``--interval`` on the compiled backend (numpy without numba), then that
     interval on the numpy backend, traced for at most ``--events`` events."""
-    ap = argparse.ArgumentParser(
-        prog="python -m ainet_gym.checks.rate_groups", description=__doc__.split("\n")[0]
-    )
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    ap = OneLineParser(prog="python -m ainet_gym.checks.rate_groups", description=__doc__.split("\n")[0])
     ap.add_argument("--gpus", type=int, default=1024)
     ap.add_argument("--jobs", type=int, default=8)
     ap.add_argument("--job-gpus", type=int, default=128)

@@ -14,7 +14,6 @@ transfers in flight provides (docs/fidelity-learning.md)::
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 from typing import Any
 
@@ -78,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     flight"."""
     import json
 
-    ap = argparse.ArgumentParser(prog="python -m ainet_gym.checks.reroute", description=main.__doc__)
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    ap = OneLineParser(prog="python -m ainet_gym.checks.reroute", description=main.__doc__)
     ap.add_argument("--scenarios", required=True, help="comma list of scenario names or paths")
     ap.add_argument("--policies", default="ecmp,spray,lp,lp+bg,pretrained", help="comma list")
     ap.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 1,2,3")

@@ -12,6 +12,8 @@ import importlib
 import math
 from collections.abc import Callable
 
+from ainet_gym.agents.outputs import OneLineParser
+
 __all__ = [
     "SCENARIO",
     "SEED_MAX",
@@ -44,11 +46,9 @@ SEED_MAX = 2**63 - 1
 TRAIN_SEED_MAX = 2**31 - 1
 
 
-class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (``ainet-gym CMD: error: ...``, exit 2)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+#: An ArgumentParser whose errors are one line (``ainet-gym CMD: error: ...``, exit 2); the module command
+#: lines share it from the light ``ainet_gym.agents.outputs`` (no import of this package).
+Parser = OneLineParser
 
 
 def _shown(text: str) -> str:

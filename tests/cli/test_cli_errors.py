@@ -102,6 +102,24 @@ def test_bad_seed_range_names_the_flag(capsys) -> None:
     assert "argument --seeds" in line and "is empty (LO > HI)" in line
 
 
+@pytest.mark.parametrize("seeds", ["1,,2", "1,2,", ",1", "1, ,2"])
+def test_an_empty_seed_part_is_refused(capsys, seeds: str) -> None:
+    # "1,,2" ran seeds 1 and 2 (the empty part skipped): a typo, refused by the shared seeds parser
+    line = one_line_error(capsys, "evaluate", "spine-leaf-2to1", "--seeds", seeds)
+    assert line.startswith(f"ainet-gym evaluate: error: argument --seeds: seeds {seeds!r}: an empty part ")
+    assert "allowed: integers >= 0 and ranges LO-HI" in line
+
+
+def test_the_seeds_parser_keeps_its_forms() -> None:
+    from ainet_gym.agents.evaluate import parse_seeds
+
+    assert parse_seeds("1, 3-5,2") == [1, 3, 4, 5, 2]
+    with pytest.raises(ValueError, match=r"seeds '': no seed given"):
+        parse_seeds("")
+    with pytest.raises(ValueError, match=r"seeds '3,,4': an empty part between commas"):
+        parse_seeds("3,,4")  # every command that takes seeds parses them here
+
+
 def test_a_zip_that_is_not_a_model(capsys, not_a_model: str, tmp_path: Path) -> None:
     line = one_line_error(
         capsys,

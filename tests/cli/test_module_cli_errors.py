@@ -1,5 +1,6 @@
-"""The ``python -m ainet_gym.agents.* / ainet_gym.checks.*`` command lines on bad input (issue 31q): exit
-status 2 and one line naming the field, the value and what is allowed, never a traceback."""
+"""The ``python -m ainet_gym.agents.* / ainet_gym.checks.*`` command lines on bad input (issues 31q, 31r):
+exit status 2 and one line naming the field, the value and what is allowed, never a traceback nor argparse's
+usage block."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ainet_gym.agents import imitate, predictive, pretrained, twin
+from ainet_gym.agents import graph_policy, imitate, predictive, pretrained, train, twin
 from ainet_gym.checks import parity, rate_groups, reroute
+from ainet_gym.checks.crosscheck import report as crosscheck
 
 
 def _run(capsys, main: Callable[..., int], argv: list[str]) -> tuple[int, str]:
@@ -26,7 +28,81 @@ def one_line(capsys, main: Callable[..., int], argv: list[str]) -> str:
     code, err = _run(capsys, main, argv)
     assert code == 2, (code, err)
     assert "Traceback" not in err
-    return err.splitlines()[-1]  # argparse errors print the usage first, then one error line
+    lines = err.splitlines()
+    assert len(lines) == 1, err  # argparse's own parser printed its usage block first (issue 31r)
+    return lines[0]
+
+
+#: each module command line: (its prog, its main, the arguments of a command it would run)
+MODULES = [
+    ("python -m ainet_gym.agents.imitate", imitate.main, ["knn", "l.npz", "--out", "k.npz"]),
+    ("python -m ainet_gym.agents.pretrained", pretrained.main, ["list"]),
+    ("python -m ainet_gym.agents.predictive", predictive.main, ["nosuch"]),
+    ("python -m ainet_gym.agents.twin", twin.main, ["sweep", "nosuch"]),
+    ("python -m ainet_gym.agents.graph_policy", graph_policy.main, ["train", "nosuch", "--out", "g.pt"]),
+    ("python -m ainet_gym.agents.train", train.main, ["select", "folder", "nosuch"]),
+    ("python -m ainet_gym.checks.parity", parity.parity_main, ["nosuch"]),
+    ("python -m ainet_gym.checks.reroute", reroute.main, ["--scenarios", "nosuch"]),
+    ("python -m ainet_gym.checks.rate_groups", rate_groups.rate_groups_main, []),
+    ("python -m ainet_gym.checks.crosscheck", crosscheck.main, []),
+]
+
+
+@pytest.mark.parametrize(("prog", "main", "argv"), MODULES, ids=[m[0].split(".")[-1] for m in MODULES])
+def test_an_unknown_flag_is_one_line(capsys, prog: str, main: Callable[..., int], argv: list[str]) -> None:
+    line = one_line(capsys, main, [*argv, "--no-such-flag"])
+    assert line == f"{prog}: error: unrecognized arguments: --no-such-flag (see {prog} --help)"
+
+
+@pytest.mark.parametrize(
+    ("main", "argv", "expected"),
+    [
+        (
+            imitate.main,
+            ["knn", "l.npz", "--out", "k.npz", "--k", "x"],
+            "argument --k: invalid int value: 'x'",
+        ),
+        (twin.main, ["sweep"], "the following arguments are required: scenario"),
+        (graph_policy.main, ["train", "x", "--out", "g.pt", "--seed", "1.5"], "argument --seed: invalid int"),
+        (predictive.main, ["x", "--history", ""], "argument --history: invalid int value: ''"),
+        (pretrained.main, ["nosuch"], "argument cmd: invalid choice: 'nosuch' (choose from"),
+        (crosscheck.main, ["--mss", "x"], "argument --mss: invalid int value: 'x'"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_the_flag(
+    capsys, main: Callable[..., int], argv: list[str], expected: str
+) -> None:
+    assert expected in one_line(capsys, main, argv)
+
+
+@pytest.mark.parametrize(
+    ("main", "argv"),
+    [
+        (imitate.main, []),
+        (imitate.main, ["knn"]),  # a subcommand's help
+        (pretrained.main, ["export"]),
+        (predictive.main, []),
+        (twin.main, ["sweep"]),
+        (graph_policy.main, ["train"]),
+        (train.main, ["select"]),
+        (parity.parity_main, []),
+        (reroute.main, []),
+        (rate_groups.rate_groups_main, []),
+        (crosscheck.main, []),
+    ],
+)
+def test_help_is_still_the_full_help(capsys, main: Callable[..., int], argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith("usage: ")
+    assert "options:" in out and "-h, --help" in out and len(out.splitlines()) >= 4, out
+
+
+def test_empty_seed_part_is_one_line(capsys) -> None:
+    # "1,,2" ran seeds 1 and 2 (the empty part skipped)
+    line = one_line(capsys, twin.main, ["sweep", "nosuch", "--seeds", "1,,2"])
+    assert "seeds '1,,2': an empty part between commas; allowed: integers >= 0" in line
 
 
 @pytest.fixture

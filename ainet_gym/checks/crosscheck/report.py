@@ -362,9 +362,10 @@ def markdown_learning(result: dict[str, Any]) -> str:
 
 def _parser() -> Any:
     """The command line of :func:`main`."""
-    import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m ainet_gym.checks.crosscheck", description=main.__doc__)
+    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+
+    ap = OneLineParser(prog="python -m ainet_gym.checks.crosscheck", description=main.__doc__)
     ap.add_argument(
         "--learning",
         action="store_true",
