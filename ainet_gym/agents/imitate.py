@@ -1055,21 +1055,10 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1 (``--batch 0`` failed inside ``range``, ``-1`` saved no labels)."""
-    import argparse
-
-    try:
-        v = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; allowed: an integer >= 1") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} is out of range; allowed: an integer >= 1")
-    return v
-
-
 def _add_label_parser(sub: Any) -> None:
     """``label``'s arguments (:func:`lookahead_labels`)."""
+    from ainet_gym.agents.outputs import int_arg  # --batch 0 failed inside range(), -1 saved no labels
+
     s = sub.add_parser("label", help="play episodes along the lookahead over the plans; save the labels")
     s.add_argument("scenario")
     s.add_argument("--seeds", required=True, help="e.g. 2000000-2000039 (never the held-out 1-10)")
@@ -1081,7 +1070,7 @@ def _add_label_parser(sub: Any) -> None:
     )
     s.add_argument("--action-mode", default="choose_bg")
     s.add_argument("--obs-features", default="phase", help="comma list; empty for the default observation")
-    s.add_argument("--batch", type=_positive_int, default=10, help="episodes per batched run")
+    s.add_argument("--batch", type=int_arg(1), default=10, help="episodes per batched run")
     s.add_argument("--out", required=True, help=".npz file")
     s.add_argument(
         "--objective",

@@ -29,8 +29,10 @@ __all__ = [
     "check_out_files",
     "cli_out_file_refused",
     "fresh_dir",
+    "int_arg",
     "model_path",
     "run_stamp",
+    "shown_text",
 ]
 
 #: The model file inside an output directory.
@@ -337,3 +339,28 @@ def run_module_cli(prog: str, body: Callable[[], int]) -> int:
         text = " ".join(str(e).split()) or type(e).__name__
         print(f"{prog}: error: {text}", file=sys.stderr)
         return 2
+
+
+def shown_text(text: str) -> str:
+    """``text`` as an error message shows it: whole up to 40 characters, else its start and its length."""
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
+
+
+def int_arg(lo: int, hi: int | None = None) -> type:
+    """An argparse type: an integer in [lo, hi] (no upper bound if ``hi`` is None)."""
+
+    def parse(text: str) -> int:
+        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+        shown = shown_text(text)
+        if len(text.strip()) > 100:  # Python refuses integers above 4,300 digits; none fits a flag
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
+        try:
+            v = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown!r} is not an integer") from None
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
+        return v
+
+    parse.__name__ = "integer"
+    return parse  # type: ignore[return-value]

@@ -159,12 +159,14 @@ def _shipped() -> list[Any]:
 
 def parity_main(argv: Sequence[str] | None = None) -> int:
     """Command line of the full parity sweep (see the module docstring)."""
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.parity", description=__doc__.splitlines()[0])
     ap.add_argument("scenarios", nargs="*", help="scenario names or paths (default: every shipped one)")
-    ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 (default 3)")
-    ap.add_argument("--intervals", type=int, default=20, help="decision intervals per run (default 20)")
+    ap.add_argument("--seeds", type=int_arg(1), default=3, help="seeds 0..N-1 (default 3)")
+    ap.add_argument(
+        "--intervals", type=int_arg(1), default=20, help="decision intervals per run (default 20)"
+    )
     ap.add_argument("--policies", default=",".join(PARITY_POLICIES), help="comma-separated")
     ap.add_argument(
         "--modes",
@@ -179,9 +181,6 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
         "always, -1 never (default: the kernel's, ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS)",
     )
     args = ap.parse_args(argv)
-    for flag, v in (("--seeds", args.seeds), ("--intervals", args.intervals)):
-        if v < 1:  # 0 or fewer ran nothing and reported "all equal"
-            ap.error(f"argument {flag}: {v} is out of range; allowed: an integer >= 1")
     from ainet_gym.agents.outputs import run_module_cli
 
     return run_module_cli("python -m ainet_gym.checks.parity", lambda: _parity_run(args))

@@ -270,23 +270,17 @@ def rate_groups_main(argv: Sequence[str] | None = None) -> int:
     """The command: the bench's AllToAll instance (``--gpus``, ``--jobs`` x ``--job-gpus``), static ECMP from
     reset; the intervals before ``--interval`` on the compiled backend (numpy without numba), then that
     interval on the numpy backend, traced for at most ``--events`` events."""
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.rate_groups", description=__doc__.split("\n")[0])
     ap.add_argument("--gpus", type=int, default=1024)
-    ap.add_argument("--jobs", type=int, default=8)
-    ap.add_argument("--job-gpus", type=int, default=128)
-    ap.add_argument("--interval", type=int, default=5, help="the interval traced (1: the first from reset)")
-    ap.add_argument("--events", type=int, default=1000, help="at most this many events of it")
+    ap.add_argument("--jobs", type=int_arg(1), default=8)
+    ap.add_argument("--job-gpus", type=int_arg(1), default=128)
+    ap.add_argument(
+        "--interval", type=int_arg(1), default=5, help="the interval traced (1: the first from reset)"
+    )
+    ap.add_argument("--events", type=int_arg(1), default=1000, help="at most this many events of it")
     a = ap.parse_args(argv)
-    for flag, v in (
-        ("--interval", a.interval),
-        ("--jobs", a.jobs),
-        ("--job-gpus", a.job_gpus),
-        ("--events", a.events),
-    ):
-        if v < 1:
-            ap.error(f"argument {flag}: {v} is out of range; allowed: an integer >= 1")
     from ainet_gym.agents.outputs import run_module_cli
 
     return run_module_cli("python -m ainet_gym.checks.rate_groups", lambda: _rate_groups_run(a))

@@ -12,7 +12,8 @@ import importlib
 import math
 from collections.abc import Callable
 
-from ainet_gym.agents.outputs import OneLineParser
+from ainet_gym.agents.outputs import OneLineParser, int_arg
+from ainet_gym.agents.outputs import shown_text as _shown
 
 __all__ = [
     "SCENARIO",
@@ -49,30 +50,6 @@ TRAIN_SEED_MAX = 2**31 - 1
 #: An ArgumentParser whose errors are one line (``ainet-gym CMD: error: ...``, exit 2); the module command
 #: lines share it from the light ``ainet_gym.agents.outputs`` (no import of this package).
 Parser = OneLineParser
-
-
-def _shown(text: str) -> str:
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
-
-
-def int_arg(lo: int, hi: int | None = None) -> type:
-    """An argparse type: an integer in [lo, hi] (no upper bound if ``hi`` is None)."""
-
-    def parse(text: str) -> int:
-        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
-        shown = _shown(text)
-        if len(text.strip()) > 100:  # Python refuses integers above 4,300 digits; none fits a flag
-            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
-        try:
-            v = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{shown!r} is not an integer") from None
-        if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
-        return v
-
-    parse.__name__ = "integer"
-    return parse  # type: ignore[return-value]
 
 
 def float_arg(what: str, *, zero_ok: bool = False, negative_ok: bool = False) -> type:
