@@ -87,6 +87,19 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return v
 
 
+def reset_options_problem(options: Any) -> str | None:
+    """What is wrong with the ``options`` of a ``reset``, or None when they are ``None`` or an empty mapping
+    (the envs take no reset options). One message for every env: the Gymnasium envs raise it
+    (:func:`check_reset_options`), the PettingZoo env warns with it."""
+    if options is None or (isinstance(options, dict) and not options):
+        return None
+    shown = sorted(map(str, options)) if isinstance(options, dict) else type(options).__name__
+    return (
+        f"reset options = {shown}: not supported; allowed: None or {{}} (the env takes no reset options: "
+        "a scenario, its seed and the episode length are set at construction and by seed=)"
+    )
+
+
 def check_reset_options(options: Any) -> None:
     """The ``options`` of a ``reset``: the envs take none, so ``None`` or an empty mapping; anything else
     (e.g. gymnasium's ``{"reset_mask": ...}`` for a partial reset) was ignored without a word before.
@@ -96,13 +109,9 @@ def check_reset_options(options: Any) -> None:
     ValueError
         Naming the options given and what is allowed.
     """
-    if options is None or (isinstance(options, dict) and not options):
-        return
-    shown = sorted(map(str, options)) if isinstance(options, dict) else type(options).__name__
-    raise ValueError(
-        f"reset options = {shown}: not supported; allowed: None or {{}} (the env takes no reset options: "
-        "a scenario, its seed and the episode length are set at construction and by seed=)"
-    )
+    problem = reset_options_problem(options)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def _check_arguments(

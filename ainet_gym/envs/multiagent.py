@@ -18,12 +18,13 @@ from __future__ import annotations
 import functools
 import os
 import re
+import warnings
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from ainet_gym.envs.env import EnvCore, obs_layout, squash
+from ainet_gym.envs.env import EnvCore, obs_layout, reset_options_problem, squash
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn
 from ainet_gym.scenario.spec import Scenario
@@ -368,6 +369,11 @@ class FabricParallelEnv:
     agent within an episode, so it rejoins at the next reset (its switch keeps equal weights meanwhile,
     over its live next hops). All agents are truncated after ``episode_steps``.
 
+    ## Reset options
+    None: ``reset(options=...)`` with anything but ``None`` or ``{}`` warns (``UserWarning``, naming the options
+    and what is allowed) and resets as without them. The Gymnasium envs raise instead; here a refusal would fail
+    PettingZoo's own API tests, which reset with ``options={"options": 1}``.
+
     ## Arguments
     ``scenario``, ``agents`` (``"leaf"`` | ``"all"``), ``reward`` (``"shared"`` | ``"local"`` | weight),
     ``shared_reward`` (a name or :class:`~ainet_gym.envs.rewards.RewardFn`), ``history`` (H, default 4),
@@ -437,6 +443,11 @@ class FabricParallelEnv:
     def reset(
         self, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        problem = reset_options_problem(options)
+        if problem is not None:
+            # a warning, not the Gymnasium envs' ValueError: PettingZoo's own API tests (parallel_api_test,
+            # api_test) reset with options={"options": 1} to check the signature, and must pass
+            warnings.warn(f"{problem}; ignored by the PettingZoo env", UserWarning, stacklevel=2)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         elif self._rng is None:
