@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from ainet_gym.errors import check_choice
+
 __all__ = [
     "DEFAULT_BASE",
     "DEFAULT_FALLBACK",
@@ -239,12 +241,8 @@ def _check_label_args(
     if not isinstance(h, int) or h < 1:
         raise ValueError(f"h = {h!r}: allowed: an integer >= 1 (lookahead intervals)")
     stateless = [p for p in (*POLICIES, *SWITCHED) if not p.startswith("predictive-")]
-    if base not in stateless:
-        raise ValueError(
-            f"base = {base!r}: allowed: a stateless engine-level policy ({', '.join(stateless)})"
-        )
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
+    check_choice("base", base, stateless, problem="not a stateless engine-level policy")
+    check_choice("objective", objective, OBJECTIVES)
     if not np.isfinite(tail_slack) or tail_slack < 0:
         raise ValueError(f"tail_slack = {tail_slack!r}: allowed: a finite number >= 0 (relative slack)")
     if np.isnan(tail_weight) or tail_weight < 0:
@@ -313,8 +311,7 @@ def pick_label(
     ValueError
         If ``objective`` is not one of :data:`OBJECTIVES` or the shapes differ.
     """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
+    check_choice("objective", objective, OBJECTIVES)
     score, excess = np.asarray(score, dtype=np.float64), np.asarray(excess, dtype=np.float64)
     if score.shape != excess.shape or score.ndim != 2:
         raise ValueError(f"score {score.shape} and excess {excess.shape}: allowed: the same (B, K) shape")
@@ -654,8 +651,7 @@ def fit_knn(
         episode_steps=int(steps), obs_features=feats_t,
     )  # fmt: skip
     sl = knn_columns(core.obs_layout, block)
-    if vote not in KNN_VOTES:
-        raise ValueError(f"vote = {vote!r}: allowed: {', '.join(KNN_VOTES)}")
+    check_choice("vote", vote, KNN_VOTES)
     extra = {} if vote == "label" else {"q": knn_values(labels, value_weight)}
     if margin is not None:
         plans = [str(v) for v in labels["plans"]]
@@ -665,8 +661,7 @@ def fit_knn(
             )
         if not np.isfinite(margin) or margin < 0:
             raise ValueError(f"margin = {margin!r}: allowed: a finite number >= 0 (a difference of values q)")
-        if fallback not in plans:
-            raise ValueError(f"fallback = {fallback!r}: allowed: one of the plans {', '.join(plans)}")
+        check_choice("fallback", fallback, plans, problem="not a plan of the labels")
         extra.update(margin=np.float64(margin), fallback=np.array(fallback))
     x = np.asarray(labels["obs"], dtype=np.float32)[:, sl]
     if standardize:
@@ -812,10 +807,7 @@ def _checked_knn_margin(
     margin = float(m)
     if not np.isfinite(margin) or margin < 0:
         raise ModelFileError(f"{what}: field 'margin' = {margin!r}; allowed: a finite number >= 0")
-    if str(f) not in plans:
-        raise ModelFileError(
-            f"{what}: field 'fallback' = {str(f)!r}; allowed: one of the plans {', '.join(plans)}"
-        )
+    check_choice(f"{what}: field 'fallback'", str(f), plans, "not a plan of the model", error=ModelFileError)
     return margin, plans.index(str(f))
 
 

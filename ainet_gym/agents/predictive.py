@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
+from ainet_gym.errors import check_choice
 from ainet_gym.routing.policies import (
     base_load,
     connection_demand,
@@ -301,8 +302,7 @@ class PredictiveRouter:
         cfg: FitConfig | None = None,
         steps: int | None = None,
     ) -> None:
-        if router not in ("greedy", "lp"):
-            raise ValueError(f"router = {router!r}: allowed: greedy, lp")
+        check_choice("router", router, ("greedy", "lp"))
         self.world = world
         self.router = router
         self.background = background
@@ -360,8 +360,7 @@ class PredictiveAgent:
     level = "engine"
 
     def __init__(self, router: str, cfg: FitConfig | None = None, background: bool = False) -> None:
-        if router not in ("greedy", "lp"):
-            raise ValueError(f"router = {router!r}: allowed: greedy, lp")
+        check_choice("router", router, ("greedy", "lp"))
         self.router = router
         self.background = background
         self.name = f"predictive-{router}" + ("+bg" if background else "")

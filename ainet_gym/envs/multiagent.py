@@ -27,6 +27,7 @@ from gymnasium import spaces
 from ainet_gym.envs.env import EnvCore, obs_layout, reset_options_problem, squash
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn
+from ainet_gym.errors import check_choice
 from ainet_gym.scenario.spec import Scenario
 from ainet_gym.sim.world import StepResult
 
@@ -94,8 +95,7 @@ class SwitchAgents:
     """
 
     def __init__(self, core: EnvCore, agents: str = "leaf", withdraw_dead: bool = True) -> None:
-        if agents not in AGENT_TIERS:
-            raise ValueError(f"agents = {agents!r}: unknown; allowed: {', '.join(AGENT_TIERS)}")
+        check_choice("agents", agents, AGENT_TIERS)
         if core.action_mode != "ecmp_weights":
             raise ValueError(
                 f"core.action_mode = {core.action_mode!r}: the switch agents need 'ecmp_weights'"
@@ -308,11 +308,9 @@ class SwitchAgents:
 def _parse_reward(reward: str | float) -> float:
     """Weight of the local reward: ``"shared"`` 0, ``"local"`` 1, a number in [0, 1] a mix."""
     if isinstance(reward, str):
-        if reward not in REWARD_MODES:
-            raise ValueError(
-                f"reward = {reward!r}: unknown; allowed: {', '.join(REWARD_MODES)} or a number in [0, 1] "
-                "(the weight of the local reward)"
-            )
+        check_choice(
+            "reward", reward, REWARD_MODES, more=" or a number in [0, 1] (the weight of the local reward)"
+        )
         return 0.0 if reward == "shared" else 1.0
     if isinstance(reward, bool) or not isinstance(reward, int | float | np.floating | np.integer):
         raise ValueError(f"reward = {reward!r}: must be 'shared', 'local' or a number in [0, 1]")
@@ -469,10 +467,7 @@ class FabricParallelEnv:
         acts = np.zeros((1, A, K))
         acting = np.zeros((1, A), dtype=bool)
         for name, a in actions.items():
-            if name not in self._index:
-                raise ValueError(
-                    f"actions[{name!r}]: no such agent; agents: {', '.join(self.possible_agents)}"
-                )
+            check_choice("actions key", name, self.possible_agents, problem="no such agent")
             if name not in self.agents:
                 raise ValueError(f"actions[{name!r}]: the agent is not live (env.agents: {self.agents})")
             acts[0, self._index[name]] = self._check_action(name, a)
