@@ -77,13 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     flight"."""
     import json
 
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.reroute", description=main.__doc__)
     ap.add_argument("--scenarios", required=True, help="comma list of scenario names or paths")
     ap.add_argument("--policies", default="ecmp,spray,lp,lp+bg,pretrained", help="comma list")
     ap.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 1,2,3")
-    ap.add_argument("--steps", type=int, default=None, help="intervals per episode (default: the scenario's)")
+    ap.add_argument(
+        "--steps", type=int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
+    )
     ap.add_argument("--out", default=None, help="write the JSON results here")
     ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = ap.parse_args(argv)
