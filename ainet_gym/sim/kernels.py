@@ -1021,7 +1021,7 @@ def run_interval_numba(
     )  # fmt: skip
     no_pend = np.empty(0, dtype=np.int64)  # (settle_units' counts are run_interval_lazy's)
     no_joined = np.empty(0, dtype=np.bool_)
-    tick = 0
+    tick = i64(0)  # int64 from the start (a literal 0 here and in n_act compiled parallel_rule twice)
     events = stats[0]  # (this kernel runs again on a range whose instances the lazy kernel handed back)
     solver_iters = stats[1]
     full_events = 0  # events of lazy-kernel instances run here
@@ -1091,7 +1091,7 @@ def run_interval_numba(
                 return
             # active flows; re-solve only when the set changed
             changed = not solved
-            n_act = 0
+            n_act = i64(0)
             lev = inf  # (lazy-kernel instances) the least last rate of the flows that left
             n_came = 0  # and the flows that arrived
             for f in range(f0, f1):
