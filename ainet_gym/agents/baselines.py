@@ -81,6 +81,7 @@ import numpy as np
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import ACTION_MODES
+from ainet_gym.errors import check_choice
 from ainet_gym.routing.plans import CHOOSE_MODES, PLANS, plan_split
 from ainet_gym.routing.policies import (
     POLICIES,
@@ -181,8 +182,7 @@ def engine_split(name: str, core: EnvCore) -> np.ndarray:
 
 def _check_name(name: str) -> None:
     """Raise ``ValueError`` naming ``name`` and the allowed baselines if it is not one."""
-    if name not in POLICIES and name not in SWITCHED:
-        raise ValueError(f"baseline {name!r} is not known; allowed: {', '.join([*POLICIES, *SWITCHED])}")
+    check_choice("baseline", name, [*POLICIES, *SWITCHED])
 
 
 def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
@@ -293,8 +293,8 @@ class BaselineAgent:
 
     def __init__(self, policy: str, action_mode: str | None = None) -> None:
         _check_name(policy)
-        if action_mode is not None and action_mode not in ACTION_MODES:
-            raise ValueError(f"action_mode = {action_mode!r}: allowed: {', '.join(ACTION_MODES)}")
+        if action_mode is not None:
+            check_choice("action_mode", action_mode, ACTION_MODES, more=" or None (the engine level)")
         self.policy = policy
         self.action_mode = action_mode
         self.name = policy if action_mode is None else f"{policy}@{action_mode}"

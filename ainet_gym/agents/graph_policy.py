@@ -648,19 +648,24 @@ def train(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.graph_policy train SCENARIO --timesteps N --out graph.pt``."""
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
+        TRAIN_SEED_MAX,
+        OneLineParser,
+        int_arg,
+    )
 
     p = OneLineParser(prog="python -m ainet_gym.agents.graph_policy", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="train a graph policy with PPO")
     t.add_argument("scenario")
-    t.add_argument("--timesteps", type=int, default=TrainConfig.timesteps)
-    t.add_argument("--n-envs", type=int, default=TrainConfig.n_envs)
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--hidden", type=int, default=GraphPolicyConfig.hidden)
-    t.add_argument("--rounds", type=int, default=GraphPolicyConfig.rounds)
-    t.add_argument("--history", type=int, default=GraphPolicyConfig.history)
-    t.add_argument("--episode-steps", type=int, default=None)
+    # the ranges of ainet-gym train and of GraphPolicyConfig.check (rounds 0: no message passing)
+    t.add_argument("--timesteps", type=int_arg(1), default=TrainConfig.timesteps)
+    t.add_argument("--n-envs", type=int_arg(1, 100_000), default=TrainConfig.n_envs)
+    t.add_argument("--seed", type=int_arg(0, TRAIN_SEED_MAX), default=0)
+    t.add_argument("--hidden", type=int_arg(1), default=GraphPolicyConfig.hidden)
+    t.add_argument("--rounds", type=int_arg(0), default=GraphPolicyConfig.rounds)
+    t.add_argument("--history", type=int_arg(1), default=GraphPolicyConfig.history)
+    t.add_argument("--episode-steps", type=int_arg(1), default=None)
     t.add_argument("--out", required=True, help="checkpoint path (e.g. graph.pt)")
     t.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     args = p.parse_args(argv)

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from ainet_gym.errors import check_choice
+
 __all__ = [
     "DEFAULT_BASE",
     "DEFAULT_FALLBACK",
@@ -239,12 +241,8 @@ def _check_label_args(
     if not isinstance(h, int) or h < 1:
         raise ValueError(f"h = {h!r}: allowed: an integer >= 1 (lookahead intervals)")
     stateless = [p for p in (*POLICIES, *SWITCHED) if not p.startswith("predictive-")]
-    if base not in stateless:
-        raise ValueError(
-            f"base = {base!r}: allowed: a stateless engine-level policy ({', '.join(stateless)})"
-        )
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
+    check_choice("base", base, stateless, problem="not a stateless engine-level policy")
+    check_choice("objective", objective, OBJECTIVES)
     if not np.isfinite(tail_slack) or tail_slack < 0:
         raise ValueError(f"tail_slack = {tail_slack!r}: allowed: a finite number >= 0 (relative slack)")
     if np.isnan(tail_weight) or tail_weight < 0:
@@ -313,8 +311,7 @@ def pick_label(
     ValueError
         If ``objective`` is not one of :data:`OBJECTIVES` or the shapes differ.
     """
-    if objective not in OBJECTIVES:
-        raise ValueError(f"objective = {objective!r}: allowed: {', '.join(OBJECTIVES)}")
+    check_choice("objective", objective, OBJECTIVES)
     score, excess = np.asarray(score, dtype=np.float64), np.asarray(excess, dtype=np.float64)
     if score.shape != excess.shape or score.ndim != 2:
         raise ValueError(f"score {score.shape} and excess {excess.shape}: allowed: the same (B, K) shape")
@@ -654,8 +651,7 @@ def fit_knn(
         episode_steps=int(steps), obs_features=feats_t,
     )  # fmt: skip
     sl = knn_columns(core.obs_layout, block)
-    if vote not in KNN_VOTES:
-        raise ValueError(f"vote = {vote!r}: allowed: {', '.join(KNN_VOTES)}")
+    check_choice("vote", vote, KNN_VOTES)
     extra = {} if vote == "label" else {"q": knn_values(labels, value_weight)}
     if margin is not None:
         plans = [str(v) for v in labels["plans"]]
@@ -665,8 +661,7 @@ def fit_knn(
             )
         if not np.isfinite(margin) or margin < 0:
             raise ValueError(f"margin = {margin!r}: allowed: a finite number >= 0 (a difference of values q)")
-        if fallback not in plans:
-            raise ValueError(f"fallback = {fallback!r}: allowed: one of the plans {', '.join(plans)}")
+        check_choice("fallback", fallback, plans, problem="not a plan of the labels")
         extra.update(margin=np.float64(margin), fallback=np.array(fallback))
     x = np.asarray(labels["obs"], dtype=np.float32)[:, sl]
     if standardize:
@@ -812,10 +807,7 @@ def _checked_knn_margin(
     margin = float(m)
     if not np.isfinite(margin) or margin < 0:
         raise ModelFileError(f"{what}: field 'margin' = {margin!r}; allowed: a finite number >= 0")
-    if str(f) not in plans:
-        raise ModelFileError(
-            f"{what}: field 'fallback' = {str(f)!r}; allowed: one of the plans {', '.join(plans)}"
-        )
+    check_choice(f"{what}: field 'fallback'", str(f), plans, "not a plan of the model", error=ModelFileError)
     return margin, plans.index(str(f))
 
 
@@ -1057,12 +1049,15 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _add_label_parser(sub: Any) -> None:
     """``label``'s arguments (:func:`lookahead_labels`)."""
-    from ainet_gym.agents.outputs import int_arg  # --batch 0 failed inside range(), -1 saved no labels
+    from ainet_gym.agents.outputs import (  # --batch 0 failed inside range(), -1 saved no labels
+        float_arg,
+        int_arg,
+    )
 
     s = sub.add_parser("label", help="play episodes along the lookahead over the plans; save the labels")
     s.add_argument("scenario")
     s.add_argument("--seeds", required=True, help="e.g. 2000000-2000039 (never the held-out 1-10)")
-    s.add_argument("--h", type=int, default=DEFAULT_H, help="lookahead intervals")
+    s.add_argument("--h", type=int_arg(1), default=DEFAULT_H, help="lookahead intervals")
     s.add_argument(
         "--base",
         default=DEFAULT_BASE,
@@ -1081,13 +1076,13 @@ def _add_label_parser(sub: Any) -> None:
     )
     s.add_argument(
         "--tail-slack",
-        type=float,
+        type=float_arg("a relative slack", zero_ok=True),
         default=DEFAULT_TAIL_SLACK,
         help="tail objective: relative slack on the base plan's worst step time / ideal (default 0)",
     )
     s.add_argument(
         "--tail-weight",
-        type=float,
+        type=float_arg("a penalty per GPU-second", zero_ok=True, inf_ok=True),
         default=DEFAULT_TAIL_WEIGHT,
         help="tail objective: penalty per GPU-second of step time above the threshold (default inf: a "
         "hard constraint)",
@@ -1101,15 +1096,17 @@ def _add_label_parser(sub: Any) -> None:
 
 def _add_clone_parser(sub: Any) -> None:
     """``clone``'s arguments (:func:`behaviour_clone`)."""
+    from ainet_gym.agents.outputs import TRAIN_SEED_MAX, float_arg, int_arg, unit_interval_arg
+
     c = sub.add_parser("clone", help="fit a PPO policy to labels; save it as an ainet-gym train model")
     c.add_argument("labels", help=".npz of label (comma list: aggregated, e.g. DAgger rounds)")
     c.add_argument("--val", default=None, help=".npz of label on validation seeds (accuracy only)")
     c.add_argument("--out", required=True, help=".zip model path")
-    c.add_argument("--epochs", type=int, default=60)
-    c.add_argument("--gamma", type=float, default=None)
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--epochs", type=int_arg(1), default=60)
+    c.add_argument("--gamma", type=unit_interval_arg("a discount factor"), default=None)
+    c.add_argument("--seed", type=int_arg(0, TRAIN_SEED_MAX), default=0)
     c.add_argument("--weighting", default="inv_sqrt", help="inv_sqrt | none | regret")
-    c.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
+    c.add_argument("--lr", type=float_arg("a learning rate"), default=1e-3, help="Adam learning rate")
     c.add_argument(
         "--drop-obs-features", action="store_true", help="fit from the default observation blocks only"
     )
@@ -1117,9 +1114,11 @@ def _add_clone_parser(sub: Any) -> None:
 
 def _add_knn_parser(sub: Any) -> None:
     """``knn``'s arguments (:func:`fit_knn`)."""
+    from ainet_gym.agents.outputs import float_arg, int_arg
+
     n = sub.add_parser("knn", help="save the k-nearest-neighbour policy of labels (evaluate knn:OUT)")
     n.add_argument("labels", help=".npz of label (comma list: aggregated)")
-    n.add_argument("--k", type=int, default=DEFAULT_K)
+    n.add_argument("--k", type=int_arg(1), default=DEFAULT_K)
     n.add_argument("--out", required=True, help=".npz policy file")
     n.add_argument(
         "--blocks",
@@ -1141,14 +1140,14 @@ def _add_knn_parser(sub: Any) -> None:
     )
     n.add_argument(
         "--value-weight",
-        type=float,
+        type=float_arg("a penalty per GPU-second", zero_ok=True),
         default=None,
         help="vote value: penalty per GPU-second of excess step time in the values (default: the labels' "
         "tail weight; required for labels of weight inf)",
     )
     n.add_argument(
         "--margin",
-        type=float,
+        type=float_arg("a difference of values", zero_ok=True),
         default=None,
         help="vote value: play --fallback where the best mean neighbour value exceeds the fallback's by "
         "less than this (default: none, always the best)",
@@ -1162,21 +1161,23 @@ def _add_knn_parser(sub: Any) -> None:
 
 def _add_qfit_parser(sub: Any) -> None:
     """``qfit``'s arguments (:func:`ainet_gym.agents.qnet.fit_qnet`)."""
+    from ainet_gym.agents.outputs import TRAIN_SEED_MAX, float_arg, int_arg
+
     q = sub.add_parser("qfit", help="fit an MLP to the plans' lookahead values of labels (evaluate qnet:OUT)")
     q.add_argument("labels", help=".npz of label (comma list: aggregated)")
     q.add_argument("--out", required=True, help=".npz policy file")
     q.add_argument("--blocks", default="job_phase", help="observation blocks of the inputs, comma list")
     q.add_argument(
         "--value-weight",
-        type=float,
+        type=float_arg("a penalty per GPU-second", zero_ok=True),
         default=None,
         help="penalty per GPU-second of excess step time in the values (default: the labels' tail weight)",
     )
     q.add_argument("--hidden", default="64,64", help="hidden layer widths, comma list (default 64,64)")
-    q.add_argument("--epochs", type=int, default=40)
-    q.add_argument("--batch-size", type=int, default=256)
-    q.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--epochs", type=int_arg(1), default=40)
+    q.add_argument("--batch-size", type=int_arg(1), default=256)
+    q.add_argument("--lr", type=float_arg("a learning rate"), default=1e-3, help="Adam learning rate")
+    q.add_argument("--seed", type=int_arg(0, TRAIN_SEED_MAX), default=0)
 
 
 def _run_label(a: Any) -> int:

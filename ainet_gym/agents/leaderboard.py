@@ -38,6 +38,7 @@ from typing import Any
 from ainet_gym.agents.evaluate import EvalConfig, evaluate, parse_seeds
 from ainet_gym.agents.outputs import check_out_files, fresh_dir, run_stamp, scenario_files
 from ainet_gym.agents.registry import parse_policies
+from ainet_gym.errors import check_choice
 
 __all__ = [
     "LEADERBOARD_SEEDS",
@@ -111,8 +112,7 @@ def leaderboard(
 
     ids = list(ENV_IDS) if env_ids is None else list(env_ids)
     for i in ids:
-        if i not in ENV_IDS:
-            raise ValueError(f"env id {i!r}: not registered; allowed: {', '.join(ENV_IDS)}")
+        check_choice("env id", i, ENV_IDS, problem="not registered")
     extra_sc = checkpoint_scenarios() if scenarios is None else list(scenarios)
     # (row label, scenario): an env id with its default scenario, or a scenario under its own name
     jobs = [(i, ENV_IDS[i]) for i in ids] + [(load_scenario(sc).name, sc) for sc in extra_sc]

@@ -24,6 +24,7 @@ import numpy as np
 from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.agents.sb3_agents import check_fit, meta_history
+from ainet_gym.errors import check_choice
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -89,10 +90,7 @@ class MarlAgent:
                 f"{what}: its per-switch metadata lacks {', '.join(missing)} (written by examples/marl_ppo.py "
                 "with marl_metadata)"
             )
-        if m["agents"] not in AGENT_TIERS:
-            raise ModelFileError(
-                f"{what}: metadata agents = {str(m['agents'])[:40]!r}; allowed: {', '.join(AGENT_TIERS)}"
-            )
+        check_choice(f"{what}: metadata agents", m["agents"], AGENT_TIERS, error=ModelFileError)
         for k in ("observation_shape", "action_shape"):
             v = m[k]
             ok = (

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -22,19 +23,27 @@ from typing import Any
 __all__ = [
     "MODEL_FILE",
     "RESULT_FILES",
+    "SEED_MAX",
+    "TRAIN_SEED_MAX",
     "OneLineParser",
     "check_model_out",
     "check_out_dir",
     "check_out_file",
     "check_out_files",
     "cli_out_file_refused",
+    "float_arg",
     "fresh_dir",
     "int_arg",
     "model_path",
     "run_stamp",
     "shown_text",
+    "unit_interval_arg",
 ]
 
+#: Largest episode seed (numpy's ``SeedSequence`` takes any non-negative integer; 63 bits keep it an int64).
+SEED_MAX = 2**63 - 1
+#: Largest training seed: torch and numpy's legacy seeding take 32-bit seeds (plus the episode offset).
+TRAIN_SEED_MAX = 2**31 - 1
 #: The model file inside an output directory.
 MODEL_FILE = "model.zip"
 #: Files ``evaluate`` writes into its output directory.
@@ -363,4 +372,44 @@ def int_arg(lo: int, hi: int | None = None) -> type:
         return v
 
     parse.__name__ = "integer"
+    return parse  # type: ignore[return-value]
+
+
+def float_arg(what: str, *, zero_ok: bool = False, negative_ok: bool = False, inf_ok: bool = False) -> type:
+    """An argparse type: a finite number > 0 (>= 0 with ``zero_ok``; any finite number with ``negative_ok``;
+    ``inf`` too with ``inf_ok``; ``what`` names it in the message). NaN is always refused."""
+    bound = "" if negative_ok else (" >= 0" if zero_ok else " > 0")
+    kind = "a number (inf allowed)" if inf_ok else "a finite number"
+
+    def parse(text: str) -> float:
+        shown = shown_text(text)
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}{bound}") from None
+        bad_sign = not negative_ok and (v < 0 or (v == 0 and not zero_ok))
+        if math.isnan(v) or (math.isinf(v) and not inf_ok) or bad_sign:
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {what}, {kind}{bound}")
+        return v
+
+    parse.__name__ = what
+    return parse  # type: ignore[return-value]
+
+
+def unit_interval_arg(what: str) -> type:
+    """An argparse type: a number in (0, 1] (a discount factor, a share)."""
+
+    def parse(text: str) -> float:
+        shown = shown_text(text)
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{shown!r} is not a number; expected {what} in (0, 1]"
+            ) from None
+        if not 0 < v <= 1:  # also refuses nan
+            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {what}, a number in (0, 1]")
+        return v
+
+    parse.__name__ = what
     return parse  # type: ignore[return-value]

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
+from ainet_gym.errors import check_choice
 from ainet_gym.routing.policies import (
     base_load,
     connection_demand,
@@ -301,8 +302,7 @@ class PredictiveRouter:
         cfg: FitConfig | None = None,
         steps: int | None = None,
     ) -> None:
-        if router not in ("greedy", "lp"):
-            raise ValueError(f"router = {router!r}: allowed: greedy, lp")
+        check_choice("router", router, ("greedy", "lp"))
         self.world = world
         self.router = router
         self.background = background
@@ -360,8 +360,7 @@ class PredictiveAgent:
     level = "engine"
 
     def __init__(self, router: str, cfg: FitConfig | None = None, background: bool = False) -> None:
-        if router not in ("greedy", "lp"):
-            raise ValueError(f"router = {router!r}: allowed: greedy, lp")
+        check_choice("router", router, ("greedy", "lp"))
         self.router = router
         self.background = background
         self.name = f"predictive-{router}" + ("+bg" if background else "")
@@ -423,12 +422,12 @@ register_agent(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
 
     p = OneLineParser(prog="python -m ainet_gym.agents.predictive", description=__doc__.split("\n")[0])
     p.add_argument("scenario")
-    p.add_argument("--train-seeds", type=int, default=FitConfig.train_seeds)
-    p.add_argument("--history", type=int, default=FitConfig.history)
+    p.add_argument("--train-seeds", type=int_arg(1), default=FitConfig.train_seeds)
+    p.add_argument("--history", type=int_arg(1), default=FitConfig.history)
     p.add_argument("--eval-seeds", default="1-10", help="held-out seeds for the forecast error")
     p.add_argument("--out", default=None, help="write the coefficients and errors as JSON")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")

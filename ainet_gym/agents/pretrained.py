@@ -266,7 +266,11 @@ register_agent(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.pretrained export|list``."""
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
+        TRAIN_SEED_MAX,
+        OneLineParser,
+        int_arg,
+    )
 
     p = OneLineParser(prog="python -m ainet_gym.agents.pretrained", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -279,7 +283,12 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="the exact command that trained the model (a .npz: repeat it, every command in order)",
     )
-    e.add_argument("--training-seed", type=int, default=None, help="a .npz: the training seed (required)")
+    e.add_argument(
+        "--training-seed",
+        type=int_arg(0, TRAIN_SEED_MAX),
+        default=None,
+        help="a .npz: the training seed (required)",
+    )
     e.add_argument("--note", default="", help="a .npz: e.g. how the training seed was picked")
     e.add_argument("--out", default=None, help="default: ainet_gym/pretrained/<scenario>.zip (.npz)")
     sub.add_parser("list", help="the shipped checkpoints")

@@ -53,6 +53,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ainet_gym.errors import choice_message
+
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
 
@@ -214,7 +216,7 @@ def make_agent(spec: str) -> Agent:
     name, sep, arg = spec.partition(":")
     base, at, variant = name.partition("@")
     if base not in AGENTS:
-        raise ValueError(f"policy {spec!r} is not known; allowed: {', '.join(available_policies())}")
+        raise ValueError(choice_message("policy", spec, available_policies()))
     entry = AGENTS[base]
     if entry.needs_arg:
         if not arg:
@@ -228,8 +230,8 @@ def make_agent(spec: str) -> Agent:
         raise ValueError(f"policy {spec!r}: {entry.name} takes no argument (write just {name!r})")
     if at:
         if variant not in entry.variants:
-            allowed = ", ".join(f"{base}@{v}" for v in entry.variants) or "none"
-            raise ValueError(f"policy {spec!r}: unknown variant {variant!r}; allowed: {allowed}")
+            allowed = [f"{base}@{v}" for v in entry.variants]
+            raise ValueError(choice_message("policy", spec, allowed, problem=f"unknown variant {variant!r}"))
         return entry.factory(variant)
     return entry.factory(None)
 

@@ -25,6 +25,7 @@ from ainet_gym.agents.registry import register_agent
 from ainet_gym.agents.rllib_policy import load_policy
 from ainet_gym.agents.rllib_train import read_checkpoint_metadata
 from ainet_gym.agents.sb3_agents import check_fit, meta_history, space_signature
+from ainet_gym.errors import check_choice
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -48,10 +49,7 @@ class RLlibAgent:
         if self.meta.get("framework") != "rllib":
             raise ModelFileError(f"{what}: {self.path / 'ainet_gym.json'} is not an RLlib checkpoint's")
         mode = self.meta.get("action_mode", "split")
-        if mode not in _MODES:
-            raise ModelFileError(
-                f"{what}: metadata action_mode = {str(mode)[:40]!r}; allowed: {', '.join(_MODES)}"
-            )
+        check_choice(f"{what}: metadata action_mode", mode, _MODES, error=ModelFileError)
         if self.meta.get("observation", "flat") != "flat":
             raise ModelFileError(
                 f"{what}: metadata observation = {str(self.meta.get('observation'))[:40]!r}; allowed: flat"

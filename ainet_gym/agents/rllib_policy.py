@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError, load_tensors
+from ainet_gym.errors import check_choice
 
 if TYPE_CHECKING:
     import torch
@@ -168,10 +169,9 @@ def check_policy_spec(spec: Any, what: str) -> dict[str, Any]:
                 f"{what}: policy_module layers[{i}]: expected {{linear: [in, out]}} or {{act: name}}"
             )
         if "act" in x:
-            if x["act"] not in ACTIVATIONS:
-                raise ModelFileError(
-                    f"{what}: policy_module layers[{i}].act = {str(x['act'])[:40]!r}; allowed: {', '.join(ACTIVATIONS)}"
-                )
+            check_choice(
+                f"{what}: policy_module layers[{i}].act", x["act"], ACTIVATIONS, error=ModelFileError
+            )
             continue
         io = x["linear"]
         if not isinstance(io, list) or len(io) != 2:

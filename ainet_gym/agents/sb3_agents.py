@@ -39,6 +39,7 @@ from ainet_gym.agents.model_files import (
     meta_int,
 )
 from ainet_gym.agents.registry import register_agent
+from ainet_gym.errors import check_choice, names_message
 
 if TYPE_CHECKING:
     from stable_baselines3.common.base_class import BaseAlgorithm
@@ -82,8 +83,7 @@ def algo_class(algo: str) -> type[BaseAlgorithm]:
     ImportError
         If stable-baselines3 (or sb3-contrib for ``maskable_ppo``) is not installed.
     """
-    if algo not in ALGO_MODES:
-        raise ValueError(f"algo = {algo!r}: unknown; allowed: {', '.join(ALGO_MODES)}")
+    check_choice("algo", algo, ALGO_MODES)
     try:
         if algo == "maskable_ppo":
             from sb3_contrib import MaskablePPO
@@ -103,8 +103,7 @@ def resolve_action_mode(algo: str, action_mode: str | None) -> str:
     ValueError
         If the algorithm cannot act in that mode.
     """
-    if algo not in ALGO_MODES:
-        raise ValueError(f"algo = {algo!r}: unknown; allowed: {', '.join(ALGO_MODES)}")
+    check_choice("algo", algo, ALGO_MODES)
     modes = ALGO_MODES[algo]
     if action_mode is None:
         return modes[0]
@@ -466,8 +465,7 @@ def load_model(
         algo = trained
     if trained is not None and trained != algo:
         raise ValueError(f"model {str(p)!r} was trained with {trained}, not {algo}; use {trained}:{path}")
-    if algo not in ALGO_MODES:
-        raise ValueError(f"model {str(p)!r}: unknown algorithm {algo!r}; allowed: {', '.join(ALGO_MODES)}")
+    check_choice(f"model {str(p)!r}: algo", algo, ALGO_MODES)
     cls = algo_class(algo)
     objects = None if trusted else safe_objects(p, algo, label)
     try:
@@ -563,10 +561,12 @@ def meta_obs_features(meta: dict[str, Any], what: str) -> dict[str, Any]:
     feats = meta.get("obs_features")
     if not feats:
         return {}
-    if not isinstance(feats, list | tuple) or any(f not in OBS_FEATURE_BLOCKS for f in feats):
+    if not isinstance(feats, list | tuple):
         raise ValueError(
             f"{what}: metadata obs_features = {feats!r}: allowed: a list of {', '.join(OBS_FEATURE_BLOCKS)}"
         )
+    if any(f not in OBS_FEATURE_BLOCKS for f in feats):
+        raise ValueError(names_message(f"{what}: metadata obs_features", feats, OBS_FEATURE_BLOCKS))
     return {"obs_features": tuple(feats)}
 
 

@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     from ainet_gym.agents.evaluate import parse_seeds
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
 
     p = OneLineParser(prog="python -m ainet_gym.agents.twin", description=main.__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -409,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--k", default="7,8,12,16", help="candidates per decision (comma list)")
     s.add_argument("--h", default="1,2,4,8", help="lookahead intervals (comma list)")
     s.add_argument("--seeds", default="1-10")
-    s.add_argument("--steps", type=int, default=None)
+    s.add_argument(
+        "--steps", type=int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
+    )
     s.add_argument("--json", default=None, help="write the rows as JSON to this file")
     s.add_argument("--overwrite", action="store_true", help="replace --json if it exists")
     a = p.parse_args(argv)

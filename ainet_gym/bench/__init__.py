@@ -107,6 +107,7 @@ from ainet_gym.bench.sections import (
     n_tasks,
     rel_err,
 )
+from ainet_gym.errors import names_message
 
 __all__ = [
     "BENCH_FILES",
@@ -159,9 +160,8 @@ def check_bench_config(cfg: BenchConfig) -> None:
     """
     if not cfg.sections:
         raise ValueError(f"sections: empty; give at least one of {', '.join(SECTIONS)}")
-    bad = [s for s in cfg.sections if s not in SECTIONS]
-    if bad:
-        raise ValueError(f"sections {bad}: unknown; allowed: {', '.join(SECTIONS)}")
+    if any(s not in SECTIONS for s in cfg.sections):
+        raise ValueError(names_message("sections", cfg.sections, SECTIONS))
     for name, lo, strict in (
         ("min_time_s", 0.0, False),
         ("slowest_budget_s", 0.0, False),

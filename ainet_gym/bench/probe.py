@@ -91,7 +91,9 @@ def main() -> int:
     elif probe == "startup":
         out = startup(spec["scenario"], spec.get("backend"))
     else:
-        raise SystemExit(f"probe = {probe!r}: unknown; allowed: construction, startup")
+        from ainet_gym.errors import choice_message  # on the error path only: the probe imports nothing early
+
+        raise SystemExit(choice_message("probe", probe, ("construction", "startup")))
     print(json.dumps(out))
     return 0
 

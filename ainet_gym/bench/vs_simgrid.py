@@ -22,7 +22,6 @@ with SimGrid's platform build beside it, and the same with SimGrid running an ac
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -206,14 +205,17 @@ def report(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring."""
-    ap = argparse.ArgumentParser(
-        prog="python -m ainet_gym.bench.vs_simgrid", description=__doc__.split("\n")[0]
-    )
-    ap.add_argument("--gpus", type=int, default=1024)
+    from ainet_gym.agents.outputs import OneLineParser, float_arg, int_arg  # one-line errors, as ainet-gym's
+
+    ap = OneLineParser(prog="python -m ainet_gym.bench.vs_simgrid", description=__doc__.split("\n")[0])
+    ap.add_argument("--gpus", type=int_arg(1), default=1024)
     ap.add_argument(
-        "--bytes", type=float, default=1e9, help="the AllReduce buffer; each transfer moves bytes / gpus"
+        "--bytes",
+        type=float_arg("a buffer size in bytes"),
+        default=1e9,
+        help="the AllReduce buffer; each transfer moves bytes / gpus",
     )
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int_arg(1), default=5)
     ap.add_argument("--python", default=SIMGRID_PYTHON, help="the Python with SimGrid's bindings")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)

@@ -465,14 +465,14 @@ def _verdicts(res: CheckResult, cluster: LoopbackCluster, ckpt_root: Path) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.cluster", description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", default=None, help="where the nodes' temp dirs, logs and checkpoints go "
                     "(default: a new directory under the system temp dir; kept)")  # fmt: skip
     ap.add_argument("--scenario", default="periodic-interference")
-    ap.add_argument("--episode-steps", type=int, default=8)
-    ap.add_argument("--envs-per-runner", type=int, default=4)
+    ap.add_argument("--episode-steps", type=int_arg(1), default=8)
+    ap.add_argument("--envs-per-runner", type=int_arg(1, 100_000), default=4)
     args = ap.parse_args(argv)
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="ainet-cluster-")).resolve()
     t0 = time.time()

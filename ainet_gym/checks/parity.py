@@ -175,7 +175,7 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--incremental-min-flows",
-        type=int,
+        type=int_arg(-1),
         default=None,
         help="the compiled backend's fills (incremental exact allocation) from this many active flows on: 0 "
         "always, -1 never (default: the kernel's, ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS)",

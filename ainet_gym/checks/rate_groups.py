@@ -273,7 +273,7 @@ def rate_groups_main(argv: Sequence[str] | None = None) -> int:
     from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.rate_groups", description=__doc__.split("\n")[0])
-    ap.add_argument("--gpus", type=int, default=1024)
+    ap.add_argument("--gpus", type=int_arg(1), default=1024)
     ap.add_argument("--jobs", type=int_arg(1), default=8)
     ap.add_argument("--job-gpus", type=int_arg(1), default=128)
     ap.add_argument(

@@ -26,6 +26,7 @@ import numpy as np
 
 from ainet_gym.envs.env import ACTION_MODES
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
+from ainet_gym.errors import check_choice
 
 __all__ = ["DYNAMIC_SCENARIOS", "SoakResult", "soak"]
 
@@ -123,10 +124,7 @@ def soak(
         isinstance(max_seconds, int | float) and not isinstance(max_seconds, bool) and 0 < max_seconds < 1e9
     ):
         raise ValueError(f"--max-seconds {max_seconds!r}: must be a number of seconds in (0, 1e9)")
-    if action_mode not in ACTION_MODES:
-        raise ValueError(
-            f"--modes: {action_mode!r} is not an action mode; allowed: {', '.join(ACTION_MODES)}"
-        )
+    check_choice("action_mode", action_mode, ACTION_MODES)
     venv = FabricRoutingVectorEnv(num_envs=num_envs, scenario=scenario, action_mode=action_mode)
     core = venv.core
     w = core.world

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 from collections.abc import Callable
 
-from ainet_gym.agents.outputs import OneLineParser, int_arg
+from ainet_gym.agents.outputs import (
+    SEED_MAX,
+    TRAIN_SEED_MAX,
+    OneLineParser,
+    float_arg,
+    int_arg,
+    unit_interval_arg,
+)
 from ainet_gym.agents.outputs import shown_text as _shown
 
 __all__ = [
@@ -41,56 +47,11 @@ TRUST = (
     "that a file is a model of the expected algorithm and unpickles it with an allowlist of classes, but "
     "load only model files you trust."
 )
-#: Largest episode seed (numpy's ``SeedSequence`` takes any non-negative integer; 63 bits keep it an int64).
-SEED_MAX = 2**63 - 1
-#: Largest training seed: torch and numpy's legacy seeding take 32-bit seeds (plus the episode offset).
-TRAIN_SEED_MAX = 2**31 - 1
 
 
 #: An ArgumentParser whose errors are one line (``ainet-gym CMD: error: ...``, exit 2); the module command
 #: lines share it from the light ``ainet_gym.agents.outputs`` (no import of this package).
 Parser = OneLineParser
-
-
-def float_arg(what: str, *, zero_ok: bool = False, negative_ok: bool = False) -> type:
-    """An argparse type: a finite number > 0 (>= 0 with ``zero_ok``; any finite number with ``negative_ok``;
-    ``what`` names it in the message)."""
-    bound = "" if negative_ok else (" >= 0" if zero_ok else " > 0")
-
-    def parse(text: str) -> float:
-        shown = _shown(text)
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}{bound}") from None
-        bad_sign = not negative_ok and (v < 0 or (v == 0 and not zero_ok))
-        if not math.isfinite(v) or bad_sign:
-            raise argparse.ArgumentTypeError(
-                f"{shown} is out of range; allowed: {what}, a finite number{bound}"
-            )
-        return v
-
-    parse.__name__ = what
-    return parse  # type: ignore[return-value]
-
-
-def unit_interval_arg(what: str) -> type:
-    """An argparse type: a number in (0, 1] (a discount factor, a share)."""
-
-    def parse(text: str) -> float:
-        shown = _shown(text)
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{shown!r} is not a number; expected {what} in (0, 1]"
-            ) from None
-        if not 0 < v <= 1:  # also refuses nan
-            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {what}, a number in (0, 1]")
-        return v
-
-    parse.__name__ = what
-    return parse  # type: ignore[return-value]
 
 
 def text_arg(what: str) -> type:

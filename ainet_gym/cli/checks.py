@@ -16,6 +16,7 @@ from ainet_gym.cli.args import (
     int_arg,
     seconds_arg,
 )
+from ainet_gym.errors import names_message
 
 __all__ = ["add_bench", "add_crosscheck", "add_soak"]
 
@@ -160,9 +161,8 @@ def _cmd_soak(args: argparse.Namespace) -> int:
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes:
         raise ValueError(f"--modes {args.modes!r}: empty; give a comma list of {', '.join(ACTION_MODES)}")
-    bad = [m for m in modes if m not in ACTION_MODES]
-    if bad:
-        raise ValueError(f"--modes: {bad[0]!r} is not an action mode; allowed: {', '.join(ACTION_MODES)}")
+    if any(m not in ACTION_MODES for m in modes):
+        raise ValueError(names_message("--modes", modes, ACTION_MODES))
     total = violations = 0
     for sc in scenarios:
         for mode in modes:

@@ -48,6 +48,7 @@ from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.envs.state import EnvState, EpisodeState
+from ainet_gym.errors import check_choice, names_message
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.routing.context import RoutingContext
 from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
@@ -87,6 +88,19 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return v
 
 
+def reset_options_problem(options: Any) -> str | None:
+    """What is wrong with the ``options`` of a ``reset``, or None when they are ``None`` or an empty mapping
+    (the envs take no reset options). One message for every env: the Gymnasium envs raise it
+    (:func:`check_reset_options`), the PettingZoo env warns with it."""
+    if options is None or (isinstance(options, dict) and not options):
+        return None
+    shown = sorted(map(str, options)) if isinstance(options, dict) else type(options).__name__
+    return (
+        f"reset options = {shown}: not supported; allowed: None or {{}} (the env takes no reset options: "
+        "a scenario, its seed and the episode length are set at construction and by seed=)"
+    )
+
+
 def check_reset_options(options: Any) -> None:
     """The ``options`` of a ``reset``: the envs take none, so ``None`` or an empty mapping; anything else
     (e.g. gymnasium's ``{"reset_mask": ...}`` for a partial reset) was ignored without a word before.
@@ -96,13 +110,9 @@ def check_reset_options(options: Any) -> None:
     ValueError
         Naming the options given and what is allowed.
     """
-    if options is None or (isinstance(options, dict) and not options):
-        return
-    shown = sorted(map(str, options)) if isinstance(options, dict) else type(options).__name__
-    raise ValueError(
-        f"reset options = {shown}: not supported; allowed: None or {{}} (the env takes no reset options: "
-        "a scenario, its seed and the episode length are set at construction and by seed=)"
-    )
+    problem = reset_options_problem(options)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def _check_arguments(
@@ -115,10 +125,8 @@ def _check_arguments(
     ValueError
         Naming the bad value and what is allowed.
     """
-    if action_mode not in ACTION_MODES:
-        raise ValueError(f"action_mode = {action_mode!r}: unknown; allowed: {', '.join(ACTION_MODES)}")
-    if observation not in OBSERVATION_MODES:
-        raise ValueError(f"observation = {observation!r}: unknown; allowed: {', '.join(OBSERVATION_MODES)}")
+    check_choice("action_mode", action_mode, ACTION_MODES)
+    check_choice("observation", observation, OBSERVATION_MODES)
     hmax = int(LIMITS["history_max"])
     if isinstance(history, bool) or not isinstance(history, int | np.integer) or not 1 <= history <= hmax:
         raise ValueError(
@@ -200,9 +208,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         residual_scale: float = RESIDUAL_SCALE,
         obs_features: Sequence[str] = (),
     ) -> None:
-        bad = [k for k in info_keys if k not in INFO_KEYS]
-        if isinstance(info_keys, str) or bad:
+        if isinstance(info_keys, str):
             raise ValueError(f"info_keys = {info_keys!r}: allowed: a list of {', '.join(INFO_KEYS)}")
+        if any(k not in INFO_KEYS for k in info_keys):
+            raise ValueError(names_message("info_keys", info_keys, INFO_KEYS))
         self.residual, self.residual_scale = check_residual(residual, residual_scale, action_mode)
         self.obs_features = check_obs_features(obs_features)
         self.info_keys = tuple(info_keys)

@@ -15,6 +15,7 @@ from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.actions import BG_SLOT_MODES
 from ainet_gym.envs.rewards import GpuUtilizationReward, StepTimeReward
 from ainet_gym.envs.slots import SlotMaps
+from ainet_gym.errors import names_message
 from ainet_gym.fabric.topology import TIERS
 from ainet_gym.routing.policies import controlled_connections
 from ainet_gym.sim.world import FabricWorld, StepResult
@@ -76,11 +77,8 @@ class EnvInfo:
         ValueError
             Naming a key that is not an optional info key.
         """
-        bad = [k for k in keys if k not in INFO_KEYS]
-        if bad:
-            raise ValueError(
-                f"info_keys: {bad[0]!r} is not an optional info key; allowed: {', '.join(INFO_KEYS)}"
-            )
+        if any(k not in INFO_KEYS for k in keys):
+            raise ValueError(names_message("info_keys", keys, INFO_KEYS))
         self.info_keys = tuple(dict.fromkeys((*self.info_keys, *keys)))
 
     # ------------------------------------------------------------------ info

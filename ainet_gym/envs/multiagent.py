@@ -18,14 +18,16 @@ from __future__ import annotations
 import functools
 import os
 import re
+import warnings
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from ainet_gym.envs.env import EnvCore, obs_layout, squash
+from ainet_gym.envs.env import EnvCore, obs_layout, reset_options_problem, squash
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn
+from ainet_gym.errors import check_choice
 from ainet_gym.scenario.spec import Scenario
 from ainet_gym.sim.world import StepResult
 
@@ -93,8 +95,7 @@ class SwitchAgents:
     """
 
     def __init__(self, core: EnvCore, agents: str = "leaf", withdraw_dead: bool = True) -> None:
-        if agents not in AGENT_TIERS:
-            raise ValueError(f"agents = {agents!r}: unknown; allowed: {', '.join(AGENT_TIERS)}")
+        check_choice("agents", agents, AGENT_TIERS)
         if core.action_mode != "ecmp_weights":
             raise ValueError(
                 f"core.action_mode = {core.action_mode!r}: the switch agents need 'ecmp_weights'"
@@ -307,11 +308,9 @@ class SwitchAgents:
 def _parse_reward(reward: str | float) -> float:
     """Weight of the local reward: ``"shared"`` 0, ``"local"`` 1, a number in [0, 1] a mix."""
     if isinstance(reward, str):
-        if reward not in REWARD_MODES:
-            raise ValueError(
-                f"reward = {reward!r}: unknown; allowed: {', '.join(REWARD_MODES)} or a number in [0, 1] "
-                "(the weight of the local reward)"
-            )
+        check_choice(
+            "reward", reward, REWARD_MODES, more=" or a number in [0, 1] (the weight of the local reward)"
+        )
         return 0.0 if reward == "shared" else 1.0
     if isinstance(reward, bool) or not isinstance(reward, int | float | np.floating | np.integer):
         raise ValueError(f"reward = {reward!r}: must be 'shared', 'local' or a number in [0, 1]")
@@ -367,6 +366,11 @@ class FabricParallelEnv:
     last choice during the episode is terminated in that step and leaves; PettingZoo does not revive an
     agent within an episode, so it rejoins at the next reset (its switch keeps equal weights meanwhile,
     over its live next hops). All agents are truncated after ``episode_steps``.
+
+    ## Reset options
+    None: ``reset(options=...)`` with anything but ``None`` or ``{}`` warns (``UserWarning``, naming the options
+    and what is allowed) and resets as without them. The Gymnasium envs raise instead; here a refusal would fail
+    PettingZoo's own API tests, which reset with ``options={"options": 1}``.
 
     ## Arguments
     ``scenario``, ``agents`` (``"leaf"`` | ``"all"``), ``reward`` (``"shared"`` | ``"local"`` | weight),
@@ -437,6 +441,11 @@ class FabricParallelEnv:
     def reset(
         self, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
+        problem = reset_options_problem(options)
+        if problem is not None:
+            # a warning, not the Gymnasium envs' ValueError: PettingZoo's own API tests (parallel_api_test,
+            # api_test) reset with options={"options": 1} to check the signature, and must pass
+            warnings.warn(f"{problem}; ignored by the PettingZoo env", UserWarning, stacklevel=2)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         elif self._rng is None:
@@ -458,10 +467,7 @@ class FabricParallelEnv:
         acts = np.zeros((1, A, K))
         acting = np.zeros((1, A), dtype=bool)
         for name, a in actions.items():
-            if name not in self._index:
-                raise ValueError(
-                    f"actions[{name!r}]: no such agent; agents: {', '.join(self.possible_agents)}"
-                )
+            check_choice("actions key", name, self.possible_agents, problem="no such agent")
             if name not in self.agents:
                 raise ValueError(f"actions[{name!r}]: the agent is not live (env.agents: {self.agents})")
             acts[0, self._index[name]] = self._check_action(name, a)

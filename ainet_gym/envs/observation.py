@@ -19,6 +19,7 @@ from ainet_gym.envs import kernels as envkernels
 from ainet_gym.envs.actions import SPLIT_MODES
 from ainet_gym.envs.info import INFO_JOB_KEYS
 from ainet_gym.envs.slots import SlotMaps
+from ainet_gym.errors import names_message
 from ainet_gym.sim.world import FabricWorld, StepResult
 
 if TYPE_CHECKING:
@@ -69,10 +70,12 @@ def check_obs_features(obs_features: Sequence[str]) -> tuple[str, ...]:
     if isinstance(obs_features, str) or not isinstance(obs_features, Sequence):
         raise ValueError(f"obs_features = {obs_features!r}: allowed: a list of names among {allowed}")
     out = tuple(obs_features)
-    bad = [f for f in out if f not in OBS_FEATURE_BLOCKS]
-    if bad or len(set(out)) != len(out):
-        why = f"{bad[0]!r} is unknown" if bad else "a name is repeated"
-        raise ValueError(f"obs_features = {obs_features!r}: {why}; allowed: distinct names among {allowed}")
+    if any(f not in OBS_FEATURE_BLOCKS for f in out):
+        raise ValueError(names_message("obs_features", out, OBS_FEATURE_BLOCKS, more=" (distinct)"))
+    if len(set(out)) != len(out):
+        raise ValueError(
+            f"obs_features = {obs_features!r}: a name is repeated; allowed: distinct names among {allowed}"
+        )
     return out
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ainet_gym.envs import kernels as envkernels
 from ainet_gym.envs.actions import SPLIT_MODES
+from ainet_gym.errors import choice_message
 from ainet_gym.routing.split import path_index_split, ratio_split
 
 __all__ = ["PASSES", "EnvPasses", "NumbaPasses", "NumpyPasses", "get_passes"]
@@ -125,4 +126,4 @@ def get_passes(backend: str) -> EnvPasses:
     try:
         return PASSES[backend]
     except KeyError:
-        raise ValueError(f"backend = {backend!r}: no env passes; allowed: {', '.join(PASSES)}") from None
+        raise ValueError(choice_message("backend", backend, PASSES, problem="no env passes")) from None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ainet_gym.errors import check_choice
 from ainet_gym.fabric.topology import TIERS
 
 if TYPE_CHECKING:
@@ -35,8 +36,7 @@ def check_render_mode(render_mode: str | None, allowed: Sequence[str] = RENDER_M
     ValueError
         Otherwise, naming the field, the value and what is allowed.
     """
-    if render_mode is not None and render_mode not in allowed:
-        raise ValueError(f"render_mode = {render_mode!r}: allowed: None, {', '.join(allowed)}")
+    check_choice("render_mode", render_mode, [None, *allowed])
     return render_mode
 
 

@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ainet_gym.arrays import safe_divide
+from ainet_gym.errors import check_choice
 from ainet_gym.sim.world import StepResult
 
 __all__ = ["REWARDS", "GpuUtilizationReward", "RewardFn", "StepTimeReward", "make_reward"]
@@ -66,10 +67,7 @@ def make_reward(spec: str | RewardFn) -> RewardFn:
         If the name is unknown or the object is not callable.
     """
     if isinstance(spec, str):
-        if spec not in REWARDS:
-            raise ValueError(
-                f"reward = {spec!r}: unknown; allowed: {', '.join(REWARDS)} or a RewardFn object"
-            )
+        check_choice("reward", spec, REWARDS, more=" or a RewardFn object")
         return REWARDS[spec]()
     if not callable(spec):
         raise ValueError(f"reward = {spec!r}: not callable; pass a name or an object with __call__(result)")

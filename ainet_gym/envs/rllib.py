@@ -34,6 +34,7 @@ import numpy as np
 
 from ainet_gym.envs.env import FabricRoutingEnv
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
+from ainet_gym.errors import names_message
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.scenario.spec import Scenario
 
@@ -91,9 +92,8 @@ def make_env(env_config: Mapping[str, Any] | None = None) -> FabricRoutingVector
     """
     cfg = dict(env_config or {})
     allowed = env_config_keys()
-    bad = [k for k in cfg if k not in allowed]
-    if bad:
-        raise ValueError(f"env_config keys {bad}: unknown; allowed: {', '.join(allowed)}")
+    if any(k not in allowed for k in cfg):
+        raise ValueError(names_message("env_config keys", list(cfg), allowed))
     if "num_envs" in cfg:
         n = cfg["num_envs"]
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:

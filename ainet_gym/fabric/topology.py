@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ainet_gym.scenario.spec import FabricSpec, StorageSpec, fabric_host_count
+from ainet_gym.errors import choice_message
+from ainet_gym.scenario.spec import TOPOLOGIES, FabricSpec, StorageSpec, fabric_host_count
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 if TYPE_CHECKING:  # networkx is imported where a graph is read or written, not on the env's import path
@@ -372,7 +373,7 @@ def _build_builtin(spec: FabricSpec) -> _Builder:
                     b.duplex(lf, sp, spec.uplink_gbps, "rail_spine")
         attach = [list(leaves) for _ in range(spec.hosts)]
     else:
-        raise ValueError(f"fabric.topology: {spec.topology!r} is not a known topology")
+        raise ValueError(choice_message("fabric.topology", spec.topology, TOPOLOGIES))
     if not attach or gph <= 0:
         raise ValueError("fabric has no GPUs")
     for h, nic_leaf in enumerate(attach):
@@ -826,9 +827,7 @@ def _graph_roles(G: Any) -> dict[Any, str]:
         if r is None:
             _fail(f"node {str(n)[:60]!r} has no role; allowed: {', '.join(ROLES)}")
         if not isinstance(r, str) or r not in ROLES:
-            _fail(
-                f"node {str(n)[:60]!r}: role {str(r)[:40]!r} is not a known role; allowed: {', '.join(ROLES)}"
-            )
+            _fail(choice_message(f"node {str(n)[:60]!r}: role", r, ROLES))
         role[n] = r
     return role
 
@@ -1003,7 +1002,7 @@ def _graph_link(u: Any, v: Any, d: dict, role: dict[Any, str], lim: dict) -> tup
     if tier is None:
         _fail(f"{name} joins a {role[u]} and a {role[v]}, which no link may join")
     if not isinstance(tier, str) or tier not in _TIER:
-        _fail(f"{name}: tier {str(tier)[:40]!r} is not a known tier; allowed: {', '.join(TIERS)}")
+        _fail(choice_message(f"{name}: tier", tier, TIERS))
     lat = None
     if "latency_us" in d:
         lat = _number(d["latency_us"], f"{name}: latency_us", 0.0, lat_max, " us (LIMITS['latency_us_max'])")

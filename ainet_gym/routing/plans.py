@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ainet_gym.errors import check_choice
 from ainet_gym.routing.policies import CONTROLS, get_policy
 
 if TYPE_CHECKING:
@@ -50,8 +51,7 @@ def plans_of_mode(mode: str) -> tuple[str, tuple[str, ...]]:
         If ``mode`` is not a ``choose`` mode, or a plan is not a known policy of the mode's class (or
         ``ecmp``).
     """
-    if mode not in CHOOSE_MODES:
-        raise ValueError(f"action_mode = {mode!r}: not a choose mode; allowed: {', '.join(CHOOSE_MODES)}")
+    check_choice("action_mode", mode, CHOOSE_MODES, problem="not a choose mode")
     cls = CHOOSE_MODES[mode]
     plans = PLANS[cls]
     for name in plans:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ainet_gym.arrays import safe_divide
+from ainet_gym.errors import choice_message
 from ainet_gym.routing.split import spray_split
 
 if TYPE_CHECKING:
@@ -622,4 +623,4 @@ def get_policy(name: str) -> Policy:
     try:
         return POLICIES[name]
     except KeyError:
-        raise ValueError(f"policy {name!r} is not known; allowed: {', '.join(POLICIES)}") from None
+        raise ValueError(choice_message("policy", name, POLICIES)) from None

@@ -48,6 +48,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ainet_gym.errors import choice_message
+
 __all__ = ["MOE_FAMILY", "moe_scenario", "write_family"]
 
 GPUS_PER_HOST = 8
@@ -80,7 +82,7 @@ def _fabric(n_gpus: int, topology: str) -> dict[str, Any]:
         return {"topology": "rail_optimized", "hosts": hosts, "gpus_per_host": GPUS_PER_HOST, "spines": spines,
                 "links_per_spine": uplinks // spines, "nic_gbps": 400, "uplink_gbps": 400, "nvlink_gbps": 3600,
                 "profile": "infiniband"}  # fmt: skip
-    raise ValueError(f"topology = {topology!r}: allowed: spine_leaf, rail_optimized")
+    raise ValueError(choice_message("topology", topology, ("spine_leaf", "rail_optimized")))
 
 
 def moe_scenario(

@@ -221,7 +221,10 @@ def test_baseline_agent_levels_and_registry() -> None:
     assert (a.level, a.name) == ("engine", "spray")
     b = make_agent("spray@path")
     assert (b.level, b.env_kwargs) == ("action", {"action_mode": "path"})
-    with pytest.raises(ValueError, match=r"unknown variant 'graph'; allowed: spray@path, spray@split"):
+    with pytest.raises(
+        ValueError,
+        match=r"policy = 'spray@graph': unknown variant 'graph'; allowed: spray@path, spray@split, ",
+    ):
         make_agent("spray@graph")
     with pytest.raises(ValueError, match="takes no argument"):
         make_agent("ecmp:x.zip")
@@ -492,11 +495,11 @@ def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatc
 def test_unknown_policy_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(
         ValueError,
-        match=r"policy 'foo' is not known; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, greedy\+bg, lp\+bg, solo-lp\+bg, burst-lp\+bg, ppo:PATH",
+        match=r"policy = 'foo': unknown; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, greedy\+bg, lp\+bg, solo-lp\+bg, burst-lp\+bg, ppo:PATH",
     ):
         evaluate(EvalConfig(scenario=collision_scenario(), policies=["ecmp", "foo"], out=None))
     assert cli_main(["evaluate", "spine-leaf-2to1", "--policies", "ecmp,foo"]) == 2
-    assert "policy 'foo' is not known" in capsys.readouterr().err
+    assert "policy = 'foo': unknown; allowed: ecmp" in capsys.readouterr().err
 
 
 def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
@@ -549,9 +552,9 @@ def test_bad_arguments_name_the_value() -> None:
 
 
 def test_baseline_agent_rejects_unknown_names() -> None:
-    with pytest.raises(ValueError, match=r"baseline 'hash' is not known; allowed: ecmp, spray"):
+    with pytest.raises(ValueError, match=r"baseline = 'hash': unknown; allowed: ecmp, spray"):
         BaselineAgent("hash")
-    with pytest.raises(ValueError, match=r"baseline 'hash' is not known"):
+    with pytest.raises(ValueError, match=r"baseline = 'hash': unknown; allowed: ecmp"):
         baseline_actions("hash", core_for(collision_scenario()))
 
 

@@ -154,7 +154,10 @@ def test_the_lookahead_rolls_out_burst_lp_as_its_base() -> None:
         want = lab["solo-lp+bg" if _scheduled(t + 1) else "lp+bg"][:, t]
         np.testing.assert_array_equal(lab["burst-lp+bg"][:, t], want, err_msg=f"decision {t}")
     assert not np.array_equal(lab["lp+bg"][:, :7], lab["solo-lp+bg"][:, :7])  # the bases differ
-    with pytest.raises(ValueError, match=r"base = 'predictive-lp\+bg': allowed: .*burst-lp\+bg"):
+    with pytest.raises(
+        ValueError,
+        match=r"base = 'predictive-lp\+bg': not a stateless engine-level policy; allowed: .*burst-lp\+bg",
+    ):
         lookahead_labels(sc, [1], h=2, base="predictive-lp+bg")
 
 

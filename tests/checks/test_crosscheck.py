@@ -119,7 +119,7 @@ def test_refuses_link_failures_and_bad_steps() -> None:
 
 
 def test_refuses_unknown_policies_naming_the_allowed_ones() -> None:
-    with pytest.raises(CrosscheckError, match=r"policy 'no-such' is not known; allowed: .*ecmp.*ppo:PATH"):
+    with pytest.raises(CrosscheckError, match=r"policy = 'no-such': unknown; allowed: .*ecmp.*ppo:PATH"):
         crosscheck(_switch(), policy="no-such")
 
 

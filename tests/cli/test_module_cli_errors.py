@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from ainet_gym.agents import graph_policy, imitate, predictive, pretrained, train, twin
-from ainet_gym.checks import parity, rate_groups, reroute
+from ainet_gym.bench import vs_simgrid
+from ainet_gym.checks import cluster, parity, rate_groups, reroute
 from ainet_gym.checks.crosscheck import report as crosscheck
 
 
@@ -60,13 +61,17 @@ def test_an_unknown_flag_is_one_line(capsys, prog: str, main: Callable[..., int]
         (
             imitate.main,
             ["knn", "l.npz", "--out", "k.npz", "--k", "x"],
-            "argument --k: invalid int value: 'x'",
+            "argument --k: 'x' is not an integer",
         ),
         (twin.main, ["sweep"], "the following arguments are required: scenario"),
-        (graph_policy.main, ["train", "x", "--out", "g.pt", "--seed", "1.5"], "argument --seed: invalid int"),
-        (predictive.main, ["x", "--history", ""], "argument --history: invalid int value: ''"),
+        (
+            graph_policy.main,
+            ["train", "x", "--out", "g.pt", "--seed", "1.5"],
+            "argument --seed: '1.5' is not an",
+        ),
+        (predictive.main, ["x", "--history", ""], "argument --history: '' is not an integer"),
         (pretrained.main, ["nosuch"], "argument cmd: invalid choice: 'nosuch' (choose from"),
-        (crosscheck.main, ["--mss", "x"], "argument --mss: invalid int value: 'x'"),
+        (crosscheck.main, ["--mss", "x"], "argument --mss: 'x' is not an integer"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_the_flag(
@@ -220,10 +225,116 @@ def test_rate_groups_counts_must_be_positive(capsys, flag: str) -> None:
 
 def test_rate_groups_bad_gpus_is_one_line(capsys) -> None:
     line = one_line(capsys, rate_groups.rate_groups_main, ["--gpus", "0"])
-    assert line.startswith("python -m ainet_gym.checks.rate_groups: error: n_gpus = 0")
+    assert line.startswith(
+        "python -m ainet_gym.checks.rate_groups: error: argument --gpus: 0 is out of range"
+    )
 
 
 def test_debug_variable_shows_the_traceback(monkeypatch) -> None:
     monkeypatch.setenv("AINET_GYM_DEBUG", "1")
     with pytest.raises(ValueError, match="no such scenario"):
         predictive.main(["nosuch"])
+
+
+_LABEL = ["label", "nosuch", "--seeds", "1", "--out", "l.npz"]
+_CLONE, _KNN, _QFIT = (
+    ["clone", "l.npz", "--out", "m.zip"],
+    ["knn", "l.npz", "--out", "k.npz"],
+    ["qfit", "l.npz", "--out", "q.npz"],
+)
+_EXPORT = ["export", "m.zip", "--scenario", "x", "--command", "c"]
+_GRAPH = ["train", "nosuch", "--out", "g.pt"]
+#: (prog, main, the arguments before the flag, flag, a bad value, what the message allows): every int and
+#: float flag of the module command lines that took any value before issue 31s (a count of 0, a negative
+#: seed or learning rate, nan ran or failed deep inside)
+BAD_NUMBERS = [
+    ("agents.imitate label", imitate.main, _LABEL, "--h", "0", "an integer >= 1"),
+    (
+        "agents.imitate label",
+        imitate.main,
+        _LABEL,
+        "--tail-slack",
+        "-0.5",
+        "a relative slack, a finite number >= 0",
+    ),
+    ("agents.imitate label", imitate.main, _LABEL, "--tail-weight", "nan", "a number (inf allowed) >= 0"),
+    ("agents.imitate label", imitate.main, _LABEL, "--tail-weight", "-1", "a number (inf allowed) >= 0"),
+    ("agents.imitate clone", imitate.main, _CLONE, "--epochs", "0", "an integer >= 1"),
+    ("agents.imitate clone", imitate.main, _CLONE, "--gamma", "0", "a discount factor, a number in (0, 1]"),
+    ("agents.imitate clone", imitate.main, _CLONE, "--gamma", "1.5", "a number in (0, 1]"),
+    ("agents.imitate clone", imitate.main, _CLONE, "--seed", "-1", "an integer in [0, 2147483647]"),
+    ("agents.imitate clone", imitate.main, _CLONE, "--lr", "0", "a learning rate, a finite number > 0"),
+    ("agents.imitate knn", imitate.main, _KNN, "--k", "0", "an integer >= 1"),
+    ("agents.imitate knn", imitate.main, _KNN, "--value-weight", "inf", "a finite number >= 0"),
+    ("agents.imitate knn", imitate.main, _KNN, "--margin", "-1", "a finite number >= 0"),
+    ("agents.imitate qfit", imitate.main, _QFIT, "--epochs", "0", "an integer >= 1"),
+    ("agents.imitate qfit", imitate.main, _QFIT, "--batch-size", "0", "an integer >= 1"),
+    ("agents.imitate qfit", imitate.main, _QFIT, "--lr", "-0.001", "a finite number > 0"),
+    ("agents.imitate qfit", imitate.main, _QFIT, "--seed", "-1", "an integer in [0, 2147483647]"),
+    ("agents.imitate qfit", imitate.main, _QFIT, "--value-weight", "-1", "a finite number >= 0"),
+    ("agents.pretrained export", pretrained.main, _EXPORT, "--training-seed", "-1", "an integer in [0, "),
+    ("agents.graph_policy train", graph_policy.main, _GRAPH, "--timesteps", "0", "an integer >= 1"),
+    ("agents.graph_policy train", graph_policy.main, _GRAPH, "--n-envs", "0", "an integer in [1, 100000]"),
+    ("agents.graph_policy train", graph_policy.main, _GRAPH, "--seed", "-1", "an integer in [0, "),
+    ("agents.graph_policy train", graph_policy.main, _GRAPH, "--hidden", "0", "an integer >= 1"),
+    ("agents.graph_policy train", graph_policy.main, _GRAPH, "--rounds", "-1", "an integer >= 0"),
+    ("agents.graph_policy train", graph_policy.main, _GRAPH, "--history", "0", "an integer >= 1"),
+    ("agents.graph_policy train", graph_policy.main, _GRAPH, "--episode-steps", "0", "an integer >= 1"),
+    ("agents.predictive", predictive.main, ["nosuch"], "--train-seeds", "0", "an integer >= 1"),
+    ("agents.predictive", predictive.main, ["nosuch"], "--history", "-1", "an integer >= 1"),
+    ("agents.twin sweep", twin.main, ["sweep", "nosuch"], "--steps", "0", "an integer >= 1"),
+    ("checks.cluster", cluster.main, ["--scenario", "nosuch"], "--episode-steps", "0", "an integer >= 1"),
+    (
+        "checks.cluster",
+        cluster.main,
+        ["--scenario", "nosuch"],
+        "--envs-per-runner",
+        "0",
+        "an integer in [1, ",
+    ),
+    ("checks.reroute", reroute.main, ["--scenarios", "nosuch"], "--steps", "0", "an integer >= 1"),
+    ("checks.rate_groups", rate_groups.rate_groups_main, [], "--gpus", "-8", "an integer >= 1"),
+    ("checks.parity", parity.parity_main, ["nosuch"], "--incremental-min-flows", "-2", "an integer >= -1"),
+    ("checks.crosscheck", crosscheck.main, [], "--seed", "-1", "an integer in [0, "),
+    ("checks.crosscheck", crosscheck.main, [], "--steps", "0", "an integer in [1, 10000000]"),
+    ("checks.crosscheck", crosscheck.main, [], "--reorder-threshold", "0", "an integer >= 1"),
+    ("checks.crosscheck", crosscheck.main, [], "--mss", "0", "an integer >= 1"),
+    ("checks.crosscheck", crosscheck.main, [], "--del-ack-count", "0", "an integer >= 1"),
+    ("checks.crosscheck", crosscheck.main, [], "--max-gpus", "0", "an integer >= 1"),
+    ("checks.crosscheck", crosscheck.main, [], "--split-qps", "0", "an integer >= 1"),
+    ("checks.crosscheck", crosscheck.main, [], "--fq-flows", "-1", "an integer >= 1"),
+    ("checks.crosscheck", crosscheck.main, [], "--wall-limit-s", "0", "a finite number > 0"),
+    ("bench.vs_simgrid", vs_simgrid.main, [], "--gpus", "0", "an integer >= 1"),
+    (
+        "bench.vs_simgrid",
+        vs_simgrid.main,
+        [],
+        "--bytes",
+        "-1e9",
+        "a buffer size in bytes, a finite number > 0",
+    ),
+    ("bench.vs_simgrid", vs_simgrid.main, [], "--repeats", "0", "an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("prog", "main", "before", "flag", "value", "allowed"),
+    BAD_NUMBERS,
+    ids=[f"{b[0].split('.')[-1]}{b[3]}={b[4]}" for b in BAD_NUMBERS],
+)
+def test_a_number_out_of_range_is_one_line_naming_the_flag(
+    capsys, prog: str, main: Callable[..., int], before: list[str], flag: str, value: str, allowed: str
+) -> None:
+    line = one_line(capsys, main, [*before, f"{flag}={value}"])
+    assert line.startswith(
+        f"python -m ainet_gym.{prog}: error: argument {flag}: {value} is out of range; allowed: "
+    ), line
+    assert allowed in line, line
+
+
+def test_the_tail_weight_may_be_infinite() -> None:
+    """``--tail-weight inf`` is the documented hard constraint (the default): allowed, unlike nan."""
+    from ainet_gym.agents.outputs import float_arg
+
+    parse = float_arg("a penalty per GPU-second", zero_ok=True, inf_ok=True)
+    assert parse("inf") == float("inf") and parse("0") == 0.0

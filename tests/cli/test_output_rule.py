@@ -154,7 +154,10 @@ def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> No
     [
         (["soak", SCENARIO, "--modes", ",", "--steps", "1"], "--modes"),
         (["soak", SCENARIO, "--max-seconds", "-1", "--steps", "1"], "--max-seconds"),
-        (["soak", SCENARIO, "--modes", "warp", "--steps", "1"], "not an action mode"),
+        (
+            ["soak", SCENARIO, "--modes", "warp", "--steps", "1"],
+            "--modes = ['warp']: unknown 'warp'; allowed: path",
+        ),
         (["simulate", SCENARIO, "--link-windows", "1000000"], "--link-windows"),
         (["evaluate", SCENARIO, "--seeds", "9" * 5000], "--seeds"),
         (["simulate", SCENARIO, "--seed", "9" * 5000], "(5,000 characters) is out of range"),

@@ -227,7 +227,7 @@ def test_every_env_refuses_a_bad_render_mode_with_one_message(make: str) -> None
     for bad in ("human", "ANSI", ""):
         with pytest.raises(ValueError) as err:
             ctor(bad)
-        assert str(err.value) == f"render_mode = {bad!r}: allowed: None, ansi, rgb_array"
+        assert str(err.value) == f"render_mode = {bad!r}: unknown; allowed: None, ansi, rgb_array"
     for good in (None, "ansi", "rgb_array"):
         assert ctor(good).render_mode == good
 

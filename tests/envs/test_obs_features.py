@@ -118,7 +118,7 @@ def test_gymnasium_make_and_vector_env_pass_the_option() -> None:
 
 def test_bad_obs_features_name_the_value() -> None:
     with pytest.raises(
-        ValueError, match=r"obs_features = \('bursts',\): 'bursts' is unknown; allowed: .*phase"
+        ValueError, match=r"obs_features = \('bursts',\): unknown 'bursts'; allowed: .*phase \(distinct\)$"
     ):
         EnvCore("spine-leaf-2to1-jitter", obs_features=("bursts",))
     with pytest.raises(ValueError, match=r"obs_features = 'phase': allowed: a list"):

@@ -1,9 +1,12 @@
 """Reset options and the batch size on bad input (issue 31q): the envs take no reset options, so anything
 but ``None`` or ``{}`` is refused with a message naming it, and the refused reset leaves the episode as it
-was (it was silently ignored before: ``{"reset_mask": ...}`` reset every copy). The PettingZoo env is left
-as it is: PettingZoo's own API test passes arbitrary options."""
+was (it was silently ignored before: ``{"reset_mask": ...}`` reset every copy). The PettingZoo env warns
+with the same message and resets as without options (issue 31s): a refusal would fail PettingZoo's own API
+tests, which reset with ``options={"options": 1}`` (tests/envs/test_multiagent.py runs them)."""
 
 from __future__ import annotations
+
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -54,3 +57,40 @@ def test_a_bool_is_not_a_number_of_envs(n: bool) -> None:
     # True was taken as 1 env
     with pytest.raises(ValueError, match=f"num_envs = {n}: must be an integer >= 1"):
         FabricRoutingVectorEnv(n, small_spine_leaf(episode_steps=4))
+
+
+def _parallel():
+    pytest.importorskip("pettingzoo")
+    return ainet_gym.parallel_env(scenario=small_spine_leaf(episode_steps=4))
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"),
+    [
+        ({"reset_mask": np.array([True])}, r"\['reset_mask'\]"),
+        ({"b": 1, "a": 2}, r"\['a', 'b'\]"),
+        ([1], "list"),
+    ],
+)
+def test_pettingzoo_env_warns_about_reset_options_and_ignores_them(options: object, shown: str) -> None:
+    env, ref = _parallel(), _parallel()
+    with pytest.warns(UserWarning, match=rf"reset options = {shown}: not supported; allowed: None or \{{\}}"):
+        obs, infos = env.reset(seed=4, options=options)
+    want_obs, want_infos = ref.reset(seed=4)
+    assert obs.keys() == want_obs.keys() and env.agents == ref.agents
+    for a in obs:
+        np.testing.assert_array_equal(obs[a], want_obs[a])
+    acts = {a: env.action_space(a).sample() for a in env.agents}
+    o1, r1, *_ = env.step(acts)
+    o2, r2, *_ = ref.step(acts)
+    assert r1 == r2
+    for a in o1:
+        np.testing.assert_array_equal(o1[a], o2[a])
+
+
+@pytest.mark.parametrize("options", [None, {}])
+def test_pettingzoo_env_takes_no_options_silently(options: object) -> None:
+    env = _parallel()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=1, options=options)

@@ -416,11 +416,11 @@ def _edit(fn):
     ("graph", "match"),
     [
         (_edit(lambda G: G.nodes["s0"].pop("role")), r"node 's0' has no role; allowed: gpu, switch, storage"),
-        (_edit(lambda G: G.nodes["s0"].update(role="router")), r"role 'router' is not a known role"),
+        (_edit(lambda G: G.nodes["s0"].update(role="router")), r"node 's0': role = 'router': unknown; allowed: gpu, switch, storage"),
         (_edit(lambda G: G.nodes["g3"].pop("host")), r"GPU node 'g3' has no host"),
         (_edit(lambda G: G.edges["g1", "l0"].pop("gbps")), r"link (g1-l0|l0-g1) has no capacity: the gbps attribute is missing"),
         (_edit(lambda G: G.edges["l0", "s1"].update(gbps=0)), r"link (l0-s1|s1-l0) has no capacity: gbps = 0"),
-        (_edit(lambda G: G.edges["l0", "s1"].update(tier="wan")), r"tier 'wan' is not a known tier"),
+        (_edit(lambda G: G.edges["l0", "s1"].update(tier="wan")), r"tier = 'wan': unknown; allowed: "),
         (_edit(lambda G: G.add_node("n0", role="nic") or G.add_edge("g0", "n0", gbps=400)),
          r"GPU g0 has links to .*a GPU behind a NIC has exactly one link into the network"),
         (_edit(lambda G: G.remove_edges_from([("l1", "s0"), ("l1", "s1")])), r"g0 has no path to g4"),
@@ -565,7 +565,7 @@ def test_env_info_links_and_flows():
     assert done.any()
     expected = np.array([j.compute_ms for j in jobs]) / info["step_time_ms"][: len(jobs)]
     assert info["iteration_gpu_utilization"][: len(jobs)][done] == pytest.approx(expected[done], rel=1e-12)
-    with pytest.raises(ValueError, match=r"info_keys = \['link'\]: allowed: a list of links, flows"):
+    with pytest.raises(ValueError, match=r"info_keys = \['link'\]: unknown 'link'; allowed: links, flows"):
         gym.make("ainet_gym/SpineLeaf-v0", info_keys=["link"])
 
 

@@ -150,3 +150,24 @@ def test_compare_reports_both_semantics_and_the_share_of_the_gain() -> None:
     assert spray["share"] is None or abs(spray["share"]) < 1e-9
     table = markdown([out])
     assert "| reroute-compare | spray |" in table
+
+
+def test_compare_measures_gains_over_the_given_base() -> None:
+    """With ``base="spray"`` every gain is the policy's utilisation minus spray's under the same semantics:
+    spray's own gain is 0, and each policy's gain over ECMP is its gain over spray plus spray's over ECMP
+    (the two runs are the same episodes). A base that is ignored (gains over ECMP again) breaks the first."""
+    from ainet_gym.checks.reroute import compare, markdown
+
+    sc = small_spine_leaf(4, name="reroute-base")
+    over_ecmp = compare(sc, ["spray", "lp"], seeds=[1, 2], steps=4)
+    over_spray = compare(sc, ["lp"], seeds=[1, 2], steps=4, base="spray")
+    assert over_spray["base"] == "spray" and {"spray", "lp"} <= set(over_spray["policies"])
+    for mode in ("in_flight", "new_transfers"):
+        assert over_spray["policies"]["spray"][mode]["gain"] == 0.0
+        spray_gain = over_ecmp["policies"]["spray"][mode]["gain"]
+        assert abs(spray_gain) > 1e-3  # spray differs from ECMP here, so the base shows
+        assert over_spray["policies"]["lp"][mode]["gain"] == pytest.approx(
+            over_ecmp["policies"]["lp"][mode]["gain"] - spray_gain, abs=1e-12
+        )
+    assert "gain over `spray`, in_flight" in markdown([over_spray])
+    assert "gain over ECMP, in_flight" in markdown([over_ecmp])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ainet_gym.errors import check_choice
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import Scenario
 
@@ -182,8 +183,7 @@ class CrosscheckConfig:
 
 def check_config(cfg: CrosscheckConfig) -> None:
     """Refuse a bad constant of ``cfg``, naming the field, its value and what is allowed."""
-    if cfg.spray_mode not in ("packet", "subflows"):
-        raise CrosscheckError(f"spray_mode = {cfg.spray_mode!r}: allowed: packet, subflows")
+    check_choice("spray_mode", cfg.spray_mode, ("packet", "subflows"), error=CrosscheckError)
     rc = cfg.ring_chunk_bytes
     if rc is not None and (isinstance(rc, bool) or not isinstance(rc, (int, float)) or not rc >= 0):
         raise CrosscheckError(f"ring_chunk_bytes = {rc!r}: allowed: None, 0 (no coupling) or a size > 0")
@@ -235,11 +235,13 @@ def check_supported(sc: Scenario, fabric: Fabric, steps: int, cfg: CrosscheckCon
     collectives) or a ``steps`` outside ``[1, cfg.max_steps]``, naming the field and what is allowed."""
     where = f"scenario {sc.name!r}"
     f = sc.fabric
-    if f.topology not in SUPPORTED_TOPOLOGIES:
-        raise CrosscheckError(
-            f"{where}: fabric.topology = {f.topology!r} is not supported by the cross-check; "
-            f"allowed: {', '.join(SUPPORTED_TOPOLOGIES)}"
-        )
+    check_choice(
+        f"{where}: fabric.topology",
+        f.topology,
+        SUPPORTED_TOPOLOGIES,
+        problem="not supported by the cross-check",
+        error=CrosscheckError,
+    )
     if fabric.n_gpus > cfg.max_gpus:
         raise CrosscheckError(
             f"{where}: the fabric has {fabric.n_gpus} GPUs; the cross-check supports at most {cfg.max_gpus} "

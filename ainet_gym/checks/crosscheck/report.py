@@ -363,7 +363,12 @@ def markdown_learning(result: dict[str, Any]) -> str:
 def _parser() -> Any:
     """The command line of :func:`main`."""
 
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
+        SEED_MAX,
+        OneLineParser,
+        float_arg,
+        int_arg,
+    )
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.crosscheck", description=main.__doc__)
     ap.add_argument(
@@ -374,28 +379,36 @@ def _parser() -> Any:
     )
     ap.add_argument("--policies", default=None, help="comma list (ppo:PATH too)")
     ap.add_argument("--cases", default=None, help="comma list")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--steps", type=int, default=None, help="--learning: intervals (default: the case's)")
-    ap.add_argument("--spray-mode", default="subflows", help="subflows | packet")
-    ap.add_argument("--reorder-threshold", type=int, default=CrosscheckConfig.reorder_threshold)
-    ap.add_argument("--no-spray-sack", action="store_true", help="SACK off on sprayed connections")
-    ap.add_argument("--mss", type=int, default=CrosscheckConfig.mss, help="TCP segment size (bytes)")
+    # the ranges of ainet-gym crosscheck (the config refuses the rest, e.g. --split-qps above 64)
+    ap.add_argument("--seed", type=int_arg(0, SEED_MAX), default=0)
     ap.add_argument(
-        "--del-ack-count", type=int, default=CrosscheckConfig.del_ack_count, help="segments per ACK"
+        "--steps",
+        type=int_arg(1, 10_000_000),
+        default=None,
+        help="--learning: intervals (default: the case's)",
     )
-    ap.add_argument("--max-gpus", type=int, default=CrosscheckConfig.max_gpus, help="largest fabric accepted")
+    ap.add_argument("--spray-mode", default="subflows", help="subflows | packet")
+    ap.add_argument("--reorder-threshold", type=int_arg(1), default=CrosscheckConfig.reorder_threshold)
+    ap.add_argument("--no-spray-sack", action="store_true", help="SACK off on sprayed connections")
+    ap.add_argument("--mss", type=int_arg(1), default=CrosscheckConfig.mss, help="TCP segment size (bytes)")
     ap.add_argument(
-        "--split-qps", type=int, default=None, help="QPs per connection (CrosscheckConfig.split_qps)"
+        "--del-ack-count", type=int_arg(1), default=CrosscheckConfig.del_ack_count, help="segments per ACK"
+    )
+    ap.add_argument(
+        "--max-gpus", type=int_arg(1), default=CrosscheckConfig.max_gpus, help="largest fabric accepted"
+    )
+    ap.add_argument(
+        "--split-qps", type=int_arg(1), default=None, help="QPs per connection (CrosscheckConfig.split_qps)"
     )
     ap.add_argument(
         "--fq-flows",
-        type=int,
+        type=int_arg(1),
         default=CrosscheckConfig.fq_flows,
         help="FqCoDel hash buckets per link (CrosscheckConfig.fq_flows)",
     )
     ap.add_argument(
         "--wall-limit-s",
-        type=float,
+        type=float_arg("a wall-clock limit in seconds"),
         default=CrosscheckConfig.wall_limit_s,
         help="ns-3 wall-clock limit per run (s; raise it on a loaded machine)",
     )
