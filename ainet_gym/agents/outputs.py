@@ -26,6 +26,7 @@ __all__ = [
     "SEED_MAX",
     "TRAIN_SEED_MAX",
     "OneLineParser",
+    "add_seed_steps_args",
     "check_model_out",
     "check_out_dir",
     "check_out_file",
@@ -373,6 +374,14 @@ def int_arg(lo: int, hi: int | None = None) -> type:
 
     parse.__name__ = "integer"
     return parse  # type: ignore[return-value]
+
+
+def add_seed_steps_args(parser: argparse.ArgumentParser, steps_help: str) -> None:
+    """``--seed`` (an episode seed in [0, SEED_MAX], default 0) and ``--steps`` (decision intervals in [1,
+    1e7], default None): the pair of the two crosscheck command lines (``ainet-gym crosscheck`` and ``python -m
+    ainet_gym.checks.crosscheck``), declared once so that their ranges stay the same."""
+    parser.add_argument("--seed", type=int_arg(0, SEED_MAX), default=0)
+    parser.add_argument("--steps", type=int_arg(1, 10_000_000), default=None, help=steps_help)
 
 
 def float_arg(what: str, *, zero_ok: bool = False, negative_ok: bool = False, inf_ok: bool = False) -> type:

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from ainet_gym.cli.args import (
     SCENARIO,
-    SEED_MAX,
     Subparsers,
     add_output,
+    add_seed_steps_args,
     deferred,
     int_arg,
     seconds_arg,
@@ -45,13 +45,7 @@ def add_crosscheck(sub: Subparsers) -> None:
         default="ecmp",
         help="any policy of evaluate: ecmp, spray, lp, lp+bg, pretrained, ppo:PATH, ...",
     )
-    s.add_argument("--seed", type=int_arg(0, SEED_MAX), default=0)
-    s.add_argument(
-        "--steps",
-        type=int_arg(1, 10_000_000),
-        default=None,
-        help="decision intervals to simulate in both (default: dynamics.episode_steps)",
-    )
+    add_seed_steps_args(s, "decision intervals to simulate in both (default: dynamics.episode_steps)")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument(
         "--mss",

@@ -364,8 +364,8 @@ def _parser() -> Any:
     """The command line of :func:`main`."""
 
     from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
-        SEED_MAX,
         OneLineParser,
+        add_seed_steps_args,
         float_arg,
         int_arg,
     )
@@ -380,13 +380,7 @@ def _parser() -> Any:
     ap.add_argument("--policies", default=None, help="comma list (ppo:PATH too)")
     ap.add_argument("--cases", default=None, help="comma list")
     # the ranges of ainet-gym crosscheck (the config refuses the rest, e.g. --split-qps above 64)
-    ap.add_argument("--seed", type=int_arg(0, SEED_MAX), default=0)
-    ap.add_argument(
-        "--steps",
-        type=int_arg(1, 10_000_000),
-        default=None,
-        help="--learning: intervals (default: the case's)",
-    )
+    add_seed_steps_args(ap, "--learning: intervals (default: the case's)")
     ap.add_argument("--spray-mode", default="subflows", help="subflows | packet")
     ap.add_argument("--reorder-threshold", type=int_arg(1), default=CrosscheckConfig.reorder_threshold)
     ap.add_argument("--no-spray-sack", action="store_true", help="SACK off on sprayed connections")
