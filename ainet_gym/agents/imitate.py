@@ -1225,6 +1225,13 @@ def main(argv: list[str] | None = None) -> int:
     _add_clone_parser(sub)
     _add_knn_parser(sub)
     _add_qfit_parser(sub)
+    for name in ("clone", "knn", "qfit"):
+        sub.choices[name].add_argument(
+            "--scenario",
+            default=None,
+            help="the labels' scenario when it is not a shipped one (a name or YAML path; default: the name "
+            "the labels record)",
+        )
     for s in sub.choices.values():  # the output rule of the ainet-gym commands: never replace a file unasked
         s.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     a = p.parse_args(argv)
@@ -1257,7 +1264,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
 
         res = fit_qnet(
             _concat([_load(x) for x in a.labels.split(",")]), a.out, a.blocks, a.value_weight, a.hidden,
-            a.epochs, a.seed, a.batch_size, a.lr,
+            a.epochs, a.seed, a.batch_size, a.lr, scenario=a.scenario,
             metadata={"algorithm": "qnet-imitation", "command": "python -m ainet_gym.agents.imitate "
                       + " ".join(argv if argv is not None else sys.argv[1:])},
         )  # fmt: skip
@@ -1267,7 +1274,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
         labels = _concat([_load(x) for x in a.labels.split(",")])
         path = fit_knn(
             labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight, margin=a.margin,
-            fallback=a.fallback, standardize=a.standardize,
+            fallback=a.fallback, standardize=a.standardize, scenario=a.scenario,
         )  # fmt: skip
         print(f"knn policy: {path}")
         return 0
@@ -1276,7 +1283,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
     res = behaviour_clone(
         _concat([_load(x) for x in a.labels.split(",")]), a.out, None if a.val is None else _load(a.val),
         a.epochs, learning_rate=a.lr, gamma=a.gamma, seed=a.seed, weighting=a.weighting,
-        obs_features=() if a.drop_obs_features else None,
+        obs_features=() if a.drop_obs_features else None, scenario=a.scenario,
     )  # fmt: skip
     print(json.dumps(res, indent=1))
     return 0

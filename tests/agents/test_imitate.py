@@ -535,3 +535,30 @@ def test_imitate_commands_never_replace_a_file_unasked(tmp_path: Path, capsys: p
     (tmp_path / "model.zip").write_bytes(b"model")
     assert main(["clone", str(labels), "--out", str(tmp_path / "model")]) == 2
     assert "model.zip" in capsys.readouterr().err
+
+
+def test_knn_of_labels_made_on_a_yaml_scenario_takes_it_with_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Labels record their scenario's name; a scenario that is not shipped (a YAML copy, e.g. with another
+    ``routing.reroute``) cannot be found by that name, so ``knn`` refuses it in one line naming it, and
+    ``--scenario PATH`` fits the same policy the Python API fits from that scenario."""
+    import yaml
+
+    from ainet_gym.agents.imitate import fit_knn, load_knn, main
+
+    sc = _small()
+    path = tmp_path / "copy.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    labels = tmp_path / "lab.npz"
+    assert main(["label", str(path), "--seeds", "3-4", "--h", "2", "--out", str(labels)]) == 0
+    capsys.readouterr()
+    assert main(["knn", str(labels), "--k", "1", "--out", str(tmp_path / "no.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "imitate-small" in err, err
+    assert (
+        main(["knn", str(labels), "--k", "1", "--scenario", str(path), "--out", str(tmp_path / "k.npz")]) == 0
+    )
+    cli = load_knn(tmp_path / "k.npz")
+    api = load_knn(fit_knn(dict(np.load(labels)), tmp_path / "api.npz", k=1, scenario=sc))
+    assert np.array_equal(cli["x"], api["x"]) and np.array_equal(cli["y"], api["y"])
