@@ -32,7 +32,7 @@ def test_import_error_names_the_extra() -> None:
 def test_env_config_keys_checked() -> None:
     from ainet_gym.envs.rllib import make_env
 
-    with pytest.raises(ValueError, match=r"\['speed'\].*allowed: .*scenario"):
+    with pytest.raises(ValueError, match=r"\['scenario', 'speed'\]: unknown 'speed'; allowed: .*scenario"):
         make_env({"scenario": SCENARIO, "speed": 2})
     with pytest.raises(ValueError, match="num_envs = 0"):
         make_env({"scenario": SCENARIO, "num_envs": 0})
