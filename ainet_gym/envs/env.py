@@ -31,7 +31,7 @@ from ainet_gym.envs.actions import (
     EnvActions,
     check_residual,
 )
-from ainet_gym.envs.info import BUILTIN_REWARDS, INFO_KEYS, EnvInfo
+from ainet_gym.envs.info import BUILTIN_REWARDS, INFO_KEYS, EnvInfo, check_info_keys
 from ainet_gym.envs.observation import (
     BG_FEATURES,
     JOB_FEATURES,
@@ -48,7 +48,7 @@ from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.envs.state import EnvState, EpisodeState
-from ainet_gym.errors import check_choice, names_message
+from ainet_gym.errors import check_choice
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.routing.context import RoutingContext
 from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
@@ -210,8 +210,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     ) -> None:
         if isinstance(info_keys, str):
             raise ValueError(f"info_keys = {info_keys!r}: allowed: a list of {', '.join(INFO_KEYS)}")
-        if any(k not in INFO_KEYS for k in info_keys):
-            raise ValueError(names_message("info_keys", info_keys, INFO_KEYS))
+        check_info_keys(info_keys)
         self.residual, self.residual_scale = check_residual(residual, residual_scale, action_mode)
         self.obs_features = check_obs_features(obs_features)
         self.info_keys = tuple(info_keys)

@@ -6,7 +6,7 @@ of its own and reads the core's, the attributes annotated on it, which ``EnvCore
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from ainet_gym.routing.policies import controlled_connections
 from ainet_gym.sim.world import FabricWorld, StepResult
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
-__all__ = ["BUILTIN_REWARDS", "INFO_JOB_KEYS", "INFO_KEYS", "EnvInfo", "nan_to_zero"]
+__all__ = ["BUILTIN_REWARDS", "INFO_JOB_KEYS", "INFO_KEYS", "EnvInfo", "check_info_keys", "nan_to_zero"]
 
 #: Optional ``info`` keys (``info_keys=`` at construction, or :meth:`EnvCore.request_info`, as the
 #: TensorBoard callback of ``agents`` does), computed only when asked: per-link and per-connection figures
@@ -52,6 +52,14 @@ INFO_JOB_KEYS = (
 )
 
 
+def check_info_keys(keys: Sequence[str]) -> None:
+    """Refuse a key of ``keys`` that is not an optional info key (:data:`INFO_KEYS`): a ``ValueError`` naming
+    the keys given, the unknown ones and what is allowed (``EnvCore(info_keys=...)`` and
+    :meth:`EnvInfo.request_info`)."""
+    if any(k not in INFO_KEYS for k in keys):
+        raise ValueError(names_message("info_keys", keys, INFO_KEYS))
+
+
 class EnvInfo:
     """The info side of :class:`~ainet_gym.envs.env.EnvCore`: the per-job arrays of the interval, and the
     optional keys (:data:`INFO_KEYS`), computed only when asked."""
@@ -77,8 +85,7 @@ class EnvInfo:
         ValueError
             Naming a key that is not an optional info key.
         """
-        if any(k not in INFO_KEYS for k in keys):
-            raise ValueError(names_message("info_keys", keys, INFO_KEYS))
+        check_info_keys(keys)
         self.info_keys = tuple(dict.fromkeys((*self.info_keys, *keys)))
 
     # ------------------------------------------------------------------ info

@@ -27,7 +27,7 @@ from gymnasium import spaces
 from ainet_gym.envs.env import EnvCore, obs_layout, reset_options_problem, squash
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn
-from ainet_gym.errors import check_choice
+from ainet_gym.errors import check_choice, choice_message
 from ainet_gym.scenario.spec import Scenario
 from ainet_gym.sim.world import StepResult
 
@@ -467,7 +467,10 @@ class FabricParallelEnv:
         acts = np.zeros((1, A, K))
         acting = np.zeros((1, A), dtype=bool)
         for name, a in actions.items():
-            check_choice("actions key", name, self.possible_agents, problem="no such agent")
+            if name not in self._index:  # a dict lookup per agent and step; the message only on failure
+                raise ValueError(
+                    choice_message("actions key", name, self.possible_agents, problem="no such agent")
+                )
             if name not in self.agents:
                 raise ValueError(f"actions[{name!r}]: the agent is not live (env.agents: {self.agents})")
             acts[0, self._index[name]] = self._check_action(name, a)
