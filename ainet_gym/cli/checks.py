@@ -13,6 +13,7 @@ from ainet_gym.cli.args import (
     add_output,
     add_seed_steps_args,
     deferred,
+    float_arg,
     int_arg,
     seconds_arg,
 )
@@ -71,6 +72,18 @@ def add_crosscheck(sub: Subparsers) -> None:
         help="hash buckets of every link's FqCoDel queue (default 65536; ns-3's own default 1024 shares a "
         "bucket between colliding connections, which the fluid model and RoCE switches do not)",
     )
+    s.add_argument(
+        "--wall-limit-s",
+        type=seconds_arg,
+        default=None,
+        help="ns-3 wall-clock limit, s (default 900; raise it on a loaded machine or for a long replay)",
+    )
+    s.add_argument(
+        "--max-ns3-gb",
+        type=float_arg("a size in GB"),
+        default=None,
+        help="largest estimated transfer volume the ns-3 run may carry, GB (default 8)",
+    )
     s.set_defaults(func=_cmd_crosscheck)
 
 
@@ -88,6 +101,8 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
         "max_gpus": args.max_gpus,
         "split_qps": args.split_qps,
         "fq_flows": args.fq_flows,
+        "wall_limit_s": args.wall_limit_s,
+        "max_ns3_bytes": None if args.max_ns3_gb is None else args.max_ns3_gb * 1e9,
     }
     cfg = replace(CrosscheckConfig(), **{k: v for k, v in given.items() if v is not None})
     if args.mss is not None or args.del_ack_count is not None:  # the TCP payload fraction of these segments

@@ -278,6 +278,82 @@ def test_cli_flags_reach_the_replay_config(monkeypatch: pytest.MonkeyPatch, caps
     assert "argument --fq-flows: 0 is out of range" in capsys.readouterr().err
 
 
+def test_cli_wall_limit_and_volume_limit_reach_the_replay_config(
+    monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    # without ns-3: a 64-GPU replay over 16 intervals carries more than the default 8 GB and runs past the
+    # default 900 s of wall on a loaded machine (docs/fidelity-learning.md, the 3:1 copy); both are flags
+    import ainet_gym.checks.crosscheck as xc
+    from ainet_gym.cli import main
+
+    seen = {}
+
+    def fake(scenario, policy, seed, steps, config):
+        seen.update(config=config)
+        return {"scenario": scenario, "policy": policy, "seed": seed, "steps": 1, "jobs": [], "fluid_wall_s": 0.0,
+                "ns3_wall_s": 0.0}  # fmt: skip
+
+    monkeypatch.setattr(xc, "crosscheck", fake)
+    assert main(["crosscheck", "xc-switch-4", "--wall-limit-s", "3000", "--max-ns3-gb", "20", "--json"]) == 0
+    assert (seen["config"].wall_limit_s, seen["config"].max_ns3_bytes) == (3000.0, 20e9)
+    assert main(["crosscheck", "xc-switch-4", "--json"]) == 0
+    assert (seen["config"].wall_limit_s, seen["config"].max_ns3_bytes) == (
+        900.0,
+        8e9,
+    )  # the documented defaults
+    for flag, text in (("--wall-limit-s", "0"), ("--max-ns3-gb", "-1"), ("--max-ns3-gb", "nan")):
+        with pytest.raises(SystemExit):
+            main(["crosscheck", "xc-switch-4", flag, text])
+        assert f"argument {flag}: {text} is out of range" in capsys.readouterr().err
+
+
+def test_volume_refusal_names_the_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the refusal of a replay too large for max_ns3_bytes (after the fluid run, before ns-3 runs) names the
+    # command-line flag that raises it; ns-3's import is skipped, so this runs without the extra
+    import ainet_gym.checks.crosscheck.compare as compare
+
+    monkeypatch.setattr(compare, "import_ns", lambda: None)
+    with pytest.raises(CrosscheckError, match=r"--max-ns3-gb"):
+        crosscheck(_switch(4, 2e6), config=CrosscheckConfig(max_ns3_bytes=1e6))
+
+
+def test_the_3to1_bundle_copy_keeps_the_originals_shape() -> None:
+    # scenarios/crosscheck/xc-spine-leaf-3to1-bundle-jitter-64.yaml (docs/fidelity-learning.md): half the GPUs,
+    # one per host, every time over 4; the oversubscription, the ECMP set, each job's compute over its
+    # communication at the link efficiency, and its start window over its compute are the original's
+    from ainet_gym.checks.crosscheck.compare import resolve_scenario
+
+    orig = load_scenario("spine-leaf-3to1-bundle-jitter")
+    copy = load_scenario(resolve_scenario("xc-spine-leaf-3to1-bundle-jitter-64"))
+    fo, fc = orig.fabric, copy.fabric
+
+    def oversub(f: object) -> float:
+        down = f.hosts_per_leaf * f.gpus_per_host * f.nic_gbps
+        return down / (f.spines * f.links_per_spine * f.uplink_gbps)
+
+    assert oversub(fc) == pytest.approx(oversub(fo), rel=1e-5) == pytest.approx(3.0, rel=1e-5)
+    assert (fc.leaves, fc.spines, fc.links_per_spine, fc.gpus_per_host) == (
+        fo.leaves,
+        fo.spines,
+        fo.links_per_spine,
+        1,
+    )
+    assert build_fabric(fc, copy.routing.max_paths).n_gpus == 64
+    assert copy.dynamics.episode_steps == 16
+    assert copy.dynamics.decision_interval_ms == pytest.approx(orig.jobs[2].compute_ms / 4 + 19.375 / 4)
+
+    def comm_ms(sc: object, job: object) -> float:
+        p, f = job.gpus, sc.fabric
+        eff = f.link_efficiency if f.link_efficiency is not None else 1.0
+        return 2 * (p - 1) / p * job.collectives[0].bytes * 8 / (f.nic_gbps * 1e9 * eff) * 1e3
+
+    for jo, jc in zip(orig.jobs, copy.jobs, strict=True):
+        assert jc.name == jo.name and jc.gpus == jo.gpus // 2 and jc.placement == jo.placement == "spread"
+        assert jc.compute_ms == pytest.approx(jo.compute_ms / 4)
+        assert jc.start_jitter_ms == pytest.approx(jo.start_jitter_ms / 4)
+        assert comm_ms(copy, jc) == pytest.approx(comm_ms(orig, jo) / 4, rel=1e-3)
+
+
 # ------------------------------------------------------------------------------------------- ns-3
 @needs_ns3
 def test_smallest_case_matches_closed_form_and_contract(capsys: pytest.CaptureFixture[str]) -> None:

@@ -143,12 +143,13 @@ def crosscheck(
     if est > cfg.max_ns3_bytes:
         raise CrosscheckError(
             f"scenario {sc.name!r}: the ns-3 run would carry about {est / 1e9:.1f} GB of transfers; allowed: "
-            f"at most {cfg.max_ns3_bytes / 1e9:.1f} GB (CrosscheckConfig.max_ns3_bytes), fewer steps or bytes"
+            f"at most {cfg.max_ns3_bytes / 1e9:.1f} GB (CrosscheckConfig.max_ns3_bytes, --max-ns3-gb), fewer steps or bytes"
         )
     pk = run_ns3(run, cfg)
     if pk["timed_out"]:
         raise CrosscheckError(
-            f"scenario {sc.name!r}: ns-3 ran past wall_limit_s = {cfg.wall_limit_s} s; allowed: a smaller case"
+            f"scenario {sc.name!r}: ns-3 ran past wall_limit_s = {cfg.wall_limit_s} s; allowed: a smaller case "
+            "or a higher limit (--wall-limit-s)"
         )
     _refuse_idle(sc, names, pk["iterations"], steps, "in ns-3")
     if details is not None:
