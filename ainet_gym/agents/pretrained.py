@@ -149,6 +149,11 @@ def export_knn(
         **({} if z["scale"] is None else {"standardized": True}),
         "vote": "label" if z["q"] is None else "value",
         **({} if z["margin"] is None else {"margin": z["margin"], "fallback": z["plans"][z["fallback"]]}),
+        **(
+            {}
+            if z["vote_plans"] is None
+            else {"vote_plans": [p for p, m in zip(z["plans"], z["vote_plans"]) if m]}
+        ),
         "plans": z["plans"],
         "labelled_decisions": int(z["y"].shape[0]),
         "training_seed": int(training_seed),

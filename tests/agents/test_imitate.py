@@ -250,6 +250,23 @@ def test_a_value_vote_margin_falls_back_where_the_best_plan_gains_little_over_th
     ):
         with pytest.raises(ValueError, match=must.replace("(", r"\(")):
             fit_knn(labels, tmp_path / "bad.npz", k=3, scenario=sc, **{"vote": "value", **kw})
+    # vote plans: the best mean value among them only (plan 2 left out: plan 1, then plans 0 and 3-5 tie: 0)
+    assert play(vote_plans=["spray+bg", "greedy+bg"]) == 1 and play(vote_plans=["greedy+bg", "lp+bg"]) == 3
+    assert play(vote_plans=["wcmp+bg"]) == 2 and play(vote_plans=["ecmp", "lp+bg"]) == 0
+    assert play(vote_plans=["lp+bg", "ecmp"], margin=0.11) == 1  # the margin's fallback may lie outside them
+    z = load_knn(tmp_path / "m.npz")
+    assert z["vote_plans"].tolist() == [True, False, False, False, True, False]
+    assert [str(v) for v in np.load(tmp_path / "m.npz")["vote_plans"]] == ["ecmp", "lp+bg"]  # plan order
+    for kw, must in (
+        ({"vote_plans": []}, "vote_plans = []"),
+        ({"vote_plans": ["greedy+bg", "greedy+bg"]}, "one or more distinct plans"),
+        ({"vote_plans": ["spray"]}, "vote_plans = 'spray'"),
+        ({"vote_plans": ["spray+bg"], "vote": "label"}, "with vote = 'label'"),
+    ):
+        with pytest.raises(
+            ValueError, match=must.replace("(", r"\(").replace("+", r"\+").replace("[", r"\[")
+        ):
+            fit_knn(labels, tmp_path / "bad.npz", k=3, scenario=sc, **{"vote": "value", **kw})
 
 
 def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None:
@@ -318,6 +335,10 @@ class _Evil:
             lambda a: a.update(q=np.zeros((3, 6)), margin=np.float64(0.1), fallback=np.array("9")),
             "'fallback' = '9'",
         ),
+        (lambda a: a.update(vote_plans=np.array(["spray+bg"])), "field 'vote_plans' without 'q'"),
+        (lambda a: a.update(q=np.zeros((3, 6)), vote_plans=np.array([1])), "'vote_plans' is a 1-d int64"),
+        (lambda a: a.update(q=np.zeros((3, 6)), vote_plans=np.array(["9", "9"])), "one or more distinct"),
+        (lambda a: a.update(q=np.zeros((3, 6)), vote_plans=np.array(["9"])), "'vote_plans' = '9'"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("[1, 2]")}), "is not a JSON object"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("{")}), "is not JSON"),
     ],
@@ -383,7 +404,12 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
     margined = fit_knn(lab, tmp_path / "m.npz", k=1, scenario=sc, vote="value", margin=0.5, fallback="ecmp")
     margined = export_knn(margined, "imitate-small", cmds, 7, tmp_path / "m" / "imitate-small.npz")
     mm = shipped.pretrained_metadata(margined)
-    assert mm["margin"] == 0.5 and mm["fallback"] == "ecmp"
+    assert mm["margin"] == 0.5 and mm["fallback"] == "ecmp" and "vote_plans" not in mm
+    voted = fit_knn(
+        lab, tmp_path / "p.npz", k=1, scenario=sc, vote="value", vote_plans=["greedy+bg", "spray+bg"]
+    )
+    voted = export_knn(voted, "imitate-small", cmds, 7, tmp_path / "p" / "imitate-small.npz")
+    assert shipped.pretrained_metadata(voted)["vote_plans"] == ["spray+bg", "greedy+bg"]
     assert (
         meta["commands"] == cmds and meta["command"] == cmds[-1] and meta["size_bytes"] == dst.stat().st_size
     )
