@@ -107,6 +107,8 @@ KNN_FIELDS: dict[str, tuple[int, str]] = {
 #: of the file) when the best mean neighbour value exceeds the fallback's own by less than ``margin`` (>= 0)
 #: ``vote_plans`` (:func:`fit_knn` ``vote_plans=``): the plans the value vote may pick (a subset of ``plans``, in
 #: plan order); the others are never played (a plan whose switches make the slow steps can be left out)
+#: ``cooldown`` (:func:`fit_knn` ``cooldown=``): after a step that plays a plan other than the fallback (the
+#: ``fallback`` field, else :data:`DEFAULT_FALLBACK`), the agent plays the fallback for this many steps
 #: ``scale`` (D,) (:func:`fit_knn` ``standardize=True``): each column's standard deviation over the labels (1
 #: where it is 0); ``x`` holds the observations divided by it and the agent divides its own the same way, so the
 #: distance weighs every column alike. A file without it (the default, every older file) reads raw columns
@@ -115,6 +117,7 @@ KNN_OPTIONAL: dict[str, tuple[int, str]] = {
     "margin": (0, "f"),
     "fallback": (0, "U"),
     "vote_plans": (1, "U"),
+    "cooldown": (0, "iu"),
     "scale": (1, "f"),
 }
 #: the plan a value vote with a margin falls back to unless told otherwise: the lookahead's default base plan
@@ -615,6 +618,7 @@ def fit_knn(
     fallback: str = DEFAULT_FALLBACK,
     standardize: bool = False,
     vote_plans: list[str] | None = None,
+    cooldown: int = 0,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
     observation block ``block`` of every labelled decision (a comma list of blocks: their columns joined,
@@ -633,7 +637,10 @@ def fit_knn(
     made. (Against the fallback, not the second-best plan: plans that act alike, e.g. ``spray+bg`` and
     ``wcmp+bg``, tie for first and second, and their difference, 0, says nothing of the switch.)
     ``vote_plans`` (value vote only; field ``vote_plans``): the plans the vote may pick, the best mean value
-    among them; the other plans are never played (default: every plan).
+    among them; the other plans are never played (default: every plan). ``cooldown`` (field ``cooldown``,
+    default 0: none): after a step that plays a plan other than the fallback (``fallback`` with a margin, else
+    :data:`DEFAULT_FALLBACK`), the agent plays the fallback for ``cooldown`` steps (a stateful agent: two
+    switches in a row are not made).
     ``standardize``: divide each column of the blocks by its standard deviation over the labels (1 where it
     is 0), stored as the field ``scale`` (:data:`KNN_OPTIONAL`), so that a column of small spread weighs in
     the distance as much as one of large spread; default off (raw columns, as every file before it).
@@ -645,7 +652,8 @@ def fit_knn(
         not one of :data:`KNN_VOTES`, or the value weight is negative, nan or infinite (the labels' ``inf``
         included: give ``value_weight``), or ``margin`` is given with the label vote, is negative, nan or
         infinite, or ``fallback`` is not one of the labels' plans, or ``vote_plans`` is given with the label
-        vote, is empty, repeats a plan or names one that is not a plan of the labels.
+        vote, is empty, repeats a plan or names one that is not a plan of the labels, or ``cooldown`` is not
+        an integer >= 0.
     """
     from ainet_gym.envs.env import EnvCore
 
@@ -681,6 +689,13 @@ def fit_knn(
         for v in vote_plans:
             check_choice("vote_plans", v, plans, problem="not a plan of the labels")
         extra["vote_plans"] = np.array([v for v in plans if v in vote_plans])
+    if not isinstance(cooldown, int) or isinstance(cooldown, bool) or cooldown < 0:
+        raise ValueError(f"cooldown = {cooldown!r}: allowed: an integer >= 0 (steps)")
+    if cooldown:
+        plans = [str(v) for v in labels["plans"]]
+        cd_plan = fallback if margin is not None else DEFAULT_FALLBACK
+        check_choice("cooldown plan", cd_plan, plans, problem="not a plan of the labels")
+        extra["cooldown"] = np.int64(cooldown)
     x = np.asarray(labels["obs"], dtype=np.float32)[:, sl]
     if standardize:
         scale = x.astype(np.float64).std(axis=0)
@@ -759,6 +774,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
     q = _checked_knn_values(arrays.get("q"), x.shape[0], len(plans), what)
     margin, fallback = _checked_knn_margin(arrays, q, plans, what)
     allowed = _checked_knn_vote_plans(arrays.get("vote_plans"), q, plans, what)
+    cooldown = _checked_knn_cooldown(arrays.get("cooldown"), plans, fallback, what)
     scale = _checked_knn_scale(arrays.get("scale"), x.shape[1], what)
     return {
         "x": x.astype(np.float64),
@@ -772,6 +788,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         "margin": margin,
         "fallback": fallback,
         "vote_plans": allowed,
+        "cooldown": cooldown,
         "scale": scale,
     }
 
@@ -829,6 +846,33 @@ def _checked_knn_margin(
         raise ModelFileError(f"{what}: field 'margin' = {margin!r}; allowed: a finite number >= 0")
     check_choice(f"{what}: field 'fallback'", str(f), plans, "not a plan of the model", error=ModelFileError)
     return margin, plans.index(str(f))
+
+
+def _checked_knn_cooldown(
+    a: np.ndarray | None, plans: list[str], fallback: int | None, what: str
+) -> tuple[int, int | None]:
+    """The optional field ``cooldown`` of a knn file (:data:`KNN_OPTIONAL`), checked: a 0-d integer >= 1
+    and a plan to cool down with (the ``fallback`` field's, else :data:`DEFAULT_FALLBACK`, a plan of the
+    file); returned as (steps, that plan's index), (0, None) without one."""
+    from ainet_gym.agents.model_files import ModelFileError
+
+    if a is None:
+        return 0, None
+    ndim, kinds = KNN_OPTIONAL["cooldown"]
+    if a.ndim != ndim or a.dtype.kind not in kinds or int(a) < 1:
+        raise ModelFileError(
+            f"{what}: field 'cooldown' is a {a.ndim}-d {a.dtype} array ({a!r}); allowed: a 0-d integer >= 1"
+        )
+    if fallback is None:
+        check_choice(
+            f"{what}: the cooldown plan",
+            DEFAULT_FALLBACK,
+            plans,
+            "not a plan of the model",
+            error=ModelFileError,
+        )
+        fallback = plans.index(DEFAULT_FALLBACK)
+    return int(a), fallback
 
 
 def _checked_knn_vote_plans(
@@ -966,6 +1010,8 @@ class KnnAgent:
         self.plans, self.meta, self.q = z["plans"], z["metadata"], z["q"]
         self.margin, self.fallback = z["margin"], z["fallback"]
         self.vote_plans = z["vote_plans"]  # None: every plan
+        self.cooldown, self._cool_plan = z["cooldown"]  # 0: none
+        self._left: np.ndarray | None = None  # steps of cooldown left per env (cooldown > 0)
         self.scale = z["scale"]  # None: raw columns
         meta = z["meta"]
         self.path = path
@@ -983,9 +1029,23 @@ class KnnAgent:
         )
 
     def reset(self, core: Any) -> None:
-        return None
+        self._left = None  # a new batch of episodes: no cooldown running
 
     def act(self, core: Any, obs: Any) -> np.ndarray:
+        """(batch,) :meth:`vote`'s plans; with a ``cooldown``, the fallback plan in the ``cooldown`` steps after
+        a step that played another plan (state kept per env since :meth:`reset`)."""
+        plan = self.vote(core, obs)
+        if not self.cooldown:
+            return plan
+        if self._left is None or self._left.shape != plan.shape:
+            self._left = np.zeros(plan.shape, dtype=np.int64)
+        plan = np.where(self._left > 0, self._cool_plan, plan).astype(np.int64)
+        self._left = np.where(
+            self._left > 0, self._left - 1, np.where(plan != self._cool_plan, self.cooldown, 0)
+        )
+        return plan
+
+    def vote(self, core: Any, obs: Any) -> np.ndarray:
         """(batch,) the plan most of the ``k`` nearest labelled decisions got (a file with ``q``: the plan of
         the best mean value over them, :data:`KNN_VOTES`, among its ``vote_plans`` if it has them; with a
         ``margin``: the ``fallback`` plan where the best mean value exceeds the fallback's by less than the
@@ -1069,6 +1129,11 @@ def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) 
         from ainet_gym.envs.env import EnvCore
 
         agent: Any = QnetAgent(path) if is_qnet_file(path) else KnnAgent(path)
+        if getattr(agent, "cooldown", 0):
+            raise ValueError(
+                f"policy {path!r}: a knn file with a cooldown keeps state per episode; allowed as a label "
+                "player: a file without one"
+            )
         view = SimpleNamespace(
             obs_layout=EnvCore(scenario, action_mode=action_mode, obs_features=feats).obs_layout
         )
@@ -1211,6 +1276,13 @@ def _add_knn_parser(sub: Any) -> None:
         help=f"vote value with --margin: the plan played below the margin (default {DEFAULT_FALLBACK})",
     )
     n.add_argument(
+        "--cooldown",
+        type=int_arg(0),
+        default=0,
+        help="after a step playing a plan other than the fallback (--fallback with --margin, else "
+        f"{DEFAULT_FALLBACK}), play the fallback for this many steps (default 0: none)",
+    )
+    n.add_argument(
         "--vote-plans",
         default=None,
         help="vote value: the plans the vote may pick, comma list (default: every plan), e.g. "
@@ -1334,7 +1406,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
         path = fit_knn(
             labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight, margin=a.margin,
             fallback=a.fallback, standardize=a.standardize, scenario=a.scenario,
-            vote_plans=None if a.vote_plans is None else a.vote_plans.split(","),
+            vote_plans=None if a.vote_plans is None else a.vote_plans.split(","), cooldown=a.cooldown,
         )  # fmt: skip
         print(f"knn policy: {path}")
         return 0
