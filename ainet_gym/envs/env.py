@@ -807,8 +807,12 @@ class FabricRoutingEnv(gym.Env):
 
     @staticmethod
     def _one_info(info: dict[str, Any]) -> dict[str, Any]:
+        """The single env's info: each batched value's row 0, a numpy scalar as a Python one."""
         out = {}
         for k, v in info.items():
+            if type(v) is np.ndarray and v.ndim == 1:  # v.item() is v[0].item(), one call instead of two
+                out[k] = v.item(0)
+                continue
             x = v[0]
             out[k] = x.item() if isinstance(x, np.generic) else x
         return out
