@@ -590,7 +590,11 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One interval with a checked split (connections, max_paths) (``split_set``: already set on the
         engine)."""
-        active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+        if active is None:  # every instance (empty + fill: np.ones is two calls in Python, ~1 us more)
+            active = np.empty(self.batch, dtype=bool)
+            active.fill(True)
+        else:
+            active = np.asarray(active, dtype=bool)
         compiled = self._passes.compiled_observation
         # compiled: the link history is pushed and written into the observation on the kernel threads,
         # right after each range's interval and figures; the rest of the observation follows the dynamics
