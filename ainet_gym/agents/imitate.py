@@ -105,6 +105,10 @@ KNN_FIELDS: dict[str, tuple[int, str]] = {
 #: decision's lookahead value of every plan minus that of its best plan (<= 0)
 #: ``margin`` and ``fallback`` (:func:`fit_knn` ``margin=``): the value vote plays the plan ``fallback`` (a plan
 #: of the file) when the best mean neighbour value exceeds the fallback's own by less than ``margin`` (>= 0)
+#: ``vote_plans`` (:func:`fit_knn` ``vote_plans=``): the plans the value vote may pick (a subset of ``plans``, in
+#: plan order); the others are never played (a plan whose switches make the slow steps can be left out)
+#: ``cooldown`` (:func:`fit_knn` ``cooldown=``): after a step that plays a plan other than the fallback (the
+#: ``fallback`` field, else :data:`DEFAULT_FALLBACK`), the agent plays the fallback for this many steps
 #: ``scale`` (D,) (:func:`fit_knn` ``standardize=True``): each column's standard deviation over the labels (1
 #: where it is 0); ``x`` holds the observations divided by it and the agent divides its own the same way, so the
 #: distance weighs every column alike. A file without it (the default, every older file) reads raw columns
@@ -112,6 +116,8 @@ KNN_OPTIONAL: dict[str, tuple[int, str]] = {
     "q": (2, "f"),
     "margin": (0, "f"),
     "fallback": (0, "U"),
+    "vote_plans": (1, "U"),
+    "cooldown": (0, "iu"),
     "scale": (1, "f"),
 }
 #: the plan a value vote with a margin falls back to unless told otherwise: the lookahead's default base plan
@@ -611,6 +617,8 @@ def fit_knn(
     margin: float | None = None,
     fallback: str = DEFAULT_FALLBACK,
     standardize: bool = False,
+    vote_plans: list[str] | None = None,
+    cooldown: int = 0,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
     observation block ``block`` of every labelled decision (a comma list of blocks: their columns joined,
@@ -628,6 +636,11 @@ def fit_knn(
     lookahead), the agent plays ``fallback``: a switch the neighbours do not clearly favour over it is not
     made. (Against the fallback, not the second-best plan: plans that act alike, e.g. ``spray+bg`` and
     ``wcmp+bg``, tie for first and second, and their difference, 0, says nothing of the switch.)
+    ``vote_plans`` (value vote only; field ``vote_plans``): the plans the vote may pick, the best mean value
+    among them; the other plans are never played (default: every plan). ``cooldown`` (field ``cooldown``,
+    default 0: none): after a step that plays a plan other than the fallback (``fallback`` with a margin, else
+    :data:`DEFAULT_FALLBACK`), the agent plays the fallback for ``cooldown`` steps (a stateful agent: two
+    switches in a row are not made).
     ``standardize``: divide each column of the blocks by its standard deviation over the labels (1 where it
     is 0), stored as the field ``scale`` (:data:`KNN_OPTIONAL`), so that a column of small spread weighs in
     the distance as much as one of large spread; default off (raw columns, as every file before it).
@@ -638,7 +651,9 @@ def fit_knn(
         If ``k < 1``, the labels' env has no observation block ``block`` (or one of its list), ``vote`` is
         not one of :data:`KNN_VOTES`, or the value weight is negative, nan or infinite (the labels' ``inf``
         included: give ``value_weight``), or ``margin`` is given with the label vote, is negative, nan or
-        infinite, or ``fallback`` is not one of the labels' plans.
+        infinite, or ``fallback`` is not one of the labels' plans, or ``vote_plans`` is given with the label
+        vote, is empty, repeats a plan or names one that is not a plan of the labels, or ``cooldown`` is not
+        an integer >= 0.
     """
     from ainet_gym.envs.env import EnvCore
 
@@ -663,6 +678,24 @@ def fit_knn(
             raise ValueError(f"margin = {margin!r}: allowed: a finite number >= 0 (a difference of values q)")
         check_choice("fallback", fallback, plans, problem="not a plan of the labels")
         extra.update(margin=np.float64(margin), fallback=np.array(fallback))
+    if vote_plans is not None:
+        plans = [str(v) for v in labels["plans"]]
+        if vote != "value":
+            raise ValueError(
+                f"vote_plans = {vote_plans!r} with vote = {vote!r}: allowed: vote plans with vote = 'value'"
+            )
+        if not vote_plans or len(set(vote_plans)) != len(vote_plans):
+            raise ValueError(f"vote_plans = {vote_plans!r}: allowed: one or more distinct plans of {plans}")
+        for v in vote_plans:
+            check_choice("vote_plans", v, plans, problem="not a plan of the labels")
+        extra["vote_plans"] = np.array([v for v in plans if v in vote_plans])
+    if not isinstance(cooldown, int) or isinstance(cooldown, bool) or cooldown < 0:
+        raise ValueError(f"cooldown = {cooldown!r}: allowed: an integer >= 0 (steps)")
+    if cooldown:
+        plans = [str(v) for v in labels["plans"]]
+        cd_plan = fallback if margin is not None else DEFAULT_FALLBACK
+        check_choice("cooldown plan", cd_plan, plans, problem="not a plan of the labels")
+        extra["cooldown"] = np.int64(cooldown)
     x = np.asarray(labels["obs"], dtype=np.float32)[:, sl]
     if standardize:
         scale = x.astype(np.float64).std(axis=0)
@@ -740,6 +773,8 @@ def load_knn(path: str | Path) -> dict[str, Any]:
     x, y, k, plans, meta = _checked_knn_arrays(arrays, what)
     q = _checked_knn_values(arrays.get("q"), x.shape[0], len(plans), what)
     margin, fallback = _checked_knn_margin(arrays, q, plans, what)
+    allowed = _checked_knn_vote_plans(arrays.get("vote_plans"), q, plans, what)
+    cooldown = _checked_knn_cooldown(arrays.get("cooldown"), plans, fallback, what)
     scale = _checked_knn_scale(arrays.get("scale"), x.shape[1], what)
     return {
         "x": x.astype(np.float64),
@@ -752,6 +787,8 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         "q": q,
         "margin": margin,
         "fallback": fallback,
+        "vote_plans": allowed,
+        "cooldown": cooldown,
         "scale": scale,
     }
 
@@ -809,6 +846,61 @@ def _checked_knn_margin(
         raise ModelFileError(f"{what}: field 'margin' = {margin!r}; allowed: a finite number >= 0")
     check_choice(f"{what}: field 'fallback'", str(f), plans, "not a plan of the model", error=ModelFileError)
     return margin, plans.index(str(f))
+
+
+def _checked_knn_cooldown(
+    a: np.ndarray | None, plans: list[str], fallback: int | None, what: str
+) -> tuple[int, int | None]:
+    """The optional field ``cooldown`` of a knn file (:data:`KNN_OPTIONAL`), checked: a 0-d integer >= 1
+    and a plan to cool down with (the ``fallback`` field's, else :data:`DEFAULT_FALLBACK`, a plan of the
+    file); returned as (steps, that plan's index), (0, None) without one."""
+    from ainet_gym.agents.model_files import ModelFileError
+
+    if a is None:
+        return 0, None
+    ndim, kinds = KNN_OPTIONAL["cooldown"]
+    if a.ndim != ndim or a.dtype.kind not in kinds or int(a) < 1:
+        raise ModelFileError(
+            f"{what}: field 'cooldown' is a {a.ndim}-d {a.dtype} array ({a!r}); allowed: a 0-d integer >= 1"
+        )
+    if fallback is None:
+        check_choice(
+            f"{what}: the cooldown plan",
+            DEFAULT_FALLBACK,
+            plans,
+            "not a plan of the model",
+            error=ModelFileError,
+        )
+        fallback = plans.index(DEFAULT_FALLBACK)
+    return int(a), fallback
+
+
+def _checked_knn_vote_plans(
+    a: np.ndarray | None, q: np.ndarray | None, plans: list[str], what: str
+) -> np.ndarray | None:
+    """The optional field ``vote_plans`` of a knn file (:data:`KNN_OPTIONAL`), checked: only beside ``q``, a
+    1-d string array of distinct plans of ``plans``, not empty; returned as a (K,) bool mask over ``plans``,
+    None without one."""
+    from ainet_gym.agents.model_files import ModelFileError
+
+    if a is None:
+        return None
+    if q is None:
+        raise ModelFileError(
+            f"{what}: field 'vote_plans' without 'q'; allowed: vote plans only with the value vote"
+        )
+    ndim, kinds = KNN_OPTIONAL["vote_plans"]
+    if a.ndim != ndim or a.dtype.kind not in kinds:
+        raise ModelFileError(
+            f"{what}: field 'vote_plans' is a {a.ndim}-d {a.dtype} array; allowed: {ndim}-d of dtype kind "
+            f"{' or '.join(kinds)}"
+        )
+    names = [str(v) for v in a]
+    if not names or len(set(names)) != len(names):
+        raise ModelFileError(f"{what}: field 'vote_plans' = {names}; allowed: one or more distinct plans")
+    for v in names:
+        check_choice(f"{what}: field 'vote_plans'", v, plans, "not a plan of the model", error=ModelFileError)
+    return np.array([p in names for p in plans])
 
 
 def _checked_knn_values(q: np.ndarray | None, n: int, plans: int, what: str) -> np.ndarray | None:
@@ -917,6 +1009,9 @@ class KnnAgent:
         self.x, self.y, self.k, self.block = z["x"], z["y"], z["k"], z["block"]
         self.plans, self.meta, self.q = z["plans"], z["metadata"], z["q"]
         self.margin, self.fallback = z["margin"], z["fallback"]
+        self.vote_plans = z["vote_plans"]  # None: every plan
+        self.cooldown, self._cool_plan = z["cooldown"]  # 0: none
+        self._left: np.ndarray | None = None  # steps of cooldown left per env (cooldown > 0)
         self.scale = z["scale"]  # None: raw columns
         meta = z["meta"]
         self.path = path
@@ -934,12 +1029,27 @@ class KnnAgent:
         )
 
     def reset(self, core: Any) -> None:
-        return None
+        self._left = None  # a new batch of episodes: no cooldown running
 
     def act(self, core: Any, obs: Any) -> np.ndarray:
+        """(batch,) :meth:`vote`'s plans; with a ``cooldown``, the fallback plan in the ``cooldown`` steps after
+        a step that played another plan (state kept per env since :meth:`reset`)."""
+        plan = self.vote(core, obs)
+        if not self.cooldown:
+            return plan
+        if self._left is None or self._left.shape != plan.shape:
+            self._left = np.zeros(plan.shape, dtype=np.int64)
+        plan = np.where(self._left > 0, self._cool_plan, plan).astype(np.int64)
+        self._left = np.where(
+            self._left > 0, self._left - 1, np.where(plan != self._cool_plan, self.cooldown, 0)
+        )
+        return plan
+
+    def vote(self, core: Any, obs: Any) -> np.ndarray:
         """(batch,) the plan most of the ``k`` nearest labelled decisions got (a file with ``q``: the plan of
-        the best mean value over them, :data:`KNN_VOTES`; with a ``margin``: the ``fallback`` plan where the
-        best mean value exceeds the fallback's by less than the margin)."""
+        the best mean value over them, :data:`KNN_VOTES`, among its ``vote_plans`` if it has them; with a
+        ``margin``: the ``fallback`` plan where the best mean value exceeds the fallback's by less than the
+        margin)."""
         q = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.block)]
         if self.scale is not None:
             q = q / self.scale  # the columns as the file's x holds them (fit_knn standardize)
@@ -948,12 +1058,15 @@ class KnnAgent:
         nn = np.argpartition(d, k - 1, axis=1)[:, :k]
         if self.q is not None:
             v = self.q[nn].mean(axis=1)  # (B, K) mean value of each plan over the neighbours
-            best = np.argmax(v, axis=1).astype(np.int64)
+            rows = np.arange(v.shape[0])
+            best = np.argmax(
+                v if self.vote_plans is None else np.where(self.vote_plans, v, -np.inf), axis=1
+            ).astype(np.int64)  # among the vote plans only (fit_knn vote_plans)
             if self.margin is None:
                 return best
             gain = (
-                v[np.arange(v.shape[0]), best] - v[:, self.fallback]
-            )  # the switch's value over the fallback
+                v[rows, best] - v[:, self.fallback]
+            )  # the switch's value over the fallback (a vote plan or not)
             return np.where(gain < self.margin, self.fallback, best).astype(np.int64)
         votes = np.zeros((q.shape[0], len(self.plans)))
         np.add.at(votes, (np.repeat(np.arange(q.shape[0]), k), self.y[nn].reshape(-1)), 1.0)
@@ -1016,6 +1129,11 @@ def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) 
         from ainet_gym.envs.env import EnvCore
 
         agent: Any = QnetAgent(path) if is_qnet_file(path) else KnnAgent(path)
+        if getattr(agent, "cooldown", 0):
+            raise ValueError(
+                f"policy {path!r}: a knn file with a cooldown keeps state per episode; allowed as a label "
+                "player: a file without one"
+            )
         view = SimpleNamespace(
             obs_layout=EnvCore(scenario, action_mode=action_mode, obs_features=feats).obs_layout
         )
@@ -1157,6 +1275,19 @@ def _add_knn_parser(sub: Any) -> None:
         default=DEFAULT_FALLBACK,
         help=f"vote value with --margin: the plan played below the margin (default {DEFAULT_FALLBACK})",
     )
+    n.add_argument(
+        "--cooldown",
+        type=int_arg(0),
+        default=0,
+        help="after a step playing a plan other than the fallback (--fallback with --margin, else "
+        f"{DEFAULT_FALLBACK}), play the fallback for this many steps (default 0: none)",
+    )
+    n.add_argument(
+        "--vote-plans",
+        default=None,
+        help="vote value: the plans the vote may pick, comma list (default: every plan), e.g. "
+        "spray+bg,wcmp+bg,greedy+bg",
+    )
 
 
 def _add_qfit_parser(sub: Any) -> None:
@@ -1275,6 +1406,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
         path = fit_knn(
             labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight, margin=a.margin,
             fallback=a.fallback, standardize=a.standardize, scenario=a.scenario,
+            vote_plans=None if a.vote_plans is None else a.vote_plans.split(","), cooldown=a.cooldown,
         )  # fmt: skip
         print(f"knn policy: {path}")
         return 0

@@ -149,6 +149,12 @@ def export_knn(
         **({} if z["scale"] is None else {"standardized": True}),
         "vote": "label" if z["q"] is None else "value",
         **({} if z["margin"] is None else {"margin": z["margin"], "fallback": z["plans"][z["fallback"]]}),
+        **({} if not z["cooldown"][0] else {"cooldown": z["cooldown"][0]}),
+        **(
+            {}
+            if z["vote_plans"] is None
+            else {"vote_plans": [p for p, m in zip(z["plans"], z["vote_plans"]) if m]}
+        ),
         "plans": z["plans"],
         "labelled_decisions": int(z["y"].shape[0]),
         "training_seed": int(training_seed),
@@ -249,6 +255,12 @@ class PretrainedAgent(SB3Agent):
             self._knn.check(core)
             return
         super().check(core)
+
+    def reset(self, core: Any) -> None:
+        if self._knn is not None:
+            self._knn.reset(core)  # a knn file with a cooldown keeps state per episode
+            return
+        super().reset(core)
 
     def act(self, core: Any, obs: Any) -> Any:
         if self._knn is not None:

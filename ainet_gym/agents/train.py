@@ -270,6 +270,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     out = model_out if model_out is not None else run_dir / MODEL_FILE
     meta = meta_of(int(model.num_timesteps))
     path = save_model(model, out, meta)
+    model.logger.close()  # the run's CSV and TensorBoard files, flushed and closed (not left to the GC)
     env.close()
     done = int(model.num_timesteps) - start_steps
     return TrainResult(

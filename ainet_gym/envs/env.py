@@ -590,7 +590,11 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One interval with a checked split (connections, max_paths) (``split_set``: already set on the
         engine)."""
-        active = np.ones(self.batch, dtype=bool) if active is None else np.asarray(active, dtype=bool)
+        if active is None:  # every instance (empty + fill: np.ones is two calls in Python, ~1 us more)
+            active = np.empty(self.batch, dtype=bool)
+            active.fill(True)
+        else:
+            active = np.asarray(active, dtype=bool)
         compiled = self._passes.compiled_observation
         # compiled: the link history is pushed and written into the observation on the kernel threads,
         # right after each range's interval and figures; the rest of the observation follows the dynamics
@@ -807,8 +811,12 @@ class FabricRoutingEnv(gym.Env):
 
     @staticmethod
     def _one_info(info: dict[str, Any]) -> dict[str, Any]:
+        """The single env's info: each batched value's row 0, a numpy scalar as a Python one."""
         out = {}
         for k, v in info.items():
+            if type(v) is np.ndarray and v.ndim == 1:  # v.item() is v[0].item(), one call instead of two
+                out[k] = v.item(0)
+                continue
             x = v[0]
             out[k] = x.item() if isinstance(x, np.generic) else x
         return out

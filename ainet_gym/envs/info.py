@@ -35,7 +35,7 @@ def nan_to_zero(v: np.ndarray) -> np.ndarray:
     """``np.nan_to_num(v, nan=0.0)`` (a new array; NaN to 0, +-inf to the largest finite numbers) in one
     or two array passes where ``v`` holds no infinity, the case of every info value."""
     finite = np.isfinite(v)
-    if finite.all():
+    if np.count_nonzero(finite) == finite.size:  # (finite.all(): a reduction, 2x the time on small arrays)
         return v.copy()
     if np.isinf(v).any():
         return np.nan_to_num(v, nan=0.0)
@@ -108,7 +108,7 @@ class EnvInfo:
     def _info(self, res: StepResult | None, jobs: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
         w = self.world
         B, J = self.batch, w.n_job_slots
-        nan = np.full((B, J), np.nan)
+        nan = np.full((B, J), np.nan) if res is None else None  # (the after-reset values only)
         out: dict[str, Any] = {
             "action_mask": self._slot_maps().mask.copy(),
             "step": w.state.step_count.copy(),

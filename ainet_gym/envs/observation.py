@@ -379,7 +379,8 @@ class EnvObservation:
         eff = self._no_job if res is None else res.efficiency
         util = self._no_job if res is None else res.gpu_utilization
         if early is not None and early.ran:
-            obs, top = early.obs, early.tops.max()  # NaN if any range saw one
+            tops = early.tops  # NaN if any range saw one (one range: its value, without a reduction)
+            obs, top = early.obs, tops[0] if tops.shape[0] == 1 else tops.max()
             if w.state.dynamics_changed or slots is not early.slots:  # the early rest blocks are out of date
                 envkernels.observe_rest(0, B, *self._rest_args(eff, util, slots, w.state.step_count), obs)
         else:

@@ -174,7 +174,8 @@ def rotation_due(jobs: tuple[JobSpec, ...], steps: np.ndarray) -> bool:
 def background_on(background: tuple[BackgroundSpec, ...], step: np.ndarray, offset: np.ndarray) -> np.ndarray:
     """(batch, sources) bool: background sources active in the interval of ``step`` (batch,), periodic
     ones from their episode's ``offset`` (batch, sources) steps on."""
-    on = np.ones((step.shape[0], len(background)), dtype=bool)
+    on = np.empty((step.shape[0], len(background)), dtype=bool)  # (empty + fill: quicker than np.ones)
+    on.fill(True)
     for i, bg in enumerate(background):  # loop over background sources, not flows
         if bg.pattern != "constant":
             phase = step - offset[:, i]

@@ -278,6 +278,17 @@ def test_training_writes_tensorboard_curves_with_fabric_scalars(trained) -> None
     assert set(res.final) >= {"gpu_utilization", "step_time_ratio", "max_link_utilization", "collisions"}
 
 
+def test_training_closes_its_log_files(trained) -> None:
+    """The run's progress.csv is closed when train returns (it was left to the garbage collector, whose
+    ResourceWarning then surfaced inside whichever later test happened to run the collection)."""
+    from stable_baselines3.common.logger import CSVOutputFormat
+
+    _, res = trained
+    csv = [f for f in res.model.logger.output_formats if isinstance(f, CSVOutputFormat)]
+    assert csv and all(f.file.closed for f in csv)
+    assert (res.run_dir / "progress.csv").read_text().count("\n") >= 2  # the header and a row, flushed
+
+
 def test_saved_model_reloads_and_acts_identically(trained) -> None:
     _, res = trained
     agent = make_agent(f"ppo:{res.model_path}")

@@ -250,6 +250,64 @@ def test_a_value_vote_margin_falls_back_where_the_best_plan_gains_little_over_th
     ):
         with pytest.raises(ValueError, match=must.replace("(", r"\(")):
             fit_knn(labels, tmp_path / "bad.npz", k=3, scenario=sc, **{"vote": "value", **kw})
+    # vote plans: the best mean value among them only (plan 2 left out: plan 1, then plans 0 and 3-5 tie: 0)
+    assert play(vote_plans=["spray+bg", "greedy+bg"]) == 1 and play(vote_plans=["greedy+bg", "lp+bg"]) == 3
+    assert play(vote_plans=["wcmp+bg"]) == 2 and play(vote_plans=["ecmp", "lp+bg"]) == 0
+    assert play(vote_plans=["lp+bg", "ecmp"], margin=0.11) == 1  # the margin's fallback may lie outside them
+    z = load_knn(tmp_path / "m.npz")
+    assert z["vote_plans"].tolist() == [True, False, False, False, True, False]
+    assert [str(v) for v in np.load(tmp_path / "m.npz")["vote_plans"]] == ["ecmp", "lp+bg"]  # plan order
+    for kw, must in (
+        ({"vote_plans": []}, "vote_plans = []"),
+        ({"vote_plans": ["greedy+bg", "greedy+bg"]}, "one or more distinct plans"),
+        ({"vote_plans": ["spray"]}, "vote_plans = 'spray'"),
+        ({"vote_plans": ["spray+bg"], "vote": "label"}, "with vote = 'label'"),
+    ):
+        with pytest.raises(
+            ValueError, match=must.replace("(", r"\(").replace("+", r"\+").replace("[", r"\[")
+        ):
+            fit_knn(labels, tmp_path / "bad.npz", k=3, scenario=sc, **{"vote": "value", **kw})
+
+
+def test_a_cooldown_plays_the_fallback_after_a_switch_and_restarts_on_reset(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.agents.imitate import KnnAgent, _player, fit_knn, load_knn
+
+    # one labelled decision per plan row: the nearest decision's best plan is played (k = 1)
+    sc = _small()
+    core = EnvCore(sc, action_mode="choose_bg", obs_features=("phase",))
+    sl = core.obs_layout["job_phase"]
+    obs = np.zeros((2, sl.stop), dtype=np.float32)
+    obs[1, sl.start + 1] = 1.0
+    scores = np.array([[0.0, 1.0, 0.0, 2.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0, 3.0, 0.0]])
+    labels = {
+        "scores": scores, "excess": np.zeros_like(scores), "label": np.array([3, 4]), "seed": np.array([1, 1]),
+        "meta": np.array(["imitate-small", "choose_bg", "phase", "4", "6", "spray+bg", "8", "util", "0.0", "inf"]),
+        "plans": np.array(["ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg"]), "obs": obs,
+    }  # fmt: skip
+    view = SimpleNamespace(obs_layout=core.obs_layout)
+    path = fit_knn(labels, tmp_path / "c.npz", k=1, scenario=sc, vote="value", cooldown=2)
+    agent = KnnAgent(str(path))
+    assert load_knn(path)["cooldown"] == (2, 1)  # two steps of spray+bg (plan 1)
+    played = [agent.act(view, obs).tolist() for _ in range(5)]
+    assert played == [[3, 4], [1, 1], [1, 1], [3, 4], [1, 1]]
+    agent.reset(core)  # a new batch of episodes: no cooldown left
+    assert agent.act(view, obs[:1]).tolist() == [3]
+    margined = fit_knn(
+        labels, tmp_path / "m.npz", k=1, scenario=sc, vote="value", margin=0.5, fallback="ecmp", cooldown=1
+    )
+    agent = KnnAgent(str(margined))
+    assert [agent.act(view, obs).tolist() for _ in range(3)] == [
+        [3, 4],
+        [0, 0],
+        [3, 4],
+    ]  # the margin's fallback
+    assert KnnAgent(str(fit_knn(labels, tmp_path / "n.npz", k=1, scenario=sc, vote="value"))).cooldown == 0
+    with pytest.raises(ValueError, match="cooldown = -1"):
+        fit_knn(labels, tmp_path / "bad.npz", k=1, scenario=sc, vote="value", cooldown=-1)
+    with pytest.raises(ValueError, match="keeps state per episode"):
+        _player(str(path), sc, "choose_bg", ("phase",))
 
 
 def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None:
@@ -318,6 +376,16 @@ class _Evil:
             lambda a: a.update(q=np.zeros((3, 6)), margin=np.float64(0.1), fallback=np.array("9")),
             "'fallback' = '9'",
         ),
+        (lambda a: a.update(vote_plans=np.array(["spray+bg"])), "field 'vote_plans' without 'q'"),
+        (lambda a: a.update(q=np.zeros((3, 6)), vote_plans=np.array([1])), "'vote_plans' is a 1-d int64"),
+        (lambda a: a.update(q=np.zeros((3, 6)), vote_plans=np.array(["9", "9"])), "one or more distinct"),
+        (lambda a: a.update(q=np.zeros((3, 6)), vote_plans=np.array(["9"])), "'vote_plans' = '9'"),
+        (lambda a: a.update(cooldown=np.int64(0)), "field 'cooldown' is a 0-d int64"),
+        (lambda a: a.update(cooldown=np.array([1])), "field 'cooldown' is a 1-d"),
+        (
+            lambda a: a.update(cooldown=np.int64(1), plans=np.array(["0", "1", "2", "3", "4", "5"])),
+            "cooldown plan",
+        ),
         (lambda a: a.update(**{"ainet_gym.json": np.array("[1, 2]")}), "is not a JSON object"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("{")}), "is not JSON"),
     ],
@@ -383,7 +451,12 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
     margined = fit_knn(lab, tmp_path / "m.npz", k=1, scenario=sc, vote="value", margin=0.5, fallback="ecmp")
     margined = export_knn(margined, "imitate-small", cmds, 7, tmp_path / "m" / "imitate-small.npz")
     mm = shipped.pretrained_metadata(margined)
-    assert mm["margin"] == 0.5 and mm["fallback"] == "ecmp"
+    assert mm["margin"] == 0.5 and mm["fallback"] == "ecmp" and "vote_plans" not in mm
+    voted = fit_knn(
+        lab, tmp_path / "p.npz", k=1, scenario=sc, vote="value", vote_plans=["greedy+bg", "spray+bg"]
+    )
+    voted = export_knn(voted, "imitate-small", cmds, 7, tmp_path / "p" / "imitate-small.npz")
+    assert shipped.pretrained_metadata(voted)["vote_plans"] == ["spray+bg", "greedy+bg"]
     assert (
         meta["commands"] == cmds and meta["command"] == cmds[-1] and meta["size_bytes"] == dst.stat().st_size
     )

@@ -212,6 +212,38 @@ def test_bad_actions_raise_and_leave_state_untouched() -> None:
     penv.step(np.zeros(penv.action_space.shape, dtype=np.int64))
 
 
+def test_action_range_check_of_every_number_type() -> None:
+    """Float actions are range-checked as |a| <= 1, integers by their min and max: |a| of the most negative
+    int64 is itself, so taking it for integers would let that action through."""
+    env = FabricRoutingEnv(small_scenario(), action_mode="split")
+    env.reset(seed=5)
+    a = np.zeros(env.action_space.shape, dtype=np.int64)
+    a[0], a[1] = -1, 1
+    env.step(a)  # integers in [-1, 1] are actions
+    a[2] = np.iinfo(np.int64).min
+    with pytest.raises(ValueError, match=r"action\[2\] = -9.22337e\+18: out of the action space"):
+        env.step(a)
+    f = np.zeros(env.action_space.shape, dtype=np.float32)
+    f[4] = -np.inf
+    with pytest.raises(ValueError, match=r"action\[4\] = -inf: must be finite"):
+        env.step(f)
+    f[4] = np.nextafter(np.float32(1), np.float32(2))  # float32 round-off above 1: clipped, not refused
+    env.step(f)
+
+
+def test_single_env_info_values_are_row_zero_as_python_scalars() -> None:
+    env = FabricRoutingEnv(small_scenario(), action_mode="split")
+    env.reset(seed=5)
+    info = env.step(np.zeros(env.action_space.shape, dtype=np.float32))[4]
+    batched = env.unwrapped.core.info(env.unwrapped.core.state.last)
+    assert info.keys() == batched.keys()
+    for k, v in batched.items():
+        if v.ndim == 1:  # a number per instance: the single env's is a Python int, float or bool
+            assert type(info[k]) is type(v[0].item()) and info[k] == v[0], k
+        else:  # an array per instance: row 0
+            assert isinstance(info[k], np.ndarray) and np.array_equal(info[k], v[0], equal_nan=True), k
+
+
 @pytest.mark.parametrize("make", ["single", "vector", "parallel"])
 def test_every_env_refuses_a_bad_render_mode_with_one_message(make: str) -> None:
     """The single, the vector and the multi-agent env refuse a render mode they do not offer before
