@@ -668,34 +668,7 @@ def fit_knn(
     sl = knn_columns(core.obs_layout, block)
     check_choice("vote", vote, KNN_VOTES)
     extra = {} if vote == "label" else {"q": knn_values(labels, value_weight)}
-    if margin is not None:
-        plans = [str(v) for v in labels["plans"]]
-        if vote != "value":
-            raise ValueError(
-                f"margin = {margin!r} with vote = {vote!r}: allowed: a margin with vote = 'value'"
-            )
-        if not np.isfinite(margin) or margin < 0:
-            raise ValueError(f"margin = {margin!r}: allowed: a finite number >= 0 (a difference of values q)")
-        check_choice("fallback", fallback, plans, problem="not a plan of the labels")
-        extra.update(margin=np.float64(margin), fallback=np.array(fallback))
-    if vote_plans is not None:
-        plans = [str(v) for v in labels["plans"]]
-        if vote != "value":
-            raise ValueError(
-                f"vote_plans = {vote_plans!r} with vote = {vote!r}: allowed: vote plans with vote = 'value'"
-            )
-        if not vote_plans or len(set(vote_plans)) != len(vote_plans):
-            raise ValueError(f"vote_plans = {vote_plans!r}: allowed: one or more distinct plans of {plans}")
-        for v in vote_plans:
-            check_choice("vote_plans", v, plans, problem="not a plan of the labels")
-        extra["vote_plans"] = np.array([v for v in plans if v in vote_plans])
-    if not isinstance(cooldown, int) or isinstance(cooldown, bool) or cooldown < 0:
-        raise ValueError(f"cooldown = {cooldown!r}: allowed: an integer >= 0 (steps)")
-    if cooldown:
-        plans = [str(v) for v in labels["plans"]]
-        cd_plan = fallback if margin is not None else DEFAULT_FALLBACK
-        check_choice("cooldown plan", cd_plan, plans, problem="not a plan of the labels")
-        extra["cooldown"] = np.int64(cooldown)
+    extra.update(_vote_options(labels, vote, margin, fallback, vote_plans, cooldown))
     x = np.asarray(labels["obs"], dtype=np.float32)[:, sl]
     if standardize:
         scale = x.astype(np.float64).std(axis=0)
@@ -742,6 +715,46 @@ def knn_values(labels: dict[str, Any], weight: float | None = None) -> np.ndarra
         labels["excess"], dtype=np.float64
     )
     return (v - v.max(axis=1, keepdims=True)).astype(np.float32)
+
+
+def _vote_options(
+    labels: Any,
+    vote: str,
+    margin: float | None,
+    fallback: str,
+    vote_plans: list[str] | None,
+    cooldown: int,
+) -> dict[str, np.ndarray]:
+    """The optional fields :func:`fit_knn` writes for its ``margin``, ``vote_plans`` and ``cooldown``
+    (:data:`KNN_OPTIONAL`), each checked against the labels' plans and the vote."""
+    plans = [str(v) for v in labels["plans"]]
+    extra: dict[str, np.ndarray] = {}
+    if margin is not None:
+        if vote != "value":
+            raise ValueError(
+                f"margin = {margin!r} with vote = {vote!r}: allowed: a margin with vote = 'value'"
+            )
+        if not np.isfinite(margin) or margin < 0:
+            raise ValueError(f"margin = {margin!r}: allowed: a finite number >= 0 (a difference of values q)")
+        check_choice("fallback", fallback, plans, problem="not a plan of the labels")
+        extra.update(margin=np.float64(margin), fallback=np.array(fallback))
+    if vote_plans is not None:
+        if vote != "value":
+            raise ValueError(
+                f"vote_plans = {vote_plans!r} with vote = {vote!r}: allowed: vote plans with vote = 'value'"
+            )
+        if not vote_plans or len(set(vote_plans)) != len(vote_plans):
+            raise ValueError(f"vote_plans = {vote_plans!r}: allowed: one or more distinct plans of {plans}")
+        for v in vote_plans:
+            check_choice("vote_plans", v, plans, problem="not a plan of the labels")
+        extra["vote_plans"] = np.array([v for v in plans if v in vote_plans])
+    if not isinstance(cooldown, int) or isinstance(cooldown, bool) or cooldown < 0:
+        raise ValueError(f"cooldown = {cooldown!r}: allowed: an integer >= 0 (steps)")
+    if cooldown:
+        cd_plan = fallback if margin is not None else DEFAULT_FALLBACK
+        check_choice("cooldown plan", cd_plan, plans, problem="not a plan of the labels")
+        extra["cooldown"] = np.int64(cooldown)
+    return extra
 
 
 def load_knn(path: str | Path) -> dict[str, Any]:
