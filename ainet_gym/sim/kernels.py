@@ -308,10 +308,10 @@ def block_sum(x, lo, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
-                seg_excl, ex_lo, fe_lo, fe_hi, inst_flow, go):  # fmt: skip  # pragma: no cover
-    """Incidence entries of a split for the instances ``b_lo:b_hi``.
+def merge_range(b_lo, b_hi, split_flat, table, go):  # pragma: no cover - compiled
+    """Incidence entries of a split for the instances ``b_lo:b_hi``, written into the merge record ``table``
+    (:class:`~ainet_gym.sim.records.MergeTable`, compiled: the arrays of the engine's entry table, whose
+    fields are named below).
 
     The candidate (member, path, hop) coefficients ``split_flat[cand_gather[i]]`` of segment ``j`` (a
     merged (flow, link) pair) are ``i`` in ``seg_cand[j]:seg_cand[j + 1]``; their sum, from 0 in candidate
@@ -330,6 +330,21 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
     same additions in the same order. ``go``: the kernel threads' flags (:func:`go_flags`), announced first.
     """
     announce(go)
+    seg_cand, cand_gather, seg_flow, seg_link = (
+        table.seg_cand,
+        table.cand_gather,
+        table.seg_flow,
+        table.seg_link,
+    )
+    inst_seg, seg_coef, ent_hi, seg_row = table.inst_seg, table.seg_coef, table.ent_hi, table.seg_row
+    e_flow, e_link, e_coef = table.e_flow, table.e_link, table.e_coef
+    inst_conn, conn_npaths, rowsum, seg_excl = (
+        table.inst_conn,
+        table.conn_npaths,
+        table.rowsum,
+        table.seg_excl,
+    )
+    ex_lo, fe_lo, fe_hi, inst_flow = table.ex_lo, table.fe_lo, table.fe_hi, table.inst_flow
     P = split_flat.shape[0] // max(conn_npaths.shape[0], 1)  # the split's row length (max_paths)
     for b in range(b_lo, b_hi):
         for k in range(inst_conn[b], inst_conn[b + 1]):  # each connection's row, summed once
