@@ -1605,21 +1605,26 @@ def _uf_find(uf, x):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _heap_place(hk, hf, pos, i, k, f):  # pragma: no cover - compiled
+    """Put flow ``f`` with key ``k`` in slot ``i`` of the indexed min-heap ``hk`` (keys) / ``hf`` (flows) /
+    ``pos`` (flow -> slot)."""
+    hk[i] = k
+    hf[i] = f
+    pos[f] = i
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _sift_up(hk, hf, pos, i):  # pragma: no cover - compiled
-    """Move item ``i`` of the indexed min-heap ``hk`` (keys) / ``hf`` (flows) / ``pos`` (flow -> slot) up."""
+    """Move item ``i`` of the indexed min-heap ``hk`` / ``hf`` / ``pos`` (:func:`_heap_place`) up."""
     k = hk[i]
     f = hf[i]
     while i > 0:
         p = (i - 1) >> 1
         if hk[p] <= k:
             break
-        hk[i] = hk[p]
-        hf[i] = hf[p]
-        pos[hf[i]] = i
+        _heap_place(hk, hf, pos, i, hk[p], hf[p])
         i = p
-    hk[i] = k
-    hf[i] = f
-    pos[f] = i
+    _heap_place(hk, hf, pos, i, k, f)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1635,13 +1640,9 @@ def _sift_down(hk, hf, pos, n, i):  # pragma: no cover - compiled
             c += 1
         if hk[c] >= k:
             break
-        hk[i] = hk[c]
-        hf[i] = hf[c]
-        pos[hf[i]] = i
+        _heap_place(hk, hf, pos, i, hk[c], hf[c])
         i = c
-    hk[i] = k
-    hf[i] = f
-    pos[f] = i
+    _heap_place(hk, hf, pos, i, k, f)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1655,9 +1656,7 @@ def _heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
         n -= 1
         pos[f] = -1
         if i < n:
-            hk[i] = hk[n]
-            hf[i] = hf[n]
-            pos[hf[i]] = i
+            _heap_place(hk, hf, pos, i, hk[n], hf[n])  # the last item into the freed slot
             if i > 0 and hk[(i - 1) >> 1] > hk[i]:
                 _sift_up(hk, hf, pos, i)
             else:
