@@ -12,7 +12,6 @@ from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.sim.engine import BatchSim, IntervalMetrics
 from ainet_gym.sim.kernels import block_sum, njit
-from ainet_gym.sim.records import FigureLinks, compiled_record
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
 __all__ = [
@@ -96,17 +95,6 @@ class IntervalMeter:
         self.tier_idx = np.concatenate(self.tier_links).astype(np.int64)
         self.net_mask = np.ascontiguousarray(fabric.network_links, dtype=np.bool_)
         self.gpu_uplinks = np.ascontiguousarray(fabric.gpu_uplinks, dtype=np.int64)
-        self._links_record: object = None
-
-    def links_record(self) -> object:
-        """The compiled :class:`~ainet_gym.sim.records.FigureLinks` of these tables (built on first use, by
-        the numba backend's figures)."""
-        if self._links_record is None:
-            values = FigureLinks(
-                self.network_links, self.net_mask, self.gpu_uplinks, self.tier_off, self.tier_idx
-            )
-            self._links_record = compiled_record("links", values)
-        return self._links_record
 
     def measure(
         self,
@@ -310,7 +298,7 @@ def _nan_max(a, b):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def interval_figures(
-    link_bytes, cap, dur, links,
+    link_bytes, cap, dur, net_links, net_mask, gpu_uplinks, tier_off, tier_idx, to_gbps,
     job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s, iter_start,
     unit_compute, ideal_step_s,
     lu, maxu, tier_bytes, failed, thr, cap_copy,
@@ -319,14 +307,11 @@ def interval_figures(
     """The per-link and per-job figures of an interval in one pass, the same floating-point operations
     as the numpy code of :meth:`IntervalMeter.result` and :meth:`IntervalMeter.measure` (bit for bit).
 
-    Inputs: ``link_bytes``, ``cap`` (B, L); ``dur`` (B,) s; ``links`` the fabric's link sets (a compiled
-    :class:`~ainet_gym.sim.records.FigureLinks`: ``net_links`` (N,) and ``net_mask`` (L,) the network links,
-    ``gpu_uplinks`` (G,), the links of tier ``t`` ``tier_idx[tier_off[t]:tier_off[t + 1]]``); the unit tables
-    and ``job_unit``, ``ideal_step_s`` (B, J).
+    Inputs: ``link_bytes``, ``cap`` (B, L); ``dur`` (B,) s; ``net_links`` (N,) and ``net_mask`` (L,) the
+    network links; ``gpu_uplinks`` (G,); the links of tier ``t`` are ``tier_idx[tier_off[t]:tier_off[t
+    + 1]]``; ``to_gbps`` bytes/s to Gbit/s; the unit tables and ``job_unit``, ``ideal_step_s`` (B, J).
     Outputs (written): ``lu``, ``cap_copy`` (B, L); ``maxu``, ``failed``, ``thr`` (B,); ``tier_bytes``
     (B, T); ``alive`` ... ``compute_s`` (B, J). Only the instances ``lo:hi`` are read and written."""
-    net_links, net_mask, gpu_uplinks = links.net_links, links.net_mask, links.gpu_uplinks
-    tier_off, tier_idx, to_gbps = links.tier_off, links.tier_idx, BYTES_PER_S_TO_GBPS
     L = link_bytes.shape[1]
     J = job_unit.shape[1]
     nan = np.nan
@@ -440,7 +425,8 @@ class NumbaFigures:
         f64 = np.float64
         return (
             np.ascontiguousarray(m.link_bytes, dtype=f64), self.cap, np.ascontiguousarray(m.duration_s, dtype=f64),
-            me.links_record(), self.job_unit, sim.unit_ngpus, m.iterations, m.step_time_sum_s, m.comm_time_sum_s,
+            me.network_links, me.net_mask, me.gpu_uplinks, me.tier_off, me.tier_idx, BYTES_PER_S_TO_GBPS,
+            self.job_unit, sim.unit_ngpus, m.iterations, m.step_time_sum_s, m.comm_time_sum_s,
             m.active_time_s, m.compute_time_s, sim.state.time_s, sim.state.iter_start, sim.unit_compute, self.ideal_step_s,
             self.lu, self.maxu, self.tier_bytes, self.failed, self.thr, self.cap_copy,
             self.alive, self.ngpu, self.iters, self.step_t, self.comm_t, self.util, self.eff, self.ideal,

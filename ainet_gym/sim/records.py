@@ -14,9 +14,7 @@ grouped by concern:
   (:class:`~ainet_gym.sim.engine.IntervalMetrics`' arrays), which the kernels zero and fill.
 
 The merge of a split (:func:`~ainet_gym.sim.kernels.merge_range`, the env's fused decode-and-merge kernel)
-takes one more, :class:`MergeTable`: the arrays of the engine's entry table, built once per table; the
-interval's figures (:func:`~ainet_gym.sim.metrics.interval_figures`) take the fabric's link sets as
-:class:`FigureLinks`, built once per meter.
+takes one more, :class:`MergeTable`: the arrays of the engine's entry table, built once per table.
 
 The field names are defined once, here (the NamedTuples below, and :class:`SimState`'s fields); the
 compiled records (numba ``structref`` types of the same fields, :func:`compiled_record`) are built from them.
@@ -42,12 +40,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HAVE_STRUCTREF",
-    "LINKS_FIELDS",
     "MERGE_FIELDS",
     "OUTPUTS_FIELDS",
     "STATE_FIELDS",
     "STRUCTURE_FIELDS",
-    "FigureLinks",
     "IntervalOutputs",
     "IntervalState",
     "IntervalStructure",
@@ -149,21 +145,6 @@ class MergeTable(NamedTuple):
 MERGE_FIELDS: tuple[str, ...] = tuple(MergeTable.__annotations__)
 
 
-class FigureLinks(NamedTuple):
-    """The fabric's link sets the interval figures read (:func:`~ainet_gym.sim.metrics.interval_figures`;
-    :class:`~ainet_gym.sim.metrics.IntervalMeter`'s tables, fixed per fabric)."""
-
-    net_links: np.ndarray  # (network links,) int64 their link ids
-    net_mask: np.ndarray  # (links,) bool, a network link
-    gpu_uplinks: np.ndarray  # (GPUs,) int64 each GPU's uplink
-    tier_off: np.ndarray  # (tiers+1,) int64 the links of tier t are tier_idx[tier_off[t]:tier_off[t + 1]]
-    tier_idx: np.ndarray  # (tier links,) int64
-
-
-#: the fields of the links record, in order
-LINKS_FIELDS: tuple[str, ...] = tuple(FigureLinks.__annotations__)
-
-
 try:  # the compiled records (numba is a core dependency; without it only the numpy backend runs)
     from numba.core import types as _types
     from numba.experimental import structref as _structref
@@ -196,10 +177,6 @@ if HAVE_STRUCTREF:
     class MergeType(_RecordType):
         """The numba type of a compiled :class:`MergeTable`."""
 
-    @_structref.register
-    class LinksType(_RecordType):
-        """The numba type of a compiled :class:`FigureLinks`."""
-
     class StructureRecord(_structref.StructRefProxy):
         """A compiled :class:`IntervalStructure` (its fields readable from Python, slowly)."""
 
@@ -212,14 +189,10 @@ if HAVE_STRUCTREF:
     class MergeRecord(_structref.StructRefProxy):
         """A compiled :class:`MergeTable`."""
 
-    class LinksRecord(_structref.StructRefProxy):
-        """A compiled :class:`FigureLinks`."""
-
     _structref.define_proxy(StructureRecord, StructureType, list(STRUCTURE_FIELDS))
     _structref.define_proxy(StateRecord, StateType, list(STATE_FIELDS))
     _structref.define_proxy(OutputsRecord, OutputsType, list(OUTPUTS_FIELDS))
     _structref.define_proxy(MergeRecord, MergeType, list(MERGE_FIELDS))
-    _structref.define_proxy(LinksRecord, LinksType, list(LINKS_FIELDS))
 
     from ainet_gym.sim.kernels import njit
 
@@ -265,29 +238,17 @@ if HAVE_STRUCTREF:
             inst_conn, conn_npaths, rowsum, seg_excl, ex_lo, fe_lo, fe_hi, inst_flow,
         )  # fmt: skip
 
-    @njit(cache=True)
-    def _new_links(net_links, net_mask, gpu_uplinks, tier_off, tier_idx):  # pragma: no cover - compiled
-        return LinksRecord(net_links, net_mask, gpu_uplinks, tier_off, tier_idx)
-
-    _NEW = {
-        "structure": _new_structure,
-        "state": _new_state,
-        "outputs": _new_outputs,
-        "merge": _new_merge,
-        "links": _new_links,
-    }
+    _NEW = {"structure": _new_structure, "state": _new_state, "outputs": _new_outputs, "merge": _new_merge}
     _FIELDS = {
         "structure": STRUCTURE_FIELDS,
         "state": STATE_FIELDS,
         "outputs": OUTPUTS_FIELDS,
         "merge": MERGE_FIELDS,
-        "links": LINKS_FIELDS,
     }
 
 
 def compiled_record(kind: str, values: dict[str, np.ndarray] | tuple) -> object:
-    """The compiled record ``kind`` (``"structure"``, ``"state"``, ``"outputs"``, ``"merge"`` or ``"links"``) of
-    ``values``: a
+    """The compiled record ``kind`` (``"structure"``, ``"state"``, ``"outputs"`` or ``"merge"``) of ``values``: a
     NamedTuple of this module (or any tuple in its field order) or a dict by field name."""
     if not HAVE_STRUCTREF:  # pragma: no cover
         raise RuntimeError("compiled records need numba")

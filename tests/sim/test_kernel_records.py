@@ -1,4 +1,4 @@
-"""The merge of a split and the interval's figures take their fixed tables as compiled records.
+"""The merge of a split takes the engine's entry table as one compiled record.
 
 References are independent of the code under test: the kernels' own parameter names, and the entry table's
 arrays by their attribute names (a record field built from another array fails).
@@ -44,24 +44,3 @@ def test_the_merge_takes_the_split_and_one_record_of_the_entry_tables_own_arrays
     split = np.ascontiguousarray(w.sim.engine_state.split, dtype=np.float64)
     kernels.merge_range(0, w.sim.batch, split.reshape(-1), rec, kernels.go_flags())
     assert (t.seg_coef >= 0).all()
-
-
-def test_the_figures_take_the_meters_link_sets_as_one_record(monkeypatch) -> None:
-    from ainet_gym.scenario.loader import load_scenario
-    from ainet_gym.sim import metrics, records
-    from ainet_gym.sim.world import FabricWorld
-
-    params = list(inspect.signature(metrics.interval_figures.py_func).parameters)
-    assert params[:5] == ["link_bytes", "cap", "dur", "links", "job_unit"]
-    assert tuple(inspect.signature(records._NEW["links"].py_func).parameters) == records.LINKS_FIELDS
-    w = FabricWorld(load_scenario("spine-leaf-2to1"), 1, backend="numba")
-    me = w.meter
-    built = []
-    monkeypatch.setattr(metrics, "compiled_record", lambda kind, v: built.append((kind, v)) or object())
-    rec = me.links_record()
-    assert me.links_record() is rec and len(built) == 1  # built once per meter
-    kind, values = built[0]
-    assert kind == "links" and values._fields == records.LINKS_FIELDS
-    own = {"net_links": me.network_links}
-    for name, got in zip(records.LINKS_FIELDS, values, strict=True):  # the meter's own arrays, by name
-        assert got is own.get(name, getattr(me, name, None)), name
