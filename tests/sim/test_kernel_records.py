@@ -44,3 +44,22 @@ def test_the_merge_takes_the_split_and_one_record_of_the_entry_tables_own_arrays
     split = np.ascontiguousarray(w.sim.engine_state.split, dtype=np.float64)
     kernels.merge_range(0, w.sim.batch, split.reshape(-1), rec, kernels.go_flags())
     assert (t.seg_coef >= 0).all()
+
+
+def test_optional_unit_arrays_stack_with_their_fill_where_a_unit_has_none() -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.sim.stack import _optional_ids
+
+    counts = np.array([2, 3, 1])
+    none = [SimpleNamespace(x=None) for _ in counts]
+    got = _optional_ids(none, "x", counts, -1)
+    assert got.dtype == np.int64 and got.tolist() == [-1] * 6
+    some = [
+        SimpleNamespace(x=None),
+        SimpleNamespace(x=np.array([4, 5, 6], dtype=np.int32)),
+        SimpleNamespace(x=None),
+    ]
+    got = _optional_ids(some, "x", counts, 1)
+    assert got.dtype == np.int64 and got.tolist() == [1, 1, 4, 5, 6, 1]
+    assert _optional_ids([], "x", np.zeros(0, dtype=np.int64), -1).shape == (0,)
