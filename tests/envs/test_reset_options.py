@@ -65,6 +65,17 @@ def _parallel():
     return ainet_gym.parallel_env(scenario=small_spine_leaf(episode_steps=4))
 
 
+def _same_next_step(env, ref) -> None:
+    """``env`` and ``ref`` step alike: the same agents, observations and rewards for the same actions."""
+    assert env.agents == ref.agents
+    acts = {a: env.action_space(a).sample() for a in env.agents}
+    o1, r1, *_ = env.step(acts)
+    o2, r2, *_ = ref.step(acts)
+    assert r1 == r2
+    for a in o1:
+        np.testing.assert_array_equal(o1[a], o2[a])
+
+
 @pytest.mark.parametrize(
     ("options", "shown"),
     [
@@ -85,13 +96,7 @@ def test_pettingzoo_env_refuses_reset_options_and_keeps_its_episode(options: obj
         ValueError, match=rf"^{shown}: not supported; allowed: None or \{{\}} \(the env takes no"
     ):
         env.reset(seed=5, options=options)
-    assert env.agents == ref.agents
-    acts = {a: env.action_space(a).sample() for a in env.agents}
-    o1, r1, *_ = env.step(acts)
-    o2, r2, *_ = ref.step(acts)
-    assert r1 == r2
-    for a in o1:
-        np.testing.assert_array_equal(o1[a], o2[a])
+    _same_next_step(env, ref)
 
 
 def test_pettingzoo_env_ignores_the_api_test_probe_with_a_warning() -> None:
@@ -105,12 +110,7 @@ def test_pettingzoo_env_ignores_the_api_test_probe_with_a_warning() -> None:
     assert obs.keys() == want_obs.keys() and env.agents == ref.agents
     for a in obs:
         np.testing.assert_array_equal(obs[a], want_obs[a])
-    acts = {a: env.action_space(a).sample() for a in env.agents}
-    o1, r1, *_ = env.step(acts)
-    o2, r2, *_ = ref.step(acts)
-    assert r1 == r2
-    for a in o1:
-        np.testing.assert_array_equal(o1[a], o2[a])
+    _same_next_step(env, ref)
 
 
 @pytest.mark.parametrize("options", [None, {}])
