@@ -330,21 +330,12 @@ def merge_range(b_lo, b_hi, split_flat, table, go):  # pragma: no cover - compil
     same additions in the same order. ``go``: the kernel threads' flags (:func:`go_flags`), announced first.
     """
     announce(go)
-    seg_cand, cand_gather, seg_flow, seg_link = (
-        table.seg_cand,
-        table.cand_gather,
-        table.seg_flow,
-        table.seg_link,
-    )
-    inst_seg, seg_coef, ent_hi, seg_row = table.inst_seg, table.seg_coef, table.ent_hi, table.seg_row
-    e_flow, e_link, e_coef = table.e_flow, table.e_link, table.e_coef
-    inst_conn, conn_npaths, rowsum, seg_excl = (
-        table.inst_conn,
-        table.conn_npaths,
-        table.rowsum,
-        table.seg_excl,
-    )
-    ex_lo, fe_lo, fe_hi, inst_flow = table.ex_lo, table.fe_lo, table.fe_hi, table.inst_flow
+    t = table
+    seg_cand, cand_gather, seg_flow, seg_link = t.seg_cand, t.cand_gather, t.seg_flow, t.seg_link
+    inst_seg, seg_coef, ent_hi, seg_row = t.inst_seg, t.seg_coef, t.ent_hi, t.seg_row
+    e_flow, e_link, e_coef, rowsum = t.e_flow, t.e_link, t.e_coef, t.rowsum
+    inst_conn, conn_npaths, seg_excl, inst_flow = t.inst_conn, t.conn_npaths, t.seg_excl, t.inst_flow
+    ex_lo, fe_lo, fe_hi = t.ex_lo, t.fe_lo, t.fe_hi
     P = split_flat.shape[0] // max(conn_npaths.shape[0], 1)  # the split's row length (max_paths)
     for b in range(b_lo, b_hi):
         for k in range(inst_conn[b], inst_conn[b + 1]):  # each connection's row, summed once
