@@ -651,6 +651,8 @@ def main(argv: list[str] | None = None) -> int:
     from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
         TRAIN_SEED_MAX,
         OneLineParser,
+        add_out_file_args,
+        cli_out_file_refused,
         int_arg,
     )
 
@@ -666,11 +668,8 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--rounds", type=int_arg(0), default=GraphPolicyConfig.rounds)
     t.add_argument("--history", type=int_arg(1), default=GraphPolicyConfig.history)
     t.add_argument("--episode-steps", type=int_arg(1), default=None)
-    t.add_argument("--out", required=True, help="checkpoint path (e.g. graph.pt)")
-    t.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    add_out_file_args(t, "checkpoint path (e.g. graph.pt)", required=True)
     args = p.parse_args(argv)
-    from ainet_gym.agents.outputs import cli_out_file_refused
-
     if cli_out_file_refused(
         "python -m ainet_gym.agents.graph_policy train", args.out, args.overwrite, (), flag="--out"
     ):

@@ -26,6 +26,8 @@ __all__ = [
     "SEED_MAX",
     "TRAIN_SEED_MAX",
     "OneLineParser",
+    "add_episode_steps_arg",
+    "add_out_file_args",
     "add_seed_steps_args",
     "check_model_out",
     "check_out_dir",
@@ -37,6 +39,7 @@ __all__ = [
     "int_arg",
     "model_path",
     "run_stamp",
+    "run_writing_module_cli",
     "shown_text",
     "unit_interval_arg",
 ]
@@ -351,6 +354,31 @@ def run_module_cli(prog: str, body: Callable[[], int]) -> int:
         return 2
 
 
+def run_writing_module_cli(
+    prog: str,
+    body: Callable[[], int],
+    path: str | os.PathLike | None,
+    overwrite: bool,
+    flag: str = "--out",
+    inputs: Iterable[str | os.PathLike] = (),
+) -> int:
+    """A module's command line that may write ``path`` (the value of ``flag``; None: it writes nothing):
+    2 if the output rule refuses ``path`` (:func:`cli_out_file_refused`, before ``body`` runs), else ``body``
+    run by :func:`run_module_cli`."""
+    if cli_out_file_refused(prog, path, overwrite, inputs, flag=flag):
+        return 2
+    return run_module_cli(prog, body)
+
+
+def add_out_file_args(
+    parser: argparse.ArgumentParser, help: str, flag: str = "--out", required: bool = False
+) -> None:
+    """The output rule's two flags on a module's command line: ``flag``, the file it writes (``help``; default
+    None: none), and ``--overwrite`` (replace it if it exists), which :func:`cli_out_file_refused` checks."""
+    parser.add_argument(flag, default=None, required=required, help=help)
+    parser.add_argument("--overwrite", action="store_true", help=f"replace {flag} if it exists")
+
+
 def shown_text(text: str) -> str:
     """``text`` as an error message shows it: whole up to 40 characters, else its start and its length."""
     return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
@@ -382,6 +410,15 @@ def add_seed_steps_args(parser: argparse.ArgumentParser, steps_help: str) -> Non
     ainet_gym.checks.crosscheck``), declared once so that their ranges stay the same."""
     parser.add_argument("--seed", type=int_arg(0, SEED_MAX), default=0)
     parser.add_argument("--steps", type=int_arg(1, 10_000_000), default=None, help=steps_help)
+
+
+def add_episode_steps_arg(parser: argparse.ArgumentParser) -> None:
+    """``--steps``, the intervals of each episode (an integer >= 1; default None: the scenario's
+    ``episode_steps``), as the commands that play episodes of several policies take it (``ainet-gym
+    leaderboard``, ``python -m ainet_gym.agents.twin sweep``, ``python -m ainet_gym.checks.reroute``)."""
+    parser.add_argument(
+        "--steps", type=int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
+    )
 
 
 def float_arg(what: str, *, zero_ok: bool = False, negative_ok: bool = False, inf_ok: bool = False) -> type:

@@ -422,21 +422,21 @@ register_agent(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
-    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
+    # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import OneLineParser, add_out_file_args, int_arg
 
     p = OneLineParser(prog="python -m ainet_gym.agents.predictive", description=__doc__.split("\n")[0])
     p.add_argument("scenario")
     p.add_argument("--train-seeds", type=int_arg(1), default=FitConfig.train_seeds)
     p.add_argument("--history", type=int_arg(1), default=FitConfig.history)
     p.add_argument("--eval-seeds", default="1-10", help="held-out seeds for the forecast error")
-    p.add_argument("--out", default=None, help="write the coefficients and errors as JSON")
-    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    add_out_file_args(p, "write the coefficients and errors as JSON")
     a = p.parse_args(argv)
-    from ainet_gym.agents.outputs import cli_out_file_refused, run_module_cli
+    from ainet_gym.agents.outputs import run_writing_module_cli
 
-    if cli_out_file_refused("python -m ainet_gym.agents.predictive", a.out, a.overwrite, (), flag="--out"):
-        return 2
-    return run_module_cli("python -m ainet_gym.agents.predictive", lambda: _run(a))
+    return run_writing_module_cli(
+        "python -m ainet_gym.agents.predictive", lambda: _run(a), a.out, a.overwrite
+    )
 
 
 def _run(a: argparse.Namespace) -> int:

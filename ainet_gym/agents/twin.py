@@ -400,7 +400,12 @@ def main(argv: list[str] | None = None) -> int:
     import json
 
     from ainet_gym.agents.evaluate import parse_seeds
-    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
+        OneLineParser,
+        add_episode_steps_arg,
+        add_out_file_args,
+        run_writing_module_cli,
+    )
 
     p = OneLineParser(prog="python -m ainet_gym.agents.twin", description=main.__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -409,16 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--k", default="7,8,12,16", help="candidates per decision (comma list)")
     s.add_argument("--h", default="1,2,4,8", help="lookahead intervals (comma list)")
     s.add_argument("--seeds", default="1-10")
-    s.add_argument(
-        "--steps", type=int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
-    )
-    s.add_argument("--json", default=None, help="write the rows as JSON to this file")
-    s.add_argument("--overwrite", action="store_true", help="replace --json if it exists")
+    add_episode_steps_arg(s)
+    add_out_file_args(s, "write the rows as JSON to this file", flag="--json")
     a = p.parse_args(argv)
-    from ainet_gym.agents.outputs import cli_out_file_refused, run_module_cli
-
-    if cli_out_file_refused("python -m ainet_gym.agents.twin sweep", a.json, a.overwrite, (), flag="--json"):
-        return 2
 
     def run() -> int:
         rows = sweep(a.scenario, _int_list("--k", a.k), _int_list("--h", a.h), parse_seeds(a.seeds), a.steps)
@@ -427,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump({"scenario": a.scenario, "seeds": a.seeds, "rows": rows}, fh, indent=1)
         return 0
 
-    return run_module_cli("python -m ainet_gym.agents.twin sweep", run)
+    return run_writing_module_cli(
+        "python -m ainet_gym.agents.twin sweep", run, a.json, a.overwrite, flag="--json"
+    )
 
 
 def _int_list(flag: str, text: str) -> list[int]:

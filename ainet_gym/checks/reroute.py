@@ -88,7 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     flight"."""
     import json
 
-    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
+        OneLineParser,
+        add_episode_steps_arg,
+        add_out_file_args,
+        run_writing_module_cli,
+    )
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.reroute", description=main.__doc__)
     ap.add_argument("--scenarios", required=True, help="comma list of scenario names or paths")
@@ -97,17 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         "--base", default="ecmp", help="the policy gains are measured over (default: ecmp; e.g. spray+bg)"
     )
     ap.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 1,2,3")
-    ap.add_argument(
-        "--steps", type=int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
-    )
-    ap.add_argument("--out", default=None, help="write the JSON results here")
-    ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    add_episode_steps_arg(ap)
+    add_out_file_args(ap, "write the JSON results here")
     a = ap.parse_args(argv)
     from ainet_gym.agents.evaluate import parse_seeds
-    from ainet_gym.agents.outputs import cli_out_file_refused, run_module_cli
-
-    if cli_out_file_refused("python -m ainet_gym.checks.reroute", a.out, a.overwrite, (), flag="--out"):
-        return 2
 
     def run() -> int:
         results = [
@@ -121,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(results))
         return 0
 
-    return run_module_cli("python -m ainet_gym.checks.reroute", run)
+    return run_writing_module_cli("python -m ainet_gym.checks.reroute", run, a.out, a.overwrite)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from ainet_gym.cli.args import (
     TRAIN_SEED_MAX,
     TRUST,
     Subparsers,
+    add_episode_steps_arg,
     add_output,
     deferred,
     float_arg,
@@ -234,9 +235,7 @@ def add_leaderboard(sub: Subparsers) -> None:
     s = sub.add_parser("leaderboard", help="every env id x every baseline and shipped policy, one table")
     s.add_argument("--quick", action="store_true", help="2 seeds x 3 intervals (a smoke test)")
     s.add_argument("--seeds", type=seeds_arg, default=None, help="held-out seeds (default 1-10)")
-    s.add_argument(
-        "--steps", type=int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
-    )
+    add_episode_steps_arg(s)
     s.add_argument("--env-ids", default=None, help="comma list of env ids ('none'; default: all registered)")
     s.add_argument("--policies", default=None, help="extra registered agents to rank (comma list)")
     s.add_argument(

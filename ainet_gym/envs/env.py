@@ -90,8 +90,9 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 def reset_options_problem(options: Any) -> str | None:
     """What is wrong with the ``options`` of a ``reset``, or None when they are ``None`` or an empty mapping
-    (the envs take no reset options). One message for every env: the Gymnasium envs raise it
-    (:func:`check_reset_options`), the PettingZoo env warns with it."""
+    (the envs take no reset options). The Gymnasium envs raise it (:func:`check_reset_options`); the PettingZoo
+    env warns with it for PettingZoo's API-test probe and refuses every other option naming keys and values
+    (:func:`ainet_gym.envs.multiagent.check_parallel_reset_options`)."""
     if options is None or (isinstance(options, dict) and not options):
         return None
     shown = sorted(map(str, options)) if isinstance(options, dict) else type(options).__name__

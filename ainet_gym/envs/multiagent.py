@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import reprlib
 import warnings
 from typing import Any
 
@@ -34,10 +35,12 @@ from ainet_gym.sim.world import StepResult
 __all__ = [
     "AGENT_TIERS",
     "LOCAL_OBS_BLOCKS",
+    "PETTINGZOO_PROBE_KEY",
     "REWARD_MODES",
     "FabricParallelEnv",
     "SwitchAgents",
     "aec_env",
+    "check_parallel_reset_options",
     "parallel_env",
 ]
 
@@ -53,6 +56,41 @@ LOCAL_OBS_BLOCKS = (
     "episode_progress",
 )
 _ENDPOINT_KINDS = ("gpu", "storage", "nvswitch")
+#: The reset options PettingZoo's own API tests pass to check ``reset``'s signature:
+#: ``pettingzoo.test.parallel_api_test`` and ``api_test`` (1.27) reset with ``options={"options": 1}``.
+#: A mapping of this key alone is ignored with a warning; every other option is refused.
+PETTINGZOO_PROBE_KEY = "options"
+
+
+def check_parallel_reset_options(options: Any) -> None:
+    """The ``options`` of :meth:`FabricParallelEnv.reset`: the env takes none, so ``None`` or ``{}``.
+
+    PettingZoo's signature probe (a mapping of :data:`PETTINGZOO_PROBE_KEY` alone) warns with the message of
+    the Gymnasium envs' refusal and is ignored, so that PettingZoo's own API tests pass.
+
+    Raises
+    ------
+    ValueError
+        For any other option: naming each key and its value (or the value, if ``options`` is not a mapping)
+        and what is allowed.
+    """
+    problem = reset_options_problem(options)
+    if problem is None:
+        return
+    if isinstance(options, dict):
+        refused = sorted((k for k in options if k != PETTINGZOO_PROBE_KEY), key=str)
+        if not refused:
+            warnings.warn(f"{problem}; ignored by the PettingZoo env", UserWarning, stacklevel=3)
+            return
+        given = ", ".join(f"{k!r} = {reprlib.repr(options[k])}" for k in refused)
+        what = f"reset option{'s' if len(refused) > 1 else ''} {given}"
+    else:
+        what = f"reset options = {reprlib.repr(options)} (a {type(options).__name__})"
+    raise ValueError(
+        f"{what}: not supported; allowed: None or {{}} (the env takes no reset options: a scenario, its seed "
+        "and the episode length are set at construction and by seed=; PettingZoo's API-test probe "
+        f"{{{PETTINGZOO_PROBE_KEY!r}: ...}} alone is ignored, with a warning)"
+    )
 
 
 def _require_pettingzoo() -> Any:
@@ -368,9 +406,10 @@ class FabricParallelEnv:
     over its live next hops). All agents are truncated after ``episode_steps``.
 
     ## Reset options
-    None: ``reset(options=...)`` with anything but ``None`` or ``{}`` warns (``UserWarning``, naming the options
-    and what is allowed) and resets as without them. The Gymnasium envs raise instead; here a refusal would fail
-    PettingZoo's own API tests, which reset with ``options={"options": 1}``.
+    None: ``reset(options=...)`` with anything but ``None`` or ``{}`` raises ``ValueError`` naming each key
+    and its value and what is allowed, as the Gymnasium envs do, and the episode goes on as before. One
+    exception: PettingZoo's own API tests reset with ``options={"options": 1}`` to check the signature; a
+    mapping of the key ``"options"`` alone warns (``UserWarning``) and resets as without it.
 
     ## Arguments
     ``scenario``, ``agents`` (``"leaf"`` | ``"all"``), ``reward`` (``"shared"`` | ``"local"`` | weight),
@@ -441,11 +480,7 @@ class FabricParallelEnv:
     def reset(
         self, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, Any]]]:
-        problem = reset_options_problem(options)
-        if problem is not None:
-            # a warning, not the Gymnasium envs' ValueError: PettingZoo's own API tests (parallel_api_test,
-            # api_test) reset with options={"options": 1} to check the signature, and must pass
-            warnings.warn(f"{problem}; ignored by the PettingZoo env", UserWarning, stacklevel=2)
+        check_parallel_reset_options(options)
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         elif self._rng is None:

@@ -1,8 +1,9 @@
 """Reset options and the batch size on bad input (issue 31q): the envs take no reset options, so anything
 but ``None`` or ``{}`` is refused with a message naming it, and the refused reset leaves the episode as it
-was (it was silently ignored before: ``{"reset_mask": ...}`` reset every copy). The PettingZoo env warns
-with the same message and resets as without options (issue 31s): a refusal would fail PettingZoo's own API
-tests, which reset with ``options={"options": 1}`` (tests/envs/test_multiagent.py runs them)."""
+was (it was silently ignored before: ``{"reset_mask": ...}`` reset every copy). The PettingZoo env refuses
+them too, naming each key and value (issue 31y; it warned and went on since issue 31s), except the one probe of
+PettingZoo's own API tests, ``options={"options": 1}``, which warns and resets as without options (read in
+pettingzoo/test/parallel_test.py and api_test.py, 1.27; tests/envs/test_multiagent.py runs both tests)."""
 
 from __future__ import annotations
 
@@ -64,28 +65,52 @@ def _parallel():
     return ainet_gym.parallel_env(scenario=small_spine_leaf(episode_steps=4))
 
 
-@pytest.mark.parametrize(
-    ("options", "shown"),
-    [
-        ({"reset_mask": np.array([True])}, r"\['reset_mask'\]"),
-        ({"b": 1, "a": 2}, r"\['a', 'b'\]"),
-        ([1], "list"),
-    ],
-)
-def test_pettingzoo_env_warns_about_reset_options_and_ignores_them(options: object, shown: str) -> None:
-    env, ref = _parallel(), _parallel()
-    with pytest.warns(UserWarning, match=rf"reset options = {shown}: not supported; allowed: None or \{{\}}"):
-        obs, infos = env.reset(seed=4, options=options)
-    want_obs, want_infos = ref.reset(seed=4)
-    assert obs.keys() == want_obs.keys() and env.agents == ref.agents
-    for a in obs:
-        np.testing.assert_array_equal(obs[a], want_obs[a])
+def _same_next_step(env, ref) -> None:
+    """``env`` and ``ref`` step alike: the same agents, observations and rewards for the same actions."""
+    assert env.agents == ref.agents
     acts = {a: env.action_space(a).sample() for a in env.agents}
     o1, r1, *_ = env.step(acts)
     o2, r2, *_ = ref.step(acts)
     assert r1 == r2
     for a in o1:
         np.testing.assert_array_equal(o1[a], o2[a])
+
+
+@pytest.mark.parametrize(
+    ("options", "shown"),
+    [
+        ({"reset_mask": np.array([True])}, r"reset option 'reset_mask' = array\(\[ True\]\)"),
+        ({"b": 1, "a": "x"}, r"reset options 'a' = 'x', 'b' = 1"),
+        ({"options": 1, "seed": 3}, r"reset option 'seed' = 3"),  # the probe's key does not let others in
+        ([1], r"reset options = \[1\] \(a list\)"),
+    ],
+)
+def test_pettingzoo_env_refuses_reset_options_and_keeps_its_episode(options: object, shown: str) -> None:
+    env, ref = _parallel(), _parallel()
+    env.reset(seed=4)
+    ref.reset(seed=4)
+    acts = {a: env.action_space(a).sample() for a in env.agents}
+    env.step(acts)
+    ref.step(acts)
+    with pytest.raises(
+        ValueError, match=rf"^{shown}: not supported; allowed: None or \{{\}} \(the env takes no"
+    ):
+        env.reset(seed=5, options=options)
+    _same_next_step(env, ref)
+
+
+def test_pettingzoo_env_ignores_the_api_test_probe_with_a_warning() -> None:
+    # the options pettingzoo.test.parallel_api_test and api_test reset with to check the signature
+    env, ref = _parallel(), _parallel()
+    with pytest.warns(
+        UserWarning, match=r"reset options = \['options'\]: not supported; allowed: None or \{\}"
+    ):
+        obs, infos = env.reset(seed=4, options={"options": 1})
+    want_obs, want_infos = ref.reset(seed=4)
+    assert obs.keys() == want_obs.keys() and env.agents == ref.agents
+    for a in obs:
+        np.testing.assert_array_equal(obs[a], want_obs[a])
+    _same_next_step(env, ref)
 
 
 @pytest.mark.parametrize("options", [None, {}])

@@ -365,6 +365,7 @@ def _parser() -> Any:
 
     from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
         OneLineParser,
+        add_out_file_args,
         add_seed_steps_args,
         float_arg,
         int_arg,
@@ -406,8 +407,7 @@ def _parser() -> Any:
         default=CrosscheckConfig.wall_limit_s,
         help="ns-3 wall-clock limit per run (s; raise it on a loaded machine)",
     )
-    ap.add_argument("--out", default=None, help="write the JSON result here")
-    ap.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    add_out_file_args(ap, "write the JSON result here")
     ap.add_argument("--ppo-dir", default=PPO_DIR, help="the ppo rows' models, <dir>/<case>.zip")
     ap.add_argument(
         "--from-json",
