@@ -146,6 +146,7 @@ def lookahead_labels(
     objective: str = DEFAULT_OBJECTIVE,
     tail_slack: float = DEFAULT_TAIL_SLACK,
     tail_weight: float = DEFAULT_TAIL_WEIGHT,
+    extra_plans: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Play the episodes of ``seeds`` (one batch) along the lookahead over the plans of ``action_mode``
     (module docstring), or, with ``policy`` (a function of the batch's observations (B, D) giving (B,)
@@ -170,6 +171,10 @@ def lookahead_labels(
     ``evaluate``'s p99 step time / ideal measures. The metadata records a non-default objective and its
     parameters.
 
+    ``extra_plans``: plans appended to the mode's own (:data:`ainet_gym.routing.plans.EXTRA_PLANS`, e.g. the
+    isolating plans ``isolate0+bg`` ...); the labels' ``plans`` field lists them, and a knn fitted on the labels
+    plays in an env with the same extra plans.
+
     Raises
     ------
     ValueError
@@ -188,7 +193,7 @@ def lookahead_labels(
     B = len(seeds)
     core = EnvCore(
         sc, batch=B, action_mode=action_mode, history=history, episode_steps=steps, backend=backend,
-        obs_features=obs_features,
+        obs_features=obs_features, extra_plans=extra_plans,
     )  # fmt: skip
     plans = core.plans
     K, T = len(plans), core.episode_steps
@@ -1034,6 +1039,9 @@ class KnnAgent:
         self.env_kwargs: dict[str, Any] = {"action_mode": meta[1], "history": int(meta[3])}
         if feats:
             self.env_kwargs["obs_features"] = feats
+        extra = extra_plans_of(meta[1], self.plans)
+        if extra:
+            self.env_kwargs["extra_plans"] = extra
         self._sq = (self.x**2).sum(axis=1)
 
     def check(self, core: Any) -> None:
@@ -1131,10 +1139,28 @@ def _load(path: str | Path) -> dict[str, Any]:
     return out
 
 
-def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) -> Any:
+def extra_plans_of(action_mode: str, plans: list[str]) -> tuple[str, ...]:
+    """The extra plans (:data:`ainet_gym.routing.plans.EXTRA_PLANS`) a model file's ``plans`` add to those of
+    ``action_mode``: ``plans`` past the mode's own when they begin with them and the rest are extra plans,
+    else ``()`` (the env's plans are then checked against the file's, :func:`check_plan_model`)."""
+    from ainet_gym.routing.plans import CHOOSE_MODES, EXTRA_PLANS, PLANS
+
+    if action_mode not in CHOOSE_MODES:
+        return ()
+    own = list(PLANS[CHOOSE_MODES[action_mode]])
+    rest = [str(p) for p in plans[len(own) :]]
+    if list(plans[: len(own)]) != own or not all(p in EXTRA_PLANS for p in rest):
+        return ()
+    return tuple(rest)
+
+
+def _player(
+    path: str, scenario: str, action_mode: str, feats: tuple[str, ...], plans: tuple[str, ...] | None = None
+) -> Any:
     """The deterministic plan choice of a saved policy, as a function of the batch's observations: a
     ``knn`` policy file (.npz, :func:`fit_knn`), a ``qnet`` one (.npz with a ``layers`` field,
-    :func:`ainet_gym.agents.qnet.fit_qnet`) or a PPO model (.zip)."""
+    :func:`ainet_gym.agents.qnet.fit_qnet`) or a PPO model (.zip). A knn or qnet file must pick among
+    ``plans`` (the labelling env's, when given), in that order: a ValueError otherwise."""
     if str(path).endswith(".npz"):
         from types import SimpleNamespace
 
@@ -1142,6 +1168,11 @@ def _player(path: str, scenario: str, action_mode: str, feats: tuple[str, ...]) 
         from ainet_gym.envs.env import EnvCore
 
         agent: Any = QnetAgent(path) if is_qnet_file(path) else KnnAgent(path)
+        if plans is not None and list(agent.plans) != list(plans):
+            raise ValueError(
+                f"policy {path!r}: picks among the plans {list(agent.plans)}; allowed as a label player here: "
+                f"one of the plans {list(plans)} (--action-mode, --extra-plans)"
+            )
         if getattr(agent, "cooldown", 0):
             raise ValueError(
                 f"policy {path!r}: a knn file with a cooldown keeps state per episode; allowed as a label "
@@ -1195,6 +1226,11 @@ def _add_label_parser(sub: Any) -> None:
         help="the policy of the lookahead's later intervals (e.g. burst-lp+bg)",
     )
     s.add_argument("--action-mode", default="choose_bg")
+    s.add_argument(
+        "--extra-plans",
+        default="",
+        help="comma list of plans appended to the mode's (e.g. isolate0+bg,isolate1+bg,isolate2+bg,isolate3+bg)",
+    )
     s.add_argument("--obs-features", default="phase", help="comma list; empty for the default observation")
     s.add_argument("--batch", type=int_arg(1), default=10, help="episodes per batched run")
     s.add_argument("--out", required=True, help=".npz file")
@@ -1327,17 +1363,20 @@ def _add_qfit_parser(sub: Any) -> None:
 def _run_label(a: Any) -> int:
     """``label``: the lookahead's labels of ``a.seeds`` in batches of ``a.batch`` episodes, saved to ``a.out``."""
     from ainet_gym.agents.evaluate import parse_seeds
+    from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
 
     seeds = parse_seeds(a.seeds)
     feats = tuple(f for f in a.obs_features.split(",") if f)
+    extra = tuple(f.strip() for f in a.extra_plans.split(",") if f.strip())
+    plans = plans_of_mode(a.action_mode, extra)[1] if a.action_mode in CHOOSE_MODES else None
     play = None
     if a.policy is not None:
-        play = _player(a.policy, a.scenario, a.action_mode, feats)
+        play = _player(a.policy, a.scenario, a.action_mode, feats, plans)
     parts = []
     for i in range(0, len(seeds), a.batch):
         part = lookahead_labels(
             a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play,
-            objective=a.objective, tail_slack=a.tail_slack, tail_weight=a.tail_weight,
+            objective=a.objective, tail_slack=a.tail_slack, tail_weight=a.tail_weight, extra_plans=extra,
         )  # fmt: skip
         parts.append(part)
         print(

@@ -355,6 +355,11 @@ class QnetAgent:
         self.env_kwargs: dict[str, Any] = {"action_mode": z["meta"][1], "history": int(z["meta"][3])}
         if feats:
             self.env_kwargs["obs_features"] = feats
+        from ainet_gym.agents.imitate import extra_plans_of
+
+        extra = extra_plans_of(z["meta"][1], list(self.plans))
+        if extra:
+            self.env_kwargs["extra_plans"] = extra
 
     def check(self, core: Any) -> None:
         from ainet_gym.agents.imitate import check_plan_model

@@ -26,13 +26,16 @@ random failures and churn included, because each instance's generator is part of
    twin's episode is at least as good as each pure candidate's on every seed, exactly (the replay is the
    same trajectory, bit for bit).
 
-Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA][-best]`` (no commas: ``--policies`` splits on them), e.g.
+Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA][-best][-iso]`` (no commas: ``--policies`` splits on them), e.g.
 ``twin:k12-h6``; defaults :data:`DEFAULT_K`, :data:`DEFAULT_H` (from the K x H sweep in docs/learning.md:
 from H = 8 on the score moves by less than 0.001), seed 0, sigma 0.5. ``best`` (e.g. ``twin:best``) plays
 the pure candidates first and makes each instance's lookahead base (the policy of intervals 2..H) its best
 stateless pure candidate (:data:`BASE_CHOICES`) instead of ``solo-lp+bg``: a rollout over the best
 heuristic of that episode, for scenarios where ``solo-lp+bg`` is a poor base (docs/learning.md, "Headroom
-survey"). Class ``reference``: tables show it apart, last, and
+survey"). ``iso`` adds to each decision's candidates the isolating plans ``isolate{j}+bg`` of every job slot
+``j`` (:func:`ainet_gym.routing.policies.isolate_slot_all`: one job held on one path for an interval), after
+the ``K`` of the default set: the reference with the slowdowns that the plain twin finds only among its
+random perturbations (docs/learning.md, "issue-26z"). Class ``reference``: tables show it apart, last, and
 give every policy's share of the ECMP-to-twin gap.
 """
 
@@ -80,8 +83,8 @@ DEFAULT_SIGMA = 0.5
 
 
 def parse_twin_arg(arg: str | None) -> dict[str, Any]:
-    """``kK-hH[-sS][-gSIGMA][-best]`` -> ``{"k", "h", "seed", "sigma", "best_base"}`` (defaults for what is
-    left out).
+    """``kK-hH[-sS][-gSIGMA][-best][-iso]`` -> ``{"k", "h", "seed", "sigma", "best_base", "isolate"}``
+    (defaults for what is left out).
 
     Raises
     ------
@@ -95,6 +98,7 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
         "seed": 0,
         "sigma": DEFAULT_SIGMA,
         "best_base": False,
+        "isolate": False,
     }
     if not arg:
         return out
@@ -103,12 +107,16 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
         if part.strip() == "best":
             out["best_base"] = True
             continue
+        if part.strip() == "iso":
+            out["isolate"] = True
+            continue
         m = re.fullmatch(r"([khsg])(\d+(?:\.\d+)?)", part.strip())
         if m is None:
             raise ValueError(
                 f"policy 'twin:{arg}': {part!r} is not one of kK (candidates per decision, >= 7), hH "
-                "(lookahead intervals, >= 1), sS (seed), gSIGMA (perturbation scale) or best (the best pure "
-                "candidate as the lookahead base), joined by '-', e.g. twin:k8-h4"
+                "(lookahead intervals, >= 1), sS (seed), gSIGMA (perturbation scale), best (the best pure "
+                "candidate as the lookahead base) or iso (the isolating plans as candidates too), joined by "
+                "'-', e.g. twin:k8-h4"
             )
         key, val = names[m.group(1)], m.group(2)
         if key == "sigma":
@@ -148,6 +156,7 @@ class TwinAgent:
         self.seed: int = cfg["seed"]
         self.sigma: float = cfg["sigma"]
         self.best_base: bool = cfg["best_base"]
+        self.isolate: bool = cfg["isolate"]
         self.name = "twin" if arg is None else f"twin:{arg}"
         self.env_kwargs: dict[str, Any] = {}
         self._cores: dict[tuple, EnvCore] = {}
@@ -218,7 +227,10 @@ class TwinAgent:
     def _lookahead(self, core: EnvCore, start: Any) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
         """The lookahead plan: the split committed at each decision, the instance bounds of its
         connections, and the plan's mean GPU utilisation per instance."""
-        B, T, K, H = core.batch, core.episode_steps, self.k, self.h
+        B, T, H = core.batch, core.episode_steps, self.h
+        slots = core.routing_context.job_unit.shape[1]
+        iso = [f"isolate{j}+bg" for j in range(min(slots, 8))] if self.isolate else []  # ISOLATE_PLANS: 0-7
+        K = self.k + len(iso)
         main = self._core(core, B)
         look = self._core(core, B * K)
         main.restore(start)
@@ -234,6 +246,7 @@ class TwinAgent:
         gpu = np.zeros((B, T))
         incumbent: np.ndarray | None = None
         policies = {name: self._policy(name, main) for name in fixed}
+        isolating = {name: self._policy(name, main) for name in iso}
         for t in range(T):
             w = main.routing_context
             sim = w.sim
@@ -242,7 +255,8 @@ class TwinAgent:
                 incumbent = w.default_split()
             cands = [policies[name](w, main.last_result) for name in fixed]
             cands.append(incumbent)
-            cands += self._perturb(main, incumbent, K - len(cands), rng)
+            cands += self._perturb(main, incumbent, self.k - len(cands), rng)
+            cands += [isolating[name](w, main.last_result) for name in iso]
             stack = np.stack(cands)  # (K, C, P)
             snap = main.snapshot()
             look.restore(snap, src)
@@ -293,9 +307,12 @@ class TwinAgent:
         forecaster state and is fitted on episodes as long as ``core``'s (as the ``predictive-*`` agents of
         ``evaluate`` are)."""
         from ainet_gym.agents.baselines import SWITCHED
+        from ainet_gym.routing.plans import EXTRA_PLANS
 
         if name in SWITCHED:
             return SWITCHED[name][0]
+        if name in EXTRA_PLANS:
+            return EXTRA_PLANS[name][0]
         if not name.startswith("predictive-"):
             return POLICIES[name]
         from ainet_gym.agents.predictive import PredictiveRouter

@@ -163,6 +163,27 @@ class EnvSnapshot:
 StepOutput = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
 
 
+def _choose_plans(action_mode: str, extra_plans: Sequence[str]) -> tuple[str | None, tuple[str, ...]]:
+    """(controls class, plans) of a ``choose`` mode with its ``extra_plans``; ``(None, ())`` for another mode.
+
+    Raises
+    ------
+    ValueError
+        If ``extra_plans`` is a string, or given with a mode that is not a ``choose`` mode, or
+        :func:`~ainet_gym.routing.plans.plans_of_mode` refuses them.
+    """
+    if isinstance(extra_plans, str):
+        raise ValueError(f"extra_plans = {extra_plans!r}: allowed: a list of plan names")
+    if action_mode in CHOOSE_MODES:
+        return plans_of_mode(action_mode, tuple(extra_plans))
+    if extra_plans:
+        raise ValueError(
+            f"extra_plans = {list(extra_plans)!r} with action_mode = {action_mode!r}: allowed: extra plans "
+            f"only in a choose mode ({', '.join(CHOOSE_MODES)})"
+        )
+    return None, ()
+
+
 def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[EnvSnapshot, StepOutput]:
     """One step as a function of (structure, state, action) -> (state, result), as gymnax's ``step_env``
     reads: ``core`` is the structure (the scenario compiled: fabric, paths, spaces, slot layout; its
@@ -208,6 +229,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         residual: str | None = None,
         residual_scale: float = RESIDUAL_SCALE,
         obs_features: Sequence[str] = (),
+        extra_plans: Sequence[str] = (),
     ) -> None:
         if isinstance(info_keys, str):
             raise ValueError(f"info_keys = {info_keys!r}: allowed: a list of {', '.join(INFO_KEYS)}")
@@ -220,10 +242,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self.batch = int(batch)
         self.action_mode = action_mode
         #: ``choose`` modes: the controls class of the plans and the plans (policy names), in action order
-        self.plan_class: str | None = None
-        self.plans: tuple[str, ...] = ()
-        if action_mode in CHOOSE_MODES:
-            self.plan_class, self.plans = plans_of_mode(action_mode)
+        self.plan_class, self.plans = _choose_plans(action_mode, extra_plans)
         self.history = int(history)
         self.observation_mode = observation
         self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
@@ -663,7 +682,9 @@ class FabricRoutingEnv(gym.Env):
       computes its split exactly as that baseline does, so always choosing ``k`` reproduces the
       baseline's rollout. ``info["plan_class"]`` names the class, ``info["plan"]`` the plan that ran.
     - ``"choose_bg"``: the same over the ``jobs+bg`` class (background routed too): 0 ``ecmp``,
-      1 ``spray+bg``, 2 ``wcmp+bg``, 3 ``greedy+bg``, 4 ``lp+bg``, 5 ``solo-lp+bg``.
+      1 ``spray+bg``, 2 ``wcmp+bg``, 3 ``greedy+bg``, 4 ``lp+bg``, 5 ``solo-lp+bg``; with ``extra_plans``
+      (e.g. ``("isolate0+bg", "isolate1+bg")``, :data:`ainet_gym.routing.plans.EXTRA_PLANS`) those plans
+      follow, 6 on, in the order given.
 
     Slots whose connection does not exist or has one path are masked: ``info["action_mask"]`` (S,)
     and :meth:`action_masks` (S * P,) for sb3-contrib's MaskablePPO. Their actions are ignored.
@@ -718,7 +739,8 @@ class FabricRoutingEnv(gym.Env):
     actions of 0 give the base routing exactly), ``residual_scale`` (default ``log 4``) and
     ``obs_features`` (optional observation blocks, none by default: ``("phase",)`` appends ``job_phase``,
     each job's position in its iteration read from the simulator's state, after ``episode_progress``;
-    the blocks before it keep their offsets).
+    the blocks before it keep their offsets) and ``extra_plans`` (``choose`` modes: plans appended to the
+    mode's own, see the action space).
 
     ## Vectorized environment
     :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` steps B copies with one batched engine call
@@ -744,11 +766,12 @@ class FabricRoutingEnv(gym.Env):
         residual: str | None = None,
         residual_scale: float = RESIDUAL_SCALE,
         obs_features: Sequence[str] = (),
+        extra_plans: Sequence[str] = (),
     ) -> None:
         check_render_mode(render_mode, self.metadata["render_modes"])
         self.core = EnvCore(
             scenario, 1, action_mode, history, observation, reward, episode_steps, backend, info_keys,
-            residual, residual_scale, obs_features,
+            residual, residual_scale, obs_features, extra_plans,
         )  # fmt: skip
         self.action_space = self.core.action_space
         self.observation_space = self.core.observation_space

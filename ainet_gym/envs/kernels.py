@@ -69,21 +69,18 @@ def _decode_rows(
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def decode_merge_range(
-    b_lo, b_hi, actions, ctrl, conns, npaths, default, fixed, ctrl_lo, fixed_lo, out, seg_cand, cand_gather,
-    seg_flow, seg_link, inst_seg, seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths,
-    rowsum, seg_excl, ex_lo, fe_lo, fe_hi, inst_flow, go,
+    b_lo, b_hi, actions, ctrl, conns, npaths, default, fixed, ctrl_lo, fixed_lo, out, table, go,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`decode_split` and the engine's merge of the split (:func:`ainet_gym.sim.kernels.merge_range`)
     for the instances ``b_lo:b_hi``, one call each over the range (the kernel of
     :meth:`ainet_gym.sim.engine.BatchSim.set_split_fused`). Instance ``b``'s controllable slots are
     ``ctrl_lo[b]:ctrl_lo[b + 1]`` of ``ctrl`` / ``conns`` / ``npaths``, its fixed connections
-    ``fixed_lo[b]:fixed_lo[b + 1]`` of ``fixed``; the merge arguments are those of the engine."""
+    ``fixed_lo[b]:fixed_lo[b + 1]`` of ``fixed``; ``table`` (the engine's compiled merge record) and ``go`` are
+    :func:`~ainet_gym.sim.kernels.merge_range`'s."""
     announce(go)
     _decode_rows(ctrl_lo[b_lo], ctrl_lo[b_hi], fixed_lo[b_lo], fixed_lo[b_hi], actions, ctrl, conns, npaths,
                  default, fixed, out, np.empty(actions.shape[1]))  # fmt: skip
-    merge_range(b_lo, b_hi, seg_cand, cand_gather, out.reshape(-1), seg_flow, seg_link, inst_seg, seg_coef,
-                e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum, seg_excl, ex_lo,
-                fe_lo, fe_hi, inst_flow, go)  # fmt: skip
+    merge_range(b_lo, b_hi, out.reshape(-1), table, go)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

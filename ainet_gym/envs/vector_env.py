@@ -53,6 +53,7 @@ class FabricRoutingVectorEnv(VectorEnv):
         residual: str | None = None,
         residual_scale: float = RESIDUAL_SCALE,
         obs_features: Sequence[str] = (),
+        extra_plans: Sequence[str] = (),
     ) -> None:
         check_render_mode(render_mode, self.metadata["render_modes"])
         if max_episode_steps is not None and (
@@ -64,7 +65,7 @@ class FabricRoutingVectorEnv(VectorEnv):
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.core = EnvCore(
             scenario, num_envs, action_mode, history, observation, reward, episode_steps, backend, info_keys,
-            residual, residual_scale, obs_features,
+            residual, residual_scale, obs_features, extra_plans,
         )  # fmt: skip
         self.num_envs = int(num_envs)
         self.single_action_space = self.core.action_space

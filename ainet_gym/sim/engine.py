@@ -31,13 +31,14 @@ import math
 import weakref
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import SPLIT_FLOWS_MODES, BackgroundSpec, CollectiveSpec, JobSpec
 from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim import records as _records
 from ainet_gym.sim.backends import BACKEND_ENV, BACKENDS, get_backend, resolve_backend
 from ainet_gym.sim.backends.base import Pending, Then
 from ainet_gym.sim.stack import UnitStack, stack_units
@@ -632,16 +633,19 @@ class EntryTable:
     rowsum_buf: np.ndarray  # (connections,) each connection's split row summed in path order (numba merge)
     inst_flow: np.ndarray  # (batch+1,) first flow of each instance
     ranges: list[tuple[int, int]]  # instance ranges the kernel threads take in turn
+    _merge_record: object = field(default=None, init=False, repr=False, compare=False)  # (numba merge)
 
     @property
     def n_seg(self) -> int:
         return int(self.seg_flow.shape[0])
 
-    def merge_extras(self) -> tuple:
-        """The arguments of :func:`ainet_gym.sim.kernels.merge_range` after ``ent_hi`` (the last one, ``go``,
-        the kernel threads' flags, :func:`ainet_gym.sim.kernels.go_flags`)."""
-        return (self.seg_row, self.inst_conn, self.conn_npaths, self.rowsum_buf, self.seg_excl, self.ex_lo,
-                self.fe_lo, self.fe_hi, self.inst_flow, _kernels.go_flags())  # fmt: skip
+    def merge_record(self) -> object:
+        """The compiled merge record of this table's arrays (:class:`~ainet_gym.sim.records.MergeTable`), the
+        argument of :func:`ainet_gym.sim.kernels.merge_range` after the split; built once (the arrays are
+        fixed until the next restack builds a new table; the merge writes its outputs in place)."""
+        if self._merge_record is None:
+            self._merge_record = _records.compiled_record("merge", _records.merge_table(self))
+        return self._merge_record
 
     @classmethod
     def build(
@@ -1086,9 +1090,8 @@ class BatchSim:
         float64), instance range by instance range, merging each instance's entries in the same pass (the
         numba backend; the result is that of :meth:`set_split` with the same split).
 
-        ``kernel(lo, hi, *args, out, seg_cand, cand_gather, seg_flow, seg_link, inst_seg, seg_coef, e_flow,
-        e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum, seg_excl, ex_lo, fe_lo, fe_hi,
-        inst_flow, go)`` must call :func:`ainet_gym.sim.crew.announce` on ``go`` first, write the rows of
+        ``kernel(lo, hi, *args, out, table, go)`` (``table``: the entry table's compiled merge record,
+        :meth:`EntryTable.merge_record`; ``go``: the kernel threads' flags) must call :func:`ainet_gym.sim.crew.announce` on ``go`` first, write the rows of
         ``out`` of the connections of the instances ``lo:hi`` and then call
         :func:`ainet_gym.sim.kernels.merge_range` on them (with ``out.reshape(-1)`` as the split); it must
         release the GIL (ranges run on the kernel threads).
@@ -1117,13 +1120,10 @@ class BatchSim:
         self.engine_state.split = out
         self._e_lperm = None
         self._entries = None
-        t = self.table
-        ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-        extras = t.merge_extras()
+        table, go = self.table.merge_record(), _kernels.go_flags()
 
         def args_of(lo: int, hi: int) -> tuple:
-            return (lo, hi, *args, out, t.seg_cand, t.cand_gather, t.seg_flow, t.seg_link, t.inst_seg,
-                    t.seg_coef, ef, el, ec, t.ent_hi, *extras)  # fmt: skip
+            return (lo, hi, *args, out, table, go)
 
         self._pending = (kernel, args_of)
         if not defer:

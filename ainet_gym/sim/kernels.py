@@ -308,10 +308,10 @@ def block_sum(x, lo, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_link, inst_seg,
-                seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row, inst_conn, conn_npaths, rowsum,
-                seg_excl, ex_lo, fe_lo, fe_hi, inst_flow, go):  # fmt: skip  # pragma: no cover
-    """Incidence entries of a split for the instances ``b_lo:b_hi``.
+def merge_range(b_lo, b_hi, split_flat, table, go):  # pragma: no cover - compiled
+    """Incidence entries of a split for the instances ``b_lo:b_hi``, written into the merge record ``table``
+    (:class:`~ainet_gym.sim.records.MergeTable`, compiled: the arrays of the engine's entry table, whose
+    fields are named below).
 
     The candidate (member, path, hop) coefficients ``split_flat[cand_gather[i]]`` of segment ``j`` (a
     merged (flow, link) pair) are ``i`` in ``seg_cand[j]:seg_cand[j + 1]``; their sum, from 0 in candidate
@@ -330,6 +330,12 @@ def merge_range(b_lo, b_hi, seg_cand, cand_gather, split_flat, seg_flow, seg_lin
     same additions in the same order. ``go``: the kernel threads' flags (:func:`go_flags`), announced first.
     """
     announce(go)
+    t = table
+    seg_cand, cand_gather, seg_flow, seg_link = t.seg_cand, t.cand_gather, t.seg_flow, t.seg_link
+    inst_seg, seg_coef, ent_hi, seg_row = t.inst_seg, t.seg_coef, t.ent_hi, t.seg_row
+    e_flow, e_link, e_coef, rowsum = t.e_flow, t.e_link, t.e_coef, t.rowsum
+    inst_conn, conn_npaths, seg_excl, inst_flow = t.inst_conn, t.conn_npaths, t.seg_excl, t.inst_flow
+    ex_lo, fe_lo, fe_hi = t.ex_lo, t.fe_lo, t.fe_hi
     P = split_flat.shape[0] // max(conn_npaths.shape[0], 1)  # the split's row length (max_paths)
     for b in range(b_lo, b_hi):
         for k in range(inst_conn[b], inst_conn[b + 1]):  # each connection's row, summed once
@@ -1590,21 +1596,26 @@ def _uf_find(uf, x):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _heap_place(hk, hf, pos, i, k, f):  # pragma: no cover - compiled
+    """Put flow ``f`` with key ``k`` in slot ``i`` of the indexed min-heap ``hk`` (keys) / ``hf`` (flows) /
+    ``pos`` (flow -> slot)."""
+    hk[i] = k
+    hf[i] = f
+    pos[f] = i
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _sift_up(hk, hf, pos, i):  # pragma: no cover - compiled
-    """Move item ``i`` of the indexed min-heap ``hk`` (keys) / ``hf`` (flows) / ``pos`` (flow -> slot) up."""
+    """Move item ``i`` of the indexed min-heap ``hk`` / ``hf`` / ``pos`` (:func:`_heap_place`) up."""
     k = hk[i]
     f = hf[i]
     while i > 0:
         p = (i - 1) >> 1
         if hk[p] <= k:
             break
-        hk[i] = hk[p]
-        hf[i] = hf[p]
-        pos[hf[i]] = i
+        _heap_place(hk, hf, pos, i, hk[p], hf[p])
         i = p
-    hk[i] = k
-    hf[i] = f
-    pos[f] = i
+    _heap_place(hk, hf, pos, i, k, f)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1620,13 +1631,9 @@ def _sift_down(hk, hf, pos, n, i):  # pragma: no cover - compiled
             c += 1
         if hk[c] >= k:
             break
-        hk[i] = hk[c]
-        hf[i] = hf[c]
-        pos[hf[i]] = i
+        _heap_place(hk, hf, pos, i, hk[c], hf[c])
         i = c
-    hk[i] = k
-    hf[i] = f
-    pos[f] = i
+    _heap_place(hk, hf, pos, i, k, f)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1640,9 +1647,7 @@ def _heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
         n -= 1
         pos[f] = -1
         if i < n:
-            hk[i] = hk[n]
-            hf[i] = hf[n]
-            pos[hf[i]] = i
+            _heap_place(hk, hf, pos, i, hk[n], hf[n])  # the last item into the freed slot
             if i > 0 and hk[(i - 1) >> 1] > hk[i]:
                 _sift_up(hk, hf, pos, i)
             else:

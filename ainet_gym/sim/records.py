@@ -13,6 +13,9 @@ grouped by concern:
 - :class:`IntervalOutputs`: the per-unit and per-link figures of one interval
   (:class:`~ainet_gym.sim.engine.IntervalMetrics`' arrays), which the kernels zero and fill.
 
+The merge of a split (:func:`~ainet_gym.sim.kernels.merge_range`, the env's fused decode-and-merge kernel)
+takes one more, :class:`MergeTable`: the arrays of the engine's entry table, built once per table.
+
 The field names are defined once, here (the NamedTuples below, and :class:`SimState`'s fields); the
 compiled records (numba ``structref`` types of the same fields, :func:`compiled_record`) are built from them.
 Why records that are compiled objects rather than tuples: the call cost. A compiled call unboxes every array
@@ -33,18 +36,21 @@ import numpy as np
 from ainet_gym.sim.state import SimState
 
 if TYPE_CHECKING:
-    from ainet_gym.sim.engine import BatchSim
+    from ainet_gym.sim.engine import BatchSim, EntryTable
 
 __all__ = [
     "HAVE_STRUCTREF",
+    "MERGE_FIELDS",
     "OUTPUTS_FIELDS",
     "STATE_FIELDS",
     "STRUCTURE_FIELDS",
     "IntervalOutputs",
     "IntervalState",
     "IntervalStructure",
+    "MergeTable",
     "compiled_record",
     "interval_records",
+    "merge_table",
     "outputs_record",
     "positional",
 ]
@@ -110,6 +116,35 @@ class IntervalOutputs(NamedTuple):
 OUTPUTS_FIELDS: tuple[str, ...] = tuple(IntervalOutputs.__annotations__)
 
 
+class MergeTable(NamedTuple):
+    """What the merge of a split (:func:`~ainet_gym.sim.kernels.merge_range`) reads and writes: the arrays of
+    an :class:`~ainet_gym.sim.engine.EntryTable`, fixed between two restacks (the outputs rewritten in place)."""
+
+    seg_cand: np.ndarray  # (segments+1,) int64 first candidate of each segment
+    cand_gather: np.ndarray  # (candidates,) int64 index into the flat split of each candidate, segment order
+    seg_flow: np.ndarray  # (segments,) int64 flow of each segment, sorted
+    seg_link: np.ndarray  # (segments,) int64 its global link
+    inst_seg: np.ndarray  # (batch+1,) int64 first segment of each instance
+    seg_coef: np.ndarray  # (segments,) float64 written: each segment's coefficient under the split
+    e_flow: np.ndarray  # (segments,) int64 written: the nonzero entries, compacted per instance
+    e_link: np.ndarray  # (segments,) int64 written: their links
+    e_coef: np.ndarray  # (segments,) float64 written: their coefficients
+    ent_hi: np.ndarray  # (batch,) int64 written: one past each instance's last entry on a shared link
+    seg_row: np.ndarray  # (segments,) int64 connection whose whole row the segment sums (-1: none)
+    inst_conn: np.ndarray  # (batch+1,) int64 first connection of each instance
+    conn_npaths: np.ndarray  # (connections,) int64 candidate paths of each connection
+    rowsum: np.ndarray  # (connections,) float64 written: each connection's split row summed in path order
+    seg_excl: np.ndarray  # (segments,) bool: the segment's link is exclusive to its flow in its instance
+    ex_lo: np.ndarray  # (batch,) int64 written: each instance's first exclusive entry
+    fe_lo: np.ndarray  # (flows,) int64 written: first shared entry of each flow
+    fe_hi: np.ndarray  # (flows,) int64 written: one past its last
+    inst_flow: np.ndarray  # (batch+1,) int64 first flow of each instance
+
+
+#: the fields of the merge record, in order
+MERGE_FIELDS: tuple[str, ...] = tuple(MergeTable.__annotations__)
+
+
 try:  # the compiled records (numba is a core dependency; without it only the numpy backend runs)
     from numba.core import types as _types
     from numba.experimental import structref as _structref
@@ -120,29 +155,27 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 
 if HAVE_STRUCTREF:
 
-    def _unliteral(fields: Any) -> tuple:
-        return tuple((n, _types.unliteral(t)) for n, t in fields)
+    class _RecordType(_types.StructRef):
+        """A record's numba type: its fields typed without literal values (one type however it was built)."""
+
+        def preprocess_fields(self, fields: Any) -> tuple:
+            return tuple((n, _types.unliteral(t)) for n, t in fields)
 
     @_structref.register
-    class StructureType(_types.StructRef):
+    class StructureType(_RecordType):
         """The numba type of a compiled :class:`IntervalStructure`."""
 
-        def preprocess_fields(self, fields: Any) -> tuple:
-            return _unliteral(fields)
-
     @_structref.register
-    class StateType(_types.StructRef):
+    class StateType(_RecordType):
         """The numba type of a compiled state record (:data:`STATE_FIELDS`)."""
 
-        def preprocess_fields(self, fields: Any) -> tuple:
-            return _unliteral(fields)
-
     @_structref.register
-    class OutputsType(_types.StructRef):
+    class OutputsType(_RecordType):
         """The numba type of a compiled :class:`IntervalOutputs`."""
 
-        def preprocess_fields(self, fields: Any) -> tuple:
-            return _unliteral(fields)
+    @_structref.register
+    class MergeType(_RecordType):
+        """The numba type of a compiled :class:`MergeTable`."""
 
     class StructureRecord(_structref.StructRefProxy):
         """A compiled :class:`IntervalStructure` (its fields readable from Python, slowly)."""
@@ -153,9 +186,13 @@ if HAVE_STRUCTREF:
     class OutputsRecord(_structref.StructRefProxy):
         """A compiled :class:`IntervalOutputs`."""
 
+    class MergeRecord(_structref.StructRefProxy):
+        """A compiled :class:`MergeTable`."""
+
     _structref.define_proxy(StructureRecord, StructureType, list(STRUCTURE_FIELDS))
     _structref.define_proxy(StateRecord, StateType, list(STATE_FIELDS))
     _structref.define_proxy(OutputsRecord, OutputsType, list(OUTPUTS_FIELDS))
+    _structref.define_proxy(MergeRecord, MergeType, list(MERGE_FIELDS))
 
     from ainet_gym.sim.kernels import njit
 
@@ -191,16 +228,27 @@ if HAVE_STRUCTREF:
     def _new_outputs(iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled):  # pragma: no cover
         return OutputsRecord(iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled)
 
-    _NEW = {"structure": _new_structure, "state": _new_state, "outputs": _new_outputs}
+    @njit(cache=True)
+    def _new_merge(
+        seg_cand, cand_gather, seg_flow, seg_link, inst_seg, seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row,
+        inst_conn, conn_npaths, rowsum, seg_excl, ex_lo, fe_lo, fe_hi, inst_flow,
+    ):  # fmt: skip  # pragma: no cover - compiled
+        return MergeRecord(
+            seg_cand, cand_gather, seg_flow, seg_link, inst_seg, seg_coef, e_flow, e_link, e_coef, ent_hi, seg_row,
+            inst_conn, conn_npaths, rowsum, seg_excl, ex_lo, fe_lo, fe_hi, inst_flow,
+        )  # fmt: skip
+
+    _NEW = {"structure": _new_structure, "state": _new_state, "outputs": _new_outputs, "merge": _new_merge}
     _FIELDS = {
         "structure": STRUCTURE_FIELDS,
         "state": STATE_FIELDS,
         "outputs": OUTPUTS_FIELDS,
+        "merge": MERGE_FIELDS,
     }
 
 
 def compiled_record(kind: str, values: dict[str, np.ndarray] | tuple) -> object:
-    """The compiled record ``kind`` (``"structure"``, ``"state"`` or ``"outputs"``) of ``values``: a
+    """The compiled record ``kind`` (``"structure"``, ``"state"``, ``"outputs"`` or ``"merge"``) of ``values``: a
     NamedTuple of this module (or any tuple in its field order) or a dict by field name."""
     if not HAVE_STRUCTREF:  # pragma: no cover
         raise RuntimeError("compiled records need numba")
@@ -266,3 +314,15 @@ def interval_records(sim: BatchSim) -> tuple[IntervalStructure, IntervalState]:
     es = sim.engine_state
     cap = np.ascontiguousarray(es.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
     return structure, IntervalState(es.flow_reset, cap, *sim.state.arrays())
+
+
+def merge_table(table: EntryTable) -> MergeTable:
+    """The merge record of ``table``: its own arrays (the merge writes the entry buffers, ``seg_coef``,
+    ``ent_hi``, ``ex_lo``, ``fe_lo``, ``fe_hi`` and ``rowsum_buf`` in place)."""
+    t = table
+    return MergeTable(
+        seg_cand=t.seg_cand, cand_gather=t.cand_gather, seg_flow=t.seg_flow, seg_link=t.seg_link,
+        inst_seg=t.inst_seg, seg_coef=t.seg_coef, e_flow=t.e_flow_buf, e_link=t.e_link_buf, e_coef=t.e_coef_buf,
+        ent_hi=t.ent_hi, seg_row=t.seg_row, inst_conn=t.inst_conn, conn_npaths=t.conn_npaths, rowsum=t.rowsum_buf,
+        seg_excl=t.seg_excl, ex_lo=t.ex_lo, fe_lo=t.fe_lo, fe_hi=t.fe_hi, inst_flow=t.inst_flow,
+    )  # fmt: skip

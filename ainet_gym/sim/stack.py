@@ -86,6 +86,18 @@ class UnitStack:
     inst_phase: np.ndarray  # (batch+1,) int64 phases of each instance
 
 
+def _optional_ids(flat: list, attr: str, counts: np.ndarray, fill: int) -> np.ndarray:
+    """The units' optional int64 arrays ``attr`` (``counts[i]`` items for unit ``i``) concatenated, ``fill``
+    for each unit without one: one array of ``fill`` when no unit has any (the shipped scenarios' common case,
+    built without an array per unit)."""
+    arrs = [getattr(u, attr) for u in flat]
+    if all(a is None for a in arrs):
+        return np.full(int(counts.sum()), fill, dtype=np.int64)
+    return np.concatenate(
+        [np.full(n, fill) if a is None else a for a, n in zip(arrs, counts, strict=True)]
+    ).astype(np.int64)
+
+
 def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
     """Stack the compiled units of each instance (``units[b]``, a list of CompiledUnit) on ``fabric``.
 
@@ -127,18 +139,19 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
         else np.zeros(0, dtype=np.int64)
     )
     job = np.flatnonzero(~flow_bg)
-    parent = [u.flow_parent if u.flow_parent is not None else np.full(n, -1) for u, n in zip(flat, n_fl)]
-    flow_parent = np.concatenate(parent).astype(np.int64) if parent else np.zeros(0, dtype=np.int64)
-    flow_parent = np.where(flow_parent >= 0, flow_parent + flow_off[flow_unit], -1) if U else flow_parent
-    part = [u.flow_part_of if u.flow_part_of is not None else np.full(n, -1) for u, n in zip(flat, n_fl)]
-    flow_part_of = np.concatenate(part).astype(np.int64) if part else np.zeros(0, dtype=np.int64)
-    flow_part_of = np.where(flow_part_of >= 0, flow_part_of + flow_off[flow_unit], -1) if U else flow_part_of
     flow_bytes = cat("flow_bytes")
-    flow_scale = np.where(flow_parent >= 0, flow_bytes[np.maximum(flow_parent, 0)], flow_bytes)
-    flow_scale = np.where(flow_part_of >= 0, flow_bytes[np.maximum(flow_part_of, 0)], flow_scale)
-    mpath = [
-        u.member_path if u.member_path is not None else np.full(u.member_flow.shape[0], -1) for u in flat
-    ]
+    flow_scale = flow_bytes.copy()
+    # the flow a carry flow (routing.reroute new_transfers) or a part flow (split_flows independent) takes
+    # its bytes from, as a global flow id (-1: none); its remainder rounds against that flow's bytes
+    flow_parent, flow_part_of = (
+        _optional_ids(flat, name, n_fl, -1) for name in ("flow_parent", "flow_part_of")
+    )
+    for of in (flow_parent, flow_part_of):
+        has = of >= 0
+        if has.any():
+            of[has] += flow_off[flow_unit[has]]
+            of[~has] = -1
+            flow_scale[has] = flow_bytes[of[has]]
     n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
     mem_unit = np.repeat(np.arange(U), n_mem)
     conn_unit = np.repeat(np.arange(U), n_cn)
@@ -180,13 +193,7 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
         phase_edge_src=np.repeat(np.arange(n_gph), np.diff(phase_succ_off)),
         phase_flow_lo=phase_flow_lo,
         phase_flow_n=phase_flow_n,
-        phase_segments=np.concatenate(
-            [
-                u.phase_segments if u.phase_segments is not None else np.ones(n, dtype=np.int64)
-                for u, n in zip(flat, n_ph)
-            ]
-            or [np.zeros(0, dtype=np.int64)]
-        ).astype(np.int64),
+        phase_segments=_optional_ids(flat, "phase_segments", n_ph, 1),
         flow_unit=flow_unit,
         flow_inst=flow_inst,
         flow_phase=flow_phase,
@@ -200,7 +207,7 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
         job_flows=job,
         member_flow=cat("member_flow", np.int64) + (flow_off[mem_unit] if U else 0),
         member_conn=cat("member_conn", np.int64) + (conn_off[mem_unit] if U else 0),
-        member_path=np.concatenate(mpath).astype(np.int64) if mpath else np.zeros(0, dtype=np.int64),
+        member_path=_optional_ids(flat, "member_path", n_mem, -1),
         conn_unit=conn_unit,
         conn_key=cat("conn_key", np.int64),
         conn_src=cat("conn_src", np.int64),

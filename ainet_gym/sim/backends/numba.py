@@ -41,14 +41,11 @@ class NumbaBackend:
     ) -> tuple[tuple[np.ndarray, ...] | None, Pending | None]:
         """Deferred: each instance merged on its kernel thread (:func:`ainet_gym.sim.kernels.merge_range`)
         when the entries are next needed."""
-        t = table
         flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
-        ef, el, ec = t.e_flow_buf, t.e_link_buf, t.e_coef_buf
-        extras = t.merge_extras()
+        record, go = table.merge_record(), _kernels.go_flags()
 
         def args_of(lo: int, hi: int) -> tuple:
-            return (lo, hi, t.seg_cand, t.cand_gather, flat, t.seg_flow, t.seg_link, t.inst_seg, t.seg_coef,
-                    ef, el, ec, t.ent_hi, *extras)  # fmt: skip
+            return (lo, hi, flat, record, go)
 
         return None, (_kernels.merge_range, args_of)
 
