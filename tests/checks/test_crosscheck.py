@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -352,6 +353,65 @@ def test_the_3to1_bundle_copy_keeps_the_originals_shape() -> None:
         assert jc.compute_ms == pytest.approx(jo.compute_ms / 4)
         assert jc.start_jitter_ms == pytest.approx(jo.start_jitter_ms / 4)
         assert comm_ms(copy, jc) == pytest.approx(comm_ms(orig, jo) / 4, rel=1e-3)
+
+
+def test_a_knn_student_of_the_copy_is_replayed_and_a_foreign_one_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # `crosscheck COPY --policy knn:PATH` (docs/fidelity-learning.md, issue-27y): a k-NN labelled and fitted on
+    # the 64-GPU copy (a YAML path, not a shipped name) reaches the ns-3 side with the student's splits in
+    # every interval; the shipped student of the 128-GPU original is refused, naming both scenarios. ns-3 is
+    # not imported (its import and run are replaced), so this runs without the extra
+    import ainet_gym.checks.crosscheck.compare as compare
+    from ainet_gym.agents.imitate import fit_knn, lookahead_labels
+    from ainet_gym.agents.registry import make_agent
+    from ainet_gym.checks.crosscheck.compare import resolve_scenario
+    from ainet_gym.envs.env import EnvCore
+
+    path = resolve_scenario("xc-spine-leaf-3to1-bundle-jitter-64")
+    labels = lookahead_labels(path, [9_000_000, 9_000_001], objective="tail")
+    knn = fit_knn(labels, tmp_path / "knn.npz", k=3, vote="value", value_weight=10.0, scenario=path)
+
+    class Reached(Exception):
+        pass
+
+    seen = {}
+
+    def fake_ns3(run: object, cfg: object) -> None:
+        seen["run"] = run
+        raise Reached
+
+    monkeypatch.setattr(compare, "import_ns", lambda: None)
+    monkeypatch.setattr(compare, "run_ns3", fake_ns3)
+    with pytest.raises(Reached):
+        crosscheck(
+            path, policy=f"knn:{knn}", seed=1, config=CrosscheckConfig(fluid_repeats=0, max_ns3_bytes=30e9)
+        )
+    run = seen["run"]
+    assert len(run.splits) == 16 and (run.iterations > 0).all()
+    # the splits replayed are the student's: its plans played through the env's own action path (step, not
+    # step_split) on the replay's scenario complete the same iterations
+    agent = make_agent(f"knn:{knn}")
+    sc = load_scenario(path)
+    sc = replace(sc, fabric=replace(sc.fabric, link_efficiency=TCP_HEADER_EFFICIENCY))
+    core = EnvCore(sc, batch=1, episode_steps=16, **agent.env_kwargs)
+    obs, _ = core.reset([1])
+    agent.check(core)
+    agent.reset(core)
+    done = 0
+    for split in run.splits:
+        action = agent.act(core, obs)
+        assert np.array_equal(core.decode(core.validate(action)), split)
+        obs, *_ = core.step(action)
+        done += int(core.last_result.iterations[0].sum())
+    assert done == int(run.iterations.sum())
+    shipped = ROOT / "ainet_gym" / "pretrained" / "spine-leaf-3to1-bundle-jitter.npz"
+    with pytest.raises(
+        ValueError,
+        match=r"labelled on scenario 'spine-leaf-3to1-bundle-jitter', evaluated on "
+        r"'xc-spine-leaf-3to1-bundle-jitter-64'",
+    ):
+        crosscheck(path, policy=f"knn:{shipped}", seed=1)
 
 
 # ------------------------------------------------------------------------------------------- ns-3
