@@ -473,7 +473,7 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
 @pytest.mark.parametrize(
     ("scenario", "vote"),
     [
-        ("spine-leaf-2to1-jitter", "label"),
+        ("spine-leaf-2to1-jitter", "value"),
         ("spine-leaf-3to1-bundle-jitter", "value"),
         ("spine-leaf-4to1-200g-jitter", "value"),
         ("spine-leaf-4to1-jitter", "value"),
