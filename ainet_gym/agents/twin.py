@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
-from ainet_gym.routing.policies import POLICIES
+from ainet_gym.routing.policies import ISOLATE_PLANS
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -229,7 +229,7 @@ class TwinAgent:
         connections, and the plan's mean GPU utilisation per instance."""
         B, T, H = core.batch, core.episode_steps, self.h
         slots = core.routing_context.job_unit.shape[1]
-        iso = [f"isolate{j}+bg" for j in range(min(slots, 8))] if self.isolate else []  # ISOLATE_PLANS: 0-7
+        iso = list(ISOLATE_PLANS)[:slots] if self.isolate else []  # one per job slot (isolate0+bg, ...)
         K = self.k + len(iso)
         main = self._core(core, B)
         look = self._core(core, B * K)
@@ -302,19 +302,18 @@ class TwinAgent:
         return split
 
     def _policy(self, name: str, core: EnvCore) -> Any:
-        """The engine-level policy ``name`` for ``core``: the routers of :data:`POLICIES` and the switching
-        baselines (:data:`ainet_gym.agents.baselines.SWITCHED`), except that a predictive router gets its own
+        """The engine-level policy ``name`` for ``core``: the routers (``POLICIES``) and the extra plans
+        (:func:`ainet_gym.routing.plans.plan_policy`), the switching baselines
+        (:data:`ainet_gym.agents.baselines.SWITCHED`), except that a predictive router gets its own
         forecaster state and is fitted on episodes as long as ``core``'s (as the ``predictive-*`` agents of
         ``evaluate`` are)."""
         from ainet_gym.agents.baselines import SWITCHED
-        from ainet_gym.routing.plans import EXTRA_PLANS
+        from ainet_gym.routing.plans import plan_policy
 
         if name in SWITCHED:
             return SWITCHED[name][0]
-        if name in EXTRA_PLANS:
-            return EXTRA_PLANS[name][0]
         if not name.startswith("predictive-"):
-            return POLICIES[name]
+            return plan_policy(name)  # a router of POLICIES or an extra plan (isolate{j}+bg)
         from ainet_gym.agents.predictive import PredictiveRouter
 
         router = PredictiveRouter.of_core(

@@ -78,8 +78,8 @@ def plans_of_mode(mode: str, extra_plans: tuple[str, ...] | list[str] = ()) -> t
     check_choice("action_mode", mode, CHOOSE_MODES, problem="not a choose mode")
     cls = CHOOSE_MODES[mode]
     extra = tuple(extra_plans)
+    ok = [n for n, (_, c) in EXTRA_PLANS.items() if c == cls]
     for name in extra:
-        ok = [n for n, (_, c) in EXTRA_PLANS.items() if c == cls]
         check_choice(
             f"extra plan of action_mode {mode!r}", name, ok, problem="not an extra plan of its class"
         )
