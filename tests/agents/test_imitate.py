@@ -672,3 +672,26 @@ def test_knn_of_labels_made_on_a_yaml_scenario_takes_it_with_scenario(
     cli = load_knn(tmp_path / "k.npz")
     api = load_knn(fit_knn(dict(np.load(labels)), tmp_path / "api.npz", k=1, scenario=sc))
     assert np.array_equal(cli["x"], api["x"]) and np.array_equal(cli["y"], api["y"])
+
+
+def test_knn_command_tail_cap_fits_the_values_the_api_fits(tmp_path: Path) -> None:
+    """``knn --vote value --tail-cap C --tail-penalty V`` writes the ``q`` of :func:`fit_knn` with the same cap and
+    penalty (labels of a real lookahead, so their ``tail`` and base plan are the lookahead's)."""
+    import yaml
+
+    from ainet_gym.agents.imitate import fit_knn, load_knn, main
+
+    sc = _small()
+    path = tmp_path / "copy.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    labels = tmp_path / "lab.npz"
+    assert main(["label", str(path), "--seeds", "3-4", "--h", "2", "--out", str(labels)]) == 0
+    args = ["knn", str(labels), "--k", "2", "--scenario", str(path), "--vote", "value", "--value-weight", "0"]
+    assert main([*args, "--tail-cap", "1.01", "--tail-penalty", "30", "--out", str(tmp_path / "c.npz")]) == 0
+    lab = dict(np.load(labels))
+    api = fit_knn(lab, tmp_path / "a.npz", k=2, scenario=sc, vote="value", value_weight=0.0, tail_cap=1.01,
+                  tail_penalty=30.0)  # fmt: skip
+    np.testing.assert_array_equal(load_knn(tmp_path / "c.npz")["q"], load_knn(api)["q"])
+    assert (
+        main([*args[:-4], "--tail-cap", "1.01", "--out", str(tmp_path / "l.npz")]) == 2
+    )  # label vote: refused
