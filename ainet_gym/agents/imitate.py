@@ -661,7 +661,8 @@ def fit_knn(
         included: give ``value_weight``), or ``margin`` is given with the label vote, is negative, nan or
         infinite, or ``fallback`` is not one of the labels' plans, or ``vote_plans`` is given with the label
         vote, is empty, repeats a plan or names one that is not a plan of the labels, or ``cooldown`` is not
-        an integer >= 0, or ``tail_cap`` is given with the label vote or is refused by :func:`knn_values`.
+        an integer >= 0, or ``tail_cap`` or ``tail_penalty`` is given with the label vote or refused by
+        :func:`knn_values`.
     """
     from ainet_gym.envs.env import EnvCore
 
@@ -675,9 +676,10 @@ def fit_knn(
     )  # fmt: skip
     sl = knn_columns(core.obs_layout, block)
     check_choice("vote", vote, KNN_VOTES)
-    if tail_cap is not None and vote != "value":
+    if (tail_cap is not None or tail_penalty != 0) and vote != "value":
         raise ValueError(
-            f"tail_cap = {tail_cap!r} with vote = {vote!r}: allowed: a tail cap with vote = 'value'"
+            f"tail_cap = {tail_cap!r}, tail_penalty = {tail_penalty!r} with vote = {vote!r}: allowed: a tail cap "
+            "and penalty with vote = 'value'"
         )
     extra = {} if vote == "label" else {"q": knn_values(labels, value_weight, tail_cap, tail_penalty)}
     extra.update(_vote_options(labels, vote, margin, fallback, vote_plans, cooldown))
@@ -723,8 +725,9 @@ def knn_values(
     ------
     ValueError
         If the weight is negative, nan or infinite, or the labels carry no ``scores`` / ``excess``; or
-        ``tail_cap`` is not finite and positive, ``tail_penalty`` is negative or not finite, or the labels
-        carry no ``tail`` or their base plan is not one of their plans.
+        ``tail_cap`` is not finite and positive, ``tail_penalty`` is negative or not finite, only one of them
+        is given (a cap needs a penalty > 0 and a penalty a cap), or the labels carry no ``tail`` or their
+        base plan is not one of their plans.
     """
     meta = [str(v) for v in labels["meta"]]
     if weight is None:
@@ -739,6 +742,11 @@ def knn_values(
     v = np.asarray(labels["scores"], dtype=np.float64) - weight * np.asarray(
         labels["excess"], dtype=np.float64
     )
+    if (tail_cap is None) != (tail_penalty == 0):  # one without the other would do nothing, silently
+        raise ValueError(
+            f"tail_cap = {tail_cap!r}, tail_penalty = {tail_penalty!r}: allowed: both (a cap and a penalty "
+            "> 0) or neither"
+        )
     if tail_cap is not None:
         v = v - tail_penalty * _tail_over_cap(labels, meta, tail_cap, tail_penalty)
     return (v - v.max(axis=1, keepdims=True)).astype(np.float32)

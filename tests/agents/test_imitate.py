@@ -215,14 +215,18 @@ def test_knn_values_tail_cap_penalises_the_tail_above_the_cap_and_the_base_by_ha
     plans = np.array(["ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg"])
     lab = {"scores": scores, "excess": np.zeros_like(scores), "tail": tail, "meta": meta, "plans": plans}
     off = knn_values(lab)
-    np.testing.assert_array_equal(off, knn_values(lab, None, None, 100.0))  # no cap: unchanged (default off)
+    np.testing.assert_array_equal(off, knn_values(lab, None, None, 0.0))  # no cap: unchanged (default off)
+    for half in ({"tail_penalty": 100.0}, {"tail_cap": 1.7}):  # one without the other would do nothing
+        with pytest.raises(ValueError, match="allowed: both"):
+            knn_values(lab, **half)
     v = knn_values(lab, tail_cap=1.7, tail_penalty=10.0)
     # row 1: reference max(1.7, 1.5) = 1.7: plan 0 loses 10 * 0.3 = 3, plan 2 10 * 0.2 = 2 -> -3, 1, 0, and
     # plans 3-5 0 (tail 0), minus the row's maximum 1; row 2: reference the base's 1.8: plan 2 loses
     # 10 * 0.1 = 1 -> 0, 1, 1, 0 (minus 1); row 3: every tail below the cap: unchanged (minus 2)
     np.testing.assert_allclose(v[:, :3], [[-4.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [-2.0, -1.0, 0.0]], atol=1e-6)
     np.testing.assert_allclose(v[:, 3:], [[-1.0] * 3, [-1.0] * 3, [-2.0] * 3], atol=1e-6)
-    for bad in ({"tail_cap": 0.0}, {"tail_cap": float("inf")}, {"tail_cap": 1.7, "tail_penalty": -1.0}):
+    for bad in ({"tail_cap": 0.0, "tail_penalty": 1.0}, {"tail_cap": float("inf"), "tail_penalty": 1.0},
+                {"tail_cap": 1.7, "tail_penalty": -1.0}):  # fmt: skip
         with pytest.raises(ValueError, match="tail_"):
             knn_values(lab, **bad)
     with pytest.raises(ValueError, match="no 'tail'"):
@@ -237,7 +241,7 @@ def test_knn_values_tail_cap_penalises_the_tail_above_the_cap_and_the_base_by_ha
         labels, tmp_path / "c.npz", k=3, scenario=sc, vote="value", tail_cap=1.7, tail_penalty=10.0
     )
     np.testing.assert_allclose(load_knn(path)["q"], v, atol=1e-6)
-    with pytest.raises(ValueError, match="tail_cap = 1\\.7 with vote = 'label'"):
+    with pytest.raises(ValueError, match="tail_cap = 1\\.7, tail_penalty = 10\\.0 with vote = 'label'"):
         fit_knn(labels, tmp_path / "l.npz", k=3, scenario=sc, tail_cap=1.7, tail_penalty=10.0)
 
 
@@ -695,3 +699,6 @@ def test_knn_command_tail_cap_fits_the_values_the_api_fits(tmp_path: Path) -> No
     assert (
         main([*args[:-4], "--tail-cap", "1.01", "--out", str(tmp_path / "l.npz")]) == 2
     )  # label vote: refused
+    assert (
+        main([*args, "--tail-cap", "1.01", "--out", str(tmp_path / "h.npz")]) == 2
+    )  # a cap without a penalty
