@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 from ainet_gym.agents.evaluate import EvalConfig, evaluate, markdown_table, report_header
 from ainet_gym.agents.outputs import (
@@ -34,7 +35,7 @@ from ainet_gym.agents.outputs import (
     model_path,
     scenario_files,
 )
-from ainet_gym.agents.train import TrainConfig, format_final, run_name, train
+from ainet_gym.agents.train import TrainConfig, TrainResult, format_final, run_name, train
 
 __all__ = [
     "DEMO_ACTION_MODE",
@@ -109,22 +110,56 @@ def comparison(result: dict, learned: str = "ppo", name: str | None = None) -> s
     return "\n".join(lines)
 
 
+def _demo_out(args: argparse.Namespace, seed: int, overwrite: bool) -> tuple[Path, Path]:
+    """The demo's output folder and model file: ``--out X.zip`` the model file with the results and logs in
+    ``X/`` beside it, ``--out DIR`` a folder (both checked before training), none a fresh run folder."""
+    if getattr(args, "out", None) is None:  # the default: a fresh run folder per run
+        stem = Path(str(args.scenario)).name.removesuffix(".yaml").removesuffix(".yml")
+        out = fresh_dir(DEFAULT_OUT, run_name(stem, "ppo", seed), create=False)
+        return out, out / MODEL_FILE
+    given = Path(args.out)
+    out, model = (given.with_suffix(""), given) if given.suffix == ".zip" else (given, model_path(given))
+    inputs = scenario_files(args.scenario)
+    check_out_dir(out, overwrite, read=inputs)
+    check_model_out(model, overwrite, inputs=inputs)
+    return out, model
+
+
+def _print_results(result: dict[str, Any], res: TrainResult, logdir: Path) -> None:
+    """The evaluation's comparison, header and table, PPO against static ECMP and the LP of its class, and
+    where the files, the model and the training curves are."""
+    print()
+    print(comparison(result, learned=f"ppo:{res.model_path}", name="ppo"))
+    print()
+    print(report_header(result))
+    print()
+    print(markdown_table(result))
+    print()
+    p = result["policies"]
+    ppo, ecmp = p[f"ppo:{res.model_path}"], p["ecmp"]
+    lp_name = ppo["lp_reference"] or "lp"
+    lp = p[lp_name]
+    m = ppo["gpu_utilization_vs_ecmp"]
+    ci = m["ci95"] or [m["mean"], m["mean"]]
+    print(
+        f"PPO ({ppo['controls']}) vs static ECMP: GPU utilisation {ppo['gpu_utilization']['mean']:.3f} vs "
+        f"{ecmp['gpu_utilization']['mean']:.3f} ({m['mean']:+.3f}, 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]); "
+        f"the LP of its class, {lp_name}: {lp['gpu_utilization']['mean']:.3f} "
+        f"(PPO gap to it {100 * ppo['gap_to_lp']:+.1f}%)"
+    )
+    f = result["files"]
+    print(f"table: {f['table']}   CSV: {f['csv']}   JSON: {f['json']}")
+    print(f"figure: {f['figure']}")
+    print(f"model: {res.model_path}")
+    print(f"training curves: tensorboard --logdir {logdir}   (run {res.run_name})")
+
+
 def demo_main(args: argparse.Namespace) -> int:
     """Entry point of ``ainet-gym demo`` (``--scenario``, ``--timesteps``, ``--out``, ``--quick``)."""
     t0 = time.time()
     overwrite = bool(getattr(args, "overwrite", False))
     seed = int(getattr(args, "seed", 0))
-    if getattr(args, "out", None) is None:  # the default: a fresh run folder per run
-        stem = Path(str(args.scenario)).name.removesuffix(".yaml").removesuffix(".yml")
-        out = fresh_dir(DEFAULT_OUT, run_name(stem, "ppo", seed), create=False)
-        model = out / MODEL_FILE
-    else:
-        given = Path(args.out)
-        # --out X.zip: the model file, with the results and logs in X/ beside it; else a directory
-        out, model = (given.with_suffix(""), given) if given.suffix == ".zip" else (given, model_path(given))
-        inputs = scenario_files(args.scenario)
-        check_out_dir(out, overwrite, read=inputs)
-        check_model_out(model, overwrite, inputs=inputs)
+    out, model = _demo_out(args, seed, overwrite)
     quick = bool(getattr(args, "quick", False))
     timesteps = args.timesteps or (QUICK_TIMESTEPS if quick else DEMO_TIMESTEPS)
     seeds = QUICK_SEEDS if quick else DEMO_SEEDS
@@ -162,29 +197,6 @@ def demo_main(args: argparse.Namespace) -> int:
             overwrite=True,  # out was checked above; it now holds the model just trained
         )
     )
-    print()
-    print(comparison(result, learned=f"ppo:{res.model_path}", name="ppo"))
-    print()
-    print(report_header(result))
-    print()
-    print(markdown_table(result))
-    print()
-    p = result["policies"]
-    ppo, ecmp = p[f"ppo:{res.model_path}"], p["ecmp"]
-    lp_name = ppo["lp_reference"] or "lp"
-    lp = p[lp_name]
-    m = ppo["gpu_utilization_vs_ecmp"]
-    ci = m["ci95"] or [m["mean"], m["mean"]]
-    print(
-        f"PPO ({ppo['controls']}) vs static ECMP: GPU utilisation {ppo['gpu_utilization']['mean']:.3f} vs "
-        f"{ecmp['gpu_utilization']['mean']:.3f} ({m['mean']:+.3f}, 95% CI [{ci[0]:+.3f}, {ci[1]:+.3f}]); "
-        f"the LP of its class, {lp_name}: {lp['gpu_utilization']['mean']:.3f} "
-        f"(PPO gap to it {100 * ppo['gap_to_lp']:+.1f}%)"
-    )
-    f = result["files"]
-    print(f"table: {f['table']}   CSV: {f['csv']}   JSON: {f['json']}")
-    print(f"figure: {f['figure']}")
-    print(f"model: {res.model_path}")
-    print(f"training curves: tensorboard --logdir {logdir}   (run {res.run_name})")
+    _print_results(result, res, logdir)
     print(f"demo finished in {time.time() - t0:.0f} s")
     return 0

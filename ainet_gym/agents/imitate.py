@@ -624,6 +624,8 @@ def fit_knn(
     standardize: bool = False,
     vote_plans: list[str] | None = None,
     cooldown: int = 0,
+    tail_cap: float | None = None,
+    tail_penalty: float = 0.0,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
     observation block ``block`` of every labelled decision (a comma list of blocks: their columns joined,
@@ -645,7 +647,8 @@ def fit_knn(
     among them; the other plans are never played (default: every plan). ``cooldown`` (field ``cooldown``,
     default 0: none): after a step that plays a plan other than the fallback (``fallback`` with a margin, else
     :data:`DEFAULT_FALLBACK`), the agent plays the fallback for ``cooldown`` steps (a stateful agent: two
-    switches in a row are not made).
+    switches in a row are not made). ``tail_cap``, ``tail_penalty`` (value vote only; default off): the
+    values' absolute tail guard (:func:`knn_values`).
     ``standardize``: divide each column of the blocks by its standard deviation over the labels (1 where it
     is 0), stored as the field ``scale`` (:data:`KNN_OPTIONAL`), so that a column of small spread weighs in
     the distance as much as one of large spread; default off (raw columns, as every file before it).
@@ -658,7 +661,7 @@ def fit_knn(
         included: give ``value_weight``), or ``margin`` is given with the label vote, is negative, nan or
         infinite, or ``fallback`` is not one of the labels' plans, or ``vote_plans`` is given with the label
         vote, is empty, repeats a plan or names one that is not a plan of the labels, or ``cooldown`` is not
-        an integer >= 0.
+        an integer >= 0, or ``tail_cap`` is given with the label vote or is refused by :func:`knn_values`.
     """
     from ainet_gym.envs.env import EnvCore
 
@@ -672,7 +675,11 @@ def fit_knn(
     )  # fmt: skip
     sl = knn_columns(core.obs_layout, block)
     check_choice("vote", vote, KNN_VOTES)
-    extra = {} if vote == "label" else {"q": knn_values(labels, value_weight)}
+    if tail_cap is not None and vote != "value":
+        raise ValueError(
+            f"tail_cap = {tail_cap!r} with vote = {vote!r}: allowed: a tail cap with vote = 'value'"
+        )
+    extra = {} if vote == "label" else {"q": knn_values(labels, value_weight, tail_cap, tail_penalty)}
     extra.update(_vote_options(labels, vote, margin, fallback, vote_plans, cooldown))
     x = np.asarray(labels["obs"], dtype=np.float32)[:, sl]
     if standardize:
@@ -696,15 +703,28 @@ def fit_knn(
     return p if p.suffix == ".npz" else p.with_name(p.name + ".npz")
 
 
-def knn_values(labels: dict[str, Any], weight: float | None = None) -> np.ndarray:
+def knn_values(
+    labels: dict[str, Any],
+    weight: float | None = None,
+    tail_cap: float | None = None,
+    tail_penalty: float = 0.0,
+) -> np.ndarray:
     """(N, K) float32 ``scores - weight * excess`` of the labels (:func:`lookahead_labels`), minus each row's
     maximum: every plan's lookahead value relative to the best plan of its decision (<= 0). ``weight``
     default: the labels' tail weight (``meta``) under the ``"tail"`` objective, 0 under ``"util"``.
 
+    ``tail_cap`` (default None: off): also subtract ``tail_penalty`` times how far each plan's worst step
+    time / ideal over its lookahead (``tail``) exceeds ``max(tail_cap, the base plan's tail)``: a plan that
+    makes a step slower than the cap, and slower than the base plan (``meta``'s base, e.g. ``spray+bg``)
+    would, loses value in proportion (an absolute tail guard: the labels' ``tail`` of a plan above the p99
+    of the baselines predicts a job-iteration above it; docs/learning.md, issue-26zd).
+
     Raises
     ------
     ValueError
-        If the weight is negative, nan or infinite, or the labels carry no ``scores`` / ``excess``.
+        If the weight is negative, nan or infinite, or the labels carry no ``scores`` / ``excess``; or
+        ``tail_cap`` is not finite and positive, ``tail_penalty`` is negative or not finite, or the labels
+        carry no ``tail`` or their base plan is not one of their plans.
     """
     meta = [str(v) for v in labels["meta"]]
     if weight is None:
@@ -719,7 +739,29 @@ def knn_values(labels: dict[str, Any], weight: float | None = None) -> np.ndarra
     v = np.asarray(labels["scores"], dtype=np.float64) - weight * np.asarray(
         labels["excess"], dtype=np.float64
     )
+    if tail_cap is not None:
+        v = v - tail_penalty * _tail_over_cap(labels, meta, tail_cap, tail_penalty)
     return (v - v.max(axis=1, keepdims=True)).astype(np.float32)
+
+
+def _tail_over_cap(labels: dict[str, Any], meta: list[str], cap: float, penalty: float) -> np.ndarray:
+    """(N, K) how far each plan's lookahead ``tail`` exceeds ``max(cap, the base plan's tail)`` (>= 0), for
+    :func:`knn_values`' ``tail_cap``, after checking the cap, the penalty and the labels."""
+    if not np.isfinite(cap) or cap <= 0:
+        raise ValueError(f"tail_cap = {cap!r}: allowed: a finite number > 0 (a step time / ideal)")
+    if not np.isfinite(penalty) or penalty < 0:
+        raise ValueError(
+            f"tail_penalty = {penalty!r}: allowed: a finite number >= 0 (value per unit of ratio)"
+        )
+    plans = [str(p) for p in labels["plans"]]
+    if "tail" not in labels or meta[5] not in plans:
+        raise ValueError(
+            "labels: no 'tail' array or their base plan is not one of their plans; allowed with tail_cap: "
+            "labels of lookahead_labels whose base is a plan of the mode"
+        )
+    tail = np.asarray(labels["tail"], dtype=np.float64)
+    ref = np.maximum(cap, tail[:, plans.index(meta[5])])[:, None]
+    return np.maximum(tail - ref, 0.0)
 
 
 def _vote_options(
@@ -1332,6 +1374,19 @@ def _add_knn_parser(sub: Any) -> None:
         f"{DEFAULT_FALLBACK}), play the fallback for this many steps (default 0: none)",
     )
     n.add_argument(
+        "--tail-cap",
+        type=float_arg("a step time / ideal"),
+        default=None,
+        help="vote value: subtract --tail-penalty times how far each plan's lookahead worst step time / ideal "
+        "exceeds max(this, the base plan's) from its values (default: none)",
+    )
+    n.add_argument(
+        "--tail-penalty",
+        type=float_arg("a value per unit of step time / ideal", zero_ok=True),
+        default=0.0,
+        help="vote value with --tail-cap: the penalty per unit of step time / ideal above the cap (default 0)",
+    )
+    n.add_argument(
         "--vote-plans",
         default=None,
         help="vote value: the plans the vote may pick, comma list (default: every plan), e.g. "
@@ -1459,6 +1514,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
             labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight, margin=a.margin,
             fallback=a.fallback, standardize=a.standardize, scenario=a.scenario,
             vote_plans=None if a.vote_plans is None else a.vote_plans.split(","), cooldown=a.cooldown,
+            tail_cap=a.tail_cap, tail_penalty=a.tail_penalty,
         )  # fmt: skip
         print(f"knn policy: {path}")
         return 0

@@ -142,10 +142,6 @@ def fit_qnet(
         If ``hidden``, ``epochs``, ``batch_size`` or ``lr`` is out of range, the block is not one of the env's,
         or the value weight is refused by :func:`~ainet_gym.agents.imitate.knn_values`.
     """
-
-    from ainet_gym.agents.imitate import knn_columns, knn_values
-    from ainet_gym.envs.env import EnvCore
-
     sizes = _parse_hidden(hidden)
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs = {epochs!r}: allowed: an integer >= 1")
@@ -153,22 +149,8 @@ def fit_qnet(
         raise ValueError(f"batch_size = {batch_size!r}: allowed: an integer >= 1")
     if not np.isfinite(lr) or lr <= 0:
         raise ValueError(f"lr = {lr!r}: allowed: a finite number > 0")
-    name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
-    core = EnvCore(
-        name if scenario is None else scenario, action_mode=mode, history=int(history),
-        episode_steps=int(steps), obs_features=tuple(f for f in feats.split(",") if f),
-    )  # fmt: skip
-    cols = knn_columns(core.obs_layout, block)
-    meta = [str(v) for v in labels["meta"]]
-    w = value_weight
-    if w is None:  # knn_values's default: the labels' tail weight under the "tail" objective, else 0
-        w = float(meta[9]) if len(meta) > 9 and meta[7] == "tail" else 0.0
-    values = knn_values(labels, float(w)).astype(np.float64)  # (N, K) <= 0
-    y = values - values.mean(axis=1, keepdims=True)
-    t_scale = float(y.std()) or 1.0
-    x = np.asarray(labels["obs"], dtype=np.float64)[:, cols]
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[~(scale > 0)] = 1.0
+    x, mean, scale = _qnet_inputs(labels, block, scenario)  # the block checked before the value weight
+    values, y, t_scale, w = _qnet_targets(labels, value_weight)
     xs = (x - mean) / scale
     layers, loss_v = _train_mlp(xs, y / t_scale, sizes, epochs, seed, batch_size, lr)
     arrays: dict[str, Any] = {}
@@ -200,6 +182,43 @@ def fit_qnet(
         "regret": float(-values[rows, pred].mean()),
         "plays": {str(k): int(c) for k, c in zip(labels["plans"], np.bincount(pred, minlength=y.shape[1]))},
     }
+
+
+def _qnet_targets(
+    labels: dict[str, Any], value_weight: float | None
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """:func:`fit_qnet`'s targets: the plans' values (:func:`~ainet_gym.agents.imitate.knn_values` with the
+    value weight, by default the labels' tail weight under the "tail" objective, else 0), each row minus its
+    mean, and their standard deviation (1 when 0); (values, centred values, scale, value weight)."""
+    from ainet_gym.agents.imitate import knn_values
+
+    meta = [str(v) for v in labels["meta"]]
+    w = value_weight
+    if w is None:  # knn_values's default: the labels' tail weight under the "tail" objective, else 0
+        w = float(meta[9]) if len(meta) > 9 and meta[7] == "tail" else 0.0
+    values = knn_values(labels, float(w)).astype(np.float64)  # (N, K) <= 0
+    y = values - values.mean(axis=1, keepdims=True)
+    return values, y, float(y.std()) or 1.0, float(w)
+
+
+def _qnet_inputs(
+    labels: dict[str, Any], block: str, scenario: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fit_qnet`'s inputs: the columns of ``block`` in the labels' observations (the layout of the env
+    the labels name, or of ``scenario``), their means and standard deviations (1 where 0); (x, mean, scale)."""
+    from ainet_gym.agents.imitate import knn_columns
+    from ainet_gym.envs.env import EnvCore
+
+    name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
+    core = EnvCore(
+        name if scenario is None else scenario, action_mode=mode, history=int(history),
+        episode_steps=int(steps), obs_features=tuple(f for f in feats.split(",") if f),
+    )  # fmt: skip
+    cols = knn_columns(core.obs_layout, block)
+    x = np.asarray(labels["obs"], dtype=np.float64)[:, cols]
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[~(scale > 0)] = 1.0
+    return x, mean, scale
 
 
 def _bad(what: str, msg: str) -> Exception:

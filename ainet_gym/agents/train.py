@@ -207,10 +207,8 @@ def train(cfg: TrainConfig) -> TrainResult:
     """
     import torch
     from stable_baselines3.common.logger import configure
-    from stable_baselines3.common.vec_env import VecMonitor
 
     from ainet_gym.agents.callbacks import FabricMetricsCallback
-    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
 
     _check_config(cfg)
     model_out = None
@@ -222,6 +220,57 @@ def train(cfg: TrainConfig) -> TrainResult:
     scenario = load_scenario(cfg.scenario)
     algo = cfg.algo
     action_mode, history, observation, residual, res_kw, meta_in = _run_settings(cfg)
+    env, core, model = _env_and_model(cfg, scenario, action_mode, history, observation, res_kw, meta_in)
+
+    run_dir = _fresh_run_dir(cfg, action_mode, residual, scenario.name)
+    name = run_dir.name
+    formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
+    model.set_logger(configure(str(run_dir), formats))
+    meta_of = meta_maker(
+        cfg, algo, action_mode, history, observation, core, scenario.name, name, env, residual
+    )
+    callbacks: list[Any] = [FabricMetricsCallback()]
+    if cfg.save_every:
+        callbacks.append(_SaveEvery(int(cfg.save_every), run_dir / "checkpoints", meta_of))
+    cb = callbacks[0]
+    start_steps = int(model.num_timesteps)
+    seconds, interrupted = _learn(model, cfg, callbacks)
+    model.logger.dump(model.num_timesteps)
+    out = model_out if model_out is not None else run_dir / MODEL_FILE
+    meta = meta_of(int(model.num_timesteps))
+    path = save_model(model, out, meta)
+    model.logger.close()  # the run's CSV and TensorBoard files, flushed and closed (not left to the GC)
+    env.close()
+    done = int(model.num_timesteps) - start_steps
+    return TrainResult(
+        model_path=path,
+        run_dir=run_dir,
+        run_name=name,
+        total_timesteps=int(model.num_timesteps),
+        seconds=seconds,
+        steps_per_second=done / max(seconds, 1e-9),
+        final=dict(cb.last),
+        interrupted=interrupted,
+        model=model,
+    )
+
+
+def _env_and_model(
+    cfg: TrainConfig,
+    scenario: Any,
+    action_mode: str,
+    history: int,
+    observation: str,
+    res_kw: dict[str, Any],
+    meta_in: dict[str, Any],
+) -> tuple[Any, Any, Any]:
+    """The run's SB3 vector env (monitored), its ``EnvCore`` and the model: the one ``cfg.resume`` names, or a
+    new one with the run's hyperparameters; the env's seeds set after SB3's own (small seeds held out)."""
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
+
+    algo = cfg.algo
     cls = algo_class(algo)
     venv = SB3VecEnv(
         num_envs=cfg.n_envs,
@@ -241,20 +290,13 @@ def train(cfg: TrainConfig) -> TrainResult:
         policy = "MultiInputPolicy" if observation == "graph" else "MlpPolicy"
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out
+    return env, core, model
 
-    run_dir = _fresh_run_dir(cfg, action_mode, residual, scenario.name)
-    name = run_dir.name
-    formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
-    model.set_logger(configure(str(run_dir), formats))
-    meta_of = meta_maker(
-        cfg, algo, action_mode, history, observation, core, scenario.name, name, env, residual
-    )
-    callbacks: list[Any] = [FabricMetricsCallback()]
-    if cfg.save_every:
-        callbacks.append(_SaveEvery(int(cfg.save_every), run_dir / "checkpoints", meta_of))
-    cb = callbacks[0]
+
+def _learn(model: Any, cfg: TrainConfig, callbacks: list[Any]) -> tuple[float, bool]:
+    """``model.learn`` for ``cfg.timesteps`` (counting on from a resumed model's); (seconds, whether Ctrl-C
+    ended it)."""
     t0 = time.time()
-    start_steps = int(model.num_timesteps)
     interrupted = False
     try:
         model.learn(
@@ -265,25 +307,7 @@ def train(cfg: TrainConfig) -> TrainResult:
         )
     except KeyboardInterrupt:
         interrupted = True
-    seconds = time.time() - t0
-    model.logger.dump(model.num_timesteps)
-    out = model_out if model_out is not None else run_dir / MODEL_FILE
-    meta = meta_of(int(model.num_timesteps))
-    path = save_model(model, out, meta)
-    model.logger.close()  # the run's CSV and TensorBoard files, flushed and closed (not left to the GC)
-    env.close()
-    done = int(model.num_timesteps) - start_steps
-    return TrainResult(
-        model_path=path,
-        run_dir=run_dir,
-        run_name=name,
-        total_timesteps=int(model.num_timesteps),
-        seconds=seconds,
-        steps_per_second=done / max(seconds, 1e-9),
-        final=dict(cb.last),
-        interrupted=interrupted,
-        model=model,
-    )
+    return time.time() - t0, interrupted
 
 
 def _fresh_run_dir(cfg: TrainConfig, action_mode: str, residual: str | None, scenario: str) -> Path:

@@ -12,7 +12,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -648,9 +648,9 @@ def _successive_intervals_of(
     rate_updates: str,
     quantum_us: float,
 ) -> dict[str, Any]:
-    """:func:`_successive_intervals` with the kernel default set."""
+    """:func:`_successive_intervals` with the kernel default set: the intervals timed
+    (:func:`_timed_intervals`) and summed up (:func:`_interval_summary`)."""
     from ainet_gym.scenario.loader import load_scenario
-    from ainet_gym.sim.engine import TooManyEvents
     from ainet_gym.sim.world import FabricWorld
 
     sc = load_scenario(
@@ -665,42 +665,80 @@ def _successive_intervals_of(
     )
     world = FabricWorld(sc, 1)
     world.reset(seeds=[0])
-    sim = world.sim
-    assert sim is not None
+    rows = _timed_intervals(world, intervals, max_events, budget_s)
+    worst = max(rows, key=lambda r: r["s"])
+    return {
+        **_interval_summary(rows),
+        "scenario": sc.name,
+        "rate_updates": rate_updates,
+        "rate_quantum_us": quantum_us,
+        "intervals": rows,
+        "slowest_s": worst["s"],
+        "slowest_interval": worst["interval"],
+        "slowest_events": worst["events"],
+        "capped": any(r["capped"] for r in rows),
+        "max_events": max_events,
+    }
+
+
+@contextlib.contextmanager
+def _last_metrics(sim: Any) -> Iterator[list[Any]]:
+    """While in the block, ``sim.run_interval`` keeps the metrics of its last interval in the list it yields
+    (the counters a step's result does not carry: re-fills, repairs, ...); the bound method again after."""
     last: list[Any] = []
     run = sim.run_interval
 
-    def counted(*args: Any, **kw: Any) -> Any:  # keeps the interval's metrics (the re-fill counters)
+    def counted(*args: Any, **kw: Any) -> Any:
         m = run(*args, **kw)
         last[:] = [m]
         return m
 
-    sim.run_interval = counted  # type: ignore[method-assign]
+    sim.run_interval = counted
+    try:
+        yield last
+    finally:
+        del sim.run_interval  # the bound method again
+
+
+def _timed_intervals(world: Any, intervals: int, max_events: int, budget_s: float) -> list[dict[str, Any]]:
+    """Step ``world`` (reset, static ECMP) interval after interval, each timed on its own with its events and
+    re-fill counters, until ``intervals``, an interval capped at ``max_events`` (its counters up to the cap)
+    or ``budget_s`` spent."""
+    from ainet_gym.sim.engine import TooManyEvents
+
+    sim = world.sim
+    assert sim is not None
     rows: list[dict[str, Any]] = []
     spent = 0.0
-    for i in range(intervals):
-        t0 = time.perf_counter()
-        last.clear()
-        try:
-            res = world.step(world.default_split(), max_events=max_events)
-            ev, capped = int(res.events), False
-        except TooManyEvents as exc:
-            ev, capped = max_events, True
-            if exc.metrics is not None:  # the counters up to the cap
-                last[:] = [exc.metrics]
-        dt = time.perf_counter() - t0
-        spent += dt
-        row = {"interval": i, "events": ev, "s": dt, "capped": capped}
-        if last:
-            m = last[0]
-            row.update(incremental_solves=m.incremental_solves, flows_refilled=m.flows_refilled,
-                       flows_active=m.flows_active, full_fills=m.full_fills,
-                       parallel_solves=m.parallel_solves, repairs=m.repairs,
-                       repairs_declined=m.repairs_declined, flows_checked=m.flows_checked)  # fmt: skip
-        rows.append(row)
-        if capped or spent >= budget_s:
-            break
-    worst = max(rows, key=lambda r: r["s"])
+    with _last_metrics(sim) as last:
+        for i in range(intervals):
+            t0 = time.perf_counter()
+            last.clear()
+            try:
+                res = world.step(world.default_split(), max_events=max_events)
+                ev, capped = int(res.events), False
+            except TooManyEvents as exc:
+                ev, capped = max_events, True
+                if exc.metrics is not None:  # the counters up to the cap
+                    last[:] = [exc.metrics]
+            dt = time.perf_counter() - t0
+            spent += dt
+            row = {"interval": i, "events": ev, "s": dt, "capped": capped}
+            if last:
+                m = last[0]
+                row.update(incremental_solves=m.incremental_solves, flows_refilled=m.flows_refilled,
+                           flows_active=m.flows_active, full_fills=m.full_fills,
+                           parallel_solves=m.parallel_solves, repairs=m.repairs,
+                           repairs_declined=m.repairs_declined, flows_checked=m.flows_checked)  # fmt: skip
+            rows.append(row)
+            if capped or spent >= budget_s:
+                break
+    return rows
+
+
+def _interval_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The re-fill counters of :func:`_timed_intervals`' rows summed: the shares of the active flows the
+    incremental solves re-filled and touched, and the counts of repairs and solves."""
     refilled = sum(r.get("flows_refilled", 0) for r in rows)
     checked = sum(r.get("flows_checked", 0) for r in rows)
     active = sum(r.get("flows_active", 0) for r in rows)
@@ -711,15 +749,6 @@ def _successive_intervals_of(
         "repairs_declined": sum(r.get("repairs_declined", 0) for r in rows),
         "incremental_solves": sum(r.get("incremental_solves", 0) for r in rows),
         "parallel_solves": sum(r.get("parallel_solves", 0) for r in rows),
-        "scenario": sc.name,
-        "rate_updates": rate_updates,
-        "rate_quantum_us": quantum_us,
-        "intervals": rows,
-        "slowest_s": worst["s"],
-        "slowest_interval": worst["interval"],
-        "slowest_events": worst["events"],
-        "capped": any(r["capped"] for r in rows),
-        "max_events": max_events,
     }
 
 
@@ -939,34 +968,10 @@ def bench_switch(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
         order = SWITCH_MODES[run % 3 :] + SWITCH_MODES[: run % 3]
         results: dict[str, list] = {}
         for mode in order:
-            world = worlds[mode]
-            world.reset(seeds=[0])
-            sim = world.sim
-            last: list[Any] = []
-            run_interval = sim.run_interval
-
-            def counted(*args: Any, _run: Any = run_interval, _last: list = last, **kw: Any) -> Any:
-                m = _run(*args, **kw)
-                _last[:] = [m]
-                return m
-
-            sim.run_interval = counted
-            row, res, cnt = [], [], []
-            try:
-                for _ in range(cfg.switch_intervals):
-                    t0 = time.process_time()
-                    r = world.step(world.default_split(), max_events=cfg.slowest_max_events)
-                    row.append(time.process_time() - t0)
-                    res.append((np.asarray(r.iterations, dtype=float), np.asarray(r.link_bytes, dtype=float)))
-                    m = last[0]
-                    cnt.append({"events": int(m.events), "incremental_solves": int(m.incremental_solves),
-                                "flows_refilled": int(m.flows_refilled), "flows_active": int(m.flows_active),
-                                "flows_checked": int(m.flows_checked),
-                                "full_path_events": int(m.full_path_events), "lazy_switches": int(m.lazy_switches)})  # fmt: skip
-            finally:
-                del sim.run_interval  # the bound method again
+            row, results[mode], cnt = _switch_mode_run(
+                worlds[mode], cfg.switch_intervals, cfg.slowest_max_events
+            )
             times[mode].append(row)
-            results[mode] = res
             if run == 0:
                 counters[mode] = cnt
         ref = results["full only"]
@@ -974,25 +979,53 @@ def bench_switch(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
             for (it_a, lb_a), (it_b, lb_b) in zip(results[mode], ref, strict=True):
                 worst = max(worst, rel_err(it_a, it_b), rel_err(lb_a, lb_b))
     progress.done()
-    med = {
-        m: [float(np.median([r[i] for r in times[m]])) for i in range(cfg.switch_intervals)]
-        for m in SWITCH_MODES
-    }
-    lazy = counters["lazy only"]
-    refilled = sum(c["flows_refilled"] + c["flows_checked"] for c in lazy)  # re-filled or read by the repair
-    active = sum(c["flows_active"] for c in lazy)
     out.update(
         scenario=scenario["name"],
-        median_cpu_s=med,
-        cpu_s=times,
-        counters=counters,
-        touched_share=refilled / active if active else None,
-        touched_share_per_interval=[
-            (c["flows_refilled"] + c["flows_checked"]) / c["flows_active"] if c["flows_active"] else None
-            for c in lazy
-        ],
-        refilled_share=sum(c["flows_refilled"] for c in lazy) / active if active else None,
+        **_switch_figures(times, counters, cfg.switch_intervals),
         max_rel_diff=worst,
         load_avg_1min=(load0, os.getloadavg()[0] if hasattr(os, "getloadavg") else None),
     )
     return out
+
+
+def _switch_mode_run(
+    world: Any, intervals: int, max_events: int
+) -> tuple[list[float], list[tuple[np.ndarray, np.ndarray]], list[dict[str, int]]]:
+    """One run of :func:`bench_switch` in one mode, from reset: CPU s of each interval, its results
+    (iterations, link bytes) and its counters (events, incremental solves, flows re-filled, ...)."""
+    world.reset(seeds=[0])
+    row, res, cnt = [], [], []
+    with _last_metrics(world.sim) as last:
+        for _ in range(intervals):
+            t0 = time.process_time()
+            r = world.step(world.default_split(), max_events=max_events)
+            row.append(time.process_time() - t0)
+            res.append((np.asarray(r.iterations, dtype=float), np.asarray(r.link_bytes, dtype=float)))
+            m = last[0]
+            cnt.append({"events": int(m.events), "incremental_solves": int(m.incremental_solves),
+                        "flows_refilled": int(m.flows_refilled), "flows_active": int(m.flows_active),
+                        "flows_checked": int(m.flows_checked),
+                        "full_path_events": int(m.full_path_events), "lazy_switches": int(m.lazy_switches)})  # fmt: skip
+    return row, res, cnt
+
+
+def _switch_figures(
+    times: dict[str, list[list[float]]], counters: dict[str, list[dict[str, int]]], intervals: int
+) -> dict[str, Any]:
+    """:func:`bench_switch`'s figures: the median CPU s per interval and mode, the times and counters, and
+    the shares of the active flows the lazy kernel touched (re-filled or read by the repair) and re-filled."""
+    med = {m: [float(np.median([r[i] for r in times[m]])) for i in range(intervals)] for m in SWITCH_MODES}
+    lazy = counters["lazy only"]
+    refilled = sum(c["flows_refilled"] + c["flows_checked"] for c in lazy)  # re-filled or read by the repair
+    active = sum(c["flows_active"] for c in lazy)
+    return {
+        "median_cpu_s": med,
+        "cpu_s": times,
+        "counters": counters,
+        "touched_share": refilled / active if active else None,
+        "touched_share_per_interval": [
+            (c["flows_refilled"] + c["flows_checked"]) / c["flows_active"] if c["flows_active"] else None
+            for c in lazy
+        ],
+        "refilled_share": sum(c["flows_refilled"] for c in lazy) / active if active else None,
+    }

@@ -304,17 +304,12 @@ def run_check(
     """Start the cluster, train, kill the node of the first env runner mid-iteration, train on, kill the
     last node with env runners, and check the properties of the module docstring.
 
-    Long on purpose: one fault-injection script, read top to bottom as its timeline; its steps share the
-    cluster, the algorithm, the kill schedule and the result record, which functions would pass around."""
+    The timeline: the cluster up, PPO built (:func:`_build_ppo`), the iterations with their faults
+    (:func:`_train_with_faults`, the kills chosen by :class:`_KillSchedule`), everything stopped, the
+    verdicts (:func:`_verdicts`)."""
     cluster = LoopbackCluster(workdir)
     res = CheckResult()
-    t0 = time.time()
-
-    def event(text: str) -> None:
-        line = f"[{time.time() - t0:6.1f} s] {text}"
-        res.events.append(line)
-        print(line, flush=True)
-
+    log = _EventLog(res, time.time())
     # Ray reads its authentication mode when imported: set it first (run in a fresh process)
     os.environ.update({k: v for k, v in cluster.env().items() if k.startswith("RAY_AUTH")})
     import ray
@@ -322,93 +317,15 @@ def run_check(
     ckpt_root = workdir / "checkpoints"
     try:
         cluster.start()
-        ip_of = {n.node_id: n.ip for n in cluster.nodes.values()}
-        name_of = {n.node_id: n.name for n in cluster.nodes.values()}
-        event(
+        log(
             "cluster up: "
             + ", ".join(f"{n.name} {n.ip} node {str(n.node_id)[:8]}" for n in cluster.nodes.values())
         )
-        from ainet_gym.envs import rllib as arl
-
-        conf = (
-            arl.ppo_config(
-                scenario, num_env_runners=2, envs_per_runner=envs_per_runner, seed=seed,
-                episode_steps=episode_steps,
-            )
-            .env_runners(custom_resources_per_env_runner={RUNNER_RESOURCE: 1}, sample_timeout_s=60.0)
-            .fault_tolerance(
-                restart_failed_env_runners=True,
-                delay_between_env_runner_restarts_s=1.0,
-                env_runner_health_probe_timeout_s=10.0,
-                env_runner_restore_timeout_s=120.0,
-            )
-        )  # fmt: skip
-        algo = conf.build_algo()
-        event("PPO built: 2 env runners asking for one 'fabric_env_runner' each")
+        algo = _build_ppo(scenario, envs_per_runner, seed, episode_steps)
+        log("PPO built: 2 env runners asking for one 'fabric_env_runner' each")
         ckpt_root.mkdir(parents=True, exist_ok=True)
-        phase = "before any fault"
-        killed: list[str] = []
-        it = 0
-        after_first = 0  # iterations completed after the first kill
-        first_kill_t = 0.0
-        while it < max_iterations:
-            it += 1
-            nodes_before = _runner_nodes(algo)
-            victim = None
-            survivors = [n for n in cluster.nodes.values() if n.name != "head" and n.killed_at is None]
-            if not killed and it == 2:
-                victim = name_of.get(nodes_before[0]) if nodes_before else None
-            elif len(killed) == 1 and after_first >= after_first_kill:
-                restored = len(nodes_before) == 2
-                if restored or time.time() - first_kill_t > restart_wait_s:
-                    victim = survivors[0].name if survivors else None
-            try:
-                if victim is not None:
-                    event(
-                        f"iteration {it}: killing {victim} ({cluster.nodes[victim].ip}) {kill_delay_s:.0f} s in"
-                    )
-                    with _kill_after(cluster, victim, kill_delay_s):
-                        result = algo.train()
-                else:
-                    result = algo.train()
-            except Exception as e:  # any failure of the iteration ends training: the line says which
-                if victim is not None:
-                    killed.append(victim)
-                reason = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
-                res.stop_line = _stop_line(it, killed, cluster, res, reason)
-                break
-            if victim is not None:
-                killed.append(victim)
-                phase = f"after killing {', '.join(killed)}"
-                if len(killed) == 1:
-                    first_kill_t = cluster.nodes[victim].killed_at or time.time()
-            nodes_after = _runner_nodes(algo)
-            steps = int(result.get("env_runners", {}).get("num_env_steps_sampled", 0) or 0)
-            ips = sorted(ip_of.get(n, "?") for n in nodes_after)
-            res.iterations.append({"iteration": it, "phase": phase, "env_steps": steps, "runner_ips": ips,
-                                   "runner_nodes": nodes_after, "t": time.time() - t0})  # fmt: skip
-            path, sha = _save_atomic(algo, ckpt_root, it)
-            res.checkpoints.append((path, sha))
-            event(
-                f"iteration {it} ({phase}): {steps} env steps sampled; env runners on {ips}; checkpoint {path.name}"
-            )
-            if len(killed) == 1:
-                after_first += 1
-                if len(nodes_after) == 2 and res.restart_s is None:
-                    res.restart_s = time.time() - first_kill_t
-                    event(
-                        f"RLlib restarted the lost env runner on {ips[0]}, {res.restart_s:.0f} s after the kill"
-                    )
-            if len(killed) == 2:
-                live = [n for n in cluster.nodes.values() if n.name != "head" and n.killed_at is None]
-                if not live:  # what the next iteration would sample from: nothing on a worker node
-                    why = (
-                        "no env runner left"
-                        if not nodes_after
-                        else f"{len(nodes_after)} env runners unreachable"
-                    )
-                    res.stop_line = _stop_line(it + 1, killed, cluster, res, why)
-                    break
+        schedule = _KillSchedule(after_first_kill, restart_wait_s)
+        _train_with_faults(cluster, algo, res, log, ckpt_root, schedule, kill_delay_s, max_iterations)
         algo.stop()
     finally:
         with contextlib.suppress(Exception):
@@ -418,6 +335,150 @@ def run_check(
         print(res.stop_line, flush=True)
     _verdicts(res, cluster, ckpt_root)
     return res
+
+
+@dataclass
+class _EventLog:
+    """Print an event with the seconds since ``t0`` and keep it in ``res.events``."""
+
+    res: CheckResult
+    t0: float
+
+    def __call__(self, text: str) -> None:
+        line = f"[{time.time() - self.t0:6.1f} s] {text}"
+        self.res.events.append(line)
+        print(line, flush=True)
+
+
+def _build_ppo(scenario: str, envs_per_runner: int, seed: int, episode_steps: int) -> Any:
+    """RLlib PPO with 2 env runners, each asking for one :data:`RUNNER_RESOURCE` (so none runs on the head),
+    and RLlib's restart of failed env runners."""
+    from ainet_gym.envs import rllib as arl
+
+    conf = (
+        arl.ppo_config(
+            scenario, num_env_runners=2, envs_per_runner=envs_per_runner, seed=seed,
+            episode_steps=episode_steps,
+        )
+        .env_runners(custom_resources_per_env_runner={RUNNER_RESOURCE: 1}, sample_timeout_s=60.0)
+        .fault_tolerance(
+            restart_failed_env_runners=True,
+            delay_between_env_runner_restarts_s=1.0,
+            env_runner_health_probe_timeout_s=10.0,
+            env_runner_restore_timeout_s=120.0,
+        )
+    )  # fmt: skip
+    return conf.build_algo()
+
+
+@dataclass
+class _KillSchedule:
+    """Which node the check kills in an iteration: in iteration 2 the node of the first env runner; then,
+    once ``after_first_kill`` iterations have completed after that kill and RLlib has restored the lost env
+    runner (or ``restart_wait_s`` has passed since the kill), the first worker node still alive."""
+
+    after_first_kill: int
+    restart_wait_s: float
+    killed: list[str] = field(default_factory=list)  # the nodes killed, in order
+    after_first: int = 0  # iterations completed after the first kill
+    first_kill_t: float = 0.0  # when the first node was killed (time.time())
+    phase: str = "before any fault"
+
+    def victim(
+        self, it: int, runner_nodes: list[str], name_of: dict[str, str], live_workers: list[str], now: float
+    ) -> str | None:
+        """The node to kill during iteration ``it`` (None: none), given the node ids of the env runners
+        before it (``name_of`` names them) and the worker nodes alive, by name."""
+        if not self.killed and it == 2:
+            return name_of.get(runner_nodes[0]) if runner_nodes else None
+        if len(self.killed) == 1 and self.after_first >= self.after_first_kill:
+            restored = len(runner_nodes) == 2
+            if restored or now - self.first_kill_t > self.restart_wait_s:
+                return live_workers[0] if live_workers else None
+        return None
+
+    def was_killed(self, name: str, killed_at: float | None, now: float) -> None:
+        """Node ``name`` was killed (at ``killed_at``; None: unknown, ``now``) in an iteration that completed."""
+        self.killed.append(name)
+        self.phase = f"after killing {', '.join(self.killed)}"
+        if len(self.killed) == 1:
+            self.first_kill_t = killed_at or now
+
+
+def _live_workers(cluster: LoopbackCluster) -> list[str]:
+    """The worker nodes not killed, by name."""
+    return [n.name for n in cluster.nodes.values() if n.name != "head" and n.killed_at is None]
+
+
+def _train_with_faults(
+    cluster: LoopbackCluster,
+    algo: Any,
+    res: CheckResult,
+    log: _EventLog,
+    ckpt_root: Path,
+    schedule: _KillSchedule,
+    kill_delay_s: float,
+    max_iterations: int,
+) -> None:
+    """Train iteration after iteration, killing the node ``schedule`` picks ``kill_delay_s`` into an
+    iteration, recording each completed iteration (:func:`_record_iteration`) and the restart of the lost
+    env runner, until training fails, every worker node is gone, or ``max_iterations`` have run; the line
+    that says why training stopped goes to ``res.stop_line``."""
+    ip_of = {n.node_id: n.ip for n in cluster.nodes.values()}
+    name_of = {n.node_id: n.name for n in cluster.nodes.values()}
+    for it in range(1, max_iterations + 1):
+        nodes_before = _runner_nodes(algo)
+        victim = schedule.victim(it, nodes_before, name_of, _live_workers(cluster), time.time())
+        try:
+            if victim is not None:
+                log(f"iteration {it}: killing {victim} ({cluster.nodes[victim].ip}) {kill_delay_s:.0f} s in")
+                with _kill_after(cluster, victim, kill_delay_s):
+                    result = algo.train()
+            else:
+                result = algo.train()
+        except Exception as e:  # any failure of the iteration ends training: the line says which
+            if victim is not None:
+                schedule.killed.append(victim)
+            reason = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+            res.stop_line = _stop_line(it, schedule.killed, cluster, res, reason)
+            return
+        if victim is not None:
+            schedule.was_killed(victim, cluster.nodes[victim].killed_at, time.time())
+        nodes_after = _runner_nodes(algo)
+        ips = _record_iteration(res, log, algo, result, it, schedule.phase, nodes_after, ip_of, ckpt_root)
+        if len(schedule.killed) == 1:
+            schedule.after_first += 1
+            if len(nodes_after) == 2 and res.restart_s is None:
+                res.restart_s = time.time() - schedule.first_kill_t
+                log(f"RLlib restarted the lost env runner on {ips[0]}, {res.restart_s:.0f} s after the kill")
+        if len(schedule.killed) == 2 and not _live_workers(cluster):
+            # what the next iteration would sample from: nothing on a worker node
+            why = "no env runner left" if not nodes_after else f"{len(nodes_after)} env runners unreachable"
+            res.stop_line = _stop_line(it + 1, schedule.killed, cluster, res, why)
+            return
+
+
+def _record_iteration(
+    res: CheckResult,
+    log: _EventLog,
+    algo: Any,
+    result: dict[str, Any],
+    it: int,
+    phase: str,
+    nodes_after: list[str],
+    ip_of: dict[str, str],
+    ckpt_root: Path,
+) -> list[str]:
+    """Keep a completed iteration in ``res`` (env steps sampled, the env runners' nodes and addresses),
+    write its checkpoint atomically (:func:`_save_atomic`) and log it; the env runners' addresses, sorted."""
+    steps = int(result.get("env_runners", {}).get("num_env_steps_sampled", 0) or 0)
+    ips = sorted(ip_of.get(n, "?") for n in nodes_after)
+    res.iterations.append({"iteration": it, "phase": phase, "env_steps": steps, "runner_ips": ips,
+                           "runner_nodes": nodes_after, "t": time.time() - log.t0})  # fmt: skip
+    path, sha = _save_atomic(algo, ckpt_root, it)
+    res.checkpoints.append((path, sha))
+    log(f"iteration {it} ({phase}): {steps} env steps sampled; env runners on {ips}; checkpoint {path.name}")
+    return ips
 
 
 def _stop_line(it: int, killed: list[str], cluster: LoopbackCluster, res: CheckResult, why: str) -> str:

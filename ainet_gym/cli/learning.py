@@ -24,12 +24,20 @@ __all__ = ["add_convert_rllib", "add_demo", "add_evaluate", "add_leaderboard", "
 
 
 def add_train(sub: Subparsers) -> None:
-    """``ainet-gym train SCENARIO``: an RL routing policy with stable-baselines3 or RLlib.
-
-    Long on purpose: one ``add_argument`` per flag, in ``--help`` order; a flat list reads as the help
-    does, and splitting it would only scatter the flags."""
+    """``ainet-gym train SCENARIO``: an RL routing policy with stable-baselines3 or RLlib. The flags in
+    ``--help`` order, by group: the policy and its hyperparameters (:func:`_add_train_policy_flags`), the
+    run (:func:`_add_train_run_flags`), RLlib's (:func:`_add_train_rllib_flags`)."""
     s = sub.add_parser("train", help="train an RL routing policy (stable-baselines3)", epilog=TRUST)
     s.add_argument("scenario", type=SCENARIO)
+    _add_train_policy_flags(s)
+    _add_train_run_flags(s)
+    _add_train_rllib_flags(s)
+    s.set_defaults(func=_cmd_train)
+
+
+def _add_train_policy_flags(s: argparse.ArgumentParser) -> None:
+    """``train``'s flags of the policy: algorithm, action mode, residual base, hyperparameters,
+    observation blocks."""
     s.add_argument("--algo", default="ppo", help="ppo | a2c | sac | maskable_ppo")
     s.add_argument(
         "--action-mode",
@@ -83,6 +91,10 @@ def add_train(sub: Subparsers) -> None:
         type=lambda v: [x for x in v.split(",") if x],
         help="optional observation blocks, comma-separated (phase: each job's position in its iteration)",
     )
+
+
+def _add_train_run_flags(s: argparse.ArgumentParser) -> None:
+    """``train``'s flags of the run: checkpoints, length, seed, vector env size, where it writes, resuming."""
     s.add_argument(
         "--save-every",
         type=int_arg(1),
@@ -107,6 +119,10 @@ def add_train(sub: Subparsers) -> None:
         help="a saved model (rllib: a checkpoint directory) to continue training (never overwritten)",
     )
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_train_rllib_flags(s: argparse.ArgumentParser) -> None:
+    """``train``'s flags of the framework choice and of RLlib."""
     s.add_argument("--framework", default="sb3", choices=("sb3", "rllib"), help="sb3 (one machine) | rllib")
     s.add_argument("--num-env-runners", type=int_arg(0, 100_000), default=2, help="rllib: env runner actors")
     s.add_argument(
@@ -118,7 +134,6 @@ def add_train(sub: Subparsers) -> None:
         action="store_true",
         help="rllib --resume: I trust this checkpoint folder (resuming unpickles RLlib's state, which can run code)",
     )
-    s.set_defaults(func=_cmd_train)
 
 
 def _cmd_train(args: argparse.Namespace) -> int:

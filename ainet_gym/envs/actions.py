@@ -137,20 +137,21 @@ class EnvActions:
 
     def _validate(self, actions: np.ndarray, float64: bool) -> np.ndarray:
         """:meth:`validate`; ``float64=False`` returns valid float32 or float64 actions as given (no
-        conversion: the compiled decode reads either and converts each element exactly)."""
-        sp = self.action_space
+        conversion: the compiled decode reads either and converts each element exactly). The array read
+        (:func:`_as_array`), its shape and type checked (:meth:`_shaped`), then its values: plan indices
+        (:meth:`_validate_plans`), path indices (:meth:`_validate_paths`) or weights (:meth:`_validate_box`)."""
         if self.plans:
-            try:
-                a = np.asarray(actions)
-            except (ValueError, TypeError) as e:  # ragged nested lists
-                raise ValueError(f"action: cannot be read as an array ({e}); expected plan indices") from None
+            a = _as_array(actions, "plan indices")
             return self._validate_plans(a.reshape(1) if self.batch == 1 and a.shape in ((), (1,)) else a)
-        discrete = isinstance(sp, spaces.MultiDiscrete)
+        discrete = isinstance(self.action_space, spaces.MultiDiscrete)
         allowed = f"integers in 0..{self.P - 1}" if discrete else "real numbers in [-1, 1]"
-        try:
-            a = np.asarray(actions)
-        except (ValueError, TypeError) as e:  # ragged nested lists
-            raise ValueError(f"action: cannot be read as an array ({e}); expected {allowed}") from None
+        a = self._shaped(_as_array(actions, allowed), allowed)
+        return self._validate_paths(a) if discrete else self._validate_box(a, float64)
+
+    def _shaped(self, a: np.ndarray, allowed: str) -> np.ndarray:
+        """``a`` with the batch's shape (one env's action of a single env gets its batch axis), or the error
+        that names the shape expected; a type that is not a number is refused (``allowed``: the values)."""
+        sp = self.action_space
         want = (self.batch, *sp.shape)
         if a.shape != want and a.shape == sp.shape and self.batch == 1:
             a = a[None]
@@ -176,25 +177,29 @@ class EnvActions:
                 f"action dtype {a.dtype} ({kind.get(a.dtype.kind, a.dtype.kind)}): not a number type; "
                 f"expected {allowed} (an integer or float array)"
             )
-        if discrete:
-            if not np.issubdtype(a.dtype, np.integer) and (
-                not np.issubdtype(a.dtype, np.floating)
-                or not np.all(np.isfinite(a))
-                or np.any(a != np.round(a))
-            ):
-                bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
-                i = tuple(bad[0])
-                raise ValueError(
-                    f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
-                )
-            bad = (a < 0) | (a >= self.P)  # on the given values: 1e20 or 2**64 - 1 would wrap in int64
-            if bad.any():
-                i = tuple(np.argwhere(bad)[0])
-                raise ValueError(
-                    f"action{self._where(i)} = {a[i].item()!r}: out of MultiDiscrete({self.P}); "
-                    f"allowed 0..{self.P - 1}"
-                )
-            return a.astype(np.int64)
+        return a
+
+    def _validate_paths(self, a: np.ndarray) -> np.ndarray:
+        """:meth:`validate` of the ``path`` mode's values: integers (or integral floats) in 0..P-1, as int64."""
+        if not np.issubdtype(a.dtype, np.integer) and (
+            not np.issubdtype(a.dtype, np.floating) or not np.all(np.isfinite(a)) or np.any(a != np.round(a))
+        ):
+            bad = np.argwhere(~np.isfinite(a) | (a != np.round(a)))
+            i = tuple(bad[0])
+            raise ValueError(
+                f"action{self._where(i)} = {a[i].item()!r}: path indices must be integers in 0..{self.P - 1}"
+            )
+        bad = (a < 0) | (a >= self.P)  # on the given values: 1e20 or 2**64 - 1 would wrap in int64
+        if bad.any():
+            i = tuple(np.argwhere(bad)[0])
+            raise ValueError(
+                f"action{self._where(i)} = {a[i].item()!r}: out of MultiDiscrete({self.P}); allowed 0..{self.P - 1}"
+            )
+        return a.astype(np.int64)
+
+    def _validate_box(self, a: np.ndarray, float64: bool) -> np.ndarray:
+        """:meth:`validate` of the weight modes' values: finite, in [-1, 1] (float32 round-off of at most
+        1e-6 clipped); ``float64=False``: a valid float32 or float64 array as given."""
         # the common case (float32 from a policy): on a small float array every |a| <= 1, counted without
         # a reduction (numpy's min/max cost about 2 us each there, the single env step's own Python ~100 us);
         # from ~2,048 elements on, the two reductions are quicker than the temporaries. A NaN fails either
@@ -302,3 +307,12 @@ class EnvActions:
         maps = self._slot_maps()
         n = np.where(maps.mask, maps.npaths, 1)  # (batch, slots)
         return (np.arange(self.P)[None, None, :] < n[:, :, None]).reshape(self.batch, -1)
+
+
+def _as_array(actions: object, allowed: str) -> np.ndarray:
+    """``actions`` as an array, or the error that says what is expected (``allowed``) when it cannot be one
+    (ragged nested lists)."""
+    try:
+        return np.asarray(actions)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"action: cannot be read as an array ({e}); expected {allowed}") from None

@@ -189,6 +189,35 @@ def init_ray(
     ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False, **kw)
 
 
+def _check_ppo_counts(num_env_runners: int, envs_per_runner: int, action_mode: str) -> None:
+    """:func:`ppo_config`'s counts (integers, ``>= 0`` runners, ``>= 1`` envs per runner) and action mode."""
+    for name, v, lo in (("num_env_runners", num_env_runners, 0), ("envs_per_runner", envs_per_runner, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"{name} = {v!r}: must be an integer >= {lo}")
+    if action_mode not in RLLIB_ACTION_MODES:
+        raise ValueError(f"action_mode = {action_mode!r}: RLlib PPO supports {', '.join(RLLIB_ACTION_MODES)}")
+
+
+def _ppo_sizes(num_env_runners: int, envs_per_runner: int, steps: int) -> tuple[int, int, int]:
+    """(rollout fragment, train batch, minibatch) of :func:`ppo_config`: one episode (at least 16 steps, as
+    SB3's ``n_steps``) per env copy, the batch all of them, the largest minibatch of at most 256 dividing it."""
+    runners = max(1, num_env_runners)
+    fragment = max(steps, 16)  # as SB3's n_steps
+    batch = runners * envs_per_runner * fragment
+    minibatch = max(d for d in range(1, min(256, batch) + 1) if batch % d == 0)
+    return fragment, batch, minibatch
+
+
+def _lr_schedule(lr: float, lr_final: float | None, decay_steps: int | None) -> float | list[list[float]]:
+    """``lr``, or with ``lr_final`` and ``decay_steps`` RLlib's piecewise-linear schedule from ``lr`` to
+    ``lr_final`` over ``decay_steps`` sampled env steps."""
+    if lr_final is not None and decay_steps is not None:
+        if decay_steps < 1 or not lr_final > 0:
+            raise ValueError(f"lr_final = {lr_final!r}, decay_steps = {decay_steps!r}: must be > 0 and >= 1")
+        return [[0, lr], [int(decay_steps), lr_final]]
+    return lr
+
+
 def ppo_config(
     scenario: str | os.PathLike | Mapping | Scenario,
     *,
@@ -205,8 +234,9 @@ def ppo_config(
     callbacks: type | None = None,
     hyperparameters: Mapping[str, Any] | None = None,
 ) -> PPOConfig:
-    """An RLlib ``PPOConfig`` on the native vector env, matching the SB3 PPO defaults (long on purpose:
-    the arguments' checks and one builder chain, each setting next to the SB3 default it mirrors).
+    """An RLlib ``PPOConfig`` on the native vector env, matching the SB3 PPO defaults: the arguments
+    checked (:func:`_check_ppo_counts`, :func:`_lr_schedule`), the rollout sizes (:func:`_ppo_sizes`), then one
+    builder chain, each setting next to the SB3 default it mirrors.
 
     One training iteration samples one episode from every copy: ``train_batch_size_per_learner =
     max(1, num_env_runners) * envs_per_runner * episode_steps`` (``rollout_fragment_length =
@@ -229,11 +259,7 @@ def ppo_config(
 
     from ainet_gym.envs.registration import TRAIN_SEED_OFFSET
 
-    for name, v, lo in (("num_env_runners", num_env_runners, 0), ("envs_per_runner", envs_per_runner, 1)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise ValueError(f"{name} = {v!r}: must be an integer >= {lo}")
-    if action_mode not in RLLIB_ACTION_MODES:
-        raise ValueError(f"action_mode = {action_mode!r}: RLlib PPO supports {', '.join(RLLIB_ACTION_MODES)}")
+    _check_ppo_counts(num_env_runners, envs_per_runner, action_mode)
     sc = load_scenario(scenario)
     steps = int(episode_steps if episode_steps is not None else sc.dynamics.episode_steps)
     env_config = {
@@ -242,15 +268,8 @@ def ppo_config(
         "history": int(history),
         "episode_steps": steps,
     }
-    runners = max(1, num_env_runners)
-    fragment = max(steps, 16)  # as SB3's n_steps
-    batch = runners * envs_per_runner * fragment
-    minibatch = max(d for d in range(1, min(256, batch) + 1) if batch % d == 0)
-    rate: float | list[list[float]] = lr
-    if lr_final is not None and decay_steps is not None:
-        if decay_steps < 1 or not lr_final > 0:
-            raise ValueError(f"lr_final = {lr_final!r}, decay_steps = {decay_steps!r}: must be > 0 and >= 1")
-        rate = [[0, lr], [int(decay_steps), lr_final]]
+    fragment, batch, minibatch = _ppo_sizes(num_env_runners, envs_per_runner, steps)
+    rate = _lr_schedule(lr, lr_final, decay_steps)
     register(env_name)
     model: dict[str, Any] = {
         "fcnet_hiddens": [128, 128],

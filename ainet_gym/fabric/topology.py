@@ -29,7 +29,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -585,6 +585,42 @@ def _local_ranks(gpu_host: np.ndarray) -> np.ndarray:
     return local
 
 
+class _Endpoints(NamedTuple):
+    """How the endpoints (GPUs, then storage hosts) attach to the fabric (:func:`_endpoint_attachments`)."""
+
+    uplinks: list[list[int]]  # per endpoint, its up links into switches (its NIC's ports, sorted)
+    pcie: np.ndarray  # (endpoints,) int64 its PCIe link to a NIC, -1: attached to a switch directly
+    pcie_down: np.ndarray  # (endpoints,) int64 the reverse of ``pcie`` (-1: none)
+    up: np.ndarray  # (endpoints,) int64 its first up link
+    down: np.ndarray  # (endpoints,) int64 the reverse of ``up``
+    leaves: list[int]  # the leaf switches (the builder's, else the switches endpoints attach to)
+    leaf: np.ndarray  # (endpoints,) int64 index in ``leaves`` of the switch its first up link reaches
+    ports: list[tuple[tuple[int, int, int], ...]] | None  # (up, down, leaf) per port; None: one port each
+
+
+def _endpoint_attachments(
+    b: _Builder, endpoints: list[int], n_gpus: int, is_switch: np.ndarray
+) -> _Endpoints:
+    """The :class:`_Endpoints` of the builder ``b``: up and down links, PCIe links, leaves and ports."""
+    ep_uplinks, ep_pcie = _endpoint_uplinks(b, endpoints, n_gpus, is_switch)
+    ep_up = np.asarray([u[0] for u in ep_uplinks], dtype=np.int64)
+    ep_switch = np.asarray([b.dst[u] for u in ep_up], dtype=np.int64)
+    ep_down = np.asarray([_reverse_link(b, int(x)) for x in ep_up], dtype=np.int64)
+    ep_pcie_down = np.asarray([_reverse_link(b, int(x)) if x >= 0 else -1 for x in ep_pcie], dtype=np.int64)
+
+    attach = sorted({b.dst[i] for ups in ep_uplinks for i in ups})
+    leaves = b.leaves if b.leaves is not None else attach
+    leaf_index = {n: i for i, n in enumerate(leaves)}
+    endpoint_leaf = np.asarray([leaf_index[int(n)] for n in ep_switch], dtype=np.int64)
+    multi = any(len(u) > 1 for u in ep_uplinks)
+    ports = (
+        [tuple((i, _reverse_link(b, i), leaf_index[b.dst[i]]) for i in ups) for ups in ep_uplinks]
+        if multi
+        else None
+    )
+    return _Endpoints(ep_uplinks, ep_pcie, ep_pcie_down, ep_up, ep_down, leaves, endpoint_leaf, ports)
+
+
 def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fabric:
     """Flatten a builder into a :class:`Fabric`: endpoint attachments, ECMP groups, hop bounds.
 
@@ -603,27 +639,13 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
     is_switch = np.array([k not in _HOST_KINDS for k in kinds], dtype=bool)
 
     endpoints = list(b.gpus) + list(b.storage)
-    ep_uplinks, ep_pcie = _endpoint_uplinks(b, endpoints, n_gpus, is_switch)
-    ep_up = np.asarray([u[0] for u in ep_uplinks], dtype=np.int64)
-    ep_switch = np.asarray([b.dst[u] for u in ep_up], dtype=np.int64)
-    ep_down = np.asarray([_reverse_link(b, int(x)) for x in ep_up], dtype=np.int64)
-    ep_pcie_down = np.asarray([_reverse_link(b, int(x)) if x >= 0 else -1 for x in ep_pcie], dtype=np.int64)
-
-    attach = sorted({b.dst[i] for ups in ep_uplinks for i in ups})
-    leaves = b.leaves if b.leaves is not None else attach
-    leaf_index = {n: i for i, n in enumerate(leaves)}
-    endpoint_leaf = np.asarray([leaf_index[int(n)] for n in ep_switch], dtype=np.int64)
-    multi = any(len(u) > 1 for u in ep_uplinks)
-    ports = (
-        [tuple((i, _reverse_link(b, i), leaf_index[b.dst[i]]) for i in ups) for ups in ep_uplinks]
-        if multi
-        else None
-    )
+    ep = _endpoint_attachments(b, endpoints, n_gpus, is_switch)
+    ep_pcie, leaves = ep.pcie, ep.leaves
 
     sw_adj, level = _switch_levels(b, is_switch, leaves)
 
     if leaf_diameter is None:  # a graph: measure it, and check that every endpoint reaches every other
-        leaf_diameter = _graph_leaf_diameter(b, sw_adj, leaves, endpoints, ep_uplinks)
+        leaf_diameter = _graph_leaf_diameter(b, sw_adj, leaves, endpoints, ep.uplinks)
     chain = 2 if (ep_pcie >= 0).any() else 1
     max_hops = max(2, 2 * chain + leaf_diameter)
 
@@ -651,9 +673,9 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         gpu_node=np.asarray(b.gpus, dtype=np.int64),
         gpu_host=gpu_host,
         gpu_local_rank=gpu_local,
-        endpoint_leaf=endpoint_leaf,
-        endpoint_up=ep_up,
-        endpoint_down=ep_down,
+        endpoint_leaf=ep.leaf,
+        endpoint_up=ep.up,
+        endpoint_down=ep.down,
         gpu_nvl_up=nvl_up,
         gpu_nvl_down=nvl_down,
         leaf_node=np.asarray(leaves, dtype=np.int64),
@@ -664,8 +686,8 @@ def _finish(b: _Builder, max_paths: int, leaf_diameter: int | None = None) -> Fa
         max_hops=max_hops,
         link_latency_s=None if uniform else latency,
         endpoint_pcie_up=ep_pcie if (ep_pcie >= 0).any() else None,
-        endpoint_pcie_down=ep_pcie_down if (ep_pcie >= 0).any() else None,
-        endpoint_ports=ports,
+        endpoint_pcie_down=ep.pcie_down if (ep_pcie >= 0).any() else None,
+        endpoint_ports=ep.ports,
         _parallel=b.parallel,
     )
 

@@ -109,6 +109,7 @@ from ainet_gym.scenario.sections import (
     parse_jobs,
 )
 from ainet_gym.scenario.spec import (
+    JobChurnSpec,
     JobSpec,
     RewardSpec,
     RoutingSpec,
@@ -138,6 +139,8 @@ __all__ = [
 
 
 def _build(ctx: Context, top: Any) -> Scenario:
+    """The :class:`Scenario` of the mapping ``top``, section by section (name, fabric, workload, dynamics,
+    routing, reward), each checked as it is read; then whether it can run (:func:`check_runnable`)."""
     if not isinstance(top, Mapping):
         what = "empty" if top is None else f"{describe(top)}, not a mapping"
         ctx.fail("", f"the scenario is {what}", f"a mapping with keys {', '.join(TOP_KEYS)}", top)
@@ -164,6 +167,20 @@ def _build(ctx: Context, top: Any) -> Scenario:
     dynamics, churn_raw = parse_dynamics(ctx, top, fabric, n_gpus)
     kw["dynamics"] = dynamics
     churn = dynamics.job_churn
+    _check_job_slots(ctx, jobs, churn, churn_raw, wd.get("jobs"))
+    kw["routing"] = _parse_routing(ctx, top, [*jobs, *churn.templates])
+    wd2 = optional_mapping(ctx, top, "reward", "", REWARD_RULES, "the reward")
+    kw["reward"] = RewardSpec(**apply_rules(ctx, wd2, "reward", REWARD_RULES))
+    sc = Scenario(**kw, source=ctx.source, raw=dict(top))
+    check_runnable(ctx, sc, size)
+    return sc
+
+
+def _check_job_slots(
+    ctx: Context, jobs: list[JobSpec], churn: JobChurnSpec, churn_raw: Mapping[str, Any], jobs_raw: Any
+) -> None:
+    """Jobs at the start, or churn that brings them (a rate and templates); and job slots for the initial
+    jobs (``dynamics.job_churn.max_jobs``, ``churn_raw``: the section as written)."""
     if not jobs:
         if churn.arrival_rate <= 0:
             ctx.fail(
@@ -171,7 +188,7 @@ def _build(ctx: Context, top: Any) -> Scenario:
                 "at least one job is required",
                 "a list of jobs ({name, gpus, placement, compute_ms, collectives, ...}); "
                 "or none with dynamics.job_churn.arrival_rate > 0 and templates",
-                wd.get("jobs"),
+                jobs_raw,
             )
         if not churn.templates:
             ctx.fail(
@@ -188,11 +205,15 @@ def _build(ctx: Context, top: Any) -> Scenario:
             churn.max_jobs,
         )
 
+
+def _parse_routing(ctx: Context, top: Mapping[str, Any], jobs: list[JobSpec]) -> RoutingSpec:
+    """The ``routing`` section, checked against the jobs (initial and templates): ``new_transfers`` without
+    stage pipelines, and not with independent split parts; ring run-ahead (:func:`_check_ring_run_ahead`)."""
     rd = optional_mapping(ctx, top, "routing", "", ROUTING_RULES, "routing")
-    kw["routing"] = RoutingSpec(**apply_rules(ctx, rd, "routing", ROUTING_RULES))
-    if kw["routing"].reroute == "new_transfers":
+    routing = RoutingSpec(**apply_rules(ctx, rd, "routing", ROUTING_RULES))
+    if routing.reroute == "new_transfers":
         # a stage pipeline runs phases at once that may share a connection, started in different intervals
-        for job in [*jobs, *churn.templates]:
+        for job in jobs:
             for i, c in enumerate(job.collectives):
                 if c.chunks > 1:
                     ctx.fail(
@@ -202,7 +223,7 @@ def _build(ctx: Context, top: Any) -> Scenario:
                         "in_flight, or chunks: 1",
                         "new_transfers",
                     )
-    if kw["routing"].split_flows == "independent" and kw["routing"].reroute == "new_transfers":
+    if routing.split_flows == "independent" and routing.reroute == "new_transfers":
         # the carry flows of new_transfers pin a whole flow's split; independent parts have none to pin
         ctx.fail(
             "routing.split_flows",
@@ -210,12 +231,8 @@ def _build(ctx: Context, top: Any) -> Scenario:
             "coupled (with new_transfers), or routing.reroute: in_flight",
             "independent",
         )
-    _check_ring_run_ahead(ctx, kw["routing"], [*jobs, *churn.templates])
-    wd2 = optional_mapping(ctx, top, "reward", "", REWARD_RULES, "the reward")
-    kw["reward"] = RewardSpec(**apply_rules(ctx, wd2, "reward", REWARD_RULES))
-    sc = Scenario(**kw, source=ctx.source, raw=dict(top))
-    check_runnable(ctx, sc, size)
-    return sc
+    _check_ring_run_ahead(ctx, routing, jobs)
+    return routing
 
 
 def _check_ring_run_ahead(ctx: Context, routing: RoutingSpec, jobs: list[JobSpec]) -> None:

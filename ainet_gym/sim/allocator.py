@@ -180,32 +180,9 @@ def solve_coo(
         lcount = np.bincount(el, minlength=n_links)  # active entries per link
         while el.size:
             iterations += 1
-            fstart = np.zeros(fcount.size, dtype=np.intp)
-            np.cumsum(fcount[:-1], out=fstart[1:])
-            links = np.flatnonzero(lcount)
-            lstart = np.zeros(links.size, dtype=np.intp)
-            np.cumsum(lcount[links[:-1]], out=lstart[1:])
-            flow_dem = dem_level[flows]
-
-            # 1. fair share level of every link (inf where no active flow crosses it)
-            denom = np.bincount(el, weights=cw, minlength=n_links)
-            share = np.full(n_links, np.inf)
-            np.divide(remaining, denom, out=share, where=denom > 0)
-
-            # 2. path minimum of every active flow
-            m = np.minimum.reduceat(share[el], fstart)
-            np.minimum(m, flow_dem, out=m)
-            entry_m = np.repeat(m, fcount)
-
-            # 3. ready links: the smallest path minimum among their flows equals their share
-            link_min = np.minimum.reduceat(entry_m[lperm], lstart)
-            ready_link = np.zeros(n_links, dtype=bool)
-            ready_link[links] = link_min >= share[links]  # never >: equality, exact
-            at_demand = m >= flow_dem  # never >: equality, exact
-            ready = np.logical_or.reduceat(ready_link[el], fstart) | at_demand
-            if not ready.any():  # impossible for valid input (see the module docstring)
-                raise ValueError("solve_coo made no progress: NaN in the capacities, weights or demands?")
-
+            m, entry_m, ready, at_demand = _ready_flows(
+                el, cw, remaining, fcount, lperm, lcount, dem_level[flows]
+            )
             # 4. freeze the ready flows and take their traffic off their links
             frozen = flows[ready]
             rates[frozen] = np.where(at_demand[ready], dem[frozen], w[frozen] * m[ready])
@@ -215,7 +192,6 @@ def solve_coo(
             finite = np.isfinite(use)  # inf only for unconstrained flows, whose links are all inf
             remaining -= np.bincount(frozen_link[finite], weights=use[finite], minlength=n_links)
             np.maximum(remaining, 0.0, out=remaining)  # clamp round-off below zero
-
             # compact to the entries of still-active flows
             keep = ~entry_frozen
             if not keep.any():
@@ -230,6 +206,47 @@ def solve_coo(
     if return_iterations:
         return rates, iterations
     return rates
+
+
+def _ready_flows(
+    el: np.ndarray,
+    cw: np.ndarray,
+    remaining: FloatArray,
+    fcount: np.ndarray,
+    lperm: np.ndarray,
+    lcount: np.ndarray,
+    flow_dem: FloatArray,
+) -> tuple[FloatArray, FloatArray, np.ndarray, np.ndarray]:
+    """Steps 1-3 of a round of :func:`solve_coo`'s parallel rule over the active entries (``el`` their links,
+    ``cw`` their coef * weight, flow-sorted, ``fcount`` entries per active flow, ``lperm`` the entries in link
+    order, ``lcount`` active entries per link, ``flow_dem`` the active flows' demand levels): the path minimum
+    of each active flow, the same per entry, which flows are ready, and which of them are at their demand."""
+    n_links = remaining.size
+    fstart = np.zeros(fcount.size, dtype=np.intp)
+    np.cumsum(fcount[:-1], out=fstart[1:])
+    links = np.flatnonzero(lcount)
+    lstart = np.zeros(links.size, dtype=np.intp)
+    np.cumsum(lcount[links[:-1]], out=lstart[1:])
+
+    # 1. fair share level of every link (inf where no active flow crosses it)
+    denom = np.bincount(el, weights=cw, minlength=n_links)
+    share = np.full(n_links, np.inf)
+    np.divide(remaining, denom, out=share, where=denom > 0)
+
+    # 2. path minimum of every active flow
+    m = np.minimum.reduceat(share[el], fstart)
+    np.minimum(m, flow_dem, out=m)
+    entry_m = np.repeat(m, fcount)
+
+    # 3. ready links: the smallest path minimum among their flows equals their share
+    link_min = np.minimum.reduceat(entry_m[lperm], lstart)
+    ready_link = np.zeros(n_links, dtype=bool)
+    ready_link[links] = link_min >= share[links]  # never >: equality, exact
+    at_demand = m >= flow_dem  # never >: equality, exact
+    ready = np.logical_or.reduceat(ready_link[el], fstart) | at_demand
+    if not ready.any():  # impossible for valid input (see the module docstring)
+        raise ValueError("solve_coo made no progress: NaN in the capacities, weights or demands?")
+    return m, entry_m, ready, at_demand
 
 
 # ----------------------------------------------------------------------------------------------------------

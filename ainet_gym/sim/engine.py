@@ -367,6 +367,60 @@ def _phase_pred(after: tuple[int, ...] | None, k: int, base: int) -> tuple[int, 
     return tuple(base + j for j in after)
 
 
+@dataclass
+class _JobTables:
+    """A job's phases, flows and members as lists, in the order :func:`compile_job` numbers them."""
+
+    phase_steps: list[int] = field(default_factory=list)
+    phase_segs: list[int] = field(default_factory=list)  # (phases,) segments of the ring phase each is one of
+    phase_pred: list[tuple[int, ...]] = field(default_factory=list)  # (phases,) the phases each waits for
+    flow_phase: list[int] = field(default_factory=list)
+    flow_bytes: list[float] = field(default_factory=list)
+    flow_parent: list[int] = field(default_factory=list)
+    member_flow: list[int] = field(default_factory=list)
+    member_conn: list[int] = field(default_factory=list)
+    conn_index: dict[tuple[int, int], int] = field(default_factory=dict)  # (src, dst) GPU -> connection
+
+
+def _job_tables(
+    fabric: Fabric,
+    job: JobSpec,
+    gpus: np.ndarray,
+    rotation: int,
+    carry: bool,
+    ring_run_ahead_bytes: float | None,
+) -> _JobTables:
+    """The phases (rings cut into segments), flows, members and connections of ``job``'s collectives on
+    ``gpus``, collective after collective (each starts when the job's previous phase ends); with ``carry``,
+    each phase's carry flows after its flows (:func:`_add_carry_flows`)."""
+    host_of_rank = fabric.gpu_host[gpus].tolist()
+    t = _JobTables()
+    for coll in job.collectives:
+        base = len(t.phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
+        phases = _grouped_phases(coll, len(gpus), host_of_rank, rotation)
+        for ph, n_seg in segment_rings(phases, ring_run_ahead_bytes, with_counts=True):
+            k = len(t.phase_steps)
+            t.phase_steps.append(ph.steps)
+            t.phase_segs.append(n_seg)
+            t.phase_pred.append(_phase_pred(ph.after, k, base))
+            first, mem_lo = len(t.flow_bytes), len(t.member_flow)
+            for fl in ph.flows:
+                f = len(t.flow_bytes)
+                t.flow_phase.append(k)
+                t.flow_bytes.append(fl.bytes)
+                t.flow_parent.append(-1)
+                for sr, dr in fl.members:
+                    key = (int(gpus[sr]), int(gpus[dr]))
+                    c = t.conn_index.setdefault(key, len(t.conn_index))
+                    t.member_flow.append(f)
+                    t.member_conn.append(c)
+            if carry:  # the phase's carry flows follow its flows (a phase's flows stay contiguous)
+                _add_carry_flows(
+                    k, first, mem_lo, t.flow_phase, t.flow_bytes, t.flow_parent, t.member_flow, t.member_conn
+                )
+    return t
+
+
 def compile_job(
     fabric: Fabric,
     job: JobSpec,
@@ -392,50 +446,17 @@ def compile_job(
     """
     _check_split_flows(split_flows, carry)
     gpus = np.asarray(gpus, dtype=np.int64)
-    p = len(gpus)
-    host_of_rank = fabric.gpu_host[gpus].tolist()
-    phase_steps: list[int] = []
-    phase_segs: list[int] = []  # (phases,) segments of the ring phase each one is one of (1: not cut)
-    phase_pred: list[tuple[int, ...]] = []  # (phases,) the phases each one waits for
-    flow_phase: list[int] = []
-    flow_bytes: list[float] = []
-    member_flow: list[int] = []
-    member_conn: list[int] = []
-    flow_parent: list[int] = []
-    conn_index: dict[tuple[int, int], int] = {}
-    for coll in job.collectives:
-        base = len(phase_steps)  # the collective starts when the job's previous phase (base - 1) ends
-        phases = _grouped_phases(coll, p, host_of_rank, rotation)
-        for ph, n_seg in segment_rings(phases, ring_run_ahead_bytes, with_counts=True):
-            k = len(phase_steps)
-            phase_steps.append(ph.steps)
-            phase_segs.append(n_seg)
-            phase_pred.append(_phase_pred(ph.after, k, base))
-            first, mem_lo = len(flow_bytes), len(member_flow)
-            for fl in ph.flows:
-                f = len(flow_bytes)
-                flow_phase.append(k)
-                flow_bytes.append(fl.bytes)
-                flow_parent.append(-1)
-                for sr, dr in fl.members:
-                    key = (int(gpus[sr]), int(gpus[dr]))
-                    c = conn_index.setdefault(key, len(conn_index))
-                    member_flow.append(f)
-                    member_conn.append(c)
-            if carry:  # the phase's carry flows follow its flows (a phase's flows stay contiguous)
-                _add_carry_flows(
-                    k, first, mem_lo, flow_phase, flow_bytes, flow_parent, member_flow, member_conn
-                )
-    src = [s for s, _ in conn_index]
-    dst = [d for _, d in conn_index]
+    t = _job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
+    src = [s for s, _ in t.conn_index]
+    dst = [d for _, d in t.conn_index]
     H = max_hops(fabric)
     paths, npaths, hops, path_lat = _conn_tables(fabric, src, dst, H)
     conn_key = _job_conn_key(job.name, src, dst)
-    mf = np.asarray(member_flow, dtype=np.int64)
-    mc = np.asarray(member_conn, dtype=np.int64)
-    fp = np.asarray(flow_phase, dtype=np.int64)
-    lat = _phase_latency_s(fabric, np.asarray(phase_steps), fp[mf], hops[mc], path_lat[mc])
-    npred, succ_off, succ = _phase_graph(phase_pred)
+    mf = np.asarray(t.member_flow, dtype=np.int64)
+    mc = np.asarray(t.member_conn, dtype=np.int64)
+    fp = np.asarray(t.flow_phase, dtype=np.int64)
+    lat = _phase_latency_s(fabric, np.asarray(t.phase_steps), fp[mf], hops[mc], path_lat[mc])
+    npred, succ_off, succ = _phase_graph(t.phase_pred)
     unit = CompiledUnit(
         name=job.name,
         is_background=False,
@@ -448,8 +469,8 @@ def compile_job(
         phase_succ_off=succ_off,
         phase_succ=succ,
         flow_phase=fp,
-        flow_bytes=np.asarray(flow_bytes, dtype=np.float64),
-        flow_demand_bytes_per_s=np.full(len(flow_bytes), np.inf),
+        flow_bytes=np.asarray(t.flow_bytes, dtype=np.float64),
+        flow_demand_bytes_per_s=np.full(len(t.flow_bytes), np.inf),
         member_flow=mf,
         member_conn=mc,
         conn_src=np.asarray(src, dtype=np.int64),
@@ -457,8 +478,8 @@ def compile_job(
         conn_key=conn_key,
         conn_paths=paths,
         conn_npaths=npaths,
-        flow_parent=np.asarray(flow_parent, dtype=np.int64) if carry else None,
-        phase_segments=np.asarray(phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
+        flow_parent=np.asarray(t.flow_parent, dtype=np.int64) if carry else None,
+        phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
     )
     return _split_parts(unit) if split_flows == "independent" else unit
 

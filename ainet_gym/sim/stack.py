@@ -9,6 +9,7 @@ instances are numbered consecutively, instance by instance; link ids in ``conn_p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -101,48 +102,105 @@ def _optional_ids(flat: list, attr: str, counts: np.ndarray, fill: int) -> np.nd
 def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
     """Stack the compiled units of each instance (``units[b]``, a list of CompiledUnit) on ``fabric``.
 
-    Long on purpose: the constructor of the 50-field :class:`UnitStack` takes half of it, one keyword per
-    field; the other half computes the offsets (per unit, phase, flow and connection) that most fields share.
+    The fields by concern: per unit with the offsets most fields share (:func:`_unit_fields`), the phase graph
+    (:func:`_phase_fields`), per flow (:func:`_flow_fields`), the flow range of each phase
+    (:func:`_phase_flow_ranges`), per member and connection (:func:`_conn_fields`); the instance ranges here.
     """
-    B, L = len(units), fabric.n_links
+    B = len(units)
     flat = [u for inst in units for u in inst]
-    U = len(flat)
     unit_inst = np.asarray([b for b, inst in enumerate(units) for _ in inst], dtype=np.int64)
+    per_unit = _unit_fields(flat, unit_inst)
+    phases = _phase_fields(flat, per_unit)
+    flows = _flow_fields(flat, per_unit)
+    phases.update(_phase_flow_ranges(flows["flow_gphase"], flows["job_flows"], phases["phase_unit"].shape[0]))
+    return UnitStack(
+        units=units,
+        flat_units=flat,
+        n_units=len(flat),
+        n_flows=int(per_unit["unit_nflows"].sum()),
+        n_conns=int(per_unit["unit_nconns"].sum()),
+        **per_unit,
+        **phases,
+        **flows,
+        **_conn_fields(fabric, flat, per_unit),
+        inst_unit=np.searchsorted(unit_inst, np.arange(B + 1)).astype(np.int64),
+        inst_flow=np.searchsorted(flows["flow_inst"], np.arange(B + 1)).astype(np.int64),
+        inst_phase=np.searchsorted(phases["phase_inst"], np.arange(B + 1)).astype(np.int64),
+    )
+
+
+def _cat(flat: list, attr: str, dtype: type = np.float64) -> np.ndarray:
+    """The units' arrays ``attr`` concatenated, as ``dtype``."""
+    arrs = [getattr(u, attr) for u in flat]
+    return np.concatenate(arrs).astype(dtype) if arrs else np.zeros(0, dtype=dtype)
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    """The first global id of each unit's items, ``counts[i]`` items for unit ``i``."""
+    return np.concatenate([[0], np.cumsum(counts)])[:-1]
+
+
+def _unit_fields(flat: list, unit_inst: np.ndarray) -> dict[str, Any]:
+    """The per-unit fields of :class:`UnitStack`: the units' own figures, their counts of phases, flows and
+    connections, and the offsets of these."""
     n_ph = np.asarray([u.n_phases for u in flat], dtype=np.int64)
     n_fl = np.asarray([u.flow_bytes.shape[0] for u in flat], dtype=np.int64)
     n_cn = np.asarray([u.conn_src.shape[0] for u in flat], dtype=np.int64)
-    phase_off = np.concatenate([[0], np.cumsum(n_ph)])[:-1]
-    flow_off = np.concatenate([[0], np.cumsum(n_fl)])[:-1]
-    conn_off = np.concatenate([[0], np.cumsum(n_cn)])[:-1]
-    unit_bg = np.asarray([u.is_background for u in flat], dtype=bool)
+    return {
+        "unit_inst": unit_inst,
+        "unit_bg": np.asarray([u.is_background for u in flat], dtype=bool),
+        "unit_compute": np.asarray([u.compute_s for u in flat]),
+        "unit_overlap": np.asarray([u.overlap for u in flat]),
+        "unit_start": np.asarray([u.start_s for u in flat]),
+        "unit_ngpus": np.asarray([0 if u.is_background else len(u.gpus) for u in flat], dtype=np.int64),
+        "unit_nphases": n_ph,
+        "unit_nflows": n_fl,
+        "unit_nconns": n_cn,
+        "phase_off": _offsets(n_ph),
+        "flow_off": _offsets(n_fl),
+        "conn_off": _offsets(n_cn),
+    }
 
-    def cat(attr: str, dtype: type = np.float64) -> np.ndarray:
-        arrs = [getattr(u, attr) for u in flat]
-        return np.concatenate(arrs).astype(dtype) if arrs else np.zeros(0, dtype=dtype)
 
-    # phase graph (global phase ids): predecessor counts, successor lists (CSR), unit and instance
+def _phase_fields(flat: list, pu: dict[str, Any]) -> dict[str, Any]:
+    """The phase graph in global phase ids (``pu``: :func:`_unit_fields`): predecessor counts, successor
+    lists (CSR), unit and instance of each phase."""
+    U, n_ph, phase_off = len(flat), pu["unit_nphases"], pu["phase_off"]
     n_gph = int(n_ph.sum())
     phase_unit = np.repeat(np.arange(U), n_ph)
-    phase_inst = unit_inst[phase_unit] if U else np.zeros(0, dtype=np.int64)
     n_edge = np.asarray([u.phase_succ.shape[0] for u in flat], dtype=np.int64)
     edge_off = np.concatenate([[0], np.cumsum(n_edge)])
     phase_succ_off = np.concatenate(
         [u.phase_succ_off[:-1] + edge_off[i] for i, u in enumerate(flat)] + [edge_off[-1:]]
     ).astype(np.int64)
+    return {
+        "phase_latency": _cat(flat, "phase_latency_s"),
+        "phase_unit": phase_unit,
+        "phase_inst": pu["unit_inst"][phase_unit] if U else np.zeros(0, dtype=np.int64),
+        "phase_npred": _cat(flat, "phase_npred", np.int64),
+        "phase_succ_off": phase_succ_off,
+        "phase_succ": _cat(flat, "phase_succ", np.int64) + np.repeat(phase_off, n_edge).astype(np.int64),
+        "phase_edge_src": np.repeat(np.arange(n_gph), np.diff(phase_succ_off)),
+        "phase_segments": _optional_ids(flat, "phase_segments", n_ph, 1),
+    }
+
+
+def _flow_fields(flat: list, pu: dict[str, Any]) -> dict[str, Any]:
+    """The per-flow fields (``pu``: :func:`_unit_fields`): unit, instance, phase, bytes, and the flow a carry
+    flow (routing.reroute new_transfers) or a part flow (split_flows independent) takes its bytes from."""
+    U, n_fl, flow_off = len(flat), pu["unit_nflows"], pu["flow_off"]
     flow_unit = np.repeat(np.arange(U), n_fl)
-    flow_phase = cat("flow_phase", np.int64)
-    flow_inst = unit_inst[flow_unit] if U else np.zeros(0, dtype=np.int64)
-    flow_bg = unit_bg[flow_unit] if U else np.zeros(0, dtype=bool)
+    flow_phase = _cat(flat, "flow_phase", np.int64)
+    flow_bg = pu["unit_bg"][flow_unit] if U else np.zeros(0, dtype=bool)
     flow_gphase = (
-        np.where(flow_bg, -1, phase_off[flow_unit] + flow_phase).astype(np.int64)
+        np.where(flow_bg, -1, pu["phase_off"][flow_unit] + flow_phase).astype(np.int64)
         if U
         else np.zeros(0, dtype=np.int64)
     )
-    job = np.flatnonzero(~flow_bg)
-    flow_bytes = cat("flow_bytes")
+    flow_bytes = _cat(flat, "flow_bytes")
     flow_scale = flow_bytes.copy()
-    # the flow a carry flow (routing.reroute new_transfers) or a part flow (split_flows independent) takes
-    # its bytes from, as a global flow id (-1: none); its remainder rounds against that flow's bytes
+    # the flow a carry flow or a part flow takes its bytes from, as a global flow id (-1: none); its
+    # remainder rounds against that flow's bytes
     flow_parent, flow_part_of = (
         _optional_ids(flat, name, n_fl, -1) for name in ("flow_parent", "flow_part_of")
     )
@@ -152,70 +210,52 @@ def stack_units(fabric: Fabric, units: list[list]) -> UnitStack:
             of[has] += flow_off[flow_unit[has]]
             of[~has] = -1
             flow_scale[has] = flow_bytes[of[has]]
-    n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
-    mem_unit = np.repeat(np.arange(U), n_mem)
-    conn_unit = np.repeat(np.arange(U), n_cn)
-    P, H = fabric.max_paths, fabric.max_hops
-    paths = [u.conn_paths for u in flat]
-    conn_paths = np.concatenate(paths) if paths else np.zeros((0, P, H), dtype=np.int64)
-    inst_of_conn = unit_inst[conn_unit] if U else np.zeros(0, dtype=np.int64)
-    # contiguous ranges for the compiled backend: flows of each phase
+    return {
+        "flow_unit": flow_unit,
+        "flow_inst": pu["unit_inst"][flow_unit] if U else np.zeros(0, dtype=np.int64),
+        "flow_phase": flow_phase,
+        "flow_gphase": flow_gphase,
+        "flow_bg": flow_bg,
+        "flow_bytes": flow_bytes,
+        "flow_demand": _cat(flat, "flow_demand_bytes_per_s"),
+        "flow_scale": flow_scale,
+        "flow_parent": flow_parent,
+        "flow_part_of": flow_part_of,
+        "job_flows": np.flatnonzero(~flow_bg),
+    }
+
+
+def _phase_flow_ranges(flow_gphase: np.ndarray, job: np.ndarray, n_gph: int) -> dict[str, Any]:
+    """The contiguous flow range of each phase, for the compiled backend: first flow and count."""
     gphase = flow_gphase[job]  # nondecreasing along job
     phase_flow_n = np.bincount(gphase, minlength=n_gph).astype(np.int64)
     first = np.searchsorted(gphase, np.arange(n_gph))
     phase_flow_lo = np.where(
         phase_flow_n > 0, job[np.minimum(first, max(job.size - 1, 0))] if job.size else 0, 0
     ).astype(np.int64)
-    return UnitStack(
-        units=units,
-        flat_units=flat,
-        n_units=U,
-        n_flows=int(n_fl.sum()),
-        n_conns=int(n_cn.sum()),
-        unit_inst=unit_inst,
-        unit_bg=unit_bg,
-        unit_compute=np.asarray([u.compute_s for u in flat]),
-        unit_overlap=np.asarray([u.overlap for u in flat]),
-        unit_start=np.asarray([u.start_s for u in flat]),
-        unit_ngpus=np.asarray([0 if u.is_background else len(u.gpus) for u in flat], dtype=np.int64),
-        unit_nphases=n_ph,
-        unit_nflows=n_fl,
-        unit_nconns=n_cn,
-        phase_off=phase_off,
-        flow_off=flow_off,
-        conn_off=conn_off,
-        phase_latency=cat("phase_latency_s"),
-        phase_unit=phase_unit,
-        phase_inst=phase_inst,
-        phase_npred=cat("phase_npred", np.int64),
-        phase_succ_off=phase_succ_off,
-        phase_succ=cat("phase_succ", np.int64) + np.repeat(phase_off, n_edge).astype(np.int64),
-        phase_edge_src=np.repeat(np.arange(n_gph), np.diff(phase_succ_off)),
-        phase_flow_lo=phase_flow_lo,
-        phase_flow_n=phase_flow_n,
-        phase_segments=_optional_ids(flat, "phase_segments", n_ph, 1),
-        flow_unit=flow_unit,
-        flow_inst=flow_inst,
-        flow_phase=flow_phase,
-        flow_gphase=flow_gphase,
-        flow_bg=flow_bg,
-        flow_bytes=flow_bytes,
-        flow_demand=cat("flow_demand_bytes_per_s"),
-        flow_scale=flow_scale,
-        flow_parent=flow_parent,
-        flow_part_of=flow_part_of,
-        job_flows=job,
-        member_flow=cat("member_flow", np.int64) + (flow_off[mem_unit] if U else 0),
-        member_conn=cat("member_conn", np.int64) + (conn_off[mem_unit] if U else 0),
-        member_path=_optional_ids(flat, "member_path", n_mem, -1),
-        conn_unit=conn_unit,
-        conn_key=cat("conn_key", np.int64),
-        conn_src=cat("conn_src", np.int64),
-        conn_dst=cat("conn_dst", np.int64),
-        conn_npaths=cat("conn_npaths", np.int64),
-        conn_paths=conn_paths,
-        conn_paths_global=np.where(conn_paths >= 0, conn_paths + (inst_of_conn * L)[:, None, None], -1),
-        inst_unit=np.searchsorted(unit_inst, np.arange(B + 1)).astype(np.int64),
-        inst_flow=np.searchsorted(flow_inst, np.arange(B + 1)).astype(np.int64),
-        inst_phase=np.searchsorted(phase_inst, np.arange(B + 1)).astype(np.int64),
-    )
+    return {"phase_flow_lo": phase_flow_lo, "phase_flow_n": phase_flow_n}
+
+
+def _conn_fields(fabric: Fabric, flat: list, pu: dict[str, Any]) -> dict[str, Any]:
+    """The per-member and per-connection fields (``pu``: :func:`_unit_fields`), the candidate paths in the
+    fabric's link ids and in global ones (``instance * links + link``)."""
+    U, n_cn, flow_off, conn_off = len(flat), pu["unit_nconns"], pu["flow_off"], pu["conn_off"]
+    n_mem = np.asarray([u.member_flow.shape[0] for u in flat], dtype=np.int64)
+    mem_unit = np.repeat(np.arange(U), n_mem)
+    conn_unit = np.repeat(np.arange(U), n_cn)
+    P, H, L = fabric.max_paths, fabric.max_hops, fabric.n_links
+    paths = [u.conn_paths for u in flat]
+    conn_paths = np.concatenate(paths) if paths else np.zeros((0, P, H), dtype=np.int64)
+    inst_of_conn = pu["unit_inst"][conn_unit] if U else np.zeros(0, dtype=np.int64)
+    return {
+        "member_flow": _cat(flat, "member_flow", np.int64) + (flow_off[mem_unit] if U else 0),
+        "member_conn": _cat(flat, "member_conn", np.int64) + (conn_off[mem_unit] if U else 0),
+        "member_path": _optional_ids(flat, "member_path", n_mem, -1),
+        "conn_unit": conn_unit,
+        "conn_key": _cat(flat, "conn_key", np.int64),
+        "conn_src": _cat(flat, "conn_src", np.int64),
+        "conn_dst": _cat(flat, "conn_dst", np.int64),
+        "conn_npaths": _cat(flat, "conn_npaths", np.int64),
+        "conn_paths": conn_paths,
+        "conn_paths_global": np.where(conn_paths >= 0, conn_paths + (inst_of_conn * L)[:, None, None], -1),
+    }

@@ -205,6 +205,42 @@ def test_knn_value_vote_plays_the_best_mean_value_not_the_majority_by_hand(tmp_p
         fit_knn(labels, tmp_path / "m.npz", k=3, scenario=sc, vote="mean")
 
 
+def test_knn_values_tail_cap_penalises_the_tail_above_the_cap_and_the_base_by_hand(tmp_path) -> None:
+    from ainet_gym.agents.imitate import fit_knn, knn_values, load_knn
+
+    # plans 0, 1 (spray+bg, the base), 2; values without the cap: scores (weight 0)
+    scores = np.pad(np.array([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [0.0, 1.0, 2.0]]), ((0, 0), (0, 3)))
+    tail = np.pad(np.array([[2.0, 1.5, 1.9], [1.0, 1.8, 1.9], [1.0, 1.5, 1.6]]), ((0, 0), (0, 3)))
+    meta = np.array(["imitate-small", "choose_bg", "phase", "4", "6", "spray+bg", "8"])
+    plans = np.array(["ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg"])
+    lab = {"scores": scores, "excess": np.zeros_like(scores), "tail": tail, "meta": meta, "plans": plans}
+    off = knn_values(lab)
+    np.testing.assert_array_equal(off, knn_values(lab, None, None, 100.0))  # no cap: unchanged (default off)
+    v = knn_values(lab, tail_cap=1.7, tail_penalty=10.0)
+    # row 1: reference max(1.7, 1.5) = 1.7: plan 0 loses 10 * 0.3 = 3, plan 2 10 * 0.2 = 2 -> -3, 1, 0, and
+    # plans 3-5 0 (tail 0), minus the row's maximum 1; row 2: reference the base's 1.8: plan 2 loses
+    # 10 * 0.1 = 1 -> 0, 1, 1, 0 (minus 1); row 3: every tail below the cap: unchanged (minus 2)
+    np.testing.assert_allclose(v[:, :3], [[-4.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [-2.0, -1.0, 0.0]], atol=1e-6)
+    np.testing.assert_allclose(v[:, 3:], [[-1.0] * 3, [-1.0] * 3, [-2.0] * 3], atol=1e-6)
+    for bad in ({"tail_cap": 0.0}, {"tail_cap": float("inf")}, {"tail_cap": 1.7, "tail_penalty": -1.0}):
+        with pytest.raises(ValueError, match="tail_"):
+            knn_values(lab, **bad)
+    with pytest.raises(ValueError, match="no 'tail'"):
+        knn_values({k: a for k, a in lab.items() if k != "tail"}, tail_cap=1.7, tail_penalty=1.0)
+    sc = _small()
+    core = EnvCore(sc, action_mode="choose_bg", obs_features=("phase",))
+    labels = {
+        **lab, "label": np.array([1, 2, 2]), "seed": np.array([1, 1, 1]),
+        "obs": np.zeros((3, core.obs_layout["job_phase"].stop), dtype=np.float32),
+    }  # fmt: skip
+    path = fit_knn(
+        labels, tmp_path / "c.npz", k=3, scenario=sc, vote="value", tail_cap=1.7, tail_penalty=10.0
+    )
+    np.testing.assert_allclose(load_knn(path)["q"], v, atol=1e-6)
+    with pytest.raises(ValueError, match="tail_cap = 1\\.7 with vote = 'label'"):
+        fit_knn(labels, tmp_path / "l.npz", k=3, scenario=sc, tail_cap=1.7, tail_penalty=10.0)
+
+
 def test_a_value_vote_margin_falls_back_where_the_best_plan_gains_little_over_the_fallback(tmp_path) -> None:
     from types import SimpleNamespace
 
@@ -636,3 +672,26 @@ def test_knn_of_labels_made_on_a_yaml_scenario_takes_it_with_scenario(
     cli = load_knn(tmp_path / "k.npz")
     api = load_knn(fit_knn(dict(np.load(labels)), tmp_path / "api.npz", k=1, scenario=sc))
     assert np.array_equal(cli["x"], api["x"]) and np.array_equal(cli["y"], api["y"])
+
+
+def test_knn_command_tail_cap_fits_the_values_the_api_fits(tmp_path: Path) -> None:
+    """``knn --vote value --tail-cap C --tail-penalty V`` writes the ``q`` of :func:`fit_knn` with the same cap and
+    penalty (labels of a real lookahead, so their ``tail`` and base plan are the lookahead's)."""
+    import yaml
+
+    from ainet_gym.agents.imitate import fit_knn, load_knn, main
+
+    sc = _small()
+    path = tmp_path / "copy.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    labels = tmp_path / "lab.npz"
+    assert main(["label", str(path), "--seeds", "3-4", "--h", "2", "--out", str(labels)]) == 0
+    args = ["knn", str(labels), "--k", "2", "--scenario", str(path), "--vote", "value", "--value-weight", "0"]
+    assert main([*args, "--tail-cap", "1.01", "--tail-penalty", "30", "--out", str(tmp_path / "c.npz")]) == 0
+    lab = dict(np.load(labels))
+    api = fit_knn(lab, tmp_path / "a.npz", k=2, scenario=sc, vote="value", value_weight=0.0, tail_cap=1.01,
+                  tail_penalty=30.0)  # fmt: skip
+    np.testing.assert_array_equal(load_knn(tmp_path / "c.npz")["q"], load_knn(api)["q"])
+    assert (
+        main([*args[:-4], "--tail-cap", "1.01", "--out", str(tmp_path / "l.npz")]) == 2
+    )  # label vote: refused

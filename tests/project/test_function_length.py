@@ -1,5 +1,6 @@
 """Functions of one job (issue 31 item 3): no function of the package is over 80 lines of code (its
-docstring not counted) unless its docstring says why, with the words "Long on purpose"."""
+docstring not counted) unless it is listed in :data:`LONG_ON_PURPOSE`, no longer than listed, and its
+docstring says why, with the words "Long on purpose"."""
 
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "ainet_gym"
 MAX_LINES = 80
+
+#: every function over MAX_LINES lines of code, with its lines of code when it was last measured
+#: (2026-12-05, issue-31za): one may get shorter (then lower its figure here, or drop it once it is not over
+#: MAX_LINES), none may grow; a new long function fails until it is listed here with its reason. Only the
+#: compiled kernels are left: their event loops, repair and fills stay whole (a split of the hot path
+#: needs the bench).
+LONG_ON_PURPOSE: dict[str, int] = {
+    "ainet_gym/sim/kernels.py:run_interval_lazy": 344,
+    "ainet_gym/sim/kernels.py:run_interval_numba": 271,
+    "ainet_gym/sim/kernels.py:resolve_incremental": 269,
+    "ainet_gym/sim/kernels.py:repair_departures": 193,
+    "ainet_gym/sim/kernels.py:parallel_rule": 152,
+    "ainet_gym/sim/kernels.py:fill_levels": 102,
+}
 
 
 def _code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -48,3 +63,13 @@ def test_no_long_function_without_its_reason() -> None:
         f"functions over {MAX_LINES} lines of code without 'Long on purpose: ...' in their docstring: "
         f"{unexplained}"
     )
+
+
+def test_long_functions_are_the_listed_ones_and_none_grew() -> None:
+    found = {name: n for name, n, _ in long_functions()}
+    unlisted = {name: n for name, n in found.items() if name not in LONG_ON_PURPOSE}
+    assert not unlisted, f"functions over {MAX_LINES} lines of code, not in LONG_ON_PURPOSE: {unlisted}"
+    grew = {name: (LONG_ON_PURPOSE[name], n) for name, n in found.items() if n > LONG_ON_PURPOSE[name]}
+    assert not grew, f"functions longer than LONG_ON_PURPOSE allows (listed, now): {grew}"
+    gone = sorted(set(LONG_ON_PURPOSE) - set(found))
+    assert not gone, f"listed in LONG_ON_PURPOSE but no longer over {MAX_LINES} lines (drop them): {gone}"

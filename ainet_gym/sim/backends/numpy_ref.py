@@ -175,23 +175,19 @@ def run_interval(
     only when a phase ends (``rate_updates: phase``); ``quantum_s``: the rate quantum (0: none);
     ``unit_name(u)``: the name of unit ``u``, for the error of an iteration that takes no time.
 
-    Long on purpose: the readable reference of the event loop, the steps of the model's interval in the
-    order docs/model.md gives them (rates, the next event, advancing bytes and timers, events), which the
-    compiled kernels follow operation for operation; read top to bottom against them.
+    Each event takes the steps of the model's interval in the order docs/model.md gives them: the rates
+    (:class:`_Rates`), the time to the next event (:func:`_flow_event_dt`, :func:`_timer_event_dt`),
+    advancing bytes and timers (:func:`_advance`), and the transitions that are due (:func:`_process_events`).
     """
     B, U, L = s.inst_unit.shape[0] - 1, s.unit_bg.shape[0], n_links
     ix = index_maps(s)
     t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
     m = IntervalMetrics.zeros(t_left.copy(), U, L)
-    iters, step_sum, comm_sum = m.iterations, m.step_time_sum_s, m.comm_time_sum_s
-    compute_t, active_t, stalled = m.compute_time_s, m.active_time_s, m.stalled_flows
+    stalled = m.stalled_flows
     flow_moved = np.zeros(s.flow_unit.shape[0])  # (flows,) bytes each flow moved in the interval
-    cap = st.capacity
+    solver = _Rates(s, e, st.capacity)
     events = 0
-    solver_iters = 0
-    _process_events(s, ix, st, iters, step_sum, comm_sum, unit_name)
-    prev_active: np.ndarray | None = None
-    prev_rates = np.zeros(0)
+    _process_events(s, ix, st, m, unit_name)
     while True:
         running = t_left > EPS_T
         if not running.any():
@@ -201,77 +197,19 @@ def run_interval(
             raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
         active = _active_flows(s, ix, st, running)
         act_idx = np.flatnonzero(active)
-        rates = np.zeros(act_idx.shape[0])
-        e_sel = active[e.flow]
-        ef, el, ec = e.flow[e_sel], e.link[e_sel], e.coef[e_sel]
-        if prev_active is not None and np.array_equal(active, prev_active):
-            rates = prev_rates  # same flows, same capacities: the same max-min rates
-        elif act_idx.size:
-            compact = np.cumsum(active) - 1
-            new_entry = np.cumsum(e_sel) - 1
-            lperm = new_entry[e.lperm[e_sel[e.lperm]]]  # link order of the selection
-            rates, it = solve_coo(
-                compact[ef], el, ec, cap, act_idx.shape[0],
-                demand=s.flow_demand[act_idx], return_iterations=True, link_order=lperm,
-            )  # fmt: skip
-            solver_iters += it
-        prev_active, prev_rates = active, rates
-        # time to next event, per instance
-        dt = t_left.copy()
+        rates = solver.rates(active, act_idx)
         job_flow = ~s.flow_bg[act_idx]
-        with np.errstate(divide="ignore"):
-            t_fin = safe_divide(st.rem[act_idx], rates, np.inf)
-        t_fin = np.where(job_flow, t_fin, np.inf)
-        if phase_mode:
-            # only the last flow of a phase is an event: earlier finishers keep their rate
-            t_phase = np.zeros(st.phase_state.shape[0] + 1)  # the last slot takes background flows
-            gp = ix.flow_gphase[act_idx]
-            np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
-            t_fin = np.where(job_flow, t_phase[gp], np.inf)
         fi = ix.flow_inst[act_idx]  # (active flows,) instance of each
-        if quantum_s > 0.0:
-            # completions up to the quantum after an instance's first are one event, at the last of them
-            t_first = np.full(B, np.inf)
-            np.minimum.at(t_first, fi, t_fin)
-            t_q = t_first + quantum_s
-            in_q = t_fin <= t_q[fi]
-            t_last = t_first.copy()
-            np.maximum.at(t_last, fi[in_q], t_fin[in_q])
-            dt = np.minimum(dt, t_last)
-        else:
-            np.minimum.at(dt, fi, t_fin)
+        dt = _flow_event_dt(s, ix, st, act_idx, rates, job_flow, fi, t_left.copy(), phase_mode, quantum_s)
         stalled_now = np.bincount(fi, weights=(rates <= 0) & job_flow, minlength=B).astype(np.int64)
         stalled = np.maximum(stalled, stalled_now)
         alive = ~s.unit_bg & running[ix.unit_inst]
-        timers = np.full(U, np.inf)
-        pc = st.phase_cur
-        timers = np.where(pc == WAITING, st.t_start_left, timers)
-        timers = np.minimum(timers, np.where(st.t_compute_left > EPS_T, st.t_compute_left, np.inf))
-        timers = np.minimum(timers, np.where(pc == PRE_COMM, st.t_comm_start_left, np.inf))
-        timers = np.where(alive, timers, np.inf)
-        np.minimum.at(dt, ix.unit_inst, timers)
         ph_live = alive[ix.phase_unit] & (st.phase_state == RUNNING)  # phases paying their latency
-        lat = st.phase_lat_left
-        np.minimum.at(dt, ix.phase_inst, np.where(ph_live & (lat > EPS_T), lat, np.inf))
+        _timer_event_dt(ix, st, alive, ph_live, dt)
         dt = np.where(running, np.maximum(dt, 0.0), 0.0)
-        # advance
-        dtf = dt[fi]
-        moved = np.minimum(rates * dtf, st.rem[act_idx])  # phase mode: early finishers stop at 0
-        st.rem[act_idx] = np.where(job_flow, st.rem[act_idx] - moved, st.rem[act_idx])
-        flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
-        dtu = dt[ix.unit_inst]
-        started = alive & (pc != WAITING)
-        active_t += np.where(started, dtu, 0.0)
-        compute_t += np.where(started, np.minimum(st.t_compute_left, dtu), 0.0)
-        st.t_compute_left[...] = np.where(alive, np.maximum(st.t_compute_left - dtu, 0.0), st.t_compute_left)
-        st.t_start_left[...] = np.where(alive & (pc == WAITING), st.t_start_left - dtu, st.t_start_left)
-        st.t_comm_start_left[...] = np.where(
-            alive & (pc == PRE_COMM), st.t_comm_start_left - dtu, st.t_comm_start_left
-        )
-        st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[ix.phase_inst], 0.0), lat)
-        st.time_s[...] += dt
+        _advance(ix, st, m, act_idx, rates, job_flow, fi, alive, ph_live, dt, flow_moved)
         t_left -= dt
-        _process_events(s, ix, st, iters, step_sum, comm_sum, unit_name)
+        _process_events(s, ix, st, m, unit_name)
     # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
     link_bytes = np.bincount(e.link, weights=e.coef * flow_moved[e.flow], minlength=B * L)
     return replace(
@@ -279,8 +217,127 @@ def run_interval(
         link_bytes=link_bytes.reshape(B, L),
         stalled_flows=stalled,
         events=events,
-        solver_iterations=solver_iters,
+        solver_iterations=solver.iterations,
     )
+
+
+class _Rates:
+    """The max-min rates of the active flows, event by event: solved again only when the set of active flows
+    changed (same flows, same capacities: the same rates)."""
+
+    def __init__(self, s: IntervalStructure, e: MergedEntries, cap: np.ndarray) -> None:
+        self.s, self.e, self.cap = s, e, cap
+        self.prev_active: np.ndarray | None = None
+        self.prev_rates = np.zeros(0)
+        self.iterations = 0  # the solver's rounds, summed over the interval
+
+    def rates(self, active: np.ndarray, act_idx: np.ndarray) -> np.ndarray:
+        """``(active flows,)`` the rates of the flows ``act_idx`` (``active``: the mask of them)."""
+        e = self.e
+        rates = np.zeros(act_idx.shape[0])
+        if self.prev_active is not None and np.array_equal(active, self.prev_active):
+            rates = self.prev_rates
+        elif act_idx.size:
+            e_sel = active[e.flow]
+            ef, el, ec = e.flow[e_sel], e.link[e_sel], e.coef[e_sel]
+            compact = np.cumsum(active) - 1
+            new_entry = np.cumsum(e_sel) - 1
+            lperm = new_entry[e.lperm[e_sel[e.lperm]]]  # link order of the selection
+            rates, it = solve_coo(
+                compact[ef], el, ec, self.cap, act_idx.shape[0],
+                demand=self.s.flow_demand[act_idx], return_iterations=True, link_order=lperm,
+            )  # fmt: skip
+            self.iterations += it
+        self.prev_active, self.prev_rates = active, rates
+        return rates
+
+
+def _flow_event_dt(
+    s: IntervalStructure,
+    ix: IndexMaps,
+    st: IntervalState,
+    act_idx: np.ndarray,
+    rates: np.ndarray,
+    job_flow: np.ndarray,
+    fi: np.ndarray,
+    dt: np.ndarray,
+    phase_mode: bool,
+    quantum_s: float,
+) -> np.ndarray:
+    """``dt`` (per instance, the time left) lowered to the instance's next flow completion that is an event:
+    in phase mode only the last flow of a phase; with a rate quantum the last completion within the quantum
+    after the first."""
+    with np.errstate(divide="ignore"):
+        t_fin = safe_divide(st.rem[act_idx], rates, np.inf)
+    t_fin = np.where(job_flow, t_fin, np.inf)
+    if phase_mode:
+        # only the last flow of a phase is an event: earlier finishers keep their rate
+        t_phase = np.zeros(st.phase_state.shape[0] + 1)  # the last slot takes background flows
+        gp = ix.flow_gphase[act_idx]
+        np.maximum.at(t_phase, gp, np.where(job_flow, t_fin, 0.0))
+        t_fin = np.where(job_flow, t_phase[gp], np.inf)
+    if quantum_s > 0.0:
+        # completions up to the quantum after an instance's first are one event, at the last of them
+        t_first = np.full(dt.shape[0], np.inf)
+        np.minimum.at(t_first, fi, t_fin)
+        t_q = t_first + quantum_s
+        in_q = t_fin <= t_q[fi]
+        t_last = t_first.copy()
+        np.maximum.at(t_last, fi[in_q], t_fin[in_q])
+        dt = np.minimum(dt, t_last)
+    else:
+        np.minimum.at(dt, fi, t_fin)
+    return dt
+
+
+def _timer_event_dt(
+    ix: IndexMaps, st: IntervalState, alive: np.ndarray, ph_live: np.ndarray, dt: np.ndarray
+) -> None:
+    """Lower ``dt`` (per instance, in place) to the next timer of its live units (job start, compute end,
+    communication start) and the next latency paid by a running phase."""
+    timers = np.full(st.phase_cur.shape[0], np.inf)
+    pc = st.phase_cur
+    timers = np.where(pc == WAITING, st.t_start_left, timers)
+    timers = np.minimum(timers, np.where(st.t_compute_left > EPS_T, st.t_compute_left, np.inf))
+    timers = np.minimum(timers, np.where(pc == PRE_COMM, st.t_comm_start_left, np.inf))
+    timers = np.where(alive, timers, np.inf)
+    np.minimum.at(dt, ix.unit_inst, timers)
+    lat = st.phase_lat_left
+    np.minimum.at(dt, ix.phase_inst, np.where(ph_live & (lat > EPS_T), lat, np.inf))
+
+
+def _advance(
+    ix: IndexMaps,
+    st: IntervalState,
+    m: IntervalMetrics,
+    act_idx: np.ndarray,
+    rates: np.ndarray,
+    job_flow: np.ndarray,
+    fi: np.ndarray,
+    alive: np.ndarray,
+    ph_live: np.ndarray,
+    dt: np.ndarray,
+    flow_moved: np.ndarray,
+) -> None:
+    """Advance by ``dt`` (per instance): the bytes of the active flows (``flow_moved`` adds them), the units'
+    timers and active and compute times (``m``), the phases' latencies and the clock."""
+    dtf = dt[fi]
+    moved = np.minimum(rates * dtf, st.rem[act_idx])  # phase mode: early finishers stop at 0
+    st.rem[act_idx] = np.where(job_flow, st.rem[act_idx] - moved, st.rem[act_idx])
+    flow_moved[act_idx] += np.where(job_flow, moved, rates * dtf)
+    dtu = dt[ix.unit_inst]
+    pc = st.phase_cur
+    started = alive & (pc != WAITING)
+    m.active_time_s[...] += np.where(started, dtu, 0.0)
+    m.compute_time_s[...] += np.where(started, np.minimum(st.t_compute_left, dtu), 0.0)
+    st.t_compute_left[...] = np.where(alive, np.maximum(st.t_compute_left - dtu, 0.0), st.t_compute_left)
+    st.t_start_left[...] = np.where(alive & (pc == WAITING), st.t_start_left - dtu, st.t_start_left)
+    st.t_comm_start_left[...] = np.where(
+        alive & (pc == PRE_COMM), st.t_comm_start_left - dtu, st.t_comm_start_left
+    )
+    lat = st.phase_lat_left
+    st.phase_lat_left[...] = np.where(ph_live, np.maximum(lat - dt[ix.phase_inst], 0.0), lat)
+    st.time_s[...] += dt
 
 
 def _active_flows(s: IntervalStructure, ix: IndexMaps, st: IntervalState, running: np.ndarray) -> np.ndarray:
@@ -295,16 +352,13 @@ def _process_events(
     s: IntervalStructure,
     ix: IndexMaps,
     st: IntervalState,
-    iters: np.ndarray,
-    step_sum: np.ndarray,
-    comm_sum: np.ndarray,
+    m: IntervalMetrics,
     unit_name: Callable[[int], str],
 ) -> None:
-    """Apply every transition that is due now, until none is (vectorised over units).
-
-    Long on purpose: the transitions of a unit (compute end, phase end, iteration end, job start) in
-    the order they are applied, one vectorised block each, as the compiled kernels apply them inline.
-    """
+    """Apply every transition that is due now, until none is (vectorised over units): a job starts
+    (:func:`_start_jobs`), communication starts (:func:`_start_comm`), phases end (:func:`_end_phases`),
+    iterations end (:func:`_end_iterations`; their figures go to ``m``), in this order, as the compiled
+    kernels apply them inline."""
     U = s.unit_bg.shape[0]
     now = st.time_s[ix.unit_inst] if U else np.zeros(0)
     done_flow = (~s.flow_bg) & (st.rem <= EPS_B * s.flow_scale)
@@ -314,74 +368,97 @@ def _process_events(
     # backends whose event times differ in the last bits count the same compute time)
     st.t_compute_left[...] = np.where(alive & (st.t_compute_left <= EPS_T), 0.0, st.t_compute_left)
     for _ in range(4 * int(s.unit_nphases.max(initial=0)) + 8):
-        changed = np.zeros(U, dtype=bool)
-        pc = st.phase_cur
-        # start of the job
-        go = alive & (pc == WAITING) & (st.t_start_left <= EPS_T)
-        if go.any():
-            st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
-            st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
-            st.t_comm_start_left[...] = np.where(
-                go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left
-            )
-            st.iter_start[...] = np.where(go, now, st.iter_start)
-            changed |= go
-        pc = st.phase_cur
-        # communication starts
-        go = alive & (pc == PRE_COMM) & (st.t_comm_start_left <= EPS_T)
-        if go.any():
-            st.phase_cur[...] = np.where(go, 0, st.phase_cur)
-            st.comm_start[...] = np.where(go, now, st.comm_start)
-            _start_phases(s, ix, st, go)
-            changed |= go
-        pc = st.phase_cur
-        # a phase ends when its latency is paid and none of its flows has bytes left; the phases that
-        # wait for it start when it was the last they waited for; the cursor counts the phases done
-        n_ph = st.phase_state.shape[0]
-        jf = ix.job_flows
-        pending = np.bincount(ix.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
-        done = (
-            alive[ix.phase_unit] & (st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T) & (pending == 0)
-        )
-        if done.any():
-            st.phase_state[...] = np.where(done, DONE, st.phase_state)
-            n_done = np.bincount(ix.phase_unit[done], minlength=U)
-            go = n_done > 0
-            st.phase_cur[...] = pc + n_done
-            dec = np.bincount(s.phase_succ, weights=done[ix.phase_edge_src], minlength=n_ph)
-            st.phase_wait[...] = st.phase_wait - dec.astype(np.int64)
-            enter = (dec > 0) & (st.phase_wait == 0)
-            st.phase_state[...] = np.where(enter, RUNNING, st.phase_state)
-            st.phase_lat_left[...] = np.where(enter, s.phase_latency, st.phase_lat_left)
-            fin = go & (st.phase_cur == s.unit_nphases)
-            st.comm_end[...] = np.where(fin, now, st.comm_end)
-            changed |= go
-        pc = st.phase_cur
-        # iteration ends when compute and communication are both done
-        go = alive & (pc == s.unit_nphases) & (st.t_compute_left <= EPS_T)
-        if go.any():
-            step_t = now - st.iter_start
-            iters += go
-            step_sum += np.where(go, step_t, 0.0)
-            comm_sum += np.where(go, st.comm_end - st.comm_start, 0.0)
-            st.iterations_total[...] += go
-            st.last_step_s[...] = np.where(go, step_t, st.last_step_s)
-            st.last_comm_s[...] = np.where(go, st.comm_end - st.comm_start, st.last_comm_s)
-            if (go & (step_t <= 0)).any():
-                u = int(np.flatnonzero(go & (step_t <= 0))[0])
-                raise RuntimeError(f"job {unit_name(u)!r}: an iteration takes no time")
-            st.iter_start[...] = np.where(go, now, st.iter_start)
-            st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
-            st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
-            st.t_comm_start_left[...] = np.where(
-                go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left
-            )
-            reset = go[s.flow_unit] & ~s.flow_bg
-            st.rem[...] = np.where(reset, st.flow_bytes, st.rem)
-            changed |= go
+        changed = _start_jobs(s, st, alive, now)
+        changed |= _start_comm(s, ix, st, alive, now)
+        changed |= _end_phases(s, ix, st, alive, now)
+        changed |= _end_iterations(s, st, m, alive, now, unit_name)
         if not changed.any():
             return
     raise RuntimeError("event processing did not settle")
+
+
+def _start_jobs(s: IntervalStructure, st: IntervalState, alive: np.ndarray, now: np.ndarray) -> np.ndarray:
+    """The units whose start time has come begin their first iteration (compute first); their mask."""
+    go = alive & (st.phase_cur == WAITING) & (st.t_start_left <= EPS_T)
+    if go.any():
+        st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
+        st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
+        st.t_comm_start_left[...] = np.where(go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left)
+        st.iter_start[...] = np.where(go, now, st.iter_start)
+    return go
+
+
+def _start_comm(
+    s: IntervalStructure, ix: IndexMaps, st: IntervalState, alive: np.ndarray, now: np.ndarray
+) -> np.ndarray:
+    """The units whose communication is due start it (:func:`_start_phases`); their mask."""
+    go = alive & (st.phase_cur == PRE_COMM) & (st.t_comm_start_left <= EPS_T)
+    if go.any():
+        st.phase_cur[...] = np.where(go, 0, st.phase_cur)
+        st.comm_start[...] = np.where(go, now, st.comm_start)
+        _start_phases(s, ix, st, go)
+    return go
+
+
+def _end_phases(
+    s: IntervalStructure, ix: IndexMaps, st: IntervalState, alive: np.ndarray, now: np.ndarray
+) -> np.ndarray:
+    """A phase ends when its latency is paid and none of its flows has bytes left; the phases that wait for it
+    start when it was the last they waited for; the cursor counts the phases done. The mask of the units with
+    a phase ended."""
+    U = s.unit_bg.shape[0]
+    pc = st.phase_cur
+    n_ph = st.phase_state.shape[0]
+    jf = ix.job_flows
+    pending = np.bincount(ix.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
+    done = alive[ix.phase_unit] & (st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T) & (pending == 0)
+    if not done.any():
+        return np.zeros(U, dtype=bool)
+    st.phase_state[...] = np.where(done, DONE, st.phase_state)
+    n_done = np.bincount(ix.phase_unit[done], minlength=U)
+    go = n_done > 0
+    st.phase_cur[...] = pc + n_done
+    dec = np.bincount(s.phase_succ, weights=done[ix.phase_edge_src], minlength=n_ph)
+    st.phase_wait[...] = st.phase_wait - dec.astype(np.int64)
+    enter = (dec > 0) & (st.phase_wait == 0)
+    st.phase_state[...] = np.where(enter, RUNNING, st.phase_state)
+    st.phase_lat_left[...] = np.where(enter, s.phase_latency, st.phase_lat_left)
+    fin = go & (st.phase_cur == s.unit_nphases)
+    st.comm_end[...] = np.where(fin, now, st.comm_end)
+    return go
+
+
+def _end_iterations(
+    s: IntervalStructure,
+    st: IntervalState,
+    m: IntervalMetrics,
+    alive: np.ndarray,
+    now: np.ndarray,
+    unit_name: Callable[[int], str],
+) -> np.ndarray:
+    """An iteration ends when compute and communication are both done: its step and communication times go
+    to ``m`` and the state, and the next iteration begins (compute first, the flows' bytes reset). The mask
+    of the units whose iteration ended."""
+    go = alive & (st.phase_cur == s.unit_nphases) & (st.t_compute_left <= EPS_T)
+    if not go.any():
+        return go
+    step_t = now - st.iter_start
+    m.iterations[...] += go
+    m.step_time_sum_s[...] += np.where(go, step_t, 0.0)
+    m.comm_time_sum_s[...] += np.where(go, st.comm_end - st.comm_start, 0.0)
+    st.iterations_total[...] += go
+    st.last_step_s[...] = np.where(go, step_t, st.last_step_s)
+    st.last_comm_s[...] = np.where(go, st.comm_end - st.comm_start, st.last_comm_s)
+    if (go & (step_t <= 0)).any():
+        u = int(np.flatnonzero(go & (step_t <= 0))[0])
+        raise RuntimeError(f"job {unit_name(u)!r}: an iteration takes no time")
+    st.iter_start[...] = np.where(go, now, st.iter_start)
+    st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
+    st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
+    st.t_comm_start_left[...] = np.where(go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left)
+    reset = go[s.flow_unit] & ~s.flow_bg
+    st.rem[...] = np.where(reset, st.flow_bytes, st.rem)
+    return go
 
 
 def _start_phases(s: IntervalStructure, ix: IndexMaps, st: IntervalState, mask: np.ndarray) -> None:
