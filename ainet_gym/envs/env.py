@@ -20,6 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 
 from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.actions import (
@@ -201,6 +202,22 @@ def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[
     core.restore(state)
     out = core.step(actions)
     return core.snapshot(), out
+
+
+def _share_array(name: str, x: npt.ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as float64 share weights, or a ValueError naming ``name``, the first bad
+    value and what is allowed (finite numbers > 0)."""
+    try:
+        a = np.broadcast_to(np.asarray(x, dtype=np.float64), shape)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} = {x!r}: allowed: finite numbers > 0 of shape {shape} (or one number)"
+        ) from None
+    bad = np.argwhere(~(np.isfinite(a) & (a > 0.0)))
+    if bad.size:
+        i = tuple(int(k) for k in bad[0])
+        raise ValueError(f"{name}[{', '.join(map(str, i))}] = {float(a[i])!r}: allowed: a finite number > 0")
+    return a
 
 
 class EnvCore(EnvActions, EnvObservation, EnvInfo):
@@ -478,6 +495,31 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self.state.plan[mask] = -1
         self._default = self.world.default_split(copy=False)
         return self.observe(None), self.info(None)
+
+    # ------------------------------------------------------------------ share weights
+    def set_share_weights(self, jobs: npt.ArrayLike | None, background: npt.ArrayLike = 1.0) -> None:
+        """The share weight of the flows of each job slot (``jobs``: (B, J), finite > 0; None: all 1) and of
+        each background source (``background``: a number, or (B, sources)), from the next step on:
+        the engine makes the level ``rate / weight`` max-min fair (:meth:`BatchSim.set_share_weights
+        <ainet_gym.sim.engine.BatchSim.set_share_weights>`; docs/model.md, "Share weights"). An empty slot's
+        weight is not used; a job keeps its weight while it runs, a job that arrives starts at 1. In
+        :meth:`snapshot` / :meth:`restore`.
+
+        Raises
+        ------
+        ValueError
+            If a weight is not a finite number > 0 or a shape does not fit (nothing is changed then).
+        """
+        w = self.world
+        sim = self._sim()
+        J, bg_unit = w.job_unit.shape[1], w.bg_unit
+        jw = np.ones((self.batch, J)) if jobs is None else _share_array("jobs", jobs, (self.batch, J))
+        bw = _share_array("background", background, bg_unit.shape)
+        uw = np.ones(sim.n_units)
+        ok = w.job_unit >= 0
+        uw[w.job_unit[ok]] = jw[ok]
+        uw[bg_unit.reshape(-1)] = bw.reshape(-1)
+        sim.set_share_weights(uw)
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> EnvSnapshot:

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
+import numpy.typing as npt
 
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import SPLIT_FLOWS_MODES, BackgroundSpec, CollectiveSpec, JobSpec
@@ -607,6 +608,8 @@ class UnitSnapshot:
     pinned: np.ndarray | None = None
     conn_off: np.ndarray | None = None  # (units,) first connection of each unit
     n_conns: np.ndarray | None = None  # (units,) connections of each unit
+    # (units,) each unit's share weight (EngineState.unit_weight), None: every weight 1
+    unit_weight: np.ndarray | None = None
 
 
 def _initial_state(stack: UnitStack, time_s: np.ndarray) -> SimState:
@@ -728,6 +731,28 @@ class EntryTable:
             # segments per instance: a proxy for the work of its interval
             ranges=_kernels.batch_ranges(np.diff(inst_seg) + 1, _kernels.kernel_threads()),
         )
+
+
+def _check_share_weights(weights: npt.ArrayLike, n_units: int, unit_name: Callable[[int], str]) -> np.ndarray:
+    """``weights`` as a fresh (units,) float64 array of finite numbers > 0, or a ValueError naming the field,
+    the first bad value (and its unit) and what is allowed."""
+    try:
+        w = np.array(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"share_weights = {weights!r}: allowed: {n_units} finite numbers > 0 (one per unit)"
+        ) from None
+    if w.shape != (n_units,):
+        raise ValueError(
+            f"share_weights has shape {w.shape}: allowed: ({n_units},), one finite number > 0 per unit"
+        )
+    bad = np.flatnonzero(~(np.isfinite(w) & (w > 0.0)))
+    if bad.size:
+        u = int(bad[0])
+        raise ValueError(
+            f"share_weights[{u}] = {float(w[u])!r} (unit {unit_name(u)!r}): allowed: a finite number > 0"
+        )
+    return w
 
 
 def _switch_state(batch: int) -> np.ndarray:
@@ -906,9 +931,11 @@ class BatchSim:
         a snapshot that copies the whole engine state, :meth:`EngineState.copy
         <ainet_gym.sim.state.EngineState.copy>`, and restores it with :meth:`load_engine_state`)."""
         pinned = self.engine_state.pinned if pinned else None
+        w = self.engine_state.unit_weight
         return UnitSnapshot(
             self.state.copy(), self.flow_off, self.unit_nflows, self.phase_off, self.unit_nphases,
             None if pinned is None else pinned.copy(), self.conn_off, self.unit_nconns,
+            None if w is None else w.copy(),
         )  # fmt: skip
 
     def load_engine_state(self, other: EngineState) -> None:
@@ -916,9 +943,44 @@ class BatchSim:
         <ainet_gym.sim.state.EngineState.copy>` of this simulation's, or :meth:`~ainet_gym.sim.state.EngineState.take`
         of the instances of one with the same units: a restore) and merge the entries of its split. The part
         flows' bytes are not handed out again: ``other.part_split`` is the split they were handed under."""
+        w = other.unit_weight
+        if w is not None and w.shape != (self.n_units,):
+            raise ValueError(
+                f"load_engine_state: unit_weight has shape {w.shape}, this engine has {self.n_units} units "
+                "(another structure)"
+            )
         self._pending = None
         self.engine_state.load(other)
         self._merge_split()
+
+    def _restore_weights(self, old: UnitSnapshot, new_u: np.ndarray, old_u: np.ndarray) -> None:
+        """The share weights of the units ``new_u``: those of the units ``old_u`` of ``old`` (1 where it
+        has none)."""
+        es, ow = self.engine_state, old.unit_weight
+        if ow is None and es.unit_weight is None:
+            return
+        w = np.ones(self.n_units) if es.unit_weight is None else es.unit_weight.copy()
+        w[new_u] = 1.0 if ow is None else ow[old_u]
+        es.unit_weight = None if bool(np.all(w == 1.0)) else w
+
+    def set_share_weights(self, weights: npt.ArrayLike | None) -> None:
+        """Set the share weight of every stacked unit (``weights``: (units,), in the order of
+        :attr:`flat_units`; None: every weight 1): each flow of unit ``u`` is allocated at weight
+        ``weights[u]``, the level ``rate / weight`` made max-min fair (docs/model.md, "Share weights"). Kept
+        in :attr:`engine_state` (``unit_weight``, in snapshots) until set again; a unit kept over a restack
+        (:meth:`set_units` with ``keep``) keeps its weight, a new unit starts at 1.
+
+        Raises
+        ------
+        ValueError
+            If ``weights`` is not (units,) finite numbers > 0 (nothing is changed then).
+        """
+        if weights is None:
+            self.engine_state.unit_weight = None
+            return
+        w = _check_share_weights(weights, self.n_units, lambda u: self.flat_units[u].name)
+        # all 1: None, the unweighted solvers as before (bit for bit)
+        self.engine_state.unit_weight = None if bool(np.all(w == 1.0)) else w
 
     def restore_units(self, old: UnitSnapshot, keep: np.ndarray) -> None:
         """Give each unit ``i`` with ``keep[i] >= 0`` the state of unit ``keep[i]`` of the snapshot ``old``
@@ -946,6 +1008,7 @@ class BatchSim:
         for k in SimState.PHASE_FIELDS:
             getattr(st, k)[dst] = getattr(src, k)[sel]
         # the pinned splits of units with as many connections as before (routing.reroute new_transfers)
+        self._restore_weights(old, new_u, old_u)
         pinned = self.engine_state.pinned
         if pinned is not None and old.pinned is not None and old.n_conns is not None:
             same_c = old.n_conns[old_u] == self.unit_nconns[new_u]

@@ -702,8 +702,8 @@ class ParallelRows(NamedTuple):
 
     live_i: np.ndarray  # (rows, 3) int64 flow, first entry, end entry of the flows still unfrozen
     live_x: np.ndarray  # (rows, 2) float64 their demand and path minimum
-    froz_i: np.ndarray  # (rows, 2) int64 first and end entry of the frozen flows, in the order they froze
-    froz_x: np.ndarray  # (rows,) float64 their rate
+    froz_i: np.ndarray  # (rows, 3) int64 first and end entry and flow of the frozen flows, in freeze order
+    froz_x: np.ndarray  # (rows,) float64 their level (their rate at weight 1)
     froz_g: np.ndarray  # (rows, 2) int64 their flow and group (``order`` only; the three below may be empty
     # otherwise)
     glev: np.ndarray  # (rows,) float64 the level of each group
@@ -727,7 +727,7 @@ class ParallelLinks(NamedTuple):
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True)
 def parallel_rule(
     n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick, max_rounds,
-    order,
+    order, weight,
 ):  # fmt: skip  # pragma: no cover - compiled
     """Max-min rates of the flows ``act_flows[:n_act]`` of one instance (its links are rows ``e_link[e] -
     lo`` of the link scratch) by the parallel local-bottleneck rule of
@@ -739,7 +739,8 @@ def parallel_rule(
     (``order`` false: the remaining capacities start as ``capacity[lo + l]``, the solve runs to the end) and
     :func:`fill_parallel`'s (``order`` true: ``links.remaining`` is the caller's residuals, read and left as
     the frozen flows leave them; the frozen flows keep their groups for the freeze order; at most
-    ``max_rounds`` rounds).
+    ``max_rounds`` rounds). ``weight``: (flows,) each flow's share weight (the level ``rate / weight`` is made
+    max-min fair, as ``solve_coo(weights=)``); empty: every weight 1 (``order`` needs it empty).
 
     Scratch: ``rows`` (:class:`ParallelRows`, one row per flow) keeps the flows still unfrozen compacted
     (``live_i``: flow, first entry, end entry; ``live_x``: demand, path minimum) and the frozen ones in
@@ -762,6 +763,7 @@ def parallel_rule(
     sub, stamp, sstamp, touched = links.sub, links.stamp, links.sstamp, links.touched
     gstamp, gid = links.gstamp, links.gid
     inf = np.inf
+    wtd = weight.shape[0] > 0  # (a weight of 1 multiplies exactly: the unweighted rule bit for bit)
     n_live = 0
     n_done = 0
     n_grp = 0
@@ -771,7 +773,7 @@ def parallel_rule(
             live_i[n_live, 0] = f
             live_i[n_live, 1] = fe_lo[f]
             live_i[n_live, 2] = fe_hi[f]
-            live_x[n_live, 0] = dcap[f]
+            live_x[n_live, 0] = dcap[f] / weight[f] if wtd else dcap[f]  # its demand level
             n_live += 1
         else:
             rate[f] = dcap[f]  # crosses no shared link: limited by its demand only
@@ -794,6 +796,7 @@ def parallel_rule(
         # 1. fair share level of every link touched by a live flow (sums in entry order)
         for i in range(n_live):
             wk += live_i[i, 2] - live_i[i, 1]
+            w = weight[live_i[i, 0]] if wtd else 1.0
             for e in range(live_i[i, 1], live_i[i, 2]):
                 lk = e_link[e] - lo
                 if stamp[lk] != cur:
@@ -805,7 +808,7 @@ def parallel_rule(
                     sub[lk] = 0.0
                     touched[n_touched] = lk
                     n_touched += 1
-                denom[lk] += e_coef[e]
+                denom[lk] += e_coef[e] * w
         for t in range(n_touched):  # each touched link's level: one division per link
             lk = touched[t]
             share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
@@ -844,11 +847,15 @@ def parallel_rule(
                         ready = True
                         break
             if ready:
-                r = d if at_demand else mk
+                r = d if at_demand else mk  # the level
                 f = live_i[i, 0]
-                rate[f] = r
+                if wtd:
+                    rate[f] = dcap[f] if at_demand else weight[f] * mk
+                else:
+                    rate[f] = r
                 froz_i[n_done, 0] = e0
                 froz_i[n_done, 1] = e1
+                froz_i[n_done, 2] = f
                 froz_x[n_done] = r
                 if order:
                     froz_g[n_done, 0] = f
@@ -886,8 +893,9 @@ def parallel_rule(
         if n_keep > 0 or order:
             for i in range(n_done - n_frozen, n_done):  # summed per link in entry order, as bincount does
                 r = froz_x[i]
+                w = weight[froz_i[i, 2]] if wtd else 1.0
                 for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    use = e_coef[e] * r
+                    use = e_coef[e] * w * r
                     # inf only for unconstrained flows, whose links are all inf
                     if np.isfinite(use):
                         sub[e_link[e] - lo] += use
@@ -910,7 +918,7 @@ def parallel_rule(
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
     structure, state, outputs, stats, go,
-    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost,
+    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, flow_w,
 ):  # fmt: skip
     """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event (see the module
     docstring).
@@ -1018,7 +1026,7 @@ def run_interval_numba(
     # the solver's scratch (parallel_rule): one row per active flow of an instance, and link rows reused by
     # the instances in turn, initialised lazily by stamps
     i64 = np.int64
-    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
+    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 3), dtype=i64),
                         np.empty(f_max), np.empty((0, 2), dtype=i64), np.empty(0))  # fmt: skip
     links = ParallelLinks(
         np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
@@ -1153,7 +1161,7 @@ def run_interval_numba(
             if changed:
                 it, _, _, _, wk, wk0, tick = parallel_rule(
                     n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick,
-                    n_act, False,
+                    n_act, False, flow_w,
                 )  # fmt: skip
                 if it < 0:
                     stats[2], stats[3] = ERR_SOLVER, -1
@@ -1491,14 +1499,15 @@ def fill_parallel(
     nlk = resid.shape[0]
     m1 = max(n, 1)
     i64 = np.int64
-    rows = ParallelRows(np.empty((m1, 3), dtype=i64), np.empty((m1, 2)), np.empty((m1, 2), dtype=i64),
+    rows = ParallelRows(np.empty((m1, 3), dtype=i64), np.empty((m1, 2)), np.empty((m1, 3), dtype=i64),
                         np.empty(m1), np.empty((m1, 2), dtype=i64), np.empty(m1))  # fmt: skip
     links = ParallelLinks(
         resid, np.empty(nlk), np.empty(nlk), np.empty(nlk), np.empty(nlk), np.full(nlk, -1, dtype=i64),
         np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64), np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64),
     )  # fmt: skip
     _, n_live, n_done, n_grp, work, _, _ = parallel_rule(
-        n, flows, fe_lo, fe_hi, e_link, e_coef, resid, lo, demand, rate, rows, links, 0, max_rounds, True
+        n, flows, fe_lo, fe_hi, e_link, e_coef, resid, lo, demand, rate, rows, links, 0, max_rounds, True,
+        np.empty(0),
     )  # fmt: skip
     froz_g, glev = rows.froz_g, rows.glev
     # the frozen flows by level: the groups sorted, the flows placed by group (counting sort)

@@ -155,25 +155,43 @@ class EngineState:
     )  # (flows,) float64 bytes each flow starts an iteration with (the kernels' flow_bytes)
     capacity_bytes_per_s: np.ndarray  # (batch, links) float64 bytes/s during the next interval (the world's)
     switch_cost: np.ndarray  # (batch, kernels.N_SWITCH) float64 the lazy switch's cost model, kernel-updated
+    # (units,) float64 > 0 the share weight of every flow of each stacked unit (the level rate / weight is
+    # made max-min fair; BatchSim.set_share_weights); None: every weight 1
+    unit_weight: np.ndarray | None = None
 
-    #: fields with one row per connection, per flow and per instance
+    #: fields with one row per connection, per flow, per instance and per unit
     CONN_FIELDS = ("split", "pinned", "part_split")
     FLOW_FIELDS = ("flow_reset",)
     INSTANCE_FIELDS = ("capacity_bytes_per_s", "switch_cost")
+    UNIT_FIELDS = ("unit_weight",)
+    #: fields that may be None on either side of a :meth:`load` (not known yet; all weights 1)
+    OPTIONAL_FIELDS = ("part_split", "unit_weight")
 
     def take(
-        self, src: Sequence[int] | np.ndarray, inst_conn: np.ndarray, inst_flow: np.ndarray
+        self,
+        src: Sequence[int] | np.ndarray,
+        inst_conn: np.ndarray,
+        inst_flow: np.ndarray,
+        inst_unit: np.ndarray | None = None,
     ) -> EngineState:
         """A copy of the instances ``src`` (in that order; repeats allowed) of this state, whose instance ``b``
-        has the connections ``inst_conn[b]:inst_conn[b + 1]`` and the flows ``inst_flow[b]:inst_flow[b + 1]``
-        (the layout of the engine the state is of)."""
+        has the connections ``inst_conn[b]:inst_conn[b + 1]``, the flows ``inst_flow[b]:inst_flow[b + 1]``
+        and the units ``inst_unit[b]:inst_unit[b + 1]`` (the layout of the engine the state is of;
+        ``inst_unit`` is needed only when :attr:`unit_weight` is set)."""
         idx = np.asarray(src, dtype=np.int64)
         rows = {"conn": instance_rows(inst_conn, idx), "flow": instance_rows(inst_flow, idx), "inst": idx}
+        if self.unit_weight is not None:
+            if inst_unit is None:
+                raise ValueError(
+                    "EngineState.take: unit_weight is set; pass inst_unit (the units of each instance)"
+                )
+            rows["unit"] = instance_rows(inst_unit, idx)
         out = {}
         for kind, names in (
             ("conn", self.CONN_FIELDS),
             ("flow", self.FLOW_FIELDS),
             ("inst", self.INSTANCE_FIELDS),
+            ("unit", self.UNIT_FIELDS),
         ):
             for k in names:
                 v = getattr(self, k)
@@ -190,10 +208,10 @@ class EngineState:
         """Make this state a copy of ``other``, whose every array has the shape of this state's (a copy of
         this engine's state, or :meth:`take` of one with the same units). Each field is replaced by a copy
         (not written in place: an earlier result may hold the capacities, a structure the bytes per flow);
-        ``part_split`` may be None on either side (no split known yet)."""
+        ``part_split`` and ``unit_weight`` may be None on either side (no split known yet; every weight 1)."""
         for f in fields(self):
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
-            if f.name != "part_split" and (mine is None) != (theirs is None):
+            if f.name not in self.OPTIONAL_FIELDS and (mine is None) != (theirs is None):
                 have = "None" if theirs is None else f"shape {theirs.shape}"
                 raise ValueError(
                     f"EngineState.load: {f.name} is {have}, this engine's is "

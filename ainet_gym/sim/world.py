@@ -378,7 +378,11 @@ class FabricWorld:
         sim.state.time_s[:] = snap.units.state.time_s[src]
         # the engine's state beside the units' (split, pinned splits, part flows, capacities, cost model):
         # the snapshot's container, or its instances src, loaded whole; the split's entries merged again
-        engine = snap.engine if source is None else snap.engine.take(src, snap.inst_conn, snap.inst_flow)
+        engine = (
+            snap.engine
+            if source is None
+            else snap.engine.take(src, snap.inst_conn, snap.inst_flow, snap.inst_unit)
+        )
         sim.load_engine_state(engine)
         self._capacity_set = sim.engine_state.capacity_bytes_per_s
         if source is not None:  # a copy of other instances: the env's cached blocks are out of date

@@ -170,12 +170,12 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
     # the full solve: links as rows lo .. lo + n_l of the kernel's capacities
     rate = np.full(n_f, -1.0)
     capacity = np.concatenate([np.zeros(lo), p["cap"]])
-    rows = kernels.ParallelRows(np.empty((n_f, 3), i64), np.empty((n_f, 2)), np.empty((n_f, 2), i64),
+    rows = kernels.ParallelRows(np.empty((n_f, 3), i64), np.empty((n_f, 2)), np.empty((n_f, 3), i64),
                                 np.empty(n_f), np.empty((0, 2), i64), np.empty(0))  # fmt: skip
     links = kernels.ParallelLinks(*(np.empty(n_l) for _ in range(5)), np.full(n_l, -1, i64), np.full(n_l, -1, i64),
                                   np.empty(n_l, i64), np.empty(0, i64), np.empty(0, i64))  # fmt: skip
     it, n_live, *_ = kernels.parallel_rule(n_f, flows, fe_lo, fe_hi, e_link + lo, e_coef, capacity, lo,
-                                           p["demand"], rate, rows, links, 5, n_f, False)  # fmt: skip
+                                           p["demand"], rate, rows, links, 5, n_f, False, np.empty(0))  # fmt: skip
     assert it >= 1 and n_live == 0
     np.testing.assert_array_equal(rate, ref)
     # fill_parallel: every round

@@ -157,8 +157,12 @@ def run_interval(
     merge, merge_args = pending if pending is not None else (None, None)
     after, after_args = then(m) if then is not None else (None, None)
 
+    # share weights (BatchSim.set_share_weights): every flow's, and every instance on the parallel rule (the
+    # lazy kernel's incremental solves assume weights 1)
+    flow_w = _flow_weights(sim)
+    inc_min = sim.incremental_min_flows if flow_w.shape[0] == 0 else -1
     # the lazy exact kernel, if an instance takes it (compiled on first use only)
-    lazy = _kernels.run_interval_lazy if sim.any_lazy() else None
+    lazy = _kernels.run_interval_lazy if flow_w.shape[0] == 0 and sim.any_lazy() else None
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
     sw_mode = np.zeros(B, dtype=np.int64)
     sw = (
@@ -178,7 +182,7 @@ def run_interval(
             merge(*merge_args(lo, hi))
         settings, stats, go = args[:9], args[-2], args[-1]
         while True:  # the two kernels take turns while the lazy one hands instances back
-            _kernels.run_interval_numba(lo, hi, *args, *sw)
+            _kernels.run_interval_numba(lo, hi, *args, *sw, flow_w)
             if lazy is None:
                 break
             # the lazy kernel takes its arrays positionally: its loop ran 5-15% slower on the records'
@@ -189,7 +193,7 @@ def run_interval(
         if after is not None:
             after(*after_args(lo, hi))
 
-    phase_mode, quantum, inc_min = sim.rate_updates == "phase", sim.rate_quantum_s, sim.incremental_min_flows
+    phase_mode, quantum = sim.rate_updates == "phase", sim.rate_quantum_s
     _kernels.run_ranges(
         kernel, ranges,
         lambda lo, hi: (
@@ -199,6 +203,23 @@ def run_interval(
     )  # fmt: skip
     _gather_stats(sim, m, stats_of.tolist(), lazy is not None, max_events)
     return m
+
+
+_NO_WEIGHTS = np.empty(0)  # every share weight 1 (the kernels' unweighted rule)
+
+
+def _flow_weights(sim: BatchSim) -> np.ndarray:
+    """(flows,) each flow's share weight (its unit's, ``engine_state.unit_weight``), or an empty array when
+    every weight is 1; kept in ``sim.backend_scratch`` with the weights and the structure it was built from."""
+    uw = sim.engine_state.unit_weight
+    if uw is None:
+        return _NO_WEIGHTS
+    held = sim.backend_scratch.get("flow_weight")
+    if held is not None and held[0] is uw and held[1] is sim.stack:
+        return held[2]  # type: ignore[no-any-return]
+    fw = np.ascontiguousarray(uw[sim.flow_unit], dtype=np.float64)
+    sim.backend_scratch["flow_weight"] = (uw, sim.stack, fw)
+    return fw
 
 
 def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:

@@ -59,9 +59,11 @@ class NumpyBackend:
             raise ValueError(f"run_interval(then=...): backend {self.name!r}; needs 'numba'")
         structure, state = interval_records(sim)
         entries = MergedEntries(sim.e_flow, sim.e_link, sim.e_coef, sim.e_lperm)
+        uw = sim.engine_state.unit_weight
         return run_interval(
             structure, state, entries, duration_s, max_events, sim.rate_updates == "phase", sim.rate_quantum_s,
             sim.n_links, lambda u: sim.flat_units[u].name,
+            None if uw is None else uw[structure.flow_unit],
         )  # fmt: skip
 
     def run_step(
@@ -167,13 +169,15 @@ def run_interval(
     quantum_s: float,
     n_links: int,
     unit_name: Callable[[int], str],
+    flow_weight: np.ndarray | None = None,
 ) -> IntervalMetrics:
     """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>` on the records the compiled
     kernels take (:func:`ainet_gym.sim.records.interval_records`: the structure ``s``, the state ``st``, whose
     arrays it writes in place), vectorised over the batch event by event (the reference the compiled kernels
     follow operation for operation). ``e``: the merged entries of the split; ``phase_mode``: rates change
     only when a phase ends (``rate_updates: phase``); ``quantum_s``: the rate quantum (0: none);
-    ``unit_name(u)``: the name of unit ``u``, for the error of an iteration that takes no time.
+    ``unit_name(u)``: the name of unit ``u``, for the error of an iteration that takes no time;
+    ``flow_weight``: (flows,) each flow's share weight (None: every weight 1).
 
     Each event takes the steps of the model's interval in the order docs/model.md gives them: the rates
     (:class:`_Rates`), the time to the next event (:func:`_flow_event_dt`, :func:`_timer_event_dt`),
@@ -185,7 +189,7 @@ def run_interval(
     m = IntervalMetrics.zeros(t_left.copy(), U, L)
     stalled = m.stalled_flows
     flow_moved = np.zeros(s.flow_unit.shape[0])  # (flows,) bytes each flow moved in the interval
-    solver = _Rates(s, e, st.capacity)
+    solver = _Rates(s, e, st.capacity, flow_weight)
     events = 0
     _process_events(s, ix, st, m, unit_name)
     while True:
@@ -225,8 +229,11 @@ class _Rates:
     """The max-min rates of the active flows, event by event: solved again only when the set of active flows
     changed (same flows, same capacities: the same rates)."""
 
-    def __init__(self, s: IntervalStructure, e: MergedEntries, cap: np.ndarray) -> None:
+    def __init__(
+        self, s: IntervalStructure, e: MergedEntries, cap: np.ndarray, weight: np.ndarray | None = None
+    ) -> None:
         self.s, self.e, self.cap = s, e, cap
+        self.weight = weight  # (flows,) share weights, None: all 1
         self.prev_active: np.ndarray | None = None
         self.prev_rates = np.zeros(0)
         self.iterations = 0  # the solver's rounds, summed over the interval
@@ -245,6 +252,7 @@ class _Rates:
             lperm = new_entry[e.lperm[e_sel[e.lperm]]]  # link order of the selection
             rates, it = solve_coo(
                 compact[ef], el, ec, self.cap, act_idx.shape[0],
+                weights=None if self.weight is None else self.weight[act_idx],
                 demand=self.s.flow_demand[act_idx], return_iterations=True, link_order=lperm,
             )  # fmt: skip
             self.iterations += it
