@@ -151,3 +151,27 @@ def test_batchsim_refuses_bad_weights_by_unit() -> None:
     with pytest.raises(ValueError, match=r"share_weights has shape \(3,\): allowed: \(2,\)"):
         sim.set_share_weights([1.0, 1.0, 1.0])
     assert sim.engine_state.unit_weight is None
+
+
+def test_a_kept_job_keeps_its_weight_over_a_restack_and_a_new_one_starts_at_1() -> None:
+    """Job churn restacks the units: a job that stays keeps its weight, a job that arrives starts at 1."""
+    core = EnvCore(load_scenario("multi-tenant-churn"), 1, action_mode="split", backend="numpy")
+    core.reset([0])
+    pol = get_policy("ecmp")
+    restacks = 0
+    for _ in range(30):
+        w = core.world
+        J = w.job_unit.shape[1]
+        core.set_share_weights(np.arange(2.0, 2.0 + J)[None, :])
+        names, stack = list(w.job_names(0)), w.sim.stack
+        core.step_split(pol(w, core.last_result))
+        if w.sim.stack is stack:
+            continue
+        restacks += 1
+        uw = w.sim.engine_state.unit_weight
+        for j, name in enumerate(w.job_names(0)):
+            if name is None:
+                continue
+            got = 1.0 if uw is None else uw[w.job_unit[0, j]]
+            assert got == (2.0 + j if name == names[j] else 1.0), (j, name, names[j])
+    assert restacks > 0
