@@ -498,11 +498,13 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
 
     # ------------------------------------------------------------------ share weights
     def set_share_weights(self, jobs: npt.ArrayLike | None, background: npt.ArrayLike = 1.0) -> None:
-        """The share weight of the flows of each job slot (``jobs``: (B, J), finite > 0; None: all 1) and of
+        """The share weight of the flows of each job slot (``jobs``: (B, J), finite > 0; None: each job's
+        ``share_weight`` of the scenario, default 1) and of
         each background source (``background``: a number, or (B, sources)), from the next step on:
         the engine makes the level ``rate / weight`` max-min fair (:meth:`BatchSim.set_share_weights
         <ainet_gym.sim.engine.BatchSim.set_share_weights>`; docs/model.md, "Share weights"). An empty slot's
-        weight is not used; a job keeps its weight while it runs, a job that arrives starts at 1. In
+        weight is not used; a job keeps its weight while it runs, a job that arrives starts at its
+        ``share_weight``. In
         :meth:`snapshot` / :meth:`restore`.
 
         Raises
@@ -513,11 +515,12 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         w = self.world
         sim = self._sim()
         J, bg_unit = w.job_unit.shape[1], w.bg_unit
-        jw = np.ones((self.batch, J)) if jobs is None else _share_array("jobs", jobs, (self.batch, J))
+        jw = None if jobs is None else _share_array("jobs", jobs, (self.batch, J))
         bw = _share_array("background", background, bg_unit.shape)
-        uw = np.ones(sim.n_units)
-        ok = w.job_unit >= 0
-        uw[w.job_unit[ok]] = jw[ok]
+        uw = np.array([u.share_weight for u in sim.flat_units], dtype=np.float64)  # the scenario's
+        if jw is not None:
+            ok = w.job_unit >= 0
+            uw[w.job_unit[ok]] = jw[ok]
         uw[bg_unit.reshape(-1)] = bw.reshape(-1)
         sim.set_share_weights(uw)
 

@@ -335,6 +335,9 @@ def _check_storage_leaves(ctx: Context, fabric: FabricSpec, spath: str) -> None:
 
 # --------------------------------------------------------------------------- jobs and collectives
 
+#: the largest share weight of a job (``jobs[].share_weight``)
+SHARE_WEIGHT_MAX = 1e6
+
 JOB_RULES: dict[str, Rule | None] = {
     "name": text_rule("a job name", nonempty=True),
     "gpus": int_rule("a number of GPUs", ge=1, le=LIMITS["gpus"]),
@@ -345,6 +348,9 @@ JOB_RULES: dict[str, Rule | None] = {
     "start_ms": num_rule("a start time in ms", ge=0, le=LIMITS["time_ms_max"]),
     "start_jitter_ms": num_rule("a start-time jitter in ms", ge=0, le=LIMITS["time_ms_max"]),
     "collectives": None,  # below
+    "share_weight": num_rule(
+        "a share weight (the job's traffic-class ETS weight)", gt=0, le=SHARE_WEIGHT_MAX
+    ),
 }
 _JOB_REQUIRED = {"name": "a non-empty string, unique among jobs", "gpus": "an integer >= 1"}
 

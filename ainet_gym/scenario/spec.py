@@ -144,6 +144,9 @@ class JobSpec:
     # episode starts at start_ms, as without the field); initial jobs only, not churn templates
     start_jitter_ms: float = 0.0
     collectives: tuple[CollectiveSpec, ...] = ()
+    # the share weight of every flow of the job (its traffic class's ETS / WRR weight, as weighted max-min per
+    # flow: docs/model.md, "Share weights"); the engine's initial weight of the job's unit
+    share_weight: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,8 @@ class CompiledUnit:
     # (phases,) routing.ring_run_ahead_bytes: the segments of the ring phase a phase is one of (its flows
     # move 1/segments of the ring's bytes per hop), 1 for every other phase; None: no ring was cut
     phase_segments: np.ndarray | None = None
+    # the share weight of the unit's flows at its start (JobSpec.share_weight; BatchSim.set_share_weights)
+    share_weight: float = 1.0
 
     @property
     def n_phases(self) -> int:
@@ -481,6 +483,7 @@ def compile_job(
         conn_npaths=npaths,
         flow_parent=np.asarray(t.flow_parent, dtype=np.int64) if carry else None,
         phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
+        share_weight=float(job.share_weight),
     )
     return _split_parts(unit) if split_flows == "independent" else unit
 
@@ -755,6 +758,16 @@ def _check_share_weights(weights: npt.ArrayLike, n_units: int, unit_name: Callab
     return w
 
 
+def _default_weights(units: list[CompiledUnit]) -> np.ndarray:
+    """(units,) each unit's initial share weight (:attr:`CompiledUnit.share_weight`)."""
+    return np.array([u.share_weight for u in units], dtype=np.float64)
+
+
+def _weights_or_none(w: np.ndarray) -> np.ndarray | None:
+    """``w``, or None when every weight is 1 (the unweighted solvers, bit for bit as without weights)."""
+    return None if bool(np.all(w == 1.0)) else w
+
+
 def _switch_state(batch: int) -> np.ndarray:
     """The switch's per-instance state (:data:`ainet_gym.sim.kernels.N_SWITCH` columns): the work per entry
     of the full path and of the lazy kernel before any is measured (:data:`~ainet_gym.sim.kernels.
@@ -909,6 +922,7 @@ class BatchSim:
                 else old.capacity_bytes_per_s
             ),
             switch_cost=_switch_state(self.batch),
+            unit_weight=_weights_or_none(_default_weights(stack.flat_units)),
         )
 
     @staticmethod
@@ -960,15 +974,16 @@ class BatchSim:
         if ow is None and es.unit_weight is None:
             return
         w = np.ones(self.n_units) if es.unit_weight is None else es.unit_weight.copy()
-        w[new_u] = 1.0 if ow is None else ow[old_u]
-        es.unit_weight = None if bool(np.all(w == 1.0)) else w
+        w[new_u] = _default_weights(self.flat_units)[new_u] if ow is None else ow[old_u]
+        es.unit_weight = _weights_or_none(w)
 
     def set_share_weights(self, weights: npt.ArrayLike | None) -> None:
         """Set the share weight of every stacked unit (``weights``: (units,), in the order of
         :attr:`flat_units`; None: every weight 1): each flow of unit ``u`` is allocated at weight
         ``weights[u]``, the level ``rate / weight`` made max-min fair (docs/model.md, "Share weights"). Kept
         in :attr:`engine_state` (``unit_weight``, in snapshots) until set again; a unit kept over a restack
-        (:meth:`set_units` with ``keep``) keeps its weight, a new unit starts at 1.
+        (:meth:`set_units` with ``keep``) keeps its weight, a new unit starts at its own
+        (:attr:`CompiledUnit.share_weight`, a job's ``share_weight``, default 1; None sets those).
 
         Raises
         ------
@@ -976,11 +991,10 @@ class BatchSim:
             If ``weights`` is not (units,) finite numbers > 0 (nothing is changed then).
         """
         if weights is None:
-            self.engine_state.unit_weight = None
+            self.engine_state.unit_weight = _weights_or_none(_default_weights(self.flat_units))
             return
         w = _check_share_weights(weights, self.n_units, lambda u: self.flat_units[u].name)
-        # all 1: None, the unweighted solvers as before (bit for bit)
-        self.engine_state.unit_weight = None if bool(np.all(w == 1.0)) else w
+        self.engine_state.unit_weight = _weights_or_none(w)
 
     def restore_units(self, old: UnitSnapshot, keep: np.ndarray) -> None:
         """Give each unit ``i`` with ``keep[i] >= 0`` the state of unit ``keep[i]`` of the snapshot ``old``

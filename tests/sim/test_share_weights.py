@@ -175,3 +175,44 @@ def test_a_kept_job_keeps_its_weight_over_a_restack_and_a_new_one_starts_at_1() 
             got = 1.0 if uw is None else uw[w.job_unit[0, j]]
             assert got == (2.0 + j if name == names[j] else 1.0), (j, name, names[j])
     assert restacks > 0
+
+
+def _with_weights(wa: Any, wb: Any) -> Any:
+    """:func:`_two_jobs` with ``share_weight`` ``wa`` and ``wb``."""
+    d = {
+        "name": "share-weights",
+        "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 1, "hosts_per_leaf": 2, "gpus_per_host": 1,
+                   "nic_gbps": 400, "uplink_gbps": 400, "hop_latency_us": 0.0, "link_efficiency": 1.0},
+        "workload": {"jobs": [{**_JOB, "name": "a", "placement": [0, 2], "share_weight": wa},
+                              {**_JOB, "name": "b", "placement": [1, 3], "share_weight": wb}]},
+        "dynamics": {"episode_steps": 3, "decision_interval_ms": 30},
+        "routing": {"max_paths": 1},
+    }  # fmt: skip
+    return load_scenario(d)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_scenario_share_weight_is_each_jobs_initial_weight(backend: str) -> None:
+    """``jobs[].share_weight`` 1 and 3: the 1:3 hand computation, from reset and after set_share_weights(None);
+    weights set from the env replace it until then."""
+    assert _two_jobs().jobs[0].share_weight == 1.0  # the default
+    core = EnvCore(_with_weights(1.0, 3.0), batch=1, backend=backend)
+    core.reset([0])
+    np.testing.assert_array_equal(core.world.sim.engine_state.unit_weight, [1.0, 3.0])
+    split = core.routing_context.default_split()
+    heavy = 10.0 + 4e8 / 37.5e9 * 1e3
+    np.testing.assert_allclose(
+        np.asarray(core.step_split(split)[4]["step_time_ms"]), [[26.0, heavy]], rtol=1e-9
+    )
+    core.set_share_weights(np.ones((1, 2)))
+    assert core.world.sim.engine_state.unit_weight is None
+    core.set_share_weights(None)
+    np.testing.assert_array_equal(core.world.sim.engine_state.unit_weight, [1.0, 3.0])
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("inf"), "x", 2e6])
+def test_a_bad_scenario_share_weight_is_refused_by_field(bad: Any) -> None:
+    from ainet_gym.scenario.loader import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"jobs\[1\]\.share_weight"):
+        _with_weights(1.0, bad)
