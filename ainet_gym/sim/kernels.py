@@ -702,8 +702,8 @@ class ParallelRows(NamedTuple):
 
     live_i: np.ndarray  # (rows, 3) int64 flow, first entry, end entry of the flows still unfrozen
     live_x: np.ndarray  # (rows, 2) float64 their demand and path minimum
-    froz_i: np.ndarray  # (rows, 3) int64 first and end entry and flow of the frozen flows, in freeze order
-    froz_x: np.ndarray  # (rows,) float64 their level (their rate at weight 1)
+    froz_i: np.ndarray  # (rows, 2) int64 first and end entry of the frozen flows, in the order they froze
+    froz_x: np.ndarray  # (rows,) float64 their rate
     froz_g: np.ndarray  # (rows, 2) int64 their flow and group (``order`` only; the three below may be empty
     # otherwise)
     glev: np.ndarray  # (rows,) float64 the level of each group
@@ -740,7 +740,8 @@ def parallel_rule(
     :func:`fill_parallel`'s (``order`` true: ``links.remaining`` is the caller's residuals, read and left as
     the frozen flows leave them; the frozen flows keep their groups for the freeze order; at most
     ``max_rounds`` rounds). ``weight``: (flows,) each flow's share weight (the level ``rate / weight`` is made
-    max-min fair, as ``solve_coo(weights=)``); empty: every weight 1 (``order`` needs it empty).
+    max-min fair, as ``solve_coo(weights=)``, to round-off: the traffic taken off a link is coefficient x rate,
+    not (coefficient x weight) x level); empty: every weight 1, bit for bit (``order`` needs it empty).
 
     Scratch: ``rows`` (:class:`ParallelRows`, one row per flow) keeps the flows still unfrozen compacted
     (``live_i``: flow, first entry, end entry; ``live_x``: demand, path minimum) and the frozen ones in
@@ -764,9 +765,7 @@ def parallel_rule(
     gstamp, gid = links.gstamp, links.gid
     inf = np.inf
     wtd = weight.shape[0] > 0  # (a weight of 1 multiplies exactly: the unweighted rule bit for bit)
-    n_live = 0
-    n_done = 0
-    n_grp = 0
+    n_live = n_done = n_grp = 0
     for k in range(n_act):
         f = act_flows[k]
         if fe_hi[f] > fe_lo[f]:
@@ -849,14 +848,10 @@ def parallel_rule(
             if ready:
                 r = d if at_demand else mk  # the level
                 f = live_i[i, 0]
-                if wtd:
-                    rate[f] = dcap[f] if at_demand else weight[f] * mk
-                else:
-                    rate[f] = r
+                rate[f] = (dcap[f] if at_demand else weight[f] * mk) if wtd else r
                 froz_i[n_done, 0] = e0
                 froz_i[n_done, 1] = e1
-                froz_i[n_done, 2] = f
-                froz_x[n_done] = r
+                froz_x[n_done] = rate[f]
                 if order:
                     froz_g[n_done, 0] = f
                     bl = -1  # the first link at the path minimum (as it was found: the least share, first)
@@ -893,9 +888,8 @@ def parallel_rule(
         if n_keep > 0 or order:
             for i in range(n_done - n_frozen, n_done):  # summed per link in entry order, as bincount does
                 r = froz_x[i]
-                w = weight[froz_i[i, 2]] if wtd else 1.0
                 for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    use = e_coef[e] * w * r
+                    use = e_coef[e] * r
                     # inf only for unconstrained flows, whose links are all inf
                     if np.isfinite(use):
                         sub[e_link[e] - lo] += use
@@ -1026,7 +1020,7 @@ def run_interval_numba(
     # the solver's scratch (parallel_rule): one row per active flow of an instance, and link rows reused by
     # the instances in turn, initialised lazily by stamps
     i64 = np.int64
-    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 3), dtype=i64),
+    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
                         np.empty(f_max), np.empty((0, 2), dtype=i64), np.empty(0))  # fmt: skip
     links = ParallelLinks(
         np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
@@ -1499,7 +1493,7 @@ def fill_parallel(
     nlk = resid.shape[0]
     m1 = max(n, 1)
     i64 = np.int64
-    rows = ParallelRows(np.empty((m1, 3), dtype=i64), np.empty((m1, 2)), np.empty((m1, 3), dtype=i64),
+    rows = ParallelRows(np.empty((m1, 3), dtype=i64), np.empty((m1, 2)), np.empty((m1, 2), dtype=i64),
                         np.empty(m1), np.empty((m1, 2), dtype=i64), np.empty(m1))  # fmt: skip
     links = ParallelLinks(
         resid, np.empty(nlk), np.empty(nlk), np.empty(nlk), np.empty(nlk), np.full(nlk, -1, dtype=i64),

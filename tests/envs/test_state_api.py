@@ -214,7 +214,8 @@ def test_place_least_loaded_takes_loads_equal_up_to_round_off_as_ties() -> None:
 
 BACKENDS = ["numpy", "numba"] if kernels.HAVE_NUMBA else ["numpy"]
 #: what the engine keeps from interval to interval beside SimState (docs/development.md, "State as data")
-ENGINE_FIELDS = ("split", "pinned", "part_split", "flow_reset", "capacity_bytes_per_s", "switch_cost")
+ENGINE_FIELDS = ("split", "pinned", "part_split", "flow_reset", "capacity_bytes_per_s", "switch_cost",
+                 "unit_weight")  # fmt: skip
 #: the routing modes that give the engine state its optional fields: pinned splits, part flows
 ROUTINGS = {"carry": {"reroute": "new_transfers"}, "parts": {"split_flows": "independent"}}
 
@@ -261,8 +262,10 @@ def test_a_step_changes_no_array_of_the_engine_outside_its_containers(backend: s
     }
     rng = np.random.default_rng(0)
     moved = dict.fromkeys(ENGINE_FIELDS, False)
-    for _ in range(6):
+    for t in range(6):
         prev = _engine_arrays(sim)
+        if t == 5:  # share weights (numba: a weighted interval leaves the lazy kernel, so the last only)
+            core.set_share_weights(rng.uniform(0.5, 2.0, size=core.world.job_unit.shape))
         core.step(rng.uniform(-1, 1, size=(2, *core.action_space.shape)).astype(np.float32))
         assert core.world.sim is sim
         for k, v in _engine_arrays(sim).items():
@@ -288,6 +291,7 @@ def test_a_snapshot_copies_the_engine_state_and_a_restore_loads_it_whole(backend
     for _ in range(2):
         core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
     sim = core.world.sim
+    core.set_share_weights(np.full(core.world.job_unit.shape, 2.0))  # (unit_weight: None while all 1)
     es = sim.engine_state
     rng = np.random.default_rng(1)
     for name in ENGINE_FIELDS:
@@ -314,9 +318,17 @@ def test_a_snapshot_copies_the_engine_state_and_a_restore_loads_it_whole(backend
     got = _engine_arrays(other.world.sim)
     conn = sim.unit_inst[sim.conn_unit]  # the instance of each connection, flow
     flow = sim.unit_inst[sim.flow_unit]
+    unit = sim.unit_inst
     rows = {"conn": np.concatenate([np.flatnonzero(conn == b) for b in src]),
-            "flow": np.concatenate([np.flatnonzero(flow == b) for b in src]), "inst": src}  # fmt: skip
-    kind = {"split": "conn", "pinned": "conn", "part_split": "conn", "flow_reset": "flow"}
+            "flow": np.concatenate([np.flatnonzero(flow == b) for b in src]), "inst": src,
+            "unit": np.concatenate([np.flatnonzero(unit == b) for b in src])}  # fmt: skip
+    kind = {
+        "split": "conn",
+        "pinned": "conn",
+        "part_split": "conn",
+        "flow_reset": "flow",
+        "unit_weight": "unit",
+    }
     for name in ENGINE_FIELDS:
         if want[name] is None:
             assert got[name] is None, name

@@ -170,7 +170,7 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
     # the full solve: links as rows lo .. lo + n_l of the kernel's capacities
     rate = np.full(n_f, -1.0)
     capacity = np.concatenate([np.zeros(lo), p["cap"]])
-    rows = kernels.ParallelRows(np.empty((n_f, 3), i64), np.empty((n_f, 2)), np.empty((n_f, 3), i64),
+    rows = kernels.ParallelRows(np.empty((n_f, 3), i64), np.empty((n_f, 2)), np.empty((n_f, 2), i64),
                                 np.empty(n_f), np.empty((0, 2), i64), np.empty(0))  # fmt: skip
     links = kernels.ParallelLinks(*(np.empty(n_l) for _ in range(5)), np.full(n_l, -1, i64), np.full(n_l, -1, i64),
                                   np.empty(n_l, i64), np.empty(0, i64), np.empty(0, i64))  # fmt: skip
