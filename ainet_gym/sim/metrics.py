@@ -10,7 +10,6 @@ import numpy as np
 
 from ainet_gym.arrays import safe_divide
 from ainet_gym.fabric.topology import TIERS, Fabric
-from ainet_gym.sim import records as _records
 from ainet_gym.sim.engine import BatchSim, IntervalMetrics
 from ainet_gym.sim.kernels import block_sum, njit
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
@@ -96,16 +95,6 @@ class IntervalMeter:
         self.tier_idx = np.concatenate(self.tier_links).astype(np.int64)
         self.net_mask = np.ascontiguousarray(fabric.network_links, dtype=np.bool_)
         self.gpu_uplinks = np.ascontiguousarray(fabric.gpu_uplinks, dtype=np.int64)
-        self._figure_tables: object = None
-
-    def figure_tables(self) -> object:
-        """The compiled :class:`~ainet_gym.sim.records.FigureTables` of this meter (numba backend), built once."""
-        if self._figure_tables is None:
-            self._figure_tables = _records.compiled_record(
-                "figure_tables", (self.network_links, self.net_mask, self.gpu_uplinks, self.tier_off,
-                                  self.tier_idx, float(BYTES_PER_S_TO_GBPS)),
-            )  # fmt: skip
-        return self._figure_tables
 
     def measure(
         self,
@@ -308,36 +297,24 @@ def _nan_max(a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def interval_figures(tables, inputs, out, lo, hi):  # pragma: no cover - compiled
+def interval_figures(
+    link_bytes, cap, dur, net_links, net_mask, gpu_uplinks, tier_off, tier_idx, to_gbps,
+    job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s, iter_start,
+    unit_compute, ideal_step_s,
+    lu, maxu, tier_bytes, failed, thr, cap_copy,
+    alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s, lo, hi,
+):  # pragma: no cover - compiled  # fmt: skip
     """The per-link and per-job figures of an interval in one pass, the same floating-point operations
     as the numpy code of :meth:`IntervalMeter.result` and :meth:`IntervalMeter.measure` (bit for bit).
 
-    ``tables``: the meter's links (:class:`~ainet_gym.sim.records.FigureTables`); ``inputs``: the interval's
-    metrics, capacities, job slots and unit tables (:class:`~ainet_gym.sim.records.FigureInputs`); ``out``:
-    the figures written (:class:`~ainet_gym.sim.records.FigureOutputs`); all three compiled records. Only the
-    instances ``lo:hi`` are read and written."""
-    t, i, o = tables, inputs, out
-    _link_figures(
-        i.link_bytes, i.cap, i.dur, t.net_links, t.net_mask, t.gpu_uplinks, t.tier_off, t.tier_idx, t.to_gbps,
-        o.lu, o.maxu, o.tier_bytes, o.failed, o.thr, o.cap_copy, lo, hi,
-    )  # fmt: skip
-    _job_figures(
-        i.dur, i.job_unit, i.unit_ngpus, i.iterations, i.step_sum, i.comm_sum, i.active_t, i.compute_t, i.time_s,
-        i.iter_start, i.unit_compute, i.ideal_step_s, o.alive, o.ngpu, o.iters, o.step_t, o.comm_t, o.util, o.eff,
-        o.ideal, o.compute_s, lo, hi,
-    )  # fmt: skip
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _link_figures(
-    link_bytes, cap, dur, net_links, net_mask, gpu_uplinks, tier_off, tier_idx, to_gbps,
-    lu, maxu, tier_bytes, failed, thr, cap_copy, lo, hi,
-):  # pragma: no cover - compiled  # fmt: skip
-    """The per-link figures of :func:`interval_figures`: ``link_bytes``, ``cap`` (B, L); ``dur`` (B,) s;
-    ``net_links`` (N,) and ``net_mask`` (L,) the network links; ``gpu_uplinks`` (G,); the links of tier
-    ``t`` are ``tier_idx[tier_off[t]:tier_off[t + 1]]``; ``to_gbps`` bytes/s to Gbit/s. Written: ``lu``,
-    ``cap_copy`` (B, L); ``maxu``, ``failed``, ``thr`` (B,); ``tier_bytes`` (B, T)."""
+    Inputs: ``link_bytes``, ``cap`` (B, L); ``dur`` (B,) s; ``net_links`` (N,) and ``net_mask`` (L,) the
+    network links; ``gpu_uplinks`` (G,); the links of tier ``t`` are ``tier_idx[tier_off[t]:tier_off[t
+    + 1]]``; ``to_gbps`` bytes/s to Gbit/s; the unit tables and ``job_unit``, ``ideal_step_s`` (B, J).
+    Outputs (written): ``lu``, ``cap_copy`` (B, L); ``maxu``, ``failed``, ``thr`` (B,); ``tier_bytes``
+    (B, T); ``alive`` ... ``compute_s`` (B, J). Only the instances ``lo:hi`` are read and written."""
     L = link_bytes.shape[1]
+    J = job_unit.shape[1]
+    nan = np.nan
     width = max(gpu_uplinks.shape[0], tier_idx.shape[0])
     buf = np.empty(max(width, 1))
     for b in range(lo, hi):
@@ -379,17 +356,6 @@ def _link_figures(
     for i in range(n):
         d = dur[lo + i]
         thr[lo + i] = acc[i] / d * to_gbps if d > 0 else 0.0
-
-
-@njit(cache=True, nogil=True, error_model="numpy")
-def _job_figures(
-    dur, job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s, iter_start,
-    unit_compute, ideal_step_s, alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s, lo, hi,
-):  # pragma: no cover - compiled  # fmt: skip
-    """The per-job figures of :func:`interval_figures`: the unit tables and ``job_unit``, ``ideal_step_s``
-    (B, J) read; ``alive`` ... ``compute_s`` (B, J) written."""
-    J = job_unit.shape[1]
-    nan = np.nan
     for b in range(lo, hi):
         d = dur[b]
         for j in range(J):
@@ -422,8 +388,7 @@ def _job_figures(
 
 
 class NumbaFigures:
-    """The outputs of :func:`interval_figures` for one interval, allocated before it runs (and their compiled
-    record, :class:`~ainet_gym.sim.records.FigureOutputs`), so that each
+    """The outputs of :func:`interval_figures` for one interval, allocated before it runs, so that each
     instance range's figures can be computed on its kernel thread right after its interval (no second
     hand-off to the threads, see :meth:`BatchSim.run_interval`), or all at once afterwards."""
 
@@ -453,27 +418,25 @@ class NumbaFigures:
         self.step_t, self.comm_t, self.util, self.eff, self.ideal, self.compute_s = (
             np.empty((B, J)) for _ in range(6)
         )
-        self.out = _records.new_record("figure_outputs", (
-            self.lu, self.maxu, self.tier_bytes, self.failed, self.thr, self.cap_copy, self.alive, self.ngpu,
-            self.iters, self.step_t, self.comm_t, self.util, self.eff, self.ideal, self.compute_s,
-        ))  # fmt: skip
 
-    def records(self, m: IntervalMetrics) -> tuple[object, object, object]:
-        """The records :func:`interval_figures` takes before the instance range, for the interval ``m``: the
-        meter's tables (built once per meter), the interval's inputs and the figures' outputs."""
-        sim = self.sim
+    def args(self, m: IntervalMetrics) -> tuple:
+        """The arguments of :func:`interval_figures` but the instance range, for the interval ``m``."""
+        me, sim = self.meter, self.sim
         f64 = np.float64
-        inputs = _records.new_record("figure_inputs", (
+        return (
             np.ascontiguousarray(m.link_bytes, dtype=f64), self.cap, np.ascontiguousarray(m.duration_s, dtype=f64),
-            self.job_unit, sim.unit_ngpus, m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.active_time_s,
-            m.compute_time_s, sim.state.time_s, sim.state.iter_start, sim.unit_compute, self.ideal_step_s,
-        ))  # fmt: skip
-        return self.meter.figure_tables(), inputs, self.out
+            me.network_links, me.net_mask, me.gpu_uplinks, me.tier_off, me.tier_idx, BYTES_PER_S_TO_GBPS,
+            self.job_unit, sim.unit_ngpus, m.iterations, m.step_time_sum_s, m.comm_time_sum_s,
+            m.active_time_s, m.compute_time_s, sim.state.time_s, sim.state.iter_start, sim.unit_compute, self.ideal_step_s,
+            self.lu, self.maxu, self.tier_bytes, self.failed, self.thr, self.cap_copy,
+            self.alive, self.ngpu, self.iters, self.step_t, self.comm_t, self.util, self.eff, self.ideal,
+            self.compute_s,
+        )  # fmt: skip
 
     def then(self, m: IntervalMetrics) -> tuple[Callable[..., object], Callable[[int, int], tuple]]:
         """(kernel, arguments of a range): the figures of the instances ``lo:hi`` of the interval ``m``."""
-        tables, inputs, out = self.records(m)
-        return interval_figures, lambda lo, hi: (tables, inputs, out, lo, hi)
+        args = self.args(m)
+        return interval_figures, lambda lo, hi: (*args, lo, hi)
 
     def result(self, m: IntervalMetrics) -> StepResult:
         """The :class:`StepResult` of the interval ``m`` once its figures are computed."""

@@ -39,17 +39,11 @@ if TYPE_CHECKING:
     from ainet_gym.sim.engine import BatchSim, EntryTable
 
 __all__ = [
-    "FIGURE_INPUTS_FIELDS",
-    "FIGURE_OUTPUTS_FIELDS",
-    "FIGURE_TABLES_FIELDS",
     "HAVE_STRUCTREF",
     "MERGE_FIELDS",
     "OUTPUTS_FIELDS",
     "STATE_FIELDS",
     "STRUCTURE_FIELDS",
-    "FigureInputs",
-    "FigureOutputs",
-    "FigureTables",
     "IntervalOutputs",
     "IntervalState",
     "IntervalStructure",
@@ -57,7 +51,6 @@ __all__ = [
     "compiled_record",
     "interval_records",
     "merge_table",
-    "new_record",
     "outputs_record",
     "positional",
 ]
@@ -152,65 +145,6 @@ class MergeTable(NamedTuple):
 MERGE_FIELDS: tuple[str, ...] = tuple(MergeTable.__annotations__)
 
 
-class FigureTables(NamedTuple):
-    """The links the figures of an interval (:func:`~ainet_gym.sim.metrics.interval_figures`) sum or take the
-    maximum over, fixed with the fabric (:class:`~ainet_gym.sim.metrics.IntervalMeter`'s tables)."""
-
-    net_links: np.ndarray  # (N,) int64 the network (non-NVLink) links
-    net_mask: np.ndarray  # (L,) bool the same as a mask
-    gpu_uplinks: np.ndarray  # (G,) int64 the GPUs' NIC uplinks
-    tier_off: np.ndarray  # (tiers+1,) int64 CSR offsets of each tier's links in tier_idx
-    tier_idx: np.ndarray  # (tier links,) int64 link ids, tier by tier
-    to_gbps: float  # bytes/s to Gbit/s
-
-
-class FigureInputs(NamedTuple):
-    """What the figures of an interval read: the interval's :class:`~ainet_gym.sim.engine.IntervalMetrics`,
-    the capacities during it, the job slots' units and the unit tables and state they index."""
-
-    link_bytes: np.ndarray  # (B, L) float64 bytes moved on each link
-    cap: np.ndarray  # (B, L) float64 bytes/s during the interval
-    dur: np.ndarray  # (B,) float64 s
-    job_unit: np.ndarray  # (B, J) int64 flat unit of each job slot, -1: empty
-    unit_ngpus: np.ndarray  # (units,) GPUs of each unit
-    iterations: np.ndarray  # (units,) int64 iterations completed
-    step_sum: np.ndarray  # (units,) float64 s, their step times summed
-    comm_sum: np.ndarray  # (units,) float64 s, their communication times summed
-    active_t: np.ndarray  # (units,) float64 s with a flow active
-    compute_t: np.ndarray  # (units,) float64 s computing
-    time_s: np.ndarray  # (B,) float64 s, the simulation time at the interval's end
-    iter_start: np.ndarray  # (units,) float64 s, start of each unit's current iteration
-    unit_compute: np.ndarray  # (units,) float64 s of compute per iteration
-    ideal_step_s: np.ndarray  # (B, J) float64 s
-
-
-class FigureOutputs(NamedTuple):
-    """The figures of an interval the compiled pass writes (:class:`~ainet_gym.sim.metrics.StepResult`'s
-    arrays)."""
-
-    lu: np.ndarray  # (B, L) float64 link utilisation
-    maxu: np.ndarray  # (B,) float64 its maximum over the network links
-    tier_bytes: np.ndarray  # (B, tiers) float64
-    failed: np.ndarray  # (B,) int64 network links at capacity 0
-    thr: np.ndarray  # (B,) float64 Gbit/s the GPUs' NICs sent
-    cap_copy: np.ndarray  # (B, L) float64 the capacities during the interval, copied
-    alive: np.ndarray  # (B, J) bool a job in the slot
-    ngpu: np.ndarray  # (B, J) its GPUs
-    iters: np.ndarray  # (B, J) int64 its iterations
-    step_t: np.ndarray  # (B, J) float64 s, mean step time
-    comm_t: np.ndarray  # (B, J) float64 s, mean communication time
-    util: np.ndarray  # (B, J) float64 GPU utilisation
-    eff: np.ndarray  # (B, J) float64 efficiency
-    ideal: np.ndarray  # (B, J) float64 s, ideal step time
-    compute_s: np.ndarray  # (B, J) float64 s, compute of one iteration
-
-
-#: the fields of the figures' records, in order
-FIGURE_TABLES_FIELDS: tuple[str, ...] = tuple(FigureTables.__annotations__)
-FIGURE_INPUTS_FIELDS: tuple[str, ...] = tuple(FigureInputs.__annotations__)
-FIGURE_OUTPUTS_FIELDS: tuple[str, ...] = tuple(FigureOutputs.__annotations__)
-
-
 try:  # the compiled records (numba is a core dependency; without it only the numpy backend runs)
     from numba.core import types as _types
     from numba.experimental import structref as _structref
@@ -255,30 +189,6 @@ if HAVE_STRUCTREF:
     class MergeRecord(_structref.StructRefProxy):
         """A compiled :class:`MergeTable`."""
 
-    @_structref.register
-    class FigureTablesType(_RecordType):
-        """The numba type of a compiled :class:`FigureTables`."""
-
-    @_structref.register
-    class FigureInputsType(_RecordType):
-        """The numba type of a compiled :class:`FigureInputs`."""
-
-    @_structref.register
-    class FigureOutputsType(_RecordType):
-        """The numba type of a compiled :class:`FigureOutputs`."""
-
-    class FigureTablesRecord(_structref.StructRefProxy):
-        """A compiled :class:`FigureTables`."""
-
-    class FigureInputsRecord(_structref.StructRefProxy):
-        """A compiled :class:`FigureInputs`."""
-
-    class FigureOutputsRecord(_structref.StructRefProxy):
-        """A compiled :class:`FigureOutputs`."""
-
-    _structref.define_proxy(FigureTablesRecord, FigureTablesType, list(FIGURE_TABLES_FIELDS))
-    _structref.define_proxy(FigureInputsRecord, FigureInputsType, list(FIGURE_INPUTS_FIELDS))
-    _structref.define_proxy(FigureOutputsRecord, FigureOutputsType, list(FIGURE_OUTPUTS_FIELDS))
     _structref.define_proxy(StructureRecord, StructureType, list(STRUCTURE_FIELDS))
     _structref.define_proxy(StateRecord, StateType, list(STATE_FIELDS))
     _structref.define_proxy(OutputsRecord, OutputsType, list(OUTPUTS_FIELDS))
@@ -328,51 +238,17 @@ if HAVE_STRUCTREF:
             inst_conn, conn_npaths, rowsum, seg_excl, ex_lo, fe_lo, fe_hi, inst_flow,
         )  # fmt: skip
 
-    @njit(cache=True)
-    def _new_figure_tables(net_links, net_mask, gpu_uplinks, tier_off, tier_idx, to_gbps):  # pragma: no cover
-        return FigureTablesRecord(net_links, net_mask, gpu_uplinks, tier_off, tier_idx, to_gbps)
-
-    @njit(cache=True)
-    def _new_figure_inputs(
-        link_bytes, cap, dur, job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s,
-        iter_start, unit_compute, ideal_step_s,
-    ):  # fmt: skip  # pragma: no cover - compiled
-        return FigureInputsRecord(
-            link_bytes, cap, dur, job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s,
-            iter_start, unit_compute, ideal_step_s,
-        )  # fmt: skip
-
-    @njit(cache=True)
-    def _new_figure_outputs(
-        lu, maxu, tier_bytes, failed, thr, cap_copy, alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s,
-    ):  # fmt: skip  # pragma: no cover - compiled
-        return FigureOutputsRecord(
-            lu, maxu, tier_bytes, failed, thr, cap_copy, alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s,
-        )  # fmt: skip
-
-    _NEW = {
-        "structure": _new_structure,
-        "state": _new_state,
-        "outputs": _new_outputs,
-        "merge": _new_merge,
-        "figure_tables": _new_figure_tables,
-        "figure_inputs": _new_figure_inputs,
-        "figure_outputs": _new_figure_outputs,
-    }
+    _NEW = {"structure": _new_structure, "state": _new_state, "outputs": _new_outputs, "merge": _new_merge}
     _FIELDS = {
         "structure": STRUCTURE_FIELDS,
         "state": STATE_FIELDS,
         "outputs": OUTPUTS_FIELDS,
         "merge": MERGE_FIELDS,
-        "figure_tables": FIGURE_TABLES_FIELDS,
-        "figure_inputs": FIGURE_INPUTS_FIELDS,
-        "figure_outputs": FIGURE_OUTPUTS_FIELDS,
     }
 
 
 def compiled_record(kind: str, values: dict[str, np.ndarray] | tuple) -> object:
-    """The compiled record ``kind`` (``"structure"``, ``"state"``, ``"outputs"``, ``"merge"`` or one of the
-    figures' ``"figure_tables"``, ``"figure_inputs"``, ``"figure_outputs"``) of ``values``: a
+    """The compiled record ``kind`` (``"structure"``, ``"state"``, ``"outputs"`` or ``"merge"``) of ``values``: a
     NamedTuple of this module (or any tuple in its field order) or a dict by field name."""
     if not HAVE_STRUCTREF:  # pragma: no cover
         raise RuntimeError("compiled records need numba")
@@ -386,14 +262,6 @@ def compiled_record(kind: str, values: dict[str, np.ndarray] | tuple) -> object:
         values = tuple(values[n] for n in names)
     if len(values) != len(names):
         raise ValueError(f"{kind} record: {len(values)} values; expected {len(names)} ({list(names)})")
-    return _NEW[kind](*values)
-
-
-def new_record(kind: str, values: tuple) -> object:
-    """The compiled record ``kind`` of ``values`` in its field order, without :func:`compiled_record`'s checks
-    (the records built at every interval: :class:`FigureInputs`, :class:`FigureOutputs`)."""
-    if not HAVE_STRUCTREF:  # pragma: no cover
-        raise RuntimeError("compiled records need numba")
     return _NEW[kind](*values)
 
 

@@ -99,7 +99,7 @@ class NumbaBackend:
         """One compiled pass (:func:`~ainet_gym.sim.metrics.interval_figures`), the same operations as the
         numpy reference."""
         fig = meter.figures(sim, job_unit, ideal_step_s, job_names)
-        interval_figures(*fig.records(m), 0, job_unit.shape[0])
+        interval_figures(*fig.args(m), 0, job_unit.shape[0])
         return fig.result(m)
 
     def solve_entries(
