@@ -396,8 +396,8 @@ def merge_range(b_lo, b_hi, split_flat, table, go):  # pragma: no cover - compil
 # step").
 # The steps only compiled code calls (all but ``settle_units`` and ``parallel_rule``, which tests call from
 # Python) are compiled without the CPython and C-callable wrappers (``_COMPILED_ONLY``): nothing calls them
-# from Python, and their wrappers cost the cold start some 0.9 s of compile time (docs/development.md, "Cold
-# compile"); the callers link the same native functions.
+# from Python, and their wrappers cost the cold start 0.66 s of CPU (docs/development.md, "the cold compile",
+# issue-31zb); the callers' code is the same.
 # ----------------------------------------------------------------------------------------------------------
 
 #: the options of a step that only compiled code calls: no Python-callable wrappers to compile
