@@ -394,7 +394,14 @@ def merge_range(b_lo, b_hi, split_flat, table, go):  # pragma: no cover - compil
 # instructions from run_interval_numba (its arguments no longer spilled and reloaded at every event), and
 # ``add_link_bytes`` 3% more, so it stays a call (callgrind counts, docs/development.md, "Instructions per
 # step").
+# The steps only compiled code calls (all but ``settle_units`` and ``parallel_rule``, which tests call from
+# Python) are compiled without the CPython and C-callable wrappers (``_COMPILED_ONLY``): nothing calls them
+# from Python, and their wrappers cost the cold start 0.66 s of CPU (docs/development.md, "the cold compile",
+# issue-31zb); the callers' code is the same.
 # ----------------------------------------------------------------------------------------------------------
+
+#: the options of a step that only compiled code calls: no Python-callable wrappers to compile
+_COMPILED_ONLY: dict[str, bool] = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 class JobParams(NamedTuple):
@@ -456,7 +463,7 @@ class UnitClock(NamedTuple):
     comm_end: np.ndarray  # (units,) float64 s, its end
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
 def exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap):  # pragma: no cover - compiled
     """Cap ``dcap`` (the flows' demands, bytes/s) of instance ``b`` by its exclusive links' shares.
 
@@ -473,7 +480,7 @@ def exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap): 
             dcap[f] = x
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
 def end_phases(u, p0, nph, eps_t, counted, pend, joined, units, clock, rem, graph):  # pragma: no cover
     """End every running phase ``p0:p0 + nph`` of unit ``u`` whose latency is paid (within ``eps_t``) and
     whose flows have no bytes left (``pend``, or a scan of ``rem``: :func:`settle_units`' ``counted``),
@@ -512,7 +519,7 @@ def end_phases(u, p0, nph, eps_t, counted, pend, joined, units, clock, rem, grap
     return ended
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
 def end_iteration(u, now, p0, nph, counted, pend, units, clock, rem, job, tallies, stats):  # pragma: no cover
     """Unit ``u``'s iteration ends at ``now`` (s): its step and communication times counted
     (:class:`IterationTallies` ``tallies``), the next iteration started (compute, the bytes of its phases
@@ -624,7 +631,7 @@ def settle_units(
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
 def next_unit_event(u0, u1, dt, eps_t, units, clock):  # pragma: no cover - compiled
     """The least of ``dt`` and the time (s) to the next timer of units ``u0:u1`` (:class:`UnitTable`
     ``units``, :class:`UnitClock` ``clock``): a start, the end of compute (above ``eps_t``), the start of
@@ -651,7 +658,7 @@ def next_unit_event(u0, u1, dt, eps_t, units, clock):  # pragma: no cover - comp
     return dt
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
 def advance_units(u0, u1, dt, units, clock, active_t, compute_t):  # pragma: no cover - compiled
     """Advance the timers of units ``u0:u1`` (:class:`UnitTable` ``units``, :class:`UnitClock` ``clock``)
     by ``dt`` s, adding it to their active and compute times."""
@@ -675,7 +682,7 @@ def advance_units(u0, u1, dt, units, clock, active_t, compute_t):  # pragma: no 
                     c.phase_lat_left[p] = max(c.phase_lat_left[p] - dt, 0.0)
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
 def advance_flow(f, x, flow_bg, rem, moved):  # pragma: no cover - compiled
     """Flow ``f`` moves ``x`` bytes (a job flow at most its bytes left, ``rem``; a background flow has no
     end), added to ``moved``."""
@@ -686,7 +693,7 @@ def advance_flow(f, x, flow_bg, rem, moved):  # pragma: no cover - compiled
     moved[f] += x
 
 
-@njit(cache=True, nogil=True, _nrt=False)
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
 def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes):  # pragma: no cover
     """Add the bytes instance ``b``'s flows moved (``moved``) to its links' ``link_bytes``: the split is
     fixed within the interval, so bytes per flow first, then per entry (each link's entries in entry order

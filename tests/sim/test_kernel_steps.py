@@ -112,6 +112,10 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
         assert "phase_succ_off[p + 1]" not in src, name  # a phase's successors: end_phases' only
     for step in SHARED:
         assert getattr(kernels, step).targetoptions.get("_nrt") is False, step
+    # the steps only compiled code calls are compiled without Python-callable wrappers (cold start)
+    for step in ("exclusive_caps", "end_phases", "end_iteration", "next_unit_event", "advance_units",
+                 "advance_flow", "add_link_bytes"):  # fmt: skip
+        assert getattr(kernels, step).targetoptions.get("no_cpython_wrapper") is True, step
 
 
 def test_first_at_least_is_numpys_left_search_sorted() -> None:
