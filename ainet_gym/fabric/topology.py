@@ -239,10 +239,17 @@ class Fabric:
 
     def path_latency_s(self, path: list[int]) -> float:
         """Latency of a path (list of link ids): links x ``hop_latency_s``, or the sum of per-link latencies
-        of a graph fabric that gives them."""
+        of a graph fabric that gives them; with ``fabric.store_and_forward_bytes`` = B > 0, plus B / the
+        link's line rate (``link_gbps``, before ``link_efficiency``) for every link of the path, the time a
+        store-and-forward switch takes to receive a whole packet before it forwards it."""
         if self.link_latency_s is None:
-            return len(path) * self.hop_latency_s
-        return float(self.link_latency_s[path].sum())
+            lat = len(path) * self.hop_latency_s
+        else:
+            lat = float(self.link_latency_s[path].sum())
+        sf = self.spec.store_and_forward_bytes
+        if sf > 0:
+            lat += float(np.sum(sf / (self.link_gbps[path] * GBPS_TO_BYTES_PER_S)))
+        return lat
 
     @property
     def n_hosts(self) -> int:

@@ -31,7 +31,8 @@ Decisions worth knowing:
 - Keys that the chosen topology does not use (e.g. ``k`` on a spine_leaf fabric, ``nic_gbps`` on a
   fat_tree, whose NICs run at ``link_gbps``) are an error naming the key and the topology
   (:data:`TOPOLOGY_KEYS`). A ``graph`` fabric takes only ``file`` or ``graph`` (exactly one),
-  ``profile``, ``hop_latency_us``, ``link_efficiency`` and ``nvlink_gbps``; ``file`` is relative to the
+  ``profile``, ``hop_latency_us``, ``link_efficiency``, ``store_and_forward_bytes`` and ``nvlink_gbps``;
+  ``file`` is relative to the
   scenario file's folder (the working directory for a dict) and is stored resolved in ``Scenario.raw``.
   The graph is built once at load time, so a bad graph fails here (``fabric.file`` / ``fabric.graph``)
   with the problem :func:`ainet_gym.fabric_from_graph` names. ``fabric: <networkx graph>`` is short for

@@ -223,6 +223,7 @@ def text_rule(what: str = "a string", *, nonempty: bool = False, null: bool = Fa
 #: - ``gbps_min``/``gbps_max``: any link speed or offered rate, Gbit/s (1 Mbit/s .. 1 Pbit/s);
 #: - ``bytes_max``: a collective's buffer size (1 PB); ``time_ms_max``: compute, start and decision times
 #:   (1e7 ms, about 2.8 hours); ``latency_us_max``: per-hop latency (1 s); ``efficiency_min``;
+#: - ``packet_bytes_max``: ``fabric.store_and_forward_bytes`` (1 MB, beyond any packet or cell);
 #: - ``count_max``: any count of switches, hosts, links per spine, GPUs per host, flows, QPs or job slots;
 #: - ``steps_max``: episode length and step counts; ``arrival_rate_max``: mean job arrivals per step;
 #: - ``skew_max``: Zipf exponent of a skewed AllToAll; ``max_paths_max``: ``routing.max_paths``;
@@ -249,6 +250,7 @@ LIMITS: dict[str, float] = {
     "bytes_max": 1e15,
     "time_ms_max": 1e7,
     "latency_us_max": 1e6,
+    "packet_bytes_max": 1e6,
     "efficiency_min": 1e-3,
     "count_max": 100_000,
     "steps_max": 10_000_000,

@@ -111,6 +111,9 @@ FABRIC_RULES: dict[str, Rule | None] = {
     "profile": enum_rule(PROFILES, "fabric profile"),
     "hop_latency_us": num_rule("a latency in microseconds", ge=0, le=LIMITS["latency_us_max"]),
     "link_efficiency": num_rule("an efficiency factor", ge=LIMITS["efficiency_min"], le=1),
+    "store_and_forward_bytes": num_rule(
+        "a packet size in bytes", ge=0, le=LIMITS["packet_bytes_max"], note=" (0: propagation only)"
+    ),
     "storage": None,  # nested, below
     "gpus_per_nic": COUNT,
     "pcie_gbps": SPEED,
@@ -118,7 +121,16 @@ FABRIC_RULES: dict[str, Rule | None] = {
     "file": None,  # topology graph: GraphML or edge list, relative to the scenario's folder, below
 }
 #: Fabric keys of a graph fabric (the graph itself gives hosts, GPUs, NICs, switches and link speeds).
-_GRAPH_KEYS = ("topology", "graph", "file", "profile", "hop_latency_us", "link_efficiency", "nvlink_gbps")
+_GRAPH_KEYS = (
+    "topology",
+    "graph",
+    "file",
+    "profile",
+    "hop_latency_us",
+    "link_efficiency",
+    "store_and_forward_bytes",
+    "nvlink_gbps",
+)
 
 #: Fabric keys every topology uses.
 FABRIC_COMMON_KEYS: tuple[str, ...] = (
@@ -128,6 +140,7 @@ FABRIC_COMMON_KEYS: tuple[str, ...] = (
     "profile",
     "hop_latency_us",
     "link_efficiency",
+    "store_and_forward_bytes",
     "storage",
 )
 #: The fabric keys each topology uses besides :data:`FABRIC_COMMON_KEYS` (one table: a new topology or a

@@ -85,6 +85,9 @@ class FabricSpec:
     profile: str = "infiniband"
     hop_latency_us: float = 0.25  # resolved: the profile's value unless the scenario overrides it
     link_efficiency: float = 1.0  # resolved: multiplies the capacity of every non-NVLink link
+    # a store-and-forward packet (wire bytes): a path's latency adds this / the link's line rate per link
+    # (a switch forwards a packet only once it holds all of it); 0 = propagation only
+    store_and_forward_bytes: float = 0.0
     storage: StorageSpec = field(default_factory=StorageSpec)
     # k GPUs of a host share one NIC (of nic_gbps; of link_gbps on fat_tree), each over a PCIe link of
     # pcie_gbps; 1 = a NIC per GPU (no PCIe link), gpus_per_host = one NIC per host

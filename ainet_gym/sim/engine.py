@@ -324,11 +324,12 @@ def _phase_latency_s(
     member_lat: np.ndarray,
 ) -> np.ndarray:
     """Each phase's alpha term: its steps times the longest path latency among its members (hops times
-    the fabric's hop latency, or a graph fabric's per-link latencies summed over the path)."""
+    the fabric's hop latency, or a graph fabric's per-link latencies summed over the path; plus, with
+    ``fabric.store_and_forward_bytes``, a packet's serialisation on every link: ``Fabric.path_latency_s``)."""
     lat = np.zeros(len(steps))
     if not member_phase.size:
         return lat
-    if fabric.link_latency_s is not None:  # per-link latencies (a graph fabric): the slowest path
+    if fabric.link_latency_s is not None or fabric.spec.store_and_forward_bytes > 0:  # per-path: the slowest
         np.maximum.at(lat, member_phase, member_lat)
         return steps * lat
     np.maximum.at(lat, member_phase, member_hops)
