@@ -174,9 +174,11 @@ def test_labels_and_knn_pick_among_weighted_plans(tmp_path: object) -> None:
     from ainet_gym.agents.imitate import KnnAgent, fit_knn, lookahead_labels
 
     sc = _small()
-    extra = ("favour0+bg", "favour1-w4+bg")
+    extra = ("favour0+bg", "favour1-w4+bg", "favour0-w1+bg")
     lab = lookahead_labels(sc, [1, 2], h=2, base="burst-lp+bg", steps=3, extra_plans=extra)
-    assert list(lab["plans"][-2:]) == list(extra)
+    assert list(lab["plans"][-3:]) == list(extra)
+    # the lookahead ran each plan at its weights: the same split at weight 16 and at 1 scores differently
+    assert not np.array_equal(lab["scores"][:, -3], lab["scores"][:, -1])
     path = tmp_path / "knn.npz"  # type: ignore[operator]
     fit_knn(lab, out=path, k=1, scenario=sc)
     agent = KnnAgent(str(path))
