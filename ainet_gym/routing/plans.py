@@ -60,8 +60,10 @@ __all__ = [
     "plan_policy",
     "plan_share_weights",
     "plan_split",
+    "plan_weight_table",
     "plans_class",
     "plans_of_mode",
+    "share_weights_of",
     "weighted_plan",
 ]
 
@@ -181,23 +183,54 @@ def plan_policy(name: str) -> Policy:
     return get_policy(name)
 
 
+def plan_weight_table(plans: list[str] | tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``(slot (K,), weight (K,))`` of each plan name: a weighted plan's favoured job slot and weight, ``-1``
+    and 1 for any other plan. Parsed once per list of plans (an env's, at construction), so a step indexes
+    the table instead of parsing names.
+
+    Raises
+    ------
+    ValueError
+        If a weighted plan is misspelt (:func:`weighted_plan`).
+    """
+    slot = np.full(len(plans), -1, dtype=np.int64)
+    weight = np.ones(len(plans), dtype=np.float64)
+    for k, name in enumerate(plans):
+        wp = weighted_plan(str(name))
+        if wp is not None:
+            slot[k], weight[k] = wp.slot, wp.weight
+    return slot, weight
+
+
+def share_weights_of(
+    slot: np.ndarray, weight: np.ndarray, default_jobs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The share weights of the plans of each instance, given by their rows of :func:`plan_weight_table`
+    (``slot``, ``weight``: (B,)): ``(jobs (B, slots), background (B,))``. A weighted plan: its slot and the
+    background at its weight, the other slots 1; any other plan: ``default_jobs`` (B, slots), the scenario's
+    weights, and the background 1."""
+    jobs = np.array(default_jobs, dtype=np.float64, copy=True)
+    favoured = slot >= 0
+    bg = np.where(favoured, weight, 1.0)
+    rows = np.flatnonzero(favoured)
+    jobs[rows] = 1.0
+    fit = rows[slot[rows] < jobs.shape[1]]
+    jobs[fit, slot[fit]] = weight[fit]
+    return jobs, bg
+
+
 def plan_share_weights(
     plans: list[str] | tuple[str, ...], slots: int, default_jobs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The share weights of each instance's plan (``plans``: one name per instance, B): ``(jobs (B, slots),
-    background (B,))``. A weighted plan: its slot and the background at its weight, the other slots 1; any
-    other plan: ``default_jobs`` (B, slots), the scenario's weights, and the background 1."""
-    jobs = np.array(default_jobs, dtype=np.float64, copy=True)
-    bg = np.ones(len(plans))
-    for b, name in enumerate(plans):
-        wp = weighted_plan(str(name))
-        if wp is None:
-            continue
-        jobs[b] = 1.0
-        if wp.slot < slots:
-            jobs[b, wp.slot] = wp.weight
-        bg[b] = wp.weight
-    return jobs, bg
+    background (B,))``, as :func:`share_weights_of` (each distinct name parsed once)."""
+    names = [str(p) for p in plans]
+    distinct = list(dict.fromkeys(names))
+    pos = {name: k for k, name in enumerate(distinct)}
+    slot, weight = plan_weight_table(distinct)
+    idx = np.fromiter((pos[name] for name in names), dtype=np.int64, count=len(names))
+    default = np.asarray(default_jobs, dtype=np.float64).reshape(len(names), slots)
+    return share_weights_of(slot[idx], weight[idx], default)
 
 
 def plans_of_mode(mode: str, extra_plans: tuple[str, ...] | list[str] = ()) -> tuple[str, tuple[str, ...]]:

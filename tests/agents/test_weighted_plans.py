@@ -186,3 +186,24 @@ def test_labels_and_knn_pick_among_weighted_plans(tmp_path: object) -> None:
     assert agent_controls(agent) == "jobs+bg+weights"
     r = evaluate(EvalConfig(scenario=sc, policies=[f"knn:{path}"], seeds=[1, 2], steps=3, out=None))
     assert r["policies"][f"knn:{path}"]["controls"] == "jobs+bg+weights"
+
+
+def test_a_step_sets_the_weights_its_picked_plans_name() -> None:
+    # the step indexes a table parsed once; it must equal set_plan_weights over the names, and a plain plan the
+    # scenario's weights (here every job at 1: the engine stores None, the unweighted solvers)
+    core = EnvCore(
+        _shared_uplink(), batch=3, action_mode="choose_bg", backend="numpy",
+        extra_plans=("favour0-w3+bg", "favour1+bg"),
+    )  # fmt: skip
+    core.reset([0, 1, 2])
+    picked = [core.plans.index("favour1+bg"), core.plans.index("lp+bg"), core.plans.index("favour0-w3+bg")]
+    core.step(np.array(picked))
+    stepped = core.world.sim.engine_state.unit_weight.copy()
+    core.set_plan_weights([core.plans[k] for k in picked])
+    np.testing.assert_array_equal(core.world.sim.engine_state.unit_weight, stepped)
+    ju = core.world.job_unit
+    assert stepped[ju[0]].tolist() == [1.0, FAVOUR_WEIGHT]
+    assert stepped[ju[1]].tolist() == [1.0, 1.0]
+    assert stepped[ju[2]].tolist() == [3.0, 1.0]
+    core.step(np.array([core.plans.index("lp+bg")] * 3))
+    assert core.world.sim.engine_state.unit_weight is None
