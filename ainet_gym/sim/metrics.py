@@ -314,7 +314,10 @@ def interval_figures(
     (B, T); ``alive`` ... ``compute_s`` (B, J). Only the instances ``lo:hi`` are read and written.
 
     Three steps: each link's figures (:func:`_link_figures`), the figures over sets of links
-    (:func:`_link_set_figures`), each job's (:func:`_job_figures`)."""
+    (:func:`_link_set_figures`), each job's (:func:`_job_figures`). Only this kernel calls them: they are
+    compiled without the Python-callable wrappers (whose compile a cold start would pay), and the two that
+    allocate nothing without reference counting (a call then passes its arrays for free), as the interval
+    kernels' steps are (:mod:`ainet_gym.sim.kernels`)."""
     _link_figures(link_bytes, cap, dur, net_mask, lu, failed, cap_copy, lo, hi)
     _link_set_figures(
         link_bytes,
@@ -337,7 +340,7 @@ def interval_figures(
     )  # fmt: skip
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _link_figures(
     link_bytes, cap, dur, net_mask, lu, failed, cap_copy, lo, hi
 ):  # pragma: no cover - compiled
@@ -361,7 +364,7 @@ def _link_figures(
         failed[b] = nf
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _link_set_figures(
     link_bytes, lu, dur, net_links, gpu_uplinks, tier_off, tier_idx, to_gbps, maxu, tier_bytes, thr, lo, hi
 ):  # pragma: no cover - compiled
@@ -395,7 +398,7 @@ def _link_set_figures(
         thr[lo + i] = acc[i] / d * to_gbps if d > 0 else 0.0
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _job_figures(
     dur, job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s, iter_start,
     unit_compute, ideal_step_s, alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s, lo, hi,
