@@ -953,7 +953,8 @@ def run_interval_numba(
     different threads at once, each with its own ``stats``, and give the same result as one call.
 
     Allocation: the parallel local-bottleneck rule of :func:`ainet_gym.sim.allocator.solve_coo`, inline,
-    bit for bit as the numpy backend, re-solving every active flow when the active set changed. The
+    bit for bit as the numpy backend, re-solving every active flow when the active set changed; ``flow_w``:
+    each flow's share weight (the level ``rate / weight`` max-min fair), empty when every weight is 1. The
     instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
     :func:`lazy_instance`) start here and are handed to that kernel (the engine calls it on the same range
     after this one, and this one again while an instance was handed back). With the switch off (``sw_on``
@@ -963,8 +964,8 @@ def run_interval_numba(
     ``sw_handoff`` predicted full solves (:data:`LAZY_HANDOFF_SOLVES`; the cost model of :data:`LAZY_SWITCH`,
     lazy work weighted by ``sw_ratio``, :data:`LAZY_COST_RATIO`). The lazy kernel's re-fill is predicted as
     the entries of the active flows at or above its restart level (the flows that arrive, here all flows
-    at an event with arrivals, and those whose last rate is at least the least last rate of the flows that
-    left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the connected components the
+    at an event with arrivals, and those whose last level, ``rate / weight``, is at least the least last level
+    of the flows that left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the connected components the
     event does not touch. ``sw_cost[b]`` (:data:`N_SWITCH` columns) holds the running means of the measured
     work per entry of both paths, the savings and the path. ``sw_mode[b]`` (such instances
     only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back by the lazy
