@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from _scenarios import small_spine_leaf
+from _scenarios import collision_scenario, small_spine_leaf, spine_leaf_fabric
 
 from ainet_gym.agents.evaluate import EvalConfig, agent_controls, evaluate, markdown_table, run_policy
 from ainet_gym.agents.registry import make_agent
@@ -26,20 +26,17 @@ HEAVY_MS = 10.0 + 4e8 / 37.5e9 * 1e3  # 20.667
 
 def _shared_uplink() -> dict:
     """Jobs a (GPUs 0, 2) and b (1, 3) on 2 leaves x 1 spine: each job's two sendrecv flows cross the one
-    uplink of its leaf, one each way, beside the other job's."""
-    job = {
-        "gpus": 2,
-        "compute_ms": 10,
-        "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": 4e8}],
-    }
+    uplink of its leaf, one each way, beside the other job's (the collision scenario's jobs on one spine)."""
+    fabric = spine_leaf_fabric(
+        2, 1, 2, nic_gbps=400, uplink_gbps=400, hop_latency_us=0.0, link_efficiency=1.0
+    )
     return {
+        **collision_scenario(),
         "name": "weighted-check",
-        "fabric": {"topology": "spine_leaf", "leaves": 2, "spines": 1, "hosts_per_leaf": 2, "gpus_per_host": 1,
-                   "nic_gbps": 400, "uplink_gbps": 400, "hop_latency_us": 0.0, "link_efficiency": 1.0},
-        "workload": {"jobs": [{**job, "name": "a", "placement": [0, 2]}, {**job, "name": "b", "placement": [1, 3]}]},
+        "fabric": fabric,
         "dynamics": {"episode_steps": 3, "decision_interval_ms": 30},
         "routing": {"max_paths": 1},
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])
