@@ -17,15 +17,21 @@ The baselines are the engine-level policies of :mod:`ainet_gym.routing.policies`
 - ``solo-lp+bg``: the background sprayed, each job by the min-max LP as if it communicated alone;
 - ``burst-lp+bg``: a switch between two of these on what the observation shows: ``solo-lp+bg`` in an
   interval for which a background source is scheduled on (an ingest burst), ``lp+bg`` otherwise
-  (:func:`~ainet_gym.routing.policies.burst_lp_all`; :data:`SWITCHED`).
+  (:func:`~ainet_gym.routing.policies.burst_lp_all`; :data:`SWITCHED`);
+- ``favour0+bg`` ... ``favour7+bg`` (:data:`WEIGHTED_BASELINES`; ``favour{j}-w{W}+bg`` for another weight): the
+  static weighted plans of class ``jobs+bg+weights``: every interval the split of ``burst-lp+bg`` with job slot
+  ``j``'s flows and the background at share weight ``W`` (default 16), the other jobs at 1
+  (:mod:`ainet_gym.routing.plans`, "Weighted plans"). Engine level only.
 
 The exact definitions (demand model, tie-breaking) are those of :mod:`ainet_gym.routing.policies`.
 
 **Which traffic a policy controls** (``agent.controls``, a column of every evaluation table):
 ``none`` (ECMP), ``jobs`` (the jobs' connections; background stays on static ECMP: ``spray``, ``wcmp``,
-``greedy``, ``lp`` and agents in the ``split`` and ``path`` modes) or ``jobs+bg`` (background too:
+``greedy``, ``lp`` and agents in the ``split`` and ``path`` modes), ``jobs+bg`` (background too:
 ``spray+bg``, ``wcmp+bg``, ``greedy+bg``, ``lp+bg`` and agents in the ``ecmp_weights`` and ``split_bg``
-modes, which route every packet). A fair comparison sets policies of the same class side by side.
+modes, which route every packet) or ``jobs+bg+weights`` (paths of all traffic and the share weights between
+jobs: the ``favour{j}+bg`` baselines and agents of ``choose_bg`` with weighted extra plans). A fair comparison
+sets policies of the same class side by side.
 
 :func:`engine_split` gives the split ``(connections, max_paths)`` that ``core.step_split`` takes: the
 evaluator runs the baselines this way, exactly. :func:`baseline_actions` expresses the same policy
@@ -78,11 +84,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ainet_gym.agents.registry import register_agent
+from ainet_gym.agents.registry import RESOLVERS, register_agent
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import ACTION_MODES
 from ainet_gym.errors import check_choice
-from ainet_gym.routing.plans import CHOOSE_MODES, PLANS, plan_split
+from ainet_gym.routing.plans import (
+    CHOOSE_MODES,
+    FAVOUR_SLOTS,
+    PLANS,
+    WEIGHTED_CLASS,
+    plan_policy,
+    plan_split,
+    weighted_plan,
+)
 from ainet_gym.routing.policies import (
     POLICIES,
     Policy,
@@ -99,6 +113,7 @@ __all__ = [
     "BASELINES",
     "EXACT",
     "SWITCHED",
+    "WEIGHTED_BASELINES",
     "BaselineAgent",
     "baseline_actions",
     "controls",
@@ -111,6 +126,10 @@ BASELINES: tuple[str, ...] = (
     "ecmp", "spray", "wcmp", "greedy", "lp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg",
     "burst-lp+bg",
 )  # fmt: skip
+
+#: The static weighted plans (class ``jobs+bg+weights``) at the default weight; ``favour{j}-w{W}+bg`` names another
+#: weight (:func:`ainet_gym.routing.plans.weighted_plan`)
+WEIGHTED_BASELINES: tuple[str, ...] = tuple(f"favour{j}+bg" for j in range(FAVOUR_SLOTS))
 
 #: Baselines that switch, interval by interval, between plans of their class on what the observation
 #: shows; not engine-level policies of :data:`~ainet_gym.routing.policies.POLICIES` nor plans of the
@@ -164,6 +183,8 @@ def controls(policy: str, action_mode: str | None = None) -> str:
     through ``action_mode`` ``ecmp_weights`` every baseline but ECMP moves background too."""
     from ainet_gym.routing.policies import CONTROLS
 
+    if weighted_plan(policy) is not None:
+        return WEIGHTED_CLASS
     c = SWITCHED[policy][1] if policy in SWITCHED else CONTROLS[policy]
     if action_mode in CHOOSE_MODES:  # the agent picks among the plans of one class
         return CHOOSE_MODES[action_mode]
@@ -176,13 +197,19 @@ def controls(policy: str, action_mode: str | None = None) -> str:
 
 def engine_split(name: str, core: EnvCore) -> np.ndarray:
     """The engine-level split ``(connections, max_paths)`` of baseline ``name`` in the core's state."""
-    policy = SWITCHED[name][0] if name in SWITCHED else get_policy(name)
+    if weighted_plan(name) is not None:
+        policy = plan_policy(name)
+    else:
+        policy = SWITCHED[name][0] if name in SWITCHED else get_policy(name)
     return policy(core.routing_context, core.last_result)
 
 
 def _check_name(name: str) -> None:
-    """Raise ``ValueError`` naming ``name`` and the allowed baselines if it is not one."""
-    check_choice("baseline", name, [*POLICIES, *SWITCHED])
+    """Raise ``ValueError`` naming ``name`` and the allowed baselines if it is not one (a misspelt weighted
+    baseline: :func:`~ainet_gym.routing.plans.weighted_plan`'s message)."""
+    if weighted_plan(name) is not None:
+        return
+    check_choice("baseline", name, [*POLICIES, *SWITCHED], more=", favour{j}+bg, favour{j}-w{W}+bg")
 
 
 def path_rounding(core: EnvCore, split: np.ndarray) -> np.ndarray:
@@ -293,7 +320,14 @@ class BaselineAgent:
 
     def __init__(self, policy: str, action_mode: str | None = None) -> None:
         _check_name(policy)
+        #: a weighted baseline (``favour{j}+bg``) also sets the share weights every interval
+        self.weighted = weighted_plan(policy) is not None
         if action_mode is not None:
+            if self.weighted:
+                raise ValueError(
+                    f"policy {policy}@{action_mode}: action_mode = {action_mode!r}: allowed: none (a weighted "
+                    "baseline acts at the engine level; an agent picks it in choose_bg with extra_plans)"
+                )
             check_choice("action_mode", action_mode, ACTION_MODES, more=" or None (the engine level)")
         self.policy = policy
         self.action_mode = action_mode
@@ -311,6 +345,8 @@ class BaselineAgent:
 
     def act(self, core: EnvCore, obs: Any) -> np.ndarray:
         if self.level == "engine":
+            if self.weighted:  # the plan's share weights for the interval the split is stepped with
+                core.set_plan_weights([self.policy] * core.batch)
             return engine_split(self.policy, core)
         return baseline_actions(self.policy, core)
 
@@ -338,3 +374,15 @@ for _name in BASELINES:
         variants=ACTION_MODES,
         overwrite=True,
     )
+
+
+def _resolve_weighted(name: str) -> Any:
+    """The factory of a weighted baseline (``favour{j}+bg``, ``favour{j}-w{W}+bg``), None for another name: the
+    family is resolved by name, not registered one by one, so the list of allowed policies keeps its entries."""
+    if weighted_plan(name) is None:  # (raises for a misspelt favour... name)
+        return None
+    return lambda mode: BaselineAgent(name, mode)
+
+
+if _resolve_weighted not in RESOLVERS:
+    RESOLVERS.append(_resolve_weighted)

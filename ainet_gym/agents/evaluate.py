@@ -19,7 +19,9 @@ Metrics (per episode, then mean and 95% confidence interval over episodes, Stude
 - ``p99_step_time_ratio``: the 99th percentile over all job-iterations of all episodes (pooled);
 - ``max_link_utilization``: the most utilised network link of each interval, mean over the episode;
 - ``gap_to_lp``: ``(lp - policy) / lp`` of the mean GPU utilisation, against the LP *of the policy's
-  class* (``lp_reference``: ``lp+bg`` for a ``jobs+bg`` policy, else ``lp``); negative when a policy
+  class* (``lp_reference``: ``lp+bg`` for a ``jobs+bg`` or ``jobs+bg+weights`` policy, else ``lp``; the
+  weighted class has no LP of its own: the share weights do not enter the LP's objective, the peak offered
+  link utilisation, so its LP is the path LP ``lp+bg``); negative when a policy
   beats that LP, which minimises the *offered* maximum link utilisation of the interval's peak demand,
   not the GPU utilisation of the bursty, coupled transfers;
 - ``gpu_utilization_vs_ecmp``: the paired difference ``policy - ecmp`` of GPU utilisation over the same
@@ -29,7 +31,7 @@ Metrics (per episode, then mean and 95% confidence interval over episodes, Stude
   planner that sees the future), with the paired CI of ``policy - ecmp`` over ``twin - ecmp``.
 
 ``ecmp`` and ``lp`` are always evaluated (added at the end of the list if missing), and ``lp+bg`` when a
-policy of the ``jobs+bg`` class is: they are the references of these metrics. Tables group the rows by
+policy of the ``jobs+bg`` or ``jobs+bg+weights`` class is: they are the references of these metrics. Tables group the rows by
 class (the classes of learned policies first, the reference ``twin`` last), so that a learned policy is
 read first beside the baselines that control the same traffic. Episode ``e`` of seed ``s`` uses env seed ``s + 100_003 * e`` (the
 first episode of seed ``s`` is seed ``s`` itself).
@@ -75,8 +77,8 @@ DEFAULT_OUT = "out/eval"
 MAX_SEED = 2**62
 REFERENCES = ("ecmp", "lp")
 #: the LP of each class (the reference of ``gap_to_lp``), and the order of the classes in tables
-CLASS_LP = {"none": "lp", "jobs": "lp", "jobs+bg": "lp+bg"}
-CLASSES = ("none", "jobs", "jobs+bg", "reference")
+CLASS_LP = {"none": "lp", "jobs": "lp", "jobs+bg": "lp+bg", "jobs+bg+weights": "lp+bg"}
+CLASSES = ("none", "jobs", "jobs+bg", "jobs+bg+weights", "reference")
 
 
 @dataclass
@@ -218,15 +220,15 @@ def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
 def agent_controls(agent: Agent) -> str:
     """The traffic ``agent`` routes: its ``controls`` attribute, else from its action mode
     (``ecmp_weights``, ``split_bg``: ``jobs+bg``; ``split``, ``path``: ``jobs``; ``choose``, ``choose_bg``: their
-    plans')."""
+    plans', ``jobs+bg+weights`` with a weighted extra plan)."""
     c = getattr(agent, "controls", None)
     if c is not None:
         return str(c)
-    from ainet_gym.routing.plans import CHOOSE_MODES
+    from ainet_gym.routing.plans import CHOOSE_MODES, plans_class
 
     mode = agent.env_kwargs.get("action_mode")
     if mode in CHOOSE_MODES:
-        return CHOOSE_MODES[mode]
+        return plans_class(tuple(agent.env_kwargs.get("extra_plans", ())), CHOOSE_MODES[mode])
     return "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs"
 
 
@@ -259,7 +261,8 @@ def _ratio_samples(run: PolicyRun) -> np.ndarray:
 
 def class_lp(controls: str, available: Any) -> str | None:
     """The LP that a policy of class ``controls`` is compared with (:data:`CLASS_LP`), if it is among
-    ``available`` (names); a ``jobs+bg`` policy falls back to ``lp`` when ``lp+bg`` was not run."""
+    ``available`` (names); a ``jobs+bg`` (``jobs+bg+weights``) policy falls back to ``lp`` when ``lp+bg`` was not
+    run."""
     want = CLASS_LP.get(controls, "lp+bg" if "lp+bg" in available else "lp")
     if want in available:
         return want
@@ -319,7 +322,8 @@ def gap_share(g: np.ndarray, ecmp: np.ndarray, twin: np.ndarray) -> dict[str, An
 
 def table_order(policies: dict[str, dict[str, Any]]) -> list[str]:
     """The rows of a table grouped by class: the classes of learned policies first (each learned
-    policy at the top of its class), then ``none``, ``jobs``, ``jobs+bg``, the reference last."""
+    policy at the top of its class), then ``none``, ``jobs``, ``jobs+bg``, ``jobs+bg+weights``, the reference
+    last."""
     first = [d["controls"] for d in policies.values() if d.get("learned")]
     order = list(dict.fromkeys([*first, *[c for c in CLASSES if c != "reference"]]))
     order += [c for d in policies.values() if (c := d["controls"]) not in order and c != "reference"]
@@ -379,8 +383,8 @@ def prepare(cfg: EvalConfig) -> tuple[Scenario, list[tuple[str, Agent, EnvCore]]
         core.reset(episode_seeds(seeds, cfg.episodes))  # builds the world so that check() sees shapes
         agent.check(core)
         prepared.append((label, agent, core))
-    if any(agent_controls(a) == "jobs+bg" for _, a, _ in prepared) and "lp+bg" not in taken:
-        agent = make_agent("lp+bg")  # the reference of gap_to_lp for the jobs+bg class
+    if any(CLASS_LP.get(agent_controls(a)) == "lp+bg" for _, a, _ in prepared) and "lp+bg" not in taken:
+        agent = make_agent("lp+bg")  # the reference of gap_to_lp for the jobs+bg (and +weights) class
         core = EnvCore(scenario, batch=batch, episode_steps=cfg.steps, info_keys=("collisions",))
         core.reset(episode_seeds(seeds, cfg.episodes))
         agent.check(core)
@@ -496,6 +500,11 @@ def controls_note(result: dict[str, Any]) -> str | None:
             f"note: {', '.join(by['jobs+bg'])} also route background traffic, which "
             f"{', '.join(by['jobs'])} leave on static ECMP: compare within each class (gap to LP: the LP "
             "of the policy's class)"
+        )
+    if "jobs+bg+weights" in by and ("jobs" in by or "jobs+bg" in by):
+        notes.append(
+            f"note: {', '.join(by['jobs+bg+weights'])} also set share weights between jobs (class "
+            "jobs+bg+weights), which the path-only policies do not: compare within each class (their LP: lp+bg)"
         )
     if "reference" in by:
         notes.append(

@@ -172,8 +172,10 @@ def lookahead_labels(
     parameters.
 
     ``extra_plans``: plans appended to the mode's own (:data:`ainet_gym.routing.plans.EXTRA_PLANS`, e.g. the
-    isolating plans ``isolate0+bg`` ...); the labels' ``plans`` field lists them, and a knn fitted on the labels
-    plays in an env with the same extra plans.
+    isolating plans ``isolate0+bg`` ..., or the weighted plans ``favour{j}+bg`` / ``favour{j}-w{W}+bg`` of the
+    class ``jobs+bg+weights``, whose copies run their interval at the plan's share weights, the base's at the
+    scenario's); the labels' ``plans`` field lists them, and a knn fitted on the labels plays in an env with
+    the same extra plans (and class).
 
     Raises
     ------
@@ -287,7 +289,12 @@ def _score_plans(
     k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
     before = look.job_progress()
     names = [list(x) for x in look.job_names]
+    weighted = getattr(core, "weighted_plans", False)
+    if weighted:  # each copy at its plan's share weights (class jobs+bg+weights) for the plan's interval
+        look.set_plan_weights([plans[i % K] for i in range(B * K)])
     look.step_split(stack[k_of, instance_rows(mb, src)])
+    if weighted:  # the base policy's intervals at the scenario's weights
+        look.set_share_weights(None)
     steps_ = [_ratios(look.last_result, work=True)]
     for _ in range(h - 1):
         look.step_split(base_pol(look.routing_context, look.last_result))
@@ -1190,16 +1197,23 @@ def _load(path: str | Path) -> dict[str, Any]:
 
 
 def extra_plans_of(action_mode: str, plans: list[str]) -> tuple[str, ...]:
-    """The extra plans (:data:`ainet_gym.routing.plans.EXTRA_PLANS`) a model file's ``plans`` add to those of
+    """The extra plans (:data:`ainet_gym.routing.plans.EXTRA_PLANS`, the weighted plans) a model file's ``plans`` add to those of
     ``action_mode``: ``plans`` past the mode's own when they begin with them and the rest are extra plans,
     else ``()`` (the env's plans are then checked against the file's, :func:`check_plan_model`)."""
-    from ainet_gym.routing.plans import CHOOSE_MODES, EXTRA_PLANS, PLANS
+    from ainet_gym.routing.plans import CHOOSE_MODES, PLANS, is_extra_plan
 
     if action_mode not in CHOOSE_MODES:
         return ()
     own = list(PLANS[CHOOSE_MODES[action_mode]])
     rest = [str(p) for p in plans[len(own) :]]
-    if list(plans[: len(own)]) != own or not all(p in EXTRA_PLANS for p in rest):
+
+    def extra(p: str) -> bool:
+        try:
+            return is_extra_plan(p)
+        except ValueError:  # a misspelt weighted plan: not an extra plan (check_plan_model names it)
+            return False
+
+    if list(plans[: len(own)]) != own or not all(extra(p) for p in rest):
         return ()
     return tuple(rest)
 
@@ -1279,7 +1293,8 @@ def _add_label_parser(sub: Any) -> None:
     s.add_argument(
         "--extra-plans",
         default="",
-        help="comma list of plans appended to the mode's (e.g. isolate0+bg,isolate1+bg,isolate2+bg,isolate3+bg)",
+        help="comma list of plans appended to the mode's (e.g. isolate0+bg,isolate1+bg; the weighted plans "
+        "favour0+bg,favour1+bg or favour0-w4+bg make the class jobs+bg+weights)",
     )
     s.add_argument("--obs-features", default="phase", help="comma list; empty for the default observation")
     s.add_argument("--batch", type=int_arg(1), default=10, help="episodes per batched run")

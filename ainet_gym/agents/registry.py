@@ -118,6 +118,10 @@ class AgentEntry:
 
 
 AGENTS: dict[str, AgentEntry] = {}
+#: functions ``name -> factory or None`` that :func:`make_agent` asks for a name no entry has (families of
+#: names with a parameter in the name, e.g. the weighted baselines ``favour{j}-w{W}+bg``); a resolver may raise
+#: a one-line ``ValueError`` for a misspelt member of its family
+RESOLVERS: list[Callable[[str], Callable[[str | None], Agent] | None]] = []
 
 
 def register_agent(
@@ -216,6 +220,14 @@ def make_agent(spec: str) -> Agent:
     name, sep, arg = spec.partition(":")
     base, at, variant = name.partition("@")
     if base not in AGENTS:
+        for resolve in RESOLVERS:
+            factory = resolve(base)
+            if factory is not None:
+                if sep or at:
+                    raise ValueError(
+                        f"policy {spec!r}: {base} takes no argument or variant (write just {base!r})"
+                    )
+                return factory(None)
         raise ValueError(choice_message("policy", spec, available_policies()))
     entry = AGENTS[base]
     if entry.needs_arg:

@@ -390,48 +390,23 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
         If Ray RLlib (the extra ``rllib``) is not installed.
     """
     action_mode = _check(cfg)
-    if cfg.resume is not None:
-        from ainet_gym.agents.model_files import require_trust
-
-        read_checkpoint_metadata(cfg.resume)  # a wrong folder: one line, before the trust question
-        require_trust(cfg.resume, cfg.trust_checkpoint, "--resume")
+    meta_in = _resume_metadata(cfg)
     from ainet_gym.envs import rllib as arl  # raises ImportError naming the extra
 
     scenario = load_scenario(cfg.scenario)
-    history = cfg.history
-    meta_in: dict[str, Any] = {}
-    if cfg.resume is not None:
-        meta_in = read_checkpoint_metadata(cfg.resume)
-        action_mode = meta_in.get("action_mode", action_mode)
-        history = int(meta_in.get("history", history))
+    action_mode = meta_in.get("action_mode", action_mode)
+    history = int(meta_in.get("history", cfg.history))
     import ray
-    import torch
     from torch.utils.tensorboard import SummaryWriter
 
-    if cfg.torch_threads is not None:
-        torch.set_num_threads(cfg.torch_threads)
     started_ray = not ray.is_initialized()
-    arl.init_ray(cfg.address, cfg.num_env_runners)
-    conf = arl.ppo_config(
-        scenario,
-        num_env_runners=cfg.num_env_runners,
-        envs_per_runner=cfg.envs_per_runner,
-        seed=cfg.seed,
-        action_mode=action_mode,
-        history=history,
-        episode_steps=cfg.episode_steps,
-        lr=cfg.lr,
-        lr_final=cfg.lr_final,
-        decay_steps=cfg.timesteps + (int(meta_in.get("timesteps", 0)) if cfg.resume is not None else 0),
-        callbacks=make_fabric_callback(),
-        hyperparameters=cfg.hyperparameters,
-    )
+    conf = _ppo_config(arl, cfg, scenario, action_mode, history, meta_in)
     algo = _built_algo(conf, cfg, scenario.name, meta_in, started_ray)
     tag = "rllib-ppo" if action_mode == "split" else f"rllib-ppo-{action_mode}"
     name = run_name(scenario.name, tag, cfg.seed)
     run_dir = Path(cfg.logdir) / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    start = int(meta_in.get("timesteps", 0)) if cfg.resume is not None else 0
+    start = int(meta_in.get("timesteps", 0))
     t0 = time.time()
     steps, rows, final, interrupted = _train_loop(
         algo, SummaryWriter(str(run_dir)), start, start + cfg.timesteps, cfg.progress
@@ -441,22 +416,62 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     out = Path(cfg.out) if cfg.out is not None else run_dir / "checkpoint"
     if out.exists() and cfg.overwrite:
         shutil.rmtree(out)  # checked in _check: an RLlib checkpoint the user asked to replace
-    meta = _run_metadata(algo, cfg, conf, action_mode, history, scenario.name, steps, name)
-    save_checkpoint(algo, out, meta)
+    save_checkpoint(
+        algo, out, _run_metadata(algo, cfg, conf, action_mode, history, scenario.name, steps, name)
+    )
     algo.stop()
     if started_ray:
         ray.shutdown()
-    done = steps - start
     return RLlibTrainResult(
         checkpoint=out,
         run_dir=run_dir,
         run_name=name,
         total_timesteps=steps,
         seconds=seconds,
-        steps_per_second=done / max(seconds, 1e-9),
+        steps_per_second=(steps - start) / max(seconds, 1e-9),
         final=final,
         interrupted=interrupted,
         history=rows,
+    )
+
+
+def _resume_metadata(cfg: RLlibTrainConfig) -> dict[str, Any]:
+    """The metadata of the checkpoint ``cfg.resume`` continues from (``{}`` without one), read before Ray is
+    imported: a folder that is no checkpoint fails in one line, before the trust question
+    (:func:`~ainet_gym.agents.model_files.require_trust`), and an untrusted one at it."""
+    if cfg.resume is None:
+        return {}
+    from ainet_gym.agents.model_files import require_trust
+
+    meta = read_checkpoint_metadata(cfg.resume)
+    require_trust(cfg.resume, cfg.trust_checkpoint, "--resume")
+    return meta
+
+
+def _ppo_config(
+    arl: Any, cfg: RLlibTrainConfig, scenario: Any, action_mode: str, history: int, meta_in: dict[str, Any]
+) -> Any:
+    """torch's threads set, Ray started or joined (:func:`ainet_gym.envs.rllib.init_ray`) and the run's
+    ``PPOConfig`` (:func:`ainet_gym.envs.rllib.ppo_config`): the learning rate decays over the resumed
+    checkpoint's steps plus this run's."""
+    import torch
+
+    if cfg.torch_threads is not None:
+        torch.set_num_threads(cfg.torch_threads)
+    arl.init_ray(cfg.address, cfg.num_env_runners)
+    return arl.ppo_config(
+        scenario,
+        num_env_runners=cfg.num_env_runners,
+        envs_per_runner=cfg.envs_per_runner,
+        seed=cfg.seed,
+        action_mode=action_mode,
+        history=history,
+        episode_steps=cfg.episode_steps,
+        lr=cfg.lr,
+        lr_final=cfg.lr_final,
+        decay_steps=cfg.timesteps + int(meta_in.get("timesteps", 0)),
+        callbacks=make_fabric_callback(),
+        hyperparameters=cfg.hyperparameters,
     )
 
 

@@ -26,7 +26,8 @@ random failures and churn included, because each instance's generator is part of
    twin's episode is at least as good as each pure candidate's on every seed, exactly (the replay is the
    same trajectory, bit for bit).
 
-Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA][-best][-iso]`` (no commas: ``--policies`` splits on them), e.g.
+Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA][-best][-iso][-w[W]]...`` (no commas: ``--policies`` splits on
+them), e.g.
 ``twin:k12-h6``; defaults :data:`DEFAULT_K`, :data:`DEFAULT_H` (from the K x H sweep in docs/learning.md:
 from H = 8 on the score moves by less than 0.001), seed 0, sigma 0.5. ``best`` (e.g. ``twin:best``) plays
 the pure candidates first and makes each instance's lookahead base (the policy of intervals 2..H) its best
@@ -35,8 +36,14 @@ heuristic of that episode, for scenarios where ``solo-lp+bg`` is a poor base (do
 survey"). ``iso`` adds to each decision's candidates the isolating plans ``isolate{j}+bg`` of every job slot
 ``j`` (:func:`ainet_gym.routing.policies.isolate_slot_all`: one job held on one path for an interval), after
 the ``K`` of the default set: the reference with the slowdowns that the plain twin finds only among its
-random perturbations (docs/learning.md, "issue-26z"). Class ``reference``: tables show it apart, last, and
-give every policy's share of the ECMP-to-twin gap.
+random perturbations (docs/learning.md, "issue-26z"). ``w`` (e.g. ``twin:best-w``, the reference of the class
+``jobs+bg+weights``) adds the weighted plans ``favour{j}+bg`` of every job slot ``j``
+(:mod:`ainet_gym.routing.plans`, "Weighted plans": ``burst-lp+bg``'s split with job ``j`` and the background at
+share weight 16, the other jobs 1) to each decision's candidates (after the isolating ones; the lookahead's
+intervals 2..H then run its base unweighted) and to the whole-episode candidates of 2, and replays the
+weights of the trajectory it keeps; ``wW`` (``w4``) at weight ``W`` instead, and ``w`` parts repeat
+(``twin:best-w2-w4-w16``: every slot at each weight). Without a ``w`` part the twin sets no weights. Class
+``reference``: tables show it apart, last, and give every policy's share of the ECMP-to-twin gap.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
+from ainet_gym.routing.plans import FAVOUR_WEIGHT, weighted_plan
 from ainet_gym.routing.policies import ISOLATE_PLANS
 
 if TYPE_CHECKING:
@@ -83,14 +91,15 @@ DEFAULT_SIGMA = 0.5
 
 
 def parse_twin_arg(arg: str | None) -> dict[str, Any]:
-    """``kK-hH[-sS][-gSIGMA][-best][-iso]`` -> ``{"k", "h", "seed", "sigma", "best_base", "isolate"}``
-    (defaults for what is left out).
+    """``kK-hH[-sS][-gSIGMA][-best][-iso][-w[W]]...`` -> ``{"k", "h", "seed", "sigma", "best_base", "isolate",
+    "weights"}`` (defaults for what is left out; ``weights``: the share weights of the weighted candidates, in
+    the order given, ``w`` alone :data:`~ainet_gym.routing.plans.FAVOUR_WEIGHT`).
 
     Raises
     ------
     ValueError
-        Naming the part that is not ``k<int >= 7>``, ``h<int >= 1>``, ``s<int >= 0>``, ``g<float >= 0>`` or
-        ``best``.
+        Naming the part that is not ``k<int >= 7>``, ``h<int >= 1>``, ``s<int >= 0>``, ``g<float >= 0>``,
+        ``best``, ``iso`` or ``w[<number in [1, 1e6]>]``.
     """
     out: dict[str, Any] = {
         "k": DEFAULT_K,
@@ -99,6 +108,7 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
         "sigma": DEFAULT_SIGMA,
         "best_base": False,
         "isolate": False,
+        "weights": [],
     }
     if not arg:
         return out
@@ -110,13 +120,25 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
         if part.strip() == "iso":
             out["isolate"] = True
             continue
+        mw = re.fullmatch(r"w(.*)", part.strip())
+        if mw is not None:
+            val = mw.group(1)
+            wp = weighted_plan(f"favour0-w{val}+bg" if val else "favour0+bg")  # the plans' weight check
+            assert wp is not None
+            if wp.weight in out["weights"]:
+                raise ValueError(
+                    f"policy 'twin:{arg}': {part!r}: weight {wp.weight:g} given twice; allowed: distinct"
+                )
+            out["weights"].append(wp.weight)
+            continue
         m = re.fullmatch(r"([khsg])(\d+(?:\.\d+)?)", part.strip())
         if m is None:
             raise ValueError(
                 f"policy 'twin:{arg}': {part!r} is not one of kK (candidates per decision, >= 7), hH "
                 "(lookahead intervals, >= 1), sS (seed), gSIGMA (perturbation scale), best (the best pure "
-                "candidate as the lookahead base) or iso (the isolating plans as candidates too), joined by "
-                "'-', e.g. twin:k8-h4"
+                "candidate as the lookahead base), iso (the isolating plans as candidates too) or w / wW (the "
+                "weighted plans favour{j}+bg at share weight 16 / W as candidates too), joined by '-', e.g. "
+                "twin:k8-h4"
             )
         key, val = names[m.group(1)], m.group(2)
         if key == "sigma":
@@ -157,6 +179,8 @@ class TwinAgent:
         self.sigma: float = cfg["sigma"]
         self.best_base: bool = cfg["best_base"]
         self.isolate: bool = cfg["isolate"]
+        #: the share weights of the weighted candidates (empty: the twin sets no weights)
+        self.weights: list[float] = cfg["weights"]
         self.name = "twin" if arg is None else f"twin:{arg}"
         self.env_kwargs: dict[str, Any] = {}
         self._cores: dict[tuple, EnvCore] = {}
@@ -192,12 +216,17 @@ class TwinAgent:
         scores: dict[str, np.ndarray] = {}
         # the pure candidates' whole episodes (2. below; first, since `best` picks its bases from them)
         sim_core = self._core(core, B)
-        for name in PURE_CANDIDATES:
+        self._favour = self._weighted_plans(core)
+        self._pure_names = [*PURE_CANDIDATES, *self._favour]
+        for name in self._pure_names:
             sim_core.restore(start)
             pol = self._policy(name, sim_core)
             gpu = np.zeros((B, T))  # as run_policy records it, so that the means are the evaluator's
             for t in range(T):
-                _, _, _, _, info = sim_core.step_split(pol(sim_core.routing_context, sim_core.last_result))
+                split = pol(sim_core.routing_context, sim_core.last_result)
+                if self.weights:  # (a weighted plan's weights; the scenario's for the others)
+                    sim_core.set_plan_weights([name] * B)
+                _, _, _, _, info = sim_core.step_split(split)
                 gpu[:, t] = info["reward_gpu_utilization"]
             scores[name] = gpu.mean(axis=1)
         if self.best_base:  # per instance, its best stateless pure candidate (ties: the first)
@@ -220,9 +249,19 @@ class TwinAgent:
             "lookahead_s": time.perf_counter() - t1,
             "seconds": time.perf_counter() - t0,
         }
-        used = sorted({c for c in self._choice if c != "plan"}, key=PURE_CANDIDATES.index)
+        used = sorted({c for c in self._choice if c != "plan"}, key=self._pure_names.index)
         self._pure = {name: self._policy(name, core) for name in used}  # on the true core's world
         self._t = 0
+
+    def _weighted_plans(self, core: EnvCore) -> list[str]:
+        """The weighted candidates: ``favour{j}+bg`` (``favour{j}-w{W}+bg``) of every job slot ``j`` of
+        ``core``, for each weight of :attr:`weights` in order."""
+        slots = core.routing_context.job_unit.shape[1]
+        return [
+            f"favour{j}+bg" if w == FAVOUR_WEIGHT else f"favour{j}-w{w:g}+bg"
+            for w in self.weights
+            for j in range(slots)
+        ]
 
     def _lookahead(self, core: EnvCore, start: Any) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
         """The lookahead plan: the split committed at each decision, the instance bounds of its
@@ -230,7 +269,12 @@ class TwinAgent:
         B, T, H = core.batch, core.episode_steps, self.h
         slots = core.routing_context.job_unit.shape[1]
         iso = list(ISOLATE_PLANS)[:slots] if self.isolate else []  # one per job slot (isolate0+bg, ...)
-        K = self.k + len(iso)
+        fav = list(self._favour)  # the weighted candidates (twin:...-w), after the isolating ones
+        K = self.k + len(iso) + len(fav)
+        # each candidate's plan name for its share weights ("" for the unweighted ones: the scenario's)
+        cand_names = [""] * (self.k + len(iso)) + fav
+        look_names = [cand_names[i % K] for i in range(B * K)]
+        self._plan_names: list[list[str]] = []
         main = self._core(core, B)
         look = self._core(core, B * K)
         main.restore(start)
@@ -257,6 +301,9 @@ class TwinAgent:
             cands.append(incumbent)
             cands += self._perturb(main, incumbent, self.k - len(cands), rng)
             cands += [isolating[name](w, main.last_result) for name in iso]
+            if fav:  # every weighted plan runs its base's split (burst-lp+bg): computed once
+                base_split = self._policy(fav[0], main)(w, main.last_result)
+                cands += [base_split] * len(fav)
             stack = np.stack(cands)  # (K, C, P)
             snap = main.snapshot()
             look.restore(snap, src)
@@ -266,7 +313,11 @@ class TwinAgent:
             rows = instance_rows(mb, src)
             before_work = look.job_progress()
             names = [list(x) for x in look.job_names]
+            if fav:  # each copy at its candidate's share weights for one interval, then the scenario's
+                look.set_plan_weights(look_names)
             look.step_split(stack[k_of, rows])
+            if fav:
+                look.set_share_weights(None)
             for _ in range(min(H, T - t) - 1):
                 look.step_split(self._base_split(look, bases, base_of, K))
             # the ideal work done in the lookahead, of the jobs there at its start and its end (churn
@@ -279,6 +330,10 @@ class TwinAgent:
             splits.append(chosen)
             bounds.append(mb)
             before = main.unit_stack
+            if fav:
+                picked = [cand_names[int(k)] for k in best]
+                self._plan_names.append(picked)
+                main.set_plan_weights(picked)
             _, _, _, _, info = main.step_split(chosen)
             gpu[:, t] = info["reward_gpu_utilization"]
             incumbent = chosen if main.unit_stack is before else None  # a restack renumbers the connections
@@ -345,6 +400,10 @@ class TwinAgent:
         pure = {name: pol(core.routing_context, core.last_result) for name, pol in self._pure.items()}
         split = np.empty((sim.n_conns, core.P))
         bounds = core.connection_bounds()
+        if self.weights:  # the weights of each instance's trajectory at this decision ("": the scenario's)
+            core.set_plan_weights(
+                [self._plan_names[t][b] if c == "plan" else c for b, c in enumerate(self._choice)]
+            )
         for b, choice in enumerate(self._choice):
             rows = np.arange(bounds[b], bounds[b + 1])
             if choice == "plan":

@@ -14,7 +14,9 @@ It prints one line per (scenario, policy, rate update mode) with the largest rel
 exits with status 1 if any exceeds the tolerance. ``compare_backends(..., incremental_min_flows=0)`` runs the
 compiled backend's lazy exact kernel (incremental allocation) from the first flow on (by default from 256
 flows of an instance, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
-:data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs);
+:data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs); one
+weighted scenario (:func:`weighted_scenario`: moe-alltoall-skewed with job share weights 3 and 1, the lazy
+kernel's size) checks the weighted levels of both backends;
 large instances are compared incremental kernel against compiled full re-solve
 (``tests/sim/test_incremental.py``, ``docs/engine-alltoall.md``).
 """
@@ -31,7 +33,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_SWEEP_GPUS", "PARITY_POLICIES", "RTOL", "compare_backends", "max_rel_diff", "parity_main"]
+__all__ = [
+    "MAX_SWEEP_GPUS",
+    "PARITY_POLICIES",
+    "RTOL",
+    "compare_backends",
+    "max_rel_diff",
+    "parity_main",
+    "weighted_scenario",
+]
 
 RTOL = 1e-9
 #: policies of the parity check: engine-level baselines (through ``step_split``) and seeded random
@@ -142,8 +152,25 @@ def _compare_backends(
     return worst
 
 
+def weighted_scenario() -> dict[str, Any]:
+    """The sweep's weighted scenario: ``moe-alltoall-skewed`` (492 flows: the numba backend runs it in the
+    lazy incremental kernel) with ``share_weight`` 3 for its MoE job and 1 for the dense one (docs/model.md,
+    "Share weights"), named ``moe-alltoall-skewed-weighted``."""
+    from ainet_gym.scenario.files import read_yaml, resolve_scenario_path
+
+    path = resolve_scenario_path("moe-alltoall-skewed")
+    d = dict(read_yaml(path, str(path)))
+    d["name"] = "moe-alltoall-skewed-weighted"
+    jobs = [dict(j) for j in d["workload"]["jobs"]]
+    for j, w in zip(jobs, (3.0, 1.0), strict=True):
+        j["share_weight"] = w
+    d["workload"] = {**d["workload"], "jobs": jobs}
+    return d
+
+
 def _shipped() -> list[Any]:
-    """The shipped scenarios of at most :data:`MAX_SWEEP_GPUS` GPUs, and the MoE family at 128 GPUs."""
+    """The shipped scenarios of at most :data:`MAX_SWEEP_GPUS` GPUs, the MoE family at 128 GPUs and
+    :func:`weighted_scenario`."""
     from ainet_gym.scenario.loader import fabric_gpu_count, list_scenarios, load_scenario
     from ainet_gym.scenario.moe import moe_scenario
 
@@ -154,6 +181,7 @@ def _shipped() -> list[Any]:
     out += [
         moe_scenario(128, topo, 8, name=f"moe-3d-128-{topo}") for topo in ("spine_leaf", "rail_optimized")
     ]
+    out.append(weighted_scenario())
     return out
 
 

@@ -52,7 +52,14 @@ from ainet_gym.envs.state import EnvState, EpisodeState
 from ainet_gym.errors import check_choice
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.routing.context import RoutingContext
-from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
+from ainet_gym.routing.plans import (
+    CHOOSE_MODES,
+    WEIGHTED_CLASS,
+    plan_share_weights,
+    plan_weight_table,
+    plans_of_mode,
+    share_weights_of,
+)
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
 from ainet_gym.sim.stack import UnitStack
@@ -260,6 +267,12 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self.action_mode = action_mode
         #: ``choose`` modes: the controls class of the plans and the plans (policy names), in action order
         self.plan_class, self.plans = _choose_plans(action_mode, extra_plans)
+        #: whether each step sets the share weights of the plans picked (class ``jobs+bg+weights``)
+        self.weighted_plans = self.plan_class == WEIGHTED_CLASS
+        # each plan's favoured job slot (-1: none) and weight, parsed once (a step indexes them)
+        self._plan_slot, self._plan_weight = plan_weight_table(self.plans)
+        # (flat_units list, (units,) their scenario share weights): rebuilt when a restack changes the units
+        self._own_weights: tuple[list, np.ndarray] | None = None
         self.history = int(history)
         self.observation_mode = observation
         self.reward_fn = make_reward(reward if reward is not None else self.scenario.reward.kind)
@@ -517,12 +530,50 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         J, bg_unit = w.job_unit.shape[1], w.bg_unit
         jw = None if jobs is None else _share_array("jobs", jobs, (self.batch, J))
         bw = _share_array("background", background, bg_unit.shape)
-        uw = np.array([u.share_weight for u in sim.flat_units], dtype=np.float64)  # the scenario's
+        uw = self._scenario_unit_weights().copy()
         if jw is not None:
             ok = w.job_unit >= 0
             uw[w.job_unit[ok]] = jw[ok]
         uw[bg_unit.reshape(-1)] = bw.reshape(-1)
         sim.set_share_weights(uw)
+
+    def set_plan_weights(self, plans: Sequence[str]) -> None:
+        """The share weights of the plan each instance runs in the next step (``plans``: one plan name per
+        instance): a weighted plan's (``favour{j}[-w{W}]+bg``: job slot ``j`` and the background at its weight,
+        the other jobs 1; :func:`ainet_gym.routing.plans.plan_share_weights`), the scenario's for any other
+        plan. A ``choose_bg`` env with weighted plans calls it in every :meth:`step`; engine-level agents of
+        the class (the ``favour{j}+bg`` baselines, ``twin:...-w``) before their ``step_split``.
+
+        Raises
+        ------
+        ValueError
+            If ``plans`` does not name one plan per instance, or a weighted plan is misspelt.
+        """
+        if len(plans) != self.batch:
+            raise ValueError(f"plans: {len(plans)} names; allowed: one plan name per instance ({self.batch})")
+        jobs, bg = plan_share_weights(list(plans), self.world.job_unit.shape[1], self._scenario_job_weights())
+        self.set_share_weights(jobs, np.broadcast_to(bg[:, None], self.world.bg_unit.shape))
+
+    def _set_plan_weights_at(self, picked: np.ndarray) -> None:
+        """:meth:`set_plan_weights` for the plans of this env picked by index (``picked``: (B,)), as a step
+        does: the table parsed at construction, no name parsed."""
+        jobs, bg = share_weights_of(
+            self._plan_slot[picked], self._plan_weight[picked], self._scenario_job_weights()
+        )
+        self.set_share_weights(jobs, np.broadcast_to(bg[:, None], self.world.bg_unit.shape))
+
+    def _scenario_unit_weights(self) -> np.ndarray:
+        """(units,) each unit's scenario share weight (``jobs[].share_weight``, the background's 1), cached
+        until a restack gives the simulation other units."""
+        units = self._sim().flat_units
+        if self._own_weights is None or self._own_weights[0] is not units:
+            self._own_weights = (units, np.array([u.share_weight for u in units], dtype=np.float64))
+        return self._own_weights[1]
+
+    def _scenario_job_weights(self) -> np.ndarray:
+        """(B, J) each job slot's scenario share weight (1 for an empty slot)."""
+        ju = self.world.job_unit
+        return np.where(ju >= 0, self._scenario_unit_weights()[np.maximum(ju, 0)], 1.0)
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> EnvSnapshot:
@@ -581,6 +632,8 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         a = self._validate(actions, float64=not fused)  # raises before any state changes
         if self.plans:
             self.state.plan = np.where(np.ones(self.batch, dtype=bool) if active is None else active, a, -1)
+            if self.weighted_plans:  # the share weights of each instance's plan, for this interval
+                self._set_plan_weights_at(np.asarray(a, dtype=np.int64).reshape(-1))
         if fused:  # decoded and merged in one compiled pass per instance range
             w = self.world
             assert w.sim is not None
@@ -729,7 +782,9 @@ class FabricRoutingEnv(gym.Env):
     - ``"choose_bg"``: the same over the ``jobs+bg`` class (background routed too): 0 ``ecmp``,
       1 ``spray+bg``, 2 ``wcmp+bg``, 3 ``greedy+bg``, 4 ``lp+bg``, 5 ``solo-lp+bg``; with ``extra_plans``
       (e.g. ``("isolate0+bg", "isolate1+bg")``, :data:`ainet_gym.routing.plans.EXTRA_PLANS`) those plans
-      follow, 6 on, in the order given.
+      follow, 6 on, in the order given. A weighted extra plan (``favour{j}+bg``, ``favour{j}-w{W}+bg``)
+      makes the env's class ``jobs+bg+weights``: each step then also sets the share weights of the plan
+      each instance picked (:meth:`EnvCore.set_plan_weights`; docs/learning.md, "issue-26zi").
 
     Slots whose connection does not exist or has one path are masked: ``info["action_mask"]`` (S,)
     and :meth:`action_masks` (S * P,) for sb3-contrib's MaskablePPO. Their actions are ignored.

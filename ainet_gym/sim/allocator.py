@@ -168,44 +168,84 @@ def solve_coo(
     ef, el, ec, remaining, w, dem, rates = _coo_start(
         entry_flow, entry_link, entry_coef, capacity, n_flows, weights, demand
     )
-    n_links = remaining.size
-    iterations = 0
     with np.errstate(over="ignore"):  # huge capacity / tiny weight may overflow to inf: that is the answer
-        dem_level = dem / w
-        cw = ec * w[ef]  # link "weight" of each entry: coef * w_f
-        # flow segments of the flow-sorted entries, and a permutation listing the entries in link order
-        fstart = np.flatnonzero(np.concatenate(([True], ef[1:] != ef[:-1]))) if ef.size else ef
-        flows, fcount = ef[fstart], np.diff(np.append(fstart, ef.size))
-        lperm = np.argsort(el, kind="stable") if link_order is None else np.asarray(link_order, dtype=np.intp)
-        lcount = np.bincount(el, minlength=n_links)  # active entries per link
-        while el.size:
-            iterations += 1
-            m, entry_m, ready, at_demand = _ready_flows(
-                el, cw, remaining, fcount, lperm, lcount, dem_level[flows]
-            )
-            # 4. freeze the ready flows and take their traffic off their links
-            frozen = flows[ready]
-            rates[frozen] = np.where(at_demand[ready], dem[frozen], w[frozen] * m[ready])
-            entry_frozen = np.repeat(ready, fcount)
-            frozen_link = el[entry_frozen]
-            use = cw[entry_frozen] * entry_m[entry_frozen]
-            finite = np.isfinite(use)  # inf only for unconstrained flows, whose links are all inf
-            remaining -= np.bincount(frozen_link[finite], weights=use[finite], minlength=n_links)
-            np.maximum(remaining, 0.0, out=remaining)  # clamp round-off below zero
-            # compact to the entries of still-active flows
-            keep = ~entry_frozen
-            if not keep.any():
-                break
-            lcount -= np.bincount(frozen_link, minlength=n_links)
-            new_index = np.cumsum(keep) - 1
-            lperm = new_index[lperm[keep[lperm]]]
-            el, cw = el[keep], cw[keep]
-            active = ~ready
-            flows, fcount = flows[active], fcount[active]
-
+        iterations = _fill_rounds(ef, el, ec, remaining, w, dem, rates, link_order)
     if return_iterations:
         return rates, iterations
     return rates
+
+
+def _fill_rounds(
+    ef: np.ndarray,
+    el: np.ndarray,
+    ec: np.ndarray,
+    remaining: FloatArray,
+    w: FloatArray,
+    dem: FloatArray,
+    rates: FloatArray,
+    link_order: npt.ArrayLike | None,
+) -> int:
+    """The rounds of :func:`solve_coo`'s parallel rule over the flow-sorted entries of :func:`_coo_start`:
+    fills ``rates`` of the flows that cross a link and lowers ``remaining`` in place; returns the number of
+    rounds. Each round finds the ready flows (:func:`_ready_flows`, steps 1-3), freezes them
+    (:func:`_freeze_ready`, step 4), then keeps only the entries of the flows still active."""
+    n_links = remaining.size
+    dem_level = dem / w
+    cw = ec * w[ef]  # link "weight" of each entry: coef * w_f
+    # flow segments of the flow-sorted entries, and a permutation listing the entries in link order
+    fstart = np.flatnonzero(np.concatenate(([True], ef[1:] != ef[:-1]))) if ef.size else ef
+    flows, fcount = ef[fstart], np.diff(np.append(fstart, ef.size))
+    lperm = np.argsort(el, kind="stable") if link_order is None else np.asarray(link_order, dtype=np.intp)
+    lcount = np.bincount(el, minlength=n_links)  # active entries per link
+    iterations = 0
+    while el.size:
+        iterations += 1
+        m, entry_m, ready, at_demand = _ready_flows(
+            el, cw, remaining, fcount, lperm, lcount, dem_level[flows]
+        )
+        entry_frozen, frozen_link = _freeze_ready(
+            el, cw, fcount, flows, w, dem, m, entry_m, ready, at_demand, rates, remaining
+        )
+        # compact to the entries of still-active flows
+        keep = ~entry_frozen
+        if not keep.any():
+            break
+        lcount -= np.bincount(frozen_link, minlength=n_links)
+        new_index = np.cumsum(keep) - 1
+        lperm = new_index[lperm[keep[lperm]]]
+        el, cw = el[keep], cw[keep]
+        active = ~ready
+        flows, fcount = flows[active], fcount[active]
+    return iterations
+
+
+def _freeze_ready(
+    el: np.ndarray,
+    cw: np.ndarray,
+    fcount: np.ndarray,
+    flows: np.ndarray,
+    w: FloatArray,
+    dem: FloatArray,
+    m: FloatArray,
+    entry_m: FloatArray,
+    ready: np.ndarray,
+    at_demand: np.ndarray,
+    rates: FloatArray,
+    remaining: FloatArray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 4 of a round of :func:`solve_coo`'s parallel rule: the ready flows' rates (their demand, or weight
+    times their path minimum ``m``) written into ``rates``, and their traffic taken off ``remaining`` (in
+    place, clamped at 0); returns which active entries are frozen and their links."""
+    n_links = remaining.size
+    frozen = flows[ready]
+    rates[frozen] = np.where(at_demand[ready], dem[frozen], w[frozen] * m[ready])
+    entry_frozen = np.repeat(ready, fcount)
+    frozen_link = el[entry_frozen]
+    use = cw[entry_frozen] * entry_m[entry_frozen]
+    finite = np.isfinite(use)  # inf only for unconstrained flows, whose links are all inf
+    remaining -= np.bincount(frozen_link[finite], weights=use[finite], minlength=n_links)
+    np.maximum(remaining, 0.0, out=remaining)  # clamp round-off below zero
+    return entry_frozen, frozen_link
 
 
 def _ready_flows(
@@ -506,6 +546,14 @@ def max_min_fair_batched(
     """
     if isinstance(incidence, (list, tuple)):
         return _batched_list(incidence, capacity, demand, weights, backend)
+    return _batched_stacked(incidence, capacity, demand, weights, backend)
+
+
+def _batched_stacked(
+    incidence: Any, capacity: Any, demand: Any, weights: Any, backend: str | None
+) -> FloatArray:
+    """:func:`max_min_fair_batched` of the stacked form: a (batch, flows, links) incidence, validated, solved as
+    one block-diagonal instance; (batch, flows) rates."""
     if _issparse(incidence):
         raise ValueError(
             "incidence: a single sparse matrix is one instance; pass a list of matrices, or call "
@@ -548,6 +596,8 @@ def _per_instance(x: Any, name: str, batch: int) -> Sequence[Any]:
 def _batched_list(
     incidence: Sequence[Any], capacity: Any, demand: Any, weights: Any, backend: str | None
 ) -> list[FloatArray]:
+    """:func:`max_min_fair_batched` of the list form: each instance validated on its own (messages name
+    ``incidence[i]``), offset and stacked, solved in one call; one (flows_i,) array per instance."""
     batch = len(incidence)
     capacity = _per_instance(capacity, "capacity", batch)
     demand = _per_instance(demand, "demand", batch)

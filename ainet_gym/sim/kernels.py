@@ -27,8 +27,11 @@ Phases form a graph per unit (``phase_npred`` predecessors; successors ``phase_s
 phase_succ_off[p + 1]]``, global ids): a phase runs once all its predecessors are done (a chain for
 unchunked collectives; a pipeline grid of chunks x stages for chunked ones).
 
-The allocator is the parallel local-bottleneck rule of :mod:`ainet_gym.sim.allocator` (weights 1, demand
-caps), with the same order of floating-point sums, so rates agree bit for bit with ``solve_coo``.
+The allocator is the parallel local-bottleneck rule of :mod:`ainet_gym.sim.allocator` (demand caps; share
+weights per flow, the level ``rate / weight`` made max-min fair), with the same order of floating-point sums,
+so unweighted rates agree bit for bit with ``solve_coo`` (weighted ones to round-off). Large instances in
+exact event mode take the lazy incremental kernel (:func:`run_interval_lazy`), weighted or not: its fills,
+restart level, freeze log and departure repair are all in levels (docs/engine-alltoall.md).
 """
 
 from __future__ import annotations
@@ -748,7 +751,8 @@ def parallel_rule(
     the frozen flows leave them; the frozen flows keep their groups for the freeze order; at most
     ``max_rounds`` rounds). ``weight``: (flows,) each flow's share weight (the level ``rate / weight`` is made
     max-min fair, as ``solve_coo(weights=)``, to round-off: the traffic taken off a link is coefficient x rate,
-    not (coefficient x weight) x level); empty: every weight 1, bit for bit (``order`` needs it empty).
+    not (coefficient x weight) x level; with ``order`` the groups' levels are levels, ``rate / weight``);
+    empty: every weight 1, bit for bit.
 
     Scratch: ``rows`` (:class:`ParallelRows`, one row per flow) keeps the flows still unfrozen compacted
     (``live_i``: flow, first entry, end entry; ``live_x``: demand, path minimum) and the frozen ones in
@@ -783,13 +787,13 @@ def parallel_rule(
             n_live += 1
         else:
             rate[f] = dcap[f]  # crosses no shared link: limited by its demand only
-            if order:  # a group of its own
+            if order:  # a group of its own, at its demand level
                 froz_i[n_done, 0] = 0
                 froz_i[n_done, 1] = 0
                 froz_g[n_done, 0] = f
                 froz_g[n_done, 1] = n_grp
                 froz_x[n_done] = dcap[f]
-                glev[n_grp] = dcap[f]
+                glev[n_grp] = dcap[f] / weight[f] if wtd else dcap[f]
                 n_grp += 1
                 n_done += 1
     it = 0
@@ -915,6 +919,13 @@ def parallel_rule(
     return it, n_live, n_done, n_grp, wk, wk0, tick
 
 
+@njit(cache=True, nogil=True, _nrt=False, inline="always")
+def _flow_level(rate, weight, f):  # pragma: no cover - compiled
+    """Flow ``f``'s level, ``rate[f] / weight[f]`` (its share weight; ``weight`` empty: every weight 1, the
+    rate itself)."""
+    return rate[f] / weight[f] if weight.shape[0] > 0 else rate[f]
+
+
 @njit(cache=True, nogil=True)
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
@@ -942,7 +953,8 @@ def run_interval_numba(
     different threads at once, each with its own ``stats``, and give the same result as one call.
 
     Allocation: the parallel local-bottleneck rule of :func:`ainet_gym.sim.allocator.solve_coo`, inline,
-    bit for bit as the numpy backend, re-solving every active flow when the active set changed. The
+    bit for bit as the numpy backend, re-solving every active flow when the active set changed; ``flow_w``:
+    each flow's share weight (the level ``rate / weight`` max-min fair), empty when every weight is 1. The
     instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
     :func:`lazy_instance`) start here and are handed to that kernel (the engine calls it on the same range
     after this one, and this one again while an instance was handed back). With the switch off (``sw_on``
@@ -952,8 +964,8 @@ def run_interval_numba(
     ``sw_handoff`` predicted full solves (:data:`LAZY_HANDOFF_SOLVES`; the cost model of :data:`LAZY_SWITCH`,
     lazy work weighted by ``sw_ratio``, :data:`LAZY_COST_RATIO`). The lazy kernel's re-fill is predicted as
     the entries of the active flows at or above its restart level (the flows that arrive, here all flows
-    at an event with arrivals, and those whose last rate is at least the least last rate of the flows that
-    left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the connected components the
+    at an event with arrivals, and those whose last level, ``rate / weight``, is at least the least last level
+    of the flows that left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the connected components the
     event does not touch. ``sw_cost[b]`` (:data:`N_SWITCH` columns) holds the running means of the measured
     work per entry of both paths, the savings and the path. ``sw_mode[b]`` (such instances
     only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back by the lazy
@@ -1107,7 +1119,7 @@ def run_interval_numba(
             # active flows; re-solve only when the set changed
             changed = not solved
             n_act = i64(0)
-            lev = inf  # (lazy-kernel instances) the least last rate of the flows that left
+            lev = inf  # (lazy-kernel instances) the least last level (rate / weight) of the flows that left
             n_came = 0  # and the flows that arrived
             for f in range(f0, f1):
                 u = flow_unit[f]
@@ -1125,8 +1137,8 @@ def run_interval_numba(
                     if a:
                         n_came += 1
                         arrived = True
-                    elif rate[f] < lev:
-                        lev = rate[f]
+                    elif cand:
+                        lev = min(lev, _flow_level(rate, flow_w, f))
                 if a:
                     came_f[f] = arrived
                     act_flows[n_act] = f
@@ -1143,7 +1155,7 @@ def run_interval_numba(
                     f = act_flows[k]
                     ne = fe_hi[f] - fe_lo[f]
                     e_act += ne
-                    if came_f[f] or rate[f] >= lev:
+                    if came_f[f] or _flow_level(rate, flow_w, f) >= lev:
                         e_above += ne
                 p_full = sw_cost[b, 0] * e_act + (f1 - f0) + n_act
                 p_lazy = sw_ratio * sw_cost[b, 1] * e_above
@@ -1480,12 +1492,14 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
 
 @njit(cache=True, nogil=True)
 def fill_parallel(
-    flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo, out_flow, out_level
+    flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo, out_flow, out_level, weight
 ):  # pragma: no cover - compiled (callable from Python too)
-    """Max-min fair rates (unit weights) of ``flows[:n]`` with demands ``demand`` on the residual capacities
+    """Weighted max-min fair rates of ``flows[:n]`` with demands ``demand`` on the residual capacities
     ``resid`` (row ``e_link[e] - lo``, updated in place: what the flows leave) by :func:`parallel_rule` (the
-    full solve's rule, with ``order``), at most ``max_rounds`` rounds. Writes ``rate`` for the flows it
-    freezes, and those flows in freeze order (by level, nondecreasing) to ``out_flow`` / ``out_level``.
+    full solve's rule, with ``order``), at most ``max_rounds`` rounds. ``weight``: (flows,) each flow's share
+    weight (the level ``rate / weight`` is made max-min fair, as :func:`fill_levels`); empty: every weight 1,
+    bit for bit the unweighted rule. Writes ``rate`` for the flows it freezes, and those flows in freeze order
+    (by level, nondecreasing) to ``out_flow`` / ``out_level``.
 
     Stops after ``max_rounds`` rounds (or at a round that freezes nothing: NaN input) and returns ``(n_done,
     n_rest, rest, work)`` (``work``: the entries of the live flows summed over the rounds): ``n_done``
@@ -1507,8 +1521,7 @@ def fill_parallel(
         np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64), np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64),
     )  # fmt: skip
     _, n_live, n_done, n_grp, work, _, _ = parallel_rule(
-        n, flows, fe_lo, fe_hi, e_link, e_coef, resid, lo, demand, rate, rows, links, 0, max_rounds, True,
-        np.empty(0),
+        n, flows, fe_lo, fe_hi, e_link, e_coef, resid, lo, demand, rate, rows, links, 0, max_rounds, True, weight,
     )  # fmt: skip
     froz_g, glev = rows.froz_g, rows.glev
     # the frozen flows by level: the groups sorted, the flows placed by group (counting sort)
@@ -1998,7 +2011,7 @@ def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
-    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS,
+    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -2014,13 +2027,19 @@ def resolve_incremental(
     ``rp``'s link index holds the instance's entries (0: built at the next repair; set 0 when the entries
     change), the solves the departure repair made and declined and the active flows it read. ``log_flow`` /
     ``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
-    links, row ``link - lo``): the active flows' bytes/s and coefficient sums per link, valid where
-    ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
+    links, row ``link - lo``): the active flows' bytes/s and sums of coefficient x share weight per link,
+    valid where ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
+
+    Levels are weighted: flow ``f``'s level is ``rate[f] / unit_weight[f]`` (its share weight, 1 unweighted;
+    docs/model.md, "Share weights"), and every rule below (the restart level, the freeze log, the kept
+    flows, the departure repair, both fills) is in levels. ``weighted``: whether a weight differs from 1 (the
+    parallel rule then takes ``unit_weight``; False: its unweighted rule, bit for bit as before weights).
 
     A full fill (no log yet, or :data:`FULL_FILL_EVERY` incremental solves since the last one) fills every
     active flow on the capacities. Otherwise an event that removes flows (lowest old level ``L_d``) or adds
-    flows (each at least ``min(demand, min over its links of capacity / sum of coefficients)``, lowest
-    ``L_a``) changes no rate below ``L = min(L_d, L_a) (1 - RESTART_MARGIN)``: below it the progressive
+    flows (each at a level of at least ``min(demand / weight, min over its links of capacity / sum of
+    coefficient x weight)``, lowest ``L_a``) changes no level below ``L = min(L_d, L_a) (1 -
+    RESTART_MARGIN)``: below it the progressive
     filling of the new flow set is the old one step for step (a departed flow crosses no link that
     saturated below its level, an arrival none that saturates below its bound). The flows at levels
     ``>= L`` on the capacities the lower ones leave make a max-min problem of their own, which decomposes
@@ -2077,7 +2096,7 @@ def resolve_incremental(
                     link_gen[lk] = gen
                     resid[lk] = capacity[lo + lk]
                     csum[lk] = 0.0
-                csum[lk] += e_coef[e]
+                csum[lk] += e_coef[e] * unit_weight[f]
             refill[k] = f
         rstate[8] = e_act
         work += e_act
@@ -2085,14 +2104,13 @@ def resolve_incremental(
         n_keep = 0
         k0 = 0
     else:
-        lev = inf  # the restart level L, below which no rate changes
+        lev = inf  # the restart level L (a level, rate / weight), below which no rate changes
         for k in range(n_gone):
             f = gone[k]
-            if rate[f] < lev:
-                lev = rate[f]
+            lev = min(lev, rate[f] / unit_weight[f])
             rstate[8] -= fe_hi[f] - fe_lo[f]
             for e in range(fe_lo[f], fe_hi[f]):
-                csum[e_link[e] - lo] -= e_coef[e]
+                csum[e_link[e] - lo] -= e_coef[e] * unit_weight[f]
         for k in range(n_came):
             f = came[k]
             rstate[8] += fe_hi[f] - fe_lo[f]
@@ -2103,10 +2121,10 @@ def resolve_incremental(
                     link_gen[lk] = gen
                     csum[lk] = 0.0
                     load[lk] = 0.0
-                csum[lk] += e_coef[e]
-        for k in range(n_came):  # a flow gets at least its least equal share (or its demand)
+                csum[lk] += e_coef[e] * unit_weight[f]
+        for k in range(n_came):  # a flow's level is at least its least equal share level (or its demand's)
             f = came[k]
-            x = dcap[f]
+            x = dcap[f] / unit_weight[f]
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
                 y = capacity[lo + lk] / csum[lk] if csum[lk] > 0 else inf
@@ -2259,8 +2277,8 @@ def resolve_incremental(
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
     if dense:  # many flows: the parallel rule's first rounds, the rest by the heap
         rstate[5] += 1
-        n_done, n_rest, rest, pw = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate,
-                                                 par_rounds, lo, out_flow, out_level)  # fmt: skip
+        n_done, n_rest, rest, pw = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds,
+                                                 lo, out_flow, out_level, unit_weight if weighted else unit_weight[:0])  # fmt: skip
         work += pw
         if n_rest > 0:  # the rest by the heap, its freeze order merged with the parallel rule's
             h_flow = np.empty(n_rest, dtype=np.int64)
@@ -2366,14 +2384,15 @@ def run_interval_lazy(
     rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
-    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, fs, rp,
+    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, fs, rp, flow_w,
     rep_on=REPAIR_DEPARTURES,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
     same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``, the scratch of its
     fills and of the departure repair, ``fs`` / ``rp`` (:func:`lazy_scratch`: allocated once by the caller
     and reused from call to call, so that an interval does not fault in some 130 MB of fresh pages on the
-    1,024-GPU AllToAll; a scratch smaller than the range needs is replaced by a fresh one), and ``rep_on``, the
+    1,024-GPU AllToAll; a scratch smaller than the range needs is replaced by a fresh one), ``flow_w``, each
+    flow's share weight (:func:`run_interval_numba`'s; empty: every weight 1), and ``rep_on``, the
     departure repair, default :data:`REPAIR_DEPARTURES`; the others are left alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
     run, ``sw_t[b]`` s of the interval left; that kernel zeroed the outputs and added the link bytes of its
     part). With the switch on (``sw_on``, :data:`LAZY_SWITCH`), an instance whose solve
@@ -2441,7 +2460,7 @@ def run_interval_lazy(
     arr_mark = np.empty(n_flows, dtype=np.int64)  # (flows,) the solve count when it last joined the set
     apos = np.empty(n_flows, dtype=np.int64)  # (flows,) slot in the active list
     dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
-    unit_weight = np.ones(n_flows)
+    unit_weight = flow_w if flow_w.shape[0] > 0 else np.ones(n_flows)  # share weights: levels rate / weight
     pend = np.empty(n_phases, dtype=np.int64)  # (phases,) flows with bytes left
     joined = np.empty(n_phases, dtype=np.bool_)  # (phases,) its flows joined the active set
     # per instance (one row per flow of the largest lazy instance of the range)
@@ -2593,7 +2612,7 @@ def run_interval_lazy(
                     e_coef, capacity, lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
-                    f0, f1, rep_on,
+                    f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0,
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True

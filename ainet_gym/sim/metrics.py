@@ -311,12 +311,42 @@ def interval_figures(
     network links; ``gpu_uplinks`` (G,); the links of tier ``t`` are ``tier_idx[tier_off[t]:tier_off[t
     + 1]]``; ``to_gbps`` bytes/s to Gbit/s; the unit tables and ``job_unit``, ``ideal_step_s`` (B, J).
     Outputs (written): ``lu``, ``cap_copy`` (B, L); ``maxu``, ``failed``, ``thr`` (B,); ``tier_bytes``
-    (B, T); ``alive`` ... ``compute_s`` (B, J). Only the instances ``lo:hi`` are read and written."""
+    (B, T); ``alive`` ... ``compute_s`` (B, J). Only the instances ``lo:hi`` are read and written.
+
+    Three steps: each link's figures (:func:`_link_figures`), the figures over sets of links
+    (:func:`_link_set_figures`), each job's (:func:`_job_figures`). Only this kernel calls them: they are
+    compiled without the Python-callable wrappers (whose compile a cold start would pay), and the two that
+    allocate nothing without reference counting (a call then passes its arrays for free), as the interval
+    kernels' steps are (:mod:`ainet_gym.sim.kernels`)."""
+    _link_figures(link_bytes, cap, dur, net_mask, lu, failed, cap_copy, lo, hi)
+    _link_set_figures(
+        link_bytes,
+        lu,
+        dur,
+        net_links,
+        gpu_uplinks,
+        tier_off,
+        tier_idx,
+        to_gbps,
+        maxu,
+        tier_bytes,
+        thr,
+        lo,
+        hi,
+    )
+    _job_figures(
+        dur, job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s, iter_start,
+        unit_compute, ideal_step_s, alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s, lo, hi,
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _link_figures(
+    link_bytes, cap, dur, net_mask, lu, failed, cap_copy, lo, hi
+):  # pragma: no cover - compiled
+    """:func:`interval_figures`' per-link step: ``cap_copy``, the mean utilisation ``lu`` (0 on a failed link
+    or an empty interval) and the count of failed network links ``failed`` of the instances ``lo:hi``."""
     L = link_bytes.shape[1]
-    J = job_unit.shape[1]
-    nan = np.nan
-    width = max(gpu_uplinks.shape[0], tier_idx.shape[0])
-    buf = np.empty(max(width, 1))
     for b in range(lo, hi):
         d = dur[b]
         # two-index access (a row view takes and drops a reference to its array, atomically) and
@@ -332,8 +362,18 @@ def interval_figures(
         for k in range(L):
             nf += 1 if cap[b, k] <= 0 and net_mask[k] else 0
         failed[b] = nf
-    # sums and maxima over a subset of links: the link outside, the copies inside, so that the copies'
-    # running sums are independent chains (one copy's sum is a chain of dependent additions)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _link_set_figures(
+    link_bytes, lu, dur, net_links, gpu_uplinks, tier_off, tier_idx, to_gbps, maxu, tier_bytes, thr, lo, hi
+):  # pragma: no cover - compiled
+    """:func:`interval_figures`' sums and maxima over sets of links, for the instances ``lo:hi``: the largest
+    network-link utilisation ``maxu``, the bytes of each tier ``tier_bytes``, the NIC throughput ``thr``."""
+    # the link outside, the copies inside, so that the copies' running sums are independent chains (one
+    # copy's sum is a chain of dependent additions)
+    width = max(gpu_uplinks.shape[0], tier_idx.shape[0])
+    buf = np.empty(max(width, 1))
     n = hi - lo
     acc = np.empty(n)
     if net_links.shape[0] > 0:
@@ -356,6 +396,18 @@ def interval_figures(
     for i in range(n):
         d = dur[lo + i]
         thr[lo + i] = acc[i] / d * to_gbps if d > 0 else 0.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _job_figures(
+    dur, job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s, iter_start,
+    unit_compute, ideal_step_s, alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s, lo, hi,
+):  # pragma: no cover - compiled  # fmt: skip
+    """:func:`interval_figures`' per-job step for the instances ``lo:hi``: each job's unit figures (GPUs,
+    iterations, mean step and comm times, utilisation, efficiency against ``ideal_step_s``); NaN (0 for
+    counts) where a job has no unit."""
+    J = job_unit.shape[1]
+    nan = np.nan
     for b in range(lo, hi):
         d = dur[b]
         for j in range(J):

@@ -182,29 +182,13 @@ def simulate(
     ValueError
         If the policy is unknown, ``steps`` < 1 or the backend is unknown.
     """
-    from ainet_gym.scenario.loader import LIMITS
-
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= LIMITS["steps_max"]:
-        raise ValueError(f"steps = {steps!r}: must be an integer in [1, {int(LIMITS['steps_max']):,}]")
-    wmax = int(LIMITS["link_windows_max"])
-    if isinstance(link_windows, bool) or not isinstance(link_windows, int) or not 1 <= link_windows <= wmax:
-        raise ValueError(
-            f"link_windows = {link_windows!r}: must be an integer in [1, {wmax:,}] "
-            "(ainet_gym.scenario.loader.LIMITS['link_windows_max'])"
-        )
+    _check_run_args(steps, link_windows)
     sc = load_scenario(scenario)
     pol = get_policy(policy) if isinstance(policy, str) else policy
     world = FabricWorld(sc, batch=1, backend=backend)
     world.reset(seeds=[seed])
     if links or flows:  # every step adds one record per link (per connection): bound the JSON before running
-        per_step = (world.fabric.n_links if links else 0) + (int(world.sim.n_conns) if flows else 0)
-        rmax = int(LIMITS["records_max"])
-        if steps * per_step > rmax:
-            raise ValueError(
-                f"steps = {steps}: with --links/--flows the output holds about {steps * per_step:,} records "
-                f"({per_step:,} per step), above {rmax:,} (ainet_gym.scenario.loader.LIMITS['records_max']); "
-                "fewer steps"
-            )
+        _check_record_budget(world, steps, links, flows)
     out = []
     last: StepResult | None = None
     for _ in range(steps):
@@ -218,3 +202,33 @@ def simulate(
         "decision_interval_ms": world.decision_interval_s * 1e3,
         "steps": out,
     }
+
+
+def _check_run_args(steps: int, link_windows: int) -> None:
+    """:func:`simulate`'s ``steps`` and ``link_windows`` checked against the loader's limits (ValueError naming
+    the argument)."""
+    from ainet_gym.scenario.loader import LIMITS
+
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= LIMITS["steps_max"]:
+        raise ValueError(f"steps = {steps!r}: must be an integer in [1, {int(LIMITS['steps_max']):,}]")
+    wmax = int(LIMITS["link_windows_max"])
+    if isinstance(link_windows, bool) or not isinstance(link_windows, int) or not 1 <= link_windows <= wmax:
+        raise ValueError(
+            f"link_windows = {link_windows!r}: must be an integer in [1, {wmax:,}] "
+            "(ainet_gym.scenario.loader.LIMITS['link_windows_max'])"
+        )
+
+
+def _check_record_budget(world: FabricWorld, steps: int, links: bool, flows: bool) -> None:
+    """With ``links`` or ``flows`` every step adds one record per link (per connection): ValueError when
+    ``steps`` of them would pass the loader's ``records_max``, before anything runs."""
+    from ainet_gym.scenario.loader import LIMITS
+
+    per_step = (world.fabric.n_links if links else 0) + (int(world.sim.n_conns) if flows else 0)
+    rmax = int(LIMITS["records_max"])
+    if steps * per_step > rmax:
+        raise ValueError(
+            f"steps = {steps}: with --links/--flows the output holds about {steps * per_step:,} records "
+            f"({per_step:,} per step), above {rmax:,} (ainet_gym.scenario.loader.LIMITS['records_max']); "
+            "fewer steps"
+        )

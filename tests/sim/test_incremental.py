@@ -28,12 +28,14 @@ def rel_diff(a: np.ndarray, b: np.ndarray) -> float:
 
 @st.composite
 def scenarios(draw):
-    """A small spine-leaf with a few jobs: AllToAll (skewed or not), ring AllReduce, sendrecv shifts."""
+    """A small spine-leaf with a few jobs: AllToAll (skewed or not), ring AllReduce, sendrecv shifts; half of
+    them with share weights per job (the lazy kernel's weighted levels, issue-28zc)."""
     leaves = draw(st.integers(2, 4))
     hosts = draw(st.integers(1, 2))
     gpus_per_host = draw(st.sampled_from([2, 4]))
     n = leaves * hosts * gpus_per_host
     jobs, used = [], 0
+    weighted = draw(st.booleans())
     for j in range(draw(st.integers(1, 3))):
         g = draw(st.integers(2, max(2, n // 2)))
         if used + g > n:
@@ -49,6 +51,8 @@ def scenarios(draw):
                      # overlap 1 without latency: the last flows complete and the next iteration's start at
                      # one event (a flow leaves and joins the active set at once)
                      "overlap": draw(st.sampled_from([0.0, 0.5, 1.0]))})  # fmt: skip
+        if weighted:
+            jobs[-1]["share_weight"] = draw(st.sampled_from([0.25, 1.0, 2.0, 3.0, 7.5]))
         used += g
     return {
         "name": "random-incremental",
@@ -335,7 +339,8 @@ def test_incremental_matches_full_resolve_under_the_greedy_split():
 @st.composite
 def event_sequences(draw):
     """A random flow-link instance (flows split over 1-3 paths of 1-3 links: one path, as the greedy split
-    places a connection, equal or random fractions) with demands, and events that remove and add flows
+    places a connection, equal or random fractions) with demands and share weights (half the instances all 1,
+    the others from a small set, many ties, or uniform; issue-28zc), and events that remove and add flows
     (a flow may leave and join again at the same event: it completed and its next iteration started)."""
     tied = draw(st.booleans())  # capacities and fractions from small sets: many equal levels
     L = draw(st.integers(2, 10))
@@ -356,6 +361,9 @@ def event_sequences(draw):
     demand = np.where(
         rng.random(F) < 0.3, rng.choice([0.3e9, 1e9], F) if tied else rng.uniform(0.1e9, 3e9, F), np.inf
     )
+    weight = {0: np.ones(F), 1: rng.choice([0.5, 1.0, 2.0, 3.0], F), 2: rng.uniform(0.2, 8.0, F)}[
+        draw(st.sampled_from([0, 0, 1, 2]))
+    ]
     events = []
     active = np.zeros(F, dtype=bool)
     # a third of the sequences: every flow joins at the first event, then one or two leave at each (the
@@ -376,7 +384,7 @@ def event_sequences(draw):
         active[gone] = False
         active[came] = True
         events.append((gone, came))
-    return cap, inc, demand, events
+    return cap, inc, demand, weight, events
 
 
 # how a solve fills its flows: (par_share, par_rounds, par_levels). The heap fill only; the parallel rule for
@@ -401,12 +409,14 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
 ):
     # the compiled incremental re-solve of the lazy event loop, driven event by event, against the numpy
     # reference (the parallel rule, a full re-solve of the active flows) after every event, with each way
-    # of filling the flows above the restart level and of the departure repair
+    # of filling the flows above the restart level and of the departure repair; weighted or not (levels
+    # rate / weight)
     from ainet_gym.sim.allocator import max_min_fair
 
     repair = repair_mode != "off"
 
-    cap, inc, demand, events = case
+    cap, inc, demand, weight, events = case
+    weighted = bool((weight != 1.0).any())
     F, L = inc.shape
     fe, le = np.nonzero(inc)  # flow-sorted entries
     coef = inc[fe, le]
@@ -438,18 +448,18 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
         act_list[: a.size], g[: gone.size], c[: came.size] = a, gone, came
         n_re, full = kernels.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
-            coef, cap, 0, demand, np.ones(F), rate, per_flow["old_rate"], per_flow["refill"],
+            coef, cap, 0, demand, weight, rate, per_flow["old_rate"], per_flow["refill"],
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
-            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode == "top", par_levels,
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode == "top", par_levels, weighted,
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
         n_rep = rstate[11]
         assert not repaired or (repair and came.size == 0)  # the repair takes events at which flows only left
         n_filled += n_re > 0 and not repaired  # (a repair fills by the heap)
-        want = max_min_fair(inc[a], cap, demand[a], backend="numpy")
+        want = max_min_fair(inc[a], cap, demand[a], weights=weight[a], backend="numpy")
         got = rate[a]
         assert rstate[0] == a.size  # the freeze log holds the active flows
         assert np.array_equal(np.sort(per_flow["log_flow"][: a.size]), a)
@@ -457,6 +467,8 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
         # nondecreasing (inf: unconstrained flows, last) up to round-off between equal levels: links that fill at
         # one level compute it from different sums (a clean-venv run logged 2.857142857e8 an ulp lower after it)
         assert np.all(lv[1:] >= lv[:-1] * (1 - 1e-12))
+        lf = per_flow["log_flow"][: a.size]  # the log holds levels: rate / weight
+        np.testing.assert_allclose(lv, rate[lf] / weight[lf], rtol=1e-12, atol=0.0)
         assert np.array_equal(np.isinf(got), np.isinf(want)), mark
         fin = np.isfinite(want)
         err = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-300)

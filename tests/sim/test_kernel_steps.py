@@ -187,7 +187,7 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
     resid = p["cap"].copy()
     out_f, out_l = np.full(n_f, -1, i64), np.full(n_f, np.nan)
     n_done, n_rest, _, _ = kernels.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
-                                                 resid, rate, n_f, lo, out_f, out_l)  # fmt: skip
+                                                 resid, rate, n_f, lo, out_f, out_l, np.empty(0))  # fmt: skip
     assert (n_done, n_rest) == (n_f, 0)
     np.testing.assert_array_equal(rate, ref)
     assert sorted(out_f) == list(range(n_f))
@@ -202,10 +202,48 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
     rate = np.full(n_f, -1.0)
     resid = p["cap"].copy()
     n_done, n_rest, rest, _ = kernels.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
-                                                    resid, rate, 1, lo, out_f, out_l)  # fmt: skip
+                                                    resid, rate, 1, lo, out_f, out_l, np.empty(0))  # fmt: skip
     assert n_done + n_rest == n_f
     if n_rest:
         s = kernels.fill_scratch(n_l, n_f, e_link.shape[0])
         kernels.fill_levels(rest, n_rest, fe_lo, fe_hi, e_link + lo, e_coef, np.ones(n_f), p["demand"], resid, rate,
                             np.empty(n_rest, i64), np.empty(n_rest), s, 0, lo)  # fmt: skip
     np.testing.assert_allclose(rate, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_parallel_fill_is_weighted_in_levels(seed: int) -> None:
+    """``fill_parallel`` with share weights (the lazy kernel's dense solves, issue-28zc): rates equal
+    ``solve_coo(weights=)`` to round-off, whether the rule runs to the end or one round and the heap fill
+    finishes; the freeze order holds levels (``rate / weight``), nondecreasing, and weights 1 give the
+    unweighted rule bit for bit."""
+    from ainet_gym.sim.allocator import solve_coo
+
+    p = _problem(seed)
+    n_f, lo, e_link, e_coef, fe_lo, fe_hi = (
+        p[k] for k in ("n_f", "lo", "e_link", "e_coef", "fe_lo", "fe_hi")
+    )
+    w = np.random.default_rng(1000 + seed).choice([0.25, 1.0, 2.0, 3.0, 7.5], n_f)
+    ref = solve_coo(p["e_flow"], e_link, e_coef, p["cap"], n_f, weights=w, demand=p["demand"])
+    flows, i64, n_l = np.arange(n_f, dtype=np.int64), np.int64, p["cap"].shape[0]
+
+    def fill(weight: np.ndarray, rounds: int) -> tuple:
+        rate, resid = np.full(n_f, -1.0), p["cap"].copy()
+        out_f, out_l = np.full(n_f, -1, i64), np.full(n_f, np.nan)
+        n_done, n_rest, rest, _ = kernels.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
+                                                        resid, rate, rounds, lo, out_f, out_l, weight)  # fmt: skip
+        return rate, resid, out_f[:n_done], out_l[:n_done], rest[:n_rest]
+
+    rate, _, out_f, out_l, rest = fill(w, n_f)
+    assert rest.size == 0 and sorted(out_f) == list(range(n_f))
+    np.testing.assert_allclose(rate, ref, rtol=1e-12)
+    assert np.all(out_l[1:] >= out_l[:-1])
+    np.testing.assert_allclose(out_l, rate[out_f] / w[out_f], rtol=1e-12)
+    rate, resid, _, _, rest = fill(w, 1)
+    if rest.size:
+        s = kernels.fill_scratch(n_l, n_f, e_link.shape[0])
+        kernels.fill_levels(rest, rest.size, fe_lo, fe_hi, e_link + lo, e_coef, w, p["demand"], resid, rate,
+                            np.empty(rest.size, i64), np.empty(rest.size), s, 0, lo)  # fmt: skip
+    np.testing.assert_allclose(rate, ref, rtol=1e-12)
+    for a, b in zip(fill(np.ones(n_f), n_f), fill(np.empty(0), n_f), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ainet_gym.checks.parity import RTOL, _compare
+from ainet_gym.checks.parity import RTOL, _compare, max_rel_diff
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario.loader import load_scenario
@@ -73,10 +73,11 @@ def _weighted_run(
 
 
 @pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
-@pytest.mark.parametrize("scenario", ["storage-checkpoint", "multi-tenant-churn"])
+@pytest.mark.parametrize("scenario", ["storage-checkpoint", "multi-tenant-churn", "moe-alltoall-skewed"])
 def test_numba_matches_numpy_with_random_weights(scenario: str) -> None:
     """Random weights (jobs and background, new at every interval) over a few intervals: every observation,
-    reward and info value of the two backends agrees to 1e-9 relative."""
+    reward and info value of the two backends agrees to 1e-9 relative. moe-alltoall-skewed (492 flows) runs
+    in the lazy incremental kernel on numba (``test_a_weighted_alltoall_takes_the_lazy_kernel``)."""
     ref, got = (_weighted_run(be, scenario, 4, seed=3) for be in ("numpy", "numba"))
     worst: dict[str, float] = {}
     for t, (x, y) in enumerate(zip(ref, got, strict=True)):
@@ -87,6 +88,48 @@ def test_numba_matches_numpy_with_random_weights(scenario: str) -> None:
     # the weights changed the run (against the same run unweighted)
     plain = _weighted_run("numpy", scenario, 4, seed=3, weighted=False)
     assert any(not np.array_equal(x[1], y[1]) for x, y in zip(ref, plain, strict=True))
+
+
+@pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+def test_a_weighted_alltoall_takes_the_lazy_kernel() -> None:
+    """A weighted instance of the lazy kernel's size (issue-28zc): moe-alltoall-skewed, 492 flows, two
+    instances at random weights per interval (a third of them 1). The numba backend runs it in the lazy
+    incremental kernel (its counters: full and incremental fills, parallel-rule solves and departure repairs,
+    all in weighted levels) and every figure equals the numpy full re-solve per event to 1e-9 relative. Every
+    weight 2 (the weighted code, levels halved) is the unweighted run to 1e-9."""
+    from ainet_gym.sim.world import FabricWorld
+
+    sc = load_scenario("moe-alltoall-skewed")
+    worlds = {}
+    for key in ("numpy", "numba", "twos", "plain"):
+        worlds[key] = FabricWorld(sc, 2, backend="numpy" if key == "numpy" else "numba")
+        worlds[key].reset(seeds=[0, 1])
+    n = worlds["numba"].sim.n_units
+    assert n == 4 and worlds["numba"].sim.any_lazy()
+    rng = np.random.default_rng(7)
+    counts = np.zeros(4, dtype=np.int64)
+    fields = ("iterations", "step_time_sum_s", "comm_time_sum_s", "active_time_s", "link_bytes")
+    for t in range(5):
+        w = (
+            np.where(rng.random(n) < 1 / 3, 1.0, rng.uniform(0.25, 8.0, n))
+            if t
+            else np.array([1.0, 3.0, 0.5, 2.0])
+        )
+        ms = {}
+        for key, world in worlds.items():
+            world.sim.set_share_weights({"twos": np.full(n, 2.0), "plain": None}.get(key, w))
+            if key == "plain":
+                world.sim.engine_state.unit_weight = None  # (None: each job's scenario weight, 1 here)
+            world.sim.set_split(world.default_split())
+            ms[key] = world.sim.run_interval(world.decision_interval_s)
+        m = ms["numba"]
+        counts += (m.full_fills, m.incremental_solves, m.parallel_solves, m.repairs)
+        for f in fields:
+            for a, b in (("numpy", "numba"), ("plain", "twos")):
+                x, y = np.asarray(getattr(ms[a], f), float), np.asarray(getattr(ms[b], f), float)
+                assert max_rel_diff(x, y) <= RTOL, (t, f, a, b, max_rel_diff(x, y))
+    assert (counts > 0).all(), counts  # every path of the lazy kernel ran weighted
+    assert ms["twos"].incremental_solves > 0
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

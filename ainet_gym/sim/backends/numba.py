@@ -157,12 +157,12 @@ def run_interval(
     merge, merge_args = pending if pending is not None else (None, None)
     after, after_args = then(m) if then is not None else (None, None)
 
-    # share weights (BatchSim.set_share_weights): every flow's, and every instance on the parallel rule (the
-    # lazy kernel's incremental solves assume weights 1)
+    # share weights (BatchSim.set_share_weights): every flow's (empty: all 1), for both kernels (the lazy one
+    # fills in weighted levels, docs/engine-alltoall.md)
     flow_w = _flow_weights(sim)
-    inc_min = sim.incremental_min_flows if flow_w.shape[0] == 0 else -1
+    inc_min = sim.incremental_min_flows
     # the lazy exact kernel, if an instance takes it (compiled on first use only)
-    lazy = _kernels.run_interval_lazy if flow_w.shape[0] == 0 and sim.any_lazy() else None
+    lazy = _kernels.run_interval_lazy if sim.any_lazy() else None
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
     sw_mode = np.zeros(B, dtype=np.int64)
     sw = (
@@ -187,7 +187,7 @@ def run_interval(
                 break
             # the lazy kernel takes its arrays positionally: its loop ran 5-15% slower on the records'
             # arrays (the 1,024-GPU rows of the bench; docs/development.md, "Kernels over typed records")
-            lazy(lo, hi, *settings, *flat, *out_values, stats, go, *sw, *par, *scratch())  # type: ignore[misc]
+            lazy(lo, hi, *settings, *flat, *out_values, stats, go, *sw, *par, *scratch(), flow_w)  # type: ignore[misc]
             if stats[2] != _kernels.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
                 break
         if after is not None:
