@@ -127,7 +127,7 @@ def export_knn(
     import numpy as np
 
     from ainet_gym.agents.imitate import KNN_FIELDS, KNN_META, load_knn
-    from ainet_gym.routing.plans import CHOOSE_MODES
+    from ainet_gym.routing.plans import CHOOSE_MODES, plans_class
 
     z = load_knn(src)
     if z["meta"][0] != scenario:
@@ -138,7 +138,7 @@ def export_knn(
     meta = {
         "algo": "knn",
         "algorithm": KNN_ALGORITHM,
-        "controls": CHOOSE_MODES.get(mode, "jobs"),
+        "controls": plans_class(z["plans"], CHOOSE_MODES.get(mode, "jobs")),  # weighted plans: their class
         "scenario": scenario,
         "action_mode": mode,
         "obs_features": [f for f in feats.split(",") if f],

@@ -183,6 +183,12 @@ def test_labels_and_knn_pick_among_weighted_plans(tmp_path: object) -> None:
     assert agent_controls(agent) == "jobs+bg+weights"
     r = evaluate(EvalConfig(scenario=sc, policies=[f"knn:{path}"], seeds=[1, 2], steps=3, out=None))
     assert r["policies"][f"knn:{path}"]["controls"] == "jobs+bg+weights"
+    # exported for shipping, its record names the same class (not the mode's, jobs+bg)
+    from ainet_gym.agents.pretrained import export_knn
+    from ainet_gym.pretrained import pretrained_metadata
+
+    shipped = export_knn(path, str(lab["meta"][0]), ["imitate knn ..."], 0, dst=tmp_path / "ship.npz")  # type: ignore[operator]
+    assert pretrained_metadata(shipped)["controls"] == "jobs+bg+weights"
 
 
 def test_a_step_sets_the_weights_its_picked_plans_name() -> None:
