@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _recorded import approx_tree
 
 from ainet_gym.agents.imitate import behaviour_clone, fit_knn, load_knn, lookahead_labels
 
@@ -148,17 +149,6 @@ def knn_summary(labels: dict[str, Any], folder: Path) -> dict[str, Any]:
             "metadata": load_knn(p)["metadata"],
         }
     return out
-
-
-def _approx(expected: Any) -> Any:
-    """``expected`` with every float compared to 1e-9 relative (1e-12 absolute)."""
-    if isinstance(expected, dict):
-        return {k: _approx(v) for k, v in expected.items()}
-    if isinstance(expected, list):
-        return [_approx(v) for v in expected]
-    if isinstance(expected, float):
-        return pytest.approx(expected, rel=1e-9, abs=1e-12)
-    return expected
 
 
 #: the values of the summaries above on main at 21b61d2 (``runs31zd/record.py``), before the split
@@ -363,12 +353,12 @@ RECORDED: dict[str, Any] = {"util": {"label": [1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 
 
 
 def test_labels_are_those_recorded(util_labels: dict[str, Any], tail_labels: dict[str, Any]) -> None:
-    assert label_summary(util_labels) == _approx(RECORDED["util"])
-    assert label_summary(tail_labels) == _approx(RECORDED["tail"])
+    assert label_summary(util_labels) == approx_tree(RECORDED["util"])
+    assert label_summary(tail_labels) == approx_tree(RECORDED["tail"])
 
 
 def test_knn_files_are_those_recorded(tail_labels: dict[str, Any], tmp_path: Path) -> None:
-    assert knn_summary(tail_labels, tmp_path) == _approx(RECORDED["knn"])
+    assert knn_summary(tail_labels, tmp_path) == approx_tree(RECORDED["knn"])
 
 
 @pytest.mark.parametrize("name", sorted(CLONES))
@@ -377,4 +367,4 @@ def test_clones_are_those_recorded(name: str, util_labels: dict[str, Any], tmp_p
     got = clone_summary(util_labels, tmp_path / f"{name}.zip", **kw)
     want = RECORDED[f"clone_{name}"]
     np.testing.assert_allclose(got.pop("probs"), want["probs"], rtol=0, atol=2e-6)
-    assert got == _approx({k: v for k, v in want.items() if k != "probs"})
+    assert got == approx_tree({k: v for k, v in want.items() if k != "probs"})
