@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from _recorded import approx_tree
 
-from ainet_gym.checks.crosscheck import CrosscheckConfig, crosscheck
+from ainet_gym.checks.crosscheck import CrosscheckConfig, CrosscheckDetails, crosscheck
 
 #: the cases compared: (scenario, policy, seed, steps, config changes)
 CASES: dict[str, tuple[str, str, int, int | None, dict[str, Any]]] = {
@@ -336,3 +336,9 @@ RECORDED: dict[str, Any] = {"two-jobs-spray": {"result": {"scenario": "xc-two-jo
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_crosscheck_result_and_details_are_those_recorded(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert crosscheck_summary(case, monkeypatch) == approx_tree(RECORDED[case])
+
+
+def test_details_hold_the_documented_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every key of CrosscheckDetails (the contract of ``details``) is filled, and no other
+    det = crosscheck_summary("two-jobs-spray", monkeypatch)["details"]
+    assert set(det) | {"fluid_cpu_s", "fluid_first_wall_s"} == set(CrosscheckDetails.__annotations__)
