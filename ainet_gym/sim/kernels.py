@@ -707,6 +707,74 @@ def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, li
         link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
 
 
+# the event loop's frame, one implementation for both interval kernels: begin_event (the units settle, the
+# interval's end, the event cap) and end_event (the units' next timer, their timers and the instance's clock
+# advanced); each kernel's own allocation and completions go between the two
+
+#: :func:`begin_event`'s codes: run the event; the interval is over; an error (in ``stats``); the event cap
+FRAME_RUN, FRAME_END, FRAME_ERROR, FRAME_CAP = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def begin_event(
+    u0, u1, now_s, t_left, ev, max_events, max_rounds, eps_t, counted, pend, joined, units, clock, rem, job, graph,
+    tallies, stats,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The top of an event of both interval kernels: every transition of units ``u0:u1`` due at ``now_s``
+    (:func:`settle_units`, its arguments), then the interval's end (``t_left`` s left, no more than
+    ``eps_t``) and the event count ``ev`` against ``max_events``. ``(code, ev)``: :data:`FRAME_RUN` (event
+    ``ev``, counted up, runs), :data:`FRAME_END`, :data:`FRAME_ERROR` (a unit's error in ``stats``) or
+    :data:`FRAME_CAP` (``ERR_EVENTS`` in ``stats``; the caller adds its counters so far)."""
+    if not settle_units(
+        u0, u1, now_s, max_rounds, eps_t, counted, pend, joined, units, clock, rem, job, graph, tallies, stats
+    ):  # fmt: skip
+        return FRAME_ERROR, ev
+    if not t_left > eps_t:
+        return FRAME_END, ev
+    ev += 1
+    if ev > max_events:
+        stats[2], stats[3] = ERR_EVENTS, -1
+        return FRAME_CAP, ev
+    return FRAME_RUN, ev
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def end_event(b, u0, u1, dt, eps_t, units, clock, active_t, compute_t, time_s):  # pragma: no cover - compiled
+    """The bottom of an event of both interval kernels: the step is the least of ``dt`` (the flows' next
+    event, or the interval's end) and the next timer of units ``u0:u1`` (:func:`next_unit_event`), never
+    below 0; the units' timers (:func:`advance_units`) and instance ``b``'s clock ``time_s[b]`` advance by
+    it. ``(step, whether a unit's timer came first)``."""
+    dt_u = next_unit_event(u0, u1, dt, eps_t, units, clock)
+    unit_first = dt_u < dt
+    if dt_u < 0.0:
+        dt_u = 0.0
+    advance_units(u0, u1, dt_u, units, clock, active_t, compute_t)
+    time_s[b] += dt_u
+    return dt_u, unit_first
+
+
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
+def reset_instance_flows(
+    b, f0, f1, act, moved, dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Instance ``b``'s flows ``f0:f1`` at the start of its part of an interval (both kernels): none active,
+    no bytes moved, demands capped by the exclusive links (:func:`exclusive_caps`)."""
+    for f in range(f0, f1):
+        act[f] = False
+        moved[f] = 0.0
+        dcap[f] = flow_demand[f]
+    exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)
+
+
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
+def zero_completed(f0, f1, eps_b, flow_bg, flow_scale, rem):  # pragma: no cover - compiled
+    """Job flows of ``f0:f1`` whose bytes left are within the completion tolerance ``eps_b x flow_scale``
+    have none (``rem`` 0)."""
+    for f in range(f0, f1):
+        if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:
+            rem[f] = 0.0
+
+
 class ParallelRows(NamedTuple):
     """:func:`parallel_rule`'s scratch per flow of a solve (rows: the most flows of one)."""
 
@@ -926,6 +994,259 @@ def _flow_level(rate, weight, f):  # pragma: no cover - compiled
     return rate[f] / weight[f] if weight.shape[0] > 0 else rate[f]
 
 
+class FullScratch(NamedTuple):
+    """:func:`run_interval_numba`'s scratch (:func:`full_scratch`), indexed by global flow / phase id: only
+    the flows and phases of the range are initialised and touched."""
+
+    act: np.ndarray  # (flows,) bool active at the last event
+    rate: np.ndarray  # (flows,) float64 bytes/s of the last solve
+    moved: np.ndarray  # (flows,) float64 bytes moved in the interval
+    t_phase: np.ndarray  # (phases,) float64 s to the last completion of each phase (phase mode)
+    act_flows: np.ndarray  # (flows,) int64 the active flows, in flow order
+    dcap: np.ndarray  # (flows,) float64 demand capped by the flow's exclusive links, bytes/s
+    came_f: np.ndarray  # (flows,) bool an active flow joined the set at this event
+    no_pend: np.ndarray  # (0,) int64, (0,) bool: settle_units' counts are run_interval_lazy's
+    no_joined: np.ndarray
+
+
+@njit(cache=True, nogil=True)
+def full_scratch(b_lo, b_hi, inst_flow, n_flows, n_phases, n_links):  # pragma: no cover - compiled
+    """:func:`run_interval_numba`'s scratch for the instances ``b_lo:b_hi``: :class:`FullScratch`, and the
+    solver's (:func:`parallel_rule`): :class:`ParallelRows` for the most flows of one instance, and
+    :class:`ParallelLinks` reused by the instances in turn, initialised lazily by stamps."""
+    f_max = 0  # most flows of one instance in the range
+    for b in range(b_lo, b_hi):
+        if inst_flow[b + 1] - inst_flow[b] > f_max:
+            f_max = inst_flow[b + 1] - inst_flow[b]
+    i64 = np.int64
+    scr = FullScratch(
+        np.empty(n_flows, dtype=np.bool_), np.empty(n_flows), np.empty(n_flows), np.empty(n_phases),
+        np.empty(n_flows, dtype=i64), np.empty(n_flows), np.empty(n_flows, dtype=np.bool_), np.empty(0, dtype=i64),
+        np.empty(0, dtype=np.bool_),
+    )  # fmt: skip
+    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
+                        np.empty(f_max), np.empty((0, 2), dtype=i64), np.empty(0))  # fmt: skip
+    links = ParallelLinks(
+        np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
+        np.full(n_links, -1, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64),
+        np.empty(0, dtype=i64), np.empty(0, dtype=i64),
+    )  # fmt: skip
+    return scr, rows, links
+
+
+@njit(cache=True, nogil=True)
+def unit_records(structure, state, outputs):  # pragma: no cover - compiled
+    """The unit steps' records (:class:`UnitTable`, :class:`UnitClock`, :class:`JobParams`,
+    :class:`PhaseGraph`, :class:`IterationTallies`) of :func:`run_interval_numba`'s compiled records."""
+    units = UnitTable(
+        structure.unit_alive, structure.unit_bg, structure.unit_nphases, structure.phase_off,
+        structure.phase_flow_lo, structure.phase_flow_n,
+    )  # fmt: skip
+    clock = UnitClock(
+        state.phase_cur, state.t_start_left, state.t_compute_left, state.t_comm_start_left, state.phase_state,
+        state.phase_wait, state.phase_lat_left, state.iter_start, state.comm_start, state.comm_end,
+    )  # fmt: skip
+    job = JobParams(structure.unit_compute, structure.unit_overlap, state.flow_bytes)
+    graph = PhaseGraph(
+        structure.phase_latency, structure.phase_npred, structure.phase_succ_off, structure.phase_succ,
+    )  # fmt: skip
+    tallies = IterationTallies(
+        state.iterations_total, state.last_step_s, state.last_comm_s, outputs.iters, outputs.step_sum,
+        outputs.comm_sum,
+    )  # fmt: skip
+    return units, clock, job, graph, tallies
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def full_instance_start(
+    b, u0, u1, lo, n_links, cand, resumed, sw_on, sw_mode, sw_ev, sw_t, sw_cost, t_left, link_bytes, tallies,
+    compute_t, active_t, stalled,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Instance ``b`` at the start of its interval in :func:`run_interval_numba` (not ``resumed`` from the
+    lazy kernel): its part of the outputs zeroed, here, on its thread (links ``lo:lo + n_links``, units
+    ``u0:u1``). A lazy-kernel instance (``cand``) with the switch off, or last on the lazy path, is handed
+    to it before its first event (``sw_mode[b] = 2``; the switch's columns ``sw_cost[b]``); True if so."""
+    if not resumed:
+        for k in range(lo, lo + n_links):
+            link_bytes[k] = 0.0
+        for u in range(u0, u1):
+            tallies.iters[u] = 0
+            tallies.step_sum[u] = 0.0
+            tallies.comm_sum[u] = 0.0
+            compute_t[u] = 0.0
+            active_t[u] = 0.0
+        stalled[b] = 0
+    if cand and not resumed:
+        sw_cost[b, 2] = 0.0  # the predicted savings of the other path since the last hand-off
+        if not sw_on or sw_cost[b, 3] == 0.0:  # the lazy kernel from the start
+            sw_cost[b, 3] = 0.0
+            sw_mode[b] = 2
+            sw_ev[b] = 0
+            sw_t[b] = t_left
+            return True
+    if cand:
+        sw_cost[b, 3] = 1.0  # on this path
+    return False
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def active_set(
+    f0, f1, eps_t, cand, scr, flow_w, flow_unit, flow_phase, flow_bg, unit_alive, bg_on, phase_off,
+    phase_state, phase_lat_left, rem,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The active flows of ``f0:f1`` at this event (:class:`FullScratch` ``scr``: ``act``, and
+    ``act_flows`` in flow order, ``came_f`` marking the arrivals): a flow of an alive unit whose phase runs
+    with its latency paid and bytes left, or a background flow switched on. ``(whether the set changed,
+    active flows, the least last level rate / weight of the flows that left (lazy-kernel instances, cand;
+    else inf), arrivals)``."""
+    act, act_flows, came_f, rate = scr.act, scr.act_flows, scr.came_f, scr.rate
+    changed = False
+    n_act = np.int64(0)
+    lev = np.inf
+    n_came = 0
+    for f in range(f0, f1):
+        u = flow_unit[f]
+        if not unit_alive[u]:
+            a = False
+        elif flow_bg[f]:
+            a = bg_on[u]
+        else:
+            p = phase_off[u] + flow_phase[f]
+            a = phase_state[p] == RUNNING and phase_lat_left[p] <= eps_t and rem[f] > 0
+        arrived = False
+        if a != act[f]:
+            changed = True
+            act[f] = a
+            if a:
+                n_came += 1
+                arrived = True
+            elif cand:
+                lev = min(lev, _flow_level(rate, flow_w, f))
+        if a:
+            came_f[f] = arrived
+            act_flows[n_act] = f
+            n_act += 1
+    return changed, n_act, lev, n_came
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def hand_to_lazy(
+    b, f0, f1, n_act, n_came, lev, scr, flow_w, fe_lo, fe_hi, sw_ratio, sw_handoff, ev, t_left, sw_mode, sw_ev, sw_t,
+    sw_cost,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Whether :func:`run_interval_numba` hands lazy-kernel instance ``b`` to that kernel at this event (the
+    active set changed after a solve; :data:`LAZY_SWITCH` on). The lazy kernel's re-fill is predicted as the
+    entries of the active flows at or above its restart level (the flows that arrive, here all flows at an
+    event with arrivals, and those whose last level, ``rate / weight``, is at least ``lev``, the least last
+    level of the flows that left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the
+    connected components the event does not touch; a full solve as the running mean of its work per entry
+    (``sw_cost[b, 0]``) x the active entries, plus the flows scanned and advanced. The predicted savings of
+    the lazy kernel (its work weighted by ``sw_ratio``, :data:`LAZY_COST_RATIO`) accumulate in
+    ``sw_cost[b, 2]`` (never below 0); the hand-off comes when they exceed ``sw_handoff`` predicted full
+    solves (:data:`LAZY_HANDOFF_SOLVES`): then the hand-off is written (``sw_mode[b] = 2``, ``ev`` events run,
+    ``t_left`` s left; the savings and the path reset)."""
+    act_flows, came_f, rate = scr.act_flows, scr.came_f, scr.rate
+    lev = lev * (1.0 - RESTART_MARGIN) if n_came == 0 else -np.inf
+    e_act = 0
+    e_above = 0
+    for k in range(n_act):
+        f = act_flows[k]
+        ne = fe_hi[f] - fe_lo[f]
+        e_act += ne
+        if came_f[f] or _flow_level(rate, flow_w, f) >= lev:
+            e_above += ne
+    p_full = sw_cost[b, 0] * e_act + (f1 - f0) + n_act
+    p_lazy = sw_ratio * sw_cost[b, 1] * e_above
+    acc = sw_cost[b, 2] + p_full - p_lazy
+    sw_cost[b, 2] = acc if acc > 0.0 else 0.0
+    if acc > sw_handoff * p_full:
+        sw_mode[b], sw_ev[b], sw_t[b], sw_cost[b, 2], sw_cost[b, 3] = 2, ev, t_left, 0.0, 0.0
+        return True
+    return False
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def next_flow_event(
+    b, n_act, t_phase, act_flows, rate, rem, flow_bg, flow_unit, flow_phase, phase_off, inst_phase, phase_mode,
+    quantum, stalled,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The time (s) to the next flow event of instance ``b`` in :func:`run_interval_numba` (inf: none;
+    ``stalled[b]``: the most active job flows at rate 0 at an event of the interval): the first flow completion, or (``phase_mode``: only the last flow of a
+    phase is an event, earlier finishers keep their rate) the first phase whose last flow completes; with
+    ``quantum`` > 0, completions up to ``quantum`` after the first are one event, at the last of them (the
+    flows that finish earlier idle until then: their bandwidth is re-allocated late)."""
+    inf = np.inf
+    dt_fl = inf
+    n_stalled = 0
+    if phase_mode:
+        for p in range(inst_phase[b], inst_phase[b + 1]):
+            t_phase[p] = 0.0
+    for i in range(n_act):
+        f = act_flows[i]
+        if flow_bg[f]:
+            continue
+        r = rate[f]
+        if r <= 0:
+            n_stalled += 1
+        tf = rem[f] / r if r > 0 else inf
+        if phase_mode:
+            p = phase_off[flow_unit[f]] + flow_phase[f]
+            if tf > t_phase[p]:
+                t_phase[p] = tf
+        elif tf < dt_fl:
+            dt_fl = tf
+    if phase_mode:
+        for i in range(n_act):
+            f = act_flows[i]
+            if not flow_bg[f]:
+                tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
+                if tf < dt_fl:
+                    dt_fl = tf
+    if quantum > 0.0 and dt_fl < inf:
+        t_q = dt_fl + quantum
+        for i in range(n_act):
+            f = act_flows[i]
+            if flow_bg[f]:
+                continue
+            if phase_mode:
+                tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
+            else:
+                r = rate[f]
+                tf = rem[f] / r if r > 0 else inf
+            if tf > dt_fl and tf <= t_q:
+                dt_fl = tf
+    if n_stalled > stalled[b]:
+        stalled[b] = n_stalled
+    return dt_fl
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def full_solve(
+    b, cand, n_act, scr, fe_lo, fe_hi, e_link, e_coef, capacity, lo, rows, links, tick, flow_w, sw_cost,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`run_interval_numba`'s solve of instance ``b``'s active flows (:class:`FullScratch` ``scr``) by
+    :func:`parallel_rule` into ``scr.rate``; for a lazy-kernel instance (``cand``) the running mean of the
+    work per entry of this path (``sw_cost[b, 0]``) is updated. ``(rounds, -1 on NaN input; the work, cand's
+    only, else 0; tick)``."""
+    it, _, _, _, wk, wk0, tick = parallel_rule(
+        n_act, scr.act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, scr.dcap, scr.rate, rows, links, tick,
+        n_act, False, flow_w,
+    )  # fmt: skip
+    if not cand:
+        return it, 0, tick
+    if it >= 0 and wk0 > 0:
+        sw_cost[b, 0] += SWITCH_MEAN_WEIGHT * (wk / wk0 - sw_cost[b, 0])
+    return it, wk, tick
+
+
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
+def advance_flows(n_act, act_flows, rate, dt, flow_bg, rem, moved):  # pragma: no cover - compiled
+    """The active flows ``act_flows[:n_act]`` move ``rate x dt`` bytes each (:func:`advance_flow`)."""
+    for i in range(n_act):
+        f = act_flows[i]
+        advance_flow(f, rate[f] * dt, flow_bg, rem, moved)
+
+
 @njit(cache=True, nogil=True)
 def run_interval_numba(
     b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
@@ -952,308 +1273,108 @@ def run_interval_numba(
     is its own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
     different threads at once, each with its own ``stats``, and give the same result as one call.
 
-    Allocation: the parallel local-bottleneck rule of :func:`ainet_gym.sim.allocator.solve_coo`, inline,
-    bit for bit as the numpy backend, re-solving every active flow when the active set changed; ``flow_w``:
-    each flow's share weight (the level ``rate / weight`` max-min fair), empty when every weight is 1. The
-    instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
+    An event: the units settle (:func:`begin_event`, the frame both kernels share), the active set
+    (:func:`active_set`), perhaps a hand-off to the lazy kernel (:func:`hand_to_lazy`), a solve when the
+    set changed, the time to the next flow event (:func:`next_flow_event`), then the step
+    (:func:`end_event`) and the bytes moved. Allocation: the parallel local-bottleneck rule of
+    :func:`ainet_gym.sim.allocator.solve_coo` (:func:`parallel_rule`), bit for bit as the numpy backend,
+    re-solving every active flow when the active set changed; ``flow_w``: each flow's share weight (the
+    level ``rate / weight`` max-min fair), empty when every weight is 1.
+
+    The instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
     :func:`lazy_instance`) start here and are handed to that kernel (the engine calls it on the same range
-    after this one, and this one again while an instance was handed back). With the switch off (``sw_on``
-    false) they are handed over before the first event; with it on (:data:`LAZY_SWITCH`), an interval
-    starts on the path the instance was on (``sw_cost[b, 3]``: 0 lazy, 1 here) and this kernel hands it
-    over at the first event at which the predicted savings of the lazy kernel since the last hand-off exceed
-    ``sw_handoff`` predicted full solves (:data:`LAZY_HANDOFF_SOLVES`; the cost model of :data:`LAZY_SWITCH`,
-    lazy work weighted by ``sw_ratio``, :data:`LAZY_COST_RATIO`). The lazy kernel's re-fill is predicted as
-    the entries of the active flows at or above its restart level (the flows that arrive, here all flows
-    at an event with arrivals, and those whose last level, ``rate / weight``, is at least the least last level
-    of the flows that left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the connected components the
-    event does not touch. ``sw_cost[b]`` (:data:`N_SWITCH` columns) holds the running means of the measured
-    work per entry of both paths, the savings and the path. ``sw_mode[b]`` (such instances
-    only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back by the lazy
-    kernel (this kernel resumes), 2 handed to the lazy kernel, 3 done; at a hand-off ``sw_ev[b]`` holds the
-    events run and ``sw_t[b]`` the s of the interval left, and each kernel adds the link bytes of its part.
-    ``stats[13]`` adds the work counted on this path for such instances (per event the flows scanned and
-    the active flows, per solve the entries of the live flows in every round).
+    after this one, and this one again while an instance was handed back): with the switch off (``sw_on``
+    false) before the first event; with it on (:data:`LAZY_SWITCH`), an interval starts on the path the
+    instance was on (``sw_cost[b, 3]``: 0 lazy, 1 here) and goes over when :func:`hand_to_lazy` says so
+    (``sw_ratio``, ``sw_handoff``: its cost model). ``sw_cost[b]`` (:data:`N_SWITCH` columns) holds the
+    running means of the measured work per entry of both paths, the savings and the path. ``sw_mode[b]``
+    (such instances only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back
+    by the lazy kernel (this kernel resumes), 2 handed to the lazy kernel, 3 done; at a hand-off
+    ``sw_ev[b]`` holds the events run and ``sw_t[b]`` the s of the interval left, and each kernel adds the
+    link bytes of its part. ``stats[13]`` adds the work counted on this path for such instances (per event
+    the flows scanned and the active flows, per solve the entries of the live flows in every round).
 
-    The steps it shares with :func:`run_interval_lazy` (the units' transitions :func:`settle_units`, their
-    next timer :func:`next_unit_event`, :func:`advance_units`, :func:`advance_flow`,
-    :func:`exclusive_caps`, :func:`add_link_bytes`) and its solve (:func:`parallel_rule`) are compiled
-    helpers without reference counting (``_nrt=False``, the note above them), which take the unit arrays as
-    :class:`UnitTable` / :class:`UnitClock` and the solver's scratch as :class:`ParallelRows` /
-    :class:`ParallelLinks` (named tuples, passed for free); the loops take no views (``x[b]``,
-    ``x[lo:hi]``): numba counts array references atomically, a call to a counted function increfs and
-    decrefs every array it passes, and two threads doing that to the same arrays fight over the counts'
-    cache lines.
-
-    Long on purpose: one compiled event loop over its instance range (the active set, the switch's cost
-    model and hand-off to the lazy kernel, the time to the next event), its steps in the order of the
-    model's event; the parts that stand alone are the helpers above.
+    The steps are compiled helpers without reference counting (``_nrt=False``, the note above
+    :func:`settle_units`), which take the arrays as named tuples (passed for free); the loops take no views
+    (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call to a counted function increfs
+    and decrefs every array it passes, and two threads doing that to the same arrays fight over the
+    counts' cache lines.
     """
     announce(go)
-    # the unit steps' records, and the arrays the loop reads as locals, once per call (outside the loops: no
-    # reference counts in them)
-    units = UnitTable(
-        structure.unit_alive, structure.unit_bg, structure.unit_nphases, structure.phase_off,
-        structure.phase_flow_lo, structure.phase_flow_n,
+    units, clock, job, graph, tallies = unit_records(structure, state, outputs)  # (read once a call)
+    st = structure
+    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef = (
+        st.inst_seg, st.ent_hi, st.ex_lo, st.fe_lo, st.fe_hi, st.e_flow, st.e_link, st.e_coef,
     )  # fmt: skip
-    clock = UnitClock(
-        state.phase_cur, state.t_start_left, state.t_compute_left, state.t_comm_start_left, state.phase_state,
-        state.phase_wait, state.phase_lat_left, state.iter_start, state.comm_start, state.comm_end,
+    inst_unit, inst_flow, inst_phase, flow_unit, flow_phase, flow_bg, flow_scale, flow_demand = (
+        st.inst_unit, st.inst_flow, st.inst_phase, st.flow_unit, st.flow_phase, st.flow_bg, st.flow_scale, st.flow_demand,
     )  # fmt: skip
-    job = JobParams(structure.unit_compute, structure.unit_overlap, state.flow_bytes)
-    graph = PhaseGraph(
-        structure.phase_latency, structure.phase_npred, structure.phase_succ_off, structure.phase_succ,
-    )  # fmt: skip
-    tallies = IterationTallies(
-        state.iterations_total, state.last_step_s, state.last_comm_s, outputs.iters, outputs.step_sum,
-        outputs.comm_sum,
-    )  # fmt: skip
-    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi = (
-        structure.inst_seg, structure.ent_hi, structure.ex_lo, structure.fe_lo, structure.fe_hi,
-    )  # fmt: skip
-    e_flow, e_link, e_coef = structure.e_flow, structure.e_link, structure.e_coef
-    inst_unit, inst_flow, inst_phase = structure.inst_unit, structure.inst_flow, structure.inst_phase
-    flow_unit, flow_phase, flow_bg = structure.flow_unit, structure.flow_phase, structure.flow_bg
-    flow_scale, flow_demand = structure.flow_scale, structure.flow_demand
-    capacity, rem = state.capacity, state.rem
-    unit_alive, phase_off, phase_state, phase_lat_left = (
-        units.unit_alive, units.phase_off, clock.phase_state, clock.phase_lat_left,
-    )  # fmt: skip
-    bg_on, time_s, stalled = state.bg_on, state.time_s, outputs.stalled
-    iters, step_sum, comm_sum = outputs.iters, outputs.step_sum, outputs.comm_sum
+    capacity, rem, bg_on, time_s, stalled = state.capacity, state.rem, state.bg_on, state.time_s, outputs.stalled  # fmt: skip
+    unit_alive, phase_off, phase_state, phase_lat_left = units.unit_alive, units.phase_off, clock.phase_state, clock.phase_lat_left  # fmt: skip
     compute_t, active_t, link_bytes = outputs.compute_t, outputs.active_t, outputs.link_bytes
-    inf = np.inf
-    n_flows = flow_unit.shape[0]
-    n_phases = phase_state.shape[0]
-    f_max = 0  # most flows of one instance in the range
+    scr, rows, links = full_scratch(b_lo, b_hi, inst_flow, flow_unit.shape[0], phase_state.shape[0], n_links)
+    act, rate, moved, act_flows, dcap, t_phase, no_pend, no_joined = scr.act, scr.rate, scr.moved, scr.act_flows, scr.dcap, scr.t_phase, scr.no_pend, scr.no_joined  # fmt: skip
+    tick = np.int64(0)  # int64 from the start (a literal 0 here and in n_act compiled parallel_rule twice)
+    events, solver_iters = stats[0], stats[1]  # (it runs again on the ranges the lazy kernel hands back)
+    full_events = switches = full_work = 0  # lazy-kernel instances: events run here, hand-offs, work counted
     for b in range(b_lo, b_hi):
-        if inst_flow[b + 1] - inst_flow[b] > f_max:
-            f_max = inst_flow[b + 1] - inst_flow[b]
-    # scratch indexed by global flow / phase id: only this range's flows are initialised and touched
-    act = np.empty(n_flows, dtype=np.bool_)
-    rate = np.empty(n_flows)
-    moved = np.empty(n_flows)  # (flows,) bytes moved in the interval
-    t_phase = np.empty(n_phases)
-    act_flows = np.empty(n_flows, dtype=np.int64)
-    dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
-    came_f = np.empty(n_flows, dtype=np.bool_)  # (flows,) an active flow joined the set at this event
-    # the solver's scratch (parallel_rule): one row per active flow of an instance, and link rows reused by
-    # the instances in turn, initialised lazily by stamps
-    i64 = np.int64
-    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
-                        np.empty(f_max), np.empty((0, 2), dtype=i64), np.empty(0))  # fmt: skip
-    links = ParallelLinks(
-        np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
-        np.full(n_links, -1, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64),
-        np.empty(0, dtype=i64), np.empty(0, dtype=i64),
-    )  # fmt: skip
-    no_pend = np.empty(0, dtype=np.int64)  # (settle_units' counts are run_interval_lazy's)
-    no_joined = np.empty(0, dtype=np.bool_)
-    tick = i64(0)  # int64 from the start (a literal 0 here and in n_act compiled parallel_rule twice)
-    events = stats[0]  # (this kernel runs again on a range whose instances the lazy kernel handed back)
-    solver_iters = stats[1]
-    full_events = 0  # events of lazy-kernel instances run here
-    switches = 0  # hand-offs of instances to the lazy kernel at an event (not before the first)
-    full_work = 0  # work counted on this path for lazy-kernel instances (the switch's cost model)
-    for b in range(b_lo, b_hi):
-        cand = lazy_instance(
-            inst_flow, b, inc_min, phase_mode, quantum
-        )  # run_interval_lazy's (at some event)
+        cand = lazy_instance(inst_flow, b, inc_min, phase_mode, quantum)  # the lazy kernel's (at some event)
         if cand and sw_mode[b] >= 2:  # the lazy kernel's, or done
             continue
         resumed = cand and sw_mode[b] == 1
-        u0, u1 = inst_unit[b], inst_unit[b + 1]
-        f0, f1 = inst_flow[b], inst_flow[b + 1]
-        lo = b * n_links
+        u0, u1, f0, f1, lo = inst_unit[b], inst_unit[b + 1], inst_flow[b], inst_flow[b + 1], b * n_links
         t_left = sw_t[b] if resumed else duration[b]
-        if not resumed:
-            for k in range(
-                lo, lo + n_links
-            ):  # this instance's part of the outputs, zeroed here, on its thread
-                link_bytes[k] = 0.0
-            for u in range(u0, u1):
-                iters[u] = 0
-                step_sum[u] = 0.0
-                comm_sum[u] = 0.0
-                compute_t[u] = 0.0
-                active_t[u] = 0.0
-            stalled[b] = 0
-        if cand and not resumed:
-            sw_cost[b, 2] = 0.0  # the predicted savings of the other path since the last hand-off
-            if not sw_on or sw_cost[b, 3] == 0.0:  # the lazy kernel from the start
-                sw_cost[b, 3] = 0.0
-                sw_mode[b] = 2
-                sw_ev[b] = 0
-                sw_t[b] = t_left
-                continue
-        if cand:
-            sw_cost[b, 3] = 1.0  # on this path
-        for f in range(f0, f1):
-            act[f] = False
-            moved[f] = 0.0
-            dcap[f] = flow_demand[f]
-        # the solver sees only the shared links: the exclusive ones cap the demands
-        exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)
-        solved = False
-        handed = False
-        ev = sw_ev[b] if resumed else 0
-        ev_in = ev
+        if full_instance_start(b, u0, u1, lo, n_links, cand, resumed, sw_on, sw_mode, sw_ev, sw_t, sw_cost, t_left,
+                               link_bytes, tallies, compute_t, active_t, stalled):  # fmt: skip
+            continue
+        reset_instance_flows(b, f0, f1, act, moved, dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef,
+                             capacity)  # fmt: skip
+        solved = handed = False
+        ev = ev_in = sw_ev[b] if resumed else 0
         while True:
-            # every transition of the instance's units that is due now (completions first: the flows
-            # whose bytes left are within the tolerance have none)
-            for f in range(f0, f1):
-                if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:
-                    rem[f] = 0.0
-            if not settle_units(
-                u0, u1, time_s[b], max_rounds, eps_t, False, no_pend, no_joined, units, clock, rem, job, graph, tallies,
-                stats,
-            ):  # fmt: skip
-                return
-            if not t_left > eps_t:
+            zero_completed(f0, f1, eps_b, flow_bg, flow_scale, rem)  # (completions first: then settle)
+            code, ev = begin_event(u0, u1, time_s[b], t_left, ev, max_events, max_rounds, eps_t, False, no_pend,
+                                   no_joined, units, clock, rem, job, graph, tallies, stats)  # fmt: skip
+            if code == FRAME_END:
                 break
-            ev += 1
-            if ev > max_events:
-                stats[2], stats[3] = ERR_EVENTS, -1
-                stats[11] += full_events + (ev - ev_in if cand else 0)
-                stats[13] += full_work
+            if code != FRAME_RUN:
+                if code == FRAME_CAP:
+                    stats[11] += full_events + (ev - ev_in if cand else 0)
+                    stats[13] += full_work
                 return
-            # active flows; re-solve only when the set changed
-            changed = not solved
-            n_act = i64(0)
-            lev = inf  # (lazy-kernel instances) the least last level (rate / weight) of the flows that left
-            n_came = 0  # and the flows that arrived
-            for f in range(f0, f1):
-                u = flow_unit[f]
-                if not unit_alive[u]:
-                    a = False
-                elif flow_bg[f]:
-                    a = bg_on[u]
-                else:
-                    p = phase_off[u] + flow_phase[f]
-                    a = phase_state[p] == RUNNING and phase_lat_left[p] <= eps_t and rem[f] > 0
-                arrived = False
-                if a != act[f]:
-                    changed = True
-                    act[f] = a
-                    if a:
-                        n_came += 1
-                        arrived = True
-                    elif cand:
-                        lev = min(lev, _flow_level(rate, flow_w, f))
-                if a:
-                    came_f[f] = arrived
-                    act_flows[n_act] = f
-                    n_act += 1
+            changed, n_act, lev, n_came = active_set(f0, f1, eps_t, cand, scr, flow_w, flow_unit, flow_phase, flow_bg,
+                                                     unit_alive, bg_on, phase_off, phase_state, phase_lat_left, rem)  # fmt: skip
+            changed = changed or not solved  # re-solve only when the active set changed
             if cand:
                 full_work += (f1 - f0) + n_act  # the flows scanned, the active flows advanced
-            if cand and sw_on and solved and changed:
-                # the lazy kernel's re-fill (the entries at or above its restart level: at an event with
-                # arrivals, all) against a full solve (the running means of the work per entry measured)
-                lev = lev * (1.0 - RESTART_MARGIN) if n_came == 0 else -inf
-                e_act = 0
-                e_above = 0
-                for k in range(n_act):
-                    f = act_flows[k]
-                    ne = fe_hi[f] - fe_lo[f]
-                    e_act += ne
-                    if came_f[f] or _flow_level(rate, flow_w, f) >= lev:
-                        e_above += ne
-                p_full = sw_cost[b, 0] * e_act + (f1 - f0) + n_act
-                p_lazy = sw_ratio * sw_cost[b, 1] * e_above
-                acc = sw_cost[b, 2] + p_full - p_lazy
-                sw_cost[b, 2] = acc if acc > 0.0 else 0.0
-                if acc > sw_handoff * p_full:  # hand the instance to the lazy kernel at this event
-                    ev -= 1
-                    sw_mode[b] = 2
-                    sw_ev[b] = ev
-                    sw_t[b] = t_left
-                    sw_cost[b, 2] = 0.0
-                    sw_cost[b, 3] = 0.0
-                    switches += 1
-                    handed = True
-                    break
+            if cand and sw_on and solved and changed and hand_to_lazy(
+                b, f0, f1, n_act, n_came, lev, scr, flow_w, fe_lo, fe_hi, sw_ratio, sw_handoff, ev - 1, t_left,
+                sw_mode, sw_ev, sw_t, sw_cost,
+            ):  # fmt: skip  # handed to the lazy kernel at this event (which it runs again)
+                ev, handed = ev - 1, True
+                break
             if changed:
-                it, _, _, _, wk, wk0, tick = parallel_rule(
-                    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick,
-                    n_act, False, flow_w,
-                )  # fmt: skip
+                it, wk, tick = full_solve(b, cand, n_act, scr, fe_lo, fe_hi, e_link, e_coef, capacity, lo, rows, links,
+                                          tick, flow_w, sw_cost)  # fmt: skip
                 if it < 0:
                     stats[2], stats[3] = ERR_SOLVER, -1
                     return
                 solver_iters += it
+                full_work += wk
                 solved = True
-                if cand:
-                    full_work += wk
-                    if wk0 > 0:
-                        sw_cost[b, 0] += SWITCH_MEAN_WEIGHT * (wk / wk0 - sw_cost[b, 0])
-            # time to the next event
-            dt_fl = inf  # the first flow completion (phase mode: the first phase whose last flow completes)
-            n_stalled = 0
-            if phase_mode:  # only the last flow of a phase is an event: earlier finishers keep their rate
-                for p in range(inst_phase[b], inst_phase[b + 1]):
-                    t_phase[p] = 0.0
-            for i in range(n_act):
-                f = act_flows[i]
-                if flow_bg[f]:
-                    continue
-                r = rate[f]
-                if r <= 0:
-                    n_stalled += 1
-                tf = rem[f] / r if r > 0 else inf
-                if phase_mode:
-                    p = phase_off[flow_unit[f]] + flow_phase[f]
-                    if tf > t_phase[p]:
-                        t_phase[p] = tf
-                elif tf < dt_fl:
-                    dt_fl = tf
-            if phase_mode:
-                for i in range(n_act):
-                    f = act_flows[i]
-                    if not flow_bg[f]:
-                        tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
-                        if tf < dt_fl:
-                            dt_fl = tf
-            if quantum > 0.0 and dt_fl < inf:
-                # completions up to ``quantum`` after the first are one event, at the last of them: the
-                # flows that finish earlier idle until then (their bandwidth is re-allocated late)
-                t_q = dt_fl + quantum
-                for i in range(n_act):
-                    f = act_flows[i]
-                    if flow_bg[f]:
-                        continue
-                    if phase_mode:
-                        tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
-                    else:
-                        r = rate[f]
-                        tf = rem[f] / r if r > 0 else inf
-                    if tf > dt_fl and tf <= t_q:
-                        dt_fl = tf
-            dt = t_left
-            if dt_fl < dt:
-                dt = dt_fl
-            if n_stalled > stalled[b]:
-                stalled[b] = n_stalled
-            dt = next_unit_event(u0, u1, dt, eps_t, units, clock)
-            if dt < 0.0:
-                dt = 0.0
-            # advance bytes, then timers
-            for i in range(n_act):
-                f = act_flows[i]
-                advance_flow(f, rate[f] * dt, flow_bg, rem, moved)
-            advance_units(u0, u1, dt, units, clock, active_t, compute_t)
-            time_s[b] += dt
+            dt_fl = next_flow_event(b, n_act, t_phase, act_flows, rate, rem, flow_bg, flow_unit, flow_phase,
+                                    phase_off, inst_phase, phase_mode, quantum, stalled)  # fmt: skip
+            dt, _ = end_event(b, u0, u1, dt_fl if dt_fl < t_left else t_left, eps_t, units, clock, active_t,
+                              compute_t, time_s)  # fmt: skip
+            advance_flows(n_act, act_flows, rate, dt, flow_bg, rem, moved)
             t_left -= dt
         add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
-        if ev > events:
-            events = ev
+        events = max(events, ev)
         if cand:
-            full_events += ev - ev_in
+            full_events, switches = full_events + ev - ev_in, switches + handed
             if not handed:
                 sw_mode[b] = 3  # the rest of the interval ran here
-    stats[0] = events
-    stats[1] = solver_iters
-    stats[11] += full_events
-    stats[12] += switches
-    stats[13] += full_work
+    stats[0], stats[1], stats[11], stats[12], stats[13] = events, solver_iters, stats[11] + full_events, stats[12] + switches, stats[13] + full_work  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -2352,25 +2473,386 @@ def join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_ma
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def lazy_stats(
-    stats, events, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
-):  # fmt: skip  # pragma: no cover - compiled
+def lazy_stats(stats, events, cnt, rstate):  # pragma: no cover - compiled
     """The lazy kernel's counters into ``stats`` (its columns, :func:`run_interval_lazy`): the events
-    (``stats[0]`` set), then added: the fills, the incremental solves, the flows they re-filled and those
-    active at them, the full fills, the rates written and moved, the parallel-rule solves (``rstate[5]``),
-    the work, and the departure repair's three counts (``rstate[11:14]``)."""
+    (``stats[0]`` set), then added: from ``cnt`` (:func:`lazy_count_solve`, :func:`lazy_write_rates`) the
+    fills, the incremental solves, the flows they re-filled and those active at them, the full fills, the
+    rates written and moved, the work; the parallel-rule solves (``rstate[5]``) and the departure repair's
+    three counts (``rstate[11:14]``)."""
     stats[0] = events
-    stats[1] += n_fills
-    stats[4] += n_inc
-    stats[5] += inc_touched
-    stats[6] += inc_active
-    stats[7] += n_full
-    stats[8] += n_written
-    stats[9] += n_moved
+    stats[1] += cnt[0]
+    stats[4] += cnt[1]
+    stats[5] += cnt[2]
+    stats[6] += cnt[3]
+    stats[7] += cnt[6]
+    stats[8] += cnt[4]
+    stats[9] += cnt[5]
     stats[10] += rstate[5]
-    stats[14] += lazy_work
+    stats[14] += cnt[7]
     for k in range(3):  # the departure repair's counts
         stats[15 + k] += rstate[11 + k]
+
+
+class LazyFlows(NamedTuple):
+    """:func:`run_interval_lazy`'s scratch per flow (:func:`lazy_flow_scratch`), indexed by global flow id:
+    only the lazy instances' flows are initialised and touched."""
+
+    act: np.ndarray  # (flows,) bool in the active set
+    rate: np.ndarray  # (flows,) float64 bytes/s since t_upd
+    moved: np.ndarray  # (flows,) float64 bytes moved in the interval up to t_upd
+    t_upd: np.ndarray  # (flows,) float64 s since the interval start that rem and moved hold for
+    t_end: np.ndarray  # (flows,) float64 s, completion time at the current rate (inf: none)
+    hpos: np.ndarray  # (flows,) int64 slot in the completion heap, -1: not in it
+    zero: np.ndarray  # (flows,) bool an active job flow at rate <= 0 (stalled)
+    arr_mark: np.ndarray  # (flows,) int64 the solve count when it last joined the set
+    apos: np.ndarray  # (flows,) int64 slot in the active list
+    dcap: np.ndarray  # (flows,) float64 demand capped by the flow's exclusive links, bytes/s
+    weight: np.ndarray  # (flows,) float64 share weights (levels rate / weight; all 1 when none are given)
+
+
+class LazyRows(NamedTuple):
+    """:func:`run_interval_lazy`'s scratch per instance: one row per flow of the largest lazy instance of the
+    range (:func:`lazy_flow_scratch`)."""
+
+    act_list: np.ndarray  # int64 the active flows, unordered
+    hk: np.ndarray  # float64 completion heap: keys (s)
+    hf: np.ndarray  # int64 and flows
+    dfs: np.ndarray  # int64 heap slots to visit (the least completion time)
+    log_flow: np.ndarray  # int64 flows of the last fill, in freeze order
+    log_level: np.ndarray  # float64 their levels (nondecreasing)
+    out_flow: np.ndarray  # int64
+    out_level: np.ndarray  # float64
+    refill: np.ndarray  # int64 the flows an incremental solve fills again
+    old_rate: np.ndarray  # float64 their rates before it
+    gone: np.ndarray  # int64 flows that left the active set since the last solve
+    came: np.ndarray  # int64 flows that joined it
+    keep_flow: np.ndarray  # int64 flows at levels >= the restart level an event leaves alone
+    keep_level: np.ndarray  # float64 their levels
+
+
+class LazyLinks(NamedTuple):
+    """:func:`resolve_incremental`'s scratch per link (:func:`lazy_flow_scratch`)."""
+
+    uf: np.ndarray  # (links,) int64 union-find parents (components of a re-fill)
+    seed: np.ndarray  # (links,) int64 tick of the solve whose changed flows' root it is
+    resid: np.ndarray  # (links,) float64 residual capacity of a fill
+    rstamp: np.ndarray  # (links,) int64
+    load: np.ndarray  # (links,) float64 bytes/s the active flows put on each link
+    csum: np.ndarray  # (links,) float64 sum of the coefficients of the active flows on each link
+    link_gen: np.ndarray  # (links,) int64 load and csum are valid where this is gen
+
+
+@njit(cache=True, nogil=True)
+def lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, quantum):  # pragma: no cover
+    """The most flows and the most shared entries of one lazy instance (:func:`lazy_instance`) of
+    ``b_lo:b_hi`` (0, 0: none)."""
+    f_max = 0
+    e_max = 0
+    for b in range(b_lo, b_hi):
+        if lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
+            if inst_flow[b + 1] - inst_flow[b] > f_max:
+                f_max = inst_flow[b + 1] - inst_flow[b]
+            if ent_hi[b] - inst_seg[b] > e_max:
+                e_max = ent_hi[b] - inst_seg[b]
+    return f_max, e_max
+
+
+@njit(cache=True, nogil=True)
+def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w):  # pragma: no cover - compiled
+    """:func:`run_interval_lazy`'s fresh scratch: :class:`LazyFlows`, :class:`LazyRows` (``f_max`` rows),
+    :class:`LazyLinks`, the phases' counts of flows with bytes left (``pend``) and whether their flows
+    joined the active set (``joined``), and :func:`resolve_incremental`'s state (``rstate``: log length,
+    solves since a full fill, stamps, parallel-rule solves, back-off, active entries, the work of the last
+    solve, the departure repair's counts)."""
+    i64 = np.int64
+    weight = flow_w if flow_w.shape[0] > 0 else np.ones(n_flows)
+    fl = LazyFlows(
+        np.empty(n_flows, dtype=np.bool_), np.empty(n_flows), np.empty(n_flows), np.empty(n_flows), np.empty(n_flows),
+        np.empty(n_flows, dtype=i64), np.empty(n_flows, dtype=np.bool_), np.empty(n_flows, dtype=i64),
+        np.empty(n_flows, dtype=i64), np.empty(n_flows), weight,
+    )  # fmt: skip
+    rw = LazyRows(
+        np.empty(f_max, dtype=i64), np.empty(f_max), np.empty(f_max, dtype=i64), np.empty(f_max, dtype=i64),
+        np.empty(f_max, dtype=i64), np.empty(f_max), np.empty(f_max, dtype=i64), np.empty(f_max),
+        np.empty(f_max, dtype=i64), np.empty(f_max), np.empty(f_max, dtype=i64), np.empty(f_max, dtype=i64),
+        np.empty(f_max, dtype=i64), np.empty(f_max),
+    )  # fmt: skip
+    lk = LazyLinks(
+        np.empty(n_links, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links),
+        np.full(n_links, -1, dtype=i64), np.zeros(n_links), np.zeros(n_links), np.full(n_links, -1, dtype=i64),
+    )  # fmt: skip
+    pend = np.empty(n_phases, dtype=i64)
+    joined = np.empty(n_phases, dtype=np.bool_)
+    return fl, rw, lk, pend, joined, np.zeros(14, dtype=i64), np.zeros(8, dtype=i64)
+
+
+@njit(cache=True, nogil=True)
+def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max):  # pragma: no cover - compiled
+    """The caller's fill and repair scratch (:func:`lazy_scratch`, reused from call to call), reset as
+    :func:`fill_scratch` / :func:`repair_scratch` initialise them; a fresh one where it is too small."""
+    if (
+        fs.link_stamp.shape[0] < n_links or fs.flow_off.shape[0] < f_max + 1 or fs.slot_flows.shape[0] < e_max
+        or fs.heap_key.shape[0] < n_links + f_max + e_max + 1
+    ):  # fmt: skip
+        fs = fill_scratch(n_links, f_max, e_max)
+    else:  # (the stamps restart with this call's ticks)
+        fs.link_stamp[:n_links] = -1
+    if rp.sat.shape[0] < n_links or rp.fmark.shape[0] < n_flows or rp.adj_flow.shape[0] < e_max:
+        rp = repair_scratch(n_links, n_flows, e_max)
+    else:
+        rp.sat[:n_links] = -1.0
+        rp.lstamp[:n_links] = -1
+        rp.fmark[:n_flows] = -1
+    return fs, rp
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def lazy_instance_start(
+    b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg, e_flow, e_link,
+    e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Lazy instance ``b`` (flows ``f0:f1``) as :func:`run_interval_lazy` takes it over: its flows reset
+    (:func:`reset_instance_flows`; no rate, not in the heap, none stalled) and the completions due at the
+    start made (:func:`zero_completed`); its phases count their flows with bytes left (``pend``), none
+    joined; :func:`resolve_incremental`'s state (``rstate``) without a valid log (the next fill is a full
+    one)."""
+    reset_instance_flows(b, f0, f1, fl.act, fl.moved, fl.dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef,
+                         capacity)  # fmt: skip
+    for f in range(f0, f1):
+        fl.rate[f] = 0.0
+        fl.arr_mark[f] = -1
+        fl.hpos[f] = -1
+        fl.zero[f] = False
+    zero_completed(f0, f1, eps_b, flow_bg, flow_scale, rem)
+    for p in range(inst_phase[b], inst_phase[b + 1]):
+        joined[p] = False
+        c = 0
+        for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+            if rem[f] > 0:
+                c += 1
+        pend[p] = c
+    rstate[0] = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
+    rstate[1] = 0
+    rstate[6] = 0  # the component rule's back-off
+    rstate[7] = 0
+    rstate[10] = 0  # the link-major index of the instance's entries (built by the first repair)
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def lazy_arrivals(
+    u0, u1, f0, f1, first, now, n_fills, n_act, n_came, eps_t, units, clock, joined, bg_on, flow_unit, rem, fl,
+    act_list, came,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The flows that join :func:`run_interval_lazy`'s active set at this event (:func:`join_flow`): the
+    flows with bytes left of the phases of units ``u0:u1`` whose latency was paid since the last event, and
+    the background flows switched on (at the ``first`` event of the instance here). ``(active flows,
+    arrivals since the last solve)``."""
+    act, apos, t_upd, arr_mark = fl.act, fl.apos, fl.t_upd, fl.arr_mark
+    for u in range(u0, u1):
+        if not units.unit_alive[u]:
+            continue
+        if units.unit_bg[u]:
+            if first and bg_on[u]:
+                for f in range(f0, f1):  # background flows are few: found by their unit
+                    if flow_unit[f] == u:
+                        join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)
+                        n_act += 1
+                        n_came += 1
+            continue
+        pc = clock.phase_cur[u]
+        nph = units.unit_nphases[u]
+        if pc < 0 or pc >= nph:
+            continue
+        for p in range(units.phase_off[u], units.phase_off[u] + nph):
+            if joined[p] or clock.phase_state[p] != RUNNING or clock.phase_lat_left[p] > eps_t:
+                continue
+            joined[p] = True
+            for f in range(units.phase_flow_lo[p], units.phase_flow_lo[p] + units.phase_flow_n[p]):
+                if rem[f] > 0 and not act[f]:
+                    join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)
+                    n_act += 1
+                    n_came += 1
+    return n_act, n_came
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def lazy_write_rates(
+    n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, flow_bg, flow_scale, rem, cnt,
+):  # fmt: skip  # pragma: no cover - compiled
+    """After a solve of :func:`run_interval_lazy`, the ``n_re`` flows it re-filled (``rw.refill``, their old
+    rates ``rw.old_rate``) whose rate changed: progress up to ``now`` at the old rate (:func:`advance_flow`),
+    their stalled marks (``n_zero`` counted), and their completion keys (the time their bytes left reach
+    the tolerance ``eps_b x flow_scale``) in the heap (``hn`` flows): sifted per flow (O(log heap) each), or,
+    when many flows were re-filled (more than ``par_share x n_act``, as many as the parallel rule takes),
+    set in place and the heap rebuilt once (:func:`rebuild_heap`, O(heap); its flows counted as work,
+    ``cnt[7]``). Counts the rates written and moved by more than 1e-12
+    relative (``cnt[4]``, ``cnt[5]``). ``(hn, n_zero)``."""
+    inf = np.inf
+    rate, t_upd, zero, t_end, hpos, moved = fl.rate, fl.t_upd, fl.zero, fl.t_end, fl.hpos, fl.moved
+    hk, hf, refill, old_rate = rw.hk, rw.hf, rw.refill, rw.old_rate
+    dense = n_re > par_share * n_act
+    for k in range(n_re):
+        f = refill[k]
+        r = rate[f]
+        r0 = old_rate[k]
+        if r == r0 and t_upd[f] < now:  # unchanged (an arrival's old rate is 0 at t_upd = now)
+            continue
+        cnt[4] += 1
+        if abs(r - r0) > 1e-12 * max(abs(r), abs(r0)):
+            cnt[5] += 1
+        dtu = now - t_upd[f]
+        if dtu > 0.0:
+            advance_flow(f, r0 * dtu, flow_bg, rem, moved)
+        t_upd[f] = now
+        if flow_bg[f]:
+            continue
+        z = not r > 0
+        if z != zero[f]:
+            zero[f] = z
+            n_zero += 1 if z else -1
+        if r > 0:
+            t_end[f] = now + rem[f] / r
+            key = now + (rem[f] - eps_b * flow_scale[f]) / r
+        else:
+            t_end[f] = inf
+            key = inf
+        if not dense:
+            hn = _heap_set(hk, hf, hpos, hn, f, key)
+        elif hpos[f] >= 0:
+            hk[hpos[f]] = key  # (inf: dropped by rebuild_heap)
+        elif key < inf:
+            hk[hn] = key
+            hf[hn] = f
+            hpos[f] = hn
+            hn += 1
+    if dense:
+        cnt[7] += hn
+        hn = rebuild_heap(hk, hf, hpos, hn)
+    return hn, n_zero
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def rebuild_heap(hk, hf, hpos, hn):  # pragma: no cover - compiled
+    """The completion heap's ``hn`` slots with their keys set in place (:func:`lazy_write_rates`):
+    the flows at rate 0 (key inf) dropped, then heapified bottom-up. The flows left."""
+    hm = 0
+    for i in range(hn):
+        f = hf[i]
+        if hk[i] < np.inf:
+            hk[hm] = hk[i]
+            hf[hm] = f
+            hpos[f] = hm
+            hm += 1
+        else:
+            hpos[f] = -1
+    for i in range(hm // 2 - 1, -1, -1):
+        _sift_down(hk, hf, hpos, hm, i)
+    return hm
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def next_completion(hn, hk, hf, dfs, t_end, now, dt):  # pragma: no cover - compiled
+    """The least of ``dt`` and the time to the least completion time of the heap's flows, and that flow (-1:
+    ``dt`` came first). The heap is keyed by the time a flow's bytes left reach the tolerance, which
+    precedes its completion time by that tolerance over its rate: the least completion time is among the
+    keys up to the first flow's completion time."""
+    f_min = -1
+    if hn > 0:
+        thr = t_end[hf[0]]
+        best = np.inf
+        sp = 1
+        dfs[0] = 0
+        while sp > 0:
+            sp -= 1
+            i = dfs[sp]
+            f = hf[i]
+            if t_end[f] < best:
+                best = t_end[f]
+                f_min = f
+            c = 2 * i + 1
+            if c < hn and hk[c] <= thr:
+                dfs[sp] = c
+                sp += 1
+            if c + 1 < hn and hk[c + 1] <= thr:
+                dfs[sp] = c + 1
+                sp += 1
+        if best - now < dt:
+            dt = best - now
+        else:
+            f_min = -1
+    return dt, f_min
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def complete_flows(
+    hn, f_min, now, n_act, n_zero, n_gone, fl, rw, rem, pend, phase_off, flow_unit, flow_phase,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Complete the flows whose bytes left reached the tolerance by ``now`` (the heap's keys), and ``f_min``
+    (the flow that set the step, in any case): their bytes moved, none left, out of the active set (the last
+    active flow takes the slot), their phase's count ``pend`` down, each in ``rw.gone``. ``(hn, n_act,
+    n_zero, n_gone)``."""
+    hk, hf, act_list, gone = rw.hk, rw.hf, rw.act_list, rw.gone
+    rate, t_upd, moved, act, apos, zero, hpos = fl.rate, fl.t_upd, fl.moved, fl.act, fl.apos, fl.zero, fl.hpos
+    while hn > 0 and (hk[0] <= now or f_min >= 0):
+        f = hf[0] if hk[0] <= now else f_min
+        if f == f_min:
+            f_min = -1
+        hn = _heap_set(hk, hf, hpos, hn, f, np.inf)
+        x = rate[f] * (now - t_upd[f])
+        if rem[f] < x:
+            x = rem[f]
+        moved[f] += x
+        rem[f] = 0.0
+        t_upd[f] = now
+        act[f] = False
+        n_act -= 1
+        g = act_list[n_act]  # the last active flow takes its slot
+        act_list[apos[f]] = g
+        apos[g] = apos[f]
+        pend[phase_off[flow_unit[f]] + flow_phase[f]] -= 1
+        if zero[f]:
+            zero[f] = False
+            n_zero -= 1
+        gone[n_gone] = f
+        n_gone += 1
+    return hn, n_act, n_zero, n_gone
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def lazy_count_solve(cnt, n_re, full, n_act, rstate):  # pragma: no cover - compiled
+    """A solve of :func:`run_interval_lazy` in its counters ``cnt`` (:func:`lazy_stats`' columns): a fill,
+    full or incremental (with the flows it re-filled and those active), and its work (``rstate[9]``)."""
+    cnt[7] += rstate[9]
+    if full:
+        cnt[6] += 1
+    else:
+        cnt[1] += 1
+        cnt[2] += n_re
+        cnt[3] += n_act
+    cnt[0] += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def lazy_instance_end(
+    b, n_act, now, back, ev, t_left, fl, act_list, flow_bg, rem, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef,
+    link_bytes, sw_mode, sw_ev, sw_t, sw_cost,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Lazy instance ``b`` leaves :func:`run_interval_lazy`: the progress of its flows still active up to
+    ``now`` (:func:`advance_flow`), the link bytes of its part (:func:`add_link_bytes`), and where it goes:
+    done (``sw_mode[b] = 3``) or, ``back``, to :func:`run_interval_numba`, which takes this event again (its
+    transitions are done: they re-settle at once; ``sw_mode[b] = 1``, ``ev - 1`` events run, ``t_left``
+    s left). The events run."""
+    rate, t_upd, moved = fl.rate, fl.t_upd, fl.moved
+    for k in range(n_act):
+        f = act_list[k]
+        advance_flow(f, rate[f] * (now - t_upd[f]), flow_bg, rem, moved)
+    add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
+    if back:
+        ev -= 1
+        sw_mode[b], sw_ev[b], sw_t[b], sw_cost[b, 3] = 1, ev, t_left, 1.0
+    else:
+        sw_mode[b] = 3
+    return ev
 
 
 @njit(cache=True, nogil=True)
@@ -2428,188 +2910,56 @@ def run_interval_lazy(
     -, -, -, the work counted (:func:`resolve_incremental`'s, plus the active flows of a completion heap
     rebuilt), the departure repairs made and declined and the active flows they read.
 
-    Long on purpose: the lazy kernel's event loop (the steps it shares with :func:`run_interval_numba` are
-    helpers without reference counting, :func:`settle_units` and the others that kernel names), its
-    arrivals, completion heap and progress written inline for the reason that kernel gives; its solver is a
-    kernel of its own (:func:`resolve_incremental`, which calls the fills).
+    An event: the units settle (:func:`begin_event`, the frame both kernels share, with the phases' counts
+    ``pend`` in place of a pass over their flows), the arrivals (:func:`lazy_arrivals`), a solve when the
+    set changed (:func:`resolve_incremental`, then :func:`lazy_write_rates`), the least completion time
+    (:func:`next_completion`), the step (:func:`end_event`) and the completions (:func:`complete_flows`);
+    the steps are compiled without reference counting, as :func:`run_interval_numba`'s.
     """
     announce(go)
     if stats[2] != ERR_NONE:
         return
-    inf = np.inf
-    n_flows = flow_unit.shape[0]
-    n_phases = phase_state.shape[0]
-    f_max = 0  # most flows of one lazy instance in the range
-    e_max = 0  # most shared entries of one
-    for b in range(b_lo, b_hi):
-        if lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
-            if inst_flow[b + 1] - inst_flow[b] > f_max:
-                f_max = inst_flow[b + 1] - inst_flow[b]
-            if ent_hi[b] - inst_seg[b] > e_max:
-                e_max = ent_hi[b] - inst_seg[b]
+    f_max, e_max = lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, quantum)
     if f_max == 0:
         return
-    # scratch indexed by global flow / phase id: only the lazy instances' entries are initialised and touched
-    act = np.empty(n_flows, dtype=np.bool_)
-    rate = np.empty(n_flows)  # (flows,) bytes/s since t_upd
-    moved = np.empty(n_flows)  # (flows,) bytes moved in the interval up to t_upd
-    t_upd = np.empty(n_flows)  # (flows,) s since the interval start that rem and moved hold for
-    t_end = np.empty(n_flows)  # (flows,) s, completion time at the current rate (inf: none)
-    hpos = np.empty(n_flows, dtype=np.int64)  # (flows,) slot in the completion heap, -1: not in it
-    zero = np.empty(n_flows, dtype=np.bool_)  # (flows,) an active job flow at rate <= 0 (stalled)
-    arr_mark = np.empty(n_flows, dtype=np.int64)  # (flows,) the solve count when it last joined the set
-    apos = np.empty(n_flows, dtype=np.int64)  # (flows,) slot in the active list
-    dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
-    unit_weight = flow_w if flow_w.shape[0] > 0 else np.ones(n_flows)  # share weights: levels rate / weight
-    pend = np.empty(n_phases, dtype=np.int64)  # (phases,) flows with bytes left
-    joined = np.empty(n_phases, dtype=np.bool_)  # (phases,) its flows joined the active set
-    # per instance (one row per flow of the largest lazy instance of the range)
-    act_list = np.empty(f_max, dtype=np.int64)  # the active flows, unordered
-    hk = np.empty(f_max)  # completion heap: keys (s)
-    hf = np.empty(f_max, dtype=np.int64)  # and flows
-    dfs = np.empty(f_max, dtype=np.int64)  # heap slots to visit (the least completion time)
-    log_flow = np.empty(f_max, dtype=np.int64)  # flows of the last fill, in freeze order
-    log_level = np.empty(f_max)  # their levels (nondecreasing)
-    out_flow = np.empty(f_max, dtype=np.int64)
-    out_level = np.empty(f_max)
-    refill = np.empty(f_max, dtype=np.int64)  # the flows an incremental solve fills again
-    old_rate = np.empty(f_max)  # their rates before it
-    gone = np.empty(f_max, dtype=np.int64)  # flows that left the active set since the last solve
-    came = np.empty(f_max, dtype=np.int64)  # flows that joined it
-    keep_flow = np.empty(f_max, dtype=np.int64)  # flows at levels >= the restart level an event leaves alone
-    keep_level = np.empty(f_max)  # their levels
-    if (
-        fs.link_stamp.shape[0] < n_links or fs.flow_off.shape[0] < f_max + 1 or fs.slot_flows.shape[0] < e_max
-        or fs.heap_key.shape[0] < n_links + f_max + e_max + 1
-    ):  # fmt: skip
-        fs = fill_scratch(n_links, f_max, e_max)
-    else:  # what fill_scratch initialises (the stamps restart with this call's ticks)
-        fs.link_stamp[:n_links] = -1
-    uf = np.empty(n_links, dtype=np.int64)  # (links,) union-find parents (components of a re-fill)
-    seed = np.full(n_links, -1, dtype=np.int64)  # (links,) tick of the solve whose changed flows' root it is
-    resid = np.empty(n_links)  # residual capacity of a fill
-    rstamp = np.full(n_links, -1, dtype=np.int64)
-    load = np.zeros(n_links)  # (links,) bytes/s the active flows put on each link
-    csum = np.zeros(n_links)  # (links,) sum of the coefficients of the active flows on each link
-    link_gen = np.full(n_links, -1, dtype=np.int64)  # load and csum are valid where this is gen
-    # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves, back-off,
-    # active entries, the work of the last solve
-    # the departure repair's counts (solves it made, solves it declined, active flows it read; REPAIR_DEPARTURES)
-    rstate = np.zeros(14, dtype=np.int64)
-    if rp.sat.shape[0] < n_links or rp.fmark.shape[0] < n_flows or rp.adj_flow.shape[0] < e_max:
-        rp = repair_scratch(n_links, n_flows, e_max)
-    else:  # what repair_scratch initialises
-        rp.sat[:n_links] = -1.0
-        rp.lstamp[:n_links] = -1
-        rp.fmark[:n_flows] = -1
-    # the shared steps' records
+    fl, rw, lk, pend, joined, rstate, cnt = lazy_flow_scratch(flow_unit.shape[0], phase_state.shape[0], n_links, f_max, flow_w)  # fmt: skip
+    fs, rp = lazy_reuse_scratch(fs, rp, n_links, flow_unit.shape[0], f_max, e_max)
     units = UnitTable(unit_alive, unit_bg, unit_nphases, phase_off, phase_flow_lo, phase_flow_n)
-    clock = UnitClock(
-        phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
-        iter_start, comm_start, comm_end,
-    )  # fmt: skip
-    job = JobParams(unit_compute, unit_overlap, flow_bytes)
-    graph = PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)
+    clock = UnitClock(phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait,
+                      phase_lat_left, iter_start, comm_start, comm_end)  # fmt: skip
+    job, graph = JobParams(unit_compute, unit_overlap, flow_bytes), PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)  # fmt: skip
     tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)
+    act, arr_mark, rate, dcap, weight, hk, hf = fl.act, fl.arr_mark, fl.rate, fl.dcap, fl.weight, rw.hk, rw.hf  # fmt: skip
+    act_list, gone, came, old_rate, refill, keep_flow, keep_level = rw.act_list, rw.gone, rw.came, rw.old_rate, rw.refill, rw.keep_flow, rw.keep_level  # fmt: skip
+    log_flow, log_level, out_flow, out_level, dfs, t_end = rw.log_flow, rw.log_level, rw.out_flow, rw.out_level, rw.dfs, fl.t_end  # fmt: skip
+    uf, seed, resid, rstamp, load, csum, link_gen = lk.uf, lk.seed, lk.resid, lk.rstamp, lk.load, lk.csum, lk.link_gen  # fmt: skip
     events = stats[0]
-    n_fills = 0
-    n_inc = 0
-    n_full = 0
-    inc_touched = 0
-    inc_active = 0
-    n_written = 0
-    n_moved = 0
-    lazy_work = 0
     for b in range(b_lo, b_hi):
-        if not lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
-            continue
-        if sw_mode[b] != 2:  # not handed over by run_interval_numba
-            continue
-        u0, u1 = inst_unit[b], inst_unit[b + 1]
-        f0, f1 = inst_flow[b], inst_flow[b + 1]
-        lo = b * n_links
-        t_left = sw_t[b]  # (outputs zeroed by run_interval_numba, link bytes of its part added)
-        for f in range(f0, f1):
-            act[f] = False
-            moved[f] = 0.0
-            rate[f] = 0.0
-            arr_mark[f] = -1
-            hpos[f] = -1
-            zero[f] = False
-            dcap[f] = flow_demand[f]
-            if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:  # completions due at the start
-                rem[f] = 0.0
-        exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)  # run_interval_numba's
-        for p in range(inst_phase[b], inst_phase[b + 1]):
-            joined[p] = False
-            c = 0
-            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                if rem[f] > 0:
-                    c += 1
-            pend[p] = c
+        if not lazy_instance(inst_flow, b, inc_min, phase_mode, quantum) or sw_mode[b] != 2:
+            continue  # (not handed over by run_interval_numba, which zeroed the outputs and added its link bytes)
+        u0, u1, f0, f1, lo, t_left = inst_unit[b], inst_unit[b + 1], inst_flow[b], inst_flow[b + 1], b * n_links, sw_t[b]  # fmt: skip
+        lazy_instance_start(b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg,
+                            e_flow, e_link, e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate)  # fmt: skip
         now = 0.0  # s since the interval start (time_s[b] is the clock, advanced by the same steps)
-        hn = 0  # flows in the completion heap
-        n_act = 0
-        n_zero = 0  # active job flows at rate <= 0
-        n_gone = 0
-        n_came = 0
-        rstate[0] = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
-        rstate[1] = 0
-        rstate[6] = 0  # the component rule's back-off
-        rstate[7] = 0
-        rstate[10] = 0  # the link-major index of the instance's entries (built by the first repair)
-        solved = False
-        ev = sw_ev[b]  # events run by run_interval_numba before the hand-off
-        ev0 = ev
+        hn = n_act = n_zero = n_gone = n_came = 0  # heap, active, at rate 0, left and came since a solve
+        solved = back = False
+        ev = ev0 = sw_ev[b]  # events run by run_interval_numba before the hand-off
         sw_cost[b, 3] = 0.0  # on this path
-        back = False
         while True:
-            # every transition of the instance's units that is due now, with the phases' counts of flows
-            # with bytes left (pend) in place of a pass over their flows
-            if not settle_units(
-                u0, u1, time_s[b], max_rounds, eps_t, True, pend, joined, units, clock, rem, job, graph, tallies,
-                stats,
-            ):  # fmt: skip
-                return
-            if not t_left > eps_t:
+            code, ev = begin_event(u0, u1, time_s[b], t_left, ev, max_events, max_rounds, eps_t, True, pend, joined,
+                                   units, clock, rem, job, graph, tallies, stats)  # fmt: skip
+            if code == FRAME_END:
                 break
-            ev += 1
-            if ev > max_events:
-                stats[2], stats[3] = ERR_EVENTS, -1
-                # the counters so far (a capped interval is measured up to here)
-                lazy_stats(
-                    stats, ev, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
-                )  # fmt: skip
+            if code != FRAME_RUN:
+                if code == FRAME_CAP:  # the counters so far (a capped interval is measured up to here)
+                    lazy_stats(stats, ev, cnt, rstate)
                 return
-            # arrivals: the flows with bytes left of the phases whose latency was paid since the last event,
-            # and background flows switched on (at the first event)
-            for u in range(u0, u1):
-                if not unit_alive[u]:
-                    continue
-                if unit_bg[u]:
-                    if ev == ev0 + 1 and bg_on[u]:  # (the first event here)
-                        for f in range(f0, f1):  # background flows are few: found by their unit
-                            if flow_unit[f] == u:
-                                join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)  # fmt: skip
-                                n_act += 1
-                                n_came += 1
-                    continue
-                pc = phase_cur[u]
-                if pc < 0 or pc >= unit_nphases[u]:
-                    continue
-                for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
-                    if joined[p] or phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
-                        continue
-                    joined[p] = True
-                    for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                        if rem[f] > 0 and not act[f]:
-                            join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)  # fmt: skip
-                            n_act += 1
-                            n_came += 1
+            n_act, n_came = lazy_arrivals(u0, u1, f0, f1, ev == ev0 + 1, now, cnt[0], n_act, n_came, eps_t, units,
+                                          clock, joined, bg_on, flow_unit, rem, fl, act_list, came)  # fmt: skip
             if not solved or n_came > 0 or n_gone > 0:
                 n_re, full = resolve_incremental(
-                    act, arr_mark, n_fills, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
-                    e_coef, capacity, lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level,
+                    act, arr_mark, cnt[0], act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
+                    e_coef, capacity, lo, dcap, weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
                     f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0,
@@ -2617,150 +2967,18 @@ def run_interval_lazy(
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True
                     break
-                lazy_work += rstate[9]
-                if full:
-                    n_full += 1
-                else:
-                    n_inc += 1
-                    inc_touched += n_re
-                    inc_active += n_act
-                n_fills += 1
-                # many flows re-filled (as many as the parallel rule takes): their completion keys are set in
-                # place and the heap is rebuilt once (O(heap)) rather than sifted per flow (O(log heap) each)
-                dense = n_re > par_share * n_act
-                # the flows whose rate changed: progress up to now at the old rate, then the new completion
-                for k in range(n_re):
-                    f = refill[k]
-                    r = rate[f]
-                    r0 = old_rate[k]
-                    if r == r0 and t_upd[f] < now:  # unchanged (an arrival's old rate is 0 at t_upd = now)
-                        continue
-                    n_written += 1
-                    if abs(r - r0) > 1e-12 * max(abs(r), abs(r0)):
-                        n_moved += 1
-                    dtu = now - t_upd[f]
-                    if dtu > 0.0:
-                        advance_flow(f, r0 * dtu, flow_bg, rem, moved)
-                    t_upd[f] = now
-                    if flow_bg[f]:
-                        continue
-                    z = not r > 0
-                    if z != zero[f]:
-                        zero[f] = z
-                        n_zero += 1 if z else -1
-                    if r > 0:
-                        t_end[f] = now + rem[f] / r
-                        key = now + (rem[f] - eps_b * flow_scale[f]) / r
-                    else:
-                        t_end[f] = inf
-                        key = inf
-                    if not dense:
-                        hn = _heap_set(hk, hf, hpos, hn, f, key)
-                    elif hpos[f] >= 0:
-                        hk[hpos[f]] = key  # (inf: dropped below)
-                    elif key < inf:
-                        hk[hn] = key
-                        hf[hn] = f
-                        hpos[f] = hn
-                        hn += 1
-                if dense:
-                    lazy_work += hn
-                    hm = 0
-                    for i in range(hn):  # drop the flows at rate 0, then heapify bottom-up
-                        f = hf[i]
-                        if hk[i] < inf:
-                            hk[hm] = hk[i]
-                            hf[hm] = f
-                            hpos[f] = hm
-                            hm += 1
-                        else:
-                            hpos[f] = -1
-                    hn = hm
-                    for i in range(hn // 2 - 1, -1, -1):
-                        _sift_down(hk, hf, hpos, hn, i)
-                solved = True
-                n_came = 0
-                n_gone = 0
-            if n_zero > stalled[b]:
-                stalled[b] = n_zero
-            # time to the next event: the least completion time (the heap is keyed by the time a flow's bytes
-            # left reach the tolerance, which precedes its completion time by that tolerance over its rate:
-            # the least completion time is among the keys up to the first flow's completion time)
-            dt = t_left
-            f_min = -1
-            if hn > 0:
-                thr = t_end[hf[0]]
-                best = inf
-                sp = 1
-                dfs[0] = 0
-                while sp > 0:
-                    sp -= 1
-                    i = dfs[sp]
-                    f = hf[i]
-                    if t_end[f] < best:
-                        best = t_end[f]
-                        f_min = f
-                    c = 2 * i + 1
-                    if c < hn and hk[c] <= thr:
-                        dfs[sp] = c
-                        sp += 1
-                    if c + 1 < hn and hk[c + 1] <= thr:
-                        dfs[sp] = c + 1
-                        sp += 1
-                if best - now < dt:
-                    dt = best - now
-                else:
-                    f_min = -1
-            dt_u = next_unit_event(u0, u1, dt, eps_t, units, clock)
-            if dt_u < dt:  # a unit's timer comes first: no flow completes at this event
-                dt = dt_u
-                f_min = -1
-            if dt < 0.0:
-                dt = 0.0
-            # advance timers, then complete the flows whose bytes left reached the tolerance
-            advance_units(u0, u1, dt, units, clock, active_t, compute_t)
-            now += dt
-            time_s[b] += dt
-            t_left -= dt
-            while hn > 0 and (hk[0] <= now or f_min >= 0):
-                f = hf[0] if hk[0] <= now else f_min  # (the flow that set dt completes in any case)
-                if f == f_min:
-                    f_min = -1
-                hn = _heap_set(hk, hf, hpos, hn, f, inf)
-                x = rate[f] * (now - t_upd[f])
-                if rem[f] < x:
-                    x = rem[f]
-                moved[f] += x
-                rem[f] = 0.0
-                t_upd[f] = now
-                act[f] = False
-                n_act -= 1
-                g = act_list[n_act]  # the last active flow takes its slot
-                act_list[apos[f]] = g
-                apos[g] = apos[f]
-                pend[phase_off[flow_unit[f]] + flow_phase[f]] -= 1
-                if zero[f]:
-                    zero[f] = False
-                    n_zero -= 1
-                gone[n_gone] = f
-                n_gone += 1
-        # progress of the flows still active, up to the end of the interval
-        for k in range(n_act):
-            f = act_list[k]
-            advance_flow(f, rate[f] * (now - t_upd[f]), flow_bg, rem, moved)
-        add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
-        if (
-            back
-        ):  # run_interval_numba takes this event again (its transitions are done: they re-settle at once)
-            ev -= 1
-            sw_mode[b] = 1
-            sw_ev[b] = ev
-            sw_t[b] = t_left
-            sw_cost[b, 3] = 1.0
-        else:
-            sw_mode[b] = 3
-        if ev > events:
-            events = ev
-    lazy_stats(
-        stats, events, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
-    )  # fmt: skip
+                lazy_count_solve(cnt, n_re, full, n_act, rstate)
+                hn, n_zero = lazy_write_rates(n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, flow_bg,
+                                              flow_scale, rem, cnt)  # fmt: skip
+                solved, n_came, n_gone = True, 0, 0
+            stalled[b] = max(stalled[b], n_zero)
+            # the step: the least completion time, a unit's timer (then no flow completes) or the interval's end
+            dt, f_min = next_completion(hn, hk, hf, dfs, t_end, now, t_left)
+            dt, unit_first = end_event(b, u0, u1, dt, eps_t, units, clock, active_t, compute_t, time_s)
+            f_min, now, t_left = -1 if unit_first else f_min, now + dt, t_left - dt
+            hn, n_act, n_zero, n_gone = complete_flows(hn, f_min, now, n_act, n_zero, n_gone, fl, rw, rem, pend, phase_off,
+                                                       flow_unit, flow_phase)  # fmt: skip
+        ev = lazy_instance_end(b, n_act, now, back, ev, t_left, fl, act_list, flow_bg, rem, inst_seg, ent_hi, ex_lo,
+                               e_flow, e_link, e_coef, link_bytes, sw_mode, sw_ev, sw_t, sw_cost)  # fmt: skip
+        events = max(events, ev)
+    lazy_stats(stats, events, cnt, rstate)
