@@ -803,6 +803,196 @@ class ParallelLinks(NamedTuple):
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _rule_start(
+    n_act, act_flows, fe_lo, fe_hi, dcap, rate, rows, order, weight
+):  # pragma: no cover - compiled
+    """:func:`parallel_rule`'s start: the flows ``act_flows[:n_act]`` that cross a shared link are live
+    (``rows.live_i``: flow, first and end entry; ``rows.live_x[:, 0]``: demand level); the others are at their
+    demand (``order``: each a frozen group of its own). ``(live, frozen, groups)``."""
+    live_i, live_x, froz_i, froz_x, froz_g, glev = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x, rows.froz_g, rows.glev  # fmt: skip
+    wtd = weight.shape[0] > 0  # (a weight of 1 multiplies exactly: the unweighted rule bit for bit)
+    n_live = n_done = n_grp = 0
+    for k in range(n_act):
+        f = act_flows[k]
+        if fe_hi[f] > fe_lo[f]:
+            live_i[n_live, 0] = f
+            live_i[n_live, 1] = fe_lo[f]
+            live_i[n_live, 2] = fe_hi[f]
+            live_x[n_live, 0] = dcap[f] / weight[f] if wtd else dcap[f]  # its demand level
+            n_live += 1
+        else:
+            rate[f] = dcap[f]  # crosses no shared link: limited by its demand only
+            if order:  # a group of its own, at its demand level
+                froz_i[n_done, 0] = 0
+                froz_i[n_done, 1] = 0
+                froz_g[n_done, 0] = f
+                froz_g[n_done, 1] = n_grp
+                froz_x[n_done] = dcap[f]
+                glev[n_grp] = dcap[f] / weight[f] if wtd else dcap[f]
+                n_grp += 1
+                n_done += 1
+    return n_live, n_done, n_grp
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _rule_shares(n_live, cur, first, e_link, e_coef, capacity, lo, rows, links, weight):  # pragma: no cover
+    """Step 1 of a round of :func:`parallel_rule` (round stamp ``cur``): the fair share level ``remaining /
+    sum coef x weight`` of every link a live flow crosses (sums in entry order; ``first``: the remaining
+    capacities start as ``capacity[lo + l]``). The live flows' entries (the cost model's work)."""
+    live_i = rows.live_i
+    remaining, denom, share, linkmin, sub, stamp, touched = (
+        links.remaining, links.denom, links.share, links.linkmin, links.sub, links.stamp, links.touched,
+    )  # fmt: skip
+    wtd = weight.shape[0] > 0
+    wk = 0
+    n_touched = 0
+    for i in range(n_live):
+        wk += live_i[i, 2] - live_i[i, 1]
+        w = weight[live_i[i, 0]] if wtd else 1.0
+        for e in range(live_i[i, 1], live_i[i, 2]):
+            lk = e_link[e] - lo
+            if stamp[lk] != cur:
+                stamp[lk] = cur
+                if first:  # a later round's links were all touched in the first
+                    remaining[lk] = capacity[lo + lk]
+                denom[lk] = 0.0
+                linkmin[lk] = np.inf
+                sub[lk] = 0.0
+                touched[n_touched] = lk
+                n_touched += 1
+            denom[lk] += e_coef[e] * w
+    for t in range(n_touched):  # each touched link's level: one division per link
+        lk = touched[t]
+        share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else np.inf
+    return wk
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _rule_path_minima(n_live, e_link, lo, rows, links):  # pragma: no cover - compiled
+    """Step 2 of a round of :func:`parallel_rule`: the path minimum of every live flow (the least share on its
+    links, or its demand level; ``rows.live_x[:, 1]``), and the smallest one at each link
+    (``links.linkmin``; a flow alone is ready as it is: at its demand, or at the level of its min link)."""
+    live_i, live_x, share, linkmin = rows.live_i, rows.live_x, links.share, links.linkmin
+    for i in range(n_live):
+        e0, e1 = live_i[i, 1], live_i[i, 2]
+        mk = np.inf
+        for e in range(e0, e1):
+            sh = share[e_link[e] - lo]
+            if sh < mk:
+                mk = sh
+        d = live_x[i, 0]
+        if d < mk:
+            mk = d
+        live_x[i, 1] = mk
+        if n_live == 1:
+            break
+        for e in range(e0, e1):
+            lk = e_link[e] - lo
+            if mk < linkmin[lk]:
+                linkmin[lk] = mk
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _rule_group(f, e0, e1, mk, r, at_demand, cur, n_grp, e_link, lo, rows, links):  # pragma: no cover
+    """The freeze-order group (``order``) of flow ``f`` frozen at level ``r`` in round ``cur`` of
+    :func:`parallel_rule`: the group its first link at the path minimum ``mk`` froze in this round (as it was
+    found: the least share, first), a new one if it is the first such flow, or (at its demand) a group of its
+    own. ``(group, groups)``."""
+    share, gstamp, gid, glev = links.share, links.gstamp, links.gid, rows.glev
+    bl = -1
+    if not at_demand:
+        for e in range(e0, e1):
+            if share[e_link[e] - lo] == mk:
+                bl = e_link[e] - lo
+                break
+    if bl < 0:  # at its demand: a group of its own
+        g = n_grp
+        glev[g] = r
+        n_grp += 1
+    elif gstamp[bl] != cur:  # the first flow its link freezes in this round
+        gstamp[bl] = cur
+        g = n_grp
+        gid[bl] = g
+        glev[g] = r
+        n_grp += 1
+    else:
+        g = gid[bl]
+    return g, n_grp
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _rule_freeze(
+    n_live, n_done, n_grp, cur, e_link, lo, dcap, rate, rows, links, order, weight
+):  # pragma: no cover
+    """Step 3 of a round of :func:`parallel_rule`: the ready flows (a link of theirs ready, its least path
+    minimum at its share, or at their demand) freeze at their level (``rate``; ``rows.froz_*`` in freeze
+    order, with ``order`` their groups, :func:`_rule_group`); the others stay live, compacted.
+    ``(live, frozen in all, groups, frozen in this round)``."""
+    live_i, live_x, froz_i, froz_x, froz_g = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x, rows.froz_g
+    share, linkmin = links.share, links.linkmin
+    wtd = weight.shape[0] > 0
+    n_keep = 0
+    n_frozen = 0
+    for i in range(n_live):
+        mk = live_x[i, 1]
+        d = live_x[i, 0]
+        e0, e1 = live_i[i, 1], live_i[i, 2]
+        at_demand = mk >= d  # never >: equality, exact
+        ready = at_demand or n_live == 1
+        if not ready:
+            for e in range(e0, e1):
+                lk = e_link[e] - lo
+                if linkmin[lk] >= share[lk]:  # never >: equality, exact
+                    ready = True
+                    break
+        if ready:
+            r = d if at_demand else mk  # the level
+            f = live_i[i, 0]
+            rate[f] = (dcap[f] if at_demand else weight[f] * mk) if wtd else r
+            froz_i[n_done, 0] = e0
+            froz_i[n_done, 1] = e1
+            froz_x[n_done] = rate[f]
+            if order:
+                froz_g[n_done, 0] = f
+                froz_g[n_done, 1], n_grp = _rule_group(
+                    f, e0, e1, mk, r, at_demand, cur, n_grp, e_link, lo, rows, links
+                )
+            n_done += 1
+            n_frozen += 1
+        else:
+            if n_keep != i:
+                live_i[n_keep, 0] = live_i[i, 0]
+                live_i[n_keep, 1] = e0
+                live_i[n_keep, 2] = e1
+                live_x[n_keep, 0] = d
+            n_keep += 1
+    return n_keep, n_done, n_grp, n_frozen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _rule_take_off(n_done, n_frozen, cur, e_link, e_coef, lo, rows, links):  # pragma: no cover - compiled
+    """Step 4 of a round of :func:`parallel_rule`: the traffic of the ``n_frozen`` flows frozen last
+    (``rows.froz_i``, ``rows.froz_x``) taken off their links' remaining capacities, summed per link in entry
+    order and then off each link once (as ``remaining - bincount(...)`` does; never below 0)."""
+    froz_i, froz_x = rows.froz_i, rows.froz_x
+    remaining, sub, sstamp = links.remaining, links.sub, links.sstamp
+    for i in range(n_done - n_frozen, n_done):
+        r = froz_x[i]
+        for e in range(froz_i[i, 0], froz_i[i, 1]):
+            use = e_coef[e] * r
+            # inf only for unconstrained flows, whose links are all inf
+            if np.isfinite(use):
+                sub[e_link[e] - lo] += use
+    for i in range(n_done - n_frozen, n_done):
+        for e in range(froz_i[i, 0], froz_i[i, 1]):
+            lk = e_link[e] - lo
+            if sstamp[lk] != cur:
+                sstamp[lk] = cur
+                y = remaining[lk] - sub[lk]
+                remaining[lk] = y if y > 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
 def parallel_rule(
     n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick, max_rounds,
     order, weight,
@@ -834,152 +1024,29 @@ def parallel_rule(
     is a group of its own); work: the entries of the live flows summed over the rounds (the switch's cost
     model).
 
-    Long on purpose: the rule's four steps per round (shares, path minima, ready flows, traffic off the
-    links) over one set of scratch rows, the compiled twin of ``solve_coo``'s numbered steps.
+    The rule's four steps per round over one set of scratch rows, the compiled twin of ``solve_coo``'s
+    numbered steps: :func:`_rule_shares`, :func:`_rule_path_minima`, :func:`_rule_freeze` (ready flows,
+    their groups :func:`_rule_group`) and :func:`_rule_take_off` (traffic off the links), after
+    :func:`_rule_start`; each compiled into the rule (``forceinline``).
     """
-    live_i, live_x, froz_i, froz_x = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x
-    froz_g, glev = rows.froz_g, rows.glev
-    remaining, denom, share, linkmin = links.remaining, links.denom, links.share, links.linkmin
-    sub, stamp, sstamp, touched = links.sub, links.stamp, links.sstamp, links.touched
-    gstamp, gid = links.gstamp, links.gid
-    inf = np.inf
-    wtd = weight.shape[0] > 0  # (a weight of 1 multiplies exactly: the unweighted rule bit for bit)
-    n_live = n_done = n_grp = 0
-    for k in range(n_act):
-        f = act_flows[k]
-        if fe_hi[f] > fe_lo[f]:
-            live_i[n_live, 0] = f
-            live_i[n_live, 1] = fe_lo[f]
-            live_i[n_live, 2] = fe_hi[f]
-            live_x[n_live, 0] = dcap[f] / weight[f] if wtd else dcap[f]  # its demand level
-            n_live += 1
-        else:
-            rate[f] = dcap[f]  # crosses no shared link: limited by its demand only
-            if order:  # a group of its own, at its demand level
-                froz_i[n_done, 0] = 0
-                froz_i[n_done, 1] = 0
-                froz_g[n_done, 0] = f
-                froz_g[n_done, 1] = n_grp
-                froz_x[n_done] = dcap[f]
-                glev[n_grp] = dcap[f] / weight[f] if wtd else dcap[f]
-                n_grp += 1
-                n_done += 1
+    n_live, n_done, n_grp = _rule_start(n_act, act_flows, fe_lo, fe_hi, dcap, rate, rows, order, weight)
     it = 0
     wk = 0  # entries of the live flows, summed over the rounds (the cost model's work)
     wk0 = 0  # in the first round
     while n_live > 0 and it < max_rounds:
         cur = tick
         tick += 1
-        n_touched = 0
-        # 1. fair share level of every link touched by a live flow (sums in entry order)
-        for i in range(n_live):
-            wk += live_i[i, 2] - live_i[i, 1]
-            w = weight[live_i[i, 0]] if wtd else 1.0
-            for e in range(live_i[i, 1], live_i[i, 2]):
-                lk = e_link[e] - lo
-                if stamp[lk] != cur:
-                    stamp[lk] = cur
-                    if it == 0 and not order:  # a later round's links were all touched in the first
-                        remaining[lk] = capacity[lo + lk]
-                    denom[lk] = 0.0
-                    linkmin[lk] = inf
-                    sub[lk] = 0.0
-                    touched[n_touched] = lk
-                    n_touched += 1
-                denom[lk] += e_coef[e] * w
-        for t in range(n_touched):  # each touched link's level: one division per link
-            lk = touched[t]
-            share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
-        # 2. path minimum of every live flow (or its demand), and the smallest one at each link
-        for i in range(n_live):
-            e0, e1 = live_i[i, 1], live_i[i, 2]
-            mk = inf
-            for e in range(e0, e1):
-                sh = share[e_link[e] - lo]
-                if sh < mk:
-                    mk = sh
-            d = live_x[i, 0]
-            if d < mk:
-                mk = d
-            live_x[i, 1] = mk
-            # a flow alone is ready: at its demand, or at the level of its min link
-            if n_live == 1:
-                break
-            for e in range(e0, e1):
-                lk = e_link[e] - lo
-                if mk < linkmin[lk]:
-                    linkmin[lk] = mk
-        # 3. ready flows (a ready link, or at demand) freeze at their level
-        n_keep = 0
-        n_frozen = 0
-        for i in range(n_live):
-            mk = live_x[i, 1]
-            d = live_x[i, 0]
-            e0, e1 = live_i[i, 1], live_i[i, 2]
-            at_demand = mk >= d  # never >: equality, exact
-            ready = at_demand or n_live == 1
-            if not ready:
-                for e in range(e0, e1):
-                    lk = e_link[e] - lo
-                    if linkmin[lk] >= share[lk]:  # never >: equality, exact
-                        ready = True
-                        break
-            if ready:
-                r = d if at_demand else mk  # the level
-                f = live_i[i, 0]
-                rate[f] = (dcap[f] if at_demand else weight[f] * mk) if wtd else r
-                froz_i[n_done, 0] = e0
-                froz_i[n_done, 1] = e1
-                froz_x[n_done] = rate[f]
-                if order:
-                    froz_g[n_done, 0] = f
-                    bl = -1  # the first link at the path minimum (as it was found: the least share, first)
-                    if not at_demand:
-                        for e in range(e0, e1):
-                            if share[e_link[e] - lo] == mk:
-                                bl = e_link[e] - lo
-                                break
-                    if bl < 0:  # at its demand: a group of its own
-                        g = n_grp
-                        glev[g] = r
-                        n_grp += 1
-                    elif gstamp[bl] != cur:  # the first flow its link freezes in this round
-                        gstamp[bl] = cur
-                        g = n_grp
-                        gid[bl] = g
-                        glev[g] = r
-                        n_grp += 1
-                    else:
-                        g = gid[bl]
-                    froz_g[n_done, 1] = g
-                n_done += 1
-                n_frozen += 1
-            else:
-                if n_keep != i:
-                    live_i[n_keep, 0] = live_i[i, 0]
-                    live_i[n_keep, 1] = e0
-                    live_i[n_keep, 2] = e1
-                    live_x[n_keep, 0] = d
-                n_keep += 1
+        wk += _rule_shares(
+            n_live, cur, it == 0 and not order, e_link, e_coef, capacity, lo, rows, links, weight
+        )
+        _rule_path_minima(n_live, e_link, lo, rows, links)
+        n_keep, n_done, n_grp, n_frozen = _rule_freeze(
+            n_live, n_done, n_grp, cur, e_link, lo, dcap, rate, rows, links, order, weight
+        )  # fmt: skip
         if n_frozen == 0:
             return -1, n_live, n_done, n_grp, wk, wk0, tick
-        # 4. take the frozen flows' traffic off their links (the full solve: not needed after the last round)
-        if n_keep > 0 or order:
-            for i in range(n_done - n_frozen, n_done):  # summed per link in entry order, as bincount does
-                r = froz_x[i]
-                for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    use = e_coef[e] * r
-                    # inf only for unconstrained flows, whose links are all inf
-                    if np.isfinite(use):
-                        sub[e_link[e] - lo] += use
-            # then off each link once (as remaining - bincount(...) does)
-            for i in range(n_done - n_frozen, n_done):
-                for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    lk = e_link[e] - lo
-                    if sstamp[lk] != cur:
-                        sstamp[lk] = cur
-                        y = remaining[lk] - sub[lk]
-                        remaining[lk] = y if y > 0.0 else 0.0
+        if n_keep > 0 or order:  # (the full solve: not needed after the last round)
+            _rule_take_off(n_done, n_frozen, cur, e_link, e_coef, lo, rows, links)
         if it == 0:
             wk0 = wk
         it += 1
@@ -1485,35 +1552,16 @@ def merge_by_level(a_flow, a_level, n_a, b_flow, b_level, n_b, out_flow, out_lev
             j += 1
 
 
-@njit(cache=True, nogil=True)
-def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
-                s, tick, lo):  # fmt: skip  # pragma: no cover - compiled
-    """Weighted max-min fair rates of ``flows[:n]`` by progressive filling, on the residual capacities
-    ``resid`` of their links (updated in place: what the flows leave). Link ``e_link[e]`` is row
-    ``e_link[e] - lo`` of ``resid`` (``lo``: the instance's first link, 0 for one instance).
-
-    Flow ``f`` puts ``e_coef[e]`` on link ``e_link[e]`` per unit of rate for ``e`` in ``fe_lo[f]:fe_hi[f]``;
-    its level is ``rate / weight[f]``, capped at ``demand[f] / weight[f]`` (inf: none). The level rises for
-    every unfrozen flow at once; the next link to fill (least ``resid / sum coef * weight`` over its
-    unfrozen flows, a binary heap, each link's key refreshed lazily when popped: a freeze never lowers a
-    share) or the next demand level freezes its flows. Each flow is frozen once and each of its entries
-    updated once: O(entries log links) for a fill, against O(entries x rounds) for the parallel rule of
-    :func:`ainet_gym.sim.allocator.solve_coo` (the numpy reference); rates agree to round-off.
-
-    Writes ``rate[f]`` and the freeze order (``out_flow[:n]``, ``out_level[:n]``, levels nondecreasing).
-    ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
-    heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
-    ``inf``.
-
-    Long on purpose: progressive filling in one loop over a lazy heap of link shares (its push and pop are
-    functions of their own), the hot path of every solve: freezing a level's flows and taking their rates off
-    their links' residuals share the loop's locals.
-    """
-    inf = np.inf
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _fill_rows(
+    flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo
+):  # pragma: no cover - compiled
+    """:func:`fill_levels`' local rows (:class:`FillScratch` ``s``, stamp ``tick``): the entries of
+    ``flows[:n]`` copied flow by flow (local flow ``a``, link row ``j``: its residual, the sum of coef x
+    weight and the count of its flows), then the link-major lists of the local flows. The link rows."""
     stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
     den, cnt, off, fill, adj = s.slot_denom, s.slot_count, s.slot_off, s.slot_fill, s.slot_flows
     foff, frozen, eslot, ecoef, ecw = s.flow_off, s.flow_frozen, s.ent_slot, s.ent_coef, s.ent_cw
-    hkey, hitem = s.heap_key, s.heap_item
     nl = 0
     m = 0
     for a in range(n):  # local copies of the flows' entries; the links' denominators and counts
@@ -1551,6 +1599,94 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             j = eslot[q]
             adj[fill[j]] = a
             fill[j] += 1
+    return nl
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _fill_share(j, s):  # pragma: no cover - compiled
+    """Link row ``j``'s share now (:func:`fill_levels`, :class:`FillScratch` ``s``): residual over the sum of
+    its unfrozen flows' coef x weight (inf: none), that sum first summed again if round-off ate it."""
+    den, sres = s.slot_denom, s.slot_resid
+    if den[j] <= 0.0:
+        d = 0.0
+        for q in range(s.slot_off[j], s.slot_off[j + 1]):
+            a = s.slot_flows[q]
+            if not s.flow_frozen[a]:
+                for x in range(s.flow_off[a], s.flow_off[a + 1]):
+                    if s.ent_slot[x] == j:
+                        d += s.ent_cw[x]
+        den[j] = d
+    return sres[j] / den[j] if den[j] > 0 else np.inf
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _fill_freeze(
+    q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s
+):  # pragma: no cover
+    """Freeze at level ``k`` the unfrozen local flows of :func:`fill_levels`' link row (its list
+    ``s.slot_flows[q0:q1]``), or (``q0 < 0``) the one local flow ``-1 - it`` at its demand: each flow's rate
+    (``weight x k``, or its demand), its place in the freeze order (``out_flow``, ``out_level``, from
+    ``n_out``), its traffic off its links' residuals and its coef x weight off their sums. The freeze
+    order's length."""
+    frozen, adj, foff, eslot, ecoef, ecw = (
+        s.flow_frozen,
+        s.slot_flows,
+        s.flow_off,
+        s.ent_slot,
+        s.ent_coef,
+        s.ent_cw,
+    )
+    sres, den, cnt = s.slot_resid, s.slot_denom, s.slot_count
+    for q in range(q0, q1):
+        a = adj[q] if q >= 0 else -1 - it
+        if frozen[a]:
+            continue
+        f = flows[a]
+        r = demand[f] if q < 0 else weight[f] * k
+        frozen[a] = True
+        rate[f] = r
+        out_flow[n_out] = f
+        out_level[n_out] = k
+        n_out += 1
+        for x in range(foff[a], foff[a + 1]):  # off its links
+            j2 = eslot[x]
+            use = ecoef[x] * r
+            if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+                y = sres[j2] - use
+                sres[j2] = y if y > 0.0 else 0.0
+            den[j2] -= ecw[x]
+            cnt[j2] -= 1
+    return n_out
+
+
+@njit(cache=True, nogil=True)
+def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
+                s, tick, lo):  # fmt: skip  # pragma: no cover - compiled
+    """Weighted max-min fair rates of ``flows[:n]`` by progressive filling, on the residual capacities
+    ``resid`` of their links (updated in place: what the flows leave). Link ``e_link[e]`` is row
+    ``e_link[e] - lo`` of ``resid`` (``lo``: the instance's first link, 0 for one instance).
+
+    Flow ``f`` puts ``e_coef[e]`` on link ``e_link[e]`` per unit of rate for ``e`` in ``fe_lo[f]:fe_hi[f]``;
+    its level is ``rate / weight[f]``, capped at ``demand[f] / weight[f]`` (inf: none). The level rises for
+    every unfrozen flow at once; the next link to fill (least ``resid / sum coef * weight`` over its
+    unfrozen flows, a binary heap, each link's key refreshed lazily when popped: a freeze never lowers a
+    share) or the next demand level freezes its flows. Each flow is frozen once and each of its entries
+    updated once: O(entries log links) for a fill, against O(entries x rounds) for the parallel rule of
+    :func:`ainet_gym.sim.allocator.solve_coo` (the numpy reference); rates agree to round-off.
+
+    Writes ``rate[f]`` and the freeze order (``out_flow[:n]``, ``out_level[:n]``, levels nondecreasing).
+    ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
+    heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
+    ``inf``.
+
+    The steps: the local rows (:func:`_fill_rows`), the heap of link shares and demand levels (its push and
+    pop, :func:`_heap_push`, :func:`_heap_pop`; a popped link's share refreshed, :func:`_fill_share`), and
+    the freeze of a level's flows (:func:`_fill_freeze`), each compiled into the fill (``forceinline``).
+    """
+    inf = np.inf
+    hkey, hitem, sres, den, cnt, off = s.heap_key, s.heap_item, s.slot_resid, s.slot_denom, s.slot_count, s.slot_off  # fmt: skip
+    foff, frozen, slot_link = s.flow_off, s.flow_frozen, s.slot_link
+    nl = _fill_rows(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo)
     hn = 0
     for j in range(nl):
         hn = _heap_push(hkey, hitem, hn, sres[j] / den[j] if den[j] > 0 else inf, j)
@@ -1569,16 +1705,7 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             j = it
             if cnt[j] <= 0:
                 continue
-            if den[j] <= 0.0:  # round-off ate the denominator: sum the unfrozen flows' coefficients again
-                d = 0.0
-                for q in range(off[j], off[j + 1]):
-                    a = adj[q]
-                    if not frozen[a]:
-                        for x in range(foff[a], foff[a + 1]):
-                            if eslot[x] == j:
-                                d += ecw[x]
-                den[j] = d
-            sh = sres[j] / den[j] if den[j] > 0 else inf
+            sh = _fill_share(j, s)
             if sh != k:
                 hn = _heap_push(hkey, hitem, hn, sh, j)
                 continue
@@ -1587,25 +1714,7 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             if frozen[-1 - it]:
                 continue
             q0, q1 = -1, 0
-        for q in range(q0, q1):
-            a = adj[q] if q >= 0 else -1 - it
-            if frozen[a]:
-                continue
-            f = flows[a]
-            r = demand[f] if q < 0 else weight[f] * k
-            frozen[a] = True
-            rate[f] = r
-            out_flow[n_out] = f
-            out_level[n_out] = k
-            n_out += 1
-            for x in range(foff[a], foff[a + 1]):  # off its links
-                j2 = eslot[x]
-                use = ecoef[x] * r
-                if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
-                    y = sres[j2] - use
-                    sres[j2] = y if y > 0.0 else 0.0
-                den[j2] -= ecw[x]
-                cnt[j2] -= 1
+        n_out = _fill_freeze(q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s)
     for j in range(nl):
         resid[slot_link[j]] = sres[j]
     return pops
@@ -1870,6 +1979,179 @@ def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cov
     return off[n_links]
 
 
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn):  # pragma: no cover - compiled
+    """:func:`repair_departures`: flow ``f``'s links are changed (stamped ``tick`` in ``rstamp``, queued once
+    in ``q`` after its ``qn``). The queue's length."""
+    for e in range(fe_lo[f], fe_hi[f]):
+        lk = e_link[e] - lo
+        if rstamp[lk] != tick:
+            rstamp[lk] = tick
+            q[qn] = lk
+            qn += 1
+    return qn
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _repair_scan(
+    qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo, fe_hi, e_link, capacity, lo, dcap, weight,
+    rstamp, load, refill, old_rate, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`' scan of the changed links queued from ``qi`` on: on each that was saturated
+    before the event, every active flow not yet re-filled keeps its rate when it is at its demand or has a
+    witness (an unchanged link with ``rp.sat`` >= 0 at whose level it is); otherwise it is re-filled
+    (``refill``, ``old_rate``, ``rp.fmark``) and its links queued. ``(qi, qn, n_r, work, seen, within
+    limit)``: False when more than ``limit`` flows would be re-filled (the repair declines)."""
+    tol = REPAIR_RTOL
+    q, off, adj, sat, fmark = rp.queue, rp.adj_off, rp.adj_flow, rp.sat, rp.fmark
+    while qi < qn:
+        lk = q[qi]
+        qi += 1
+        c = capacity[lo + lk]
+        if not (
+            c < np.inf and c - load[lk] <= tol * c
+        ):  # not saturated before the event: no flow's bottleneck
+            continue
+        # the link's largest level before the event, if known: only the flows at it have the link as a
+        # bottleneck (:data:`REPAIR_ONLY_TOP`); a flow below it has another bottleneck, and if that one changed
+        # too, the flow is found when that link is scanned (it is queued: every changed link is)
+        top = sat[lk] * (1.0 - tol) if only_top and sat[lk] >= 0.0 else -np.inf
+        for x in range(off[lk], off[lk + 1]):
+            g = adj[x]
+            work += 1
+            if not act[g] or fmark[g] == tick:
+                continue
+            seen += 1
+            r = rate[g]
+            lv = r / weight[g]
+            if lv < top:
+                continue
+            ok = r >= dcap[g] * (1.0 - tol)
+            if not ok:
+                for e in range(fe_lo[g], fe_hi[g]):
+                    l2 = e_link[e] - lo
+                    if rstamp[l2] == tick:
+                        continue
+                    s2 = sat[l2]
+                    if s2 >= 0.0 and lv >= s2 * (1.0 - tol):
+                        ok = True
+                        break
+                work += fe_hi[g] - fe_lo[g]
+            if ok:
+                continue
+            if n_r >= limit:
+                return qi, qn, n_r, work, seen, False
+            fmark[g] = tick
+            refill[n_r] = g
+            old_rate[n_r] = r
+            n_r += 1
+            qn = _repair_queue(g, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
+    return qi, qn, n_r, work, seen, True
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _repair_residuals(
+    qn, n_gone, n_r, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, q,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`: the residuals of the changed links ``q[:qn]`` that the re-filled flows are
+    filled on: their capacity less their loads, plus what the departed flows (at ``rate``) and the
+    ``n_r`` re-filled ones (at ``old_rate``) used. The entries read (work)."""
+    work = 0
+    for k in range(qn):
+        lk = q[k]
+        c = capacity[lo + lk]
+        resid[lk] = c - load[lk] if c < np.inf else np.inf
+    for k in range(n_gone + n_r):
+        f = gone[k] if k < n_gone else refill[k - n_gone]
+        r = rate[f] if k < n_gone else old_rate[k - n_gone]
+        work += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            use = e_coef[e] * r
+            if np.isfinite(use):
+                resid[e_link[e] - lo] += use
+    return work
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # pragma: no cover - compiled
+    """:func:`repair_departures` after a fill: the largest level on each saturated changed link (every active
+    flow on it scanned) into ``rp.lmax``, stamped ``ltick``. ``(work, active flows read)``."""
+    tol = REPAIR_RTOL
+    q, off, adj, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.lmax, rp.lstamp
+    work = 0
+    seen = 0
+    for k in range(qn):
+        lk = q[k]
+        c = capacity[lo + lk]
+        if c < np.inf and resid[lk] <= tol * c:
+            m = -np.inf
+            for x in range(off[lk], off[lk + 1]):
+                g = adj[x]
+                if act[g]:
+                    seen += 1
+                    lv = rate[g] / weight[g]
+                    if lv > m:
+                        m = lv
+            work += off[lk + 1] - off[lk]
+            lmax[lk] = m
+            lstamp[lk] = ltick
+    return work, seen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+def _repair_check(
+    n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo, fe_hi, e_link, lo, dcap, weight, rstamp, refill,
+    old_rate, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`' check after a fill: every re-filled flow must be at its demand or at the
+    largest level of a saturated link it crosses (``rp.lmax`` stamped ``ltick``). A flow that is not has a
+    kept flow above it on every such link: those must come down, so they join the re-fill (their links
+    queued). ``(flows without a bottleneck, n_r, qn, work, seen, within limit)``: False when more than
+    ``limit`` flows would be re-filled (the old rates put back; the repair declines)."""
+    tol = REPAIR_RTOL
+    q, off, adj, fmark, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.fmark, rp.lmax, rp.lstamp
+    n_bad = 0
+    n_r0 = n_r
+    for k in range(n_r0):
+        g = refill[k]
+        r = rate[g]
+        work += fe_hi[g] - fe_lo[g]
+        if r >= dcap[g] * (1.0 - tol):
+            continue
+        lv = r / weight[g]
+        ok = False
+        for e in range(fe_lo[g], fe_hi[g]):
+            l2 = e_link[e] - lo
+            if lstamp[l2] == ltick and lv >= lmax[l2] * (1.0 - tol):
+                ok = True
+                break
+        if ok:
+            continue
+        n_bad += 1
+        for e in range(fe_lo[g], fe_hi[g]):
+            l2 = e_link[e] - lo
+            if lstamp[l2] != ltick:
+                continue
+            for x in range(off[l2], off[l2 + 1]):
+                h = adj[x]
+                if not act[h]:
+                    continue
+                seen += 1
+                if fmark[h] == tick or rate[h] / weight[h] <= lv * (1.0 + tol):
+                    continue
+                if n_r >= limit:
+                    for j in range(n_r0):
+                        rate[refill[j]] = old_rate[j]
+                    return n_bad, n_r, qn, work, seen, False
+                fmark[h] = tick
+                refill[n_r] = h
+                old_rate[n_r] = rate[h]
+                n_r += 1
+                qn = _repair_queue(h, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
+            work += off[l2 + 1] - off[l2]
+    return n_bad, n_r, qn, work, seen, True
+
+
 @njit(cache=True, nogil=True)
 def repair_departures(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, weight, resid, rstamp, load,
@@ -1903,18 +2185,12 @@ def repair_departures(
     at one level, bottlenecked at both NICs, a completion at that level changes nothing: every flow of the
     departed flow's NICs has a witness at its other NIC.
 
-    Long on purpose: the repair's scan, fill, check after the fill and freeze-log patch work in place on
-    one set of scratch arrays, in order, and fall back to the restart rule at any of them.
+    The steps, in order on one set of scratch arrays (each compiled into the repair, ``forceinline``): the
+    scan of the changed links (:func:`_repair_scan`), the residuals to fill on (:func:`_repair_residuals`),
+    the fill, the saturated links' largest levels (:func:`_repair_link_max`) and the check after the fill
+    (:func:`_repair_check`); any of them may decline.
     """
-    inf = np.inf
-    tol = REPAIR_RTOL
-    q = rp.queue
-    off = rp.adj_off
-    adj = rp.adj_flow
-    sat = rp.sat
-    fmark = rp.fmark
-    lmax = rp.lmax
-    lstamp = rp.lstamp
+    q, sat, lmax, lstamp = rp.queue, rp.sat, rp.lmax, rp.lstamp
     rstate[3] += 1
     tick = rstate[3]
     qn = 0
@@ -1923,173 +2199,50 @@ def repair_departures(
     for k in range(n_gone):  # the departed flows' links are changed
         f = gone[k]
         work += fe_hi[f] - fe_lo[f]
-        for e in range(fe_lo[f], fe_hi[f]):
-            lk = e_link[e] - lo
-            if rstamp[lk] != tick:
-                rstamp[lk] = tick
-                q[qn] = lk
-                qn += 1
+        qn = _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
     n_r = 0
     qi = 0
     ltick = -1
+    ok = True
     for rnd in range(REPAIR_MAX_ROUNDS + 1):
-        while qi < qn:  # the flows on each changed link: a witness, or re-filled (its links changed)
-            lk = q[qi]
-            qi += 1
-            c = capacity[lo + lk]
-            if not (
-                c < inf and c - load[lk] <= tol * c
-            ):  # not saturated before the event: no flow's bottleneck
-                continue
-            # the link's largest level before the event, if known: only the flows at it have the link as a
-            # bottleneck (:data:`REPAIR_ONLY_TOP`); a flow below it has another bottleneck, and if that one changed
-            # too, the flow is found when that link is scanned (it is queued: every changed link is)
-            top = sat[lk] * (1.0 - tol) if only_top and sat[lk] >= 0.0 else -inf
-            for x in range(off[lk], off[lk + 1]):
-                g = adj[x]
-                work += 1
-                if not act[g] or fmark[g] == tick:
-                    continue
-                seen += 1
-                r = rate[g]
-                lv = r / weight[g]
-                if lv < top:
-                    continue
-                ok = r >= dcap[g] * (1.0 - tol)
-                if not ok:
-                    for e in range(fe_lo[g], fe_hi[g]):
-                        l2 = e_link[e] - lo
-                        if rstamp[l2] == tick:
-                            continue
-                        s2 = sat[l2]
-                        if s2 >= 0.0 and lv >= s2 * (1.0 - tol):
-                            ok = True
-                            break
-                    work += fe_hi[g] - fe_lo[g]
-                if ok:
-                    continue
-                if n_r >= limit:
-                    rstate[12] += 1
-                    rstate[13] += seen
-                    return -1, work
-                fmark[g] = tick
-                refill[n_r] = g
-                old_rate[n_r] = r
-                n_r += 1
-                for e in range(fe_lo[g], fe_hi[g]):
-                    l2 = e_link[e] - lo
-                    if rstamp[l2] != tick:
-                        rstamp[l2] = tick
-                        q[qn] = l2
-                        qn += 1
+        qi, qn, n_r, work, seen, ok = _repair_scan(qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo,
+                                                   fe_hi, e_link, capacity, lo, dcap, weight, rstamp, load, refill,
+                                                   old_rate, rp)  # fmt: skip
+        if not ok:
+            break
         if n_r == 0:
             break
-        # the re-filled flows on what the others leave: the changed links' capacity less their loads, plus
-        # what the departed and re-filled flows used
-        for k in range(qn):
-            lk = q[k]
-            c = capacity[lo + lk]
-            resid[lk] = c - load[lk] if c < inf else inf
-        for k in range(n_gone + n_r):
-            f = gone[k] if k < n_gone else refill[k - n_gone]
-            r = rate[f] if k < n_gone else old_rate[k - n_gone]
-            work += fe_hi[f] - fe_lo[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                use = e_coef[e] * r
-                if np.isfinite(use):
-                    resid[e_link[e] - lo] += use
+        # the re-filled flows on what the others leave
+        work += _repair_residuals(qn, n_gone, n_r, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity,
+                                  lo, load, resid, q)  # fmt: skip
         work += fill_levels(refill, n_r, fe_lo, fe_hi, e_link, e_coef, weight, dcap, resid, rate, out_flow,
                             out_level, fs, rstate[4], lo)  # fmt: skip
         rstate[4] += 1
         ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
-        for k in range(qn):  # the largest level on each saturated changed link (every flow on it scanned)
-            lk = q[k]
-            c = capacity[lo + lk]
-            if c < inf and resid[lk] <= tol * c:
-                m = -inf
-                for x in range(off[lk], off[lk + 1]):
-                    g = adj[x]
-                    if act[g]:
-                        seen += 1
-                        lv = rate[g] / weight[g]
-                        if lv > m:
-                            m = lv
-                work += off[lk + 1] - off[lk]
-                lmax[lk] = m
-                lstamp[lk] = ltick
-        n_bad = 0
+        w2, s2 = _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp)
+        work += w2
+        seen += s2
         n_r0 = n_r
-        for k in range(
-            n_r0
-        ):  # every re-filled flow at its demand or at the largest level of a saturated link
-            g = refill[k]
-            r = rate[g]
-            work += fe_hi[g] - fe_lo[g]
-            if r >= dcap[g] * (1.0 - tol):
-                continue
-            lv = r / weight[g]
-            ok = False
-            for e in range(fe_lo[g], fe_hi[g]):
-                l2 = e_link[e] - lo
-                if lstamp[l2] == ltick and lv >= lmax[l2] * (1.0 - tol):
-                    ok = True
-                    break
-            if ok:
-                continue
-            n_bad += 1
-            # no bottleneck: the kept flows above it on its saturated links must come down, so they are
-            # re-filled too (and the flows on their links checked again)
-            for e in range(fe_lo[g], fe_hi[g]):
-                l2 = e_link[e] - lo
-                if lstamp[l2] != ltick:
-                    continue
-                for x in range(off[l2], off[l2 + 1]):
-                    h = adj[x]
-                    if not act[h]:
-                        continue
-                    seen += 1
-                    if fmark[h] == tick or rate[h] / weight[h] <= lv * (1.0 + tol):
-                        continue
-                    if n_r >= limit:
-                        for j in range(n_r0):
-                            rate[refill[j]] = old_rate[j]
-                        rstate[12] += 1
-                        rstate[13] += seen
-                        return -1, work
-                    fmark[h] = tick
-                    refill[n_r] = h
-                    old_rate[n_r] = rate[h]
-                    n_r += 1
-                    for e2 in range(fe_lo[h], fe_hi[h]):
-                        l3 = e_link[e2] - lo
-                        if rstamp[l3] != tick:
-                            rstamp[l3] = tick
-                            q[qn] = l3
-                            qn += 1
-                work += off[l2 + 1] - off[l2]
-        if n_bad == 0:
+        n_bad, n_r, qn, work, seen, ok = _repair_check(n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo,
+                                                       fe_hi, e_link, lo, dcap, weight, rstamp, refill, old_rate, rp)  # fmt: skip
+        if not ok or n_bad == 0:
             break
         for j in range(n_r0):  # the old rates back: the next round fills the larger set from them
             rate[refill[j]] = old_rate[j]
         if n_r == n_r0 or rnd == REPAIR_MAX_ROUNDS:  # (nothing to add: round-off beyond REPAIR_RTOL)
-            rstate[12] += 1
-            rstate[13] += seen
-            return -1, work
+            ok = False
+            break
+    if not ok:  # declined: the rates as they were (the caller re-fills from the restart level)
+        rstate[12] += 1
+        rstate[13] += seen
+        return -1, work
     if n_r == 0:  # nothing re-filled: the changed links' residuals are the departed flows' uses back
-        for k in range(qn):
-            lk = q[k]
-            c = capacity[lo + lk]
-            resid[lk] = c - load[lk] if c < inf else inf
-        for k in range(n_gone):
-            f = gone[k]
-            for e in range(fe_lo[f], fe_hi[f]):
-                use = e_coef[e] * rate[f]
-                if np.isfinite(use):
-                    resid[e_link[e] - lo] += use
+        _repair_residuals(qn, n_gone, 0, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo,
+                          load, resid, q)  # fmt: skip
     for k in range(qn):  # the loads and bottleneck levels of the changed links
         lk = q[k]
         c = capacity[lo + lk]
-        load[lk] = c - resid[lk] if c < inf else 0.0
+        load[lk] = c - resid[lk] if c < np.inf else 0.0
         sat[lk] = lmax[lk] if n_r > 0 and lstamp[lk] == ltick else -1.0
     work += qn
     rstate[11] += 1

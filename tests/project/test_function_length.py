@@ -18,9 +18,6 @@ MAX_LINES = 80
 #: split into steps by issue-31ze, docs/development.md).
 LONG_ON_PURPOSE: dict[str, int] = {
     "ainet_gym/sim/kernels.py:resolve_incremental": 269,
-    "ainet_gym/sim/kernels.py:repair_departures": 193,
-    "ainet_gym/sim/kernels.py:parallel_rule": 152,
-    "ainet_gym/sim/kernels.py:fill_levels": 102,
 }
 
 
