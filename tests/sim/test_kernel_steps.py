@@ -23,7 +23,9 @@ SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "adv
           "lazy_write_rates", "rebuild_heap", "next_completion", "complete_flows", "lazy_count_solve",
           "lazy_instance_end", "_rule_start", "_rule_shares", "_rule_path_minima", "_rule_group", "_rule_freeze",
           "_rule_take_off", "_fill_rows", "_fill_share", "_fill_freeze",
-          "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check")  # fmt: skip
+          "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check",
+          "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
+          "_inc_backoff", "_inc_loads")  # fmt: skip
 
 
 def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now_iter: float) -> dict:
