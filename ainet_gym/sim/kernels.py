@@ -1282,8 +1282,7 @@ def next_flow_event(
                 tf = rem[f] / r if r > 0 else inf
             if tf > dt_fl and tf <= t_q:
                 dt_fl = tf
-    if n_stalled > stalled[b]:
-        stalled[b] = n_stalled
+    stalled[b] = max(stalled[b], n_stalled)  # (as the lazy kernel's)
     return dt_fl
 
 
