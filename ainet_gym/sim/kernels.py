@@ -715,7 +715,7 @@ def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, li
 FRAME_RUN, FRAME_END, FRAME_ERROR, FRAME_CAP = 0, 1, 2, 3
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def begin_event(
     u0, u1, now_s, t_left, ev, max_events, max_rounds, eps_t, counted, pend, joined, units, clock, rem, job, graph,
     tallies, stats,
@@ -738,7 +738,7 @@ def begin_event(
     return FRAME_RUN, ev
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def end_event(b, u0, u1, dt, eps_t, units, clock, active_t, compute_t, time_s):  # pragma: no cover - compiled
     """The bottom of an event of both interval kernels: the step is the least of ``dt`` (the flows' next
     event, or the interval's end) and the next timer of units ``u0:u1`` (:func:`next_unit_event`), never
@@ -802,7 +802,7 @@ class ParallelLinks(NamedTuple):
     gid: np.ndarray  # (links,) int64 that group (``order`` only; both may be empty otherwise)
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _rule_start(
     n_act, act_flows, fe_lo, fe_hi, dcap, rate, rows, order, weight
 ):  # pragma: no cover - compiled
@@ -834,7 +834,7 @@ def _rule_start(
     return n_live, n_done, n_grp
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _rule_shares(n_live, cur, first, e_link, e_coef, capacity, lo, rows, links, weight):  # pragma: no cover
     """Step 1 of a round of :func:`parallel_rule` (round stamp ``cur``): the fair share level ``remaining /
     sum coef x weight`` of every link a live flow crosses (sums in entry order; ``first``: the remaining
@@ -867,7 +867,7 @@ def _rule_shares(n_live, cur, first, e_link, e_coef, capacity, lo, rows, links, 
     return wk
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _rule_path_minima(n_live, e_link, lo, rows, links):  # pragma: no cover - compiled
     """Step 2 of a round of :func:`parallel_rule`: the path minimum of every live flow (the least share on its
     links, or its demand level; ``rows.live_x[:, 1]``), and the smallest one at each link
@@ -892,7 +892,7 @@ def _rule_path_minima(n_live, e_link, lo, rows, links):  # pragma: no cover - co
                 linkmin[lk] = mk
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _rule_group(f, e0, e1, mk, r, at_demand, cur, n_grp, e_link, lo, rows, links):  # pragma: no cover
     """The freeze-order group (``order``) of flow ``f`` frozen at level ``r`` in round ``cur`` of
     :func:`parallel_rule`: the group its first link at the path minimum ``mk`` froze in this round (as it was
@@ -920,7 +920,7 @@ def _rule_group(f, e0, e1, mk, r, at_demand, cur, n_grp, e_link, lo, rows, links
     return g, n_grp
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _rule_freeze(
     n_live, n_done, n_grp, cur, e_link, lo, dcap, rate, rows, links, order, weight
 ):  # pragma: no cover
@@ -969,7 +969,7 @@ def _rule_freeze(
     return n_keep, n_done, n_grp, n_frozen
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _rule_take_off(n_done, n_frozen, cur, e_link, e_coef, lo, rows, links):  # pragma: no cover - compiled
     """Step 4 of a round of :func:`parallel_rule`: the traffic of the ``n_frozen`` flows frozen last
     (``rows.froz_i``, ``rows.froz_x``) taken off their links' remaining capacities, summed per link in entry
@@ -1076,7 +1076,7 @@ class FullScratch(NamedTuple):
     no_joined: np.ndarray
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
 def full_scratch(b_lo, b_hi, inst_flow, n_flows, n_phases, n_links):  # pragma: no cover - compiled
     """:func:`run_interval_numba`'s scratch for the instances ``b_lo:b_hi``: :class:`FullScratch`, and the
     solver's (:func:`parallel_rule`): :class:`ParallelRows` for the most flows of one instance, and
@@ -1101,7 +1101,7 @@ def full_scratch(b_lo, b_hi, inst_flow, n_flows, n_phases, n_links):  # pragma: 
     return scr, rows, links
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
 def unit_records(structure, state, outputs):  # pragma: no cover - compiled
     """The unit steps' records (:class:`UnitTable`, :class:`UnitClock`, :class:`JobParams`,
     :class:`PhaseGraph`, :class:`IterationTallies`) of :func:`run_interval_numba`'s compiled records."""
@@ -1124,7 +1124,7 @@ def unit_records(structure, state, outputs):  # pragma: no cover - compiled
     return units, clock, job, graph, tallies
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def full_instance_start(
     b, u0, u1, lo, n_links, cand, resumed, sw_on, sw_mode, sw_ev, sw_t, sw_cost, t_left, link_bytes, tallies,
     compute_t, active_t, stalled,
@@ -1156,7 +1156,7 @@ def full_instance_start(
     return False
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def active_set(
     f0, f1, eps_t, cand, scr, flow_w, flow_unit, flow_phase, flow_bg, unit_alive, bg_on, phase_off,
     phase_state, phase_lat_left, rem,
@@ -1196,7 +1196,7 @@ def active_set(
     return changed, n_act, lev, n_came
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def hand_to_lazy(
     b, f0, f1, n_act, n_came, lev, scr, flow_w, fe_lo, fe_hi, sw_ratio, sw_handoff, ev, t_left, sw_mode, sw_ev, sw_t,
     sw_cost,
@@ -1232,7 +1232,7 @@ def hand_to_lazy(
     return False
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def next_flow_event(
     b, n_act, t_phase, act_flows, rate, rem, flow_bg, flow_unit, flow_phase, phase_off, inst_phase, phase_mode,
     quantum, stalled,
@@ -1286,7 +1286,7 @@ def next_flow_event(
     return dt_fl
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def full_solve(
     b, cand, n_act, scr, fe_lo, fe_hi, e_link, e_coef, capacity, lo, rows, links, tick, flow_w, sw_cost,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -1551,7 +1551,7 @@ def merge_by_level(a_flow, a_level, n_a, b_flow, b_level, n_b, out_flow, out_lev
             j += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _fill_rows(
     flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo
 ):  # pragma: no cover - compiled
@@ -1601,7 +1601,7 @@ def _fill_rows(
     return nl
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _fill_share(j, s):  # pragma: no cover - compiled
     """Link row ``j``'s share now (:func:`fill_levels`, :class:`FillScratch` ``s``): residual over the sum of
     its unfrozen flows' coef x weight (inf: none), that sum first summed again if round-off ate it."""
@@ -1618,7 +1618,7 @@ def _fill_share(j, s):  # pragma: no cover - compiled
     return sres[j] / den[j] if den[j] > 0 else np.inf
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _fill_freeze(
     q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s
 ):  # pragma: no cover
@@ -1978,7 +1978,7 @@ def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cov
     return off[n_links]
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn):  # pragma: no cover - compiled
     """:func:`repair_departures`: flow ``f``'s links are changed (stamped ``tick`` in ``rstamp``, queued once
     in ``q`` after its ``qn``). The queue's length."""
@@ -1991,7 +1991,7 @@ def _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn):  # pragma: 
     return qn
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _repair_scan(
     qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo, fe_hi, e_link, capacity, lo, dcap, weight,
     rstamp, load, refill, old_rate, rp,
@@ -2048,7 +2048,7 @@ def _repair_scan(
     return qi, qn, n_r, work, seen, True
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _repair_residuals(
     qn, n_gone, n_r, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, q,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -2071,7 +2071,7 @@ def _repair_residuals(
     return work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # pragma: no cover - compiled
     """:func:`repair_departures` after a fill: the largest level on each saturated changed link (every active
     flow on it scanned) into ``rp.lmax``, stamped ``ltick``. ``(work, active flows read)``."""
@@ -2097,7 +2097,7 @@ def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # 
     return work, seen
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _repair_check(
     n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo, fe_hi, e_link, lo, dcap, weight, rstamp, refill,
     old_rate, rp,
@@ -2279,7 +2279,7 @@ def first_at_least(level, n, x):  # pragma: no cover - compiled
     return lo
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_full_set(
     n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill, resid, csum, link_gen, gen,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -2301,7 +2301,7 @@ def _inc_full_set(
     return e_act
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_restart_level(
     n_gone, gone, n_came, came, rate, unit_weight, dcap, fe_lo, fe_hi, e_link, e_coef, capacity, lo, csum, load,
     link_gen, gen, rstate,
@@ -2343,7 +2343,7 @@ def _inc_restart_level(
     return lev * (1.0 - RESTART_MARGIN), e_came
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_patch_log(
     n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow, log_level, keep_flow,
     keep_level, rp, rstate, work,
@@ -2372,7 +2372,7 @@ def _inc_patch_log(
     rstate[9] = work + n_log - kk + n_r
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_declines(
     k0, n_log, log_flow, log_level, fe_lo, fe_hi, e_above, par_levels, sw_on, cost, rstate, n_inst, n_act,
     sw_ratio, sw_handoff,
@@ -2397,7 +2397,7 @@ def _inc_declines(
     return e_above, n_lev, False
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_components(
     k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load, resid, uf,
     seed, rstamp, tick, use_cc,
@@ -2431,7 +2431,7 @@ def _inc_components(
                 seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] = tick
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_select(
     k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo,
     resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level,
@@ -2467,7 +2467,7 @@ def _inc_select(
     return n_re, n_keep
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_backoff(use_cc, n_keep, rstate):  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s back-off of the component rule (``rstate[6]``: solves left to skip it,
     ``rstate[7]``: the last skip): a solve that skipped it counts down; one that used it and kept no flow
@@ -2481,7 +2481,7 @@ def _inc_backoff(use_cc, n_keep, rstate):  # pragma: no cover - compiled
         rstate[7] = 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
 def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
     """``refill[:n_re]`` in flow order (their entries in memory order), for the parallel rule. The work
     counted: the flow range walked and the rule's rows allocated."""
@@ -2504,7 +2504,7 @@ def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
     return f_hi - f_lo + 1 + 7 * n_re
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
 def _inc_fill(
     dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow, out_level,
     unit_weight, weighted, fs, rstate,
@@ -2538,7 +2538,7 @@ def _inc_fill(
     return work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_loads(
     full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
     lo, resid, load, sat,
@@ -2796,7 +2796,7 @@ class LazyLinks(NamedTuple):
     link_gen: np.ndarray  # (links,) int64 load and csum are valid where this is gen
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
 def lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, quantum):  # pragma: no cover
     """The most flows and the most shared entries of one lazy instance (:func:`lazy_instance`) of
     ``b_lo:b_hi`` (0, 0: none)."""
@@ -2811,7 +2811,7 @@ def lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, qua
     return f_max, e_max
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
 def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w):  # pragma: no cover - compiled
     """:func:`run_interval_lazy`'s fresh scratch: :class:`LazyFlows`, :class:`LazyRows` (``f_max`` rows),
     :class:`LazyLinks`, the phases' counts of flows with bytes left (``pend``) and whether their flows
@@ -2840,7 +2840,7 @@ def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w):  # pragma: no 
     return fl, rw, lk, pend, joined, np.zeros(14, dtype=i64), np.zeros(8, dtype=i64)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
 def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max):  # pragma: no cover - compiled
     """The caller's fill and repair scratch (:func:`lazy_scratch`, reused from call to call), reset as
     :func:`fill_scratch` / :func:`repair_scratch` initialise them; a fresh one where it is too small."""
@@ -2860,7 +2860,7 @@ def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max):  # pragma: no co
     return fs, rp
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def lazy_instance_start(
     b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg, e_flow, e_link,
     e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate,
@@ -2892,7 +2892,7 @@ def lazy_instance_start(
     rstate[10] = 0  # the link-major index of the instance's entries (built by the first repair)
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def lazy_arrivals(
     u0, u1, f0, f1, first, now, n_fills, n_act, n_came, eps_t, units, clock, joined, bg_on, flow_unit, rem, fl,
     act_list, came,
@@ -2929,7 +2929,7 @@ def lazy_arrivals(
     return n_act, n_came
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def lazy_write_rates(
     n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, flow_bg, flow_scale, rem, cnt,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -2985,7 +2985,7 @@ def lazy_write_rates(
     return hn, n_zero
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def rebuild_heap(hk, hf, hpos, hn):  # pragma: no cover - compiled
     """The completion heap's ``hn`` slots with their keys set in place (:func:`lazy_write_rates`):
     the flows at rate 0 (key inf) dropped, then heapified bottom-up. The flows left."""
@@ -3004,7 +3004,7 @@ def rebuild_heap(hk, hf, hpos, hn):  # pragma: no cover - compiled
     return hm
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def next_completion(hn, hk, hf, dfs, t_end, now, dt):  # pragma: no cover - compiled
     """The least of ``dt`` and the time to the least completion time of the heap's flows, and that flow (-1:
     ``dt`` came first). The heap is keyed by the time a flow's bytes left reach the tolerance, which
@@ -3037,7 +3037,7 @@ def next_completion(hn, hk, hf, dfs, t_end, now, dt):  # pragma: no cover - comp
     return dt, f_min
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def complete_flows(
     hn, f_min, now, n_act, n_zero, n_gone, fl, rw, rem, pend, phase_off, flow_unit, flow_phase,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -3072,7 +3072,7 @@ def complete_flows(
     return hn, n_act, n_zero, n_gone
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def lazy_count_solve(cnt, n_re, full, n_act, rstate):  # pragma: no cover - compiled
     """A solve of :func:`run_interval_lazy` in its counters ``cnt`` (:func:`lazy_stats`' columns): a fill,
     full or incremental (with the flows it re-filled and those active), and its work (``rstate[9]``)."""
@@ -3086,7 +3086,7 @@ def lazy_count_solve(cnt, n_re, full, n_act, rstate):  # pragma: no cover - comp
     cnt[0] += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def lazy_instance_end(
     b, n_act, now, back, ev, t_left, fl, act_list, flow_bg, rem, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef,
     link_bytes, sw_mode, sw_ev, sw_t, sw_cost,

@@ -16,9 +16,8 @@ from ainet_gym.sim.state import DONE, IDLE, RUNNING, WAITING
 
 pytestmark = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed")
 
-SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
-          "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule", "begin_event", "end_event",
-          "reset_instance_flows", "zero_completed", "full_instance_start", "active_set", "hand_to_lazy",
+#: the steps issue-31ze split out of the kernels (compiled without reference counts, nor Python wrappers)
+SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", "hand_to_lazy",
           "next_flow_event", "full_solve", "advance_flows", "lazy_instance_start", "lazy_arrivals",
           "lazy_write_rates", "rebuild_heap", "next_completion", "complete_flows", "lazy_count_solve",
           "lazy_instance_end", "_rule_start", "_rule_shares", "_rule_path_minima", "_rule_group", "_rule_freeze",
@@ -26,6 +25,9 @@ SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "adv
           "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check",
           "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
           "_inc_backoff", "_inc_loads")  # fmt: skip
+SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
+          "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule", "reset_instance_flows",
+          "zero_completed", *SPLIT_STEPS)  # fmt: skip
 
 
 def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now_iter: float) -> dict:
@@ -134,8 +136,9 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
         assert getattr(kernels, step).targetoptions.get("_nrt") is False, step
     # the steps only compiled code calls are compiled without Python-callable wrappers (cold start)
     for step in ("exclusive_caps", "end_phases", "end_iteration", "next_unit_event", "advance_units",
-                 "advance_flow", "add_link_bytes", "reset_instance_flows", "zero_completed",
-                 "advance_flows"):  # fmt: skip
+                 "advance_flow", "add_link_bytes", "reset_instance_flows", "zero_completed", "advance_flows",
+                 *SPLIT_STEPS, "full_scratch", "unit_records", "lazy_sizes", "lazy_flow_scratch",
+                 "lazy_reuse_scratch", "_inc_flow_order", "_inc_fill"):  # fmt: skip
         assert getattr(kernels, step).targetoptions.get("no_cpython_wrapper") is True, step
 
 
