@@ -401,6 +401,10 @@ def merge_range(b_lo, b_hi, split_flat, table, go):  # pragma: no cover - compil
 # Python) are compiled without the CPython and C-callable wrappers (``_COMPILED_ONLY``): nothing calls them
 # from Python, and their wrappers cost the cold start 0.66 s of CPU (docs/development.md, "the cold compile",
 # issue-31zb); the callers' code is the same.
+# The frame of an event is written once for both kernels (begin_event, end_event, below); every long kernel
+# of this module is a short driver over such steps, each of one concern (issue-31ze): the steps that run at
+# every event or round are ``_nrt=False``, ``forceinline=True`` and ``_COMPILED_ONLY``, so the drivers'
+# machine code is what it was when the steps were written inline (docs/development.md, "issue-31ze").
 # ----------------------------------------------------------------------------------------------------------
 
 #: the options of a step that only compiled code calls: no Python-callable wrappers to compile
