@@ -7,7 +7,7 @@ step times 26.000 and 20.667 ms (unweighted: 25 GB/s each, 26 ms both)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -16,7 +16,6 @@ from _scenarios import collision_scenario, small_spine_leaf, spine_leaf_fabric
 from ainet_gym.agents.evaluate import EvalConfig, agent_controls, evaluate, markdown_table, run_policy
 from ainet_gym.agents.registry import make_agent
 from ainet_gym.agents.twin import PURE_CANDIDATES, TwinAgent, parse_twin_arg
-from ainet_gym.cli import main as cli_main
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.plans import FAVOUR_WEIGHT, plans_of_mode, weighted_plan
 
@@ -106,13 +105,11 @@ def _small() -> dict:
     return small_spine_leaf(6, name="weighted-small")
 
 
-def test_weighted_baselines_run_through_evaluate_in_their_class(capsys: pytest.CaptureFixture) -> None:
-    code = cli_main(
-        ["evaluate", "periodic-interference-jitter", "--policies", "burst-lp+bg,favour0+bg,favour1-w4+bg",
-         "--seeds", "1,2", "--steps", "3", "--json"]
-    )  # fmt: skip
-    assert code == 0
-    pol = json.loads(capsys.readouterr().out)["policies"]
+def test_weighted_baselines_run_through_evaluate_in_their_class(evaluate_json: Callable) -> None:
+    policies = "burst-lp+bg,favour0+bg,favour1-w4+bg"
+    pol = evaluate_json("periodic-interference-jitter", policies, "--seeds", "1,2", "--steps", "3")[
+        "policies"
+    ]
     for name in ("favour0+bg", "favour1-w4+bg"):  # spelled as given, in their class, against the path LP
         assert pol[name]["controls"] == "jobs+bg+weights"
         assert pol[name]["lp_reference"] == "lp+bg"
