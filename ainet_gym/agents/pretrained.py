@@ -244,9 +244,11 @@ class PretrainedAgent(SB3Agent):
         self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs")
 
     def _knn_controls(self) -> str:
-        from ainet_gym.routing.plans import CHOOSE_MODES
+        """The class of the file's plans: its mode's, ``jobs+bg+weights`` with a weighted extra plan."""
+        from ainet_gym.routing.plans import CHOOSE_MODES, plans_class
 
-        return CHOOSE_MODES.get(self.env_kwargs.get("action_mode", ""), "jobs")
+        mode_class = CHOOSE_MODES.get(self.env_kwargs.get("action_mode", ""), "jobs")
+        return plans_class(tuple(self.env_kwargs.get("extra_plans", ())), mode_class)
 
     def check(self, core: Any) -> None:
         if self.path is None:

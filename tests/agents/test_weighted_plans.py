@@ -207,3 +207,20 @@ def test_a_step_sets_the_weights_its_picked_plans_name() -> None:
     assert stepped[ju[2]].tolist() == [3.0, 1.0]
     core.step(np.array([core.plans.index("lp+bg")] * 3))
     assert core.world.sim.engine_state.unit_weight is None
+
+
+def test_every_shipped_knn_plays_in_the_class_its_record_names() -> None:
+    # `pretrained` of a shipped k-NN over weighted plans (ingest-bursts) is of the class jobs+bg+weights in
+    # evaluate's tables, as its record says, not of its mode's class (choose_bg: jobs+bg)
+    from ainet_gym.agents.pretrained import PretrainedAgent
+    from ainet_gym.pretrained import list_pretrained
+    from ainet_gym.scenario import load_scenario
+
+    classes = {}
+    for name, meta in list_pretrained().items():
+        if meta["file"].endswith(".npz"):
+            agent = PretrainedAgent()
+            agent.bind(load_scenario(name))
+            assert agent_controls(agent) == meta["controls"], name
+            classes[name] = meta["controls"]
+    assert "jobs+bg+weights" in classes.values() and "jobs+bg" in classes.values(), classes
