@@ -184,27 +184,80 @@ def lookahead_labels(
         ``objective`` is not one of :data:`OBJECTIVES`, ``tail_slack`` is negative or not finite,
         ``tail_weight`` is negative or nan, or the ``"tail"`` objective's ``base`` is not a plan of the mode.
     """
-    from ainet_gym.agents.baselines import SWITCHED
-    from ainet_gym.envs.env import EnvCore
-    from ainet_gym.routing.policies import POLICIES
     from ainet_gym.scenario.loader import load_scenario
 
     _check_label_args(action_mode, h, base, objective, tail_slack, tail_weight)
     t0 = time.perf_counter()
     sc = load_scenario(scenario)
-    B = len(seeds)
+    core, look = _label_cores(
+        sc, len(seeds), action_mode, history, steps, backend, obs_features, extra_plans, objective, base
+    )
+    out = _play_and_label(core, look, seeds, h, base, tail_slack, objective, tail_weight, policy)
+    B, T = len(seeds), core.episode_steps
+    out["seed"] = np.repeat(np.asarray(seeds, dtype=np.int64), T)
+    out["t"] = np.tile(np.arange(T), B)
+    out["plans"] = np.array(core.plans)
+    out["gpu_utilization"] = out["reward"].reshape(B, T).mean(axis=1)
+    out["seconds"] = time.perf_counter() - t0
+    meta = [sc.name, action_mode, ",".join(obs_features), str(history), str(T), base, str(h)]
+    if objective != DEFAULT_OBJECTIVE:
+        meta += [objective, repr(float(tail_slack)), repr(float(tail_weight))]
+    out["meta"] = np.array(meta)  # what clone() rebuilds the env from
+    return out
+
+
+def _label_cores(
+    sc: Any,
+    batch: int,
+    action_mode: str,
+    history: int,
+    steps: int | None,
+    backend: str | None,
+    obs_features: tuple[str, ...],
+    extra_plans: tuple[str, ...],
+    objective: str,
+    base: str,
+) -> tuple[Any, Any]:
+    """The two engines of :func:`lookahead_labels`: ``core``, the ``batch`` episodes played in
+    ``action_mode`` (its plans, with ``extra_plans``, and its observation), and ``look``, ``batch x K``
+    copies (one per plan) that the lookahead restores from ``core``'s snapshot and steps by splits; between
+    the two, the ``"tail"`` objective's ``base`` is refused unless it is a plan of the mode."""
+    from ainet_gym.envs.env import EnvCore
+
     core = EnvCore(
-        sc, batch=B, action_mode=action_mode, history=history, episode_steps=steps, backend=backend,
+        sc, batch=batch, action_mode=action_mode, history=history, episode_steps=steps, backend=backend,
         obs_features=obs_features, extra_plans=extra_plans,
     )  # fmt: skip
-    plans = core.plans
-    K, T = len(plans), core.episode_steps
-    if objective == "tail" and base not in plans:
+    if objective == "tail" and base not in core.plans:
         raise ValueError(
             f"base = {base!r}: the 'tail' objective compares each plan with the base plan; allowed: a plan of "
-            f"{action_mode} ({', '.join(plans)})"
+            f"{action_mode} ({', '.join(core.plans)})"
         )
-    look = EnvCore(sc, batch=B * K, history=history, episode_steps=steps, backend=backend)
+    look = EnvCore(sc, batch=batch * len(core.plans), history=history, episode_steps=steps, backend=backend)
+    return core, look
+
+
+def _play_and_label(
+    core: Any,
+    look: Any,
+    seeds: list[int],
+    h: int,
+    base: str,
+    tail_slack: float,
+    objective: str,
+    tail_weight: float,
+    policy: Any,
+) -> dict[str, np.ndarray]:
+    """The episodes of :func:`lookahead_labels`: ``core`` reset to ``seeds``, then at each interval every
+    plan scored over the lookahead (:func:`_score_plans`), the label picked (:func:`pick_label`) and the
+    label (or ``policy``'s plan) played; returns the arrays of every decision in episode order (B * T, ...):
+    ``obs``, ``label``, ``scores``, ``reward``, ``played``, ``tail``, ``excess``, ``step_ratio``,
+    ``step_iters``."""
+    from ainet_gym.agents.baselines import SWITCHED
+    from ainet_gym.routing.policies import POLICIES
+
+    plans = core.plans
+    B, K, T = len(seeds), len(plans), core.episode_steps
     base_pol = SWITCHED[base][0] if base in SWITCHED else POLICIES[base]
     src = np.repeat(np.arange(B), K)
     obs, _ = core.reset(list(seeds))
@@ -228,17 +281,7 @@ def lookahead_labels(
         rec["reward"].append(np.asarray(reward, dtype=np.float64))
         rec["played"].append(play)
     # (T, B, ...) -> episode order (B * T, ...)
-    out = {k: np.swapaxes(np.stack(v), 0, 1).reshape(B * T, *np.stack(v).shape[2:]) for k, v in rec.items()}
-    out["seed"] = np.repeat(np.asarray(seeds, dtype=np.int64), T)
-    out["t"] = np.tile(np.arange(T), B)
-    out["plans"] = np.array(plans)
-    out["gpu_utilization"] = out["reward"].reshape(B, T).mean(axis=1)
-    out["seconds"] = time.perf_counter() - t0
-    meta = [sc.name, action_mode, ",".join(obs_features), str(history), str(T), base, str(h)]
-    if objective != DEFAULT_OBJECTIVE:
-        meta += [objective, repr(float(tail_slack)), repr(float(tail_weight))]
-    out["meta"] = np.array(meta)  # what clone() rebuilds the env from
-    return out
+    return {k: np.swapaxes(np.stack(v), 0, 1).reshape(B * T, *np.stack(v).shape[2:]) for k, v in rec.items()}
 
 
 def _check_label_args(
@@ -416,9 +459,6 @@ def behaviour_clone(
     import torch
 
     from ainet_gym.agents.sb3_agents import algo_class, default_hyperparameters, save_model
-    from ainet_gym.agents.train import TrainConfig, meta_maker
-    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
-    from ainet_gym.scenario.loader import load_scenario
 
     if weighting not in ("inv_sqrt", "none", "regret"):
         raise ValueError(f"weighting = {weighting!r}: allowed: inv_sqrt, none, regret")
@@ -426,6 +466,37 @@ def behaviour_clone(
         raise ValueError(f"epochs = {epochs!r}: allowed: an integer >= 1")
     torch.set_num_threads(1)  # small MLPs run fastest on one thread (as ainet-gym train does)
     t0 = time.perf_counter()
+    sc, venv, obs_features = _clone_env(labels, obs_features, scenario, n_envs)
+    X, y = _clone_samples(labels, venv)
+    hp = default_hyperparameters("ppo", venv.core.episode_steps, n_envs)
+    if gamma is not None:
+        hp["gamma"] = float(gamma)
+    torch.manual_seed(seed)
+    model = algo_class("ppo")("MlpPolicy", venv, seed=seed, device="cpu", **hp)
+    K = int(venv.action_space.n)
+    majority = int(np.argmax(np.bincount(y, minlength=K)))
+    ret = _returns(np.asarray(labels["reward"], dtype=np.float64), int(labels["meta"][4]), float(model.gamma))
+    weights = _sample_weights(y, np.asarray(labels["scores"], dtype=np.float64), K, weighting)
+    _fit_policy(
+        model.policy, X, y, ret, weights, weighting == "regret", epochs, batch_size, learning_rate, seed
+    )
+    result = _clone_report(model.policy, labels, val, X.shape[1], majority, obs_features)
+    result["seconds"] = time.perf_counter() - t0
+    meta = _clone_metadata(labels, sc, venv, out, seed, n_envs, epochs, weighting, result)
+    result["model_path"] = str(save_model(model, out, meta))
+    venv.close()
+    return result
+
+
+def _clone_env(
+    labels: dict[str, Any], obs_features: tuple[str, ...] | None, scenario: Any, n_envs: int
+) -> tuple[Any, Any, tuple[str, ...]]:
+    """The scenario, the SB3 vector env of ``n_envs`` copies that :func:`behaviour_clone`'s model is built
+    on (the labels' scenario, or ``scenario``; their action mode, history and steps; ``obs_features``,
+    default the labels'), and those observation features."""
+    from ainet_gym.envs.sb3_vec_env import SB3VecEnv
+    from ainet_gym.scenario.loader import load_scenario
+
     name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
     if obs_features is None:
         obs_features = tuple(f for f in feats.split(",") if f)
@@ -434,6 +505,13 @@ def behaviour_clone(
         num_envs=n_envs, scenario=sc, action_mode=mode, history=int(history), episode_steps=int(steps),
         **({"obs_features": obs_features} if obs_features else {}),
     )  # fmt: skip
+    return sc, venv, obs_features
+
+
+def _clone_samples(labels: dict[str, Any], venv: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(N, D) float32 observations (the first D columns of the labels', those of ``venv``: with
+    ``obs_features=()`` the default blocks) and (N,) int64 labels of :func:`behaviour_clone`; refuses
+    labels whose observations the env does not give."""
     D = int(venv.observation_space.shape[0])
     X = np.asarray(labels["obs"], dtype=np.float32)[:, :D]  # obs_features=(): the default blocks
     if X.shape[1:] != venv.observation_space.shape:
@@ -441,19 +519,22 @@ def behaviour_clone(
             f"labels: observations of shape {X.shape[1:]}, the env of their metadata gives "
             f"{venv.observation_space.shape}"
         )
+    return X, np.asarray(labels["label"], dtype=np.int64)
+
+
+def _clone_report(
+    policy: Any,
+    labels: dict[str, Any],
+    val: dict[str, Any] | None,
+    D: int,
+    majority: int,
+    obs_features: tuple[str, ...],
+) -> dict[str, Any]:
+    """:func:`behaviour_clone`'s result: the fitted policy's accuracy on ``labels`` and ``val``, the
+    ``majority`` plan and the accuracy of always answering it, the policy on the other plans' decisions
+    (:func:`_clone_minority`), and the observation features."""
     y = np.asarray(labels["label"], dtype=np.int64)
-    hp = default_hyperparameters("ppo", venv.core.episode_steps, n_envs)
-    if gamma is not None:
-        hp["gamma"] = float(gamma)
-    torch.manual_seed(seed)
-    model = algo_class("ppo")("MlpPolicy", venv, seed=seed, device="cpu", **hp)
-    policy = model.policy
-    K = int(venv.action_space.n)
-    majority = int(np.argmax(np.bincount(y, minlength=K)))
-    ret = _returns(np.asarray(labels["reward"], dtype=np.float64), int(steps), float(model.gamma))
-    weights = _sample_weights(y, np.asarray(labels["scores"], dtype=np.float64), K, weighting)
-    _fit_policy(policy, X, y, ret, weights, weighting == "regret", epochs, batch_size, learning_rate, seed)
-    result = {
+    return {
         "train_accuracy": _clone_accuracy(policy, labels, D),
         "val_accuracy": _clone_accuracy(policy, val, D),
         "majority_plan": str(labels["plans"][majority]),
@@ -464,19 +545,36 @@ def behaviour_clone(
         "train_other_plans": _clone_minority(policy, labels, D, majority),
         "val_other_plans": _clone_minority(policy, val, D, majority),
         "obs_features": list(obs_features),
-        "seconds": time.perf_counter() - t0,
     }
+
+
+def _clone_metadata(
+    labels: dict[str, Any],
+    sc: Any,
+    venv: Any,
+    out: str | Path,
+    seed: int,
+    n_envs: int,
+    epochs: int,
+    weighting: str,
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    """The metadata :func:`behaviour_clone` saves with its model: ``ainet-gym train``'s (so that ``evaluate
+    ppo:OUT`` and ``train --resume OUT`` take it), plus ``behaviour_cloning``: the samples, epochs, weighting,
+    the lookahead's base and horizon and the ``result`` (less its seconds)."""
+    from ainet_gym.agents.train import TrainConfig, meta_maker
+
+    mode, history = str(labels["meta"][1]), int(labels["meta"][3])
     cfg = TrainConfig(scenario=sc, algo="ppo", action_mode=mode, seed=seed, n_envs=n_envs)
     meta = meta_maker(
-        cfg, "ppo", mode, int(history), "flat", venv.core, sc.name, f"bc-{Path(out).stem}", venv, None
+        cfg, "ppo", mode, history, "flat", venv.core, sc.name, f"bc-{Path(out).stem}", venv, None
     )(0)
     meta["behaviour_cloning"] = {
-        "samples": len(y), "epochs": epochs, "weighting": weighting, "lookahead_base": str(labels["meta"][5]),
-        "lookahead_h": int(labels["meta"][6]), **{k: v for k, v in result.items() if k != "seconds"},
+        "samples": len(labels["label"]), "epochs": epochs, "weighting": weighting,
+        "lookahead_base": str(labels["meta"][5]), "lookahead_h": int(labels["meta"][6]),
+        **{k: v for k, v in result.items() if k != "seconds"},
     }  # fmt: skip
-    result["model_path"] = str(save_model(model, out, meta))
-    venv.close()
-    return result
+    return meta
 
 
 def _sample_weights(y: np.ndarray, scores: np.ndarray, K: int, weighting: str) -> np.ndarray:
@@ -671,17 +769,46 @@ def fit_knn(
         an integer >= 0, or ``tail_cap`` or ``tail_penalty`` is given with the label vote or refused by
         :func:`knn_values`.
     """
-    from ainet_gym.envs.env import EnvCore
-
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"k = {k!r}: allowed: an integer >= 1 (neighbours)")
+    cols = _knn_block(labels, block, scenario)
+    extra = _knn_vote_fields(
+        labels, vote, value_weight, margin, fallback, vote_plans, cooldown, tail_cap, tail_penalty
+    )
+    x = np.asarray(labels["obs"], dtype=np.float32)[:, cols]
+    if standardize:
+        x, extra["scale"] = _standardized(x)
+    return _save_knn(out, x, labels, k, block, extra, metadata)
+
+
+def _knn_block(labels: dict[str, Any], block: str, scenario: Any) -> slice | np.ndarray:
+    """The columns of the observation block(s) ``block`` (:func:`knn_columns`) in the env the labels were
+    made in (their scenario, or ``scenario``; their action mode, history, steps and observation features)."""
+    from ainet_gym.envs.env import EnvCore
+
     name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
     feats_t = tuple(f for f in feats.split(",") if f)
     core = EnvCore(
         name if scenario is None else scenario, action_mode=mode, history=int(history),
         episode_steps=int(steps), obs_features=feats_t,
     )  # fmt: skip
-    sl = knn_columns(core.obs_layout, block)
+    return knn_columns(core.obs_layout, block)
+
+
+def _knn_vote_fields(
+    labels: dict[str, Any],
+    vote: str,
+    value_weight: float | None,
+    margin: float | None,
+    fallback: str,
+    vote_plans: list[str] | None,
+    cooldown: int,
+    tail_cap: float | None,
+    tail_penalty: float,
+) -> dict[str, np.ndarray]:
+    """The optional fields of :func:`fit_knn`'s file for its ``vote`` (:data:`KNN_OPTIONAL`): ``q``
+    (:func:`knn_values`) with the value vote, and those of :func:`_vote_options`; refuses a tail cap or
+    penalty with the label vote."""
     check_choice("vote", vote, KNN_VOTES)
     if (tail_cap is not None or tail_penalty != 0) and vote != "value":
         raise ValueError(
@@ -690,12 +817,28 @@ def fit_knn(
         )
     extra = {} if vote == "label" else {"q": knn_values(labels, value_weight, tail_cap, tail_penalty)}
     extra.update(_vote_options(labels, vote, margin, fallback, vote_plans, cooldown))
-    x = np.asarray(labels["obs"], dtype=np.float32)[:, sl]
-    if standardize:
-        scale = x.astype(np.float64).std(axis=0)
-        scale[~(scale > 0)] = 1.0  # a constant column: left as it is (0 spread, 0 distance)
-        x = (x / scale).astype(np.float32)
-        extra["scale"] = scale
+    return extra
+
+
+def _standardized(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` (N, D) divided by each column's standard deviation (1 where it is 0), as float32, and those
+    (D,) float64 scales (:func:`fit_knn` ``standardize``)."""
+    scale = x.astype(np.float64).std(axis=0)
+    scale[~(scale > 0)] = 1.0  # a constant column: left as it is (0 spread, 0 distance)
+    return (x / scale).astype(np.float32), scale
+
+
+def _save_knn(
+    out: str | Path,
+    x: np.ndarray,
+    labels: dict[str, Any],
+    k: int,
+    block: str,
+    extra: dict[str, np.ndarray],
+    metadata: dict[str, Any] | None,
+) -> Path:
+    """Write :func:`fit_knn`'s file (:data:`KNN_FIELDS`, the optional ``extra`` and the :data:`KNN_META`
+    member) to ``out``; returns its path (``.npz`` appended unless there, as ``np.savez`` does)."""
     p = Path(out)
     np.savez_compressed(
         p,

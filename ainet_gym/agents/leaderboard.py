@@ -5,13 +5,14 @@ baseline (:data:`ainet_gym.agents.baselines.BASELINES`), the predict-then-route 
 shipped, the ``pretrained`` checkpoint, on the same held-out seeds (:data:`LEADERBOARD_SEEDS`, 1-10;
 training uses seeds >= 1,000,000), through :func:`ainet_gym.agents.evaluate.evaluate`. It prints and writes a
 table of mean GPU utilisation with its 95% confidence interval, the class of each row (the traffic the
-policy controls: ``none``, ``jobs`` or ``jobs+bg``), and the LP-normalised score
+policy controls: ``none``, ``jobs`` or ``jobs+bg``; ``jobs+bg+weights`` for the weighted plans
+``favour{j}+bg``, one per job slot, which set the jobs' share weights too), and the LP-normalised score
 
     score = (policy - ECMP) / (LP of its class - ECMP)
 
 of the mean GPU utilisations: 0 is static ECMP, 1 the LP of the policy's class (``lp`` for ``jobs``,
-which routes only the jobs' traffic; ``lp+bg`` for ``jobs+bg``, which routes the background too), above
-1 beats it. Its interval is the paired CI of ``policy - ECMP`` over the episodes divided by
+which routes only the jobs' traffic; ``lp+bg`` for ``jobs+bg`` and ``jobs+bg+weights``, which route the
+background too), above 1 beats it. Its interval is the paired CI of ``policy - ECMP`` over the episodes divided by
 ``LP - ECMP`` (the uncertainty of the denominator is left out; ``-`` when ``LP - ECMP`` is below
 0.005, where the score means nothing). Rows are grouped by class, the class of the shipped checkpoint
 first, best first within a class. Files: ``leaderboard.md``, ``leaderboard.csv``,
@@ -60,12 +61,15 @@ MIN_GAP = 0.005
 
 
 def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[str]:
-    """Baselines, predictive baselines, ``pretrained`` if a checkpoint is shipped for ``scenario``,
-    then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
-    from ainet_gym.agents.baselines import BASELINES
+    """Baselines, predictive baselines, the weighted plans ``favour{j}+bg`` of every job slot of ``scenario``
+    (the static baselines of the class ``jobs+bg+weights``), ``pretrained`` if a checkpoint is shipped for
+    ``scenario``, then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
+    from ainet_gym.agents.baselines import BASELINES, WEIGHTED_BASELINES
     from ainet_gym.pretrained import pretrained_path
+    from ainet_gym.scenario import load_scenario
 
-    pols = [*BASELINES, *PREDICTIVE]
+    n_jobs = len(load_scenario(scenario).jobs)
+    pols = [*BASELINES, *PREDICTIVE, *WEIGHTED_BASELINES[:n_jobs]]
     if pretrained_path(scenario) is not None:
         pols.append("pretrained")
     return pols + [e for e in (extra or []) if e not in pols]

@@ -127,7 +127,7 @@ def export_knn(
     import numpy as np
 
     from ainet_gym.agents.imitate import KNN_FIELDS, KNN_META, load_knn
-    from ainet_gym.routing.plans import CHOOSE_MODES
+    from ainet_gym.routing.plans import CHOOSE_MODES, plans_class
 
     z = load_knn(src)
     if z["meta"][0] != scenario:
@@ -138,7 +138,7 @@ def export_knn(
     meta = {
         "algo": "knn",
         "algorithm": KNN_ALGORITHM,
-        "controls": CHOOSE_MODES.get(mode, "jobs"),
+        "controls": plans_class(z["plans"], CHOOSE_MODES.get(mode, "jobs")),  # weighted plans: their class
         "scenario": scenario,
         "action_mode": mode,
         "obs_features": [f for f in feats.split(",") if f],
@@ -244,9 +244,11 @@ class PretrainedAgent(SB3Agent):
         self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs")
 
     def _knn_controls(self) -> str:
-        from ainet_gym.routing.plans import CHOOSE_MODES
+        """The class of the file's plans: its mode's, ``jobs+bg+weights`` with a weighted extra plan."""
+        from ainet_gym.routing.plans import CHOOSE_MODES, plans_class
 
-        return CHOOSE_MODES.get(self.env_kwargs.get("action_mode", ""), "jobs")
+        mode_class = CHOOSE_MODES.get(self.env_kwargs.get("action_mode", ""), "jobs")
+        return plans_class(tuple(self.env_kwargs.get("extra_plans", ())), mode_class)
 
     def check(self, core: Any) -> None:
         if self.path is None:

@@ -218,6 +218,59 @@ def _lr_schedule(lr: float, lr_final: float | None, decay_steps: int | None) -> 
     return lr
 
 
+def _ppo_env_config(
+    scenario: str | os.PathLike | Mapping | Scenario,
+    action_mode: str,
+    history: int,
+    episode_steps: int | None,
+) -> dict[str, Any]:
+    """:func:`ppo_config`'s ``env_config``: the scenario as a mapping (:func:`scenario_config`), the action
+    mode, the history and the episode length (the scenario's ``dynamics.episode_steps`` unless given)."""
+    sc = load_scenario(scenario)
+    steps = int(episode_steps if episode_steps is not None else sc.dynamics.episode_steps)
+    return {
+        "scenario": scenario_config(sc),
+        "action_mode": action_mode,
+        "history": int(history),
+        "episode_steps": steps,
+    }
+
+
+def _ppo_model_config(action_mode: str) -> dict[str, Any]:
+    """:func:`ppo_config`'s module: two hidden layers of 128 (tanh) for policy and value, not shared, as SB3's
+    ``MlpPolicy``; Box actions (every mode but ``path``) a free log std starting at -1, SB3's
+    ``log_std_init`` (:class:`FabricPPOTorchRLModule`)."""
+    model: dict[str, Any] = {
+        "fcnet_hiddens": [128, 128],
+        "fcnet_activation": "tanh",
+        "vf_share_layers": False,
+    }
+    if action_mode != "path":
+        model |= {"free_log_std": True, "log_std_init": -1.0}
+    return model
+
+
+def _ppo_training(rate: float | list[list[float]], batch: int, minibatch: int) -> dict[str, Any]:
+    """:func:`ppo_config`'s ``training(...)`` keywords, each SB3 PPO's default: learning rate ``rate``
+    (:func:`_lr_schedule`), discount and GAE lambda 0.9, clip 0.2, no entropy bonus, no KL penalty, gradient
+    norm clipped at 0.5, value loss weight 0.5, 10 epochs over the ``batch`` in minibatches of ``minibatch``
+    (:func:`_ppo_sizes`)."""
+    return {
+        "lr": rate,
+        "gamma": 0.9,
+        "lambda_": 0.9,
+        "clip_param": 0.2,
+        "entropy_coeff": 0.0,
+        "use_kl_loss": False,
+        "grad_clip": 0.5,
+        "grad_clip_by": "global_norm",
+        "vf_loss_coeff": 0.5,
+        "num_epochs": 10,
+        "train_batch_size_per_learner": batch,
+        "minibatch_size": minibatch,
+    }
+
+
 def ppo_config(
     scenario: str | os.PathLike | Mapping | Scenario,
     *,
@@ -235,8 +288,9 @@ def ppo_config(
     hyperparameters: Mapping[str, Any] | None = None,
 ) -> PPOConfig:
     """An RLlib ``PPOConfig`` on the native vector env, matching the SB3 PPO defaults: the arguments
-    checked (:func:`_check_ppo_counts`, :func:`_lr_schedule`), the rollout sizes (:func:`_ppo_sizes`), then one
-    builder chain, each setting next to the SB3 default it mirrors.
+    checked (:func:`_check_ppo_counts`, :func:`_lr_schedule`), the env config (:func:`_ppo_env_config`), the
+    rollout sizes (:func:`_ppo_sizes`), the module (:func:`_ppo_model_config`) and the training keywords
+    (:func:`_ppo_training`, each the SB3 default it mirrors), then one builder chain.
 
     One training iteration samples one episode from every copy: ``train_batch_size_per_learner =
     max(1, num_env_runners) * envs_per_runner * episode_steps`` (``rollout_fragment_length =
@@ -260,24 +314,11 @@ def ppo_config(
     from ainet_gym.envs.registration import TRAIN_SEED_OFFSET
 
     _check_ppo_counts(num_env_runners, envs_per_runner, action_mode)
-    sc = load_scenario(scenario)
-    steps = int(episode_steps if episode_steps is not None else sc.dynamics.episode_steps)
-    env_config = {
-        "scenario": scenario_config(sc),
-        "action_mode": action_mode,
-        "history": int(history),
-        "episode_steps": steps,
-    }
-    fragment, batch, minibatch = _ppo_sizes(num_env_runners, envs_per_runner, steps)
+    env_config = _ppo_env_config(scenario, action_mode, history, episode_steps)
+    fragment, batch, minibatch = _ppo_sizes(num_env_runners, envs_per_runner, env_config["episode_steps"])
     rate = _lr_schedule(lr, lr_final, decay_steps)
     register(env_name)
-    model: dict[str, Any] = {
-        "fcnet_hiddens": [128, 128],
-        "fcnet_activation": "tanh",
-        "vf_share_layers": False,
-    }
-    if action_mode != "path":
-        model |= {"free_log_std": True, "log_std_init": -1.0}
+    spec = RLModuleSpec(module_class=FabricPPOTorchRLModule, model_config=_ppo_model_config(action_mode))
     cfg = (
         PPOConfig()
         .environment(env=env_name, env_config=env_config)
@@ -289,22 +330,8 @@ def ppo_config(
             num_cpus_per_env_runner=1,
         )
         .learners(num_learners=0)
-        .training(
-            lr=rate,
-            gamma=0.9,
-            lambda_=0.9,
-            clip_param=0.2,
-            entropy_coeff=0.0,
-            use_kl_loss=False,
-            grad_clip=0.5,
-            grad_clip_by="global_norm",
-            vf_loss_coeff=0.5,
-            num_epochs=10,
-            train_batch_size_per_learner=batch,
-            minibatch_size=minibatch,
-            **dict(hyperparameters or {}),
-        )
-        .rl_module(rl_module_spec=RLModuleSpec(module_class=FabricPPOTorchRLModule, model_config=model))
+        .training(**_ppo_training(rate, batch, minibatch), **dict(hyperparameters or {}))
+        .rl_module(rl_module_spec=spec)
         .debugging(seed=TRAIN_SEED_OFFSET + int(seed))
     )
     if callbacks is not None:

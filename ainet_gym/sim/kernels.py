@@ -401,6 +401,10 @@ def merge_range(b_lo, b_hi, split_flat, table, go):  # pragma: no cover - compil
 # Python) are compiled without the CPython and C-callable wrappers (``_COMPILED_ONLY``): nothing calls them
 # from Python, and their wrappers cost the cold start 0.66 s of CPU (docs/development.md, "the cold compile",
 # issue-31zb); the callers' code is the same.
+# The frame of an event is written once for both kernels (begin_event, end_event, below); every long kernel
+# of this module is a short driver over such steps, each of one concern (issue-31ze): the steps that run at
+# every event or round are ``_nrt=False``, ``forceinline=True`` and ``_COMPILED_ONLY``, so the drivers'
+# machine code is what it was when the steps were written inline (docs/development.md, "issue-31ze").
 # ----------------------------------------------------------------------------------------------------------
 
 #: the options of a step that only compiled code calls: no Python-callable wrappers to compile
@@ -707,6 +711,74 @@ def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, li
         link_bytes[e_link[e]] += e_coef[e] * moved[e_flow[e]]
 
 
+# the event loop's frame, one implementation for both interval kernels: begin_event (the units settle, the
+# interval's end, the event cap) and end_event (the units' next timer, their timers and the instance's clock
+# advanced); each kernel's own allocation and completions go between the two
+
+#: :func:`begin_event`'s codes: run the event; the interval is over; an error (in ``stats``); the event cap
+FRAME_RUN, FRAME_END, FRAME_ERROR, FRAME_CAP = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def begin_event(
+    u0, u1, now_s, t_left, ev, max_events, max_rounds, eps_t, counted, pend, joined, units, clock, rem, job, graph,
+    tallies, stats,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The top of an event of both interval kernels: every transition of units ``u0:u1`` due at ``now_s``
+    (:func:`settle_units`, its arguments), then the interval's end (``t_left`` s left, no more than
+    ``eps_t``) and the event count ``ev`` against ``max_events``. ``(code, ev)``: :data:`FRAME_RUN` (event
+    ``ev``, counted up, runs), :data:`FRAME_END`, :data:`FRAME_ERROR` (a unit's error in ``stats``) or
+    :data:`FRAME_CAP` (``ERR_EVENTS`` in ``stats``; the caller adds its counters so far)."""
+    if not settle_units(
+        u0, u1, now_s, max_rounds, eps_t, counted, pend, joined, units, clock, rem, job, graph, tallies, stats
+    ):  # fmt: skip
+        return FRAME_ERROR, ev
+    if not t_left > eps_t:
+        return FRAME_END, ev
+    ev += 1
+    if ev > max_events:
+        stats[2], stats[3] = ERR_EVENTS, -1
+        return FRAME_CAP, ev
+    return FRAME_RUN, ev
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def end_event(b, u0, u1, dt, eps_t, units, clock, active_t, compute_t, time_s):  # pragma: no cover - compiled
+    """The bottom of an event of both interval kernels: the step is the least of ``dt`` (the flows' next
+    event, or the interval's end) and the next timer of units ``u0:u1`` (:func:`next_unit_event`), never
+    below 0; the units' timers (:func:`advance_units`) and instance ``b``'s clock ``time_s[b]`` advance by
+    it. ``(step, whether a unit's timer came first)``."""
+    dt_u = next_unit_event(u0, u1, dt, eps_t, units, clock)
+    unit_first = dt_u < dt
+    if dt_u < 0.0:
+        dt_u = 0.0
+    advance_units(u0, u1, dt_u, units, clock, active_t, compute_t)
+    time_s[b] += dt_u
+    return dt_u, unit_first
+
+
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
+def reset_instance_flows(
+    b, f0, f1, act, moved, dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Instance ``b``'s flows ``f0:f1`` at the start of its part of an interval (both kernels): none active,
+    no bytes moved, demands capped by the exclusive links (:func:`exclusive_caps`)."""
+    for f in range(f0, f1):
+        act[f] = False
+        moved[f] = 0.0
+        dcap[f] = flow_demand[f]
+    exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)
+
+
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
+def zero_completed(f0, f1, eps_b, flow_bg, flow_scale, rem):  # pragma: no cover - compiled
+    """Job flows of ``f0:f1`` whose bytes left are within the completion tolerance ``eps_b x flow_scale``
+    have none (``rem`` 0)."""
+    for f in range(f0, f1):
+        if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:
+            rem[f] = 0.0
+
+
 class ParallelRows(NamedTuple):
     """:func:`parallel_rule`'s scratch per flow of a solve (rows: the most flows of one)."""
 
@@ -732,6 +804,196 @@ class ParallelLinks(NamedTuple):
     touched: np.ndarray  # (links,) int64 the links touched in a round
     gstamp: np.ndarray  # (links,) int64 the round in which the link last froze a group (``order`` only)
     gid: np.ndarray  # (links,) int64 that group (``order`` only; both may be empty otherwise)
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _rule_start(
+    n_act, act_flows, fe_lo, fe_hi, dcap, rate, rows, order, weight
+):  # pragma: no cover - compiled
+    """:func:`parallel_rule`'s start: the flows ``act_flows[:n_act]`` that cross a shared link are live
+    (``rows.live_i``: flow, first and end entry; ``rows.live_x[:, 0]``: demand level); the others are at their
+    demand (``order``: each a frozen group of its own). ``(live, frozen, groups)``."""
+    live_i, live_x, froz_i, froz_x, froz_g, glev = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x, rows.froz_g, rows.glev  # fmt: skip
+    wtd = weight.shape[0] > 0  # (a weight of 1 multiplies exactly: the unweighted rule bit for bit)
+    n_live = n_done = n_grp = 0
+    for k in range(n_act):
+        f = act_flows[k]
+        if fe_hi[f] > fe_lo[f]:
+            live_i[n_live, 0] = f
+            live_i[n_live, 1] = fe_lo[f]
+            live_i[n_live, 2] = fe_hi[f]
+            live_x[n_live, 0] = dcap[f] / weight[f] if wtd else dcap[f]  # its demand level
+            n_live += 1
+        else:
+            rate[f] = dcap[f]  # crosses no shared link: limited by its demand only
+            if order:  # a group of its own, at its demand level
+                froz_i[n_done, 0] = 0
+                froz_i[n_done, 1] = 0
+                froz_g[n_done, 0] = f
+                froz_g[n_done, 1] = n_grp
+                froz_x[n_done] = dcap[f]
+                glev[n_grp] = dcap[f] / weight[f] if wtd else dcap[f]
+                n_grp += 1
+                n_done += 1
+    return n_live, n_done, n_grp
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _rule_shares(n_live, cur, first, e_link, e_coef, capacity, lo, rows, links, weight):  # pragma: no cover
+    """Step 1 of a round of :func:`parallel_rule` (round stamp ``cur``): the fair share level ``remaining /
+    sum coef x weight`` of every link a live flow crosses (sums in entry order; ``first``: the remaining
+    capacities start as ``capacity[lo + l]``). The live flows' entries (the cost model's work)."""
+    live_i = rows.live_i
+    remaining, denom, share, linkmin, sub, stamp, touched = (
+        links.remaining, links.denom, links.share, links.linkmin, links.sub, links.stamp, links.touched,
+    )  # fmt: skip
+    wtd = weight.shape[0] > 0
+    wk = 0
+    n_touched = 0
+    for i in range(n_live):
+        wk += live_i[i, 2] - live_i[i, 1]
+        w = weight[live_i[i, 0]] if wtd else 1.0
+        for e in range(live_i[i, 1], live_i[i, 2]):
+            lk = e_link[e] - lo
+            if stamp[lk] != cur:
+                stamp[lk] = cur
+                if first:  # a later round's links were all touched in the first
+                    remaining[lk] = capacity[lo + lk]
+                denom[lk] = 0.0
+                linkmin[lk] = np.inf
+                sub[lk] = 0.0
+                touched[n_touched] = lk
+                n_touched += 1
+            denom[lk] += e_coef[e] * w
+    for t in range(n_touched):  # each touched link's level: one division per link
+        lk = touched[t]
+        share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else np.inf
+    return wk
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _rule_path_minima(n_live, e_link, lo, rows, links):  # pragma: no cover - compiled
+    """Step 2 of a round of :func:`parallel_rule`: the path minimum of every live flow (the least share on its
+    links, or its demand level; ``rows.live_x[:, 1]``), and the smallest one at each link
+    (``links.linkmin``; a flow alone is ready as it is: at its demand, or at the level of its min link)."""
+    live_i, live_x, share, linkmin = rows.live_i, rows.live_x, links.share, links.linkmin
+    for i in range(n_live):
+        e0, e1 = live_i[i, 1], live_i[i, 2]
+        mk = np.inf
+        for e in range(e0, e1):
+            sh = share[e_link[e] - lo]
+            if sh < mk:
+                mk = sh
+        d = live_x[i, 0]
+        if d < mk:
+            mk = d
+        live_x[i, 1] = mk
+        if n_live == 1:
+            break
+        for e in range(e0, e1):
+            lk = e_link[e] - lo
+            if mk < linkmin[lk]:
+                linkmin[lk] = mk
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _rule_group(f, e0, e1, mk, r, at_demand, cur, n_grp, e_link, lo, rows, links):  # pragma: no cover
+    """The freeze-order group (``order``) of flow ``f`` frozen at level ``r`` in round ``cur`` of
+    :func:`parallel_rule`: the group its first link at the path minimum ``mk`` froze in this round (as it was
+    found: the least share, first), a new one if it is the first such flow, or (at its demand) a group of its
+    own. ``(group, groups)``."""
+    share, gstamp, gid, glev = links.share, links.gstamp, links.gid, rows.glev
+    bl = -1
+    if not at_demand:
+        for e in range(e0, e1):
+            if share[e_link[e] - lo] == mk:
+                bl = e_link[e] - lo
+                break
+    if bl < 0:  # at its demand: a group of its own
+        g = n_grp
+        glev[g] = r
+        n_grp += 1
+    elif gstamp[bl] != cur:  # the first flow its link freezes in this round
+        gstamp[bl] = cur
+        g = n_grp
+        gid[bl] = g
+        glev[g] = r
+        n_grp += 1
+    else:
+        g = gid[bl]
+    return g, n_grp
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _rule_freeze(
+    n_live, n_done, n_grp, cur, e_link, lo, dcap, rate, rows, links, order, weight
+):  # pragma: no cover
+    """Step 3 of a round of :func:`parallel_rule`: the ready flows (a link of theirs ready, its least path
+    minimum at its share, or at their demand) freeze at their level (``rate``; ``rows.froz_*`` in freeze
+    order, with ``order`` their groups, :func:`_rule_group`); the others stay live, compacted.
+    ``(live, frozen in all, groups, frozen in this round)``."""
+    live_i, live_x, froz_i, froz_x, froz_g = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x, rows.froz_g
+    share, linkmin = links.share, links.linkmin
+    wtd = weight.shape[0] > 0
+    n_keep = 0
+    n_frozen = 0
+    for i in range(n_live):
+        mk = live_x[i, 1]
+        d = live_x[i, 0]
+        e0, e1 = live_i[i, 1], live_i[i, 2]
+        at_demand = mk >= d  # never >: equality, exact
+        ready = at_demand or n_live == 1
+        if not ready:
+            for e in range(e0, e1):
+                lk = e_link[e] - lo
+                if linkmin[lk] >= share[lk]:  # never >: equality, exact
+                    ready = True
+                    break
+        if ready:
+            r = d if at_demand else mk  # the level
+            f = live_i[i, 0]
+            rate[f] = (dcap[f] if at_demand else weight[f] * mk) if wtd else r
+            froz_i[n_done, 0] = e0
+            froz_i[n_done, 1] = e1
+            froz_x[n_done] = rate[f]
+            if order:
+                froz_g[n_done, 0] = f
+                froz_g[n_done, 1], n_grp = _rule_group(
+                    f, e0, e1, mk, r, at_demand, cur, n_grp, e_link, lo, rows, links
+                )
+            n_done += 1
+            n_frozen += 1
+        else:
+            if n_keep != i:
+                live_i[n_keep, 0] = live_i[i, 0]
+                live_i[n_keep, 1] = e0
+                live_i[n_keep, 2] = e1
+                live_x[n_keep, 0] = d
+            n_keep += 1
+    return n_keep, n_done, n_grp, n_frozen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _rule_take_off(n_done, n_frozen, cur, e_link, e_coef, lo, rows, links):  # pragma: no cover - compiled
+    """Step 4 of a round of :func:`parallel_rule`: the traffic of the ``n_frozen`` flows frozen last
+    (``rows.froz_i``, ``rows.froz_x``) taken off their links' remaining capacities, summed per link in entry
+    order and then off each link once (as ``remaining - bincount(...)`` does; never below 0)."""
+    froz_i, froz_x = rows.froz_i, rows.froz_x
+    remaining, sub, sstamp = links.remaining, links.sub, links.sstamp
+    for i in range(n_done - n_frozen, n_done):
+        r = froz_x[i]
+        for e in range(froz_i[i, 0], froz_i[i, 1]):
+            use = e_coef[e] * r
+            # inf only for unconstrained flows, whose links are all inf
+            if np.isfinite(use):
+                sub[e_link[e] - lo] += use
+    for i in range(n_done - n_frozen, n_done):
+        for e in range(froz_i[i, 0], froz_i[i, 1]):
+            lk = e_link[e] - lo
+            if sstamp[lk] != cur:
+                sstamp[lk] = cur
+                y = remaining[lk] - sub[lk]
+                remaining[lk] = y if y > 0.0 else 0.0
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True)
@@ -766,152 +1028,29 @@ def parallel_rule(
     is a group of its own); work: the entries of the live flows summed over the rounds (the switch's cost
     model).
 
-    Long on purpose: the rule's four steps per round (shares, path minima, ready flows, traffic off the
-    links) over one set of scratch rows, the compiled twin of ``solve_coo``'s numbered steps.
+    The rule's four steps per round over one set of scratch rows, the compiled twin of ``solve_coo``'s
+    numbered steps: :func:`_rule_shares`, :func:`_rule_path_minima`, :func:`_rule_freeze` (ready flows,
+    their groups :func:`_rule_group`) and :func:`_rule_take_off` (traffic off the links), after
+    :func:`_rule_start`; each compiled into the rule (``forceinline``).
     """
-    live_i, live_x, froz_i, froz_x = rows.live_i, rows.live_x, rows.froz_i, rows.froz_x
-    froz_g, glev = rows.froz_g, rows.glev
-    remaining, denom, share, linkmin = links.remaining, links.denom, links.share, links.linkmin
-    sub, stamp, sstamp, touched = links.sub, links.stamp, links.sstamp, links.touched
-    gstamp, gid = links.gstamp, links.gid
-    inf = np.inf
-    wtd = weight.shape[0] > 0  # (a weight of 1 multiplies exactly: the unweighted rule bit for bit)
-    n_live = n_done = n_grp = 0
-    for k in range(n_act):
-        f = act_flows[k]
-        if fe_hi[f] > fe_lo[f]:
-            live_i[n_live, 0] = f
-            live_i[n_live, 1] = fe_lo[f]
-            live_i[n_live, 2] = fe_hi[f]
-            live_x[n_live, 0] = dcap[f] / weight[f] if wtd else dcap[f]  # its demand level
-            n_live += 1
-        else:
-            rate[f] = dcap[f]  # crosses no shared link: limited by its demand only
-            if order:  # a group of its own, at its demand level
-                froz_i[n_done, 0] = 0
-                froz_i[n_done, 1] = 0
-                froz_g[n_done, 0] = f
-                froz_g[n_done, 1] = n_grp
-                froz_x[n_done] = dcap[f]
-                glev[n_grp] = dcap[f] / weight[f] if wtd else dcap[f]
-                n_grp += 1
-                n_done += 1
+    n_live, n_done, n_grp = _rule_start(n_act, act_flows, fe_lo, fe_hi, dcap, rate, rows, order, weight)
     it = 0
     wk = 0  # entries of the live flows, summed over the rounds (the cost model's work)
     wk0 = 0  # in the first round
     while n_live > 0 and it < max_rounds:
         cur = tick
         tick += 1
-        n_touched = 0
-        # 1. fair share level of every link touched by a live flow (sums in entry order)
-        for i in range(n_live):
-            wk += live_i[i, 2] - live_i[i, 1]
-            w = weight[live_i[i, 0]] if wtd else 1.0
-            for e in range(live_i[i, 1], live_i[i, 2]):
-                lk = e_link[e] - lo
-                if stamp[lk] != cur:
-                    stamp[lk] = cur
-                    if it == 0 and not order:  # a later round's links were all touched in the first
-                        remaining[lk] = capacity[lo + lk]
-                    denom[lk] = 0.0
-                    linkmin[lk] = inf
-                    sub[lk] = 0.0
-                    touched[n_touched] = lk
-                    n_touched += 1
-                denom[lk] += e_coef[e] * w
-        for t in range(n_touched):  # each touched link's level: one division per link
-            lk = touched[t]
-            share[lk] = remaining[lk] / denom[lk] if denom[lk] > 0 else inf
-        # 2. path minimum of every live flow (or its demand), and the smallest one at each link
-        for i in range(n_live):
-            e0, e1 = live_i[i, 1], live_i[i, 2]
-            mk = inf
-            for e in range(e0, e1):
-                sh = share[e_link[e] - lo]
-                if sh < mk:
-                    mk = sh
-            d = live_x[i, 0]
-            if d < mk:
-                mk = d
-            live_x[i, 1] = mk
-            # a flow alone is ready: at its demand, or at the level of its min link
-            if n_live == 1:
-                break
-            for e in range(e0, e1):
-                lk = e_link[e] - lo
-                if mk < linkmin[lk]:
-                    linkmin[lk] = mk
-        # 3. ready flows (a ready link, or at demand) freeze at their level
-        n_keep = 0
-        n_frozen = 0
-        for i in range(n_live):
-            mk = live_x[i, 1]
-            d = live_x[i, 0]
-            e0, e1 = live_i[i, 1], live_i[i, 2]
-            at_demand = mk >= d  # never >: equality, exact
-            ready = at_demand or n_live == 1
-            if not ready:
-                for e in range(e0, e1):
-                    lk = e_link[e] - lo
-                    if linkmin[lk] >= share[lk]:  # never >: equality, exact
-                        ready = True
-                        break
-            if ready:
-                r = d if at_demand else mk  # the level
-                f = live_i[i, 0]
-                rate[f] = (dcap[f] if at_demand else weight[f] * mk) if wtd else r
-                froz_i[n_done, 0] = e0
-                froz_i[n_done, 1] = e1
-                froz_x[n_done] = rate[f]
-                if order:
-                    froz_g[n_done, 0] = f
-                    bl = -1  # the first link at the path minimum (as it was found: the least share, first)
-                    if not at_demand:
-                        for e in range(e0, e1):
-                            if share[e_link[e] - lo] == mk:
-                                bl = e_link[e] - lo
-                                break
-                    if bl < 0:  # at its demand: a group of its own
-                        g = n_grp
-                        glev[g] = r
-                        n_grp += 1
-                    elif gstamp[bl] != cur:  # the first flow its link freezes in this round
-                        gstamp[bl] = cur
-                        g = n_grp
-                        gid[bl] = g
-                        glev[g] = r
-                        n_grp += 1
-                    else:
-                        g = gid[bl]
-                    froz_g[n_done, 1] = g
-                n_done += 1
-                n_frozen += 1
-            else:
-                if n_keep != i:
-                    live_i[n_keep, 0] = live_i[i, 0]
-                    live_i[n_keep, 1] = e0
-                    live_i[n_keep, 2] = e1
-                    live_x[n_keep, 0] = d
-                n_keep += 1
+        wk += _rule_shares(
+            n_live, cur, it == 0 and not order, e_link, e_coef, capacity, lo, rows, links, weight
+        )
+        _rule_path_minima(n_live, e_link, lo, rows, links)
+        n_keep, n_done, n_grp, n_frozen = _rule_freeze(
+            n_live, n_done, n_grp, cur, e_link, lo, dcap, rate, rows, links, order, weight
+        )  # fmt: skip
         if n_frozen == 0:
             return -1, n_live, n_done, n_grp, wk, wk0, tick
-        # 4. take the frozen flows' traffic off their links (the full solve: not needed after the last round)
-        if n_keep > 0 or order:
-            for i in range(n_done - n_frozen, n_done):  # summed per link in entry order, as bincount does
-                r = froz_x[i]
-                for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    use = e_coef[e] * r
-                    # inf only for unconstrained flows, whose links are all inf
-                    if np.isfinite(use):
-                        sub[e_link[e] - lo] += use
-            # then off each link once (as remaining - bincount(...) does)
-            for i in range(n_done - n_frozen, n_done):
-                for e in range(froz_i[i, 0], froz_i[i, 1]):
-                    lk = e_link[e] - lo
-                    if sstamp[lk] != cur:
-                        sstamp[lk] = cur
-                        y = remaining[lk] - sub[lk]
-                        remaining[lk] = y if y > 0.0 else 0.0
+        if n_keep > 0 or order:  # (the full solve: not needed after the last round)
+            _rule_take_off(n_done, n_frozen, cur, e_link, e_coef, lo, rows, links)
         if it == 0:
             wk0 = wk
         it += 1
@@ -924,6 +1063,258 @@ def _flow_level(rate, weight, f):  # pragma: no cover - compiled
     """Flow ``f``'s level, ``rate[f] / weight[f]`` (its share weight; ``weight`` empty: every weight 1, the
     rate itself)."""
     return rate[f] / weight[f] if weight.shape[0] > 0 else rate[f]
+
+
+class FullScratch(NamedTuple):
+    """:func:`run_interval_numba`'s scratch (:func:`full_scratch`), indexed by global flow / phase id: only
+    the flows and phases of the range are initialised and touched."""
+
+    act: np.ndarray  # (flows,) bool active at the last event
+    rate: np.ndarray  # (flows,) float64 bytes/s of the last solve
+    moved: np.ndarray  # (flows,) float64 bytes moved in the interval
+    t_phase: np.ndarray  # (phases,) float64 s to the last completion of each phase (phase mode)
+    act_flows: np.ndarray  # (flows,) int64 the active flows, in flow order
+    dcap: np.ndarray  # (flows,) float64 demand capped by the flow's exclusive links, bytes/s
+    came_f: np.ndarray  # (flows,) bool an active flow joined the set at this event
+    no_pend: np.ndarray  # (0,) int64, (0,) bool: settle_units' counts are run_interval_lazy's
+    no_joined: np.ndarray
+
+
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
+def full_scratch(b_lo, b_hi, inst_flow, n_flows, n_phases, n_links):  # pragma: no cover - compiled
+    """:func:`run_interval_numba`'s scratch for the instances ``b_lo:b_hi``: :class:`FullScratch`, and the
+    solver's (:func:`parallel_rule`): :class:`ParallelRows` for the most flows of one instance, and
+    :class:`ParallelLinks` reused by the instances in turn, initialised lazily by stamps."""
+    f_max = 0  # most flows of one instance in the range
+    for b in range(b_lo, b_hi):
+        if inst_flow[b + 1] - inst_flow[b] > f_max:
+            f_max = inst_flow[b + 1] - inst_flow[b]
+    i64 = np.int64
+    scr = FullScratch(
+        np.empty(n_flows, dtype=np.bool_), np.empty(n_flows), np.empty(n_flows), np.empty(n_phases),
+        np.empty(n_flows, dtype=i64), np.empty(n_flows), np.empty(n_flows, dtype=np.bool_), np.empty(0, dtype=i64),
+        np.empty(0, dtype=np.bool_),
+    )  # fmt: skip
+    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
+                        np.empty(f_max), np.empty((0, 2), dtype=i64), np.empty(0))  # fmt: skip
+    links = ParallelLinks(
+        np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
+        np.full(n_links, -1, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64),
+        np.empty(0, dtype=i64), np.empty(0, dtype=i64),
+    )  # fmt: skip
+    return scr, rows, links
+
+
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
+def unit_records(structure, state, outputs):  # pragma: no cover - compiled
+    """The unit steps' records (:class:`UnitTable`, :class:`UnitClock`, :class:`JobParams`,
+    :class:`PhaseGraph`, :class:`IterationTallies`) of :func:`run_interval_numba`'s compiled records."""
+    units = UnitTable(
+        structure.unit_alive, structure.unit_bg, structure.unit_nphases, structure.phase_off,
+        structure.phase_flow_lo, structure.phase_flow_n,
+    )  # fmt: skip
+    clock = UnitClock(
+        state.phase_cur, state.t_start_left, state.t_compute_left, state.t_comm_start_left, state.phase_state,
+        state.phase_wait, state.phase_lat_left, state.iter_start, state.comm_start, state.comm_end,
+    )  # fmt: skip
+    job = JobParams(structure.unit_compute, structure.unit_overlap, state.flow_bytes)
+    graph = PhaseGraph(
+        structure.phase_latency, structure.phase_npred, structure.phase_succ_off, structure.phase_succ,
+    )  # fmt: skip
+    tallies = IterationTallies(
+        state.iterations_total, state.last_step_s, state.last_comm_s, outputs.iters, outputs.step_sum,
+        outputs.comm_sum,
+    )  # fmt: skip
+    return units, clock, job, graph, tallies
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def full_instance_start(
+    b, u0, u1, lo, n_links, cand, resumed, sw_on, sw_mode, sw_ev, sw_t, sw_cost, t_left, link_bytes, tallies,
+    compute_t, active_t, stalled,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Instance ``b`` at the start of its interval in :func:`run_interval_numba` (not ``resumed`` from the
+    lazy kernel): its part of the outputs zeroed, here, on its thread (links ``lo:lo + n_links``, units
+    ``u0:u1``). A lazy-kernel instance (``cand``) with the switch off, or last on the lazy path, is handed
+    to it before its first event (``sw_mode[b] = 2``; the switch's columns ``sw_cost[b]``); True if so."""
+    if not resumed:
+        for k in range(lo, lo + n_links):
+            link_bytes[k] = 0.0
+        for u in range(u0, u1):
+            tallies.iters[u] = 0
+            tallies.step_sum[u] = 0.0
+            tallies.comm_sum[u] = 0.0
+            compute_t[u] = 0.0
+            active_t[u] = 0.0
+        stalled[b] = 0
+    if cand and not resumed:
+        sw_cost[b, 2] = 0.0  # the predicted savings of the other path since the last hand-off
+        if not sw_on or sw_cost[b, 3] == 0.0:  # the lazy kernel from the start
+            sw_cost[b, 3] = 0.0
+            sw_mode[b] = 2
+            sw_ev[b] = 0
+            sw_t[b] = t_left
+            return True
+    if cand:
+        sw_cost[b, 3] = 1.0  # on this path
+    return False
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def active_set(
+    f0, f1, eps_t, cand, scr, flow_w, flow_unit, flow_phase, flow_bg, unit_alive, bg_on, phase_off,
+    phase_state, phase_lat_left, rem,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The active flows of ``f0:f1`` at this event (:class:`FullScratch` ``scr``: ``act``, and
+    ``act_flows`` in flow order, ``came_f`` marking the arrivals): a flow of an alive unit whose phase runs
+    with its latency paid and bytes left, or a background flow switched on. ``(whether the set changed,
+    active flows, the least last level rate / weight of the flows that left (lazy-kernel instances, cand;
+    else inf), arrivals)``."""
+    act, act_flows, came_f, rate = scr.act, scr.act_flows, scr.came_f, scr.rate
+    changed = False
+    n_act = np.int64(0)
+    lev = np.inf
+    n_came = 0
+    for f in range(f0, f1):
+        u = flow_unit[f]
+        if not unit_alive[u]:
+            a = False
+        elif flow_bg[f]:
+            a = bg_on[u]
+        else:
+            p = phase_off[u] + flow_phase[f]
+            a = phase_state[p] == RUNNING and phase_lat_left[p] <= eps_t and rem[f] > 0
+        arrived = False
+        if a != act[f]:
+            changed = True
+            act[f] = a
+            if a:
+                n_came += 1
+                arrived = True
+            elif cand:
+                lev = min(lev, _flow_level(rate, flow_w, f))
+        if a:
+            came_f[f] = arrived
+            act_flows[n_act] = f
+            n_act += 1
+    return changed, n_act, lev, n_came
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def hand_to_lazy(
+    b, f0, f1, n_act, n_came, lev, scr, flow_w, fe_lo, fe_hi, sw_ratio, sw_handoff, ev, t_left, sw_mode, sw_ev, sw_t,
+    sw_cost,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Whether :func:`run_interval_numba` hands lazy-kernel instance ``b`` to that kernel at this event (the
+    active set changed after a solve; :data:`LAZY_SWITCH` on). The lazy kernel's re-fill is predicted as the
+    entries of the active flows at or above its restart level (the flows that arrive, here all flows at an
+    event with arrivals, and those whose last level, ``rate / weight``, is at least ``lev``, the least last
+    level of the flows that left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the
+    connected components the event does not touch; a full solve as the running mean of its work per entry
+    (``sw_cost[b, 0]``) x the active entries, plus the flows scanned and advanced. The predicted savings of
+    the lazy kernel (its work weighted by ``sw_ratio``, :data:`LAZY_COST_RATIO`) accumulate in
+    ``sw_cost[b, 2]`` (never below 0); the hand-off comes when they exceed ``sw_handoff`` predicted full
+    solves (:data:`LAZY_HANDOFF_SOLVES`): then the hand-off is written (``sw_mode[b] = 2``, ``ev`` events run,
+    ``t_left`` s left; the savings and the path reset)."""
+    act_flows, came_f, rate = scr.act_flows, scr.came_f, scr.rate
+    lev = lev * (1.0 - RESTART_MARGIN) if n_came == 0 else -np.inf
+    e_act = 0
+    e_above = 0
+    for k in range(n_act):
+        f = act_flows[k]
+        ne = fe_hi[f] - fe_lo[f]
+        e_act += ne
+        if came_f[f] or _flow_level(rate, flow_w, f) >= lev:
+            e_above += ne
+    p_full = sw_cost[b, 0] * e_act + (f1 - f0) + n_act
+    p_lazy = sw_ratio * sw_cost[b, 1] * e_above
+    acc = sw_cost[b, 2] + p_full - p_lazy
+    sw_cost[b, 2] = acc if acc > 0.0 else 0.0
+    if acc > sw_handoff * p_full:
+        sw_mode[b], sw_ev[b], sw_t[b], sw_cost[b, 2], sw_cost[b, 3] = 2, ev, t_left, 0.0, 0.0
+        return True
+    return False
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def next_flow_event(
+    b, n_act, t_phase, act_flows, rate, rem, flow_bg, flow_unit, flow_phase, phase_off, inst_phase, phase_mode,
+    quantum, stalled,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The time (s) to the next flow event of instance ``b`` in :func:`run_interval_numba` (inf: none;
+    ``stalled[b]``: the most active job flows at rate 0 at an event of the interval): the first flow completion, or (``phase_mode``: only the last flow of a
+    phase is an event, earlier finishers keep their rate) the first phase whose last flow completes; with
+    ``quantum`` > 0, completions up to ``quantum`` after the first are one event, at the last of them (the
+    flows that finish earlier idle until then: their bandwidth is re-allocated late)."""
+    inf = np.inf
+    dt_fl = inf
+    n_stalled = 0
+    if phase_mode:
+        for p in range(inst_phase[b], inst_phase[b + 1]):
+            t_phase[p] = 0.0
+    for i in range(n_act):
+        f = act_flows[i]
+        if flow_bg[f]:
+            continue
+        r = rate[f]
+        if r <= 0:
+            n_stalled += 1
+        tf = rem[f] / r if r > 0 else inf
+        if phase_mode:
+            p = phase_off[flow_unit[f]] + flow_phase[f]
+            if tf > t_phase[p]:
+                t_phase[p] = tf
+        elif tf < dt_fl:
+            dt_fl = tf
+    if phase_mode:
+        for i in range(n_act):
+            f = act_flows[i]
+            if not flow_bg[f]:
+                tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
+                if tf < dt_fl:
+                    dt_fl = tf
+    if quantum > 0.0 and dt_fl < inf:
+        t_q = dt_fl + quantum
+        for i in range(n_act):
+            f = act_flows[i]
+            if flow_bg[f]:
+                continue
+            if phase_mode:
+                tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
+            else:
+                r = rate[f]
+                tf = rem[f] / r if r > 0 else inf
+            if tf > dt_fl and tf <= t_q:
+                dt_fl = tf
+    stalled[b] = max(stalled[b], n_stalled)  # (as the lazy kernel's)
+    return dt_fl
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def full_solve(
+    b, cand, n_act, scr, fe_lo, fe_hi, e_link, e_coef, capacity, lo, rows, links, tick, flow_w, sw_cost,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`run_interval_numba`'s solve of instance ``b``'s active flows (:class:`FullScratch` ``scr``) by
+    :func:`parallel_rule` into ``scr.rate``; for a lazy-kernel instance (``cand``) the running mean of the
+    work per entry of this path (``sw_cost[b, 0]``) is updated. ``(rounds, -1 on NaN input; the work, cand's
+    only, else 0; tick)``."""
+    it, _, _, _, wk, wk0, tick = parallel_rule(
+        n_act, scr.act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, scr.dcap, scr.rate, rows, links, tick,
+        n_act, False, flow_w,
+    )  # fmt: skip
+    if not cand:
+        return it, 0, tick
+    if it >= 0 and wk0 > 0:
+        sw_cost[b, 0] += SWITCH_MEAN_WEIGHT * (wk / wk0 - sw_cost[b, 0])
+    return it, wk, tick
+
+
+@njit(cache=True, nogil=True, _nrt=False, **_COMPILED_ONLY)
+def advance_flows(n_act, act_flows, rate, dt, flow_bg, rem, moved):  # pragma: no cover - compiled
+    """The active flows ``act_flows[:n_act]`` move ``rate x dt`` bytes each (:func:`advance_flow`)."""
+    for i in range(n_act):
+        f = act_flows[i]
+        advance_flow(f, rate[f] * dt, flow_bg, rem, moved)
 
 
 @njit(cache=True, nogil=True)
@@ -952,308 +1343,108 @@ def run_interval_numba(
     is its own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
     different threads at once, each with its own ``stats``, and give the same result as one call.
 
-    Allocation: the parallel local-bottleneck rule of :func:`ainet_gym.sim.allocator.solve_coo`, inline,
-    bit for bit as the numpy backend, re-solving every active flow when the active set changed; ``flow_w``:
-    each flow's share weight (the level ``rate / weight`` max-min fair), empty when every weight is 1. The
-    instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
+    An event: the units settle (:func:`begin_event`, the frame both kernels share), the active set
+    (:func:`active_set`), perhaps a hand-off to the lazy kernel (:func:`hand_to_lazy`), a solve when the
+    set changed, the time to the next flow event (:func:`next_flow_event`), then the step
+    (:func:`end_event`) and the bytes moved. Allocation: the parallel local-bottleneck rule of
+    :func:`ainet_gym.sim.allocator.solve_coo` (:func:`parallel_rule`), bit for bit as the numpy backend,
+    re-solving every active flow when the active set changed; ``flow_w``: each flow's share weight (the
+    level ``rate / weight`` max-min fair), empty when every weight is 1.
+
+    The instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
     :func:`lazy_instance`) start here and are handed to that kernel (the engine calls it on the same range
-    after this one, and this one again while an instance was handed back). With the switch off (``sw_on``
-    false) they are handed over before the first event; with it on (:data:`LAZY_SWITCH`), an interval
-    starts on the path the instance was on (``sw_cost[b, 3]``: 0 lazy, 1 here) and this kernel hands it
-    over at the first event at which the predicted savings of the lazy kernel since the last hand-off exceed
-    ``sw_handoff`` predicted full solves (:data:`LAZY_HANDOFF_SOLVES`; the cost model of :data:`LAZY_SWITCH`,
-    lazy work weighted by ``sw_ratio``, :data:`LAZY_COST_RATIO`). The lazy kernel's re-fill is predicted as
-    the entries of the active flows at or above its restart level (the flows that arrive, here all flows
-    at an event with arrivals, and those whose last level, ``rate / weight``, is at least the least last level
-    of the flows that left, less :data:`RESTART_MARGIN`): an upper bound, which also leaves out the connected components the
-    event does not touch. ``sw_cost[b]`` (:data:`N_SWITCH` columns) holds the running means of the measured
-    work per entry of both paths, the savings and the path. ``sw_mode[b]`` (such instances
-    only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back by the lazy
-    kernel (this kernel resumes), 2 handed to the lazy kernel, 3 done; at a hand-off ``sw_ev[b]`` holds the
-    events run and ``sw_t[b]`` the s of the interval left, and each kernel adds the link bytes of its part.
-    ``stats[13]`` adds the work counted on this path for such instances (per event the flows scanned and
-    the active flows, per solve the entries of the live flows in every round).
+    after this one, and this one again while an instance was handed back): with the switch off (``sw_on``
+    false) before the first event; with it on (:data:`LAZY_SWITCH`), an interval starts on the path the
+    instance was on (``sw_cost[b, 3]``: 0 lazy, 1 here) and goes over when :func:`hand_to_lazy` says so
+    (``sw_ratio``, ``sw_handoff``: its cost model). ``sw_cost[b]`` (:data:`N_SWITCH` columns) holds the
+    running means of the measured work per entry of both paths, the savings and the path. ``sw_mode[b]``
+    (such instances only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back
+    by the lazy kernel (this kernel resumes), 2 handed to the lazy kernel, 3 done; at a hand-off
+    ``sw_ev[b]`` holds the events run and ``sw_t[b]`` the s of the interval left, and each kernel adds the
+    link bytes of its part. ``stats[13]`` adds the work counted on this path for such instances (per event
+    the flows scanned and the active flows, per solve the entries of the live flows in every round).
 
-    The steps it shares with :func:`run_interval_lazy` (the units' transitions :func:`settle_units`, their
-    next timer :func:`next_unit_event`, :func:`advance_units`, :func:`advance_flow`,
-    :func:`exclusive_caps`, :func:`add_link_bytes`) and its solve (:func:`parallel_rule`) are compiled
-    helpers without reference counting (``_nrt=False``, the note above them), which take the unit arrays as
-    :class:`UnitTable` / :class:`UnitClock` and the solver's scratch as :class:`ParallelRows` /
-    :class:`ParallelLinks` (named tuples, passed for free); the loops take no views (``x[b]``,
-    ``x[lo:hi]``): numba counts array references atomically, a call to a counted function increfs and
-    decrefs every array it passes, and two threads doing that to the same arrays fight over the counts'
-    cache lines.
-
-    Long on purpose: one compiled event loop over its instance range (the active set, the switch's cost
-    model and hand-off to the lazy kernel, the time to the next event), its steps in the order of the
-    model's event; the parts that stand alone are the helpers above.
+    The steps are compiled helpers without reference counting (``_nrt=False``, the note above
+    :func:`settle_units`), which take the arrays as named tuples (passed for free); the loops take no views
+    (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call to a counted function increfs
+    and decrefs every array it passes, and two threads doing that to the same arrays fight over the
+    counts' cache lines.
     """
     announce(go)
-    # the unit steps' records, and the arrays the loop reads as locals, once per call (outside the loops: no
-    # reference counts in them)
-    units = UnitTable(
-        structure.unit_alive, structure.unit_bg, structure.unit_nphases, structure.phase_off,
-        structure.phase_flow_lo, structure.phase_flow_n,
+    units, clock, job, graph, tallies = unit_records(structure, state, outputs)  # (read once a call)
+    st = structure
+    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef = (
+        st.inst_seg, st.ent_hi, st.ex_lo, st.fe_lo, st.fe_hi, st.e_flow, st.e_link, st.e_coef,
     )  # fmt: skip
-    clock = UnitClock(
-        state.phase_cur, state.t_start_left, state.t_compute_left, state.t_comm_start_left, state.phase_state,
-        state.phase_wait, state.phase_lat_left, state.iter_start, state.comm_start, state.comm_end,
+    inst_unit, inst_flow, inst_phase, flow_unit, flow_phase, flow_bg, flow_scale, flow_demand = (
+        st.inst_unit, st.inst_flow, st.inst_phase, st.flow_unit, st.flow_phase, st.flow_bg, st.flow_scale, st.flow_demand,
     )  # fmt: skip
-    job = JobParams(structure.unit_compute, structure.unit_overlap, state.flow_bytes)
-    graph = PhaseGraph(
-        structure.phase_latency, structure.phase_npred, structure.phase_succ_off, structure.phase_succ,
-    )  # fmt: skip
-    tallies = IterationTallies(
-        state.iterations_total, state.last_step_s, state.last_comm_s, outputs.iters, outputs.step_sum,
-        outputs.comm_sum,
-    )  # fmt: skip
-    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi = (
-        structure.inst_seg, structure.ent_hi, structure.ex_lo, structure.fe_lo, structure.fe_hi,
-    )  # fmt: skip
-    e_flow, e_link, e_coef = structure.e_flow, structure.e_link, structure.e_coef
-    inst_unit, inst_flow, inst_phase = structure.inst_unit, structure.inst_flow, structure.inst_phase
-    flow_unit, flow_phase, flow_bg = structure.flow_unit, structure.flow_phase, structure.flow_bg
-    flow_scale, flow_demand = structure.flow_scale, structure.flow_demand
-    capacity, rem = state.capacity, state.rem
-    unit_alive, phase_off, phase_state, phase_lat_left = (
-        units.unit_alive, units.phase_off, clock.phase_state, clock.phase_lat_left,
-    )  # fmt: skip
-    bg_on, time_s, stalled = state.bg_on, state.time_s, outputs.stalled
-    iters, step_sum, comm_sum = outputs.iters, outputs.step_sum, outputs.comm_sum
+    capacity, rem, bg_on, time_s, stalled = state.capacity, state.rem, state.bg_on, state.time_s, outputs.stalled  # fmt: skip
+    unit_alive, phase_off, phase_state, phase_lat_left = units.unit_alive, units.phase_off, clock.phase_state, clock.phase_lat_left  # fmt: skip
     compute_t, active_t, link_bytes = outputs.compute_t, outputs.active_t, outputs.link_bytes
-    inf = np.inf
-    n_flows = flow_unit.shape[0]
-    n_phases = phase_state.shape[0]
-    f_max = 0  # most flows of one instance in the range
+    scr, rows, links = full_scratch(b_lo, b_hi, inst_flow, flow_unit.shape[0], phase_state.shape[0], n_links)
+    act, rate, moved, act_flows, dcap, t_phase, no_pend, no_joined = scr.act, scr.rate, scr.moved, scr.act_flows, scr.dcap, scr.t_phase, scr.no_pend, scr.no_joined  # fmt: skip
+    tick = np.int64(0)  # int64 from the start (a literal 0 here and in n_act compiled parallel_rule twice)
+    events, solver_iters = stats[0], stats[1]  # (it runs again on the ranges the lazy kernel hands back)
+    full_events = switches = full_work = 0  # lazy-kernel instances: events run here, hand-offs, work counted
     for b in range(b_lo, b_hi):
-        if inst_flow[b + 1] - inst_flow[b] > f_max:
-            f_max = inst_flow[b + 1] - inst_flow[b]
-    # scratch indexed by global flow / phase id: only this range's flows are initialised and touched
-    act = np.empty(n_flows, dtype=np.bool_)
-    rate = np.empty(n_flows)
-    moved = np.empty(n_flows)  # (flows,) bytes moved in the interval
-    t_phase = np.empty(n_phases)
-    act_flows = np.empty(n_flows, dtype=np.int64)
-    dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
-    came_f = np.empty(n_flows, dtype=np.bool_)  # (flows,) an active flow joined the set at this event
-    # the solver's scratch (parallel_rule): one row per active flow of an instance, and link rows reused by
-    # the instances in turn, initialised lazily by stamps
-    i64 = np.int64
-    rows = ParallelRows(np.empty((f_max, 3), dtype=i64), np.empty((f_max, 2)), np.empty((f_max, 2), dtype=i64),
-                        np.empty(f_max), np.empty((0, 2), dtype=i64), np.empty(0))  # fmt: skip
-    links = ParallelLinks(
-        np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
-        np.full(n_links, -1, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64),
-        np.empty(0, dtype=i64), np.empty(0, dtype=i64),
-    )  # fmt: skip
-    no_pend = np.empty(0, dtype=np.int64)  # (settle_units' counts are run_interval_lazy's)
-    no_joined = np.empty(0, dtype=np.bool_)
-    tick = i64(0)  # int64 from the start (a literal 0 here and in n_act compiled parallel_rule twice)
-    events = stats[0]  # (this kernel runs again on a range whose instances the lazy kernel handed back)
-    solver_iters = stats[1]
-    full_events = 0  # events of lazy-kernel instances run here
-    switches = 0  # hand-offs of instances to the lazy kernel at an event (not before the first)
-    full_work = 0  # work counted on this path for lazy-kernel instances (the switch's cost model)
-    for b in range(b_lo, b_hi):
-        cand = lazy_instance(
-            inst_flow, b, inc_min, phase_mode, quantum
-        )  # run_interval_lazy's (at some event)
+        cand = lazy_instance(inst_flow, b, inc_min, phase_mode, quantum)  # the lazy kernel's (at some event)
         if cand and sw_mode[b] >= 2:  # the lazy kernel's, or done
             continue
         resumed = cand and sw_mode[b] == 1
-        u0, u1 = inst_unit[b], inst_unit[b + 1]
-        f0, f1 = inst_flow[b], inst_flow[b + 1]
-        lo = b * n_links
+        u0, u1, f0, f1, lo = inst_unit[b], inst_unit[b + 1], inst_flow[b], inst_flow[b + 1], b * n_links
         t_left = sw_t[b] if resumed else duration[b]
-        if not resumed:
-            for k in range(
-                lo, lo + n_links
-            ):  # this instance's part of the outputs, zeroed here, on its thread
-                link_bytes[k] = 0.0
-            for u in range(u0, u1):
-                iters[u] = 0
-                step_sum[u] = 0.0
-                comm_sum[u] = 0.0
-                compute_t[u] = 0.0
-                active_t[u] = 0.0
-            stalled[b] = 0
-        if cand and not resumed:
-            sw_cost[b, 2] = 0.0  # the predicted savings of the other path since the last hand-off
-            if not sw_on or sw_cost[b, 3] == 0.0:  # the lazy kernel from the start
-                sw_cost[b, 3] = 0.0
-                sw_mode[b] = 2
-                sw_ev[b] = 0
-                sw_t[b] = t_left
-                continue
-        if cand:
-            sw_cost[b, 3] = 1.0  # on this path
-        for f in range(f0, f1):
-            act[f] = False
-            moved[f] = 0.0
-            dcap[f] = flow_demand[f]
-        # the solver sees only the shared links: the exclusive ones cap the demands
-        exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)
-        solved = False
-        handed = False
-        ev = sw_ev[b] if resumed else 0
-        ev_in = ev
+        if full_instance_start(b, u0, u1, lo, n_links, cand, resumed, sw_on, sw_mode, sw_ev, sw_t, sw_cost, t_left,
+                               link_bytes, tallies, compute_t, active_t, stalled):  # fmt: skip
+            continue
+        reset_instance_flows(b, f0, f1, act, moved, dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef,
+                             capacity)  # fmt: skip
+        solved = handed = False
+        ev = ev_in = sw_ev[b] if resumed else 0
         while True:
-            # every transition of the instance's units that is due now (completions first: the flows
-            # whose bytes left are within the tolerance have none)
-            for f in range(f0, f1):
-                if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:
-                    rem[f] = 0.0
-            if not settle_units(
-                u0, u1, time_s[b], max_rounds, eps_t, False, no_pend, no_joined, units, clock, rem, job, graph, tallies,
-                stats,
-            ):  # fmt: skip
-                return
-            if not t_left > eps_t:
+            zero_completed(f0, f1, eps_b, flow_bg, flow_scale, rem)  # (completions first: then settle)
+            code, ev = begin_event(u0, u1, time_s[b], t_left, ev, max_events, max_rounds, eps_t, False, no_pend,
+                                   no_joined, units, clock, rem, job, graph, tallies, stats)  # fmt: skip
+            if code == FRAME_END:
                 break
-            ev += 1
-            if ev > max_events:
-                stats[2], stats[3] = ERR_EVENTS, -1
-                stats[11] += full_events + (ev - ev_in if cand else 0)
-                stats[13] += full_work
+            if code != FRAME_RUN:
+                if code == FRAME_CAP:
+                    stats[11] += full_events + (ev - ev_in if cand else 0)
+                    stats[13] += full_work
                 return
-            # active flows; re-solve only when the set changed
-            changed = not solved
-            n_act = i64(0)
-            lev = inf  # (lazy-kernel instances) the least last level (rate / weight) of the flows that left
-            n_came = 0  # and the flows that arrived
-            for f in range(f0, f1):
-                u = flow_unit[f]
-                if not unit_alive[u]:
-                    a = False
-                elif flow_bg[f]:
-                    a = bg_on[u]
-                else:
-                    p = phase_off[u] + flow_phase[f]
-                    a = phase_state[p] == RUNNING and phase_lat_left[p] <= eps_t and rem[f] > 0
-                arrived = False
-                if a != act[f]:
-                    changed = True
-                    act[f] = a
-                    if a:
-                        n_came += 1
-                        arrived = True
-                    elif cand:
-                        lev = min(lev, _flow_level(rate, flow_w, f))
-                if a:
-                    came_f[f] = arrived
-                    act_flows[n_act] = f
-                    n_act += 1
+            changed, n_act, lev, n_came = active_set(f0, f1, eps_t, cand, scr, flow_w, flow_unit, flow_phase, flow_bg,
+                                                     unit_alive, bg_on, phase_off, phase_state, phase_lat_left, rem)  # fmt: skip
+            changed = changed or not solved  # re-solve only when the active set changed
             if cand:
                 full_work += (f1 - f0) + n_act  # the flows scanned, the active flows advanced
-            if cand and sw_on and solved and changed:
-                # the lazy kernel's re-fill (the entries at or above its restart level: at an event with
-                # arrivals, all) against a full solve (the running means of the work per entry measured)
-                lev = lev * (1.0 - RESTART_MARGIN) if n_came == 0 else -inf
-                e_act = 0
-                e_above = 0
-                for k in range(n_act):
-                    f = act_flows[k]
-                    ne = fe_hi[f] - fe_lo[f]
-                    e_act += ne
-                    if came_f[f] or _flow_level(rate, flow_w, f) >= lev:
-                        e_above += ne
-                p_full = sw_cost[b, 0] * e_act + (f1 - f0) + n_act
-                p_lazy = sw_ratio * sw_cost[b, 1] * e_above
-                acc = sw_cost[b, 2] + p_full - p_lazy
-                sw_cost[b, 2] = acc if acc > 0.0 else 0.0
-                if acc > sw_handoff * p_full:  # hand the instance to the lazy kernel at this event
-                    ev -= 1
-                    sw_mode[b] = 2
-                    sw_ev[b] = ev
-                    sw_t[b] = t_left
-                    sw_cost[b, 2] = 0.0
-                    sw_cost[b, 3] = 0.0
-                    switches += 1
-                    handed = True
-                    break
+            if cand and sw_on and solved and changed and hand_to_lazy(
+                b, f0, f1, n_act, n_came, lev, scr, flow_w, fe_lo, fe_hi, sw_ratio, sw_handoff, ev - 1, t_left,
+                sw_mode, sw_ev, sw_t, sw_cost,
+            ):  # fmt: skip  # handed to the lazy kernel at this event (which it runs again)
+                ev, handed = ev - 1, True
+                break
             if changed:
-                it, _, _, _, wk, wk0, tick = parallel_rule(
-                    n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick,
-                    n_act, False, flow_w,
-                )  # fmt: skip
+                it, wk, tick = full_solve(b, cand, n_act, scr, fe_lo, fe_hi, e_link, e_coef, capacity, lo, rows, links,
+                                          tick, flow_w, sw_cost)  # fmt: skip
                 if it < 0:
                     stats[2], stats[3] = ERR_SOLVER, -1
                     return
                 solver_iters += it
+                full_work += wk
                 solved = True
-                if cand:
-                    full_work += wk
-                    if wk0 > 0:
-                        sw_cost[b, 0] += SWITCH_MEAN_WEIGHT * (wk / wk0 - sw_cost[b, 0])
-            # time to the next event
-            dt_fl = inf  # the first flow completion (phase mode: the first phase whose last flow completes)
-            n_stalled = 0
-            if phase_mode:  # only the last flow of a phase is an event: earlier finishers keep their rate
-                for p in range(inst_phase[b], inst_phase[b + 1]):
-                    t_phase[p] = 0.0
-            for i in range(n_act):
-                f = act_flows[i]
-                if flow_bg[f]:
-                    continue
-                r = rate[f]
-                if r <= 0:
-                    n_stalled += 1
-                tf = rem[f] / r if r > 0 else inf
-                if phase_mode:
-                    p = phase_off[flow_unit[f]] + flow_phase[f]
-                    if tf > t_phase[p]:
-                        t_phase[p] = tf
-                elif tf < dt_fl:
-                    dt_fl = tf
-            if phase_mode:
-                for i in range(n_act):
-                    f = act_flows[i]
-                    if not flow_bg[f]:
-                        tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
-                        if tf < dt_fl:
-                            dt_fl = tf
-            if quantum > 0.0 and dt_fl < inf:
-                # completions up to ``quantum`` after the first are one event, at the last of them: the
-                # flows that finish earlier idle until then (their bandwidth is re-allocated late)
-                t_q = dt_fl + quantum
-                for i in range(n_act):
-                    f = act_flows[i]
-                    if flow_bg[f]:
-                        continue
-                    if phase_mode:
-                        tf = t_phase[phase_off[flow_unit[f]] + flow_phase[f]]
-                    else:
-                        r = rate[f]
-                        tf = rem[f] / r if r > 0 else inf
-                    if tf > dt_fl and tf <= t_q:
-                        dt_fl = tf
-            dt = t_left
-            if dt_fl < dt:
-                dt = dt_fl
-            if n_stalled > stalled[b]:
-                stalled[b] = n_stalled
-            dt = next_unit_event(u0, u1, dt, eps_t, units, clock)
-            if dt < 0.0:
-                dt = 0.0
-            # advance bytes, then timers
-            for i in range(n_act):
-                f = act_flows[i]
-                advance_flow(f, rate[f] * dt, flow_bg, rem, moved)
-            advance_units(u0, u1, dt, units, clock, active_t, compute_t)
-            time_s[b] += dt
+            dt_fl = next_flow_event(b, n_act, t_phase, act_flows, rate, rem, flow_bg, flow_unit, flow_phase,
+                                    phase_off, inst_phase, phase_mode, quantum, stalled)  # fmt: skip
+            dt, _ = end_event(b, u0, u1, dt_fl if dt_fl < t_left else t_left, eps_t, units, clock, active_t,
+                              compute_t, time_s)  # fmt: skip
+            advance_flows(n_act, act_flows, rate, dt, flow_bg, rem, moved)
             t_left -= dt
         add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
-        if ev > events:
-            events = ev
+        events = max(events, ev)
         if cand:
-            full_events += ev - ev_in
+            full_events, switches = full_events + ev - ev_in, switches + handed
             if not handed:
                 sw_mode[b] = 3  # the rest of the interval ran here
-    stats[0] = events
-    stats[1] = solver_iters
-    stats[11] += full_events
-    stats[12] += switches
-    stats[13] += full_work
+    stats[0], stats[1], stats[11], stats[12], stats[13] = events, solver_iters, stats[11] + full_events, stats[12] + switches, stats[13] + full_work  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -1364,35 +1555,16 @@ def merge_by_level(a_flow, a_level, n_a, b_flow, b_level, n_b, out_flow, out_lev
             j += 1
 
 
-@njit(cache=True, nogil=True)
-def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
-                s, tick, lo):  # fmt: skip  # pragma: no cover - compiled
-    """Weighted max-min fair rates of ``flows[:n]`` by progressive filling, on the residual capacities
-    ``resid`` of their links (updated in place: what the flows leave). Link ``e_link[e]`` is row
-    ``e_link[e] - lo`` of ``resid`` (``lo``: the instance's first link, 0 for one instance).
-
-    Flow ``f`` puts ``e_coef[e]`` on link ``e_link[e]`` per unit of rate for ``e`` in ``fe_lo[f]:fe_hi[f]``;
-    its level is ``rate / weight[f]``, capped at ``demand[f] / weight[f]`` (inf: none). The level rises for
-    every unfrozen flow at once; the next link to fill (least ``resid / sum coef * weight`` over its
-    unfrozen flows, a binary heap, each link's key refreshed lazily when popped: a freeze never lowers a
-    share) or the next demand level freezes its flows. Each flow is frozen once and each of its entries
-    updated once: O(entries log links) for a fill, against O(entries x rounds) for the parallel rule of
-    :func:`ainet_gym.sim.allocator.solve_coo` (the numpy reference); rates agree to round-off.
-
-    Writes ``rate[f]`` and the freeze order (``out_flow[:n]``, ``out_level[:n]``, levels nondecreasing).
-    ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
-    heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
-    ``inf``.
-
-    Long on purpose: progressive filling in one loop over a lazy heap of link shares (its push and pop are
-    functions of their own), the hot path of every solve: freezing a level's flows and taking their rates off
-    their links' residuals share the loop's locals.
-    """
-    inf = np.inf
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _fill_rows(
+    flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo
+):  # pragma: no cover - compiled
+    """:func:`fill_levels`' local rows (:class:`FillScratch` ``s``, stamp ``tick``): the entries of
+    ``flows[:n]`` copied flow by flow (local flow ``a``, link row ``j``: its residual, the sum of coef x
+    weight and the count of its flows), then the link-major lists of the local flows. The link rows."""
     stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
     den, cnt, off, fill, adj = s.slot_denom, s.slot_count, s.slot_off, s.slot_fill, s.slot_flows
     foff, frozen, eslot, ecoef, ecw = s.flow_off, s.flow_frozen, s.ent_slot, s.ent_coef, s.ent_cw
-    hkey, hitem = s.heap_key, s.heap_item
     nl = 0
     m = 0
     for a in range(n):  # local copies of the flows' entries; the links' denominators and counts
@@ -1430,6 +1602,94 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             j = eslot[q]
             adj[fill[j]] = a
             fill[j] += 1
+    return nl
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _fill_share(j, s):  # pragma: no cover - compiled
+    """Link row ``j``'s share now (:func:`fill_levels`, :class:`FillScratch` ``s``): residual over the sum of
+    its unfrozen flows' coef x weight (inf: none), that sum first summed again if round-off ate it."""
+    den, sres = s.slot_denom, s.slot_resid
+    if den[j] <= 0.0:
+        d = 0.0
+        for q in range(s.slot_off[j], s.slot_off[j + 1]):
+            a = s.slot_flows[q]
+            if not s.flow_frozen[a]:
+                for x in range(s.flow_off[a], s.flow_off[a + 1]):
+                    if s.ent_slot[x] == j:
+                        d += s.ent_cw[x]
+        den[j] = d
+    return sres[j] / den[j] if den[j] > 0 else np.inf
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _fill_freeze(
+    q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s
+):  # pragma: no cover
+    """Freeze at level ``k`` the unfrozen local flows of :func:`fill_levels`' link row (its list
+    ``s.slot_flows[q0:q1]``), or (``q0 < 0``) the one local flow ``-1 - it`` at its demand: each flow's rate
+    (``weight x k``, or its demand), its place in the freeze order (``out_flow``, ``out_level``, from
+    ``n_out``), its traffic off its links' residuals and its coef x weight off their sums. The freeze
+    order's length."""
+    frozen, adj, foff, eslot, ecoef, ecw = (
+        s.flow_frozen,
+        s.slot_flows,
+        s.flow_off,
+        s.ent_slot,
+        s.ent_coef,
+        s.ent_cw,
+    )
+    sres, den, cnt = s.slot_resid, s.slot_denom, s.slot_count
+    for q in range(q0, q1):
+        a = adj[q] if q >= 0 else -1 - it
+        if frozen[a]:
+            continue
+        f = flows[a]
+        r = demand[f] if q < 0 else weight[f] * k
+        frozen[a] = True
+        rate[f] = r
+        out_flow[n_out] = f
+        out_level[n_out] = k
+        n_out += 1
+        for x in range(foff[a], foff[a + 1]):  # off its links
+            j2 = eslot[x]
+            use = ecoef[x] * r
+            if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+                y = sres[j2] - use
+                sres[j2] = y if y > 0.0 else 0.0
+            den[j2] -= ecw[x]
+            cnt[j2] -= 1
+    return n_out
+
+
+@njit(cache=True, nogil=True)
+def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
+                s, tick, lo):  # fmt: skip  # pragma: no cover - compiled
+    """Weighted max-min fair rates of ``flows[:n]`` by progressive filling, on the residual capacities
+    ``resid`` of their links (updated in place: what the flows leave). Link ``e_link[e]`` is row
+    ``e_link[e] - lo`` of ``resid`` (``lo``: the instance's first link, 0 for one instance).
+
+    Flow ``f`` puts ``e_coef[e]`` on link ``e_link[e]`` per unit of rate for ``e`` in ``fe_lo[f]:fe_hi[f]``;
+    its level is ``rate / weight[f]``, capped at ``demand[f] / weight[f]`` (inf: none). The level rises for
+    every unfrozen flow at once; the next link to fill (least ``resid / sum coef * weight`` over its
+    unfrozen flows, a binary heap, each link's key refreshed lazily when popped: a freeze never lowers a
+    share) or the next demand level freezes its flows. Each flow is frozen once and each of its entries
+    updated once: O(entries log links) for a fill, against O(entries x rounds) for the parallel rule of
+    :func:`ainet_gym.sim.allocator.solve_coo` (the numpy reference); rates agree to round-off.
+
+    Writes ``rate[f]`` and the freeze order (``out_flow[:n]``, ``out_level[:n]``, levels nondecreasing).
+    ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
+    heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
+    ``inf``.
+
+    The steps: the local rows (:func:`_fill_rows`), the heap of link shares and demand levels (its push and
+    pop, :func:`_heap_push`, :func:`_heap_pop`; a popped link's share refreshed, :func:`_fill_share`), and
+    the freeze of a level's flows (:func:`_fill_freeze`), each compiled into the fill (``forceinline``).
+    """
+    inf = np.inf
+    hkey, hitem, sres, den, cnt, off = s.heap_key, s.heap_item, s.slot_resid, s.slot_denom, s.slot_count, s.slot_off  # fmt: skip
+    foff, frozen, slot_link = s.flow_off, s.flow_frozen, s.slot_link
+    nl = _fill_rows(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo)
     hn = 0
     for j in range(nl):
         hn = _heap_push(hkey, hitem, hn, sres[j] / den[j] if den[j] > 0 else inf, j)
@@ -1448,16 +1708,7 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             j = it
             if cnt[j] <= 0:
                 continue
-            if den[j] <= 0.0:  # round-off ate the denominator: sum the unfrozen flows' coefficients again
-                d = 0.0
-                for q in range(off[j], off[j + 1]):
-                    a = adj[q]
-                    if not frozen[a]:
-                        for x in range(foff[a], foff[a + 1]):
-                            if eslot[x] == j:
-                                d += ecw[x]
-                den[j] = d
-            sh = sres[j] / den[j] if den[j] > 0 else inf
+            sh = _fill_share(j, s)
             if sh != k:
                 hn = _heap_push(hkey, hitem, hn, sh, j)
                 continue
@@ -1466,25 +1717,7 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             if frozen[-1 - it]:
                 continue
             q0, q1 = -1, 0
-        for q in range(q0, q1):
-            a = adj[q] if q >= 0 else -1 - it
-            if frozen[a]:
-                continue
-            f = flows[a]
-            r = demand[f] if q < 0 else weight[f] * k
-            frozen[a] = True
-            rate[f] = r
-            out_flow[n_out] = f
-            out_level[n_out] = k
-            n_out += 1
-            for x in range(foff[a], foff[a + 1]):  # off its links
-                j2 = eslot[x]
-                use = ecoef[x] * r
-                if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
-                    y = sres[j2] - use
-                    sres[j2] = y if y > 0.0 else 0.0
-                den[j2] -= ecw[x]
-                cnt[j2] -= 1
+        n_out = _fill_freeze(q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s)
     for j in range(nl):
         resid[slot_link[j]] = sres[j]
     return pops
@@ -1749,6 +1982,179 @@ def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cov
     return off[n_links]
 
 
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn):  # pragma: no cover - compiled
+    """:func:`repair_departures`: flow ``f``'s links are changed (stamped ``tick`` in ``rstamp``, queued once
+    in ``q`` after its ``qn``). The queue's length."""
+    for e in range(fe_lo[f], fe_hi[f]):
+        lk = e_link[e] - lo
+        if rstamp[lk] != tick:
+            rstamp[lk] = tick
+            q[qn] = lk
+            qn += 1
+    return qn
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _repair_scan(
+    qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo, fe_hi, e_link, capacity, lo, dcap, weight,
+    rstamp, load, refill, old_rate, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`' scan of the changed links queued from ``qi`` on: on each that was saturated
+    before the event, every active flow not yet re-filled keeps its rate when it is at its demand or has a
+    witness (an unchanged link with ``rp.sat`` >= 0 at whose level it is); otherwise it is re-filled
+    (``refill``, ``old_rate``, ``rp.fmark``) and its links queued. ``(qi, qn, n_r, work, seen, within
+    limit)``: False when more than ``limit`` flows would be re-filled (the repair declines)."""
+    tol = REPAIR_RTOL
+    q, off, adj, sat, fmark = rp.queue, rp.adj_off, rp.adj_flow, rp.sat, rp.fmark
+    while qi < qn:
+        lk = q[qi]
+        qi += 1
+        c = capacity[lo + lk]
+        if not (
+            c < np.inf and c - load[lk] <= tol * c
+        ):  # not saturated before the event: no flow's bottleneck
+            continue
+        # the link's largest level before the event, if known: only the flows at it have the link as a
+        # bottleneck (:data:`REPAIR_ONLY_TOP`); a flow below it has another bottleneck, and if that one changed
+        # too, the flow is found when that link is scanned (it is queued: every changed link is)
+        top = sat[lk] * (1.0 - tol) if only_top and sat[lk] >= 0.0 else -np.inf
+        for x in range(off[lk], off[lk + 1]):
+            g = adj[x]
+            work += 1
+            if not act[g] or fmark[g] == tick:
+                continue
+            seen += 1
+            r = rate[g]
+            lv = r / weight[g]
+            if lv < top:
+                continue
+            ok = r >= dcap[g] * (1.0 - tol)
+            if not ok:
+                for e in range(fe_lo[g], fe_hi[g]):
+                    l2 = e_link[e] - lo
+                    if rstamp[l2] == tick:
+                        continue
+                    s2 = sat[l2]
+                    if s2 >= 0.0 and lv >= s2 * (1.0 - tol):
+                        ok = True
+                        break
+                work += fe_hi[g] - fe_lo[g]
+            if ok:
+                continue
+            if n_r >= limit:
+                return qi, qn, n_r, work, seen, False
+            fmark[g] = tick
+            refill[n_r] = g
+            old_rate[n_r] = r
+            n_r += 1
+            qn = _repair_queue(g, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
+    return qi, qn, n_r, work, seen, True
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _repair_residuals(
+    qn, n_gone, n_r, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, q,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`: the residuals of the changed links ``q[:qn]`` that the re-filled flows are
+    filled on: their capacity less their loads, plus what the departed flows (at ``rate``) and the
+    ``n_r`` re-filled ones (at ``old_rate``) used. The entries read (work)."""
+    work = 0
+    for k in range(qn):
+        lk = q[k]
+        c = capacity[lo + lk]
+        resid[lk] = c - load[lk] if c < np.inf else np.inf
+    for k in range(n_gone + n_r):
+        f = gone[k] if k < n_gone else refill[k - n_gone]
+        r = rate[f] if k < n_gone else old_rate[k - n_gone]
+        work += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            use = e_coef[e] * r
+            if np.isfinite(use):
+                resid[e_link[e] - lo] += use
+    return work
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # pragma: no cover - compiled
+    """:func:`repair_departures` after a fill: the largest level on each saturated changed link (every active
+    flow on it scanned) into ``rp.lmax``, stamped ``ltick``. ``(work, active flows read)``."""
+    tol = REPAIR_RTOL
+    q, off, adj, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.lmax, rp.lstamp
+    work = 0
+    seen = 0
+    for k in range(qn):
+        lk = q[k]
+        c = capacity[lo + lk]
+        if c < np.inf and resid[lk] <= tol * c:
+            m = -np.inf
+            for x in range(off[lk], off[lk + 1]):
+                g = adj[x]
+                if act[g]:
+                    seen += 1
+                    lv = rate[g] / weight[g]
+                    if lv > m:
+                        m = lv
+            work += off[lk + 1] - off[lk]
+            lmax[lk] = m
+            lstamp[lk] = ltick
+    return work, seen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _repair_check(
+    n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo, fe_hi, e_link, lo, dcap, weight, rstamp, refill,
+    old_rate, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`' check after a fill: every re-filled flow must be at its demand or at the
+    largest level of a saturated link it crosses (``rp.lmax`` stamped ``ltick``). A flow that is not has a
+    kept flow above it on every such link: those must come down, so they join the re-fill (their links
+    queued). ``(flows without a bottleneck, n_r, qn, work, seen, within limit)``: False when more than
+    ``limit`` flows would be re-filled (the old rates put back; the repair declines)."""
+    tol = REPAIR_RTOL
+    q, off, adj, fmark, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.fmark, rp.lmax, rp.lstamp
+    n_bad = 0
+    n_r0 = n_r
+    for k in range(n_r0):
+        g = refill[k]
+        r = rate[g]
+        work += fe_hi[g] - fe_lo[g]
+        if r >= dcap[g] * (1.0 - tol):
+            continue
+        lv = r / weight[g]
+        ok = False
+        for e in range(fe_lo[g], fe_hi[g]):
+            l2 = e_link[e] - lo
+            if lstamp[l2] == ltick and lv >= lmax[l2] * (1.0 - tol):
+                ok = True
+                break
+        if ok:
+            continue
+        n_bad += 1
+        for e in range(fe_lo[g], fe_hi[g]):
+            l2 = e_link[e] - lo
+            if lstamp[l2] != ltick:
+                continue
+            for x in range(off[l2], off[l2 + 1]):
+                h = adj[x]
+                if not act[h]:
+                    continue
+                seen += 1
+                if fmark[h] == tick or rate[h] / weight[h] <= lv * (1.0 + tol):
+                    continue
+                if n_r >= limit:
+                    for j in range(n_r0):
+                        rate[refill[j]] = old_rate[j]
+                    return n_bad, n_r, qn, work, seen, False
+                fmark[h] = tick
+                refill[n_r] = h
+                old_rate[n_r] = rate[h]
+                n_r += 1
+                qn = _repair_queue(h, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
+            work += off[l2 + 1] - off[l2]
+    return n_bad, n_r, qn, work, seen, True
+
+
 @njit(cache=True, nogil=True)
 def repair_departures(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, weight, resid, rstamp, load,
@@ -1782,18 +2188,12 @@ def repair_departures(
     at one level, bottlenecked at both NICs, a completion at that level changes nothing: every flow of the
     departed flow's NICs has a witness at its other NIC.
 
-    Long on purpose: the repair's scan, fill, check after the fill and freeze-log patch work in place on
-    one set of scratch arrays, in order, and fall back to the restart rule at any of them.
+    The steps, in order on one set of scratch arrays (each compiled into the repair, ``forceinline``): the
+    scan of the changed links (:func:`_repair_scan`), the residuals to fill on (:func:`_repair_residuals`),
+    the fill, the saturated links' largest levels (:func:`_repair_link_max`) and the check after the fill
+    (:func:`_repair_check`); any of them may decline.
     """
-    inf = np.inf
-    tol = REPAIR_RTOL
-    q = rp.queue
-    off = rp.adj_off
-    adj = rp.adj_flow
-    sat = rp.sat
-    fmark = rp.fmark
-    lmax = rp.lmax
-    lstamp = rp.lstamp
+    q, sat, lmax, lstamp = rp.queue, rp.sat, rp.lmax, rp.lstamp
     rstate[3] += 1
     tick = rstate[3]
     qn = 0
@@ -1802,173 +2202,50 @@ def repair_departures(
     for k in range(n_gone):  # the departed flows' links are changed
         f = gone[k]
         work += fe_hi[f] - fe_lo[f]
-        for e in range(fe_lo[f], fe_hi[f]):
-            lk = e_link[e] - lo
-            if rstamp[lk] != tick:
-                rstamp[lk] = tick
-                q[qn] = lk
-                qn += 1
+        qn = _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
     n_r = 0
     qi = 0
     ltick = -1
+    ok = True
     for rnd in range(REPAIR_MAX_ROUNDS + 1):
-        while qi < qn:  # the flows on each changed link: a witness, or re-filled (its links changed)
-            lk = q[qi]
-            qi += 1
-            c = capacity[lo + lk]
-            if not (
-                c < inf and c - load[lk] <= tol * c
-            ):  # not saturated before the event: no flow's bottleneck
-                continue
-            # the link's largest level before the event, if known: only the flows at it have the link as a
-            # bottleneck (:data:`REPAIR_ONLY_TOP`); a flow below it has another bottleneck, and if that one changed
-            # too, the flow is found when that link is scanned (it is queued: every changed link is)
-            top = sat[lk] * (1.0 - tol) if only_top and sat[lk] >= 0.0 else -inf
-            for x in range(off[lk], off[lk + 1]):
-                g = adj[x]
-                work += 1
-                if not act[g] or fmark[g] == tick:
-                    continue
-                seen += 1
-                r = rate[g]
-                lv = r / weight[g]
-                if lv < top:
-                    continue
-                ok = r >= dcap[g] * (1.0 - tol)
-                if not ok:
-                    for e in range(fe_lo[g], fe_hi[g]):
-                        l2 = e_link[e] - lo
-                        if rstamp[l2] == tick:
-                            continue
-                        s2 = sat[l2]
-                        if s2 >= 0.0 and lv >= s2 * (1.0 - tol):
-                            ok = True
-                            break
-                    work += fe_hi[g] - fe_lo[g]
-                if ok:
-                    continue
-                if n_r >= limit:
-                    rstate[12] += 1
-                    rstate[13] += seen
-                    return -1, work
-                fmark[g] = tick
-                refill[n_r] = g
-                old_rate[n_r] = r
-                n_r += 1
-                for e in range(fe_lo[g], fe_hi[g]):
-                    l2 = e_link[e] - lo
-                    if rstamp[l2] != tick:
-                        rstamp[l2] = tick
-                        q[qn] = l2
-                        qn += 1
+        qi, qn, n_r, work, seen, ok = _repair_scan(qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo,
+                                                   fe_hi, e_link, capacity, lo, dcap, weight, rstamp, load, refill,
+                                                   old_rate, rp)  # fmt: skip
+        if not ok:
+            break
         if n_r == 0:
             break
-        # the re-filled flows on what the others leave: the changed links' capacity less their loads, plus
-        # what the departed and re-filled flows used
-        for k in range(qn):
-            lk = q[k]
-            c = capacity[lo + lk]
-            resid[lk] = c - load[lk] if c < inf else inf
-        for k in range(n_gone + n_r):
-            f = gone[k] if k < n_gone else refill[k - n_gone]
-            r = rate[f] if k < n_gone else old_rate[k - n_gone]
-            work += fe_hi[f] - fe_lo[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                use = e_coef[e] * r
-                if np.isfinite(use):
-                    resid[e_link[e] - lo] += use
+        # the re-filled flows on what the others leave
+        work += _repair_residuals(qn, n_gone, n_r, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity,
+                                  lo, load, resid, q)  # fmt: skip
         work += fill_levels(refill, n_r, fe_lo, fe_hi, e_link, e_coef, weight, dcap, resid, rate, out_flow,
                             out_level, fs, rstate[4], lo)  # fmt: skip
         rstate[4] += 1
         ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
-        for k in range(qn):  # the largest level on each saturated changed link (every flow on it scanned)
-            lk = q[k]
-            c = capacity[lo + lk]
-            if c < inf and resid[lk] <= tol * c:
-                m = -inf
-                for x in range(off[lk], off[lk + 1]):
-                    g = adj[x]
-                    if act[g]:
-                        seen += 1
-                        lv = rate[g] / weight[g]
-                        if lv > m:
-                            m = lv
-                work += off[lk + 1] - off[lk]
-                lmax[lk] = m
-                lstamp[lk] = ltick
-        n_bad = 0
+        w2, s2 = _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp)
+        work += w2
+        seen += s2
         n_r0 = n_r
-        for k in range(
-            n_r0
-        ):  # every re-filled flow at its demand or at the largest level of a saturated link
-            g = refill[k]
-            r = rate[g]
-            work += fe_hi[g] - fe_lo[g]
-            if r >= dcap[g] * (1.0 - tol):
-                continue
-            lv = r / weight[g]
-            ok = False
-            for e in range(fe_lo[g], fe_hi[g]):
-                l2 = e_link[e] - lo
-                if lstamp[l2] == ltick and lv >= lmax[l2] * (1.0 - tol):
-                    ok = True
-                    break
-            if ok:
-                continue
-            n_bad += 1
-            # no bottleneck: the kept flows above it on its saturated links must come down, so they are
-            # re-filled too (and the flows on their links checked again)
-            for e in range(fe_lo[g], fe_hi[g]):
-                l2 = e_link[e] - lo
-                if lstamp[l2] != ltick:
-                    continue
-                for x in range(off[l2], off[l2 + 1]):
-                    h = adj[x]
-                    if not act[h]:
-                        continue
-                    seen += 1
-                    if fmark[h] == tick or rate[h] / weight[h] <= lv * (1.0 + tol):
-                        continue
-                    if n_r >= limit:
-                        for j in range(n_r0):
-                            rate[refill[j]] = old_rate[j]
-                        rstate[12] += 1
-                        rstate[13] += seen
-                        return -1, work
-                    fmark[h] = tick
-                    refill[n_r] = h
-                    old_rate[n_r] = rate[h]
-                    n_r += 1
-                    for e2 in range(fe_lo[h], fe_hi[h]):
-                        l3 = e_link[e2] - lo
-                        if rstamp[l3] != tick:
-                            rstamp[l3] = tick
-                            q[qn] = l3
-                            qn += 1
-                work += off[l2 + 1] - off[l2]
-        if n_bad == 0:
+        n_bad, n_r, qn, work, seen, ok = _repair_check(n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo,
+                                                       fe_hi, e_link, lo, dcap, weight, rstamp, refill, old_rate, rp)  # fmt: skip
+        if not ok or n_bad == 0:
             break
         for j in range(n_r0):  # the old rates back: the next round fills the larger set from them
             rate[refill[j]] = old_rate[j]
         if n_r == n_r0 or rnd == REPAIR_MAX_ROUNDS:  # (nothing to add: round-off beyond REPAIR_RTOL)
-            rstate[12] += 1
-            rstate[13] += seen
-            return -1, work
+            ok = False
+            break
+    if not ok:  # declined: the rates as they were (the caller re-fills from the restart level)
+        rstate[12] += 1
+        rstate[13] += seen
+        return -1, work
     if n_r == 0:  # nothing re-filled: the changed links' residuals are the departed flows' uses back
-        for k in range(qn):
-            lk = q[k]
-            c = capacity[lo + lk]
-            resid[lk] = c - load[lk] if c < inf else inf
-        for k in range(n_gone):
-            f = gone[k]
-            for e in range(fe_lo[f], fe_hi[f]):
-                use = e_coef[e] * rate[f]
-                if np.isfinite(use):
-                    resid[e_link[e] - lo] += use
+        _repair_residuals(qn, n_gone, 0, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo,
+                          load, resid, q)  # fmt: skip
     for k in range(qn):  # the loads and bottleneck levels of the changed links
         lk = q[k]
         c = capacity[lo + lk]
-        load[lk] = c - resid[lk] if c < inf else 0.0
+        load[lk] = c - resid[lk] if c < np.inf else 0.0
         sat[lk] = lmax[lk] if n_r > 0 and lstamp[lk] == ltick else -1.0
     work += qn
     rstate[11] += 1
@@ -2004,6 +2281,300 @@ def first_at_least(level, n, x):  # pragma: no cover - compiled
         else:
             hi = mid
     return lo
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _inc_full_set(
+    n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill, resid, csum, link_gen, gen,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s full fill: every active flow to fill (``refill``), on its links'
+    capacities (``resid``), their sums of coefficient x weight (``csum``) counted anew (``link_gen`` =
+    ``gen``). The active entries."""
+    e_act = 0
+    for k in range(n_act):
+        f = act_list[k]
+        e_act += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if link_gen[lk] != gen:
+                link_gen[lk] = gen
+                resid[lk] = capacity[lo + lk]
+                csum[lk] = 0.0
+            csum[lk] += e_coef[e] * unit_weight[f]
+        refill[k] = f
+    return e_act
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _inc_restart_level(
+    n_gone, gone, n_came, came, rate, unit_weight, dcap, fe_lo, fe_hi, e_link, e_coef, capacity, lo, csum, load,
+    link_gen, gen, rstate,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s restart level ``L`` (a level, rate / weight), below which no rate
+    changes: the least old level of the departed flows and the least bound of the arrivals (its least equal
+    share level, or its demand's), less :data:`RESTART_MARGIN`; the links' sums of coefficient x weight
+    (``csum``) and the active entries (``rstate[8]``) follow the departures and arrivals. ``(L, the
+    arrivals' entries)``."""
+    lev = np.inf
+    e_came = 0
+    for k in range(n_gone):
+        f = gone[k]
+        lev = min(lev, rate[f] / unit_weight[f])
+        rstate[8] -= fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            csum[e_link[e] - lo] -= e_coef[e] * unit_weight[f]
+    for k in range(n_came):
+        f = came[k]
+        rstate[8] += fe_hi[f] - fe_lo[f]
+        e_came += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if link_gen[lk] != gen:  # a link no active flow crossed since the full fill
+                link_gen[lk] = gen
+                csum[lk] = 0.0
+                load[lk] = 0.0
+            csum[lk] += e_coef[e] * unit_weight[f]
+    for k in range(n_came):  # a flow's level is at least its least equal share level (or its demand's)
+        f = came[k]
+        x = dcap[f] / unit_weight[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            y = capacity[lo + lk] / csum[lk] if csum[lk] > 0 else np.inf
+            if y < x:
+                x = y
+        if x < lev:
+            lev = x
+    return lev * (1.0 - RESTART_MARGIN), e_came
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _inc_patch_log(
+    n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow, log_level, keep_flow,
+    keep_level, rp, rstate, work,
+):  # fmt: skip  # pragma: no cover - compiled
+    """After a departure repair of :func:`resolve_incremental` that re-filled ``n_r`` flows: the freeze log
+    patched (the departed and re-filled flows out, the re-filled ones in at their new levels, from the
+    least level either had, less :data:`RESTART_MARGIN`), and the solve's state (``rstate``: log length,
+    solves since a full fill, the work)."""
+    tick = rstate[3]
+    m = lev
+    for k in range(n_r):
+        x = min(old_rate[k] / unit_weight[refill[k]], out_level[k]) * (1.0 - RESTART_MARGIN)
+        if x < m:
+            m = x
+    kk = first_at_least(log_level, n_log, m)
+    n_keep = 0
+    for k in range(kk, n_log):
+        f = log_flow[k]
+        if act[f] and rp.fmark[f] != tick:
+            keep_flow[n_keep] = f
+            keep_level[n_keep] = log_level[k]
+            n_keep += 1
+    merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_r, log_flow, log_level, kk)
+    rstate[0] = kk + n_keep + n_r
+    rstate[1] += 1
+    rstate[9] = work + n_log - kk + n_r
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _inc_declines(
+    k0, n_log, log_flow, log_level, fe_lo, fe_hi, e_above, par_levels, sw_on, cost, rstate, n_inst, n_act,
+    sw_ratio, sw_handoff,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s switch (:data:`LAZY_SWITCH`): the entries at or above the restart level
+    (the log from ``k0``, the departed flows' all there, plus the arrivals' ``e_above``) as the lazy
+    re-fill against a full solve; the full path's savings summed in ``cost[2]``, and above ``sw_handoff``
+    predicted full solves it declines. ``(entries above, distinct levels above (0: not counted), declines)``."""
+    for k in range(k0, n_log):
+        f = log_flow[k]
+        e_above += fe_hi[f] - fe_lo[f]
+    n_lev = 0
+    if par_levels < n_log - k0:
+        n_lev = _distinct_levels(log_level, k0, n_log, par_levels)
+    if sw_on:
+        p_full = cost[0] * rstate[8] + n_inst + n_act
+        acc = cost[2] + sw_ratio * cost[1] * e_above - p_full
+        cost[2] = acc if acc > 0.0 else 0.0
+        if acc > sw_handoff * p_full:
+            cost[2] = 0.0
+            return e_above, n_lev, True
+    return e_above, n_lev, False
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _inc_components(
+    k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load, resid, uf,
+    seed, rstamp, tick, use_cc,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`: the links of the flows at or above the restart level (the log from
+    ``k0``, departed ones included, and the arrivals) stamped ``tick`` with their residuals at capacity less
+    load; with ``use_cc``, their connected components (union-find ``uf`` over the links) and the roots of
+    the components of a departed or an arrived flow (``seed`` = ``tick``): only those change."""
+    for k in range(k0, n_log + n_came):
+        f = log_flow[k] if k < n_log else came[k - n_log]
+        r0 = -1
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if rstamp[lk] != tick:
+                rstamp[lk] = tick
+                uf[lk] = lk
+                c = capacity[lo + lk]
+                resid[lk] = c - load[lk] if c < np.inf else np.inf
+            if not use_cc:
+                continue
+            if r0 < 0:
+                r0 = _uf_find(uf, lk)
+            else:
+                r1 = _uf_find(uf, lk)
+                if r1 != r0:
+                    uf[r1] = r0
+    if use_cc:
+        for k in range(k0, n_log + n_came):  # the components of the departed and arrived flows
+            f = log_flow[k] if k < n_log else came[k - n_log]
+            if (k >= n_log or not act[f] or arr_mark[f] == mark) and fe_hi[f] > fe_lo[f]:
+                seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] = tick
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _inc_select(
+    k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo,
+    resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`: the flows of the log from ``k0`` in a changed component (every one while
+    the component rule backs off, ``use_cc`` false) and the arrivals are filled again (``refill``) on the
+    residuals plus what they and the departed flows used; the others keep their rates and levels
+    (``keep_flow``, ``keep_level``). ``(to fill, kept)``."""
+    n_re = 0
+    n_keep = 0
+    for k in range(k0, n_log):
+        f = log_flow[k]
+        hit = not use_cc or (fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick)
+        gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
+        if hit or gone_f:
+            r = rate[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                use = e_coef[e] * r
+                if np.isfinite(use):
+                    resid[e_link[e] - lo] += use
+        if gone_f:
+            continue
+        if hit:
+            refill[n_re] = f
+            n_re += 1
+        else:
+            keep_flow[n_keep] = f
+            keep_level[n_keep] = log_level[k]
+            n_keep += 1
+    for k in range(n_came):
+        refill[n_re] = came[k]
+        n_re += 1
+    return n_re, n_keep
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _inc_backoff(use_cc, n_keep, rstate):  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s back-off of the component rule (``rstate[6]``: solves left to skip it,
+    ``rstate[7]``: the last skip): a solve that skipped it counts down; one that used it and kept no flow
+    skips it for the next 1, 2, 4, ... solves (at most :data:`COMPONENT_BACKOFF_MAX`)."""
+    if not use_cc:
+        rstate[6] -= 1
+    elif n_keep == 0:
+        rstate[7] = min(2 * rstate[7] + 1, COMPONENT_BACKOFF_MAX)
+        rstate[6] = rstate[7]
+    else:
+        rstate[7] = 0
+
+
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
+def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
+    """``refill[:n_re]`` in flow order (their entries in memory order), for the parallel rule. The work
+    counted: the flow range walked and the rule's rows allocated."""
+    f_lo = refill[0]
+    f_hi = refill[0]
+    for k in range(n_re):
+        f = refill[k]
+        if f < f_lo:
+            f_lo = f
+        if f > f_hi:
+            f_hi = f
+    pick = np.zeros(f_hi - f_lo + 1, dtype=np.bool_)
+    for k in range(n_re):
+        pick[refill[k] - f_lo] = True
+    k = 0
+    for f in range(f_lo, f_hi + 1):
+        if pick[f - f_lo]:
+            refill[k] = f
+            k += 1
+    return f_hi - f_lo + 1 + 7 * n_re
+
+
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
+def _inc_fill(
+    dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow, out_level,
+    unit_weight, weighted, fs, rstate,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s fill of ``refill[:n_re]`` on ``resid``: by the heap
+    (:func:`fill_levels`), or, ``dense``, the parallel rule's first rounds (:func:`fill_parallel`) and the
+    rest by the heap, its freeze order merged with the rule's (``out_flow``, ``out_level``). The work."""
+    work = 0
+    if dense:
+        rstate[5] += 1
+        n_done, n_rest, rest, pw = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds,
+                                                 lo, out_flow, out_level, unit_weight if weighted else unit_weight[:0])  # fmt: skip
+        work += pw
+        if n_rest > 0:
+            h_flow = np.empty(n_rest, dtype=np.int64)
+            h_level = np.empty(n_rest)
+            work += fill_levels(rest, n_rest, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                                h_flow, h_level, fs, rstate[4], lo)  # fmt: skip
+            for k in range(n_rest):
+                work += fe_hi[rest[k]] - fe_lo[rest[k]]
+            rstate[4] += 1
+            p_flow = out_flow[:n_done].copy()
+            p_level = out_level[:n_done].copy()
+            merge_by_level(p_flow, p_level, n_done, h_flow, h_level, n_rest, out_flow, out_level, 0)
+    else:
+        work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                            out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        for k in range(n_re):
+            work += fe_hi[refill[k]] - fe_lo[refill[k]]
+        rstate[4] += 1
+    return work
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _inc_loads(
+    full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
+    lo, resid, load, sat,
+):  # fmt: skip  # pragma: no cover - compiled
+    """After :func:`resolve_incremental`'s fill: the loads of the links the solve touched (every active
+    flow's after a full fill; else the filled and departed flows'), their ``sat`` reset, then (``rep_on``)
+    the saturated links of the filled flows set to the largest level among them (:class:`RepairScratch`).
+    The work."""
+    work = 0
+    n = n_act if full else n_re + n_gone
+    for k in range(n):
+        if full:
+            f = act_list[k]
+        else:
+            f = refill[k] if k < n_re else gone[k - n_re]
+            work += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            c = capacity[lo + lk]
+            load[lk] = c - resid[lk] if c < np.inf else 0.0
+            sat[lk] = -1.0
+    if rep_on:
+        for k in range(n_re):
+            f = refill[k]
+            lv = rate[f] / unit_weight[f]
+            work += fe_hi[f] - fe_lo[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                c = capacity[lo + lk]
+                if c < np.inf and resid[lk] <= REPAIR_RTOL * c and lv > sat[lk]:
+                    sat[lk] = lv
+    return work
 
 
 @njit(cache=True, nogil=True)
@@ -2069,70 +2640,29 @@ def resolve_incremental(
     pops, the loads and the log rewritten), and an incremental solve's work per entry at or above the level
     enters ``rho_l`` (``cost[1]``).
 
-    Long on purpose: the incremental solve's steps (restart level, components, residuals, the fill,
-    the merge of the freeze order) work on one set of scratch arrays in place, in order; each is a few
-    loops over the same indices, which a compiled helper per step would take as a dozen arguments each.
+    The steps, in order on one set of scratch arrays: the full set (:func:`_inc_full_set`) or the restart
+    level (:func:`_inc_restart_level`), the departure repair and its log patch (:func:`_inc_patch_log`), the
+    switch (:func:`_inc_declines`), the components (:func:`_inc_components`) and the flows to fill
+    (:func:`_inc_select`), the fill (:func:`_inc_flow_order`, :func:`_inc_fill`), the loads
+    (:func:`_inc_loads`); those that allocate nothing compiled into the solve (``forceinline``).
     """
-    inf = np.inf
-    # the rates of the new active set: a full fill, or a re-fill from the restart level
     n_log = rstate[0]
     full = n_log < 0 or rstate[1] >= FULL_FILL_EVERY
     if full:
         rstate[2] += 1
     gen = rstate[2]
     work = 0
-    e_above = 0
     n_lev = 0  # distinct levels of the last solve among the flows to re-fill (0: not known, a first fill)
     if full:
         if n_log >= 0 and par_levels < n_log:  # a periodic full fill: the levels of the last solve's log
             n_lev = _distinct_levels(log_level, 0, n_log, par_levels)
-        e_act = 0
-        for k in range(n_act):
-            f = act_list[k]
-            e_act += fe_hi[f] - fe_lo[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                if link_gen[lk] != gen:
-                    link_gen[lk] = gen
-                    resid[lk] = capacity[lo + lk]
-                    csum[lk] = 0.0
-                csum[lk] += e_coef[e] * unit_weight[f]
-            refill[k] = f
-        rstate[8] = e_act
-        work += e_act
-        n_re = n_act
-        n_keep = 0
-        k0 = 0
+        rstate[8] = _inc_full_set(n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill,
+                                  resid, csum, link_gen, gen)  # fmt: skip
+        work += rstate[8]
+        n_re, n_keep, k0, e_above = n_act, 0, 0, 0
     else:
-        lev = inf  # the restart level L (a level, rate / weight), below which no rate changes
-        for k in range(n_gone):
-            f = gone[k]
-            lev = min(lev, rate[f] / unit_weight[f])
-            rstate[8] -= fe_hi[f] - fe_lo[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                csum[e_link[e] - lo] -= e_coef[e] * unit_weight[f]
-        for k in range(n_came):
-            f = came[k]
-            rstate[8] += fe_hi[f] - fe_lo[f]
-            e_above += fe_hi[f] - fe_lo[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                if link_gen[lk] != gen:  # a link no active flow crossed since the full fill
-                    link_gen[lk] = gen
-                    csum[lk] = 0.0
-                    load[lk] = 0.0
-                csum[lk] += e_coef[e] * unit_weight[f]
-        for k in range(n_came):  # a flow's level is at least its least equal share level (or its demand's)
-            f = came[k]
-            x = dcap[f] / unit_weight[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                y = capacity[lo + lk] / csum[lk] if csum[lk] > 0 else inf
-                if y < x:
-                    x = y
-            if x < lev:
-                lev = x
-        lev = lev * (1.0 - RESTART_MARGIN)
+        lev, e_above = _inc_restart_level(n_gone, gone, n_came, came, rate, unit_weight, dcap, fe_lo, fe_hi, e_link,
+                                          e_coef, capacity, lo, csum, load, link_gen, gen, rstate)  # fmt: skip
         k0 = first_at_least(log_level, n_log, lev)  # the first flow of the log at a level >= lev
         if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
             if rstate[10] == 0:  # (the link-major index of the instance's entries, once per interval)
@@ -2144,193 +2674,42 @@ def resolve_incremental(
                 int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top,
             )  # fmt: skip
             work += rw
-            if (
-                n_r >= 0
-            ):  # the log: the departed and re-filled flows out, the re-filled in at their new levels
-                tick = rstate[3]
-                m = lev
-                for k in range(n_r):
-                    x = min(old_rate[k] / unit_weight[refill[k]], out_level[k]) * (1.0 - RESTART_MARGIN)
-                    if x < m:
-                        m = x
-                kk = first_at_least(log_level, n_log, m)
-                n_keep = 0
-                for k in range(kk, n_log):
-                    f = log_flow[k]
-                    if act[f] and rp.fmark[f] != tick:
-                        keep_flow[n_keep] = f
-                        keep_level[n_keep] = log_level[k]
-                        n_keep += 1
-                merge_by_level(
-                    keep_flow, keep_level, n_keep, out_flow, out_level, n_r, log_flow, log_level, kk
-                )
-                rstate[0] = kk + n_keep + n_r
-                rstate[1] += 1
-                rstate[9] = work + n_log - kk + n_r
+            if n_r >= 0:
+                _inc_patch_log(n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow,
+                               log_level, keep_flow, keep_level, rp, rstate, work)  # fmt: skip
                 return n_r, False
-        # the entries at or above the level (the departed flows' are all there) and the arrivals': the lazy
-        # re-fill against a full solve (the switch's cost model); the full path's savings summed, and above
-        # sw_handoff predicted full solves, decline
-        for k in range(k0, n_log):
-            f = log_flow[k]
-            e_above += fe_hi[f] - fe_lo[f]
-        if par_levels < n_log - k0:
-            n_lev = _distinct_levels(log_level, k0, n_log, par_levels)
-        if sw_on:
-            p_full = cost[0] * rstate[8] + n_inst + n_act
-            acc = cost[2] + sw_ratio * cost[1] * e_above - p_full
-            cost[2] = acc if acc > 0.0 else 0.0
-            if acc > sw_handoff * p_full:
-                cost[2] = 0.0
-                return -1, False
+        e_above, n_lev, declines = _inc_declines(k0, n_log, log_flow, log_level, fe_lo, fe_hi, e_above, par_levels,
+                                                 sw_on, cost, rstate, n_inst, n_act, sw_ratio, sw_handoff)  # fmt: skip
+        if declines:
+            return -1, False
         work += e_above
-        # the flows at levels >= lev (log[k0:n_log], departed ones included, and the arrivals)
-        # on the capacities the lower ones leave make a max-min problem of their own, and it
-        # decomposes over the connected components of their flow-link graph: only the components
-        # of a departed or an arrived flow change. Union-find over the links (stamped rstamp),
-        # whose residual capacities start at the capacity less the load.
         rstate[3] += 1
         tick = rstate[3]
         use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (below)
-        for k in range(k0, n_log + n_came):
-            f = log_flow[k] if k < n_log else came[k - n_log]
-            r0 = -1
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                if rstamp[lk] != tick:
-                    rstamp[lk] = tick
-                    uf[lk] = lk
-                    c = capacity[lo + lk]
-                    resid[lk] = c - load[lk] if c < inf else inf
-                if not use_cc:
-                    continue
-                if r0 < 0:
-                    r0 = _uf_find(uf, lk)
-                else:
-                    r1 = _uf_find(uf, lk)
-                    if r1 != r0:
-                        uf[r1] = r0
-        if use_cc:
-            for k in range(k0, n_log + n_came):  # the components of the departed and arrived flows
-                f = log_flow[k] if k < n_log else came[k - n_log]
-                if (k >= n_log or not act[f] or arr_mark[f] == mark) and fe_hi[f] > fe_lo[f]:
-                    seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] = tick
-        else:
-            rstate[6] -= 1
-        # their flows are filled again on the residual capacities (plus what they and the
-        # departed flows used); the others keep their rates and levels (every flow at or above the
-        # level is filled again while the component rule backs off)
-        n_re = 0
-        n_keep = 0
-        for k in range(k0, n_log):
-            f = log_flow[k]
-            hit = not use_cc or (fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick)
-            gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
-            if hit or gone_f:
-                r = rate[f]
-                for e in range(fe_lo[f], fe_hi[f]):
-                    use = e_coef[e] * r
-                    if np.isfinite(use):
-                        resid[e_link[e] - lo] += use
-            if gone_f:
-                continue
-            if hit:
-                refill[n_re] = f
-                n_re += 1
-            else:
-                keep_flow[n_keep] = f
-                keep_level[n_keep] = log_level[k]
-                n_keep += 1
-        for k in range(n_came):
-            refill[n_re] = came[k]
-            n_re += 1
-        if use_cc:  # a component rule that kept no flow is skipped for the next 1, 2, 4, ... solves
-            if n_keep == 0:
-                rstate[7] = min(2 * rstate[7] + 1, COMPONENT_BACKOFF_MAX)
-                rstate[6] = rstate[7]
-            else:
-                rstate[7] = 0
+        _inc_components(k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo,
+                        load, resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
+        n_re, n_keep = _inc_select(k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo,
+                                   fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow,
+                                   keep_level)  # fmt: skip
+        _inc_backoff(use_cc, n_keep, rstate)
     # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
     dense = n_re > par_share * n_act and n_lev <= par_levels
     if (
         dense and n_re > 1
     ):  # many flows: walk them in flow order (their entries in memory order), not by level
-        f_lo = refill[0]
-        f_hi = refill[0]
-        for k in range(n_re):
-            f = refill[k]
-            if f < f_lo:
-                f_lo = f
-            if f > f_hi:
-                f_hi = f
-        work += f_hi - f_lo + 1 + 7 * n_re  # the flow range walked, the parallel rule's rows allocated
-        pick = np.zeros(f_hi - f_lo + 1, dtype=np.bool_)
-        for k in range(n_re):
-            pick[refill[k] - f_lo] = True
-        k = 0
-        for f in range(f_lo, f_hi + 1):
-            if pick[f - f_lo]:
-                refill[k] = f
-                k += 1
+        work += _inc_flow_order(refill, n_re)
     for k in range(n_re):
         f = refill[k]
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
-    if dense:  # many flows: the parallel rule's first rounds, the rest by the heap
-        rstate[5] += 1
-        n_done, n_rest, rest, pw = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds,
-                                                 lo, out_flow, out_level, unit_weight if weighted else unit_weight[:0])  # fmt: skip
-        work += pw
-        if n_rest > 0:  # the rest by the heap, its freeze order merged with the parallel rule's
-            h_flow = np.empty(n_rest, dtype=np.int64)
-            h_level = np.empty(n_rest)
-            work += fill_levels(rest, n_rest, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                                h_flow, h_level, fs, rstate[4], lo)  # fmt: skip
-            for k in range(n_rest):
-                work += fe_hi[rest[k]] - fe_lo[rest[k]]
-            rstate[4] += 1
-            p_flow = out_flow[:n_done].copy()
-            p_level = out_level[:n_done].copy()
-            merge_by_level(p_flow, p_level, n_done, h_flow, h_level, n_rest, out_flow, out_level, 0)
-    else:
-        work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                            out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
-        for k in range(n_re):
-            work += fe_hi[refill[k]] - fe_lo[refill[k]]
-        rstate[4] += 1
+    work += _inc_fill(dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow,
+                      out_level, unit_weight, weighted, fs, rstate)  # fmt: skip
     # the freeze log from k0 on: the kept flows and the new fill's, merged by level
     merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
     rstate[0] = k0 + n_keep + n_re
     work += n_keep + 2 * n_re  # the log rewritten, the rates written
-    sat = rp.sat
-    if full:
-        for k in range(n_act):
-            f = act_list[k]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                c = capacity[lo + lk]
-                load[lk] = c - resid[lk] if c < inf else 0.0
-                sat[lk] = -1.0
-        rstate[1] = 0
-    else:
-        for k in range(n_re + n_gone):  # the loads of the links the solve touched
-            f = refill[k] if k < n_re else gone[k - n_re]
-            work += fe_hi[f] - fe_lo[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                c = capacity[lo + lk]
-                load[lk] = c - resid[lk] if c < inf else 0.0
-                sat[lk] = -1.0
-        rstate[1] += 1
-    if rep_on:  # the saturated links of the filled flows: the largest level among them (RepairScratch)
-        for k in range(n_re):
-            f = refill[k]
-            lv = rate[f] / unit_weight[f]
-            work += fe_hi[f] - fe_lo[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                lk = e_link[e] - lo
-                c = capacity[lo + lk]
-                if c < inf and resid[lk] <= REPAIR_RTOL * c and lv > sat[lk]:
-                    sat[lk] = lv
+    work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
+                       e_link, capacity, lo, resid, load, rp.sat)  # fmt: skip
+    rstate[1] = 0 if full else rstate[1] + 1
     if not full and e_above > 0:
         cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
     rstate[9] = work
@@ -2352,25 +2731,386 @@ def join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_ma
 
 
 @njit(cache=True, nogil=True, _nrt=False)
-def lazy_stats(
-    stats, events, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
-):  # fmt: skip  # pragma: no cover - compiled
+def lazy_stats(stats, events, cnt, rstate):  # pragma: no cover - compiled
     """The lazy kernel's counters into ``stats`` (its columns, :func:`run_interval_lazy`): the events
-    (``stats[0]`` set), then added: the fills, the incremental solves, the flows they re-filled and those
-    active at them, the full fills, the rates written and moved, the parallel-rule solves (``rstate[5]``),
-    the work, and the departure repair's three counts (``rstate[11:14]``)."""
+    (``stats[0]`` set), then added: from ``cnt`` (:func:`lazy_count_solve`, :func:`lazy_write_rates`) the
+    fills, the incremental solves, the flows they re-filled and those active at them, the full fills, the
+    rates written and moved, the work; the parallel-rule solves (``rstate[5]``) and the departure repair's
+    three counts (``rstate[11:14]``)."""
     stats[0] = events
-    stats[1] += n_fills
-    stats[4] += n_inc
-    stats[5] += inc_touched
-    stats[6] += inc_active
-    stats[7] += n_full
-    stats[8] += n_written
-    stats[9] += n_moved
+    stats[1] += cnt[0]
+    stats[4] += cnt[1]
+    stats[5] += cnt[2]
+    stats[6] += cnt[3]
+    stats[7] += cnt[6]
+    stats[8] += cnt[4]
+    stats[9] += cnt[5]
     stats[10] += rstate[5]
-    stats[14] += lazy_work
+    stats[14] += cnt[7]
     for k in range(3):  # the departure repair's counts
         stats[15 + k] += rstate[11 + k]
+
+
+class LazyFlows(NamedTuple):
+    """:func:`run_interval_lazy`'s scratch per flow (:func:`lazy_flow_scratch`), indexed by global flow id:
+    only the lazy instances' flows are initialised and touched."""
+
+    act: np.ndarray  # (flows,) bool in the active set
+    rate: np.ndarray  # (flows,) float64 bytes/s since t_upd
+    moved: np.ndarray  # (flows,) float64 bytes moved in the interval up to t_upd
+    t_upd: np.ndarray  # (flows,) float64 s since the interval start that rem and moved hold for
+    t_end: np.ndarray  # (flows,) float64 s, completion time at the current rate (inf: none)
+    hpos: np.ndarray  # (flows,) int64 slot in the completion heap, -1: not in it
+    zero: np.ndarray  # (flows,) bool an active job flow at rate <= 0 (stalled)
+    arr_mark: np.ndarray  # (flows,) int64 the solve count when it last joined the set
+    apos: np.ndarray  # (flows,) int64 slot in the active list
+    dcap: np.ndarray  # (flows,) float64 demand capped by the flow's exclusive links, bytes/s
+    weight: np.ndarray  # (flows,) float64 share weights (levels rate / weight; all 1 when none are given)
+
+
+class LazyRows(NamedTuple):
+    """:func:`run_interval_lazy`'s scratch per instance: one row per flow of the largest lazy instance of the
+    range (:func:`lazy_flow_scratch`)."""
+
+    act_list: np.ndarray  # int64 the active flows, unordered
+    hk: np.ndarray  # float64 completion heap: keys (s)
+    hf: np.ndarray  # int64 and flows
+    dfs: np.ndarray  # int64 heap slots to visit (the least completion time)
+    log_flow: np.ndarray  # int64 flows of the last fill, in freeze order
+    log_level: np.ndarray  # float64 their levels (nondecreasing)
+    out_flow: np.ndarray  # int64
+    out_level: np.ndarray  # float64
+    refill: np.ndarray  # int64 the flows an incremental solve fills again
+    old_rate: np.ndarray  # float64 their rates before it
+    gone: np.ndarray  # int64 flows that left the active set since the last solve
+    came: np.ndarray  # int64 flows that joined it
+    keep_flow: np.ndarray  # int64 flows at levels >= the restart level an event leaves alone
+    keep_level: np.ndarray  # float64 their levels
+
+
+class LazyLinks(NamedTuple):
+    """:func:`resolve_incremental`'s scratch per link (:func:`lazy_flow_scratch`)."""
+
+    uf: np.ndarray  # (links,) int64 union-find parents (components of a re-fill)
+    seed: np.ndarray  # (links,) int64 tick of the solve whose changed flows' root it is
+    resid: np.ndarray  # (links,) float64 residual capacity of a fill
+    rstamp: np.ndarray  # (links,) int64
+    load: np.ndarray  # (links,) float64 bytes/s the active flows put on each link
+    csum: np.ndarray  # (links,) float64 sum of the coefficients of the active flows on each link
+    link_gen: np.ndarray  # (links,) int64 load and csum are valid where this is gen
+
+
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
+def lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, quantum):  # pragma: no cover
+    """The most flows and the most shared entries of one lazy instance (:func:`lazy_instance`) of
+    ``b_lo:b_hi`` (0, 0: none)."""
+    f_max = 0
+    e_max = 0
+    for b in range(b_lo, b_hi):
+        if lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
+            if inst_flow[b + 1] - inst_flow[b] > f_max:
+                f_max = inst_flow[b + 1] - inst_flow[b]
+            if ent_hi[b] - inst_seg[b] > e_max:
+                e_max = ent_hi[b] - inst_seg[b]
+    return f_max, e_max
+
+
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
+def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w):  # pragma: no cover - compiled
+    """:func:`run_interval_lazy`'s fresh scratch: :class:`LazyFlows`, :class:`LazyRows` (``f_max`` rows),
+    :class:`LazyLinks`, the phases' counts of flows with bytes left (``pend``) and whether their flows
+    joined the active set (``joined``), and :func:`resolve_incremental`'s state (``rstate``: log length,
+    solves since a full fill, stamps, parallel-rule solves, back-off, active entries, the work of the last
+    solve, the departure repair's counts)."""
+    i64 = np.int64
+    weight = flow_w if flow_w.shape[0] > 0 else np.ones(n_flows)
+    fl = LazyFlows(
+        np.empty(n_flows, dtype=np.bool_), np.empty(n_flows), np.empty(n_flows), np.empty(n_flows), np.empty(n_flows),
+        np.empty(n_flows, dtype=i64), np.empty(n_flows, dtype=np.bool_), np.empty(n_flows, dtype=i64),
+        np.empty(n_flows, dtype=i64), np.empty(n_flows), weight,
+    )  # fmt: skip
+    rw = LazyRows(
+        np.empty(f_max, dtype=i64), np.empty(f_max), np.empty(f_max, dtype=i64), np.empty(f_max, dtype=i64),
+        np.empty(f_max, dtype=i64), np.empty(f_max), np.empty(f_max, dtype=i64), np.empty(f_max),
+        np.empty(f_max, dtype=i64), np.empty(f_max), np.empty(f_max, dtype=i64), np.empty(f_max, dtype=i64),
+        np.empty(f_max, dtype=i64), np.empty(f_max),
+    )  # fmt: skip
+    lk = LazyLinks(
+        np.empty(n_links, dtype=i64), np.full(n_links, -1, dtype=i64), np.empty(n_links),
+        np.full(n_links, -1, dtype=i64), np.zeros(n_links), np.zeros(n_links), np.full(n_links, -1, dtype=i64),
+    )  # fmt: skip
+    pend = np.empty(n_phases, dtype=i64)
+    joined = np.empty(n_phases, dtype=np.bool_)
+    return fl, rw, lk, pend, joined, np.zeros(14, dtype=i64), np.zeros(8, dtype=i64)
+
+
+@njit(cache=True, nogil=True, **_COMPILED_ONLY)
+def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max):  # pragma: no cover - compiled
+    """The caller's fill and repair scratch (:func:`lazy_scratch`, reused from call to call), reset as
+    :func:`fill_scratch` / :func:`repair_scratch` initialise them; a fresh one where it is too small."""
+    if (
+        fs.link_stamp.shape[0] < n_links or fs.flow_off.shape[0] < f_max + 1 or fs.slot_flows.shape[0] < e_max
+        or fs.heap_key.shape[0] < n_links + f_max + e_max + 1
+    ):  # fmt: skip
+        fs = fill_scratch(n_links, f_max, e_max)
+    else:  # (the stamps restart with this call's ticks)
+        fs.link_stamp[:n_links] = -1
+    if rp.sat.shape[0] < n_links or rp.fmark.shape[0] < n_flows or rp.adj_flow.shape[0] < e_max:
+        rp = repair_scratch(n_links, n_flows, e_max)
+    else:
+        rp.sat[:n_links] = -1.0
+        rp.lstamp[:n_links] = -1
+        rp.fmark[:n_flows] = -1
+    return fs, rp
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def lazy_instance_start(
+    b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg, e_flow, e_link,
+    e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Lazy instance ``b`` (flows ``f0:f1``) as :func:`run_interval_lazy` takes it over: its flows reset
+    (:func:`reset_instance_flows`; no rate, not in the heap, none stalled) and the completions due at the
+    start made (:func:`zero_completed`); its phases count their flows with bytes left (``pend``), none
+    joined; :func:`resolve_incremental`'s state (``rstate``) without a valid log (the next fill is a full
+    one)."""
+    reset_instance_flows(b, f0, f1, fl.act, fl.moved, fl.dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef,
+                         capacity)  # fmt: skip
+    for f in range(f0, f1):
+        fl.rate[f] = 0.0
+        fl.arr_mark[f] = -1
+        fl.hpos[f] = -1
+        fl.zero[f] = False
+    zero_completed(f0, f1, eps_b, flow_bg, flow_scale, rem)
+    for p in range(inst_phase[b], inst_phase[b + 1]):
+        joined[p] = False
+        c = 0
+        for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
+            if rem[f] > 0:
+                c += 1
+        pend[p] = c
+    rstate[0] = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
+    rstate[1] = 0
+    rstate[6] = 0  # the component rule's back-off
+    rstate[7] = 0
+    rstate[10] = 0  # the link-major index of the instance's entries (built by the first repair)
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def lazy_arrivals(
+    u0, u1, f0, f1, first, now, n_fills, n_act, n_came, eps_t, units, clock, joined, bg_on, flow_unit, rem, fl,
+    act_list, came,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The flows that join :func:`run_interval_lazy`'s active set at this event (:func:`join_flow`): the
+    flows with bytes left of the phases of units ``u0:u1`` whose latency was paid since the last event, and
+    the background flows switched on (at the ``first`` event of the instance here). ``(active flows,
+    arrivals since the last solve)``."""
+    act, apos, t_upd, arr_mark = fl.act, fl.apos, fl.t_upd, fl.arr_mark
+    for u in range(u0, u1):
+        if not units.unit_alive[u]:
+            continue
+        if units.unit_bg[u]:
+            if first and bg_on[u]:
+                for f in range(f0, f1):  # background flows are few: found by their unit
+                    if flow_unit[f] == u:
+                        join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)
+                        n_act += 1
+                        n_came += 1
+            continue
+        pc = clock.phase_cur[u]
+        nph = units.unit_nphases[u]
+        if pc < 0 or pc >= nph:
+            continue
+        for p in range(units.phase_off[u], units.phase_off[u] + nph):
+            if joined[p] or clock.phase_state[p] != RUNNING or clock.phase_lat_left[p] > eps_t:
+                continue
+            joined[p] = True
+            for f in range(units.phase_flow_lo[p], units.phase_flow_lo[p] + units.phase_flow_n[p]):
+                if rem[f] > 0 and not act[f]:
+                    join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)
+                    n_act += 1
+                    n_came += 1
+    return n_act, n_came
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def lazy_write_rates(
+    n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, flow_bg, flow_scale, rem, cnt,
+):  # fmt: skip  # pragma: no cover - compiled
+    """After a solve of :func:`run_interval_lazy`, the ``n_re`` flows it re-filled (``rw.refill``, their old
+    rates ``rw.old_rate``) whose rate changed: progress up to ``now`` at the old rate (:func:`advance_flow`),
+    their stalled marks (``n_zero`` counted), and their completion keys (the time their bytes left reach
+    the tolerance ``eps_b x flow_scale``) in the heap (``hn`` flows): sifted per flow (O(log heap) each), or,
+    when many flows were re-filled (more than ``par_share x n_act``, as many as the parallel rule takes),
+    set in place and the heap rebuilt once (:func:`rebuild_heap`, O(heap); its flows counted as work,
+    ``cnt[7]``). Counts the rates written and moved by more than 1e-12
+    relative (``cnt[4]``, ``cnt[5]``). ``(hn, n_zero)``."""
+    inf = np.inf
+    rate, t_upd, zero, t_end, hpos, moved = fl.rate, fl.t_upd, fl.zero, fl.t_end, fl.hpos, fl.moved
+    hk, hf, refill, old_rate = rw.hk, rw.hf, rw.refill, rw.old_rate
+    dense = n_re > par_share * n_act
+    for k in range(n_re):
+        f = refill[k]
+        r = rate[f]
+        r0 = old_rate[k]
+        if r == r0 and t_upd[f] < now:  # unchanged (an arrival's old rate is 0 at t_upd = now)
+            continue
+        cnt[4] += 1
+        if abs(r - r0) > 1e-12 * max(abs(r), abs(r0)):
+            cnt[5] += 1
+        dtu = now - t_upd[f]
+        if dtu > 0.0:
+            advance_flow(f, r0 * dtu, flow_bg, rem, moved)
+        t_upd[f] = now
+        if flow_bg[f]:
+            continue
+        z = not r > 0
+        if z != zero[f]:
+            zero[f] = z
+            n_zero += 1 if z else -1
+        if r > 0:
+            t_end[f] = now + rem[f] / r
+            key = now + (rem[f] - eps_b * flow_scale[f]) / r
+        else:
+            t_end[f] = inf
+            key = inf
+        if not dense:
+            hn = _heap_set(hk, hf, hpos, hn, f, key)
+        elif hpos[f] >= 0:
+            hk[hpos[f]] = key  # (inf: dropped by rebuild_heap)
+        elif key < inf:
+            hk[hn] = key
+            hf[hn] = f
+            hpos[f] = hn
+            hn += 1
+    if dense:
+        cnt[7] += hn
+        hn = rebuild_heap(hk, hf, hpos, hn)
+    return hn, n_zero
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def rebuild_heap(hk, hf, hpos, hn):  # pragma: no cover - compiled
+    """The completion heap's ``hn`` slots with their keys set in place (:func:`lazy_write_rates`):
+    the flows at rate 0 (key inf) dropped, then heapified bottom-up. The flows left."""
+    hm = 0
+    for i in range(hn):
+        f = hf[i]
+        if hk[i] < np.inf:
+            hk[hm] = hk[i]
+            hf[hm] = f
+            hpos[f] = hm
+            hm += 1
+        else:
+            hpos[f] = -1
+    for i in range(hm // 2 - 1, -1, -1):
+        _sift_down(hk, hf, hpos, hm, i)
+    return hm
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def next_completion(hn, hk, hf, dfs, t_end, now, dt):  # pragma: no cover - compiled
+    """The least of ``dt`` and the time to the least completion time of the heap's flows, and that flow (-1:
+    ``dt`` came first). The heap is keyed by the time a flow's bytes left reach the tolerance, which
+    precedes its completion time by that tolerance over its rate: the least completion time is among the
+    keys up to the first flow's completion time."""
+    f_min = -1
+    if hn > 0:
+        thr = t_end[hf[0]]
+        best = np.inf
+        sp = 1
+        dfs[0] = 0
+        while sp > 0:
+            sp -= 1
+            i = dfs[sp]
+            f = hf[i]
+            if t_end[f] < best:
+                best = t_end[f]
+                f_min = f
+            c = 2 * i + 1
+            if c < hn and hk[c] <= thr:
+                dfs[sp] = c
+                sp += 1
+            if c + 1 < hn and hk[c + 1] <= thr:
+                dfs[sp] = c + 1
+                sp += 1
+        if best - now < dt:
+            dt = best - now
+        else:
+            f_min = -1
+    return dt, f_min
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def complete_flows(
+    hn, f_min, now, n_act, n_zero, n_gone, fl, rw, rem, pend, phase_off, flow_unit, flow_phase,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Complete the flows whose bytes left reached the tolerance by ``now`` (the heap's keys), and ``f_min``
+    (the flow that set the step, in any case): their bytes moved, none left, out of the active set (the last
+    active flow takes the slot), their phase's count ``pend`` down, each in ``rw.gone``. ``(hn, n_act,
+    n_zero, n_gone)``."""
+    hk, hf, act_list, gone = rw.hk, rw.hf, rw.act_list, rw.gone
+    rate, t_upd, moved, act, apos, zero, hpos = fl.rate, fl.t_upd, fl.moved, fl.act, fl.apos, fl.zero, fl.hpos
+    while hn > 0 and (hk[0] <= now or f_min >= 0):
+        f = hf[0] if hk[0] <= now else f_min
+        if f == f_min:
+            f_min = -1
+        hn = _heap_set(hk, hf, hpos, hn, f, np.inf)
+        x = rate[f] * (now - t_upd[f])
+        if rem[f] < x:
+            x = rem[f]
+        moved[f] += x
+        rem[f] = 0.0
+        t_upd[f] = now
+        act[f] = False
+        n_act -= 1
+        g = act_list[n_act]  # the last active flow takes its slot
+        act_list[apos[f]] = g
+        apos[g] = apos[f]
+        pend[phase_off[flow_unit[f]] + flow_phase[f]] -= 1
+        if zero[f]:
+            zero[f] = False
+            n_zero -= 1
+        gone[n_gone] = f
+        n_gone += 1
+    return hn, n_act, n_zero, n_gone
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def lazy_count_solve(cnt, n_re, full, n_act, rstate):  # pragma: no cover - compiled
+    """A solve of :func:`run_interval_lazy` in its counters ``cnt`` (:func:`lazy_stats`' columns): a fill,
+    full or incremental (with the flows it re-filled and those active), and its work (``rstate[9]``)."""
+    cnt[7] += rstate[9]
+    if full:
+        cnt[6] += 1
+    else:
+        cnt[1] += 1
+        cnt[2] += n_re
+        cnt[3] += n_act
+    cnt[0] += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def lazy_instance_end(
+    b, n_act, now, back, ev, t_left, fl, act_list, flow_bg, rem, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef,
+    link_bytes, sw_mode, sw_ev, sw_t, sw_cost,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Lazy instance ``b`` leaves :func:`run_interval_lazy`: the progress of its flows still active up to
+    ``now`` (:func:`advance_flow`), the link bytes of its part (:func:`add_link_bytes`), and where it goes:
+    done (``sw_mode[b] = 3``) or, ``back``, to :func:`run_interval_numba`, which takes this event again (its
+    transitions are done: they re-settle at once; ``sw_mode[b] = 1``, ``ev - 1`` events run, ``t_left``
+    s left). The events run."""
+    rate, t_upd, moved = fl.rate, fl.t_upd, fl.moved
+    for k in range(n_act):
+        f = act_list[k]
+        advance_flow(f, rate[f] * (now - t_upd[f]), flow_bg, rem, moved)
+    add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
+    if back:
+        ev -= 1
+        sw_mode[b], sw_ev[b], sw_t[b], sw_cost[b, 3] = 1, ev, t_left, 1.0
+    else:
+        sw_mode[b] = 3
+    return ev
 
 
 @njit(cache=True, nogil=True)
@@ -2428,188 +3168,56 @@ def run_interval_lazy(
     -, -, -, the work counted (:func:`resolve_incremental`'s, plus the active flows of a completion heap
     rebuilt), the departure repairs made and declined and the active flows they read.
 
-    Long on purpose: the lazy kernel's event loop (the steps it shares with :func:`run_interval_numba` are
-    helpers without reference counting, :func:`settle_units` and the others that kernel names), its
-    arrivals, completion heap and progress written inline for the reason that kernel gives; its solver is a
-    kernel of its own (:func:`resolve_incremental`, which calls the fills).
+    An event: the units settle (:func:`begin_event`, the frame both kernels share, with the phases' counts
+    ``pend`` in place of a pass over their flows), the arrivals (:func:`lazy_arrivals`), a solve when the
+    set changed (:func:`resolve_incremental`, then :func:`lazy_write_rates`), the least completion time
+    (:func:`next_completion`), the step (:func:`end_event`) and the completions (:func:`complete_flows`);
+    the steps are compiled without reference counting, as :func:`run_interval_numba`'s.
     """
     announce(go)
     if stats[2] != ERR_NONE:
         return
-    inf = np.inf
-    n_flows = flow_unit.shape[0]
-    n_phases = phase_state.shape[0]
-    f_max = 0  # most flows of one lazy instance in the range
-    e_max = 0  # most shared entries of one
-    for b in range(b_lo, b_hi):
-        if lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
-            if inst_flow[b + 1] - inst_flow[b] > f_max:
-                f_max = inst_flow[b + 1] - inst_flow[b]
-            if ent_hi[b] - inst_seg[b] > e_max:
-                e_max = ent_hi[b] - inst_seg[b]
+    f_max, e_max = lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, quantum)
     if f_max == 0:
         return
-    # scratch indexed by global flow / phase id: only the lazy instances' entries are initialised and touched
-    act = np.empty(n_flows, dtype=np.bool_)
-    rate = np.empty(n_flows)  # (flows,) bytes/s since t_upd
-    moved = np.empty(n_flows)  # (flows,) bytes moved in the interval up to t_upd
-    t_upd = np.empty(n_flows)  # (flows,) s since the interval start that rem and moved hold for
-    t_end = np.empty(n_flows)  # (flows,) s, completion time at the current rate (inf: none)
-    hpos = np.empty(n_flows, dtype=np.int64)  # (flows,) slot in the completion heap, -1: not in it
-    zero = np.empty(n_flows, dtype=np.bool_)  # (flows,) an active job flow at rate <= 0 (stalled)
-    arr_mark = np.empty(n_flows, dtype=np.int64)  # (flows,) the solve count when it last joined the set
-    apos = np.empty(n_flows, dtype=np.int64)  # (flows,) slot in the active list
-    dcap = np.empty(n_flows)  # (flows,) demand capped by the flow's exclusive links, bytes/s
-    unit_weight = flow_w if flow_w.shape[0] > 0 else np.ones(n_flows)  # share weights: levels rate / weight
-    pend = np.empty(n_phases, dtype=np.int64)  # (phases,) flows with bytes left
-    joined = np.empty(n_phases, dtype=np.bool_)  # (phases,) its flows joined the active set
-    # per instance (one row per flow of the largest lazy instance of the range)
-    act_list = np.empty(f_max, dtype=np.int64)  # the active flows, unordered
-    hk = np.empty(f_max)  # completion heap: keys (s)
-    hf = np.empty(f_max, dtype=np.int64)  # and flows
-    dfs = np.empty(f_max, dtype=np.int64)  # heap slots to visit (the least completion time)
-    log_flow = np.empty(f_max, dtype=np.int64)  # flows of the last fill, in freeze order
-    log_level = np.empty(f_max)  # their levels (nondecreasing)
-    out_flow = np.empty(f_max, dtype=np.int64)
-    out_level = np.empty(f_max)
-    refill = np.empty(f_max, dtype=np.int64)  # the flows an incremental solve fills again
-    old_rate = np.empty(f_max)  # their rates before it
-    gone = np.empty(f_max, dtype=np.int64)  # flows that left the active set since the last solve
-    came = np.empty(f_max, dtype=np.int64)  # flows that joined it
-    keep_flow = np.empty(f_max, dtype=np.int64)  # flows at levels >= the restart level an event leaves alone
-    keep_level = np.empty(f_max)  # their levels
-    if (
-        fs.link_stamp.shape[0] < n_links or fs.flow_off.shape[0] < f_max + 1 or fs.slot_flows.shape[0] < e_max
-        or fs.heap_key.shape[0] < n_links + f_max + e_max + 1
-    ):  # fmt: skip
-        fs = fill_scratch(n_links, f_max, e_max)
-    else:  # what fill_scratch initialises (the stamps restart with this call's ticks)
-        fs.link_stamp[:n_links] = -1
-    uf = np.empty(n_links, dtype=np.int64)  # (links,) union-find parents (components of a re-fill)
-    seed = np.full(n_links, -1, dtype=np.int64)  # (links,) tick of the solve whose changed flows' root it is
-    resid = np.empty(n_links)  # residual capacity of a fill
-    rstamp = np.full(n_links, -1, dtype=np.int64)
-    load = np.zeros(n_links)  # (links,) bytes/s the active flows put on each link
-    csum = np.zeros(n_links)  # (links,) sum of the coefficients of the active flows on each link
-    link_gen = np.full(n_links, -1, dtype=np.int64)  # load and csum are valid where this is gen
-    # resolve_incremental's: log length, solves since a full fill, stamps, parallel-rule solves, back-off,
-    # active entries, the work of the last solve
-    # the departure repair's counts (solves it made, solves it declined, active flows it read; REPAIR_DEPARTURES)
-    rstate = np.zeros(14, dtype=np.int64)
-    if rp.sat.shape[0] < n_links or rp.fmark.shape[0] < n_flows or rp.adj_flow.shape[0] < e_max:
-        rp = repair_scratch(n_links, n_flows, e_max)
-    else:  # what repair_scratch initialises
-        rp.sat[:n_links] = -1.0
-        rp.lstamp[:n_links] = -1
-        rp.fmark[:n_flows] = -1
-    # the shared steps' records
+    fl, rw, lk, pend, joined, rstate, cnt = lazy_flow_scratch(flow_unit.shape[0], phase_state.shape[0], n_links, f_max, flow_w)  # fmt: skip
+    fs, rp = lazy_reuse_scratch(fs, rp, n_links, flow_unit.shape[0], f_max, e_max)
     units = UnitTable(unit_alive, unit_bg, unit_nphases, phase_off, phase_flow_lo, phase_flow_n)
-    clock = UnitClock(
-        phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
-        iter_start, comm_start, comm_end,
-    )  # fmt: skip
-    job = JobParams(unit_compute, unit_overlap, flow_bytes)
-    graph = PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)
+    clock = UnitClock(phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait,
+                      phase_lat_left, iter_start, comm_start, comm_end)  # fmt: skip
+    job, graph = JobParams(unit_compute, unit_overlap, flow_bytes), PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)  # fmt: skip
     tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)
+    act, arr_mark, rate, dcap, weight, hk, hf = fl.act, fl.arr_mark, fl.rate, fl.dcap, fl.weight, rw.hk, rw.hf  # fmt: skip
+    act_list, gone, came, old_rate, refill, keep_flow, keep_level = rw.act_list, rw.gone, rw.came, rw.old_rate, rw.refill, rw.keep_flow, rw.keep_level  # fmt: skip
+    log_flow, log_level, out_flow, out_level, dfs, t_end = rw.log_flow, rw.log_level, rw.out_flow, rw.out_level, rw.dfs, fl.t_end  # fmt: skip
+    uf, seed, resid, rstamp, load, csum, link_gen = lk.uf, lk.seed, lk.resid, lk.rstamp, lk.load, lk.csum, lk.link_gen  # fmt: skip
     events = stats[0]
-    n_fills = 0
-    n_inc = 0
-    n_full = 0
-    inc_touched = 0
-    inc_active = 0
-    n_written = 0
-    n_moved = 0
-    lazy_work = 0
     for b in range(b_lo, b_hi):
-        if not lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):
-            continue
-        if sw_mode[b] != 2:  # not handed over by run_interval_numba
-            continue
-        u0, u1 = inst_unit[b], inst_unit[b + 1]
-        f0, f1 = inst_flow[b], inst_flow[b + 1]
-        lo = b * n_links
-        t_left = sw_t[b]  # (outputs zeroed by run_interval_numba, link bytes of its part added)
-        for f in range(f0, f1):
-            act[f] = False
-            moved[f] = 0.0
-            rate[f] = 0.0
-            arr_mark[f] = -1
-            hpos[f] = -1
-            zero[f] = False
-            dcap[f] = flow_demand[f]
-            if not flow_bg[f] and rem[f] <= eps_b * flow_scale[f]:  # completions due at the start
-                rem[f] = 0.0
-        exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)  # run_interval_numba's
-        for p in range(inst_phase[b], inst_phase[b + 1]):
-            joined[p] = False
-            c = 0
-            for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                if rem[f] > 0:
-                    c += 1
-            pend[p] = c
+        if not lazy_instance(inst_flow, b, inc_min, phase_mode, quantum) or sw_mode[b] != 2:
+            continue  # (not handed over by run_interval_numba, which zeroed the outputs and added its link bytes)
+        u0, u1, f0, f1, lo, t_left = inst_unit[b], inst_unit[b + 1], inst_flow[b], inst_flow[b + 1], b * n_links, sw_t[b]  # fmt: skip
+        lazy_instance_start(b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg,
+                            e_flow, e_link, e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate)  # fmt: skip
         now = 0.0  # s since the interval start (time_s[b] is the clock, advanced by the same steps)
-        hn = 0  # flows in the completion heap
-        n_act = 0
-        n_zero = 0  # active job flows at rate <= 0
-        n_gone = 0
-        n_came = 0
-        rstate[0] = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
-        rstate[1] = 0
-        rstate[6] = 0  # the component rule's back-off
-        rstate[7] = 0
-        rstate[10] = 0  # the link-major index of the instance's entries (built by the first repair)
-        solved = False
-        ev = sw_ev[b]  # events run by run_interval_numba before the hand-off
-        ev0 = ev
+        hn = n_act = n_zero = n_gone = n_came = 0  # heap, active, at rate 0, left and came since a solve
+        solved = back = False
+        ev = ev0 = sw_ev[b]  # events run by run_interval_numba before the hand-off
         sw_cost[b, 3] = 0.0  # on this path
-        back = False
         while True:
-            # every transition of the instance's units that is due now, with the phases' counts of flows
-            # with bytes left (pend) in place of a pass over their flows
-            if not settle_units(
-                u0, u1, time_s[b], max_rounds, eps_t, True, pend, joined, units, clock, rem, job, graph, tallies,
-                stats,
-            ):  # fmt: skip
-                return
-            if not t_left > eps_t:
+            code, ev = begin_event(u0, u1, time_s[b], t_left, ev, max_events, max_rounds, eps_t, True, pend, joined,
+                                   units, clock, rem, job, graph, tallies, stats)  # fmt: skip
+            if code == FRAME_END:
                 break
-            ev += 1
-            if ev > max_events:
-                stats[2], stats[3] = ERR_EVENTS, -1
-                # the counters so far (a capped interval is measured up to here)
-                lazy_stats(
-                    stats, ev, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
-                )  # fmt: skip
+            if code != FRAME_RUN:
+                if code == FRAME_CAP:  # the counters so far (a capped interval is measured up to here)
+                    lazy_stats(stats, ev, cnt, rstate)
                 return
-            # arrivals: the flows with bytes left of the phases whose latency was paid since the last event,
-            # and background flows switched on (at the first event)
-            for u in range(u0, u1):
-                if not unit_alive[u]:
-                    continue
-                if unit_bg[u]:
-                    if ev == ev0 + 1 and bg_on[u]:  # (the first event here)
-                        for f in range(f0, f1):  # background flows are few: found by their unit
-                            if flow_unit[f] == u:
-                                join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)  # fmt: skip
-                                n_act += 1
-                                n_came += 1
-                    continue
-                pc = phase_cur[u]
-                if pc < 0 or pc >= unit_nphases[u]:
-                    continue
-                for p in range(phase_off[u], phase_off[u] + unit_nphases[u]):
-                    if joined[p] or phase_state[p] != RUNNING or phase_lat_left[p] > eps_t:
-                        continue
-                    joined[p] = True
-                    for f in range(phase_flow_lo[p], phase_flow_lo[p] + phase_flow_n[p]):
-                        if rem[f] > 0 and not act[f]:
-                            join_flow(f, n_act, n_came, now, n_fills, act, apos, act_list, t_upd, arr_mark, came)  # fmt: skip
-                            n_act += 1
-                            n_came += 1
+            n_act, n_came = lazy_arrivals(u0, u1, f0, f1, ev == ev0 + 1, now, cnt[0], n_act, n_came, eps_t, units,
+                                          clock, joined, bg_on, flow_unit, rem, fl, act_list, came)  # fmt: skip
             if not solved or n_came > 0 or n_gone > 0:
                 n_re, full = resolve_incremental(
-                    act, arr_mark, n_fills, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
-                    e_coef, capacity, lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level,
+                    act, arr_mark, cnt[0], act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link,
+                    e_coef, capacity, lo, dcap, weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
                     f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0,
@@ -2617,150 +3225,18 @@ def run_interval_lazy(
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True
                     break
-                lazy_work += rstate[9]
-                if full:
-                    n_full += 1
-                else:
-                    n_inc += 1
-                    inc_touched += n_re
-                    inc_active += n_act
-                n_fills += 1
-                # many flows re-filled (as many as the parallel rule takes): their completion keys are set in
-                # place and the heap is rebuilt once (O(heap)) rather than sifted per flow (O(log heap) each)
-                dense = n_re > par_share * n_act
-                # the flows whose rate changed: progress up to now at the old rate, then the new completion
-                for k in range(n_re):
-                    f = refill[k]
-                    r = rate[f]
-                    r0 = old_rate[k]
-                    if r == r0 and t_upd[f] < now:  # unchanged (an arrival's old rate is 0 at t_upd = now)
-                        continue
-                    n_written += 1
-                    if abs(r - r0) > 1e-12 * max(abs(r), abs(r0)):
-                        n_moved += 1
-                    dtu = now - t_upd[f]
-                    if dtu > 0.0:
-                        advance_flow(f, r0 * dtu, flow_bg, rem, moved)
-                    t_upd[f] = now
-                    if flow_bg[f]:
-                        continue
-                    z = not r > 0
-                    if z != zero[f]:
-                        zero[f] = z
-                        n_zero += 1 if z else -1
-                    if r > 0:
-                        t_end[f] = now + rem[f] / r
-                        key = now + (rem[f] - eps_b * flow_scale[f]) / r
-                    else:
-                        t_end[f] = inf
-                        key = inf
-                    if not dense:
-                        hn = _heap_set(hk, hf, hpos, hn, f, key)
-                    elif hpos[f] >= 0:
-                        hk[hpos[f]] = key  # (inf: dropped below)
-                    elif key < inf:
-                        hk[hn] = key
-                        hf[hn] = f
-                        hpos[f] = hn
-                        hn += 1
-                if dense:
-                    lazy_work += hn
-                    hm = 0
-                    for i in range(hn):  # drop the flows at rate 0, then heapify bottom-up
-                        f = hf[i]
-                        if hk[i] < inf:
-                            hk[hm] = hk[i]
-                            hf[hm] = f
-                            hpos[f] = hm
-                            hm += 1
-                        else:
-                            hpos[f] = -1
-                    hn = hm
-                    for i in range(hn // 2 - 1, -1, -1):
-                        _sift_down(hk, hf, hpos, hn, i)
-                solved = True
-                n_came = 0
-                n_gone = 0
-            if n_zero > stalled[b]:
-                stalled[b] = n_zero
-            # time to the next event: the least completion time (the heap is keyed by the time a flow's bytes
-            # left reach the tolerance, which precedes its completion time by that tolerance over its rate:
-            # the least completion time is among the keys up to the first flow's completion time)
-            dt = t_left
-            f_min = -1
-            if hn > 0:
-                thr = t_end[hf[0]]
-                best = inf
-                sp = 1
-                dfs[0] = 0
-                while sp > 0:
-                    sp -= 1
-                    i = dfs[sp]
-                    f = hf[i]
-                    if t_end[f] < best:
-                        best = t_end[f]
-                        f_min = f
-                    c = 2 * i + 1
-                    if c < hn and hk[c] <= thr:
-                        dfs[sp] = c
-                        sp += 1
-                    if c + 1 < hn and hk[c + 1] <= thr:
-                        dfs[sp] = c + 1
-                        sp += 1
-                if best - now < dt:
-                    dt = best - now
-                else:
-                    f_min = -1
-            dt_u = next_unit_event(u0, u1, dt, eps_t, units, clock)
-            if dt_u < dt:  # a unit's timer comes first: no flow completes at this event
-                dt = dt_u
-                f_min = -1
-            if dt < 0.0:
-                dt = 0.0
-            # advance timers, then complete the flows whose bytes left reached the tolerance
-            advance_units(u0, u1, dt, units, clock, active_t, compute_t)
-            now += dt
-            time_s[b] += dt
-            t_left -= dt
-            while hn > 0 and (hk[0] <= now or f_min >= 0):
-                f = hf[0] if hk[0] <= now else f_min  # (the flow that set dt completes in any case)
-                if f == f_min:
-                    f_min = -1
-                hn = _heap_set(hk, hf, hpos, hn, f, inf)
-                x = rate[f] * (now - t_upd[f])
-                if rem[f] < x:
-                    x = rem[f]
-                moved[f] += x
-                rem[f] = 0.0
-                t_upd[f] = now
-                act[f] = False
-                n_act -= 1
-                g = act_list[n_act]  # the last active flow takes its slot
-                act_list[apos[f]] = g
-                apos[g] = apos[f]
-                pend[phase_off[flow_unit[f]] + flow_phase[f]] -= 1
-                if zero[f]:
-                    zero[f] = False
-                    n_zero -= 1
-                gone[n_gone] = f
-                n_gone += 1
-        # progress of the flows still active, up to the end of the interval
-        for k in range(n_act):
-            f = act_list[k]
-            advance_flow(f, rate[f] * (now - t_upd[f]), flow_bg, rem, moved)
-        add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
-        if (
-            back
-        ):  # run_interval_numba takes this event again (its transitions are done: they re-settle at once)
-            ev -= 1
-            sw_mode[b] = 1
-            sw_ev[b] = ev
-            sw_t[b] = t_left
-            sw_cost[b, 3] = 1.0
-        else:
-            sw_mode[b] = 3
-        if ev > events:
-            events = ev
-    lazy_stats(
-        stats, events, n_fills, n_inc, inc_touched, inc_active, n_full, n_written, n_moved, lazy_work, rstate,
-    )  # fmt: skip
+                lazy_count_solve(cnt, n_re, full, n_act, rstate)
+                hn, n_zero = lazy_write_rates(n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, flow_bg,
+                                              flow_scale, rem, cnt)  # fmt: skip
+                solved, n_came, n_gone = True, 0, 0
+            stalled[b] = max(stalled[b], n_zero)
+            # the step: the least completion time, a unit's timer (then no flow completes) or the interval's end
+            dt, f_min = next_completion(hn, hk, hf, dfs, t_end, now, t_left)
+            dt, unit_first = end_event(b, u0, u1, dt, eps_t, units, clock, active_t, compute_t, time_s)
+            f_min, now, t_left = -1 if unit_first else f_min, now + dt, t_left - dt
+            hn, n_act, n_zero, n_gone = complete_flows(hn, f_min, now, n_act, n_zero, n_gone, fl, rw, rem, pend, phase_off,
+                                                       flow_unit, flow_phase)  # fmt: skip
+        ev = lazy_instance_end(b, n_act, now, back, ev, t_left, fl, act_list, flow_bg, rem, inst_seg, ent_hi, ex_lo,
+                               e_flow, e_link, e_coef, link_bytes, sw_mode, sw_ev, sw_t, sw_cost)  # fmt: skip
+        events = max(events, ev)
+    lazy_stats(stats, events, cnt, rstate)

@@ -35,6 +35,8 @@ MORE_API = {
     "SB3VecEnv": "ainet_gym.envs.sb3_vec_env.SB3VecEnv",
     "RewardFn": "ainet_gym.envs.rewards.RewardFn",
     "RoutingContext": "ainet_gym.routing.context.RoutingContext",
+    # the keys of crosscheck(..., details=...): the contract of what its result leaves out
+    "CrosscheckDetails": "ainet_gym.checks.crosscheck.compare.CrosscheckDetails",
 }
 
 _pages: dict[str, str] = {}  # generated path (under docs/) -> Markdown

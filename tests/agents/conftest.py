@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +58,19 @@ def tiny_ppo_config(scenario: Any, folder: Path, **changes: Any) -> Any:
         "hyperparameters": {"n_steps": 16, "batch_size": 16, "n_epochs": 2},
     }
     return TrainConfig(**{**cfg, **changes})
+
+
+@pytest.fixture
+def evaluate_json(capsys: pytest.CaptureFixture[str]) -> Callable[..., dict[str, Any]]:
+    """``run(scenario, policies, *flags)``: ``ainet-gym evaluate SCENARIO --policies POLICIES FLAGS --json``
+    through the CLI's ``main``, checked to exit 0; returns the JSON it printed."""
+    from ainet_gym.cli import main
+
+    def run(scenario: str, policies: str, *flags: str) -> dict[str, Any]:
+        assert main(["evaluate", scenario, "--policies", policies, *flags, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import _scenarios
@@ -437,13 +438,10 @@ def test_evaluate_writes_table_csv_json_and_figure_that_agree(trained, tmp_path:
         )
 
 
-def test_evaluate_cli_json_has_the_documented_shape(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    code = cli_main(
-        ["evaluate", "spine-leaf-2to1", "--policies", "ecmp,spray", "--seeds", "1,2", "--steps", "4",
-         "--out", str(tmp_path), "--json"]
-    )  # fmt: skip
-    assert code == 0
-    out = json.loads(capsys.readouterr().out)
+def test_evaluate_cli_json_has_the_documented_shape(tmp_path: Path, evaluate_json: Callable) -> None:
+    out = evaluate_json(
+        "spine-leaf-2to1", "ecmp,spray", "--seeds", "1,2", "--steps", "4", "--out", str(tmp_path)
+    )
     assert out["scenario"] == "spine-leaf-2to1" and out["seeds"] == [1, 2]
     assert set(out["policies"]) == {"ecmp", "spray", "lp"}  # lp: the reference of gap_to_lp
     for d in out["policies"].values():

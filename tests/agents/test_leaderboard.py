@@ -17,6 +17,7 @@ from ainet_gym.agents.train import train
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.envs.registration import ENV_IDS
 from ainet_gym.pretrained import list_pretrained
+from ainet_gym.scenario import load_scenario
 from tests._scenarios import replayed_gpu_utilization, small_spine_leaf
 
 
@@ -104,12 +105,15 @@ def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, caps
     for env_id, scenario in ENV_IDS.items():
         rows = {r["policy"]: r for r in board["rows"] if r["env_id"] == env_id}
         want = {*BASELINES, "predictive-greedy", "predictive-lp", "predictive-greedy+bg", "predictive-lp+bg"}
-        want |= {"pretrained"} if scenario in shipped else set()
+        weighted = {f"favour{j}+bg" for j in range(len(load_scenario(scenario).jobs))}  # one per job slot
+        want |= weighted | ({"pretrained"} if scenario in shipped else set())
         assert set(rows) == want, env_id
+        assert {rows[w]["controls"] for w in weighted} == {"jobs+bg+weights"}, env_id
         e = rows["ecmp"]["gpu_utilization"]["mean"]
         for r in rows.values():
-            # the LP of the row's class: lp+bg for jobs+bg rows, lp for the others
-            assert r["lp_reference"] == ("lp+bg" if r["controls"] == "jobs+bg" else "lp"), r["policy"]
+            # the LP of the row's class: lp+bg for the rows that route the background too, lp for the others
+            bg = r["controls"] in ("jobs+bg", "jobs+bg+weights")
+            assert r["lp_reference"] == ("lp+bg" if bg else "lp"), r["policy"]
             lp = rows[r["lp_reference"]]["gpu_utilization"]["mean"]
             s = r["lp_normalized_score"]["mean"]
             if lp - e < 0.005:

@@ -4,7 +4,7 @@ and the ``evaluate --json`` contract for the names given on the command line."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -14,7 +14,6 @@ from ainet_gym.agents import twin as twin_module
 from ainet_gym.agents.evaluate import markdown_table, run_policy
 from ainet_gym.agents.registry import make_agent
 from ainet_gym.agents.twin import BASE_CHOICES, PURE_CANDIDATES, TwinAgent, parse_twin_arg
-from ainet_gym.cli import main as cli_main
 from ainet_gym.envs.env import EnvCore
 
 
@@ -43,13 +42,10 @@ def test_twin_is_at_least_as_good_as_each_candidate_on_every_seed() -> None:
     np.testing.assert_array_equal(g_twin, best)
 
 
-def test_twin_in_evaluate_is_the_reference_shown_last_with_gap_shares(capsys: pytest.CaptureFixture) -> None:
-    code = cli_main(
-        ["evaluate", "periodic-interference-jitter", "--policies", "twin:k7-h1,lp+bg,pretrained",
-         "--seeds", "1,2", "--steps", "3", "--json"]
-    )  # fmt: skip
-    assert code == 0
-    out = json.loads(capsys.readouterr().out)
+def test_twin_in_evaluate_is_the_reference_shown_last_with_gap_shares(evaluate_json: Callable) -> None:
+    out = evaluate_json(
+        "periodic-interference-jitter", "twin:k7-h1,lp+bg,pretrained", "--seeds", "1,2", "--steps", "3"
+    )
     pol = out["policies"]
     for name in ("twin:k7-h1", "lp+bg", "pretrained"):  # spelled as given
         g = pol[name]["gpu_utilization"]

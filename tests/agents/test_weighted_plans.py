@@ -7,7 +7,7 @@ step times 26.000 and 20.667 ms (unweighted: 25 GB/s each, 26 ms both)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -16,7 +16,6 @@ from _scenarios import collision_scenario, small_spine_leaf, spine_leaf_fabric
 from ainet_gym.agents.evaluate import EvalConfig, agent_controls, evaluate, markdown_table, run_policy
 from ainet_gym.agents.registry import make_agent
 from ainet_gym.agents.twin import PURE_CANDIDATES, TwinAgent, parse_twin_arg
-from ainet_gym.cli import main as cli_main
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.plans import FAVOUR_WEIGHT, plans_of_mode, weighted_plan
 
@@ -106,13 +105,11 @@ def _small() -> dict:
     return small_spine_leaf(6, name="weighted-small")
 
 
-def test_weighted_baselines_run_through_evaluate_in_their_class(capsys: pytest.CaptureFixture) -> None:
-    code = cli_main(
-        ["evaluate", "periodic-interference-jitter", "--policies", "burst-lp+bg,favour0+bg,favour1-w4+bg",
-         "--seeds", "1,2", "--steps", "3", "--json"]
-    )  # fmt: skip
-    assert code == 0
-    pol = json.loads(capsys.readouterr().out)["policies"]
+def test_weighted_baselines_run_through_evaluate_in_their_class(evaluate_json: Callable) -> None:
+    policies = "burst-lp+bg,favour0+bg,favour1-w4+bg"
+    pol = evaluate_json("periodic-interference-jitter", policies, "--seeds", "1,2", "--steps", "3")[
+        "policies"
+    ]
     for name in ("favour0+bg", "favour1-w4+bg"):  # spelled as given, in their class, against the path LP
         assert pol[name]["controls"] == "jobs+bg+weights"
         assert pol[name]["lp_reference"] == "lp+bg"
@@ -183,6 +180,12 @@ def test_labels_and_knn_pick_among_weighted_plans(tmp_path: object) -> None:
     assert agent_controls(agent) == "jobs+bg+weights"
     r = evaluate(EvalConfig(scenario=sc, policies=[f"knn:{path}"], seeds=[1, 2], steps=3, out=None))
     assert r["policies"][f"knn:{path}"]["controls"] == "jobs+bg+weights"
+    # exported for shipping, its record names the same class (not the mode's, jobs+bg)
+    from ainet_gym.agents.pretrained import export_knn
+    from ainet_gym.pretrained import pretrained_metadata
+
+    shipped = export_knn(path, str(lab["meta"][0]), ["imitate knn ..."], 0, dst=tmp_path / "ship.npz")  # type: ignore[operator]
+    assert pretrained_metadata(shipped)["controls"] == "jobs+bg+weights"
 
 
 def test_a_step_sets_the_weights_its_picked_plans_name() -> None:
@@ -204,3 +207,20 @@ def test_a_step_sets_the_weights_its_picked_plans_name() -> None:
     assert stepped[ju[2]].tolist() == [3.0, 1.0]
     core.step(np.array([core.plans.index("lp+bg")] * 3))
     assert core.world.sim.engine_state.unit_weight is None
+
+
+def test_every_shipped_knn_plays_in_the_class_its_record_names() -> None:
+    # `pretrained` of a shipped k-NN over weighted plans (ingest-bursts) is of the class jobs+bg+weights in
+    # evaluate's tables, as its record says, not of its mode's class (choose_bg: jobs+bg)
+    from ainet_gym.agents.pretrained import PretrainedAgent
+    from ainet_gym.pretrained import list_pretrained
+    from ainet_gym.scenario import load_scenario
+
+    classes = {}
+    for name, meta in list_pretrained().items():
+        if meta["file"].endswith(".npz"):
+            agent = PretrainedAgent()
+            agent.bind(load_scenario(name))
+            assert agent_controls(agent) == meta["controls"], name
+            classes[name] = meta["controls"]
+    assert "jobs+bg+weights" in classes.values() and "jobs+bg" in classes.values(), classes

@@ -329,3 +329,22 @@ def test_transfers_sweep_times_a_fixed_set_of_intervals():
             _fixed_intervals_cost(sc, *kw)
         with pytest.raises(ValueError, match=rf"^{field} = "):
             check_bench_config(tiny_config(**{field: kw[0] if field == "transfers_intervals" else kw[1]}))
+
+
+def test_the_cost_exponent_targets_are_the_issues():
+    """The fitted exponent must be at most 1.1 and the marginal one (last two points) at most 1.3 (issue 28's
+    targets): 1.05 / 1.26 pass, 1.15 / 1.31 miss."""
+    from ainet_gym.bench.report import evaluate_targets
+
+    def verdicts(fit: float, last_two: float) -> tuple[bool, bool]:
+        sc = {
+            "transfers_fabric_gpus": 1024,
+            "exponent_vs_transfers": fit,
+            "exponent_vs_transfers_last_two": last_two,
+        }
+        t = {r["target"]: r for r in evaluate_targets({"scaling": sc})}
+        return (t["cost per interval vs transfers (fitted exponent)"]["status"],
+                t["cost vs transfers, marginal exponent (last two points)"]["status"])  # fmt: skip
+
+    assert verdicts(1.05, 1.26) == ("PASS", "PASS")
+    assert verdicts(1.15, 1.31) == ("MISS", "MISS")

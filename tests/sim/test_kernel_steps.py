@@ -16,8 +16,18 @@ from ainet_gym.sim.state import DONE, IDLE, RUNNING, WAITING
 
 pytestmark = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed")
 
+#: the steps issue-31ze split out of the kernels (compiled without reference counts, nor Python wrappers)
+SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", "hand_to_lazy",
+          "next_flow_event", "full_solve", "advance_flows", "lazy_instance_start", "lazy_arrivals",
+          "lazy_write_rates", "rebuild_heap", "next_completion", "complete_flows", "lazy_count_solve",
+          "lazy_instance_end", "_rule_start", "_rule_shares", "_rule_path_minima", "_rule_group", "_rule_freeze",
+          "_rule_take_off", "_fill_rows", "_fill_share", "_fill_freeze",
+          "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check",
+          "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
+          "_inc_backoff", "_inc_loads")  # fmt: skip
 SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
-          "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule")  # fmt: skip
+          "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule", "reset_instance_flows",
+          "zero_completed", *SPLIT_STEPS)  # fmt: skip
 
 
 def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now_iter: float) -> dict:
@@ -97,24 +107,38 @@ def test_a_step_of_zero_time_is_an_error_naming_the_unit() -> None:
 
 
 def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() -> None:
-    """The steps are called, not written again, by both loops, and compiled with ``_nrt=False`` (numba's
-    ``inline="always"`` would copy every array argument into a counted local at every event)."""
-    for name in ("run_interval_numba", "run_interval_lazy"):
+    """The event loop's frame is one implementation: both kernels call ``begin_event`` (the units settle, the
+    interval's end, the event cap) and ``end_event`` (the units' next timer, the step), and neither writes
+    the frame's steps again; the steps are compiled with ``_nrt=False`` (numba's ``inline="always"`` would
+    copy every array argument into a counted local at every event)."""
+    # each kernel with the steps that start and end its instances
+    for name, parts in (
+        ("run_interval_numba", ()),
+        ("run_interval_lazy", ("lazy_instance_start", "lazy_instance_end")),
+    ):
         src = inspect.getsource(getattr(kernels, name).py_func)
-        for step in (
+        with_parts = src + "".join(inspect.getsource(getattr(kernels, p).py_func) for p in parts)
+        for step in ("begin_event(", "end_event(", "reset_instance_flows(", "add_link_bytes("):
+            assert step in with_parts, (name, step)
+        for inline in (
             "settle_units(",
             "next_unit_event(",
             "advance_units(",
-            "advance_flow(",
-            "add_link_bytes(",
+            "phase_succ_off[p + 1]",
+            "ERR_EVENTS",
         ):
-            assert step in src, (name, step)
-        assert "phase_succ_off[p + 1]" not in src, name  # a phase's successors: end_phases' only
+            assert inline not in src, (name, inline)  # the frame's: begin_event's, end_event's, end_phases'
+    for step in ("settle_units(", "ERR_EVENTS"):
+        assert step in inspect.getsource(kernels.begin_event.py_func), step
+    for step in ("next_unit_event(", "advance_units("):
+        assert step in inspect.getsource(kernels.end_event.py_func), step
     for step in SHARED:
         assert getattr(kernels, step).targetoptions.get("_nrt") is False, step
     # the steps only compiled code calls are compiled without Python-callable wrappers (cold start)
     for step in ("exclusive_caps", "end_phases", "end_iteration", "next_unit_event", "advance_units",
-                 "advance_flow", "add_link_bytes"):  # fmt: skip
+                 "advance_flow", "add_link_bytes", "reset_instance_flows", "zero_completed", "advance_flows",
+                 *SPLIT_STEPS, "full_scratch", "unit_records", "lazy_sizes", "lazy_flow_scratch",
+                 "lazy_reuse_scratch", "_inc_flow_order", "_inc_fill"):  # fmt: skip
         assert getattr(kernels, step).targetoptions.get("no_cpython_wrapper") is True, step
 
 

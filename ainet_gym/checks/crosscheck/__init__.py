@@ -64,13 +64,13 @@ estimated ns-3 cost within ``max_ns3_bytes`` bytes.
 The package, one concern per module: :mod:`.config` (:class:`CrosscheckConfig`, the errors and the checks
 that refuse what the replay does not support), :mod:`.fluid` (the fluid run and what it records for the
 replay), :mod:`.ns3` (the ns-3 replay and its C++ orchestrator, ``ainet_gym/checks/ns3_driver.cc``),
-:mod:`.compare` (:func:`crosscheck`: one scenario, policy and seed in both) and :mod:`.report` (the
+:mod:`.compare` (:func:`crosscheck`: one scenario, policy and seed in both; :class:`CrosscheckDetails`) and :mod:`.report` (the
 calibration and learning tables, ``python -m ainet_gym.checks.crosscheck``).
 """
 
 from __future__ import annotations
 
-from ainet_gym.checks.crosscheck.compare import crosscheck, crosscheck_in_subprocess
+from ainet_gym.checks.crosscheck.compare import CrosscheckDetails, crosscheck, crosscheck_in_subprocess
 from ainet_gym.checks.crosscheck.config import (
     TCP_HEADER_EFFICIENCY,
     CrosscheckConfig,
@@ -109,6 +109,7 @@ _run_fluid = run_fluid
 __all__ = [
     "TCP_HEADER_EFFICIENCY",
     "CrosscheckConfig",
+    "CrosscheckDetails",
     "CrosscheckError",
     "Ns3NotInstalledError",
     "crosscheck",

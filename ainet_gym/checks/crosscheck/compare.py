@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ainet_gym.checks.crosscheck.config import (
     CrosscheckConfig,
@@ -43,6 +43,66 @@ def _rel(a: float | None, b: float | None) -> float | None:
     return (a - b) / b if a is not None and b is not None and b > 0 else None
 
 
+class CrosscheckDetails(TypedDict):
+    """What :func:`crosscheck` puts in its ``details`` dict, when given one: what the contract object leaves
+    out, the material of the analyses in docs/fidelity-learning.md. Times in s, bytes of payload; a
+    "sub-flow" is one ns-3 TCP connection, a "transfer" one job's bytes over one connection, split over
+    sub-flows."""
+
+    fluid_cpu_s: float
+    """CPU time of the fluid simulation of the span (the median of the timed replays, as ``fluid_wall_s``)."""
+    fluid_first_wall_s: float
+    """Wall time of the fluid's first, recorded run (the policy acting, the kernels' first call included)."""
+    transfer_mb: float
+    """The smallest transfer of the jobs in MB (before a split into sub-flows): what makes a case bulk."""
+    ns3_cpu_s: float
+    """CPU time of ns-3's simulation of the span."""
+    fluid_iterations: list[int]
+    """Per job, the iterations completed over the span in the fluid model."""
+    ns3_iterations: list[int]
+    """Per job, the iterations completed over the span in ns-3."""
+    ns3_transfers: int
+    """The TCP connections (sub-flows) ns-3 ran."""
+    resplits: int
+    """Transfers in flight whose bytes moved to a new split at an interval boundary."""
+    routing: dict[str, int]
+    """How connections were routed: per kind (``spray``, ``paths``), the (connection, interval) pairs."""
+    paths: dict[int, list[list[int]]]
+    """Per connection, its candidate paths (link indices)."""
+    conn_ends: dict[int, tuple[int, int]]
+    """Per connection, its source and destination endpoints."""
+    splits: list[list[list[float]]]
+    """Per interval, the (connections, max_paths) split of each connection over its paths."""
+    transfer_log: list[tuple[int, float, float, float, int]]
+    """Per ns-3 transfer: job, bytes, launch and completion time (-1 if it did not complete), connection."""
+    subflow_log: list[tuple[int, int, int, float, float, float, float, float]]
+    """Per ns-3 sub-flow: its transfer's index in ``transfer_log`` (-1 for a background sub-flow),
+    connection, path index, bytes it was to carry and received, launch time, and times of its last and of
+    its first received byte (-1 if none)."""
+    subflow_rx: list[list[float]]
+    """Per sub-flow of ``subflow_log``, the payload bytes it received in each interval."""
+    fq_buckets: list[int]
+    """Per link, the FqCoDel hash buckets its device used over the run, -1 for a link not built
+    (:attr:`CrosscheckConfig.fq_flows`)."""
+    flow_buckets: list[tuple[int, int]]
+    """Per sub-flow of ``subflow_log``, the FqCoDel bucket of its data packets and of its ACKs, -1 if it
+    never connected: two sub-flows on one link in the same bucket share one share."""
+    link_bytes: dict[str, list[list[float]]]
+    """Per simulator (``fluid``, ``ns3``), (steps, links) payload bytes per link and interval."""
+    background: list[dict[str, Any]]
+    """Per background source: its ``name``, connections ``conns``, ``rate_bytes_per_s`` (per connection,
+    while on) and the intervals it is on (``on``, a bool per interval)."""
+    ns3_events: int
+    """The events ns-3's simulator ran."""
+    ns3_bytes: float
+    """The payload bytes the sub-flows received in ns-3 (each byte once, not per hop)."""
+    ns3_link_bytes: float
+    """The payload bytes ns-3's links carried, over every link and interval (a byte once per hop)."""
+    header_efficiency: float | None
+    """The fabric's ``link_efficiency`` in both runs (:attr:`CrosscheckConfig.header_efficiency` unless
+    None, else the scenario's)."""
+
+
 def crosscheck(
     scenario: str | os.PathLike | dict | Scenario,
     policy: str = "ecmp",
@@ -69,22 +129,9 @@ def crosscheck(
     config : CrosscheckConfig, optional
         The ns-3 experiment's constants.
     details : dict, optional
-        Filled, if given, with what the contract object leaves out: CPU times of both simulations,
-        the fluid's first (recorded, untimed-median) wall time, iterations per job in each, ns-3 transfers
-        (TCP connections) and ``resplits`` (transfers in flight whose bytes moved to a new split at an
-        interval boundary), how connections were routed (``routing``, and per connection its candidate
-        ``paths``, ``conn_ends`` and each interval's ``splits``), ``transfer_log`` (per ns-3 transfer:
-        job, bytes, launch and completion time in s, -1 if it did not complete, connection id),
-        ``subflow_log`` (per ns-3 sub-flow, a TCP connection: its transfer's index in ``transfer_log``, -1 for
-        a background sub-flow, connection id, path index, bytes it was to carry and received, launch time,
-        and times of its last and of its first received byte in s, -1 if none), ``subflow_rx`` (per sub-flow of ``subflow_log``,
-        the payload bytes it received in each interval), ``fq_buckets`` (per link, the FqCoDel hash buckets
-        its device used over the run, -1 for a link not built; :attr:`CrosscheckConfig.fq_flows`),
-        ``flow_buckets`` (per sub-flow of ``subflow_log``, the FqCoDel bucket of its data packets and of its
-        ACKs, -1 if it never connected: two sub-flows on one link in the same bucket share one share),
-        ``link_bytes`` (per simulator, (steps, links) payload bytes per link and interval),
-        ``background`` (per source: its connections and the intervals it is on) and ``transfer_mb``, the
-        smallest transfer of the jobs in MB.
+        Filled, if given, with what the contract object leaves out: the keys of :class:`CrosscheckDetails`
+        (CPU times, iterations per job in each simulator, the replay's routing, its transfers and sub-flows,
+        FqCoDel buckets, payload bytes per link and interval, the background sources).
 
     Returns
     -------
@@ -104,8 +151,7 @@ def crosscheck(
     One call per process is the tested use: ns-3 keeps global state between runs in one process, and in one
     batch a run that followed another gave a different result (docs/fidelity.md);
     :func:`~.report.calibration` and :func:`~.report.learning` run each case in a process of its own
-    (:func:`crosscheck_in_subprocess`). This function is long only by this docstring, the contract of the
-    result and of ``details``; its body is about 50 lines.
+    (:func:`crosscheck_in_subprocess`).
 
     Raises
     ------
@@ -117,40 +163,12 @@ def crosscheck(
     """
     cfg = config or CrosscheckConfig()
     check_config(cfg)
-    sc = load_scenario(resolve_scenario(scenario))
-    if cfg.header_efficiency is not None:
-        sc = replace(sc, fabric=replace(sc.fabric, link_efficiency=cfg.header_efficiency))
-    if steps is None:
-        steps = sc.dynamics.episode_steps
-        if steps > cfg.max_steps:
-            raise CrosscheckError(
-                f"scenario {sc.name!r}: dynamics.episode_steps = {steps}: the cross-check replays at most "
-                f"{cfg.max_steps} intervals; allowed: fewer intervals (--steps)"
-            )
-    from ainet_gym.agents.registry import make_agent
-    from ainet_gym.fabric.topology import build_fabric
-
-    check_supported(sc, build_fabric(sc.fabric, sc.routing.max_paths), steps, cfg)
-    try:
-        make_agent(policy)  # a bad policy string is refused before ns-3 is imported
-    except (ValueError, FileNotFoundError) as e:
-        raise CrosscheckError(str(e)) from e
-    import_ns()  # fail early (before the fluid run) when the extra is missing
+    sc, steps = _load_case(scenario, steps, cfg)
+    _check_request(sc, policy, steps, cfg)
     run = run_fluid(sc, policy, seed, steps, cfg)
     names = [jp.name for jp in run.jobs]
     _refuse_idle(sc, names, run.iterations, steps, "of the fluid model")
-    est = estimated_bytes(run)
-    if est > cfg.max_ns3_bytes:
-        raise CrosscheckError(
-            f"scenario {sc.name!r}: the ns-3 run would carry about {est / 1e9:.1f} GB of transfers; allowed: "
-            f"at most {cfg.max_ns3_bytes / 1e9:.1f} GB (CrosscheckConfig.max_ns3_bytes, --max-ns3-gb), fewer steps or bytes"
-        )
-    pk = run_ns3(run, cfg)
-    if pk["timed_out"]:
-        raise CrosscheckError(
-            f"scenario {sc.name!r}: ns-3 ran past wall_limit_s = {cfg.wall_limit_s} s; allowed: a smaller case "
-            "or a higher limit (--wall-limit-s)"
-        )
+    pk = _replay_ns3(sc, run, cfg)
     _refuse_idle(sc, names, pk["iterations"], steps, "in ns-3")
     if details is not None:
         details.update(_details(sc, run, pk))
@@ -163,6 +181,58 @@ def crosscheck(
         "fluid_wall_s": run.wall_s,
         "ns3_wall_s": pk["wall_s"],
     }
+
+
+def _load_case(
+    scenario: str | os.PathLike | dict | Scenario, steps: int | None, cfg: CrosscheckConfig
+) -> tuple[Scenario, int]:
+    """The scenario of :func:`crosscheck` (a cross-check case name resolved) at the replay's header
+    efficiency (``cfg.header_efficiency``, unless None), and the intervals to simulate: ``steps``, or the
+    scenario's ``dynamics.episode_steps``, refused past ``cfg.max_steps``."""
+    sc = load_scenario(resolve_scenario(scenario))
+    if cfg.header_efficiency is not None:
+        sc = replace(sc, fabric=replace(sc.fabric, link_efficiency=cfg.header_efficiency))
+    if steps is None:
+        steps = sc.dynamics.episode_steps
+        if steps > cfg.max_steps:
+            raise CrosscheckError(
+                f"scenario {sc.name!r}: dynamics.episode_steps = {steps}: the cross-check replays at most "
+                f"{cfg.max_steps} intervals; allowed: fewer intervals (--steps)"
+            )
+    return sc, steps
+
+
+def _check_request(sc: Scenario, policy: str, steps: int, cfg: CrosscheckConfig) -> None:
+    """What :func:`crosscheck` refuses before anything runs: a case outside the supported subset
+    (:func:`check_supported`), a bad policy string (before ns-3 is imported), and a missing ``ns3`` extra
+    (before the fluid run)."""
+    from ainet_gym.agents.registry import make_agent
+    from ainet_gym.fabric.topology import build_fabric
+
+    check_supported(sc, build_fabric(sc.fabric, sc.routing.max_paths), steps, cfg)
+    try:
+        make_agent(policy)  # a bad policy string is refused before ns-3 is imported
+    except (ValueError, FileNotFoundError) as e:
+        raise CrosscheckError(str(e)) from e
+    import_ns()  # fail early (before the fluid run) when the extra is missing
+
+
+def _replay_ns3(sc: Scenario, run: FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
+    """The fluid ``run`` replayed in ns-3 (:func:`run_ns3`), refused before it starts when its transfers
+    would carry more than ``cfg.max_ns3_bytes``, and after it when it ran past ``cfg.wall_limit_s``."""
+    est = estimated_bytes(run)
+    if est > cfg.max_ns3_bytes:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: the ns-3 run would carry about {est / 1e9:.1f} GB of transfers; allowed: "
+            f"at most {cfg.max_ns3_bytes / 1e9:.1f} GB (CrosscheckConfig.max_ns3_bytes, --max-ns3-gb), fewer steps or bytes"
+        )
+    pk = run_ns3(run, cfg)
+    if pk["timed_out"]:
+        raise CrosscheckError(
+            f"scenario {sc.name!r}: ns-3 ran past wall_limit_s = {cfg.wall_limit_s} s; allowed: a smaller case "
+            "or a higher limit (--wall-limit-s)"
+        )
+    return pk
 
 
 def _refuse_idle(sc: Scenario, names: list[str], iterations: Any, steps: int, where: str) -> None:
@@ -207,9 +277,9 @@ def _job_row(j: int, name: str, run: FluidRun, pk: dict[str, Any], steps: int) -
     }
 
 
-def _details(sc: Scenario, run: FluidRun, pk: dict[str, Any]) -> dict[str, Any]:
-    """What :func:`crosscheck`'s ``details`` receives (its docstring lists the keys)."""
-    return dict(
+def _details(sc: Scenario, run: FluidRun, pk: dict[str, Any]) -> CrosscheckDetails:
+    """What :func:`crosscheck`'s ``details`` receives (:class:`CrosscheckDetails`)."""
+    return CrosscheckDetails(
         fluid_cpu_s=run.cpu_s,
         fluid_first_wall_s=run.first_wall_s,
         # the smallest transfer of the jobs (MB, before a split into sub-flows): what makes a case bulk
