@@ -129,10 +129,11 @@ def leaderboard(
     runs: dict[str, Any] = {}
     for env_id, scenario in jobs:
         t0 = time.time()
+        name = load_scenario(scenario).name
         res = evaluate(
             EvalConfig(
                 scenario,
-                policies=leaderboard_policies(load_scenario(scenario).name, extra),
+                policies=leaderboard_policies(name, extra),
                 seeds=seeds,
                 steps=steps,
                 out=None,
@@ -146,7 +147,7 @@ def leaderboard(
             rows.append(
                 {
                     "env_id": env_id,
-                    "scenario": load_scenario(scenario).name,
+                    "scenario": name,
                     "policy": name,
                     "controls": d["controls"],
                     "learned": d.get("learned", False),

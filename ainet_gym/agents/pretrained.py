@@ -227,7 +227,9 @@ class PretrainedAgent(SB3Agent):
             self.meta = self._knn.meta
             self.algo = str(self.meta.get("algo", "knn"))
             self.env_kwargs = dict(self._knn.env_kwargs)
-            self.controls = self._knn_controls()
+            from ainet_gym.agents.evaluate import agent_controls
+
+            self.controls = agent_controls(self._knn)  # the k-NN's own class: its plans' (weighted or not)
             return
         self.model, self.meta = load_policy_only(p)
         self.algo = self.meta["algo"]
@@ -242,13 +244,6 @@ class PretrainedAgent(SB3Agent):
         from ainet_gym.routing.plans import CHOOSE_MODES
 
         self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs")
-
-    def _knn_controls(self) -> str:
-        """The class of the file's plans: its mode's, ``jobs+bg+weights`` with a weighted extra plan."""
-        from ainet_gym.routing.plans import CHOOSE_MODES, plans_class
-
-        mode_class = CHOOSE_MODES.get(self.env_kwargs.get("action_mode", ""), "jobs")
-        return plans_class(tuple(self.env_kwargs.get("extra_plans", ())), mode_class)
 
     def check(self, core: Any) -> None:
         if self.path is None:
