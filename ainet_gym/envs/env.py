@@ -85,6 +85,7 @@ __all__ = [
     "StepOutput",
     "obs_layout",
     "squash",
+    "step",
     "step_state",
 ]
 
@@ -166,6 +167,18 @@ class EnvSnapshot:
         """Instances in the snapshot."""
         return self.world.batch
 
+    @property
+    def episode(self) -> EpisodeState:
+        """The snapshot's copies as one :class:`~ainet_gym.envs.state.EpisodeState` (held, not copied again:
+        :meth:`~ainet_gym.envs.state.EpisodeState.copy` it before stepping it, so that the snapshot serves
+        again)."""
+        w = self.world
+        if w.stack is None:
+            raise ValueError(
+                "EnvSnapshot.episode: the snapshot does not record its units (take it with snapshot())"
+            )
+        return EpisodeState(sim=w.units.state, engine=w.engine, world=w.state, env=self.state, units=w.stack)
+
 
 #: (observations, rewards, terminated, truncated, info) of one step of a core
 StepOutput = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
@@ -192,22 +205,47 @@ def _choose_plans(action_mode: str, extra_plans: Sequence[str]) -> tuple[str | N
     return None, ()
 
 
-def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[EnvSnapshot, StepOutput]:
+def step(
+    core: EnvCore, state: EpisodeState, actions: Any, active: np.ndarray | None = None
+) -> tuple[EpisodeState, StepOutput]:
     """One step as a function of (structure, state, action) -> (state, result), as gymnax's ``step_env``
-    reads: ``core`` is the structure (the scenario compiled: fabric, paths, spaces, slot layout; its
-    episode state is overwritten), ``state`` an episode state (a snapshot, :meth:`EnvCore.snapshot`; not
-    changed), ``actions`` (batch, ...) the action of every instance. Returns the state after the step (a
-    new snapshot) and the step's output.
+    reads: ``core`` is the structure (the scenario compiled: fabric, candidate paths, spaces, slot layout,
+    settings, and caches derived from structure and state), ``state`` the episode state
+    (:class:`~ainet_gym.envs.state.EpisodeState`), ``actions`` (batch, ...) the action of every instance
+    (``active``: the instances that step, all by default). Returns the state after the step and the step's
+    output (observations, rewards, terminated, truncated, info).
 
-    This is what :meth:`EnvCore.step` does, with the state kept in the core's containers (the engine's
-    :class:`~ainet_gym.sim.state.SimState` and :class:`~ainet_gym.sim.state.EngineState`, the world's :class:`~ainet_gym.sim.state.WorldState`, the
-    core's :class:`~ainet_gym.envs.state.EnvState`) and stepped in place instead of copied in and out:
-    from a state ``s``, ``core.step(a)`` gives the output of ``step_state(core, s, a)`` bit for bit and
-    leaves the core in the state it returns. The copies cost a restore and a snapshot per step, so the hot
-    path is :meth:`EnvCore.step`; this form is for search, replay and tests.
+    The state is stepped in place, by reference: its arrays are written, and the state returned holds them
+    (the same containers, but for the engine's two when the step restacked the units: churn, an AllToAll
+    rotation). Use the state returned and treat the one passed as spent; to keep a state, step a copy
+    (``step(core, s.copy(), a)``). A state the core does not hold yet is bound first
+    (:meth:`EnvCore.bind`: no copy; the core's caches derived from the state are made again), so one core
+    steps any number of episodes in turns; the state it held before is left as it was.
+    :meth:`EnvCore.step` is ``step(core, core.episode_state, actions, active)``.
+
+    Raises
+    ------
+    RuntimeError
+        If ``state`` is that of a core not reset yet.
+    ValueError
+        If ``state`` is not an episode state of this scenario with this core's batch and history, or the
+        actions are not in the action space.
     """
-    core.restore(state)
-    out = core.step(actions)
+    core.bind(state)
+    out = core.step_bound(actions, active)
+    return core.episode_state, out
+
+
+def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[EnvSnapshot, StepOutput]:
+    """:func:`step` on snapshots: ``state`` (an :class:`EnvSnapshot`) is not changed (a copy of its episode
+    state is stepped); returns the state after the step as a new snapshot, and the step's output. From a
+    state ``s``, ``core.step(a)`` gives the output of ``step_state(core, s, a)`` bit for bit. The copies cost
+    about a step and a half (docs/development.md, "State as data"): for search, replay and tests."""
+    if not isinstance(state, EnvSnapshot):
+        raise ValueError(
+            f"step_state: {type(state).__name__} is not an EnvSnapshot (take one with snapshot())"
+        )
+    _, out = step(core, state.episode.copy(), actions)
     return core.snapshot(), out
 
 
@@ -307,6 +345,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self._slot_bytes: tuple[StepResult, np.ndarray] | None = None
         self._build_spaces()
         self.state = EnvState.initial(self.batch, self.history, self.n_net)
+        self._episode: EpisodeState | None = None  # the view episode_state returned last (while current)
         # (result, info arrays) of the step being assembled, when the kernel threads computed them (info_jobs)
         self._step_jobs: tuple[StepResult, dict[str, np.ndarray]] | None = None
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
@@ -335,7 +374,73 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             Before the first :meth:`reset`.
         """
         sim = self._sim()
-        return EpisodeState(sim=sim.state, engine=sim.engine_state, world=self.world.state, env=self.state)
+        ep = self._episode
+        if (
+            ep is None
+            or ep.sim is not sim.state
+            or ep.engine is not sim.engine_state
+            or ep.world is not self.world.state
+            or ep.env is not self.state
+            or ep.units is not sim.stack
+        ):  # (a restack or a bind gave the core other containers)
+            ep = self._episode = EpisodeState(
+                sim=sim.state,
+                engine=sim.engine_state,
+                world=self.world.state,
+                env=self.state,
+                units=sim.stack,
+            )
+        return ep
+
+    def holds(self, state: EpisodeState) -> bool:
+        """Whether ``state`` is the episode state this core steps now (its containers, not a copy)."""
+        sim = self.world.sim
+        return (
+            sim is not None
+            and state.env is self.state
+            and state.sim is sim.state
+            and state.engine is sim.engine_state
+            and state.world is self.world.state
+            and state.units is sim.stack
+        )
+
+    def bind(self, state: EpisodeState) -> None:
+        """Make ``state`` the episode state this core steps, by reference (no copy: the next steps write its
+        arrays; :meth:`~ainet_gym.envs.state.EpisodeState.copy` it to keep it). Nothing to do when the core
+        holds it already; else the engine restacks if its units are not those of ``state``'s jobs, and the
+        caches derived from the state (the entries of the split, the default split, the capacities' product)
+        are made again. The state the core held before is left as it was.
+
+        Raises
+        ------
+        ValueError
+            If ``state`` is not an episode state of this scenario with this core's batch and history.
+        RuntimeError
+            If ``state`` is that of a core not reset yet.
+        """
+        if not isinstance(state, EpisodeState):
+            raise ValueError(f"bind: {type(state).__name__} is not an EpisodeState")
+        if self.holds(state):
+            return
+        if state.env.util_hist.shape != self.state.util_hist.shape:
+            raise ValueError(
+                f"bind: the state's link history has shape {state.env.util_hist.shape}, this core's "
+                f"{self.state.util_hist.shape} (another batch or history length)"
+            )
+        if state.env.needs_reset:
+            raise RuntimeError("bind: the state is that of a core not reset yet")
+        w = self.world
+        if w.sim is None:
+            w.reset([None] * self.batch)  # builds the engine; its state is replaced below
+        held = self.episode_state
+        try:
+            w.bind_state(state.world, state.sim, state.engine, state.units)
+        except ValueError:  # (units of another layout: the core goes on with the state it held)
+            w.bind_state(held.world, held.sim, held.engine, held.units)
+            raise
+        self.state = state.env
+        self._default = w.default_split(copy=False)
+        self._slot_bytes = None
 
     @property
     def last_result(self) -> StepResult | None:
@@ -591,9 +696,13 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         RuntimeError
             Before the first :meth:`reset`.
         """
-        if self.world.sim is None:
+        sim = self.world.sim
+        if sim is None:
             raise RuntimeError("snapshot() before the first reset(): there is no state yet")
-        return EnvSnapshot(world=self.world.snapshot(), state=self.state.copy(), action_mode=self.action_mode)
+        sim.merge_pending()  # a deferred split is written by its merge: take it as the engine will run it
+        ep = self.episode_state.copy()
+        world = WorldSnapshot.of(self.scenario, ep.world, ep.sim, ep.engine, ep.units)
+        return EnvSnapshot(world=world, state=ep.env, action_mode=self.action_mode)
 
     def restore(self, snap: EnvSnapshot, source: Sequence[int] | np.ndarray | None = None) -> None:
         """Put the state of ``snap`` back (:meth:`snapshot`). ``source`` (batch,) copies, into instance
@@ -616,6 +725,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
                 f"restore: the snapshot's link history has shape {snap.state.util_hist.shape[1:]}, this core's "
                 f"{self.state.util_hist.shape[1:]} (another history length)"
             )
+        if source is None and snap.world.stack is not None:  # a copy of the snapshot's episode state, bound
+            self.world.restore_source(snap.world, None)  # (the scenario and the batch checked)
+            self.bind(snap.episode.copy())
+            return
         self.world.restore(snap.world, source)
         self.state.load(snap.state, source)  # (with source: the last result without per-connection figures)
         self._default = self.world.default_split(copy=False)
@@ -625,7 +738,17 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     def step(
         self, actions: np.ndarray, active: np.ndarray | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Validate, decode and run one interval in the ``active`` instances (all by default)."""
+        """Validate, decode and run one interval in the ``active`` instances (all by default): :func:`step`
+        on the episode state the core holds (:attr:`episode_state`), stepped in place."""
+        if self.state.needs_reset:
+            raise RuntimeError("step() called before reset()")
+        return step(self, self.episode_state, actions, active)[1]
+
+    def step_bound(
+        self, actions: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The body of :func:`step` on the state the core holds (:meth:`bind`): validate, decode and run one
+        interval in the ``active`` instances."""
         if self.state.needs_reset:
             raise RuntimeError("step() called before reset()")
         fused = self._fused_decode()
