@@ -143,22 +143,29 @@ def test_one_core_steps_two_episodes_in_turns(backend: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_state_goes_on_in_a_core_that_never_ran_and_a_copy_stays(backend: str) -> None:
+@pytest.mark.parametrize("kind", ["dynamic", "parts"])
+def test_a_state_goes_on_in_a_core_that_never_ran_and_a_copy_stays(backend: str, kind: str) -> None:
     """A copy of a state after some steps, stepped in a core that was never reset, gives the original core's
-    continuation bit for bit; the copy handed over is written (by reference), a second copy kept aside is
+    continuation bit for bit (bound, the core has the split's entries the original had); the copy handed over is written (by reference), a second copy kept aside is
     not, and stepping that one again gives the same outputs once more."""
-    core = _core("dynamic", backend)
+    core = _core(kind, backend)
     core.reset([1, 2])
     acts = _actions(core, 4, 9)
     for a in acts[:3]:
         core.step(a)
     kept = core.episode_state.copy()
     before = _arrays(kept)
+    sim = core.world.sim
+    entries = [np.array(x) for x in (sim.e_flow, sim.e_link, sim.e_coef)]  # the split's, as merged
     want = [_out(core.step(a)) for a in acts[3:]]
     end = _arrays(core.episode_state)
     for _ in range(2):
-        fresh = _core("dynamic", backend)
+        fresh = _core(kind, backend)
         state = kept.copy()
+        fresh.bind(state)  # (what step does first) the entries of the bound split, merged again
+        bound = fresh.world.sim
+        for x, y in zip(entries, (bound.e_flow, bound.e_link, bound.e_coef), strict=True):
+            np.testing.assert_array_equal(x, y)
         got = []
         for a in acts[3:]:
             state, out = step(fresh, state, a)
