@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -269,13 +269,25 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     """Batched observation / action / reward logic over a :class:`FabricWorld`.
 
     The episode state lives in four containers (:mod:`ainet_gym.envs.state`): :attr:`state` (the core's
-    own), ``world.state``, ``world.sim.state`` and ``world.sim.engine_state``; :attr:`episode_state` views
-    them together, and :meth:`snapshot` copies them."""
+    own), ``world.state``, ``world.sim.state`` and ``world.sim.engine_state``; :attr:`episode_state` holds
+    them together (an :class:`~ainet_gym.envs.state.EpisodeState`), :meth:`step` is the module's
+    :func:`step` on it, :meth:`bind` makes another the core's (by reference), :meth:`snapshot` copies it and
+    :meth:`restore` binds a copy."""
 
     #: the core's own episode state (:class:`~ainet_gym.envs.state.EnvState`): ``util_hist`` (batch, history,
     #: net_links) the link history, newest first; ``last`` the last interval's result (public:
     #: :attr:`last_result`); ``needs_reset``; ``plan`` (batch,) the plan run in the last interval (choose modes)
     state: EnvState
+
+    #: the attributes a step may replace or write besides the episode state: caches derived from the
+    #: structure and the state, each made again, or checked by the identity of what it came from, when that
+    #: changes (the default split of the hash seeds and capacities; the slot maps and the slot tables of the
+    #: units; the "flows" info's bytes of the last result; the episode state's view). Everything else of the
+    #: core is structure, fixed after construction (tests/envs/test_step_function.py checks both).
+    DERIVED: ClassVar[frozenset[str]] = frozenset(
+        {"_default", "_slot_bytes", "_episode", "_maps", "_maps_of", "_ctrl_cache", "_fixed_cache",
+         "_bounds_cache", "_demand_cache", "_slot_obs_cache", "_own_weights", "_step_jobs"}
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -365,8 +377,9 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
 
     @property
     def episode_state(self) -> EpisodeState:
-        """The whole episode state, a view of the engine's, the world's and the core's containers (the
-        objects :meth:`step` changes in place; :meth:`snapshot` copies them).
+        """The whole episode state the core holds: the engine's, the world's and the core's containers and
+        the units they are laid out by (the objects :meth:`step` changes in place, not copies; a restack
+        gives the engine new ones, so take it again after a step; :meth:`snapshot` copies it).
 
         Raises
         ------
@@ -709,6 +722,9 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         ``b``, the snapshot's instance ``source[b]`` instead (a core of another batch size may take them:
         ``[b] * K`` tries K continuations of instance ``b``; its last result is then the source
         instances', without per-connection figures).
+
+        Without ``source`` the core binds a copy of the snapshot's episode state (:meth:`bind`); the state it
+        held before is left as it was. With ``source`` the chosen instances are copied into the state it holds.
 
         Raises
         ------

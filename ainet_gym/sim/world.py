@@ -18,6 +18,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -128,6 +129,16 @@ class FabricWorld:
     #: the episode state (:class:`~ainet_gym.sim.state.WorldState`): generators, step counts, ECMP hash
     #: seeds, background offsets, link failures, the jobs and GPUs of the job slots, the dynamics flag
     state: WorldState
+
+    #: the attributes a step may replace or write besides the episode state (and the engine's containers):
+    #: what a restack derives from the jobs and GPUs of the state (the engine's units, the job slots' units,
+    #: names and ideal times), and caches keyed by what they came from (the capacities last given to the
+    #: engine, the default split, the compiled units). Everything else of the world is structure.
+    DERIVED: ClassVar[frozenset[str]] = frozenset(
+        {"sim", "job_unit", "bg_unit", "job_ideal_step_s", "job_ideal_comm_s", "names", "_slot_units",
+         "_slot_keys", "_unit_offset", "_capacity_set", "_default_cache", "_unit_cache", "_bg_cache",
+         "_fresh_initial", "_reset_gpus"}
+    )  # fmt: skip
 
     def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:
         self.scenario = scenario

@@ -202,3 +202,48 @@ def test_bind_refuses_a_state_that_does_not_fit() -> None:
     assert core.holds(held)
     acts = _actions(core, 2, 4)
     _assert_same([_out(twin.step(a)) for a in acts], [_out(core.step(a)) for a in acts])
+
+
+def _attributes(obj: object) -> dict[str, tuple[object, np.ndarray | None]]:
+    """Each attribute of ``obj``: the object, and a copy of it when it is an array."""
+    return {k: (v, v.copy() if isinstance(v, np.ndarray) else None) for k, v in vars(obj).items()}
+
+
+def _changed(obj: object, before: dict) -> set[str]:
+    """The attributes of ``obj`` added, replaced or (arrays) written since ``before``."""
+
+    def moved(k: str, v: object) -> bool:
+        if k not in before or v is not before[k][0]:
+            return True
+        return before[k][1] is not None and not np.array_equal(v, before[k][1], equal_nan=True)
+
+    return {k for k, v in vars(obj).items() if moved(k, v)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind,mode", [("dynamic", "split"), ("dynamic", "choose_bg"), ("parts", "split")])
+def test_a_step_writes_only_the_state_and_the_declared_derived_caches(
+    backend: str, kind: str, mode: str
+) -> None:
+    """What steps change of the core, the world and its link state (an attribute added, replaced, or an
+    array written) is the episode state or a cache the class declares as derived (``DERIVED``: made again,
+    or checked by identity, from the structure and the state); everything else is structure. With failures,
+    churn (restacks) and background, on both backends. Together with the episodes stepped in turns above
+    (which the caches must not carry from one episode to the other), the step reads and writes only the
+    structure and the state."""
+    from ainet_gym.sim.dynamics import LinkState
+    from ainet_gym.sim.world import FabricWorld
+
+    core = _core(kind, backend, mode)
+    core.reset([1, 2])
+    acts = _actions(core, 3, 8)
+    core.step(acts[0])
+    w = core.world
+    before = (_attributes(core), _attributes(w), _attributes(w.links))
+    for a in acts[1:]:
+        core.step(a)
+    assert _changed(core, before[0]) <= {"state"} | EnvCore.DERIVED
+    assert _changed(w, before[1]) <= {"state"} | FabricWorld.DERIVED
+    assert _changed(w.links, before[2]) <= LinkState.STATE | LinkState.DERIVED
+    assert w.links.fail_until is w.state.fail_until and w.links.cap_factor is w.state.cap_factor
+    assert _changed(core, before[0]) & {"_default", "_slot_bytes"}  # (the check sees changes)
