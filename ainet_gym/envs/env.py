@@ -84,6 +84,7 @@ __all__ = [
     "FabricRoutingEnv",
     "StepOutput",
     "obs_layout",
+    "reset",
     "squash",
     "step",
     "step_state",
@@ -233,6 +234,24 @@ def step(
     """
     core.bind(state)
     out = core.step_bound(actions, active)
+    return core.episode_state, out
+
+
+def reset(
+    core: EnvCore, seeds: list[int | None], state: EpisodeState | None = None, mask: np.ndarray | None = None
+) -> tuple[EpisodeState, tuple[Any, dict[str, Any]]]:
+    """A new episode as a function, as gymnax's ``reset_env`` reads: returns the episode state after
+    :meth:`EnvCore.reset` with ``seeds`` (one per instance) and its output (observations, info).
+
+    ``state`` None: a new state; the state the core held (if any) is left as it was (a copy of it is
+    reset, so it costs a copy). Else ``state`` is bound (:meth:`EnvCore.bind`) and its instances ``mask``
+    (default: all) are reset in place, the others going on.
+    """
+    if state is not None:
+        core.bind(state)
+    elif core.world.sim is not None:
+        core.bind(core.episode_state.copy())
+    out = core.reset(seeds, mask)
     return core.episode_state, out
 
 

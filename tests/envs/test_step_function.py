@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from _scenarios import churn_dynamics, small_spine_leaf
 
-from ainet_gym.envs.env import EnvCore, step
+from ainet_gym.envs.env import EnvCore, reset, step
 from ainet_gym.envs.state import EpisodeState
 from ainet_gym.sim import kernels as _kernels
 
@@ -247,3 +247,33 @@ def test_a_step_writes_only_the_state_and_the_declared_derived_caches(
     assert _changed(w.links, before[2]) <= LinkState.STATE | LinkState.DERIVED
     assert w.links.fail_until is w.state.fail_until and w.links.cap_factor is w.state.cap_factor
     assert _changed(core, before[0]) & {"_default", "_slot_bytes"}  # (the check sees changes)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reset_as_a_function_starts_a_new_episode_beside_the_held_one(backend: str) -> None:
+    """``reset(core, seeds)`` returns a new episode state: its reset output and rollout are those of a core
+    reset with those seeds, while the state the core held goes on, stepped in turns with it, as a core that
+    never saw the new episode."""
+    ref_new = _core("dynamic", backend)
+    obs_ref, info_ref = ref_new.reset([7, 8])
+    acts = _actions(ref_new, 1, 6)
+    want_new = [_out(ref_new.step(a)) for a in acts]
+    ref_old = _core("dynamic", backend)
+    ref_old.reset([1, 2])
+    ref_old.step(acts[0])
+    want_old = [_out(ref_old.step(a)) for a in acts]
+    core = _core("dynamic", backend)
+    core.reset([1, 2])
+    core.step(acts[0])
+    held = core.episode_state
+    new, (obs, info) = reset(core, [7, 8])
+    assert new is not held and core.holds(new)
+    _assert_same([_out((obs_ref, 0, 0, 0, info_ref))], [_out((obs, 0, 0, 0, info))])
+    got_new, got_old = [], []
+    for a in acts:
+        new, out = step(core, new, a)
+        got_new.append(_out(out))
+        held, out = step(core, held, a)
+        got_old.append(_out(out))
+    _assert_same(want_new, got_new)
+    _assert_same(want_old, got_old)
