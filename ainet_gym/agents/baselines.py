@@ -18,8 +18,8 @@ The baselines are the engine-level policies of :mod:`ainet_gym.routing.policies`
 - ``burst-lp+bg``: a switch between two of these on what the observation shows: ``solo-lp+bg`` in an
   interval for which a background source is scheduled on (an ingest burst), ``lp+bg`` otherwise
   (:func:`~ainet_gym.routing.policies.burst_lp_all`; :data:`SWITCHED`);
-- ``favour0+bg`` ... ``favour7+bg`` (:data:`WEIGHTED_BASELINES`; ``favour{j}-w{W}+bg`` for another weight): the
-  static weighted plans of class ``jobs+bg+weights``: every interval the split of ``burst-lp+bg`` with job slot
+- ``favour0+bg`` ... ``favour7+bg`` (:data:`WEIGHTED_BASELINES`; ``favour{j}-w{W}+bg`` for another weight,
+  :data:`STRICT_WEIGHTED_BASELINES` at 1e6): the static weighted plans of class ``jobs+bg+weights``: every interval the split of ``burst-lp+bg`` with job slot
   ``j``'s flows and the background at share weight ``W`` (default 16), the other jobs at 1
   (:mod:`ainet_gym.routing.plans`, "Weighted plans"). Engine level only.
 
@@ -112,6 +112,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BASELINES",
     "EXACT",
+    "STRICT_WEIGHTED_BASELINES",
     "SWITCHED",
     "WEIGHTED_BASELINES",
     "BaselineAgent",
@@ -130,6 +131,10 @@ BASELINES: tuple[str, ...] = (
 #: The static weighted plans (class ``jobs+bg+weights``) at the default weight; ``favour{j}-w{W}+bg`` names another
 #: weight (:func:`ainet_gym.routing.plans.weighted_plan`)
 WEIGHTED_BASELINES: tuple[str, ...] = tuple(f"favour{j}+bg" for j in range(FAVOUR_SLOTS))
+#: The same plans at the largest share weight (1e6: in effect strict priority for the favoured job and the
+#: background), the best static plan of the class on ``periodic-interference-jitter`` (docs/learning.md,
+#: "issue-26zm"); the leaderboard ranks both weights.
+STRICT_WEIGHTED_BASELINES: tuple[str, ...] = tuple(f"favour{j}-w1e6+bg" for j in range(FAVOUR_SLOTS))
 
 #: Baselines that switch, interval by interval, between plans of their class on what the observation
 #: shows; not engine-level policies of :data:`~ainet_gym.routing.policies.POLICIES` nor plans of the

@@ -175,12 +175,15 @@ def lookahead_labels(
     isolating plans ``isolate0+bg`` ..., or the weighted plans ``favour{j}+bg`` / ``favour{j}-w{W}+bg`` of the
     class ``jobs+bg+weights``, whose copies run their interval at the plan's share weights, the base's at the
     scenario's); the labels' ``plans`` field lists them, and a knn fitted on the labels plays in an env with
-    the same extra plans (and class).
+    the same extra plans (and class). ``base`` may be a weighted plan too (e.g. ``favour0-w1e6+bg``, the best
+    static plan of that class): the lookahead's later intervals then run its split at its share weights, so
+    each plan is scored as a deviation from that static plan (docs/learning.md, "issue-26zm").
 
     Raises
     ------
     ValueError
-        If ``action_mode`` is not a ``choose`` mode, ``h < 1``, ``base`` is not an engine-level policy,
+        If ``action_mode`` is not a ``choose`` mode, ``h < 1``, ``base`` is neither a stateless engine-level
+        policy nor a weighted plan,
         ``objective`` is not one of :data:`OBJECTIVES`, ``tail_slack`` is negative or not finite,
         ``tail_weight`` is negative or nan, or the ``"tail"`` objective's ``base`` is not a plan of the mode.
     """
@@ -253,12 +256,10 @@ def _play_and_label(
     label (or ``policy``'s plan) played; returns the arrays of every decision in episode order (B * T, ...):
     ``obs``, ``label``, ``scores``, ``reward``, ``played``, ``tail``, ``excess``, ``step_ratio``,
     ``step_iters``."""
-    from ainet_gym.agents.baselines import SWITCHED
-    from ainet_gym.routing.policies import POLICIES
 
     plans = core.plans
     B, K, T = len(seeds), len(plans), core.episode_steps
-    base_pol = SWITCHED[base][0] if base in SWITCHED else POLICIES[base]
+    base_pol = _base_policy(base)
     src = np.repeat(np.arange(B), K)
     obs, _ = core.reset(list(seeds))
     rec: dict[str, list[np.ndarray]] = {
@@ -284,12 +285,24 @@ def _play_and_label(
     return {k: np.swapaxes(np.stack(v), 0, 1).reshape(B * T, *np.stack(v).shape[2:]) for k, v in rec.items()}
 
 
+def _base_policy(base: str) -> Any:
+    """The engine-level policy of the lookahead's base ``base``: a router, a switching baseline, or a weighted
+    plan's split (its weights are set by :func:`_score_plans`)."""
+    from ainet_gym.agents.baselines import SWITCHED
+    from ainet_gym.routing.plans import plan_policy, weighted_plan
+    from ainet_gym.routing.policies import POLICIES
+
+    if weighted_plan(base) is not None:
+        return plan_policy(base)
+    return SWITCHED[base][0] if base in SWITCHED else POLICIES[base]
+
+
 def _check_label_args(
     action_mode: str, h: object, base: str, objective: str, tail_slack: float, tail_weight: float
 ) -> None:
     """The argument checks of :func:`lookahead_labels` (its Raises section)."""
     from ainet_gym.agents.baselines import SWITCHED
-    from ainet_gym.routing.plans import CHOOSE_MODES
+    from ainet_gym.routing.plans import CHOOSE_MODES, weighted_plan
     from ainet_gym.routing.policies import POLICIES
 
     if action_mode not in CHOOSE_MODES:
@@ -297,7 +310,14 @@ def _check_label_args(
     if not isinstance(h, int) or h < 1:
         raise ValueError(f"h = {h!r}: allowed: an integer >= 1 (lookahead intervals)")
     stateless = [p for p in (*POLICIES, *SWITCHED) if not p.startswith("predictive-")]
-    check_choice("base", base, stateless, problem="not a stateless engine-level policy")
+    if weighted_plan(base) is None:  # (a weighted plan is a base too: raises if misspelt)
+        check_choice(
+            "base",
+            base,
+            stateless,
+            problem="not a stateless engine-level policy",
+            more=" or favour{j}[-w{W}]+bg",
+        )
     check_choice("objective", objective, OBJECTIVES)
     if not np.isfinite(tail_slack) or tail_slack < 0:
         raise ValueError(f"tail_slack = {tail_slack!r}: allowed: a finite number >= 0 (relative slack)")
@@ -332,11 +352,16 @@ def _score_plans(
     k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
     before = look.job_progress()
     names = [list(x) for x in look.job_names]
+    from ainet_gym.routing.plans import weighted_plan
+
     weighted = getattr(core, "weighted_plans", False)
+    weighted_base = weighted_plan(base) is not None
     if weighted:  # each copy at its plan's share weights (class jobs+bg+weights) for the plan's interval
         look.set_plan_weights([plans[i % K] for i in range(B * K)])
     look.step_split(stack[k_of, instance_rows(mb, src)])
-    if weighted:  # the base policy's intervals at the scenario's weights
+    if weighted_base:  # the base policy's intervals at the base's weights (a weighted base plan)
+        look.set_plan_weights([base] * (B * K))
+    elif weighted:  # the base policy's intervals at the scenario's weights
         look.set_share_weights(None)
     steps_ = [_ratios(look.last_result, work=True)]
     for _ in range(h - 1):

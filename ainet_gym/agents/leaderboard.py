@@ -6,7 +6,8 @@ shipped, the ``pretrained`` checkpoint, on the same held-out seeds (:data:`LEADE
 training uses seeds >= 1,000,000), through :func:`ainet_gym.agents.evaluate.evaluate`. It prints and writes a
 table of mean GPU utilisation with its 95% confidence interval, the class of each row (the traffic the
 policy controls: ``none``, ``jobs`` or ``jobs+bg``; ``jobs+bg+weights`` for the weighted plans
-``favour{j}+bg``, one per job slot, which set the jobs' share weights too), and the LP-normalised score
+``favour{j}+bg`` and ``favour{j}-w1e6+bg``, two per job slot, which set the jobs' share weights too), and the
+LP-normalised score
 
     score = (policy - ECMP) / (LP of its class - ECMP)
 
@@ -61,15 +62,15 @@ MIN_GAP = 0.005
 
 
 def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[str]:
-    """Baselines, predictive baselines, the weighted plans ``favour{j}+bg`` of every job slot of ``scenario``
-    (the static baselines of the class ``jobs+bg+weights``), ``pretrained`` if a checkpoint is shipped for
+    """Baselines, predictive baselines, the weighted plans ``favour{j}+bg`` and ``favour{j}-w1e6+bg`` of every
+    job slot of ``scenario`` (the static baselines of the class ``jobs+bg+weights``), ``pretrained`` if a checkpoint is shipped for
     ``scenario``, then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
-    from ainet_gym.agents.baselines import BASELINES, WEIGHTED_BASELINES
+    from ainet_gym.agents.baselines import BASELINES, STRICT_WEIGHTED_BASELINES, WEIGHTED_BASELINES
     from ainet_gym.pretrained import pretrained_path
     from ainet_gym.scenario import load_scenario
 
     n_jobs = len(load_scenario(scenario).jobs)
-    pols = [*BASELINES, *PREDICTIVE, *WEIGHTED_BASELINES[:n_jobs]]
+    pols = [*BASELINES, *PREDICTIVE, *WEIGHTED_BASELINES[:n_jobs], *STRICT_WEIGHTED_BASELINES[:n_jobs]]
     if pretrained_path(scenario) is not None:
         pols.append("pretrained")
     return pols + [e for e in (extra or []) if e not in pols]

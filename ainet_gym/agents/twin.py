@@ -26,7 +26,7 @@ random failures and churn included, because each instance's generator is part of
    twin's episode is at least as good as each pure candidate's on every seed, exactly (the replay is the
    same trajectory, bit for bit).
 
-Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA][-best][-iso][-w[W]]...`` (no commas: ``--policies`` splits on
+Arguments: ``twin`` or ``twin:kK-hH[-sS][-gSIGMA][-best][-iso][-w[W]]...[-on{base}]...[-wbase]`` (no commas: ``--policies`` splits on
 them), e.g.
 ``twin:k12-h6``; defaults :data:`DEFAULT_K`, :data:`DEFAULT_H` (from the K x H sweep in docs/learning.md:
 from H = 8 on the score moves by less than 0.001), seed 0, sigma 0.5. ``best`` (e.g. ``twin:best``) plays
@@ -42,7 +42,14 @@ random perturbations (docs/learning.md, "issue-26z"). ``w`` (e.g. ``twin:best-w`
 share weight 16, the other jobs 1) to each decision's candidates (after the isolating ones; the lookahead's
 intervals 2..H then run its base unweighted) and to the whole-episode candidates of 2, and replays the
 weights of the trajectory it keeps; ``wW`` (``w4``) at weight ``W`` instead, and ``w`` parts repeat
-(``twin:best-w2-w4-w16``: every slot at each weight). Without a ``w`` part the twin sets no weights. Class
+(``twin:best-w2-w4-w16``: every slot at each weight). Without a ``w`` part the twin sets no weights. ``wbase``
+(with ``best`` and a ``w`` part, e.g. ``twin:best-w-w1e6-wbase``) lets each instance's lookahead base be a
+weighted plan too: the best of :data:`BASE_CHOICES` and the weighted candidates' whole episodes, whose
+intervals 2..H then run at that plan's share weights (a rollout over the best static weighted plan, the bar of
+the class, instead of over the best path-only plan; docs/learning.md, "issue-26zm"). ``on{base}`` (with a ``w``
+part; ``base`` one of :data:`~ainet_gym.routing.plans.FAVOUR_BASES` without its dashes: ``onlp``, ``onsololp``,
+``onspray``, ...; repeatable) adds the weighted plans over that base's split too (``favour{j}[-w{W}]-lp+bg``,
+at every weight given), beside those over ``burst-lp+bg``. Class
 ``reference``: tables show it apart, last, and give every policy's share of the ECMP-to-twin gap.
 """
 
@@ -54,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
-from ainet_gym.routing.plans import FAVOUR_WEIGHT, weighted_plan
+from ainet_gym.routing.plans import FAVOUR_BASE, FAVOUR_BASES, weighted_plan, weighted_plan_name
 from ainet_gym.routing.policies import ISOLATE_PLANS
 
 if TYPE_CHECKING:
@@ -91,15 +98,19 @@ DEFAULT_SIGMA = 0.5
 
 
 def parse_twin_arg(arg: str | None) -> dict[str, Any]:
-    """``kK-hH[-sS][-gSIGMA][-best][-iso][-w[W]]...`` -> ``{"k", "h", "seed", "sigma", "best_base", "isolate",
-    "weights"}`` (defaults for what is left out; ``weights``: the share weights of the weighted candidates, in
-    the order given, ``w`` alone :data:`~ainet_gym.routing.plans.FAVOUR_WEIGHT`).
+    """``kK-hH[-sS][-gSIGMA][-best][-iso][-w[W]]...[-on{base}]...[-wbase]`` -> ``{"k", "h", "seed", "sigma",
+    "best_base", "isolate", "weights", "weight_bases", "weighted_base"}`` (defaults for what is left out;
+    ``weights``: the share weights of the weighted candidates, in the order given, ``w`` alone
+    :data:`~ainet_gym.routing.plans.FAVOUR_WEIGHT`; ``weight_bases``: the splits they run,
+    :data:`~ainet_gym.routing.plans.FAVOUR_BASE` first, then each ``on{base}``'s; ``weighted_base``: ``wbase``
+    given).
 
     Raises
     ------
     ValueError
         Naming the part that is not ``k<int >= 7>``, ``h<int >= 1>``, ``s<int >= 0>``, ``g<float >= 0>``,
-        ``best``, ``iso`` or ``w[<number in [1, 1e6]>]``.
+        ``best``, ``iso``, ``w[<number in [1, 1e6]>]``, ``on{base}`` or ``wbase``, or ``wbase`` without ``best``
+        and a ``w`` part, or ``on{base}`` without a ``w`` part.
     """
     out: dict[str, Any] = {
         "k": DEFAULT_K,
@@ -109,9 +120,12 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
         "best_base": False,
         "isolate": False,
         "weights": [],
+        "weight_bases": [FAVOUR_BASE],
+        "weighted_base": False,
     }
     if not arg:
         return out
+    on_names = {b.replace("-", ""): f"{b}+bg" for b in FAVOUR_BASES}
     names = {"k": "k", "h": "h", "s": "seed", "g": "sigma"}
     for part in arg.split("-"):
         if part.strip() == "best":
@@ -119,6 +133,18 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
             continue
         if part.strip() == "iso":
             out["isolate"] = True
+            continue
+        if part.strip() == "wbase":
+            out["weighted_base"] = True
+            continue
+        mo = re.fullmatch(r"on(.*)", part.strip())
+        if mo is not None:
+            if mo.group(1) not in on_names or on_names[mo.group(1)] in out["weight_bases"]:
+                raise ValueError(
+                    f"policy 'twin:{arg}': {part!r}: allowed: on{{base}} once per base, base one of "
+                    f"{', '.join(on_names)} (the split of weighted candidates beside {FAVOUR_BASE}'s)"
+                )
+            out["weight_bases"].append(on_names[mo.group(1)])
             continue
         mw = re.fullmatch(r"w(.*)", part.strip())
         if mw is not None:
@@ -154,6 +180,16 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
         )
     if out["h"] < 1:
         raise ValueError(f"policy 'twin:{arg}': h = {out['h']}: needs >= 1 lookahead interval")
+    if len(out["weight_bases"]) > 1 and not out["weights"]:
+        raise ValueError(
+            f"policy 'twin:{arg}': on{{base}} gives the split of the weighted candidates; allowed: with a w part, "
+            "e.g. twin:best-w-onlp"
+        )
+    if out["weighted_base"] and not (out["best_base"] and out["weights"]):
+        raise ValueError(
+            f"policy 'twin:{arg}': wbase picks the lookahead base among the weighted plans too; allowed: with "
+            "best and a w part, e.g. twin:best-w-wbase"
+        )
     return out
 
 
@@ -181,6 +217,10 @@ class TwinAgent:
         self.isolate: bool = cfg["isolate"]
         #: the share weights of the weighted candidates (empty: the twin sets no weights)
         self.weights: list[float] = cfg["weights"]
+        #: whether a weighted plan may be an instance's lookahead base (``wbase``)
+        self.weighted_base: bool = cfg["weighted_base"]
+        #: the splits of the weighted candidates (burst-lp+bg first, then each on{base}'s)
+        self.weight_bases: list[str] = cfg["weight_bases"]
         self.name = "twin" if arg is None else f"twin:{arg}"
         self.env_kwargs: dict[str, Any] = {}
         self._cores: dict[tuple, EnvCore] = {}
@@ -217,6 +257,7 @@ class TwinAgent:
         # the pure candidates' whole episodes (2. below; first, since `best` picks its bases from them)
         sim_core = self._core(core, B)
         self._favour = self._weighted_plans(core)
+        self._fav_base = {name: weighted_plan(name).base for name in self._favour}  # type: ignore[union-attr]
         self._pure_names = [*PURE_CANDIDATES, *self._favour]
         for name in self._pure_names:
             sim_core.restore(start)
@@ -230,8 +271,9 @@ class TwinAgent:
                 gpu[:, t] = info["reward_gpu_utilization"]
             scores[name] = gpu.mean(axis=1)
         if self.best_base:  # per instance, its best stateless pure candidate (ties: the first)
-            table = np.stack([scores[n] for n in BASE_CHOICES])
-            self._bases = [BASE_CHOICES[i] for i in np.argmax(table, axis=0)]
+            choices = [*BASE_CHOICES, *self._favour] if self.weighted_base else list(BASE_CHOICES)
+            table = np.stack([scores[n] for n in choices])
+            self._bases = [choices[i] for i in np.argmax(table, axis=0)]
         else:
             self._bases = [BASE_POLICY] * B
         t1 = time.perf_counter()
@@ -246,6 +288,8 @@ class TwinAgent:
             "scores": {n: scores[n].tolist() for n in names},
             "chosen": list(self._choice),
             "bases": list(self._bases),
+            # (T, B, K) each decision's candidates' lookahead scores (ideal GPU-seconds over H intervals)
+            "lookahead_scores": self._lookahead_scores,
             "lookahead_s": time.perf_counter() - t1,
             "seconds": time.perf_counter() - t0,
         }
@@ -258,8 +302,9 @@ class TwinAgent:
         ``core``, for each weight of :attr:`weights` in order."""
         slots = core.routing_context.job_unit.shape[1]
         return [
-            f"favour{j}+bg" if w == FAVOUR_WEIGHT else f"favour{j}-w{w:g}+bg"
+            weighted_plan_name(j, w, base)
             for w in self.weights
+            for base in self.weight_bases
             for j in range(slots)
         ]
 
@@ -274,6 +319,8 @@ class TwinAgent:
         # each candidate's plan name for its share weights ("" for the unweighted ones: the scenario's)
         cand_names = [""] * (self.k + len(iso)) + fav
         look_names = [cand_names[i % K] for i in range(B * K)]
+        look_base_names = [self._bases[i // K] for i in range(B * K)]  # copy b * K + k runs main b's base
+        scores_t = np.zeros((T, B, K))
         self._plan_names: list[list[str]] = []
         main = self._core(core, B)
         look = self._core(core, B * K)
@@ -301,9 +348,10 @@ class TwinAgent:
             cands.append(incumbent)
             cands += self._perturb(main, incumbent, self.k - len(cands), rng)
             cands += [isolating[name](w, main.last_result) for name in iso]
-            if fav:  # every weighted plan runs its base's split (burst-lp+bg): computed once
-                base_split = self._policy(fav[0], main)(w, main.last_result)
-                cands += [base_split] * len(fav)
+            if fav:  # every weighted plan runs its base's split (burst-lp+bg, on{base}'s): each computed once
+                of_base = {b: self._policy(weighted_plan_name(0, 16.0, b), main) for b in self.weight_bases}
+                base_split = {b: pol(w, main.last_result) for b, pol in of_base.items()}
+                cands += [base_split[self._fav_base[name]] for name in fav]
             stack = np.stack(cands)  # (K, C, P)
             snap = main.snapshot()
             look.restore(snap, src)
@@ -316,7 +364,9 @@ class TwinAgent:
             if fav:  # each copy at its candidate's share weights for one interval, then the scenario's
                 look.set_plan_weights(look_names)
             look.step_split(stack[k_of, rows])
-            if fav:
+            if self.weighted_base:  # the base's intervals at its weights (a plain base: the scenario's)
+                look.set_plan_weights(look_base_names)
+            elif fav:
                 look.set_share_weights(None)
             for _ in range(min(H, T - t) - 1):
                 look.step_split(self._base_split(look, bases, base_of, K))
@@ -324,7 +374,8 @@ class TwinAgent:
             # does not depend on the routing: every candidate sees the same jobs come and go)
             same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.job_names)])
             score = np.where(same, look.job_progress() - before_work, 0.0).sum(axis=1)
-            best = np.argmax(score.reshape(B, K), axis=1)  # (B,) ties: the first candidate
+            scores_t[t] = score.reshape(B, K)
+            best = np.argmax(scores_t[t], axis=1)  # (B,) ties: the first candidate
             conn_inst = sim.unit_inst[sim.conn_unit]
             chosen = stack[best[conn_inst], np.arange(sim.n_conns)]
             splits.append(chosen)
@@ -337,6 +388,7 @@ class TwinAgent:
             _, _, _, _, info = main.step_split(chosen)
             gpu[:, t] = info["reward_gpu_utilization"]
             incumbent = chosen if main.unit_stack is before else None  # a restack renumbers the connections
+        self._lookahead_scores = scores_t
         return splits, bounds, gpu.mean(axis=1)
 
     def _base_split(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -84,7 +84,9 @@ __all__ = [
     "FabricRoutingEnv",
     "StepOutput",
     "obs_layout",
+    "reset",
     "squash",
+    "step",
     "step_state",
 ]
 
@@ -166,6 +168,18 @@ class EnvSnapshot:
         """Instances in the snapshot."""
         return self.world.batch
 
+    @property
+    def episode(self) -> EpisodeState:
+        """The snapshot's copies as one :class:`~ainet_gym.envs.state.EpisodeState` (held, not copied again:
+        :meth:`~ainet_gym.envs.state.EpisodeState.copy` it before stepping it, so that the snapshot serves
+        again)."""
+        w = self.world
+        if w.stack is None:
+            raise ValueError(
+                "EnvSnapshot.episode: the snapshot does not record its units (take it with snapshot())"
+            )
+        return EpisodeState(sim=w.units.state, engine=w.engine, world=w.state, env=self.state, units=w.stack)
+
 
 #: (observations, rewards, terminated, truncated, info) of one step of a core
 StepOutput = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]
@@ -192,22 +206,65 @@ def _choose_plans(action_mode: str, extra_plans: Sequence[str]) -> tuple[str | N
     return None, ()
 
 
-def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[EnvSnapshot, StepOutput]:
+def step(
+    core: EnvCore, state: EpisodeState, actions: Any, active: np.ndarray | None = None
+) -> tuple[EpisodeState, StepOutput]:
     """One step as a function of (structure, state, action) -> (state, result), as gymnax's ``step_env``
-    reads: ``core`` is the structure (the scenario compiled: fabric, paths, spaces, slot layout; its
-    episode state is overwritten), ``state`` an episode state (a snapshot, :meth:`EnvCore.snapshot`; not
-    changed), ``actions`` (batch, ...) the action of every instance. Returns the state after the step (a
-    new snapshot) and the step's output.
+    reads: ``core`` is the structure (the scenario compiled: fabric, candidate paths, spaces, slot layout,
+    settings, and caches derived from structure and state), ``state`` the episode state
+    (:class:`~ainet_gym.envs.state.EpisodeState`), ``actions`` (batch, ...) the action of every instance
+    (``active``: the instances that step, all by default). Returns the state after the step and the step's
+    output (observations, rewards, terminated, truncated, info).
 
-    This is what :meth:`EnvCore.step` does, with the state kept in the core's containers (the engine's
-    :class:`~ainet_gym.sim.state.SimState` and :class:`~ainet_gym.sim.state.EngineState`, the world's :class:`~ainet_gym.sim.state.WorldState`, the
-    core's :class:`~ainet_gym.envs.state.EnvState`) and stepped in place instead of copied in and out:
-    from a state ``s``, ``core.step(a)`` gives the output of ``step_state(core, s, a)`` bit for bit and
-    leaves the core in the state it returns. The copies cost a restore and a snapshot per step, so the hot
-    path is :meth:`EnvCore.step`; this form is for search, replay and tests.
+    The state is stepped in place, by reference: its arrays are written, and the state returned holds them
+    (the same containers, but for the engine's two when the step restacked the units: churn, an AllToAll
+    rotation). Use the state returned and treat the one passed as spent; to keep a state, step a copy
+    (``step(core, s.copy(), a)``). A state the core does not hold yet is bound first
+    (:meth:`EnvCore.bind`: no copy; the core's caches derived from the state are made again), so one core
+    steps any number of episodes in turns; the state it held before is left as it was.
+    :meth:`EnvCore.step` is ``step(core, core.episode_state, actions, active)``.
+
+    Raises
+    ------
+    RuntimeError
+        If ``state`` is that of a core not reset yet.
+    ValueError
+        If ``state`` is not an episode state of this scenario with this core's batch and history, or the
+        actions are not in the action space.
     """
-    core.restore(state)
-    out = core.step(actions)
+    core.bind(state)
+    out = core.step_bound(actions, active)
+    return core.episode_state, out
+
+
+def reset(
+    core: EnvCore, seeds: list[int | None], state: EpisodeState | None = None, mask: np.ndarray | None = None
+) -> tuple[EpisodeState, tuple[Any, dict[str, Any]]]:
+    """A new episode as a function, as gymnax's ``reset_env`` reads: returns the episode state after
+    :meth:`EnvCore.reset` with ``seeds`` (one per instance) and its output (observations, info).
+
+    ``state`` None: a new state; the state the core held (if any) is left as it was (a copy of it is
+    reset, so it costs a copy). Else ``state`` is bound (:meth:`EnvCore.bind`) and its instances ``mask``
+    (default: all) are reset in place, the others going on.
+    """
+    if state is not None:
+        core.bind(state)
+    elif core.world.sim is not None:
+        core.bind(core.episode_state.copy())
+    out = core.reset(seeds, mask)
+    return core.episode_state, out
+
+
+def step_state(core: EnvCore, state: EnvSnapshot, actions: np.ndarray) -> tuple[EnvSnapshot, StepOutput]:
+    """:func:`step` on snapshots: ``state`` (an :class:`EnvSnapshot`) is not changed (a copy of its episode
+    state is stepped); returns the state after the step as a new snapshot, and the step's output. From a
+    state ``s``, ``core.step(a)`` gives the output of ``step_state(core, s, a)`` bit for bit. The copies cost
+    about a step and a half (docs/development.md, "State as data"): for search, replay and tests."""
+    if not isinstance(state, EnvSnapshot):
+        raise ValueError(
+            f"step_state: {type(state).__name__} is not an EnvSnapshot (take one with snapshot())"
+        )
+    _, out = step(core, state.episode.copy(), actions)
     return core.snapshot(), out
 
 
@@ -231,13 +288,25 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     """Batched observation / action / reward logic over a :class:`FabricWorld`.
 
     The episode state lives in four containers (:mod:`ainet_gym.envs.state`): :attr:`state` (the core's
-    own), ``world.state``, ``world.sim.state`` and ``world.sim.engine_state``; :attr:`episode_state` views
-    them together, and :meth:`snapshot` copies them."""
+    own), ``world.state``, ``world.sim.state`` and ``world.sim.engine_state``; :attr:`episode_state` holds
+    them together (an :class:`~ainet_gym.envs.state.EpisodeState`), :meth:`step` is the module's
+    :func:`step` on it, :meth:`bind` makes another the core's (by reference), :meth:`snapshot` copies it and
+    :meth:`restore` binds a copy."""
 
     #: the core's own episode state (:class:`~ainet_gym.envs.state.EnvState`): ``util_hist`` (batch, history,
     #: net_links) the link history, newest first; ``last`` the last interval's result (public:
     #: :attr:`last_result`); ``needs_reset``; ``plan`` (batch,) the plan run in the last interval (choose modes)
     state: EnvState
+
+    #: the attributes a step may replace or write besides the episode state: caches derived from the
+    #: structure and the state, each made again, or checked by the identity of what it came from, when that
+    #: changes (the default split of the hash seeds and capacities; the slot maps and the slot tables of the
+    #: units; the "flows" info's bytes of the last result; the episode state's view). Everything else of the
+    #: core is structure, fixed after construction (tests/envs/test_step_function.py checks both).
+    DERIVED: ClassVar[frozenset[str]] = frozenset(
+        {"_default", "_slot_bytes", "_episode", "_maps", "_maps_of", "_ctrl_cache", "_fixed_cache",
+         "_bounds_cache", "_demand_cache", "_slot_obs_cache", "_own_weights", "_step_jobs"}
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -307,6 +376,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self._slot_bytes: tuple[StepResult, np.ndarray] | None = None
         self._build_spaces()
         self.state = EnvState.initial(self.batch, self.history, self.n_net)
+        self._episode: EpisodeState | None = None  # the view episode_state returned last (while current)
         # (result, info arrays) of the step being assembled, when the kernel threads computed them (info_jobs)
         self._step_jobs: tuple[StepResult, dict[str, np.ndarray]] | None = None
         self._ctrl_cache: tuple | None = None  # (slot_mask it was built from, controllable slot arrays)
@@ -326,8 +396,9 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
 
     @property
     def episode_state(self) -> EpisodeState:
-        """The whole episode state, a view of the engine's, the world's and the core's containers (the
-        objects :meth:`step` changes in place; :meth:`snapshot` copies them).
+        """The whole episode state the core holds: the engine's, the world's and the core's containers and
+        the units they are laid out by (the objects :meth:`step` changes in place, not copies; a restack
+        gives the engine new ones, so take it again after a step; :meth:`snapshot` copies it).
 
         Raises
         ------
@@ -335,7 +406,73 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             Before the first :meth:`reset`.
         """
         sim = self._sim()
-        return EpisodeState(sim=sim.state, engine=sim.engine_state, world=self.world.state, env=self.state)
+        ep = self._episode
+        if (
+            ep is None
+            or ep.sim is not sim.state
+            or ep.engine is not sim.engine_state
+            or ep.world is not self.world.state
+            or ep.env is not self.state
+            or ep.units is not sim.stack
+        ):  # (a restack or a bind gave the core other containers)
+            ep = self._episode = EpisodeState(
+                sim=sim.state,
+                engine=sim.engine_state,
+                world=self.world.state,
+                env=self.state,
+                units=sim.stack,
+            )
+        return ep
+
+    def holds(self, state: EpisodeState) -> bool:
+        """Whether ``state`` is the episode state this core steps now (its containers, not a copy)."""
+        sim = self.world.sim
+        return (
+            sim is not None
+            and state.env is self.state
+            and state.sim is sim.state
+            and state.engine is sim.engine_state
+            and state.world is self.world.state
+            and state.units is sim.stack
+        )
+
+    def bind(self, state: EpisodeState) -> None:
+        """Make ``state`` the episode state this core steps, by reference (no copy: the next steps write its
+        arrays; :meth:`~ainet_gym.envs.state.EpisodeState.copy` it to keep it). Nothing to do when the core
+        holds it already; else the engine restacks if its units are not those of ``state``'s jobs, and the
+        caches derived from the state (the entries of the split, the default split, the capacities' product)
+        are made again. The state the core held before is left as it was.
+
+        Raises
+        ------
+        ValueError
+            If ``state`` is not an episode state of this scenario with this core's batch and history.
+        RuntimeError
+            If ``state`` is that of a core not reset yet.
+        """
+        if not isinstance(state, EpisodeState):
+            raise ValueError(f"bind: {type(state).__name__} is not an EpisodeState")
+        if self.holds(state):
+            return
+        if state.env.util_hist.shape != self.state.util_hist.shape:
+            raise ValueError(
+                f"bind: the state's link history has shape {state.env.util_hist.shape}, this core's "
+                f"{self.state.util_hist.shape} (another batch or history length)"
+            )
+        if state.env.needs_reset:
+            raise RuntimeError("bind: the state is that of a core not reset yet")
+        w = self.world
+        if w.sim is None:
+            w.reset([None] * self.batch)  # builds the engine; its state is replaced below
+        held = self.episode_state
+        try:
+            w.bind_state(state.world, state.sim, state.engine, state.units)
+        except ValueError:  # (units of another layout: the core goes on with the state it held)
+            w.bind_state(held.world, held.sim, held.engine, held.units)
+            raise
+        self.state = state.env
+        self._default = w.default_split(copy=False)
+        self._slot_bytes = None
 
     @property
     def last_result(self) -> StepResult | None:
@@ -591,15 +728,22 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         RuntimeError
             Before the first :meth:`reset`.
         """
-        if self.world.sim is None:
+        sim = self.world.sim
+        if sim is None:
             raise RuntimeError("snapshot() before the first reset(): there is no state yet")
-        return EnvSnapshot(world=self.world.snapshot(), state=self.state.copy(), action_mode=self.action_mode)
+        sim.merge_pending()  # a deferred split is written by its merge: take it as the engine will run it
+        ep = self.episode_state.copy()
+        world = WorldSnapshot.of(self.scenario, ep.world, ep.sim, ep.engine, ep.units)
+        return EnvSnapshot(world=world, state=ep.env, action_mode=self.action_mode)
 
     def restore(self, snap: EnvSnapshot, source: Sequence[int] | np.ndarray | None = None) -> None:
         """Put the state of ``snap`` back (:meth:`snapshot`). ``source`` (batch,) copies, into instance
         ``b``, the snapshot's instance ``source[b]`` instead (a core of another batch size may take them:
         ``[b] * K`` tries K continuations of instance ``b``; its last result is then the source
         instances', without per-connection figures).
+
+        Without ``source`` the core binds a copy of the snapshot's episode state (:meth:`bind`); the state it
+        held before is left as it was. With ``source`` the chosen instances are copied into the state it holds.
 
         Raises
         ------
@@ -616,6 +760,10 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
                 f"restore: the snapshot's link history has shape {snap.state.util_hist.shape[1:]}, this core's "
                 f"{self.state.util_hist.shape[1:]} (another history length)"
             )
+        if source is None and snap.world.stack is not None:  # a copy of the snapshot's episode state, bound
+            self.world.restore_source(snap.world, None)  # (the scenario and the batch checked)
+            self.bind(snap.episode.copy())
+            return
         self.world.restore(snap.world, source)
         self.state.load(snap.state, source)  # (with source: the last result without per-connection figures)
         self._default = self.world.default_split(copy=False)
@@ -625,7 +773,17 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
     def step(
         self, actions: np.ndarray, active: np.ndarray | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Validate, decode and run one interval in the ``active`` instances (all by default)."""
+        """Validate, decode and run one interval in the ``active`` instances (all by default): :func:`step`
+        on the episode state the core holds (:attr:`episode_state`), stepped in place."""
+        if self.state.needs_reset:
+            raise RuntimeError("step() called before reset()")
+        return step(self, self.episode_state, actions, active)[1]
+
+    def step_bound(
+        self, actions: np.ndarray, active: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The body of :func:`step` on the state the core holds (:meth:`bind`): validate, decode and run one
+        interval in the ``active`` instances."""
         if self.state.needs_reset:
             raise RuntimeError("step() called before reset()")
         fused = self._fused_decode()

@@ -16,8 +16,9 @@ Four containers make the state of an episode, each owned by the object that uses
 Everything else of the core, the world and the engine is structure (fixed after construction: the fabric,
 the paths, the spaces, the slot layout) or a cache derived from structure and state (compiled units,
 incidence tables, the default split, slot maps), made again when what it came from changes.
-:class:`EpisodeState` is a view of the four; a snapshot (:meth:`EnvCore.snapshot
-<ainet_gym.envs.env.EnvCore.snapshot>`) copies them.
+:class:`EpisodeState` holds the four (and the units they are laid out by): a core steps the one it holds,
+:func:`ainet_gym.envs.env.step` takes any (by reference), and a snapshot (:meth:`EnvCore.snapshot
+<ainet_gym.envs.env.EnvCore.snapshot>`) is a copy of it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ainet_gym.sim.metrics import StepResult
+from ainet_gym.sim.stack import UnitStack
 from ainet_gym.sim.state import EngineState, SimState, WorldState
 
 __all__ = ["EnvState", "EpisodeState", "index_result"]
@@ -95,11 +97,35 @@ class EnvState:
 
 @dataclass(frozen=True, eq=False)
 class EpisodeState:
-    """A view (not a copy) of the whole episode state of a core, as gymnax's ``EnvState`` reads: the
-    engine's two (the units' and the engine's own), the world's and the env's containers, the very objects the core steps in place. Take a
-    copy with :meth:`EnvCore.snapshot <ainet_gym.envs.env.EnvCore.snapshot>`."""
+    """The whole episode state of a core, as gymnax's ``EnvState`` reads: the engine's two containers (the
+    units' and the engine's own), the world's and the env's, and the units they are laid out by.
+
+    What :func:`ainet_gym.envs.env.step` reads and writes of an episode is this container or the structure
+    (the core: fabric, paths, spaces, slot layout, settings) and caches derived from the two. Of a core,
+    :attr:`EnvCore.episode_state <ainet_gym.envs.env.EnvCore.episode_state>` is the containers the core
+    steps now (not copies); :meth:`copy` makes an independent state, which a core takes with ``step`` (or
+    :meth:`EnvCore.bind <ainet_gym.envs.env.EnvCore.bind>`) by reference, without a copy."""
 
     sim: SimState
     engine: EngineState
     world: WorldState
     env: EnvState
+    #: the compiled units the ``sim`` and ``engine`` arrays are laid out by (structure of the episode: a
+    #: restack, churn or an AllToAll rotation, replaces it; shared by copies, never written)
+    units: UnitStack
+
+    @property
+    def batch(self) -> int:
+        """Instances."""
+        return self.world.batch
+
+    def copy(self) -> EpisodeState:
+        """An independent copy: every array and generator copied (the last result, the job specs, the GPU
+        arrays and the units shared: nothing writes them)."""
+        return EpisodeState(
+            sim=self.sim.copy(),
+            engine=self.engine.copy(),
+            world=self.world.copy(),
+            env=self.env.copy(),
+            units=self.units,
+        )

@@ -21,7 +21,9 @@ slot) runs the split of :data:`FAVOUR_BASE` (``burst-lp+bg``) *and* sets the sha
 weight ``w``, every other job's at 1, so the background is never below any job (it keeps its bytes) and the
 weights are a share between jobs. ``w`` is :data:`FAVOUR_WEIGHT` (16) unless the name gives it:
 ``favour{j}-w{W}+bg`` (``W`` a number in [1, 1e6], e.g. ``favour0-w4+bg``; :func:`weighted_plan` parses the
-names). A ``choose_bg`` env with a weighted extra plan is of class ``jobs+bg+weights``
+names), and over another split than :data:`FAVOUR_BASE` if the name ends in one of :data:`FAVOUR_BASES`:
+``favour{j}[-w{W}]-{base}+bg`` (``favour0-w1e6-lp+bg``: ``lp+bg``'s split with job 0 and the background at
+1e6; docs/learning.md, "issue-26zm"). A ``choose_bg`` env with a weighted extra plan is of class ``jobs+bg+weights``
 (:func:`plans_of_mode`); each step sets the weights of the plan each instance picked (a plain plan: the
 scenario's weights, every job's ``share_weight`` and the background's 1). docs/learning.md, "issue-26zi".
 
@@ -52,6 +54,7 @@ __all__ = [
     "CHOOSE_MODES",
     "EXTRA_PLANS",
     "FAVOUR_BASE",
+    "FAVOUR_BASES",
     "FAVOUR_WEIGHT",
     "PLANS",
     "WEIGHTED_CLASS",
@@ -65,6 +68,7 @@ __all__ = [
     "plans_of_mode",
     "share_weights_of",
     "weighted_plan",
+    "weighted_plan_name",
 ]
 
 #: controls class -> the plans (engine-level baseline names) of the ``choose`` modes, in action order
@@ -89,14 +93,20 @@ FAVOUR_BASE = "burst-lp+bg"
 FAVOUR_SLOTS = 8
 #: the largest weight of a weighted plan (the scenario's ``jobs[].share_weight`` bound)
 FAVOUR_WEIGHT_MAX = 1e6
-_FAVOUR = re.compile(r"favour(\d+)(?:-w([^+]*))?\+bg")
-_FAVOUR_FORMS = "favour{j}+bg or favour{j}-w{W}+bg (j a job slot 0..7, W a number in [1, 1e6], default 16)"
+#: the splits a weighted plan may run (``favour{j}[-w{W}]-{base}+bg``; the default :data:`FAVOUR_BASE` unnamed)
+FAVOUR_BASES: tuple[str, ...] = ("burst-lp", "lp", "solo-lp", "spray", "wcmp", "greedy")
+_FAVOUR = re.compile(r"favour(\d+)(?:-w([^+\-]*))?(?:-(" + "|".join(FAVOUR_BASES) + r"))?\+bg")
+_FAVOUR_FORMS = (
+    "favour{j}+bg, favour{j}-w{W}+bg or favour{j}[-w{W}]-{base}+bg (j a job slot 0..7, W a number in [1, 1e6], "
+    f"default 16, base one of {', '.join(FAVOUR_BASES)}, default burst-lp)"
+)
 
 
 @dataclass(frozen=True)
 class WeightedPlan:
-    """A weighted plan (``favour{j}[-w{W}]+bg``): the split of :data:`FAVOUR_BASE`, job slot ``slot`` and the
-    background at ``weight``, every other job at 1."""
+    """A weighted plan (``favour{j}[-w{W}][-{base}]+bg``): the split of ``base`` (:data:`FAVOUR_BASE` unless the
+    name gives another of :data:`FAVOUR_BASES`), job slot ``slot`` and the background at ``weight``, every
+    other job at 1."""
 
     slot: int
     weight: float
@@ -134,7 +144,31 @@ def weighted_plan(name: str) -> WeightedPlan | None:
                 f"plan {name!r}: weight = {text!r}: allowed: a number in [1, 1e6] (the share "
                 "weight of the favoured job and of the background; other jobs 1), e.g. favour0-w4+bg"
             )
-    return WeightedPlan(slot, w)
+    base = FAVOUR_BASE if m.group(3) is None else f"{m.group(3)}+bg"
+    return WeightedPlan(slot, w, base)
+
+
+def weighted_plan_name(slot: int, weight: float, base: str = FAVOUR_BASE) -> str:
+    """The name of the weighted plan of job slot ``slot`` at share weight ``weight`` over the split of ``base``
+    (``lp+bg``, ...), spelled so that :func:`weighted_plan` parses it back to the same slot, weight and base:
+    ``favour{j}+bg`` at the default weight and base, ``favour{j}-w{W}+bg`` at another weight (``W`` an integer
+    when the weight is one, e.g. ``favour0-w1000000+bg`` for 1e6, else the float's shortest repr; a ``%g``
+    spelling such as ``1e+06`` would not parse), ``...-{base}+bg`` over another base (``favour0-w4-lp+bg``).
+
+    Raises
+    ------
+    ValueError
+        If ``base`` is not ``{b}+bg`` for a ``b`` of :data:`FAVOUR_BASES`.
+    """
+    b = base.removesuffix("+bg")
+    if not base.endswith("+bg") or b not in FAVOUR_BASES:
+        raise ValueError(
+            f"base = {base!r}: allowed: one of {', '.join(x + '+bg' for x in FAVOUR_BASES)} (a weighted plan's split)"
+        )
+    w = float(weight)
+    text = "" if w == FAVOUR_WEIGHT else "-w" + (str(int(w)) if w.is_integer() else repr(w))
+    on = "" if base == FAVOUR_BASE else f"-{b}"
+    return f"favour{slot}{text}{on}+bg"
 
 
 #: plans a ``choose`` mode may add to its own (``extra_plans``) that are not baselines: name -> (policy, class);
@@ -179,7 +213,7 @@ def plan_policy(name: str) -> Policy:
         return EXTRA_PLANS[name][0]
     wp = weighted_plan(name)
     if wp is not None:
-        return burst_lp_all
+        return burst_lp_all if wp.base == FAVOUR_BASE else get_policy(wp.base)
     return get_policy(name)
 
 

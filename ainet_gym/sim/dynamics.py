@@ -4,6 +4,7 @@ skewed AllToAll traffic and background sources switching on and off."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -17,6 +18,12 @@ __all__ = ["LinkState", "alltoall_rotation", "background_on", "churn", "episode_
 class LinkState:
     """Per-instance capacity factors of the links of ``fabric`` under ``failures`` (random failures of
     eligible network links, repairs, scheduled failures and degradations)."""
+
+    #: what a step writes: the two arrays of the world's state (:class:`~ainet_gym.sim.state.WorldState`'s
+    #: ``fail_until`` and ``cap_factor``, shared) and what is derived from them (the capacities' product,
+    #: whether it is stale, whether a repair is pending)
+    STATE: ClassVar[frozenset[str]] = frozenset({"fail_until", "cap_factor"})
+    DERIVED: ClassVar[frozenset[str]] = frozenset({"_capacity", "_stale", "_repair_pending"})
 
     def __init__(self, fabric: Fabric, failures: LinkFailureSpec, batch: int) -> None:
         self.fabric = fabric

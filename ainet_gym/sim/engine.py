@@ -968,6 +968,37 @@ class BatchSim:
         self.engine_state.load(other)
         self._merge_split()
 
+    def bind_state(self, state: SimState, engine: EngineState) -> None:
+        """Make ``state`` and ``engine`` the simulation's containers, by reference (not copies: the next
+        intervals write them), and merge the entries of ``engine``'s split. Both must be laid out by this
+        simulation's units (:attr:`stack`, or a stack of the same layout).
+
+        Raises
+        ------
+        ValueError
+            If an array's length does not fit the units (another structure).
+        """
+        want = {"rem": self.n_flows, "phase_cur": self.n_units, "time_s": self.batch}
+        for name, n in want.items():
+            got = getattr(state, name).shape[0]
+            if got != n:
+                raise ValueError(
+                    f"bind_state: state.{name} has {got} rows, this engine {n} (another structure)"
+                )
+        if (
+            engine.split.shape != (self.n_conns, self.fabric.max_paths)
+            or engine.flow_reset.shape[0] != self.n_flows
+        ):
+            raise ValueError(
+                f"bind_state: the engine state's split has shape {engine.split.shape}, this engine's "
+                f"{(self.n_conns, self.fabric.max_paths)} (another structure)"
+            )
+        self.merge_pending()  # (the state being left takes its deferred split)
+        self._bind_state(state)
+        self.engine_state = engine
+        self._pending = None
+        self._merge_split()
+
     def _restore_weights(self, old: UnitSnapshot, new_u: np.ndarray, old_u: np.ndarray) -> None:
         """The share weights of the units ``new_u``: those of the units ``old_u`` of ``old`` (1 where it
         has none)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -45,7 +46,8 @@ from ainet_gym.sim.engine import (
 from ainet_gym.sim.ideal import IdealTimes
 from ainet_gym.sim.metrics import ConnectionTable, IntervalMeter, NumbaFigures, StepResult
 from ainet_gym.sim.placement import place_job, placement_is_deterministic
-from ainet_gym.sim.state import EngineState, WorldState
+from ainet_gym.sim.stack import UnitStack
+from ainet_gym.sim.state import EngineState, SimState, WorldState
 
 __all__ = ["ConnectionTable", "FabricWorld", "StepResult", "WorldSnapshot"]
 
@@ -70,11 +72,47 @@ class WorldSnapshot:
     inst_unit: np.ndarray  # (batch+1,) first unit of each instance
     inst_conn: np.ndarray  # (batch+1,) first connection of each instance
     inst_flow: np.ndarray  # (batch+1,) first flow of each instance
+    #: the compiled units the copies are laid out by (shared, never written; None: not recorded)
+    stack: UnitStack | None = None
 
     @property
     def batch(self) -> int:
         """Instances in the snapshot."""
         return self.state.batch
+
+    @classmethod
+    def of(
+        cls, scenario: Scenario, state: WorldState, sim_state: SimState, engine: EngineState, stack: UnitStack
+    ) -> WorldSnapshot:
+        """The snapshot of the containers given (held, not copied: pass copies) whose engine arrays are laid
+        out by ``stack``: the world's state, the units' state and the engine's beside it."""
+        w = engine.unit_weight
+        units = UnitSnapshot(
+            sim_state, stack.flow_off, stack.unit_nflows, stack.phase_off, stack.unit_nphases,
+            None, stack.conn_off, stack.unit_nconns, None if w is None else w.copy(),
+        )  # fmt: skip
+        conn_inst = stack.unit_inst[stack.conn_unit]
+        return cls(
+            scenario=scenario,
+            state=state,
+            units=units,  # (the pinned splits: in the engine state)
+            engine=engine,
+            inst_unit=np.asarray(stack.inst_unit, dtype=np.int64).copy(),
+            inst_conn=np.searchsorted(conn_inst, np.arange(state.batch + 1)).astype(np.int64),
+            inst_flow=np.asarray(stack.inst_flow, dtype=np.int64).copy(),
+            stack=stack,
+        )
+
+
+def same_layout(a: UnitStack, b: UnitStack) -> bool:
+    """Whether the engine arrays of units stacked as ``a`` fit ``b`` row for row (the same units, flows,
+    phases and connections per instance, in the same order); cheap when they are the same object."""
+    if a is b:
+        return True
+    if (a.n_units, a.n_flows, a.n_conns) != (b.n_units, b.n_flows, b.n_conns):
+        return False
+    names = ("unit_inst", "unit_nflows", "unit_nphases", "unit_nconns", "conn_npaths", "flow_bytes")
+    return all(np.array_equal(getattr(a, k), getattr(b, k)) for k in names)
 
 
 class FabricWorld:
@@ -91,6 +129,16 @@ class FabricWorld:
     #: the episode state (:class:`~ainet_gym.sim.state.WorldState`): generators, step counts, ECMP hash
     #: seeds, background offsets, link failures, the jobs and GPUs of the job slots, the dynamics flag
     state: WorldState
+
+    #: the attributes a step may replace or write besides the episode state (and the engine's containers):
+    #: what a restack derives from the jobs and GPUs of the state (the engine's units, the job slots' units,
+    #: names and ideal times), and caches keyed by what they came from (the capacities last given to the
+    #: engine, the default split, the compiled units). Everything else of the world is structure.
+    DERIVED: ClassVar[frozenset[str]] = frozenset(
+        {"sim", "job_unit", "bg_unit", "job_ideal_step_s", "job_ideal_comm_s", "names", "_slot_units",
+         "_slot_keys", "_unit_offset", "_capacity_set", "_default_cache", "_unit_cache", "_bg_cache",
+         "_fresh_initial", "_reset_gpus"}
+    )  # fmt: skip
 
     def __init__(self, scenario: Scenario, batch: int = 1, backend: str | None = None) -> None:
         self.scenario = scenario
@@ -292,19 +340,19 @@ class FabricWorld:
         if sim is None:
             raise RuntimeError("snapshot() before the first reset(): there is no state yet")
         sim.merge_pending()  # a deferred split is written by its merge: take it as the engine will run it
-        conn_inst = sim.unit_inst[sim.conn_unit]
-        return WorldSnapshot(
-            scenario=self.scenario,
-            state=self.state.copy(),
-            units=sim.snapshot_units(pinned=False),  # (the pinned splits: in the engine state)
-            engine=sim.engine_state.copy(),
-            inst_unit=np.asarray(sim.inst_unit, dtype=np.int64).copy(),
-            inst_conn=np.searchsorted(conn_inst, np.arange(self.batch + 1)).astype(np.int64),
-            inst_flow=np.asarray(sim.inst_flow, dtype=np.int64).copy(),
+        return WorldSnapshot.of(
+            self.scenario, self.state.copy(), sim.state.copy(), sim.engine_state.copy(), sim.stack
         )
 
-    def _restore_source(self, snap: WorldSnapshot, source: Sequence[int] | np.ndarray | None) -> np.ndarray:
-        """(batch,) the snapshot instance each instance of this world takes (:meth:`restore`'s checks)."""
+    def restore_source(self, snap: WorldSnapshot, source: Sequence[int] | np.ndarray | None) -> np.ndarray:
+        """(batch,) the snapshot instance each instance of this world takes (:meth:`restore`'s checks).
+
+        Raises
+        ------
+        ValueError
+            If ``snap`` is not a snapshot of this scenario, or ``source`` does not give one of its
+            instances per instance of this world.
+        """
         if not isinstance(snap, WorldSnapshot):
             raise ValueError(f"restore: {type(snap).__name__} is not a WorldSnapshot")
         if snap.scenario is not self.scenario and snap.scenario != self.scenario:
@@ -359,7 +407,7 @@ class FabricWorld:
             If ``snap`` is of another scenario, or ``source`` does not give one instance of the
             snapshot per instance of this world.
         """
-        src = self._restore_source(snap, source)
+        src = self.restore_source(snap, source)
         B = self.batch
         if self.sim is None:
             self.reset([None] * B)  # builds the engine; its state is replaced below
@@ -387,6 +435,51 @@ class FabricWorld:
         self._capacity_set = sim.engine_state.capacity_bytes_per_s
         if source is not None:  # a copy of other instances: the env's cached blocks are out of date
             self.state.dynamics_changed = True
+
+    def bind_state(
+        self, state: WorldState, sim_state: SimState, engine: EngineState, stack: UnitStack
+    ) -> None:
+        """Make ``state`` the world's episode state and ``sim_state`` / ``engine`` (laid out by ``stack``) the
+        engine's, by reference (not copies: the next steps write them). The link state takes its two arrays;
+        the engine restacks first when the units of ``state``'s jobs are not those it has. The engine must
+        exist (after a reset).
+
+        Raises
+        ------
+        ValueError
+            If the batch or the units' layout is not this world's (another scenario or batch).
+        """
+        if state.batch != self.batch:
+            raise ValueError(f"bind_state: the state has {state.batch} instances, this world {self.batch}")
+        mine = self.state
+        for name in ("bg_offset", "fail_until"):
+            if getattr(state, name).shape != getattr(mine, name).shape:
+                raise ValueError(
+                    f"bind_state: the state's {name} has shape {getattr(state, name).shape}, this world's "
+                    f"{getattr(mine, name).shape} (a state of another scenario)"
+                )
+        if any(len(j) != self.n_job_slots for j in state.jobs):
+            raise ValueError(
+                f"bind_state: the state's instances do not have {self.n_job_slots} job slots (a state of "
+                "another scenario)"
+            )
+        sim = self.sim
+        assert sim is not None
+        sim.merge_pending()  # a deferred split belongs to the state being left: write it there
+        self.state = state
+        self.links.fail_until, self.links.cap_factor = state.fail_until, state.cap_factor
+        self.links.restored()
+        if not self._units_unchanged():
+            self._rebuild()  # (new engine containers, replaced below)
+        sim = self.sim
+        assert sim is not None
+        if not same_layout(stack, sim.stack):
+            raise ValueError(
+                "bind_state: the state's units are not laid out as this world's units of its jobs "
+                "(a state of another scenario)"
+            )
+        sim.bind_state(sim_state, engine)
+        self._capacity_set = engine.capacity_bytes_per_s
 
     def job_names(self, b: int) -> list[str | None]:
         """Names of the jobs in the job slots of instance ``b`` (None: empty)."""

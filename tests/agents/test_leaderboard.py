@@ -105,7 +105,8 @@ def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, caps
     for env_id, scenario in ENV_IDS.items():
         rows = {r["policy"]: r for r in board["rows"] if r["env_id"] == env_id}
         want = {*BASELINES, "predictive-greedy", "predictive-lp", "predictive-greedy+bg", "predictive-lp+bg"}
-        weighted = {f"favour{j}+bg" for j in range(len(load_scenario(scenario).jobs))}  # one per job slot
+        slots = range(len(load_scenario(scenario).jobs))
+        weighted = {f"favour{j}{w}+bg" for j in slots for w in ("", "-w1e6")}  # per job slot, two weights
         want |= weighted | ({"pretrained"} if scenario in shipped else set())
         assert set(rows) == want, env_id
         assert {rows[w]["controls"] for w in weighted} == {"jobs+bg+weights"}, env_id

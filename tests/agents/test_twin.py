@@ -93,6 +93,7 @@ def test_job_progress_counts_ideal_work_by_hand() -> None:
 def test_twin_arguments_are_checked() -> None:
     assert parse_twin_arg("k9-h3-s2-g0.25") == {
         "k": 9, "h": 3, "seed": 2, "sigma": 0.25, "best_base": False, "isolate": False, "weights": [],
+        "weight_bases": ["burst-lp+bg"], "weighted_base": False,
     }  # fmt: skip
     assert parse_twin_arg("best-w-w4.5")["weights"] == [16.0, 4.5]  # the weighted candidates (issue-26zi)
     assert parse_twin_arg("best")["best_base"] and parse_twin_arg("k9-best-h3")["h"] == 3

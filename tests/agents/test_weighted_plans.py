@@ -224,3 +224,162 @@ def test_every_shipped_knn_plays_in_the_class_its_record_names() -> None:
             assert agent_controls(agent) == meta["controls"], name
             classes[name] = meta["controls"]
     assert "jobs+bg+weights" in classes.values() and "jobs+bg" in classes.values(), classes
+
+
+def test_twin_names_every_weight_so_that_it_parses_back() -> None:
+    # issue-26zm: `twin:best-w1e6` spelled its candidates favour0-w1e+06+bg, which the plan parser refuses
+    from ainet_gym.routing.plans import weighted_plan_name
+
+    for w in (16.0, 1e6, 2.0, 4.5, 123456.7, 1.0000001):
+        for j in (0, 7):
+            wp = weighted_plan(weighted_plan_name(j, w))
+            assert wp is not None and (wp.slot, wp.weight) == (j, w)
+    assert weighted_plan_name(0, 16.0) == "favour0+bg"
+    assert weighted_plan_name(1, 1e6) == "favour1-w1000000+bg"
+    twin = TwinAgent("k7-h1-best-w1e6")
+    core = EnvCore(_shared_uplink(), batch=1)
+    core.reset([0])
+    assert twin._weighted_plans(core) == ["favour0-w1000000+bg", "favour1-w1000000+bg"]
+
+
+@pytest.mark.parametrize(
+    ("arg", "words"),
+    [
+        ("k7-w-wbase", ["wbase", "best"]),
+        ("best-wbase", ["wbase", "w part"]),
+        ("best-w-wbases", ["weight = 'bases'"]),
+    ],
+)
+def test_wbase_needs_best_and_weights(arg: str, words: list[str]) -> None:
+    with pytest.raises(ValueError) as e:
+        TwinAgent(arg)
+    assert "\n" not in str(e.value)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
+def test_wbase_rolls_out_over_the_best_weighted_plan_at_its_weights() -> None:
+    # on the shared uplink favouring either job shortens its step (26 -> 20.667 ms), so a weighted plan is each
+    # instance's best pure candidate (favour0+bg: ties keep the first) and, with wbase, its lookahead base
+    sc = _shared_uplink()
+    seeds = [0, 1]
+    twin = TwinAgent("k7-h2-best-w-wbase")
+    assert parse_twin_arg("k7-h2-best-w-wbase")["weighted_base"] is True
+    g_twin = run_policy(twin, EnvCore(sc, batch=2, info_keys=("collisions",)), seeds).gpu.mean(axis=1)
+    assert twin.plan_stats["bases"] == ["favour0+bg", "favour0+bg"]
+    # decision 0, candidate lp+bg (the first): one interval of lp+bg at the scenario's weights, then the base's
+    # interval at favour0+bg's weights (job 0 and the background at 16); by hand on a fresh core
+    lp, fav = make_agent("lp+bg"), make_agent("favour0+bg")
+
+    def by_hand(second_weighted: bool) -> np.ndarray:
+        core = EnvCore(sc, batch=2)
+        core.reset(seeds)
+        before = core.job_progress()
+        core.step_split(lp.act(core, None))
+        split = fav.act(core, None)  # sets favour0+bg's weights
+        if not second_weighted:
+            core.set_share_weights(None)
+        core.step_split(split)
+        return (core.job_progress() - before).sum(axis=1)
+
+    got = twin.plan_stats["lookahead_scores"][0][:, 0]
+    np.testing.assert_allclose(got, by_hand(True), rtol=1e-12)
+    assert not np.allclose(got, by_hand(False))  # (the base run unweighted would score otherwise)
+    # and the twin is still at least as good as each of its whole-episode candidates
+    for name, sc_ in twin.plan_stats["scores"].items():
+        assert np.all(g_twin >= np.asarray(sc_) - 1e-12), name
+
+
+def test_labels_with_a_weighted_base_score_each_plan_against_that_plan_at_its_weights() -> None:
+    # issue-26zm: `imitate label --base favour0+bg`: each plan one interval, then the base's split at the base's
+    # weights (job 0 and the background at 16) for the rest of the lookahead; by hand for lp+bg at decision 0
+    from ainet_gym.agents.imitate import lookahead_labels
+
+    sc = _shared_uplink()
+    seeds = [0, 1]
+    lab = lookahead_labels(
+        sc, seeds, h=2, base="favour0+bg", steps=3, extra_plans=("favour0+bg", "favour1+bg")
+    )
+    assert str(lab["meta"][5]) == "favour0+bg"
+    lp, fav = make_agent("lp+bg"), make_agent("favour0+bg")
+
+    def by_hand(second_weighted: bool) -> np.ndarray:
+        core = EnvCore(sc, batch=2)
+        core.reset(seeds)
+        before = core.job_progress()
+        core.step_split(lp.act(core, None))
+        split = fav.act(core, None)
+        if not second_weighted:
+            core.set_share_weights(None)
+        core.step_split(split)
+        return (core.job_progress() - before).sum(axis=1)
+
+    k = list(lab["plans"]).index("lp+bg")
+    got = lab["scores"][lab["t"] == 0][:, k]
+    np.testing.assert_allclose(got, by_hand(True), rtol=1e-12)
+    assert not np.allclose(got, by_hand(False))
+    with pytest.raises(ValueError, match="favour9"):
+        lookahead_labels(sc, seeds, h=2, base="favour9+bg", steps=3)
+
+
+def test_a_weighted_plan_over_another_split_runs_that_split_at_its_weights() -> None:
+    # issue-26zm: favour{j}[-w{W}]-{base}+bg: the split of base (here lp+bg), job j and the background at W
+    from ainet_gym.routing.plans import plan_policy, weighted_plan_name
+    from ainet_gym.routing.policies import lp_all
+
+    assert weighted_plan("favour1-w4-lp+bg") == weighted_plan(weighted_plan_name(1, 4.0, "lp+bg"))
+    assert (weighted_plan("favour1-w4-lp+bg").slot, weighted_plan("favour1-w4-lp+bg").base) == (1, "lp+bg")
+    assert weighted_plan("favour0-solo-lp+bg").weight == FAVOUR_WEIGHT
+    assert plan_policy("favour0-w4-lp+bg") is lp_all
+    assert weighted_plan_name(0, 16.0, "burst-lp+bg") == "favour0+bg"
+    with pytest.raises(ValueError, match="base one of burst-lp, lp"):
+        weighted_plan("favour0-w4-foo+bg")
+    with pytest.raises(ValueError, match="base = 'ecmp'"):
+        weighted_plan_name(0, 4.0, "ecmp")
+    sc = _small()
+    seeds = [1, 2]
+    g = run_policy(make_agent("favour0-w4-lp+bg"), EnvCore(sc, batch=2, info_keys=("collisions",)), seeds).gpu
+    core = EnvCore(sc, batch=2)
+    core.reset(seeds)
+    ref = np.zeros_like(g)
+    for t in range(core.episode_steps):
+        core.set_share_weights(np.tile([4.0, 1.0], (2, 1)), 4.0)
+        _, _, _, _, info = core.step_split(lp_all(core.routing_context, core.last_result))
+        ref[:, t] = info["reward_gpu_utilization"]
+    np.testing.assert_array_equal(g, ref)
+    # ... and not the default base's (burst-lp+bg) at those weights
+    g_burst = run_policy(
+        make_agent("favour0-w4+bg"), EnvCore(sc, batch=2, info_keys=("collisions",)), seeds
+    ).gpu
+    assert not np.array_equal(g, g_burst)
+    # a choose_bg env carries it as an extra plan of the weighted class
+    assert plans_of_mode("choose_bg", ("favour0-w4-lp+bg",))[0] == "jobs+bg+weights"
+
+
+def test_the_twin_with_weighted_candidates_over_another_split_beats_each_candidate() -> None:
+    seeds = [1, 2, 3]
+    sc = _small()
+    cfg = parse_twin_arg("k7-h2-best-w4-onlp-wbase")
+    assert cfg["weight_bases"] == ["burst-lp+bg", "lp+bg"] and cfg["weighted_base"]
+    twin = TwinAgent("k7-h2-best-w4-onlp-wbase")
+    g_twin = run_policy(twin, EnvCore(sc, batch=len(seeds), info_keys=("collisions",)), seeds).gpu.mean(
+        axis=1
+    )
+    names = [*PURE_CANDIDATES, "favour0-w4+bg", "favour1-w4+bg", "favour0-w4-lp+bg", "favour1-w4-lp+bg"]
+    assert list(twin.plan_stats["scores"])[1:] == names
+    for name in names[-2:]:
+        core = EnvCore(sc, batch=len(seeds), info_keys=("collisions",))
+        g = run_policy(make_agent(name), core, seeds).gpu.mean(axis=1)
+        np.testing.assert_array_equal(g, twin.plan_stats["scores"][name])  # played as evaluate plays it
+    for name, sc_ in twin.plan_stats["scores"].items():
+        assert np.all(g_twin >= np.asarray(sc_) - 1e-12), name
+    # decision 0: the lp-based weighted candidate's lookahead score is its own interval (lp+bg's split at its
+    # weights) then the base's; the burst-based one at the same weights scores otherwise
+    k = 7 + names[-4:].index("favour0-w4-lp+bg")
+    k_burst = 7 + names[-4:].index("favour0-w4+bg")
+    first = twin.plan_stats["lookahead_scores"][0]
+    assert first.shape == (3, 11)
+    assert not np.allclose(first[:, k], first[:, k_burst])
+    for arg, word in (("best-onlp", "w part"), ("best-w-onfoo", "'onfoo'"), ("best-w-onlp-onlp", "once")):
+        with pytest.raises(ValueError, match=word):
+            TwinAgent(arg)
