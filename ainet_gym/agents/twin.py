@@ -344,7 +344,6 @@ class TwinAgent:
         incumbent: np.ndarray | None = None
         policies = {name: self._policy(name, main) for name in fixed}
         isolating = {name: self._policy(name, main) for name in iso}
-        # the split each weighted plan runs: its base's (burst-lp+bg, on{base}'s), one router per base
         of_base = {b: self._policy(weighted_plan_name(0, FAVOUR_WEIGHT, b), main) for b in self.weight_bases}
         for t in range(T):
             w = main.routing_context
@@ -356,7 +355,7 @@ class TwinAgent:
             cands.append(incumbent)
             cands += self._perturb(main, incumbent, self.k - len(cands), rng)
             cands += [isolating[name](w, main.last_result) for name in iso]
-            if fav:  # every weighted plan runs its base's split: each computed once
+            if fav:  # every weighted plan runs its base's split (burst-lp+bg, on{base}'s): each computed once
                 base_split = {b: pol(w, main.last_result) for b, pol in of_base.items()}
                 cands += [base_split[self._fav_base[name]] for name in fav]
             stack = np.stack(cands)  # (K, C, P)
