@@ -61,7 +61,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
-from ainet_gym.routing.plans import FAVOUR_BASE, FAVOUR_BASES, weighted_plan, weighted_plan_name
+from ainet_gym.routing.plans import (
+    FAVOUR_BASE,
+    FAVOUR_BASES,
+    FAVOUR_WEIGHT,
+    weighted_plan,
+    weighted_plan_name,
+)
 from ainet_gym.routing.policies import ISOLATE_PLANS
 
 if TYPE_CHECKING:
@@ -338,6 +344,7 @@ class TwinAgent:
         incumbent: np.ndarray | None = None
         policies = {name: self._policy(name, main) for name in fixed}
         isolating = {name: self._policy(name, main) for name in iso}
+        of_base = {b: self._policy(weighted_plan_name(0, FAVOUR_WEIGHT, b), main) for b in self.weight_bases}
         for t in range(T):
             w = main.routing_context
             sim = w.sim
@@ -349,7 +356,6 @@ class TwinAgent:
             cands += self._perturb(main, incumbent, self.k - len(cands), rng)
             cands += [isolating[name](w, main.last_result) for name in iso]
             if fav:  # every weighted plan runs its base's split (burst-lp+bg, on{base}'s): each computed once
-                of_base = {b: self._policy(weighted_plan_name(0, 16.0, b), main) for b in self.weight_bases}
                 base_split = {b: pol(w, main.last_result) for b, pol in of_base.items()}
                 cands += [base_split[self._fav_base[name]] for name in fav]
             stack = np.stack(cands)  # (K, C, P)

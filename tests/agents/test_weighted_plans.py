@@ -258,6 +258,22 @@ def test_wbase_needs_best_and_weights(arg: str, words: list[str]) -> None:
         assert w in str(e.value), (w, str(e.value))
 
 
+def _lp_then_favour0(sc: dict, seeds: list[int], second_weighted: bool) -> np.ndarray:
+    """By hand on a fresh core: the jobs' progress over one interval of ``lp+bg`` at the scenario's weights,
+    then one of ``favour0+bg``'s split at its weights (job 0 and the background at 16; the scenario's when
+    not ``second_weighted``)."""
+    lp, fav = make_agent("lp+bg"), make_agent("favour0+bg")
+    core = EnvCore(sc, batch=len(seeds))
+    core.reset(seeds)
+    before = core.job_progress()
+    core.step_split(lp.act(core, None))
+    split = fav.act(core, None)  # sets favour0+bg's weights
+    if not second_weighted:
+        core.set_share_weights(None)
+    core.step_split(split)
+    return (core.job_progress() - before).sum(axis=1)
+
+
 def test_wbase_rolls_out_over_the_best_weighted_plan_at_its_weights() -> None:
     # on the shared uplink favouring either job shortens its step (26 -> 20.667 ms), so a weighted plan is each
     # instance's best pure candidate (favour0+bg: ties keep the first) and, with wbase, its lookahead base
@@ -269,22 +285,11 @@ def test_wbase_rolls_out_over_the_best_weighted_plan_at_its_weights() -> None:
     assert twin.plan_stats["bases"] == ["favour0+bg", "favour0+bg"]
     # decision 0, candidate lp+bg (the first): one interval of lp+bg at the scenario's weights, then the base's
     # interval at favour0+bg's weights (job 0 and the background at 16); by hand on a fresh core
-    lp, fav = make_agent("lp+bg"), make_agent("favour0+bg")
-
-    def by_hand(second_weighted: bool) -> np.ndarray:
-        core = EnvCore(sc, batch=2)
-        core.reset(seeds)
-        before = core.job_progress()
-        core.step_split(lp.act(core, None))
-        split = fav.act(core, None)  # sets favour0+bg's weights
-        if not second_weighted:
-            core.set_share_weights(None)
-        core.step_split(split)
-        return (core.job_progress() - before).sum(axis=1)
-
     got = twin.plan_stats["lookahead_scores"][0][:, 0]
-    np.testing.assert_allclose(got, by_hand(True), rtol=1e-12)
-    assert not np.allclose(got, by_hand(False))  # (the base run unweighted would score otherwise)
+    np.testing.assert_allclose(got, _lp_then_favour0(sc, seeds, True), rtol=1e-12)
+    assert not np.allclose(
+        got, _lp_then_favour0(sc, seeds, False)
+    )  # (the base run unweighted would score otherwise)
     # and the twin is still at least as good as each of its whole-episode candidates
     for name, sc_ in twin.plan_stats["scores"].items():
         assert np.all(g_twin >= np.asarray(sc_) - 1e-12), name
@@ -301,23 +306,10 @@ def test_labels_with_a_weighted_base_score_each_plan_against_that_plan_at_its_we
         sc, seeds, h=2, base="favour0+bg", steps=3, extra_plans=("favour0+bg", "favour1+bg")
     )
     assert str(lab["meta"][5]) == "favour0+bg"
-    lp, fav = make_agent("lp+bg"), make_agent("favour0+bg")
-
-    def by_hand(second_weighted: bool) -> np.ndarray:
-        core = EnvCore(sc, batch=2)
-        core.reset(seeds)
-        before = core.job_progress()
-        core.step_split(lp.act(core, None))
-        split = fav.act(core, None)
-        if not second_weighted:
-            core.set_share_weights(None)
-        core.step_split(split)
-        return (core.job_progress() - before).sum(axis=1)
-
     k = list(lab["plans"]).index("lp+bg")
     got = lab["scores"][lab["t"] == 0][:, k]
-    np.testing.assert_allclose(got, by_hand(True), rtol=1e-12)
-    assert not np.allclose(got, by_hand(False))
+    np.testing.assert_allclose(got, _lp_then_favour0(sc, seeds, True), rtol=1e-12)
+    assert not np.allclose(got, _lp_then_favour0(sc, seeds, False))
     with pytest.raises(ValueError, match="favour9"):
         lookahead_labels(sc, seeds, h=2, base="favour9+bg", steps=3)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _scenarios import churn_dynamics, small_spine_leaf
+from _states import assert_states_equal, episode_arrays
 
 from ainet_gym.envs.env import ACTION_MODES, EnvCore, FabricRoutingEnv, step_state
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
@@ -160,29 +161,7 @@ def test_snapshot_errors_name_the_problem() -> None:
 
 def _state_arrays(core: EnvCore) -> dict[str, np.ndarray]:
     """Every array of the episode state of ``core``: the engine's, the world's and the core's containers."""
-    ep = core.episode_state
-    out = {f"sim.{k}": np.array(v) for k, v in vars(ep.sim).items()}
-    out.update({f"engine.{k}": np.array(v) for k, v in vars(ep.engine).items() if v is not None})
-    w = ep.world
-    for k in ("step_count", "hash_seed", "bg_offset", "fail_until", "cap_factor"):
-        out[f"world.{k}"] = np.array(getattr(w, k))
-    out["world.rng"] = np.array([_clone(g).bit_generator.random_raw() for g in w.rngs])
-    out["env.util_hist"] = ep.env.util_hist.copy()
-    out["env.plan"] = ep.env.plan.copy()
-    return out
-
-
-def _clone(g: np.random.Generator) -> np.random.Generator:
-    h = np.random.Generator(type(g.bit_generator)())
-    h.bit_generator.state = g.bit_generator.state
-    return h
-
-
-def _assert_states_equal(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-        assert a[k].dtype == b[k].dtype, k
+    return episode_arrays(core.episode_state)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -197,7 +176,7 @@ def test_restore_into_a_fresh_core_replays_the_rollout_bit_for_bit(backend: str)
     fresh = EnvCore(dynamic_scenario(), batch=3, action_mode="split", backend=backend, info_keys=INFO)
     fresh.restore(snap)
     _assert_same(first, _record(fresh.step, acts))
-    _assert_states_equal(end, _state_arrays(fresh))
+    assert_states_equal(end, _state_arrays(fresh))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -218,7 +197,7 @@ def test_step_state_is_the_step_as_a_function_of_the_state(backend: str) -> None
     it = iter(outs)
     _assert_same(first, _record(lambda _a: next(it), acts))
     other.restore(s)
-    _assert_states_equal(end, _state_arrays(other))
+    assert_states_equal(end, _state_arrays(other))
     # the input state is a value: stepping it again gives the same output and the same next state
     s1a, out_a = step_state(other, s0, acts[0])
     s1b, out_b = step_state(other, s0, acts[0])
@@ -227,7 +206,7 @@ def test_step_state_is_the_step_as_a_function_of_the_state(backend: str) -> None
     other.restore(s1a)
     after_a = _state_arrays(other)
     other.restore(s1b)
-    _assert_states_equal(after_a, _state_arrays(other))
+    assert_states_equal(after_a, _state_arrays(other))
     np.testing.assert_array_equal(s1a.world.state.step_count, s0.world.state.step_count + 1)
 
 
@@ -291,4 +270,4 @@ def test_restore_replays_with_pinned_splits_and_part_flows(backend: str, routing
     fresh = EnvCore(sc, batch=2, action_mode="split", backend=backend, info_keys=INFO)
     fresh.restore(snap)
     _assert_same(first, _record(fresh.step, acts))
-    _assert_states_equal(end, _state_arrays(fresh))
+    assert_states_equal(end, _state_arrays(fresh))

@@ -12,9 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from _scenarios import churn_dynamics, small_spine_leaf
+from _states import assert_states_equal, episode_arrays
 
 from ainet_gym.envs.env import EnvCore, reset, step
-from ainet_gym.envs.state import EpisodeState
 from ainet_gym.sim import kernels as _kernels
 
 BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]
@@ -67,31 +67,6 @@ def _assert_same(x: list, y: list) -> None:
             np.testing.assert_array_equal(a[4][k], b[4][k], err_msg=k)
 
 
-def _arrays(ep: EpisodeState) -> dict[str, np.ndarray]:
-    """Every array of an episode state (its generators as their next draws)."""
-    out = {f"sim.{k}": np.array(v) for k, v in vars(ep.sim).items()}
-    out.update({f"engine.{k}": np.array(v) for k, v in vars(ep.engine).items() if v is not None})
-    w = ep.world
-    for k in ("step_count", "hash_seed", "bg_offset", "fail_until", "cap_factor"):
-        out[f"world.{k}"] = np.array(getattr(w, k))
-    rngs = []
-    for g in w.rngs:
-        h = np.random.Generator(type(g.bit_generator)())
-        h.bit_generator.state = g.bit_generator.state
-        rngs.append(h.bit_generator.random_raw())
-    out["world.rng"] = np.array(rngs)
-    out["env.util_hist"] = ep.env.util_hist.copy()
-    out["env.plan"] = ep.env.plan.copy()
-    return out
-
-
-def _assert_states_equal(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-        assert a[k].dtype == b[k].dtype, k
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("kind,mode", [("dynamic", "split"), ("dynamic", "choose_bg"), ("dynamic", "path"),
                                        ("carry", "split"), ("parts", "split")])  # fmt: skip
@@ -111,7 +86,7 @@ def test_the_function_gives_what_the_method_gives(backend: str, kind: str, mode:
         got.append(_out(out))
         assert state is f_core.episode_state and f_core.holds(state)
     _assert_same(want, got)
-    _assert_states_equal(_arrays(a_core.episode_state), _arrays(state))
+    assert_states_equal(episode_arrays(a_core.episode_state), episode_arrays(state))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -126,7 +101,7 @@ def test_one_core_steps_two_episodes_in_turns(backend: str, kind: str) -> None:
         core = _core(kind, backend)
         core.reset(s)
         acts = _actions(core, s[0], 7)
-        alone.append(([_out(core.step(a)) for a in acts], _arrays(core.episode_state), acts))
+        alone.append(([_out(core.step(a)) for a in acts], episode_arrays(core.episode_state), acts))
     shared = _core(kind, backend)
     states = []
     for s in seeds:
@@ -139,7 +114,7 @@ def test_one_core_steps_two_episodes_in_turns(backend: str, kind: str) -> None:
             outs[i].append(_out(out))
     for i in (0, 1):
         _assert_same(alone[i][0], outs[i])
-        _assert_states_equal(alone[i][1], _arrays(states[i]))
+        assert_states_equal(alone[i][1], episode_arrays(states[i]))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -154,11 +129,11 @@ def test_a_state_goes_on_in_a_core_that_never_ran_and_a_copy_stays(backend: str,
     for a in acts[:3]:
         core.step(a)
     kept = core.episode_state.copy()
-    before = _arrays(kept)
+    before = episode_arrays(kept)
     sim = core.world.sim
     entries = [np.array(x) for x in (sim.e_flow, sim.e_link, sim.e_coef)]  # the split's, as merged
     want = [_out(core.step(a)) for a in acts[3:]]
-    end = _arrays(core.episode_state)
+    end = episode_arrays(core.episode_state)
     for _ in range(2):
         fresh = _core(kind, backend)
         state = kept.copy()
@@ -171,8 +146,8 @@ def test_a_state_goes_on_in_a_core_that_never_ran_and_a_copy_stays(backend: str,
             state, out = step(fresh, state, a)
             got.append(_out(out))
         _assert_same(want, got)
-        _assert_states_equal(end, _arrays(state))
-        _assert_states_equal(before, _arrays(kept))
+        assert_states_equal(end, episode_arrays(state))
+        assert_states_equal(before, episode_arrays(kept))
 
 
 def test_bind_refuses_a_state_that_does_not_fit() -> None:
