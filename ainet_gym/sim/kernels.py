@@ -116,8 +116,9 @@ REPAIR_MAX_SHARE = 0.25
 #: before the event (``RepairScratch.sat``; every flow where it is not known): only those have the link as a
 #: bottleneck, and a flow below it whose own bottleneck changed too is found on that link (every changed
 #: link is scanned). Exact either way; False checks every active flow on the link for a witness (the
-#: repair of item 9). The default of :func:`resolve_incremental`'s ``rep_top``; docs/engine-alltoall.md
-#: item 11
+#: repair of item 9). With it, the scan reads only the flows listed at that level (``RepairScratch.top_*``,
+#: kept where ``sat`` is set; issue-28zf), not every flow on the link. The default of
+#: :func:`resolve_incremental`'s ``rep_top``; docs/engine-alltoall.md item 11
 REPAIR_ONLY_TOP = True
 #: a re-filled flow without a bottleneck after a repair's fill (a kept flow above it on each saturated link
 #: it crosses) puts those kept flows in the re-fill, and the repair fills again, at most this many times
@@ -1930,7 +1931,9 @@ class RepairScratch(NamedTuple):
     bottleneck); -1: not known saturated. Every solve of :func:`resolve_incremental` keeps that true: a fill
     sets it on the saturated links of the flows it filled (the largest level among them: the other flows on
     such a link are below the restart level, so lower), and -1 on the other links of those flows and of the
-    departed ones; the links no solve touched keep their flows and rates."""
+    departed ones; the links no solve touched keep their flows and rates. Where ``sat`` is set, the flows at
+    that level are listed (``top_*``: those the repair's scan reads; a fill lists its flows at the level, a
+    repair the flows its scan for ``lmax`` found there, :func:`link_index` every link's from ``sat``)."""
 
     sat: np.ndarray  # (links,) float64 the largest level on a saturated link, -1: not known saturated
     lmax: np.ndarray  # (links,) float64 the largest level of the active flows on a link (a repair's scan)
@@ -1970,7 +1973,9 @@ def lazy_scratch(n_links: int, n_flows: int, f_max: int, e_max: int) -> tuple[Fi
 
 
 @njit(cache=True, nogil=True)
-def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links, act, rate, weight):  # pragma: no cover - compiled
+def link_index(
+    rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links, act, rate, weight
+):  # pragma: no cover - compiled
     """The link-major index of the entries of flows ``f0:f1`` (active or not) into ``rp.adj_off`` /
     ``rp.adj_flow`` (links ``lo .. lo + n_links``), and the lists of the active flows at each link's ``rp.sat``
     level (``rp.top_*``: the flows at levels ``rate / weight >= sat (1 - REPAIR_RTOL)``); the entries
@@ -2745,7 +2750,9 @@ def resolve_incremental(
         k0 = first_at_least(log_level, n_log, lev)  # the first flow of the log at a level >= lev
         if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
             if rstate[10] == 0:  # (the link-major index of the instance's entries, once per interval)
-                work += link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight)
+                work += link_index(
+                    rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight
+                )
                 rstate[10] = 1
             n_r, rw = repair_departures(
                 act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid,
