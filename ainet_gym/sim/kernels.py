@@ -1944,7 +1944,8 @@ class RepairScratch(NamedTuple):
     queue: np.ndarray  # (links,) int64 the links a repair changed, in the order it found them
     # the active flows at each known-saturated link's largest level (``sat``): ``top_flow[adj_off[l] :
     # adj_off[l] + top_n[l]]``, valid where ``sat >= 0``, ``top_n >= 0`` and the link index is built (the
-    # repair's scan reads only them, :data:`REPAIR_ONLY_TOP`); -1: not known (the scan reads every flow)
+    # repair's scan reads only them, :data:`REPAIR_ONLY_TOP`; with them possibly flows a few ulps below,
+    # :func:`_top_add`); -1: not known (the scan reads every flow)
     top_n: np.ndarray  # (links,) int64
     top_flow: np.ndarray  # (entries,) int64
     ptop_n: np.ndarray  # (links,) int64 the same for ``lmax`` (a repair's fill), into ``top_*`` when the
@@ -2011,24 +2012,21 @@ def link_index(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
-def _top_add(tf, base, n, g, lv, m, rate, weight):  # pragma: no cover - compiled
-    """Flow ``g`` at level ``lv`` offered to a link's list of the flows at its largest level ``m`` (``tf[base :
-    base + n]``, the flows at levels ``>= m (1 - REPAIR_RTOL)``): appended when it is at that level, and when
-    it is above ``m`` the list first kept to the flows at the new level. ``(n, m, entries read)``."""
+def _top_add(tf, base, n, g, lv, m):  # pragma: no cover - compiled
+    """Flow ``g`` at level ``lv`` offered to a link's list of the flows at its largest level ``m`` so far
+    (``tf[base : base + n]``): appended when ``lv >= m (1 - REPAIR_RTOL)``; when ``lv (1 - REPAIR_RTOL)``
+    exceeds ``m``, every listed flow (at most ``m``) is below the new level and the list restarts with ``g``,
+    unread. A rise within round-off keeps the list (flows a few ulps below the new level stay listed: the
+    scan checks each listed flow's level). ``(n, m)``."""
     if lv > m:
-        top = lv * (1.0 - REPAIR_RTOL)
-        j = 0
-        for i in range(n):
-            h = tf[base + i]
-            if rate[h] / weight[h] >= top:
-                tf[base + j] = h
-                j += 1
-        tf[base + j] = g
-        return j + 1, lv, n
+        if lv * (1.0 - REPAIR_RTOL) > m:
+            n = 0
+        tf[base + n] = g
+        return n + 1, lv
     if lv >= m * (1.0 - REPAIR_RTOL):
         tf[base + n] = g
-        return n + 1, m, 0
-    return n, m, 0
+        return n + 1, m
+    return n, m
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
@@ -2148,8 +2146,7 @@ def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # 
                 g = adj[x]
                 if act[g]:
                     seen += 1
-                    n, m, w = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m, rate, weight)
-                    work += w
+                    n, m = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
             work += off[lk + 1] - off[lk]
             rp.ptop_n[lk] = n
             lmax[lk] = m
@@ -2643,10 +2640,9 @@ def _inc_loads(
                 c = capacity[lo + lk]
                 if c < np.inf and resid[lk] <= REPAIR_RTOL * c:
                     if listed:
-                        nt, m, w = _top_add(top_flow, off[lk], top_n[lk], f, lv, sat[lk], rate, unit_weight)
+                        nt, m = _top_add(top_flow, off[lk], top_n[lk], f, lv, sat[lk])
                         top_n[lk] = nt
                         sat[lk] = m
-                        work += w
                     elif lv > sat[lk]:
                         sat[lk] = lv
         near = lev * (1.0 + REPAIR_RTOL)
