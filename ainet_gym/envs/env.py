@@ -87,6 +87,7 @@ __all__ = [
     "reset",
     "squash",
     "step",
+    "step_split",
     "step_state",
 ]
 
@@ -234,6 +235,31 @@ def step(
     """
     core.bind(state)
     out = core.step_bound(actions, active)
+    return core.episode_state, out
+
+
+def step_split(
+    core: EnvCore, state: EpisodeState, split: npt.ArrayLike, active: np.ndarray | None = None
+) -> tuple[EpisodeState, StepOutput]:
+    """One interval with an explicit split as a function of (structure, state, split) -> (state, result),
+    as :func:`step` reads for an action: ``split`` (connections, max_paths) is every connection's split
+    (the engine-level policies' action, :mod:`ainet_gym.routing.policies`), ``active`` the instances that
+    step (all by default). Returns the state after the interval and its output (observations, rewards,
+    terminated, truncated, info).
+
+    The state is bound and stepped in place, by reference, as in :func:`step` (use the state returned; step a
+    copy to keep one); :meth:`EnvCore.step_split` is ``step_split(core, core.episode_state, split, active)``.
+
+    Raises
+    ------
+    RuntimeError
+        If ``state`` is that of a core not reset yet.
+    ValueError
+        If ``state`` does not fit this core (:meth:`EnvCore.bind`), or ``split`` is not of shape
+        (connections, max_paths) with finite ratios >= 0.
+    """
+    core.bind(state)
+    out = core.step_split_bound(split, active)
     return core.episode_state, out
 
 
@@ -839,14 +865,24 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         return cache[2], cache[3]
 
     def step_split(
-        self, split: np.ndarray, active: np.ndarray | None = None
+        self, split: npt.ArrayLike, active: np.ndarray | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Run one interval with an explicit split (connections, max_paths) of every connection.
+        """Run one interval with an explicit split (connections, max_paths) of every connection:
+        :func:`step_split` on the episode state the core holds (:attr:`episode_state`), stepped in place.
 
         The entry point of engine-level policies (:mod:`ainet_gym.routing.policies`): baselines that a
         fixed-size action cannot express exactly (ECMP hashing in ``split`` mode is exact, spraying in
         ``path`` mode is not) are evaluated through it.
         """
+        if self.state.needs_reset:
+            raise RuntimeError("step() called before reset()")
+        return step_split(self, self.episode_state, split, active)[1]
+
+    def step_split_bound(
+        self, split: npt.ArrayLike, active: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The body of :func:`step_split` on the state the core holds (:meth:`bind`): check the split, then
+        run one interval with it in the ``active`` instances."""
         if self.state.needs_reset:
             raise RuntimeError("step() called before reset()")
         sim = self.world.sim
