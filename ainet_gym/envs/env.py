@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -48,7 +48,13 @@ from ainet_gym.envs.passes import EnvPasses, get_passes
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
-from ainet_gym.envs.state import EnvState, EpisodeState
+from ainet_gym.envs.state import (
+    EnvState,
+    EpisodeState,
+    GeneratorState,
+    SingleWrapperState,
+    VectorWrapperState,
+)
 from ainet_gym.errors import check_choice
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.routing.context import RoutingContext
@@ -156,13 +162,16 @@ class EnvSnapshot:
     """The state of an :class:`EnvCore` (and of the env around it) at one moment, from
     :meth:`EnvCore.snapshot`: the world's (:class:`~ainet_gym.sim.world.WorldSnapshot`, with the engine's),
     a copy of the core's own (:class:`~ainet_gym.envs.state.EnvState`: link history, last result, plan,
-    reset flag) and, in ``extra``, the wrapper's own (the single env's generator, the vector env's pending
-    autoresets). A copy: later steps do not change it."""
+    reset flag) and, in :attr:`wrapper`, the Gymnasium wrapper's own. A copy: later steps do not change it."""
 
     world: WorldSnapshot
     state: EnvState  # a copy of the core's EnvState
     action_mode: str
-    extra: dict = field(default_factory=dict)
+    #: the state of the wrapper that took the snapshot: :class:`~ainet_gym.envs.state.SingleWrapperState`
+    #: (:meth:`FabricRoutingEnv.snapshot`: its generator, whether it was reset),
+    #: :class:`~ainet_gym.envs.state.VectorWrapperState` (the vector env's: pending autoresets, seed
+    #: generator), or None (:meth:`EnvCore.snapshot`)
+    wrapper: SingleWrapperState | VectorWrapperState | None = None
 
     @property
     def batch(self) -> int:
@@ -1085,21 +1094,19 @@ class FabricRoutingEnv(gym.Env):
         return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
 
     def snapshot(self) -> EnvSnapshot:
-        """The env's state (:meth:`EnvCore.snapshot`, with the env's own generator): :meth:`restore`
-        puts it back, and the same actions from there give the same rollout, bit for bit (planning,
-        tree search)."""
-        snap = self.core.snapshot()
+        """The env's state (:meth:`EnvCore.snapshot`, with the env's own, :class:`SingleWrapperState`):
+        :meth:`restore` puts it back, and the same actions from there give the same rollout, bit for bit
+        (planning, tree search)."""
         rng = self._np_random
-        return replace(
-            snap,
-            extra={
-                "np_random": None if rng is None else (type(rng.bit_generator), rng.bit_generator.state),
-                "seeded": hasattr(self, "_seeded"),
-            },
+        own = SingleWrapperState(
+            np_random=None if rng is None else GeneratorState.of(rng), seeded=hasattr(self, "_seeded")
         )
+        return replace(self.core.snapshot(), wrapper=own)
 
     def restore(self, snap: EnvSnapshot) -> None:
-        """Put the state of ``snap`` (:meth:`snapshot`) back.
+        """Put the state of ``snap`` (:meth:`snapshot`) back. A snapshot without the single env's own
+        (:meth:`EnvCore.snapshot`, a vector env's of one copy) restores the core; the env then counts as
+        not reset (its next ``reset()`` without a seed draws the core's seed) and keeps its generator.
 
         Raises
         ------
@@ -1107,12 +1114,10 @@ class FabricRoutingEnv(gym.Env):
             If ``snap`` is not a snapshot of an env of this scenario with one instance.
         """
         self.core.restore(snap)
-        rng = snap.extra.get("np_random")
-        if rng is not None:
-            g = np.random.Generator(rng[0]())
-            g.bit_generator.state = rng[1]
-            self._np_random = g
-        if snap.extra.get("seeded"):
+        own = snap.wrapper if isinstance(snap.wrapper, SingleWrapperState) else None
+        if own is not None and own.np_random is not None:
+            self._np_random = own.np_random.generator()
+        if own is not None and own.seeded:
             self._seeded = True
         elif hasattr(self, "_seeded"):
             del self._seeded
