@@ -359,10 +359,8 @@ def _score_plans(
     if weighted:  # each copy at its plan's share weights (class jobs+bg+weights) for the plan's interval
         look.set_plan_weights([plans[i % K] for i in range(B * K)])
     look.step_split(stack[k_of, instance_rows(mb, src)])
-    if weighted_base:  # the base policy's intervals at the base's weights (a weighted base plan)
+    if weighted or weighted_base:  # the base's intervals at its weights (a plain base: the scenario's)
         look.set_plan_weights([base] * (B * K))
-    elif weighted:  # the base policy's intervals at the scenario's weights
-        look.set_share_weights(None)
     steps_ = [_ratios(look.last_result, work=True)]
     for _ in range(h - 1):
         look.step_split(base_pol(look.routing_context, look.last_result))

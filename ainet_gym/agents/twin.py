@@ -370,10 +370,9 @@ class TwinAgent:
             if fav:  # each copy at its candidate's share weights for one interval, then the scenario's
                 look.set_plan_weights(look_names)
             look.step_split(stack[k_of, rows])
-            if self.weighted_base:  # the base's intervals at its weights (a plain base: the scenario's)
+            # the base's intervals at its weights (a plain base's: the scenario's)
+            if fav or self.weighted_base:
                 look.set_plan_weights(look_base_names)
-            elif fav:
-                look.set_share_weights(None)
             for _ in range(min(H, T - t) - 1):
                 look.step_split(self._base_split(look, bases, base_of, K))
             # the ideal work done in the lookahead, of the jobs there at its start and its end (churn

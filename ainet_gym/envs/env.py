@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -48,7 +48,13 @@ from ainet_gym.envs.passes import EnvPasses, get_passes
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
-from ainet_gym.envs.state import EnvState, EpisodeState
+from ainet_gym.envs.state import (
+    EnvState,
+    EpisodeState,
+    GeneratorState,
+    SingleWrapperState,
+    VectorWrapperState,
+)
 from ainet_gym.errors import check_choice
 from ainet_gym.fabric.topology import TIERS, Fabric
 from ainet_gym.routing.context import RoutingContext
@@ -87,6 +93,7 @@ __all__ = [
     "reset",
     "squash",
     "step",
+    "step_split",
     "step_state",
 ]
 
@@ -155,13 +162,16 @@ class EnvSnapshot:
     """The state of an :class:`EnvCore` (and of the env around it) at one moment, from
     :meth:`EnvCore.snapshot`: the world's (:class:`~ainet_gym.sim.world.WorldSnapshot`, with the engine's),
     a copy of the core's own (:class:`~ainet_gym.envs.state.EnvState`: link history, last result, plan,
-    reset flag) and, in ``extra``, the wrapper's own (the single env's generator, the vector env's pending
-    autoresets). A copy: later steps do not change it."""
+    reset flag) and, in :attr:`wrapper`, the Gymnasium wrapper's own. A copy: later steps do not change it."""
 
     world: WorldSnapshot
     state: EnvState  # a copy of the core's EnvState
     action_mode: str
-    extra: dict = field(default_factory=dict)
+    #: the state of the wrapper that took the snapshot: :class:`~ainet_gym.envs.state.SingleWrapperState`
+    #: (:meth:`FabricRoutingEnv.snapshot`: its generator, whether it was reset),
+    #: :class:`~ainet_gym.envs.state.VectorWrapperState` (the vector env's: pending autoresets, seed
+    #: generator), or None (:meth:`EnvCore.snapshot`)
+    wrapper: SingleWrapperState | VectorWrapperState | None = None
 
     @property
     def batch(self) -> int:
@@ -234,6 +244,31 @@ def step(
     """
     core.bind(state)
     out = core.step_bound(actions, active)
+    return core.episode_state, out
+
+
+def step_split(
+    core: EnvCore, state: EpisodeState, split: npt.ArrayLike, active: np.ndarray | None = None
+) -> tuple[EpisodeState, StepOutput]:
+    """One interval with an explicit split as a function of (structure, state, split) -> (state, result),
+    as :func:`step` reads for an action: ``split`` (connections, max_paths) is every connection's split
+    (the engine-level policies' action, :mod:`ainet_gym.routing.policies`), ``active`` the instances that
+    step (all by default). Returns the state after the interval and its output (observations, rewards,
+    terminated, truncated, info).
+
+    The state is bound and stepped in place, by reference, as in :func:`step` (use the state returned; step a
+    copy to keep one); :meth:`EnvCore.step_split` is ``step_split(core, core.episode_state, split, active)``.
+
+    Raises
+    ------
+    RuntimeError
+        If ``state`` is that of a core not reset yet.
+    ValueError
+        If ``state`` does not fit this core (:meth:`EnvCore.bind`), or ``split`` is not of shape
+        (connections, max_paths) with finite ratios >= 0.
+    """
+    core.bind(state)
+    out = core.step_split_bound(split, active)
     return core.episode_state, out
 
 
@@ -839,14 +874,24 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         return cache[2], cache[3]
 
     def step_split(
-        self, split: np.ndarray, active: np.ndarray | None = None
+        self, split: npt.ArrayLike, active: np.ndarray | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Run one interval with an explicit split (connections, max_paths) of every connection.
+        """Run one interval with an explicit split (connections, max_paths) of every connection:
+        :func:`step_split` on the episode state the core holds (:attr:`episode_state`), stepped in place.
 
         The entry point of engine-level policies (:mod:`ainet_gym.routing.policies`): baselines that a
         fixed-size action cannot express exactly (ECMP hashing in ``split`` mode is exact, spraying in
         ``path`` mode is not) are evaluated through it.
         """
+        if self.state.needs_reset:
+            raise RuntimeError("step() called before reset()")
+        return step_split(self, self.episode_state, split, active)[1]
+
+    def step_split_bound(
+        self, split: npt.ArrayLike, active: np.ndarray | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The body of :func:`step_split` on the state the core holds (:meth:`bind`): check the split, then
+        run one interval with it in the ``active`` instances."""
         if self.state.needs_reset:
             raise RuntimeError("step() called before reset()")
         sim = self.world.sim
@@ -1049,21 +1094,19 @@ class FabricRoutingEnv(gym.Env):
         return self._one(obs), float(r[0]), bool(term[0]), bool(trunc[0]), self._one_info(info)
 
     def snapshot(self) -> EnvSnapshot:
-        """The env's state (:meth:`EnvCore.snapshot`, with the env's own generator): :meth:`restore`
-        puts it back, and the same actions from there give the same rollout, bit for bit (planning,
-        tree search)."""
-        snap = self.core.snapshot()
+        """The env's state (:meth:`EnvCore.snapshot`, with the env's own, :class:`SingleWrapperState`):
+        :meth:`restore` puts it back, and the same actions from there give the same rollout, bit for bit
+        (planning, tree search)."""
         rng = self._np_random
-        return replace(
-            snap,
-            extra={
-                "np_random": None if rng is None else (type(rng.bit_generator), rng.bit_generator.state),
-                "seeded": hasattr(self, "_seeded"),
-            },
+        own = SingleWrapperState(
+            np_random=None if rng is None else GeneratorState.of(rng), seeded=hasattr(self, "_seeded")
         )
+        return replace(self.core.snapshot(), wrapper=own)
 
     def restore(self, snap: EnvSnapshot) -> None:
-        """Put the state of ``snap`` (:meth:`snapshot`) back.
+        """Put the state of ``snap`` (:meth:`snapshot`) back. A snapshot without the single env's own
+        (:meth:`EnvCore.snapshot`, a vector env's of one copy) restores the core; the env then counts as
+        not reset (its next ``reset()`` without a seed draws the core's seed) and keeps its generator.
 
         Raises
         ------
@@ -1071,12 +1114,10 @@ class FabricRoutingEnv(gym.Env):
             If ``snap`` is not a snapshot of an env of this scenario with one instance.
         """
         self.core.restore(snap)
-        rng = snap.extra.get("np_random")
-        if rng is not None:
-            g = np.random.Generator(rng[0]())
-            g.bit_generator.state = rng[1]
-            self._np_random = g
-        if snap.extra.get("seeded"):
+        own = snap.wrapper if isinstance(snap.wrapper, SingleWrapperState) else None
+        if own is not None and own.np_random is not None:
+            self._np_random = own.np_random.generator()
+        if own is not None and own.seeded:
             self._seeded = True
         elif hasattr(self, "_seeded"):
             del self._seeded

@@ -13,6 +13,12 @@ Four containers make the state of an episode, each owned by the object that uses
 - :class:`EnvState` (:attr:`EnvCore.state <ainet_gym.envs.env.EnvCore.state>`): the observation's link
   history, the last interval's result, the plan that ran and whether a reset is due.
 
+The Gymnasium wrappers around a core keep a little state of their own, outside the episode state (it is not
+the core's): :class:`SingleWrapperState` (:class:`~ainet_gym.envs.env.FabricRoutingEnv`'s generator and
+whether it was reset) and :class:`VectorWrapperState` (:class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv`'s
+pending autoresets and seed generator); their ``snapshot()`` records it in
+:attr:`EnvSnapshot.wrapper <ainet_gym.envs.env.EnvSnapshot.wrapper>`.
+
 Everything else of the core, the world and the engine is structure (fixed after construction: the fabric,
 the paths, the spaces, the slot layout) or a cache derived from structure and state (compiled units,
 incidence tables, the default split, slot maps), made again when what it came from changes.
@@ -33,7 +39,14 @@ from ainet_gym.sim.metrics import StepResult
 from ainet_gym.sim.stack import UnitStack
 from ainet_gym.sim.state import EngineState, SimState, WorldState
 
-__all__ = ["EnvState", "EpisodeState", "index_result"]
+__all__ = [
+    "EnvState",
+    "EpisodeState",
+    "GeneratorState",
+    "SingleWrapperState",
+    "VectorWrapperState",
+    "index_result",
+]
 
 
 def index_result(res: StepResult, src: np.ndarray) -> StepResult:
@@ -129,3 +142,54 @@ class EpisodeState:
             env=self.env.copy(),
             units=self.units,
         )
+
+
+@dataclass(frozen=True, eq=False)
+class GeneratorState:
+    """A copy of a numpy :class:`~numpy.random.Generator`'s state: its bit generator's class and state
+    (``bit_generator.state``, a dict of its own). :meth:`generator` makes a new generator that draws what
+    the one copied would have drawn next, as often as it is called."""
+
+    bit_generator: type[np.random.BitGenerator]  # e.g. numpy.random.PCG64
+    state: dict[str, Any]  # bit_generator.state at the copy (a new dict; nothing writes it)
+
+    @classmethod
+    def of(cls, rng: np.random.Generator) -> GeneratorState:
+        """The state of ``rng`` now (``rng`` is not changed)."""
+        bit = rng.bit_generator
+        return cls(type(bit), bit.state)
+
+    def generator(self) -> np.random.Generator:
+        """A new generator in this state."""
+        g = np.random.Generator(self.bit_generator())
+        g.bit_generator.state = self.state
+        return g
+
+
+@dataclass(frozen=True, eq=False)
+class SingleWrapperState:
+    """The state :class:`~ainet_gym.envs.env.FabricRoutingEnv` keeps beside its core's (a snapshot's
+    :attr:`~ainet_gym.envs.env.EnvSnapshot.wrapper`)."""
+
+    #: Gymnasium's ``env.np_random`` (seeded by ``reset(seed=...)``; the first ``reset()`` without a seed
+    #: draws the core's seed from it); None: not made yet (a restore then keeps the env's own)
+    np_random: GeneratorState | None
+    #: whether ``reset()`` has run (later resets without a seed let the core's own generator go on)
+    seeded: bool
+
+
+@dataclass(frozen=True, eq=False)
+class VectorWrapperState:
+    """The state :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` keeps beside its core's (a
+    snapshot's :attr:`~ainet_gym.envs.env.EnvSnapshot.wrapper`)."""
+
+    #: (num_envs,) bool, read-only: the copies whose episode ended at the last step, so that the next step
+    #: resets them (Gymnasium's next-step autoreset; ``autoreset_pending``)
+    autoreset: np.ndarray
+    #: the generator that draws each copy's seed at a ``reset()`` without a seed
+    rng: GeneratorState
+
+    def __post_init__(self) -> None:
+        a = np.array(self.autoreset, dtype=bool)  # a copy of its own, read-only: the record is a value
+        a.flags.writeable = False
+        object.__setattr__(self, "autoreset", a)

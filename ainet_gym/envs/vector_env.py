@@ -14,6 +14,7 @@ from gymnasium.vector.utils import batch_space
 from ainet_gym.envs.env import RESIDUAL_SCALE, EnvCore, EnvSnapshot, check_reset_options
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
 from ainet_gym.envs.rewards import RewardFn
+from ainet_gym.envs.state import GeneratorState, VectorWrapperState
 from ainet_gym.scenario.spec import Scenario
 
 __all__ = ["FabricRoutingVectorEnv"]
@@ -148,15 +149,16 @@ class FabricRoutingVectorEnv(VectorEnv):
         return obs, rew, term, trunc, self._with_masks(info)
 
     def snapshot(self) -> EnvSnapshot:
-        """The state of every copy (:meth:`EnvCore.snapshot`, with the pending autoresets and the seed
-        generator): :meth:`restore` puts it back, and the same actions from there give the same
-        observations, rewards and infos, bit for bit."""
-        snap = self.core.snapshot()
-        bit = self._rng.bit_generator
-        return replace(snap, extra={"autoreset": self._autoreset.copy(), "rng": (type(bit), bit.state)})
+        """The state of every copy (:meth:`EnvCore.snapshot`, with the vector env's own,
+        :class:`~ainet_gym.envs.state.VectorWrapperState`: the pending autoresets and the seed generator):
+        :meth:`restore` puts it back, and the same actions from there give the same observations, rewards
+        and infos, bit for bit."""
+        own = VectorWrapperState(autoreset=self._autoreset, rng=GeneratorState.of(self._rng))
+        return replace(self.core.snapshot(), wrapper=own)
 
     def restore(self, snap: EnvSnapshot) -> None:
-        """Put the state of ``snap`` (:meth:`snapshot`) back.
+        """Put the state of ``snap`` (:meth:`snapshot`) back. A snapshot without the vector env's own
+        (:meth:`EnvCore.snapshot`) restores the core with no autoreset pending and keeps the seed generator.
 
         Raises
         ------
@@ -164,15 +166,12 @@ class FabricRoutingVectorEnv(VectorEnv):
             If ``snap`` is not a snapshot of a vector env of this scenario with as many copies.
         """
         self.core.restore(snap)
-        if "autoreset" in snap.extra:
-            self._autoreset = snap.extra["autoreset"].copy()
-        else:
+        own = snap.wrapper if isinstance(snap.wrapper, VectorWrapperState) else None
+        if own is None:
             self._autoreset = np.zeros(self.num_envs, dtype=bool)
-        if "rng" in snap.extra:
-            cls, state = snap.extra["rng"]
-            g = np.random.Generator(cls())
-            g.bit_generator.state = state
-            self._rng = g
+            return
+        self._autoreset = own.autoreset.copy()
+        self._rng = own.rng.generator()
 
     def _with_masks(self, info: dict) -> dict:
         out = dict(info)

@@ -116,8 +116,9 @@ REPAIR_MAX_SHARE = 0.25
 #: before the event (``RepairScratch.sat``; every flow where it is not known): only those have the link as a
 #: bottleneck, and a flow below it whose own bottleneck changed too is found on that link (every changed
 #: link is scanned). Exact either way; False checks every active flow on the link for a witness (the
-#: repair of item 9). The default of :func:`resolve_incremental`'s ``rep_top``; docs/engine-alltoall.md
-#: item 11
+#: repair of item 9). With it, the scan reads only the flows listed at that level (``RepairScratch.top_*``,
+#: kept where ``sat`` is set; issue-28zf), not every flow on the link. The default of
+#: :func:`resolve_incremental`'s ``rep_top``; docs/engine-alltoall.md item 11
 REPAIR_ONLY_TOP = True
 #: a re-filled flow without a bottleneck after a repair's fill (a kept flow above it on each saturated link
 #: it crosses) puts those kept flows in the re-fill, and the repair fills again, at most this many times
@@ -1930,7 +1931,9 @@ class RepairScratch(NamedTuple):
     bottleneck); -1: not known saturated. Every solve of :func:`resolve_incremental` keeps that true: a fill
     sets it on the saturated links of the flows it filled (the largest level among them: the other flows on
     such a link are below the restart level, so lower), and -1 on the other links of those flows and of the
-    departed ones; the links no solve touched keep their flows and rates."""
+    departed ones; the links no solve touched keep their flows and rates. Where ``sat`` is set, the flows at
+    that level are listed (``top_*``: those the repair's scan reads; a fill lists its flows at the level, a
+    repair the flows its scan for ``lmax`` found there, :func:`link_index` every link's from ``sat``)."""
 
     sat: np.ndarray  # (links,) float64 the largest level on a saturated link, -1: not known saturated
     lmax: np.ndarray  # (links,) float64 the largest level of the active flows on a link (a repair's scan)
@@ -1939,6 +1942,14 @@ class RepairScratch(NamedTuple):
     adj_flow: np.ndarray  # (entries,) int64 the flows on each link
     fmark: np.ndarray  # (flows,) int64 the repair that re-fills the flow
     queue: np.ndarray  # (links,) int64 the links a repair changed, in the order it found them
+    # the active flows at each known-saturated link's largest level (``sat``): ``top_flow[adj_off[l] :
+    # adj_off[l] + top_n[l]]``, valid where ``sat >= 0``, ``top_n >= 0`` and the link index is built (the
+    # repair's scan reads only them, :data:`REPAIR_ONLY_TOP`; with them possibly flows a few ulps below,
+    # :func:`_top_add`); -1: not known (the scan reads every flow)
+    top_n: np.ndarray  # (links,) int64
+    top_flow: np.ndarray  # (entries,) int64
+    ptop_n: np.ndarray  # (links,) int64 the same for ``lmax`` (a repair's fill), into ``top_*`` when the
+    ptop_flow: np.ndarray  # (entries,) int64 repair is made
 
 
 @njit(cache=True, nogil=True)
@@ -1949,6 +1960,8 @@ def repair_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled 
     return RepairScratch(
         np.full(n_links, -1.0), np.empty(n_links), np.full(n_links, -1, dtype=i64), np.zeros(n_links + 1, dtype=i64),
         np.empty(max(n_entries, 1), dtype=i64), np.full(n_flows, -1, dtype=i64), np.empty(n_links, dtype=i64),
+        np.full(n_links, -1, dtype=i64), np.empty(max(n_entries, 1), dtype=i64), np.full(n_links, -1, dtype=i64),
+        np.empty(max(n_entries, 1), dtype=i64),
     )  # fmt: skip
 
 
@@ -1961,9 +1974,13 @@ def lazy_scratch(n_links: int, n_flows: int, f_max: int, e_max: int) -> tuple[Fi
 
 
 @njit(cache=True, nogil=True)
-def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cover - compiled
+def link_index(
+    rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links, act, rate, weight
+):  # pragma: no cover - compiled
     """The link-major index of the entries of flows ``f0:f1`` (active or not) into ``rp.adj_off`` /
-    ``rp.adj_flow`` (links ``lo .. lo + n_links``); the entries indexed. O(entries)."""
+    ``rp.adj_flow`` (links ``lo .. lo + n_links``), and the lists of the active flows at each link's ``rp.sat``
+    level (``rp.top_*``: the flows at levels ``rate / weight >= sat (1 - REPAIR_RTOL)``); the entries
+    indexed. O(entries)."""
     off = rp.adj_off
     cur = rp.queue
     for j in range(n_links + 1):
@@ -1979,7 +1996,37 @@ def link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links):  # pragma: no cov
             j = e_link[e] - lo
             rp.adj_flow[cur[j]] = f
             cur[j] += 1
-    return off[n_links]
+    for j in range(n_links):
+        if rp.sat[j] < 0.0:
+            rp.top_n[j] = -1
+            continue
+        top = rp.sat[j] * (1.0 - REPAIR_RTOL)
+        n = 0
+        for x in range(off[j], off[j + 1]):
+            g = rp.adj_flow[x]
+            if act[g] and rate[g] / weight[g] >= top:
+                rp.top_flow[off[j] + n] = g
+                n += 1
+        rp.top_n[j] = n
+    return 2 * off[n_links]
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _top_add(tf, base, n, g, lv, m):  # pragma: no cover - compiled
+    """Flow ``g`` at level ``lv`` offered to a link's list of the flows at its largest level ``m`` so far
+    (``tf[base : base + n]``): appended when ``lv >= m (1 - REPAIR_RTOL)``; when ``lv (1 - REPAIR_RTOL)``
+    exceeds ``m``, every listed flow (at most ``m``) is below the new level and the list restarts with ``g``,
+    unread. A rise within round-off keeps the list (flows a few ulps below the new level stay listed: the
+    scan checks each listed flow's level). ``(n, m)``."""
+    if lv > m:
+        if lv * (1.0 - REPAIR_RTOL) > m:
+            n = 0
+        tf[base + n] = g
+        return n + 1, lv
+    if lv >= m * (1.0 - REPAIR_RTOL):
+        tf[base + n] = g
+        return n + 1, m
+    return n, m
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
@@ -2007,6 +2054,7 @@ def _repair_scan(
     limit)``: False when more than ``limit`` flows would be re-filled (the repair declines)."""
     tol = REPAIR_RTOL
     q, off, adj, sat, fmark = rp.queue, rp.adj_off, rp.adj_flow, rp.sat, rp.fmark
+    top_n, top_flow = rp.top_n, rp.top_flow
     while qi < qn:
         lk = q[qi]
         qi += 1
@@ -2019,8 +2067,12 @@ def _repair_scan(
         # bottleneck (:data:`REPAIR_ONLY_TOP`); a flow below it has another bottleneck, and if that one changed
         # too, the flow is found when that link is scanned (it is queued: every changed link is)
         top = sat[lk] * (1.0 - tol) if only_top and sat[lk] >= 0.0 else -np.inf
-        for x in range(off[lk], off[lk + 1]):
-            g = adj[x]
+        # (where the flows at that level are listed, only they are read: the others would be skipped below)
+        lst, x0, x1 = adj, off[lk], off[lk + 1]
+        if only_top and sat[lk] >= 0.0 and top_n[lk] >= 0:
+            lst, x1 = top_flow, x0 + top_n[lk]
+        for x in range(x0, x1):
+            g = lst[x]
             work += 1
             if not act[g] or fmark[g] == tick:
                 continue
@@ -2078,7 +2130,8 @@ def _repair_residuals(
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # pragma: no cover - compiled
     """:func:`repair_departures` after a fill: the largest level on each saturated changed link (every active
-    flow on it scanned) into ``rp.lmax``, stamped ``ltick``. ``(work, active flows read)``."""
+    flow on it scanned) into ``rp.lmax``, stamped ``ltick``, and the flows at it into ``rp.ptop_*``.
+    ``(work, active flows read)``."""
     tol = REPAIR_RTOL
     q, off, adj, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.lmax, rp.lstamp
     work = 0
@@ -2088,14 +2141,14 @@ def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # 
         c = capacity[lo + lk]
         if c < np.inf and resid[lk] <= tol * c:
             m = -np.inf
+            n = 0
             for x in range(off[lk], off[lk + 1]):
                 g = adj[x]
                 if act[g]:
                     seen += 1
-                    lv = rate[g] / weight[g]
-                    if lv > m:
-                        m = lv
+                    n, m = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
             work += off[lk + 1] - off[lk]
+            rp.ptop_n[lk] = n
             lmax[lk] = m
             lstamp[lk] = ltick
     return work, seen
@@ -2247,6 +2300,12 @@ def repair_departures(
         c = capacity[lo + lk]
         load[lk] = c - resid[lk] if c < np.inf else 0.0
         sat[lk] = lmax[lk] if n_r > 0 and lstamp[lk] == ltick else -1.0
+        if sat[lk] >= 0.0:  # (the flows at that level, listed after the fill)
+            n = rp.ptop_n[lk]
+            b = rp.adj_off[lk]
+            rp.top_flow[b : b + n] = rp.ptop_flow[b : b + n]
+            rp.top_n[lk] = n
+            work += n
     work += qn
     rstate[11] += 1
     rstate[13] += seen
@@ -2545,12 +2604,16 @@ def _inc_fill(
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _inc_loads(
     full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
-    lo, resid, load, sat,
+    lo, resid, load, rp, listed, lev,
 ):  # fmt: skip  # pragma: no cover - compiled
     """After :func:`resolve_incremental`'s fill: the loads of the links the solve touched (every active
     flow's after a full fill; else the filled and departed flows'), their ``sat`` reset, then (``rep_on``)
-    the saturated links of the filled flows set to the largest level among them (:class:`RepairScratch`).
-    The work."""
+    the saturated links of the filled flows set to the largest level among them (:class:`RepairScratch`)
+    and, when the link index is built (``listed``), the filled flows at that level listed (``rp.top_*``).
+    The other active flows on such a link are below the restart level ``lev`` (-inf after a full fill):
+    the list holds every flow at the link's level unless that level is within round-off of ``lev`` (then
+    not known, -1). The work."""
+    sat, top_n, top_flow, off = rp.sat, rp.top_n, rp.top_flow, rp.adj_off
     work = 0
     n = n_act if full else n_re + n_gone
     for k in range(n):
@@ -2564,16 +2627,32 @@ def _inc_loads(
             c = capacity[lo + lk]
             load[lk] = c - resid[lk] if c < np.inf else 0.0
             sat[lk] = -1.0
+            top_n[lk] = 0
     if rep_on:
+        low = np.inf  # the lowest level filled
         for k in range(n_re):
             f = refill[k]
             lv = rate[f] / unit_weight[f]
+            low = min(low, lv)
             work += fe_hi[f] - fe_lo[f]
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
                 c = capacity[lo + lk]
-                if c < np.inf and resid[lk] <= REPAIR_RTOL * c and lv > sat[lk]:
-                    sat[lk] = lv
+                if c < np.inf and resid[lk] <= REPAIR_RTOL * c:
+                    if listed:
+                        nt, m = _top_add(top_flow, off[lk], top_n[lk], f, lv, sat[lk])
+                        top_n[lk] = nt
+                        sat[lk] = m
+                    elif lv > sat[lk]:
+                        sat[lk] = lv
+        near = lev * (1.0 + REPAIR_RTOL)
+        if listed and low * (1.0 - REPAIR_RTOL) <= near:  # a link's level may be within round-off of lev
+            for k in range(n_re):
+                f = refill[k]
+                for e in range(fe_lo[f], fe_hi[f]):
+                    lk = e_link[e] - lo
+                    if sat[lk] >= 0.0 and sat[lk] * (1.0 - REPAIR_RTOL) <= near:
+                        top_n[lk] = -1
     return work
 
 
@@ -2653,6 +2732,7 @@ def resolve_incremental(
     gen = rstate[2]
     work = 0
     n_lev = 0  # distinct levels of the last solve among the flows to re-fill (0: not known, a first fill)
+    lev = -np.inf  # the restart level (a full fill: none)
     if full:
         if n_log >= 0 and par_levels < n_log:  # a periodic full fill: the levels of the last solve's log
             n_lev = _distinct_levels(log_level, 0, n_log, par_levels)
@@ -2666,7 +2746,9 @@ def resolve_incremental(
         k0 = first_at_least(log_level, n_log, lev)  # the first flow of the log at a level >= lev
         if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
             if rstate[10] == 0:  # (the link-major index of the instance's entries, once per interval)
-                work += link_index(rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0])
+                work += link_index(
+                    rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight
+                )
                 rstate[10] = 1
             n_r, rw = repair_departures(
                 act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid,
@@ -2708,7 +2790,7 @@ def resolve_incremental(
     rstate[0] = k0 + n_keep + n_re
     work += n_keep + 2 * n_re  # the log rewritten, the rates written
     work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
-                       e_link, capacity, lo, resid, load, rp.sat)  # fmt: skip
+                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev)  # fmt: skip
     rstate[1] = 0 if full else rstate[1] + 1
     if not full and e_above > 0:
         cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
@@ -2859,6 +2941,7 @@ def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max):  # pragma: no co
         rp = repair_scratch(n_links, n_flows, e_max)
     else:
         rp.sat[:n_links] = -1.0
+        rp.top_n[:n_links] = -1
         rp.lstamp[:n_links] = -1
         rp.fmark[:n_flows] = -1
     return fs, rp

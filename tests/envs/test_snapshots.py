@@ -5,12 +5,15 @@ backends, across an autoreset, and copied into a core of another batch size."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from _scenarios import churn_dynamics, small_spine_leaf
 from _states import assert_states_equal, episode_arrays
 
 from ainet_gym.envs.env import ACTION_MODES, EnvCore, FabricRoutingEnv, step_state
+from ainet_gym.envs.state import GeneratorState, SingleWrapperState, VectorWrapperState
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 from ainet_gym.sim import kernels as _kernels
 
@@ -118,6 +121,57 @@ def test_vector_env_restore_replays_across_an_autoreset(backend: str) -> None:
     env.reset(seed=0)
     with pytest.raises(ValueError, match="the snapshot has 3 instances, this world 1"):
         env.restore(snap)
+
+
+def test_single_env_snapshot_holds_its_generator_in_a_typed_record() -> None:
+    """The single env's own state is a frozen :class:`SingleWrapperState`: its ``np_random`` (Gymnasium's,
+    seeded by ``reset(seed=...)``) restored draws what it drew after the snapshot; a core's snapshot has no
+    wrapper state and restoring it leaves the env counting as not reset. Reference: the draws themselves."""
+    env = FabricRoutingEnv(dynamic_scenario(6), backend="numpy")
+    env.reset(seed=3)
+    snap = env.snapshot()
+    assert isinstance(snap.wrapper, SingleWrapperState) and snap.wrapper.seeded
+    assert isinstance(snap.wrapper.np_random, GeneratorState)
+    assert not hasattr(snap, "extra")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.wrapper.seeded = False  # type: ignore[misc]
+    first = env.np_random.random(4)
+    env.restore(snap)
+    np.testing.assert_array_equal(first, env.np_random.random(4))
+    core_snap = env.core.snapshot()
+    assert core_snap.wrapper is None
+    env.restore(core_snap)
+    assert not hasattr(env, "_seeded")  # (as before the records: a core snapshot carries no reset flag)
+
+
+def test_vector_env_snapshot_holds_pending_autoresets_and_its_seed_generator() -> None:
+    """The vector env's own state is a :class:`VectorWrapperState`: a snapshot taken with autoresets pending
+    (at an episode end) holds them as a read-only copy that later steps leave alone, and its seed generator:
+    after a restore the next step is the autoreset step again, and a ``reset()`` without a seed draws the
+    seeds it drew the first time (observations equal); a restore that dropped either would differ."""
+    venv = FabricRoutingVectorEnv(2, dynamic_scenario(3), backend="numpy", info_keys=INFO)
+    venv.reset(seed=20)
+    venv.action_space.seed(2)
+    acts = [venv.action_space.sample() for _ in range(4)]
+    for a in acts[:3]:
+        venv.step(a)
+    assert venv.autoreset_pending.all()
+    snap = venv.snapshot()
+    own = snap.wrapper
+    assert isinstance(own, VectorWrapperState) and isinstance(own.rng, GeneratorState)
+    np.testing.assert_array_equal(own.autoreset, [True, True])
+    assert not own.autoreset.flags.writeable
+    venv.reset(seed=1)  # writes the env's pending flags in place
+    np.testing.assert_array_equal(own.autoreset, [True, True])  # the record holds a copy
+    venv.restore(snap)
+    first_step = _record(venv.step, acts[3:])  # the autoreset step: reward 0, reset observations
+    first_reset = venv.reset()[0]  # seeds drawn from the vector env's generator
+    venv.restore(snap)
+    np.testing.assert_array_equal(venv.autoreset_pending, [True, True])
+    _assert_same(first_step, _record(venv.step, acts[3:]))
+    np.testing.assert_array_equal(first_reset, venv.reset()[0])
+    venv.restore(venv.core.snapshot())  # a core's snapshot: no autoreset pending
+    assert not venv.autoreset_pending.any()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -14,7 +14,8 @@ import pytest
 from _scenarios import churn_dynamics, small_spine_leaf
 from _states import assert_states_equal, episode_arrays
 
-from ainet_gym.envs.env import EnvCore, reset, step
+from ainet_gym.envs.env import EnvCore, reset, step, step_split
+from ainet_gym.routing.policies import POLICIES
 from ainet_gym.sim import kernels as _kernels
 
 BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]
@@ -252,3 +253,94 @@ def test_reset_as_a_function_starts_a_new_episode_beside_the_held_one(backend: s
         got_old.append(_out(out))
     _assert_same(want_new, got_new)
     _assert_same(want_old, got_old)
+
+
+def _split(core: EnvCore, rng: np.random.Generator, t: int) -> np.ndarray:
+    """A split of every connection for step ``t`` of the episode ``core`` holds: ``greedy+bg`` (it reads the
+    last interval's link loads: the state) on even steps, ``spray+bg`` reweighted at random (rows
+    renormalised) on odd ones, so the splits of two episodes differ."""
+    if t % 2 == 0:
+        return np.array(POLICIES["greedy+bg"](core.routing_context, core.last_result))
+    s = np.array(POLICIES["spray+bg"](core.routing_context, core.last_result))
+    s *= rng.uniform(0.1, 1.0, (1, core.P))
+    total = s.sum(axis=1, keepdims=True)
+    return np.divide(s, total, out=np.zeros_like(s), where=total > 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind,mode", [("dynamic", "split"), ("dynamic", "choose_bg"), ("carry", "split"),
+                                       ("parts", "split")])  # fmt: skip
+def test_step_split_as_a_function_gives_what_the_method_gives(backend: str, kind: str, mode: str) -> None:
+    """A chain ``state, out = step_split(core, state, split)`` from a reset, with the splits an engine-level
+    policy computes from each state (and an action step between, through ``step``), gives what
+    ``EnvCore.step_split`` / ``EnvCore.step`` give on a core of their own, bit for bit, and ends in the same
+    episode state; the state returned is the one the core holds."""
+    m_core, f_core = _core(kind, backend, mode), _core(kind, backend, mode)
+    m_core.reset([3, 4])
+    f_core.reset([3, 4])
+    acts = _actions(m_core, 9, 7)
+    rm, rf = np.random.default_rng(5), np.random.default_rng(5)
+    want, got = [], []
+    state = f_core.episode_state
+    for t, a in enumerate(acts):
+        if t == 3:  # an action step in the middle of the chain: the two forms share one state
+            want.append(_out(m_core.step(a)))
+            state, out = step(f_core, state, a)
+        else:
+            want.append(_out(m_core.step_split(_split(m_core, rm, t))))
+            state, out = step_split(f_core, state, _split(f_core, rf, t))
+        got.append(_out(out))
+        assert state is f_core.episode_state and f_core.holds(state)
+    _assert_same(want, got)
+    assert_states_equal(episode_arrays(m_core.episode_state), episode_arrays(state))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["dynamic", "carry", "parts"])
+def test_step_split_steps_two_episodes_in_turns(backend: str, kind: str) -> None:
+    """One core steps two episodes in turns with ``step_split``, each handed back its own state and the splits
+    a core that ran the episode alone computed (recorded, so the shared core never binds a state by itself
+    before the call): each episode's outputs and end state are the lone core's, bit for bit. A
+    ``step_split`` that ran the state the core held instead of the state it was handed fails this."""
+    seeds = ([5, 6], [7, 8])
+    alone = []
+    for s in seeds:
+        core = _core(kind, backend)
+        core.reset(s)
+        rng = np.random.default_rng(s[0])
+        splits, outs = [], []
+        for t in range(6):
+            splits.append(_split(core, rng, t))
+            outs.append(_out(core.step_split(splits[-1])))
+        alone.append((outs, episode_arrays(core.episode_state), splits))
+    shared = _core(kind, backend)
+    states = []
+    for s in seeds:
+        shared.reset(s)
+        states.append(shared.episode_state.copy())
+    outs2: list[list] = [[], []]
+    for t in range(6):
+        for i in (0, 1):
+            states[i], out = step_split(shared, states[i], alone[i][2][t])
+            outs2[i].append(_out(out))
+    for i in (0, 1):
+        _assert_same(alone[i][0], outs2[i])
+        assert_states_equal(alone[i][1], episode_arrays(states[i]))
+
+
+def test_step_split_refuses_what_the_method_refuses() -> None:
+    """The function and the method refuse a split of the wrong shape or with a negative or non-finite ratio,
+    and a core not reset, with the same messages; a refused split leaves the state as it was."""
+    core = _core("dynamic", "numpy")
+    with pytest.raises(RuntimeError, match=r"step\(\) called before reset\(\)"):
+        core.step_split(np.zeros((1, core.P)))
+    core.reset([1, 2])
+    state = core.episode_state
+    before = episode_arrays(state)
+    good = core.world.default_split()
+    for bad, msg in [(good[:, :1], "split shape"), (-good, "finite and >= 0"), (good * np.nan, "finite")]:
+        with pytest.raises(ValueError, match=msg):
+            core.step_split(bad)
+        with pytest.raises(ValueError, match=msg):
+            step_split(core, state, bad)
+    assert_states_equal(before, episode_arrays(core.episode_state))

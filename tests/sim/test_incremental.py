@@ -473,6 +473,8 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
         fin = np.isfinite(want)
         err = np.abs(got[fin] - want[fin]) / np.maximum(np.abs(want[fin]), 1e-300)
         assert np.all((err <= RTOL) | (np.abs(got[fin] - want[fin]) <= 1e-9)), (mark, err.max())
+        if repair:  # the lists of the flows at each saturated link's largest level (what the repair reads)
+            _assert_top_lists(rp, rstate, act, rate, weight, inc)
     assert n_inc == len(events) - 1  # after the first (full) fill, every solve was incremental
     # the solves the parallel rule took: every one that filled a flow, or, gated by the levels, at most those
     if par_levels == NO_GATE:
@@ -690,9 +692,58 @@ def test_departure_repair_checks_only_the_flows_at_a_changed_links_largest_level
         res[top] = _drive(cap, inc, np.full(20, np.inf), events, True, top, work[top])
         np.testing.assert_allclose(res[top][0][0], [4.0, 2.0, 2.0, 4.0] + [10.0] * 16, rtol=1e-12)
         np.testing.assert_allclose(res[top][1][0], want, rtol=1e-12)
-        # g re-filled by the repair; f1, f2 and g read twice (checked, then scanned for A's new largest level)
-        assert res[top][1][1:] == (1, True, 6)
+        # g re-filled by the repair; f1, f2 and g read after the fill (scanned for A's new largest level), and
+        # before it by the check: only g, the flow listed at A's largest level (``rp.top_*``), or all three
+        assert res[top][1][1:] == (1, True, 4 if top else 6)
     assert work[True][1][0] < work[False][1][0]
+
+
+def _assert_top_lists(rp, rstate, act, rate, weight, inc) -> None:
+    """Every link with a known largest level (``rp.sat >= 0``) and a list (``rp.top_n >= 0``, link index built)
+    lists every active flow on it at that level (``rate / weight >= sat (1 - REPAIR_RTOL)``), and besides them
+    only flows on the link within round-off below it (:func:`kernels._top_add`)."""
+    if rstate[10] != 1:
+        return
+    off, tol = rp.adj_off, kernels.REPAIR_RTOL
+    for lk in range(inc.shape[1]):
+        if rp.sat[lk] < 0.0 or rp.top_n[lk] < 0:
+            continue
+        on = np.flatnonzero((inc[:, lk] != 0) & act)
+        want = on[rate[on] / weight[on] >= rp.sat[lk] * (1.0 - tol)]
+        got = rp.top_flow[off[lk] : off[lk] + rp.top_n[lk]]
+        assert np.isin(want, got).all(), (lk, got, want)
+        assert (inc[got, lk] != 0).all() and np.unique(got).size == got.size, (lk, got)
+        a = got[act[got]]
+        assert (rate[a] / weight[a] >= rp.sat[lk] * (1.0 - 1e-9)).all(), (lk, got, want)
+
+
+@pytest.mark.parametrize("n", [4, 6, 9])
+def test_departure_repair_reads_only_the_listed_flows_at_a_links_top_level(n):
+    # the tied AllToAll of n GPUs above, plus one slow flow per GPU k on k's up and down NIC links and a
+    # shared link H of capacity 1 (n slow flows at 1 / n, bottlenecked at H, far below the AllToAll's level).
+    # A completion 1 -> 2 changes 1's up and 2's down NIC: on each, the repair checks the n - 2 other
+    # AllToAll flows at the link's largest level (each has a witness at its other NIC) and reads only them,
+    # from the link's list of the flows at that level, not the slow flow below it: 2 (n - 2) reads, none
+    # re-filled. A second completion 1 -> 3 reads 3's down NIC's list: n - 2. Without the lists (every flow
+    # on the link read) each count has the slow flows too. A wrong list changes the count.
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+    n_f = len(pairs) + n
+    inc = np.zeros((n_f, 2 * n + 1))
+    for f, (i, j) in enumerate(pairs):
+        inc[f, [i, n + j]] = 1.0
+    for k in range(n):
+        inc[len(pairs) + k, [k, n + k, 2 * n]] = 1.0
+    cap = np.full(2 * n + 1, 5e10)
+    cap[2 * n] = 1.0
+    demand = np.full(n_f, np.inf)
+    events = [(np.arange(0), np.arange(n_f)), ([pairs.index((1, 2))], []), ([pairs.index((1, 3))], [])]
+    res = _drive(cap, inc, demand, events, True)
+    np.testing.assert_allclose(res[0][0][len(pairs) :], 1.0 / n, rtol=1e-12)
+    assert [r[1:] for r in res] == [(n_f, False, 0), (0, True, 2 * (n - 2)), (0, True, n - 2)]
+    every = _drive(cap, inc, demand, events, True, top=False)
+    assert [r[1:] for r in every] == [(n_f, False, 0), (0, True, 2 * (n - 1)), (0, True, n - 1)]
+    for (got, *_), (want, *_) in zip(res, every, strict=True):
+        assert np.array_equal(got, want)
 
 
 def test_parallel_fill_only_where_the_refilled_flows_held_few_levels():
