@@ -2128,28 +2128,77 @@ def _repair_residuals(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
-def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # pragma: no cover - compiled
-    """:func:`repair_departures` after a fill: the largest level on each saturated changed link (every active
-    flow on it scanned) into ``rp.lmax``, stamped ``ltick``, and the flows at it into ``rp.ptop_*``.
-    ``(work, active flows read)``."""
+def _repair_link_scan(lk, act, rate, weight, rp):  # pragma: no cover - compiled
+    """:func:`_repair_link_max` on link ``lk`` the long way: every active flow on it read, its largest level
+    into ``rp.lmax`` and the flows at it into ``rp.ptop_*``. The active flows read."""
+    off, adj = rp.adj_off, rp.adj_flow
+    m = -np.inf
+    n = 0
+    seen = 0
+    for x in range(off[lk], off[lk + 1]):
+        g = adj[x]
+        if act[g]:
+            seen += 1
+            n, m = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
+    rp.ptop_n[lk] = n
+    rp.lmax[lk] = m
+    return seen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _repair_link_max(
+    qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link, capacity, lo, resid, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures` after a fill: the largest level on each saturated changed link into
+    ``rp.lmax``, stamped ``ltick``, and the flows at it into ``rp.ptop_*``. ``(work, active flows read)``.
+
+    With ``only_top``, a link whose list (``rp.top_*``, the flows at or above ``rp.sat (1 - REPAIR_RTOL)``
+    before the event: every active one there is listed) still holds a flow the repair kept at or above that
+    bound takes its level from the list: the kept flows' rates are unchanged and those not listed are below
+    the bound, so their largest level is the largest among the listed kept ones; the re-filled flows on the
+    link are offered with their new levels (:func:`_top_add`, as the long scan would). When the result is
+    below the old ``sat``, a kept flow not listed may be within round-off of it: then, and on every other
+    link, every active flow on the link is read (:func:`_repair_link_scan`)."""
     tol = REPAIR_RTOL
-    q, off, adj, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.lmax, rp.lstamp
+    q, off, lmax, lstamp, fmark = rp.queue, rp.adj_off, rp.lmax, rp.lstamp, rp.fmark
     work = 0
     seen = 0
+    for k in range(qn):  # the lists' kept flows (their links stamped ltick; the others scanned below)
+        lk = q[k]
+        c = capacity[lo + lk]
+        if not (only_top and c < np.inf and resid[lk] <= tol * c and rp.sat[lk] >= 0.0 and rp.top_n[lk] >= 0):
+            continue
+        bound = rp.sat[lk] * (1.0 - tol)
+        m = -np.inf
+        n = 0
+        kept = False
+        for x in range(off[lk], off[lk] + rp.top_n[lk]):
+            g = rp.top_flow[x]
+            if act[g] and fmark[g] != tick:
+                seen += 1
+                lv = rate[g] / weight[g]
+                kept = kept or lv >= bound
+                n, m = _top_add(rp.ptop_flow, off[lk], n, g, lv, m)
+        work += rp.top_n[lk]
+        if kept:
+            rp.ptop_n[lk] = n
+            lmax[lk] = m
+            lstamp[lk] = ltick
+    for k in range(n_r):  # the re-filled flows at their new levels on those links
+        g = refill[k]
+        lv = rate[g] / weight[g]
+        work += fe_hi[g] - fe_lo[g]
+        for e in range(fe_lo[g], fe_hi[g]):
+            lk = e_link[e] - lo
+            if lstamp[lk] == ltick:
+                rp.ptop_n[lk], lmax[lk] = _top_add(rp.ptop_flow, off[lk], rp.ptop_n[lk], g, lv, lmax[lk])
     for k in range(qn):
         lk = q[k]
         c = capacity[lo + lk]
         if c < np.inf and resid[lk] <= tol * c:
-            m = -np.inf
-            n = 0
-            for x in range(off[lk], off[lk + 1]):
-                g = adj[x]
-                if act[g]:
-                    seen += 1
-                    n, m = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
-            work += off[lk + 1] - off[lk]
-            rp.ptop_n[lk] = n
-            lmax[lk] = m
+            if lstamp[lk] != ltick or lmax[lk] < rp.sat[lk]:
+                seen += _repair_link_scan(lk, act, rate, weight, rp)
+                work += off[lk + 1] - off[lk]
             lstamp[lk] = ltick
     return work, seen
 
@@ -2275,7 +2324,8 @@ def repair_departures(
                             out_level, fs, rstate[4], lo)  # fmt: skip
         rstate[4] += 1
         ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
-        w2, s2 = _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp)
+        w2, s2 = _repair_link_max(qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link,
+                                  capacity, lo, resid, rp)  # fmt: skip
         work += w2
         seen += s2
         n_r0 = n_r

@@ -746,6 +746,37 @@ def test_departure_repair_reads_only_the_listed_flows_at_a_links_top_level(n):
         assert np.array_equal(got, want)
 
 
+def test_departure_repair_takes_a_links_new_largest_level_from_its_list():
+    # links A (13), W (8), S (1); flows k: A, W; w: W; r: A; d: A; s: A, S. Max-min: s = 1 (S), k = w = r = d =
+    # 4 (A and W saturate together): A's list holds k, r, d. d leaves: r loses its bottleneck and is re-filled
+    # (8, A saturated again); k keeps its witness W, so the repair takes A's new largest level from A's list
+    # (k, still at 4) and r's new level: 8, with r alone listed, reading 1 flow instead of A's 3 (k, r, s).
+    # The kept flow is not the top after the fill: had the repair kept A's old level (4), k would find A a
+    # witness when w leaves next and keep 4, where max-min has k = r = 6 (A shared by k, r, s; W left to k).
+    # Against the numpy reference, and the repair that reads every flow on a changed link.
+    from ainet_gym.sim.allocator import max_min_fair
+
+    cap = np.array([13.0, 8.0, 1.0])
+    inc = np.zeros((5, 3))
+    for f, links in enumerate([[0, 1], [1], [0], [0], [0, 2]]):  # k, w, r, d, s
+        inc[f, links] = 1.0
+    events = [(np.arange(0), np.arange(5)), ([3], []), ([1], [])]
+    res = {top: _drive(cap, inc, np.full(5, np.inf), events, True, top) for top in (True, False)}
+    active = np.ones(5, dtype=bool)
+    for i, (gone, _) in enumerate(events):
+        active[gone] = False
+        want = np.zeros(5)
+        want[active] = max_min_fair(inc[active], cap, backend="numpy")
+        for top in (True, False):
+            np.testing.assert_allclose(res[top][i][0], want, rtol=1e-12)
+    np.testing.assert_allclose(res[True][1][0], [4.0, 4.0, 8.0, 0.0, 1.0], rtol=1e-12)
+    np.testing.assert_allclose(res[True][2][0], [6.0, 0.0, 6.0, 0.0, 1.0], rtol=1e-12)
+    # the flows re-filled, the repair made, the active flows read: event 1 reads k and r before the fill and
+    # k after it (A's list); event 2 re-fills k and r, so A's list keeps no flow and all of A is read
+    assert [r[1:] for r in res[True]] == [(5, False, 0), (1, True, 3), (2, True, 5)]
+    assert [r[1:] for r in res[False]] == [(5, False, 0), (1, True, 6), (2, True, 6)]
+
+
 def test_parallel_fill_only_where_the_refilled_flows_held_few_levels():
     # 6 flows, each alone on a link of its own capacity (6 distinct levels), one more link shared by all with
     # spare capacity; every solve dense (par_share 0). The lowest flow leaves: the restart rule re-fills the
