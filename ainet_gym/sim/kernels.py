@@ -2152,38 +2152,33 @@ def _repair_link_max(
     """:func:`repair_departures` after a fill: the largest level on each saturated changed link into
     ``rp.lmax``, stamped ``ltick``, and the flows at it into ``rp.ptop_*``. ``(work, active flows read)``.
 
-    With ``only_top``, a link whose list (``rp.top_*``, the flows at or above ``rp.sat (1 - REPAIR_RTOL)``
-    before the event: every active one there is listed) still holds a flow the repair kept at or above that
-    bound takes its level from the list: the kept flows' rates are unchanged and those not listed are below
-    the bound, so their largest level is the largest among the listed kept ones; the re-filled flows on the
-    link are offered with their new levels (:func:`_top_add`, as the long scan would). When the result is
-    below the old ``sat``, a kept flow not listed may be within round-off of it: then, and on every other
-    link, every active flow on the link is read (:func:`_repair_link_scan`)."""
+    With ``only_top``, a link with a list (``rp.top_*``: before the event, every active flow on it at or
+    above ``rp.sat (1 - REPAIR_RTOL)`` is listed) takes its level from the list's kept flows (rates unchanged)
+    and the re-filled flows on it at their new levels (:func:`_top_add`, as the long scan would): when the
+    largest of those is at least the old ``sat``, the kept flows not listed (below ``sat (1 - REPAIR_RTOL)``)
+    are below it beyond round-off, so it is the link's largest level and every flow at it is listed.
+    Otherwise (a kept flow not listed may be within round-off of the level), and on a link without a list,
+    every active flow on the link is read (:func:`_repair_link_scan`)."""
     tol = REPAIR_RTOL
     q, off, lmax, lstamp, fmark = rp.queue, rp.adj_off, rp.lmax, rp.lstamp, rp.fmark
     work = 0
     seen = 0
-    for k in range(qn):  # the lists' kept flows (their links stamped ltick; the others scanned below)
+    for k in range(qn):  # the listed kept flows (their links stamped ltick; the others scanned below)
         lk = q[k]
         c = capacity[lo + lk]
         if not (only_top and c < np.inf and resid[lk] <= tol * c and rp.sat[lk] >= 0.0 and rp.top_n[lk] >= 0):
             continue
-        bound = rp.sat[lk] * (1.0 - tol)
         m = -np.inf
         n = 0
-        kept = False
         for x in range(off[lk], off[lk] + rp.top_n[lk]):
             g = rp.top_flow[x]
             if act[g] and fmark[g] != tick:
                 seen += 1
-                lv = rate[g] / weight[g]
-                kept = kept or lv >= bound
-                n, m = _top_add(rp.ptop_flow, off[lk], n, g, lv, m)
+                n, m = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
         work += rp.top_n[lk]
-        if kept:
-            rp.ptop_n[lk] = n
-            lmax[lk] = m
-            lstamp[lk] = ltick
+        rp.ptop_n[lk] = n
+        lmax[lk] = m
+        lstamp[lk] = ltick
     for k in range(n_r):  # the re-filled flows at their new levels on those links
         g = refill[k]
         lv = rate[g] / weight[g]
