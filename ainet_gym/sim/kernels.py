@@ -2146,6 +2146,22 @@ def _repair_link_scan(lk, act, rate, weight, rp):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _sort_ids(a, base, n):  # pragma: no cover - compiled
+    """``a[base : base + n]`` sorted in place (insertion sort: the lists are short and nearly sorted). The
+    moves made."""
+    moves = 0
+    for i in range(base + 1, base + n):
+        x = a[i]
+        j = i - 1
+        while j >= base and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+            moves += 1
+        a[j + 1] = x
+    return moves
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
 def _repair_link_max(
     qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link, capacity, lo, resid, rp,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -2158,7 +2174,9 @@ def _repair_link_max(
     largest of those is at least the old ``sat``, the kept flows not listed (below ``sat (1 - REPAIR_RTOL)``)
     are below it beyond round-off, so it is the link's largest level and every flow at it is listed.
     Otherwise (a kept flow not listed may be within round-off of the level), and on a link without a list,
-    every active flow on the link is read (:func:`_repair_link_scan`)."""
+    every active flow on the link is read (:func:`_repair_link_scan`). A list so taken is sorted by flow id,
+    the order of the long scan (the link-major index): the next scan re-fills in list order, and the order
+    of the re-filled flows is the order of the fill's sums, so the rates stay bit for bit the long scan's."""
     tol = REPAIR_RTOL
     q, off, lmax, lstamp, fmark = rp.queue, rp.adj_off, rp.lmax, rp.lstamp, rp.fmark
     work = 0
@@ -2194,6 +2212,8 @@ def _repair_link_max(
             if lstamp[lk] != ltick or lmax[lk] < rp.sat[lk]:
                 seen += _repair_link_scan(lk, act, rate, weight, rp)
                 work += off[lk + 1] - off[lk]
+            else:
+                work += _sort_ids(rp.ptop_flow, off[lk], rp.ptop_n[lk])
             lstamp[lk] = ltick
     return work, seen
 
