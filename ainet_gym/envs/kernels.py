@@ -2,7 +2,7 @@
 
 :meth:`ainet_gym.envs.env.EnvCore.decode` with the numpy backend is the reference; the kernel here does the
 same floating-point operations in the same order, so the two agree bit for bit
-(``tests/envs/test_envspeed.py`` checks it). In particular the sum of a slot's path weights follows numpy's
+(``tests/envs/test_fast_paths.py`` checks it). In particular the sum of a slot's path weights follows numpy's
 pairwise summation of a contiguous row (:func:`ainet_gym.sim.kernels.block_sum`), which is not a left-to-right sum from 8
 elements on.
 """

@@ -4,7 +4,7 @@
 A strategy (:class:`EnvPasses`) says how the env decodes split actions and whether its observation is written
 by the compiled passes on the interval's kernel threads. ``numpy`` is the readable reference; ``numba`` runs
 :mod:`ainet_gym.envs.kernels`, the same floating-point operations in the same order (bit for bit, checked by
-``tests/envs/test_envspeed.py`` and ``python -m ainet_gym.checks.parity``).
+``tests/envs/test_fast_paths.py`` and ``python -m ainet_gym.checks.parity``).
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ainet_gym.sim.crew import Crew, announce
+from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING
 
 try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
     from numba import njit
@@ -86,9 +87,6 @@ __all__ = [
     "solve_fill_blocks",
 ]
 
-WAITING = -2  # engine.WAITING
-PRE_COMM = -1  # engine.PRE_COMM
-IDLE, RUNNING, DONE = 0, 1, 2  # engine.IDLE, engine.RUNNING, engine.DONE
 ERR_NONE, ERR_ZERO_STEP, ERR_SETTLE, ERR_EVENTS, ERR_SOLVER = 0, 1, 2, 3, 4
 #: columns of the per-range statistics of :func:`run_interval_numba`
 N_STATS = 18

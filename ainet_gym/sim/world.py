@@ -651,7 +651,7 @@ class FabricWorld:
 
         The restarted state is that of a fresh :class:`BatchSim` of those instances (the engine's own
         initial state), carried over by the engine's own :meth:`BatchSim.snapshot_units` / :meth:`BatchSim.restore_units` (every
-        per-unit, per-phase and per-flow field it keeps), so the result equals a full rebuild (``tests/envs/test_envspeed.py`` checks it).
+        per-unit, per-phase and per-flow field it keeps), so the result equals a full rebuild (``tests/envs/test_fast_paths.py`` checks it).
         """
         sim = self.sim
         if sim is None or slot_units != self._slot_units:

@@ -105,6 +105,25 @@ def _small() -> dict:
     return small_spine_leaf(6, name="weighted-small")
 
 
+def _plays_the_base_split_with_weights(
+    name: str, jobs: list[float], background: float, split: Callable[[EnvCore], np.ndarray]
+) -> np.ndarray:
+    """The GPU utilisation (batch, steps) of the weighted plan ``name`` on :func:`_small` (seeds 1, 2), after
+    checking that it equals an episode of the engine at those share weights (``jobs`` per job, ``background``)
+    stepped with ``split(core)`` at every interval."""
+    sc, seeds = _small(), [1, 2]
+    g = run_policy(make_agent(name), EnvCore(sc, batch=2, info_keys=("collisions",)), seeds).gpu
+    core = EnvCore(sc, batch=2)
+    core.reset(seeds)
+    ref = np.zeros_like(g)
+    for t in range(core.episode_steps):
+        core.set_share_weights(np.tile(jobs, (2, 1)), background)
+        _, _, _, _, info = core.step_split(split(core))
+        ref[:, t] = info["reward_gpu_utilization"]
+    np.testing.assert_array_equal(g, ref)
+    return g
+
+
 def test_weighted_baselines_run_through_evaluate_in_their_class(evaluate_json: Callable) -> None:
     policies = "burst-lp+bg,favour0+bg,favour1-w4+bg"
     pol = evaluate_json("periodic-interference-jitter", policies, "--seeds", "1,2", "--steps", "3")[
@@ -116,18 +135,8 @@ def test_weighted_baselines_run_through_evaluate_in_their_class(evaluate_json: C
         assert len(pol[name]["gpu_utilization"]["ci95"]) == 2
     assert pol["burst-lp+bg"]["controls"] == "jobs+bg"
     # the static plan is the base's split with the weights: its episode is the engine's with those weights
-    sc = _small()
-    seeds = [1, 2]
-    g = run_policy(make_agent("favour1+bg"), EnvCore(sc, batch=2, info_keys=("collisions",)), seeds).gpu
-    core = EnvCore(sc, batch=2)
-    core.reset(seeds)
-    ref = np.zeros_like(g)
     base = make_agent("burst-lp+bg")
-    for t in range(core.episode_steps):
-        core.set_share_weights(np.tile([1.0, 16.0], (2, 1)), 16.0)
-        _, _, _, _, info = core.step_split(base.act(core, None))
-        ref[:, t] = info["reward_gpu_utilization"]
-    np.testing.assert_array_equal(g, ref)
+    _plays_the_base_split_with_weights("favour1+bg", [1.0, 16.0], 16.0, lambda core: base.act(core, None))
 
 
 def test_a_table_of_the_class_lists_the_learned_policy_first_beside_its_baselines() -> None:
@@ -328,20 +337,12 @@ def test_a_weighted_plan_over_another_split_runs_that_split_at_its_weights() -> 
         weighted_plan("favour0-w4-foo+bg")
     with pytest.raises(ValueError, match="base = 'ecmp'"):
         weighted_plan_name(0, 4.0, "ecmp")
-    sc = _small()
-    seeds = [1, 2]
-    g = run_policy(make_agent("favour0-w4-lp+bg"), EnvCore(sc, batch=2, info_keys=("collisions",)), seeds).gpu
-    core = EnvCore(sc, batch=2)
-    core.reset(seeds)
-    ref = np.zeros_like(g)
-    for t in range(core.episode_steps):
-        core.set_share_weights(np.tile([4.0, 1.0], (2, 1)), 4.0)
-        _, _, _, _, info = core.step_split(lp_all(core.routing_context, core.last_result))
-        ref[:, t] = info["reward_gpu_utilization"]
-    np.testing.assert_array_equal(g, ref)
+    g = _plays_the_base_split_with_weights(
+        "favour0-w4-lp+bg", [4.0, 1.0], 4.0, lambda core: lp_all(core.routing_context, core.last_result)
+    )
     # ... and not the default base's (burst-lp+bg) at those weights
     g_burst = run_policy(
-        make_agent("favour0-w4+bg"), EnvCore(sc, batch=2, info_keys=("collisions",)), seeds
+        make_agent("favour0-w4+bg"), EnvCore(_small(), batch=2, info_keys=("collisions",)), [1, 2]
     ).gpu
     assert not np.array_equal(g, g_burst)
     # a choose_bg env carries it as an extra plan of the weighted class

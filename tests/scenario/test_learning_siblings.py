@@ -57,8 +57,9 @@ def test_ideal_ring_times_and_start_windows_as_the_header_states(name: str) -> N
     step_ms = world.job_ideal_step_s[0, :n] * 1e3
     for j, c, s in zip(sc.jobs, comm_ms, step_ms, strict=True):
         (coll,) = j.collectives
-        # ring AllReduce on a non-blocking fabric: 2 (p-1)/p S over a 400G (50 GB/s) NIC
-        assert c == pytest.approx(2 * (j.gpus - 1) / j.gpus * coll.bytes / 50e9 * 1e3, rel=0.01), j.name
+        # ring AllReduce on a non-blocking fabric: 2 (p-1)/p S over a 400G (50 GB/s) NIC, plus the ring's
+        # latency (at most 1.6e-3 of it on these scenarios, measured 2026-12-05: about 2x)
+        assert c == pytest.approx(2 * (j.gpus - 1) / j.gpus * coll.bytes / 50e9 * 1e3, rel=3.5e-3), j.name
         assert s == pytest.approx(j.compute_ms + c, rel=1e-6), j.name
         # the start window: one ideal step, rounded up to 10 ms
         assert j.start_jitter_ms == 10 * math.ceil(s / 10), (j.name, j.start_jitter_ms, s)

@@ -334,7 +334,8 @@ def test_roce_is_slower_than_infiniband_and_hurts_small_messages_most():
     c_ib = {k: np.nanmean(v) for k, v in job_series(ib, "comm_time_ms").items()}
     c_roce = {k: np.nanmean(v) for k, v in job_series(roce, "comm_time_ms").items()}
     bulk, small = c_roce["dp-bulk"] / c_ib["dp-bulk"], c_roce["dp-buckets"] / c_ib["dp-buckets"]
-    assert bulk == pytest.approx(1 / 0.95, rel=0.01)  # bandwidth-bound: the efficiency factor
+    # bandwidth-bound: the efficiency factor (measured 3.3e-3 off, the latency's share; 2026-12-05)
+    assert bulk == pytest.approx(1 / 0.95, rel=7e-3)
     assert small > 1.3 > bulk  # latency-bound: 3.2x the per-hop latency
 
 
@@ -418,7 +419,7 @@ def test_checkpoint_bursts_are_periodic_and_slow_training():
     )
     storage = np.array([s["tier_bytes"]["storage"] for s in out["steps"]])
     expected = (ingest.gbps + ckpt.gbps * burst) * 1e9 / 8 * dur
-    assert storage == pytest.approx(expected, rel=0.02)
+    assert storage == pytest.approx(expected, rel=1e-12)  # background at its rate: round-off (4e-16 measured)
     util = job_series(out, "gpu_utilization")
     for job in ("llm-a", "llm-b"):
         assert np.nanmean(util[job][burst]) < np.nanmean(util[job][~burst]) - 0.03
@@ -571,13 +572,14 @@ def test_unequal_jobs_one_comm_bound_one_compute_bound_and_a_steady_checkpoint()
     names = [j.name for j in sc.jobs]
     comm = dict(zip(names, world.job_ideal_comm_s[0, : len(names)]))
     assert comm["big"] == pytest.approx(
-        2 * 31 / 32 * 1e9 / 50e9, rel=0.02
-    )  # 38.75 ms: about its 40 ms compute
-    assert comm["small"] == pytest.approx(2 * 31 / 32 * 1e8 / 50e9, rel=0.05)  # 3.9 ms against 200 ms
+        2 * 31 / 32 * 1e9 / 50e9, rel=2e-3
+    )  # 38.75 ms: about its 40 ms compute (the ring's latency: 8e-4 measured, 2026-12-05)
+    assert comm["small"] == pytest.approx(2 * 31 / 32 * 1e8 / 50e9, rel=0.016)  # 3.9 ms against 200 ms (8e-3)
     # the checkpoint writes at the storage rack's line rate in every interval, whatever the jobs do
     (bg,) = sc.background
     assert (bg.kind, bg.pattern, bg.job) == ("checkpoint", "constant", "small")
     out = run("unequal-jobs-jitter", "spray+bg", 8)
     dur = out["decision_interval_ms"] * 1e-3
     storage = np.array([s["tier_bytes"]["storage"] for s in out["steps"]])
-    assert storage == pytest.approx(np.full(8, bg.gbps * 1e9 / 8 * dur), rel=0.02)
+    # the checkpoint at its line rate: round-off (2e-16 measured, 2026-12-05)
+    assert storage == pytest.approx(np.full(8, bg.gbps * 1e9 / 8 * dur), rel=1e-12)
