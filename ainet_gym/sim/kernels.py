@@ -2126,28 +2126,92 @@ def _repair_residuals(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
-def _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp):  # pragma: no cover - compiled
-    """:func:`repair_departures` after a fill: the largest level on each saturated changed link (every active
-    flow on it scanned) into ``rp.lmax``, stamped ``ltick``, and the flows at it into ``rp.ptop_*``.
-    ``(work, active flows read)``."""
+def _repair_link_scan(lk, act, rate, weight, rp):  # pragma: no cover - compiled
+    """:func:`_repair_link_max` on link ``lk`` the long way: every active flow on it read, its largest level
+    into ``rp.lmax`` and the flows at it into ``rp.ptop_*``. The active flows read."""
+    off, adj = rp.adj_off, rp.adj_flow
+    m = -np.inf
+    n = 0
+    seen = 0
+    for x in range(off[lk], off[lk + 1]):
+        g = adj[x]
+        if act[g]:
+            seen += 1
+            n, m = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
+    rp.ptop_n[lk] = n
+    rp.lmax[lk] = m
+    return seen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _sort_ids(a, base, n):  # pragma: no cover - compiled
+    """``a[base : base + n]`` sorted in place (insertion sort: the lists are short and nearly sorted). The
+    moves made."""
+    moves = 0
+    for i in range(base + 1, base + n):
+        x = a[i]
+        j = i - 1
+        while j >= base and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+            moves += 1
+        a[j + 1] = x
+    return moves
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **_COMPILED_ONLY)
+def _repair_link_max(
+    qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link, capacity, lo, resid, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures` after a fill: the largest level on each saturated changed link into
+    ``rp.lmax``, stamped ``ltick``, and the flows at it into ``rp.ptop_*``. ``(work, active flows read)``.
+
+    With ``only_top``, a link with a list (``rp.top_*``: before the event, every active flow on it at or
+    above ``rp.sat (1 - REPAIR_RTOL)`` is listed) takes its level from the list's kept flows (rates unchanged)
+    and the re-filled flows on it at their new levels (:func:`_top_add`, as the long scan would): when the
+    largest of those is at least the old ``sat``, the kept flows not listed (below ``sat (1 - REPAIR_RTOL)``)
+    are below it beyond round-off, so it is the link's largest level and every flow at it is listed.
+    Otherwise (a kept flow not listed may be within round-off of the level), and on a link without a list,
+    every active flow on the link is read (:func:`_repair_link_scan`). A list so taken is sorted by flow id,
+    the order of the long scan (the link-major index): the next scan re-fills in list order, and the order
+    of the re-filled flows is the order of the fill's sums, so the rates stay bit for bit the long scan's."""
     tol = REPAIR_RTOL
-    q, off, adj, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.lmax, rp.lstamp
+    q, off, lmax, lstamp, fmark = rp.queue, rp.adj_off, rp.lmax, rp.lstamp, rp.fmark
     work = 0
     seen = 0
+    for k in range(qn):  # the listed kept flows (their links stamped ltick; the others scanned below)
+        lk = q[k]
+        c = capacity[lo + lk]
+        if not (only_top and c < np.inf and resid[lk] <= tol * c and rp.sat[lk] >= 0.0 and rp.top_n[lk] >= 0):
+            continue
+        m = -np.inf
+        n = 0
+        for x in range(off[lk], off[lk] + rp.top_n[lk]):
+            g = rp.top_flow[x]
+            if act[g] and fmark[g] != tick:
+                seen += 1
+                n, m = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
+        work += rp.top_n[lk]
+        rp.ptop_n[lk] = n
+        lmax[lk] = m
+        lstamp[lk] = ltick
+    for k in range(n_r):  # the re-filled flows at their new levels on those links
+        g = refill[k]
+        lv = rate[g] / weight[g]
+        work += fe_hi[g] - fe_lo[g]
+        for e in range(fe_lo[g], fe_hi[g]):
+            lk = e_link[e] - lo
+            if lstamp[lk] == ltick:
+                rp.ptop_n[lk], lmax[lk] = _top_add(rp.ptop_flow, off[lk], rp.ptop_n[lk], g, lv, lmax[lk])
     for k in range(qn):
         lk = q[k]
         c = capacity[lo + lk]
         if c < np.inf and resid[lk] <= tol * c:
-            m = -np.inf
-            n = 0
-            for x in range(off[lk], off[lk + 1]):
-                g = adj[x]
-                if act[g]:
-                    seen += 1
-                    n, m = _top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
-            work += off[lk + 1] - off[lk]
-            rp.ptop_n[lk] = n
-            lmax[lk] = m
+            if lstamp[lk] != ltick or lmax[lk] < rp.sat[lk]:
+                seen += _repair_link_scan(lk, act, rate, weight, rp)
+                work += off[lk + 1] - off[lk]
+            else:
+                work += _sort_ids(rp.ptop_flow, off[lk], rp.ptop_n[lk])
             lstamp[lk] = ltick
     return work, seen
 
@@ -2273,7 +2337,8 @@ def repair_departures(
                             out_level, fs, rstate[4], lo)  # fmt: skip
         rstate[4] += 1
         ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
-        w2, s2 = _repair_link_max(qn, ltick, act, rate, weight, capacity, lo, resid, rp)
+        w2, s2 = _repair_link_max(qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link,
+                                  capacity, lo, resid, rp)  # fmt: skip
         work += w2
         seen += s2
         n_r0 = n_r
