@@ -747,6 +747,23 @@ def test_departure_repair_reads_only_the_listed_flows_at_a_links_top_level(n):
         assert np.array_equal(got, want)
 
 
+def _drive_both_against_reference(cap: np.ndarray, inc: np.ndarray, events: list) -> dict[bool, list]:
+    """``_drive`` with the repair on, reading the listed top-level flows (True) and every flow on a changed link
+    (False); every event's rates of both checked against the numpy reference solver (1e-12 relative)."""
+    from ainet_gym.sim.allocator import max_min_fair
+
+    n = inc.shape[0]
+    res = {top: _drive(cap, inc, np.full(n, np.inf), events, True, top) for top in (True, False)}
+    active = np.ones(n, dtype=bool)
+    for i, (gone, _) in enumerate(events):
+        active[gone] = False
+        want = np.zeros(n)
+        want[active] = max_min_fair(inc[active], cap, backend="numpy")
+        for top in (True, False):
+            np.testing.assert_allclose(res[top][i][0], want, rtol=1e-12)
+    return res
+
+
 def test_departure_repair_takes_a_links_new_largest_level_from_its_list():
     # links A (13), W (8), S (1); flows k: A, W; w: W; r: A; d: A; s: A, S. Max-min: s = 1 (S), k = w = r = d =
     # 4 (A and W saturate together): A's list holds k, r, d. d leaves: r loses its bottleneck and is re-filled
@@ -755,22 +772,13 @@ def test_departure_repair_takes_a_links_new_largest_level_from_its_list():
     # The kept flow is not the top after the fill: had the repair kept A's old level (4), k would find A a
     # witness when w leaves next and keep 4, where max-min has k = r = 6 (A shared by k, r, s; W left to k).
     # Against the numpy reference, and the repair that reads every flow on a changed link.
-    from ainet_gym.sim.allocator import max_min_fair
-
     # (16 more flows share a link X (160) apart: above the restart level, so that the repair may re-fill two)
     cap = np.array([13.0, 8.0, 1.0, 160.0])
     inc = np.zeros((21, 4))
     for f, links in enumerate([[0, 1], [1], [0], [0], [0, 2], *[[3]] * 16]):  # k, w, r, d, s, X's
         inc[f, links] = 1.0
     events = [(np.arange(0), np.arange(21)), ([3], []), ([1], [])]
-    res = {top: _drive(cap, inc, np.full(21, np.inf), events, True, top) for top in (True, False)}
-    active = np.ones(21, dtype=bool)
-    for i, (gone, _) in enumerate(events):
-        active[gone] = False
-        want = np.zeros(21)
-        want[active] = max_min_fair(inc[active], cap, backend="numpy")
-        for top in (True, False):
-            np.testing.assert_allclose(res[top][i][0], want, rtol=1e-12)
+    res = _drive_both_against_reference(cap, inc, events)
     np.testing.assert_allclose(res[True][1][0][:5], [4.0, 4.0, 8.0, 0.0, 1.0], rtol=1e-12)
     np.testing.assert_allclose(res[True][2][0][:5], [6.0, 0.0, 6.0, 0.0, 1.0], rtol=1e-12)
     # the flows re-filled, the repair made, the active flows read: event 1 reads k and r before the fill and
@@ -785,22 +793,13 @@ def test_departure_repair_takes_the_level_from_the_list_when_it_keeps_no_flow():
     # (s, not listed: below the old level) is below it, and A's level is r's without reading A: 1 flow read
     # (r, before the fill), against 3 when every flow on A is read before and after it (r, s; s, r). Then s
     # leaves: r again (13). Against the numpy reference.
-    from ainet_gym.sim.allocator import max_min_fair
-
     # (16 more flows share a link X (160) apart: above the restart level, so that the repair may re-fill one)
     cap = np.array([13.0, 1.0, 160.0])
     inc = np.zeros((19, 3))
     for f, links in enumerate([[0], [0], [0, 1], *[[2]] * 16]):  # r, d, s, X's
         inc[f, links] = 1.0
     events = [(np.arange(0), np.arange(19)), ([1], []), ([2], [])]
-    res = {top: _drive(cap, inc, np.full(19, np.inf), events, True, top) for top in (True, False)}
-    active = np.ones(19, dtype=bool)
-    for i, (gone, _) in enumerate(events):
-        active[gone] = False
-        want = np.zeros(19)
-        want[active] = max_min_fair(inc[active], cap, backend="numpy")
-        for top in (True, False):
-            np.testing.assert_allclose(res[top][i][0], want, rtol=1e-12)
+    res = _drive_both_against_reference(cap, inc, events)
     np.testing.assert_allclose(res[True][1][0][:3], [12.0, 0.0, 1.0], rtol=1e-12)
     assert [r[1:] for r in res[True]] == [(19, False, 0), (1, True, 1), (1, True, 1)]
     assert [r[1:] for r in res[False]] == [(19, False, 0), (1, True, 4), (1, True, 2)]
