@@ -1,10 +1,9 @@
 """The isolating plans ``isolate{j}+bg`` (:func:`ainet_gym.routing.policies.isolate_slot_all`) and the
 ``extra_plans`` of the ``choose`` modes that carry them. References: the split by hand, and the step time of
-a ring confined to one spine by hand (two 400G hops per leaf on one 400G uplink: half the NIC rate)."""
+a ring confined to one spine by hand (two 400G hops per leaf on one 400G uplink: half the NIC rate). (Agents
+over these plans: ``tests/agents/test_isolating_candidates.py``.)"""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,29 +15,8 @@ from ainet_gym.routing.policies import ISOLATE_PLANS, POLICIES
 ISO = ("isolate0+bg", "isolate1+bg")
 
 
-def _four_spines() -> dict:
-    """4 leaves x 4 spines, 4 GPUs per leaf, 400G everywhere, no hop latency (1:1); two 8-GPU jobs spread
-    2 GPUs per leaf, so each ring has 2 hops leaving every leaf: a: 20 ms compute, 2e8 B (per hop 3.5e8 B,
-    7 ms at 50 GB/s, ideal 27 ms); b: 30 ms, 1e8 B (3.5 ms, ideal 33.5 ms)."""
-    from _scenarios import LOSSLESS_400G, spine_leaf_fabric
-
-    job = {"placement": "spread", "gpus": 8}
-    return {
-        "name": "isolate-small",
-        "fabric": spine_leaf_fabric(4, 4, 1, 4, **LOSSLESS_400G),
-        "workload": {
-            "jobs": [
-                {**job, "name": "a", "compute_ms": 20, "collectives": [{"op": "allreduce", "bytes": 2.0e8}]},
-                {**job, "name": "b", "compute_ms": 30, "collectives": [{"op": "allreduce", "bytes": 1.0e8}]},
-            ]
-        },
-        "dynamics": {"episode_steps": 3},
-        "routing": {"max_paths": 4},
-    }
-
-
-def test_the_isolated_job_is_on_its_first_path_and_the_rest_on_the_others() -> None:
-    core = EnvCore(_four_spines(), batch=1)
+def test_the_isolated_job_is_on_its_first_path_and_the_rest_on_the_others(four_spines: dict) -> None:
+    core = EnvCore(four_spines, batch=1)
     core.reset([0])
     w = core.routing_context
     sim = w.sim
@@ -52,27 +30,29 @@ def test_the_isolated_job_is_on_its_first_path_and_the_rest_on_the_others() -> N
 
 
 @pytest.mark.parametrize(("slot", "hand"), [(0, [34.0, 33.5]), (1, [27.0, 37.0])])
-def test_the_isolated_ring_runs_at_half_rate_and_the_other_at_its_ideal(slot: int, hand: list[float]) -> None:
+def test_the_isolated_ring_runs_at_half_rate_and_the_other_at_its_ideal(
+    four_spines: dict, slot: int, hand: list[float]
+) -> None:
     """Isolated job: compute + twice its ideal communication (2 hops per leaf share one 400G uplink);
     the other job on 3 spines, 2 hops per leaf at 2/3 of a 400G uplink each: its ideal step."""
-    core = EnvCore(_four_spines(), batch=1)
+    core = EnvCore(four_spines, batch=1)
     core.reset([0])
     pol = ISOLATE_PLANS[f"isolate{slot}+bg"]
     for _ in range(2):  # the second interval: one whole iteration of each job under the plan
         _, _, _, _, info = core.step_split(pol(core.routing_context, core.last_result))
     np.testing.assert_allclose(np.asarray(info["step_time_ms"])[0], hand, rtol=1e-9)
-    spray = EnvCore(_four_spines(), batch=1)
+    spray = EnvCore(four_spines, batch=1)
     spray.reset([0])
     for _ in range(2):
         _, _, _, _, info = spray.step_split(POLICIES["spray+bg"](spray.routing_context, spray.last_result))
     np.testing.assert_allclose(np.asarray(info["step_time_ms"])[0], [27.0, 33.5], rtol=1e-9)
 
 
-def test_extra_plans_follow_the_mode_s_and_choosing_one_plays_its_split() -> None:
+def test_extra_plans_follow_the_mode_s_and_choosing_one_plays_its_split(four_spines: dict) -> None:
     cls, plans = plans_of_mode("choose_bg", ISO)
     assert cls == "jobs+bg" and plans[-2:] == ISO and plans[:-2] == plans_of_mode("choose_bg")[1]
     assert all(EXTRA_PLANS[p][1] == "jobs+bg" for p in ISOLATE_PLANS)
-    sc = _four_spines()
+    sc = four_spines
     env = EnvCore(sc, batch=2, action_mode="choose_bg", extra_plans=ISO)
     ref = EnvCore(sc, batch=2)
     env.reset([1, 2])
@@ -93,37 +73,8 @@ def test_extra_plans_follow_the_mode_s_and_choosing_one_plays_its_split() -> Non
         ("split", ("isolate0+bg",), "only in a choose mode"),
     ],
 )
-def test_wrong_extra_plans_are_refused(mode: str, extra: tuple[str, ...], match: str) -> None:
+def test_wrong_extra_plans_are_refused(
+    four_spines: dict, mode: str, extra: tuple[str, ...], match: str
+) -> None:
     with pytest.raises(ValueError, match=match):
-        EnvCore(_four_spines(), action_mode=mode, extra_plans=extra)
-
-
-def test_a_knn_on_labels_with_extra_plans_plays_in_an_env_with_them(tmp_path: Path) -> None:
-    from ainet_gym.agents.evaluate import run_policy
-    from ainet_gym.agents.imitate import KnnAgent, fit_knn, lookahead_labels
-
-    sc = _four_spines()
-    lab = lookahead_labels(sc, [1, 2], h=2, extra_plans=ISO)
-    assert list(lab["plans"][-2:]) == list(ISO) and lab["scores"].shape[1] == 8
-    agent = KnnAgent(str(fit_knn(lab, tmp_path / "k.npz", k=1, scenario=sc)))
-    assert agent.env_kwargs["extra_plans"] == ISO
-    core = EnvCore(sc, batch=2, info_keys=("collisions",), **agent.env_kwargs)
-    agent.check(core)
-    run = run_policy(agent, core, [1, 2])  # k = 1 on its own labelled states: the labels' episodes
-    np.testing.assert_allclose(run.gpu.mean(axis=1), lab["gpu_utilization"], rtol=1e-12)
-
-
-def test_the_twin_with_isolating_candidates_is_at_least_each_pure_candidate() -> None:
-    from ainet_gym.agents.evaluate import run_policy
-    from ainet_gym.agents.registry import make_agent
-    from ainet_gym.agents.twin import PURE_CANDIDATES, TwinAgent, parse_twin_arg
-
-    assert parse_twin_arg("k7-h2-iso")["isolate"] and not parse_twin_arg("k7-h2")["isolate"]
-    sc, seeds = _four_spines(), [1, 2]
-    twin = TwinAgent("k7-h2-iso")
-    g = run_policy(twin, EnvCore(sc, batch=2, info_keys=("collisions",)), seeds).gpu.mean(axis=1)
-    for name in PURE_CANDIDATES:
-        core = EnvCore(sc, batch=2, info_keys=("collisions",))
-        core.reset(seeds)
-        ref = run_policy(make_agent(name), core, seeds).gpu.mean(axis=1)
-        assert np.all(g >= ref - 1e-12), name
+        EnvCore(four_spines, action_mode=mode, extra_plans=extra)
