@@ -22,7 +22,6 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 
-from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.actions import (
     ACTION_MODES,
     BG_SLOT_MODES,
@@ -68,6 +67,7 @@ from ainet_gym.routing.plans import (
 )
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.backends.numba import env_passes as _envkernels
 from ainet_gym.sim.stack import UnitStack
 from ainet_gym.sim.state import WAITING
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot

@@ -15,11 +15,11 @@ import numpy as np
 from gymnasium import spaces
 
 from ainet_gym.arrays import safe_divide
-from ainet_gym.envs import kernels as envkernels
 from ainet_gym.envs.actions import SPLIT_MODES
 from ainet_gym.envs.info import INFO_JOB_KEYS
 from ainet_gym.envs.slots import SlotMaps
 from ainet_gym.errors import names_message
+from ainet_gym.sim.backends.numba import env_passes as envkernels
 from ainet_gym.sim.world import FabricWorld, StepResult
 
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ class EnvObservation:
     def _observe_numba(
         self, res: StepResult | None, push: np.ndarray | None, early: EarlyBlocks | None = None
     ) -> Any:
-        """:meth:`observe` by compiled passes (:func:`ainet_gym.envs.kernels.observe_history` and :func:`~ainet_gym.envs.kernels.observe_rest`), the same
+        """:meth:`observe` by compiled passes (:func:`ainet_gym.sim.backends.numba.env_passes.observe_history` and :func:`~ainet_gym.sim.backends.numba.env_passes.observe_rest`), the same
         floating-point operations as the numpy code (bit for bit). ``early``: the blocks written on the
         kernel threads (:meth:`_early_blocks`): the history, and the rest as it is when the
         dynamics changed nothing it shows (else the rest is written again here)."""
@@ -413,7 +413,7 @@ class EnvObservation:
         step_count: np.ndarray,
         has_res: bool = True,
     ) -> tuple:
-        """The arguments of :func:`ainet_gym.envs.kernels.observe_rest` but the instance range and ``obs``,
+        """The arguments of :func:`ainet_gym.sim.backends.numba.env_passes.observe_rest` but the instance range and ``obs``,
         with the engine's current capacities, units and clocks."""
         w = self.world
         sim = w.sim

@@ -1,5 +1,5 @@
 """The numba split-mode step decodes the actions and merges the split in one compiled pass per instance
-range (:meth:`BatchSim.set_split_fused` with :func:`ainet_gym.envs.kernels.decode_merge_range`).
+range (:meth:`BatchSim.set_split_fused` with :func:`ainet_gym.sim.backends.numba.env_passes.decode_merge_range`).
 
 Reference: the two passes it replaces, :meth:`EnvCore.decode` then :meth:`BatchSim.set_split`, on the same
 engine state: the split, the merged coefficient of every segment and each instance's compacted entries must
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import env_passes as _envkernels
+from ainet_gym.sim.backends.numba import jit as _jit
 
-pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
 
 
 def _entries(sim) -> list[bytes]:

@@ -395,7 +395,7 @@ def test_the_backend_is_chosen_by_name_in_the_factories_only() -> None:
         ("if sim.strategy.fused_split:\n    pass", "sim/engine.py", False),  # a capability, not a name
         ("if mode == 'path':\n    pass", "envs/actions.py", False),
         ("if roots == 'numpy':\n    pass", "agents/sb3_agents.py", False),  # a module root, outside the step
-        ("from ainet_gym.sim.backends.base import run_windows", "sim/backends/numba.py", False),
+        ("from ainet_gym.sim.backends.base import run_windows", "sim/backends/numba/backend.py", False),
     ],
 )
 def test_backend_branch_check_finds_the_branches_it_must(source: str, rel: str, branch: bool) -> None:
