@@ -17,7 +17,7 @@ import numpy as np
 from ainet_gym.envs.actions import SPLIT_MODES
 from ainet_gym.errors import choice_message
 from ainet_gym.routing.split import path_index_split, ratio_split
-from ainet_gym.sim.backends.numba import env_passes as envkernels
+from ainet_gym.sim.backends.numba import env_passes
 
 __all__ = ["PASSES", "EnvPasses", "NumbaPasses", "NumpyPasses", "get_passes"]
 
@@ -94,7 +94,7 @@ class NumbaPasses(NumpyPasses):
 
     def fuses_decode(self, action_mode: str, n_paths: int) -> bool:
         """Split modes with rows of at most :data:`~ainet_gym.sim.backends.numba.env_passes.PW_BLOCKSIZE` paths."""
-        return action_mode in SPLIT_MODES and n_paths <= envkernels.PW_BLOCKSIZE
+        return action_mode in SPLIT_MODES and n_paths <= env_passes.PW_BLOCKSIZE
 
     def decode_split(
         self,
@@ -112,7 +112,7 @@ class NumbaPasses(NumpyPasses):
         if not self.fuses_decode(action_mode, P):
             return super().decode_split(action_mode, actions, ctrl, conns, npaths, default, fixed_of)
         rows = np.ascontiguousarray(actions, dtype=np.float64).reshape(-1, P)
-        return envkernels.decode_split(
+        return env_passes.decode_split(
             rows, ctrl, conns, npaths, default, fixed_of(conns), np.empty_like(default)
         )  # type: ignore[no-any-return]
 

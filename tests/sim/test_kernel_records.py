@@ -19,13 +19,13 @@ pytestmark = pytest.mark.skipif(not jit.HAVE_NUMBA, reason="numba is not install
 def test_the_merge_takes_the_split_and_one_record_of_the_entry_tables_own_arrays() -> None:
     from ainet_gym.scenario.loader import load_scenario
     from ainet_gym.sim import records
-    from ainet_gym.sim.backends.numba import env_passes as envkernels
+    from ainet_gym.sim.backends.numba import env_passes
     from ainet_gym.sim.backends.numba import records as nb_records
     from ainet_gym.sim.world import FabricWorld
 
     params = list(inspect.signature(merge.merge_range.py_func).parameters)
     assert params == ["b_lo", "b_hi", "split_flat", "table", "go"]
-    params = list(inspect.signature(envkernels.decode_merge_range.py_func).parameters)
+    params = list(inspect.signature(env_passes.decode_merge_range.py_func).parameters)
     assert params[-3:] == ["out", "table", "go"]
     assert tuple(inspect.signature(nb_records._NEW["merge"].py_func).parameters) == records.MERGE_FIELDS
 

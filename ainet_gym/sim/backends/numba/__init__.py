@@ -6,8 +6,8 @@ and :mod:`.repair` (its solves), :mod:`.fill` and :mod:`.parallel` (the allocato
 :mod:`.steps` (the event steps both kernels share), :mod:`.merge` (the merge of a split), :mod:`.figures` and
 :mod:`.sums` (the interval's figures), :mod:`.env_passes` (the env side of a step), :mod:`.records` (the
 compiled records), :mod:`.threads` and :mod:`.crew` (the kernel threads), :mod:`.settings` and :mod:`.jit`.
-The package imports none of them (the numpy backend runs without numba): import the module you need.
-``runs31zi/move.py`` (docs/development.md, issue-31zi) made it from ``ainet_gym/sim/kernels.py``.
+The package imports none of them (the numpy backend runs without numba): import the module you need. The move
+script of docs/development.md (issue-31zi) made it from ``ainet_gym/sim/kernels.py`` and others.
 
 This is the ``"numba"`` backend of :class:`ainet_gym.sim.engine.BatchSim` (its Python side:
 :mod:`.backend`); the numpy code in :mod:`ainet_gym.sim.backends.numpy_ref` and
