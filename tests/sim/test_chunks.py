@@ -144,7 +144,7 @@ def test_alpha_is_paid_by_every_chunk_of_every_stage(n, backend):
     assert got - pipeline_time(TREE_T, n) == pytest.approx((n + 3) * a, rel=1e-6)
 
 
-# 2 hosts x 8 GPUs, one 100 Gb/s NIC per host (the fabric of tests/sim/test_breadth.py)
+# 2 hosts x 8 GPUs, one 100 Gb/s NIC per host (the fabric of tests/fabric/test_shared_nics.py)
 ONE_NIC = {
     "topology": "single_switch",
     "hosts": 2,
