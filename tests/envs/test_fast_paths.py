@@ -14,7 +14,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ainet_gym.fabric.topology import _all_shortest_paths, build_fabric
+from ainet_gym.fabric.paths import all_shortest_paths
+from ainet_gym.fabric.topology import build_fabric
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.sim.state import EngineState, SimState
 
@@ -38,7 +39,7 @@ def test_switch_paths_match_networkx(name: str) -> None:
         for b in range(f.n_leaves):
             src, dst = int(f.leaf_node[a]), int(f.leaf_node[b])
             ref = sorted(nx.all_shortest_paths(g, src, dst)) if nx.has_path(g, src, dst) else []
-            assert sorted(_all_shortest_paths(adj, src, dst)) == ref
+            assert sorted(all_shortest_paths(adj, src, dst)) == ref
 
 
 def test_fabric_graph_is_built_on_demand() -> None:

@@ -93,6 +93,39 @@ def test_agents_live_inside_the_package() -> None:
     assert not list((ROOT / "agents").glob("*.py"))  # the top-level folder is a pointer README
 
 
+#: the fabric room's modules of one concern (issue 31 item 3, issue-31zk); ``topology`` is the public API
+#: (the documented import path ``ainet_gym.fabric.topology``) that re-exports their public names
+FABRIC_MODULES = (
+    "record",  # the Fabric record, TIERS, ROLES
+    "paths",  # shortest paths, ECMP groups, the cap of an equal-cost set
+    "builder",  # a fabric under construction
+    "flatten",  # builder -> Fabric
+    "builtin",  # the built-in topologies
+    "build",  # build_fabric
+    "nonblocking",  # the non-blocking reference fabric
+    "graph_size",  # a graph counted and refused above the limits
+    "graph_input",  # a fabric from a networkx graph
+    "graph_io",  # graph <-> fabric, graph files
+)
+
+
+def test_fabric_topology_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.fabric.topology`` defines nothing itself: every name of its ``__all__`` is the very object
+    of one of :data:`FABRIC_MODULES`, nothing private is re-exported, and the room has no other module."""
+    import importlib
+
+    import ainet_gym.fabric.topology as topology
+
+    assert {p.stem for p in (PKG / "fabric").glob("*.py")} == {*FABRIC_MODULES, "topology", "__init__"}
+    body = ast.parse(Path(topology.__file__).read_text()).body
+    assert not [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    modules = [importlib.import_module(f"ainet_gym.fabric.{m}") for m in FABRIC_MODULES]
+    public = {n for n in vars(topology) if not n.startswith("_") and n != "annotations"}
+    assert public == set(topology.__all__)
+    for name in topology.__all__:
+        assert any(getattr(m, name, None) is getattr(topology, name) for m in modules), name
+
+
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 
