@@ -206,3 +206,118 @@ def replayed_gpu_utilization(spec: str, scenario: object, seed: int, steps: int)
         r = core.last_result
         per.append(_interval_gpu_utilization(r.gpu_utilization[0], r.job_gpus[0]))
     return float(np.mean(per))
+
+
+#: the burst schedule of :func:`bursty_spine_leaf`: on in the intervals t with (t - OFFSET) mod PERIOD < DURATION
+BURST_PERIOD, BURST_DURATION, BURST_OFFSET = 4, 2, 1
+
+
+def bursty_spine_leaf(steps: int = 10) -> dict:
+    """The small spine-leaf with one periodic storage source at 400G (twice the shared file's, so the
+    burst moves the LPs), no per-seed jitter: the schedule is the file's."""
+    sc = small_spine_leaf(steps, name="bursty")
+    sc["workload"]["background"] = [
+        {"kind": "storage", "gbps": 400, "pattern": "periodic", "period_steps": BURST_PERIOD,
+         "duration_steps": BURST_DURATION, "offset_steps": BURST_OFFSET},
+    ]  # fmt: skip
+    return sc
+
+
+def burst_scheduled(t: int) -> bool:
+    """Whether :func:`bursty_spine_leaf`'s schedule has the burst on in interval ``t`` (the spec's formula, by
+    hand)."""
+    return t >= BURST_OFFSET and (t - BURST_OFFSET) % BURST_PERIOD < BURST_DURATION
+
+
+def four_spines_two_rings() -> dict:
+    """4 leaves x 4 spines, 4 GPUs per leaf, 400G everywhere, no hop latency (1:1); two 8-GPU jobs spread
+    2 GPUs per leaf, so each ring has 2 hops leaving every leaf: a: 20 ms compute, 2e8 B (per hop 3.5e8 B,
+    7 ms at 50 GB/s, ideal 27 ms); b: 30 ms, 1e8 B (3.5 ms, ideal 33.5 ms). The isolating plans' tests."""
+    job = {"placement": "spread", "gpus": 8}
+    return {
+        "name": "isolate-small",
+        "fabric": spine_leaf_fabric(4, 4, 1, 4, **LOSSLESS_400G),
+        "workload": {
+            "jobs": [
+                {**job, "name": "a", "compute_ms": 20, "collectives": [{"op": "allreduce", "bytes": 2.0e8}]},
+                {**job, "name": "b", "compute_ms": 30, "collectives": [{"op": "allreduce", "bytes": 1.0e8}]},
+            ]
+        },
+        "dynamics": {"episode_steps": 3},
+        "routing": {"max_paths": 4},
+    }
+
+
+#: the bytes of one collective in the closed-form tests of shared NICs, rank order, graph fabrics and records
+S = 1.0e9
+
+
+def bps(gbps: float) -> float:
+    """Bytes per second of a link of ``gbps`` Gb/s."""
+    return gbps * 1e9 / 8.0
+
+
+def one_job(fabric: dict, job: dict, interval_ms: float, latency_us: float = 0.0, **extra: object) -> dict:
+    """A scenario of one job (1 ms compute, no overlap unless ``job`` says) on ``fabric``, hop latency
+    ``latency_us``, decision interval ``interval_ms``; ``extra`` adds top-level sections."""
+    return {
+        "name": "breadth",
+        "fabric": {"hop_latency_us": latency_us, **fabric},
+        "workload": {"jobs": [{"name": "j", "compute_ms": 1.0, "overlap": 0.0, **job}]},
+        "dynamics": {"decision_interval_ms": interval_ms},
+        **extra,
+    }
+
+
+def one_job_on_a_switch(**fabric: object) -> dict:
+    """:func:`one_job` of 2 GPUs on a single switch of 2 hosts x 4 GPUs, ``fabric`` keys added (the
+    validation tests edit it)."""
+    return one_job({"topology": "single_switch", "hosts": 2, "gpus_per_host": 4, **fabric}, {"gpus": 2}, 10.0)
+
+
+def step_world(d: object, policy: str = "ecmp", steps: int = 1, seed: int = 0) -> tuple[object, object]:
+    """A one-instance world of scenario ``d`` reset with ``seed`` and stepped ``steps`` intervals under the
+    engine-level ``policy``: the world and its last interval's result."""
+    from ainet_gym.routing.policies import get_policy
+    from ainet_gym.scenario.loader import load_scenario
+    from ainet_gym.sim.world import FabricWorld
+
+    w = FabricWorld(load_scenario(d), batch=1)
+    w.reset(seeds=[seed])
+    res = None
+    for _ in range(steps):
+        res = w.step(get_policy(policy)(w, res))
+    return w, res
+
+
+def assert_close_nested(a: object, b: object, path: str = "") -> None:
+    """Two JSON-like values equal: the same keys and lengths, floats to 1e-12 relative, the rest exactly."""
+    import pytest
+
+    if isinstance(a, dict):
+        assert set(a) == set(b), path
+        for k in a:
+            assert_close_nested(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_close_nested(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-300), path
+    else:
+        assert a == b, path
+
+
+def as_graph_scenario(name: str, fabric: dict) -> dict:
+    """Scenario ``name`` with its fabric replaced by a graph fabric (``fabric``: its ``file`` or ``graph``),
+    keeping the profile, hop latency and link efficiency of the original."""
+    import copy
+
+    from ainet_gym.scenario.loader import load_scenario
+
+    raw = copy.deepcopy(load_scenario(name).raw)
+    keep = {
+        k: raw["fabric"][k] for k in ("profile", "hop_latency_us", "link_efficiency") if k in raw["fabric"]
+    }
+    raw["fabric"] = {"topology": "graph", **fabric, **keep}
+    return raw

@@ -1,11 +1,23 @@
-"""Test-session hooks."""
+"""Test-session hooks, and the fixtures tests of several folders share.
+
+Fixtures here are what a test takes as given: a scenario built the same way every time (``collision``,
+``four_spines``) or a check bound to another fixture (``one_line`` reads ``capsys``). Builders called with
+arguments stay plain functions in ``tests/_scenarios.py`` (``small_spine_leaf(steps, **dynamics)``,
+``one_job(fabric, job, interval_ms)``, ...) and ``tests/_states.py`` (``episode_arrays(state)``): a fixture
+cannot take arguments at the call, and several of them are also called at collection time (module constants,
+``parametrize`` lists).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
+from _scenarios import collision_scenario, four_spines_two_rings
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
@@ -22,3 +34,32 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     spec.loader.exec_module(module)
     for line in module.summary():
         terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def collision() -> dict:
+    """The two-job collision case (``tests/_scenarios.py:collision_scenario``): on one spine the two symmetric
+    jobs collide and run at half rate; a fresh dict for each test."""
+    return collision_scenario()
+
+
+@pytest.fixture
+def four_spines() -> dict:
+    """The isolating plans' fabric (``tests/_scenarios.py:four_spines_two_rings``): 4 leaves x 4 spines at 1:1,
+    two 8-GPU rings spread 2 GPUs per leaf; a fresh dict for each test."""
+    return four_spines_two_rings()
+
+
+@pytest.fixture
+def one_line(capsys: pytest.CaptureFixture[str]) -> Callable[..., str]:
+    """``one_line(*must)``: the single line on stderr since the last read, checked to contain every string of
+    ``must`` (a refused command prints one line)."""
+
+    def check(*must: str) -> str:
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        for m in must:
+            assert m in err[0], err[0]
+        return err[0]
+
+    return check

@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_H",
     "DEFAULT_K",
     "DEFAULT_OBJECTIVE",
+    "DEFAULT_PREVIOUS_PLAN_SCALE",
     "DEFAULT_TAIL_SLACK",
     "DEFAULT_TAIL_WEIGHT",
     "KNN_FIELDS",
@@ -59,6 +60,7 @@ __all__ = [
     "KNN_OPTIONAL",
     "KNN_VOTES",
     "OBJECTIVES",
+    "PREVIOUS_PLAN",
     "KnnAgent",
     "behaviour_clone",
     "check_plan_model",
@@ -68,6 +70,7 @@ __all__ = [
     "lookahead_labels",
     "p99_step_ratio",
     "pick_label",
+    "previous_plans",
 ]
 
 #: the base policy of the lookahead's intervals after the first (the best plan played alone on
@@ -112,6 +115,9 @@ KNN_FIELDS: dict[str, tuple[int, str]] = {
 #: ``scale`` (D,) (:func:`fit_knn` ``standardize=True``): each column's standard deviation over the labels (1
 #: where it is 0); ``x`` holds the observations divided by it and the agent divides its own the same way, so the
 #: distance weighs every column alike. A file without it (the default, every older file) reads raw columns
+#: ``previous_plan`` (:func:`fit_knn` with the block :data:`PREVIOUS_PLAN`): the scale of the one-hot of the plan
+#: played at the previous decision, the last ``len(plans)`` columns of ``x`` (its ``scale`` entries are 1); a file
+#: without it (every older file) reads the observation only
 KNN_OPTIONAL: dict[str, tuple[int, str]] = {
     "q": (2, "f"),
     "margin": (0, "f"),
@@ -119,7 +125,19 @@ KNN_OPTIONAL: dict[str, tuple[int, str]] = {
     "vote_plans": (1, "U"),
     "cooldown": (0, "iu"),
     "scale": (1, "f"),
+    "previous_plan": (0, "f"),
 }
+#: the pseudo-block of :func:`fit_knn`'s ``block`` list that is not in the observation: the plan played at the
+#: previous decision of the episode, one-hot over the plans (all zeros at the first decision) times a scale,
+#: appended after the observation's columns whatever its place in the list; from the labels' ``played`` field
+#: (the teacher's plan on its own episodes, the player's in DAgger rounds), tracked by :class:`KnnAgent` itself
+#: when it plays (docs/learning.md, issue-26zp)
+PREVIOUS_PLAN = "previous_plan"
+#: the scale of the :data:`PREVIOUS_PLAN` one-hot by default: two different previous plans are sqrt(2) apart,
+#: more than any two decisions over IB's job_phase, background and episode_progress blocks differ in their
+#: other columns at the 15th neighbour (squared distance about 0.04), so the neighbours share the previous plan
+#: where enough labels do
+DEFAULT_PREVIOUS_PLAN_SCALE = 1.0
 #: the plan a value vote with a margin falls back to unless told otherwise: the lookahead's default base plan
 #: (:data:`DEFAULT_BASE`)
 DEFAULT_FALLBACK = DEFAULT_BASE
@@ -262,6 +280,8 @@ def _play_and_label(
     base_pol = _base_policy(base)
     src = np.repeat(np.arange(B), K)
     obs, _ = core.reset(list(seeds))
+    if hasattr(policy, "reset"):
+        policy.reset()  # a stateful player (_AgentPlayer): new episodes
     rec: dict[str, list[np.ndarray]] = {
         k: []
         for k in ("obs", "label", "scores", "reward", "played", "tail", "excess", "step_ratio", "step_iters")
@@ -754,6 +774,7 @@ def fit_knn(
     cooldown: int = 0,
     tail_cap: float | None = None,
     tail_penalty: float = 0.0,
+    previous_plan_scale: float | None = None,
 ) -> Path:
     """Save the k-nearest-neighbour policy of ``labels`` (:func:`lookahead_labels`) to ``out`` (.npz): the
     observation block ``block`` of every labelled decision (a comma list of blocks: their columns joined,
@@ -780,6 +801,10 @@ def fit_knn(
     ``standardize``: divide each column of the blocks by its standard deviation over the labels (1 where it
     is 0), stored as the field ``scale`` (:data:`KNN_OPTIONAL`), so that a column of small spread weighs in
     the distance as much as one of large spread; default off (raw columns, as every file before it).
+    ``block`` may name :data:`PREVIOUS_PLAN` beside the observation's blocks: ``x`` then ends with the one-hot of
+    the plan played at each decision's previous decision (:func:`previous_plans`) times ``previous_plan_scale``
+    (default :data:`DEFAULT_PREVIOUS_PLAN_SCALE`; field ``previous_plan``), never standardised, and the agent
+    appends the one-hot of its own previous plan in each episode (zeros at the first decision).
 
     Raises
     ------
@@ -790,18 +815,95 @@ def fit_knn(
         infinite, or ``fallback`` is not one of the labels' plans, or ``vote_plans`` is given with the label
         vote, is empty, repeats a plan or names one that is not a plan of the labels, or ``cooldown`` is not
         an integer >= 0, or ``tail_cap`` or ``tail_penalty`` is given with the label vote or refused by
-        :func:`knn_values`.
+        :func:`knn_values`, or ``previous_plan_scale`` is given without the block :data:`PREVIOUS_PLAN` or is not
+        finite and > 0, or the block is given on labels without ``played``, ``seed`` and ``t``.
     """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"k = {k!r}: allowed: an integer >= 1 (neighbours)")
-    cols = _knn_block(labels, block, scenario)
+    obs_block, prev_scale = _previous_plan_option(block, previous_plan_scale)
+    cols = _knn_block(labels, obs_block, scenario)
     extra = _knn_vote_fields(
         labels, vote, value_weight, margin, fallback, vote_plans, cooldown, tail_cap, tail_penalty
     )
     x = np.asarray(labels["obs"], dtype=np.float32)[:, cols]
     if standardize:
         x, extra["scale"] = _standardized(x)
+    if prev_scale is not None:
+        onehot = plan_one_hot(previous_plans(labels), len(labels["plans"]), prev_scale)
+        x = np.concatenate([x, onehot.astype(np.float32)], axis=1)
+        extra["previous_plan"] = np.float64(prev_scale)
+        if standardize:  # the one-hot columns keep their scale (divided by 1)
+            extra["scale"] = np.concatenate([extra["scale"], np.ones(onehot.shape[1])])
     return _save_knn(out, x, labels, k, block, extra, metadata)
+
+
+def split_previous_plan(block: str) -> tuple[str, bool]:
+    """``block`` (a comma list, :func:`fit_knn`) without :data:`PREVIOUS_PLAN`, and whether it named it.
+
+    Raises
+    ------
+    ValueError
+        If it names :data:`PREVIOUS_PLAN` more than once, or nothing else (the distance needs an observation
+        block).
+    """
+    names = [b for b in str(block).split(",") if b]
+    rest = [b for b in names if b != PREVIOUS_PLAN]
+    if len(names) - len(rest) > 1 or (len(rest) < len(names) and not rest):
+        raise ValueError(
+            f"block = {block!r}: allowed: {PREVIOUS_PLAN!r} once, beside one or more blocks of the observation"
+        )
+    return ",".join(rest), len(rest) < len(names)
+
+
+def _previous_plan_option(block: str, scale: float | None) -> tuple[str, float | None]:
+    """The observation blocks of ``block`` and the scale of its :data:`PREVIOUS_PLAN` one-hot (None without
+    the block), checked (:func:`fit_knn`)."""
+    obs_block, prev = split_previous_plan(block)
+    if not prev:
+        if scale is not None:
+            raise ValueError(
+                f"previous_plan_scale = {scale!r} without the block {PREVIOUS_PLAN!r}: allowed: a scale with "
+                f"{PREVIOUS_PLAN!r} in the blocks"
+            )
+        return obs_block, None
+    scale = DEFAULT_PREVIOUS_PLAN_SCALE if scale is None else float(scale)
+    if not np.isfinite(scale) or scale <= 0:
+        raise ValueError(f"previous_plan_scale = {scale!r}: allowed: a finite number > 0")
+    return obs_block, scale
+
+
+def previous_plans(labels: dict[str, Any]) -> np.ndarray:
+    """(N,) int64 the plan played at each labelled decision's previous decision of the same episode (the
+    ``played`` field one row earlier, where ``seed`` is the same and ``t`` one less), -1 at an episode's first
+    decision (the :data:`PREVIOUS_PLAN` block of :func:`fit_knn`).
+
+    Raises
+    ------
+    ValueError
+        If the labels carry no ``played``, ``seed`` or ``t`` (labels of :func:`lookahead_labels` do).
+    """
+    missing = [f for f in ("played", "seed", "t") if f not in labels]
+    if missing:
+        raise ValueError(
+            f"labels: no {', '.join(missing)}; allowed with the block {PREVIOUS_PLAN!r}: labels of "
+            "lookahead_labels (they record the plan played at each decision)"
+        )
+    played = np.asarray(labels["played"], dtype=np.int64)
+    seed, t = np.asarray(labels["seed"]), np.asarray(labels["t"])
+    prev = np.full(played.shape[0], -1, dtype=np.int64)
+    same = (seed[1:] == seed[:-1]) & (t[1:] == t[:-1] + 1)
+    prev[1:] = np.where(same, played[:-1], -1)
+    return prev
+
+
+def plan_one_hot(plan: np.ndarray, plans: int, scale: float) -> np.ndarray:
+    """(N, plans) float64: ``scale`` in the column of each row's ``plan``, zeros elsewhere and on rows whose plan
+    is -1 (no previous decision)."""
+    plan = np.asarray(plan, dtype=np.int64)
+    out = np.zeros((plan.shape[0], plans))
+    rows = np.flatnonzero(plan >= 0)
+    out[rows, plan[rows]] = scale
+    return out
 
 
 def _knn_block(labels: dict[str, Any], block: str, scenario: Any) -> slice | np.ndarray:
@@ -1017,6 +1119,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
     allowed = _checked_knn_vote_plans(arrays.get("vote_plans"), q, plans, what)
     cooldown = _checked_knn_cooldown(arrays.get("cooldown"), plans, fallback, what)
     scale = _checked_knn_scale(arrays.get("scale"), x.shape[1], what)
+    prev = _checked_knn_previous_plan(arrays, x.shape[1], len(plans), what)
     return {
         "x": x.astype(np.float64),
         "y": y.astype(np.int64),
@@ -1031,7 +1134,39 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         "vote_plans": allowed,
         "cooldown": cooldown,
         "scale": scale,
+        "previous_plan": prev,
     }
+
+
+def _checked_knn_previous_plan(
+    arrays: dict[str, np.ndarray], width: int, plans: int, what: str
+) -> float | None:
+    """The optional field ``previous_plan`` of a knn file (:data:`KNN_OPTIONAL`), checked: present exactly when
+    the field ``block`` names :data:`PREVIOUS_PLAN`, a finite float > 0, with more columns in ``x`` than the
+    ``plans`` of its one-hot; None without it."""
+    from ainet_gym.agents.model_files import ModelFileError
+
+    v = arrays.get("previous_plan")
+    try:
+        named = split_previous_plan(str(arrays["block"]))[1]
+    except ValueError as e:
+        raise ModelFileError(f"{what}: field 'block': {e}") from None
+    if v is None and not named:
+        return None
+    if v is None or not named:
+        raise ModelFileError(
+            f"{what}: field 'block' = {str(arrays['block'])!r} and field 'previous_plan' "
+            f"{'absent' if v is None else 'present'}; allowed: both or neither"
+        )
+    if v.ndim != 0 or v.dtype.kind != "f" or not np.isfinite(v) or v <= 0:
+        raise ModelFileError(
+            f"{what}: field 'previous_plan' is a {v.ndim}-d {v.dtype} array; allowed: a finite float > 0"
+        )
+    if width <= plans:
+        raise ModelFileError(
+            f"{what}: field 'x' has {width} columns; allowed with 'previous_plan': more than the {plans} plans"
+        )
+    return float(v)
 
 
 def _checked_knn_scale(scale: np.ndarray | None, width: int, what: str) -> np.ndarray | None:
@@ -1254,6 +1389,9 @@ class KnnAgent:
         self.cooldown, self._cool_plan = z["cooldown"]  # 0: none
         self._left: np.ndarray | None = None  # steps of cooldown left per env (cooldown > 0)
         self.scale = z["scale"]  # None: raw columns
+        self.prev_scale = z["previous_plan"]  # None: the observation only
+        self.obs_block = split_previous_plan(self.block)[0]
+        self._prev: np.ndarray | None = None  # the plan of each env's previous decision (-1: none yet)
         meta = z["meta"]
         self.path = path
         self.scenario = meta[0]
@@ -1268,35 +1406,53 @@ class KnnAgent:
         self._sq = (self.x**2).sum(axis=1)
 
     def check(self, core: Any) -> None:
+        width = self.x.shape[1] - (0 if self.prev_scale is None else len(self.plans))
         check_plan_model(
-            core, f"knn:{self.path}", "labelled", self.scenario, self.plans, self.block, "x", self.x
-        )
+            core, f"knn:{self.path}", "labelled", self.scenario, self.plans, self.obs_block, "x",
+            self.x[:, :width],
+        )  # fmt: skip
 
     def reset(self, core: Any) -> None:
         self._left = None  # a new batch of episodes: no cooldown running
+        self._prev = None  # and no previous decision
 
     def act(self, core: Any, obs: Any) -> np.ndarray:
         """(batch,) :meth:`vote`'s plans; with a ``cooldown``, the fallback plan in the ``cooldown`` steps after
-        a step that played another plan (state kept per env since :meth:`reset`)."""
+        a step that played another plan (state kept per env since :meth:`reset`); with the
+        :data:`PREVIOUS_PLAN` block, the plans are remembered for the next decision's distance."""
         plan = self.vote(core, obs)
-        if not self.cooldown:
-            return plan
-        if self._left is None or self._left.shape != plan.shape:
-            self._left = np.zeros(plan.shape, dtype=np.int64)
-        plan = np.where(self._left > 0, self._cool_plan, plan).astype(np.int64)
-        self._left = np.where(
-            self._left > 0, self._left - 1, np.where(plan != self._cool_plan, self.cooldown, 0)
-        )
+        if self.cooldown:
+            if self._left is None or self._left.shape != plan.shape:
+                self._left = np.zeros(plan.shape, dtype=np.int64)
+            plan = np.where(self._left > 0, self._cool_plan, plan).astype(np.int64)
+            self._left = np.where(
+                self._left > 0, self._left - 1, np.where(plan != self._cool_plan, self.cooldown, 0)
+            )
+        if self.prev_scale is not None:
+            self._prev = plan.copy()
         return plan
+
+    def features(self, core: Any, obs: Any) -> np.ndarray:
+        """(batch, D) the columns the distance reads: the observation's blocks, then (the
+        :data:`PREVIOUS_PLAN` block) the one-hot of each env's previous plan times its scale (zeros before the
+        first :meth:`act` since :meth:`reset`, or when the batch size changed); divided by ``scale`` if the file
+        has one."""
+        q = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.obs_block)]
+        if self.prev_scale is not None:
+            prev = self._prev
+            if prev is None or prev.shape != (q.shape[0],):
+                prev = np.full(q.shape[0], -1, dtype=np.int64)
+            q = np.concatenate([q, plan_one_hot(prev, len(self.plans), self.prev_scale)], axis=1)
+        if self.scale is not None:
+            q = q / self.scale  # the columns as the file's x holds them (fit_knn standardize)
+        return q
 
     def vote(self, core: Any, obs: Any) -> np.ndarray:
         """(batch,) the plan most of the ``k`` nearest labelled decisions got (a file with ``q``: the plan of
         the best mean value over them, :data:`KNN_VOTES`, among its ``vote_plans`` if it has them; with a
         ``margin``: the ``fallback`` plan where the best mean value exceeds the fallback's by less than the
         margin)."""
-        q = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.block)]
-        if self.scale is not None:
-            q = q / self.scale  # the columns as the file's x holds them (fit_knn standardize)
+        q = self.features(core, obs)
         d = (q**2).sum(axis=1)[:, None] - 2.0 * q @ self.x.T + self._sq[None, :]  # (B, N) squared distances
         k = min(self.k, self.y.shape[0])
         nn = np.argpartition(d, k - 1, axis=1)[:, :k]
@@ -1411,11 +1567,26 @@ def _player(
         view = SimpleNamespace(
             obs_layout=EnvCore(scenario, action_mode=action_mode, obs_features=feats).obs_layout
         )
-        return lambda o: agent.act(view, o)
+        return _AgentPlayer(agent, view)
     from ainet_gym.agents.sb3_agents import load_model
 
     model, _ = load_model(path, "ppo")
     return lambda o: model.predict(o, deterministic=True)[0]
+
+
+class _AgentPlayer:
+    """A knn or qnet agent as :func:`lookahead_labels`' ``policy``: called with the batch's observations,
+    :meth:`reset` at the start of each batch of episodes (a knn file with the :data:`PREVIOUS_PLAN` block keeps
+    the plan of each episode's previous decision)."""
+
+    def __init__(self, agent: Any, view: Any) -> None:
+        self.agent, self.view = agent, view
+
+    def __call__(self, obs: Any) -> np.ndarray:
+        return self.agent.act(self.view, obs)
+
+    def reset(self) -> None:
+        self.agent.reset(self.view)
 
 
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -1521,7 +1692,8 @@ def _add_knn_parser(sub: Any) -> None:
     n.add_argument(
         "--blocks",
         default="job_phase",
-        help="observation blocks the distance reads, comma list (e.g. job_phase,background); default job_phase",
+        help="observation blocks the distance reads, comma list (e.g. job_phase,background); default job_phase; "
+        f"{PREVIOUS_PLAN}: also the plan played at the previous decision (one-hot)",
     )
     n.add_argument(
         "--standardize",
@@ -1574,6 +1746,13 @@ def _add_knn_parser(sub: Any) -> None:
         type=float_arg("a value per unit of step time / ideal", zero_ok=True),
         default=0.0,
         help="vote value with --tail-cap: the penalty per unit of step time / ideal above the cap (default 0)",
+    )
+    n.add_argument(
+        "--previous-plan-scale",
+        type=float_arg("a scale"),
+        default=None,
+        help=f"with {PREVIOUS_PLAN} in --blocks: the scale of the previous plan's one-hot (default "
+        f"{DEFAULT_PREVIOUS_PLAN_SCALE})",
     )
     n.add_argument(
         "--vote-plans",
@@ -1703,7 +1882,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
             labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight, margin=a.margin,
             fallback=a.fallback, standardize=a.standardize, scenario=a.scenario,
             vote_plans=None if a.vote_plans is None else a.vote_plans.split(","), cooldown=a.cooldown,
-            tail_cap=a.tail_cap, tail_penalty=a.tail_penalty,
+            tail_cap=a.tail_cap, tail_penalty=a.tail_penalty, previous_plan_scale=a.previous_plan_scale,
         )  # fmt: skip
         print(f"knn policy: {path}")
         return 0

@@ -147,6 +147,7 @@ def export_knn(
         "k": z["k"],
         "block": z["block"],
         **({} if z["scale"] is None else {"standardized": True}),
+        **({} if z["previous_plan"] is None else {"previous_plan_scale": z["previous_plan"]}),
         "vote": "label" if z["q"] is None else "value",
         **({} if z["margin"] is None else {"margin": z["margin"], "fallback": z["plans"][z["fallback"]]}),
         **({} if not z["cooldown"][0] else {"cooldown": z["cooldown"][0]}),

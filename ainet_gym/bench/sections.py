@@ -144,8 +144,8 @@ def _allocator_instances(cfg: BenchConfig) -> list[tuple[str, Callable[[], Insta
 
 
 def _solve_fill(inst: Instance) -> tuple[np.ndarray, int]:
-    """The compiled progressive filling (:func:`ainet_gym.sim.kernels.solve_fill`) on an instance's entries."""
-    from ainet_gym.sim.kernels import solve_fill
+    """The compiled progressive filling (:func:`ainet_gym.sim.backends.numba.fill.solve_fill`) on an instance's entries."""
+    from ainet_gym.sim.backends.numba.fill import solve_fill
 
     order = np.argsort(inst.entry_flow, kind="stable")
     w = np.ones(inst.n_flows) if inst.weights is None else inst.weights
@@ -623,16 +623,16 @@ def _successive_intervals(
     ``budget_s`` is spent. ``quantum_us``: the scenario's ``dynamics.rate_quantum_us``;
     ``incremental_min_flows``: the compiled backend's lazy exact kernel from this many flows of an
     instance on (-1: never, the full re-solve per event), None: the default
-    (:data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`)."""
-    from ainet_gym.sim import kernels
+    (:data:`ainet_gym.sim.backends.numba.settings.INCREMENTAL_MIN_FLOWS`)."""
+    from ainet_gym.sim.backends.numba import settings
 
-    saved = kernels.INCREMENTAL_MIN_FLOWS
+    saved = settings.INCREMENTAL_MIN_FLOWS
     if incremental_min_flows is not None:
-        kernels.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by the simulations built meanwhile
+        settings.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by the simulations built meanwhile
     try:
         out = _successive_intervals_of(scenario, intervals, max_events, budget_s, rate_updates, quantum_us)
     finally:
-        kernels.INCREMENTAL_MIN_FLOWS = saved
+        settings.INCREMENTAL_MIN_FLOWS = saved
     lazy = incremental_min_flows if incremental_min_flows is not None else saved
     exact = rate_updates == "event" and not quantum_us
     out["allocation"] = (None if not exact else "lazy incremental kernel" if lazy >= 0 else
@@ -942,7 +942,7 @@ def _switch_world(scenario: dict[str, Any], mode: str) -> Any:
 def bench_switch(cfg: BenchConfig, progress: Progress) -> dict[str, Any]:
     """Section 6: intervals ``1..cfg.switch_intervals`` from reset of 8 AllToAll x 128 GPUs in exact event mode,
     on the lazy kernel only, the full re-solve per event only and the switch between them
-    (:data:`ainet_gym.sim.kernels.LAZY_SWITCH`): CPU s of each interval (``time.process_time``, this
+    (:data:`ainet_gym.sim.backends.numba.settings.LAZY_SWITCH`): CPU s of each interval (``time.process_time``, this
     process), the median of ``cfg.switch_runs`` runs that take the modes in turn (the order rotating from
     run to run, each run from reset), and the flows each incremental solve re-filled as a share of the
     active flows (the lazy kernel only: the flows an event touches). Every interval's results of the three

@@ -13,7 +13,7 @@ the full sweep is a command::
 It prints one line per (scenario, policy, rate update mode) with the largest relative difference, and
 exits with status 1 if any exceeds the tolerance. ``compare_backends(..., incremental_min_flows=0)`` runs the
 compiled backend's lazy exact kernel (incremental allocation) from the first flow on (by default from 256
-flows of an instance, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
+flows of an instance, :data:`ainet_gym.sim.backends.numba.settings.INCREMENTAL_MIN_FLOWS`). Shipped scenarios of more than
 :data:`MAX_SWEEP_GPUS` GPUs are replaced by their family at a reduced size (the MoE family at 128 GPUs); one
 weighted scenario (:func:`weighted_scenario`: moe-alltoall-skewed with job share weights 3 and 1, the lazy
 kernel's size) checks the weighted levels of both backends;
@@ -104,17 +104,17 @@ def compare_backends(
     ``policy`` is one of :data:`PARITY_POLICIES`; ``rate_updates`` and ``rate_quantum_us`` override the
     scenario's; ``incremental_min_flows``: the compiled backend's incremental allocation applies from this
     many active flows on (0: always, in exact event mode; -1: never, a full re-solve per event; None: the
-    kernel's default, :data:`ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS`).
+    kernel's default, :data:`ainet_gym.sim.backends.numba.settings.INCREMENTAL_MIN_FLOWS`).
     """
-    from ainet_gym.sim import kernels
+    from ainet_gym.sim.backends.numba import settings
 
-    saved = kernels.INCREMENTAL_MIN_FLOWS
+    saved = settings.INCREMENTAL_MIN_FLOWS
     if incremental_min_flows is not None:
-        kernels.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by every simulation built meanwhile
+        settings.INCREMENTAL_MIN_FLOWS = incremental_min_flows  # read by every simulation built meanwhile
     try:
         return _compare_backends(scenario, policy, seed, intervals, batch, rate_updates, rate_quantum_us)
     finally:
-        kernels.INCREMENTAL_MIN_FLOWS = saved
+        settings.INCREMENTAL_MIN_FLOWS = saved
 
 
 def _compare_backends(
@@ -206,7 +206,7 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
         type=int_arg(-1),
         default=None,
         help="the compiled backend's fills (incremental exact allocation) from this many active flows on: 0 "
-        "always, -1 never (default: the kernel's, ainet_gym.sim.kernels.INCREMENTAL_MIN_FLOWS)",
+        "always, -1 never (default: the kernel's, ainet_gym.sim.backends.numba.settings.INCREMENTAL_MIN_FLOWS)",
     )
     args = ap.parse_args(argv)
     from ainet_gym.agents.outputs import run_module_cli

@@ -1,6 +1,6 @@
 """Bottleneck groups of the exact max-min rates, event by event: what a per-group rate clock would save.
 
-The lazy exact kernel (:func:`ainet_gym.sim.kernels.run_interval_lazy`) writes every flow whose rate an event
+The lazy exact kernel (:func:`ainet_gym.sim.backends.numba.lazy.run_interval_lazy`) writes every flow whose rate an event
 changes. A *bottleneck group* is the set of flows frozen at the same level by the same saturated link (a
 flow's bottleneck: a saturated link on which no flow has a higher level, the max-min certificate of
 Bertsekas and Gallager, *Data Networks*, 6.5.2); a flow at its demand is a group of its own. If the rates
@@ -290,7 +290,7 @@ def _rate_groups_run(a: argparse.Namespace) -> int:
     """The parsed command of :func:`rate_groups_main`."""
     from ainet_gym.bench.instances import cluster_scenario
     from ainet_gym.scenario.loader import load_scenario
-    from ainet_gym.sim.kernels import HAVE_NUMBA
+    from ainet_gym.sim.backends.numba.jit import HAVE_NUMBA
     from ainet_gym.sim.world import FabricWorld
 
     sc = load_scenario(cluster_scenario(a.gpus, a.jobs, a.job_gpus, op="alltoall"))

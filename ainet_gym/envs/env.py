@@ -22,7 +22,6 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 
-from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.actions import (
     ACTION_MODES,
     BG_SLOT_MODES,
@@ -68,6 +67,7 @@ from ainet_gym.routing.plans import (
 )
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.backends.numba import env_passes as _env_passes
 from ainet_gym.sim.stack import UnitStack
 from ainet_gym.sim.state import WAITING
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
@@ -835,7 +835,7 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
             ctrl_lo, fixed_lo = self._instance_bounds(conns, fixed)
             rows = np.ascontiguousarray(a).reshape(-1, self.P)  # float32 or float64
             w.sim.set_split_fused(
-                _envkernels.decode_merge_range,
+                _env_passes.decode_merge_range,
                 (rows, ctrl, conns, npaths, self._default, fixed, ctrl_lo, fixed_lo),
                 np.empty_like(self._default),
                 defer=True,  # merged by each instance range just before its interval, on its thread

@@ -42,7 +42,7 @@ def nan_to_zero(v: np.ndarray) -> np.ndarray:
     return np.where(finite, v, 0.0)
 
 
-#: the per-job info arrays :func:`ainet_gym.envs.kernels.info_jobs` writes, in its order
+#: the per-job info arrays :func:`ainet_gym.sim.backends.numba.env_passes.info_jobs` writes, in its order
 INFO_JOB_KEYS = (
     "step_time_ms",
     "ideal_step_time_ms",
@@ -98,7 +98,7 @@ class EnvInfo:
 
     def _info_of(self, res: StepResult | None, jobs: dict[str, np.ndarray] | None) -> dict[str, Any]:
         """:meth:`info`, with the per-job arrays and rewards ``jobs`` already computed with NaN as 0 (by
-        :func:`ainet_gym.envs.kernels.info_jobs` on the kernel threads) when given."""
+        :func:`ainet_gym.sim.backends.numba.env_passes.info_jobs` on the kernel threads) when given."""
         out = self._info(res, jobs)
         for k, v in out.items():
             if isinstance(v, np.ndarray) and v.dtype.kind == "f" and (jobs is None or k not in jobs):

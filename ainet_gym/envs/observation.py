@@ -15,11 +15,11 @@ import numpy as np
 from gymnasium import spaces
 
 from ainet_gym.arrays import safe_divide
-from ainet_gym.envs import kernels as envkernels
 from ainet_gym.envs.actions import SPLIT_MODES
 from ainet_gym.envs.info import INFO_JOB_KEYS
 from ainet_gym.envs.slots import SlotMaps
 from ainet_gym.errors import names_message
+from ainet_gym.sim.backends.numba import env_passes
 from ainet_gym.sim.world import FabricWorld, StepResult
 
 if TYPE_CHECKING:
@@ -146,10 +146,10 @@ class EarlyBlocks:
 
         def both(lo: int, hi: int) -> None:
             i = where[(lo, hi)]
-            envkernels.observe_history(lo, hi, core.state.util_hist, self.push, fig.lu, core.net_links, start, self.obs,
+            env_passes.observe_history(lo, hi, core.state.util_hist, self.push, fig.lu, core.net_links, start, self.obs,
                                         self.tops[i : i + 1])  # fmt: skip
-            envkernels.info_jobs(lo, hi, *info_args, np.empty(J))
-            envkernels.observe_rest(lo, hi, *rest_args, self.obs)
+            env_passes.info_jobs(lo, hi, *info_args, np.empty(J))
+            env_passes.observe_rest(lo, hi, *rest_args, self.obs)
 
         return both, lambda lo, hi: (lo, hi)
 
@@ -366,7 +366,7 @@ class EnvObservation:
     def _observe_numba(
         self, res: StepResult | None, push: np.ndarray | None, early: EarlyBlocks | None = None
     ) -> Any:
-        """:meth:`observe` by compiled passes (:func:`ainet_gym.envs.kernels.observe_history` and :func:`~ainet_gym.envs.kernels.observe_rest`), the same
+        """:meth:`observe` by compiled passes (:func:`ainet_gym.sim.backends.numba.env_passes.observe_history` and :func:`~ainet_gym.sim.backends.numba.env_passes.observe_rest`), the same
         floating-point operations as the numpy code (bit for bit). ``early``: the blocks written on the
         kernel threads (:meth:`_early_blocks`): the history, and the rest as it is when the
         dynamics changed nothing it shows (else the rest is written again here)."""
@@ -382,7 +382,7 @@ class EnvObservation:
             tops = early.tops  # NaN if any range saw one (one range: its value, without a reduction)
             obs, top = early.obs, tops[0] if tops.shape[0] == 1 else tops.max()
             if w.state.dynamics_changed or slots is not early.slots:  # the early rest blocks are out of date
-                envkernels.observe_rest(0, B, *self._rest_args(eff, util, slots, w.state.step_count), obs)
+                env_passes.observe_rest(0, B, *self._rest_args(eff, util, slots, w.state.step_count), obs)
         else:
             rest = self._rest_args(eff, util, slots, w.state.step_count, res is not None)
             obs = np.empty((B, self.obs_dim), dtype=np.float32)
@@ -390,11 +390,11 @@ class EnvObservation:
                 push = np.zeros(B, dtype=np.bool_)
             lu = self._no_lu if res is None else res.link_utilization
             tops = np.empty(1)
-            envkernels.observe_history(
+            env_passes.observe_history(
                 0, B, self.state.util_hist, np.ascontiguousarray(push, dtype=np.bool_),
                 np.ascontiguousarray(lu, dtype=np.float64), self.net_links, L["link_utilization"].start, obs, tops,
             )  # fmt: skip
-            envkernels.observe_rest(0, B, *rest, obs)
+            env_passes.observe_rest(0, B, *rest, obs)
             top = tops[0]
         if self.n_net and top > 1.0 + 1e-6:
             raise AssertionError(f"link utilisation {top} > 1: capacity constraint violated")
@@ -413,7 +413,7 @@ class EnvObservation:
         step_count: np.ndarray,
         has_res: bool = True,
     ) -> tuple:
-        """The arguments of :func:`ainet_gym.envs.kernels.observe_rest` but the instance range and ``obs``,
+        """The arguments of :func:`ainet_gym.sim.backends.numba.env_passes.observe_rest` but the instance range and ``obs``,
         with the engine's current capacities, units and clocks."""
         w = self.world
         sim = w.sim

@@ -3,7 +3,7 @@
 
 A strategy (:class:`EnvPasses`) says how the env decodes split actions and whether its observation is written
 by the compiled passes on the interval's kernel threads. ``numpy`` is the readable reference; ``numba`` runs
-:mod:`ainet_gym.envs.kernels`, the same floating-point operations in the same order (bit for bit, checked by
+:mod:`ainet_gym.sim.backends.numba.env_passes`, the same floating-point operations in the same order (bit for bit, checked by
 ``tests/envs/test_fast_paths.py`` and ``python -m ainet_gym.checks.parity``).
 """
 
@@ -14,10 +14,10 @@ from typing import Protocol
 
 import numpy as np
 
-from ainet_gym.envs import kernels as envkernels
 from ainet_gym.envs.actions import SPLIT_MODES
 from ainet_gym.errors import choice_message
 from ainet_gym.routing.split import path_index_split, ratio_split
+from ainet_gym.sim.backends.numba import env_passes
 
 __all__ = ["PASSES", "EnvPasses", "NumbaPasses", "NumpyPasses", "get_passes"]
 
@@ -86,15 +86,15 @@ class NumpyPasses:
 
 
 class NumbaPasses(NumpyPasses):
-    """The compiled passes (:mod:`ainet_gym.envs.kernels`), for rows up to numpy's pairwise-summation block
-    (:data:`~ainet_gym.envs.kernels.PW_BLOCKSIZE`); the reference otherwise."""
+    """The compiled passes (:mod:`ainet_gym.sim.backends.numba.env_passes`), for rows up to numpy's pairwise-summation block
+    (:data:`~ainet_gym.sim.backends.numba.env_passes.PW_BLOCKSIZE`); the reference otherwise."""
 
     name = "numba"
     compiled_observation = True
 
     def fuses_decode(self, action_mode: str, n_paths: int) -> bool:
-        """Split modes with rows of at most :data:`~ainet_gym.envs.kernels.PW_BLOCKSIZE` paths."""
-        return action_mode in SPLIT_MODES and n_paths <= envkernels.PW_BLOCKSIZE
+        """Split modes with rows of at most :data:`~ainet_gym.sim.backends.numba.env_passes.PW_BLOCKSIZE` paths."""
+        return action_mode in SPLIT_MODES and n_paths <= env_passes.PW_BLOCKSIZE
 
     def decode_split(
         self,
@@ -106,13 +106,13 @@ class NumbaPasses(NumpyPasses):
         default: np.ndarray,
         fixed_of: Callable[[np.ndarray], np.ndarray],
     ) -> np.ndarray:
-        """Split modes: one compiled pass (:func:`ainet_gym.envs.kernels.decode_split`), the same
+        """Split modes: one compiled pass (:func:`ainet_gym.sim.backends.numba.env_passes.decode_split`), the same
         floating-point operations as the reference."""
         P = default.shape[1]
         if not self.fuses_decode(action_mode, P):
             return super().decode_split(action_mode, actions, ctrl, conns, npaths, default, fixed_of)
         rows = np.ascontiguousarray(actions, dtype=np.float64).reshape(-1, P)
-        return envkernels.decode_split(
+        return env_passes.decode_split(
             rows, ctrl, conns, npaths, default, fixed_of(conns), np.empty_like(default)
         )  # type: ignore[no-any-return]
 

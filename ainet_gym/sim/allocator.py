@@ -38,7 +38,7 @@ reference of the simulator's numpy backend).
 Backends: the public functions take ``backend=None|"numba"|"numpy"`` with the rule of the envs
 (:func:`ainet_gym.sim.backends.resolve_backend`: the keyword, else ``$AINET_GYM_BACKEND``, else ``numba`` when
 it imports). ``numba`` solves by sequential progressive filling with a heap of link shares
-(:func:`ainet_gym.sim.kernels.fill_levels`: each flow frozen once, O(entries log links)); ``numpy`` by the
+(:func:`ainet_gym.sim.backends.numba.fill.fill_levels`: each flow frozen once, O(entries log links)); ``numpy`` by the
 parallel rule above (:func:`solve_coo`). Both are exact; their rates agree to round-off (1e-12 relative on
 the test instances; the contract is 1e-9).
 """
@@ -464,7 +464,7 @@ def _solve(
     :meth:`~ainet_gym.sim.backends.base.SimBackend.solve_entries`).
 
     ``blocks``: the (instances + 1,) flow and link offsets of independent stacked instances; the compiled
-    backend then fills each instance on its own (:func:`ainet_gym.sim.kernels.solve_fill_blocks`), so a
+    backend then fills each instance on its own (:func:`ainet_gym.sim.backends.numba.fill.solve_fill_blocks`), so a
     batched call equals a loop of single calls bit for bit."""
     from ainet_gym.sim.backends import get_backend
 

@@ -9,7 +9,7 @@ Data flow of one decision interval (see docs/model.md):
 
 Two backends run the interval (``BatchSim(..., backend=)``, see :func:`resolve_backend`), each a strategy
 for the stages of the step behind one interface (:mod:`ainet_gym.sim.backends`, chosen by name there only):
-``numba`` walks the whole interval of every instance in one compiled call (:mod:`ainet_gym.sim.kernels`),
+``numba`` walks the whole interval of every instance in one compiled call (:mod:`ainet_gym.sim.backends.numba`),
 re-solving an instance only when its set of active flows changed; ``numpy`` (the reference,
 :mod:`ainet_gym.sim.backends.numpy_ref`) vectorises each event over the batch. They agree bit for bit on the
 shipped scenarios (``python -m ainet_gym.checks.parity``). This module holds what both share: the compiled
@@ -38,10 +38,12 @@ import numpy.typing as npt
 
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import SPLIT_FLOWS_MODES, BackgroundSpec, CollectiveSpec, JobSpec
-from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim import records as _records
 from ainet_gym.sim.backends import BACKEND_ENV, BACKENDS, get_backend, resolve_backend
 from ainet_gym.sim.backends.base import Pending, Then
+from ainet_gym.sim.backends.numba import records as _nb_records
+from ainet_gym.sim.backends.numba import settings as _settings
+from ainet_gym.sim.backends.numba import threads as _threads
 from ainet_gym.sim.stack import UnitStack, stack_units
 from ainet_gym.sim.state import PRE_COMM, RUNNING, EngineState, SimState
 from ainet_gym.sim.workload import CollectivePhase, Flow, decompose, segment_rings
@@ -563,7 +565,7 @@ class IntervalMetrics:
     @classmethod
     def empty(cls, duration_s: np.ndarray, n_units: int, n_links: int) -> IntervalMetrics:
         """Uninitialised accumulators, for the compiled interval, which zeroes each instance's part on that
-        instance's thread (:func:`ainet_gym.sim.kernels.run_interval_numba`) rather than here, serially."""
+        instance's thread (:func:`ainet_gym.sim.backends.numba.interval.run_interval_numba`) rather than here, serially."""
         b, u = duration_s.shape[0], n_units
         f64, i64 = np.float64, np.int64
         return cls(
@@ -669,10 +671,10 @@ class EntryTable:
 
     def merge_record(self) -> object:
         """The compiled merge record of this table's arrays (:class:`~ainet_gym.sim.records.MergeTable`), the
-        argument of :func:`ainet_gym.sim.kernels.merge_range` after the split; built once (the arrays are
+        argument of :func:`ainet_gym.sim.backends.numba.merge.merge_range` after the split; built once (the arrays are
         fixed until the next restack builds a new table; the merge writes its outputs in place)."""
         if self._merge_record is None:
-            self._merge_record = _records.compiled_record("merge", _records.merge_table(self))
+            self._merge_record = _nb_records.compiled_record("merge", _records.merge_table(self))
         return self._merge_record
 
     @classmethod
@@ -733,7 +735,7 @@ class EntryTable:
             conn_npaths=np.asarray(conn_npaths, dtype=np.int64),
             rowsum_buf=np.zeros(conn_npaths.shape[0]),
             # segments per instance: a proxy for the work of its interval
-            ranges=_kernels.batch_ranges(np.diff(inst_seg) + 1, _kernels.kernel_threads()),
+            ranges=_threads.batch_ranges(np.diff(inst_seg) + 1, _threads.kernel_threads()),
         )
 
 
@@ -770,13 +772,13 @@ def _weights_or_none(w: np.ndarray) -> np.ndarray | None:
 
 
 def _switch_state(batch: int) -> np.ndarray:
-    """The switch's per-instance state (:data:`ainet_gym.sim.kernels.N_SWITCH` columns): the work per entry
-    of the full path and of the lazy kernel before any is measured (:data:`~ainet_gym.sim.kernels.
-    FULL_WORK_PER_ENTRY`, :data:`~ainet_gym.sim.kernels.LAZY_WORK_PER_ENTRY`), no savings, the full path
-    (which has no set-up of its own: the first solve of either path re-solves every active flow)."""
-    out = np.zeros((batch, _kernels.N_SWITCH))
-    out[:, 0] = float(_kernels.FULL_WORK_PER_ENTRY)
-    out[:, 1] = float(_kernels.LAZY_WORK_PER_ENTRY)
+    """The switch's per-instance state (:data:`ainet_gym.sim.backends.numba.settings.N_SWITCH` columns): the work per entry
+     of the full path and of the lazy kernel before any is measured (:data:`~ainet_gym.sim.backends.numba.settings.FULL_WORK_PER_ENTRY`
+    , :data:`~ainet_gym.sim.backends.numba.settings.LAZY_WORK_PER_ENTRY`), no savings, the full path
+     (which has no set-up of its own: the first solve of either path re-solves every active flow)."""
+    out = np.zeros((batch, _settings.N_SWITCH))
+    out[:, 0] = float(_settings.FULL_WORK_PER_ENTRY)
+    out[:, 1] = float(_settings.LAZY_WORK_PER_ENTRY)
     out[:, 3] = 1.0
     return out
 
@@ -825,18 +827,18 @@ class BatchSim:
         # numba, exact event mode: instances with at least this many flows run in the lazy exact kernel
         # (incremental fills, per-flow progress kept from the last rate change); the others, or all with -1,
         # in the parallel-rule kernel, bit for bit as the numpy backend
-        self.incremental_min_flows = _kernels.INCREMENTAL_MIN_FLOWS if incremental else -1
+        self.incremental_min_flows = _settings.INCREMENTAL_MIN_FLOWS if incremental else -1
         # the lazy kernel's solves that re-fill more than this share of the active flows take the parallel rule
         # for their first parallel_max_rounds rounds (1: never); docs/engine-alltoall.md
-        self.parallel_share = float(_kernels.PARALLEL_SHARE)
-        self.parallel_max_rounds = int(_kernels.PARALLEL_MAX_ROUNDS)
+        self.parallel_share = float(_settings.PARALLEL_SHARE)
+        self.parallel_max_rounds = int(_settings.PARALLEL_MAX_ROUNDS)
         # a lazy-kernel instance moves between the full re-solve per event and the lazy kernel by a cost model
         # of the work counted in the kernels (off: the lazy kernel from the start to the end); the lazy work
         # is weighted by lazy_cost_ratio, and a hand-off needs savings of lazy_handoff_solves predicted full
         # solves; docs/engine-alltoall.md
-        self.lazy_switch = bool(_kernels.LAZY_SWITCH)
-        self.lazy_cost_ratio = float(_kernels.LAZY_COST_RATIO)
-        self.lazy_handoff_solves = float(_kernels.LAZY_HANDOFF_SOLVES)
+        self.lazy_switch = bool(_settings.LAZY_SWITCH)
+        self.lazy_cost_ratio = float(_settings.LAZY_COST_RATIO)
+        self.lazy_handoff_solves = float(_settings.LAZY_HANDOFF_SOLVES)
         # what a backend keeps from interval to interval for this simulation (numba: the lazy kernel's fill
         # and repair scratch per instance range, allocated once, not per interval; docs/engine-alltoall.md)
         self.backend_scratch: dict[object, object] = {}
@@ -1221,9 +1223,9 @@ class BatchSim:
         numba backend; the result is that of :meth:`set_split` with the same split).
 
         ``kernel(lo, hi, *args, out, table, go)`` (``table``: the entry table's compiled merge record,
-        :meth:`EntryTable.merge_record`; ``go``: the kernel threads' flags) must call :func:`ainet_gym.sim.crew.announce` on ``go`` first, write the rows of
+        :meth:`EntryTable.merge_record`; ``go``: the kernel threads' flags) must call :func:`ainet_gym.sim.backends.numba.crew.announce` on ``go`` first, write the rows of
         ``out`` of the connections of the instances ``lo:hi`` and then call
-        :func:`ainet_gym.sim.kernels.merge_range` on them (with ``out.reshape(-1)`` as the split); it must
+        :func:`ainet_gym.sim.backends.numba.merge.merge_range` on them (with ``out.reshape(-1)`` as the split); it must
         release the GIL (ranges run on the kernel threads).
 
         ``defer=True`` leaves the pass to the next :meth:`run_interval`, which runs it for each instance
@@ -1250,7 +1252,7 @@ class BatchSim:
         self.engine_state.split = out
         self._e_lperm = None
         self._entries = None
-        table, go = self.table.merge_record(), _kernels.go_flags()
+        table, go = self.table.merge_record(), _threads.go_flags()
 
         def args_of(lo: int, hi: int) -> tuple:
             return (lo, hi, *args, out, table, go)
@@ -1265,7 +1267,7 @@ class BatchSim:
             return
         kernel, args_of = self._pending
         self._pending = None
-        _kernels.run_ranges(kernel, self.table.ranges, args_of)
+        _threads.run_ranges(kernel, self.table.ranges, args_of)
 
     def _entry_table(self) -> tuple[np.ndarray, ...]:
         """(e_flow, e_link, e_coef, keep): the nonzero merged entries of the split, sorted by flow, and the
@@ -1333,7 +1335,7 @@ class BatchSim:
 
     def any_lazy(self) -> bool:
         """Whether an instance runs in the lazy exact kernel this interval
-        (:func:`ainet_gym.sim.kernels.lazy_instance`): exact event mode and at least
+        (:func:`ainet_gym.sim.backends.numba.interval.lazy_instance`): exact event mode and at least
         :attr:`incremental_min_flows` flows (>= 0)."""
         k = self.incremental_min_flows
         if k < 0 or self.rate_updates != "event" or self.rate_quantum_s > 0.0:

@@ -80,11 +80,6 @@ def small_rail() -> dict:
     }
 
 
-def collision_scenario() -> dict:
-    """The symmetric two-job collision case of tests/_scenarios.py."""
-    return _scenarios.collision_scenario()
-
-
 FAMILIES = {
     "spine-leaf-2to1": "spine-leaf-2to1",
     "spine-leaf": small_spine_leaf(),
@@ -202,11 +197,11 @@ def test_job_only_baselines_leave_background_on_ecmp_and_bg_variants_move_it() -
     assert BaselineAgent("spray+bg", "split").controls == "jobs"
 
 
-def test_spray_is_never_worse_than_ecmp_on_a_symmetric_collision() -> None:
+def test_spray_is_never_worse_than_ecmp_on_a_symmetric_collision(collision: dict) -> None:
     seeds = list(range(16))
     rewards = {}
     for name in ("ecmp", "spray"):
-        core = core_for(collision_scenario(), batch=len(seeds))
+        core = core_for(collision, batch=len(seeds))
         total = np.zeros(len(seeds))
         for _ in range(core.episode_steps):
             _, r, *_ = core.step_split(engine_split(name, core))
@@ -450,7 +445,7 @@ def test_evaluate_cli_json_has_the_documented_shape(tmp_path: Path, evaluate_jso
         assert isinstance(d["p99_step_time_ratio"], float) and isinstance(d["gap_to_lp"], float)
 
 
-def test_a_registered_agent_is_evaluated(tmp_path: Path) -> None:
+def test_a_registered_agent_is_evaluated(collision: dict, tmp_path: Path) -> None:
     class FirstPath:
         name = "first"
         level = "engine"
@@ -469,9 +464,7 @@ def test_a_registered_agent_is_evaluated(tmp_path: Path) -> None:
 
     register_agent("first", lambda arg: FirstPath(), description="every connection on path 0", overwrite=True)
     try:
-        res = evaluate(
-            EvalConfig(scenario=collision_scenario(), policies=["first", "spray"], seeds=[1, 2], out=None)
-        )
+        res = evaluate(EvalConfig(scenario=collision, policies=["first", "spray"], seeds=[1, 2], out=None))
     finally:
         AGENTS.pop("first")
     pol = res["policies"]
@@ -501,40 +494,38 @@ def test_plugins_from_entry_points_are_registered(monkeypatch: pytest.MonkeyPatc
 # ------------------------------------------------------------------------------------------ bad input
 
 
-def test_unknown_policy_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
+def test_unknown_policy_is_a_clear_error(collision: dict, capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(
         ValueError,
         match=r"policy = 'foo': unknown; allowed: ecmp, spray, wcmp, greedy, lp, spray\+bg, wcmp\+bg, greedy\+bg, lp\+bg, solo-lp\+bg, burst-lp\+bg, ppo:PATH",
     ):
-        evaluate(EvalConfig(scenario=collision_scenario(), policies=["ecmp", "foo"], out=None))
+        evaluate(EvalConfig(scenario=collision, policies=["ecmp", "foo"], out=None))
     assert cli_main(["evaluate", "spine-leaf-2to1", "--policies", "ecmp,foo"]) == 2
     assert "policy = 'foo': unknown; allowed: ecmp" in capsys.readouterr().err
 
 
-def test_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
+def test_missing_model_file_is_a_clear_error(collision: dict, tmp_path: Path) -> None:
     missing = tmp_path / "nope.zip"
     with pytest.raises(FileNotFoundError, match=r"ppo:.*nope\.zip: model file '.*nope\.zip' not found"):
-        evaluate(EvalConfig(scenario=collision_scenario(), policies=[f"ppo:{missing}"], out=None))
+        evaluate(EvalConfig(scenario=collision, policies=[f"ppo:{missing}"], out=None))
     with pytest.raises(FileNotFoundError, match=r"model file .* not found"):
-        train(
-            TrainConfig(
-                scenario=collision_scenario(), timesteps=8, resume=missing, logdir=tmp_path, progress=False
-            )
-        )
+        train(TrainConfig(scenario=collision, timesteps=8, resume=missing, logdir=tmp_path, progress=False))
 
 
-def test_model_on_a_scenario_that_does_not_fit_is_a_clear_error(trained, tmp_path: Path) -> None:
+def test_model_on_a_scenario_that_does_not_fit_is_a_clear_error(
+    collision: dict, trained, tmp_path: Path
+) -> None:
     _, res = trained
     msg = (
         r"does not fit scenario 'collision': it was trained on 'small-spine-leaf' with observations "
         r"\{'kind': 'Box', 'shape': \[\d+\]\}"
     )
     with pytest.raises(ValueError, match=msg):
-        evaluate(EvalConfig(scenario=collision_scenario(), policies=[f"ppo:{res.model_path}"], out=None))
+        evaluate(EvalConfig(scenario=collision, policies=[f"ppo:{res.model_path}"], out=None))
     with pytest.raises(ValueError, match="does not fit scenario 'collision'"):
         train(
             TrainConfig(
-                scenario=collision_scenario(),
+                scenario=collision,
                 timesteps=8,
                 resume=res.model_path,
                 logdir=tmp_path,
@@ -545,26 +536,22 @@ def test_model_on_a_scenario_that_does_not_fit_is_a_clear_error(trained, tmp_pat
         make_agent(f"a2c:{res.model_path}")
 
 
-def test_bad_arguments_name_the_value() -> None:
+def test_bad_arguments_name_the_value(collision: dict) -> None:
     with pytest.raises(ValueError, match=r"algo = 'dqn': unknown; allowed: ppo, a2c, sac, maskable_ppo"):
-        train(TrainConfig(scenario=collision_scenario(), algo="dqn", timesteps=8, progress=False))
+        train(TrainConfig(scenario=collision, algo="dqn", timesteps=8, progress=False))
     with pytest.raises(ValueError, match=r"action_mode = 'path': sac supports split, ecmp_weights"):
-        train(
-            TrainConfig(
-                scenario=collision_scenario(), algo="sac", action_mode="path", timesteps=8, progress=False
-            )
-        )
+        train(TrainConfig(scenario=collision, algo="sac", action_mode="path", timesteps=8, progress=False))
     with pytest.raises(ValueError, match=r"seeds '1,x': 'x' is not a seed or a range of seeds"):
-        evaluate(EvalConfig(scenario=collision_scenario(), seeds="1,x", out=None))
+        evaluate(EvalConfig(scenario=collision, seeds="1,x", out=None))
     with pytest.raises(ValueError, match=r"episodes = 0: must be an integer >= 1"):
-        evaluate(EvalConfig(scenario=collision_scenario(), episodes=0, out=None))
+        evaluate(EvalConfig(scenario=collision, episodes=0, out=None))
 
 
-def test_baseline_agent_rejects_unknown_names() -> None:
+def test_baseline_agent_rejects_unknown_names(collision: dict) -> None:
     with pytest.raises(ValueError, match=r"baseline = 'hash': unknown; allowed: ecmp, spray"):
         BaselineAgent("hash")
     with pytest.raises(ValueError, match=r"baseline = 'hash': unknown; allowed: ecmp"):
-        baseline_actions("hash", core_for(collision_scenario()))
+        baseline_actions("hash", core_for(collision))
 
 
 def test_allowed_policies_are_listed_in_one_order_whatever_was_imported_first() -> None:

@@ -702,3 +702,142 @@ def test_knn_command_tail_cap_fits_the_values_the_api_fits(tmp_path: Path) -> No
     assert (
         main([*args, "--tail-cap", "1.01", "--out", str(tmp_path / "h.npz")]) == 2
     )  # a cap without a penalty
+
+
+# ---------------------------------------------------------------------- the previous_plan block (issue-26zp)
+
+
+def _previous_plan_labels() -> tuple[dict, EnvCore]:
+    """Two episodes of two decisions: the first decisions differ (their plans 3 and 5 are played), the second
+    ones have the same observation and are labelled 4 after plan 3, 2 after plan 5."""
+    sc = _small()
+    core = EnvCore(sc, action_mode="choose_bg", obs_features=("phase",))
+    sl = core.obs_layout["job_phase"]
+    obs = np.zeros((4, sl.stop), dtype=np.float32)
+    obs[0, sl.start] = 1.0  # episode 1, t = 0
+    obs[2, sl.start] = 2.0  # episode 2, t = 0
+    obs[[1, 3], sl.start + 1] = 5.0  # t = 1: the same state in both episodes
+    labels = {
+        "obs": obs, "label": np.array([3, 4, 5, 2]), "played": np.array([3, 4, 5, 2]),
+        "seed": np.array([1, 1, 2, 2]), "t": np.array([0, 1, 0, 1]),
+        "meta": np.array(["imitate-small", "choose_bg", "phase", "4", "6", "spray+bg", "8"]),
+        "plans": np.array(["ecmp", "spray+bg", "wcmp+bg", "greedy+bg", "lp+bg", "solo-lp+bg"]),
+    }  # fmt: skip
+    return labels, core
+
+
+def test_previous_plans_and_their_one_hot_by_hand() -> None:
+    from ainet_gym.agents.imitate import plan_one_hot, previous_plans
+
+    labels, _ = _previous_plan_labels()
+    np.testing.assert_array_equal(previous_plans(labels), [-1, 3, -1, 5])
+    # a DAgger file: the plan played, not the label; an episode cut (t not one more) has no previous plan
+    dag = {**labels, "played": np.array([1, 4, 0, 2]), "t": np.array([0, 1, 0, 2])}
+    np.testing.assert_array_equal(previous_plans(dag), [-1, 1, -1, -1])
+    np.testing.assert_array_equal(plan_one_hot(np.array([-1, 2]), 3, 0.5), [[0, 0, 0], [0, 0, 0.5]])
+    with pytest.raises(ValueError, match="no played"):
+        previous_plans({k: v for k, v in labels.items() if k != "played"})
+
+
+def test_the_previous_plan_block_tells_apart_states_identical_but_the_previous_plan(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn, load_knn
+
+    labels, core = _previous_plan_labels()
+    sc = _small()
+    view = SimpleNamespace(obs_layout=core.obs_layout)
+    block = "job_phase,previous_plan"
+    path = fit_knn(labels, tmp_path / "p.npz", k=1, block=block, scenario=sc, previous_plan_scale=0.5)
+    z = load_knn(path)
+    width = core.obs_layout["job_phase"].stop - core.obs_layout["job_phase"].start
+    assert z["block"] == block and z["previous_plan"] == 0.5 and z["x"].shape == (4, width + 6)
+    np.testing.assert_array_equal(z["x"][:, width:][[1, 3]], [[0, 0, 0, 0.5, 0, 0], [0, 0, 0, 0, 0, 0.5]])
+    assert not z["x"][[0, 2], width:].any()  # first decisions: no previous plan
+    agent = KnnAgent(str(path))
+    agent.check(core)
+    first, second = labels["obs"][[0, 2]], labels["obs"][[1, 3]]
+    assert agent.act(view, first).tolist() == [3, 5]  # each episode's first decision, as labelled
+    assert agent.act(view, second).tolist() == [4, 2]  # the same state: the label after its own previous plan
+    agent.reset(core)
+    agent.act(view, first[::-1])  # plays 5, 3: the previous plans swap, and so do the plans
+    assert agent.act(view, second).tolist() == [2, 4]
+    # without the block (an older file's fit): the same state gets the same plan whatever came before
+    old = KnnAgent(str(fit_knn(labels, tmp_path / "o.npz", k=1, scenario=sc)))
+    assert old.prev_scale is None and load_knn(tmp_path / "o.npz")["previous_plan"] is None
+    old.act(view, first)
+    a = old.act(view, second).tolist()
+    old.act(view, first[::-1])
+    assert old.act(view, second).tolist() == a and a[0] == a[1]
+    # standardised: the one-hot columns keep their scale
+    std = load_knn(fit_knn(labels, tmp_path / "s.npz", k=1, block=block, scenario=sc, standardize=True))
+    assert std["previous_plan"] == 1.0 and (std["scale"][width:] == 1.0).all()
+    assert KnnAgent(str(tmp_path / "s.npz")).act(view, first).tolist() == [3, 5]
+
+
+@pytest.mark.parametrize(
+    ("kw", "must"),
+    [
+        ({"block": "job_phase", "previous_plan_scale": 1.0}, "without the block 'previous_plan'"),
+        ({"block": "previous_plan"}, "beside one or more blocks"),
+        ({"block": "job_phase,previous_plan,previous_plan"}, "'previous_plan' once"),
+        ({"block": "job_phase,previous_plan", "previous_plan_scale": 0.0}, "previous_plan_scale = 0.0"),
+    ],
+)
+def test_a_bad_previous_plan_option_is_refused_by_name(tmp_path, kw, must) -> None:
+    from ainet_gym.agents.imitate import fit_knn
+
+    labels, _ = _previous_plan_labels()
+    with pytest.raises(ValueError, match=must):
+        fit_knn(labels, tmp_path / "x.npz", k=1, scenario=_small(), **kw)
+
+
+def test_a_previous_plan_file_is_checked(tmp_path) -> None:
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn
+    from ainet_gym.agents.model_files import ModelFileError
+
+    labels, _ = _previous_plan_labels()
+    path = fit_knn(labels, tmp_path / "p.npz", k=1, block="job_phase,previous_plan", scenario=_small())
+    arrays = dict(np.load(path, allow_pickle=False))
+    for change, must in (
+        ({"block": np.array("job_phase")}, "both or neither"),
+        ({"previous_plan": np.float64(-1.0)}, "field 'previous_plan'"),
+        ({"x": arrays["x"][:, :6]}, "more than the 6 plans"),
+    ):
+        np.savez(tmp_path / "bad.npz", **{**arrays, **change})
+        with pytest.raises(ModelFileError, match=must.replace("(", r"\(")):
+            KnnAgent(str(tmp_path / "bad.npz"))
+    arrays.pop("previous_plan")
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ModelFileError, match="both or neither"):
+        KnnAgent(str(tmp_path / "bad.npz"))
+
+
+def test_a_previous_plan_student_plays_the_same_in_labels_evaluate_and_pretrained(tmp_path) -> None:
+    from ainet_gym.agents.evaluate import EvalConfig, evaluate
+    from ainet_gym.agents.imitate import KnnAgent, _player, fit_knn
+    from ainet_gym.agents.pretrained import export_knn
+    from ainet_gym.pretrained import pretrained_metadata
+
+    sc = _small()
+    lab = lookahead_labels(sc, [3, 4], h=2)
+    path = fit_knn(lab, tmp_path / "p.npz", k=1, block="job_phase,previous_plan", scenario=sc, vote="value")
+    play = _player(str(path), sc, "choose_bg", ("phase",))
+    first = lookahead_labels(sc, [5, 6], h=2, policy=play)
+    again = lookahead_labels(sc, [5, 6], h=2, policy=play)  # the player starts each batch afresh
+    np.testing.assert_array_equal(first["played"], again["played"])
+    agent, core = KnnAgent(str(path)), EnvCore(sc, batch=2, action_mode="choose_bg", obs_features=("phase",))
+    obs, _ = core.reset([5, 6])
+    agent.reset(core)
+    played = []
+    for _ in range(core.episode_steps):
+        a = agent.act(core, obs)
+        played.append(a)
+        obs, *_ = core.step(a)
+    np.testing.assert_array_equal(np.stack(played, axis=1).reshape(-1), first["played"])
+    out = evaluate(EvalConfig(sc, policies=[f"knn:{path}"], seeds=[5, 6], out=None))
+    assert out["policies"][f"knn:{path}"]["gpu_utilization"]["mean"] == pytest.approx(
+        first["gpu_utilization"].mean(), rel=1e-12
+    )
+    dst = export_knn(path, "imitate-small", ["label", "knn"], 0, tmp_path / "x" / "imitate-small.npz")
+    assert pretrained_metadata(dst)["previous_plan_scale"] == 1.0

@@ -18,7 +18,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("stable_baselines3")
 
-from _cli import one_line  # noqa: E402
 from _scenarios import small_spine_leaf  # noqa: E402
 
 from ainet_gym.agents.model_files import (  # noqa: E402
@@ -63,18 +62,18 @@ def _rllib_folder(tmp_path: Path, marker: Path, meta: dict | None = None) -> Pat
     return d
 
 
-def test_an_rllib_folder_of_pickles_is_refused_and_never_runs(tmp_path, capsys) -> None:
+def test_an_rllib_folder_of_pickles_is_refused_and_never_runs(tmp_path, one_line) -> None:
     """Fails on the old code: RLModule.from_checkpoint unpickled class_and_ctor_args.pkl (the marker
     appeared) before anything was checked."""
     marker = tmp_path / "pwned"
     d = _rllib_folder(tmp_path, marker)
     assert _evaluate(f"rllib:{d}", tmp_path) == 2
-    line = one_line(capsys, f"rllib:{d}", "convert-rllib", "--trust-checkpoint")
+    line = one_line(f"rllib:{d}", "convert-rllib", "--trust-checkpoint")
     assert "Traceback" not in line
     assert not marker.exists()
 
 
-def test_crafted_policy_weights_are_refused_and_never_run(tmp_path, capsys) -> None:
+def test_crafted_policy_weights_are_refused_and_never_run(tmp_path, one_line) -> None:
     from ainet_gym.agents.rllib_policy import POLICY_FILE, POLICY_FORMAT
 
     marker = tmp_path / "pwned"
@@ -86,7 +85,7 @@ def test_crafted_policy_weights_are_refused_and_never_run(tmp_path, capsys) -> N
     d = _rllib_folder(tmp_path, marker, {"framework": "rllib", "policy_module": spec})
     torch.save({"0.weight": _Evil(marker)}, d / POLICY_FILE)  # a pickle, not tensors
     assert _evaluate(f"rllib:{d}", tmp_path) == 2
-    one_line(capsys, f"rllib:{d}", POLICY_FILE, "not a torch weights file")
+    one_line(f"rllib:{d}", POLICY_FILE, "not a torch weights file")
     assert not marker.exists()
 
 
@@ -164,7 +163,7 @@ def test_the_rebuilt_policy_matches_an_independent_torch_reference(tmp_path) -> 
     np.testing.assert_array_equal(net2.act(obs, md), want)
 
 
-def test_resume_of_an_untrusted_rllib_folder_is_refused_before_ray(tmp_path, capsys) -> None:
+def test_resume_of_an_untrusted_rllib_folder_is_refused_before_ray(tmp_path, one_line) -> None:
     """Fails on the old code: --resume handed the folder to RLlib's restore_from_path (pickles)."""
     marker = tmp_path / "pwned"
     d = _rllib_folder(tmp_path, marker)
@@ -172,15 +171,15 @@ def test_resume_of_an_untrusted_rllib_folder_is_refused_before_ray(tmp_path, cap
         ["train", "spine-leaf-2to1", "--framework", "rllib", "--resume", str(d), "--out", str(tmp_path / "o")]
     )
     assert rc == 2
-    one_line(capsys, str(d), "--trust-checkpoint", "can run code")
+    one_line(str(d), "--trust-checkpoint", "can run code")
     assert not marker.exists()
 
 
-def test_convert_needs_the_trust_flag(tmp_path, capsys) -> None:
+def test_convert_needs_the_trust_flag(tmp_path, one_line) -> None:
     marker = tmp_path / "pwned"
     d = _rllib_folder(tmp_path, marker)
     assert main(["convert-rllib", str(d)]) == 2
-    one_line(capsys, str(d), "--trust-checkpoint")
+    one_line(str(d), "--trust-checkpoint")
     assert not marker.exists()
     with pytest.raises(UntrustedModelError):
         from ainet_gym.agents.rllib_train import convert_checkpoint
@@ -191,24 +190,24 @@ def test_convert_needs_the_trust_flag(tmp_path, capsys) -> None:
 # ---------------------------------------------------------------------- graph policies
 
 
-def test_a_crafted_graph_policy_is_refused_and_never_runs(tmp_path, capsys) -> None:
+def test_a_crafted_graph_policy_is_refused_and_never_runs(tmp_path, one_line) -> None:
     marker = tmp_path / "pwned"
     evil = tmp_path / "graph.pt"
     torch.save({"format": "x", "config": _Evil(marker)}, evil)
     assert _evaluate(f"graph:{evil}", tmp_path) == 2
-    one_line(capsys, f"graph:{evil}", "not a torch weights file")
+    one_line(f"graph:{evil}", "not a torch weights file")
     assert not marker.exists()
 
 
 @pytest.mark.parametrize(
     "content", [b"name: not a torch file\n", b"PK\x03\x04garbage", bytes(range(256)) * 4, b""]
 )
-def test_a_file_that_is_not_a_torch_checkpoint_is_one_line(tmp_path, capsys, content) -> None:
+def test_a_file_that_is_not_a_torch_checkpoint_is_one_line(tmp_path, one_line, content) -> None:
     """Fails on the old code for the text file: torch.load raised KeyError, a traceback."""
     f = tmp_path / "notes.txt"
     f.write_bytes(content)
     assert _evaluate(f"graph:{f}", tmp_path) == 2
-    one_line(capsys, f"graph:{f}")
+    one_line(f"graph:{f}")
 
 
 def test_graph_policy_config_is_range_checked(tmp_path) -> None:
@@ -244,33 +243,33 @@ def _ppo_zip(tmp_path: Path, meta: dict, data_edit=None) -> Path:
     return dst
 
 
-def test_a_crafted_per_switch_model_is_refused_and_never_runs(tmp_path, capsys) -> None:
+def test_a_crafted_per_switch_model_is_refused_and_never_runs(tmp_path, one_line) -> None:
     marker = tmp_path / "pwned"
     payload = base64.b64encode(pickle.dumps(_Evil(marker))).decode()
     meta = {"algo": "ppo", "kind": "per_switch", "agents": "leaf", "history": 4}
     evil = _ppo_zip(tmp_path, meta, lambda d: d.update(lr_schedule={":serialized:": payload}))
     assert _evaluate(f"marl:{evil}", tmp_path) == 2
-    one_line(capsys, str(evil), "refusing to unpickle")
+    one_line(str(evil), "refusing to unpickle")
     assert not marker.exists()
 
 
-def test_per_switch_metadata_missing_a_key_is_one_line(tmp_path, capsys) -> None:
+def test_per_switch_metadata_missing_a_key_is_one_line(tmp_path, one_line) -> None:
     """Fails on the old code: KeyError 'observation_shape' (a traceback)."""
     meta = {"algo": "ppo", "kind": "per_switch", "agents": "leaf", "history": 4}
     p = _ppo_zip(tmp_path, meta)
     assert _evaluate(f"marl:{p}", tmp_path) == 2
-    one_line(capsys, f"marl:{p}", "lacks observation_shape, action_shape")
+    one_line(f"marl:{p}", "lacks observation_shape, action_shape")
 
 
 @pytest.mark.parametrize("history", [10**9, -1, "4", 2.5])
-def test_model_metadata_history_is_range_checked(tmp_path, capsys, history) -> None:
+def test_model_metadata_history_is_range_checked(tmp_path, one_line, history) -> None:
     """Fails on the old code for 1e9: the env allocated a 1e9-interval history (MemoryError)."""
     p = _ppo_zip(tmp_path, {"algo": "ppo", "action_mode": "split", "history": history})
     assert _evaluate(f"ppo:{p}", tmp_path) == 2
-    one_line(capsys, str(p), "history", f"[1, {int(LIMITS['history_max']):,}]")
+    one_line(str(p), "history", f"[1, {int(LIMITS['history_max']):,}]")
 
 
-def test_a_crafted_shipped_checkpoint_is_refused_and_never_runs(tmp_path, monkeypatch, capsys) -> None:
+def test_a_crafted_shipped_checkpoint_is_refused_and_never_runs(tmp_path, monkeypatch, one_line) -> None:
     import ainet_gym.pretrained as shipped
 
     marker = tmp_path / "pwned"
@@ -285,16 +284,16 @@ def test_a_crafted_shipped_checkpoint_is_refused_and_never_runs(tmp_path, monkey
     evil.rename(folder / "spine-leaf-2to1.zip")
     monkeypatch.setattr(shipped, "PRETRAINED_DIR", folder)
     assert _evaluate("pretrained", tmp_path) == 2
-    one_line(capsys, "spine-leaf-2to1.zip", "refusing to unpickle")
+    one_line("spine-leaf-2to1.zip", "refusing to unpickle")
     assert not marker.exists()
     assert shipped.pretrained_path("../shipped/spine-leaf-2to1") is None  # a name never leaves the folder
 
 
-def test_model_files_above_the_ceiling_are_refused_unread(tmp_path, monkeypatch, capsys) -> None:
+def test_model_files_above_the_ceiling_are_refused_unread(tmp_path, monkeypatch, one_line) -> None:
     p = _ppo_zip(tmp_path, {"algo": "ppo", "action_mode": "split"})
     monkeypatch.setitem(MODEL_LIMITS, "file_bytes", 1000)
     assert _evaluate(f"ppo:{p}", tmp_path) == 2
-    one_line(capsys, str(p), "above the ceiling of 1,000", "MODEL_LIMITS['file_bytes']")
+    one_line(str(p), "above the ceiling of 1,000", "MODEL_LIMITS['file_bytes']")
 
 
 def test_missing_model_paths_are_both_value_and_file_errors(tmp_path) -> None:
@@ -307,11 +306,11 @@ def test_missing_model_paths_are_both_value_and_file_errors(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("content", [b"root:x:0:0:root:/root:/bin/bash\n", b"PK\x03\x04 not really a zip"])
-def test_a_per_switch_model_that_is_not_a_model_is_named_as_given(tmp_path, capsys, content) -> None:
+def test_a_per_switch_model_that_is_not_a_model_is_named_as_given(tmp_path, one_line, content) -> None:
     """A refused model file: one line naming the path as given, with its loader (fails on the old code: a
     ``marl:`` file was reported as ``ppo:PATH``, the loader the per-switch one is built on)."""
     p = tmp_path / "switches.zip"
     p.write_bytes(content)
     assert _evaluate(f"marl:{p}", tmp_path) == 2
-    line = one_line(capsys, f"marl:{p}")
+    line = one_line(f"marl:{p}")
     assert "ppo:" not in line, line

@@ -63,14 +63,6 @@ def test_a_favour_plan_gives_the_hand_computed_step_times(backend: str) -> None:
     assert core.world.sim.engine_state.unit_weight is None
 
 
-def test_plain_plans_keep_their_class_and_the_default_weight_is_16() -> None:
-    assert plans_of_mode("choose_bg", ("isolate0+bg",))[0] == "jobs+bg"
-    assert plans_of_mode("choose_bg", ("isolate0+bg", "favour1+bg"))[0] == "jobs+bg+weights"
-    assert weighted_plan("favour1+bg").weight == FAVOUR_WEIGHT == 16.0
-    assert weighted_plan("favour2-w4.5+bg").weight == 4.5
-    assert weighted_plan("lp+bg") is None
-
-
 @pytest.mark.parametrize(
     ("make", "words"),
     [

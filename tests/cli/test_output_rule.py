@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _cli import one_line
 
 from ainet_gym.cli import main
 from ainet_gym.scenario.loader import scenarios_dir
@@ -28,29 +27,29 @@ def _run(args: list[str]) -> int:
 # ---------------------------------------------------------------------- export-fabric
 
 
-def test_export_fabric_never_writes_over_its_input_scenario(tmp_path, capsys) -> None:
+def test_export_fabric_never_writes_over_its_input_scenario(tmp_path, one_line) -> None:
     """Fails on the old code: --graphml wrote over the scenario file it had read."""
     sc = tmp_path / "mine.yaml"
     shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", sc)
     before = sc.read_bytes()
     for extra in ([], ["--overwrite"]):
         assert main(["export-fabric", str(sc), "--graphml", str(sc), *extra]) == 2
-        one_line(capsys, "--graphml", "input", "never overwritten")
+        one_line("--graphml", "input", "never overwritten")
     assert sc.read_bytes() == before
 
 
-def test_export_fabric_replaces_a_file_only_with_overwrite(tmp_path, capsys) -> None:
+def test_export_fabric_replaces_a_file_only_with_overwrite(tmp_path, one_line) -> None:
     """Fails on the old code: an existing file was replaced without a word."""
     out = tmp_path / "f.graphml"
     out.write_text("mine")
     assert main(["export-fabric", SCENARIO, "--graphml", str(out)]) == 2
-    one_line(capsys, "--graphml", "--overwrite")
+    one_line("--graphml", "--overwrite")
     assert out.read_text() == "mine"
     assert main(["export-fabric", SCENARIO, "--graphml", str(out), "--overwrite"]) == 0
     assert out.read_text().startswith("<?xml")
 
 
-def test_export_fabric_never_writes_over_the_graph_it_read(tmp_path, capsys) -> None:
+def test_export_fabric_never_writes_over_the_graph_it_read(one_line, tmp_path, capsys) -> None:
     g = tmp_path / "g.graphml"
     assert main(["export-fabric", SCENARIO, "--graphml", str(g)]) == 0
     sc = tmp_path / "g.yaml"
@@ -61,14 +60,14 @@ def test_export_fabric_never_writes_over_the_graph_it_read(tmp_path, capsys) -> 
     capsys.readouterr()
     before = g.read_bytes()
     assert main(["export-fabric", str(sc), "--graphml", str(g), "--overwrite"]) == 2
-    one_line(capsys, "never overwritten")
+    one_line("never overwritten")
     assert g.read_bytes() == before
 
 
 # ---------------------------------------------------------------------- bench, leaderboard, sweep
 
 
-def test_bench_refuses_earlier_results_and_makes_fresh_folders(tmp_path, monkeypatch, capsys) -> None:
+def test_bench_refuses_earlier_results_and_makes_fresh_folders(tmp_path, monkeypatch, one_line) -> None:
     """Fails on the old code: --out replaced bench.json; --sections ',' measured nothing and exited 0."""
     import ainet_gym.bench as bench
 
@@ -76,10 +75,10 @@ def test_bench_refuses_earlier_results_and_makes_fresh_folders(tmp_path, monkeyp
     d.mkdir()
     (d / "bench.json").write_text("{}")
     assert main(["bench", "--quick", "--out", str(d), "--sections", "allocator"]) == 2
-    one_line(capsys, "--out", "bench.json", "--overwrite")
+    one_line("--out", "bench.json", "--overwrite")
     assert (d / "bench.json").read_text() == "{}"
     assert main(["bench", "--quick", "--sections", ","]) == 2
-    one_line(capsys, "--sections", "empty")
+    one_line("--sections", "empty")
 
     seen: list[Path] = []
 
@@ -109,29 +108,29 @@ def test_bench_config_budgets_are_checked() -> None:
         check_bench_config(replace(BenchConfig.quick_preset(), sections=()))
 
 
-def test_leaderboard_refuses_earlier_results_and_nothing_to_evaluate(tmp_path, capsys) -> None:
+def test_leaderboard_refuses_earlier_results_and_nothing_to_evaluate(tmp_path, one_line) -> None:
     """Fails on the old code: nothing to evaluate ended in ZeroDivisionError (a traceback)."""
     assert (
         main(["leaderboard", "--env-ids", "none", "--scenarios", "none", "--out", str(tmp_path / "l")]) == 2
     )
-    one_line(capsys, "nothing to evaluate")
+    one_line("nothing to evaluate")
     (tmp_path / "l").mkdir()
     (tmp_path / "l" / "leaderboard.md").write_text("mine")
     assert main(["leaderboard", "--quick", "--env-ids", "none", "--out", str(tmp_path / "l")]) == 2
-    one_line(capsys, "leaderboard.md", "--overwrite")
+    one_line("leaderboard.md", "--overwrite")
     assert (tmp_path / "l" / "leaderboard.md").read_text() == "mine"
 
 
-def test_sweep_checks_its_arguments_before_ray(tmp_path, capsys) -> None:
+def test_sweep_checks_its_arguments_before_ray(tmp_path, one_line) -> None:
     """Fails on the old code: --num-env-runners -1 started Ray and failed with Ray's message; --out
     replaced an earlier sweep's table."""
     assert _run(["sweep", "--num-env-runners", "-1"]) == 2
-    one_line(capsys, "--num-env-runners", "out of range")
+    one_line("--num-env-runners", "out of range")
     d = tmp_path / "s"
     d.mkdir()
     (d / "results.md").write_text("mine")
     assert main(["sweep", "--scenarios", SCENARIO, "--out", str(d)]) == 2
-    one_line(capsys, "results.md", "--overwrite")
+    one_line("results.md", "--overwrite")
 
 
 def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> None:
@@ -166,10 +165,10 @@ def test_sweep_gives_trials_absolute_scenario_paths(tmp_path, monkeypatch) -> No
         (["leaderboard", "--quick", "--scenarios", " , ", "--out", "x"], "--scenarios ' , ': empty"),
     ],
 )
-def test_empty_or_negative_inputs_are_refused(args, must, capsys) -> None:
+def test_empty_or_negative_inputs_are_refused(args, must, one_line) -> None:
     """Fails on the old code for soak: an empty mode list or a negative budget printed success, exit 0."""
     assert _run(args) == 2
-    assert len(one_line(capsys, must)) < 400  # a 5,000-digit value is not echoed
+    assert len(one_line(must)) < 400  # a 5,000-digit value is not echoed
 
 
 def test_a_path_action_of_1e20_is_reported_as_given() -> None:
@@ -200,7 +199,7 @@ def test_outputs_helpers_refuse_inputs_even_with_overwrite(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("command", ["evaluate", "demo"])
-def test_results_never_replace_the_input_scenario_even_with_overwrite(tmp_path, capsys, command) -> None:
+def test_results_never_replace_the_input_scenario_even_with_overwrite(tmp_path, one_line, command) -> None:
     """Fails on the old code: with --overwrite, ``evaluate ev/results.md --out ev`` wrote its table over the
     scenario it had just read (the scenario was not among the inputs the output rule protects)."""
     out = tmp_path / "ev"
@@ -213,11 +212,11 @@ def test_results_never_replace_the_input_scenario_even_with_overwrite(tmp_path, 
     else:
         args = ["demo", "--scenario", str(scenario), "--quick", "--timesteps", "8"]
     assert _run([*args, "--out", str(out), "--overwrite"]) == 2
-    one_line(capsys, "results.md", "this command's input", "even with --overwrite")
+    one_line("results.md", "this command's input", "even with --overwrite")
     assert scenario.read_bytes() == before
 
 
-def test_train_never_writes_its_model_over_the_input_scenario(tmp_path, capsys) -> None:
+def test_train_never_writes_its_model_over_the_input_scenario(tmp_path, one_line) -> None:
     """Fails on the old code: a scenario file named model.zip in --out was replaced by the model."""
     scenario = tmp_path / "model.zip"
     shutil.copy(scenarios_dir() / f"{SCENARIO}.yaml", scenario)
@@ -233,7 +232,7 @@ def test_train_never_writes_its_model_over_the_input_scenario(tmp_path, capsys) 
         "--no-progress",
     ]
     assert _run(args) == 2
-    one_line(capsys, "model.zip", "this command's input", "even with --overwrite")
+    one_line("model.zip", "this command's input", "even with --overwrite")
     assert scenario.read_bytes() == before
 
 
@@ -272,7 +271,7 @@ def test_soak_runs_every_action_mode_by_default(monkeypatch, capsys) -> None:
     assert ran == list(ACTION_MODES)
 
 
-def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_path, capsys) -> None:
+def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_path, one_line) -> None:
     """Fails on the old code: ``leaderboard --scenarios lb/leaderboard.md --out lb --overwrite`` wrote its table
     over the scenario it evaluated (the output rule had no inputs for leaderboard and sweep); the sweep is
     refused at the driver, before Ray."""
@@ -283,7 +282,7 @@ def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_pat
     before = scenario.read_bytes()
     args = ["leaderboard", "--quick", "--env-ids", "none", "--scenarios", str(scenario), "--out", str(out)]
     assert _run([*args, "--overwrite"]) == 2
-    one_line(capsys, "its leaderboard.md would replace this command's input", "even with --overwrite")
+    one_line("its leaderboard.md would replace this command's input", "even with --overwrite")
     assert scenario.read_bytes() == before
     (out / "results.md").write_bytes(before)  # the sweep's table, or inside its checkpoints/ folder
     (out / "checkpoints").mkdir()
@@ -291,7 +290,7 @@ def test_leaderboard_and_sweep_never_write_where_their_input_scenario_is(tmp_pat
     for sc in (out / "results.md", out / "checkpoints" / "mine.yaml"):
         sweep = ["sweep", "--scenarios", str(sc), "--out", str(out), "--overwrite", "--timesteps", "8"]
         assert _run(sweep) == 2
-        one_line(capsys, "would replace this command's input", str(sc))
+        one_line("would replace this command's input", str(sc))
         assert sc.read_bytes() == before
 
 
@@ -325,7 +324,7 @@ MODULE_COMMANDS = [
 
 
 @pytest.mark.parametrize(("module", "args", "flag"), MODULE_COMMANDS, ids=[m for m, _, _ in MODULE_COMMANDS])
-def test_module_commands_never_replace_a_file_unasked(module, args, flag, tmp_path, capsys) -> None:
+def test_module_commands_never_replace_a_file_unasked(module, args, flag, tmp_path, one_line) -> None:
     """The research commands run as ``python -m`` follow the same rule: an existing output file is refused in
     one line naming the flag, before any work, and is left as it was (they wrote over it silently before)."""
     import importlib
@@ -334,5 +333,5 @@ def test_module_commands_never_replace_a_file_unasked(module, args, flag, tmp_pa
     old = tmp_path / "old.json"
     old.write_text("keep me")
     assert main_of([*args, flag, str(old)]) == 2
-    one_line(capsys, flag, "exists", "--overwrite")
+    one_line(flag, "exists", "--overwrite")
     assert old.read_text() == "keep me"

@@ -9,25 +9,11 @@ import pytest
 from _scenarios import small_spine_leaf
 
 from ainet_gym.envs.env import EnvCore, FabricRoutingEnv
-from ainet_gym.routing.plans import CHOOSE_MODES, PLANS, plans_of_mode
-from ainet_gym.routing.policies import CONTROLS, POLICIES, PREDICTIVE, get_policy
+from ainet_gym.routing.plans import CHOOSE_MODES, PLANS
+from ainet_gym.routing.policies import get_policy
 
 #: 16 GPUs, two ring jobs, periodic storage background, link failures: every plan has work to do
 DYNAMIC = small_spine_leaf(12, link_failures={"rate_per_step": 0.2, "repair_steps": 3})
-
-
-def test_plans_are_the_baselines_of_one_class_in_the_documented_order() -> None:
-    assert PLANS["jobs"] == ("ecmp", "spray", "wcmp", "greedy", "lp")
-    assert PLANS["jobs+bg"][:3] == ("ecmp", "spray+bg", "wcmp+bg")
-    for mode, cls in CHOOSE_MODES.items():
-        got_cls, plans = plans_of_mode(mode)
-        assert got_cls == cls and plans == PLANS[cls]
-        assert plans[0] == "ecmp"  # action 0: the default routing
-        assert all(p in POLICIES and CONTROLS[p] == cls for p in plans[1:])
-    # every baseline of a class is a plan of its mode (no baseline left out), but the predict-then-route
-    # ones, whose forecast needs every interval (routing.plans)
-    for cls in PLANS:
-        assert {p for p, c in CONTROLS.items() if c == cls and p not in PREDICTIVE} <= set(PLANS[cls])
 
 
 @pytest.mark.parametrize("mode", list(CHOOSE_MODES))

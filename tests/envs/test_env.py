@@ -8,7 +8,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from _scenarios import churn_dynamics, small_spine_leaf
-from _scenarios import collision_scenario as _collision_scenario
 from gymnasium.utils.env_checker import check_env
 
 import ainet_gym
@@ -283,14 +282,9 @@ def test_bad_constructor_arguments_name_the_argument() -> None:
         FabricRoutingEnv(small_scenario()).step(np.zeros(1))
 
 
-def collision_scenario() -> dict:
-    """The two-job collision case of tests/_scenarios.py: on one spine the jobs collide (half rate)."""
-    return _collision_scenario()
-
-
 @pytest.mark.parametrize("reward", ["gpu_utilization", "step_time"])
-def test_routing_that_avoids_a_collision_earns_more_reward(reward: str) -> None:
-    env = FabricRoutingEnv(collision_scenario(), action_mode="path", reward=reward)
+def test_routing_that_avoids_a_collision_earns_more_reward(collision: dict, reward: str) -> None:
+    env = FabricRoutingEnv(collision, action_mode="path", reward=reward)
     env.reset(seed=0)
     mask = env.unwrapped.core.controllable[0]
     assert mask.sum() == 4  # each job: a->b and b->a, each with 2 candidate paths
@@ -311,8 +305,8 @@ def test_routing_that_avoids_a_collision_earns_more_reward(reward: str) -> None:
     np.testing.assert_allclose(info["step_time_ms"][:2], 10 + 16, rtol=1e-9)
 
 
-def test_action_masks_match_candidate_paths() -> None:
-    env = FabricRoutingEnv(collision_scenario(), action_mode="path")
+def test_action_masks_match_candidate_paths(collision: dict) -> None:
+    env = FabricRoutingEnv(collision, action_mode="path")
     env.reset(seed=0)
     m = env.action_masks().reshape(-1, 2)
     assert m.all()  # every slot is a cross-leaf connection with two paths

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 from ainet_gym.scenario.loader import load_scenario
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import jit as _jit
+from ainet_gym.sim.backends.numba import threads as _threads
+from ainet_gym.sim.backends.numba.sums import gathered_row_sum, pairwise_sum
 from ainet_gym.sim.engine import IntervalMetrics
-from ainet_gym.sim.metrics import gathered_row_sum, pairwise_sum
 from ainet_gym.sim.world import FabricWorld
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
-pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
 
 
 def _data(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -137,9 +138,9 @@ def test_compiled_env_side_is_bit_for_bit_the_numpy_backend(
 ) -> None:
     """Every observation, reward, done flag and info value of the vector env, bit for bit (the allocation in
     the parallel-rule kernel: the lazy exact kernel agrees to round-off, tests/sim/test_incremental.py)."""
-    from ainet_gym.sim import kernels
+    from ainet_gym.sim.backends.numba import settings
 
-    monkeypatch.setattr(kernels, "INCREMENTAL_MIN_FLOWS", -1)
+    monkeypatch.setattr(settings, "INCREMENTAL_MIN_FLOWS", -1)
     a = _flatten(_rollout(name, "numba", 10, info_keys))
     b = _flatten(_rollout(name, "numpy", 10, info_keys))
     assert a.keys() == b.keys()
@@ -155,8 +156,8 @@ def test_history_block_on_the_kernel_threads_equals_the_serial_observation(name:
     failures (capacities change between the two)."""
     from ainet_gym.envs.env import EnvCore
 
-    monkeypatch.setattr(_kernels, "MIN_SEGMENTS_PER_RANGE", 1)  # small batches cut into ranges, on 2 threads
-    monkeypatch.setattr(_kernels, "kernel_threads", lambda: 2)
+    monkeypatch.setattr(_threads, "MIN_SEGMENTS_PER_RANGE", 1)  # small batches cut into ranges, on 2 threads
+    monkeypatch.setattr(_threads, "kernel_threads", lambda: 2)
     early, late = (EnvCore(name, batch=6, backend="numba") for _ in range(2))
     monkeypatch.setattr(late, "_early_blocks", lambda active: None)
     for c in (early, late):

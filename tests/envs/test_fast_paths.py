@@ -14,7 +14,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from ainet_gym.fabric.topology import _all_shortest_paths, build_fabric
+from ainet_gym.fabric.paths import all_shortest_paths
+from ainet_gym.fabric.topology import build_fabric
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.sim.state import EngineState, SimState
 
@@ -38,7 +39,7 @@ def test_switch_paths_match_networkx(name: str) -> None:
         for b in range(f.n_leaves):
             src, dst = int(f.leaf_node[a]), int(f.leaf_node[b])
             ref = sorted(nx.all_shortest_paths(g, src, dst)) if nx.has_path(g, src, dst) else []
-            assert sorted(_all_shortest_paths(adj, src, dst)) == ref
+            assert sorted(all_shortest_paths(adj, src, dst)) == ref
 
 
 def test_fabric_graph_is_built_on_demand() -> None:
@@ -87,9 +88,9 @@ def test_compiled_decode_equals_numpy_decode_bit_for_bit(scenario: str, max_path
     numpy's 8-way pairwise-summation threshold (a left-to-right sum differs there in the last bits), with
     rows of all -1 (the even split) and rows at the bounds."""
     from ainet_gym.envs.env import EnvCore
-    from ainet_gym.sim import kernels as _kernels
+    from ainet_gym.sim.backends.numba import jit as _jit
 
-    if not _kernels.HAVE_NUMBA:
+    if not _jit.HAVE_NUMBA:
         pytest.skip("numba is not installed")
     core = EnvCore(_scenario_with_paths(scenario, max_paths), batch=3, backend="numba")
     core.reset([0, 1, 2])
@@ -128,10 +129,10 @@ def test_reset_in_place_equals_full_restack(backend: str, mask: tuple[bool, ...]
     """Resetting copies of three (one, two, all) restarts their units in place (the placement is deterministic, so the
     units are the same), twice; every engine state array and the next intervals' results equal those of the full
     restack it replaces (a restart that forgot a timer, a flow's bytes or the split would differ)."""
-    from ainet_gym.sim import kernels as _kernels
+    from ainet_gym.sim.backends.numba import jit as _jit
     from ainet_gym.sim.world import FabricWorld
 
-    if backend == "numba" and not _kernels.HAVE_NUMBA:
+    if backend == "numba" and not _jit.HAVE_NUMBA:
         pytest.skip("numba is not installed")
     sc = load_scenario("spine-leaf-2to1")
     taken: list[bool] = []

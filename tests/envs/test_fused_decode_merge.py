@@ -1,5 +1,5 @@
 """The numba split-mode step decodes the actions and merges the split in one compiled pass per instance
-range (:meth:`BatchSim.set_split_fused` with :func:`ainet_gym.envs.kernels.decode_merge_range`).
+range (:meth:`BatchSim.set_split_fused` with :func:`ainet_gym.sim.backends.numba.env_passes.decode_merge_range`).
 
 Reference: the two passes it replaces, :meth:`EnvCore.decode` then :meth:`BatchSim.set_split`, on the same
 engine state: the split, the merged coefficient of every segment and each instance's compacted entries must
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ainet_gym.envs import kernels as _envkernels
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import env_passes as _env_passes
+from ainet_gym.sim.backends.numba import jit as _jit
 
-pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
 
 
 def _entries(sim) -> list[bytes]:
@@ -48,7 +48,7 @@ def test_fused_decode_and_merge_equal_the_two_passes(name: str) -> None:
         sim.merge_pending()  # set_split merges when the entries are next needed: now
         ref = _entries(sim)
         sim.set_split_fused(
-            _envkernels.decode_merge_range,
+            _env_passes.decode_merge_range,
             (rows, ctrl, conns, npaths, core._default, fixed, ctrl_lo, fixed_lo),
             np.empty_like(core._default),
         )
@@ -57,7 +57,7 @@ def test_fused_decode_and_merge_equal_the_two_passes(name: str) -> None:
         sim.set_split(None)
         sim.merge_pending()  # the first-path split's entries in the buffers
         sim.set_split_fused(
-            _envkernels.decode_merge_range,
+            _env_passes.decode_merge_range,
             (rows, ctrl, conns, npaths, core._default, fixed, ctrl_lo, fixed_lo),
             np.empty_like(core._default),
             defer=True,
@@ -83,7 +83,7 @@ def test_a_deferred_split_runs_with_the_interval_as_an_immediate_one_does() -> N
             ctrl_lo, fixed_lo = core._instance_bounds(conns, fixed)
             rows = np.ascontiguousarray(core.validate(a), dtype=np.float64).reshape(-1, core.P)
             sim.set_split_fused(
-                _envkernels.decode_merge_range,
+                _env_passes.decode_merge_range,
                 (rows, ctrl, conns, npaths, core._default, fixed, ctrl_lo, fixed_lo),
                 np.empty_like(core._default),
                 defer=defer,
@@ -98,4 +98,4 @@ def test_set_split_fused_needs_the_numba_backend() -> None:
     core = EnvCore("spine-leaf-2to1", batch=2, backend="numpy")
     core.reset([None, None])
     with pytest.raises(ValueError, match="backend 'numpy'"):
-        core.world.sim.set_split_fused(_envkernels.decode_merge_range, (), np.empty_like(core._default))
+        core.world.sim.set_split_fused(_env_passes.decode_merge_range, (), np.empty_like(core._default))

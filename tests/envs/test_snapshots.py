@@ -15,9 +15,9 @@ from _states import assert_states_equal, episode_arrays
 from ainet_gym.envs.env import ACTION_MODES, EnvCore, FabricRoutingEnv, step_state
 from ainet_gym.envs.state import GeneratorState, SingleWrapperState, VectorWrapperState
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import jit as _jit
 
-BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]
+BACKENDS = ["numpy", "numba"] if _jit.HAVE_NUMBA else ["numpy"]
 INFO = ("links", "flows", "collisions")
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import offered_load, place_least_loaded
-from ainet_gym.sim import kernels
+from ainet_gym.sim.backends.numba import interval, jit, lazy
 from ainet_gym.sim.state import SimState
 
 
@@ -23,12 +23,13 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     compiled records' constructors take the fields in the order the records define them, and the values
     the numba backend builds them from are the simulation's own arrays of each field's name (a field
     built from the wrong array, or a copy the kernel would write without the state seeing it, fails)."""
-    if not kernels.HAVE_NUMBA:
+    if not jit.HAVE_NUMBA:
         pytest.skip("numba is not installed")
     from ainet_gym.sim import records
-    from ainet_gym.sim.backends.numba import _records
+    from ainet_gym.sim.backends.numba import records as nb_records
+    from ainet_gym.sim.backends.numba.backend import _records
 
-    params = list(inspect.signature(kernels.run_interval_numba.py_func).parameters)
+    params = list(inspect.signature(interval.run_interval_numba.py_func).parameters)
     assert params[11:16] == ["structure", "state", "outputs", "stats", "go"]
     # the lazy kernel takes the same arrays positionally, in records.positional's order
     names = records.positional(
@@ -36,21 +37,21 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
         records.IntervalState(*records.STATE_FIELDS),
     )
     expected = [*names, *records.OUTPUTS_FIELDS, "stats", "go"]
-    params = list(inspect.signature(kernels.run_interval_lazy.py_func).parameters)
+    params = list(inspect.signature(lazy.run_interval_lazy.py_func).parameters)
     assert params[11 : 11 + len(expected)] == expected
     for kind, names in (
         ("structure", records.STRUCTURE_FIELDS),
         ("state", records.STATE_FIELDS),
         ("outputs", records.OUTPUTS_FIELDS),
     ):
-        new = records._NEW[kind].py_func
+        new = nb_records._NEW[kind].py_func
         assert tuple(inspect.signature(new).parameters) == tuple(names), kind
     core = EnvCore("spine-leaf-2to1", batch=2, backend="numba")
     core.reset([0, 1])
     core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
     sim = core.world.sim
     structure, state, _ = _records(sim)
-    assert isinstance(structure, records.StructureRecord) and isinstance(state, records.StateRecord)
+    assert isinstance(structure, nb_records.StructureRecord) and isinstance(state, nb_records.StateRecord)
     assert _records(sim)[1] is state  # built once, kept while the arrays are the same
     values, state_values = records.interval_records(sim)
     assert state_values._fields == records.STATE_FIELDS
@@ -79,7 +80,7 @@ def test_state_is_one_set_of_arrays(backend: str) -> None:
     """``sim.state.rem`` etc. are the same arrays through a run (both backends write in place), and the
     state is read through ``sim.state`` only: ``sim.rem`` raises, and so does binding it (which would
     detach it from what the kernel mutates), each naming ``sim.state.rem``."""
-    if backend == "numba" and not kernels.HAVE_NUMBA:
+    if backend == "numba" and not jit.HAVE_NUMBA:
         pytest.skip("numba is not installed")
     core = EnvCore("spine-leaf-2to1", batch=2, backend=backend)
     core.reset([0, 1])
@@ -212,7 +213,7 @@ def test_place_least_loaded_takes_loads_equal_up_to_round_off_as_ties() -> None:
 
 # ---------------------------------------------------------------- the engine's state beside SimState
 
-BACKENDS = ["numpy", "numba"] if kernels.HAVE_NUMBA else ["numpy"]
+BACKENDS = ["numpy", "numba"] if jit.HAVE_NUMBA else ["numpy"]
 #: what the engine keeps from interval to interval beside SimState (docs/development.md, "State as data")
 ENGINE_FIELDS = ("split", "pinned", "part_split", "flow_reset", "capacity_bytes_per_s", "switch_cost",
                  "unit_weight")  # fmt: skip

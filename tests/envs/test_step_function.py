@@ -16,9 +16,9 @@ from _states import assert_states_equal, episode_arrays
 
 from ainet_gym.envs.env import EnvCore, reset, step, step_split
 from ainet_gym.routing.policies import POLICIES
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import jit as _jit
 
-BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]
+BACKENDS = ["numpy", "numba"] if _jit.HAVE_NUMBA else ["numpy"]
 INFO = ("links", "flows", "collisions")
 
 

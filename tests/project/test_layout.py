@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "ainet_gym"
 
 
-#: 0.1's module paths, deprecated in 0.2 and removed in 0.3 (CHANGELOG): each must fail to import, so
-#: that no shim (an import hook or a ``sys.modules`` alias) brings them back
+#: 0.1's module paths, deprecated in 0.2 and removed in 0.3 (CHANGELOG), and the compiled modules issue 31
+#: moved into ``ainet_gym.sim.backends.numba``: each must fail to import, so that no shim (an import hook or a
+#: ``sys.modules`` alias) brings them back
 OLD_MODULE_PATHS = (
     "ainet_gym.spec",
     "ainet_gym.topology",
@@ -42,6 +43,10 @@ OLD_MODULE_PATHS = (
     "ainet_gym.soak",
     "ainet_gym.simulate",
     "ainet_gym.crosscheck",
+    # moved into the compiled backend's package ``ainet_gym.sim.backends.numba`` by issue 31 (no shim)
+    "ainet_gym.sim.kernels",
+    "ainet_gym.envs.kernels",
+    "ainet_gym.sim.crew",
 )
 
 
@@ -88,6 +93,39 @@ def test_agents_live_inside_the_package() -> None:
     assert not list((ROOT / "agents").glob("*.py"))  # the top-level folder is a pointer README
 
 
+#: the fabric room's modules of one concern (issue 31 item 3, issue-31zk); ``topology`` is the public API
+#: (the documented import path ``ainet_gym.fabric.topology``) that re-exports their public names
+FABRIC_MODULES = (
+    "record",  # the Fabric record, TIERS, ROLES
+    "paths",  # shortest paths, ECMP groups, the cap of an equal-cost set
+    "builder",  # a fabric under construction
+    "flatten",  # builder -> Fabric
+    "builtin",  # the built-in topologies
+    "build",  # build_fabric
+    "nonblocking",  # the non-blocking reference fabric
+    "graph_size",  # a graph counted and refused above the limits
+    "graph_input",  # a fabric from a networkx graph
+    "graph_io",  # graph <-> fabric, graph files
+)
+
+
+def test_fabric_topology_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.fabric.topology`` defines nothing itself: every name of its ``__all__`` is the very object
+    of one of :data:`FABRIC_MODULES`, nothing private is re-exported, and the room has no other module."""
+    import importlib
+
+    import ainet_gym.fabric.topology as topology
+
+    assert {p.stem for p in (PKG / "fabric").glob("*.py")} == {*FABRIC_MODULES, "topology", "__init__"}
+    body = ast.parse(Path(topology.__file__).read_text()).body
+    assert not [n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    modules = [importlib.import_module(f"ainet_gym.fabric.{m}") for m in FABRIC_MODULES]
+    public = {n for n in vars(topology) if not n.startswith("_") and n != "annotations"}
+    assert public == set(topology.__all__)
+    for name in topology.__all__:
+        assert any(getattr(m, name, None) is getattr(topology, name) for m in modules), name
+
+
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 
@@ -95,7 +133,7 @@ _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 def test_engine_rooms_import_no_rl_library(room: str) -> None:
     """Nor the env side of the package: the env builds on the simulation (its action slots, observation and
     reward are its own), not the other way round."""
-    for path in (PKG / room).glob("*.py"):
+    for path in (PKG / room).rglob("*.py"):  # sub-packages too (sim/backends/numba/)
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             names = []
@@ -331,6 +369,9 @@ _BACKEND_DATA = {
 _STEP_ROOMS = ("sim/", "envs/")
 _BACKEND_NAMES = ("numba", "numpy")
 _BACKEND_CLASSES = ("NumbaBackend", "NumpyBackend", "NumbaPasses", "NumpyPasses")
+#: the modules of the backends' strategies (the compiled kernels of ``ainet_gym.sim.backends.numba`` are
+#: imported by the engine and the env's passes; the strategy classes only by the factories)
+_BACKEND_MODULES = ("ainet_gym.sim.backends.numba.backend", "ainet_gym.sim.backends.numpy_ref")
 
 
 def _backend_branches(source: str, rel: str) -> list[str]:
@@ -355,7 +396,7 @@ def _backend_branches(source: str, rel: str) -> list[str]:
                 found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
         elif isinstance(node, ast.ImportFrom) and node.module and not rel.startswith("sim/backends/"):
             mods = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            if any(m in ("ainet_gym.sim.backends.numba", "ainet_gym.sim.backends.numpy_ref") for m in mods):
+            if any(m in _BACKEND_MODULES for m in mods):
                 found.append(f"{rel}:{node.lineno}: imports a backend's module")
     return found
 
@@ -390,12 +431,14 @@ def test_the_backend_is_chosen_by_name_in_the_factories_only() -> None:
             True,
         ),  # a renamed variable, in a step room
         ("ok = isinstance(sim.strategy, NumbaBackend)", "sim/metrics.py", True),
-        ("from ainet_gym.sim.backends.numba import run_interval", "envs/env.py", True),
+        ("from ainet_gym.sim.backends.numba.backend import run_interval", "envs/env.py", True),
+        ("from ainet_gym.sim.backends.numba import backend", "sim/world.py", True),
+        ("from ainet_gym.sim.backends.numba.threads import run_ranges", "sim/engine.py", False),  # a kernel
         ("from ainet_gym.sim.backends import numpy_ref", "sim/world.py", True),
         ("if sim.strategy.fused_split:\n    pass", "sim/engine.py", False),  # a capability, not a name
         ("if mode == 'path':\n    pass", "envs/actions.py", False),
         ("if roots == 'numpy':\n    pass", "agents/sb3_agents.py", False),  # a module root, outside the step
-        ("from ainet_gym.sim.backends.base import run_windows", "sim/backends/numba.py", False),
+        ("from ainet_gym.sim.backends.base import run_windows", "sim/backends/numba/backend.py", False),
     ],
 )
 def test_backend_branch_check_finds_the_branches_it_must(source: str, rel: str, branch: bool) -> None:
@@ -481,3 +524,70 @@ def test_upward_import_check_finds_the_imports_it_must(
     source: str, room: str, inside: bool, up: bool
 ) -> None:
     assert bool(upward_imports(source, room, inside_functions=inside)) == up
+
+
+#: the compiled backend's package: all the package's compiled code (issue 31 item 1)
+_COMPILED_HOME = "sim/backends/numba/"
+#: numba's compiling decorators and the names they are imported under
+_COMPILERS = frozenset({"njit", "jit", "generated_jit", "vectorize", "guvectorize", "cfunc", "intrinsic",
+                        "overload", "overload_method", "register_jitable", "stencil"})  # fmt: skip
+#: modules outside the package that import numba without compiling anything, each for a stated reason
+_NUMBA_OUTSIDE = {"bench/sections.py": "reads numba's version for the benchmark's header"}
+
+
+def _compiled_code(source: str, rel: str) -> list[str]:
+    """The places in ``source`` (the module ``rel``) that hold compiled code or import numba: an import of
+    ``numba`` (or of one of its modules), a compiling decorator imported from anywhere (``njit`` of the
+    package's ``jit`` module), or a function decorated with one; none in :data:`_COMPILED_HOME`."""
+    if rel.startswith(_COMPILED_HOME):
+        return []
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [
+                f"{rel}:{node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] == "numba"
+            ]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.split(".")[0] == "numba":
+                found.append(f"{rel}:{node.lineno}: from {node.module} import ...")
+            elif node.module != "ainet_gym.sim.backends.numba" and any(
+                a.name in _COMPILERS for a in node.names
+            ):
+                found.append(f"{rel}:{node.lineno}: imports a compiler from {node.module}")
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            for d in node.decorator_list:
+                f = d.func if isinstance(d, ast.Call) else d
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if name in _COMPILERS:
+                    found.append(f"{rel}:{node.lineno}: @{name} {node.name}")
+    return found
+
+
+def test_compiled_code_lives_in_the_compiled_backend_only() -> None:
+    """Every compiled function of the package (and every import of numba) is in ``sim/backends/numba/``: the
+    rest of the package calls its kernels and never compiles one (the numpy backend runs without numba)."""
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel not in _NUMBA_OUTSIDE:
+            found += _compiled_code(path.read_text(), rel)
+    assert not found, "compiled code outside sim/backends/numba/:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("source", "rel", "compiled"),
+    [
+        ("@njit(cache=True)\ndef f(x):\n    return x", "sim/metrics.py", True),
+        ("@numba.njit\ndef f(x):\n    return x", "envs/observation.py", True),
+        ("from ainet_gym.sim.backends.numba.jit import njit", "sim/records.py", True),
+        ("from numba.experimental import structref", "sim/records.py", True),
+        ("import numba.core.types", "sim/state.py", True),
+        ("@intrinsic\ndef f(typingctx, x):\n    pass", "sim/world.py", True),
+        ("@njit(cache=True)\ndef f(x):\n    return x", "sim/backends/numba/fill.py", False),  # its home
+        ("from ainet_gym.sim.backends.numba.fill import solve_fill", "sim/allocator.py", False),  # a call
+        ("from ainet_gym.sim.backends.numba import jit", "sim/backends/__init__.py", False),  # a module
+        ("@dataclass\nclass A:\n    x: int", "sim/state.py", False),
+    ],
+)
+def test_compiled_code_check_finds_the_code_it_must(source: str, rel: str, compiled: bool) -> None:
+    assert bool(_compiled_code(source, rel)) is compiled

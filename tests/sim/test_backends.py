@@ -16,10 +16,12 @@ import pytest
 
 from ainet_gym.checks.parity import PARITY_POLICIES, RTOL, compare_backends, max_rel_diff
 from ainet_gym.sim import backends, engine
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import jit as _jit
+from ainet_gym.sim.backends.numba import merge as _merge
+from ainet_gym.sim.backends.numba import threads as _threads
 from ainet_gym.sim.engine import resolve_backend
 
-pytestmark = pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
 
 FAMILIES = {
     "spine-leaf": "spine-leaf-2to1",
@@ -87,7 +89,7 @@ def test_unknown_backend_is_an_error_naming_the_source(monkeypatch) -> None:
 
 def test_missing_numba_falls_back_with_one_warning(monkeypatch) -> None:
     monkeypatch.delenv(engine.BACKEND_ENV, raising=False)
-    monkeypatch.setattr(_kernels, "HAVE_NUMBA", False)
+    monkeypatch.setattr(_jit, "HAVE_NUMBA", False)
     monkeypatch.setattr(backends, "_fallback_warned", False)
     with pytest.warns(RuntimeWarning, match="falls back to the numpy backend"):
         assert resolve_backend(None) == "numpy"
@@ -218,7 +220,7 @@ def test_fused_split_is_refused_by_a_backend_without_it() -> None:
     w = FabricWorld(load_scenario("spine-leaf-2to1"), 1, backend="numpy")
     w.reset(seeds=[0])
     with pytest.raises(ValueError, match=r"set_split_fused: backend 'numpy'; needs one with fused splits"):
-        w.sim.set_split_fused(_kernels.merge_range, (), np.empty_like(w.sim.engine_state.split))
+        w.sim.set_split_fused(_merge.merge_range, (), np.empty_like(w.sim.engine_state.split))
     with pytest.raises(ValueError, match=r"run_interval\(then=...\): backend 'numpy'; needs 'numba'"):
         w.sim.run_interval(0.001, then=lambda m: (None, None))
 
@@ -226,8 +228,8 @@ def test_fused_split_is_refused_by_a_backend_without_it() -> None:
 # ---------------------------------------------------------------------------------------------- threads
 def _force_threads(monkeypatch, threads: int = 2) -> None:
     """Spread even small batches over ``threads`` threads, in one range per instance if need be."""
-    monkeypatch.setattr(_kernels, "MIN_SEGMENTS_PER_RANGE", 1)
-    monkeypatch.setattr(_kernels, "kernel_threads", lambda: threads)
+    monkeypatch.setattr(_threads, "MIN_SEGMENTS_PER_RANGE", 1)
+    monkeypatch.setattr(_threads, "kernel_threads", lambda: threads)
 
 
 @pytest.mark.parametrize("family", ["spine-leaf", "job churn", "MoE AllToAll", "link failures"])
@@ -251,7 +253,7 @@ def test_interval_counters_of_several_ranges_are_those_of_one(name: str, monkeyp
     from ainet_gym.scenario.loader import load_scenario
     from ainet_gym.sim.world import FabricWorld
 
-    monkeypatch.setattr(_kernels, "kernel_threads", lambda: 1)  # the first world: one range
+    monkeypatch.setattr(_threads, "kernel_threads", lambda: 1)  # the first world: one range
     worlds = [FabricWorld(load_scenario(name), 4, backend="numba")]
     worlds[0].reset(seeds=[0, 1, 2, 3])
     _force_threads(monkeypatch)
@@ -276,7 +278,7 @@ def test_the_kernels_round_bound_follows_the_stack() -> None:
     import dataclasses
 
     from ainet_gym.scenario.loader import load_scenario
-    from ainet_gym.sim.backends.numba import _max_rounds
+    from ainet_gym.sim.backends.numba.backend import _max_rounds
     from ainet_gym.sim.world import FabricWorld
 
     w = FabricWorld(load_scenario("spine-leaf-2to1"), 1, backend="numba")
@@ -312,23 +314,23 @@ def test_compiled_merge_gives_the_numpy_incidence_entries(monkeypatch) -> None:
 
 
 def test_batch_ranges_cover_the_batch_in_balanced_contiguous_ranges() -> None:
-    ranges = _kernels.batch_ranges(np.ones(10), 2, min_cost=1)
-    assert len(ranges) == 2 * _kernels.RANGES_PER_THREAD
+    ranges = _threads.batch_ranges(np.ones(10), 2, min_cost=1)
+    assert len(ranges) == 2 * _threads.RANGES_PER_THREAD
     assert ranges[0][0] == 0 and ranges[-1][1] == 10
     assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     assert max(hi - lo for lo, hi in ranges) - min(hi - lo for lo, hi in ranges) <= 1
-    heavy = _kernels.batch_ranges(np.array([9.0, 1, 1, 1, 1, 1, 1, 1, 1, 1]), 2, min_cost=1)
+    heavy = _threads.batch_ranges(np.array([9.0, 1, 1, 1, 1, 1, 1, 1, 1, 1]), 2, min_cost=1)
     assert heavy[0] == (0, 1)  # the expensive instance alone in the first range
-    assert _kernels.batch_ranges(np.ones(10), 2, min_cost=100) == [(0, 10)]  # too little work to share
-    assert _kernels.batch_ranges(np.ones(10), 1, min_cost=1) == [(0, 10)]
-    assert _kernels.batch_ranges(np.ones(1), 8, min_cost=1) == [(0, 1)]
+    assert _threads.batch_ranges(np.ones(10), 2, min_cost=100) == [(0, 10)]  # too little work to share
+    assert _threads.batch_ranges(np.ones(10), 1, min_cost=1) == [(0, 10)]
+    assert _threads.batch_ranges(np.ones(1), 8, min_cost=1) == [(0, 1)]
 
 
 def test_run_ranges_runs_every_range_once_and_reraises(monkeypatch) -> None:
-    monkeypatch.setattr(_kernels, "kernel_threads", lambda: 2)
+    monkeypatch.setattr(_threads, "kernel_threads", lambda: 2)
     seen: list[tuple[int, int]] = []
     ranges = [(0, 2), (2, 3), (3, 7), (7, 8)]
-    _kernels.run_ranges(lambda lo, hi: seen.append((lo, hi)), ranges, lambda lo, hi: (lo, hi))
+    _threads.run_ranges(lambda lo, hi: seen.append((lo, hi)), ranges, lambda lo, hi: (lo, hi))
     assert sorted(seen) == ranges
 
     def fail(lo: int, hi: int) -> None:
@@ -336,7 +338,7 @@ def test_run_ranges_runs_every_range_once_and_reraises(monkeypatch) -> None:
             raise ValueError("range 3")
 
     with pytest.raises(ValueError, match="range 3"):
-        _kernels.run_ranges(fail, ranges, lambda lo, hi: (lo, hi))
+        _threads.run_ranges(fail, ranges, lambda lo, hi: (lo, hi))
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")

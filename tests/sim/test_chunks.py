@@ -30,13 +30,13 @@ from ainet_gym.fabric.topology import build_fabric
 from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario.loader import ScenarioError, load_scenario
 from ainet_gym.scenario.spec import CollectiveSpec, JobSpec
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import jit as _jit
 from ainet_gym.sim.engine import compile_job
 from ainet_gym.sim.workload import decompose, pipeline
 from ainet_gym.sim.world import FabricWorld
 
 S = 1.0e9  # bytes
-BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]
+BACKENDS = ["numpy", "numba"] if _jit.HAVE_NUMBA else ["numpy"]
 
 
 def bps(gbps: float) -> float:
@@ -144,7 +144,7 @@ def test_alpha_is_paid_by_every_chunk_of_every_stage(n, backend):
     assert got - pipeline_time(TREE_T, n) == pytest.approx((n + 3) * a, rel=1e-6)
 
 
-# 2 hosts x 8 GPUs, one 100 Gb/s NIC per host (the fabric of tests/sim/test_breadth.py)
+# 2 hosts x 8 GPUs, one 100 Gb/s NIC per host (the fabric of tests/fabric/test_shared_nics.py)
 ONE_NIC = {
     "topology": "single_switch",
     "hosts": 2,
@@ -293,7 +293,7 @@ CHUNKED_SCENARIO = {
 }  # fmt: skip
 
 
-@pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
 @pytest.mark.parametrize("mode", ["event", "phase"])
 def test_backends_agree_on_chunked_collectives(mode):
     """Both backends, chunked hierarchical and tree AllReduce next to a ring, background bursts and job

@@ -1,4 +1,4 @@
-"""The worker threads of the compiled backend (:mod:`ainet_gym.sim.crew`): every range runs once, on
+"""The worker threads of the compiled backend (:mod:`ainet_gym.sim.backends.numba.crew`): every range runs once, on
 some thread, whatever the spinning; a failed range is raised and leaves the crew usable; a second
 thread's hand-off while one runs takes its own ranges; the spin setting is checked."""
 
@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from ainet_gym.sim import crew as _crew
-from ainet_gym.sim.crew import Crew
+from ainet_gym.sim.backends.numba import crew as _crew
+from ainet_gym.sim.backends.numba.crew import Crew
 
 pytestmark = pytest.mark.skipif(not _crew.HAVE_SPIN, reason="numba is not installed")
 

@@ -10,7 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ainet_gym import load_scenario
-from ainet_gym.sim import kernels
+from ainet_gym.sim.backends.numba import fill, incremental
+from ainet_gym.sim.backends.numba import lazy as nb_lazy
+from ainet_gym.sim.backends.numba import repair as nb_repair
+from ainet_gym.sim.backends.numba import settings as nb_settings
 from ainet_gym.sim.world import FabricWorld
 
 RTOL = 1e-9
@@ -101,7 +104,7 @@ LAZY_MODES = [
     (0.0, 2, False, 1.0, 1.0),
     (1.0, 8, True, 1e9, 0.0),
     (0.0, 2, True, 1.0, 0.0),
-    (0.25, 8, True, kernels.LAZY_COST_RATIO, kernels.LAZY_HANDOFF_SOLVES),
+    (0.25, 8, True, nb_settings.LAZY_COST_RATIO, nb_settings.LAZY_HANDOFF_SOLVES),
 ]
 
 
@@ -246,8 +249,8 @@ def _steps_equal_recording_metrics(worlds: list, steps: int) -> list:
 
 def _repair_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lazy kernel without the departure repair (``rep_on=False``) in the simulations stepped meanwhile."""
-    lazy = kernels.run_interval_lazy
-    monkeypatch.setattr(kernels, "run_interval_lazy", lambda *args: lazy(*args, False))
+    lazy = nb_lazy.run_interval_lazy
+    monkeypatch.setattr(nb_lazy, "run_interval_lazy", lambda *args: lazy(*args, False))
 
 
 @pytest.mark.parametrize("par", [(0.0, 1), (0.0, 1_000_000), (1.0, 8)])
@@ -270,13 +273,13 @@ def test_parallel_fallback_matches_the_numpy_reference(par, monkeypatch):
 
 
 def test_restart_constants_are_documented_values():
-    assert 0 < kernels.RESTART_MARGIN <= 1e-9
-    assert kernels.FULL_FILL_EVERY >= 1
-    assert 0.0 <= kernels.PARALLEL_SHARE <= 1.0 and kernels.PARALLEL_MAX_ROUNDS >= 1
-    assert isinstance(kernels.LAZY_SWITCH, bool) and 0.0 < kernels.LAZY_COST_RATIO < np.inf
-    assert 0.0 <= kernels.LAZY_HANDOFF_SOLVES < np.inf and kernels.N_SWITCH == 4
-    assert kernels.FULL_WORK_PER_ENTRY > 0 and kernels.LAZY_WORK_PER_ENTRY > 0
-    assert 0.0 < kernels.SWITCH_MEAN_WEIGHT <= 1.0 and kernels.COMPONENT_BACKOFF_MAX >= 0
+    assert 0 < nb_settings.RESTART_MARGIN <= 1e-9
+    assert nb_settings.FULL_FILL_EVERY >= 1
+    assert 0.0 <= nb_settings.PARALLEL_SHARE <= 1.0 and nb_settings.PARALLEL_MAX_ROUNDS >= 1
+    assert isinstance(nb_settings.LAZY_SWITCH, bool) and 0.0 < nb_settings.LAZY_COST_RATIO < np.inf
+    assert 0.0 <= nb_settings.LAZY_HANDOFF_SOLVES < np.inf and nb_settings.N_SWITCH == 4
+    assert nb_settings.FULL_WORK_PER_ENTRY > 0 and nb_settings.LAZY_WORK_PER_ENTRY > 0
+    assert 0.0 < nb_settings.SWITCH_MEAN_WEIGHT <= 1.0 and nb_settings.COMPONENT_BACKOFF_MAX >= 0
 
 
 SWITCH_SETTINGS = [  # (lazy_switch, lazy_cost_ratio, lazy_handoff_solves)
@@ -285,7 +288,7 @@ SWITCH_SETTINGS = [  # (lazy_switch, lazy_cost_ratio, lazy_handoff_solves)
     (True, 1e9, 0.0),  # lazy work ~inf, hand-offs free: the lazy kernel only where it re-fills nothing
     (True, 1e9, 1e9),  # the full path throughout (no hand-off ever pays)
     (True, 1.0, 0.0),  # per event, unweighted
-    (True, kernels.LAZY_COST_RATIO, kernels.LAZY_HANDOFF_SOLVES),  # the defaults
+    (True, nb_settings.LAZY_COST_RATIO, nb_settings.LAZY_HANDOFF_SOLVES),  # the defaults
 ]
 
 
@@ -430,12 +433,12 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
     per_flow = dict(old_rate=np.empty(F), refill=np.empty(F, dtype=i64), keep_flow=np.empty(F, dtype=i64),
                     keep_level=np.empty(F), log_flow=np.empty(F, dtype=i64), log_level=np.empty(F),
                     out_flow=np.empty(F, dtype=i64), out_level=np.empty(F))  # fmt: skip
-    fs = kernels.fill_scratch(L, F, fe.size)
+    fs = fill.fill_scratch(L, F, fe.size)
     links = dict(uf=np.empty(L, dtype=i64), seed=np.full(L, -1, dtype=i64), resid=np.empty(L),
                  rstamp=np.full(L, -1, dtype=i64), load=np.zeros(L), csum=np.zeros(L),
                  link_gen=np.full(L, -1, dtype=i64))  # fmt: skip
     rstate = np.array([-1] + [0] * 13, dtype=i64)
-    rp = kernels.repair_scratch(L, F, fe.size)
+    rp = nb_repair.repair_scratch(L, F, fe.size)
     n_inc = 0
     n_rep = 0  # solves the departure repair made
     n_filled = 0  # solves that filled at least one flow
@@ -446,7 +449,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
         act_list, g, c = scratch
         a = np.flatnonzero(act)
         act_list[: a.size], g[: gone.size], c[: came.size] = a, gone, came
-        n_re, full = kernels.resolve_incremental(
+        n_re, full = incremental.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
             coef, cap, 0, demand, weight, rate, per_flow["old_rate"], per_flow["refill"],
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
@@ -552,7 +555,7 @@ def _drive(
     links = [np.empty(L, dtype=i64), np.full(L, -1, dtype=i64), np.empty(L), np.full(L, -1, dtype=i64),
              np.zeros(L), np.zeros(L), np.full(L, -1, dtype=i64)]  # fmt: skip
     rstate = np.array([-1] + [0] * 13, dtype=i64)
-    fs, rp = kernels.fill_scratch(L, F, fe.size), kernels.repair_scratch(L, F, fe.size)
+    fs, rp = fill.fill_scratch(L, F, fe.size), nb_repair.repair_scratch(L, F, fe.size)
     out = []
     for mark, (gone, came) in enumerate(events):
         gone, came = np.asarray(gone, dtype=i64), np.asarray(came, dtype=i64)
@@ -562,7 +565,7 @@ def _drive(
         a = np.flatnonzero(act)
         act_list[: a.size], g[: gone.size], c[: came.size] = a, gone, came
         reps, seen = rstate[11], rstate[13]
-        n_re, _ = kernels.resolve_incremental(
+        n_re, _ = incremental.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
             inc[fe, le], cap, 0, demand, np.ones(F), rate, *per_flow, fs, *links, rstate, par[0], par[1], False, 1.0, 1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
             rp, 0, F, repair, top, par[2],
@@ -617,7 +620,7 @@ def test_departure_repair_refills_a_kept_flow_that_outranks_a_refilled_one():
     inc = np.zeros((20, 4))
     for f, links in enumerate([[0], [0, 1], [1, 2], [2], *[[3]] * 16]):
         inc[f, links] = 1.0
-    assert int(kernels.REPAIR_MAX_SHARE * 20) >= 3
+    assert int(nb_settings.REPAIR_MAX_SHARE * 20) >= 3
     events = [(np.arange(0), np.arange(20)), ([0], [])]
     (r0, *_), (r1, n_re, repaired, _) = _drive(cap, inc, np.full(20, np.inf), events, True)
     np.testing.assert_allclose(r0, [2.5, 2.5, 6.0, 6.0] + [10.0] * 16, rtol=1e-12)
@@ -702,10 +705,10 @@ def test_departure_repair_checks_only_the_flows_at_a_changed_links_largest_level
 def _assert_top_lists(rp, rstate, act, rate, weight, inc) -> None:
     """Every link with a known largest level (``rp.sat >= 0``) and a list (``rp.top_n >= 0``, link index built)
     lists every active flow on it at that level (``rate / weight >= sat (1 - REPAIR_RTOL)``), and besides them
-    only flows on the link within round-off below it (:func:`kernels._top_add`)."""
+    only flows on the link within round-off below it (:func:`kernels.top_add`)."""
     if rstate[10] != 1:
         return
-    off, tol = rp.adj_off, kernels.REPAIR_RTOL
+    off, tol = rp.adj_off, nb_settings.REPAIR_RTOL
     for lk in range(inc.shape[1]):
         if rp.sat[lk] < 0.0 or rp.top_n[lk] < 0:
             continue

@@ -11,22 +11,23 @@ import inspect
 import numpy as np
 import pytest
 
-from ainet_gym.sim import kernels
+from ainet_gym.sim.backends.numba import jit, merge, threads
 
-pytestmark = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not jit.HAVE_NUMBA, reason="numba is not installed")
 
 
 def test_the_merge_takes_the_split_and_one_record_of_the_entry_tables_own_arrays() -> None:
-    from ainet_gym.envs import kernels as envkernels
     from ainet_gym.scenario.loader import load_scenario
     from ainet_gym.sim import records
+    from ainet_gym.sim.backends.numba import env_passes
+    from ainet_gym.sim.backends.numba import records as nb_records
     from ainet_gym.sim.world import FabricWorld
 
-    params = list(inspect.signature(kernels.merge_range.py_func).parameters)
+    params = list(inspect.signature(merge.merge_range.py_func).parameters)
     assert params == ["b_lo", "b_hi", "split_flat", "table", "go"]
-    params = list(inspect.signature(envkernels.decode_merge_range.py_func).parameters)
+    params = list(inspect.signature(env_passes.decode_merge_range.py_func).parameters)
     assert params[-3:] == ["out", "table", "go"]
-    assert tuple(inspect.signature(records._NEW["merge"].py_func).parameters) == records.MERGE_FIELDS
+    assert tuple(inspect.signature(nb_records._NEW["merge"].py_func).parameters) == records.MERGE_FIELDS
 
     w = FabricWorld(load_scenario("spine-leaf-2to1"), 2, backend="numba")
     w.reset(seeds=[0, 1])
@@ -37,12 +38,12 @@ def test_the_merge_takes_the_split_and_one_record_of_the_entry_tables_own_arrays
     for name, got in zip(records.MERGE_FIELDS, values, strict=True):
         assert got is getattr(t, renamed.get(name, name)), name
     rec = t.merge_record()
-    assert isinstance(rec, records.MergeRecord)
+    assert isinstance(rec, nb_records.MergeRecord)
     assert t.merge_record() is rec  # built once per table
     # the compiled record holds the same arrays: a merge through it writes the table's buffers
     t.seg_coef[:] = -1.0
     split = np.ascontiguousarray(w.sim.engine_state.split, dtype=np.float64)
-    kernels.merge_range(0, w.sim.batch, split.reshape(-1), rec, kernels.go_flags())
+    merge.merge_range(0, w.sim.batch, split.reshape(-1), rec, threads.go_flags())
     assert (t.seg_coef >= 0).all()
 
 

@@ -11,10 +11,26 @@ import inspect
 import numpy as np
 import pytest
 
-from ainet_gym.sim import kernels
+from ainet_gym.sim.backends.numba import fill as nb_fill
+from ainet_gym.sim.backends.numba import incremental, jit, parallel, settings, steps
 from ainet_gym.sim.state import DONE, IDLE, RUNNING, WAITING
 
-pytestmark = pytest.mark.skipif(not kernels.HAVE_NUMBA, reason="numba is not installed")
+
+def _module_of(name: str) -> object:
+    """The module of the compiled backend that defines ``name``."""
+    import importlib
+    import pkgutil
+
+    import ainet_gym.sim.backends.numba as pkg
+
+    for m in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"{pkg.__name__}.{m.name}")
+        if name in vars(mod) and getattr(vars(mod)[name], "__module__", mod.__name__) == mod.__name__:
+            return mod
+    raise AttributeError(name)
+
+
+pytestmark = pytest.mark.skipif(not jit.HAVE_NUMBA, reason="numba is not installed")
 
 #: the steps issue-31ze split out of the kernels (compiled without reference counts, nor Python wrappers)
 SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", "hand_to_lazy",
@@ -34,11 +50,11 @@ def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now
     """One unit (compute 1 s, fully overlapped), phases 0 -> 1 (no latency), one flow each of 5 bytes."""
     f64, i64 = np.float64, np.int64
     return dict(
-        units=kernels.UnitTable(
+        units=steps.UnitTable(
             np.ones(1, np.bool_), np.zeros(1, np.bool_), np.array([2], i64), np.array([0], i64),
             np.array([0, 1], i64), np.array([1, 1], i64),
         ),
-        clock=kernels.UnitClock(
+        clock=steps.UnitClock(
             phase_cur=np.array([phase_cur], i64), t_start_left=np.array([t_start], f64),
             t_compute_left=np.array([t_compute], f64), t_comm_start_left=np.zeros(1, f64),
             phase_state=np.array([RUNNING, RUNNING] if phase_cur == 1 else [0, 0], i64),
@@ -46,18 +62,18 @@ def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now
             comm_start=np.array([now_iter], f64), comm_end=np.zeros(1, f64),
         ),
         rem=np.array(rem, f64),
-        job=kernels.JobParams(np.array([1.0]), np.array([1.0]), np.array([5.0, 5.0])),
-        graph=kernels.PhaseGraph(np.zeros(2), np.array([0, 1], i64), np.array([0, 1, 1], i64), np.array([1], i64)),
-        tallies=kernels.IterationTallies(np.zeros(1, i64), np.full(1, np.nan), np.full(1, np.nan),
+        job=steps.JobParams(np.array([1.0]), np.array([1.0]), np.array([5.0, 5.0])),
+        graph=steps.PhaseGraph(np.zeros(2), np.array([0, 1], i64), np.array([0, 1, 1], i64), np.array([1], i64)),
+        tallies=steps.IterationTallies(np.zeros(1, i64), np.full(1, np.nan), np.full(1, np.nan),
                                          np.zeros(1, i64), np.zeros(1, f64), np.zeros(1, f64)),
-        stats=np.zeros(kernels.N_STATS, i64),
+        stats=np.zeros(settings.N_STATS, i64),
     )  # fmt: skip
 
 
 def _settle(a: dict, now: float, counted: bool) -> tuple[bool, np.ndarray, np.ndarray]:
     pend = np.array([int(r > 0) for r in a["rem"]], dtype=np.int64)  # one flow per phase
     joined = np.ones(2, dtype=np.bool_)
-    ok = kernels.settle_units(0, 1, now, 16, 1e-12, counted, pend, joined, **a)
+    ok = steps.settle_units(0, 1, now, 16, 1e-12, counted, pend, joined, **a)
     return ok, pend, joined
 
 
@@ -103,7 +119,7 @@ def test_a_step_of_zero_time_is_an_error_naming_the_unit() -> None:
     a["clock"].phase_state[:] = [DONE, RUNNING]
     ok, _, _ = _settle(a, 3.5, False)
     assert not ok
-    assert (a["stats"][2], a["stats"][3]) == (kernels.ERR_ZERO_STEP, 0)
+    assert (a["stats"][2], a["stats"][3]) == (settings.ERR_ZERO_STEP, 0)
 
 
 def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() -> None:
@@ -116,8 +132,8 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
         ("run_interval_numba", ()),
         ("run_interval_lazy", ("lazy_instance_start", "lazy_instance_end")),
     ):
-        src = inspect.getsource(getattr(kernels, name).py_func)
-        with_parts = src + "".join(inspect.getsource(getattr(kernels, p).py_func) for p in parts)
+        src = inspect.getsource(getattr(_module_of(name), name).py_func)
+        with_parts = src + "".join(inspect.getsource(getattr(_module_of(p), p).py_func) for p in parts)
         for step in ("begin_event(", "end_event(", "reset_instance_flows(", "add_link_bytes("):
             assert step in with_parts, (name, step)
         for inline in (
@@ -129,17 +145,17 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
         ):
             assert inline not in src, (name, inline)  # the frame's: begin_event's, end_event's, end_phases'
     for step in ("settle_units(", "ERR_EVENTS"):
-        assert step in inspect.getsource(kernels.begin_event.py_func), step
+        assert step in inspect.getsource(steps.begin_event.py_func), step
     for step in ("next_unit_event(", "advance_units("):
-        assert step in inspect.getsource(kernels.end_event.py_func), step
+        assert step in inspect.getsource(steps.end_event.py_func), step
     for step in SHARED:
-        assert getattr(kernels, step).targetoptions.get("_nrt") is False, step
+        assert getattr(_module_of(step), step).targetoptions.get("_nrt") is False, step
     # the steps only compiled code calls are compiled without Python-callable wrappers (cold start)
     for step in ("exclusive_caps", "end_phases", "end_iteration", "next_unit_event", "advance_units",
                  "advance_flow", "add_link_bytes", "reset_instance_flows", "zero_completed", "advance_flows",
                  *SPLIT_STEPS, "full_scratch", "unit_records", "lazy_sizes", "lazy_flow_scratch",
                  "lazy_reuse_scratch", "_inc_flow_order", "_inc_fill"):  # fmt: skip
-        assert getattr(kernels, step).targetoptions.get("no_cpython_wrapper") is True, step
+        assert getattr(_module_of(step), step).targetoptions.get("no_cpython_wrapper") is True, step
 
 
 def test_first_at_least_is_numpys_left_search_sorted() -> None:
@@ -149,7 +165,7 @@ def test_first_at_least_is_numpys_left_search_sorted() -> None:
     level = np.array([0.5, 1.0, 1.0, 1.0, 2.0, 3.0, 3.0, 9.0, -1.0, -1.0])  # the last two: beyond n
     n = 8
     for x in (-np.inf, 0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 9.0, 10.0, np.inf):
-        assert kernels.first_at_least(level, n, x) == np.searchsorted(level[:n], x, side="left"), x
+        assert incremental.first_at_least(level, n, x) == np.searchsorted(level[:n], x, side="left"), x
 
 
 def _problem(seed: int) -> dict:
@@ -198,11 +214,11 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
     # the full solve: links as rows lo .. lo + n_l of the kernel's capacities
     rate = np.full(n_f, -1.0)
     capacity = np.concatenate([np.zeros(lo), p["cap"]])
-    rows = kernels.ParallelRows(np.empty((n_f, 3), i64), np.empty((n_f, 2)), np.empty((n_f, 2), i64),
+    rows = parallel.ParallelRows(np.empty((n_f, 3), i64), np.empty((n_f, 2)), np.empty((n_f, 2), i64),
                                 np.empty(n_f), np.empty((0, 2), i64), np.empty(0))  # fmt: skip
-    links = kernels.ParallelLinks(*(np.empty(n_l) for _ in range(5)), np.full(n_l, -1, i64), np.full(n_l, -1, i64),
+    links = parallel.ParallelLinks(*(np.empty(n_l) for _ in range(5)), np.full(n_l, -1, i64), np.full(n_l, -1, i64),
                                   np.empty(n_l, i64), np.empty(0, i64), np.empty(0, i64))  # fmt: skip
-    it, n_live, *_ = kernels.parallel_rule(n_f, flows, fe_lo, fe_hi, e_link + lo, e_coef, capacity, lo,
+    it, n_live, *_ = parallel.parallel_rule(n_f, flows, fe_lo, fe_hi, e_link + lo, e_coef, capacity, lo,
                                            p["demand"], rate, rows, links, 5, n_f, False, np.empty(0))  # fmt: skip
     assert it >= 1 and n_live == 0
     np.testing.assert_array_equal(rate, ref)
@@ -210,7 +226,7 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
     rate = np.full(n_f, -1.0)
     resid = p["cap"].copy()
     out_f, out_l = np.full(n_f, -1, i64), np.full(n_f, np.nan)
-    n_done, n_rest, _, _ = kernels.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
+    n_done, n_rest, _, _ = nb_fill.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
                                                  resid, rate, n_f, lo, out_f, out_l, np.empty(0))  # fmt: skip
     assert (n_done, n_rest) == (n_f, 0)
     np.testing.assert_array_equal(rate, ref)
@@ -225,12 +241,12 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
     # one round, then the heap fill of the rest
     rate = np.full(n_f, -1.0)
     resid = p["cap"].copy()
-    n_done, n_rest, rest, _ = kernels.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
+    n_done, n_rest, rest, _ = nb_fill.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
                                                     resid, rate, 1, lo, out_f, out_l, np.empty(0))  # fmt: skip
     assert n_done + n_rest == n_f
     if n_rest:
-        s = kernels.fill_scratch(n_l, n_f, e_link.shape[0])
-        kernels.fill_levels(rest, n_rest, fe_lo, fe_hi, e_link + lo, e_coef, np.ones(n_f), p["demand"], resid, rate,
+        s = nb_fill.fill_scratch(n_l, n_f, e_link.shape[0])
+        nb_fill.fill_levels(rest, n_rest, fe_lo, fe_hi, e_link + lo, e_coef, np.ones(n_f), p["demand"], resid, rate,
                             np.empty(n_rest, i64), np.empty(n_rest), s, 0, lo)  # fmt: skip
     np.testing.assert_allclose(rate, ref, rtol=1e-12)
 
@@ -254,7 +270,7 @@ def test_the_parallel_fill_is_weighted_in_levels(seed: int) -> None:
     def fill(weight: np.ndarray, rounds: int) -> tuple:
         rate, resid = np.full(n_f, -1.0), p["cap"].copy()
         out_f, out_l = np.full(n_f, -1, i64), np.full(n_f, np.nan)
-        n_done, n_rest, rest, _ = kernels.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
+        n_done, n_rest, rest, _ = nb_fill.fill_parallel(flows, n_f, fe_lo, fe_hi, e_link + lo, e_coef, p["demand"],
                                                         resid, rate, rounds, lo, out_f, out_l, weight)  # fmt: skip
         return rate, resid, out_f[:n_done], out_l[:n_done], rest[:n_rest]
 
@@ -265,8 +281,8 @@ def test_the_parallel_fill_is_weighted_in_levels(seed: int) -> None:
     np.testing.assert_allclose(out_l, rate[out_f] / w[out_f], rtol=1e-12)
     rate, resid, _, _, rest = fill(w, 1)
     if rest.size:
-        s = kernels.fill_scratch(n_l, n_f, e_link.shape[0])
-        kernels.fill_levels(rest, rest.size, fe_lo, fe_hi, e_link + lo, e_coef, w, p["demand"], resid, rate,
+        s = nb_fill.fill_scratch(n_l, n_f, e_link.shape[0])
+        nb_fill.fill_levels(rest, rest.size, fe_lo, fe_hi, e_link + lo, e_coef, w, p["demand"], resid, rate,
                             np.empty(rest.size, i64), np.empty(rest.size), s, 0, lo)  # fmt: skip
     np.testing.assert_allclose(rate, ref, rtol=1e-12)
     for a, b in zip(fill(np.ones(n_f), n_f), fill(np.empty(0), n_f), strict=True):

@@ -17,9 +17,9 @@ from _scenarios import alternating_rollout, small_spine_leaf, split_slow_or_even
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario import ScenarioError, load_scenario
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import jit as _jit
 
-BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]
+BACKENDS = ["numpy", "numba"] if _jit.HAVE_NUMBA else ["numpy"]
 C = 10e9 / 8  # bytes/s of a 10 Gb/s link (link_efficiency 1)
 S = 20e6  # bytes per transfer
 

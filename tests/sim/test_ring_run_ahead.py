@@ -17,10 +17,10 @@ import pytest
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.scenario import ScenarioError, load_scenario
 from ainet_gym.scenario.spec import CollectiveSpec, Scenario
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import jit as _jit
 from ainet_gym.sim.workload import decompose, segment_rings
 
-BACKENDS = ["numpy", "numba"] if _kernels.HAVE_NUMBA else ["numpy"]
+BACKENDS = ["numpy", "numba"] if _jit.HAVE_NUMBA else ["numpy"]
 C = 10e9 / 8  # bytes/s of a 10 Gb/s link (link_efficiency 1)
 H = C * 20e-3  # bytes per ring hop: 2 (p-1)/p S with p = 2 is S
 

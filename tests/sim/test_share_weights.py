@@ -12,11 +12,11 @@ from ainet_gym.checks.parity import RTOL, _compare, max_rel_diff
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario.loader import load_scenario
-from ainet_gym.sim import kernels as _kernels
+from ainet_gym.sim.backends.numba import jit as _jit
 
 BACKENDS = [
     "numpy",
-    pytest.param("numba", marks=pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="no numba")),
+    pytest.param("numba", marks=pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="no numba")),
 ]
 
 _JOB = {"gpus": 2, "compute_ms": 10, "collectives": [{"op": "sendrecv", "pattern": "shift:1", "bytes": 4e8}]}
@@ -72,7 +72,7 @@ def _weighted_run(
     return outs
 
 
-@pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
 @pytest.mark.parametrize("scenario", ["storage-checkpoint", "multi-tenant-churn", "moe-alltoall-skewed"])
 def test_numba_matches_numpy_with_random_weights(scenario: str) -> None:
     """Random weights (jobs and background, new at every interval) over a few intervals: every observation,
@@ -90,7 +90,7 @@ def test_numba_matches_numpy_with_random_weights(scenario: str) -> None:
     assert any(not np.array_equal(x[1], y[1]) for x, y in zip(ref, plain, strict=True))
 
 
-@pytest.mark.skipif(not _kernels.HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
 def test_a_weighted_alltoall_takes_the_lazy_kernel() -> None:
     """A weighted instance of the lazy kernel's size (issue-28zc): moe-alltoall-skewed, 492 flows, two
     instances at random weights per interval (a third of them 1). The numba backend runs it in the lazy

@@ -2,7 +2,7 @@
 chosen by name here and nowhere else (:func:`get_backend`).
 
 - ``numba`` (:mod:`ainet_gym.sim.backends.numba`): the whole interval of every instance in one compiled call
-  (:mod:`ainet_gym.sim.kernels`), the default when numba imports;
+  (:mod:`ainet_gym.sim.backends.numba`), the default when numba imports;
 - ``numpy`` (:mod:`ainet_gym.sim.backends.numpy_ref`): the readable reference, each event vectorised over the
   batch; the oracle the compiled backend is checked against (``python -m ainet_gym.checks.parity``).
 
@@ -17,8 +17,8 @@ import importlib
 import os
 import warnings
 
-from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim.backends.base import SimBackend
+from ainet_gym.sim.backends.numba import jit as _jit
 
 __all__ = ["BACKENDS", "BACKEND_ENV", "SimBackend", "get_backend", "resolve_backend"]
 
@@ -28,7 +28,7 @@ BACKENDS = ("numba", "numpy")
 BACKEND_ENV = "AINET_GYM_BACKEND"
 #: the module and class of each backend (imported on first use)
 _MODULES = {
-    "numba": ("ainet_gym.sim.backends.numba", "NumbaBackend"),
+    "numba": ("ainet_gym.sim.backends.numba.backend", "NumbaBackend"),
     "numpy": ("ainet_gym.sim.backends.numpy_ref", "NumpyBackend"),
 }
 #: backends whose code needs numba
@@ -54,7 +54,7 @@ def resolve_backend(backend: str | None = None) -> str:
         backend = os.environ.get(BACKEND_ENV) or None
         source = BACKEND_ENV
     if backend is None:
-        if _kernels.HAVE_NUMBA:
+        if _jit.HAVE_NUMBA:
             return _DEFAULT
         if not _fallback_warned:
             _fallback_warned = True
@@ -67,7 +67,7 @@ def resolve_backend(backend: str | None = None) -> str:
         return _FALLBACK
     if backend not in BACKENDS:
         raise ValueError(f"{source} = {backend!r}: unknown backend; allowed: {', '.join(BACKENDS)}")
-    if backend in _NEEDS_NUMBA and not _kernels.HAVE_NUMBA:
+    if backend in _NEEDS_NUMBA and not _jit.HAVE_NUMBA:
         raise ImportError(f"{source} = {backend!r}, but numba cannot be imported (pip install numba)")
     return backend
 

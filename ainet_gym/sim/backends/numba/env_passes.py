@@ -3,7 +3,7 @@
 :meth:`ainet_gym.envs.env.EnvCore.decode` with the numpy backend is the reference; the kernel here does the
 same floating-point operations in the same order, so the two agree bit for bit
 (``tests/envs/test_fast_paths.py`` checks it). In particular the sum of a slot's path weights follows numpy's
-pairwise summation of a contiguous row (:func:`ainet_gym.sim.kernels.block_sum`), which is not a left-to-right sum from 8
+pairwise summation of a contiguous row (:func:`ainet_gym.sim.backends.numba.sums.block_sum`), which is not a left-to-right sum from 8
 elements on.
 """
 
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ainet_gym.sim.crew import announce
-from ainet_gym.sim.kernels import block_sum, merge_range, njit
+from ainet_gym.sim.backends.numba.crew import announce
+from ainet_gym.sim.backends.numba.jit import njit
+from ainet_gym.sim.backends.numba.merge import merge_range
+from ainet_gym.sim.backends.numba.sums import block_sum
 
 __all__ = [
     "PW_BLOCKSIZE",
@@ -71,12 +73,12 @@ def _decode_rows(
 def decode_merge_range(
     b_lo, b_hi, actions, ctrl, conns, npaths, default, fixed, ctrl_lo, fixed_lo, out, table, go,
 ):  # fmt: skip  # pragma: no cover - compiled
-    """:func:`decode_split` and the engine's merge of the split (:func:`ainet_gym.sim.kernels.merge_range`)
+    """:func:`decode_split` and the engine's merge of the split (:func:`ainet_gym.sim.backends.numba.merge.merge_range`)
     for the instances ``b_lo:b_hi``, one call each over the range (the kernel of
     :meth:`ainet_gym.sim.engine.BatchSim.set_split_fused`). Instance ``b``'s controllable slots are
     ``ctrl_lo[b]:ctrl_lo[b + 1]`` of ``ctrl`` / ``conns`` / ``npaths``, its fixed connections
     ``fixed_lo[b]:fixed_lo[b + 1]`` of ``fixed``; ``table`` (the engine's compiled merge record) and ``go`` are
-    :func:`~ainet_gym.sim.kernels.merge_range`'s."""
+    :func:`~ainet_gym.sim.backends.numba.merge.merge_range`'s."""
     announce(go)
     _decode_rows(ctrl_lo[b_lo], ctrl_lo[b_hi], fixed_lo[b_lo], fixed_lo[b_hi], actions, ctrl, conns, npaths,
                  default, fixed, out, np.empty(actions.shape[1]))  # fmt: skip
@@ -187,7 +189,7 @@ def info_jobs(
     (``np.nan_to_num``), times in ms, the iteration GPU utilisation ``compute_s / step_t``, the
     GPU-weighted mean utilisation of the jobs with a figure (:class:`GpuUtilizationReward`) and the mean
     efficiency of the jobs with one (:class:`StepTimeReward`); sums over a row in numpy's order
-    (:func:`ainet_gym.sim.kernels.block_sum`, rows of at most 128 jobs). ``row`` (J,) scratch."""
+    (:func:`ainet_gym.sim.backends.numba.sums.block_sum`, rows of at most 128 jobs). ``row`` (J,) scratch."""
     J = step_t.shape[1]
     row2 = np.empty(J)
     for b in range(lo, hi):

@@ -1,8 +1,8 @@
 """The ``numba`` backend: the whole decision interval of every instance in one compiled call.
 
-The Python side of the compiled path: it calls the kernels of :mod:`ainet_gym.sim.kernels` (the interval,
-the lazy exact kernel, the merge of a split) and :func:`ainet_gym.sim.metrics.interval_figures`, one hand-off
-to the kernel threads per interval (:func:`ainet_gym.sim.kernels.run_ranges`). The stages are those of
+The Python side of the compiled path: it calls the kernels of :mod:`ainet_gym.sim.backends.numba` (the interval,
+the lazy exact kernel, the merge of a split) and :func:`ainet_gym.sim.backends.numba.figures.interval_figures`, one hand-off
+to the kernel threads per interval (:func:`ainet_gym.sim.backends.numba.threads.run_ranges`). The stages are those of
 :class:`~ainet_gym.sim.backends.base.SimBackend`; the numpy reference (:mod:`ainet_gym.sim.backends.numpy_ref`)
 is the oracle they agree with.
 """
@@ -15,11 +15,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ainet_gym.sim import kernels as _kernels
 from ainet_gym.sim import records as _records_mod
 from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
+from ainet_gym.sim.backends.numba import fill as _fill
+from ainet_gym.sim.backends.numba import interval as _interval
+from ainet_gym.sim.backends.numba import lazy as _lazy
+from ainet_gym.sim.backends.numba import merge as _merge
+from ainet_gym.sim.backends.numba import records as _nb_records
+from ainet_gym.sim.backends.numba import settings as _nb_settings
+from ainet_gym.sim.backends.numba import threads as _threads
+from ainet_gym.sim.backends.numba.figures import interval_figures
 from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
-from ainet_gym.sim.metrics import interval_figures
 
 if TYPE_CHECKING:
     from ainet_gym.sim.engine import BatchSim, EntryTable
@@ -39,15 +45,15 @@ class NumbaBackend:
     def merge_split(
         self, table: EntryTable, split: np.ndarray
     ) -> tuple[tuple[np.ndarray, ...] | None, Pending | None]:
-        """Deferred: each instance merged on its kernel thread (:func:`ainet_gym.sim.kernels.merge_range`)
+        """Deferred: each instance merged on its kernel thread (:func:`ainet_gym.sim.backends.numba.merge.merge_range`)
         when the entries are next needed."""
         flat = np.ascontiguousarray(split, dtype=np.float64).reshape(-1)
-        record, go = table.merge_record(), _kernels.go_flags()
+        record, go = table.merge_record(), _threads.go_flags()
 
         def args_of(lo: int, hi: int) -> tuple:
             return (lo, hi, flat, record, go)
 
-        return None, (_kernels.merge_range, args_of)
+        return None, (_merge.merge_range, args_of)
 
     def run_interval(
         self, sim: BatchSim, duration_s: np.ndarray | float, max_events: int, then: Then | None
@@ -96,7 +102,7 @@ class NumbaBackend:
         ideal_step_s: np.ndarray,
         job_names: list[list[str | None]],
     ) -> StepResult:
-        """One compiled pass (:func:`~ainet_gym.sim.metrics.interval_figures`), the same operations as the
+        """One compiled pass (:func:`~ainet_gym.sim.backends.numba.figures.interval_figures`), the same operations as the
         numpy reference."""
         fig = meter.figures(sim, job_unit, ideal_step_s, job_names)
         interval_figures(*fig.args(m), 0, job_unit.shape[0])
@@ -113,8 +119,8 @@ class NumbaBackend:
         demand: np.ndarray | None,
         blocks: tuple[np.ndarray, np.ndarray] | None,
     ) -> np.ndarray:
-        """Compiled progressive filling (:func:`ainet_gym.sim.kernels.solve_fill`), each stacked instance on
-        its own with ``blocks`` (:func:`ainet_gym.sim.kernels.solve_fill_blocks`)."""
+        """Compiled progressive filling (:func:`ainet_gym.sim.backends.numba.fill.solve_fill`), each stacked instance on
+        its own with ``blocks`` (:func:`ainet_gym.sim.backends.numba.fill.solve_fill_blocks`)."""
         order = np.argsort(flow, kind="stable")
         w = np.ones(n_flows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
         d = np.full(n_flows, np.inf) if demand is None else np.ascontiguousarray(demand, dtype=np.float64)
@@ -126,8 +132,8 @@ class NumbaBackend:
         )
         if blocks is not None:
             fb, lb = (np.ascontiguousarray(x, dtype=np.int64) for x in blocks)
-            return _kernels.solve_fill_blocks(*args, w, d, fb, lb)  # type: ignore[no-any-return]
-        rates, _ = _kernels.solve_fill(*args, int(n_flows), w, d)
+            return _fill.solve_fill_blocks(*args, w, d, fb, lb)  # type: ignore[no-any-return]
+        rates, _ = _fill.solve_fill(*args, int(n_flows), w, d)
         return rates  # type: ignore[no-any-return]
 
 
@@ -135,7 +141,7 @@ def run_interval(
     sim: BatchSim, duration_s: np.ndarray | float, max_events: int, then: Then | None = None
 ) -> IntervalMetrics:
     """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>` in one compiled call
-    (:func:`ainet_gym.sim.kernels.run_interval_numba`): each instance range, on its kernel thread, merges a
+    (:func:`ainet_gym.sim.backends.numba.interval.run_interval_numba`): each instance range, on its kernel thread, merges a
     deferred split (:meth:`BatchSim.set_split_fused <ainet_gym.sim.engine.BatchSim.set_split_fused>`), runs
     its interval, then the ``then`` pass."""
     par, (sw_on, sw_ratio, sw_handoff) = _settings(sim)  # checked before any change
@@ -146,11 +152,11 @@ def run_interval(
     structure, state, flat = _records(sim)
     out_values = (m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
                   m.link_bytes.reshape(-1), m.stalled_flows)  # fmt: skip
-    outputs = _records_mod.outputs_record(*out_values)
+    outputs = _nb_records.outputs_record(*out_values)
     max_rounds = _max_rounds(sim)
     ranges = sim.table.ranges
-    stats_of = np.zeros((len(ranges), _kernels.N_STATS), dtype=np.int64)  # one row per thread's range
-    go = _kernels.go_flags()  # where each range announces its start (the crew's hand-off)
+    stats_of = np.zeros((len(ranges), _nb_settings.N_STATS), dtype=np.int64)  # one row per thread's range
+    go = _threads.go_flags()  # where each range announces its start (the crew's hand-off)
     # one hand-off to the kernel threads: each range merges a deferred split, runs its interval, then
     # the ``then`` kernel
     pending = sim.take_pending()
@@ -162,7 +168,7 @@ def run_interval(
     flow_w = _flow_weights(sim)
     inc_min = sim.incremental_min_flows
     # the lazy exact kernel, if an instance takes it (compiled on first use only)
-    lazy = _kernels.run_interval_lazy if sim.any_lazy() else None
+    lazy = _lazy.run_interval_lazy if sim.any_lazy() else None
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
     sw_mode = np.zeros(B, dtype=np.int64)
     sw = (
@@ -182,19 +188,19 @@ def run_interval(
             merge(*merge_args(lo, hi))
         settings, stats, go = args[:9], args[-2], args[-1]
         while True:  # the two kernels take turns while the lazy one hands instances back
-            _kernels.run_interval_numba(lo, hi, *args, *sw, flow_w)
+            _interval.run_interval_numba(lo, hi, *args, *sw, flow_w)
             if lazy is None:
                 break
             # the lazy kernel takes its arrays positionally: its loop ran 5-15% slower on the records'
             # arrays (the 1,024-GPU rows of the bench; docs/development.md, "Kernels over typed records")
             lazy(lo, hi, *settings, *flat, *out_values, stats, go, *sw, *par, *scratch(), flow_w)  # type: ignore[misc]
-            if stats[2] != _kernels.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
+            if stats[2] != _nb_settings.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
                 break
         if after is not None:
             after(*after_args(lo, hi))
 
     phase_mode, quantum = sim.rate_updates == "phase", sim.rate_quantum_s
-    _kernels.run_ranges(
+    _threads.run_ranges(
         kernel, ranges,
         lambda lo, hi: (
             lo, hi, dur, phase_mode, quantum, inc_min, max_events, L, max_rounds, EPS_T, EPS_B,
@@ -229,7 +235,7 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     EntryTable` and :class:`~ainet_gym.sim.state.SimState`), new capacities or bytes per flow. (A record
     built at every call would cost what the positional call did.) The key holds the objects themselves, so
     none is freed and its ``id`` reused while the records live. Third: the same arrays in the positional
-    order of :func:`ainet_gym.sim.kernels.run_interval_lazy` (:func:`ainet_gym.sim.records.positional`)."""
+    order of :func:`ainet_gym.sim.backends.numba.lazy.run_interval_lazy` (:func:`ainet_gym.sim.records.positional`)."""
     es = sim.engine_state
     stack, table, state_ = sim.stack, sim.table, sim.state
     cap, flow_reset = es.capacity_bytes_per_s, es.flow_reset
@@ -240,8 +246,8 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
             return held[1]  # type: ignore[no-any-return]
     key = (stack, table, state_, cap, flow_reset)
     values, state_values = _records_mod.interval_records(sim)
-    structure = _records_mod.compiled_record("structure", values)
-    state = _records_mod.compiled_record("state", state_values)
+    structure = _nb_records.compiled_record("structure", values)
+    state = _nb_records.compiled_record("state", state_values)
     flat = _records_mod.positional(values, state_values)
     # capacities that had to be copied (not C-contiguous float64) are read again at the next call
     if np.shares_memory(state_values.capacity, sim.engine_state.capacity_bytes_per_s):
@@ -262,7 +268,7 @@ def _max_rounds(sim: BatchSim) -> int:
 
 
 def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
-    """The lazy kernel's scratch (:func:`ainet_gym.sim.kernels.lazy_scratch`) of the calling kernel thread: one
+    """The lazy kernel's scratch (:func:`ainet_gym.sim.backends.numba.lazy.lazy_scratch`) of the calling kernel thread: one
     per thread, kept in ``sim.backend_scratch`` from interval to interval and sized to the largest instance of
     the simulation, allocated again only when an instance outgrows it (fresh scratch at every call cost page
     faults: some 130 MB of them per interval on the 1,024-GPU AllToAll; docs/engine-alltoall.md)."""
@@ -283,7 +289,7 @@ def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
         key = threading.get_ident()  # (each thread its own: the ranges of one interval run concurrently)
         sc = per_thread.get(key)
         if sc is None:
-            sc = per_thread[key] = _kernels.lazy_scratch(*sizes)
+            sc = per_thread[key] = _lazy.lazy_scratch(*sizes)
         return sc  # type: ignore[no-any-return]
 
     return mine
@@ -295,12 +301,14 @@ def _gather_stats(
     """The kernel threads' counters (one row per instance range; a few rows: plain Python is quicker than
     numpy calls here) summed into ``m``, and the first range's error raised."""
     # the first range that failed, if any
-    err, unit = next(((r[2], r[3]) for r in per_range if r[2] != _kernels.ERR_NONE), (_kernels.ERR_NONE, -1))
-    if err == _kernels.ERR_ZERO_STEP:
+    err, unit = next(
+        ((r[2], r[3]) for r in per_range if r[2] != _nb_settings.ERR_NONE), (_nb_settings.ERR_NONE, -1)
+    )
+    if err == _nb_settings.ERR_ZERO_STEP:
         raise RuntimeError(f"job {sim.flat_units[unit].name!r}: an iteration takes no time")
-    if err == _kernels.ERR_SETTLE:
+    if err == _nb_settings.ERR_SETTLE:
         raise RuntimeError("event processing did not settle")
-    if err == _kernels.ERR_SOLVER:
+    if err == _nb_settings.ERR_SOLVER:
         raise ValueError("max-min solve made no progress: NaN in the capacities or demands?")
     # one range (one kernel thread): its row as it is; more: events the most of any range, the rest summed
     tot = per_range[0] if len(per_range) == 1 else [sum(col) for col in zip(*per_range, strict=True)]
@@ -311,7 +319,7 @@ def _gather_stats(
     if lazy:
         (m.incremental_solves, m.flows_refilled, m.flows_active, m.full_fills, m.rates_written,
          m.rates_moved, m.parallel_solves) = tot[4:11]  # fmt: skip
-    if err == _kernels.ERR_EVENTS:
+    if err == _nb_settings.ERR_EVENTS:
         raise TooManyEvents(f"run_interval: more than {max_events} events in one interval", metrics=m)
 
 

@@ -1,0 +1,355 @@
+"""Sequential progressive filling by levels (exact max-min fair rates), and its parallel start."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ainet_gym.sim.backends.numba.heaps import heap_pop, heap_push
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
+from ainet_gym.sim.backends.numba.parallel import ParallelLinks, ParallelRows, parallel_rule
+
+__all__ = ["FillScratch", "fill_levels", "fill_parallel", "fill_scratch", "solve_fill", "solve_fill_blocks"]
+
+# ----------------------------------------------------------------------------------------------------------
+# progressive filling on a subset of flows (the compiled allocator; the event loop's incremental re-solve)
+# ----------------------------------------------------------------------------------------------------------
+
+
+class FillScratch(NamedTuple):
+    """Scratch of :func:`fill_levels`, sized once for ``links`` links, ``flows`` flows and ``entries``
+    incidence entries (:func:`fill_scratch`). ``tick`` stamps (one per fill) mark the links a fill uses, so
+    nothing is cleared between fills. A fill copies its flows' entries into the local rows below (flow
+    ``a`` of the fill, link row ``j``), so that the filling walks small contiguous arrays, not the
+    global ones in link order."""
+
+    link_stamp: np.ndarray  # (links,) int64 the fill that last used the link
+    link_slot: np.ndarray  # (links,) int64 the link's row in the fill
+    slot_link: np.ndarray  # (links,) int64 link of each row
+    slot_resid: np.ndarray  # (links,) float64 residual capacity of each row
+    slot_denom: np.ndarray  # (links,) float64 sum of coef * weight of the unfrozen flows on it
+    slot_count: np.ndarray  # (links,) int64 unfrozen flows on it
+    slot_off: np.ndarray  # (links+1,) int64 CSR offsets of its flows in slot_flows
+    slot_fill: np.ndarray  # (links,) int64 fill cursor
+    slot_flows: np.ndarray  # (entries,) int64 the (local) flows of every row
+    flow_off: np.ndarray  # (flows+1,) int64 CSR offsets of each local flow's entries
+    flow_frozen: np.ndarray  # (flows,) bool
+    ent_slot: np.ndarray  # (entries,) int64 row of each local entry
+    ent_coef: np.ndarray  # (entries,) float64 its coefficient
+    ent_cw: np.ndarray  # (entries,) float64 coefficient * the flow's weight
+    heap_key: np.ndarray  # (links + flows + entries + 1,) float64 level of each heap item
+    heap_item: np.ndarray  # (same,) int64 row (>= 0) or -1 - local flow (a demand level)
+
+
+@njit(cache=True, nogil=True)
+def fill_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (callable from Python too)
+    """A :class:`FillScratch` for fills over at most these many links, flows and entries.
+
+    Only the link stamps are initialised (-1: no fill used the link): a fill writes every other row it
+    reads first (:func:`fill_levels`), so the rest is left uninitialised. Zeroing them cost more than the
+    fills of a short interval: some 50 ms for the 114 MB of 8 AllToAll x 128 GPUs (2.3 M entries), at every
+    call of the lazy kernel, hand-offs of the switch included (docs/engine-alltoall.md)."""
+    i64 = np.int64
+    h = n_links + n_flows + n_entries + 1
+    e = max(n_entries, 1)
+    return FillScratch(
+        np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64), np.empty(n_links, dtype=i64),
+        np.empty(n_links), np.empty(n_links), np.empty(n_links, dtype=i64), np.empty(n_links + 1, dtype=i64),
+        np.empty(n_links, dtype=i64), np.empty(e, dtype=i64), np.empty(n_flows + 1, dtype=i64),
+        np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(e), np.empty(e),
+        np.empty(h), np.empty(h, dtype=i64),
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def merge_by_level(a_flow, a_level, n_a, b_flow, b_level, n_b, out_flow, out_level,
+                   start):  # fmt: skip  # pragma: no cover - compiled
+    """Merge two freeze orders, each sorted by level, into ``out_*[start : start + n_a + n_b]`` (ties: ``a``
+    first, so a merge keeps the order of equal levels)."""
+    i = 0
+    j = 0
+    for k in range(start, start + n_a + n_b):
+        if j >= n_b or (i < n_a and a_level[i] <= b_level[j]):
+            out_flow[k] = a_flow[i]
+            out_level[k] = a_level[i]
+            i += 1
+        else:
+            out_flow[k] = b_flow[j]
+            out_level[k] = b_level[j]
+            j += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _fill_rows(
+    flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo
+):  # pragma: no cover - compiled
+    """:func:`fill_levels`' local rows (:class:`FillScratch` ``s``, stamp ``tick``): the entries of
+    ``flows[:n]`` copied flow by flow (local flow ``a``, link row ``j``: its residual, the sum of coef x
+    weight and the count of its flows), then the link-major lists of the local flows. The link rows."""
+    stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
+    den, cnt, off, fill, adj = s.slot_denom, s.slot_count, s.slot_off, s.slot_fill, s.slot_flows
+    foff, frozen, eslot, ecoef, ecw = s.flow_off, s.flow_frozen, s.ent_slot, s.ent_coef, s.ent_cw
+    nl = 0
+    m = 0
+    for a in range(n):  # local copies of the flows' entries; the links' denominators and counts
+        f = flows[a]
+        frozen[a] = False
+        foff[a] = m
+        w = weight[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if stamp[lk] != tick:
+                stamp[lk] = tick
+                slot[lk] = nl
+                slot_link[nl] = lk
+                sres[nl] = resid[lk]
+                den[nl] = 0.0
+                cnt[nl] = 0
+                nl += 1
+            j = slot[lk]
+            c = e_coef[e]
+            eslot[m] = j
+            ecoef[m] = c
+            ecw[m] = c * w
+            den[j] += c * w
+            cnt[j] += 1
+            m += 1
+    foff[n] = m
+    m = 0
+    for j in range(nl):  # link-major lists of the local flows
+        off[j] = m
+        fill[j] = m
+        m += cnt[j]
+    off[nl] = m
+    for a in range(n):
+        for q in range(foff[a], foff[a + 1]):
+            j = eslot[q]
+            adj[fill[j]] = a
+            fill[j] += 1
+    return nl
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _fill_share(j, s):  # pragma: no cover - compiled
+    """Link row ``j``'s share now (:func:`fill_levels`, :class:`FillScratch` ``s``): residual over the sum of
+    its unfrozen flows' coef x weight (inf: none), that sum first summed again if round-off ate it."""
+    den, sres = s.slot_denom, s.slot_resid
+    if den[j] <= 0.0:
+        d = 0.0
+        for q in range(s.slot_off[j], s.slot_off[j + 1]):
+            a = s.slot_flows[q]
+            if not s.flow_frozen[a]:
+                for x in range(s.flow_off[a], s.flow_off[a + 1]):
+                    if s.ent_slot[x] == j:
+                        d += s.ent_cw[x]
+        den[j] = d
+    return sres[j] / den[j] if den[j] > 0 else np.inf
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _fill_freeze(
+    q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s
+):  # pragma: no cover
+    """Freeze at level ``k`` the unfrozen local flows of :func:`fill_levels`' link row (its list
+    ``s.slot_flows[q0:q1]``), or (``q0 < 0``) the one local flow ``-1 - it`` at its demand: each flow's rate
+    (``weight x k``, or its demand), its place in the freeze order (``out_flow``, ``out_level``, from
+    ``n_out``), its traffic off its links' residuals and its coef x weight off their sums. The freeze
+    order's length."""
+    frozen, adj, foff, eslot, ecoef, ecw = (
+        s.flow_frozen,
+        s.slot_flows,
+        s.flow_off,
+        s.ent_slot,
+        s.ent_coef,
+        s.ent_cw,
+    )
+    sres, den, cnt = s.slot_resid, s.slot_denom, s.slot_count
+    for q in range(q0, q1):
+        a = adj[q] if q >= 0 else -1 - it
+        if frozen[a]:
+            continue
+        f = flows[a]
+        r = demand[f] if q < 0 else weight[f] * k
+        frozen[a] = True
+        rate[f] = r
+        out_flow[n_out] = f
+        out_level[n_out] = k
+        n_out += 1
+        for x in range(foff[a], foff[a + 1]):  # off its links
+            j2 = eslot[x]
+            use = ecoef[x] * r
+            if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+                y = sres[j2] - use
+                sres[j2] = y if y > 0.0 else 0.0
+            den[j2] -= ecw[x]
+            cnt[j2] -= 1
+    return n_out
+
+
+@njit(cache=True, nogil=True)
+def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
+                s, tick, lo):  # fmt: skip  # pragma: no cover - compiled
+    """Weighted max-min fair rates of ``flows[:n]`` by progressive filling, on the residual capacities
+    ``resid`` of their links (updated in place: what the flows leave). Link ``e_link[e]`` is row
+    ``e_link[e] - lo`` of ``resid`` (``lo``: the instance's first link, 0 for one instance).
+
+    Flow ``f`` puts ``e_coef[e]`` on link ``e_link[e]`` per unit of rate for ``e`` in ``fe_lo[f]:fe_hi[f]``;
+    its level is ``rate / weight[f]``, capped at ``demand[f] / weight[f]`` (inf: none). The level rises for
+    every unfrozen flow at once; the next link to fill (least ``resid / sum coef * weight`` over its
+    unfrozen flows, a binary heap, each link's key refreshed lazily when popped: a freeze never lowers a
+    share) or the next demand level freezes its flows. Each flow is frozen once and each of its entries
+    updated once: O(entries log links) for a fill, against O(entries x rounds) for the parallel rule of
+    :func:`ainet_gym.sim.allocator.solve_coo` (the numpy reference); rates agree to round-off.
+
+    Writes ``rate[f]`` and the freeze order (``out_flow[:n]``, ``out_level[:n]``, levels nondecreasing).
+    ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
+    heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
+    ``inf``.
+
+    The steps: the local rows (:func:`_fill_rows`), the heap of link shares and demand levels (its push and
+    pop, :func:`heap_push`, :func:`heap_pop`; a popped link's share refreshed, :func:`_fill_share`), and
+    the freeze of a level's flows (:func:`_fill_freeze`), each compiled into the fill (``forceinline``).
+    """
+    inf = np.inf
+    hkey, hitem, sres, den, cnt, off = s.heap_key, s.heap_item, s.slot_resid, s.slot_denom, s.slot_count, s.slot_off  # fmt: skip
+    foff, frozen, slot_link = s.flow_off, s.flow_frozen, s.slot_link
+    nl = _fill_rows(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo)
+    hn = 0
+    for j in range(nl):
+        hn = heap_push(hkey, hitem, hn, sres[j] / den[j] if den[j] > 0 else inf, j)
+    for a in range(n):
+        f = flows[a]
+        if demand[f] < inf or foff[a + 1] == foff[a]:
+            hn = heap_push(hkey, hitem, hn, demand[f] / weight[f], -1 - a)
+    n_out = 0
+    pops = 0
+    while hn > 0 and n_out < n:
+        k = hkey[0]
+        it = hitem[0]
+        hn = heap_pop(hkey, hitem, hn)
+        pops += 1
+        if it >= 0:  # a link: fill it, unless its share moved since it was pushed
+            j = it
+            if cnt[j] <= 0:
+                continue
+            sh = _fill_share(j, s)
+            if sh != k:
+                hn = heap_push(hkey, hitem, hn, sh, j)
+                continue
+            q0, q1 = off[j], off[j + 1]
+        else:  # a demand level: that one flow
+            if frozen[-1 - it]:
+                continue
+            q0, q1 = -1, 0
+        n_out = _fill_freeze(q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s)
+    for j in range(nl):
+        resid[slot_link[j]] = sres[j]
+    return pops
+
+
+@njit(cache=True, nogil=True)
+def fill_parallel(
+    flows, n, fe_lo, fe_hi, e_link, e_coef, demand, resid, rate, max_rounds, lo, out_flow, out_level, weight
+):  # pragma: no cover - compiled (callable from Python too)
+    """Weighted max-min fair rates of ``flows[:n]`` with demands ``demand`` on the residual capacities
+    ``resid`` (row ``e_link[e] - lo``, updated in place: what the flows leave) by :func:`parallel_rule` (the
+    full solve's rule, with ``order``), at most ``max_rounds`` rounds. ``weight``: (flows,) each flow's share
+    weight (the level ``rate / weight`` is made max-min fair, as :func:`fill_levels`); empty: every weight 1,
+    bit for bit the unweighted rule. Writes ``rate`` for the flows it freezes, and those flows in freeze order
+    (by level, nondecreasing) to ``out_flow`` / ``out_level``.
+
+    Stops after ``max_rounds`` rounds (or at a round that freezes nothing: NaN input) and returns ``(n_done,
+    n_rest, rest, work)`` (``work``: the entries of the live flows summed over the rounds): ``n_done``
+    flows frozen (``out_flow[:n_done]``); the flows still unfrozen are ``rest[:n_rest]``, and on the
+    capacities ``resid`` now holds they are a max-min problem of their own (the frozen ones are frozen at
+    their max-min rates), so :func:`fill_levels` of them finishes the allocation exactly.
+
+    The freeze order is not a sort of the flows: the flows a link freezes in a round share its share
+    bitwise, so they form one group; the groups (one per link and round, one per flow frozen at its demand)
+    are sorted by level and the flows placed by a counting sort: O(flows + groups log groups).
+    """
+    nlk = resid.shape[0]
+    m1 = max(n, 1)
+    i64 = np.int64
+    rows = ParallelRows(np.empty((m1, 3), dtype=i64), np.empty((m1, 2)), np.empty((m1, 2), dtype=i64),
+                        np.empty(m1), np.empty((m1, 2), dtype=i64), np.empty(m1))  # fmt: skip
+    links = ParallelLinks(
+        resid, np.empty(nlk), np.empty(nlk), np.empty(nlk), np.empty(nlk), np.full(nlk, -1, dtype=i64),
+        np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64), np.full(nlk, -1, dtype=i64), np.empty(nlk, dtype=i64),
+    )  # fmt: skip
+    _, n_live, n_done, n_grp, work, _, _ = parallel_rule(
+        n, flows, fe_lo, fe_hi, e_link, e_coef, resid, lo, demand, rate, rows, links, 0, max_rounds, True, weight,
+    )  # fmt: skip
+    froz_g, glev = rows.froz_g, rows.glev
+    # the frozen flows by level: the groups sorted, the flows placed by group (counting sort)
+    order = np.argsort(glev[:n_grp])
+    pos = np.zeros(n_grp + 1, dtype=i64)  # start of each group (by rank) in the output
+    rank = np.empty(n_grp, dtype=i64)
+    for k in range(n_grp):
+        rank[order[k]] = k
+    for i in range(n_done):
+        pos[rank[froz_g[i, 1]] + 1] += 1
+    for k in range(n_grp):
+        pos[k + 1] += pos[k]
+    for i in range(n_done):
+        g = froz_g[i, 1]
+        k = rank[g]
+        out_flow[pos[k]] = froz_g[i, 0]
+        out_level[pos[k]] = glev[g]
+        pos[k] += 1
+    rest = np.empty(m1, dtype=i64)
+    for i in range(n_live):
+        rest[i] = rows.live_i[i, 0]
+    return n_done, n_live, rest, work
+
+
+@njit(cache=True, nogil=True)
+def solve_fill(entry_flow, entry_link, entry_coef, capacity, n_flows, weight, demand):  # pragma: no cover
+    """:func:`fill_levels` over every flow of flow-sorted COO entries (coefficients > 0): the rates and the
+    heap pops. The compiled backend of :func:`ainet_gym.sim.allocator.max_min_fair`."""
+    n_links = capacity.shape[0]
+    fe_lo = np.zeros(n_flows, dtype=np.int64)
+    fe_hi = np.zeros(n_flows, dtype=np.int64)
+    for e in range(entry_flow.shape[0]):
+        f = entry_flow[e]
+        if fe_hi[f] == 0:
+            fe_lo[f] = e
+        fe_hi[f] = e + 1
+    for f in range(n_flows):
+        if fe_hi[f] == 0:
+            fe_lo[f] = 0
+    flows = np.arange(n_flows)
+    resid = capacity.copy()
+    rate = np.zeros(n_flows)
+    out_flow = np.empty(n_flows, dtype=np.int64)
+    out_level = np.empty(n_flows)
+    s = fill_scratch(n_links, n_flows, entry_flow.shape[0])
+    pops = fill_levels(flows, n_flows, fe_lo, fe_hi, entry_link, entry_coef, weight, demand, resid, rate,
+                       out_flow, out_level, s, 0, 0)  # fmt: skip
+    return rate, pops
+
+
+@njit(cache=True, nogil=True)
+def solve_fill_blocks(
+    entry_flow, entry_link, entry_coef, capacity, weight, demand, flow_bounds, link_bounds
+):  # pragma: no cover
+    """:func:`solve_fill` on each independent instance of a batch, one after the other in one compiled call:
+    instance ``i`` owns flows ``flow_bounds[i]:flow_bounds[i + 1]`` and links ``link_bounds[i]:link_bounds[i +
+    1]`` (entries flow-sorted, so each instance's entries are contiguous). Each instance gets its own fill,
+    heap and residuals, so its rates equal a :func:`solve_fill` of that instance alone bit for bit (one fill
+    over the stacked instances would break ties between equal keys across instances in another order, which
+    can move a rate by an ulp)."""
+    n_inst = flow_bounds.shape[0] - 1
+    rate = np.zeros(flow_bounds[n_inst])
+    e0 = 0
+    for i in range(n_inst):
+        f0, f1, l0, l1 = flow_bounds[i], flow_bounds[i + 1], link_bounds[i], link_bounds[i + 1]
+        e1 = e0
+        while e1 < entry_flow.shape[0] and entry_flow[e1] < f1:
+            e1 += 1
+        r, _ = solve_fill(entry_flow[e0:e1] - f0, entry_link[e0:e1] - l0, entry_coef[e0:e1],
+                          capacity[l0:l1].copy(), f1 - f0, weight[f0:f1].copy(), demand[f0:f1].copy())  # fmt: skip
+        rate[f0:f1] = r
+        e0 = e1
+    return rate

@@ -1,0 +1,119 @@
+"""The heaps of the compiled solvers: the fill's link shares, the lazy kernel's flow completions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ainet_gym.sim.backends.numba.jit import njit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def heap_push(key, item, n, k, i):  # pragma: no cover - compiled
+    """Push ``(k, i)`` on the binary min-heap ``key[:n]`` / ``item[:n]``; the new size."""
+    j = n
+    while j > 0:
+        p = (j - 1) >> 1
+        if key[p] <= k:
+            break
+        key[j] = key[p]
+        item[j] = item[p]
+        j = p
+    key[j] = k
+    item[j] = i
+    return n + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def heap_pop(key, item, n):  # pragma: no cover - compiled
+    """Remove the root of the heap ``key[:n]`` (read it first); the new size."""
+    n -= 1
+    k = key[n]
+    i = item[n]
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and key[c + 1] < key[c]:
+            c += 1
+        if key[c] >= k:
+            break
+        key[j] = key[c]
+        item[j] = item[c]
+        j = c
+    if n > 0:
+        key[j] = k
+        item[j] = i
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _heap_place(hk, hf, pos, i, k, f):  # pragma: no cover - compiled
+    """Put flow ``f`` with key ``k`` in slot ``i`` of the indexed min-heap ``hk`` (keys) / ``hf`` (flows) /
+    ``pos`` (flow -> slot)."""
+    hk[i] = k
+    hf[i] = f
+    pos[f] = i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sift_up(hk, hf, pos, i):  # pragma: no cover - compiled
+    """Move item ``i`` of the indexed min-heap ``hk`` / ``hf`` / ``pos`` (:func:`_heap_place`) up."""
+    k = hk[i]
+    f = hf[i]
+    while i > 0:
+        p = (i - 1) >> 1
+        if hk[p] <= k:
+            break
+        _heap_place(hk, hf, pos, i, hk[p], hf[p])
+        i = p
+    _heap_place(hk, hf, pos, i, k, f)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sift_down(hk, hf, pos, n, i):  # pragma: no cover - compiled
+    """Move item ``i`` of the indexed min-heap of ``n`` items down."""
+    k = hk[i]
+    f = hf[i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and hk[c + 1] < hk[c]:
+            c += 1
+        if hk[c] >= k:
+            break
+        _heap_place(hk, hf, pos, i, hk[c], hf[c])
+        i = c
+    _heap_place(hk, hf, pos, i, k, f)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
+    """Give flow ``f`` the key ``key`` in the indexed heap of ``n`` items (inserted, moved, or removed when
+    ``key`` is inf); the new size."""
+    i = pos[f]
+    if key == np.inf:
+        if i < 0:
+            return n
+        n -= 1
+        pos[f] = -1
+        if i < n:
+            _heap_place(hk, hf, pos, i, hk[n], hf[n])  # the last item into the freed slot
+            if i > 0 and hk[(i - 1) >> 1] > hk[i]:
+                _sift_up(hk, hf, pos, i)
+            else:
+                sift_down(hk, hf, pos, n, i)
+        return n
+    if i < 0:
+        hk[n] = key
+        hf[n] = f
+        _sift_up(hk, hf, pos, n)
+        return n + 1
+    old = hk[i]
+    hk[i] = key
+    if key < old:
+        _sift_up(hk, hf, pos, i)
+    else:
+        sift_down(hk, hf, pos, n, i)
+    return n

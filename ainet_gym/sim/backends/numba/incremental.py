@@ -1,0 +1,516 @@
+"""The incremental solve of the lazy kernel: the flows a change can move, re-filled."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ainet_gym.sim.backends.numba.fill import fill_levels, fill_parallel, merge_by_level
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
+from ainet_gym.sim.backends.numba.repair import link_index, repair_departures, top_add
+from ainet_gym.sim.backends.numba.settings import (
+    COMPONENT_BACKOFF_MAX,
+    FULL_FILL_EVERY,
+    PARALLEL_MAX_LEVELS,
+    REPAIR_MAX_SHARE,
+    REPAIR_ONLY_TOP,
+    REPAIR_RTOL,
+    RESTART_MARGIN,
+    SWITCH_MEAN_WEIGHT,
+)
+
+__all__ = ["resolve_incremental"]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _uf_find(uf, x):  # pragma: no cover - compiled
+    """Root of ``x`` in the union-find forest ``uf`` (path halving)."""
+    while uf[x] != x:
+        uf[x] = uf[uf[x]]
+        x = uf[x]
+    return x
+
+
+@njit(cache=True, nogil=True)
+def _distinct_levels(level, k0, k1, cap):  # pragma: no cover - compiled
+    """The distinct levels of the nondecreasing ``level[k0:k1]`` (equal within 1e-12 relative: the fills'
+    round-off), counted up to ``cap + 1``."""
+    n = 0
+    last = -1.0
+    for k in range(k0, k1):
+        x = level[k]
+        if n == 0 or x > last * (1.0 + 1e-12):
+            n += 1
+            if n > cap:
+                return n
+            last = x
+    return n
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def first_at_least(level, n, x):  # pragma: no cover - compiled
+    """The first index ``k`` of the nondecreasing ``level[:n]`` with ``level[k] >= x`` (``n`` if none): a
+    binary search, as ``np.searchsorted(level[:n], x)`` finds it."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if level[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_full_set(
+    n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill, resid, csum, link_gen, gen,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s full fill: every active flow to fill (``refill``), on its links'
+    capacities (``resid``), their sums of coefficient x weight (``csum``) counted anew (``link_gen`` =
+    ``gen``). The active entries."""
+    e_act = 0
+    for k in range(n_act):
+        f = act_list[k]
+        e_act += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if link_gen[lk] != gen:
+                link_gen[lk] = gen
+                resid[lk] = capacity[lo + lk]
+                csum[lk] = 0.0
+            csum[lk] += e_coef[e] * unit_weight[f]
+        refill[k] = f
+    return e_act
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_restart_level(
+    n_gone, gone, n_came, came, rate, unit_weight, dcap, fe_lo, fe_hi, e_link, e_coef, capacity, lo, csum, load,
+    link_gen, gen, rstate,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s restart level ``L`` (a level, rate / weight), below which no rate
+    changes: the least old level of the departed flows and the least bound of the arrivals (its least equal
+    share level, or its demand's), less :data:`RESTART_MARGIN`; the links' sums of coefficient x weight
+    (``csum``) and the active entries (``rstate[8]``) follow the departures and arrivals. ``(L, the
+    arrivals' entries)``."""
+    lev = np.inf
+    e_came = 0
+    for k in range(n_gone):
+        f = gone[k]
+        lev = min(lev, rate[f] / unit_weight[f])
+        rstate[8] -= fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            csum[e_link[e] - lo] -= e_coef[e] * unit_weight[f]
+    for k in range(n_came):
+        f = came[k]
+        rstate[8] += fe_hi[f] - fe_lo[f]
+        e_came += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if link_gen[lk] != gen:  # a link no active flow crossed since the full fill
+                link_gen[lk] = gen
+                csum[lk] = 0.0
+                load[lk] = 0.0
+            csum[lk] += e_coef[e] * unit_weight[f]
+    for k in range(n_came):  # a flow's level is at least its least equal share level (or its demand's)
+        f = came[k]
+        x = dcap[f] / unit_weight[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            y = capacity[lo + lk] / csum[lk] if csum[lk] > 0 else np.inf
+            if y < x:
+                x = y
+        if x < lev:
+            lev = x
+    return lev * (1.0 - RESTART_MARGIN), e_came
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_patch_log(
+    n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow, log_level, keep_flow,
+    keep_level, rp, rstate, work,
+):  # fmt: skip  # pragma: no cover - compiled
+    """After a departure repair of :func:`resolve_incremental` that re-filled ``n_r`` flows: the freeze log
+    patched (the departed and re-filled flows out, the re-filled ones in at their new levels, from the
+    least level either had, less :data:`RESTART_MARGIN`), and the solve's state (``rstate``: log length,
+    solves since a full fill, the work)."""
+    tick = rstate[3]
+    m = lev
+    for k in range(n_r):
+        x = min(old_rate[k] / unit_weight[refill[k]], out_level[k]) * (1.0 - RESTART_MARGIN)
+        if x < m:
+            m = x
+    kk = first_at_least(log_level, n_log, m)
+    n_keep = 0
+    for k in range(kk, n_log):
+        f = log_flow[k]
+        if act[f] and rp.fmark[f] != tick:
+            keep_flow[n_keep] = f
+            keep_level[n_keep] = log_level[k]
+            n_keep += 1
+    merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_r, log_flow, log_level, kk)
+    rstate[0] = kk + n_keep + n_r
+    rstate[1] += 1
+    rstate[9] = work + n_log - kk + n_r
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_declines(
+    k0, n_log, log_flow, log_level, fe_lo, fe_hi, e_above, par_levels, sw_on, cost, rstate, n_inst, n_act,
+    sw_ratio, sw_handoff,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s switch (:data:`LAZY_SWITCH`): the entries at or above the restart level
+    (the log from ``k0``, the departed flows' all there, plus the arrivals' ``e_above``) as the lazy
+    re-fill against a full solve; the full path's savings summed in ``cost[2]``, and above ``sw_handoff``
+    predicted full solves it declines. ``(entries above, distinct levels above (0: not counted), declines)``."""
+    for k in range(k0, n_log):
+        f = log_flow[k]
+        e_above += fe_hi[f] - fe_lo[f]
+    n_lev = 0
+    if par_levels < n_log - k0:
+        n_lev = _distinct_levels(log_level, k0, n_log, par_levels)
+    if sw_on:
+        p_full = cost[0] * rstate[8] + n_inst + n_act
+        acc = cost[2] + sw_ratio * cost[1] * e_above - p_full
+        cost[2] = acc if acc > 0.0 else 0.0
+        if acc > sw_handoff * p_full:
+            cost[2] = 0.0
+            return e_above, n_lev, True
+    return e_above, n_lev, False
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_components(
+    k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load, resid, uf,
+    seed, rstamp, tick, use_cc,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`: the links of the flows at or above the restart level (the log from
+    ``k0``, departed ones included, and the arrivals) stamped ``tick`` with their residuals at capacity less
+    load; with ``use_cc``, their connected components (union-find ``uf`` over the links) and the roots of
+    the components of a departed or an arrived flow (``seed`` = ``tick``): only those change."""
+    for k in range(k0, n_log + n_came):
+        f = log_flow[k] if k < n_log else came[k - n_log]
+        r0 = -1
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if rstamp[lk] != tick:
+                rstamp[lk] = tick
+                uf[lk] = lk
+                c = capacity[lo + lk]
+                resid[lk] = c - load[lk] if c < np.inf else np.inf
+            if not use_cc:
+                continue
+            if r0 < 0:
+                r0 = _uf_find(uf, lk)
+            else:
+                r1 = _uf_find(uf, lk)
+                if r1 != r0:
+                    uf[r1] = r0
+    if use_cc:
+        for k in range(k0, n_log + n_came):  # the components of the departed and arrived flows
+            f = log_flow[k] if k < n_log else came[k - n_log]
+            if (k >= n_log or not act[f] or arr_mark[f] == mark) and fe_hi[f] > fe_lo[f]:
+                seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] = tick
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_select(
+    k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo,
+    resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`: the flows of the log from ``k0`` in a changed component (every one while
+    the component rule backs off, ``use_cc`` false) and the arrivals are filled again (``refill``) on the
+    residuals plus what they and the departed flows used; the others keep their rates and levels
+    (``keep_flow``, ``keep_level``). ``(to fill, kept)``."""
+    n_re = 0
+    n_keep = 0
+    for k in range(k0, n_log):
+        f = log_flow[k]
+        hit = not use_cc or (fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick)
+        gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
+        if hit or gone_f:
+            r = rate[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                use = e_coef[e] * r
+                if np.isfinite(use):
+                    resid[e_link[e] - lo] += use
+        if gone_f:
+            continue
+        if hit:
+            refill[n_re] = f
+            n_re += 1
+        else:
+            keep_flow[n_keep] = f
+            keep_level[n_keep] = log_level[k]
+            n_keep += 1
+    for k in range(n_came):
+        refill[n_re] = came[k]
+        n_re += 1
+    return n_re, n_keep
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_backoff(use_cc, n_keep, rstate):  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s back-off of the component rule (``rstate[6]``: solves left to skip it,
+    ``rstate[7]``: the last skip): a solve that skipped it counts down; one that used it and kept no flow
+    skips it for the next 1, 2, 4, ... solves (at most :data:`COMPONENT_BACKOFF_MAX`)."""
+    if not use_cc:
+        rstate[6] -= 1
+    elif n_keep == 0:
+        rstate[7] = min(2 * rstate[7] + 1, COMPONENT_BACKOFF_MAX)
+        rstate[6] = rstate[7]
+    else:
+        rstate[7] = 0
+
+
+@njit(cache=True, nogil=True, **COMPILED_ONLY)
+def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
+    """``refill[:n_re]`` in flow order (their entries in memory order), for the parallel rule. The work
+    counted: the flow range walked and the rule's rows allocated."""
+    f_lo = refill[0]
+    f_hi = refill[0]
+    for k in range(n_re):
+        f = refill[k]
+        if f < f_lo:
+            f_lo = f
+        if f > f_hi:
+            f_hi = f
+    pick = np.zeros(f_hi - f_lo + 1, dtype=np.bool_)
+    for k in range(n_re):
+        pick[refill[k] - f_lo] = True
+    k = 0
+    for f in range(f_lo, f_hi + 1):
+        if pick[f - f_lo]:
+            refill[k] = f
+            k += 1
+    return f_hi - f_lo + 1 + 7 * n_re
+
+
+@njit(cache=True, nogil=True, **COMPILED_ONLY)
+def _inc_fill(
+    dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow, out_level,
+    unit_weight, weighted, fs, rstate,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s fill of ``refill[:n_re]`` on ``resid``: by the heap
+    (:func:`fill_levels`), or, ``dense``, the parallel rule's first rounds (:func:`fill_parallel`) and the
+    rest by the heap, its freeze order merged with the rule's (``out_flow``, ``out_level``). The work."""
+    work = 0
+    if dense:
+        rstate[5] += 1
+        n_done, n_rest, rest, pw = fill_parallel(refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds,
+                                                 lo, out_flow, out_level, unit_weight if weighted else unit_weight[:0])  # fmt: skip
+        work += pw
+        if n_rest > 0:
+            h_flow = np.empty(n_rest, dtype=np.int64)
+            h_level = np.empty(n_rest)
+            work += fill_levels(rest, n_rest, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                                h_flow, h_level, fs, rstate[4], lo)  # fmt: skip
+            for k in range(n_rest):
+                work += fe_hi[rest[k]] - fe_lo[rest[k]]
+            rstate[4] += 1
+            p_flow = out_flow[:n_done].copy()
+            p_level = out_level[:n_done].copy()
+            merge_by_level(p_flow, p_level, n_done, h_flow, h_level, n_rest, out_flow, out_level, 0)
+    else:
+        work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                            out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        for k in range(n_re):
+            work += fe_hi[refill[k]] - fe_lo[refill[k]]
+        rstate[4] += 1
+    return work
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_loads(
+    full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
+    lo, resid, load, rp, listed, lev,
+):  # fmt: skip  # pragma: no cover - compiled
+    """After :func:`resolve_incremental`'s fill: the loads of the links the solve touched (every active
+    flow's after a full fill; else the filled and departed flows'), their ``sat`` reset, then (``rep_on``)
+    the saturated links of the filled flows set to the largest level among them (:class:`RepairScratch`)
+    and, when the link index is built (``listed``), the filled flows at that level listed (``rp.top_*``).
+    The other active flows on such a link are below the restart level ``lev`` (-inf after a full fill):
+    the list holds every flow at the link's level unless that level is within round-off of ``lev`` (then
+    not known, -1). The work."""
+    sat, top_n, top_flow, off = rp.sat, rp.top_n, rp.top_flow, rp.adj_off
+    work = 0
+    n = n_act if full else n_re + n_gone
+    for k in range(n):
+        if full:
+            f = act_list[k]
+        else:
+            f = refill[k] if k < n_re else gone[k - n_re]
+            work += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            c = capacity[lo + lk]
+            load[lk] = c - resid[lk] if c < np.inf else 0.0
+            sat[lk] = -1.0
+            top_n[lk] = 0
+    if rep_on:
+        low = np.inf  # the lowest level filled
+        for k in range(n_re):
+            f = refill[k]
+            lv = rate[f] / unit_weight[f]
+            low = min(low, lv)
+            work += fe_hi[f] - fe_lo[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                lk = e_link[e] - lo
+                c = capacity[lo + lk]
+                if c < np.inf and resid[lk] <= REPAIR_RTOL * c:
+                    if listed:
+                        nt, m = top_add(top_flow, off[lk], top_n[lk], f, lv, sat[lk])
+                        top_n[lk] = nt
+                        sat[lk] = m
+                    elif lv > sat[lk]:
+                        sat[lk] = lv
+        near = lev * (1.0 + REPAIR_RTOL)
+        if listed and low * (1.0 - REPAIR_RTOL) <= near:  # a link's level may be within round-off of lev
+            for k in range(n_re):
+                f = refill[k]
+                for e in range(fe_lo[f], fe_hi[f]):
+                    lk = e_link[e] - lo
+                    if sat[lk] >= 0.0 and sat[lk] * (1.0 - REPAIR_RTOL) <= near:
+                        top_n[lk] = -1
+    return work
+
+
+@njit(cache=True, nogil=True)
+def resolve_incremental(
+    act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
+    lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
+    out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
+    sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
+):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
+    """The max-min rates of the active flows after an event, from the last solve's: the allocation of
+    :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
+
+    ``act`` (flows,) bool: the new active set, listed in ``act_list[:n_act]``; ``gone[:n_gone]``: the flows
+    that left it since the last solve; ``came[:n_came]``: those that joined it (a flow may be in both: it
+    completed and started again); ``arr_mark[f] == mark`` marks a flow that joined since the last solve.
+    ``rate`` holds the last solve's rates (read for the flows of the log, written for the re-filled ones).
+    ``rstate`` (int64, 14): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
+    since the last full fill, the link-generation, union-find and fill stamps, the parallel-rule solves,
+    the component rule's back-off (solves left to skip it, the last skip; :data:`COMPONENT_BACKOFF_MAX`),
+    the entries of the active flows, the work the solve counted (the switch's cost model), whether
+    ``rp``'s link index holds the instance's entries (0: built at the next repair; set 0 when the entries
+    change), the solves the departure repair made and declined and the active flows it read. ``log_flow`` /
+    ``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
+    links, row ``link - lo``): the active flows' bytes/s and sums of coefficient x share weight per link,
+    valid where ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
+
+    Levels are weighted: flow ``f``'s level is ``rate[f] / unit_weight[f]`` (its share weight, 1 unweighted;
+    docs/model.md, "Share weights"), and every rule below (the restart level, the freeze log, the kept
+    flows, the departure repair, both fills) is in levels. ``weighted``: whether a weight differs from 1 (the
+    parallel rule then takes ``unit_weight``; False: its unweighted rule, bit for bit as before weights).
+
+    A full fill (no log yet, or :data:`FULL_FILL_EVERY` incremental solves since the last one) fills every
+    active flow on the capacities. Otherwise an event that removes flows (lowest old level ``L_d``) or adds
+    flows (each at a level of at least ``min(demand / weight, min over its links of capacity / sum of
+    coefficient x weight)``, lowest ``L_a``) changes no level below ``L = min(L_d, L_a) (1 -
+    RESTART_MARGIN)``: below it the progressive
+    filling of the new flow set is the old one step for step (a departed flow crosses no link that
+    saturated below its level, an arrival none that saturates below its bound). The flows at levels
+    ``>= L`` on the capacities the lower ones leave make a max-min problem of their own, which decomposes
+    over the connected components of their flow-link graph: only the components of a departed or an
+    arrived flow are filled again.
+
+    The flows to fill are filled by :func:`fill_levels` (a heap), or, when they are more than ``par_share``
+    of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
+    flows it leaves unfrozen then by :func:`fill_levels`): both are exact fills of the same max-min problem
+    (:data:`PARALLEL_SHARE`). ``rstate[5]`` counts the solves that took the parallel rule.
+
+    With ``rep_on``, an incremental solve at which flows only left is first tried by
+    :func:`repair_departures` (``rp``: its :class:`RepairScratch`, whose ``sat`` every solve keeps up to date
+    when ``rep_on``; ``f0:f1``: the instance's flows, for its link index): it re-fills only the flows that
+    lost every bottleneck, and the freeze log is then patched (those flows and the departed ones out, the
+    re-filled ones in at their new levels). When it declines, the solve re-fills from the restart level.
+
+    Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
+    ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved,
+    when ``sw_on`` and the switch's cost model (:data:`LAZY_SWITCH`; ``cost``: the instance's row of
+    :data:`N_SWITCH` columns) finds that the predicted savings of the full path since the last hand-off
+    exceed ``sw_handoff`` predicted full solves: the lazy re-fill is predicted as ``sw_ratio x rho_l x`` the
+    entries at or above the restart level, the full solve as ``rho_f x`` the active entries ``+ n_inst +
+    n_act`` (the flows a full-path event scans). The caller re-solves in full, and the state here is then
+    stale (the next call must be a full fill, ``rstate[0] = -1``). ``rstate[9]`` receives the work the solve
+    counted (entries walked, the parallel rule's live entries over its rounds, a heap fill's entries and
+    pops, the loads and the log rewritten), and an incremental solve's work per entry at or above the level
+    enters ``rho_l`` (``cost[1]``).
+
+    The steps, in order on one set of scratch arrays: the full set (:func:`_inc_full_set`) or the restart
+    level (:func:`_inc_restart_level`), the departure repair and its log patch (:func:`_inc_patch_log`), the
+    switch (:func:`_inc_declines`), the components (:func:`_inc_components`) and the flows to fill
+    (:func:`_inc_select`), the fill (:func:`_inc_flow_order`, :func:`_inc_fill`), the loads
+    (:func:`_inc_loads`); those that allocate nothing compiled into the solve (``forceinline``).
+    """
+    n_log = rstate[0]
+    full = n_log < 0 or rstate[1] >= FULL_FILL_EVERY
+    if full:
+        rstate[2] += 1
+    gen = rstate[2]
+    work = 0
+    n_lev = 0  # distinct levels of the last solve among the flows to re-fill (0: not known, a first fill)
+    lev = -np.inf  # the restart level (a full fill: none)
+    if full:
+        if n_log >= 0 and par_levels < n_log:  # a periodic full fill: the levels of the last solve's log
+            n_lev = _distinct_levels(log_level, 0, n_log, par_levels)
+        rstate[8] = _inc_full_set(n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill,
+                                  resid, csum, link_gen, gen)  # fmt: skip
+        work += rstate[8]
+        n_re, n_keep, k0, e_above = n_act, 0, 0, 0
+    else:
+        lev, e_above = _inc_restart_level(n_gone, gone, n_came, came, rate, unit_weight, dcap, fe_lo, fe_hi, e_link,
+                                          e_coef, capacity, lo, csum, load, link_gen, gen, rstate)  # fmt: skip
+        k0 = first_at_least(log_level, n_log, lev)  # the first flow of the log at a level >= lev
+        if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
+            if rstate[10] == 0:  # (the link-major index of the instance's entries, once per interval)
+                work += link_index(
+                    rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight
+                )
+                rstate[10] = 1
+            n_r, rw = repair_departures(
+                act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid,
+                rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs, rp,
+                int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top,
+            )  # fmt: skip
+            work += rw
+            if n_r >= 0:
+                _inc_patch_log(n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow,
+                               log_level, keep_flow, keep_level, rp, rstate, work)  # fmt: skip
+                return n_r, False
+        e_above, n_lev, declines = _inc_declines(k0, n_log, log_flow, log_level, fe_lo, fe_hi, e_above, par_levels,
+                                                 sw_on, cost, rstate, n_inst, n_act, sw_ratio, sw_handoff)  # fmt: skip
+        if declines:
+            return -1, False
+        work += e_above
+        rstate[3] += 1
+        tick = rstate[3]
+        use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (below)
+        _inc_components(k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo,
+                        load, resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
+        n_re, n_keep = _inc_select(k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo,
+                                   fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow,
+                                   keep_level)  # fmt: skip
+        _inc_backoff(use_cc, n_keep, rstate)
+    # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
+    dense = n_re > par_share * n_act and n_lev <= par_levels
+    if (
+        dense and n_re > 1
+    ):  # many flows: walk them in flow order (their entries in memory order), not by level
+        work += _inc_flow_order(refill, n_re)
+    for k in range(n_re):
+        f = refill[k]
+        old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
+    work += _inc_fill(dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow,
+                      out_level, unit_weight, weighted, fs, rstate)  # fmt: skip
+    # the freeze log from k0 on: the kept flows and the new fill's, merged by level
+    merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
+    rstate[0] = k0 + n_keep + n_re
+    work += n_keep + 2 * n_re  # the log rewritten, the rates written
+    work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
+                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev)  # fmt: skip
+    rstate[1] = 0 if full else rstate[1] + 1
+    if not full and e_above > 0:
+        cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
+    rstate[9] = work
+    return n_re, full

@@ -1,0 +1,47 @@
+"""numba's ``njit`` (an identity decorator where numba is missing) and the compile options of the steps."""
+
+from __future__ import annotations
+
+__all__ = ["HAVE_NUMBA", "njit"]
+
+try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
+    from numba import njit
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    HAVE_NUMBA = False
+
+    def njit(*args, **kwargs):  # type: ignore[no-redef]
+        def wrap(fn):
+            return fn
+
+        return wrap
+
+# ----------------------------------------------------------------------------------------------------------
+# the event loop's shared steps: both interval kernels (run_interval_numba and run_interval_lazy) are made of
+# these and their own allocation and completion bookkeeping, with the same operations in the same order as
+# when they were written into both loops (results bit for bit unchanged). They are compiled without numba's
+# reference counting (``_nrt=False``: they allocate nothing): a compiled function increfs and decrefs every
+# array it takes, atomically, which at every event was the threads' bottleneck (docs/performance-log.md,
+# "Reference counts were the threads' bottleneck"); without it a call passes the arrays for free. Numba's
+# own inlining (``inline="always"``) was tried: it copies each argument into a local of the caller, and
+# those copies left 46 incref/decref pairs inside run_interval_numba's loops (none before; counted in its
+# LLVM IR), where these calls leave none. A call takes at most 30 arguments (more compile to ``*args``).
+# LLVM's own inlining is another thing: ``forceinline=True`` marks the compiled function ``alwaysinline``
+# after numba has lowered it (no argument copies, no reference counts: the helper has none). LLVM left
+# the three largest helpers as calls; inlined, ``parallel_rule`` and ``settle_units`` take 7% fewer
+# instructions from run_interval_numba (its arguments no longer spilled and reloaded at every event), and
+# ``add_link_bytes`` 3% more, so it stays a call (callgrind counts, docs/development.md, "Instructions per
+# step").
+# The steps only compiled code calls (all but ``settle_units`` and ``parallel_rule``, which tests call from
+# Python) are compiled without the CPython and C-callable wrappers (``COMPILED_ONLY``): nothing calls them
+# from Python, and their wrappers cost the cold start 0.66 s of CPU (docs/development.md, "the cold compile",
+# issue-31zb); the callers' code is the same.
+# The frame of an event is written once for both kernels (begin_event, end_event, below); every long kernel
+# of this module is a short driver over such steps, each of one concern (issue-31ze): the steps that run at
+# every event or round are ``_nrt=False``, ``forceinline=True`` and ``COMPILED_ONLY``, so the drivers'
+# machine code is what it was when the steps were written inline (docs/development.md, "issue-31ze").
+# ----------------------------------------------------------------------------------------------------------
+
+#: the options of a step that only compiled code calls: no Python-callable wrappers to compile
+COMPILED_ONLY: dict[str, bool] = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}

@@ -1,0 +1,458 @@
+"""The departure repair of the lazy kernel: rates kept where a departure frees no bottleneck."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ainet_gym.sim.backends.numba.fill import fill_levels
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
+from ainet_gym.sim.backends.numba.settings import REPAIR_MAX_ROUNDS, REPAIR_RTOL
+
+__all__ = ["RepairScratch", "repair_departures", "repair_scratch"]
+
+
+class RepairScratch(NamedTuple):
+    """State and scratch of :func:`repair_departures` for one instance of the lazy kernel
+    (:func:`repair_scratch`). ``sat`` is kept from solve to solve: where it is >= 0, the link is saturated
+    and no active flow on it has a level above ``sat`` (so a flow on it at that level has the link as a
+    bottleneck); -1: not known saturated. Every solve of :func:`resolve_incremental` keeps that true: a fill
+    sets it on the saturated links of the flows it filled (the largest level among them: the other flows on
+    such a link are below the restart level, so lower), and -1 on the other links of those flows and of the
+    departed ones; the links no solve touched keep their flows and rates. Where ``sat`` is set, the flows at
+    that level are listed (``top_*``: those the repair's scan reads; a fill lists its flows at the level, a
+    repair the flows its scan for ``lmax`` found there, :func:`link_index` every link's from ``sat``)."""
+
+    sat: np.ndarray  # (links,) float64 the largest level on a saturated link, -1: not known saturated
+    lmax: np.ndarray  # (links,) float64 the largest level of the active flows on a link (a repair's scan)
+    lstamp: np.ndarray  # (links,) int64 the repair whose scan lmax holds
+    adj_off: np.ndarray  # (links+1,) int64 CSR offsets of each link's flows (every flow of the instance)
+    adj_flow: np.ndarray  # (entries,) int64 the flows on each link
+    fmark: np.ndarray  # (flows,) int64 the repair that re-fills the flow
+    queue: np.ndarray  # (links,) int64 the links a repair changed, in the order it found them
+    # the active flows at each known-saturated link's largest level (``sat``): ``top_flow[adj_off[l] :
+    # adj_off[l] + top_n[l]]``, valid where ``sat >= 0``, ``top_n >= 0`` and the link index is built (the
+    # repair's scan reads only them, :data:`REPAIR_ONLY_TOP`; with them possibly flows a few ulps below,
+    # :func:`top_add`); -1: not known (the scan reads every flow)
+    top_n: np.ndarray  # (links,) int64
+    top_flow: np.ndarray  # (entries,) int64
+    ptop_n: np.ndarray  # (links,) int64 the same for ``lmax`` (a repair's fill), into ``top_*`` when the
+    ptop_flow: np.ndarray  # (entries,) int64 repair is made
+
+
+@njit(cache=True, nogil=True)
+def repair_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (callable from Python too)
+    """A :class:`RepairScratch` for instances of at most these many links and entries, flows indexed by
+    global id below ``n_flows``."""
+    i64 = np.int64
+    return RepairScratch(
+        np.full(n_links, -1.0), np.empty(n_links), np.full(n_links, -1, dtype=i64), np.zeros(n_links + 1, dtype=i64),
+        np.empty(max(n_entries, 1), dtype=i64), np.full(n_flows, -1, dtype=i64), np.empty(n_links, dtype=i64),
+        np.full(n_links, -1, dtype=i64), np.empty(max(n_entries, 1), dtype=i64), np.full(n_links, -1, dtype=i64),
+        np.empty(max(n_entries, 1), dtype=i64),
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def link_index(
+    rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links, act, rate, weight
+):  # pragma: no cover - compiled
+    """The link-major index of the entries of flows ``f0:f1`` (active or not) into ``rp.adj_off`` /
+    ``rp.adj_flow`` (links ``lo .. lo + n_links``), and the lists of the active flows at each link's ``rp.sat``
+    level (``rp.top_*``: the flows at levels ``rate / weight >= sat (1 - REPAIR_RTOL)``); the entries
+    indexed. O(entries)."""
+    off = rp.adj_off
+    cur = rp.queue
+    for j in range(n_links + 1):
+        off[j] = 0
+    for f in range(f0, f1):
+        for e in range(fe_lo[f], fe_hi[f]):
+            off[e_link[e] - lo + 1] += 1
+    for j in range(n_links):
+        off[j + 1] += off[j]
+        cur[j] = off[j]
+    for f in range(f0, f1):
+        for e in range(fe_lo[f], fe_hi[f]):
+            j = e_link[e] - lo
+            rp.adj_flow[cur[j]] = f
+            cur[j] += 1
+    for j in range(n_links):
+        if rp.sat[j] < 0.0:
+            rp.top_n[j] = -1
+            continue
+        top = rp.sat[j] * (1.0 - REPAIR_RTOL)
+        n = 0
+        for x in range(off[j], off[j + 1]):
+            g = rp.adj_flow[x]
+            if act[g] and rate[g] / weight[g] >= top:
+                rp.top_flow[off[j] + n] = g
+                n += 1
+        rp.top_n[j] = n
+    return 2 * off[n_links]
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def top_add(tf, base, n, g, lv, m):  # pragma: no cover - compiled
+    """Flow ``g`` at level ``lv`` offered to a link's list of the flows at its largest level ``m`` so far
+    (``tf[base : base + n]``): appended when ``lv >= m (1 - REPAIR_RTOL)``; when ``lv (1 - REPAIR_RTOL)``
+    exceeds ``m``, every listed flow (at most ``m``) is below the new level and the list restarts with ``g``,
+    unread. A rise within round-off keeps the list (flows a few ulps below the new level stay listed: the
+    scan checks each listed flow's level). ``(n, m)``."""
+    if lv > m:
+        if lv * (1.0 - REPAIR_RTOL) > m:
+            n = 0
+        tf[base + n] = g
+        return n + 1, lv
+    if lv >= m * (1.0 - REPAIR_RTOL):
+        tf[base + n] = g
+        return n + 1, m
+    return n, m
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn):  # pragma: no cover - compiled
+    """:func:`repair_departures`: flow ``f``'s links are changed (stamped ``tick`` in ``rstamp``, queued once
+    in ``q`` after its ``qn``). The queue's length."""
+    for e in range(fe_lo[f], fe_hi[f]):
+        lk = e_link[e] - lo
+        if rstamp[lk] != tick:
+            rstamp[lk] = tick
+            q[qn] = lk
+            qn += 1
+    return qn
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_scan(
+    qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo, fe_hi, e_link, capacity, lo, dcap, weight,
+    rstamp, load, refill, old_rate, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`' scan of the changed links queued from ``qi`` on: on each that was saturated
+    before the event, every active flow not yet re-filled keeps its rate when it is at its demand or has a
+    witness (an unchanged link with ``rp.sat`` >= 0 at whose level it is); otherwise it is re-filled
+    (``refill``, ``old_rate``, ``rp.fmark``) and its links queued. ``(qi, qn, n_r, work, seen, within
+    limit)``: False when more than ``limit`` flows would be re-filled (the repair declines)."""
+    tol = REPAIR_RTOL
+    q, off, adj, sat, fmark = rp.queue, rp.adj_off, rp.adj_flow, rp.sat, rp.fmark
+    top_n, top_flow = rp.top_n, rp.top_flow
+    while qi < qn:
+        lk = q[qi]
+        qi += 1
+        c = capacity[lo + lk]
+        if not (
+            c < np.inf and c - load[lk] <= tol * c
+        ):  # not saturated before the event: no flow's bottleneck
+            continue
+        # the link's largest level before the event, if known: only the flows at it have the link as a
+        # bottleneck (:data:`REPAIR_ONLY_TOP`); a flow below it has another bottleneck, and if that one changed
+        # too, the flow is found when that link is scanned (it is queued: every changed link is)
+        top = sat[lk] * (1.0 - tol) if only_top and sat[lk] >= 0.0 else -np.inf
+        # (where the flows at that level are listed, only they are read: the others would be skipped below)
+        lst, x0, x1 = adj, off[lk], off[lk + 1]
+        if only_top and sat[lk] >= 0.0 and top_n[lk] >= 0:
+            lst, x1 = top_flow, x0 + top_n[lk]
+        for x in range(x0, x1):
+            g = lst[x]
+            work += 1
+            if not act[g] or fmark[g] == tick:
+                continue
+            seen += 1
+            r = rate[g]
+            lv = r / weight[g]
+            if lv < top:
+                continue
+            ok = r >= dcap[g] * (1.0 - tol)
+            if not ok:
+                for e in range(fe_lo[g], fe_hi[g]):
+                    l2 = e_link[e] - lo
+                    if rstamp[l2] == tick:
+                        continue
+                    s2 = sat[l2]
+                    if s2 >= 0.0 and lv >= s2 * (1.0 - tol):
+                        ok = True
+                        break
+                work += fe_hi[g] - fe_lo[g]
+            if ok:
+                continue
+            if n_r >= limit:
+                return qi, qn, n_r, work, seen, False
+            fmark[g] = tick
+            refill[n_r] = g
+            old_rate[n_r] = r
+            n_r += 1
+            qn = _repair_queue(g, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
+    return qi, qn, n_r, work, seen, True
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_residuals(
+    qn, n_gone, n_r, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, q,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`: the residuals of the changed links ``q[:qn]`` that the re-filled flows are
+    filled on: their capacity less their loads, plus what the departed flows (at ``rate``) and the
+    ``n_r`` re-filled ones (at ``old_rate``) used. The entries read (work)."""
+    work = 0
+    for k in range(qn):
+        lk = q[k]
+        c = capacity[lo + lk]
+        resid[lk] = c - load[lk] if c < np.inf else np.inf
+    for k in range(n_gone + n_r):
+        f = gone[k] if k < n_gone else refill[k - n_gone]
+        r = rate[f] if k < n_gone else old_rate[k - n_gone]
+        work += fe_hi[f] - fe_lo[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            use = e_coef[e] * r
+            if np.isfinite(use):
+                resid[e_link[e] - lo] += use
+    return work
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_link_scan(lk, act, rate, weight, rp):  # pragma: no cover - compiled
+    """:func:`_repair_link_max` on link ``lk`` the long way: every active flow on it read, its largest level
+    into ``rp.lmax`` and the flows at it into ``rp.ptop_*``. The active flows read."""
+    off, adj = rp.adj_off, rp.adj_flow
+    m = -np.inf
+    n = 0
+    seen = 0
+    for x in range(off[lk], off[lk + 1]):
+        g = adj[x]
+        if act[g]:
+            seen += 1
+            n, m = top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
+    rp.ptop_n[lk] = n
+    rp.lmax[lk] = m
+    return seen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _sort_ids(a, base, n):  # pragma: no cover - compiled
+    """``a[base : base + n]`` sorted in place (insertion sort: the lists are short and nearly sorted). The
+    moves made."""
+    moves = 0
+    for i in range(base + 1, base + n):
+        x = a[i]
+        j = i - 1
+        while j >= base and a[j] > x:
+            a[j + 1] = a[j]
+            j -= 1
+            moves += 1
+        a[j + 1] = x
+    return moves
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_link_max(
+    qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link, capacity, lo, resid, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures` after a fill: the largest level on each saturated changed link into
+    ``rp.lmax``, stamped ``ltick``, and the flows at it into ``rp.ptop_*``. ``(work, active flows read)``.
+
+    With ``only_top``, a link with a list (``rp.top_*``: before the event, every active flow on it at or
+    above ``rp.sat (1 - REPAIR_RTOL)`` is listed) takes its level from the list's kept flows (rates unchanged)
+    and the re-filled flows on it at their new levels (:func:`top_add`, as the long scan would): when the
+    largest of those is at least the old ``sat``, the kept flows not listed (below ``sat (1 - REPAIR_RTOL)``)
+    are below it beyond round-off, so it is the link's largest level and every flow at it is listed.
+    Otherwise (a kept flow not listed may be within round-off of the level), and on a link without a list,
+    every active flow on the link is read (:func:`_repair_link_scan`). A list so taken is sorted by flow id,
+    the order of the long scan (the link-major index): the next scan re-fills in list order, and the order
+    of the re-filled flows is the order of the fill's sums, so the rates stay bit for bit the long scan's."""
+    tol = REPAIR_RTOL
+    q, off, lmax, lstamp, fmark = rp.queue, rp.adj_off, rp.lmax, rp.lstamp, rp.fmark
+    work = 0
+    seen = 0
+    for k in range(qn):  # the listed kept flows (their links stamped ltick; the others scanned below)
+        lk = q[k]
+        c = capacity[lo + lk]
+        if not (only_top and c < np.inf and resid[lk] <= tol * c and rp.sat[lk] >= 0.0 and rp.top_n[lk] >= 0):
+            continue
+        m = -np.inf
+        n = 0
+        for x in range(off[lk], off[lk] + rp.top_n[lk]):
+            g = rp.top_flow[x]
+            if act[g] and fmark[g] != tick:
+                seen += 1
+                n, m = top_add(rp.ptop_flow, off[lk], n, g, rate[g] / weight[g], m)
+        work += rp.top_n[lk]
+        rp.ptop_n[lk] = n
+        lmax[lk] = m
+        lstamp[lk] = ltick
+    for k in range(n_r):  # the re-filled flows at their new levels on those links
+        g = refill[k]
+        lv = rate[g] / weight[g]
+        work += fe_hi[g] - fe_lo[g]
+        for e in range(fe_lo[g], fe_hi[g]):
+            lk = e_link[e] - lo
+            if lstamp[lk] == ltick:
+                rp.ptop_n[lk], lmax[lk] = top_add(rp.ptop_flow, off[lk], rp.ptop_n[lk], g, lv, lmax[lk])
+    for k in range(qn):
+        lk = q[k]
+        c = capacity[lo + lk]
+        if c < np.inf and resid[lk] <= tol * c:
+            if lstamp[lk] != ltick or lmax[lk] < rp.sat[lk]:
+                seen += _repair_link_scan(lk, act, rate, weight, rp)
+                work += off[lk + 1] - off[lk]
+            else:
+                work += _sort_ids(rp.ptop_flow, off[lk], rp.ptop_n[lk])
+            lstamp[lk] = ltick
+    return work, seen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_check(
+    n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo, fe_hi, e_link, lo, dcap, weight, rstamp, refill,
+    old_rate, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`repair_departures`' check after a fill: every re-filled flow must be at its demand or at the
+    largest level of a saturated link it crosses (``rp.lmax`` stamped ``ltick``). A flow that is not has a
+    kept flow above it on every such link: those must come down, so they join the re-fill (their links
+    queued). ``(flows without a bottleneck, n_r, qn, work, seen, within limit)``: False when more than
+    ``limit`` flows would be re-filled (the old rates put back; the repair declines)."""
+    tol = REPAIR_RTOL
+    q, off, adj, fmark, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.fmark, rp.lmax, rp.lstamp
+    n_bad = 0
+    n_r0 = n_r
+    for k in range(n_r0):
+        g = refill[k]
+        r = rate[g]
+        work += fe_hi[g] - fe_lo[g]
+        if r >= dcap[g] * (1.0 - tol):
+            continue
+        lv = r / weight[g]
+        ok = False
+        for e in range(fe_lo[g], fe_hi[g]):
+            l2 = e_link[e] - lo
+            if lstamp[l2] == ltick and lv >= lmax[l2] * (1.0 - tol):
+                ok = True
+                break
+        if ok:
+            continue
+        n_bad += 1
+        for e in range(fe_lo[g], fe_hi[g]):
+            l2 = e_link[e] - lo
+            if lstamp[l2] != ltick:
+                continue
+            for x in range(off[l2], off[l2 + 1]):
+                h = adj[x]
+                if not act[h]:
+                    continue
+                seen += 1
+                if fmark[h] == tick or rate[h] / weight[h] <= lv * (1.0 + tol):
+                    continue
+                if n_r >= limit:
+                    for j in range(n_r0):
+                        rate[refill[j]] = old_rate[j]
+                    return n_bad, n_r, qn, work, seen, False
+                fmark[h] = tick
+                refill[n_r] = h
+                old_rate[n_r] = rate[h]
+                n_r += 1
+                qn = _repair_queue(h, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
+            work += off[l2 + 1] - off[l2]
+    return n_bad, n_r, qn, work, seen, True
+
+
+@njit(cache=True, nogil=True)
+def repair_departures(
+    act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, weight, resid, rstamp, load,
+    rstate, refill, old_rate, out_flow, out_level, fs, rp, limit, only_top=True,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The max-min rates after an event at which flows only left (``gone[:n_gone]``), by re-filling only the
+    flows that lost every bottleneck, if they are at most ``limit``; ``(n_r, work)`` with ``n_r`` the flows
+    re-filled (``refill[:n_r]``, previous rates ``old_rate[:n_r]``, new freeze order ``out_flow[:n_r]`` /
+    ``out_level[:n_r]``), or ``n_r = -1``: declined, ``rate``, ``load`` and ``rp.sat`` as they were (the
+    caller re-fills from the restart level). ``rstate[3]`` (the solve's stamp) is advanced; ``rp.fmark ==
+    rstate[3]`` marks the re-filled flows; ``rstate[11]`` / ``rstate[12]`` count the repairs made / declined,
+    ``rstate[13]`` the active flows they read (visits: the flows on the changed saturated links checked for a
+    witness, and those scanned for a link's largest level after the fill).
+
+    Exact by the bottleneck characterisation of max-min fairness (Bertsekas and Gallager, Data Networks,
+    section 6.5.2, with coefficients and demands): a feasible allocation is THE max-min fair one iff every
+    flow is at its demand or crosses a saturated link on which no flow has a higher level. The old rates
+    were max-min fair for the old flows. A link is *changed* when a departed or a re-filled flow crosses
+    it; the others keep their flows and loads. A flow that crosses no changed link keeps a bottleneck (its
+    old one: unchanged). A flow on a changed link keeps its rate when it is at its demand or has a witness:
+    an unchanged link with ``rp.sat`` >= 0 (saturated, no flow above that level) at which its level is that
+    level; otherwise it is re-filled, its links become changed, and the flows on them are checked again
+    (a witness may have become changed). Only the changed links that were saturated before the event are
+    scanned: no other is a flow's bottleneck, and a flow whose bottleneck changed is found on that link. When no flow is left without one, the re-filled flows are filled
+    (:func:`fill_levels`) on what the others leave, and each must then be at its demand or at the largest
+    level of a saturated link it crosses (its flows scanned through ``rp.adj_*``). A re-filled flow that is
+    not has a kept flow above it on every saturated link it crosses; in the max-min allocation those come
+    down, so they join the re-fill (their links changed, the flows on them checked again) and the repair
+    fills again from the old rates, at most :data:`REPAIR_MAX_ROUNDS` times (then, or when no flow is
+    found to add, it declines). Comparisons allow :data:`REPAIR_RTOL` (round-off). On an AllToAll whose flows tie
+    at one level, bottlenecked at both NICs, a completion at that level changes nothing: every flow of the
+    departed flow's NICs has a witness at its other NIC.
+
+    The steps, in order on one set of scratch arrays (each compiled into the repair, ``forceinline``): the
+    scan of the changed links (:func:`_repair_scan`), the residuals to fill on (:func:`_repair_residuals`),
+    the fill, the saturated links' largest levels (:func:`_repair_link_max`) and the check after the fill
+    (:func:`_repair_check`); any of them may decline.
+    """
+    q, sat, lmax, lstamp = rp.queue, rp.sat, rp.lmax, rp.lstamp
+    rstate[3] += 1
+    tick = rstate[3]
+    qn = 0
+    work = 0
+    seen = 0  # active flows read (visits; rstate[13])
+    for k in range(n_gone):  # the departed flows' links are changed
+        f = gone[k]
+        work += fe_hi[f] - fe_lo[f]
+        qn = _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
+    n_r = 0
+    qi = 0
+    ltick = -1
+    ok = True
+    for rnd in range(REPAIR_MAX_ROUNDS + 1):
+        qi, qn, n_r, work, seen, ok = _repair_scan(qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo,
+                                                   fe_hi, e_link, capacity, lo, dcap, weight, rstamp, load, refill,
+                                                   old_rate, rp)  # fmt: skip
+        if not ok:
+            break
+        if n_r == 0:
+            break
+        # the re-filled flows on what the others leave
+        work += _repair_residuals(qn, n_gone, n_r, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity,
+                                  lo, load, resid, q)  # fmt: skip
+        work += fill_levels(refill, n_r, fe_lo, fe_hi, e_link, e_coef, weight, dcap, resid, rate, out_flow,
+                            out_level, fs, rstate[4], lo)  # fmt: skip
+        rstate[4] += 1
+        ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
+        w2, s2 = _repair_link_max(qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link,
+                                  capacity, lo, resid, rp)  # fmt: skip
+        work += w2
+        seen += s2
+        n_r0 = n_r
+        n_bad, n_r, qn, work, seen, ok = _repair_check(n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo,
+                                                       fe_hi, e_link, lo, dcap, weight, rstamp, refill, old_rate, rp)  # fmt: skip
+        if not ok or n_bad == 0:
+            break
+        for j in range(n_r0):  # the old rates back: the next round fills the larger set from them
+            rate[refill[j]] = old_rate[j]
+        if n_r == n_r0 or rnd == REPAIR_MAX_ROUNDS:  # (nothing to add: round-off beyond REPAIR_RTOL)
+            ok = False
+            break
+    if not ok:  # declined: the rates as they were (the caller re-fills from the restart level)
+        rstate[12] += 1
+        rstate[13] += seen
+        return -1, work
+    if n_r == 0:  # nothing re-filled: the changed links' residuals are the departed flows' uses back
+        _repair_residuals(qn, n_gone, 0, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo,
+                          load, resid, q)  # fmt: skip
+    for k in range(qn):  # the loads and bottleneck levels of the changed links
+        lk = q[k]
+        c = capacity[lo + lk]
+        load[lk] = c - resid[lk] if c < np.inf else 0.0
+        sat[lk] = lmax[lk] if n_r > 0 and lstamp[lk] == ltick else -1.0
+        if sat[lk] >= 0.0:  # (the flows at that level, listed after the fill)
+            n = rp.ptop_n[lk]
+            b = rp.adj_off[lk]
+            rp.top_flow[b : b + n] = rp.ptop_flow[b : b + n]
+            rp.top_n[lk] = n
+            work += n
+    work += qn
+    rstate[11] += 1
+    rstate[13] += seen
+    return n_r, work
