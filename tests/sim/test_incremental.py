@@ -400,7 +400,7 @@ FILL_MODES = [(1.0, 8, NO_GATE), (0.0, 1, NO_GATE), (0.0, 2, NO_GATE), (0.0, 1_0
 
 # the departure repair: checking only the flows at each changed link's largest level (the default,
 # REPAIR_ONLY_TOP), checking every flow on it (item 9's repair), and off
-REPAIR_MODES = ["top", "all", "off"]
+REPAIR_MODES = ["top", "all", "off", "heap"]  # heap: the per-link level heaps (issue-28zi, rep_heap)
 
 
 @pytest.mark.parametrize("repair_mode", REPAIR_MODES)
@@ -455,7 +455,8 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
-            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode == "top", par_levels, weighted,
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap"), par_levels,
+            weighted, repair_mode == "heap",
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
@@ -478,6 +479,8 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
         assert np.all((err <= RTOL) | (np.abs(got[fin] - want[fin]) <= 1e-9)), (mark, err.max())
         if repair:  # the lists of the flows at each saturated link's largest level (what the repair reads)
             _assert_top_lists(rp, rstate, act, rate, weight, inc)
+        if repair_mode == "heap":  # the level heaps: every link's active flows at their levels, heap-ordered
+            _assert_level_heaps(rp, rstate, act, rate, weight, inc)
     assert n_inc == len(events) - 1  # after the first (full) fill, every solve was incremental
     # the solves the parallel rule took: every one that filled a flow, or, gated by the levels, at most those
     if par_levels == NO_GATE:
@@ -535,7 +538,7 @@ def test_a_setting_changed_after_a_step_is_checked_again(field, good, bad):
 
 def _drive(
     cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, repair: bool, top: bool = True,
-    works: list | None = None, par: tuple = (1.0, 8, NO_GATE),
+    works: list | None = None, par: tuple = (1.0, 8, NO_GATE), heap: bool = False,
 ) -> list:  # fmt: skip
     """:func:`kernels.resolve_incremental` driven through ``events`` ((gone, came) flow arrays); per event the
     rates of every flow (0 when inactive), the flows the solve filled, whether the repair made it and the
@@ -568,7 +571,7 @@ def _drive(
         n_re, _ = incremental.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
             inc[fe, le], cap, 0, demand, np.ones(F), rate, *per_flow, fs, *links, rstate, par[0], par[1], False, 1.0, 1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
-            rp, 0, F, repair, top, par[2],
+            rp, 0, F, repair, top, par[2], False, heap,
         )  # fmt: skip
         if works is not None:
             works.append((int(rstate[9]), int(rstate[5])))
@@ -700,6 +703,27 @@ def test_departure_repair_checks_only_the_flows_at_a_changed_links_largest_level
         # from the list and g's new level, nothing read), or f1, f2 and g are scanned for it
         assert res[top][1][1:] == (1, True, 1 if top else 6)
     assert work[True][1][0] < work[False][1][0]
+
+
+def _assert_level_heaps(rp, rstate, act, rate, weight, inc) -> None:
+    """Once the link index is built, every link's level heap (issue-28zi) holds exactly its active flows, each
+    keyed at its current level ``rate / weight`` bit for bit (a stale key, a departed flow left in, or a
+    re-filled one not moved fails), in max-heap order, with consistent positions."""
+    if rstate[10] != 1:
+        return
+    off = rp.adj_off
+    for lk in range(inc.shape[1]):
+        b, n = off[lk], rp.hn[lk]
+        slots = rp.hx[b : b + n]
+        flows = rp.adj_flow[slots]
+        on = np.flatnonzero((inc[:, lk] != 0) & act)
+        assert np.array_equal(np.sort(flows), on), (lk, flows, on)
+        np.testing.assert_array_equal(rp.hk[b : b + n], rate[flows] / weight[flows])
+        i = np.arange(1, n)
+        assert (rp.hk[b + (i - 1) // 2] >= rp.hk[b + i]).all(), lk  # parent >= child
+        assert np.array_equal(rp.hpos[slots], b + np.arange(n)), lk
+        out = np.setdiff1d(np.arange(off[lk], off[lk + 1]), slots)
+        assert (rp.hpos[out] == -1).all(), lk
 
 
 def _assert_top_lists(rp, rstate, act, rate, weight, inc) -> None:
