@@ -714,6 +714,8 @@ def _assert_level_heaps(rp, rstate, act, rate, weight, inc) -> None:
     off = rp.adj_off
     for lk in range(inc.shape[1]):
         b, n = off[lk], rp.hn[lk]
+        if n < 0:  # not kept (a link not saturated: built again when a repair reads it)
+            continue
         slots = rp.hx[b : b + n]
         flows = rp.adj_flow[slots]
         on = np.flatnonzero((inc[:, lk] != 0) & act)

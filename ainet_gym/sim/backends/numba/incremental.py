@@ -490,7 +490,7 @@ def resolve_incremental(
             if n_r >= 0:
                 if rep_heap:  # (the index is built: the level heaps follow the departures and re-fills)
                     work += heaps_update(rp, n_gone, gone, n_r, refill, act, rate, unit_weight, fe_lo, fe_hi,
-                                         e_link, lo)  # fmt: skip
+                                         e_link, lo, capacity, load)  # fmt: skip
                 _inc_patch_log(n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow,
                                log_level, keep_flow, keep_level, rp, rstate, work)  # fmt: skip
                 return n_r, False
@@ -527,10 +527,23 @@ def resolve_incremental(
                        e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev)  # fmt: skip
     if rep_on and rep_heap and rstate[10] == 1:  # the level heaps: built anew after a full fill, else updated
         if full:
-            work += heaps_build(rp, resid.shape[0], act, rate, unit_weight)
+            work += heaps_build(rp, resid.shape[0], act, rate, unit_weight, True)
         else:
             work += heaps_update(
-                rp, n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi, e_link, lo
+                rp,
+                n_gone,
+                gone,
+                n_re,
+                refill,
+                act,
+                rate,
+                unit_weight,
+                fe_lo,
+                fe_hi,
+                e_link,
+                lo,
+                capacity,
+                load,
             )
     rstate[1] = 0 if full else rstate[1] + 1
     if not full and e_above > 0:

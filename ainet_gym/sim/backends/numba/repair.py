@@ -114,44 +114,66 @@ def link_index(
     return 2 * off[n_links]
 
 
-@njit(cache=True, nogil=True)
-def heaps_build(rp, n_links, act, rate, weight):  # pragma: no cover - compiled
-    """Every link's level heap (:class:`RepairScratch` ``hk`` ...) built anew from the active flows on it at
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def heap_build(rp, j, act, rate, weight):  # pragma: no cover - compiled
+    """Link ``j``'s level heap (:class:`RepairScratch` ``hk`` ...) built anew from the active flows on it at
     their levels ``rate / weight`` (the link index built). The slots read."""
     off, adj, hk, hx, hpos = rp.adj_off, rp.adj_flow, rp.hk, rp.hx, rp.hpos
+    b = off[j]
+    n = 0
+    for x in range(b, off[j + 1]):
+        g = adj[x]
+        if act[g]:
+            hk[b + n] = rate[g] / weight[g]
+            hx[b + n] = x
+            hpos[x] = b + n
+            n += 1
+        else:
+            hpos[x] = -1
+    for i in range(n // 2 - 1, -1, -1):
+        lh_down(hk, hx, hpos, b, n, i)
+    rp.hn[j] = n
+    return off[j + 1] - b
+
+
+@njit(cache=True, nogil=True)
+def heaps_build(rp, n_links, act, rate, weight, kept_only=False):  # pragma: no cover - compiled
+    """Every link's level heap built anew (:func:`heap_build`), or with ``kept_only`` those kept now
+    (``rp.hn >= 0``; the others stay not kept, -1). The slots read."""
+    work = 0
     for j in range(n_links):
-        b = off[j]
-        n = 0
-        for x in range(b, off[j + 1]):
-            g = adj[x]
-            if act[g]:
-                hk[b + n] = rate[g] / weight[g]
-                hx[b + n] = x
-                hpos[x] = b + n
-                n += 1
-            else:
-                hpos[x] = -1
-        for i in range(n // 2 - 1, -1, -1):
-            lh_down(hk, hx, hpos, b, n, i)
-        rp.hn[j] = n
-    return off[n_links]
+        if not kept_only or rp.hn[j] >= 0:
+            work += heap_build(rp, j, act, rate, weight)
+    return work
 
 
 @njit(cache=True, nogil=True)
 def heaps_update(
-    rp, n_gone, gone, n_re, refill, act, rate, weight, fe_lo, fe_hi, e_link, lo
+    rp, n_gone, gone, n_re, refill, act, rate, weight, fe_lo, fe_hi, e_link, lo, capacity, load
 ):  # pragma: no cover - compiled
-    """The level heaps after a solve: the departed flows ``gone[:n_gone]`` out of their links' heaps, then
-    the filled flows ``refill[:n_re]`` (re-filled or arrived; a flow that left and joined again is in both)
-    keyed at their new levels. The levels read (work)."""
+    """The level heaps after a solve: the departed flows ``gone[:n_gone]`` out of their links' kept heaps,
+    then the filled flows ``refill[:n_re]`` (re-filled or arrived; a flow that left and joined again is in
+    both) keyed at their new levels. Only the heaps of saturated links are kept (the repair reads no other):
+    a link these flows cross that is not saturated now (``load``) drops its heap (``rp.hn`` -1; built again,
+    its flows read, when a repair reads it: :func:`_kept_max`). The levels read (work)."""
     off, hk, hx, hpos, hn, fslot, foff = rp.adj_off, rp.hk, rp.hx, rp.hpos, rp.hn, rp.fslot, rp.foff
+    tol = REPAIR_RTOL
     work = 0
+    for k in range(n_gone + n_re):
+        f = gone[k] if k < n_gone else refill[k - n_gone]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if hn[lk] >= 0:
+                c = capacity[lo + lk]
+                if not (c < np.inf and c - load[lk] <= tol * c):
+                    hn[lk] = -1
     for k in range(n_gone):
         f = gone[k]
         for e in range(fe_lo[f], fe_hi[f]):
             lk = e_link[e] - lo
-            hn[lk], w = lh_remove(hk, hx, hpos, off[lk], hn[lk], fslot[foff[f] + e - fe_lo[f]])
-            work += w
+            if hn[lk] >= 0:
+                hn[lk], w = lh_remove(hk, hx, hpos, off[lk], hn[lk], fslot[foff[f] + e - fe_lo[f]])
+                work += w
     for k in range(n_re):
         f = refill[k]
         if not act[f]:
@@ -159,8 +181,9 @@ def heaps_update(
         lv = rate[f] / weight[f]
         for e in range(fe_lo[f], fe_hi[f]):
             lk = e_link[e] - lo
-            hn[lk], w = lh_set(hk, hx, hpos, off[lk], hn[lk], fslot[foff[f] + e - fe_lo[f]], lv)
-            work += w
+            if hn[lk] >= 0:
+                hn[lk], w = lh_set(hk, hx, hpos, off[lk], hn[lk], fslot[foff[f] + e - fe_lo[f]], lv)
+                work += w
     return work
 
 
@@ -387,19 +410,29 @@ def _count_read(rp, g, tick, once):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
-def _kept_max(lk, tick, act, rp):  # pragma: no cover - compiled
+def _kept_max(lk, tick, act, rate, weight, rp):  # pragma: no cover - compiled
     """The largest level of the kept active flows on link ``lk`` (not re-filled: ``rp.fmark != tick``) from
     its level heap: a walk from the root that stops at the first kept flow of each path (the levels below it
     are at most its own) and at nodes at most the largest found; the departed and re-filled flows (still at
-    their old levels) are passed through. ``(level, heap nodes visited)``."""
-    b, n = rp.adj_off[lk], rp.hn[lk]
+    their old levels) are passed through; a heap not kept (``rp.hn`` -1) is built first. ``(level, heap nodes
+    visited, flows read: counted once per solve)``."""
+    b = rp.adj_off[lk]
     hk, hx, adj, stk, fmark = rp.hk, rp.hx, rp.adj_flow, rp.stk, rp.fmark
     m = -np.inf
+    vis = 0
+    reads = 0
+    if rp.hn[lk] < 0:  # not kept: built from the link's flows (each active one read; the re-filled ones at
+        # their new levels, any key will do for them: the walks pass them through)
+        vis += heap_build(rp, lk, act, rate, weight)
+        for x in range(b, b + rp.hn[lk]):
+            g = adj[hx[x]]
+            if fmark[g] != tick:
+                reads += _count_read(rp, g, tick, True)
+    n = rp.hn[lk]
     if n == 0:
-        return m, 0
+        return m, vis, reads
     stk[b] = 0
     sp = 1
-    vis = 0
     while sp > 0:
         sp -= 1
         i = stk[b + sp]
@@ -417,7 +450,7 @@ def _kept_max(lk, tick, act, rp):  # pragma: no cover - compiled
             if c + 1 < n:
                 stk[b + sp] = c + 1
                 sp += 1
-    return m, vis
+    return m, vis, reads
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
@@ -467,8 +500,9 @@ def _repair_link_max_heap(
         lk = q[k]
         c = capacity[lo + lk]
         if c < np.inf and resid[lk] <= tol * c:
-            lmax[lk], vis = _kept_max(lk, tick, act, rp)
+            lmax[lk], vis, rd = _kept_max(lk, tick, act, rate, weight, rp)
             work += vis
+            seen += rd
             lstamp[lk] = ltick
     for k in range(n_r):  # the re-filled flows at their new levels on those links
         g = refill[k]
@@ -709,6 +743,9 @@ def repair_departures(
             ok = False
             break
     if not ok:  # declined: the rates as they were (the caller re-fills from the restart level)
+        if heap:  # (a heap built meanwhile keyed the re-filled flows at levels now undone: dropped)
+            for k in range(qn):
+                rp.hn[q[k]] = -1
         rstate[12] += 1
         rstate[13] += seen
         return -1, work
