@@ -490,8 +490,9 @@ def _repair_link_max_heap(
     """:func:`_repair_link_max` from the level heaps (``rep_heap``): on each saturated changed link, the
     largest level of its kept flows (:func:`_kept_max`) and of the re-filled ones at their new levels into
     ``rp.lmax`` (stamped ``ltick``), then every flow at or above ``lmax (1 - REPAIR_RTOL)`` listed in
-    ``rp.ptop_*`` (the kept ones from the heap, :func:`_heap_above`; sorted by flow id). Only the kept flows
-    at the level are read. ``(work, kept flows read, counted once per solve)``."""
+    ``rp.ptop_*`` (the kept ones from the heap, :func:`_heap_above`, in the walk's order: not sorted, the rates
+    are exact in any order and the long scan's bits are not kept anyway). Only the kept flows at the level are
+    read. ``(work, kept flows read, counted once per solve)``."""
     tol = REPAIR_RTOL
     q, off, lmax, lstamp, fmark = rp.queue, rp.adj_off, rp.lmax, rp.lstamp, rp.fmark
     work = 0
@@ -535,10 +536,6 @@ def _repair_link_max_heap(
             if lstamp[lk] == ltick and lv >= lmax[lk] * (1.0 - tol):
                 rp.ptop_flow[off[lk] + rp.ptop_n[lk]] = g
                 rp.ptop_n[lk] += 1
-    for k in range(qn):
-        lk = q[k]
-        if lstamp[lk] == ltick:
-            work += _sort_ids(rp.ptop_flow, off[lk], rp.ptop_n[lk])
     return work, seen
 
 
