@@ -14,11 +14,11 @@ stays bit for bit and only the later bursts differ.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from ainet_gym.scenario.spec import BackgroundSpec
+from ainet_gym.sim.state import WorldState
 
 __all__ = ["FutureRedraw", "consistent_offsets", "redrawable"]
 
@@ -75,43 +75,24 @@ class FutureRedraw:
         rng = np.random.default_rng([self.seed, int(episode_seed), int(step), int(source)])
         return rng.choice(consistent_offsets(bg, offset, step, self.window), size=self.samples)
 
-    def apply(self, world: Any, seeds: Sequence[int], plans: int) -> None:
-        """Re-draw, in place, the phases of ``world``'s instances (a :class:`~ainet_gym.sim.world.FabricWorld`
-        whose instances are the copies of ``len(seeds)`` episodes laid out as (episode, sample, plan): instance
-        ``(b * M + m) * plans + k`` is plan ``k``'s copy of episode ``b`` in sample ``m``; every plan of a
-        sample gets the same draw). Nothing else of the state changes."""
+    def apply(
+        self, st: WorldState, background: Sequence[BackgroundSpec], seeds: Sequence[int], plans: int
+    ) -> None:
+        """Re-draw, in place, the phases (``bg_offset``) of the episode state ``st`` of a world running
+        ``background``, whose instances are the copies of ``len(seeds)`` episodes laid out as (episode, sample,
+        plan): instance ``(b * M + m) * plans + k`` is plan ``k``'s copy of episode ``b`` in sample ``m``; every
+        plan of a sample gets the same draw (:meth:`ainet_gym.envs.env.EnvCore.redraw_background`). Nothing else
+        of the state changes."""
         M, K = self.samples, plans
-        st = world.state
         if st.batch != len(seeds) * M * K:
             raise ValueError(
                 f"FutureRedraw.apply: the world has {st.batch} instances, not {len(seeds)} episodes x {M} samples "
                 f"x {K} plans"
             )
-        for j, bg in enumerate(world.scenario.background):
+        for j, bg in enumerate(background):
             if not redrawable(bg):
                 continue
             for b, seed in enumerate(seeds):
                 i0 = b * M * K
                 d = self.draws(bg, int(st.bg_offset[i0, j]), int(st.step_count[i0]), seed, j)
                 st.bg_offset[i0 : i0 + M * K, j] = np.repeat(d, K)
-
-
-def add_redraw_args(parser: Any) -> None:
-    """``--redraw-future M`` (0: off, the default), ``--redraw-seed S`` and ``--redraw-window W``: an argparse
-    parser's options of a :class:`FutureRedraw` (``imitate label``)."""
-    from ainet_gym.agents.outputs import int_arg
-
-    parser.add_argument(
-        "--redraw-future",
-        type=int_arg(0, 1000),
-        default=0,
-        help="score each plan on M lookahead copies whose unobserved background phases are re-drawn (0: off, the "
-        "true future)",
-    )
-    parser.add_argument("--redraw-seed", type=int_arg(0, 2**32 - 1), default=0, help="seed of the re-draws")
-    parser.add_argument(
-        "--redraw-window",
-        type=int_arg(0, 1000),
-        default=1,
-        help="past intervals taken as observed besides the next (1: the observation's last and next; large: all)",
-    )

@@ -49,7 +49,7 @@ def test_a_redrawn_copy_keeps_the_past_and_the_next_interval_and_changes_later_b
     look = EnvCore(IB, batch=M, episode_steps=24)
     look.restore(core.snapshot(), np.zeros(M, dtype=np.int64))
     before = look.world.state.take(np.arange(M))
-    FutureRedraw(M, seed=3).apply(look.world, [100], plans=1)
+    look.redraw_background(FutureRedraw(M, seed=3), [100], 1)
     got = look.world.state.bg_offset[:, 0]
     assert set(got.tolist()) <= set(consistent_offsets(core.world.scenario.background[0], o, t, 1).tolist())
     assert (got != o).any() and (got == o).any()
@@ -127,7 +127,7 @@ def test_a_world_of_another_layout_is_refused() -> None:
     core = EnvCore(IB, batch=3, episode_steps=4)
     core.reset([1, 2, 3])
     with pytest.raises(ValueError, match="2 samples"):
-        FutureRedraw(2).apply(core.world, [1], plans=1)
+        core.redraw_background(FutureRedraw(2), [1], 1)
 
 
 @pytest.mark.parametrize("flag", ["--redraw-future", "--redraw-seed", "--redraw-window"])
