@@ -78,6 +78,7 @@ def _add_label_parser(sub: Any) -> None:
         default=None,
         help="a knn or qnet policy (.npz) or ppo model (.zip) to play instead of the labels (DAgger)",
     )
+    add_redraw_args(s)
 
 
 def _add_clone_parser(sub: Any) -> None:
@@ -212,11 +213,15 @@ def _run_label(a: Any) -> int:
     play = None
     if a.policy is not None:
         play = label_player(a.policy, a.scenario, a.action_mode, feats, plans)
+    from ainet_gym.sim.redraw import FutureRedraw
+
+    redraw = None if not a.redraw_future else FutureRedraw(a.redraw_future, a.redraw_seed, a.redraw_window)
     parts = []
     for i in range(0, len(seeds), a.batch):
         part = lookahead_labels(
             a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play,
             objective=a.objective, tail_slack=a.tail_slack, tail_weight=a.tail_weight, extra_plans=extra,
+            redraw=redraw,
         )  # fmt: skip
         parts.append(part)
         print(
@@ -312,3 +317,24 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
     )  # fmt: skip
     print(json.dumps(res, indent=1))
     return 0
+
+
+def add_redraw_args(parser: Any) -> None:
+    """``--redraw-future M`` (0: off, the default), ``--redraw-seed S`` and ``--redraw-window W``: an argparse
+    parser's options of a :class:`FutureRedraw` (``imitate label``)."""
+    from ainet_gym.agents.outputs import int_arg
+
+    parser.add_argument(
+        "--redraw-future",
+        type=int_arg(0, 1000),
+        default=0,
+        help="score each plan on M lookahead copies whose unobserved background phases are re-drawn (0: off, the "
+        "true future)",
+    )
+    parser.add_argument("--redraw-seed", type=int_arg(0, 2**32 - 1), default=0, help="seed of the re-draws")
+    parser.add_argument(
+        "--redraw-window",
+        type=int_arg(0, 1000),
+        default=1,
+        help="past intervals taken as observed besides the next (1: the observation's last and next; large: all)",
+    )

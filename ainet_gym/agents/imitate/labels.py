@@ -50,6 +50,7 @@ def lookahead_labels(
     tail_slack: float = DEFAULT_TAIL_SLACK,
     tail_weight: float = DEFAULT_TAIL_WEIGHT,
     extra_plans: tuple[str, ...] = (),
+    redraw: Any = None,
 ) -> dict[str, Any]:
     """Play the episodes of ``seeds`` (one batch) along the lookahead over the plans of ``action_mode``
     (module docstring), or, with ``policy`` (a function of the batch's observations (B, D) giving (B,)
@@ -82,6 +83,10 @@ def lookahead_labels(
     static plan of that class): the lookahead's later intervals then run its split at its share weights, so
     each plan is scored as a deviation from that static plan (docs/learning.md, "issue-26zm").
 
+    ``redraw`` (a :class:`ainet_gym.sim.redraw.FutureRedraw`, None: off): each plan is scored on M copies whose
+    unobserved background phases are re-drawn, its ``score`` and ``excess`` the means over them, ``tail`` the
+    maximum (docs/learning.md, "issue-26zr"); the labels' ``redraw`` field records (M, seed, window).
+
     Raises
     ------
     ValueError
@@ -96,9 +101,12 @@ def lookahead_labels(
     t0 = time.perf_counter()
     sc = load_scenario(scenario)
     core, look = _label_cores(
-        sc, len(seeds), action_mode, history, steps, backend, obs_features, extra_plans, objective, base
-    )
-    out = _play_and_label(core, look, seeds, h, base, tail_slack, objective, tail_weight, policy)
+        sc, len(seeds), action_mode, history, steps, backend, obs_features, extra_plans, objective, base,
+        1 if redraw is None else redraw.samples,
+    )  # fmt: skip
+    out = _play_and_label(core, look, seeds, h, base, tail_slack, objective, tail_weight, policy, redraw)
+    if redraw is not None:
+        out["redraw"] = np.array([redraw.samples, redraw.seed, redraw.window])
     B, T = len(seeds), core.episode_steps
     out["seed"] = np.repeat(np.asarray(seeds, dtype=np.int64), T)
     out["t"] = np.tile(np.arange(T), B)
@@ -123,6 +131,7 @@ def _label_cores(
     extra_plans: tuple[str, ...],
     objective: str,
     base: str,
+    samples: int = 1,
 ) -> tuple[Any, Any]:
     """The two engines of :func:`lookahead_labels`: ``core``, the ``batch`` episodes played in
     ``action_mode`` (its plans, with ``extra_plans``, and its observation), and ``look``, ``batch x K``
@@ -139,7 +148,9 @@ def _label_cores(
             f"base = {base!r}: the 'tail' objective compares each plan with the base plan; allowed: a plan of "
             f"{action_mode} ({', '.join(core.plans)})"
         )
-    look = EnvCore(sc, batch=batch * len(core.plans), history=history, episode_steps=steps, backend=backend)
+    look = EnvCore(
+        sc, batch=batch * len(core.plans) * samples, history=history, episode_steps=steps, backend=backend
+    )
     return core, look
 
 
@@ -153,6 +164,7 @@ def _play_and_label(
     objective: str,
     tail_weight: float,
     policy: Any,
+    redraw: Any = None,
 ) -> dict[str, np.ndarray]:
     """The episodes of :func:`lookahead_labels`: ``core`` reset to ``seeds``, then at each interval every
     plan scored over the lookahead (:func:`_score_plans`), the label picked (:func:`pick_label`) and the
@@ -163,7 +175,9 @@ def _play_and_label(
     plans = core.plans
     B, K, T = len(seeds), len(plans), core.episode_steps
     base_pol = _base_policy(base)
-    src = np.repeat(np.arange(B), K)
+    M = 1 if redraw is None else redraw.samples
+    src = np.repeat(np.arange(B), K * M)  # the copies as (episode, sample, plan)
+    hook = None if redraw is None else (lambda look_: look_.redraw_background(redraw, seeds, K))
     obs, _ = core.reset(list(seeds))
     if hasattr(policy, "reset"):
         policy.reset()  # a stateful player (_AgentPlayer): new episodes
@@ -172,7 +186,12 @@ def _play_and_label(
         for k in ("obs", "label", "scores", "reward", "played", "tail", "excess", "step_ratio", "step_iters")
     }
     for t in range(T):
-        score, tail, excess = _score_plans(core, look, src, base_pol, min(h, T - t), plans, base, tail_slack)
+        score, tail, excess = _score_plans(
+            core, look, src, base_pol, min(h, T - t), plans, base, tail_slack, hook
+        )
+        if M > 1:  # the mean over the sampled futures (the worst step: their maximum)
+            score, excess = score.reshape(B, M, K).mean(1), excess.reshape(B, M, K).mean(1)
+            tail = tail.reshape(B, M, K).max(1)
         label = pick_label(score, excess, objective, tail_weight)
         rec["obs"].append(np.asarray(obs, dtype=np.float32))
         rec["label"].append(label)
@@ -239,6 +258,7 @@ def _score_plans(
     plans: list[str],
     base: str,
     tail_slack: float,
+    after_restore: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One decision of :func:`lookahead_labels`: every plan of ``plans`` played for one interval on a copy
     of each of ``core``'s B instances (``look``, B x K instances, restored from ``core``'s snapshot at
@@ -253,8 +273,10 @@ def _score_plans(
         [plan_split(core.routing_context, core.last_result, np.full(B, k), plans) for k in range(K)]
     )
     look.restore(core.snapshot(), src)
+    if after_restore is not None:  # e.g. the copies' unobserved future re-drawn (FutureRedraw)
+        after_restore(look)
     mb, lb = core.connection_bounds(), look.connection_bounds()
-    k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
+    k_of = np.repeat(np.arange(look.batch) % K, np.diff(lb))
     before = look.job_progress()
     names = [list(x) for x in look.job_names]
     from ainet_gym.routing.plans import weighted_plan
@@ -262,23 +284,23 @@ def _score_plans(
     weighted = getattr(core, "weighted_plans", False)
     weighted_base = weighted_plan(base) is not None
     if weighted:  # each copy at its plan's share weights (class jobs+bg+weights) for the plan's interval
-        look.set_plan_weights([plans[i % K] for i in range(B * K)])
+        look.set_plan_weights([plans[i % K] for i in range(look.batch)])
     look.step_split(stack[k_of, instance_rows(mb, src)])
     if weighted or weighted_base:  # the base's intervals at its weights (a plain base: the scenario's)
-        look.set_plan_weights([base] * (B * K))
+        look.set_plan_weights([base] * look.batch)
     steps_ = [_ratios(look.last_result, work=True)]
     for _ in range(h - 1):
         look.step_split(base_pol(look.routing_context, look.last_result))
         steps_.append(_ratios(look.last_result, work=True))
     same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.job_names)])
-    score = np.where(same, look.job_progress() - before, 0.0).sum(axis=1).reshape(B, K)
-    tail = np.max([r.max(axis=1) if r.shape[1] else np.zeros(B * K) for r, _ in steps_], axis=0)
-    tail = tail.reshape(B, K)
-    excess = np.zeros((B, K))
+    score = np.where(same, look.job_progress() - before, 0.0).sum(axis=1).reshape(-1, K)
+    tail = np.max([r.max(axis=1) if r.shape[1] else np.zeros(look.batch) for r, _ in steps_], axis=0)
+    tail = tail.reshape(-1, K)
+    excess = np.zeros_like(score)
     if base in plans:
         kb = plans.index(base)
         thr = np.repeat(tail[:, kb] * (1.0 + tail_slack), K)[:, None]  # (B * K, 1)
-        excess = sum((wt * np.maximum(r - thr, 0.0)).sum(axis=1) for r, wt in steps_).reshape(B, K)
+        excess = sum((wt * np.maximum(r - thr, 0.0)).sum(axis=1) for r, wt in steps_).reshape(-1, K)
         excess[:, kb] = 0.0
     return score, tail, excess
 
