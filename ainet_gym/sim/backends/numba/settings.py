@@ -40,7 +40,7 @@ REPAIR_MAX_SHARE = 0.25
 #: counter counts a flow once per solve and not when it is re-filled; only saturated links keep a heap (one
 #: is built again, its flows read, when a repair reads it). Exact either way. Off by default: on 8 AllToAll x
 #: 128 GPUs it brings the flows touched per event from 0.1610 to 0.0880 on the bench's window, but interval
-#: 5's first 3,000 events took 1.65x main's CPU (docs/engine-alltoall.md, "issue-28zi")
+#: 5's first 3,000 events took 1.65-1.9x main's CPU (docs/engine-alltoall.md, "issue-28zi")
 REPAIR_LEVEL_HEAPS = False
 
 #: the departure repair checks, on each changed saturated link, only the flows at the link's largest level
