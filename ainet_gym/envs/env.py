@@ -747,6 +747,13 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         ju = self.world.job_unit
         return np.where(ju >= 0, self._scenario_unit_weights()[np.maximum(ju, 0)], 1.0)
 
+    def redraw_background(self, redraw: Any, seeds: Sequence[int], plans: int) -> None:
+        """Re-draw, in place, the phases of the periodic background sources that the observation has not shown
+        (a planner's copies of ``len(seeds)`` episodes laid out as (episode, sample, plan); ``redraw`` a
+        :class:`ainet_gym.sim.redraw.FutureRedraw`): the bursts change from the next interval on, nothing else
+        of the state does (docs/learning.md, "issue-26zr")."""
+        redraw.apply(self.world.state, self.scenario.background, seeds, plans)
+
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> EnvSnapshot:
         """The state of every instance (:class:`EnvSnapshot`): :meth:`restore` puts it back, and the

@@ -312,7 +312,7 @@ def test_a_value_vote_margin_falls_back_where_the_best_plan_gains_little_over_th
 def test_a_cooldown_plays_the_fallback_after_a_switch_and_restarts_on_reset(tmp_path) -> None:
     from types import SimpleNamespace
 
-    from ainet_gym.agents.imitate import KnnAgent, _player, fit_knn, load_knn
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn, label_player, load_knn
 
     # one labelled decision per plan row: the nearest decision's best plan is played (k = 1)
     sc = _small()
@@ -347,7 +347,7 @@ def test_a_cooldown_plays_the_fallback_after_a_switch_and_restarts_on_reset(tmp_
     with pytest.raises(ValueError, match="cooldown = -1"):
         fit_knn(labels, tmp_path / "bad.npz", k=1, scenario=sc, vote="value", cooldown=-1)
     with pytest.raises(ValueError, match="keeps state per episode"):
-        _player(str(path), sc, "choose_bg", ("phase",))
+        label_player(str(path), sc, "choose_bg", ("phase",))
 
 
 def test_knn_policy_evaluates_as_a_learned_policy_of_its_class(tmp_path) -> None:
@@ -815,14 +815,14 @@ def test_a_previous_plan_file_is_checked(tmp_path) -> None:
 
 def test_a_previous_plan_student_plays_the_same_in_labels_evaluate_and_pretrained(tmp_path) -> None:
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
-    from ainet_gym.agents.imitate import KnnAgent, _player, fit_knn
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn, label_player
     from ainet_gym.agents.pretrained import export_knn
     from ainet_gym.pretrained import pretrained_metadata
 
     sc = _small()
     lab = lookahead_labels(sc, [3, 4], h=2)
     path = fit_knn(lab, tmp_path / "p.npz", k=1, block="job_phase,previous_plan", scenario=sc, vote="value")
-    play = _player(str(path), sc, "choose_bg", ("phase",))
+    play = label_player(str(path), sc, "choose_bg", ("phase",))
     first = lookahead_labels(sc, [5, 6], h=2, policy=play)
     again = lookahead_labels(sc, [5, 6], h=2, policy=play)  # the player starts each batch afresh
     np.testing.assert_array_equal(first["played"], again["played"])

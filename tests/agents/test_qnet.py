@@ -136,7 +136,7 @@ def test_a_qnet_file_with_a_pickle_is_refused(tmp_path, qnet_arrays) -> None:
 
 def test_qnet_evaluates_as_a_learned_policy_of_its_class_and_plays_for_dagger(tmp_path) -> None:
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
-    from ainet_gym.agents.imitate import _player, lookahead_labels
+    from ainet_gym.agents.imitate import label_player, lookahead_labels
     from ainet_gym.agents.qnet import QnetAgent, fit_qnet, is_qnet_file
 
     sc = _small()
@@ -146,7 +146,7 @@ def test_qnet_evaluates_as_a_learned_policy_of_its_class_and_plays_for_dagger(tm
     agent = QnetAgent(path)
     assert agent.env_kwargs == {"action_mode": "choose_bg", "history": 4, "obs_features": ("phase",)}
     core = EnvCore(sc, batch=len(lab["label"]), action_mode="choose_bg", obs_features=("phase",))
-    play = _player(path, sc, "choose_bg", ("phase",))
+    play = label_player(path, sc, "choose_bg", ("phase",))
     np.testing.assert_array_equal(play(lab["obs"]), agent.act(core, lab["obs"]))
     out = evaluate(EvalConfig(sc, policies=[f"qnet:{path}", "spray+bg"], seeds=[1, 2], out=None))
     p = out["policies"][f"qnet:{path}"]

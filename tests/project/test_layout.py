@@ -126,6 +126,45 @@ def test_fabric_topology_re_exports_the_modules_of_one_concern() -> None:
         assert any(getattr(m, name, None) is getattr(topology, name) for m in modules), name
 
 
+#: the imitation package's modules of one concern (issue 31 item 3, issue-31zm); the package
+#: ``ainet_gym.agents.imitate`` (its ``__init__``) re-exports their public names, ``__main__`` runs ``cli.main``
+IMITATE_MODULES = (
+    "labels",  # the lookahead's labels
+    "clone",  # behaviour cloning into a PPO model
+    "features",  # the observation columns a plan model reads, the previous-plan block
+    "knn_file",  # the knn policy file, written and read back checked
+    "knn_fit",  # the k-NN policy fitted to labels, the value vote's values
+    "agent",  # knn:PATH, registered on import
+    "dagger",  # a saved policy as the label player
+    "label_files",  # label files read and joined
+    "cli",  # python -m ainet_gym.agents.imitate
+)
+
+
+def test_imitate_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.agents.imitate`` defines nothing itself: every name of its ``__all__`` is the very object of
+    one of :data:`IMITATE_MODULES`, it exposes no other public name but those modules, and the package has no
+    other module."""
+    import importlib
+    import types
+
+    import ainet_gym.agents.imitate as imitate
+
+    folder = PKG / "agents" / "imitate"
+    assert {p.stem for p in folder.glob("*.py")} == {*IMITATE_MODULES, "__init__", "__main__"}
+    body = ast.parse((folder / "__init__.py").read_text()).body
+    assert not [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    modules = [importlib.import_module(f"ainet_gym.agents.imitate.{m}") for m in IMITATE_MODULES]
+    public = {
+        n
+        for n, v in vars(imitate).items()
+        if not n.startswith("_") and n != "annotations" and not isinstance(v, types.ModuleType)
+    }
+    assert public == set(imitate.__all__)
+    for name in imitate.__all__:
+        assert any(getattr(m, name, None) is getattr(imitate, name) for m in modules), name
+
+
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 
@@ -343,7 +382,7 @@ def test_agents_read_the_simulation_through_the_env_core_api() -> None:
     ("source", "rel", "read"),
     [
         ("split = pol(core.world, core.last_result)", "agents/twin.py", True),
-        ("names = look.world.names", "agents/imitate.py", True),
+        ("names = look.world.names", "agents/imitate/labels.py", True),
         ("sim = self.core.world.sim", "agents/graph_policy.py", True),  # the world of an attribute of self
         ("w = core.world", "agents/baselines.py", True),
         ("w = core.world", "agents/predictive.py", True),  # the exception the predictive router had
