@@ -400,7 +400,7 @@ FILL_MODES = [(1.0, 8, NO_GATE), (0.0, 1, NO_GATE), (0.0, 2, NO_GATE), (0.0, 1_0
 
 # the departure repair: checking only the flows at each changed link's largest level (the default,
 # REPAIR_ONLY_TOP), checking every flow on it (item 9's repair), and off
-REPAIR_MODES = ["top", "all", "off"]
+REPAIR_MODES = ["top", "all", "off", "heap"]  # heap: the per-link level heaps (issue-28zi, rep_heap)
 
 
 @pytest.mark.parametrize("repair_mode", REPAIR_MODES)
@@ -455,7 +455,8 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
-            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode == "top", par_levels, weighted,
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap"), par_levels,
+            weighted, repair_mode == "heap",
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
@@ -478,6 +479,8 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
         assert np.all((err <= RTOL) | (np.abs(got[fin] - want[fin]) <= 1e-9)), (mark, err.max())
         if repair:  # the lists of the flows at each saturated link's largest level (what the repair reads)
             _assert_top_lists(rp, rstate, act, rate, weight, inc)
+        if repair_mode == "heap":  # the level heaps: every link's active flows at their levels, heap-ordered
+            _assert_level_heaps(rp, rstate, act, rate, weight, inc)
     assert n_inc == len(events) - 1  # after the first (full) fill, every solve was incremental
     # the solves the parallel rule took: every one that filled a flow, or, gated by the levels, at most those
     if par_levels == NO_GATE:
@@ -535,7 +538,7 @@ def test_a_setting_changed_after_a_step_is_checked_again(field, good, bad):
 
 def _drive(
     cap: np.ndarray, inc: np.ndarray, demand: np.ndarray, events: list, repair: bool, top: bool = True,
-    works: list | None = None, par: tuple = (1.0, 8, NO_GATE),
+    works: list | None = None, par: tuple = (1.0, 8, NO_GATE), heap: bool = False,
 ) -> list:  # fmt: skip
     """:func:`kernels.resolve_incremental` driven through ``events`` ((gone, came) flow arrays); per event the
     rates of every flow (0 when inactive), the flows the solve filled, whether the repair made it and the
@@ -568,7 +571,7 @@ def _drive(
         n_re, _ = incremental.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
             inc[fe, le], cap, 0, demand, np.ones(F), rate, *per_flow, fs, *links, rstate, par[0], par[1], False, 1.0, 1.0, F, np.array([4.0, 8.0, 0.0, 0.0]),
-            rp, 0, F, repair, top, par[2],
+            rp, 0, F, repair, top, par[2], False, heap,
         )  # fmt: skip
         if works is not None:
             works.append((int(rstate[9]), int(rstate[5])))
@@ -609,7 +612,8 @@ def test_departure_repair_keeps_a_tied_alltoall_without_refilling():
             assert res[1][1] >= n - 2  # the restart rule re-fills the tied flows
 
 
-def test_departure_repair_refills_a_kept_flow_that_outranks_a_refilled_one():
+@pytest.mark.parametrize("heap", [False, True])
+def test_departure_repair_refills_a_kept_flow_that_outranks_a_refilled_one(heap):
     # links D (5), l (10), W (12); flows d: D; g: D, l; h: l, W; k: W. Before: d = g = 2.5 (D), h = k = 6 (W),
     # l not saturated. d leaves: g loses its bottleneck and is re-filled on what h leaves at l (4), but h is
     # above it there, so g has no bottleneck: h must come down, so the repair fills again with h, and with k
@@ -622,14 +626,16 @@ def test_departure_repair_refills_a_kept_flow_that_outranks_a_refilled_one():
         inc[f, links] = 1.0
     assert int(nb_settings.REPAIR_MAX_SHARE * 20) >= 3
     events = [(np.arange(0), np.arange(20)), ([0], [])]
-    (r0, *_), (r1, n_re, repaired, _) = _drive(cap, inc, np.full(20, np.inf), events, True)
+    # (with the level heaps, issue-28zi, h is found in l's heap above g's level, not by reading l's flows)
+    (r0, *_), (r1, n_re, repaired, _) = _drive(cap, inc, np.full(20, np.inf), events, True, heap=heap)
     np.testing.assert_allclose(r0, [2.5, 2.5, 6.0, 6.0] + [10.0] * 16, rtol=1e-12)
     np.testing.assert_allclose(r1, [0.0, 5.0, 5.0, 7.0] + [10.0] * 16, rtol=1e-12)
     assert repaired and n_re == 3
 
 
+@pytest.mark.parametrize("heap", [False, True])
 @pytest.mark.parametrize("n", [4, 6, 9])
-def test_departure_repair_counts_the_flows_it_reads(n):
+def test_departure_repair_counts_the_flows_it_reads(n, heap):
     # the tied AllToAll of n GPUs above: one completion (1 -> 2) changes two saturated links, the NICs of 1
     # (up) and 2 (down); the repair reads the n - 2 other active flows on each, finds a witness for every one
     # (its other NIC, unchanged) and re-fills none: 2 (n - 2) flows read, 0 re-filled. A second completion
@@ -641,7 +647,8 @@ def test_departure_repair_counts_the_flows_it_reads(n):
         inc[f, i] = inc[f, n + j] = 1.0
     cap, demand = np.full(2 * n, 5e10), np.full(len(pairs), np.inf)
     events = [(np.arange(0), np.arange(len(pairs))), ([pairs.index((1, 2))], []), ([pairs.index((1, 3))], [])]
-    res = _drive(cap, inc, demand, events, True)
+    # (with the level heaps, issue-28zi, each flow read counts once per solve: the same here, none is read twice)
+    res = _drive(cap, inc, demand, events, True, heap=heap)
     assert [r[1:] for r in res] == [(len(pairs), False, 0), (0, True, 2 * (n - 2)), (0, True, n - 2)]
     assert [r[3] for r in _drive(cap, inc, demand, events, False)] == [0, 0, 0]
 
@@ -700,6 +707,29 @@ def test_departure_repair_checks_only_the_flows_at_a_changed_links_largest_level
         # from the list and g's new level, nothing read), or f1, f2 and g are scanned for it
         assert res[top][1][1:] == (1, True, 1 if top else 6)
     assert work[True][1][0] < work[False][1][0]
+
+
+def _assert_level_heaps(rp, rstate, act, rate, weight, inc) -> None:
+    """Once the link index is built, every link's level heap (issue-28zi) holds exactly its active flows, each
+    keyed at its current level ``rate / weight`` bit for bit (a stale key, a departed flow left in, or a
+    re-filled one not moved fails), in max-heap order, with consistent positions."""
+    if rstate[10] != 1:
+        return
+    off = rp.adj_off
+    for lk in range(inc.shape[1]):
+        b, n = off[lk], rp.hn[lk]
+        if n < 0:  # not kept (a link not saturated: built again when a repair reads it)
+            continue
+        slots = rp.hx[b : b + n]
+        flows = rp.adj_flow[slots]
+        on = np.flatnonzero((inc[:, lk] != 0) & act)
+        assert np.array_equal(np.sort(flows), on), (lk, flows, on)
+        np.testing.assert_array_equal(rp.hk[b : b + n], rate[flows] / weight[flows])
+        i = np.arange(1, n)
+        assert (rp.hk[b + (i - 1) // 2] >= rp.hk[b + i]).all(), lk  # parent >= child
+        assert np.array_equal(rp.hpos[slots], b + np.arange(n)), lk
+        out = np.setdiff1d(np.arange(off[lk], off[lk + 1]), slots)
+        assert (rp.hpos[out] == -1).all(), lk
 
 
 def _assert_top_lists(rp, rstate, act, rate, weight, inc) -> None:

@@ -117,3 +117,91 @@ def heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
     else:
         sift_down(hk, hf, pos, n, i)
     return n
+
+
+# the departure repair's per-link level heaps (issue-28zi): one indexed max-heap of (level, slot) per link in
+# the segment ``base : base + n`` of ``hk`` (levels) / ``hx`` (the slot of the link-major index: its flow is
+# ``adj_flow[slot]``), ``hpos`` (slot -> absolute position in ``hk``; -1: not in the heap)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lh_place(hk, hx, hpos, p, k, x):  # pragma: no cover - compiled
+    """Slot ``x`` with level ``k`` at absolute position ``p`` of a link's level heap."""
+    hk[p] = k
+    hx[p] = x
+    hpos[x] = p
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lh_up(hk, hx, hpos, b, i):  # pragma: no cover - compiled
+    """Item ``i`` (relative to the link's base ``b``) of a level max-heap moved up. The levels read."""
+    k = hk[b + i]
+    x = hx[b + i]
+    steps = 1
+    while i > 0:
+        p = (i - 1) >> 1
+        steps += 1
+        if hk[b + p] >= k:
+            break
+        _lh_place(hk, hx, hpos, b + i, hk[b + p], hx[b + p])
+        i = p
+    _lh_place(hk, hx, hpos, b + i, k, x)
+    return steps
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lh_down(hk, hx, hpos, b, n, i):  # pragma: no cover - compiled
+    """Item ``i`` of the level max-heap of ``n`` items at base ``b`` moved down. The levels read."""
+    k = hk[b + i]
+    x = hx[b + i]
+    steps = 1
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and hk[b + c + 1] > hk[b + c]:
+            c += 1
+        steps += 2
+        if hk[b + c] <= k:
+            break
+        _lh_place(hk, hx, hpos, b + i, hk[b + c], hx[b + c])
+        i = c
+    _lh_place(hk, hx, hpos, b + i, k, x)
+    return steps
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lh_set(hk, hx, hpos, b, n, x, key):  # pragma: no cover - compiled
+    """Slot ``x`` given the level ``key`` in the level heap of ``n`` items at base ``b`` (inserted when not
+    in it). ``(new size, levels read)``."""
+    p = hpos[x]
+    if p < 0:
+        hk[b + n] = key
+        hx[b + n] = x
+        hpos[x] = b + n
+        return n + 1, lh_up(hk, hx, hpos, b, n)
+    old = hk[p]
+    hk[p] = key
+    if key > old:
+        return n, lh_up(hk, hx, hpos, b, p - b)
+    if key < old:
+        return n, lh_down(hk, hx, hpos, b, n, p - b)
+    return n, 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lh_remove(hk, hx, hpos, b, n, x):  # pragma: no cover - compiled
+    """Slot ``x`` out of the level heap of ``n`` items at base ``b`` (nothing when not in it). ``(new size,
+    levels read)``."""
+    p = hpos[x]
+    if p < 0:
+        return n, 0
+    hpos[x] = -1
+    n -= 1
+    i = p - b
+    if i == n:
+        return n, 1
+    _lh_place(hk, hx, hpos, p, hk[b + n], hx[b + n])  # the last item into the freed position
+    if i > 0 and hk[b + ((i - 1) >> 1)] < hk[p]:
+        return n, lh_up(hk, hx, hpos, b, i)
+    return n, lh_down(hk, hx, hpos, b, n, i)

@@ -6,11 +6,18 @@ import numpy as np
 
 from ainet_gym.sim.backends.numba.fill import fill_levels, fill_parallel, merge_by_level
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
-from ainet_gym.sim.backends.numba.repair import link_index, repair_departures, top_add
+from ainet_gym.sim.backends.numba.repair import (
+    heaps_build,
+    heaps_update,
+    link_index,
+    repair_departures,
+    top_add,
+)
 from ainet_gym.sim.backends.numba.settings import (
     COMPONENT_BACKOFF_MAX,
     FULL_FILL_EVERY,
     PARALLEL_MAX_LEVELS,
+    REPAIR_LEVEL_HEAPS,
     REPAIR_MAX_SHARE,
     REPAIR_ONLY_TOP,
     REPAIR_RTOL,
@@ -380,6 +387,7 @@ def resolve_incremental(
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
     sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
+    rep_heap=REPAIR_LEVEL_HEAPS,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -424,6 +432,11 @@ def resolve_incremental(
     when ``rep_on``; ``f0:f1``: the instance's flows, for its link index): it re-fills only the flows that
     lost every bottleneck, and the freeze log is then patched (those flows and the departed ones out, the
     re-filled ones in at their new levels). When it declines, the solve re-fills from the restart level.
+    With ``rep_heap`` (:data:`REPAIR_LEVEL_HEAPS`, issue-28zi) every solve keeps a max-heap of the levels of
+    each link's active flows once the link index is built (built anew after a full fill; the departed flows
+    out, the filled ones keyed anew otherwise), the repair reads them instead of whole links and never
+    declines on its share (``REPAIR_MAX_SHARE`` does not apply), and its read counter counts a flow once per
+    solve, not when it is re-filled.
 
     Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
     ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved,
@@ -465,16 +478,19 @@ def resolve_incremental(
         if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
             if rstate[10] == 0:  # (the link-major index of the instance's entries, once per interval)
                 work += link_index(
-                    rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight
+                    rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight, rep_heap
                 )
                 rstate[10] = 1
             n_r, rw = repair_departures(
                 act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid,
                 rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs, rp,
-                int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top,
+                n_act + 1 if rep_heap else int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top, rep_heap,
             )  # fmt: skip
             work += rw
             if n_r >= 0:
+                if rep_heap:  # (the index is built: the level heaps follow the departures and re-fills)
+                    work += heaps_update(rp, n_gone, gone, n_r, refill, act, rate, unit_weight, fe_lo, fe_hi,
+                                         e_link, lo, capacity, load)  # fmt: skip
                 _inc_patch_log(n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow,
                                log_level, keep_flow, keep_level, rp, rstate, work)  # fmt: skip
                 return n_r, False
@@ -509,6 +525,26 @@ def resolve_incremental(
     work += n_keep + 2 * n_re  # the log rewritten, the rates written
     work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
                        e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev)  # fmt: skip
+    if rep_on and rep_heap and rstate[10] == 1:  # the level heaps: built anew after a full fill, else updated
+        if full:
+            work += heaps_build(rp, resid.shape[0], act, rate, unit_weight, True)
+        else:
+            work += heaps_update(
+                rp,
+                n_gone,
+                gone,
+                n_re,
+                refill,
+                act,
+                rate,
+                unit_weight,
+                fe_lo,
+                fe_hi,
+                e_link,
+                lo,
+                capacity,
+                load,
+            )
     rstate[1] = 0 if full else rstate[1] + 1
     if not full and e_above > 0:
         cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])

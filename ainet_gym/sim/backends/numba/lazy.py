@@ -194,6 +194,7 @@ def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max):  # pragma: no co
         rp.top_n[:n_links] = -1
         rp.lstamp[:n_links] = -1
         rp.fmark[:n_flows] = -1
+        rp.rmark[:n_flows] = -1
     return fs, rp
 
 

@@ -7,10 +7,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ainet_gym.sim.backends.numba.fill import fill_levels
+from ainet_gym.sim.backends.numba.heaps import lh_down, lh_remove, lh_set
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 from ainet_gym.sim.backends.numba.settings import REPAIR_MAX_ROUNDS, REPAIR_RTOL
 
-__all__ = ["RepairScratch", "repair_departures", "repair_scratch"]
+__all__ = ["RepairScratch", "heaps_build", "heaps_update", "repair_departures", "repair_scratch"]
 
 
 class RepairScratch(NamedTuple):
@@ -39,6 +40,18 @@ class RepairScratch(NamedTuple):
     top_flow: np.ndarray  # (entries,) int64
     ptop_n: np.ndarray  # (links,) int64 the same for ``lmax`` (a repair's fill), into ``top_*`` when the
     ptop_flow: np.ndarray  # (entries,) int64 repair is made
+    # the per-link level heaps (issue-28zi, ``rep_heap``): each link's active flows as a max-heap of their levels
+    # in the link's segment of the index (``hk[adj_off[l] : adj_off[l] + hn[l]]`` levels, ``hx`` the slots, their
+    # flows ``adj_flow[slot]``; ``hpos`` slot -> position, -1: not in the heap), kept by every solve once the index
+    # is built; ``fslot[foff[f] + e - fe_lo[f]]``: flow ``f``'s slot for its entry ``e``
+    hk: np.ndarray  # (entries,) float64
+    hx: np.ndarray  # (entries,) int64
+    hpos: np.ndarray  # (entries,) int64
+    hn: np.ndarray  # (links,) int64
+    fslot: np.ndarray  # (entries,) int64
+    foff: np.ndarray  # (flows,) int64
+    rmark: np.ndarray  # (flows,) int64 the repair that read the flow (its reads counted once per solve)
+    stk: np.ndarray  # (entries,) int64 the heap walks' stack (a link's segment)
 
 
 @njit(cache=True, nogil=True)
@@ -50,18 +63,21 @@ def repair_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled 
         np.full(n_links, -1.0), np.empty(n_links), np.full(n_links, -1, dtype=i64), np.zeros(n_links + 1, dtype=i64),
         np.empty(max(n_entries, 1), dtype=i64), np.full(n_flows, -1, dtype=i64), np.empty(n_links, dtype=i64),
         np.full(n_links, -1, dtype=i64), np.empty(max(n_entries, 1), dtype=i64), np.full(n_links, -1, dtype=i64),
-        np.empty(max(n_entries, 1), dtype=i64),
+        np.empty(max(n_entries, 1), dtype=i64), np.empty(max(n_entries, 1)), np.empty(max(n_entries, 1), dtype=i64),
+        np.full(max(n_entries, 1), -1, dtype=i64), np.zeros(n_links, dtype=i64), np.empty(max(n_entries, 1), dtype=i64),
+        np.zeros(n_flows, dtype=i64), np.full(n_flows, -1, dtype=i64), np.empty(max(n_entries, 1), dtype=i64),
     )  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
 def link_index(
-    rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links, act, rate, weight
+    rp, f0, f1, fe_lo, fe_hi, e_link, lo, n_links, act, rate, weight, heaps=False
 ):  # pragma: no cover - compiled
     """The link-major index of the entries of flows ``f0:f1`` (active or not) into ``rp.adj_off`` /
     ``rp.adj_flow`` (links ``lo .. lo + n_links``), and the lists of the active flows at each link's ``rp.sat``
     level (``rp.top_*``: the flows at levels ``rate / weight >= sat (1 - REPAIR_RTOL)``); the entries
-    indexed. O(entries)."""
+    indexed. With ``heaps``, each flow's slots (``rp.fslot`` / ``rp.foff``) and every link's level heap
+    (:func:`heaps_build`) too. O(entries)."""
     off = rp.adj_off
     cur = rp.queue
     for j in range(n_links + 1):
@@ -72,11 +88,17 @@ def link_index(
     for j in range(n_links):
         off[j + 1] += off[j]
         cur[j] = off[j]
+    k = 0
     for f in range(f0, f1):
+        rp.foff[f] = k
         for e in range(fe_lo[f], fe_hi[f]):
             j = e_link[e] - lo
             rp.adj_flow[cur[j]] = f
+            rp.fslot[k] = cur[j]
+            k += 1
             cur[j] += 1
+    if heaps:
+        heaps_build(rp, n_links, act, rate, weight)
     for j in range(n_links):
         if rp.sat[j] < 0.0:
             rp.top_n[j] = -1
@@ -90,6 +112,79 @@ def link_index(
                 n += 1
         rp.top_n[j] = n
     return 2 * off[n_links]
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def heap_build(rp, j, act, rate, weight):  # pragma: no cover - compiled
+    """Link ``j``'s level heap (:class:`RepairScratch` ``hk`` ...) built anew from the active flows on it at
+    their levels ``rate / weight`` (the link index built). The slots read."""
+    off, adj, hk, hx, hpos = rp.adj_off, rp.adj_flow, rp.hk, rp.hx, rp.hpos
+    b = off[j]
+    n = 0
+    for x in range(b, off[j + 1]):
+        g = adj[x]
+        if act[g]:
+            hk[b + n] = rate[g] / weight[g]
+            hx[b + n] = x
+            hpos[x] = b + n
+            n += 1
+        else:
+            hpos[x] = -1
+    for i in range(n // 2 - 1, -1, -1):
+        lh_down(hk, hx, hpos, b, n, i)
+    rp.hn[j] = n
+    return off[j + 1] - b
+
+
+@njit(cache=True, nogil=True)
+def heaps_build(rp, n_links, act, rate, weight, kept_only=False):  # pragma: no cover - compiled
+    """Every link's level heap built anew (:func:`heap_build`), or with ``kept_only`` those kept now
+    (``rp.hn >= 0``; the others stay not kept, -1). The slots read."""
+    work = 0
+    for j in range(n_links):
+        if not kept_only or rp.hn[j] >= 0:
+            work += heap_build(rp, j, act, rate, weight)
+    return work
+
+
+@njit(cache=True, nogil=True)
+def heaps_update(
+    rp, n_gone, gone, n_re, refill, act, rate, weight, fe_lo, fe_hi, e_link, lo, capacity, load
+):  # pragma: no cover - compiled
+    """The level heaps after a solve: the departed flows ``gone[:n_gone]`` out of their links' kept heaps,
+    then the filled flows ``refill[:n_re]`` (re-filled or arrived; a flow that left and joined again is in
+    both) keyed at their new levels. Only the heaps of saturated links are kept (the repair reads no other):
+    a link these flows cross that is not saturated now (``load``) drops its heap (``rp.hn`` -1; built again,
+    its flows read, when a repair reads it: :func:`_kept_max`). The levels read (work)."""
+    off, hk, hx, hpos, hn, fslot, foff = rp.adj_off, rp.hk, rp.hx, rp.hpos, rp.hn, rp.fslot, rp.foff
+    tol = REPAIR_RTOL
+    work = 0
+    for k in range(n_gone + n_re):
+        f = gone[k] if k < n_gone else refill[k - n_gone]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if hn[lk] >= 0:
+                c = capacity[lo + lk]
+                if not (c < np.inf and c - load[lk] <= tol * c):
+                    hn[lk] = -1
+    for k in range(n_gone):
+        f = gone[k]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if hn[lk] >= 0:
+                hn[lk], w = lh_remove(hk, hx, hpos, off[lk], hn[lk], fslot[foff[f] + e - fe_lo[f]])
+                work += w
+    for k in range(n_re):
+        f = refill[k]
+        if not act[f]:
+            continue
+        lv = rate[f] / weight[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if hn[lk] >= 0:
+                hn[lk], w = lh_set(hk, hx, hpos, off[lk], hn[lk], fslot[foff[f] + e - fe_lo[f]], lv)
+                work += w
+    return work
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
@@ -126,13 +221,14 @@ def _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn):  # pragma: 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_scan(
     qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo, fe_hi, e_link, capacity, lo, dcap, weight,
-    rstamp, load, refill, old_rate, rp,
+    rstamp, load, refill, old_rate, rp, once,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`repair_departures`' scan of the changed links queued from ``qi`` on: on each that was saturated
     before the event, every active flow not yet re-filled keeps its rate when it is at its demand or has a
     witness (an unchanged link with ``rp.sat`` >= 0 at whose level it is); otherwise it is re-filled
     (``refill``, ``old_rate``, ``rp.fmark``) and its links queued. ``(qi, qn, n_r, work, seen, within
-    limit)``: False when more than ``limit`` flows would be re-filled (the repair declines)."""
+    limit)``: False when more than ``limit`` flows would be re-filled (the repair declines). ``once``: a flow's
+    reads counted once per solve (:func:`_count_read`), and not when it is re-filled."""
     tol = REPAIR_RTOL
     q, off, adj, sat, fmark = rp.queue, rp.adj_off, rp.adj_flow, rp.sat, rp.fmark
     top_n, top_flow = rp.top_n, rp.top_flow
@@ -157,7 +253,7 @@ def _repair_scan(
             work += 1
             if not act[g] or fmark[g] == tick:
                 continue
-            seen += 1
+            seen += _count_read(rp, g, tick, once)
             r = rate[g]
             lv = r / weight[g]
             if lv < top:
@@ -177,6 +273,8 @@ def _repair_scan(
                 continue
             if n_r >= limit:
                 return qi, qn, n_r, work, seen, False
+            if once:  # (counted as re-filled)
+                seen -= 1
             fmark[g] = tick
             refill[n_r] = g
             old_rate[n_r] = r
@@ -300,15 +398,204 @@ def _repair_link_max(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _count_read(rp, g, tick, once):  # pragma: no cover - compiled
+    """1 when the repair's read of active flow ``g`` (not re-filled) counts: every read, or with ``once`` the
+    first of the solve (``rp.rmark``)."""
+    if not once:
+        return 1
+    if rp.rmark[g] == tick:
+        return 0
+    rp.rmark[g] = tick
+    return 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _kept_max(lk, tick, act, rate, weight, rp):  # pragma: no cover - compiled
+    """The largest level of the kept active flows on link ``lk`` (not re-filled: ``rp.fmark != tick``) from
+    its level heap: a walk from the root that stops at the first kept flow of each path (the levels below it
+    are at most its own) and at nodes at most the largest found; the departed and re-filled flows (still at
+    their old levels) are passed through; a heap not kept (``rp.hn`` -1) is built first. ``(level, heap nodes
+    visited, flows read: counted once per solve)``."""
+    b = rp.adj_off[lk]
+    hk, hx, adj, stk, fmark = rp.hk, rp.hx, rp.adj_flow, rp.stk, rp.fmark
+    m = -np.inf
+    vis = 0
+    reads = 0
+    if rp.hn[lk] < 0:  # not kept: built from the link's flows (each active one read; the re-filled ones at
+        # their new levels, any key will do for them: the walks pass them through)
+        vis += heap_build(rp, lk, act, rate, weight)
+        for x in range(b, b + rp.hn[lk]):
+            g = adj[hx[x]]
+            if fmark[g] != tick:
+                reads += _count_read(rp, g, tick, True)
+    n = rp.hn[lk]
+    if n == 0:
+        return m, vis, reads
+    stk[b] = 0
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        i = stk[b + sp]
+        vis += 1
+        if hk[b + i] <= m:
+            continue
+        g = adj[hx[b + i]]
+        if act[g] and fmark[g] != tick:
+            m = hk[b + i]
+            continue
+        c = 2 * i + 1
+        if c < n:
+            stk[b + sp] = c
+            sp += 1
+            if c + 1 < n:
+                stk[b + sp] = c + 1
+                sp += 1
+    return m, vis, reads
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _heap_above(lk, t, strict, rp, out, base, n_out):  # pragma: no cover - compiled
+    """The slots of the heap nodes of link ``lk`` at levels ``>= t`` (``> t`` when ``strict``), appended to
+    ``out[base + n_out :]`` as their flows (every kind: the caller picks). ``(n_out, nodes visited)``."""
+    b, n = rp.adj_off[lk], rp.hn[lk]
+    hk, hx, adj, stk = rp.hk, rp.hx, rp.adj_flow, rp.stk
+    if n == 0:
+        return n_out, 0
+    stk[b] = 0
+    sp = 1
+    vis = 0
+    while sp > 0:
+        sp -= 1
+        i = stk[b + sp]
+        vis += 1
+        k = hk[b + i]
+        if k < t or (strict and k <= t):
+            continue
+        out[base + n_out] = adj[hx[b + i]]
+        n_out += 1
+        c = 2 * i + 1
+        if c < n:
+            stk[b + sp] = c
+            sp += 1
+            if c + 1 < n:
+                stk[b + sp] = c + 1
+                sp += 1
+    return n_out, vis
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_link_max_heap(
+    qn, tick, ltick, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link, capacity, lo, resid, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_repair_link_max` from the level heaps (``rep_heap``): on each saturated changed link, the
+    largest level of its kept flows (:func:`_kept_max`) and of the re-filled ones at their new levels into
+    ``rp.lmax`` (stamped ``ltick``), then every flow at or above ``lmax (1 - REPAIR_RTOL)`` listed in
+    ``rp.ptop_*`` (the kept ones from the heap, :func:`_heap_above`, in the walk's order: not sorted, the rates
+    are exact in any order and the long scan's bits are not kept anyway). Only the kept flows at the level are
+    read. ``(work, kept flows read, counted once per solve)``."""
+    tol = REPAIR_RTOL
+    q, off, lmax, lstamp, fmark = rp.queue, rp.adj_off, rp.lmax, rp.lstamp, rp.fmark
+    work = 0
+    seen = 0
+    for k in range(qn):
+        lk = q[k]
+        c = capacity[lo + lk]
+        if c < np.inf and resid[lk] <= tol * c:
+            lmax[lk], vis, rd = _kept_max(lk, tick, act, rate, weight, rp)
+            work += vis
+            seen += rd
+            lstamp[lk] = ltick
+    for k in range(n_r):  # the re-filled flows at their new levels on those links
+        g = refill[k]
+        lv = rate[g] / weight[g]
+        work += fe_hi[g] - fe_lo[g]
+        for e in range(fe_lo[g], fe_hi[g]):
+            lk = e_link[e] - lo
+            if lstamp[lk] == ltick and lv > lmax[lk]:
+                lmax[lk] = lv
+    for k in range(qn):  # the kept flows at the level
+        lk = q[k]
+        if lstamp[lk] != ltick:
+            continue
+        b = off[lk]
+        n_all, vis = _heap_above(lk, lmax[lk] * (1.0 - tol), False, rp, rp.ptop_flow, b, 0)
+        work += vis
+        n = 0
+        for x in range(b, b + n_all):
+            g = rp.ptop_flow[x]
+            if act[g] and fmark[g] != tick:
+                seen += _count_read(rp, g, tick, True)
+                rp.ptop_flow[b + n] = g
+                n += 1
+        rp.ptop_n[lk] = n
+    for k in range(n_r):  # and the re-filled ones
+        g = refill[k]
+        lv = rate[g] / weight[g]
+        for e in range(fe_lo[g], fe_hi[g]):
+            lk = e_link[e] - lo
+            if lstamp[lk] == ltick and lv >= lmax[lk] * (1.0 - tol):
+                rp.ptop_flow[off[lk] + rp.ptop_n[lk]] = g
+                rp.ptop_n[lk] += 1
+    return work, seen
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _check_link_heap(
+    l2, t, n_r, n_r0, qn, tick, limit, act, rate, fe_lo, fe_hi, e_link, lo, rstamp, refill, old_rate, rp,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_repair_check` on link ``l2`` from its level heap: every kept active flow above level ``t``
+    joins the re-fill (its links queued); the walk stops below ``t`` (the levels under a node are at most its
+    own; the re-filled and departed flows are at their old levels, passed through). ``(n_r, qn, nodes
+    visited, the change of the read count, within limit)``: False when more than ``limit`` flows would be re-filled (the old rates of the
+    first ``n_r0`` put back)."""
+    b, n = rp.adj_off[l2], rp.hn[l2]
+    hk, hx, adj, stk, fmark = rp.hk, rp.hx, rp.adj_flow, rp.stk, rp.fmark
+    if n == 0:
+        return n_r, qn, 0, 0, True
+    stk[b] = 0
+    sp = 1
+    vis = 0
+    dseen = 0
+    while sp > 0:
+        sp -= 1
+        i = stk[b + sp]
+        vis += 1
+        if hk[b + i] <= t:
+            continue
+        h = adj[hx[b + i]]
+        if act[h] and fmark[h] != tick:
+            if n_r >= limit:
+                for j in range(n_r0):
+                    rate[refill[j]] = old_rate[j]
+                return n_r, qn, vis, dseen, False
+            if rp.rmark[h] == tick:  # (read before, counted: now counted as re-filled)
+                dseen -= 1
+            fmark[h] = tick
+            refill[n_r] = h
+            old_rate[n_r] = rate[h]
+            n_r += 1
+            qn = _repair_queue(h, tick, fe_lo, fe_hi, e_link, lo, rstamp, rp.queue, qn)
+        c = 2 * i + 1
+        if c < n:
+            stk[b + sp] = c
+            sp += 1
+            if c + 1 < n:
+                stk[b + sp] = c + 1
+                sp += 1
+    return n_r, qn, vis, dseen, True
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_check(
     n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo, fe_hi, e_link, lo, dcap, weight, rstamp, refill,
-    old_rate, rp,
+    old_rate, rp, heap,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`repair_departures`' check after a fill: every re-filled flow must be at its demand or at the
     largest level of a saturated link it crosses (``rp.lmax`` stamped ``ltick``). A flow that is not has a
     kept flow above it on every such link: those must come down, so they join the re-fill (their links
     queued). ``(flows without a bottleneck, n_r, qn, work, seen, within limit)``: False when more than
-    ``limit`` flows would be re-filled (the old rates put back; the repair declines)."""
+    ``limit`` flows would be re-filled (the old rates put back; the repair declines). ``heap``: each such
+    link's kept flows above the level found in its level heap (:func:`_check_link_heap`), not by a scan."""
     tol = REPAIR_RTOL
     q, off, adj, fmark, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.fmark, rp.lmax, rp.lstamp
     n_bad = 0
@@ -333,6 +620,14 @@ def _repair_check(
             l2 = e_link[e] - lo
             if lstamp[l2] != ltick:
                 continue
+            if heap:  # the kept flows above lv from the link's level heap: each re-filled (counted so)
+                n_r, qn, vis, ds, ok = _check_link_heap(l2, lv * (1.0 + tol), n_r, n_r0, qn, tick, limit, act, rate,
+                                                    fe_lo, fe_hi, e_link, lo, rstamp, refill, old_rate, rp)  # fmt: skip
+                work += vis
+                seen += ds
+                if not ok:
+                    return n_bad, n_r, qn, work, seen, False
+                continue
             for x in range(off[l2], off[l2 + 1]):
                 h = adj[x]
                 if not act[h]:
@@ -356,7 +651,7 @@ def _repair_check(
 @njit(cache=True, nogil=True)
 def repair_departures(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, weight, resid, rstamp, load,
-    rstate, refill, old_rate, out_flow, out_level, fs, rp, limit, only_top=True,
+    rstate, refill, old_rate, out_flow, out_level, fs, rp, limit, only_top=True, heap=False,
 ):  # fmt: skip  # pragma: no cover - compiled
     """The max-min rates after an event at which flows only left (``gone[:n_gone]``), by re-filling only the
     flows that lost every bottleneck, if they are at most ``limit``; ``(n_r, work)`` with ``n_r`` the flows
@@ -390,6 +685,11 @@ def repair_departures(
     scan of the changed links (:func:`_repair_scan`), the residuals to fill on (:func:`_repair_residuals`),
     the fill, the saturated links' largest levels (:func:`_repair_link_max`) and the check after the fill
     (:func:`_repair_check`); any of them may decline.
+
+    ``heap`` (issue-28zi): the largest levels and the check read the per-link level heaps (``rp.hk`` ...,
+    kept by the caller: :func:`heaps_update`) instead of every flow on a link
+    (:func:`_repair_link_max_heap`, :func:`_check_link_heap`), and ``rstate[13]`` counts each flow read once
+    per solve and not at all when it is re-filled (it counts as re-filled).
     """
     q, sat, lmax, lstamp = rp.queue, rp.sat, rp.lmax, rp.lstamp
     rstate[3] += 1
@@ -408,7 +708,7 @@ def repair_departures(
     for rnd in range(REPAIR_MAX_ROUNDS + 1):
         qi, qn, n_r, work, seen, ok = _repair_scan(qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo,
                                                    fe_hi, e_link, capacity, lo, dcap, weight, rstamp, load, refill,
-                                                   old_rate, rp)  # fmt: skip
+                                                   old_rate, rp, heap)  # fmt: skip
         if not ok:
             break
         if n_r == 0:
@@ -420,13 +720,18 @@ def repair_departures(
                             out_level, fs, rstate[4], lo)  # fmt: skip
         rstate[4] += 1
         ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
-        w2, s2 = _repair_link_max(qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link,
-                                  capacity, lo, resid, rp)  # fmt: skip
+        if heap:
+            w2, s2 = _repair_link_max_heap(qn, tick, ltick, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link,
+                                           capacity, lo, resid, rp)  # fmt: skip
+        else:
+            w2, s2 = _repair_link_max(qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link,
+                                      capacity, lo, resid, rp)  # fmt: skip
         work += w2
         seen += s2
         n_r0 = n_r
         n_bad, n_r, qn, work, seen, ok = _repair_check(n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo,
-                                                       fe_hi, e_link, lo, dcap, weight, rstamp, refill, old_rate, rp)  # fmt: skip
+                                                       fe_hi, e_link, lo, dcap, weight, rstamp, refill, old_rate, rp,
+                                                       heap)  # fmt: skip
         if not ok or n_bad == 0:
             break
         for j in range(n_r0):  # the old rates back: the next round fills the larger set from them
@@ -435,6 +740,9 @@ def repair_departures(
             ok = False
             break
     if not ok:  # declined: the rates as they were (the caller re-fills from the restart level)
+        if heap:  # (a heap built meanwhile keyed the re-filled flows at levels now undone: dropped)
+            for k in range(qn):
+                rp.hn[q[k]] = -1
         rstate[12] += 1
         rstate[13] += seen
         return -1, work

@@ -33,6 +33,16 @@ REPAIR_DEPARTURES = True
 #: 0.95x at 0.1 and 1.01-1.03x at 0.5, intervals 3-4 the same at all three; docs/engine-alltoall.md)
 REPAIR_MAX_SHARE = 0.25
 
+#: the departure repair with per-link level heaps (issue-28zi; :func:`resolve_incremental`'s ``rep_heap``):
+#: every solve keeps, once the link index is built, a max-heap of the levels of each link's active flows; the
+#: repair's "largest level after a fill" and "check after a fill" read only the heap nodes above a level
+#: instead of every flow on a link, the repair never declines on :data:`REPAIR_MAX_SHARE`, and its read
+#: counter counts a flow once per solve and not when it is re-filled; only saturated links keep a heap (one
+#: is built again, its flows read, when a repair reads it). Exact either way. Off by default: on 8 AllToAll x
+#: 128 GPUs it brings the flows touched per event from 0.1610 to 0.0880 on the bench's window, but interval
+#: 5's first 3,000 events took 1.65-1.9x main's CPU (docs/engine-alltoall.md, "issue-28zi")
+REPAIR_LEVEL_HEAPS = False
+
 #: the departure repair checks, on each changed saturated link, only the flows at the link's largest level
 #: before the event (``RepairScratch.sat``; every flow where it is not known): only those have the link as a
 #: bottleneck, and a flow below it whose own bottleneck changed too is found on that link (every changed
