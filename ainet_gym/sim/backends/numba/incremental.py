@@ -327,6 +327,45 @@ def _inc_fill(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_heaps(
+    full, rp, n_links, n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi, e_link, lo, capacity, load
+):  # fmt: skip  # pragma: no cover - compiled
+    """After a solve with ``rep_heap`` (:data:`REPAIR_LEVEL_HEAPS`): the per-link level heaps built anew after
+    a full fill (:func:`heaps_build`), else updated for the departed flows ``gone[:n_gone]`` and the filled
+    ones ``refill[:n_re]`` (:func:`heaps_update`). The work counted."""
+    if full:
+        return heaps_build(rp, n_links, act, rate, unit_weight, True)
+    return heaps_update(
+        rp, n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi, e_link, lo, capacity, load
+    )
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_repair(
+    act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid, rstamp, load,
+    rstate, refill, old_rate, out_flow, out_level, fs, rp, f0, f1, max_refill, rep_top, rep_heap,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s departure repair: the link-major index of the instance's entries (once
+    per interval, ``rstate[10]``), :func:`repair_departures`, and with ``rep_heap`` the level heaps after a
+    repair made (:func:`_inc_heaps`). Returns ``(n_r, work)``: the flows re-filled (-1: declined)."""
+    work = 0
+    if rstate[10] == 0:
+        work += link_index(
+            rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight, rep_heap
+        )
+        rstate[10] = 1
+    n_r, rw = repair_departures(
+        act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid, rstamp, load,
+        rstate, refill, old_rate, out_flow, out_level, fs, rp, max_refill, rep_top, rep_heap,
+    )  # fmt: skip
+    work += rw
+    if n_r >= 0 and rep_heap:  # (the index is built: the level heaps follow the departures and re-fills)
+        work += _inc_heaps(False, rp, resid.shape[0], n_gone, gone, n_r, refill, act, rate, unit_weight, fe_lo, fe_hi,
+                           e_link, lo, capacity, load)  # fmt: skip
+    return n_r, work
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_loads(
     full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
     lo, resid, load, rp, listed, lev,
@@ -451,10 +490,11 @@ def resolve_incremental(
     enters ``rho_l`` (``cost[1]``).
 
     The steps, in order on one set of scratch arrays: the full set (:func:`_inc_full_set`) or the restart
-    level (:func:`_inc_restart_level`), the departure repair and its log patch (:func:`_inc_patch_log`), the
-    switch (:func:`_inc_declines`), the components (:func:`_inc_components`) and the flows to fill
-    (:func:`_inc_select`), the fill (:func:`_inc_flow_order`, :func:`_inc_fill`), the loads
-    (:func:`_inc_loads`); those that allocate nothing compiled into the solve (``forceinline``).
+    level (:func:`_inc_restart_level`), the departure repair (:func:`_inc_repair`) and its log patch
+    (:func:`_inc_patch_log`), the switch (:func:`_inc_declines`), the components (:func:`_inc_components`)
+    and the flows to fill (:func:`_inc_select`), the fill (:func:`_inc_flow_order`, :func:`_inc_fill`), the
+    loads (:func:`_inc_loads`) and the level heaps (:func:`_inc_heaps`); those that allocate nothing compiled
+    into the solve (``forceinline``).
     """
     n_log = rstate[0]
     full = n_log < 0 or rstate[1] >= FULL_FILL_EVERY
@@ -476,21 +516,11 @@ def resolve_incremental(
                                           e_coef, capacity, lo, csum, load, link_gen, gen, rstate)  # fmt: skip
         k0 = first_at_least(log_level, n_log, lev)  # the first flow of the log at a level >= lev
         if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
-            if rstate[10] == 0:  # (the link-major index of the instance's entries, once per interval)
-                work += link_index(
-                    rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight, rep_heap
-                )
-                rstate[10] = 1
-            n_r, rw = repair_departures(
-                act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid,
-                rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs, rp,
-                n_act + 1 if rep_heap else int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top, rep_heap,
-            )  # fmt: skip
+            n_r, rw = _inc_repair(act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight,
+                                  resid, rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs, rp, f0, f1,
+                                  n_act + 1 if rep_heap else int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top, rep_heap)  # fmt: skip
             work += rw
             if n_r >= 0:
-                if rep_heap:  # (the index is built: the level heaps follow the departures and re-fills)
-                    work += heaps_update(rp, n_gone, gone, n_r, refill, act, rate, unit_weight, fe_lo, fe_hi,
-                                         e_link, lo, capacity, load)  # fmt: skip
                 _inc_patch_log(n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow,
                                log_level, keep_flow, keep_level, rp, rstate, work)  # fmt: skip
                 return n_r, False
@@ -526,25 +556,8 @@ def resolve_incremental(
     work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
                        e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev)  # fmt: skip
     if rep_on and rep_heap and rstate[10] == 1:  # the level heaps: built anew after a full fill, else updated
-        if full:
-            work += heaps_build(rp, resid.shape[0], act, rate, unit_weight, True)
-        else:
-            work += heaps_update(
-                rp,
-                n_gone,
-                gone,
-                n_re,
-                refill,
-                act,
-                rate,
-                unit_weight,
-                fe_lo,
-                fe_hi,
-                e_link,
-                lo,
-                capacity,
-                load,
-            )
+        work += _inc_heaps(full, rp, resid.shape[0], n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi,
+                           e_link, lo, capacity, load)  # fmt: skip
     rstate[1] = 0 if full else rstate[1] + 1
     if not full and e_above > 0:
         cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
