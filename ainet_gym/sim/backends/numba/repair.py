@@ -546,8 +546,8 @@ def _check_link_heap(
     """:func:`_repair_check` on link ``l2`` from its level heap: every kept active flow above level ``t``
     joins the re-fill (its links queued); the walk stops below ``t`` (the levels under a node are at most its
     own; the re-filled and departed flows are at their old levels, passed through). ``(n_r, qn, nodes
-    visited, the change of the read count, within limit)``: False when more than ``limit`` flows would be re-filled (the old rates of the
-    first ``n_r0`` put back)."""
+    visited, the change of the read count, within limit)``: within limit False when more than ``limit``
+    flows would be re-filled (the old rates of the first ``n_r0`` put back)."""
     b, n = rp.adj_off[l2], rp.hn[l2]
     hk, hx, adj, stk, fmark = rp.hk, rp.hx, rp.adj_flow, rp.stk, rp.fmark
     if n == 0:
