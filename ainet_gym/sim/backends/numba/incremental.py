@@ -326,7 +326,7 @@ def _inc_fill(
     return work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
 def _inc_heaps(
     full, rp, n_links, n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi, e_link, lo, capacity, load
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -340,7 +340,7 @@ def _inc_heaps(
     )
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
 def _inc_repair(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid, rstamp, load,
     rstate, refill, old_rate, out_flow, out_level, fs, rp, f0, f1, max_refill, rep_top, rep_heap,
