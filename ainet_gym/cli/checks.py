@@ -29,8 +29,8 @@ def add_bench(sub: Subparsers) -> None:
         help="measure the allocator and the environments",
         description="Measure the allocator and the environments. Env rows give env steps per wall second (the "
         "targets' figure) and, beside it, per CPU second of the process (time.process_time: every thread "
-        "counts, numba's worker included) with the CPU seconds per wall second: on a shared machine compare "
-        "runs by the CPU figure.",
+        "counts, the compiled backend's worker included) with the CPU seconds per wall second: on a shared "
+        "machine compare runs by the CPU figure.",
     )
     s.add_argument("--quick", action="store_true", help="small sizes only")
     add_output(
