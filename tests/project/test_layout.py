@@ -515,6 +515,20 @@ def test_the_upper_rooms_register_what_the_lower_rooms_call() -> None:
     assert predictive_router_factory() is PredictiveRouter
 
 
+def test_an_unregistered_reader_is_refused_with_what_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were a lower room used before the upper one registers (never, once ``ainet_gym`` is imported), the call
+    says what to import instead of failing on a missing name."""
+    import ainet_gym.routing.policies as policies
+    import ainet_gym.scenario.graphs as graphs
+
+    monkeypatch.setattr(graphs, "_REGISTERED", [])
+    monkeypatch.setattr(policies, "_PREDICTIVE_ROUTER", [])
+    with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.fabric\)"):
+        graphs.graph_fabrics()
+    with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.agents.predictive\) first"):
+        policies.get_policy("predictive-lp")(type("World", (), {})(), None)
+
+
 def upward_imports(source: str, room: str, inside_functions: bool = False) -> list[str]:
     """The ``ainet_gym`` modules a module of ``room`` imports from a room after its own: at module level, or
     (``inside_functions``) anywhere."""
