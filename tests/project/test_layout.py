@@ -126,45 +126,6 @@ def test_fabric_topology_re_exports_the_modules_of_one_concern() -> None:
         assert any(getattr(m, name, None) is getattr(topology, name) for m in modules), name
 
 
-#: the imitation package's modules of one concern (issue 31 item 3, issue-31zm); the package
-#: ``ainet_gym.agents.imitate`` (its ``__init__``) re-exports their public names, ``__main__`` runs ``cli.main``
-IMITATE_MODULES = (
-    "labels",  # the lookahead's labels
-    "clone",  # behaviour cloning into a PPO model
-    "features",  # the observation columns a plan model reads, the previous-plan block
-    "knn_file",  # the knn policy file, written and read back checked
-    "knn_fit",  # the k-NN policy fitted to labels, the value vote's values
-    "agent",  # knn:PATH, registered on import
-    "dagger",  # a saved policy as the label player
-    "label_files",  # label files read and joined
-    "cli",  # python -m ainet_gym.agents.imitate
-)
-
-
-def test_imitate_re_exports_the_modules_of_one_concern() -> None:
-    """``ainet_gym.agents.imitate`` defines nothing itself: every name of its ``__all__`` is the very object of
-    one of :data:`IMITATE_MODULES`, it exposes no other public name but those modules, and the package has no
-    other module."""
-    import importlib
-    import types
-
-    import ainet_gym.agents.imitate as imitate
-
-    folder = PKG / "agents" / "imitate"
-    assert {p.stem for p in folder.glob("*.py")} == {*IMITATE_MODULES, "__init__", "__main__"}
-    body = ast.parse((folder / "__init__.py").read_text()).body
-    assert not [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    modules = [importlib.import_module(f"ainet_gym.agents.imitate.{m}") for m in IMITATE_MODULES]
-    public = {
-        n
-        for n, v in vars(imitate).items()
-        if not n.startswith("_") and n != "annotations" and not isinstance(v, types.ModuleType)
-    }
-    assert public == set(imitate.__all__)
-    for name in imitate.__all__:
-        assert any(getattr(m, name, None) is getattr(imitate, name) for m in modules), name
-
-
 #: the env room's modules of one concern that ``ainet_gym.envs.env`` re-exports (issue 31 item 3, issue-31zn):
 #: ``ainet_gym.envs.env`` stays the documented import path of ``EnvCore`` and ``FabricRoutingEnv`` and the
 #: ``entry_point`` of every registered id, and defines nothing itself
@@ -202,6 +163,45 @@ def test_env_re_exports_the_modules_of_one_concern() -> None:
     assert core[:4] == ["scenario", "batch", "action_mode", "history"], core
     single = list(inspect.signature(env.FabricRoutingEnv).parameters)
     assert single[:4] == ["scenario", "action_mode", "history", "observation"], single
+
+
+#: the imitation package's modules of one concern (issue 31 item 3, issue-31zm); the package
+#: ``ainet_gym.agents.imitate`` (its ``__init__``) re-exports their public names, ``__main__`` runs ``cli.main``
+IMITATE_MODULES = (
+    "labels",  # the lookahead's labels
+    "clone",  # behaviour cloning into a PPO model
+    "features",  # the observation columns a plan model reads, the previous-plan block
+    "knn_file",  # the knn policy file, written and read back checked
+    "knn_fit",  # the k-NN policy fitted to labels, the value vote's values
+    "agent",  # knn:PATH, registered on import
+    "dagger",  # a saved policy as the label player
+    "label_files",  # label files read and joined
+    "cli",  # python -m ainet_gym.agents.imitate
+)
+
+
+def test_imitate_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.agents.imitate`` defines nothing itself: every name of its ``__all__`` is the very object of
+    one of :data:`IMITATE_MODULES`, it exposes no other public name but those modules, and the package has no
+    other module."""
+    import importlib
+    import types
+
+    import ainet_gym.agents.imitate as imitate
+
+    folder = PKG / "agents" / "imitate"
+    assert {p.stem for p in folder.glob("*.py")} == {*IMITATE_MODULES, "__init__", "__main__"}
+    body = ast.parse((folder / "__init__.py").read_text()).body
+    assert not [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    modules = [importlib.import_module(f"ainet_gym.agents.imitate.{m}") for m in IMITATE_MODULES]
+    public = {
+        n
+        for n, v in vars(imitate).items()
+        if not n.startswith("_") and n != "annotations" and not isinstance(v, types.ModuleType)
+    }
+    assert public == set(imitate.__all__)
+    for name in imitate.__all__:
+        assert any(getattr(m, name, None) is getattr(imitate, name) for m in modules), name
 
 
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
@@ -501,7 +501,7 @@ def test_the_backend_is_chosen_by_name_in_the_factories_only() -> None:
     ("source", "rel", "branch"),
     [
         ("if sim.backend == 'numba':\n    pass", "sim/engine.py", True),
-        ("compiled = self.world.backend != 'numpy'", "envs/core.py", True),
+        ("compiled = self.world.backend != 'numpy'", "envs/env.py", True),
         ("if resolve_backend(backend) == 'numpy':\n    pass", "sim/allocator.py", True),
         (
             "if name in ('numba', 'cuda'):\n    pass",
@@ -509,7 +509,7 @@ def test_the_backend_is_chosen_by_name_in_the_factories_only() -> None:
             True,
         ),  # a renamed variable, in a step room
         ("ok = isinstance(sim.strategy, NumbaBackend)", "sim/metrics.py", True),
-        ("from ainet_gym.sim.backends.numba.backend import run_interval", "envs/core.py", True),
+        ("from ainet_gym.sim.backends.numba.backend import run_interval", "envs/env.py", True),
         ("from ainet_gym.sim.backends.numba import backend", "sim/world.py", True),
         ("from ainet_gym.sim.backends.numba.threads import run_ranges", "sim/engine.py", False),  # a kernel
         ("from ainet_gym.sim.backends import numpy_ref", "sim/world.py", True),
