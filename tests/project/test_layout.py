@@ -386,7 +386,7 @@ _PLANTED_DEFS = {
         ("x = self._cores", "agents/twin.py", False),  # its own member
         ("x = self._validate(a)", "envs/core.py", False),  # one class over several modules (_ONE_CLASS)
         ("x = self._slot_features()", "envs/actions.py", False),
-        ("x = self._np_random", "envs/gym_env.py", False),  # a base class's, from gymnasium
+        ("x = self._np_random", "envs/env.py", False),  # a base class's, from gymnasium
         ("model._setup_model()", "agents/sb3_agents.py", False),  # a listed foreign private
         ("x = core.__class__", "envs/core.py", False),  # dunder
         ("x = core.last_result", "agents/twin.py", False),
