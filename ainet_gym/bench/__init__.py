@@ -73,9 +73,14 @@ MISS and the ratio to the target.
 Layout
 ------
 :mod:`~ainet_gym.bench.config` (:class:`BenchConfig`, the section names), :mod:`~ainet_gym.bench.instances`
-(allocator instances, cluster scenarios), :mod:`~ainet_gym.bench.sections` (the measured sections, machine
-information, calibration, timing), :mod:`~ainet_gym.bench.report` (targets, tables, plot, JSON) and
-:mod:`~ainet_gym.bench.probe` (the fresh-process construction and start-up probes); this module runs them.
+(allocator instances, cluster scenarios), the measured sections in modules of one concern (issue 31), which
+:mod:`~ainet_gym.bench.sections` re-exports by name: :mod:`~ainet_gym.bench.machine` (machine information,
+calibration), :mod:`~ainet_gym.bench.timing` (the shared measuring helpers), :mod:`~ainet_gym.bench.progress`
+(the progress bar), :mod:`~ainet_gym.bench.allocator` (sections 1-2), :mod:`~ainet_gym.bench.env_rows`
+(section 3), :mod:`~ainet_gym.bench.startup` (sections 4-5), :mod:`~ainet_gym.bench.scaling` (section 6),
+:mod:`~ainet_gym.bench.moe` (section 7) and :mod:`~ainet_gym.bench.switch` (the switch section); then
+:mod:`~ainet_gym.bench.report` (targets, tables, plot, JSON) and :mod:`~ainet_gym.bench.probe` (the
+fresh-process construction and start-up probes); this module runs them.
 """
 
 from __future__ import annotations

@@ -411,7 +411,7 @@ def format_report(results: dict[str, Any]) -> str:
 
 
 def moe_lines(moe: dict[str, Any] | None) -> list[str]:
-    """The MoE section's lines (:func:`ainet_gym.bench.sections.bench_moe`): each episode timed whole, then
+    """The MoE section's lines (:func:`ainet_gym.bench.moe.bench_moe`): each episode timed whole, then
     the env rows of the MoE scenario (steps/s, and the vector env against the single env of the run)."""
     if not moe:
         return []
@@ -430,7 +430,7 @@ def moe_lines(moe: dict[str, Any] | None) -> list[str]:
 
 
 def switch_lines(sw: dict[str, Any] | None) -> list[str]:
-    """The switch section's lines (:func:`ainet_gym.bench.sections.bench_switch`): CPU s per interval of
+    """The switch section's lines (:func:`ainet_gym.bench.switch.bench_switch`): CPU s per interval of
     each mode (median of the interleaved runs), the switch against the better of the other two, and the
     flows touched per event."""
     if not sw or not sw.get("median_cpu_s"):

@@ -204,6 +204,43 @@ def test_imitate_re_exports_the_modules_of_one_concern() -> None:
         assert any(getattr(m, name, None) is getattr(imitate, name) for m in modules), name
 
 
+#: the bench's modules of one concern that ``ainet_gym.bench.sections`` re-exports (issue 31 item 3,
+#: issue-31zq): ``sections`` stays the import path of the measured sections and defines nothing itself
+BENCH_SECTION_MODULES = (
+    "machine",  # machine_info, calibrate: the report's header
+    "timing",  # timeit, rel_err, last_metrics: the measuring helpers the sections share
+    "progress",  # Progress, n_tasks: the progress bar and the tasks it counts
+    "allocator",  # sections 1-2: the allocator single and batched
+    "env_rows",  # section 3: the environments' steps per second
+    "startup",  # sections 4-5: construction and start-up in a fresh process
+    "scaling",  # section 6: an interval's cost as the instances grow
+    "moe",  # section 7: the MoE family
+    "switch",  # the switch section: lazy kernel, full re-solve, the switch
+)
+
+
+def test_bench_sections_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.bench.sections`` holds only imports and ``__all__``: every name of its ``__all__`` is the
+    very object of one of :data:`BENCH_SECTION_MODULES`, it exposes no other public name, and every section
+    that ``ainet_gym.bench`` runs is among them."""
+    import importlib
+
+    import ainet_gym.bench as bench
+    import ainet_gym.bench.sections as sections
+
+    body = ast.parse(Path(sections.__file__).read_text()).body
+    kinds = {type(n).__name__ for n in body[1:]}  # (body[0]: the docstring)
+    assert kinds <= {"ImportFrom", "Assign"}, kinds
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    modules = [importlib.import_module(f"ainet_gym.bench.{m}") for m in BENCH_SECTION_MODULES]
+    public = {n for n in vars(sections) if not n.startswith("_") and n != "annotations"}
+    assert public == set(sections.__all__)
+    for name in sections.__all__:
+        assert any(getattr(m, name, None) is getattr(sections, name) for m in modules), name
+    for name in bench.SECTIONS:
+        assert getattr(bench, f"bench_{name}") is getattr(sections, f"bench_{name}"), name
+
+
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 
@@ -441,7 +478,7 @@ _BACKEND_DATA = {
     "bench/report.py": "groups the benchmark's result rows by their backend column",
     "checks/rate_groups.py": "a diagnostic of the numpy reference's own solves: it wraps that backend's solver, so it "
     "needs that backend (it dispatches nothing)",
-    "bench/sections.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",
+    "bench/env_rows.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",
 }
 #: the rooms that run a step, where any comparison with a backend's name is dispatch
 _STEP_ROOMS = ("sim/", "envs/")
@@ -638,7 +675,7 @@ _COMPILED_HOME = "sim/backends/numba/"
 _COMPILERS = frozenset({"njit", "jit", "generated_jit", "vectorize", "guvectorize", "cfunc", "intrinsic",
                         "overload", "overload_method", "register_jitable", "stencil"})  # fmt: skip
 #: modules outside the package that import numba without compiling anything, each for a stated reason
-_NUMBA_OUTSIDE = {"bench/sections.py": "reads numba's version for the benchmark's header"}
+_NUMBA_OUTSIDE = {"bench/machine.py": "reads numba's version for the benchmark's header"}
 
 
 def _compiled_code(source: str, rel: str) -> list[str]:
