@@ -337,6 +337,12 @@ class _Timer:
     shared machine the load comes and goes; the best window is the least disturbed one, as ``timeit``
     advises and as the calibration does).
 
+    Each window is timed twice: by the wall clock (``best``, the figure of the row and its targets) and by
+    the process's CPU time (``best_cpu``: env steps per CPU second, ``time.process_time``, the best window),
+    which other processes on a shared machine do not inflate; every thread of the process counts, numba's
+    worker included, so a row that runs two threads spends up to 2 CPU s per wall second. ``cpu_s`` and
+    ``wall_s`` sum the timed windows.
+
     Resets are timed but not counted: the single env's ``reset()`` after an episode, and the vector env's
     copies that stand still in a step because it resets them (Gymnasium's next-step autoreset); a vector
     step counts one env step per copy that ran its interval, so both envs count the same steps."""
@@ -350,11 +356,14 @@ class _Timer:
         env.reset(seed=0)
         env.step(self.actions[0])  # warm-up
         self.best, self.steps = 0.0, 0
+        self.best_cpu: float | None = None
+        self.cpu_s = self.wall_s = 0.0
 
     def window(self, min_time: float) -> None:
-        """One timing window of at least ``min_time`` (and 3 steps); keeps the best rate."""
+        """One timing window of at least ``min_time`` (and 3 steps) of wall time; keeps the best rates."""
         steps = 0
         env_steps = 0  # copies that ran their interval
+        c0 = time.process_time()
         t0 = time.perf_counter()
         while True:
             still = int(self.env.autoreset_pending.sum()) if self.vector else 0  # reset by this step
@@ -366,7 +375,11 @@ class _Timer:
             dt = time.perf_counter() - t0
             if (dt >= min_time and steps >= 3) or dt >= 20 * min_time:
                 break
+        cpu = time.process_time() - c0
         self.best, self.steps = max(self.best, env_steps / dt), self.steps + steps
+        if cpu > 0:
+            self.best_cpu = max(self.best_cpu or 0.0, env_steps / cpu)
+        self.cpu_s, self.wall_s = self.cpu_s + cpu, self.wall_s + dt
 
     def events_per_step(self, steps: int = 8) -> float | None:
         """Mean events of an interval (the most any copy of the batch had) over ``steps`` more steps, untimed,
@@ -462,9 +475,14 @@ def bench_env(cfg: BenchConfig, progress: Progress) -> list[dict]:
 
 
 def _finish(row: dict, timer: _Timer, single: float) -> None:
-    """Fill an env row from its timer (``single``: the best rate of the single env of its group)."""
+    """Fill an env row from its timer (``single``: the best rate of the single env of its group):
+    ``env_steps_per_s`` by the wall clock and ``env_steps_per_cpu_s`` by the process's CPU time (each the
+    best window; CPU time counts every thread), ``cpu_s_per_wall_s`` over all its windows (below 1: the
+    process waited for a core; above 1: threads ran at once)."""
     row.update(
         env_steps_per_s=timer.best,
+        env_steps_per_cpu_s=timer.best_cpu,
+        cpu_s_per_wall_s=timer.cpu_s / timer.wall_s if timer.wall_s > 0 else None,
         steps_timed=timer.steps,
         speedup_vs_single=timer.best / single,
         events_per_step=timer.events_per_step(),

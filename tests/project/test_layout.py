@@ -224,14 +224,14 @@ def test_engine_rooms_import_no_rl_library(room: str) -> None:
                 assert not n.startswith("ainet_gym.envs"), f"{path.relative_to(ROOT)} imports {n}"
 
 
-#: the one upward edge left in routing: the ``predictive-*`` policies are made by the agents' predictive router
-#: on first use (a lazy import inside the call; the policy table lists them so ``simulate`` can run them)
-_ROUTING_UP_EDGES = {("policies.py", "ainet_gym.agents.predictive")}
+#: upward edges left in routing: none since issue-31zp (the ``predictive-*`` policies call the router that
+#: ``ainet_gym.agents.predictive`` registers, :func:`ainet_gym.routing.policies.register_predictive_router`)
+_ROUTING_UP_EDGES: set[tuple[str, str]] = set()
 
 
 def test_routing_types_against_its_own_context_not_the_simulation() -> None:
     """Routing sits below the simulation: no import of ``sim``, ``envs`` or ``agents`` (type-only imports
-    included), other than the listed lazy one."""
+    included), other than the listed ones (none)."""
     for path in (PKG / "routing").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -528,16 +528,44 @@ def test_backend_branch_check_finds_the_branches_it_must(source: str, rel: str, 
 PIPELINE = ("units", "scenario", "fabric", "routing", "sim", "envs", "agents", ("checks", "cli", "bench"))
 RANK = {r: i for i, level in enumerate(PIPELINE) for r in (level if isinstance(level, tuple) else (level,))}
 
-#: imports inside a function that point up the pipeline, each for a reason (the list may only shrink)
-UPWARD_INSIDE_FUNCTIONS = {
-    # the predictive router's forecaster is fitted on simulated episodes of the scenario (it needs the env)
-    ("routing/policies.py", "ainet_gym.agents.predictive"),
-    # the size estimate of a collective reads its phases from the one decomposition
-    ("scenario/estimate.py", "ainet_gym.sim.workload"),
-    # a graph fabric is checked at load time by building it (the fabric is the graph's only reader)
-    ("scenario/feasibility.py", "ainet_gym.fabric.topology"),
-    ("scenario/sections.py", "ainet_gym.fabric.topology"),
-}
+#: imports inside a function that point up the pipeline, each for a reason (the list may only shrink): none
+#: since issue-31zp. The four it held became downward: a collective's phases moved to the scenario room
+#: (``scenario/collectives.py``); the loader's graph-fabric check and the routing table's predictive router are
+#: registered by the room above (:func:`test_the_upper_rooms_register_what_the_lower_rooms_call`)
+UPWARD_INSIDE_FUNCTIONS: set[tuple[str, str]] = set()
+
+
+def test_the_upper_rooms_register_what_the_lower_rooms_call() -> None:
+    """The two inverted edges are wired once ``ainet_gym`` is imported: the scenario loader reads a graph
+    fabric with the fabric room's functions, and routing's ``predictive-*`` policies make the agents'
+    predictive router."""
+    from ainet_gym.agents.predictive import PredictiveRouter
+    from ainet_gym.fabric import topology
+    from ainet_gym.routing.policies import predictive_router_factory
+    from ainet_gym.scenario.graphs import graph_fabrics
+
+    g = graph_fabrics()
+    assert (g.read, g.spec, g.check_size, g.build) == (
+        topology.read_fabric_graph,
+        topology.graph_spec,
+        topology.check_graph_size,
+        topology.build_fabric,
+    )
+    assert predictive_router_factory() is PredictiveRouter
+
+
+def test_an_unregistered_reader_is_refused_with_what_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were a lower room used before the upper one registers (never, once ``ainet_gym`` is imported), the call
+    says what to import instead of failing on a missing name."""
+    import ainet_gym.routing.policies as policies
+    import ainet_gym.scenario.graphs as graphs
+
+    monkeypatch.setattr(graphs, "_REGISTERED", [])
+    monkeypatch.setattr(policies, "_PREDICTIVE_ROUTER", [])
+    with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.fabric\)"):
+        graphs.graph_fabrics()
+    with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.agents.predictive\) first"):
+        policies.get_policy("predictive-lp")(type("World", (), {})(), None)
 
 
 def upward_imports(source: str, room: str, inside_functions: bool = False) -> list[str]:
