@@ -165,6 +165,55 @@ def test_imitate_re_exports_the_modules_of_one_concern() -> None:
         assert any(getattr(m, name, None) is getattr(imitate, name) for m in modules), name
 
 
+#: the simulation engine's modules of one concern (issue 31 item 3, issue-31zo); ``ainet_gym.sim.engine`` (the
+#: import path of the package, the tests and the docs) re-exports their public names, and those it imported
+#: before the split from ``ainet_gym.sim.backends`` and ``ainet_gym.sim.state``
+ENGINE_MODULES = (
+    "unit",  # CompiledUnit: a job or background source as arrays
+    "compile_unit",  # compile_job, compile_background
+    "job_tables",  # a job's collectives as phases, flows, members, connections
+    "conn_tables",  # the connections' candidate paths, cached per fabric
+    "split_parts",  # the part flows of routing.split_flows independent
+    "entries",  # EntryTable: the merged incidence entries
+    "interval",  # IntervalMetrics, TooManyEvents, the event loop's tolerances
+    "batch",  # BatchSim, UnitSnapshot
+)
+
+
+def _imports_from(module: str) -> set[str]:
+    """The names the package and the tests import from ``module`` (``from module import name``)."""
+    names = set()
+    for path in [*PKG.rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == module:
+                names |= {a.name for a in node.names}
+    return names
+
+
+def test_sim_engine_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.sim.engine`` defines nothing itself: every name of its ``__all__`` is the very object of one
+    of :data:`ENGINE_MODULES` (or of the backends' factory or the state, as before), it exposes no other public
+    name, and every name the package or a test imports from it is in its ``__all__``."""
+    import importlib
+    import types
+
+    import ainet_gym.sim.engine as engine
+
+    body = ast.parse(Path(engine.__file__).read_text()).body
+    assert all(isinstance(n, (ast.Expr, ast.ImportFrom, ast.Assign)) for n in body)
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    sources = [importlib.import_module(f"ainet_gym.sim.{m}") for m in (*ENGINE_MODULES, "backends", "state")]
+    public = {
+        n
+        for n, v in vars(engine).items()
+        if not n.startswith("_") and n != "annotations" and not isinstance(v, types.ModuleType)
+    }
+    assert public == set(engine.__all__)
+    for name in engine.__all__:
+        assert any(getattr(m, name, None) is getattr(engine, name) for m in sources), name
+    assert _imports_from("ainet_gym.sim.engine") <= set(engine.__all__)
+
+
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 
