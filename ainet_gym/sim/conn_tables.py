@@ -17,8 +17,6 @@ __all__ = ["conn_tables", "max_hops"]
 #: (keyed by the fabric's id, dropped when the fabric is collected: a Fabric compares by value, so it is not
 #: hashable)
 _CONN_TABLES: dict[int, dict[tuple, tuple]] = {}
-
-
 _CONN_TABLES_PER_FABRIC = 16
 
 

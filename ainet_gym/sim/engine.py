@@ -23,8 +23,10 @@ shipped scenarios (``python -m ainet_gym.checks.parity``). What both share lives
 - :mod:`~ainet_gym.sim.split_parts`: the part flows of ``routing.split_flows: independent``;
 - :mod:`~ainet_gym.sim.entries`: :class:`EntryTable`, the merged incidence entries of a structure;
 - :mod:`~ainet_gym.sim.interval`: :class:`IntervalMetrics`, :class:`TooManyEvents`, :data:`EPS_T`, :data:`EPS_B`;
-- :mod:`~ainet_gym.sim.batch`: :class:`BatchSim` (the stacked instances, their state and the split) and
-  :class:`UnitSnapshot`.
+- :mod:`~ainet_gym.sim.batch`: :class:`BatchSim`, the stacked instances and their interval, whose base classes
+  are its structure side (:mod:`~ainet_gym.sim.batch_units`: stacking, restacks, :class:`UnitSnapshot`, share
+  weights) and its split side (:mod:`~ainet_gym.sim.batch_split`: the split, the part and carry flows, the
+  merged entries, :data:`SPLIT_TOL`).
 
 A *unit* is a compiled job or a background source. Units of all instances of a batch are stacked
 into flat arrays with per-instance offsets on link ids, so one call of the allocator serves every
@@ -39,7 +41,9 @@ communication are done. So step time = c + max(0, comm - o c) (exposed communica
 from __future__ import annotations
 
 from ainet_gym.sim.backends import BACKEND_ENV, BACKENDS, resolve_backend
-from ainet_gym.sim.batch import SPLIT_TOL, BatchSim, UnitSnapshot
+from ainet_gym.sim.batch import BatchSim
+from ainet_gym.sim.batch_split import SPLIT_TOL
+from ainet_gym.sim.batch_units import UnitSnapshot
 from ainet_gym.sim.compile_unit import compile_background, compile_job
 from ainet_gym.sim.conn_tables import max_hops
 from ainet_gym.sim.entries import EntryTable

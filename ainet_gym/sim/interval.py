@@ -13,8 +13,6 @@ __all__ = ["EPS_B", "EPS_T", "IntervalMetrics", "TooManyEvents"]
 
 #: s: timers at or below this are done (both backends)
 EPS_T = 1e-12
-
-
 #: relative: a flow with ``rem <= EPS_B * bytes`` is done (both backends)
 EPS_B = 1e-9
 

@@ -176,7 +176,9 @@ ENGINE_MODULES = (
     "split_parts",  # the part flows of routing.split_flows independent
     "entries",  # EntryTable: the merged incidence entries
     "interval",  # IntervalMetrics, TooManyEvents, the event loop's tolerances
-    "batch",  # BatchSim, UnitSnapshot
+    "batch",  # BatchSim: its __init__, attribute guards and run_interval
+    "batch_units",  # BatchUnits (BatchSim's base): stacking, restacks, snapshots, share weights; UnitSnapshot
+    "batch_split",  # BatchSplit (BatchSim's base): the split, part and carry flows, the merged entries
 )
 
 
@@ -293,6 +295,8 @@ _FOREIGN_PRIVATE = {
 #: these modules may name a member another of them defines (``env.py`` calls ``self._validate`` of
 #: ``actions.py``). Nothing else reads a private member defined in another module.
 _ONE_CLASS = ("envs/env.py", "envs/actions.py", "envs/observation.py", "envs/info.py")
+#: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side
+_ONE_CLASSES = (_ONE_CLASS, ("sim/batch.py", "sim/batch_units.py", "sim/batch_split.py"))
 _ATTR_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
 
@@ -330,10 +334,10 @@ def _private_reads(source: str, rel: str, defs: dict[str, set[str]]) -> list[str
     object or module: ``x._name`` (or ``getattr(x, "_name")``) on anything but ``self`` / ``cls``, unless
     listed in :data:`_FOREIGN_PRIVATE`; and ``self._name`` where ``_name`` is defined by another module of
     the package (``defs``: module -> the private names it defines, :func:`_private_defs`) and not by this
-    one, unless both modules are parts of one class (:data:`_ONE_CLASS`). A member that no module of the
+    one, unless both modules are parts of one class (:data:`_ONE_CLASSES`). A member that no module of the
     package defines on ``self`` is a base class's from another library (gymnasium's ``_np_random``)."""
     own = defs.get(rel, set())
-    friends = _ONE_CLASS if rel in _ONE_CLASS else (rel,)
+    friends = next((group for group in _ONE_CLASSES if rel in group), (rel,))
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute) and _is_private(node.attr):
@@ -380,6 +384,7 @@ _PLANTED_DEFS = {
     "envs/observation.py": {"_rest_args", "_slot_features"},
     "sim/world.py": {"_units_of", "_capacity_set"},
     "agents/twin.py": {"_cores"},
+    "sim/batch_split.py": {"_bind_parts"},
 }
 
 
@@ -396,6 +401,8 @@ _PLANTED_DEFS = {
         ("x = self._cores", "agents/twin.py", False),  # its own member
         ("x = self._validate(a)", "envs/env.py", False),  # one class over several modules (_ONE_CLASS)
         ("x = self._slot_features()", "envs/actions.py", False),
+        ("self._bind_parts(stack)", "sim/batch_units.py", False),  # BatchSim over three modules
+        ("self._bind_parts(stack)", "sim/world.py", True),  # not a part of that class
         ("x = self._np_random", "envs/env.py", False),  # a base class's, from gymnasium
         ("model._setup_model()", "agents/sb3_agents.py", False),  # a listed foreign private
         ("x = core.__class__", "envs/env.py", False),  # dunder
