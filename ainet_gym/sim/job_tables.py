@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ainet_gym.fabric.topology import Fabric
+from ainet_gym.scenario.collectives import CollectivePhase, Flow, decompose
 from ainet_gym.scenario.spec import CollectiveSpec, JobSpec
-from ainet_gym.sim.workload import CollectivePhase, Flow, decompose, segment_rings
+from ainet_gym.sim.workload import segment_rings
 
 __all__ = ["JobTables", "collective_groups", "job_tables", "rotation_period"]
 
