@@ -366,9 +366,33 @@ def _inc_repair(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_link_reset(lk, lo, capacity, resid, load, sat, top_n):  # pragma: no cover - compiled
+    """:func:`_inc_loads`: link row ``lk``'s load after a fill (capacity less residual; 0 on an unlimited
+    link), its ``sat`` not known (-1) and its list empty."""
+    c = capacity[lo + lk]
+    load[lk] = c - resid[lk] if c < np.inf else 0.0
+    sat[lk] = -1.0
+    top_n[lk] = 0
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_link_offer(lk, f, lv, lo, capacity, resid, rp, listed):  # pragma: no cover - compiled
+    """:func:`_inc_loads`: filled flow ``f`` at level ``lv`` offered to link row ``lk`` when the link is
+    saturated: its ``sat`` the largest level so far and, ``listed``, the flows at it (:func:`top_add`)."""
+    c = capacity[lo + lk]
+    if c < np.inf and resid[lk] <= REPAIR_RTOL * c:
+        if listed:
+            nt, m = top_add(rp.top_flow, rp.adj_off[lk], rp.top_n[lk], f, lv, rp.sat[lk])
+            rp.top_n[lk] = nt
+            rp.sat[lk] = m
+        elif lv > rp.sat[lk]:
+            rp.sat[lk] = lv
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_loads(
     full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
-    lo, resid, load, rp, listed, lev,
+    lo, resid, load, rp, listed, lev, rstamp, tick,
 ):  # fmt: skip  # pragma: no cover - compiled
     """After :func:`resolve_incremental`'s fill: the loads of the links the solve touched (every active
     flow's after a full fill; else the filled and departed flows'), their ``sat`` reset, then (``rep_on``)
@@ -376,39 +400,39 @@ def _inc_loads(
     and, when the link index is built (``listed``), the filled flows at that level listed (``rp.top_*``).
     The other active flows on such a link are below the restart level ``lev`` (-inf after a full fill):
     the list holds every flow at the link's level unless that level is within round-off of ``lev`` (then
-    not known, -1). The work."""
-    sat, top_n, top_flow, off = rp.sat, rp.top_n, rp.top_flow, rp.adj_off
+    not known, -1). The work (the entries of the filled flows counted twice, as when they were walked twice).
+
+    A restart solve (``tick >= 0``: its component step stamped every link of the filled flows ``tick`` in
+    ``rstamp``) walks the filled flows' entries once (issue-28zj): the departed flows' links are reset
+    first, then each link of a filled flow at its first visit (``rstamp`` set to -1: reset), before the
+    flow is offered to it. Every link is reset before any flow is offered to it and the flows are offered
+    in the same order as in two walks (all resets, then the offers), so ``sat`` and the lists are bit for
+    bit the same; the loads are read from the residuals, which the walk does not change."""
+    sat, top_n = rp.sat, rp.top_n
     work = 0
-    n = n_act if full else n_re + n_gone
+    one = rep_on and not full and tick >= 0
+    n = n_act if full else (n_gone if one else n_re + n_gone)
     for k in range(n):
         if full:
             f = act_list[k]
         else:
-            f = refill[k] if k < n_re else gone[k - n_re]
+            f = gone[k] if one else (refill[k] if k < n_re else gone[k - n_re])
             work += fe_hi[f] - fe_lo[f]
         for e in range(fe_lo[f], fe_hi[f]):
-            lk = e_link[e] - lo
-            c = capacity[lo + lk]
-            load[lk] = c - resid[lk] if c < np.inf else 0.0
-            sat[lk] = -1.0
-            top_n[lk] = 0
+            _inc_link_reset(e_link[e] - lo, lo, capacity, resid, load, sat, top_n)
     if rep_on:
         low = np.inf  # the lowest level filled
         for k in range(n_re):
             f = refill[k]
             lv = rate[f] / unit_weight[f]
             low = min(low, lv)
-            work += fe_hi[f] - fe_lo[f]
+            work += (2 if one else 1) * (fe_hi[f] - fe_lo[f])
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
-                c = capacity[lo + lk]
-                if c < np.inf and resid[lk] <= REPAIR_RTOL * c:
-                    if listed:
-                        nt, m = top_add(top_flow, off[lk], top_n[lk], f, lv, sat[lk])
-                        top_n[lk] = nt
-                        sat[lk] = m
-                    elif lv > sat[lk]:
-                        sat[lk] = lv
+                if one and rstamp[lk] == tick:  # (its first visit: reset)
+                    rstamp[lk] = -1
+                    _inc_link_reset(lk, lo, capacity, resid, load, sat, top_n)
+                _inc_link_offer(lk, f, lv, lo, capacity, resid, rp, listed)
         near = lev * (1.0 + REPAIR_RTOL)
         if listed and low * (1.0 - REPAIR_RTOL) <= near:  # a link's level may be within round-off of lev
             for k in range(n_re):
@@ -554,7 +578,7 @@ def resolve_incremental(
     rstate[0] = k0 + n_keep + n_re
     work += n_keep + 2 * n_re  # the log rewritten, the rates written
     work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
-                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev)  # fmt: skip
+                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev, rstamp, -1 if full else rstate[3])  # fmt: skip
     if rep_on and rep_heap and rstate[10] == 1:  # the level heaps: built anew after a full fill, else updated
         work += _inc_heaps(full, rp, resid.shape[0], n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi,
                            e_link, lo, capacity, load)  # fmt: skip
