@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ainet_gym.sim.backends.numba.fill import fill_levels, fill_parallel, merge_by_level
-from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit, trailing_zeros
 from ainet_gym.sim.backends.numba.repair import (
     heaps_build,
     heaps_update,
@@ -17,6 +17,7 @@ from ainet_gym.sim.backends.numba.settings import (
     COMPONENT_BACKOFF_MAX,
     FULL_FILL_EVERY,
     PARALLEL_MAX_LEVELS,
+    REFILL_FLOW_ORDER,
     REPAIR_LEVEL_HEAPS,
     REPAIR_MAX_SHARE,
     REPAIR_ONLY_TOP,
@@ -293,6 +294,35 @@ def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
+def _inc_sort_flows(refill, n_re):  # pragma: no cover - compiled
+    """``refill[:n_re]`` (distinct flows) in flow order, by a bit set over their id range: O(n_re + range /
+    64), for the heap fill of a restart solve (:data:`REFILL_FLOW_ORDER`). The work counted: the words
+    scanned and the flows placed."""
+    f_lo = refill[0]
+    f_hi = refill[0]
+    for k in range(n_re):
+        f = refill[k]
+        if f < f_lo:
+            f_lo = f
+        if f > f_hi:
+            f_hi = f
+    nw = ((f_hi - f_lo) >> 6) + 1
+    bits = np.zeros(nw, dtype=np.uint64)
+    one = np.uint64(1)
+    for k in range(n_re):
+        d = refill[k] - f_lo
+        bits[d >> 6] |= one << np.uint64(d & 63)
+    k = 0
+    for w in range(nw):
+        x = bits[w]
+        while x != 0:
+            refill[k] = f_lo + (w << 6) + trailing_zeros(x)
+            k += 1
+            x &= x - one
+    return nw + 2 * n_re
+
+
+@njit(cache=True, nogil=True, **COMPILED_ONLY)
 def _inc_fill(
     dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow, out_level,
     unit_weight, weighted, fs, rstate,
@@ -450,7 +480,7 @@ def resolve_incremental(
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
     sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
-    rep_heap=REPAIR_LEVEL_HEAPS,
+    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -484,6 +514,10 @@ def resolve_incremental(
     ``>= L`` on the capacities the lower ones leave make a max-min problem of their own, which decomposes
     over the connected components of their flow-link graph: only the components of a departed or an
     arrived flow are filled again.
+
+    With ``flow_order`` (:data:`REFILL_FLOW_ORDER`, issue-28zj) a solve that fills by the heap takes its flows
+    in flow order (:func:`_inc_sort_flows`), as a dense solve does: the fill, the loads and the caller's
+    per-flow progress then walk their entries in memory order, not by level.
 
     The flows to fill are filled by :func:`fill_levels` (a heap), or, when they are more than ``par_share``
     of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
@@ -568,6 +602,8 @@ def resolve_incremental(
         dense and n_re > 1
     ):  # many flows: walk them in flow order (their entries in memory order), not by level
         work += _inc_flow_order(refill, n_re)
+    elif flow_order and n_re > 1:  # the heap fill, the loads and progress in flow order too (issue-28zj)
+        work += _inc_sort_flows(refill, n_re)
     for k in range(n_re):
         f = refill[k]
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
