@@ -126,6 +126,45 @@ def test_fabric_topology_re_exports_the_modules_of_one_concern() -> None:
         assert any(getattr(m, name, None) is getattr(topology, name) for m in modules), name
 
 
+#: the env room's modules of one concern that ``ainet_gym.envs.env`` re-exports (issue 31 item 3, issue-31zn):
+#: ``ainet_gym.envs.env`` stays the documented import path of ``EnvCore`` and ``FabricRoutingEnv`` and the
+#: ``entry_point`` of every registered id, and defines nothing itself
+ENV_MODULES = (
+    "core",  # EnvCore: construction, the read-only API for agents, reset, share weights, snapshots, the step
+    "gym_env",  # FabricRoutingEnv, the single Gymnasium env
+    "functional",  # step, step_split, reset, step_state: the step as a function of the episode state
+    "state",  # EnvSnapshot beside the episode state's containers
+    "reset_options",  # the reset options the envs refuse
+    "actions",  # EnvActions: action modes, checking and decoding
+    "observation",  # EnvObservation: spaces and observation blocks
+    "info",  # EnvInfo: the info dict
+)
+
+
+def test_env_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.envs.env`` holds only imports and ``__all__``: every name of its ``__all__`` is the very
+    object of one of :data:`ENV_MODULES`, it exposes no other public name, and ``EnvCore`` and
+    ``FabricRoutingEnv`` keep the signatures that outside checks rely on."""
+    import importlib
+    import inspect
+
+    import ainet_gym.envs.env as env
+
+    body = ast.parse(Path(env.__file__).read_text()).body
+    kinds = {type(n).__name__ for n in body[1:]}  # (body[0]: the docstring)
+    assert kinds <= {"ImportFrom", "Assign"}, kinds
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    modules = [importlib.import_module(f"ainet_gym.envs.{m}") for m in ENV_MODULES]
+    public = {n for n in vars(env) if not n.startswith("_") and n != "annotations"}
+    assert public == set(env.__all__)
+    for name in env.__all__:
+        assert any(getattr(m, name, None) is getattr(env, name) for m in modules), name
+    core = list(inspect.signature(env.EnvCore).parameters)
+    assert core[:4] == ["scenario", "batch", "action_mode", "history"], core
+    single = list(inspect.signature(env.FabricRoutingEnv).parameters)
+    assert single[:4] == ["scenario", "action_mode", "history", "observation"], single
+
+
 #: the imitation package's modules of one concern (issue 31 item 3, issue-31zm); the package
 #: ``ainet_gym.agents.imitate`` (its ``__init__``) re-exports their public names, ``__main__`` runs ``cli.main``
 IMITATE_MODULES = (
@@ -241,9 +280,9 @@ _FOREIGN_PRIVATE = {
 
 #: one class written over several modules (issue 31 item 3): ``EnvCore`` is ``EnvActions`` + ``EnvObservation``
 #: + ``EnvInfo``, one module per concern; their private members are the class's own, so ``self._x`` in one of
-#: these modules may name a member another of them defines (``env.py`` calls ``self._validate`` of
+#: these modules may name a member another of them defines (``core.py`` calls ``self._validate`` of
 #: ``actions.py``). Nothing else reads a private member defined in another module.
-_ONE_CLASS = ("envs/env.py", "envs/actions.py", "envs/observation.py", "envs/info.py")
+_ONE_CLASS = ("envs/core.py", "envs/actions.py", "envs/observation.py", "envs/info.py")
 _ATTR_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
 
@@ -326,7 +365,7 @@ def test_no_object_reads_another_objects_private_members() -> None:
 
 
 _PLANTED_DEFS = {
-    "envs/env.py": {"_validate", "_rest_args"},
+    "envs/core.py": {"_validate", "_rest_args"},
     "envs/actions.py": {"_validate"},
     "envs/observation.py": {"_rest_args", "_slot_features"},
     "sim/world.py": {"_units_of", "_capacity_set"},
@@ -337,19 +376,19 @@ _PLANTED_DEFS = {
 @pytest.mark.parametrize(
     ("source", "rel", "read"),
     [
-        ("x = core._slot_features()", "envs/env.py", True),  # another object's private method
+        ("x = core._slot_features()", "envs/core.py", True),  # another object's private method
         ("x = self.core._rest_args", "envs/observation.py", True),  # a private of an attribute of self
-        ("x = getattr(core, '_rest_args')", "envs/env.py", True),  # through getattr
+        ("x = getattr(core, '_rest_args')", "envs/core.py", True),  # through getattr
         ("ok = hasattr(w, '_capacity_set')", "envs/render.py", True),
         ("w = self\nx = w._units_of(0)", "sim/world.py", True),  # self by another name
         ("x = self._units_of(0)", "agents/twin.py", True),  # a mixin reading what another module defines
         ("x = cls._capacity_set", "envs/slots.py", True),
         ("x = self._cores", "agents/twin.py", False),  # its own member
-        ("x = self._validate(a)", "envs/env.py", False),  # one class over several modules (_ONE_CLASS)
+        ("x = self._validate(a)", "envs/core.py", False),  # one class over several modules (_ONE_CLASS)
         ("x = self._slot_features()", "envs/actions.py", False),
         ("x = self._np_random", "envs/env.py", False),  # a base class's, from gymnasium
         ("model._setup_model()", "agents/sb3_agents.py", False),  # a listed foreign private
-        ("x = core.__class__", "envs/env.py", False),  # dunder
+        ("x = core.__class__", "envs/core.py", False),  # dunder
         ("x = core.last_result", "agents/twin.py", False),
     ],
 )
