@@ -204,6 +204,43 @@ def test_imitate_re_exports_the_modules_of_one_concern() -> None:
         assert any(getattr(m, name, None) is getattr(imitate, name) for m in modules), name
 
 
+#: the bench's modules of one concern that ``ainet_gym.bench.sections`` re-exports (issue 31 item 3,
+#: issue-31zq): ``sections`` stays the import path of the measured sections and defines nothing itself
+BENCH_SECTION_MODULES = (
+    "machine",  # machine_info, calibrate: the report's header
+    "timing",  # timeit, rel_err, last_metrics: the measuring helpers the sections share
+    "progress",  # Progress, n_tasks: the progress bar and the tasks it counts
+    "allocator",  # sections 1-2: the allocator single and batched
+    "env_rows",  # section 3: the environments' steps per second
+    "startup",  # sections 4-5: construction and start-up in a fresh process
+    "scaling",  # section 6: an interval's cost as the instances grow
+    "moe",  # section 7: the MoE family
+    "switch",  # the switch section: lazy kernel, full re-solve, the switch
+)
+
+
+def test_bench_sections_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.bench.sections`` holds only imports and ``__all__``: every name of its ``__all__`` is the
+    very object of one of :data:`BENCH_SECTION_MODULES`, it exposes no other public name, and every section
+    that ``ainet_gym.bench`` runs is among them."""
+    import importlib
+
+    import ainet_gym.bench as bench
+    import ainet_gym.bench.sections as sections
+
+    body = ast.parse(Path(sections.__file__).read_text()).body
+    kinds = {type(n).__name__ for n in body[1:]}  # (body[0]: the docstring)
+    assert kinds <= {"ImportFrom", "Assign"}, kinds
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    modules = [importlib.import_module(f"ainet_gym.bench.{m}") for m in BENCH_SECTION_MODULES]
+    public = {n for n in vars(sections) if not n.startswith("_") and n != "annotations"}
+    assert public == set(sections.__all__)
+    for name in sections.__all__:
+        assert any(getattr(m, name, None) is getattr(sections, name) for m in modules), name
+    for name in bench.SECTIONS:
+        assert getattr(bench, f"bench_{name}") is getattr(sections, f"bench_{name}"), name
+
+
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 
@@ -224,14 +261,14 @@ def test_engine_rooms_import_no_rl_library(room: str) -> None:
                 assert not n.startswith("ainet_gym.envs"), f"{path.relative_to(ROOT)} imports {n}"
 
 
-#: the one upward edge left in routing: the ``predictive-*`` policies are made by the agents' predictive router
-#: on first use (a lazy import inside the call; the policy table lists them so ``simulate`` can run them)
-_ROUTING_UP_EDGES = {("policies.py", "ainet_gym.agents.predictive")}
+#: upward edges left in routing: none since issue-31zp (the ``predictive-*`` policies call the router that
+#: ``ainet_gym.agents.predictive`` registers, :func:`ainet_gym.routing.policies.register_predictive_router`)
+_ROUTING_UP_EDGES: set[tuple[str, str]] = set()
 
 
 def test_routing_types_against_its_own_context_not_the_simulation() -> None:
     """Routing sits below the simulation: no import of ``sim``, ``envs`` or ``agents`` (type-only imports
-    included), other than the listed lazy one."""
+    included), other than the listed ones (none)."""
     for path in (PKG / "routing").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -441,7 +478,7 @@ _BACKEND_DATA = {
     "bench/report.py": "groups the benchmark's result rows by their backend column",
     "checks/rate_groups.py": "a diagnostic of the numpy reference's own solves: it wraps that backend's solver, so it "
     "needs that backend (it dispatches nothing)",
-    "bench/sections.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",
+    "bench/env_rows.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",
 }
 #: the rooms that run a step, where any comparison with a backend's name is dispatch
 _STEP_ROOMS = ("sim/", "envs/")
@@ -528,16 +565,44 @@ def test_backend_branch_check_finds_the_branches_it_must(source: str, rel: str, 
 PIPELINE = ("units", "scenario", "fabric", "routing", "sim", "envs", "agents", ("checks", "cli", "bench"))
 RANK = {r: i for i, level in enumerate(PIPELINE) for r in (level if isinstance(level, tuple) else (level,))}
 
-#: imports inside a function that point up the pipeline, each for a reason (the list may only shrink)
-UPWARD_INSIDE_FUNCTIONS = {
-    # the predictive router's forecaster is fitted on simulated episodes of the scenario (it needs the env)
-    ("routing/policies.py", "ainet_gym.agents.predictive"),
-    # the size estimate of a collective reads its phases from the one decomposition
-    ("scenario/estimate.py", "ainet_gym.sim.workload"),
-    # a graph fabric is checked at load time by building it (the fabric is the graph's only reader)
-    ("scenario/feasibility.py", "ainet_gym.fabric.topology"),
-    ("scenario/sections.py", "ainet_gym.fabric.topology"),
-}
+#: imports inside a function that point up the pipeline, each for a reason (the list may only shrink): none
+#: since issue-31zp. The four it held became downward: a collective's phases moved to the scenario room
+#: (``scenario/collectives.py``); the loader's graph-fabric check and the routing table's predictive router are
+#: registered by the room above (:func:`test_the_upper_rooms_register_what_the_lower_rooms_call`)
+UPWARD_INSIDE_FUNCTIONS: set[tuple[str, str]] = set()
+
+
+def test_the_upper_rooms_register_what_the_lower_rooms_call() -> None:
+    """The two inverted edges are wired once ``ainet_gym`` is imported: the scenario loader reads a graph
+    fabric with the fabric room's functions, and routing's ``predictive-*`` policies make the agents'
+    predictive router."""
+    from ainet_gym.agents.predictive import PredictiveRouter
+    from ainet_gym.fabric import topology
+    from ainet_gym.routing.policies import predictive_router_factory
+    from ainet_gym.scenario.graphs import graph_fabrics
+
+    g = graph_fabrics()
+    assert (g.read, g.spec, g.check_size, g.build) == (
+        topology.read_fabric_graph,
+        topology.graph_spec,
+        topology.check_graph_size,
+        topology.build_fabric,
+    )
+    assert predictive_router_factory() is PredictiveRouter
+
+
+def test_an_unregistered_reader_is_refused_with_what_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were a lower room used before the upper one registers (never, once ``ainet_gym`` is imported), the call
+    says what to import instead of failing on a missing name."""
+    import ainet_gym.routing.policies as policies
+    import ainet_gym.scenario.graphs as graphs
+
+    monkeypatch.setattr(graphs, "_REGISTERED", [])
+    monkeypatch.setattr(policies, "_PREDICTIVE_ROUTER", [])
+    with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.fabric\)"):
+        graphs.graph_fabrics()
+    with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.agents.predictive\) first"):
+        policies.get_policy("predictive-lp")(type("World", (), {})(), None)
 
 
 def upward_imports(source: str, room: str, inside_functions: bool = False) -> list[str]:
@@ -610,7 +675,7 @@ _COMPILED_HOME = "sim/backends/numba/"
 _COMPILERS = frozenset({"njit", "jit", "generated_jit", "vectorize", "guvectorize", "cfunc", "intrinsic",
                         "overload", "overload_method", "register_jitable", "stencil"})  # fmt: skip
 #: modules outside the package that import numba without compiling anything, each for a stated reason
-_NUMBA_OUTSIDE = {"bench/sections.py": "reads numba's version for the benchmark's header"}
+_NUMBA_OUTSIDE = {"bench/machine.py": "reads numba's version for the benchmark's header"}
 
 
 def _compiled_code(source: str, rel: str) -> list[str]:
