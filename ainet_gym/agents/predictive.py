@@ -52,6 +52,7 @@ from ainet_gym.routing.policies import (
     get_policy,
     greedy,
     lp,
+    register_predictive_router,
 )
 
 if TYPE_CHECKING:
@@ -351,6 +352,9 @@ class PredictiveRouter:
         if self.router == "greedy":
             return greedy(w, last, base=u * nominal, background=self.background)
         return lp(w, last, fixed_rate=u * nominal / w.decision_interval_s, background=self.background)
+
+
+register_predictive_router(PredictiveRouter)  # the predictive-* entries of routing's POLICIES
 
 
 class PredictiveAgent:

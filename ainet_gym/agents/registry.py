@@ -161,7 +161,7 @@ _plugins_loaded = False
 _BUILTIN_ORDER: tuple[str, ...] = tuple(
     f"ainet_gym.agents.{m}"
     for m in ("baselines", "sb3_agents", "graph_policy", "marl_agents", "predictive", "pretrained",
-              "rllib_agent", "twin", "imitate", "qnet")
+              "rllib_agent", "twin", "imitate", "qnet", "search")
 )  # fmt: skip
 
 

@@ -39,7 +39,15 @@ What is measured
    resets are timed, a copy's step that only resets it is not counted) on the default scenario and on
    1,024 / 4,096 / 16,384-GPU scenarios; construction
    time (topology; env with every candidate path, compiled job and ideal step time, and the first reset)
-   and peak resident memory, each size in a fresh subprocess.
+   and peak resident memory, each size in a fresh subprocess. Each env row gives its rate by the wall clock
+   (``env_steps_per_s``, the figure of the targets) and, beside it, per CPU second of the process
+   (``env_steps_per_cpu_s``, ``time.process_time``, each the best window) with ``cpu_s_per_wall_s`` over
+   its windows: other processes on a shared machine slow the wall-clock rate while this one waits for a
+   core, the CPU rate only through what they share (caches, memory bandwidth), so compare runs on a loaded
+   machine by the CPU figure. Every thread of the process counts, the compiled backend's
+   worker included (its spin between hand-offs too): a vector row whose batch is split over two threads may
+   spend up to 2 CPU s per wall second, and its CPU rate is then below its wall rate; below 1 the process
+   waited for a core.
 5. **Scaling.** Wall time of one decision interval (``FabricWorld.step`` with the static ECMP split)
    against fabric size (128 to 16,384 GPUs, 8 data-parallel ring AllReduce jobs of N/8 GPUs), against the
    number of transfers on a fixed 1,024-GPU fabric (8 expert-parallel AllToAll jobs whose size grows, so
@@ -65,9 +73,14 @@ MISS and the ratio to the target.
 Layout
 ------
 :mod:`~ainet_gym.bench.config` (:class:`BenchConfig`, the section names), :mod:`~ainet_gym.bench.instances`
-(allocator instances, cluster scenarios), :mod:`~ainet_gym.bench.sections` (the measured sections, machine
-information, calibration, timing), :mod:`~ainet_gym.bench.report` (targets, tables, plot, JSON) and
-:mod:`~ainet_gym.bench.probe` (the fresh-process construction and start-up probes); this module runs them.
+(allocator instances, cluster scenarios), the measured sections in modules of one concern (issue 31), which
+:mod:`~ainet_gym.bench.sections` re-exports by name: :mod:`~ainet_gym.bench.machine` (machine information,
+calibration), :mod:`~ainet_gym.bench.timing` (the shared measuring helpers), :mod:`~ainet_gym.bench.progress`
+(the progress bar), :mod:`~ainet_gym.bench.allocator` (sections 1-2), :mod:`~ainet_gym.bench.env_rows`
+(section 3), :mod:`~ainet_gym.bench.startup` (sections 4-5), :mod:`~ainet_gym.bench.scaling` (section 6),
+:mod:`~ainet_gym.bench.moe` (section 7) and :mod:`~ainet_gym.bench.switch` (the switch section); then
+:mod:`~ainet_gym.bench.report` (targets, tables, plot, JSON) and :mod:`~ainet_gym.bench.probe` (the
+fresh-process construction and start-up probes); this module runs them.
 """
 
 from __future__ import annotations

@@ -3,12 +3,14 @@ the environment and scaling sections."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
+from ainet_gym.bench.config import BenchConfig
 
 
 @dataclass
@@ -278,3 +280,14 @@ def stack_instances(insts: Sequence[Instance]) -> tuple[np.ndarray, np.ndarray, 
     ec = np.concatenate([i.entry_coef for i in insts])
     cap = np.concatenate([i.capacity for i in insts])
     return ef, el, ec, cap, int(fo[-1])
+
+
+def allocator_instances(cfg: BenchConfig) -> list[tuple[str, Callable[[], Instance]]]:
+    out: list[tuple[str, Callable[[], Instance]]] = []
+    for n in cfg.spine_leaf_gpus:
+        out.append((f"spine-leaf {n} GPUs", lambda n=n: fabric_instance("spine_leaf", n)[0]))
+    for k in cfg.fat_tree_k:
+        out.append((f"fat-tree k={k}", lambda k=k: fabric_instance("fat_tree", k)[0]))
+    for f in cfg.tiered_flows:
+        out.append((f"tiered {f} flows", lambda f=f: tiered_instance(f)))
+    return out

@@ -296,18 +296,26 @@ def _batching_lines(results: dict[str, Any]) -> list[str]:
     return parts
 
 
+def _cpu_cells(row: dict[str, Any]) -> list[str]:
+    """An env row's CPU figures, beside its wall-clock rate: env steps per CPU second of the process (every
+    thread counted, numba's worker included) and the CPU seconds per wall second of its windows ("-" in a
+    row written before they existed)."""
+    return [_fmt(row.get("env_steps_per_cpu_s"), ".4g"), _fmt(row.get("cpu_s_per_wall_s"), ".2f")]
+
+
 def _env_lines(results: dict[str, Any]) -> list[str]:
     """Section 3: env steps/s, construction and start-up."""
     parts: list[str] = []
     if results.get("env"):
         parts.append(
-            "\n3. Environments: env steps/s (split actions, random; resets timed, steps that only reset not counted)"
+            "\n3. Environments: env steps/s (split actions, random; resets timed, steps that only reset not counted;"
+            " per wall s and per CPU s of the process, every thread counted)"
         )
         parts.append(_table(
-            ["scenario", "GPUs", "backend", "env", "B", "env steps/s", "x single", "x numpy", "events/step",
-             "construct s"],
+            ["scenario", "GPUs", "backend", "env", "B", "env steps/s", "steps/CPU s", "CPU/wall", "x single",
+             "x numpy", "events/step", "construct s"],
             [[r["scenario"], r["gpus"], r.get("backend", "-"), r["env"], r["batch"],
-              _fmt(r["env_steps_per_s"], ".4g"), _fmt(r["speedup_vs_single"], ".1f"),
+              _fmt(r["env_steps_per_s"], ".4g"), *_cpu_cells(r), _fmt(r["speedup_vs_single"], ".1f"),
               _fmt(r.get("x_numpy") if r.get("backend") != "numpy" else None, ".1f"),
               _fmt(r.get("events_per_step")), _fmt(r["construct_s"], ".2f")]
              for r in results["env"]]))  # fmt: skip
@@ -403,7 +411,7 @@ def format_report(results: dict[str, Any]) -> str:
 
 
 def moe_lines(moe: dict[str, Any] | None) -> list[str]:
-    """The MoE section's lines (:func:`ainet_gym.bench.sections.bench_moe`): each episode timed whole, then
+    """The MoE section's lines (:func:`ainet_gym.bench.moe.bench_moe`): each episode timed whole, then
     the env rows of the MoE scenario (steps/s, and the vector env against the single env of the run)."""
     if not moe:
         return []
@@ -413,15 +421,16 @@ def moe_lines(moe: dict[str, Any] | None) -> list[str]:
                    f"{ep['slowest_interval_s']:.2f} s, {ep['events']:,} events; build {ep['build_s']:.1f} s)")  # fmt: skip
     if moe.get("env"):
         out.append(_table(
-            ["scenario", "GPUs", "backend", "env", "B", "env steps/s", "x single", "events/step", "construct s"],
+            ["scenario", "GPUs", "backend", "env", "B", "env steps/s", "steps/CPU s", "CPU/wall", "x single",
+             "events/step", "construct s"],
             [[r["scenario"], r["gpus"], r.get("backend", "-"), r["env"], r["batch"],
-              _fmt(r["env_steps_per_s"], ".4g"), _fmt(r["speedup_vs_single"], ".2f"),
+              _fmt(r["env_steps_per_s"], ".4g"), *_cpu_cells(r), _fmt(r["speedup_vs_single"], ".2f"),
               _fmt(r.get("events_per_step")), _fmt(r["construct_s"], ".2f")] for r in moe["env"]]))  # fmt: skip
     return out
 
 
 def switch_lines(sw: dict[str, Any] | None) -> list[str]:
-    """The switch section's lines (:func:`ainet_gym.bench.sections.bench_switch`): CPU s per interval of
+    """The switch section's lines (:func:`ainet_gym.bench.switch.bench_switch`): CPU s per interval of
     each mode (median of the interleaved runs), the switch against the better of the other two, and the
     flows touched per event."""
     if not sw or not sw.get("median_cpu_s"):

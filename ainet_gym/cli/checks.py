@@ -24,7 +24,14 @@ __all__ = ["add_bench", "add_crosscheck", "add_soak"]
 
 def add_bench(sub: Subparsers) -> None:
     """``ainet-gym bench``: the allocator and the environments, as ratios against references of the same run."""
-    s = sub.add_parser("bench", help="measure the allocator and the environments")
+    s = sub.add_parser(
+        "bench",
+        help="measure the allocator and the environments",
+        description="Measure the allocator and the environments. Env rows give env steps per wall second (the "
+        "targets' figure) and, beside it, per CPU second of the process (time.process_time: every thread "
+        "counts, the compiled backend's worker included) with the CPU seconds per wall second: on a shared "
+        "machine compare runs by the CPU figure.",
+    )
     s.add_argument("--quick", action="store_true", help="small sizes only")
     add_output(
         s,

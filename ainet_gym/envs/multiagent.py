@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ainet_gym.envs.env import EnvCore, obs_layout, reset_options_problem, squash
+from ainet_gym.envs.core import EnvCore
+from ainet_gym.envs.observation import obs_layout, squash
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
+from ainet_gym.envs.reset_options import reset_options_problem
 from ainet_gym.envs.rewards import RewardFn
 from ainet_gym.errors import check_choice, choice_message
 from ainet_gym.scenario.spec import Scenario

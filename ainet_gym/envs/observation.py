@@ -23,7 +23,7 @@ from ainet_gym.sim.backends.numba import env_passes
 from ainet_gym.sim.world import FabricWorld, StepResult
 
 if TYPE_CHECKING:
-    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.envs.core import EnvCore
     from ainet_gym.envs.passes import EnvPasses
 
 __all__ = [

@@ -73,7 +73,7 @@ def env_id_for(base_id: str, mode: str) -> str:
 def env_ids() -> dict[str, tuple[str, str]]:
     """Every registered id of the project -> (its base id, its action mode), base ids first, then the
     mode ids of each family in the order of :data:`~ainet_gym.envs.env.ACTION_MODES`."""
-    from ainet_gym.envs.env import ACTION_MODES
+    from ainet_gym.envs.actions import ACTION_MODES
 
     out: dict[str, tuple[str, str]] = {base: (base, BASE_MODE) for base in ENV_IDS}
     for base in ENV_IDS:

@@ -12,7 +12,7 @@ from ainet_gym.errors import check_choice
 from ainet_gym.fabric.topology import TIERS
 
 if TYPE_CHECKING:
-    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.envs.core import EnvCore
 
 __all__ = [
     "RENDER_MODES",

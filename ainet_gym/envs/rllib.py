@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ainet_gym.envs.env import FabricRoutingEnv
+from ainet_gym.envs.gym_env import FabricRoutingEnv
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 from ainet_gym.errors import names_message
 from ainet_gym.scenario.loader import load_scenario

@@ -38,8 +38,10 @@ import numpy as np
 from ainet_gym.sim.metrics import StepResult
 from ainet_gym.sim.stack import UnitStack
 from ainet_gym.sim.state import EngineState, SimState, WorldState
+from ainet_gym.sim.world import WorldSnapshot
 
 __all__ = [
+    "EnvSnapshot",
     "EnvState",
     "EpisodeState",
     "GeneratorState",
@@ -193,3 +195,37 @@ class VectorWrapperState:
         a = np.array(self.autoreset, dtype=bool)  # a copy of its own, read-only: the record is a value
         a.flags.writeable = False
         object.__setattr__(self, "autoreset", a)
+
+
+@dataclass(frozen=True, eq=False)
+class EnvSnapshot:
+    """The state of an :class:`EnvCore` (and of the env around it) at one moment, from
+    :meth:`EnvCore.snapshot`: the world's (:class:`~ainet_gym.sim.world.WorldSnapshot`, with the engine's),
+    a copy of the core's own (:class:`~ainet_gym.envs.state.EnvState`: link history, last result, plan,
+    reset flag) and, in :attr:`wrapper`, the Gymnasium wrapper's own. A copy: later steps do not change it."""
+
+    world: WorldSnapshot
+    state: EnvState  # a copy of the core's EnvState
+    action_mode: str
+    #: the state of the wrapper that took the snapshot: :class:`~ainet_gym.envs.state.SingleWrapperState`
+    #: (:meth:`FabricRoutingEnv.snapshot`: its generator, whether it was reset),
+    #: :class:`~ainet_gym.envs.state.VectorWrapperState` (the vector env's: pending autoresets, seed
+    #: generator), or None (:meth:`EnvCore.snapshot`)
+    wrapper: SingleWrapperState | VectorWrapperState | None = None
+
+    @property
+    def batch(self) -> int:
+        """Instances in the snapshot."""
+        return self.world.batch
+
+    @property
+    def episode(self) -> EpisodeState:
+        """The snapshot's copies as one :class:`~ainet_gym.envs.state.EpisodeState` (held, not copied again:
+        :meth:`~ainet_gym.envs.state.EpisodeState.copy` it before stepping it, so that the snapshot serves
+        again)."""
+        w = self.world
+        if w.stack is None:
+            raise ValueError(
+                "EnvSnapshot.episode: the snapshot does not record its units (take it with snapshot())"
+            )
+        return EpisodeState(sim=w.units.state, engine=w.engine, world=w.state, env=self.state, units=w.stack)

@@ -11,10 +11,12 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ainet_gym.envs.env import RESIDUAL_SCALE, EnvCore, EnvSnapshot, check_reset_options
+from ainet_gym.envs.actions import RESIDUAL_SCALE
+from ainet_gym.envs.core import EnvCore
 from ainet_gym.envs.render import RENDER_MODES, check_render_mode
+from ainet_gym.envs.reset_options import check_reset_options
 from ainet_gym.envs.rewards import RewardFn
-from ainet_gym.envs.state import GeneratorState, VectorWrapperState
+from ainet_gym.envs.state import EnvSnapshot, GeneratorState, VectorWrapperState
 from ainet_gym.scenario.spec import Scenario
 
 __all__ = ["FabricRoutingVectorEnv"]

@@ -33,6 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ainet_gym.scenario.collectives import decompose
 from ainet_gym.scenario.spec import FabricSpec, JobSpec, fabric_gpu_count
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
@@ -184,8 +185,6 @@ def _alltoall_time(
 
 
 def _phases(c, p: int, host_of_rank: list[int]):
-    from ainet_gym.sim.workload import decompose
-
     return decompose(replace(c, chunks=1), p, host_of_rank)
 
 

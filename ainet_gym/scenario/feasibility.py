@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ainet_gym.scenario.graphs import graph_fabrics
 from ainet_gym.scenario.rules import LIMITS, Context
 from ainet_gym.scenario.sections import fabric_leaf_count
 from ainet_gym.scenario.spec import (
@@ -39,9 +40,7 @@ def _max_hops(f: FabricSpec) -> int:
     """Links on the longest candidate path: a table for the builders (two PCIe hops more when GPUs share
     a NIC), the built fabric's own figure for a graph."""
     if f.topology == "graph":
-        from ainet_gym.fabric.topology import build_fabric
-
-        return build_fabric(f).max_hops
+        return graph_fabrics().build(f).max_hops
     return _MAX_HOPS[f.topology] + (2 if f.gpus_per_nic > 1 else 0)
 
 
@@ -65,9 +64,7 @@ def fabric_size(f: FabricSpec) -> dict[str, int]:
     ``max_paths`` cap, parallel links expanded)."""
     g = fabric_gpu_count(f)
     if f.topology == "graph" and f.graph is not None:  # counted from the graph (paths by DP, not enumerated)
-        from ainet_gym.fabric.topology import check_graph_size
-
-        gs = check_graph_size(f.graph)
+        gs = graph_fabrics().check_size(f.graph, "the graph")
         return {
             "gpus": gs["gpus"],
             "links": gs["links"],
@@ -135,10 +132,8 @@ def _switch_node(f: FabricSpec, name: str) -> tuple[str, int, int]:
 def _check_link_exists(ctx: Context, path: str, f: FabricSpec, link: str) -> None:
     """A scheduled failure's link must join two adjacent switches of this fabric."""
     if f.topology == "graph":  # names are the graph's own: ask the built fabric
-        from ainet_gym.fabric.topology import build_fabric
-
         try:
-            build_fabric(f).link_ids(link)
+            graph_fabrics().build(f).link_ids(link)
         except KeyError as e:
             ctx.fail(path, str(e).strip("\"'"), "two adjacent switches of the graph, e.g. leaf0-spine0", link)
         return

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ainet_gym.scenario.graphs import graph_fabrics
 from ainet_gym.scenario.rules import (
     COUNT,
     FRACTION,
@@ -189,8 +190,7 @@ def _parse_graph_fabric(ctx: Context, d: Mapping, kw: dict[str, Any], path: str)
     and build it once so that a bad graph fails here, naming the field."""
     import networkx as nx
 
-    from ainet_gym.fabric.topology import build_fabric, check_graph_size, graph_spec, read_fabric_graph
-
+    fabrics = graph_fabrics()  # the fabric room's readers (ainet_gym.scenario.graphs)
     for k in d:
         if k not in _GRAPH_KEYS:
             ctx.fail(
@@ -214,7 +214,7 @@ def _parse_graph_fabric(ctx: Context, d: Mapping, kw: dict[str, Any], path: str)
         if not file.is_file():
             ctx.fail(fpath, f"no such file: {file}", "a GraphML (.graphml) or edge-list file", name)
         try:
-            graph = read_fabric_graph(file)
+            graph = fabrics.read(file)
         except (ValueError, OSError, UnicodeDecodeError) as e:
             ctx.fail(fpath, f"cannot read the graph: {e}", "a GraphML (.graphml) or edge-list file", name)
         kw["file"] = str(file)
@@ -227,9 +227,9 @@ def _parse_graph_fabric(ctx: Context, d: Mapping, kw: dict[str, Any], path: str)
             ctx.fail(fpath, f"expected a networkx graph, got {describe(graph)}", "a networkx graph", graph)
     kw.pop("graph", None)
     try:
-        spec = graph_spec(graph, **kw)
-        check_graph_size(graph, "the graph")  # counted before anything is built
-        build_fabric(spec)
+        spec = fabrics.spec(graph, **kw)
+        fabrics.check_size(graph, "the graph")  # counted before anything is built
+        fabrics.build(spec)
     except ValueError as e:
         problem, _, allowed = str(e).partition("; allowed: ")
         ctx.fail(

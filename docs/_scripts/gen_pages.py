@@ -29,9 +29,9 @@ ENV_SECTION = "Environments"
 API_SECTION = "API reference"
 #: names beyond ``ainet_gym.__all__`` that get an API page: what a user of the envs and agents meets next
 MORE_API = {
-    "FabricRoutingEnv": "ainet_gym.envs.env.FabricRoutingEnv",
+    "FabricRoutingEnv": "ainet_gym.envs.gym_env.FabricRoutingEnv",
     "FabricRoutingVectorEnv": "ainet_gym.envs.vector_env.FabricRoutingVectorEnv",
-    "EnvCore": "ainet_gym.envs.env.EnvCore",
+    "EnvCore": "ainet_gym.envs.core.EnvCore",
     "SB3VecEnv": "ainet_gym.envs.sb3_vec_env.SB3VecEnv",
     "RewardFn": "ainet_gym.envs.rewards.RewardFn",
     "RoutingContext": "ainet_gym.routing.context.RoutingContext",

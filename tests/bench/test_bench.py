@@ -108,7 +108,7 @@ def test_scaling_section_writes_plot(tmp_path):
 
 def test_slowest_interval_is_the_slowest_of_an_episode_and_a_capped_one_is_a_lower_bound():
     from ainet_gym.bench.report import evaluate_targets
-    from ainet_gym.bench.sections import _successive_intervals
+    from ainet_gym.bench.scaling import _successive_intervals
 
     sc = cluster_scenario(128, 8, 16, op="alltoall")
     full = _successive_intervals(sc, 6, 1_000_000, 1e9, "event")
@@ -258,6 +258,8 @@ def test_every_bench_section_runs_without_error_rows(tmp_path):
         ("numba", "single", 1), ("numba", "vector", 2), ("numpy", "single", 1), ("numpy", "vector", 2)
     }  # fmt: skip
     assert all(r["x_numpy"] is not None for r in res["env"])
+    for r in res["env"] + res["moe"]["env"]:  # CPU seconds beside the wall clock (values not asserted)
+        assert {"env_steps_per_s", "env_steps_per_cpu_s", "cpu_s_per_wall_s"} <= set(r)
     con = res["construction"][0]
     assert con["env_s"] > 0 and con["peak_rss_mib"] > 0 and con["connections"] > 0
     assert {r["backend"] for r in res["startup"]} == {"numba", "numpy"}
@@ -275,7 +277,7 @@ def test_env_timer_counts_only_the_copies_that_ran_their_interval(monkeypatch):
     reset() counts no step: both envs' rates count the same steps."""
     import gymnasium as gym
 
-    from ainet_gym.bench import sections
+    from ainet_gym.bench import env_rows
 
     class _Vector:
         single_action_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
@@ -296,11 +298,52 @@ def test_env_timer_counts_only_the_copies_that_ran_their_interval(monkeypatch):
             return None, np.zeros(4), np.zeros(4, bool), np.zeros(4, bool), {}
 
     clock = iter(range(100))
-    monkeypatch.setattr(sections.time, "perf_counter", lambda: float(next(clock)))
-    timer = sections._Timer(_Vector(), 4, True)  # its warm-up step is call 1
+    monkeypatch.setattr(env_rows.time, "perf_counter", lambda: float(next(clock)))
+    timer = env_rows._Timer(_Vector(), 4, True)  # its warm-up step is call 1
     timer.window(2.5)  # three timed steps, 3 s on the fake clock
     assert timer.steps == 3
     assert timer.best == pytest.approx((3 * 4 - 2) / 3.0)  # two copies stood still in the 2nd step
+
+
+def test_env_rows_carry_cpu_seconds_beside_the_wall_clock(monkeypatch):
+    """An env row gives its rate per CPU second of the process beside the wall-clock rate, and CPU s per wall
+    s; the JSON row and both report tables (environments, MoE) carry them. Both clocks are faked: nothing
+    here is timed."""
+    import gymnasium as gym
+
+    from ainet_gym.bench import env_rows, machine_info
+    from ainet_gym.bench.report import jsonable
+
+    class _Single:
+        action_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+        core = type("Core", (), {"last_result": None})()
+
+        def reset(self, seed=None):
+            return None, {}
+
+        def step(self, action):
+            return None, 0.0, False, False, {}
+
+    wall = iter(range(100))  # 1 s per reading
+    cpu = iter(0.5 * np.arange(100))  # 0.5 s per reading
+    monkeypatch.setattr(env_rows.time, "perf_counter", lambda: float(next(wall)))
+    monkeypatch.setattr(env_rows.time, "process_time", lambda: float(next(cpu)))
+    timer = env_rows._Timer(_Single(), 1, False)
+    timer.window(2.5)  # three steps: 3 s of wall time, 0.5 s of CPU time (one reading at each end)
+    row = {"scenario": "s", "gpus": 8, "backend": "numba", "env": "single", "batch": 1, "construct_s": 0.1}
+    env_rows._finish(row, timer, single=1.0)
+    assert row["env_steps_per_s"] == pytest.approx(1.0) and row["env_steps_per_cpu_s"] == pytest.approx(6.0)
+    assert row["cpu_s_per_wall_s"] == pytest.approx(0.5 / 3)
+    back = json.loads(json.dumps(jsonable({"env": [row]})))["env"][0]
+    assert back["env_steps_per_cpu_s"] == pytest.approx(6.0)
+    assert back["cpu_s_per_wall_s"] == pytest.approx(1 / 6)
+    meta = {"quick": True, "date": "now", "machine": machine_info()}
+    for res in ({"meta": meta, "env": [row]}, {"meta": meta, "moe": {"episodes": [], "env": [row]}}):
+        table = format_report(res).splitlines()
+        head = next(i for i, line in enumerate(table) if "steps/CPU s" in line)
+        cells = table[head + 2].split()  # below the header and its rule
+        assert table[head].split("env steps/s")[1].split()[:3] == ["steps/CPU", "s", "CPU/wall"]
+        assert cells[5:8] == ["1", "6", "0.17"]
 
 
 def test_transfers_sweep_times_a_fixed_set_of_intervals():
@@ -308,7 +351,7 @@ def test_transfers_sweep_times_a_fixed_set_of_intervals():
     # events it reports are those of a world stepped through the same intervals independently (intervals of
     # an AllToAll episode differ in events, so a time window that took in more or fewer of them would not
     # give these), the same in every run; bad settings are refused naming the field
-    from ainet_gym.bench.sections import _fixed_intervals_cost
+    from ainet_gym.bench.scaling import _fixed_intervals_cost
     from ainet_gym.sim.world import FabricWorld
 
     sc = cluster_scenario(128, 8, 16, op="alltoall")

@@ -126,6 +126,45 @@ def test_fabric_topology_re_exports_the_modules_of_one_concern() -> None:
         assert any(getattr(m, name, None) is getattr(topology, name) for m in modules), name
 
 
+#: the env room's modules of one concern that ``ainet_gym.envs.env`` re-exports (issue 31 item 3, issue-31zn):
+#: ``ainet_gym.envs.env`` stays the documented import path of ``EnvCore`` and ``FabricRoutingEnv`` and the
+#: ``entry_point`` of every registered id, and defines nothing itself
+ENV_MODULES = (
+    "core",  # EnvCore: construction, the read-only API for agents, reset, share weights, snapshots, the step
+    "gym_env",  # FabricRoutingEnv, the single Gymnasium env
+    "functional",  # step, step_split, reset, step_state: the step as a function of the episode state
+    "state",  # EnvSnapshot beside the episode state's containers
+    "reset_options",  # the reset options the envs refuse
+    "actions",  # EnvActions: action modes, checking and decoding
+    "observation",  # EnvObservation: spaces and observation blocks
+    "info",  # EnvInfo: the info dict
+)
+
+
+def test_env_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.envs.env`` holds only imports and ``__all__``: every name of its ``__all__`` is the very
+    object of one of :data:`ENV_MODULES`, it exposes no other public name, and ``EnvCore`` and
+    ``FabricRoutingEnv`` keep the signatures that outside checks rely on."""
+    import importlib
+    import inspect
+
+    import ainet_gym.envs.env as env
+
+    body = ast.parse(Path(env.__file__).read_text()).body
+    kinds = {type(n).__name__ for n in body[1:]}  # (body[0]: the docstring)
+    assert kinds <= {"ImportFrom", "Assign"}, kinds
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    modules = [importlib.import_module(f"ainet_gym.envs.{m}") for m in ENV_MODULES]
+    public = {n for n in vars(env) if not n.startswith("_") and n != "annotations"}
+    assert public == set(env.__all__)
+    for name in env.__all__:
+        assert any(getattr(m, name, None) is getattr(env, name) for m in modules), name
+    core = list(inspect.signature(env.EnvCore).parameters)
+    assert core[:4] == ["scenario", "batch", "action_mode", "history"], core
+    single = list(inspect.signature(env.FabricRoutingEnv).parameters)
+    assert single[:4] == ["scenario", "action_mode", "history", "observation"], single
+
+
 #: the imitation package's modules of one concern (issue 31 item 3, issue-31zm); the package
 #: ``ainet_gym.agents.imitate`` (its ``__init__``) re-exports their public names, ``__main__`` runs ``cli.main``
 IMITATE_MODULES = (
@@ -165,6 +204,94 @@ def test_imitate_re_exports_the_modules_of_one_concern() -> None:
         assert any(getattr(m, name, None) is getattr(imitate, name) for m in modules), name
 
 
+#: the bench's modules of one concern that ``ainet_gym.bench.sections`` re-exports (issue 31 item 3,
+#: issue-31zq): ``sections`` stays the import path of the measured sections and defines nothing itself
+BENCH_SECTION_MODULES = (
+    "machine",  # machine_info, calibrate: the report's header
+    "timing",  # timeit, rel_err, last_metrics: the measuring helpers the sections share
+    "progress",  # Progress, n_tasks: the progress bar and the tasks it counts
+    "allocator",  # sections 1-2: the allocator single and batched
+    "env_rows",  # section 3: the environments' steps per second
+    "startup",  # sections 4-5: construction and start-up in a fresh process
+    "scaling",  # section 6: an interval's cost as the instances grow
+    "moe",  # section 7: the MoE family
+    "switch",  # the switch section: lazy kernel, full re-solve, the switch
+)
+
+
+def test_bench_sections_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.bench.sections`` holds only imports and ``__all__``: every name of its ``__all__`` is the
+    very object of one of :data:`BENCH_SECTION_MODULES`, it exposes no other public name, and every section
+    that ``ainet_gym.bench`` runs is among them."""
+    import importlib
+
+    import ainet_gym.bench as bench
+    import ainet_gym.bench.sections as sections
+
+    body = ast.parse(Path(sections.__file__).read_text()).body
+    kinds = {type(n).__name__ for n in body[1:]}  # (body[0]: the docstring)
+    assert kinds <= {"ImportFrom", "Assign"}, kinds
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    modules = [importlib.import_module(f"ainet_gym.bench.{m}") for m in BENCH_SECTION_MODULES]
+    public = {n for n in vars(sections) if not n.startswith("_") and n != "annotations"}
+    assert public == set(sections.__all__)
+    for name in sections.__all__:
+        assert any(getattr(m, name, None) is getattr(sections, name) for m in modules), name
+    for name in bench.SECTIONS:
+        assert getattr(bench, f"bench_{name}") is getattr(sections, f"bench_{name}"), name
+
+
+#: the simulation engine's modules of one concern (issue 31 item 3, issue-31zo); ``ainet_gym.sim.engine`` (the
+#: import path of the package, the tests and the docs) re-exports their public names, and those it imported
+#: before the split from ``ainet_gym.sim.backends`` and ``ainet_gym.sim.state``
+ENGINE_MODULES = (
+    "unit",  # CompiledUnit: a job or background source as arrays
+    "compile_unit",  # compile_job, compile_background
+    "job_tables",  # a job's collectives as phases, flows, members, connections
+    "conn_tables",  # the connections' candidate paths, cached per fabric
+    "split_parts",  # the part flows of routing.split_flows independent
+    "entries",  # EntryTable: the merged incidence entries
+    "interval",  # IntervalMetrics, TooManyEvents, the event loop's tolerances
+    "batch",  # BatchSim: its __init__, attribute guards and run_interval
+    "batch_units",  # BatchUnits (BatchSim's base): stacking, restacks, snapshots, share weights; UnitSnapshot
+    "batch_split",  # BatchSplit (BatchSim's base): the split, part and carry flows, the merged entries
+)
+
+
+def _imports_from(module: str) -> set[str]:
+    """The names the package and the tests import from ``module`` (``from module import name``)."""
+    names = set()
+    for path in [*PKG.rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == module:
+                names |= {a.name for a in node.names}
+    return names
+
+
+def test_sim_engine_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.sim.engine`` defines nothing itself: every name of its ``__all__`` is the very object of one
+    of :data:`ENGINE_MODULES` (or of the backends' factory or the state, as before), it exposes no other public
+    name, and every name the package or a test imports from it is in its ``__all__``."""
+    import importlib
+    import types
+
+    import ainet_gym.sim.engine as engine
+
+    body = ast.parse(Path(engine.__file__).read_text()).body
+    assert all(isinstance(n, (ast.Expr, ast.ImportFrom, ast.Assign)) for n in body)
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    sources = [importlib.import_module(f"ainet_gym.sim.{m}") for m in (*ENGINE_MODULES, "backends", "state")]
+    public = {
+        n
+        for n, v in vars(engine).items()
+        if not n.startswith("_") and n != "annotations" and not isinstance(v, types.ModuleType)
+    }
+    assert public == set(engine.__all__)
+    for name in engine.__all__:
+        assert any(getattr(m, name, None) is getattr(engine, name) for m in sources), name
+    assert _imports_from("ainet_gym.sim.engine") <= set(engine.__all__)
+
+
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 
@@ -185,14 +312,14 @@ def test_engine_rooms_import_no_rl_library(room: str) -> None:
                 assert not n.startswith("ainet_gym.envs"), f"{path.relative_to(ROOT)} imports {n}"
 
 
-#: the one upward edge left in routing: the ``predictive-*`` policies are made by the agents' predictive router
-#: on first use (a lazy import inside the call; the policy table lists them so ``simulate`` can run them)
-_ROUTING_UP_EDGES = {("policies.py", "ainet_gym.agents.predictive")}
+#: upward edges left in routing: none since issue-31zp (the ``predictive-*`` policies call the router that
+#: ``ainet_gym.agents.predictive`` registers, :func:`ainet_gym.routing.policies.register_predictive_router`)
+_ROUTING_UP_EDGES: set[tuple[str, str]] = set()
 
 
 def test_routing_types_against_its_own_context_not_the_simulation() -> None:
     """Routing sits below the simulation: no import of ``sim``, ``envs`` or ``agents`` (type-only imports
-    included), other than the listed lazy one."""
+    included), other than the listed ones (none)."""
     for path in (PKG / "routing").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -241,9 +368,11 @@ _FOREIGN_PRIVATE = {
 
 #: one class written over several modules (issue 31 item 3): ``EnvCore`` is ``EnvActions`` + ``EnvObservation``
 #: + ``EnvInfo``, one module per concern; their private members are the class's own, so ``self._x`` in one of
-#: these modules may name a member another of them defines (``env.py`` calls ``self._validate`` of
+#: these modules may name a member another of them defines (``core.py`` calls ``self._validate`` of
 #: ``actions.py``). Nothing else reads a private member defined in another module.
-_ONE_CLASS = ("envs/env.py", "envs/actions.py", "envs/observation.py", "envs/info.py")
+_ONE_CLASS = ("envs/core.py", "envs/actions.py", "envs/observation.py", "envs/info.py")
+#: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side
+_ONE_CLASSES = (_ONE_CLASS, ("sim/batch.py", "sim/batch_units.py", "sim/batch_split.py"))
 _ATTR_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
 
@@ -281,10 +410,10 @@ def _private_reads(source: str, rel: str, defs: dict[str, set[str]]) -> list[str
     object or module: ``x._name`` (or ``getattr(x, "_name")``) on anything but ``self`` / ``cls``, unless
     listed in :data:`_FOREIGN_PRIVATE`; and ``self._name`` where ``_name`` is defined by another module of
     the package (``defs``: module -> the private names it defines, :func:`_private_defs`) and not by this
-    one, unless both modules are parts of one class (:data:`_ONE_CLASS`). A member that no module of the
+    one, unless both modules are parts of one class (:data:`_ONE_CLASSES`). A member that no module of the
     package defines on ``self`` is a base class's from another library (gymnasium's ``_np_random``)."""
     own = defs.get(rel, set())
-    friends = _ONE_CLASS if rel in _ONE_CLASS else (rel,)
+    friends = next((group for group in _ONE_CLASSES if rel in group), (rel,))
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute) and _is_private(node.attr):
@@ -326,30 +455,33 @@ def test_no_object_reads_another_objects_private_members() -> None:
 
 
 _PLANTED_DEFS = {
-    "envs/env.py": {"_validate", "_rest_args"},
+    "envs/core.py": {"_validate", "_rest_args"},
     "envs/actions.py": {"_validate"},
     "envs/observation.py": {"_rest_args", "_slot_features"},
     "sim/world.py": {"_units_of", "_capacity_set"},
     "agents/twin.py": {"_cores"},
+    "sim/batch_split.py": {"_bind_parts"},
 }
 
 
 @pytest.mark.parametrize(
     ("source", "rel", "read"),
     [
-        ("x = core._slot_features()", "envs/env.py", True),  # another object's private method
+        ("x = core._slot_features()", "envs/core.py", True),  # another object's private method
         ("x = self.core._rest_args", "envs/observation.py", True),  # a private of an attribute of self
-        ("x = getattr(core, '_rest_args')", "envs/env.py", True),  # through getattr
+        ("x = getattr(core, '_rest_args')", "envs/core.py", True),  # through getattr
         ("ok = hasattr(w, '_capacity_set')", "envs/render.py", True),
         ("w = self\nx = w._units_of(0)", "sim/world.py", True),  # self by another name
         ("x = self._units_of(0)", "agents/twin.py", True),  # a mixin reading what another module defines
         ("x = cls._capacity_set", "envs/slots.py", True),
         ("x = self._cores", "agents/twin.py", False),  # its own member
-        ("x = self._validate(a)", "envs/env.py", False),  # one class over several modules (_ONE_CLASS)
+        ("x = self._validate(a)", "envs/core.py", False),  # one class over several modules (_ONE_CLASS)
         ("x = self._slot_features()", "envs/actions.py", False),
+        ("self._bind_parts(stack)", "sim/batch_units.py", False),  # BatchSim over three modules
+        ("self._bind_parts(stack)", "sim/world.py", True),  # not a part of that class
         ("x = self._np_random", "envs/env.py", False),  # a base class's, from gymnasium
         ("model._setup_model()", "agents/sb3_agents.py", False),  # a listed foreign private
-        ("x = core.__class__", "envs/env.py", False),  # dunder
+        ("x = core.__class__", "envs/core.py", False),  # dunder
         ("x = core.last_result", "agents/twin.py", False),
     ],
 )
@@ -402,7 +534,7 @@ _BACKEND_DATA = {
     "bench/report.py": "groups the benchmark's result rows by their backend column",
     "checks/rate_groups.py": "a diagnostic of the numpy reference's own solves: it wraps that backend's solver, so it "
     "needs that backend (it dispatches nothing)",
-    "bench/sections.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",
+    "bench/env_rows.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",
 }
 #: the rooms that run a step, where any comparison with a backend's name is dispatch
 _STEP_ROOMS = ("sim/", "envs/")
@@ -489,16 +621,44 @@ def test_backend_branch_check_finds_the_branches_it_must(source: str, rel: str, 
 PIPELINE = ("units", "scenario", "fabric", "routing", "sim", "envs", "agents", ("checks", "cli", "bench"))
 RANK = {r: i for i, level in enumerate(PIPELINE) for r in (level if isinstance(level, tuple) else (level,))}
 
-#: imports inside a function that point up the pipeline, each for a reason (the list may only shrink)
-UPWARD_INSIDE_FUNCTIONS = {
-    # the predictive router's forecaster is fitted on simulated episodes of the scenario (it needs the env)
-    ("routing/policies.py", "ainet_gym.agents.predictive"),
-    # the size estimate of a collective reads its phases from the one decomposition
-    ("scenario/estimate.py", "ainet_gym.sim.workload"),
-    # a graph fabric is checked at load time by building it (the fabric is the graph's only reader)
-    ("scenario/feasibility.py", "ainet_gym.fabric.topology"),
-    ("scenario/sections.py", "ainet_gym.fabric.topology"),
-}
+#: imports inside a function that point up the pipeline, each for a reason (the list may only shrink): none
+#: since issue-31zp. The four it held became downward: a collective's phases moved to the scenario room
+#: (``scenario/collectives.py``); the loader's graph-fabric check and the routing table's predictive router are
+#: registered by the room above (:func:`test_the_upper_rooms_register_what_the_lower_rooms_call`)
+UPWARD_INSIDE_FUNCTIONS: set[tuple[str, str]] = set()
+
+
+def test_the_upper_rooms_register_what_the_lower_rooms_call() -> None:
+    """The two inverted edges are wired once ``ainet_gym`` is imported: the scenario loader reads a graph
+    fabric with the fabric room's functions, and routing's ``predictive-*`` policies make the agents'
+    predictive router."""
+    from ainet_gym.agents.predictive import PredictiveRouter
+    from ainet_gym.fabric import topology
+    from ainet_gym.routing.policies import predictive_router_factory
+    from ainet_gym.scenario.graphs import graph_fabrics
+
+    g = graph_fabrics()
+    assert (g.read, g.spec, g.check_size, g.build) == (
+        topology.read_fabric_graph,
+        topology.graph_spec,
+        topology.check_graph_size,
+        topology.build_fabric,
+    )
+    assert predictive_router_factory() is PredictiveRouter
+
+
+def test_an_unregistered_reader_is_refused_with_what_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were a lower room used before the upper one registers (never, once ``ainet_gym`` is imported), the call
+    says what to import instead of failing on a missing name."""
+    import ainet_gym.routing.policies as policies
+    import ainet_gym.scenario.graphs as graphs
+
+    monkeypatch.setattr(graphs, "_REGISTERED", [])
+    monkeypatch.setattr(policies, "_PREDICTIVE_ROUTER", [])
+    with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.fabric\)"):
+        graphs.graph_fabrics()
+    with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.agents.predictive\) first"):
+        policies.get_policy("predictive-lp")(type("World", (), {})(), None)
 
 
 def upward_imports(source: str, room: str, inside_functions: bool = False) -> list[str]:
@@ -571,7 +731,7 @@ _COMPILED_HOME = "sim/backends/numba/"
 _COMPILERS = frozenset({"njit", "jit", "generated_jit", "vectorize", "guvectorize", "cfunc", "intrinsic",
                         "overload", "overload_method", "register_jitable", "stencil"})  # fmt: skip
 #: modules outside the package that import numba without compiling anything, each for a stated reason
-_NUMBA_OUTSIDE = {"bench/sections.py": "reads numba's version for the benchmark's header"}
+_NUMBA_OUTSIDE = {"bench/machine.py": "reads numba's version for the benchmark's header"}
 
 
 def _compiled_code(source: str, rel: str) -> list[str]:

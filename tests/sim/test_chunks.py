@@ -28,11 +28,11 @@ import pytest
 from ainet_gym.checks.parity import PARITY_POLICIES, RTOL, compare_backends
 from ainet_gym.fabric.topology import build_fabric
 from ainet_gym.routing.policies import get_policy
+from ainet_gym.scenario.collectives import decompose, pipeline
 from ainet_gym.scenario.loader import ScenarioError, load_scenario
 from ainet_gym.scenario.spec import CollectiveSpec, JobSpec
 from ainet_gym.sim.backends.numba import jit as _jit
 from ainet_gym.sim.engine import compile_job
-from ainet_gym.sim.workload import decompose, pipeline
 from ainet_gym.sim.world import FabricWorld
 
 S = 1.0e9  # bytes

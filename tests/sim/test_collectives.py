@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import ainet_gym
 from ainet_gym.fabric.topology import TIERS
-from ainet_gym.sim.workload import bus_bandwidth_factor
+from ainet_gym.scenario.collectives import bus_bandwidth_factor
 from ainet_gym.sim.world import FabricWorld
 
 RTOL = 1e-6

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ainet_gym import ScenarioError, load_scenario
+from ainet_gym.scenario.collectives import _alltoall_weights
 from ainet_gym.scenario.moe import MOE_FAMILY, moe_scenario
 from ainet_gym.sim.engine import collective_groups
-from ainet_gym.sim.workload import _alltoall_weights
 from ainet_gym.sim.world import FabricWorld
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 

@@ -16,9 +16,10 @@ import pytest
 
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.scenario import ScenarioError, load_scenario
+from ainet_gym.scenario.collectives import decompose
 from ainet_gym.scenario.spec import CollectiveSpec, Scenario
 from ainet_gym.sim.backends.numba import jit as _jit
-from ainet_gym.sim.workload import decompose, segment_rings
+from ainet_gym.sim.workload import segment_rings
 
 BACKENDS = ["numpy", "numba"] if _jit.HAVE_NUMBA else ["numpy"]
 C = 10e9 / 8  # bytes/s of a 10 Gb/s link (link_efficiency 1)

@@ -13,8 +13,8 @@ import numpy as np
 
 from ainet_gym.checks.crosscheck.config import CrosscheckConfig, CrosscheckError
 from ainet_gym.fabric.topology import Fabric
+from ainet_gym.scenario.collectives import decompose
 from ainet_gym.scenario.spec import Scenario
-from ainet_gym.sim.workload import decompose
 
 
 @dataclass
