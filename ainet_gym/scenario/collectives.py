@@ -32,8 +32,8 @@ These match Thakur, Rabenseifner and Gropp (2005) for the bandwidth and latency 
 compute term gamma is not modelled).
 
 The decomposition reads the collective's spec and nothing else, so it lives in the scenario room: the size
-estimate (:mod:`ainet_gym.scenario.estimate`) and the engine (through :mod:`ainet_gym.sim.workload`, which
-also cuts rings into run-ahead segments) read the same phases.
+estimate (:mod:`ainet_gym.scenario.estimate`) and the engine (:mod:`ainet_gym.sim.job_tables`, which then
+cuts rings into run-ahead segments with :func:`ainet_gym.sim.workload.segment_rings`) read the same phases.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Workload as the engine runs it: a collective's phases (:mod:`ainet_gym.scenario.collectives`, the one
-decomposition, which the scenario's size estimate reads too) and the phases of a ring cut into run-ahead
-segments (:func:`segment_rings`).
+"""Workload as the engine runs it: the phases of a ring cut into run-ahead segments (:func:`segment_rings`);
+a collective's phases come from :mod:`ainet_gym.scenario.collectives` (the one decomposition, which the
+scenario's size estimate reads too).
 
 Bounded run-ahead of a ring (``routing.ring_run_ahead_bytes``, with ``routing.split_flows: independent``):
 :func:`segment_rings` cuts every phase made of rings into N phases of the same hops, each moving 1/N of
@@ -14,25 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ainet_gym.scenario.collectives import (
-    CHUNKED_ALGORITHMS,
-    CollectivePhase,
-    Flow,
-    bus_bandwidth_factor,
-    decompose,
-    pipeline,
-)
+from ainet_gym.scenario.collectives import CollectivePhase, Flow
 from ainet_gym.scenario.spec import ring_segments
 
-__all__ = [
-    "CHUNKED_ALGORITHMS",
-    "CollectivePhase",
-    "Flow",
-    "bus_bandwidth_factor",
-    "decompose",
-    "pipeline",
-    "segment_rings",
-]
+__all__ = ["segment_rings"]
 
 
 def segment_rings(

@@ -241,6 +241,57 @@ def test_bench_sections_re_exports_the_modules_of_one_concern() -> None:
         assert getattr(bench, f"bench_{name}") is getattr(sections, f"bench_{name}"), name
 
 
+#: the simulation engine's modules of one concern (issue 31 item 3, issue-31zo); ``ainet_gym.sim.engine`` (the
+#: import path of the package, the tests and the docs) re-exports their public names, and those it imported
+#: before the split from ``ainet_gym.sim.backends`` and ``ainet_gym.sim.state``
+ENGINE_MODULES = (
+    "unit",  # CompiledUnit: a job or background source as arrays
+    "compile_unit",  # compile_job, compile_background
+    "job_tables",  # a job's collectives as phases, flows, members, connections
+    "conn_tables",  # the connections' candidate paths, cached per fabric
+    "split_parts",  # the part flows of routing.split_flows independent
+    "entries",  # EntryTable: the merged incidence entries
+    "interval",  # IntervalMetrics, TooManyEvents, the event loop's tolerances
+    "batch",  # BatchSim: its __init__, attribute guards and run_interval
+    "batch_units",  # BatchUnits (BatchSim's base): stacking, restacks, snapshots, share weights; UnitSnapshot
+    "batch_split",  # BatchSplit (BatchSim's base): the split, part and carry flows, the merged entries
+)
+
+
+def _imports_from(module: str) -> set[str]:
+    """The names the package and the tests import from ``module`` (``from module import name``)."""
+    names = set()
+    for path in [*PKG.rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == module:
+                names |= {a.name for a in node.names}
+    return names
+
+
+def test_sim_engine_re_exports_the_modules_of_one_concern() -> None:
+    """``ainet_gym.sim.engine`` defines nothing itself: every name of its ``__all__`` is the very object of one
+    of :data:`ENGINE_MODULES` (or of the backends' factory or the state, as before), it exposes no other public
+    name, and every name the package or a test imports from it is in its ``__all__``."""
+    import importlib
+    import types
+
+    import ainet_gym.sim.engine as engine
+
+    body = ast.parse(Path(engine.__file__).read_text()).body
+    assert all(isinstance(n, (ast.Expr, ast.ImportFrom, ast.Assign)) for n in body)
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    sources = [importlib.import_module(f"ainet_gym.sim.{m}") for m in (*ENGINE_MODULES, "backends", "state")]
+    public = {
+        n
+        for n, v in vars(engine).items()
+        if not n.startswith("_") and n != "annotations" and not isinstance(v, types.ModuleType)
+    }
+    assert public == set(engine.__all__)
+    for name in engine.__all__:
+        assert any(getattr(m, name, None) is getattr(engine, name) for m in sources), name
+    assert _imports_from("ainet_gym.sim.engine") <= set(engine.__all__)
+
+
 _NO_RL = ("gymnasium", "stable_baselines3", "torch", "ray", "pettingzoo")
 
 
@@ -320,6 +371,8 @@ _FOREIGN_PRIVATE = {
 #: these modules may name a member another of them defines (``core.py`` calls ``self._validate`` of
 #: ``actions.py``). Nothing else reads a private member defined in another module.
 _ONE_CLASS = ("envs/core.py", "envs/actions.py", "envs/observation.py", "envs/info.py")
+#: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side
+_ONE_CLASSES = (_ONE_CLASS, ("sim/batch.py", "sim/batch_units.py", "sim/batch_split.py"))
 _ATTR_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
 
@@ -357,10 +410,10 @@ def _private_reads(source: str, rel: str, defs: dict[str, set[str]]) -> list[str
     object or module: ``x._name`` (or ``getattr(x, "_name")``) on anything but ``self`` / ``cls``, unless
     listed in :data:`_FOREIGN_PRIVATE`; and ``self._name`` where ``_name`` is defined by another module of
     the package (``defs``: module -> the private names it defines, :func:`_private_defs`) and not by this
-    one, unless both modules are parts of one class (:data:`_ONE_CLASS`). A member that no module of the
+    one, unless both modules are parts of one class (:data:`_ONE_CLASSES`). A member that no module of the
     package defines on ``self`` is a base class's from another library (gymnasium's ``_np_random``)."""
     own = defs.get(rel, set())
-    friends = _ONE_CLASS if rel in _ONE_CLASS else (rel,)
+    friends = next((group for group in _ONE_CLASSES if rel in group), (rel,))
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute) and _is_private(node.attr):
@@ -407,6 +460,7 @@ _PLANTED_DEFS = {
     "envs/observation.py": {"_rest_args", "_slot_features"},
     "sim/world.py": {"_units_of", "_capacity_set"},
     "agents/twin.py": {"_cores"},
+    "sim/batch_split.py": {"_bind_parts"},
 }
 
 
@@ -423,6 +477,8 @@ _PLANTED_DEFS = {
         ("x = self._cores", "agents/twin.py", False),  # its own member
         ("x = self._validate(a)", "envs/core.py", False),  # one class over several modules (_ONE_CLASS)
         ("x = self._slot_features()", "envs/actions.py", False),
+        ("self._bind_parts(stack)", "sim/batch_units.py", False),  # BatchSim over three modules
+        ("self._bind_parts(stack)", "sim/world.py", True),  # not a part of that class
         ("x = self._np_random", "envs/env.py", False),  # a base class's, from gymnasium
         ("model._setup_model()", "agents/sb3_agents.py", False),  # a listed foreign private
         ("x = core.__class__", "envs/core.py", False),  # dunder

@@ -399,8 +399,9 @@ FILL_MODES = [(1.0, 8, NO_GATE), (0.0, 1, NO_GATE), (0.0, 2, NO_GATE), (0.0, 1_0
 
 
 # the departure repair: checking only the flows at each changed link's largest level (the default,
-# REPAIR_ONLY_TOP), checking every flow on it (item 9's repair), and off
-REPAIR_MODES = ["top", "all", "off", "heap"]  # heap: the per-link level heaps (issue-28zi, rep_heap)
+# REPAIR_ONLY_TOP), checking every flow on it (item 9's repair), and off; "order": "top" with the heap fills'
+# flows in flow order (REFILL_FLOW_ORDER, issue-28zj)
+REPAIR_MODES = ["top", "all", "off", "heap", "order"]  # heap: the per-link level heaps (issue-28zi, rep_heap)
 
 
 @pytest.mark.parametrize("repair_mode", REPAIR_MODES)
@@ -455,13 +456,15 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
-            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap"), par_levels,
-            weighted, repair_mode == "heap",
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap", "order"),
+            par_levels, weighted, repair_mode == "heap", repair_mode == "order",
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
         n_rep = rstate[11]
         assert not repaired or (repair and came.size == 0)  # the repair takes events at which flows only left
+        if repair_mode == "order" and not repaired:  # (every fill's flows in flow order)
+            assert np.all(np.diff(per_flow["refill"][:n_re]) > 0)
         n_filled += n_re > 0 and not repaired  # (a repair fills by the heap)
         want = max_min_fair(inc[a], cap, demand[a], weights=weight[a], backend="numpy")
         got = rate[a]

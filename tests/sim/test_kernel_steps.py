@@ -40,7 +40,7 @@ SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", 
           "_rule_take_off", "_fill_rows", "_fill_share", "_fill_freeze",
           "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check",
           "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
-          "_inc_backoff", "_inc_loads")  # fmt: skip
+          "_inc_backoff", "_inc_loads", "_inc_link_reset", "_inc_link_offer")  # fmt: skip
 SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
           "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule", "reset_instance_flows",
           "zero_completed", *SPLIT_STEPS)  # fmt: skip

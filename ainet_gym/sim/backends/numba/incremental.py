@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ainet_gym.sim.backends.numba.fill import fill_levels, fill_parallel, merge_by_level
-from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit, trailing_zeros
 from ainet_gym.sim.backends.numba.repair import (
     heaps_build,
     heaps_update,
@@ -17,6 +17,7 @@ from ainet_gym.sim.backends.numba.settings import (
     COMPONENT_BACKOFF_MAX,
     FULL_FILL_EVERY,
     PARALLEL_MAX_LEVELS,
+    REFILL_FLOW_ORDER,
     REPAIR_LEVEL_HEAPS,
     REPAIR_MAX_SHARE,
     REPAIR_ONLY_TOP,
@@ -293,6 +294,35 @@ def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
+def _inc_sort_flows(refill, n_re):  # pragma: no cover - compiled
+    """``refill[:n_re]`` (distinct flows) in flow order, by a bit set over their id range: O(n_re + range /
+    64), for the heap fill of a restart solve (:data:`REFILL_FLOW_ORDER`). The work counted: the words
+    scanned and the flows placed."""
+    f_lo = refill[0]
+    f_hi = refill[0]
+    for k in range(n_re):
+        f = refill[k]
+        if f < f_lo:
+            f_lo = f
+        if f > f_hi:
+            f_hi = f
+    nw = ((f_hi - f_lo) >> 6) + 1
+    bits = np.zeros(nw, dtype=np.uint64)
+    one = np.uint64(1)
+    for k in range(n_re):
+        d = refill[k] - f_lo
+        bits[d >> 6] |= one << np.uint64(d & 63)
+    k = 0
+    for w in range(nw):
+        x = bits[w]
+        while x != 0:
+            refill[k] = f_lo + (w << 6) + trailing_zeros(x)
+            k += 1
+            x &= x - one
+    return nw + 2 * n_re
+
+
+@njit(cache=True, nogil=True, **COMPILED_ONLY)
 def _inc_fill(
     dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow, out_level,
     unit_weight, weighted, fs, rstate,
@@ -366,9 +396,33 @@ def _inc_repair(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_link_reset(lk, lo, capacity, resid, load, sat, top_n):  # pragma: no cover - compiled
+    """:func:`_inc_loads`: link row ``lk``'s load after a fill (capacity less residual; 0 on an unlimited
+    link), its ``sat`` not known (-1) and its list empty."""
+    c = capacity[lo + lk]
+    load[lk] = c - resid[lk] if c < np.inf else 0.0
+    sat[lk] = -1.0
+    top_n[lk] = 0
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_link_offer(lk, f, lv, lo, capacity, resid, rp, listed):  # pragma: no cover - compiled
+    """:func:`_inc_loads`: filled flow ``f`` at level ``lv`` offered to link row ``lk`` when the link is
+    saturated: its ``sat`` the largest level so far and, ``listed``, the flows at it (:func:`top_add`)."""
+    c = capacity[lo + lk]
+    if c < np.inf and resid[lk] <= REPAIR_RTOL * c:
+        if listed:
+            nt, m = top_add(rp.top_flow, rp.adj_off[lk], rp.top_n[lk], f, lv, rp.sat[lk])
+            rp.top_n[lk] = nt
+            rp.sat[lk] = m
+        elif lv > rp.sat[lk]:
+            rp.sat[lk] = lv
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_loads(
     full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
-    lo, resid, load, rp, listed, lev,
+    lo, resid, load, rp, listed, lev, rstamp, tick,
 ):  # fmt: skip  # pragma: no cover - compiled
     """After :func:`resolve_incremental`'s fill: the loads of the links the solve touched (every active
     flow's after a full fill; else the filled and departed flows'), their ``sat`` reset, then (``rep_on``)
@@ -376,39 +430,39 @@ def _inc_loads(
     and, when the link index is built (``listed``), the filled flows at that level listed (``rp.top_*``).
     The other active flows on such a link are below the restart level ``lev`` (-inf after a full fill):
     the list holds every flow at the link's level unless that level is within round-off of ``lev`` (then
-    not known, -1). The work."""
-    sat, top_n, top_flow, off = rp.sat, rp.top_n, rp.top_flow, rp.adj_off
+    not known, -1). The work (the entries of the filled flows counted twice, as when they were walked twice).
+
+    A restart solve (``tick >= 0``: its component step stamped every link of the filled flows ``tick`` in
+    ``rstamp``) walks the filled flows' entries once (issue-28zj): the departed flows' links are reset
+    first, then each link of a filled flow at its first visit (``rstamp`` set to -1: reset), before the
+    flow is offered to it. Every link is reset before any flow is offered to it and the flows are offered
+    in the same order as in two walks (all resets, then the offers), so ``sat`` and the lists are bit for
+    bit the same; the loads are read from the residuals, which the walk does not change."""
+    sat, top_n = rp.sat, rp.top_n
     work = 0
-    n = n_act if full else n_re + n_gone
+    one = rep_on and not full and tick >= 0
+    n = n_act if full else (n_gone if one else n_re + n_gone)
     for k in range(n):
         if full:
             f = act_list[k]
         else:
-            f = refill[k] if k < n_re else gone[k - n_re]
+            f = gone[k] if one else (refill[k] if k < n_re else gone[k - n_re])
             work += fe_hi[f] - fe_lo[f]
         for e in range(fe_lo[f], fe_hi[f]):
-            lk = e_link[e] - lo
-            c = capacity[lo + lk]
-            load[lk] = c - resid[lk] if c < np.inf else 0.0
-            sat[lk] = -1.0
-            top_n[lk] = 0
+            _inc_link_reset(e_link[e] - lo, lo, capacity, resid, load, sat, top_n)
     if rep_on:
         low = np.inf  # the lowest level filled
         for k in range(n_re):
             f = refill[k]
             lv = rate[f] / unit_weight[f]
             low = min(low, lv)
-            work += fe_hi[f] - fe_lo[f]
+            work += (2 if one else 1) * (fe_hi[f] - fe_lo[f])
             for e in range(fe_lo[f], fe_hi[f]):
                 lk = e_link[e] - lo
-                c = capacity[lo + lk]
-                if c < np.inf and resid[lk] <= REPAIR_RTOL * c:
-                    if listed:
-                        nt, m = top_add(top_flow, off[lk], top_n[lk], f, lv, sat[lk])
-                        top_n[lk] = nt
-                        sat[lk] = m
-                    elif lv > sat[lk]:
-                        sat[lk] = lv
+                if one and rstamp[lk] == tick:  # (its first visit: reset)
+                    rstamp[lk] = -1
+                    _inc_link_reset(lk, lo, capacity, resid, load, sat, top_n)
+                _inc_link_offer(lk, f, lv, lo, capacity, resid, rp, listed)
         near = lev * (1.0 + REPAIR_RTOL)
         if listed and low * (1.0 - REPAIR_RTOL) <= near:  # a link's level may be within round-off of lev
             for k in range(n_re):
@@ -426,7 +480,7 @@ def resolve_incremental(
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
     sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
-    rep_heap=REPAIR_LEVEL_HEAPS,
+    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -460,6 +514,10 @@ def resolve_incremental(
     ``>= L`` on the capacities the lower ones leave make a max-min problem of their own, which decomposes
     over the connected components of their flow-link graph: only the components of a departed or an
     arrived flow are filled again.
+
+    With ``flow_order`` (:data:`REFILL_FLOW_ORDER`, issue-28zj) a solve that fills by the heap takes its flows
+    in flow order (:func:`_inc_sort_flows`), as a dense solve does: the fill, the loads and the caller's
+    per-flow progress then walk their entries in memory order, not by level.
 
     The flows to fill are filled by :func:`fill_levels` (a heap), or, when they are more than ``par_share``
     of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
@@ -544,6 +602,8 @@ def resolve_incremental(
         dense and n_re > 1
     ):  # many flows: walk them in flow order (their entries in memory order), not by level
         work += _inc_flow_order(refill, n_re)
+    elif flow_order and n_re > 1:  # the heap fill, the loads and progress in flow order too (issue-28zj)
+        work += _inc_sort_flows(refill, n_re)
     for k in range(n_re):
         f = refill[k]
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
@@ -554,7 +614,7 @@ def resolve_incremental(
     rstate[0] = k0 + n_keep + n_re
     work += n_keep + 2 * n_re  # the log rewritten, the rates written
     work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
-                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev)  # fmt: skip
+                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev, rstamp, -1 if full else rstate[3])  # fmt: skip
     if rep_on and rep_heap and rstate[10] == 1:  # the level heaps: built anew after a full fill, else updated
         work += _inc_heaps(full, rp, resid.shape[0], n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi,
                            e_link, lo, capacity, load)  # fmt: skip

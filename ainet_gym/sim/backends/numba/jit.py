@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-__all__ = ["HAVE_NUMBA", "njit"]
+__all__ = ["HAVE_NUMBA", "njit", "trailing_zeros"]
 
 try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
     from numba import njit
+    from numba.cpython.unsafe.numbers import trailing_zeros  # (count of trailing zero bits; llvm.cttz)
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
@@ -16,6 +17,10 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
             return fn
 
         return wrap
+
+    def trailing_zeros(x):  # type: ignore[no-redef]
+        x = int(x)
+        return (x & -x).bit_length() - 1
 
 # ----------------------------------------------------------------------------------------------------------
 # the event loop's shared steps: both interval kernels (run_interval_numba and run_interval_lazy) are made of

@@ -1,0 +1,296 @@
+"""The split side of :class:`~ainet_gym.sim.batch.BatchSim` (:class:`BatchSplit`, its base class): the split of
+every connection and its merged incidence entries (by the backend's strategy, or a compiled pass fused with the
+interval), the carry flows of ``routing.reroute: new_transfers`` and the part flows of ``routing.split_flows:
+independent``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ainet_gym.fabric.topology import Fabric
+from ainet_gym.sim.backends.base import Pending, SimBackend
+from ainet_gym.sim.backends.numba import threads as _threads
+from ainet_gym.sim.entries import EntryTable
+from ainet_gym.sim.stack import UnitStack
+from ainet_gym.sim.state import RUNNING, EngineState, SimState
+
+__all__ = ["SPLIT_TOL", "BatchSplit"]
+
+
+#: routing.split_flows independent: a connection's split row changed when a fraction moved by more than this
+SPLIT_TOL = 1e-12
+
+
+class BatchSplit:
+    """The split side of :class:`~ainet_gym.sim.batch.BatchSim`: it holds no state of its own and reads the
+    simulation's, the attributes annotated here, which ``BatchSim.__init__`` and
+    :meth:`~ainet_gym.sim.batch_units.BatchUnits.set_units` set."""
+
+    # set by BatchSim.__init__, BatchSim._bind (the structure's fields) and BatchUnits
+    batch: int
+    fabric: Fabric
+    n_links: int
+    strategy: SimBackend
+    backend: str
+    table: EntryTable
+    _entries: tuple[np.ndarray, ...] | None
+    _e_lperm: np.ndarray | None
+    _pending: Pending | None
+    state: SimState
+    engine_state: EngineState
+    carry_flows: np.ndarray
+    flow_bytes: np.ndarray
+    flow_parent: np.ndarray
+    flow_gphase: np.ndarray
+    member_flow: np.ndarray
+    member_conn: np.ndarray
+    member_path: np.ndarray
+    conn_paths_global: np.ndarray
+    conn_npaths: np.ndarray
+    conn_unit: np.ndarray
+    unit_inst: np.ndarray
+    inst_flow: np.ndarray
+    n_flows: int
+    n_conns: int
+
+    def _bind_parts(self, stack: UnitStack) -> None:
+        """The part flows of ``routing.split_flows: independent`` (none otherwise): each part's flow, the flow
+        whose bytes it carries a share of, its connection, its path and its group (the parts of one flow on
+        one connection). (The bytes each flow starts an iteration with and the split the parts were handed
+        their bytes under are engine state, :attr:`EngineState.flow_reset
+        <ainet_gym.sim.state.EngineState.flow_reset>` and ``part_split``.)"""
+        self.parts = np.flatnonzero(stack.flow_part_of >= 0)
+        if not self.parts.size:
+            return
+        first = np.searchsorted(stack.member_flow, self.parts)  # a part has one member
+        self.part_parent = stack.flow_part_of[self.parts]
+        self.part_conn = stack.member_conn[first]
+        self.part_path = stack.member_path[first]
+        self.part_group = np.cumsum(self.part_path == 0) - 1  # a group's parts are its paths 0, 1, ...
+
+    def _hand_parts(self, split: np.ndarray) -> None:
+        """Hand each transfer's bytes to its part flows under ``split`` (``routing.split_flows:
+        independent``): a flow's own remainder (its bytes at the start) goes to every part whose path has a
+        share; on a connection whose split row changed (``reroute: in_flight``), the bytes its parts have
+        left (each part's remainder times its old share, summed) are handed out again under the new row,
+        as the replay moves a connection's unsent bytes; the other parts keep their remainders. A part whose
+        path has no share starts each iteration with nothing (``engine_state.flow_reset``)."""
+        p = self.parts
+        if not p.size:
+            return
+        st, es = self.state, self.engine_state
+        c, q, par, g = self.part_conn, self.part_path, self.part_parent, self.part_group
+        f_new = np.asarray(split, dtype=np.float64)[c, q]
+        rem = st.rem[p]
+        n_g = int(g[-1]) + 1
+        if es.part_split is None:  # no earlier split known: each group's least advanced part
+            left = np.zeros(n_g)
+            np.maximum.at(left, g, rem)
+            changed = np.ones(n_g, dtype=bool)
+        else:
+            f_old = es.part_split[c, q]
+            left = np.bincount(g, weights=f_old * rem, minlength=n_g)
+            changed = np.bincount(g, weights=np.abs(f_new - f_old) > SPLIT_TOL, minlength=n_g) > 0
+        own = np.zeros(n_g)
+        own[g] = st.rem[par]  # a flow's own remainder, handed to its parts
+        changed |= own > 0
+        left += own
+        st.rem[p] = np.where(changed[g], np.where(f_new > 0, left[g], 0.0), rem)
+        st.rem[par] = 0.0
+        es.flow_reset[p] = np.where(f_new > 0, self.flow_bytes[par], 0.0)
+        es.flow_reset[par] = 0.0
+        es.part_split = np.array(split, dtype=np.float64)
+
+    def member_share(self) -> np.ndarray | None:
+        """(members,) the share of its flow's moved bytes each member carries on its connection: the part
+        flows' path fractions under the current split (``routing.split_flows: independent``), 1 elsewhere;
+        None without part flows (every member carries all of its flow's)."""
+        if not self.parts.size:
+            return None
+        out = np.ones(self.member_flow.shape[0])
+        first = np.searchsorted(self.member_flow, self.parts)
+        out[first] = np.asarray(self.engine_state.split, dtype=np.float64)[self.part_conn, self.part_path]
+        return out
+
+    # ------------------------------------------------------------------ routing
+    def _build_entry_table(self) -> None:
+        member_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
+        P = self.fabric.max_paths
+        mp = self.member_path
+        if (mp != -1).any():  # routing.split_flows independent: a part takes its one path, its flow none
+            take = (mp[:, None] == -1) | (mp[:, None] == np.arange(P)[None, :])
+            member_paths = np.where(take[:, :, None], member_paths, -1)
+        if self.engine_state.pinned is not None:
+            # carry flows take their connection's pinned split: the engine's split rows are [split | pinned]
+            # (2 P columns), a carry member's candidates are columns P..2P-1, every other member's 0..P-1
+            carry = self.flow_parent[self.member_flow] >= 0
+            wide = np.full((member_paths.shape[0], 2 * P, member_paths.shape[2]), -1, dtype=np.int64)
+            wide[~carry, :P] = member_paths[~carry]
+            wide[carry, P:] = member_paths[carry]
+            member_paths, P = wide, 2 * P
+        self.table = EntryTable.build(
+            member_paths, self.member_flow, self.member_conn, self.inst_flow,
+            P, self.batch, self.n_links, self.conn_npaths,
+            np.searchsorted(self.unit_inst[self.conn_unit], np.arange(self.batch + 1)),
+        )  # fmt: skip
+
+    def carry_over(self) -> None:
+        """A decision boundary under ``routing.reroute: new_transfers`` (call it before the next interval's
+        :meth:`set_split`): every transfer in flight keeps the split it started with. A job flow whose
+        phase has started and that has bytes left hands them to its carry flow, which carries them on its
+        connections' current split rows, pinned until it has delivered them; the flow itself is free for
+        its next transfer, which takes the split of the interval in which it starts. A carry flow already
+        in flight keeps its pinned rows. (Compiled jobs have carry flows only under ``new_transfers``; a
+        stage pipeline, whose concurrent phases may share a connection, is refused by the loader.)"""
+        es = self.engine_state
+        if es.pinned is None:
+            return
+        st = self.state
+        g = self.carry_flows
+        f = self.flow_parent[g]
+        moving = (st.rem[f] > 0) & (st.phase_state[self.flow_gphase[f]] == RUNNING)
+        carrying = st.rem[g] > 0  # carried since an earlier boundary: keep their pins
+        member_carry = self.flow_parent[self.member_flow] >= 0
+        pin_of = np.full(self.n_flows, -1, dtype=np.int64)  # (flows,) 1: keep the pin, 2: pin the split
+        pin_of[g[carrying]] = 1
+        pin_of[g[moving]] = 2
+        m = np.flatnonzero(member_carry)
+        how = pin_of[self.member_flow[m]]
+        keep_c = np.unique(self.member_conn[m[how == 1]])
+        new_c = np.unique(self.member_conn[m[how == 2]])
+        if np.intersect1d(keep_c, new_c).size:  # concurrent phases on one connection (not compiled)
+            raise RuntimeError(
+                "carry_over: a connection carries transfers that started in different intervals"
+            )
+        pinned = np.zeros_like(es.pinned)
+        pinned[keep_c] = es.pinned[keep_c]
+        pinned[new_c] = es.split[new_c]
+        es.pinned = pinned
+        st.rem[g[moving]] = st.rem[f[moving]]
+        st.rem[f[moving]] = 0.0
+
+    def set_split(self, split: np.ndarray | None) -> None:
+        """Set the split (connections, max_paths) of every connection; None = first path only.
+
+        Duplicate (flow, link) entries (a NIC link shared by every path of a connection, the hops of a
+        ring on one link) are merged: their coefficients add, by the backend's strategy
+        (:meth:`~ainet_gym.sim.backends.base.SimBackend.merge_split`). On the numba backend the merge runs when the
+        entries are next needed (the next interval, or a read of them: :meth:`merge_pending`), so a split
+        that another replaces first (a restack's, before the env sets its own) costs nothing; ``split`` must
+        not be changed in place before then.
+        """
+        if split is None:
+            split = np.zeros((self.n_conns, self.fabric.max_paths))
+            split[:, 0] = 1.0
+        self._pending = None
+        self.engine_state.split = split
+        self._hand_parts(split)
+        self._merge_split()
+
+    def _merge_split(self) -> None:
+        """The merged entries of the engine state's split (and pinned splits), by the backend's strategy."""
+        self._e_lperm = None
+        self._entries = None
+        es = self.engine_state
+        split = es.split
+        if es.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
+            split = np.concatenate([np.asarray(split, dtype=np.float64), es.pinned], axis=1)
+        # the backend merges now (numpy) or leaves a pass for the interval's kernel threads (numba)
+        self._entries, self._pending = self.strategy.merge_split(self.table, split)
+
+    def set_split_fused(
+        self, kernel: Callable[..., object], args: tuple, out: np.ndarray, defer: bool = False
+    ) -> None:
+        """Set the split (connections, max_paths) that the compiled ``kernel`` writes into ``out`` (C-contiguous
+        float64), instance range by instance range, merging each instance's entries in the same pass (the
+        numba backend; the result is that of :meth:`set_split` with the same split).
+
+        ``kernel(lo, hi, *args, out, table, go)`` (``table``: the entry table's compiled merge record,
+        :meth:`EntryTable.merge_record`; ``go``: the kernel threads' flags) must call :func:`ainet_gym.sim.backends.numba.crew.announce` on ``go`` first, write the rows of
+        ``out`` of the connections of the instances ``lo:hi`` and then call
+        :func:`ainet_gym.sim.backends.numba.merge.merge_range` on them (with ``out.reshape(-1)`` as the split); it must
+        release the GIL (ranges run on the kernel threads).
+
+        ``defer=True`` leaves the pass to the next :meth:`run_interval`, which runs it for each instance
+        range just before that range's interval, on the same thread: one hand-off to the kernel threads
+        per interval instead of two (each costs tens of microseconds). Anything that reads the split or
+        its entries before then runs the pass first (:meth:`merge_pending`).
+        """
+        if not self.strategy.fused_split:
+            raise ValueError(
+                f"set_split_fused: backend {self.backend!r}; needs one with fused splits ('numba')"
+            )
+        if self.engine_state.pinned is not None:
+            raise ValueError(
+                "set_split_fused: the units have carry flows (routing.reroute new_transfers); use set_split"
+            )
+        if self.parts.size:
+            raise ValueError(
+                "set_split_fused: the units have part flows (routing.split_flows independent); use set_split"
+            )
+        if out.shape != (self.n_conns, self.fabric.max_paths) or not out.flags.c_contiguous:
+            raise ValueError(
+                f"out: shape {out.shape}, expected C-contiguous {(self.n_conns, self.fabric.max_paths)}"
+            )
+        self.engine_state.split = out
+        self._e_lperm = None
+        self._entries = None
+        table, go = self.table.merge_record(), _threads.go_flags()
+
+        def args_of(lo: int, hi: int) -> tuple:
+            return (lo, hi, *args, out, table, go)
+
+        self._pending = (kernel, args_of)
+        if not defer:
+            self.merge_pending()
+
+    def merge_pending(self) -> None:
+        """Run the pass of a deferred :meth:`set_split_fused` now (nothing if none is pending)."""
+        if self._pending is None:
+            return
+        kernel, args_of = self._pending
+        self._pending = None
+        _threads.run_ranges(kernel, self.table.ranges, args_of)
+
+    def _entry_table(self) -> tuple[np.ndarray, ...]:
+        """(e_flow, e_link, e_coef, keep): the nonzero merged entries of the split, sorted by flow, and the
+        mask of the segments they come from."""
+        self.merge_pending()
+        if self._entries is None:
+            t = self.table
+            keep = t.seg_coef > 0
+            self._entries = (t.seg_flow[keep], t.seg_link[keep], t.seg_coef[keep], keep)
+        return self._entries
+
+    @property
+    def e_flow(self) -> np.ndarray:
+        """(entries,) flow of each incidence entry of the split (sorted by flow, so by instance)."""
+        return self._entry_table()[0]
+
+    @property
+    def e_link(self) -> np.ndarray:
+        """(entries,) global link id (``instance * links + link``) of each incidence entry."""
+        return self._entry_table()[1]
+
+    @property
+    def e_coef(self) -> np.ndarray:
+        """(entries,) > 0, bytes on the link per byte of the flow (split ratios summed over paths)."""
+        return self._entry_table()[2]
+
+    @property
+    def inst_entry(self) -> np.ndarray:
+        """(batch+1,) the entries of each instance (entries are sorted by flow, flows by instance)."""
+        return np.searchsorted(self.e_flow, self.inst_flow).astype(np.int64)
+
+    @property
+    def e_lperm(self) -> np.ndarray:
+        """(entries,) the incidence entries in link order (for the numpy allocator)."""
+        if self._e_lperm is not None:
+            return self._e_lperm
+        keep = self._entry_table()[3]
+        new_index = np.cumsum(keep) - 1
+        perm = self.table.seg_lperm
+        self._e_lperm = new_index[perm[keep[perm]]]
+        return self._e_lperm

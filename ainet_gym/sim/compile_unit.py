@@ -1,0 +1,173 @@
+"""Jobs and background sources compiled on a fabric into units (:func:`compile_job`, :func:`compile_background`):
+the phases with their predecessor graph and alpha terms, the flows, members and connections, the connections'
+candidate paths and ECMP keys."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from ainet_gym.fabric.topology import Fabric
+from ainet_gym.scenario.spec import SPLIT_FLOWS_MODES, BackgroundSpec, JobSpec
+from ainet_gym.sim.conn_tables import conn_tables, max_hops
+from ainet_gym.sim.job_tables import job_tables
+from ainet_gym.sim.split_parts import split_parts
+from ainet_gym.sim.unit import CompiledUnit
+from ainet_gym.units import GBPS_TO_BYTES_PER_S
+
+__all__ = ["compile_background", "compile_job"]
+
+
+def _phase_graph(pred: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Predecessor counts and successor lists (CSR: ``succ[succ_off[k]:succ_off[k + 1]]``) of phases
+    whose predecessors are ``pred``."""
+    n = len(pred)
+    npred = np.asarray([len(x) for x in pred], dtype=np.int64)
+    src = np.asarray([j for x in pred for j in x], dtype=np.int64)
+    dst = np.repeat(np.arange(n, dtype=np.int64), npred)
+    order = np.argsort(src, kind="stable")
+    succ_off = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))]).astype(np.int64)
+    return npred, succ_off, dst[order]
+
+
+def _phase_latency_s(
+    fabric: Fabric,
+    steps: np.ndarray,
+    member_phase: np.ndarray,
+    member_hops: np.ndarray,
+    member_lat: np.ndarray,
+) -> np.ndarray:
+    """Each phase's alpha term: its steps times the longest path latency among its members (hops times
+    the fabric's hop latency, or a graph fabric's per-link latencies summed over the path; plus, with
+    ``fabric.store_and_forward_bytes``, a packet's serialisation on every link: ``Fabric.path_latency_s``)."""
+    lat = np.zeros(len(steps))
+    if not member_phase.size:
+        return lat
+    if fabric.link_latency_s is not None or fabric.spec.store_and_forward_bytes > 0:  # per-path: the slowest
+        np.maximum.at(lat, member_phase, member_lat)
+        return steps * lat
+    np.maximum.at(lat, member_phase, member_hops)
+    return steps * lat * fabric.hop_latency_s
+
+
+def _job_conn_key(name: str, src: list[int], dst: list[int]) -> np.ndarray:
+    """(conns,) int64 stable ids of a job's connections for ECMP hashing: the job name's CRC32, source and
+    destination endpoint."""
+    jk = zlib.crc32(name.encode())
+    return (
+        (np.int64(jk) << np.int64(32))
+        ^ (np.asarray(src, dtype=np.int64) << np.int64(16))
+        ^ np.asarray(dst, dtype=np.int64)
+    )
+
+
+def _check_split_flows(split_flows: str, carry: bool) -> None:
+    """Refuse a ``routing.split_flows`` value :func:`compile_job` does not know, and independent parts with the
+    carry flows of ``routing.reroute: new_transfers``."""
+    if split_flows not in SPLIT_FLOWS_MODES:
+        allowed = ", ".join(SPLIT_FLOWS_MODES)
+        raise ValueError(f"routing.split_flows = {split_flows!r}: allowed: {allowed}")
+    if carry and split_flows == "independent":
+        raise ValueError(
+            "routing.split_flows = 'independent' with routing.reroute = 'new_transfers': allowed: "
+            "split_flows coupled, or reroute in_flight"
+        )
+
+
+def compile_job(
+    fabric: Fabric,
+    job: JobSpec,
+    gpus: np.ndarray,
+    rotation: int = 0,
+    carry: bool = False,
+    split_flows: str = "coupled",
+    ring_run_ahead_bytes: float | None = None,
+) -> CompiledUnit:
+    """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
+
+    ``carry`` (``routing.reroute: new_transfers``): each flow gets a *carry flow* in its phase, with the
+    same members and no bytes of its own, which takes over the flow's transfer in flight at a decision
+    boundary and carries it on the split it started with (:meth:`BatchSim.carry_over`).
+
+    ``split_flows`` (``routing.split_flows``): ``"coupled"`` (a flow moves at one rate over all its members
+    and paths) or ``"independent"`` (each member's share of each candidate path is a part flow of its own,
+    :func:`split_parts`; not with ``carry``).
+
+    ``ring_run_ahead_bytes`` (``routing.ring_run_ahead_bytes``): every ring phase is cut into sequential
+    segments of at most this many bytes per hop (:func:`~ainet_gym.sim.workload.segment_rings`), so that
+    independent hops run apart by at most one segment; ``None``: rings uncut.
+    """
+    _check_split_flows(split_flows, carry)
+    gpus = np.asarray(gpus, dtype=np.int64)
+    t = job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
+    src = [s for s, _ in t.conn_index]
+    dst = [d for _, d in t.conn_index]
+    H = max_hops(fabric)
+    paths, npaths, hops, path_lat = conn_tables(fabric, src, dst, H)
+    conn_key = _job_conn_key(job.name, src, dst)
+    mf = np.asarray(t.member_flow, dtype=np.int64)
+    mc = np.asarray(t.member_conn, dtype=np.int64)
+    fp = np.asarray(t.flow_phase, dtype=np.int64)
+    lat = _phase_latency_s(fabric, np.asarray(t.phase_steps), fp[mf], hops[mc], path_lat[mc])
+    npred, succ_off, succ = _phase_graph(t.phase_pred)
+    unit = CompiledUnit(
+        name=job.name,
+        is_background=False,
+        gpus=gpus,
+        compute_s=job.compute_ms * 1e-3,
+        overlap=job.overlap,
+        start_s=job.start_ms * 1e-3,
+        phase_latency_s=lat,
+        phase_npred=npred,
+        phase_succ_off=succ_off,
+        phase_succ=succ,
+        flow_phase=fp,
+        flow_bytes=np.asarray(t.flow_bytes, dtype=np.float64),
+        flow_demand_bytes_per_s=np.full(len(t.flow_bytes), np.inf),
+        member_flow=mf,
+        member_conn=mc,
+        conn_src=np.asarray(src, dtype=np.int64),
+        conn_dst=np.asarray(dst, dtype=np.int64),
+        conn_key=conn_key,
+        conn_paths=paths,
+        conn_npaths=npaths,
+        flow_parent=np.asarray(t.flow_parent, dtype=np.int64) if carry else None,
+        phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
+        share_weight=float(job.share_weight),
+    )
+    return split_parts(unit) if split_flows == "independent" else unit
+
+
+def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, index: int) -> CompiledUnit:
+    """Background traffic between the storage hosts and ``gpus`` as demand-capped endless flows."""
+    storage = fabric.n_gpus + np.arange(fabric.n_storage)
+    n = len(storage) * bg.flows_per_host
+    targets = np.asarray(gpus, dtype=np.int64)[np.arange(n) % len(gpus)]
+    hosts = np.repeat(storage, bg.flows_per_host)
+    src, dst = (hosts, targets) if bg.kind == "storage" else (targets, hosts)
+    paths, npaths, _, _ = conn_tables(fabric, src.tolist(), dst.tolist(), max_hops(fabric))
+    key = (np.int64(0x5BD1E995 + index) << np.int64(32)) ^ (src << np.int64(16)) ^ dst
+    return CompiledUnit(
+        name=f"background{index}:{bg.kind}",
+        is_background=True,
+        gpus=np.asarray(gpus, dtype=np.int64),
+        compute_s=0.0,
+        overlap=0.0,
+        start_s=0.0,
+        phase_latency_s=np.zeros(0),
+        phase_npred=np.zeros(0, dtype=np.int64),
+        phase_succ_off=np.zeros(1, dtype=np.int64),
+        phase_succ=np.zeros(0, dtype=np.int64),
+        flow_phase=np.zeros(n, dtype=np.int64),
+        flow_bytes=np.full(n, np.inf),
+        flow_demand_bytes_per_s=np.full(n, bg.gbps * GBPS_TO_BYTES_PER_S / n),
+        member_flow=np.arange(n, dtype=np.int64),
+        member_conn=np.arange(n, dtype=np.int64),
+        conn_src=src.astype(np.int64),
+        conn_dst=dst.astype(np.int64),
+        conn_key=key.astype(np.int64),
+        conn_paths=paths,
+        conn_npaths=npaths,
+        bg_spec=bg,
+    )

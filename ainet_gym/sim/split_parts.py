@@ -1,0 +1,64 @@
+"""Independent split parts (``routing.split_flows: independent``): a compiled unit whose every (flow, member,
+candidate path) is a part flow of its own (:func:`split_parts`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ainet_gym.sim.unit import NO_PATH, CompiledUnit
+
+__all__ = ["split_parts"]
+
+
+def split_parts(unit: CompiledUnit) -> CompiledUnit:
+    """``unit`` with independent split parts (``routing.split_flows: independent``): after each phase's
+    flows, one *part flow* per (flow, member, candidate path) of the phase, whose one member takes that path
+    only. A part carries the flow's bytes on its connection's share of that path (its coefficient on the
+    path's links is the connection's split fraction, as the flow's is), so it moves ``fraction x bytes`` in
+    the max-min allocation at its own rate; the flow itself keeps its bytes for the books (policies,
+    observations) but takes no path and moves nothing (:meth:`BatchSim.set_split` hands its bytes to its
+    parts). The phase, and so the transfer, ends when its last part does."""
+    fp, fb = unit.flow_phase, unit.flow_bytes
+    mf, mc, npaths = unit.member_flow, unit.member_conn, unit.conn_npaths
+    mem_lo = np.searchsorted(mf, np.arange(fb.shape[0] + 1))
+    flow_phase: list[int] = []
+    flow_bytes: list[float] = []
+    part_of: list[int] = []
+    member_flow: list[int] = []
+    member_conn: list[int] = []
+    member_path: list[int] = []
+    for k in range(unit.n_phases):
+        flows = np.flatnonzero(fp == k)
+        new_id = {}
+        for f in flows:  # the phase's flows: their bytes, no path
+            new_id[f] = nf = len(flow_bytes)
+            flow_phase.append(k)
+            flow_bytes.append(float(fb[f]))
+            part_of.append(-1)
+            for m in range(mem_lo[f], mem_lo[f + 1]):
+                member_flow.append(nf)
+                member_conn.append(int(mc[m]))
+                member_path.append(NO_PATH)
+        for f in flows:  # then their parts: one per member and candidate path
+            for m in range(mem_lo[f], mem_lo[f + 1]):
+                c = int(mc[m])
+                for q in range(int(npaths[c])):
+                    member_flow.append(len(flow_bytes))
+                    member_conn.append(c)
+                    member_path.append(q)
+                    flow_phase.append(k)
+                    flow_bytes.append(0.0)
+                    part_of.append(new_id[f])
+    n = len(flow_bytes)
+    return replace(
+        unit,
+        flow_phase=np.asarray(flow_phase, dtype=np.int64),
+        flow_bytes=np.asarray(flow_bytes, dtype=np.float64),
+        flow_demand_bytes_per_s=np.full(n, np.inf),
+        member_flow=np.asarray(member_flow, dtype=np.int64),
+        member_conn=np.asarray(member_conn, dtype=np.int64),
+        member_path=np.asarray(member_path, dtype=np.int64),
+        flow_part_of=np.asarray(part_of, dtype=np.int64),
+    )
