@@ -270,10 +270,9 @@ def _inc_backoff(use_cc, n_keep, rstate):  # pragma: no cover - compiled
         rstate[7] = 0
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
-def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
-    """``refill[:n_re]`` in flow order (their entries in memory order), for the parallel rule. The work
-    counted: the flow range walked and the rule's rows allocated."""
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _id_range(refill, n_re):  # pragma: no cover - compiled
+    """The smallest and the largest flow id of ``refill[:n_re]`` (``n_re >= 1``)."""
     f_lo = refill[0]
     f_hi = refill[0]
     for k in range(n_re):
@@ -282,6 +281,14 @@ def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
             f_lo = f
         if f > f_hi:
             f_hi = f
+    return f_lo, f_hi
+
+
+@njit(cache=True, nogil=True, **COMPILED_ONLY)
+def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
+    """``refill[:n_re]`` in flow order (their entries in memory order), for the parallel rule. The work
+    counted: the flow range walked and the rule's rows allocated."""
+    f_lo, f_hi = _id_range(refill, n_re)
     pick = np.zeros(f_hi - f_lo + 1, dtype=np.bool_)
     for k in range(n_re):
         pick[refill[k] - f_lo] = True
@@ -298,14 +305,7 @@ def _inc_sort_flows(refill, n_re):  # pragma: no cover - compiled
     """``refill[:n_re]`` (distinct flows) in flow order, by a bit set over their id range: O(n_re + range /
     64), for the heap fill of a restart solve (:data:`REFILL_FLOW_ORDER`). The work counted: the words
     scanned and the flows placed."""
-    f_lo = refill[0]
-    f_hi = refill[0]
-    for k in range(n_re):
-        f = refill[k]
-        if f < f_lo:
-            f_lo = f
-        if f > f_hi:
-            f_hi = f
+    f_lo, f_hi = _id_range(refill, n_re)
     nw = ((f_hi - f_lo) >> 6) + 1
     bits = np.zeros(nw, dtype=np.uint64)
     one = np.uint64(1)

@@ -6,7 +6,6 @@ __all__ = ["HAVE_NUMBA", "njit", "trailing_zeros"]
 
 try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
     from numba import njit
-    from numba.cpython.unsafe.numbers import trailing_zeros  # (count of trailing zero bits; llvm.cttz)
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
@@ -18,9 +17,19 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 
         return wrap
 
+
+try:  # the count of trailing zero bits (llvm.cttz) from numba's internals, which may move between releases:
+    # a missing one must not turn numba off (a separate guard) but fall back to a loop that compiles too
+    from numba.cpython.unsafe.numbers import trailing_zeros
+except ImportError:  # pragma: no cover - exercised only where numba is missing or has moved it
+
+    @njit(cache=True, nogil=True)
     def trailing_zeros(x):  # type: ignore[no-redef]
-        x = int(x)
-        return (x & -x).bit_length() - 1
+        """The number of trailing zero bits of a non-zero unsigned integer ``x``."""
+        n = 0
+        while (x >> n) & 1 == 0:
+            n += 1
+        return n
 
 # ----------------------------------------------------------------------------------------------------------
 # the event loop's shared steps: both interval kernels (run_interval_numba and run_interval_lazy) are made of
