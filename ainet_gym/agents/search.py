@@ -16,6 +16,11 @@ small parametric policy is fitted to that objective directly:
   candidate of a generation plays the same training seeds (common random numbers), all in one batch of one
   :class:`~ainet_gym.envs.env.EnvCore`, beside the static ``tail_plan`` and ``mean_plan`` rows and the current
   mean; each generation draws fresh seeds.
+- **A gate over a base policy** (issue-26zt): with ``base`` (a policy string, ``dps:PATH`` or ``knn:PATH``)
+  and the reserved first plan :data:`BASE_PLAN`, the reference is the base policy's pick and the scorer only
+  decides where another plan (``favour0+bg``) overrides it (score > 0); the search starts at "never override"
+  (weights 0, bias ``init_bias`` < 0) and logs the base alone as a static row. ``antithetic`` draws the
+  samples in mirrored pairs (mean +- std * eps) on the same episodes.
 - **The file and the agent**: :func:`save_search_policy` / :func:`load_search_policy` (a plain .npz, read with
   ``allow_pickle=False``), :class:`SearchAgent` (``dps:PATH`` in ``evaluate``; class of its env's plans,
   ``jobs+bg+weights`` with a weighted plan).
@@ -53,6 +58,10 @@ __all__ = [
 
 #: the arrays of a search policy file (:func:`save_search_policy`)
 SEARCH_FIELDS = ("theta", "plans", "block", "meta")
+#: the optional field of a gated policy file: the base policy's string
+SEARCH_BASE = "base"
+#: the reserved first plan of a gated policy: the base policy's pick
+BASE_PLAN = "base"
 #: the JSON member of a search policy file (the search's configuration and command)
 SEARCH_META = "metadata"
 
@@ -85,6 +94,10 @@ class SearchConfig:
     seed: int = 0
     episode_steps: int | None = None
     checkpoints: tuple[int, ...] = field(default_factory=tuple)
+    base: str = ""
+    """a policy string (``dps:PATH``, ``knn:PATH``) the first plan, :data:`BASE_PLAN`, stands for: a gate"""
+    antithetic: bool = False
+    """draw the population in mirrored pairs (needs an even population)"""
 
 
 def plan_scores(theta: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -116,22 +129,41 @@ def candidate_score(util: float, frac_above: float, cfg: SearchConfig) -> float:
     return float(util - cfg.tail_weight * max(0.0, frac_above - cfg.tail_target))
 
 
-def make_core(cfg: SearchConfig, batch: int) -> Any:
-    """The batched env of the search (its mode, extra plans and observation blocks)."""
+def make_core(cfg: SearchConfig, batch: int, base: Any = None) -> Any:
+    """The batched env of the search (its mode, extra plans and observation blocks; with a ``base`` agent,
+    the env that agent plays in)."""
     from ainet_gym.envs.env import EnvCore
 
-    return EnvCore(
-        cfg.scenario,
-        batch=batch,
-        action_mode=cfg.action_mode,
-        extra_plans=cfg.extra_plans,
-        obs_features=cfg.obs_features,
-        episode_steps=cfg.episode_steps,
-    )
+    kw: dict[str, Any] = {
+        "action_mode": cfg.action_mode,
+        "extra_plans": cfg.extra_plans,
+        "obs_features": cfg.obs_features,
+    }
+    if base is not None:
+        kw = {**kw, **base.env_kwargs}
+    return EnvCore(cfg.scenario, batch=batch, episode_steps=cfg.episode_steps, **kw)
+
+
+def make_base(spec: str, core: Any = None) -> Any:
+    """The base agent of a gate (``spec`` a policy string), checked against ``core`` if given.
+
+    Raises
+    ------
+    ValueError
+        If the base is a gate itself, or not an agent that acts on the observation.
+    """
+    from ainet_gym.agents.registry import make_agent
+
+    agent = make_agent(spec)
+    if getattr(agent, "level", None) != "action" or getattr(agent, "base", None) is not None:
+        raise ValueError(f"base {spec!r}: allowed: a learned action-level policy that is not a gate itself")
+    if core is not None:
+        agent.check(core)
+    return agent
 
 
 def plan_index(core: Any, plans: tuple[str, ...] | list[str]) -> np.ndarray:
-    """(K,) the env action of each of ``plans``.
+    """(K,) the env action of each of ``plans`` (-1 for a first plan :data:`BASE_PLAN`: the base's pick).
 
     Raises
     ------
@@ -140,20 +172,30 @@ def plan_index(core: Any, plans: tuple[str, ...] | list[str]) -> np.ndarray:
     """
     from ainet_gym.errors import names_message
 
-    bad = [p for p in plans if p not in core.plans]
+    first = 1 if plans and plans[0] == BASE_PLAN else 0
+    bad = [p for p in plans[first:] if p not in core.plans]
     if bad or not plans:
         raise ValueError(names_message("plans", list(plans), core.plans, more=" (the env's plans)"))
-    return np.array([core.plans.index(p) for p in plans], dtype=np.int64)
+    return np.array([-1] * first + [core.plans.index(p) for p in plans[first:]], dtype=np.int64)
 
 
 def rollout(
-    core: Any, theta: np.ndarray, fixed: np.ndarray, plans: np.ndarray, cols: Any, seeds: list[int]
+    core: Any,
+    theta: np.ndarray,
+    fixed: np.ndarray,
+    plans: np.ndarray,
+    cols: Any,
+    seeds: list[int],
+    base: Any = None,
 ) -> dict[str, np.ndarray]:
     """Play one episode per row (``core.batch == len(seeds)``): row ``r`` picks by ``theta[r]``
-    (:func:`plan_scores`) unless ``fixed[r] >= 0`` (that env action every interval). Returns ``gpu`` (B,)
+    (:func:`plan_scores`) unless ``fixed[r] >= 0`` (that env action every interval); a pick of plan -1 (a
+    gate's reference) plays the ``base`` agent's action. Returns ``gpu`` (B,)
     the episode's mean GPU utilisation, ``ratio`` and ``iters`` (B, T, J) as ``evaluate`` records them,
     ``picks`` (B, K) how often each plan was picked."""
     obs, _ = core.reset(list(seeds))
+    if base is not None:
+        base.reset(core)
     T, B, J = core.episode_steps, core.batch, core.ideal_step_s.shape[1]
     gpu = np.zeros((B, T))
     ratio = np.zeros((B, T, J))
@@ -162,7 +204,10 @@ def rollout(
     for t in range(T):
         k = np.argmax(plan_scores(theta, np.asarray(obs)[:, cols]), axis=1)
         picks[np.arange(B), k] += 1
-        a = np.where(fixed >= 0, fixed, plans[k]).astype(np.int64)
+        a = plans[k]
+        if base is not None:
+            a = np.where(a >= 0, a, np.asarray(base.act(core, obs), dtype=np.int64))
+        a = np.where(fixed >= 0, fixed, a).astype(np.int64)
         obs, _, _, _, info = core.step(a)
         gpu[:, t] = info["reward_gpu_utilization"]
         it = np.asarray(info["iterations"])
@@ -174,30 +219,37 @@ def rollout(
 
 
 def _generation(
-    core: Any, cfg: SearchConfig, thetas: np.ndarray, plans: np.ndarray, cols: Any, seeds: list[int]
+    core: Any,
+    cfg: SearchConfig,
+    thetas: np.ndarray,
+    plans: np.ndarray,
+    cols: Any,
+    seeds: list[int],
+    base: Any = None,
 ) -> dict[str, Any]:
     """Score ``thetas`` (C, K - 1, D + 1) on ``seeds`` (the same for each), beside the static ``tail_plan``
-    and ``mean_plan`` rows (the last two candidates): per candidate util, p99, fraction above the tail
-    plan's p99, score."""
+    and ``mean_plan`` rows (the next two candidates) and, with a ``base``, the base alone (the last one):
+    per candidate util, p99, fraction above the tail plan's p99, score."""
     C, S = thetas.shape[0], len(seeds)
-    fixed = np.full(C + 2, -1, dtype=np.int64)
+    R = C + 2 + (base is not None)
+    fixed = np.full(R, -1, dtype=np.int64)
     fixed[C] = core.plans.index(cfg.tail_plan)
     fixed[C + 1] = core.plans.index(cfg.mean_plan)
-    rows_theta = np.repeat(np.concatenate([thetas, np.zeros((2, *thetas.shape[1:]))]), S, axis=0)
-    r = rollout(core, rows_theta, np.repeat(fixed, S), plans, cols, list(seeds) * (C + 2))
-    util = r["gpu"].reshape(C + 2, S)
-    ratio = r["ratio"].reshape((C + 2, S, *r["ratio"].shape[1:]))
+    rows_theta = np.repeat(np.concatenate([thetas, np.zeros((R - C, *thetas.shape[1:]))]), S, axis=0)
+    r = rollout(core, rows_theta, np.repeat(fixed, S), plans, cols, list(seeds) * R, base)
+    util = r["gpu"].reshape(R, S)
+    ratio = r["ratio"].reshape((R, S, *r["ratio"].shape[1:]))
     iters = r["iters"].reshape(ratio.shape)
     tau = pooled_tail(ratio[C], iters[C])[0]
-    tails = [pooled_tail(ratio[c], iters[c], tau) for c in range(C + 2)]
-    score = np.array([candidate_score(util[c].mean(), tails[c][1], cfg) for c in range(C + 2)])
+    tails = [pooled_tail(ratio[c], iters[c], tau) for c in range(R)]
+    score = np.array([candidate_score(util[c].mean(), tails[c][1], cfg) for c in range(R)])
     return {
         "util": util,
         "p99": np.array([t[0] for t in tails]),
         "frac": np.array([t[1] for t in tails]),
         "score": score,
         "tau": tau,
-        "picks": r["picks"].reshape(C + 2, S, -1).sum(axis=1),
+        "picks": r["picks"].reshape(R, S, -1).sum(axis=1),
     }
 
 
@@ -214,6 +266,13 @@ def _check_config(cfg: SearchConfig) -> None:
                         ("generations", 1, cfg.generations), ("elite", 1, cfg.elite)):  # fmt: skip
         if not isinstance(v, int) or v < lo:
             raise ValueError(f"{name} = {v!r}: allowed: an integer >= {lo}")
+    if cfg.antithetic and cfg.population % 2:
+        raise ValueError(f"population = {cfg.population}: allowed with antithetic: an even number")
+    if (BASE_PLAN in cfg.plans[1:]) or ((cfg.plans[0] == BASE_PLAN) != bool(cfg.base)):
+        raise ValueError(
+            f"plans = {cfg.plans!r}, base = {cfg.base!r}: allowed: a base exactly when the first plan is "
+            f"{BASE_PLAN!r}"
+        )
     if cfg.elite > cfg.population:
         raise ValueError(f"elite = {cfg.elite}: allowed: at most population ({cfg.population})")
     if not (cfg.tail_weight >= 0 and cfg.init_std > 0 and cfg.min_std >= 0):
@@ -231,8 +290,11 @@ def cem_search(cfg: SearchConfig, out: str | Path | None = None, log: Any = None
     ``log``: called with each generation's record. Returns ``mean``, ``std``, ``history``."""
     _check_config(cfg)
     rng = np.random.default_rng(cfg.seed)
-    core = make_core(cfg, (cfg.population + 3) * cfg.episodes)
+    base = make_base(cfg.base) if cfg.base else None
+    core = make_core(cfg, (cfg.population + 3 + (base is not None)) * cfg.episodes, base)
     core.reset([cfg.first_seed] * core.batch)
+    if base is not None:
+        base.check(core)
     from ainet_gym.agents.imitate import knn_columns
 
     cols = knn_columns(core.obs_layout, cfg.block)
@@ -248,10 +310,10 @@ def cem_search(cfg: SearchConfig, out: str | Path | None = None, log: Any = None
         outdir.mkdir(parents=True, exist_ok=True)
     for g in range(cfg.generations):
         t0 = time.process_time()
-        samples = mean + std * rng.standard_normal((cfg.population, *shape))
+        samples = mean + std * _draw(rng, cfg.population, shape, cfg.antithetic)
         thetas = np.concatenate([samples, mean[None]])
         seeds = [cfg.first_seed + g * cfg.episodes + i for i in range(cfg.episodes)]
-        res = _generation(core, cfg, thetas, plans, cols, seeds)
+        res = _generation(core, cfg, thetas, plans, cols, seeds, base)
         order = np.argsort(-res["score"][: cfg.population], kind="stable")
         elite = samples[order[: cfg.elite]]
         rec = _record(g, seeds, res, cfg, float(std.mean()), time.process_time() - t0)
@@ -270,13 +332,21 @@ def cem_search(cfg: SearchConfig, out: str | Path | None = None, log: Any = None
     return {"mean": mean, "std": std, "history": history}
 
 
+def _draw(rng: np.random.Generator, n: int, shape: tuple[int, ...], antithetic: bool) -> np.ndarray:
+    """(n, *shape) standard normal draws; ``antithetic``: pairs (eps, -eps)."""
+    if not antithetic:
+        return rng.standard_normal((n, *shape))
+    eps = rng.standard_normal((n // 2, *shape))
+    return np.stack([eps, -eps], axis=1).reshape((n, *shape))
+
+
 def _record(g: int, seeds: list[int], res: dict[str, Any], cfg: SearchConfig, std: float, cpu: float) -> dict:
     """One generation's log line: the incumbent mean's row (index population), the best sample, the static
     rows; util = mean over the episodes; gain = paired mean over ``mean_plan``."""
     P = cfg.population
     u = res["util"].mean(axis=1)
     best = int(np.argmax(res["score"][:P]))
-    return {
+    rec = {
         "generation": g + 1,
         "seeds": [seeds[0], seeds[-1]],
         "tau": res["tau"],
@@ -291,6 +361,10 @@ def _record(g: int, seeds: list[int], res: dict[str, Any], cfg: SearchConfig, st
         "std": std,
         "cpu_s": cpu,
     }  # fmt: skip
+    if u.shape[0] > P + 3:  # the base alone (a gate's search)
+        rec[BASE_PLAN] = {"util": u[P + 3], "p99": res["p99"][P + 3], "frac": res["frac"][P + 3],
+                          "score": res["score"][P + 3]}  # fmt: skip
+    return rec
 
 
 # ---------------------------------------------------------------------------------------------- the file
@@ -302,6 +376,7 @@ def save_search_policy(
     meta = np.array([cfg.scenario, cfg.action_mode, ",".join(cfg.obs_features), ",".join(cfg.extra_plans)])
     info = {"algorithm": "dps-cem-linear", "config": asdict(cfg), **(extra or {})}
     p = Path(path)
+    arrays = {"base": np.array(cfg.base)} if cfg.base else {}
     np.savez(
         p,
         theta=np.asarray(theta, dtype=np.float64),
@@ -309,6 +384,7 @@ def save_search_policy(
         block=np.array(cfg.block),
         meta=meta,
         metadata=np.array(json.dumps(info)),
+        **arrays,
     )
     return p
 
@@ -321,7 +397,8 @@ def _bad(what: str, msg: str) -> Exception:
 
 def load_search_policy(path: str | Path) -> dict[str, Any]:
     """The checked arrays of a search policy file: ``theta`` (float64), ``plans`` (list), ``block``,
-    ``scenario``, ``action_mode``, ``obs_features`` and ``extra_plans`` (tuples), ``metadata`` (dict).
+    ``scenario``, ``action_mode``, ``obs_features`` and ``extra_plans`` (tuples), ``metadata`` (dict), ``base``
+    (a gate's base policy string, or None).
 
     Raises
     ------
@@ -344,6 +421,7 @@ def load_search_policy(path: str | Path) -> dict[str, Any]:
                 )
             arrays = {f: z[f] for f in SEARCH_FIELDS}
             extra = z[SEARCH_META] if SEARCH_META in z.files else None
+            base = z[SEARCH_BASE] if SEARCH_BASE in z.files else None
     except ValueError as e:
         if isinstance(e, ModelFileError):
             raise
@@ -368,7 +446,12 @@ def load_search_policy(path: str | Path) -> dict[str, Any]:
         raise _bad(
             what, "field 'meta' or 'block': allowed: 4 strings (scenario, mode, features, extra plans)"
         )
+    if (base is not None and (base.ndim != 0 or base.dtype.kind != "U")) or (
+        (str(plans[0]) == BASE_PLAN) != (base is not None)
+    ):
+        raise _bad(what, f"field 'base': allowed: one string, exactly when the first plan is {BASE_PLAN!r}")
     return {
+        "base": None if base is None else str(base),
         "theta": theta.astype(np.float64),
         "plans": [str(x) for x in plans],
         "block": str(arrays["block"]),
@@ -383,7 +466,8 @@ def load_search_policy(path: str | Path) -> dict[str, Any]:
 class SearchAgent:
     """``dps:PATH``: a linear plan scorer fitted by direct policy search (:func:`cem_search`), acting in the
     ``choose`` mode of its file with its observation blocks and extra plans (class of the env's plans). A
-    learned policy: it reads only the observation."""
+    learned policy: it reads only the observation. A gate (a file with a ``base``) plays its base agent's
+    action where no other plan scores above 0, in the base's env."""
 
     level = "action"
     learned = True
@@ -400,6 +484,9 @@ class SearchAgent:
         if z["extra_plans"]:
             self.env_kwargs["extra_plans"] = z["extra_plans"]
         self._actions: np.ndarray | None = None
+        self.base = None if z["base"] is None else make_base(z["base"])
+        if self.base is not None:
+            self.env_kwargs = dict(self.base.env_kwargs)
 
     def check(self, core: Any) -> None:
         """Refuse an env of another scenario, without the file's plans or with another block width."""
@@ -419,9 +506,12 @@ class SearchAgent:
             raise ValueError(
                 f"{label}: field 'theta' reads {self.theta.shape[1] - 1} columns; the block has {width}"
             )
+        if self.base is not None:
+            self.base.check(core)
 
     def reset(self, core: Any) -> None:
-        return None
+        if self.base is not None:
+            self.base.reset(core)
 
     def act(self, core: Any, obs: Any) -> np.ndarray:
         """(batch,) the env action of the plan of the highest score (ties: the earlier plan of the file)."""
@@ -430,7 +520,10 @@ class SearchAgent:
         if self._actions is None:
             self._actions = plan_index(core, self.plans)
         x = np.asarray(obs, dtype=np.float64)[:, knn_columns(core.obs_layout, self.block)]
-        return self._actions[np.argmax(plan_scores(self.theta, x), axis=1)].astype(np.int64)
+        a = self._actions[np.argmax(plan_scores(self.theta, x), axis=1)]
+        if self.base is not None:
+            a = np.where(a >= 0, a, np.asarray(self.base.act(core, obs), dtype=np.int64))
+        return a.astype(np.int64)
 
 
 def _register() -> None:
@@ -464,10 +557,11 @@ def build_parser() -> argparse.ArgumentParser:
                        ("tail_plan", str), ("mean_plan", str), ("tail_weight", float), ("tail_target", float),
                        ("first_seed", int), ("episodes", int), ("population", int), ("elite", int),
                        ("generations", int), ("init_std", float), ("min_std", float), ("init_bias", float),
-                       ("seed", int), ("episode_steps", int)):  # fmt: skip
+                       ("seed", int), ("episode_steps", int), ("base", str)):  # fmt: skip
         v = getattr(d, name)
         shown = ",".join(v) if isinstance(v, tuple) else v
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=v, help=f"default {shown}")
+    p.add_argument("--antithetic", action="store_true", help="mirrored pairs of samples")
     p.add_argument("--checkpoints", type=lambda s: tuple(int(x) for x in s.split(",") if x), default=())
     return p
 
@@ -484,7 +578,13 @@ def main(argv: list[str] | None = None) -> int:
             f"gen {rec['generation']:3d} mean util {m['util']:.4f} p99 {m['p99']:.3f} frac {m['frac']:.4f} "
             f"score {m['score']:.4f} gain {m['gain']:+.4f} | best {rec['best_sample']['score']:.4f} "
             f"elite {rec['elite_score']:.4f} | {cfg.tail_plan} p99 {rec['tau']:.3f} | std {rec['std']:.3f} "
-            f"cpu {rec['cpu_s']:.0f}s",
+            f"cpu {rec['cpu_s']:.0f}s"
+            + (
+                f" | base util {rec[BASE_PLAN]['util']:.4f} score {rec[BASE_PLAN]['score']:.4f}"
+                if cfg.base
+                else ""
+            )
+            + f" | picks {m['picks']}",
             flush=True,
         )
 

@@ -110,3 +110,38 @@ def test_bad_files_and_other_envs_are_refused_in_one_line(tmp_path: Path) -> Non
         SearchAgent(str(wide)).check(core)
     with pytest.raises(ValueError, match="plans"):
         SearchAgent(str(good)).check(EnvCore(SCEN, action_mode="choose_bg", obs_features=("phase",)))
+
+
+def test_a_gate_plays_its_base_or_the_override_and_its_search_logs_the_base(
+    tmp_path: Path, evaluate_json: Callable
+) -> None:
+    # the base: a dps file that always plays favour2+bg (issue-26zt's gate over a passing policy)
+    base = save_search_policy(tmp_path / "b.npz", np.full((3, 13), -1.0), _cfg())
+    cfg = _cfg(plans=("base", "favour0+bg"), base=f"dps:{base}")
+    never = np.zeros((1, 13))
+    never[0, -1] = -1.0
+    always = np.zeros((1, 13))
+    always[0, -1] = 1.0
+    g0 = save_search_policy(tmp_path / "never.npz", never, cfg)
+    g1 = save_search_policy(tmp_path / "always.npz", always, cfg)
+    assert load_search_policy(g0)["base"] == f"dps:{base}"
+    pol = evaluate_json(SCEN, f"dps:{g0},dps:{g1},favour0+bg,favour2+bg", "--seeds", "1,2", "--steps", "3")
+    u = {k: v["gpu_utilization"] for k, v in pol["policies"].items()}
+    assert u[f"dps:{g0}"] == u["favour2+bg"] and u[f"dps:{g1}"] == u["favour0+bg"]
+    rec = cem_search(_cfg(plans=("base", "favour0+bg"), base=f"dps:{base}", population=4, antithetic=True))
+    last = rec["history"][-1]
+    assert last["base"]["util"] == pytest.approx(last["favour2+bg"]["util"], abs=1e-12)
+    with pytest.raises(ValueError, match="base"):
+        cem_search(_cfg(plans=("base", "favour0+bg")))  # a base plan without a base policy
+    with pytest.raises(ValueError, match="even"):
+        cem_search(_cfg(plans=("base", "favour0+bg"), base=f"dps:{base}", antithetic=True))
+
+
+def test_a_gate_file_without_its_base_string_is_refused(tmp_path: Path) -> None:
+    from ainet_gym.agents.model_files import ModelFileError
+
+    cfg = _cfg(plans=("base", "favour0+bg"), base="dps:x.npz")
+    z = dict(np.load(save_search_policy(tmp_path / "g.npz", np.zeros((1, 13)), cfg)))
+    np.savez(tmp_path / "nobase.npz", **{k: v for k, v in z.items() if k != "base"})
+    with pytest.raises(ModelFileError, match="base"):
+        load_search_policy(tmp_path / "nobase.npz")
