@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ __all__ = [
     "load_tensors",
     "meta_int",
     "read_json",
+    "read_npz_members",
     "require_trust",
 ]
 
@@ -117,6 +119,50 @@ def check_size(path: str | os.PathLike, what: str, limit_key: str = "file_bytes"
             f"(ainet_gym.agents.model_files.MODEL_LIMITS[{limit_key!r}]); not reading it"
         )
     return size
+
+
+def read_npz_members(
+    path: str | os.PathLike, what: str, required: Sequence[str], holds: str, keep: Callable[[str], bool]
+) -> dict[str, np.ndarray]:
+    """The members of the ``.npz`` archive ``path`` that ``keep`` accepts (by name), read without pickle
+    (``np.load(allow_pickle=False)``) after the archive's unpacked size is checked against
+    ``MODEL_LIMITS["file_bytes"]`` (nothing is decompressed above it); the policy files of the k-NN, qnet and
+    search agents are read through it.
+
+    Raises
+    ------
+    ModelFileError
+        One line naming the file: not an .npz archive, above the ceiling unpacked, a member of ``required``
+        missing (with ``holds``: what such a file holds), an object (pickled) array or an unreadable member.
+    """
+    import zipfile
+
+    import numpy as np
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            unpacked = sum(i.file_size for i in z.infolist())
+    except (zipfile.BadZipFile, OSError) as e:
+        raise ModelFileError(f"{what}: not an .npz archive ({e})") from None
+    if unpacked > MODEL_LIMITS["file_bytes"]:
+        raise ModelFileError(
+            f"{what}: {unpacked:,} bytes unpacked, above the ceiling of {MODEL_LIMITS['file_bytes']:,} "
+            "(ainet_gym.agents.model_files.MODEL_LIMITS['file_bytes']); not reading it"
+        )
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [f for f in required if f not in z.files]
+            if missing:
+                raise ModelFileError(f"{what}: no field {', '.join(missing)}; {holds}")
+            return {f: z[f] for f in z.files if keep(f)}
+    except ValueError as e:
+        if isinstance(e, ModelFileError):
+            raise
+        raise ModelFileError(
+            f"{what}: refusing an object (pickled) array or unreadable member ({e})"
+        ) from None
+    except OSError as e:
+        raise ModelFileError(f"{what}: not an .npz archive ({e})") from None
 
 
 def read_json(path: str | os.PathLike, what: str) -> dict[str, Any]:

@@ -228,38 +228,16 @@ def _bad(what: str, msg: str) -> Exception:
 
 
 def _read(p: Path, what: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
-    import zipfile
+    """The qnet fields, the layers (``w0``, ``b0``, ...) and the optional :data:`QNET_META` member of ``p``
+    (:func:`~ainet_gym.agents.model_files.read_npz_members`)."""
+    from ainet_gym.agents.model_files import read_npz_members
 
-    from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError
-
-    try:
-        with zipfile.ZipFile(p) as z:
-            unpacked = sum(i.file_size for i in z.infolist())
-    except (zipfile.BadZipFile, OSError) as e:
-        raise _bad(what, f"not an .npz archive ({e})") from None
-    if unpacked > MODEL_LIMITS["file_bytes"]:
-        raise _bad(
-            what,
-            f"{unpacked:,} bytes unpacked, above the ceiling of {MODEL_LIMITS['file_bytes']:,} "
-            "(ainet_gym.agents.model_files.MODEL_LIMITS['file_bytes']); not reading it",
-        )
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            missing = [f for f in QNET_FIELDS if f not in z.files]
-            if missing:
-                raise _bad(
-                    what,
-                    f"no field {', '.join(missing)}; a qnet policy holds {', '.join(QNET_FIELDS)} and w0, b0, "
-                    "... (python -m ainet_gym.agents.imitate qfit)",
-                )
-            names = [f for f in z.files if f in QNET_FIELDS or (f[:1] in "wb" and f[1:].isdigit())]
-            arrays = {f: z[f] for f in names}
-            extra = z[QNET_META] if QNET_META in z.files else None
-    except ValueError as e:
-        if isinstance(e, ModelFileError):
-            raise
-        raise _bad(what, f"refusing an object (pickled) array or unreadable member ({e})") from None
-    return arrays, extra
+    holds = f"a qnet policy holds {', '.join(QNET_FIELDS)} and w0, b0, ... (python -m ainet_gym.agents.imitate qfit)"
+    arrays = read_npz_members(
+        p, what, QNET_FIELDS, holds,
+        lambda f: f in QNET_FIELDS or f == QNET_META or (f[:1] in "wb" and f[1:].isdigit()),
+    )  # fmt: skip
+    return arrays, arrays.pop(QNET_META, None)
 
 
 def _checked_layers(arrays: dict[str, np.ndarray], width: int, plans: int, what: str) -> list[tuple]:

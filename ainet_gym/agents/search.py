@@ -407,27 +407,16 @@ def load_search_policy(path: str | Path) -> dict[str, Any]:
     ModelNotFoundError
         If the file does not exist.
     """
-    from ainet_gym.agents.model_files import ModelFileError, check_size, existing, json_member
+    from ainet_gym.agents.model_files import check_size, existing, json_member, read_npz_members
 
     what = f"dps policy {str(path)!r}"
     p = existing(path, "dps policy")
     check_size(p, what)
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            missing = [f for f in SEARCH_FIELDS if f not in z.files]
-            if missing:
-                raise _bad(
-                    what, f"no field {', '.join(missing)}; a dps policy holds {', '.join(SEARCH_FIELDS)}"
-                )
-            arrays = {f: z[f] for f in SEARCH_FIELDS}
-            extra = z[SEARCH_META] if SEARCH_META in z.files else None
-            base = z[SEARCH_BASE] if SEARCH_BASE in z.files else None
-    except ValueError as e:
-        if isinstance(e, ModelFileError):
-            raise
-        raise _bad(what, f"refusing an object (pickled) array or unreadable member ({e})") from None
-    except OSError as e:
-        raise _bad(what, f"not an .npz archive ({e})") from None
+    holds = f"a dps policy holds {', '.join(SEARCH_FIELDS)}"
+    arrays = read_npz_members(
+        p, what, SEARCH_FIELDS, holds, lambda f: f in (*SEARCH_FIELDS, SEARCH_META, SEARCH_BASE)
+    )
+    extra, base = arrays.pop(SEARCH_META, None), arrays.pop(SEARCH_BASE, None)
     theta, plans, meta = arrays["theta"], arrays["plans"], arrays["meta"]
     if plans.ndim != 1 or plans.dtype.kind != "U" or plans.shape[0] < 2:
         raise _bad(what, f"field 'plans' is a {plans.ndim}-d {plans.dtype} array; allowed: >= 2 plan names")

@@ -314,3 +314,31 @@ def test_a_per_switch_model_that_is_not_a_model_is_named_as_given(tmp_path, one_
     assert _evaluate(f"marl:{p}", tmp_path) == 2
     line = one_line(f"marl:{p}")
     assert "ppo:" not in line, line
+
+
+@pytest.mark.parametrize(
+    "loader",
+    [
+        "ainet_gym.agents.search:load_search_policy",
+        "ainet_gym.agents.qnet:load_qnet",
+        "ainet_gym.agents.imitate:load_knn",
+    ],
+)
+def test_npz_policies_above_the_ceiling_unpacked_are_refused_unread(tmp_path, monkeypatch, loader) -> None:
+    """A small archive that unpacks above ``MODEL_LIMITS["file_bytes"]`` (a zip bomb) is refused from its zip
+    directory, before any member is decompressed, by each .npz policy loader (one shared reader)."""
+    import importlib
+
+    module, name = loader.split(":")
+    load = getattr(importlib.import_module(module), name)
+    p = tmp_path / "bomb.npz"
+    np.savez_compressed(p, theta=np.zeros(1_000_000))  # 8 MB unpacked, a few KB on disk
+    assert p.stat().st_size < 100_000
+    monkeypatch.setitem(MODEL_LIMITS, "file_bytes", 100_000)
+    with pytest.raises(ModelFileError, match=r"8,000,\d+ bytes unpacked, above the ceiling of 100,000"):
+        load(p)
+    monkeypatch.setitem(MODEL_LIMITS, "file_bytes", 2 * 2**30)
+    with pytest.raises(
+        ModelFileError, match="no field"
+    ):  # under the ceiling it is read, and refused for its fields
+        load(p)

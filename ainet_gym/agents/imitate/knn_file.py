@@ -291,39 +291,15 @@ def _checked_knn_values(q: np.ndarray | None, n: int, plans: int, what: str) -> 
 
 
 def _read_knn_members(p: Path, what: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
-    """The :data:`KNN_FIELDS` arrays and the optional :data:`KNN_META` member of the archive ``p``, read
-    without pickle after its unpacked size is checked against the model-file ceiling."""
-    import zipfile
+    """The :data:`KNN_FIELDS` arrays (and the optional ones) and the optional :data:`KNN_META` member of the
+    archive ``p`` (:func:`~ainet_gym.agents.model_files.read_npz_members`)."""
+    from ainet_gym.agents.model_files import read_npz_members
 
-    from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError
-
-    try:
-        with zipfile.ZipFile(p) as z:
-            unpacked = sum(i.file_size for i in z.infolist())
-    except (zipfile.BadZipFile, OSError) as e:
-        raise ModelFileError(f"{what}: not an .npz archive ({e})") from None
-    if unpacked > MODEL_LIMITS["file_bytes"]:
-        raise ModelFileError(
-            f"{what}: {unpacked:,} bytes unpacked, above the ceiling of {MODEL_LIMITS['file_bytes']:,} "
-            "(ainet_gym.agents.model_files.MODEL_LIMITS['file_bytes']); not reading it"
-        )
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            missing = [f for f in KNN_FIELDS if f not in z.files]
-            if missing:
-                raise ModelFileError(
-                    f"{what}: no field {', '.join(missing)}; a knn policy holds {', '.join(KNN_FIELDS)} "
-                    "(python -m ainet_gym.agents.imitate knn)"
-                )
-            arrays = {f: z[f] for f in (*KNN_FIELDS, *KNN_OPTIONAL) if f in z.files}
-            extra = z[KNN_META] if KNN_META in z.files else None
-    except ValueError as e:
-        if isinstance(e, ModelFileError):
-            raise
-        raise ModelFileError(
-            f"{what}: refusing an object (pickled) array or unreadable member ({e})"
-        ) from None
-    return arrays, extra
+    holds = f"a knn policy holds {', '.join(KNN_FIELDS)} (python -m ainet_gym.agents.imitate knn)"
+    arrays = read_npz_members(
+        p, what, KNN_FIELDS, holds, lambda f: f in (*KNN_FIELDS, *KNN_OPTIONAL, KNN_META)
+    )
+    return arrays, arrays.pop(KNN_META, None)
 
 
 def _checked_knn_arrays(
