@@ -68,6 +68,7 @@ __all__ = [
     "mean_ci95",
     "parse_seeds",
     "run_policy",
+    "step_ratios",
 ]
 
 EPISODE_SEED_STRIDE = 100_003
@@ -185,6 +186,16 @@ def mean_ci95(x: np.ndarray) -> dict[str, Any]:
     return {"mean": m, "ci95": [m - h, m + h]}
 
 
+def step_ratios(info: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """An interval's job iterations and their step time over the ideal, (B, J) each, from a step's ``info``
+    (0 for both where a job finished no iteration or has no ideal): what :func:`run_policy` records for the
+    p99 (each ratio repeated by its iterations)."""
+    it = np.asarray(info["iterations"])
+    st, ideal = np.asarray(info["step_time_ms"]), np.asarray(info["ideal_step_time_ms"])
+    ok = (it > 0) & (ideal > 0)
+    return np.where(ok, it, 0), np.where(ok, safe_divide(st, ideal), 0.0)
+
+
 def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
     """Run one episode per seed (all at once, ``core.batch == len(seeds)``) and record the metrics."""
     import time
@@ -207,11 +218,7 @@ def run_policy(agent: Agent, core: EnvCore, seeds: list[int]) -> PolicyRun:
         gpu[:, t] = info["reward_gpu_utilization"]
         mlu[:, t] = info["max_link_utilization"]
         col[:, t] = info["collisions"]
-        it = np.asarray(info["iterations"])
-        st, ideal = np.asarray(info["step_time_ms"]), np.asarray(info["ideal_step_time_ms"])
-        ok = (it > 0) & (ideal > 0)
-        iters[:, t] = np.where(ok, it, 0)
-        ratio[:, t] = np.where(ok, safe_divide(st, ideal), 0.0)
+        iters[:, t], ratio[:, t] = step_ratios(info)
     return PolicyRun(
         agent.name, agent_controls(agent), gpu, mlu, col, ratio, iters, time.time() - t0, is_learned(agent)
     )

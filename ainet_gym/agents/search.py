@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ainet_gym.arrays import safe_divide
+from ainet_gym.agents.evaluate import step_ratios
 
 __all__ = [
     "SearchAgent",
@@ -210,11 +210,7 @@ def rollout(
         a = np.where(fixed >= 0, fixed, a).astype(np.int64)
         obs, _, _, _, info = core.step(a)
         gpu[:, t] = info["reward_gpu_utilization"]
-        it = np.asarray(info["iterations"])
-        st, ideal = np.asarray(info["step_time_ms"]), np.asarray(info["ideal_step_time_ms"])
-        ok = (it > 0) & (ideal > 0)
-        iters[:, t] = np.where(ok, it, 0)
-        ratio[:, t] = np.where(ok, safe_divide(st, ideal), 0.0)
+        iters[:, t], ratio[:, t] = step_ratios(info)
     return {"gpu": gpu.mean(axis=1), "ratio": ratio, "iters": iters, "picks": picks}
 
 
