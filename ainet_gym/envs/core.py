@@ -3,10 +3,11 @@ reward, info) over ``batch`` instances of one scenario; :class:`~ainet_gym.envs.
 is the single env (``batch = 1``) and :class:`~ainet_gym.envs.vector_env.FabricRoutingVectorEnv` the native
 vector env over the same core, so the two cannot drift apart.
 
-The core's concerns live in modules of their own, as its base classes: :mod:`ainet_gym.envs.actions`
-(checking and decoding actions), :mod:`ainet_gym.envs.observation` (spaces and observation blocks) and
-:mod:`ainet_gym.envs.info` (the info dict); this module keeps the state (construction, the read-only API
-for agents, reset, share weights, snapshot and restore) and the step. The step and the reset as functions
+The core's concerns live in modules of their own, as its base classes: :mod:`ainet_gym.envs.agent_api`
+(the read-only API for agents), :mod:`ainet_gym.envs.share_weights` (share weights),
+:mod:`ainet_gym.envs.actions` (checking and decoding actions), :mod:`ainet_gym.envs.observation` (spaces and
+observation blocks) and :mod:`ainet_gym.envs.info` (the info dict); this module keeps the state
+(construction, reset, snapshot and restore) and the step. The step and the reset as functions
 of the episode state are :mod:`ainet_gym.envs.functional`.
 """
 
@@ -26,6 +27,7 @@ from ainet_gym.envs.actions import (
     EnvActions,
     check_residual,
 )
+from ainet_gym.envs.agent_api import EnvAgentAPI
 from ainet_gym.envs.functional import step, step_split
 from ainet_gym.envs.info import BUILTIN_REWARDS, INFO_KEYS, EnvInfo, check_info_keys
 from ainet_gym.envs.observation import (
@@ -35,6 +37,7 @@ from ainet_gym.envs.observation import (
 )
 from ainet_gym.envs.passes import EnvPasses, get_passes
 from ainet_gym.envs.rewards import RewardFn, make_reward
+from ainet_gym.envs.share_weights import EnvShareWeights
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
 from ainet_gym.envs.state import (
     EnvSnapshot,
@@ -42,31 +45,19 @@ from ainet_gym.envs.state import (
     EpisodeState,
 )
 from ainet_gym.errors import check_choice
-from ainet_gym.fabric.topology import TIERS, Fabric
-from ainet_gym.routing.context import RoutingContext
+from ainet_gym.fabric.topology import TIERS
 from ainet_gym.routing.plans import (
     CHOOSE_MODES,
     WEIGHTED_CLASS,
-    plan_share_weights,
     plan_weight_table,
     plans_of_mode,
-    share_weights_of,
 )
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
 from ainet_gym.sim.backends.numba import env_passes as _env_passes
-from ainet_gym.sim.stack import UnitStack
-from ainet_gym.sim.state import WAITING
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
 
 __all__ = ["EnvCore"]
-
-
-def _readonly(a: np.ndarray) -> np.ndarray:
-    """A read-only view of ``a`` (the array itself stays writable for its owner)."""
-    v = a.view()
-    v.flags.writeable = False
-    return v
 
 
 def _check_arguments(
@@ -93,22 +84,6 @@ def _check_arguments(
         raise ValueError(f"num_envs = {batch!r}: must be an integer >= 1")
 
 
-def _share_array(name: str, x: npt.ArrayLike, shape: tuple[int, ...]) -> np.ndarray:
-    """``x`` broadcast to ``shape`` as float64 share weights, or a ValueError naming ``name``, the first bad
-    value and what is allowed (finite numbers > 0)."""
-    try:
-        a = np.broadcast_to(np.asarray(x, dtype=np.float64), shape)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{name} = {x!r}: allowed: finite numbers > 0 of shape {shape} (or one number)"
-        ) from None
-    bad = np.argwhere(~(np.isfinite(a) & (a > 0.0)))
-    if bad.size:
-        i = tuple(int(k) for k in bad[0])
-        raise ValueError(f"{name}[{', '.join(map(str, i))}] = {float(a[i])!r}: allowed: a finite number > 0")
-    return a
-
-
 def _choose_plans(action_mode: str, extra_plans: Sequence[str]) -> tuple[str | None, tuple[str, ...]]:
     """(controls class, plans) of a ``choose`` mode with its ``extra_plans``; ``(None, ())`` for another mode.
 
@@ -130,7 +105,7 @@ def _choose_plans(action_mode: str, extra_plans: Sequence[str]) -> tuple[str | N
     return None, ()
 
 
-class EnvCore(EnvActions, EnvObservation, EnvInfo):
+class EnvCore(EnvAgentAPI, EnvShareWeights, EnvActions, EnvObservation, EnvInfo):
     """Batched observation / action / reward logic over a :class:`FabricWorld`.
 
     The episode state lives in four containers (:mod:`ainet_gym.envs.state`): :attr:`state` (the core's
@@ -235,252 +210,6 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self._no_lu = np.zeros((self.batch, w.fabric.n_links))  # compiled observation: no interval yet
         self._no_job = np.zeros((self.batch, w.n_job_slots))
 
-    # ------------------------------------------------------------------ read-only API for agents
-    # What agents, baselines and render read of the simulation, as read-only array views (writing one
-    # raises ValueError); shapes use B = batch, J = job slots, S = action slots, C = connections of the
-    # batch, P = max_paths, H = max hops, L = links of the fabric.
-
-    @property
-    def episode_state(self) -> EpisodeState:
-        """The whole episode state the core holds: the engine's, the world's and the core's containers and
-        the units they are laid out by (the objects :meth:`step` changes in place, not copies; a restack
-        gives the engine new ones, so take it again after a step; :meth:`snapshot` copies it).
-
-        Raises
-        ------
-        RuntimeError
-            Before the first :meth:`reset`.
-        """
-        sim = self._sim()
-        ep = self._episode
-        if (
-            ep is None
-            or ep.sim is not sim.state
-            or ep.engine is not sim.engine_state
-            or ep.world is not self.world.state
-            or ep.env is not self.state
-            or ep.units is not sim.stack
-        ):  # (a restack or a bind gave the core other containers)
-            ep = self._episode = EpisodeState(
-                sim=sim.state,
-                engine=sim.engine_state,
-                world=self.world.state,
-                env=self.state,
-                units=sim.stack,
-            )
-        return ep
-
-    def holds(self, state: EpisodeState) -> bool:
-        """Whether ``state`` is the episode state this core steps now (its containers, not a copy)."""
-        sim = self.world.sim
-        return (
-            sim is not None
-            and state.env is self.state
-            and state.sim is sim.state
-            and state.engine is sim.engine_state
-            and state.world is self.world.state
-            and state.units is sim.stack
-        )
-
-    def bind(self, state: EpisodeState) -> None:
-        """Make ``state`` the episode state this core steps, by reference (no copy: the next steps write its
-        arrays; :meth:`~ainet_gym.envs.state.EpisodeState.copy` it to keep it). Nothing to do when the core
-        holds it already; else the engine restacks if its units are not those of ``state``'s jobs, and the
-        caches derived from the state (the entries of the split, the default split, the capacities' product)
-        are made again. The state the core held before is left as it was.
-
-        Raises
-        ------
-        ValueError
-            If ``state`` is not an episode state of this scenario with this core's batch and history.
-        RuntimeError
-            If ``state`` is that of a core not reset yet.
-        """
-        if not isinstance(state, EpisodeState):
-            raise ValueError(f"bind: {type(state).__name__} is not an EpisodeState")
-        if self.holds(state):
-            return
-        if state.env.util_hist.shape != self.state.util_hist.shape:
-            raise ValueError(
-                f"bind: the state's link history has shape {state.env.util_hist.shape}, this core's "
-                f"{self.state.util_hist.shape} (another batch or history length)"
-            )
-        if state.env.needs_reset:
-            raise RuntimeError("bind: the state is that of a core not reset yet")
-        w = self.world
-        if w.sim is None:
-            w.reset([None] * self.batch)  # builds the engine; its state is replaced below
-        held = self.episode_state
-        try:
-            w.bind_state(state.world, state.sim, state.engine, state.units)
-        except ValueError:  # (units of another layout: the core goes on with the state it held)
-            w.bind_state(held.world, held.sim, held.engine, held.units)
-            raise
-        self.state = state.env
-        self._default = w.default_split(copy=False)
-        self._slot_bytes = None
-
-    @property
-    def last_result(self) -> StepResult | None:
-        """The :class:`StepResult` of the last interval (None right after a full reset); read-only."""
-        return self.state.last
-
-    @property
-    def decision_interval_s(self) -> float:
-        """Simulated seconds of one step."""
-        return self.world.decision_interval_s
-
-    @property
-    def fabric(self) -> Fabric:
-        """The fabric the instances share (structure: links, nominal capacities, tiers, ECMP groups); the
-        world's own object, read it and do not change it."""
-        return self.world.fabric
-
-    @property
-    def backend(self) -> str:
-        """The simulation backend the core runs on (``"numba"`` or ``"numpy"``)."""
-        return self.world.backend
-
-    @property
-    def job_names(self) -> list[list[str | None]]:
-        """(B, J) the name of each job slot's job as of the last restack (None: empty slot); a copy."""
-        return [list(x) for x in self.world.names]
-
-    @property
-    def unit_stack(self) -> UnitStack:
-        """The engine's compiled units of the batch (:class:`~ainet_gym.sim.stack.UnitStack`), read-only: a
-        restack (a reset that changes the jobs, churn, an AllToAll rotation) replaces it whole and renumbers
-        the connections, so ``core.unit_stack is before`` tells that a split of ``before`` still applies.
-
-        Raises
-        ------
-        RuntimeError
-            Before the first :meth:`reset`.
-        """
-        return self._sim().stack
-
-    def connection_bounds(self) -> np.ndarray:
-        """(B+1,) int64: the first connection of each instance (instance ``b``'s connections are the rows
-        ``bounds[b]:bounds[b + 1]`` of a split).
-
-        Raises
-        ------
-        RuntimeError
-            Before the first :meth:`reset`.
-        """
-        sim = self._sim()
-        return np.searchsorted(sim.unit_inst[sim.conn_unit], np.arange(self.batch + 1)).astype(np.int64)
-
-    def job_progress(self) -> np.ndarray:
-        """(B, J) GPU-seconds of ideal work each job slot's job has done since it was stacked: per GPU,
-        completed iterations times the ideal step time, plus the compute done in the current iteration,
-        plus the share of its communication bytes moved times its ideal communication time (0 for an empty
-        slot). The twin's and the imitation labels' terminal value (:mod:`ainet_gym.agents.twin`).
-
-        Raises
-        ------
-        RuntimeError
-            Before the first :meth:`reset`.
-        """
-        sim, w = self._sim(), self.world
-        st = sim.state
-        ju = w.job_unit
-        alive = ju >= 0
-        u = np.maximum(ju, 0)
-        jf = sim.job_flows
-        left = np.bincount(sim.flow_unit[jf], weights=st.rem[jf], minlength=sim.n_units)
-        total = np.bincount(sim.flow_unit[jf], weights=sim.flow_bytes[jf], minlength=sim.n_units)
-        comm_frac = np.where(total > 0, 1.0 - left / np.where(total > 0, total, 1.0), 0.0)
-        compute = sim.unit_compute[u]
-        done_compute = np.clip(compute - st.t_compute_left[u], 0.0, compute)
-        done_compute = np.where(st.phase_cur[u] == WAITING, 0.0, done_compute)  # not started yet
-        ideal_step = np.nan_to_num(w.job_ideal_step_s)
-        ideal_comm = np.nan_to_num(w.job_ideal_comm_s)
-        work = st.iterations_total[u] * ideal_step + done_compute + comm_frac[u] * ideal_comm
-        return np.where(alive, work * sim.unit_ngpus[u], 0.0)
-
-    @property
-    def n_slots(self) -> int:
-        """S, action slots per instance (one per connection of every job slot)."""
-        return self.slot_layout.n_slots
-
-    def _slot_maps(self) -> SlotMaps:
-        """Where the action slots point now: made again when the world restacked its units (a reset that
-        changes them, churn, an AllToAll rotation), which replaces the engine's unit stack or the job
-        slots' units; held by those objects themselves, not their id()."""
-        w = self.world
-        sim = w.sim
-        if sim is None:
-            return self._maps
-        made = self._maps_of
-        if made is None or made[0] is not sim.stack or made[1] is not w.job_unit:
-            self._maps = self.slot_layout.maps(sim, w.job_unit, w.bg_unit)
-            self._maps_of = (sim.stack, w.job_unit)
-        return self._maps
-
-    @property
-    def ideal_step_s(self) -> np.ndarray:
-        """(B, J) s: step time of each job slot's job alone on a non-blocking fabric (nan: empty slot)."""
-        return _readonly(self.world.job_ideal_step_s)
-
-    @property
-    def ideal_comm_s(self) -> np.ndarray:
-        """(B, J) s: communication time of one iteration of each job slot's job alone on a non-blocking
-        fabric (nan: empty slot)."""
-        return _readonly(self.world.job_ideal_comm_s)
-
-    @property
-    def controllable(self) -> np.ndarray:
-        """(B, S) bool: slots whose connection has more than one candidate path (``info["action_mask"]``)."""
-        return _readonly(self._slot_maps().mask)
-
-    @property
-    def slot_connection(self) -> np.ndarray:
-        """(B, S) int: the connection (row of :attr:`candidate_paths`) each slot routes, -1 for none."""
-        return _readonly(self._slot_maps().conn)
-
-    @property
-    def n_paths(self) -> np.ndarray:
-        """(C,) int: candidate paths of each connection of the batch."""
-        return _readonly(self._sim().conn_npaths)
-
-    @property
-    def candidate_paths(self) -> np.ndarray:
-        """(C, P, H) int: link ids of each candidate path, -1 padded; batch-global ids ``b * L + link``
-        (``% L`` gives the fabric's link id)."""
-        return _readonly(self._sim().conn_paths_global)
-
-    @property
-    def link_capacity_bytes_per_s(self) -> np.ndarray:
-        """(B, L) bytes/s: each link's capacity in the next interval (0: failed)."""
-        return _readonly(self._sim().engine_state.capacity_bytes_per_s)
-
-    @property
-    def routing_context(self) -> RoutingContext:
-        """The world as an engine-level routing policy reads it: ``get_policy(name)(core.routing_context,
-        core.last_result)`` gives that policy's split for the next interval
-        (:class:`ainet_gym.routing.context.RoutingContext` lists what a policy may read)."""
-        return self.world
-
-    def connection_demand(self) -> np.ndarray:
-        """(C,) bytes each connection offers in one interval (:func:`ainet_gym.routing.policies.connection_demand`)."""
-        from ainet_gym.routing.policies import connection_demand
-
-        return connection_demand(self.world)
-
-    def offered_load(self, split: np.ndarray, demand: np.ndarray | None = None) -> np.ndarray:
-        """(B, L) bytes that ``demand`` (C,) bytes (default: :meth:`connection_demand`) puts on each link
-        when routed by ``split`` (C, P) (:func:`ainet_gym.routing.policies.offered_load`)."""
-        from ainet_gym.routing.policies import offered_load
-
-        return offered_load(self.world, split, self.connection_demand() if demand is None else demand)
-
-    def _sim(self) -> Any:
-        sim = self.world.sim
-        if sim is None:
-            raise RuntimeError("the simulation exists after the first reset()")
-        return sim
-
     # ------------------------------------------------------------------ reset
     def reset(self, seeds: list[int | None], mask: np.ndarray | None = None) -> tuple[Any, dict[str, Any]]:
         mask = np.ones(self.batch, dtype=bool) if mask is None else mask
@@ -491,79 +220,6 @@ class EnvCore(EnvActions, EnvObservation, EnvInfo):
         self.state.plan[mask] = -1
         self._default = self.world.default_split(copy=False)
         return self.observe(None), self.info(None)
-
-    # ------------------------------------------------------------------ share weights
-    def set_share_weights(self, jobs: npt.ArrayLike | None, background: npt.ArrayLike = 1.0) -> None:
-        """The share weight of the flows of each job slot (``jobs``: (B, J), finite > 0; None: each job's
-        ``share_weight`` of the scenario, default 1) and of
-        each background source (``background``: a number, or (B, sources)), from the next step on:
-        the engine makes the level ``rate / weight`` max-min fair (:meth:`BatchSim.set_share_weights
-        <ainet_gym.sim.engine.BatchSim.set_share_weights>`; docs/model.md, "Share weights"). An empty slot's
-        weight is not used; a job keeps its weight while it runs, a job that arrives starts at its
-        ``share_weight``. In
-        :meth:`snapshot` / :meth:`restore`.
-
-        Raises
-        ------
-        ValueError
-            If a weight is not a finite number > 0 or a shape does not fit (nothing is changed then).
-        """
-        w = self.world
-        sim = self._sim()
-        J, bg_unit = w.job_unit.shape[1], w.bg_unit
-        jw = None if jobs is None else _share_array("jobs", jobs, (self.batch, J))
-        bw = _share_array("background", background, bg_unit.shape)
-        uw = self._scenario_unit_weights().copy()
-        if jw is not None:
-            ok = w.job_unit >= 0
-            uw[w.job_unit[ok]] = jw[ok]
-        uw[bg_unit.reshape(-1)] = bw.reshape(-1)
-        sim.set_share_weights(uw)
-
-    def set_plan_weights(self, plans: Sequence[str]) -> None:
-        """The share weights of the plan each instance runs in the next step (``plans``: one plan name per
-        instance): a weighted plan's (``favour{j}[-w{W}]+bg``: job slot ``j`` and the background at its weight,
-        the other jobs 1; :func:`ainet_gym.routing.plans.plan_share_weights`), the scenario's for any other
-        plan. A ``choose_bg`` env with weighted plans calls it in every :meth:`step`; engine-level agents of
-        the class (the ``favour{j}+bg`` baselines, ``twin:...-w``) before their ``step_split``.
-
-        Raises
-        ------
-        ValueError
-            If ``plans`` does not name one plan per instance, or a weighted plan is misspelt.
-        """
-        if len(plans) != self.batch:
-            raise ValueError(f"plans: {len(plans)} names; allowed: one plan name per instance ({self.batch})")
-        jobs, bg = plan_share_weights(list(plans), self.world.job_unit.shape[1], self._scenario_job_weights())
-        self.set_share_weights(jobs, np.broadcast_to(bg[:, None], self.world.bg_unit.shape))
-
-    def _set_plan_weights_at(self, picked: np.ndarray) -> None:
-        """:meth:`set_plan_weights` for the plans of this env picked by index (``picked``: (B,)), as a step
-        does: the table parsed at construction, no name parsed."""
-        jobs, bg = share_weights_of(
-            self._plan_slot[picked], self._plan_weight[picked], self._scenario_job_weights()
-        )
-        self.set_share_weights(jobs, np.broadcast_to(bg[:, None], self.world.bg_unit.shape))
-
-    def _scenario_unit_weights(self) -> np.ndarray:
-        """(units,) each unit's scenario share weight (``jobs[].share_weight``, the background's 1), cached
-        until a restack gives the simulation other units."""
-        units = self._sim().flat_units
-        if self._own_weights is None or self._own_weights[0] is not units:
-            self._own_weights = (units, np.array([u.share_weight for u in units], dtype=np.float64))
-        return self._own_weights[1]
-
-    def _scenario_job_weights(self) -> np.ndarray:
-        """(B, J) each job slot's scenario share weight (1 for an empty slot)."""
-        ju = self.world.job_unit
-        return np.where(ju >= 0, self._scenario_unit_weights()[np.maximum(ju, 0)], 1.0)
-
-    def redraw_background(self, redraw: Any, seeds: Sequence[int], plans: int) -> None:
-        """Re-draw, in place, the phases of the periodic background sources that the observation has not shown
-        (a planner's copies of ``len(seeds)`` episodes laid out as (episode, sample, plan); ``redraw`` a
-        :class:`ainet_gym.sim.redraw.FutureRedraw`): the bursts change from the next interval on, nothing else
-        of the state does (docs/learning.md, "issue-26zr")."""
-        redraw.apply(self.world.state, self.scenario.background, seeds, plans)
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> EnvSnapshot:

@@ -130,7 +130,8 @@ def test_fabric_topology_re_exports_the_modules_of_one_concern() -> None:
 #: ``ainet_gym.envs.env`` stays the documented import path of ``EnvCore`` and ``FabricRoutingEnv`` and the
 #: ``entry_point`` of every registered id, and defines nothing itself
 ENV_MODULES = (
-    "core",  # EnvCore: construction, the read-only API for agents, reset, share weights, snapshots, the step
+    "core",  # EnvCore: construction, reset, snapshots, the step (its bases: the modules below and, since
+    # issue-31zr, agent_api.py (the read-only API for agents) and share_weights.py)
     "gym_env",  # FabricRoutingEnv, the single Gymnasium env
     "functional",  # step, step_split, reset, step_state: the step as a function of the episode state
     "state",  # EnvSnapshot beside the episode state's containers
@@ -366,11 +367,18 @@ _FOREIGN_PRIVATE = {
 }
 
 
-#: one class written over several modules (issue 31 item 3): ``EnvCore`` is ``EnvActions`` + ``EnvObservation``
-#: + ``EnvInfo``, one module per concern; their private members are the class's own, so ``self._x`` in one of
+#: one class written over several modules (issue 31 item 3): ``EnvCore`` is ``EnvAgentAPI`` + ``EnvShareWeights``
+#: (issue-31zr) + ``EnvActions`` + ``EnvObservation`` + ``EnvInfo``, one module per concern; their private members are the class's own, so ``self._x`` in one of
 #: these modules may name a member another of them defines (``core.py`` calls ``self._validate`` of
 #: ``actions.py``). Nothing else reads a private member defined in another module.
-_ONE_CLASS = ("envs/core.py", "envs/actions.py", "envs/observation.py", "envs/info.py")
+_ONE_CLASS = (
+    "envs/core.py",
+    "envs/agent_api.py",
+    "envs/share_weights.py",
+    "envs/actions.py",
+    "envs/observation.py",
+    "envs/info.py",
+)
 #: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side
 _ONE_CLASSES = (_ONE_CLASS, ("sim/batch.py", "sim/batch_units.py", "sim/batch_split.py"))
 _ATTR_CALLS = ("getattr", "setattr", "hasattr", "delattr")
@@ -461,6 +469,7 @@ _PLANTED_DEFS = {
     "sim/world.py": {"_units_of", "_capacity_set"},
     "agents/twin.py": {"_cores"},
     "sim/batch_split.py": {"_bind_parts"},
+    "envs/agent_api.py": {"_sim"},
 }
 
 
@@ -476,6 +485,8 @@ _PLANTED_DEFS = {
         ("x = cls._capacity_set", "envs/slots.py", True),
         ("x = self._cores", "agents/twin.py", False),  # its own member
         ("x = self._validate(a)", "envs/core.py", False),  # one class over several modules (_ONE_CLASS)
+        ("x = self._sim()", "envs/share_weights.py", False),  # EnvCore's bases (issue-31zr)
+        ("x = self._sim()", "envs/vector_env.py", True),  # not a part of that class
         ("x = self._slot_features()", "envs/actions.py", False),
         ("self._bind_parts(stack)", "sim/batch_units.py", False),  # BatchSim over three modules
         ("self._bind_parts(stack)", "sim/world.py", True),  # not a part of that class
