@@ -299,6 +299,27 @@ def _inc_select_sorted(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_walk_log(
+    flow_order, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
+    capacity, lo, load, resid, uf, seed, rstamp, tick, use_cc, refill, keep_flow, keep_level, srt, fmark,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s components (:func:`_inc_components`) and flows to fill: with
+    ``flow_order``, the log's flows from ``k0`` walked in flow order (``srt``, :func:`_inc_log_sorted`;
+    :func:`_inc_select_sorted`), else in level order (:func:`_inc_select`). ``(to fill, kept)``."""
+    if flow_order:
+        n_s = n_log - k0
+        _inc_components(0, n_s, n_came, srt, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load,
+                        resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
+        return _inc_select_sorted(n_s, srt, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
+                                  fe_lo, fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow,
+                                  keep_level, fmark)  # fmt: skip
+    _inc_components(k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load,
+                    resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
+    return _inc_select(k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link,
+                       e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level)  # fmt: skip
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_backoff(use_cc, n_keep, rstate):  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s back-off of the component rule (``rstate[6]``: solves left to skip it,
     ``rstate[7]``: the last skip): a solve that skipped it counts down; one that used it and kept no flow
@@ -604,10 +625,10 @@ def resolve_incremental(
 
     The steps, in order on one set of scratch arrays: the full set (:func:`_inc_full_set`) or the restart
     level (:func:`_inc_restart_level`), the departure repair (:func:`_inc_repair`) and its log patch
-    (:func:`_inc_patch_log`), the switch (:func:`_inc_declines`), the components (:func:`_inc_components`)
-    and the flows to fill (:func:`_inc_select`), the fill (:func:`_inc_flow_order`, :func:`_inc_fill`), the
-    loads (:func:`_inc_loads`) and the level heaps (:func:`_inc_heaps`); those that allocate nothing compiled
-    into the solve (``forceinline``).
+    (:func:`_inc_patch_log`), the log in flow order (:func:`_inc_log_sorted`), the switch
+    (:func:`_inc_declines`), the components and the flows to fill (:func:`_inc_walk_log`), the fill
+    (:func:`_inc_flow_order`, :func:`_inc_fill`), the loads (:func:`_inc_loads`) and the level heaps
+    (:func:`_inc_heaps`); those that allocate nothing compiled into the solve (``forceinline``).
     """
     n_log = rstate[0]
     full = n_log < 0 or rstate[1] >= FULL_FILL_EVERY
@@ -639,31 +660,19 @@ def resolve_incremental(
                 return n_r, False
         if flow_order:  # the log from k0 in flow order (out_flow: scratch until the fill), walked below
             work += _inc_log_sorted(log_flow, k0, n_log, out_flow)
-            e_above, n_lev, declines = _inc_declines(0, n_log - k0, out_flow, log_level[k0:], fe_lo, fe_hi, e_above,
-                                                     par_levels, sw_on, cost, rstate, n_inst, n_act, sw_ratio,
-                                                     sw_handoff)  # fmt: skip
-        else:
-            e_above, n_lev, declines = _inc_declines(k0, n_log, log_flow, log_level, fe_lo, fe_hi, e_above, par_levels,
-                                                     sw_on, cost, rstate, n_inst, n_act, sw_ratio, sw_handoff)  # fmt: skip
+        s0 = 0 if flow_order else k0
+        e_above, n_lev, declines = _inc_declines(s0, s0 + n_log - k0, out_flow if flow_order else log_flow,
+                                                 log_level[k0 - s0 :], fe_lo, fe_hi, e_above, par_levels, sw_on, cost,
+                                                 rstate, n_inst, n_act, sw_ratio, sw_handoff)  # fmt: skip
         if declines:
             return -1, False
         work += e_above
         rstate[3] += 1
         tick = rstate[3]
         use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (below)
-        if flow_order:
-            n_s = n_log - k0
-            _inc_components(0, n_s, n_came, out_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo,
-                            load, resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
-            n_re, n_keep = _inc_select_sorted(n_s, out_flow, k0, n_log, n_came, log_flow, log_level, came, act,
-                                              arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo, resid, uf, seed,
-                                              tick, use_cc, refill, keep_flow, keep_level, rp.fmark)  # fmt: skip
-        else:
-            _inc_components(k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity,
-                            lo, load, resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
-            n_re, n_keep = _inc_select(k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo,
-                                       fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow,
-                                       keep_level)  # fmt: skip
+        n_re, n_keep = _inc_walk_log(flow_order, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
+                                     fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf, seed, rstamp, tick,
+                                     use_cc, refill, keep_flow, keep_level, out_flow, rp.fmark)  # fmt: skip
         _inc_backoff(use_cc, n_keep, rstate)
     # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
     dense = n_re > par_share * n_act and n_lev <= par_levels
