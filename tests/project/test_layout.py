@@ -747,10 +747,11 @@ def test_an_unregistered_reader_is_refused_with_what_to_import(monkeypatch: pyte
     """Were a lower room used before the upper one registers (never, once ``ainet_gym`` is imported), the call
     says what to import instead of failing on a missing name."""
     import ainet_gym.routing.policies as policies
+    import ainet_gym.routing.predictive_policy as predictive_policy
     import ainet_gym.scenario.graphs as graphs
 
     monkeypatch.setattr(graphs, "_REGISTERED", [])
-    monkeypatch.setattr(policies, "_PREDICTIVE_ROUTER", [])
+    monkeypatch.setattr(predictive_policy, "_PREDICTIVE_ROUTER", [])
     with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.fabric\)"):
         graphs.graph_fabrics()
     with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.agents.predictive\) first"):
