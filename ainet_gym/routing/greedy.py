@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ainet_gym.arrays import safe_divide
+from ainet_gym.routing.loads import base_load, connection_demand, controlled_connections
 
 if TYPE_CHECKING:
     from ainet_gym.routing.context import LastInterval, RoutingContext
-from ainet_gym.routing.loads import base_load, connection_demand, controlled_connections
 
 __all__ = [
     "PLACE_TIE_RTOL",

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ainet_gym.routing.oblivious import spray_all
+
 if TYPE_CHECKING:
     from ainet_gym.routing.context import LastInterval, RoutingContext
     from ainet_gym.routing.policies import Policy
-from ainet_gym.routing.oblivious import spray_all
 
 __all__ = [
     "ISOLATE_PLANS",

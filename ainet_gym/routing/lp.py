@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ainet_gym.arrays import safe_divide
+from ainet_gym.routing.loads import connection_peak_rate, controlled_connections, offered_load
+from ainet_gym.routing.oblivious import spray_all
 
 if TYPE_CHECKING:
     from ainet_gym.routing.context import LastInterval, RoutingContext
-from ainet_gym.routing.loads import connection_peak_rate, controlled_connections, offered_load
-from ainet_gym.routing.oblivious import spray_all
 
 __all__ = [
     "LP_CACHE_SIZE",

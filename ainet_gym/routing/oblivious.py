@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ainet_gym.routing.loads import controlled_connections
 from ainet_gym.routing.split import spray_split
 
 if TYPE_CHECKING:
     from ainet_gym.routing.context import LastInterval, RoutingContext
-from ainet_gym.routing.loads import controlled_connections
 
 __all__ = [
     "avoid_dead_paths",
