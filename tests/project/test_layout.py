@@ -319,6 +319,98 @@ def test_fabric_world_is_its_bases_one_module_per_concern() -> None:
     assert _imports_from("ainet_gym.sim.world") <= set(world.__all__)
 
 
+#: the routing policies' modules of one concern (issue 31 item 3, issue-31zt); ``ainet_gym.routing.policies``
+#: keeps the registry (``Policy``, ``POLICIES``, ``PREDICTIVE``, ``CONTROLS``, ``get_policy``) and stays the
+#: import path of every name it had, each the very object of the module that defines it
+ROUTING_POLICY_MODULES = (
+    "loads",  # the connections a class routes, their demands, offered loads, the base load
+    "oblivious",  # ecmp, spray, wcmp (+bg): no load read; dead paths withdrawn
+    "greedy",  # greedy (+bg), place_least_loaded
+    "lp",  # lp (+bg), min_max_split and its memo, solo-lp+bg, burst-lp+bg
+    "isolate",  # the isolating plans isolate0+bg ... isolate7+bg
+    "predictive_policy",  # predictive-* and the hook their router registers through
+)
+_ROUTING_REGISTRY = {"Policy", "POLICIES", "PREDICTIVE", "CONTROLS", "get_policy"}
+
+#: the graph policy's modules of one concern (issue 31 item 3, issue-31zt); ``ainet_gym.agents.graph_policy``
+#: keeps the agent ``GraphPolicyAgent``, its registration and the command line (``python -m
+#: ainet_gym.agents.graph_policy train``), and stays the import path of every name it had
+GRAPH_POLICY_MODULES = (
+    "graph_net",  # GraphPolicyConfig, GraphActorCritic: the network
+    "graph_inputs",  # observation -> tensors, knob positions
+    "graph_files",  # the checkpoint: save_graph_policy, load_graph_policy
+    "graph_train",  # PPO: TrainConfig, train
+)
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a module's top level defines (functions, classes, assignments)."""
+    out = set()
+    for n in ast.parse(path.read_text()).body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.Assign):
+            out |= {ast.unparse(t) for t in n.targets}
+        elif isinstance(n, ast.AnnAssign):
+            out.add(ast.unparse(n.target))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("module", "home", "parts", "own"),
+    [
+        ("ainet_gym.routing.policies", "ainet_gym.routing", ROUTING_POLICY_MODULES, _ROUTING_REGISTRY),
+        (
+            "ainet_gym.agents.graph_policy",
+            "ainet_gym.agents",
+            GRAPH_POLICY_MODULES,
+            {"GraphPolicyAgent", "main"},
+        ),
+    ],
+)
+def test_a_split_module_keeps_one_concern_and_its_old_names(
+    module: str, home: str, parts: tuple[str, ...], own: set[str]
+) -> None:
+    """``module`` defines only ``own`` (and ``__all__``); every other name of its ``__all__``, and every name it
+    re-exports, is imported from one of ``parts`` and is the very object defined in exactly one of them; every
+    name the package or a test imports from ``module`` is one of these."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    tree = ast.parse(Path(mod.__file__).read_text())
+    assert _defined(Path(mod.__file__)) == own | {"__all__"}
+    full = {f"{home}.{m}": m for m in parts}
+    imported = {
+        a.asname or a.name
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module in full
+        for a in n.names
+    }
+    assert set(mod.__all__) <= own | imported
+    defined = {m: _defined((PKG.parent / Path(*f.split("."))).with_suffix(".py")) for f, m in full.items()}
+    for name in imported:
+        homes = [m for m in parts if name in defined[m]]
+        assert len(homes) == 1, (name, homes)
+        assert getattr(importlib.import_module(f"{home}.{homes[0]}"), name) is getattr(mod, name), name
+    assert _imports_from(module) <= own | imported
+
+
+def test_routing_policies_are_the_objects_of_their_modules() -> None:
+    """Every entry of ``POLICIES`` and ``ISOLATE_PLANS`` is defined in one of :data:`ROUTING_POLICY_MODULES`
+    (a ``PredictivePolicy``: its class; an isolating plan: the partial's function), and the folder holds no other
+    module than these, the registry and the older ``context``, ``plans`` and ``split``."""
+    from ainet_gym.routing.policies import ISOLATE_PLANS, POLICIES
+
+    homes = {f"ainet_gym.routing.{m}" for m in ROUTING_POLICY_MODULES}
+    for name, pol in {**POLICIES, **ISOLATE_PLANS}.items():
+        f = getattr(pol, "func", pol)
+        assert (
+            f.__module__ if callable(f) and hasattr(f, "__qualname__") else type(f).__module__
+        ) in homes, name
+    stems = {p.stem for p in (PKG / "routing").glob("*.py")}
+    assert stems == {*ROUTING_POLICY_MODULES, "policies", "context", "plans", "split", "__init__"}
+
+
 #: the simulation engine's modules of one concern (issue 31 item 3, issue-31zo); ``ainet_gym.sim.engine`` (the
 #: import path of the package, the tests and the docs) re-exports their public names, and those it imported
 #: before the split from ``ainet_gym.sim.backends`` and ``ainet_gym.sim.state``
@@ -747,10 +839,11 @@ def test_an_unregistered_reader_is_refused_with_what_to_import(monkeypatch: pyte
     """Were a lower room used before the upper one registers (never, once ``ainet_gym`` is imported), the call
     says what to import instead of failing on a missing name."""
     import ainet_gym.routing.policies as policies
+    import ainet_gym.routing.predictive_policy as predictive_policy
     import ainet_gym.scenario.graphs as graphs
 
     monkeypatch.setattr(graphs, "_REGISTERED", [])
-    monkeypatch.setattr(policies, "_PREDICTIVE_ROUTER", [])
+    monkeypatch.setattr(predictive_policy, "_PREDICTIVE_ROUTER", [])
     with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.fabric\)"):
         graphs.graph_fabrics()
     with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.agents.predictive\) first"):
