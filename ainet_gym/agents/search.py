@@ -50,6 +50,7 @@ __all__ = [
     "SearchConfig",
     "candidate_score",
     "cem_search",
+    "floor_score",
     "load_search_policy",
     "plan_scores",
     "pooled_tail",
@@ -98,6 +99,10 @@ class SearchConfig:
     """a policy string (``dps:PATH``, ``knn:PATH``) the first plan, :data:`BASE_PLAN`, stands for: a gate"""
     antithetic: bool = False
     """draw the population in mirrored pairs (needs an even population)"""
+    score: str = "penalty"
+    """``penalty`` (:func:`candidate_score`) or ``floor`` (:func:`floor_score`: the tail under a mean floor)"""
+    floor_z: float = 1.96
+    """``floor``: the floor is ``mean_plan``'s mean + ``floor_z`` standard errors over the episodes"""
 
 
 def plan_scores(theta: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -127,6 +132,19 @@ def candidate_score(util: float, frac_above: float, cfg: SearchConfig) -> float:
     """The closed-loop score: mean GPU utilisation minus ``tail_weight`` times the fraction of job-iterations
     above the tail threshold in excess of ``tail_target``."""
     return float(util - cfg.tail_weight * max(0.0, frac_above - cfg.tail_target))
+
+
+def floor_score(util: float, frac_above: float, floor: float) -> float:
+    """The tail-first score (issue-26zu): ``-frac_above`` for a mean GPU utilisation at or above ``floor``,
+    else ``-1 - (floor - util)`` (below every candidate that reaches the floor; ranked by the mean)."""
+    return float(-frac_above) if util >= floor else float(-1.0 - (floor - util))
+
+
+def mean_floor(util: np.ndarray, z: float) -> float:
+    """The upper confidence bound ``mean + z * sd / sqrt(n)`` of per-episode utilisations ``util`` (n,)."""
+    u = np.asarray(util, dtype=np.float64)
+    sd = float(u.std(ddof=1)) if u.size > 1 else 0.0
+    return float(u.mean() + z * sd / np.sqrt(u.size))
 
 
 def make_core(cfg: SearchConfig, batch: int, base: Any = None) -> Any:
@@ -238,13 +256,18 @@ def _generation(
     iters = r["iters"].reshape(ratio.shape)
     tau = pooled_tail(ratio[C], iters[C])[0]
     tails = [pooled_tail(ratio[c], iters[c], tau) for c in range(R)]
-    score = np.array([candidate_score(util[c].mean(), tails[c][1], cfg) for c in range(R)])
+    floor = mean_floor(util[C + 1], cfg.floor_z)
+    if cfg.score == "floor":
+        score = np.array([floor_score(util[c].mean(), tails[c][1], floor) for c in range(R)])
+    else:
+        score = np.array([candidate_score(util[c].mean(), tails[c][1], cfg) for c in range(R)])
     return {
         "util": util,
         "p99": np.array([t[0] for t in tails]),
         "frac": np.array([t[1] for t in tails]),
         "score": score,
         "tau": tau,
+        "floor": floor,
         "picks": r["picks"].reshape(R, S, -1).sum(axis=1),
     }
 
@@ -271,6 +294,8 @@ def _check_config(cfg: SearchConfig) -> None:
         )
     if cfg.elite > cfg.population:
         raise ValueError(f"elite = {cfg.elite}: allowed: at most population ({cfg.population})")
+    if cfg.score not in ("penalty", "floor"):
+        raise ValueError(f"score = {cfg.score!r}: allowed: 'penalty', 'floor'")
     if not (cfg.tail_weight >= 0 and cfg.init_std > 0 and cfg.min_std >= 0):
         raise ValueError(
             "tail_weight, init_std, min_std: allowed: tail_weight >= 0, init_std > 0, min_std >= 0"
@@ -346,6 +371,7 @@ def _record(g: int, seeds: list[int], res: dict[str, Any], cfg: SearchConfig, st
         "generation": g + 1,
         "seeds": [seeds[0], seeds[-1]],
         "tau": res["tau"],
+        "floor": res["floor"],
         "mean_policy": {"util": u[P], "p99": res["p99"][P], "frac": res["frac"][P], "score": res["score"][P],
                         "gain": float((res["util"][P] - res["util"][P + 2]).mean()),
                         "picks": res["picks"][P].tolist()},
@@ -542,7 +568,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("tail_plan", str), ("mean_plan", str), ("tail_weight", float), ("tail_target", float),
                        ("first_seed", int), ("episodes", int), ("population", int), ("elite", int),
                        ("generations", int), ("init_std", float), ("min_std", float), ("init_bias", float),
-                       ("seed", int), ("episode_steps", int), ("base", str)):  # fmt: skip
+                       ("seed", int), ("episode_steps", int), ("base", str), ("score", str),
+                       ("floor_z", float)):  # fmt: skip
         v = getattr(d, name)
         shown = ",".join(v) if isinstance(v, tuple) else v
         p.add_argument("--" + name.replace("_", "-"), type=kind, default=v, help=f"default {shown}")
@@ -562,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"gen {rec['generation']:3d} mean util {m['util']:.4f} p99 {m['p99']:.3f} frac {m['frac']:.4f} "
             f"score {m['score']:.4f} gain {m['gain']:+.4f} | best {rec['best_sample']['score']:.4f} "
-            f"elite {rec['elite_score']:.4f} | {cfg.tail_plan} p99 {rec['tau']:.3f} | std {rec['std']:.3f} "
+            f"elite {rec['elite_score']:.4f} | {cfg.tail_plan} p99 {rec['tau']:.3f} floor {rec['floor']:.4f} | std {rec['std']:.3f} "
             f"cpu {rec['cpu_s']:.0f}s"
             + (
                 f" | base util {rec[BASE_PLAN]['util']:.4f} score {rec[BASE_PLAN]['score']:.4f}"

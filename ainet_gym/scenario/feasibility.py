@@ -14,7 +14,7 @@ from typing import Any
 
 from ainet_gym.scenario.graphs import graph_fabrics
 from ainet_gym.scenario.rules import LIMITS, Context
-from ainet_gym.scenario.sections import fabric_leaf_count
+from ainet_gym.scenario.sections.fabric import fabric_leaf_count
 from ainet_gym.scenario.spec import (
     FabricSpec,
     JobSpec,

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from ainet_gym.scenario.rules import LIMITS, LongNumber, ScenarioError, did_you_mean
-from ainet_gym.scenario.sections import TOP_KEYS
+from ainet_gym.scenario.sections.top import TOP_KEYS
 
 # --------------------------------------------------------------------------- YAML and files
 

@@ -145,3 +145,31 @@ def test_a_gate_file_without_its_base_string_is_refused(tmp_path: Path) -> None:
     np.savez(tmp_path / "nobase.npz", **{k: v for k, v in z.items() if k != "base"})
     with pytest.raises(ModelFileError, match="base"):
         load_search_policy(tmp_path / "nobase.npz")
+
+
+def test_the_floor_score_ranks_the_tail_above_the_floor_and_the_mean_below_it() -> None:
+    from ainet_gym.agents.search import floor_score, mean_floor
+
+    u = np.array([0.76, 0.77, 0.78, 0.77])
+    assert mean_floor(u, 1.96) == pytest.approx(u.mean() + 1.96 * u.std(ddof=1) / 2.0)
+    assert mean_floor(u, 0.0) == pytest.approx(u.mean())
+    floor = 0.765
+    above_small, above_big = floor_score(0.766, 0.010, floor), floor_score(0.800, 0.020, floor)
+    below_near, below_far = floor_score(0.764, 0.0, floor), floor_score(0.700, 0.0, floor)
+    assert above_small == pytest.approx(-0.010) and above_small > above_big  # above: the smaller tail wins
+    assert above_big > below_near > below_far  # any candidate at the floor beats one below; below: the mean
+    assert floor_score(floor, 0.5, floor) == pytest.approx(-0.5)  # at the floor counts as reaching it
+
+
+def test_the_floor_search_logs_its_floor_and_refuses_an_unknown_score() -> None:
+    from ainet_gym.agents.search import mean_floor
+
+    cfg = _cfg(score="floor", generations=1)
+    rec = cem_search(cfg)["history"][0]
+    assert rec["mean_policy"]["score"] <= 0.0  # -frac above the floor, < -1 below it
+    assert rec["floor"] >= rec[cfg.mean_plan]["util"]
+    assert mean_floor(np.array([rec[cfg.mean_plan]["util"]] * 2), 1.96) == pytest.approx(
+        rec[cfg.mean_plan]["util"]
+    )
+    with pytest.raises(ValueError, match="score = 'mean'"):
+        cem_search(_cfg(score="mean"))

@@ -242,6 +242,175 @@ def test_bench_sections_re_exports_the_modules_of_one_concern() -> None:
         assert getattr(bench, f"bench_{name}") is getattr(sections, f"bench_{name}"), name
 
 
+#: the scenario sections' modules of one concern (issue 31 item 3, issue-31zs): one per section of a scenario
+#: file; the package ``ainet_gym.scenario.sections`` (its ``__init__``, the loader's and the tests' import path)
+#: re-exports their public names and defines nothing itself
+SCENARIO_SECTION_MODULES = (
+    "fabric",  # fabric: built-in topologies' keys, structure, storage leaves, a graph fabric
+    "jobs",  # workload.jobs and their collectives (also the churn templates)
+    "background",  # workload.background
+    "dynamics",  # dynamics: link failures (random, scheduled), job churn
+    "top",  # the top-level and workload keys, the rules of routing and reward
+)
+
+
+def test_scenario_sections_re_export_the_modules_of_one_concern() -> None:
+    """``ainet_gym.scenario.sections`` holds only imports and ``__all__``: every name of its ``__all__`` is the
+    very object of one of :data:`SCENARIO_SECTION_MODULES`, it exposes no other public name but those modules,
+    the package has no other module, and every name the package or a test imports from it is in its
+    ``__all__``."""
+    import importlib
+    import types
+
+    import ainet_gym.scenario.sections as sections
+
+    folder = PKG / "scenario" / "sections"
+    assert {p.stem for p in folder.glob("*.py")} == {*SCENARIO_SECTION_MODULES, "__init__"}
+    body = ast.parse((folder / "__init__.py").read_text()).body
+    kinds = {type(n).__name__ for n in body[1:]}  # (body[0]: the docstring)
+    assert kinds <= {"ImportFrom", "Assign"}, kinds
+    assert [ast.unparse(n.targets[0]) for n in body if isinstance(n, ast.Assign)] == ["__all__"]
+    modules = [importlib.import_module(f"ainet_gym.scenario.sections.{m}") for m in SCENARIO_SECTION_MODULES]
+    public = {
+        n
+        for n, v in vars(sections).items()
+        if not n.startswith("_") and n != "annotations" and not isinstance(v, types.ModuleType)
+    }
+    assert public == set(sections.__all__)
+    for name in sections.__all__:
+        assert any(getattr(m, name, None) is getattr(sections, name) for m in modules), name
+    assert _imports_from("ainet_gym.scenario.sections") <= set(sections.__all__)
+
+
+#: ``FabricWorld``'s base classes, one module per concern (issue 31 item 3, issue-31zs); ``sim/world.py`` keeps
+#: its construction, reset, step and dynamics, and stays the import path of ``FabricWorld``, ``StepResult``,
+#: ``ConnectionTable`` and ``WorldSnapshot``
+WORLD_BASES = {
+    "WorldUnits": "world_units",  # the compiled units of the job slots, stacked and restacked
+    "WorldRouting": "world_routing",  # static ECMP, WCMP, dead paths withdrawn
+    "WorldRestore": "world_snapshot",  # snapshot, restore, bind_state (beside the record WorldSnapshot)
+}
+
+
+def test_fabric_world_is_its_bases_one_module_per_concern() -> None:
+    """``FabricWorld``'s bases are :data:`WORLD_BASES`, each defined in its own module; the bases define no
+    ``__init__`` (the world sets every attribute) and no member twice; every name the package or a test imports
+    from ``ainet_gym.sim.world`` is in its ``__all__``, each the very object of the module that defines it."""
+    import ainet_gym.sim.world as world
+    from ainet_gym.sim.metrics import ConnectionTable, StepResult
+    from ainet_gym.sim.world_snapshot import WorldSnapshot
+
+    bases = world.FabricWorld.__bases__
+    assert [b.__name__ for b in bases] == list(WORLD_BASES)
+    for b in bases:
+        assert b.__module__ == f"ainet_gym.sim.{WORLD_BASES[b.__name__]}", b
+        assert "__init__" not in vars(b), b
+    seen: dict[str, str] = {}
+    for cls in (world.FabricWorld, *bases):
+        for name, v in vars(cls).items():
+            if callable(v) or isinstance(v, property):
+                assert name.startswith("__") or name not in seen, (
+                    f"{name}: {cls.__name__} and {seen.get(name)}"
+                )
+                seen[name] = cls.__name__
+    assert set(world.__all__) == {"ConnectionTable", "FabricWorld", "StepResult", "WorldSnapshot"}
+    assert (world.ConnectionTable, world.StepResult) == (ConnectionTable, StepResult)
+    assert world.WorldSnapshot is WorldSnapshot
+    assert _imports_from("ainet_gym.sim.world") <= set(world.__all__)
+
+
+#: the routing policies' modules of one concern (issue 31 item 3, issue-31zt); ``ainet_gym.routing.policies``
+#: keeps the registry (``Policy``, ``POLICIES``, ``PREDICTIVE``, ``CONTROLS``, ``get_policy``) and stays the
+#: import path of every name it had, each the very object of the module that defines it
+ROUTING_POLICY_MODULES = (
+    "loads",  # the connections a class routes, their demands, offered loads, the base load
+    "oblivious",  # ecmp, spray, wcmp (+bg): no load read; dead paths withdrawn
+    "greedy",  # greedy (+bg), place_least_loaded
+    "lp",  # lp (+bg), min_max_split and its memo, solo-lp+bg, burst-lp+bg
+    "isolate",  # the isolating plans isolate0+bg ... isolate7+bg
+    "predictive_policy",  # predictive-* and the hook their router registers through
+)
+_ROUTING_REGISTRY = {"Policy", "POLICIES", "PREDICTIVE", "CONTROLS", "get_policy"}
+
+#: the graph policy's modules of one concern (issue 31 item 3, issue-31zt); ``ainet_gym.agents.graph_policy``
+#: keeps the agent ``GraphPolicyAgent``, its registration and the command line (``python -m
+#: ainet_gym.agents.graph_policy train``), and stays the import path of every name it had
+GRAPH_POLICY_MODULES = (
+    "graph_net",  # GraphPolicyConfig, GraphActorCritic: the network
+    "graph_inputs",  # observation -> tensors, knob positions
+    "graph_files",  # the checkpoint: save_graph_policy, load_graph_policy
+    "graph_train",  # PPO: TrainConfig, train
+)
+
+
+def _defined(path: Path) -> set[str]:
+    """The names a module's top level defines (functions, classes, assignments)."""
+    out = set()
+    for n in ast.parse(path.read_text()).body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.Assign):
+            out |= {ast.unparse(t) for t in n.targets}
+        elif isinstance(n, ast.AnnAssign):
+            out.add(ast.unparse(n.target))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("module", "home", "parts", "own"),
+    [
+        ("ainet_gym.routing.policies", "ainet_gym.routing", ROUTING_POLICY_MODULES, _ROUTING_REGISTRY),
+        (
+            "ainet_gym.agents.graph_policy",
+            "ainet_gym.agents",
+            GRAPH_POLICY_MODULES,
+            {"GraphPolicyAgent", "main"},
+        ),
+    ],
+)
+def test_a_split_module_keeps_one_concern_and_its_old_names(
+    module: str, home: str, parts: tuple[str, ...], own: set[str]
+) -> None:
+    """``module`` defines only ``own`` (and ``__all__``); every other name of its ``__all__``, and every name it
+    re-exports, is imported from one of ``parts`` and is the very object defined in exactly one of them; every
+    name the package or a test imports from ``module`` is one of these."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    tree = ast.parse(Path(mod.__file__).read_text())
+    assert _defined(Path(mod.__file__)) == own | {"__all__"}
+    full = {f"{home}.{m}": m for m in parts}
+    imported = {
+        a.asname or a.name
+        for n in tree.body
+        if isinstance(n, ast.ImportFrom) and n.module in full
+        for a in n.names
+    }
+    assert set(mod.__all__) <= own | imported
+    defined = {m: _defined((PKG.parent / Path(*f.split("."))).with_suffix(".py")) for f, m in full.items()}
+    for name in imported:
+        homes = [m for m in parts if name in defined[m]]
+        assert len(homes) == 1, (name, homes)
+        assert getattr(importlib.import_module(f"{home}.{homes[0]}"), name) is getattr(mod, name), name
+    assert _imports_from(module) <= own | imported
+
+
+def test_routing_policies_are_the_objects_of_their_modules() -> None:
+    """Every entry of ``POLICIES`` and ``ISOLATE_PLANS`` is defined in one of :data:`ROUTING_POLICY_MODULES`
+    (a ``PredictivePolicy``: its class; an isolating plan: the partial's function), and the folder holds no other
+    module than these, the registry and the older ``context``, ``plans`` and ``split``."""
+    from ainet_gym.routing.policies import ISOLATE_PLANS, POLICIES
+
+    homes = {f"ainet_gym.routing.{m}" for m in ROUTING_POLICY_MODULES}
+    for name, pol in {**POLICIES, **ISOLATE_PLANS}.items():
+        f = getattr(pol, "func", pol)
+        assert (
+            f.__module__ if callable(f) and hasattr(f, "__qualname__") else type(f).__module__
+        ) in homes, name
+    stems = {p.stem for p in (PKG / "routing").glob("*.py")}
+    assert stems == {*ROUTING_POLICY_MODULES, "policies", "context", "plans", "split", "__init__"}
+
+
 #: the simulation engine's modules of one concern (issue 31 item 3, issue-31zo); ``ainet_gym.sim.engine`` (the
 #: import path of the package, the tests and the docs) re-exports their public names, and those it imported
 #: before the split from ``ainet_gym.sim.backends`` and ``ainet_gym.sim.state``
@@ -379,8 +548,13 @@ _ONE_CLASS = (
     "envs/observation.py",
     "envs/info.py",
 )
-#: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side
-_ONE_CLASSES = (_ONE_CLASS, ("sim/batch.py", "sim/batch_units.py", "sim/batch_split.py"))
+#: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side;
+#: and ``FabricWorld`` is ``WorldUnits`` + ``WorldRouting`` + ``WorldRestore`` (issue-31zs, :data:`WORLD_BASES`)
+_ONE_CLASSES = (
+    _ONE_CLASS,
+    ("sim/batch.py", "sim/batch_units.py", "sim/batch_split.py"),
+    ("sim/world.py", "sim/world_units.py", "sim/world_routing.py", "sim/world_snapshot.py"),
+)
 _ATTR_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
 
@@ -470,6 +644,7 @@ _PLANTED_DEFS = {
     "agents/twin.py": {"_cores"},
     "sim/batch_split.py": {"_bind_parts"},
     "envs/agent_api.py": {"_sim"},
+    "sim/world_units.py": {"_rebuild"},
 }
 
 
@@ -490,6 +665,8 @@ _PLANTED_DEFS = {
         ("x = self._slot_features()", "envs/actions.py", False),
         ("self._bind_parts(stack)", "sim/batch_units.py", False),  # BatchSim over three modules
         ("self._bind_parts(stack)", "sim/world.py", True),  # not a part of that class
+        ("self._rebuild()", "sim/world_snapshot.py", False),  # FabricWorld over four modules (issue-31zs)
+        ("self._rebuild()", "sim/batch.py", True),  # not a part of that class
         ("x = self._np_random", "envs/env.py", False),  # a base class's, from gymnasium
         ("model._setup_model()", "agents/sb3_agents.py", False),  # a listed foreign private
         ("x = core.__class__", "envs/core.py", False),  # dunder
@@ -662,10 +839,11 @@ def test_an_unregistered_reader_is_refused_with_what_to_import(monkeypatch: pyte
     """Were a lower room used before the upper one registers (never, once ``ainet_gym`` is imported), the call
     says what to import instead of failing on a missing name."""
     import ainet_gym.routing.policies as policies
+    import ainet_gym.routing.predictive_policy as predictive_policy
     import ainet_gym.scenario.graphs as graphs
 
     monkeypatch.setattr(graphs, "_REGISTERED", [])
-    monkeypatch.setattr(policies, "_PREDICTIVE_ROUTER", [])
+    monkeypatch.setattr(predictive_policy, "_PREDICTIVE_ROUTER", [])
     with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.fabric\)"):
         graphs.graph_fabrics()
     with pytest.raises(RuntimeError, match=r"import ainet_gym \(or ainet_gym.agents.predictive\) first"):

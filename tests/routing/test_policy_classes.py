@@ -11,7 +11,7 @@ import pytest
 import ainet_gym
 from ainet_gym.agents.registry import make_agent
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.routing import policies
+from ainet_gym.routing import lp as lp_module
 from ainet_gym.routing.policies import CONTROLS, POLICIES, controlled_connections, offered_utilization
 from tests._scenarios import small_spine_leaf
 
@@ -98,14 +98,14 @@ def test_lp_cache_returns_the_fresh_solution(monkeypatch: pytest.MonkeyPatch) ->
     core = _core("periodic-interference", seeds=(1, 2, 3))
     cached = [POLICIES["lp+bg"](core.world, None), POLICIES["lp"](core.world, None)]
     again = [POLICIES["lp+bg"](core.world, None), POLICIES["lp"](core.world, None)]  # from the cache
-    monkeypatch.setattr(policies, "LP_CACHE_SIZE", 0)
+    monkeypatch.setattr(lp_module, "LP_CACHE_SIZE", 0)
     fresh = [POLICIES["lp+bg"](core.world, None), POLICIES["lp"](core.world, None)]
     for a, b, c in zip(cached, again, fresh):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, c)
     # a returned split is the caller's own: writing it does not change the cached one
     cached[0][:] = 0.0
-    monkeypatch.setattr(policies, "LP_CACHE_SIZE", 4096)
+    monkeypatch.setattr(lp_module, "LP_CACHE_SIZE", 4096)
     np.testing.assert_array_equal(POLICIES["lp+bg"](core.world, None), fresh[0])
 
 

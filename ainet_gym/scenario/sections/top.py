@@ -1,0 +1,23 @@
+"""The scenario's top level: its keys and the workload's, and the rules of the two short sections that the
+loader reads itself, ``routing`` (checked against the jobs in :mod:`ainet_gym.scenario.loader`) and ``reward``."""
+
+from __future__ import annotations
+
+from ainet_gym.scenario.rules import LIMITS, Rule, enum_rule, int_rule, num_rule
+from ainet_gym.scenario.spec import REROUTE_MODES, REWARD_KINDS, SPLIT_FLOWS_MODES
+
+__all__ = ["REWARD_RULES", "ROUTING_RULES", "TOP_KEYS", "WORKLOAD_KEYS"]
+
+TOP_KEYS = ("name", "description", "seed", "fabric", "workload", "dynamics", "routing", "reward")
+WORKLOAD_KEYS = ("jobs", "background")
+
+ROUTING_RULES: dict[str, Rule | None] = {
+    "max_paths": int_rule("a number of paths", ge=1, le=LIMITS["max_paths_max"]),
+    "qps_per_connection": int_rule("a number of QPs", ge=1, le=LIMITS["count_max"]),
+    "reroute": enum_rule(REROUTE_MODES, "reroute mode"),
+    "split_flows": enum_rule(SPLIT_FLOWS_MODES, "split flows mode"),
+    "ring_run_ahead_bytes": num_rule(
+        "a number of bytes per ring hop", ge=1, le=LIMITS["bytes_max"], null=True
+    ),
+}
+REWARD_RULES: dict[str, Rule | None] = {"kind": enum_rule(REWARD_KINDS, "reward kind")}
