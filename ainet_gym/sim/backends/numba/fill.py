@@ -20,9 +20,9 @@ __all__ = ["FillScratch", "fill_levels", "fill_parallel", "fill_scratch", "solve
 class FillScratch(NamedTuple):
     """Scratch of :func:`fill_levels`, sized once for ``links`` links, ``flows`` flows and ``entries``
     incidence entries (:func:`fill_scratch`). ``tick`` stamps (one per fill) mark the links a fill uses, so
-    nothing is cleared between fills. A fill copies its flows' entries into the local rows below (flow
-    ``a`` of the fill, link row ``j``), so that the filling walks small contiguous arrays, not the
-    global ones in link order."""
+    nothing is cleared between fills. A fill gives each of its links a local row ``j`` and each entry of
+    its flows (local flow ``a``) that row (``ent_slot``); the coefficients are read in place from the
+    global entries, which a flow's ``flow_off`` run follows one for one (issue-28zk: no copy of them)."""
 
     link_stamp: np.ndarray  # (links,) int64 the fill that last used the link
     link_slot: np.ndarray  # (links,) int64 the link's row in the fill
@@ -35,9 +35,7 @@ class FillScratch(NamedTuple):
     slot_flows: np.ndarray  # (entries,) int64 the (local) flows of every row
     flow_off: np.ndarray  # (flows+1,) int64 CSR offsets of each local flow's entries
     flow_frozen: np.ndarray  # (flows,) bool
-    ent_slot: np.ndarray  # (entries,) int64 row of each local entry
-    ent_coef: np.ndarray  # (entries,) float64 its coefficient
-    ent_cw: np.ndarray  # (entries,) float64 coefficient * the flow's weight
+    ent_slot: np.ndarray  # (entries,) int64 row of each local entry (in order of the flow's global entries)
     heap_key: np.ndarray  # (links + flows + entries + 1,) float64 level of each heap item
     heap_item: np.ndarray  # (same,) int64 row (>= 0) or -1 - local flow (a demand level)
 
@@ -57,8 +55,7 @@ def fill_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (c
         np.full(n_links, -1, dtype=i64), np.empty(n_links, dtype=i64), np.empty(n_links, dtype=i64),
         np.empty(n_links), np.empty(n_links), np.empty(n_links, dtype=i64), np.empty(n_links + 1, dtype=i64),
         np.empty(n_links, dtype=i64), np.empty(e, dtype=i64), np.empty(n_flows + 1, dtype=i64),
-        np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(e), np.empty(e),
-        np.empty(h), np.empty(h, dtype=i64),
+        np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(h), np.empty(h, dtype=i64),
     )  # fmt: skip
 
 
@@ -84,15 +81,15 @@ def merge_by_level(a_flow, a_level, n_a, b_flow, b_level, n_b, out_flow, out_lev
 def _fill_rows(
     flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo
 ):  # pragma: no cover - compiled
-    """:func:`fill_levels`' local rows (:class:`FillScratch` ``s``, stamp ``tick``): the entries of
-    ``flows[:n]`` copied flow by flow (local flow ``a``, link row ``j``: its residual, the sum of coef x
+    """:func:`fill_levels`' local rows (:class:`FillScratch` ``s``, stamp ``tick``): the link row of each
+    entry of ``flows[:n]``, flow by flow (local flow ``a``, link row ``j``: its residual, the sum of coef x
     weight and the count of its flows), then the link-major lists of the local flows. The link rows."""
     stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
     den, cnt, off, fill, adj = s.slot_denom, s.slot_count, s.slot_off, s.slot_fill, s.slot_flows
-    foff, frozen, eslot, ecoef, ecw = s.flow_off, s.flow_frozen, s.ent_slot, s.ent_coef, s.ent_cw
+    foff, frozen, eslot = s.flow_off, s.flow_frozen, s.ent_slot
     nl = 0
     m = 0
-    for a in range(n):  # local copies of the flows' entries; the links' denominators and counts
+    for a in range(n):  # each entry's link row; the links' denominators and counts
         f = flows[a]
         frozen[a] = False
         foff[a] = m
@@ -108,11 +105,8 @@ def _fill_rows(
                 cnt[nl] = 0
                 nl += 1
             j = slot[lk]
-            c = e_coef[e]
             eslot[m] = j
-            ecoef[m] = c
-            ecw[m] = c * w
-            den[j] += c * w
+            den[j] += e_coef[e] * w
             cnt[j] += 1
             m += 1
     foff[n] = m
@@ -131,7 +125,7 @@ def _fill_rows(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
-def _fill_share(j, s):  # pragma: no cover - compiled
+def _fill_share(j, s, flows, fe_lo, e_coef, weight):  # pragma: no cover - compiled
     """Link row ``j``'s share now (:func:`fill_levels`, :class:`FillScratch` ``s``): residual over the sum of
     its unfrozen flows' coef x weight (inf: none), that sum first summed again if round-off ate it."""
     den, sres = s.slot_denom, s.slot_resid
@@ -140,30 +134,25 @@ def _fill_share(j, s):  # pragma: no cover - compiled
         for q in range(s.slot_off[j], s.slot_off[j + 1]):
             a = s.slot_flows[q]
             if not s.flow_frozen[a]:
+                f = flows[a]
+                e0 = fe_lo[f] - s.flow_off[a]
                 for x in range(s.flow_off[a], s.flow_off[a + 1]):
                     if s.ent_slot[x] == j:
-                        d += s.ent_cw[x]
+                        d += e_coef[e0 + x] * weight[f]
         den[j] = d
     return sres[j] / den[j] if den[j] > 0 else np.inf
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _fill_freeze(
-    q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s
+    q0, q1, it, k, flows, fe_lo, e_coef, demand, weight, rate, out_flow, out_level, n_out, s
 ):  # pragma: no cover
     """Freeze at level ``k`` the unfrozen local flows of :func:`fill_levels`' link row (its list
     ``s.slot_flows[q0:q1]``), or (``q0 < 0``) the one local flow ``-1 - it`` at its demand: each flow's rate
     (``weight x k``, or its demand), its place in the freeze order (``out_flow``, ``out_level``, from
-    ``n_out``), its traffic off its links' residuals and its coef x weight off their sums. The freeze
-    order's length."""
-    frozen, adj, foff, eslot, ecoef, ecw = (
-        s.flow_frozen,
-        s.slot_flows,
-        s.flow_off,
-        s.ent_slot,
-        s.ent_coef,
-        s.ent_cw,
-    )
+    ``n_out``), its traffic off its links' residuals and its coef x weight off their sums (coefficients
+    read in place, ``e_coef`` from the flow's ``fe_lo``). The freeze order's length."""
+    frozen, adj, foff, eslot = s.flow_frozen, s.slot_flows, s.flow_off, s.ent_slot
     sres, den, cnt = s.slot_resid, s.slot_denom, s.slot_count
     for q in range(q0, q1):
         a = adj[q] if q >= 0 else -1 - it
@@ -176,13 +165,16 @@ def _fill_freeze(
         out_flow[n_out] = f
         out_level[n_out] = k
         n_out += 1
+        w = weight[f]
+        e0 = fe_lo[f] - foff[a]
         for x in range(foff[a], foff[a + 1]):  # off its links
             j2 = eslot[x]
-            use = ecoef[x] * r
+            c = e_coef[e0 + x]
+            use = c * r
             if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
                 y = sres[j2] - use
                 sres[j2] = y if y > 0.0 else 0.0
-            den[j2] -= ecw[x]
+            den[j2] -= c * w
             cnt[j2] -= 1
     return n_out
 
@@ -233,7 +225,7 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             j = it
             if cnt[j] <= 0:
                 continue
-            sh = _fill_share(j, s)
+            sh = _fill_share(j, s, flows, fe_lo, e_coef, weight)
             if sh != k:
                 hn = heap_push(hkey, hitem, hn, sh, j)
                 continue
@@ -242,7 +234,9 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             if frozen[-1 - it]:
                 continue
             q0, q1 = -1, 0
-        n_out = _fill_freeze(q0, q1, it, k, flows, demand, weight, rate, out_flow, out_level, n_out, s)
+        n_out = _fill_freeze(
+            q0, q1, it, k, flows, fe_lo, e_coef, demand, weight, rate, out_flow, out_level, n_out, s
+        )
     for j in range(nl):
         resid[slot_link[j]] = sres[j]
     return pops

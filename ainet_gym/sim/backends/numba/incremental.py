@@ -194,7 +194,9 @@ def _inc_components(
     """:func:`resolve_incremental`: the links of the flows at or above the restart level (the log from
     ``k0``, departed ones included, and the arrivals) stamped ``tick`` with their residuals at capacity less
     load; with ``use_cc``, their connected components (union-find ``uf`` over the links) and the roots of
-    the components of a departed or an arrived flow (``seed`` = ``tick``): only those change."""
+    the components of a departed or an arrived flow (``seed`` = ``tick``): only those change. ``log_flow``
+    may be those flows in any order (with ``flow_order``, in flow order: :func:`_inc_log_sorted`); the
+    components and the stamped links do not depend on it."""
     for k in range(k0, n_log + n_came):
         f = log_flow[k] if k < n_log else came[k - n_log]
         r0 = -1
@@ -254,6 +256,67 @@ def _inc_select(
         refill[n_re] = came[k]
         n_re += 1
     return n_re, n_keep
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_select_sorted(
+    n_s, srt, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
+    lo, resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level, fmark,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_inc_select` with the log's flows from ``k0`` walked in flow order (``srt[:n_s]``,
+    :func:`_inc_log_sorted`; :data:`REFILL_FLOW_ORDER`, issue-28zk): what the flows to fill and the departed
+    ones used goes back on the residuals in flow order (their entries in memory order), the flows to fill
+    are stamped ``fmark = tick``, and the kept flows are then read off the log in level order by that stamp.
+    The same flows to fill (in flow order, then the arrivals) and kept flows (in level order) as
+    :func:`_inc_select`; the residuals summed in another order. ``(to fill, kept)``."""
+    n_re = 0
+    for k in range(n_s):
+        f = srt[k]
+        hit = not use_cc or (fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick)
+        gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
+        if hit or gone_f:
+            r = rate[f]
+            for e in range(fe_lo[f], fe_hi[f]):
+                use = e_coef[e] * r
+                if np.isfinite(use):
+                    resid[e_link[e] - lo] += use
+        if hit and not gone_f:
+            refill[n_re] = f
+            fmark[f] = tick
+            n_re += 1
+    n_keep = 0
+    if use_cc:
+        for k in range(k0, n_log):
+            f = log_flow[k]
+            if act[f] and arr_mark[f] != mark and fmark[f] != tick:
+                keep_flow[n_keep] = f
+                keep_level[n_keep] = log_level[k]
+                n_keep += 1
+    for k in range(n_came):
+        refill[n_re] = came[k]
+        n_re += 1
+    return n_re, n_keep
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_walk_log(
+    flow_order, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
+    capacity, lo, load, resid, uf, seed, rstamp, tick, use_cc, refill, keep_flow, keep_level, srt, fmark,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s components (:func:`_inc_components`) and flows to fill: with
+    ``flow_order``, the log's flows from ``k0`` walked in flow order (``srt``, :func:`_inc_log_sorted`;
+    :func:`_inc_select_sorted`), else in level order (:func:`_inc_select`). ``(to fill, kept)``."""
+    if flow_order:
+        n_s = n_log - k0
+        _inc_components(0, n_s, n_came, srt, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load,
+                        resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
+        return _inc_select_sorted(n_s, srt, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
+                                  fe_lo, fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow,
+                                  keep_level, fmark)  # fmt: skip
+    _inc_components(k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load,
+                    resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
+    return _inc_select(k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link,
+                       e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level)  # fmt: skip
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
@@ -320,6 +383,16 @@ def _inc_sort_flows(refill, n_re):  # pragma: no cover - compiled
             k += 1
             x &= x - one
     return nw + 2 * n_re
+
+
+@njit(cache=True, nogil=True, **COMPILED_ONLY)
+def _inc_log_sorted(log_flow, k0, n_log, srt):  # pragma: no cover - compiled
+    """The flows of the freeze log from ``k0`` (``log_flow[k0:n_log]``, distinct) in flow order into
+    ``srt[: n_log - k0]`` (:func:`_inc_sort_flows`). The work counted."""
+    n_s = n_log - k0
+    for k in range(n_s):
+        srt[k] = log_flow[k0 + k]
+    return _inc_sort_flows(srt, n_s) if n_s > 1 else n_s
 
 
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
@@ -517,7 +590,10 @@ def resolve_incremental(
 
     With ``flow_order`` (:data:`REFILL_FLOW_ORDER`, issue-28zj) a solve that fills by the heap takes its flows
     in flow order (:func:`_inc_sort_flows`), as a dense solve does: the fill, the loads and the caller's
-    per-flow progress then walk their entries in memory order, not by level.
+    per-flow progress then walk their entries in memory order, not by level. The switch's count, the
+    components and the selection walk the log's flows from the restart level in flow order too
+    (:func:`_inc_log_sorted`, :func:`_inc_select_sorted`, issue-28zk): the residuals they restore are summed
+    in another order.
 
     The flows to fill are filled by :func:`fill_levels` (a heap), or, when they are more than ``par_share``
     of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
@@ -549,10 +625,10 @@ def resolve_incremental(
 
     The steps, in order on one set of scratch arrays: the full set (:func:`_inc_full_set`) or the restart
     level (:func:`_inc_restart_level`), the departure repair (:func:`_inc_repair`) and its log patch
-    (:func:`_inc_patch_log`), the switch (:func:`_inc_declines`), the components (:func:`_inc_components`)
-    and the flows to fill (:func:`_inc_select`), the fill (:func:`_inc_flow_order`, :func:`_inc_fill`), the
-    loads (:func:`_inc_loads`) and the level heaps (:func:`_inc_heaps`); those that allocate nothing compiled
-    into the solve (``forceinline``).
+    (:func:`_inc_patch_log`), the log in flow order (:func:`_inc_log_sorted`), the switch
+    (:func:`_inc_declines`), the components and the flows to fill (:func:`_inc_walk_log`), the fill
+    (:func:`_inc_flow_order`, :func:`_inc_fill`), the loads (:func:`_inc_loads`) and the level heaps
+    (:func:`_inc_heaps`); those that allocate nothing compiled into the solve (``forceinline``).
     """
     n_log = rstate[0]
     full = n_log < 0 or rstate[1] >= FULL_FILL_EVERY
@@ -582,19 +658,21 @@ def resolve_incremental(
                 _inc_patch_log(n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow,
                                log_level, keep_flow, keep_level, rp, rstate, work)  # fmt: skip
                 return n_r, False
-        e_above, n_lev, declines = _inc_declines(k0, n_log, log_flow, log_level, fe_lo, fe_hi, e_above, par_levels,
-                                                 sw_on, cost, rstate, n_inst, n_act, sw_ratio, sw_handoff)  # fmt: skip
+        if flow_order:  # the log from k0 in flow order (out_flow: scratch until the fill), walked below
+            work += _inc_log_sorted(log_flow, k0, n_log, out_flow)
+        s0 = 0 if flow_order else k0
+        e_above, n_lev, declines = _inc_declines(s0, s0 + n_log - k0, out_flow if flow_order else log_flow,
+                                                 log_level[k0 - s0 :], fe_lo, fe_hi, e_above, par_levels, sw_on, cost,
+                                                 rstate, n_inst, n_act, sw_ratio, sw_handoff)  # fmt: skip
         if declines:
             return -1, False
         work += e_above
         rstate[3] += 1
         tick = rstate[3]
         use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (below)
-        _inc_components(k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo,
-                        load, resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
-        n_re, n_keep = _inc_select(k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo,
-                                   fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow,
-                                   keep_level)  # fmt: skip
+        n_re, n_keep = _inc_walk_log(flow_order, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
+                                     fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf, seed, rstamp, tick,
+                                     use_cc, refill, keep_flow, keep_level, out_flow, rp.fmark)  # fmt: skip
         _inc_backoff(use_cc, n_keep, rstate)
     # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
     dense = n_re > par_share * n_act and n_lev <= par_levels
