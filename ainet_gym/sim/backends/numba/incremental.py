@@ -223,6 +223,24 @@ def _inc_components(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_give_back(
+    f, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc
+):  # fmt: skip  # pragma: no cover - compiled
+    """One log flow ``f`` of :func:`_inc_select` / :func:`_inc_select_sorted`: hit (its component was seeded at
+    ``tick``, or every flow while ``use_cc`` is false) or gone (departed, or re-arrived as a came flow); a hit
+    or gone flow's use goes back on the residuals (its entries in memory order). ``(hit, gone)``."""
+    hit = not use_cc or (fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick)
+    gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
+    if hit or gone_f:
+        r = rate[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            use = e_coef[e] * r
+            if np.isfinite(use):
+                resid[e_link[e] - lo] += use
+    return hit, gone_f
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_select(
     k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo,
     resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level,
@@ -235,14 +253,9 @@ def _inc_select(
     n_keep = 0
     for k in range(k0, n_log):
         f = log_flow[k]
-        hit = not use_cc or (fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick)
-        gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
-        if hit or gone_f:
-            r = rate[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                use = e_coef[e] * r
-                if np.isfinite(use):
-                    resid[e_link[e] - lo] += use
+        hit, gone_f = _inc_give_back(
+            f, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc
+        )
         if gone_f:
             continue
         if hit:
@@ -272,14 +285,9 @@ def _inc_select_sorted(
     n_re = 0
     for k in range(n_s):
         f = srt[k]
-        hit = not use_cc or (fe_hi[f] > fe_lo[f] and seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] == tick)
-        gone_f = not act[f] or arr_mark[f] == mark  # (re-arrived: a came flow)
-        if hit or gone_f:
-            r = rate[f]
-            for e in range(fe_lo[f], fe_hi[f]):
-                use = e_coef[e] * r
-                if np.isfinite(use):
-                    resid[e_link[e] - lo] += use
+        hit, gone_f = _inc_give_back(
+            f, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc
+        )
         if hit and not gone_f:
             refill[n_re] = f
             fmark[f] = tick
