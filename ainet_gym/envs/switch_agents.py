@@ -172,7 +172,7 @@ class SwitchAgents:
         sim = core.world.sim
         assert sim is not None
         if self.withdraw_dead and (sim.engine_state.capacity_bytes_per_s <= 0).any():
-            from ainet_gym.routing.policies import avoid_dead_paths
+            from ainet_gym.routing.oblivious import avoid_dead_paths
 
             split = avoid_dead_paths(
                 core.routing_context, split
@@ -206,7 +206,7 @@ class SwitchAgents:
         per job slot (batch, agents, J) and per background source (batch, agents, G): each connection's
         demand (:func:`~ainet_gym.routing.policies.connection_demand`) times its share of candidate paths through
         the switch; and a (batch, agents, J) flag of the jobs whose connections can enter it."""
-        from ainet_gym.routing.policies import connection_demand
+        from ainet_gym.routing.loads import connection_demand
 
         w = self.core.world
         sim = w.sim

@@ -443,11 +443,19 @@ def test_a_split_module_keeps_one_concern_and_its_old_names(
     assert _imports_from(module) <= own | imported | set(others)
 
 
+def test_the_package_and_tests_import_routing_names_where_they_are_defined() -> None:
+    """Inside the project, ``ainet_gym.routing.policies`` gives only its registry's own names (issue-31zu); a
+    policy, a load function or a constant is imported from the module of one concern that defines it (the
+    re-exports stay for outside users)."""
+    assert _imports_from("ainet_gym.routing.policies") <= _ROUTING_REGISTRY
+
+
 def test_routing_policies_are_the_objects_of_their_modules() -> None:
     """Every entry of ``POLICIES`` and ``ISOLATE_PLANS`` is defined in one of :data:`ROUTING_POLICY_MODULES`
     (a ``PredictivePolicy``: its class; an isolating plan: the partial's function), and the folder holds no other
     module than these, the registry and the older ``context``, ``plans`` and ``split``."""
-    from ainet_gym.routing.policies import ISOLATE_PLANS, POLICIES
+    from ainet_gym.routing.isolate import ISOLATE_PLANS
+    from ainet_gym.routing.policies import POLICIES
 
     homes = {f"ainet_gym.routing.{m}" for m in ROUTING_POLICY_MODULES}
     for name, pol in {**POLICIES, **ISOLATE_PLANS}.items():
@@ -870,7 +878,7 @@ def test_the_upper_rooms_register_what_the_lower_rooms_call() -> None:
     predictive router."""
     from ainet_gym.agents.predictive import PredictiveRouter
     from ainet_gym.fabric import topology
-    from ainet_gym.routing.policies import predictive_router_factory
+    from ainet_gym.routing.predictive_policy import predictive_router_factory
     from ainet_gym.scenario.graphs import graph_fabrics
 
     g = graph_fabrics()
