@@ -373,6 +373,23 @@ MULTIAGENT_MODULES = (
 )
 _MULTIAGENT_OWN = {"_require_pettingzoo", "_env_class", "parallel_env", "aec_env"}
 
+#: the max-min allocator's modules of one concern (issue-31zw); ``ainet_gym.sim.allocator`` (an outside contract:
+#: ``ainet_gym.max_min_fair``, the allocator API of the design notes) keeps the public functions and the backend
+#: choice, and stays the import path of every name it had (``solve_coo``, ``FloatArray``: the same objects)
+ALLOCATOR_MODULES = (
+    "water_filling",  # solve_coo: the numpy parallel rule over COO entries, the numpy backend's reference
+    "allocator_checks",  # the input checks: values, shapes, a dense or sparse incidence as COO entries
+)
+_ALLOCATOR_OWN = {
+    "max_min_fair",
+    "_solve",
+    "max_min_fair_batched",
+    "_batched_vectors",
+    "_batched_stacked",
+    "_per_instance",
+    "_batched_list",
+}
+
 
 def _defined(path: Path) -> set[str]:
     """The names a module's top level defines (functions, classes, assignments)."""
@@ -411,6 +428,7 @@ def _defined(path: Path) -> set[str]:
             },
         ),
         ("ainet_gym.envs.multiagent", "ainet_gym.envs", MULTIAGENT_MODULES, _MULTIAGENT_OWN, {}),
+        ("ainet_gym.sim.allocator", "ainet_gym.sim", ALLOCATOR_MODULES, _ALLOCATOR_OWN, {}),
     ],
 )
 def test_a_split_module_keeps_one_concern_and_its_old_names(
