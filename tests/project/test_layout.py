@@ -390,6 +390,16 @@ _ALLOCATOR_OWN = {
     "_batched_list",
 }
 
+#: the direct policy search's modules of one concern (issue-31zw); ``ainet_gym.agents.search`` keeps the agent
+#: ``SearchAgent`` (``dps:PATH``; its module orders the registry), its registration and the command line
+#: (``python -m ainet_gym.agents.search``), and stays the import path of every name it had
+SEARCH_MODULES = (
+    "search_score",  # SearchConfig, the linear plan scorer, the pooled tail and the closed-loop scores
+    "search_rollout",  # the env side: the batched env, a gate's base, the plans' actions, one episode per row
+    "search_cem",  # cem_search: the cross-entropy method
+    "search_files",  # the .npz file: save_search_policy, load_search_policy
+)
+
 
 def _defined(path: Path) -> set[str]:
     """The names a module's top level defines (functions, classes, assignments)."""
@@ -429,6 +439,13 @@ def _defined(path: Path) -> set[str]:
         ),
         ("ainet_gym.envs.multiagent", "ainet_gym.envs", MULTIAGENT_MODULES, _MULTIAGENT_OWN, {}),
         ("ainet_gym.sim.allocator", "ainet_gym.sim", ALLOCATOR_MODULES, _ALLOCATOR_OWN, {}),
+        (
+            "ainet_gym.agents.search",
+            "ainet_gym.agents",
+            SEARCH_MODULES,
+            {"SearchAgent", "_register", "_tuple", "build_parser", "main"},
+            {},
+        ),
     ],
 )
 def test_a_split_module_keeps_one_concern_and_its_old_names(
