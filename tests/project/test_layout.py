@@ -400,6 +400,11 @@ SEARCH_MODULES = (
     "search_files",  # the .npz file: save_search_policy, load_search_policy
 )
 
+#: the twin's modules of one concern (issue-31zw); ``ainet_gym.agents.twin`` keeps the planner ``TwinAgent``, its
+#: registration and the K x H sweep, and stays the import path of every name it had (the policy names and
+#: arguments unchanged)
+TWIN_MODULES = ("twin_args",)  # the candidates, the defaults, parse_twin_arg
+
 
 def _defined(path: Path) -> set[str]:
     """The names a module's top level defines (functions, classes, assignments)."""
@@ -444,6 +449,13 @@ def _defined(path: Path) -> set[str]:
             "ainet_gym.agents",
             SEARCH_MODULES,
             {"SearchAgent", "_register", "_tuple", "build_parser", "main"},
+            {},
+        ),
+        (
+            "ainet_gym.agents.twin",
+            "ainet_gym.agents",
+            TWIN_MODULES,
+            {"instance_rows", "TwinAgent", "sweep", "main", "_int_list"},
             {},
         ),
     ],
