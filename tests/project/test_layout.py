@@ -403,7 +403,10 @@ SEARCH_MODULES = (
 #: the twin's modules of one concern (issue-31zw); ``ainet_gym.agents.twin`` keeps the planner ``TwinAgent``, its
 #: registration and the K x H sweep, and stays the import path of every name it had (the policy names and
 #: arguments unchanged)
-TWIN_MODULES = ("twin_args",)  # the candidates, the defaults, parse_twin_arg
+TWIN_MODULES = (
+    "twin_args",  # the candidates, the defaults, parse_twin_arg
+    "twin_plan",  # TwinPlanning, TwinAgent's base class: the planning cores, the lookahead; instance_rows
+)
 
 
 def _defined(path: Path) -> set[str]:
@@ -455,7 +458,7 @@ def _defined(path: Path) -> set[str]:
             "ainet_gym.agents.twin",
             "ainet_gym.agents",
             TWIN_MODULES,
-            {"instance_rows", "TwinAgent", "sweep", "main", "_int_list"},
+            {"TwinAgent", "sweep", "main", "_int_list"},
             {},
         ),
     ],
@@ -653,10 +656,12 @@ _ONE_CLASS = (
 )
 #: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side;
 #: and ``FabricWorld`` is ``WorldUnits`` + ``WorldRouting`` + ``WorldRestore`` (issue-31zs, :data:`WORLD_BASES`)
+#: and ``TwinAgent`` is ``TwinPlanning`` (the planning cores and the lookahead) + its own acting (issue-31zw)
 _ONE_CLASSES = (
     _ONE_CLASS,
     ("sim/batch.py", "sim/batch_units.py", "sim/batch_split.py"),
     ("sim/world.py", "sim/world_units.py", "sim/world_routing.py", "sim/world_snapshot.py"),
+    ("agents/twin.py", "agents/twin_plan.py"),
 )
 _ATTR_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
