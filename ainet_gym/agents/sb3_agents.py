@@ -54,6 +54,7 @@ __all__ = [
     "algo_class",
     "default_hyperparameters",
     "load_model",
+    "meta_extra_plans",
     "meta_history",
     "meta_obs_features",
     "meta_residual",
@@ -295,6 +296,10 @@ def _allowed_global(module: str, name: str) -> Any:
         "Philox",
         "SFC64",
     }
+    if (module, name) == _BLOCK_EXTRACTOR:  # ainet_gym's one features extractor (train --obs-blocks)
+        from ainet_gym.agents.block_features import BlockFeatures
+
+        return BlockFeatures
     if (module, name) == ("builtins", "getattr"):
         return _enum_member  # how some Python 3.11 releases pickle an Enum member (SB3's TrainFrequencyUnit)
     roots = module.split(".")[0]
@@ -330,6 +335,8 @@ def _allowed_global(module: str, name: str) -> Any:
 
 
 _ALLOWED_ROOTS = ("gymnasium", "torch", "stable_baselines3", "sb3_contrib")
+#: the features extractor of a model trained with ``--obs-blocks`` (:data:`ainet_gym.agents.block_features.EXTRACTOR_GLOBAL`)
+_BLOCK_EXTRACTOR = ("ainet_gym.agents.block_features", "BlockFeatures")
 
 
 def _enum_member(cls: Any, name: Any) -> Any:
@@ -570,6 +577,30 @@ def meta_obs_features(meta: dict[str, Any], what: str) -> dict[str, Any]:
     return {"obs_features": tuple(feats)}
 
 
+def meta_extra_plans(meta: dict[str, Any], what: str) -> dict[str, Any]:
+    """The env keyword ``extra_plans`` of a model's metadata (a ``choose`` mode's plans past its own, e.g. the
+    isolating plans; empty without them), checked: a list of plans of
+    :data:`ainet_gym.routing.plans.EXTRA_PLANS` or weighted plans.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the bad value.
+    """
+    from ainet_gym.routing.plans import is_extra_plan
+
+    extra = meta.get("extra_plans")
+    if not extra:
+        return {}
+    try:
+        ok = isinstance(extra, list | tuple) and all(isinstance(p, str) and is_extra_plan(p) for p in extra)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{what}: metadata extra_plans = {extra!r}: allowed: a list of extra plans")
+    return {"extra_plans": tuple(extra)}
+
+
 def meta_history(meta: dict[str, Any], what: str) -> int:
     """The ``history`` a model's metadata asks the env for (default 4), range-checked against
     ``LIMITS["history_max"]`` (:data:`ainet_gym.scenario.loader.LIMITS`, the env's own ceiling).
@@ -613,6 +644,7 @@ class SB3Agent:
             "observation": self.meta.get("observation", "flat"),
             **meta_residual(self.meta, f"{self.algo}:{path}"),
             **meta_obs_features(self.meta, f"{self.algo}:{path}"),
+            **meta_extra_plans(self.meta, f"{self.algo}:{path}"),
         }
 
     def check(self, core: EnvCore) -> None:
