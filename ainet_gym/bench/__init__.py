@@ -228,13 +228,11 @@ def run_bench(
     return results
 
 
-def _numba_threads() -> int | None:
-    """The threads of the compiled backend (``NUMBA_NUM_THREADS``); None without numba."""
-    try:
-        from numba import config
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return None
-    return int(config.NUMBA_NUM_THREADS)
+def _numba_threads() -> int:
+    """The threads of the compiled backend (``NUMBA_NUM_THREADS``; 1 without numba)."""
+    from ainet_gym.sim.backends.numba.threads import kernel_threads
+
+    return kernel_threads()
 
 
 def _run_sections(cfg: BenchConfig, progress: bool, command: str | None) -> dict[str, Any]:
