@@ -472,3 +472,20 @@ def test_under_the_cpu_clock_every_timed_figure_reads_cpu_seconds(monkeypatch):
         timer.window(2.5)  # a reading per step: five steps reach 2.5 CPU s; the end reads 3.0 CPU s, 1 s wall
     assert timer.steps == 5 and timer.best == pytest.approx(5 / 2.5)
     assert timer.best_cpu == pytest.approx(5 / 3.0) and timer.cpu_s / timer.wall_s == pytest.approx(3.0)
+
+
+def test_the_cli_and_the_bench_module_give_clock_the_same_help_and_choices() -> None:
+    """``ainet-gym bench --clock`` writes its help out (the CLI does not import the bench package at start-up):
+    it must say what ``python -m ainet_gym.bench --clock`` says, and take the same choices."""
+    import argparse
+
+    from ainet_gym.bench.clock import CLOCK_HELP, CLOCKS
+    from ainet_gym.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    bench = sub.choices["bench"]
+    clock = next(a for a in bench._actions if "--clock" in a.option_strings)
+    assert clock.help == CLOCK_HELP
+    assert clock.default in (None, CLOCKS[0])  # None: the bench config's default
+    assert clock.choices is None or tuple(clock.choices) == CLOCKS
