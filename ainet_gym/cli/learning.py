@@ -91,6 +91,19 @@ def _add_train_policy_flags(s: argparse.ArgumentParser) -> None:
         type=lambda v: [x for x in v.split(",") if x],
         help="optional observation blocks, comma-separated (phase: each job's position in its iteration)",
     )
+    s.add_argument(
+        "--obs-blocks",
+        default=None,
+        type=lambda v: [x for x in v.split(",") if x],
+        help="the observation blocks the networks read, comma-separated (e.g. job_phase with --obs-features "
+        "phase; default: every input)",
+    )
+    s.add_argument(
+        "--extra-plans",
+        default=None,
+        type=lambda v: [x for x in v.split(",") if x],
+        help="choose modes: plans appended to the mode's, comma-separated (e.g. isolate0+bg,isolate1+bg)",
+    )
 
 
 def _add_train_run_flags(s: argparse.ArgumentParser) -> None:
@@ -117,6 +130,13 @@ def _add_train_run_flags(s: argparse.ArgumentParser) -> None:
         type=text_arg("a model path"),
         default=None,
         help="a saved model (rllib: a checkpoint directory) to continue training (never overwritten)",
+    )
+    s.add_argument(
+        "--init-from",
+        type=text_arg("a model path"),
+        default=None,
+        help="sb3: a saved model (e.g. imitate clone's) whose policy starts a new run with this run's "
+        "hyperparameters (e.g. a small --learning-rate)",
     )
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
 
