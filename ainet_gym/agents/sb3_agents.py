@@ -47,7 +47,7 @@ from ainet_gym.agents.sb3_files import (
     space_signature,
 )
 from ainet_gym.agents.sb3_files import OPTIMIZER_MEMBER as OPTIMIZER_MEMBER
-from ainet_gym.agents.sb3_meta import meta_history, meta_obs_features, meta_residual
+from ainet_gym.agents.sb3_meta import meta_extra_plans, meta_history, meta_obs_features, meta_residual
 from ainet_gym.agents.sb3_safety import safe_objects as safe_objects
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ __all__ = [
     "algo_class",
     "default_hyperparameters",
     "load_model",
+    "meta_extra_plans",
     "meta_history",
     "meta_obs_features",
     "meta_residual",
@@ -102,6 +103,7 @@ class SB3Agent:
             "observation": self.meta.get("observation", "flat"),
             **meta_residual(self.meta, f"{self.algo}:{path}"),
             **meta_obs_features(self.meta, f"{self.algo}:{path}"),
+            **meta_extra_plans(self.meta, f"{self.algo}:{path}"),
         }
 
     def check(self, core: EnvCore) -> None:

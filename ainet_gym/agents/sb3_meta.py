@@ -1,6 +1,7 @@
 """A saved model's metadata (``ainet_gym.json``, :mod:`ainet_gym.agents.sb3_agents`) read as the env keywords it
 asks for, each checked and naming the file when bad: ``history`` (:func:`meta_history`), ``residual`` and
-``residual_scale`` (:func:`meta_residual`) and ``obs_features`` (:func:`meta_obs_features`). The SB3, multi-agent,
+``residual_scale`` (:func:`meta_residual`), ``obs_features`` (:func:`meta_obs_features`) and ``extra_plans``
+(:func:`meta_extra_plans`). The SB3, multi-agent,
 RLlib and pretrained agents share them."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from ainet_gym.agents.model_files import meta_int
 from ainet_gym.errors import names_message
 
 __all__ = [
+    "meta_extra_plans",
     "meta_history",
     "meta_obs_features",
     "meta_residual",
@@ -40,6 +42,30 @@ def meta_residual(meta: dict[str, Any], what: str) -> dict[str, Any]:
             raise ValueError(f"{what}: metadata residual_scale = {scale!r}: allowed: a number in (0, 10]")
         out["residual_scale"] = float(scale)
     return out
+
+
+def meta_extra_plans(meta: dict[str, Any], what: str) -> dict[str, Any]:
+    """The env keyword ``extra_plans`` of a model's metadata (a ``choose`` mode's plans past its own, e.g. the
+    isolating plans; empty without them), checked: a list of plans of
+    :data:`ainet_gym.routing.plans.EXTRA_PLANS` or weighted plans.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the bad value.
+    """
+    from ainet_gym.routing.plans import is_extra_plan
+
+    extra = meta.get("extra_plans")
+    if not extra:
+        return {}
+    try:
+        ok = isinstance(extra, list | tuple) and all(isinstance(p, str) and is_extra_plan(p) for p in extra)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{what}: metadata extra_plans = {extra!r}: allowed: a list of extra plans")
+    return {"extra_plans": tuple(extra)}
 
 
 def meta_obs_features(meta: dict[str, Any], what: str) -> dict[str, Any]:

@@ -65,6 +65,10 @@ def _allowed_global(module: str, name: str) -> Any:
         "Philox",
         "SFC64",
     }
+    if (module, name) == _BLOCK_EXTRACTOR:  # ainet_gym's one features extractor (train --obs-blocks)
+        from ainet_gym.agents.block_features import BlockFeatures
+
+        return BlockFeatures
     if (module, name) == ("builtins", "getattr"):
         return _enum_member  # how some Python 3.11 releases pickle an Enum member (SB3's TrainFrequencyUnit)
     roots = module.split(".")[0]
@@ -100,6 +104,8 @@ def _allowed_global(module: str, name: str) -> Any:
 
 
 _ALLOWED_ROOTS = ("gymnasium", "torch", "stable_baselines3", "sb3_contrib")
+#: the features extractor of a model trained with ``--obs-blocks`` (:data:`ainet_gym.agents.block_features.EXTRACTOR_GLOBAL`)
+_BLOCK_EXTRACTOR = ("ainet_gym.agents.block_features", "BlockFeatures")
 
 
 def _enum_member(cls: Any, name: Any) -> Any:

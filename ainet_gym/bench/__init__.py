@@ -70,6 +70,14 @@ AllReduce jobs of N/8 GPUs spread over the leaves, 60-130 ms of compute, so the 
 Speed is never asserted in the tests; the targets of the issue are printed beside each figure with PASS or
 MISS and the ratio to the target.
 
+Clock
+-----
+Every row is timed by the wall clock unless ``--clock cpu`` (:attr:`BenchConfig.clock`) asks for the CPU
+seconds of the process, every thread, and of its finished child processes (the probes):
+:mod:`~ainet_gym.bench.clock`. The field names do not change; ``meta.clock`` and ``meta.numba_threads``
+record the run's. On a machine shared with other processes, compare two trees by ``--clock cpu`` with
+``NUMBA_NUM_THREADS=1`` on both sides (CPU time sums the threads, a worker's spin included).
+
 Layout
 ------
 :mod:`~ainet_gym.bench.config` (:class:`BenchConfig`, the section names), :mod:`~ainet_gym.bench.instances`
@@ -96,6 +104,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from ainet_gym.bench.clock import CLOCK_HELP, CLOCKS, check_clock, use_clock
 from ainet_gym.bench.config import EXACT_RTOL, SECTIONS, TARGET_1024_SCENARIO, TARGET_SCENARIOS, BenchConfig
 from ainet_gym.bench.instances import (
     Instance,
@@ -124,6 +133,7 @@ from ainet_gym.errors import names_message
 
 __all__ = [
     "BENCH_FILES",
+    "CLOCKS",
     "DEFAULT_OUT",
     "EXACT_RTOL",
     "SECTIONS",
@@ -173,6 +183,7 @@ def check_bench_config(cfg: BenchConfig) -> None:
     """
     if not cfg.sections:
         raise ValueError(f"sections: empty; give at least one of {', '.join(SECTIONS)}")
+    check_clock(cfg.clock)
     if any(s not in SECTIONS for s in cfg.sections):
         raise ValueError(names_message("sections", cfg.sections, SECTIONS))
     for name, lo, strict in (
@@ -205,12 +216,34 @@ def run_bench(
         If ``cfg.sections`` names an unknown section.
     """
     check_bench_config(cfg)
-    t_start = time.perf_counter()
+    t_start = time.perf_counter()  # the run's own wall time, whatever the rows' clock
+    with use_clock(cfg.clock):
+        results = _run_sections(cfg, progress, command)
+    results["meta"]["wall_s"] = time.perf_counter() - t_start
+    if hasattr(os, "getloadavg"):
+        results["meta"]["load_avg_1min_end"] = round(os.getloadavg()[0], 2)
+    results = jsonable(results)
+    if out is not None:
+        _write(results, Path(out))
+    return results
+
+
+def _numba_threads() -> int:
+    """The threads of the compiled backend (``NUMBA_NUM_THREADS``; 1 without numba)."""
+    from ainet_gym.sim.backends.numba.threads import kernel_threads
+
+    return kernel_threads()
+
+
+def _run_sections(cfg: BenchConfig, progress: bool, command: str | None) -> dict[str, Any]:
+    """The sections of ``cfg`` in the report's order, timed by the clock in force, and the targets."""
     results: dict[str, Any] = {
         "meta": {
             "command": command or ("ainet-gym bench --quick" if cfg.quick else "ainet-gym bench"),
             "quick": cfg.quick,
             "date": _dt.datetime.now().isoformat(timespec="seconds"),
+            "clock": cfg.clock,
+            "numba_threads": _numba_threads(),
             "machine": machine_info(),
             "calibration": calibrate(),
             "config": asdict(cfg),
@@ -241,23 +274,21 @@ def run_bench(
     finally:
         bar.close()
     results["targets"] = evaluate_targets(results)
-    results["meta"]["wall_s"] = time.perf_counter() - t_start
-    if hasattr(os, "getloadavg"):
-        results["meta"]["load_avg_1min_end"] = round(os.getloadavg()[0], 2)
-    results = jsonable(results)
-    if out is not None:
-        d = Path(out)
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "bench.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-        if results.get("scaling"):
-            plot_scaling(results["scaling"], d / "scaling.png")
-        report = format_report(results)
-        (d / "bench.md").write_text(
-            f"Produced by `{results['meta']['command']}` on {results['meta']['machine']['cpu']} "
-            f"({results['meta']['machine']['cores']} cores).\n\n```text\n{report}\n```\n",
-            encoding="utf-8",
-        )
     return results
+
+
+def _write(results: dict[str, Any], d: Path) -> None:
+    """``bench.json``, ``scaling.png`` (when the scaling section ran) and ``bench.md`` into ``d``."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "bench.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    if results.get("scaling"):
+        plot_scaling(results["scaling"], d / "scaling.png")
+    report = format_report(results)
+    (d / "bench.md").write_text(
+        f"Produced by `{results['meta']['command']}` on {results['meta']['machine']['cpu']} "
+        f"({results['meta']['machine']['cores']} cores).\n\n```text\n{report}\n```\n",
+        encoding="utf-8",
+    )
 
 
 def bench_main(args: argparse.Namespace) -> int:
@@ -270,12 +301,20 @@ def bench_main(args: argparse.Namespace) -> int:
         cfg = replace(cfg, sections=tuple(s.strip() for s in sections.split(",") if s.strip()))
         if not cfg.sections:
             raise ValueError(f"--sections {sections!r}: empty; give a comma list of {', '.join(SECTIONS)}")
+    clock = getattr(args, "clock", None)
+    if clock is not None:
+        check_clock(clock, "--clock")
+        cfg = replace(cfg, clock=clock)
     check_bench_config(cfg)
     if args.out is None:  # a fresh run folder: a second plain run never collides
         out = fresh_dir(DEFAULT_OUT, f"bench__{run_stamp()}", create=False)
     else:
         out = check_out_files(args.out, bool(getattr(args, "overwrite", False)), BENCH_FILES)
-    command = "ainet-gym bench" + (" --quick" if args.quick else "")
+    command = (
+        "ainet-gym bench"
+        + (" --quick" if args.quick else "")
+        + ("" if cfg.clock == "wall" else f" --clock {cfg.clock}")
+    )
     results = run_bench(cfg, out=out, progress=not getattr(args, "no_progress", False), command=command)
     print(format_report(results))
     print(f"\nwrote {out / 'bench.json'}" + (f", {out / 'scaling.png'}"
@@ -295,4 +334,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--overwrite", action="store_true", help="allow --out to hold earlier results")
     p.add_argument("--sections", default=None, help=f"comma list of {', '.join(SECTIONS)} (default: all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--clock", default="wall", help=CLOCK_HELP)
     return bench_main(p.parse_args(argv))

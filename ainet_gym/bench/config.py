@@ -98,6 +98,9 @@ class BenchConfig:
     env_windows: int = 5
     #: sections to run.
     sections: tuple[str, ...] = SECTIONS
+    #: the clock every row is timed by: ``wall`` (``time.perf_counter``) or ``cpu`` (the CPU s of the process,
+    #: every thread, and of its finished child processes; :mod:`ainet_gym.bench.clock`)
+    clock: str = "wall"
 
     @classmethod
     def full(cls) -> BenchConfig:

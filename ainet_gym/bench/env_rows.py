@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ainet_gym.bench.clock import clock_name, now
 from ainet_gym.bench.config import BenchConfig
 from ainet_gym.bench.instances import (
     env_scenario,
@@ -25,7 +26,8 @@ class _Timer:
     shared machine the load comes and goes; the best window is the least disturbed one, as ``timeit``
     advises and as the calibration does).
 
-    Each window is timed twice: by the wall clock (``best``, the figure of the row and its targets) and by
+    Each window is timed twice: by the bench's clock (``best``, the figure of the row and its targets: the wall
+    clock, or under ``--clock cpu`` the process's CPU time, :mod:`ainet_gym.bench.clock`) and by
     the process's CPU time (``best_cpu``: env steps per CPU second, ``time.process_time``, the best window),
     which other processes on a shared machine do not inflate; every thread of the process counts, numba's
     worker included, so a row that runs two threads spends up to 2 CPU s per wall second. ``cpu_s`` and
@@ -48,9 +50,11 @@ class _Timer:
         self.cpu_s = self.wall_s = 0.0
 
     def window(self, min_time: float) -> None:
-        """One timing window of at least ``min_time`` (and 3 steps) of wall time; keeps the best rates."""
+        """One timing window of at least ``min_time`` (and 3 steps) on the bench's clock (the wall clock, or
+        the process's CPU time under ``--clock cpu``); keeps the best rates."""
         steps = 0
         env_steps = 0  # copies that ran their interval
+        by_cpu = clock_name() == "cpu"
         c0 = time.process_time()
         t0 = time.perf_counter()
         while True:
@@ -60,14 +64,15 @@ class _Timer:
             env_steps += self.batch - still
             if not self.vector and (out[2] or out[3]):
                 self.env.reset()
-            dt = time.perf_counter() - t0
+            dt = time.process_time() - c0 if by_cpu else time.perf_counter() - t0
             if (dt >= min_time and steps >= 3) or dt >= 20 * min_time:
                 break
         cpu = time.process_time() - c0
+        wall = time.perf_counter() - t0 if by_cpu else dt
         self.best, self.steps = max(self.best, env_steps / dt), self.steps + steps
         if cpu > 0:
             self.best_cpu = max(self.best_cpu or 0.0, env_steps / cpu)
-        self.cpu_s, self.wall_s = self.cpu_s + cpu, self.wall_s + dt
+        self.cpu_s, self.wall_s = self.cpu_s + cpu, self.wall_s + wall
 
     def events_per_step(self, steps: int = 8) -> float | None:
         """Mean events of an interval (the most any copy of the batch had) over ``steps`` more steps, untimed,
@@ -114,12 +119,12 @@ def bench_env(cfg: BenchConfig, progress: Progress) -> list[dict]:
             group: list[tuple[dict, _Timer]] = []
 
             progress.start(f"env: {label} single {backend}")
-            t0 = time.perf_counter()
+            t0 = now()
             env = FabricRoutingEnv(scenario, backend=backend)
             row = {"scenario": label, "gpus": gpus, "backend": backend, "env": "single", "batch": 1,
                    "action_dim": int(np.prod(env.action_space.shape))}  # fmt: skip
             rows.append(row)
-            row["construct_s"] = time.perf_counter() - t0
+            row["construct_s"] = now() - t0
             single_timer = _Timer(env, 1, False)
             if not interleave:  # one env in memory at a time: its windows now
                 for _ in range(windows):
@@ -129,9 +134,9 @@ def bench_env(cfg: BenchConfig, progress: Progress) -> list[dict]:
             progress.done()
             for b in batches:
                 progress.start(f"env: {label} vector B={b} {backend}")
-                t0 = time.perf_counter()
+                t0 = now()
                 venv = FabricRoutingVectorEnv(b, scenario, backend=backend)
-                make_s = time.perf_counter() - t0
+                make_s = now() - t0
                 row = {"scenario": label, "gpus": gpus, "backend": backend, "env": "vector", "batch": b}
                 rows.append(row)
                 vt = _Timer(venv, b, True)

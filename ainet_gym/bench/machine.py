@@ -8,11 +8,12 @@ import contextlib
 import math
 import os
 import platform
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ainet_gym.bench.clock import now
 
 __all__ = ["calibrate", "machine_info"]
 
@@ -75,8 +76,8 @@ def calibrate(repeats: int = 5) -> dict[str, float]:
     for name, fn in (("python_loop_ms", py_loop), ("numpy_kernel_ms", np_kernel)):
         best = math.inf
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0 = now()
             fn()
-            best = min(best, time.perf_counter() - t0)
+            best = min(best, now() - t0)
         out[name] = best * 1e3
     return out

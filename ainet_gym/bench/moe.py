@@ -5,10 +5,10 @@ episodes from reset and the env rows of the ``ainet_gym/MoE-v0`` scenario.
 from __future__ import annotations
 
 import gc
-import time
 from dataclasses import replace
 from typing import Any
 
+from ainet_gym.bench.clock import now
 from ainet_gym.bench.config import BenchConfig
 from ainet_gym.bench.env_rows import bench_env
 from ainet_gym.bench.progress import Progress
@@ -22,15 +22,15 @@ def _episode(name: str, steps: int) -> dict[str, Any]:
     from ainet_gym.scenario.loader import load_scenario
     from ainet_gym.sim.world import FabricWorld
 
-    t0 = time.perf_counter()
+    t0 = now()
     world = FabricWorld(load_scenario(name), 1)
     world.reset(seeds=[0])
-    build_s = time.perf_counter() - t0
+    build_s = now() - t0
     times, events = [], 0
     for _ in range(steps):
-        t1 = time.perf_counter()
+        t1 = now()
         events += int(world.step(world.default_split()).events)
-        times.append(time.perf_counter() - t1)
+        times.append(now() - t1)
     return {"scenario": name, "steps": steps, "episode_s": float(sum(times)), "build_s": build_s,
             "slowest_interval_s": float(max(times)), "events": events}  # fmt: skip
 

@@ -221,6 +221,11 @@ def _header_lines(m: dict[str, Any]) -> list[str]:
         f"at start {_fmt(mc.get('load_avg_1min'), '.2f')}"
         + (f", at end {m['load_avg_1min_end']:.2f}" if m.get("load_avg_1min_end") is not None else "")
     )
+    if m.get("clock", "wall") != "wall":
+        parts.append(
+            f"clock: {m['clock']} (every timed figure is CPU s of the process and its finished children, the field "
+            f"names unchanged); numba threads {m.get('numba_threads')}"
+        )
     cal = m.get("calibration")
     if cal:
         parts.append(

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ainet_gym.bench.clock import now
 from ainet_gym.bench.config import BenchConfig
 from ainet_gym.bench.instances import (
     cluster_scenario,
@@ -51,10 +52,10 @@ def _interval_cost(scenario: dict[str, Any], min_time: float, max_repeats: int) 
     from ainet_gym.sim.world import FabricWorld
 
     sc = load_scenario(scenario)
-    t0 = time.perf_counter()
+    t0 = now()
     world = FabricWorld(sc, 1)
     world.reset(seeds=[0])
-    build_s = time.perf_counter() - t0
+    build_s = now() - t0
     events: list[int] = []
     world.step(world.default_split())  # warm-up
 
@@ -158,7 +159,7 @@ def _timed_intervals(world: Any, intervals: int, max_events: int, budget_s: floa
     spent = 0.0
     with last_metrics(sim) as last:
         for i in range(intervals):
-            t0 = time.perf_counter()
+            t0 = now()
             last.clear()
             try:
                 res = world.step(world.default_split(), max_events=max_events)
@@ -167,7 +168,7 @@ def _timed_intervals(world: Any, intervals: int, max_events: int, budget_s: floa
                 ev, capped = max_events, True
                 if exc.metrics is not None:  # the counters up to the cap
                     last[:] = [exc.metrics]
-            dt = time.perf_counter() - t0
+            dt = now() - t0
             spent += dt
             row = {"interval": i, "events": ev, "s": dt, "capped": capped}
             if last:
@@ -218,9 +219,9 @@ def _fixed_intervals_cost(scenario: dict[str, Any], intervals: int, repeats: int
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"transfers_repeats = {repeats!r}: must be an int >= 1")
     sc = load_scenario(scenario)
-    t0 = time.perf_counter()
+    t0 = now()
     world = FabricWorld(sc, 1)
-    build_s = time.perf_counter() - t0
+    build_s = now() - t0
     best, best_wall = math.inf, math.inf
     events: list[int] = []
     for _ in range(repeats):

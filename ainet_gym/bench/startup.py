@@ -9,9 +9,9 @@ import json
 import os
 import subprocess
 import sys
-import time
 from typing import Any
 
+from ainet_gym.bench.clock import clock_name, now
 from ainet_gym.bench.config import BenchConfig
 from ainet_gym.bench.instances import (
     env_scenario,
@@ -23,7 +23,9 @@ __all__ = ["bench_construction", "bench_startup"]
 
 
 def _probe(spec: dict[str, Any], env: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
-    """Run :mod:`ainet_gym.bench.probe` in a fresh process; (its JSON result or an error row, wall s).
+    """Run :mod:`ainet_gym.bench.probe` in a fresh process; (its JSON result or an error row, seconds of the
+    process on the bench's clock: wall, or under ``--clock cpu`` the child's CPU seconds; the probe times its
+    own figures by the same clock).
 
     The probe runs as a script (``python -P .../probe.py``), not as ``-m ainet_gym.bench.probe``: ``-m``
     would import this package first (its instances import scipy.sparse), some 0.1 s of start-up that a
@@ -31,16 +33,16 @@ def _probe(spec: dict[str, Any], env: dict[str, str] | None = None) -> tuple[dic
     on ``sys.path`` (its ``config.py`` would shadow any top-level module of that name)."""
     from ainet_gym.bench import probe
 
-    t0 = time.perf_counter()
+    t0 = now()
     proc = subprocess.run(
         [sys.executable, "-P", probe.__file__],
-        input=json.dumps(spec),
+        input=json.dumps({**spec, "clock": clock_name()}),
         capture_output=True,
         text=True,
         check=False,
         env=None if env is None else {**os.environ, **env},
     )
-    wall = time.perf_counter() - t0
+    wall = now() - t0
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]}, wall
     return json.loads(proc.stdout.strip().splitlines()[-1]), wall

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from ainet_gym.bench.clock import now
 
 __all__ = ["last_metrics", "rel_err", "timeit"]
 
@@ -28,9 +29,9 @@ def timeit(
     total = 0.0
     out = None
     while True:
-        t0 = time.perf_counter()
+        t0 = now()
         out = fn()
-        dt = time.perf_counter() - t0
+        dt = now() - t0
         times.append(dt)
         total += dt
         if total >= min_time or len(times) >= max_repeats:

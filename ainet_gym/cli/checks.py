@@ -41,6 +41,13 @@ def add_bench(sub: Subparsers) -> None:
     )
     s.add_argument("--sections", default=None, help="comma list of sections to run (default: all)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument(
+        "--clock",
+        default=None,
+        help="the clock every row is timed by: wall (default) or cpu (CPU seconds of the process, every thread, "
+        "and of its finished child processes; field names unchanged, meta.clock records it; compare with "
+        "NUMBA_NUM_THREADS=1 on both sides)",
+    )
     s.set_defaults(func=deferred("ainet_gym.bench", "bench_main"))
 
 

@@ -391,3 +391,101 @@ def test_the_cost_exponent_targets_are_the_issues():
 
     assert verdicts(1.05, 1.26) == ("PASS", "PASS")
     assert verdicts(1.15, 1.31) == ("MISS", "MISS")
+
+
+def test_the_clock_option_is_accepted_recorded_and_a_bad_value_refused(tmp_path, monkeypatch, one_line):
+    """``--clock cpu`` reaches the config and the run's meta (``meta.clock``, ``meta.config.clock``, the numba
+    threads, the report's header and the command); the default stays ``wall``; an unknown clock is refused,
+    naming the field, from the command line and from a config."""
+    import ainet_gym.bench as bench
+    from ainet_gym.cli import main
+
+    seen: list = []
+
+    def fake_run(cfg, out=None, progress=True, command=None):
+        seen.append((cfg, command))
+        return {"meta": {}}
+
+    with monkeypatch.context() as m:
+        m.setattr(bench, "run_bench", fake_run)
+        m.setattr(bench, "format_report", lambda r: "")
+        assert main(["bench", "--quick", "--clock", "cpu", "--out", str(tmp_path / "a")]) == 0
+        assert main(["bench", "--quick", "--out", str(tmp_path / "b")]) == 0
+        assert bench.main(["--quick", "--clock", "cpu", "--out", str(tmp_path / "c")]) == 0
+    assert [(cfg.clock, cmd) for cfg, cmd in seen] == [
+        ("cpu", "ainet-gym bench --quick --clock cpu"),
+        ("wall", "ainet-gym bench --quick"),
+        ("cpu", "ainet-gym bench --quick --clock cpu"),
+    ]
+    assert BenchConfig().clock == "wall" and bench.CLOCKS == ("wall", "cpu")
+    assert main(["bench", "--quick", "--clock", "cpus", "--out", str(tmp_path / "d")]) == 2
+    one_line("--clock = 'cpus'", "allowed: wall, cpu")
+    assert not (tmp_path / "d").exists()
+    with pytest.raises(ValueError, match=r"^clock = 'Wall': unknown; allowed: wall, cpu"):
+        check_bench_config(tiny_config(clock="Wall"))
+    with pytest.raises(ValueError, match=r"^clock = "):
+        run_bench(tiny_config(clock=None), progress=False)
+
+    res = run_bench(tiny_config(sections=("allocator",), clock="cpu"), out=tmp_path / "e", progress=False)
+    back = json.loads((tmp_path / "e" / "bench.json").read_text())
+    assert res["meta"]["clock"] == back["meta"]["clock"] == back["meta"]["config"]["clock"] == "cpu"
+    assert isinstance(back["meta"]["numba_threads"], int) and back["meta"]["numba_threads"] >= 1
+    assert "clock: cpu" in format_report(res)
+    wall = run_bench(tiny_config(sections=("allocator",)), progress=False)
+    assert wall["meta"]["clock"] == "wall" and "clock:" not in format_report(wall)
+
+
+def test_under_the_cpu_clock_every_timed_figure_reads_cpu_seconds(monkeypatch):
+    """``use_clock("cpu")``: :func:`now` reads the process's CPU time plus its children's, and the block's
+    end restores the clock before it; the env timer's windows and rate follow the CPU clock while its
+    ``cpu_s_per_wall_s`` stays a wall-clock ratio. Both clocks are faked: nothing here is timed."""
+    import gymnasium as gym
+
+    from ainet_gym.bench import clock, env_rows
+
+    class _Single:
+        action_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+
+        def reset(self, seed=None):
+            return None, {}
+
+        def step(self, action):
+            return None, 0.0, False, False, {}
+
+    monkeypatch.setattr(clock.time, "perf_counter", lambda: 100.0)
+    monkeypatch.setattr(clock.time, "process_time", lambda: 7.0)
+    children = clock.resource.getrusage(clock.resource.RUSAGE_CHILDREN)
+    assert clock.now() == 100.0 and clock.clock_name() == "wall"
+    with clock.use_clock("cpu"):
+        assert clock.clock_name() == "cpu"
+        assert clock.now() == pytest.approx(7.0 + children.ru_utime + children.ru_stime)
+    assert clock.now() == 100.0 and clock.clock_name() == "wall"
+    with pytest.raises(ValueError, match=r"^clock = 'gpu': unknown"), clock.use_clock("gpu"):
+        pass
+
+    wall = iter(range(100))  # 1 s per reading
+    cpu = iter(0.5 * np.arange(100))  # 0.5 s per reading
+    monkeypatch.setattr(env_rows.time, "perf_counter", lambda: float(next(wall)))
+    monkeypatch.setattr(env_rows.time, "process_time", lambda: float(next(cpu)))
+    timer = env_rows._Timer(_Single(), 1, False)
+    with clock.use_clock("cpu"):
+        timer.window(2.5)  # a reading per step: five steps reach 2.5 CPU s; the end reads 3.0 CPU s, 1 s wall
+    assert timer.steps == 5 and timer.best == pytest.approx(5 / 2.5)
+    assert timer.best_cpu == pytest.approx(5 / 3.0) and timer.cpu_s / timer.wall_s == pytest.approx(3.0)
+
+
+def test_the_cli_and_the_bench_module_give_clock_the_same_help_and_choices() -> None:
+    """``ainet-gym bench --clock`` writes its help out (the CLI does not import the bench package at start-up):
+    it must say what ``python -m ainet_gym.bench --clock`` says, and take the same choices."""
+    import argparse
+
+    from ainet_gym.bench.clock import CLOCK_HELP, CLOCKS
+    from ainet_gym.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    bench = sub.choices["bench"]
+    clock = next(a for a in bench._actions if "--clock" in a.option_strings)
+    assert clock.help == CLOCK_HELP
+    assert clock.default in (None, CLOCKS[0])  # None: the bench config's default
+    assert clock.choices is None or tuple(clock.choices) == CLOCKS

@@ -22,6 +22,7 @@ from ainet_gym.checks.crosscheck import (
     _routing_of,
     crosscheck,
 )
+from ainet_gym.checks.crosscheck.config import check_config
 from ainet_gym.fabric.topology import build_fabric
 from ainet_gym.scenario.loader import load_scenario
 
@@ -181,6 +182,15 @@ def test_refuses_bad_experiment_constants_naming_them() -> None:
     ):
         with pytest.raises(CrosscheckError, match=rf"{field} = {bad!r}: allowed: a finite number > 0"):
             crosscheck(_switch(), config=CrosscheckConfig(**{field: bad}))
+    # the TCP window (send and receive buffer): at least one full segment, an integer; the default unchanged
+    assert CrosscheckConfig().tcp_buffer_bytes == 1 << 20
+    for bad, mss in ((0, 1448), (1447, 1448), (16384.0, 1448), (True, 1448), (8947, 8948)):
+        with pytest.raises(
+            CrosscheckError, match=rf"tcp_buffer_bytes = {bad!r}: allowed: an integer >= mss = {mss}"
+        ):
+            crosscheck(_switch(), config=CrosscheckConfig(tcp_buffer_bytes=bad, mss=mss))
+    check_config(CrosscheckConfig(tcp_buffer_bytes=16384))  # issue-27zn/27zo's small window is accepted
+    check_config(CrosscheckConfig(tcp_buffer_bytes=1448))
     # a delayed ACK held past the minimum RTO makes every lone segment a spurious timeout
     with pytest.raises(CrosscheckError, match=r"del_ack_timeout_ms = 5.0: allowed: below min_rto_ms = 5.0"):
         crosscheck(_switch(), config=CrosscheckConfig(del_ack_timeout_ms=5.0))

@@ -58,7 +58,14 @@ class CrosscheckConfig:
         wire byte of TCP/IP over ns-3's PPP framing, :func:`tcp_header_efficiency` of ``mss`` and
         ``del_ack_count``; change it with them); ``None`` keeps the scenario's ``link_efficiency``.
     tcp_buffer_bytes
-        TCP send and receive buffer per socket.
+        TCP send and receive buffer per socket (``ns3::TcpSocket::SndBufSize`` and ``RcvBufSize``): the
+        receive buffer bounds a connection's window, so it bounds the bytes a connection can hold queued in
+        the switches, which the fluid model does not store. With the default (1 MiB) the windows are not
+        what limits that backlog (issue-27zn's case D: about 32 KB per connection; 128 KiB gave the 1 MiB
+        figures to the digit), and ns-3 drains it over a bundle the fluid leaves idle while a ring is bound
+        by its NIC; 16 KiB cut that gain from 3.45% to 0.8% per iteration in case D
+        (docs/fidelity-learning.md, issue-27zn; copy C's twin in issue-27zo). Allowed: an
+        integer >= ``mss`` (a window of at least one full segment).
     min_rto_ms
         TCP minimum retransmission timeout (ns-3's default is 1 s, a wide-area value).
     del_ack_timeout_ms
@@ -195,7 +202,6 @@ def check_config(cfg: CrosscheckConfig) -> None:
         ("mss", 1),
         ("del_ack_count", 1),
         ("send_size", 1),
-        ("tcp_buffer_bytes", 1),
         ("max_gpus", 1),
         ("fq_flows", 1),
         ("fq_perturbation", 0),
@@ -205,6 +211,11 @@ def check_config(cfg: CrosscheckConfig) -> None:
             raise CrosscheckError(f"{name} = {v!r}: allowed: an integer >= {low}")
     if cfg.mss + 52 > 65535:
         raise CrosscheckError(f"mss = {cfg.mss}: allowed: at most 65483 (an MTU of mss + 52 <= 65535 bytes)")
+    tb = cfg.tcp_buffer_bytes
+    if isinstance(tb, bool) or not isinstance(tb, int) or tb < cfg.mss:
+        raise CrosscheckError(
+            f"tcp_buffer_bytes = {tb!r}: allowed: an integer >= mss = {cfg.mss} (a window of one full segment)"
+        )
     rb = cfg.ring_buffer_steps
     if rb is not None and (isinstance(rb, bool) or not isinstance(rb, int) or rb < 1):
         raise CrosscheckError(
