@@ -51,24 +51,33 @@ part; ``base`` one of :data:`~ainet_gym.routing.plans.FAVOUR_BASES` without its 
 ``onspray``, ...; repeatable) adds the weighted plans over that base's split too (``favour{j}[-w{W}]-lp+bg``,
 at every weight given), beside those over ``burst-lp+bg``. Class
 ``reference``: tables show it apart, last, and give every policy's share of the ECMP-to-twin gap.
+
+Modules: this one is the planner (:class:`TwinAgent`: its arguments, the plan of an episode at ``reset`` and
+the replay), its registration and the K x H sweep (:func:`sweep`, ``python -m ainet_gym.agents.twin sweep``);
+the planning side (the planning cores, the lookahead of step 1; ``TwinAgent``'s base class ``TwinPlanning``) is
+:mod:`ainet_gym.agents.twin_plan`, the candidates, defaults and the argument grammar are
+:mod:`ainet_gym.agents.twin_args`; it re-exports their public names (the same objects).
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
-from ainet_gym.routing.isolate import ISOLATE_PLANS
-from ainet_gym.routing.plans import (
-    FAVOUR_BASE,
-    FAVOUR_BASES,
-    FAVOUR_WEIGHT,
-    weighted_plan,
-    weighted_plan_name,
+from ainet_gym.agents.twin_args import (
+    BASE_CHOICES,
+    BASE_POLICY,
+    DEFAULT_H,
+    DEFAULT_K,
+    LOOKAHEAD_CANDIDATES,
+    PURE_CANDIDATES,
+    parse_twin_arg,
 )
+from ainet_gym.agents.twin_args import DEFAULT_SIGMA as DEFAULT_SIGMA
+from ainet_gym.agents.twin_plan import TwinPlanning, instance_rows
+from ainet_gym.routing.plans import weighted_plan
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore
@@ -83,130 +92,8 @@ __all__ = [
     "parse_twin_arg",
 ]
 
-#: candidate splits tried at each decision (then perturbations of the incumbent, up to K)
-LOOKAHEAD_CANDIDATES: tuple[str, ...] = ("lp+bg", "lp", "greedy+bg", "spray+bg", "solo-lp+bg", "incumbent")
-#: policies whose whole episodes the twin also plays (every baseline of the jobs+bg class, lp and ecmp)
-PURE_CANDIDATES: tuple[str, ...] = (
-    "lp+bg", "lp", "greedy+bg", "spray+bg", "wcmp+bg", "predictive-lp+bg", "predictive-greedy+bg", "ecmp",
-    "solo-lp+bg", "burst-lp+bg",
-)  # fmt: skip
-#: the base policy of the lookahead's intervals after the first
-BASE_POLICY = "solo-lp+bg"
-#: the lookahead bases ``twin:best`` picks from, per instance (stateless: a predictive router's forecast
-#: would not follow the restored copies)
-BASE_CHOICES: tuple[str, ...] = (
-    "lp+bg", "lp", "greedy+bg", "spray+bg", "wcmp+bg", "ecmp", "solo-lp+bg", "burst-lp+bg",
-)  # fmt: skip
-#: default candidates per decision and lookahead intervals (docs/learning.md, "The K x H sweep")
-DEFAULT_K = 8
-DEFAULT_H = 8
-DEFAULT_SIGMA = 0.5
 
-
-def parse_twin_arg(arg: str | None) -> dict[str, Any]:
-    """``kK-hH[-sS][-gSIGMA][-best][-iso][-w[W]]...[-on{base}]...[-wbase]`` -> ``{"k", "h", "seed", "sigma",
-    "best_base", "isolate", "weights", "weight_bases", "weighted_base"}`` (defaults for what is left out;
-    ``weights``: the share weights of the weighted candidates, in the order given, ``w`` alone
-    :data:`~ainet_gym.routing.plans.FAVOUR_WEIGHT`; ``weight_bases``: the splits they run,
-    :data:`~ainet_gym.routing.plans.FAVOUR_BASE` first, then each ``on{base}``'s; ``weighted_base``: ``wbase``
-    given).
-
-    Raises
-    ------
-    ValueError
-        Naming the part that is not ``k<int >= 7>``, ``h<int >= 1>``, ``s<int >= 0>``, ``g<float >= 0>``,
-        ``best``, ``iso``, ``w[<number in [1, 1e6]>]``, ``on{base}`` or ``wbase``, or ``wbase`` without ``best``
-        and a ``w`` part, or ``on{base}`` without a ``w`` part.
-    """
-    out: dict[str, Any] = {
-        "k": DEFAULT_K,
-        "h": DEFAULT_H,
-        "seed": 0,
-        "sigma": DEFAULT_SIGMA,
-        "best_base": False,
-        "isolate": False,
-        "weights": [],
-        "weight_bases": [FAVOUR_BASE],
-        "weighted_base": False,
-    }
-    if not arg:
-        return out
-    on_names = {b.replace("-", ""): f"{b}+bg" for b in FAVOUR_BASES}
-    names = {"k": "k", "h": "h", "s": "seed", "g": "sigma"}
-    for part in arg.split("-"):
-        if part.strip() == "best":
-            out["best_base"] = True
-            continue
-        if part.strip() == "iso":
-            out["isolate"] = True
-            continue
-        if part.strip() == "wbase":
-            out["weighted_base"] = True
-            continue
-        mo = re.fullmatch(r"on(.*)", part.strip())
-        if mo is not None:
-            if mo.group(1) not in on_names or on_names[mo.group(1)] in out["weight_bases"]:
-                raise ValueError(
-                    f"policy 'twin:{arg}': {part!r}: allowed: on{{base}} once per base, base one of "
-                    f"{', '.join(on_names)} (the split of weighted candidates beside {FAVOUR_BASE}'s)"
-                )
-            out["weight_bases"].append(on_names[mo.group(1)])
-            continue
-        mw = re.fullmatch(r"w(.*)", part.strip())
-        if mw is not None:
-            val = mw.group(1)
-            wp = weighted_plan(f"favour0-w{val}+bg" if val else "favour0+bg")  # the plans' weight check
-            assert wp is not None
-            if wp.weight in out["weights"]:
-                raise ValueError(
-                    f"policy 'twin:{arg}': {part!r}: weight {wp.weight:g} given twice; allowed: distinct"
-                )
-            out["weights"].append(wp.weight)
-            continue
-        m = re.fullmatch(r"([khsg])(\d+(?:\.\d+)?)", part.strip())
-        if m is None:
-            raise ValueError(
-                f"policy 'twin:{arg}': {part!r} is not one of kK (candidates per decision, >= 7), hH "
-                "(lookahead intervals, >= 1), sS (seed), gSIGMA (perturbation scale), best (the best pure "
-                "candidate as the lookahead base), iso (the isolating plans as candidates too) or w / wW (the "
-                "weighted plans favour{j}+bg at share weight 16 / W as candidates too), joined by '-', e.g. "
-                "twin:k8-h4"
-            )
-        key, val = names[m.group(1)], m.group(2)
-        if key == "sigma":
-            out[key] = float(val)
-        else:
-            if "." in val:
-                raise ValueError(f"policy 'twin:{arg}': {part!r}: {key} must be an integer")
-            out[key] = int(val)
-    if out["k"] < len(LOOKAHEAD_CANDIDATES) + 1:
-        raise ValueError(
-            f"policy 'twin:{arg}': k = {out['k']}: needs >= {len(LOOKAHEAD_CANDIDATES) + 1} (the candidates "
-            f"{', '.join(LOOKAHEAD_CANDIDATES)} and at least one perturbation)"
-        )
-    if out["h"] < 1:
-        raise ValueError(f"policy 'twin:{arg}': h = {out['h']}: needs >= 1 lookahead interval")
-    if len(out["weight_bases"]) > 1 and not out["weights"]:
-        raise ValueError(
-            f"policy 'twin:{arg}': on{{base}} gives the split of the weighted candidates; allowed: with a w part, "
-            "e.g. twin:best-w-onlp"
-        )
-    if out["weighted_base"] and not (out["best_base"] and out["weights"]):
-        raise ValueError(
-            f"policy 'twin:{arg}': wbase picks the lookahead base among the weighted plans too; allowed: with "
-            "best and a w part, e.g. twin:best-w-wbase"
-        )
-    return out
-
-
-def instance_rows(bounds: np.ndarray, instances: np.ndarray) -> np.ndarray:
-    """Connection indices of ``instances`` (in that order) under the instance bounds ``bounds``."""
-    lo, hi = bounds[instances], bounds[instances + 1]
-    n = hi - lo
-    return np.repeat(lo, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
-
-
-class TwinAgent:
+class TwinAgent(TwinPlanning):
     """The clairvoyant planner (see the module docstring); an engine-level agent of class ``reference``."""
 
     level = "engine"
@@ -235,22 +122,6 @@ class TwinAgent:
     def check(self, core: EnvCore) -> None:
         if core.routing_context.sim is None:
             raise ValueError(f"{self.name}: the core must be reset before the twin can plan")
-
-    # ------------------------------------------------------------------ planning cores
-    def _core(self, core: EnvCore, batch: int) -> EnvCore:
-        """A planning core of ``batch`` instances of ``core``'s scenario (made once, reused)."""
-        from ainet_gym.envs.env import EnvCore
-
-        key = (id(core.scenario), batch, core.episode_steps, core.backend, core.history)
-        if key not in self._cores:
-            self._cores[key] = EnvCore(
-                core.scenario,
-                batch=batch,
-                history=core.history,
-                episode_steps=core.episode_steps,
-                backend=core.backend,
-            )
-        return self._cores[key]
 
     def reset(self, core: EnvCore) -> None:
         """Plan the whole episode of every instance from ``core``'s reset state (module docstring)."""
@@ -302,150 +173,6 @@ class TwinAgent:
         used = sorted({c for c in self._choice if c != "plan"}, key=self._pure_names.index)
         self._pure = {name: self._policy(name, core) for name in used}  # on the true core's world
         self._t = 0
-
-    def _weighted_plans(self, core: EnvCore) -> list[str]:
-        """The weighted candidates: ``favour{j}+bg`` (``favour{j}-w{W}+bg``) of every job slot ``j`` of
-        ``core``, for each weight of :attr:`weights` in order."""
-        slots = core.routing_context.job_unit.shape[1]
-        return [
-            weighted_plan_name(j, w, base)
-            for w in self.weights
-            for base in self.weight_bases
-            for j in range(slots)
-        ]
-
-    def _lookahead(self, core: EnvCore, start: Any) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
-        """The lookahead plan: the split committed at each decision, the instance bounds of its
-        connections, and the plan's mean GPU utilisation per instance."""
-        B, T, H = core.batch, core.episode_steps, self.h
-        slots = core.routing_context.job_unit.shape[1]
-        iso = list(ISOLATE_PLANS)[:slots] if self.isolate else []  # one per job slot (isolate0+bg, ...)
-        fav = list(self._favour)  # the weighted candidates (twin:...-w), after the isolating ones
-        K = self.k + len(iso) + len(fav)
-        # each candidate's plan name for its share weights ("" for the unweighted ones: the scenario's)
-        cand_names = [""] * (self.k + len(iso)) + fav
-        look_names = [cand_names[i % K] for i in range(B * K)]
-        look_base_names = [self._bases[i // K] for i in range(B * K)]  # copy b * K + k runs main b's base
-        scores_t = np.zeros((T, B, K))
-        self._plan_names: list[list[str]] = []
-        main = self._core(core, B)
-        look = self._core(core, B * K)
-        main.restore(start)
-        rng = np.random.default_rng(self.seed)
-        fixed = [c for c in LOOKAHEAD_CANDIDATES if c != "incumbent"]
-        src = np.repeat(np.arange(B), K)
-        base_of = {name: np.flatnonzero(np.asarray(self._bases) == name) for name in set(self._bases)}
-        bases = {
-            name: self._policy(name, look) for name in base_of
-        }  # look instance b * K + k <- main instance b
-        splits: list[np.ndarray] = []
-        bounds: list[np.ndarray] = []
-        gpu = np.zeros((B, T))
-        incumbent: np.ndarray | None = None
-        policies = {name: self._policy(name, main) for name in fixed}
-        isolating = {name: self._policy(name, main) for name in iso}
-        of_base = {b: self._policy(weighted_plan_name(0, FAVOUR_WEIGHT, b), main) for b in self.weight_bases}
-        for t in range(T):
-            w = main.routing_context
-            sim = w.sim
-            assert sim is not None
-            if incumbent is None:  # the first decision, or the units changed: ECMP
-                incumbent = w.default_split()
-            cands = [policies[name](w, main.last_result) for name in fixed]
-            cands.append(incumbent)
-            cands += self._perturb(main, incumbent, self.k - len(cands), rng)
-            cands += [isolating[name](w, main.last_result) for name in iso]
-            if fav:  # every weighted plan runs its base's split (burst-lp+bg, on{base}'s): each computed once
-                base_split = {b: pol(w, main.last_result) for b, pol in of_base.items()}
-                cands += [base_split[self._fav_base[name]] for name in fav]
-            stack = np.stack(cands)  # (K, C, P)
-            snap = main.snapshot()
-            look.restore(snap, src)
-            mb, lb = main.connection_bounds(), look.connection_bounds()
-            # look's connections, instance by instance: candidate k of main instance b
-            k_of = np.repeat(np.arange(B * K) % K, np.diff(lb))
-            rows = instance_rows(mb, src)
-            before_work = look.job_progress()
-            names = [list(x) for x in look.job_names]
-            if fav:  # each copy at its candidate's share weights for one interval, then the scenario's
-                look.set_plan_weights(look_names)
-            look.step_split(stack[k_of, rows])
-            # the base's intervals at its weights (a plain base's: the scenario's)
-            if fav or self.weighted_base:
-                look.set_plan_weights(look_base_names)
-            for _ in range(min(H, T - t) - 1):
-                look.step_split(self._base_split(look, bases, base_of, K))
-            # the ideal work done in the lookahead, of the jobs there at its start and its end (churn
-            # does not depend on the routing: every candidate sees the same jobs come and go)
-            same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.job_names)])
-            score = np.where(same, look.job_progress() - before_work, 0.0).sum(axis=1)
-            scores_t[t] = score.reshape(B, K)
-            best = np.argmax(scores_t[t], axis=1)  # (B,) ties: the first candidate
-            conn_inst = sim.unit_inst[sim.conn_unit]
-            chosen = stack[best[conn_inst], np.arange(sim.n_conns)]
-            splits.append(chosen)
-            bounds.append(mb)
-            before = main.unit_stack
-            if fav:
-                picked = [cand_names[int(k)] for k in best]
-                self._plan_names.append(picked)
-                main.set_plan_weights(picked)
-            _, _, _, _, info = main.step_split(chosen)
-            gpu[:, t] = info["reward_gpu_utilization"]
-            incumbent = chosen if main.unit_stack is before else None  # a restack renumbers the connections
-        self._lookahead_scores = scores_t
-        return splits, bounds, gpu.mean(axis=1)
-
-    def _base_split(
-        self, look: EnvCore, bases: dict[str, Any], base_of: dict[str, np.ndarray], k: int
-    ) -> np.ndarray:
-        """The split of the lookahead copies in which the copies of main instance ``b`` follow its base."""
-        if len(bases) == 1:
-            (pol,) = bases.values()
-            return pol(look.routing_context, look.last_result)
-        sim = look.routing_context.sim
-        assert sim is not None
-        split = np.empty((sim.n_conns, look.P))
-        lb = look.connection_bounds()
-        for name, pol in bases.items():
-            inst = (base_of[name][:, None] * k + np.arange(k)).reshape(-1)  # the copies of those instances
-            rows = instance_rows(lb, inst)
-            split[rows] = pol(look.routing_context, look.last_result)[rows]
-        return split
-
-    def _policy(self, name: str, core: EnvCore) -> Any:
-        """The engine-level policy ``name`` for ``core``: the routers (``POLICIES``) and the extra plans
-        (:func:`ainet_gym.routing.plans.plan_policy`), the switching baselines
-        (:data:`ainet_gym.agents.baselines.SWITCHED`), except that a predictive router gets its own
-        forecaster state and is fitted on episodes as long as ``core``'s (as the ``predictive-*`` agents of
-        ``evaluate`` are)."""
-        from ainet_gym.agents.baselines import SWITCHED
-        from ainet_gym.routing.plans import plan_policy
-
-        if name in SWITCHED:
-            return SWITCHED[name][0]
-        if not name.startswith("predictive-"):
-            return plan_policy(name)  # a router of POLICIES or an extra plan (isolate{j}+bg)
-        from ainet_gym.agents.predictive import PredictiveRouter
-
-        router = PredictiveRouter.of_core(
-            core, name.removeprefix("predictive-").removesuffix("+bg"), name.endswith("+bg")
-        )
-        return lambda world, last: router(last)
-
-    def _perturb(
-        self, core: EnvCore, split: np.ndarray, n: int, rng: np.random.Generator
-    ) -> list[np.ndarray]:
-        """``n`` random perturbations of ``split`` over the live paths of every multi-path connection."""
-        live = core.routing_context.live_paths()
-        multi = live.sum(axis=1) > 1
-        out = []
-        for _ in range(n):
-            x = (split + 0.05) * np.exp(self.sigma * rng.standard_normal(split.shape))
-            x = np.where(live, x, 0.0)
-            x /= np.maximum(x.sum(axis=1, keepdims=True), 1e-300)
-            out.append(np.where(multi[:, None], x, split))
-        return out
 
     # ------------------------------------------------------------------ acting
     def act(self, core: EnvCore, obs: Any) -> np.ndarray:

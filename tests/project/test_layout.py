@@ -373,6 +373,41 @@ MULTIAGENT_MODULES = (
 )
 _MULTIAGENT_OWN = {"_require_pettingzoo", "_env_class", "parallel_env", "aec_env"}
 
+#: the max-min allocator's modules of one concern (issue-31zw); ``ainet_gym.sim.allocator`` (an outside contract:
+#: ``ainet_gym.max_min_fair``, the allocator API of the design notes) keeps the public functions and the backend
+#: choice, and stays the import path of every name it had (``solve_coo``, ``FloatArray``: the same objects)
+ALLOCATOR_MODULES = (
+    "water_filling",  # solve_coo: the numpy parallel rule over COO entries, the numpy backend's reference
+    "allocator_checks",  # the input checks: values, shapes, a dense or sparse incidence as COO entries
+)
+_ALLOCATOR_OWN = {
+    "max_min_fair",
+    "_solve",
+    "max_min_fair_batched",
+    "_batched_vectors",
+    "_batched_stacked",
+    "_per_instance",
+    "_batched_list",
+}
+
+#: the direct policy search's modules of one concern (issue-31zw); ``ainet_gym.agents.search`` keeps the agent
+#: ``SearchAgent`` (``dps:PATH``; its module orders the registry), its registration and the command line
+#: (``python -m ainet_gym.agents.search``), and stays the import path of every name it had
+SEARCH_MODULES = (
+    "search_score",  # SearchConfig, the linear plan scorer, the pooled tail and the closed-loop scores
+    "search_rollout",  # the env side: the batched env, a gate's base, the plans' actions, one episode per row
+    "search_cem",  # cem_search: the cross-entropy method
+    "search_files",  # the .npz file: save_search_policy, load_search_policy
+)
+
+#: the twin's modules of one concern (issue-31zw); ``ainet_gym.agents.twin`` keeps the planner ``TwinAgent``, its
+#: registration and the K x H sweep, and stays the import path of every name it had (the policy names and
+#: arguments unchanged)
+TWIN_MODULES = (
+    "twin_args",  # the candidates, the defaults, parse_twin_arg
+    "twin_plan",  # TwinPlanning, TwinAgent's base class: the planning cores, the lookahead; instance_rows
+)
+
 
 def _defined(path: Path) -> set[str]:
     """The names a module's top level defines (functions, classes, assignments)."""
@@ -411,6 +446,21 @@ def _defined(path: Path) -> set[str]:
             },
         ),
         ("ainet_gym.envs.multiagent", "ainet_gym.envs", MULTIAGENT_MODULES, _MULTIAGENT_OWN, {}),
+        ("ainet_gym.sim.allocator", "ainet_gym.sim", ALLOCATOR_MODULES, _ALLOCATOR_OWN, {}),
+        (
+            "ainet_gym.agents.search",
+            "ainet_gym.agents",
+            SEARCH_MODULES,
+            {"SearchAgent", "_register", "_tuple", "build_parser", "main"},
+            {},
+        ),
+        (
+            "ainet_gym.agents.twin",
+            "ainet_gym.agents",
+            TWIN_MODULES,
+            {"TwinAgent", "sweep", "main", "_int_list"},
+            {},
+        ),
     ],
 )
 def test_a_split_module_keeps_one_concern_and_its_old_names(
@@ -606,10 +656,12 @@ _ONE_CLASS = (
 )
 #: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side;
 #: and ``FabricWorld`` is ``WorldUnits`` + ``WorldRouting`` + ``WorldRestore`` (issue-31zs, :data:`WORLD_BASES`)
+#: and ``TwinAgent`` is ``TwinPlanning`` (the planning cores and the lookahead) + its own acting (issue-31zw)
 _ONE_CLASSES = (
     _ONE_CLASS,
     ("sim/batch.py", "sim/batch_units.py", "sim/batch_split.py"),
     ("sim/world.py", "sim/world_units.py", "sim/world_routing.py", "sim/world_snapshot.py"),
+    ("agents/twin.py", "agents/twin_plan.py"),
 )
 _ATTR_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 

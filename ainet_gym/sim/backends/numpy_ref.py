@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ainet_gym.arrays import safe_divide
-from ainet_gym.sim.allocator import solve_coo
 from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
 from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
 from ainet_gym.sim.records import IntervalState, IntervalStructure, interval_records
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING
+from ainet_gym.sim.water_filling import solve_coo
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
 if TYPE_CHECKING:
