@@ -69,7 +69,7 @@ def group_scratch(n_flows, f_max):  # pragma: no cover - compiled
     empty scratch, the per-flow path)."""
     i64 = np.int64
     n_g = 2 * f_max + 2 if f_max > 0 else 0  # (a solve frees the groups it empties at its end)
-    n_h = 1
+    n_h = 64  # (at least the 64 slots a solve's hash starts with, group_write_rates)
     while n_h < 4 * n_g:
         n_h *= 2
     fbuf = np.empty(1)
