@@ -523,7 +523,8 @@ def run_interval_lazy(
     and reused from call to call, so that an interval does not fault in some 130 MB of fresh pages on the
     1,024-GPU AllToAll; a scratch smaller than the range needs is replaced by a fresh one), ``flow_w``, each
     flow's share weight (:func:`run_interval_numba`'s; empty: every weight 1), and ``rep_on``, the
-    departure repair, default :data:`REPAIR_DEPARTURES`; the others are left alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
+    departure repair, default :data:`REPAIR_DEPARTURES`, and ``grp_on``, progress on group clocks, default
+    :data:`PROGRESS_GROUPS`; the others are left alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
     run, ``sw_t[b]`` s of the interval left; that kernel zeroed the outputs and added the link bytes of its
     part). With the switch on (``sw_on``, :data:`LAZY_SWITCH`), an instance whose solve
     :func:`resolve_incremental` declines (the full path predicted cheaper by the switch's cost model) is
@@ -549,7 +550,10 @@ def run_interval_lazy(
     event are those with that key <= the event time). Phases count their flows with bytes left (a phase
     ends when the count is 0 and its latency is paid); a phase's flows join the active set when its latency
     is paid. So an event costs the flows it completes, starts or re-fills, plus the units and phases of the
-    instance, not a pass over every flow. The event rules are :func:`run_interval_numba`'s (module
+    instance, not a pass over every flow. With ``grp_on`` (:mod:`~ainet_gym.sim.backends.numba.progress`) the
+    flows at one rate share a clock and the heap holds groups: a solve that gives every flow of a group one
+    new rate moves the group's clock and key, and only the flows that change group are brought up to date.
+    The event rules are :func:`run_interval_numba`'s (module
     docstring); rates and times agree with it and with the numpy backend to round-off (1e-9 relative).
 
     ``stats`` (accumulated into what :func:`run_interval_numba` wrote): events (max), fills, -, -,

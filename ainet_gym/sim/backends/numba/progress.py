@@ -1,4 +1,4 @@
-"""Group clocks: the lazy kernel's progress kept per rate group (issue-28zl; :data:`PROGRESS_GROUPS`).
+"""Group clocks: the lazy kernel's progress kept per rate group (issue-28zl; ``settings.PROGRESS_GROUPS``).
 
 The per-flow path (:func:`~ainet_gym.sim.backends.numba.lazy.lazy_write_rates`) brings a flow's bytes left
 up to date and moves its completion key in a heap of flows whenever a solve changes its rate: on 8 AllToAll
