@@ -88,6 +88,9 @@ from ainet_gym.agents.registry import RESOLVERS, register_agent
 from ainet_gym.arrays import safe_divide
 from ainet_gym.envs.env import ACTION_MODES
 from ainet_gym.errors import check_choice
+from ainet_gym.routing.greedy import place_least_loaded
+from ainet_gym.routing.loads import controlled_connections
+from ainet_gym.routing.lp import burst_lp_all
 from ainet_gym.routing.plans import (
     CHOOSE_MODES,
     FAVOUR_SLOTS,
@@ -97,14 +100,7 @@ from ainet_gym.routing.plans import (
     plan_split,
     weighted_plan,
 )
-from ainet_gym.routing.policies import (
-    POLICIES,
-    Policy,
-    burst_lp_all,
-    controlled_connections,
-    get_policy,
-    place_least_loaded,
-)
+from ainet_gym.routing.policies import POLICIES, Policy, get_policy
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore

@@ -136,7 +136,7 @@ class GraphPolicyAgent:
 
     def act(self, core: EnvCore, obs: Any) -> np.ndarray:
         """The split (connections, max_paths) of the weights, without shares on dead paths."""
-        from ainet_gym.routing.policies import avoid_dead_paths
+        from ainet_gym.routing.oblivious import avoid_dead_paths
 
         split = core.decode(core.validate(self.weights(core, obs)))
         return avoid_dead_paths(core.routing_context, split) if self.avoid_dead else split

@@ -45,15 +45,11 @@ import numpy as np
 
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.errors import check_choice
-from ainet_gym.routing.policies import (
-    base_load,
-    connection_demand,
-    controlled_connections,
-    get_policy,
-    greedy,
-    lp,
-    register_predictive_router,
-)
+from ainet_gym.routing.greedy import greedy
+from ainet_gym.routing.loads import base_load, connection_demand, controlled_connections
+from ainet_gym.routing.lp import lp
+from ainet_gym.routing.policies import get_policy
+from ainet_gym.routing.predictive_policy import register_predictive_router
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore

@@ -26,7 +26,7 @@ import math
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -484,6 +484,9 @@ def train_rllib_main(args: argparse.Namespace) -> int:
         address=args.address,
         trust_checkpoint=bool(getattr(args, "trust_checkpoint", False)),
     )
+    lr = getattr(args, "learning_rate", None)
+    if lr is not None:  # as SB3's PPO: a linear decay to a tenth of it
+        cfg = replace(cfg, lr=float(lr), lr_final=float(lr) / 10)
     res = train_rllib(cfg)
     saved = f"checkpoint: {res.checkpoint}   (evaluate with --policies ecmp,rllib:{res.checkpoint})"
     return report_run(res, cfg.logdir, saved)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -118,6 +118,17 @@ class TrainConfig:
     """Optional observation blocks of the env (:class:`~ainet_gym.envs.env.FabricRoutingEnv`'s
     ``obs_features``, e.g. ``("phase",)``), recorded in the model's metadata; a resumed model keeps its
     own."""
+    obs_blocks: tuple[str, ...] = ()
+    """Observation blocks the policy and value networks read, e.g. ``("job_phase",)`` (a
+    :class:`~ainet_gym.agents.block_features.BlockFeatures` extractor; empty: every input, the default),
+    recorded in the model's metadata; a resumed or initialised model keeps its own."""
+    extra_plans: tuple[str, ...] = ()
+    """A ``choose`` mode's plans past its own (the env's ``extra_plans``, e.g. ``isolate0+bg``), recorded in the
+    model's metadata; a resumed or initialised model keeps its own."""
+    init_from: str | Path | None = None
+    """A saved model whose policy (architecture and weights: e.g. a behaviour-cloned one, ``python -m
+    ainet_gym.agents.imitate clone``) starts a new run: its env settings, this run's hyperparameters (e.g. a small
+    ``learning_rate``), a fresh optimiser and step counter. Not with ``resume``."""
 
 
 @dataclass
@@ -141,28 +152,59 @@ def run_name(scenario: str, algo: str, seed: int, when: float | None = None) -> 
 
 
 def _check_config(cfg: TrainConfig) -> None:
+    if cfg.resume is not None and cfg.init_from is not None:
+        raise ValueError(
+            "resume and init_from: allowed: one of them (resume continues a run, init_from starts one)"
+        )
     if not isinstance(cfg.timesteps, int) or cfg.timesteps < 1:
         raise ValueError(f"timesteps = {cfg.timesteps!r}: must be an integer >= 1")
     if not isinstance(cfg.n_envs, int) or cfg.n_envs < 1:
         raise ValueError(f"n_envs = {cfg.n_envs!r}: must be an integer >= 1")
 
 
-def _resumed_model(cfg: TrainConfig, algo: str, env: Any, scenario: str, meta_in: dict[str, Any]) -> Any:
-    """The model of ``cfg.resume`` on ``env``, checked to fit its spaces, seeded with ``cfg.seed``."""
+def _source_model(
+    path: str | Path, flag: str, algo: str, env: Any, scenario: str, meta_in: dict[str, Any]
+) -> Any:
+    """The model of ``path`` (``--resume`` or ``--init-from``: ``flag``), checked to fit ``env``'s spaces."""
     try:
-        model, _ = load_model(cfg.resume, algo)
+        model, _ = load_model(path, algo)
     except ValueError as e:
-        raise ValueError(f"--resume {str(cfg.resume)!r}: {e}") from None
+        raise ValueError(f"--{flag} {str(path)!r}: {e}") from None
     want = (space_signature(model.observation_space), space_signature(model.action_space))
     got = (space_signature(env.observation_space), space_signature(env.action_space))
     if want != got:
         raise ValueError(
-            f"resume: model {str(cfg.resume)!r} does not fit scenario {scenario!r}: it was trained "
+            f"{flag}: model {str(path)!r} does not fit scenario {scenario!r}: it was trained "
             f"on {meta_in.get('scenario', '?')!r} with observations {want[0]} and actions {want[1]}; "
             f"this scenario gives observations {got[0]} and actions {got[1]}"
         )
+    return model
+
+
+def _resumed_model(cfg: TrainConfig, algo: str, env: Any, scenario: str, meta_in: dict[str, Any]) -> Any:
+    """The model of ``cfg.resume`` on ``env``, checked to fit its spaces, seeded with ``cfg.seed``."""
+    model = _source_model(cfg.resume, "resume", algo, env, scenario, meta_in)  # type: ignore[arg-type]
     model.set_env(env)
     model.set_random_seed(cfg.seed)
+    return model
+
+
+def _initialised_model(
+    cfg: TrainConfig,
+    cls: type,
+    policy: str,
+    env: Any,
+    hp: dict[str, Any],
+    scenario: str,
+    meta_in: dict[str, Any],
+) -> Any:
+    """A new model on ``env`` with this run's hyperparameters ``hp`` whose policy (its ``policy_kwargs``: the
+    architecture, the features extractor) and weights are those of ``cfg.init_from``: a fresh optimiser and step
+    counter, seeded with ``cfg.seed``."""
+    src = _source_model(cfg.init_from, "init-from", cfg.algo, env, scenario, meta_in)  # type: ignore[arg-type]
+    hp = {**hp, "policy_kwargs": dict(src.policy_kwargs)}
+    model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
+    model.policy.load_state_dict(src.policy.state_dict())
     return model
 
 
@@ -220,6 +262,12 @@ def train(cfg: TrainConfig) -> TrainResult:
     scenario = load_scenario(cfg.scenario)
     algo = cfg.algo
     action_mode, history, observation, residual, res_kw, meta_in = _run_settings(cfg)
+    if cfg.resume is not None or cfg.init_from is not None:  # the source model's own blocks and plans
+        cfg = replace(
+            cfg,
+            obs_blocks=tuple(meta_in.get("obs_blocks", ())),
+            extra_plans=tuple(meta_in.get("extra_plans", ())),
+        )
     env, core, model = _env_and_model(cfg, scenario, action_mode, history, observation, res_kw, meta_in)
 
     run_dir = _fresh_run_dir(cfg, action_mode, residual, scenario.name)
@@ -284,10 +332,18 @@ def _env_and_model(
     env = VecMonitor(venv)
     core = venv.core
     if cfg.resume is not None:
-        model = _resumed_model(cfg, algo, env, scenario.name, meta_in)
+        return env, core, _resumed_model(cfg, algo, env, scenario.name, meta_in)
+    hp = _hyperparameters(cfg, algo, core.episode_steps)
+    if cfg.obs_blocks:  # a features extractor over the named blocks only
+        from ainet_gym.agents.block_features import block_policy_kwargs
+
+        hp["policy_kwargs"] = hp.get("policy_kwargs", {}) | block_policy_kwargs(
+            core.obs_layout, cfg.obs_blocks
+        )
+    policy = "MultiInputPolicy" if observation == "graph" else "MlpPolicy"
+    if cfg.init_from is not None:
+        model = _initialised_model(cfg, cls, policy, env, hp, scenario.name, meta_in)
     else:
-        hp = _hyperparameters(cfg, algo, core.episode_steps)
-        policy = "MultiInputPolicy" if observation == "graph" else "MlpPolicy"
         model = cls(policy, env, seed=cfg.seed, device="cpu", verbose=cfg.verbose, **hp)
     env.seed(TRAIN_SEED_OFFSET + cfg.seed)  # after SB3's own env.seed(seed): keep small seeds held out
     return env, core, model
@@ -322,31 +378,42 @@ def _fresh_run_dir(cfg: TrainConfig, action_mode: str, residual: str | None, sce
 
 def _run_settings(cfg: TrainConfig) -> tuple[str, int, str, str | None, dict[str, Any], dict[str, Any]]:
     """What a run trains in: the action mode, history, observation, residual base and the env keywords
-    (``residual``, ``residual_scale``, ``obs_features``) of ``cfg``, or of the resumed model's metadata
-    (also returned) with ``cfg.resume``."""
+    (``residual``, ``residual_scale``, ``obs_features``, ``extra_plans``) of ``cfg``, or of the resumed (or
+    initialising) model's metadata (also returned) with ``cfg.resume`` (``cfg.init_from``)."""
     algo, action_mode, history, observation = cfg.algo, cfg.action_mode, cfg.history, "flat"
     meta_in: dict[str, Any] = {}
-    if cfg.resume is not None:
+    source, flag = (cfg.resume, "resume") if cfg.init_from is None else (cfg.init_from, "init-from")
+    if source is not None:
         try:
-            meta_in = read_metadata(cfg.resume)
+            meta_in = read_metadata(source)
         except (ValueError, FileNotFoundError) as e:
-            raise type(e)(f"--resume {str(cfg.resume)!r}: {e}") from None
+            raise type(e)(f"--{flag} {str(source)!r}: {e}") from None
         trained = meta_in.get("algo", algo)
         if trained != algo:
-            raise ValueError(f"resume: {str(cfg.resume)!r} was trained with {trained}; pass --algo {trained}")
+            raise ValueError(f"{flag}: {str(source)!r} was trained with {trained}; pass --algo {trained}")
         action_mode = meta_in.get("action_mode", action_mode)
         history = int(meta_in.get("history", history))
         observation = meta_in.get("observation", observation)
     action_mode = resolve_action_mode(algo, action_mode)
-    residual = cfg.residual if cfg.resume is None else meta_in.get("residual")
-    scale = cfg.residual_scale if cfg.resume is None else meta_in.get("residual_scale")
+    residual = cfg.residual if source is None else meta_in.get("residual")
+    scale = cfg.residual_scale if source is None else meta_in.get("residual_scale")
     res_kw: dict[str, Any] = {} if residual is None else {"residual": residual}
     if residual is not None and scale is not None:
         res_kw["residual_scale"] = float(scale)
-    obs_features = tuple(cfg.obs_features if cfg.resume is None else meta_in.get("obs_features", ()))
+    obs_features = tuple(cfg.obs_features if source is None else meta_in.get("obs_features", ()))
     if obs_features:
         res_kw["obs_features"] = obs_features
+    extra = tuple(cfg.extra_plans if source is None else meta_in.get("extra_plans", ()))
+    if extra:
+        res_kw["extra_plans"] = extra
     return action_mode, history, observation, residual, res_kw, meta_in
+
+
+def _mode_plans(action_mode: str) -> tuple[str, ...]:
+    """The plans of a ``choose`` mode without extra plans (``()`` for another mode)."""
+    from ainet_gym.routing.plans import CHOOSE_MODES, PLANS
+
+    return tuple(PLANS[CHOOSE_MODES[action_mode]]) if action_mode in CHOOSE_MODES else ()
 
 
 def meta_maker(
@@ -369,6 +436,7 @@ def meta_maker(
             "n_envs": cfg.n_envs,
             "run_name": name,
             "resumed_from": None if cfg.resume is None else str(cfg.resume),
+            **({} if cfg.init_from is None else {"init_from": str(cfg.init_from)}),
             "observation_space": space_signature(env.observation_space),
             "action_space": space_signature(env.action_space),
         }
@@ -377,6 +445,10 @@ def meta_maker(
             meta["residual_scale"] = core.residual_scale
         if core.obs_features:  # only when set: the metadata of the default env stays as it was
             meta["obs_features"] = list(core.obs_features)
+        if cfg.obs_blocks:
+            meta["obs_blocks"] = list(cfg.obs_blocks)
+        if core.plans and len(core.plans) > len(_mode_plans(action_mode)):
+            meta["extra_plans"] = list(core.plans[len(_mode_plans(action_mode)) :])
         return meta
 
     return meta_of
@@ -475,6 +547,9 @@ def train_main(args: argparse.Namespace) -> int:
         ent_coef=getattr(args, "ent_coef", None),
         gamma=getattr(args, "gamma", None),
         obs_features=tuple(getattr(args, "obs_features", None) or ()),
+        obs_blocks=tuple(getattr(args, "obs_blocks", None) or ()),
+        extra_plans=tuple(getattr(args, "extra_plans", None) or ()),
+        init_from=getattr(args, "init_from", None),
     )
     res = train(cfg)
     return report_run(res, cfg.logdir, f"model: {res.model_path}")

@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ainet_gym.agents.registry import register_agent
+from ainet_gym.routing.isolate import ISOLATE_PLANS
 from ainet_gym.routing.plans import (
     FAVOUR_BASE,
     FAVOUR_BASES,
@@ -68,7 +69,6 @@ from ainet_gym.routing.plans import (
     weighted_plan,
     weighted_plan_name,
 )
-from ainet_gym.routing.policies import ISOLATE_PLANS
 
 if TYPE_CHECKING:
     from ainet_gym.envs.env import EnvCore

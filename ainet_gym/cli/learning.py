@@ -91,6 +91,19 @@ def _add_train_policy_flags(s: argparse.ArgumentParser) -> None:
         type=lambda v: [x for x in v.split(",") if x],
         help="optional observation blocks, comma-separated (phase: each job's position in its iteration)",
     )
+    s.add_argument(
+        "--obs-blocks",
+        default=None,
+        type=lambda v: [x for x in v.split(",") if x],
+        help="the observation blocks the networks read, comma-separated (e.g. job_phase with --obs-features "
+        "phase; default: every input)",
+    )
+    s.add_argument(
+        "--extra-plans",
+        default=None,
+        type=lambda v: [x for x in v.split(",") if x],
+        help="choose modes: plans appended to the mode's, comma-separated (e.g. isolate0+bg,isolate1+bg)",
+    )
 
 
 def _add_train_run_flags(s: argparse.ArgumentParser) -> None:
@@ -118,6 +131,13 @@ def _add_train_run_flags(s: argparse.ArgumentParser) -> None:
         default=None,
         help="a saved model (rllib: a checkpoint directory) to continue training (never overwritten)",
     )
+    s.add_argument(
+        "--init-from",
+        type=text_arg("a model path"),
+        default=None,
+        help="sb3: a saved model (e.g. imitate clone's) whose policy starts a new run with this run's "
+        "hyperparameters (e.g. a small --learning-rate)",
+    )
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -136,7 +156,42 @@ def _add_train_rllib_flags(s: argparse.ArgumentParser) -> None:
     )
 
 
+# ``train``'s flags that only one framework reads, with their parser defaults (a flag left at its default was
+# not given): the other framework refuses them rather than ignoring them
+_SB3_ONLY = {
+    "residual": None,
+    "residual_scale": None,
+    "log_std_init": None,
+    "target_kl": None,
+    "ent_coef": None,
+    "gamma": None,
+    "obs_features": None,
+    "obs_blocks": None,
+    "extra_plans": None,
+    "save_every": None,
+    "n_envs": 16,
+    "init_from": None,
+}
+_RLLIB_ONLY = {"num_env_runners": 2, "envs_per_runner": 16, "address": None, "trust_checkpoint": False}
+
+
+def _refuse_other_framework_flags(args: argparse.Namespace) -> None:
+    """Raise ``ValueError`` naming the first flag given that ``args.framework`` does not read (each framework's
+    flags are listed in ``--help``: RLlib's say ``rllib:``); ``--learning-rate`` is read by both."""
+    other = _SB3_ONLY if args.framework == "rllib" else _RLLIB_ONLY
+    for name, default in other.items():
+        value = getattr(args, name, default)
+        if value != default:
+            flag = "--" + name.replace("_", "-")
+            allowed = "--framework sb3" if args.framework == "rllib" else "--framework rllib"
+            raise ValueError(
+                f"train --framework {args.framework}: {flag} = {value!r} is not read by this framework; "
+                f"allowed: {flag} with {allowed}, or leave it out"
+            )
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
+    _refuse_other_framework_flags(args)
     if args.framework == "rllib":
         from ainet_gym.agents.rllib_train import train_rllib_main
 

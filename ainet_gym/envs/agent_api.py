@@ -270,14 +270,14 @@ class EnvAgentAPI:
 
     def connection_demand(self) -> np.ndarray:
         """(C,) bytes each connection offers in one interval (:func:`ainet_gym.routing.policies.connection_demand`)."""
-        from ainet_gym.routing.policies import connection_demand
+        from ainet_gym.routing.loads import connection_demand
 
         return connection_demand(self.world)
 
     def offered_load(self, split: np.ndarray, demand: np.ndarray | None = None) -> np.ndarray:
         """(B, L) bytes that ``demand`` (C,) bytes (default: :meth:`connection_demand`) puts on each link
         when routed by ``split`` (C, P) (:func:`ainet_gym.routing.policies.offered_load`)."""
-        from ainet_gym.routing.policies import offered_load
+        from ainet_gym.routing.loads import offered_load
 
         return offered_load(self.world, split, self.connection_demand() if demand is None else demand)
 

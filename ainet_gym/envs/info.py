@@ -17,7 +17,7 @@ from ainet_gym.envs.rewards import GpuUtilizationReward, StepTimeReward
 from ainet_gym.envs.slots import SlotMaps
 from ainet_gym.errors import names_message
 from ainet_gym.fabric.topology import TIERS
-from ainet_gym.routing.policies import controlled_connections
+from ainet_gym.routing.loads import controlled_connections
 from ainet_gym.sim.world import FabricWorld, StepResult
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 

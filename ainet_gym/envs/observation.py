@@ -446,7 +446,7 @@ class EnvObservation:
 
     def _slot_demand(self) -> np.ndarray:
         """(batch, slots): offered bytes of each slot's connection in one interval over its NIC's capacity."""
-        from ainet_gym.routing.policies import connection_demand
+        from ainet_gym.routing.loads import connection_demand
 
         w = self.world
         sim = w.sim

@@ -45,7 +45,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ainet_gym.errors import check_choice
-from ainet_gym.routing.policies import CONTROLS, ISOLATE_PLANS, Policy, burst_lp_all, get_policy
+from ainet_gym.routing.isolate import ISOLATE_PLANS
+from ainet_gym.routing.lp import burst_lp_all
+from ainet_gym.routing.policies import CONTROLS, Policy, get_policy
 
 if TYPE_CHECKING:
     from ainet_gym.routing.context import LastInterval, RoutingContext

@@ -19,7 +19,7 @@ from ainet_gym.agents.registry import AGENTS, make_agent, register_agent
 from ainet_gym.agents.train import TrainConfig, train
 from ainet_gym.cli import main as cli_main
 from ainet_gym.envs.env import ACTION_MODES, EnvCore
-from ainet_gym.routing.policies import offered_utilization
+from ainet_gym.routing.loads import offered_utilization
 
 # ------------------------------------------------------------------------------------------ scenarios
 

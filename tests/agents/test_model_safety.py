@@ -134,7 +134,7 @@ def test_an_enum_member_pickled_by_getattr_loads_and_nothing_else_does(tmp_path)
     from stable_baselines3.common.type_aliases import TrainFrequencyUnit
 
     from ainet_gym.agents.sb3_agents import UntrustedModelError
-    from ainet_gym.agents.sb3_agents import _restricted_loads as loads
+    from ainet_gym.agents.sb3_safety import _restricted_loads as loads
 
     class ByGetattr:
         def __init__(self, obj: object, name: str) -> None:

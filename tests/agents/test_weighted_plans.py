@@ -317,8 +317,8 @@ def test_labels_with_a_weighted_base_score_each_plan_against_that_plan_at_its_we
 
 def test_a_weighted_plan_over_another_split_runs_that_split_at_its_weights() -> None:
     # issue-26zm: favour{j}[-w{W}]-{base}+bg: the split of base (here lp+bg), job j and the background at W
+    from ainet_gym.routing.lp import lp_all
     from ainet_gym.routing.plans import plan_policy, weighted_plan_name
-    from ainet_gym.routing.policies import lp_all
 
     assert weighted_plan("favour1-w4-lp+bg") == weighted_plan(weighted_plan_name(1, 4.0, "lp+bg"))
     assert (weighted_plan("favour1-w4-lp+bg").slot, weighted_plan("favour1-w4-lp+bg").base) == (1, "lp+bg")

@@ -259,3 +259,55 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_quietly() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert err == "", err
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (("--framework", "rllib", "--obs-blocks", "job_phase"), "--obs-blocks"),
+        (("--framework", "rllib", "--n-envs", "4"), "--n-envs"),
+        (("--framework", "rllib", "--init-from", "m.zip"), "--init-from"),
+        (("--framework", "rllib", "--gamma", "0.5"), "--gamma"),
+        (("--num-env-runners", "4"), "--num-env-runners"),
+        (("--trust-checkpoint",), "--trust-checkpoint"),
+    ],
+)
+def test_a_flag_the_framework_does_not_read_is_refused_not_ignored(
+    capsys, small: str, argv: tuple[str, ...], flag: str
+) -> None:
+    """Fails on the old code, which trained with the flag silently ignored (RLlib read none of SB3's
+    hyperparameters and SB3 none of RLlib's runner flags): the refusal comes before anything is built."""
+    line = one_line_error(capsys, "train", small, "--timesteps", "8", *argv)
+    assert f"{flag} = " in line and "is not read by this framework" in line and "allowed:" in line
+
+
+def test_rllib_reads_the_learning_rate() -> None:
+    """``--learning-rate`` reaches RLlib's config as SB3's PPO reads it (a linear decay to a tenth), where the
+    old code dropped it and trained at 3e-4."""
+    import argparse
+    from dataclasses import replace
+
+    from ainet_gym.agents import rllib_train
+
+    seen: list[rllib_train.RLlibTrainConfig] = []
+
+    def fake_train(cfg: rllib_train.RLlibTrainConfig) -> None:
+        seen.append(cfg)
+        raise RuntimeError("stop")
+
+    ns = argparse.Namespace(
+        scenario="spine-leaf-2to1", algo="ppo", action_mode=None, timesteps=8, seed=0, logdir="runs", out=None,
+        resume=None, no_progress=True, overwrite=False, num_env_runners=0, envs_per_runner=1, address=None,
+        trust_checkpoint=False, learning_rate=1e-4,
+    )  # fmt: skip
+    orig = rllib_train.train_rllib
+    rllib_train.train_rllib = fake_train  # type: ignore[assignment]
+    try:
+        with pytest.raises(RuntimeError, match="stop"):
+            rllib_train.train_rllib_main(ns)
+    finally:
+        rllib_train.train_rllib = orig  # type: ignore[assignment]
+    assert seen[0].lr == pytest.approx(1e-4) and seen[0].lr_final == pytest.approx(1e-5)
+    assert replace(seen[0], lr=3e-4, lr_final=3e-5) == rllib_train.RLlibTrainConfig(
+        scenario="spine-leaf-2to1", timesteps=8, num_env_runners=0, envs_per_runner=1, progress=False
+    )

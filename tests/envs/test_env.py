@@ -407,7 +407,7 @@ def test_every_job_connection_has_one_action_slot(scenario: str) -> None:
     """The env's action slots route each job connection once and no background connection, through churn,
     background bursts and AllToAll rotations (the engine-level policies' controlled connections are the
     same set)."""
-    from ainet_gym.routing.policies import controlled_connections
+    from ainet_gym.routing.loads import controlled_connections
 
     env = FabricRoutingVectorEnv(num_envs=2, scenario=scenario, episode_steps=10)
     env.reset(seed=1)

@@ -10,7 +10,7 @@ import pytest
 from ainet_gym.agents.baselines import baseline_actions, engine_split
 from ainet_gym.envs.env import EnvCore, FabricRoutingEnv
 from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
-from ainet_gym.routing.policies import controlled_connections
+from ainet_gym.routing.loads import controlled_connections
 from ainet_gym.sim.backends.numba import jit as _jit
 
 BACKENDS = ["numpy", "numba"] if _jit.HAVE_NUMBA else ["numpy"]

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.routing.policies import offered_load, place_least_loaded
+from ainet_gym.routing.greedy import place_least_loaded
+from ainet_gym.routing.loads import offered_load
 from ainet_gym.sim.backends.numba import interval, jit, lazy
 from ainet_gym.sim.state import SimState
 
@@ -188,7 +189,7 @@ def test_place_least_loaded_takes_loads_equal_up_to_round_off_as_ties() -> None:
     """Symmetric links carry equal loads, which measured link bytes give only to round-off (the two
     backends sum in different orders): scores within ``PLACE_TIE_RTOL`` of the least are ties, broken by the
     lowest path index, whichever of them the round-off made smaller; a real difference still wins."""
-    from ainet_gym.routing.policies import PLACE_TIE_RTOL
+    from ainet_gym.routing.greedy import PLACE_TIE_RTOL
 
     core = _core(batch=1)
     P, L = core.P, core.world.fabric.n_links

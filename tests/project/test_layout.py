@@ -343,6 +343,37 @@ GRAPH_POLICY_MODULES = (
 )
 
 
+#: the evaluation's modules of one concern (issue 31 item 3, issue-31zu); ``ainet_gym.agents.evaluate`` keeps what to
+#: evaluate (``EvalConfig``), running every policy (``prepare``, ``evaluate``) and ``ainet-gym evaluate``'s handler,
+#: and stays the import path of every name it had
+EVALUATE_MODULES = (
+    "eval_episodes",  # seeds, one batched rollout per policy, its raw records; what a row says of its agent
+    "eval_stats",  # confidence intervals, paired differences, the LP of a class, the summary of the JSON
+    "eval_report",  # the table, its header and notes
+    "eval_files",  # results.md, .csv, .json, episodes.csv, figure.png
+)
+_EVALUATE_OWN = {"DEFAULT_OUT", "REFERENCES", "EvalConfig", "_label", "prepare", "evaluate", "evaluate_main"}
+
+#: the SB3 agents' modules of one concern (issue-31zu); ``ainet_gym.agents.sb3_agents`` (an outside contract) keeps
+#: the agent ``SB3Agent`` and its registration (the factories' module orders the registry), and stays the import
+#: path of every name it had
+SB3_MODULES = (
+    "sb3_algos",  # ALGO_MODES, algo_class, resolve_action_mode, default_hyperparameters
+    "sb3_files",  # save_model, read_metadata, load_model, space_signature, check_fit
+    "sb3_safety",  # the allowlist unpickler, safe_objects
+    "sb3_meta",  # a model's metadata as env keywords: meta_history, meta_residual, meta_obs_features
+)
+
+#: the multi-agent env's modules of one concern (issue-31zu); ``ainet_gym.envs.multiagent`` keeps the PettingZoo
+#: side (``parallel_env``, ``aec_env``, the class with PettingZoo's base) and stays the import path of every name
+#: it had
+MULTIAGENT_MODULES = (
+    "switch_agents",  # SwitchAgents: the per-switch view of an EnvCore in ecmp_weights mode
+    "switch_env",  # FabricParallelEnv without PettingZoo, its rewards and reset options
+)
+_MULTIAGENT_OWN = {"_require_pettingzoo", "_env_class", "parallel_env", "aec_env"}
+
+
 def _defined(path: Path) -> set[str]:
     """The names a module's top level defines (functions, classes, assignments)."""
     out = set()
@@ -357,23 +388,38 @@ def _defined(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    ("module", "home", "parts", "own"),
+    ("module", "home", "parts", "own", "others"),
     [
-        ("ainet_gym.routing.policies", "ainet_gym.routing", ROUTING_POLICY_MODULES, _ROUTING_REGISTRY),
+        ("ainet_gym.routing.policies", "ainet_gym.routing", ROUTING_POLICY_MODULES, _ROUTING_REGISTRY, {}),
         (
             "ainet_gym.agents.graph_policy",
             "ainet_gym.agents",
             GRAPH_POLICY_MODULES,
             {"GraphPolicyAgent", "main"},
+            {},
         ),
+        ("ainet_gym.agents.evaluate", "ainet_gym.agents", EVALUATE_MODULES, _EVALUATE_OWN, {}),
+        (
+            "ainet_gym.agents.sb3_agents",
+            "ainet_gym.agents",
+            SB3_MODULES,
+            {"SB3Agent", "_signature_of_model"},
+            {  # the errors load_model raises, as before the split
+                "UntrustedModelError": "ainet_gym.agents.model_files",
+                "ModelFileError": "ainet_gym.agents.model_files",
+                "ModelNotFoundError": "ainet_gym.agents.model_files",
+            },
+        ),
+        ("ainet_gym.envs.multiagent", "ainet_gym.envs", MULTIAGENT_MODULES, _MULTIAGENT_OWN, {}),
     ],
 )
 def test_a_split_module_keeps_one_concern_and_its_old_names(
-    module: str, home: str, parts: tuple[str, ...], own: set[str]
+    module: str, home: str, parts: tuple[str, ...], own: set[str], others: dict[str, str]
 ) -> None:
     """``module`` defines only ``own`` (and ``__all__``); every other name of its ``__all__``, and every name it
-    re-exports, is imported from one of ``parts`` and is the very object defined in exactly one of them; every
-    name the package or a test imports from ``module`` is one of these."""
+    re-exports, is imported from one of ``parts`` and is the very object defined in exactly one of them, or is one
+    of ``others``, the very object of the module named beside it; every name the package or a test imports from
+    ``module`` is one of these."""
     import importlib
 
     mod = importlib.import_module(module)
@@ -386,20 +432,30 @@ def test_a_split_module_keeps_one_concern_and_its_old_names(
         if isinstance(n, ast.ImportFrom) and n.module in full
         for a in n.names
     }
-    assert set(mod.__all__) <= own | imported
+    for name, source in others.items():
+        assert getattr(mod, name) is getattr(importlib.import_module(source), name), name
+    assert set(mod.__all__) <= own | imported | set(others)
     defined = {m: _defined((PKG.parent / Path(*f.split("."))).with_suffix(".py")) for f, m in full.items()}
     for name in imported:
         homes = [m for m in parts if name in defined[m]]
         assert len(homes) == 1, (name, homes)
         assert getattr(importlib.import_module(f"{home}.{homes[0]}"), name) is getattr(mod, name), name
-    assert _imports_from(module) <= own | imported
+    assert _imports_from(module) <= own | imported | set(others)
+
+
+def test_the_package_and_tests_import_routing_names_where_they_are_defined() -> None:
+    """Inside the project, ``ainet_gym.routing.policies`` gives only its registry's own names (issue-31zu); a
+    policy, a load function or a constant is imported from the module of one concern that defines it (the
+    re-exports stay for outside users)."""
+    assert _imports_from("ainet_gym.routing.policies") <= _ROUTING_REGISTRY
 
 
 def test_routing_policies_are_the_objects_of_their_modules() -> None:
     """Every entry of ``POLICIES`` and ``ISOLATE_PLANS`` is defined in one of :data:`ROUTING_POLICY_MODULES`
     (a ``PredictivePolicy``: its class; an isolating plan: the partial's function), and the folder holds no other
     module than these, the registry and the older ``context``, ``plans`` and ``split``."""
-    from ainet_gym.routing.policies import ISOLATE_PLANS, POLICIES
+    from ainet_gym.routing.isolate import ISOLATE_PLANS
+    from ainet_gym.routing.policies import POLICIES
 
     homes = {f"ainet_gym.routing.{m}" for m in ROUTING_POLICY_MODULES}
     for name, pol in {**POLICIES, **ISOLATE_PLANS}.items():
@@ -822,7 +878,7 @@ def test_the_upper_rooms_register_what_the_lower_rooms_call() -> None:
     predictive router."""
     from ainet_gym.agents.predictive import PredictiveRouter
     from ainet_gym.fabric import topology
-    from ainet_gym.routing.policies import predictive_router_factory
+    from ainet_gym.routing.predictive_policy import predictive_router_factory
     from ainet_gym.scenario.graphs import graph_fabrics
 
     g = graph_fabrics()

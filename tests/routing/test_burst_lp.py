@@ -9,7 +9,8 @@ import numpy as np
 
 import ainet_gym
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.routing.policies import POLICIES, background_active, burst_lp_all
+from ainet_gym.routing.lp import background_active, burst_lp_all
+from ainet_gym.routing.policies import POLICIES
 from tests._scenarios import BURST_DURATION, BURST_PERIOD, burst_scheduled, bursty_spine_leaf
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from ainet_gym.envs.env import EnvCore
+from ainet_gym.routing.isolate import ISOLATE_PLANS
 from ainet_gym.routing.plans import EXTRA_PLANS, plans_of_mode
-from ainet_gym.routing.policies import ISOLATE_PLANS, POLICIES
+from ainet_gym.routing.policies import POLICIES
 
 ISO = ("isolate0+bg", "isolate1+bg")
 

@@ -12,7 +12,8 @@ import ainet_gym
 from ainet_gym.agents.registry import make_agent
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing import lp as lp_module
-from ainet_gym.routing.policies import CONTROLS, POLICIES, controlled_connections, offered_utilization
+from ainet_gym.routing.loads import controlled_connections, offered_utilization
+from ainet_gym.routing.policies import CONTROLS, POLICIES
 from tests._scenarios import small_spine_leaf
 
 NEW = ("greedy+bg", "lp+bg", "predictive-greedy+bg", "predictive-lp+bg")
@@ -113,7 +114,7 @@ def test_solo_lp_gives_each_job_its_lowest_peak_over_the_sprayed_background() ->
     # solo-lp+bg: each job by the min-max LP alone over the sprayed background; so for every job, its own
     # peak (its load plus the sprayed background, over capacity) is no higher than under any other
     # routing of that job: lp+bg's, spray's, greedy's (an optimality check of each job's LP)
-    from ainet_gym.routing.policies import connection_peak_rate, offered_load
+    from ainet_gym.routing.loads import connection_peak_rate, offered_load
 
     core = _core("ingest-bursts", seeds=(1, 2))
     for _ in range(3):

@@ -174,7 +174,7 @@ def test_policies_see_the_uncut_ring() -> None:
     """The LP's peak demand per connection (:func:`connection_peak_rate`, max over a job's phases) is that
     of the uncut ring: a segment counts its whole ring's bytes, so the run-ahead bound changes the fluid
     model's physics, not the demand a policy routes (the crosscheck case; 4 MiB cuts its rings in 3)."""
-    from ainet_gym.routing.policies import connection_demand, connection_peak_rate
+    from ainet_gym.routing.loads import connection_demand, connection_peak_rate
 
     sc = load_scenario("scenarios/crosscheck/xc-ingest-bursts.yaml")
     out = []

@@ -14,7 +14,7 @@ from ainet_gym.agents.imitate.dagger import label_player
 from ainet_gym.agents.imitate.features import DEFAULT_PREVIOUS_PLAN_SCALE, PREVIOUS_PLAN
 from ainet_gym.agents.imitate.knn_file import DEFAULT_FALLBACK
 from ainet_gym.agents.imitate.knn_fit import DEFAULT_K, KNN_VOTES, fit_knn
-from ainet_gym.agents.imitate.label_files import concat_labels, load_labels
+from ainet_gym.agents.imitate.label_files import concat_labels, load_label_source, load_labels
 from ainet_gym.agents.imitate.labels import (
     DEFAULT_BASE,
     DEFAULT_H,
@@ -86,7 +86,11 @@ def _add_clone_parser(sub: Any) -> None:
     from ainet_gym.agents.outputs import TRAIN_SEED_MAX, float_arg, int_arg, unit_interval_arg
 
     c = sub.add_parser("clone", help="fit a PPO policy to labels; save it as an ainet-gym train model")
-    c.add_argument("labels", help=".npz of label (comma list: aggregated, e.g. DAgger rounds)")
+    c.add_argument(
+        "labels",
+        help=".npz of label (comma list: aggregated, e.g. DAgger rounds), or a knn policy file (its labelled "
+        "observation block, e.g. the shipped pretrained .npz)",
+    )
     c.add_argument("--val", default=None, help=".npz of label on validation seeds (accuracy only)")
     c.add_argument("--out", required=True, help=".zip model path")
     c.add_argument("--epochs", type=int_arg(1), default=60)
@@ -96,6 +100,11 @@ def _add_clone_parser(sub: Any) -> None:
     c.add_argument("--lr", type=float_arg("a learning rate"), default=1e-3, help="Adam learning rate")
     c.add_argument(
         "--drop-obs-features", action="store_true", help="fit from the default observation blocks only"
+    )
+    c.add_argument(
+        "--obs-blocks",
+        default="",
+        help="the observation blocks the networks read, comma list (e.g. job_phase; default: every input)",
     )
 
 
@@ -311,9 +320,10 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
     if a.cmd == "label":
         return _run_label(a)
     res = behaviour_clone(
-        concat_labels([load_labels(x) for x in a.labels.split(",")]), a.out, None if a.val is None else load_labels(a.val),
-        a.epochs, learning_rate=a.lr, gamma=a.gamma, seed=a.seed, weighting=a.weighting,
-        obs_features=() if a.drop_obs_features else None, scenario=a.scenario,
+        concat_labels([load_label_source(x) for x in a.labels.split(",")]), a.out,
+        None if a.val is None else load_label_source(a.val), a.epochs, learning_rate=a.lr, gamma=a.gamma, seed=a.seed,
+        weighting=a.weighting, obs_features=() if a.drop_obs_features else None, scenario=a.scenario,
+        obs_blocks=tuple(b for b in a.obs_blocks.split(",") if b),
     )  # fmt: skip
     print(json.dumps(res, indent=1))
     return 0

@@ -36,6 +36,7 @@ def behaviour_clone(
     n_envs: int = 8,
     obs_features: tuple[str, ...] | None = None,
     scenario: Any = None,
+    obs_blocks: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Fit a PPO model's policy to ``labels`` (:func:`lookahead_labels`) and save it to ``out`` with the
     metadata of ``ainet-gym train`` (``evaluate ppo:OUT``, ``train --resume OUT``).
@@ -50,7 +51,11 @@ def behaviour_clone(
     network against the discounted returns of the labelled trajectories. ``obs_features=()`` drops the
     labels' optional observation blocks (appended last, so the default observation is their first
     columns): the same labels, from what the default observation carries. ``scenario``: the labels'
-    scenario when it is not a shipped one (a dict or path; default: the name the labels record). Returns the accuracy of the
+    scenario when it is not a shipped one (a dict or path; default: the name the labels record). ``obs_blocks``:
+    the observation blocks the networks read (a :class:`~ainet_gym.agents.block_features.BlockFeatures`
+    extractor, e.g. ``("job_phase",)``; default every input). Labels of one block (a knn policy file,
+    :func:`~ainet_gym.agents.imitate.label_files.knn_labels`) are given zeros in the other columns; without
+    ``reward`` in the labels the value network is not fitted. Returns the accuracy of the
     deterministic policy (its most likely plan) on ``labels`` and on ``val``, the accuracy of always
     answering the most frequent label of ``labels``, and the seconds.
 
@@ -61,6 +66,8 @@ def behaviour_clone(
     """
     import torch
 
+    from ainet_gym.agents.block_features import block_policy_kwargs
+    from ainet_gym.agents.imitate.label_files import with_full_obs
     from ainet_gym.agents.sb3_agents import algo_class, default_hyperparameters, save_model
 
     if weighting not in ("inv_sqrt", "none", "regret"):
@@ -70,22 +77,35 @@ def behaviour_clone(
     torch.set_num_threads(1)  # small MLPs run fastest on one thread (as ainet-gym train does)
     t0 = time.perf_counter()
     sc, venv, obs_features = _clone_env(labels, obs_features, scenario, n_envs)
+    layout, dim = venv.core.obs_layout, int(venv.observation_space.shape[0])
+    labels = with_full_obs(labels, layout, dim)
+    val = None if val is None else with_full_obs(val, layout, dim)
     X, y = _clone_samples(labels, venv)
     hp = default_hyperparameters("ppo", venv.core.episode_steps, n_envs)
     if gamma is not None:
         hp["gamma"] = float(gamma)
+    if obs_blocks:
+        hp["policy_kwargs"] = hp["policy_kwargs"] | block_policy_kwargs(layout, obs_blocks)
     torch.manual_seed(seed)
     model = algo_class("ppo")("MlpPolicy", venv, seed=seed, device="cpu", **hp)
     K = int(venv.action_space.n)
     majority = int(np.argmax(np.bincount(y, minlength=K)))
-    ret = _returns(np.asarray(labels["reward"], dtype=np.float64), int(labels["meta"][4]), float(model.gamma))
-    weights = _sample_weights(y, np.asarray(labels["scores"], dtype=np.float64), K, weighting)
+    ret = None
+    if "reward" in labels:
+        ret = _returns(
+            np.asarray(labels["reward"], dtype=np.float64), int(labels["meta"][4]), float(model.gamma)
+        )
+    if weighting == "regret" and "scores" not in labels:
+        raise ValueError("weighting = 'regret': the labels hold no plan scores; allowed: inv_sqrt, none")
+    weights = _sample_weights(
+        y, np.asarray(labels.get("scores", np.zeros((len(y), K))), dtype=np.float64), K, weighting
+    )
     _fit_policy(
         model.policy, X, y, ret, weights, weighting == "regret", epochs, batch_size, learning_rate, seed
     )
     result = _clone_report(model.policy, labels, val, X.shape[1], majority, obs_features)
     result["seconds"] = time.perf_counter() - t0
-    meta = _clone_metadata(labels, sc, venv, out, seed, n_envs, epochs, weighting, result)
+    meta = _clone_metadata(labels, sc, venv, out, seed, n_envs, epochs, weighting, result, tuple(obs_blocks))
     result["model_path"] = str(save_model(model, out, meta))
     venv.close()
     return result
@@ -97,16 +117,19 @@ def _clone_env(
     """The scenario, the SB3 vector env of ``n_envs`` copies that :func:`behaviour_clone`'s model is built
     on (the labels' scenario, or ``scenario``; their action mode, history and steps; ``obs_features``,
     default the labels'), and those observation features."""
+    from ainet_gym.agents.imitate.features import extra_plans_of
     from ainet_gym.envs.sb3_vec_env import SB3VecEnv
     from ainet_gym.scenario.loader import load_scenario
 
     name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
+    extra = extra_plans_of(mode, [str(p) for p in labels["plans"]])
     if obs_features is None:
         obs_features = tuple(f for f in feats.split(",") if f)
     sc = load_scenario(name if scenario is None else scenario)
     venv = SB3VecEnv(
         num_envs=n_envs, scenario=sc, action_mode=mode, history=int(history), episode_steps=int(steps),
         **({"obs_features": obs_features} if obs_features else {}),
+        **({"extra_plans": extra} if extra else {}),
     )  # fmt: skip
     return sc, venv, obs_features
 
@@ -161,6 +184,7 @@ def _clone_metadata(
     epochs: int,
     weighting: str,
     result: dict[str, Any],
+    obs_blocks: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The metadata :func:`behaviour_clone` saves with its model: ``ainet-gym train``'s (so that ``evaluate
     ppo:OUT`` and ``train --resume OUT`` take it), plus ``behaviour_cloning``: the samples, epochs, weighting,
@@ -168,7 +192,9 @@ def _clone_metadata(
     from ainet_gym.agents.train import TrainConfig, meta_maker
 
     mode, history = str(labels["meta"][1]), int(labels["meta"][3])
-    cfg = TrainConfig(scenario=sc, algo="ppo", action_mode=mode, seed=seed, n_envs=n_envs)
+    cfg = TrainConfig(
+        scenario=sc, algo="ppo", action_mode=mode, seed=seed, n_envs=n_envs, obs_blocks=obs_blocks
+    )
     meta = meta_maker(
         cfg, "ppo", mode, history, "flat", venv.core, sc.name, f"bc-{Path(out).stem}", venv, None
     )(0)
@@ -200,7 +226,7 @@ def _fit_policy(
     policy: Any,
     X: np.ndarray,
     y: np.ndarray,
-    ret: np.ndarray,
+    ret: np.ndarray | None,
     weights: np.ndarray,
     regret: bool,
     epochs: int,
@@ -211,11 +237,12 @@ def _fit_policy(
     """The training loop of :func:`behaviour_clone`: Adam over shuffled minibatches of the weighted
     cross-entropy of the labels ``y`` (``weights`` (N,) per sample), or with ``regret`` the expected regret
     (``weights`` (N, K), each plan's normalised shortfall), plus half the squared error of the value network
-    against the returns ``ret``."""
+    against the returns ``ret`` (none without them)."""
     import torch
 
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
-    wt, rt = torch.as_tensor(weights, dtype=torch.float32), torch.as_tensor(ret, dtype=torch.float32)
+    wt = torch.as_tensor(weights, dtype=torch.float32)
+    rt = None if ret is None else torch.as_tensor(ret, dtype=torch.float32)
     opt = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     rng = np.random.default_rng(seed)
     policy.set_training_mode(True)
@@ -228,7 +255,7 @@ def _fit_policy(
                 fit = (probs * wt[i]).sum(dim=1).mean()
             else:
                 fit = -(wt[i] * logp).mean()
-            loss = fit + 0.5 * ((values.flatten() - rt[i]) ** 2).mean()
+            loss = fit if rt is None else fit + 0.5 * ((values.flatten() - rt[i]) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()

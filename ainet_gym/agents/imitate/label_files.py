@@ -1,5 +1,6 @@
 """Label files (.npz of ``label``): read without pickle (:func:`load_labels`) and joined
-(:func:`concat_labels`).
+(:func:`concat_labels`); a knn policy file read as labels of its observation block (:func:`knn_labels`,
+:func:`load_label_source`), and such labels given the env's full observations (:func:`with_full_obs`).
 """
 
 from __future__ import annotations
@@ -53,8 +54,86 @@ def concat_labels(parts: list[dict[str, Any]]) -> dict[str, Any]:
         "excess",
         "step_ratio",
         "step_iters",
+        "block_obs",
     )
     out = {k: np.concatenate([q[k] for q in parts]) for k in keys if all(k in q for q in parts)}
     out["plans"], out["meta"] = parts[0]["plans"], parts[0]["meta"]
-    out.update({k: parts[0][k] for k in ("redraw",) if k in parts[0]})
+    out.update({k: parts[0][k] for k in ("redraw", "block") if k in parts[0]})
     return out
+
+
+def knn_labels(path: str | Path) -> dict[str, Any]:
+    """The labelled decisions a knn policy file (``imitate knn``, a shipped ``pretrained`` .npz) holds, as labels:
+    ``block_obs`` (N, D) the observation block it was fitted on (``block``), ``label``, ``plans``, ``meta`` and,
+    with a value vote, ``scores`` (each plan's lookahead value minus the best's); no ``obs`` (the other blocks were
+    not kept: :func:`with_full_obs` fills them with zeros) and no ``reward``.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a readable knn file, or its block holds the previous plan (not an observation block).
+    """
+    from ainet_gym.agents.imitate.features import PREVIOUS_PLAN
+    from ainet_gym.agents.imitate.knn_file import load_knn
+
+    knn = load_knn(path)
+    if PREVIOUS_PLAN in str(knn["block"]).split(","):
+        raise ValueError(
+            f"knn policy {str(path)!r}: its block {knn['block']!r} is not an observation block alone"
+        )
+    x = (
+        knn["x"] if knn["scale"] is None else knn["x"] * knn["scale"]
+    )  # standardised files: back to raw columns
+    out: dict[str, Any] = {
+        "block_obs": x.astype(np.float32),
+        "block": np.array(str(knn["block"])),
+        "label": knn["y"],
+        "plans": np.array(knn["plans"]),
+        "meta": np.array(knn["meta"]),
+    }
+    if knn["q"] is not None:
+        out["scores"] = knn["q"]
+    return out
+
+
+def load_label_source(path: str | Path) -> dict[str, Any]:
+    """A label file (:func:`load_labels`), or a knn policy file read as labels (:func:`knn_labels`): the file's
+    fields tell which."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+    except (OSError, zipfile.BadZipFile):
+        names = set()
+    if {"x.npy", "y.npy", "block.npy"} <= names and "obs.npy" not in names:
+        return knn_labels(path)
+    return load_labels(path)
+
+
+def with_full_obs(labels: dict[str, Any], layout: dict[str, slice], dim: int) -> dict[str, Any]:
+    """``labels`` with ``obs`` (N, ``dim``) float32: their own, or, for labels of one observation block
+    (:func:`knn_labels`), zeros with the block's columns of ``layout`` (an env's ``obs_layout``) filled in: what a
+    policy that reads only that block (:class:`~ainet_gym.agents.block_features.BlockFeatures`) sees alike.
+
+    Raises
+    ------
+    ValueError
+        If the labels hold neither, or the block's width differs from the env's.
+    """
+    from ainet_gym.agents.imitate.features import knn_columns
+
+    if "obs" in labels:
+        return labels
+    if "block_obs" not in labels:
+        raise ValueError("labels: neither observations (obs) nor an observation block (block_obs)")
+    cols = knn_columns(layout, str(labels["block"]))
+    x = np.asarray(labels["block_obs"], dtype=np.float32)
+    obs = np.zeros((x.shape[0], dim), dtype=np.float32)
+    try:
+        obs[:, cols] = x
+    except ValueError:
+        raise ValueError(
+            f"labels: block {str(labels['block'])!r} of {x.shape[1]} columns; the env's differs"
+        ) from None
+    return {**labels, "obs": obs}
