@@ -41,7 +41,8 @@ SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", 
           "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check",
           "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
           "_inc_select_sorted", "_inc_walk_log", "_inc_backoff", "_inc_loads", "_inc_link_reset",
-          "_inc_link_offer")  # fmt: skip
+          "_inc_link_offer", "lazy_progress", "lazy_next", "lazy_complete", "group_reset", "group_write_rates",
+          "group_complete_flows", "group_end")  # fmt: skip
 SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
           "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule", "reset_instance_flows",
           "zero_completed", *SPLIT_STEPS)  # fmt: skip
@@ -155,7 +156,7 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
     for step in ("exclusive_caps", "end_phases", "end_iteration", "next_unit_event", "advance_units",
                  "advance_flow", "add_link_bytes", "reset_instance_flows", "zero_completed", "advance_flows",
                  *SPLIT_STEPS, "full_scratch", "unit_records", "lazy_sizes", "lazy_flow_scratch",
-                 "lazy_reuse_scratch", "_inc_flow_order", "_inc_log_sorted", "_inc_fill"):  # fmt: skip
+                 "lazy_reuse_scratch", "_inc_flow_order", "_inc_log_sorted", "_inc_fill", "group_scratch"):  # fmt: skip
         assert getattr(_module_of(step), step).targetoptions.get("no_cpython_wrapper") is True, step
 
 

@@ -12,10 +12,18 @@ from ainet_gym.sim.backends.numba.heaps import heap_set, sift_down
 from ainet_gym.sim.backends.numba.incremental import resolve_incremental
 from ainet_gym.sim.backends.numba.interval import lazy_instance
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
+from ainet_gym.sim.backends.numba.progress import (
+    group_complete_flows,
+    group_end,
+    group_reset,
+    group_scratch,
+    group_write_rates,
+)
 from ainet_gym.sim.backends.numba.repair import RepairScratch, repair_scratch
 from ainet_gym.sim.backends.numba.settings import (
     ERR_NONE,
     PARALLEL_MAX_LEVELS,
+    PROGRESS_GROUPS,
     REPAIR_DEPARTURES,
     REPAIR_ONLY_TOP,
 )
@@ -148,12 +156,13 @@ def lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, qua
 
 
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
-def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w):  # pragma: no cover - compiled
+def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w, grp_on):  # pragma: no cover - compiled
     """:func:`run_interval_lazy`'s fresh scratch: :class:`LazyFlows`, :class:`LazyRows` (``f_max`` rows),
     :class:`LazyLinks`, the phases' counts of flows with bytes left (``pend``) and whether their flows
-    joined the active set (``joined``), and :func:`resolve_incremental`'s state (``rstate``: log length,
+    joined the active set (``joined``), :func:`resolve_incremental`'s state (``rstate``: log length,
     solves since a full fill, stamps, parallel-rule solves, back-off, active entries, the work of the last
-    solve, the departure repair's counts)."""
+    solve, the departure repair's counts), the counters, and the group clocks (``grp_on``,
+    :func:`group_scratch`; empty without)."""
     i64 = np.int64
     weight = flow_w if flow_w.shape[0] > 0 else np.ones(n_flows)
     fl = LazyFlows(
@@ -173,7 +182,8 @@ def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w):  # pragma: no 
     )  # fmt: skip
     pend = np.empty(n_phases, dtype=i64)
     joined = np.empty(n_phases, dtype=np.bool_)
-    return fl, rw, lk, pend, joined, np.zeros(14, dtype=i64), np.zeros(8, dtype=i64)
+    gc = group_scratch(n_flows, f_max) if grp_on else group_scratch(0, 0)
+    return fl, rw, lk, pend, joined, np.zeros(14, dtype=i64), np.zeros(8, dtype=i64), gc
 
 
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
@@ -201,13 +211,13 @@ def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max):  # pragma: no co
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_instance_start(
     b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg, e_flow, e_link,
-    e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate,
+    e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on,
 ):  # fmt: skip  # pragma: no cover - compiled
     """Lazy instance ``b`` (flows ``f0:f1``) as :func:`run_interval_lazy` takes it over: its flows reset
-    (:func:`reset_instance_flows`; no rate, not in the heap, none stalled) and the completions due at the
-    start made (:func:`zero_completed`); its phases count their flows with bytes left (``pend``), none
-    joined; :func:`resolve_incremental`'s state (``rstate``) without a valid log (the next fill is a full
-    one)."""
+    (:func:`reset_instance_flows`; no rate, not in the heap, none stalled; with ``grp_on`` in no group and
+    every group clock free, :func:`group_reset`) and the completions due at the start made
+    (:func:`zero_completed`); its phases count their flows with bytes left (``pend``), none joined;
+    :func:`resolve_incremental`'s state (``rstate``) without a valid log (the next fill is a full one)."""
     reset_instance_flows(b, f0, f1, fl.act, fl.moved, fl.dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef,
                          capacity)  # fmt: skip
     for f in range(f0, f1):
@@ -215,6 +225,8 @@ def lazy_instance_start(
         fl.arr_mark[f] = -1
         fl.hpos[f] = -1
         fl.zero[f] = False
+    if grp_on:
+        group_reset(gc, f0, f1)
     zero_completed(f0, f1, eps_b, flow_bg, flow_scale, rem)
     for p in range(inst_phase[b], inst_phase[b + 1]):
         joined[p] = False
@@ -411,6 +423,47 @@ def complete_flows(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def lazy_progress(
+    grp_on, n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, gc, flow_bg, flow_scale, rem, cnt,
+):  # fmt: skip  # pragma: no cover - compiled
+    """A solve's new rates into the progress: per flow (:func:`lazy_write_rates`) or, with ``grp_on``
+    (:data:`PROGRESS_GROUPS`), on group clocks (:func:`group_write_rates`; the solve's tick is ``cnt[0]``,
+    its count). ``(hn, n_zero)``."""
+    if grp_on:
+        return group_write_rates(
+            n_re, now, cnt[0], hn, n_zero, eps_b, fl, rw, gc, flow_bg, flow_scale, rem, cnt
+        )
+    return lazy_write_rates(
+        n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, flow_bg, flow_scale, rem, cnt
+    )
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def lazy_next(grp_on, hn, rw, fl, gc, now, dt):  # pragma: no cover - compiled
+    """:func:`next_completion` over the heap of flows, or (``grp_on``) of groups, whose least completion
+    time is ``g_tend``: then the flow is the group's of the least tag. ``(dt, f_min)``."""
+    if not grp_on:
+        return next_completion(hn, rw.hk, rw.hf, rw.dfs, fl.t_end, now, dt)
+    dt, g = next_completion(hn, rw.hk, rw.hf, rw.dfs, gc.g_tend, now, dt)
+    return dt, gc.g_min[g] if g >= 0 else -1
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def lazy_complete(
+    grp_on, hn, f_min, now, n_act, n_zero, n_gone, fl, rw, gc, rem, pend, phase_off, flow_unit, flow_phase,
+    flow_bg, eps_b, flow_scale,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`complete_flows`, or (``grp_on``) :func:`group_complete_flows` (a completing flow has a rate
+    > 0: ``n_zero`` unchanged). ``(hn, n_act, n_zero, n_gone)``."""
+    if not grp_on:
+        return complete_flows(hn, f_min, now, n_act, n_zero, n_gone, fl, rw, rem, pend, phase_off, flow_unit,
+                              flow_phase)  # fmt: skip
+    hn, n_act, n_gone = group_complete_flows(hn, f_min, now, n_act, n_gone, fl, rw, gc, rem, pend, phase_off,
+                                             flow_unit, flow_phase, flow_bg, eps_b, flow_scale)  # fmt: skip
+    return hn, n_act, n_zero, n_gone
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_count_solve(cnt, n_re, full, n_act, rstate):  # pragma: no cover - compiled
     """A solve of :func:`run_interval_lazy` in its counters ``cnt`` (:func:`lazy_stats`' columns): a fill,
     full or incremental (with the flows it re-filled and those active), and its work (``rstate[9]``)."""
@@ -427,13 +480,16 @@ def lazy_count_solve(cnt, n_re, full, n_act, rstate):  # pragma: no cover - comp
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_instance_end(
     b, n_act, now, back, ev, t_left, fl, act_list, flow_bg, rem, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef,
-    link_bytes, sw_mode, sw_ev, sw_t, sw_cost,
+    link_bytes, sw_mode, sw_ev, sw_t, sw_cost, gc, grp_on,
 ):  # fmt: skip  # pragma: no cover - compiled
     """Lazy instance ``b`` leaves :func:`run_interval_lazy`: the progress of its flows still active up to
     ``now`` (:func:`advance_flow`), the link bytes of its part (:func:`add_link_bytes`), and where it goes:
     done (``sw_mode[b] = 3``) or, ``back``, to :func:`run_interval_numba`, which takes this event again (its
     transitions are done: they re-settle at once; ``sw_mode[b] = 1``, ``ev - 1`` events run, ``t_left``
-    s left). The events run."""
+    s left). With ``grp_on`` the flows' progress comes from their group clocks first (:func:`group_end`).
+    The events run."""
+    if grp_on:
+        group_end(n_act, now, act_list, fl, gc, flow_bg, rem)
     rate, t_upd, moved = fl.rate, fl.t_upd, fl.moved
     for k in range(n_act):
         f = act_list[k]
@@ -459,7 +515,7 @@ def run_interval_lazy(
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
     sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, fs, rp, flow_w,
-    rep_on=REPAIR_DEPARTURES,
+    rep_on=REPAIR_DEPARTURES, grp_on=PROGRESS_GROUPS,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
     same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``, the scratch of its
@@ -467,7 +523,8 @@ def run_interval_lazy(
     and reused from call to call, so that an interval does not fault in some 130 MB of fresh pages on the
     1,024-GPU AllToAll; a scratch smaller than the range needs is replaced by a fresh one), ``flow_w``, each
     flow's share weight (:func:`run_interval_numba`'s; empty: every weight 1), and ``rep_on``, the
-    departure repair, default :data:`REPAIR_DEPARTURES`; the others are left alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
+    departure repair, default :data:`REPAIR_DEPARTURES`, and ``grp_on``, progress on group clocks, default
+    :data:`PROGRESS_GROUPS`; the others are left alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
     run, ``sw_t[b]`` s of the interval left; that kernel zeroed the outputs and added the link bytes of its
     part). With the switch on (``sw_on``, :data:`LAZY_SWITCH`), an instance whose solve
     :func:`resolve_incremental` declines (the full path predicted cheaper by the switch's cost model) is
@@ -493,7 +550,10 @@ def run_interval_lazy(
     event are those with that key <= the event time). Phases count their flows with bytes left (a phase
     ends when the count is 0 and its latency is paid); a phase's flows join the active set when its latency
     is paid. So an event costs the flows it completes, starts or re-fills, plus the units and phases of the
-    instance, not a pass over every flow. The event rules are :func:`run_interval_numba`'s (module
+    instance, not a pass over every flow. With ``grp_on`` (:mod:`~ainet_gym.sim.backends.numba.progress`) the
+    flows at one rate share a clock and the heap holds groups: a solve that gives every flow of a group one
+    new rate moves the group's clock and key, and only the flows that change group are brought up to date.
+    The event rules are :func:`run_interval_numba`'s (module
     docstring); rates and times agree with it and with the numpy backend to round-off (1e-9 relative).
 
     ``stats`` (accumulated into what :func:`run_interval_numba` wrote): events (max), fills, -, -,
@@ -514,16 +574,16 @@ def run_interval_lazy(
     f_max, e_max = lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, quantum)
     if f_max == 0:
         return
-    fl, rw, lk, pend, joined, rstate, cnt = lazy_flow_scratch(flow_unit.shape[0], phase_state.shape[0], n_links, f_max, flow_w)  # fmt: skip
+    fl, rw, lk, pend, joined, rstate, cnt, gc = lazy_flow_scratch(flow_unit.shape[0], phase_state.shape[0], n_links, f_max, flow_w, grp_on)  # fmt: skip
     fs, rp = lazy_reuse_scratch(fs, rp, n_links, flow_unit.shape[0], f_max, e_max)
     units = UnitTable(unit_alive, unit_bg, unit_nphases, phase_off, phase_flow_lo, phase_flow_n)
     clock = UnitClock(phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait,
                       phase_lat_left, iter_start, comm_start, comm_end)  # fmt: skip
     job, graph = JobParams(unit_compute, unit_overlap, flow_bytes), PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)  # fmt: skip
     tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)
-    act, arr_mark, rate, dcap, weight, hk, hf = fl.act, fl.arr_mark, fl.rate, fl.dcap, fl.weight, rw.hk, rw.hf  # fmt: skip
+    act, arr_mark, rate, dcap, weight = fl.act, fl.arr_mark, fl.rate, fl.dcap, fl.weight
     act_list, gone, came, old_rate, refill, keep_flow, keep_level = rw.act_list, rw.gone, rw.came, rw.old_rate, rw.refill, rw.keep_flow, rw.keep_level  # fmt: skip
-    log_flow, log_level, out_flow, out_level, dfs, t_end = rw.log_flow, rw.log_level, rw.out_flow, rw.out_level, rw.dfs, fl.t_end  # fmt: skip
+    log_flow, log_level, out_flow, out_level = rw.log_flow, rw.log_level, rw.out_flow, rw.out_level
     uf, seed, resid, rstamp, load, csum, link_gen = lk.uf, lk.seed, lk.resid, lk.rstamp, lk.load, lk.csum, lk.link_gen  # fmt: skip
     events = stats[0]
     for b in range(b_lo, b_hi):
@@ -531,7 +591,7 @@ def run_interval_lazy(
             continue  # (not handed over by run_interval_numba, which zeroed the outputs and added its link bytes)
         u0, u1, f0, f1, lo, t_left = inst_unit[b], inst_unit[b + 1], inst_flow[b], inst_flow[b + 1], b * n_links, sw_t[b]  # fmt: skip
         lazy_instance_start(b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg,
-                            e_flow, e_link, e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate)  # fmt: skip
+                            e_flow, e_link, e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on)  # fmt: skip
         now = 0.0  # s since the interval start (time_s[b] is the clock, advanced by the same steps)
         hn = n_act = n_zero = n_gone = n_came = 0  # heap, active, at rate 0, left and came since a solve
         solved = back = False
@@ -560,17 +620,17 @@ def run_interval_lazy(
                     back = True
                     break
                 lazy_count_solve(cnt, n_re, full, n_act, rstate)
-                hn, n_zero = lazy_write_rates(n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, flow_bg,
-                                              flow_scale, rem, cnt)  # fmt: skip
+                hn, n_zero = lazy_progress(grp_on, n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, gc, flow_bg,
+                                           flow_scale, rem, cnt)  # fmt: skip
                 solved, n_came, n_gone = True, 0, 0
             stalled[b] = max(stalled[b], n_zero)
             # the step: the least completion time, a unit's timer (then no flow completes) or the interval's end
-            dt, f_min = next_completion(hn, hk, hf, dfs, t_end, now, t_left)
+            dt, f_min = lazy_next(grp_on, hn, rw, fl, gc, now, t_left)
             dt, unit_first = end_event(b, u0, u1, dt, eps_t, units, clock, active_t, compute_t, time_s)
             f_min, now, t_left = -1 if unit_first else f_min, now + dt, t_left - dt
-            hn, n_act, n_zero, n_gone = complete_flows(hn, f_min, now, n_act, n_zero, n_gone, fl, rw, rem, pend, phase_off,
-                                                       flow_unit, flow_phase)  # fmt: skip
+            hn, n_act, n_zero, n_gone = lazy_complete(grp_on, hn, f_min, now, n_act, n_zero, n_gone, fl, rw, gc, rem, pend,
+                                                      phase_off, flow_unit, flow_phase, flow_bg, eps_b, flow_scale)  # fmt: skip
         ev = lazy_instance_end(b, n_act, now, back, ev, t_left, fl, act_list, flow_bg, rem, inst_seg, ent_hi, ex_lo,
-                               e_flow, e_link, e_coef, link_bytes, sw_mode, sw_ev, sw_t, sw_cost)  # fmt: skip
+                               e_flow, e_link, e_coef, link_bytes, sw_mode, sw_ev, sw_t, sw_cost, gc, grp_on)  # fmt: skip
         events = max(events, ev)
     lazy_stats(stats, events, cnt, rstate)

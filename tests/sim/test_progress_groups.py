@@ -1,0 +1,164 @@
+"""Group clocks for the lazy kernel's progress (issue-28zl, ``settings.PROGRESS_GROUPS``): flows at one rate
+share a clock. Over random scenarios and event sequences, the bytes left, the completion times (step and
+communication times) and every other figure equal the per-flow path's to 1e-9 relative, and the solves are
+the same ones (the rates are the solver's either way)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ainet_gym import load_scenario
+from ainet_gym.sim.backends.numba import jit
+from ainet_gym.sim.backends.numba import lazy as nb_lazy
+from ainet_gym.sim.backends.numba import settings as nb_settings
+from ainet_gym.sim.world import FabricWorld
+
+pytestmark = pytest.mark.skipif(not jit.HAVE_NUMBA, reason="numba is not installed")
+
+RTOL = 1e-9
+FIELDS = ("iterations", "step_time_s", "comm_time_s", "link_bytes", "stalled_transfers", "gpu_utilization")
+#: the counters of the solves: equal on both paths when the events are the same ones
+SOLVES = ("events", "incremental_solves", "full_fills", "flows_refilled", "flows_active")
+
+
+def rel_diff(a: object, b: object) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    assert a.shape == b.shape and np.array_equal(np.isnan(a), np.isnan(b))
+    ok = ~np.isnan(a) & (a != b)
+    if not ok.any():
+        return 0.0
+    return float((np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), np.abs(b[ok]))).max())
+
+
+@contextlib.contextmanager
+def progress_mode() -> Iterator[dict]:
+    """The lazy kernel with its progress per flow or on group clocks as ``mode["groups"]`` says at each call
+    (the departure repair at its default)."""
+    lazy = nb_lazy.run_interval_lazy
+    mode = {"groups": False}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            nb_lazy, "run_interval_lazy", lambda *a: lazy(*a, nb_settings.REPAIR_DEPARTURES, mode["groups"])
+        )
+        yield mode
+
+
+def _world(sc: object, seeds: list[int]) -> FabricWorld:
+    w = FabricWorld(sc, len(seeds), backend="numba")
+    w.reset(seeds=seeds)
+    w.sim.incremental_min_flows = 0  # the lazy kernel from the first flow on
+    metrics: list = []
+    run_interval = w.sim.run_interval
+
+    def counted(*args, **kw):
+        m = run_interval(*args, **kw)
+        metrics.append(m)
+        return m
+
+    w.sim.run_interval = counted
+    w.metrics = metrics  # type: ignore[attr-defined]
+    return w
+
+
+def assert_same_progress(sc: object, seeds: list[int], splits: list) -> None:
+    """Step a per-flow world and a group-clock world through ``splits`` (None: the default split) and
+    compare after every interval: figures, bytes left (``state.rem``) and the solves' counters."""
+    with progress_mode() as mode:
+        worlds = [_world(sc, seeds), _world(sc, seeds)]
+        for s in splits:
+            res = []
+            for groups, w in zip((False, True), worlds, strict=True):
+                mode["groups"] = groups
+                res.append(w.step(w.default_split() if s is None else s))
+            for f in FIELDS:
+                assert rel_diff(getattr(res[0], f), getattr(res[1], f)) <= RTOL, f
+            assert rel_diff(worlds[0].sim.state.rem, worlds[1].sim.state.rem) <= RTOL, "bytes left"
+            m0, m1 = worlds[0].metrics[-1], worlds[1].metrics[-1]
+            for c in SOLVES:
+                assert np.array_equal(np.asarray(getattr(m0, c)), np.asarray(getattr(m1, c))), c
+
+
+@st.composite
+def scenarios(draw):
+    """A small spine-leaf with a few jobs (AllToAll skewed or not, ring AllReduce, sendrecv shifts), share
+    weights in half of them, and storage background traffic in some (flows with no end: progress only)."""
+    leaves, hosts, gpn = draw(st.integers(2, 4)), draw(st.integers(1, 2)), draw(st.sampled_from([2, 4]))
+    n = leaves * hosts * gpn
+    jobs, used, weighted = [], 0, draw(st.booleans())
+    for j in range(draw(st.integers(1, 3))):
+        g = draw(st.integers(2, max(2, n // 2)))
+        if used + g > n:
+            break
+        op = draw(st.sampled_from(["alltoall", "alltoall", "allreduce", "sendrecv"]))
+        coll = {"op": op, "bytes": draw(st.sampled_from([1e7, 3.3e7, 1e8]))}
+        if op == "alltoall":
+            coll["skew"] = draw(st.sampled_from([0.0, 0.5, 1.0]))
+        if op == "sendrecv":
+            coll["pattern"] = f"shift:{draw(st.integers(1, g - 1))}"
+        jobs.append({"name": f"j{j}", "gpus": g, "placement": list(range(used, used + g)),
+                     "compute_ms": draw(st.sampled_from([0.1, 1.0, 2.0, 3.5])), "collectives": [coll],
+                     "overlap": draw(st.sampled_from([0.0, 0.5, 1.0]))})  # fmt: skip
+        if weighted:
+            jobs[-1]["share_weight"] = draw(st.sampled_from([0.25, 1.0, 2.0, 7.5]))
+        used += g
+    fabric = {"topology": "spine_leaf", "leaves": leaves, "spines": draw(st.integers(1, 3)),
+              "hosts_per_leaf": hosts, "gpus_per_host": gpn, "nic_gbps": 400,
+              "uplink_gbps": draw(st.sampled_from([100, 200, 400])),
+              "hop_latency_us": draw(st.sampled_from([0.0, 0.25]))}  # fmt: skip
+    workload: dict = {"jobs": jobs}
+    if draw(st.booleans()):
+        fabric["storage"] = {"hosts": 1, "gbps": 400}
+        workload["background"] = [{"kind": draw(st.sampled_from(["storage", "checkpoint"])),
+                                   "gbps": draw(st.sampled_from([50.0, 400.0])), "pattern": "periodic",
+                                   "period_steps": 2, "duration_steps": 1}]  # fmt: skip
+    return {"name": "random-groups", "fabric": fabric, "workload": workload,
+            "dynamics": {"decision_interval_ms": 5.0}, "routing": {"max_paths": 4}}  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.integers(0, 3), st.integers(0, 2**31 - 1))
+def test_group_clocks_equal_per_flow_progress_on_random_event_sequences(scenario, seed, split_seed):
+    # every completion and phase start is an event; random splits move flows between rates and groups
+    sc = load_scenario(scenario)
+    probe = FabricWorld(sc, 1)
+    probe.reset(seeds=[seed])
+    rng = np.random.default_rng(split_seed)
+    splits = []
+    for _ in range(4):
+        s = probe.default_split()
+        if rng.random() < 0.7:
+            x = rng.random(s.shape) * probe.live_paths()
+            tot = x.sum(axis=1, keepdims=True)
+            s = np.where(tot > 0, x / np.maximum(tot, 1e-300), s)
+        splits.append(s)
+    assert_same_progress(sc, [seed], splits)
+
+
+@pytest.mark.parametrize("name", ["moe-alltoall-skewed", "multi-tenant-churn", "storage-checkpoint"])
+def test_group_clocks_equal_per_flow_progress_on_named_scenarios(name):
+    assert_same_progress(load_scenario(name), [0, 1], [None] * 6)
+
+
+def test_group_clocks_match_the_numpy_reference():
+    # the group-clock path against the numpy backend's full re-solve per event (the backends' contract)
+    sc = load_scenario("moe-alltoall-skewed")
+    with progress_mode() as mode:
+        mode["groups"] = True
+        w = _world(sc, [0, 1])
+        ref = FabricWorld(sc, 2, backend="numpy")
+        ref.reset(seeds=[0, 1])
+        for _ in range(5):
+            a, b = w.step(w.default_split()), ref.step(ref.default_split())
+            for f in FIELDS:
+                assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+        assert sum(m.incremental_solves for m in w.metrics) > 10
+
+
+def test_progress_groups_setting_is_a_bool():
+    assert isinstance(nb_settings.PROGRESS_GROUPS, bool)
