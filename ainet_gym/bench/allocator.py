@@ -40,8 +40,9 @@ def _solve_fill(inst: Instance) -> tuple[np.ndarray, int]:
 
 def bench_allocator(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], list[dict]]:
     """Section 1 (allocator against the baselines) and the exactness rows of its instances."""
-    from ainet_gym.sim.allocator import max_min_fair, solve_coo
+    from ainet_gym.sim.allocator import max_min_fair
     from ainet_gym.sim.reference import max_min_fair_global_min, max_min_fair_reference_coo
+    from ainet_gym.sim.water_filling import solve_coo
 
     rows: list[dict] = []
     exact: list[dict] = []
@@ -150,7 +151,8 @@ def _batching_exactness(pool: list, csrs: list, k: int) -> list[dict]:
 
 def bench_batching(cfg: BenchConfig, progress: Progress) -> tuple[list[dict], list[dict]]:
     """Section 2: B independent instances in one call against a loop of single calls."""
-    from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched, solve_coo
+    from ainet_gym.sim.allocator import max_min_fair, max_min_fair_batched
+    from ainet_gym.sim.water_filling import solve_coo
 
     rows: list[dict] = []
     exact: list[dict] = []

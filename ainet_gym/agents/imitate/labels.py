@@ -265,7 +265,7 @@ def _score_plans(
     ``src``), then ``base_pol`` for ``h - 1`` intervals; returns (B, K) each plan's ideal GPU-seconds
     (``score``), worst step time / ideal (``tail``) and GPU-seconds above the base plan's tail (``excess``,
     zero when ``base`` is not a plan)."""
-    from ainet_gym.agents.twin import instance_rows
+    from ainet_gym.agents.twin_plan import instance_rows
     from ainet_gym.routing.plans import plan_split
 
     B, K = core.batch, len(plans)
