@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _strategies import event_scenarios
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,52 +28,6 @@ def rel_diff(a: np.ndarray, b: np.ndarray) -> float:
     if not ok.any():
         return 0.0
     return float((np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), np.abs(b[ok]))).max())
-
-
-@st.composite
-def scenarios(draw):
-    """A small spine-leaf with a few jobs: AllToAll (skewed or not), ring AllReduce, sendrecv shifts; half of
-    them with share weights per job (the lazy kernel's weighted levels, issue-28zc)."""
-    leaves = draw(st.integers(2, 4))
-    hosts = draw(st.integers(1, 2))
-    gpus_per_host = draw(st.sampled_from([2, 4]))
-    n = leaves * hosts * gpus_per_host
-    jobs, used = [], 0
-    weighted = draw(st.booleans())
-    for j in range(draw(st.integers(1, 3))):
-        g = draw(st.integers(2, max(2, n // 2)))
-        if used + g > n:
-            break
-        op = draw(st.sampled_from(["alltoall", "alltoall", "allreduce", "sendrecv"]))
-        coll = {"op": op, "bytes": draw(st.sampled_from([1e7, 3.3e7, 1e8]))}
-        if op == "alltoall":
-            coll["skew"] = draw(st.sampled_from([0.0, 0.5, 1.0]))
-        if op == "sendrecv":
-            coll["pattern"] = f"shift:{draw(st.integers(1, g - 1))}"
-        jobs.append({"name": f"j{j}", "gpus": g, "placement": list(range(used, used + g)),
-                     "compute_ms": draw(st.sampled_from([0.1, 1.0, 2.0, 3.5])), "collectives": [coll],
-                     # overlap 1 without latency: the last flows complete and the next iteration's start at
-                     # one event (a flow leaves and joins the active set at once)
-                     "overlap": draw(st.sampled_from([0.0, 0.5, 1.0]))})  # fmt: skip
-        if weighted:
-            jobs[-1]["share_weight"] = draw(st.sampled_from([0.25, 1.0, 2.0, 3.0, 7.5]))
-        used += g
-    return {
-        "name": "random-incremental",
-        "fabric": {
-            "topology": "spine_leaf",
-            "leaves": leaves,
-            "spines": draw(st.integers(1, 3)),
-            "hosts_per_leaf": hosts,
-            "gpus_per_host": gpus_per_host,
-            "nic_gbps": 400,
-            "uplink_gbps": draw(st.sampled_from([100, 200, 400])),
-            "hop_latency_us": draw(st.sampled_from([0.0, 0.25])),
-        },
-        "workload": {"jobs": jobs},
-        "dynamics": {"decision_interval_ms": 5.0},
-        "routing": {"max_paths": 4},
-    }
 
 
 def run(
@@ -110,7 +65,7 @@ LAZY_MODES = [
 
 @pytest.mark.parametrize("par", LAZY_MODES)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(), st.integers(0, 3), st.integers(0, 2**31 - 1))
+@given(event_scenarios(), st.integers(0, 3), st.integers(0, 2**31 - 1))
 def test_incremental_equals_full_resolve_on_random_event_sequences(par, scenario, seed, split_seed):
     # every completion and every phase start is an event that changes the active flows; the incremental
     # fills (inc_min 0: from the first flow on) must give what a full parallel-rule re-solve per event gives

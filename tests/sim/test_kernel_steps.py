@@ -45,7 +45,7 @@ SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", 
           "group_complete_flows", "group_end")  # fmt: skip
 SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
           "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule", "reset_instance_flows",
-          "zero_completed", *SPLIT_STEPS)  # fmt: skip
+          "zero_completed", "retire_flow", *SPLIT_STEPS)  # fmt: skip
 
 
 def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now_iter: float) -> dict:

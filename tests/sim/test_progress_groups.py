@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from _strategies import event_scenarios
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,45 +85,12 @@ def assert_same_progress(sc: object, seeds: list[int], splits: list) -> None:
                 assert np.array_equal(np.asarray(getattr(m0, c)), np.asarray(getattr(m1, c))), c
 
 
-@st.composite
-def scenarios(draw):
-    """A small spine-leaf with a few jobs (AllToAll skewed or not, ring AllReduce, sendrecv shifts), share
-    weights in half of them, and storage background traffic in some (flows with no end: progress only)."""
-    leaves, hosts, gpn = draw(st.integers(2, 4)), draw(st.integers(1, 2)), draw(st.sampled_from([2, 4]))
-    n = leaves * hosts * gpn
-    jobs, used, weighted = [], 0, draw(st.booleans())
-    for j in range(draw(st.integers(1, 3))):
-        g = draw(st.integers(2, max(2, n // 2)))
-        if used + g > n:
-            break
-        op = draw(st.sampled_from(["alltoall", "alltoall", "allreduce", "sendrecv"]))
-        coll = {"op": op, "bytes": draw(st.sampled_from([1e7, 3.3e7, 1e8]))}
-        if op == "alltoall":
-            coll["skew"] = draw(st.sampled_from([0.0, 0.5, 1.0]))
-        if op == "sendrecv":
-            coll["pattern"] = f"shift:{draw(st.integers(1, g - 1))}"
-        jobs.append({"name": f"j{j}", "gpus": g, "placement": list(range(used, used + g)),
-                     "compute_ms": draw(st.sampled_from([0.1, 1.0, 2.0, 3.5])), "collectives": [coll],
-                     "overlap": draw(st.sampled_from([0.0, 0.5, 1.0]))})  # fmt: skip
-        if weighted:
-            jobs[-1]["share_weight"] = draw(st.sampled_from([0.25, 1.0, 2.0, 7.5]))
-        used += g
-    fabric = {"topology": "spine_leaf", "leaves": leaves, "spines": draw(st.integers(1, 3)),
-              "hosts_per_leaf": hosts, "gpus_per_host": gpn, "nic_gbps": 400,
-              "uplink_gbps": draw(st.sampled_from([100, 200, 400])),
-              "hop_latency_us": draw(st.sampled_from([0.0, 0.25]))}  # fmt: skip
-    workload: dict = {"jobs": jobs}
-    if draw(st.booleans()):
-        fabric["storage"] = {"hosts": 1, "gbps": 400}
-        workload["background"] = [{"kind": draw(st.sampled_from(["storage", "checkpoint"])),
-                                   "gbps": draw(st.sampled_from([50.0, 400.0])), "pattern": "periodic",
-                                   "period_steps": 2, "duration_steps": 1}]  # fmt: skip
-    return {"name": "random-groups", "fabric": fabric, "workload": workload,
-            "dynamics": {"decision_interval_ms": 5.0}, "routing": {"max_paths": 4}}  # fmt: skip
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(), st.integers(0, 3), st.integers(0, 2**31 - 1))
+@given(
+    event_scenarios(name="random-groups", weights=(0.25, 1.0, 2.0, 7.5), storage=True),
+    st.integers(0, 3),
+    st.integers(0, 2**31 - 1),
+)
 def test_group_clocks_equal_per_flow_progress_on_random_event_sequences(scenario, seed, split_seed):
     # every completion and phase start is an event; random splits move flows between rates and groups
     sc = load_scenario(scenario)

@@ -41,6 +41,7 @@ from ainet_gym.sim.backends.numba.steps import (
     begin_event,
     end_event,
     reset_instance_flows,
+    retire_flow,
     zero_completed,
 )
 from ainet_gym.sim.state import RUNNING
@@ -402,23 +403,14 @@ def complete_flows(
         if f == f_min:
             f_min = -1
         hn = heap_set(hk, hf, hpos, hn, f, np.inf)
+        slot = phase_off[flow_unit[f]] + flow_phase[f]
         x = rate[f] * (now - t_upd[f])
-        if rem[f] < x:
-            x = rem[f]
-        moved[f] += x
-        rem[f] = 0.0
-        t_upd[f] = now
-        act[f] = False
-        n_act -= 1
-        g = act_list[n_act]  # the last active flow takes its slot
-        act_list[apos[f]] = g
-        apos[g] = apos[f]
-        pend[phase_off[flow_unit[f]] + flow_phase[f]] -= 1
+        n_act, n_gone = retire_flow(
+            f, x, now, rem, moved, t_upd, act, apos, act_list, n_act, pend, slot, gone, n_gone
+        )
         if zero[f]:
             zero[f] = False
             n_zero -= 1
-        gone[n_gone] = f
-        n_gone += 1
     return hn, n_act, n_zero, n_gone
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ainet_gym.sim.backends.numba.heaps import heap_set
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
-from ainet_gym.sim.backends.numba.steps import advance_flow
+from ainet_gym.sim.backends.numba.steps import advance_flow, retire_flow
 
 __all__ = ["GroupClocks", "group_scratch"]
 
@@ -335,20 +335,11 @@ def _g_complete_group(
             t = rem[f] + gc.base[f]
             kt = t - eps_b * flow_scale[f]
             if f == f_min or gt + (kt - gs) / r <= now:
-                x = s_now - gc.base[f]
-                if rem[f] < x:
-                    x = rem[f]
-                fl.moved[f] += x
-                rem[f] = 0.0
-                fl.t_upd[f] = now
-                act[f] = False
-                n_act -= 1
-                h = act_list[n_act]  # the last active flow takes its slot
-                act_list[apos[f]] = h
-                apos[h] = apos[f]
-                pend[phase_off[flow_unit[f]] + flow_phase[f]] -= 1
-                rw.gone[n_gone] = f
-                n_gone += 1
+                slot = phase_off[flow_unit[f]] + flow_phase[f]
+                n_act, n_gone = retire_flow(
+                    f, s_now - gc.base[f], now, rem, fl.moved, fl.t_upd, act, apos, act_list, n_act, pend, slot,
+                    rw.gone, n_gone,
+                )  # fmt: skip
                 _g_unlink(gc, g, f, True)
                 if f == f_min:
                     f_min = -1

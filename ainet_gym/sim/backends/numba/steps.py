@@ -300,6 +300,29 @@ def advance_flow(f, x, flow_bg, rem, moved):  # pragma: no cover - compiled
     moved[f] += x
 
 
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def retire_flow(
+    f, x, now, rem, moved, t_upd, act, apos, act_list, n_act, pend, slot, gone, n_gone
+):  # pragma: no cover
+    """Job flow ``f`` completes at ``now`` after moving ``x`` bytes since its last update (at most its bytes
+    left, ``rem``): its bytes moved, none left, out of the active set (the last active flow takes its slot), its
+    phase's count ``pend[slot]`` down, listed in ``gone``; the lazy kernel's per-flow and group-clock completions
+    both. ``(n_act, n_gone)``."""
+    if rem[f] < x:
+        x = rem[f]
+    moved[f] += x
+    rem[f] = 0.0
+    t_upd[f] = now
+    act[f] = False
+    n_act -= 1
+    h = act_list[n_act]  # the last active flow takes its slot
+    act_list[apos[f]] = h
+    apos[h] = apos[f]
+    pend[slot] -= 1
+    gone[n_gone] = f
+    return n_act, n_gone + 1
+
+
 @njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
 def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes):  # pragma: no cover
     """Add the bytes instance ``b``'s flows moved (``moved``) to its links' ``link_bytes``: the split is
