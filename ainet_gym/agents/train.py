@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.train select FOLDER SCENARIO --seeds 100-199``: the checkpoint of
     ``FOLDER`` (``ainet-gym train --save-every``) with the best mean GPU utilisation on validation seeds."""
     from ainet_gym.agents.evaluate import parse_seeds
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import OneLineParser, run_module_cli  # one-line errors, as ainet-gym's
 
     p = OneLineParser(prog="python -m ainet_gym.agents.train", description=main.__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -183,11 +183,15 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("scenario")
     s.add_argument("--seeds", default="100-199", help="validation seeds (never the held-out 1-10)")
     a = p.parse_args(argv)
-    best, scores = select_checkpoint(a.folder, a.scenario, parse_seeds(a.seeds))
-    for path, value in scores:
-        print(f"{path.name}  {value:.4f}")
-    print(f"best: {best}")
-    return 0
+
+    def run() -> int:
+        best, scores = select_checkpoint(a.folder, a.scenario, parse_seeds(a.seeds))
+        for path, value in scores:
+            print(f"{path.name}  {value:.4f}")
+        print(f"best: {best}")
+        return 0
+
+    return run_module_cli("python -m ainet_gym.agents.train select", run)
 
 
 if __name__ == "__main__":
