@@ -17,9 +17,7 @@ import numpy as np
 
 from ainet_gym.sim import records as _records_mod
 from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
-from ainet_gym.sim.backends.numba import fill as _fill
 from ainet_gym.sim.backends.numba import interval as _interval
-from ainet_gym.sim.backends.numba import lazy as _lazy
 from ainet_gym.sim.backends.numba import merge as _merge
 from ainet_gym.sim.backends.numba import records as _nb_records
 from ainet_gym.sim.backends.numba import settings as _nb_settings
@@ -28,10 +26,30 @@ from ainet_gym.sim.backends.numba.figures import interval_figures
 from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from ainet_gym.sim.engine import BatchSim, EntryTable
     from ainet_gym.sim.metrics import IntervalMeter, NumbaFigures, StepResult
 
 __all__ = ["NumbaBackend", "run_interval"]
+
+
+# The lazy exact kernel (:mod:`.lazy`, with :mod:`.incremental`, :mod:`.repair`, :mod:`.progress`, :mod:`.heaps`)
+# and the compiled filling (:mod:`.fill`) are imported on first use: a simulation without a lazy instance
+# never calls them, and importing them made some 100 compiled functions' dispatchers (each with its on-disk
+# cache locator) in every process that builds a numba env (docs/development.md, "issue-31zy").
+def _lazy_kernels() -> ModuleType:
+    """:mod:`ainet_gym.sim.backends.numba.lazy`, imported on first use."""
+    from ainet_gym.sim.backends.numba import lazy
+
+    return lazy
+
+
+def _fill_kernels() -> ModuleType:
+    """:mod:`ainet_gym.sim.backends.numba.fill`, imported on first use."""
+    from ainet_gym.sim.backends.numba import fill
+
+    return fill
 
 
 class NumbaBackend:
@@ -132,8 +150,8 @@ class NumbaBackend:
         )
         if blocks is not None:
             fb, lb = (np.ascontiguousarray(x, dtype=np.int64) for x in blocks)
-            return _fill.solve_fill_blocks(*args, w, d, fb, lb)  # type: ignore[no-any-return]
-        rates, _ = _fill.solve_fill(*args, int(n_flows), w, d)
+            return _fill_kernels().solve_fill_blocks(*args, w, d, fb, lb)  # type: ignore[no-any-return]
+        rates, _ = _fill_kernels().solve_fill(*args, int(n_flows), w, d)
         return rates  # type: ignore[no-any-return]
 
 
@@ -168,7 +186,7 @@ def run_interval(
     flow_w = _flow_weights(sim)
     inc_min = sim.incremental_min_flows
     # the lazy exact kernel, if an instance takes it (compiled on first use only)
-    lazy = _lazy.run_interval_lazy if sim.any_lazy() else None
+    lazy = _lazy_kernels().run_interval_lazy if sim.any_lazy() else None
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
     sw_mode = np.zeros(B, dtype=np.int64)
     sw = (
@@ -289,7 +307,7 @@ def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
         key = threading.get_ident()  # (each thread its own: the ranges of one interval run concurrently)
         sc = per_thread.get(key)
         if sc is None:
-            sc = per_thread[key] = _lazy.lazy_scratch(*sizes)
+            sc = per_thread[key] = _lazy_kernels().lazy_scratch(*sizes)
         return sc  # type: ignore[no-any-return]
 
     return mine
