@@ -1,0 +1,325 @@
+"""Progressive filling over groups of flows (issue-28zm): :func:`fill_levels`' max-min fill, with the flows
+that held one level at the last solve taken as one unit per link they cross.
+
+A fill raises the level of every unfrozen flow at once; the next link to fill freezes the unfrozen flows on
+it. Any partition of the flows into groups gives the same fill, provided a link that fills freezes exactly
+its own flows: a group whose unfrozen members all cross it freezes whole, with one update per (group, link)
+pair of the group (the link's residual less the pair's sum of coefficient x weight times the level), and a
+group of which only some members cross it is split, the members that cross it frozen one by one (each
+entry updated, as :func:`fill_levels` does; the rest stay a group). So the rates are max-min fair for any
+grouping (the sums in another order: equal to round-off); the grouping only decides the cost. The lazy
+kernel groups the flows it re-fills by their previous level (bitwise): 99.6% of the rate changes of
+8 AllToAll x 128 GPUs' interval 5 keep their bottleneck group (docs/engine-alltoall.md, issue-28zd), so a
+group usually rises and freezes whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ainet_gym.sim.backends.numba.heaps import heap_pop, heap_push
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
+
+__all__ = ["GROUP_STATS", "group_fill"]
+
+#: the columns of ``FillScratch.grp_stat`` (counted over the scratch's life, never reset): fills, groups,
+#: (group, link) pairs, whole-group freezes, splits, flows frozen by a split (one by one), entries walked by
+#: the splits (the members' entries scanned and the frozen ones' updated), the fills' entries
+GROUP_STATS = ("fills", "groups", "pairs", "whole", "splits", "split_flows", "split_entries", "entries")
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_keys(flows, n, old_rate, weight, demand, fe_lo, fe_hi, kk):  # pragma: no cover - compiled
+    """Each local flow's group key into ``kk[:n]``: its previous level ``old_rate / weight`` when positive
+    and finite and the flow has entries and no finite demand, else ``-1 - a`` (a group of its own). The
+    entries of the flows."""
+    m = 0
+    for a in range(n):
+        f = flows[a]
+        m += fe_hi[f] - fe_lo[f]
+        x = old_rate[a] / weight[f]
+        if x > 0.0 and np.isfinite(x) and demand[f] == np.inf and fe_hi[f] > fe_lo[f]:
+            kk[a] = x
+        else:
+            kk[a] = -1.0 - a
+    return m
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_pairs(
+    flows, order, n, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo, glo, gp_lo, gsize, xoff,
+    pair_n, pair_m, pair_g, pair_row, rp_stamp, rp_pair,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The groups (runs of equal keys in ``order``: members ``order[glo[g]:glo[g + 1]]``), their (group, link)
+    pairs (``gp_lo[g]:gp_lo[g + 1]``: the pair's sum of coefficient x weight ``pair_n``, members crossing
+    ``pair_m``, group ``pair_g`` and link row ``pair_row``), the link rows of the fill (:class:`FillScratch`
+    ``s``, stamp ``tick``: residual, sum of coefficient x weight, live pairs in ``slot_count``) and each local
+    entry's pair (``s.ent_slot[xoff[a] + i]``). ``(groups, pairs, rows)``."""
+    stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
+    den, cnt, frozen, epair = s.slot_denom, s.slot_count, s.flow_frozen, s.ent_slot
+    ng = 0
+    npair = 0
+    nl = 0
+    x = 0
+    for i in range(n):
+        a = order[i]
+        if i == 0 or kk[a] != kk[order[i - 1]]:  # a new group
+            glo[ng] = i
+            gp_lo[ng] = npair
+            gsize[ng] = 0
+            ng += 1
+        g = ng - 1
+        gsize[g] += 1
+        f = flows[a]
+        frozen[a] = False
+        xoff[a] = x
+        w = weight[f]
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if stamp[lk] != tick:
+                stamp[lk] = tick
+                slot[lk] = nl
+                slot_link[nl] = lk
+                sres[nl] = resid[lk]
+                den[nl] = 0.0
+                cnt[nl] = 0
+                rp_stamp[nl] = -1
+                nl += 1
+            j = slot[lk]
+            if rp_stamp[j] != g:  # the group's first member on the link: a new pair
+                rp_stamp[j] = g
+                rp_pair[j] = npair
+                pair_n[npair] = 0.0
+                pair_m[npair] = 0
+                pair_g[npair] = g
+                pair_row[npair] = j
+                cnt[j] += 1
+                npair += 1
+            p = rp_pair[j]
+            cw = e_coef[e] * w
+            pair_n[p] += cw
+            pair_m[p] += 1
+            den[j] += cw
+            epair[x] = p
+            x += 1
+    glo[ng] = n
+    gp_lo[ng] = npair
+    return ng, npair, nl
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_lists(npair, nl, pair_row, s):  # pragma: no cover - compiled
+    """The link-major lists of the pairs: row ``j``'s pairs ``s.slot_flows[s.slot_off[j] : s.slot_off[j + 1]]``
+    (its pairs counted in ``s.slot_count``)."""
+    off, fill, adj, cnt = s.slot_off, s.slot_fill, s.slot_flows, s.slot_count
+    m = 0
+    for j in range(nl):
+        off[j] = m
+        fill[j] = m
+        m += cnt[j]
+    off[nl] = m
+    for p in range(npair):
+        j = pair_row[p]
+        adj[fill[j]] = p
+        fill[j] += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_share(j, s, pair_n, pair_m, pair_g, gfrozen):  # pragma: no cover - compiled
+    """Link row ``j``'s share now: residual over the sum of its live pairs' coefficient x weight (inf: none),
+    that sum first summed again from the pairs if round-off ate it."""
+    den = s.slot_denom
+    if den[j] <= 0.0:
+        d = 0.0
+        for q in range(s.slot_off[j], s.slot_off[j + 1]):
+            p = s.slot_flows[q]
+            if pair_m[p] > 0 and not gfrozen[pair_g[p]]:
+                d += pair_n[p]
+        den[j] = d
+    return s.slot_resid[j] / den[j] if den[j] > 0 else np.inf
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_freeze_flow(
+    a, r, k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n, pair_m, pair_row,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Freeze local flow ``a`` alone at rate ``r`` (level ``k``): its rate, its place in the freeze order, its
+    traffic off its links' residuals and its coefficient x weight off their sums and its group's pairs (as
+    :func:`fill_levels` freezes a flow; a pair left without members leaves its link's count). The freeze
+    order's length."""
+    sres, den, cnt = s.slot_resid, s.slot_denom, s.slot_count
+    f = flows[a]
+    s.flow_frozen[a] = True
+    rate[f] = r
+    out_flow[n_out] = f
+    out_level[n_out] = k
+    w = weight[f]
+    x0 = xoff[a]
+    for i in range(fe_hi[f] - fe_lo[f]):
+        p = s.ent_slot[x0 + i]
+        j = pair_row[p]
+        c = e_coef[fe_lo[f] + i]
+        use = c * r
+        if np.isfinite(use):  # inf only for unconstrained flows, whose links are all inf
+            y = sres[j] - use
+            sres[j] = y if y > 0.0 else 0.0
+        den[j] -= c * w
+        pair_m[p] -= 1
+        if pair_m[p] == 0:
+            pair_n[p] = 0.0
+            cnt[j] -= 1
+        else:
+            pair_n[p] -= c * w
+    return n_out + 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_freeze_group(
+    g, k, flows, order, glo, gp_lo, weight, rate, out_flow, out_level, n_out, s, pair_n, pair_m, pair_row, gfrozen,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Freeze every unfrozen member of group ``g`` at level ``k``: their rates and places in the freeze order,
+    then one update per live pair of the group (the link's residual less the pair's coefficient x weight
+    times ``k``, its sum less the pair's). The freeze order's length."""
+    sres, den, cnt, frozen = s.slot_resid, s.slot_denom, s.slot_count, s.flow_frozen
+    gfrozen[g] = True
+    for i in range(glo[g], glo[g + 1]):
+        a = order[i]
+        if frozen[a]:
+            continue
+        frozen[a] = True
+        f = flows[a]
+        rate[f] = weight[f] * k
+        out_flow[n_out] = f
+        out_level[n_out] = k
+        n_out += 1
+    for p in range(gp_lo[g], gp_lo[g + 1]):
+        if pair_m[p] == 0:
+            continue
+        j = pair_row[p]
+        use = pair_n[p] * k
+        if np.isfinite(use):
+            y = sres[j] - use
+            sres[j] = y if y > 0.0 else 0.0
+        den[j] -= pair_n[p]
+        cnt[j] -= 1
+    return n_out
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_split(
+    g, j, k, flows, order, glo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n,
+    pair_m, pair_row, gsize, gfrozen, st,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Group ``g``, of which only some unfrozen members cross link row ``j``, which fills at level ``k``: those
+    members frozen one by one (:func:`_gf_freeze_flow`), the rest left a group (counted in ``st``: splits,
+    flows frozen, entries walked). The freeze order's length."""
+    frozen, epair = s.flow_frozen, s.ent_slot
+    st[4] += 1
+    for i in range(glo[g], glo[g + 1]):
+        a = order[i]
+        if frozen[a]:
+            continue
+        f = flows[a]
+        ne = fe_hi[f] - fe_lo[f]
+        st[6] += ne
+        on = False
+        for x in range(xoff[a], xoff[a] + ne):
+            if pair_row[epair[x]] == j:
+                on = True
+                break
+        if on:
+            st[5] += 1
+            st[6] += ne
+            n_out = _gf_freeze_flow(a, weight[f] * k, k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow,
+                                    out_level, n_out, s, xoff, pair_n, pair_m, pair_row)  # fmt: skip
+            gsize[g] -= 1
+    if gsize[g] == 0:
+        gfrozen[g] = True
+    return n_out
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_link(
+    j, k, flows, order, glo, gp_lo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n,
+    pair_m, pair_g, pair_row, gsize, gfrozen, st,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Link row ``j`` fills at level ``k``: each live group on it frozen whole when all its unfrozen members
+    cross it (:func:`_gf_freeze_group`), else split (:func:`_gf_split`). The freeze order's length."""
+    for q in range(s.slot_off[j], s.slot_off[j + 1]):
+        p = s.slot_flows[q]
+        g = pair_g[p]
+        if gfrozen[g] or pair_m[p] == 0:
+            continue
+        if pair_m[p] == gsize[g]:
+            st[3] += 1
+            n_out = _gf_freeze_group(g, k, flows, order, glo, gp_lo, weight, rate, out_flow, out_level, n_out, s,
+                                     pair_n, pair_m, pair_row, gfrozen)  # fmt: skip
+        else:
+            n_out = _gf_split(g, j, k, flows, order, glo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level,
+                              n_out, s, xoff, pair_n, pair_m, pair_row, gsize, gfrozen, st)  # fmt: skip
+    return n_out
+
+
+@njit(cache=True, nogil=True)
+def group_fill(flows, n, old_rate, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, rate, out_flow, out_level,
+               s, tick, lo):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`ainet_gym.sim.backends.numba.fill.fill_levels` of ``flows[:n]`` over groups: the same arguments
+    and results (rates, freeze order with nondecreasing levels, ``resid`` updated to what the flows leave, the
+    heap pops returned), plus ``old_rate[:n]``, each flow's previous rate, which groups them (the flows at one
+    previous level, bitwise, one group; a flow at 0, with a finite demand or without entries alone). The
+    counters of ``s.grp_stat`` (:data:`GROUP_STATS`) are added to. Rates equal :func:`fill_levels`' to
+    round-off (module docstring)."""
+    i64 = np.int64
+    st = s.grp_stat
+    kk = np.empty(max(n, 1))
+    m = _gf_keys(flows, n, old_rate, weight, demand, fe_lo, fe_hi, kk)
+    order = np.argsort(kk[:n], kind="mergesort")  # (stable: a group's members in the caller's order)
+    m1 = max(m, 1)
+    n1 = n + 1
+    ib = np.empty(5 * m1 + 4 * n1, dtype=i64)
+    pair_m, pair_g, pair_row, rp_stamp, rp_pair = ib[:m1], ib[m1 : 2 * m1], ib[2 * m1 : 3 * m1], ib[3 * m1 : 4 * m1], ib[4 * m1 : 5 * m1]  # fmt: skip
+    o = 5 * m1
+    gp_lo, glo, gsize, xoff = ib[o : o + n1], ib[o + n1 : o + 2 * n1], ib[o + 2 * n1 : o + 3 * n1], ib[o + 3 * n1 : o + 4 * n1]  # fmt: skip
+    pair_n = np.empty(m1)
+    gfrozen = np.zeros(max(n, 1), dtype=np.bool_)
+    ng, npair, nl = _gf_pairs(flows, order, n, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo, glo, gp_lo,
+                              gsize, xoff, pair_n, pair_m, pair_g, pair_row, rp_stamp, rp_pair)  # fmt: skip
+    _gf_lists(npair, nl, pair_row, s)
+    st[0] += 1
+    st[1] += ng
+    st[2] += npair
+    st[7] += m
+    hkey, hitem, sres, den, cnt = s.heap_key, s.heap_item, s.slot_resid, s.slot_denom, s.slot_count
+    hn = 0
+    for j in range(nl):
+        hn = heap_push(hkey, hitem, hn, sres[j] / den[j] if den[j] > 0 else np.inf, j)
+    for g in range(ng):  # a flow alone with a demand, or without entries: its demand level
+        a = order[glo[g]]
+        f = flows[a]
+        if glo[g + 1] - glo[g] == 1 and (demand[f] < np.inf or fe_hi[f] == fe_lo[f]):
+            hn = heap_push(hkey, hitem, hn, demand[f] / weight[f], -1 - g)
+    n_out = 0
+    pops = 0
+    while hn > 0 and n_out < n:
+        k = hkey[0]
+        it = hitem[0]
+        hn = heap_pop(hkey, hitem, hn)
+        pops += 1
+        if it >= 0:  # a link: fill it, unless its share moved since it was pushed
+            if cnt[it] <= 0:
+                continue
+            sh = _gf_share(it, s, pair_n, pair_m, pair_g, gfrozen)
+            if sh != k:
+                hn = heap_push(hkey, hitem, hn, sh, it)
+                continue
+            n_out = _gf_link(it, k, flows, order, glo, gp_lo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level,
+                             n_out, s, xoff, pair_n, pair_m, pair_g, pair_row, gsize, gfrozen, st)  # fmt: skip
+        elif not gfrozen[-1 - it]:  # a demand level: that one flow
+            g = -1 - it
+            a = order[glo[g]]
+            gfrozen[g] = True
+            n_out = _gf_freeze_flow(a, demand[flows[a]], k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow,
+                                    out_level, n_out, s, xoff, pair_n, pair_m, pair_row)  # fmt: skip
+    for j in range(nl):
+        resid[s.slot_link[j]] = sres[j]
+    return pops
