@@ -356,8 +356,9 @@ FILL_MODES = [(1.0, 8, NO_GATE), (0.0, 1, NO_GATE), (0.0, 2, NO_GATE), (0.0, 1_0
 # the departure repair: checking only the flows at each changed link's largest level (the default,
 # REPAIR_ONLY_TOP), checking every flow on it (item 9's repair), and off; "order": "top" with the heap fills'
 # flows in flow order (REFILL_FLOW_ORDER, issue-28zj)
-REPAIR_MODES = ["top", "all", "off", "heap", "order", "group"]  # heap: the per-link level heaps (issue-28zi, rep_heap);
-# group: flow order and the heap fills over groups of flows (issue-28zm, grp_fill)
+# heap: the per-link level heaps (issue-28zi, rep_heap); group: flow order and the heap fills over groups of
+# flows (issue-28zm, grp_fill)
+REPAIR_MODES = ["top", "all", "off", "heap", "order", "group"]
 
 
 @pytest.mark.parametrize("repair_mode", REPAIR_MODES)

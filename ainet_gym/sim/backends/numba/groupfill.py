@@ -5,8 +5,8 @@ A fill raises the level of every unfrozen flow at once; the next link to fill fr
 it. Any partition of the flows into groups gives the same fill, provided a link that fills freezes exactly
 its own flows: a group whose unfrozen members all cross it freezes whole, with one update per (group, link)
 pair of the group (the link's residual less the pair's sum of coefficient x weight times the level), and a
-group of which only some members cross it is split, the members that cross it frozen one by one (each
-entry updated, as :func:`fill_levels` does; the rest stay a group). So the rates are max-min fair for any
+group of which only some members cross it is split, the members that cross it (the pair's list) frozen one
+by one (each entry updated, as :func:`fill_levels` does; the rest stay a group). So the rates are max-min fair for any
 grouping (the sums in another order: equal to round-off); the grouping only decides the cost. The lazy
 kernel groups the flows it re-fills by their previous level (bitwise): 99.6% of the rate changes of
 8 AllToAll x 128 GPUs' interval 5 keep their bottleneck group (docs/engine-alltoall.md, issue-28zd), so a
@@ -23,8 +23,8 @@ from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 __all__ = ["GROUP_STATS", "group_fill"]
 
 #: the columns of ``FillScratch.grp_stat`` (counted over the scratch's life, never reset): fills, groups,
-#: (group, link) pairs, whole-group freezes, splits, flows frozen by a split (one by one), entries walked by
-#: the splits (the members' entries scanned and the frozen ones' updated), the fills' entries
+#: (group, link) pairs, whole-group freezes, splits, flows frozen by a split (one by one), their entries, the
+#: fills' entries
 GROUP_STATS = ("fills", "groups", "pairs", "whole", "splits", "split_flows", "split_entries", "entries")
 
 
@@ -125,6 +125,28 @@ def _gf_lists(npair, nl, pair_row, s):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_members(
+    order, n, npair, xoff, flows, fe_lo, fe_hi, pair_m, pair_off, pair_mem, s
+):  # pragma: no cover
+    """Each pair's members (``pair_mem[pair_off[p] : pair_off[p + 1]]``, local flows in group order): what a
+    split of the pair's group at the pair's link freezes, read without scanning the other members."""
+    m = 0
+    for p in range(npair):
+        pair_off[p] = m
+        m += pair_m[p]
+    pair_off[npair] = m
+    for i in range(n):
+        a = order[i]
+        f = flows[a]
+        for x in range(xoff[a], xoff[a] + fe_hi[f] - fe_lo[f]):
+            p = s.ent_slot[x]
+            pair_mem[pair_off[p]] = a
+            pair_off[p] += 1
+    for p in range(npair):  # (the cursors back to the starts)
+        pair_off[p] -= pair_m[p]
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_share(j, s, pair_n, pair_m, pair_g, gfrozen):  # pragma: no cover - compiled
     """Link row ``j``'s share now: residual over the sum of its live pairs' coefficient x weight (inf: none),
     that sum first summed again from the pairs if round-off ate it."""
@@ -207,32 +229,25 @@ def _gf_freeze_group(
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_split(
-    g, j, k, flows, order, glo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n,
-    pair_m, pair_row, gsize, gfrozen, st,
+    g, p, k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n, pair_m,
+    pair_row, pair_off, pair_mem, gsize, gfrozen, st,
 ):  # fmt: skip  # pragma: no cover - compiled
-    """Group ``g``, of which only some unfrozen members cross link row ``j``, which fills at level ``k``: those
-    members frozen one by one (:func:`_gf_freeze_flow`), the rest left a group (counted in ``st``: splits,
-    flows frozen, entries walked). The freeze order's length."""
-    frozen, epair = s.flow_frozen, s.ent_slot
+    """Group ``g``, of which only some unfrozen members cross the link of its pair ``p``, which fills at level
+    ``k``: the pair's unfrozen members (its list, :func:`_gf_members`) frozen one by one
+    (:func:`_gf_freeze_flow`), the rest left a group (counted in ``st``: splits, flows frozen, their entries).
+    The freeze order's length."""
+    frozen = s.flow_frozen
     st[4] += 1
-    for i in range(glo[g], glo[g + 1]):
-        a = order[i]
+    for q in range(pair_off[p], pair_off[p + 1]):
+        a = pair_mem[q]
         if frozen[a]:
             continue
         f = flows[a]
-        ne = fe_hi[f] - fe_lo[f]
-        st[6] += ne
-        on = False
-        for x in range(xoff[a], xoff[a] + ne):
-            if pair_row[epair[x]] == j:
-                on = True
-                break
-        if on:
-            st[5] += 1
-            st[6] += ne
-            n_out = _gf_freeze_flow(a, weight[f] * k, k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow,
-                                    out_level, n_out, s, xoff, pair_n, pair_m, pair_row)  # fmt: skip
-            gsize[g] -= 1
+        st[5] += 1
+        st[6] += fe_hi[f] - fe_lo[f]
+        n_out = _gf_freeze_flow(a, weight[f] * k, k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level,
+                                n_out, s, xoff, pair_n, pair_m, pair_row)  # fmt: skip
+        gsize[g] -= 1
     if gsize[g] == 0:
         gfrozen[g] = True
     return n_out
@@ -241,7 +256,7 @@ def _gf_split(
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_link(
     j, k, flows, order, glo, gp_lo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n,
-    pair_m, pair_g, pair_row, gsize, gfrozen, st,
+    pair_m, pair_g, pair_row, pair_off, pair_mem, gsize, gfrozen, st,
 ):  # fmt: skip  # pragma: no cover - compiled
     """Link row ``j`` fills at level ``k``: each live group on it frozen whole when all its unfrozen members
     cross it (:func:`_gf_freeze_group`), else split (:func:`_gf_split`). The freeze order's length."""
@@ -255,8 +270,8 @@ def _gf_link(
             n_out = _gf_freeze_group(g, k, flows, order, glo, gp_lo, weight, rate, out_flow, out_level, n_out, s,
                                      pair_n, pair_m, pair_row, gfrozen)  # fmt: skip
         else:
-            n_out = _gf_split(g, j, k, flows, order, glo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level,
-                              n_out, s, xoff, pair_n, pair_m, pair_row, gsize, gfrozen, st)  # fmt: skip
+            n_out = _gf_split(g, p, k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff,
+                              pair_n, pair_m, pair_row, pair_off, pair_mem, gsize, gfrozen, st)  # fmt: skip
     return n_out
 
 
@@ -276,15 +291,18 @@ def group_fill(flows, n, old_rate, fe_lo, fe_hi, e_link, e_coef, weight, demand,
     order = np.argsort(kk[:n], kind="mergesort")  # (stable: a group's members in the caller's order)
     m1 = max(m, 1)
     n1 = n + 1
-    ib = np.empty(5 * m1 + 4 * n1, dtype=i64)
+    ib = np.empty(7 * m1 + 4 * n1 + 1, dtype=i64)
     pair_m, pair_g, pair_row, rp_stamp, rp_pair = ib[:m1], ib[m1 : 2 * m1], ib[2 * m1 : 3 * m1], ib[3 * m1 : 4 * m1], ib[4 * m1 : 5 * m1]  # fmt: skip
     o = 5 * m1
     gp_lo, glo, gsize, xoff = ib[o : o + n1], ib[o + n1 : o + 2 * n1], ib[o + 2 * n1 : o + 3 * n1], ib[o + 3 * n1 : o + 4 * n1]  # fmt: skip
+    o += 4 * n1
+    pair_off, pair_mem = ib[o : o + m1 + 1], ib[o + m1 + 1 : o + 2 * m1 + 1]
     pair_n = np.empty(m1)
     gfrozen = np.zeros(max(n, 1), dtype=np.bool_)
     ng, npair, nl = _gf_pairs(flows, order, n, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo, glo, gp_lo,
                               gsize, xoff, pair_n, pair_m, pair_g, pair_row, rp_stamp, rp_pair)  # fmt: skip
     _gf_lists(npair, nl, pair_row, s)
+    _gf_members(order, n, npair, xoff, flows, fe_lo, fe_hi, pair_m, pair_off, pair_mem, s)
     st[0] += 1
     st[1] += ng
     st[2] += npair
@@ -313,7 +331,8 @@ def group_fill(flows, n, old_rate, fe_lo, fe_hi, e_link, e_coef, weight, demand,
                 hn = heap_push(hkey, hitem, hn, sh, it)
                 continue
             n_out = _gf_link(it, k, flows, order, glo, gp_lo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level,
-                             n_out, s, xoff, pair_n, pair_m, pair_g, pair_row, gsize, gfrozen, st)  # fmt: skip
+                             n_out, s, xoff, pair_n, pair_m, pair_g, pair_row, pair_off, pair_mem, gsize, gfrozen,
+                             st)  # fmt: skip
         elif not gfrozen[-1 - it]:  # a demand level: that one flow
             g = -1 - it
             a = order[glo[g]]
