@@ -46,11 +46,51 @@ def _gf_keys(flows, n, old_rate, weight, demand, fe_lo, fe_hi, kk):  # pragma: n
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gf_order(kk, n, order, tab, gid, gcnt):  # pragma: no cover - compiled
+    """The local flows into ``order[:n]`` with equal keys ``kk`` together (groups in the order of their first
+    member, members in the caller's order): a hash of the keys' bits (``tab``: (2 x slots,) int64, -1 where
+    free, slots a power of two of at least ``2 n``), then a counting sort by group. O(n); no sort by level."""
+    bits = kk.view(np.int64)
+    size = tab.shape[0] >> 1
+    mask = np.uint64(size - 1)
+    ng = 0
+    for a in range(n):
+        g = -1
+        if kk[a] >= 0.0:
+            h = (np.uint64(bits[a]) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(17)
+            while True:
+                i = np.int64(h & mask)
+                if tab[2 * i + 1] < 0:
+                    tab[2 * i] = bits[a]
+                    tab[2 * i + 1] = ng
+                    break
+                if tab[2 * i] == bits[a]:
+                    g = tab[2 * i + 1]
+                    break
+                h += np.uint64(1)
+        if g < 0:
+            g = ng
+            gcnt[g] = 0
+            ng += 1
+        gid[a] = g
+        gcnt[g] += 1
+    m = 0
+    for g in range(ng):
+        c = gcnt[g]
+        gcnt[g] = m
+        m += c
+    for a in range(n):
+        g = gid[a]
+        order[gcnt[g]] = a
+        gcnt[g] += 1
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_pairs(
     flows, order, n, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo, glo, gp_lo, gsize, xoff,
     pair_n, pair_m, pair_g, pair_row, rp_stamp, rp_pair,
 ):  # fmt: skip  # pragma: no cover - compiled
-    """The groups (runs of equal keys in ``order``: members ``order[glo[g]:glo[g + 1]]``), their (group, link)
+    """The groups (runs of equal keys in ``order``, :func:`_gf_order`: members ``order[glo[g]:glo[g + 1]]``), their (group, link)
     pairs (``gp_lo[g]:gp_lo[g + 1]``: the pair's sum of coefficient x weight ``pair_n``, members crossing
     ``pair_m``, group ``pair_g`` and link row ``pair_row``), the link rows of the fill (:class:`FillScratch`
     ``s``, stamp ``tick``: residual, sum of coefficient x weight, live pairs in ``slot_count``) and each local
@@ -288,7 +328,16 @@ def group_fill(flows, n, old_rate, fe_lo, fe_hi, e_link, e_coef, weight, demand,
     st = s.grp_stat
     kk = np.empty(max(n, 1))
     m = _gf_keys(flows, n, old_rate, weight, demand, fe_lo, fe_hi, kk)
-    order = np.argsort(kk[:n], kind="mergesort")  # (stable: a group's members in the caller's order)
+    size = 64
+    while size < 2 * n:
+        size <<= 1
+    tab = np.full(2 * size + 3 * n + 1, -1, dtype=i64)
+    order, gid, gcnt = (
+        tab[2 * size : 2 * size + n],
+        tab[2 * size + n : 2 * size + 2 * n],
+        tab[2 * size + 2 * n :],
+    )
+    _gf_order(kk, n, order, tab[: 2 * size], gid, gcnt)
     m1 = max(m, 1)
     n1 = n + 1
     ib = np.empty(7 * m1 + 4 * n1 + 1, dtype=i64)
