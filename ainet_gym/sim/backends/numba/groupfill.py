@@ -324,30 +324,35 @@ def group_fill(flows, n, old_rate, fe_lo, fe_hi, e_link, e_coef, weight, demand,
     previous level, bitwise, one group; a flow at 0, with a finite demand or without entries alone). The
     counters of ``s.grp_stat`` (:data:`GROUP_STATS`) are added to. Rates equal :func:`fill_levels`' to
     round-off (module docstring)."""
-    i64 = np.int64
     st = s.grp_stat
-    kk = np.empty(max(n, 1))
-    m = _gf_keys(flows, n, old_rate, weight, demand, fe_lo, fe_hi, kk)
+    m = 0
+    for a in range(n):
+        m += fe_hi[flows[a]] - fe_lo[flows[a]]
     size = 64
     while size < 2 * n:
         size <<= 1
-    tab = np.full(2 * size + 3 * n + 1, -1, dtype=i64)
-    order, gid, gcnt = (
-        tab[2 * size : 2 * size + n],
-        tab[2 * size + n : 2 * size + 2 * n],
-        tab[2 * size + 2 * n :],
-    )
-    _gf_order(kk, n, order, tab[: 2 * size], gid, gcnt)
-    m1 = max(m, 1)
-    n1 = n + 1
-    ib = np.empty(7 * m1 + 4 * n1 + 1, dtype=i64)
-    pair_m, pair_g, pair_row, rp_stamp, rp_pair = ib[:m1], ib[m1 : 2 * m1], ib[2 * m1 : 3 * m1], ib[3 * m1 : 4 * m1], ib[4 * m1 : 5 * m1]  # fmt: skip
-    o = 5 * m1
+    m1, n1 = max(m, 1), n + 1
+    ib, gf, gfrozen = s.grp_i, s.grp_f, s.grp_b  # (the scratch's, sized by fill_scratch; fresh if too small)
+    if (
+        ib.shape[0] < 2 * size + 3 * n + 7 * m1 + 4 * n1 + 2
+        or gf.shape[0] < n + m1 + 1
+        or gfrozen.shape[0] < n1
+    ):
+        ib, gf = np.empty(2 * size + 3 * n + 7 * m1 + 4 * n1 + 2, dtype=np.int64), np.empty(n + m1 + 1)
+        gfrozen = np.empty(n1, dtype=np.bool_)
+    kk = gf[: max(n, 1)]
+    _gf_keys(flows, n, old_rate, weight, demand, fe_lo, fe_hi, kk)
+    ib[: 2 * size] = -1
+    order, gid, gcnt = ib[2 * size : 2 * size + n], ib[2 * size + n : 2 * size + 2 * n], ib[2 * size + 2 * n : 2 * size + 3 * n + 1]  # fmt: skip
+    _gf_order(kk, n, order, ib[: 2 * size], gid, gcnt)
+    o = 2 * size + 3 * n + 1
+    pair_m, pair_g, pair_row, rp_stamp, rp_pair = ib[o : o + m1], ib[o + m1 : o + 2 * m1], ib[o + 2 * m1 : o + 3 * m1], ib[o + 3 * m1 : o + 4 * m1], ib[o + 4 * m1 : o + 5 * m1]  # fmt: skip
+    o += 5 * m1
     gp_lo, glo, gsize, xoff = ib[o : o + n1], ib[o + n1 : o + 2 * n1], ib[o + 2 * n1 : o + 3 * n1], ib[o + 3 * n1 : o + 4 * n1]  # fmt: skip
     o += 4 * n1
     pair_off, pair_mem = ib[o : o + m1 + 1], ib[o + m1 + 1 : o + 2 * m1 + 1]
-    pair_n = np.empty(m1)
-    gfrozen = np.zeros(max(n, 1), dtype=np.bool_)
+    pair_n = gf[max(n, 1) : max(n, 1) + m1]
+    gfrozen[:n1] = False
     ng, npair, nl = _gf_pairs(flows, order, n, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo, glo, gp_lo,
                               gsize, xoff, pair_n, pair_m, pair_g, pair_row, rp_stamp, rp_pair)  # fmt: skip
     _gf_lists(npair, nl, pair_row, s)
