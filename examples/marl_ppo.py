@@ -71,7 +71,7 @@ def make_vec_env(args: Args) -> tuple[Any, Any]:
     warnings.filterwarnings("ignore", message="The `render_mode` attribute is not defined")
 
     import ainet_gym
-    from ainet_gym.agents.train import TRAIN_SEED_OFFSET
+    from ainet_gym.envs.registration import TRAIN_SEED_OFFSET
 
     reward: str | float = args.reward if args.reward in ("shared", "local") else float(args.reward)
     env = ainet_gym.parallel_env(

@@ -35,7 +35,9 @@ from ainet_gym.agents.outputs import (
     model_path,
     scenario_files,
 )
-from ainet_gym.agents.train import TrainConfig, TrainResult, format_final, run_name, train
+from ainet_gym.agents.train import train
+from ainet_gym.agents.train_config import TrainConfig, TrainResult
+from ainet_gym.agents.train_report import format_final, run_name
 
 __all__ = [
     "DEMO_ACTION_MODE",

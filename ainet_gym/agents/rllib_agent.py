@@ -22,8 +22,8 @@ import numpy as np
 
 from ainet_gym.agents.model_files import ModelFileError
 from ainet_gym.agents.registry import register_agent
+from ainet_gym.agents.rllib_checkpoint import read_checkpoint_metadata
 from ainet_gym.agents.rllib_policy import load_policy
-from ainet_gym.agents.rllib_train import read_checkpoint_metadata
 from ainet_gym.agents.sb3_agents import check_fit, meta_history, space_signature
 from ainet_gym.errors import check_choice
 

@@ -71,12 +71,8 @@ def _trial(config: dict[str, Any]) -> None:
     import torch
     from ray import tune
 
-    from ainet_gym.agents.rllib_train import (
-        checkpoint_metadata,
-        iteration_scalars,
-        make_fabric_callback,
-        save_checkpoint,
-    )
+    from ainet_gym.agents.rllib_checkpoint import checkpoint_metadata, save_checkpoint
+    from ainet_gym.agents.rllib_logging import iteration_scalars, make_fabric_callback
     from ainet_gym.envs import rllib as arl
 
     config = config["trial"]

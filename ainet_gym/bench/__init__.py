@@ -87,8 +87,9 @@ calibration), :mod:`~ainet_gym.bench.timing` (the shared measuring helpers), :mo
 (the progress bar), :mod:`~ainet_gym.bench.allocator` (sections 1-2), :mod:`~ainet_gym.bench.env_rows`
 (section 3), :mod:`~ainet_gym.bench.startup` (sections 4-5), :mod:`~ainet_gym.bench.scaling` (section 6),
 :mod:`~ainet_gym.bench.moe` (section 7) and :mod:`~ainet_gym.bench.switch` (the switch section); then
-:mod:`~ainet_gym.bench.report` (targets, tables, plot, JSON) and :mod:`~ainet_gym.bench.probe` (the
-fresh-process construction and start-up probes); this module runs them.
+:mod:`~ainet_gym.bench.targets` (the targets), :mod:`~ainet_gym.bench.tables` (the terminal tables),
+:mod:`~ainet_gym.bench.report` (the plot, the JSON) and :mod:`~ainet_gym.bench.probe` (the fresh-process
+construction and start-up probes); this module runs them.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ from ainet_gym.bench.instances import (
     spine_leaf_shape,
     tiered_instance,
 )
-from ainet_gym.bench.report import evaluate_targets, format_report, jsonable, plot_scaling
+from ainet_gym.bench.report import jsonable, plot_scaling
 from ainet_gym.bench.sections import (
     Progress,
     bench_allocator,
@@ -129,6 +130,8 @@ from ainet_gym.bench.sections import (
     n_tasks,
     rel_err,
 )
+from ainet_gym.bench.tables import format_report
+from ainet_gym.bench.targets import evaluate_targets
 from ainet_gym.errors import names_message
 
 __all__ = [

@@ -215,7 +215,7 @@ def add_convert_rllib(sub: Subparsers) -> None:
         help="required: I trust this folder (converting unpickles RLlib's module, which can run code)",
     )
     s.add_argument("--overwrite", action="store_true", help="write the plain weights again if present")
-    s.set_defaults(func=deferred("ainet_gym.agents.rllib_train", "convert_main"))
+    s.set_defaults(func=deferred("ainet_gym.agents.rllib_checkpoint", "convert_main"))
 
 
 def _add_results(s: argparse.ArgumentParser, default: str) -> None:

@@ -46,7 +46,7 @@ def tiny_ppo_config(scenario: Any, folder: Path, **changes: Any) -> Any:
     """The :class:`~ainet_gym.agents.train.TrainConfig` of a PPO run of 64 steps on ``scenario`` in 2 envs,
     its logs in ``folder`` and its model at ``folder/model.zip``, with tiny updates (16 steps, batch 16,
     2 epochs); ``changes`` override fields."""
-    from ainet_gym.agents.train import TrainConfig
+    from ainet_gym.agents.train_config import TrainConfig
 
     cfg: dict[str, Any] = {
         "scenario": scenario,

@@ -16,7 +16,8 @@ import ainet_gym
 from ainet_gym.agents.baselines import BASELINES, EXACT, BaselineAgent, baseline_actions, engine_split
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.agents.registry import AGENTS, make_agent, register_agent
-from ainet_gym.agents.train import TrainConfig, train
+from ainet_gym.agents.train import train
+from ainet_gym.agents.train_config import TrainConfig
 from ainet_gym.cli import main as cli_main
 from ainet_gym.envs.env import ACTION_MODES, EnvCore
 from ainet_gym.routing.loads import offered_utilization

@@ -124,7 +124,8 @@ def test_a_knn_file_is_read_as_labels_of_its_block(tmp_path) -> None:
 def test_init_from_starts_a_run_from_the_clone_s_weights_with_its_blocks_and_plans(tmp_path) -> None:
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.sb3_agents import load_model, read_metadata
-    from ainet_gym.agents.train import TrainConfig, train
+    from ainet_gym.agents.train import train
+    from ainet_gym.agents.train_config import TrainConfig
 
     sc = _small()
     core = _core(sc, ISO)

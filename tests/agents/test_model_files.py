@@ -182,7 +182,7 @@ def test_convert_needs_the_trust_flag(tmp_path, one_line) -> None:
     one_line(str(d), "--trust-checkpoint")
     assert not marker.exists()
     with pytest.raises(UntrustedModelError):
-        from ainet_gym.agents.rllib_train import convert_checkpoint
+        from ainet_gym.agents.rllib_checkpoint import convert_checkpoint
 
         convert_checkpoint(d, trusted=False)
 

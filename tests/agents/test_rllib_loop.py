@@ -17,7 +17,8 @@ import pytest
 
 import ainet_gym.envs
 from ainet_gym.agents import rllib_train
-from ainet_gym.agents.rllib_train import _train_loop, _write_progress_csv
+from ainet_gym.agents.rllib_checkpoint import META_FILE
+from ainet_gym.agents.rllib_logging import train_loop, write_progress_csv
 
 
 class _Algo:
@@ -53,7 +54,7 @@ class _Writer:
 
 def test_the_loop_stops_at_the_first_iteration_that_reaches_the_target() -> None:
     algo, writer = _Algo(per_iter=300), _Writer()
-    steps, rows, _final, interrupted = _train_loop(algo, writer, start=1000, target=2000, progress=False)
+    steps, rows, _final, interrupted = train_loop(algo, writer, start=1000, target=2000, progress=False)
     # 1000 + 4 x 300 = 2200 >= 2000 after the 4th iteration (3 would give 1900)
     assert (steps, algo.calls, interrupted) == (2200, 4, False)
     assert [r["timesteps"] for r in rows] == [1300, 1600, 1900, 2200]
@@ -64,17 +65,17 @@ def test_the_loop_stops_at_the_first_iteration_that_reaches_the_target() -> None
 
 def test_an_interrupt_keeps_the_iterations_done_and_closes_the_log() -> None:
     algo, writer = _Algo(per_iter=100, stop_at=3), _Writer()
-    steps, rows, _final, interrupted = _train_loop(algo, writer, start=0, target=10_000, progress=False)
+    steps, rows, _final, interrupted = train_loop(algo, writer, start=0, target=10_000, progress=False)
     assert (steps, len(rows), interrupted, writer.closed) == (200, 2, True, True)
 
 
 def test_progress_csv_has_timesteps_first_and_every_column(tmp_path: Path) -> None:
     p = tmp_path / "progress.csv"
-    _write_progress_csv(p, [{"timesteps": 1, "b": 2.0}, {"timesteps": 2, "a": 3.0}])
+    write_progress_csv(p, [{"timesteps": 1, "b": 2.0}, {"timesteps": 2, "a": 3.0}])
     with open(p) as f:
         got = list(csv.reader(f))
     assert got == [["timesteps", "a", "b"], ["1", "", "2.0"], ["2", "3.0", ""]]
-    _write_progress_csv(tmp_path / "none.csv", [])
+    write_progress_csv(tmp_path / "none.csv", [])
     assert not (tmp_path / "none.csv").exists()
 
 
@@ -177,7 +178,7 @@ def test_train_rllib_resumes_with_the_checkpoints_settings(stub_ray: list[tuple]
     old.mkdir()
     sig = {"observation_space": {"kind": "Box", "shape": [3]}, "action_space": {"kind": "Box", "shape": [2]}}
     meta_old = {"framework": "rllib", "action_mode": "ecmp_weights", "history": 2, "timesteps": 100, **sig}
-    (old / rllib_train.META_FILE).write_text(json.dumps(meta_old))
+    (old / META_FILE).write_text(json.dumps(meta_old))
     cfg = rllib_train.RLlibTrainConfig(
         scenario="spine-leaf-2to1", timesteps=5, logdir=tmp_path, out=tmp_path / "new", resume=old,
         trust_checkpoint=True, progress=False, torch_threads=None,
@@ -208,7 +209,7 @@ def test_train_rllib_refuses_an_untrusted_resume_before_ray(stub_ray: list[tuple
 
     old = tmp_path / "old"
     old.mkdir()
-    (old / rllib_train.META_FILE).write_text(json.dumps({"framework": "rllib"}))
+    (old / META_FILE).write_text(json.dumps({"framework": "rllib"}))
     cfg = rllib_train.RLlibTrainConfig(logdir=tmp_path, out=tmp_path / "new", resume=old, progress=False)
     with pytest.raises(UntrustedModelError):
         rllib_train.train_rllib(cfg)
@@ -221,7 +222,7 @@ def test_train_rllib_stops_ray_when_the_checkpoint_does_not_fit(
     old = tmp_path / "old"
     old.mkdir()
     meta_old = {"framework": "rllib", "observation_space": {"kind": "Box", "shape": [9]}}
-    (old / rllib_train.META_FILE).write_text(json.dumps(meta_old))
+    (old / META_FILE).write_text(json.dumps(meta_old))
     cfg = rllib_train.RLlibTrainConfig(
         logdir=tmp_path, out=tmp_path / "new", resume=old, trust_checkpoint=True, progress=False,
         torch_threads=None,

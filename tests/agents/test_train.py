@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ainet_gym.agents.train import format_run
+from ainet_gym.agents.train_report import format_run
 
 
 def _result(interrupted: bool, final: dict[str, float]) -> SimpleNamespace:

@@ -107,8 +107,8 @@ def test_scaling_section_writes_plot(tmp_path):
 
 
 def test_slowest_interval_is_the_slowest_of_an_episode_and_a_capped_one_is_a_lower_bound():
-    from ainet_gym.bench.report import evaluate_targets
     from ainet_gym.bench.scaling import _successive_intervals
+    from ainet_gym.bench.targets import evaluate_targets
 
     sc = cluster_scenario(128, 8, 16, op="alltoall")
     full = _successive_intervals(sc, 6, 1_000_000, 1e9, "event")
@@ -377,7 +377,7 @@ def test_transfers_sweep_times_a_fixed_set_of_intervals():
 def test_the_cost_exponent_targets_are_the_issues():
     """The fitted exponent must be at most 1.1 and the marginal one (last two points) at most 1.3 (issue 28's
     targets): 1.05 / 1.26 pass, 1.15 / 1.31 miss."""
-    from ainet_gym.bench.report import evaluate_targets
+    from ainet_gym.bench.targets import evaluate_targets
 
     def verdicts(fit: float, last_two: float) -> tuple[bool, bool]:
         sc = {

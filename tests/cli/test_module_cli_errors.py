@@ -104,6 +104,13 @@ def test_help_is_still_the_full_help(capsys, main: Callable[..., int], argv: lis
     assert "options:" in out and "-h, --help" in out and len(out.splitlines()) >= 4, out
 
 
+def test_select_on_a_folder_without_models_is_one_line(capsys, tmp_path: Path) -> None:
+    # it printed FileNotFoundError's traceback (found while splitting agents/train.py, issue-31zx)
+    for folder in (tmp_path / "missing", tmp_path):
+        line = one_line(capsys, train.main, ["select", str(folder), "spine-leaf-2to1", "--seeds", "100"])
+        assert line == f"python -m ainet_gym.agents.train select: error: no model (*.zip) in {str(folder)!r}"
+
+
 def test_empty_seed_part_is_one_line(capsys) -> None:
     # "1,,2" ran seeds 1 and 2 (the empty part skipped)
     line = one_line(capsys, twin.main, ["sweep", "nosuch", "--seeds", "1,,2"])

@@ -132,7 +132,8 @@ def test_a_model_trained_with_the_block_records_it_and_evaluates_with_it(tmp_pat
 
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.sb3_agents import SB3Agent, read_metadata
-    from ainet_gym.agents.train import TrainConfig, train
+    from ainet_gym.agents.train import train
+    from ainet_gym.agents.train_config import TrainConfig
 
     sc = small_spine_leaf(8, name="phase-small")
     res = train(

@@ -57,7 +57,9 @@ def test_a_residual_model_trains_saves_checkpoints_and_evaluates_with_its_base(t
 
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
     from ainet_gym.agents.sb3_agents import SB3Agent, read_metadata
-    from ainet_gym.agents.train import TrainConfig, select_checkpoint, train
+    from ainet_gym.agents.train import train
+    from ainet_gym.agents.train_config import TrainConfig
+    from ainet_gym.agents.train_meta import select_checkpoint
 
     sc = small_spine_leaf(8, name="res-small")
     res = train(
@@ -88,7 +90,8 @@ def test_learning_rate_and_target_kl_reach_ppo(tmp_path) -> None:
     # --target-kl stops an update's epochs early: with a limit no step can respect, one epoch of 4 runs
     from _scenarios import small_spine_leaf
 
-    from ainet_gym.agents.train import TrainConfig, train
+    from ainet_gym.agents.train import train
+    from ainet_gym.agents.train_config import TrainConfig
 
     sc = small_spine_leaf(8, name="lr-small")
     hp = {"n_steps": 8, "batch_size": 4, "n_epochs": 4}
@@ -111,7 +114,8 @@ def test_learning_rate_and_target_kl_reach_ppo(tmp_path) -> None:
 def test_target_kl_is_refused_outside_ppo(tmp_path) -> None:
     from _scenarios import small_spine_leaf
 
-    from ainet_gym.agents.train import TrainConfig, train
+    from ainet_gym.agents.train import train
+    from ainet_gym.agents.train_config import TrainConfig
 
     with pytest.raises(ValueError, match="target_kl: a2c has no KL limit"):
         train(
@@ -127,7 +131,8 @@ def test_ent_coef_reaches_the_loss_of_a_choose_policy(tmp_path) -> None:
     # entropy weight is a temperature of another meaning, refuses it
     from _scenarios import small_spine_leaf
 
-    from ainet_gym.agents.train import TrainConfig, train
+    from ainet_gym.agents.train import train
+    from ainet_gym.agents.train_config import TrainConfig
 
     sc = small_spine_leaf(8, name="ent-small")
     hp = {"n_steps": 8, "batch_size": 4, "n_epochs": 1}

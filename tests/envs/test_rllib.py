@@ -121,7 +121,8 @@ def local_ray():
 @needs_ray
 def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> None:
     from ainet_gym.agents.evaluate import EvalConfig, evaluate
-    from ainet_gym.agents.rllib_train import RLlibTrainConfig, read_checkpoint_metadata, train_rllib
+    from ainet_gym.agents.rllib_checkpoint import read_checkpoint_metadata
+    from ainet_gym.agents.rllib_train import RLlibTrainConfig, train_rllib
     from ainet_gym.agents.sb3_agents import space_signature
     from ainet_gym.envs.env import EnvCore
 
@@ -228,7 +229,7 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
     (old / "policy_weights.pt").unlink()
     with pytest.raises(ValueError, match="convert-rllib"):
         make_agent(f"rllib:{old}")
-    from ainet_gym.agents.rllib_train import convert_checkpoint
+    from ainet_gym.agents.rllib_checkpoint import convert_checkpoint
 
     with pytest.raises(UntrustedModelError):
         convert_checkpoint(old, trusted=False)

@@ -493,6 +493,108 @@ def test_a_split_module_keeps_one_concern_and_its_old_names(
     assert _imports_from(module) <= own | imported | set(others)
 
 
+#: the SB3 training run's modules of one concern (issue-31zx); ``ainet_gym.agents.train`` keeps the run (``train``),
+#: ``ainet-gym train``'s handler and ``python -m ainet_gym.agents.train select``, and re-exports nothing: the package,
+#: the tests and the examples import each name from the module that defines it
+TRAIN_MODULES = (
+    "train_config",  # TrainConfig, TrainResult
+    "train_model",  # the run's settings (from its config or a source model), its env and its model
+    "train_meta",  # the metadata saved with the model, the checkpoints every N steps, the choice of one
+    "train_report",  # both frameworks': the run name, the shared arguments, the lines a run ends with
+)
+#: the RLlib training run's modules of one concern (issue-31zx); ``ainet_gym.agents.rllib_train`` keeps the run
+#: (``RLlibTrainConfig``, ``train_rllib``, ``RLlibTrainResult``) and ``ainet-gym train --framework rllib``'s handler
+RLLIB_TRAIN_MODULES = (
+    "rllib_checkpoint",  # the checkpoint folder: its metadata, writing it, convert-rllib
+    "rllib_logging",  # the fabric callback, an iteration's scalars, the loop, progress.csv
+)
+#: the cluster check's modules of one concern (issue-31zx); ``ainet_gym.checks.cluster`` keeps the check
+#: (``run_check``, the PPO it builds, the verdicts) and ``python -m ainet_gym.checks.cluster``
+CLUSTER_MODULES = (
+    "ray_cluster",  # the loopback Ray cluster: its nodes, start, kill, stop
+    "cluster_checkpoints",  # atomic checkpoints with the weights' SHA-256
+    "cluster_faults",  # the training with faults: the kill schedule, the iterations, the stop line
+)
+
+#: the bench's output modules of one concern (issue-31zx); ``ainet_gym.bench.report`` keeps the files (the scaling
+#: plot, the JSON-ready results)
+BENCH_REPORT_MODULES = (
+    "targets",  # the issue's targets: PASS/MISS and the ratio
+    "tables",  # the terminal tables: header, a block per section, the targets
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "home", "parts", "own"),
+    [
+        (
+            "ainet_gym.agents.train",
+            "ainet_gym.agents",
+            TRAIN_MODULES,
+            {"_check_config", "train", "_learn", "_fresh_run_dir", "train_main", "main"},
+        ),
+        (
+            "ainet_gym.agents.rllib_train",
+            "ainet_gym.agents",
+            RLLIB_TRAIN_MODULES,
+            {
+                "RLLIB_ALGOS",
+                "RLlibTrainConfig",
+                "RLlibTrainResult",
+                "_check",
+                "_built_algo",
+                "_run_metadata",
+                "train_rllib",
+                "_resume_metadata",
+                "_ppo_config",
+                "train_rllib_main",
+            },
+        ),
+        (
+            "ainet_gym.checks.cluster",
+            "ainet_gym.checks",
+            CLUSTER_MODULES,
+            {"run_check", "_build_ppo", "_verdicts", "main"},
+        ),
+        ("ainet_gym.bench.report", "ainet_gym.bench", BENCH_REPORT_MODULES, {"plot_scaling", "jsonable"}),
+    ],
+)
+def test_a_split_module_without_re_exports_gives_only_its_own_names(
+    module: str, home: str, parts: tuple[str, ...], own: set[str]
+) -> None:
+    """``module`` defines only ``own`` (and ``__all__`` if it has one), its ``__all__`` lists only public names of ``own``, every
+    name it imports from ``parts`` it uses, no part imports ``module`` (edges one way), every name of a part is
+    defined in one part only, and the package, the tests and the examples import from ``module`` only names of
+    ``own``: the rest from the module that defines them (no re-export shim)."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    path = Path(mod.__file__)
+    tree = ast.parse(path.read_text())
+    assert _defined(path) - {"__all__"} == own  # (bench/report.py has no __all__, as before the split)
+    assert set(getattr(mod, "__all__", ())) <= {n for n in own if not n.startswith("_")}
+    full = {f"{home}.{m}" for m in parts}
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module in full:
+            assert not {a.asname or a.name for a in node.names} - used, node.module
+    seen: dict[str, str] = {}
+    for m in parts:
+        part = (PKG.parent / Path(*home.split("."))) / f"{m}.py"
+        for n in ast.walk(ast.parse(part.read_text())):
+            if isinstance(n, ast.ImportFrom):
+                assert n.module != module, f"{m} imports {module}"
+        for name in _defined(part) - {"__all__"}:
+            assert name not in seen, (name, m, seen.get(name))
+            seen[name] = m
+    names = set()
+    for p in [*PKG.rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]:
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == module:
+                names |= {a.name for a in node.names}
+    assert names <= own, sorted(names - own)
+
+
 def test_the_package_and_tests_import_routing_names_where_they_are_defined() -> None:
     """Inside the project, ``ainet_gym.routing.policies`` gives only its registry's own names (issue-31zu); a
     policy, a load function or a constant is imported from the module of one concern that defines it (the
@@ -827,7 +929,8 @@ _BACKEND_FACTORIES = ("sim/backends/__init__.py", "envs/passes.py")
 #: comparisons of a backend *column* of result rows, which is data, not dispatch, each for a stated reason:
 #: a whole module, or one comparison of a module
 _BACKEND_DATA = {
-    "bench/report.py": "groups the benchmark's result rows by their backend column",
+    "bench/targets.py": "groups the benchmark's result rows by their backend column",
+    "bench/tables.py": "groups the benchmark's result rows by their backend column (the x_numpy cell)",
     "checks/rate_groups.py": "a diagnostic of the numpy reference's own solves: it wraps that backend's solver, so it "
     "needs that backend (it dispatches nothing)",
     "bench/env_rows.py: q['backend'] == 'numpy'": "the x_numpy column: the numpy row of the same env and batch",

@@ -189,7 +189,8 @@ def _clone_metadata(
     """The metadata :func:`behaviour_clone` saves with its model: ``ainet-gym train``'s (so that ``evaluate
     ppo:OUT`` and ``train --resume OUT`` take it), plus ``behaviour_cloning``: the samples, epochs, weighting,
     the lookahead's base and horizon and the ``result`` (less its seconds)."""
-    from ainet_gym.agents.train import TrainConfig, meta_maker
+    from ainet_gym.agents.train_config import TrainConfig
+    from ainet_gym.agents.train_meta import meta_maker
 
     mode, history = str(labels["meta"][1]), int(labels["meta"][3])
     cfg = TrainConfig(
