@@ -189,6 +189,12 @@ def test_refuses_bad_experiment_constants_naming_them() -> None:
             CrosscheckError, match=rf"tcp_buffer_bytes = {bad!r}: allowed: an integer >= mss = {mss}"
         ):
             crosscheck(_switch(), config=CrosscheckConfig(tcp_buffer_bytes=bad, mss=mss))
+    # the device counters' bin: None (off, the default) or a finite width > 0
+    assert CrosscheckConfig().device_counter_bin_s is None
+    for bad in (0.0, -1e-3, float("inf"), True, "1ms"):
+        with pytest.raises(CrosscheckError, match=rf"device_counter_bin_s = {bad!r}: allowed: None"):
+            crosscheck(_switch(), config=CrosscheckConfig(device_counter_bin_s=bad))
+    check_config(CrosscheckConfig(device_counter_bin_s=1e-3))
     check_config(CrosscheckConfig(tcp_buffer_bytes=16384))  # issue-27zn/27zo's small window is accepted
     check_config(CrosscheckConfig(tcp_buffer_bytes=1448))
     # a delayed ACK held past the minimum RTO makes every lone segment a spurious timeout
@@ -483,6 +489,53 @@ def test_fq_flows_sets_the_buckets_and_flow_buckets_are_fq_codels_own() -> None:
             assert set(built.values()) == {4}  # 4 TCP 5-tuples per device, none colliding
         if flows == 5:
             assert min(built.values()) < 4  # collisions: fewer buckets than 5-tuples
+
+
+def test_pair_owners_name_each_jobs_connections() -> None:
+    """The device counters' owners (no ns-3 needed): every (source, destination) endpoint pair of a job's
+    connections is that job's; two jobs on one switch own disjoint pairs."""
+    from ainet_gym.checks.crosscheck import _run_fluid
+    from ainet_gym.checks.crosscheck.ns3 import pair_owners
+
+    sc = _switch(gpus=4)
+    sc["workload"]["jobs"][0]["gpus"] = 2
+    sc["workload"]["jobs"].append({**sc["workload"]["jobs"][0], "name": "other"})
+    run = _run_fluid(load_scenario(sc), "ecmp", 0, 1, CrosscheckConfig(fluid_repeats=0))
+    owners = pair_owners(run)
+    assert sorted(owners.values()) == ["other", "other", "ring", "ring"]
+    assert {owners[(c.src, c.dst)] for c in run.conns.values()} == {"ring", "other"}
+    ring = {e for (s, d), n in owners.items() if n == "ring" for e in (s, d)}
+    other = {e for (s, d), n in owners.items() if n == "other" for e in (s, d)}
+    assert not ring & other
+
+
+@needs_ns3
+def test_device_counters_count_each_hops_wire_bytes_per_bin() -> None:
+    """4 GPUs in a ring on one switch, 1 ms bins: every link's data counter holds exactly one pair, the
+    hop it carries, owned by the job; its wire bytes are the payload the hop received plus 54 bytes of
+    headers and PPP framing per 1448-byte segment (payload = wire x 1448 / 1502 within 0.5%), and the bins
+    sum to the link's total; the smaller packets (ACKs) go to ``other``. Off by default."""
+    sc = _switch()
+    det: dict = {}
+    crosscheck(sc, config=CrosscheckConfig(device_counter_bin_s=1e-3), details=det)
+    dev = det["device_bytes"]
+    assert dev["bin_s"] == 1e-3 and set(dev["owners"].values()) == {"ring"}
+    payload = np.asarray(det["link_bytes"]["ns3"]).sum(axis=0)
+    carried = 0
+    for lk, v in dev["links"].items():
+        assert all(len(series) == 8 for series in v["data"].values()) and len(v["other"]) == 8
+        if payload[int(lk)] == 0:
+            assert not v["data"]
+            continue
+        carried += 1
+        ((pair, series),) = v["data"].items()
+        assert dev["owners"][pair] == "ring"
+        assert sum(series) * 1448 / 1502 == pytest.approx(payload[int(lk)], rel=5e-3)
+        assert sum(v["other"]) > 0  # the ACKs of the hop flowing the other way
+    assert carried == 8  # 4 hops x (NIC up, switch down)
+    det = {}
+    crosscheck(sc, details=det)
+    assert det["device_bytes"] is None
 
 
 @needs_ns3

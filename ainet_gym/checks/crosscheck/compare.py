@@ -98,6 +98,11 @@ class CrosscheckDetails(TypedDict):
     """The payload bytes the sub-flows received in ns-3 (each byte once, not per hop)."""
     ns3_link_bytes: float
     """The payload bytes ns-3's links carried, over every link and interval (a byte once per hop)."""
+    device_bytes: dict[str, Any] | None
+    """ns-3's per-device transmit counters when :attr:`CrosscheckConfig.device_counter_bin_s` is set, else
+    None: ``bin_s``, ``owners`` (endpoint pair ``"src>dst"`` -> job or background source) and per link id
+    (a string) ``data`` (pair -> wire bytes of its data packets per bin) and ``other`` (wire bytes of the
+    smaller packets, ACKs, per bin)."""
     header_efficiency: float | None
     """The fabric's ``link_efficiency`` in both runs (:attr:`CrosscheckConfig.header_efficiency` unless
     None, else the scenario's)."""
@@ -312,6 +317,7 @@ def _details(sc: Scenario, run: FluidRun, pk: dict[str, Any]) -> CrosscheckDetai
         # payload bytes the sub-flows received (each byte once, not per hop) and carried over links
         ns3_bytes=pk["payload_bytes"],
         ns3_link_bytes=float(pk["link_bytes"].sum()),
+        device_bytes=pk.get("device_bytes"),
         header_efficiency=sc.fabric.link_efficiency,
     )
 

@@ -159,6 +159,15 @@ class CrosscheckConfig:
         llm-a by -9.82% (+0.01% with 65536) and ``xc-ingest-bursts`` under ``lp+bg`` llm-c by -14.95%
         (-0.50%), one QP of a hop ending 7 ms after its siblings (docs/fidelity-learning.md). Tables measured
         before 2026-12-02 17:00 UTC used 1024 (``fq_flows=1024`` reproduces them).
+    device_counter_bin_s
+        ``None`` (default): no device counters. A width in seconds: every link's sending device in ns-3
+        counts the wire bytes (PPP framing included) of the packets it finishes sending, per bin of this
+        width from the start of the run: data segments (packets above 200 bytes) by their (source,
+        destination) endpoint pair, the rest (ACKs, handshakes) in one total. The details' ``device_bytes``
+        then hold them per link id, with each pair's job or background source: measured per-link bytes,
+        where the details' ``link_bytes["ns3"]`` are the sub-flows' received bytes laid on their paths
+        (a sprayed sub-flow's spread evenly). The decision interval as the bin gives per-interval
+        counters; a finer bin resolves backlogs and phases. Costs one callback per packet and hop.
     fq_perturbation
         Salt of FqCoDel's flow hash (``ns3::FqCoDelQueueDisc::Perturbation``, ns-3's default 0): a
         different value changes which connections collide, not how many on average.
@@ -173,6 +182,7 @@ class CrosscheckConfig:
     device_queue_packets: int = 4
     fq_flows: int = 1 << 16
     fq_perturbation: int = 0
+    device_counter_bin_s: float | None = None
     spray_mode: str = "subflows"
     reorder_threshold: int = 64
     spray_sack: bool = True
@@ -230,6 +240,13 @@ def check_config(cfg: CrosscheckConfig) -> None:
     h = cfg.header_efficiency
     if h is not None and (isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h <= 1):
         raise CrosscheckError(f"header_efficiency = {h!r}: must be in (0, 1]")
+    dc = cfg.device_counter_bin_s
+    if dc is not None and (
+        isinstance(dc, bool) or not isinstance(dc, (int, float)) or not 0 < dc < float("inf")
+    ):
+        raise CrosscheckError(
+            f"device_counter_bin_s = {dc!r}: allowed: None (no counters) or a finite width > 0 (s)"
+        )
     for name in ("min_rto_ms", "del_ack_timeout_ms", "wall_limit_s", "max_ns3_bytes"):
         v = getattr(cfg, name)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):

@@ -327,6 +327,63 @@ def _link_usage(ns: Any, orch: Any, run: FluidRun, cfg: CrosscheckConfig, net: _
     }
 
 
+def _attach_counters(ns: Any, run: FluidRun, cfg: CrosscheckConfig, net: _Net) -> dict[int, Any]:
+    """A transmit counter (the driver's ``DeviceCounter``) on every link's sending device when
+    ``cfg.device_counter_bin_s`` is set, keyed by link id; none otherwise."""
+    b = cfg.device_counter_bin_s
+    if b is None:
+        return {}
+    n_bins = int(np.ceil(run.interval_s * len(run.splits) / b - 1e-9))
+    counters = {}
+    for lk, dev in sorted(net.device.items()):
+        c = ns.cppyy.gbl.ainet_xc.DeviceCounter(float(b), n_bins)
+        c.Attach(dev)
+        counters[lk] = c
+    return counters
+
+
+def pair_owners(run: FluidRun) -> dict[tuple[int, int], str]:
+    """The job or background source whose connection is each (source, destination) endpoint pair of
+    ``run`` (the name of the first that uses it, jobs before background sources)."""
+    owners: dict[tuple[int, int], str] = {}
+    for jp in run.jobs:
+        for ph in jp.phases:
+            for fl in ph:
+                for c, *_ in fl:
+                    owners.setdefault((run.conns[c].src, run.conns[c].dst), jp.name)
+    for bg in run.backgrounds:
+        for c in bg.conns:
+            owners.setdefault((run.conns[c].src, run.conns[c].dst), bg.name)
+    return owners
+
+
+def _device_counts(ns: Any, run: FluidRun, cfg: CrosscheckConfig, net: _Net, counters: dict[int, Any]) -> Any:
+    """What the transmit counters saw (``None`` without counters): per link id, the wire bytes per bin
+    of data packets by (source, destination) endpoint pair (``"src>dst"``) and of the other packets, with
+    the bin width and each pair's owner (:func:`pair_owners`)."""
+    if not counters:
+        return None
+    f = run.fabric
+    ends = {endpoint_node(f, e): e for c in run.conns.values() for e in (c.src, c.dst)}
+    endpoint_of_ip: dict[int, int] = {}
+    for node, e in ends.items():
+        ipv4 = net.node_of[node].GetObject[ns.Ipv4]()
+        ifidx = net.host_if[node][0]
+        for j in range(int(ipv4.GetNAddresses(ifidx))):
+            endpoint_of_ip[int(ipv4.GetAddress(ifidx, j).GetLocal().Get())] = e
+    links: dict[str, Any] = {}
+    for lk, c in counters.items():
+        data = {}
+        for key in c.Keys():
+            s, d = endpoint_of_ip.get(int(key) >> 32, -1), endpoint_of_ip.get(int(key) & 0xFFFFFFFF, -1)
+            name = f"{s}>{d}"
+            series = np.asarray(list(c.Series(key)))
+            data[name] = (np.asarray(data[name]) + series).tolist() if name in data else series.tolist()
+        links[str(lk)] = {"data": data, "other": list(c.other)}
+    owners = {f"{s}>{d}": name for (s, d), name in pair_owners(run).items()}
+    return {"bin_s": cfg.device_counter_bin_s, "owners": owners, "links": links}
+
+
 def _logs(orch: Any) -> dict[str, list[tuple]]:
     """The orchestrator's per-transfer and per-sub-flow logs."""
     return {
@@ -388,6 +445,7 @@ def run_ns3(run: FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
     _static_routing(ns, net, spray)
     _add_subflows(ns, orch, run, cfg, net, routing)
     _add_workload(orch, run)
+    counters = _attach_counters(ns, run, cfg, net)
     orch.Start()
     ns.Simulator.Stop(ns.Seconds(run.interval_s * steps))
     t0, c0 = time.perf_counter(), time.process_time()
@@ -404,6 +462,7 @@ def run_ns3(run: FluidRun, cfg: CrosscheckConfig) -> dict[str, Any]:
         "routing": {kind: sum(1 for k, _ in routing.values() if k == kind) for kind in ("spray", "paths")},
         **_link_usage(ns, orch, run, cfg, net),
         **_logs(orch),
+        "device_bytes": _device_counts(ns, run, cfg, net, counters),
     }
     ns.Simulator.Destroy()
     return out
