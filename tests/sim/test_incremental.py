@@ -356,7 +356,9 @@ FILL_MODES = [(1.0, 8, NO_GATE), (0.0, 1, NO_GATE), (0.0, 2, NO_GATE), (0.0, 1_0
 # the departure repair: checking only the flows at each changed link's largest level (the default,
 # REPAIR_ONLY_TOP), checking every flow on it (item 9's repair), and off; "order": "top" with the heap fills'
 # flows in flow order (REFILL_FLOW_ORDER, issue-28zj)
-REPAIR_MODES = ["top", "all", "off", "heap", "order"]  # heap: the per-link level heaps (issue-28zi, rep_heap)
+# heap: the per-link level heaps (issue-28zi, rep_heap); group: flow order and the heap fills over groups of
+# flows (issue-28zm, grp_fill)
+REPAIR_MODES = ["top", "all", "off", "heap", "order", "group"]
 
 
 @pytest.mark.parametrize("repair_mode", REPAIR_MODES)
@@ -411,8 +413,8 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
-            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap", "order"),
-            par_levels, weighted, repair_mode == "heap", repair_mode == "order",
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap", "order", "group"),
+            par_levels, weighted, repair_mode == "heap", repair_mode in ("order", "group"), repair_mode == "group",
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep

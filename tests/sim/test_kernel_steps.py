@@ -42,7 +42,8 @@ SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", 
           "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
           "_inc_select_sorted", "_inc_walk_log", "_inc_backoff", "_inc_loads", "_inc_link_reset",
           "_inc_link_offer", "lazy_progress", "lazy_next", "lazy_complete", "group_reset", "group_write_rates",
-          "group_complete_flows", "group_end")  # fmt: skip
+          "group_complete_flows", "group_end", "_gf_keys", "_gf_pairs", "_gf_lists", "_gf_share", "_gf_freeze_flow",
+          "_gf_freeze_group", "_gf_split", "_gf_link", "_gf_members", "_gf_order")  # fmt: skip
 SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
           "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule", "reset_instance_flows",
           "zero_completed", "retire_flow", *SPLIT_STEPS)  # fmt: skip

@@ -38,6 +38,10 @@ class FillScratch(NamedTuple):
     ent_slot: np.ndarray  # (entries,) int64 row of each local entry (in order of the flow's global entries)
     heap_key: np.ndarray  # (links + flows + entries + 1,) float64 level of each heap item
     heap_item: np.ndarray  # (same,) int64 row (>= 0) or -1 - local flow (a demand level)
+    grp_stat: np.ndarray  # (8,) int64 counters of the group fill (groupfill.GROUP_STATS), never reset
+    grp_i: np.ndarray  # (15 flows + 7 entries + 140,) int64 the group fill's scratch (groupfill.group_fill)
+    grp_f: np.ndarray  # (flows + entries + 2,) float64 the group fill's keys and pair sums
+    grp_b: np.ndarray  # (flows + 1,) bool the group fill's frozen groups
 
 
 @njit(cache=True, nogil=True)
@@ -56,6 +60,8 @@ def fill_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (c
         np.empty(n_links), np.empty(n_links), np.empty(n_links, dtype=i64), np.empty(n_links + 1, dtype=i64),
         np.empty(n_links, dtype=i64), np.empty(e, dtype=i64), np.empty(n_flows + 1, dtype=i64),
         np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(h), np.empty(h, dtype=i64),
+        np.zeros(8, dtype=i64), np.empty(15 * n_flows + 7 * e + 140, dtype=i64), np.empty(n_flows + e + 2),
+        np.empty(n_flows + 1, dtype=np.bool_),
     )  # fmt: skip
 
 

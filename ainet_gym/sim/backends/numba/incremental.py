@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ainet_gym.sim.backends.numba.fill import fill_levels, fill_parallel, merge_by_level
+from ainet_gym.sim.backends.numba.groupfill import group_fill
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit, trailing_zeros
 from ainet_gym.sim.backends.numba.repair import (
     heaps_build,
@@ -16,6 +17,7 @@ from ainet_gym.sim.backends.numba.repair import (
 from ainet_gym.sim.backends.numba.settings import (
     COMPONENT_BACKOFF_MAX,
     FULL_FILL_EVERY,
+    GROUP_FILL,
     PARALLEL_MAX_LEVELS,
     REFILL_FLOW_ORDER,
     REPAIR_LEVEL_HEAPS,
@@ -406,11 +408,13 @@ def _inc_log_sorted(log_flow, k0, n_log, srt):  # pragma: no cover - compiled
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
 def _inc_fill(
     dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow, out_level,
-    unit_weight, weighted, fs, rstate,
+    unit_weight, weighted, fs, rstate, grp_fill, old_rate,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s fill of ``refill[:n_re]`` on ``resid``: by the heap
-    (:func:`fill_levels`), or, ``dense``, the parallel rule's first rounds (:func:`fill_parallel`) and the
-    rest by the heap, its freeze order merged with the rule's (``out_flow``, ``out_level``). The work."""
+    (:func:`fill_levels`; ``grp_fill``: over the groups of the flows at one previous level ``old_rate``,
+    :func:`group_fill`, issue-28zm), or, ``dense``, the parallel rule's first rounds (:func:`fill_parallel`)
+    and the rest by the heap, its freeze order merged with the rule's (``out_flow``, ``out_level``). The
+    work."""
     work = 0
     if dense:
         rstate[5] += 1
@@ -429,8 +433,12 @@ def _inc_fill(
             p_level = out_level[:n_done].copy()
             merge_by_level(p_flow, p_level, n_done, h_flow, h_level, n_rest, out_flow, out_level, 0)
     else:
-        work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                            out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        if grp_fill:
+            work += group_fill(refill, n_re, old_rate, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                               out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        else:
+            work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
+                                out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
         for k in range(n_re):
             work += fe_hi[refill[k]] - fe_lo[refill[k]]
         rstate[4] += 1
@@ -561,7 +569,7 @@ def resolve_incremental(
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
     sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
-    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER,
+    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER, grp_fill=GROUP_FILL,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -635,7 +643,8 @@ def resolve_incremental(
     level (:func:`_inc_restart_level`), the departure repair (:func:`_inc_repair`) and its log patch
     (:func:`_inc_patch_log`), the log in flow order (:func:`_inc_log_sorted`), the switch
     (:func:`_inc_declines`), the components and the flows to fill (:func:`_inc_walk_log`), the fill
-    (:func:`_inc_flow_order`, :func:`_inc_fill`), the loads (:func:`_inc_loads`) and the level heaps
+    (:func:`_inc_flow_order`, :func:`_inc_fill`; with ``grp_fill``, :data:`GROUP_FILL`, a heap fill over the
+    groups of flows at one previous level, :func:`group_fill`), the loads (:func:`_inc_loads`) and the level heaps
     (:func:`_inc_heaps`); those that allocate nothing compiled into the solve (``forceinline``).
     """
     n_log = rstate[0]
@@ -694,7 +703,7 @@ def resolve_incremental(
         f = refill[k]
         old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
     work += _inc_fill(dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow,
-                      out_level, unit_weight, weighted, fs, rstate)  # fmt: skip
+                      out_level, unit_weight, weighted, fs, rstate, grp_fill, old_rate)  # fmt: skip
     # the freeze log from k0 on: the kept flows and the new fill's, merged by level
     merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
     rstate[0] = k0 + n_keep + n_re

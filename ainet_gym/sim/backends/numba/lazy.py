@@ -22,9 +22,12 @@ from ainet_gym.sim.backends.numba.progress import (
 from ainet_gym.sim.backends.numba.repair import RepairScratch, repair_scratch
 from ainet_gym.sim.backends.numba.settings import (
     ERR_NONE,
+    GROUP_FILL,
     PARALLEL_MAX_LEVELS,
     PROGRESS_GROUPS,
+    REFILL_FLOW_ORDER,
     REPAIR_DEPARTURES,
+    REPAIR_LEVEL_HEAPS,
     REPAIR_ONLY_TOP,
 )
 from ainet_gym.sim.backends.numba.steps import (
@@ -507,7 +510,7 @@ def run_interval_lazy(
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
     sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, fs, rp, flow_w,
-    rep_on=REPAIR_DEPARTURES, grp_on=PROGRESS_GROUPS,
+    rep_on=REPAIR_DEPARTURES, grp_on=PROGRESS_GROUPS, gfill_on=GROUP_FILL,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
     same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``, the scratch of its
@@ -558,7 +561,9 @@ def run_interval_lazy(
     ``pend`` in place of a pass over their flows), the arrivals (:func:`lazy_arrivals`), a solve when the
     set changed (:func:`resolve_incremental`, then :func:`lazy_write_rates`), the least completion time
     (:func:`next_completion`), the step (:func:`end_event`) and the completions (:func:`complete_flows`);
-    the steps are compiled without reference counting, as :func:`run_interval_numba`'s.
+    the steps are compiled without reference counting, as :func:`run_interval_numba`'s. ``gfill_on``
+    (:data:`GROUP_FILL`): the solves' heap fills over groups of flows (:func:`resolve_incremental`'s
+    ``grp_fill``, issue-28zm).
     """
     announce(go)
     if stats[2] != ERR_NONE:
@@ -606,7 +611,8 @@ def run_interval_lazy(
                     e_coef, capacity, lo, dcap, weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
-                    f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0,
+                    f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, REPAIR_LEVEL_HEAPS,
+                    REFILL_FLOW_ORDER, gfill_on,
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True

@@ -51,6 +51,16 @@ REPAIR_LEVEL_HEAPS = False
 #: 0.80-0.82x main's CPU in each of 3 interleaved pairs (docs/engine-alltoall.md, "issue-28zj")
 REFILL_FLOW_ORDER = True
 
+#: whether a solve of the lazy kernel that fills by the heap fills over groups (issue-28zm;
+#: :func:`resolve_incremental`'s ``grp_fill``, :mod:`~ainet_gym.sim.backends.numba.groupfill`): the flows it
+#: re-fills that held one level at the last solve (bitwise) rise as one unit with one (group, link) pair per
+#: link they cross, a link that fills freezes a group whole when all its unfrozen members cross it (one update
+#: per pair) and else splits it (the members on the link frozen one by one). Exact either way (the same
+#: progressive fill; sums in another order). Off by default: on 8 AllToAll x 128 GPUs the whole of interval
+#: 5 took 1.27-1.59x main's CPU in each of 5 interleaved pairs (its pairs are 256 M against the fills' 499 M
+#: entries, and it builds them from the entries at every fill; docs/engine-alltoall.md, "issue-28zm")
+GROUP_FILL = False
+
 #: whether the lazy kernel keeps its flows' progress on group clocks (issue-28zl; :func:`run_interval_lazy`'s
 #: ``grp_on``, :mod:`~ainet_gym.sim.backends.numba.progress`): flows at the same rate share a clock, so a
 #: solve that changes the rate of every flow of a group moves one clock and one key in a heap of groups, not

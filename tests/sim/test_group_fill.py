@@ -1,0 +1,174 @@
+"""The fill over groups of flows (issue-28zm, ``settings.GROUP_FILL``, :mod:`~ainet_gym.sim.backends.numba.
+groupfill`): for any grouping of the flows it is the progressive fill of :func:`fill_levels` (rates to
+1e-9 relative), and the lazy kernel with it gives what it gives without it over random event sequences."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from _strategies import event_scenarios
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ainet_gym import load_scenario
+from ainet_gym.sim.backends.numba import fill, groupfill, jit
+from ainet_gym.sim.backends.numba import lazy as nb_lazy
+from ainet_gym.sim.backends.numba import settings as nb_settings
+from ainet_gym.sim.world import FabricWorld
+
+pytestmark = pytest.mark.skipif(not jit.HAVE_NUMBA, reason="numba is not installed")
+
+RTOL = 1e-9
+FIELDS = ("iterations", "step_time_s", "comm_time_s", "link_bytes", "stalled_transfers", "gpu_utilization")
+
+
+def rel_diff(a: object, b: object) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    assert a.shape == b.shape and np.array_equal(np.isnan(a), np.isnan(b))
+    ok = ~np.isnan(a) & (a != b)
+    if not ok.any():
+        return 0.0
+    return float((np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), np.abs(b[ok]))).max())
+
+
+@st.composite
+def grouped_instances(draw):
+    """Flows on links (a few entries each, coefficients 0.5-2, some flows without entries), capacities,
+    weights, demands (finite for some) and previous levels drawn from a few values (ties: groups), in a
+    random order."""
+    n_f, n_l = draw(st.integers(1, 40)), draw(st.integers(1, 10))
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    fe_lo, fe_hi, el, ec = np.zeros(n_f, np.int64), np.zeros(n_f, np.int64), [], []
+    for f in range(n_f):
+        fe_lo[f] = len(el)
+        k = int(rng.integers(0 if rng.random() < 0.05 else 1, min(n_l, 4) + 1))
+        for lk in rng.choice(n_l, size=k, replace=False):
+            el.append(int(lk))
+            ec.append(float(rng.choice([1.0, 0.5, 2.0])))
+        fe_hi[f] = len(el)
+    cap = rng.choice([1.0, 2.0, 3.0, 10.0, np.inf], size=n_l, p=[0.3, 0.3, 0.2, 0.15, 0.05])
+    w = rng.choice([1.0, 2.0, 0.5, 7.5], size=n_f) if draw(st.booleans()) else np.ones(n_f)
+    demand = np.where(rng.random(n_f) < 0.2, rng.choice([0.1, 0.5, 1.0], size=n_f), np.inf)
+    flows = rng.permutation(n_f).astype(np.int64)
+    old = rng.choice([0.0, 0.25, 0.5, 1.0], size=n_f) * w[flows]
+    return flows, old, fe_lo, fe_hi, np.array(el, np.int64), np.array(ec), cap, w, demand
+
+
+def _fill(fn, flows, extra, fe_lo, fe_hi, el, ec, cap, w, demand):
+    n_f = fe_lo.size
+    s = fill.fill_scratch(cap.size, n_f, max(el.size, 1))
+    rate, resid = np.zeros(n_f), cap.copy()
+    out_f, out_l = np.empty(n_f, np.int64), np.empty(n_f)
+    fn(flows, n_f, *extra, fe_lo, fe_hi, el, ec, w, demand, resid, rate, out_f, out_l, s, 0, 0)
+    return rate, resid, out_f, out_l, s
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grouped_instances())
+def test_group_fill_equals_the_flow_by_flow_fill(case):
+    flows, old, fe_lo, fe_hi, el, ec, cap, w, demand = case
+    r1, res1, _, _, _ = _fill(fill.fill_levels, flows, (), fe_lo, fe_hi, el, ec, cap, w, demand)
+    r2, res2, of2, ol2, s = _fill(groupfill.group_fill, flows, (old,), fe_lo, fe_hi, el, ec, cap, w, demand)
+    assert np.array_equal(np.isinf(r1), np.isinf(r2))
+    assert rel_diff(r1, r2) <= RTOL
+    assert np.array_equal(np.isinf(res1), np.isinf(res2))
+    fin = np.isfinite(res1)
+    tol = 1e-12 * max(1.0, float(np.nanmax(cap[np.isfinite(cap)], initial=1.0)))
+    np.testing.assert_allclose(res2[fin], res1[fin], rtol=RTOL, atol=tol)
+    assert np.array_equal(np.sort(of2), np.arange(fe_lo.size))  # every flow frozen once
+    lv = ol2[np.isfinite(ol2)]
+    assert np.all(lv[1:] >= lv[:-1] * (1 - 1e-12))  # by level (round-off between equal levels)
+    st_ = dict(zip(groupfill.GROUP_STATS, s.grp_stat, strict=True))
+    assert st_["fills"] == 1 and st_["groups"] <= fe_lo.size and st_["entries"] == el.size
+
+
+def test_a_group_splits_where_only_some_members_cross_the_link_that_fills():
+    # one group of 3 flows at the previous level 1: flows 0 and 1 cross link 0 (capacity 1), flow 2 does not;
+    # all three cross link 1 (capacity 10): link 0 fills at 0.5 and freezes 0 and 1 (a split), flow 2 rises to
+    # 9 on link 1
+    fe_lo, fe_hi = np.array([0, 2, 4], np.int64), np.array([2, 4, 5], np.int64)
+    el, ec = np.array([0, 1, 0, 1, 1], np.int64), np.ones(5)
+    cap, w, demand = np.array([1.0, 10.0]), np.ones(3), np.full(3, np.inf)
+    flows = np.arange(3, dtype=np.int64)
+    old = np.ones(3)
+    rate, resid, _, _, s = _fill(groupfill.group_fill, flows, (old,), fe_lo, fe_hi, el, ec, cap, w, demand)
+    np.testing.assert_allclose(rate, [0.5, 0.5, 9.0])
+    np.testing.assert_allclose(resid, [0.0, 0.0], atol=1e-12)
+    st_ = dict(zip(groupfill.GROUP_STATS, s.grp_stat, strict=True))
+    assert (st_["groups"], st_["pairs"], st_["splits"], st_["split_flows"], st_["whole"]) == (1, 2, 1, 2, 1)
+
+
+@contextlib.contextmanager
+def group_fill_mode() -> Iterator[dict]:
+    """The lazy kernel with its heap fills over groups or flow by flow as ``mode["groups"]`` says at each call
+    (the departure repair and the progress at their defaults)."""
+    lazy = nb_lazy.run_interval_lazy
+    mode = {"groups": False}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(
+            nb_lazy,
+            "run_interval_lazy",
+            lambda *a: lazy(*a, nb_settings.REPAIR_DEPARTURES, nb_settings.PROGRESS_GROUPS, mode["groups"]),
+        )
+        yield mode
+
+
+def _world(sc: object, seeds: list[int]) -> FabricWorld:
+    w = FabricWorld(sc, len(seeds), backend="numba")
+    w.reset(seeds=seeds)
+    w.sim.incremental_min_flows = 0  # the lazy kernel from the first flow on
+    w.sim.parallel_share = 1.0  # every solve a heap fill: the path the group fill replaces
+    return w
+
+
+def assert_same_run(sc: object, seeds: list[int], splits: list) -> None:
+    """Step a flow-by-flow world, a group-fill world and the numpy reference through ``splits`` (None: the
+    default split) and compare the figures after every interval."""
+    ref = FabricWorld(sc, len(seeds), backend="numpy")
+    ref.reset(seeds=seeds)
+    with group_fill_mode() as mode:
+        worlds = [_world(sc, seeds), _world(sc, seeds)]
+        for s in splits:
+            res = []
+            for groups, w in zip((False, True), worlds, strict=True):
+                mode["groups"] = groups
+                res.append(w.step(w.default_split() if s is None else s))
+            r_ref = ref.step(ref.default_split() if s is None else s)
+            for f in FIELDS:
+                assert rel_diff(getattr(res[0], f), getattr(res[1], f)) <= RTOL, f
+                assert rel_diff(getattr(r_ref, f), getattr(res[1], f)) <= RTOL, f
+            assert rel_diff(worlds[0].sim.state.rem, worlds[1].sim.state.rem) <= RTOL, "bytes left"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    event_scenarios(name="random-gfill", weights=(0.25, 1.0, 2.0, 7.5), storage=True),
+    st.integers(0, 3),
+    st.integers(0, 2**31 - 1),
+)
+def test_group_fill_equals_the_flow_fill_on_random_event_sequences(scenario, seed, split_seed):
+    sc = load_scenario(scenario)
+    probe = FabricWorld(sc, 1)
+    probe.reset(seeds=[seed])
+    rng = np.random.default_rng(split_seed)
+    splits = []
+    for _ in range(4):
+        s = probe.default_split()
+        if rng.random() < 0.7:
+            x = rng.random(s.shape) * probe.live_paths()
+            tot = x.sum(axis=1, keepdims=True)
+            s = np.where(tot > 0, x / np.maximum(tot, 1e-300), s)
+        splits.append(s)
+    assert_same_run(sc, [seed], splits)
+
+
+@pytest.mark.parametrize("name", ["moe-alltoall-skewed", "multi-tenant-churn", "storage-checkpoint"])
+def test_group_fill_equals_the_flow_fill_on_named_scenarios(name):
+    assert_same_run(load_scenario(name), [0, 1], [None] * 4)
+
+
+def test_group_fill_setting_is_a_bool():
+    assert isinstance(nb_settings.GROUP_FILL, bool)
