@@ -3,6 +3,7 @@ clocks'): small spine-leaf scenarios whose events stress the lazy kernel."""
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import strategies as st
 
 
@@ -49,3 +50,23 @@ def event_scenarios(
                                    "period_steps": 2, "duration_steps": 1}]  # fmt: skip
     return {"name": name, "fabric": fabric, "workload": workload,
             "dynamics": {"decision_interval_ms": 5.0}, "routing": {"max_paths": 4}}  # fmt: skip
+
+
+def random_splits(scenario: dict, seed: int, split_seed: int, n: int = 4) -> list[np.ndarray]:
+    """``n`` splits for ``scenario``'s first ``n`` intervals (episode seed ``seed``): each, with odds 0.7, a
+    random split over the live paths (rows normalised), else the default: random splits move flows between
+    rates, groups and levels from one interval to the next."""
+    from ainet_gym.sim.world import FabricWorld
+
+    probe = FabricWorld(scenario, 1)
+    probe.reset(seeds=[seed])
+    rng = np.random.default_rng(split_seed)
+    splits = []
+    for _ in range(n):
+        s = probe.default_split()
+        if rng.random() < 0.7:
+            x = rng.random(s.shape) * probe.live_paths()
+            tot = x.sum(axis=1, keepdims=True)
+            s = np.where(tot > 0, x / np.maximum(tot, 1e-300), s)
+        splits.append(s)
+    return splits

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from _strategies import event_scenarios
+from _strategies import event_scenarios, random_splits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -151,18 +151,7 @@ def assert_same_run(sc: object, seeds: list[int], splits: list) -> None:
 )
 def test_group_fill_equals_the_flow_fill_on_random_event_sequences(scenario, seed, split_seed):
     sc = load_scenario(scenario)
-    probe = FabricWorld(sc, 1)
-    probe.reset(seeds=[seed])
-    rng = np.random.default_rng(split_seed)
-    splits = []
-    for _ in range(4):
-        s = probe.default_split()
-        if rng.random() < 0.7:
-            x = rng.random(s.shape) * probe.live_paths()
-            tot = x.sum(axis=1, keepdims=True)
-            s = np.where(tot > 0, x / np.maximum(tot, 1e-300), s)
-        splits.append(s)
-    assert_same_run(sc, [seed], splits)
+    assert_same_run(sc, [seed], random_splits(sc, seed, split_seed))
 
 
 @pytest.mark.parametrize("name", ["moe-alltoall-skewed", "multi-tenant-churn", "storage-checkpoint"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _strategies import event_scenarios
+from _strategies import event_scenarios, random_splits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,18 +69,7 @@ LAZY_MODES = [
 def test_incremental_equals_full_resolve_on_random_event_sequences(par, scenario, seed, split_seed):
     # every completion and every phase start is an event that changes the active flows; the incremental
     # fills (inc_min 0: from the first flow on) must give what a full parallel-rule re-solve per event gives
-    probe = FabricWorld(load_scenario(scenario), 1)
-    probe.reset(seeds=[seed])
-    rng = np.random.default_rng(split_seed)
-    splits = []
-    for _ in range(4):
-        s = probe.default_split()
-        if rng.random() < 0.7:  # a random split over the live candidate paths
-            x = rng.random(s.shape) * probe.live_paths()
-            s = np.where(
-                x.sum(axis=1, keepdims=True) > 0, x / np.maximum(x.sum(axis=1, keepdims=True), 1e-300), s
-            )
-        splits.append(s)
+    splits = random_splits(load_scenario(scenario), seed, split_seed)
     inc = run(scenario, "numba", 0, seed, 4, splits, par)
     full = run(scenario, "numba", -1, seed, 4, splits)
     for a, b in zip(inc, full, strict=True):

@@ -84,14 +84,43 @@ def merge_by_level(a_flow, a_level, n_a, b_flow, b_level, n_b, out_flow, out_lev
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def link_row(lk, s, resid, tick, nl):  # pragma: no cover - compiled
+    """Link ``lk``'s row in a fill's local rows (:class:`FillScratch` ``s``, stamp ``tick``, ``nl`` rows so
+    far): the row it has at this stamp, else a new row ``nl`` with the link's residual ``resid[lk]``, a zero sum
+    of coef x weight and no members. ``(row, rows now)``: the row is new when the count grew. Shared by
+    :func:`fill_levels` and the group fill (:mod:`~ainet_gym.sim.backends.numba.groupfill`)."""
+    if s.link_stamp[lk] != tick:
+        s.link_stamp[lk] = tick
+        s.link_slot[lk] = nl
+        s.slot_link[nl] = lk
+        s.slot_resid[nl] = resid[lk]
+        s.slot_denom[nl] = 0.0
+        s.slot_count[nl] = 0
+        nl += 1
+    return s.link_slot[lk], nl
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def row_offsets(s, nl):  # pragma: no cover - compiled
+    """The offsets of the link-major lists of rows ``0 .. nl - 1`` (:class:`FillScratch` ``s``): row ``j``'s
+    members go to ``s.slot_flows[s.slot_off[j] : s.slot_off[j + 1]]`` (``s.slot_count[j]`` of them), each list's
+    write cursor ``s.slot_fill[j]`` at its start. Shared by :func:`fill_levels` and the group fill."""
+    m = 0
+    for j in range(nl):
+        s.slot_off[j] = m
+        s.slot_fill[j] = m
+        m += s.slot_count[j]
+    s.slot_off[nl] = m
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _fill_rows(
     flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo
 ):  # pragma: no cover - compiled
     """:func:`fill_levels`' local rows (:class:`FillScratch` ``s``, stamp ``tick``): the link row of each
     entry of ``flows[:n]``, flow by flow (local flow ``a``, link row ``j``: its residual, the sum of coef x
     weight and the count of its flows), then the link-major lists of the local flows. The link rows."""
-    stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
-    den, cnt, off, fill, adj = s.slot_denom, s.slot_count, s.slot_off, s.slot_fill, s.slot_flows
+    den, cnt, fill, adj = s.slot_denom, s.slot_count, s.slot_fill, s.slot_flows
     foff, frozen, eslot = s.flow_off, s.flow_frozen, s.ent_slot
     nl = 0
     m = 0
@@ -101,27 +130,13 @@ def _fill_rows(
         foff[a] = m
         w = weight[f]
         for e in range(fe_lo[f], fe_hi[f]):
-            lk = e_link[e] - lo
-            if stamp[lk] != tick:
-                stamp[lk] = tick
-                slot[lk] = nl
-                slot_link[nl] = lk
-                sres[nl] = resid[lk]
-                den[nl] = 0.0
-                cnt[nl] = 0
-                nl += 1
-            j = slot[lk]
+            j, nl = link_row(e_link[e] - lo, s, resid, tick, nl)
             eslot[m] = j
             den[j] += e_coef[e] * w
             cnt[j] += 1
             m += 1
     foff[n] = m
-    m = 0
-    for j in range(nl):  # link-major lists of the local flows
-        off[j] = m
-        fill[j] = m
-        m += cnt[j]
-    off[nl] = m
+    row_offsets(s, nl)  # link-major lists of the local flows
     for a in range(n):
         for q in range(foff[a], foff[a + 1]):
             j = eslot[q]

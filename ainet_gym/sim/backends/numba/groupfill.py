@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ainet_gym.sim.backends.numba.fill import link_row, row_offsets
 from ainet_gym.sim.backends.numba.heaps import heap_pop, heap_push
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 
@@ -95,7 +96,6 @@ def _gf_pairs(
     ``pair_m``, group ``pair_g`` and link row ``pair_row``), the link rows of the fill (:class:`FillScratch`
     ``s``, stamp ``tick``: residual, sum of coefficient x weight, live pairs in ``slot_count``) and each local
     entry's pair (``s.ent_slot[xoff[a] + i]``). ``(groups, pairs, rows)``."""
-    stamp, slot, slot_link, sres = s.link_stamp, s.link_slot, s.slot_link, s.slot_resid
     den, cnt, frozen, epair = s.slot_denom, s.slot_count, s.flow_frozen, s.ent_slot
     ng = 0
     npair = 0
@@ -115,17 +115,10 @@ def _gf_pairs(
         xoff[a] = x
         w = weight[f]
         for e in range(fe_lo[f], fe_hi[f]):
-            lk = e_link[e] - lo
-            if stamp[lk] != tick:
-                stamp[lk] = tick
-                slot[lk] = nl
-                slot_link[nl] = lk
-                sres[nl] = resid[lk]
-                den[nl] = 0.0
-                cnt[nl] = 0
-                rp_stamp[nl] = -1
-                nl += 1
-            j = slot[lk]
+            j, nl_now = link_row(e_link[e] - lo, s, resid, tick, nl)
+            if nl_now != nl:  # a new row: no group's pair on it yet
+                rp_stamp[j] = -1
+                nl = nl_now
             if rp_stamp[j] != g:  # the group's first member on the link: a new pair
                 rp_stamp[j] = g
                 rp_pair[j] = npair
@@ -151,13 +144,8 @@ def _gf_pairs(
 def _gf_lists(npair, nl, pair_row, s):  # pragma: no cover - compiled
     """The link-major lists of the pairs: row ``j``'s pairs ``s.slot_flows[s.slot_off[j] : s.slot_off[j + 1]]``
     (its pairs counted in ``s.slot_count``)."""
-    off, fill, adj, cnt = s.slot_off, s.slot_fill, s.slot_flows, s.slot_count
-    m = 0
-    for j in range(nl):
-        off[j] = m
-        fill[j] = m
-        m += cnt[j]
-    off[nl] = m
+    fill, adj = s.slot_fill, s.slot_flows
+    row_offsets(s, nl)
     for p in range(npair):
         j = pair_row[p]
         adj[fill[j]] = p
