@@ -177,7 +177,9 @@ class BatchSplit:
         first = np.searchsorted(self.member_flow, self.parts)
         out[first] = np.asarray(self.engine_state.split, dtype=np.float64)[self.part_conn, self.part_path]
         hw = self.engine_state.held_weight
-        if hw is not None:  # ... or, routing.reroute_held_weight part, at its (connection, path)'s held weight
+        if (
+            hw is not None
+        ):  # ... or, routing.reroute_held_weight part, at its (connection, path)'s held weight
             hm = np.searchsorted(self.member_flow, self.held)
             out[hm] = np.where(self.held_part, hw[self.part_conn, self.part_path], 1.0)
         return out

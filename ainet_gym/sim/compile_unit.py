@@ -148,7 +148,9 @@ def compile_job(
         phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
         share_weight=float(job.share_weight),
     )
-    return split_parts(unit, reroute_held_bytes, reroute_held_weight) if split_flows == "independent" else unit
+    return (
+        split_parts(unit, reroute_held_bytes, reroute_held_weight) if split_flows == "independent" else unit
+    )
 
 
 def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, index: int) -> CompiledUnit:
