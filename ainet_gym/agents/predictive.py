@@ -423,7 +423,9 @@ register_agent(
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.predictive SCENARIO``: fit, print the coefficients and the held-out error."""
     # one-line errors, as ainet-gym's
-    from ainet_gym.agents.outputs import OneLineParser, add_out_file_args, int_arg
+    from ainet_gym.agents.arg_types import int_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import add_out_file_args
 
     p = OneLineParser(prog="python -m ainet_gym.agents.predictive", description=__doc__.split("\n")[0])
     p.add_argument("scenario")
