@@ -1031,7 +1031,7 @@ def test_the_upper_rooms_register_what_the_lower_rooms_call() -> None:
     """The two inverted edges are wired once ``ainet_gym`` is imported: the scenario loader reads a graph
     fabric with the fabric room's functions, and routing's ``predictive-*`` policies make the agents'
     predictive router."""
-    from ainet_gym.agents.predictive import PredictiveRouter
+    from ainet_gym.agents.predictive_router import PredictiveRouter
     from ainet_gym.fabric import topology
     from ainet_gym.routing.predictive_policy import predictive_router_factory
     from ainet_gym.scenario.graphs import graph_fabrics
