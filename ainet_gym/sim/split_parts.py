@@ -7,13 +7,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from ainet_gym.scenario.spec import REROUTE_HELD_WEIGHTS
+from ainet_gym.scenario.spec import PART_SHARES, REROUTE_HELD_WEIGHTS
 from ainet_gym.sim.unit import NO_PATH, CompiledUnit
 
 __all__ = ["split_parts"]
 
 
-def split_parts(unit: CompiledUnit, held_bytes: float = 0.0, held_weight: str = "one") -> CompiledUnit:
+def split_parts(
+    unit: CompiledUnit, held_bytes: float = 0.0, held_weight: str = "one", part_share: str = "fraction"
+) -> CompiledUnit:
     """``unit`` with independent split parts (``routing.split_flows: independent``): after each phase's
     flows, one *part flow* per (flow, member, candidate path) of the phase, whose one member takes that path
     only. A part carries the flow's bytes on its connection's share of that path (its coefficient on the
@@ -27,7 +29,16 @@ def split_parts(unit: CompiledUnit, held_bytes: float = 0.0, held_weight: str = 
     path at coefficient 1, whatever the split, and carries the bytes its part keeps on its old path at a
     split change in flight (:meth:`BatchSim.set_split <ainet_gym.sim.batch_split.BatchSplit.set_split>`).
     ``held_weight`` (``routing.reroute_held_weight``): ``"one"`` keeps that coefficient at 1; ``"part"`` makes it
-    the fraction the part had before the change (the engine's ``EngineState.held_weight``)."""
+    the fraction the part had before the change (the engine's ``EngineState.held_weight``).
+    ``part_share`` (``routing.part_share``): ``"fraction"`` (a part weighs its path's fraction f and carries all
+    the flow's bytes) or ``"per_part"`` (it weighs 1 where f > 0 and carries f of them; held parts at ``"one"``)."""
+    if part_share not in PART_SHARES:
+        raise ValueError(f"routing.part_share = {part_share!r}: allowed: {', '.join(PART_SHARES)}")
+    if part_share != "fraction" and held_bytes != 0 and held_weight != "one":
+        raise ValueError(
+            f"routing.part_share = {part_share!r} with routing.reroute_held_weight = {held_weight!r}: "
+            "allowed: part_share fraction, or reroute_held_weight one"
+        )
     if not (np.isfinite(held_bytes) and held_bytes >= 0):
         raise ValueError(
             f"routing.reroute_held_bytes = {held_bytes!r}: allowed: a finite number of bytes >= 0"
@@ -91,4 +102,5 @@ def split_parts(unit: CompiledUnit, held_bytes: float = 0.0, held_weight: str = 
         flow_part_of=np.asarray(part_of, dtype=np.int64),
         held_bytes=float(held_bytes),
         held_weight=held_weight,
+        part_share=part_share,
     )

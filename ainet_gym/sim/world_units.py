@@ -45,6 +45,7 @@ class WorldUnits:
     ring_run_ahead_bytes: float | None
     reroute_held_bytes: float
     reroute_held_weight: str
+    part_share: str
     state: WorldState
     sim: BatchSim | None
     job_unit: np.ndarray
@@ -125,6 +126,7 @@ class WorldUnits:
                 ring_run_ahead_bytes=self.ring_run_ahead_bytes,
                 reroute_held_bytes=self.reroute_held_bytes,
                 reroute_held_weight=self.reroute_held_weight,
+                part_share=self.part_share,
             )
         return self._unit_cache[key]
 
