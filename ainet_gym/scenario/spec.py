@@ -42,6 +42,11 @@ REROUTE_MODES = ("in_flight", "new_transfers")
 #: allocation, with its share of the bytes, and a transfer ends with its last part: the parts of a split, and
 #: the hops of a ring, then run at their own rates (docs/fidelity-learning.md, "Independent split parts").
 SPLIT_FLOWS_MODES = ("coupled", "independent")
+#: What a held part of ``routing.reroute_held_bytes`` weighs on its path's links (``routing.reroute_held_weight``):
+#: ``one`` (the default) a coefficient of 1, a whole connection's share; ``part`` the fraction its path part had
+#: just before the split change that handed it bytes, so it shares a link as that sub-flow did
+#: (docs/model.md, "Held bytes at a route change").
+REROUTE_HELD_WEIGHTS = ("one", "part")
 
 # Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
 #  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
@@ -230,6 +235,9 @@ class RoutingSpec:
     # loses share keeps up to this many of its bytes on its old path, as a held part of its own (the bytes a
     # sub-flow has queued in the network, bounded by its window); 0: none (every remaining byte is re-split)
     reroute_held_bytes: float = 0.0
+    # with reroute_held_bytes > 0: a held part's coefficient on its path, one of REROUTE_HELD_WEIGHTS (one: 1;
+    # part: its part's fraction before the change that handed it bytes); no effect without held bytes
+    reroute_held_weight: str = "one"
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ class BatchSplit:
         self.held = parts[held]
         self.parts = parts[~held]
         self.held_cap = stack.unit_held_bytes[stack.flow_unit[self.held]]
+        # routing.reroute_held_weight part: the held parts whose coefficient is their part's old fraction
+        self.held_part = stack.unit_held_part[stack.flow_unit[self.held]]
         self._held_ones = np.ones((stack.n_conns, P)) if self.held.size else None
         if not self.parts.size:
             return
@@ -131,15 +133,39 @@ class BatchSplit:
         latency paid), keeps min(room, its bytes on the path) on that path as its held part's bytes, where its
         bytes on the path are ``f_old x rem`` and room is the held bytes less what its held part still holds
         (a part's held bytes never exceed the setting). Returns (groups,) the bytes each group's parts kept,
-        which the re-split does not hand out again."""
+        which the re-split does not hand out again. With ``routing.reroute_held_weight: part`` the held parts
+        weigh ``engine_state.held_weight`` (:meth:`_reweigh_held`)."""
         st = self.state
         ph = self.flow_gphase[self.part_parent]
         moving = (st.phase_state[ph] == RUNNING) & (st.phase_lat_left[ph] <= 0)
         loses = changed[self.part_group] & moving & (f_new < f_old - SPLIT_TOL)
-        room = np.maximum(self.held_cap - st.rem[self.held], 0.0)
+        hw = self.engine_state.held_weight
+        w = None if hw is None else np.where(self.held_part, hw[self.part_conn, self.part_path], 1.0)
+        held_now = st.rem[self.held] if w is None else st.rem[self.held] * w  # bytes on the path
+        room = np.maximum(self.held_cap - held_now, 0.0)
         keep = np.where(loses, np.minimum(room, f_old * rem), 0.0)
-        st.rem[self.held] += keep
+        if w is None:
+            st.rem[self.held] += keep
+        else:
+            self._reweigh_held(w, held_now, keep, f_old)
         return np.bincount(self.part_group, weights=keep, minlength=int(self.part_group[-1]) + 1)
+
+    def _reweigh_held(self, w: np.ndarray, held_now: np.ndarray, keep: np.ndarray, f_old: np.ndarray) -> None:
+        """``routing.reroute_held_weight: part`` (:meth:`_hold`): every (connection, path) on which a held part
+        of a ``part`` unit is handed bytes (``keep`` > 0) now weighs ``f_old``, the fraction its path had
+        before this change (> 0, as the path lost share), and the held parts of those (connection, path)s
+        store their bytes (``held_now`` + ``keep``, bytes on the path) as bytes / that weight: a held part
+        still carries exactly its held bytes, at the rate a part of that fraction gets. Elsewhere nothing
+        changes (``w``: each held part's weight before)."""
+        es, st = self.engine_state, self.state
+        c, q = self.part_conn, self.part_path
+        hw = np.array(es.held_weight, dtype=np.float64)
+        new = self.held_part & (keep > 0)
+        hw[c[new], q[new]] = f_old[new]  # parts of one (connection, path) share its old fraction
+        es.held_weight = hw
+        w_new = np.where(self.held_part, hw[c, q], 1.0)
+        moved = (keep > 0) | (w_new != w)
+        st.rem[self.held] = np.where(moved, (held_now + keep) / w_new, st.rem[self.held])
 
     def member_share(self) -> np.ndarray | None:
         """(members,) the share of its flow's moved bytes each member carries on its connection: the part
@@ -147,9 +173,15 @@ class BatchSplit:
         None without part flows (every member carries all of its flow's)."""
         if not self.parts.size:
             return None
-        out = np.ones(self.member_flow.shape[0])  # a held part carries its bytes at coefficient 1
+        out = np.ones(self.member_flow.shape[0])  # a held part carries its bytes at coefficient 1 ...
         first = np.searchsorted(self.member_flow, self.parts)
         out[first] = np.asarray(self.engine_state.split, dtype=np.float64)[self.part_conn, self.part_path]
+        hw = self.engine_state.held_weight
+        if (
+            hw is not None
+        ):  # ... or, routing.reroute_held_weight part, at its (connection, path)'s held weight
+            hm = np.searchsorted(self.member_flow, self.held)
+            out[hm] = np.where(self.held_part, hw[self.part_conn, self.part_path], 1.0)
         return out
 
     # ------------------------------------------------------------------ routing
@@ -243,7 +275,9 @@ class BatchSplit:
         if es.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
             split = np.concatenate([np.asarray(split, dtype=np.float64), es.pinned], axis=1)
         elif self._held_ones is not None:  # rows [split | ones]: held parts (routing.reroute_held_bytes)
-            split = np.concatenate([np.asarray(split, dtype=np.float64), self._held_ones], axis=1)
+            # (routing.reroute_held_weight part: [split | held_weight], each held part at its held weight)
+            held = self._held_ones if es.held_weight is None else es.held_weight
+            split = np.concatenate([np.asarray(split, dtype=np.float64), held], axis=1)
         # the backend merges now (numpy) or leaves a pass for the interval's kernel threads (numba)
         self._entries, self._pending = self.strategy.merge_split(self.table, split)
 
