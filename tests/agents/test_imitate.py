@@ -51,6 +51,33 @@ def test_a_one_interval_lookahead_scores_each_plan_by_its_own_interval() -> None
         assert lab["scores"][0, k] == pytest.approx(core.job_progress().sum() - before, rel=1e-12)
 
 
+def test_a_held_plan_is_scored_as_the_env_playing_it_for_hold_intervals() -> None:
+    # issue-26zz: --hold k: each plan held k intervals of the lookahead (recomputed each interval, as the env
+    # does), then the base; hold = h is the env playing the plan over the whole horizon, hold = 1 today's
+    sc = _small()
+    core = EnvCore(sc, batch=1, action_mode="choose_bg")
+    core.reset([5])
+    snap = core.snapshot()
+
+    def by_hand(k: int, hold: int, h: int) -> float:
+        core.restore(snap)
+        before = core.job_progress().sum()
+        for i in range(h):
+            core.step(np.array([k if i < hold else 1]))  # plan 1 is the base, spray+bg
+        return float(core.job_progress().sum() - before)
+
+    assert lookahead_labels(sc, [5], h=1)["plans"][1] == "spray+bg"
+    held = {hold: lookahead_labels(sc, [5], h=3, hold=hold)["scores"][0] for hold in (1, 2, 3, 9)}
+    for k in range(6):
+        for hold in (1, 2, 3):
+            assert held[hold][k] == pytest.approx(by_hand(k, hold, 3), rel=1e-12), (k, hold)
+    np.testing.assert_array_equal(held[9], held[3])  # held past the horizon: the whole horizon
+    assert not np.allclose(held[3], held[1])  # (the two differ on this scenario)
+    assert "hold" in lookahead_labels(sc, [5], h=2, hold=2) and "hold" not in lookahead_labels(sc, [5], h=2)
+    with pytest.raises(ValueError, match="hold = 0"):
+        lookahead_labels(sc, [5], h=2, hold=0)
+
+
 def test_a_given_policy_is_played_and_its_states_labelled() -> None:
     lab = lookahead_labels(_small(), [3], h=2, policy=lambda o: np.zeros(len(o), dtype=np.int64))
     assert (lab["played"] == 0).all() and lab["label"].shape == (6,)

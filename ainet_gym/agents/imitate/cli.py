@@ -79,6 +79,12 @@ def _add_label_parser(sub: Any) -> None:
         help="a knn or qnet policy (.npz) or ppo model (.zip) to play instead of the labels (DAgger)",
     )
     add_redraw_args(s)
+    s.add_argument(
+        "--hold",
+        type=int_arg(1),
+        default=1,
+        help="intervals each plan is held in its lookahead before the base (default 1; --h: over the whole horizon)",
+    )
 
 
 def _add_clone_parser(sub: Any) -> None:
@@ -230,7 +236,7 @@ def _run_label(a: Any) -> int:
         part = lookahead_labels(
             a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play,
             objective=a.objective, tail_slack=a.tail_slack, tail_weight=a.tail_weight, extra_plans=extra,
-            redraw=redraw,
+            redraw=redraw, hold=a.hold,
         )  # fmt: skip
         parts.append(part)
         print(

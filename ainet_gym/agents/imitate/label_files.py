@@ -58,7 +58,7 @@ def concat_labels(parts: list[dict[str, Any]]) -> dict[str, Any]:
     )
     out = {k: np.concatenate([q[k] for q in parts]) for k in keys if all(k in q for q in parts)}
     out["plans"], out["meta"] = parts[0]["plans"], parts[0]["meta"]
-    out.update({k: parts[0][k] for k in ("redraw", "block") if k in parts[0]})
+    out.update({k: parts[0][k] for k in ("redraw", "block", "hold") if k in parts[0]})
     return out
 
 

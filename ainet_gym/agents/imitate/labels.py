@@ -51,6 +51,7 @@ def lookahead_labels(
     tail_weight: float = DEFAULT_TAIL_WEIGHT,
     extra_plans: tuple[str, ...] = (),
     redraw: Any = None,
+    hold: int = 1,
 ) -> dict[str, Any]:
     """Play the episodes of ``seeds`` (one batch) along the lookahead over the plans of ``action_mode``
     (module docstring), or, with ``policy`` (a function of the batch's observations (B, D) giving (B,)
@@ -87,15 +88,24 @@ def lookahead_labels(
     unobserved background phases are re-drawn, its ``score`` and ``excess`` the means over them, ``tail`` the
     maximum (docs/learning.md, "issue-26zr"); the labels' ``redraw`` field records (M, seed, window).
 
+    ``hold`` (1: today's lookahead): each plan is held for the first ``min(hold, h)`` intervals of its lookahead
+    (its split recomputed each interval from the copy's own last interval), then ``base``; the decision is still
+    taken every interval. ``hold = h`` scores each plan as held over the whole horizon (docs/learning.md,
+    "issue-26zz"); the labels' ``hold`` field records a ``hold`` other than 1.
+
     Raises
     ------
     ValueError
         If ``action_mode`` is not a ``choose`` mode, ``h < 1``, ``base`` is neither a stateless engine-level
         policy nor a weighted plan,
         ``objective`` is not one of :data:`OBJECTIVES`, ``tail_slack`` is negative or not finite,
-        ``tail_weight`` is negative or nan, or the ``"tail"`` objective's ``base`` is not a plan of the mode.
+        ``tail_weight`` is negative or nan, the ``"tail"`` objective's ``base`` is not a plan of the mode, or
+        ``hold < 1``.
     """
     from ainet_gym.scenario.loader import load_scenario
+
+    if not isinstance(hold, int) or hold < 1:
+        raise ValueError(f"hold = {hold!r}: allowed: an integer >= 1 (intervals each plan is held)")
 
     _check_label_args(action_mode, h, base, objective, tail_slack, tail_weight)
     t0 = time.perf_counter()
@@ -104,7 +114,11 @@ def lookahead_labels(
         sc, len(seeds), action_mode, history, steps, backend, obs_features, extra_plans, objective, base,
         1 if redraw is None else redraw.samples,
     )  # fmt: skip
-    out = _play_and_label(core, look, seeds, h, base, tail_slack, objective, tail_weight, policy, redraw)
+    out = _play_and_label(
+        core, look, seeds, h, base, tail_slack, objective, tail_weight, policy, redraw, hold
+    )
+    if hold != 1:
+        out["hold"] = np.array(hold)
     if redraw is not None:
         out["redraw"] = np.array([redraw.samples, redraw.seed, redraw.window])
     B, T = len(seeds), core.episode_steps
@@ -165,6 +179,7 @@ def _play_and_label(
     tail_weight: float,
     policy: Any,
     redraw: Any = None,
+    hold: int = 1,
 ) -> dict[str, np.ndarray]:
     """The episodes of :func:`lookahead_labels`: ``core`` reset to ``seeds``, then at each interval every
     plan scored over the lookahead (:func:`_score_plans`), the label picked (:func:`pick_label`) and the
@@ -187,7 +202,7 @@ def _play_and_label(
     }
     for t in range(T):
         score, tail, excess = _score_plans(
-            core, look, src, base_pol, min(h, T - t), plans, base, tail_slack, hook
+            core, look, src, base_pol, min(h, T - t), plans, base, tail_slack, hook, hold
         )
         if M > 1:  # the mean over the sampled futures (the worst step: their maximum)
             score, excess = score.reshape(B, M, K).mean(1), excess.reshape(B, M, K).mean(1)
@@ -259,10 +274,12 @@ def _score_plans(
     base: str,
     tail_slack: float,
     after_restore: Any = None,
+    hold: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One decision of :func:`lookahead_labels`: every plan of ``plans`` played for one interval on a copy
     of each of ``core``'s B instances (``look``, B x K instances, restored from ``core``'s snapshot at
-    ``src``), then ``base_pol`` for ``h - 1`` intervals; returns (B, K) each plan's ideal GPU-seconds
+    ``src``; held ``hold`` intervals, :func:`lookahead_labels`), then ``base_pol`` for the rest of the ``h``
+    intervals; returns (B, K) each plan's ideal GPU-seconds
     (``score``), worst step time / ideal (``tail``) and GPU-seconds above the base plan's tail (``excess``,
     zero when ``base`` is not a plan)."""
     from ainet_gym.agents.twin_plan import instance_rows
@@ -286,10 +303,14 @@ def _score_plans(
     if weighted:  # each copy at its plan's share weights (class jobs+bg+weights) for the plan's interval
         look.set_plan_weights([plans[i % K] for i in range(look.batch)])
     look.step_split(stack[k_of, instance_rows(mb, src)])
+    steps_ = [_ratios(look.last_result, work=True)]
+    own = np.arange(look.batch) % K  # each copy's plan
+    for _ in range(min(hold, h) - 1):  # the plan held (hold > 1), recomputed from the copy's last interval
+        look.step_split(plan_split(look.routing_context, look.last_result, own, tuple(plans)))
+        steps_.append(_ratios(look.last_result, work=True))
     if weighted or weighted_base:  # the base's intervals at its weights (a plain base: the scenario's)
         look.set_plan_weights([base] * look.batch)
-    steps_ = [_ratios(look.last_result, work=True)]
-    for _ in range(h - 1):
+    for _ in range(h - min(hold, h)):
         look.step_split(base_pol(look.routing_context, look.last_result))
         steps_.append(_ratios(look.last_result, work=True))
     same = np.array([[a == b for a, b in zip(x, y)] for x, y in zip(names, look.job_names)])
