@@ -141,6 +141,48 @@ def split_slow_or_even(core: object, slow_only: bool) -> np.ndarray:
     return split
 
 
+def slow_then_even_rollout(sc: dict, backend: str, steps: int = 4) -> list[tuple[int, float]]:
+    """Interval 0 with every connection on its paths through the slow link only (``split_slow_or_even``),
+    then every connection evenly over its paths: per interval (iterations completed, mean communication
+    time in ms or nan) of instance 0."""
+    from ainet_gym.envs.env import EnvCore
+
+    core = EnvCore(sc, batch=1, episode_steps=steps, backend=backend)
+    core.reset([0])
+    out = []
+    for k in range(steps):
+        core.step_split(split_slow_or_even(core, slow_only=k == 0))
+        r = core.last_result
+        out.append((int(r.iterations[0, 0]), float(r.comm_time_s[0, 0]) * 1e3))
+    return out
+
+
+def assert_restore_replays(scn: object, backend: str, policies: tuple[str, ...]) -> None:
+    """Two intervals of ``scn`` (a Scenario) under ``policies[0:2]``, a snapshot, two more under
+    ``policies[2:4]``; after a restore of the snapshot the same two intervals give the same communication
+    times and link bytes, bit for bit."""
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.routing.policies import get_policy
+
+    core = EnvCore(scn, backend=backend)
+    core.reset([1])
+    chosen = [get_policy(p) for p in policies]
+
+    def steps(k0: int) -> np.ndarray:
+        out = []
+        for k in range(k0, k0 + 2):
+            core.step_split(chosen[k](core.world, None))
+            r = core.last_result
+            out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
+        return np.array(out)
+
+    steps(0)
+    snap = core.world.snapshot()
+    a = steps(2)
+    core.world.restore(snap)
+    np.testing.assert_array_equal(steps(2), a)
+
+
 def alternating_rollout(scn: object, batch: int, steps: int, backend: str) -> np.ndarray:
     """(steps, ...) each interval's communication times (nan as 0) and link bytes of ``scn`` (a Scenario)
     when the split changes at every boundary: spray, then the jobs' LP, and so on."""

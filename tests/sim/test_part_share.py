@@ -12,10 +12,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from _scenarios import alternating_rollout
+from _scenarios import alternating_rollout, assert_restore_replays
 
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario import ScenarioError, load_scenario
 from ainet_gym.sim.backends.numba import jit as _jit
 
@@ -130,24 +129,11 @@ def test_snapshot_restores_per_part(backend: str) -> None:
     """A snapshot taken mid-run, the split changing at every boundary: the steps after a restore give what the
     steps after the snapshot gave, bit for bit."""
     scn = load_scenario("scenarios/crosscheck/xc-ingest-bursts.yaml")
-    core = EnvCore(replace(scn, routing=replace(scn.routing, split_flows="independent", part_share="per_part")),
-                   backend=backend)  # fmt: skip
-    core.reset([1])
-    policies = [get_policy(p) for p in ("lp", "spray", "lp", "spray")]
-
-    def steps(k0: int) -> np.ndarray:
-        out = []
-        for k in range(k0, k0 + 2):
-            core.step_split(policies[k](core.world, None))
-            r = core.last_result
-            out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
-        return np.array(out)
-
-    steps(0)
-    snap = core.world.snapshot()
-    a = steps(2)
-    core.world.restore(snap)
-    np.testing.assert_array_equal(steps(2), a)
+    assert_restore_replays(
+        replace(scn, routing=replace(scn.routing, split_flows="independent", part_share="per_part")),
+        backend,
+        ("lp", "spray", "lp", "spray"),
+    )
 
 
 @pytest.mark.parametrize("bad", ["part", "PER_PART", 1, 0.5, True])

@@ -12,7 +12,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from _scenarios import alternating_rollout, small_spine_leaf, split_slow_or_even, two_path_exchange
+from _scenarios import (
+    alternating_rollout,
+    slow_then_even_rollout,
+    small_spine_leaf,
+    two_path_exchange,
+)
 
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import get_policy
@@ -36,14 +41,7 @@ def _two_paths(reroute: str | None) -> dict:
 def _run_switching(reroute: str | None, backend: str) -> list[tuple[int, float]]:
     """Interval 0: every connection on its path through the half-rate link; then 50/50 over both paths.
     Returns per interval (iterations completed, mean communication time in ms or nan)."""
-    core = EnvCore(_two_paths(reroute), batch=1, episode_steps=4, backend=backend)
-    core.reset([0])
-    out = []
-    for k in range(4):
-        core.step_split(split_slow_or_even(core, slow_only=k == 0))
-        r = core.last_result
-        out.append((int(r.iterations[0, 0]), float(r.comm_time_s[0, 0]) * 1e3))
-    return out
+    return slow_then_even_rollout(_two_paths(reroute), backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

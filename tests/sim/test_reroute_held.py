@@ -13,10 +13,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from _scenarios import alternating_rollout, split_slow_or_even, two_path_exchange
+from _scenarios import (
+    alternating_rollout,
+    assert_restore_replays,
+    slow_then_even_rollout,
+    two_path_exchange,
+)
 
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario import ScenarioError, load_scenario
 from ainet_gym.sim.backends.numba import jit as _jit
 
@@ -36,19 +40,6 @@ def _scenario(held: float | None, split_flows: str = "independent") -> dict:
     )
 
 
-def _run(sc: dict, backend: str) -> list[tuple[int, float]]:
-    """Interval 0 on the slow path only, then every connection 50/50: per interval (iterations completed, mean
-    communication time in ms or nan)."""
-    core = EnvCore(sc, batch=1, episode_steps=4, backend=backend)
-    core.reset([0])
-    out = []
-    for k in range(4):
-        core.step_split(split_slow_or_even(core, slow_only=k == 0))
-        r = core.last_result
-        out.append((int(r.iterations[0, 0]), float(r.comm_time_s[0, 0]) * 1e3))
-    return out
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("held", [0.0, 2e6, 1e9])
 def test_held_bytes_finish_on_the_old_path(backend: str, held: float) -> None:
@@ -63,7 +54,7 @@ def test_held_bytes_finish_on_the_old_path(backend: str, held: float) -> None:
     R = S - C / 2 * 10e-3
     h = min(held, R)
     want = 10e-3 + (R + h) / C
-    out = _run(_scenario(held), backend)
+    out = slow_then_even_rollout(_scenario(held), backend)
     ends = 15e-3 + (R + h) / C  # the interval it completes in
     k = int(ends // 15e-3)
     assert [i for i, _ in out[: k + 1]] == [0] * k + [1]
@@ -80,7 +71,9 @@ def test_zero_is_the_setting_omitted(backend: str) -> None:
     b.reset([0])
     assert a.world.sim.n_flows == b.world.sim.n_flows
     assert b.world.sim.held.size == 0
-    np.testing.assert_array_equal(_run(_scenario(None), backend), _run(_scenario(0.0), backend))
+    np.testing.assert_array_equal(
+        slow_then_even_rollout(_scenario(None), backend), slow_then_even_rollout(_scenario(0.0), backend)
+    )
 
 
 def _alternating(held: float, backend: str, steps: int = 6) -> np.ndarray:
@@ -105,23 +98,7 @@ def test_snapshot_restores_the_held_parts(backend: str) -> None:
     restore give what the steps after the snapshot gave, bit for bit."""
     scn = load_scenario("scenarios/crosscheck/xc-ingest-bursts.yaml")
     routing = replace(scn.routing, split_flows="independent", reroute_held_bytes=1e6)
-    core = EnvCore(replace(scn, routing=routing), backend=backend)
-    core.reset([1])
-    policies = [get_policy(p) for p in ("lp", "spray", "lp", "spray")]
-
-    def steps(k0: int) -> np.ndarray:
-        out = []
-        for k in range(k0, k0 + 2):
-            core.step_split(policies[k](core.world, None))
-            r = core.last_result
-            out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
-        return np.array(out)
-
-    steps(0)
-    snap = core.world.snapshot()
-    a = steps(2)
-    core.world.restore(snap)
-    np.testing.assert_array_equal(steps(2), a)
+    assert_restore_replays(replace(scn, routing=routing), backend, ("lp", "spray", "lp", "spray"))
 
 
 @pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "1MB", True])

@@ -13,10 +13,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from _scenarios import alternating_rollout, split_slow_or_even, two_path_exchange
+from _scenarios import alternating_rollout, assert_restore_replays, split_slow_or_even, two_path_exchange
 
 from ainet_gym.envs.env import EnvCore
-from ainet_gym.routing.policies import get_policy
 from ainet_gym.scenario import ScenarioError, load_scenario
 from ainet_gym.sim.backends.numba import jit as _jit
 
@@ -127,20 +126,8 @@ def test_snapshot_restores_the_parts(backend: str) -> None:
     """A snapshot taken mid-transfer, with the split changing at every boundary: the steps after a restore
     give what the steps after the snapshot gave, bit for bit (the parts' remainders and their split)."""
     scn = load_scenario("scenarios/crosscheck/xc-ingest-bursts.yaml")
-    core = EnvCore(replace(scn, routing=replace(scn.routing, split_flows="independent")), backend=backend)
-    core.reset([1])
-    policies = [get_policy(p) for p in ("spray", "lp", "ecmp", "lp")]
-
-    def steps(k0: int) -> np.ndarray:
-        out = []
-        for k in range(k0, k0 + 2):
-            core.step_split(policies[k](core.world, None))
-            r = core.last_result
-            out.append(np.concatenate([np.nan_to_num(r.comm_time_s).ravel(), r.link_bytes.ravel()]))
-        return np.array(out)
-
-    steps(0)
-    snap = core.world.snapshot()
-    a = steps(2)
-    core.world.restore(snap)
-    np.testing.assert_array_equal(steps(2), a)
+    assert_restore_replays(
+        replace(scn, routing=replace(scn.routing, split_flows="independent")),
+        backend,
+        ("spray", "lp", "ecmp", "lp"),
+    )
