@@ -54,6 +54,8 @@ class GroupStore(NamedTuple):
     prow: np.ndarray  # (pairs,) int64 its link's row in the fill running
     pool: np.ndarray  # (ints,) int64 member lists of groups and pairs, each member's entries' pairs
     fk: np.ndarray  # (flows+1,) float64 the rebuilt flows' keys
+    glen: np.ndarray  # (flows+1,) int64 the length of each group's member list (members that left stay in it)
+    plen: np.ndarray  # (pairs,) int64 the length of each pair's member list (likewise)
 
 
 @njit(cache=True, nogil=True)
@@ -68,7 +70,7 @@ def group_store(n_flows, n_entries):  # pragma: no cover - compiled (callable fr
         np.empty(g, dtype=i64), np.empty(g, dtype=i64), np.full(g, -1, dtype=i64), np.empty(g, dtype=i64),
         np.empty(p, dtype=i64), np.empty(p, dtype=i64), np.empty(p, dtype=i64), np.empty(p, dtype=i64),
         np.empty(p), np.empty(p, dtype=i64), np.empty(p), np.empty(p, dtype=i64), np.empty(q, dtype=i64),
-        np.empty(g),
+        np.empty(g), np.empty(g, dtype=i64), np.empty(p, dtype=i64),
     )  # fmt: skip
 
 

@@ -451,10 +451,12 @@ def _gk_intact(flows, n, kk, ks, lg, gsize):  # pragma: no cover - compiled
         gi = g - base
         ok = ks.gsz[gi] > 1 and ks.gcnt[gi] == ks.gsz[gi] and kk[a] >= 0.0
         m0 = ks.gmlo[gi]
-        for i in range(ks.gsz[gi] if ok else 0):
+        for i in range(ks.glen[gi] if ok else 0):
             f2 = ks.pool[m0 + i]
+            if ks.fgrp[f2] != g:  # (left the group: still listed)
+                continue
             a2 = ks.fa[f2]
-            if a2 < 0 or ks.fgrp[f2] != g or kk[a2] != kk[a]:
+            if a2 < 0 or kk[a2] != kk[a]:
                 ok = False
                 break
         if ok:
@@ -471,7 +473,7 @@ def _gk_intact(flows, n, kk, ks, lg, gsize):  # pragma: no cover - compiled
 def _gk_rebuild(flows, n, kk, ks, lg, gsize, nk, rb, fk, tab):  # pragma: no cover - compiled
     """The local flows to rebuild (``rb``, their keys ``fk``): those not in an intact group, and the members
     of an intact group at a key one of them has (the group dissolved, so that one level makes one group).
-    ``tab``: a free hash of at least ``2 n`` slots (left used). ``(flows to rebuild, intact groups left)``."""
+    ``tab``: room for a hash of at least ``2 n`` slots (left used). ``(flows to rebuild, intact groups left)``."""
     base, nxt = ks.st[0], ks.st[1]
     nrb = 0
     for a in range(n):
@@ -483,8 +485,12 @@ def _gk_rebuild(flows, n, kk, ks, lg, gsize, nk, rb, fk, tab):  # pragma: no cov
         nrb += 1
     if nrb == 0 or nk == 0:
         return nrb, nk
+    size = 64
+    while size < 2 * nrb:
+        size <<= 1
+    tab[: 2 * size] = -1
     bits = fk.view(np.int64)
-    mask = np.uint64((tab.shape[0] >> 1) - 1)
+    mask = np.uint64(size - 1)
     for i in range(nrb):
         if fk[i] >= 0.0:
             h = _gk_slot(tab, mask, bits[i])
@@ -494,14 +500,20 @@ def _gk_rebuild(flows, n, kk, ks, lg, gsize, nk, rb, fk, tab):  # pragma: no cov
     k2 = 0
     for k in range(nk):
         gi = lg[k]
-        a = ks.fa[ks.pool[ks.gmlo[gi]]]
-        if tab[2 * _gk_slot(tab, mask, kb[a]) + 1] >= 0:  # a rebuilt flow at its level: dissolve it
+        g = gi + base
+        i0 = ks.gmlo[gi]
+        while ks.fgrp[ks.pool[i0]] != g:  # (its first member still in it)
+            i0 += 1
+        if (
+            tab[2 * _gk_slot(tab, mask, kb[ks.fa[ks.pool[i0]]]) + 1] >= 0
+        ):  # a rebuilt flow at its level: dissolve it
             ks.st[10] += 1
             ks.gloc[gi] = -2
-            for i in range(ks.gmlo[gi], ks.gmlo[gi] + ks.gsz[gi]):
-                rb[nrb] = ks.fa[ks.pool[i]]
-                fk[nrb] = kk[rb[nrb]]
-                nrb += 1
+            for i in range(i0, ks.gmlo[gi] + ks.glen[gi]):
+                if ks.fgrp[ks.pool[i]] == g:
+                    rb[nrb] = ks.fa[ks.pool[i]]
+                    fk[nrb] = kk[rb[nrb]]
+                    nrb += 1
         else:
             ks.gloc[gi] = k2
             lg[k2] = gi
@@ -520,16 +532,18 @@ def _gk_intact_rows(lg, nk, ks, s, resid, tick, rp_stamp):  # pragma: no cover -
     for k in range(nk):
         gi = lg[k]
         for p in range(ks.gplo[gi], ks.gphi[gi]):
+            ks.pm[p] = ks.pm0[p]
+            if ks.pm0[p] == 0:  # (every member that crossed its link left the group)
+                continue
             j, nl_now = link_row(ks.plink[p], s, resid, tick, nl)
             if nl_now != nl:
                 rp_stamp[j] = -1
                 nl = nl_now
             ks.prow[p] = j
-            ks.pm[p] = ks.pm0[p]
             ks.pn[p] = ks.pn0[p]
             den[j] += ks.pn0[p]
             cnt[j] += 1
-        npair += ks.gphi[gi] - ks.gplo[gi]
+            npair += 1
     return nl, npair
 
 
@@ -586,6 +600,8 @@ def _gk_new_group(flows, rb, order, i0, i1, fe_lo, fe_hi, e_link, e_coef, weight
             ks.pm[p] += 1
     for p in range(ks.gplo[gi], ptop):
         ks.pn[p] = ks.pn0[p]
+        ks.plen[p] = ks.pm0[p]
+    ks.glen[gi] = i1 - i0
     st[2], st[3] = ptop, qtop
     return nl
 
@@ -599,9 +615,10 @@ def _gk_lists(lg, nk, nl, ks, s):  # pragma: no cover - compiled
     for k in range(nk):
         gi = lg[k]
         for p in range(ks.gplo[gi], ks.gphi[gi]):
-            j = ks.prow[p]
-            adj[fill[j]] = p
-            fill[j] += 1
+            if ks.pm0[p] > 0:
+                j = ks.prow[p]
+                adj[fill[j]] = p
+                fill[j] += 1
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
@@ -654,8 +671,11 @@ def _gk_freeze_group(kl, k, weight, rate, out_flow, out_level, n_out, s, ks, lg,
     sres, den, cnt, frozen = s.slot_resid, s.slot_denom, s.slot_count, s.flow_frozen
     gfrozen[kl] = True
     gi = lg[kl]
-    for i in range(ks.gmlo[gi], ks.gmlo[gi] + ks.gsz[gi]):
+    g = gi + ks.st[0]
+    for i in range(ks.gmlo[gi], ks.gmlo[gi] + ks.glen[gi]):
         f = ks.pool[i]
+        if ks.fgrp[f] != g:  # (left the group: still listed)
+            continue
         a = ks.fa[f]
         if frozen[a]:
             continue
@@ -678,10 +698,10 @@ def _gk_freeze_group(kl, k, weight, rate, out_flow, out_level, n_out, s, ks, lg,
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
-def _gk_link(j, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, ks, lg, gsize,
-             gfrozen):  # fmt: skip  # pragma: no cover - compiled
-    """:func:`_gf_link` over kept pairs: a group split here is void from now on (its members rebuilt at the
-    next fill)."""
+def _gk_link(j, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, ks, lg, gsize, gfrozen,
+             rm):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_gf_link` over kept pairs: the members a split freezes are listed in ``rm`` (``ks.st[14]`` of
+    them): they leave their group after the fill (:func:`_gk_leave`)."""
     frozen = s.flow_frozen
     for q in range(s.slot_off[j], s.slot_off[j + 1]):
         p = s.slot_flows[q]
@@ -693,14 +713,16 @@ def _gk_link(j, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_ou
             n_out = _gk_freeze_group(kl, k, weight, rate, out_flow, out_level, n_out, s, ks, lg, gfrozen)
             continue
         ks.st[12] += 1
-        ks.gcnt[gi] = -1  # (split: void after the fill, _gk_finish)
-        for x in range(ks.poff[p], ks.poff[p] + ks.pm0[p]):
+        g = gi + ks.st[0]
+        for x in range(ks.poff[p], ks.poff[p] + ks.plen[p]):
             f = ks.pool[x]
-            if frozen[ks.fa[f]]:
+            if ks.fgrp[f] != g or frozen[ks.fa[f]]:
                 continue
             n_out = _gk_freeze_flow(f, weight[f] * k, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level,
                                     n_out, s, ks)  # fmt: skip
             gsize[kl] -= 1
+            rm[ks.st[14]] = f  # (it leaves the group after the fill, _gk_leave)
+            ks.st[14] += 1
         if gsize[kl] == 0:
             gfrozen[kl] = True
     return n_out
@@ -721,7 +743,6 @@ def _gk_groups(flows, n, m, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, 
     lg, gsize, rp_stamp, rp_pair = ib[o : o + n1], ib[o + n1 : o + 2 * n1], ib[o + 2 * n1 : o + 2 * n1 + m1], ib[o + 2 * n1 + m1 : o + 2 * n1 + 2 * m1]  # fmt: skip
     _gk_count(flows, n, ks, tick, s.flow_frozen)
     nk = _gk_intact(flows, n, kk, ks, lg, gsize)
-    tab[:] = -1
     nrb, nk = _gk_rebuild(flows, n, kk, ks, lg, gsize, nk, rb, ks.fk, tab)
     mr = 0
     for i in range(nrb):
@@ -740,8 +761,11 @@ def _gk_groups(flows, n, m, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, 
         nrb, mr = n, m
     st[7] += nrb
     st[8] += mr
-    tab[:] = -1
-    _gf_order(ks.fk, nrb, order, tab, gid, gcnt)
+    size = 64
+    while size < 2 * nrb:
+        size <<= 1
+    tab[: 2 * size] = -1
+    _gf_order(ks.fk, nrb, order, tab[: 2 * size], gid, gcnt)
     nl, npair = _gk_intact_rows(lg, nk, ks, s, resid, tick, rp_stamp)
     st[5] += nk
     st[6] += npair
@@ -763,7 +787,7 @@ def _gk_groups(flows, n, m, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_heap(n, nk, nl, lg, gsize, gfrozen, fe_lo, fe_hi, e_coef, weight, demand, rate, out_flow, out_level, s,
-             ks):  # fmt: skip  # pragma: no cover - compiled
+             ks, rm):  # fmt: skip  # pragma: no cover - compiled
     """:func:`group_fill`'s heap loop over the kept groups (links by share, a lone flow's demand level). The
     heap pops."""
     hkey, hitem, sres, den, cnt = s.heap_key, s.heap_item, s.slot_resid, s.slot_denom, s.slot_count
@@ -790,13 +814,35 @@ def _gk_heap(n, nk, nl, lg, gsize, gfrozen, fe_lo, fe_hi, e_coef, weight, demand
                 hn = heap_push(hkey, hitem, hn, sh, it)
                 continue
             n_out = _gk_link(it, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, ks, lg, gsize,
-                             gfrozen)  # fmt: skip
+                             gfrozen, rm)  # fmt: skip
         elif not gfrozen[-1 - it]:  # a demand level: that one flow
             gfrozen[-1 - it] = True
             f = ks.pool[ks.gmlo[lg[-1 - it]]]
             n_out = _gk_freeze_flow(f, demand[f], k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out,
                                     s, ks)  # fmt: skip
     return pops
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _gk_leave(rm, n_rm, fe_lo, fe_hi, e_coef, weight, ks):  # pragma: no cover - compiled
+    """The flows a split froze (``rm[:n_rm]``) leave their kept groups: each entry's pair loses a member and its
+    coefficient x weight (a pair left without members: sum 0, skipped from then on), the group a member (one
+    or none left: void); the flow is in no group (rebuilt at its next fill, by its new level). The lists keep
+    it (a reader skips a listed flow whose group is another)."""
+    base = ks.st[0]
+    for i in range(n_rm):
+        f = rm[i]
+        gi = ks.fgrp[f] - base
+        w = weight[f]
+        x0 = ks.fpl[f]
+        for t in range(fe_hi[f] - fe_lo[f]):
+            p = ks.pool[x0 + t]
+            ks.pm0[p] -= 1
+            ks.pn0[p] = 0.0 if ks.pm0[p] == 0 else ks.pn0[p] - e_coef[fe_lo[f] + t] * w
+        ks.gsz[gi] -= 1
+        if ks.gsz[gi] <= 1:
+            ks.gsz[gi] = -1
+        ks.fgrp[f] = -1
 
 
 @njit(cache=True, nogil=True)
@@ -837,13 +883,13 @@ def group_fill_kept(flows, n, old_rate, fe_lo, fe_hi, e_link, e_coef, weight, de
     o = 2 * size + 4 * n + 1
     lg, gsize, gfrozen = ib[o : o + n + 1], ib[o + n + 1 : o + 2 * n + 2], s.grp_b
     gfrozen[:nk] = False
+    rm = ib[2 * size + 3 * n + 1 : 2 * size + 4 * n + 1]  # (the flows to rebuild: free after _gk_groups)
+    ks.st[14] = 0
     pops = _gk_heap(n, nk, nl, lg, gsize, gfrozen, fe_lo, fe_hi, e_coef, weight, demand, rate, out_flow, out_level, s,
-                    ks)  # fmt: skip
+                    ks, rm)  # fmt: skip
     for j in range(nl):
         resid[s.slot_link[j]] = s.slot_resid[j]
-    for kl in range(nk):  # a group split here is rebuilt at its next fill
-        if ks.gcnt[lg[kl]] == -1:
-            ks.gsz[lg[kl]] = -1
+    _gk_leave(rm, ks.st[14], fe_lo, fe_hi, e_coef, weight, ks)
     for a in range(n):
         ks.fa[flows[a]] = -1
     return pops
