@@ -8,7 +8,7 @@ The schema is the one of docs/scenarios.md ("Schema")::
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
-    routing:  {max_paths, qps_per_connection, reroute, split_flows, ring_run_ahead_bytes}
+    routing:  {max_paths, qps_per_connection, reroute, split_flows, ring_run_ahead_bytes, reroute_held_bytes}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message
@@ -209,7 +209,8 @@ def _check_job_slots(
 
 def _parse_routing(ctx: Context, top: Mapping[str, Any], jobs: list[JobSpec]) -> RoutingSpec:
     """The ``routing`` section, checked against the jobs (initial and templates): ``new_transfers`` without
-    stage pipelines, and not with independent split parts; ring run-ahead (:func:`_check_ring_run_ahead`)."""
+    stage pipelines, and not with independent split parts; ring run-ahead (:func:`_check_ring_run_ahead`);
+    held bytes at a reroute only with independent split parts."""
     rd = optional_mapping(ctx, top, "routing", "", ROUTING_RULES, "routing")
     routing = RoutingSpec(**apply_rules(ctx, rd, "routing", ROUTING_RULES))
     if routing.reroute == "new_transfers":
@@ -233,6 +234,15 @@ def _parse_routing(ctx: Context, top: Mapping[str, Any], jobs: list[JobSpec]) ->
             "independent",
         )
     _check_ring_run_ahead(ctx, routing, jobs)
+    if routing.reroute_held_bytes > 0 and routing.split_flows != "independent":
+        # a coupled flow spans all its connections and paths: no one path's bytes can stay behind alone
+        ctx.fail(
+            "routing.reroute_held_bytes",
+            f"{routing.reroute_held_bytes:g} bytes held on a path part's old path at a split change needs "
+            f"path parts, but routing.split_flows is {routing.split_flows!r} (one flow over all its paths)",
+            "0 (omit it), or routing.split_flows: independent",
+            routing.reroute_held_bytes,
+        )
     return routing
 
 

@@ -226,6 +226,10 @@ class RoutingSpec:
     # with split_flows independent: a ring's hops may run apart by at most this many bytes (the ring is cut
     # into sequential segments of at most this many bytes per hop, sim.workload.segment_rings); None: unbounded
     ring_run_ahead_bytes: float | None = None
+    # with split_flows independent and reroute in_flight: at a split change in flight, each path part that
+    # loses share keeps up to this many of its bytes on its old path, as a held part of its own (the bytes a
+    # sub-flow has queued in the network, bounded by its window); 0: none (every remaining byte is re-split)
+    reroute_held_bytes: float = 0.0
 
 
 @dataclass(frozen=True)

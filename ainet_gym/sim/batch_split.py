@@ -41,6 +41,7 @@ class BatchSplit:
     state: SimState
     engine_state: EngineState
     carry_flows: np.ndarray
+    flow_unit: np.ndarray
     flow_bytes: np.ndarray
     flow_parent: np.ndarray
     flow_gphase: np.ndarray
@@ -61,14 +62,31 @@ class BatchSplit:
         one connection). (The bytes each flow starts an iteration with and the split the parts were handed
         their bytes under are engine state, :attr:`EngineState.flow_reset
         <ainet_gym.sim.state.EngineState.flow_reset>` and ``part_split``.)"""
-        self.parts = np.flatnonzero(stack.flow_part_of >= 0)
+        parts = np.flatnonzero(stack.flow_part_of >= 0)
+        P = self.fabric.max_paths
+        held = stack.member_path[np.searchsorted(stack.member_flow, parts)] >= P  # a part has one member
+        # routing.reroute_held_bytes: the held parts, one per part in the same order (split_parts), and the
+        # bytes each may hold
+        self.held = parts[held]
+        self.parts = parts[~held]
+        self.held_cap = stack.unit_held_bytes[stack.flow_unit[self.held]]
+        self._held_ones = np.ones((stack.n_conns, P)) if self.held.size else None
         if not self.parts.size:
             return
-        first = np.searchsorted(stack.member_flow, self.parts)  # a part has one member
+        first = np.searchsorted(stack.member_flow, self.parts)
         self.part_parent = stack.flow_part_of[self.parts]
         self.part_conn = stack.member_conn[first]
         self.part_path = stack.member_path[first]
         self.part_group = np.cumsum(self.part_path == 0) - 1  # a group's parts are its paths 0, 1, ...
+        if self.held.size:
+            hf = np.searchsorted(stack.member_flow, self.held)
+            if not (
+                self.held.size == self.parts.size
+                and np.array_equal(stack.flow_part_of[self.held], self.part_parent)
+                and np.array_equal(stack.member_conn[hf], self.part_conn)
+                and np.array_equal(stack.member_path[hf] - P, self.part_path)
+            ):
+                raise RuntimeError("_bind_parts: the held parts are not one per part in the parts' order")
 
     def _hand_parts(self, split: np.ndarray) -> None:
         """Hand each transfer's bytes to its part flows under ``split`` (``routing.split_flows:
@@ -76,7 +94,9 @@ class BatchSplit:
         share; on a connection whose split row changed (``reroute: in_flight``), the bytes its parts have
         left (each part's remainder times its old share, summed) are handed out again under the new row,
         as the replay moves a connection's unsent bytes; the other parts keep their remainders. A part whose
-        path has no share starts each iteration with nothing (``engine_state.flow_reset``)."""
+        path has no share starts each iteration with nothing (``engine_state.flow_reset``). With
+        ``routing.reroute_held_bytes``, a part that loses share keeps some of its bytes on its old path first,
+        in its held part (:meth:`_hold`), and only the rest is handed out again."""
         p = self.parts
         if not p.size:
             return
@@ -95,6 +115,8 @@ class BatchSplit:
             changed = np.bincount(g, weights=np.abs(f_new - f_old) > SPLIT_TOL, minlength=n_g) > 0
         own = np.zeros(n_g)
         own[g] = st.rem[par]  # a flow's own remainder, handed to its parts
+        if self.held.size and es.part_split is not None:  # routing.reroute_held_bytes
+            left = np.maximum(left - self._hold(f_old, f_new, rem, changed & (own == 0)), 0.0)
         changed |= own > 0
         left += own
         st.rem[p] = np.where(changed[g], np.where(f_new > 0, left[g], 0.0), rem)
@@ -103,13 +125,29 @@ class BatchSplit:
         es.flow_reset[par] = 0.0
         es.part_split = np.array(split, dtype=np.float64)
 
+    def _hold(self, f_old: np.ndarray, f_new: np.ndarray, rem: np.ndarray, changed: np.ndarray) -> np.ndarray:
+        """``routing.reroute_held_bytes`` at a split change in flight (:meth:`_hand_parts`): each part of a
+        ``changed`` group whose path loses share (``f_new < f_old``), in a phase moving its bytes (running,
+        latency paid), keeps min(room, its bytes on the path) on that path as its held part's bytes, where its
+        bytes on the path are ``f_old x rem`` and room is the held bytes less what its held part still holds
+        (a part's held bytes never exceed the setting). Returns (groups,) the bytes each group's parts kept,
+        which the re-split does not hand out again."""
+        st = self.state
+        ph = self.flow_gphase[self.part_parent]
+        moving = (st.phase_state[ph] == RUNNING) & (st.phase_lat_left[ph] <= 0)
+        loses = changed[self.part_group] & moving & (f_new < f_old - SPLIT_TOL)
+        room = np.maximum(self.held_cap - st.rem[self.held], 0.0)
+        keep = np.where(loses, np.minimum(room, f_old * rem), 0.0)
+        st.rem[self.held] += keep
+        return np.bincount(self.part_group, weights=keep, minlength=int(self.part_group[-1]) + 1)
+
     def member_share(self) -> np.ndarray | None:
         """(members,) the share of its flow's moved bytes each member carries on its connection: the part
         flows' path fractions under the current split (``routing.split_flows: independent``), 1 elsewhere;
         None without part flows (every member carries all of its flow's)."""
         if not self.parts.size:
             return None
-        out = np.ones(self.member_flow.shape[0])
+        out = np.ones(self.member_flow.shape[0])  # a held part carries its bytes at coefficient 1
         first = np.searchsorted(self.member_flow, self.parts)
         out[first] = np.asarray(self.engine_state.split, dtype=np.float64)[self.part_conn, self.part_path]
         return out
@@ -119,10 +157,17 @@ class BatchSplit:
         member_paths = self.conn_paths_global[self.member_conn]  # (members, paths, hops)
         P = self.fabric.max_paths
         mp = self.member_path
+        held = mp >= P  # routing.reroute_held_bytes: a held part takes path mp - P, at coefficient 1
         if (mp != -1).any():  # routing.split_flows independent: a part takes its one path, its flow none
-            take = (mp[:, None] == -1) | (mp[:, None] == np.arange(P)[None, :])
+            q = np.where(held, mp - P, mp)
+            take = (q[:, None] == -1) | (q[:, None] == np.arange(P)[None, :])
             member_paths = np.where(take[:, :, None], member_paths, -1)
-        if self.engine_state.pinned is not None:
+        if held.any():  # the split rows are [split | ones] (2 P columns), a held member's are P..2P-1
+            wide = np.full((member_paths.shape[0], 2 * P, member_paths.shape[2]), -1, dtype=np.int64)
+            wide[~held, :P] = member_paths[~held]
+            wide[held, P:] = member_paths[held]
+            member_paths, P = wide, 2 * P
+        elif self.engine_state.pinned is not None:
             # carry flows take their connection's pinned split: the engine's split rows are [split | pinned]
             # (2 P columns), a carry member's candidates are columns P..2P-1, every other member's 0..P-1
             carry = self.flow_parent[self.member_flow] >= 0
@@ -197,6 +242,8 @@ class BatchSplit:
         split = es.split
         if es.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
             split = np.concatenate([np.asarray(split, dtype=np.float64), es.pinned], axis=1)
+        elif self._held_ones is not None:  # rows [split | ones]: held parts (routing.reroute_held_bytes)
+            split = np.concatenate([np.asarray(split, dtype=np.float64), self._held_ones], axis=1)
         # the backend merges now (numpy) or leaves a pass for the interval's kernel threads (numba)
         self._entries, self._pending = self.strategy.merge_split(self.table, split)
 

@@ -83,6 +83,7 @@ def compile_job(
     carry: bool = False,
     split_flows: str = "coupled",
     ring_run_ahead_bytes: float | None = None,
+    reroute_held_bytes: float = 0.0,
 ) -> CompiledUnit:
     """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
 
@@ -97,8 +98,17 @@ def compile_job(
     ``ring_run_ahead_bytes`` (``routing.ring_run_ahead_bytes``): every ring phase is cut into sequential
     segments of at most this many bytes per hop (:func:`~ainet_gym.sim.workload.segment_rings`), so that
     independent hops run apart by at most one segment; ``None``: rings uncut.
+
+    ``reroute_held_bytes`` (``routing.reroute_held_bytes``, with ``split_flows="independent"`` only): each part
+    that loses share at a split change in flight keeps up to this many bytes on its old path, as a held part
+    (:func:`split_parts`); 0: no held parts.
     """
     _check_split_flows(split_flows, carry)
+    if reroute_held_bytes != 0 and split_flows != "independent":
+        raise ValueError(
+            f"routing.reroute_held_bytes = {reroute_held_bytes!r} with routing.split_flows = {split_flows!r}: "
+            "allowed: 0, or split_flows independent"
+        )
     gpus = np.asarray(gpus, dtype=np.int64)
     t = job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
     src = [s for s, _ in t.conn_index]
@@ -136,7 +146,7 @@ def compile_job(
         phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
         share_weight=float(job.share_weight),
     )
-    return split_parts(unit) if split_flows == "independent" else unit
+    return split_parts(unit, reroute_held_bytes) if split_flows == "independent" else unit
 
 
 def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, index: int) -> CompiledUnit:

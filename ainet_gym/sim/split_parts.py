@@ -12,14 +12,24 @@ from ainet_gym.sim.unit import NO_PATH, CompiledUnit
 __all__ = ["split_parts"]
 
 
-def split_parts(unit: CompiledUnit) -> CompiledUnit:
+def split_parts(unit: CompiledUnit, held_bytes: float = 0.0) -> CompiledUnit:
     """``unit`` with independent split parts (``routing.split_flows: independent``): after each phase's
     flows, one *part flow* per (flow, member, candidate path) of the phase, whose one member takes that path
     only. A part carries the flow's bytes on its connection's share of that path (its coefficient on the
     path's links is the connection's split fraction, as the flow's is), so it moves ``fraction x bytes`` in
     the max-min allocation at its own rate; the flow itself keeps its bytes for the books (policies,
     observations) but takes no path and moves nothing (:meth:`BatchSim.set_split` hands its bytes to its
-    parts). The phase, and so the transfer, ends when its last part does."""
+    parts). The phase, and so the transfer, ends when its last part does.
+
+    ``held_bytes`` > 0 (``routing.reroute_held_bytes``): after the parts, one *held part* per part (the same
+    flow, member and path, in the same order), whose member_path is ``max_paths`` + the path: it takes that
+    path at coefficient 1, whatever the split, and carries the bytes its part keeps on its old path at a
+    split change in flight (:meth:`BatchSim.set_split <ainet_gym.sim.batch_split.BatchSplit.set_split>`)."""
+    if not (np.isfinite(held_bytes) and held_bytes >= 0):
+        raise ValueError(
+            f"routing.reroute_held_bytes = {held_bytes!r}: allowed: a finite number of bytes >= 0"
+        )
+    P = int(unit.conn_paths.shape[1])
     fp, fb = unit.flow_phase, unit.flow_bytes
     mf, mc, npaths = unit.member_flow, unit.member_conn, unit.conn_npaths
     mem_lo = np.searchsorted(mf, np.arange(fb.shape[0] + 1))
@@ -51,6 +61,17 @@ def split_parts(unit: CompiledUnit) -> CompiledUnit:
                     flow_phase.append(k)
                     flow_bytes.append(0.0)
                     part_of.append(new_id[f])
+        if held_bytes > 0:  # then a held part per part, in the same order
+            for f in flows:
+                for m in range(mem_lo[f], mem_lo[f + 1]):
+                    c = int(mc[m])
+                    for q in range(int(npaths[c])):
+                        member_flow.append(len(flow_bytes))
+                        member_conn.append(c)
+                        member_path.append(P + q)
+                        flow_phase.append(k)
+                        flow_bytes.append(0.0)
+                        part_of.append(new_id[f])
     n = len(flow_bytes)
     return replace(
         unit,
@@ -61,4 +82,5 @@ def split_parts(unit: CompiledUnit) -> CompiledUnit:
         member_conn=np.asarray(member_conn, dtype=np.int64),
         member_path=np.asarray(member_path, dtype=np.int64),
         flow_part_of=np.asarray(part_of, dtype=np.int64),
+        held_bytes=float(held_bytes),
     )

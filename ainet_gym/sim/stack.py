@@ -37,6 +37,9 @@ class UnitStack:
     unit_nphases: np.ndarray  # (units,) int64 phases
     unit_nflows: np.ndarray  # (units,) int64 flows
     unit_nconns: np.ndarray  # (units,) int64 connections
+    # (units,) routing.reroute_held_bytes: the bytes a path part of the unit keeps on its old path at a split
+    # change in flight (0: none)
+    unit_held_bytes: np.ndarray
     phase_off: np.ndarray  # (units,) int64 first phase of each unit
     flow_off: np.ndarray  # (units,) int64 first flow of each unit
     conn_off: np.ndarray  # (units,) int64 first connection of each unit
@@ -156,6 +159,7 @@ def _unit_fields(flat: list, unit_inst: np.ndarray) -> dict[str, Any]:
         "unit_nphases": n_ph,
         "unit_nflows": n_fl,
         "unit_nconns": n_cn,
+        "unit_held_bytes": np.asarray([u.held_bytes for u in flat], dtype=np.float64),
         "phase_off": _offsets(n_ph),
         "flow_off": _offsets(n_fl),
         "conn_off": _offsets(n_cn),

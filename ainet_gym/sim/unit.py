@@ -47,6 +47,10 @@ class CompiledUnit:
     # (flows,) routing.split_flows independent: the flow (unit-local) a part flow carries a share of, -1 for
     # the flows themselves; None: no part flows
     flow_part_of: np.ndarray | None = None
+    # routing.reroute_held_bytes: the bytes each path part may keep on its old path when it loses share in
+    # flight (0: none, and no held parts). With it > 0, each part flow has a *held part* (a part flow too,
+    # whose member_path is max_paths + its path: it takes that path at coefficient 1, whatever the split)
+    held_bytes: float = 0.0
     # (phases,) routing.ring_run_ahead_bytes: the segments of the ring phase a phase is one of (its flows
     # move 1/segments of the ring's bytes per hop), 1 for every other phase; None: no ring was cut
     phase_segments: np.ndarray | None = None

@@ -81,6 +81,8 @@ class FabricWorld(WorldUnits, WorldRouting, WorldRestore):
         self.split_flows = scenario.routing.split_flows
         # routing.ring_run_ahead_bytes: rings cut into sequential segments of at most this many bytes per hop
         self.ring_run_ahead_bytes = scenario.routing.ring_run_ahead_bytes
+        # routing.reroute_held_bytes: the bytes a path part keeps on its old path at a split change in flight
+        self.reroute_held_bytes = scenario.routing.reroute_held_bytes
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0

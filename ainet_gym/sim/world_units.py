@@ -43,6 +43,7 @@ class WorldUnits:
     reroute: str
     split_flows: str
     ring_run_ahead_bytes: float | None
+    reroute_held_bytes: float
     state: WorldState
     sim: BatchSim | None
     job_unit: np.ndarray
@@ -121,6 +122,7 @@ class WorldUnits:
                 carry=self.reroute == "new_transfers",
                 split_flows=self.split_flows,
                 ring_run_ahead_bytes=self.ring_run_ahead_bytes,
+                reroute_held_bytes=self.reroute_held_bytes,
             )
         return self._unit_cache[key]
 

@@ -19,5 +19,8 @@ ROUTING_RULES: dict[str, Rule | None] = {
     "ring_run_ahead_bytes": num_rule(
         "a number of bytes per ring hop", ge=1, le=LIMITS["bytes_max"], null=True
     ),
+    "reroute_held_bytes": num_rule(
+        "a number of bytes per path part", ge=0, le=LIMITS["bytes_max"], note=" (0: none held)"
+    ),
 }
 REWARD_RULES: dict[str, Rule | None] = {"kind": enum_rule(REWARD_KINDS, "reward kind")}
