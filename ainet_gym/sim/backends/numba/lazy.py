@@ -220,13 +220,14 @@ def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, keep):  # pragma:
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_instance_start(
     b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg, e_flow, e_link,
-    e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on,
+    e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on, ks,
 ):  # fmt: skip  # pragma: no cover - compiled
     """Lazy instance ``b`` (flows ``f0:f1``) as :func:`run_interval_lazy` takes it over: its flows reset
     (:func:`reset_instance_flows`; no rate, not in the heap, none stalled; with ``grp_on`` in no group and
     every group clock free, :func:`group_reset`) and the completions due at the start made
     (:func:`zero_completed`); its phases count their flows with bytes left (``pend``), none joined;
-    :func:`resolve_incremental`'s state (``rstate``) without a valid log (the next fill is a full one)."""
+    :func:`resolve_incremental`'s state (``rstate``) without a valid log (the next fill is a full one); the
+    kept-group store ``ks`` voided (:func:`group_store_reset`: the flows' entries are this call's)."""
     reset_instance_flows(b, f0, f1, fl.act, fl.moved, fl.dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef,
                          capacity)  # fmt: skip
     for f in range(f0, f1):
@@ -244,6 +245,7 @@ def lazy_instance_start(
             if rem[f] > 0:
                 c += 1
         pend[p] = c
+    group_store_reset(ks)
     rstate[0] = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
     rstate[1] = 0
     rstate[6] = 0  # the component rule's back-off
@@ -579,7 +581,6 @@ def run_interval_lazy(
         return
     fl, rw, lk, pend, joined, rstate, cnt, gc = lazy_flow_scratch(flow_unit.shape[0], phase_state.shape[0], n_links, f_max, flow_w, grp_on)  # fmt: skip
     fs, rp = lazy_reuse_scratch(fs, rp, n_links, flow_unit.shape[0], f_max, e_max, gkeep_on)
-    gmode = 2 if gkeep_on else (1 if gfill_on else 0)
     units = UnitTable(unit_alive, unit_bg, unit_nphases, phase_off, phase_flow_lo, phase_flow_n)
     clock = UnitClock(phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait,
                       phase_lat_left, iter_start, comm_start, comm_end)  # fmt: skip
@@ -595,8 +596,8 @@ def run_interval_lazy(
             continue  # (not handed over by run_interval_numba, which zeroed the outputs and added its link bytes)
         u0, u1, f0, f1, lo, t_left = inst_unit[b], inst_unit[b + 1], inst_flow[b], inst_flow[b + 1], b * n_links, sw_t[b]  # fmt: skip
         lazy_instance_start(b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg,
-                            e_flow, e_link, e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on)  # fmt: skip
-        group_store_reset(fs.keep)  # (the flows' entries are this call's: no group of an earlier one is kept)
+                            e_flow, e_link, e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on,
+                            fs.keep)  # fmt: skip
         now = 0.0  # s since the interval start (time_s[b] is the clock, advanced by the same steps)
         hn = n_act = n_zero = n_gone = n_came = 0  # heap, active, at rate 0, left and came since a solve
         solved = back = False
@@ -620,7 +621,7 @@ def run_interval_lazy(
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
                     f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, REPAIR_LEVEL_HEAPS,
-                    REFILL_FLOW_ORDER, gmode,
+                    REFILL_FLOW_ORDER, 2 if gkeep_on else (1 if gfill_on else 0),
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True
