@@ -198,7 +198,8 @@ def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w, grp_on):  # pra
 def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, keep):  # pragma: no cover - compiled
     """The caller's fill and repair scratch (:func:`lazy_scratch`, reused from call to call), reset as
     :func:`fill_scratch` / :func:`repair_scratch` initialise them; a fresh one where it is too small (with
-    ``keep``, the kept-group fill's, its store for ``n_flows`` flows)."""
+    ``keep``, the kept-group fill's, its store for ``n_flows`` flows). The kept-group store is voided
+    (:func:`group_store_reset`): the flows' entries are this call's, fixed within it."""
     if (
         fs.link_stamp.shape[0] < n_links or fs.flow_off.shape[0] < f_max + 1 or fs.slot_flows.shape[0] < e_max
         or fs.heap_key.shape[0] < n_links + f_max + e_max + 1 or (keep and fs.keep.fgrp.shape[0] < n_flows)
@@ -206,6 +207,7 @@ def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, keep):  # pragma:
         fs = fill_scratch(n_links, f_max, e_max, n_flows if keep else 0)
     else:  # (the stamps restart with this call's ticks)
         fs.link_stamp[:n_links] = -1
+    group_store_reset(fs.keep)
     if rp.sat.shape[0] < n_links or rp.fmark.shape[0] < n_flows or rp.adj_flow.shape[0] < e_max:
         rp = repair_scratch(n_links, n_flows, e_max)
     else:
@@ -220,14 +222,13 @@ def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, keep):  # pragma:
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_instance_start(
     b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg, e_flow, e_link,
-    e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on, ks,
+    e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on,
 ):  # fmt: skip  # pragma: no cover - compiled
     """Lazy instance ``b`` (flows ``f0:f1``) as :func:`run_interval_lazy` takes it over: its flows reset
     (:func:`reset_instance_flows`; no rate, not in the heap, none stalled; with ``grp_on`` in no group and
     every group clock free, :func:`group_reset`) and the completions due at the start made
     (:func:`zero_completed`); its phases count their flows with bytes left (``pend``), none joined;
-    :func:`resolve_incremental`'s state (``rstate``) without a valid log (the next fill is a full one); the
-    kept-group store ``ks`` voided (:func:`group_store_reset`: the flows' entries are this call's)."""
+    :func:`resolve_incremental`'s state (``rstate``) without a valid log (the next fill is a full one)."""
     reset_instance_flows(b, f0, f1, fl.act, fl.moved, fl.dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef,
                          capacity)  # fmt: skip
     for f in range(f0, f1):
@@ -245,7 +246,6 @@ def lazy_instance_start(
             if rem[f] > 0:
                 c += 1
         pend[p] = c
-    group_store_reset(ks)
     rstate[0] = -1  # flows in the freeze log (-1: no valid log, the next fill is a full one)
     rstate[1] = 0
     rstate[6] = 0  # the component rule's back-off
@@ -571,7 +571,7 @@ def run_interval_lazy(
     the steps are compiled without reference counting, as :func:`run_interval_numba`'s. ``gfill_on``
     (:data:`GROUP_FILL`): the solves' heap fills over groups of flows (:func:`resolve_incremental`'s
     ``grp_fill``, issue-28zm); ``gkeep_on`` (:data:`GROUP_KEEP`): over groups kept from solve to solve (issue-28zn;
-    the store voided at each instance's start, :func:`group_store_reset`).
+    the store voided at each call, :func:`lazy_reuse_scratch`).
     """
     announce(go)
     if stats[2] != ERR_NONE:
@@ -596,8 +596,7 @@ def run_interval_lazy(
             continue  # (not handed over by run_interval_numba, which zeroed the outputs and added its link bytes)
         u0, u1, f0, f1, lo, t_left = inst_unit[b], inst_unit[b + 1], inst_flow[b], inst_flow[b + 1], b * n_links, sw_t[b]  # fmt: skip
         lazy_instance_start(b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg,
-                            e_flow, e_link, e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on,
-                            fs.keep)  # fmt: skip
+                            e_flow, e_link, e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on)  # fmt: skip
         now = 0.0  # s since the interval start (time_s[b] is the clock, advanced by the same steps)
         hn = n_act = n_zero = n_gone = n_came = 0  # heap, active, at rate 0, left and came since a solve
         solved = back = False
