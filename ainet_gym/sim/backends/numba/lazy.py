@@ -620,7 +620,7 @@ def run_interval_lazy(
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
                     f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, REPAIR_LEVEL_HEAPS,
-                    REFILL_FLOW_ORDER, 2 if gkeep_on else (1 if gfill_on else 0),
+                    REFILL_FLOW_ORDER, gfill_on + gkeep_on * (2 - gfill_on),  # (2: kept, 1: group fill, 0: off)
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True
