@@ -2,7 +2,7 @@
 
 The flat observation is a concatenation of named blocks (``EnvCore.obs_layout``: ``link_utilization``,
 ``link_capacity``, ``jobs``, ``slots``, ``background``, ``episode_progress`` and the optional ``job_phase``,
-:mod:`ainet_gym.envs.observation`). A policy network over all of them has to find the few inputs that
+:mod:`ainet_gym.envs.obs_layout`). A policy network over all of them has to find the few inputs that
 matter among thousands; on ``spine-leaf-2to1-jitter`` the lookahead's plan is predictable from the 12 numbers
 of ``job_phase`` (a k-NN vote over them imitates it), but the default network over 2,337 inputs does not learn
 to isolate them (docs/learning.md). :class:`BlockFeatures` hands the policy and value networks the columns of

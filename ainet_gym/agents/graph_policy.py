@@ -154,13 +154,9 @@ register_agent(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.graph_policy train SCENARIO --timesteps N --out graph.pt``."""
-    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
-        TRAIN_SEED_MAX,
-        OneLineParser,
-        add_out_file_args,
-        cli_out_file_refused,
-        int_arg,
-    )
+    from ainet_gym.agents.arg_types import TRAIN_SEED_MAX, int_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import add_out_file_args, cli_out_file_refused
 
     p = OneLineParser(prog="python -m ainet_gym.agents.graph_policy", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)

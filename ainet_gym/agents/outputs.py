@@ -9,45 +9,38 @@
   :func:`fresh_dir`), so repeating a plain command never collides.
 - ``--out PATH`` ending in ``.zip`` is the model file of ``train``/``demo``; any other ``--out`` is a
   directory that receives ``model.zip`` (and the results of ``evaluate``/``demo``).
+
+The rule on a module's command line (``python -m ...``) is here too (:func:`add_out_file_args`,
+:func:`cli_out_file_refused`, :func:`run_writing_module_cli`); the one-line-error parser and runner of those command
+lines are :mod:`ainet_gym.agents.module_cli`, the checked argument types :mod:`ainet_gym.agents.arg_types`.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ainet_gym.agents.module_cli import run_module_cli
+
 __all__ = [
     "MODEL_FILE",
     "RESULT_FILES",
-    "SEED_MAX",
-    "TRAIN_SEED_MAX",
-    "OneLineParser",
-    "add_episode_steps_arg",
     "add_out_file_args",
-    "add_seed_steps_args",
     "check_model_out",
     "check_out_dir",
     "check_out_file",
     "check_out_files",
     "cli_out_file_refused",
-    "float_arg",
     "fresh_dir",
-    "int_arg",
     "model_path",
     "run_stamp",
     "run_writing_module_cli",
-    "shown_text",
-    "unit_interval_arg",
 ]
 
-#: Largest episode seed (numpy's ``SeedSequence`` takes any non-negative integer; 63 bits keep it an int64).
-SEED_MAX = 2**63 - 1
-#: Largest training seed: torch and numpy's legacy seeding take 32-bit seeds (plus the episode offset).
-TRAIN_SEED_MAX = 2**31 - 1
+
 #: The model file inside an output directory.
 MODEL_FILE = "model.zip"
 #: Files ``evaluate`` writes into its output directory.
@@ -322,38 +315,6 @@ def cli_out_file_refused(
     return False
 
 
-class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line, ``PROG: error: ... (see PROG --help)``, exit 2, without
-    argparse's usage block: the parser of ``ainet-gym`` (``ainet_gym.cli.args.Parser``) and of the module
-    command lines (``python -m ainet_gym.agents.*``, ``ainet_gym.checks.*``); its subcommands' parsers are of
-    this class too (``add_subparsers`` makes them of the parent's class). ``--help`` prints the full help."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def run_module_cli(prog: str, body: Callable[[], int]) -> int:
-    """Run the command ``body`` of a module's command line (``python -m ...``) as ``ainet-gym`` runs its
-    own: the project's errors (a bad scenario, argument, model or output path: ``ValueError``, ``OSError``,
-    ``ImportError``, ``RuntimeError``, ``gymnasium.error.Error``) print one line, ``PROG: error: ...``, to
-    stderr and return 2 instead of a traceback; ``AINET_GYM_DEBUG=1`` in the environment shows the traceback."""
-    import sys
-
-    from gymnasium import error as gym_error
-
-    try:
-        return int(body() or 0)
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, OSError, ImportError, RuntimeError, gym_error.Error) as e:
-        if os.environ.get("AINET_GYM_DEBUG", "") not in ("", "0"):
-            raise
-        text = " ".join(str(e).split()) or type(e).__name__
-        print(f"{prog}: error: {text}", file=sys.stderr)
-        return 2
-
-
 def run_writing_module_cli(
     prog: str,
     body: Callable[[], int],
@@ -377,85 +338,3 @@ def add_out_file_args(
     None: none), and ``--overwrite`` (replace it if it exists), which :func:`cli_out_file_refused` checks."""
     parser.add_argument(flag, default=None, required=required, help=help)
     parser.add_argument("--overwrite", action="store_true", help=f"replace {flag} if it exists")
-
-
-def shown_text(text: str) -> str:
-    """``text`` as an error message shows it: whole up to 40 characters, else its start and its length."""
-    return text if len(text) <= 40 else f"{text[:20]}... ({len(text):,} characters)"
-
-
-def int_arg(lo: int, hi: int | None = None) -> type:
-    """An argparse type: an integer in [lo, hi] (no upper bound if ``hi`` is None)."""
-
-    def parse(text: str) -> int:
-        rng = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
-        shown = shown_text(text)
-        if len(text.strip()) > 100:  # Python refuses integers above 4,300 digits; none fits a flag
-            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
-        try:
-            v = int(text, 10)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{shown!r} is not an integer") from None
-        if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {rng}")
-        return v
-
-    parse.__name__ = "integer"
-    return parse  # type: ignore[return-value]
-
-
-def add_seed_steps_args(parser: argparse.ArgumentParser, steps_help: str) -> None:
-    """``--seed`` (an episode seed in [0, SEED_MAX], default 0) and ``--steps`` (decision intervals in [1,
-    1e7], default None): the pair of the two crosscheck command lines (``ainet-gym crosscheck`` and ``python -m
-    ainet_gym.checks.crosscheck``), declared once so that their ranges stay the same."""
-    parser.add_argument("--seed", type=int_arg(0, SEED_MAX), default=0)
-    parser.add_argument("--steps", type=int_arg(1, 10_000_000), default=None, help=steps_help)
-
-
-def add_episode_steps_arg(parser: argparse.ArgumentParser) -> None:
-    """``--steps``, the intervals of each episode (an integer >= 1; default None: the scenario's
-    ``episode_steps``), as the commands that play episodes of several policies take it (``ainet-gym
-    leaderboard``, ``python -m ainet_gym.agents.twin sweep``, ``python -m ainet_gym.checks.reroute``)."""
-    parser.add_argument(
-        "--steps", type=int_arg(1), default=None, help="intervals per episode (default: the scenario's)"
-    )
-
-
-def float_arg(what: str, *, zero_ok: bool = False, negative_ok: bool = False, inf_ok: bool = False) -> type:
-    """An argparse type: a finite number > 0 (>= 0 with ``zero_ok``; any finite number with ``negative_ok``;
-    ``inf`` too with ``inf_ok``; ``what`` names it in the message). NaN is always refused."""
-    bound = "" if negative_ok else (" >= 0" if zero_ok else " > 0")
-    kind = "a number (inf allowed)" if inf_ok else "a finite number"
-
-    def parse(text: str) -> float:
-        shown = shown_text(text)
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{shown!r} is not a number; expected {what}{bound}") from None
-        bad_sign = not negative_ok and (v < 0 or (v == 0 and not zero_ok))
-        if math.isnan(v) or (math.isinf(v) and not inf_ok) or bad_sign:
-            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {what}, {kind}{bound}")
-        return v
-
-    parse.__name__ = what
-    return parse  # type: ignore[return-value]
-
-
-def unit_interval_arg(what: str) -> type:
-    """An argparse type: a number in (0, 1] (a discount factor, a share)."""
-
-    def parse(text: str) -> float:
-        shown = shown_text(text)
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{shown!r} is not a number; expected {what} in (0, 1]"
-            ) from None
-        if not 0 < v <= 1:  # also refuses nan
-            raise argparse.ArgumentTypeError(f"{shown} is out of range; allowed: {what}, a number in (0, 1]")
-        return v
-
-    parse.__name__ = what
-    return parse  # type: ignore[return-value]

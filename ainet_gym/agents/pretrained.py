@@ -276,11 +276,8 @@ register_agent(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.pretrained export|list``."""
-    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
-        TRAIN_SEED_MAX,
-        OneLineParser,
-        int_arg,
-    )
+    from ainet_gym.agents.arg_types import TRAIN_SEED_MAX, int_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
 
     p = OneLineParser(prog="python -m ainet_gym.agents.pretrained", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -303,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--out", default=None, help="default: ainet_gym/pretrained/<scenario>.zip (.npz)")
     sub.add_parser("list", help="the shipped checkpoints")
     a = p.parse_args(argv)
-    from ainet_gym.agents.outputs import run_module_cli
+    from ainet_gym.agents.module_cli import run_module_cli
 
     return run_module_cli(f"python -m ainet_gym.agents.pretrained {a.cmd}", lambda: _run(a, p))
 

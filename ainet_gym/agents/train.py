@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.train select FOLDER SCENARIO --seeds 100-199``: the checkpoint of
     ``FOLDER`` (``ainet-gym train --save-every``) with the best mean GPU utilisation on validation seeds."""
     from ainet_gym.agents.evaluate import parse_seeds
-    from ainet_gym.agents.outputs import OneLineParser, run_module_cli  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.module_cli import OneLineParser, run_module_cli  # one-line errors, as ainet-gym's
 
     p = OneLineParser(prog="python -m ainet_gym.agents.train", description=main.__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)

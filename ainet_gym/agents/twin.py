@@ -258,13 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     sweep behind :data:`DEFAULT_K` and :data:`DEFAULT_H`."""
     import json
 
+    from ainet_gym.agents.arg_types import add_episode_steps_arg
     from ainet_gym.agents.evaluate import parse_seeds
-    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
-        OneLineParser,
-        add_episode_steps_arg,
-        add_out_file_args,
-        run_writing_module_cli,
-    )
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import add_out_file_args, run_writing_module_cli
 
     p = OneLineParser(prog="python -m ainet_gym.agents.twin", description=main.__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)

@@ -185,7 +185,7 @@ class TwinPlanning:
             return SWITCHED[name][0]
         if not name.startswith("predictive-"):
             return plan_policy(name)  # a router of POLICIES or an extra plan (isolate{j}+bg)
-        from ainet_gym.agents.predictive import PredictiveRouter
+        from ainet_gym.agents.predictive_router import PredictiveRouter
 
         router = PredictiveRouter.of_core(
             core, name.removeprefix("predictive-").removesuffix("+bg"), name.endswith("+bg")

@@ -205,7 +205,8 @@ def report(r: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: see the module docstring."""
-    from ainet_gym.agents.outputs import OneLineParser, float_arg, int_arg  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.arg_types import float_arg, int_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.bench.vs_simgrid", description=__doc__.split("\n")[0])
     ap.add_argument("--gpus", type=int_arg(1), default=1024)

@@ -151,7 +151,8 @@ def _verdicts(res: CheckResult, cluster: LoopbackCluster, ckpt_root: Path) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.arg_types import int_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.cluster", description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", default=None, help="where the nodes' temp dirs, logs and checkpoints go "

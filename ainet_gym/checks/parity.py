@@ -187,7 +187,8 @@ def _shipped() -> list[Any]:
 
 def parity_main(argv: Sequence[str] | None = None) -> int:
     """Command line of the full parity sweep (see the module docstring)."""
-    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.arg_types import int_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.parity", description=__doc__.splitlines()[0])
     ap.add_argument("scenarios", nargs="*", help="scenario names or paths (default: every shipped one)")
@@ -209,7 +210,7 @@ def parity_main(argv: Sequence[str] | None = None) -> int:
         "always, -1 never (default: the kernel's, ainet_gym.sim.backends.numba.settings.INCREMENTAL_MIN_FLOWS)",
     )
     args = ap.parse_args(argv)
-    from ainet_gym.agents.outputs import run_module_cli
+    from ainet_gym.agents.module_cli import run_module_cli
 
     return run_module_cli("python -m ainet_gym.checks.parity", lambda: _parity_run(args))
 

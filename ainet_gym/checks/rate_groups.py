@@ -270,7 +270,8 @@ def rate_groups_main(argv: Sequence[str] | None = None) -> int:
     """The command: the bench's AllToAll instance (``--gpus``, ``--jobs`` x ``--job-gpus``), static ECMP from
     reset; the intervals before ``--interval`` on the compiled backend (numpy without numba), then that
     interval on the numpy backend, traced for at most ``--events`` events."""
-    from ainet_gym.agents.outputs import OneLineParser, int_arg  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.arg_types import int_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.rate_groups", description=__doc__.split("\n")[0])
     ap.add_argument("--gpus", type=int_arg(1), default=1024)
@@ -281,7 +282,7 @@ def rate_groups_main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--events", type=int_arg(1), default=1000, help="at most this many events of it")
     a = ap.parse_args(argv)
-    from ainet_gym.agents.outputs import run_module_cli
+    from ainet_gym.agents.module_cli import run_module_cli
 
     return run_module_cli("python -m ainet_gym.checks.rate_groups", lambda: _rate_groups_run(a))
 

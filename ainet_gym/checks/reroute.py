@@ -88,12 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     flight"."""
     import json
 
-    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
-        OneLineParser,
-        add_episode_steps_arg,
-        add_out_file_args,
-        run_writing_module_cli,
-    )
+    from ainet_gym.agents.arg_types import add_episode_steps_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import add_out_file_args, run_writing_module_cli
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.reroute", description=main.__doc__)
     ap.add_argument("--scenarios", required=True, help="comma list of scenario names or paths")

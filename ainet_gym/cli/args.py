@@ -11,17 +11,17 @@ import argparse
 import importlib
 from collections.abc import Callable
 
-from ainet_gym.agents.outputs import (
+from ainet_gym.agents.arg_types import (
     SEED_MAX,
     TRAIN_SEED_MAX,
-    OneLineParser,
     add_episode_steps_arg,
     add_seed_steps_args,
     float_arg,
     int_arg,
     unit_interval_arg,
 )
-from ainet_gym.agents.outputs import shown_text as _shown
+from ainet_gym.agents.arg_types import shown_text as _shown
+from ainet_gym.agents.module_cli import OneLineParser
 
 __all__ = [
     "SCENARIO",
@@ -54,7 +54,7 @@ TRUST = (
 
 
 #: An ArgumentParser whose errors are one line (``ainet-gym CMD: error: ...``, exit 2); the module command
-#: lines share it from the light ``ainet_gym.agents.outputs`` (no import of this package).
+#: lines share it from the light ``ainet_gym.agents.module_cli`` (no import of this package).
 Parser = OneLineParser
 
 

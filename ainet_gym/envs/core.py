@@ -5,8 +5,10 @@ vector env over the same core, so the two cannot drift apart.
 
 The core's concerns live in modules of their own, as its base classes: :mod:`ainet_gym.envs.agent_api`
 (the read-only API for agents), :mod:`ainet_gym.envs.share_weights` (share weights),
-:mod:`ainet_gym.envs.actions` (checking and decoding actions), :mod:`ainet_gym.envs.observation` (spaces and
-observation blocks) and :mod:`ainet_gym.envs.info` (the info dict); this module keeps the state
+:mod:`ainet_gym.envs.actions` (checking and decoding actions), :mod:`ainet_gym.envs.spaces` (the action and
+observation spaces), :mod:`ainet_gym.envs.observation` (the observation; its bases in
+:mod:`ainet_gym.envs.obs_compiled` and :mod:`ainet_gym.envs.obs_blocks`, its layout :mod:`ainet_gym.envs.obs_layout`)
+and :mod:`ainet_gym.envs.info` (the info dict); this module keeps the state
 (construction, reset, snapshot and restore) and the step. The step and the reset as functions
 of the episode state are :mod:`ainet_gym.envs.functional`.
 """
@@ -30,15 +32,13 @@ from ainet_gym.envs.actions import (
 from ainet_gym.envs.agent_api import EnvAgentAPI
 from ainet_gym.envs.functional import step, step_split
 from ainet_gym.envs.info import BUILTIN_REWARDS, INFO_KEYS, EnvInfo, check_info_keys
-from ainet_gym.envs.observation import (
-    OBSERVATION_MODES,
-    EnvObservation,
-    check_obs_features,
-)
+from ainet_gym.envs.obs_layout import OBSERVATION_MODES, check_obs_features
+from ainet_gym.envs.observation import EnvObservation
 from ainet_gym.envs.passes import EnvPasses, get_passes
 from ainet_gym.envs.rewards import RewardFn, make_reward
 from ainet_gym.envs.share_weights import EnvShareWeights
 from ainet_gym.envs.slots import SlotLayout, SlotMaps, background_connections
+from ainet_gym.envs.spaces import EnvSpaces
 from ainet_gym.envs.state import (
     EnvSnapshot,
     EnvState,
@@ -105,7 +105,7 @@ def _choose_plans(action_mode: str, extra_plans: Sequence[str]) -> tuple[str | N
     return None, ()
 
 
-class EnvCore(EnvAgentAPI, EnvShareWeights, EnvActions, EnvObservation, EnvInfo):
+class EnvCore(EnvAgentAPI, EnvShareWeights, EnvActions, EnvSpaces, EnvObservation, EnvInfo):
     """Batched observation / action / reward logic over a :class:`FabricWorld`.
 
     The episode state lives in four containers (:mod:`ainet_gym.envs.state`): :attr:`state` (the core's

@@ -4,8 +4,8 @@ of AI training jobs over a fabric.
 This module defines nothing: it re-exports, by name, the envs' modules of one concern (issue 31):
 
 - :mod:`ainet_gym.envs.core`: :class:`EnvCore`, everything batched over ``batch`` instances of one
-  scenario (its actions, observation and info are its base classes in :mod:`ainet_gym.envs.actions`,
-  :mod:`ainet_gym.envs.observation` and :mod:`ainet_gym.envs.info`);
+  scenario (its actions, spaces, observation and info are its base classes in :mod:`ainet_gym.envs.actions`,
+  :mod:`ainet_gym.envs.spaces`, :mod:`ainet_gym.envs.observation` and :mod:`ainet_gym.envs.info`);
 - :mod:`ainet_gym.envs.gym_env`: :class:`FabricRoutingEnv`, the single env (``batch = 1``), the
   ``entry_point`` of every registered id (``ainet_gym.envs.env:FabricRoutingEnv``);
 - :mod:`ainet_gym.envs.functional`: the step and the reset as functions of the episode state
@@ -13,7 +13,8 @@ This module defines nothing: it re-exports, by name, the envs' modules of one co
 - :mod:`ainet_gym.envs.state`: :class:`EnvSnapshot` (beside the episode state's containers);
 - :mod:`ainet_gym.envs.reset_options`: the reset options the envs refuse.
 
-The constants and helpers of actions.py, observation.py and info.py that it listed stay importable from here.
+The constants and helpers of actions.py, obs_layout.py (the observation's block layout, out of observation.py
+since issue-31zz) and info.py that it listed stay importable from here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ainet_gym.envs.core import EnvCore
 from ainet_gym.envs.functional import StepOutput, reset, step, step_split, step_state
 from ainet_gym.envs.gym_env import FabricRoutingEnv
 from ainet_gym.envs.info import INFO_KEYS
-from ainet_gym.envs.observation import (
+from ainet_gym.envs.obs_layout import (
     BG_FEATURES,
     JOB_FEATURES,
     OBS_FEATURE_BLOCKS,

@@ -29,7 +29,7 @@ class EnvPasses(Protocol):
     name: str
     #: whether the observation (and the per-job info) is written by the compiled passes, the link history
     #: pushed on the kernel threads right after each range's interval
-    #: (:class:`~ainet_gym.envs.observation.EarlyBlocks`); else the numpy observation after the step
+    #: (:class:`~ainet_gym.envs.obs_compiled.EarlyBlocks`); else the numpy observation after the step
     compiled_observation: bool
 
     def fuses_decode(self, action_mode: str, n_paths: int) -> bool:

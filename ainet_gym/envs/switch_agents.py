@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ainet_gym.envs.core import EnvCore
-from ainet_gym.envs.observation import obs_layout, squash
+from ainet_gym.envs.obs_layout import obs_layout, squash
 from ainet_gym.errors import check_choice
 from ainet_gym.sim.world import StepResult
 

@@ -36,8 +36,9 @@ def register_predictive_router(factory: PredictiveRouterFactory) -> None:
     """Make ``factory`` the one the ``predictive-*`` entries of :data:`POLICIES` call.
 
     The predictive router fits its forecaster on simulated episodes of the scenario, so it lives with the
-    agents (:class:`ainet_gym.agents.predictive.PredictiveRouter`), after routing in the pipeline; that module
-    registers it here when imported (importing ``ainet_gym`` imports it), so routing never imports up."""
+    agents (:class:`ainet_gym.agents.predictive_router.PredictiveRouter`), after routing in the pipeline; that
+    module registers it here when imported (importing ``ainet_gym`` imports it, through
+    ``ainet_gym.agents.predictive``), so routing never imports up."""
     _PREDICTIVE_ROUTER[:] = [factory]
 
 
@@ -52,7 +53,7 @@ def predictive_router_factory() -> PredictiveRouterFactory:
     """
     if not _PREDICTIVE_ROUTER:
         raise RuntimeError(
-            "the predictive-* policies need the predictive router of ainet_gym.agents.predictive, which "
+            "the predictive-* policies need the predictive router of ainet_gym.agents.predictive_router, which "
             "registers it when imported: import ainet_gym (or ainet_gym.agents.predictive) first"
         )
     return _PREDICTIVE_ROUTER[0]
@@ -61,7 +62,7 @@ def predictive_router_factory() -> PredictiveRouterFactory:
 class PredictivePolicy:
     """An engine-level predict-then-route policy (``predictive-greedy``, ``predictive-lp`` and their
     ``+bg`` versions): the registered router (:func:`register_predictive_router`,
-    :class:`ainet_gym.agents.predictive.PredictiveRouter`) per world, made (and its forecaster fitted, once
+    :class:`ainet_gym.agents.predictive_router.PredictiveRouter`) per world, made (and its forecaster fitted, once
     per process and scenario) on the first call with that world.
 
     Each call with a new ``last`` result pushes that interval's base load into the forecaster's lags,

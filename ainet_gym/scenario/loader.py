@@ -8,7 +8,8 @@ The schema is the one of docs/scenarios.md ("Schema")::
     dynamics: {episode_steps, decision_interval_ms,
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
-    routing:  {max_paths, qps_per_connection, reroute, split_flows, ring_run_ahead_bytes, reroute_held_bytes}
+    routing:  {max_paths, qps_per_connection, reroute, split_flows, ring_run_ahead_bytes, reroute_held_bytes,
+               reroute_held_weight, part_share}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message
@@ -243,7 +244,32 @@ def _parse_routing(ctx: Context, top: Mapping[str, Any], jobs: list[JobSpec]) ->
             "0 (omit it), or routing.split_flows: independent",
             routing.reroute_held_bytes,
         )
+    _check_part_share(ctx, routing)
     return routing
+
+
+def _check_part_share(ctx: Context, routing: RoutingSpec) -> None:
+    """``routing.part_share: per_part`` only with ``split_flows: independent`` (a coupled flow has no path parts)
+    and with held parts at coefficient 1 (``reroute_held_weight: one``; ``part`` weighs a held part by its part's
+    fraction, which per_part parts do not have on a link)."""
+    if routing.part_share == "fraction":
+        return
+    if routing.split_flows != "independent":
+        ctx.fail(
+            "routing.part_share",
+            f"{routing.part_share!r} shares a link per path part, but routing.split_flows is "
+            f"{routing.split_flows!r} (one flow over all its paths, no parts)",
+            "fraction (omit it), or routing.split_flows: independent",
+            routing.part_share,
+        )
+    if routing.reroute_held_bytes > 0 and routing.reroute_held_weight != "one":
+        ctx.fail(
+            "routing.part_share",
+            f"{routing.part_share!r} cannot be combined with routing.reroute_held_weight "
+            f"{routing.reroute_held_weight!r}: under per_part every part, a held one too, weighs 1",
+            "fraction, or routing.reroute_held_weight: one",
+            routing.part_share,
+        )
 
 
 def _check_ring_run_ahead(ctx: Context, routing: RoutingSpec, jobs: list[JobSpec]) -> None:

@@ -42,6 +42,16 @@ REROUTE_MODES = ("in_flight", "new_transfers")
 #: allocation, with its share of the bytes, and a transfer ends with its last part: the parts of a split, and
 #: the hops of a ring, then run at their own rates (docs/fidelity-learning.md, "Independent split parts").
 SPLIT_FLOWS_MODES = ("coupled", "independent")
+#: What a held part of ``routing.reroute_held_bytes`` weighs on its path's links (``routing.reroute_held_weight``):
+#: ``one`` (the default) a coefficient of 1, a whole connection's share; ``part`` the fraction its path part had
+#: just before the split change that handed it bytes, so it shares a link as that sub-flow did
+#: (docs/model.md, "Held bytes at a route change").
+REROUTE_HELD_WEIGHTS = ("one", "part")
+#: How a path part of ``routing.split_flows: independent`` shares a link (``routing.part_share``): ``fraction``
+#: (the default) a part of fraction f is a flow of coefficient f carrying all its connection's bytes, so it gets
+#: f of a connection's share; ``per_part`` a part of fraction f > 0 is a flow of coefficient 1 carrying f of the
+#: bytes, a whole connection's share, as one TCP connection per path (docs/model.md, "How split parts share a link").
+PART_SHARES = ("fraction", "per_part")
 
 # Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
 #  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
@@ -230,6 +240,12 @@ class RoutingSpec:
     # loses share keeps up to this many of its bytes on its old path, as a held part of its own (the bytes a
     # sub-flow has queued in the network, bounded by its window); 0: none (every remaining byte is re-split)
     reroute_held_bytes: float = 0.0
+    # with reroute_held_bytes > 0: a held part's coefficient on its path, one of REROUTE_HELD_WEIGHTS (one: 1;
+    # part: its part's fraction before the change that handed it bytes); no effect without held bytes
+    reroute_held_weight: str = "one"
+    # with split_flows independent: how a path part shares a link, one of PART_SHARES (fraction: coefficient f,
+    # all the bytes; per_part: coefficient 1, f of the bytes)
+    part_share: str = "fraction"
 
 
 @dataclass(frozen=True)

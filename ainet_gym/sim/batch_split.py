@@ -70,7 +70,13 @@ class BatchSplit:
         self.held = parts[held]
         self.parts = parts[~held]
         self.held_cap = stack.unit_held_bytes[stack.flow_unit[self.held]]
+        # routing.reroute_held_weight part: the held parts whose coefficient is their part's old fraction
+        self.held_part = stack.unit_held_part[stack.flow_unit[self.held]]
         self._held_ones = np.ones((stack.n_conns, P)) if self.held.size else None
+        # routing.part_share per_part: the connections whose part flows weigh 1 (where their path has a share)
+        # and carry their fraction of the bytes (None: every part at its fraction, the default)
+        one = stack.unit_part_one[stack.conn_unit]
+        self._conn_one = one if one.any() else None
         if not self.parts.size:
             return
         first = np.searchsorted(stack.member_flow, self.parts)
@@ -96,7 +102,11 @@ class BatchSplit:
         as the replay moves a connection's unsent bytes; the other parts keep their remainders. A part whose
         path has no share starts each iteration with nothing (``engine_state.flow_reset``). With
         ``routing.reroute_held_bytes``, a part that loses share keeps some of its bytes on its old path first,
-        in its held part (:meth:`_hold`), and only the rest is handed out again."""
+        in its held part (:meth:`_hold`), and only the rest is handed out again.
+
+        ``routing.part_share: per_part``: a part's remainder is its bytes on its path (not its connection's),
+        so the bytes a group has left are its parts' remainders summed, and a part of fraction f is handed f of
+        the group's bytes (and f of its flow's bytes at each iteration's start)."""
         p = self.parts
         if not p.size:
             return
@@ -105,41 +115,77 @@ class BatchSplit:
         f_new = np.asarray(split, dtype=np.float64)[c, q]
         rem = st.rem[p]
         n_g = int(g[-1]) + 1
+        one = None if self._conn_one is None else self._conn_one[c]  # routing.part_share per_part
         if es.part_split is None:  # no earlier split known: each group's least advanced part
             left = np.zeros(n_g)
-            np.maximum.at(left, g, rem)
+            np.maximum.at(left, g, np.where(one, 0.0, rem) if one is not None else rem)
+            if one is not None:  # per_part: a part's remainder is its bytes on its path
+                left += np.bincount(g, weights=np.where(one, rem, 0.0), minlength=n_g)
             changed = np.ones(n_g, dtype=bool)
         else:
             f_old = es.part_split[c, q]
-            left = np.bincount(g, weights=f_old * rem, minlength=n_g)
+            on_path = f_old * rem if one is None else np.where(one, rem, f_old * rem)
+            left = np.bincount(g, weights=on_path, minlength=n_g)
             changed = np.bincount(g, weights=np.abs(f_new - f_old) > SPLIT_TOL, minlength=n_g) > 0
         own = np.zeros(n_g)
         own[g] = st.rem[par]  # a flow's own remainder, handed to its parts
         if self.held.size and es.part_split is not None:  # routing.reroute_held_bytes
-            left = np.maximum(left - self._hold(f_old, f_new, rem, changed & (own == 0)), 0.0)
+            left = np.maximum(left - self._hold(f_old, f_new, on_path, changed & (own == 0)), 0.0)
         changed |= own > 0
         left += own
-        st.rem[p] = np.where(changed[g], np.where(f_new > 0, left[g], 0.0), rem)
+        if one is None:
+            st.rem[p] = np.where(changed[g], np.where(f_new > 0, left[g], 0.0), rem)
+            es.flow_reset[p] = np.where(f_new > 0, self.flow_bytes[par], 0.0)
+        else:  # per_part: a part of fraction f carries f of the bytes
+            scale = np.where(one, f_new, (f_new > 0) * 1.0)
+            st.rem[p] = np.where(changed[g], scale * left[g], rem)
+            es.flow_reset[p] = scale * self.flow_bytes[par]
         st.rem[par] = 0.0
-        es.flow_reset[p] = np.where(f_new > 0, self.flow_bytes[par], 0.0)
         es.flow_reset[par] = 0.0
         es.part_split = np.array(split, dtype=np.float64)
 
-    def _hold(self, f_old: np.ndarray, f_new: np.ndarray, rem: np.ndarray, changed: np.ndarray) -> np.ndarray:
+    def _hold(
+        self, f_old: np.ndarray, f_new: np.ndarray, on_path: np.ndarray, changed: np.ndarray
+    ) -> np.ndarray:
         """``routing.reroute_held_bytes`` at a split change in flight (:meth:`_hand_parts`): each part of a
         ``changed`` group whose path loses share (``f_new < f_old``), in a phase moving its bytes (running,
         latency paid), keeps min(room, its bytes on the path) on that path as its held part's bytes, where its
-        bytes on the path are ``f_old x rem`` and room is the held bytes less what its held part still holds
+        bytes on the path (``on_path``) are ``f_old x rem`` (``rem`` under ``routing.part_share: per_part``)
+        and room is the held bytes less what its held part still holds
         (a part's held bytes never exceed the setting). Returns (groups,) the bytes each group's parts kept,
-        which the re-split does not hand out again."""
+        which the re-split does not hand out again. With ``routing.reroute_held_weight: part`` the held parts
+        weigh ``engine_state.held_weight`` (:meth:`_reweigh_held`)."""
         st = self.state
         ph = self.flow_gphase[self.part_parent]
         moving = (st.phase_state[ph] == RUNNING) & (st.phase_lat_left[ph] <= 0)
         loses = changed[self.part_group] & moving & (f_new < f_old - SPLIT_TOL)
-        room = np.maximum(self.held_cap - st.rem[self.held], 0.0)
-        keep = np.where(loses, np.minimum(room, f_old * rem), 0.0)
-        st.rem[self.held] += keep
+        hw = self.engine_state.held_weight
+        w = None if hw is None else np.where(self.held_part, hw[self.part_conn, self.part_path], 1.0)
+        held_now = st.rem[self.held] if w is None else st.rem[self.held] * w  # bytes on the path
+        room = np.maximum(self.held_cap - held_now, 0.0)
+        keep = np.where(loses, np.minimum(room, on_path), 0.0)
+        if w is None:
+            st.rem[self.held] += keep
+        else:
+            self._reweigh_held(w, held_now, keep, f_old)
         return np.bincount(self.part_group, weights=keep, minlength=int(self.part_group[-1]) + 1)
+
+    def _reweigh_held(self, w: np.ndarray, held_now: np.ndarray, keep: np.ndarray, f_old: np.ndarray) -> None:
+        """``routing.reroute_held_weight: part`` (:meth:`_hold`): every (connection, path) on which a held part
+        of a ``part`` unit is handed bytes (``keep`` > 0) now weighs ``f_old``, the fraction its path had
+        before this change (> 0, as the path lost share), and the held parts of those (connection, path)s
+        store their bytes (``held_now`` + ``keep``, bytes on the path) as bytes / that weight: a held part
+        still carries exactly its held bytes, at the rate a part of that fraction gets. Elsewhere nothing
+        changes (``w``: each held part's weight before)."""
+        es, st = self.engine_state, self.state
+        c, q = self.part_conn, self.part_path
+        hw = np.array(es.held_weight, dtype=np.float64)
+        new = self.held_part & (keep > 0)
+        hw[c[new], q[new]] = f_old[new]  # parts of one (connection, path) share its old fraction
+        es.held_weight = hw
+        w_new = np.where(self.held_part, hw[c, q], 1.0)
+        moved = (keep > 0) | (w_new != w)
+        st.rem[self.held] = np.where(moved, (held_now + keep) / w_new, st.rem[self.held])
 
     def member_share(self) -> np.ndarray | None:
         """(members,) the share of its flow's moved bytes each member carries on its connection: the part
@@ -147,9 +193,17 @@ class BatchSplit:
         None without part flows (every member carries all of its flow's)."""
         if not self.parts.size:
             return None
-        out = np.ones(self.member_flow.shape[0])  # a held part carries its bytes at coefficient 1
+        out = np.ones(self.member_flow.shape[0])  # a held part carries its bytes at coefficient 1 ...
         first = np.searchsorted(self.member_flow, self.parts)
-        out[first] = np.asarray(self.engine_state.split, dtype=np.float64)[self.part_conn, self.part_path]
+        out[first] = np.asarray(self._coefficients(self.engine_state.split), dtype=np.float64)[
+            self.part_conn, self.part_path
+        ]  # routing.part_share per_part: 1 where the path has a share (the part's bytes are its path's)
+        hw = self.engine_state.held_weight
+        if (
+            hw is not None
+        ):  # ... or, routing.reroute_held_weight part, at its (connection, path)'s held weight
+            hm = np.searchsorted(self.member_flow, self.held)
+            out[hm] = np.where(self.held_part, hw[self.part_conn, self.part_path], 1.0)
         return out
 
     # ------------------------------------------------------------------ routing
@@ -239,13 +293,24 @@ class BatchSplit:
         self._e_lperm = None
         self._entries = None
         es = self.engine_state
-        split = es.split
+        split = self._coefficients(es.split)
         if es.pinned is not None:  # rows [split | pinned] (see _build_entry_table)
             split = np.concatenate([np.asarray(split, dtype=np.float64), es.pinned], axis=1)
         elif self._held_ones is not None:  # rows [split | ones]: held parts (routing.reroute_held_bytes)
-            split = np.concatenate([np.asarray(split, dtype=np.float64), self._held_ones], axis=1)
+            # (routing.reroute_held_weight part: [split | held_weight], each held part at its held weight)
+            held = self._held_ones if es.held_weight is None else es.held_weight
+            split = np.concatenate([np.asarray(split, dtype=np.float64), held], axis=1)
         # the backend merges now (numpy) or leaves a pass for the interval's kernel threads (numba)
         self._entries, self._pending = self.strategy.merge_split(self.table, split)
+
+    def _coefficients(self, split: np.ndarray) -> np.ndarray:
+        """The coefficients the split rows give their members: ``split`` itself, except on the connections of
+        ``routing.part_share: per_part`` units, where a path with a share weighs 1 (its part flow carries that
+        share of the bytes, :meth:`_hand_parts`) and a path without one 0."""
+        if self._conn_one is None:
+            return split
+        s = np.asarray(split, dtype=np.float64)
+        return np.where(self._conn_one[:, None], (s > 0) * 1.0, s)
 
     def set_split_fused(
         self, kernel: Callable[..., object], args: tuple, out: np.ndarray, defer: bool = False

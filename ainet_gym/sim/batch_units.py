@@ -107,6 +107,8 @@ class BatchUnits:
     batch: int
     fabric: Fabric
     parts: np.ndarray
+    held: np.ndarray
+    held_part: np.ndarray
     carry_flows: np.ndarray
     _pending: Pending | None
     state: SimState
@@ -178,7 +180,16 @@ class BatchUnits:
             ),
             switch_cost=_switch_state(self.batch),
             unit_weight=_weights_or_none(_default_weights(stack.flat_units)),
+            held_weight=self._initial_held_weight(shape, None if old is None else old.held_weight),
         )
+
+    def _initial_held_weight(self, shape: tuple[int, int], old: np.ndarray | None) -> np.ndarray | None:
+        """``EngineState.held_weight`` of freshly stacked units: None unless a unit's held parts take their
+        part's weight (``routing.reroute_held_weight: part``); kept over a restack with the same connections
+        (as ``part_split``, with the held bytes the surviving units carry), else 1 everywhere."""
+        if not (self.held.size and self.held_part.any()):
+            return None
+        return old.copy() if old is not None and old.shape == shape else np.ones(shape)
 
     @staticmethod
     def initial_units(fabric: Fabric, units: list[list[CompiledUnit]], time_s: np.ndarray) -> UnitSnapshot:

@@ -84,6 +84,8 @@ def compile_job(
     split_flows: str = "coupled",
     ring_run_ahead_bytes: float | None = None,
     reroute_held_bytes: float = 0.0,
+    reroute_held_weight: str = "one",
+    part_share: str = "fraction",
 ) -> CompiledUnit:
     """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
 
@@ -101,13 +103,20 @@ def compile_job(
 
     ``reroute_held_bytes`` (``routing.reroute_held_bytes``, with ``split_flows="independent"`` only): each part
     that loses share at a split change in flight keeps up to this many bytes on its old path, as a held part
-    (:func:`split_parts`); 0: no held parts.
+    (:func:`split_parts`); 0: no held parts. ``reroute_held_weight`` (``routing.reroute_held_weight``): a held
+    part's coefficient, ``"one"`` (1) or ``"part"`` (its part's fraction before the change). ``part_share``
+    (``routing.part_share``, ``"per_part"`` with ``split_flows="independent"`` only): how a part shares a link.
     """
     _check_split_flows(split_flows, carry)
     if reroute_held_bytes != 0 and split_flows != "independent":
         raise ValueError(
             f"routing.reroute_held_bytes = {reroute_held_bytes!r} with routing.split_flows = {split_flows!r}: "
             "allowed: 0, or split_flows independent"
+        )
+    if part_share != "fraction" and split_flows != "independent":
+        raise ValueError(
+            f"routing.part_share = {part_share!r} with routing.split_flows = {split_flows!r}: "
+            "allowed: fraction, or split_flows independent"
         )
     gpus = np.asarray(gpus, dtype=np.int64)
     t = job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
@@ -146,7 +155,11 @@ def compile_job(
         phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
         share_weight=float(job.share_weight),
     )
-    return split_parts(unit, reroute_held_bytes) if split_flows == "independent" else unit
+    return (
+        split_parts(unit, reroute_held_bytes, reroute_held_weight, part_share)
+        if split_flows == "independent"
+        else unit
+    )
 
 
 def compile_background(fabric: Fabric, bg: BackgroundSpec, gpus: np.ndarray, index: int) -> CompiledUnit:

@@ -7,12 +7,15 @@ from dataclasses import replace
 
 import numpy as np
 
+from ainet_gym.scenario.spec import PART_SHARES, REROUTE_HELD_WEIGHTS
 from ainet_gym.sim.unit import NO_PATH, CompiledUnit
 
 __all__ = ["split_parts"]
 
 
-def split_parts(unit: CompiledUnit, held_bytes: float = 0.0) -> CompiledUnit:
+def split_parts(
+    unit: CompiledUnit, held_bytes: float = 0.0, held_weight: str = "one", part_share: str = "fraction"
+) -> CompiledUnit:
     """``unit`` with independent split parts (``routing.split_flows: independent``): after each phase's
     flows, one *part flow* per (flow, member, candidate path) of the phase, whose one member takes that path
     only. A part carries the flow's bytes on its connection's share of that path (its coefficient on the
@@ -24,10 +27,25 @@ def split_parts(unit: CompiledUnit, held_bytes: float = 0.0) -> CompiledUnit:
     ``held_bytes`` > 0 (``routing.reroute_held_bytes``): after the parts, one *held part* per part (the same
     flow, member and path, in the same order), whose member_path is ``max_paths`` + the path: it takes that
     path at coefficient 1, whatever the split, and carries the bytes its part keeps on its old path at a
-    split change in flight (:meth:`BatchSim.set_split <ainet_gym.sim.batch_split.BatchSplit.set_split>`)."""
+    split change in flight (:meth:`BatchSim.set_split <ainet_gym.sim.batch_split.BatchSplit.set_split>`).
+    ``held_weight`` (``routing.reroute_held_weight``): ``"one"`` keeps that coefficient at 1; ``"part"`` makes it
+    the fraction the part had before the change (the engine's ``EngineState.held_weight``).
+    ``part_share`` (``routing.part_share``): ``"fraction"`` (a part weighs its path's fraction f and carries all
+    the flow's bytes) or ``"per_part"`` (it weighs 1 where f > 0 and carries f of them; held parts at ``"one"``)."""
+    if part_share not in PART_SHARES:
+        raise ValueError(f"routing.part_share = {part_share!r}: allowed: {', '.join(PART_SHARES)}")
+    if part_share != "fraction" and held_bytes != 0 and held_weight != "one":
+        raise ValueError(
+            f"routing.part_share = {part_share!r} with routing.reroute_held_weight = {held_weight!r}: "
+            "allowed: part_share fraction, or reroute_held_weight one"
+        )
     if not (np.isfinite(held_bytes) and held_bytes >= 0):
         raise ValueError(
             f"routing.reroute_held_bytes = {held_bytes!r}: allowed: a finite number of bytes >= 0"
+        )
+    if held_weight not in REROUTE_HELD_WEIGHTS:
+        raise ValueError(
+            f"routing.reroute_held_weight = {held_weight!r}: allowed: {', '.join(REROUTE_HELD_WEIGHTS)}"
         )
     P = int(unit.conn_paths.shape[1])
     fp, fb = unit.flow_phase, unit.flow_bytes
@@ -83,4 +101,6 @@ def split_parts(unit: CompiledUnit, held_bytes: float = 0.0) -> CompiledUnit:
         member_path=np.asarray(member_path, dtype=np.int64),
         flow_part_of=np.asarray(part_of, dtype=np.int64),
         held_bytes=float(held_bytes),
+        held_weight=held_weight,
+        part_share=part_share,
     )

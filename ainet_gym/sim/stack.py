@@ -40,6 +40,10 @@ class UnitStack:
     # (units,) routing.reroute_held_bytes: the bytes a path part of the unit keeps on its old path at a split
     # change in flight (0: none)
     unit_held_bytes: np.ndarray
+    # (units,) bool routing.reroute_held_weight part: the unit's held parts take their part's fraction (else 1)
+    unit_held_part: np.ndarray
+    # (units,) bool routing.part_share per_part: the unit's part flows weigh 1 and carry their fraction's bytes
+    unit_part_one: np.ndarray
     phase_off: np.ndarray  # (units,) int64 first phase of each unit
     flow_off: np.ndarray  # (units,) int64 first flow of each unit
     conn_off: np.ndarray  # (units,) int64 first connection of each unit
@@ -160,6 +164,8 @@ def _unit_fields(flat: list, unit_inst: np.ndarray) -> dict[str, Any]:
         "unit_nflows": n_fl,
         "unit_nconns": n_cn,
         "unit_held_bytes": np.asarray([u.held_bytes for u in flat], dtype=np.float64),
+        "unit_held_part": np.asarray([u.held_weight == "part" for u in flat], dtype=bool),
+        "unit_part_one": np.asarray([u.part_share == "per_part" for u in flat], dtype=bool),
         "phase_off": _offsets(n_ph),
         "flow_off": _offsets(n_fl),
         "conn_off": _offsets(n_cn),

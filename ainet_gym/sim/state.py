@@ -158,14 +158,19 @@ class EngineState:
     # (units,) float64 > 0 the share weight of every flow of each stacked unit (the level rate / weight is
     # made max-min fair; BatchSim.set_share_weights); None: every weight 1
     unit_weight: np.ndarray | None = None
+    # (connections, max_paths) float64 routing.reroute_held_weight part: the coefficient of the held parts of
+    # each (connection, path), the fraction the path had just before the split change that last handed them
+    # bytes (> 0: it lost share), 1 before any; their bytes are stored as held bytes / it. None: held parts
+    # at coefficient 1 (routing.reroute_held_weight one), or no held parts
+    held_weight: np.ndarray | None = None
 
     #: fields with one row per connection, per flow, per instance and per unit
-    CONN_FIELDS = ("split", "pinned", "part_split")
+    CONN_FIELDS = ("split", "pinned", "part_split", "held_weight")
     FLOW_FIELDS = ("flow_reset",)
     INSTANCE_FIELDS = ("capacity_bytes_per_s", "switch_cost")
     UNIT_FIELDS = ("unit_weight",)
     #: fields that may be None on either side of a :meth:`load` (not known yet; all weights 1)
-    OPTIONAL_FIELDS = ("part_split", "unit_weight")
+    OPTIONAL_FIELDS = ("part_split", "unit_weight", "held_weight")
 
     def take(
         self,
@@ -208,7 +213,8 @@ class EngineState:
         """Make this state a copy of ``other``, whose every array has the shape of this state's (a copy of
         this engine's state, or :meth:`take` of one with the same units). Each field is replaced by a copy
         (not written in place: an earlier result may hold the capacities, a structure the bytes per flow);
-        ``part_split`` and ``unit_weight`` may be None on either side (no split known yet; every weight 1)."""
+        ``part_split``, ``unit_weight`` and ``held_weight`` may be None on either side (no split known yet; every
+        weight 1)."""
         for f in fields(self):
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
             if f.name not in self.OPTIONAL_FIELDS and (mine is None) != (theirs is None):

@@ -51,6 +51,12 @@ class CompiledUnit:
     # flight (0: none, and no held parts). With it > 0, each part flow has a *held part* (a part flow too,
     # whose member_path is max_paths + its path: it takes that path at coefficient 1, whatever the split)
     held_bytes: float = 0.0
+    # routing.reroute_held_weight: "one", a held part's coefficient is 1; "part", the fraction its part had
+    # before the split change that handed it bytes (BatchSplit._hold)
+    held_weight: str = "one"
+    # routing.part_share: "fraction", a part flow of fraction f has coefficient f and all its flow's bytes;
+    # "per_part", coefficient 1 where f > 0 and f of the bytes (BatchSplit._hand_parts)
+    part_share: str = "fraction"
     # (phases,) routing.ring_run_ahead_bytes: the segments of the ring phase a phase is one of (its flows
     # move 1/segments of the ring's bytes per hop), 1 for every other phase; None: no ring was cut
     phase_segments: np.ndarray | None = None

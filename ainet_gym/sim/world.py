@@ -83,6 +83,10 @@ class FabricWorld(WorldUnits, WorldRouting, WorldRestore):
         self.ring_run_ahead_bytes = scenario.routing.ring_run_ahead_bytes
         # routing.reroute_held_bytes: the bytes a path part keeps on its old path at a split change in flight
         self.reroute_held_bytes = scenario.routing.reroute_held_bytes
+        # routing.reroute_held_weight: a held part's coefficient, 1 (one) or its part's old fraction (part)
+        self.reroute_held_weight = scenario.routing.reroute_held_weight
+        # routing.part_share: a path part's coefficient f with all the bytes (fraction) or 1 with f of them
+        self.part_share = scenario.routing.part_share
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0

@@ -44,6 +44,8 @@ class WorldUnits:
     split_flows: str
     ring_run_ahead_bytes: float | None
     reroute_held_bytes: float
+    reroute_held_weight: str
+    part_share: str
     state: WorldState
     sim: BatchSim | None
     job_unit: np.ndarray
@@ -123,6 +125,8 @@ class WorldUnits:
                 split_flows=self.split_flows,
                 ring_run_ahead_bytes=self.ring_run_ahead_bytes,
                 reroute_held_bytes=self.reroute_held_bytes,
+                reroute_held_weight=self.reroute_held_weight,
+                part_share=self.part_share,
             )
         return self._unit_cache[key]
 

@@ -432,9 +432,9 @@ def _api_pages() -> None:
             if summary and name in ("ENV_IDS", "__version__")
             else ""
         )
-        # EnvCore's read-only API for agents, share weights, actions, observation and info live in its base
-        # classes (envs/agent_api.py, share_weights.py, actions.py, observation.py, info.py): its page shows
-        # their public members too
+        # EnvCore's read-only API for agents, share weights, actions, spaces, observation and info live in its
+        # base classes (envs/agent_api.py, share_weights.py, actions.py, spaces.py, observation.py over
+        # obs_compiled.py and obs_blocks.py, info.py): its page shows their public members too
         opts = "\n    options:\n      inherited_members: true\n" if name in INHERITED_MEMBERS else "\n"
         _pages[page] = f"# `{name}`\n\n{lead}::: {path}{opts}"
         nav.append({name: page})

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
-from ainet_gym.agents.predictive import FitConfig, fit, forecast_error
+from ainet_gym.agents.predictive_model import FitConfig, fit, forecast_error
 from ainet_gym.agents.registry import make_agent
 from tests._scenarios import simulated_gpu_utilization, small_spine_leaf
 
@@ -30,7 +30,7 @@ def test_forecast_error_is_lower_than_last_value_on_held_out_seeds() -> None:
 
 def test_least_squares_recovers_known_ar_coefficients() -> None:
     # synthetic base loads from a known AR(2) + schedule process per tier; noiseless -> exact recovery
-    from ainet_gym.agents.predictive import _design, solve_per_tier
+    from ainet_gym.agents.predictive_model import _design, solve_per_tier
 
     rng = np.random.default_rng(0)
     B, T, L, H = 3, 40, 6, 2

@@ -344,7 +344,7 @@ def test_a_number_out_of_range_is_one_line_naming_the_flag(
 
 def test_the_tail_weight_may_be_infinite() -> None:
     """``--tail-weight inf`` is the documented hard constraint (the default): allowed, unlike nan."""
-    from ainet_gym.agents.outputs import float_arg
+    from ainet_gym.agents.arg_types import float_arg
 
     parse = float_arg("a penalty per GPU-second", zero_ok=True, inf_ok=True)
     assert parse("inf") == float("inf") and parse("0") == 0.0

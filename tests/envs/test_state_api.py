@@ -217,9 +217,16 @@ def test_place_least_loaded_takes_loads_equal_up_to_round_off_as_ties() -> None:
 BACKENDS = ["numpy", "numba"] if jit.HAVE_NUMBA else ["numpy"]
 #: what the engine keeps from interval to interval beside SimState (docs/development.md, "State as data")
 ENGINE_FIELDS = ("split", "pinned", "part_split", "flow_reset", "capacity_bytes_per_s", "switch_cost",
-                 "unit_weight")  # fmt: skip
-#: the routing modes that give the engine state its optional fields: pinned splits, part flows
-ROUTINGS = {"carry": {"reroute": "new_transfers"}, "parts": {"split_flows": "independent"}}
+                 "unit_weight", "held_weight")  # fmt: skip
+#: the routing modes that give the engine state its optional fields: pinned splits, part flows, held parts at
+#: their part's weight
+ROUTINGS = {
+    "carry": {"reroute": "new_transfers"},
+    "parts": {"split_flows": "independent"},
+    "held": {"split_flows": "independent", "reroute_held_bytes": 1e5, "reroute_held_weight": "part"},
+}
+#: the optional fields each routing leaves None
+ABSENT = {"carry": {"part_split", "held_weight"}, "parts": {"pinned", "held_weight"}, "held": {"pinned"}}
 
 
 def _engine_core(routing: str, backend: str, batch: int = 2) -> EnvCore:
@@ -275,7 +282,7 @@ def test_a_step_changes_no_array_of_the_engine_outside_its_containers(backend: s
     for k, (v, was) in before.items():
         now = getattr(sim, k)
         assert now is v and np.array_equal(now, was, equal_nan=True), k
-    absent = {"carry": {"part_split", "flow_reset"}, "parts": {"pinned"}}[routing]  # (bytes: the parts)
+    absent = ABSENT[routing] | ({"flow_reset"} if routing == "carry" else set())  # (bytes: the parts)
     if backend == "numpy":
         absent = absent | {"switch_cost"}  # the lazy kernel is numba's
     assert {k for k, m in moved.items() if not m} == absent
@@ -301,9 +308,7 @@ def test_a_snapshot_copies_the_engine_state_and_a_restore_loads_it_whole(backend
         if v is not None:  # (pinned: None without carry flows)
             setattr(es, name, rng.uniform(0.25, 0.75, size=v.shape))
     want = _engine_arrays(sim)
-    assert {k for k, v in want.items() if v is None} == {"carry": {"part_split"}, "parts": {"pinned"}}[
-        routing
-    ]
+    assert {k for k, v in want.items() if v is None} == ABSENT[routing]
     snap = core.snapshot()
     for v in vars(sim.engine_state).values():
         if v is not None:
@@ -328,6 +333,7 @@ def test_a_snapshot_copies_the_engine_state_and_a_restore_loads_it_whole(backend
         "split": "conn",
         "pinned": "conn",
         "part_split": "conn",
+        "held_weight": "conn",
         "flow_reset": "flow",
         "unit_weight": "unit",
     }

@@ -137,7 +137,7 @@ ENV_MODULES = (
     "state",  # EnvSnapshot beside the episode state's containers
     "reset_options",  # the reset options the envs refuse
     "actions",  # EnvActions: action modes, checking and decoding
-    "observation",  # EnvObservation: spaces and observation blocks
+    "obs_layout",  # the observation's block layout (issue-31zz: out of observation.py, EnvObservation's module)
     "info",  # EnvInfo: the info dict
 )
 
@@ -523,6 +523,27 @@ BENCH_REPORT_MODULES = (
     "tables",  # the terminal tables: header, a block per section, the targets
 )
 
+#: the output rule's modules of one concern (issue-31zz); ``ainet_gym.agents.outputs`` keeps the rule (and the rule
+#: on a module's command line)
+OUTPUTS_MODULES = (
+    "module_cli",  # a module's command line with one-line errors: OneLineParser, run_module_cli
+    "arg_types",  # the checked argument types, the bounds, the shared --seed/--steps flags
+)
+#: the predictive baselines' modules of one concern (issue-31zz); ``ainet_gym.agents.predictive`` keeps the agent,
+#: its registered names and ``python -m ainet_gym.agents.predictive``
+PREDICTIVE_MODULES = (
+    "predictive_model",  # the link forecaster: features, training data, fit, error, the per-scenario cache
+    "predictive_router",  # the engine-level router, registered behind routing's predictive-* policies
+)
+#: the observation's modules of one concern (issue-31zz); ``ainet_gym.envs.observation`` keeps ``EnvObservation``
+#: (the numpy path, the history, the choice of path), over the compiled path and the shared blocks
+OBSERVATION_MODULES = (
+    "obs_layout",  # the block layout (a contract): feature names, optional blocks, slices, squash
+    "spaces",  # EnvSpaces: the action and observation spaces (a base of EnvCore)
+    "obs_blocks",  # ObservationBlocks: slots, background, optional blocks, the graph view
+    "obs_compiled",  # EarlyBlocks, CompiledObservation: the compiled env passes' observation
+)
+
 
 @pytest.mark.parametrize(
     ("module", "home", "parts", "own"),
@@ -557,6 +578,39 @@ BENCH_REPORT_MODULES = (
             {"run_check", "_build_ppo", "_verdicts", "main"},
         ),
         ("ainet_gym.bench.report", "ainet_gym.bench", BENCH_REPORT_MODULES, {"plot_scaling", "jsonable"}),
+        (
+            "ainet_gym.agents.outputs",
+            "ainet_gym.agents",
+            OUTPUTS_MODULES,
+            {
+                "MODEL_FILE",
+                "RESULT_FILES",
+                "_out_text",
+                "model_path",
+                "_same",
+                "scenario_files",
+                "check_model_out",
+                "_out_dir_path",
+                "_refuse_replacing",
+                "_refuse_held",
+                "check_out_dir",
+                "_is_input",
+                "check_out_file",
+                "check_out_files",
+                "run_stamp",
+                "fresh_dir",
+                "cli_out_file_refused",
+                "run_writing_module_cli",
+                "add_out_file_args",
+            },
+        ),
+        (
+            "ainet_gym.agents.predictive",
+            "ainet_gym.agents",
+            PREDICTIVE_MODULES,
+            {"PredictiveAgent", "main", "_run"},
+        ),
+        ("ainet_gym.envs.observation", "ainet_gym.envs", OBSERVATION_MODULES, {"EnvObservation"}),
     ],
 )
 def test_a_split_module_without_re_exports_gives_only_its_own_names(
@@ -745,7 +799,8 @@ _FOREIGN_PRIVATE = {
 
 
 #: one class written over several modules (issue 31 item 3): ``EnvCore`` is ``EnvAgentAPI`` + ``EnvShareWeights``
-#: (issue-31zr) + ``EnvActions`` + ``EnvObservation`` + ``EnvInfo``, one module per concern; their private members are the class's own, so ``self._x`` in one of
+#: (issue-31zr) + ``EnvActions`` + ``EnvSpaces`` + ``EnvObservation`` (over ``CompiledObservation`` over
+#: ``ObservationBlocks``, issue-31zz) + ``EnvInfo``, one module per concern; their private members are the class's own, so ``self._x`` in one of
 #: these modules may name a member another of them defines (``core.py`` calls ``self._validate`` of
 #: ``actions.py``). Nothing else reads a private member defined in another module.
 _ONE_CLASS = (
@@ -753,7 +808,10 @@ _ONE_CLASS = (
     "envs/agent_api.py",
     "envs/share_weights.py",
     "envs/actions.py",
+    "envs/spaces.py",
     "envs/observation.py",
+    "envs/obs_compiled.py",
+    "envs/obs_blocks.py",
     "envs/info.py",
 )
 #: likewise ``BatchSim`` is ``BatchUnits`` + ``BatchSplit`` (issue-31zo): the structure side and the split side;
@@ -1031,7 +1089,7 @@ def test_the_upper_rooms_register_what_the_lower_rooms_call() -> None:
     """The two inverted edges are wired once ``ainet_gym`` is imported: the scenario loader reads a graph
     fabric with the fabric room's functions, and routing's ``predictive-*`` policies make the agents'
     predictive router."""
-    from ainet_gym.agents.predictive import PredictiveRouter
+    from ainet_gym.agents.predictive_router import PredictiveRouter
     from ainet_gym.fabric import topology
     from ainet_gym.routing.predictive_policy import predictive_router_factory
     from ainet_gym.scenario.graphs import graph_fabrics

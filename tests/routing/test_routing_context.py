@@ -90,7 +90,7 @@ def test_every_engine_policy_reads_only_what_the_protocols_list() -> None:
 def test_the_predictive_router_reads_only_what_the_protocols_list() -> None:
     """The predict-then-route policies read the scenario, the step counts and the nominal capacities through
     the protocols too (issue 31: no agent reads an env's world): on the view, the same splits, lags included."""
-    from ainet_gym.agents.predictive import PredictiveRouter
+    from ainet_gym.agents.predictive_router import PredictiveRouter
 
     core = EnvCore("periodic-interference", batch=2, episode_steps=4)
     core.reset([1, 2])

@@ -29,7 +29,7 @@ from ainet_gym.agents.imitate.labels import (
 
 def _add_label_parser(sub: Any) -> None:
     """``label``'s arguments (:func:`lookahead_labels`)."""
-    from ainet_gym.agents.outputs import (  # --batch 0 failed inside range(), -1 saved no labels
+    from ainet_gym.agents.arg_types import (  # --batch 0 failed inside range(), -1 saved no labels
         float_arg,
         int_arg,
     )
@@ -83,7 +83,7 @@ def _add_label_parser(sub: Any) -> None:
 
 def _add_clone_parser(sub: Any) -> None:
     """``clone``'s arguments (:func:`behaviour_clone`)."""
-    from ainet_gym.agents.outputs import TRAIN_SEED_MAX, float_arg, int_arg, unit_interval_arg
+    from ainet_gym.agents.arg_types import TRAIN_SEED_MAX, float_arg, int_arg, unit_interval_arg
 
     c = sub.add_parser("clone", help="fit a PPO policy to labels; save it as an ainet-gym train model")
     c.add_argument(
@@ -110,7 +110,7 @@ def _add_clone_parser(sub: Any) -> None:
 
 def _add_knn_parser(sub: Any) -> None:
     """``knn``'s arguments (:func:`fit_knn`)."""
-    from ainet_gym.agents.outputs import float_arg, int_arg
+    from ainet_gym.agents.arg_types import float_arg, int_arg
 
     n = sub.add_parser("knn", help="save the k-nearest-neighbour policy of labels (evaluate knn:OUT)")
     n.add_argument("labels", help=".npz of label (comma list: aggregated)")
@@ -191,7 +191,7 @@ def _add_knn_parser(sub: Any) -> None:
 
 def _add_qfit_parser(sub: Any) -> None:
     """``qfit``'s arguments (:func:`ainet_gym.agents.qnet.fit_qnet`)."""
-    from ainet_gym.agents.outputs import TRAIN_SEED_MAX, float_arg, int_arg
+    from ainet_gym.agents.arg_types import TRAIN_SEED_MAX, float_arg, int_arg
 
     q = sub.add_parser("qfit", help="fit an MLP to the plans' lookahead values of labels (evaluate qnet:OUT)")
     q.add_argument("labels", help=".npz of label (comma list: aggregated)")
@@ -254,7 +254,7 @@ def _run_label(a: Any) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m ainet_gym.agents.imitate label|clone ...``: lookahead labels, then behaviour cloning."""
 
-    from ainet_gym.agents.outputs import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
 
     p = OneLineParser(prog="python -m ainet_gym.agents.imitate", description=main.__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -332,7 +332,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
 def add_redraw_args(parser: Any) -> None:
     """``--redraw-future M`` (0: off, the default), ``--redraw-seed S`` and ``--redraw-window W``: an argparse
     parser's options of a :class:`FutureRedraw` (``imitate label``)."""
-    from ainet_gym.agents.outputs import int_arg
+    from ainet_gym.agents.arg_types import int_arg
 
     parser.add_argument(
         "--redraw-future",

@@ -363,13 +363,9 @@ def markdown_learning(result: dict[str, Any]) -> str:
 def _parser() -> Any:
     """The command line of :func:`main`."""
 
-    from ainet_gym.agents.outputs import (  # one-line errors, as ainet-gym's
-        OneLineParser,
-        add_out_file_args,
-        add_seed_steps_args,
-        float_arg,
-        int_arg,
-    )
+    from ainet_gym.agents.arg_types import add_seed_steps_args, float_arg, int_arg
+    from ainet_gym.agents.module_cli import OneLineParser  # one-line errors, as ainet-gym's
+    from ainet_gym.agents.outputs import add_out_file_args
 
     ap = OneLineParser(prog="python -m ainet_gym.checks.crosscheck", description=main.__doc__)
     ap.add_argument(

@@ -4,7 +4,13 @@ loader reads itself, ``routing`` (checked against the jobs in :mod:`ainet_gym.sc
 from __future__ import annotations
 
 from ainet_gym.scenario.rules import LIMITS, Rule, enum_rule, int_rule, num_rule
-from ainet_gym.scenario.spec import REROUTE_MODES, REWARD_KINDS, SPLIT_FLOWS_MODES
+from ainet_gym.scenario.spec import (
+    PART_SHARES,
+    REROUTE_HELD_WEIGHTS,
+    REROUTE_MODES,
+    REWARD_KINDS,
+    SPLIT_FLOWS_MODES,
+)
 
 __all__ = ["REWARD_RULES", "ROUTING_RULES", "TOP_KEYS", "WORKLOAD_KEYS"]
 
@@ -22,5 +28,7 @@ ROUTING_RULES: dict[str, Rule | None] = {
     "reroute_held_bytes": num_rule(
         "a number of bytes per path part", ge=0, le=LIMITS["bytes_max"], note=" (0: none held)"
     ),
+    "reroute_held_weight": enum_rule(REROUTE_HELD_WEIGHTS, "held part weight"),
+    "part_share": enum_rule(PART_SHARES, "part share rule"),
 }
 REWARD_RULES: dict[str, Rule | None] = {"kind": enum_rule(REWARD_KINDS, "reward kind")}
