@@ -346,8 +346,8 @@ FILL_MODES = [(1.0, 8, NO_GATE), (0.0, 1, NO_GATE), (0.0, 2, NO_GATE), (0.0, 1_0
 # REPAIR_ONLY_TOP), checking every flow on it (item 9's repair), and off; "order": "top" with the heap fills'
 # flows in flow order (REFILL_FLOW_ORDER, issue-28zj)
 # heap: the per-link level heaps (issue-28zi, rep_heap); group: flow order and the heap fills over groups of
-# flows (issue-28zm, grp_fill)
-REPAIR_MODES = ["top", "all", "off", "heap", "order", "group"]
+# flows (issue-28zm, grp_fill); keep: the same with the groups kept from fill to fill (issue-28zn, grp_fill 2)
+REPAIR_MODES = ["top", "all", "off", "heap", "order", "group", "keep"]
 
 
 @pytest.mark.parametrize("repair_mode", REPAIR_MODES)
@@ -380,7 +380,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
     per_flow = dict(old_rate=np.empty(F), refill=np.empty(F, dtype=i64), keep_flow=np.empty(F, dtype=i64),
                     keep_level=np.empty(F), log_flow=np.empty(F, dtype=i64), log_level=np.empty(F),
                     out_flow=np.empty(F, dtype=i64), out_level=np.empty(F))  # fmt: skip
-    fs = fill.fill_scratch(L, F, fe.size)
+    fs = fill.fill_scratch(L, F, fe.size, F if repair_mode == "keep" else 0)
     links = dict(uf=np.empty(L, dtype=i64), seed=np.full(L, -1, dtype=i64), resid=np.empty(L),
                  rstamp=np.full(L, -1, dtype=i64), load=np.zeros(L), csum=np.zeros(L),
                  link_gen=np.full(L, -1, dtype=i64))  # fmt: skip
@@ -402,8 +402,9 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
             per_flow["keep_flow"], per_flow["keep_level"], per_flow["log_flow"], per_flow["log_level"],
             per_flow["out_flow"], per_flow["out_level"], fs, links["uf"], links["seed"], links["resid"],
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
-            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap", "order", "group"),
-            par_levels, weighted, repair_mode == "heap", repair_mode in ("order", "group"), repair_mode == "group",
+            1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap", "order", "group", "keep"),
+            par_levels, weighted, repair_mode == "heap", repair_mode in ("order", "group", "keep"),
+            2 if repair_mode == "keep" else repair_mode == "group",
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
@@ -617,7 +618,7 @@ def test_the_lazy_kernels_scratch_is_kept_and_gives_what_fresh_scratch_gives() -
     for _ in range(6):
         fresh.sim.backend_scratch.clear()
         for fs_rp in kept.sim.backend_scratch.get("lazy", (None, {}))[1].values():
-            for x in (*fs_rp[0], *fs_rp[1]):
+            for x in (*fs_rp[0][:-1], *fs_rp[0].keep, *fs_rp[1]):  # (keep: the kept-group store, issue-28zn)
                 x[...] = np.arange(x.size) % 5  # stale: stamps of this call's first ticks, levels 0-4
         a, b = (w.step(w.default_split()) for w in (kept, fresh))
         for f in FIELDS:

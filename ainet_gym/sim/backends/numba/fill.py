@@ -10,11 +10,68 @@ from ainet_gym.sim.backends.numba.heaps import heap_pop, heap_push
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 from ainet_gym.sim.backends.numba.parallel import ParallelLinks, ParallelRows, parallel_rule
 
-__all__ = ["FillScratch", "fill_levels", "fill_parallel", "fill_scratch", "solve_fill", "solve_fill_blocks"]
+__all__ = [
+    "FillScratch",
+    "GroupStore",
+    "fill_levels",
+    "fill_parallel",
+    "fill_scratch",
+    "solve_fill",
+    "solve_fill_blocks",
+]
 
 # ----------------------------------------------------------------------------------------------------------
 # progressive filling on a subset of flows (the compiled allocator; the event loop's incremental re-solve)
 # ----------------------------------------------------------------------------------------------------------
+
+
+class GroupStore(NamedTuple):
+    """The kept-group fill's store (issue-28zn, :func:`~ainet_gym.sim.backends.numba.groupfill.group_fill_kept`):
+    groups of flows, their (group, link) pairs and the pairs' member lists, kept from fill to fill. Group
+    ids run from ``st[0]`` (the store's base: older ids are void) to ``st[1]``; group ``id`` sits at
+    ``id - st[0]``. Pairs and lists are bump-allocated (``st[2]``, ``st[3]``) and the store starts over
+    (base moved past every id) when they run out or the flows' entries may have changed
+    (:func:`~ainet_gym.sim.backends.numba.groupfill.group_store_reset`)."""
+
+    st: np.ndarray  # (16,) int64 base id, next id, pair top, pool top, then counters (groupfill.KEEP_STATS)
+    fgrp: np.ndarray  # (flows,) int64 each flow's group id (-1: none)
+    fpl: np.ndarray  # (flows,) int64 where its entries' pairs start in ``pool``
+    fa: np.ndarray  # (flows,) int64 its local index in the fill running (-1: not in it)
+    gplo: np.ndarray  # (flows+1,) int64 each group's first pair
+    gphi: np.ndarray  # (flows+1,) int64 one past its last pair
+    gmlo: np.ndarray  # (flows+1,) int64 where its members start in ``pool``
+    gsz: np.ndarray  # (flows+1,) int64 its members (-1: void, never intact again)
+    gcnt: np.ndarray  # (flows+1,) int64 its members in the fill running
+    gstp: np.ndarray  # (flows+1,) int64 the fill that last counted it
+    gloc: np.ndarray  # (flows+1,) int64 its local group in that fill (-1: not checked, -2: not intact)
+    plink: np.ndarray  # (pairs,) int64 each pair's link (row of ``resid``)
+    pg: np.ndarray  # (pairs,) int64 its group (index ``id - base``)
+    pm0: np.ndarray  # (pairs,) int64 its members
+    poff: np.ndarray  # (pairs,) int64 where its member list starts in ``pool``
+    pn0: np.ndarray  # (pairs,) float64 its members' sum of coefficient x weight
+    pm: np.ndarray  # (pairs,) int64 its unfrozen members in the fill running
+    pn: np.ndarray  # (pairs,) float64 their sum
+    prow: np.ndarray  # (pairs,) int64 its link's row in the fill running
+    pool: np.ndarray  # (ints,) int64 member lists of groups and pairs, each member's entries' pairs
+    fk: np.ndarray  # (flows+1,) float64 the rebuilt flows' keys
+    glen: np.ndarray  # (flows+1,) int64 the length of each group's member list (members that left stay in it)
+    plen: np.ndarray  # (pairs,) int64 the length of each pair's member list (likewise)
+
+
+@njit(cache=True, nogil=True)
+def group_store(n_flows, n_entries):  # pragma: no cover - compiled (callable from Python too)
+    """A :class:`GroupStore` for flows with ids below ``n_flows`` and fills of at most ``n_entries`` entries
+    (room for two fills' pairs and lists before it starts over); only the per-flow maps initialised."""
+    i64 = np.int64
+    g, p, q = n_flows + 1, 2 * n_entries + 64, 6 * n_entries + 2 * n_flows + 64
+    return GroupStore(
+        np.zeros(16, dtype=i64), np.full(n_flows, -1, dtype=i64), np.empty(n_flows, dtype=i64),
+        np.full(n_flows, -1, dtype=i64), np.empty(g, dtype=i64), np.empty(g, dtype=i64), np.empty(g, dtype=i64),
+        np.empty(g, dtype=i64), np.empty(g, dtype=i64), np.full(g, -1, dtype=i64), np.empty(g, dtype=i64),
+        np.empty(p, dtype=i64), np.empty(p, dtype=i64), np.empty(p, dtype=i64), np.empty(p, dtype=i64),
+        np.empty(p), np.empty(p, dtype=i64), np.empty(p), np.empty(p, dtype=i64), np.empty(q, dtype=i64),
+        np.empty(g), np.empty(g, dtype=i64), np.empty(p, dtype=i64),
+    )  # fmt: skip
 
 
 class FillScratch(NamedTuple):
@@ -42,11 +99,17 @@ class FillScratch(NamedTuple):
     grp_i: np.ndarray  # (15 flows + 7 entries + 140,) int64 the group fill's scratch (groupfill.group_fill)
     grp_f: np.ndarray  # (flows + entries + 2,) float64 the group fill's keys and pair sums
     grp_b: np.ndarray  # (flows + 1,) bool the group fill's frozen groups
+    keep: (
+        GroupStore  # the kept-group fill's store (issue-28zn; empty unless ``fill_scratch``'s ``keep_flows``)
+    )
 
 
 @njit(cache=True, nogil=True)
-def fill_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (callable from Python too)
-    """A :class:`FillScratch` for fills over at most these many links, flows and entries.
+def fill_scratch(
+    n_links, n_flows, n_entries, keep_flows=0
+):  # pragma: no cover - compiled (callable from Python too)
+    """A :class:`FillScratch` for fills over at most these many links, flows and entries (``keep_flows`` > 0:
+    with a :class:`GroupStore` for flow ids below it, else an empty one).
 
     Only the link stamps are initialised (-1: no fill used the link): a fill writes every other row it
     reads first (:func:`fill_levels`), so the rest is left uninitialised. Zeroing them cost more than the
@@ -61,7 +124,7 @@ def fill_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled (c
         np.empty(n_links, dtype=i64), np.empty(e, dtype=i64), np.empty(n_flows + 1, dtype=i64),
         np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(h), np.empty(h, dtype=i64),
         np.zeros(8, dtype=i64), np.empty(15 * n_flows + 7 * e + 140, dtype=i64), np.empty(n_flows + e + 2),
-        np.empty(n_flows + 1, dtype=np.bool_),
+        np.empty(n_flows + 1, dtype=np.bool_), group_store(keep_flows, e if keep_flows > 0 else 0),
     )  # fmt: skip
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ainet_gym.sim.backends.numba.fill import fill_levels, fill_parallel, merge_by_level
-from ainet_gym.sim.backends.numba.groupfill import group_fill
+from ainet_gym.sim.backends.numba.groupfill import group_fill, group_fill_kept
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit, trailing_zeros
 from ainet_gym.sim.backends.numba.repair import (
     heaps_build,
@@ -412,7 +412,7 @@ def _inc_fill(
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s fill of ``refill[:n_re]`` on ``resid``: by the heap
     (:func:`fill_levels`; ``grp_fill``: over the groups of the flows at one previous level ``old_rate``,
-    :func:`group_fill`, issue-28zm), or, ``dense``, the parallel rule's first rounds (:func:`fill_parallel`)
+    :func:`group_fill`, issue-28zm; 2: over groups kept from fill to fill, :func:`group_fill_kept`, issue-28zn), or, ``dense``, the parallel rule's first rounds (:func:`fill_parallel`)
     and the rest by the heap, its freeze order merged with the rule's (``out_flow``, ``out_level``). The
     work."""
     work = 0
@@ -433,7 +433,10 @@ def _inc_fill(
             p_level = out_level[:n_done].copy()
             merge_by_level(p_flow, p_level, n_done, h_flow, h_level, n_rest, out_flow, out_level, 0)
     else:
-        if grp_fill:
+        if grp_fill == 2:  # (issue-28zn: the groups kept from fill to fill)
+            work += group_fill_kept(refill, n_re, old_rate, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid,
+                                    rate, out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        elif grp_fill:
             work += group_fill(refill, n_re, old_rate, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
                                out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
         else:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ainet_gym.sim.backends.numba.crew import announce
 from ainet_gym.sim.backends.numba.fill import FillScratch, fill_scratch
+from ainet_gym.sim.backends.numba.groupfill import group_store_reset
 from ainet_gym.sim.backends.numba.heaps import heap_set, sift_down
 from ainet_gym.sim.backends.numba.incremental import resolve_incremental
 from ainet_gym.sim.backends.numba.interval import lazy_instance
@@ -23,6 +24,7 @@ from ainet_gym.sim.backends.numba.repair import RepairScratch, repair_scratch
 from ainet_gym.sim.backends.numba.settings import (
     ERR_NONE,
     GROUP_FILL,
+    GROUP_KEEP,
     PARALLEL_MAX_LEVELS,
     PROGRESS_GROUPS,
     REFILL_FLOW_ORDER,
@@ -57,7 +59,9 @@ def lazy_scratch(n_links: int, n_flows: int, f_max: int, e_max: int) -> tuple[Fi
     ``f_max`` flows and ``e_max`` shared entries, flows indexed by global id below ``n_flows``: allocated once
     and passed to every call (the numba backend keeps one per instance range, :class:`BatchSim`'s
     ``backend_scratch``)."""
-    return fill_scratch(n_links, f_max, e_max), repair_scratch(n_links, n_flows, e_max)
+    return fill_scratch(n_links, f_max, e_max, n_flows if GROUP_KEEP else 0), repair_scratch(
+        n_links, n_flows, e_max
+    )
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -191,16 +195,19 @@ def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w, grp_on):  # pra
 
 
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
-def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max):  # pragma: no cover - compiled
+def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, keep):  # pragma: no cover - compiled
     """The caller's fill and repair scratch (:func:`lazy_scratch`, reused from call to call), reset as
-    :func:`fill_scratch` / :func:`repair_scratch` initialise them; a fresh one where it is too small."""
+    :func:`fill_scratch` / :func:`repair_scratch` initialise them; a fresh one where it is too small (with
+    ``keep``, the kept-group fill's, its store for ``n_flows`` flows). The kept-group store is voided
+    (:func:`group_store_reset`): the flows' entries are this call's, fixed within it."""
     if (
         fs.link_stamp.shape[0] < n_links or fs.flow_off.shape[0] < f_max + 1 or fs.slot_flows.shape[0] < e_max
-        or fs.heap_key.shape[0] < n_links + f_max + e_max + 1
+        or fs.heap_key.shape[0] < n_links + f_max + e_max + 1 or (keep and fs.keep.fgrp.shape[0] < n_flows)
     ):  # fmt: skip
-        fs = fill_scratch(n_links, f_max, e_max)
+        fs = fill_scratch(n_links, f_max, e_max, n_flows if keep else 0)
     else:  # (the stamps restart with this call's ticks)
         fs.link_stamp[:n_links] = -1
+    group_store_reset(fs.keep)
     if rp.sat.shape[0] < n_links or rp.fmark.shape[0] < n_flows or rp.adj_flow.shape[0] < e_max:
         rp = repair_scratch(n_links, n_flows, e_max)
     else:
@@ -510,7 +517,7 @@ def run_interval_lazy(
     iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
     iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
     sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, fs, rp, flow_w,
-    rep_on=REPAIR_DEPARTURES, grp_on=PROGRESS_GROUPS, gfill_on=GROUP_FILL,
+    rep_on=REPAIR_DEPARTURES, grp_on=PROGRESS_GROUPS, gfill_on=GROUP_FILL, gkeep_on=GROUP_KEEP,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
     same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``, the scratch of its
@@ -563,7 +570,8 @@ def run_interval_lazy(
     (:func:`next_completion`), the step (:func:`end_event`) and the completions (:func:`complete_flows`);
     the steps are compiled without reference counting, as :func:`run_interval_numba`'s. ``gfill_on``
     (:data:`GROUP_FILL`): the solves' heap fills over groups of flows (:func:`resolve_incremental`'s
-    ``grp_fill``, issue-28zm).
+    ``grp_fill``, issue-28zm); ``gkeep_on`` (:data:`GROUP_KEEP`): over groups kept from solve to solve (issue-28zn;
+    the store voided at each call, :func:`lazy_reuse_scratch`).
     """
     announce(go)
     if stats[2] != ERR_NONE:
@@ -572,7 +580,7 @@ def run_interval_lazy(
     if f_max == 0:
         return
     fl, rw, lk, pend, joined, rstate, cnt, gc = lazy_flow_scratch(flow_unit.shape[0], phase_state.shape[0], n_links, f_max, flow_w, grp_on)  # fmt: skip
-    fs, rp = lazy_reuse_scratch(fs, rp, n_links, flow_unit.shape[0], f_max, e_max)
+    fs, rp = lazy_reuse_scratch(fs, rp, n_links, flow_unit.shape[0], f_max, e_max, gkeep_on)
     units = UnitTable(unit_alive, unit_bg, unit_nphases, phase_off, phase_flow_lo, phase_flow_n)
     clock = UnitClock(phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait,
                       phase_lat_left, iter_start, comm_start, comm_end)  # fmt: skip
@@ -612,7 +620,7 @@ def run_interval_lazy(
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
                     f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, REPAIR_LEVEL_HEAPS,
-                    REFILL_FLOW_ORDER, gfill_on,
+                    REFILL_FLOW_ORDER, gfill_on + gkeep_on * (2 - gfill_on),  # (2: kept, 1: group fill, 0: off)
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True

@@ -61,6 +61,16 @@ REFILL_FLOW_ORDER = True
 #: entries, and it builds them from the entries at every fill; docs/engine-alltoall.md, "issue-28zm")
 GROUP_FILL = False
 
+#: whether the lazy kernel's restart heap fills run over groups KEPT from solve to solve (issue-28zn;
+#: :func:`run_interval_lazy`'s ``gkeep_on``, :func:`~ainet_gym.sim.backends.numba.groupfill.group_fill_kept`):
+#: :data:`GROUP_FILL`'s fill whose groups, (group, link) pairs and pair member lists persist in the fill
+#: scratch, so a fill rebuilds from the entries only the flows whose group is not intact. Exact either way
+#: (the same progressive fill; sums in another order). Takes precedence over :data:`GROUP_FILL`. Off by
+#: default: on 8 AllToAll x 128 GPUs the whole of interval 5 took 1.11-1.33x main's CPU in each of 4
+#: interleaved pairs (84% of the fills' flows came as intact groups, but their 224 M pairs are only 1.86x fewer
+#: than their entries, and a kept pair costs more than an entry; docs/engine-alltoall.md, "issue-28zn")
+GROUP_KEEP = False
+
 #: whether the lazy kernel keeps its flows' progress on group clocks (issue-28zl; :func:`run_interval_lazy`'s
 #: ``grp_on``, :mod:`~ainet_gym.sim.backends.numba.progress`): flows at the same rate share a clock, so a
 #: solve that changes the rate of every flow of a group moves one clock and one key in a heap of groups, not
