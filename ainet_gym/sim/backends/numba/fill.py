@@ -177,6 +177,23 @@ def row_offsets(s, nl):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def push_link_rows(s, nl):  # pragma: no cover - compiled
+    """Push rows ``0 .. nl - 1`` of a fill's local rows (:class:`FillScratch` ``s``) on its empty heap, each at
+    its share (residual over the sum of coef x weight, inf without one). The heap's size. Shared by
+    :func:`fill_levels` and the group fills."""
+    hn = 0
+    for j in range(nl):
+        hn = heap_push(
+            s.heap_key,
+            s.heap_item,
+            hn,
+            s.slot_resid[j] / s.slot_denom[j] if s.slot_denom[j] > 0 else np.inf,
+            j,
+        )
+    return hn
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _fill_rows(
     flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo
 ):  # pragma: no cover - compiled
@@ -288,12 +305,10 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
     the freeze of a level's flows (:func:`_fill_freeze`), each compiled into the fill (``forceinline``).
     """
     inf = np.inf
-    hkey, hitem, sres, den, cnt, off = s.heap_key, s.heap_item, s.slot_resid, s.slot_denom, s.slot_count, s.slot_off  # fmt: skip
+    hkey, hitem, sres, cnt, off = s.heap_key, s.heap_item, s.slot_resid, s.slot_count, s.slot_off
     foff, frozen, slot_link = s.flow_off, s.flow_frozen, s.slot_link
     nl = _fill_rows(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo)
-    hn = 0
-    for j in range(nl):
-        hn = heap_push(hkey, hitem, hn, sres[j] / den[j] if den[j] > 0 else inf, j)
+    hn = push_link_rows(s, nl)
     for a in range(n):
         f = flows[a]
         if demand[f] < inf or foff[a + 1] == foff[a]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ainet_gym.sim.backends.numba.fill import link_row, row_offsets
+from ainet_gym.sim.backends.numba.fill import link_row, push_link_rows, row_offsets
 from ainet_gym.sim.backends.numba.heaps import heap_pop, heap_push
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 
@@ -349,10 +349,8 @@ def group_fill(flows, n, old_rate, fe_lo, fe_hi, e_link, e_coef, weight, demand,
     st[1] += ng
     st[2] += npair
     st[7] += m
-    hkey, hitem, sres, den, cnt = s.heap_key, s.heap_item, s.slot_resid, s.slot_denom, s.slot_count
-    hn = 0
-    for j in range(nl):
-        hn = heap_push(hkey, hitem, hn, sres[j] / den[j] if den[j] > 0 else np.inf, j)
+    hkey, hitem, sres, cnt = s.heap_key, s.heap_item, s.slot_resid, s.slot_count
+    hn = push_link_rows(s, nl)
     for g in range(ng):  # a flow alone with a demand, or without entries: its demand level
         a = order[glo[g]]
         f = flows[a]
@@ -790,10 +788,8 @@ def _gk_heap(n, nk, nl, lg, gsize, gfrozen, fe_lo, fe_hi, e_coef, weight, demand
              ks, rm):  # fmt: skip  # pragma: no cover - compiled
     """:func:`group_fill`'s heap loop over the kept groups (links by share, a lone flow's demand level). The
     heap pops."""
-    hkey, hitem, sres, den, cnt = s.heap_key, s.heap_item, s.slot_resid, s.slot_denom, s.slot_count
-    hn = 0
-    for j in range(nl):
-        hn = heap_push(hkey, hitem, hn, sres[j] / den[j] if den[j] > 0 else np.inf, j)
+    hkey, hitem, cnt = s.heap_key, s.heap_item, s.slot_count
+    hn = push_link_rows(s, nl)
     for kl in range(nk):  # a flow alone with a demand, or without entries: its demand level
         gi = lg[kl]
         f = ks.pool[ks.gmlo[gi]]
