@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ainet_gym import load_scenario
+from ainet_gym.checks.parity import max_rel_diff
 from ainet_gym.sim.backends.numba import fill, groupfill, jit
 from ainet_gym.sim.backends.numba import lazy as nb_lazy
 from ainet_gym.sim.backends.numba import settings as nb_settings
@@ -23,15 +24,6 @@ pytestmark = pytest.mark.skipif(not jit.HAVE_NUMBA, reason="numba is not install
 
 RTOL = 1e-9
 FIELDS = ("iterations", "step_time_s", "comm_time_s", "link_bytes", "stalled_transfers", "gpu_utilization")
-
-
-def rel_diff(a: object, b: object) -> float:
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    assert a.shape == b.shape and np.array_equal(np.isnan(a), np.isnan(b))
-    ok = ~np.isnan(a) & (a != b)
-    if not ok.any():
-        return 0.0
-    return float((np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), np.abs(b[ok]))).max())
 
 
 @st.composite
@@ -73,7 +65,7 @@ def test_group_fill_equals_the_flow_by_flow_fill(case):
     r1, res1, _, _, _ = _fill(fill.fill_levels, flows, (), fe_lo, fe_hi, el, ec, cap, w, demand)
     r2, res2, of2, ol2, s = _fill(groupfill.group_fill, flows, (old,), fe_lo, fe_hi, el, ec, cap, w, demand)
     assert np.array_equal(np.isinf(r1), np.isinf(r2))
-    assert rel_diff(r1, r2) <= RTOL
+    assert max_rel_diff(r1, r2) <= RTOL
     assert np.array_equal(np.isinf(res1), np.isinf(res2))
     fin = np.isfinite(res1)
     tol = 1e-12 * max(1.0, float(np.nanmax(cap[np.isfinite(cap)], initial=1.0)))
@@ -125,7 +117,7 @@ def test_kept_group_fill_equals_the_flow_by_flow_fill_over_a_sequence_of_fills(c
         groupfill.group_fill_kept(flows, flows.size, prev, fe_lo, fe_hi, el, ec, w, demand, res2, r2, *o2, s,
                                   2 * t + 1, 0)  # fmt: skip
         assert np.array_equal(np.isinf(r1[flows]), np.isinf(r2[flows]))
-        assert rel_diff(r1[flows], r2[flows]) <= RTOL
+        assert max_rel_diff(r1[flows], r2[flows]) <= RTOL
         fin = np.isfinite(res1)
         tol = 1e-12 * max(1.0, float(np.nanmax(cap[np.isfinite(cap)], initial=1.0)))
         np.testing.assert_allclose(res2[fin], res1[fin], rtol=RTOL, atol=tol)
@@ -195,9 +187,9 @@ def assert_same_run(sc: object, seeds: list[int], splits: list, keep: bool = Fal
                 res.append(w.step(w.default_split() if s is None else s))
             r_ref = ref.step(ref.default_split() if s is None else s)
             for f in FIELDS:
-                assert rel_diff(getattr(res[0], f), getattr(res[1], f)) <= RTOL, f
-                assert rel_diff(getattr(r_ref, f), getattr(res[1], f)) <= RTOL, f
-            assert rel_diff(worlds[0].sim.state.rem, worlds[1].sim.state.rem) <= RTOL, "bytes left"
+                assert max_rel_diff(getattr(res[0], f), getattr(res[1], f)) <= RTOL, f
+                assert max_rel_diff(getattr(r_ref, f), getattr(res[1], f)) <= RTOL, f
+            assert max_rel_diff(worlds[0].sim.state.rem, worlds[1].sim.state.rem) <= RTOL, "bytes left"
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ainet_gym import load_scenario
+from ainet_gym.checks.parity import max_rel_diff
 from ainet_gym.sim.backends.numba import fill, incremental
 from ainet_gym.sim.backends.numba import lazy as nb_lazy
 from ainet_gym.sim.backends.numba import repair as nb_repair
@@ -19,15 +20,6 @@ from ainet_gym.sim.world import FabricWorld
 
 RTOL = 1e-9
 FIELDS = ("iterations", "step_time_s", "comm_time_s", "link_bytes", "stalled_transfers", "gpu_utilization")
-
-
-def rel_diff(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    assert np.array_equal(np.isnan(a), np.isnan(b))
-    ok = ~np.isnan(a) & (a != b)
-    if not ok.any():
-        return 0.0
-    return float((np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), np.abs(b[ok]))).max())
 
 
 def run(
@@ -74,7 +66,7 @@ def test_incremental_equals_full_resolve_on_random_event_sequences(par, scenario
     full = run(scenario, "numba", -1, seed, 4, splits)
     for a, b in zip(inc, full, strict=True):
         for f in FIELDS:
-            assert rel_diff(a[f], b[f]) <= RTOL, f
+            assert max_rel_diff(a[f], b[f]) <= RTOL, f
 
 
 def _worlds(sc: object, settings: tuple[tuple[str, int], ...], seeds: tuple[int, ...] = (0,)) -> list:
@@ -97,7 +89,7 @@ def test_incremental_matches_the_numpy_reference(name):
     for _ in range(6):
         a, b = (w.step(w.default_split()) for w in worlds)
         for f in FIELDS:
-            assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+            assert max_rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
 
 
 def _alltoall_refills(steps: int) -> tuple[int, int, int, list, tuple[int, int, int]]:
@@ -142,7 +134,7 @@ def test_incremental_solves_refill_few_flows_on_an_alltoall(monkeypatch):
         touched < 0.95 * touched_off
     )  # (41,225 against 45,579 when written; 28,951 at REPAIR_MAX_SHARE 0.5)
     for a, b in zip(with_repair, without, strict=True):
-        assert rel_diff(a, b) <= RTOL
+        assert max_rel_diff(a, b) <= RTOL
 
 
 ALLTOALL = {
@@ -187,7 +179,7 @@ def _steps_equal_recording_metrics(worlds: list, steps: int) -> list:
     for _ in range(steps):
         a, b = (w.step(w.default_split()) for w in worlds)
         for f in FIELDS:
-            assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+            assert max_rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
     return last
 
 
@@ -280,7 +272,7 @@ def test_incremental_matches_full_resolve_under_the_greedy_split():
         for k, w in enumerate(worlds):
             last[k] = w.step(pol(w, last[k]))
             res.append(last[k])
-        assert rel_diff(res[0].link_bytes, res[1].link_bytes) <= RTOL
+        assert max_rel_diff(res[0].link_bytes, res[1].link_bytes) <= RTOL
 
 
 @st.composite

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ainet_gym import load_scenario
+from ainet_gym.checks.parity import max_rel_diff
 from ainet_gym.sim.backends.numba import jit
 from ainet_gym.sim.backends.numba import lazy as nb_lazy
 from ainet_gym.sim.backends.numba import settings as nb_settings
@@ -26,15 +27,6 @@ RTOL = 1e-9
 FIELDS = ("iterations", "step_time_s", "comm_time_s", "link_bytes", "stalled_transfers", "gpu_utilization")
 #: the counters of the solves: equal on both paths when the events are the same ones
 SOLVES = ("events", "incremental_solves", "full_fills", "flows_refilled", "flows_active")
-
-
-def rel_diff(a: object, b: object) -> float:
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    assert a.shape == b.shape and np.array_equal(np.isnan(a), np.isnan(b))
-    ok = ~np.isnan(a) & (a != b)
-    if not ok.any():
-        return 0.0
-    return float((np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), np.abs(b[ok]))).max())
 
 
 @contextlib.contextmanager
@@ -78,8 +70,8 @@ def assert_same_progress(sc: object, seeds: list[int], splits: list) -> None:
                 mode["groups"] = groups
                 res.append(w.step(w.default_split() if s is None else s))
             for f in FIELDS:
-                assert rel_diff(getattr(res[0], f), getattr(res[1], f)) <= RTOL, f
-            assert rel_diff(worlds[0].sim.state.rem, worlds[1].sim.state.rem) <= RTOL, "bytes left"
+                assert max_rel_diff(getattr(res[0], f), getattr(res[1], f)) <= RTOL, f
+            assert max_rel_diff(worlds[0].sim.state.rem, worlds[1].sim.state.rem) <= RTOL, "bytes left"
             m0, m1 = worlds[0].metrics[-1], worlds[1].metrics[-1]
             for c in SOLVES:
                 assert np.array_equal(np.asarray(getattr(m0, c)), np.asarray(getattr(m1, c))), c
@@ -113,7 +105,7 @@ def test_group_clocks_match_the_numpy_reference():
         for _ in range(5):
             a, b = w.step(w.default_split()), ref.step(ref.default_split())
             for f in FIELDS:
-                assert rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
+                assert max_rel_diff(getattr(a, f), getattr(b, f)) <= RTOL, f
         assert sum(m.incremental_solves for m in w.metrics) > 10
 
 
