@@ -77,16 +77,9 @@ REASON = "Long because"
 #: December 2026); their long functions are the compiled kernels' drivers, over by their docstrings (specs)
 NOT_YET_READ = ("ainet_gym/sim/backends/numba/", "ainet_gym/checks/crosscheck/")
 #: functions over MAX_LINES lines in all without a REASON line, with their lines in all when frozen (issue-31za2,
-#: 6 December 2026: six then): one may get shorter (lower its figure, or drop it once it is not over MAX_LINES or
-#: says why), none may grow, and a new long function without its reason fails
-LONG_WITHOUT_REASON: dict[str, int] = {
-    "ainet_gym/agents/imitate/clone.py:behaviour_clone": 86,
-    "ainet_gym/agents/imitate/labels.py:lookahead_labels": 97,
-    "ainet_gym/agents/twin_args.py:parse_twin_arg": 94,
-    "ainet_gym/agents/twin_plan.py:_lookahead": 81,
-    "ainet_gym/sim/compile_unit.py:compile_job": 85,
-    "ainet_gym/sim/split_parts.py:split_parts": 91,
-}
+#: 6 December 2026: six then, none now: five shortened, lookahead_labels says why): one may get shorter (lower its
+#: figure, or drop it once it is not over MAX_LINES or says why), none may grow, a new long one fails
+LONG_WITHOUT_REASON: dict[str, int] = {}
 
 
 def says_why(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
