@@ -99,10 +99,10 @@ class FillScratch(NamedTuple):
     grp_i: np.ndarray  # (15 flows + 7 entries + 140,) int64 the group fill's scratch (groupfill.group_fill)
     grp_f: np.ndarray  # (flows + entries + 2,) float64 the group fill's keys and pair sums
     grp_b: np.ndarray  # (flows + 1,) bool the group fill's frozen groups
+    n_rows: np.ndarray  # (1,) int64 the link rows of the last fill_levels (rows, lists valid until the next)
     keep: (
         GroupStore  # the kept-group fill's store (issue-28zn; empty unless ``fill_scratch``'s ``keep_flows``)
     )
-    n_rows: np.ndarray  # (1,) int64 the link rows of the last fill_levels (rows, lists valid until the next)
 
 
 @njit(cache=True, nogil=True)
@@ -125,8 +125,8 @@ def fill_scratch(
         np.empty(n_links, dtype=i64), np.empty(e, dtype=i64), np.empty(n_flows + 1, dtype=i64),
         np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(h), np.empty(h, dtype=i64),
         np.zeros(8, dtype=i64), np.empty(15 * n_flows + 7 * e + 140, dtype=i64), np.empty(n_flows + e + 2),
-        np.empty(n_flows + 1, dtype=np.bool_), group_store(keep_flows, e if keep_flows > 0 else 0),
-        np.zeros(1, dtype=i64),
+        np.empty(n_flows + 1, dtype=np.bool_), np.zeros(1, dtype=i64),
+        group_store(keep_flows, e if keep_flows > 0 else 0),
     )  # fmt: skip
 
 
