@@ -7,14 +7,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from ainet_gym.scenario.spec import PART_SHARES, REROUTE_HELD_WEIGHTS
+from ainet_gym.scenario.spec import PART_SHARES, REROUTE_HELD_PARTS, REROUTE_HELD_WEIGHTS
 from ainet_gym.sim.unit import NO_PATH, CompiledUnit
 
 __all__ = ["split_parts"]
 
 
 def split_parts(
-    unit: CompiledUnit, held_bytes: float = 0.0, held_weight: str = "one", part_share: str = "fraction"
+    unit: CompiledUnit,
+    held_bytes: float = 0.0,
+    held_weight: str = "one",
+    part_share: str = "fraction",
+    held_parts: str = "all",
 ) -> CompiledUnit:
     """``unit`` with independent split parts (``routing.split_flows: independent``): after each phase's
     flows, one *part flow* per (flow, member, candidate path) of the phase, whose one member takes that path
@@ -31,7 +35,14 @@ def split_parts(
     ``held_weight`` (``routing.reroute_held_weight``): ``"one"`` keeps that coefficient at 1; ``"part"`` makes it
     the fraction the part had before the change (the engine's ``EngineState.held_weight``).
     ``part_share`` (``routing.part_share``): ``"fraction"`` (a part weighs its path's fraction f and carries all
-    the flow's bytes) or ``"per_part"`` (it weighs 1 where f > 0 and carries f of them; held parts at ``"one"``)."""
+    the flow's bytes) or ``"per_part"`` (it weighs 1 where f > 0 and carries f of them; held parts at ``"one"``).
+    ``held_parts`` (``routing.reroute_held_parts``): ``"all"`` (every part that loses share holds bytes) or
+    ``"queued"`` (only a part bottlenecked on a saturated switch link of its old path at the boundary,
+    :meth:`BatchSplit._queued_parts <ainet_gym.sim.batch_split.BatchSplit._queued_parts>`)."""
+    if held_parts not in REROUTE_HELD_PARTS:
+        raise ValueError(
+            f"routing.reroute_held_parts = {held_parts!r}: allowed: {', '.join(REROUTE_HELD_PARTS)}"
+        )
     if part_share not in PART_SHARES:
         raise ValueError(f"routing.part_share = {part_share!r}: allowed: {', '.join(PART_SHARES)}")
     if part_share != "fraction" and held_bytes != 0 and held_weight != "one":
@@ -103,4 +114,5 @@ def split_parts(
         held_bytes=float(held_bytes),
         held_weight=held_weight,
         part_share=part_share,
+        held_parts=held_parts,
     )
