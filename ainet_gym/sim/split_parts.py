@@ -13,31 +13,6 @@ from ainet_gym.sim.unit import NO_PATH, CompiledUnit
 __all__ = ["split_parts"]
 
 
-def _check_settings(held_bytes: float, held_weight: str, part_share: str, held_parts: str) -> None:
-    """Refuse a bad ``routing.reroute_held_bytes``, ``reroute_held_weight``, ``part_share`` or
-    ``reroute_held_parts`` of :func:`split_parts` (or a bad combination), naming the field, the value and what
-    is allowed."""
-    if held_parts not in REROUTE_HELD_PARTS:
-        raise ValueError(
-            f"routing.reroute_held_parts = {held_parts!r}: allowed: {', '.join(REROUTE_HELD_PARTS)}"
-        )
-    if part_share not in PART_SHARES:
-        raise ValueError(f"routing.part_share = {part_share!r}: allowed: {', '.join(PART_SHARES)}")
-    if part_share != "fraction" and held_bytes != 0 and held_weight != "one":
-        raise ValueError(
-            f"routing.part_share = {part_share!r} with routing.reroute_held_weight = {held_weight!r}: "
-            "allowed: part_share fraction, or reroute_held_weight one"
-        )
-    if not (np.isfinite(held_bytes) and held_bytes >= 0):
-        raise ValueError(
-            f"routing.reroute_held_bytes = {held_bytes!r}: allowed: a finite number of bytes >= 0"
-        )
-    if held_weight not in REROUTE_HELD_WEIGHTS:
-        raise ValueError(
-            f"routing.reroute_held_weight = {held_weight!r}: allowed: {', '.join(REROUTE_HELD_WEIGHTS)}"
-        )
-
-
 def split_parts(
     unit: CompiledUnit,
     held_bytes: float = 0.0,
@@ -64,7 +39,7 @@ def split_parts(
     ``held_parts`` (``routing.reroute_held_parts``): ``"all"`` (every part that loses share holds bytes) or
     ``"queued"`` (only a part bottlenecked on a saturated switch link of its old path at the boundary,
     :meth:`BatchSplit._queued_parts <ainet_gym.sim.batch_split.BatchSplit._queued_parts>`)."""
-    _check_settings(held_bytes, held_weight, part_share, held_parts)
+    _check_part_args(held_bytes, held_weight, part_share, held_parts)
     P = int(unit.conn_paths.shape[1])
     fp, fb = unit.flow_phase, unit.flow_bytes
     mf, mc, npaths = unit.member_flow, unit.member_conn, unit.conn_npaths
@@ -87,24 +62,15 @@ def split_parts(
                 member_flow.append(nf)
                 member_conn.append(int(mc[m]))
                 member_path.append(NO_PATH)
-        for f in flows:  # then their parts: one per member and candidate path
-            for m in range(mem_lo[f], mem_lo[f + 1]):
-                c = int(mc[m])
-                for q in range(int(npaths[c])):
-                    member_flow.append(len(flow_bytes))
-                    member_conn.append(c)
-                    member_path.append(q)
-                    flow_phase.append(k)
-                    flow_bytes.append(0.0)
-                    part_of.append(new_id[f])
-        if held_bytes > 0:  # then a held part per part, in the same order
+        # then their parts: one per member and candidate path; then a held part per part, in the same order
+        for path_base in (0, P) if held_bytes > 0 else (0,):
             for f in flows:
                 for m in range(mem_lo[f], mem_lo[f + 1]):
                     c = int(mc[m])
                     for q in range(int(npaths[c])):
                         member_flow.append(len(flow_bytes))
                         member_conn.append(c)
-                        member_path.append(P + q)
+                        member_path.append(path_base + q)
                         flow_phase.append(k)
                         flow_bytes.append(0.0)
                         part_of.append(new_id[f])
@@ -123,3 +89,26 @@ def split_parts(
         part_share=part_share,
         held_parts=held_parts,
     )
+
+
+def _check_part_args(held_bytes: float, held_weight: str, part_share: str, held_parts: str = "all") -> None:
+    """The routing fields :func:`split_parts` takes, each checked by name (and the one pair refused together)."""
+    if held_parts not in REROUTE_HELD_PARTS:
+        raise ValueError(
+            f"routing.reroute_held_parts = {held_parts!r}: allowed: {', '.join(REROUTE_HELD_PARTS)}"
+        )
+    if part_share not in PART_SHARES:
+        raise ValueError(f"routing.part_share = {part_share!r}: allowed: {', '.join(PART_SHARES)}")
+    if part_share != "fraction" and held_bytes != 0 and held_weight != "one":
+        raise ValueError(
+            f"routing.part_share = {part_share!r} with routing.reroute_held_weight = {held_weight!r}: "
+            "allowed: part_share fraction, or reroute_held_weight one"
+        )
+    if not (np.isfinite(held_bytes) and held_bytes >= 0):
+        raise ValueError(
+            f"routing.reroute_held_bytes = {held_bytes!r}: allowed: a finite number of bytes >= 0"
+        )
+    if held_weight not in REROUTE_HELD_WEIGHTS:
+        raise ValueError(
+            f"routing.reroute_held_weight = {held_weight!r}: allowed: {', '.join(REROUTE_HELD_WEIGHTS)}"
+        )

@@ -29,6 +29,7 @@ SIBLINGS: dict[str, tuple[int, float | None]] = {
     "spine-leaf-4to1-64-jitter": (64, 4.0),
     "clos3-2pods-dp-jitter": (64, None),
     "clos3-2pods-4to1-dp-jitter": (64, None),
+    "dual-plane-4to1-dp-jitter": (32, None),
 }
 
 
@@ -114,3 +115,46 @@ def test_clos3_pod_to_core_oversubscription_by_hand(name: str, ratio: float) -> 
         )
         assert nic == 32 * 400
         assert nic / up == pytest.approx(ratio), (pod, nic, up)
+
+
+def _links(name: str) -> list[tuple[str, str, float]]:
+    """(source node, destination node, Gb/s) of every directed link of ``name``'s built fabric."""
+    f = build_fabric(load_scenario(_path(name)).fabric)
+    names = list(f.node_names)
+    return [
+        (names[s], names[d], float(g)) for s, d, g in zip(f.link_src, f.link_dst, f.link_gbps, strict=True)
+    ]
+
+
+@pytest.mark.parametrize(("name", "ratio"), [("dual-plane", 1.0), ("dual-plane-4to1-dp-jitter", 4.0)])
+def test_dual_plane_tor_to_spine_oversubscription_by_hand(name: str, ratio: float) -> None:
+    """Per plane (a, b) and segment (ToR 0, 1): the NIC ports' capacity into the ToR over the ToR's capacity
+    up to the plane's spines: 16 x 200G over 8 x 400G (1:1) in `dual-plane`, over 8 x 100G (4:1) in the
+    tapered copy (the same graph, every ToR-spine link at 100G); a wrong taper or a missing link fails."""
+    links = _links(name)
+    for plane in "ab":
+        for seg in "01":
+            tor = f"tor{plane}{seg}"
+            down = [g for s, d, g in links if s.startswith("gpu") and d == tor]
+            up = [g for s, d, g in links if s == tor and d.startswith(f"spine{plane}")]
+            assert down == [200.0] * 16, (tor, down)
+            assert len(up) == 8, (tor, up)
+            assert sum(down) / sum(up) == pytest.approx(ratio), (tor, sum(down), sum(up))
+    # the planes share nothing but the NICs: no ToR reaches the other plane's spines
+    assert not [(s, d) for s, d, _ in links if s.startswith("tora") and d.startswith("spineb")]
+    assert not [(s, d) for s, d, _ in links if s.startswith("torb") and d.startswith("spinea")]
+
+
+def test_dual_plane_4to1_rings_cross_the_spines_at_every_hop() -> None:
+    """Each job has the same local rank on every host, and its ring alternates between the segments, so
+    every ring hop (with the wrap-around) crosses the tapered spine tier and none rides NVLink."""
+    sc = load_scenario(_path("dual-plane-4to1-dp-jitter"))
+    links = _links("dual-plane-4to1-dp-jitter")
+    seg = {int(s[3:]): int(d[-1]) for s, d, _ in links if s.startswith("gpu") and d.startswith("tor")}
+    used = np.concatenate([np.asarray(j.placement) for j in sc.jobs])
+    assert np.sort(used).tolist() == list(range(32)), "every GPU runs one job"
+    for slot, j in enumerate(sc.jobs):
+        ranks = np.asarray(j.placement)
+        assert (ranks % 4 == slot).all(), j.name  # one GPU (local rank `slot`) per host, 4 GPUs a host
+        segs = np.array([seg[int(r)] for r in ranks])
+        assert (segs != np.roll(segs, -1)).all(), (j.name, segs)
