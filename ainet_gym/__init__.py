@@ -15,8 +15,10 @@ The public surface (see docs/model.md, "Contracts"):
 
 from typing import Any
 
-# registers the predictive router behind routing's predictive-* policies (routing sits below the agents)
-from ainet_gym.agents import predictive as _predictive  # noqa: F401
+# registers the predictive router behind routing's predictive-* policies (routing sits below the agents); the
+# router's own module, not ainet_gym.agents.predictive, so that `python -m ainet_gym.agents.predictive` runs a
+# module the package has not imported (runpy warns otherwise)
+from ainet_gym.agents import predictive_router as _predictive_router  # noqa: F401
 from ainet_gym.checks.crosscheck import crosscheck
 from ainet_gym.envs.registration import ENV_IDS, register_envs
 from ainet_gym.fabric.topology import fabric_from_graph, fabric_to_graph

@@ -76,53 +76,59 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
     if not arg:
         return out
     on_names = {b.replace("-", ""): f"{b}+bg" for b in FAVOUR_BASES}
-    names = {"k": "k", "h": "h", "s": "seed", "g": "sigma"}
     for part in arg.split("-"):
-        if part.strip() == "best":
-            out["best_base"] = True
-            continue
-        if part.strip() == "iso":
-            out["isolate"] = True
-            continue
-        if part.strip() == "wbase":
-            out["weighted_base"] = True
-            continue
-        mo = re.fullmatch(r"on(.*)", part.strip())
-        if mo is not None:
-            if mo.group(1) not in on_names or on_names[mo.group(1)] in out["weight_bases"]:
-                raise ValueError(
-                    f"policy 'twin:{arg}': {part!r}: allowed: on{{base}} once per base, base one of "
-                    f"{', '.join(on_names)} (the split of weighted candidates beside {FAVOUR_BASE}'s)"
-                )
-            out["weight_bases"].append(on_names[mo.group(1)])
-            continue
-        mw = re.fullmatch(r"w(.*)", part.strip())
-        if mw is not None:
-            val = mw.group(1)
-            wp = weighted_plan(f"favour0-w{val}+bg" if val else "favour0+bg")  # the plans' weight check
-            assert wp is not None
-            if wp.weight in out["weights"]:
-                raise ValueError(
-                    f"policy 'twin:{arg}': {part!r}: weight {wp.weight:g} given twice; allowed: distinct"
-                )
-            out["weights"].append(wp.weight)
-            continue
-        m = re.fullmatch(r"([khsg])(\d+(?:\.\d+)?)", part.strip())
-        if m is None:
+        _twin_part(arg, part, out, on_names)
+    _check_twin_arg(arg, out)
+    return out
+
+
+def _twin_part(arg: str, part: str, out: dict[str, Any], on_names: dict[str, str]) -> None:
+    """Read one ``-``-joined part of ``twin:ARG`` into ``out`` (:func:`parse_twin_arg`)."""
+    names = {"k": "k", "h": "h", "s": "seed", "g": "sigma"}
+    flags = {"best": "best_base", "iso": "isolate", "wbase": "weighted_base"}
+    if part.strip() in flags:
+        out[flags[part.strip()]] = True
+        return
+    mo = re.fullmatch(r"on(.*)", part.strip())
+    if mo is not None:
+        if mo.group(1) not in on_names or on_names[mo.group(1)] in out["weight_bases"]:
             raise ValueError(
-                f"policy 'twin:{arg}': {part!r} is not one of kK (candidates per decision, >= 7), hH "
-                "(lookahead intervals, >= 1), sS (seed), gSIGMA (perturbation scale), best (the best pure "
-                "candidate as the lookahead base), iso (the isolating plans as candidates too) or w / wW (the "
-                "weighted plans favour{j}+bg at share weight 16 / W as candidates too), joined by '-', e.g. "
-                "twin:k8-h4"
+                f"policy 'twin:{arg}': {part!r}: allowed: on{{base}} once per base, base one of "
+                f"{', '.join(on_names)} (the split of weighted candidates beside {FAVOUR_BASE}'s)"
             )
-        key, val = names[m.group(1)], m.group(2)
-        if key == "sigma":
-            out[key] = float(val)
-        else:
-            if "." in val:
-                raise ValueError(f"policy 'twin:{arg}': {part!r}: {key} must be an integer")
-            out[key] = int(val)
+        out["weight_bases"].append(on_names[mo.group(1)])
+        return
+    mw = re.fullmatch(r"w(.*)", part.strip())
+    if mw is not None:
+        val = mw.group(1)
+        wp = weighted_plan(f"favour0-w{val}+bg" if val else "favour0+bg")  # the plans' weight check
+        assert wp is not None
+        if wp.weight in out["weights"]:
+            raise ValueError(
+                f"policy 'twin:{arg}': {part!r}: weight {wp.weight:g} given twice; allowed: distinct"
+            )
+        out["weights"].append(wp.weight)
+        return
+    m = re.fullmatch(r"([khsg])(\d+(?:\.\d+)?)", part.strip())
+    if m is None:
+        raise ValueError(
+            f"policy 'twin:{arg}': {part!r} is not one of kK (candidates per decision, >= 7), hH "
+            "(lookahead intervals, >= 1), sS (seed), gSIGMA (perturbation scale), best (the best pure "
+            "candidate as the lookahead base), iso (the isolating plans as candidates too) or w / wW (the "
+            "weighted plans favour{j}+bg at share weight 16 / W as candidates too), joined by '-', e.g. "
+            "twin:k8-h4"
+        )
+    key, val = names[m.group(1)], m.group(2)
+    if key == "sigma":
+        out[key] = float(val)
+    else:
+        if "." in val:
+            raise ValueError(f"policy 'twin:{arg}': {part!r}: {key} must be an integer")
+        out[key] = int(val)
+
+
+def _check_twin_arg(arg: str, out: dict[str, Any]) -> None:
+    """The checks of ``twin:ARG`` across its parts (:func:`parse_twin_arg`), after they are read."""
     if out["k"] < len(LOOKAHEAD_CANDIDATES) + 1:
         raise ValueError(
             f"policy 'twin:{arg}': k = {out['k']}: needs >= {len(LOOKAHEAD_CANDIDATES) + 1} (the candidates "
@@ -140,4 +146,3 @@ def parse_twin_arg(arg: str | None) -> dict[str, Any]:
             f"policy 'twin:{arg}': wbase picks the lookahead base among the weighted plans too; allowed: with "
             "best and a w part, e.g. twin:best-w-wbase"
         )
-    return out

@@ -110,14 +110,7 @@ class TwinPlanning:
             assert sim is not None
             if incumbent is None:  # the first decision, or the units changed: ECMP
                 incumbent = w.default_split()
-            cands = [policies[name](w, main.last_result) for name in fixed]
-            cands.append(incumbent)
-            cands += self._perturb(main, incumbent, self.k - len(cands), rng)
-            cands += [isolating[name](w, main.last_result) for name in iso]
-            if fav:  # every weighted plan runs its base's split (burst-lp+bg, on{base}'s): each computed once
-                base_split = {b: pol(w, main.last_result) for b, pol in of_base.items()}
-                cands += [base_split[self._fav_base[name]] for name in fav]
-            stack = np.stack(cands)  # (K, C, P)
+            stack = self._candidates(main, w, incumbent, rng, policies, isolating, of_base, fav)  # (K, C, P)
             snap = main.snapshot()
             look.restore(snap, src)
             mb, lb = main.connection_bounds(), look.connection_bounds()
@@ -154,6 +147,29 @@ class TwinPlanning:
             incumbent = chosen if main.unit_stack is before else None  # a restack renumbers the connections
         self._lookahead_scores = scores_t
         return splits, bounds, gpu.mean(axis=1)
+
+    def _candidates(
+        self,
+        main: EnvCore,
+        w: Any,
+        incumbent: np.ndarray,
+        rng: np.random.Generator,
+        policies: dict[str, Any],
+        isolating: dict[str, Any],
+        of_base: dict[str, Any],
+        fav: list[str],
+    ) -> np.ndarray:
+        """(K, C, P) the splits one decision of :meth:`_lookahead` weighs: the fixed candidates' (``policies``, in
+        their order), the incumbent, its perturbations up to ``k``, the isolating plans' and the weighted plans'
+        (each its base's split); ``w`` is ``main``'s routing context."""
+        cands = [pol(w, main.last_result) for pol in policies.values()]
+        cands.append(incumbent)
+        cands += self._perturb(main, incumbent, self.k - len(cands), rng)
+        cands += [pol(w, main.last_result) for pol in isolating.values()]
+        if fav:  # every weighted plan runs its base's split (burst-lp+bg, on{base}'s): each computed once
+            base_split = {b: pol(w, main.last_result) for b, pol in of_base.items()}
+            cands += [base_split[self._fav_base[name]] for name in fav]
+        return np.stack(cands)
 
     def _base_split(
         self, look: EnvCore, bases: dict[str, Any], base_of: dict[str, np.ndarray], k: int

@@ -62,9 +62,12 @@ def _job_conn_key(name: str, src: list[int], dst: list[int]) -> np.ndarray:
     )
 
 
-def _check_split_flows(split_flows: str, carry: bool) -> None:
-    """Refuse a ``routing.split_flows`` value :func:`compile_job` does not know, and independent parts with the
-    carry flows of ``routing.reroute: new_transfers``."""
+def _check_split_flows(
+    split_flows: str, carry: bool, reroute_held_bytes: float = 0.0, part_share: str = "fraction"
+) -> None:
+    """Refuse a ``routing.split_flows`` value :func:`compile_job` does not know, independent parts with the
+    carry flows of ``routing.reroute: new_transfers``, and held bytes or a part share without independent
+    parts."""
     if split_flows not in SPLIT_FLOWS_MODES:
         allowed = ", ".join(SPLIT_FLOWS_MODES)
         raise ValueError(f"routing.split_flows = {split_flows!r}: allowed: {allowed}")
@@ -72,6 +75,16 @@ def _check_split_flows(split_flows: str, carry: bool) -> None:
         raise ValueError(
             "routing.split_flows = 'independent' with routing.reroute = 'new_transfers': allowed: "
             "split_flows coupled, or reroute in_flight"
+        )
+    if reroute_held_bytes != 0 and split_flows != "independent":
+        raise ValueError(
+            f"routing.reroute_held_bytes = {reroute_held_bytes!r} with routing.split_flows = {split_flows!r}: "
+            "allowed: 0, or split_flows independent"
+        )
+    if part_share != "fraction" and split_flows != "independent":
+        raise ValueError(
+            f"routing.part_share = {part_share!r} with routing.split_flows = {split_flows!r}: "
+            "allowed: fraction, or split_flows independent"
         )
 
 
@@ -107,17 +120,7 @@ def compile_job(
     part's coefficient, ``"one"`` (1) or ``"part"`` (its part's fraction before the change). ``part_share``
     (``routing.part_share``, ``"per_part"`` with ``split_flows="independent"`` only): how a part shares a link.
     """
-    _check_split_flows(split_flows, carry)
-    if reroute_held_bytes != 0 and split_flows != "independent":
-        raise ValueError(
-            f"routing.reroute_held_bytes = {reroute_held_bytes!r} with routing.split_flows = {split_flows!r}: "
-            "allowed: 0, or split_flows independent"
-        )
-    if part_share != "fraction" and split_flows != "independent":
-        raise ValueError(
-            f"routing.part_share = {part_share!r} with routing.split_flows = {split_flows!r}: "
-            "allowed: fraction, or split_flows independent"
-        )
+    _check_split_flows(split_flows, carry, reroute_held_bytes, part_share)
     gpus = np.asarray(gpus, dtype=np.int64)
     t = job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
     src = [s for s, _ in t.conn_index]

@@ -32,21 +32,7 @@ def split_parts(
     the fraction the part had before the change (the engine's ``EngineState.held_weight``).
     ``part_share`` (``routing.part_share``): ``"fraction"`` (a part weighs its path's fraction f and carries all
     the flow's bytes) or ``"per_part"`` (it weighs 1 where f > 0 and carries f of them; held parts at ``"one"``)."""
-    if part_share not in PART_SHARES:
-        raise ValueError(f"routing.part_share = {part_share!r}: allowed: {', '.join(PART_SHARES)}")
-    if part_share != "fraction" and held_bytes != 0 and held_weight != "one":
-        raise ValueError(
-            f"routing.part_share = {part_share!r} with routing.reroute_held_weight = {held_weight!r}: "
-            "allowed: part_share fraction, or reroute_held_weight one"
-        )
-    if not (np.isfinite(held_bytes) and held_bytes >= 0):
-        raise ValueError(
-            f"routing.reroute_held_bytes = {held_bytes!r}: allowed: a finite number of bytes >= 0"
-        )
-    if held_weight not in REROUTE_HELD_WEIGHTS:
-        raise ValueError(
-            f"routing.reroute_held_weight = {held_weight!r}: allowed: {', '.join(REROUTE_HELD_WEIGHTS)}"
-        )
+    _check_part_args(held_bytes, held_weight, part_share)
     P = int(unit.conn_paths.shape[1])
     fp, fb = unit.flow_phase, unit.flow_bytes
     mf, mc, npaths = unit.member_flow, unit.member_conn, unit.conn_npaths
@@ -69,24 +55,15 @@ def split_parts(
                 member_flow.append(nf)
                 member_conn.append(int(mc[m]))
                 member_path.append(NO_PATH)
-        for f in flows:  # then their parts: one per member and candidate path
-            for m in range(mem_lo[f], mem_lo[f + 1]):
-                c = int(mc[m])
-                for q in range(int(npaths[c])):
-                    member_flow.append(len(flow_bytes))
-                    member_conn.append(c)
-                    member_path.append(q)
-                    flow_phase.append(k)
-                    flow_bytes.append(0.0)
-                    part_of.append(new_id[f])
-        if held_bytes > 0:  # then a held part per part, in the same order
+        # then their parts: one per member and candidate path; then a held part per part, in the same order
+        for path_base in (0, P) if held_bytes > 0 else (0,):
             for f in flows:
                 for m in range(mem_lo[f], mem_lo[f + 1]):
                     c = int(mc[m])
                     for q in range(int(npaths[c])):
                         member_flow.append(len(flow_bytes))
                         member_conn.append(c)
-                        member_path.append(P + q)
+                        member_path.append(path_base + q)
                         flow_phase.append(k)
                         flow_bytes.append(0.0)
                         part_of.append(new_id[f])
@@ -104,3 +81,22 @@ def split_parts(
         held_weight=held_weight,
         part_share=part_share,
     )
+
+
+def _check_part_args(held_bytes: float, held_weight: str, part_share: str) -> None:
+    """The routing fields :func:`split_parts` takes, each checked by name (and the one pair refused together)."""
+    if part_share not in PART_SHARES:
+        raise ValueError(f"routing.part_share = {part_share!r}: allowed: {', '.join(PART_SHARES)}")
+    if part_share != "fraction" and held_bytes != 0 and held_weight != "one":
+        raise ValueError(
+            f"routing.part_share = {part_share!r} with routing.reroute_held_weight = {held_weight!r}: "
+            "allowed: part_share fraction, or reroute_held_weight one"
+        )
+    if not (np.isfinite(held_bytes) and held_bytes >= 0):
+        raise ValueError(
+            f"routing.reroute_held_bytes = {held_bytes!r}: allowed: a finite number of bytes >= 0"
+        )
+    if held_weight not in REROUTE_HELD_WEIGHTS:
+        raise ValueError(
+            f"routing.reroute_held_weight = {held_weight!r}: allowed: {', '.join(REROUTE_HELD_WEIGHTS)}"
+        )

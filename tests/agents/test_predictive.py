@@ -70,3 +70,28 @@ def test_predictive_agents_run_through_evaluate() -> None:
     # by episode above it by 0.078 to 0.145 (measured 3 Dec 2026); one that kept ECMP's split would tie it
     for name in ("predictive-greedy", "predictive-lp"):
         assert all(a > e + 0.04 for a, e in zip(per[name], per["ecmp"])), (name, per[name], per["ecmp"])
+
+
+def test_the_module_command_runs_without_runpy_s_already_imported_warning() -> None:
+    """``python -m ainet_gym.agents.predictive`` runs a module the package has not imported: ``import ainet_gym``
+    registers the predictive router through its own module, so runpy does not warn that the module was in
+    ``sys.modules`` before it ran (a package that imports ``agents.predictive`` again fails both checks)."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root}
+    probe = "import sys, ainet_gym; print('ainet_gym.agents.predictive' in sys.modules)"
+    imported = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert imported.stdout.strip() == "False"
+    cmd = [sys.executable, "-W", "error::RuntimeWarning", "-m", "ainet_gym.agents.predictive", "--help"]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "RuntimeWarning" not in run.stderr and "found in sys.modules" not in run.stderr
+    assert (
+        run.stdout.startswith("usage: python -m ainet_gym.agents.predictive")
+        and "--train-seeds" in run.stdout
+    )

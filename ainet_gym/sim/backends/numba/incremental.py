@@ -309,8 +309,45 @@ def _inc_select_sorted(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_walk_all(
+    n_s, srt, n_came, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf,
+    rstamp, tick, refill, fmark,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_inc_walk_log` in flow order while the component rule backs off (issue-28zo): every flow of the
+    log from the restart level is filled again, so :func:`_inc_components`' stamps and
+    :func:`_inc_select_sorted`'s give-back are one walk over ``srt[:n_s]``'s entries, not two. A link is
+    stamped ``tick`` with its residual at capacity less load at its first visit, before any flow's use goes
+    back on it, and the uses go back in the same order (flow order, entries in memory order): the residuals,
+    stamps, flows to fill and their ``fmark`` are bit for bit those of the two walks. ``(to fill, 0)``."""
+    n_re = 0
+    for k in range(n_s + n_came):
+        f = srt[k] if k < n_s else came[k - n_s]
+        r = rate[f]
+        give = k < n_s  # (a log flow: its use goes back; an arrival's links are only stamped)
+        for e in range(fe_lo[f], fe_hi[f]):
+            lk = e_link[e] - lo
+            if rstamp[lk] != tick:
+                rstamp[lk] = tick
+                uf[lk] = lk
+                c = capacity[lo + lk]
+                resid[lk] = c - load[lk] if c < np.inf else np.inf
+            if give:
+                use = e_coef[e] * r
+                if np.isfinite(use):
+                    resid[lk] += use
+        if not give:
+            refill[n_re] = f
+            n_re += 1
+        elif act[f] and arr_mark[f] != mark:  # (not departed, not re-arrived as a came flow)
+            refill[n_re] = f
+            fmark[f] = tick
+            n_re += 1
+    return n_re, 0
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_walk_log(
-    flow_order, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
+    flow_order, one_walk, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
     capacity, lo, load, resid, uf, seed, rstamp, tick, use_cc, refill, keep_flow, keep_level, srt, fmark,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s components (:func:`_inc_components`) and flows to fill: with
@@ -318,6 +355,9 @@ def _inc_walk_log(
     :func:`_inc_select_sorted`), else in level order (:func:`_inc_select`). ``(to fill, kept)``."""
     if flow_order:
         n_s = n_log - k0
+        if one_walk and not use_cc:  # (every log flow from k0 filled again: one walk, issue-28zo)
+            return _inc_walk_all(n_s, srt, n_came, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
+                                 capacity, lo, load, resid, uf, rstamp, tick, refill, fmark)  # fmt: skip
         _inc_components(0, n_s, n_came, srt, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load,
                         resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
         return _inc_select_sorted(n_s, srt, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
@@ -512,9 +552,46 @@ def _inc_link_offer(lk, f, lv, lo, capacity, resid, rp, listed):  # pragma: no c
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_loads_rows(
+    n_re, refill, rate, unit_weight, fe_lo, fe_hi, capacity, lo, resid, load, rp, listed, lev, fs
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_inc_loads` of a restart solve that filled by :func:`fill_levels` (issue-28zo), after the departed
+    flows' links were reset: the fill's local rows (``fs``) are the links of the filled flows, each once, so
+    each is reset once (not at each entry), and only the saturated rows' lists (the filled flows on the row,
+    in ``refill`` order, as the walk over the flows offered them) are offered. Each link sees the same resets
+    and offers in the same order as in the walk over every filled flow's entries: ``load``, ``sat`` and the
+    lists are bit for bit the same. The work counted as there (the filled flows' entries twice)."""
+    sat, top_n = rp.sat, rp.top_n
+    nl = fs.n_rows[0]
+    slot_link, off, adj = fs.slot_link, fs.slot_off, fs.slot_flows
+    work = 0
+    for j in range(nl):
+        _inc_link_reset(slot_link[j], lo, capacity, resid, load, sat, top_n)
+    low = np.inf  # the lowest level filled
+    for k in range(n_re):
+        f = refill[k]
+        low = min(low, rate[f] / unit_weight[f])
+        work += 2 * (fe_hi[f] - fe_lo[f])
+    for j in range(nl):
+        lk = slot_link[j]
+        c = capacity[lo + lk]
+        if c < np.inf and resid[lk] <= REPAIR_RTOL * c:
+            for q in range(off[j], off[j + 1]):
+                f = refill[adj[q]]
+                _inc_link_offer(lk, f, rate[f] / unit_weight[f], lo, capacity, resid, rp, listed)
+    near = lev * (1.0 + REPAIR_RTOL)
+    if listed and low * (1.0 - REPAIR_RTOL) <= near:  # a link's level may be within round-off of lev
+        for j in range(nl):
+            lk = slot_link[j]
+            if sat[lk] >= 0.0 and sat[lk] * (1.0 - REPAIR_RTOL) <= near:
+                top_n[lk] = -1
+    return work
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_loads(
     full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
-    lo, resid, load, rp, listed, lev, rstamp, tick,
+    lo, resid, load, rp, listed, lev, rstamp, tick, fs, by_rows,
 ):  # fmt: skip  # pragma: no cover - compiled
     """After :func:`resolve_incremental`'s fill: the loads of the links the solve touched (every active
     flow's after a full fill; else the filled and departed flows'), their ``sat`` reset, then (``rep_on``)
@@ -529,7 +606,8 @@ def _inc_loads(
     first, then each link of a filled flow at its first visit (``rstamp`` set to -1: reset), before the
     flow is offered to it. Every link is reset before any flow is offered to it and the flows are offered
     in the same order as in two walks (all resets, then the offers), so ``sat`` and the lists are bit for
-    bit the same; the loads are read from the residuals, which the walk does not change."""
+    bit the same; the loads are read from the residuals, which the walk does not change. ``by_rows``: such a
+    solve filled by :func:`fill_levels` alone, whose rows ``fs`` holds (:func:`_inc_loads_rows`, issue-28zo)."""
     sat, top_n = rp.sat, rp.top_n
     work = 0
     one = rep_on and not full and tick >= 0
@@ -542,6 +620,9 @@ def _inc_loads(
             work += fe_hi[f] - fe_lo[f]
         for e in range(fe_lo[f], fe_hi[f]):
             _inc_link_reset(e_link[e] - lo, lo, capacity, resid, load, sat, top_n)
+    if one and by_rows:
+        return work + _inc_loads_rows(n_re, refill, rate, unit_weight, fe_lo, fe_hi, capacity, lo, resid, load, rp,
+                                      listed, lev, fs)  # fmt: skip
     if rep_on:
         low = np.inf  # the lowest level filled
         for k in range(n_re):
@@ -572,7 +653,7 @@ def resolve_incremental(
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
     sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
-    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER, grp_fill=GROUP_FILL,
+    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER, grp_fill=GROUP_FILL, one_walk=True,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -613,6 +694,12 @@ def resolve_incremental(
     components and the selection walk the log's flows from the restart level in flow order too
     (:func:`_inc_log_sorted`, :func:`_inc_select_sorted`, issue-28zk): the residuals they restore are summed
     in another order.
+
+    ``one_walk`` (issue-28zo; bit for bit either way, False: the walks of issue-28zk): while the component rule
+    backs off, the components' stamps and the selection's give-back are one walk over the log's flows
+    (:func:`_inc_walk_all`), and after a heap fill by :func:`fill_levels` the loads reset each of the fill's
+    link rows once and offer only the saturated rows' flows (:func:`_inc_loads_rows`), instead of walking every
+    filled flow's entries.
 
     The flows to fill are filled by :func:`fill_levels` (a heap), or, when they are more than ``par_share``
     of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
@@ -690,7 +777,7 @@ def resolve_incremental(
         rstate[3] += 1
         tick = rstate[3]
         use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (below)
-        n_re, n_keep = _inc_walk_log(flow_order, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
+        n_re, n_keep = _inc_walk_log(flow_order, one_walk, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
                                      fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf, seed, rstamp, tick,
                                      use_cc, refill, keep_flow, keep_level, out_flow, rp.fmark)  # fmt: skip
         _inc_backoff(use_cc, n_keep, rstate)
@@ -712,7 +799,8 @@ def resolve_incremental(
     rstate[0] = k0 + n_keep + n_re
     work += n_keep + 2 * n_re  # the log rewritten, the rates written
     work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
-                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev, rstamp, -1 if full else rstate[3])  # fmt: skip
+                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev, rstamp, -1 if full else rstate[3], fs,
+                       one_walk and not dense and grp_fill == 0)  # fmt: skip
     if rep_on and rep_heap and rstate[10] == 1:  # the level heaps: built anew after a full fill, else updated
         work += _inc_heaps(full, rp, resid.shape[0], n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi,
                            e_link, lo, capacity, load)  # fmt: skip
