@@ -9,7 +9,7 @@ The schema is the one of docs/scenarios.md ("Schema")::
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
     routing:  {max_paths, qps_per_connection, reroute, split_flows, ring_run_ahead_bytes, reroute_held_bytes,
-               reroute_held_weight, part_share}
+               reroute_held_weight, part_share, reroute_held_parts}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message

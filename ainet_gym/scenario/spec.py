@@ -52,6 +52,12 @@ REROUTE_HELD_WEIGHTS = ("one", "part")
 #: f of a connection's share; ``per_part`` a part of fraction f > 0 is a flow of coefficient 1 carrying f of the
 #: bytes, a whole connection's share, as one TCP connection per path (docs/model.md, "How split parts share a link").
 PART_SHARES = ("fraction", "per_part")
+#: Which path parts hold bytes at a split change in flight (``routing.reroute_held_parts``, with
+#: ``routing.reroute_held_bytes`` > 0): ``all`` (the default) every part that loses share; ``queued`` only a part
+#: that, in the max-min allocation at the boundary, is bottlenecked on a saturated switch link of its old path
+#: (one not every candidate path of its connection crosses), where a TCP sub-flow would have a queue; the
+#: others' bytes are re-split at once (docs/model.md, "Held bytes at a route change").
+REROUTE_HELD_PARTS = ("all", "queued")
 
 # Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
 #  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
@@ -246,6 +252,10 @@ class RoutingSpec:
     # with split_flows independent: how a path part shares a link, one of PART_SHARES (fraction: coefficient f,
     # all the bytes; per_part: coefficient 1, f of the bytes)
     part_share: str = "fraction"
+    # with reroute_held_bytes > 0: which parts hold bytes at a split change in flight, one of REROUTE_HELD_PARTS
+    # (all: every part that loses share; queued: only one bottlenecked on a saturated switch link of its old
+    # path in the allocation at the boundary); no effect without held bytes
+    reroute_held_parts: str = "all"
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,14 @@ from ainet_gym.sim.entries import EntryTable
 from ainet_gym.sim.stack import UnitStack
 from ainet_gym.sim.state import RUNNING, EngineState, SimState
 
-__all__ = ["SPLIT_TOL", "BatchSplit"]
+__all__ = ["SATURATED_TOL", "SPLIT_TOL", "BatchSplit"]
 
 
 #: routing.split_flows independent: a connection's split row changed when a fraction moved by more than this
 SPLIT_TOL = 1e-12
+#: routing.reroute_held_parts queued: a link is saturated when its load is within this fraction of its capacity,
+#: and a flow is bottlenecked there when its level is within this fraction of the link's largest
+SATURATED_TOL = 1e-9
 
 
 class BatchSplit:
@@ -43,6 +46,8 @@ class BatchSplit:
     carry_flows: np.ndarray
     flow_unit: np.ndarray
     flow_bytes: np.ndarray
+    flow_bg: np.ndarray
+    flow_demand: np.ndarray
     flow_parent: np.ndarray
     flow_gphase: np.ndarray
     member_flow: np.ndarray
@@ -72,11 +77,15 @@ class BatchSplit:
         self.held_cap = stack.unit_held_bytes[stack.flow_unit[self.held]]
         # routing.reroute_held_weight part: the held parts whose coefficient is their part's old fraction
         self.held_part = stack.unit_held_part[stack.flow_unit[self.held]]
+        # routing.reroute_held_parts queued: the held parts that hold only where their part was queued (None: none)
+        queued = stack.unit_held_queued[stack.flow_unit[self.held]]
+        self.held_queued = queued if queued.any() else None
         self._held_ones = np.ones((stack.n_conns, P)) if self.held.size else None
         # routing.part_share per_part: the connections whose part flows weigh 1 (where their path has a share)
         # and carry their fraction of the bytes (None: every part at its fraction, the default)
         one = stack.unit_part_one[stack.conn_unit]
         self._conn_one = one if one.any() else None
+        self.part_own_links: tuple[np.ndarray, np.ndarray] | None = None
         if not self.parts.size:
             return
         first = np.searchsorted(stack.member_flow, self.parts)
@@ -84,6 +93,7 @@ class BatchSplit:
         self.part_conn = stack.member_conn[first]
         self.part_path = stack.member_path[first]
         self.part_group = np.cumsum(self.part_path == 0) - 1  # a group's parts are its paths 0, 1, ...
+        self.part_own_links = self._own_links(stack) if self.held_queued is not None else None
         if self.held.size:
             hf = np.searchsorted(stack.member_flow, self.held)
             if not (
@@ -94,7 +104,70 @@ class BatchSplit:
             ):
                 raise RuntimeError("_bind_parts: the held parts are not one per part in the parts' order")
 
-    def _hand_parts(self, split: np.ndarray) -> None:
+    def _own_links(self, stack: UnitStack) -> tuple[np.ndarray, np.ndarray]:
+        """``routing.reroute_held_parts: queued``: (parts, hops) the global links of each part's path in hop
+        order (-1 padded), and whether each is the part's own, a link that not every candidate path of its
+        connection crosses (a switch link, where a sub-flow's backlog is its own; a connection's NIC links
+        carry all its paths)."""
+        paths = stack.conn_paths_global[self.part_conn]  # (parts, P, hops)
+        hops = paths[np.arange(self.part_conn.shape[0]), self.part_path]  # (parts, hops)
+        on_q = (hops[:, None, :, None] == paths[:, :, None, :]).any(axis=-1)  # (parts, P, hops)
+        cand = np.arange(paths.shape[1])[None, :] < stack.conn_npaths[self.part_conn][:, None]
+        on_all = (on_q | ~cand[:, :, None]).all(axis=1)
+        return hops, (hops >= 0) & ~on_all
+
+    def _queued_parts(self, split: np.ndarray) -> np.ndarray | None:
+        """``routing.reroute_held_parts: queued``, at a split change (before the new split's entries replace the
+        old ones): (parts,) whether each part's first bottleneck along its path, in the max-min allocation at
+        the boundary, is a link that not every candidate path of its connection crosses (:meth:`_own_links`):
+        where a TCP sub-flow would have its bytes queued (a flow queues at the first link it saturates; the
+        links after it receive at that rate; a connection's NIC links carry all its paths, so what waits there
+        is not one path's). A part bottlenecked nowhere (not moving, or unconstrained) is not queued. The
+        allocation is solved by
+        the backend's solver over the old split's merged entries, the flows then moving (a job flow whose phase
+        runs with its latency paid and bytes left, a background flow switched on) and the capacities the
+        engine holds (the new interval's: the dynamics have advanced). A link is saturated when its load is
+        within :data:`SATURATED_TOL` of its capacity; a flow is bottlenecked there when its level (rate /
+        share weight) is within it of the largest level on the link. None when no unit asks for it, no split
+        has been handed to the parts yet, or ``split`` (the new one) changes no fraction of the old."""
+        es = self.engine_state
+        if self.held_queued is None or self.part_own_links is None or es.part_split is None:
+            return None
+        if not (np.abs(np.asarray(split, dtype=np.float64) - es.part_split) > SPLIT_TOL).any():
+            return None
+        e_flow, e_link, e_coef = self.e_flow, self.e_link, self.e_coef  # the old split's (merge_pending)
+        st = self.state
+        ready = np.append((st.phase_state == RUNNING) & (st.phase_lat_left <= 0), False)
+        moving = np.where(self.flow_bg, st.bg_on[self.flow_unit], ready[self.flow_gphase] & (st.rem > 0))
+        sel = moving[e_flow]
+        act = np.flatnonzero(moving)
+        compact = np.cumsum(moving) - 1
+        w = (
+            None
+            if es.unit_weight is None
+            else np.asarray(es.unit_weight, dtype=np.float64)[self.flow_unit[act]]
+        )
+        cap = np.asarray(es.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
+        ef, el, ec = compact[e_flow[sel]], e_link[sel], e_coef[sel]
+        rates = np.asarray(
+            self.strategy.solve_entries(ef, el, ec, cap, act.shape[0], w, self.flow_demand[act], None),
+            dtype=np.float64,
+        )
+        level = rates if w is None else rates / w
+        load = np.bincount(el, weights=ec * rates[ef], minlength=cap.shape[0])
+        saturated = np.isfinite(cap) & (load >= cap * (1.0 - SATURATED_TOL))
+        top = np.zeros(cap.shape[0])
+        np.maximum.at(top, el, level[ef])
+        lev = np.zeros(self.n_flows)
+        lev[act] = level
+        hops, own = self.part_own_links
+        lk = np.maximum(hops, 0)
+        part_lev = lev[self.parts][:, None]
+        at = (hops >= 0) & saturated[lk] & (part_lev > 0) & (part_lev >= top[lk] * (1.0 - SATURATED_TOL))
+        first = np.argmax(at, axis=1)  # the first bottleneck hop (0 where none: masked below)
+        return at.any(axis=1) & own[np.arange(own.shape[0]), first]
+
+    def _hand_parts(self, split: np.ndarray, queued: np.ndarray | None = None) -> None:
         """Hand each transfer's bytes to its part flows under ``split`` (``routing.split_flows:
         independent``): a flow's own remainder (its bytes at the start) goes to every part whose path has a
         share; on a connection whose split row changed (``reroute: in_flight``), the bytes its parts have
@@ -106,7 +179,10 @@ class BatchSplit:
 
         ``routing.part_share: per_part``: a part's remainder is its bytes on its path (not its connection's),
         so the bytes a group has left are its parts' remainders summed, and a part of fraction f is handed f of
-        the group's bytes (and f of its flow's bytes at each iteration's start)."""
+        the group's bytes (and f of its flow's bytes at each iteration's start).
+
+        ``queued`` (``routing.reroute_held_parts: queued``, :meth:`_queued_parts`): (parts,) the parts that may
+        hold bytes in the units that ask for it; None: every part that loses share may."""
         p = self.parts
         if not p.size:
             return
@@ -130,7 +206,7 @@ class BatchSplit:
         own = np.zeros(n_g)
         own[g] = st.rem[par]  # a flow's own remainder, handed to its parts
         if self.held.size and es.part_split is not None:  # routing.reroute_held_bytes
-            left = np.maximum(left - self._hold(f_old, f_new, on_path, changed & (own == 0)), 0.0)
+            left = np.maximum(left - self._hold(f_old, f_new, on_path, changed & (own == 0), queued), 0.0)
         changed |= own > 0
         left += own
         if one is None:
@@ -145,7 +221,12 @@ class BatchSplit:
         es.part_split = np.array(split, dtype=np.float64)
 
     def _hold(
-        self, f_old: np.ndarray, f_new: np.ndarray, on_path: np.ndarray, changed: np.ndarray
+        self,
+        f_old: np.ndarray,
+        f_new: np.ndarray,
+        on_path: np.ndarray,
+        changed: np.ndarray,
+        queued: np.ndarray | None = None,
     ) -> np.ndarray:
         """``routing.reroute_held_bytes`` at a split change in flight (:meth:`_hand_parts`): each part of a
         ``changed`` group whose path loses share (``f_new < f_old``), in a phase moving its bytes (running,
@@ -154,11 +235,15 @@ class BatchSplit:
         and room is the held bytes less what its held part still holds
         (a part's held bytes never exceed the setting). Returns (groups,) the bytes each group's parts kept,
         which the re-split does not hand out again. With ``routing.reroute_held_weight: part`` the held parts
-        weigh ``engine_state.held_weight`` (:meth:`_reweigh_held`)."""
+        weigh ``engine_state.held_weight`` (:meth:`_reweigh_held`). With ``routing.reroute_held_parts: queued``
+        only the parts ``queued`` (:meth:`_queued_parts`) of the units that ask for it hold (the others' bytes
+        are all re-split)."""
         st = self.state
         ph = self.flow_gphase[self.part_parent]
         moving = (st.phase_state[ph] == RUNNING) & (st.phase_lat_left[ph] <= 0)
         loses = changed[self.part_group] & moving & (f_new < f_old - SPLIT_TOL)
+        if self.held_queued is not None and queued is not None:  # routing.reroute_held_parts queued
+            loses &= queued | ~self.held_queued
         hw = self.engine_state.held_weight
         w = None if hw is None else np.where(self.held_part, hw[self.part_conn, self.part_path], 1.0)
         held_now = st.rem[self.held] if w is None else st.rem[self.held] * w  # bytes on the path
@@ -283,9 +368,10 @@ class BatchSplit:
         if split is None:
             split = np.zeros((self.n_conns, self.fabric.max_paths))
             split[:, 0] = 1.0
+        queued = self._queued_parts(split)  # routing.reroute_held_parts queued: on the old split's entries
         self._pending = None
         self.engine_state.split = split
-        self._hand_parts(split)
+        self._hand_parts(split, queued)
         self._merge_split()
 
     def _merge_split(self) -> None:

@@ -99,6 +99,7 @@ def compile_job(
     reroute_held_bytes: float = 0.0,
     reroute_held_weight: str = "one",
     part_share: str = "fraction",
+    reroute_held_parts: str = "all",
 ) -> CompiledUnit:
     """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
 
@@ -119,6 +120,8 @@ def compile_job(
     (:func:`split_parts`); 0: no held parts. ``reroute_held_weight`` (``routing.reroute_held_weight``): a held
     part's coefficient, ``"one"`` (1) or ``"part"`` (its part's fraction before the change). ``part_share``
     (``routing.part_share``, ``"per_part"`` with ``split_flows="independent"`` only): how a part shares a link.
+    ``reroute_held_parts`` (``routing.reroute_held_parts``): which parts hold bytes, ``"all"`` that lose share or
+    only the ``"queued"`` ones (bottlenecked on a saturated switch link of their old path at the boundary).
     """
     _check_split_flows(split_flows, carry, reroute_held_bytes, part_share)
     gpus = np.asarray(gpus, dtype=np.int64)
@@ -159,7 +162,7 @@ def compile_job(
         share_weight=float(job.share_weight),
     )
     return (
-        split_parts(unit, reroute_held_bytes, reroute_held_weight, part_share)
+        split_parts(unit, reroute_held_bytes, reroute_held_weight, part_share, reroute_held_parts)
         if split_flows == "independent"
         else unit
     )

@@ -7,14 +7,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from ainet_gym.scenario.spec import PART_SHARES, REROUTE_HELD_WEIGHTS
+from ainet_gym.scenario.spec import PART_SHARES, REROUTE_HELD_PARTS, REROUTE_HELD_WEIGHTS
 from ainet_gym.sim.unit import NO_PATH, CompiledUnit
 
 __all__ = ["split_parts"]
 
 
 def split_parts(
-    unit: CompiledUnit, held_bytes: float = 0.0, held_weight: str = "one", part_share: str = "fraction"
+    unit: CompiledUnit,
+    held_bytes: float = 0.0,
+    held_weight: str = "one",
+    part_share: str = "fraction",
+    held_parts: str = "all",
 ) -> CompiledUnit:
     """``unit`` with independent split parts (``routing.split_flows: independent``): after each phase's
     flows, one *part flow* per (flow, member, candidate path) of the phase, whose one member takes that path
@@ -31,8 +35,11 @@ def split_parts(
     ``held_weight`` (``routing.reroute_held_weight``): ``"one"`` keeps that coefficient at 1; ``"part"`` makes it
     the fraction the part had before the change (the engine's ``EngineState.held_weight``).
     ``part_share`` (``routing.part_share``): ``"fraction"`` (a part weighs its path's fraction f and carries all
-    the flow's bytes) or ``"per_part"`` (it weighs 1 where f > 0 and carries f of them; held parts at ``"one"``)."""
-    _check_part_args(held_bytes, held_weight, part_share)
+    the flow's bytes) or ``"per_part"`` (it weighs 1 where f > 0 and carries f of them; held parts at ``"one"``).
+    ``held_parts`` (``routing.reroute_held_parts``): ``"all"`` (every part that loses share holds bytes) or
+    ``"queued"`` (only a part bottlenecked on a saturated switch link of its old path at the boundary,
+    :meth:`BatchSplit._queued_parts <ainet_gym.sim.batch_split.BatchSplit._queued_parts>`)."""
+    _check_part_args(held_bytes, held_weight, part_share, held_parts)
     P = int(unit.conn_paths.shape[1])
     fp, fb = unit.flow_phase, unit.flow_bytes
     mf, mc, npaths = unit.member_flow, unit.member_conn, unit.conn_npaths
@@ -80,11 +87,16 @@ def split_parts(
         held_bytes=float(held_bytes),
         held_weight=held_weight,
         part_share=part_share,
+        held_parts=held_parts,
     )
 
 
-def _check_part_args(held_bytes: float, held_weight: str, part_share: str) -> None:
+def _check_part_args(held_bytes: float, held_weight: str, part_share: str, held_parts: str = "all") -> None:
     """The routing fields :func:`split_parts` takes, each checked by name (and the one pair refused together)."""
+    if held_parts not in REROUTE_HELD_PARTS:
+        raise ValueError(
+            f"routing.reroute_held_parts = {held_parts!r}: allowed: {', '.join(REROUTE_HELD_PARTS)}"
+        )
     if part_share not in PART_SHARES:
         raise ValueError(f"routing.part_share = {part_share!r}: allowed: {', '.join(PART_SHARES)}")
     if part_share != "fraction" and held_bytes != 0 and held_weight != "one":

@@ -44,6 +44,8 @@ class UnitStack:
     unit_held_part: np.ndarray
     # (units,) bool routing.part_share per_part: the unit's part flows weigh 1 and carry their fraction's bytes
     unit_part_one: np.ndarray
+    # (units,) bool routing.reroute_held_parts queued: the unit's parts hold bytes only where queued at the boundary
+    unit_held_queued: np.ndarray
     phase_off: np.ndarray  # (units,) int64 first phase of each unit
     flow_off: np.ndarray  # (units,) int64 first flow of each unit
     conn_off: np.ndarray  # (units,) int64 first connection of each unit
@@ -166,6 +168,7 @@ def _unit_fields(flat: list, unit_inst: np.ndarray) -> dict[str, Any]:
         "unit_held_bytes": np.asarray([u.held_bytes for u in flat], dtype=np.float64),
         "unit_held_part": np.asarray([u.held_weight == "part" for u in flat], dtype=bool),
         "unit_part_one": np.asarray([u.part_share == "per_part" for u in flat], dtype=bool),
+        "unit_held_queued": np.asarray([u.held_parts == "queued" for u in flat], dtype=bool),
         "phase_off": _offsets(n_ph),
         "flow_off": _offsets(n_fl),
         "conn_off": _offsets(n_cn),

@@ -57,6 +57,9 @@ class CompiledUnit:
     # routing.part_share: "fraction", a part flow of fraction f has coefficient f and all its flow's bytes;
     # "per_part", coefficient 1 where f > 0 and f of the bytes (BatchSplit._hand_parts)
     part_share: str = "fraction"
+    # routing.reroute_held_parts: "all", every part that loses share holds bytes; "queued", only one bottlenecked
+    # on a saturated switch link of its old path at the boundary (BatchSplit._queued_parts)
+    held_parts: str = "all"
     # (phases,) routing.ring_run_ahead_bytes: the segments of the ring phase a phase is one of (its flows
     # move 1/segments of the ring's bytes per hop), 1 for every other phase; None: no ring was cut
     phase_segments: np.ndarray | None = None

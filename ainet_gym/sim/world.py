@@ -87,6 +87,8 @@ class FabricWorld(WorldUnits, WorldRouting, WorldRestore):
         self.reroute_held_weight = scenario.routing.reroute_held_weight
         # routing.part_share: a path part's coefficient f with all the bytes (fraction) or 1 with f of them
         self.part_share = scenario.routing.part_share
+        # routing.reroute_held_parts: every part that loses share holds bytes (all) or only a queued one (queued)
+        self.reroute_held_parts = scenario.routing.reroute_held_parts
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0

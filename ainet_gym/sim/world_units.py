@@ -46,6 +46,7 @@ class WorldUnits:
     reroute_held_bytes: float
     reroute_held_weight: str
     part_share: str
+    reroute_held_parts: str
     state: WorldState
     sim: BatchSim | None
     job_unit: np.ndarray
@@ -127,6 +128,7 @@ class WorldUnits:
                 reroute_held_bytes=self.reroute_held_bytes,
                 reroute_held_weight=self.reroute_held_weight,
                 part_share=self.part_share,
+                reroute_held_parts=self.reroute_held_parts,
             )
         return self._unit_cache[key]
 

@@ -544,6 +544,7 @@ def test_a_knn_policy_exported_as_pretrained_is_listed_and_played(tmp_path, monk
         ("spine-leaf-3to1-bundle-jitter", "value"),
         ("spine-leaf-4to1-200g-jitter", "value"),
         ("spine-leaf-4to1-jitter", "value"),
+        ("dual-plane-4to1-dp-jitter", "value"),
     ],
 )
 def test_the_shipped_knn_policy_records_how_it_was_made_and_plays_its_file(scenario, vote) -> None:

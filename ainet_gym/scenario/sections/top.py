@@ -6,6 +6,7 @@ from __future__ import annotations
 from ainet_gym.scenario.rules import LIMITS, Rule, enum_rule, int_rule, num_rule
 from ainet_gym.scenario.spec import (
     PART_SHARES,
+    REROUTE_HELD_PARTS,
     REROUTE_HELD_WEIGHTS,
     REROUTE_MODES,
     REWARD_KINDS,
@@ -30,5 +31,6 @@ ROUTING_RULES: dict[str, Rule | None] = {
     ),
     "reroute_held_weight": enum_rule(REROUTE_HELD_WEIGHTS, "held part weight"),
     "part_share": enum_rule(PART_SHARES, "part share rule"),
+    "reroute_held_parts": enum_rule(REROUTE_HELD_PARTS, "held parts rule"),
 }
 REWARD_RULES: dict[str, Rule | None] = {"kind": enum_rule(REWARD_KINDS, "reward kind")}

@@ -40,6 +40,17 @@ def _uf_find(uf, x):  # pragma: no cover - compiled
     return x
 
 
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_stamp(lk, tick, rstamp, uf, capacity, lo, load, resid):  # fmt: skip  # pragma: no cover - compiled
+    """Link ``lk`` (local to ``lo``) at its first visit of solve ``tick``: stamped, its own union-find root,
+    its residual at capacity less load (an infinite capacity stays infinite). Later visits change nothing."""
+    if rstamp[lk] != tick:
+        rstamp[lk] = tick
+        uf[lk] = lk
+        c = capacity[lo + lk]
+        resid[lk] = c - load[lk] if c < np.inf else np.inf
+
+
 @njit(cache=True, nogil=True)
 def _distinct_levels(level, k0, k1, cap):  # pragma: no cover - compiled
     """The distinct levels of the nondecreasing ``level[k0:k1]`` (equal within 1e-12 relative: the fills'
@@ -204,11 +215,7 @@ def _inc_components(
         r0 = -1
         for e in range(fe_lo[f], fe_hi[f]):
             lk = e_link[e] - lo
-            if rstamp[lk] != tick:
-                rstamp[lk] = tick
-                uf[lk] = lk
-                c = capacity[lo + lk]
-                resid[lk] = c - load[lk] if c < np.inf else np.inf
+            _inc_stamp(lk, tick, rstamp, uf, capacity, lo, load, resid)
             if not use_cc:
                 continue
             if r0 < 0:
@@ -326,11 +333,7 @@ def _inc_walk_all(
         give = k < n_s  # (a log flow: its use goes back; an arrival's links are only stamped)
         for e in range(fe_lo[f], fe_hi[f]):
             lk = e_link[e] - lo
-            if rstamp[lk] != tick:
-                rstamp[lk] = tick
-                uf[lk] = lk
-                c = capacity[lo + lk]
-                resid[lk] = c - load[lk] if c < np.inf else np.inf
+            _inc_stamp(lk, tick, rstamp, uf, capacity, lo, load, resid)
             if give:
                 use = e_coef[e] * r
                 if np.isfinite(use):
