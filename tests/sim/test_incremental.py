@@ -622,6 +622,31 @@ def test_the_lazy_kernels_scratch_is_kept_and_gives_what_fresh_scratch_gives() -
     assert 1 <= len(set(held)) == len(kept.sim.backend_scratch["lazy"][1])
 
 
+def test_the_lazy_kernel_is_called_on_numbas_fast_path(monkeypatch) -> None:
+    # issue-31zb2: after its first call the lazy kernel is called without numba's Python-level dispatch
+    # (_compile_for_args, which types every argument in Python, ~1 ms a call): an omitted default reached the
+    # dispatcher as an OmittedArg, whose C fingerprint is that of its value's Python type, so OmittedArg(False)
+    # took the cached type of OmittedArg(True) and no compiled signature matched at any call
+    from numba.core import dispatcher as nb_dispatcher
+
+    w = FabricWorld(load_scenario(ALLTOALL), 1, backend="numba")
+    w.reset(seeds=[0])
+    w.sim.incremental_min_flows = 0
+    w.step(w.default_split())  # (compiles)
+    slow = []
+    original = nb_dispatcher._DispatcherBase._compile_for_args
+
+    def spy(self, *args, **kws):
+        slow.append(self.py_func.__name__)
+        return original(self, *args, **kws)
+
+    monkeypatch.setattr(nb_dispatcher._DispatcherBase, "_compile_for_args", spy)
+    for _ in range(3):
+        w.step(w.default_split())
+    assert "lazy" in w.sim.backend_scratch  # the lazy kernel ran
+    assert slow == []
+
+
 def test_departure_repair_checks_only_the_flows_at_a_changed_links_largest_level():
     # links A (12), B (2), C (2); flows d: A; f1: A, B; f2: A, C; g: A. Max-min: f1 = f2 = 2 (B, C), d = g =
     # 4 (A, its largest level). d leaves: of the flows on A, f1 and f2 are below A's largest level (A is not

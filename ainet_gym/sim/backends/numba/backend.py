@@ -187,6 +187,7 @@ def run_interval(
     inc_min = sim.incremental_min_flows
     # the lazy exact kernel, if an instance takes it (compiled on first use only)
     lazy = _lazy_kernels().run_interval_lazy if sim.any_lazy() else None
+    flags = _explicit_defaults(lazy)
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
     sw_mode = np.zeros(B, dtype=np.int64)
     sw = (
@@ -211,7 +212,7 @@ def run_interval(
                 break
             # the lazy kernel takes its arrays positionally: its loop ran 5-15% slower on the records'
             # arrays (the 1,024-GPU rows of the bench; docs/development.md, "Kernels over typed records")
-            lazy(lo, hi, *settings, *flat, *out_values, stats, go, *sw, *par, *scratch(), flow_w)  # type: ignore[misc]
+            lazy(lo, hi, *settings, *flat, *out_values, stats, go, *sw, *par, *scratch(), flow_w, *flags)  # type: ignore[misc]
             if stats[2] != _nb_settings.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
                 break
         if after is not None:
@@ -311,6 +312,21 @@ def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
         return sc  # type: ignore[no-any-return]
 
     return mine
+
+
+def _explicit_defaults(fn: object) -> tuple:
+    """The values of ``fn``'s defaulted parameters (its ``py_func``'s ``__defaults__``), for a call from Python
+    to pass them explicitly; empty when ``fn`` is not a numba dispatcher (a test's stand-in) or is None.
+
+    An omitted default reaches numba's dispatcher as an ``OmittedArg``, whose C-level type fingerprint holds
+    only its value's Python type: ``OmittedArg(True)`` and ``OmittedArg(False)`` share one entry of the
+    fingerprint cache, which keeps the type of the first one seen (``Omitted(True)``). The lazy kernel's
+    ``gfill_on`` and ``gkeep_on`` default to False after ``rep_on`` and ``grp_on`` default to True, so no
+    compiled signature matched and every call went to the dispatcher's Python path, which types all 82
+    arguments in Python (~1 ms a call; docs/development.md, issue-31zb2). Passed explicitly they are plain
+    bools (the kernel's values, so the same results) and the call takes the C fast path."""
+    py_func = getattr(fn, "py_func", None)
+    return tuple(py_func.__defaults__ or ()) if py_func is not None else ()
 
 
 def _gather_stats(
