@@ -186,7 +186,9 @@ def _steps_equal_recording_metrics(worlds: list, steps: int) -> list:
 def _repair_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lazy kernel without the departure repair (``rep_on=False``) in the simulations stepped meanwhile."""
     lazy = nb_lazy.run_interval_lazy
-    monkeypatch.setattr(nb_lazy, "run_interval_lazy", lambda *args: lazy(*args, False))
+    _, grp, gfill, gkeep = lazy.py_func.__defaults__  # (the others passed as their defaults, explicitly:
+    # an omitted one sends every call to numba's Python dispatch, tests/project/test_compiled_calls.py)
+    monkeypatch.setattr(nb_lazy, "run_interval_lazy", lambda *args: lazy(*args, False, grp, gfill, gkeep))
 
 
 @pytest.mark.parametrize("par", [(0.0, 1), (0.0, 1_000_000), (1.0, 8)])
@@ -396,7 +398,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
             1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap", "order", "group", "keep"),
             par_levels, weighted, repair_mode == "heap", repair_mode in ("order", "group", "keep"),
-            2 if repair_mode == "keep" else repair_mode == "group",
+            2 if repair_mode == "keep" else repair_mode == "group", True,
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
@@ -500,7 +502,7 @@ def _drive(
     links = [np.empty(L, dtype=i64), np.full(L, -1, dtype=i64), np.empty(L), np.full(L, -1, dtype=i64),
              np.zeros(L), np.zeros(L), np.full(L, -1, dtype=i64)]  # fmt: skip
     rstate = np.array([-1] + [0] * 13, dtype=i64)
-    fs, rp = fill.fill_scratch(L, F, fe.size), nb_repair.repair_scratch(L, F, fe.size)
+    fs, rp = fill.fill_scratch(L, F, fe.size, 0), nb_repair.repair_scratch(L, F, fe.size)
     out = []
     for mark, (gone, came) in enumerate(events):
         gone, came = np.asarray(gone, dtype=i64), np.asarray(came, dtype=i64)
@@ -842,7 +844,7 @@ def _walk_snapshots(case: tuple, one_walk: bool, par_share: float, par_levels: i
     act, arr_mark, rate = np.zeros(F, dtype=bool), np.full(F, -1, dtype=i64), np.zeros(F)
     act_list, g, c = (np.zeros(F, dtype=i64) for _ in range(3))
     per_flow = [np.zeros(F, dtype=dt) for dt in (float, i64, i64, float, i64, float, i64, float)]
-    fs = fill.fill_scratch(L, F, fe.size)
+    fs = fill.fill_scratch(L, F, fe.size, 0)
     uf, seed, resid, rstamp = (
         np.zeros(L, dtype=i64),
         np.full(L, -1, dtype=i64),

@@ -36,9 +36,9 @@ def progress_mode() -> Iterator[dict]:
     lazy = nb_lazy.run_interval_lazy
     mode = {"groups": False}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(
-            nb_lazy, "run_interval_lazy", lambda *a: lazy(*a, nb_settings.REPAIR_DEPARTURES, mode["groups"])
-        )
+        # (the other flags at their defaults, passed explicitly: tests/project/test_compiled_calls.py)
+        rep, _, gfill, gkeep = lazy.py_func.__defaults__
+        mp.setattr(nb_lazy, "run_interval_lazy", lambda *a: lazy(*a, rep, mode["groups"], gfill, gkeep))
         yield mode
 
 
