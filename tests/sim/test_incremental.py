@@ -186,9 +186,10 @@ def _steps_equal_recording_metrics(worlds: list, steps: int) -> list:
 def _repair_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lazy kernel without the departure repair (``rep_on=False``) in the simulations stepped meanwhile."""
     lazy = nb_lazy.run_interval_lazy
-    _, grp, gfill, gkeep = lazy.py_func.__defaults__  # (the others passed as their defaults, explicitly:
-    # an omitted one sends every call to numba's Python dispatch, tests/project/test_compiled_calls.py)
-    monkeypatch.setattr(nb_lazy, "run_interval_lazy", lambda *args: lazy(*args, False, grp, gfill, gkeep))
+    # (options, the last argument: LazyOptions; rep_on its third field)
+    monkeypatch.setattr(
+        nb_lazy, "run_interval_lazy", lambda *a: lazy(*a[:-1], (*a[-1][:2], False, *a[-1][3:]))
+    )
 
 
 @pytest.mark.parametrize("par", [(0.0, 1), (0.0, 1_000_000), (1.0, 8)])

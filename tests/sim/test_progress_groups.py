@@ -36,9 +36,10 @@ def progress_mode() -> Iterator[dict]:
     lazy = nb_lazy.run_interval_lazy
     mode = {"groups": False}
     with pytest.MonkeyPatch.context() as mp:
-        # (the other flags at their defaults, passed explicitly: tests/project/test_compiled_calls.py)
-        rep, _, gfill, gkeep = lazy.py_func.__defaults__
-        mp.setattr(nb_lazy, "run_interval_lazy", lambda *a: lazy(*a, rep, mode["groups"], gfill, gkeep))
+        # (options, the last argument: LazyOptions; grp_on its fourth field)
+        mp.setattr(
+            nb_lazy, "run_interval_lazy", lambda *a: lazy(*a[:-1], (*a[-1][:3], mode["groups"], *a[-1][4:]))
+        )
         yield mode
 
 
