@@ -51,7 +51,7 @@ def grouped_instances(draw):
 
 def _fill(fn, flows, extra, fe_lo, fe_hi, el, ec, cap, w, demand):
     n_f = fe_lo.size
-    s = fill.fill_scratch(cap.size, n_f, max(el.size, 1))
+    s = fill.fill_scratch(cap.size, n_f, max(el.size, 1), 0)
     rate, resid = np.zeros(n_f), cap.copy()
     out_f, out_l = np.empty(n_f, np.int64), np.empty(n_f)
     fn(flows, n_f, *extra, fe_lo, fe_hi, el, ec, w, demand, resid, rate, out_f, out_l, s, 0, 0)

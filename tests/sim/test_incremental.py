@@ -399,7 +399,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
             1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap", "order", "group", "keep"),
             par_levels, weighted, repair_mode == "heap", repair_mode in ("order", "group", "keep"),
-            2 if repair_mode == "keep" else repair_mode == "group",
+            2 if repair_mode == "keep" else repair_mode == "group", True,
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
@@ -503,7 +503,7 @@ def _drive(
     links = [np.empty(L, dtype=i64), np.full(L, -1, dtype=i64), np.empty(L), np.full(L, -1, dtype=i64),
              np.zeros(L), np.zeros(L), np.full(L, -1, dtype=i64)]  # fmt: skip
     rstate = np.array([-1] + [0] * 13, dtype=i64)
-    fs, rp = fill.fill_scratch(L, F, fe.size), nb_repair.repair_scratch(L, F, fe.size)
+    fs, rp = fill.fill_scratch(L, F, fe.size, 0), nb_repair.repair_scratch(L, F, fe.size)
     out = []
     for mark, (gone, came) in enumerate(events):
         gone, came = np.asarray(gone, dtype=i64), np.asarray(came, dtype=i64)
@@ -845,7 +845,7 @@ def _walk_snapshots(case: tuple, one_walk: bool, par_share: float, par_levels: i
     act, arr_mark, rate = np.zeros(F, dtype=bool), np.full(F, -1, dtype=i64), np.zeros(F)
     act_list, g, c = (np.zeros(F, dtype=i64) for _ in range(3))
     per_flow = [np.zeros(F, dtype=dt) for dt in (float, i64, i64, float, i64, float, i64, float)]
-    fs = fill.fill_scratch(L, F, fe.size)
+    fs = fill.fill_scratch(L, F, fe.size, 0)
     uf, seed, resid, rstamp = (
         np.zeros(L, dtype=i64),
         np.full(L, -1, dtype=i64),

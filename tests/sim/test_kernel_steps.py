@@ -251,7 +251,7 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
                                                     resid, rate, 1, lo, out_f, out_l, np.empty(0))  # fmt: skip
     assert n_done + n_rest == n_f
     if n_rest:
-        s = nb_fill.fill_scratch(n_l, n_f, e_link.shape[0])
+        s = nb_fill.fill_scratch(n_l, n_f, e_link.shape[0], 0)
         nb_fill.fill_levels(rest, n_rest, fe_lo, fe_hi, e_link + lo, e_coef, np.ones(n_f), p["demand"], resid, rate,
                             np.empty(n_rest, i64), np.empty(n_rest), s, 0, lo)  # fmt: skip
     np.testing.assert_allclose(rate, ref, rtol=1e-12)
@@ -287,7 +287,7 @@ def test_the_parallel_fill_is_weighted_in_levels(seed: int) -> None:
     np.testing.assert_allclose(out_l, rate[out_f] / w[out_f], rtol=1e-12)
     rate, resid, _, _, rest = fill(w, 1)
     if rest.size:
-        s = nb_fill.fill_scratch(n_l, n_f, e_link.shape[0])
+        s = nb_fill.fill_scratch(n_l, n_f, e_link.shape[0], 0)
         nb_fill.fill_levels(rest, rest.size, fe_lo, fe_hi, e_link + lo, e_coef, w, p["demand"], resid, rate,
                             np.empty(rest.size, i64), np.empty(rest.size), s, 0, lo)  # fmt: skip
     np.testing.assert_allclose(rate, ref, rtol=1e-12)
