@@ -520,8 +520,10 @@ def _inc_fill(
         else:
             work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
                                 out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
-        for k in range(n_re):
-            work += fe_hi[refill[k]] - fe_lo[refill[k]]
+            work += fs.flow_off[n_re]  # (the filled flows' entries, which fill_levels counted; issue-28zp)
+        if grp_fill:
+            for k in range(n_re):
+                work += fe_hi[refill[k]] - fe_lo[refill[k]]
         rstate[4] += 1
     return work
 
