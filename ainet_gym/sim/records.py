@@ -1,7 +1,9 @@
-"""The typed records the interval kernels take: the structure, the state and the outputs of an interval.
+"""The typed records the interval kernels take: the structure, the state and the outputs of an interval,
+its settings, the lazy switch's and the lazy kernel's options.
 
-:func:`ainet_gym.sim.backends.numba.interval.run_interval_numba` takes three records instead of 55 positional arrays,
-grouped by concern:
+:func:`ainet_gym.sim.backends.numba.interval.run_interval_numba` and
+:func:`ainet_gym.sim.backends.numba.lazy.run_interval_lazy` take three array records instead of 55 positional
+arrays, grouped by concern:
 
 - :class:`IntervalStructure`: the unit, phase and flow tables of the stacked units and the incidence table
   of their connections, fixed between two restacks (:meth:`BatchSim.set_units
@@ -11,7 +13,11 @@ grouped by concern:
   ``flow_bytes`` (``BatchSim.engine_state.flow_reset``) and ``capacity`` (``engine_state.capacity_bytes_per_s``, flat),
   then every field of :class:`~ainet_gym.sim.state.SimState`, mutated in place;
 - :class:`IntervalOutputs`: the per-unit and per-link figures of one interval
-  (:class:`~ainet_gym.sim.engine.IntervalMetrics`' arrays), which the kernels zero and fill.
+  (:class:`~ainet_gym.sim.engine.IntervalMetrics`' arrays), which the kernels zero and fill;
+
+and their scalars in three plain tuples, whose fields the NamedTuples below name (issue-31zc2): the interval's
+settings (:class:`IntervalSettings`), the lazy switch's (:class:`LazySwitch`) and the lazy kernel's options
+(:class:`LazyOptions`).
 
 The merge of a split (:func:`~ainet_gym.sim.backends.numba.merge.merge_range`, the env's fused decode-and-merge kernel)
 takes one more, :class:`MergeTable`: the arrays of the engine's entry table, built once per table.
@@ -22,8 +28,11 @@ Why records that are compiled objects rather than tuples: the call cost. A compi
 it is passed (a reference-counted wrapper per array per call); a record built once holds its arrays'
 wrappers, so a call passes one object. Measured on the bench's small scenario (docs/development.md,
 "Kernels over typed records"): the same arrays as three records built once cost about half of the
-positional call, as tuples or named tuples more than it. :func:`~ainet_gym.sim.backends.numba.lazy.run_interval_lazy`
-takes the same arrays positionally (:func:`positional`): its event loop ran slower on the records' arrays.
+positional call, as tuples or named tuples more than it. The settings change from call to call (the
+durations, the switch's arrays are new per interval), so they travel as plain tuples: numba fingerprints a
+plain tuple in C (a named tuple costs about 0.5 us more a call to unbox) and a structref built per call
+would cost a compiled call more. The kernels read every field into a local once per call (the lazy kernel's
+event loop ran 5-15% slower when it read its arrays from the records, docs/development.md).
 """
 
 from __future__ import annotations
@@ -40,16 +49,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MERGE_FIELDS",
+    "OPTIONS_FIELDS",
     "OUTPUTS_FIELDS",
+    "SETTINGS_FIELDS",
     "STATE_FIELDS",
     "STRUCTURE_FIELDS",
+    "SWITCH_FIELDS",
     "IntervalOutputs",
+    "IntervalSettings",
     "IntervalState",
     "IntervalStructure",
+    "LazyOptions",
+    "LazySwitch",
     "MergeTable",
     "interval_records",
     "merge_table",
-    "positional",
 ]
 
 
@@ -142,14 +156,52 @@ class MergeTable(NamedTuple):
 MERGE_FIELDS: tuple[str, ...] = tuple(MergeTable.__annotations__)
 
 
-def positional(structure: IntervalStructure, state: IntervalState) -> tuple[np.ndarray, ...]:
-    """The arrays of the structure and state records in the order of the positional kernel
-    (:func:`ainet_gym.sim.backends.numba.lazy.run_interval_lazy`, after its scalar settings; its outputs follow in
-    :class:`IntervalOutputs`' order): the structure up to ``flow_bg``, then ``flow_bytes``, ``flow_scale``,
-    ``flow_demand``, ``capacity`` and :class:`SimState`'s fields."""
-    head = structure[: STRUCTURE_FIELDS.index("flow_bg") + 1]
-    return (*head, state.flow_bytes, structure.flow_scale, structure.flow_demand, state.capacity,
-            *state[2:])  # fmt: skip
+class IntervalSettings(NamedTuple):
+    """What one interval is asked to do, the kernels' first tuple (passed as a plain tuple in this order)."""
+
+    duration: np.ndarray  # (batch,) float64 s each instance advances
+    phase_mode: bool  # rate updates per phase (only a phase's last flow is an event)
+    quantum: float  # s, completions within it of the first are one event (0: exact)
+    inc_min: int  # least flows of an instance for the lazy kernel (< 0: none)
+    max_events: int  # events of one interval before TooManyEvents
+    n_links: int  # links of one instance
+    max_rounds: int  # settle rounds of one event before ERR_SETTLE
+    eps_t: float  # s, time tolerance
+    eps_b: float  # bytes, relative completion tolerance
+    flow_w: np.ndarray  # (flows,) float64 share weights, or (0,): every weight 1
+
+
+class LazySwitch(NamedTuple):
+    """The switch between the two kernels (passed as a plain tuple in this order): its settings, then which
+    kernel has each lazy-kernel instance, the events run and the s left at a hand-off, and its cost model's
+    columns (``EngineState.switch_cost``, kept across intervals)."""
+
+    on: bool  # BatchSim.lazy_switch
+    ratio: float  # BatchSim.lazy_cost_ratio
+    handoff: float  # BatchSim.lazy_handoff_solves
+    mode: np.ndarray  # (batch,) int64 0 start, 1 full path, 2 lazy, 3 done
+    ev: np.ndarray  # (batch,) int64 events run at a hand-off
+    t: np.ndarray  # (batch,) float64 s of the interval left at a hand-off
+    cost: np.ndarray  # (batch, N_SWITCH) float64 the cost model's running means, savings and path
+
+
+class LazyOptions(NamedTuple):
+    """The lazy kernel's options (passed as a plain tuple in this order): its parallel-rule fallback and the
+    compiled backend's switches (``sim/backends/numba/settings.py``), all passed explicitly (no defaults: an
+    omitted bool default collides in numba's dispatch cache, issue-31zb2)."""
+
+    par_share: float  # BatchSim.parallel_share
+    par_rounds: int  # BatchSim.parallel_max_rounds
+    rep_on: bool  # the departure repair (REPAIR_DEPARTURES)
+    grp_on: bool  # progress on group clocks (PROGRESS_GROUPS)
+    gfill_on: bool  # heap fills over groups (GROUP_FILL)
+    gkeep_on: bool  # groups kept from solve to solve (GROUP_KEEP)
+
+
+#: the fields of the three tuples of scalars, in order
+SETTINGS_FIELDS: tuple[str, ...] = tuple(IntervalSettings.__annotations__)
+SWITCH_FIELDS: tuple[str, ...] = tuple(LazySwitch.__annotations__)
+OPTIONS_FIELDS: tuple[str, ...] = tuple(LazyOptions.__annotations__)
 
 
 def interval_records(sim: BatchSim) -> tuple[IntervalStructure, IntervalState]:

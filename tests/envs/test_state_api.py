@@ -20,26 +20,32 @@ from ainet_gym.sim.state import SimState
 
 
 def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays() -> None:
-    """The interval kernels take three records (structure, state, outputs) after their scalar settings; the
-    compiled records' constructors take the fields in the order the records define them, and the values
-    the numba backend builds them from are the simulation's own arrays of each field's name (a field
-    built from the wrong array, or a copy the kernel would write without the state seeing it, fails)."""
+    """The interval kernels take three records (structure, state, outputs) and their scalars in plain tuples
+    (settings, switch, the lazy kernel's options); the compiled records' constructors take the fields in the
+    order the records define them, and the values the numba backend builds them from are the simulation's own
+    arrays of each field's name (a field built from the wrong array, or a copy the kernel would write without
+    the state seeing it, fails); the tuples' kernels read their fields in the order the records name them."""
     if not jit.HAVE_NUMBA:
         pytest.skip("numba is not installed")
     from ainet_gym.sim import records
     from ainet_gym.sim.backends.numba import records as nb_records
     from ainet_gym.sim.backends.numba.backend import _records
 
-    params = list(inspect.signature(interval.run_interval_numba.py_func).parameters)
-    assert params[11:16] == ["structure", "state", "outputs", "stats", "go"]
-    # the lazy kernel takes the same arrays positionally, in records.positional's order
-    names = records.positional(
-        records.IntervalStructure(*records.STRUCTURE_FIELDS),
-        records.IntervalState(*records.STATE_FIELDS),
-    )
-    expected = [*names, *records.OUTPUTS_FIELDS, "stats", "go"]
-    params = list(inspect.signature(lazy.run_interval_lazy.py_func).parameters)
-    assert params[11 : 11 + len(expected)] == expected
+    head = ["b_lo", "b_hi", "settings", "structure", "state", "outputs", "stats", "go", "switch"]
+    assert list(inspect.signature(interval.run_interval_numba.py_func).parameters) == head
+    lazy_params = list(inspect.signature(lazy.run_interval_lazy.py_func).parameters)
+    assert lazy_params == [*head, "fs", "rp", "options"]
+    # each kernel unpacks its tuples in the fields' order (names as the records', the switch's with "sw_")
+    unpacks = {
+        "settings": (interval.run_interval_numba, records.SETTINGS_FIELDS, ""),
+        "switch": (interval.run_interval_numba, records.SWITCH_FIELDS, "sw_"),
+        "options": (lazy.run_interval_lazy, records.OPTIONS_FIELDS, ""),
+    }
+    for arg, (fn, fields_, prefix) in unpacks.items():
+        line = next(x for x in inspect.getsource(fn.py_func).splitlines() if x.strip().endswith(f"= {arg}"))
+        names = [n.strip() for n in line.split("=")[0].split(",")]
+        assert len(names) == len(fields_), arg
+        assert all(n in ("_", prefix + f) for n, f in zip(names, fields_, strict=True)), (arg, names)
     for kind, names in (
         ("structure", records.STRUCTURE_FIELDS),
         ("state", records.STATE_FIELDS),
@@ -51,7 +57,7 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
     core.reset([0, 1])
     core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
     sim = core.world.sim
-    structure, state, _ = _records(sim)
+    structure, state = _records(sim)
     assert isinstance(structure, nb_records.StructureRecord) and isinstance(state, nb_records.StateRecord)
     assert _records(sim)[1] is state  # built once, kept while the arrays are the same
     values, state_values = records.interval_records(sim)
@@ -74,6 +80,27 @@ def test_the_interval_kernels_take_records_that_hold_the_simulations_own_arrays(
         sim.engine_state.capacity_bytes_per_s.copy()
     )  # new capacities: a new state record
     assert _records(sim)[1] is not state
+    # the backend's tuples hold each field's value
+    seen: dict = {}
+    real = interval.run_interval_numba
+
+    def spy(*a: object) -> None:
+        seen["args"] = a
+        real(*a)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(interval, "run_interval_numba", spy)
+        core.step(np.zeros((2, *core.action_space.shape), dtype=np.float32))
+    from ainet_gym.sim.engine import EPS_B, EPS_T
+
+    st = records.IntervalSettings(*seen["args"][2])
+    assert st.duration.shape == (2,) and st.n_links == sim.n_links and (st.eps_t, st.eps_b) == (EPS_T, EPS_B)
+    assert (st.phase_mode, st.quantum) == (sim.rate_updates == "phase", sim.rate_quantum_s)
+    assert st.inc_min == sim.incremental_min_flows and st.max_rounds == 4 * int(sim.unit_nphases.max()) + 8
+    assert st.flow_w.shape == (0,)  # every share weight 1
+    sw = records.LazySwitch(*seen["args"][8])
+    assert (sw.on, sw.ratio, sw.handoff) == (sim.lazy_switch, sim.lazy_cost_ratio, sim.lazy_handoff_solves)
+    assert sw.cost is sim.engine_state.switch_cost and sw.mode.shape == sw.ev.shape == sw.t.shape == (2,)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])

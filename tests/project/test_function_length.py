@@ -73,13 +73,15 @@ def test_long_functions_are_the_listed_ones_and_none_grew() -> None:
 #: a function over MAX_LINES lines in all (def line to last line, docstring included) says why in a line of its
 #: docstring that starts with these words, e.g. "Long because its docstring is the labels' reference" (issue-31za2)
 REASON = "Long because"
-#: folders the all-lines check does not read yet: other helpers were editing them when it came (issue-31za2, 6
-#: December 2026); their long functions are the compiled kernels' drivers, over by their docstrings (specs)
-NOT_YET_READ = ("ainet_gym/sim/backends/numba/", "ainet_gym/checks/crosscheck/")
+#: folders the all-lines check does not read: none since issue-31zc2 (issue-31za2 left out the compiled backend
+#: and the crosscheck, which other helpers were editing; the kernels' drivers there were shortened by issue-31zc2)
+NOT_YET_READ: tuple[str, ...] = ()
 #: functions over MAX_LINES lines in all without a REASON line, with their lines in all when frozen (issue-31za2,
-#: 6 December 2026: six then, none now: five shortened, lookahead_labels says why): one may get shorter (lower its
-#: figure, or drop it once it is not over MAX_LINES or says why), none may grow, a new long one fails
-LONG_WITHOUT_REASON: dict[str, int] = {}
+#: 6 December 2026: six then, none after it: five shortened, lookahead_labels says why): one may get shorter
+#: (lower its figure, or drop it once it is not over MAX_LINES or says why), none may grow, a new long one fails.
+#: resolve_incremental (the lazy kernel's solve) was being changed by another helper (issue-28zp) when
+#: issue-31zc2 read the compiled backend: frozen at its length then, to be shortened or given its reason.
+LONG_WITHOUT_REASON: dict[str, int] = {"ainet_gym/sim/backends/numba/incremental.py:resolve_incremental": 161}
 
 
 def says_why(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -157,9 +157,8 @@ def group_fill_mode() -> Iterator[dict]:
         mp.setattr(
             nb_lazy,
             "run_interval_lazy",
-            lambda *a: lazy(
-                *a, nb_settings.REPAIR_DEPARTURES, nb_settings.PROGRESS_GROUPS, mode["groups"], mode["keep"]
-            ),
+            # (options, the last argument: LazyOptions; gfill_on and gkeep_on its last two fields)
+            lambda *a: lazy(*a[:-1], (*a[-1][:4], mode["groups"], mode["keep"])),
         )
         yield mode
 

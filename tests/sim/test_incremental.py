@@ -187,7 +187,10 @@ def _steps_equal_recording_metrics(worlds: list, steps: int) -> list:
 def _repair_off(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lazy kernel without the departure repair (``rep_on=False``) in the simulations stepped meanwhile."""
     lazy = nb_lazy.run_interval_lazy
-    monkeypatch.setattr(nb_lazy, "run_interval_lazy", lambda *args: lazy(*args, False))
+    # (options, the last argument: LazyOptions; rep_on its third field)
+    monkeypatch.setattr(
+        nb_lazy, "run_interval_lazy", lambda *a: lazy(*a[:-1], (*a[-1][:2], False, *a[-1][3:]))
+    )
 
 
 @pytest.mark.parametrize("par", [(0.0, 1), (0.0, 1_000_000), (1.0, 8)])

@@ -36,7 +36,8 @@ pytestmark = pytest.mark.skipif(not jit.HAVE_NUMBA, reason="numba is not install
 SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", "hand_to_lazy",
           "next_flow_event", "full_solve", "advance_flows", "lazy_instance_start", "lazy_arrivals",
           "lazy_write_rates", "rebuild_heap", "next_completion", "complete_flows", "lazy_count_solve",
-          "lazy_instance_end", "_rule_start", "_rule_shares", "_rule_path_minima", "_rule_group", "_rule_freeze",
+          "lazy_instance_end", "full_instance_end", "_repair_start", "_repair_commit",
+          "_rule_start", "_rule_shares", "_rule_path_minima", "_rule_group", "_rule_freeze",
           "_rule_take_off", "_fill_rows", "_fill_share", "_fill_freeze", "link_row", "row_offsets", "push_link_rows",
           "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check",
           "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
@@ -134,7 +135,7 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
     copy every array argument into a counted local at every event)."""
     # each kernel with the steps that start and end its instances
     for name, parts in (
-        ("run_interval_numba", ()),
+        ("run_interval_numba", ("full_instance_end",)),
         ("run_interval_lazy", ("lazy_instance_start", "lazy_instance_end")),
     ):
         src = inspect.getsource(getattr(_module_of(name), name).py_func)

@@ -36,8 +36,9 @@ def progress_mode() -> Iterator[dict]:
     lazy = nb_lazy.run_interval_lazy
     mode = {"groups": False}
     with pytest.MonkeyPatch.context() as mp:
+        # (options, the last argument: LazyOptions; grp_on its fourth field)
         mp.setattr(
-            nb_lazy, "run_interval_lazy", lambda *a: lazy(*a, nb_settings.REPAIR_DEPARTURES, mode["groups"])
+            nb_lazy, "run_interval_lazy", lambda *a: lazy(*a[:-1], (*a[-1][:3], mode["groups"], *a[-1][4:]))
         )
         yield mode
 

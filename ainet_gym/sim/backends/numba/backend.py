@@ -167,11 +167,9 @@ def run_interval(
     dur = np.empty(B)
     dur[...] = duration_s  # (batch,) s, a scalar broadcast
     m = IntervalMetrics.empty(dur, U, L)  # each range zeroes its instances' part, then adds into it
-    structure, state, flat = _records(sim)
-    out_values = (m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s, m.active_time_s,
-                  m.link_bytes.reshape(-1), m.stalled_flows)  # fmt: skip
-    outputs = _nb_records.outputs_record(*out_values)
-    max_rounds = _max_rounds(sim)
+    structure, state = _records(sim)
+    outputs = _nb_records.outputs_record(m.iterations, m.step_time_sum_s, m.comm_time_sum_s, m.compute_time_s,
+                                         m.active_time_s, m.link_bytes.reshape(-1), m.stalled_flows)  # fmt: skip
     ranges = sim.table.ranges
     stats_of = np.zeros((len(ranges), _nb_settings.N_STATS), dtype=np.int64)  # one row per thread's range
     go = _threads.go_flags()  # where each range announces its start (the crew's hand-off)
@@ -180,52 +178,37 @@ def run_interval(
     pending = sim.take_pending()
     merge, merge_args = pending if pending is not None else (None, None)
     after, after_args = then(m) if then is not None else (None, None)
-
+    # the kernels' scalars as plain tuples (records.IntervalSettings, LazySwitch, LazyOptions: their fields);
     # share weights (BatchSim.set_share_weights): every flow's (empty: all 1), for both kernels (the lazy one
     # fills in weighted levels, docs/engine-alltoall.md)
-    flow_w = _flow_weights(sim)
-    inc_min = sim.incremental_min_flows
-    # the lazy exact kernel, if an instance takes it (compiled on first use only)
-    lazy = _lazy_kernels().run_interval_lazy if sim.any_lazy() else None
-    flags = _explicit_defaults(lazy)
+    settings = (dur, sim.rate_updates == "phase", sim.rate_quantum_s, sim.incremental_min_flows, max_events, L,
+                _max_rounds(sim), EPS_T, EPS_B, _flow_weights(sim))  # fmt: skip
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
     sw_mode = np.zeros(B, dtype=np.int64)
-    sw = (
-        sw_on,
-        sw_ratio,
-        sw_handoff,
-        sw_mode,
-        np.zeros(B, dtype=np.int64),
-        np.zeros(B),
-        sim.engine_state.switch_cost,
-    )
-
+    switch = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=np.int64), np.zeros(B),
+              sim.engine_state.switch_cost)  # fmt: skip
+    # the lazy exact kernel, if an instance takes it (compiled on first use only), with its options (every
+    # one passed: no omitted default, issue-31zb2) and its scratch
+    lazy = _lazy_kernels().run_interval_lazy if sim.any_lazy() else None
+    options = (*par, _nb_settings.REPAIR_DEPARTURES, _nb_settings.PROGRESS_GROUPS, _nb_settings.GROUP_FILL,
+               _nb_settings.GROUP_KEEP)  # fmt: skip
     scratch = _lazy_scratch(sim) if lazy is not None else None
 
-    def kernel(lo: int, hi: int, *args: object) -> None:
+    def kernel(lo: int, hi: int, stats: np.ndarray) -> None:
         if merge is not None:
             merge(*merge_args(lo, hi))
-        settings, stats, go = args[:9], args[-2], args[-1]
         while True:  # the two kernels take turns while the lazy one hands instances back
-            _interval.run_interval_numba(lo, hi, *args, *sw, flow_w)
+            _interval.run_interval_numba(lo, hi, settings, structure, state, outputs, stats, go, switch)
             if lazy is None:
                 break
-            # the lazy kernel takes its arrays positionally: its loop ran 5-15% slower on the records'
-            # arrays (the 1,024-GPU rows of the bench; docs/development.md, "Kernels over typed records")
-            lazy(lo, hi, *settings, *flat, *out_values, stats, go, *sw, *par, *scratch(), flow_w, *flags)  # type: ignore[misc]
-            if stats[2] != _nb_settings.ERR_NONE or not (sw_mode[lo:hi] == 1).any():  # type: ignore[index]
+            fs, rp = scratch()  # type: ignore[misc]
+            lazy(lo, hi, settings, structure, state, outputs, stats, go, switch, fs, rp, options)
+            if stats[2] != _nb_settings.ERR_NONE or not (sw_mode[lo:hi] == 1).any():
                 break
         if after is not None:
             after(*after_args(lo, hi))
 
-    phase_mode, quantum = sim.rate_updates == "phase", sim.rate_quantum_s
-    _threads.run_ranges(
-        kernel, ranges,
-        lambda lo, hi: (
-            lo, hi, dur, phase_mode, quantum, inc_min, max_events, L, max_rounds, EPS_T, EPS_B,
-            structure, state, outputs, stats_of[ranges.index((lo, hi))], go,
-        ),
-    )  # fmt: skip
+    _threads.run_ranges(kernel, ranges, lambda lo, hi: (lo, hi, stats_of[ranges.index((lo, hi))]))
     _gather_stats(sim, m, stats_of.tolist(), lazy is not None, max_events)
     return m
 
@@ -247,14 +230,13 @@ def _flow_weights(sim: BatchSim) -> np.ndarray:
     return fw
 
 
-def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
+def _records(sim: BatchSim) -> tuple[object, object]:
     """The compiled structure and state records of ``sim`` (:mod:`ainet_gym.sim.records`, of
     :func:`~ainet_gym.sim.records.interval_records`), kept in ``sim.backend_scratch`` and built again only when an array they hold was
     replaced: a restack (a new :class:`~ainet_gym.sim.stack.UnitStack`, :class:`~ainet_gym.sim.engine.
     EntryTable` and :class:`~ainet_gym.sim.state.SimState`), new capacities or bytes per flow. (A record
     built at every call would cost what the positional call did.) The key holds the objects themselves, so
-    none is freed and its ``id`` reused while the records live. Third: the same arrays in the positional
-    order of :func:`ainet_gym.sim.backends.numba.lazy.run_interval_lazy` (:func:`ainet_gym.sim.records.positional`)."""
+    none is freed and its ``id`` reused while the records live."""
     es = sim.engine_state
     stack, table, state_ = sim.stack, sim.table, sim.state
     cap, flow_reset = es.capacity_bytes_per_s, es.flow_reset
@@ -267,11 +249,10 @@ def _records(sim: BatchSim) -> tuple[object, object, tuple[np.ndarray, ...]]:
     values, state_values = _records_mod.interval_records(sim)
     structure = _nb_records.compiled_record("structure", values)
     state = _nb_records.compiled_record("state", state_values)
-    flat = _records_mod.positional(values, state_values)
     # capacities that had to be copied (not C-contiguous float64) are read again at the next call
     if np.shares_memory(state_values.capacity, sim.engine_state.capacity_bytes_per_s):
-        sim.backend_scratch["records"] = (key, (structure, state, flat))
-    return structure, state, flat
+        sim.backend_scratch["records"] = (key, (structure, state))
+    return structure, state
 
 
 def _max_rounds(sim: BatchSim) -> int:
@@ -312,21 +293,6 @@ def _lazy_scratch(sim: BatchSim) -> Callable[[], tuple]:
         return sc  # type: ignore[no-any-return]
 
     return mine
-
-
-def _explicit_defaults(fn: object) -> tuple:
-    """The values of ``fn``'s defaulted parameters (its ``py_func``'s ``__defaults__``), for a call from Python
-    to pass them explicitly; empty when ``fn`` is not a numba dispatcher (a test's stand-in) or is None.
-
-    An omitted default reaches numba's dispatcher as an ``OmittedArg``, whose C-level type fingerprint holds
-    only its value's Python type: ``OmittedArg(True)`` and ``OmittedArg(False)`` share one entry of the
-    fingerprint cache, which keeps the type of the first one seen (``Omitted(True)``). The lazy kernel's
-    ``gfill_on`` and ``gkeep_on`` default to False after ``rep_on`` and ``grp_on`` default to True, so no
-    compiled signature matched and every call went to the dispatcher's Python path, which types all 82
-    arguments in Python (~1 ms a call; docs/development.md, issue-31zb2). Passed explicitly they are plain
-    bools (the kernel's values, so the same results) and the call takes the C fast path."""
-    py_func = getattr(fn, "py_func", None)
-    return tuple(py_func.__defaults__ or ()) if py_func is not None else ()
 
 
 def _gather_stats(

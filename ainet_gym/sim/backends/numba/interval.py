@@ -1,4 +1,51 @@
-"""The full-path interval kernel (:func:`run_interval_numba`): every event re-solves its instance."""
+"""The full-path interval kernel (:func:`run_interval_numba`): every event re-solves its instance.
+
+**Arguments.** The kernel takes its arrays in three compiled records (:mod:`ainet_gym.sim.records`):
+``structure`` (the :class:`~ainet_gym.sim.records.IntervalStructure` fields), ``state`` (the engine's
+``flow_bytes`` and ``capacity``, then the :class:`~ainet_gym.sim.state.SimState` fields) and ``outputs`` (the
+:class:`~ainet_gym.sim.records.IntervalOutputs` fields), and its scalars in two plain tuples, ``settings``
+(:class:`~ainet_gym.sim.records.IntervalSettings`) and ``switch`` (:class:`~ainet_gym.sim.records.LazySwitch`);
+below, each array and scalar is named by its field (the kernel reads each into a local once per call).
+
+Instance ``b``'s incidence entries of ``e_flow`` / ``e_link`` / ``e_coef`` are as :func:`merge_range`
+writes them: those on links that two or more of its flows may cross at ``inst_seg[b]:ent_hi[b]``,
+flow ``f``'s at ``fe_lo[f]:fe_hi[f]``, and those on the links that no two of its flows cross (one
+entry at most each) at ``ex_lo[b]:inst_seg[b + 1]``. State arrays are updated in place;
+per-interval outputs (``iters`` .. ``stalled``) are accumulated into their instance's part, which
+the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them).
+``stats`` receives (events, solver iterations, error code, error unit; the other :data:`N_STATS`
+columns are :func:`run_interval_lazy`'s); ``go`` are the kernel threads' flags (:func:`go_flags`), announced
+first. Every array an instance writes is its own (its units, flows, phases, segments and links), so disjoint
+ranges of the batch can run on different threads at once, each with its own ``stats``, and give the same
+result as one call.
+
+**An event**: the units settle (:func:`begin_event`, the frame both kernels share), the active set
+(:func:`active_set`), perhaps a hand-off to the lazy kernel (:func:`hand_to_lazy`), a solve when the
+set changed, the time to the next flow event (:func:`next_flow_event`), then the step
+(:func:`end_event`) and the bytes moved. Allocation: the parallel local-bottleneck rule of
+:func:`ainet_gym.sim.allocator.solve_coo` (:func:`parallel_rule`), bit for bit as the numpy backend,
+re-solving every active flow when the active set changed; ``flow_w``: each flow's share weight (the
+level ``rate / weight`` max-min fair), empty when every weight is 1.
+
+**The switch.** The instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min``
+flows; see :func:`lazy_instance`) start here and are handed to that kernel (the engine calls it on the same
+range after this one, and this one again while an instance was handed back): with the switch off (``on``
+false) before the first event; with it on (:data:`LAZY_SWITCH`), an interval starts on the path the
+instance was on (``cost[b, 3]``: 0 lazy, 1 here) and goes over when :func:`hand_to_lazy` says so
+(``ratio``, ``handoff``: its cost model). ``cost[b]`` (:data:`N_SWITCH` columns) holds the
+running means of the measured work per entry of both paths, the savings and the path. ``mode[b]``
+(such instances only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back
+by the lazy kernel (this kernel resumes), 2 handed to the lazy kernel, 3 done; at a hand-off
+``ev[b]`` holds the events run and ``t[b]`` the s of the interval left, and each kernel adds the
+link bytes of its part. ``stats[13]`` adds the work counted on this path for such instances (per event
+the flows scanned and the active flows, per solve the entries of the live flows in every round).
+
+**The steps** are compiled helpers without reference counting (``_nrt=False``, the note above
+:func:`settle_units`), which take the arrays as named tuples (passed for free); the loops take no views
+(``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call to a counted function increfs
+and decrefs every array it passes, and two threads doing that to the same arrays fight over the
+counts' cache lines.
+"""
 
 from __future__ import annotations
 
@@ -290,65 +337,30 @@ def advance_flows(n_act, act_flows, rate, dt, flow_bg, rem, moved):  # pragma: n
         advance_flow(f, rate[f] * dt, flow_bg, rem, moved)
 
 
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def full_instance_end(
+    b, cand, handed, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes, sw_mode,
+):  # fmt: skip  # pragma: no cover - compiled
+    """Instance ``b`` leaves :func:`run_interval_numba`: the link bytes of its part (:func:`add_link_bytes`)
+    and, for a lazy-kernel instance (``cand``) not ``handed`` to the lazy kernel, done (``sw_mode[b] = 3``:
+    the rest of its interval ran here)."""
+    add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
+    if cand and not handed:
+        sw_mode[b] = 3
+
+
 @njit(cache=True, nogil=True)
-def run_interval_numba(
-    b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
-    structure, state, outputs, stats, go,
-    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, flow_w,
-):  # fmt: skip
-    """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event (see the module
-    docstring).
-
-    The arrays come in three compiled records (:mod:`ainet_gym.sim.records`): ``structure`` (the
-    :class:`~ainet_gym.sim.records.IntervalStructure` fields), ``state`` (the engine's ``flow_bytes`` and
-    ``capacity``, then the :class:`~ainet_gym.sim.state.SimState` fields) and ``outputs`` (the
-    :class:`~ainet_gym.sim.records.IntervalOutputs` fields); below, each array is named by its field.
-
-    Instance ``b``'s incidence entries of ``e_flow`` / ``e_link`` / ``e_coef`` are as :func:`merge_range`
-    writes them: those on links that two or more of its flows may cross at ``inst_seg[b]:ent_hi[b]``,
-    flow ``f``'s at ``fe_lo[f]:fe_hi[f]``, and those on the links that no two of its flows cross (one
-    entry at most each) at ``ex_lo[b]:inst_seg[b + 1]``. State arrays are updated in place;
-    per-interval outputs (``iters`` .. ``stalled``) are accumulated into their instance's part, which
-    the kernel zeroes first (so they may come uninitialised, as :meth:`IntervalMetrics.empty` makes them).
-    ``stats`` receives (events, solver iterations, error code, error unit; the other :data:`N_STATS`
-    columns are :func:`run_interval_lazy`'s); ``go`` are the kernel
-    threads' flags (:func:`go_flags`), announced first. Every array an instance writes
-    is its own (its units, flows, phases, segments and links), so disjoint ranges of the batch can run on
-    different threads at once, each with its own ``stats``, and give the same result as one call.
-
-    An event: the units settle (:func:`begin_event`, the frame both kernels share), the active set
-    (:func:`active_set`), perhaps a hand-off to the lazy kernel (:func:`hand_to_lazy`), a solve when the
-    set changed, the time to the next flow event (:func:`next_flow_event`), then the step
-    (:func:`end_event`) and the bytes moved. Allocation: the parallel local-bottleneck rule of
-    :func:`ainet_gym.sim.allocator.solve_coo` (:func:`parallel_rule`), bit for bit as the numpy backend,
-    re-solving every active flow when the active set changed; ``flow_w``: each flow's share weight (the
-    level ``rate / weight`` max-min fair), empty when every weight is 1.
-
-    The instances that :func:`run_interval_lazy` takes (exact event mode, at least ``inc_min`` flows; see
-    :func:`lazy_instance`) start here and are handed to that kernel (the engine calls it on the same range
-    after this one, and this one again while an instance was handed back): with the switch off (``sw_on``
-    false) before the first event; with it on (:data:`LAZY_SWITCH`), an interval starts on the path the
-    instance was on (``sw_cost[b, 3]``: 0 lazy, 1 here) and goes over when :func:`hand_to_lazy` says so
-    (``sw_ratio``, ``sw_handoff``: its cost model). ``sw_cost[b]`` (:data:`N_SWITCH` columns) holds the
-    running means of the measured work per entry of both paths, the savings and the path. ``sw_mode[b]``
-    (such instances only): 0 at the start of the interval (this kernel zeroes the outputs), 1 handed back
-    by the lazy kernel (this kernel resumes), 2 handed to the lazy kernel, 3 done; at a hand-off
-    ``sw_ev[b]`` holds the events run and ``sw_t[b]`` the s of the interval left, and each kernel adds the
-    link bytes of its part. ``stats[13]`` adds the work counted on this path for such instances (per event
-    the flows scanned and the active flows, per solve the entries of the live flows in every round).
-
-    The steps are compiled helpers without reference counting (``_nrt=False``, the note above
-    :func:`settle_units`), which take the arrays as named tuples (passed for free); the loops take no views
-    (``x[b]``, ``x[lo:hi]``): numba counts array references atomically, a call to a counted function increfs
-    and decrefs every array it passes, and two threads doing that to the same arrays fight over the
-    counts' cache lines.
-    """
+def run_interval_numba(b_lo, b_hi, settings, structure, state, outputs, stats, go, switch):
+    """Advance the instances ``b_lo:b_hi`` by ``duration[b]`` seconds, event to event: the module docstring
+    says what ``settings`` (:class:`~ainet_gym.sim.records.IntervalSettings`), the three records, ``stats``,
+    ``go`` and ``switch`` (:class:`~ainet_gym.sim.records.LazySwitch`) hold, what an event does and how the
+    lazy-kernel instances are handed over."""
     announce(go)
+    duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b, flow_w = settings
+    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost = switch
     units, clock, job, graph, tallies = unit_records(structure, state, outputs)  # (read once a call)
     st = structure
-    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef = (
-        st.inst_seg, st.ent_hi, st.ex_lo, st.fe_lo, st.fe_hi, st.e_flow, st.e_link, st.e_coef,
-    )  # fmt: skip
+    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef = st.inst_seg, st.ent_hi, st.ex_lo, st.fe_lo, st.fe_hi, st.e_flow, st.e_link, st.e_coef  # fmt: skip
     inst_unit, inst_flow, inst_phase, flow_unit, flow_phase, flow_bg, flow_scale, flow_demand = (
         st.inst_unit, st.inst_flow, st.inst_phase, st.flow_unit, st.flow_phase, st.flow_bg, st.flow_scale, st.flow_demand,
     )  # fmt: skip
@@ -411,12 +423,11 @@ def run_interval_numba(
                               compute_t, time_s)  # fmt: skip
             advance_flows(n_act, act_flows, rate, dt, flow_bg, rem, moved)
             t_left -= dt
-        add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes)
+        full_instance_end(b, cand, handed, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes,
+                          sw_mode)  # fmt: skip
         events = max(events, ev)
         if cand:
             full_events, switches = full_events + ev - ev_in, switches + handed
-            if not handed:
-                sw_mode[b] = 3  # the rest of the interval ran here
     stats[0], stats[1], stats[11], stats[12], stats[13] = events, solver_iters, stats[11] + full_events, stats[12] + switches, stats[13] + full_work  # fmt: skip
 
 

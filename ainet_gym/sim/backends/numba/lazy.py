@@ -1,4 +1,60 @@
-"""The lazy exact interval kernel (:func:`run_interval_lazy`) of large instances in exact event mode."""
+"""The lazy exact interval kernel (:func:`run_interval_lazy`) of large instances in exact event mode.
+
+**Arguments.** :func:`run_interval_numba`'s (its module docstring), then the scratch of the fills and of the
+departure repair, ``fs`` / ``rp`` (:func:`lazy_scratch`: allocated once by the caller and reused from call to
+call, so that an interval does not fault in some 130 MB of fresh pages on the 1,024-GPU AllToAll; a scratch
+smaller than the range needs is replaced by a fresh one), and ``options``
+(:class:`~ainet_gym.sim.records.LazyOptions`, a plain tuple): :func:`resolve_incremental`'s ``par_share`` and
+``par_rounds``, ``rep_on``, the departure repair (:data:`REPAIR_DEPARTURES`), ``grp_on``, progress on group
+clocks (:data:`PROGRESS_GROUPS`), ``gfill_on`` (:data:`GROUP_FILL`): the solves' heap fills over groups of
+flows (:func:`resolve_incremental`'s ``grp_fill``, issue-28zm), and ``gkeep_on`` (:data:`GROUP_KEEP`): over
+groups kept from solve to solve (issue-28zn; the store voided at each call, :func:`lazy_reuse_scratch`).
+
+The kernel takes the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects from where
+:func:`run_interval_numba` handed them over (``mode[b] = 2``; ``ev[b]`` events run, ``t[b]`` s of the interval
+left; that kernel zeroed the outputs and added the link bytes of its part). With the switch on (``on``,
+:data:`LAZY_SWITCH`), an instance whose solve :func:`resolve_incremental` declines (the full path predicted
+cheaper by the switch's cost model) is handed back at that event (``mode[b] = 1``, progress and link bytes
+brought up to date) and the engine runs :func:`run_interval_numba` on the range again. In exact event mode
+with work per event proportional to the flows whose rate changes, not to the flows of the instance
+(docs/engine-alltoall.md).
+
+**Allocation**: progressive filling (:func:`fill_levels`), incremental from event to event. A fill keeps its
+freeze order (flows by level); an event that removes flows (lowest old level ``L_d``) or adds flows (each
+at least ``min(demand, min over its links of capacity / sum of coefficients)``, lowest ``L_a``) re-fills
+only the flows at levels ``>= L = min(L_d, L_a) (1 - RESTART_MARGIN)`` on the capacities the lower ones
+leave: below ``L`` the progressive filling of the new flow set is the old one step for step, so those
+rates are unchanged (exact, not a heuristic). Above ``L`` it re-fills only the connected components
+(flows joined by shared links) of the departed and arrived flows: a max-min problem decomposes over
+them. An event at which flows only left is first repaired (:func:`repair_departures`): only the flows
+that lost every bottleneck (a saturated link where no flow is above them) are re-filled. Every
+:data:`FULL_FILL_EVERY` incremental solves a full fill refreshes the link loads.
+
+**Progress**: a flow's bytes left (``rem``) and bytes moved are brought up to date only when its rate
+changes, when it completes and at the end of the interval (``t_upd``: the time they hold for); its
+completion time ``t_end = t_upd + rem / rate`` sits in an indexed min-heap keyed by the time its bytes
+left reach the completion tolerance ``eps_b x flow_scale`` (the flows the reference completes at an
+event are those with that key <= the event time). Phases count their flows with bytes left (a phase
+ends when the count is 0 and its latency is paid); a phase's flows join the active set when its latency
+is paid. So an event costs the flows it completes, starts or re-fills, plus the units and phases of the
+instance, not a pass over every flow. With ``grp_on`` (:mod:`~ainet_gym.sim.backends.numba.progress`) the
+flows at one rate share a clock and the heap holds groups: a solve that gives every flow of a group one
+new rate moves the group's clock and key, and only the flows that change group are brought up to date.
+The event rules are :func:`run_interval_numba`'s (its module docstring); rates and times agree with it and
+with the numpy backend to round-off (1e-9 relative).
+
+``stats`` (accumulated into what :func:`run_interval_numba` wrote): events (max), fills, -, -,
+incremental solves, flows they re-filled, flows active at them, full fills, rates written (bitwise
+changes, arrivals included), rates that moved by more than 1e-12 relative, solves by the parallel rule,
+-, -, -, the work counted (:func:`resolve_incremental`'s, plus the active flows of a completion heap
+rebuilt), the departure repairs made and declined and the active flows they read.
+
+**An event**: the units settle (:func:`begin_event`, the frame both kernels share, with the phases' counts
+``pend`` in place of a pass over their flows), the arrivals (:func:`lazy_arrivals`), a solve when the
+set changed (:func:`resolve_incremental`, then :func:`lazy_progress`), the least
+completion time (:func:`lazy_next`), the step (:func:`end_event`) and the completions
+(:func:`lazy_complete`); the steps are compiled without reference counting, as :func:`run_interval_numba`'s.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +67,7 @@ from ainet_gym.sim.backends.numba.fill import FillScratch, fill_scratch
 from ainet_gym.sim.backends.numba.groupfill import group_store_reset
 from ainet_gym.sim.backends.numba.heaps import heap_set, sift_down
 from ainet_gym.sim.backends.numba.incremental import resolve_incremental
-from ainet_gym.sim.backends.numba.interval import lazy_instance
+from ainet_gym.sim.backends.numba.interval import lazy_instance, unit_records
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 from ainet_gym.sim.backends.numba.progress import (
     group_complete_flows,
@@ -23,12 +79,9 @@ from ainet_gym.sim.backends.numba.progress import (
 from ainet_gym.sim.backends.numba.repair import RepairScratch, repair_scratch
 from ainet_gym.sim.backends.numba.settings import (
     ERR_NONE,
-    GROUP_FILL,
     GROUP_KEEP,
     PARALLEL_MAX_LEVELS,
-    PROGRESS_GROUPS,
     REFILL_FLOW_ORDER,
-    REPAIR_DEPARTURES,
     REPAIR_LEVEL_HEAPS,
     REPAIR_ONLY_TOP,
 )
@@ -36,11 +89,6 @@ from ainet_gym.sim.backends.numba.steps import (
     FRAME_CAP,
     FRAME_END,
     FRAME_RUN,
-    IterationTallies,
-    JobParams,
-    PhaseGraph,
-    UnitClock,
-    UnitTable,
     add_link_bytes,
     advance_flow,
     begin_event,
@@ -426,11 +474,13 @@ def complete_flows(
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_progress(
-    grp_on, n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, gc, flow_bg, flow_scale, rem, cnt,
+    grp_on, n_re, full, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, gc, flow_bg, flow_scale, rem, cnt, rstate,
 ):  # fmt: skip  # pragma: no cover - compiled
-    """A solve's new rates into the progress: per flow (:func:`lazy_write_rates`) or, with ``grp_on``
+    """A solve (``n_re`` flows re-filled, ``full``: a full fill) counted (:func:`lazy_count_solve`), then its
+    new rates into the progress: per flow (:func:`lazy_write_rates`) or, with ``grp_on``
     (:data:`PROGRESS_GROUPS`), on group clocks (:func:`group_write_rates`; the solve's tick is ``cnt[0]``,
     its count). ``(hn, n_zero)``."""
+    lazy_count_solve(cnt, n_re, full, n_act, rstate)
     if grp_on:
         return group_write_rates(
             n_re, now, cnt[0], hn, n_zero, eps_b, fl, rw, gc, flow_bg, flow_scale, rem, cnt
@@ -506,86 +556,28 @@ def lazy_instance_end(
 
 
 @njit(cache=True, nogil=True)
-def run_interval_lazy(
-    b_lo, b_hi, duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b,
-    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef,
-    inst_unit, inst_flow,
-    unit_alive, unit_bg, unit_nphases, unit_compute, unit_overlap, phase_off, phase_latency,
-    phase_flow_lo, phase_flow_n, inst_phase, phase_npred, phase_succ_off, phase_succ,
-    flow_unit, flow_phase, flow_bg, flow_bytes, flow_scale, flow_demand, capacity,
-    rem, phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait, phase_lat_left,
-    iter_start, comm_start, comm_end, iterations_total, last_step_s, last_comm_s, bg_on, time_s,
-    iters, step_sum, comm_sum, compute_t, active_t, link_bytes, stalled, stats, go,
-    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost, par_share, par_rounds, fs, rp, flow_w,
-    rep_on=REPAIR_DEPARTURES, grp_on=PROGRESS_GROUPS, gfill_on=GROUP_FILL, gkeep_on=GROUP_KEEP,
-):  # fmt: skip  # pragma: no cover - compiled
-    """:func:`run_interval_numba` for the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects (the
-    same arguments, then :func:`resolve_incremental`'s ``par_share`` and ``par_rounds``, the scratch of its
-    fills and of the departure repair, ``fs`` / ``rp`` (:func:`lazy_scratch`: allocated once by the caller
-    and reused from call to call, so that an interval does not fault in some 130 MB of fresh pages on the
-    1,024-GPU AllToAll; a scratch smaller than the range needs is replaced by a fresh one), ``flow_w``, each
-    flow's share weight (:func:`run_interval_numba`'s; empty: every weight 1), and ``rep_on``, the
-    departure repair, default :data:`REPAIR_DEPARTURES`, and ``grp_on``, progress on group clocks, default
-    :data:`PROGRESS_GROUPS`; the others are left alone), from where :func:`run_interval_numba` handed them over (``sw_mode[b] = 2``; ``sw_ev[b]`` events
-    run, ``sw_t[b]`` s of the interval left; that kernel zeroed the outputs and added the link bytes of its
-    part). With the switch on (``sw_on``, :data:`LAZY_SWITCH`), an instance whose solve
-    :func:`resolve_incremental` declines (the full path predicted cheaper by the switch's cost model) is
-    handed back at that event
-    (``sw_mode[b] = 1``, progress and link bytes brought up to date) and the engine runs
-    :func:`run_interval_numba` on the range again. In exact event mode with work per event proportional to
-    the flows whose rate changes, not to the flows of the instance (docs/engine-alltoall.md).
-
-    Allocation: progressive filling (:func:`fill_levels`), incremental from event to event. A fill keeps its
-    freeze order (flows by level); an event that removes flows (lowest old level ``L_d``) or adds flows (each
-    at least ``min(demand, min over its links of capacity / sum of coefficients)``, lowest ``L_a``) re-fills
-    only the flows at levels ``>= L = min(L_d, L_a) (1 - RESTART_MARGIN)`` on the capacities the lower ones
-    leave: below ``L`` the progressive filling of the new flow set is the old one step for step, so those
-    rates are unchanged (exact, not a heuristic). Above ``L`` it re-fills only the connected components
-    (flows joined by shared links) of the departed and arrived flows: a max-min problem decomposes over
-    them. An event at which flows only left is first repaired (:func:`repair_departures`): only the flows
-    that lost every bottleneck (a saturated link where no flow is above them) are re-filled. Every :data:`FULL_FILL_EVERY` incremental solves a full fill refreshes the link loads.
-
-    Progress: a flow's bytes left (``rem``) and bytes moved are brought up to date only when its rate
-    changes, when it completes and at the end of the interval (``t_upd``: the time they hold for); its
-    completion time ``t_end = t_upd + rem / rate`` sits in an indexed min-heap keyed by the time its bytes
-    left reach the completion tolerance ``eps_b x flow_scale`` (the flows the reference completes at an
-    event are those with that key <= the event time). Phases count their flows with bytes left (a phase
-    ends when the count is 0 and its latency is paid); a phase's flows join the active set when its latency
-    is paid. So an event costs the flows it completes, starts or re-fills, plus the units and phases of the
-    instance, not a pass over every flow. With ``grp_on`` (:mod:`~ainet_gym.sim.backends.numba.progress`) the
-    flows at one rate share a clock and the heap holds groups: a solve that gives every flow of a group one
-    new rate moves the group's clock and key, and only the flows that change group are brought up to date.
-    The event rules are :func:`run_interval_numba`'s (module
-    docstring); rates and times agree with it and with the numpy backend to round-off (1e-9 relative).
-
-    ``stats`` (accumulated into what :func:`run_interval_numba` wrote): events (max), fills, -, -,
-    incremental solves, flows they re-filled, flows active at them, full fills, rates written (bitwise
-    changes, arrivals included), rates that moved by more than 1e-12 relative, solves by the parallel rule,
-    -, -, -, the work counted (:func:`resolve_incremental`'s, plus the active flows of a completion heap
-    rebuilt), the departure repairs made and declined and the active flows they read.
-
-    An event: the units settle (:func:`begin_event`, the frame both kernels share, with the phases' counts
-    ``pend`` in place of a pass over their flows), the arrivals (:func:`lazy_arrivals`), a solve when the
-    set changed (:func:`resolve_incremental`, then :func:`lazy_write_rates`), the least completion time
-    (:func:`next_completion`), the step (:func:`end_event`) and the completions (:func:`complete_flows`);
-    the steps are compiled without reference counting, as :func:`run_interval_numba`'s. ``gfill_on``
-    (:data:`GROUP_FILL`): the solves' heap fills over groups of flows (:func:`resolve_incremental`'s
-    ``grp_fill``, issue-28zm); ``gkeep_on`` (:data:`GROUP_KEEP`): over groups kept from solve to solve (issue-28zn;
-    the store voided at each call, :func:`lazy_reuse_scratch`).
-    """
+def run_interval_lazy(b_lo, b_hi, settings, structure, state, outputs, stats, go, switch, fs, rp, options):
+    """:func:`run_interval_numba` (its arguments) for the instances of ``b_lo:b_hi`` that :func:`lazy_instance`
+    selects, with the scratch ``fs`` / ``rp`` and ``options`` (:class:`~ainet_gym.sim.records.LazyOptions`): the
+    module docstring says what each holds, the allocation, the progress and what an event does."""
     announce(go)
     if stats[2] != ERR_NONE:
         return
-    f_max, e_max = lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, quantum)
+    duration, phase_mode, quantum, inc_min, max_events, n_links, max_rounds, eps_t, eps_b, flow_w = settings
+    st = structure
+    f_max, e_max = lazy_sizes(b_lo, b_hi, st.inst_flow, st.inst_seg, st.ent_hi, inc_min, phase_mode, quantum)
     if f_max == 0:
         return
-    fl, rw, lk, pend, joined, rstate, cnt, gc = lazy_flow_scratch(flow_unit.shape[0], phase_state.shape[0], n_links, f_max, flow_w, grp_on)  # fmt: skip
-    fs, rp = lazy_reuse_scratch(fs, rp, n_links, flow_unit.shape[0], f_max, e_max, gkeep_on)
-    units = UnitTable(unit_alive, unit_bg, unit_nphases, phase_off, phase_flow_lo, phase_flow_n)
-    clock = UnitClock(phase_cur, t_start_left, t_compute_left, t_comm_start_left, phase_state, phase_wait,
-                      phase_lat_left, iter_start, comm_start, comm_end)  # fmt: skip
-    job, graph = JobParams(unit_compute, unit_overlap, flow_bytes), PhaseGraph(phase_latency, phase_npred, phase_succ_off, phase_succ)  # fmt: skip
-    tallies = IterationTallies(iterations_total, last_step_s, last_comm_s, iters, step_sum, comm_sum)
+    sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost = switch
+    par_share, par_rounds, rep_on, grp_on, gfill_on, gkeep_on = options
+    n_flows, n_phases = st.flow_unit.shape[0], state.phase_state.shape[0]
+    fl, rw, lk, pend, joined, rstate, cnt, gc = lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w, grp_on)  # fmt: skip
+    fs, rp = lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, gkeep_on)
+    units, clock, job, graph, tallies = unit_records(structure, state, outputs)  # (read once a call)
+    inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef = st.inst_seg, st.ent_hi, st.ex_lo, st.fe_lo, st.fe_hi, st.e_flow, st.e_link, st.e_coef  # fmt: skip
+    inst_unit, inst_flow, inst_phase, phase_off, phase_flow_lo, phase_flow_n = st.inst_unit, st.inst_flow, st.inst_phase, st.phase_off, st.phase_flow_lo, st.phase_flow_n  # fmt: skip
+    flow_unit, flow_phase, flow_bg, flow_scale, flow_demand = st.flow_unit, st.flow_phase, st.flow_bg, st.flow_scale, st.flow_demand  # fmt: skip
+    capacity, rem, bg_on, time_s, compute_t, active_t, link_bytes, stalled = state.capacity, state.rem, state.bg_on, state.time_s, outputs.compute_t, outputs.active_t, outputs.link_bytes, outputs.stalled  # fmt: skip
     act, arr_mark, rate, dcap, weight = fl.act, fl.arr_mark, fl.rate, fl.dcap, fl.weight
     act_list, gone, came, old_rate, refill, keep_flow, keep_level = rw.act_list, rw.gone, rw.came, rw.old_rate, rw.refill, rw.keep_flow, rw.keep_level  # fmt: skip
     log_flow, log_level, out_flow, out_level = rw.log_flow, rw.log_level, rw.out_flow, rw.out_level
@@ -625,9 +617,8 @@ def run_interval_lazy(
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True
                     break
-                lazy_count_solve(cnt, n_re, full, n_act, rstate)
-                hn, n_zero = lazy_progress(grp_on, n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, gc, flow_bg,
-                                           flow_scale, rem, cnt)  # fmt: skip
+                hn, n_zero = lazy_progress(grp_on, n_re, full, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, gc,
+                                           flow_bg, flow_scale, rem, cnt, rstate)  # fmt: skip
                 solved, n_came, n_gone = True, 0, 0
             stalled[b] = max(stalled[b], n_zero)
             # the step: the least completion time, a unit's timer (then no flow completes) or the interval's end

@@ -1,4 +1,24 @@
-"""The departure repair of the lazy kernel: rates kept where a departure frees no bottleneck."""
+"""The departure repair of the lazy kernel: rates kept where a departure frees no bottleneck.
+
+**Why it is exact** (:func:`repair_departures`): by the bottleneck characterisation of max-min fairness
+(Bertsekas and Gallager, Data Networks, section 6.5.2, with coefficients and demands): a feasible allocation
+is THE max-min fair one iff every flow is at its demand or crosses a saturated link on which no flow has a
+higher level. The old rates were max-min fair for the old flows. A link is *changed* when a departed or a
+re-filled flow crosses it; the others keep their flows and loads. A flow that crosses no changed link keeps a
+bottleneck (its old one: unchanged). A flow on a changed link keeps its rate when it is at its demand or has a
+witness: an unchanged link with ``rp.sat`` >= 0 (saturated, no flow above that level) at which its level is
+that level; otherwise it is re-filled, its links become changed, and the flows on them are checked again (a
+witness may have become changed). Only the changed links that were saturated before the event are scanned: no
+other is a flow's bottleneck, and a flow whose bottleneck changed is found on that link. When no flow is left
+without one, the re-filled flows are filled (:func:`fill_levels`) on what the others leave, and each must then
+be at its demand or at the largest level of a saturated link it crosses (its flows scanned through
+``rp.adj_*``). A re-filled flow that is not has a kept flow above it on every saturated link it crosses; in
+the max-min allocation those come down, so they join the re-fill (their links changed, the flows on them
+checked again) and the repair fills again from the old rates, at most :data:`REPAIR_MAX_ROUNDS` times (then,
+or when no flow is found to add, it declines). Comparisons allow :data:`REPAIR_RTOL` (round-off). On an
+AllToAll whose flows tie at one level, bottlenecked at both NICs, a completion at that level changes nothing:
+every flow of the departed flow's NICs has a witness at its other NIC.
+"""
 
 from __future__ import annotations
 
@@ -648,59 +668,70 @@ def _repair_check(
     return n_bad, n_r, qn, work, seen, True
 
 
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_start(gone, n_gone, tick, fe_lo, fe_hi, e_link, lo, rstamp, q):  # pragma: no cover - compiled
+    """The links of the departed flows ``gone[:n_gone]`` queued as changed (:func:`_repair_queue`, stamp
+    ``tick``). ``(links queued, work: the departed flows' entries)``."""
+    qn = 0
+    work = 0
+    for k in range(n_gone):
+        f = gone[k]
+        work += fe_hi[f] - fe_lo[f]
+        qn = _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
+    return qn, work
+
+
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _repair_commit(qn, n_r, ltick, capacity, lo, resid, load, rp):  # pragma: no cover - compiled
+    """A repair made: the loads and bottleneck levels of the ``qn`` changed links (``rp.queue``) from the
+    residuals of the fill (``ltick``: its scan's stamp; ``n_r`` flows re-filled, 0: none, every one of them
+    left unsaturated), and the flows at each saturated link's level listed. The work (the flows listed)."""
+    q, sat, lmax, lstamp = rp.queue, rp.sat, rp.lmax, rp.lstamp
+    work = 0
+    for k in range(qn):
+        lk = q[k]
+        c = capacity[lo + lk]
+        load[lk] = c - resid[lk] if c < np.inf else 0.0
+        sat[lk] = lmax[lk] if n_r > 0 and lstamp[lk] == ltick else -1.0
+        if sat[lk] >= 0.0:  # (the flows at that level, listed after the fill)
+            n = rp.ptop_n[lk]
+            b = rp.adj_off[lk]
+            for i in range(b, b + n):  # (a loop: a slice is a view, which takes reference counts)
+                rp.top_flow[i] = rp.ptop_flow[i]
+            rp.top_n[lk] = n
+            work += n
+    return work
+
+
 @njit(cache=True, nogil=True)
 def repair_departures(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, weight, resid, rstamp, load,
     rstate, refill, old_rate, out_flow, out_level, fs, rp, limit, only_top=True, heap=False,
 ):  # fmt: skip  # pragma: no cover - compiled
     """The max-min rates after an event at which flows only left (``gone[:n_gone]``), by re-filling only the
-    flows that lost every bottleneck, if they are at most ``limit``; ``(n_r, work)`` with ``n_r`` the flows
-    re-filled (``refill[:n_r]``, previous rates ``old_rate[:n_r]``, new freeze order ``out_flow[:n_r]`` /
-    ``out_level[:n_r]``), or ``n_r = -1``: declined, ``rate``, ``load`` and ``rp.sat`` as they were (the
-    caller re-fills from the restart level). ``rstate[3]`` (the solve's stamp) is advanced; ``rp.fmark ==
-    rstate[3]`` marks the re-filled flows; ``rstate[11]`` / ``rstate[12]`` count the repairs made / declined,
-    ``rstate[13]`` the active flows they read (visits: the flows on the changed saturated links checked for a
-    witness, and those scanned for a link's largest level after the fill).
-
-    Exact by the bottleneck characterisation of max-min fairness (Bertsekas and Gallager, Data Networks,
-    section 6.5.2, with coefficients and demands): a feasible allocation is THE max-min fair one iff every
-    flow is at its demand or crosses a saturated link on which no flow has a higher level. The old rates
-    were max-min fair for the old flows. A link is *changed* when a departed or a re-filled flow crosses
-    it; the others keep their flows and loads. A flow that crosses no changed link keeps a bottleneck (its
-    old one: unchanged). A flow on a changed link keeps its rate when it is at its demand or has a witness:
-    an unchanged link with ``rp.sat`` >= 0 (saturated, no flow above that level) at which its level is that
-    level; otherwise it is re-filled, its links become changed, and the flows on them are checked again
-    (a witness may have become changed). Only the changed links that were saturated before the event are
-    scanned: no other is a flow's bottleneck, and a flow whose bottleneck changed is found on that link. When no flow is left without one, the re-filled flows are filled
-    (:func:`fill_levels`) on what the others leave, and each must then be at its demand or at the largest
-    level of a saturated link it crosses (its flows scanned through ``rp.adj_*``). A re-filled flow that is
-    not has a kept flow above it on every saturated link it crosses; in the max-min allocation those come
-    down, so they join the re-fill (their links changed, the flows on them checked again) and the repair
-    fills again from the old rates, at most :data:`REPAIR_MAX_ROUNDS` times (then, or when no flow is
-    found to add, it declines). Comparisons allow :data:`REPAIR_RTOL` (round-off). On an AllToAll whose flows tie
-    at one level, bottlenecked at both NICs, a completion at that level changes nothing: every flow of the
-    departed flow's NICs has a witness at its other NIC.
+    flows that lost every bottleneck, if they are at most ``limit`` (exact: the module docstring);
+    ``(n_r, work)`` with ``n_r`` the flows re-filled (``refill[:n_r]``, previous rates ``old_rate[:n_r]``, new
+    freeze order ``out_flow[:n_r]`` / ``out_level[:n_r]``), or ``n_r = -1``: declined, ``rate``, ``load`` and
+    ``rp.sat`` as they were (the caller re-fills from the restart level). ``rstate[3]`` (the solve's stamp)
+    is advanced; ``rp.fmark == rstate[3]`` marks the re-filled flows; ``rstate[11]`` / ``rstate[12]`` count
+    the repairs made / declined, ``rstate[13]`` the active flows they read (visits: the flows on the changed
+    saturated links checked for a witness, and those scanned for a link's largest level after the fill).
 
     The steps, in order on one set of scratch arrays (each compiled into the repair, ``forceinline``): the
-    scan of the changed links (:func:`_repair_scan`), the residuals to fill on (:func:`_repair_residuals`),
-    the fill, the saturated links' largest levels (:func:`_repair_link_max`) and the check after the fill
-    (:func:`_repair_check`); any of them may decline.
-
-    ``heap`` (issue-28zi): the largest levels and the check read the per-link level heaps (``rp.hk`` ...,
-    kept by the caller: :func:`heaps_update`) instead of every flow on a link
-    (:func:`_repair_link_max_heap`, :func:`_check_link_heap`), and ``rstate[13]`` counts each flow read once
-    per solve and not at all when it is re-filled (it counts as re-filled).
+    changed links queued (:func:`_repair_start`), the scan of the changed links (:func:`_repair_scan`), the
+    residuals to fill on (:func:`_repair_residuals`), the fill, the saturated links' largest levels
+    (:func:`_repair_link_max`), the check after the fill (:func:`_repair_check`; any of these may decline)
+    and the changed links' loads and levels (:func:`_repair_commit`). ``heap`` (issue-28zi): the largest
+    levels and the check read the per-link level heaps (``rp.hk`` ..., kept by the caller:
+    :func:`heaps_update`) instead of every flow on a link (:func:`_repair_link_max_heap`,
+    :func:`_check_link_heap`), and ``rstate[13]`` counts each flow read once per solve and not at all when it
+    is re-filled (it counts as re-filled).
     """
-    q, sat, lmax, lstamp = rp.queue, rp.sat, rp.lmax, rp.lstamp
+    q = rp.queue
     rstate[3] += 1
     tick = rstate[3]
-    qn = 0
-    work = 0
+    qn, work = _repair_start(gone, n_gone, tick, fe_lo, fe_hi, e_link, lo, rstamp, q)
     seen = 0  # active flows read (visits; rstate[13])
-    for k in range(n_gone):  # the departed flows' links are changed
-        f = gone[k]
-        work += fe_hi[f] - fe_lo[f]
-        qn = _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn)
     n_r = 0
     qi = 0
     ltick = -1
@@ -749,18 +780,7 @@ def repair_departures(
     if n_r == 0:  # nothing re-filled: the changed links' residuals are the departed flows' uses back
         _repair_residuals(qn, n_gone, 0, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo,
                           load, resid, q)  # fmt: skip
-    for k in range(qn):  # the loads and bottleneck levels of the changed links
-        lk = q[k]
-        c = capacity[lo + lk]
-        load[lk] = c - resid[lk] if c < np.inf else 0.0
-        sat[lk] = lmax[lk] if n_r > 0 and lstamp[lk] == ltick else -1.0
-        if sat[lk] >= 0.0:  # (the flows at that level, listed after the fill)
-            n = rp.ptop_n[lk]
-            b = rp.adj_off[lk]
-            rp.top_flow[b : b + n] = rp.ptop_flow[b : b + n]
-            rp.top_n[lk] = n
-            work += n
-    work += qn
+    work += _repair_commit(qn, n_r, ltick, capacity, lo, resid, load, rp) + qn
     rstate[11] += 1
     rstate[13] += seen
     return n_r, work
