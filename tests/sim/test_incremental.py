@@ -16,6 +16,7 @@ from ainet_gym.sim.backends.numba import fill, incremental
 from ainet_gym.sim.backends.numba import lazy as nb_lazy
 from ainet_gym.sim.backends.numba import repair as nb_repair
 from ainet_gym.sim.backends.numba import settings as nb_settings
+from ainet_gym.sim.backends.numba.jit import njit
 from ainet_gym.sim.world import FabricWorld
 
 RTOL = 1e-9
@@ -391,6 +392,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
         act_list, g, c = scratch
         a = np.flatnonzero(act)
         act_list[: a.size], g[: gone.size], c[: came.size] = a, gone, came
+        prev = rate.copy()
         n_re, full = incremental.resolve_incremental(
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64),
             coef, cap, 0, demand, weight, rate, per_flow["old_rate"], per_flow["refill"],
@@ -407,6 +409,9 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
         assert not repaired or (repair and came.size == 0)  # the repair takes events at which flows only left
         if repair_mode == "order" and not repaired:  # (every fill's flows in flow order)
             assert np.all(np.diff(per_flow["refill"][:n_re]) > 0)
+        filled = per_flow["refill"][:n_re]  # their previous rates, 0 for arrivals (issue-28zp)
+        want_old = np.where(arr_mark[filled] == mark, 0.0, prev[filled])
+        assert per_flow["old_rate"][:n_re].tobytes() == want_old.tobytes(), mark
         n_filled += n_re > 0 and not repaired  # (a repair fills by the heap)
         want = max_min_fair(inc[a], cap, demand[a], weights=weight[a], backend="numpy")
         got = rate[a]
@@ -918,3 +923,27 @@ def test_one_walk_runs_where_the_component_rule_backs_off():
     rate = np.frombuffer(one[-1][4])
     want = max_min_fair(inc, cap, demand, backend="numpy")
     assert max_rel_diff(rate, want) <= RTOL
+
+
+@njit
+def _sort_work_both(refill, dense):  # pragma: no cover - compiled
+    """:func:`incremental._inc_sort_work` of ``refill`` (in flow order) and the work the sort it stands for
+    counts, with the sort's output (compiled: the steps have no Python wrappers)."""
+    n = refill.shape[0]
+    skip = incremental._inc_sort_work(dense, refill, n)
+    out = refill.copy()
+    ran = incremental._inc_flow_order(out, n) if dense else incremental._inc_sort_flows(out, n)
+    return skip, ran, out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.integers(0, 5000), min_size=2, max_size=300), st.booleans())
+def test_a_restart_solve_in_flow_order_counts_the_sort_it_skips(ids, dense):
+    # issue-28zp: a restart solve at which nothing arrived gets its flows from the walk in flow order and does
+    # not sort them again, but counts the work the sort (or, dense, the parallel rule's flow order) would have
+    # counted, so the switch's cost model and the lazy_work counter are unchanged: on sorted distinct ids the
+    # count from the first and the last id equals the sort's, and the sort leaves them as they were
+    refill = np.array(sorted(ids), dtype=np.int64)
+    skip, ran, out = _sort_work_both(refill, dense)
+    assert skip == ran
+    assert np.array_equal(out, refill)

@@ -100,6 +100,9 @@ class FillScratch(NamedTuple):
     grp_f: np.ndarray  # (flows + entries + 2,) float64 the group fill's keys and pair sums
     grp_b: np.ndarray  # (flows + 1,) bool the group fill's frozen groups
     n_rows: np.ndarray  # (1,) int64 the link rows of the last fill_levels (rows, lists valid until the next)
+    flow_w: np.ndarray  # (flows,) float64 each local flow's share weight (issue-28zp: read by the freezes)
+    flow_e0: np.ndarray  # (flows,) int64 its first global entry less its first local one (fe_lo - flow_off)
+    flow_dem: np.ndarray  # (flows,) float64 its demand
     keep: (
         GroupStore  # the kept-group fill's store (issue-28zn; empty unless ``fill_scratch``'s ``keep_flows``)
     )
@@ -125,8 +128,8 @@ def fill_scratch(
         np.empty(n_links, dtype=i64), np.empty(e, dtype=i64), np.empty(n_flows + 1, dtype=i64),
         np.empty(n_flows, dtype=np.bool_), np.empty(e, dtype=i64), np.empty(h), np.empty(h, dtype=i64),
         np.zeros(8, dtype=i64), np.empty(15 * n_flows + 7 * e + 140, dtype=i64), np.empty(n_flows + e + 2),
-        np.empty(n_flows + 1, dtype=np.bool_), np.zeros(1, dtype=i64),
-        group_store(keep_flows, e if keep_flows > 0 else 0),
+        np.empty(n_flows + 1, dtype=np.bool_), np.zeros(1, dtype=i64), np.empty(n_flows), np.empty(n_flows, dtype=i64),
+        np.empty(n_flows), group_store(keep_flows, e if keep_flows > 0 else 0),
     )  # fmt: skip
 
 
@@ -197,11 +200,12 @@ def push_link_rows(s, nl):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _fill_rows(
-    flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo
+    flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, s, tick, lo
 ):  # pragma: no cover - compiled
     """:func:`fill_levels`' local rows (:class:`FillScratch` ``s``, stamp ``tick``): the link row of each
     entry of ``flows[:n]``, flow by flow (local flow ``a``, link row ``j``: its residual, the sum of coef x
-    weight and the count of its flows), then the link-major lists of the local flows. The link rows."""
+    weight and the count of its flows; the flow's weight, entry offset and demand kept by local flow,
+    issue-28zp), then the link-major lists of the local flows. The link rows."""
     den, cnt, fill, adj = s.slot_denom, s.slot_count, s.slot_fill, s.slot_flows
     foff, frozen, eslot = s.flow_off, s.flow_frozen, s.ent_slot
     nl = 0
@@ -211,6 +215,9 @@ def _fill_rows(
         frozen[a] = False
         foff[a] = m
         w = weight[f]
+        s.flow_w[a] = w
+        s.flow_e0[a] = fe_lo[f] - m
+        s.flow_dem[a] = demand[f]
         for e in range(fe_lo[f], fe_hi[f]):
             j, nl = link_row(e_link[e] - lo, s, resid, tick, nl)
             eslot[m] = j
@@ -228,7 +235,7 @@ def _fill_rows(
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
-def _fill_share(j, s, flows, fe_lo, e_coef, weight):  # pragma: no cover - compiled
+def _fill_share(j, s, e_coef):  # pragma: no cover - compiled
     """Link row ``j``'s share now (:func:`fill_levels`, :class:`FillScratch` ``s``): residual over the sum of
     its unfrozen flows' coef x weight (inf: none), that sum first summed again if round-off ate it."""
     den, sres = s.slot_denom, s.slot_resid
@@ -237,24 +244,22 @@ def _fill_share(j, s, flows, fe_lo, e_coef, weight):  # pragma: no cover - compi
         for q in range(s.slot_off[j], s.slot_off[j + 1]):
             a = s.slot_flows[q]
             if not s.flow_frozen[a]:
-                f = flows[a]
-                e0 = fe_lo[f] - s.flow_off[a]
+                e0 = s.flow_e0[a]
                 for x in range(s.flow_off[a], s.flow_off[a + 1]):
                     if s.ent_slot[x] == j:
-                        d += e_coef[e0 + x] * weight[f]
+                        d += e_coef[e0 + x] * s.flow_w[a]
         den[j] = d
     return sres[j] / den[j] if den[j] > 0 else np.inf
 
 
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
-def _fill_freeze(
-    q0, q1, it, k, flows, fe_lo, e_coef, demand, weight, rate, out_flow, out_level, n_out, s
-):  # pragma: no cover
+def _fill_freeze(q0, q1, it, k, flows, e_coef, rate, out_flow, out_level, n_out, s):  # pragma: no cover
     """Freeze at level ``k`` the unfrozen local flows of :func:`fill_levels`' link row (its list
     ``s.slot_flows[q0:q1]``), or (``q0 < 0``) the one local flow ``-1 - it`` at its demand: each flow's rate
     (``weight x k``, or its demand), its place in the freeze order (``out_flow``, ``out_level``, from
     ``n_out``), its traffic off its links' residuals and its coef x weight off their sums (coefficients
-    read in place, ``e_coef`` from the flow's ``fe_lo``). The freeze order's length."""
+    read in place, ``e_coef`` from the flow's ``fe_lo``; weight, entry offset and demand from the local
+    copies :func:`_fill_rows` made, issue-28zp). The freeze order's length."""
     frozen, adj, foff, eslot = s.flow_frozen, s.slot_flows, s.flow_off, s.ent_slot
     sres, den, cnt = s.slot_resid, s.slot_denom, s.slot_count
     for q in range(q0, q1):
@@ -262,14 +267,14 @@ def _fill_freeze(
         if frozen[a]:
             continue
         f = flows[a]
-        r = demand[f] if q < 0 else weight[f] * k
+        w = s.flow_w[a]
+        r = s.flow_dem[a] if q < 0 else w * k
         frozen[a] = True
         rate[f] = r
         out_flow[n_out] = f
         out_level[n_out] = k
         n_out += 1
-        w = weight[f]
-        e0 = fe_lo[f] - foff[a]
+        e0 = s.flow_e0[a]
         for x in range(foff[a], foff[a + 1]):  # off its links
             j2 = eslot[x]
             c = e_coef[e0 + x]
@@ -311,13 +316,13 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
     inf = np.inf
     hkey, hitem, sres, cnt, off = s.heap_key, s.heap_item, s.slot_resid, s.slot_count, s.slot_off
     foff, frozen, slot_link = s.flow_off, s.flow_frozen, s.slot_link
-    nl = _fill_rows(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo)
+    fdem, fw = s.flow_dem, s.flow_w
+    nl = _fill_rows(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, s, tick, lo)
     s.n_rows[0] = nl
     hn = push_link_rows(s, nl)
     for a in range(n):
-        f = flows[a]
-        if demand[f] < inf or foff[a + 1] == foff[a]:
-            hn = heap_push(hkey, hitem, hn, demand[f] / weight[f], -1 - a)
+        if fdem[a] < inf or foff[a + 1] == foff[a]:
+            hn = heap_push(hkey, hitem, hn, fdem[a] / fw[a], -1 - a)
     n_out = 0
     pops = 0
     while hn > 0 and n_out < n:
@@ -329,7 +334,7 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             j = it
             if cnt[j] <= 0:
                 continue
-            sh = _fill_share(j, s, flows, fe_lo, e_coef, weight)
+            sh = _fill_share(j, s, e_coef)
             if sh != k:
                 hn = heap_push(hkey, hitem, hn, sh, j)
                 continue
@@ -338,9 +343,7 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             if frozen[-1 - it]:
                 continue
             q0, q1 = -1, 0
-        n_out = _fill_freeze(
-            q0, q1, it, k, flows, fe_lo, e_coef, demand, weight, rate, out_flow, out_level, n_out, s
-        )
+        n_out = _fill_freeze(q0, q1, it, k, flows, e_coef, rate, out_flow, out_level, n_out, s)
     for j in range(nl):
         resid[slot_link[j]] = sres[j]
     return pops

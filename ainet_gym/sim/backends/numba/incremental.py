@@ -283,14 +283,15 @@ def _inc_select(
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_select_sorted(
     n_s, srt, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
-    lo, resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level, fmark,
+    lo, resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level, fmark, old_rate,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`_inc_select` with the log's flows from ``k0`` walked in flow order (``srt[:n_s]``,
     :func:`_inc_log_sorted`; :data:`REFILL_FLOW_ORDER`, issue-28zk): what the flows to fill and the departed
     ones used goes back on the residuals in flow order (their entries in memory order), the flows to fill
     are stamped ``fmark = tick``, and the kept flows are then read off the log in level order by that stamp.
     The same flows to fill (in flow order, then the arrivals) and kept flows (in level order) as
-    :func:`_inc_select`; the residuals summed in another order. ``(to fill, kept)``."""
+    :func:`_inc_select`; the residuals summed in another order. Each flow to fill's previous rate goes to
+    ``old_rate`` (0 for the arrivals; issue-28zp). ``(to fill, kept)``."""
     n_re = 0
     for k in range(n_s):
         f = srt[k]
@@ -299,6 +300,7 @@ def _inc_select_sorted(
         )
         if hit and not gone_f:
             refill[n_re] = f
+            old_rate[n_re] = rate[f]
             fmark[f] = tick
             n_re += 1
     n_keep = 0
@@ -311,6 +313,7 @@ def _inc_select_sorted(
                 n_keep += 1
     for k in range(n_came):
         refill[n_re] = came[k]
+        old_rate[n_re] = 0.0
         n_re += 1
     return n_re, n_keep
 
@@ -318,14 +321,15 @@ def _inc_select_sorted(
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_walk_all(
     n_s, srt, n_came, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf,
-    rstamp, tick, refill, fmark,
+    rstamp, tick, refill, fmark, old_rate,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`_inc_walk_log` in flow order while the component rule backs off (issue-28zo): every flow of the
     log from the restart level is filled again, so :func:`_inc_components`' stamps and
     :func:`_inc_select_sorted`'s give-back are one walk over ``srt[:n_s]``'s entries, not two. A link is
     stamped ``tick`` with its residual at capacity less load at its first visit, before any flow's use goes
     back on it, and the uses go back in the same order (flow order, entries in memory order): the residuals,
-    stamps, flows to fill and their ``fmark`` are bit for bit those of the two walks. ``(to fill, 0)``."""
+    stamps, flows to fill and their ``fmark`` are bit for bit those of the two walks. Each flow to fill's
+    previous rate goes to ``old_rate`` (0 for the arrivals; issue-28zp). ``(to fill, 0)``."""
     n_re = 0
     for k in range(n_s + n_came):
         f = srt[k] if k < n_s else came[k - n_s]
@@ -340,9 +344,11 @@ def _inc_walk_all(
                     resid[lk] += use
         if not give:
             refill[n_re] = f
+            old_rate[n_re] = 0.0
             n_re += 1
         elif act[f] and arr_mark[f] != mark:  # (not departed, not re-arrived as a came flow)
             refill[n_re] = f
+            old_rate[n_re] = r
             fmark[f] = tick
             n_re += 1
     return n_re, 0
@@ -351,7 +357,7 @@ def _inc_walk_all(
 @njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_walk_log(
     flow_order, one_walk, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
-    capacity, lo, load, resid, uf, seed, rstamp, tick, use_cc, refill, keep_flow, keep_level, srt, fmark,
+    capacity, lo, load, resid, uf, seed, rstamp, tick, use_cc, refill, keep_flow, keep_level, srt, fmark, old_rate,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s components (:func:`_inc_components`) and flows to fill: with
     ``flow_order``, the log's flows from ``k0`` walked in flow order (``srt``, :func:`_inc_log_sorted`;
@@ -360,12 +366,12 @@ def _inc_walk_log(
         n_s = n_log - k0
         if one_walk and not use_cc:  # (every log flow from k0 filled again: one walk, issue-28zo)
             return _inc_walk_all(n_s, srt, n_came, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
-                                 capacity, lo, load, resid, uf, rstamp, tick, refill, fmark)  # fmt: skip
+                                 capacity, lo, load, resid, uf, rstamp, tick, refill, fmark, old_rate)  # fmt: skip
         _inc_components(0, n_s, n_came, srt, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load,
                         resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
         return _inc_select_sorted(n_s, srt, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
                                   fe_lo, fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow,
-                                  keep_level, fmark)  # fmt: skip
+                                  keep_level, fmark, old_rate)  # fmt: skip
     _inc_components(k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load,
                     resid, uf, seed, rstamp, tick, use_cc)  # fmt: skip
     return _inc_select(k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link,
@@ -438,6 +444,35 @@ def _inc_sort_flows(refill, n_re):  # pragma: no cover - compiled
     return nw + 2 * n_re
 
 
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_sort_work(dense, refill, n_re):  # pragma: no cover - compiled
+    """The work :func:`_inc_flow_order` (``dense``) or :func:`_inc_sort_flows` counts for ``refill[:n_re]``
+    (``n_re >= 1``) when those flows are already in flow order: their id range from the first and the last."""
+    d = refill[n_re - 1] - refill[0]
+    return d + 1 + 7 * n_re if dense else (d >> 6) + 1 + 2 * n_re
+
+
+@njit(cache=True, nogil=True, **COMPILED_ONLY)
+def _inc_order_old(dense, in_order, flow_order, refill, n_re, arr_mark, mark, rate, old_rate):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s flows to fill ``refill[:n_re]`` in flow order (``dense``:
+    :func:`_inc_flow_order`; else with ``flow_order``, :func:`_inc_sort_flows`, issue-28zj) and their previous
+    rates in ``old_rate`` (0 for the arrivals). ``in_order`` (issue-28zp): a restart solve in flow order at
+    which nothing arrived, whose walk (:func:`_inc_walk_all`, :func:`_inc_select_sorted`) gave the flows in
+    flow order with their previous rates: neither is done again, the sort's work is counted as if it ran
+    (the same order, so bit for bit). The work."""
+    if in_order:
+        return _inc_sort_work(dense, refill, n_re) if n_re > 1 else 0
+    work = 0
+    if dense and n_re > 1:  # many flows: in flow order (their entries in memory order), not by level
+        work += _inc_flow_order(refill, n_re)
+    elif flow_order and n_re > 1:  # the heap fill, the loads and progress in flow order too (issue-28zj)
+        work += _inc_sort_flows(refill, n_re)
+    for k in range(n_re):
+        f = refill[k]
+        old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
+    return work
+
+
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
 def _inc_log_sorted(log_flow, k0, n_log, srt):  # pragma: no cover - compiled
     """The flows of the freeze log from ``k0`` (``log_flow[k0:n_log]``, distinct) in flow order into
@@ -485,8 +520,10 @@ def _inc_fill(
         else:
             work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
                                 out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
-        for k in range(n_re):
-            work += fe_hi[refill[k]] - fe_lo[refill[k]]
+            work += fs.flow_off[n_re]  # (the filled flows' entries, which fill_levels counted; issue-28zp)
+        if grp_fill:
+            for k in range(n_re):
+                work += fe_hi[refill[k]] - fe_lo[refill[k]]
         rstate[4] += 1
     return work
 
@@ -782,19 +819,12 @@ def resolve_incremental(
         use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (below)
         n_re, n_keep = _inc_walk_log(flow_order, one_walk, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
                                      fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf, seed, rstamp, tick,
-                                     use_cc, refill, keep_flow, keep_level, out_flow, rp.fmark)  # fmt: skip
+                                     use_cc, refill, keep_flow, keep_level, out_flow, rp.fmark, old_rate)  # fmt: skip
         _inc_backoff(use_cc, n_keep, rstate)
     # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
     dense = n_re > par_share * n_act and n_lev <= par_levels
-    if (
-        dense and n_re > 1
-    ):  # many flows: walk them in flow order (their entries in memory order), not by level
-        work += _inc_flow_order(refill, n_re)
-    elif flow_order and n_re > 1:  # the heap fill, the loads and progress in flow order too (issue-28zj)
-        work += _inc_sort_flows(refill, n_re)
-    for k in range(n_re):
-        f = refill[k]
-        old_rate[k] = 0.0 if arr_mark[f] == mark else rate[f]  # arrivals: from 0
+    work += _inc_order_old(dense, flow_order and not full and n_came == 0, flow_order, refill, n_re, arr_mark, mark,
+                           rate, old_rate)  # fmt: skip
     work += _inc_fill(dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow,
                       out_level, unit_weight, weighted, fs, rstate, grp_fill, old_rate)  # fmt: skip
     # the freeze log from k0 on: the kept flows and the new fill's, merged by level
