@@ -869,3 +869,42 @@ def test_a_previous_plan_student_plays_the_same_in_labels_evaluate_and_pretraine
     )
     dst = export_knn(path, "imitate-small", ["label", "knn"], 0, tmp_path / "x" / "imitate-small.npz")
     assert pretrained_metadata(dst)["previous_plan_scale"] == 1.0
+
+
+def test_label_reads_its_scenario_once_so_an_edit_between_batches_does_not_mix_fabrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``label --batch 1`` over two seeds while the scenario file is edited after the first batch (here: the
+    uplinks' capacity halved) labels the second episode on the fabric it started with: its arrays equal a run of
+    that seed alone on the unedited file (issue-26ze2: a run re-read the file per batch and mixed one batch
+    labelled on an edited edges file into its labels)."""
+    import yaml
+
+    import ainet_gym.agents.imitate.cli as cli
+    from ainet_gym.agents.imitate import main
+
+    sc = _small()
+    path = tmp_path / "copy.yaml"
+    path.write_text(yaml.safe_dump(sc))
+    alone = tmp_path / "alone.npz"
+    assert main(["label", str(path), "--seeds", "4", "--h", "2", "--out", str(alone)]) == 0
+    edited = yaml.safe_load(path.read_text())
+    edited["fabric"]["uplink_gbps"] = edited["fabric"]["uplink_gbps"] / 2
+    real = cli.lookahead_labels
+
+    def label_then_edit(*args: object, **kw: object) -> dict:
+        out = real(*args, **kw)
+        path.write_text(yaml.safe_dump(edited))
+        return out
+
+    monkeypatch.setattr(cli, "lookahead_labels", label_then_edit)
+    both = tmp_path / "both.npz"
+    assert main(["label", str(path), "--seeds", "3-4", "--batch", "1", "--h", "2", "--out", str(both)]) == 0
+    a, b = np.load(alone), np.load(both)
+    T = a["label"].shape[0]
+    for key in ("obs", "scores", "label", "reward"):
+        np.testing.assert_array_equal(b[key][T:], a[key], err_msg=key)
+    # and the edit is one the labels would show: the edited file alone labels that episode otherwise
+    again = tmp_path / "again.npz"
+    assert main(["label", str(path), "--seeds", "4", "--h", "2", "--out", str(again)]) == 0
+    assert not np.array_equal(np.load(again)["scores"], a["scores"])

@@ -220,21 +220,25 @@ def _run_label(a: Any) -> int:
     """``label``: the lookahead's labels of ``a.seeds`` in batches of ``a.batch`` episodes, saved to ``a.out``."""
     from ainet_gym.agents.evaluate import parse_seeds
     from ainet_gym.routing.plans import CHOOSE_MODES, plans_of_mode
+    from ainet_gym.scenario.loader import load_scenario
 
     seeds = parse_seeds(a.seeds)
     feats = tuple(f for f in a.obs_features.split(",") if f)
     extra = tuple(f.strip() for f in a.extra_plans.split(",") if f.strip())
     plans = plans_of_mode(a.action_mode, extra)[1] if a.action_mode in CHOOSE_MODES else None
+    # read once: every batch labels the same fabric, even if the YAML or its edges file changes meanwhile
+    # (issue-26ze2: one batch of a run was labelled on an edited edges file)
+    scenario = load_scenario(a.scenario)
     play = None
     if a.policy is not None:
-        play = label_player(a.policy, a.scenario, a.action_mode, feats, plans)
+        play = label_player(a.policy, scenario, a.action_mode, feats, plans)
     from ainet_gym.sim.redraw import FutureRedraw
 
     redraw = None if not a.redraw_future else FutureRedraw(a.redraw_future, a.redraw_seed, a.redraw_window)
     parts = []
     for i in range(0, len(seeds), a.batch):
         part = lookahead_labels(
-            a.scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play,
+            scenario, seeds[i : i + a.batch], a.h, a.base, a.action_mode, feats, policy=play,
             objective=a.objective, tail_slack=a.tail_slack, tail_weight=a.tail_weight, extra_plans=extra,
             redraw=redraw, hold=a.hold,
         )  # fmt: skip

@@ -12,7 +12,7 @@ from ainet_gym.agents.imitate.agent import KnnAgent
 
 
 def label_player(
-    path: str, scenario: str, action_mode: str, feats: tuple[str, ...], plans: tuple[str, ...] | None = None
+    path: str, scenario: Any, action_mode: str, feats: tuple[str, ...], plans: tuple[str, ...] | None = None
 ) -> Any:
     """The deterministic plan choice of a saved policy, as a function of the batch's observations: a
     ``knn`` policy file (.npz, :func:`fit_knn`), a ``qnet`` one (.npz with a ``layers`` field,
