@@ -178,20 +178,27 @@ def run_interval(
     pending = sim.take_pending()
     merge, merge_args = pending if pending is not None else (None, None)
     after, after_args = then(m) if then is not None else (None, None)
-    # the kernels' scalars as plain tuples (records.IntervalSettings, LazySwitch, LazyOptions: their fields);
+    # the kernels' scalars, built by field name and passed as plain tuples (numba unboxes those in C);
     # share weights (BatchSim.set_share_weights): every flow's (empty: all 1), for both kernels (the lazy one
     # fills in weighted levels, docs/engine-alltoall.md)
-    settings = (dur, sim.rate_updates == "phase", sim.rate_quantum_s, sim.incremental_min_flows, max_events, L,
-                _max_rounds(sim), EPS_T, EPS_B, _flow_weights(sim))  # fmt: skip
+    settings = tuple(_records_mod.IntervalSettings(
+        duration=dur, phase_mode=sim.rate_updates == "phase", quantum=sim.rate_quantum_s,
+        inc_min=sim.incremental_min_flows, max_events=max_events, n_links=L, max_rounds=_max_rounds(sim),
+        eps_t=EPS_T, eps_b=EPS_B, flow_w=_flow_weights(sim),
+    ))  # fmt: skip
     # which kernel has each lazy-kernel instance (0 start, 1 full path, 2 lazy, 3 done), events and s left
     sw_mode = np.zeros(B, dtype=np.int64)
-    switch = (sw_on, sw_ratio, sw_handoff, sw_mode, np.zeros(B, dtype=np.int64), np.zeros(B),
-              sim.engine_state.switch_cost)  # fmt: skip
+    switch = tuple(_records_mod.LazySwitch(
+        on=sw_on, ratio=sw_ratio, handoff=sw_handoff, mode=sw_mode, ev=np.zeros(B, dtype=np.int64),
+        t=np.zeros(B), cost=sim.engine_state.switch_cost,
+    ))  # fmt: skip
     # the lazy exact kernel, if an instance takes it (compiled on first use only), with its options (every
     # one passed: no omitted default, issue-31zb2) and its scratch
     lazy = _lazy_kernels().run_interval_lazy if sim.any_lazy() else None
-    options = (*par, _nb_settings.REPAIR_DEPARTURES, _nb_settings.PROGRESS_GROUPS, _nb_settings.GROUP_FILL,
-               _nb_settings.GROUP_KEEP)  # fmt: skip
+    options = tuple(_records_mod.LazyOptions(
+        *par, rep_on=_nb_settings.REPAIR_DEPARTURES, grp_on=_nb_settings.PROGRESS_GROUPS,
+        gfill_on=_nb_settings.GROUP_FILL, gkeep_on=_nb_settings.GROUP_KEEP,
+    ))  # fmt: skip
     scratch = _lazy_scratch(sim) if lazy is not None else None
 
     def kernel(lo: int, hi: int, stats: np.ndarray) -> None:
