@@ -157,8 +157,9 @@ def group_fill_mode() -> Iterator[dict]:
         mp.setattr(
             nb_lazy,
             "run_interval_lazy",
-            # (options, the last argument: LazyOptions; gfill_on and gkeep_on its last two fields)
-            lambda *a: lazy(*a[:-1], (*a[-1][:4], mode["groups"], mode["keep"])),
+            # (options, the last argument: LazyOptions; grp_fill its last field: 2 kept, 1 groups, None off,
+            # each a signature of its own: None compiles the kernel without the group fills, issue-31ze2)
+            lambda *a: lazy(*a[:-1], (*a[-1][:4], 2 if mode["keep"] else 1 if mode["groups"] else None)),
         )
         yield mode
 
