@@ -964,7 +964,9 @@ def test_the_fabric_fingerprint_changes_with_a_link_capacity_not_with_the_seed_o
     edited = [e.replace("gbps=100", "gbps=200") if e.startswith("l0 s1") else e for e in _EDGES]
     other = {
         "one link's capacity": _graph_scenario(tmp_path / "cap", edges=edited),
-        "one link's latency": _graph_scenario(tmp_path / "lat", edges=[*_EDGES[:-1], _EDGES[-1] + " latency_us=2"]),
+        "one link's latency": _graph_scenario(
+            tmp_path / "lat", edges=[*_EDGES[:-1], _EDGES[-1] + " latency_us=2"]
+        ),
         "one link less": _graph_scenario(tmp_path / "less", edges=_EDGES[:-1]),
     }
     for what, path in other.items():
@@ -991,7 +993,10 @@ def test_label_files_of_two_fabrics_are_refused_naming_both_and_one_fabric_is_jo
     assert main(["label", str(path), "--seeds", "2", "--h", "1", "--out", str(c)]) == 0
     after = _fingerprint(path)
     assert before != after
-    assert str(np.load(a)["fabric"]) == str(np.load(b)["fabric"]) == before and str(np.load(c)["fabric"]) == after
+    assert (
+        str(np.load(a)["fabric"]) == str(np.load(b)["fabric"]) == before
+        and str(np.load(c)["fabric"]) == after
+    )
     capsys.readouterr()
     knn = ["knn", "--k", "1", "--scenario", str(path)]
     assert main([knn[0], f"{a},{c}", *knn[1:], "--out", str(tmp_path / "mixed.npz")]) == 2
