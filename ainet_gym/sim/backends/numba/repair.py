@@ -755,6 +755,9 @@ def repair_departures(
     :func:`heaps_update`) instead of every flow on a link (:func:`_repair_link_max_heap`,
     :func:`_check_link_heap`), and ``rstate[13]`` counts each flow read once per solve and not at all when it
     is re-filled (it counts as re-filled).
+
+    Long because its rounds share one repair's state (the queue, the counts, the outcome) in locals: every
+    step is a helper above, what is left here is their order and the ways out.
     """
     q = rp.queue
     rstate[3] += 1
