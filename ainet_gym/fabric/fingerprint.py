@@ -21,15 +21,16 @@ FINGERPRINT_SCHEME = "fab1"
 def fabric_fingerprint(fabric: Fabric) -> str:
     """``"fab1-"`` and 16 hex digits of the SHA-256 of the built fabric's network, in a canonical order.
 
-    Included: every directed link as (source node name, destination node name, tier, nominal Gbit/s,
-    capacity in bytes/s (after ``link_efficiency``), its own latency if the fabric has per-link latencies),
-    sorted; every node's name and kind, sorted; the GPUs' node names and hosts in GPU id order (jobs are
+    Included: every directed link as (source node name, destination node name, tier, nominal Gbit/s, its own
+    latency if the fabric has per-link latencies), sorted; every node's name and kind, sorted; the GPUs' node names and hosts in GPU id order (jobs are
     placed by GPU id); the hop latency, the store-and-forward packet size, the number of storage endpoints
     and ``max_paths`` (``routing.max_paths``, which caps the candidate paths the fabric is built with). So an
     edit of one link's capacity (an edges file's ``gbps``, a built-in ``uplink_gbps``), an added or removed
     link or node, or another latency gives another fingerprint.
 
-    Not included: the order of the links or nodes (the same edges file with its lines in another order, or
+    Not included: ``link_efficiency`` (a modelling constant applied to every non-NVLink link alike, not the
+    fabric: ``crosscheck`` replays a student with the TCP header efficiency on the links it was labelled on),
+    the order of the links or nodes (the same edges file with its lines in another order, or
     with other comments, hashes the same), node ids, the workload (jobs, background, placement), the
     dynamics (episode length, link failures and degradations drawn during an episode, jitter, churn), the
     routing options other than ``max_paths``, the reward, and the scenario's name, seed, description and
@@ -50,19 +51,16 @@ def fabric_fingerprint(fabric: Fabric) -> str:
     """
     names = fabric.node_names
     lat = fabric.link_latency_s
-    cols = zip(
-        fabric.link_src, fabric.link_dst, fabric.link_tier, fabric.link_gbps, fabric.capacity_bytes_per_s
-    )
+    cols = zip(fabric.link_src, fabric.link_dst, fabric.link_tier, fabric.link_gbps)
     links = sorted(
         (
             names[int(s)],
             names[int(d)],
             TIERS[int(t)],
             float(g).hex(),
-            float(c).hex(),
             "" if lat is None else float(lat[i]).hex(),
         )
-        for i, (s, d, t, g, c) in enumerate(cols)
+        for i, (s, d, t, g) in enumerate(cols)
     )
     body: dict[str, Any] = {
         "links": links,

@@ -961,6 +961,16 @@ def test_the_fabric_fingerprint_changes_with_a_link_capacity_not_with_the_seed_o
     }
     for what, path in same.items():
         assert _fingerprint(path) == base, what
+    from dataclasses import replace
+
+    from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+    from ainet_gym.scenario.spec import FabricSpec
+
+    # link_efficiency is a modelling constant, not the fabric (crosscheck replays at the TCP header efficiency)
+    spec = FabricSpec(leaves=2, spines=2, hosts_per_leaf=1)
+    assert fabric_fingerprint(build_fabric(spec)) == fabric_fingerprint(
+        build_fabric(replace(spec, link_efficiency=0.9))
+    )
     edited = [e.replace("gbps=100", "gbps=200") if e.startswith("l0 s1") else e for e in _EDGES]
     other = {
         "one link's capacity": _graph_scenario(tmp_path / "cap", edges=edited),
