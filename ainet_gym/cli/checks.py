@@ -139,7 +139,7 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
         )
     print(
         f"  {'job':<16}{'iterations':>11}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}{'lag ms':>9}"
-        "   (over the first iterations both completed; iterations fluid/ns-3)"
+        "   (matched: over the iterations both completed)"
     )
     for j in out["jobs"]:
         mc, e, lag = j["matched_comm_ms"], j["matched_rel_error"], j["lag_ms"]
