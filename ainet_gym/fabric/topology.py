@@ -30,12 +30,14 @@ This module is the fabric's public API; each part lives in a module of its own c
 :mod:`.graph_size`         a graph fabric counted before it is built, refused above the limits
 :mod:`.graph_input`        a fabric from a networkx graph: roles, hosts and links checked
 :mod:`.graph_io`           a fabric to a graph, graph files read (GraphML, edge lists) and written
+:mod:`.fingerprint`        :func:`fabric_fingerprint`: a short stable hash of a built fabric's network
 =========================  ==========================================================================
 """
 
 from __future__ import annotations
 
 from ainet_gym.fabric.build import build_fabric
+from ainet_gym.fabric.fingerprint import FINGERPRINT_SCHEME, fabric_fingerprint
 from ainet_gym.fabric.graph_input import fabric_from_graph, graph_spec
 from ainet_gym.fabric.graph_io import fabric_to_graph, read_fabric_graph, write_fabric_graph
 from ainet_gym.fabric.graph_size import check_graph_size, graph_size
@@ -43,11 +45,13 @@ from ainet_gym.fabric.nonblocking import nonblocking_fabric, nonblocking_spec
 from ainet_gym.fabric.record import ROLES, TIERS, Fabric
 
 __all__ = [
+    "FINGERPRINT_SCHEME",
     "ROLES",
     "TIERS",
     "Fabric",
     "build_fabric",
     "check_graph_size",
+    "fabric_fingerprint",
     "fabric_from_graph",
     "fabric_to_graph",
     "graph_size",

@@ -194,8 +194,9 @@ class LazyOptions(NamedTuple):
     par_rounds: int  # BatchSim.parallel_max_rounds
     rep_on: bool  # the departure repair (REPAIR_DEPARTURES)
     grp_on: bool  # progress on group clocks (PROGRESS_GROUPS)
-    gfill_on: bool  # heap fills over groups (GROUP_FILL)
-    gkeep_on: bool  # groups kept from solve to solve (GROUP_KEEP)
+    # heap fills over groups: 1 (GROUP_FILL), 2 kept from solve to solve (GROUP_KEEP, which takes precedence),
+    # None flow by flow (both off: the group fills are then not compiled into the kernel, issue-31ze2)
+    grp_fill: int | None
 
 
 #: the fields of the three tuples of scalars, in order

@@ -453,6 +453,8 @@ class _Evil:
             lambda a: a.update(cooldown=np.int64(1), plans=np.array(["0", "1", "2", "3", "4", "5"])),
             "cooldown plan",
         ),
+        (lambda a: a.update(fabric=np.array(["fab1-0"])), "field 'fabric' is a 1-d"),
+        (lambda a: a.update(fabric=np.array("")), "allowed: a 0-d non-empty string"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("[1, 2]")}), "is not a JSON object"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("{")}), "is not JSON"),
     ],
@@ -908,3 +910,151 @@ def test_label_reads_its_scenario_once_so_an_edit_between_batches_does_not_mix_f
     again = tmp_path / "again.npz"
     assert main(["label", str(path), "--seeds", "4", "--h", "2", "--out", str(again)]) == 0
     assert not np.array_equal(np.load(again)["scores"], a["scores"])
+
+
+# ---------------------------------------------------------------------- the fabric fingerprint (issue-26zf2)
+
+#: a graph fabric of 4 GPUs (one per host), 2 leaves and 2 spines; the leaf-spine links 100G (2:1)
+_EDGES = [
+    *(f"node g{i} role=gpu host={i}" for i in range(4)),
+    *(f"g{i} l{i // 2} gbps=200 tier=nic" for i in range(4)),
+    *(f"l{a} s{b} gbps=100 tier=leaf_spine" for a in (0, 1) for b in (0, 1)),
+]
+
+
+def _graph_scenario(folder: Path, edges: list[str] = _EDGES, seed: int = 0, compute_ms: float = 20) -> Path:
+    """A YAML scenario ``fp-graph`` of two ring jobs on the graph fabric ``edges`` (written beside it as
+    ``f.edges``), four steps an episode; returns its path."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "f.edges").write_text("# 2 leaves x 2 spines\n" + "\n".join(edges) + "\n")
+    job = {"gpus": 2, "compute_ms": compute_ms, "collectives": [{"op": "allreduce", "bytes": 2.0e8}]}
+    sc = {
+        "name": "fp-graph",
+        "seed": seed,
+        "fabric": {"topology": "graph", "file": "f.edges"},
+        "workload": {"jobs": [{"name": "a", "placement": "spread", **job}, {"name": "b", **job}]},
+        "dynamics": {"episode_steps": 4},
+    }
+    (folder / "s.yaml").write_text(yaml.safe_dump(sc))
+    return folder / "s.yaml"
+
+
+def _fingerprint(path: Path) -> str:
+    from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+    from ainet_gym.scenario.loader import load_scenario
+
+    sc = load_scenario(str(path))
+    return fabric_fingerprint(build_fabric(sc.fabric, max_paths=sc.routing.max_paths))
+
+
+def test_the_fabric_fingerprint_changes_with_a_link_capacity_not_with_the_seed_or_the_workload(
+    tmp_path: Path,
+) -> None:
+    base = _fingerprint(_graph_scenario(tmp_path / "base"))
+    assert base.startswith("fab1-") and len(base) == 21
+    same = {
+        "seed": _graph_scenario(tmp_path / "seed", seed=7),
+        "workload": _graph_scenario(tmp_path / "work", compute_ms=35),
+        "line order": _graph_scenario(tmp_path / "order", edges=_EDGES[:4] + _EDGES[4:][::-1]),
+    }
+    for what, path in same.items():
+        assert _fingerprint(path) == base, what
+    edited = [e.replace("gbps=100", "gbps=200") if e.startswith("l0 s1") else e for e in _EDGES]
+    other = {
+        "one link's capacity": _graph_scenario(tmp_path / "cap", edges=edited),
+        "one link's latency": _graph_scenario(
+            tmp_path / "lat", edges=[*_EDGES[:-1], _EDGES[-1] + " latency_us=2"]
+        ),
+        "one link less": _graph_scenario(tmp_path / "less", edges=_EDGES[:-1]),
+    }
+    for what, path in other.items():
+        assert _fingerprint(path) != base, what
+
+
+def test_label_files_of_two_fabrics_are_refused_naming_both_and_one_fabric_is_joined(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Two ``label`` runs on one scenario, the second after its edges file's ``l0-s1`` link went from 100G to
+    200G (issue-26ze2's mixed batch): ``knn`` and :func:`concat_labels` refuse the pair in one line naming both
+    files and both fingerprints; two runs on the unedited file (other seeds) are joined and the knn file
+    carries their fingerprint."""
+    from ainet_gym.agents.imitate import load_knn, main
+    from ainet_gym.agents.imitate.label_files import concat_labels, load_labels
+
+    path = _graph_scenario(tmp_path / "sc")
+    a, b, c = (tmp_path / f"{n}.npz" for n in "abc")
+    for seeds, out in (("1", a), ("2", b)):
+        assert main(["label", str(path), "--seeds", seeds, "--h", "1", "--out", str(out)]) == 0
+    before = _fingerprint(path)
+    edges = path.parent / "f.edges"
+    edges.write_text(edges.read_text().replace("l0 s1 gbps=100", "l0 s1 gbps=200"))
+    assert main(["label", str(path), "--seeds", "2", "--h", "1", "--out", str(c)]) == 0
+    after = _fingerprint(path)
+    assert before != after
+    assert (
+        str(np.load(a)["fabric"]) == str(np.load(b)["fabric"]) == before
+        and str(np.load(c)["fabric"]) == after
+    )
+    capsys.readouterr()
+    knn = ["knn", "--k", "1", "--scenario", str(path)]
+    assert main([knn[0], f"{a},{c}", *knn[1:], "--out", str(tmp_path / "mixed.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "field 'fabric'" in err, err
+    for must in (before, after, str(a), str(c)):
+        assert must in err, (must, err)
+    assert not (tmp_path / "mixed.npz").exists()
+    with pytest.raises(ValueError, match=f"{before}.*{after}"):
+        concat_labels([load_labels(a), load_labels(c)], sources=[str(a), str(c)])
+    with pytest.raises(ValueError, match=f"{after}.*{before}"):  # in either order, also a third file
+        concat_labels([load_labels(x) for x in (c, c, a)])
+    # one fabric: joined, and the fingerprint goes with the labels into the knn file
+    assert str(concat_labels([load_labels(a), load_labels(b)])["fabric"]) == before
+    assert main([knn[0], f"{a},{b}", *knn[1:], "--out", str(tmp_path / "one.npz")]) == 0
+    assert load_knn(tmp_path / "one.npz")["fabric"] == before
+
+
+def test_a_knn_file_plays_only_on_its_labels_fabric_and_an_old_file_anywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``knn:PATH`` (evaluate) and DAgger's ``label --policy`` refuse a knn file whose labels were made on
+    another fabric, in one line naming the field, both fingerprints and what to do; label and knn files of
+    before the field (no ``fabric``) still load, join with any and play on any fabric, unchecked."""
+    from ainet_gym.agents.imitate import KnnAgent, fit_knn, load_knn, main
+    from ainet_gym.agents.imitate.label_files import concat_labels, load_labels
+    from ainet_gym.cli import main as cli_main
+
+    path = _graph_scenario(tmp_path / "sc")
+    lab = tmp_path / "lab.npz"
+    assert main(["label", str(path), "--seeds", "1", "--h", "1", "--out", str(lab)]) == 0
+    pol = tmp_path / "pol.npz"
+    assert main(["knn", str(lab), "--k", "1", "--scenario", str(path), "--out", str(pol)]) == 0
+    before = load_knn(pol)["fabric"]
+    dagger = ["label", str(path), "--seeds", "2", "--h", "1", "--policy", str(pol)]
+    assert main([*dagger, "--out", str(tmp_path / "d0.npz")]) == 0  # its own fabric: played
+    edges = path.parent / "f.edges"
+    edges.write_text(edges.read_text().replace("l0 s1 gbps=100", "l0 s1 gbps=200"))
+    after = _fingerprint(path)
+    capsys.readouterr()
+    assert main([*dagger, "--out", str(tmp_path / "d1.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "field 'fabric'" in err and before in err and after in err, err
+    assert "fit the policy again" in err
+    ev = ["evaluate", str(path), "--policies", f"knn:{pol}", "--seeds", "1", "--json"]
+    assert cli_main(ev) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "field 'fabric'" in err and before in err and after in err, err
+    # files of before the field: loaded, joined with either fabric (the join then claims none), played anywhere
+    old = tmp_path / "old.npz"
+    np.savez(old, **{k: v for k, v in np.load(lab).items() if k != "fabric"})
+    labels = load_labels(old)
+    assert "fabric" not in labels
+    assert "fabric" not in concat_labels([labels, load_labels(lab)])
+    unchecked = fit_knn(labels, tmp_path / "old-pol.npz", k=1, scenario=str(path))
+    assert load_knn(unchecked)["fabric"] is None
+    assert cli_main(["evaluate", str(path), "--policies", f"knn:{unchecked}", "--seeds", "1", "--json"]) == 0
+    arrays = {k: v for k, v in np.load(pol).items() if k != "fabric"}
+    np.savez(tmp_path / "old-knn.npz", **arrays)
+    KnnAgent(str(tmp_path / "old-knn.npz"))  # an old knn file loads
+    assert load_knn(tmp_path / "old-knn.npz")["fabric"] is None

@@ -106,6 +106,7 @@ FABRIC_MODULES = (
     "graph_size",  # a graph counted and refused above the limits
     "graph_input",  # a fabric from a networkx graph
     "graph_io",  # graph <-> fabric, graph files
+    "fingerprint",  # a short stable hash of a built fabric (issue-26zf2)
 )
 
 

@@ -157,8 +157,9 @@ def group_fill_mode() -> Iterator[dict]:
         mp.setattr(
             nb_lazy,
             "run_interval_lazy",
-            # (options, the last argument: LazyOptions; gfill_on and gkeep_on its last two fields)
-            lambda *a: lazy(*a[:-1], (*a[-1][:4], mode["groups"], mode["keep"])),
+            # (options, the last argument: LazyOptions; grp_fill its last field: 2 kept, 1 groups, None off,
+            # each a signature of its own: None compiles the kernel without the group fills, issue-31ze2)
+            lambda *a: lazy(*a[:-1], (*a[-1][:4], 2 if mode["keep"] else 1 if mode["groups"] else None)),
         )
         yield mode
 
@@ -222,3 +223,51 @@ def test_group_fill_equals_the_flow_fill_on_named_scenarios(name, keep):
 def test_group_fill_settings_are_bools():
     assert isinstance(nb_settings.GROUP_FILL, bool)
     assert isinstance(nb_settings.GROUP_KEEP, bool)
+
+
+def _globals_numba_types(fn: object, **arg_types: object) -> set[str]:
+    """The global names left in the IR of compiled ``fn`` after numba's dead-branch pruning (which runs before
+    typing: what is pruned is never typed, compiled or cached) for these argument types (int64 the rest)."""
+    import inspect
+
+    from numba import types
+    from numba.core import ir
+    from numba.core.analysis import dead_branch_prune
+    from numba.core.compiler import run_frontend
+
+    py = fn.py_func  # type: ignore[attr-defined]
+    func_ir = run_frontend(py)
+    params = inspect.signature(py).parameters
+    dead_branch_prune(func_ir, [arg_types.get(n, types.int64) for n in params])
+    stmts = (s for b in func_ir.blocks.values() for s in b.body)
+    return {s.value.name for s in stmts if isinstance(s, ir.Assign) and isinstance(s.value, ir.Global)}
+
+
+def test_the_group_fills_are_not_compiled_when_off():
+    # issue-31ze2: grp_fill None (what the backend passes with GROUP_FILL and GROUP_KEEP off) leaves the group
+    # fills out of the solve's fill before typing; an int (the run-time value 0, 1 or 2 alike) keeps both in
+    from numba import types
+
+    from ainet_gym.sim.backends.numba import incremental
+
+    fills = {"group_fill", "group_fill_kept"}
+    assert not fills & _globals_numba_types(incremental._inc_fill, grp_fill=types.none)
+    assert fills <= _globals_numba_types(incremental._inc_fill, grp_fill=types.int64)
+    assert "fill_levels" in _globals_numba_types(incremental._inc_fill, grp_fill=types.none)
+
+
+def test_the_backend_passes_no_group_fill_by_default():
+    # the lazy kernel's options as the backend builds them at the defaults: grp_fill None (the kernel without
+    # the group fills), 1 with GROUP_FILL, 2 with GROUP_KEEP (which takes precedence)
+    seen = []
+    lazy = nb_lazy.run_interval_lazy
+    sc = load_scenario("moe-alltoall-skewed")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(nb_lazy, "run_interval_lazy", lambda *a: (seen.append(a[-1][-1]), lazy(*a))[1])
+        for gfill, gkeep in ((False, False), (True, False), (True, True), (False, True)):
+            mp.setattr(nb_settings, "GROUP_FILL", gfill)
+            mp.setattr(nb_settings, "GROUP_KEEP", gkeep)
+            n = len(seen)
+            w = _world(sc, [0])
+            w.step(w.default_split())
+            assert len(seen) > n and set(seen[n:]) == {2 if gkeep else 1 if gfill else None}, (gfill, gkeep)

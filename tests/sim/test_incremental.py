@@ -401,7 +401,7 @@ def test_resolve_incremental_equals_a_full_resolve_at_every_event(
             links["rstamp"], links["load"], links["csum"], links["link_gen"], rstate, par_share, par_rounds, False, 1.0,
             1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, repair, repair_mode in ("top", "heap", "order", "group", "keep"),
             par_levels, weighted, repair_mode == "heap", repair_mode in ("order", "group", "keep"),
-            2 if repair_mode == "keep" else repair_mode == "group", True,
+            {"keep": 2, "group": 1}.get(repair_mode), True,  # (grp_fill None: the group fills not compiled)
         )  # fmt: skip
         n_inc += not full
         repaired = rstate[11] > n_rep
@@ -872,7 +872,7 @@ def _walk_snapshots(case: tuple, one_walk: bool, par_share: float, par_levels: i
             act, arr_mark, mark, act_list, a.size, g, gone.size, c, came.size, fe_lo, fe_hi, le.astype(i64), coef,
             cap, 0, demand, weight, rate, *per_flow, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate,
             par_share, 8, False, 1.0, 1.0, F, np.array([4.0, 8.0, 0.0, 0.0]), rp, 0, F, True, True, par_levels,
-            bool((weight != 1.0).any()), False, True, 0, one_walk,
+            bool((weight != 1.0).any()), False, True, None, one_walk,
         )  # fmt: skip
         tops = [
             rp.top_flow[rp.adj_off[lk] : rp.adj_off[lk] + max(rp.top_n[lk], 0)].tolist() for lk in range(L)

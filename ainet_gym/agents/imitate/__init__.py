@@ -43,7 +43,8 @@ and re-exports their public names:
 - ``knn_fit``: the k-NN policy fitted to labels, the value vote's values (:func:`fit_knn`, :func:`knn_values`)
 - ``agent``: ``knn:PATH``, the agent that plays a knn file (:class:`KnnAgent`), registered on import
 - ``dagger``: a saved policy as the label player, DAgger (:func:`label_player`)
-- ``label_files``: label files read and joined (:data:`LABEL_FIELDS`)
+- ``label_files``: label files read and joined (:data:`LABEL_FIELDS`), their fabric fingerprint checked
+  (:data:`FABRIC_FIELD`)
 - ``cli``: ``python -m ainet_gym.agents.imitate label|clone|knn|qfit`` (:func:`main`)
 """
 
@@ -65,7 +66,7 @@ from ainet_gym.agents.imitate.features import (
 )
 from ainet_gym.agents.imitate.knn_file import DEFAULT_FALLBACK, KNN_FIELDS, KNN_META, KNN_OPTIONAL, load_knn
 from ainet_gym.agents.imitate.knn_fit import DEFAULT_K, KNN_VOTES, fit_knn, knn_values
-from ainet_gym.agents.imitate.label_files import LABEL_FIELDS
+from ainet_gym.agents.imitate.label_files import FABRIC_FIELD, LABEL_FIELDS
 from ainet_gym.agents.imitate.labels import (
     DEFAULT_BASE,
     DEFAULT_H,
@@ -88,6 +89,7 @@ __all__ = [
     "DEFAULT_PREVIOUS_PLAN_SCALE",
     "DEFAULT_TAIL_SLACK",
     "DEFAULT_TAIL_WEIGHT",
+    "FABRIC_FIELD",
     "KNN_FIELDS",
     "KNN_META",
     "KNN_OPTIONAL",

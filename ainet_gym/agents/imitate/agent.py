@@ -14,6 +14,7 @@ from ainet_gym.agents.imitate.features import (
     split_previous_plan,
 )
 from ainet_gym.agents.imitate.knn_file import load_knn
+from ainet_gym.agents.imitate.label_files import check_fabric
 
 
 class KnnAgent:
@@ -34,6 +35,7 @@ class KnnAgent:
         self._left: np.ndarray | None = None  # steps of cooldown left per env (cooldown > 0)
         self.scale = z["scale"]  # None: raw columns
         self.prev_scale = z["previous_plan"]  # None: the observation only
+        self.fabric = z["fabric"]  # the labels' fabric fingerprint; None: not known, not checked
         self.obs_block = split_previous_plan(self.block)[0]
         self._prev: np.ndarray | None = None  # the plan of each env's previous decision (-1: none yet)
         meta = z["meta"]
@@ -55,6 +57,7 @@ class KnnAgent:
             core, f"knn:{self.path}", "labelled", self.scenario, self.plans, self.obs_block, "x",
             self.x[:, :width],
         )  # fmt: skip
+        check_fabric(f"knn:{self.path}", self.fabric, getattr(core, "fabric", None))
 
     def reset(self, core: Any) -> None:
         self._left = None  # a new batch of episodes: no cooldown running

@@ -303,6 +303,13 @@ def _out_path(a: Any) -> Path:
     return check_out_file(out, a.overwrite, inputs)
 
 
+def _joined(files: str, load: Any) -> dict[str, Any]:
+    """The label files of the comma list ``files``, each read by ``load``, joined (:func:`concat_labels`: files
+    labelled on different fabrics are refused, naming both files and fingerprints)."""
+    paths = files.split(",")
+    return concat_labels([load(x) for x in paths], sources=paths)
+
+
 def _dispatch(a: Any, argv: list[str] | None) -> int:
     """Run the parsed subcommand ``a.cmd`` after checking its output path."""
     a.out = str(_out_path(a))
@@ -310,7 +317,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
         from ainet_gym.agents.qnet import fit_qnet
 
         res = fit_qnet(
-            concat_labels([load_labels(x) for x in a.labels.split(",")]), a.out, a.blocks, a.value_weight, a.hidden,
+            _joined(a.labels, load_labels), a.out, a.blocks, a.value_weight, a.hidden,
             a.epochs, a.seed, a.batch_size, a.lr, scenario=a.scenario,
             metadata={"algorithm": "qnet-imitation", "command": "python -m ainet_gym.agents.imitate "
                       + " ".join(argv if argv is not None else sys.argv[1:])},
@@ -318,7 +325,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
         print(json.dumps(res, indent=1))
         return 0
     if a.cmd == "knn":
-        labels = concat_labels([load_labels(x) for x in a.labels.split(",")])
+        labels = _joined(a.labels, load_labels)
         path = fit_knn(
             labels, a.out, a.k, a.blocks, vote=a.vote, value_weight=a.value_weight, margin=a.margin,
             fallback=a.fallback, standardize=a.standardize, scenario=a.scenario,
@@ -330,7 +337,7 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
     if a.cmd == "label":
         return _run_label(a)
     res = behaviour_clone(
-        concat_labels([load_label_source(x) for x in a.labels.split(",")]), a.out,
+        _joined(a.labels, load_label_source), a.out,
         None if a.val is None else load_label_source(a.val), a.epochs, learning_rate=a.lr, gamma=a.gamma, seed=a.seed,
         weighting=a.weighting, obs_features=() if a.drop_obs_features else None, scenario=a.scenario,
         obs_blocks=tuple(b for b in a.obs_blocks.split(",") if b),

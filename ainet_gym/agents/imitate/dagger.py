@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ainet_gym.agents.imitate.agent import KnnAgent
+from ainet_gym.agents.imitate.label_files import check_fabric
 
 
 def label_player(
@@ -17,7 +18,8 @@ def label_player(
     """The deterministic plan choice of a saved policy, as a function of the batch's observations: a
     ``knn`` policy file (.npz, :func:`fit_knn`), a ``qnet`` one (.npz with a ``layers`` field,
     :func:`ainet_gym.agents.qnet.fit_qnet`) or a PPO model (.zip). A knn or qnet file must pick among
-    ``plans`` (the labelling env's, when given), in that order: a ValueError otherwise."""
+    ``plans`` (the labelling env's, when given), in that order, and a knn file with a fabric fingerprint must
+    have been labelled on ``scenario``'s fabric (:func:`check_fabric`): a ValueError otherwise."""
     if str(path).endswith(".npz"):
         from types import SimpleNamespace
 
@@ -35,9 +37,9 @@ def label_player(
                 f"policy {path!r}: a knn file with a cooldown keeps state per episode; allowed as a label "
                 "player: a file without one"
             )
-        view = SimpleNamespace(
-            obs_layout=EnvCore(scenario, action_mode=action_mode, obs_features=feats).obs_layout
-        )
+        core = EnvCore(scenario, action_mode=action_mode, obs_features=feats)
+        check_fabric(f"policy {path!r}", getattr(agent, "fabric", None), core.fabric)
+        view = SimpleNamespace(obs_layout=core.obs_layout)
         return _AgentPlayer(agent, view)
     from ainet_gym.agents.sb3_agents import load_model
 

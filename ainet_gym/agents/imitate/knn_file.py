@@ -37,6 +37,10 @@ KNN_FIELDS: dict[str, tuple[int, str]] = {
 #: ``previous_plan`` (:func:`fit_knn` with the block :data:`PREVIOUS_PLAN`): the scale of the one-hot of the plan
 #: played at the previous decision, the last ``len(plans)`` columns of ``x`` (its ``scale`` entries are 1); a file
 #: without it (every older file) reads the observation only
+#: ``fabric`` (issue-26zf2): the fingerprint of the fabric the labels were made on (the labels' own field,
+#: :data:`~ainet_gym.agents.imitate.label_files.FABRIC_FIELD`); ``knn:PATH`` and DAgger's ``--policy`` refuse to
+#: play it on a scenario of another fabric. A file without it (every older file, or one fitted on labels of
+#: which one had none) is played on any fabric, unchecked
 KNN_OPTIONAL: dict[str, tuple[int, str]] = {
     "q": (2, "f"),
     "margin": (0, "f"),
@@ -45,6 +49,7 @@ KNN_OPTIONAL: dict[str, tuple[int, str]] = {
     "cooldown": (0, "iu"),
     "scale": (1, "f"),
     "previous_plan": (0, "f"),
+    "fabric": (0, "U"),
 }
 #: the plan a value vote with a margin falls back to unless told otherwise: the lookahead's default base plan
 #: (:data:`DEFAULT_BASE`)
@@ -63,8 +68,9 @@ def save_knn(
     extra: dict[str, np.ndarray],
     metadata: dict[str, Any] | None,
 ) -> Path:
-    """Write :func:`fit_knn`'s file (:data:`KNN_FIELDS`, the optional ``extra`` and the :data:`KNN_META`
-    member) to ``out``; returns its path (``.npz`` appended unless there, as ``np.savez`` does)."""
+    """Write :func:`fit_knn`'s file (:data:`KNN_FIELDS`, the labels' ``fabric`` if they have one, the optional
+    ``extra`` and the :data:`KNN_META` member) to ``out``; returns its path (``.npz`` appended unless there,
+    as ``np.savez`` does)."""
     p = Path(out)
     np.savez_compressed(
         p,
@@ -75,6 +81,7 @@ def save_knn(
         meta=labels["meta"],
         plans=labels["plans"],
         seeds=np.unique(labels["seed"]),
+        **({"fabric": np.array(str(labels["fabric"]))} if "fabric" in labels else {}),
         **extra,
         **({} if metadata is None else {KNN_META: np.array(json.dumps(metadata, indent=1))}),
     )
@@ -84,7 +91,8 @@ def save_knn(
 def load_knn(path: str | Path) -> dict[str, Any]:
     """The arrays of a knn policy file (:func:`fit_knn`), checked, and its metadata record: ``x`` (N, D)
     float64, ``y`` (N,) int64, ``k``, ``block``, ``meta`` and ``plans`` (lists of str), ``metadata`` (the
-    :data:`KNN_META` object, ``{}`` without one).
+    :data:`KNN_META` object, ``{}`` without one), ``fabric`` (the fabric fingerprint, None without one) and the
+    other optional fields (None or their defaults without them).
 
     Nothing in the file runs: arrays are read with ``np.load(allow_pickle=False)`` (an object array is
     refused), sizes are bounded before anything is decompressed
@@ -114,6 +122,7 @@ def load_knn(path: str | Path) -> dict[str, Any]:
     cooldown = _checked_knn_cooldown(arrays.get("cooldown"), plans, fallback, what)
     scale = _checked_knn_scale(arrays.get("scale"), x.shape[1], what)
     prev = _checked_knn_previous_plan(arrays, x.shape[1], len(plans), what)
+    fabric = _checked_knn_fabric(arrays.get("fabric"), what)
     return {
         "x": x.astype(np.float64),
         "y": y.astype(np.int64),
@@ -129,7 +138,23 @@ def load_knn(path: str | Path) -> dict[str, Any]:
         "cooldown": cooldown,
         "scale": scale,
         "previous_plan": prev,
+        "fabric": fabric,
     }
+
+
+def _checked_knn_fabric(a: np.ndarray | None, what: str) -> str | None:
+    """The optional field ``fabric`` of a knn file (:data:`KNN_OPTIONAL`), checked: a 0-d non-empty string;
+    None without one."""
+    from ainet_gym.agents.model_files import ModelFileError
+
+    if a is None:
+        return None
+    if a.ndim != 0 or a.dtype.kind != "U" or not str(a):
+        raise ModelFileError(
+            f"{what}: field 'fabric' is a {a.ndim}-d {a.dtype} array; allowed: a 0-d non-empty string (a fabric "
+            "fingerprint, e.g. 'fab1-0123456789abcdef')"
+        )
+    return str(a)
 
 
 def _checked_knn_previous_plan(

@@ -13,6 +13,11 @@ import numpy as np
 #: The fields every label file of ``label`` holds (:func:`lookahead_labels`); ``clone``, ``knn`` and
 #: ``qfit`` read them.
 LABEL_FIELDS = ("obs", "label", "plans", "meta")
+#: The optional field of a label file, and of a knn policy file, with the fingerprint of the fabric the labels
+#: were made on (:func:`~ainet_gym.fabric.topology.fabric_fingerprint`, a 0-d string such as
+#: ``"fab1-0123456789abcdef"``; issue-26zf2). Files written before it have none: they are read as before, and
+#: nothing is checked against them (:func:`same_fabric`, :func:`check_fabric`).
+FABRIC_FIELD = "fabric"
 
 
 def load_labels(path: str | Path) -> dict[str, Any]:
@@ -39,8 +44,63 @@ def load_labels(path: str | Path) -> dict[str, Any]:
     return out
 
 
-def concat_labels(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """Label sets of one env (the same ``meta``) joined one after the other."""
+def same_fabric(parts: list[dict[str, Any]], sources: list[str] | None = None) -> str | None:
+    """The fabric fingerprint (:data:`FABRIC_FIELD`) the label sets ``parts`` share: None if one of them has
+    none (a file of before the field: not checked, and the join then claims no fabric).
+
+    Raises
+    ------
+    ValueError
+        If two of them hold different fingerprints, naming both fingerprints and both ``sources`` (file names;
+        default ``labels #1``, ``labels #2``, ...): they were labelled on different fabrics.
+    """
+    names = sources if sources is not None else [f"labels #{i + 1}" for i in range(len(parts))]
+    seen: tuple[str, str] | None = None
+    for name, q in zip(names, parts):
+        if FABRIC_FIELD not in q:
+            continue
+        fp = str(q[FABRIC_FIELD])
+        if seen is None:
+            seen = (name, fp)
+        elif fp != seen[1]:
+            raise ValueError(
+                f"labels {seen[0]!r} and {name!r}: field {FABRIC_FIELD!r} = {seen[1]!r} and {fp!r}: labelled on "
+                "different fabrics (e.g. an edited edges file or capacity); allowed: label files of one fabric: "
+                "label them again on one scenario, or leave one out"
+            )
+    if seen is None or any(FABRIC_FIELD not in q for q in parts):
+        return None
+    return seen[1]
+
+
+def check_fabric(what: str, recorded: str | None, fabric: Any) -> None:
+    """Refuse to play a policy file (``what``, e.g. ``knn:PATH``) whose :data:`FABRIC_FIELD` ``recorded`` is not
+    the fingerprint of ``fabric`` (the env's :class:`~ainet_gym.fabric.topology.Fabric`); nothing is checked
+    when either is unknown (None: a file of before the field, or an env without a fabric).
+
+    Raises
+    ------
+    ValueError
+        Naming the field, both fingerprints and what to do.
+    """
+    if recorded is None or fabric is None:
+        return
+    from ainet_gym.fabric.topology import fabric_fingerprint
+
+    env = fabric_fingerprint(fabric)
+    if env != recorded:
+        raise ValueError(
+            f"{what}: field {FABRIC_FIELD!r} = {recorded!r} (the fabric its labels were made on), the scenario "
+            f"played has fabric {env!r}; allowed: the scenario it was labelled on (the same links and "
+            "capacities), or fit the policy again from labels made on this fabric"
+        )
+
+
+def concat_labels(parts: list[dict[str, Any]], sources: list[str] | None = None) -> dict[str, Any]:
+    """Label sets of one env (the same ``meta``) joined one after the other; their fabric fingerprint
+    (:data:`FABRIC_FIELD`) is kept if every part has the same one, and parts of different fabrics are refused
+    (:func:`same_fabric`; ``sources``: the parts' file names for its error)."""
+    fabric = same_fabric(parts, sources)
     keys = (
         "obs",
         "label",
@@ -59,14 +119,17 @@ def concat_labels(parts: list[dict[str, Any]]) -> dict[str, Any]:
     out = {k: np.concatenate([q[k] for q in parts]) for k in keys if all(k in q for q in parts)}
     out["plans"], out["meta"] = parts[0]["plans"], parts[0]["meta"]
     out.update({k: parts[0][k] for k in ("redraw", "block", "hold") if k in parts[0]})
+    if fabric is not None:
+        out[FABRIC_FIELD] = np.array(fabric)
     return out
 
 
 def knn_labels(path: str | Path) -> dict[str, Any]:
     """The labelled decisions a knn policy file (``imitate knn``, a shipped ``pretrained`` .npz) holds, as labels:
-    ``block_obs`` (N, D) the observation block it was fitted on (``block``), ``label``, ``plans``, ``meta`` and,
-    with a value vote, ``scores`` (each plan's lookahead value minus the best's); no ``obs`` (the other blocks were
-    not kept: :func:`with_full_obs` fills them with zeros) and no ``reward``.
+    ``block_obs`` (N, D) the observation block it was fitted on (``block``), ``label``, ``plans``, ``meta``, its
+    fabric fingerprint if it has one (:data:`FABRIC_FIELD`) and, with a value vote, ``scores`` (each plan's
+    lookahead value minus the best's); no ``obs`` (the other blocks were not kept: :func:`with_full_obs` fills
+    them with zeros) and no ``reward``.
 
     Raises
     ------
@@ -93,6 +156,8 @@ def knn_labels(path: str | Path) -> dict[str, Any]:
     }
     if knn["q"] is not None:
         out["scores"] = knn["q"]
+    if knn["fabric"] is not None:
+        out[FABRIC_FIELD] = np.array(knn["fabric"])
     return out
 
 

@@ -88,6 +88,11 @@ def lookahead_labels(
     unobserved background phases are re-drawn, its ``score`` and ``excess`` the means over them, ``tail`` the
     maximum (docs/learning.md, "issue-26zr"); the labels' ``redraw`` field records (M, seed, window).
 
+    ``fabric``: the fingerprint of the fabric the episodes were played on
+    (:func:`~ainet_gym.fabric.topology.fabric_fingerprint`, a 0-d string): ``concat_labels`` and ``imitate
+    knn`` refuse to join labels of different fabrics, and a knn file fitted on them refuses to play on another
+    (docs/learning.md, "issue-26zf2").
+
     ``hold`` (1: today's lookahead): each plan is held for the first ``min(hold, h)`` intervals of its lookahead
     (its split recomputed each interval from the copy's own last interval), then ``base``; the decision is still
     taken every interval. ``hold = h`` scores each plan as held over the whole horizon (docs/learning.md,
@@ -105,6 +110,7 @@ def lookahead_labels(
         ``tail_weight`` is negative or nan, the ``"tail"`` objective's ``base`` is not a plan of the mode, or
         ``hold < 1``.
     """
+    from ainet_gym.fabric.topology import fabric_fingerprint
     from ainet_gym.scenario.loader import load_scenario
 
     if not isinstance(hold, int) or hold < 1:
@@ -134,6 +140,7 @@ def lookahead_labels(
     if objective != DEFAULT_OBJECTIVE:
         meta += [objective, repr(float(tail_slack)), repr(float(tail_weight))]
     out["meta"] = np.array(meta)  # what clone() rebuilds the env from
+    out["fabric"] = np.array(fabric_fingerprint(core.fabric))  # label_files.FABRIC_FIELD (issue-26zf2)
     return out
 
 

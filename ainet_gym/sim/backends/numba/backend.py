@@ -197,7 +197,7 @@ def run_interval(
     lazy = _lazy_kernels().run_interval_lazy if sim.any_lazy() else None
     options = tuple(_records_mod.LazyOptions(
         *par, rep_on=_nb_settings.REPAIR_DEPARTURES, grp_on=_nb_settings.PROGRESS_GROUPS,
-        gfill_on=_nb_settings.GROUP_FILL, gkeep_on=_nb_settings.GROUP_KEEP,
+        grp_fill=2 if _nb_settings.GROUP_KEEP else 1 if _nb_settings.GROUP_FILL else None,  # (None: not compiled)
     ))  # fmt: skip
     scratch = _lazy_scratch(sim) if lazy is not None else None
 

@@ -17,7 +17,6 @@ from ainet_gym.sim.backends.numba.repair import (
 from ainet_gym.sim.backends.numba.settings import (
     COMPONENT_BACKOFF_MAX,
     FULL_FILL_EVERY,
-    GROUP_FILL,
     PARALLEL_MAX_LEVELS,
     REFILL_FLOW_ORDER,
     REPAIR_LEVEL_HEAPS,
@@ -489,10 +488,13 @@ def _inc_fill(
     unit_weight, weighted, fs, rstate, grp_fill, old_rate,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s fill of ``refill[:n_re]`` on ``resid``: by the heap
-    (:func:`fill_levels`; ``grp_fill``: over the groups of the flows at one previous level ``old_rate``,
-    :func:`group_fill`, issue-28zm; 2: over groups kept from fill to fill, :func:`group_fill_kept`, issue-28zn), or, ``dense``, the parallel rule's first rounds (:func:`fill_parallel`)
-    and the rest by the heap, its freeze order merged with the rule's (``out_flow``, ``out_level``). The
-    work."""
+    (:func:`fill_levels`; ``grp_fill`` 1 or True: over the groups of the flows at one previous level
+    ``old_rate``, :func:`group_fill`, issue-28zm; 2: over groups kept from fill to fill, :func:`group_fill_kept`,
+    issue-28zn; ``None`` or 0: flow by flow), or, ``dense``, the parallel rule's first rounds
+    (:func:`fill_parallel`) and the rest by the heap, its freeze order merged with the rule's (``out_flow``,
+    ``out_level``). The work. ``grp_fill`` ``None`` (its type, not its value) leaves the group fills out of the
+    compiled code: numba prunes the branch ``grp_fill is not None`` on a ``None``-typed argument before typing
+    (issue-31ze2: they cost the lazy path's cold start 23 s of compiling with both off)."""
     work = 0
     if dense:
         rstate[5] += 1
@@ -511,19 +513,22 @@ def _inc_fill(
             p_level = out_level[:n_done].copy()
             merge_by_level(p_flow, p_level, n_done, h_flow, h_level, n_rest, out_flow, out_level, 0)
     else:
-        if grp_fill == 2:  # (issue-28zn: the groups kept from fill to fill)
-            work += group_fill_kept(refill, n_re, old_rate, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid,
-                                    rate, out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
-        elif grp_fill:
-            work += group_fill(refill, n_re, old_rate, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
-                               out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        grouped = False
+        if grp_fill is not None:  # (pruned when None: the group fills not compiled)
+            grouped = grp_fill != 0
+            if grp_fill == 2:  # (issue-28zn: the groups kept from fill to fill)
+                work += group_fill_kept(refill, n_re, old_rate, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap,
+                                        resid, rate, out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+            elif grp_fill:
+                work += group_fill(refill, n_re, old_rate, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid,
+                                   rate, out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
+        if grouped:
+            for k in range(n_re):
+                work += fe_hi[refill[k]] - fe_lo[refill[k]]
         else:
             work += fill_levels(refill, n_re, fe_lo, fe_hi, e_link, e_coef, unit_weight, dcap, resid, rate,
                                 out_flow, out_level, fs, rstate[4], lo)  # fmt: skip
             work += fs.flow_off[n_re]  # (the filled flows' entries, which fill_levels counted; issue-28zp)
-        if grp_fill:
-            for k in range(n_re):
-                work += fe_hi[refill[k]] - fe_lo[refill[k]]
         rstate[4] += 1
     return work
 
@@ -693,7 +698,7 @@ def resolve_incremental(
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
     sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
-    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER, grp_fill=GROUP_FILL, one_walk=True,
+    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER, grp_fill=None, one_walk=True,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
@@ -773,9 +778,10 @@ def resolve_incremental(
     level (:func:`_inc_restart_level`), the departure repair (:func:`_inc_repair`) and its log patch
     (:func:`_inc_patch_log`), the log in flow order (:func:`_inc_log_sorted`), the switch
     (:func:`_inc_declines`), the components and the flows to fill (:func:`_inc_walk_log`), the fill
-    (:func:`_inc_flow_order`, :func:`_inc_fill`; with ``grp_fill``, :data:`GROUP_FILL`, a heap fill over the
-    groups of flows at one previous level, :func:`group_fill`), the loads (:func:`_inc_loads`) and the level heaps
-    (:func:`_inc_heaps`); those that allocate nothing compiled into the solve (``forceinline``).
+    (:func:`_inc_flow_order`, :func:`_inc_fill`; ``grp_fill`` 1: over groups of flows at one previous level,
+    :func:`group_fill`, :data:`GROUP_FILL`; 2: kept, :data:`GROUP_KEEP`; ``None``: not compiled, issue-31ze2), the
+    loads (:func:`_inc_loads`) and the level heaps (:func:`_inc_heaps`); those that allocate nothing compiled into
+    the solve (``forceinline``).
     """
     n_log = rstate[0]
     full = n_log < 0 or rstate[1] >= FULL_FILL_EVERY
@@ -831,9 +837,12 @@ def resolve_incremental(
     merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
     rstate[0] = k0 + n_keep + n_re
     work += n_keep + 2 * n_re  # the log rewritten, the rates written
+    rows = one_walk and not dense  # (the loads by the fill's link rows: after fill_levels only)
+    if grp_fill is not None:  # (pruned when None, as in _inc_fill)
+        rows = rows and grp_fill == 0
     work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
                        e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev, rstamp, -1 if full else rstate[3], fs,
-                       one_walk and not dense and grp_fill == 0)  # fmt: skip
+                       rows)  # fmt: skip
     if rep_on and rep_heap and rstate[10] == 1:  # the level heaps: built anew after a full fill, else updated
         work += _inc_heaps(full, rp, resid.shape[0], n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi,
                            e_link, lo, capacity, load)  # fmt: skip

@@ -6,9 +6,11 @@ call, so that an interval does not fault in some 130 MB of fresh pages on the 1,
 smaller than the range needs is replaced by a fresh one), and ``options``
 (:class:`~ainet_gym.sim.records.LazyOptions`, a plain tuple): :func:`resolve_incremental`'s ``par_share`` and
 ``par_rounds``, ``rep_on``, the departure repair (:data:`REPAIR_DEPARTURES`), ``grp_on``, progress on group
-clocks (:data:`PROGRESS_GROUPS`), ``gfill_on`` (:data:`GROUP_FILL`): the solves' heap fills over groups of
-flows (:func:`resolve_incremental`'s ``grp_fill``, issue-28zm), and ``gkeep_on`` (:data:`GROUP_KEEP`): over
-groups kept from solve to solve (issue-28zn; the store voided at each call, :func:`lazy_reuse_scratch`).
+clocks (:data:`PROGRESS_GROUPS`), and ``grp_fill``, :func:`resolve_incremental`'s: 1 (:data:`GROUP_FILL`), the
+solves' heap fills over groups of flows (issue-28zm), 2 (:data:`GROUP_KEEP`), over groups kept from solve to
+solve (issue-28zn; the store voided at each call, :func:`lazy_reuse_scratch`), or ``None``, flow by flow: then
+the group fills are not compiled into the kernel (numba prunes the branches that test ``grp_fill is not None``
+on a ``None``-typed argument; issue-31ze2), and turning them on compiles a second signature of the kernel.
 
 The kernel takes the instances of ``b_lo:b_hi`` that :func:`lazy_instance` selects from where
 :func:`run_interval_numba` handed them over (``mode[b] = 2``; ``ev[b]`` events run, ``t[b]`` s of the interval
@@ -243,11 +245,14 @@ def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w, grp_on):  # pra
 
 
 @njit(cache=True, nogil=True, **COMPILED_ONLY)
-def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, keep):  # pragma: no cover - compiled
+def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, grp_fill):  # pragma: no cover - compiled
     """The caller's fill and repair scratch (:func:`lazy_scratch`, reused from call to call), reset as
     :func:`fill_scratch` / :func:`repair_scratch` initialise them; a fresh one where it is too small (with
-    ``keep``, the kept-group fill's, its store for ``n_flows`` flows). The kept-group store is voided
+    ``grp_fill`` 2, the kept-group fill's, its store for ``n_flows`` flows). The kept-group store is voided
     (:func:`group_store_reset`): the flows' entries are this call's, fixed within it."""
+    keep = False
+    if grp_fill is not None:  # (pruned when None, as resolve_incremental's)
+        keep = grp_fill == 2
     if (
         fs.link_stamp.shape[0] < n_links or fs.flow_off.shape[0] < f_max + 1 or fs.slot_flows.shape[0] < e_max
         or fs.heap_key.shape[0] < n_links + f_max + e_max + 1 or (keep and fs.keep.fgrp.shape[0] < n_flows)
@@ -569,10 +574,10 @@ def run_interval_lazy(b_lo, b_hi, settings, structure, state, outputs, stats, go
     if f_max == 0:
         return
     sw_on, sw_ratio, sw_handoff, sw_mode, sw_ev, sw_t, sw_cost = switch
-    par_share, par_rounds, rep_on, grp_on, gfill_on, gkeep_on = options
+    par_share, par_rounds, rep_on, grp_on, grp_fill = options
     n_flows, n_phases = st.flow_unit.shape[0], state.phase_state.shape[0]
     fl, rw, lk, pend, joined, rstate, cnt, gc = lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w, grp_on)  # fmt: skip
-    fs, rp = lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, gkeep_on)
+    fs, rp = lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, grp_fill)
     units, clock, job, graph, tallies = unit_records(structure, state, outputs)  # (read once a call)
     inst_seg, ent_hi, ex_lo, fe_lo, fe_hi, e_flow, e_link, e_coef = st.inst_seg, st.ent_hi, st.ex_lo, st.fe_lo, st.fe_hi, st.e_flow, st.e_link, st.e_coef  # fmt: skip
     inst_unit, inst_flow, inst_phase, phase_off, phase_flow_lo, phase_flow_n = st.inst_unit, st.inst_flow, st.inst_phase, st.phase_off, st.phase_flow_lo, st.phase_flow_n  # fmt: skip
@@ -612,7 +617,7 @@ def run_interval_lazy(b_lo, b_hi, settings, structure, state, outputs, stats, go
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
                     f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, REPAIR_LEVEL_HEAPS,
-                    REFILL_FLOW_ORDER, gfill_on + gkeep_on * (2 - gfill_on),  # (2: kept, 1: group fill, 0: off)
+                    REFILL_FLOW_ORDER, grp_fill,  # (2: kept, 1: group fill, None: flow by flow)
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
                     back = True

@@ -52,17 +52,19 @@ REPAIR_LEVEL_HEAPS = False
 REFILL_FLOW_ORDER = True
 
 #: whether a solve of the lazy kernel that fills by the heap fills over groups (issue-28zm;
-#: :func:`resolve_incremental`'s ``grp_fill``, :mod:`~ainet_gym.sim.backends.numba.groupfill`): the flows it
+#: :func:`resolve_incremental`'s ``grp_fill`` 1, :mod:`~ainet_gym.sim.backends.numba.groupfill`): the flows it
 #: re-fills that held one level at the last solve (bitwise) rise as one unit with one (group, link) pair per
 #: link they cross, a link that fills freezes a group whole when all its unfrozen members cross it (one update
 #: per pair) and else splits it (the members on the link frozen one by one). Exact either way (the same
 #: progressive fill; sums in another order). Off by default: on 8 AllToAll x 128 GPUs the whole of interval
 #: 5 took 1.27-1.59x main's CPU in each of 5 interleaved pairs (its pairs are 256 M against the fills' 499 M
-#: entries, and it builds them from the entries at every fill; docs/engine-alltoall.md, "issue-28zm")
+#: entries, and it builds them from the entries at every fill; docs/engine-alltoall.md, "issue-28zm"). With this
+#: and :data:`GROUP_KEEP` off the backend passes ``grp_fill = None`` and the group fills are not compiled into
+#: the lazy kernel (issue-31ze2); turning either on compiles a second signature of it.
 GROUP_FILL = False
 
 #: whether the lazy kernel's restart heap fills run over groups KEPT from solve to solve (issue-28zn;
-#: :func:`run_interval_lazy`'s ``gkeep_on``, :func:`~ainet_gym.sim.backends.numba.groupfill.group_fill_kept`):
+#: :func:`run_interval_lazy`'s ``grp_fill`` 2, :func:`~ainet_gym.sim.backends.numba.groupfill.group_fill_kept`):
 #: :data:`GROUP_FILL`'s fill whose groups, (group, link) pairs and pair member lists persist in the fill
 #: scratch, so a fill rebuilds from the entries only the flows whose group is not intact. Exact either way
 #: (the same progressive fill; sums in another order). Takes precedence over :data:`GROUP_FILL`. Off by
