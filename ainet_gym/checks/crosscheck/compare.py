@@ -202,9 +202,8 @@ def crosscheck(
         (one per decision interval) holds ``fluid_iterations`` and ``ns3_iterations`` (iterations that ended
         in the interval), the means of their communication times ``fluid_comm_ms`` and ``ns3_comm_ms``
         (None where none ended) and their ``rel_error`` (None unless both are there). Each job also has
-        the comparison over the iterations both completed (:func:`matched_figures`): ``fluid_iterations``,
-        ``ns3_iterations``, ``matched_iterations``, ``matched_comm_ms`` (``{"fluid", "ns3"}``),
-        ``matched_rel_error`` and ``lag_ms``. Wall times are those
+        the comparison over the iterations both completed (:func:`matched_figures`: ``matched_iterations``,
+        ``matched_comm_ms``, ``matched_rel_error``, ``lag_ms``, ...). Wall times are those
         of the simulation of the span only (no construction, no ns-3 import; the fluid's without the
         policy's own time).
 
