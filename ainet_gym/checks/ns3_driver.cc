@@ -157,6 +157,8 @@ struct XcJob
     std::vector<uint32_t> iterStep; // per interval: iterations that ended in it
     std::vector<double> commStep;   // per interval: their communication times, summed (s)
     std::vector<double> stepStep;   // per interval: their step times, summed (s)
+    std::vector<double> iterComm;   // per iteration completed, in order: its communication time (s)
+    std::vector<double> iterEnd;    // per iteration completed, in order: the time it ended (s)
 };
 
 struct XcBackground
@@ -680,6 +682,8 @@ class Orchestrator
         job.iterStep[k]++;
         job.commStep[k] += job.commEnd - job.commStart;
         job.stepStep[k] += now - job.iterStart;
+        job.iterComm.push_back(job.commEnd - job.commStart);
+        job.iterEnd.push_back(now);
         BeginIteration(j);
     }
 
@@ -694,6 +698,11 @@ class Orchestrator
     double CommSumIn(uint32_t j, uint32_t k) const { return jobs[j].commStep[k]; }
 
     double StepSumIn(uint32_t j, uint32_t k) const { return jobs[j].stepStep[k]; }
+
+    // the per-iteration log (i < Iterations(j)): communication time and end time (s) of iteration i
+    double IterComm(uint32_t j, uint32_t i) const { return jobs[j].iterComm[i]; }
+
+    double IterEnd(uint32_t j, uint32_t i) const { return jobs[j].iterEnd[i]; }
 
     // Diagnosis aids, not called by the replay: with `debug` set before Start(), sub-flows trace their
     // TCP state; WatchDrops() counts IP-layer drops by reason; DebugOpen() dumps every transfer that has

@@ -137,6 +137,18 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
         print(
             f"  {j['name']:<16}{j['fluid_comm_ms']:>10.3f}{j['ns3_comm_ms']:>10.3f}{100 * j['rel_error']:>+8.2f}%"
         )
+    print(
+        f"  {'job':<16}{'iterations':>11}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}{'lag ms':>9}"
+        "   (matched: over the iterations both completed)"
+    )
+    for j in out["jobs"]:
+        mc, e, lag = j["matched_comm_ms"], j["matched_rel_error"], j["lag_ms"]
+        print(
+            f"  {j['name']:<16}{str(j['fluid_iterations']) + '/' + str(j['ns3_iterations']):>11}"
+            + "".join(f"{x:>10.3f}" if x is not None else f"{'-':>10}" for x in (mc["fluid"], mc["ns3"]))
+            + (f"{100 * e:>+8.2f}%" if e is not None else f"{'-':>9}")
+            + (f"{lag:>+9.3f}" if lag is not None else f"{'-':>9}")
+        )  # fmt: skip
     if out["steps"] > 1:
         print("  per interval (iterations fluid/ns-3, fluid ms, ns-3 ms, error):")
         for j in out["jobs"]:

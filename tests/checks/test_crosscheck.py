@@ -902,3 +902,48 @@ def test_a_ring_step_split_over_qps_reaches_the_next_hop_whole() -> None:
     (job,) = r["jobs"]
     assert job["fluid_comm_ms"] == pytest.approx(closed, rel=0.01)
     assert job["ns3_comm_ms"] == pytest.approx(closed, rel=0.03)
+
+
+@needs_ns3
+def test_iteration_logs_agree_on_a_static_case_and_give_the_matched_figures() -> None:
+    """4 GPUs on one 10 Gb/s switch, a ring AllReduce of 2 MB after 1 ms of compute, 3 intervals of 8 ms:
+    every iteration communicates 3 MB (2.69 ms at the TCP payload fraction), so both simulators complete
+    6 iterations, 2 per interval. ns-3's per-iteration log sums to its per-interval figures and its ends
+    fall in the intervals it counted them in; both logs' comm times are the closed form's within the
+    smallest case's tolerances; and the job's matched figures are the logs' by hand: the means over the
+    first ``matched_iterations``, their relative error, and ns-3's end of the last one less the fluid's."""
+    sc = _switch(4, 2e6)
+    sc["dynamics"]["episode_steps"] = 3
+    from ainet_gym.checks.crosscheck import _crosscheck_in_subprocess
+
+    out, det = _crosscheck_in_subprocess(sc, "ecmp", 0, 3, CrosscheckConfig(fluid_repeats=0))
+    (job,) = out["jobs"]
+    closed = 3e6 * 8 / (10e9 * 1448 / 1529)
+    (fl,), (pk,) = det["iteration_log"]["fluid"], det["iteration_log"]["ns3"]
+    assert job["fluid_iterations"] == job["ns3_iterations"] == job["matched_iterations"] == 6
+    assert len(fl["comm_s"]) == len(pk["comm_s"]) == 6 and None not in pk["end_s"] + pk["comm_s"]
+    # ns-3's log against its own per-interval sums and counts
+    per = np.histogram(pk["end_s"], bins=np.arange(4) * 8e-3)[0]
+    assert per.tolist() == [iv["ns3_iterations"] for iv in job["intervals"]] == [2, 2, 2]
+    for k, iv in enumerate(job["intervals"]):
+        in_k = [c for c, e in zip(pk["comm_s"], pk["end_s"]) if 8e-3 * k < e <= 8e-3 * (k + 1)]
+        assert np.mean(in_k) * 1e3 == pytest.approx(iv["ns3_comm_ms"], rel=1e-12)
+    assert np.diff(pk["end_s"]).min() > 0 and pk["comm_cum_s"] == pytest.approx(
+        np.cumsum(pk["comm_s"]).tolist()
+    )
+    # both sides' iterations take the closed form's time (the smallest case's tolerances)
+    assert pk["comm_s"] == pytest.approx([closed] * 6, rel=0.015)
+    assert None not in fl["comm_s"] + fl["end_s"]  # two iterations per interval: the fluid's log is whole
+    assert fl["comm_s"] == pytest.approx([closed] * 6, rel=0.01)
+    # the matched figures by hand from the two logs
+    m = job["matched_iterations"]
+    f_ms, p_ms = fl["comm_cum_s"][m - 1] / m * 1e3, float(np.mean(pk["comm_s"][:m])) * 1e3
+    assert job["matched_comm_ms"]["fluid"] == pytest.approx(f_ms, rel=1e-12)
+    assert job["matched_comm_ms"]["ns3"] == pytest.approx(p_ms, rel=1e-12)
+    assert job["matched_rel_error"] == pytest.approx((f_ms - p_ms) / p_ms, rel=1e-9)
+    assert job["lag_ms"] == pytest.approx((pk["end_s"][m - 1] - fl["end_s"][m - 1]) * 1e3, rel=1e-12)
+    assert abs(job["matched_rel_error"]) < 0.015 and job["matched_rel_error"] == pytest.approx(
+        job["rel_error"]
+    )
+    # the lag is the comm times' difference summed: the same compute on both sides
+    assert job["lag_ms"] == pytest.approx((pk["comm_cum_s"][m - 1] - fl["comm_cum_s"][m - 1]) * 1e3, abs=1e-5)

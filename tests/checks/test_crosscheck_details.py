@@ -25,6 +25,10 @@ def fake_ns3(run: Any, cfg: Any) -> dict[str, Any]:
         "step_sum_s": run.step_sum_s * 1.1 + 2e-3,
         "step_iterations": run.step_iterations + (np.arange(run.step_iterations.shape[0])[:, None] % 2),
         "step_comm_sum_s": run.step_comm_sum_s * 1.5 + 2e-3,
+        "iter_comm_s": [
+            np.full(n + 1, (c * 1.25 + 1e-3) / (n + 1)) for n, c in zip(run.iterations, run.comm_sum_s)
+        ],
+        "iter_end_s": [0.01 * np.arange(1, n + 2) for n in run.iterations],
         "wall_s": 2.5,
         "cpu_s": 2.25,
         "transfers": 7,

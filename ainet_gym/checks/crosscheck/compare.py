@@ -9,13 +9,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypedDict
 
+import numpy as np
+
 from ainet_gym.checks.crosscheck.config import (
     CrosscheckConfig,
     CrosscheckError,
     check_config,
     check_supported,
 )
-from ainet_gym.checks.crosscheck.fluid import FluidRun, estimated_bytes, run_fluid
+from ainet_gym.checks.crosscheck.fluid import FluidRun, IterationLog, estimated_bytes, run_fluid
 from ainet_gym.checks.crosscheck.ns3 import import_ns, run_ns3
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.scenario.spec import Scenario
@@ -43,6 +45,55 @@ def _rel(a: float | None, b: float | None) -> float | None:
     return (a - b) / b if a is not None and b is not None and b > 0 else None
 
 
+def _num(x: float) -> float | None:
+    """``x`` as a float, None where it is NaN (unknown)."""
+    return None if np.isnan(x) else float(x)
+
+
+def matched_figures(fluid: IterationLog, ns3: IterationLog) -> dict[str, Any]:
+    """The comparison over the iterations both simulators completed: ``matched_iterations`` (the fewer of
+    the two counts, ``fluid_iterations`` and ``ns3_iterations``), each side's mean communication time over
+    its first ``matched_iterations`` (``matched_comm_ms``: ``{"fluid", "ns3"}``), their
+    ``matched_rel_error = (fluid - ns3) / ns3``, and ``lag_ms``, ns-3's end of the last matched iteration
+    less the fluid's (positive: ns-3 is behind). A figure the fluid's log cannot give
+    (:func:`~.fluid.iteration_log`: a cut inside an interval where three or more iterations ended) is None.
+
+    Examples
+    --------
+    >>> a = IterationLog(np.array([2.0, 3.0, 1.0]), np.array([0.01, 0.02, 0.03]), np.array([2.0, 5.0, 6.0]))
+    >>> b = IterationLog(np.array([2.5, 2.5]), np.array([0.011, 0.0235]), np.array([2.5, 5.0]))
+    >>> m = matched_figures(a, b)
+    >>> m["matched_iterations"], m["matched_comm_ms"], m["matched_rel_error"], round(m["lag_ms"], 6)
+    (2, {'fluid': 2500.0, 'ns3': 2500.0}, 0.0, 3.5)
+    """
+    nf, npk = len(fluid.comm_s), len(ns3.comm_s)
+    m = min(nf, npk)
+    out: dict[str, Any] = {
+        "matched_iterations": m,
+        "fluid_iterations": nf,
+        "ns3_iterations": npk,
+        "matched_comm_ms": {"fluid": None, "ns3": None},
+        "matched_rel_error": None,
+        "lag_ms": None,
+    }
+    if m == 0:
+        return out
+    a, b = _num(fluid.comm_cum_s[m - 1]), _num(ns3.comm_cum_s[m - 1])
+    fm = None if a is None else a / m * 1e3
+    pm = None if b is None else b / m * 1e3
+    out["matched_comm_ms"] = {"fluid": fm, "ns3": pm}
+    out["matched_rel_error"] = _rel(fm, pm)
+    ea, eb = _num(fluid.end_s[m - 1]), _num(ns3.end_s[m - 1])
+    out["lag_ms"] = None if ea is None or eb is None else (eb - ea) * 1e3
+    return out
+
+
+def ns3_iteration_log(pk: dict[str, Any], j: int) -> IterationLog:
+    """Job ``j``'s :class:`~.fluid.IterationLog` from :func:`~.ns3.run_ns3`'s per-iteration figures."""
+    comm = np.asarray(pk["iter_comm_s"][j], dtype=np.float64)
+    return IterationLog(comm, np.asarray(pk["iter_end_s"][j], dtype=np.float64), np.cumsum(comm))
+
+
 class CrosscheckDetails(TypedDict):
     """What :func:`crosscheck` puts in its ``details`` dict, when given one: what the contract object leaves
     out, the material of the analyses in docs/fidelity-learning.md. Times in s, bytes of payload; a
@@ -61,6 +112,9 @@ class CrosscheckDetails(TypedDict):
     """Per job, the iterations completed over the span in the fluid model."""
     ns3_iterations: list[int]
     """Per job, the iterations completed over the span in ns-3."""
+    iteration_log: dict[str, list[dict[str, list[float | None]]]]
+    """Per simulator (``fluid``, ``ns3``), per job: its completed iterations' ``comm_s``, ``end_s`` and
+    ``comm_cum_s`` (:class:`~.fluid.IterationLog`; None where the fluid's is not known)."""
     ns3_transfers: int
     """The TCP connections (sub-flows) ns-3 ran."""
     resplits: int
@@ -147,7 +201,9 @@ def crosscheck(
         completed within the whole simulated span; ``rel_error = (fluid - ns3) / ns3``. ``intervals[k]``
         (one per decision interval) holds ``fluid_iterations`` and ``ns3_iterations`` (iterations that ended
         in the interval), the means of their communication times ``fluid_comm_ms`` and ``ns3_comm_ms``
-        (None where none ended) and their ``rel_error`` (None unless both are there). Wall times are those
+        (None where none ended) and their ``rel_error`` (None unless both are there). Each job also has
+        the comparison over the iterations both completed (:func:`matched_figures`: ``matched_iterations``,
+        ``matched_comm_ms``, ``matched_rel_error``, ``lag_ms``, ...). Wall times are those
         of the simulation of the span only (no construction, no ns-3 import; the fluid's without the
         policy's own time).
 
@@ -278,6 +334,7 @@ def _job_row(j: int, name: str, run: FluidRun, pk: dict[str, Any], steps: int) -
         "fluid_step_ms": fs,
         "ns3_step_ms": ps,
         "step_rel_error": _rel(fs, ps),
+        **matched_figures(run.iteration_log[j], ns3_iteration_log(pk, j)),
         "intervals": intervals,
     }
 
@@ -292,6 +349,16 @@ def _details(sc: Scenario, run: FluidRun, pk: dict[str, Any]) -> CrosscheckDetai
         ns3_cpu_s=pk["cpu_s"],
         fluid_iterations=run.iterations.tolist(),
         ns3_iterations=pk["iterations"].tolist(),
+        iteration_log={
+            side: [
+                {f: [_num(x) for x in getattr(lg, f)] for f in ("comm_s", "end_s", "comm_cum_s")}
+                for lg in logs
+            ]
+            for side, logs in (
+                ("fluid", run.iteration_log),
+                ("ns3", [ns3_iteration_log(pk, j) for j in range(len(run.jobs))]),
+            )
+        },
         ns3_transfers=pk["transfers"],
         resplits=pk["resplits"],
         routing=pk["routing"],

@@ -51,6 +51,64 @@ class BackgroundPlan:
 
 
 @dataclass
+class IterationLog:
+    """One job's completed iterations in order (s; the episode's clock, 0 at its start): each one's
+    communication time ``comm_s``, end time ``end_s`` and the communication times of iterations ``0..i``
+    summed, ``comm_cum_s``. ns-3's log is complete. The fluid's is read per interval from what the engine
+    keeps (:func:`iteration_log`): NaN marks what it cannot tell apart, the single iterations of an
+    interval in which three or more ended (all but the last two ends and all but the last comm time; the
+    sum up to the one before the last stays known)."""
+
+    comm_s: np.ndarray  # (iterations,) float64
+    end_s: np.ndarray  # (iterations,) float64
+    comm_cum_s: np.ndarray  # (iterations,) float64
+
+
+def iteration_log(
+    iters: np.ndarray,
+    comm_sum_s: np.ndarray,
+    last_comm_s: np.ndarray,
+    last_step_s: np.ndarray,
+    last_end_s: np.ndarray,
+) -> IterationLog:
+    """One job's :class:`IterationLog` from its per-interval figures (each (steps,)): the iterations that
+    ended in each interval ``iters``, their communication times summed ``comm_sum_s``, and after the
+    interval the last one's communication and step time and its end (the engine state's ``last_comm_s``,
+    ``last_step_s`` and ``iter_start``, which an iteration's end sets to its end time).
+
+    With ``n`` iterations ending in an interval: the last is known (its comm and end); the one before it
+    ends at the last one's end less its step time, and the communication of the ``n - 1`` before the
+    last sums to the interval's sum less the last one's, so with ``n = 2`` both are known, and with
+    ``n >= 3`` the single ones before the last are NaN (their sum, in ``comm_cum_s``, is not).
+
+    Examples
+    --------
+    >>> lg = iteration_log(np.array([1, 0, 2]), np.array([3.0, 0.0, 9.0]), np.array([3.0, np.nan, 5.0]),
+    ...                    np.array([10.0, np.nan, 12.0]), np.array([10.0, np.nan, 32.0]))
+    >>> lg.comm_s.tolist(), lg.end_s.tolist(), lg.comm_cum_s.tolist()
+    ([3.0, 4.0, 5.0], [10.0, 20.0, 32.0], [3.0, 7.0, 12.0])
+    """
+    n_total = int(np.sum(iters))
+    comm = np.full(n_total, np.nan)
+    end = np.full(n_total, np.nan)
+    cum = np.full(n_total, np.nan)
+    done, before = 0, 0.0  # iterations so far and their communication summed
+    for k in np.flatnonzero(np.asarray(iters) > 0):  # per interval with an iteration (not per event)
+        n = int(iters[k])
+        last = done + n - 1
+        comm[last], end[last] = last_comm_s[k], last_end_s[k]
+        cum[last] = before + comm_sum_s[k]
+        if n >= 2:
+            end[last - 1] = last_end_s[k] - last_step_s[k]
+            cum[last - 1] = cum[last] - last_comm_s[k]
+        if n == 2:
+            comm[last - 1] = comm_sum_s[k] - last_comm_s[k]
+        done += n
+        before = cum[last]
+    return IterationLog(comm, end, cum)
+
+
+@dataclass
 class FluidRun:
     """What the fluid run recorded: the replay's input (splits, connections, jobs, background, link
     factors) and the fluid model's figures (sums in s over the iterations that ended, per job and per
@@ -70,6 +128,7 @@ class FluidRun:
     step_comm_sum_s: np.ndarray  # (steps, jobs) their communication times, summed
     step_step_sum_s: np.ndarray  # (steps, jobs) their step times, summed
     link_bytes: np.ndarray  # (steps, links) payload bytes each link carried in each interval
+    iteration_log: list[IterationLog]  # per job: its iterations' communication and end times
     wall_s: float  # median of the timed replays (the recorded run if there are none)
     cpu_s: float  # CPU time of the span, the same median
     first_wall_s: float  # the recorded run (the policy acting), first call of the kernels included
@@ -143,6 +202,9 @@ class _Recorded:
     link_bytes: np.ndarray  # (steps, links) payload bytes per link and interval
     link_factor: np.ndarray  # (steps, links) capacity factor per link and interval
     bg_on: np.ndarray  # (steps, background sources) bool
+    last_comm_s: np.ndarray  # (steps, J) after each interval: the last completed iteration's comm time
+    last_step_s: np.ndarray  # (steps, J) its step time
+    last_end_s: np.ndarray  # (steps, J) its end (the episode's clock)
     wall_s: float  # wall time of the stepping alone (the policy's own time excluded)
     cpu_s: float
 
@@ -163,8 +225,11 @@ def _record(core: Any, agent: Any, obs: Any, steps: int, n_bg: int, cfg: Crossch
     link_bytes = np.zeros((steps, fabric.n_links))
     link_factor = np.ones((steps, fabric.n_links))
     bg_on = np.zeros((steps, n_bg), dtype=bool)
+    last = np.full((3, steps, J), np.nan)  # after each interval: last iteration's comm, step and end time
     splits: list[np.ndarray] = []
     wall = cpu = 0.0
+    assert world.sim is not None
+    t_zero = float(world.sim.state.time_s[0])  # the episode's clock origin
     for k in range(steps):
         sim = world.sim
         assert sim is not None
@@ -191,8 +256,27 @@ def _record(core: Any, agent: Any, obs: Any, steps: int, n_bg: int, cfg: Crossch
         per_comm[k] = np.where(done, np.nan_to_num(res.comm_time_s[0]) * it, 0.0)
         per_step[k] = np.where(done, np.nan_to_num(res.step_time_s[0]) * it, 0.0)
         link_bytes[k] = res.link_bytes[0]
+        # what the engine keeps of the last iteration that ended (outside the timed span; per job slot)
+        st, fu = world.sim.state, world.job_unit[0]
+        u = np.maximum(fu, 0)
+        has = (fu >= 0) & done
+        last[0, k] = np.where(has, st.last_comm_s[u], np.nan)
+        last[1, k] = np.where(has, st.last_step_s[u], np.nan)
+        last[2, k] = np.where(has, st.iter_start[u] - t_zero, np.nan)
     return _Recorded(
-        splits, iters, comm, step_t, per_iters, per_comm, per_step, link_bytes, link_factor, bg_on, wall, cpu
+        splits, iters, comm, step_t, per_iters, per_comm, per_step, link_bytes, link_factor, bg_on, *last,
+        wall, cpu,
+    )  # fmt: skip
+
+
+def _log_of(rec: _Recorded, j: int) -> IterationLog:
+    """Job slot ``j``'s :class:`IterationLog` from the recorded run's per-interval figures."""
+    return iteration_log(
+        rec.step_iterations[:, j],
+        rec.step_comm_sum_s[:, j],
+        rec.last_comm_s[:, j],
+        rec.last_step_s[:, j],
+        rec.last_end_s[:, j],
     )
 
 
@@ -324,6 +408,7 @@ def run_fluid(sc: Scenario, policy: str, seed: int, steps: int, cfg: CrosscheckC
         step_comm_sum_s=rec.step_comm_sum_s[:, alive],
         step_step_sum_s=rec.step_step_sum_s[:, alive],
         link_bytes=rec.link_bytes,
+        iteration_log=[_log_of(rec, j) for j in alive],
         wall_s=wall_s,
         cpu_s=cpu_s,
         first_wall_s=rec.wall_s,

@@ -264,10 +264,19 @@ def _add_workload(orch: Any, run: FluidRun) -> None:
                 orch.SetBackgroundOn(i, int(k), True)
 
 
-def _job_figures(orch: Any, n_jobs: int, steps: int) -> dict[str, np.ndarray]:
-    """Iterations and communication and step time sums (s) per job, over the span and per interval."""
+def _job_figures(orch: Any, n_jobs: int, steps: int) -> dict[str, Any]:
+    """Iterations and communication and step time sums (s) per job, over the span and per interval, and
+    each job's per-iteration log (``iter_comm_s``, ``iter_end_s``: per job, an array over its completed
+    iterations in order of their communication time and end time, s)."""
     J = n_jobs
+    n = [int(orch.Iterations(j)) for j in range(J)]
     return {
+        "iter_comm_s": [
+            np.asarray([orch.IterComm(j, i) for i in range(n[j])], dtype=np.float64) for j in range(J)
+        ],
+        "iter_end_s": [
+            np.asarray([orch.IterEnd(j, i) for i in range(n[j])], dtype=np.float64) for j in range(J)
+        ],
         "iterations": np.asarray([orch.Iterations(j) for j in range(J)], dtype=np.int64),
         "comm_sum_s": np.asarray([orch.CommSum(j) for j in range(J)]),
         "step_sum_s": np.asarray([orch.StepSum(j) for j in range(J)]),
