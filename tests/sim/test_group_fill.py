@@ -237,8 +237,10 @@ def _globals_numba_types(fn: object, **arg_types: object) -> set[str]:
 
     py = fn.py_func  # type: ignore[attr-defined]
     func_ir = run_frontend(py)
-    dead_branch_prune(func_ir, [arg_types.get(n, types.int64) for n in inspect.signature(py).parameters])
-    return {s.value.name for b in func_ir.blocks.values() for s in b.body if isinstance(s, ir.Assign) and isinstance(s.value, ir.Global)}  # fmt: skip
+    params = inspect.signature(py).parameters
+    dead_branch_prune(func_ir, [arg_types.get(n, types.int64) for n in params])
+    stmts = (s for b in func_ir.blocks.values() for s in b.body)
+    return {s.value.name for s in stmts if isinstance(s, ir.Assign) and isinstance(s.value, ir.Global)}
 
 
 def test_the_group_fills_are_not_compiled_when_off():

@@ -127,8 +127,9 @@ def concat_labels(parts: list[dict[str, Any]], sources: list[str] | None = None)
 def knn_labels(path: str | Path) -> dict[str, Any]:
     """The labelled decisions a knn policy file (``imitate knn``, a shipped ``pretrained`` .npz) holds, as labels:
     ``block_obs`` (N, D) the observation block it was fitted on (``block``), ``label``, ``plans``, ``meta``, its
-    fabric fingerprint if it has one (:data:`FABRIC_FIELD`) and, with a value vote, ``scores`` (each plan's lookahead value minus the best's); no ``obs`` (the other blocks were
-    not kept: :func:`with_full_obs` fills them with zeros) and no ``reward``.
+    fabric fingerprint if it has one (:data:`FABRIC_FIELD`) and, with a value vote, ``scores`` (each plan's
+    lookahead value minus the best's); no ``obs`` (the other blocks were not kept: :func:`with_full_obs` fills
+    them with zeros) and no ``reward``.
 
     Raises
     ------

@@ -31,7 +31,32 @@ from ainet_gym.sim.backends.numba.heaps import lh_down, lh_remove, lh_set
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 from ainet_gym.sim.backends.numba.settings import REPAIR_MAX_ROUNDS, REPAIR_RTOL
 
-__all__ = ["RepairScratch", "heaps_build", "heaps_update", "repair_departures", "repair_scratch"]
+__all__ = [
+    "REPAIR_OUTCOMES",
+    "RepairScratch",
+    "heaps_build",
+    "heaps_update",
+    "repair_departures",
+    "repair_scratch",
+]
+
+#: the outcomes :func:`repair_departures` counts in ``RepairScratch.outcome`` (issue-28zq), by column: declined
+#: because the witness scan would re-fill more than its limit (``limit``: the share
+#: :data:`~ainet_gym.sim.backends.numba.settings.REPAIR_MAX_SHARE` of the restart re-fill) in the first round
+#: or in a later one (after a check added flows), because the check after a fill would, because a check found
+#: a re-filled flow without a bottleneck but no kept flow to add (round-off beyond ``REPAIR_RTOL``), because
+#: :data:`REPAIR_MAX_ROUNDS` fills left one; made with no flow re-filled, with one fill, with more than one
+REPAIR_OUTCOMES = (
+    "declined_scan_limit_first_round",
+    "declined_scan_limit_later_round",
+    "declined_check_limit",
+    "declined_nothing_to_add",
+    "declined_out_of_rounds",
+    "made_nothing_refilled",
+    "made_one_fill",
+    "made_more_fills",
+)
+N_REPAIR_OUTCOMES = 8
 
 
 class RepairScratch(NamedTuple):
@@ -72,6 +97,8 @@ class RepairScratch(NamedTuple):
     foff: np.ndarray  # (flows,) int64
     rmark: np.ndarray  # (flows,) int64 the repair that read the flow (its reads counted once per solve)
     stk: np.ndarray  # (entries,) int64 the heap walks' stack (a link's segment)
+    # (N_REPAIR_OUTCOMES,) int64 the repairs by outcome (:data:`REPAIR_OUTCOMES`), counted over the scratch's life
+    outcome: np.ndarray
 
 
 @njit(cache=True, nogil=True)
@@ -86,6 +113,7 @@ def repair_scratch(n_links, n_flows, n_entries):  # pragma: no cover - compiled 
         np.empty(max(n_entries, 1), dtype=i64), np.empty(max(n_entries, 1)), np.empty(max(n_entries, 1), dtype=i64),
         np.full(max(n_entries, 1), -1, dtype=i64), np.zeros(n_links, dtype=i64), np.empty(max(n_entries, 1), dtype=i64),
         np.zeros(n_flows, dtype=i64), np.full(n_flows, -1, dtype=i64), np.empty(max(n_entries, 1), dtype=i64),
+        np.zeros(N_REPAIR_OUTCOMES, dtype=i64),
     )  # fmt: skip
 
 
@@ -715,7 +743,8 @@ def repair_departures(
     ``rp.sat`` as they were (the caller re-fills from the restart level). ``rstate[3]`` (the solve's stamp)
     is advanced; ``rp.fmark == rstate[3]`` marks the re-filled flows; ``rstate[11]`` / ``rstate[12]`` count
     the repairs made / declined, ``rstate[13]`` the active flows they read (visits: the flows on the changed
-    saturated links checked for a witness, and those scanned for a link's largest level after the fill).
+    saturated links checked for a witness, and those scanned for a link's largest level after the fill);
+    ``rp.outcome`` counts each repair by outcome, why it declined or how it was made (:data:`REPAIR_OUTCOMES`).
 
     The steps, in order on one set of scratch arrays (each compiled into the repair, ``forceinline``): the
     changed links queued (:func:`_repair_start`), the scan of the changed links (:func:`_repair_scan`), the
@@ -726,6 +755,9 @@ def repair_departures(
     :func:`heaps_update`) instead of every flow on a link (:func:`_repair_link_max_heap`,
     :func:`_check_link_heap`), and ``rstate[13]`` counts each flow read once per solve and not at all when it
     is re-filled (it counts as re-filled).
+
+    Long because its rounds share one repair's state (the queue, the counts, the outcome) in locals: every
+    step is a helper above, what is left here is their order and the ways out.
     """
     q = rp.queue
     rstate[3] += 1
@@ -736,11 +768,14 @@ def repair_departures(
     qi = 0
     ltick = -1
     ok = True
+    why = 0  # the outcome's column (REPAIR_OUTCOMES)
+    n_fills = 0
     for rnd in range(REPAIR_MAX_ROUNDS + 1):
         qi, qn, n_r, work, seen, ok = _repair_scan(qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo,
                                                    fe_hi, e_link, capacity, lo, dcap, weight, rstamp, load, refill,
                                                    old_rate, rp, heap)  # fmt: skip
         if not ok:
+            why = 0 if rnd == 0 else 1
             break
         if n_r == 0:
             break
@@ -750,6 +785,7 @@ def repair_departures(
         work += fill_levels(refill, n_r, fe_lo, fe_hi, e_link, e_coef, weight, dcap, resid, rate, out_flow,
                             out_level, fs, rstate[4], lo)  # fmt: skip
         rstate[4] += 1
+        n_fills += 1
         ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
         if heap:
             w2, s2 = _repair_link_max_heap(qn, tick, ltick, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link,
@@ -763,11 +799,15 @@ def repair_departures(
         n_bad, n_r, qn, work, seen, ok = _repair_check(n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo,
                                                        fe_hi, e_link, lo, dcap, weight, rstamp, refill, old_rate, rp,
                                                        heap)  # fmt: skip
-        if not ok or n_bad == 0:
+        if not ok:
+            why = 2
+            break
+        if n_bad == 0:
             break
         for j in range(n_r0):  # the old rates back: the next round fills the larger set from them
             rate[refill[j]] = old_rate[j]
         if n_r == n_r0 or rnd == REPAIR_MAX_ROUNDS:  # (nothing to add: round-off beyond REPAIR_RTOL)
+            why = 3 if n_r == n_r0 else 4
             ok = False
             break
     if not ok:  # declined: the rates as they were (the caller re-fills from the restart level)
@@ -776,6 +816,7 @@ def repair_departures(
                 rp.hn[q[k]] = -1
         rstate[12] += 1
         rstate[13] += seen
+        rp.outcome[why] += 1
         return -1, work
     if n_r == 0:  # nothing re-filled: the changed links' residuals are the departed flows' uses back
         _repair_residuals(qn, n_gone, 0, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo,
@@ -783,4 +824,5 @@ def repair_departures(
     work += _repair_commit(qn, n_r, ltick, capacity, lo, resid, load, rp) + qn
     rstate[11] += 1
     rstate[13] += seen
+    rp.outcome[5 if n_r == 0 else (6 if n_fills == 1 else 7)] += 1
     return n_r, work
