@@ -1019,7 +1019,14 @@ def test_label_files_of_two_fabrics_are_refused_naming_both_and_one_fabric_is_jo
         concat_labels([load_labels(a), load_labels(c)], sources=[str(a), str(c)])
     with pytest.raises(ValueError, match=f"{after}.*{before}"):  # in either order, also a third file
         concat_labels([load_labels(x) for x in (c, c, a)])
-    # one fabric: joined, and the fingerprint goes with the labels into the knn file
+    # one fabric, but fitted with --scenario the edited file: refused at the fit, naming both fingerprints
+    assert main([knn[0], f"{a},{b}", *knn[1:], "--out", str(tmp_path / "one.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "field 'fabric'" in err and before in err and after in err, err
+    assert not (tmp_path / "one.npz").exists()
+    # one fabric and its own scenario: joined, and the fingerprint goes with the labels into the knn file
+    edges.write_text(edges.read_text().replace("l0 s1 gbps=200", "l0 s1 gbps=100"))
+    assert _fingerprint(path) == before
     assert str(concat_labels([load_labels(a), load_labels(b)])["fabric"]) == before
     assert main([knn[0], f"{a},{b}", *knn[1:], "--out", str(tmp_path / "one.npz")]) == 0
     assert load_knn(tmp_path / "one.npz")["fabric"] == before

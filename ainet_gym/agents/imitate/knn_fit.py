@@ -19,6 +19,7 @@ from ainet_gym.agents.imitate.features import (
     split_previous_plan,
 )
 from ainet_gym.agents.imitate.knn_file import DEFAULT_FALLBACK, save_knn
+from ainet_gym.agents.imitate.label_files import FABRIC_FIELD, check_fabric
 from ainet_gym.errors import check_choice
 
 #: neighbours of :class:`KnnAgent` (picked on validation seeds 100-109: docs/learning.md)
@@ -127,7 +128,9 @@ def _previous_plan_option(block: str, scale: float | None) -> tuple[str, float |
 
 def _knn_block(labels: dict[str, Any], block: str, scenario: Any) -> slice | np.ndarray:
     """The columns of the observation block(s) ``block`` (:func:`knn_columns`) in the env the labels were
-    made in (their scenario, or ``scenario``; their action mode, history, steps and observation features)."""
+    made in (their scenario, or ``scenario``; their action mode, history, steps and observation features).
+    Labels with a fabric fingerprint (:data:`FABRIC_FIELD`) must have been made on that scenario's fabric
+    (:func:`check_fabric`: a ValueError otherwise, at the fit rather than at the first play)."""
     from ainet_gym.envs.env import EnvCore
 
     name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
@@ -136,6 +139,8 @@ def _knn_block(labels: dict[str, Any], block: str, scenario: Any) -> slice | np.
         name if scenario is None else scenario, action_mode=mode, history=int(history),
         episode_steps=int(steps), obs_features=feats_t,
     )  # fmt: skip
+    recorded = str(labels[FABRIC_FIELD]) if FABRIC_FIELD in labels else None
+    check_fabric(f"labels of scenario {name!r} fitted on {scenario or name!r}", recorded, core.fabric)
     return knn_columns(core.obs_layout, block)
 
 
