@@ -56,7 +56,7 @@ REPAIR_OUTCOMES = (
     "made_one_fill",
     "made_more_fills",
 )
-N_REPAIR_OUTCOMES = 8
+N_REPAIR_OUTCOMES = len(REPAIR_OUTCOMES)  # (a module int: a constant to the compiled code)
 
 
 class RepairScratch(NamedTuple):
