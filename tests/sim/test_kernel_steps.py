@@ -161,7 +161,7 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
                  "advance_flow", "add_link_bytes", "reset_instance_flows", "zero_completed", "advance_flows",
                  *SPLIT_STEPS, "full_scratch", "unit_records", "lazy_sizes", "lazy_flow_scratch",
                  "lazy_reuse_scratch", "_inc_flow_order", "_inc_log_sorted", "_inc_fill", "_inc_order_old", "group_scratch",
-                 "_inc_switch", "_inc_fill_log", "_inc_settle", "_inc_repair"):  # fmt: skip
+                 "_inc_settle", "_inc_repair"):  # fmt: skip
         assert getattr(_module_of(step), step).targetoptions.get("no_cpython_wrapper") is True, step
 
 

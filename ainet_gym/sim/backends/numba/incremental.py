@@ -78,13 +78,16 @@ enters ``rho_l`` (``cost[1]``).
 The steps, in order on one set of scratch arrays (:func:`resolve_incremental` is their order and its two
 ways out; issue-31zf2 split it): the full set (:func:`_inc_full_start`, :func:`_inc_full_set`) or the
 restart level (:func:`_inc_restart_level`), the departure repair (:func:`_inc_repair`) and its log patch
-(:func:`_inc_patch_log`), the log in flow order and the switch (:func:`_inc_switch`: :func:`_inc_log_sorted`,
-:func:`_inc_declines`), the components and the flows to fill (:func:`_inc_walk_log`, :func:`_inc_backoff`),
-the fill and the new log (:func:`_inc_fill_log`: :func:`_inc_order_old`, :func:`_inc_fill`; ``grp_fill`` 1:
-over groups of flows at one previous level, :func:`group_fill`, :data:`GROUP_FILL`; 2: kept,
-:data:`GROUP_KEEP`; ``None``: not compiled, issue-31ze2), the loads and the level heaps
-(:func:`_inc_settle`: :func:`_inc_loads`, :func:`_inc_heaps`; ``rep_heap`` ``None``: not compiled,
-issue-31zf2); each compiled into the solve (``forceinline``).
+(:func:`_inc_patch_log`), the log in flow order (:func:`_inc_log_sorted`) and the switch (:func:`_inc_declines`),
+the components and the flows to fill (:func:`_inc_walk_log`, :func:`_inc_backoff`), the fill
+(:func:`_inc_order_old`, :func:`_inc_fill`; ``grp_fill`` 1: over groups of flows at one previous level,
+:func:`group_fill`, :data:`GROUP_FILL`; 2: kept, :data:`GROUP_KEEP`; ``None``: not compiled, issue-31ze2) and
+the new log (:func:`merge_by_level`), the loads and the level heaps (:func:`_inc_settle`: :func:`_inc_loads`,
+:func:`_inc_heaps`; ``rep_heap`` ``None``: not compiled, issue-31zf2). Those that allocate nothing are compiled
+into the solve (``forceinline``); the others (:func:`_inc_log_sorted`, :func:`_inc_order_old`, :func:`_inc_fill`,
+:func:`_distinct_levels`) are calls from the solve itself, as before the split: wrapped into a ``forceinline``
+step, LLVM inlined them and the fill's heap (:func:`fill_levels`) into the solve, whose AllToAll intervals then
+took 5-12% more CPU (issue-31zf2).
 """
 
 from __future__ import annotations
@@ -808,41 +811,6 @@ def _inc_full_start(
 
 
 @njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
-def _inc_switch(
-    flow_order, log_flow, log_level, k0, n_log, srt, fe_lo, fe_hi, e_above, par_levels, sw_on, cost, rstate, n_inst,
-    n_act, sw_ratio, sw_handoff,
-):  # fmt: skip  # pragma: no cover - compiled
-    """:func:`resolve_incremental`'s log from ``k0`` in flow order into ``srt`` (with ``flow_order``:
-    :func:`_inc_log_sorted`, walked by the switch and the selection) and the switch (:func:`_inc_declines`).
-    ``(entries above, distinct levels above, declines, work)``."""
-    work = 0
-    if flow_order:  # the log from k0 in flow order (srt, the caller's out_flow: scratch until the fill)
-        work += _inc_log_sorted(log_flow, k0, n_log, srt)
-    s0 = 0 if flow_order else k0
-    e_above, n_lev, declines = _inc_declines(s0, s0 + n_log - k0, srt if flow_order else log_flow,
-                                             log_level[k0 - s0 :], fe_lo, fe_hi, e_above, par_levels, sw_on, cost,
-                                             rstate, n_inst, n_act, sw_ratio, sw_handoff)  # fmt: skip
-    return e_above, n_lev, declines, work
-
-
-@njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
-def _inc_fill_log(
-    dense, in_order, flow_order, refill, n_re, arr_mark, mark, rate, old_rate, fe_lo, fe_hi, e_link, e_coef, dcap,
-    resid, par_rounds, lo, out_flow, out_level, unit_weight, weighted, fs, rstate, grp_fill, keep_flow, keep_level,
-    n_keep, log_flow, log_level, k0,
-):  # fmt: skip  # pragma: no cover - compiled
-    """:func:`resolve_incremental`'s flows to fill in flow order with their previous rates
-    (:func:`_inc_order_old`), their fill (:func:`_inc_fill`) and the freeze log from ``k0`` on: the kept flows
-    and the new fill's, merged by level (``rstate[0]``: its length). The work."""
-    work = _inc_order_old(dense, in_order, flow_order, refill, n_re, arr_mark, mark, rate, old_rate)
-    work += _inc_fill(dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow,
-                      out_level, unit_weight, weighted, fs, rstate, grp_fill, old_rate)  # fmt: skip
-    merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
-    rstate[0] = k0 + n_keep + n_re
-    return work + n_keep + 2 * n_re  # the log rewritten, the rates written
-
-
-@njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
 def _inc_settle(
     full, rows, rep_on, rep_heap, n_act, act_list, n_re, refill, n_gone, gone, act, rate, unit_weight, fe_lo, fe_hi,
     e_link, capacity, lo, resid, load, rp, lev, rstamp, fs, rstate, cost, e_above, work,
@@ -876,9 +844,10 @@ def resolve_incremental(
     :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event). The module
     docstring says what the arguments hold, why the solve is exact and what each rule does; this is the order
     of its steps: the full set (:func:`_inc_full_start`) or the restart level (:func:`_inc_restart_level`), the
-    departure repair (:func:`_inc_repair`) and its log patch (:func:`_inc_patch_log`), the switch
-    (:func:`_inc_switch`), the components and the flows to fill (:func:`_inc_walk_log`, :func:`_inc_backoff`),
-    the fill and the log (:func:`_inc_fill_log`), the loads and the level heaps (:func:`_inc_settle`).
+    departure repair (:func:`_inc_repair`) and its log patch (:func:`_inc_patch_log`), the log in flow order
+    (:func:`_inc_log_sorted`) and the switch (:func:`_inc_declines`), the components and the flows to fill
+    (:func:`_inc_walk_log`, :func:`_inc_backoff`), the fill (:func:`_inc_order_old`, :func:`_inc_fill`) and the
+    log (:func:`merge_by_level`), the loads and the level heaps (:func:`_inc_settle`).
 
     Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in ``old_rate[:n_re]``,
     0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved, when the switch declines
@@ -903,12 +872,15 @@ def resolve_incremental(
                 _inc_patch_log(n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow,
                                log_level, keep_flow, keep_level, rp, rstate, work)  # fmt: skip
                 return n_r, False
-        e_above, n_lev, declines, sw = _inc_switch(flow_order, log_flow, log_level, k0, n_log, out_flow, fe_lo, fe_hi,
-                                                   e_above, par_levels, sw_on, cost, rstate, n_inst, n_act, sw_ratio,
-                                                   sw_handoff)  # fmt: skip
+        if flow_order:  # the log from k0 in flow order (out_flow: scratch until the fill), walked below
+            work += _inc_log_sorted(log_flow, k0, n_log, out_flow)
+        s0 = 0 if flow_order else k0
+        e_above, n_lev, declines = _inc_declines(s0, s0 + n_log - k0, out_flow if flow_order else log_flow,
+                                                 log_level[k0 - s0 :], fe_lo, fe_hi, e_above, par_levels, sw_on, cost,
+                                                 rstate, n_inst, n_act, sw_ratio, sw_handoff)  # fmt: skip
         if declines:
             return -1, False
-        work += sw + e_above
+        work += e_above
         rstate[3] += 1
         use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (_inc_backoff)
         n_re, n_keep = _inc_walk_log(flow_order, one_walk, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark,
@@ -917,10 +889,14 @@ def resolve_incremental(
         _inc_backoff(use_cc, n_keep, rstate)
     # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
     dense = n_re > par_share * n_act and n_lev <= par_levels
-    work += _inc_fill_log(dense, flow_order and not full and n_came == 0, flow_order, refill, n_re, arr_mark, mark,
-                          rate, old_rate, fe_lo, fe_hi, e_link, e_coef, dcap, resid, par_rounds, lo, out_flow, out_level,
-                          unit_weight, weighted, fs, rstate, grp_fill, keep_flow, keep_level, n_keep, log_flow,
-                          log_level, k0)  # fmt: skip
+    work += _inc_order_old(dense, flow_order and not full and n_came == 0, flow_order, refill, n_re, arr_mark, mark,
+                           rate, old_rate)  # fmt: skip
+    work += _inc_fill(dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow,
+                      out_level, unit_weight, weighted, fs, rstate, grp_fill, old_rate)  # fmt: skip
+    # the freeze log from k0 on: the kept flows and the new fill's, merged by level
+    merge_by_level(keep_flow, keep_level, n_keep, out_flow, out_level, n_re, log_flow, log_level, k0)
+    rstate[0] = k0 + n_keep + n_re
+    work += n_keep + 2 * n_re  # the log rewritten, the rates written
     rows = one_walk and not dense  # (the loads by the fill's link rows: after fill_levels only)
     if grp_fill is not None:  # (pruned when None, as in _inc_fill)
         rows = rows and grp_fill == 0
