@@ -86,8 +86,8 @@ the new log (:func:`merge_by_level`), the loads and the level heaps (:func:`_inc
 :func:`_inc_heaps`; ``rep_heap`` ``None``: not compiled, issue-31zf2). Those that allocate nothing are compiled
 into the solve (``forceinline``); the others (:func:`_inc_log_sorted`, :func:`_inc_order_old`, :func:`_inc_fill`,
 :func:`_distinct_levels`) are calls from the solve itself, as before the split: wrapped into a ``forceinline``
-step, LLVM inlined them and the fill's heap (:func:`fill_levels`) into the solve, whose AllToAll intervals then
-took 5-12% more CPU (issue-31zf2).
+step, LLVM inlined them and the fill's heap (:func:`fill_levels`) into the solve, and the bench's AllToAll
+intervals took about 6% more CPU (the median of 5 pairs; docs/development.md, issue-31zf2).
 """
 
 from __future__ import annotations
