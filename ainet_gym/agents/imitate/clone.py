@@ -55,18 +55,21 @@ def behaviour_clone(
     the observation blocks the networks read (a :class:`~ainet_gym.agents.block_features.BlockFeatures`
     extractor, e.g. ``("job_phase",)``; default every input). Labels of one block (a knn policy file,
     :func:`~ainet_gym.agents.imitate.label_files.knn_labels`) are given zeros in the other columns; without
-    ``reward`` in the labels the value network is not fitted. Returns the accuracy of the
+    ``reward`` in the labels the value network is not fitted. Labels with a fabric fingerprint (``fabric``) must
+    have been made on the fabric of the scenario the model is built on, and the model's metadata records it
+    (``evaluate ppo:OUT`` refuses another fabric); labels without one give a model without one (not checked,
+    as a knn or qnet file fitted on them). Returns the accuracy of the
     deterministic policy (its most likely plan) on ``labels`` and on ``val``, the accuracy of always
     answering the most frequent label of ``labels``, and the seconds.
 
     Raises
     ------
     ValueError
-        Naming a bad ``weighting``, ``epochs`` or labels of another env.
+        Naming a bad ``weighting``, ``epochs`` or labels of another env or fabric.
     """
     import torch
 
-    from ainet_gym.agents.imitate.label_files import with_full_obs
+    from ainet_gym.agents.imitate.label_files import FABRIC_FIELD, with_full_obs
     from ainet_gym.agents.sb3_agents import save_model
 
     if weighting not in ("inv_sqrt", "none", "regret"):
@@ -99,6 +102,8 @@ def behaviour_clone(
     result = _clone_report(model.policy, labels, val, X.shape[1], majority, obs_features)
     result["seconds"] = time.perf_counter() - t0
     meta = _clone_metadata(labels, sc, venv, out, seed, n_envs, epochs, weighting, result, tuple(obs_blocks))
+    if FABRIC_FIELD not in labels:  # labels of an unknown fabric: the model claims none (not the env's)
+        meta.pop("fabric", None)
     result["model_path"] = str(save_model(model, out, meta))
     venv.close()
     return result
@@ -127,9 +132,13 @@ def _clone_env(
 ) -> tuple[Any, Any, tuple[str, ...]]:
     """The scenario, the SB3 vector env of ``n_envs`` copies that :func:`behaviour_clone`'s model is built
     on (the labels' scenario, or ``scenario``; their action mode, history and steps; ``obs_features``,
-    default the labels'), and those observation features."""
+    default the labels'), and those observation features. Labels with a fabric fingerprint made on another
+    fabric than the scenario's are refused (a ValueError, at the fit rather than at the first play, as ``imitate
+    knn`` and ``qfit``)."""
     from ainet_gym.agents.imitate.features import extra_plans_of
+    from ainet_gym.agents.imitate.label_files import FABRIC_FIELD, check_fabric
     from ainet_gym.envs.sb3_vec_env import SB3VecEnv
+    from ainet_gym.fabric.topology import build_fabric
     from ainet_gym.scenario.loader import load_scenario
 
     name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
@@ -137,6 +146,9 @@ def _clone_env(
     if obs_features is None:
         obs_features = tuple(f for f in feats.split(",") if f)
     sc = load_scenario(name if scenario is None else scenario)
+    recorded = str(labels[FABRIC_FIELD]) if FABRIC_FIELD in labels else None
+    fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
+    check_fabric(f"labels of scenario {name!r} cloned on {sc.name!r}", recorded, fabric)
     venv = SB3VecEnv(
         num_envs=n_envs, scenario=sc, action_mode=mode, history=int(history), episode_steps=int(steps),
         **({"obs_features": obs_features} if obs_features else {}),
