@@ -55,10 +55,8 @@ def behaviour_clone(
     the observation blocks the networks read (a :class:`~ainet_gym.agents.block_features.BlockFeatures`
     extractor, e.g. ``("job_phase",)``; default every input). Labels of one block (a knn policy file,
     :func:`~ainet_gym.agents.imitate.label_files.knn_labels`) are given zeros in the other columns; without
-    ``reward`` in the labels the value network is not fitted. Labels with a fabric fingerprint (``fabric``) must
-    have been made on the fabric of the scenario the model is built on, and the model's metadata records it
-    (``evaluate ppo:OUT`` refuses another fabric); labels without one give a model without one (not checked,
-    as a knn or qnet file fitted on them). Returns the accuracy of the
+    ``reward`` in the labels the value network is not fitted. The labels' fabric fingerprint must be the scenario's
+    (:func:`_clone_env`); the metadata records it (:func:`_clone_metadata`). Returns the accuracy of the
     deterministic policy (its most likely plan) on ``labels`` and on ``val``, the accuracy of always
     answering the most frequent label of ``labels``, and the seconds.
 
@@ -69,7 +67,7 @@ def behaviour_clone(
     """
     import torch
 
-    from ainet_gym.agents.imitate.label_files import FABRIC_FIELD, with_full_obs
+    from ainet_gym.agents.imitate.label_files import with_full_obs
     from ainet_gym.agents.sb3_agents import save_model
 
     if weighting not in ("inv_sqrt", "none", "regret"):
@@ -102,8 +100,6 @@ def behaviour_clone(
     result = _clone_report(model.policy, labels, val, X.shape[1], majority, obs_features)
     result["seconds"] = time.perf_counter() - t0
     meta = _clone_metadata(labels, sc, venv, out, seed, n_envs, epochs, weighting, result, tuple(obs_blocks))
-    if FABRIC_FIELD not in labels:  # labels of an unknown fabric: the model claims none (not the env's)
-        meta.pop("fabric", None)
     result["model_path"] = str(save_model(model, out, meta))
     venv.close()
     return result
@@ -211,7 +207,10 @@ def _clone_metadata(
 ) -> dict[str, Any]:
     """The metadata :func:`behaviour_clone` saves with its model: ``ainet-gym train``'s (so that ``evaluate
     ppo:OUT`` and ``train --resume OUT`` take it), plus ``behaviour_cloning``: the samples, epochs, weighting,
-    the lookahead's base and horizon and the ``result`` (less its seconds)."""
+    the lookahead's base and horizon and the ``result`` (less its seconds). ``fabric``: the labels' fingerprint
+    (:func:`_clone_env` checked it is the env's; ``evaluate ppo:OUT`` refuses another fabric), none for labels
+    without one (not checked, as a knn or qnet file fitted on them)."""
+    from ainet_gym.agents.imitate.label_files import FABRIC_FIELD
     from ainet_gym.agents.train_config import TrainConfig
     from ainet_gym.agents.train_meta import meta_maker
 
@@ -222,6 +221,8 @@ def _clone_metadata(
     meta = meta_maker(
         cfg, "ppo", mode, history, "flat", venv.core, sc.name, f"bc-{Path(out).stem}", venv, None
     )(0)
+    if FABRIC_FIELD not in labels:  # labels of an unknown fabric: the model claims none (not the env's)
+        meta.pop("fabric", None)
     meta["behaviour_cloning"] = {
         "samples": len(labels["label"]), "epochs": epochs, "weighting": weighting,
         "lookahead_base": str(labels["meta"][5]), "lookahead_h": int(labels["meta"][6]),
