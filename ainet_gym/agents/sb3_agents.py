@@ -42,6 +42,7 @@ from ainet_gym.agents.sb3_algos import ALGO_MODES, algo_class, default_hyperpara
 from ainet_gym.agents.sb3_files import (
     META_MEMBER,
     check_fit,
+    check_model_fabric,
     load_model,
     read_metadata,
     save_model,
@@ -62,7 +63,6 @@ __all__ = [
     "SB3Agent",
     "UntrustedModelError",
     "algo_class",
-    "check_model_fabric",
     "default_hyperparameters",
     "load_model",
     "meta_extra_plans",
@@ -128,26 +128,6 @@ class SB3Agent:
             kw["action_masks"] = core.action_masks()
         actions, _ = self.model.predict(obs, **kw)
         return np.asarray(actions)
-
-
-def check_model_fabric(what: str, meta: dict[str, Any], fabric: Any) -> None:
-    """Refuse to play the model ``what`` (e.g. ``ppo:PATH``) on ``fabric`` if its metadata ``meta`` records
-    another fabric fingerprint (``fabric``, :func:`~ainet_gym.agents.model_files.check_played_fabric`); nothing
-    is checked for a model without one (saved before it).
-
-    Raises
-    ------
-    ValueError
-        One line naming the file, both fingerprints and what to do; :class:`ModelFileError` if the recorded
-        value is not a non-empty string.
-    """
-    from ainet_gym.agents.model_files import check_played_fabric, checked_fabric
-
-    check_played_fabric(
-        what, checked_fabric(meta.get("fabric"), f"{what}: metadata {META_MEMBER}"), fabric,
-        "the fabric it was trained on", "the scenario it was trained on (the same links and capacities), or "
-        "train a model on this fabric (ainet-gym train, or imitate clone of labels made on it)",
-    )  # fmt: skip
 
 
 for _algo in ALGO_MODES:

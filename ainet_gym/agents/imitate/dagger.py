@@ -42,7 +42,8 @@ def label_player(
         check_fabric(f"policy {path!r}", getattr(agent, "fabric", None), core.fabric)
         view = SimpleNamespace(obs_layout=core.obs_layout)
         return _AgentPlayer(agent, view)
-    from ainet_gym.agents.sb3_agents import check_model_fabric, load_model
+    from ainet_gym.agents.sb3_agents import load_model
+    from ainet_gym.agents.sb3_files import check_model_fabric
     from ainet_gym.fabric.topology import build_fabric
     from ainet_gym.scenario.loader import load_scenario
 
