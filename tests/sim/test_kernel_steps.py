@@ -41,7 +41,7 @@ SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", 
           "_rule_take_off", "_fill_rows", "_fill_share", "_fill_freeze", "link_row", "row_offsets", "push_link_rows",
           "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check",
           "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
-          "_inc_select_sorted", "_inc_walk_log", "_inc_walk_all", "_inc_sort_work", "_inc_stamp", "_inc_backoff", "_inc_loads", "_inc_loads_rows",
+          "_inc_select_sorted", "_inc_walk_log", "_inc_walk_all", "_inc_full_start", "_inc_sort_work", "_inc_stamp", "_inc_backoff", "_inc_loads", "_inc_loads_rows",
           "_inc_link_reset", "_inc_link_offer", "lazy_progress", "lazy_next", "lazy_complete", "group_reset", "group_write_rates",
           "group_complete_flows", "group_end", "_gf_keys", "_gf_pairs", "_gf_lists", "_gf_share", "_gf_freeze_flow",
           "_gf_freeze_group", "_gf_split", "_gf_link", "_gf_members", "_gf_order", "_gk_slot", "_gk_count",
@@ -160,7 +160,8 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
     for step in ("exclusive_caps", "end_phases", "end_iteration", "next_unit_event", "advance_units",
                  "advance_flow", "add_link_bytes", "reset_instance_flows", "zero_completed", "advance_flows",
                  *SPLIT_STEPS, "full_scratch", "unit_records", "lazy_sizes", "lazy_flow_scratch",
-                 "lazy_reuse_scratch", "_inc_flow_order", "_inc_log_sorted", "_inc_fill", "_inc_order_old", "group_scratch"):  # fmt: skip
+                 "lazy_reuse_scratch", "_inc_flow_order", "_inc_log_sorted", "_inc_fill", "_inc_order_old", "group_scratch",
+                 "_inc_settle", "_inc_repair"):  # fmt: skip
         assert getattr(_module_of(step), step).targetoptions.get("no_cpython_wrapper") is True, step
 
 

@@ -68,7 +68,7 @@ from ainet_gym.sim.backends.numba.crew import announce
 from ainet_gym.sim.backends.numba.fill import FillScratch, fill_scratch
 from ainet_gym.sim.backends.numba.groupfill import group_store_reset
 from ainet_gym.sim.backends.numba.heaps import heap_set, sift_down
-from ainet_gym.sim.backends.numba.incremental import resolve_incremental
+from ainet_gym.sim.backends.numba.incremental import LEVEL_HEAPS, resolve_incremental
 from ainet_gym.sim.backends.numba.interval import lazy_instance, unit_records
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 from ainet_gym.sim.backends.numba.progress import (
@@ -84,7 +84,6 @@ from ainet_gym.sim.backends.numba.settings import (
     GROUP_KEEP,
     PARALLEL_MAX_LEVELS,
     REFILL_FLOW_ORDER,
-    REPAIR_LEVEL_HEAPS,
     REPAIR_ONLY_TOP,
 )
 from ainet_gym.sim.backends.numba.steps import (
@@ -616,7 +615,7 @@ def run_interval_lazy(b_lo, b_hi, settings, structure, state, outputs, stats, go
                     e_coef, capacity, lo, dcap, weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
-                    f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, REPAIR_LEVEL_HEAPS,
+                    f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, LEVEL_HEAPS,
                     REFILL_FLOW_ORDER, grp_fill,  # (2: kept, 1: group fill, None: flow by flow)
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event
