@@ -34,12 +34,15 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "FABRIC_FIELD",
     "MODEL_LIMITS",
     "TRUST_FLAG",
     "ModelFileError",
     "ModelNotFoundError",
     "UntrustedModelError",
+    "check_played_fabric",
     "check_size",
+    "checked_fabric",
     "existing",
     "json_member",
     "load_tensors",
@@ -275,3 +278,57 @@ def json_member(extra: np.ndarray | None, member: str, what: str) -> dict[str, A
     if not isinstance(metadata, dict):
         raise ModelFileError(f"{what}: member {member!r} is not a JSON object")
     return metadata
+
+
+#: The field of a learned-policy file with the fingerprint of the fabric it was fitted or trained on
+#: (:func:`~ainet_gym.fabric.topology.fabric_fingerprint`, a string such as ``"fab1-0123456789abcdef"``): a 0-d
+#: string array of a knn or qnet .npz, a key of an SB3 zip's ``ainet_gym.json`` (issue-26zf2, issue-26zh2). A
+#: file without it (written before it) is played on any fabric, unchecked.
+FABRIC_FIELD = "fabric"
+
+
+def checked_fabric(value: Any, what: str) -> str | None:
+    """The recorded fingerprint :data:`FABRIC_FIELD` of the policy file ``what``, checked: ``value`` is a 0-d
+    non-empty string array (an .npz field) or a non-empty string (a JSON metadata value); None without one.
+
+    Raises
+    ------
+    ModelFileError
+        Naming ``what``, the field, what it holds and what is allowed.
+    """
+    if value is None:
+        return None
+    allowed = "allowed: a 0-d non-empty string (a fabric fingerprint, e.g. 'fab1-0123456789abcdef')"
+    if isinstance(value, str):
+        if value:
+            return value
+        raise ModelFileError(f"{what}: field {FABRIC_FIELD!r} = ''; {allowed}")
+    ndim, dtype = getattr(value, "ndim", None), getattr(value, "dtype", None)
+    if ndim is None or dtype is None:  # a JSON number, list, object, bool
+        raise ModelFileError(f"{what}: field {FABRIC_FIELD!r} = {value!r}; {allowed}")
+    if ndim != 0 or dtype.kind != "U" or not str(value):
+        raise ModelFileError(f"{what}: field {FABRIC_FIELD!r} is a {ndim}-d {dtype} array; {allowed}")
+    return str(value)
+
+
+def check_played_fabric(what: str, recorded: str | None, fabric: Any, made: str, remedy: str) -> None:
+    """Refuse to play the policy ``what`` (e.g. ``qnet:PATH``) whose recorded :data:`FABRIC_FIELD` is not the
+    fingerprint of ``fabric`` (the env's :class:`~ainet_gym.fabric.topology.Fabric`); nothing is checked when
+    either is unknown (None: a file of before the field, or an env without a fabric). ``made`` says what the
+    recorded fingerprint is (e.g. "the fabric it was trained on"), ``remedy`` what to do instead.
+
+    Raises
+    ------
+    ValueError
+        One line naming ``what``, the field, both fingerprints and ``remedy``.
+    """
+    if recorded is None or fabric is None:
+        return
+    from ainet_gym.fabric.topology import fabric_fingerprint
+
+    env = fabric_fingerprint(fabric)
+    if env != recorded:
+        raise ValueError(
+            f"{what}: field {FABRIC_FIELD!r} = {recorded!r} ({made}), the scenario played has fabric {env!r}; "
+            f"allowed: {remedy}"
+        )

@@ -225,6 +225,7 @@ class PretrainedAgent(SB3Agent):
             from ainet_gym.agents.imitate import KnnAgent
 
             self._knn = KnnAgent(str(p))
+            self._knn.spec_name = f"pretrained:{p}"
             self.meta = self._knn.meta
             self.algo = str(self.meta.get("algo", "knn"))
             self.env_kwargs = dict(self._knn.env_kwargs)
@@ -245,6 +246,10 @@ class PretrainedAgent(SB3Agent):
         from ainet_gym.routing.plans import CHOOSE_MODES
 
         self.controls = CHOOSE_MODES.get(mode, "jobs+bg" if mode in ("ecmp_weights", "split_bg") else "jobs")
+
+    def spec_name(self) -> str:
+        """How errors name the checkpoint: ``pretrained:PATH``."""
+        return f"pretrained:{self.path}"
 
     def check(self, core: Any) -> None:
         if self.path is None:

@@ -21,7 +21,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["QNET_FIELDS", "QNET_MAX_LAYERS", "QnetAgent", "fit_qnet", "load_qnet", "qnet_forward"]
+__all__ = [
+    "QNET_FIELDS",
+    "QNET_MAX_LAYERS",
+    "QNET_OPTIONAL",
+    "QnetAgent",
+    "fit_qnet",
+    "load_qnet",
+    "qnet_forward",
+]
 
 #: the fixed arrays of a qnet policy file (:func:`fit_qnet`): name -> (dimensions, dtype kinds allowed);
 #: beside them ``w0``, ``b0``, ..., ``w{L-1}``, ``b{L-1}`` for the ``layers`` = L affine layers
@@ -35,6 +43,11 @@ QNET_FIELDS: dict[str, tuple[int, str]] = {
     "meta": (1, "U"),  # scenario, action mode, obs features, history, steps, ... (lookahead_labels)
     "plans": (1, "U"),  # the plans of the action mode, in index order (the outputs)
 }
+#: the optional field of a qnet policy file: ``fabric``, the fingerprint of the fabric its labels were made on
+#: (the labels' own field, :data:`~ainet_gym.agents.model_files.FABRIC_FIELD`; issue-26zh2): ``qnet:PATH`` and
+#: DAgger's ``--policy`` refuse to play it on a scenario of another fabric. A file without it (every older file,
+#: or one fitted on labels without it) is played on any fabric, unchecked
+QNET_OPTIONAL: dict[str, tuple[int, str]] = {"fabric": (0, "U")}
 #: at most this many affine layers in a file
 QNET_MAX_LAYERS = 8
 #: the optional member with the metadata record (a JSON object), as a knn file's
@@ -134,13 +147,16 @@ def fit_qnet(
     labels (fields ``mean``, ``scale``). Mean squared error, Adam (``lr``), ``epochs`` passes in shuffled
     batches of ``batch_size``; deterministic given ``seed`` (one torch thread). Returns a summary: the file,
     the final training loss, the share of decisions whose predicted best plan is the best by value and the mean
-    regret (value of the best plan minus that of the predicted one, in the values' units).
+    regret (value of the best plan minus that of the predicted one, in the values' units). Labels with a fabric
+    fingerprint (``fabric``) must have been made on the fabric of the scenario the layout is read from, and the
+    file carries it (:data:`QNET_OPTIONAL`).
 
     Raises
     ------
     ValueError
         If ``hidden``, ``epochs``, ``batch_size`` or ``lr`` is out of range, the block is not one of the env's,
-        or the value weight is refused by :func:`~ainet_gym.agents.imitate.knn_values`.
+        the labels' fabric fingerprint is not the scenario's fabric's, or the value weight is refused by
+        :func:`~ainet_gym.agents.imitate.knn_values`.
     """
     sizes = _parse_hidden(hidden)
     if not isinstance(epochs, int) or epochs < 1:
@@ -168,6 +184,7 @@ def fit_qnet(
         meta=labels["meta"],
         plans=labels["plans"],
         seeds=np.unique(labels["seed"]) if "seed" in labels else np.zeros(0, dtype=np.int64),
+        **({"fabric": np.array(str(labels["fabric"]))} if "fabric" in labels else {}),
         **arrays,
         **({} if metadata is None else {QNET_META: np.array(json.dumps(metadata, indent=1))}),
     )
@@ -205,8 +222,11 @@ def _qnet_inputs(
     labels: dict[str, Any], block: str, scenario: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`fit_qnet`'s inputs: the columns of ``block`` in the labels' observations (the layout of the env
-    the labels name, or of ``scenario``), their means and standard deviations (1 where 0); (x, mean, scale)."""
+    the labels name, or of ``scenario``), their means and standard deviations (1 where 0); (x, mean, scale).
+    Labels with a fabric fingerprint must have been made on that env's fabric (a ValueError otherwise, at the
+    fit rather than at the first play, as ``imitate knn``)."""
     from ainet_gym.agents.imitate import knn_columns
+    from ainet_gym.agents.imitate.label_files import FABRIC_FIELD, check_fabric
     from ainet_gym.envs.env import EnvCore
 
     name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
@@ -214,6 +234,8 @@ def _qnet_inputs(
         name if scenario is None else scenario, action_mode=mode, history=int(history),
         episode_steps=int(steps), obs_features=tuple(f for f in feats.split(",") if f),
     )  # fmt: skip
+    recorded = str(labels[FABRIC_FIELD]) if FABRIC_FIELD in labels else None
+    check_fabric(f"labels of scenario {name!r} fitted on {scenario or name!r}", recorded, core.fabric)
     cols = knn_columns(core.obs_layout, block)
     x = np.asarray(labels["obs"], dtype=np.float64)[:, cols]
     mean, scale = x.mean(axis=0), x.std(axis=0)
@@ -235,7 +257,7 @@ def _read(p: Path, what: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]
     holds = f"a qnet policy holds {', '.join(QNET_FIELDS)} and w0, b0, ... (python -m ainet_gym.agents.imitate qfit)"
     arrays = read_npz_members(
         p, what, QNET_FIELDS, holds,
-        lambda f: f in QNET_FIELDS or f == QNET_META or (f[:1] in "wb" and f[1:].isdigit()),
+        lambda f: f in QNET_FIELDS or f in QNET_OPTIONAL or f == QNET_META or (f[:1] in "wb" and f[1:].isdigit()),
     )  # fmt: skip
     return arrays, arrays.pop(QNET_META, None)
 
@@ -272,7 +294,8 @@ def _checked_layers(arrays: dict[str, np.ndarray], width: int, plans: int, what:
 def load_qnet(path: str | Path) -> dict[str, Any]:
     """The checked arrays of a qnet policy file (:func:`fit_qnet`): ``layers`` (list of (weights, bias)
     float64), ``mean``, ``scale``, ``target_scale``, ``value_weight``, ``block``, ``meta`` and ``plans``
-    (lists of str), ``metadata`` (the JSON member, ``{}`` without one).
+    (lists of str), ``metadata`` (the JSON member, ``{}`` without one), ``fabric`` (the fingerprint of the fabric
+    its labels were made on, None without one: :data:`QNET_OPTIONAL`).
 
     Raises
     ------
@@ -319,6 +342,8 @@ def load_qnet(path: str | Path) -> dict[str, Any]:
             allowed = "a finite number > 0" if f == "target_scale" else "a finite number >= 0"
             raise _bad(what, f"field {f!r} = {v!r}; allowed: {allowed}")
     layers = _checked_layers(arrays, mean.shape[0], len(plans), what)
+    from ainet_gym.agents.model_files import checked_fabric
+
     return {
         "layers": layers,
         "mean": mean.astype(np.float64),
@@ -329,6 +354,7 @@ def load_qnet(path: str | Path) -> dict[str, Any]:
         "meta": meta,
         "plans": plans,
         "metadata": json_member(extra, QNET_META, what),
+        "fabric": checked_fabric(arrays.get("fabric"), what),
     }
 
 
@@ -345,6 +371,7 @@ class QnetAgent:
         self.layers, self.mean, self.scale = z["layers"], z["mean"], z["scale"]
         self.target_scale, self.block, self.plans = z["target_scale"], z["block"], z["plans"]
         self.meta = z["metadata"]
+        self.fabric = z["fabric"]  # the labels' fabric fingerprint; None: not known, not checked
         self.path = path
         self.scenario = z["meta"][0]
         self.name = "qnet"
@@ -360,9 +387,11 @@ class QnetAgent:
 
     def check(self, core: Any) -> None:
         from ainet_gym.agents.imitate import check_plan_model
+        from ainet_gym.agents.imitate.label_files import check_fabric
 
         label = f"qnet:{self.path}"
         check_plan_model(core, label, "fitted", self.scenario, self.plans, self.block, "mean", self.mean)
+        check_fabric(label, self.fabric, getattr(core, "fabric", None))
 
     def reset(self, core: Any) -> None:
         return None

@@ -10,9 +10,10 @@ algorithm          action modes                           default mode
 =================  =====================================  ==============================================
 
 A saved model is SB3's ``.zip`` with one extra member, ``ainet_gym.json``: the algorithm, the env
-arguments it was trained with (action mode, history, observation, reward), the scenario and the
-observation and action shapes. SB3 ignores the member; :func:`load_model` reads it to rebuild the env
-the model acts in and to reject a scenario that does not fit the model.
+arguments it was trained with (action mode, history, observation, reward), the scenario, the observation and
+action shapes and (``fabric``, models saved since issue-26zh2) the fingerprint of the fabric it was trained on.
+SB3 ignores the member; :func:`load_model` reads it to rebuild the env the model acts in, and
+:meth:`SB3Agent.check` to reject a scenario that does not fit the model or (``fabric``) is another fabric.
 
 Trust: a model file holds pickled Python objects, and unpickling a crafted file can run code.
 :func:`load_model` checks that the file is an SB3 model of the expected algorithm and unpickles its
@@ -41,6 +42,7 @@ from ainet_gym.agents.sb3_algos import ALGO_MODES, algo_class, default_hyperpara
 from ainet_gym.agents.sb3_files import (
     META_MEMBER,
     check_fit,
+    check_model_fabric,
     load_model,
     read_metadata,
     save_model,
@@ -107,8 +109,15 @@ class SB3Agent:
         }
 
     def check(self, core: EnvCore) -> None:
+        """Refuse ``core`` if its spaces are not the model's (:func:`check_fit`) or its fabric is not the one the
+        model's metadata records (``fabric``; a model without it is not checked): a ValueError naming the file."""
         got = (space_signature(core.observation_space), space_signature(core.action_space))
         check_fit("model", self.path, self.meta, core.scenario.name, _signature_of_model(self.model), got)
+        check_model_fabric(self.spec_name(), self.meta, getattr(core, "fabric", None))
+
+    def spec_name(self) -> str:
+        """How errors name the model: ``ALGO:PATH`` (the policy string that plays it)."""
+        return f"{self.algo}:{self.path}"
 
     def reset(self, core: EnvCore) -> None:
         return None

@@ -33,6 +33,7 @@ __all__ = [
     "META_MEMBER",
     "OPTIMIZER_MEMBER",
     "check_fit",
+    "check_model_fabric",
     "load_model",
     "read_metadata",
     "save_model",
@@ -71,6 +72,26 @@ def check_fit(
             f"{meta.get('scenario', '?')!r} with {noun}observations {want[0]} and actions {want[1]}; "
             f"this scenario gives {noun}observations {got[0]} and actions {got[1]}"
         )
+
+
+def check_model_fabric(what: str, meta: dict[str, Any], fabric: Any) -> None:
+    """Refuse to play the model ``what`` (e.g. ``ppo:PATH``) on ``fabric`` if its metadata ``meta`` records
+    another fabric fingerprint (``fabric``, :func:`~ainet_gym.agents.model_files.check_played_fabric`); nothing
+    is checked for a model without one (saved before it).
+
+    Raises
+    ------
+    ValueError
+        One line naming the file, both fingerprints and what to do; :class:`ModelFileError` if the recorded
+        value is not a non-empty string.
+    """
+    from ainet_gym.agents.model_files import check_played_fabric, checked_fabric
+
+    check_played_fabric(
+        what, checked_fabric(meta.get("fabric"), f"{what}: metadata {META_MEMBER}"), fabric,
+        "the fabric it was trained on", "the scenario it was trained on (the same links and capacities), or "
+        "train a model on this fabric (ainet-gym train, or imitate clone of labels made on it)",
+    )  # fmt: skip
 
 
 def save_model(model: BaseAlgorithm, path: str | os.PathLike, meta: dict[str, Any]) -> Path:

@@ -88,6 +88,7 @@ class SearchAgent:
         z = load_search_policy(path)
         self.theta, self.plans, self.block = z["theta"], z["plans"], z["block"]
         self.scenario, self.metadata = z["scenario"], z["metadata"]
+        self.fabric = z["fabric"]  # the fabric searched on; None: not known, not checked
         self.path = path
         self.name = "dps"
         self.env_kwargs: dict[str, Any] = {"action_mode": z["action_mode"]}
@@ -101,14 +102,20 @@ class SearchAgent:
             self.env_kwargs = dict(self.base.env_kwargs)
 
     def check(self, core: Any) -> None:
-        """Refuse an env of another scenario, without the file's plans or with another block width."""
+        """Refuse an env of another scenario or fabric (the file's ``fabric``, if it has one), without the file's
+        plans or with another block width."""
         from ainet_gym.agents.imitate import knn_columns
+        from ainet_gym.agents.model_files import check_played_fabric
 
         label = f"dps:{self.path}"
         if core.scenario.name != self.scenario:
             raise ValueError(
                 f"{label}: fitted on scenario {self.scenario!r}, evaluated on {core.scenario.name!r}"
             )
+        check_played_fabric(
+            label, self.fabric, getattr(core, "fabric", None), "the fabric it was searched on",
+            "the scenario it was searched on (the same links and capacities), or search again on this fabric",
+        )  # fmt: skip
         try:
             self._actions = plan_index(core, self.plans)
             width = block_width(core, knn_columns(core.obs_layout, self.block))

@@ -106,6 +106,9 @@ def cem_search(cfg: SearchConfig, out: str | Path | None = None, log: Any = None
     core.reset([cfg.first_seed] * core.batch)
     if base is not None:
         base.check(core)
+    from ainet_gym.fabric.topology import fabric_fingerprint
+
+    fabric = fabric_fingerprint(core.fabric)  # recorded in the files: dps:PATH refuses another fabric
     from ainet_gym.agents.imitate import knn_columns
 
     cols = knn_columns(core.obs_layout, cfg.block)
@@ -137,9 +140,9 @@ def cem_search(cfg: SearchConfig, out: str | Path | None = None, log: Any = None
             with open(outdir / "log.jsonl", "a") as f:
                 f.write(json.dumps(rec) + "\n")
             if g + 1 in cfg.checkpoints:
-                save_search_policy(outdir / f"gen-{g + 1}.npz", mean, cfg, {"generation": g + 1})
+                save_search_policy(outdir / f"gen-{g + 1}.npz", mean, cfg, {"generation": g + 1}, fabric)
     if outdir is not None:
-        save_search_policy(outdir / "final.npz", mean, cfg, {"generation": cfg.generations})
+        save_search_policy(outdir / "final.npz", mean, cfg, {"generation": cfg.generations}, fabric)
     return {"mean": mean, "std": std, "history": history}
 
 

@@ -15,6 +15,7 @@ from ainet_gym.agents.search_score import BASE_PLAN, SearchConfig
 
 __all__ = [
     "SEARCH_BASE",
+    "SEARCH_FABRIC",
     "SEARCH_FIELDS",
     "SEARCH_META",
     "load_search_policy",
@@ -26,6 +27,9 @@ __all__ = [
 SEARCH_FIELDS = ("theta", "plans", "block", "meta")
 #: the optional field of a gated policy file: the base policy's string
 SEARCH_BASE = "base"
+#: the optional field with the fingerprint of the fabric the search played on (issue-26zh2; ``dps:PATH`` refuses
+#: another fabric); a file without it (every older file) is played on any fabric, unchecked
+SEARCH_FABRIC = "fabric"
 
 
 #: the JSON member of a search policy file (the search's configuration and command)
@@ -33,14 +37,21 @@ SEARCH_META = "metadata"
 
 
 def save_search_policy(
-    path: str | Path, theta: np.ndarray, cfg: SearchConfig, extra: dict | None = None
+    path: str | Path,
+    theta: np.ndarray,
+    cfg: SearchConfig,
+    extra: dict | None = None,
+    fabric: str | None = None,
 ) -> Path:
     """Write ``theta`` (K - 1, D + 1) and what plays it: the plans, the block, the env (scenario, mode,
-    observation blocks, extra plans) and the configuration as JSON."""
+    observation blocks, extra plans), the configuration as JSON and (``fabric``, :data:`SEARCH_FABRIC`) the
+    fingerprint of the fabric searched on."""
     meta = np.array([cfg.scenario, cfg.action_mode, ",".join(cfg.obs_features), ",".join(cfg.extra_plans)])
     info = {"algorithm": "dps-cem-linear", "config": asdict(cfg), **(extra or {})}
     p = Path(path)
     arrays = {"base": np.array(cfg.base)} if cfg.base else {}
+    if fabric is not None:
+        arrays[SEARCH_FABRIC] = np.array(fabric)
     np.savez(
         p,
         theta=np.asarray(theta, dtype=np.float64),
@@ -62,7 +73,7 @@ def _bad(what: str, msg: str) -> Exception:
 def load_search_policy(path: str | Path) -> dict[str, Any]:
     """The checked arrays of a search policy file: ``theta`` (float64), ``plans`` (list), ``block``,
     ``scenario``, ``action_mode``, ``obs_features`` and ``extra_plans`` (tuples), ``metadata`` (dict), ``base``
-    (a gate's base policy string, or None).
+    (a gate's base policy string, or None), ``fabric`` (:data:`SEARCH_FABRIC`, or None).
 
     Raises
     ------
@@ -71,14 +82,24 @@ def load_search_policy(path: str | Path) -> dict[str, Any]:
     ModelNotFoundError
         If the file does not exist.
     """
-    from ainet_gym.agents.model_files import check_size, existing, json_member, read_npz_members
+    from ainet_gym.agents.model_files import (
+        check_size,
+        checked_fabric,
+        existing,
+        json_member,
+        read_npz_members,
+    )
 
     what = f"dps policy {str(path)!r}"
     p = existing(path, "dps policy")
     check_size(p, what)
     holds = f"a dps policy holds {', '.join(SEARCH_FIELDS)}"
     arrays = read_npz_members(
-        p, what, SEARCH_FIELDS, holds, lambda f: f in (*SEARCH_FIELDS, SEARCH_META, SEARCH_BASE)
+        p,
+        what,
+        SEARCH_FIELDS,
+        holds,
+        lambda f: f in (*SEARCH_FIELDS, SEARCH_META, SEARCH_BASE, SEARCH_FABRIC),
     )
     extra, base = arrays.pop(SEARCH_META, None), arrays.pop(SEARCH_BASE, None)
     theta, plans, meta = arrays["theta"], arrays["plans"], arrays["meta"]
@@ -113,4 +134,5 @@ def load_search_policy(path: str | Path) -> dict[str, Any]:
         "obs_features": tuple(f for f in str(meta[2]).split(",") if f),
         "extra_plans": tuple(f for f in str(meta[3]).split(",") if f),
         "metadata": json_member(extra, SEARCH_META, what),
+        "fabric": checked_fabric(arrays.get(SEARCH_FABRIC), what),
     }

@@ -28,7 +28,12 @@ def meta_maker(
     cfg: TrainConfig, algo: str, action_mode: str, history: int, observation: str, core: Any,
     scenario: str, name: str, env: Any, residual: str | None,
 ) -> Any:  # fmt: skip
-    """A function of the step count giving the metadata saved with the model."""
+    """A function of the step count giving the metadata saved with the model; with ``fabric``, the fingerprint
+    of ``core``'s fabric (:func:`~ainet_gym.fabric.topology.fabric_fingerprint`: ``evaluate ALGO:PATH`` refuses
+    to play the model on a scenario of another fabric, :meth:`~ainet_gym.agents.sb3_agents.SB3Agent.check`)."""
+    from ainet_gym.fabric.topology import fabric_fingerprint
+
+    fabric = None if getattr(core, "fabric", None) is None else fabric_fingerprint(core.fabric)
 
     def meta_of(timesteps: int) -> dict[str, Any]:
         meta = {
@@ -48,6 +53,8 @@ def meta_maker(
             "observation_space": space_signature(env.observation_space),
             "action_space": space_signature(env.action_space),
         }
+        if fabric is not None:
+            meta["fabric"] = fabric
         if residual is not None:
             meta["residual"] = residual
             meta["residual_scale"] = core.residual_scale

@@ -108,6 +108,7 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
         crosscheck,
         tcp_header_efficiency,
     )
+    from ainet_gym.checks.crosscheck.report import text_report
 
     given = {
         "mss": args.mss,
@@ -129,39 +130,7 @@ def _cmd_crosscheck(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"scenario {out['scenario']}  policy {out['policy']}  seed {out['seed']}  intervals {out['steps']}")
-    print(
-        f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}   (mean communication time per iteration)"
-    )
-    for j in out["jobs"]:
-        print(
-            f"  {j['name']:<16}{j['fluid_comm_ms']:>10.3f}{j['ns3_comm_ms']:>10.3f}{100 * j['rel_error']:>+8.2f}%"
-        )
-    print(
-        f"  {'job':<16}{'iterations':>11}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}{'lag ms':>9}"
-        "   (matched: over the iterations both completed)"
-    )
-    for j in out["jobs"]:
-        mc, e, lag = j["matched_comm_ms"], j["matched_rel_error"], j["lag_ms"]
-        print(
-            f"  {j['name']:<16}{str(j['fluid_iterations']) + '/' + str(j['ns3_iterations']):>11}"
-            + "".join(f"{x:>10.3f}" if x is not None else f"{'-':>10}" for x in (mc["fluid"], mc["ns3"]))
-            + (f"{100 * e:>+8.2f}%" if e is not None else f"{'-':>9}")
-            + (f"{lag:>+9.3f}" if lag is not None else f"{'-':>9}")
-        )  # fmt: skip
-    if out["steps"] > 1:
-        print("  per interval (iterations fluid/ns-3, fluid ms, ns-3 ms, error):")
-        for j in out["jobs"]:
-            cells = []
-            for iv in j["intervals"]:
-                a, b, e = iv["fluid_comm_ms"], iv["ns3_comm_ms"], iv["rel_error"]
-                cells.append(
-                    f"{iv['fluid_iterations']}/{iv['ns3_iterations']} "
-                    + (f"{a:.2f}" if a is not None else "-") + " " + (f"{b:.2f}" if b is not None else "-")
-                    + (f" {100 * e:+.1f}%" if e is not None else "")
-                )  # fmt: skip
-            print(f"  {j['name']:<16}" + " | ".join(cells))
-    print(f"  wall: fluid {out['fluid_wall_s'] * 1e3:.2f} ms, ns-3 {out['ns3_wall_s']:.2f} s")
+    print(text_report(out))
     return 0
 
 

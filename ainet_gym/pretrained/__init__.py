@@ -2,11 +2,12 @@
 
 A ``.zip`` is a stable-baselines3 model zip with the policy weights only (no optimiser state, no rollout
 buffers) and an ``ainet_gym.json`` member that records the algorithm, the env arguments it was trained
-with, the scenario and the exact command that trained it (``command``) and exported it
+with, the scenario, the fingerprint of its fabric (``fabric``: ``pretrained`` refuses a scenario of the same name
+on another fabric) and the exact command that trained it (``command``) and exported it
 (``export_command``). A ``.npz`` is a k-nearest-neighbour imitation of the lookahead
 (:func:`ainet_gym.agents.imitate.fit_knn`: plain arrays, read with ``allow_pickle=False``) with the same
 record in its ``ainet_gym.json`` member (algorithm ``knn-imitation``, class, training seed, the commands
-that labelled and fitted it). ``ainet-gym evaluate SCENARIO --policies ...,pretrained`` evaluates the
+that labelled and fitted it) and the fabric's fingerprint in its field ``fabric``. ``ainet-gym evaluate SCENARIO --policies ...,pretrained`` evaluates the
 one of that scenario; ``ainet_gym/agents/pretrained.py`` loads and exports them.
 """
 

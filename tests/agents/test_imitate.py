@@ -1075,3 +1075,141 @@ def test_a_knn_file_plays_only_on_its_labels_fabric_and_an_old_file_anywhere(
     np.savez(tmp_path / "old-knn.npz", **arrays)
     KnnAgent(str(tmp_path / "old-knn.npz"))  # an old knn file loads
     assert load_knn(tmp_path / "old-knn.npz")["fabric"] is None
+
+
+# ------------------------------------- the fabric fingerprint of qnet, cloned and trained models (issue-26zh2)
+
+
+def _two_fabrics(tmp_path: Path) -> tuple[Path, Path]:
+    """The graph scenario ``fp-graph`` with its leaf-spine links at 50G (4:1: two 200G NICs a leaf over two
+    uplinks) and a copy with them at 100G (2:1): the same name, nodes and spaces, another fabric."""
+    four = _graph_scenario(tmp_path / "4to1", edges=[e.replace("gbps=100", "gbps=50") for e in _EDGES])
+    return four, _graph_scenario(tmp_path / "2to1")
+
+
+def _one_line_error(capsys: pytest.CaptureFixture, *must: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and "field 'fabric'" in err, err
+    for m in must:
+        assert m in err, (m, err)
+    return err
+
+
+def _without_fabric(src: Path, dst: Path) -> Path:
+    """A copy of a policy file of before issue-26zh2: a qnet .npz without the field ``fabric``, an SB3 zip whose
+    ``ainet_gym.json`` has no key ``fabric``."""
+    import json
+    import zipfile
+
+    if src.suffix == ".npz":
+        np.savez(dst, **{k: v for k, v in np.load(src).items() if k != "fabric"})
+        return dst
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            blob = zin.read(info.filename)
+            if info.filename == "ainet_gym.json":
+                meta = json.loads(blob)
+                del meta["fabric"]
+                blob = json.dumps(meta).encode()
+            zout.writestr(info.filename, blob)
+    return dst
+
+
+def test_qnet_and_cloned_files_carry_their_labels_fabric_and_refuse_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``qfit`` and ``clone`` of labels made on a 4:1 fabric: the qnet file and the model's metadata carry the
+    labels' fingerprint; fitting them with ``--scenario`` the 2:1 copy is refused (exit 2, nothing written);
+    ``evaluate qnet:``/``ppo:`` and DAgger's ``--policy`` refuse them on the 2:1 copy in one line naming the
+    file, both fingerprints and what to do, and play them on their own fabric; the same files without the field
+    (written before it) load and play on the 2:1 copy, unchecked."""
+    from ainet_gym.agents.imitate import main
+    from ainet_gym.agents.qnet import load_qnet
+    from ainet_gym.agents.sb3_agents import read_metadata
+    from ainet_gym.cli import main as cli_main
+
+    four, two = _two_fabrics(tmp_path)
+    fp4, fp2 = _fingerprint(four), _fingerprint(two)
+    assert fp4 != fp2
+    lab = tmp_path / "lab.npz"
+    assert main(["label", str(four), "--seeds", "1", "--h", "1", "--out", str(lab)]) == 0
+    assert str(np.load(lab)["fabric"]) == fp4
+    fits = {
+        "qnet": ["qfit", str(lab), "--hidden", "4", "--epochs", "1", "--out"],
+        "ppo": ["clone", str(lab), "--epochs", "1", "--out"],
+    }
+    files = {}
+    for kind, args in fits.items():
+        suffix = ".npz" if kind == "qnet" else ".zip"
+        bad = tmp_path / f"{kind}-on-2to1{suffix}"
+        capsys.readouterr()
+        assert main([*args, str(bad), "--scenario", str(two)]) == 2, kind  # refused at the fit
+        _one_line_error(capsys, fp4, fp2)
+        assert not bad.exists()
+        files[kind] = tmp_path / f"{kind}{suffix}"
+        assert main([*args, str(files[kind]), "--scenario", str(four)]) == 0, kind
+    assert load_qnet(files["qnet"])["fabric"] == fp4
+    assert read_metadata(files["ppo"])["fabric"] == fp4
+    capsys.readouterr()
+    for kind, f in files.items():
+        ev = ["evaluate", "--policies", f"{kind}:{f}", "--seeds", "1", "--json"]
+        assert cli_main([ev[0], str(two), *ev[1:]]) == 2, kind
+        _one_line_error(capsys, f"{kind}:{f}", fp4, fp2, "allowed: the scenario it was")
+        dagger = ["label", str(two), "--seeds", "2", "--h", "1", "--policy", str(f), "--out"]
+        assert main([*dagger, str(tmp_path / f"d-{kind}.npz")]) == 2, kind
+        _one_line_error(capsys, str(f), fp4, fp2)
+        assert cli_main([ev[0], str(four), *ev[1:]]) == 0, kind
+        old = _without_fabric(f, tmp_path / f"old-{f.name}")
+        assert cli_main([ev[0], str(two), "--policies", f"{kind}:{old}", *ev[3:]]) == 0, kind  # unchecked
+    assert load_qnet(tmp_path / "old-qnet.npz")["fabric"] is None
+    assert "fabric" not in read_metadata(tmp_path / "old-ppo.zip")
+
+
+def test_a_trained_model_carries_its_scenario_s_fabric_and_a_clone_of_unknown_labels_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``ainet-gym train`` saves the fingerprint of its scenario's fabric in the model's metadata, and
+    ``evaluate ppo:`` refuses the model on the 2:1 copy; labels without a fingerprint (of before it) clone to a
+    model without one, played on either fabric; a metadata ``fabric`` that is not a string is refused by name."""
+    import json
+    import zipfile
+
+    from ainet_gym.agents.imitate import main
+    from ainet_gym.agents.model_files import ModelFileError
+    from ainet_gym.agents.sb3_agents import SB3Agent, read_metadata
+    from ainet_gym.agents.train import train
+    from ainet_gym.agents.train_config import TrainConfig
+    from ainet_gym.cli import main as cli_main
+    from ainet_gym.envs.env import EnvCore
+
+    four, two = _two_fabrics(tmp_path)
+    fp4, fp2 = _fingerprint(four), _fingerprint(two)
+    cfg = TrainConfig(
+        scenario=str(four), algo="ppo", timesteps=16, n_envs=2, logdir=tmp_path / "runs", progress=False,
+        out=tmp_path / "t.zip",
+    )  # fmt: skip
+    model = train(cfg).model_path
+    assert read_metadata(model)["fabric"] == fp4
+    capsys.readouterr()
+    ev = ["--policies", f"ppo:{model}", "--seeds", "1", "--json"]
+    assert cli_main(["evaluate", str(two), *ev]) == 2
+    _one_line_error(capsys, f"ppo:{model}", fp4, fp2, "train a model on this fabric")
+    assert cli_main(["evaluate", str(four), *ev]) == 0
+    lab = tmp_path / "lab.npz"
+    assert main(["label", str(four), "--seeds", "1", "--h", "1", "--out", str(lab)]) == 0
+    old = tmp_path / "old-lab.npz"
+    np.savez(old, **{k: v for k, v in np.load(lab).items() if k != "fabric"})
+    bc = tmp_path / "bc.zip"
+    assert main(["clone", str(old), "--epochs", "1", "--scenario", str(two), "--out", str(bc)]) == 0
+    assert "fabric" not in read_metadata(bc)
+    assert cli_main(["evaluate", str(four), "--policies", f"ppo:{bc}", "--seeds", "1", "--json"]) == 0
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(model) as zin, zipfile.ZipFile(bad, "w") as zout:
+        for info in zin.infolist():
+            blob = zin.read(info.filename)
+            if info.filename == "ainet_gym.json":
+                blob = json.dumps({**json.loads(blob), "fabric": 5}).encode()
+            zout.writestr(info.filename, blob)
+    agent = SB3Agent(bad)
+    with pytest.raises(ModelFileError, match=r"bad\.zip.*field 'fabric' = 5; allowed: a 0-d non-empty"):
+        agent.check(EnvCore(str(four), **agent.env_kwargs))

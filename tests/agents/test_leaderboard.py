@@ -34,6 +34,7 @@ def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(tmp_path:
     assert set(DROPPED_MEMBERS) <= full and not (set(DROPPED_MEMBERS) & kept)
     assert {"data", "policy.pth", "ainet_gym.json"} <= kept
     assert meta["command"] == "ainet-gym train small --timesteps 64" and meta["algo"] == "ppo"
+    assert meta["fabric"].startswith("fab1-")  # the trained model's fingerprint goes with it (issue-26zh2)
     assert dst.stat().st_size < 0.6 * Path(res.model_path).stat().st_size  # Adam state is 2x the weights
     # the policy-only model acts exactly like the full one
     full_agent = SB3Agent(res.model_path)
@@ -94,6 +95,45 @@ def test_pretrained_without_a_shipped_checkpoint_is_a_clear_error() -> None:
         ValueError, match=r"no checkpoint is shipped for scenario 'small'; shipped: .*periodic"
     ):
         evaluate(EvalConfig(small_spine_leaf(), policies=["pretrained"], seeds=[1], steps=1, out=None))
+
+
+def test_every_shipped_policy_carries_its_scenario_s_fabric_and_is_refused_on_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """issue-26zh2: each shipped policy records the fingerprint of its scenario's fabric (a .npz's field
+    ``fabric``, a .zip's metadata key), so ``pretrained`` on a copy of the scenario with other uplinks (the same
+    name, so the same shipped file) is refused in one line naming the file and both fingerprints, a k-NN .npz
+    (4:1 to 2:1) and a PPO .zip (2:1 to 4:1) alike."""
+    import yaml
+
+    from ainet_gym.agents.imitate import load_knn
+    from ainet_gym.agents.sb3_agents import read_metadata
+    from ainet_gym.cli import main as cli_main
+    from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+    from ainet_gym.pretrained import pretrained_path
+
+    def fingerprint(scenario: object) -> str:
+        sc = load_scenario(scenario)
+        return fabric_fingerprint(build_fabric(sc.fabric, max_paths=sc.routing.max_paths))
+
+    for name in list_pretrained():
+        p = pretrained_path(name)
+        got = load_knn(p)["fabric"] if p.suffix == ".npz" else read_metadata(p)["fabric"]
+        assert got == fingerprint(name), name
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    for name, uplink in (("spine-leaf-4to1-jitter", 800), ("spine-leaf-2to1", 200)):
+        sc = yaml.safe_load((root / f"{name}.yaml").read_text())
+        assert sc["name"] == name and sc["fabric"]["uplink_gbps"] == 400
+        sc["fabric"]["uplink_gbps"] = uplink
+        copy = tmp_path / f"{name}.yaml"
+        copy.write_text(yaml.safe_dump(sc))
+        capsys.readouterr()
+        ev = ["evaluate", str(copy), "--policies", "pretrained", "--seeds", "1", "--steps", "1", "--json"]
+        assert cli_main(ev) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and "field 'fabric'" in err, err
+        for must in (f"pretrained:{pretrained_path(name)}", fingerprint(name), fingerprint(str(copy))):
+            assert must in err, (must, err)
 
 
 def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, capsys) -> None:

@@ -115,6 +115,8 @@ def test_qfit_refuses_bad_settings_by_name(tmp_path, kw, must) -> None:
         (lambda a: a.update(plans=np.array([], dtype=str)), "field 'plans' is empty"),
         (lambda a: a.update(block=np.int64(1)), "field 'block' is a 0-d int64"),
         (lambda a: a.update(**{"ainet_gym.json": np.array("[1]")}), "is not a JSON object"),
+        (lambda a: a.update(fabric=np.array(["fab1-0"])), "field 'fabric' is a 1-d"),
+        (lambda a: a.update(fabric=np.array("")), "allowed: a 0-d non-empty string"),
     ],
 )
 def test_a_qnet_file_is_checked_field_by_field(refused_model_file, qnet_arrays, change, must) -> None:

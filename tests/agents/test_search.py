@@ -63,6 +63,10 @@ def test_the_search_is_seeded_and_its_static_rows_are_evaluates_episodes(tmp_pat
     b = cem_search(cfg)
     np.testing.assert_array_equal(a["mean"], b["mean"])
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["final.npz", "gen-1.npz", "log.jsonl"]
+    from ainet_gym.fabric.topology import fabric_fingerprint
+
+    fabric = fabric_fingerprint(EnvCore(SCEN).fabric)  # the files carry the fabric searched on (issue-26zh2)
+    assert load_search_policy(tmp_path / "a" / "final.npz")["fabric"] == fabric
     assert len((tmp_path / "a" / "log.jsonl").read_text().splitlines()) == 2
     rec = a["history"][1]  # generation 2 plays seeds first_seed + 2, + 3 (common to every candidate)
     assert rec["seeds"] == [cfg.first_seed + 2, cfg.first_seed + 3]
@@ -110,6 +114,22 @@ def test_bad_files_and_other_envs_are_refused_in_one_line(tmp_path: Path) -> Non
         SearchAgent(str(wide)).check(core)
     with pytest.raises(ValueError, match="plans"):
         SearchAgent(str(good)).check(EnvCore(SCEN, action_mode="choose_bg", obs_features=("phase",)))
+    # a file searched on another fabric (its fingerprint is not this scenario's) is refused naming both; a file
+    # without one (every older file, as ``good``) is not checked
+    from ainet_gym.fabric.topology import fabric_fingerprint
+
+    core = EnvCore(SCEN, action_mode="choose_bg", extra_plans=cfg.extra_plans, obs_features=("phase",))
+    other = save_search_policy(tmp_path / "o.npz", np.zeros((3, 13)), cfg, fabric="fab1-0123456789abcdef")
+    with pytest.raises(
+        ValueError,
+        match=f"o.npz: field 'fabric' = 'fab1-0123456789abcdef'.*{fabric_fingerprint(core.fabric)}",
+    ):
+        SearchAgent(str(other)).check(core)
+    assert load_search_policy(good)["fabric"] is None
+    SearchAgent(str(good)).check(core)
+    np.savez(tmp_path / "f.npz", **{**z, "fabric": np.array(["x"])})
+    with pytest.raises(ModelFileError, match="field 'fabric' is a 1-d"):
+        load_search_policy(tmp_path / "f.npz")
 
 
 def test_a_gate_plays_its_base_or_the_override_and_its_search_logs_the_base(

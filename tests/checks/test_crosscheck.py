@@ -947,3 +947,14 @@ def test_iteration_logs_agree_on_a_static_case_and_give_the_matched_figures() ->
     )
     # the lag is the comm times' difference summed: the same compute on both sides
     assert job["lag_ms"] == pytest.approx((pk["comm_cum_s"][m - 1] - fl["comm_cum_s"][m - 1]) * 1e3, abs=1e-5)
+    # the text report of this real result (issue-27zzc): one row with the matched figures beside rel_error,
+    # formatted from the dict, no iteration-gap mark (6/6) and so no legend
+    from ainet_gym.checks.crosscheck.report import text_report
+
+    text = text_report(out)
+    row = next(x for x in text.splitlines() if x.strip().startswith(job["name"])).split()
+    assert row == [
+        job["name"], f"{job['fluid_comm_ms']:.3f}", f"{job['ns3_comm_ms']:.3f}", f"{100 * job['rel_error']:+.2f}%",
+        "6/6", f"{f_ms:.3f}", f"{p_ms:.3f}", f"{100 * job['matched_rel_error']:+.2f}%", f"{job['lag_ms']:+.3f}",
+    ]  # fmt: skip
+    assert "fluid+N" not in text and len([x for x in text.splitlines() if "/" in x and "|" in x]) == 1

@@ -138,30 +138,3 @@ def test_matched_figures_compare_the_first_common_iterations() -> None:
     assert b["matched_rel_error"] is None and b["lag_ms"] is None
     empty = matched_figures(IterationLog(np.zeros(0), np.zeros(0), np.zeros(0)), ns3)
     assert empty["matched_iterations"] == 0 and empty["matched_rel_error"] is None
-
-
-def test_cli_text_report_prints_the_matched_figures(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    """The text report (no ``--json``) prints, per job, the iteration counts of both simulators, the
-    matched means, their error and the lag beside the existing row; a figure that is None prints as '-'."""
-    import ainet_gym.checks.crosscheck as xc
-    from ainet_gym.cli import main
-
-    def job(name: str, matched: dict, err: float | None, lag: float | None) -> dict:
-        return {"name": name, "fluid_comm_ms": 16.49, "ns3_comm_ms": 17.957, "rel_error": -0.0817,
-                "fluid_iterations": 9, "ns3_iterations": 8, "matched_iterations": 8, "matched_comm_ms": matched,
-                "matched_rel_error": err, "lag_ms": lag, "intervals": []}  # fmt: skip
-
-    def fake(scenario, policy, seed, steps, config):
-        jobs = [job("llm-a", {"fluid": 17.116, "ns3": 17.957}, -0.0468, 6.725),
-                job("llm-b", {"fluid": None, "ns3": 17.957}, None, None)]  # fmt: skip
-        return {"scenario": scenario, "policy": policy, "seed": seed, "steps": 1, "jobs": jobs,
-                "fluid_wall_s": 0.001, "ns3_wall_s": 1.0}  # fmt: skip
-
-    monkeypatch.setattr(xc, "crosscheck", fake)
-    assert main(["crosscheck", "xc-switch-4"]) == 0
-    text = capsys.readouterr().out.splitlines()
-    a = next(x for x in text if x.strip().startswith("llm-a") and "9/8" in x).split()
-    assert a == ["llm-a", "9/8", "17.116", "17.957", "-4.68%", "+6.725"]
-    b = next(x for x in text if x.strip().startswith("llm-b") and "9/8" in x).split()
-    assert b == ["llm-b", "9/8", "-", "17.957", "-", "-"]
-    assert any(x.strip().startswith("llm-a") and "-8.17%" in x for x in text)  # the existing row stays

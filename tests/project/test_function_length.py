@@ -79,9 +79,9 @@ NOT_YET_READ: tuple[str, ...] = ()
 #: functions over MAX_LINES lines in all without a REASON line, with their lines in all when frozen (issue-31za2,
 #: 6 December 2026: six then, none after it: five shortened, lookahead_labels says why): one may get shorter
 #: (lower its figure, or drop it once it is not over MAX_LINES or says why), none may grow, a new long one fails.
-#: resolve_incremental (the lazy kernel's solve) was being changed by another helper (issue-28zp) when
-#: issue-31zc2 read the compiled backend: frozen at its length then, to be shortened or given its reason.
-LONG_WITHOUT_REASON: dict[str, int] = {"ainet_gym/sim/backends/numba/incremental.py:resolve_incremental": 161}
+#: resolve_incremental (the lazy kernel's solve, 161 lines when issue-31zc2 froze it) was split into steps by
+#: issue-31zf2: none is left.
+LONG_WITHOUT_REASON: dict[str, int] = {}
 
 
 def says_why(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -212,6 +212,58 @@ def test_parallel_fallback_matches_the_numpy_reference(par, monkeypatch):
         assert par_solves == 0
 
 
+def _lazy_kernel_with_level_heaps() -> object:
+    """The lazy kernel as ``REPAIR_LEVEL_HEAPS = True`` compiles it: it passes ``LEVEL_HEAPS`` (None when the
+    flag is off: the heaps not compiled, issue-31zf2) to every solve, a global numba reads when it compiles, so
+    a copy of the kernel's function with that global True, compiled anew (not cached)."""
+    import types
+
+    from numba import njit as nb_njit
+
+    f = nb_lazy.run_interval_lazy.py_func
+    g = types.FunctionType(f.__code__, {**f.__globals__, "LEVEL_HEAPS": True}, f.__name__, f.__defaults__)
+    return nb_njit(nogil=True)(g)
+
+
+def test_the_lazy_kernel_with_the_level_heaps_matches_it_without(monkeypatch):
+    # REPAIR_LEVEL_HEAPS on (issue-28zi): the lazy kernel's solves keep per-link level heaps and its departure
+    # repair reads them; off (the default) the kernel is compiled without them (issue-31zf2). Both, stepped side
+    # by side, give the numpy reference's figures (a full re-solve per event) to 1e-9; the heaps were kept
+    # (a link's heap holds its flows) and the repair was made with them, and only in the heaps kernel
+    assert nb_settings.REPAIR_LEVEL_HEAPS is False and incremental.LEVEL_HEAPS is None  # (the default)
+    kernels = {True: _lazy_kernel_with_level_heaps(), False: nb_lazy.run_interval_lazy}
+    mode = {"heaps": False}
+    scratch: dict[bool, object] = {}
+
+    def lazy(*a):
+        scratch[mode["heaps"]] = a[10]  # (rp: the repair's scratch, RepairScratch)
+        return kernels[mode["heaps"]](*a)
+
+    monkeypatch.setattr(nb_lazy, "run_interval_lazy", lazy)
+    sc = load_scenario("moe-alltoall-skewed")
+    heaps, plain, ref = _worlds(sc, (("numba", 0), ("numba", 0), ("numpy", -1)))
+    metrics = []  # the heaps world's interval metrics, one per kernel call
+    run_interval = heaps.sim.run_interval
+
+    def counted(*args, **kw):
+        metrics.append(run_interval(*args, **kw))
+        return metrics[-1]
+
+    heaps.sim.run_interval = counted
+    for _ in range(4):
+        res = {}
+        for on, w in ((True, heaps), (False, plain)):
+            mode["heaps"] = on
+            res[on] = w.step(w.default_split())
+        r_ref = ref.step(ref.default_split())
+        for f in FIELDS:
+            assert max_rel_diff(getattr(res[True], f), getattr(r_ref, f)) <= RTOL, f
+            assert max_rel_diff(getattr(res[False], f), getattr(r_ref, f)) <= RTOL, f
+    assert sum(m.repairs for m in metrics) > 0  # the departure repair made solves (reading the heaps)
+    assert (scratch[True].hn > 0).any()  # heaps kept (built at a full fill, updated since)
+    assert not (scratch[False].hn > 0).any()  # none without the flag
+
+
 def test_restart_constants_are_documented_values():
     assert 0 < nb_settings.RESTART_MARGIN <= 1e-9
     assert nb_settings.FULL_FILL_EVERY >= 1

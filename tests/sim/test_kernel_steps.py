@@ -41,7 +41,7 @@ SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", 
           "_rule_take_off", "_fill_rows", "_fill_share", "_fill_freeze", "link_row", "row_offsets", "push_link_rows",
           "_repair_queue", "_repair_scan", "_repair_residuals", "_repair_link_max", "_repair_check",
           "_inc_full_set", "_inc_restart_level", "_inc_patch_log", "_inc_declines", "_inc_components", "_inc_select",
-          "_inc_select_sorted", "_inc_walk_log", "_inc_walk_all", "_inc_sort_work", "_inc_stamp", "_inc_backoff", "_inc_loads", "_inc_loads_rows",
+          "_inc_select_sorted", "_inc_walk_log", "_inc_walk_all", "_inc_full_start", "_inc_sort_work", "_inc_stamp", "_inc_backoff", "_inc_loads", "_inc_loads_rows",
           "_inc_link_reset", "_inc_link_offer", "lazy_progress", "lazy_next", "lazy_complete", "group_reset", "group_write_rates",
           "group_complete_flows", "group_end", "_gf_keys", "_gf_pairs", "_gf_lists", "_gf_share", "_gf_freeze_flow",
           "_gf_freeze_group", "_gf_split", "_gf_link", "_gf_members", "_gf_order", "_gk_slot", "_gk_count",
@@ -160,8 +160,56 @@ def test_both_kernels_call_the_shared_steps_compiled_without_reference_counts() 
     for step in ("exclusive_caps", "end_phases", "end_iteration", "next_unit_event", "advance_units",
                  "advance_flow", "add_link_bytes", "reset_instance_flows", "zero_completed", "advance_flows",
                  *SPLIT_STEPS, "full_scratch", "unit_records", "lazy_sizes", "lazy_flow_scratch",
-                 "lazy_reuse_scratch", "_inc_flow_order", "_inc_log_sorted", "_inc_fill", "_inc_order_old", "group_scratch"):  # fmt: skip
+                 "lazy_reuse_scratch", "_inc_flow_order", "_inc_log_sorted", "_inc_fill", "_inc_order_old", "group_scratch",
+                 "_inc_settle", "_inc_repair"):  # fmt: skip
         assert getattr(_module_of(step), step).targetoptions.get("no_cpython_wrapper") is True, step
+
+
+def _dispatchers() -> list[tuple[str, object]]:
+    """Every compiled function (numba dispatcher) defined in the compiled backend's modules, by qualified name."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    import ainet_gym.sim.backends.numba as pkg
+
+    found = []
+    for m in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"{pkg.__name__}.{m.name}")
+        for name, obj in vars(mod).items():
+            if isinstance(obj, Dispatcher) and obj.py_func.__module__ == mod.__name__:
+                found.append((f"{m.name}.{name}", obj))
+    return found
+
+
+def test_only_functions_python_calls_are_cached_on_disk() -> None:
+    """issue-31zg2: a function only compiled code reaches (no Python wrappers, or inlined by numba) has no
+    on-disk cache of its own (its callers' cached code holds it; a cache locator per function cost every
+    import), and every function Python can call keeps one (a cold start per process otherwise). A rule that
+    dropped every cache, or none, fails here; so does a planted function of each kind."""
+    from numba.core.caching import FunctionCache, NullCache
+
+    def f(x):  # pragma: no cover - compiled
+        return x + 1
+
+    def compiled_only(d: object) -> bool:
+        opts = d.targetoptions  # type: ignore[attr-defined]
+        return bool(
+            (opts.get("no_cpython_wrapper") and opts.get("no_cfunc_wrapper"))
+            or opts.get("inline") == "always"
+        )
+
+    planted = [("planted.callable", jit.njit(cache=True, nogil=True)(f)),
+               ("planted.compiled_only", jit.njit(cache=True, nogil=True, **jit.COMPILED_ONLY)(f)),
+               ("planted.inlined", jit.njit(cache=True, inline="always")(f))]  # fmt: skip
+    found = _dispatchers()
+    assert sum(compiled_only(d) for _, d in found) >= 100, "the compiled-only steps were not found"
+    assert sum(not compiled_only(d) for _, d in found) >= 20, "the Python-callable kernels were not found"
+    for name, d in found + planted:
+        cache = d._cache  # type: ignore[attr-defined]
+        want = NullCache if compiled_only(d) else FunctionCache
+        assert isinstance(cache, want), (name, type(cache).__name__)
 
 
 def test_first_at_least_is_numpys_left_search_sorted() -> None:

@@ -40,6 +40,7 @@ class KnnAgent:
         self._prev: np.ndarray | None = None  # the plan of each env's previous decision (-1: none yet)
         meta = z["meta"]
         self.path = path
+        self.spec_name = f"knn:{path}"  # how errors name the file (``pretrained:PATH`` when shipped)
         self.scenario = meta[0]
         self.name = "knn"
         feats = tuple(f for f in meta[2].split(",") if f)
@@ -54,10 +55,9 @@ class KnnAgent:
     def check(self, core: Any) -> None:
         width = self.x.shape[1] - (0 if self.prev_scale is None else len(self.plans))
         check_plan_model(
-            core, f"knn:{self.path}", "labelled", self.scenario, self.plans, self.obs_block, "x",
-            self.x[:, :width],
+            core, self.spec_name, "labelled", self.scenario, self.plans, self.obs_block, "x", self.x[:, :width],
         )  # fmt: skip
-        check_fabric(f"knn:{self.path}", self.fabric, getattr(core, "fabric", None))
+        check_fabric(self.spec_name, self.fabric, getattr(core, "fabric", None))
 
     def reset(self, core: Any) -> None:
         self._left = None  # a new batch of episodes: no cooldown running

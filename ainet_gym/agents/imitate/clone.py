@@ -55,14 +55,15 @@ def behaviour_clone(
     the observation blocks the networks read (a :class:`~ainet_gym.agents.block_features.BlockFeatures`
     extractor, e.g. ``("job_phase",)``; default every input). Labels of one block (a knn policy file,
     :func:`~ainet_gym.agents.imitate.label_files.knn_labels`) are given zeros in the other columns; without
-    ``reward`` in the labels the value network is not fitted. Returns the accuracy of the
+    ``reward`` in the labels the value network is not fitted. The labels' fabric fingerprint must be the scenario's
+    (:func:`_clone_env`); the metadata records it (:func:`_clone_metadata`). Returns the accuracy of the
     deterministic policy (its most likely plan) on ``labels`` and on ``val``, the accuracy of always
     answering the most frequent label of ``labels``, and the seconds.
 
     Raises
     ------
     ValueError
-        Naming a bad ``weighting``, ``epochs`` or labels of another env.
+        Naming a bad ``weighting``, ``epochs`` or labels of another env or fabric.
     """
     import torch
 
@@ -127,9 +128,13 @@ def _clone_env(
 ) -> tuple[Any, Any, tuple[str, ...]]:
     """The scenario, the SB3 vector env of ``n_envs`` copies that :func:`behaviour_clone`'s model is built
     on (the labels' scenario, or ``scenario``; their action mode, history and steps; ``obs_features``,
-    default the labels'), and those observation features."""
+    default the labels'), and those observation features. Labels with a fabric fingerprint made on another
+    fabric than the scenario's are refused (a ValueError, at the fit rather than at the first play, as ``imitate
+    knn`` and ``qfit``)."""
     from ainet_gym.agents.imitate.features import extra_plans_of
+    from ainet_gym.agents.imitate.label_files import FABRIC_FIELD, check_fabric
     from ainet_gym.envs.sb3_vec_env import SB3VecEnv
+    from ainet_gym.fabric.topology import build_fabric
     from ainet_gym.scenario.loader import load_scenario
 
     name, mode, feats, history, steps = (str(x) for x in labels["meta"][:5])
@@ -137,6 +142,9 @@ def _clone_env(
     if obs_features is None:
         obs_features = tuple(f for f in feats.split(",") if f)
     sc = load_scenario(name if scenario is None else scenario)
+    recorded = str(labels[FABRIC_FIELD]) if FABRIC_FIELD in labels else None
+    fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
+    check_fabric(f"labels of scenario {name!r} cloned on {sc.name!r}", recorded, fabric)
     venv = SB3VecEnv(
         num_envs=n_envs, scenario=sc, action_mode=mode, history=int(history), episode_steps=int(steps),
         **({"obs_features": obs_features} if obs_features else {}),
@@ -199,7 +207,10 @@ def _clone_metadata(
 ) -> dict[str, Any]:
     """The metadata :func:`behaviour_clone` saves with its model: ``ainet-gym train``'s (so that ``evaluate
     ppo:OUT`` and ``train --resume OUT`` take it), plus ``behaviour_cloning``: the samples, epochs, weighting,
-    the lookahead's base and horizon and the ``result`` (less its seconds)."""
+    the lookahead's base and horizon and the ``result`` (less its seconds). ``fabric``: the labels' fingerprint
+    (:func:`_clone_env` checked it is the env's; ``evaluate ppo:OUT`` refuses another fabric), none for labels
+    without one (not checked, as a knn or qnet file fitted on them)."""
+    from ainet_gym.agents.imitate.label_files import FABRIC_FIELD
     from ainet_gym.agents.train_config import TrainConfig
     from ainet_gym.agents.train_meta import meta_maker
 
@@ -210,6 +221,8 @@ def _clone_metadata(
     meta = meta_maker(
         cfg, "ppo", mode, history, "flat", venv.core, sc.name, f"bc-{Path(out).stem}", venv, None
     )(0)
+    if FABRIC_FIELD not in labels:  # labels of an unknown fabric: the model claims none (not the env's)
+        meta.pop("fabric", None)
     meta["behaviour_cloning"] = {
         "samples": len(labels["label"]), "epochs": epochs, "weighting": weighting,
         "lookahead_base": str(labels["meta"][5]), "lookahead_h": int(labels["meta"][6]),

@@ -18,8 +18,9 @@ def label_player(
     """The deterministic plan choice of a saved policy, as a function of the batch's observations: a
     ``knn`` policy file (.npz, :func:`fit_knn`), a ``qnet`` one (.npz with a ``layers`` field,
     :func:`ainet_gym.agents.qnet.fit_qnet`) or a PPO model (.zip). A knn or qnet file must pick among
-    ``plans`` (the labelling env's, when given), in that order, and a knn file with a fabric fingerprint must
-    have been labelled on ``scenario``'s fabric (:func:`check_fabric`): a ValueError otherwise."""
+    ``plans`` (the labelling env's, when given), in that order, and a file with a fabric fingerprint (a knn or
+    qnet file's field, a PPO model's metadata) must have been made on ``scenario``'s fabric (:func:`check_fabric`):
+    a ValueError otherwise."""
     if str(path).endswith(".npz"):
         from types import SimpleNamespace
 
@@ -42,8 +43,13 @@ def label_player(
         view = SimpleNamespace(obs_layout=core.obs_layout)
         return _AgentPlayer(agent, view)
     from ainet_gym.agents.sb3_agents import load_model
+    from ainet_gym.agents.sb3_files import check_model_fabric
+    from ainet_gym.fabric.topology import build_fabric
+    from ainet_gym.scenario.loader import load_scenario
 
-    model, _ = load_model(path, "ppo")
+    model, meta = load_model(path, "ppo")
+    sc = load_scenario(scenario)
+    check_model_fabric(f"policy {path!r}", meta, build_fabric(sc.fabric, max_paths=sc.routing.max_paths))
     return lambda o: model.predict(o, deterministic=True)[0]
 
 

@@ -144,17 +144,10 @@ def load_knn(path: str | Path) -> dict[str, Any]:
 
 def _checked_knn_fabric(a: np.ndarray | None, what: str) -> str | None:
     """The optional field ``fabric`` of a knn file (:data:`KNN_OPTIONAL`), checked: a 0-d non-empty string;
-    None without one."""
-    from ainet_gym.agents.model_files import ModelFileError
+    None without one (:func:`~ainet_gym.agents.model_files.checked_fabric`)."""
+    from ainet_gym.agents.model_files import checked_fabric
 
-    if a is None:
-        return None
-    if a.ndim != 0 or a.dtype.kind != "U" or not str(a):
-        raise ModelFileError(
-            f"{what}: field 'fabric' is a {a.ndim}-d {a.dtype} array; allowed: a 0-d non-empty string (a fabric "
-            "fingerprint, e.g. 'fab1-0123456789abcdef')"
-        )
-    return str(a)
+    return checked_fabric(a, what)
 
 
 def _checked_knn_previous_plan(

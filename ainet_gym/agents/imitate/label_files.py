@@ -83,17 +83,13 @@ def check_fabric(what: str, recorded: str | None, fabric: Any) -> None:
     ValueError
         Naming the field, both fingerprints and what to do.
     """
-    if recorded is None or fabric is None:
-        return
-    from ainet_gym.fabric.topology import fabric_fingerprint
+    from ainet_gym.agents.model_files import check_played_fabric
 
-    env = fabric_fingerprint(fabric)
-    if env != recorded:
-        raise ValueError(
-            f"{what}: field {FABRIC_FIELD!r} = {recorded!r} (the fabric its labels were made on), the scenario "
-            f"played has fabric {env!r}; allowed: the scenario it was labelled on (the same links and "
-            "capacities), or fit the policy again from labels made on this fabric"
-        )
+    check_played_fabric(
+        what, recorded, fabric, "the fabric its labels were made on",
+        "the scenario it was labelled on (the same links and capacities), or fit the policy again from labels "
+        "made on this fabric",
+    )  # fmt: skip
 
 
 def concat_labels(parts: list[dict[str, Any]], sources: list[str] | None = None) -> dict[str, Any]:

@@ -6,6 +6,7 @@ policies in both simulators; their markdown, and ``python -m ainet_gym.checks.cr
 from __future__ import annotations
 
 import os
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,109 @@ import numpy as np
 
 from ainet_gym.checks.crosscheck.compare import crosscheck_in_subprocess
 from ainet_gym.checks.crosscheck.config import CrosscheckConfig, CrosscheckError, tcp_header_efficiency
+
+
+# ---------------------------------------------------------------------------------------------- job cells
+def iteration_gap(job: dict[str, Any]) -> str:
+    """Which simulator completed more iterations of ``job`` in the span, and how many more: ``"fluid+1"``,
+    ``"ns-3+2"``, ... or ``""`` when the counts are equal or not in the row (a result saved before
+    issue-27zy). A non-empty gap marks a row whose ``rel_error`` averages over different iterations.
+
+    Examples
+    --------
+    >>> iteration_gap({"fluid_iterations": 9, "ns3_iterations": 8}), iteration_gap({"fluid_iterations": 34,
+    ...     "ns3_iterations": 35}), iteration_gap({"fluid_iterations": 6, "ns3_iterations": 6})
+    ('fluid+1', 'ns-3+1', '')
+    """
+    nf, nn = job.get("fluid_iterations"), job.get("ns3_iterations")
+    if nf is None or nn is None or nf == nn:
+        return ""
+    return f"fluid+{nf - nn}" if nf > nn else f"ns-3+{nn - nf}"
+
+
+def iterations_cell(job: dict[str, Any]) -> str:
+    """``"fluid/ns-3"`` iteration counts of ``job``, followed by :func:`iteration_gap` when they differ
+    (``"9/8 fluid+1"``); ``"-"`` for a row without the counts."""
+    if job.get("fluid_iterations") is None or job.get("ns3_iterations") is None:
+        return "-"
+    gap = iteration_gap(job)
+    return f"{job['fluid_iterations']}/{job['ns3_iterations']}" + (f" {gap}" if gap else "")
+
+
+def _pct(x: float | None) -> str:
+    """A relative error as a signed percentage with two decimals, ``"-"`` for None."""
+    return "-" if x is None else f"{100 * x:+.2f}%"
+
+
+def _lag(job: dict[str, Any]) -> str:
+    """``job``'s ``lag_ms`` signed with three decimals, ``"-"`` when it is None or not in the row."""
+    lag = job.get("lag_ms")
+    return "-" if lag is None else f"{lag:+.3f}"
+
+
+def matched_progress(job: dict[str, Any]) -> str:
+    """The matched-iteration part of a progress line: iterations, ``matched_rel_error`` and ``lag_ms``."""
+    return (
+        f"iterations {iterations_cell(job)} matched {_pct(job.get('matched_rel_error'))} lag {_lag(job)} ms"
+    )
+
+
+#: The text report's legend of a row marked by :func:`iteration_gap` (printed under the table when one is).
+GAP_LEGEND: str = (
+    "fluid+N / ns-3+N: that simulator completed N more iterations in the span, so 'error' averages over "
+    "different iterations; the matched columns compare the first min(fluid, ns-3) of each, and lag is ns-3's "
+    "end of the last of them less the fluid's (+: ns-3 behind)"
+)
+
+
+def text_report(result: dict[str, Any]) -> str:
+    """The text report of ``ainet-gym crosscheck`` (without ``--json``) of one :func:`~.compare.crosscheck`
+    result: per job, the mean communication time per iteration in both simulators and ``rel_error``, beside
+    them the iteration counts (marked ``fluid+N`` / ``ns-3+N`` where they differ, :func:`iteration_gap`) and
+    the comparison over the matched iterations (``matched_comm_ms``, ``matched_rel_error``, ``lag_ms``);
+    then the per-interval figures when there are several intervals, and the wall times. A figure that is
+    None prints as ``-``."""
+
+    def ms(x: float | None, width: int) -> str:
+        return f"{'-':>{width}}" if x is None else f"{x:>{width}.3f}"
+
+    lines = [
+        f"scenario {result['scenario']}  policy {result['policy']}  seed {result['seed']}  "
+        f"intervals {result['steps']}",
+        f"  {'':<16}{'all iterations':^29}{'':<17}{'matched iterations':^38}".rstrip(),
+        f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}  {'iterations':<15}"
+        f"{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}{'lag ms':>9}",
+    ]
+    for j in result["jobs"]:
+        mc = j.get("matched_comm_ms") or {}
+        lines.append(
+            f"  {j['name']:<16}{ms(j['fluid_comm_ms'], 10)}{ms(j['ns3_comm_ms'], 10)}{_pct(j['rel_error']):>9}"
+            f"  {iterations_cell(j):<15}{ms(mc.get('fluid'), 10)}{ms(mc.get('ns3'), 10)}"
+            f"{_pct(j.get('matched_rel_error')):>9}{_lag(j):>9}"
+        )
+    if any(iteration_gap(j) for j in result["jobs"]):
+        lines += textwrap.wrap(GAP_LEGEND, width=110, initial_indent="  ", subsequent_indent="    ")
+    if result["steps"] > 1:
+        lines.append("  per interval (iterations fluid/ns-3, fluid ms, ns-3 ms, error):")
+        for j in result["jobs"]:
+            cells = []
+            for iv in j["intervals"]:
+                a, b, e = iv["fluid_comm_ms"], iv["ns3_comm_ms"], iv["rel_error"]
+                cells.append(
+                    f"{iv['fluid_iterations']}/{iv['ns3_iterations']} "
+                    + (f"{a:.2f}" if a is not None else "-") + " " + (f"{b:.2f}" if b is not None else "-")
+                    + (f" {100 * e:+.1f}%" if e is not None else "")
+                )  # fmt: skip
+            lines.append(f"  {j['name']:<16}" + " | ".join(cells))
+    lines.append(f"  wall: fluid {result['fluid_wall_s'] * 1e3:.2f} ms, ns-3 {result['ns3_wall_s']:.2f} s")
+    return "\n".join(lines)
+
+
+def _md_iterations(job: dict[str, Any]) -> str:
+    """:func:`iterations_cell` for a markdown table, in bold where the counts differ."""
+    cell = iterations_cell(job)
+    return f"**{cell}**" if iteration_gap(job) else cell
+
 
 # ---------------------------------------------------------------------------------------------- calibration
 #: The calibration table's cases: (cross-check scenario, intervals). See scenarios/crosscheck/.
@@ -159,7 +263,8 @@ def calibration(
                 if progress:
                     print(
                         f"{name:<12} {pol:<8} {j['name']:<8} fluid {j['fluid_comm_ms']:8.3f} ms  ns-3 "
-                        f"{j['ns3_comm_ms']:8.3f} ms  {100 * j['rel_error']:+6.2f}%  ns-3 {r['ns3_wall_s']:.1f} s",
+                        f"{j['ns3_comm_ms']:8.3f} ms  {100 * j['rel_error']:+6.2f}%  {matched_progress(j)}  "
+                        f"ns-3 {r['ns3_wall_s']:.1f} s",
                         flush=True,
                     )
     return {"seed": seed, "rows": rows, "rankings": rankings(rows, tie_tolerance)}
@@ -202,16 +307,18 @@ def _rank(groups: list[list[str]]) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The calibration table (docs/fidelity.md) of :func:`calibration`'s result."""
+    """The calibration table (docs/fidelity.md) of :func:`calibration`'s result: per job, beside ``rel_error``,
+    the iteration counts of both simulators (bold, with ``fluid+N`` / ``ns-3+N``, where they differ), the
+    ``matched_rel_error`` and ``lag_ms`` (``-`` for rows saved without them)."""
 
     lines = [
-        "| case | MB per transfer | policy | job | fluid ms | ns-3 ms | error | ns-3 wall s | fluid wall ms |"
-        " speed ratio (wall) | speed ratio (CPU) |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| case | MB per transfer | policy | job | fluid ms | ns-3 ms | error | iterations fluid/ns-3 |"
+        " matched error | lag ms | ns-3 wall s | fluid wall ms | speed ratio (wall) | speed ratio (CPU) |",
+        "|---|---:|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
         if "error" in r:
-            lines.append(f"| {r['case']} | | {r['policy']} | - | | | {r['error']} | | | | |")
+            lines.append(f"| {r['case']} | | {r['policy']} | - | | | {r['error']} | | | | | | | |")
             continue
         pol = (
             r["policy"]
@@ -221,7 +328,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(
             f"| {r['case']} | {r['transfer_mb']:.3g} | {pol} | {r['name']} | {r['fluid_comm_ms']:.3f} | "
             f"{r['ns3_comm_ms']:.3f} | "
-            f"{100 * r['rel_error']:+.2f}% | {r['ns3_wall_s']:.2f} | {1e3 * r['fluid_wall_s']:.2f} | "
+            f"{_pct(r['rel_error'])} | {_md_iterations(r)} | {_pct(r.get('matched_rel_error'))} | {_lag(r)} | "
+            f"{r['ns3_wall_s']:.2f} | {1e3 * r['fluid_wall_s']:.2f} | "
             f"{r['ns3_wall_s'] / max(r['fluid_wall_s'], 1e-9):.2g} | "
             f"{r['ns3_cpu_s'] / max(r['fluid_cpu_s'], 1e-9):.2g} |"
         )
@@ -295,7 +403,7 @@ def learning(
                         f"{j['ns3_comm_ms']:7.2f} ms {100 * j['rel_error']:+6.2f}%  step {j['fluid_step_ms']:7.2f} "
                         f"{j['ns3_step_ms']:7.2f} ms  worst interval "
                         + (f"{100 * w:.2f}%" if w is not None else "-")
-                        + f"  ns-3 {r['ns3_wall_s']:.0f} s",
+                        + f"  {matched_progress(j)}  ns-3 {r['ns3_wall_s']:.0f} s",
                         flush=True,
                     )
     return {"seed": seed, "rows": rows, "rankings": step_rankings(rows, tie_tolerance)}
@@ -321,24 +429,23 @@ def step_rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> li
 
 
 def markdown_learning(result: dict[str, Any]) -> str:
-    """The tables of docs/fidelity-learning.md from :func:`learning`'s result."""
-
-    def pct(x: float | None) -> str:
-        return "-" if x is None else f"{100 * x:+.2f}%"
+    """The tables of docs/fidelity-learning.md from :func:`learning`'s result; the job table has the matched
+    columns of :func:`markdown` beside ``rel_error``."""
 
     lines = [
-        "| case | policy | job | fluid comm ms | ns-3 comm ms | error | worst interval | fluid step ms |"
-        " ns-3 step ms | ns-3 wall s | fluid wall ms | speed ratio |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| case | policy | job | fluid comm ms | ns-3 comm ms | error | iterations fluid/ns-3 | matched error |"
+        " lag ms | worst interval | fluid step ms | ns-3 step ms | ns-3 wall s | fluid wall ms | speed ratio |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
         if "error" in r:
-            lines.append(f"| {r['case']} | {r['policy']} | - | | | {r['error']} | | | | | | |")
+            lines.append(f"| {r['case']} | {r['policy']} | - | | | {r['error']} | | | | | | | | | |")
             continue
         w = r["worst_interval_error"]
         lines.append(
             f"| {r['case']} | {r['policy']} | {r['name']} | {r['fluid_comm_ms']:.2f} | {r['ns3_comm_ms']:.2f} | "
-            f"{pct(r['rel_error'])} | {'-' if w is None else f'{100 * w:.2f}%'} | {r['fluid_step_ms']:.2f} | "
+            f"{_pct(r['rel_error'])} | {_md_iterations(r)} | {_pct(r.get('matched_rel_error'))} | {_lag(r)} | "
+            f"{'-' if w is None else f'{100 * w:.2f}%'} | {r['fluid_step_ms']:.2f} | "
             f"{r['ns3_step_ms']:.2f} | {r['ns3_wall_s']:.0f} | {1e3 * r['fluid_wall_s']:.1f} | "
             f"{r['ns3_wall_s'] / max(r['fluid_wall_s'], 1e-9):.2g} |"
         )

@@ -79,7 +79,7 @@ def interval_figures(
     )  # fmt: skip
 
 
-@njit(cache=True, nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+@njit(nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _link_figures(
     link_bytes, cap, dur, net_mask, lu, failed, cap_copy, lo, hi
 ):  # pragma: no cover - compiled
@@ -103,7 +103,7 @@ def _link_figures(
         failed[b] = nf
 
 
-@njit(cache=True, nogil=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
+@njit(nogil=True, error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _link_set_figures(
     link_bytes, lu, dur, net_links, gpu_uplinks, tier_off, tier_idx, to_gbps, maxu, tier_bytes, thr, lo, hi
 ):  # pragma: no cover - compiled
@@ -137,7 +137,7 @@ def _link_set_figures(
         thr[lo + i] = acc[i] / d * to_gbps if d > 0 else 0.0
 
 
-@njit(cache=True, nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+@njit(nogil=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _job_figures(
     dur, job_unit, unit_ngpus, iterations, step_sum, comm_sum, active_t, compute_t, time_s, iter_start,
     unit_compute, ideal_step_s, alive, ngpu, iters, step_t, comm_t, util, eff, ideal, compute_s, lo, hi,

@@ -151,7 +151,7 @@ def merge_by_level(a_flow, a_level, n_a, b_flow, b_level, n_b, out_flow, out_lev
             j += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def link_row(lk, s, resid, tick, nl):  # pragma: no cover - compiled
     """Link ``lk``'s row in a fill's local rows (:class:`FillScratch` ``s``, stamp ``tick``, ``nl`` rows so
     far): the row it has at this stamp, else a new row ``nl`` with the link's residual ``resid[lk]``, a zero sum
@@ -168,7 +168,7 @@ def link_row(lk, s, resid, tick, nl):  # pragma: no cover - compiled
     return s.link_slot[lk], nl
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def row_offsets(s, nl):  # pragma: no cover - compiled
     """The offsets of the link-major lists of rows ``0 .. nl - 1`` (:class:`FillScratch` ``s``): row ``j``'s
     members go to ``s.slot_flows[s.slot_off[j] : s.slot_off[j + 1]]`` (``s.slot_count[j]`` of them), each list's
@@ -181,7 +181,7 @@ def row_offsets(s, nl):  # pragma: no cover - compiled
     s.slot_off[nl] = m
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def push_link_rows(s, nl):  # pragma: no cover - compiled
     """Push rows ``0 .. nl - 1`` of a fill's local rows (:class:`FillScratch` ``s``) on its empty heap, each at
     its share (residual over the sum of coef x weight, inf without one). The heap's size. Shared by
@@ -198,7 +198,7 @@ def push_link_rows(s, nl):  # pragma: no cover - compiled
     return hn
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _fill_rows(
     flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, s, tick, lo
 ):  # pragma: no cover - compiled
@@ -234,7 +234,7 @@ def _fill_rows(
     return nl
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _fill_share(j, s, e_coef):  # pragma: no cover - compiled
     """Link row ``j``'s share now (:func:`fill_levels`, :class:`FillScratch` ``s``): residual over the sum of
     its unfrozen flows' coef x weight (inf: none), that sum first summed again if round-off ate it."""
@@ -252,7 +252,7 @@ def _fill_share(j, s, e_coef):  # pragma: no cover - compiled
     return sres[j] / den[j] if den[j] > 0 else np.inf
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _fill_freeze(q0, q1, it, k, flows, e_coef, rate, out_flow, out_level, n_out, s):  # pragma: no cover
     """Freeze at level ``k`` the unfrozen local flows of :func:`fill_levels`' link row (its list
     ``s.slot_flows[q0:q1]``), or (``q0 < 0``) the one local flow ``-1 - it`` at its demand: each flow's rate

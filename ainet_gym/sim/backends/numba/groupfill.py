@@ -29,7 +29,7 @@ __all__ = ["GROUP_STATS", "KEEP_STATS", "group_fill", "group_fill_kept", "group_
 GROUP_STATS = ("fills", "groups", "pairs", "whole", "splits", "split_flows", "split_entries", "entries")
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_keys(flows, n, old_rate, weight, demand, fe_lo, fe_hi, kk):  # pragma: no cover - compiled
     """Each local flow's group key into ``kk[:n]``: its previous level ``old_rate / weight`` when positive
     and finite and the flow has entries and no finite demand, else ``-1 - a`` (a group of its own). The
@@ -46,7 +46,7 @@ def _gf_keys(flows, n, old_rate, weight, demand, fe_lo, fe_hi, kk):  # pragma: n
     return m
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_order(kk, n, order, tab, gid, gcnt):  # pragma: no cover - compiled
     """The local flows into ``order[:n]`` with equal keys ``kk`` together (groups in the order of their first
     member, members in the caller's order): a hash of the keys' bits (``tab``: (2 x slots,) int64, -1 where
@@ -86,7 +86,7 @@ def _gf_order(kk, n, order, tab, gid, gcnt):  # pragma: no cover - compiled
         gcnt[g] += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_pairs(
     flows, order, n, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo, glo, gp_lo, gsize, xoff,
     pair_n, pair_m, pair_g, pair_row, rp_stamp, rp_pair,
@@ -140,7 +140,7 @@ def _gf_pairs(
     return ng, npair, nl
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_lists(npair, nl, pair_row, s):  # pragma: no cover - compiled
     """The link-major lists of the pairs: row ``j``'s pairs ``s.slot_flows[s.slot_off[j] : s.slot_off[j + 1]]``
     (its pairs counted in ``s.slot_count``)."""
@@ -152,7 +152,7 @@ def _gf_lists(npair, nl, pair_row, s):  # pragma: no cover - compiled
         fill[j] += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_members(
     order, n, npair, xoff, flows, fe_lo, fe_hi, pair_m, pair_off, pair_mem, s
 ):  # pragma: no cover
@@ -174,7 +174,7 @@ def _gf_members(
         pair_off[p] -= pair_m[p]
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_share(j, s, pair_n, pair_m, pair_g, gfrozen):  # pragma: no cover - compiled
     """Link row ``j``'s share now: residual over the sum of its live pairs' coefficient x weight (inf: none),
     that sum first summed again from the pairs if round-off ate it."""
@@ -189,7 +189,7 @@ def _gf_share(j, s, pair_n, pair_m, pair_g, gfrozen):  # pragma: no cover - comp
     return s.slot_resid[j] / den[j] if den[j] > 0 else np.inf
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_freeze_flow(
     a, r, k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n, pair_m, pair_row,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -223,7 +223,7 @@ def _gf_freeze_flow(
     return n_out + 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_freeze_group(
     g, k, flows, order, glo, gp_lo, weight, rate, out_flow, out_level, n_out, s, pair_n, pair_m, pair_row, gfrozen,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -255,7 +255,7 @@ def _gf_freeze_group(
     return n_out
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_split(
     g, p, k, flows, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n, pair_m,
     pair_row, pair_off, pair_mem, gsize, gfrozen, st,
@@ -281,7 +281,7 @@ def _gf_split(
     return n_out
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gf_link(
     j, k, flows, order, glo, gp_lo, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, xoff, pair_n,
     pair_m, pair_g, pair_row, pair_off, pair_mem, gsize, gfrozen, st,
@@ -404,7 +404,7 @@ def group_store_reset(ks):  # pragma: no cover - compiled
     ks.st[3] = 0
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_slot(tab, mask, b):  # pragma: no cover - compiled
     """The slot of key bits ``b`` in the open-addressing hash ``tab`` (pairs: bits, used flag): its own, or
     the free one where it would go."""
@@ -416,7 +416,7 @@ def _gk_slot(tab, mask, b):  # pragma: no cover - compiled
         h += np.uint64(1)
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_count(flows, n, ks, tick, frozen):  # pragma: no cover - compiled
     """Each local flow's index in ``ks.fa``, and the flows of this fill in each live group (``gcnt``, stamped
     ``tick``; ``gloc`` -1: not checked yet)."""
@@ -435,7 +435,7 @@ def _gk_count(flows, n, ks, tick, frozen):  # pragma: no cover - compiled
             ks.gcnt[gi] += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_intact(flows, n, kk, ks, lg, gsize):  # pragma: no cover - compiled
     """The kept groups that are intact in this fill: more than one member, every member in the fill, still in
     the group and at the group's key ``kk`` (one previous level). Each gets a local group (``lg``, its
@@ -467,7 +467,7 @@ def _gk_intact(flows, n, kk, ks, lg, gsize):  # pragma: no cover - compiled
     return nk
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_rebuild(flows, n, kk, ks, lg, gsize, nk, rb, fk, tab):  # pragma: no cover - compiled
     """The local flows to rebuild (``rb``, their keys ``fk``): those not in an intact group, and the members
     of an intact group at a key one of them has (the group dissolved, so that one level makes one group).
@@ -520,7 +520,7 @@ def _gk_rebuild(flows, n, kk, ks, lg, gsize, nk, rb, fk, tab):  # pragma: no cov
     return nrb, k2
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_intact_rows(lg, nk, ks, s, resid, tick, rp_stamp):  # pragma: no cover - compiled
     """The fill's link rows of the intact groups' pairs (each pair's row ``prow``, its unfrozen members and
     sum from the kept ones; the rows' sums and live pairs). ``(rows, pairs)``."""
@@ -545,7 +545,7 @@ def _gk_intact_rows(lg, nk, ks, s, resid, tick, rp_stamp):  # pragma: no cover -
     return nl, npair
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_new_group(flows, rb, order, i0, i1, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo, nl, ks, kl,
                   rp_stamp, rp_pair):  # fmt: skip  # pragma: no cover - compiled
     """A new kept group (local group ``kl``) of the rebuilt flows ``rb[order[i0:i1]]``: its members, its pairs
@@ -604,7 +604,7 @@ def _gk_new_group(flows, rb, order, i0, i1, fe_lo, fe_hi, e_link, e_coef, weight
     return nl
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_lists(lg, nk, nl, ks, s):  # pragma: no cover - compiled
     """The link-major lists of the fill's pairs: row ``j``'s pairs ``s.slot_flows[s.slot_off[j] :
     s.slot_off[j + 1]]``."""
@@ -619,7 +619,7 @@ def _gk_lists(lg, nk, nl, ks, s):  # pragma: no cover - compiled
                 fill[j] += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_share(j, s, ks, gfrozen):  # pragma: no cover - compiled
     """:func:`_gf_share` over kept pairs."""
     den = s.slot_denom
@@ -633,7 +633,7 @@ def _gk_share(j, s, ks, gfrozen):  # pragma: no cover - compiled
     return s.slot_resid[j] / den[j] if den[j] > 0 else np.inf
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_freeze_flow(f, r, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s,
                     ks):  # fmt: skip  # pragma: no cover - compiled
     """:func:`_gf_freeze_flow` of flow ``f`` over kept pairs (its entries' pairs from ``ks.fpl``)."""
@@ -662,7 +662,7 @@ def _gk_freeze_flow(f, r, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_l
     return n_out + 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_freeze_group(kl, k, weight, rate, out_flow, out_level, n_out, s, ks, lg,
                      gfrozen):  # fmt: skip  # pragma: no cover - compiled
     """:func:`_gf_freeze_group` of local group ``kl`` over kept pairs."""
@@ -695,7 +695,7 @@ def _gk_freeze_group(kl, k, weight, rate, out_flow, out_level, n_out, s, ks, lg,
     return n_out
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_link(j, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_out, s, ks, lg, gsize, gfrozen,
              rm):  # fmt: skip  # pragma: no cover - compiled
     """:func:`_gf_link` over kept pairs: the members a split freezes are listed in ``rm`` (``ks.st[14]`` of
@@ -726,7 +726,7 @@ def _gk_link(j, k, fe_lo, fe_hi, e_coef, weight, rate, out_flow, out_level, n_ou
     return n_out
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_groups(flows, n, m, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, tick, lo, ib,
                size):  # fmt: skip  # pragma: no cover - compiled
     """The fill's groups: the intact kept groups as they are (their pairs' rows only), the other flows
@@ -783,7 +783,7 @@ def _gk_groups(flows, n, m, kk, fe_lo, fe_hi, e_link, e_coef, weight, resid, s, 
     return nk, nl
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_heap(n, nk, nl, lg, gsize, gfrozen, fe_lo, fe_hi, e_coef, weight, demand, rate, out_flow, out_level, s,
              ks, rm):  # fmt: skip  # pragma: no cover - compiled
     """:func:`group_fill`'s heap loop over the kept groups (links by share, a lone flow's demand level). The
@@ -819,7 +819,7 @@ def _gk_heap(n, nk, nl, lg, gsize, gfrozen, fe_lo, fe_hi, e_coef, weight, demand
     return pops
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _gk_leave(rm, n_rm, fe_lo, fe_hi, e_coef, weight, ks):  # pragma: no cover - compiled
     """The flows a split froze (``rm[:n_rm]``) leave their kept groups: each entry's pair loses a member and its
     coefficient x weight (a pair left without members: sum 0, skipped from then on), the group a member (one

@@ -7,7 +7,7 @@ import numpy as np
 from ainet_gym.sim.backends.numba.jit import njit
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def heap_push(key, item, n, k, i):  # pragma: no cover - compiled
     """Push ``(k, i)`` on the binary min-heap ``key[:n]`` / ``item[:n]``; the new size."""
     j = n
@@ -23,7 +23,7 @@ def heap_push(key, item, n, k, i):  # pragma: no cover - compiled
     return n + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def heap_pop(key, item, n):  # pragma: no cover - compiled
     """Remove the root of the heap ``key[:n]`` (read it first); the new size."""
     n -= 1
@@ -47,7 +47,7 @@ def heap_pop(key, item, n):  # pragma: no cover - compiled
     return n
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def _heap_place(hk, hf, pos, i, k, f):  # pragma: no cover - compiled
     """Put flow ``f`` with key ``k`` in slot ``i`` of the indexed min-heap ``hk`` (keys) / ``hf`` (flows) /
     ``pos`` (flow -> slot)."""
@@ -56,7 +56,7 @@ def _heap_place(hk, hf, pos, i, k, f):  # pragma: no cover - compiled
     pos[f] = i
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def _sift_up(hk, hf, pos, i):  # pragma: no cover - compiled
     """Move item ``i`` of the indexed min-heap ``hk`` / ``hf`` / ``pos`` (:func:`_heap_place`) up."""
     k = hk[i]
@@ -70,7 +70,7 @@ def _sift_up(hk, hf, pos, i):  # pragma: no cover - compiled
     _heap_place(hk, hf, pos, i, k, f)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def sift_down(hk, hf, pos, n, i):  # pragma: no cover - compiled
     """Move item ``i`` of the indexed min-heap of ``n`` items down."""
     k = hk[i]
@@ -88,7 +88,7 @@ def sift_down(hk, hf, pos, n, i):  # pragma: no cover - compiled
     _heap_place(hk, hf, pos, i, k, f)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
     """Give flow ``f`` the key ``key`` in the indexed heap of ``n`` items (inserted, moved, or removed when
     ``key`` is inf); the new size."""
@@ -124,7 +124,7 @@ def heap_set(hk, hf, pos, n, f, key):  # pragma: no cover - compiled
 # ``adj_flow[slot]``), ``hpos`` (slot -> absolute position in ``hk``; -1: not in the heap)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def _lh_place(hk, hx, hpos, p, k, x):  # pragma: no cover - compiled
     """Slot ``x`` with level ``k`` at absolute position ``p`` of a link's level heap."""
     hk[p] = k
@@ -132,7 +132,7 @@ def _lh_place(hk, hx, hpos, p, k, x):  # pragma: no cover - compiled
     hpos[x] = p
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def lh_up(hk, hx, hpos, b, i):  # pragma: no cover - compiled
     """Item ``i`` (relative to the link's base ``b``) of a level max-heap moved up. The levels read."""
     k = hk[b + i]
@@ -149,7 +149,7 @@ def lh_up(hk, hx, hpos, b, i):  # pragma: no cover - compiled
     return steps
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def lh_down(hk, hx, hpos, b, n, i):  # pragma: no cover - compiled
     """Item ``i`` of the level max-heap of ``n`` items at base ``b`` moved down. The levels read."""
     k = hk[b + i]
@@ -170,7 +170,7 @@ def lh_down(hk, hx, hpos, b, n, i):  # pragma: no cover - compiled
     return steps
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def lh_set(hk, hx, hpos, b, n, x, key):  # pragma: no cover - compiled
     """Slot ``x`` given the level ``key`` in the level heap of ``n`` items at base ``b`` (inserted when not
     in it). ``(new size, levels read)``."""
@@ -189,7 +189,7 @@ def lh_set(hk, hx, hpos, b, n, x, key):  # pragma: no cover - compiled
     return n, 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def lh_remove(hk, hx, hpos, b, n, x):  # pragma: no cover - compiled
     """Slot ``x`` out of the level heap of ``n`` items at base ``b`` (nothing when not in it). ``(new size,
     levels read)``."""

@@ -1,4 +1,94 @@
-"""The incremental solve of the lazy kernel: the flows a change can move, re-filled."""
+"""The incremental solve of the lazy kernel: the flows a change can move, re-filled.
+
+:func:`resolve_incremental` is the max-min allocation of :func:`run_interval_lazy` after an event, from the
+last solve's. Its arguments, its rule and what it returns:
+
+``act`` (flows,) bool: the new active set, listed in ``act_list[:n_act]``; ``gone[:n_gone]``: the flows
+that left it since the last solve; ``came[:n_came]``: those that joined it (a flow may be in both: it
+completed and started again); ``arr_mark[f] == mark`` marks a flow that joined since the last solve.
+``rate`` holds the last solve's rates (read for the flows of the log, written for the re-filled ones).
+``rstate`` (int64, 14): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
+since the last full fill, the link-generation, union-find and fill stamps, the parallel-rule solves,
+the component rule's back-off (solves left to skip it, the last skip; :data:`COMPONENT_BACKOFF_MAX`),
+the entries of the active flows, the work the solve counted (the switch's cost model), whether
+``rp``'s link index holds the instance's entries (0: built at the next repair; set 0 when the entries
+change), the solves the departure repair made and declined and the active flows it read. ``log_flow`` /
+``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
+links, row ``link - lo``): the active flows' bytes/s and sums of coefficient x share weight per link,
+valid where ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
+
+Levels are weighted: flow ``f``'s level is ``rate[f] / unit_weight[f]`` (its share weight, 1 unweighted;
+docs/model.md, "Share weights"), and every rule below (the restart level, the freeze log, the kept
+flows, the departure repair, both fills) is in levels. ``weighted``: whether a weight differs from 1 (the
+parallel rule then takes ``unit_weight``; False: its unweighted rule, bit for bit as before weights).
+
+A full fill (no log yet, or :data:`FULL_FILL_EVERY` incremental solves since the last one) fills every
+active flow on the capacities. Otherwise an event that removes flows (lowest old level ``L_d``) or adds
+flows (each at a level of at least ``min(demand / weight, min over its links of capacity / sum of
+coefficient x weight)``, lowest ``L_a``) changes no level below ``L = min(L_d, L_a) (1 -
+RESTART_MARGIN)``: below it the progressive
+filling of the new flow set is the old one step for step (a departed flow crosses no link that
+saturated below its level, an arrival none that saturates below its bound). The flows at levels
+``>= L`` on the capacities the lower ones leave make a max-min problem of their own, which decomposes
+over the connected components of their flow-link graph: only the components of a departed or an
+arrived flow are filled again.
+
+With ``flow_order`` (:data:`REFILL_FLOW_ORDER`, issue-28zj) a solve that fills by the heap takes its flows
+in flow order (:func:`_inc_sort_flows`), as a dense solve does: the fill, the loads and the caller's
+per-flow progress then walk their entries in memory order, not by level. The switch's count, the
+components and the selection walk the log's flows from the restart level in flow order too
+(:func:`_inc_log_sorted`, :func:`_inc_select_sorted`, issue-28zk): the residuals they restore are summed
+in another order.
+
+``one_walk`` (issue-28zo; bit for bit either way, False: the walks of issue-28zk): while the component rule
+backs off, the components' stamps and the selection's give-back are one walk over the log's flows
+(:func:`_inc_walk_all`), and after a heap fill by :func:`fill_levels` the loads reset each of the fill's
+link rows once and offer only the saturated rows' flows (:func:`_inc_loads_rows`), instead of walking every
+filled flow's entries.
+
+The flows to fill are filled by :func:`fill_levels` (a heap), or, when they are more than ``par_share``
+of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
+flows it leaves unfrozen then by :func:`fill_levels`): both are exact fills of the same max-min problem
+(:data:`PARALLEL_SHARE`). ``rstate[5]`` counts the solves that took the parallel rule.
+
+With ``rep_on``, an incremental solve at which flows only left is first tried by
+:func:`repair_departures` (``rp``: its :class:`RepairScratch`, whose ``sat`` every solve keeps up to date
+when ``rep_on``; ``f0:f1``: the instance's flows, for its link index): it re-fills only the flows that
+lost every bottleneck, and the freeze log is then patched (those flows and the departed ones out, the
+re-filled ones in at their new levels). When it declines, the solve re-fills from the restart level.
+With ``rep_heap`` (:data:`REPAIR_LEVEL_HEAPS`, issue-28zi) every solve keeps a max-heap of the levels of
+each link's active flows once the link index is built (built anew after a full fill; the departed flows
+out, the filled ones keyed anew otherwise), the repair reads them instead of whole links and never
+declines on its share (``REPAIR_MAX_SHARE`` does not apply), and its read counter counts a flow once per
+solve, not when it is re-filled. ``rep_heap`` ``None`` (what the lazy kernel passes by default,
+:data:`LEVEL_HEAPS`): off, with the heaps' code left out of the compiled solve and repair (issue-31zf2).
+
+Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
+``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved,
+when ``sw_on`` and the switch's cost model (:data:`LAZY_SWITCH`; ``cost``: the instance's row of
+:data:`N_SWITCH` columns) finds that the predicted savings of the full path since the last hand-off
+exceed ``sw_handoff`` predicted full solves: the lazy re-fill is predicted as ``sw_ratio x rho_l x`` the
+entries at or above the restart level, the full solve as ``rho_f x`` the active entries ``+ n_inst +
+n_act`` (the flows a full-path event scans). The caller re-solves in full, and the state here is then
+stale (the next call must be a full fill, ``rstate[0] = -1``). ``rstate[9]`` receives the work the solve
+counted (entries walked, the parallel rule's live entries over its rounds, a heap fill's entries and
+pops, the loads and the log rewritten), and an incremental solve's work per entry at or above the level
+enters ``rho_l`` (``cost[1]``).
+
+The steps, in order on one set of scratch arrays (:func:`resolve_incremental` is their order and its two
+ways out; issue-31zf2 split it): the full set (:func:`_inc_full_start`, :func:`_inc_full_set`) or the
+restart level (:func:`_inc_restart_level`), the departure repair (:func:`_inc_repair`) and its log patch
+(:func:`_inc_patch_log`), the log in flow order (:func:`_inc_log_sorted`) and the switch (:func:`_inc_declines`),
+the components and the flows to fill (:func:`_inc_walk_log`, :func:`_inc_backoff`), the fill
+(:func:`_inc_order_old`, :func:`_inc_fill`; ``grp_fill`` 1: over groups of flows at one previous level,
+:func:`group_fill`, :data:`GROUP_FILL`; 2: kept, :data:`GROUP_KEEP`; ``None``: not compiled, issue-31ze2) and
+the new log (:func:`merge_by_level`), the loads and the level heaps (:func:`_inc_settle`: :func:`_inc_loads`,
+:func:`_inc_heaps`; ``rep_heap`` ``None``: not compiled, issue-31zf2). Those that allocate nothing are compiled
+into the solve (``forceinline``); the others (:func:`_inc_log_sorted`, :func:`_inc_order_old`, :func:`_inc_fill`,
+:func:`_distinct_levels`) are calls from the solve itself, as before the split: wrapped into a ``forceinline``
+step, LLVM inlined them and the fill's heap (:func:`fill_levels`) into the solve, and the bench's AllToAll
+intervals took about 6% more CPU (the median of 5 pairs; docs/development.md, issue-31zf2).
+"""
 
 from __future__ import annotations
 
@@ -27,7 +117,12 @@ from ainet_gym.sim.backends.numba.settings import (
     SWITCH_MEAN_WEIGHT,
 )
 
-__all__ = ["resolve_incremental"]
+__all__ = ["LEVEL_HEAPS", "resolve_incremental"]
+
+#: :func:`resolve_incremental`'s ``rep_heap`` as the lazy kernel passes it: ``None`` when
+#: :data:`REPAIR_LEVEL_HEAPS` is off (the default: then the level heaps are not compiled into the kernel, as numba
+#: prunes a branch on ``arg is not None`` for a ``None``-typed argument before typing, issue-31zf2), else True
+LEVEL_HEAPS: bool | None = True if REPAIR_LEVEL_HEAPS else None
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -550,12 +645,17 @@ def _inc_heaps(
 @njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
 def _inc_repair(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid, rstamp, load,
-    rstate, refill, old_rate, out_flow, out_level, fs, rp, f0, f1, max_refill, rep_top, rep_heap,
+    rstate, refill, old_rate, out_flow, out_level, fs, rp, f0, f1, n_act, n_above, rep_top, rep_heap,
 ):  # fmt: skip  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s departure repair: the link-major index of the instance's entries (once
-    per interval, ``rstate[10]``), :func:`repair_departures`, and with ``rep_heap`` the level heaps after a
-    repair made (:func:`_inc_heaps`). Returns ``(n_r, work)``: the flows re-filled (-1: declined)."""
+    per interval, ``rstate[10]``), :func:`repair_departures` (re-filling at most :data:`REPAIR_MAX_SHARE` of
+    the ``n_above`` flows of the log at or above the restart level; with the level heaps any number), and with
+    ``rep_heap`` the level heaps after a repair made (:func:`_inc_heaps`; ``rep_heap`` ``None``: the heaps not
+    compiled, issue-31zf2). Returns ``(n_r, work)``: the flows re-filled (-1: declined)."""
     work = 0
+    limit = int(REPAIR_MAX_SHARE * n_above)
+    if rep_heap is not None and rep_heap:  # (pruned when None)
+        limit = n_act + 1
     if rstate[10] == 0:
         work += link_index(
             rp, f0, f1, fe_lo, fe_hi, e_link, lo, resid.shape[0], act, rate, unit_weight, rep_heap
@@ -563,10 +663,11 @@ def _inc_repair(
         rstate[10] = 1
     n_r, rw = repair_departures(
         act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid, rstamp, load,
-        rstate, refill, old_rate, out_flow, out_level, fs, rp, max_refill, rep_top, rep_heap,
+        rstate, refill, old_rate, out_flow, out_level, fs, rp, limit, rep_top, rep_heap,
     )  # fmt: skip
     work += rw
-    if n_r >= 0 and rep_heap:  # (the index is built: the level heaps follow the departures and re-fills)
+    # (pruned when None; the index is built: the level heaps follow the departures and re-fills)
+    if rep_heap is not None and rep_heap and n_r >= 0:
         work += _inc_heaps(False, rp, resid.shape[0], n_gone, gone, n_r, refill, act, rate, unit_weight, fe_lo, fe_hi,
                            e_link, lo, capacity, load)  # fmt: skip
     return n_r, work
@@ -692,121 +793,81 @@ def _inc_loads(
     return work
 
 
+@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _inc_full_start(
+    n_log, log_level, par_levels, n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill,
+    resid, csum, link_gen, rstate,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental`'s full fill set up: a new link generation (``rstate[2]``), the distinct levels
+    of the last solve's log when it is a periodic full fill (0: not known, a first fill), every active flow to
+    fill on the capacities (:func:`_inc_full_set`; ``rstate[8]``: the active entries). ``(levels, work)``."""
+    rstate[2] += 1
+    n_lev = 0
+    if n_log >= 0 and par_levels < n_log:  # a periodic full fill: the levels of the last solve's log
+        n_lev = _distinct_levels(log_level, 0, n_log, par_levels)
+    rstate[8] = _inc_full_set(n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill,
+                              resid, csum, link_gen, rstate[2])  # fmt: skip
+    return n_lev, rstate[8]
+
+
+@njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
+def _inc_settle(
+    full, rows, rep_on, rep_heap, n_act, act_list, n_re, refill, n_gone, gone, act, rate, unit_weight, fe_lo, fe_hi,
+    e_link, capacity, lo, resid, load, rp, lev, rstamp, fs, rstate, cost, e_above, work,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`resolve_incremental` after the fill: the loads (:func:`_inc_loads`; ``rows``: by the fill's link
+    rows), with ``rep_heap`` the level heaps (:func:`_inc_heaps`; ``None``: not compiled, issue-31zf2), the
+    solves since a full fill (``rstate[1]``), an incremental solve's work per entry at or above the restart
+    level into ``cost[1]`` and the solve's work into ``rstate[9]``."""
+    work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
+                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev, rstamp, -1 if full else rstate[3], fs,
+                       rows)  # fmt: skip
+    # (pruned when None) the level heaps: built anew after a full fill, else updated
+    if rep_heap is not None and rep_heap and rep_on and rstate[10] == 1:
+        work += _inc_heaps(full, rp, resid.shape[0], n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi,
+                           e_link, lo, capacity, load)  # fmt: skip
+    rstate[1] = 0 if full else rstate[1] + 1
+    if not full and e_above > 0:
+        cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
+    rstate[9] = work
+
+
 @njit(cache=True, nogil=True)
 def resolve_incremental(
     act, arr_mark, mark, act_list, n_act, gone, n_gone, came, n_came, fe_lo, fe_hi, e_link, e_coef, capacity,
     lo, dcap, unit_weight, rate, old_rate, refill, keep_flow, keep_level, log_flow, log_level, out_flow,
     out_level, fs, uf, seed, resid, rstamp, load, csum, link_gen, rstate, par_share, par_rounds, sw_on,
     sw_ratio, sw_handoff, n_inst, cost, rp, f0, f1, rep_on, rep_top=REPAIR_ONLY_TOP, par_levels=PARALLEL_MAX_LEVELS, weighted=False,
-    rep_heap=REPAIR_LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER, grp_fill=None, one_walk=True,
+    rep_heap=LEVEL_HEAPS, flow_order=REFILL_FLOW_ORDER, grp_fill=None, one_walk=True,
 ):  # fmt: skip  # pragma: no cover - compiled (callable from Python too: tests/sim/test_incremental.py)
     """The max-min rates of the active flows after an event, from the last solve's: the allocation of
-    :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event).
+    :func:`run_interval_lazy` (a function of its own, so that tests drive it event by event). The module
+    docstring says what the arguments hold, why the solve is exact and what each rule does; this is the order
+    of its steps: the full set (:func:`_inc_full_start`) or the restart level (:func:`_inc_restart_level`), the
+    departure repair (:func:`_inc_repair`) and its log patch (:func:`_inc_patch_log`), the log in flow order
+    (:func:`_inc_log_sorted`) and the switch (:func:`_inc_declines`), the components and the flows to fill
+    (:func:`_inc_walk_log`, :func:`_inc_backoff`), the fill (:func:`_inc_order_old`, :func:`_inc_fill`) and the
+    log (:func:`merge_by_level`), the loads and the level heaps (:func:`_inc_settle`).
 
-    ``act`` (flows,) bool: the new active set, listed in ``act_list[:n_act]``; ``gone[:n_gone]``: the flows
-    that left it since the last solve; ``came[:n_came]``: those that joined it (a flow may be in both: it
-    completed and started again); ``arr_mark[f] == mark`` marks a flow that joined since the last solve.
-    ``rate`` holds the last solve's rates (read for the flows of the log, written for the re-filled ones).
-    ``rstate`` (int64, 14): the freeze-log length (-1: none, the solve is a full fill), the incremental solves
-    since the last full fill, the link-generation, union-find and fill stamps, the parallel-rule solves,
-    the component rule's back-off (solves left to skip it, the last skip; :data:`COMPONENT_BACKOFF_MAX`),
-    the entries of the active flows, the work the solve counted (the switch's cost model), whether
-    ``rp``'s link index holds the instance's entries (0: built at the next repair; set 0 when the entries
-    change), the solves the departure repair made and declined and the active flows it read. ``log_flow`` /
-    ``log_level``: the freeze log (flows by level, nondecreasing). ``load`` / ``csum`` (the instance's
-    links, row ``link - lo``): the active flows' bytes/s and sums of coefficient x share weight per link,
-    valid where ``link_gen`` is ``rstate[2]``. The other arrays are scratch (``fs``: a :class:`FillScratch`).
-
-    Levels are weighted: flow ``f``'s level is ``rate[f] / unit_weight[f]`` (its share weight, 1 unweighted;
-    docs/model.md, "Share weights"), and every rule below (the restart level, the freeze log, the kept
-    flows, the departure repair, both fills) is in levels. ``weighted``: whether a weight differs from 1 (the
-    parallel rule then takes ``unit_weight``; False: its unweighted rule, bit for bit as before weights).
-
-    A full fill (no log yet, or :data:`FULL_FILL_EVERY` incremental solves since the last one) fills every
-    active flow on the capacities. Otherwise an event that removes flows (lowest old level ``L_d``) or adds
-    flows (each at a level of at least ``min(demand / weight, min over its links of capacity / sum of
-    coefficient x weight)``, lowest ``L_a``) changes no level below ``L = min(L_d, L_a) (1 -
-    RESTART_MARGIN)``: below it the progressive
-    filling of the new flow set is the old one step for step (a departed flow crosses no link that
-    saturated below its level, an arrival none that saturates below its bound). The flows at levels
-    ``>= L`` on the capacities the lower ones leave make a max-min problem of their own, which decomposes
-    over the connected components of their flow-link graph: only the components of a departed or an
-    arrived flow are filled again.
-
-    With ``flow_order`` (:data:`REFILL_FLOW_ORDER`, issue-28zj) a solve that fills by the heap takes its flows
-    in flow order (:func:`_inc_sort_flows`), as a dense solve does: the fill, the loads and the caller's
-    per-flow progress then walk their entries in memory order, not by level. The switch's count, the
-    components and the selection walk the log's flows from the restart level in flow order too
-    (:func:`_inc_log_sorted`, :func:`_inc_select_sorted`, issue-28zk): the residuals they restore are summed
-    in another order.
-
-    ``one_walk`` (issue-28zo; bit for bit either way, False: the walks of issue-28zk): while the component rule
-    backs off, the components' stamps and the selection's give-back are one walk over the log's flows
-    (:func:`_inc_walk_all`), and after a heap fill by :func:`fill_levels` the loads reset each of the fill's
-    link rows once and offer only the saturated rows' flows (:func:`_inc_loads_rows`), instead of walking every
-    filled flow's entries.
-
-    The flows to fill are filled by :func:`fill_levels` (a heap), or, when they are more than ``par_share``
-    of the active flows, by :func:`fill_parallel` (the parallel rule, at most ``par_rounds`` rounds, the
-    flows it leaves unfrozen then by :func:`fill_levels`): both are exact fills of the same max-min problem
-    (:data:`PARALLEL_SHARE`). ``rstate[5]`` counts the solves that took the parallel rule.
-
-    With ``rep_on``, an incremental solve at which flows only left is first tried by
-    :func:`repair_departures` (``rp``: its :class:`RepairScratch`, whose ``sat`` every solve keeps up to date
-    when ``rep_on``; ``f0:f1``: the instance's flows, for its link index): it re-fills only the flows that
-    lost every bottleneck, and the freeze log is then patched (those flows and the departed ones out, the
-    re-filled ones in at their new levels). When it declines, the solve re-fills from the restart level.
-    With ``rep_heap`` (:data:`REPAIR_LEVEL_HEAPS`, issue-28zi) every solve keeps a max-heap of the levels of
-    each link's active flows once the link index is built (built anew after a full fill; the departed flows
-    out, the filled ones keyed anew otherwise), the repair reads them instead of whole links and never
-    declines on its share (``REPAIR_MAX_SHARE`` does not apply), and its read counter counts a flow once per
-    solve, not when it is re-filled.
-
-    Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in
-    ``old_rate[:n_re]``, 0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved,
-    when ``sw_on`` and the switch's cost model (:data:`LAZY_SWITCH`; ``cost``: the instance's row of
-    :data:`N_SWITCH` columns) finds that the predicted savings of the full path since the last hand-off
-    exceed ``sw_handoff`` predicted full solves: the lazy re-fill is predicted as ``sw_ratio x rho_l x`` the
-    entries at or above the restart level, the full solve as ``rho_f x`` the active entries ``+ n_inst +
-    n_act`` (the flows a full-path event scans). The caller re-solves in full, and the state here is then
-    stale (the next call must be a full fill, ``rstate[0] = -1``). ``rstate[9]`` receives the work the solve
-    counted (entries walked, the parallel rule's live entries over its rounds, a heap fill's entries and
-    pops, the loads and the log rewritten), and an incremental solve's work per entry at or above the level
-    enters ``rho_l`` (``cost[1]``).
-
-    The steps, in order on one set of scratch arrays: the full set (:func:`_inc_full_set`) or the restart
-    level (:func:`_inc_restart_level`), the departure repair (:func:`_inc_repair`) and its log patch
-    (:func:`_inc_patch_log`), the log in flow order (:func:`_inc_log_sorted`), the switch
-    (:func:`_inc_declines`), the components and the flows to fill (:func:`_inc_walk_log`), the fill
-    (:func:`_inc_flow_order`, :func:`_inc_fill`; ``grp_fill`` 1: over groups of flows at one previous level,
-    :func:`group_fill`, :data:`GROUP_FILL`; 2: kept, :data:`GROUP_KEEP`; ``None``: not compiled, issue-31ze2), the
-    loads (:func:`_inc_loads`) and the level heaps (:func:`_inc_heaps`); those that allocate nothing compiled into
-    the solve (``forceinline``).
-    """
+    Returns ``(n_re, full)``: the flows filled (``refill[:n_re]``, their previous rates in ``old_rate[:n_re]``,
+    0 for arrivals) and whether it was a full fill; ``(-1, False)``, nothing solved, when the switch declines
+    (the caller re-solves in full; the next call must be a full fill, ``rstate[0] = -1``)."""
     n_log = rstate[0]
     full = n_log < 0 or rstate[1] >= FULL_FILL_EVERY
-    if full:
-        rstate[2] += 1
-    gen = rstate[2]
-    work = 0
-    n_lev = 0  # distinct levels of the last solve among the flows to re-fill (0: not known, a first fill)
     lev = -np.inf  # the restart level (a full fill: none)
     if full:
-        if n_log >= 0 and par_levels < n_log:  # a periodic full fill: the levels of the last solve's log
-            n_lev = _distinct_levels(log_level, 0, n_log, par_levels)
-        rstate[8] = _inc_full_set(n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill,
-                                  resid, csum, link_gen, gen)  # fmt: skip
-        work += rstate[8]
+        n_lev, work = _inc_full_start(n_log, log_level, par_levels, n_act, act_list, fe_lo, fe_hi, e_link, e_coef,
+                                      capacity, lo, unit_weight, refill, resid, csum, link_gen, rstate)  # fmt: skip
         n_re, n_keep, k0, e_above = n_act, 0, 0, 0
     else:
         lev, e_above = _inc_restart_level(n_gone, gone, n_came, came, rate, unit_weight, dcap, fe_lo, fe_hi, e_link,
-                                          e_coef, capacity, lo, csum, load, link_gen, gen, rstate)  # fmt: skip
+                                          e_coef, capacity, lo, csum, load, link_gen, rstate[2], rstate)  # fmt: skip
         k0 = first_at_least(log_level, n_log, lev)  # the first flow of the log at a level >= lev
+        work = 0
         if rep_on and n_came == 0 and n_gone > 0:  # flows only left: re-fill those that lost every bottleneck
-            n_r, rw = _inc_repair(act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight,
-                                  resid, rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs, rp, f0, f1,
-                                  n_act + 1 if rep_heap else int(REPAIR_MAX_SHARE * (n_log - k0)), rep_top, rep_heap)  # fmt: skip
-            work += rw
+            n_r, work = _inc_repair(act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap,
+                                    unit_weight, resid, rstamp, load, rstate, refill, old_rate, out_flow, out_level, fs,
+                                    rp, f0, f1, n_act, n_log - k0, rep_top, rep_heap)  # fmt: skip
             if n_r >= 0:
                 _inc_patch_log(n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow,
                                log_level, keep_flow, keep_level, rp, rstate, work)  # fmt: skip
@@ -821,11 +882,10 @@ def resolve_incremental(
             return -1, False
         work += e_above
         rstate[3] += 1
-        tick = rstate[3]
-        use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (below)
-        n_re, n_keep = _inc_walk_log(flow_order, one_walk, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate,
-                                     fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf, seed, rstamp, tick,
-                                     use_cc, refill, keep_flow, keep_level, out_flow, rp.fmark, old_rate)  # fmt: skip
+        use_cc = rstate[6] <= 0  # the component rule, unless it is backing off (_inc_backoff)
+        n_re, n_keep = _inc_walk_log(flow_order, one_walk, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark,
+                                     mark, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf, seed, rstamp,
+                                     rstate[3], use_cc, refill, keep_flow, keep_level, out_flow, rp.fmark, old_rate)  # fmt: skip
         _inc_backoff(use_cc, n_keep, rstate)
     # (many distinct levels: the parallel rule would freeze few flows per round, the heap fill is cheaper)
     dense = n_re > par_share * n_act and n_lev <= par_levels
@@ -840,14 +900,6 @@ def resolve_incremental(
     rows = one_walk and not dense  # (the loads by the fill's link rows: after fill_levels only)
     if grp_fill is not None:  # (pruned when None, as in _inc_fill)
         rows = rows and grp_fill == 0
-    work += _inc_loads(full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi,
-                       e_link, capacity, lo, resid, load, rp, rstate[10] == 1, lev, rstamp, -1 if full else rstate[3], fs,
-                       rows)  # fmt: skip
-    if rep_on and rep_heap and rstate[10] == 1:  # the level heaps: built anew after a full fill, else updated
-        work += _inc_heaps(full, rp, resid.shape[0], n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi,
-                           e_link, lo, capacity, load)  # fmt: skip
-    rstate[1] = 0 if full else rstate[1] + 1
-    if not full and e_above > 0:
-        cost[1] += SWITCH_MEAN_WEIGHT * (work / e_above - cost[1])
-    rstate[9] = work
+    _inc_settle(full, rows, rep_on, rep_heap, n_act, act_list, n_re, refill, n_gone, gone, act, rate, unit_weight,
+                fe_lo, fe_hi, e_link, capacity, lo, resid, load, rp, lev, rstamp, fs, rstate, cost, e_above, work)  # fmt: skip
     return n_re, full

@@ -78,7 +78,7 @@ from ainet_gym.sim.state import RUNNING
 __all__ = ["lazy_instance", "run_interval_numba"]
 
 
-@njit(cache=True, nogil=True, _nrt=False, inline="always")
+@njit(nogil=True, _nrt=False, inline="always")
 def _flow_level(rate, weight, f):  # pragma: no cover - compiled
     """Flow ``f``'s level, ``rate[f] / weight[f]`` (its share weight; ``weight`` empty: every weight 1, the
     rate itself)."""
@@ -100,7 +100,7 @@ class FullScratch(NamedTuple):
     no_joined: np.ndarray
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def full_scratch(b_lo, b_hi, inst_flow, n_flows, n_phases, n_links):  # pragma: no cover - compiled
     """:func:`run_interval_numba`'s scratch for the instances ``b_lo:b_hi``: :class:`FullScratch`, and the
     solver's (:func:`parallel_rule`): :class:`ParallelRows` for the most flows of one instance, and
@@ -125,7 +125,7 @@ def full_scratch(b_lo, b_hi, inst_flow, n_flows, n_phases, n_links):  # pragma: 
     return scr, rows, links
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def unit_records(structure, state, outputs):  # pragma: no cover - compiled
     """The unit steps' records (:class:`UnitTable`, :class:`UnitClock`, :class:`JobParams`,
     :class:`PhaseGraph`, :class:`IterationTallies`) of :func:`run_interval_numba`'s compiled records."""
@@ -148,7 +148,7 @@ def unit_records(structure, state, outputs):  # pragma: no cover - compiled
     return units, clock, job, graph, tallies
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def full_instance_start(
     b, u0, u1, lo, n_links, cand, resumed, sw_on, sw_mode, sw_ev, sw_t, sw_cost, t_left, link_bytes, tallies,
     compute_t, active_t, stalled,
@@ -180,7 +180,7 @@ def full_instance_start(
     return False
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def active_set(
     f0, f1, eps_t, cand, scr, flow_w, flow_unit, flow_phase, flow_bg, unit_alive, bg_on, phase_off,
     phase_state, phase_lat_left, rem,
@@ -220,7 +220,7 @@ def active_set(
     return changed, n_act, lev, n_came
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def hand_to_lazy(
     b, f0, f1, n_act, n_came, lev, scr, flow_w, fe_lo, fe_hi, sw_ratio, sw_handoff, ev, t_left, sw_mode, sw_ev, sw_t,
     sw_cost,
@@ -256,7 +256,7 @@ def hand_to_lazy(
     return False
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def next_flow_event(
     b, n_act, t_phase, act_flows, rate, rem, flow_bg, flow_unit, flow_phase, phase_off, inst_phase, phase_mode,
     quantum, stalled,
@@ -310,7 +310,7 @@ def next_flow_event(
     return dt_fl
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def full_solve(
     b, cand, n_act, scr, fe_lo, fe_hi, e_link, e_coef, capacity, lo, rows, links, tick, flow_w, sw_cost,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -329,7 +329,7 @@ def full_solve(
     return it, wk, tick
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def advance_flows(n_act, act_flows, rate, dt, flow_bg, rem, moved):  # pragma: no cover - compiled
     """The active flows ``act_flows[:n_act]`` move ``rate x dt`` bytes each (:func:`advance_flow`)."""
     for i in range(n_act):
@@ -337,7 +337,7 @@ def advance_flows(n_act, act_flows, rate, dt, flow_bg, rem, moved):  # pragma: n
         advance_flow(f, rate[f] * dt, flow_bg, rem, moved)
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def full_instance_end(
     b, cand, handed, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes, sw_mode,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -436,7 +436,7 @@ def run_interval_numba(b_lo, b_hi, settings, structure, state, outputs, stats, g
 # ----------------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def lazy_instance(inst_flow, b, inc_min, phase_mode, quantum):  # pragma: no cover - compiled
     """Whether instance ``b`` runs in :func:`run_interval_lazy` (exact event mode, at least ``inc_min >= 0``
     flows) rather than in :func:`run_interval_numba` (the parallel rule, bit for bit as the numpy backend)."""

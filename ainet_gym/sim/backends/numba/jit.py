@@ -1,21 +1,35 @@
-"""numba's ``njit`` (an identity decorator where numba is missing) and the compile options of the steps."""
+"""numba's ``njit`` with the package's caching rule (an identity decorator where numba is missing) and the compile
+options of the steps."""
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["HAVE_NUMBA", "njit", "trailing_zeros"]
 
 try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
-    from numba import njit
+    from numba import njit as _numba_njit
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
     HAVE_NUMBA = False
+    _numba_njit = None
 
-    def njit(*args, **kwargs):  # type: ignore[no-redef]
-        def wrap(fn):
-            return fn
 
-        return wrap
+def njit(*args: Any, **options: Any) -> Any:
+    """numba's ``njit`` with the package's one caching rule: ``cache=True`` is kept only for a function that
+    Python can call, and dropped for one that only compiled code reaches: without Python wrappers
+    (:data:`COMPILED_ONLY`) or inlined into its callers by numba (``inline="always"``). Nothing loads such a
+    function from the on-disk cache (its callers' cached machine code holds it), while caching it cost every
+    process that imports its module a cache locator per function (a test file written into the cache
+    directory when it is decorated) and every cold start a cache save per function (docs/development.md,
+    "issue-31zg2"). Without numba: an identity decorator (the numpy backend runs without it)."""
+    if _numba_njit is None:  # pragma: no cover - exercised only where numba is missing
+        return (lambda fn: fn) if not (len(args) == 1 and callable(args[0])) else args[0]
+    compiled_only = options.get("no_cpython_wrapper") and options.get("no_cfunc_wrapper")
+    if compiled_only or options.get("inline") == "always":
+        options.pop("cache", None)
+    return _numba_njit(*args, **options)
 
 
 try:  # the count of trailing zero bits (llvm.cttz) from numba's internals, which may move between releases:
@@ -50,7 +64,8 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing 
 # The steps only compiled code calls (all but ``settle_units`` and ``parallel_rule``, which tests call from
 # Python) are compiled without the CPython and C-callable wrappers (``COMPILED_ONLY``): nothing calls them
 # from Python, and their wrappers cost the cold start 0.66 s of CPU (docs/development.md, "the cold compile",
-# issue-31zb); the callers' code is the same.
+# issue-31zb); the callers' code is the same. Nor are they cached on their own (:func:`njit` drops their
+# ``cache=True``): their callers' cached machine code holds them (issue-31zg2).
 # The frame of an event is written once for both kernels (begin_event, end_event, below); every long kernel
 # of this module is a short driver over such steps, each of one concern (issue-31ze): the steps that run at
 # every event or round are ``_nrt=False``, ``forceinline=True`` and ``COMPILED_ONLY``, so the drivers'

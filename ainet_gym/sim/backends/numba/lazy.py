@@ -68,7 +68,7 @@ from ainet_gym.sim.backends.numba.crew import announce
 from ainet_gym.sim.backends.numba.fill import FillScratch, fill_scratch
 from ainet_gym.sim.backends.numba.groupfill import group_store_reset
 from ainet_gym.sim.backends.numba.heaps import heap_set, sift_down
-from ainet_gym.sim.backends.numba.incremental import resolve_incremental
+from ainet_gym.sim.backends.numba.incremental import LEVEL_HEAPS, resolve_incremental
 from ainet_gym.sim.backends.numba.interval import lazy_instance, unit_records
 from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 from ainet_gym.sim.backends.numba.progress import (
@@ -84,7 +84,6 @@ from ainet_gym.sim.backends.numba.settings import (
     GROUP_KEEP,
     PARALLEL_MAX_LEVELS,
     REFILL_FLOW_ORDER,
-    REPAIR_LEVEL_HEAPS,
     REPAIR_ONLY_TOP,
 )
 from ainet_gym.sim.backends.numba.steps import (
@@ -198,7 +197,7 @@ class LazyLinks(NamedTuple):
     link_gen: np.ndarray  # (links,) int64 load and csum are valid where this is gen
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, quantum):  # pragma: no cover
     """The most flows and the most shared entries of one lazy instance (:func:`lazy_instance`) of
     ``b_lo:b_hi`` (0, 0: none)."""
@@ -213,7 +212,7 @@ def lazy_sizes(b_lo, b_hi, inst_flow, inst_seg, ent_hi, inc_min, phase_mode, qua
     return f_max, e_max
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w, grp_on):  # pragma: no cover - compiled
     """:func:`run_interval_lazy`'s fresh scratch: :class:`LazyFlows`, :class:`LazyRows` (``f_max`` rows),
     :class:`LazyLinks`, the phases' counts of flows with bytes left (``pend``) and whether their flows
@@ -244,7 +243,7 @@ def lazy_flow_scratch(n_flows, n_phases, n_links, f_max, flow_w, grp_on):  # pra
     return fl, rw, lk, pend, joined, np.zeros(14, dtype=i64), np.zeros(8, dtype=i64), gc
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, grp_fill):  # pragma: no cover - compiled
     """The caller's fill and repair scratch (:func:`lazy_scratch`, reused from call to call), reset as
     :func:`fill_scratch` / :func:`repair_scratch` initialise them; a fresh one where it is too small (with
@@ -272,7 +271,7 @@ def lazy_reuse_scratch(fs, rp, n_links, n_flows, f_max, e_max, grp_fill):  # pra
     return fs, rp
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_instance_start(
     b, f0, f1, eps_b, fl, pend, joined, flow_demand, flow_bg, flow_scale, rem, ex_lo, inst_seg, e_flow, e_link,
     e_coef, capacity, inst_phase, phase_flow_lo, phase_flow_n, rstate, gc, grp_on,
@@ -306,7 +305,7 @@ def lazy_instance_start(
     rstate[10] = 0  # the link-major index of the instance's entries (built by the first repair)
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_arrivals(
     u0, u1, f0, f1, first, now, n_fills, n_act, n_came, eps_t, units, clock, joined, bg_on, flow_unit, rem, fl,
     act_list, came,
@@ -343,7 +342,7 @@ def lazy_arrivals(
     return n_act, n_came
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_write_rates(
     n_re, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, flow_bg, flow_scale, rem, cnt,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -399,7 +398,7 @@ def lazy_write_rates(
     return hn, n_zero
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def rebuild_heap(hk, hf, hpos, hn):  # pragma: no cover - compiled
     """The completion heap's ``hn`` slots with their keys set in place (:func:`lazy_write_rates`):
     the flows at rate 0 (key inf) dropped, then heapified bottom-up. The flows left."""
@@ -418,7 +417,7 @@ def rebuild_heap(hk, hf, hpos, hn):  # pragma: no cover - compiled
     return hm
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def next_completion(hn, hk, hf, dfs, t_end, now, dt):  # pragma: no cover - compiled
     """The least of ``dt`` and the time to the least completion time of the heap's flows, and that flow (-1:
     ``dt`` came first). The heap is keyed by the time a flow's bytes left reach the tolerance, which
@@ -451,7 +450,7 @@ def next_completion(hn, hk, hf, dfs, t_end, now, dt):  # pragma: no cover - comp
     return dt, f_min
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def complete_flows(
     hn, f_min, now, n_act, n_zero, n_gone, fl, rw, rem, pend, phase_off, flow_unit, flow_phase,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -477,7 +476,7 @@ def complete_flows(
     return hn, n_act, n_zero, n_gone
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_progress(
     grp_on, n_re, full, n_act, par_share, now, hn, n_zero, eps_b, fl, rw, gc, flow_bg, flow_scale, rem, cnt, rstate,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -495,7 +494,7 @@ def lazy_progress(
     )
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_next(grp_on, hn, rw, fl, gc, now, dt):  # pragma: no cover - compiled
     """:func:`next_completion` over the heap of flows, or (``grp_on``) of groups, whose least completion
     time is ``g_tend``: then the flow is the group's of the least tag. ``(dt, f_min)``."""
@@ -505,7 +504,7 @@ def lazy_next(grp_on, hn, rw, fl, gc, now, dt):  # pragma: no cover - compiled
     return dt, gc.g_min[g] if g >= 0 else -1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_complete(
     grp_on, hn, f_min, now, n_act, n_zero, n_gone, fl, rw, gc, rem, pend, phase_off, flow_unit, flow_phase,
     flow_bg, eps_b, flow_scale,
@@ -520,7 +519,7 @@ def lazy_complete(
     return hn, n_act, n_zero, n_gone
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_count_solve(cnt, n_re, full, n_act, rstate):  # pragma: no cover - compiled
     """A solve of :func:`run_interval_lazy` in its counters ``cnt`` (:func:`lazy_stats`' columns): a fill,
     full or incremental (with the flows it re-filled and those active), and its work (``rstate[9]``)."""
@@ -534,7 +533,7 @@ def lazy_count_solve(cnt, n_re, full, n_act, rstate):  # pragma: no cover - comp
     cnt[0] += 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def lazy_instance_end(
     b, n_act, now, back, ev, t_left, fl, act_list, flow_bg, rem, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef,
     link_bytes, sw_mode, sw_ev, sw_t, sw_cost, gc, grp_on,
@@ -616,7 +615,7 @@ def run_interval_lazy(b_lo, b_hi, settings, structure, state, outputs, stats, go
                     e_coef, capacity, lo, dcap, weight, rate, old_rate, refill, keep_flow, keep_level,
                     log_flow, log_level, out_flow, out_level, fs, uf, seed, resid, rstamp, load, csum,
                     link_gen, rstate, par_share, par_rounds, sw_on, sw_ratio, sw_handoff, f1 - f0, sw_cost[b], rp,
-                    f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, REPAIR_LEVEL_HEAPS,
+                    f0, f1, rep_on, REPAIR_ONLY_TOP, PARALLEL_MAX_LEVELS, flow_w.shape[0] > 0, LEVEL_HEAPS,
                     REFILL_FLOW_ORDER, grp_fill,  # (2: kept, 1: group fill, None: flow by flow)
                 )  # fmt: skip
                 if n_re < 0:  # the full path predicted cheaper: back to run_interval_numba at this event

@@ -36,7 +36,7 @@ class ParallelLinks(NamedTuple):
     gid: np.ndarray  # (links,) int64 that group (``order`` only; both may be empty otherwise)
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _rule_start(
     n_act, act_flows, fe_lo, fe_hi, dcap, rate, rows, order, weight
 ):  # pragma: no cover - compiled
@@ -68,7 +68,7 @@ def _rule_start(
     return n_live, n_done, n_grp
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _rule_shares(n_live, cur, first, e_link, e_coef, capacity, lo, rows, links, weight):  # pragma: no cover
     """Step 1 of a round of :func:`parallel_rule` (round stamp ``cur``): the fair share level ``remaining /
     sum coef x weight`` of every link a live flow crosses (sums in entry order; ``first``: the remaining
@@ -101,7 +101,7 @@ def _rule_shares(n_live, cur, first, e_link, e_coef, capacity, lo, rows, links, 
     return wk
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _rule_path_minima(n_live, e_link, lo, rows, links):  # pragma: no cover - compiled
     """Step 2 of a round of :func:`parallel_rule`: the path minimum of every live flow (the least share on its
     links, or its demand level; ``rows.live_x[:, 1]``), and the smallest one at each link
@@ -126,7 +126,7 @@ def _rule_path_minima(n_live, e_link, lo, rows, links):  # pragma: no cover - co
                 linkmin[lk] = mk
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _rule_group(f, e0, e1, mk, r, at_demand, cur, n_grp, e_link, lo, rows, links):  # pragma: no cover
     """The freeze-order group (``order``) of flow ``f`` frozen at level ``r`` in round ``cur`` of
     :func:`parallel_rule`: the group its first link at the path minimum ``mk`` froze in this round (as it was
@@ -154,7 +154,7 @@ def _rule_group(f, e0, e1, mk, r, at_demand, cur, n_grp, e_link, lo, rows, links
     return g, n_grp
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _rule_freeze(
     n_live, n_done, n_grp, cur, e_link, lo, dcap, rate, rows, links, order, weight
 ):  # pragma: no cover
@@ -203,7 +203,7 @@ def _rule_freeze(
     return n_keep, n_done, n_grp, n_frozen
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _rule_take_off(n_done, n_frozen, cur, e_link, e_coef, lo, rows, links):  # pragma: no cover - compiled
     """Step 4 of a round of :func:`parallel_rule`: the traffic of the ``n_frozen`` flows frozen last
     (``rows.froz_i``, ``rows.froz_x``) taken off their links' remaining capacities, summed per link in entry

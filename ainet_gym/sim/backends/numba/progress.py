@@ -63,7 +63,7 @@ class GroupClocks(NamedTuple):
     n_free: np.ndarray  # (1,) int64 free ids on the stack
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def group_scratch(n_flows, f_max):  # pragma: no cover - compiled
     """Fresh group clocks for flows below ``n_flows`` and instances of at most ``f_max`` flows (0, 0: an
     empty scratch, the per-flow path)."""
@@ -85,7 +85,7 @@ def group_scratch(n_flows, f_max):  # pragma: no cover - compiled
     )  # fmt: skip
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def group_reset(gc, f0, f1):  # pragma: no cover - compiled
     """An instance's flows ``f0:f1`` in no group, every group free (a lazy instance starts)."""
     for f in range(f0, f1):
@@ -98,13 +98,13 @@ def group_reset(gc, f0, f1):  # pragma: no cover - compiled
     gc.n_free[0] = n_g
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_clock(gc, g, now):  # pragma: no cover - compiled
     """Group ``g``'s clock at ``now``."""
     return gc.g_s[g] + gc.g_r[g] * (now - gc.g_t[g])
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_new(gc, r, now):  # pragma: no cover - compiled
     """A new empty group at rate ``r``, its clock 0 at ``now``. Its id."""
     gc.n_free[0] -= 1
@@ -115,7 +115,7 @@ def _g_new(gc, r, now):  # pragma: no cover - compiled
     return g
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_link(gc, g, f, now, job, rem_f, tol):  # pragma: no cover - compiled
     """Flow ``f`` (``rem_f`` bytes left, brought up to ``now``) joins group ``g`` at the group's clock; a
     ``job`` flow (completion tolerance ``tol`` bytes) enters the group's least tags, as :func:`_g_key` finds
@@ -140,7 +140,7 @@ def _g_link(gc, g, f, now, job, rem_f, tol):  # pragma: no cover - compiled
                 gc.g_tag[g], gc.g_min[g] = t, f
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_unlink(gc, g, f, job):  # pragma: no cover - compiled
     """Flow ``f`` leaves group ``g``'s list (the least tags to be found again when it could have held one)."""
     p, q = gc.prv[f], gc.nxt[f]
@@ -157,7 +157,7 @@ def _g_unlink(gc, g, f, job):  # pragma: no cover - compiled
         gc.g_dirty[g] = True
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_key(gc, g, hn, hk, hf, rem, eps_b, flow_bg, flow_scale):  # pragma: no cover - compiled
     """Group ``g``'s key in the heap of groups (its least tags found again first if they are stale; the
     group freed when it has no member). The heap's size."""
@@ -190,7 +190,7 @@ def _g_key(gc, g, hn, hk, hf, rem, eps_b, flow_bg, flow_scale):  # pragma: no co
     return heap_set(hk, hf, gc.g_hpos, hn, g, key)
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_list_key(gc, g, tick, n_upd):  # pragma: no cover - compiled
     """Group ``g`` listed for a new key at the end of solve ``tick`` (once). The listed groups."""
     if gc.g_kmark[g] != tick:
@@ -200,7 +200,7 @@ def _g_list_key(gc, g, tick, n_upd):  # pragma: no cover - compiled
     return n_upd
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_slot(gc, r, mask, tick):  # pragma: no cover - compiled
     """The slot of rate ``r`` in the hash of solve ``tick`` (``mask + 1`` slots): its own, or the empty one
     where it goes."""
@@ -212,7 +212,7 @@ def _g_slot(gc, r, mask, tick):  # pragma: no cover - compiled
     return i
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_count(n_re, now, tick, fl, rw, gc, cnt):  # pragma: no cover - compiled
     """A solve's re-filled flows whose rate was written (counted as :func:`lazy_write_rates` counts them,
     ``cnt[4]``, ``cnt[5]``): in each group, the members whose new rate is its first changed member's
@@ -241,7 +241,7 @@ def _g_count(n_re, now, tick, fl, rw, gc, cnt):  # pragma: no cover - compiled
     return n_t
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_whole(n_t, now, tick, mask, n_zero, gc):  # pragma: no cover - compiled
     """The touched groups whose members all took the same new rate: the clock brought to ``now`` at the old
     rate, the new rate set, the group in the solve's hash and listed for a new key. ``(n_upd, n_zero)``."""
@@ -262,7 +262,7 @@ def _g_whole(n_t, now, tick, mask, n_zero, gc):  # pragma: no cover - compiled
     return n_upd, n_zero
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_move(
     n_re, n_upd, now, tick, mask, n_zero, eps_b, fl, rw, gc, flow_bg, flow_scale, rem
 ):  # pragma: no cover
@@ -295,7 +295,7 @@ def _g_move(
     return n_upd, n_zero
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def group_write_rates(
     n_re, now, tick, hn, n_zero, eps_b, fl, rw, gc, flow_bg, flow_scale, rem, cnt,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -316,7 +316,7 @@ def group_write_rates(
     return hn, n_zero
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _g_complete_group(
     g, f_min, now, n_act, n_gone, fl, rw, gc, rem, pend, phase_off, flow_unit, flow_phase, flow_bg, eps_b,
     flow_scale,
@@ -353,7 +353,7 @@ def _g_complete_group(
     return f_min, n_act, n_gone
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def group_complete_flows(
     hn, f_min, now, n_act, n_gone, fl, rw, gc, rem, pend, phase_off, flow_unit, flow_phase, flow_bg, eps_b,
     flow_scale,
@@ -370,7 +370,7 @@ def group_complete_flows(
     return hn, n_act, n_gone
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def group_end(n_act, now, act_list, fl, gc, flow_bg, rem):  # pragma: no cover - compiled
     """The active flows' bytes left and moved brought up to ``now`` from their groups' clocks (``t_upd``
     ``now``: :func:`lazy_instance_end` then adds nothing), as the instance leaves the kernel."""

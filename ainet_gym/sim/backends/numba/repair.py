@@ -125,7 +125,7 @@ def link_index(
     ``rp.adj_flow`` (links ``lo .. lo + n_links``), and the lists of the active flows at each link's ``rp.sat``
     level (``rp.top_*``: the flows at levels ``rate / weight >= sat (1 - REPAIR_RTOL)``); the entries
     indexed. With ``heaps``, each flow's slots (``rp.fslot`` / ``rp.foff``) and every link's level heap
-    (:func:`heaps_build`) too. O(entries)."""
+    (:func:`heaps_build`) too (``None``: the heaps not compiled, as False at run time: issue-31zf2). O(entries)."""
     off = rp.adj_off
     cur = rp.queue
     for j in range(n_links + 1):
@@ -145,7 +145,7 @@ def link_index(
             rp.fslot[k] = cur[j]
             k += 1
             cur[j] += 1
-    if heaps:
+    if heaps is not None and heaps:  # (pruned when None: the level heaps not compiled)
         heaps_build(rp, n_links, act, rate, weight)
     for j in range(n_links):
         if rp.sat[j] < 0.0:
@@ -643,7 +643,8 @@ def _repair_check(
     kept flow above it on every such link: those must come down, so they join the re-fill (their links
     queued). ``(flows without a bottleneck, n_r, qn, work, seen, within limit)``: False when more than
     ``limit`` flows would be re-filled (the old rates put back; the repair declines). ``heap``: each such
-    link's kept flows above the level found in its level heap (:func:`_check_link_heap`), not by a scan."""
+    link's kept flows above the level found in its level heap (:func:`_check_link_heap`), not by a scan
+    (``None``: the heaps not compiled, as False at run time: issue-31zf2)."""
     tol = REPAIR_RTOL
     q, off, adj, fmark, lmax, lstamp = rp.queue, rp.adj_off, rp.adj_flow, rp.fmark, rp.lmax, rp.lstamp
     n_bad = 0
@@ -668,7 +669,7 @@ def _repair_check(
             l2 = e_link[e] - lo
             if lstamp[l2] != ltick:
                 continue
-            if heap:  # the kept flows above lv from the link's level heap: each re-filled (counted so)
+            if heap is not None and heap:  # the kept flows above lv from its level heap (pruned when None)
                 n_r, qn, vis, ds, ok = _check_link_heap(l2, lv * (1.0 + tol), n_r, n_r0, qn, tick, limit, act, rate,
                                                     fe_lo, fe_hi, e_link, lo, rstamp, refill, old_rate, rp)  # fmt: skip
                 work += vis
@@ -754,12 +755,16 @@ def repair_departures(
     levels and the check read the per-link level heaps (``rp.hk`` ..., kept by the caller:
     :func:`heaps_update`) instead of every flow on a link (:func:`_repair_link_max_heap`,
     :func:`_check_link_heap`), and ``rstate[13]`` counts each flow read once per solve and not at all when it
-    is re-filled (it counts as re-filled).
+    is re-filled (it counts as re-filled). ``heap`` ``None`` (the lazy kernel's default,
+    :data:`~ainet_gym.sim.backends.numba.incremental.LEVEL_HEAPS`): as False at run time, and the heaps' steps are
+    not compiled: numba prunes each branch on ``heap is not None`` for a ``None``-typed argument before typing
+    (issue-31zf2).
 
     Long because its rounds share one repair's state (the queue, the counts, the outcome) in locals: every
     step is a helper above, what is left here is their order and the ways out.
     """
     q = rp.queue
+    once = heap is not None and heap  # (a flow's reads counted once per solve: with the level heaps)
     rstate[3] += 1
     tick = rstate[3]
     qn, work = _repair_start(gone, n_gone, tick, fe_lo, fe_hi, e_link, lo, rstamp, q)
@@ -773,7 +778,7 @@ def repair_departures(
     for rnd in range(REPAIR_MAX_ROUNDS + 1):
         qi, qn, n_r, work, seen, ok = _repair_scan(qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo,
                                                    fe_hi, e_link, capacity, lo, dcap, weight, rstamp, load, refill,
-                                                   old_rate, rp, heap)  # fmt: skip
+                                                   old_rate, rp, once)  # fmt: skip
         if not ok:
             why = 0 if rnd == 0 else 1
             break
@@ -787,7 +792,7 @@ def repair_departures(
         rstate[4] += 1
         n_fills += 1
         ltick = tick * (REPAIR_MAX_ROUNDS + 1) + rnd
-        if heap:
+        if heap is not None and heap:  # (pruned when None)
             w2, s2 = _repair_link_max_heap(qn, tick, ltick, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link,
                                            capacity, lo, resid, rp)  # fmt: skip
         else:
@@ -811,7 +816,7 @@ def repair_departures(
             ok = False
             break
     if not ok:  # declined: the rates as they were (the caller re-fills from the restart level)
-        if heap:  # (a heap built meanwhile keyed the re-filled flows at levels now undone: dropped)
+        if heap is not None and heap:  # (a heap built meanwhile keyed re-filled flows at levels now undone)
             for k in range(qn):
                 rp.hn[q[k]] = -1
         rstate[12] += 1

@@ -70,7 +70,7 @@ class UnitClock(NamedTuple):
     comm_end: np.ndarray  # (units,) float64 s, its end
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap):  # pragma: no cover - compiled
     """Cap ``dcap`` (the flows' demands, bytes/s) of instance ``b`` by its exclusive links' shares.
 
@@ -87,7 +87,7 @@ def exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap): 
             dcap[f] = x
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def end_phases(u, p0, nph, eps_t, counted, pend, joined, units, clock, rem, graph):  # pragma: no cover
     """End every running phase ``p0:p0 + nph`` of unit ``u`` whose latency is paid (within ``eps_t``) and
     whose flows have no bytes left (``pend``, or a scan of ``rem``: :func:`settle_units`' ``counted``),
@@ -126,7 +126,7 @@ def end_phases(u, p0, nph, eps_t, counted, pend, joined, units, clock, rem, grap
     return ended
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def end_iteration(u, now, p0, nph, counted, pend, units, clock, rem, job, tallies, stats):  # pragma: no cover
     """Unit ``u``'s iteration ends at ``now`` (s): its step and communication times counted
     (:class:`IterationTallies` ``tallies``), the next iteration started (compute, the bytes of its phases
@@ -238,7 +238,7 @@ def settle_units(
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def next_unit_event(u0, u1, dt, eps_t, units, clock):  # pragma: no cover - compiled
     """The least of ``dt`` and the time (s) to the next timer of units ``u0:u1`` (:class:`UnitTable`
     ``units``, :class:`UnitClock` ``clock``): a start, the end of compute (above ``eps_t``), the start of
@@ -265,7 +265,7 @@ def next_unit_event(u0, u1, dt, eps_t, units, clock):  # pragma: no cover - comp
     return dt
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def advance_units(u0, u1, dt, units, clock, active_t, compute_t):  # pragma: no cover - compiled
     """Advance the timers of units ``u0:u1`` (:class:`UnitTable` ``units``, :class:`UnitClock` ``clock``)
     by ``dt`` s, adding it to their active and compute times."""
@@ -289,7 +289,7 @@ def advance_units(u0, u1, dt, units, clock, active_t, compute_t):  # pragma: no 
                     c.phase_lat_left[p] = max(c.phase_lat_left[p] - dt, 0.0)
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def advance_flow(f, x, flow_bg, rem, moved):  # pragma: no cover - compiled
     """Flow ``f`` moves ``x`` bytes (a job flow at most its bytes left, ``rem``; a background flow has no
     end), added to ``moved``."""
@@ -300,7 +300,7 @@ def advance_flow(f, x, flow_bg, rem, moved):  # pragma: no cover - compiled
     moved[f] += x
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def retire_flow(
     f, x, now, rem, moved, t_upd, act, apos, act_list, n_act, pend, slot, gone, n_gone
 ):  # pragma: no cover
@@ -323,7 +323,7 @@ def retire_flow(
     return n_act, n_gone + 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, link_bytes):  # pragma: no cover
     """Add the bytes instance ``b``'s flows moved (``moved``) to its links' ``link_bytes``: the split is
     fixed within the interval, so bytes per flow first, then per entry (each link's entries in entry order
@@ -342,7 +342,7 @@ def add_link_bytes(b, inst_seg, ent_hi, ex_lo, e_flow, e_link, e_coef, moved, li
 FRAME_RUN, FRAME_END, FRAME_ERROR, FRAME_CAP = 0, 1, 2, 3
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def begin_event(
     u0, u1, now_s, t_left, ev, max_events, max_rounds, eps_t, counted, pend, joined, units, clock, rem, job, graph,
     tallies, stats,
@@ -365,7 +365,7 @@ def begin_event(
     return FRAME_RUN, ev
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def end_event(b, u0, u1, dt, eps_t, units, clock, active_t, compute_t, time_s):  # pragma: no cover - compiled
     """The bottom of an event of both interval kernels: the step is the least of ``dt`` (the flows' next
     event, or the interval's end) and the next timer of units ``u0:u1`` (:func:`next_unit_event`), never
@@ -380,7 +380,7 @@ def end_event(b, u0, u1, dt, eps_t, units, clock, active_t, compute_t, time_s): 
     return dt_u, unit_first
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def reset_instance_flows(
     b, f0, f1, act, moved, dcap, flow_demand, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -393,7 +393,7 @@ def reset_instance_flows(
     exclusive_caps(b, ex_lo, inst_seg, e_flow, e_link, e_coef, capacity, dcap)
 
 
-@njit(cache=True, nogil=True, _nrt=False, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, **COMPILED_ONLY)
 def zero_completed(f0, f1, eps_b, flow_bg, flow_scale, rem):  # pragma: no cover - compiled
     """Job flows of ``f0:f1`` whose bytes left are within the completion tolerance ``eps_b x flow_scale``
     have none (``rem`` 0)."""
