@@ -7,8 +7,9 @@ on another fabric) and the exact command that trained it (``command``) and expor
 (``export_command``). A ``.npz`` is a k-nearest-neighbour imitation of the lookahead
 (:func:`ainet_gym.agents.imitate.fit_knn`: plain arrays, read with ``allow_pickle=False``) with the same
 record in its ``ainet_gym.json`` member (algorithm ``knn-imitation``, class, training seed, the commands
-that labelled and fitted it) and the fabric's fingerprint in its field ``fabric``. ``ainet-gym evaluate SCENARIO --policies ...,pretrained`` evaluates the
-one of that scenario; ``ainet_gym/agents/pretrained.py`` loads and exports them.
+that labelled and fitted it) and the fabric's fingerprint in its field ``fabric``.
+``ainet-gym evaluate SCENARIO --policies ...,pretrained`` evaluates the one of that scenario;
+``ainet_gym/agents/pretrained.py`` loads and exports them.
 """
 
 from __future__ import annotations
