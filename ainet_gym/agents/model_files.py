@@ -311,11 +311,19 @@ def checked_fabric(value: Any, what: str) -> str | None:
     return str(value)
 
 
-def check_played_fabric(what: str, recorded: str | None, fabric: Any, made: str, remedy: str) -> None:
+def check_played_fabric(
+    what: str,
+    recorded: str | None,
+    fabric: Any,
+    made: str,
+    remedy: str,
+    scenario: str = "the scenario played",
+) -> None:
     """Refuse to play the policy ``what`` (e.g. ``qnet:PATH``) whose recorded :data:`FABRIC_FIELD` is not the
     fingerprint of ``fabric`` (the env's :class:`~ainet_gym.fabric.topology.Fabric`); nothing is checked when
     either is unknown (None: a file of before the field, or an env without a fabric). ``made`` says what the
-    recorded fingerprint is (e.g. "the fabric it was trained on"), ``remedy`` what to do instead.
+    recorded fingerprint is (e.g. "the fabric it was trained on"), ``remedy`` what to do instead, ``scenario``
+    what the env is (``train --resume``: "the scenario trained on").
 
     Raises
     ------
@@ -329,6 +337,6 @@ def check_played_fabric(what: str, recorded: str | None, fabric: Any, made: str,
     env = fabric_fingerprint(fabric)
     if env != recorded:
         raise ValueError(
-            f"{what}: field {FABRIC_FIELD!r} = {recorded!r} ({made}), the scenario played has fabric {env!r}; "
+            f"{what}: field {FABRIC_FIELD!r} = {recorded!r} ({made}), {scenario} has fabric {env!r}; "
             f"allowed: {remedy}"
         )

@@ -48,6 +48,11 @@ def _check_config(cfg: TrainConfig) -> None:
         raise ValueError(
             "resume and init_from: allowed: one of them (resume continues a run, init_from starts one)"
         )
+    if cfg.allow_other_fabric and cfg.resume is None and cfg.init_from is None:
+        raise ValueError(
+            "allow_other_fabric = True without a source model: allowed: with resume or init_from (it lets their "
+            "model come from another fabric), or leave it out"
+        )
     if not isinstance(cfg.timesteps, int) or cfg.timesteps < 1:
         raise ValueError(f"timesteps = {cfg.timesteps!r}: must be an integer >= 1")
     if not isinstance(cfg.n_envs, int) or cfg.n_envs < 1:
@@ -60,8 +65,9 @@ def train(cfg: TrainConfig) -> TrainResult:
     Raises
     ------
     ValueError
-        Bad arguments, an algorithm that cannot act in the action mode, or a resumed model that does
-        not fit the scenario.
+        Bad arguments, an algorithm that cannot act in the action mode, or a resumed (initialising) model
+        that does not fit the scenario, or that records another fabric than the scenario's (without
+        ``allow_other_fabric``; refused before any step).
     FileNotFoundError
         If ``resume`` does not exist.
     """
@@ -93,8 +99,9 @@ def train(cfg: TrainConfig) -> TrainResult:
     formats = ["tensorboard", "csv"] + (["stdout"] if cfg.verbose else [])
     model.set_logger(configure(str(run_dir), formats))
     meta_of = meta_maker(
-        cfg, algo, action_mode, history, observation, core, scenario.name, name, env, residual
-    )
+        cfg, algo, action_mode, history, observation, core, scenario.name, name, env, residual,
+        source_fabric=meta_in.get("fabric"),
+    )  # fmt: skip
     callbacks: list[Any] = [FabricMetricsCallback()]
     if cfg.save_every:
         callbacks.append(SaveEvery(int(cfg.save_every), run_dir / "checkpoints", meta_of))
@@ -165,6 +172,7 @@ def train_main(args: argparse.Namespace) -> int:
         obs_blocks=tuple(getattr(args, "obs_blocks", None) or ()),
         extra_plans=tuple(getattr(args, "extra_plans", None) or ()),
         init_from=getattr(args, "init_from", None),
+        allow_other_fabric=bool(getattr(args, "allow_other_fabric", False)),
     )
     res = train(cfg)
     return report_run(res, cfg.logdir, f"model: {res.model_path}")

@@ -93,6 +93,11 @@ class TrainConfig:
     """A saved model whose policy (architecture and weights: e.g. a behaviour-cloned one, ``python -m
     ainet_gym.agents.imitate clone``) starts a new run: its env settings, this run's hyperparameters (e.g. a small
     ``learning_rate``), a fresh optimiser and step counter. Not with ``resume``."""
+    allow_other_fabric: bool = False
+    """Let ``resume`` or ``init_from`` take a model whose metadata records another fabric fingerprint
+    (``fabric``) than the scenario's: training it on from another fabric on purpose (e.g. a 4:1 model tuned on
+    the 2:1 copy). Without it such a model is refused before any step; the new model records the scenario's
+    fabric as ``fabric`` and the source's as ``source_fabric``. A model without a fingerprint is never checked."""
 
 
 @dataclass

@@ -26,11 +26,13 @@ def _mode_plans(action_mode: str) -> tuple[str, ...]:
 
 def meta_maker(
     cfg: TrainConfig, algo: str, action_mode: str, history: int, observation: str, core: Any,
-    scenario: str, name: str, env: Any, residual: str | None,
+    scenario: str, name: str, env: Any, residual: str | None, source_fabric: str | None = None,
 ) -> Any:  # fmt: skip
     """A function of the step count giving the metadata saved with the model; with ``fabric``, the fingerprint
     of ``core``'s fabric (:func:`~ainet_gym.fabric.topology.fabric_fingerprint`: ``evaluate ALGO:PATH`` refuses
-    to play the model on a scenario of another fabric, :meth:`~ainet_gym.agents.sb3_agents.SB3Agent.check`)."""
+    to play the model on a scenario of another fabric, :meth:`~ainet_gym.agents.sb3_agents.SB3Agent.check`),
+    and ``source_fabric``, the fingerprint the resumed (initialising) model records, when it is another one (a
+    model trained on from another fabric with ``allow_other_fabric``)."""
     from ainet_gym.fabric.topology import fabric_fingerprint
 
     fabric = None if getattr(core, "fabric", None) is None else fabric_fingerprint(core.fabric)
@@ -55,6 +57,8 @@ def meta_maker(
         }
         if fabric is not None:
             meta["fabric"] = fabric
+        if source_fabric is not None and source_fabric != fabric:
+            meta["source_fabric"] = source_fabric
         if residual is not None:
             meta["residual"] = residual
             meta["residual_scale"] = core.residual_scale

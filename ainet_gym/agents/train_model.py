@@ -45,6 +45,35 @@ def _source_model(
     return model
 
 
+def _check_source_fabric(cfg: TrainConfig, meta_in: dict[str, Any], fabric: Any) -> None:
+    """Refuse the model of ``cfg.resume`` or ``cfg.init_from`` whose metadata ``meta_in`` records another
+    fabric fingerprint than ``fabric`` (the run's env's), before any step, unless ``cfg.allow_other_fabric``;
+    a model without one (saved before issue-26zh2) is not checked.
+
+    Raises
+    ------
+    ValueError
+        One line naming the flag, the file, both fingerprints and what is allowed; :class:`ModelFileError` if
+        the recorded value is not a non-empty string.
+    """
+    from ainet_gym.agents.model_files import check_played_fabric, checked_fabric
+    from ainet_gym.agents.sb3_files import META_MEMBER
+
+    source, flag = (cfg.resume, "resume") if cfg.init_from is None else (cfg.init_from, "init-from")
+    if source is None:
+        return
+    what = f"--{flag} {str(source)!r}"
+    recorded = checked_fabric(meta_in.get("fabric"), f"{what}: metadata {META_MEMBER}")
+    if cfg.allow_other_fabric:
+        return
+    check_played_fabric(
+        what, recorded, fabric, "the fabric it was trained on",
+        f"a model trained on this fabric (the same links and capacities), a new run without --{flag}, or "
+        f"--allow-other-fabric to train it on from another fabric on purpose (the new model records both)",
+        scenario="the scenario trained on",
+    )  # fmt: skip
+
+
 def _resumed_model(cfg: TrainConfig, algo: str, env: Any, scenario: str, meta_in: dict[str, Any]) -> Any:
     """The model of ``cfg.resume`` on ``env``, checked to fit its spaces, seeded with ``cfg.seed``."""
     model = _source_model(cfg.resume, "resume", algo, env, scenario, meta_in)  # type: ignore[arg-type]
@@ -110,7 +139,8 @@ def env_and_model(
     meta_in: dict[str, Any],
 ) -> tuple[Any, Any, Any]:
     """The run's SB3 vector env (monitored), its ``EnvCore`` and the model: the one ``cfg.resume`` names, or a
-    new one with the run's hyperparameters; the env's seeds set after SB3's own (small seeds held out)."""
+    new one with the run's hyperparameters; the env's seeds set after SB3's own (small seeds held out). A
+    source model of another fabric is refused here, before any step (:func:`_check_source_fabric`)."""
     from stable_baselines3.common.vec_env import VecMonitor
 
     from ainet_gym.envs.sb3_vec_env import SB3VecEnv
@@ -128,6 +158,7 @@ def env_and_model(
     )
     env = VecMonitor(venv)
     core = venv.core
+    _check_source_fabric(cfg, meta_in, getattr(core, "fabric", None))  # before the model is read
     if cfg.resume is not None:
         return env, core, _resumed_model(cfg, algo, env, scenario.name, meta_in)
     hp = _hyperparameters(cfg, algo, core.episode_steps)

@@ -138,6 +138,12 @@ def _add_train_run_flags(s: argparse.ArgumentParser) -> None:
         help="sb3: a saved model (e.g. imitate clone's) whose policy starts a new run with this run's "
         "hyperparameters (e.g. a small --learning-rate)",
     )
+    s.add_argument(
+        "--allow-other-fabric",
+        action="store_true",
+        help="sb3 --resume/--init-from: accept a model trained on another fabric (refused otherwise: its "
+        "recorded fingerprint must be the scenario's); the new model records both",
+    )
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -171,6 +177,7 @@ _SB3_ONLY = {
     "save_every": None,
     "n_envs": 16,
     "init_from": None,
+    "allow_other_fabric": False,
 }
 _RLLIB_ONLY = {"num_env_runners": 2, "envs_per_runner": 16, "address": None, "trust_checkpoint": False}
 
