@@ -20,10 +20,12 @@ __all__ = ["compile_background", "compile_job"]
 
 
 #: :func:`job_tables` by what they are made of (the collectives, the GPUs and their hosts, the rotation, the carry
-#: flows, the ring run-ahead; not the fabric object): constructing an env compiles its first job three times on
-#: the same GPUs, for its slot width (:func:`ainet_gym.envs.slots.job_connections`), its ideal step time (on the
-#: non-blocking copy of the fabric, same hosts) and the world's reset, and the tables are the same each time
-#: (docs/development.md, "issue-31zi2"). Read only: :func:`compile_job` copies what it takes into its arrays.
+#: flows, the ring run-ahead; not the fabric object or the job's other fields). An env's construction compiles a
+#: job placed from GPU 0 three times on the same GPUs: for its slot width
+#: (:func:`ainet_gym.envs.slots.job_connections`), its ideal step time (on the non-blocking copy of the fabric,
+#: the same hosts) and the world's reset; the tables are the same each time (docs/development.md,
+#: "issue-31zi2"). Read only: :func:`compile_job` copies what it takes into the unit's arrays. The last
+#: ``_JOB_TABLES_KEPT`` keys are kept (emptied when full, as :func:`~ainet_gym.sim.conn_tables.conn_tables`).
 _JOB_TABLES: dict[tuple, JobTables] = {}
 _JOB_TABLES_KEPT = 8
 
@@ -38,7 +40,15 @@ def _shared_job_tables(
 ) -> JobTables:
     """:func:`job_tables`, computed once per key of :data:`_JOB_TABLES` (the last few kept)."""
     hosts = fabric.gpu_host[gpus]
-    key = (job.collectives, gpus.tobytes(), hosts.tobytes(), str(hosts.dtype), rotation, carry, ring_run_ahead_bytes)
+    key = (
+        job.collectives,
+        gpus.tobytes(),
+        hosts.tobytes(),
+        str(hosts.dtype),
+        rotation,
+        carry,
+        ring_run_ahead_bytes,
+    )
     t = _JOB_TABLES.get(key)
     if t is None:
         if len(_JOB_TABLES) >= _JOB_TABLES_KEPT:
