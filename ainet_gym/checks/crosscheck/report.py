@@ -466,9 +466,13 @@ def _matched_ranking(
     """The ranking by matched step time of one case (:func:`step_rankings`' ``matched``) over the policies
     that have it in both simulators, and whether each simulator's differs from its ranking by the mean
     over all iterations of the same policies."""
-    have = [p for p in f if f[p] is not None and n.get(p) is not None]
-    fm = {p: float(f[p]) for p in have}  # type: ignore[arg-type]
-    nm = {p: float(n[p]) for p in have}  # type: ignore[arg-type]
+    fm: dict[str, float] = {}
+    nm: dict[str, float] = {}
+    for p, a in f.items():
+        b = n.get(p)
+        if a is not None and b is not None:
+            fm[p], nm[p] = float(a), float(b)
+    have = list(fm)
     rf, rn = _ranking(fm, tol), _ranking(nm, tol)
     same = {
         "fluid": rf == _ranking({p: f_all[p] for p in have}, tol),
