@@ -87,7 +87,7 @@ def incidence_to_coo(incidence: Any, name: str) -> tuple[np.ndarray, np.ndarray,
     read in place (:func:`_csr_entries`); any other sparse matrix is converted to COO with its duplicates
     summed, as before."""
     if type(incidence) is PreparedIncidence:
-        return incidence._flow, incidence._link, incidence._coef, incidence.shape
+        return incidence.entries()
     if issparse(incidence):
         if len(incidence.shape) != 2:
             raise ValueError(f"{name} must be 2-D (flows, links); got shape {incidence.shape}")
@@ -174,8 +174,9 @@ class PreparedIncidence:
     as the makespan loop of ``python -m ainet_gym.bench.vs_simgrid`` does at every completion.
 
     The solve of a prepared incidence equals the solve of the matrix it was made from bit for bit (and
-    ``prepared.rows(idx)`` the solve of ``matrix[idx]``). Its arrays are private and never handed out; it is
-    immutable by contract (capacities, demands and weights are still checked at every call).
+    ``prepared.rows(idx)`` the solve of ``matrix[idx]``). It is immutable by contract: its arrays are its own
+    copies, handed only to the solvers (:meth:`entries`), which do not write them (capacities, demands and
+    weights are still checked at every call).
 
     Attributes
     ----------
@@ -197,6 +198,11 @@ class PreparedIncidence:
     @property
     def nnz(self) -> int:
         return int(self._coef.shape[0])
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
+        """The (flow, link, coef) entries (coef > 0, sorted by flow, then link) and the shape, as
+        :func:`incidence_to_coo` gives them: the solvers' input, not to be written."""
+        return self._flow, self._link, self._coef, self.shape
 
     def __repr__(self) -> str:
         return f"PreparedIncidence(flows={self.shape[0]}, links={self.shape[1]}, nnz={self.nnz})"
