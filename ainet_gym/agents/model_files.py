@@ -353,10 +353,10 @@ def check_source_fabric(
 ) -> str | None:
     """Refuse the model a training run continues from or starts from (``flag``: ``resume`` or ``init-from``,
     the file or folder ``source``) whose metadata ``meta`` (read from its JSON ``member``) records another
-    fabric fingerprint than ``fabric`` (the run's env's fabric, or its fingerprint), before any step, unless ``allow``
-    (``--allow-other-fabric``); a model without one (saved before the field) is not checked. Returns the
-    recorded fingerprint (None without one), for the new model's ``source_fabric``. Used by ``ainet-gym train``
-    of both frameworks (issue-26zj2, issue-26zk2).
+    fabric fingerprint than ``fabric`` (the run's env's fabric, or its fingerprint), before any step, unless
+    ``allow`` (``--allow-other-fabric``); a model without one (saved before the field) is not checked. Returns
+    the recorded fingerprint (None without one), for the new model's ``source_fabric``. Used by ``ainet-gym
+    train`` of both frameworks (issue-26zj2, issue-26zk2).
 
     Raises
     ------
