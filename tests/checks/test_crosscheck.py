@@ -947,6 +947,10 @@ def test_iteration_logs_agree_on_a_static_case_and_give_the_matched_figures() ->
     )
     # the lag is the comm times' difference summed: the same compute on both sides
     assert job["lag_ms"] == pytest.approx((pk["comm_cum_s"][m - 1] - fl["comm_cum_s"][m - 1]) * 1e3, abs=1e-5)
+    # the matched step time (issue-27zzf): the counts agree, so it is each side's mean step over all iterations
+    assert job["matched_step_ms"]["fluid"] == pytest.approx(job["fluid_step_ms"], rel=1e-12)
+    assert job["matched_step_ms"]["ns3"] == pytest.approx(job["ns3_step_ms"], rel=1e-12)
+    assert job["matched_step_rel_error"] == pytest.approx(job["step_rel_error"], rel=1e-9, abs=1e-12)
     # the text report of this real result (issue-27zzc): one row with the matched figures beside rel_error,
     # formatted from the dict, no iteration-gap mark (6/6) and so no legend
     from ainet_gym.checks.crosscheck.report import text_report

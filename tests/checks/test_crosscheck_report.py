@@ -275,3 +275,124 @@ def test_report_runs_carry_the_matched_figures_to_rows_and_progress(
     assert "iterations 4/4 matched +2.50% lag -1.250 ms" in progress[1]
     assert out["rows"][0]["matched_rel_error"] == MATCHED_ERROR and out["rows"][0]["lag_ms"] == LAG_MS
     assert _table(md)[0]["iterations fluid/ns-3"] == "**3/2 fluid+1**"
+
+
+# ---------------------------------------------------------------------------------------------- matched step
+# issue-27zzf: two policies, one job each, compute 10 ms, no overlap, both jobs starting at 5 ms, so each
+# iteration's step is 10 ms + its comm and iteration i ends at 5 ms + the steps up to i. Under "lp" the fluid
+# completes a third, short iteration (comm 2 ms) that ns-3 does not; under "ecmp" both complete two.
+START_MS = 5.0
+LP_FLUID_COMM, LP_NS3_COMM = [10.0, 30.0, 2.0], [11.0, 31.0]  # steps 20, 40, 12 and 21, 41
+EC_FLUID_COMM, EC_NS3_COMM = [19.0, 21.8], [20.0, 22.8]  # steps 29, 31.8 and 30, 32.8
+# by hand: over all iterations lp 72/3 = 24 ms (fluid) and 62/2 = 31 ms (ns-3), ecmp 60.8/2 = 30.4 and
+# 62.8/2 = 31.4: the fluid ranks lp 21% ahead of ecmp, ns-3 ties them (1.3%). Over the matched iterations
+# (the first two of each) lp is 60/2 = 30 ms in the fluid, 31 in ns-3: tied with ecmp in both (1.3%).
+LP_ALL, LP_MATCHED = {"fluid": 24.0, "ns3": 31.0}, {"fluid": 30.0, "ns3": 31.0}
+EC_ALL = EC_MATCHED = {"fluid": 30.4, "ns3": 31.4}
+
+
+def _hand_log(comm_ms: list[float]) -> tuple[IterationLog, float]:
+    """A job's log (s) from its comm times (ms) as above, and its step times summed (s)."""
+    steps = 10.0 + np.array(comm_ms)
+    ends = START_MS + np.cumsum(steps)
+    return IterationLog(np.array(comm_ms) * 1e-3, ends * 1e-3, np.cumsum(comm_ms) * 1e-3), steps.sum() * 1e-3
+
+
+def _hand_row(policy: str, fluid_comm: list[float], ns3_comm: list[float]) -> dict[str, Any]:
+    """The report row of one job under ``policy``: its all-iteration means and :func:`matched_figures`."""
+    (fl, fsum), (pk, psum) = _hand_log(fluid_comm), _hand_log(ns3_comm)
+    nf, npk = len(fluid_comm), len(ns3_comm)
+    job = {"name": "llm-a", "fluid_comm_ms": float(np.mean(fluid_comm)), "ns3_comm_ms": float(np.mean(ns3_comm)),
+           "fluid_step_ms": fsum / nf * 1e3, "ns3_step_ms": psum / npk * 1e3, "intervals": [],
+           **matched_figures(fl, pk, step_sum_s=(fsum, psum))}  # fmt: skip
+    job["rel_error"] = (job["fluid_comm_ms"] - job["ns3_comm_ms"]) / job["ns3_comm_ms"]
+    job["step_rel_error"] = (job["fluid_step_ms"] - job["ns3_step_ms"]) / job["ns3_step_ms"]
+    return _report_row(job, policy)
+
+
+def test_matched_step_time_is_the_mean_over_the_matched_iterations_by_hand() -> None:
+    """``matched_step_ms`` is each side's mean step over the first ``matched_iterations`` (not over all of
+    them, and not the end of the last one over the count: the jobs start at 5 ms), in both orders; without
+    the step sums, or where the fluid's log does not know the cut's end, it is None."""
+    lp, ec = _hand_row("lp", LP_FLUID_COMM, LP_NS3_COMM), _hand_row("ecmp", EC_FLUID_COMM, EC_NS3_COMM)
+    assert (lp["fluid_step_ms"], lp["ns3_step_ms"]) == pytest.approx((LP_ALL["fluid"], LP_ALL["ns3"]))
+    assert lp["matched_step_ms"] == pytest.approx(LP_MATCHED)
+    assert lp["matched_step_rel_error"] == pytest.approx((30.0 - 31.0) / 31.0)
+    assert ec["matched_step_ms"] == pytest.approx(EC_MATCHED)
+    (fl, fsum), (pk, psum) = _hand_log(LP_FLUID_COMM), _hand_log(LP_NS3_COMM)
+    swapped = matched_figures(pk, fl, step_sum_s=(psum, fsum))  # ns-3 one ahead: its first two, 60/2
+    assert swapped["matched_step_ms"] == pytest.approx({"fluid": 31.0, "ns3": 30.0})
+    assert matched_figures(fl, pk)["matched_step_ms"] == {"fluid": None, "ns3": None}
+    blind = IterationLog(fl.comm_s, np.array([25.0, np.nan, 77.0]) * 1e-3, fl.comm_cum_s)
+    m = matched_figures(blind, pk, step_sum_s=(fsum, psum))
+    assert m["matched_step_ms"] == {"fluid": None, "ns3": pytest.approx(31.0)}
+    assert m["matched_step_rel_error"] is None
+
+
+def test_step_rankings_rank_by_matched_step_time_beside_the_all_iteration_ranking() -> None:
+    """The fluid's extra short iteration makes lp look 21% faster than ecmp over all iterations, which ns-3
+    ties (a gain lost); over the matched iterations both simulators tie them, so the second ranking has no
+    difference and says that the fluid's ranking changed. The first ranking is as before."""
+    rows = [_hand_row("lp", LP_FLUID_COMM, LP_NS3_COMM), _hand_row("ecmp", EC_FLUID_COMM, EC_NS3_COMM)]
+    (k,) = step_rankings(rows)
+    assert k["fluid_step_ms"] == pytest.approx({"lp": 24.0, "ecmp": 30.4})
+    assert k["fluid"] == [["lp"], ["ecmp"]] and k["ns3"] == [["lp", "ecmp"]]
+    assert [(d["pair"], d["kind"]) for d in k["differences"]] == [("lp vs ecmp", "gain lost")]
+    m = k["matched"]
+    assert m["fluid_step_ms"] == pytest.approx({"lp": 30.0, "ecmp": 30.4})
+    assert m["ns3_step_ms"] == pytest.approx({"lp": 31.0, "ecmp": 31.4})
+    assert m["fluid"] == m["ns3"] == [["lp", "ecmp"]] and m["differences"] == [] and m["missing"] == []
+    assert m["same_as_all_iterations"] == {"fluid": False, "ns3": True}
+    md = markdown_learning({"rows": rows, "rankings": [k]})
+    job_table, all_table, matched_table = md.split("\n\n")
+    a, e = _table(job_table)
+    assert (a["matched fluid step ms"], a["matched ns-3 step ms"]) == ("30.00", "31.00")
+    assert (a["fluid step ms"], e["matched fluid step ms"]) == ("24.00", "30.40")
+    assert "| lp < ecmp | lp=ecmp | lp vs ecmp: gain lost (fluid +21.1%, ns-3 +1.3%) |" in all_table
+    (row,) = _table(matched_table)
+    assert row == {
+        "case": "xc-hand",
+        "matched step ms, fluid": "lp 30.00, ecmp 30.40",
+        "matched step ms, ns-3": "lp 31.00, ecmp 31.40",
+        "fluid ranking (matched)": "lp=ecmp",
+        "ns-3 ranking (matched)": "lp=ecmp",
+        "ranked differently (matched)": "none",
+        "vs all iterations": "fluid changed, ns-3 same",
+    }
+    text = text_report(_result(rows[0]))
+    steps = [x.split() for x in text.splitlines() if x.strip().startswith("llm-a")][1]
+    assert steps == ["llm-a", "24.000", "31.000", "-22.58%", "30.000", "31.000", "-3.23%"]
+
+
+def test_old_results_print_dashes_for_the_matched_step_time(tmp_path, capsys) -> None:
+    """Rows and results saved before issue-27zzf (no ``matched_step_ms``; before 27zy no counts either) still
+    print: ``-`` in the matched step columns and the text report, the policy left out of the matched ranking
+    (``-`` when none has it), and a ranking saved without ``matched`` prints a row of ``-``."""
+    old = {k: v for k, v in _equal_job().items() if not k.startswith("matched_step")}
+    text = text_report(_result(old))
+    steps = [x.split() for x in text.splitlines() if x.strip().startswith("llm-b")][1]
+    assert steps == ["llm-b", "50.500", "50.000", "+1.00%", "-", "-", "-"]
+    rows = [_report_row(old, "lp"), _report_row(_old_row(), "spray")]
+    md = markdown_learning({"rows": rows, "rankings": step_rankings(rows)})
+    job_table, _, matched_table = md.split("\n\n")
+    assert all(r["matched fluid step ms"] == r["matched ns-3 step ms"] == "-" for r in _table(job_table))
+    (row,) = _table(matched_table)
+    assert row["matched step ms, fluid"] == "lp -, spray -" and row["fluid ranking (matched)"] == "-"
+    new = _hand_row("ecmp", EC_FLUID_COMM, EC_NS3_COMM)
+    (part,) = _table(
+        markdown_learning({"rows": [], "rankings": step_rankings([*rows, new])}).split("\n\n")[2]
+    )
+    assert part["fluid ranking (matched)"] == "ecmp" and part["vs all iterations"].endswith(
+        "(without lp, spray)"
+    )
+    saved = {"case": "xc-hand", "fluid_step_ms": {"lp": 50.5}, "ns3_step_ms": {"lp": 50.0}, "fluid": [["lp"]],
+             "ns3": [["lp"]], "differences": []}  # fmt: skip
+    assert (
+        _table(markdown_learning({"rows": [], "rankings": [saved]}).split("\n\n")[2])[0]["vs all iterations"]
+        == "-"
+    )
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"rows": rows}), encoding="utf-8")
+    assert report.main(["--learning", "--from-json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "| xc-hand | spray -, lp - | spray -, lp - | - | - | - | - |" in out  # main orders the policies

@@ -50,21 +50,41 @@ def _num(x: float) -> float | None:
     return None if np.isnan(x) else float(x)
 
 
-def matched_figures(fluid: IterationLog, ns3: IterationLog) -> dict[str, Any]:
+def _matched_step_ms(log: IterationLog, step_sum_s: float | None, m: int) -> float | None:
+    """The mean step time (ms) of ``log``'s first ``m`` iterations, from the step times of all of them
+    summed (``step_sum_s``): a job's iterations run back to back (each begins where the one before ended),
+    so the ones after the ``m``-th take ``end_s[-1] - end_s[m - 1]`` of the sum. None without the sum or
+    where the log does not know an end."""
+    if step_sum_s is None or m == 0:
+        return None
+    last, cut = _num(log.end_s[-1]), _num(log.end_s[m - 1])
+    if last is None or cut is None:
+        return None
+    return (float(step_sum_s) - (last - cut)) / m * 1e3
+
+
+def matched_figures(
+    fluid: IterationLog, ns3: IterationLog, step_sum_s: tuple[float, float] | None = None
+) -> dict[str, Any]:
     """The comparison over the iterations both simulators completed: ``matched_iterations`` (the fewer of
     the two counts, ``fluid_iterations`` and ``ns3_iterations``), each side's mean communication time over
     its first ``matched_iterations`` (``matched_comm_ms``: ``{"fluid", "ns3"}``), their
     ``matched_rel_error = (fluid - ns3) / ns3``, and ``lag_ms``, ns-3's end of the last matched iteration
-    less the fluid's (positive: ns-3 is behind). A figure the fluid's log cannot give
-    (:func:`~.fluid.iteration_log`: a cut inside an interval where three or more iterations ended) is None.
+    less the fluid's (positive: ns-3 is behind). Given each side's step times summed over all its iterations
+    (``step_sum_s``: ``(fluid, ns3)``, s), also each side's mean step time over the same iterations
+    (``matched_step_ms``: ``{"fluid", "ns3"}``, :func:`_matched_step_ms`) and ``matched_step_rel_error``;
+    without it they are None. A figure the fluid's log cannot give (:func:`~.fluid.iteration_log`: a cut
+    inside an interval where three or more iterations ended) is None.
 
     Examples
     --------
     >>> a = IterationLog(np.array([2.0, 3.0, 1.0]), np.array([0.01, 0.02, 0.03]), np.array([2.0, 5.0, 6.0]))
     >>> b = IterationLog(np.array([2.5, 2.5]), np.array([0.011, 0.0235]), np.array([2.5, 5.0]))
-    >>> m = matched_figures(a, b)
+    >>> m = matched_figures(a, b, step_sum_s=(0.03, 0.0235))
     >>> m["matched_iterations"], m["matched_comm_ms"], m["matched_rel_error"], round(m["lag_ms"], 6)
     (2, {'fluid': 2500.0, 'ns3': 2500.0}, 0.0, 3.5)
+    >>> {k: round(v, 6) for k, v in m["matched_step_ms"].items()}, round(m["matched_step_rel_error"], 6)
+    ({'fluid': 10.0, 'ns3': 11.75}, -0.148936)
     """
     nf, npk = len(fluid.comm_s), len(ns3.comm_s)
     m = min(nf, npk)
@@ -75,6 +95,8 @@ def matched_figures(fluid: IterationLog, ns3: IterationLog) -> dict[str, Any]:
         "matched_comm_ms": {"fluid": None, "ns3": None},
         "matched_rel_error": None,
         "lag_ms": None,
+        "matched_step_ms": {"fluid": None, "ns3": None},
+        "matched_step_rel_error": None,
     }
     if m == 0:
         return out
@@ -85,6 +107,10 @@ def matched_figures(fluid: IterationLog, ns3: IterationLog) -> dict[str, Any]:
     out["matched_rel_error"] = _rel(fm, pm)
     ea, eb = _num(fluid.end_s[m - 1]), _num(ns3.end_s[m - 1])
     out["lag_ms"] = None if ea is None or eb is None else (eb - ea) * 1e3
+    fs, ps = step_sum_s if step_sum_s is not None else (None, None)
+    fst, pst = _matched_step_ms(fluid, fs, m), _matched_step_ms(ns3, ps, m)
+    out["matched_step_ms"] = {"fluid": fst, "ns3": pst}
+    out["matched_step_rel_error"] = _rel(fst, pst)
     return out
 
 
@@ -203,7 +229,7 @@ def crosscheck(
         in the interval), the means of their communication times ``fluid_comm_ms`` and ``ns3_comm_ms``
         (None where none ended) and their ``rel_error`` (None unless both are there). Each job also has
         the comparison over the iterations both completed (:func:`matched_figures`: ``matched_iterations``,
-        ``matched_comm_ms``, ``matched_rel_error``, ``lag_ms``, ...). Wall times are those
+        ``matched_comm_ms``, ``matched_step_ms``, their errors, ``lag_ms``, ...). Wall times are those
         of the simulation of the span only (no construction, no ns-3 import; the fluid's without the
         policy's own time).
 
@@ -334,7 +360,11 @@ def _job_row(j: int, name: str, run: FluidRun, pk: dict[str, Any], steps: int) -
         "fluid_step_ms": fs,
         "ns3_step_ms": ps,
         "step_rel_error": _rel(fs, ps),
-        **matched_figures(run.iteration_log[j], ns3_iteration_log(pk, j)),
+        **matched_figures(
+            run.iteration_log[j],
+            ns3_iteration_log(pk, j),
+            step_sum_s=(float(run.step_sum_s[j]), float(pk["step_sum_s"][j])),
+        ),
         "intervals": intervals,
     }
 

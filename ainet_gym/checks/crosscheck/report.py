@@ -54,6 +54,20 @@ def _lag(job: dict[str, Any]) -> str:
     return "-" if lag is None else f"{lag:+.3f}"
 
 
+def matched_step(job: dict[str, Any], side: str) -> float | None:
+    """``job``'s mean step time (ms) over the matched iterations in simulator ``side`` (``"fluid"`` or
+    ``"ns3"``): ``matched_step_ms[side]``, None when it is None or not in the row (a result saved before
+    issue-27zzf)."""
+    if side not in ("fluid", "ns3"):
+        raise ValueError(f"matched_step: side = {side!r}; allowed: 'fluid' or 'ns3'")
+    return (job.get("matched_step_ms") or {}).get(side)
+
+
+def _ms_cell(x: float | None, fmt: str = ".2f") -> str:
+    """A time in ms formatted by ``fmt``, ``"-"`` for None."""
+    return "-" if x is None else format(x, fmt)
+
+
 def matched_progress(job: dict[str, Any]) -> str:
     """The matched-iteration part of a progress line: iterations, ``matched_rel_error`` and ``lag_ms``."""
     return (
@@ -74,8 +88,10 @@ def text_report(result: dict[str, Any]) -> str:
     result: per job, the mean communication time per iteration in both simulators and ``rel_error``, beside
     them the iteration counts (marked ``fluid+N`` / ``ns-3+N`` where they differ, :func:`iteration_gap`) and
     the comparison over the matched iterations (``matched_comm_ms``, ``matched_rel_error``, ``lag_ms``);
-    then the per-interval figures when there are several intervals, and the wall times. A figure that is
-    None prints as ``-``."""
+    then per job the mean step time over all iterations and over the matched ones (``fluid_step_ms``,
+    ``ns3_step_ms``, ``step_rel_error``, ``matched_step_ms``, ``matched_step_rel_error``); then the
+    per-interval figures when there are several intervals, and the wall times. A figure that is None or
+    not in the result (one saved before the field existed) prints as ``-``."""
 
     def ms(x: float | None, width: int) -> str:
         return f"{'-':>{width}}" if x is None else f"{x:>{width}.3f}"
@@ -96,6 +112,17 @@ def text_report(result: dict[str, Any]) -> str:
         )
     if any(iteration_gap(j) for j in result["jobs"]):
         lines += textwrap.wrap(GAP_LEGEND, width=110, initial_indent="  ", subsequent_indent="    ")
+    lines += [
+        f"  {'mean step time':<16}{'all iterations':^29}{'':<17}{'matched iterations':^29}".rstrip(),
+        f"  {'job':<16}{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}  {'':<15}"
+        f"{'fluid ms':>10}{'ns-3 ms':>10}{'error':>9}",
+    ]
+    for j in result["jobs"]:
+        lines.append(
+            f"  {j['name']:<16}{ms(j.get('fluid_step_ms'), 10)}{ms(j.get('ns3_step_ms'), 10)}"
+            f"{_pct(j.get('step_rel_error')):>9}  {'':<15}{ms(matched_step(j, 'fluid'), 10)}"
+            f"{ms(matched_step(j, 'ns3'), 10)}{_pct(j.get('matched_step_rel_error')):>9}"
+        )
     if result["steps"] > 1:
         lines.append("  per interval (iterations fluid/ns-3, fluid ms, ns-3 ms, error):")
         for j in result["jobs"]:
@@ -403,18 +430,80 @@ def learning(
                         f"{j['ns3_comm_ms']:7.2f} ms {100 * j['rel_error']:+6.2f}%  step {j['fluid_step_ms']:7.2f} "
                         f"{j['ns3_step_ms']:7.2f} ms  worst interval "
                         + (f"{100 * w:.2f}%" if w is not None else "-")
-                        + f"  {matched_progress(j)}  ns-3 {r['ns3_wall_s']:.0f} s",
+                        + f"  {matched_progress(j)}  matched step {_ms_cell(matched_step(j, 'fluid'))} "
+                        f"{_ms_cell(matched_step(j, 'ns3'))} ms  ns-3 {r['ns3_wall_s']:.0f} s",
                         flush=True,
                     )
     return {"seed": seed, "rows": rows, "rankings": step_rankings(rows, tie_tolerance)}
 
 
+def _case_matched_step_means(
+    rows: list[dict[str, Any]], case: str
+) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """Per policy of ``case``: the mean over its jobs of each job's :func:`matched_step` in the fluid model
+    and in ns-3, None for a policy one of whose jobs lacks it; rows with an error left out."""
+    per: dict[str, list[tuple[float | None, float | None]]] = {}
+    for r in rows:
+        if r["case"] == case and "error" not in r:
+            per.setdefault(r["policy"], []).append((matched_step(r, "fluid"), matched_step(r, "ns3")))
+
+    def mean(v: list[float | None]) -> float | None:
+        return None if any(x is None for x in v) else float(np.mean(v))
+
+    return (
+        {p: mean([a for a, _ in v]) for p, v in per.items()},
+        {p: mean([b for _, b in v]) for p, v in per.items()},
+    )
+
+
+def _matched_ranking(
+    f_all: dict[str, float],
+    n_all: dict[str, float],
+    f: dict[str, float | None],
+    n: dict[str, float | None],
+    tol: float,
+) -> dict[str, Any]:
+    """The ranking by matched step time of one case (:func:`step_rankings`' ``matched``) over the policies
+    that have it in both simulators, and whether each simulator's differs from its ranking by the mean
+    over all iterations of the same policies."""
+    fm: dict[str, float] = {}
+    nm: dict[str, float] = {}
+    for p, a in f.items():
+        b = n.get(p)
+        if a is not None and b is not None:
+            fm[p], nm[p] = float(a), float(b)
+    have = list(fm)
+    rf, rn = _ranking(fm, tol), _ranking(nm, tol)
+    same = {
+        "fluid": rf == _ranking({p: f_all[p] for p in have}, tol),
+        "ns3": rn == _ranking({p: n_all[p] for p in have}, tol),
+    }
+    return {
+        "fluid_step_ms": dict(f),
+        "ns3_step_ms": dict(n),
+        "missing": [p for p in f if p not in have],
+        "fluid": rf,
+        "ns3": rn,
+        "differences": _pair_differences(fm, nm, tol),
+        "same_as_all_iterations": same,
+    }
+
+
 def step_rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> list[dict[str, Any]]:
     """Per case: the policies ranked by mean step time (mean over the jobs) in each simulator, ties
-    within ``tie_tolerance`` grouped in both, and the pairs ranked differently (:func:`_pair_differences`)."""
+    within ``tie_tolerance`` grouped in both, and the pairs ranked differently (:func:`_pair_differences`).
+
+    Beside it, ``matched``: the same ranking by the mean over the jobs of each job's mean step time over
+    its matched iterations (the first min(fluid, ns-3) of each, :func:`matched_step`), so that a policy
+    whose fluid run counts one more iteration than its ns-3 run is ranked on the same iterations in both
+    simulators: ``fluid_step_ms`` / ``ns3_step_ms`` (None for a policy one of whose jobs lacks the figure,
+    e.g. a row saved before issue-27zzf), ``missing`` (those policies, left out of the rest), ``fluid``,
+    ``ns3``, ``differences`` and ``same_as_all_iterations`` (per simulator: whether its matched ranking is
+    its ranking over all iterations, over the same policies)."""
     out = []
     for case in dict.fromkeys(r["case"] for r in rows):
         f, n = _case_means(rows, case, "fluid_step_ms", "ns3_step_ms")
+        mf, mn = _case_matched_step_means(rows, case)
         out.append(
             {
                 "case": case,
@@ -423,30 +512,81 @@ def step_rankings(rows: list[dict[str, Any]], tie_tolerance: float = 0.02) -> li
                 "fluid": _ranking(f, tie_tolerance),
                 "ns3": _ranking(n, tie_tolerance),
                 "differences": _pair_differences(f, n, tie_tolerance),
+                "matched": _matched_ranking(f, n, mf, mn, tie_tolerance),
             }
         )
     return out
 
 
+def _differences_cell(diffs: list[dict[str, Any]]) -> str:
+    """The ``ranked differently`` cell: each pair, its kind and both gains; ``none`` without one."""
+    return (
+        "; ".join(
+            f"{d['pair']}: {d['kind']} (fluid {100 * d['fluid_gain']:+.1f}%, ns-3 {100 * d['ns3_gain']:+.1f}%)"
+            for d in diffs
+        )
+        or "none"
+    )
+
+
+def matched_ranking_lines(rankings_: list[dict[str, Any]]) -> list[str]:
+    """The table of the rankings by matched step time (:func:`step_rankings`' ``matched``) in markdown: per
+    case the matched means (``-`` where missing), both rankings over the policies that have them, the pairs
+    ranked differently and, per simulator, whether the ranking is the one over all iterations (``same`` /
+    ``changed``). A ranking without ``matched`` (a result saved before issue-27zzf) prints ``-``."""
+    lines = [
+        "| case | matched step ms, fluid | matched step ms, ns-3 | fluid ranking (matched) |"
+        " ns-3 ranking (matched) | ranked differently (matched) | vs all iterations |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in rankings_:
+        m = k.get("matched")
+        if m is None:
+            lines.append(f"| {k['case']} | - | - | - | - | - | - |")
+            continue
+        f = ", ".join(f"{p} {_ms_cell(v)}" for p, v in m["fluid_step_ms"].items())
+        n = ", ".join(f"{p} {_ms_cell(v)}" for p, v in m["ns3_step_ms"].items())
+        have = bool(m["fluid"])
+        vs = (
+            ", ".join(
+                f"{lab} {'same' if m['same_as_all_iterations'][side] else 'changed'}"
+                for lab, side in (("fluid", "fluid"), ("ns-3", "ns3"))
+            )
+            if have
+            else "-"
+        )
+        if m["missing"] and have:
+            vs += f" (without {', '.join(m['missing'])})"
+        lines.append(
+            f"| {k['case']} | {f} | {n} | {_rank(m['fluid']) if have else '-'} | "
+            f"{_rank(m['ns3']) if have else '-'} | {_differences_cell(m['differences']) if have else '-'} | {vs} |"
+        )
+    return lines
+
+
 def markdown_learning(result: dict[str, Any]) -> str:
     """The tables of docs/fidelity-learning.md from :func:`learning`'s result; the job table has the matched
-    columns of :func:`markdown` beside ``rel_error``."""
+    columns of :func:`markdown` beside ``rel_error`` and the matched step times beside the step times
+    (``-`` for rows saved without them); under the ranking by mean step time over all iterations, the
+    ranking by matched step time (:func:`matched_ranking_lines`)."""
 
     lines = [
         "| case | policy | job | fluid comm ms | ns-3 comm ms | error | iterations fluid/ns-3 | matched error |"
-        " lag ms | worst interval | fluid step ms | ns-3 step ms | ns-3 wall s | fluid wall ms | speed ratio |",
-        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " lag ms | worst interval | fluid step ms | ns-3 step ms | matched fluid step ms | matched ns-3 step ms |"
+        " ns-3 wall s | fluid wall ms | speed ratio |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["rows"]:
         if "error" in r:
-            lines.append(f"| {r['case']} | {r['policy']} | - | | | {r['error']} | | | | | | | | | |")
+            lines.append(f"| {r['case']} | {r['policy']} | - | | | {r['error']} | | | | | | | | | | | |")
             continue
         w = r["worst_interval_error"]
         lines.append(
             f"| {r['case']} | {r['policy']} | {r['name']} | {r['fluid_comm_ms']:.2f} | {r['ns3_comm_ms']:.2f} | "
             f"{_pct(r['rel_error'])} | {_md_iterations(r)} | {_pct(r.get('matched_rel_error'))} | {_lag(r)} | "
             f"{'-' if w is None else f'{100 * w:.2f}%'} | {r['fluid_step_ms']:.2f} | "
-            f"{r['ns3_step_ms']:.2f} | {r['ns3_wall_s']:.0f} | {1e3 * r['fluid_wall_s']:.1f} | "
+            f"{r['ns3_step_ms']:.2f} | {_ms_cell(matched_step(r, 'fluid'))} | {_ms_cell(matched_step(r, 'ns3'))} | "
+            f"{r['ns3_wall_s']:.0f} | {1e3 * r['fluid_wall_s']:.1f} | "
             f"{r['ns3_wall_s'] / max(r['fluid_wall_s'], 1e-9):.2g} |"
         )
     lines += [
@@ -457,13 +597,11 @@ def markdown_learning(result: dict[str, Any]) -> str:
     for k in result["rankings"]:
         f = ", ".join(f"{p} {v:.2f}" for p, v in k["fluid_step_ms"].items())
         n = ", ".join(f"{p} {v:.2f}" for p, v in k["ns3_step_ms"].items())
-        diff = "; ".join(
-            f"{d['pair']}: {d['kind']} (fluid {100 * d['fluid_gain']:+.1f}%, ns-3 {100 * d['ns3_gain']:+.1f}%)"
-            for d in k["differences"]
-        )
         lines.append(
-            f"| {k['case']} | {f} | {n} | {_rank(k['fluid'])} | {_rank(k['ns3'])} | {diff or 'none'} |"
+            f"| {k['case']} | {f} | {n} | {_rank(k['fluid'])} | {_rank(k['ns3'])} | "
+            f"{_differences_cell(k['differences'])} |"
         )
+    lines += ["", *matched_ranking_lines(result["rankings"])]
     return "\n".join(lines)
 
 
