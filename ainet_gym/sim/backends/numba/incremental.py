@@ -125,7 +125,7 @@ __all__ = ["LEVEL_HEAPS", "resolve_incremental"]
 LEVEL_HEAPS: bool | None = True if REPAIR_LEVEL_HEAPS else None
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def _uf_find(uf, x):  # pragma: no cover - compiled
     """Root of ``x`` in the union-find forest ``uf`` (path halving)."""
     while uf[x] != x:
@@ -134,7 +134,7 @@ def _uf_find(uf, x):  # pragma: no cover - compiled
     return x
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_stamp(lk, tick, rstamp, uf, capacity, lo, load, resid):  # fmt: skip  # pragma: no cover - compiled
     """Link ``lk`` (local to ``lo``) at its first visit of solve ``tick``: stamped, its own union-find root,
     its residual at capacity less load (an infinite capacity stays infinite). Later visits change nothing."""
@@ -175,7 +175,7 @@ def first_at_least(level, n, x):  # pragma: no cover - compiled
     return lo
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_full_set(
     n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill, resid, csum, link_gen, gen,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -197,7 +197,7 @@ def _inc_full_set(
     return e_act
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_restart_level(
     n_gone, gone, n_came, came, rate, unit_weight, dcap, fe_lo, fe_hi, e_link, e_coef, capacity, lo, csum, load,
     link_gen, gen, rstate,
@@ -239,7 +239,7 @@ def _inc_restart_level(
     return lev * (1.0 - RESTART_MARGIN), e_came
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_patch_log(
     n_r, lev, n_log, act, old_rate, refill, out_flow, out_level, unit_weight, log_flow, log_level, keep_flow,
     keep_level, rp, rstate, work,
@@ -268,7 +268,7 @@ def _inc_patch_log(
     rstate[9] = work + n_log - kk + n_r
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_declines(
     k0, n_log, log_flow, log_level, fe_lo, fe_hi, e_above, par_levels, sw_on, cost, rstate, n_inst, n_act,
     sw_ratio, sw_handoff,
@@ -293,7 +293,7 @@ def _inc_declines(
     return e_above, n_lev, False
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_components(
     k0, n_log, n_came, log_flow, came, act, arr_mark, mark, fe_lo, fe_hi, e_link, capacity, lo, load, resid, uf,
     seed, rstamp, tick, use_cc,
@@ -325,7 +325,7 @@ def _inc_components(
                 seed[_uf_find(uf, e_link[fe_lo[f]] - lo)] = tick
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_give_back(
     f, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo, resid, uf, seed, tick, use_cc
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -343,7 +343,7 @@ def _inc_give_back(
     return hit, gone_f
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_select(
     k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, lo,
     resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level,
@@ -374,7 +374,7 @@ def _inc_select(
     return n_re, n_keep
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_select_sorted(
     n_s, srt, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
     lo, resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level, fmark, old_rate,
@@ -412,7 +412,7 @@ def _inc_select_sorted(
     return n_re, n_keep
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_walk_all(
     n_s, srt, n_came, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, uf,
     rstamp, tick, refill, fmark, old_rate,
@@ -448,7 +448,7 @@ def _inc_walk_all(
     return n_re, 0
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_walk_log(
     flow_order, one_walk, k0, n_log, n_came, log_flow, log_level, came, act, arr_mark, mark, rate, fe_lo, fe_hi, e_link, e_coef,
     capacity, lo, load, resid, uf, seed, rstamp, tick, use_cc, refill, keep_flow, keep_level, srt, fmark, old_rate,
@@ -472,7 +472,7 @@ def _inc_walk_log(
                        e_coef, lo, resid, uf, seed, tick, use_cc, refill, keep_flow, keep_level)  # fmt: skip
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_backoff(use_cc, n_keep, rstate):  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s back-off of the component rule (``rstate[6]``: solves left to skip it,
     ``rstate[7]``: the last skip): a solve that skipped it counts down; one that used it and kept no flow
@@ -486,7 +486,7 @@ def _inc_backoff(use_cc, n_keep, rstate):  # pragma: no cover - compiled
         rstate[7] = 0
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _id_range(refill, n_re):  # pragma: no cover - compiled
     """The smallest and the largest flow id of ``refill[:n_re]`` (``n_re >= 1``)."""
     f_lo = refill[0]
@@ -500,7 +500,7 @@ def _id_range(refill, n_re):  # pragma: no cover - compiled
     return f_lo, f_hi
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
     """``refill[:n_re]`` in flow order (their entries in memory order), for the parallel rule. The work
     counted: the flow range walked and the rule's rows allocated."""
@@ -516,7 +516,7 @@ def _inc_flow_order(refill, n_re):  # pragma: no cover - compiled
     return f_hi - f_lo + 1 + 7 * n_re
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def _inc_sort_flows(refill, n_re):  # pragma: no cover - compiled
     """``refill[:n_re]`` (distinct flows) in flow order, by a bit set over their id range: O(n_re + range /
     64), for the heap fill of a restart solve (:data:`REFILL_FLOW_ORDER`). The work counted: the words
@@ -538,7 +538,7 @@ def _inc_sort_flows(refill, n_re):  # pragma: no cover - compiled
     return nw + 2 * n_re
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_sort_work(dense, refill, n_re):  # pragma: no cover - compiled
     """The work :func:`_inc_flow_order` (``dense``) or :func:`_inc_sort_flows` counts for ``refill[:n_re]``
     (``n_re >= 1``) when those flows are already in flow order: their id range from the first and the last."""
@@ -546,7 +546,7 @@ def _inc_sort_work(dense, refill, n_re):  # pragma: no cover - compiled
     return d + 1 + 7 * n_re if dense else (d >> 6) + 1 + 2 * n_re
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def _inc_order_old(dense, in_order, flow_order, refill, n_re, arr_mark, mark, rate, old_rate):  # fmt: skip  # pragma: no cover - compiled
     """:func:`resolve_incremental`'s flows to fill ``refill[:n_re]`` in flow order (``dense``:
     :func:`_inc_flow_order`; else with ``flow_order``, :func:`_inc_sort_flows`, issue-28zj) and their previous
@@ -567,7 +567,7 @@ def _inc_order_old(dense, in_order, flow_order, refill, n_re, arr_mark, mark, ra
     return work
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def _inc_log_sorted(log_flow, k0, n_log, srt):  # pragma: no cover - compiled
     """The flows of the freeze log from ``k0`` (``log_flow[k0:n_log]``, distinct) in flow order into
     ``srt[: n_log - k0]`` (:func:`_inc_sort_flows`). The work counted."""
@@ -577,7 +577,7 @@ def _inc_log_sorted(log_flow, k0, n_log, srt):  # pragma: no cover - compiled
     return _inc_sort_flows(srt, n_s) if n_s > 1 else n_s
 
 
-@njit(cache=True, nogil=True, **COMPILED_ONLY)
+@njit(nogil=True, **COMPILED_ONLY)
 def _inc_fill(
     dense, refill, n_re, fe_lo, fe_hi, e_link, e_coef, dcap, resid, rate, par_rounds, lo, out_flow, out_level,
     unit_weight, weighted, fs, rstate, grp_fill, old_rate,
@@ -628,7 +628,7 @@ def _inc_fill(
     return work
 
 
-@njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, forceinline=True, **COMPILED_ONLY)
 def _inc_heaps(
     full, rp, n_links, n_gone, gone, n_re, refill, act, rate, unit_weight, fe_lo, fe_hi, e_link, lo, capacity, load
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -642,7 +642,7 @@ def _inc_heaps(
     )
 
 
-@njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, forceinline=True, **COMPILED_ONLY)
 def _inc_repair(
     act, rate, gone, n_gone, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, unit_weight, resid, rstamp, load,
     rstate, refill, old_rate, out_flow, out_level, fs, rp, f0, f1, n_act, n_above, rep_top, rep_heap,
@@ -673,7 +673,7 @@ def _inc_repair(
     return n_r, work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_link_reset(lk, lo, capacity, resid, load, sat, top_n):  # pragma: no cover - compiled
     """:func:`_inc_loads`: link row ``lk``'s load after a fill (capacity less residual; 0 on an unlimited
     link), its ``sat`` not known (-1) and its list empty."""
@@ -683,7 +683,7 @@ def _inc_link_reset(lk, lo, capacity, resid, load, sat, top_n):  # pragma: no co
     top_n[lk] = 0
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_link_offer(lk, f, lv, lo, capacity, resid, rp, listed):  # pragma: no cover - compiled
     """:func:`_inc_loads`: filled flow ``f`` at level ``lv`` offered to link row ``lk`` when the link is
     saturated: its ``sat`` the largest level so far and, ``listed``, the flows at it (:func:`top_add`)."""
@@ -697,7 +697,7 @@ def _inc_link_offer(lk, f, lv, lo, capacity, resid, rp, listed):  # pragma: no c
             rp.sat[lk] = lv
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_loads_rows(
     n_re, refill, rate, unit_weight, fe_lo, fe_hi, capacity, lo, resid, load, rp, listed, lev, fs
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -734,7 +734,7 @@ def _inc_loads_rows(
     return work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_loads(
     full, rep_on, n_act, act_list, n_re, refill, n_gone, gone, rate, unit_weight, fe_lo, fe_hi, e_link, capacity,
     lo, resid, load, rp, listed, lev, rstamp, tick, fs, by_rows,
@@ -793,7 +793,7 @@ def _inc_loads(
     return work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _inc_full_start(
     n_log, log_level, par_levels, n_act, act_list, fe_lo, fe_hi, e_link, e_coef, capacity, lo, unit_weight, refill,
     resid, csum, link_gen, rstate,
@@ -810,7 +810,7 @@ def _inc_full_start(
     return n_lev, rstate[8]
 
 
-@njit(cache=True, nogil=True, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, forceinline=True, **COMPILED_ONLY)
 def _inc_settle(
     full, rows, rep_on, rep_heap, n_act, act_list, n_re, refill, n_gone, gone, act, rate, unit_weight, fe_lo, fe_hi,
     e_link, capacity, lo, resid, load, rp, lev, rstamp, fs, rstate, cost, e_above, work,

@@ -162,7 +162,7 @@ def link_index(
     return 2 * off[n_links]
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def heap_build(rp, j, act, rate, weight):  # pragma: no cover - compiled
     """Link ``j``'s level heap (:class:`RepairScratch` ``hk`` ...) built anew from the active flows on it at
     their levels ``rate / weight`` (the link index built). The slots read."""
@@ -235,7 +235,7 @@ def heaps_update(
     return work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def top_add(tf, base, n, g, lv, m):  # pragma: no cover - compiled
     """Flow ``g`` at level ``lv`` offered to a link's list of the flows at its largest level ``m`` so far
     (``tf[base : base + n]``): appended when ``lv >= m (1 - REPAIR_RTOL)``; when ``lv (1 - REPAIR_RTOL)``
@@ -253,7 +253,7 @@ def top_add(tf, base, n, g, lv, m):  # pragma: no cover - compiled
     return n, m
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn):  # pragma: no cover - compiled
     """:func:`repair_departures`: flow ``f``'s links are changed (stamped ``tick`` in ``rstamp``, queued once
     in ``q`` after its ``qn``). The queue's length."""
@@ -266,7 +266,7 @@ def _repair_queue(f, tick, fe_lo, fe_hi, e_link, lo, rstamp, q, qn):  # pragma: 
     return qn
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_scan(
     qi, qn, n_r, work, seen, tick, limit, only_top, act, rate, fe_lo, fe_hi, e_link, capacity, lo, dcap, weight,
     rstamp, load, refill, old_rate, rp, once,
@@ -331,7 +331,7 @@ def _repair_scan(
     return qi, qn, n_r, work, seen, True
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_residuals(
     qn, n_gone, n_r, gone, refill, old_rate, rate, fe_lo, fe_hi, e_link, e_coef, capacity, lo, load, resid, q,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -354,7 +354,7 @@ def _repair_residuals(
     return work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_link_scan(lk, act, rate, weight, rp):  # pragma: no cover - compiled
     """:func:`_repair_link_max` on link ``lk`` the long way: every active flow on it read, its largest level
     into ``rp.lmax`` and the flows at it into ``rp.ptop_*``. The active flows read."""
@@ -372,7 +372,7 @@ def _repair_link_scan(lk, act, rate, weight, rp):  # pragma: no cover - compiled
     return seen
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _sort_ids(a, base, n):  # pragma: no cover - compiled
     """``a[base : base + n]`` sorted in place (insertion sort: the lists are short and nearly sorted). The
     moves made."""
@@ -388,7 +388,7 @@ def _sort_ids(a, base, n):  # pragma: no cover - compiled
     return moves
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_link_max(
     qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link, capacity, lo, resid, rp,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -445,7 +445,7 @@ def _repair_link_max(
     return work, seen
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _count_read(rp, g, tick, once):  # pragma: no cover - compiled
     """1 when the repair's read of active flow ``g`` (not re-filled) counts: every read, or with ``once`` the
     first of the solve (``rp.rmark``)."""
@@ -457,7 +457,7 @@ def _count_read(rp, g, tick, once):  # pragma: no cover - compiled
     return 1
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _kept_max(lk, tick, act, rate, weight, rp):  # pragma: no cover - compiled
     """The largest level of the kept active flows on link ``lk`` (not re-filled: ``rp.fmark != tick``) from
     its level heap: a walk from the root that stops at the first kept flow of each path (the levels below it
@@ -501,7 +501,7 @@ def _kept_max(lk, tick, act, rate, weight, rp):  # pragma: no cover - compiled
     return m, vis, reads
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _heap_above(lk, t, strict, rp, out, base, n_out):  # pragma: no cover - compiled
     """The slots of the heap nodes of link ``lk`` at levels ``>= t`` (``> t`` when ``strict``), appended to
     ``out[base + n_out :]`` as their flows (every kind: the caller picks). ``(n_out, nodes visited)``."""
@@ -531,7 +531,7 @@ def _heap_above(lk, t, strict, rp, out, base, n_out):  # pragma: no cover - comp
     return n_out, vis
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_link_max_heap(
     qn, tick, ltick, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link, capacity, lo, resid, rp,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -587,7 +587,7 @@ def _repair_link_max_heap(
     return work, seen
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _check_link_heap(
     l2, t, n_r, n_r0, qn, tick, limit, act, rate, fe_lo, fe_hi, e_link, lo, rstamp, refill, old_rate, rp,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -633,7 +633,7 @@ def _check_link_heap(
     return n_r, qn, vis, dseen, True
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_check(
     n_r, qn, work, seen, tick, ltick, limit, act, rate, fe_lo, fe_hi, e_link, lo, dcap, weight, rstamp, refill,
     old_rate, rp, heap,
@@ -697,7 +697,7 @@ def _repair_check(
     return n_bad, n_r, qn, work, seen, True
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_start(gone, n_gone, tick, fe_lo, fe_hi, e_link, lo, rstamp, q):  # pragma: no cover - compiled
     """The links of the departed flows ``gone[:n_gone]`` queued as changed (:func:`_repair_queue`, stamp
     ``tick``). ``(links queued, work: the departed flows' entries)``."""
@@ -710,7 +710,7 @@ def _repair_start(gone, n_gone, tick, fe_lo, fe_hi, e_link, lo, rstamp, q):  # p
     return qn, work
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_commit(qn, n_r, ltick, capacity, lo, resid, load, rp):  # pragma: no cover - compiled
     """A repair made: the loads and bottleneck levels of the ``qn`` changed links (``rp.queue``) from the
     residuals of the fill (``ltick``: its scan's stamp; ``n_r`` flows re-filled, 0: none, every one of them
