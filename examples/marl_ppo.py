@@ -20,8 +20,8 @@ simulated intervals, the budget of ``ainet-gym train --timesteps 40000`` for the
 hyper-parameters are those of the centralised PPO (:func:`ainet_gym.agents.sb3_agents.default_hyperparameters`:
 one episode per copy per update, gamma 0.9, a linearly decaying learning rate). Training episodes start
 from seeds ``1_000_000 + seed + i`` (copy i) and draw later ones from a seeded generator, so the small
-seeds of ``ainet-gym evaluate`` stay held out. The saved ``.zip`` carries the switches' view in its
-``ainet_gym.json`` member, which ``marl:PATH`` reads.
+seeds of ``ainet-gym evaluate`` stay held out. The saved ``.zip`` carries the switches' view and the fingerprint
+of the fabric trained on in its ``ainet_gym.json`` member, which ``marl:PATH`` reads (it refuses another fabric).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ on them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 #: 400G NICs and spine uplinks, one uplink per spine, no hop latency: a flow alone runs at 50 GB/s, so
@@ -363,3 +365,52 @@ def as_graph_scenario(name: str, fabric: dict) -> dict:
     }
     raw["fabric"] = {"topology": "graph", **fabric, **keep}
     return raw
+
+
+# ------------------------------------------------- two fabrics of one scenario (the fabric fingerprint's tests)
+
+#: a graph fabric of 4 GPUs (one per host), 2 leaves and 2 spines; the leaf-spine links 100G (2:1)
+FP_GRAPH_EDGES = [
+    *(f"node g{i} role=gpu host={i}" for i in range(4)),
+    *(f"g{i} l{i // 2} gbps=200 tier=nic" for i in range(4)),
+    *(f"l{a} s{b} gbps=100 tier=leaf_spine" for a in (0, 1) for b in (0, 1)),
+]
+
+
+def fp_graph_scenario(
+    folder: Path, edges: list[str] = FP_GRAPH_EDGES, seed: int = 0, compute_ms: float = 20
+) -> Path:
+    """A YAML scenario ``fp-graph`` of two ring jobs on the graph fabric ``edges`` (written beside it as
+    ``f.edges``), four steps an episode; returns its path."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "f.edges").write_text("# 2 leaves x 2 spines\n" + "\n".join(edges) + "\n")
+    job = {"gpus": 2, "compute_ms": compute_ms, "collectives": [{"op": "allreduce", "bytes": 2.0e8}]}
+    sc = {
+        "name": "fp-graph",
+        "seed": seed,
+        "fabric": {"topology": "graph", "file": "f.edges"},
+        "workload": {"jobs": [{"name": "a", "placement": "spread", **job}, {"name": "b", **job}]},
+        "dynamics": {"episode_steps": 4},
+    }
+    (folder / "s.yaml").write_text(yaml.safe_dump(sc))
+    return folder / "s.yaml"
+
+
+def scenario_fingerprint(path: Path) -> str:
+    """The fingerprint of the fabric the scenario file ``path`` builds."""
+    from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+    from ainet_gym.scenario.loader import load_scenario
+
+    sc = load_scenario(str(path))
+    return fabric_fingerprint(build_fabric(sc.fabric, max_paths=sc.routing.max_paths))
+
+
+def fp_graph_two_fabrics(folder: Path) -> tuple[Path, Path]:
+    """The graph scenario ``fp-graph`` with its leaf-spine links at 50G (4:1: two 200G NICs a leaf over two
+    uplinks) and a copy with them at 100G (2:1): the same name, nodes and spaces, another fabric."""
+    four = fp_graph_scenario(
+        folder / "4to1", edges=[e.replace("gbps=100", "gbps=50") for e in FP_GRAPH_EDGES]
+    )
+    return four, fp_graph_scenario(folder / "2to1")

@@ -24,6 +24,7 @@ import numpy as np
 from ainet_gym.agents.model_files import MODEL_LIMITS, ModelFileError
 from ainet_gym.agents.registry import register_agent
 from ainet_gym.agents.sb3_agents import check_fit, meta_history
+from ainet_gym.agents.sb3_files import check_model_fabric
 from ainet_gym.errors import check_choice
 
 if TYPE_CHECKING:
@@ -39,7 +40,11 @@ MARL_KEYS = ("agents", "history", "observation_shape", "action_shape")
 def marl_metadata(env: Any, scenario_name: str, **extra: Any) -> dict[str, Any]:
     """The ``ainet_gym.json`` metadata of a per-switch model trained on ``env`` (a
     :class:`~ainet_gym.envs.multiagent.FabricParallelEnv`): what :class:`MarlAgent` needs to rebuild the
-    switches' view and to reject a scenario whose spaces do not fit."""
+    switches' view and to reject a scenario whose spaces do not fit, and ``fabric``, the fingerprint of the env's
+    fabric (:func:`~ainet_gym.fabric.topology.fabric_fingerprint`: ``marl:PATH`` refuses to play on another
+    fabric, issue-26zk2)."""
+    from ainet_gym.fabric.topology import fabric_fingerprint
+
     sw = env.switches
     return {
         "algo": "ppo",
@@ -51,6 +56,7 @@ def marl_metadata(env: Any, scenario_name: str, **extra: Any) -> dict[str, Any]:
         "observation_shape": list(sw.observation_space.shape),
         "action_shape": list(sw.action_space.shape),
         "agent_names": list(sw.names),
+        "fabric": fabric_fingerprint(env.core.fabric),
         **extra,
     }
 
@@ -118,10 +124,16 @@ class MarlAgent:
         return self.switches
 
     def check(self, core: EnvCore) -> None:
+        """Refuse ``core`` if its switches' spaces are not the model's (:func:`check_fit`) or its fabric is not
+        the one the model's metadata records (``fabric``; a model without it, saved before issue-26zk2, is not
+        checked): a ValueError naming the file."""
         sw = self._view(core)
         got = (list(sw.observation_space.shape), list(sw.action_space.shape))
         want = (self.meta["observation_shape"], self.meta["action_shape"])
         check_fit("model", self.path, self.meta, core.scenario.name, want, got, noun="per-switch ")
+        check_model_fabric(
+            f"marl:{self.path}", self.meta, getattr(core, "fabric", None), "examples/marl_ppo.py on it"
+        )
 
     def reset(self, core: EnvCore) -> None:
         self._view(core)

@@ -42,6 +42,7 @@ __all__ = [
     "UntrustedModelError",
     "check_played_fabric",
     "check_size",
+    "check_source_fabric",
     "checked_fabric",
     "existing",
     "json_member",
@@ -320,10 +321,10 @@ def check_played_fabric(
     scenario: str = "the scenario played",
 ) -> None:
     """Refuse to play the policy ``what`` (e.g. ``qnet:PATH``) whose recorded :data:`FABRIC_FIELD` is not the
-    fingerprint of ``fabric`` (the env's :class:`~ainet_gym.fabric.topology.Fabric`); nothing is checked when
-    either is unknown (None: a file of before the field, or an env without a fabric). ``made`` says what the
-    recorded fingerprint is (e.g. "the fabric it was trained on"), ``remedy`` what to do instead, ``scenario``
-    what the env is (``train --resume``: "the scenario trained on").
+    fingerprint of ``fabric`` (the env's :class:`~ainet_gym.fabric.topology.Fabric`, or its fingerprint as a
+    string); nothing is checked when either is unknown (None: a file of before the field, or an env without a
+    fabric). ``made`` says what the recorded fingerprint is (e.g. "the fabric it was trained on"), ``remedy``
+    what to do instead, ``scenario`` what the env is (``train --resume``: "the scenario trained on").
 
     Raises
     ------
@@ -334,9 +335,42 @@ def check_played_fabric(
         return
     from ainet_gym.fabric.topology import fabric_fingerprint
 
-    env = fabric_fingerprint(fabric)
+    env = fabric if isinstance(fabric, str) else fabric_fingerprint(fabric)
     if env != recorded:
         raise ValueError(
             f"{what}: field {FABRIC_FIELD!r} = {recorded!r} ({made}), {scenario} has fabric {env!r}; "
             f"allowed: {remedy}"
         )
+
+
+def check_source_fabric(
+    flag: str,
+    source: str | os.PathLike,
+    meta: dict[str, Any],
+    fabric: Any,
+    allow: bool,
+    member: str = "ainet_gym.json",
+) -> str | None:
+    """Refuse the model a training run continues from or starts from (``flag``: ``resume`` or ``init-from``,
+    the file or folder ``source``) whose metadata ``meta`` (read from its JSON ``member``) records another
+    fabric fingerprint than ``fabric`` (the run's env's fabric, or its fingerprint), before any step, unless
+    ``allow`` (``--allow-other-fabric``); a model without one (saved before the field) is not checked. Returns
+    the recorded fingerprint (None without one), for the new model's ``source_fabric``. Used by ``ainet-gym
+    train`` of both frameworks (issue-26zj2, issue-26zk2).
+
+    Raises
+    ------
+    ValueError
+        One line naming the flag, the file, both fingerprints and what is allowed; :class:`ModelFileError` if
+        the recorded value is not a non-empty string.
+    """
+    what = f"--{flag} {str(source)!r}"
+    recorded = checked_fabric(meta.get(FABRIC_FIELD), f"{what}: metadata {member}")
+    if not allow:
+        check_played_fabric(
+            what, recorded, fabric, "the fabric it was trained on",
+            f"a model trained on this fabric (the same links and capacities), a new run without --{flag}, or "
+            f"--allow-other-fabric to train it on from another fabric on purpose (the new model records both)",
+            scenario="the scenario trained on",
+        )  # fmt: skip
+    return recorded

@@ -25,6 +25,7 @@ from ainet_gym.agents.registry import register_agent
 from ainet_gym.agents.rllib_checkpoint import read_checkpoint_metadata
 from ainet_gym.agents.rllib_policy import load_policy
 from ainet_gym.agents.sb3_agents import check_fit, meta_history, space_signature
+from ainet_gym.agents.sb3_files import check_model_fabric
 from ainet_gym.errors import check_choice
 
 if TYPE_CHECKING:
@@ -63,9 +64,18 @@ class RLlibAgent:
         }
 
     def check(self, core: EnvCore) -> None:
+        """Refuse ``core`` if its spaces are not the checkpoint's (:func:`check_fit`), its fabric is not the one
+        the checkpoint's metadata records (``fabric``; a checkpoint without it, written before issue-26zk2, is
+        not checked) or its observation is not the policy's input: a ValueError naming the folder."""
         want = (self.meta.get("observation_space"), self.meta.get("action_space"))
         got = (space_signature(core.observation_space), space_signature(core.action_space))
         check_fit("checkpoint", self.path, self.meta, core.scenario.name, want, got)
+        check_model_fabric(
+            f"rllib:{self.path}",
+            self.meta,
+            getattr(core, "fabric", None),
+            "ainet-gym train --framework rllib",
+        )
         n_obs = int(np.prod(core.observation_space.shape))
         if self.net.obs_dim != n_obs:
             raise ModelFileError(

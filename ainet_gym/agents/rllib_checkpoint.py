@@ -1,6 +1,7 @@
 """The checkpoint folder of ``ainet-gym train --framework rllib`` (:mod:`ainet_gym.agents.rllib_train`): RLlib's
-own files, the policy as plain weights and :data:`META_FILE` (``ainet_gym.json``, what the policy was trained on),
-written by :func:`save_checkpoint` with :func:`checkpoint_metadata` and read by :func:`read_checkpoint_metadata`;
+own files, the policy as plain weights and :data:`META_FILE` (``ainet_gym.json``, what the policy was trained on,
+with the fingerprint of its scenario's fabric: :func:`scenario_fabric`), written by :func:`save_checkpoint` with
+:func:`checkpoint_metadata` and read by :func:`read_checkpoint_metadata`;
 :func:`convert_checkpoint` (``ainet-gym convert-rllib``, :func:`convert_main`) adds the plain weights to a folder
 written before that format."""
 
@@ -23,6 +24,7 @@ __all__ = [
     "convert_main",
     "read_checkpoint_metadata",
     "save_checkpoint",
+    "scenario_fabric",
 ]
 
 
@@ -65,14 +67,33 @@ def save_checkpoint(algo: Any, out: str | os.PathLike, meta: dict[str, Any]) -> 
     return p
 
 
-def checkpoint_metadata(algorithm: Any, /, **fields: Any) -> dict[str, Any]:
-    """``ainet_gym.json`` of a checkpoint: ``fields`` plus the module's observation and action spaces."""
+def scenario_fabric(scenario: Any) -> str:
+    """The fingerprint of the fabric ``scenario`` (a shipped name, a YAML path, a dict or a Scenario) builds
+    (:func:`~ainet_gym.fabric.topology.fabric_fingerprint`, the fabric its envs are built on: the same
+    ``routing.max_paths``)."""
+    from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+    from ainet_gym.scenario.loader import load_scenario
+
+    sc = load_scenario(scenario)
+    return fabric_fingerprint(build_fabric(sc.fabric, max_paths=sc.routing.max_paths))
+
+
+def checkpoint_metadata(
+    algorithm: Any, /, fabric: str, source_fabric: str | None = None, **fields: Any
+) -> dict[str, Any]:
+    """``ainet_gym.json`` of a checkpoint: ``fields`` plus the module's observation and action spaces, ``fabric``
+    (the fingerprint of the fabric trained on, :func:`scenario_fabric`: ``rllib:DIR`` refuses to play on
+    another one and ``--resume`` to train on one without ``--allow-other-fabric``) and ``source_fabric`` (the
+    fingerprint a resumed checkpoint records, written only when it is another one)."""
     import ray
 
     module = algorithm.get_module()
+    other = {} if source_fabric is None or source_fabric == fabric else {"source_fabric": source_fabric}
     return {
         "framework": "rllib",
         **fields,
+        "fabric": fabric,
+        **other,
         "ray_version": ray.__version__,
         "observation_space": space_signature(module.observation_space),
         "action_space": space_signature(module.action_space),

@@ -71,7 +71,7 @@ def _trial(config: dict[str, Any]) -> None:
     import torch
     from ray import tune
 
-    from ainet_gym.agents.rllib_checkpoint import checkpoint_metadata, save_checkpoint
+    from ainet_gym.agents.rllib_checkpoint import checkpoint_metadata, save_checkpoint, scenario_fabric
     from ainet_gym.agents.rllib_logging import iteration_scalars, make_fabric_callback
     from ainet_gym.envs import rllib as arl
 
@@ -99,6 +99,7 @@ def _trial(config: dict[str, Any]) -> None:
     ckpt = Path(config["out"]) / "checkpoints" / config["name"]
     meta = checkpoint_metadata(
         algo,
+        scenario_fabric(config["scenario"]),  # rllib:DIR refuses another fabric (issue-26zk2)
         algo="ppo",
         action_mode="split",
         history=4,

@@ -14,8 +14,9 @@ means over the last 100 finished episodes, computed per episode exactly as
 :class:`ainet_gym.agents.callbacks.FabricMetricsCallback` does) beside ``rollout/ep_rew_mean``, ``train/...``
 and ``time/fps``; ``progress.csv`` holds one row per iteration. The checkpoint
 (``Algorithm.save_to_path``) goes to ``--out DIR`` with ``ainet_gym.json`` (what the policy was trained
-on); ``--resume DIR`` restores weights, optimiser and step counter into a new run (any runner count)
-and writes to a new ``--out``.
+on, with the fingerprint of its fabric); ``--resume DIR`` restores weights, optimiser and step counter into a new
+run (any runner count) and writes to a new ``--out``. A checkpoint that records another fabric than the scenario's
+is refused before Ray starts unless ``--allow-other-fabric`` (the new checkpoint then records both).
 
 Modules: this one is the run (:class:`RLlibTrainConfig`, :func:`train_rllib`, :class:`RLlibTrainResult`) and
 ``ainet-gym train --framework rllib``'s handler (:func:`train_rllib_main`); the checkpoint folder (its metadata,
@@ -32,7 +33,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ainet_gym.agents.rllib_checkpoint import checkpoint_metadata, read_checkpoint_metadata, save_checkpoint
+from ainet_gym.agents.rllib_checkpoint import (
+    META_FILE,
+    checkpoint_metadata,
+    read_checkpoint_metadata,
+    save_checkpoint,
+    scenario_fabric,
+)
 from ainet_gym.agents.rllib_logging import make_fabric_callback, train_loop, write_progress_csv
 from ainet_gym.agents.sb3_agents import space_signature
 from ainet_gym.agents.train_report import report_run, run_name, train_arguments
@@ -83,6 +90,11 @@ class RLlibTrainConfig:
     trust_checkpoint: bool = False
     """``resume`` restores RLlib's pickled state (which can run code): only with this set, for folders the
     user trusts (``--trust-checkpoint``)."""
+    allow_other_fabric: bool = False
+    """Let ``resume`` take a checkpoint whose metadata records another fabric fingerprint (``fabric``) than the
+    scenario's (``--allow-other-fabric``): training it on from another fabric on purpose. Without it such a
+    checkpoint is refused before Ray starts; the new checkpoint records the scenario's fabric as ``fabric`` and
+    the source's as ``source_fabric``. A checkpoint without a fingerprint is never checked."""
     lr: float = 3e-4
     """Initial learning rate."""
     lr_final: float | None = 3e-5
@@ -122,6 +134,11 @@ def _check(cfg: RLlibTrainConfig) -> str:
         raise ValueError(f"timesteps = {cfg.timesteps!r}: must be an integer >= 1")
     if not (isinstance(cfg.lr, int | float) and math.isfinite(cfg.lr) and cfg.lr > 0):
         raise ValueError(f"lr = {cfg.lr!r}: must be a finite number > 0")
+    if cfg.allow_other_fabric and cfg.resume is None:
+        raise ValueError(
+            "allow_other_fabric = True without a source model: allowed: with resume (it lets its checkpoint come "
+            "from another fabric), or leave it out"
+        )
     if cfg.out is not None:
         o = Path(cfg.out)
         if cfg.resume is not None and o.resolve() == Path(cfg.resume).resolve():
@@ -175,11 +192,14 @@ def _built_algo(
 
 def _run_metadata(
     algo: Any, cfg: RLlibTrainConfig, conf: Any, action_mode: str, history: int, scenario: str, steps: int,
-    name: str,
+    name: str, fabric: str, source_fabric: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    """The metadata saved with the run's checkpoint (:func:`checkpoint_metadata`)."""
+    """The metadata saved with the run's checkpoint (:func:`checkpoint_metadata`): ``fabric``, the fingerprint
+    of the scenario's fabric, and ``source_fabric``, the resumed checkpoint's when it is another one."""
     return checkpoint_metadata(
         algo,
+        fabric,
+        source_fabric,
         algo=cfg.algo,
         action_mode=action_mode,
         history=history,
@@ -203,17 +223,19 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     Raises
     ------
     ValueError
-        Bad arguments, or a resumed checkpoint that does not fit the scenario.
+        Bad arguments, or a resumed checkpoint that does not fit the scenario, or that records another fabric
+        than the scenario's (without ``allow_other_fabric``; refused before Ray is imported).
     FileNotFoundError
         If ``resume`` is not a checkpoint directory.
     ImportError
         If Ray RLlib (the extra ``rllib``) is not installed.
     """
     action_mode = _check(cfg)
-    meta_in = _resume_metadata(cfg)
+    scenario = load_scenario(cfg.scenario)
+    fabric = scenario_fabric(scenario)
+    meta_in, source_fabric = _resume_metadata(cfg, fabric)
     from ainet_gym.envs import rllib as arl  # raises ImportError naming the extra
 
-    scenario = load_scenario(cfg.scenario)
     action_mode = meta_in.get("action_mode", action_mode)
     history = int(meta_in.get("history", cfg.history))
     import ray
@@ -236,9 +258,10 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     out = Path(cfg.out) if cfg.out is not None else run_dir / "checkpoint"
     if out.exists() and cfg.overwrite:
         shutil.rmtree(out)  # checked in _check: an RLlib checkpoint the user asked to replace
-    save_checkpoint(
-        algo, out, _run_metadata(algo, cfg, conf, action_mode, history, scenario.name, steps, name)
+    meta = _run_metadata(
+        algo, cfg, conf, action_mode, history, scenario.name, steps, name, fabric, source_fabric
     )
+    save_checkpoint(algo, out, meta)
     algo.stop()
     if started_ray:
         ray.shutdown()
@@ -255,17 +278,20 @@ def train_rllib(cfg: RLlibTrainConfig) -> RLlibTrainResult:
     )
 
 
-def _resume_metadata(cfg: RLlibTrainConfig) -> dict[str, Any]:
-    """The metadata of the checkpoint ``cfg.resume`` continues from (``{}`` without one), read before Ray is
-    imported: a folder that is no checkpoint fails in one line, before the trust question
-    (:func:`~ainet_gym.agents.model_files.require_trust`), and an untrusted one at it."""
+def _resume_metadata(cfg: RLlibTrainConfig, fabric: str) -> tuple[dict[str, Any], str | None]:
+    """The metadata of the checkpoint ``cfg.resume`` continues from (``{}`` without one) and the fabric
+    fingerprint it records (None without one), read before Ray is imported: a folder that is no checkpoint
+    fails in one line, then one that records another fabric than ``fabric`` (the scenario's) unless
+    ``cfg.allow_other_fabric`` (:func:`~ainet_gym.agents.model_files.check_source_fabric`), both before the
+    trust question (:func:`~ainet_gym.agents.model_files.require_trust`), and an untrusted one at it."""
     if cfg.resume is None:
-        return {}
-    from ainet_gym.agents.model_files import require_trust
+        return {}, None
+    from ainet_gym.agents.model_files import check_source_fabric, require_trust
 
     meta = read_checkpoint_metadata(cfg.resume)
+    recorded = check_source_fabric("resume", cfg.resume, meta, fabric, cfg.allow_other_fabric, META_FILE)
     require_trust(cfg.resume, cfg.trust_checkpoint, "--resume")
-    return meta
+    return meta, recorded
 
 
 def _ppo_config(
@@ -303,6 +329,7 @@ def train_rllib_main(args: argparse.Namespace) -> int:
         envs_per_runner=args.envs_per_runner,
         address=args.address,
         trust_checkpoint=bool(getattr(args, "trust_checkpoint", False)),
+        allow_other_fabric=bool(getattr(args, "allow_other_fabric", False)),
     )
     lr = getattr(args, "learning_rate", None)
     if lr is not None:  # as SB3's PPO: a linear decay to a tenth of it

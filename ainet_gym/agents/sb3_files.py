@@ -74,10 +74,15 @@ def check_fit(
         )
 
 
-def check_model_fabric(what: str, meta: dict[str, Any], fabric: Any) -> None:
-    """Refuse to play the model ``what`` (e.g. ``ppo:PATH``) on ``fabric`` if its metadata ``meta`` records
-    another fabric fingerprint (``fabric``, :func:`~ainet_gym.agents.model_files.check_played_fabric`); nothing
-    is checked for a model without one (saved before it).
+#: how a model of another fabric is made again on the played one, by default (``ainet-gym train`` models)
+_TRAINED_BY = "ainet-gym train, or imitate clone of labels made on it"
+
+
+def check_model_fabric(what: str, meta: dict[str, Any], fabric: Any, trained_by: str = _TRAINED_BY) -> None:
+    """Refuse to play the model ``what`` (e.g. ``ppo:PATH``, ``marl:PATH``, ``rllib:DIR``) on ``fabric`` if its
+    metadata ``meta`` (the JSON ``ainet_gym.json`` of a zip or a checkpoint folder) records another fabric
+    fingerprint (``fabric``, :func:`~ainet_gym.agents.model_files.check_played_fabric`); nothing is checked for a
+    model without one (saved before it). ``trained_by`` names the commands that train one on this fabric.
 
     Raises
     ------
@@ -90,7 +95,7 @@ def check_model_fabric(what: str, meta: dict[str, Any], fabric: Any) -> None:
     check_played_fabric(
         what, checked_fabric(meta.get("fabric"), f"{what}: metadata {META_MEMBER}"), fabric,
         "the fabric it was trained on", "the scenario it was trained on (the same links and capacities), or "
-        "train a model on this fabric (ainet-gym train, or imitate clone of labels made on it)",
+        f"train a model on this fabric ({trained_by})",
     )  # fmt: skip
 
 

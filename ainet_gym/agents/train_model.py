@@ -48,7 +48,8 @@ def _source_model(
 def _check_source_fabric(cfg: TrainConfig, meta_in: dict[str, Any], fabric: Any) -> None:
     """Refuse the model of ``cfg.resume`` or ``cfg.init_from`` whose metadata ``meta_in`` records another
     fabric fingerprint than ``fabric`` (the run's env's), before any step, unless ``cfg.allow_other_fabric``;
-    a model without one (saved before issue-26zh2) is not checked.
+    a model without one (saved before issue-26zh2) is not checked
+    (:func:`~ainet_gym.agents.model_files.check_source_fabric`).
 
     Raises
     ------
@@ -56,22 +57,12 @@ def _check_source_fabric(cfg: TrainConfig, meta_in: dict[str, Any], fabric: Any)
         One line naming the flag, the file, both fingerprints and what is allowed; :class:`ModelFileError` if
         the recorded value is not a non-empty string.
     """
-    from ainet_gym.agents.model_files import check_played_fabric, checked_fabric
+    from ainet_gym.agents.model_files import check_source_fabric
     from ainet_gym.agents.sb3_files import META_MEMBER
 
     source, flag = (cfg.resume, "resume") if cfg.init_from is None else (cfg.init_from, "init-from")
-    if source is None:
-        return
-    what = f"--{flag} {str(source)!r}"
-    recorded = checked_fabric(meta_in.get("fabric"), f"{what}: metadata {META_MEMBER}")
-    if cfg.allow_other_fabric:
-        return
-    check_played_fabric(
-        what, recorded, fabric, "the fabric it was trained on",
-        f"a model trained on this fabric (the same links and capacities), a new run without --{flag}, or "
-        f"--allow-other-fabric to train it on from another fabric on purpose (the new model records both)",
-        scenario="the scenario trained on",
-    )  # fmt: skip
+    if source is not None:
+        check_source_fabric(flag, source, meta_in, fabric, cfg.allow_other_fabric, META_MEMBER)
 
 
 def _resumed_model(cfg: TrainConfig, algo: str, env: Any, scenario: str, meta_in: dict[str, Any]) -> Any:

@@ -111,15 +111,22 @@ def makespan(
     inc: sp.csr_matrix, cap: np.ndarray, size: np.ndarray, backend: str | None = None
 ) -> tuple[float, int]:
     """The makespan of transfers of ``size`` bytes all starting at 0 under max-min fair sharing, re-solved
-    by :func:`ainet_gym.max_min_fair` at every completion; and the number of solves."""
-    from ainet_gym import max_min_fair
+    by :func:`ainet_gym.max_min_fair` at every completion; and the number of solves.
 
+    The incidence is checked once (:func:`ainet_gym.sim.allocator.prepare_incidence`, inside the timed loop of
+    :func:`compare`) and each solve takes the running transfers' rows of it (``prepared.rows(alive)``), as
+    the allocator's documentation advises for a loop of solves of one matrix (issue-28zr; before, each solve
+    took ``inc[alive]``, scipy's row selection, and checked it again: the same rates bit for bit)."""
+    from ainet_gym import max_min_fair
+    from ainet_gym.sim.allocator import prepare_incidence
+
+    prepared = prepare_incidence(inc)
     left = np.asarray(size, dtype=float).copy()
     alive = np.arange(left.shape[0])
     t = 0.0
     solves = 0
     while alive.shape[0]:
-        rate = max_min_fair(inc[alive], cap, backend=backend)
+        rate = max_min_fair(prepared.rows(alive), cap, backend=backend)
         solves += 1
         dt = float(np.min(left[alive] / rate))
         t += dt

@@ -141,8 +141,8 @@ def _add_train_run_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--allow-other-fabric",
         action="store_true",
-        help="sb3 --resume/--init-from: accept a model trained on another fabric (refused otherwise: its "
-        "recorded fingerprint must be the scenario's); the new model records both",
+        help="--resume/--init-from (rllib: --resume): accept a model trained on another fabric (refused "
+        "otherwise: its recorded fingerprint must be the scenario's); the new model records both",
     )
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -177,14 +177,14 @@ _SB3_ONLY = {
     "save_every": None,
     "n_envs": 16,
     "init_from": None,
-    "allow_other_fabric": False,
 }
 _RLLIB_ONLY = {"num_env_runners": 2, "envs_per_runner": 16, "address": None, "trust_checkpoint": False}
 
 
 def _refuse_other_framework_flags(args: argparse.Namespace) -> None:
     """Raise ``ValueError`` naming the first flag given that ``args.framework`` does not read (each framework's
-    flags are listed in ``--help``: RLlib's say ``rllib:``); ``--learning-rate`` is read by both."""
+    flags are listed in ``--help``: RLlib's say ``rllib:``); ``--learning-rate`` and ``--allow-other-fabric``
+    are read by both."""
     other = _SB3_ONLY if args.framework == "rllib" else _RLLIB_ONLY
     for name, default in other.items():
         value = getattr(args, name, default)

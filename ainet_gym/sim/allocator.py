@@ -33,7 +33,9 @@ Conventions
 
 Public functions: :func:`max_min_fair` (one instance, validated), :func:`max_min_fair_batched`
 (many independent instances in one solve) and :func:`solve_coo` (the unvalidated numpy solver, the
-reference of the simulator's numpy backend).
+reference of the simulator's numpy backend); :func:`prepare_incidence` checks an incidence once into a
+:class:`PreparedIncidence` that :func:`max_min_fair` takes without checking it again (for a loop of solves
+of one matrix or of subsets of its flows, :meth:`PreparedIncidence.rows`).
 
 Backends: the public functions take ``backend=None|"numba"|"numpy"`` with the rule of the envs
 (:func:`ainet_gym.sim.backends.resolve_backend`: the keyword, else ``$AINET_GYM_BACKEND``, else ``numba`` when
@@ -58,22 +60,24 @@ import numpy.typing as npt
 from ainet_gym.sim.allocator_checks import (
     CAPACITY_HINT,
     DEMAND_HINT,
+    PreparedIncidence,
     as_float_array,
     check_values,
     checked_vector,
     incidence_to_coo,
     issparse,
+    prepare_incidence,
 )
 from ainet_gym.sim.water_filling import FloatArray, solve_coo
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-__all__ = ["max_min_fair", "max_min_fair_batched", "solve_coo"]
+__all__ = ["PreparedIncidence", "max_min_fair", "max_min_fair_batched", "prepare_incidence", "solve_coo"]
 
 
 def max_min_fair(
-    incidence: npt.ArrayLike | sp.spmatrix | sp.sparray,
+    incidence: npt.ArrayLike | sp.spmatrix | sp.sparray | PreparedIncidence,
     capacity: npt.ArrayLike,
     demand: npt.ArrayLike | None = None,
     weights: npt.ArrayLike | None = None,
@@ -87,7 +91,9 @@ def max_min_fair(
         Nonnegative, finite. ``incidence[f, l]`` is the traffic flow ``f`` puts on link ``l`` per
         unit of its rate: 1 for a plain path, 2 for a flow that crosses the link twice, a fraction for
         a flow split over paths, 0 where the flow does not cross the link. Duplicate entries of a
-        sparse matrix add.
+        sparse matrix add. Or a :class:`PreparedIncidence` (:func:`prepare_incidence`): a matrix checked
+        and converted once, for many solves of it or of subsets of its flows (``prepared.rows(idx)``); its
+        solve equals the matrix's bit for bit, without the per-call check and conversion.
     capacity : array_like, shape (links,)
         Link capacities, ``>= 0``. 0 is a failed link (its flows get rate 0); ``np.inf`` is allowed.
     demand : array_like, shape (flows,), optional
@@ -117,6 +123,7 @@ def max_min_fair(
     --------
     max_min_fair_batched : many independent instances in one solve.
     solve_coo : the unvalidated core, taking COO entries.
+    prepare_incidence : an incidence checked once, for repeated solves.
 
     Examples
     --------
@@ -201,8 +208,8 @@ def max_min_fair_batched(
     Parameters
     ----------
     incidence : ndarray of shape (batch, flows, links), or list of (flows_b, links_b) matrices
-        Stacked dense form, or a list (or tuple) of per-instance matrices, dense or scipy.sparse,
-        whose sizes may differ. Same meaning and rules as in :func:`max_min_fair`.
+        Stacked dense form, or a list (or tuple) of per-instance matrices, dense or scipy.sparse (or
+        :class:`PreparedIncidence`), whose sizes may differ. Same meaning and rules as in :func:`max_min_fair`.
     capacity : array_like of shape (batch, links) or (links,), or list of (links_b,) arrays
         Stacked form: per-instance capacities, or one (links,) vector shared by all instances.
         List form: one vector per instance.
@@ -246,9 +253,10 @@ def _batched_stacked(
 ) -> FloatArray:
     """:func:`max_min_fair_batched` of the stacked form: a (batch, flows, links) incidence, validated, solved as
     one block-diagonal instance; (batch, flows) rates."""
-    if issparse(incidence):
+    if issparse(incidence) or isinstance(incidence, PreparedIncidence):
+        kind = "sparse matrix" if issparse(incidence) else "PreparedIncidence"
         raise ValueError(
-            "incidence: a single sparse matrix is one instance; pass a list of matrices, or call "
+            f"incidence: a single {kind} is one instance; pass a list of matrices, or call "
             "max_min_fair on a block-diagonal matrix"
         )
     inc = as_float_array(incidence, "incidence")

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _scenarios import FP_GRAPH_EDGES as _EDGES
+from _scenarios import fp_graph_scenario as _graph_scenario
+from _scenarios import fp_graph_two_fabrics as _two_fabrics
+from _scenarios import scenario_fingerprint as _fingerprint
 
 from ainet_gym.agents.imitate import behaviour_clone, lookahead_labels
 from ainet_gym.envs.env import EnvCore
@@ -914,40 +918,6 @@ def test_label_reads_its_scenario_once_so_an_edit_between_batches_does_not_mix_f
 
 # ---------------------------------------------------------------------- the fabric fingerprint (issue-26zf2)
 
-#: a graph fabric of 4 GPUs (one per host), 2 leaves and 2 spines; the leaf-spine links 100G (2:1)
-_EDGES = [
-    *(f"node g{i} role=gpu host={i}" for i in range(4)),
-    *(f"g{i} l{i // 2} gbps=200 tier=nic" for i in range(4)),
-    *(f"l{a} s{b} gbps=100 tier=leaf_spine" for a in (0, 1) for b in (0, 1)),
-]
-
-
-def _graph_scenario(folder: Path, edges: list[str] = _EDGES, seed: int = 0, compute_ms: float = 20) -> Path:
-    """A YAML scenario ``fp-graph`` of two ring jobs on the graph fabric ``edges`` (written beside it as
-    ``f.edges``), four steps an episode; returns its path."""
-    import yaml
-
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "f.edges").write_text("# 2 leaves x 2 spines\n" + "\n".join(edges) + "\n")
-    job = {"gpus": 2, "compute_ms": compute_ms, "collectives": [{"op": "allreduce", "bytes": 2.0e8}]}
-    sc = {
-        "name": "fp-graph",
-        "seed": seed,
-        "fabric": {"topology": "graph", "file": "f.edges"},
-        "workload": {"jobs": [{"name": "a", "placement": "spread", **job}, {"name": "b", **job}]},
-        "dynamics": {"episode_steps": 4},
-    }
-    (folder / "s.yaml").write_text(yaml.safe_dump(sc))
-    return folder / "s.yaml"
-
-
-def _fingerprint(path: Path) -> str:
-    from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
-    from ainet_gym.scenario.loader import load_scenario
-
-    sc = load_scenario(str(path))
-    return fabric_fingerprint(build_fabric(sc.fabric, max_paths=sc.routing.max_paths))
-
 
 def test_the_fabric_fingerprint_changes_with_a_link_capacity_not_with_the_seed_or_the_workload(
     tmp_path: Path,
@@ -1078,13 +1048,6 @@ def test_a_knn_file_plays_only_on_its_labels_fabric_and_an_old_file_anywhere(
 
 
 # ------------------------------------- the fabric fingerprint of qnet, cloned and trained models (issue-26zh2)
-
-
-def _two_fabrics(tmp_path: Path) -> tuple[Path, Path]:
-    """The graph scenario ``fp-graph`` with its leaf-spine links at 50G (4:1: two 200G NICs a leaf over two
-    uplinks) and a copy with them at 100G (2:1): the same name, nodes and spaces, another fabric."""
-    four = _graph_scenario(tmp_path / "4to1", edges=[e.replace("gbps=100", "gbps=50") for e in _EDGES])
-    return four, _graph_scenario(tmp_path / "2to1")
 
 
 def _one_line_error(capsys: pytest.CaptureFixture, *must: str) -> str:

@@ -4,6 +4,7 @@ bookkeeping (when it stops, what it logs, what an interrupt keeps) is tested in 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import sys
@@ -120,6 +121,10 @@ def stub_ray(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     """Stub ``ray``, ``torch.utils.tensorboard`` and :mod:`ainet_gym.envs.rllib` (its ``init_ray`` and
     ``ppo_config``), and a ``save_checkpoint`` that records; returns the list of the calls made."""
     calls: list[tuple] = []
+    # SB3's logger binds torch's SummaryWriter at its import (None if that fails): import it for real first, so
+    # that a test loading SB3 under the stub (evaluate, issue-26zk2) leaves the later tests their TensorBoard
+    with contextlib.suppress(ImportError):
+        import stable_baselines3.common.logger  # noqa: F401
     ray = types.ModuleType("ray")
     ray.__version__ = "0.stub"  # type: ignore[attr-defined]
     ray.is_initialized = lambda: False  # type: ignore[attr-defined]
@@ -230,3 +235,118 @@ def test_train_rllib_stops_ray_when_the_checkpoint_does_not_fit(
     with pytest.raises(ValueError, match="does not fit scenario"):
         rllib_train.train_rllib(cfg)
     assert [c[0] for c in stub_ray] == ["init_ray", "ppo_config", "build", "stop", "shutdown"]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the fabric fingerprint of a checkpoint (issue-26zk2): written by train_rllib, checked by rllib:DIR and --resume
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _ppo_module(core: Any) -> Any:
+    """A torch module shaped like RLlib's PPO module (an actor encoder and a ``pi`` head) on ``core``'s spaces:
+    what ``save_checkpoint`` exports as plain weights."""
+    import torch
+
+    n_obs, n_act = int(np.prod(core.observation_space.shape)), int(np.prod(core.action_space.shape))
+    m = torch.nn.Module()
+    m.encoder = torch.nn.Module()
+    m.encoder.actor_encoder = torch.nn.Sequential(torch.nn.Linear(n_obs, 8), torch.nn.Tanh())
+    m.pi = torch.nn.Sequential(torch.nn.Linear(8, n_act))
+    m.observation_space, m.action_space = core.observation_space, core.action_space
+    return m
+
+
+class _SavingAlgo(_StubAlgo):
+    """A stub algorithm whose module is a real torch network (exported by the real ``save_checkpoint``)."""
+
+    def __init__(self, calls: list[tuple], module: Any) -> None:
+        super().__init__(calls)
+        self.module = module
+
+    def get_module(self) -> Any:
+        return self.module
+
+    def save_to_path(self, path: str) -> None:  # RLlib's own files: a stand-in
+        (Path(path) / "rllib_checkpoint.json").write_text("{}")
+
+
+def test_a_checkpoint_records_its_fabric_and_rllib_and_resume_refuse_another(
+    stub_ray: list[tuple], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, one_line
+) -> None:
+    """``train --framework rllib`` (stub Ray, the real checkpoint writer) on the 4:1 graph scenario writes its
+    fabric's fingerprint into ``ainet_gym.json``; ``evaluate rllib:DIR`` on the 2:1 copy (same name and spaces)
+    and ``--resume DIR`` there are one line (exit 2) naming the folder, the field and both fingerprints, the
+    resume before Ray starts; ``--allow-other-fabric`` resumes and the new checkpoint records both; a folder
+    without the field (written before it) plays and resumes anywhere, unchecked. Fails on the old code: the
+    checkpoint had no ``fabric`` and the refused commands exited 0 (and ``--allow-other-fabric`` was refused)."""
+    pytest.importorskip("torch")
+    import shutil
+
+    from _scenarios import fp_graph_two_fabrics, scenario_fingerprint
+
+    from ainet_gym.agents import rllib_checkpoint
+    from ainet_gym.cli import main
+    from ainet_gym.envs.env import EnvCore
+
+    four, two = fp_graph_two_fabrics(tmp_path)
+    fp4, fp2 = scenario_fingerprint(four), scenario_fingerprint(two)
+    assert fp4 != fp2
+    module = _ppo_module(EnvCore(str(four), history=4))
+    conf = _Conf(stub_ray)
+    conf.build_algo = lambda: stub_ray.append(("build",)) or _SavingAlgo(stub_ray, module)  # type: ignore[method-assign]
+    monkeypatch.setattr(sys.modules["ainet_gym.envs.rllib"], "ppo_config", lambda sc, **kw: conf)
+    monkeypatch.setattr(rllib_train, "save_checkpoint", rllib_checkpoint.save_checkpoint)
+
+    def train(scenario: Path, out: str, *flags: str) -> int:
+        argv = ["train", str(scenario), "--framework", "rllib", "--timesteps", "6", "--num-env-runners", "0",
+                "--no-progress", "--logdir", str(tmp_path / f"logs-{out}"), "--out", str(tmp_path / out), *flags]  # fmt: skip
+        return main(argv)
+
+    def meta_of(folder: Path) -> dict:
+        return json.loads((folder / META_FILE).read_text())
+
+    def edited(name: str, **change: Any) -> Path:  # a copy of the checkpoint with its metadata edited
+        d = tmp_path / name
+        shutil.copytree(ck, d)
+        meta = {k: v for k, v in meta_of(ck).items() if k != "fabric"} | change
+        (d / META_FILE).write_text(json.dumps(meta))
+        return d
+
+    def evaluate(scenario: Path, folder: Path) -> int:
+        capsys.readouterr()
+        ev = ["evaluate", str(scenario), "--policies", f"rllib:{folder}", "--seeds", "1", "--steps", "2"]
+        return main([*ev, "--out", str(tmp_path / "ev"), "--overwrite"])
+
+    assert train(four, "ck") == 0
+    ck = tmp_path / "ck"
+    meta = meta_of(ck)
+    assert meta["fabric"] == fp4 and "source_fabric" not in meta and "policy_module" in meta
+    assert evaluate(two, ck) == 2
+    one_line(f"rllib:{ck}: field 'fabric' = '{fp4}' (the fabric it was trained on), the scenario played has "
+             f"fabric '{fp2}'; allowed: the scenario it was trained on (the same links and capacities), or train a "
+             "model on this fabric (ainet-gym train --framework rllib)")  # fmt: skip
+    assert evaluate(four, ck) == 0
+    old = edited("old")  # written before the field: played on any fabric
+    assert evaluate(two, old) == 0
+    assert evaluate(two, edited("five", fabric=5)) == 2
+    one_line("field 'fabric' = 5; allowed: a 0-d non-empty string")
+
+    capsys.readouterr()
+    stub_ray.clear()
+    assert train(two, "r1", "--resume", str(ck), "--trust-checkpoint") == 2
+    one_line(f"--resume '{ck}': field 'fabric' = '{fp4}'", f"the scenario trained on has fabric '{fp2}'",
+             "a new run without --resume, or --allow-other-fabric")  # fmt: skip
+    assert stub_ray == [] and not (tmp_path / "r1").exists() and not (tmp_path / "logs-r1").exists()
+    assert train(two, "r1", "--resume", str(ck)) == 2  # the fabric is told before the trust question
+    one_line(f"--resume '{ck}': field 'fabric' = '{fp4}'")
+    assert train(two, "r2", "--resume", str(ck), "--trust-checkpoint", "--allow-other-fabric") == 0
+    meta = meta_of(tmp_path / "r2")
+    assert (meta["fabric"], meta["source_fabric"], meta["resumed_from"]) == (fp2, fp4, str(ck))
+    assert ("restore", "ck") in stub_ray
+    assert train(four, "r3", "--resume", str(ck), "--trust-checkpoint") == 0  # its own fabric
+    assert meta_of(tmp_path / "r3")["fabric"] == fp4 and "source_fabric" not in meta_of(tmp_path / "r3")
+    assert train(two, "r4", "--resume", str(old), "--trust-checkpoint") == 0  # no fingerprint: unchecked
+    assert meta_of(tmp_path / "r4")["fabric"] == fp2 and "source_fabric" not in meta_of(tmp_path / "r4")
+    capsys.readouterr()
+    assert train(four, "r5", "--allow-other-fabric") == 2  # the flag says something only with --resume
+    one_line("allow_other_fabric = True without a source model: allowed: with resume")

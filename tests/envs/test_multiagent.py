@@ -220,16 +220,13 @@ def test_bad_arguments_name_the_field() -> None:
         env.step({"leaf_9": np.zeros(8)})
 
 
-def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
-    """The example trains and saves a shared policy; ``marl:PATH`` in the evaluator (all episodes in one
-    batch) plays exactly what the same policy gets from the PettingZoo env, episode by episode."""
+def _marl_example():
+    """``examples/marl_ppo.py`` as a module (it needs SuperSuit and SB3: the test is skipped without them)."""
     pytest.importorskip("supersuit")
     pytest.importorskip("stable_baselines3")
     import importlib.util
     import sys
     from pathlib import Path
-
-    from ainet_gym.agents.evaluate import EvalConfig, prepare, run_policy
 
     spec = importlib.util.spec_from_file_location(
         "marl_ppo", Path(__file__).parents[2] / "examples" / "marl_ppo.py"
@@ -237,6 +234,15 @@ def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
     ex = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = ex  # dataclasses resolve the module of their annotations
     spec.loader.exec_module(ex)
+    return ex
+
+
+def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
+    """The example trains and saves a shared policy; ``marl:PATH`` in the evaluator (all episodes in one
+    batch) plays exactly what the same policy gets from the PettingZoo env, episode by episode."""
+    from ainet_gym.agents.evaluate import EvalConfig, prepare, run_policy
+
+    ex = _marl_example()
     sc = small_spine_leaf(episode_steps=8)
     path = ex.main(ex.Args(scenario=sc, timesteps=256, copies=2, out=str(tmp_path / "m.zip"), logdir=""))
     _, prepared = prepare(EvalConfig(scenario=sc, policies=[f"marl:{path}"], seeds=[1, 2], out=None))
@@ -252,6 +258,50 @@ def test_example_trains_and_evaluates_like_the_env(tmp_path) -> None:
             # float32 matmuls of a batch of 8 rows (evaluator) and of 1 row (here) differ in the last bits
             got = info[env.possible_agents[0]]["reward_gpu_utilization"]
             assert got == pytest.approx(run.gpu[e, t], rel=1e-6)
+
+
+def test_a_marl_model_records_its_fabric_and_is_refused_on_another(tmp_path, capsys, one_line) -> None:
+    """The example trains on the 4:1 graph scenario and saves the fingerprint of its fabric in the model's
+    ``ainet_gym.json``; ``evaluate marl:PATH`` on the 2:1 copy (same name, switches and spaces) is one line
+    (exit 2) naming the file, the field and both fingerprints, and plays on the 4:1 file; the same model without
+    the field (saved before it) plays on the 2:1 copy, unchecked. Fails on the old code: the metadata had no
+    ``fabric`` and the copy played."""
+    import json
+    import zipfile
+
+    from _scenarios import fp_graph_two_fabrics, scenario_fingerprint
+
+    from ainet_gym.agents.sb3_agents import read_metadata
+    from ainet_gym.cli import main
+
+    ex = _marl_example()
+    four, two = fp_graph_two_fabrics(tmp_path)
+    fp4, fp2 = scenario_fingerprint(four), scenario_fingerprint(two)
+    assert fp4 != fp2
+    path = ex.main(
+        ex.Args(scenario=str(four), timesteps=16, copies=1, out=str(tmp_path / "m.zip"), logdir="")
+    )
+    assert read_metadata(path)["fabric"] == fp4
+
+    def evaluate(scenario, model) -> int:
+        capsys.readouterr()
+        ev = ["evaluate", str(scenario), "--policies", f"marl:{model}", "--seeds", "1", "--steps", "2"]
+        return main([*ev, "--out", str(tmp_path / "ev"), "--overwrite"])
+
+    assert evaluate(two, path) == 2
+    one_line(f"marl:{path}: field 'fabric' = '{fp4}' (the fabric it was trained on), the scenario played has "
+             f"fabric '{fp2}'; allowed: the scenario it was trained on (the same links and capacities), or train "
+             "a model on this fabric (examples/marl_ppo.py on it)")  # fmt: skip
+    assert evaluate(four, path) == 0
+    old = tmp_path / "old.zip"  # a model of before the field: no key 'fabric'
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(old, "w") as zout:
+        for info in zin.infolist():
+            blob = zin.read(info.filename)
+            if info.filename == "ainet_gym.json":
+                blob = json.dumps({k: v for k, v in json.loads(blob).items() if k != "fabric"}).encode()
+            zout.writestr(info.filename, blob)
+    assert "fabric" not in read_metadata(old)
+    assert evaluate(two, old) == 0
 
 
 def test_marl_policy_rejects_other_models(tmp_path) -> None:

@@ -125,6 +125,7 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
     from ainet_gym.agents.rllib_train import RLlibTrainConfig, train_rllib
     from ainet_gym.agents.sb3_agents import space_signature
     from ainet_gym.envs.env import EnvCore
+    from ainet_gym.fabric.topology import fabric_fingerprint
 
     steps = 48  # periodic-interference episode length
     per_iter = 2 * 8 * steps  # 2 env runners x 8 copies x one episode each
@@ -162,6 +163,7 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
     core = EnvCore(SCENARIO, batch=1)
     assert meta["observation_space"] == space_signature(core.observation_space)
     assert meta["timesteps"] == 2 * per_iter
+    assert meta["fabric"] == fabric_fingerprint(core.fabric)  # rllib:DIR refuses another fabric (issue-26zk2)
 
     # resume into a new directory, with a different runner layout: the counter carries on
     res2 = train_rllib(
@@ -178,7 +180,9 @@ def test_ppo_two_iterations_checkpoint_resume_evaluate(local_ray, tmp_path) -> N
         )
     )
     assert res2.total_timesteps == 2 * per_iter + 4 * steps
-    assert read_checkpoint_metadata(res2.checkpoint)["resumed_from"] == str(res.checkpoint)
+    meta2 = read_checkpoint_metadata(res2.checkpoint)
+    assert meta2["resumed_from"] == str(res.checkpoint)
+    assert meta2["fabric"] == meta["fabric"] and "source_fabric" not in meta2  # the same fabric
 
     # an existing checkpoint is replaced only with overwrite; the resumed one never
     with pytest.raises(ValueError, match="--overwrite"):
@@ -364,3 +368,6 @@ def test_sweep_one_trial_table(local_ray, tmp_path) -> None:
         r["eval_gpu_utilization"] - r["ecmp_gpu_utilization"], abs=1e-12
     )
     assert "| periodic-interference | 3 | 0.001 | 96 |" in (tmp_path / "results.md").read_text()
+    from ainet_gym.agents.rllib_checkpoint import read_checkpoint_metadata, scenario_fabric
+
+    assert read_checkpoint_metadata(r["checkpoint"])["fabric"] == scenario_fabric(SCENARIO)  # issue-26zk2

@@ -2,7 +2,8 @@
 
 Modules, one concern each: :mod:`.backend` (the Python side, :class:`~.backend.NumbaBackend`),
 :mod:`.interval` (the full-path interval kernel), :mod:`.lazy` (the lazy exact kernel), :mod:`.incremental`
-and :mod:`.repair` (its solves), :mod:`.fill` and :mod:`.parallel` (the allocators), :mod:`.heaps`,
+and :mod:`.repair` (its solves), :mod:`.fill` and :mod:`.parallel` (the allocators), :mod:`.csr` (the
+allocator's read of a CSR incidence), :mod:`.heaps`,
 :mod:`.steps` (the event steps both kernels share), :mod:`.merge` (the merge of a split), :mod:`.figures` and
 :mod:`.sums` (the interval's figures), :mod:`.env_passes` (the env side of a step), :mod:`.records` (the
 compiled records), :mod:`.threads` and :mod:`.crew` (the kernel threads), :mod:`.settings` and :mod:`.jit`.

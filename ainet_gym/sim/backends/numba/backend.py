@@ -138,14 +138,19 @@ class NumbaBackend:
         blocks: tuple[np.ndarray, np.ndarray] | None,
     ) -> np.ndarray:
         """Compiled progressive filling (:func:`ainet_gym.sim.backends.numba.fill.solve_fill`), each stacked instance on
-        its own with ``blocks`` (:func:`ainet_gym.sim.backends.numba.fill.solve_fill_blocks`)."""
-        order = np.argsort(flow, kind="stable")
+        its own with ``blocks`` (:func:`ainet_gym.sim.backends.numba.fill.solve_fill_blocks`).
+
+        Entries already sorted by flow (what :func:`~ainet_gym.sim.allocator.max_min_fair`'s checks give) are
+        passed as they are: the stable sort would leave them in the same order (issue-28zr)."""
         w = np.ones(n_flows) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
         d = np.full(n_flows, np.inf) if demand is None else np.ascontiguousarray(demand, dtype=np.float64)
+        if flow.shape[0] > 1 and not (flow[1:] >= flow[:-1]).all():
+            order = np.argsort(flow, kind="stable")
+            flow, link, coef = flow[order], link[order], coef[order]
         args = (
-            np.ascontiguousarray(flow[order], dtype=np.int64),
-            np.ascontiguousarray(link[order], dtype=np.int64),
-            np.ascontiguousarray(coef[order], dtype=np.float64),
+            np.ascontiguousarray(flow, dtype=np.int64),
+            np.ascontiguousarray(link, dtype=np.int64),
+            np.ascontiguousarray(coef, dtype=np.float64),
             np.ascontiguousarray(cap, dtype=np.float64),
         )
         if blocks is not None:
