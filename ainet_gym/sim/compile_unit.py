@@ -11,12 +11,50 @@ import numpy as np
 from ainet_gym.fabric.topology import Fabric
 from ainet_gym.scenario.spec import SPLIT_FLOWS_MODES, BackgroundSpec, JobSpec
 from ainet_gym.sim.conn_tables import conn_tables, max_hops
-from ainet_gym.sim.job_tables import job_tables
+from ainet_gym.sim.job_tables import JobTables, job_tables
 from ainet_gym.sim.split_parts import split_parts
 from ainet_gym.sim.unit import CompiledUnit
 from ainet_gym.units import GBPS_TO_BYTES_PER_S
 
 __all__ = ["compile_background", "compile_job"]
+
+
+#: :func:`job_tables` by what they are made of (the collectives, the GPUs and their hosts, the rotation, the carry
+#: flows, the ring run-ahead; not the fabric object or the job's other fields). An env's construction compiles a
+#: job placed from GPU 0 three times on the same GPUs: for its slot width
+#: (:func:`ainet_gym.envs.slots.job_connections`), its ideal step time (on the non-blocking copy of the fabric,
+#: the same hosts) and the world's reset; the tables are the same each time (docs/development.md,
+#: "issue-31zi2"). Read only: :func:`compile_job` copies what it takes into the unit's arrays. The last
+#: ``_JOB_TABLES_KEPT`` keys are kept (emptied when full, as :func:`~ainet_gym.sim.conn_tables.conn_tables`).
+_JOB_TABLES: dict[tuple, JobTables] = {}
+_JOB_TABLES_KEPT = 8
+
+
+def _shared_job_tables(
+    fabric: Fabric,
+    job: JobSpec,
+    gpus: np.ndarray,
+    rotation: int,
+    carry: bool,
+    ring_run_ahead_bytes: float | None,
+) -> JobTables:
+    """:func:`job_tables`, computed once per key of :data:`_JOB_TABLES` (the last few kept)."""
+    hosts = fabric.gpu_host[gpus]
+    key = (
+        job.collectives,
+        gpus.tobytes(),
+        hosts.tobytes(),
+        str(hosts.dtype),
+        rotation,
+        carry,
+        ring_run_ahead_bytes,
+    )
+    t = _JOB_TABLES.get(key)
+    if t is None:
+        if len(_JOB_TABLES) >= _JOB_TABLES_KEPT:
+            _JOB_TABLES.clear()
+        t = _JOB_TABLES[key] = job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
+    return t
 
 
 def _phase_graph(pred: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -125,7 +163,7 @@ def compile_job(
     """
     _check_split_flows(split_flows, carry, reroute_held_bytes, part_share)
     gpus = np.asarray(gpus, dtype=np.int64)
-    t = job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
+    t = _shared_job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
     src = [s for s, _ in t.conn_index]
     dst = [d for _, d in t.conn_index]
     H = max_hops(fabric)
