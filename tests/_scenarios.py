@@ -414,3 +414,18 @@ def fp_graph_two_fabrics(folder: Path) -> tuple[Path, Path]:
         folder / "4to1", edges=[e.replace("gbps=100", "gbps=50") for e in FP_GRAPH_EDGES]
     )
     return four, fp_graph_scenario(folder / "2to1")
+
+
+def zip_without_fabric(src: Path, dst: Path) -> Path:
+    """A copy of the model zip ``src`` at ``dst`` whose ``ainet_gym.json`` has no ``fabric`` key: a model saved
+    before the fingerprint (which loads unchecked)."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            blob = zin.read(info.filename)
+            if info.filename == "ainet_gym.json":
+                blob = json.dumps({k: v for k, v in json.loads(blob).items() if k != "fabric"}).encode()
+            zout.writestr(info.filename, blob)
+    return dst

@@ -102,8 +102,7 @@ def test_train_on_from_a_model_of_another_fabric_is_refused_before_any_step_unle
     writes; ``--allow-other-fabric`` trains it on and the new model records both fabrics; a model without a
     fingerprint (saved before issue-26zh2) and one of the same fabric are taken unchecked. Fails on the old code:
     the refused runs exited 0 and the new model recorded only the scenario's fabric."""
-    import json
-    import zipfile
+    from _scenarios import zip_without_fabric
 
     import ainet_gym.agents.train as train_mod
     from ainet_gym.agents.sb3_agents import read_metadata
@@ -138,12 +137,7 @@ def test_train_on_from_a_model_of_another_fabric_is_refused_before_any_step_unle
     meta = read_metadata(tmp_path / "same.zip")
     assert meta["fabric"] == fp4 and "source_fabric" not in meta
     old = tmp_path / "old.zip"  # a model of before issue-26zh2: no key 'fabric', taken on any fabric
-    with zipfile.ZipFile(model) as zin, zipfile.ZipFile(old, "w") as zout:
-        for info in zin.infolist():
-            blob = zin.read(info.filename)
-            if info.filename == "ainet_gym.json":
-                blob = json.dumps({k: v for k, v in json.loads(blob).items() if k != "fabric"}).encode()
-            zout.writestr(info.filename, blob)
+    zip_without_fabric(model, old)
     assert run(two, "old-on", "--resume", str(old)) == 0
     meta = read_metadata(tmp_path / "old-on.zip")
     assert meta["fabric"] == fp2 and "source_fabric" not in meta

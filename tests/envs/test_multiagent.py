@@ -266,10 +266,7 @@ def test_a_marl_model_records_its_fabric_and_is_refused_on_another(tmp_path, cap
     (exit 2) naming the file, the field and both fingerprints, and plays on the 4:1 file; the same model without
     the field (saved before it) plays on the 2:1 copy, unchecked. Fails on the old code: the metadata had no
     ``fabric`` and the copy played."""
-    import json
-    import zipfile
-
-    from _scenarios import fp_graph_two_fabrics, scenario_fingerprint
+    from _scenarios import fp_graph_two_fabrics, scenario_fingerprint, zip_without_fabric
 
     from ainet_gym.agents.sb3_agents import read_metadata
     from ainet_gym.cli import main
@@ -294,12 +291,7 @@ def test_a_marl_model_records_its_fabric_and_is_refused_on_another(tmp_path, cap
              "a model on this fabric (examples/marl_ppo.py on it)")  # fmt: skip
     assert evaluate(four, path) == 0
     old = tmp_path / "old.zip"  # a model of before the field: no key 'fabric'
-    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(old, "w") as zout:
-        for info in zin.infolist():
-            blob = zin.read(info.filename)
-            if info.filename == "ainet_gym.json":
-                blob = json.dumps({k: v for k, v in json.loads(blob).items() if k != "fabric"}).encode()
-            zout.writestr(info.filename, blob)
+    zip_without_fabric(path, old)
     assert "fabric" not in read_metadata(old)
     assert evaluate(two, old) == 0
 
