@@ -63,9 +63,9 @@ def matched_step(job: dict[str, Any], side: str) -> float | None:
     return (job.get("matched_step_ms") or {}).get(side)
 
 
-def _ms_cell(x: float | None, fmt: str = ".2f") -> str:
-    """A time in ms formatted by ``fmt``, ``"-"`` for None."""
-    return "-" if x is None else format(x, fmt)
+def _ms_cell(x: float | None, fmt: str = ".2f", width: int = 0) -> str:
+    """A time in ms formatted by ``fmt``, ``"-"`` for None; right-aligned in ``width`` characters."""
+    return ("-" if x is None else format(x, fmt)).rjust(width)
 
 
 def matched_progress(job: dict[str, Any]) -> str:
@@ -94,7 +94,7 @@ def text_report(result: dict[str, Any]) -> str:
     not in the result (one saved before the field existed) prints as ``-``."""
 
     def ms(x: float | None, width: int) -> str:
-        return f"{'-':>{width}}" if x is None else f"{x:>{width}.3f}"
+        return _ms_cell(x, ".3f", width)
 
     lines = [
         f"scenario {result['scenario']}  policy {result['policy']}  seed {result['seed']}  "
