@@ -25,6 +25,14 @@ scenarios where learning is measured against the LP), so every shipped checkpoin
 rows carry the scenario name in the ``env_id`` column. ``--scenarios`` chooses them (names or files;
 ``none`` for the env ids only).
 
+``--policies`` (``extra``) adds policies to every row group. Before any scenario is played, every extra policy
+is checked on every scenario with the check playing it makes (:meth:`Agent.check
+<ainet_gym.agents.registry.Agent.check>`: a model file's spaces and recorded ``fabric`` fingerprint;
+:func:`check_extra_policies`); one that does not fit a scenario refuses the whole run at once, naming the policy,
+the scenarios and the ``--env-ids``/``--scenarios`` it fits (issue-26zn2; it stopped with exit 2 at the first such
+scenario, after playing the ones before it). Refusing, not skipping: every row of the JSON and CSV stays a
+played policy with its figures.
+
 ``--quick`` (for tests): 2 seeds and 3 intervals per episode.
 """
 
@@ -44,6 +52,7 @@ from ainet_gym.errors import check_choice
 
 __all__ = [
     "LEADERBOARD_SEEDS",
+    "check_extra_policies",
     "checkpoint_scenarios",
     "leaderboard",
     "leaderboard_main",
@@ -96,6 +105,65 @@ def checkpoint_scenarios() -> list[str]:
     return [name for name in list_pretrained() if name not in set(ENV_IDS.values())]
 
 
+def check_extra_policies(
+    env_ids: list[str], scenarios: list[str], extra: list[str] | None, steps: int | None = None, seed: int = 1
+) -> None:
+    """Refuse, before anything is played, an ``extra`` policy (``--policies``) that cannot be played on one of
+    the default scenarios of ``env_ids`` or on one of ``scenarios`` (names or files): each is made once, bound
+    (``pretrained``) and checked on a one-episode env of every scenario with its own ``check``, the one
+    :func:`ainet_gym.agents.evaluate.prepare` makes before playing (a model file's spaces and recorded
+    ``fabric`` fingerprint, issue-26zh2/26zk2).
+
+    Raises
+    ------
+    ValueError
+        One line naming each policy that does not fit, the env ids and scenarios it does not fit with the first
+        reason, and the ``--env-ids``/``--scenarios`` every extra policy fits (or that none is left).
+    """
+    from ainet_gym.agents.registry import make_agent
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.envs.registration import ENV_IDS
+    from ainet_gym.scenario import load_scenario
+
+    if not extra:
+        return
+    targets = [("env id", i, ENV_IDS[i]) for i in env_ids] + [("scenario", s, s) for s in scenarios]
+    loaded = {given: load_scenario(sc) for _, given, sc in targets}
+    bad: dict[str, list[tuple[str, str, str]]] = {}
+    for spec in extra:
+        agent = make_agent(spec)  # a missing or malformed file is refused here, before any scenario
+        for kind, given, _ in targets:
+            try:
+                bind = getattr(agent, "bind", None)
+                if bind is not None:
+                    bind(loaded[given])
+                core = EnvCore(loaded[given], batch=1, episode_steps=steps, **agent.env_kwargs)
+                core.reset([seed])
+                agent.check(core)
+            except ValueError as e:
+                bad.setdefault(spec, []).append((kind, given, str(e).splitlines()[0] if str(e) else repr(e)))
+    if not bad:
+        return
+    misfits = {given for items in bad.values() for _, given, _ in items}
+    ok_ids = [i for i in env_ids if i not in misfits]
+    ok_sc = [s for s in scenarios if s not in misfits]
+    parts = []
+    for spec, items in bad.items():
+        where = ", ".join(f"{kind} {given!r}" for kind, given, _ in items)
+        parts.append(f"--policies {spec!r} cannot be played on {where} ({items[0][2]})")
+    if ok_ids or ok_sc:
+        allowed = (
+            f"allowed for this run: what it fits, --env-ids {','.join(ok_ids) or 'none'} "
+            f"--scenarios {','.join(ok_sc) or 'none'}, or leave the policy out"
+        )
+    else:
+        allowed = (
+            "allowed for this run: none of these; choose env ids or scenarios of the fabric and spaces it was made on "
+            "(--env-ids, --scenarios), or leave the policy out"
+        )
+    raise ValueError("; ".join(parts) + f"; nothing was played; {allowed}")
+
+
 def _score(d: dict[str, Any], ecmp: float, lp: float) -> dict[str, Any]:
     """The LP-normalised score of a policy's summary ``d`` (see the module docstring)."""
     gap = lp - ecmp
@@ -122,7 +190,8 @@ def leaderboard(
     Raises
     ------
     ValueError
-        If an env id is not registered.
+        If an env id is not registered, or (before anything is played) an ``extra`` policy cannot be played on
+        one of the scenarios (:func:`check_extra_policies`).
     """
     from ainet_gym.envs.registration import ENV_IDS
     from ainet_gym.scenario import load_scenario
@@ -138,6 +207,9 @@ def leaderboard(
             "nothing to evaluate: no env id (--env-ids) and no scenario (--scenarios); give at least one"
         )
     seeds = list(LEADERBOARD_SEEDS if seeds is None else seeds)
+    check_extra_policies(
+        ids, extra_sc, extra, steps, seeds[0] if seeds else 1
+    )  # before any scenario is played
     rows: list[dict[str, Any]] = []
     runs: dict[str, Any] = {}
     for env_id, scenario in jobs:
