@@ -55,9 +55,10 @@ if HAVE_NUMBA:
         numba's library would also optimise it as a module of its own and make machine code for it that nothing
         calls (COMPILED_ONLY has no wrapper to call it through); this one does neither. numba's function passes
         (run when the module is added) are kept, so a caller links the function optimised as before the module
-        passes, and the caller's module passes do the rest once. What the library adds to numba's engine is only
-        the environment pointers its module defines (``common`` globals that numba fills when the function is
-        compiled, and that a caller's linked copy resolves to), not code (docs/development.md, issue-31zj2)."""
+        passes, and the caller's module passes do the rest once. What it adds to numba's engine is only the
+        environment pointers its module defines (``common`` globals that numba fills when the function is compiled
+        and that a caller's linked copy resolves to), in a numba library of their own that holds no code
+        (docs/development.md, issue-31zj2)."""
 
         def _optimize_final_module(self) -> None:
             """Nothing: the callers' module passes optimise the linked code."""
@@ -65,14 +66,17 @@ if HAVE_NUMBA:
         def _finalize_final_module(self) -> None:
             self._finalize_dynamic_globals()
             self._verify_declare_only_symbols()
-            env = self._codegen._create_empty_module(self.name + ".env")
+            env = _llvmir.Module(self.name + ".env")
+            env.triple = _ll.get_process_triple()
+            env.data_layout = str(self.codegen.target_data)
             for gv in self._final_module.global_variables:
                 if gv.linkage == _ll.Linkage.common:
                     g = _llvmir.GlobalVariable(env, _cgutils.voidptr_t, name=gv.name)
                     g.linkage = "common"
                     g.initializer = _cgutils.get_null_value(g.type.pointee)
-            self._codegen._add_module(_ll.parse_assembly(str(env)))
-            self._codegen._engine.finalize_object()
+            self._env_library = self.codegen.create_library(self.name + ".env")  # numba's: into the engine
+            self._env_library.add_ir_module(env)
+            self._env_library.finalize()
             self._finalized = True
 
     @_register_pass(mutates_CFG=False, analysis_only=True)
