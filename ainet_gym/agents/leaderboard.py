@@ -63,16 +63,28 @@ MIN_GAP = 0.005
 
 def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[str]:
     """Baselines, predictive baselines, the weighted plans ``favour{j}+bg`` and ``favour{j}-w1e6+bg`` of every
-    job slot of ``scenario`` (the static baselines of the class ``jobs+bg+weights``), ``pretrained`` if a checkpoint is shipped for
-    ``scenario``, then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
+    job slot of ``scenario`` (a name or a file; the static baselines of the class ``jobs+bg+weights``),
+    ``pretrained`` if a checkpoint is shipped for ``scenario``'s name and was trained on its fabric (or records
+    no fabric: :func:`ainet_gym.agents.pretrained.pretrained_fabric`), then the ``extra`` policy strings
+    (registered agents, e.g. a plug-in's). A copy of a shipped scenario under the same name on other links
+    (e.g. other uplink speeds) gets no ``pretrained`` row: playing it there is refused (issue-26zl2)."""
     from ainet_gym.agents.baselines import BASELINES, STRICT_WEIGHTED_BASELINES, WEIGHTED_BASELINES
     from ainet_gym.pretrained import pretrained_path
     from ainet_gym.scenario import load_scenario
 
-    n_jobs = len(load_scenario(scenario).jobs)
+    sc = load_scenario(scenario)
+    n_jobs = len(sc.jobs)
     pols = [*BASELINES, *PREDICTIVE, *WEIGHTED_BASELINES[:n_jobs], *STRICT_WEIGHTED_BASELINES[:n_jobs]]
-    if pretrained_path(scenario) is not None:
-        pols.append("pretrained")
+    shipped = pretrained_path(sc.name)
+    if shipped is not None:
+        from ainet_gym.agents.pretrained import pretrained_fabric
+        from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+
+        recorded = pretrained_fabric(shipped)
+        if recorded is None or recorded == fabric_fingerprint(
+            build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
+        ):
+            pols.append("pretrained")
     return pols + [e for e in (extra or []) if e not in pols]
 
 
@@ -130,11 +142,11 @@ def leaderboard(
     runs: dict[str, Any] = {}
     for env_id, scenario in jobs:
         t0 = time.time()
-        name = load_scenario(scenario).name
+        sc_name = load_scenario(scenario).name
         res = evaluate(
             EvalConfig(
                 scenario,
-                policies=leaderboard_policies(name, extra),
+                policies=leaderboard_policies(scenario, extra),
                 seeds=seeds,
                 steps=steps,
                 out=None,
@@ -142,14 +154,14 @@ def leaderboard(
         )
         pol = res["policies"]
         ecmp = pol["ecmp"]["gpu_utilization"]["mean"]
-        for name, d in pol.items():
+        for pol_name, d in pol.items():
             lp_name = d["lp_reference"] or "lp"
             lp = pol[lp_name]["gpu_utilization"]["mean"]
             rows.append(
                 {
                     "env_id": env_id,
-                    "scenario": name,
-                    "policy": name,
+                    "scenario": sc_name,  # not the policy's name (a shadowed loop variable wrote it before)
+                    "policy": pol_name,
                     "controls": d["controls"],
                     "learned": d.get("learned", False),
                     "gpu_utilization": d["gpu_utilization"],

@@ -136,6 +136,39 @@ def test_every_shipped_policy_carries_its_scenario_s_fabric_and_is_refused_on_an
             assert must in err, (must, err)
 
 
+def test_leaderboard_ranks_a_copy_on_other_links_without_the_shipped_policy(tmp_path: Path) -> None:
+    """issue-26zl2: a copy of a shipped scenario under the same name on other uplinks gets no ``pretrained`` row
+    (its shipped policy records the original fabric and is refused there: the whole leaderboard stopped with
+    exit 2), the original keeps it, for a PPO .zip (2:1 at 200G) and a k-NN .npz (4:1 at 800G) alike; every
+    row's ``scenario`` is the scenario's name (it held the policy's name)."""
+    import yaml
+
+    from ainet_gym.agents.leaderboard import leaderboard, leaderboard_policies
+    from ainet_gym.pretrained import pretrained_path
+
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    copies = {}
+    for name, uplink in (("spine-leaf-2to1", 200), ("spine-leaf-4to1-jitter", 800)):
+        assert pretrained_path(name) is not None and pretrained_path(name).suffix == (
+            ".zip" if name == "spine-leaf-2to1" else ".npz"
+        )
+        sc = yaml.safe_load((root / f"{name}.yaml").read_text())
+        sc["fabric"]["uplink_gbps"] = uplink
+        copies[name] = tmp_path / f"{name}.yaml"
+        copies[name].write_text(yaml.safe_dump(sc))
+    board = leaderboard(
+        [], seeds=[1], steps=1, progress=False, scenarios=[str(copies["spine-leaf-2to1"]), "spine-leaf-2to1"]
+    )
+    assert {r["scenario"] for r in board["rows"]} == {"spine-leaf-2to1"}
+    pols = [r["policy"] for r in board["rows"]]  # the copy's rows, then the original's
+    second = pols.index("ecmp", pols.index("ecmp") + 1)
+    assert "pretrained" not in pols[:second] and pols[second:].count("pretrained") == 1
+    for name, copy in copies.items():
+        assert "pretrained" in leaderboard_policies(name), name
+        assert "pretrained" in leaderboard_policies(str(root / f"{name}.yaml")), name  # a file: its name's
+        assert "pretrained" not in leaderboard_policies(str(copy)), name
+
+
 def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, capsys) -> None:
     from ainet_gym.cli import main
 
