@@ -35,10 +35,10 @@ def njit(*args: Any, **options: Any) -> Any:
 
 
 #: the pipeline of a function only compiled code calls (:func:`njit` gives it to every ``COMPILED_ONLY`` one):
-#: numba's own, with its code library replaced by a :class:`_LinkedOnlyLibrary`; ``None`` without numba
+#: numba's own, with its code library replaced by a :class:`_LinkedOnlyLibrary`; ``None`` without numba or its internals
 _LINKED_ONLY_PIPELINE: Any = None
 
-if HAVE_NUMBA:
+try:  # numba's compiler internals, which may move between releases: if they have, numba's own library is used
     import llvmlite.binding as _ll
     import llvmlite.ir as _llvmir
     from numba.core import cgutils as _cgutils
@@ -48,6 +48,12 @@ if HAVE_NUMBA:
     from numba.core.compiler_machinery import LoweringPass as _LoweringPass
     from numba.core.compiler_machinery import register_pass as _register_pass
     from numba.core.typed_passes import AnnotateTypes as _AnnotateTypes
+
+    _HAVE_INTERNALS = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing or has moved them
+    _HAVE_INTERNALS = False
+
+if _HAVE_INTERNALS:
 
     class _LinkedOnlyLibrary(_JITCodeLibrary):
         """The code library of a function only compiled code calls (``COMPILED_ONLY``): its module is only ever
