@@ -7,6 +7,7 @@ knowing a phase's bytes left (a scan of ``rem``, or the lazy kernel's counts ``p
 from __future__ import annotations
 
 import inspect
+import os
 
 import numpy as np
 import pytest
@@ -239,6 +240,11 @@ def test_a_compiled_only_step_has_no_machine_code_of_its_own() -> None:
     (cres,) = c_step.overloads.values()
     (cres_caller,) = c_caller.overloads.values()
     engine = cres.library.codegen._engine
+    if (
+        jit._LINKED_ONLY_PIPELINE is None
+    ):  # another numba release (jit.LINKED_ONLY_NUMBA): numba's own library
+        assert type(cres.library).__name__ == "JITCodeLibrary"
+        return
     assert type(cres.library).__name__ == "_LinkedOnlyLibrary"
     assert not engine.is_symbol_defined(cres.fndesc.mangled_name)
     assert engine.is_symbol_defined(cres_caller.fndesc.mangled_name)
@@ -381,3 +387,31 @@ def test_the_parallel_fill_is_weighted_in_levels(seed: int) -> None:
     np.testing.assert_allclose(rate, ref, rtol=1e-12)
     for a, b in zip(fill(np.ones(n_f), n_f), fill(np.empty(0), n_f), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_linked_only_libraries_are_off_by_the_environment_switch() -> None:
+    """issue-31zj2: ``AINET_GYM_LINKED_ONLY=0`` gives numba's own code library to compiled-only steps (the way back
+    if a numba release misbehaves with :class:`_LinkedOnlyLibrary`); unset, the checked release uses it."""
+    import subprocess
+    import sys
+
+    probe = "from ainet_gym.sim.backends.numba import jit; print(jit._LINKED_ONLY_PIPELINE is None)"
+    off = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "AINET_GYM_LINKED_ONLY": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert off.stdout.strip() == "True"
+    on = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={k: v for k, v in os.environ.items() if k != "AINET_GYM_LINKED_ONLY"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    import numba
+
+    checked = tuple(int(v) for v in numba.__version__.split(".")[:2]) in jit.LINKED_ONLY_NUMBA
+    assert on.stdout.strip() == str(not checked)

@@ -29,7 +29,7 @@ def njit(*args: Any, **options: Any) -> Any:
     compiled_only = options.get("no_cpython_wrapper") and options.get("no_cfunc_wrapper")
     if compiled_only or options.get("inline") == "always":
         options.pop("cache", None)
-    if compiled_only:
+    if compiled_only and _LINKED_ONLY_PIPELINE is not None:
         options.setdefault("pipeline_class", _LINKED_ONLY_PIPELINE)
     return _numba_njit(*args, **options)
 
@@ -38,7 +38,23 @@ def njit(*args: Any, **options: Any) -> Any:
 #: numba's own, with its code library replaced by a :class:`_LinkedOnlyLibrary`; ``None`` without numba or its internals
 _LINKED_ONLY_PIPELINE: Any = None
 
+#: the numba releases (major, minor) whose code-library internals :class:`_LinkedOnlyLibrary` was checked against
+#: (it overrides two private methods of numba's ``JITCodeLibrary``); on any other release numba's own library is
+#: used, which compiles the same code a little slower at a cold start (issue-31zj2). ``AINET_GYM_LINKED_ONLY=0``
+#: turns it off on these too.
+LINKED_ONLY_NUMBA = ((0, 68),)
+
 try:  # numba's compiler internals, which may move between releases: if they have, numba's own library is used
+    import os as _os
+
+    import numba as _numba
+
+    if tuple(int(v) for v in _numba.__version__.split(".")[:2]) not in LINKED_ONLY_NUMBA or _os.environ.get(
+        "AINET_GYM_LINKED_ONLY", "1"
+    ) in ("0", "false", "no"):
+        raise ImportError(
+            "linked-only code libraries are off for this numba release or by AINET_GYM_LINKED_ONLY"
+        )
     import llvmlite.binding as _ll
     import llvmlite.ir as _llvmir
     from numba.core import cgutils as _cgutils
