@@ -25,6 +25,14 @@ scenarios where learning is measured against the LP), so every shipped checkpoin
 rows carry the scenario name in the ``env_id`` column. ``--scenarios`` chooses them (names or files;
 ``none`` for the env ids only).
 
+``--policies`` (``extra``) adds policies to every row group. Before any scenario is played, every extra policy
+is checked on every scenario with the check playing it makes (:meth:`Agent.check
+<ainet_gym.agents.registry.Agent.check>`: a model file's spaces and recorded ``fabric`` fingerprint;
+:func:`check_extra_policies`); one that does not fit a scenario refuses the whole run at once, naming the policy,
+the scenarios and the ``--env-ids``/``--scenarios`` it fits (issue-26zn2; it stopped with exit 2 at the first such
+scenario, after playing the ones before it). Refusing, not skipping: every row of the JSON and CSV stays a
+played policy with its figures.
+
 ``--quick`` (for tests): 2 seeds and 3 intervals per episode.
 """
 
@@ -44,6 +52,7 @@ from ainet_gym.errors import check_choice
 
 __all__ = [
     "LEADERBOARD_SEEDS",
+    "check_extra_policies",
     "checkpoint_scenarios",
     "leaderboard",
     "leaderboard_main",
@@ -63,16 +72,28 @@ MIN_GAP = 0.005
 
 def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[str]:
     """Baselines, predictive baselines, the weighted plans ``favour{j}+bg`` and ``favour{j}-w1e6+bg`` of every
-    job slot of ``scenario`` (the static baselines of the class ``jobs+bg+weights``), ``pretrained`` if a checkpoint is shipped for
-    ``scenario``, then the ``extra`` policy strings (registered agents, e.g. a plug-in's)."""
+    job slot of ``scenario`` (a name or a file; the static baselines of the class ``jobs+bg+weights``),
+    ``pretrained`` if a checkpoint is shipped for ``scenario``'s name and was trained on its fabric (or records
+    no fabric: :func:`ainet_gym.agents.pretrained.pretrained_fabric`), then the ``extra`` policy strings
+    (registered agents, e.g. a plug-in's). A copy of a shipped scenario under the same name on other links
+    (e.g. other uplink speeds) gets no ``pretrained`` row: playing it there is refused (issue-26zl2)."""
     from ainet_gym.agents.baselines import BASELINES, STRICT_WEIGHTED_BASELINES, WEIGHTED_BASELINES
     from ainet_gym.pretrained import pretrained_path
     from ainet_gym.scenario import load_scenario
 
-    n_jobs = len(load_scenario(scenario).jobs)
+    sc = load_scenario(scenario)
+    n_jobs = len(sc.jobs)
     pols = [*BASELINES, *PREDICTIVE, *WEIGHTED_BASELINES[:n_jobs], *STRICT_WEIGHTED_BASELINES[:n_jobs]]
-    if pretrained_path(scenario) is not None:
-        pols.append("pretrained")
+    shipped = pretrained_path(sc.name)
+    if shipped is not None:
+        from ainet_gym.agents.pretrained import pretrained_fabric
+        from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+
+        recorded = pretrained_fabric(shipped)
+        if recorded is None or recorded == fabric_fingerprint(
+            build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
+        ):
+            pols.append("pretrained")
     return pols + [e for e in (extra or []) if e not in pols]
 
 
@@ -82,6 +103,65 @@ def checkpoint_scenarios() -> list[str]:
     from ainet_gym.pretrained import list_pretrained
 
     return [name for name in list_pretrained() if name not in set(ENV_IDS.values())]
+
+
+def check_extra_policies(
+    env_ids: list[str], scenarios: list[str], extra: list[str] | None, steps: int | None = None, seed: int = 1
+) -> None:
+    """Refuse, before anything is played, an ``extra`` policy (``--policies``) that cannot be played on one of
+    the default scenarios of ``env_ids`` or on one of ``scenarios`` (names or files): each is made once, bound
+    (``pretrained``) and checked on a one-episode env of every scenario with its own ``check``, the one
+    :func:`ainet_gym.agents.evaluate.prepare` makes before playing (a model file's spaces and recorded
+    ``fabric`` fingerprint, issue-26zh2/26zk2).
+
+    Raises
+    ------
+    ValueError
+        One line naming each policy that does not fit, the env ids and scenarios it does not fit with the first
+        reason, and the ``--env-ids``/``--scenarios`` every extra policy fits (or that none is left).
+    """
+    from ainet_gym.agents.registry import make_agent
+    from ainet_gym.envs.env import EnvCore
+    from ainet_gym.envs.registration import ENV_IDS
+    from ainet_gym.scenario import load_scenario
+
+    if not extra:
+        return
+    targets = [("env id", i, ENV_IDS[i]) for i in env_ids] + [("scenario", s, s) for s in scenarios]
+    loaded = {given: load_scenario(sc) for _, given, sc in targets}
+    bad: dict[str, list[tuple[str, str, str]]] = {}
+    for spec in extra:
+        agent = make_agent(spec)  # a missing or malformed file is refused here, before any scenario
+        for kind, given, _ in targets:
+            try:
+                bind = getattr(agent, "bind", None)
+                if bind is not None:
+                    bind(loaded[given])
+                core = EnvCore(loaded[given], batch=1, episode_steps=steps, **agent.env_kwargs)
+                core.reset([seed])
+                agent.check(core)
+            except ValueError as e:
+                bad.setdefault(spec, []).append((kind, given, str(e).splitlines()[0] if str(e) else repr(e)))
+    if not bad:
+        return
+    misfits = {given for items in bad.values() for _, given, _ in items}
+    ok_ids = [i for i in env_ids if i not in misfits]
+    ok_sc = [s for s in scenarios if s not in misfits]
+    parts = []
+    for spec, items in bad.items():
+        where = ", ".join(f"{kind} {given!r}" for kind, given, _ in items)
+        parts.append(f"--policies {spec!r} cannot be played on {where} ({items[0][2]})")
+    if ok_ids or ok_sc:
+        allowed = (
+            f"allowed for this run: what it fits, --env-ids {','.join(ok_ids) or 'none'} "
+            f"--scenarios {','.join(ok_sc) or 'none'}, or leave the policy out"
+        )
+    else:
+        allowed = (
+            "allowed for this run: none of these; choose env ids or scenarios of the fabric and spaces it was made on "
+            "(--env-ids, --scenarios), or leave the policy out"
+        )
+    raise ValueError("; ".join(parts) + f"; nothing was played; {allowed}")
 
 
 def _score(d: dict[str, Any], ecmp: float, lp: float) -> dict[str, Any]:
@@ -110,7 +190,8 @@ def leaderboard(
     Raises
     ------
     ValueError
-        If an env id is not registered.
+        If an env id is not registered, or (before anything is played) an ``extra`` policy cannot be played on
+        one of the scenarios (:func:`check_extra_policies`).
     """
     from ainet_gym.envs.registration import ENV_IDS
     from ainet_gym.scenario import load_scenario
@@ -126,15 +207,18 @@ def leaderboard(
             "nothing to evaluate: no env id (--env-ids) and no scenario (--scenarios); give at least one"
         )
     seeds = list(LEADERBOARD_SEEDS if seeds is None else seeds)
+    check_extra_policies(
+        ids, extra_sc, extra, steps, seeds[0] if seeds else 1
+    )  # before any scenario is played
     rows: list[dict[str, Any]] = []
     runs: dict[str, Any] = {}
     for env_id, scenario in jobs:
         t0 = time.time()
-        name = load_scenario(scenario).name
+        sc_name = load_scenario(scenario).name
         res = evaluate(
             EvalConfig(
                 scenario,
-                policies=leaderboard_policies(name, extra),
+                policies=leaderboard_policies(scenario, extra),
                 seeds=seeds,
                 steps=steps,
                 out=None,
@@ -142,14 +226,14 @@ def leaderboard(
         )
         pol = res["policies"]
         ecmp = pol["ecmp"]["gpu_utilization"]["mean"]
-        for name, d in pol.items():
+        for pol_name, d in pol.items():
             lp_name = d["lp_reference"] or "lp"
             lp = pol[lp_name]["gpu_utilization"]["mean"]
             rows.append(
                 {
                     "env_id": env_id,
-                    "scenario": name,
-                    "policy": name,
+                    "scenario": sc_name,  # not the policy's name (a shadowed loop variable wrote it before)
+                    "policy": pol_name,
                     "controls": d["controls"],
                     "learned": d.get("learned", False),
                     "gpu_utilization": d["gpu_utilization"],

@@ -55,6 +55,7 @@ __all__ = [
     "export_checkpoint",
     "export_knn",
     "load_policy_only",
+    "pretrained_fabric",
 ]
 
 #: members of an SB3 zip that a shipped checkpoint leaves out (optimiser state, extra tensors).
@@ -191,6 +192,25 @@ def load_policy_only(path: str | Path) -> tuple[BaseAlgorithm, dict[str, Any]]:
     if meta.get("algo") is None:
         raise ValueError(f"checkpoint {str(path)!r}: no ainet_gym.json metadata")
     return load_model(path)
+
+
+def pretrained_fabric(path: str | Path) -> str | None:
+    """The fabric fingerprint a shipped policy records (``fabric``: a .zip's metadata key, a .npz's field),
+    checked as playing it checks it; None for a policy saved before the field (played on any fabric).
+
+    Raises
+    ------
+    ModelFileError
+        If the recorded value is not a non-empty string, or (.npz) a field of the file is malformed.
+    """
+    from ainet_gym.agents.model_files import checked_fabric
+
+    p = Path(path)
+    if p.suffix == ".npz":
+        from ainet_gym.agents.imitate import load_knn
+
+        return load_knn(p)["fabric"]
+    return checked_fabric(read_metadata(p).get("fabric"), f"pretrained:{p}: metadata {META_MEMBER}")
 
 
 class PretrainedAgent(SB3Agent):

@@ -117,5 +117,8 @@ class EnvShareWeights:
         """Re-draw, in place, the phases of the periodic background sources that the observation has not shown
         (a planner's copies of ``len(seeds)`` episodes laid out as (episode, sample, plan); ``redraw`` a
         :class:`ainet_gym.sim.redraw.FutureRedraw`): the bursts change from the next interval on, nothing else
-        of the state does (docs/learning.md, "issue-26zr")."""
+        of the state does (docs/learning.md, "issue-26zr"); with ``redraw.starts`` the hidden job starts are
+        re-drawn too (:meth:`~ainet_gym.sim.redraw.FutureRedraw.apply_starts`, "issue-26zm2")."""
         redraw.apply(self.world.state, self.scenario.background, seeds, plans)
+        if getattr(redraw, "starts", False):
+            redraw.apply_starts(self.world, seeds, plans)

@@ -136,6 +136,117 @@ def test_every_shipped_policy_carries_its_scenario_s_fabric_and_is_refused_on_an
             assert must in err, (must, err)
 
 
+def test_leaderboard_ranks_a_copy_on_other_links_without_the_shipped_policy(tmp_path: Path) -> None:
+    """issue-26zl2: a copy of a shipped scenario under the same name on other uplinks gets no ``pretrained`` row
+    (its shipped policy records the original fabric and is refused there: the whole leaderboard stopped with
+    exit 2), the original keeps it, for a PPO .zip (2:1 at 200G) and a k-NN .npz (4:1 at 800G) alike; every
+    row's ``scenario`` is the scenario's name (it held the policy's name)."""
+    import yaml
+
+    from ainet_gym.agents.leaderboard import leaderboard, leaderboard_policies
+    from ainet_gym.pretrained import pretrained_path
+
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    copies = {}
+    for name, uplink in (("spine-leaf-2to1", 200), ("spine-leaf-4to1-jitter", 800)):
+        assert pretrained_path(name) is not None and pretrained_path(name).suffix == (
+            ".zip" if name == "spine-leaf-2to1" else ".npz"
+        )
+        sc = yaml.safe_load((root / f"{name}.yaml").read_text())
+        sc["fabric"]["uplink_gbps"] = uplink
+        copies[name] = tmp_path / f"{name}.yaml"
+        copies[name].write_text(yaml.safe_dump(sc))
+    board = leaderboard(
+        [], seeds=[1], steps=1, progress=False, scenarios=[str(copies["spine-leaf-2to1"]), "spine-leaf-2to1"]
+    )
+    assert {r["scenario"] for r in board["rows"]} == {"spine-leaf-2to1"}
+    pols = [r["policy"] for r in board["rows"]]  # the copy's rows, then the original's
+    second = pols.index("ecmp", pols.index("ecmp") + 1)
+    assert "pretrained" not in pols[:second] and pols[second:].count("pretrained") == 1
+    for name, copy in copies.items():
+        assert "pretrained" in leaderboard_policies(name), name
+        assert "pretrained" in leaderboard_policies(str(root / f"{name}.yaml")), name  # a file: its name's
+        assert "pretrained" not in leaderboard_policies(str(copy)), name
+
+
+def test_leaderboard_refuses_an_extra_model_of_another_fabric_before_playing_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """issue-26zn2: ``leaderboard --policies MODEL`` plays the extra policy on every scenario; a model recording
+    another fabric than one of them stopped the run with exit 2 at that scenario, after playing the ones before
+    it. Now every (scenario, extra policy) pair is checked first, with the policy's own ``check``: one line
+    names the policy, the scenario and the ``--env-ids``/``--scenarios`` it fits, and nothing is played or
+    written; a PPO .zip (2:1 at 200G) and a k-NN .npz (4:1 at 800G, through the command line) alike."""
+    import yaml
+
+    from ainet_gym.agents import leaderboard as lb
+    from ainet_gym.cli import main as cli_main
+    from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+    from ainet_gym.pretrained import pretrained_path
+
+    played: list[object] = []
+    monkeypatch.setattr(lb, "evaluate", lambda cfg: played.append(cfg.scenario) or pytest.fail("played"))
+
+    def fingerprint(scenario: object) -> str:
+        sc = load_scenario(scenario)
+        return fabric_fingerprint(build_fabric(sc.fabric, max_paths=sc.routing.max_paths))
+
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    copies = {}
+    for name, uplink in (("spine-leaf-2to1", 200), ("spine-leaf-4to1-jitter", 800)):
+        sc = yaml.safe_load((root / f"{name}.yaml").read_text())
+        sc["fabric"]["uplink_gbps"] = uplink
+        copies[name] = tmp_path / f"{name}.yaml"
+        copies[name].write_text(yaml.safe_dump(sc))
+        assert fingerprint(str(copies[name])) != fingerprint(name)
+    ppo = f"ppo:{pretrained_path('spine-leaf-2to1')}"
+    knn = f"knn:{pretrained_path('spine-leaf-4to1-jitter')}"
+    assert ppo.endswith(".zip") and knn.endswith(".npz")
+    # the scenario it fits first: the old code played it, then stopped at the copy
+    with pytest.raises(ValueError) as e:
+        lb.leaderboard(
+            [],
+            seeds=[1],
+            steps=1,
+            progress=False,
+            extra=[ppo],
+            scenarios=["spine-leaf-2to1", str(copies["spine-leaf-2to1"])],
+        )
+    msg = str(e.value)
+    assert "\n" not in msg and played == [], (msg, played)
+    for must in (
+        f"--policies {ppo!r}",
+        f"scenario {str(copies['spine-leaf-2to1'])!r}",
+        fingerprint("spine-leaf-2to1"),
+        fingerprint(str(copies["spine-leaf-2to1"])),
+        "--env-ids none --scenarios spine-leaf-2to1,",
+    ):
+        assert must in msg, (must, msg)
+    lb.check_extra_policies([], ["spine-leaf-2to1"], [ppo], steps=1)  # where it fits: no error
+    # the command line: exit 2, one line, no file written
+    out = tmp_path / "lb"
+    args = [
+        "leaderboard",
+        "--quick",
+        "--env-ids",
+        "none",
+        "--scenarios",
+        f"spine-leaf-4to1-jitter,{copies['spine-leaf-4to1-jitter']}",
+    ]
+    capsys.readouterr()
+    assert cli_main([*args, "--policies", knn, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and played == [], (err, played)
+    for must in (
+        knn,
+        str(copies["spine-leaf-4to1-jitter"]),
+        fingerprint("spine-leaf-4to1-jitter"),
+        "--scenarios spine-leaf-4to1-jitter,",
+    ):
+        assert must in err, (must, err)
+    assert not any((out / f).exists() for f in lb.LEADERBOARD_FILES)
+
+
 def test_leaderboard_quick_covers_every_env_id_and_baseline(tmp_path: Path, capsys) -> None:
     from ainet_gym.cli import main
 

@@ -212,6 +212,46 @@ def test_only_functions_python_calls_are_cached_on_disk() -> None:
         assert isinstance(cache, want), (name, type(cache).__name__)
 
 
+def test_a_compiled_only_step_has_no_machine_code_of_its_own() -> None:
+    """issue-31zj2: a ``COMPILED_ONLY`` step's code library is linked into its callers and makes no machine code
+    of its own (numba's engine holds no symbol of it), while its caller's does; the caller still runs the step
+    (called at two sites: the values through it, and an error raised in it). Every compiled-only dispatcher of
+    the backend has the link-only pipeline and no Python-callable one has. numba's own library fails here."""
+
+    def step(x, i):  # pragma: no cover - compiled
+        if i < 0:
+            raise ValueError("i below 0")
+        return x[i] * 2.0
+
+    c_step = jit.njit(nogil=True, _nrt=False, **jit.COMPILED_ONLY)(step)
+
+    def caller(x):  # pragma: no cover - compiled
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += c_step(x, i) + c_step(x, x.shape[0] - 1 - i)
+        return s + c_step(x, -1 if x[0] < 0 else 0)
+
+    c_caller = jit.njit(nogil=True)(caller)
+    x = np.array([1.5, 2.0, 3.25])
+    assert c_caller(x) == (1.5 + 2.0 + 3.25) * 4.0 + 3.0
+    with pytest.raises(ValueError, match="i below 0"):
+        c_caller(-x)
+    (cres,) = c_step.overloads.values()
+    (cres_caller,) = c_caller.overloads.values()
+    engine = cres.library.codegen._engine
+    assert type(cres.library).__name__ == "_LinkedOnlyLibrary"
+    assert not engine.is_symbol_defined(cres.fndesc.mangled_name)
+    assert engine.is_symbol_defined(cres_caller.fndesc.mangled_name)
+    found = _dispatchers()
+    n_only = 0
+    for name, d in found:
+        opts = d.targetoptions  # type: ignore[attr-defined]
+        only = bool(opts.get("no_cpython_wrapper") and opts.get("no_cfunc_wrapper"))
+        n_only += only
+        assert (d._compiler.pipeline_class is jit._LINKED_ONLY_PIPELINE) == only, name  # type: ignore[attr-defined]
+    assert n_only >= 100, "the compiled-only steps were not found"
+
+
 def test_first_at_least_is_numpys_left_search_sorted() -> None:
     """The log's binary search (``first_at_least``) against ``np.searchsorted(..., side="left")`` on sorted
     levels with ties, at the ends and between them (a search that stopped at the last tie, or searched the

@@ -234,7 +234,15 @@ def _run_label(a: Any) -> int:
         play = label_player(a.policy, scenario, a.action_mode, feats, plans)
     from ainet_gym.sim.redraw import FutureRedraw
 
-    redraw = None if not a.redraw_future else FutureRedraw(a.redraw_future, a.redraw_seed, a.redraw_window)
+    if a.redraw_starts and not a.redraw_future:
+        raise SystemExit(
+            "imitate label: --redraw-starts needs --redraw-future M >= 1 (the copies to re-draw in)"
+        )
+    redraw = (
+        None
+        if not a.redraw_future
+        else FutureRedraw(a.redraw_future, a.redraw_seed, a.redraw_window, starts=a.redraw_starts)
+    )
     parts = []
     for i in range(0, len(seeds), a.batch):
         part = lookahead_labels(
@@ -347,8 +355,8 @@ def _dispatch(a: Any, argv: list[str] | None) -> int:
 
 
 def add_redraw_args(parser: Any) -> None:
-    """``--redraw-future M`` (0: off, the default), ``--redraw-seed S`` and ``--redraw-window W``: an argparse
-    parser's options of a :class:`FutureRedraw` (``imitate label``)."""
+    """``--redraw-future M`` (0: off, the default), ``--redraw-seed S``, ``--redraw-window W`` and
+    ``--redraw-starts``: an argparse parser's options of a :class:`FutureRedraw` (``imitate label``)."""
     from ainet_gym.agents.arg_types import int_arg
 
     parser.add_argument(
@@ -364,4 +372,10 @@ def add_redraw_args(parser: Any) -> None:
         type=int_arg(0, 1000),
         default=1,
         help="past intervals taken as observed besides the next (1: the observation's last and next; large: all)",
+    )
+    parser.add_argument(
+        "--redraw-starts",
+        action="store_true",
+        help="with --redraw-future: re-draw too the job starts the observation hides (start_jitter_ms beyond the "
+        "job_phase block's clip at one ideal iteration; off: the true starts)",
     )

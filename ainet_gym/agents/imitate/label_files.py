@@ -114,7 +114,7 @@ def concat_labels(parts: list[dict[str, Any]], sources: list[str] | None = None)
     )
     out = {k: np.concatenate([q[k] for q in parts]) for k in keys if all(k in q for q in parts)}
     out["plans"], out["meta"] = parts[0]["plans"], parts[0]["meta"]
-    out.update({k: parts[0][k] for k in ("redraw", "block", "hold") if k in parts[0]})
+    out.update({k: parts[0][k] for k in ("redraw", "redraw_starts", "block", "hold") if k in parts[0]})
     if fabric is not None:
         out[FABRIC_FIELD] = np.array(fabric)
     return out

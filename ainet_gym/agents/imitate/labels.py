@@ -86,7 +86,9 @@ def lookahead_labels(
 
     ``redraw`` (a :class:`ainet_gym.sim.redraw.FutureRedraw`, None: off): each plan is scored on M copies whose
     unobserved background phases are re-drawn, its ``score`` and ``excess`` the means over them, ``tail`` the
-    maximum (docs/learning.md, "issue-26zr"); the labels' ``redraw`` field records (M, seed, window).
+    maximum (docs/learning.md, "issue-26zr"); the labels' ``redraw`` field records (M, seed, window). With
+    ``redraw.starts`` the job starts the observation hides are re-drawn too, and ``redraw_starts`` is 1
+    (docs/learning.md, "issue-26zm2").
 
     ``fabric``: the fingerprint of the fabric the episodes were played on
     (:func:`~ainet_gym.fabric.topology.fabric_fingerprint`, a 0-d string): ``concat_labels`` and ``imitate
@@ -130,6 +132,8 @@ def lookahead_labels(
         out["hold"] = np.array(hold)
     if redraw is not None:
         out["redraw"] = np.array([redraw.samples, redraw.seed, redraw.window])
+        if redraw.starts:
+            out["redraw_starts"] = np.array(1)
     B, T = len(seeds), core.episode_steps
     out["seed"] = np.repeat(np.asarray(seeds, dtype=np.int64), T)
     out["t"] = np.tile(np.arange(T), B)

@@ -60,7 +60,7 @@ def _decode_rows(
         n = npaths[k]
         for p in range(P):
             r[p] = (actions[a, p] + 1.0) / 2.0 if p < n else 0.0
-        tot = block_sum(r, 0, P)
+        tot = block_sum(r, np.int64(0), P)
         if tot > 0:
             for p in range(P):
                 out[c, p] = r[p] / tot
@@ -205,13 +205,13 @@ def info_jobs(
             w = float(job_gpus[b, j]) if ok else 0.0
             row[j] = w
             row2[j] = (u if ok else 0.0) * w
-        tot = block_sum(row, 0, J)
-        num = block_sum(row2, 0, J)
+        tot = block_sum(row, np.int64(0), J)
+        num = block_sum(row2, np.int64(0), J)
         o_rew_util[b] = num / tot if tot > 0 else 0.0
         for j in range(J):
             e = eff[b, j]
             ok = e - e == 0.0
             n_ok += 1 if ok else 0
             row[j] = e if ok else 0.0
-        s = block_sum(row, 0, J)
+        s = block_sum(row, np.int64(0), J)
         o_rew_step[b] = s / max(n_ok, 1) if n_ok > 0 else 0.0

@@ -29,7 +29,88 @@ def njit(*args: Any, **options: Any) -> Any:
     compiled_only = options.get("no_cpython_wrapper") and options.get("no_cfunc_wrapper")
     if compiled_only or options.get("inline") == "always":
         options.pop("cache", None)
+    if compiled_only:
+        options.setdefault("pipeline_class", _LINKED_ONLY_PIPELINE)
     return _numba_njit(*args, **options)
+
+
+#: the pipeline of a function only compiled code calls (:func:`njit` gives it to every ``COMPILED_ONLY`` one):
+#: numba's own, with its code library replaced by a :class:`_LinkedOnlyLibrary`; ``None`` without numba or its internals
+_LINKED_ONLY_PIPELINE: Any = None
+
+try:  # numba's compiler internals, which may move between releases: if they have, numba's own library is used
+    import llvmlite.binding as _ll
+    import llvmlite.ir as _llvmir
+    from numba.core import cgutils as _cgutils
+    from numba.core.codegen import JITCodeLibrary as _JITCodeLibrary
+    from numba.core.compiler import CompilerBase as _CompilerBase
+    from numba.core.compiler import DefaultPassBuilder as _DefaultPassBuilder
+    from numba.core.compiler_machinery import LoweringPass as _LoweringPass
+    from numba.core.compiler_machinery import register_pass as _register_pass
+    from numba.core.typed_passes import AnnotateTypes as _AnnotateTypes
+
+    _HAVE_INTERNALS = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing or has moved them
+    _HAVE_INTERNALS = False
+
+if _HAVE_INTERNALS:
+
+    class _LinkedOnlyLibrary(_JITCodeLibrary):
+        """The code library of a function only compiled code calls (``COMPILED_ONLY``): its module is only ever
+        used linked into its callers' modules, where LLVM optimises it with them and makes their machine code.
+        numba's library would also optimise it as a module of its own and make machine code for it that nothing
+        calls (COMPILED_ONLY has no wrapper to call it through); this one does neither. numba's function passes
+        (run when the module is added) are kept, so a caller links the function optimised as before the module
+        passes, and the caller's module passes do the rest once. What it adds to numba's engine is only the
+        environment pointers its module defines (``common`` globals that numba fills when the function is compiled
+        and that a caller's linked copy resolves to), in a numba library of their own that holds no code
+        (docs/development.md, issue-31zj2)."""
+
+        def _optimize_final_module(self) -> None:
+            """Nothing: the callers' module passes optimise the linked code."""
+
+        def _finalize_final_module(self) -> None:
+            self._finalize_dynamic_globals()
+            self._verify_declare_only_symbols()
+            env = _llvmir.Module(self.name + ".env")
+            env.triple = _ll.get_process_triple()
+            env.data_layout = str(self.codegen.target_data)
+            for gv in self._final_module.global_variables:
+                if gv.linkage == _ll.Linkage.common:
+                    g = _llvmir.GlobalVariable(env, _cgutils.voidptr_t, name=gv.name)
+                    g.linkage = "common"
+                    g.initializer = _cgutils.get_null_value(g.type.pointee)
+            self._env_library = self.codegen.create_library(self.name + ".env")  # numba's: into the engine
+            self._env_library.add_ir_module(env)
+            self._env_library.finalize()
+            self._finalized = True
+
+    @_register_pass(mutates_CFG=False, analysis_only=True)
+    class _LinkedOnlyLibraryPass(_LoweringPass):
+        """Gives the function a :class:`_LinkedOnlyLibrary` before numba lowers it (numba's lowering makes its
+        own library only where the pipeline's state has none)."""
+
+        _name = "ainet_linked_only_library"
+
+        def __init__(self) -> None:
+            _LoweringPass.__init__(self)
+
+        def run_pass(self, state: Any) -> bool:
+            if state.library is None:
+                state.library = _LinkedOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+                state.library.enable_object_caching()
+            return False
+
+    class _LinkedOnlyCompiler(_CompilerBase):
+        """numba's nopython pipeline with :class:`_LinkedOnlyLibraryPass` before the lowering."""
+
+        def define_pipelines(self) -> list[Any]:
+            pm = _DefaultPassBuilder.define_nopython_pipeline(self.state)
+            pm.add_pass_after(_LinkedOnlyLibraryPass, _AnnotateTypes)
+            pm.finalize()
+            return [pm]
+
+    _LINKED_ONLY_PIPELINE = _LinkedOnlyCompiler
 
 
 try:  # the count of trailing zero bits (llvm.cttz) from numba's internals, which may move between releases:

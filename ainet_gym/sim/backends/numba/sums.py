@@ -14,7 +14,9 @@ def block_sum(x, lo, n):  # pragma: no cover - compiled
     """``x[lo:lo + n].sum()`` as numpy computes it for a contiguous float64 run of ``n <= 128`` elements
     (numpy's pairwise block): left to right below 8 elements, else eight interleaved partial sums combined
     as a tree, then the tail. The env's decode and the interval figures use it to stay bit for bit equal
-    to the numpy backend."""
+    to the numpy backend. Callers pass the start as an ``int64`` (``np.int64(0)``, not ``0``): numba
+    compiles a function called with a constant argument for that literal value, so ``block_sum(x, 0, n)``
+    beside ``block_sum(x, lo, n)`` compiled it twice at every cold start (docs/development.md, issue-31zj2)."""
     if n < 8:
         res = 0.0
         for i in range(n):
@@ -51,7 +53,7 @@ def pairwise_sum(x, n):  # pragma: no cover - compiled
     elements split in halves at multiples of 8, with the recursion unrolled onto an explicit stack (a
     recursive kernel cannot be cached); the total is added to the identity 0."""
     if n <= _PW_BLOCK:
-        return 0.0 + block_sum(x, 0, n)
+        return 0.0 + block_sum(x, np.int64(0), n)  # an int64 start, not the literal 0: see block_sum
     f_lo = np.empty(64, dtype=np.int64)  # frames: start, length, stage (0: new, 1: left done, 2: both)
     f_n = np.empty(64, dtype=np.int64)
     f_st = np.empty(64, dtype=np.int64)
