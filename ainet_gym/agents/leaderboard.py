@@ -87,12 +87,10 @@ def leaderboard_policies(scenario: str, extra: list[str] | None = None) -> list[
     shipped = pretrained_path(sc.name)
     if shipped is not None:
         from ainet_gym.agents.pretrained import pretrained_fabric
-        from ainet_gym.fabric.topology import build_fabric, fabric_fingerprint
+        from ainet_gym.agents.rllib_checkpoint import scenario_fabric
 
         recorded = pretrained_fabric(shipped)
-        if recorded is None or recorded == fabric_fingerprint(
-            build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
-        ):
+        if recorded is None or recorded == scenario_fabric(sc):
             pols.append("pretrained")
     return pols + [e for e in (extra or []) if e not in pols]
 
