@@ -18,11 +18,13 @@ from ainet_gym.envs.env import EnvCore
 from ainet_gym.envs.registration import ENV_IDS
 from ainet_gym.pretrained import list_pretrained
 from ainet_gym.scenario import load_scenario
-from tests._scenarios import replayed_gpu_utilization, small_spine_leaf
+from tests._scenarios import replayed_gpu_utilization
 
 
-def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(tmp_path: Path, tiny_ppo) -> None:
-    res = train(tiny_ppo(small_spine_leaf(), tmp_path))
+def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(
+    tmp_path: Path, tiny_ppo, small_spine_leaf_scenario: dict
+) -> None:
+    res = train(tiny_ppo(small_spine_leaf_scenario, tmp_path))
     dst = export_checkpoint(
         res.model_path, "small", "ainet-gym train small --timesteps 64", tmp_path / "s.zip"
     )
@@ -39,7 +41,7 @@ def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(tmp_path:
     # the policy-only model acts exactly like the full one
     full_agent = SB3Agent(res.model_path)
     model, _ = load_policy_only(dst)
-    core = EnvCore(small_spine_leaf(), batch=4)
+    core = EnvCore(small_spine_leaf_scenario, batch=4)
     obs, _ = core.reset([1, 2, 3, 4])
     for _ in range(3):
         a_full = full_agent.act(core, obs)
@@ -90,11 +92,11 @@ def test_every_shipped_checkpoint_beats_ecmp_and_the_jobs_only_lp() -> None:
         assert u["pretrained"] > u["lp"] > u["ecmp"], (name, u)
 
 
-def test_pretrained_without_a_shipped_checkpoint_is_a_clear_error() -> None:
+def test_pretrained_without_a_shipped_checkpoint_is_a_clear_error(small_spine_leaf_scenario: dict) -> None:
     with pytest.raises(
         ValueError, match=r"no checkpoint is shipped for scenario 'small'; shipped: .*periodic"
     ):
-        evaluate(EvalConfig(small_spine_leaf(), policies=["pretrained"], seeds=[1], steps=1, out=None))
+        evaluate(EvalConfig(small_spine_leaf_scenario, policies=["pretrained"], seeds=[1], steps=1, out=None))
 
 
 def test_every_shipped_policy_carries_its_scenario_s_fabric_and_is_refused_on_another(
