@@ -1,11 +1,13 @@
 """Test-session hooks, and the fixtures tests of several folders share.
 
 Fixtures here are what a test takes as given: a scenario built the same way every time (``collision``,
-``four_spines``) or a check bound to another fixture (``one_line`` reads ``capsys``). Builders called with
-arguments stay plain functions in ``tests/_scenarios.py`` (``small_spine_leaf(steps, **dynamics)``,
-``one_job(fabric, job, interval_ms)``, ...) and ``tests/_states.py`` (``episode_arrays(state)``): a fixture
-cannot take arguments at the call, and several of them are also called at collection time (module constants,
-``parametrize`` lists).
+``four_spines``, ``small_spine_leaf_scenario``: ``small_spine_leaf()`` with its defaults) or a check bound to another
+fixture (``one_line`` reads ``capsys``). A test that takes one of these scenarios as its setup takes the fixture;
+the builders stay plain functions in ``tests/_scenarios.py`` too, because they are also called with arguments
+(``small_spine_leaf(steps, **dynamics)``, ``one_job(fabric, job, interval_ms)``, ...), at collection time (module
+constants, ``parametrize`` lists and their lambdas) and by helpers that are not tests (``_ppo_zip``,
+``_two_fabrics``): a fixture takes no arguments at the call and does not exist at collection. ``tests/_states.py``'s
+``episode_arrays(state)`` and ``assert_states_equal(a, b)`` take the states under test, so they stay functions.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _scenarios import collision_scenario, four_spines_two_rings
+from _scenarios import collision_scenario, four_spines_two_rings, small_spine_leaf
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
@@ -48,6 +50,13 @@ def four_spines() -> dict:
     """The isolating plans' fabric (``tests/_scenarios.py:four_spines_two_rings``): 4 leaves x 4 spines at 1:1,
     two 8-GPU rings spread 2 GPUs per leaf; a fresh dict for each test."""
     return four_spines_two_rings()
+
+
+@pytest.fixture
+def small_spine_leaf_scenario() -> dict:
+    """``tests/_scenarios.py:small_spine_leaf()`` with its defaults: 16 GPUs on 4 leaves x 2 spines (2:1), two ring
+    jobs, a periodic storage background, 12 steps, named ``small``; a fresh dict for each test."""
+    return small_spine_leaf()
 
 
 @pytest.fixture

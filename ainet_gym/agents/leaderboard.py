@@ -23,7 +23,10 @@ Beside the env ids it ranks the same policies on every scenario a checkpoint is 
 id has as its default (``periodic-interference-jitter``, ``ingest-bursts``, ``storage-checkpoint``: the
 scenarios where learning is measured against the LP), so every shipped checkpoint has its row; their
 rows carry the scenario name in the ``env_id`` column. ``--scenarios`` chooses them (names or files;
-``none`` for the env ids only).
+``none`` for the env ids only). A file whose scenario ``name`` is that of another scenario of the run (a copy
+of a shipped scenario on other links, beside the original) is labelled ``NAME (FILE)`` in that column, the
+table and ``env_ids`` (:func:`run_labels`, issue-26zo2: both shared one label, and the second run's timing
+replaced the first's); the same env id or scenario given twice is refused.
 
 ``--policies`` (``extra``) adds policies to every row group. Before any scenario is played, every extra policy
 is checked on every scenario with the check playing it makes (:meth:`Agent.check
@@ -58,6 +61,7 @@ __all__ = [
     "leaderboard_main",
     "leaderboard_policies",
     "markdown",
+    "run_labels",
 ]
 
 LEADERBOARD_SEEDS: list[int] = list(range(1, 11))
@@ -162,6 +166,51 @@ def check_extra_policies(
     raise ValueError("; ".join(parts) + f"; nothing was played; {allowed}")
 
 
+def _given_as_file(scenario: str) -> bool:
+    """True if ``scenario`` names a file (read as a path first, like :func:`ainet_gym.scenario.load_scenario`),
+    False for the name of a shipped scenario."""
+    return Path(scenario).expanduser().is_file()
+
+
+def run_labels(env_ids: list[str], scenarios: list[str]) -> list[str]:
+    """The row label of each env id, then of each scenario (a name or a file) of a leaderboard run: the env id,
+    or the scenario's ``name``; a scenario given as a file whose name is another label of the run (e.g. a copy
+    of ``spine-leaf-2to1.yaml`` on other uplinks, same ``name:``, beside the original) is labelled
+    ``NAME (FILE)``, FILE as given, so two scenarios never share a label, a row group, or an ``env_ids`` entry
+    (the second run's timing replaced the first's; issue-26zo2). Labels without a collision are unchanged.
+
+    Raises
+    ------
+    ValueError
+        If the same env id or scenario is given twice (its rows would fall into one group), naming it.
+    """
+    from ainet_gym.scenario import load_scenario
+
+    for flag, items in (("--env-ids", env_ids), ("--scenarios", scenarios)):
+        twice = sorted({x for x in items if items.count(x) > 1})
+        if twice:
+            raise ValueError(
+                f"{flag} {','.join(items)!r}: {', '.join(map(repr, twice))} given twice; allowed: each "
+                f"{'env id' if flag == '--env-ids' else 'scenario'} once"
+            )
+    names = [load_scenario(sc).name for sc in scenarios]
+    base = list(env_ids) + names
+    labels = list(base)
+    for k, sc in enumerate(scenarios):
+        j = len(env_ids) + k
+        if base.count(base[j]) > 1 and _given_as_file(sc):
+            labels[j] = f"{base[j]} ({sc})"
+    seen: dict[str, str] = {}
+    for given, label in zip([*env_ids, *scenarios], labels, strict=True):
+        if label in seen:  # e.g. a shipped name equal to an env id: not made by the library
+            raise ValueError(
+                f"--scenarios {given!r}: its label {label!r} is also that of {seen[label]!r}; allowed: "
+                "scenarios whose names differ from the env ids and from each other, or given as files"
+            )
+        seen[label] = given
+    return labels
+
+
 def _score(d: dict[str, Any], ecmp: float, lp: float) -> dict[str, Any]:
     """The LP-normalised score of a policy's summary ``d`` (see the module docstring)."""
     gap = lp - ecmp
@@ -198,8 +247,9 @@ def leaderboard(
     for i in ids:
         check_choice("env id", i, ENV_IDS, problem="not registered")
     extra_sc = checkpoint_scenarios() if scenarios is None else list(scenarios)
-    # (row label, scenario): an env id with its default scenario, or a scenario under its own name
-    jobs = [(i, ENV_IDS[i]) for i in ids] + [(load_scenario(sc).name, sc) for sc in extra_sc]
+    # (row label, scenario): an env id with its default scenario, or a scenario under its own name (plus its
+    # file when another scenario of the run has that name: run_labels)
+    jobs = list(zip(run_labels(ids, extra_sc), [ENV_IDS[i] for i in ids] + extra_sc, strict=True))
     if not jobs:
         raise ValueError(
             "nothing to evaluate: no env id (--env-ids) and no scenario (--scenarios); give at least one"
@@ -240,9 +290,10 @@ def leaderboard(
                     "lp_normalized_score": _score(d, ecmp, lp),
                 }
             )
-        runs[env_id] = {"steps": res["steps"], "seconds": time.time() - t0}
+        runs[env_id] = {"scenario": scenario, "steps": res["steps"], "seconds": time.time() - t0}
         if progress:
-            print(f"{env_id} ({scenario}): {len(pol)} policies, {time.time() - t0:.0f} s", flush=True)
+            where = "" if env_id.endswith(f"({scenario})") else f" ({scenario})"
+            print(f"{env_id}{where}: {len(pol)} policies, {time.time() - t0:.0f} s", flush=True)
     return {"seeds": seeds, "steps": steps, "env_ids": runs, "rows": rows, "files": {}}
 
 
@@ -313,7 +364,8 @@ def plot(board: dict[str, Any], path: Path) -> None:
             lo.append(g["mean"] - c[0])
             hi.append(c[1] - g["mean"])
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=p, color=cmap(j % 20))
-    ax.set_xticks(np.arange(len(envs)), [e.split("/")[-1] for e in envs])
+    # an env id without its namespace; a scenario's label (``NAME (FILE)`` included: run_labels) as it is
+    ax.set_xticks(np.arange(len(envs)), [e if " (" in e else e.split("/")[-1] for e in envs])
     ax.set_ylabel("GPU utilisation (mean, 95% CI)")
     ax.set_ylim(0, 1)
     ax.legend(ncol=min(6, len(pols)), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08))

@@ -18,11 +18,13 @@ from ainet_gym.envs.env import EnvCore
 from ainet_gym.envs.registration import ENV_IDS
 from ainet_gym.pretrained import list_pretrained
 from ainet_gym.scenario import load_scenario
-from tests._scenarios import replayed_gpu_utilization, small_spine_leaf
+from tests._scenarios import replayed_gpu_utilization
 
 
-def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(tmp_path: Path, tiny_ppo) -> None:
-    res = train(tiny_ppo(small_spine_leaf(), tmp_path))
+def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(
+    tmp_path: Path, tiny_ppo, small_spine_leaf_scenario: dict
+) -> None:
+    res = train(tiny_ppo(small_spine_leaf_scenario, tmp_path))
     dst = export_checkpoint(
         res.model_path, "small", "ainet-gym train small --timesteps 64", tmp_path / "s.zip"
     )
@@ -39,7 +41,7 @@ def test_export_keeps_policy_weights_only_and_acts_like_the_full_model(tmp_path:
     # the policy-only model acts exactly like the full one
     full_agent = SB3Agent(res.model_path)
     model, _ = load_policy_only(dst)
-    core = EnvCore(small_spine_leaf(), batch=4)
+    core = EnvCore(small_spine_leaf_scenario, batch=4)
     obs, _ = core.reset([1, 2, 3, 4])
     for _ in range(3):
         a_full = full_agent.act(core, obs)
@@ -90,11 +92,11 @@ def test_every_shipped_checkpoint_beats_ecmp_and_the_jobs_only_lp() -> None:
         assert u["pretrained"] > u["lp"] > u["ecmp"], (name, u)
 
 
-def test_pretrained_without_a_shipped_checkpoint_is_a_clear_error() -> None:
+def test_pretrained_without_a_shipped_checkpoint_is_a_clear_error(small_spine_leaf_scenario: dict) -> None:
     with pytest.raises(
         ValueError, match=r"no checkpoint is shipped for scenario 'small'; shipped: .*periodic"
     ):
-        evaluate(EvalConfig(small_spine_leaf(), policies=["pretrained"], seeds=[1], steps=1, out=None))
+        evaluate(EvalConfig(small_spine_leaf_scenario, policies=["pretrained"], seeds=[1], steps=1, out=None))
 
 
 def test_every_shipped_policy_carries_its_scenario_s_fabric_and_is_refused_on_another(
@@ -167,6 +169,70 @@ def test_leaderboard_ranks_a_copy_on_other_links_without_the_shipped_policy(tmp_
         assert "pretrained" in leaderboard_policies(name), name
         assert "pretrained" in leaderboard_policies(str(root / f"{name}.yaml")), name  # a file: its name's
         assert "pretrained" not in leaderboard_policies(str(copy)), name
+
+
+def test_leaderboard_labels_a_same_named_copy_apart_from_the_original(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """issue-26zo2: a copy of ``spine-leaf-2to1`` on 200G uplinks (same ``name:``) ranked beside the original
+    shared its label with it: one row group in the table, one ``env_id`` in the JSON/CSV rows, one ``env_ids``
+    entry (the second run's timing replaced the first's). The copy, given as a file, is now labelled
+    ``NAME (FILE)``; every row's figures are those of its own scenario; labels without a collision are kept,
+    and a scenario given twice is refused."""
+    import csv
+
+    import yaml
+
+    from ainet_gym.cli import main
+
+    root = Path(__file__).resolve().parents[2] / "scenarios"
+    sc = yaml.safe_load((root / "spine-leaf-2to1.yaml").read_text())
+    sc["fabric"]["uplink_gbps"] = 200
+    copy = tmp_path / "sl-200g.yaml"
+    copy.write_text(yaml.safe_dump(sc))
+    assert load_scenario(str(copy)).name == "spine-leaf-2to1"
+    monkeypatch.chdir(tmp_path)  # the copy given as a relative path, as typed
+    out = tmp_path / "lb"
+    args = ["leaderboard", "--seeds", "1", "--steps", "2", "--env-ids", "none", "--out", str(out), "--json"]
+    capsys.readouterr()
+    assert main([*args, "--scenarios", "spine-leaf-2to1,sl-200g.yaml"]) == 0
+    board = json.loads(capsys.readouterr().out)
+    labels = ["spine-leaf-2to1", "spine-leaf-2to1 (sl-200g.yaml)"]
+    assert list(board["env_ids"]) == labels
+    assert [board["env_ids"][k]["scenario"] for k in labels] == ["spine-leaf-2to1", "sl-200g.yaml"]
+    assert all(board["env_ids"][k]["seconds"] > 0 for k in labels)  # both timings kept
+    assert {r["scenario"] for r in board["rows"]} == {"spine-leaf-2to1"}
+    # each group's figures are its own scenario's (the 200G copy congests: they differ)
+    util = {}
+    for label, scenario in zip(labels, ["spine-leaf-2to1", "sl-200g.yaml"], strict=True):
+        rows = {r["policy"]: r for r in board["rows"] if r["env_id"] == label}
+        assert "ecmp" in rows and "lp+bg" in rows, label
+        res = evaluate(EvalConfig(scenario, policies=["ecmp", "lp+bg"], seeds=[1], steps=2, out=None))
+        util[label] = {p: rows[p]["gpu_utilization"]["mean"] for p in ("ecmp", "lp+bg")}
+        assert util[label] == {p: res["policies"][p]["gpu_utilization"]["mean"] for p in ("ecmp", "lp+bg")}
+    assert util[labels[0]] != util[labels[1]], util
+    n = {label: sum(r["env_id"] == label for r in board["rows"]) for label in labels}
+    assert n[labels[0]] == n[labels[1]] + 1  # the shipped policy on the original only (issue-26zl2)
+    with open(out / "leaderboard.csv", newline="") as fh:
+        csv_ids = [r["env_id"] for r in csv.DictReader(fh)]
+    assert {k: csv_ids.count(k) for k in labels} == n
+    md = (out / "leaderboard.md").read_text().splitlines()[2:]
+    assert {k: sum(line.startswith(f"| {k} |") for line in md) for k in labels} == n
+    # no collision: labels unchanged; a file under a name of its own keeps that name
+    from ainet_gym.agents.leaderboard import run_labels
+
+    assert run_labels(["ainet_gym/SpineLeaf-v0"], ["spine-leaf-2to1"]) == [
+        "ainet_gym/SpineLeaf-v0",
+        "spine-leaf-2to1",
+    ]
+    assert run_labels([], [str(root / "clos3-2pods.yaml")]) == ["clos3-2pods"]
+    assert run_labels([], ["sl-200g.yaml", str(copy)]) == [
+        f"spine-leaf-2to1 ({p})" for p in ("sl-200g.yaml", copy)
+    ]
+    capsys.readouterr()
+    assert main([*args[:-1], "--overwrite", "--scenarios", "spine-leaf-2to1,spine-leaf-2to1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "'spine-leaf-2to1' given twice" in err and "each scenario once" in err, err
 
 
 def test_leaderboard_refuses_an_extra_model_of_another_fabric_before_playing_anything(

@@ -9,7 +9,7 @@ import pytest
 from ainet_gym.agents.evaluate import EvalConfig, evaluate
 from ainet_gym.agents.predictive_model import FitConfig, fit, forecast_error
 from ainet_gym.agents.registry import make_agent
-from tests._scenarios import simulated_gpu_utilization, small_spine_leaf
+from tests._scenarios import simulated_gpu_utilization
 
 
 def test_forecast_error_is_lower_than_last_value_on_held_out_seeds() -> None:
@@ -49,11 +49,11 @@ def test_least_squares_recovers_known_ar_coefficients() -> None:
     np.testing.assert_allclose(solve_per_tier(x, y, tiers), true, atol=1e-6)
 
 
-def test_predictive_agents_run_through_evaluate() -> None:
+def test_predictive_agents_run_through_evaluate(small_spine_leaf_scenario: dict) -> None:
     assert make_agent("predictive-lp").controls == "jobs"
     res = evaluate(
         EvalConfig(
-            scenario=small_spine_leaf(),
+            scenario=small_spine_leaf_scenario,
             policies=["greedy", "predictive-greedy", "predictive-lp"],
             seeds=[1, 2],
             out=None,
@@ -63,7 +63,7 @@ def test_predictive_agents_run_through_evaluate() -> None:
     assert list(pol) == ["greedy", "predictive-greedy", "predictive-lp", "ecmp", "lp"]
     assert pol["predictive-greedy"]["controls"] == pol["predictive-lp"]["controls"] == "jobs"
     # each figure is the mean of the two seeds' episodes recomputed from simulate's per-step JSON
-    per = {n: [simulated_gpu_utilization(small_spine_leaf(), n, s, 12) for s in (1, 2)] for n in pol}
+    per = {n: [simulated_gpu_utilization(small_spine_leaf_scenario, n, s, 12) for s in (1, 2)] for n in pol}
     for name, d in pol.items():
         assert d["gpu_utilization"]["mean"] == pytest.approx(np.mean(per[name]), rel=1e-9), name
     # ECMP's hash collides here on both seeds (0.617, 0.682): both predictive routers spread the jobs, episode

@@ -142,8 +142,8 @@ def test_out_that_is_an_existing_file(capsys, small: str, tmp_path: Path) -> Non
     assert f"--out {str(f)!r}: is a file" in line
 
 
-def test_a_broken_scenario_names_the_field(capsys, tmp_path: Path) -> None:
-    d = small_spine_leaf()
+def test_a_broken_scenario_names_the_field(capsys, tmp_path: Path, small_spine_leaf_scenario: dict) -> None:
+    d = small_spine_leaf_scenario
     d["dynamics"]["link_failures"] = {"scheduled": [{"link": "leaf99-spine1", "at_step": 1}]}
     p = tmp_path / "broken.yaml"
     p.write_text(yaml.safe_dump(d))
@@ -151,8 +151,8 @@ def test_a_broken_scenario_names_the_field(capsys, tmp_path: Path) -> None:
     assert "dynamics.link_failures.scheduled[0].link" in line and "leaf99" in line
 
 
-def test_debug_shows_the_traceback(tmp_path: Path) -> None:
-    d = small_spine_leaf()
+def test_debug_shows_the_traceback(tmp_path: Path, small_spine_leaf_scenario: dict) -> None:
+    d = small_spine_leaf_scenario
     d["seed"] = 2**70
     p = tmp_path / "big-seed.yaml"
     p.write_text(yaml.safe_dump(d))

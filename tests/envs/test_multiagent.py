@@ -200,14 +200,14 @@ def test_rewards_shared_local_and_mix() -> None:
         assert out[0.25][a] == pytest.approx(0.75 * out["shared"][a] + 0.25 * out["local"][a])
 
 
-def test_bad_arguments_name_the_field() -> None:
+def test_bad_arguments_name_the_field(small_spine_leaf_scenario: dict) -> None:
     with pytest.raises(ValueError, match="agents = 'spine'"):
         ainet_gym.parallel_env(scenario="periodic-interference", agents="spine")
     with pytest.raises(ValueError, match="reward = 'global'"):
         ainet_gym.parallel_env(scenario="periodic-interference", reward="global")
     with pytest.raises(ValueError, match=r"reward = 1\.5"):
         ainet_gym.parallel_env(scenario="periodic-interference", reward=1.5)
-    sc = small_spine_leaf()
+    sc = small_spine_leaf_scenario
     sc["fabric"] = {"topology": "single_switch", "hosts": 4, "gpus_per_host": 4, "nic_gbps": 400}
     sc["workload"]["background"] = []
     with pytest.raises(ValueError, match="no switch of tier 'leaf'"):

@@ -124,6 +124,6 @@ def test_fat_tree_with_shared_nics_puts_one_nic_per_edge_port():
         ),
     ],
 )
-def test_new_fabric_keys_are_validated(fabric, match):
+def test_the_nic_sharing_and_graph_file_keys_are_validated(fabric, match):
     with pytest.raises(ScenarioError, match=match):
         load_scenario(one_job_on_a_switch(**fabric))

@@ -80,7 +80,7 @@ def test_the_estimate_lies_within_half_and_all_of_the_true_count() -> None:
     assert not bad, bad[:5]
 
 
-def test_the_issue_examples_are_accepted_and_a_real_overload_is_refused() -> None:
+def test_a_short_ring_and_a_long_rail_interval_are_accepted_and_a_real_overload_is_refused() -> None:
     # an 8 KB ring AllReduce (0.140 ms a step on 128 GPUs) with a 7 ms interval: 50 iterations, accepted
     sc = load_scenario("spine-leaf-2to1")
     raw = dict(sc.raw)

@@ -143,7 +143,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("d", "field", "words"), CASES)
-def test_issue_cases_raise_naming_the_field(d: dict, field: str, words: str) -> None:
+def test_each_bad_scenario_raises_naming_its_field(d: dict, field: str, words: str) -> None:
     with pytest.raises(ScenarioError) as e:
         load_scenario(d)
     assert e.value.field == field, str(e.value)
@@ -389,13 +389,13 @@ def test_a_scenario_dict_is_refused_or_runs(d: dict) -> None:
         (lambda shape: np.array([None] * shape[0]), "Python objects"),
     ],
 )
-def test_actions_of_a_non_number_dtype_are_refused(mode: str, make, words: str) -> None:
-    from _scenarios import small_spine_leaf
-
+def test_actions_of_a_non_number_dtype_are_refused(
+    mode: str, make, words: str, small_spine_leaf_scenario: dict
+) -> None:
     from ainet_gym.envs.env import FabricRoutingEnv
 
-    env = FabricRoutingEnv(small_spine_leaf(), action_mode=mode)
-    ref = FabricRoutingEnv(small_spine_leaf(), action_mode=mode)
+    env = FabricRoutingEnv(small_spine_leaf_scenario, action_mode=mode)
+    ref = FabricRoutingEnv(small_spine_leaf_scenario, action_mode=mode)
     env.reset(seed=1)
     ref.reset(seed=1)
     allowed = "integers in 0..3" if mode == "path" else "real numbers in [-1, 1]"
@@ -408,12 +408,10 @@ def test_actions_of_a_non_number_dtype_are_refused(mode: str, make, words: str) 
     assert np.array_equal(a[0], b[0]) and a[1] == b[1]  # the refused action left no trace
 
 
-def test_path_index_message_names_the_index_and_range() -> None:
-    from _scenarios import small_spine_leaf
-
+def test_path_index_message_names_the_index_and_range(small_spine_leaf_scenario: dict) -> None:
     from ainet_gym.envs.env import FabricRoutingEnv
 
-    env = FabricRoutingEnv(small_spine_leaf(), action_mode="path")
+    env = FabricRoutingEnv(small_spine_leaf_scenario, action_mode="path")
     env.reset(seed=1)
     a = np.zeros(env.action_space.shape, dtype=float)
     a[3] = 0.5
@@ -423,12 +421,12 @@ def test_path_index_message_names_the_index_and_range() -> None:
         env.step([[1], [1, 2]])
 
 
-def test_vector_env_messages_say_what_was_passed_and_what_is_expected() -> None:
-    from _scenarios import small_spine_leaf
-
+def test_vector_env_messages_say_what_was_passed_and_what_is_expected(
+    small_spine_leaf_scenario: dict,
+) -> None:
     from ainet_gym.envs.vector_env import FabricRoutingVectorEnv
 
-    venv = FabricRoutingVectorEnv(4, small_spine_leaf(), "split")
+    venv = FabricRoutingVectorEnv(4, small_spine_leaf_scenario, "split")
     n = venv.single_action_space.shape[0]
     for seed, words in [
         (1.5, r"seed = 1.5 \(float\): not a seed"),

@@ -103,8 +103,10 @@ def test_start_jitter_delays_a_compute_only_job_by_the_drawn_start() -> None:
         ("template", {"start_jitter_ms": 5.0}, "start_jitter_ms"),
     ],
 )
-def test_bad_jitter_is_an_error_naming_the_field(where: str, value: dict, field: str) -> None:
-    sc = small_spine_leaf()
+def test_bad_jitter_is_an_error_naming_the_field(
+    where: str, value: dict, field: str, small_spine_leaf_scenario: dict
+) -> None:
+    sc = small_spine_leaf_scenario
     if where == "bg":
         sc["workload"]["background"][0].update(value)
     elif where == "job":

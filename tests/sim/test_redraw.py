@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _scenarios import collision_scenario
 
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.routing.policies import POLICIES
@@ -84,10 +83,10 @@ def test_the_draws_depend_on_the_seeds_not_on_the_batch() -> None:
     assert any(not np.array_equal(a, x) for x in others)
 
 
-def test_nothing_to_redraw_scores_as_the_true_future() -> None:
+def test_nothing_to_redraw_scores_as_the_true_future(collision: dict) -> None:
     from ainet_gym.agents.imitate import lookahead_labels
 
-    sc = collision_scenario()
+    sc = collision
     off = lookahead_labels(sc, [0, 1], h=2, steps=3)
     on = lookahead_labels(sc, [0, 1], h=2, steps=3, redraw=FutureRedraw(3))
     np.testing.assert_array_equal(on["label"], off["label"])
