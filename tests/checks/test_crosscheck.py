@@ -371,6 +371,76 @@ def test_the_3to1_bundle_copy_keeps_the_originals_shape() -> None:
         assert comm_ms(copy, jc) == pytest.approx(comm_ms(orig, jo) / 4, rel=1e-3)
 
 
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "scenarios" / "crosscheck").glob("*.yaml")), ids=lambda p: p.stem
+)
+def test_every_crosscheck_case_loads_names_itself_and_fits_the_replay(path: Path) -> None:
+    # every file of scenarios/crosscheck/ (a new copy is picked up here): its `name` is its file's, its header
+    # comment opens with that name (what it models follows), the bare name resolves to it, and its fabric is
+    # one the replay builds (at most max_gpus GPUs)
+    from ainet_gym.checks.crosscheck.compare import resolve_scenario
+
+    sc = load_scenario(path)
+    assert sc.name == path.stem
+    assert path.read_text().startswith(f"# {path.stem}: ")
+    assert Path(resolve_scenario(path.stem)).resolve() == path.resolve()
+    assert build_fabric(sc.fabric, sc.routing.max_paths).n_gpus <= CrosscheckConfig().max_gpus
+
+
+def test_the_jitter_64_copy_is_the_64_copy_with_the_16_gpu_jitter_copys_draws() -> None:
+    # scenarios/crosscheck/xc-periodic-interference-jitter-64.yaml (docs/fidelity-learning.md, issue-27zzl):
+    # xc-periodic-interference-64 field for field (so a policy trained there, which records the fabric's
+    # fingerprint, plays here) plus the per-episode draws of xc-periodic-interference-jitter: each job's start
+    # over one compute time and the checkpoint's phase over 0..7 intervals. In the 64-GPU copy a seed changes
+    # only the ECMP hash; here the same seed draws the same hash and different starts and phases per seed
+    from ainet_gym.checks.crosscheck.compare import resolve_scenario
+    from ainet_gym.fabric.topology import fabric_fingerprint
+    from ainet_gym.sim.world import FabricWorld
+
+    fixed, copy, small = (
+        load_scenario(resolve_scenario(n))
+        for n in (
+            "xc-periodic-interference-64",
+            "xc-periodic-interference-jitter-64",
+            "xc-periodic-interference-jitter",
+        )
+    )
+    assert (copy.fabric, copy.routing, copy.dynamics, copy.reward) == (
+        fixed.fabric,
+        fixed.routing,
+        fixed.dynamics,
+        fixed.reward,
+    )
+    assert fabric_fingerprint(build_fabric(copy.fabric, copy.routing.max_paths)) == fabric_fingerprint(
+        build_fabric(fixed.fabric, fixed.routing.max_paths)
+    )
+    assert [replace(j, start_jitter_ms=0.0) for j in copy.jobs] == list(fixed.jobs)
+    for jc, js in zip(copy.jobs, small.jobs, strict=True):
+        assert jc.start_jitter_ms == jc.compute_ms == js.start_jitter_ms == js.compute_ms > 0
+    assert [replace(b, offset_jitter_steps=0) for b in copy.background] == list(fixed.background)
+    assert [b.offset_jitter_steps for b in copy.background] == [
+        b.offset_jitter_steps for b in small.background
+    ]
+    assert copy.background[0].offset_jitter_steps == 7
+
+    def draws(sc: object, seed: int) -> tuple[tuple[float, ...], tuple[int, ...], int]:
+        world = FabricWorld(sc, batch=1)
+        world.reset(seeds=[seed])
+        starts = tuple(float(j.start_ms) for j in world.state.jobs[0] if j is not None)
+        return starts, tuple(world.state.bg_offset[0].tolist()), int(world.state.hash_seed[0])
+
+    seeds = range(4)
+    got = [draws(copy, s) for s in seeds]
+    base = [draws(fixed, s) for s in seeds]
+    assert all(b[:2] == ((0.0, 0.0), (3,)) for b in base)  # the fixed copy: every seed the same episode
+    assert [g[2] for g in got] == [b[2] for b in base]  # the same ECMP hash per seed
+    assert len({g[0] for g in got}) == len(seeds) and len({g[1] for g in got}) > 1
+    for starts, offsets, _ in got:
+        for t, job in zip(starts, copy.jobs, strict=True):
+            assert 0.0 <= t <= job.compute_ms and round(t * 10) == pytest.approx(t * 10, abs=1e-9)
+        assert all(3 <= o <= 10 for o in offsets)
+
+
 def test_a_knn_student_of_the_copy_is_replayed_and_a_foreign_one_refused(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
