@@ -475,15 +475,15 @@ def _count_read(rp, g, tick, once):  # pragma: no cover - compiled
     return 1
 
 
-# The three walks of a link's level heap (:func:`_kept_max`, :func:`_heap_above`, :func:`_check_link_heap`) are
-# one pruned depth-first walk: the stack ``rp.stk[b:]`` (b the link's row), a node popped,
-# skipped with its subtree below a level (a node's subtree is at most its own level), else visited and its
-# children pushed (:func:`_walk_children`). The pop with its prune (:func:`_walk_next`) and the push are these shared steps; what differs is
-# the visit and its prune level (a running maximum that rises as the walk goes; a fixed level, strict or
-# not; a fixed level whose visit re-fills the flow and may end the walk with a rollback), written in each
-# walk: one walk with a visit by flag would pass the union of the three visits' arguments (17 for
-# :func:`_check_link_heap` alone) and branch at every node, or take the visit as a first-class function,
-# which numba calls through a pointer and does not inline (issue-31zo2).
+# The three walks of a link's level heap (:func:`_kept_max`, :func:`_heap_above`, :func:`_check_link_heap`) are one
+# pruned depth-first walk: the stack ``rp.stk[b:]`` (b the link's row), a node popped, skipped with its subtree
+# below a level (a node's subtree is at most its own level), else visited and its children pushed
+# (:func:`_walk_children`). The pop with its prune (:func:`_walk_next`) and the push are these shared steps; what
+# differs is the visit and its prune level (a running maximum that rises as the walk goes; a fixed level, strict or
+# not; a fixed level whose visit re-fills the flow and may end the walk with a rollback), written in each walk: one
+# walk with a visit by flag would pass the union of the three visits' arguments (17 for :func:`_check_link_heap`
+# alone) and branch at every node, or take the visit as a first-class function, which numba calls through a pointer
+# and does not inline (issue-31zo2).
 @njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _walk_next(stk, b, sp, hk, hx, adj, t, strict):  # pragma: no cover - compiled
     """The next node of a walk of a level heap (keys ``hk[b:]``, flows ``adj[hx[b:]]``) whose stack is
