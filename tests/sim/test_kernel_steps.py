@@ -47,7 +47,8 @@ SPLIT_STEPS = ("begin_event", "end_event", "full_instance_start", "active_set", 
           "group_complete_flows", "group_end", "_gf_keys", "_gf_pairs", "_gf_lists", "_gf_share", "_gf_freeze_flow",
           "_gf_freeze_group", "_gf_split", "_gf_link", "_gf_members", "_gf_order", "_gk_slot", "_gk_count",
           "_gk_intact", "_gk_rebuild", "_gk_intact_rows", "_gk_new_group", "_gk_lists", "_gk_share",
-          "_gk_freeze_flow", "_gk_freeze_group", "_gk_link", "_gk_groups", "_gk_heap", "_gk_leave")  # fmt: skip
+          "_gk_freeze_flow", "_gk_freeze_group", "_gk_link", "_gk_groups", "_gk_heap", "_gk_leave", "_walk_next",
+          "_walk_children", "_refill_link_max")  # fmt: skip
 SHARED = ("settle_units", "end_phases", "end_iteration", "next_unit_event", "advance_units", "advance_flow",
           "exclusive_caps", "add_link_bytes", "join_flow", "lazy_stats", "parallel_rule", "reset_instance_flows",
           "zero_completed", "retire_flow", "group_store_reset", *SPLIT_STEPS)  # fmt: skip

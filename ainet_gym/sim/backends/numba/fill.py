@@ -325,6 +325,17 @@ def fill_levels(flows, n, fe_lo, fe_hi, e_link, e_coef, weight, demand, resid, r
             hn = heap_push(hkey, hitem, hn, fdem[a] / fw[a], -1 - a)
     n_out = 0
     pops = 0
+    # Kept apart (issue-31zo2): this freeze loop (pop the smallest level; a link with no unfrozen flows
+    # skipped; a link whose share moved pushed again; else its flows frozen; a demand level freezes its flow
+    # unless frozen) stands again in ``groupfill.group_fill`` and ``groupfill._gk_heap`` over their own layouts
+    # (groups of flows by pair rows; the kept groups). What each step does is a helper already, one per layout
+    # (:func:`_fill_share` / ``_gf_share`` / ``_gk_share``, :func:`_fill_freeze` / ``_gf_link`` +
+    # ``_gf_freeze_flow`` / ``_gk_link`` + ``_gk_freeze_flow``); the loop around them is about ten lines. One
+    # loop for the three would take the steps as first-class functions (numba calls them through a pointer:
+    # not inlined, their arguments spilled at every pop, the fill's inner loop) or a layout flag with the
+    # union of their arguments (over 40, past the 30 a call passes without ``*args``), and every fill would
+    # compile the three layouts' branches. A pop and a stale-share push of their own as steps leave the same
+    # skeleton (the share and the freeze must run between them).
     while hn > 0 and n_out < n:
         k = hkey[0]
         it = hitem[0]

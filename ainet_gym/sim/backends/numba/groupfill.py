@@ -358,6 +358,7 @@ def group_fill(flows, n, old_rate, fe_lo, fe_hi, e_link, e_coef, weight, demand,
             hn = heap_push(hkey, hitem, hn, demand[f] / weight[f], -1 - g)
     n_out = 0
     pops = 0
+    # Kept apart: fill_levels' freeze loop over this layout's steps (the reason beside ``fill.fill_levels``'s loop)
     while hn > 0 and n_out < n:
         k = hkey[0]
         it = hitem[0]
@@ -797,6 +798,7 @@ def _gk_heap(n, nk, nl, lg, gsize, gfrozen, fe_lo, fe_hi, e_coef, weight, demand
             hn = heap_push(hkey, hitem, hn, demand[f] / weight[f], -1 - kl)
     n_out = 0
     pops = 0
+    # Kept apart: fill_levels' freeze loop over this layout's steps (the reason beside ``fill.fill_levels``'s loop)
     while hn > 0 and n_out < n:
         k = hkey[0]
         it = hitem[0]

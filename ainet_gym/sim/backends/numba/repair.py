@@ -389,6 +389,31 @@ def _sort_ids(a, base, n):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _refill_link_max(
+    n_r, refill, rate, weight, fe_lo, fe_hi, e_link, lo, ltick, listed, rp
+):  # pragma: no cover - compiled
+    """The re-filled flows ``refill[:n_r]`` at their new levels on the links stamped ``ltick`` (``rp.lstamp``):
+    each link's largest level ``rp.lmax`` raised to theirs; with ``listed`` (a constant at each call: the
+    branch folds away once inlined) the flows at it listed in ``rp.ptop_*`` too (:func:`top_add`). The
+    entries read."""
+    off, lmax, lstamp = rp.adj_off, rp.lmax, rp.lstamp
+    work = 0
+    for k in range(n_r):
+        g = refill[k]
+        lv = rate[g] / weight[g]
+        work += fe_hi[g] - fe_lo[g]
+        for e in range(fe_lo[g], fe_hi[g]):
+            lk = e_link[e] - lo
+            if lstamp[lk] != ltick:
+                continue
+            if listed:
+                rp.ptop_n[lk], lmax[lk] = top_add(rp.ptop_flow, off[lk], rp.ptop_n[lk], g, lv, lmax[lk])
+            elif lv > lmax[lk]:
+                lmax[lk] = lv
+    return work
+
+
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def _repair_link_max(
     qn, tick, ltick, only_top, n_r, refill, act, rate, weight, fe_lo, fe_hi, e_link, capacity, lo, resid, rp,
 ):  # fmt: skip  # pragma: no cover - compiled
@@ -424,14 +449,7 @@ def _repair_link_max(
         rp.ptop_n[lk] = n
         lmax[lk] = m
         lstamp[lk] = ltick
-    for k in range(n_r):  # the re-filled flows at their new levels on those links
-        g = refill[k]
-        lv = rate[g] / weight[g]
-        work += fe_hi[g] - fe_lo[g]
-        for e in range(fe_lo[g], fe_hi[g]):
-            lk = e_link[e] - lo
-            if lstamp[lk] == ltick:
-                rp.ptop_n[lk], lmax[lk] = top_add(rp.ptop_flow, off[lk], rp.ptop_n[lk], g, lv, lmax[lk])
+    work += _refill_link_max(n_r, refill, rate, weight, fe_lo, fe_hi, e_link, lo, ltick, True, rp)
     for k in range(qn):
         lk = q[k]
         c = capacity[lo + lk]
@@ -455,6 +473,47 @@ def _count_read(rp, g, tick, once):  # pragma: no cover - compiled
         return 0
     rp.rmark[g] = tick
     return 1
+
+
+# The three walks of a link's level heap (:func:`_kept_max`, :func:`_heap_above`, :func:`_check_link_heap`) are one
+# pruned depth-first walk: the stack ``rp.stk[b:]`` (b the link's row), a node popped, skipped with its subtree
+# below a level (a node's subtree is at most its own level), else visited and its children pushed
+# (:func:`_walk_children`). The pop with its prune (:func:`_walk_next`) and the push are these shared steps; what
+# differs is the visit and its prune level (a running maximum that rises as the walk goes; a fixed level, strict or
+# not; a fixed level whose visit re-fills the flow and may end the walk with a rollback), written in each walk: one
+# walk with a visit by flag would pass the union of the three visits' arguments (17 for :func:`_check_link_heap`
+# alone) and branch at every node, or take the visit as a first-class function, which numba calls through a pointer
+# and does not inline (issue-31zo2).
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _walk_next(stk, b, sp, hk, hx, adj, t, strict):  # pragma: no cover - compiled
+    """The next node of a walk of a level heap (keys ``hk[b:]``, flows ``adj[hx[b:]]``) whose stack is
+    ``stk[b : b + sp]`` (the root alone at the start: ``sp`` 1, ``stk[b]`` 0): the nodes popped below level
+    ``t`` (at ``t`` too when ``strict``) skipped with their subtrees. ``(sp, slot, flow, nodes popped)``;
+    slot and flow -1 when the stack ran out."""
+    v = 0
+    while sp > 0:
+        sp -= 1
+        i = stk[b + sp]
+        v += 1
+        k = hk[b + i]
+        if k < t or (strict and k == t):
+            continue
+        return sp, i, adj[hx[b + i]], v
+    return sp, -1, -1, v
+
+
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
+def _walk_children(stk, b, sp, i, n):  # pragma: no cover - compiled
+    """Push the children of node ``i`` of a heap of ``n`` nodes (``2i+1``, then ``2i+2``: the right one is
+    visited first) on the walk's stack ``stk[b : b + sp]``; the new depth."""
+    c = 2 * i + 1
+    if c < n:
+        stk[b + sp] = c
+        sp += 1
+        if c + 1 < n:
+            stk[b + sp] = c + 1
+            sp += 1
+    return sp
 
 
 @njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
@@ -481,23 +540,15 @@ def _kept_max(lk, tick, act, rate, weight, rp):  # pragma: no cover - compiled
         return m, vis, reads
     stk[b] = 0
     sp = 1
-    while sp > 0:
-        sp -= 1
-        i = stk[b + sp]
-        vis += 1
-        if hk[b + i] <= m:
-            continue
-        g = adj[hx[b + i]]
+    while True:
+        sp, i, g, v = _walk_next(stk, b, sp, hk, hx, adj, m, True)
+        vis += v
+        if i < 0:
+            break
         if act[g] and fmark[g] != tick:
             m = hk[b + i]
             continue
-        c = 2 * i + 1
-        if c < n:
-            stk[b + sp] = c
-            sp += 1
-            if c + 1 < n:
-                stk[b + sp] = c + 1
-                sp += 1
+        sp = _walk_children(stk, b, sp, i, n)
     return m, vis, reads
 
 
@@ -512,22 +563,14 @@ def _heap_above(lk, t, strict, rp, out, base, n_out):  # pragma: no cover - comp
     stk[b] = 0
     sp = 1
     vis = 0
-    while sp > 0:
-        sp -= 1
-        i = stk[b + sp]
-        vis += 1
-        k = hk[b + i]
-        if k < t or (strict and k <= t):
-            continue
-        out[base + n_out] = adj[hx[b + i]]
+    while True:
+        sp, i, g, v = _walk_next(stk, b, sp, hk, hx, adj, t, strict)
+        vis += v
+        if i < 0:
+            break
+        out[base + n_out] = g
         n_out += 1
-        c = 2 * i + 1
-        if c < n:
-            stk[b + sp] = c
-            sp += 1
-            if c + 1 < n:
-                stk[b + sp] = c + 1
-                sp += 1
+        sp = _walk_children(stk, b, sp, i, n)
     return n_out, vis
 
 
@@ -553,14 +596,7 @@ def _repair_link_max_heap(
             work += vis
             seen += rd
             lstamp[lk] = ltick
-    for k in range(n_r):  # the re-filled flows at their new levels on those links
-        g = refill[k]
-        lv = rate[g] / weight[g]
-        work += fe_hi[g] - fe_lo[g]
-        for e in range(fe_lo[g], fe_hi[g]):
-            lk = e_link[e] - lo
-            if lstamp[lk] == ltick and lv > lmax[lk]:
-                lmax[lk] = lv
+    work += _refill_link_max(n_r, refill, rate, weight, fe_lo, fe_hi, e_link, lo, ltick, False, rp)
     for k in range(qn):  # the kept flows at the level
         lk = q[k]
         if lstamp[lk] != ltick:
@@ -604,13 +640,11 @@ def _check_link_heap(
     sp = 1
     vis = 0
     dseen = 0
-    while sp > 0:
-        sp -= 1
-        i = stk[b + sp]
-        vis += 1
-        if hk[b + i] <= t:
-            continue
-        h = adj[hx[b + i]]
+    while True:
+        sp, i, h, v = _walk_next(stk, b, sp, hk, hx, adj, t, True)
+        vis += v
+        if i < 0:
+            break
         if act[h] and fmark[h] != tick:
             if n_r >= limit:
                 for j in range(n_r0):
@@ -623,13 +657,7 @@ def _check_link_heap(
             old_rate[n_r] = rate[h]
             n_r += 1
             qn = _repair_queue(h, tick, fe_lo, fe_hi, e_link, lo, rstamp, rp.queue, qn)
-        c = 2 * i + 1
-        if c < n:
-            stk[b + sp] = c
-            sp += 1
-            if c + 1 < n:
-                stk[b + sp] = c + 1
-                sp += 1
+        sp = _walk_children(stk, b, sp, i, n)
     return n_r, qn, vis, dseen, True
 
 
