@@ -42,7 +42,7 @@ def from_python(step: Any) -> Any:
     machine code, none of which the kernels that link it use)."""
     if _numba_njit is None:  # pragma: no cover - exercised only where numba is missing
         return step
-    options = {k: v for k, v in step.targetoptions.items() if k not in COMPILED_ONLY}
+    options = {k: v for k, v in step.targetoptions.items() if k not in COMPILED_ONLY and k != "nopython"}
     return _numba_njit(**options)(step.py_func)
 
 
