@@ -83,9 +83,10 @@ if HAVE_STRUCTREF:
                 value = context.cast(builder, val, ty, inst_type.field_dict[name])
                 context.nrt.incref(builder, inst_type.field_dict[name], value)
                 setattr(data, name, value)
-            record = context.make_helper(builder, inst_type)
-            record.meminfo = meminfo
-            return record._getvalue()
+            # the record's value: its model's one member, the meminfo (what ``structref.new`` returns)
+            return builder.insert_value(
+                _cgutils.get_null_value(context.get_value_type(inst_type)), meminfo, 0
+            )
 
         return codegen
 
