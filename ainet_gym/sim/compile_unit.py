@@ -138,6 +138,7 @@ def compile_job(
     reroute_held_weight: str = "one",
     part_share: str = "fraction",
     reroute_held_parts: str = "all",
+    ring_window_bytes: float | None = None,
 ) -> CompiledUnit:
     """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
 
@@ -160,8 +161,21 @@ def compile_job(
     (``routing.part_share``, ``"per_part"`` with ``split_flows="independent"`` only): how a part shares a link.
     ``reroute_held_parts`` (``routing.reroute_held_parts``): which parts hold bytes, ``"all"`` that lose share or
     only the ``"queued"`` ones (bottlenecked on a saturated switch link of their old path at the boundary).
+
+    ``ring_window_bytes`` (``routing.ring_window_bytes``, with ``split_flows="independent"`` only): the NCCL window
+    of the job's rings' sub-flows (:mod:`ainet_gym.sim.ring_window`); the unit then records its phases' alpha steps
+    (:attr:`CompiledUnit.phase_steps`). None: no window.
     """
     _check_split_flows(split_flows, carry, reroute_held_bytes, part_share)
+    if ring_window_bytes is not None and not (
+        split_flows == "independent"
+        and isinstance(ring_window_bytes, int | float)
+        and 0 < ring_window_bytes < np.inf
+    ):
+        raise ValueError(
+            f"routing.ring_window_bytes = {ring_window_bytes!r} with routing.split_flows = {split_flows!r}: "
+            "allowed: None, or a finite number of bytes > 0 with split_flows independent"
+        )
     gpus = np.asarray(gpus, dtype=np.int64)
     t = _shared_job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
     src = [s for s, _ in t.conn_index]
@@ -198,6 +212,8 @@ def compile_job(
         flow_parent=np.asarray(t.flow_parent, dtype=np.int64) if carry else None,
         phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
         share_weight=float(job.share_weight),
+        ring_window_bytes=0.0 if ring_window_bytes is None else float(ring_window_bytes),
+        phase_steps=None if ring_window_bytes is None else np.asarray(t.phase_steps, dtype=np.int64),
     )
     return (
         split_parts(unit, reroute_held_bytes, reroute_held_weight, part_share, reroute_held_parts)

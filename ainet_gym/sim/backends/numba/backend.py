@@ -59,6 +59,8 @@ class NumbaBackend:
     reference = False
     fused_split = True
     figures_on_kernel_threads = True
+    #: routing.ring_window_bytes is not compiled: refused (BatchSplit._bind_window)
+    ring_window = False
 
     def merge_split(
         self, table: EntryTable, split: np.ndarray
