@@ -171,11 +171,12 @@ def _targets(
 @dataclass
 class WindowSolve:
     """One interval's window state (:func:`window_rates`): the parts' shares of their hops under the interval's
-    split, the caps of the last fixed point (a warm start for the next), and the counters."""
+    split, the caps of the last event's fixed point (kept for inspection; each event starts without caps), and the
+    counters."""
 
     window: RingWindow
     share: np.ndarray  # (K,) each part's fraction of its hop, normalised over the hop's paths
-    caps: np.ndarray  # (K,) the last fixed point's caps (inf: none)
+    caps: np.ndarray  # (K,) the last event's caps (inf: none)
     solves: int = 0  # max-min solves the fixed points took, summed over the interval
     unsettled: int = 0  # events whose fixed point did not settle in WINDOW_MAX_SOLVES solves
     worst: float = 0.0  # the largest relative residual an unsettled event kept
@@ -202,12 +203,13 @@ def window_rates(
     active flows under per-flow caps ``demand`` (active flows,); ``pos`` (K,) each windowed part's index among the
     active flows (-1: inactive); ``bu``, ``bd`` (K,) the parts at a bound (:func:`window_bounds`).
 
-    Each round solves with the current caps, then: a part at a bound faster than its reference hop's summed rate
-    is capped at that rate; a part held at its cap, below its reference's rate, has the cap raised to it. A cap
-    that reverses its last move goes half way (a damped fixed point: capping one hop frees link capacity for the
-    hop it is bound by). The caps are warm-started from the last event's for parts still at a bound. Settled
-    when no part moves by more than :data:`WINDOW_RTOL`; after :data:`WINDOW_MAX_SOLVES` solves the event keeps
-    its last solve and counts as unsettled (:attr:`WindowSolve.unsettled`)."""
+    Each event starts without caps. Each round solves with the current caps, then: if a part at a bound moves
+    faster than its reference hop's summed rate, every such part is capped at that rate (cuts first); otherwise,
+    a part held at its cap below its reference's rate has the cap raised to that rate. Cutting before raising
+    keeps a ring whose hops are all at a bound from passing a wave of caps round it (27zzk's simultaneous, damped
+    moves did). Settled when no part is off by more than :data:`WINDOW_RTOL` of its rate; after
+    :data:`WINDOW_MAX_SOLVES` solves the event keeps its solve of smallest residual and counts as unsettled
+    (:attr:`WindowSolve.unsettled`, :attr:`WindowSolve.worst`)."""
     w = ws.window
     bound = bu | bd
     caps = np.full(bound.shape[0], np.inf)
