@@ -10,6 +10,7 @@ field named."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,7 +91,12 @@ def test_omitted_is_share_bit_for_bit(backend: str) -> None:
 def test_share_on_a_shipped_checkpoint_scenario_equals_the_field_omitted() -> None:
     """The cross-check copy whose checkpoint fires on seed 2 (intervals 5-6): ``share`` written out runs the
     engine of before bit for bit (the rule adds nothing without a ``demand`` source)."""
-    path = "scenarios/crosscheck/xc-periodic-interference-jitter-64.yaml"
+    path = (
+        Path(__file__).resolve().parents[2]
+        / "scenarios"
+        / "crosscheck"
+        / "xc-periodic-interference-jitter-64.yaml"
+    )
     raw = load_scenario(path).raw
     written = copy.deepcopy(raw)
     written["workload"]["background"][0]["upstream"] = "share"
