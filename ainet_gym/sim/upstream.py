@@ -102,7 +102,11 @@ def upstream_plan(sim: BatchSim) -> UpstreamPlan | None:
     members = np.flatnonzero(np.isin(sim.member_flow, flows))
     conn = sim.member_conn[members]
     paths = sim.conn_paths_global[conn]  # (members, P, H), hop order, -1 padded
-    coef = np.asarray(sim._coefficients(sim.engine_state.split), dtype=np.float64)[conn]  # (members, P)
+    # (members, P) the coefficients the merge gives them (BatchSplit._coefficients): the split, or 1 where a path
+    # has a share on the connections of routing.part_share per_part units
+    split = np.asarray(sim.engine_state.split, dtype=np.float64)[conn]
+    one = sim.unit_part_one[sim.conn_unit[conn]]
+    coef = np.where(one[:, None], (split > 0) * 1.0, split)
     mi, pi, hi = np.nonzero((paths >= 0) & (coef[:, :, None] > 0))
     group = mi * paths.shape[1] + pi
     _, group = np.unique(group, return_inverse=True)
