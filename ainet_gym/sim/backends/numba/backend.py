@@ -59,6 +59,8 @@ class NumbaBackend:
     reference = False
     fused_split = True
     figures_on_kernel_threads = True
+    # workload.background[].upstream demand is not compiled (ainet_gym.sim.upstream): refused at set_units
+    background_upstream = ("share",)
 
     def merge_split(
         self, table: EntryTable, split: np.ndarray
