@@ -30,6 +30,9 @@ ALGORITHMS = ("ring", "halving_doubling", "tree", "hierarchical")
 CHUNKED_ALGORITHMS = (("allreduce", "hierarchical"), ("allreduce", "tree"))
 BACKGROUND_KINDS = ("storage", "checkpoint")
 BACKGROUND_PATTERNS = ("constant", "periodic")
+#: workload.background[].upstream: what a flow held below its demand is charged on the links before its bottleneck
+#: (docs/model.md, "Background upstream of its bottleneck")
+BACKGROUND_UPSTREAM = ("share", "demand")
 REWARD_KINDS = ("gpu_utilization", "step_time")
 RATE_UPDATES = ("event", "phase")
 #: What a new split does to the transfers in flight (``routing.reroute``): ``in_flight`` moves them at once
@@ -195,6 +198,10 @@ class BackgroundSpec:
     offset_jitter_steps: int = 0
     job: str | None = None  # the GPUs of this job (None: every GPU of every initial job)
     flows_per_host: int = 1  # flows per storage host (one per target GPU, round-robin)
+    # one of BACKGROUND_UPSTREAM: share (today's max-min: a flow takes its rate on every link of its path) or
+    # demand (a flow held below its demand by a bottleneck link is charged its demand on the links of each path
+    # before that path's first bottleneck, the excess queued there; docs/model.md, numpy backend only)
+    upstream: str = "share"
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,8 @@ class BatchSplit:
              "(routing.reroute_held_bytes > 0)", "routing.reroute_held_bytes 0"),
             (bool(stack.unit_part_one[stack.unit_ring_window > 0].any()), "routing.part_share 'per_part'",
              "routing.part_share 'fraction'"),
+            (any(u.bg_spec is not None and u.bg_spec.upstream == "demand" for u in stack.flat_units),
+             "a background source with upstream 'demand'", "workload.background[].upstream 'share'"),
         ]  # fmt: skip
         for is_bad, what, need in bad:
             if is_bad:

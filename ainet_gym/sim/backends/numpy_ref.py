@@ -25,6 +25,7 @@ from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
 from ainet_gym.sim.records import IntervalState, IntervalStructure, interval_records
 from ainet_gym.sim.ring_window import WindowSolve, window_bounds, window_event_dt, window_rates
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING
+from ainet_gym.sim.upstream import UpstreamPlan, upstream_plan, upstream_rates
 from ainet_gym.sim.water_filling import solve_coo
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
@@ -43,6 +44,7 @@ class NumpyBackend:
     fused_split = False
     figures_on_kernel_threads = False
     ring_window = True
+    background_upstream = ("share", "demand")
 
     def merge_split(
         self, table: EntryTable, split: np.ndarray
@@ -70,7 +72,7 @@ class NumpyBackend:
         m = run_interval(
             structure, state, entries, duration_s, max_events, sim.rate_updates == "phase", sim.rate_quantum_s,
             sim.n_links, lambda u: sim.flat_units[u].name,
-            None if uw is None else uw[structure.flow_unit], ws,
+            None if uw is None else uw[structure.flow_unit], upstream_plan(sim), ws,
         )  # fmt: skip
         if ws is not None:
             sim.note_window(ws)
@@ -180,6 +182,7 @@ def run_interval(
     n_links: int,
     unit_name: Callable[[int], str],
     flow_weight: np.ndarray | None = None,
+    upstream: UpstreamPlan | None = None,
     window: WindowSolve | None = None,
 ) -> IntervalMetrics:
     """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>` on the records the compiled
@@ -188,9 +191,11 @@ def run_interval(
     follow operation for operation). ``e``: the merged entries of the split; ``phase_mode``: rates change
     only when a phase ends (``rate_updates: phase``); ``quantum_s``: the rate quantum (0: none);
     ``unit_name(u)``: the name of unit ``u``, for the error of an iteration that takes no time;
-    ``flow_weight``: (flows,) each flow's share weight (None: every weight 1); ``window``: the NCCL window of the
-    rings' sub-flows (``routing.ring_window_bytes``, :mod:`ainet_gym.sim.ring_window`; None: none), whose fixed
-    point replaces the rates and whose bounds are events too.
+    ``flow_weight``: (flows,) each flow's share weight (None: every weight 1); ``upstream``: the hops of the
+    background flows of ``upstream: demand`` sources (:func:`ainet_gym.sim.upstream.upstream_plan`; None: none);
+    ``window``: the NCCL window of the rings' sub-flows (``routing.ring_window_bytes``,
+    :mod:`ainet_gym.sim.ring_window`; None: none), whose fixed point replaces the rates and whose bounds are
+    events too (not with ``upstream``: refused when the units are stacked).
 
     Each event takes the steps of the model's interval in the order docs/model.md gives them: the rates
     (:class:`_Rates`), the time to the next event (:func:`_flow_event_dt`, :func:`_timer_event_dt`),
@@ -202,7 +207,8 @@ def run_interval(
     m = IntervalMetrics.zeros(t_left.copy(), U, L)
     stalled = m.stalled_flows
     flow_moved = np.zeros(s.flow_unit.shape[0])  # (flows,) bytes each flow moved in the interval
-    solver = _Rates(s, e, st.capacity, flow_weight, window)
+    solver = _Rates(s, e, st.capacity, flow_weight, upstream, window)
+    extra_bytes = None if upstream is None else np.zeros(B * L)  # upstream: demand, beyond flow_moved
     events = 0
     _process_events(s, ix, st, m, unit_name)
     while True:
@@ -227,10 +233,15 @@ def run_interval(
         _timer_event_dt(ix, st, alive, ph_live, dt)
         dt = np.where(running, np.maximum(dt, 0.0), 0.0)
         _advance(ix, st, m, act_idx, rates, job_flow, fi, alive, ph_live, dt, flow_moved)
+        if solver.extra is not None and extra_bytes is not None:  # upstream: demand, a charged flow's excess
+            xl, xr = solver.extra
+            extra_bytes += np.bincount(xl, weights=xr * dt[xl // L], minlength=B * L)
         t_left -= dt
         _process_events(s, ix, st, m, unit_name)
     # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
     link_bytes = np.bincount(e.link, weights=e.coef * flow_moved[e.flow], minlength=B * L)
+    if extra_bytes is not None:
+        link_bytes = link_bytes + extra_bytes
     return replace(
         m,
         link_bytes=link_bytes.reshape(B, L),
@@ -252,11 +263,15 @@ class _Rates:
         e: MergedEntries,
         cap: np.ndarray,
         weight: np.ndarray | None = None,
+        upstream: UpstreamPlan | None = None,
         window: WindowSolve | None = None,
     ) -> None:
         self.s, self.e, self.cap = s, e, cap
         self.weight = weight  # (flows,) share weights, None: all 1
-        self.window = window
+        self.upstream = upstream  # background upstream: demand (None: no such source)
+        # the charged flows' upstream excess of the last rates: (global links, bytes/s), None: none
+        self.extra: tuple[np.ndarray, np.ndarray] | None = None
+        self.window = window  # routing.ring_window_bytes (None: none)
         self.prev_active: np.ndarray | None = None
         self.prev_bound: np.ndarray | None = None
         self.prev_rates = np.zeros(0)
@@ -299,11 +314,20 @@ class _Rates:
                 return r
 
             demand = self.s.flow_demand[act_idx]
-            if self.window is None or not (bound is not None and bound.any()):
-                rates = solve(demand)
-            else:
+            self.extra = None
+            if self.window is not None and bound is not None and bound.any():
                 pos, bu, bd = self.window_now[:3]
                 rates = window_rates(self.window, pos, bu, bd, demand, solve)
+            else:
+                rates = solve(demand)
+            if self.upstream is not None:
+                up = upstream_rates(
+                    self.upstream, act_idx, compact[ef], el, ec, self.cap, rates, demand, w,
+                )  # fmt: skip
+                if up is not None:
+                    rates, self.extra = up.rates, (up.extra_link, up.extra_rate)
+        elif act_idx.size == 0:
+            self.extra = None
         self.prev_active, self.prev_rates, self.prev_bound = active, rates, bound
         return rates
 

@@ -61,6 +61,8 @@ class NumbaBackend:
     figures_on_kernel_threads = True
     #: routing.ring_window_bytes is not compiled: refused (BatchSplit._bind_window)
     ring_window = False
+    # workload.background[].upstream demand is not compiled (ainet_gym.sim.upstream): refused at set_units
+    background_upstream = ("share",)
 
     def merge_split(
         self, table: EntryTable, split: np.ndarray
