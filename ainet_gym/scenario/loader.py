@@ -9,7 +9,7 @@ The schema is the one of docs/scenarios.md ("Schema")::
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
     routing:  {max_paths, qps_per_connection, reroute, split_flows, ring_run_ahead_bytes, reroute_held_bytes,
-               reroute_held_weight, part_share, reroute_held_parts}
+               reroute_held_weight, part_share, reroute_held_parts, ring_window_bytes, ring_window_side}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message
@@ -111,6 +111,7 @@ from ainet_gym.scenario.sections import (
     parse_jobs,
 )
 from ainet_gym.scenario.spec import (
+    DynamicsSpec,
     JobChurnSpec,
     JobSpec,
     RewardSpec,
@@ -171,6 +172,7 @@ def _build(ctx: Context, top: Any) -> Scenario:
     churn = dynamics.job_churn
     _check_job_slots(ctx, jobs, churn, churn_raw, wd.get("jobs"))
     kw["routing"] = _parse_routing(ctx, top, [*jobs, *churn.templates])
+    _check_ring_window(ctx, kw["routing"], dynamics, top)
     wd2 = optional_mapping(ctx, top, "reward", "", REWARD_RULES, "the reward")
     kw["reward"] = RewardSpec(**apply_rules(ctx, wd2, "reward", REWARD_RULES))
     sc = Scenario(**kw, source=ctx.source, raw=dict(top))
@@ -270,6 +272,47 @@ def _check_part_share(ctx: Context, routing: RoutingSpec) -> None:
             "fraction, or routing.reroute_held_weight: one",
             routing.part_share,
         )
+
+
+def _check_ring_window(
+    ctx: Context, routing: RoutingSpec, dynamics: DynamicsSpec, top: Mapping[str, Any]
+) -> None:
+    """``routing.ring_window_bytes`` (the NCCL window of a ring's sub-flows, :mod:`ainet_gym.sim.ring_window`) only
+    with ``split_flows: independent`` (under ``coupled`` a ring's hops move at one rate), ``part_share: fraction``
+    (a part's progress in a hop's bytes is defined for it), without ``ring_run_ahead_bytes`` (barrier segments
+    instead of a window) or held bytes (not counted in a hop's progress), and with exact rates (``rate_updates:
+    event``, no rate quantum: a bound is reached between completions); ``ring_window_side`` only with it."""
+    w = routing.ring_window_bytes
+    rd = top.get("routing") or {}
+    if w is None:
+        if "ring_window_side" in rd:
+            ctx.fail(
+                "routing.ring_window_side",
+                f"{routing.ring_window_side!r} names the bounds of a ring window, but routing.ring_window_bytes is "
+                "not set",
+                "omit it, or set routing.ring_window_bytes (bytes per ring hop)",
+                routing.ring_window_side,
+            )
+        return
+    ra, held = routing.ring_run_ahead_bytes, routing.reroute_held_bytes
+    bad = [
+        (routing.split_flows != "independent", lambda: f"routing.split_flows is {routing.split_flows!r} (its hops "
+         "move at one rate)", "routing.split_flows: independent"),
+        (routing.part_share != "fraction", lambda: f"routing.part_share is {routing.part_share!r} (not built: a "
+         "per_part sub-flow's progress would be its bytes / its fraction)", "routing.part_share: fraction"),
+        (ra is not None, lambda: f"routing.ring_run_ahead_bytes is {ra:g} (barrier segments, another bound of the "
+         "same run-ahead)", "routing.ring_run_ahead_bytes: null"),
+        (held > 0, lambda: f"routing.reroute_held_bytes is {held:g} (held bytes are not counted in a hop's "
+         "progress)", "routing.reroute_held_bytes: 0"),
+        (dynamics.rate_updates != "event", lambda: f"dynamics.rate_updates is {dynamics.rate_updates!r} (a bound "
+         "is reached between phase ends)", "dynamics.rate_updates: event"),
+        (dynamics.rate_quantum_us > 0, lambda: f"dynamics.rate_quantum_us is {dynamics.rate_quantum_us:g} (a bound "
+         "is an event of its own)", "dynamics.rate_quantum_us: 0"),
+    ]  # fmt: skip
+    for is_bad, why, need in bad:
+        if is_bad:
+            ctx.fail("routing.ring_window_bytes", f"{w:g} bounds a ring's sub-flows, but {why()}",
+                     f"null (omit it), or {need}", w)  # fmt: skip
 
 
 def _check_ring_run_ahead(ctx: Context, routing: RoutingSpec, jobs: list[JobSpec]) -> None:

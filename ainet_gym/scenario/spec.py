@@ -30,6 +30,9 @@ ALGORITHMS = ("ring", "halving_doubling", "tree", "hierarchical")
 CHUNKED_ALGORITHMS = (("allreduce", "hierarchical"), ("allreduce", "tree"))
 BACKGROUND_KINDS = ("storage", "checkpoint")
 BACKGROUND_PATTERNS = ("constant", "periodic")
+#: workload.background[].upstream: what a flow held below its demand is charged on the links before its bottleneck
+#: (docs/model.md, "Background upstream of its bottleneck")
+BACKGROUND_UPSTREAM = ("share", "demand")
 REWARD_KINDS = ("gpu_utilization", "step_time")
 RATE_UPDATES = ("event", "phase")
 #: What a new split does to the transfers in flight (``routing.reroute``): ``in_flight`` moves them at once
@@ -58,6 +61,13 @@ PART_SHARES = ("fraction", "per_part")
 #: (one not every candidate path of its connection crosses), where a TCP sub-flow would have a queue; the
 #: others' bytes are re-split at once (docs/model.md, "Held bytes at a route change").
 REROUTE_HELD_PARTS = ("all", "queued")
+#: Which bounds ``routing.ring_window_bytes`` W puts on a ring's sub-flows (with ``routing.split_flows:
+#: independent``): ``nccl_part`` (the only one), the replay's NCCL credit per sub-flow: each path part of a ring hop
+#: may lead the summed progress of the hop feeding it by at most one ring step (the phase's bytes per step) and
+#: that of the hop it feeds by at most W; the hop's sum itself is not bounded (docs/model.md, "A sliding window
+#: for ring hops"). The hop-level sides measured in issue-27zzk (``upstream``, ``downstream``, ``nccl``) were
+#: not merged.
+RING_WINDOW_SIDES = ("nccl_part",)
 
 # Fabric profiles: per-hop latency and an efficiency factor on network (non-NVLink) links.
 #  - infiniband: ~130 ns switch port-to-port (NDR class) plus serialisation/cable: 0.25 us per link hop;
@@ -188,6 +198,10 @@ class BackgroundSpec:
     offset_jitter_steps: int = 0
     job: str | None = None  # the GPUs of this job (None: every GPU of every initial job)
     flows_per_host: int = 1  # flows per storage host (one per target GPU, round-robin)
+    # one of BACKGROUND_UPSTREAM: share (today's max-min: a flow takes its rate on every link of its path) or
+    # demand (a flow held below its demand by a bottleneck link is charged its demand on the links of each path
+    # before that path's first bottleneck, the excess queued there; docs/model.md, numpy backend only)
+    upstream: str = "share"
 
 
 @dataclass(frozen=True)
@@ -256,6 +270,13 @@ class RoutingSpec:
     # (all: every part that loses share; queued: only one bottlenecked on a saturated switch link of its old
     # path in the allocation at the boundary); no effect without held bytes
     reroute_held_parts: str = "all"
+    # with split_flows independent: the NCCL window of a ring's sub-flows, in bytes per hop (the replay's
+    # ring_buffer_steps x ring_chunk_bytes); each path part of a ring hop leads the hop it feeds by at most this
+    # many bytes and the hop feeding it by at most one ring step (sim.ring_window); None: no window (the hops of
+    # an independent ring are unbounded)
+    ring_window_bytes: float | None = None
+    # with ring_window_bytes: which bounds, one of RING_WINDOW_SIDES
+    ring_window_side: str = "nccl_part"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ independent``."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -13,6 +14,7 @@ from ainet_gym.fabric.topology import Fabric
 from ainet_gym.sim.backends.base import Pending, SimBackend
 from ainet_gym.sim.backends.numba import threads as _threads
 from ainet_gym.sim.entries import EntryTable
+from ainet_gym.sim.ring_window import WINDOW_MAX_SOLVES, RingWindow, WindowSolve, build_ring_window
 from ainet_gym.sim.stack import UnitStack
 from ainet_gym.sim.state import RUNNING, EngineState, SimState
 
@@ -60,6 +62,8 @@ class BatchSplit:
     inst_flow: np.ndarray
     n_flows: int
     n_conns: int
+    rate_updates: str
+    rate_quantum_s: float
 
     def _bind_parts(self, stack: UnitStack) -> None:
         """The part flows of ``routing.split_flows: independent`` (none otherwise): each part's flow, the flow
@@ -86,6 +90,10 @@ class BatchSplit:
         one = stack.unit_part_one[stack.conn_unit]
         self._conn_one = one if one.any() else None
         self.part_own_links: tuple[np.ndarray, np.ndarray] | None = None
+        self.ring_window: RingWindow | None = None
+        if not hasattr(self, "window_unsettled"):
+            self.window_unsettled = 0  # routing.ring_window_bytes: events whose fixed point did not settle
+            self.window_solves = 0  # and the max-min solves its fixed points took, over the simulation
         if not self.parts.size:
             return
         first = np.searchsorted(stack.member_flow, self.parts)
@@ -103,6 +111,54 @@ class BatchSplit:
                 and np.array_equal(stack.member_path[hf] - P, self.part_path)
             ):
                 raise RuntimeError("_bind_parts: the held parts are not one per part in the parts' order")
+        self._bind_window(stack)
+
+    def _bind_window(self, stack: UnitStack) -> None:
+        """``routing.ring_window_bytes``: the ring hops of the units with a window and their parts
+        (:func:`~ainet_gym.sim.ring_window.build_ring_window`), or None; refused on a backend without it
+        (``SimBackend.ring_window``), with held parts, ``part_share: per_part``, ``rate_updates: phase`` or a rate
+        quantum, each naming the field, the value and what is allowed."""
+        if not (stack.unit_ring_window > 0).any():
+            return
+        w = float(stack.unit_ring_window.max())
+        field = f"routing.ring_window_bytes = {w:g}"
+        if not self.strategy.ring_window:
+            raise ValueError(
+                f"{field}: backend {self.backend!r} does not run the ring window; allowed: the numpy backend "
+                "(AINET_GYM_BACKEND=numpy, or backend='numpy'), or routing.ring_window_bytes: null"
+            )
+        bad = [
+            (self.rate_updates != "event", f"rate_updates = {self.rate_updates!r}", "rate_updates 'event'"),
+            (self.rate_quantum_s > 0, f"a rate quantum of {self.rate_quantum_s:g} s", "rate_quantum_s 0"),
+            (bool(stack.unit_held_bytes[stack.unit_ring_window > 0].any()), "held parts "
+             "(routing.reroute_held_bytes > 0)", "routing.reroute_held_bytes 0"),
+            (bool(stack.unit_part_one[stack.unit_ring_window > 0].any()), "routing.part_share 'per_part'",
+             "routing.part_share 'fraction'"),
+            (any(u.bg_spec is not None and u.bg_spec.upstream == "demand" for u in stack.flat_units),
+             "a background source with upstream 'demand'", "workload.background[].upstream 'share'"),
+        ]  # fmt: skip
+        for is_bad, what, need in bad:
+            if is_bad:
+                raise ValueError(f"{field} with {what}: allowed: {need}, or routing.ring_window_bytes: null")
+        self.ring_window = build_ring_window(
+            stack.unit_ring_window, stack.flow_unit, stack.flow_inst, stack.flow_gphase, stack.flow_bytes,
+            stack.phase_steps, stack.conn_src, stack.conn_dst, self.parts, self.part_parent, self.part_conn,
+            self.part_path,
+        )  # fmt: skip
+
+    def note_window(self, ws: WindowSolve) -> None:
+        """After an interval with a ring window: add its counters to the simulation's (:attr:`window_unsettled`,
+        :attr:`window_solves`) and warn when an event's fixed point did not settle."""
+        self.window_solves += ws.solves
+        if ws.unsettled:
+            self.window_unsettled += ws.unsettled
+            warnings.warn(
+                f"routing.ring_window_bytes: {ws.unsettled} events whose window caps did not settle in "
+                f"{WINDOW_MAX_SOLVES} solves (largest relative residual kept {ws.worst:.3g}); "
+                f"{self.window_unsettled} in this simulation",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _own_links(self, stack: UnitStack) -> tuple[np.ndarray, np.ndarray]:
         """``routing.reroute_held_parts: queued``: (parts, hops) the global links of each part's path in hop

@@ -11,11 +11,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ainet_gym.fabric.topology import Fabric
-from ainet_gym.sim.backends.base import Pending
+from ainet_gym.sim.backends.base import Pending, SimBackend
 from ainet_gym.sim.backends.numba import settings as _settings
 from ainet_gym.sim.stack import UnitStack, stack_units
 from ainet_gym.sim.state import PRE_COMM, EngineState, SimState
 from ainet_gym.sim.unit import CompiledUnit
+from ainet_gym.sim.upstream import check_upstream
 
 __all__ = ["BatchUnits", "UnitSnapshot"]
 
@@ -106,6 +107,8 @@ class BatchUnits:
     # set by BatchSim.__init__, BatchSim._bind (the structure's fields) and BatchSplit
     batch: int
     fabric: Fabric
+    strategy: SimBackend
+    backend: str
     parts: np.ndarray
     held: np.ndarray
     held_part: np.ndarray
@@ -145,6 +148,7 @@ class BatchUnits:
         the snapshot ``old`` (:meth:`snapshot_units`, -1: none), the unit continues from its old state.
         The clocks stay (``time_s``, (batch,) s, sets them)."""
         time_s = self.state.time_s if time_s is None else time_s
+        check_upstream(units, self.strategy.background_upstream, self.backend)
         stack = stack_units(self.fabric, units)
         self._bind(stack)
         self._bind_state(_initial_state(stack, time_s))

@@ -101,11 +101,21 @@ def _job_conn_key(name: str, src: list[int], dst: list[int]) -> np.ndarray:
 
 
 def _check_split_flows(
-    split_flows: str, carry: bool, reroute_held_bytes: float = 0.0, part_share: str = "fraction"
+    split_flows: str,
+    carry: bool,
+    reroute_held_bytes: float = 0.0,
+    part_share: str = "fraction",
+    ring_window_bytes: float | None = None,
 ) -> None:
     """Refuse a ``routing.split_flows`` value :func:`compile_job` does not know, independent parts with the
-    carry flows of ``routing.reroute: new_transfers``, and held bytes or a part share without independent
-    parts."""
+    carry flows of ``routing.reroute: new_transfers``, and held bytes, a part share or a ring window without
+    independent parts (or a ring window that is not a finite number of bytes > 0)."""
+    w = ring_window_bytes
+    if w is not None and not (split_flows == "independent" and isinstance(w, int | float) and 0 < w < np.inf):
+        raise ValueError(
+            f"routing.ring_window_bytes = {w!r} with routing.split_flows = {split_flows!r}: "
+            "allowed: None, or a finite number of bytes > 0 with split_flows independent"
+        )
     if split_flows not in SPLIT_FLOWS_MODES:
         allowed = ", ".join(SPLIT_FLOWS_MODES)
         raise ValueError(f"routing.split_flows = {split_flows!r}: allowed: {allowed}")
@@ -126,6 +136,18 @@ def _check_split_flows(
         )
 
 
+def _window_fields(ring_window_bytes: float | None, phase_steps: list[int]) -> dict:
+    """The :class:`CompiledUnit` fields of ``routing.ring_window_bytes`` (with ``split_flows="independent"``): the
+    NCCL window of the unit's rings' sub-flows (:mod:`ainet_gym.sim.ring_window`), 0 for none, and its phases'
+    alpha steps (a ring step is a hop's bytes over them), None without a window."""
+    if ring_window_bytes is None:
+        return {"ring_window_bytes": 0.0, "phase_steps": None}
+    return {
+        "ring_window_bytes": float(ring_window_bytes),
+        "phase_steps": np.asarray(phase_steps, dtype=np.int64),
+    }
+
+
 def compile_job(
     fabric: Fabric,
     job: JobSpec,
@@ -138,6 +160,7 @@ def compile_job(
     reroute_held_weight: str = "one",
     part_share: str = "fraction",
     reroute_held_parts: str = "all",
+    ring_window_bytes: float | None = None,
 ) -> CompiledUnit:
     """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
 
@@ -160,8 +183,10 @@ def compile_job(
     (``routing.part_share``, ``"per_part"`` with ``split_flows="independent"`` only): how a part shares a link.
     ``reroute_held_parts`` (``routing.reroute_held_parts``): which parts hold bytes, ``"all"`` that lose share or
     only the ``"queued"`` ones (bottlenecked on a saturated switch link of their old path at the boundary).
+    ``ring_window_bytes``: the rings' sub-flows' NCCL window (:func:`_window_fields`); None: none.
+    Long because it documents each routing option it compiles, one paragraph each.
     """
-    _check_split_flows(split_flows, carry, reroute_held_bytes, part_share)
+    _check_split_flows(split_flows, carry, reroute_held_bytes, part_share, ring_window_bytes)
     gpus = np.asarray(gpus, dtype=np.int64)
     t = _shared_job_tables(fabric, job, gpus, rotation, carry, ring_run_ahead_bytes)
     src = [s for s, _ in t.conn_index]
@@ -198,6 +223,7 @@ def compile_job(
         flow_parent=np.asarray(t.flow_parent, dtype=np.int64) if carry else None,
         phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
         share_weight=float(job.share_weight),
+        **_window_fields(ring_window_bytes, t.phase_steps),
     )
     return (
         split_parts(unit, reroute_held_bytes, reroute_held_weight, part_share, reroute_held_parts)

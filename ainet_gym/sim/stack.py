@@ -46,6 +46,8 @@ class UnitStack:
     unit_part_one: np.ndarray
     # (units,) bool routing.reroute_held_parts queued: the unit's parts hold bytes only where queued at the boundary
     unit_held_queued: np.ndarray
+    # (units,) routing.ring_window_bytes: the NCCL window of the unit's rings' sub-flows, bytes per hop (0: none)
+    unit_ring_window: np.ndarray
     phase_off: np.ndarray  # (units,) int64 first phase of each unit
     flow_off: np.ndarray  # (units,) int64 first flow of each unit
     conn_off: np.ndarray  # (units,) int64 first connection of each unit
@@ -61,6 +63,9 @@ class UnitStack:
     phase_flow_n: np.ndarray  # (phases,) int64 flows of the phase
     # (phases,) int64 routing.ring_run_ahead_bytes: segments of the ring phase a phase is one of (1: not cut)
     phase_segments: np.ndarray
+    # (phases,) int64 routing.ring_window_bytes: the alpha steps of each phase of a unit with a ring window (1
+    # elsewhere)
+    phase_steps: np.ndarray
     # per flow
     flow_unit: np.ndarray  # (flows,) int64 unit
     flow_inst: np.ndarray  # (flows,) int64 instance
@@ -169,6 +174,7 @@ def _unit_fields(flat: list, unit_inst: np.ndarray) -> dict[str, Any]:
         "unit_held_part": np.asarray([u.held_weight == "part" for u in flat], dtype=bool),
         "unit_part_one": np.asarray([u.part_share == "per_part" for u in flat], dtype=bool),
         "unit_held_queued": np.asarray([u.held_parts == "queued" for u in flat], dtype=bool),
+        "unit_ring_window": np.asarray([u.ring_window_bytes for u in flat], dtype=np.float64),
         "phase_off": _offsets(n_ph),
         "flow_off": _offsets(n_fl),
         "conn_off": _offsets(n_cn),
@@ -195,6 +201,7 @@ def _phase_fields(flat: list, pu: dict[str, Any]) -> dict[str, Any]:
         "phase_succ": _cat(flat, "phase_succ", np.int64) + np.repeat(phase_off, n_edge).astype(np.int64),
         "phase_edge_src": np.repeat(np.arange(n_gph), np.diff(phase_succ_off)),
         "phase_segments": _optional_ids(flat, "phase_segments", n_ph, 1),
+        "phase_steps": _optional_ids(flat, "phase_steps", n_ph, 1),
     }
 
 

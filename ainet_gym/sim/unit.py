@@ -65,6 +65,12 @@ class CompiledUnit:
     phase_segments: np.ndarray | None = None
     # the share weight of the unit's flows at its start (JobSpec.share_weight; BatchSim.set_share_weights)
     share_weight: float = 1.0
+    # routing.ring_window_bytes (with split_flows independent): the NCCL window of the unit's rings' sub-flows,
+    # bytes per hop (sim.ring_window); 0: none
+    ring_window_bytes: float = 0.0
+    # (phases,) routing.ring_window_bytes: the alpha steps of each phase (a ring step is the phase's bytes per
+    # hop / its steps); None without a window
+    phase_steps: np.ndarray | None = None
 
     @property
     def n_phases(self) -> int:

@@ -89,6 +89,8 @@ class FabricWorld(WorldUnits, WorldRouting, WorldRestore):
         self.part_share = scenario.routing.part_share
         # routing.reroute_held_parts: every part that loses share holds bytes (all) or only a queued one (queued)
         self.reroute_held_parts = scenario.routing.reroute_held_parts
+        # routing.ring_window_bytes: the NCCL window of the rings' sub-flows (None: none; sim.ring_window)
+        self.ring_window_bytes = scenario.routing.ring_window_bytes
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0

@@ -47,6 +47,7 @@ class WorldUnits:
     reroute_held_weight: str
     part_share: str
     reroute_held_parts: str
+    ring_window_bytes: float | None
     state: WorldState
     sim: BatchSim | None
     job_unit: np.ndarray
@@ -129,6 +130,7 @@ class WorldUnits:
                 reroute_held_weight=self.reroute_held_weight,
                 part_share=self.part_share,
                 reroute_held_parts=self.reroute_held_parts,
+                ring_window_bytes=self.ring_window_bytes,
             )
         return self._unit_cache[key]
 

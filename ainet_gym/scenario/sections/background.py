@@ -20,7 +20,14 @@ from ainet_gym.scenario.rules import (
     join_path,
     text_rule,
 )
-from ainet_gym.scenario.spec import BACKGROUND_KINDS, BACKGROUND_PATTERNS, BackgroundSpec, FabricSpec, JobSpec
+from ainet_gym.scenario.spec import (
+    BACKGROUND_KINDS,
+    BACKGROUND_PATTERNS,
+    BACKGROUND_UPSTREAM,
+    BackgroundSpec,
+    FabricSpec,
+    JobSpec,
+)
 
 __all__ = ["BACKGROUND_RULES", "parse_background"]
 
@@ -34,6 +41,7 @@ BACKGROUND_RULES: dict[str, Rule | None] = {
     "offset_jitter_steps": int_rule("a number of decision steps", ge=0, le=LIMITS["steps_max"]),
     "job": text_rule("a job name", null=True),
     "flows_per_host": COUNT,
+    "upstream": enum_rule(BACKGROUND_UPSTREAM, "background upstream charge"),
 }
 
 

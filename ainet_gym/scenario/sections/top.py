@@ -10,6 +10,7 @@ from ainet_gym.scenario.spec import (
     REROUTE_HELD_WEIGHTS,
     REROUTE_MODES,
     REWARD_KINDS,
+    RING_WINDOW_SIDES,
     SPLIT_FLOWS_MODES,
 )
 
@@ -32,5 +33,7 @@ ROUTING_RULES: dict[str, Rule | None] = {
     "reroute_held_weight": enum_rule(REROUTE_HELD_WEIGHTS, "held part weight"),
     "part_share": enum_rule(PART_SHARES, "part share rule"),
     "reroute_held_parts": enum_rule(REROUTE_HELD_PARTS, "held parts rule"),
+    "ring_window_bytes": num_rule("a number of bytes per ring hop", gt=0, le=LIMITS["bytes_max"], null=True),
+    "ring_window_side": enum_rule(RING_WINDOW_SIDES, "ring window side"),
 }
 REWARD_RULES: dict[str, Rule | None] = {"kind": enum_rule(REWARD_KINDS, "reward kind")}

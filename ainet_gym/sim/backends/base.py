@@ -55,6 +55,12 @@ class SimBackend(Protocol):
     #: whether :meth:`run_step` computes a single window's figures on the interval's kernel threads (and
     #: runs ``after_figures`` there)
     figures_on_kernel_threads: bool
+    #: whether :meth:`run_interval` runs the NCCL window of rings' sub-flows (``routing.ring_window_bytes``,
+    #: :mod:`ainet_gym.sim.ring_window`); a simulation with the field on a backend without it is refused
+    ring_window: bool
+    #: the ``workload.background[].upstream`` modes it runs (``share``: every backend; ``demand``: the numpy
+    #: reference, :mod:`ainet_gym.sim.upstream`); a source with another is refused when units are stacked
+    background_upstream: tuple[str, ...]
 
     def merge_split(
         self, table: EntryTable, split: np.ndarray

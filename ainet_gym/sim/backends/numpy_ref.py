@@ -23,7 +23,9 @@ from ainet_gym.arrays import safe_divide
 from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
 from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
 from ainet_gym.sim.records import IntervalState, IntervalStructure, interval_records
+from ainet_gym.sim.ring_window import WindowSolve, window_bounds, window_event_dt, window_rates
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING
+from ainet_gym.sim.upstream import UpstreamPlan, upstream_plan, upstream_rates
 from ainet_gym.sim.water_filling import solve_coo
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
@@ -41,6 +43,8 @@ class NumpyBackend:
     reference = True
     fused_split = False
     figures_on_kernel_threads = False
+    ring_window = True
+    background_upstream = ("share", "demand")
 
     def merge_split(
         self, table: EntryTable, split: np.ndarray
@@ -60,11 +64,19 @@ class NumpyBackend:
         structure, state = interval_records(sim)
         entries = MergedEntries(sim.e_flow, sim.e_link, sim.e_coef, sim.e_lperm)
         uw = sim.engine_state.unit_weight
-        return run_interval(
+        rw = sim.ring_window  # routing.ring_window_bytes (None: none)
+        ws = None
+        if rw is not None:
+            share = WindowSolve.shares(rw, sim.engine_state.split)
+            ws = WindowSolve(rw, share, np.full(rw.part.shape[0], np.inf))
+        m = run_interval(
             structure, state, entries, duration_s, max_events, sim.rate_updates == "phase", sim.rate_quantum_s,
             sim.n_links, lambda u: sim.flat_units[u].name,
-            None if uw is None else uw[structure.flow_unit],
+            None if uw is None else uw[structure.flow_unit], upstream_plan(sim), ws,
         )  # fmt: skip
+        if ws is not None:
+            sim.note_window(ws)
+        return m
 
     def run_step(
         self,
@@ -170,6 +182,8 @@ def run_interval(
     n_links: int,
     unit_name: Callable[[int], str],
     flow_weight: np.ndarray | None = None,
+    upstream: UpstreamPlan | None = None,
+    window: WindowSolve | None = None,
 ) -> IntervalMetrics:
     """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>` on the records the compiled
     kernels take (:func:`ainet_gym.sim.records.interval_records`: the structure ``s``, the state ``st``, whose
@@ -177,7 +191,11 @@ def run_interval(
     follow operation for operation). ``e``: the merged entries of the split; ``phase_mode``: rates change
     only when a phase ends (``rate_updates: phase``); ``quantum_s``: the rate quantum (0: none);
     ``unit_name(u)``: the name of unit ``u``, for the error of an iteration that takes no time;
-    ``flow_weight``: (flows,) each flow's share weight (None: every weight 1).
+    ``flow_weight``: (flows,) each flow's share weight (None: every weight 1); ``upstream``: the hops of the
+    background flows of ``upstream: demand`` sources (:func:`ainet_gym.sim.upstream.upstream_plan`; None: none);
+    ``window``: the NCCL window of the rings' sub-flows (``routing.ring_window_bytes``,
+    :mod:`ainet_gym.sim.ring_window`; None: none), whose fixed point replaces the rates and whose bounds are
+    events too (not with ``upstream``: refused when the units are stacked).
 
     Each event takes the steps of the model's interval in the order docs/model.md gives them: the rates
     (:class:`_Rates`), the time to the next event (:func:`_flow_event_dt`, :func:`_timer_event_dt`),
@@ -189,7 +207,8 @@ def run_interval(
     m = IntervalMetrics.zeros(t_left.copy(), U, L)
     stalled = m.stalled_flows
     flow_moved = np.zeros(s.flow_unit.shape[0])  # (flows,) bytes each flow moved in the interval
-    solver = _Rates(s, e, st.capacity, flow_weight)
+    solver = _Rates(s, e, st.capacity, flow_weight, upstream, window)
+    extra_bytes = None if upstream is None else np.zeros(B * L)  # upstream: demand, beyond flow_moved
     events = 0
     _process_events(s, ix, st, m, unit_name)
     while True:
@@ -201,10 +220,12 @@ def run_interval(
             raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
         active = _active_flows(s, ix, st, running)
         act_idx = np.flatnonzero(active)
-        rates = solver.rates(active, act_idx)
+        rates = solver.rates(active, act_idx, st.rem)
         job_flow = ~s.flow_bg[act_idx]
         fi = ix.flow_inst[act_idx]  # (active flows,) instance of each
         dt = _flow_event_dt(s, ix, st, act_idx, rates, job_flow, fi, t_left.copy(), phase_mode, quantum_s)
+        if window is not None:  # a free part's lead reaching a bound is an event
+            window_event_dt(window, *solver.window_now, rates, dt)
         stalled_now = np.bincount(fi, weights=(rates <= 0) & job_flow, minlength=B).astype(np.int64)
         stalled = np.maximum(stalled, stalled_now)
         alive = ~s.unit_bg & running[ix.unit_inst]
@@ -212,10 +233,15 @@ def run_interval(
         _timer_event_dt(ix, st, alive, ph_live, dt)
         dt = np.where(running, np.maximum(dt, 0.0), 0.0)
         _advance(ix, st, m, act_idx, rates, job_flow, fi, alive, ph_live, dt, flow_moved)
+        if solver.extra is not None and extra_bytes is not None:  # upstream: demand, a charged flow's excess
+            xl, xr = solver.extra
+            extra_bytes += np.bincount(xl, weights=xr * dt[xl // L], minlength=B * L)
         t_left -= dt
         _process_events(s, ix, st, m, unit_name)
     # link bytes: the split is fixed within the interval, so sum per flow first, then over entries
     link_bytes = np.bincount(e.link, weights=e.coef * flow_moved[e.flow], minlength=B * L)
+    if extra_bytes is not None:
+        link_bytes = link_bytes + extra_bytes
     return replace(
         m,
         link_bytes=link_bytes.reshape(B, L),
@@ -227,22 +253,49 @@ def run_interval(
 
 class _Rates:
     """The max-min rates of the active flows, event by event: solved again only when the set of active flows
-    changed (same flows, same capacities: the same rates)."""
+    changed (same flows, same capacities: the same rates). With a ring window (``window``), the window's fixed
+    point (:func:`~ainet_gym.sim.ring_window.window_rates`), solved again when the active flows or the parts at
+    a bound changed."""
 
     def __init__(
-        self, s: IntervalStructure, e: MergedEntries, cap: np.ndarray, weight: np.ndarray | None = None
+        self,
+        s: IntervalStructure,
+        e: MergedEntries,
+        cap: np.ndarray,
+        weight: np.ndarray | None = None,
+        upstream: UpstreamPlan | None = None,
+        window: WindowSolve | None = None,
     ) -> None:
         self.s, self.e, self.cap = s, e, cap
         self.weight = weight  # (flows,) share weights, None: all 1
+        self.upstream = upstream  # background upstream: demand (None: no such source)
+        # the charged flows' upstream excess of the last rates: (global links, bytes/s), None: none
+        self.extra: tuple[np.ndarray, np.ndarray] | None = None
+        self.window = window  # routing.ring_window_bytes (None: none)
         self.prev_active: np.ndarray | None = None
+        self.prev_bound: np.ndarray | None = None
         self.prev_rates = np.zeros(0)
         self.iterations = 0  # the solver's rounds, summed over the interval
+        # with a window, after rates(): (pos, bound by the feeding hop, by the fed hop, lead over each), (K,) each
+        self.window_now: tuple[np.ndarray, ...] = ()
 
-    def rates(self, active: np.ndarray, act_idx: np.ndarray) -> np.ndarray:
-        """``(active flows,)`` the rates of the flows ``act_idx`` (``active``: the mask of them)."""
+    def rates(self, active: np.ndarray, act_idx: np.ndarray, rem: np.ndarray | None = None) -> np.ndarray:
+        """``(active flows,)`` the rates of the flows ``act_idx`` (``active``: the mask of them; ``rem``: the
+        flows' remainders, which a window's bounds read)."""
         e = self.e
         rates = np.zeros(act_idx.shape[0])
-        if self.prev_active is not None and np.array_equal(active, self.prev_active):
+        same = self.prev_active is not None and np.array_equal(active, self.prev_active)
+        bound = None
+        if self.window is not None:
+            assert rem is not None
+            bu, bd, lead_up, lead_dn = window_bounds(self.window.window, self.window.share, rem, active)
+            pos = np.where(
+                active[self.window.window.part], (np.cumsum(active) - 1)[self.window.window.part], -1
+            )
+            self.window_now = (pos, bu, bd, lead_up, lead_dn)
+            bound = np.concatenate([bu, bd])
+            same = same and self.prev_bound is not None and np.array_equal(bound, self.prev_bound)
+        if same:
             rates = self.prev_rates
         elif act_idx.size:
             e_sel = active[e.flow]
@@ -250,13 +303,32 @@ class _Rates:
             compact = np.cumsum(active) - 1
             new_entry = np.cumsum(e_sel) - 1
             lperm = new_entry[e.lperm[e_sel[e.lperm]]]  # link order of the selection
-            rates, it = solve_coo(
-                compact[ef], el, ec, self.cap, act_idx.shape[0],
-                weights=None if self.weight is None else self.weight[act_idx],
-                demand=self.s.flow_demand[act_idx], return_iterations=True, link_order=lperm,
-            )  # fmt: skip
-            self.iterations += it
-        self.prev_active, self.prev_rates = active, rates
+            w = None if self.weight is None else self.weight[act_idx]
+
+            def solve(demand: np.ndarray) -> np.ndarray:
+                r, it = solve_coo(
+                    compact[ef], el, ec, self.cap, act_idx.shape[0], weights=w, demand=demand,
+                    return_iterations=True, link_order=lperm,
+                )  # fmt: skip
+                self.iterations += it
+                return r
+
+            demand = self.s.flow_demand[act_idx]
+            self.extra = None
+            if self.window is not None and bound is not None and bound.any():
+                pos, bu, bd = self.window_now[:3]
+                rates = window_rates(self.window, pos, bu, bd, demand, solve)
+            else:
+                rates = solve(demand)
+            if self.upstream is not None:
+                up = upstream_rates(
+                    self.upstream, act_idx, compact[ef], el, ec, self.cap, rates, demand, w,
+                )  # fmt: skip
+                if up is not None:
+                    rates, self.extra = up.rates, (up.extra_link, up.extra_rate)
+        elif act_idx.size == 0:
+            self.extra = None
+        self.prev_active, self.prev_rates, self.prev_bound = active, rates, bound
         return rates
 
 

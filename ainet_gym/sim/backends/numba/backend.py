@@ -59,6 +59,10 @@ class NumbaBackend:
     reference = False
     fused_split = True
     figures_on_kernel_threads = True
+    #: routing.ring_window_bytes is not compiled: refused (BatchSplit._bind_window)
+    ring_window = False
+    # workload.background[].upstream demand is not compiled (ainet_gym.sim.upstream): refused at set_units
+    background_upstream = ("share",)
 
     def merge_split(
         self, table: EntryTable, split: np.ndarray
