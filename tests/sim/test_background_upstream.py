@@ -155,3 +155,16 @@ def test_bad_upstream_is_refused_naming_the_field_value_and_choices(value: objec
     with pytest.raises(ScenarioError, match=r"workload\.background\[0\]\.upstream") as err:
         load_scenario(sc)
     assert "share, demand" in str(err.value)
+
+
+def test_demand_with_a_ring_window_is_refused_naming_both_fields() -> None:
+    """``upstream: demand`` and ``routing.ring_window_bytes`` each re-solve the rates of an event their own way
+    (numpy backend): together they are refused when the units are stacked, naming both fields."""
+    sc = _scenario("demand")
+    sc["routing"] = {"split_flows": "independent", "ring_window_bytes": 4e6}
+    with pytest.raises(
+        ValueError,
+        match=r"routing\.ring_window_bytes = 4e\+06 with a background source with upstream 'demand'",
+    ) as err:
+        ainet_gym.simulate(sc, policy="ecmp", steps=1, seed=0, backend="numpy")
+    assert "workload.background[].upstream 'share'" in str(err.value)
