@@ -132,26 +132,41 @@ class ScenarioEnvSpec(EnvSpec):
     @property  # type: ignore[override]
     def max_episode_steps(self) -> int | None:
         """See the class docstring."""
-        default = self.__dict__.get("_max_episode_steps")
         caller = sys._getframe(1)
         code = caller.f_code
         if code is _MAKE_CODE:  # the registered spec, read after the env was built
             env = caller.f_locals.get("env")
             steps = getattr(getattr(getattr(env, "unwrapped", None), "core", None), "episode_steps", None)
-            return int(steps) if steps is not None else default
+            return int(steps) if steps is not None else self._default_steps()
         kwargs = self.kwargs
         if code is _MAKE_VEC_CODE and not kwargs:  # a copy whose kwargs make_vec moved to a local
             kwargs = caller.f_locals.get("env_spec_kwargs")
         if not isinstance(kwargs, dict) or "scenario" not in kwargs:
-            return default
+            return self._default_steps()
         if kwargs.get("max_episode_steps") is not None:
             return int(kwargs["max_episode_steps"])
         steps = _episode_steps_of(kwargs)
-        return steps if steps is not None else default
+        return steps if steps is not None else self._default_steps()
 
     @max_episode_steps.setter
     def max_episode_steps(self, value: int | None) -> None:
         self.__dict__["_max_episode_steps"] = value
+
+    def _default_steps(self) -> int | None:
+        """The spec's own value: the one it was made with, else (a spec of :func:`register_envs`)
+        ``dynamics.episode_steps`` of the default scenario it names (``_steps_of``), read on first use and
+        kept. :func:`register_envs` does not load the six default scenarios itself: that took some 0.5 s of
+        CPU (their feasibility estimates) at every ``import ainet_gym`` (issue-31zs2)."""
+        steps = self.__dict__.get("_max_episode_steps")
+        scenario = self.__dict__.get("_steps_of")
+        if steps is None and scenario is not None:
+            steps = _scenario_steps(scenario)
+            if steps is None:  # a default scenario that does not load: say why, as the import used to
+                from ainet_gym.scenario.loader import load_scenario
+
+                load_scenario(scenario)
+            self.__dict__["_max_episode_steps"] = steps
+        return steps
 
 
 _MAKE_CODE = gym.envs.registration.make.__code__
@@ -160,24 +175,21 @@ _MAKE_VEC_CODE = gym.envs.registration.make_vec.__code__
 
 def register_envs() -> None:
     """Register every id of :func:`env_ids` with ``entry_point``, ``vector_entry_point`` and
-    ``max_episode_steps`` (its default scenario's episode length)."""
-    from ainet_gym.scenario.loader import load_scenario
-
-    steps: dict[str, int] = {}
+    ``max_episode_steps`` (its default scenario's episode length, loaded when first read:
+    :meth:`ScenarioEnvSpec._default_steps`)."""
     for env_id, (base, mode) in env_ids().items():
         if env_id in gym.registry:
             continue
         scenario = ENV_IDS[base]
-        if scenario not in steps:
-            steps[scenario] = int(load_scenario(scenario).dynamics.episode_steps)
         kwargs: dict[str, Any] = {"scenario": scenario}
         if mode != BASE_MODE:
             kwargs["action_mode"] = mode
-        gym.registry[env_id] = ScenarioEnvSpec(
+        spec = ScenarioEnvSpec(
             id=env_id,
             entry_point=_ENTRY_POINT,
             vector_entry_point=_VECTOR_ENTRY_POINT,
-            max_episode_steps=steps[scenario],
             kwargs=kwargs,
             disable_env_checker=False,
         )
+        spec.__dict__["_steps_of"] = scenario
+        gym.registry[env_id] = spec

@@ -37,8 +37,8 @@ def register_predictive_router(factory: PredictiveRouterFactory) -> None:
 
     The predictive router fits its forecaster on simulated episodes of the scenario, so it lives with the
     agents (:class:`ainet_gym.agents.predictive_router.PredictiveRouter`), after routing in the pipeline; that
-    module registers it here when imported (importing ``ainet_gym`` imports it, through
-    ``ainet_gym.agents.predictive``), so routing never imports up."""
+    module registers it here when imported (importing ``ainet_gym`` registers a stand-in that imports it on
+    first use), so routing never imports up."""
     _PREDICTIVE_ROUTER[:] = [factory]
 
 
@@ -48,8 +48,8 @@ def predictive_router_factory() -> PredictiveRouterFactory:
     Raises
     ------
     RuntimeError
-        If none is registered (``ainet_gym.agents.predictive`` was never imported; ``import ainet_gym``
-        imports it).
+        If none is registered (neither ``ainet_gym`` nor ``ainet_gym.agents.predictive`` was imported;
+        ``import ainet_gym`` registers a stand-in that imports the router on first use).
     """
     if not _PREDICTIVE_ROUTER:
         raise RuntimeError(

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ainet_gym.scenario.estimate import ideal_step_upper_s
 from ainet_gym.scenario.graphs import graph_fabrics
 from ainet_gym.scenario.rules import LIMITS, Context
 from ainet_gym.scenario.sections.fabric import fabric_leaf_count
@@ -207,8 +208,6 @@ def _iteration_estimate(
     """The iterations of the fastest job in one decision interval: the interval over an upper bound of
     the job's ideal step (:func:`ainet_gym.scenario.estimate.ideal_step_upper_s`, 1% above it for the
     engine's rounding; the coarse bound of :func:`_iteration_bounds` where it gives none)."""
-    from ainet_gym.scenario.estimate import ideal_step_upper_s
-
     bounds = []
     for path, jobs in groups:
         offset = 0  # contiguous initial jobs take the GPUs one after the other
