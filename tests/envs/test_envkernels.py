@@ -15,12 +15,18 @@ import pytest
 from ainet_gym.scenario.loader import load_scenario
 from ainet_gym.sim.backends.numba import jit as _jit
 from ainet_gym.sim.backends.numba import threads as _threads
-from ainet_gym.sim.backends.numba.sums import gathered_row_sum, pairwise_sum
+from ainet_gym.sim.backends.numba.jit import from_python
+from ainet_gym.sim.backends.numba.sums import gathered_row_sum as _gathered_row_sum
+from ainet_gym.sim.backends.numba.sums import pairwise_sum as _pairwise_sum
 from ainet_gym.sim.engine import IntervalMetrics
 from ainet_gym.sim.world import FabricWorld
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
 pytestmark = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
+
+# compiled-only steps (no Python wrappers of their own): called here through a Python-callable compile
+pairwise_sum = from_python(_pairwise_sum)
+gathered_row_sum = from_python(_gathered_row_sum)
 
 
 def _data(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:

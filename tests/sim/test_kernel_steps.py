@@ -81,7 +81,7 @@ def _job(rem: list[float], phase_cur: int, t_start: float, t_compute: float, now
 def _settle(a: dict, now: float, counted: bool) -> tuple[bool, np.ndarray, np.ndarray]:
     pend = np.array([int(r > 0) for r in a["rem"]], dtype=np.int64)  # one flow per phase
     joined = np.ones(2, dtype=np.bool_)
-    ok = steps.settle_units(0, 1, now, 16, 1e-12, counted, pend, joined, **a)
+    ok = jit.from_python(steps.settle_units)(0, 1, now, 16, 1e-12, counted, pend, joined, **a)
     return ok, pend, joined
 
 
@@ -319,7 +319,7 @@ def test_both_solves_of_the_parallel_rule_are_solve_coos_bit_for_bit(seed: int) 
                                 np.empty(n_f), np.empty((0, 2), i64), np.empty(0))  # fmt: skip
     links = parallel.ParallelLinks(*(np.empty(n_l) for _ in range(5)), np.full(n_l, -1, i64), np.full(n_l, -1, i64),
                                   np.empty(n_l, i64), np.empty(0, i64), np.empty(0, i64))  # fmt: skip
-    it, n_live, *_ = parallel.parallel_rule(n_f, flows, fe_lo, fe_hi, e_link + lo, e_coef, capacity, lo,
+    it, n_live, *_ = jit.from_python(parallel.parallel_rule)(n_f, flows, fe_lo, fe_hi, e_link + lo, e_coef, capacity, lo,
                                            p["demand"], rate, rows, links, 5, n_f, False, np.empty(0))  # fmt: skip
     assert it >= 1 and n_live == 0
     np.testing.assert_array_equal(rate, ref)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ainet_gym.sim.backends.numba.crew import announce
-from ainet_gym.sim.backends.numba.jit import njit
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 from ainet_gym.sim.backends.numba.merge import merge_range
 from ainet_gym.sim.backends.numba.sums import block_sum
 
@@ -42,7 +42,7 @@ def decode_split(actions, ctrl, conns, npaths, default, fixed, out):  # pragma: 
     return out
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(nogil=True, error_model="numpy", **COMPILED_ONLY)
 def _decode_rows(
     k_lo, k_hi, i_lo, i_hi, actions, ctrl, conns, npaths, default, fixed, out, r
 ):  # pragma: no cover
@@ -85,7 +85,7 @@ def decode_merge_range(
     merge_range(b_lo, b_hi, out.reshape(-1), table, go)
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(nogil=True, error_model="numpy", **COMPILED_ONLY)
 def _nan_to_zero(x):  # pragma: no cover - compiled
     """``np.nan_to_num(x, nan=0.0)``: NaN to 0, +-inf to the largest finite float64."""
     if x != x:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ainet_gym.sim.backends.numba.jit import njit
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 from ainet_gym.sim.backends.numba.sums import gathered_row_sum
 
 __all__ = ["interval_figures"]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(nogil=True, error_model="numpy", **COMPILED_ONLY)
 def _gathered_sums(x, lo, hi, idx, buf, out):  # pragma: no cover - compiled
     """``out[i] = x[:, idx].sum(axis=1)[lo + i]`` for the rows ``lo:hi`` (see :func:`gathered_row_sum`):
     left-to-right sums run across the rows, one link at a time (independent chains)."""
@@ -27,7 +27,7 @@ def _gathered_sums(x, lo, hi, idx, buf, out):  # pragma: no cover - compiled
             out[i] += x[lo + i, lk]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(nogil=True, error_model="numpy", **COMPILED_ONLY)
 def _nan_max(a, b):  # pragma: no cover - compiled
     """``np.maximum(a, b)``: NaN if either is NaN."""
     if a != a or b != b:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HAVE_NUMBA", "njit", "trailing_zeros"]
+__all__ = ["HAVE_NUMBA", "from_python", "njit", "trailing_zeros"]
 
 try:  # numba is a core dependency; the import guard keeps the numpy backend usable without it
     from numba import njit as _numba_njit
@@ -32,6 +32,18 @@ def njit(*args: Any, **options: Any) -> Any:
     if compiled_only and _LINKED_ONLY_PIPELINE is not None:
         options.setdefault("pipeline_class", _LINKED_ONLY_PIPELINE)
     return _numba_njit(*args, **options)
+
+
+def from_python(step: Any) -> Any:
+    """A Python-callable compile of the compiled-only (:data:`COMPILED_ONLY`) ``step``: the same function and
+    compile options with numba's wrappers and library, compiled on its first call (so never at a start that
+    does not call it): for the tests and for a look from Python. The kernels reach the step itself (issue-31zr2:
+    a Python-callable step of the cold start's path compiles its wrappers, its own optimised module and its
+    machine code, none of which the kernels that link it use)."""
+    if _numba_njit is None:  # pragma: no cover - exercised only where numba is missing
+        return step
+    options = {k: v for k, v in step.targetoptions.items() if k not in COMPILED_ONLY and k != "nopython"}
+    return _numba_njit(**options)(step.py_func)
 
 
 #: the pipeline of a function only compiled code calls (:func:`njit` gives it to every ``COMPILED_ONLY`` one):
@@ -158,8 +170,8 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing 
 # instructions from run_interval_numba (its arguments no longer spilled and reloaded at every event), and
 # ``add_link_bytes`` 3% more, so it stays a call (callgrind counts, docs/development.md, "Instructions per
 # step").
-# The steps only compiled code calls (all but ``settle_units`` and ``parallel_rule``, which tests call from
-# Python) are compiled without the CPython and C-callable wrappers (``COMPILED_ONLY``): nothing calls them
+# The steps only compiled code calls (all of them; the tests call ``settle_units`` and ``parallel_rule`` through
+# :func:`from_python`, issue-31zr2) are compiled without the CPython and C-callable wrappers (``COMPILED_ONLY``): nothing calls them
 # from Python, and their wrappers cost the cold start 0.66 s of CPU (docs/development.md, "the cold compile",
 # issue-31zb); the callers' code is the same. Nor are they cached on their own (:func:`njit` drops their
 # ``cache=True``): their callers' cached machine code holds them (issue-31zg2).

@@ -226,7 +226,7 @@ def _rule_take_off(n_done, n_frozen, cur, e_link, e_coef, lo, rows, links):  # p
                 remaining[lk] = y if y > 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def parallel_rule(
     n_act, act_flows, fe_lo, fe_hi, e_link, e_coef, capacity, lo, dcap, rate, rows, links, tick, max_rounds,
     order, weight,

@@ -159,7 +159,7 @@ def end_iteration(u, now, p0, nph, counted, pend, units, clock, rem, job, tallie
     return True
 
 
-@njit(cache=True, nogil=True, _nrt=False, forceinline=True)
+@njit(nogil=True, _nrt=False, forceinline=True, **COMPILED_ONLY)
 def settle_units(
     u0, u1, now, max_rounds, eps_t, counted, pend, joined, units, clock, rem, job, graph, tallies, stats,
 ):  # fmt: skip  # pragma: no cover - compiled

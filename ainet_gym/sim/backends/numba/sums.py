@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ainet_gym.sim.backends.numba.jit import njit
+from ainet_gym.sim.backends.numba.jit import COMPILED_ONLY, njit
 
 __all__ = ["block_sum", "gathered_row_sum", "pairwise_sum"]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(nogil=True, error_model="numpy", **COMPILED_ONLY)
 def block_sum(x, lo, n):  # pragma: no cover - compiled
     """``x[lo:lo + n].sum()`` as numpy computes it for a contiguous float64 run of ``n <= 128`` elements
     (numpy's pairwise block): left to right below 8 elements, else eight interleaved partial sums combined
@@ -46,7 +46,7 @@ def block_sum(x, lo, n):  # pragma: no cover - compiled
 _PW_BLOCK = 128
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(nogil=True, error_model="numpy", **COMPILED_ONLY)
 def pairwise_sum(x, n):  # pragma: no cover - compiled
     """``x[:n].sum()`` of a contiguous float64 array, bit for bit as numpy computes it (and a row-wise
     ``sum(axis=-1)`` of a C-contiguous 2-D array): numpy's pairwise summation, blocks of at most 128
@@ -85,7 +85,7 @@ def pairwise_sum(x, n):  # pragma: no cover - compiled
     return 0.0 + vals[0]
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(nogil=True, error_model="numpy", **COMPILED_ONLY)
 def gathered_row_sum(x, b, idx, buf):  # pragma: no cover - compiled
     """Row ``b`` of ``x[:, idx].sum(axis=1)`` for a C-contiguous float64 ``x`` (B, L), bit for bit as numpy
     computes it: numpy lays the gathered (B, n) array out in Fortran order when B > 1, so its row sums are
