@@ -466,7 +466,8 @@ def _process_events(
     """Apply every transition that is due now, until none is (vectorised over units): a job starts
     (:func:`_start_jobs`), communication starts (:func:`_start_comm`), phases end (:func:`_end_phases`),
     iterations end (:func:`_end_iterations`; their figures go to ``m``), in this order, as the compiled
-    kernels apply them inline."""
+    kernels apply them inline. Each step says whether it changed a unit (a bool: or-ing their masks and
+    reducing cost more, on a loop that runs some 20 times a step)."""
     U = s.unit_bg.shape[0]
     now = st.time_s[ix.unit_inst] if U else np.zeros(0)
     done_flow = (~s.flow_bg) & (st.rem <= EPS_B * s.flow_scale)
@@ -477,43 +478,44 @@ def _process_events(
     st.t_compute_left[...] = np.where(alive & (st.t_compute_left <= EPS_T), 0.0, st.t_compute_left)
     for _ in range(4 * int(s.unit_nphases.max(initial=0)) + 8):
         changed = _start_jobs(s, st, alive, now)
-        changed |= _start_comm(s, ix, st, alive, now)
+        changed |= _start_comm(s, ix, st, alive, now)  # (|= on bools: every step runs, none is skipped)
         changed |= _end_phases(s, ix, st, alive, now)
         changed |= _end_iterations(s, st, m, alive, now, unit_name)
-        if not any_true(changed):
+        if not changed:
             return
     raise RuntimeError("event processing did not settle")
 
 
-def _start_jobs(s: IntervalStructure, st: IntervalState, alive: np.ndarray, now: np.ndarray) -> np.ndarray:
-    """The units whose start time has come begin their first iteration (compute first); their mask."""
+def _start_jobs(s: IntervalStructure, st: IntervalState, alive: np.ndarray, now: np.ndarray) -> bool:
+    """The units whose start time has come begin their first iteration (compute first); whether any did."""
     go = alive & (st.phase_cur == WAITING) & (st.t_start_left <= EPS_T)
-    if any_true(go):
-        st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
-        st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
-        st.t_comm_start_left[...] = np.where(go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left)
-        st.iter_start[...] = np.where(go, now, st.iter_start)
-    return go
+    if not any_true(go):
+        return False
+    st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
+    st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
+    st.t_comm_start_left[...] = np.where(go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left)
+    st.iter_start[...] = np.where(go, now, st.iter_start)
+    return True
 
 
 def _start_comm(
     s: IntervalStructure, ix: IndexMaps, st: IntervalState, alive: np.ndarray, now: np.ndarray
-) -> np.ndarray:
-    """The units whose communication is due start it (:func:`_start_phases`); their mask."""
+) -> bool:
+    """The units whose communication is due start it (:func:`_start_phases`); whether any did."""
     go = alive & (st.phase_cur == PRE_COMM) & (st.t_comm_start_left <= EPS_T)
-    if any_true(go):
-        st.phase_cur[...] = np.where(go, 0, st.phase_cur)
-        st.comm_start[...] = np.where(go, now, st.comm_start)
-        _start_phases(s, ix, st, go)
-    return go
+    if not any_true(go):
+        return False
+    st.phase_cur[...] = np.where(go, 0, st.phase_cur)
+    st.comm_start[...] = np.where(go, now, st.comm_start)
+    _start_phases(s, ix, st, go)
+    return True
 
 
 def _end_phases(
     s: IntervalStructure, ix: IndexMaps, st: IntervalState, alive: np.ndarray, now: np.ndarray
-) -> np.ndarray:
+) -> bool:
     """A phase ends when its latency is paid and none of its flows has bytes left; the phases that wait for it
-    start when it was the last they waited for; the cursor counts the phases done. The mask of the units with
-    a phase ended."""
+    start when it was the last they waited for; the cursor counts the phases done. Whether a phase ended."""
     U = s.unit_bg.shape[0]
     pc = st.phase_cur
     n_ph = st.phase_state.shape[0]
@@ -521,7 +523,7 @@ def _end_phases(
     pending = np.bincount(ix.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
     done = alive[ix.phase_unit] & (st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T) & (pending == 0)
     if not any_true(done):
-        return np.zeros(U, dtype=bool)
+        return False
     st.phase_state[...] = np.where(done, DONE, st.phase_state)
     n_done = np.bincount(ix.phase_unit[done], minlength=U)
     go = n_done > 0
@@ -533,7 +535,7 @@ def _end_phases(
     st.phase_lat_left[...] = np.where(enter, s.phase_latency, st.phase_lat_left)
     fin = go & (st.phase_cur == s.unit_nphases)
     st.comm_end[...] = np.where(fin, now, st.comm_end)
-    return go
+    return True
 
 
 def _end_iterations(
@@ -543,13 +545,13 @@ def _end_iterations(
     alive: np.ndarray,
     now: np.ndarray,
     unit_name: Callable[[int], str],
-) -> np.ndarray:
+) -> bool:
     """An iteration ends when compute and communication are both done: its step and communication times go
-    to ``m`` and the state, and the next iteration begins (compute first, the flows' bytes reset). The mask
-    of the units whose iteration ended."""
+    to ``m`` and the state, and the next iteration begins (compute first, the flows' bytes reset). Whether
+    an iteration ended."""
     go = alive & (st.phase_cur == s.unit_nphases) & (st.t_compute_left <= EPS_T)
     if not any_true(go):
-        return go
+        return False
     step_t = now - st.iter_start
     m.iterations[...] += go
     m.step_time_sum_s[...] += np.where(go, step_t, 0.0)
@@ -566,7 +568,7 @@ def _end_iterations(
     st.t_comm_start_left[...] = np.where(go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left)
     reset = go[s.flow_unit] & ~s.flow_bg
     st.rem[...] = np.where(reset, st.flow_bytes, st.rem)
-    return go
+    return True
 
 
 def _start_phases(s: IntervalStructure, ix: IndexMaps, st: IntervalState, mask: np.ndarray) -> None:
