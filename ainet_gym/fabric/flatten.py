@@ -35,8 +35,9 @@ def _endpoint_uplinks(
     its PCIe link to a NIC (-1 where the endpoint attaches to a switch directly)."""
     names, kinds = b.names, b.kinds
     out_links: dict[int, list[int]] = {}
+    nvlink = TIER_INDEX["nvlink"]
     for i, (u, t) in enumerate(zip(b.src, b.tier)):
-        if t != TIER_INDEX["nvlink"]:
+        if t != nvlink:
             out_links.setdefault(u, []).append(i)
     ep_pcie = np.full(len(endpoints), -1, dtype=np.int64)
     ep_uplinks: list[list[int]] = []
@@ -112,8 +113,9 @@ def _nvlink_links(b: Builder) -> tuple[np.ndarray, np.ndarray]:
     nvl_up = np.empty(n_gpus, dtype=np.int64)
     nvl_down = np.empty(n_gpus, dtype=np.int64)
     nvl_out: dict[int, int] = {}
+    nvlink, kinds = TIER_INDEX["nvlink"], b.kinds
     for i, (u, t) in enumerate(zip(b.src, b.tier)):
-        if t == TIER_INDEX["nvlink"] and b.kinds[u] == "gpu":
+        if t == nvlink and kinds[u] == "gpu":
             nvl_out.setdefault(u, i)
     for g, node in enumerate(b.gpus):
         if node not in nvl_out:

@@ -46,8 +46,10 @@ def ecmp_groups(
     group, parallel down-links to one neighbour another; singleton groups are not a choice."""
     up = level[link_dst] > level[link_src]
     keys = np.where(up, -1, link_dst)  # up: group by source only
-    group_key = np.stack([link_src, keys], axis=1)
-    _, group = np.unique(group_key, axis=0, return_inverse=True)
+    # the pair (source, key) as one integer, ordered as the pairs are (key + 1 in [0, nodes]): the same
+    # groups, numbered in the same order, as ``np.unique`` of the (links, 2) rows, at a fraction of its cost
+    width = np.int64(level.shape[0] + 1)
+    _, group = np.unique(link_src.astype(np.int64) * width + (keys + 1), return_inverse=True)
     group = group.reshape(-1)
     sizes = np.bincount(group)
     link_group = np.where(is_switch[link_src] & (sizes[group] > 1), group, -1)

@@ -5,6 +5,7 @@ to files.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -102,6 +103,52 @@ _Loader.add_implicit_resolver(
 )
 
 
+class _TooDeep(Exception):
+    """Raised by :class:`_DepthLoader` at the first list or mapping nested deeper than ``LIMITS["yaml_depth"]``."""
+
+
+class _DepthLoader(_Loader):
+    """:class:`_Loader` that counts the lists and mappings open as it composes them and stops
+    (:class:`_TooDeep`) at the first one nested deeper than ``LIMITS["yaml_depth"]``: the limit of
+    :func:`_yaml_depth_ok` in the same pass as the load (the composer recurses once per level, so it stops
+    long before Python's recursion limit). :func:`read_yaml` reads with it first."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._depth_limit = int(LIMITS["yaml_depth"])
+
+    def _open(self) -> None:
+        self._depth += 1
+        if self._depth > self._depth_limit:
+            raise _TooDeep
+
+    def compose_sequence_node(self, anchor):
+        self._open()
+        node = super().compose_sequence_node(anchor)
+        self._depth -= 1
+        return node
+
+    def compose_mapping_node(self, anchor):
+        self._open()
+        node = super().compose_mapping_node(anchor)
+        self._depth -= 1
+        return node
+
+
+def _load_yaml(text: str, source: str, path: Path) -> Any:
+    """The document of ``text``: one pass of :class:`_DepthLoader` (the YAML parsed once); if that pass
+    fails in any way, the two passes of before (:func:`_yaml_depth_ok` over the whole stream, then the load),
+    so that every error is the one they raise (a nesting error before a later syntax error, a second
+    document's nesting before the single-document error, ...). A pass that succeeds has composed the whole
+    stream (a single document, nested at most ``LIMITS["yaml_depth"]``) with the same constructors: the
+    same data as the two passes."""
+    with contextlib.suppress(Exception):  # any failure: the two passes below name it as before
+        return yaml.load(text, Loader=_DepthLoader)  # a SafeLoader subclass
+    _yaml_depth_ok(text, source, path)
+    return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
+
+
 def read_text_capped(path: Path, what: str, limit: float | None = None) -> str:
     """The UTF-8 text of ``path``, refused unread above ``limit`` bytes (default
     ``LIMITS["file_bytes"]``).
@@ -137,8 +184,7 @@ def read_yaml(path: Path, source: str) -> Any:
             source, "", str(e).split(": ", 1)[-1], "a smaller scenario file", str(path)
         ) from None
     try:
-        _yaml_depth_ok(text, source, path)
-        return yaml.load(text, Loader=_Loader)  # _Loader is a SafeLoader subclass
+        return _load_yaml(text, source, path)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
