@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ainet_gym.arrays import safe_divide
+from ainet_gym.arrays import nan_to_zero, safe_divide
 from ainet_gym.envs.actions import BG_SLOT_MODES
 from ainet_gym.envs.rewards import GpuUtilizationReward, StepTimeReward
 from ainet_gym.envs.slots import SlotMaps
@@ -29,17 +29,6 @@ __all__ = ["BUILTIN_REWARDS", "INFO_JOB_KEYS", "INFO_KEYS", "EnvInfo", "check_in
 INFO_KEYS = ("links", "flows", "collisions")
 
 BUILTIN_REWARDS = (GpuUtilizationReward, StepTimeReward)  # rewards whose value the info holds
-
-
-def nan_to_zero(v: np.ndarray) -> np.ndarray:
-    """``np.nan_to_num(v, nan=0.0)`` (a new array; NaN to 0, +-inf to the largest finite numbers) in one
-    or two array passes where ``v`` holds no infinity, the case of every info value."""
-    finite = np.isfinite(v)
-    if np.count_nonzero(finite) == finite.size:  # (finite.all(): a reduction, 2x the time on small arrays)
-        return v.copy()
-    if np.isinf(v).any():
-        return np.nan_to_num(v, nan=0.0)
-    return np.where(finite, v, 0.0)
 
 
 #: the per-job info arrays :func:`ainet_gym.sim.backends.numba.env_passes.info_jobs` writes, in its order

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ainet_gym.arrays import nan_to_zero
 from ainet_gym.envs.obs_compiled import CompiledObservation
 from ainet_gym.envs.obs_layout import JOB_FEATURES, squash
 from ainet_gym.sim.world import StepResult
@@ -77,8 +78,8 @@ class EnvObservation(CompiledObservation):
         jf = np.zeros((B, J, len(JOB_FEATURES)))
         jf[..., 0] = alive
         if res is not None:
-            jf[..., 1] = np.nan_to_num(res.efficiency, nan=0.0)
-            jf[..., 2] = np.nan_to_num(res.gpu_utilization, nan=0.0)
+            jf[..., 1] = nan_to_zero(res.efficiency)  # (np.nan_to_num(nan=0.0), in fewer passes)
+            jf[..., 2] = nan_to_zero(res.gpu_utilization)
         pc = sim.state.phase_cur[idx]
         jf[..., 3] = alive & (pc >= 0) & (pc < sim.unit_nphases[idx])
         since = np.maximum(sim.state.time_s[:, None] - sim.state.iter_start[idx], 0.0)

@@ -48,6 +48,7 @@ __all__ = [
     "UpstreamPlan",
     "UpstreamRates",
     "check_upstream",
+    "demand_sources",
     "upstream_plan",
     "upstream_rates",
 ]
@@ -91,11 +92,17 @@ class UpstreamPlan:
     n_groups: int
 
 
-def upstream_plan(sim: BatchSim) -> UpstreamPlan | None:
-    """The :class:`UpstreamPlan` of ``sim``'s current split, or None when no source has ``upstream: demand``
-    (the engine then runs as without the field, bit for bit)."""
+def demand_sources(sim: BatchSim) -> np.ndarray:
+    """(units,) bool: which of ``sim``'s stacked units are background sources with ``upstream: demand``."""
     units = sim.flat_units
-    demand_unit = np.fromiter((_demand_mode(u) for u in units), dtype=bool, count=len(units))
+    return np.fromiter((_demand_mode(u) for u in units), dtype=bool, count=len(units))
+
+
+def upstream_plan(sim: BatchSim, demand_unit: np.ndarray | None = None) -> UpstreamPlan | None:
+    """The :class:`UpstreamPlan` of ``sim``'s current split, or None when no source has ``upstream: demand``
+    (the engine then runs as without the field, bit for bit). ``demand_unit``: :func:`demand_sources` of
+    ``sim`` (None: found here)."""
+    demand_unit = demand_sources(sim) if demand_unit is None else demand_unit
     if not demand_unit.any():
         return None
     flows = np.flatnonzero(sim.flow_bg & demand_unit[sim.flow_unit]).astype(np.int64)

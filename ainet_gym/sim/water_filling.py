@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ainet_gym.arrays import any_true
+
 __all__ = [
     "FloatArray",
     "solve_coo",
@@ -42,10 +44,10 @@ def _coo_start(
     else:
         dem = np.asarray(demand, dtype=np.float64).ravel()
         assert dem.size == n_flows, "demand must have n_flows values"
-    if not (ec > 0).all():
-        keep = ec > 0
+    keep = ec > 0
+    if np.count_nonzero(keep) < keep.size:  # (keep.all() in C)
         ef, el, ec = ef[keep], el[keep], ec[keep]
-    if ef.size > 1 and (ef[1:] < ef[:-1]).any():
+    if ef.size > 1 and any_true(ef[1:] < ef[:-1]):
         order = np.argsort(ef, kind="stable")
         ef, el, ec = ef[order], el[order], ec[order]
     rates = np.empty(n_flows, dtype=np.float64)
@@ -145,8 +147,9 @@ def _fill_rounds(
     dem_level = dem / w
     cw = ec * w[ef]  # link "weight" of each entry: coef * w_f
     # flow segments of the flow-sorted entries, and a permutation listing the entries in link order
-    fstart = np.flatnonzero(np.concatenate(([True], ef[1:] != ef[:-1]))) if ef.size else ef
-    flows, fcount = ef[fstart], np.diff(np.append(fstart, ef.size))
+    # (array methods where numpy's functions add Python wrappers: the rounds run some 25 times a step)
+    fstart = np.concatenate(([True], ef[1:] != ef[:-1])).nonzero()[0] if ef.size else ef
+    flows, fcount = ef[fstart], np.concatenate((fstart[1:], [ef.size])) - fstart
     lperm = np.argsort(el, kind="stable") if link_order is None else np.asarray(link_order, dtype=np.intp)
     lcount = np.bincount(el, minlength=n_links)  # active entries per link
     iterations = 0
@@ -160,10 +163,10 @@ def _fill_rounds(
         )
         # compact to the entries of still-active flows
         keep = ~entry_frozen
-        if not keep.any():
+        if not any_true(keep):
             break
         lcount -= np.bincount(frozen_link, minlength=n_links)
-        new_index = np.cumsum(keep) - 1
+        new_index = keep.cumsum() - 1
         lperm = new_index[lperm[keep[lperm]]]
         el, cw = el[keep], cw[keep]
         active = ~ready
@@ -191,7 +194,7 @@ def _freeze_ready(
     n_links = remaining.size
     frozen = flows[ready]
     rates[frozen] = np.where(at_demand[ready], dem[frozen], w[frozen] * m[ready])
-    entry_frozen = np.repeat(ready, fcount)
+    entry_frozen = ready.repeat(fcount)
     frozen_link = el[entry_frozen]
     use = cw[entry_frozen] * entry_m[entry_frozen]
     finite = np.isfinite(use)  # inf only for unconstrained flows, whose links are all inf
@@ -215,10 +218,10 @@ def _ready_flows(
     of each active flow, the same per entry, which flows are ready, and which of them are at their demand."""
     n_links = remaining.size
     fstart = np.zeros(fcount.size, dtype=np.intp)
-    np.cumsum(fcount[:-1], out=fstart[1:])
-    links = np.flatnonzero(lcount)
+    fcount[:-1].cumsum(out=fstart[1:])  # (array methods: np.cumsum and np.repeat add Python wrappers)
+    links = lcount.nonzero()[0]  # (np.flatnonzero of the 1-D counts, without its Python wrappers)
     lstart = np.zeros(links.size, dtype=np.intp)
-    np.cumsum(lcount[links[:-1]], out=lstart[1:])
+    lcount[links[:-1]].cumsum(out=lstart[1:])
 
     # 1. fair share level of every link (inf where no active flow crosses it)
     denom = np.bincount(el, weights=cw, minlength=n_links)
@@ -228,7 +231,7 @@ def _ready_flows(
     # 2. path minimum of every active flow
     m = np.minimum.reduceat(share[el], fstart)
     np.minimum(m, flow_dem, out=m)
-    entry_m = np.repeat(m, fcount)
+    entry_m = m.repeat(fcount)
 
     # 3. ready links: the smallest path minimum among their flows equals their share
     link_min = np.minimum.reduceat(entry_m[lperm], lstart)
@@ -236,6 +239,6 @@ def _ready_flows(
     ready_link[links] = link_min >= share[links]  # never >: equality, exact
     at_demand = m >= flow_dem  # never >: equality, exact
     ready = np.logical_or.reduceat(ready_link[el], fstart) | at_demand
-    if not ready.any():  # impossible for valid input (see the module docstring)
+    if not any_true(ready):  # impossible for valid input (see the module docstring)
         raise ValueError("solve_coo made no progress: NaN in the capacities, weights or demands?")
     return m, entry_m, ready, at_demand

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ainet_gym.arrays import safe_divide
+from ainet_gym.arrays import any_true, safe_divide
 from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
 from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
 from ainet_gym.sim.records import IntervalState, IntervalStructure, interval_records
 from ainet_gym.sim.ring_window import WindowSolve, window_bounds, window_event_dt, window_rates
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING
-from ainet_gym.sim.upstream import UpstreamPlan, upstream_plan, upstream_rates
+from ainet_gym.sim.upstream import UpstreamPlan, demand_sources, upstream_plan, upstream_rates
 from ainet_gym.sim.water_filling import solve_coo
 from ainet_gym.units import BYTES_PER_S_TO_GBPS
 
@@ -61,7 +61,7 @@ class NumpyBackend:
         """:func:`run_interval`; ``then`` (a pass on the kernel threads) is refused."""
         if then is not None:
             raise ValueError(f"run_interval(then=...): backend {self.name!r}; needs 'numba'")
-        structure, state = interval_records(sim)
+        structure, state, ix, demand = _records(sim)
         entries = MergedEntries(sim.e_flow, sim.e_link, sim.e_coef, sim.e_lperm)
         uw = sim.engine_state.unit_weight
         rw = sim.ring_window  # routing.ring_window_bytes (None: none)
@@ -72,7 +72,8 @@ class NumpyBackend:
         m = run_interval(
             structure, state, entries, duration_s, max_events, sim.rate_updates == "phase", sim.rate_quantum_s,
             sim.n_links, lambda u: sim.flat_units[u].name,
-            None if uw is None else uw[structure.flow_unit], upstream_plan(sim), ws,
+            None if uw is None else uw[structure.flow_unit], upstream_plan(sim, demand) if demand.any() else None,
+            ws, ix,
         )  # fmt: skip
         if ws is not None:
             sim.note_window(ws)
@@ -130,6 +131,28 @@ class NumpyBackend:
         return solve_coo(flow, link, coef, cap, n_flows, weights=weights, demand=demand)  # type: ignore[return-value]
 
 
+def _records(sim: BatchSim) -> tuple[IntervalStructure, IntervalState, IndexMaps, np.ndarray]:
+    """The records of ``sim`` (:func:`~ainet_gym.sim.records.interval_records`), their :func:`index_maps` and
+    the units that are ``upstream: demand`` sources (:func:`~ainet_gym.sim.upstream.demand_sources`), kept in
+    ``sim.backend_scratch`` and made again only when an object they come from was replaced (a restack, new
+    capacities or bytes per flow), as the compiled backend keeps its records: made at every interval they
+    cost some 60 us (docs/development.md, "issue-31zv2")."""
+    es = sim.engine_state
+    stack, table, state_ = sim.stack, sim.table, sim.state
+    cap, flow_reset = es.capacity_bytes_per_s, es.flow_reset
+    held = sim.backend_scratch.get("numpy_records")
+    if held is not None:  # (an explicit identity chain, as the compiled backend's)
+        k = held[0]
+        if k[0] is stack and k[1] is table and k[2] is state_ and k[3] is cap and k[4] is flow_reset:
+            return held[1]  # type: ignore[no-any-return]
+    structure, state = interval_records(sim)
+    value = (structure, state, index_maps(structure), demand_sources(sim))
+    # capacities that had to be copied (not C-contiguous float64) are read again at the next interval
+    if np.shares_memory(state.capacity, cap):
+        sim.backend_scratch["numpy_records"] = ((stack, table, state_, cap, flow_reset), value)
+    return value
+
+
 class IndexMaps(NamedTuple):
     """What the reference derives from the structure record (:func:`index_maps`): where each unit, phase and
     flow belongs, for its vectorised gathers and scatters."""
@@ -184,6 +207,7 @@ def run_interval(
     flow_weight: np.ndarray | None = None,
     upstream: UpstreamPlan | None = None,
     window: WindowSolve | None = None,
+    ix: IndexMaps | None = None,
 ) -> IntervalMetrics:
     """:meth:`BatchSim.run_interval <ainet_gym.sim.engine.BatchSim.run_interval>` on the records the compiled
     kernels take (:func:`ainet_gym.sim.records.interval_records`: the structure ``s``, the state ``st``, whose
@@ -195,14 +219,15 @@ def run_interval(
     background flows of ``upstream: demand`` sources (:func:`ainet_gym.sim.upstream.upstream_plan`; None: none);
     ``window``: the NCCL window of the rings' sub-flows (``routing.ring_window_bytes``,
     :mod:`ainet_gym.sim.ring_window`; None: none), whose fixed point replaces the rates and whose bounds are
-    events too (not with ``upstream``: refused when the units are stacked).
+    events too (not with ``upstream``: refused when the units are stacked); ``ix``: the :func:`index_maps`
+    of ``s`` (None: made here).
 
     Each event takes the steps of the model's interval in the order docs/model.md gives them: the rates
     (:class:`_Rates`), the time to the next event (:func:`_flow_event_dt`, :func:`_timer_event_dt`),
     advancing bytes and timers (:func:`_advance`), and the transitions that are due (:func:`_process_events`).
     """
     B, U, L = s.inst_unit.shape[0] - 1, s.unit_bg.shape[0], n_links
-    ix = index_maps(s)
+    ix = index_maps(s) if ix is None else ix
     t_left = np.broadcast_to(np.asarray(duration_s, dtype=np.float64), (B,)).copy()
     m = IntervalMetrics.zeros(t_left.copy(), U, L)
     stalled = m.stalled_flows
@@ -213,13 +238,13 @@ def run_interval(
     _process_events(s, ix, st, m, unit_name)
     while True:
         running = t_left > EPS_T
-        if not running.any():
+        if not any_true(running):
             break
         events += 1
         if events > max_events:
             raise TooManyEvents(f"run_interval: more than {max_events} events in one interval")
         active = _active_flows(s, ix, st, running)
-        act_idx = np.flatnonzero(active)
+        act_idx = active.nonzero()[0]  # (np.flatnonzero of the 1-D mask, without its Python wrappers)
         rates = solver.rates(active, act_idx, st.rem)
         job_flow = ~s.flow_bg[act_idx]
         fi = ix.flow_inst[act_idx]  # (active flows,) instance of each
@@ -284,15 +309,18 @@ class _Rates:
         flows' remainders, which a window's bounds read)."""
         e = self.e
         rates = np.zeros(act_idx.shape[0])
-        same = self.prev_active is not None and np.array_equal(active, self.prev_active)
+        prev = self.prev_active
+        same = prev is not None and prev.shape == active.shape and not any_true(active != prev)
         bound = None
         if self.window is not None:
             assert rem is not None
-            bu, bd, lead_up, lead_dn = window_bounds(self.window.window, self.window.share, rem, active)
+            bu, bd, lead_up, lead_dn, to_next = window_bounds(
+                self.window.window, self.window.share, rem, active
+            )
             pos = np.where(
                 active[self.window.window.part], (np.cumsum(active) - 1)[self.window.window.part], -1
             )
-            self.window_now = (pos, bu, bd, lead_up, lead_dn)
+            self.window_now = (pos, bu, bd, lead_up, lead_dn, to_next)
             bound = np.concatenate([bu, bd])
             same = same and self.prev_bound is not None and np.array_equal(bound, self.prev_bound)
         if same:
@@ -300,8 +328,8 @@ class _Rates:
         elif act_idx.size:
             e_sel = active[e.flow]
             ef, el, ec = e.flow[e_sel], e.link[e_sel], e.coef[e_sel]
-            compact = np.cumsum(active) - 1
-            new_entry = np.cumsum(e_sel) - 1
+            compact = active.cumsum() - 1
+            new_entry = e_sel.cumsum() - 1
             lperm = new_entry[e.lperm[e_sel[e.lperm]]]  # link order of the selection
             w = None if self.weight is None else self.weight[act_idx]
 
@@ -375,9 +403,8 @@ def _timer_event_dt(
 ) -> None:
     """Lower ``dt`` (per instance, in place) to the next timer of its live units (job start, compute end,
     communication start) and the next latency paid by a running phase."""
-    timers = np.full(st.phase_cur.shape[0], np.inf)
     pc = st.phase_cur
-    timers = np.where(pc == WAITING, st.t_start_left, timers)
+    timers = np.where(pc == WAITING, st.t_start_left, np.inf)
     timers = np.minimum(timers, np.where(st.t_compute_left > EPS_T, st.t_compute_left, np.inf))
     timers = np.minimum(timers, np.where(pc == PRE_COMM, st.t_comm_start_left, np.inf))
     timers = np.where(alive, timers, np.inf)
@@ -420,9 +447,12 @@ def _advance(
     st.time_s[...] += dt
 
 
+_FALSE = np.zeros(1, dtype=bool)  # the background flows' phase slot in _active_flows (never ready)
+
+
 def _active_flows(s: IntervalStructure, ix: IndexMaps, st: IntervalState, running: np.ndarray) -> np.ndarray:
     # a flow moves when its phase runs and has paid its latency; index -1 (background) is False
-    ready = np.append((st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T), False)
+    ready = np.concatenate(((st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T), _FALSE))
     job_active = ready[ix.flow_gphase] & (st.rem > 0)
     bg_active = s.flow_bg & st.bg_on[s.flow_unit]
     return (job_active | bg_active) & running[ix.flow_inst]
@@ -438,7 +468,8 @@ def _process_events(
     """Apply every transition that is due now, until none is (vectorised over units): a job starts
     (:func:`_start_jobs`), communication starts (:func:`_start_comm`), phases end (:func:`_end_phases`),
     iterations end (:func:`_end_iterations`; their figures go to ``m``), in this order, as the compiled
-    kernels apply them inline."""
+    kernels apply them inline. Each step says whether it changed a unit (a bool: or-ing their masks and
+    reducing cost more, on a loop that runs some 20 times a step)."""
     U = s.unit_bg.shape[0]
     now = st.time_s[ix.unit_inst] if U else np.zeros(0)
     done_flow = (~s.flow_bg) & (st.rem <= EPS_B * s.flow_scale)
@@ -449,51 +480,52 @@ def _process_events(
     st.t_compute_left[...] = np.where(alive & (st.t_compute_left <= EPS_T), 0.0, st.t_compute_left)
     for _ in range(4 * int(s.unit_nphases.max(initial=0)) + 8):
         changed = _start_jobs(s, st, alive, now)
-        changed |= _start_comm(s, ix, st, alive, now)
+        changed |= _start_comm(s, ix, st, alive, now)  # (|= on bools: every step runs, none is skipped)
         changed |= _end_phases(s, ix, st, alive, now)
         changed |= _end_iterations(s, st, m, alive, now, unit_name)
-        if not changed.any():
+        if not changed:
             return
     raise RuntimeError("event processing did not settle")
 
 
-def _start_jobs(s: IntervalStructure, st: IntervalState, alive: np.ndarray, now: np.ndarray) -> np.ndarray:
-    """The units whose start time has come begin their first iteration (compute first); their mask."""
+def _start_jobs(s: IntervalStructure, st: IntervalState, alive: np.ndarray, now: np.ndarray) -> bool:
+    """The units whose start time has come begin their first iteration (compute first); whether any did."""
     go = alive & (st.phase_cur == WAITING) & (st.t_start_left <= EPS_T)
-    if go.any():
-        st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
-        st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
-        st.t_comm_start_left[...] = np.where(go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left)
-        st.iter_start[...] = np.where(go, now, st.iter_start)
-    return go
+    if not any_true(go):
+        return False
+    st.phase_cur[...] = np.where(go, PRE_COMM, st.phase_cur)
+    st.t_compute_left[...] = np.where(go, s.unit_compute, st.t_compute_left)
+    st.t_comm_start_left[...] = np.where(go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left)
+    st.iter_start[...] = np.where(go, now, st.iter_start)
+    return True
 
 
 def _start_comm(
     s: IntervalStructure, ix: IndexMaps, st: IntervalState, alive: np.ndarray, now: np.ndarray
-) -> np.ndarray:
-    """The units whose communication is due start it (:func:`_start_phases`); their mask."""
+) -> bool:
+    """The units whose communication is due start it (:func:`_start_phases`); whether any did."""
     go = alive & (st.phase_cur == PRE_COMM) & (st.t_comm_start_left <= EPS_T)
-    if go.any():
-        st.phase_cur[...] = np.where(go, 0, st.phase_cur)
-        st.comm_start[...] = np.where(go, now, st.comm_start)
-        _start_phases(s, ix, st, go)
-    return go
+    if not any_true(go):
+        return False
+    st.phase_cur[...] = np.where(go, 0, st.phase_cur)
+    st.comm_start[...] = np.where(go, now, st.comm_start)
+    _start_phases(s, ix, st, go)
+    return True
 
 
 def _end_phases(
     s: IntervalStructure, ix: IndexMaps, st: IntervalState, alive: np.ndarray, now: np.ndarray
-) -> np.ndarray:
+) -> bool:
     """A phase ends when its latency is paid and none of its flows has bytes left; the phases that wait for it
-    start when it was the last they waited for; the cursor counts the phases done. The mask of the units with
-    a phase ended."""
+    start when it was the last they waited for; the cursor counts the phases done. Whether a phase ended."""
     U = s.unit_bg.shape[0]
     pc = st.phase_cur
     n_ph = st.phase_state.shape[0]
     jf = ix.job_flows
     pending = np.bincount(ix.flow_gphase[jf], weights=st.rem[jf] > 0, minlength=n_ph)
     done = alive[ix.phase_unit] & (st.phase_state == RUNNING) & (st.phase_lat_left <= EPS_T) & (pending == 0)
-    if not done.any():
-        return np.zeros(U, dtype=bool)
+    if not any_true(done):
+        return False
     st.phase_state[...] = np.where(done, DONE, st.phase_state)
     n_done = np.bincount(ix.phase_unit[done], minlength=U)
     go = n_done > 0
@@ -505,7 +537,7 @@ def _end_phases(
     st.phase_lat_left[...] = np.where(enter, s.phase_latency, st.phase_lat_left)
     fin = go & (st.phase_cur == s.unit_nphases)
     st.comm_end[...] = np.where(fin, now, st.comm_end)
-    return go
+    return True
 
 
 def _end_iterations(
@@ -515,13 +547,13 @@ def _end_iterations(
     alive: np.ndarray,
     now: np.ndarray,
     unit_name: Callable[[int], str],
-) -> np.ndarray:
+) -> bool:
     """An iteration ends when compute and communication are both done: its step and communication times go
-    to ``m`` and the state, and the next iteration begins (compute first, the flows' bytes reset). The mask
-    of the units whose iteration ended."""
+    to ``m`` and the state, and the next iteration begins (compute first, the flows' bytes reset). Whether
+    an iteration ended."""
     go = alive & (st.phase_cur == s.unit_nphases) & (st.t_compute_left <= EPS_T)
-    if not go.any():
-        return go
+    if not any_true(go):
+        return False
     step_t = now - st.iter_start
     m.iterations[...] += go
     m.step_time_sum_s[...] += np.where(go, step_t, 0.0)
@@ -529,7 +561,7 @@ def _end_iterations(
     st.iterations_total[...] += go
     st.last_step_s[...] = np.where(go, step_t, st.last_step_s)
     st.last_comm_s[...] = np.where(go, st.comm_end - st.comm_start, st.last_comm_s)
-    if (go & (step_t <= 0)).any():
+    if any_true(go & (step_t <= 0)):
         u = int(np.flatnonzero(go & (step_t <= 0))[0])
         raise RuntimeError(f"job {unit_name(u)!r}: an iteration takes no time")
     st.iter_start[...] = np.where(go, now, st.iter_start)
@@ -538,7 +570,7 @@ def _end_iterations(
     st.t_comm_start_left[...] = np.where(go, (1 - s.unit_overlap) * s.unit_compute, st.t_comm_start_left)
     reset = go[s.flow_unit] & ~s.flow_bg
     st.rem[...] = np.where(reset, st.flow_bytes, st.rem)
-    return go
+    return True
 
 
 def _start_phases(s: IntervalStructure, ix: IndexMaps, st: IntervalState, mask: np.ndarray) -> None:

@@ -204,7 +204,7 @@ def run_interval(
     # the lazy exact kernel, if an instance takes it (compiled on first use only), with its options (every
     # one passed: no omitted default, issue-31zb2) and its scratch
     lazy = _lazy_kernels().run_interval_lazy if sim.any_lazy() else None
-    options = tuple(_records_mod.LazyOptions(
+    options = None if lazy is None else tuple(_records_mod.LazyOptions(
         *par, rep_on=_nb_settings.REPAIR_DEPARTURES, grp_on=_nb_settings.PROGRESS_GROUPS,
         grp_fill=2 if _nb_settings.GROUP_KEEP else 1 if _nb_settings.GROUP_FILL else None,  # (None: not compiled)
     ))  # fmt: skip
