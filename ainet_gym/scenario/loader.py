@@ -9,7 +9,8 @@ The schema is the one of docs/scenarios.md ("Schema")::
                link_failures: {rate_per_step, repair_steps, tiers, scheduled: [{link, at_step, until_step, factor}]},
                job_churn: {arrival_rate, mean_steps, max_jobs, templates: [job, ...]}}
     routing:  {max_paths, qps_per_connection, reroute, split_flows, ring_run_ahead_bytes, reroute_held_bytes,
-               reroute_held_weight, part_share, reroute_held_parts, ring_window_bytes, ring_window_side}
+               reroute_held_weight, part_share, reroute_held_parts, ring_window_bytes, ring_window_side,
+               ring_window_chunk_bytes}
     reward:   {kind}
 
 Every problem raises :class:`ScenarioError` with the message
@@ -281,10 +282,19 @@ def _check_ring_window(
     with ``split_flows: independent`` (under ``coupled`` a ring's hops move at one rate), ``part_share: fraction``
     (a part's progress in a hop's bytes is defined for it), without ``ring_run_ahead_bytes`` (barrier segments
     instead of a window) or held bytes (not counted in a hop's progress), and with exact rates (``rate_updates:
-    event``, no rate quantum: a bound is reached between completions); ``ring_window_side`` only with it."""
+    event``, no rate quantum: a bound is reached between completions); ``ring_window_side`` and ``ring_window_chunk_bytes``
+    only with it."""
     w = routing.ring_window_bytes
     rd = top.get("routing") or {}
     if w is None:
+        if routing.ring_window_chunk_bytes is not None:
+            ctx.fail(
+                "routing.ring_window_chunk_bytes",
+                f"{routing.ring_window_chunk_bytes:g} rounds a ring window's upstream bound, but "
+                "routing.ring_window_bytes is not set",
+                "null (omit it), or set routing.ring_window_bytes (bytes per ring hop)",
+                routing.ring_window_chunk_bytes,
+            )
         if "ring_window_side" in rd:
             ctx.fail(
                 "routing.ring_window_side",

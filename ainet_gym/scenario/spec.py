@@ -277,6 +277,10 @@ class RoutingSpec:
     ring_window_bytes: float | None = None
     # with ring_window_bytes: which bounds, one of RING_WINDOW_SIDES
     ring_window_side: str = "nccl_part"
+    # with ring_window_bytes: the replay's chunk (ring_chunk_bytes) in bytes: a part leads the feeding hop's
+    # progress rounded down to whole chunks of min(this, one ring step) by at most one step, and waits at that bound
+    # until the feeding hop completes its next chunk (ns3_driver.cc, Allow); None: no rounding (sim.ring_window)
+    ring_window_chunk_bytes: float | None = None
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ class BatchSplit:
         self.ring_window = build_ring_window(
             stack.unit_ring_window, stack.flow_unit, stack.flow_inst, stack.flow_gphase, stack.flow_bytes,
             stack.phase_steps, stack.conn_src, stack.conn_dst, self.parts, self.part_parent, self.part_conn,
-            self.part_path,
+            self.part_path, stack.unit_ring_chunk,
         )  # fmt: skip
 
     def note_window(self, ws: WindowSolve) -> None:

@@ -136,15 +136,24 @@ def _check_split_flows(
         )
 
 
-def _window_fields(ring_window_bytes: float | None, phase_steps: list[int]) -> dict:
+def _window_fields(
+    ring_window_bytes: float | None, phase_steps: list[int], chunk_bytes: float | None = None
+) -> dict:
     """The :class:`CompiledUnit` fields of ``routing.ring_window_bytes`` (with ``split_flows="independent"``): the
-    NCCL window of the unit's rings' sub-flows (:mod:`ainet_gym.sim.ring_window`), 0 for none, and its phases'
-    alpha steps (a ring step is a hop's bytes over them), None without a window."""
+    NCCL window of the unit's rings' sub-flows (:mod:`ainet_gym.sim.ring_window`), 0 for none, its phases' alpha
+    steps (a ring step is a hop's bytes over them), None without a window, and ``routing.ring_window_chunk_bytes``
+    (0: the upstream bound is not rounded to chunks)."""
+    if chunk_bytes is not None and not (ring_window_bytes is not None and 0 < chunk_bytes < np.inf):
+        raise ValueError(
+            f"routing.ring_window_chunk_bytes = {chunk_bytes!r} with routing.ring_window_bytes = "
+            f"{ring_window_bytes!r}: allowed: None, or a finite number of bytes > 0 with a ring window"
+        )
     if ring_window_bytes is None:
         return {"ring_window_bytes": 0.0, "phase_steps": None}
     return {
         "ring_window_bytes": float(ring_window_bytes),
         "phase_steps": np.asarray(phase_steps, dtype=np.int64),
+        "ring_window_chunk_bytes": 0.0 if chunk_bytes is None else float(chunk_bytes),
     }
 
 
@@ -161,6 +170,7 @@ def compile_job(
     part_share: str = "fraction",
     reroute_held_parts: str = "all",
     ring_window_bytes: float | None = None,
+    ring_window_chunk_bytes: float | None = None,
 ) -> CompiledUnit:
     """Compile ``job`` placed on ``gpus`` into phases, flows, members and candidate paths.
 
@@ -183,7 +193,7 @@ def compile_job(
     (``routing.part_share``, ``"per_part"`` with ``split_flows="independent"`` only): how a part shares a link.
     ``reroute_held_parts`` (``routing.reroute_held_parts``): which parts hold bytes, ``"all"`` that lose share or
     only the ``"queued"`` ones (bottlenecked on a saturated switch link of their old path at the boundary).
-    ``ring_window_bytes``: the rings' sub-flows' NCCL window (:func:`_window_fields`); None: none.
+    ``ring_window_bytes``, ``ring_window_chunk_bytes``: the rings' sub-flows' NCCL window (:func:`_window_fields`).
     Long because it documents each routing option it compiles, one paragraph each.
     """
     _check_split_flows(split_flows, carry, reroute_held_bytes, part_share, ring_window_bytes)
@@ -223,7 +233,7 @@ def compile_job(
         flow_parent=np.asarray(t.flow_parent, dtype=np.int64) if carry else None,
         phase_segments=np.asarray(t.phase_segs, dtype=np.int64) if ring_run_ahead_bytes is not None else None,
         share_weight=float(job.share_weight),
-        **_window_fields(ring_window_bytes, t.phase_steps),
+        **_window_fields(ring_window_bytes, t.phase_steps, ring_window_chunk_bytes),
     )
     return (
         split_parts(unit, reroute_held_bytes, reroute_held_weight, part_share, reroute_held_parts)

@@ -3,7 +3,7 @@ with ``routing.split_flows: independent`` and ``part_share: fraction``): each pa
 summed progress of the hop feeding it by at most one ring step and that of the hop it feeds by at most W. The
 replay's rule (``Allow`` and ``Distribute`` in ``ainet_gym/checks/ns3_driver.cc``): a sub-flow of fraction f may
 have sent f x (what the feeding hop delivered + one step) and f x (what the fed hop has sent + W); the replay rounds
-the first to whole chunks, the fluid does not (docs/model.md, "A sliding window for ring hops";
+the first to whole chunks, the fluid only with ``routing.ring_window_chunk_bytes`` (docs/model.md, "A sliding window for ring hops";
 docs/fidelity-learning.md, issue-27zzq and issue-27zzr).
 
 Definitions (:class:`RingWindow`). A *ring* is a flow of more than one member (connection) whose members' sources
@@ -17,6 +17,9 @@ connection (normalised over the hop's paths):
   one ring step) or ``p_k - P_fed >= W``, to ``EPS_B x B`` bytes;
 - a part at a bound moves at most at the summed rate ``R = sum_j b_j r_j`` of the hop it is bound by (the lower of
   the two when both bind); a part behind its bounds keeps its max-min rate. The hop's sum is not bounded.
+- with ``routing.ring_window_chunk_bytes`` C (the replay's rounding, issue-27zzu): the upstream bound reads the
+  feeding hop's progress in whole chunks of ``c = min(C, S)``, ``floor(P_feeding / c) x c`` (not rounded once the
+  feeding hop is done), and a part at it waits (rate 0) until the feeding hop completes its next chunk, an event.
 
 The rates are the fixed point of :func:`window_rates`: max-min fair given a rate cap on each part at a bound,
 each cap equal to its reference hop's summed rate at those rates, or above it where links hold the part lower.
@@ -67,6 +70,9 @@ class RingWindow:
     hop_bytes: np.ndarray  # (H,) bytes of each hop per iteration (its flow's bytes)
     step_bytes: np.ndarray  # (H,) one ring step: the hop's bytes / its phase's alpha steps
     window_bytes: np.ndarray  # (H,) W of its unit
+    # (H,) routing.ring_window_chunk_bytes: the chunk c = min(C, step) the upstream bound rounds the feeding hop's
+    # progress to (0: not rounded)
+    chunk_bytes: np.ndarray | None = None
 
     @property
     def n_hops(self) -> int:
@@ -86,11 +92,13 @@ def build_ring_window(
     part_parent: np.ndarray,
     part_conn: np.ndarray,
     part_path: np.ndarray,
+    unit_chunk: np.ndarray | None = None,
 ) -> RingWindow | None:
     """The :class:`RingWindow` of the part flows ``parts`` (their flows ``part_parent``, connections ``part_conn``
     and paths ``part_path``, a flow's parts on one connection contiguous) whose unit has a window
     (``unit_window`` > 0) and whose flow is a ring; None when there are none. Per-unit and per-flow arrays are
-    the :class:`~ainet_gym.sim.stack.UnitStack`'s."""
+    the :class:`~ainet_gym.sim.stack.UnitStack`'s; ``unit_chunk`` (units,): ``routing.ring_window_chunk_bytes``
+    (0 or None: not rounded)."""
     if not parts.size:
         return None
     sel = unit_window[flow_unit[part_parent]] > 0
@@ -126,6 +134,10 @@ def build_ring_window(
     part_ids = np.flatnonzero(sel)[keep]
     f = hops[ring, 0]
     hop_bytes = flow_bytes[f].astype(np.float64)
+    step = hop_bytes / np.maximum(phase_steps[flow_gphase[f]], 1)
+    chunk = None
+    if unit_chunk is not None and (unit_chunk[flow_unit[f]] > 0).any():
+        chunk = np.where(unit_chunk[flow_unit[f]] > 0, np.minimum(unit_chunk[flow_unit[f]], step), 0.0)
     return RingWindow(
         part=parts[part_ids].astype(np.int64),
         conn=part_conn[part_ids].astype(np.int64),
@@ -135,27 +147,40 @@ def build_ring_window(
         up=new_id[up[ring]].astype(np.int64),
         down=new_id[down[ring]].astype(np.int64),
         hop_bytes=hop_bytes,
-        step_bytes=hop_bytes / np.maximum(phase_steps[flow_gphase[f]], 1),
+        step_bytes=step,
         window_bytes=unit_window[flow_unit[f]].astype(np.float64),
+        chunk_bytes=chunk,
     )
 
 
 def window_bounds(
     w: RingWindow, share: np.ndarray, rem: np.ndarray, active: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """At the current remainders ``rem`` (flows,): (bound by the feeding hop, bound by the fed hop) (K,) masks of
-    the active parts (``active`` (flows,)) at a bound, and their leads over the feeding and the fed hop (K,), in
-    hop bytes. ``share`` (K,): each part's fraction of its hop (normalised, :meth:`WindowSolve.shares`)."""
+    the active parts (``active`` (flows,)) at a bound, their leads over the feeding hop (its progress in whole
+    chunks where :attr:`RingWindow.chunk_bytes` is set) and the fed hop (K,), in hop bytes, and (K,) the bytes
+    the feeding hop has left to its next chunk (inf: not rounded, or the feeding hop done). ``share`` (K,): each
+    part's fraction of its hop (normalised, :meth:`WindowSolve.shares`)."""
     rk = rem[w.part]
     P = w.hop_bytes - np.bincount(w.hop, weights=share * rk, minlength=w.n_hops)
     p = w.hop_bytes[w.hop] - rk
-    lead_up = p - P[w.up[w.hop]]
+    up = w.up[w.hop]
+    Pu = P[up]
+    to_next = np.full(p.shape[0], np.inf)
+    if w.chunk_bytes is not None:  # the replay's rounding: the feeding hop's progress in whole chunks
+        c, tol_u = w.chunk_bytes[up], EPS_B * w.hop_bytes[up]
+        rounded = (c > 0) & (Pu < w.hop_bytes[up] - tol_u)
+        safe = np.where(rounded, c, 1.0)
+        floor = np.floor((Pu + tol_u) / safe) * safe
+        to_next = np.where(rounded, np.minimum(floor + safe, w.hop_bytes[up]) - Pu, np.inf)
+        Pu = np.where(rounded, np.minimum(floor, Pu), Pu)
+    lead_up = p - Pu
     lead_dn = p - P[w.down[w.hop]]
     tol = EPS_B * w.hop_bytes[w.hop]
     on = active[w.part]
     bu = on & (lead_up >= w.step_bytes[w.hop] - tol)
     bd = on & (lead_dn >= w.window_bytes[w.hop] - tol)
-    return bu, bd, lead_up, lead_dn
+    return bu, bd, lead_up, lead_dn, to_next
 
 
 def _targets(
@@ -164,7 +189,10 @@ def _targets(
     """(K,) the rate each part at a bound may not exceed (inf: none) given the parts' rates ``rk`` (K,), and (H,)
     the hops' summed rates."""
     R = np.bincount(w.hop, weights=share * rk, minlength=w.n_hops)
-    tgt = np.minimum(np.where(bu, R[w.up[w.hop]], np.inf), np.where(bd, R[w.down[w.hop]], np.inf))
+    up_tgt = R[w.up[w.hop]]
+    if w.chunk_bytes is not None:  # in chunks: at the bound a part waits for the feeding hop's next chunk
+        up_tgt = np.where(w.chunk_bytes[w.up[w.hop]] > 0, 0.0, up_tgt)
+    tgt = np.minimum(np.where(bu, up_tgt, np.inf), np.where(bd, R[w.down[w.hop]], np.inf))
     return tgt, R
 
 
@@ -253,11 +281,15 @@ def window_event_dt(
     bd: np.ndarray,
     lead_up: np.ndarray,
     lead_dn: np.ndarray,
+    to_next: np.ndarray,
     rates: np.ndarray,
     dt: np.ndarray,
 ) -> None:
     """Lower ``dt`` (per instance, in place) to the time at which a free active part's lead reaches a bound:
-    (bound - lead) / (its rate - its reference hop's summed rate), where it gains."""
+    (bound - lead) / (its rate - its reference hop's summed rate), where it gains. Where the upstream bound is
+    rounded to chunks (``to_next`` finite, :func:`window_bounds`) that bound stands still until the feeding hop's
+    next chunk: a free part reaches it in (bound - lead) / its rate, and a part waiting at it is freed when the
+    feeding hop has moved ``to_next`` bytes."""
     w = ws.window
     on = pos >= 0
     if not on.any():
@@ -265,10 +297,13 @@ def window_event_dt(
     rk = np.where(on, rates[np.maximum(pos, 0)], 0.0)
     R = np.bincount(w.hop, weights=ws.share * rk, minlength=w.n_hops)
     h = w.hop
+    Ru = R[w.up[h]]
+    rounded = np.isfinite(to_next)
     with np.errstate(divide="ignore", invalid="ignore"):
         for free, gap, lead in (
-            (on & ~bu, rk - R[w.up[h]], w.step_bytes[h] - lead_up),
+            (on & ~bu, np.where(rounded, rk, rk - Ru), w.step_bytes[h] - lead_up),
             (on & ~bd, rk - R[w.down[h]], w.window_bytes[h] - lead_dn),
+            (on & bu & rounded, Ru, to_next),  # a waiting part freed by the feeding hop's next chunk
         ):
             t = np.where(free & (gap > 0), np.maximum(lead, 0.0) / gap, np.inf)
             np.minimum.at(dt, w.inst, t)

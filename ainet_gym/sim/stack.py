@@ -48,6 +48,8 @@ class UnitStack:
     unit_held_queued: np.ndarray
     # (units,) routing.ring_window_bytes: the NCCL window of the unit's rings' sub-flows, bytes per hop (0: none)
     unit_ring_window: np.ndarray
+    # (units,) routing.ring_window_chunk_bytes: the window's upstream bound in whole chunks of this many bytes (0: not)
+    unit_ring_chunk: np.ndarray
     phase_off: np.ndarray  # (units,) int64 first phase of each unit
     flow_off: np.ndarray  # (units,) int64 first flow of each unit
     conn_off: np.ndarray  # (units,) int64 first connection of each unit
@@ -175,6 +177,7 @@ def _unit_fields(flat: list, unit_inst: np.ndarray) -> dict[str, Any]:
         "unit_part_one": np.asarray([u.part_share == "per_part" for u in flat], dtype=bool),
         "unit_held_queued": np.asarray([u.held_parts == "queued" for u in flat], dtype=bool),
         "unit_ring_window": np.asarray([u.ring_window_bytes for u in flat], dtype=np.float64),
+        "unit_ring_chunk": np.asarray([u.ring_window_chunk_bytes for u in flat], dtype=np.float64),
         "phase_off": _offsets(n_ph),
         "flow_off": _offsets(n_fl),
         "conn_off": _offsets(n_cn),

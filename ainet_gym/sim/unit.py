@@ -71,6 +71,8 @@ class CompiledUnit:
     # (phases,) routing.ring_window_bytes: the alpha steps of each phase (a ring step is the phase's bytes per
     # hop / its steps); None without a window
     phase_steps: np.ndarray | None = None
+    # routing.ring_window_chunk_bytes: the window's upstream bound in whole chunks of this many bytes (0: not rounded)
+    ring_window_chunk_bytes: float = 0.0
 
     @property
     def n_phases(self) -> int:

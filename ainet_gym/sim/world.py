@@ -91,6 +91,8 @@ class FabricWorld(WorldUnits, WorldRouting, WorldRestore):
         self.reroute_held_parts = scenario.routing.reroute_held_parts
         # routing.ring_window_bytes: the NCCL window of the rings' sub-flows (None: none; sim.ring_window)
         self.ring_window_bytes = scenario.routing.ring_window_bytes
+        # routing.ring_window_chunk_bytes: the window's upstream bound in whole chunks (None: not rounded)
+        self.ring_window_chunk_bytes = scenario.routing.ring_window_chunk_bytes
         self.ideal = IdealTimes(self.fabric, self.max_paths, self.backend)
         churn_spec = scenario.dynamics.job_churn
         self.churn = churn_spec.arrival_rate > 0

@@ -48,6 +48,7 @@ class WorldUnits:
     part_share: str
     reroute_held_parts: str
     ring_window_bytes: float | None
+    ring_window_chunk_bytes: float | None
     state: WorldState
     sim: BatchSim | None
     job_unit: np.ndarray
@@ -131,6 +132,7 @@ class WorldUnits:
                 part_share=self.part_share,
                 reroute_held_parts=self.reroute_held_parts,
                 ring_window_bytes=self.ring_window_bytes,
+                ring_window_chunk_bytes=self.ring_window_chunk_bytes,
             )
         return self._unit_cache[key]
 

@@ -35,5 +35,8 @@ ROUTING_RULES: dict[str, Rule | None] = {
     "reroute_held_parts": enum_rule(REROUTE_HELD_PARTS, "held parts rule"),
     "ring_window_bytes": num_rule("a number of bytes per ring hop", gt=0, le=LIMITS["bytes_max"], null=True),
     "ring_window_side": enum_rule(RING_WINDOW_SIDES, "ring window side"),
+    "ring_window_chunk_bytes": num_rule(
+        "a number of bytes per chunk", gt=0, le=LIMITS["bytes_max"], null=True
+    ),
 }
 REWARD_RULES: dict[str, Rule | None] = {"kind": enum_rule(REWARD_KINDS, "reward kind")}

@@ -314,11 +314,13 @@ class _Rates:
         bound = None
         if self.window is not None:
             assert rem is not None
-            bu, bd, lead_up, lead_dn = window_bounds(self.window.window, self.window.share, rem, active)
+            bu, bd, lead_up, lead_dn, to_next = window_bounds(
+                self.window.window, self.window.share, rem, active
+            )
             pos = np.where(
                 active[self.window.window.part], (np.cumsum(active) - 1)[self.window.window.part], -1
             )
-            self.window_now = (pos, bu, bd, lead_up, lead_dn)
+            self.window_now = (pos, bu, bd, lead_up, lead_dn, to_next)
             bound = np.concatenate([bu, bd])
             same = same and self.prev_bound is not None and np.array_equal(bound, self.prev_bound)
         if same:
