@@ -54,8 +54,14 @@ from ainet_gym.routing.plans import (
 )
 from ainet_gym.scenario.loader import LIMITS, load_scenario
 from ainet_gym.scenario.spec import Scenario
+from ainet_gym.sim.backends import import_compiled_backend
 from ainet_gym.sim.backends.numba import env_passes as _env_passes
 from ainet_gym.sim.world import FabricWorld, StepResult, WorldSnapshot
+
+# the default backend's modules imported with the envs, not by the first env built (issue-31zw2: about 18 ms
+# of CPU that `4ab3d09` paid at import, its engine importing its kernels, and main paid inside the bench's
+# construction probe); `import ainet_gym` does not import the envs, so it stays as light
+import_compiled_backend()
 
 __all__ = ["EnvCore"]
 

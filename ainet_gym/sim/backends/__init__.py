@@ -20,7 +20,14 @@ import warnings
 from ainet_gym.sim.backends.base import SimBackend
 from ainet_gym.sim.backends.numba import jit as _jit
 
-__all__ = ["BACKENDS", "BACKEND_ENV", "SimBackend", "get_backend", "resolve_backend"]
+__all__ = [
+    "BACKENDS",
+    "BACKEND_ENV",
+    "SimBackend",
+    "get_backend",
+    "import_compiled_backend",
+    "resolve_backend",
+]
 
 #: simulation backends: ``numba`` (compiled interval, the default when numba imports) and ``numpy`` (the
 #: reference implementation)
@@ -81,3 +88,12 @@ def get_backend(backend: str | None = None) -> SimBackend:
         module, cls = _MODULES[name]
         impl = _instances[name] = getattr(importlib.import_module(module), cls)()
     return impl
+
+
+def import_compiled_backend() -> None:
+    """Import the default (numba) backend's modules now, when numba imports, instead of at the first
+    :func:`get_backend`: the envs call it at their import, so that the first env built in a process does not
+    pay those imports (issue-31zw2: about 18 ms of CPU; ``4ab3d09``'s engine imported its kernels at module
+    level). ``import ainet_gym`` does not call it."""
+    if _jit.HAVE_NUMBA:
+        importlib.import_module(_MODULES[_DEFAULT][0])
