@@ -37,8 +37,9 @@ event loop ran 5-15% slower when it read its arrays from the records, docs/devel
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -63,6 +64,7 @@ __all__ = [
     "LazySwitch",
     "MergeTable",
     "interval_records",
+    "kept_records",
     "merge_table",
 ]
 
@@ -227,6 +229,32 @@ def interval_records(sim: BatchSim) -> tuple[IntervalStructure, IntervalState]:
     es = sim.engine_state
     cap = np.ascontiguousarray(es.capacity_bytes_per_s, dtype=np.float64).reshape(-1)
     return structure, IntervalState(es.flow_reset, cap, *sim.state.arrays())
+
+
+_R = TypeVar("_R")
+
+
+def kept_records(sim: BatchSim, slot: str, build: Callable[[IntervalStructure, IntervalState], _R]) -> _R:
+    """``build`` of :func:`interval_records` of ``sim``, kept in ``sim.backend_scratch[slot]`` and built again
+    only when an array the records hold was replaced: a restack (a new :class:`~ainet_gym.sim.stack.UnitStack`,
+    :class:`~ainet_gym.sim.engine.EntryTable` and :class:`SimState`), new capacities or bytes per flow. Both
+    backends keep their records so (made at every interval they cost some 60 us on the numpy backend and what
+    the positional call did on the compiled one; docs/development.md, "issue-31zv2"). The key holds the objects
+    themselves, so none is freed and its ``id`` reused while the records live; capacities that had to be
+    copied (not C-contiguous float64) are read again at the next call."""
+    es = sim.engine_state
+    stack, table, state_ = sim.stack, sim.table, sim.state
+    cap, flow_reset = es.capacity_bytes_per_s, es.flow_reset
+    held = sim.backend_scratch.get(slot)
+    if held is not None:  # (an explicit identity chain: a generator over the key cost microseconds a call)
+        k = held[0]
+        if k[0] is stack and k[1] is table and k[2] is state_ and k[3] is cap and k[4] is flow_reset:
+            return held[1]  # type: ignore[no-any-return]
+    structure, state = interval_records(sim)
+    value = build(structure, state)
+    if np.shares_memory(state.capacity, cap):
+        sim.backend_scratch[slot] = ((stack, table, state_, cap, flow_reset), value)
+    return value
 
 
 def merge_table(table: EntryTable) -> MergeTable:

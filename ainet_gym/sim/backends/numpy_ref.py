@@ -22,7 +22,7 @@ import numpy as np
 from ainet_gym.arrays import any_true, safe_divide
 from ainet_gym.sim.backends.base import AfterFigures, Pending, Then, run_windows
 from ainet_gym.sim.engine import EPS_B, EPS_T, IntervalMetrics, TooManyEvents
-from ainet_gym.sim.records import IntervalState, IntervalStructure, interval_records
+from ainet_gym.sim.records import IntervalState, IntervalStructure, kept_records
 from ainet_gym.sim.ring_window import WindowSolve, window_bounds, window_event_dt, window_rates
 from ainet_gym.sim.state import DONE, IDLE, PRE_COMM, RUNNING, WAITING
 from ainet_gym.sim.upstream import UpstreamPlan, demand_sources, upstream_plan, upstream_rates
@@ -132,25 +132,10 @@ class NumpyBackend:
 
 
 def _records(sim: BatchSim) -> tuple[IntervalStructure, IntervalState, IndexMaps, np.ndarray]:
-    """The records of ``sim`` (:func:`~ainet_gym.sim.records.interval_records`), their :func:`index_maps` and
-    the units that are ``upstream: demand`` sources (:func:`~ainet_gym.sim.upstream.demand_sources`), kept in
-    ``sim.backend_scratch`` and made again only when an object they come from was replaced (a restack, new
-    capacities or bytes per flow), as the compiled backend keeps its records: made at every interval they
-    cost some 60 us (docs/development.md, "issue-31zv2")."""
-    es = sim.engine_state
-    stack, table, state_ = sim.stack, sim.table, sim.state
-    cap, flow_reset = es.capacity_bytes_per_s, es.flow_reset
-    held = sim.backend_scratch.get("numpy_records")
-    if held is not None:  # (an explicit identity chain, as the compiled backend's)
-        k = held[0]
-        if k[0] is stack and k[1] is table and k[2] is state_ and k[3] is cap and k[4] is flow_reset:
-            return held[1]  # type: ignore[no-any-return]
-    structure, state = interval_records(sim)
-    value = (structure, state, index_maps(structure), demand_sources(sim))
-    # capacities that had to be copied (not C-contiguous float64) are read again at the next interval
-    if np.shares_memory(state.capacity, cap):
-        sim.backend_scratch["numpy_records"] = ((stack, table, state_, cap, flow_reset), value)
-    return value
+    """The records of ``sim``, their :func:`index_maps` and the units that are ``upstream: demand`` sources
+    (:func:`~ainet_gym.sim.upstream.demand_sources`), kept as :func:`~ainet_gym.sim.records.kept_records`
+    keeps them."""
+    return kept_records(sim, "numpy_records", lambda s, st: (s, st, index_maps(s), demand_sources(sim)))
 
 
 class IndexMaps(NamedTuple):

@@ -247,28 +247,14 @@ def _flow_weights(sim: BatchSim) -> np.ndarray:
 
 
 def _records(sim: BatchSim) -> tuple[object, object]:
-    """The compiled structure and state records of ``sim`` (:mod:`ainet_gym.sim.records`, of
-    :func:`~ainet_gym.sim.records.interval_records`), kept in ``sim.backend_scratch`` and built again only when an array they hold was
-    replaced: a restack (a new :class:`~ainet_gym.sim.stack.UnitStack`, :class:`~ainet_gym.sim.engine.
-    EntryTable` and :class:`~ainet_gym.sim.state.SimState`), new capacities or bytes per flow. (A record
-    built at every call would cost what the positional call did.) The key holds the objects themselves, so
-    none is freed and its ``id`` reused while the records live."""
-    es = sim.engine_state
-    stack, table, state_ = sim.stack, sim.table, sim.state
-    cap, flow_reset = es.capacity_bytes_per_s, es.flow_reset
-    held = sim.backend_scratch.get("records")
-    if held is not None:  # (an explicit identity chain: a generator over the key cost microseconds a call)
-        k = held[0]
-        if k[0] is stack and k[1] is table and k[2] is state_ and k[3] is cap and k[4] is flow_reset:
-            return held[1]  # type: ignore[no-any-return]
-    key = (stack, table, state_, cap, flow_reset)
-    values, state_values = _records_mod.interval_records(sim)
-    structure = _nb_records.compiled_record("structure", values)
-    state = _nb_records.compiled_record("state", state_values)
-    # capacities that had to be copied (not C-contiguous float64) are read again at the next call
-    if np.shares_memory(state_values.capacity, sim.engine_state.capacity_bytes_per_s):
-        sim.backend_scratch["records"] = (key, (structure, state))
-    return structure, state
+    """The compiled structure and state records of ``sim`` (:mod:`ainet_gym.sim.records`), kept as
+    :func:`~ainet_gym.sim.records.kept_records` keeps them (a record built at every call would cost what the
+    positional call did)."""
+    return _records_mod.kept_records(
+        sim,
+        "records",
+        lambda s, st: (_nb_records.compiled_record("structure", s), _nb_records.compiled_record("state", st)),
+    )
 
 
 def _max_rounds(sim: BatchSim) -> int:
