@@ -1,5 +1,5 @@
 """The NCCL window of a ring's sub-flows (``routing.ring_window_bytes`` W, ``routing.ring_window_side: nccl_part``;
-with ``routing.split_flows: independent`` and ``part_share: fraction``): each path part of a ring hop may lead the
+with ``routing.split_flows: independent``, ``part_share: fraction`` or ``per_part``): each path part of a ring hop may lead the
 summed progress of the hop feeding it by at most one ring step and that of the hop it feeds by at most W. The
 replay's rule (``Allow`` and ``Distribute`` in ``ainet_gym/checks/ns3_driver.cc``): a sub-flow of fraction f may
 have sent f x (what the feeding hop delivered + one step) and f x (what the fed hop has sent + W); the replay rounds
@@ -9,8 +9,11 @@ docs/fidelity-learning.md, issue-27zzq and issue-27zzr).
 Definitions (:class:`RingWindow`). A *ring* is a flow of more than one member (connection) whose members' sources
 are exactly their destinations; a *hop* is the ring's part flows on one member; the hop *feeding* hop h is the one
 whose connection ends where h's starts, the hop h *feeds* the one starting where h's ends. With ``B`` a hop's
-bytes, ``rem_j`` a part's remainder (connection bytes under ``fraction``) and ``b_j`` its fraction of its
-connection (normalised over the hop's paths):
+bytes, ``rem_j`` a part's remainder in connection bytes and ``b_j`` its fraction of its connection (normalised
+over the hop's paths). Under ``fraction`` a part's remainder counts its connection's bytes, so ``rem_j`` is it;
+under ``part_share: per_part`` (issue-27zzy) it counts the part's own bytes on its path, so ``rem_j`` is that
+remainder / ``b_j``, and a part's rate in the same units is its rate / ``b_j`` (its cap: the reference rate x
+``b_j``), which is the replay's rule for one TCP connection per path (:attr:`WindowSolve.scale`):
 
 - a part's progress ``p_k = B - rem_k`` and a hop's summed progress ``P_h = B - sum_j b_j rem_j``, in hop bytes;
 - part k of hop h is *at a bound* when ``p_k - P_feeding >= S`` (S = the hop's bytes / its phase's alpha steps,
@@ -73,6 +76,9 @@ class RingWindow:
     # (H,) routing.ring_window_chunk_bytes: the chunk c = min(C, step) the upstream bound rounds the feeding hop's
     # progress to (0: not rounded)
     chunk_bytes: np.ndarray | None = None
+    # (K,) routing.part_share per_part: the parts whose remainder counts their own bytes on their path, not their
+    # connection's (None: none, every part under fraction)
+    per_part: np.ndarray | None = None
 
     @property
     def n_hops(self) -> int:
@@ -93,12 +99,13 @@ def build_ring_window(
     part_conn: np.ndarray,
     part_path: np.ndarray,
     unit_chunk: np.ndarray | None = None,
+    unit_per_part: np.ndarray | None = None,
 ) -> RingWindow | None:
     """The :class:`RingWindow` of the part flows ``parts`` (their flows ``part_parent``, connections ``part_conn``
     and paths ``part_path``, a flow's parts on one connection contiguous) whose unit has a window
     (``unit_window`` > 0) and whose flow is a ring; None when there are none. Per-unit and per-flow arrays are
     the :class:`~ainet_gym.sim.stack.UnitStack`'s; ``unit_chunk`` (units,): ``routing.ring_window_chunk_bytes``
-    (0 or None: not rounded)."""
+    (0 or None: not rounded); ``unit_per_part`` (units,) bool: ``routing.part_share: per_part`` (None: none)."""
     if not parts.size:
         return None
     sel = unit_window[flow_unit[part_parent]] > 0
@@ -138,6 +145,10 @@ def build_ring_window(
     chunk = None
     if unit_chunk is not None and (unit_chunk[flow_unit[f]] > 0).any():
         chunk = np.where(unit_chunk[flow_unit[f]] > 0, np.minimum(unit_chunk[flow_unit[f]], step), 0.0)
+    per_part = None
+    if unit_per_part is not None:
+        one = np.asarray(unit_per_part, dtype=bool)[flow_unit[part_parent[part_ids]]]
+        per_part = one if one.any() else None
     return RingWindow(
         part=parts[part_ids].astype(np.int64),
         conn=part_conn[part_ids].astype(np.int64),
@@ -150,18 +161,20 @@ def build_ring_window(
         step_bytes=step,
         window_bytes=unit_window[flow_unit[f]].astype(np.float64),
         chunk_bytes=chunk,
+        per_part=per_part,
     )
 
 
 def window_bounds(
-    w: RingWindow, share: np.ndarray, rem: np.ndarray, active: np.ndarray
+    w: RingWindow, share: np.ndarray, rem: np.ndarray, active: np.ndarray, scale: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """At the current remainders ``rem`` (flows,): (bound by the feeding hop, bound by the fed hop) (K,) masks of
     the active parts (``active`` (flows,)) at a bound, their leads over the feeding hop (its progress in whole
     chunks where :attr:`RingWindow.chunk_bytes` is set) and the fed hop (K,), in hop bytes, and (K,) the bytes
     the feeding hop has left to its next chunk (inf: not rounded, or the feeding hop done). ``share`` (K,): each
-    part's fraction of its hop (normalised, :meth:`WindowSolve.shares`)."""
-    rk = rem[w.part]
+    part's fraction of its hop (normalised, :meth:`WindowSolve.shares`); ``scale`` (K,): a part's remainder to
+    connection bytes (:attr:`WindowSolve.scale`; None: 1, every part under ``fraction``)."""
+    rk = rem[w.part] if scale is None else rem[w.part] * scale
     P = w.hop_bytes - np.bincount(w.hop, weights=share * rk, minlength=w.n_hops)
     p = w.hop_bytes[w.hop] - rk
     up = w.up[w.hop]
@@ -208,6 +221,17 @@ class WindowSolve:
     solves: int = 0  # max-min solves the fixed points took, summed over the interval
     unsettled: int = 0  # events whose fixed point did not settle in WINDOW_MAX_SOLVES solves
     worst: float = 0.0  # the largest relative residual an unsettled event kept
+    # (K,) routing.part_share per_part: a part's remainder and rate to connection bytes, 1 / its share (0 where
+    # the share is 0: no bytes) for a per_part part, 1 for a fraction one (None: every part under fraction)
+    scale: np.ndarray | None = None
+
+    @staticmethod
+    def scales(w: RingWindow, share: np.ndarray) -> np.ndarray | None:
+        """(K,) :attr:`scale` for the parts' ``share`` (:meth:`shares`), or None when no part is ``per_part``."""
+        if w.per_part is None:
+            return None
+        inv = np.divide(1.0, share, out=np.zeros_like(share), where=share > 0)
+        return np.where(w.per_part, inv, 1.0)
 
     @staticmethod
     def shares(w: RingWindow, split: np.ndarray) -> np.ndarray:
@@ -242,10 +266,14 @@ def window_rates(
     bound = bu | bd
     caps = np.full(bound.shape[0], np.inf)
     ap = np.flatnonzero(pos >= 0)
+    g = ws.scale  # per_part: rates and caps in connection bytes per second (None: 1)
 
     def run(c: np.ndarray) -> np.ndarray:
         d = demand.copy()
-        np.minimum.at(d, pos[ap], c[ap])
+        ca = (
+            c[ap] if g is None else np.divide(c[ap], g[ap], out=np.full(ap.shape[0], np.inf), where=g[ap] > 0)
+        )
+        np.minimum.at(d, pos[ap], ca)
         ws.solves += 1
         return solve(d)
 
@@ -253,6 +281,8 @@ def window_rates(
     best = (np.inf, rates, caps)  # the solve with the smallest residual so far, kept if none settles
     for _ in range(WINDOW_MAX_SOLVES - 1):
         rk = np.where(pos >= 0, rates[np.maximum(pos, 0)], 0.0)
+        if g is not None:
+            rk = rk * g
         tgt, _ = _targets(w, ws.share, rk, bu, bd)
         big = np.maximum(rk, np.where(np.isfinite(tgt), tgt, 0.0))
         tol = WINDOW_RTOL * big + 1e-300
@@ -295,6 +325,8 @@ def window_event_dt(
     if not on.any():
         return
     rk = np.where(on, rates[np.maximum(pos, 0)], 0.0)
+    if ws.scale is not None:  # per_part: in connection bytes per second
+        rk = rk * ws.scale
     R = np.bincount(w.hop, weights=ws.share * rk, minlength=w.n_hops)
     h = w.hop
     Ru = R[w.up[h]]
