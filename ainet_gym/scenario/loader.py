@@ -279,8 +279,8 @@ def _check_ring_window(
     ctx: Context, routing: RoutingSpec, dynamics: DynamicsSpec, top: Mapping[str, Any]
 ) -> None:
     """``routing.ring_window_bytes`` (the NCCL window of a ring's sub-flows, :mod:`ainet_gym.sim.ring_window`) only
-    with ``split_flows: independent`` (under ``coupled`` a ring's hops move at one rate), ``part_share: fraction``
-    (a part's progress in a hop's bytes is defined for it), without ``ring_run_ahead_bytes`` (barrier segments
+    with ``split_flows: independent`` (under ``coupled`` a ring's hops move at one rate; either ``part_share``:
+    a ``per_part`` part's progress is read as its bytes / its fraction, issue-27zzx), without ``ring_run_ahead_bytes`` (barrier segments
     instead of a window) or held bytes (not counted in a hop's progress), and with exact rates (``rate_updates:
     event``, no rate quantum: a bound is reached between completions); ``ring_window_side`` and ``ring_window_chunk_bytes``
     only with it."""
@@ -308,8 +308,6 @@ def _check_ring_window(
     bad = [
         (routing.split_flows != "independent", lambda: f"routing.split_flows is {routing.split_flows!r} (its hops "
          "move at one rate)", "routing.split_flows: independent"),
-        (routing.part_share != "fraction", lambda: f"routing.part_share is {routing.part_share!r} (not built: a "
-         "per_part sub-flow's progress would be its bytes / its fraction)", "routing.part_share: fraction"),
         (ra is not None, lambda: f"routing.ring_run_ahead_bytes is {ra:g} (barrier segments, another bound of the "
          "same run-ahead)", "routing.ring_run_ahead_bytes: null"),
         (held > 0, lambda: f"routing.reroute_held_bytes is {held:g} (held bytes are not counted in a hop's "

@@ -116,8 +116,8 @@ class BatchSplit:
     def _bind_window(self, stack: UnitStack) -> None:
         """``routing.ring_window_bytes``: the ring hops of the units with a window and their parts
         (:func:`~ainet_gym.sim.ring_window.build_ring_window`), or None; refused on a backend without it
-        (``SimBackend.ring_window``), with held parts, ``part_share: per_part``, ``rate_updates: phase`` or a rate
-        quantum, each naming the field, the value and what is allowed."""
+        (``SimBackend.ring_window``), with held parts, ``rate_updates: phase`` or a rate quantum, each naming the
+        field, the value and what is allowed (``part_share: per_part`` is read in connection bytes, issue-27zzx)."""
         if not (stack.unit_ring_window > 0).any():
             return
         w = float(stack.unit_ring_window.max())
@@ -132,8 +132,6 @@ class BatchSplit:
             (self.rate_quantum_s > 0, f"a rate quantum of {self.rate_quantum_s:g} s", "rate_quantum_s 0"),
             (bool(stack.unit_held_bytes[stack.unit_ring_window > 0].any()), "held parts "
              "(routing.reroute_held_bytes > 0)", "routing.reroute_held_bytes 0"),
-            (bool(stack.unit_part_one[stack.unit_ring_window > 0].any()), "routing.part_share 'per_part'",
-             "routing.part_share 'fraction'"),
             (any(u.bg_spec is not None and u.bg_spec.upstream == "demand" for u in stack.flat_units),
              "a background source with upstream 'demand'", "workload.background[].upstream 'share'"),
         ]  # fmt: skip
@@ -143,7 +141,7 @@ class BatchSplit:
         self.ring_window = build_ring_window(
             stack.unit_ring_window, stack.flow_unit, stack.flow_inst, stack.flow_gphase, stack.flow_bytes,
             stack.phase_steps, stack.conn_src, stack.conn_dst, self.parts, self.part_parent, self.part_conn,
-            self.part_path, stack.unit_ring_chunk,
+            self.part_path, stack.unit_ring_chunk, stack.unit_part_one,
         )  # fmt: skip
 
     def note_window(self, ws: WindowSolve) -> None:

@@ -67,8 +67,9 @@ class NumpyBackend:
         rw = sim.ring_window  # routing.ring_window_bytes (None: none)
         ws = None
         if rw is not None:
-            share = WindowSolve.shares(rw, sim.engine_state.split)
-            ws = WindowSolve(rw, share, np.full(rw.part.shape[0], np.inf))
+            split = sim.engine_state.split
+            share, scale = WindowSolve.shares(rw, split), WindowSolve.scales(rw, split)
+            ws = WindowSolve(rw, share, np.full(rw.part.shape[0], np.inf), scale=scale)
         m = run_interval(
             structure, state, entries, duration_s, max_events, sim.rate_updates == "phase", sim.rate_quantum_s,
             sim.n_links, lambda u: sim.flat_units[u].name,
@@ -300,7 +301,7 @@ class _Rates:
         if self.window is not None:
             assert rem is not None
             bu, bd, lead_up, lead_dn, to_next = window_bounds(
-                self.window.window, self.window.share, rem, active
+                self.window.window, self.window.share, rem, active, self.window.scale
             )
             pos = np.where(
                 active[self.window.window.part], (np.cumsum(active) - 1)[self.window.window.part], -1
