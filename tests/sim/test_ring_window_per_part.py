@@ -38,14 +38,16 @@ def _scenario(routing: dict | None = None) -> dict:
     return sc
 
 
-def _sim(share: str, f0: float) -> BatchSim:
-    """The ring on the numpy backend with the one-step bound alone (W = 1e12), every connection split f0 / 1 - f0
-    over spines 0 / 1, leaf0 -> spine1 at a quarter rate, communication starting at 1 ms."""
+def _sim(share: str, f0: float, chunk: float | None = None) -> BatchSim:
+    """The ring on the numpy backend with the one-step bound alone (W = 1e12; ``chunk``:
+    ``ring_window_chunk_bytes``), every connection split f0 / 1 - f0 over spines 0 / 1, leaf0 -> spine1 at a quarter
+    rate, communication starting at 1 ms."""
     sc = load_scenario(_scenario())
     fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
     unit = compile_job(
-        fabric, sc.jobs[0], np.arange(3), split_flows="independent", ring_window_bytes=1e12, part_share=share
-    )
+        fabric, sc.jobs[0], np.arange(3), split_flows="independent", ring_window_bytes=1e12, part_share=share,
+        ring_window_chunk_bytes=chunk,
+    )  # fmt: skip
     sim = BatchSim(fabric, [[unit]], backend="numpy")
     up = int(fabric.link_ids("leaf0-spine1")[0])
     sim.engine_state.capacity_bytes_per_s[0, up] *= 0.25
@@ -91,6 +93,25 @@ def test_even_split_is_half_of_the_fraction_timeline() -> None:
     _check(got[3], {"A1": 6, "B0": 0, "B1": 0})
     for g, r in zip(got, ref, strict=True):
         _check(g, {k: v / 2 for k, v in r.items()})
+
+
+def test_even_split_in_chunks_is_half_of_the_fraction_timeline() -> None:
+    """With 2 C ms chunks (test_ring_window_chunks.py's timeline: B waits at floor(P_A / 2) x 2 + 6 from 6 ms, its
+    remainder 12 12 10 10 8 6 6 at 6 6.4 7.4 8 9 10.6 11.2 ms; A0 and C at 24 - 2t, A1 at 24 - t / 2), each
+    per_part part's remainder is half of it."""
+    t = [6.0, 6.4, 7.4, 8.0, 9.0, 10.6, 11.2]
+    b = [12, 12, 10, 10, 8, 6, 6]
+    got = _rems(_sim("per_part", 0.5, 2 * MS), t)
+    for ti, bi, g in zip(t, b, got, strict=True):
+        full = {
+            "A0": 24 - 2 * ti,
+            "A1": 24 - 0.5 * ti,
+            "B0": bi,
+            "B1": bi,
+            "C0": 24 - 2 * ti,
+            "C1": 24 - 2 * ti,
+        }
+        _check(g, {k: v / 2 for k, v in full.items()})
 
 
 def test_uneven_split_by_hand() -> None:
