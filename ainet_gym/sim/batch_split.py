@@ -117,7 +117,7 @@ class BatchSplit:
         """``routing.ring_window_bytes``: the ring hops of the units with a window and their parts
         (:func:`~ainet_gym.sim.ring_window.build_ring_window`), or None; refused on a backend without it
         (``SimBackend.ring_window``), with held parts, ``rate_updates: phase`` or a rate quantum, each naming the
-        field, the value and what is allowed (``part_share: per_part`` is read in connection bytes, issue-27zzx)."""
+        field, the value and what is allowed (``part_share: per_part`` runs, issue-27zzy)."""
         if not (stack.unit_ring_window > 0).any():
             return
         w = float(stack.unit_ring_window.max())

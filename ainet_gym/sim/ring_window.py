@@ -1,5 +1,5 @@
 """The NCCL window of a ring's sub-flows (``routing.ring_window_bytes`` W, ``routing.ring_window_side: nccl_part``;
-with ``routing.split_flows: independent``, either ``part_share``): each path part of a ring hop may lead the
+with ``routing.split_flows: independent``, ``part_share: fraction`` or ``per_part``): each path part of a ring hop may lead the
 summed progress of the hop feeding it by at most one ring step and that of the hop it feeds by at most W. The
 replay's rule (``Allow`` and ``Distribute`` in ``ainet_gym/checks/ns3_driver.cc``): a sub-flow of fraction f may
 have sent f x (what the feeding hop delivered + one step) and f x (what the fed hop has sent + W); the replay rounds
@@ -9,14 +9,13 @@ docs/fidelity-learning.md, issue-27zzq and issue-27zzr).
 Definitions (:class:`RingWindow`). A *ring* is a flow of more than one member (connection) whose members' sources
 are exactly their destinations; a *hop* is the ring's part flows on one member; the hop *feeding* hop h is the one
 whose connection ends where h's starts, the hop h *feeds* the one starting where h's ends. With ``B`` a hop's
-bytes, ``rem_j`` a part's remainder (connection bytes under ``fraction``) and ``b_j`` its fraction of its
-connection (normalised over the hop's paths):
+bytes, ``rem_j`` a part's remainder in connection bytes and ``b_j`` its fraction of its connection (normalised
+over the hop's paths). Under ``fraction`` a part's remainder counts its connection's bytes, so ``rem_j`` is it;
+under ``part_share: per_part`` (issue-27zzy) it counts the part's own bytes on its path, so ``rem_j`` is that
+remainder / ``b_j``, and a part's rate in the same units is its rate / ``b_j`` (its cap: the reference rate x
+``b_j``), which is the replay's rule for one TCP connection per path (:attr:`WindowSolve.scale`):
 
 - a part's progress ``p_k = B - rem_k`` and a hop's summed progress ``P_h = B - sum_j b_j rem_j``, in hop bytes;
-  under ``part_share: per_part`` (issue-27zzx) a part's remainder and rate are its bytes on its path, f_k of its
-  connection's (f_k its split fraction), and the window reads them as connection bytes, ``rem_k / f_k`` and
-  ``r_k / f_k`` (so ``P_h = B - sum_j rem_j`` where the fractions add up to 1), and caps a part at ``f_k`` times its
-  reference hop's summed rate: the replay's sub-flow may send f x (the feeding hop's delivered bytes + one step);
 - part k of hop h is *at a bound* when ``p_k - P_feeding >= S`` (S = the hop's bytes / its phase's alpha steps,
   one ring step) or ``p_k - P_fed >= W``, to ``EPS_B x B`` bytes;
 - a part at a bound moves at most at the summed rate ``R = sum_j b_j r_j`` of the hop it is bound by (the lower of
@@ -77,8 +76,8 @@ class RingWindow:
     # (H,) routing.ring_window_chunk_bytes: the chunk c = min(C, step) the upstream bound rounds the feeding hop's
     # progress to (0: not rounded)
     chunk_bytes: np.ndarray | None = None
-    # (K,) routing.part_share per_part: the parts whose remainder and rate are their bytes on their path (f of their
-    # connection's), read by the window divided by f (None: every part carries its connection's bytes, fraction)
+    # (K,) routing.part_share per_part: the parts whose remainder counts their own bytes on their path, not their
+    # connection's (None: none, every part under fraction)
     per_part: np.ndarray | None = None
 
     @property
@@ -100,13 +99,13 @@ def build_ring_window(
     part_conn: np.ndarray,
     part_path: np.ndarray,
     unit_chunk: np.ndarray | None = None,
-    unit_one: np.ndarray | None = None,
+    unit_per_part: np.ndarray | None = None,
 ) -> RingWindow | None:
     """The :class:`RingWindow` of the part flows ``parts`` (their flows ``part_parent``, connections ``part_conn``
     and paths ``part_path``, a flow's parts on one connection contiguous) whose unit has a window
     (``unit_window`` > 0) and whose flow is a ring; None when there are none. Per-unit and per-flow arrays are
     the :class:`~ainet_gym.sim.stack.UnitStack`'s; ``unit_chunk`` (units,): ``routing.ring_window_chunk_bytes``
-    (0 or None: not rounded); ``unit_one`` (units,) bool: ``routing.part_share: per_part`` (None: none)."""
+    (0 or None: not rounded); ``unit_per_part`` (units,) bool: ``routing.part_share: per_part`` (None: none)."""
     if not parts.size:
         return None
     sel = unit_window[flow_unit[part_parent]] > 0
@@ -146,10 +145,10 @@ def build_ring_window(
     chunk = None
     if unit_chunk is not None and (unit_chunk[flow_unit[f]] > 0).any():
         chunk = np.where(unit_chunk[flow_unit[f]] > 0, np.minimum(unit_chunk[flow_unit[f]], step), 0.0)
-    one = None
-    if unit_one is not None:
-        one = np.asarray(unit_one, dtype=bool)[flow_unit[part_parent[part_ids]]]
-        one = one if one.any() else None
+    per_part = None
+    if unit_per_part is not None:
+        one = np.asarray(unit_per_part, dtype=bool)[flow_unit[part_parent[part_ids]]]
+        per_part = one if one.any() else None
     return RingWindow(
         part=parts[part_ids].astype(np.int64),
         conn=part_conn[part_ids].astype(np.int64),
@@ -162,7 +161,7 @@ def build_ring_window(
         step_bytes=step,
         window_bytes=unit_window[flow_unit[f]].astype(np.float64),
         chunk_bytes=chunk,
-        per_part=one,
+        per_part=per_part,
     )
 
 
@@ -173,9 +172,9 @@ def window_bounds(
     the active parts (``active`` (flows,)) at a bound, their leads over the feeding hop (its progress in whole
     chunks where :attr:`RingWindow.chunk_bytes` is set) and the fed hop (K,), in hop bytes, and (K,) the bytes
     the feeding hop has left to its next chunk (inf: not rounded, or the feeding hop done). ``share`` (K,): each
-    part's fraction of its hop (normalised, :meth:`WindowSolve.shares`); ``scale`` (K,): what a part's remainder is
-    divided by to read it in connection bytes (:meth:`WindowSolve.scales`; None: 1)."""
-    rk = rem[w.part] if scale is None else rem[w.part] / scale
+    part's fraction of its hop (normalised, :meth:`WindowSolve.shares`); ``scale`` (K,): a part's remainder to
+    connection bytes (:attr:`WindowSolve.scale`; None: 1, every part under ``fraction``)."""
+    rk = rem[w.part] if scale is None else rem[w.part] * scale
     P = w.hop_bytes - np.bincount(w.hop, weights=share * rk, minlength=w.n_hops)
     p = w.hop_bytes[w.hop] - rk
     up = w.up[w.hop]
@@ -222,9 +221,17 @@ class WindowSolve:
     solves: int = 0  # max-min solves the fixed points took, summed over the interval
     unsettled: int = 0  # events whose fixed point did not settle in WINDOW_MAX_SOLVES solves
     worst: float = 0.0  # the largest relative residual an unsettled event kept
-    # (K,) routing.part_share per_part: each part's split fraction, what its remainder and rate are divided by to
-    # read them in connection bytes (1 for a fraction part; None: every part is one, :meth:`scales`)
+    # (K,) routing.part_share per_part: a part's remainder and rate to connection bytes, 1 / its share (0 where
+    # the share is 0: no bytes) for a per_part part, 1 for a fraction one (None: every part under fraction)
     scale: np.ndarray | None = None
+
+    @staticmethod
+    def scales(w: RingWindow, share: np.ndarray) -> np.ndarray | None:
+        """(K,) :attr:`scale` for the parts' ``share`` (:meth:`shares`), or None when no part is ``per_part``."""
+        if w.per_part is None:
+            return None
+        inv = np.divide(1.0, share, out=np.zeros_like(share), where=share > 0)
+        return np.where(w.per_part, inv, 1.0)
 
     @staticmethod
     def shares(w: RingWindow, split: np.ndarray) -> np.ndarray:
@@ -234,17 +241,6 @@ class WindowSolve:
         tot = np.bincount(w.hop, weights=f, minlength=w.n_hops)[w.hop]
         n = np.bincount(w.hop, minlength=w.n_hops)[w.hop]
         return np.where(tot > 0, f / np.where(tot > 0, tot, 1.0), 1.0 / n)
-
-    @staticmethod
-    def scales(w: RingWindow, split: np.ndarray) -> np.ndarray | None:
-        """(K,) what each part's remainder and rate are divided by to read them in connection bytes: a
-        ``part_share: per_part`` part's split fraction under ``split`` (its bytes are that fraction of its
-        connection's, ``BatchSplit._hand_parts``; 1 where it is 0: such a part has no bytes), 1 for a
-        ``fraction`` part; None when no part is ``per_part``."""
-        if w.per_part is None:
-            return None
-        f = np.asarray(split, dtype=np.float64)[w.conn, w.path]
-        return np.where(w.per_part & (f > 0), f, 1.0)
 
 
 def window_rates(
@@ -268,14 +264,16 @@ def window_rates(
     (:attr:`WindowSolve.unsettled`, :attr:`WindowSolve.worst`)."""
     w = ws.window
     bound = bu | bd
-    # in connection bytes per second (a per_part part's cap on its path is this x its fraction)
     caps = np.full(bound.shape[0], np.inf)
     ap = np.flatnonzero(pos >= 0)
-    g = ws.scale
+    g = ws.scale  # per_part: rates and caps in connection bytes per second (None: 1)
 
     def run(c: np.ndarray) -> np.ndarray:
         d = demand.copy()
-        np.minimum.at(d, pos[ap], c[ap] if g is None else c[ap] * g[ap])
+        ca = (
+            c[ap] if g is None else np.divide(c[ap], g[ap], out=np.full(ap.shape[0], np.inf), where=g[ap] > 0)
+        )
+        np.minimum.at(d, pos[ap], ca)
         ws.solves += 1
         return solve(d)
 
@@ -284,7 +282,7 @@ def window_rates(
     for _ in range(WINDOW_MAX_SOLVES - 1):
         rk = np.where(pos >= 0, rates[np.maximum(pos, 0)], 0.0)
         if g is not None:
-            rk = rk / g
+            rk = rk * g
         tgt, _ = _targets(w, ws.share, rk, bu, bd)
         big = np.maximum(rk, np.where(np.isfinite(tgt), tgt, 0.0))
         tol = WINDOW_RTOL * big + 1e-300
@@ -327,8 +325,8 @@ def window_event_dt(
     if not on.any():
         return
     rk = np.where(on, rates[np.maximum(pos, 0)], 0.0)
-    if ws.scale is not None:
-        rk = rk / ws.scale
+    if ws.scale is not None:  # per_part: in connection bytes per second
+        rk = rk * ws.scale
     R = np.bincount(w.hop, weights=ws.share * rk, minlength=w.n_hops)
     h = w.hop
     Ru = R[w.up[h]]

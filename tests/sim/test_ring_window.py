@@ -195,7 +195,8 @@ def test_bad_values_refused_naming_the_field(routing: dict, dyn: dict | None, wo
 
 def test_engine_refusals_name_the_field() -> None:
     """What the loader refuses is refused by the engine too (a Scenario built in code, a unit compiled by hand):
-    the compiled backend (it does not run the window), held parts, phase rate updates; per-part sharing is run."""
+    the compiled backend (it does not run the window), held parts, phase rate updates (per-part sharing runs,
+    issue-27zzy: tests/sim/test_ring_window_per_part.py)."""
     sc = load_scenario(_scenario({"split_flows": "independent", "ring_window_bytes": 4e6}))
     fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
     job, gpus = sc.jobs[0], np.arange(3)
@@ -210,10 +211,6 @@ def test_engine_refusals_name_the_field() -> None:
     )
     with pytest.raises(ValueError, match=r"routing\.ring_window_bytes.*held parts"):
         BatchSim(fabric, [[held]], backend="numpy")
-    one = compile_job(  # per_part is read in connection bytes (issue-27zzx, test_ring_window_per_part.py)
-        fabric, job, gpus, split_flows="independent", ring_window_bytes=4e6, part_share="per_part"
-    )
-    assert BatchSim(fabric, [[one]], backend="numpy").ring_window is not None
     with pytest.raises(ValueError, match=r"routing\.ring_window_bytes = 4000000.0 with routing\.split_flows"):
         compile_job(fabric, job, gpus, ring_window_bytes=4e6)
     bad = replace(sc, routing=replace(sc.routing, split_flows="coupled"))

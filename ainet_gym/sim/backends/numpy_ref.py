@@ -67,9 +67,10 @@ class NumpyBackend:
         rw = sim.ring_window  # routing.ring_window_bytes (None: none)
         ws = None
         if rw is not None:
-            split = sim.engine_state.split
-            share, scale = WindowSolve.shares(rw, split), WindowSolve.scales(rw, split)
-            ws = WindowSolve(rw, share, np.full(rw.part.shape[0], np.inf), scale=scale)
+            share = WindowSolve.shares(rw, sim.engine_state.split)
+            ws = WindowSolve(
+                rw, share, np.full(rw.part.shape[0], np.inf), scale=WindowSolve.scales(rw, share)
+            )
         m = run_interval(
             structure, state, entries, duration_s, max_events, sim.rate_updates == "phase", sim.rate_quantum_s,
             sim.n_links, lambda u: sim.flat_units[u].name,
