@@ -40,10 +40,13 @@ def _scenario(routing: dict | None = None, nic_gbps: float = 20, uplink_gbps: fl
     return sc
 
 
-def _sim(share: str, f0: float, nic_bound: bool = False, window: float | None = 1e12) -> BatchSim:
+def _sim(
+    share: str, f0: float, nic_bound: bool = False, window: float | None = 1e12, chunk: float | None = None
+) -> BatchSim:
     """The ring on the numpy backend with the one-step bound alone (W = 1e12), every connection split f0 on path 0
     and 1 - f0 on path 1, leaf0 -> spine1 at a quarter rate, communication starting at 1 ms. ``nic_bound``: 10
-    Gb/s NICs (C) and 20 Gb/s uplinks at full rate instead, so each GPU's NIC is the parts' shared bottleneck."""
+    Gb/s NICs (C) and 20 Gb/s uplinks at full rate instead, so each GPU's NIC is the parts' shared bottleneck.
+    ``chunk``: ``routing.ring_window_chunk_bytes`` (None: not rounded)."""
     sc = load_scenario(_scenario(nic_gbps=10, uplink_gbps=20) if nic_bound else _scenario())
     fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
     unit = compile_job(
@@ -53,6 +56,7 @@ def _sim(share: str, f0: float, nic_bound: bool = False, window: float | None = 
         split_flows="independent",
         ring_window_bytes=window,
         part_share=share,
+        ring_window_chunk_bytes=chunk,
     )
     sim = BatchSim(fabric, [[unit]], backend="numpy")
     if not nic_bound:
@@ -182,3 +186,23 @@ def test_loader_accepts_per_part_with_a_window() -> None:
         _scenario({"split_flows": "independent", "ring_window_bytes": 4e6, "part_share": "per_part"})
     )
     assert sc.routing.part_share == "per_part" and sc.routing.ring_window_bytes == 4e6
+
+
+def test_even_split_in_whole_chunks_is_the_chunk_timeline_halved() -> None:
+    """``ring_window_chunk_bytes`` 2 C ms with an even split (issue-27zzx): test_ring_window_chunks.py's hand
+    timeline (B waits at floor(P_A / 2) x 2 + 6 from 6 ms; its remainder 12 12 10 10 8 6 6 at 6 6.4 7.4 8 9 10.6
+    11.2 ms; A0 and C at 24 - 2t, A1 at 24 - t / 2), each per_part part's remainder halved."""
+    t = [6.0, 6.4, 7.4, 8.0, 9.0, 10.6, 11.2]
+    b = [12, 12, 10, 10, 8, 6, 6]
+    got = _rems(_sim("per_part", 0.5, chunk=2 * MS), t)
+    for ti, bi, g in zip(t, b, got, strict=True):
+        full = {
+            "A0": 24 - 2 * ti,
+            "A1": 24 - ti / 2,
+            "B0": bi,
+            "B1": bi,
+            "C0": 24 - 2 * ti,
+            "C1": 24 - 2 * ti,
+        }
+        for k, v in full.items():
+            assert g[k] == pytest.approx(v / 2, rel=1e-8, abs=1e-8), (ti, k, g)
