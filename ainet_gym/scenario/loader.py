@@ -279,11 +279,11 @@ def _check_ring_window(
     ctx: Context, routing: RoutingSpec, dynamics: DynamicsSpec, top: Mapping[str, Any]
 ) -> None:
     """``routing.ring_window_bytes`` (the NCCL window of a ring's sub-flows, :mod:`ainet_gym.sim.ring_window`) only
-    with ``split_flows: independent`` (under ``coupled`` a ring's hops move at one rate; ``part_share``
-    ``fraction`` or ``per_part``, issue-27zzy: a per_part part's progress is its bytes / its fraction), without ``ring_run_ahead_bytes`` (barrier segments
-    instead of a window) or held bytes (not counted in a hop's progress), and with exact rates (``rate_updates:
-    event``, no rate quantum: a bound is reached between completions); ``ring_window_side`` and ``ring_window_chunk_bytes``
-    only with it."""
+    with ``split_flows: independent`` (under ``coupled`` a ring's hops move at one rate), ``part_share``
+    ``fraction`` or ``per_part`` (issue-27zzy: a per_part part's progress is its bytes / its fraction), without
+    ``ring_run_ahead_bytes`` (barrier segments instead of a window) or held bytes (not counted in a hop's
+    progress), and with exact rates (``rate_updates: event``, no rate quantum: a bound is reached between
+    completions); ``ring_window_side`` and ``ring_window_chunk_bytes`` only with it."""
     w = routing.ring_window_bytes
     rd = top.get("routing") or {}
     if w is None:

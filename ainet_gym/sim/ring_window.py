@@ -1,10 +1,10 @@
 """The NCCL window of a ring's sub-flows (``routing.ring_window_bytes`` W, ``routing.ring_window_side: nccl_part``;
-with ``routing.split_flows: independent``, ``part_share: fraction`` or ``per_part``): each path part of a ring hop may lead the
-summed progress of the hop feeding it by at most one ring step and that of the hop it feeds by at most W. The
-replay's rule (``Allow`` and ``Distribute`` in ``ainet_gym/checks/ns3_driver.cc``): a sub-flow of fraction f may
-have sent f x (what the feeding hop delivered + one step) and f x (what the fed hop has sent + W); the replay rounds
-the first to whole chunks, the fluid only with ``routing.ring_window_chunk_bytes`` (docs/model.md, "A sliding window for ring hops";
-docs/fidelity-learning.md, issue-27zzq and issue-27zzr).
+with ``routing.split_flows: independent``, ``part_share: fraction`` or ``per_part``): each path part of a ring hop
+may lead the summed progress of the hop feeding it by at most one ring step and that of the hop it feeds by at most
+W. The replay's rule (``Allow`` and ``Distribute`` in ``ainet_gym/checks/ns3_driver.cc``): a sub-flow of fraction f
+may have sent f x (what the feeding hop delivered + one step) and f x (what the fed hop has sent + W); the replay
+rounds the first to whole chunks, the fluid only with ``routing.ring_window_chunk_bytes`` (docs/model.md, "A sliding
+window for ring hops"; docs/fidelity-learning.md, issue-27zzq and issue-27zzr).
 
 Definitions (:class:`RingWindow`). A *ring* is a flow of more than one member (connection) whose members' sources
 are exactly their destinations; a *hop* is the ring's part flows on one member; the hop *feeding* hop h is the one
