@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from _ring import MS, remainders_at, ring_scenario, slow_uplink
 
 from ainet_gym.envs.env import EnvCore
 from ainet_gym.fabric.topology import build_fabric
@@ -21,25 +22,12 @@ from ainet_gym.sim.backends.numba import jit as _jit
 from ainet_gym.sim.engine import BatchSim, compile_job
 from ainet_gym.sim.ring_window import build_ring_window
 
-C = 10e9 / 8  # bytes/s of a 10 Gb/s uplink (link_efficiency 1); the NICs are 20 Gb/s (2 C)
-MS = C * 1e-3  # one "C ms" of bytes
 H = 16 * MS  # bytes per ring hop: 2 (p - 1) / p x bytes with p = 3, so bytes = 3/4 H; S = H / 4 (4 steps)
 
 
 def _scenario(routing: dict | None = None, hop: float = H, dynamics: dict | None = None) -> dict:
-    """GPUs 0, 1, 2 on leaves 0, 1, 2 (one host each) joined by two spines; a ring AllReduce of ``hop`` bytes per
-    hop after 1 ms of compute; no latency."""
-    sc = {
-        "name": "ring-window",
-        "fabric": {"topology": "spine_leaf", "leaves": 3, "spines": 2, "hosts_per_leaf": 1, "gpus_per_host": 1,
-                   "nic_gbps": 20, "uplink_gbps": 10, "hop_latency_us": 0.0, "link_efficiency": 1.0},
-        "workload": {"jobs": [{"name": "r", "gpus": 3, "compute_ms": 1.0,
-                               "collectives": [{"op": "allreduce", "algorithm": "ring", "bytes": 0.75 * hop}]}]},
-        "dynamics": {"episode_steps": 4, "decision_interval_ms": 100.0, **(dynamics or {})},
-    }  # fmt: skip
-    if routing:
-        sc["routing"] = routing
-    return sc
+    """The shared 3-rank ring (``tests/_ring.py``) with ``hop`` bytes per hop."""
+    return ring_scenario("ring-window", hop, routing, dynamics)
 
 
 def _sim(window: float | None, slow: float, hop: float = H) -> BatchSim:
@@ -49,33 +37,12 @@ def _sim(window: float | None, slow: float, hop: float = H) -> BatchSim:
     fabric = build_fabric(sc.fabric, max_paths=sc.routing.max_paths)
     unit = compile_job(fabric, sc.jobs[0], np.arange(3), split_flows="independent", ring_window_bytes=window)
     sim = BatchSim(fabric, [[unit]], backend="numpy")
-    up = int(fabric.link_ids("leaf0-spine1")[0])
-    assert fabric.node_names[fabric.link_src[up]] == "leaf0"
-    sim.engine_state.capacity_bytes_per_s[0, up] *= slow
+    slow_uplink(sim, fabric, slow)
     split = np.zeros((sim.n_conns, fabric.max_paths))
     split[:, :2] = 0.5
     assert (sim.conn_npaths == 2).all()
     sim.set_split(split)
     return sim
-
-
-def _rem(sim: BatchSim) -> dict[str, float]:
-    """Each sub-flow's remainder in C ms: A (GPU 0 -> 1), B (1 -> 2), C (2 -> 0), path 0 (spine 0) or 1."""
-    hop = {0: "A", 1: "B", 2: "C"}
-    out = {}
-    for p, c, q in zip(sim.parts, sim.part_conn, sim.part_path, strict=True):
-        out[f"{hop[int(sim.conn_src[c])]}{int(q)}"] = float(sim.state.rem[p]) / MS
-    return out
-
-
-def _at(sim: BatchSim, times_ms: list[float]) -> list[dict[str, float]]:
-    """The remainders at each time (ms after the communication starts, at 1 ms)."""
-    out, now = [], 0.0
-    for t in times_ms:
-        sim.run_interval((t + 1.0 - now) * 1e-3)
-        now = t + 1.0
-        out.append(_rem(sim))
-    return out
 
 
 def _check(got: dict[str, float], want: dict[str, float]) -> None:
@@ -94,8 +61,8 @@ def test_fed_hop_window_by_hand() -> None:
     C/2: B (15 at 10 ms) ends at 12 ms, C (14) at 14 ms, A1 (the slow sub-flow, never held) at 16 ms. The leads
     over the feeding hop stay below S = 4. Unbounded: A0, B and C end at 8 ms, A1 at 16 ms."""
     t = [2.0, 6.0, 12.0, 14.0]
-    win = _at(_sim(MS, 0.5), t)
-    free = _at(_sim(None, 0.5), t)
+    win = remainders_at(_sim(MS, 0.5), t)
+    free = remainders_at(_sim(None, 0.5), t)
     rem = {k: 16.0 - v for k, v in {"A0": 4, "A1": 2, "B0": 4, "C0": 4}.items()}
     _check(win[0], {**rem, "B1": rem["B0"], "C1": rem["C0"]})
     _check(win[1], {"A0": 4, "A1": 10, "B0": 5, "B1": 5, "C0": 6, "C1": 6})
@@ -115,8 +82,8 @@ def test_feeding_hop_step_by_hand() -> None:
     12 ms."""
     hop = 24 * MS
     t = [8.0, 12.0, 20.0, 24.0]
-    win = _at(_sim(1e12, 0.25, hop), t)
-    free = _at(_sim(None, 0.25, hop), t)
+    win = remainders_at(_sim(1e12, 0.25, hop), t)
+    free = remainders_at(_sim(None, 0.25, hop), t)
     _check(win[0], {"A0": 8, "A1": 20, "B0": 8, "B1": 8, "C0": 8, "C1": 8})
     _check(win[1], {"A0": 0, "A1": 18, "B0": 3, "B1": 3, "C0": 0, "C1": 0})
     _check(win[2], {"A1": 14, "B0": 1, "B1": 1})

@@ -10,30 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _ring import MS, remainders_at, ring_scenario, slow_uplink
 
 from ainet_gym.fabric.topology import build_fabric
 from ainet_gym.scenario import ScenarioError, load_scenario
 from ainet_gym.sim.engine import BatchSim, compile_job
 
-C = 10e9 / 8  # bytes/s of a 10 Gb/s uplink (link_efficiency 1); the NICs are 20 Gb/s (2 C)
-MS = C * 1e-3  # one "C ms" of bytes
 H = 24 * MS  # bytes per ring hop (3 ranks: 4 steps, S = 6 C ms)
 
 
 def _scenario(routing: dict | None = None) -> dict:
-    """GPUs 0, 1, 2 on leaves 0, 1, 2 joined by two spines; a ring AllReduce of H bytes per hop after 1 ms of
-    compute; no latency (test_ring_window.py's)."""
-    sc = {
-        "name": "ring-window-chunks",
-        "fabric": {"topology": "spine_leaf", "leaves": 3, "spines": 2, "hosts_per_leaf": 1, "gpus_per_host": 1,
-                   "nic_gbps": 20, "uplink_gbps": 10, "hop_latency_us": 0.0, "link_efficiency": 1.0},
-        "workload": {"jobs": [{"name": "r", "gpus": 3, "compute_ms": 1.0,
-                               "collectives": [{"op": "allreduce", "algorithm": "ring", "bytes": 0.75 * H}]}]},
-        "dynamics": {"episode_steps": 4, "decision_interval_ms": 100.0},
-    }  # fmt: skip
-    if routing:
-        sc["routing"] = routing
-    return sc
+    """The shared 3-rank ring (``tests/_ring.py``, test_ring_window.py's) with H bytes per hop."""
+    return ring_scenario("ring-window-chunks", H, routing)
 
 
 def _sim(chunk: float | None) -> BatchSim:
@@ -46,29 +34,11 @@ def _sim(chunk: float | None) -> BatchSim:
         ring_window_chunk_bytes=chunk,
     )  # fmt: skip
     sim = BatchSim(fabric, [[unit]], backend="numpy")
-    up = int(fabric.link_ids("leaf0-spine1")[0])
-    sim.engine_state.capacity_bytes_per_s[0, up] *= 0.25
+    slow_uplink(sim, fabric, 0.25)
     split = np.zeros((sim.n_conns, fabric.max_paths))
     split[:, :2] = 0.5
     sim.set_split(split)
     return sim
-
-
-def _rems(sim: BatchSim, times_ms: list[float]) -> list[dict[str, float]]:
-    """Each sub-flow's remainder in C ms (A: GPU 0 -> 1, B: 1 -> 2, C: 2 -> 0; path 0 or 1) at each time (ms
-    after the communication starts)."""
-    hop = {0: "A", 1: "B", 2: "C"}
-    out, now = [], 0.0
-    for t in times_ms:
-        sim.run_interval((t + 1.0 - now) * 1e-3)
-        now = t + 1.0
-        out.append(
-            {
-                f"{hop[int(sim.conn_src[c])]}{int(q)}": float(sim.state.rem[p]) / MS
-                for p, c, q in zip(sim.parts, sim.part_conn, sim.part_path, strict=True)
-            }
-        )
-    return out
 
 
 def test_upstream_bound_in_whole_chunks_by_hand() -> None:
@@ -80,7 +50,7 @@ def test_upstream_bound_in_whole_chunks_by_hand() -> None:
     bound at 8 ms with 16 C ms sent, and then moves at R_A = 1.25 C."""
     t = [6.0, 6.4, 7.4, 8.0, 9.0, 10.6, 11.2]
     b = [12, 12, 10, 10, 8, 6, 6]
-    got = _rems(_sim(2 * MS), t)
+    got = remainders_at(_sim(2 * MS), t)
     for ti, bi, g in zip(t, b, got, strict=True):
         want = {
             "A0": 24 - 2 * ti,
@@ -92,7 +62,7 @@ def test_upstream_bound_in_whole_chunks_by_hand() -> None:
         }
         for k, v in want.items():
             assert g[k] == pytest.approx(v, rel=1e-8, abs=1e-8), (ti, k, g)
-    free = _rems(_sim(None), [8.0])[0]  # the window unrounded: B at its bound 16 at 8 ms
+    free = remainders_at(_sim(None), [8.0])[0]  # the window unrounded: B at its bound 16 at 8 ms
     assert free["B0"] == pytest.approx(8.0, rel=1e-8) and free["B1"] == pytest.approx(8.0, rel=1e-8)
 
 

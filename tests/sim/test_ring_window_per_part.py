@@ -14,30 +14,18 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _ring import MS, remainders_at, ring_scenario, slow_uplink
 
 from ainet_gym.fabric.topology import build_fabric
 from ainet_gym.scenario import load_scenario
 from ainet_gym.sim.engine import BatchSim, compile_job
 
-C = 10e9 / 8  # bytes/s of a 10 Gb/s uplink (link_efficiency 1); the NICs are 20 Gb/s (2 C)
-MS = C * 1e-3  # one "C ms" of bytes
 H = 24 * MS  # bytes per ring hop (3 ranks: 4 steps, S = 6 C ms)
 
 
 def _scenario(routing: dict | None = None, nic_gbps: float = 20, uplink_gbps: float = 10) -> dict:
-    """GPUs 0, 1, 2 on leaves 0, 1, 2 joined by two spines; a ring AllReduce of H bytes per hop after 1 ms of
-    compute; no latency (test_ring_window.py's)."""
-    sc = {
-        "name": "ring-window-per-part",
-        "fabric": {"topology": "spine_leaf", "leaves": 3, "spines": 2, "hosts_per_leaf": 1, "gpus_per_host": 1,
-                   "nic_gbps": nic_gbps, "uplink_gbps": uplink_gbps, "hop_latency_us": 0.0, "link_efficiency": 1.0},
-        "workload": {"jobs": [{"name": "r", "gpus": 3, "compute_ms": 1.0,
-                               "collectives": [{"op": "allreduce", "algorithm": "ring", "bytes": 0.75 * H}]}]},
-        "dynamics": {"episode_steps": 4, "decision_interval_ms": 100.0},
-    }  # fmt: skip
-    if routing:
-        sc["routing"] = routing
-    return sc
+    """The shared 3-rank ring (``tests/_ring.py``, test_ring_window.py's) with H bytes per hop."""
+    return ring_scenario("ring-window-per-part", H, routing, nic_gbps=nic_gbps, uplink_gbps=uplink_gbps)
 
 
 def _sim(
@@ -60,29 +48,11 @@ def _sim(
     )
     sim = BatchSim(fabric, [[unit]], backend="numpy")
     if not nic_bound:
-        up = int(fabric.link_ids("leaf0-spine1")[0])
-        sim.engine_state.capacity_bytes_per_s[0, up] *= 0.25
+        slow_uplink(sim, fabric, 0.25)
     split = np.zeros((sim.n_conns, fabric.max_paths))
     split[:, 0], split[:, 1] = f0, 1.0 - f0
     sim.set_split(split)
     return sim
-
-
-def _rems(sim: BatchSim, times_ms: list[float]) -> list[dict[str, float]]:
-    """Each sub-flow's remainder in C ms (A: GPU 0 -> 1, B: 1 -> 2, C: 2 -> 0; path 0 or 1) at each time (ms
-    after the communication starts)."""
-    hop = {0: "A", 1: "B", 2: "C"}
-    out, now = [], 0.0
-    for t in times_ms:
-        sim.run_interval((t + 1.0 - now) * 1e-3)
-        now = t + 1.0
-        out.append(
-            {
-                f"{hop[int(sim.conn_src[c])]}{int(q)}": float(sim.state.rem[p]) / MS
-                for p, c, q in zip(sim.parts, sim.part_conn, sim.part_path, strict=True)
-            }
-        )
-    return out
 
 
 def _sent(t: Fraction, pieces: list[tuple[Fraction, Fraction]]) -> Fraction:
@@ -112,7 +82,7 @@ def test_per_part_window_by_hand() -> None:
     t2 = t1 + (6 - 2 * t1) / (4 - Fraction(21, 16))
     t3 = t2 + (6 - 2 * t2) / (4 - Fraction(85, 64))
     ts = [2.0, 2.5, 2.9, 4.0, 6.0]
-    got = _rems(_sim("per_part", 0.25), ts)
+    got = remainders_at(_sim("per_part", 0.25), ts)
     for t_ms, g in zip(ts, got, strict=True):
         t = Fraction(t_ms).limit_denominator(1000)
         want = {
@@ -125,7 +95,7 @@ def test_per_part_window_by_hand() -> None:
         }
         for k, v in want.items():
             assert g[k] == pytest.approx(float(v), rel=1e-8, abs=1e-8), (t_ms, k, g)
-    frac = _rems(_sim("fraction", 0.25), [4.0])[0]
+    frac = remainders_at(_sim("fraction", 0.25), [4.0])[0]
     assert frac["A0"] / 4 == pytest.approx(got[3]["A0"], rel=1e-9)
     assert frac["A1"] * 3 / 4 == pytest.approx(got[3]["A1"], rel=1e-9)
 
@@ -144,11 +114,11 @@ def test_per_part_window_on_a_shared_nic_by_hand() -> None:
         "free": [(4.0, 16.0), (1.0, 13.0), (0.0, 7.0), (0.0, 4.0)],
     }
     for key, sim in (("window", _sim("per_part", 0.25, True)), ("free", _sim("per_part", 0.25, True, None))):
-        for t, g, (w0, w1) in zip(ts, _rems(sim, ts), want[key], strict=True):
+        for t, g, (w0, w1) in zip(ts, remainders_at(sim, ts), want[key], strict=True):
             for h in "ABC":
                 assert g[f"{h}0"] == pytest.approx(w0, rel=1e-8, abs=1e-8), (key, t, g)
                 assert g[f"{h}1"] == pytest.approx(w1, rel=1e-8, abs=1e-8), (key, t, g)
-    frac = _rems(_sim("fraction", 0.25, True), [10.0])[0]  # connection bytes: 24 - t on both paths
+    frac = remainders_at(_sim("fraction", 0.25, True), [10.0])[0]  # connection bytes: 24 - t on both paths
     assert all(v == pytest.approx(14.0, rel=1e-8) for v in frac.values()), frac
 
 
@@ -157,7 +127,7 @@ def test_even_split_is_the_fraction_run_halved() -> None:
     connection's bytes, so its remainder is half the fraction part's at every time, the window's bounds and the
     rounded and unrounded phases included (test_ring_window_chunks.py's timeline without rounding)."""
     ts = [4.0, 6.0, 8.0, 10.0, 14.0]
-    a, b = _rems(_sim("fraction", 0.5), ts), _rems(_sim("per_part", 0.5), ts)
+    a, b = remainders_at(_sim("fraction", 0.5), ts), remainders_at(_sim("per_part", 0.5), ts)
     for x, y in zip(a, b, strict=True):
         for k in x:
             assert y[k] == pytest.approx(x[k] / 2, rel=1e-9, abs=1e-9), (k, x, y)
@@ -194,7 +164,7 @@ def test_even_split_in_whole_chunks_is_the_chunk_timeline_halved() -> None:
     11.2 ms; A0 and C at 24 - 2t, A1 at 24 - t / 2), each per_part part's remainder halved."""
     t = [6.0, 6.4, 7.4, 8.0, 9.0, 10.6, 11.2]
     b = [12, 12, 10, 10, 8, 6, 6]
-    got = _rems(_sim("per_part", 0.5, chunk=2 * MS), t)
+    got = remainders_at(_sim("per_part", 0.5, chunk=2 * MS), t)
     for ti, bi, g in zip(t, b, got, strict=True):
         full = {
             "A0": 24 - 2 * ti,
